@@ -1,0 +1,1 @@
+//! gfx942 emulator (see the crate description).
