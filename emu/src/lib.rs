@@ -1,1 +1,20 @@
-//! gfx942 emulator (see the crate description).
+//! `amdgpu-emu`: a gfx942 (CDNA3, MI300X) emulator that executes AMDGPU code objects on the CPU.
+//!
+//! Layers (bottom up):
+//! * [`memory`]: device allocations with bounds checking (memcheck);
+//! * [`loader`]: ELF code object, `amdhsa.kernels` metadata and kernel descriptors;
+//! * [`decode`] / [`disasm`]: the GFX9/CDNA3 instruction decoder and its LLVM-syntax printer;
+//! * [`numerics`]: FP8/BF8 (FNUZ and OCP) conversions and MFMA arithmetic, bit-exact;
+//! * [`exec`]: wave64 executor, workgroups with barriers and LDS, launches;
+//! * `hip` (feature `hip-abi`): the HIP C ABI (`hipMalloc`, `hipModuleLaunchKernel`, …) exported
+//!   with `#[no_mangle]`, so `rocm-rs` links against the emulator instead of libamdhip64.
+#![warn(missing_docs)]
+
+pub mod decode;
+pub mod disasm;
+pub mod exec;
+#[cfg(feature = "hip-abi")]
+pub mod hip;
+pub mod loader;
+pub mod memory;
+pub mod numerics;

@@ -1,1 +1,7 @@
-//! fp8gemm
+//! fp8gemm: DeepGEMM-style FP8 GEMMs for AMD Instinct GPUs, kernels written in Rust.
+#![warn(missing_docs)]
+
+pub mod codeobj;
+pub mod fp8;
+pub mod quant;
+pub mod reference;
