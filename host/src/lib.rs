@@ -2,6 +2,7 @@
 #![warn(missing_docs)]
 
 pub mod codeobj;
+pub mod config;
 pub mod fp8;
 pub mod quant;
 pub mod reference;
