@@ -27,6 +27,20 @@ fn main() {
     }
     match builder.build() {
         Ok(out) => {
+            // A manifest of what each kernel declared, for the host's resource checks.
+            for co in &out.code_objects {
+                let mut text = String::new();
+                for k in &co.kernels {
+                    text.push_str(&format!(
+                        "{} {} {} {} {}\n",
+                        k.name, k.workgroup_size, k.waves_per_eu, u8::from(k.agprs), k.kernarg_size
+                    ));
+                }
+                let path = co.path.with_extension("kernels");
+                if let Err(e) = std::fs::write(&path, text) {
+                    println!("cargo::error=writing {}: {e}", path.display());
+                }
+            }
             for p in &out.rerun_if_changed {
                 println!("cargo::rerun-if-changed={}", p.display());
             }

@@ -288,6 +288,14 @@ fn default_target_dir(out_dir: &Path) -> PathBuf {
         .unwrap_or_else(|| out_dir.join("amdgpu"))
 }
 
+/// Compiles an LLVM IR file (plus optional IR shims) for `arch` into a code object at `out`
+/// with the pinned toolchain's `llc` and `rust-lld`, exactly as [`KernelBuilder::build`] does;
+/// intermediate files go to `work_dir`. For tests and tools that post-process IR themselves.
+pub fn compile_ir(ir: &Path, shims: &[PathBuf], arch: &str, out: &Path, work_dir: &Path) -> Result<(), BuildError> {
+    std::fs::create_dir_all(work_dir).map_err(io_err(work_dir))?;
+    Tools::locate()?.compile_ir(ir, shims, arch, out, work_dir)
+}
+
 /// The library name of the crate (package name with `-` → `_`).
 fn crate_lib_name(manifest: &Path) -> Result<String, BuildError> {
     let text = std::fs::read_to_string(manifest).map_err(io_err(manifest))?;
