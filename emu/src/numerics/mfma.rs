@@ -1,0 +1,358 @@
+//! Dense gfx942 MFMA arithmetic on whole-wave operands (`D = A·B + C`, wave64, one block).
+//!
+//! Operands are lane-major: `a[l]` / `b[l]` is lane `l`'s source register (pair), `c[l][r]` /
+//! result `[l][r]` is accumulator register `r` (the `r`-th VGPR/AccVGPR of the tuple) of lane `l`.
+//!
+//! # Lane layouts (AMD matrix instruction calculator, `-a cdna3`; project `gfx942.md`)
+//! All instructions here are single-block. With `M` = 16 or 32 (= N) and `n` elements per lane
+//! (8 for FP8, 4 for BF16/F16, 1 for F32; element `e` is byte `e` / 16-bit half `e` of the lane's
+//! 64-bit operand, i.e. VGPR `⌊e·w/32⌋`, low bits first):
+//! * `A[i][k]` is element `k mod n` of lane `M·⌊k/n⌋ + i`; `B[k][j]` is element `k mod n` of lane
+//!   `M·⌊k/n⌋ + j` (so `K = n·64/M`).
+//! * 16×16 results (4 registers): `D[i][j]` is register `i mod 4` of lane `16·⌊i/4⌋ + j`;
+//!   inverse: register `r` of lane `l` holds `i = 4·⌊l/16⌋ + r`, `j = l mod 16`.
+//! * 32×32 results (16 registers): `D[i][j]` is register `4·⌊i/8⌋ + (i mod 4)` of lane
+//!   `(32·⌊i/4⌋) mod 64 + j`; inverse: `i = 8·⌊r/4⌋ + 4·⌊l/32⌋ + (r mod 4)`, `j = l mod 32`.
+//!
+//! # Accumulation model
+//! For each output element, `acc = C[i][j]`, then for `k = 0, 1, …, K−1`:
+//! `acc = fma(A[i][k], B[k][j], acc)` in IEEE f32 (round to nearest even, one rounding per step,
+//! subnormals kept, NaN/∞ propagate by IEEE rules); `D[i][j] = acc`.
+//! Public facts behind this choice: CDNA3 accumulates FP8 MFMAs in full FP32 (AMD CDNA3 white
+//! paper; unlike Hopper's reduced-width FP8 accumulator), and gem5 PR #2478 found MI300X MFMA
+//! results match a fused multiply-add per step rather than a separate multiply and add. The exact
+//! internal adder tree and summation order of the hardware are not published, so results that
+//! depend on rounding of intermediate sums may differ from silicon in the last bits; the model is
+//! deterministic and exact whenever every partial sum is representable in f32.
+//! For FP8, F16 and BF16 inputs the product of two elements is exact in f32 (≤ 22 significant
+//! bits), so the FMA is computed as an f32 multiply and add (identical result) except for BF16,
+//! whose products can leave the f32 exponent range and use a true FMA. F32 MFMAs use a true FMA.
+
+use super::fp8::{F8Kind, decode_table_bits};
+
+/// The MFMA instructions implemented here, for issue timing (the executor's hazard checks).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MfmaOp {
+    /// `v_mfma_f32_16x16x32_{fp8,bf8}_{fp8,bf8}`.
+    F32_16x16x32F8,
+    /// `v_mfma_f32_32x32x16_{fp8,bf8}_{fp8,bf8}`.
+    F32_32x32x16F8,
+    /// `v_mfma_f32_16x16x16_bf16` (gfx90a `16x16x16bf16_1k`).
+    F32_16x16x16Bf16,
+    /// `v_mfma_f32_32x32x8_bf16` (gfx90a `32x32x8bf16_1k`).
+    F32_32x32x8Bf16,
+    /// `v_mfma_f32_16x16x16_f16`.
+    F32_16x16x16F16,
+    /// `v_mfma_f32_32x32x8_f16`.
+    F32_32x32x8F16,
+    /// `v_mfma_f32_16x16x4_f32` (single block, `16x16x4f32`).
+    F32_16x16x4F32,
+    /// `v_mfma_f32_32x32x2_f32` (single block, `32x32x2f32`).
+    F32_32x32x2F32,
+}
+
+impl MfmaOp {
+    /// Number of 4-cycle passes the instruction occupies the matrix core on gfx942.
+    ///
+    /// FP8: 4 (16x16x32) and 8 (32x32x16), per the AMD matrix instruction calculator
+    /// (`gfx942.md`). The others follow from MI300X's published dense peak rates per CU per clock
+    /// (FP8 4096, BF16/F16 2048, F32 matrix 256 FLOP/clk/CU, i.e. ÷4 per SIMD):
+    /// 16x16x16 bf16/f16 = 8192 FLOP → 16 cycles = 4 passes; 32x32x8 bf16/f16 = 16384 FLOP → 8
+    /// passes; 16x16x4 f32 = 2048 FLOP → 32 cycles = 8 passes; 32x32x2 f32 = 4096 FLOP → 16 passes.
+    pub const fn passes(self) -> u32 {
+        match self {
+            MfmaOp::F32_16x16x32F8 | MfmaOp::F32_16x16x16Bf16 | MfmaOp::F32_16x16x16F16 => 4,
+            MfmaOp::F32_32x32x16F8
+            | MfmaOp::F32_32x32x8Bf16
+            | MfmaOp::F32_32x32x8F16
+            | MfmaOp::F32_16x16x4F32 => 8,
+            MfmaOp::F32_32x32x2F32 => 16,
+        }
+    }
+
+    /// Cycles the instruction occupies the matrix core (`4 · passes`).
+    pub const fn cycles(self) -> u32 {
+        4 * self.passes()
+    }
+
+    /// `(M, N, K)` of the instruction.
+    pub const fn shape(self) -> (usize, usize, usize) {
+        match self {
+            MfmaOp::F32_16x16x32F8 => (16, 16, 32),
+            MfmaOp::F32_32x32x16F8 => (32, 32, 16),
+            MfmaOp::F32_16x16x16Bf16 | MfmaOp::F32_16x16x16F16 => (16, 16, 16),
+            MfmaOp::F32_32x32x8Bf16 | MfmaOp::F32_32x32x8F16 => (32, 32, 8),
+            MfmaOp::F32_16x16x4F32 => (16, 16, 4),
+            MfmaOp::F32_32x32x2F32 => (32, 32, 2),
+        }
+    }
+}
+
+/// `(i, j)` of accumulator register `r` of lane `l` for an `m`×`m` single-block result.
+#[inline(always)]
+fn d_index(m: usize, lane: usize, r: usize) -> (usize, usize) {
+    if m == 16 {
+        (4 * (lane / 16) + r, lane % 16)
+    } else {
+        (8 * (r / 4) + 4 * (lane / 32) + (r % 4), lane % 32)
+    }
+}
+
+/// Largest M·K and M·N of the supported shapes (16·32, 32·16 and 32·32).
+const MAX_MK: usize = 512;
+const MAX_MN: usize = 1024;
+
+/// Shared single-block kernel. `elem(src, lane, e)` decodes element `e` of lane `lane` of
+/// operand `src` (0 = A, 1 = B). `R` = accumulator registers per lane (`M·M/64`).
+#[inline(always)]
+fn mfma_core<const R: usize>(
+    m: usize,
+    per_lane: usize,
+    elem: impl Fn(usize, usize, usize) -> f32,
+    c: &[[f32; R]; 64],
+    fused: bool,
+) -> [[f32; R]; 64] {
+    let k_dim = per_lane * 64 / m;
+    debug_assert_eq!(R * 64, m * m);
+    debug_assert!(m * k_dim <= MAX_MK);
+    // at[i·K + k] = A[i][k]; bt[k·M + j] = B[k][j].
+    let mut at = [0f32; MAX_MK];
+    let mut bt = [0f32; MAX_MK];
+    for lane in 0..64 {
+        let row = lane % m;
+        let k0 = per_lane * (lane / m);
+        for e in 0..per_lane {
+            at[row * k_dim + k0 + e] = elem(0, lane, e);
+            bt[(k0 + e) * m + row] = elem(1, lane, e);
+        }
+    }
+    let mut acc = [0f32; MAX_MN];
+    for (lane, regs) in c.iter().enumerate() {
+        for (r, &v) in regs.iter().enumerate() {
+            let (i, j) = d_index(m, lane, r);
+            acc[i * m + j] = v;
+        }
+    }
+    for i in 0..m {
+        let acc_row = &mut acc[i * m..(i + 1) * m];
+        for k in 0..k_dim {
+            let a = at[i * k_dim + k];
+            let b_row = &bt[k * m..(k + 1) * m];
+            if fused {
+                for (d, &b) in acc_row.iter_mut().zip(b_row) {
+                    *d = a.mul_add(b, *d);
+                }
+            } else {
+                for (d, &b) in acc_row.iter_mut().zip(b_row) {
+                    *d += a * b;
+                }
+            }
+        }
+    }
+    let mut out = [[0f32; R]; 64];
+    for (lane, regs) in out.iter_mut().enumerate() {
+        for (r, v) in regs.iter_mut().enumerate() {
+            let (i, j) = d_index(m, lane, r);
+            *v = acc[i * m + j];
+        }
+    }
+    out
+}
+
+#[inline(always)]
+fn mfma_f8<const R: usize>(
+    m: usize,
+    a: &[u64; 64],
+    b: &[u64; 64],
+    c: &[[f32; R]; 64],
+    ka: F8Kind,
+    kb: F8Kind,
+) -> [[f32; R]; 64] {
+    let ta = decode_table_bits(ka);
+    let tb = decode_table_bits(kb);
+    mfma_core(
+        m,
+        8,
+        |src, lane, e| {
+            if src == 0 {
+                f32::from_bits(ta[((a[lane] >> (8 * e)) & 0xFF) as usize])
+            } else {
+                f32::from_bits(tb[((b[lane] >> (8 * e)) & 0xFF) as usize])
+            }
+        },
+        c,
+        false,
+    )
+}
+
+/// `v_mfma_f32_16x16x32_{fp8,bf8}_{fp8,bf8} D, A, B, C` (4 passes, 16 cycles).
+///
+/// `a[l]`/`b[l]`: lane `l`'s 64-bit operand (VGPR pair, low VGPR in bits 31:0) holding 8 FP8
+/// values; `A[i][k]` is byte `k mod 8` of lane `16·⌊k/8⌋ + i`, `B[k][j]` is byte `k mod 8` of
+/// lane `16·⌊k/8⌋ + j`. `ka`/`kb` give each operand's encoding (`fp8`/`bf8` in the mnemonic,
+/// FNUZ on gfx942). `c[l][r]`/result `[l][r]`: register `r` of lane `l` holds
+/// `(i, j) = (4·⌊l/16⌋ + r, l mod 16)`. Arithmetic per the module's accumulation model.
+/// `cbsz`/`abid`/`blgp` do not apply to FP8 MFMAs (must be 0).
+pub fn mfma_f32_16x16x32_f8(
+    a: &[u64; 64],
+    b: &[u64; 64],
+    c: &[[f32; 4]; 64],
+    ka: F8Kind,
+    kb: F8Kind,
+) -> [[f32; 4]; 64] {
+    mfma_f8(16, a, b, c, ka, kb)
+}
+
+/// `v_mfma_f32_32x32x16_{fp8,bf8}_{fp8,bf8} D, A, B, C` (8 passes, 32 cycles).
+///
+/// `A[i][k]` is byte `k mod 8` of lane `32·⌊k/8⌋ + i`; `B[k][j]` byte `k mod 8` of lane
+/// `32·⌊k/8⌋ + j`. `D[i][j]` is register `4·⌊i/8⌋ + (i mod 4)` of lane `(32·⌊i/4⌋) mod 64 + j`;
+/// register `r` of lane `l` holds `(8·⌊r/4⌋ + 4·⌊l/32⌋ + r mod 4, l mod 32)`.
+pub fn mfma_f32_32x32x16_f8(
+    a: &[u64; 64],
+    b: &[u64; 64],
+    c: &[[f32; 16]; 64],
+    ka: F8Kind,
+    kb: F8Kind,
+) -> [[f32; 16]; 64] {
+    mfma_f8(32, a, b, c, ka, kb)
+}
+
+/// bf16 bits → f32 (exact).
+#[inline(always)]
+fn bf16_to_f32(h: u16) -> f32 {
+    f32::from_bits(u32::from(h) << 16)
+}
+
+/// IEEE binary16 bits → f32 (exact; NaN payload kept in the top mantissa bits, quiet bit set as
+/// in the input).
+#[inline(always)]
+pub(crate) fn f16_to_f32(h: u16) -> f32 {
+    let sign = u32::from(h >> 15) << 31;
+    let exp = u32::from((h >> 10) & 0x1F);
+    let man = u32::from(h & 0x3FF);
+    let bits = match exp {
+        0 if man == 0 => sign,
+        0 => {
+            // Subnormal: man · 2^-24, normalise.
+            let shift = man.leading_zeros() - 21; // bring the leading one to bit 10
+            let m = (man << shift) & 0x3FF;
+            let e = 127 - 15 + 1 - shift;
+            sign | (e << 23) | (m << 13)
+        }
+        0x1F => sign | 0x7F80_0000 | (man << 13),
+        _ => sign | ((exp + 127 - 15) << 23) | (man << 13),
+    };
+    f32::from_bits(bits)
+}
+
+#[inline(always)]
+fn mfma_16bit<const R: usize>(
+    m: usize,
+    a: &[u64; 64],
+    b: &[u64; 64],
+    c: &[[f32; R]; 64],
+    bf16: bool,
+) -> [[f32; R]; 64] {
+    let conv: fn(u16) -> f32 = if bf16 { bf16_to_f32 } else { f16_to_f32 };
+    mfma_core(
+        m,
+        4,
+        |src, lane, e| {
+            let v = if src == 0 { a[lane] } else { b[lane] };
+            conv((v >> (16 * e)) as u16)
+        },
+        c,
+        bf16,
+    )
+}
+
+/// `v_mfma_f32_16x16x16_bf16 D, A, B, C` (4 passes).
+///
+/// `a[l]`/`b[l]`: 4 bf16 per lane (element `e` = bits `16e+15:16e`); `A[i][k]` is element
+/// `k mod 4` of lane `16·⌊k/4⌋ + i`, `B[k][j]` element `k mod 4` of lane `16·⌊k/4⌋ + j`.
+/// Result layout as [`mfma_f32_16x16x32_f8`].
+pub fn mfma_f32_16x16x16_bf16(a: &[u64; 64], b: &[u64; 64], c: &[[f32; 4]; 64]) -> [[f32; 4]; 64] {
+    mfma_16bit(16, a, b, c, true)
+}
+
+/// `v_mfma_f32_32x32x8_bf16 D, A, B, C` (8 passes).
+///
+/// `A[i][k]` is bf16 element `k mod 4` of lane `32·⌊k/4⌋ + i`; `B[k][j]` element `k mod 4` of
+/// lane `32·⌊k/4⌋ + j`. Result layout as [`mfma_f32_32x32x16_f8`].
+pub fn mfma_f32_32x32x8_bf16(a: &[u64; 64], b: &[u64; 64], c: &[[f32; 16]; 64]) -> [[f32; 16]; 64] {
+    mfma_16bit(32, a, b, c, true)
+}
+
+/// `v_mfma_f32_16x16x16_f16 D, A, B, C` (4 passes).
+///
+/// Layout as [`mfma_f32_16x16x16_bf16`] with IEEE binary16 elements.
+pub fn mfma_f32_16x16x16_f16(a: &[u64; 64], b: &[u64; 64], c: &[[f32; 4]; 64]) -> [[f32; 4]; 64] {
+    mfma_16bit(16, a, b, c, false)
+}
+
+/// `v_mfma_f32_32x32x8_f16 D, A, B, C` (8 passes).
+///
+/// Layout as [`mfma_f32_32x32x8_bf16`] with IEEE binary16 elements.
+pub fn mfma_f32_32x32x8_f16(a: &[u64; 64], b: &[u64; 64], c: &[[f32; 16]; 64]) -> [[f32; 16]; 64] {
+    mfma_16bit(32, a, b, c, false)
+}
+
+/// `v_mfma_f32_16x16x4_f32 D, A, B, C` (single block, 8 passes).
+///
+/// One f32 per lane: `A[i][k]` is lane `16·k + i`, `B[k][j]` lane `16·k + j` (k < 4). Result
+/// layout as [`mfma_f32_16x16x32_f8`]. True FMA per step.
+pub fn mfma_f32_16x16x4_f32(a: &[f32; 64], b: &[f32; 64], c: &[[f32; 4]; 64]) -> [[f32; 4]; 64] {
+    mfma_core(
+        16,
+        1,
+        |src, lane, _| if src == 0 { a[lane] } else { b[lane] },
+        c,
+        true,
+    )
+}
+
+/// `v_mfma_f32_32x32x2_f32 D, A, B, C` (single block, 16 passes).
+///
+/// One f32 per lane: `A[i][k]` is lane `32·k + i`, `B[k][j]` lane `32·k + j` (k < 2). Result
+/// layout as [`mfma_f32_32x32x16_f8`]. True FMA per step.
+pub fn mfma_f32_32x32x2_f32(a: &[f32; 64], b: &[f32; 64], c: &[[f32; 16]; 64]) -> [[f32; 16]; 64] {
+    mfma_core(
+        32,
+        1,
+        |src, lane, _| if src == 0 { a[lane] } else { b[lane] },
+        c,
+        true,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn f16_decode_spot_values() {
+        assert_eq!(f16_to_f32(0x3C00), 1.0);
+        assert_eq!(f16_to_f32(0xC000), -2.0);
+        assert_eq!(f16_to_f32(0x7BFF), 65504.0);
+        assert_eq!(f16_to_f32(0x0001), 2f32.powi(-24));
+        assert_eq!(f16_to_f32(0x03FF), 1023.0 * 2f32.powi(-24));
+        assert_eq!(f16_to_f32(0x7C00), f32::INFINITY);
+        assert!(f16_to_f32(0x7E00).is_nan());
+    }
+
+    #[test]
+    fn d_index_is_a_bijection() {
+        for m in [16usize, 32] {
+            let regs = m * m / 64;
+            let mut seen = vec![false; m * m];
+            for lane in 0..64 {
+                for r in 0..regs {
+                    let (i, j) = d_index(m, lane, r);
+                    assert!(!seen[i * m + j]);
+                    seen[i * m + j] = true;
+                }
+            }
+        }
+    }
+}
