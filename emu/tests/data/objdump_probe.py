@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""Probe llvm-objdump (the independent oracle) with raw gfx942 instruction words.
+
+Usage: objdump_probe.py OUT.json
+Builds, for every encoding and every opcode value, one instruction with distinctive operand
+fields (dst 10, src0 20, src1 30, src2 40, sdst 50), disassembles them all with the toolchain's
+llvm-objdump --mcpu=gfx942 and records the printed text per (encoding, opcode). The emulator's
+opcode tables (emu/src/decode/tables.rs) are generated from this record by gen_tables.py, so
+mnemonics and operand layouts come from LLVM's disassembler, not from hand transcription.
+"""
+import json, os, re, struct, subprocess, sys
+
+SYSROOT = subprocess.check_output(["rustc", "--print", "sysroot"], text=True).strip()
+OBJDUMP = os.path.join(SYSROOT, "lib/rustlib/x86_64-unknown-linux-gnu/bin/llvm-objdump")
+NOP = 0xBF800000
+SLOT = 16  # bytes per probe slot (max probed instruction is 8 bytes, padded with s_nop)
+
+def elf(text: bytes) -> bytes:
+    shstr = b"\0.text\0.shstrtab\0"
+    ehsize, shentsize = 64, 64
+    text_off = ehsize
+    shstr_off = text_off + len(text)
+    sh_off = (shstr_off + len(shstr) + 7) & ~7
+    hdr = b"\x7fELF" + bytes([2, 1, 1, 64, 3]) + bytes(7)
+    hdr += struct.pack("<HHIQQQIHHHHHH", 1, 224, 1, 0, 0, sh_off, 0x4C, ehsize, 0, 0, shentsize, 3, 2)
+    body = hdr + text + shstr
+    body += bytes(sh_off - len(body))
+    sh = bytes(64)
+    sh += struct.pack("<IIQQQQIIQQ", 1, 1, 6, 0, text_off, len(text), 0, 0, 4, 0)
+    sh += struct.pack("<IIQQQQIIQQ", 7, 3, 0, 0, shstr_off, len(shstr), 0, 0, 1, 0)
+    return body + sh
+
+def probes():
+    out = []  # (enc, op, variant, words)
+    for op in range(0x60):
+        out.append(("SOP2", op, "", [0x80000000 | op << 23 | 10 << 16 | 30 << 8 | 20]))
+    for op in range(0x1D):
+        out.append(("SOPK", op, "", [0xB0000000 | op << 23 | 10 << 16 | 0x1234]))
+    for op in range(256):
+        out.append(("SOP1", op, "", [0xBE800000 | 10 << 16 | op << 8 | 20]))
+    for op in range(128):
+        out.append(("SOPC", op, "", [0xBF000000 | op << 16 | 30 << 8 | 20]))
+    for op in range(128):
+        out.append(("SOPP", op, "", [0xBF800000 | op << 16 | 3]))
+        out.append(("SOPP", op, "z", [0xBF800000 | op << 16]))
+    for op in range(256):
+        out.append(("SMEM", op, "", [0xC0000000 | op << 18 | 1 << 17 | 16 << 6 | 10, 0x10]))
+    for op in range(0x3F):
+        out.append(("VOP2", op, "", [op << 25 | 10 << 17 | 30 << 9 | (256 + 20)]))
+    out.append(("VOP1", 0, "nop", [0x7E000000]))
+    for op in range(256):
+        out.append(("VOP1", op, "", [0x7E000000 | 10 << 17 | op << 9 | (256 + 20)]))
+    for op in range(256):
+        out.append(("VOPC", op, "", [0x7C000000 | op << 17 | 30 << 9 | (256 + 20)]))
+    for op in range(0x380):
+        out.append(("VOP3", op, "", [0xD0000000 | op << 16 | 10, (256 + 20) | (256 + 30) << 9 | (256 + 40) << 18]))
+        out.append(("VOP3", op, "sdst", [0xD0000000 | op << 16 | 50 << 8 | 10, (256 + 20) | (256 + 30) << 9 | (256 + 40) << 18]))
+    for op in range(128):
+        # opsel_hi = 1 for all sources (the default printed as nothing)
+        out.append(("VOP3P", op, "", [0xD3800000 | op << 16 | 1 << 14 | 10, (256 + 20) | (256 + 30) << 9 | (256 + 40) << 18 | 3 << 27]))
+        # MAI form with acc_cd (bit 15) set
+        out.append(("VOP3P", op, "acc", [0xD3800000 | op << 16 | 1 << 15 | 10, (256 + 20) | (256 + 30) << 9 | (256 + 40) << 18]))
+    for op in range(256):
+        for var, (d0, d1, vd) in (("", (30, 40, 10)), ("novdst", (30, 40, 0)), ("nod1", (30, 0, 10)),
+                                  ("d0", (30, 0, 0)), ("vdst", (0, 0, 10)), ("addr", (0, 0, 0))):
+            out.append(("DS", op, var, [0xD8000000 | op << 17 | 0x0403, 20 | d0 << 8 | d1 << 16 | vd << 24]))
+    for seg, name in ((0, "FLAT"), (1, "SCRATCH"), (2, "GLOBAL")):
+        for op in range(128):
+            out.append((name, op, "", [0xDC000000 | op << 18 | seg << 14 | 8, 20 | 30 << 8 | 0x7F << 16 | 10 << 24]))
+            out.append((name, op, "s0", [0xDC000000 | op << 18 | seg << 14 | 8, 20 | 30 << 8 | 0 << 16 | 10 << 24]))
+            out.append((name, op, "s0nod", [0xDC000000 | op << 18 | seg << 14 | 8, 20 | 0 << 8 | 0 << 16 | 10 << 24]))
+            out.append((name, op, "s0novd", [0xDC000000 | op << 18 | seg << 14 | 8, 20 | 30 << 8 | 0 << 16 | 0 << 24]))
+            if seg != 0:
+                out.append((name, op, "saddr", [0xDC000000 | op << 18 | seg << 14 | 8, 20 | 30 << 8 | 40 << 16 | 10 << 24]))
+    for op in range(128):
+        out.append(("MUBUF", op, "", [0xE0000000 | op << 18 | 1 << 12 | 8, 20 | 30 << 8 | (40 // 4) << 16 | 50 << 24]))
+    return out
+
+def main():
+    ps = probes()
+    text = bytearray()
+    for _, _, _, words in ps:
+        slot = list(words) + [NOP] * (SLOT // 4 - len(words))
+        text += b"".join(struct.pack("<I", w) for w in slot)
+    path = "/tmp/objdump_probe.elf"
+    with open(path, "wb") as f:
+        f.write(elf(bytes(text)))
+    dis = subprocess.check_output([OBJDUMP, "-d", "--mcpu=gfx942", path], text=True)
+    by_addr = {}
+    for line in dis.splitlines():
+        m = re.match(r"^\s*(.*?)\s*// ([0-9A-F]{12}):", line)
+        if not m:
+            continue
+        by_addr[int(m.group(2), 16)] = m.group(1)
+    rec = []
+    for i, (enc, op, var, words) in enumerate(ps):
+        t = by_addr.get(i * SLOT, "")
+        rec.append({"enc": enc, "op": op, "variant": var, "words": words, "text": t})
+    with open(sys.argv[1], "w") as f:
+        json.dump(rec, f, indent=0)
+
+main()
