@@ -98,70 +98,97 @@ fn d_index(m: usize, lane: usize, r: usize) -> (usize, usize) {
     }
 }
 
-/// Largest M·K and M·N of the supported shapes (16·32, 32·16 and 32·32).
-const MAX_MK: usize = 512;
-const MAX_MN: usize = 1024;
+/// How each step `acc = fma(a, b, acc)` may be evaluated.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Step {
+    /// Every product is exact in f32, so `acc + a·b` equals the fused result.
+    ExactProducts,
+    /// True fused multiply-add.
+    Fused,
+}
 
-/// Shared single-block kernel. `elem(src, lane, e)` decodes element `e` of lane `lane` of
-/// operand `src` (0 = A, 1 = B). `R` = accumulator registers per lane (`M·M/64`).
+/// Shared single-block kernel for an `M`×`M`×`K` MFMA with `N` elements per lane
+/// (`K = N·64/M`) and `R = M·M/64` accumulator registers. `a_elem(lane, e)` / `b_elem(lane, e)`
+/// decode element `e` of lane `lane` of each operand.
 #[inline(always)]
-fn mfma_core<const R: usize>(
-    m: usize,
-    per_lane: usize,
-    elem: impl Fn(usize, usize, usize) -> f32,
+fn mfma_core<const M: usize, const K: usize, const N: usize, const R: usize>(
+    a_elem: impl Fn(usize, usize) -> f32,
+    b_elem: impl Fn(usize, usize) -> f32,
     c: &[[f32; R]; 64],
-    fused: bool,
+    step: Step,
 ) -> [[f32; R]; 64] {
-    let k_dim = per_lane * 64 / m;
-    debug_assert_eq!(R * 64, m * m);
-    debug_assert!(m * k_dim <= MAX_MK);
-    // at[i·K + k] = A[i][k]; bt[k·M + j] = B[k][j].
-    let mut at = [0f32; MAX_MK];
-    let mut bt = [0f32; MAX_MK];
+    const { assert!(K * M == N * 64 && R * 64 == M * M) };
+    // at[i][k] = A[i][k]; bt[k][j] = B[k][j].
+    let mut at = [[0f32; K]; M];
+    let mut bt = [[0f32; M]; K];
     for lane in 0..64 {
-        let row = lane % m;
-        let k0 = per_lane * (lane / m);
-        for e in 0..per_lane {
-            at[row * k_dim + k0 + e] = elem(0, lane, e);
-            bt[(k0 + e) * m + row] = elem(1, lane, e);
+        let row = lane % M;
+        let k0 = N * (lane / M);
+        for e in 0..N {
+            at[row][k0 + e] = a_elem(lane, e);
+            bt[k0 + e][row] = b_elem(lane, e);
         }
     }
-    let mut acc = [0f32; MAX_MN];
+    let mut acc = [[0f32; M]; M];
     for (lane, regs) in c.iter().enumerate() {
         for (r, &v) in regs.iter().enumerate() {
-            let (i, j) = d_index(m, lane, r);
-            acc[i * m + j] = v;
+            let (i, j) = d_index(M, lane, r);
+            acc[i][j] = v;
         }
     }
-    for i in 0..m {
-        let acc_row = &mut acc[i * m..(i + 1) * m];
-        for k in 0..k_dim {
-            let a = at[i * k_dim + k];
-            let b_row = &bt[k * m..(k + 1) * m];
-            if fused {
-                for (d, &b) in acc_row.iter_mut().zip(b_row) {
-                    *d = a.mul_add(b, *d);
-                }
-            } else {
-                for (d, &b) in acc_row.iter_mut().zip(b_row) {
-                    *d += a * b;
-                }
-            }
-        }
+    // Rows are processed in groups so that enough independent accumulator chains are in flight
+    // (a 16-wide row is only 4 SSE vectors); the per-element operation order is unchanged.
+    if M <= 16 {
+        accumulate_rows::<M, K, 2>(&mut acc, &at, &bt, step);
+    } else {
+        accumulate_rows::<M, K, 1>(&mut acc, &at, &bt, step);
     }
     let mut out = [[0f32; R]; 64];
     for (lane, regs) in out.iter_mut().enumerate() {
         for (r, v) in regs.iter_mut().enumerate() {
-            let (i, j) = d_index(m, lane, r);
-            *v = acc[i * m + j];
+            let (i, j) = d_index(M, lane, r);
+            *v = acc[i][j];
         }
     }
     out
 }
 
+/// `acc[i][j] = step(acc[i][j], at[i][k], bt[k][j])` for k in order, `G` rows at a time.
 #[inline(always)]
-fn mfma_f8<const R: usize>(
-    m: usize,
+fn accumulate_rows<const M: usize, const K: usize, const G: usize>(
+    acc: &mut [[f32; M]; M],
+    at: &[[f32; K]; M],
+    bt: &[[f32; M]; K],
+    step: Step,
+) {
+    const { assert!(M % G == 0) };
+    for i0 in (0..M).step_by(G) {
+        let mut rows: [[f32; M]; G] = std::array::from_fn(|g| acc[i0 + g]);
+        for (k, b_row) in bt.iter().enumerate() {
+            for (g, row) in rows.iter_mut().enumerate() {
+                let a = at[i0 + g][k];
+                match step {
+                    Step::ExactProducts => {
+                        for (d, &b) in row.iter_mut().zip(b_row) {
+                            *d += a * b;
+                        }
+                    }
+                    Step::Fused => {
+                        for (d, &b) in row.iter_mut().zip(b_row) {
+                            *d = a.mul_add(b, *d);
+                        }
+                    }
+                }
+            }
+        }
+        for (g, row) in rows.into_iter().enumerate() {
+            acc[i0 + g] = row;
+        }
+    }
+}
+
+#[inline(always)]
+fn mfma_f8<const M: usize, const K: usize, const R: usize>(
     a: &[u64; 64],
     b: &[u64; 64],
     c: &[[f32; R]; 64],
@@ -170,18 +197,12 @@ fn mfma_f8<const R: usize>(
 ) -> [[f32; R]; 64] {
     let ta = decode_table_bits(ka);
     let tb = decode_table_bits(kb);
-    mfma_core(
-        m,
-        8,
-        |src, lane, e| {
-            if src == 0 {
-                f32::from_bits(ta[((a[lane] >> (8 * e)) & 0xFF) as usize])
-            } else {
-                f32::from_bits(tb[((b[lane] >> (8 * e)) & 0xFF) as usize])
-            }
-        },
+    // FP8 products have ≤ 8 significant bits and magnitudes in [2^-34, 2^32]: exact in f32.
+    mfma_core::<M, K, 8, R>(
+        |lane, e| f32::from_bits(ta[((a[lane] >> (8 * e)) & 0xFF) as usize]),
+        |lane, e| f32::from_bits(tb[((b[lane] >> (8 * e)) & 0xFF) as usize]),
         c,
-        false,
+        Step::ExactProducts,
     )
 }
 
@@ -200,7 +221,7 @@ pub fn mfma_f32_16x16x32_f8(
     ka: F8Kind,
     kb: F8Kind,
 ) -> [[f32; 4]; 64] {
-    mfma_f8(16, a, b, c, ka, kb)
+    mfma_f8::<16, 32, 4>(a, b, c, ka, kb)
 }
 
 /// `v_mfma_f32_32x32x16_{fp8,bf8}_{fp8,bf8} D, A, B, C` (8 passes, 32 cycles).
@@ -215,7 +236,7 @@ pub fn mfma_f32_32x32x16_f8(
     ka: F8Kind,
     kb: F8Kind,
 ) -> [[f32; 16]; 64] {
-    mfma_f8(32, a, b, c, ka, kb)
+    mfma_f8::<32, 16, 16>(a, b, c, ka, kb)
 }
 
 /// bf16 bits → f32 (exact).
@@ -246,24 +267,52 @@ pub(crate) fn f16_to_f32(h: u16) -> f32 {
     f32::from_bits(bits)
 }
 
+/// Whether every product of two bf16 values from `a` and `b` is exact in f32: true when each
+/// finite non-zero element lies in [2^-63, 2^63] (products then stay normal; zeros, infinities
+/// and NaNs behave identically under fused and unfused evaluation).
+fn bf16_products_exact(a: &[u64; 64], b: &[u64; 64]) -> bool {
+    a.iter().chain(b).all(|&v| {
+        (0..4).all(|e| {
+            let exp = ((v >> (16 * e + 7)) & 0xFF) as i32;
+            // exponent field 0 (zero/subnormal) must be exactly zero; 255 is inf/NaN.
+            let man = (v >> (16 * e)) & 0x7F;
+            (exp == 0 && man == 0) || exp == 255 || (127 - 63..=127 + 63).contains(&exp)
+        })
+    })
+}
+
 #[inline(always)]
-fn mfma_16bit<const R: usize>(
-    m: usize,
+fn mfma_bf16<const M: usize, const K: usize, const R: usize>(
     a: &[u64; 64],
     b: &[u64; 64],
     c: &[[f32; R]; 64],
-    bf16: bool,
 ) -> [[f32; R]; 64] {
-    let conv: fn(u16) -> f32 = if bf16 { bf16_to_f32 } else { f16_to_f32 };
-    mfma_core(
-        m,
-        4,
-        |src, lane, e| {
-            let v = if src == 0 { a[lane] } else { b[lane] };
-            conv((v >> (16 * e)) as u16)
-        },
+    let step = if bf16_products_exact(a, b) {
+        Step::ExactProducts
+    } else {
+        Step::Fused
+    };
+    mfma_core::<M, K, 4, R>(
+        |lane, e| bf16_to_f32((a[lane] >> (16 * e)) as u16),
+        |lane, e| bf16_to_f32((b[lane] >> (16 * e)) as u16),
         c,
-        bf16,
+        step,
+    )
+}
+
+#[inline(always)]
+fn mfma_f16<const M: usize, const K: usize, const R: usize>(
+    a: &[u64; 64],
+    b: &[u64; 64],
+    c: &[[f32; R]; 64],
+) -> [[f32; R]; 64] {
+    // binary16 products have ≤ 22 significant bits and magnitudes in [2^-48, 2^32] (or are
+    // ±0/∞/NaN): exact in f32.
+    mfma_core::<M, K, 4, R>(
+        |lane, e| f16_to_f32((a[lane] >> (16 * e)) as u16),
+        |lane, e| f16_to_f32((b[lane] >> (16 * e)) as u16),
+        c,
+        Step::ExactProducts,
     )
 }
 
@@ -273,7 +322,7 @@ fn mfma_16bit<const R: usize>(
 /// `k mod 4` of lane `16·⌊k/4⌋ + i`, `B[k][j]` element `k mod 4` of lane `16·⌊k/4⌋ + j`.
 /// Result layout as [`mfma_f32_16x16x32_f8`].
 pub fn mfma_f32_16x16x16_bf16(a: &[u64; 64], b: &[u64; 64], c: &[[f32; 4]; 64]) -> [[f32; 4]; 64] {
-    mfma_16bit(16, a, b, c, true)
+    mfma_bf16::<16, 16, 4>(a, b, c)
 }
 
 /// `v_mfma_f32_32x32x8_bf16 D, A, B, C` (8 passes).
@@ -281,21 +330,21 @@ pub fn mfma_f32_16x16x16_bf16(a: &[u64; 64], b: &[u64; 64], c: &[[f32; 4]; 64]) 
 /// `A[i][k]` is bf16 element `k mod 4` of lane `32·⌊k/4⌋ + i`; `B[k][j]` element `k mod 4` of
 /// lane `32·⌊k/4⌋ + j`. Result layout as [`mfma_f32_32x32x16_f8`].
 pub fn mfma_f32_32x32x8_bf16(a: &[u64; 64], b: &[u64; 64], c: &[[f32; 16]; 64]) -> [[f32; 16]; 64] {
-    mfma_16bit(32, a, b, c, true)
+    mfma_bf16::<32, 8, 16>(a, b, c)
 }
 
 /// `v_mfma_f32_16x16x16_f16 D, A, B, C` (4 passes).
 ///
 /// Layout as [`mfma_f32_16x16x16_bf16`] with IEEE binary16 elements.
 pub fn mfma_f32_16x16x16_f16(a: &[u64; 64], b: &[u64; 64], c: &[[f32; 4]; 64]) -> [[f32; 4]; 64] {
-    mfma_16bit(16, a, b, c, false)
+    mfma_f16::<16, 16, 4>(a, b, c)
 }
 
 /// `v_mfma_f32_32x32x8_f16 D, A, B, C` (8 passes).
 ///
 /// Layout as [`mfma_f32_32x32x8_bf16`] with IEEE binary16 elements.
 pub fn mfma_f32_32x32x8_f16(a: &[u64; 64], b: &[u64; 64], c: &[[f32; 16]; 64]) -> [[f32; 16]; 64] {
-    mfma_16bit(32, a, b, c, false)
+    mfma_f16::<32, 8, 16>(a, b, c)
 }
 
 /// `v_mfma_f32_16x16x4_f32 D, A, B, C` (single block, 8 passes).
@@ -303,13 +352,7 @@ pub fn mfma_f32_32x32x8_f16(a: &[u64; 64], b: &[u64; 64], c: &[[f32; 16]; 64]) -
 /// One f32 per lane: `A[i][k]` is lane `16·k + i`, `B[k][j]` lane `16·k + j` (k < 4). Result
 /// layout as [`mfma_f32_16x16x32_f8`]. True FMA per step.
 pub fn mfma_f32_16x16x4_f32(a: &[f32; 64], b: &[f32; 64], c: &[[f32; 4]; 64]) -> [[f32; 4]; 64] {
-    mfma_core(
-        16,
-        1,
-        |src, lane, _| if src == 0 { a[lane] } else { b[lane] },
-        c,
-        true,
-    )
+    mfma_core::<16, 4, 1, 4>(|lane, _| a[lane], |lane, _| b[lane], c, Step::Fused)
 }
 
 /// `v_mfma_f32_32x32x2_f32 D, A, B, C` (single block, 16 passes).
@@ -317,13 +360,7 @@ pub fn mfma_f32_16x16x4_f32(a: &[f32; 64], b: &[f32; 64], c: &[[f32; 4]; 64]) ->
 /// One f32 per lane: `A[i][k]` is lane `32·k + i`, `B[k][j]` lane `32·k + j` (k < 2). Result
 /// layout as [`mfma_f32_32x32x16_f8`]. True FMA per step.
 pub fn mfma_f32_32x32x2_f32(a: &[f32; 64], b: &[f32; 64], c: &[[f32; 16]; 64]) -> [[f32; 16]; 64] {
-    mfma_core(
-        32,
-        1,
-        |src, lane, _| if src == 0 { a[lane] } else { b[lane] },
-        c,
-        true,
-    )
+    mfma_core::<32, 2, 1, 16>(|lane, _| a[lane], |lane, _| b[lane], c, Step::Fused)
 }
 
 #[cfg(test)]
