@@ -619,3 +619,38 @@ fn time_mfma_16x16x32_f8() {
     std::hint::black_box(&c);
     println!("mfma_f32_16x16x16_bf16: {:.1} ns/call", per * 1e9);
 }
+
+/// BF16 products can leave the f32 range; the result must then be the fused one:
+/// fma(2^64, 2^64, −1.5·2^127) = 2^128 − 1.5·2^127 = 2^126, whereas rounding the product
+/// first would give +∞.
+#[test]
+fn bf16_out_of_range_products_are_fused() {
+    let two_64 = 0x5F80u64; // bf16 2^64: exponent field 127 + 64 = 191
+    let mut x = Inputs {
+        a: vec![vec![0u64; 16]; 16],
+        b: vec![vec![0u64; 16]; 16],
+        c: vec![vec![0f32; 16]; 16],
+    };
+    x.a[0][0] = two_64;
+    x.b[0][0] = two_64;
+    x.c[0][0] = -1.5 * 2f32.powi(127);
+    let case = Case {
+        op: MfmaOp::F32_16x16x16Bf16,
+        elem: Elem::Bf16,
+    };
+    let d = run(&case, &x);
+    assert_eq!(d[0][0], 2f32.powi(126));
+    let case32 = Case {
+        op: MfmaOp::F32_32x32x8Bf16,
+        elem: Elem::Bf16,
+    };
+    let mut x32 = Inputs {
+        a: vec![vec![0u64; 8]; 32],
+        b: vec![vec![0u64; 32]; 8],
+        c: vec![vec![0f32; 32]; 32],
+    };
+    x32.a[31][7] = two_64;
+    x32.b[7][30] = two_64 | 0x8000;
+    x32.c[31][30] = 1.5 * 2f32.powi(127);
+    assert_eq!(run(&case32, &x32)[31][30], -(2f32.powi(126)));
+}

@@ -161,7 +161,7 @@ fn accumulate_rows<const M: usize, const K: usize, const G: usize>(
     bt: &[[f32; M]; K],
     step: Step,
 ) {
-    const { assert!(M % G == 0) };
+    const { assert!(M.is_multiple_of(G)) };
     for i0 in (0..M).step_by(G) {
         let mut rows: [[f32; M]; G] = std::array::from_fn(|g| acc[i0 + g]);
         for (k, b_row) in bt.iter().enumerate() {
