@@ -32,10 +32,13 @@
 //!   without clamp, FNUZ gives NaN `0x80` (ROCm/rocm-systems issue #9556: on gfx942
 //!   `v_cvt_pk_fp8_f32` "rounds; [it does] not saturate", a finite overflow becomes NaN; AMD's HIP
 //!   headers therefore `fmed3`-clamp to ±240 before converting and pass NaN/∞ through unclamped),
-//!   OCP E4M3 gives NaN `S.1111.111`, OCP E5M2 gives ±∞. With the VOP3 clamp bit set the result
-//!   saturates to ±max finite (ISA convention for the clamp bit on conversions: saturate to the
-//!   destination range; **Model**: not confirmed on hardware by a public source, and LLVM never
-//!   sets clamp on these instructions).
+//!   OCP E4M3 gives NaN `S.1111.111`, OCP E5M2 gives ±∞. The `clamp` parameter models the VOP3
+//!   clamp bit as saturation to ±max finite. **Model**: no public source describes it, and the
+//!   bit does not occur in code we run: LLVM never sets it for these instructions, and the
+//!   pinned LLVM 22 disassembler rejects `v_cvt_pk_fp8_f32`/`v_cvt_sr_fp8_f32` encodings with
+//!   bit 15 set for both gfx942 and gfx950 (checked by patching `D2A24000` → `D2A2C000` in an
+//!   `llc` output and running `llvm-objdump --mcpu=gfx942`), so a decoder may as well treat it
+//!   as an invalid encoding.
 //! * **NaN inputs** give the NaN encoding (`0x80` FNUZ; `S.1111.111` OCP E4M3; `S.11111.11` OCP
 //!   E5M2) with or without clamp.
 //! * **zero**: FNUZ has no −0, so ±0 and anything rounding to zero give `0x00`; OCP keeps the sign.
@@ -311,14 +314,17 @@ pub fn f32_to_f8_sr(x: f32, rnd: u32, kind: F8Kind, clamp: bool) -> u8 {
     encode(x, kind, clamp, Rounding::Stochastic(rnd))
 }
 
-/// `v_cvt_f32_fp8` / `v_cvt_f32_bf8`: widen byte `byte_sel` (0..=3; only the low 2 bits are used,
-/// as in the encoding: VOP3 `op_sel[1:0]` or SDWA `src0_sel` BYTE_0..3) of `src`.
+/// `v_cvt_f32_fp8` / `v_cvt_f32_bf8`: widen byte `byte_sel` (0..=3; only the low 2 bits are used)
+/// of `src`. On gfx942 the byte comes from the SDWA `src0_sel` (BYTE_0..3; `llc -mcpu=gfx942`
+/// emits `v_cvt_f32_fp8_sdwa v2, v0 src0_sel:BYTE_3` for `llvm.amdgcn.cvt.f32.fp8(x, 3)`); the
+/// plain VOP1/VOP3 forms convert byte 0.
 pub fn cvt_f32_f8(src: u32, byte_sel: u32, kind: F8Kind) -> f32 {
     f8_to_f32((src >> (8 * (byte_sel & 3))) as u8, kind)
 }
 
 /// `v_cvt_pk_f32_fp8` / `v_cvt_pk_f32_bf8`: widen the two bytes of the low (`word_sel_hi ==
-/// false`) or high 16-bit half of `src` (VOP3 `op_sel[0]`, SDWA `src0_sel` WORD_0/WORD_1).
+/// false`) or high 16-bit half of `src` (gfx942: SDWA `src0_sel` WORD_1 selects the high half,
+/// as `llc` emits for `llvm.amdgcn.cvt.pk.f32.fp8(x, true)`; plain VOP1 = low half).
 /// Returns `[byte 2w, byte 2w+1]`: element 0 goes to `vdst`, element 1 to `vdst+1`.
 pub fn cvt_pk_f32_f8(src: u32, word_sel_hi: bool, kind: F8Kind) -> [f32; 2] {
     let half = if word_sel_hi { src >> 16 } else { src };
@@ -330,7 +336,8 @@ pub fn cvt_pk_f32_f8(src: u32, word_sel_hi: bool, kind: F8Kind) -> [f32; 2] {
 
 /// `v_cvt_pk_fp8_f32` / `v_cvt_pk_bf8_f32 vdst, a, b`: convert `a` and `b` with round to nearest
 /// even ([`f32_to_f8_rne`]) and write `a` to byte 0 and `b` to byte 1 of the low 16-bit half
-/// (`word_sel_hi == false`) or high half (`word_sel_hi`, VOP3 `op_sel[3]`) of the old `vdst`
+/// (`word_sel_hi == false`) or high half (`word_sel_hi`: VOP3 `op_sel[3]`, encoding bit 14,
+/// printed `op_sel:[0,0,1]`) of the old `vdst`
 /// value `old`; the other half keeps `old`'s bits (LLVM ties `vdst` to `vdst_in`). Source
 /// modifiers (neg/abs) must be applied by the caller.
 pub fn cvt_pk_f8_f32(
@@ -351,7 +358,8 @@ pub fn cvt_pk_f8_f32(
 }
 
 /// `v_cvt_sr_fp8_f32` / `v_cvt_sr_bf8_f32 vdst, x, rnd`: convert `x` with stochastic rounding by
-/// `rnd` ([`f32_to_f8_sr`]) and write the byte into byte `byte_sel` (0..=3, VOP3 `op_sel[3:2]`;
+/// `rnd` ([`f32_to_f8_sr`]) and write the byte into byte `byte_sel` (0..=3, VOP3 `op_sel[3:2]`,
+/// encoding bits 14:13, e.g. byte 2 is printed `op_sel:[0,0,0,1]`;
 /// only the low 2 bits are used) of the old `vdst` value `old`; the other three bytes keep `old`'s
 /// bits (LLVM ties `vdst` to the dummy `src2`).
 pub fn cvt_sr_f8_f32(x: f32, rnd: u32, old: u32, byte_sel: u32, clamp: bool, kind: F8Kind) -> u32 {
