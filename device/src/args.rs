@@ -63,3 +63,48 @@ pub struct RegisterPressureArgs {
     /// Loop trip count.
     pub iters: u32,
 }
+
+/// Arguments of the dense FP8 GEMM kernels ([`crate::dense`], symbols `fp8_gemm_nt_bm*_bn*`):
+/// `D[i,j] = bf16( Σ_kb SFA[i,kb] · SFB[j/128,kb] · Σ_{k in block kb} A[i,k] · B[j,k] )`.
+///
+/// All tensors are dense row-major with no padding: `A` is `m × k` FP8 (E4M3FNUZ on gfx942, OCP
+/// E4M3FN on gfx950), `B` is `n × k` FP8, `SFA` is `m × ⌈k/128⌉` f32, `SFB` is
+/// `⌈n/128⌉ × ⌈k/128⌉` f32, `D` is `m × n` bf16. Requirements (checked by the host before launch):
+/// `m ≥ 1`, `n % 4 == 0`, `k % 128 == 0`, `k ≥ 128`, every tensor and `(m + 128)·k`,
+/// `(n + 128)·k` below [`crate::tile::MAX_TENSOR_BYTES`]. The grid is 1-D with
+/// `⌈m/BM⌉·⌈n/BN⌉` workgroups of 256 work-items and the launch's dynamic LDS is the tile's
+/// [`crate::tile::DenseTile::lds_bytes`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DenseGemmArgs {
+    /// A, `m × k` FP8 bytes.
+    pub a: GlobalPtr<u8>,
+    /// B, `n × k` FP8 bytes.
+    pub b: GlobalPtr<u8>,
+    /// SFA, `m × ⌈k/128⌉` f32.
+    pub sfa: GlobalPtr<f32>,
+    /// SFB, `⌈n/128⌉ × ⌈k/128⌉` f32.
+    pub sfb: GlobalPtr<f32>,
+    /// D, `m × n` bf16 (as raw `u16` bits).
+    pub d: GlobalPtr<u16>,
+    /// Rows of A and D.
+    pub m: u32,
+    /// Rows of B, columns of D.
+    pub n: u32,
+    /// Reduction length.
+    pub k: u32,
+    /// Reserved, must be 0 (keeps the struct a multiple of 8 bytes).
+    pub reserved: u32,
+}
+
+impl DenseGemmArgs {
+    /// The struct's bytes: the kernel's kernarg segment.
+    pub fn as_bytes(&self) -> &[u8] {
+        // SAFETY: DenseGemmArgs is repr(C) made of five u64 wrappers followed by four u32, so it
+        // has no padding (56 bytes, checked by the const assertion below) and every byte is
+        // initialized; the slice borrows `self` and cannot outlive it.
+        unsafe { core::slice::from_raw_parts((self as *const Self).cast::<u8>(), core::mem::size_of::<Self>()) }
+    }
+}
+
+const _: () = assert!(core::mem::size_of::<DenseGemmArgs>() == 56);

@@ -2,7 +2,9 @@
 //! wrapper; kernels call these wrappers, never `llvm.*` names directly.
 #![allow(improper_ctypes)]
 
-pub use core::arch::amdgpu::{s_barrier, workgroup_id_x, workgroup_id_y, workgroup_id_z, workitem_id_x};
+pub use core::arch::amdgpu::{
+    readfirstlane_u32, s_barrier, workgroup_id_x, workgroup_id_y, workgroup_id_z, workitem_id_x,
+};
 
 /// Four f32 lanes of an MFMA 16x16 accumulator (one lane's share of a 16×16 D tile).
 #[repr(simd)]
@@ -23,9 +25,210 @@ impl F32x4 {
     }
 }
 
+impl F32x4 {
+    /// `self · s + acc` element-wise with one rounding (`llvm.fma.v4f32`, two `v_pk_fma_f32`).
+    #[inline(always)]
+    pub fn fma_splat(self, s: f32, acc: F32x4) -> F32x4 {
+        // SAFETY: simd_fma on three values of the same repr(simd) f32 vector type is defined for
+        // every input (IEEE fused multiply-add per element).
+        unsafe { core::intrinsics::simd::simd_fma(self, F32x4([s; 4]), acc) }
+    }
+}
+
+/// Four u32 lanes: 16 bytes moved by one `buffer_load_dwordx4` / `ds_read_b128` /
+/// `ds_write_b128`. Its 16-byte alignment lets LLVM use the 128-bit LDS instructions.
+#[repr(simd)]
+#[derive(Clone, Copy)]
+pub struct U32x4(pub [u32; 4]);
+
+impl U32x4 {
+    /// The 16 bytes as two u64 (byte order preserved).
+    #[inline(always)]
+    pub fn to_u64x2(self) -> [u64; 2] {
+        // SAFETY: 16 bytes of plain integers reinterpreted as 16 bytes of plain integers.
+        unsafe { core::mem::transmute::<U32x4, [u64; 2]>(self) }
+    }
+}
+
+/// Two u32 lanes (the data of a `buffer_store_dwordx2`).
+#[repr(simd)]
+#[derive(Clone, Copy)]
+pub struct U32x2(pub [u32; 2]);
+
+/// Four i32 lanes: the raw LLVM type of a buffer resource.
+#[repr(simd)]
+#[derive(Clone, Copy)]
+struct I32x4([i32; 4]);
+
+/// A buffer resource descriptor (V#, 128 bits) over `[base, base + num_bytes)`: raw (stride 0)
+/// accesses whose `voffset` is `≥ num_bytes` read 0 and drop writes. Must be wave-uniform (it
+/// lives in SGPRs); build it from kernel arguments.
+#[derive(Clone, Copy)]
+pub struct BufferResource(I32x4);
+
+/// dword3 of a raw buffer resource on gfx9 (CDNA): 32-bit data format, no swizzle.
+const BUFFER_RSRC_DWORD3: i32 = 0x0002_0000;
+
+impl BufferResource {
+    /// A resource over `num_bytes` bytes at device address `base` (stride 0, so bits 48-63 of
+    /// dword1 are zero; a canonical device address fits in 48 bits).
+    #[inline(always)]
+    pub fn new(base: u64, num_bytes: u32) -> Self {
+        BufferResource(I32x4([
+            base as u32 as i32,
+            ((base >> 32) as u32 & 0xffff) as i32,
+            num_bytes as i32,
+            BUFFER_RSRC_DWORD3,
+        ]))
+    }
+}
+
+/// Encodings of `s_waitcnt` on gfx9 (vmcnt bits 3:0 + 15:14, expcnt 6:4, lgkmcnt 11:8).
+pub mod waitcnt {
+    /// Wait until all LDS / scalar-memory operations of the wave are done; others unbounded.
+    pub const LGKMCNT0: i32 = 0xC07F;
+    /// Wait until all vector-memory operations of the wave are done; others unbounded.
+    pub const VMCNT0: i32 = 0x0F70;
+}
+
+/// `sched_group_barrier` masks (LLVM `AMDGPU::SchedGroupMask`).
+pub mod sched {
+    /// VALU instructions.
+    pub const VALU: u32 = 0x2;
+    /// MFMA / WMMA instructions.
+    pub const MFMA: u32 = 0x8;
+    /// Vector memory reads.
+    pub const VMEM_READ: u32 = 0x20;
+    /// LDS reads.
+    pub const DS_READ: u32 = 0x100;
+    /// LDS writes.
+    pub const DS_WRITE: u32 = 0x200;
+}
+pub use core::arch::amdgpu::sched_group_barrier;
+
+/// `sched_barrier(0)`: the instruction scheduler may move nothing across this point (emits no
+/// instruction). Used to keep a pipeline stage's memory traffic where it hides latency.
+#[inline(always)]
+pub fn sched_fence() {
+    // SAFETY: a pure scheduling hint with no runtime effect.
+    unsafe { core::arch::amdgpu::sched_barrier::<0>() }
+}
+
 unsafe extern "unadjusted" {
     #[link_name = "llvm.amdgcn.mfma.f32.16x16x32.fp8.fp8"]
     fn mfma_f32_16x16x32_fp8_fp8_raw(a: i64, b: i64, c: F32x4, cbsz: i32, abid: i32, blgp: i32) -> F32x4;
+    #[link_name = "llvm.amdgcn.raw.buffer.load.v4i32"]
+    fn raw_buffer_load_v4i32(rsrc: I32x4, voffset: i32, soffset: i32, aux: i32) -> U32x4;
+    #[link_name = "llvm.amdgcn.raw.buffer.load.f32"]
+    fn raw_buffer_load_f32_raw(rsrc: I32x4, voffset: i32, soffset: i32, aux: i32) -> f32;
+    #[link_name = "llvm.amdgcn.raw.buffer.store.v2i32"]
+    fn raw_buffer_store_v2i32(data: U32x2, rsrc: I32x4, voffset: i32, soffset: i32, aux: i32);
+    #[link_name = "llvm.amdgcn.s.buffer.load.f32"]
+    fn s_buffer_load_f32_raw(rsrc: I32x4, offset: i32, aux: i32) -> f32;
+    #[link_name = "llvm.amdgcn.s.waitcnt"]
+    fn s_waitcnt_raw(imm: i32);
+    #[link_name = "llvm.amdgcn.s.setprio"]
+    fn s_setprio_raw(prio: i16);
+}
+
+/// `buffer_load_dwordx4 … offen`: 16 bytes at `voffset + soffset` of `rsrc`; 0 when `voffset`
+/// is out of range (≥ the resource's size).
+///
+/// # Safety
+/// `rsrc` must be wave-uniform and describe memory that is readable for the whole kernel (every
+/// in-range byte is dereferenceable); `voffset + soffset` must be 4-byte aligned.
+#[inline(always)]
+pub unsafe fn buffer_load_b128(rsrc: BufferResource, voffset: u32, soffset: u32) -> U32x4 {
+    // SAFETY: the caller guarantees the resource; the hardware range-checks voffset.
+    unsafe { raw_buffer_load_v4i32(rsrc.0, voffset as i32, soffset as i32, 0) }
+}
+
+/// `buffer_load_dword … offen` of one f32; 0.0 when `voffset` is out of range.
+///
+/// # Safety
+/// As [`buffer_load_b128`].
+#[inline(always)]
+pub unsafe fn buffer_load_f32(rsrc: BufferResource, voffset: u32, soffset: u32) -> f32 {
+    // SAFETY: see buffer_load_b128.
+    unsafe { raw_buffer_load_f32_raw(rsrc.0, voffset as i32, soffset as i32, 0) }
+}
+
+/// `buffer_store_dwordx2 … offen`: 8 bytes at `voffset + soffset`; dropped when `voffset` is
+/// out of range.
+///
+/// # Safety
+/// `rsrc` must be wave-uniform and describe memory this kernel may write (no other reader or
+/// writer during the launch); offsets 4-byte aligned.
+#[inline(always)]
+pub unsafe fn buffer_store_b64(data: U32x2, rsrc: BufferResource, voffset: u32, soffset: u32) {
+    // SAFETY: the caller guarantees the resource; the hardware range-checks voffset.
+    unsafe { raw_buffer_store_v2i32(data, rsrc.0, voffset as i32, soffset as i32, 0) }
+}
+
+/// `s_buffer_load_dword`: a wave-uniform f32 through the scalar cache (0.0 out of range).
+///
+/// # Safety
+/// `rsrc` and `offset` must be wave-uniform, `offset` 4-byte aligned, and the memory must not be
+/// written during the launch (the scalar cache is not coherent with vector writes).
+#[inline(always)]
+pub unsafe fn s_buffer_load_f32(rsrc: BufferResource, offset: u32) -> f32 {
+    // SAFETY: the caller guarantees uniformity and read-only memory.
+    unsafe { s_buffer_load_f32_raw(rsrc.0, offset as i32, 0) }
+}
+
+/// `s_waitcnt imm` (see [`waitcnt`] for encodings).
+#[inline(always)]
+pub fn s_waitcnt<const IMM: i32>() {
+    // SAFETY: waiting for counters has no memory effect besides ordering.
+    unsafe { s_waitcnt_raw(IMM) }
+}
+
+/// `s_setprio`: raise (or lower) this wave's issue priority, 0..=3.
+#[inline(always)]
+pub fn s_setprio<const PRIO: i16>() {
+    // SAFETY: only changes arbitration priority between waves.
+    unsafe { s_setprio_raw(PRIO) }
+}
+
+/// Workgroup barrier for LDS producer/consumer hand-off: waits for this wave's LDS operations
+/// (`s_waitcnt lgkmcnt(0)`), then `s_barrier`. Compiler fences on both sides keep LLVM from
+/// moving memory accesses across it (the barrier intrinsic itself is not a memory operation and
+/// gfx942's back-off barrier does not wait for outstanding LDS writes).
+#[inline(always)]
+pub fn lds_barrier() {
+    use core::sync::atomic::{compiler_fence, Ordering};
+    compiler_fence(Ordering::SeqCst);
+    s_waitcnt::<{ waitcnt::LGKMCNT0 }>();
+    s_barrier();
+    compiler_fence(Ordering::SeqCst);
+}
+
+/// Base of the launch's dynamic LDS (`sharedMemBytes` bytes), as 16-byte units.
+#[inline(always)]
+pub fn dynamic_lds() -> *mut U32x4 {
+    core::intrinsics::gpu::gpu_launch_sized_workgroup_mem::<U32x4>()
+}
+
+/// `ds_read_b128` of the 16 bytes at byte offset `byte_off` of the dynamic LDS.
+///
+/// # Safety
+/// `byte_off + 16 ≤ sharedMemBytes` of the launch, 16-byte aligned, and the bytes were written
+/// (and made visible with [`lds_barrier`]) before.
+#[inline(always)]
+pub unsafe fn lds_read_b128(byte_off: u32) -> U32x4 {
+    // SAFETY: the caller guarantees the offset lies inside the launch's LDS allocation.
+    unsafe { *dynamic_lds().byte_add(byte_off as usize) }
+}
+
+/// `ds_write_b128` of `v` at byte offset `byte_off` of the dynamic LDS.
+///
+/// # Safety
+/// `byte_off + 16 ≤ sharedMemBytes`, 16-byte aligned, and no other work-item accesses these
+/// bytes until the next [`lds_barrier`].
+#[inline(always)]
+pub unsafe fn lds_write_b128(byte_off: u32, v: U32x4) {
+    // SAFETY: the caller guarantees the offset lies inside the launch's LDS allocation.
+    unsafe { *dynamic_lds().byte_add(byte_off as usize) = v }
 }
 
 /// `v_mfma_f32_16x16x32_fp8_fp8`: D = A·B + C for a 16×16×32 FP8 tile; each lane supplies 8 FP8

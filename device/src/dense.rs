@@ -1,0 +1,247 @@
+//! Dense FP8 GEMM, "NT" (A `m × k` and B `n × k`, both K-contiguous) with DeepGEMM's block
+//! scales, BF16 output: `D[i,j] = Σ_kb SFA[i,kb]·SFB[j/128,kb]·Σ_{k∈kb} A[i,k]·B[j,k]`
+//! (arguments: [`DenseGemmArgs`]; tile math and the LDS layout: [`crate::tile`]).
+//!
+//! # Structure of one workgroup (256 work-items = 4 waves, 2 × 2 waves over a `BM × BN` tile)
+//!
+//! * **MFMA**: `v_mfma_f32_16x16x32_fp8_fp8`, computed *transposed*: the MFMA's row operand is a
+//!   16-row fragment of B and its column operand a 16-row fragment of A, so the 16×16 result
+//!   `Dᵀ` has, in lane `l`, register `r`: column `n = 4·(l >> 4) + r`, row `m = l & 15`. Each
+//!   lane then owns one row of A per fragment — it needs one activation scale per A fragment
+//!   (instead of four) and it stores 4 consecutive bf16 of a row of D (one `buffer_store_dwordx2`).
+//!   16x16x32 rather than 32x32x16: the same MFMA throughput and operand bytes per FLOP at our
+//!   per-wave tile sizes, but the 32x32 layout spreads a lane's accumulators over 16 rows (16
+//!   scales per 32×32 block and 16 separate row stores), and the per-128-K promotion costs the same
+//!   VALU work per output either way, so the finer instruction keeps the MFMA share of the issued
+//!   instructions higher (2 MFMAs per promoted `v_pk_fma_f32` instead of 1).
+//! * **Register reuse**: a wave owns `FM × FN` fragments (16×16 each); per 64-K half it reads
+//!   `FM` A fragments and `FN` B fragments once (`ds_read_b128`, two k-steps each) and issues
+//!   `2·FM·FN` MFMAs: each A fragment is used against all `FN` B fragments and vice versa.
+//! * **Pipeline**: K advances in halves of a 128-K scale block. The global loads of the next half
+//!   (`buffer_load_dwordx4`, raw buffer resources whose size bounds each tensor, so rows past `m`
+//!   or `n` read as 0) are issued before the current half's MFMAs and land in registers; after the
+//!   MFMAs they are written to the other LDS stage (double buffering, one barrier per half).
+//! * **Promotion**: each 128-K block accumulates into zeroed partial accumulators (the first MFMA
+//!   of a block takes the inline constant 0 as C); after its second half
+//!   `acc += partial · (SFA[row,kb] · SFB[n0/128,kb])` with `v_pk_fma_f32`. SFB is wave-uniform
+//!   (a tile never straddles a 128-column scale block: `BN ≤ 128` divides 128) and comes through
+//!   the scalar cache; SFA is one `buffer_load_dword` per A fragment per block.
+//! * **Epilogue**: round to BF16 (nearest even), `buffer_store_dwordx2`; rows past `m` fall outside
+//!   D's resource and are dropped by the hardware, columns past `n` are parked out of range.
+//!
+//! Supported shapes: any `m ≥ 1`, `n % 4 == 0`, `k % 128 == 0` (see [`DenseGemmArgs`]).
+
+use crate::amdgpu_kernel;
+use crate::args::DenseGemmArgs;
+
+#[cfg(target_arch = "amdgpu")]
+mod imp {
+    use crate::args::DenseGemmArgs;
+    use crate::intrinsics::*;
+    use crate::tile::{self, lds_swizzle, stage_offset, NUM_XCDS, SCALE_BLOCK_K, SCALE_BLOCK_N, STAGE_K};
+
+    /// Buffer offset that is out of range of every resource (all tensors are smaller than
+    /// `tile::MAX_TENSOR_BYTES`): stores there are dropped.
+    const PARKED: u32 = tile::MAX_TENSOR_BYTES as u32;
+
+    /// The GEMM for a tile of `32·FM × 32·FN` (each of the 2 × 2 waves owns `FM × FN` 16×16
+    /// fragments). `FM` and `FN` must be even (the global → LDS copy moves 64 rows per pass).
+    #[inline(always)]
+    pub fn gemm<const FM: usize, const FN: usize>(args: DenseGemmArgs) {
+        let bm = 32 * FM as u32;
+        let bn = 32 * FN as u32;
+        let (m, n, k) = (args.m, args.n, args.k);
+        let nkb = k / SCALE_BLOCK_K;
+
+        // Tile of this workgroup (XCD-aware order, see tile.rs).
+        let tiles_m = m.div_ceil(bm);
+        let grid = tiles_m * n.div_ceil(bn);
+        let id = tile::xcd_remap(workgroup_id_x(), grid, NUM_XCDS);
+        let (tm, tn) = tile::tile_coords(id, tiles_m);
+        let (m0, n0) = (tm * bm, tn * bn);
+
+        let tid = workitem_id_x();
+        let lane = tid & 63;
+        let wave = readfirstlane_u32(tid >> 6);
+        let (wm, wn) = (wave & 1, wave >> 1);
+
+        let rs_a = BufferResource::new(args.a.addr(), m * k);
+        let rs_b = BufferResource::new(args.b.addr(), n * k);
+        let rs_sfa = BufferResource::new(args.sfa.addr(), m * nkb * 4);
+        let rs_sfb = BufferResource::new(args.sfb.addr(), n.div_ceil(SCALE_BLOCK_N) * nkb * 4);
+        let rs_d = BufferResource::new(args.d.addr(), m * n * 2);
+
+        // Global → LDS copy: work-item t moves chunk (t & 3) of row (t >> 2) + 64·pass.
+        let (copy_row, copy_chunk) = (tid >> 2, tid & 3);
+        let mut a_voff = [0u32; FM];
+        let mut b_voff = [0u32; FN];
+        for p in 0..FM / 2 {
+            a_voff[p] = (m0 + 64 * p as u32 + copy_row) * k + 16 * copy_chunk;
+        }
+        for p in 0..FN / 2 {
+            b_voff[p] = (n0 + 64 * p as u32 + copy_row) * k + 16 * copy_chunk;
+        }
+        let copy_lds = lds_swizzle(copy_row, copy_chunk);
+        let b_region = bm * STAGE_K;
+
+        // Fragment reads: lane l reads row (l & 15) + 16·frag, logical chunk l >> 4. Fragment
+        // bases are multiples of 16 rows, which leave the swizzle term unchanged.
+        let frag_lds = lds_swizzle(lane & 15, lane >> 4);
+        let a_frag0 = (wm * FM as u32 * 16) * STAGE_K;
+        let b_frag0 = b_region + (wn * FN as u32 * 16) * STAGE_K;
+
+        // Scales: lane's A rows are m0 + 16·(wm·FM + fm) + (l & 15).
+        let mut sfa_voff = [0u32; FM];
+        for fm in 0..FM {
+            sfa_voff[fm] = (m0 + 16 * (wm * FM as u32 + fm as u32) + (lane & 15)) * nkb * 4;
+        }
+        let sfb_row = (n0 / SCALE_BLOCK_N) * nkb * 4;
+
+        let load = |kofs: u32, ga: &mut [U32x4; FM], gb: &mut [U32x4; FN]| {
+            for p in 0..FM / 2 {
+                // SAFETY: rs_a covers exactly A (m·k bytes, readable for the launch); rows ≥ m
+                // have voffset ≥ m·k and read 0; offsets are 16-byte aligned (k % 128 == 0).
+                ga[p] = unsafe { buffer_load_b128(rs_a, a_voff[p], kofs) };
+            }
+            for p in 0..FN / 2 {
+                // SAFETY: as above for B (n·k bytes).
+                gb[p] = unsafe { buffer_load_b128(rs_b, b_voff[p], kofs) };
+            }
+        };
+        let store = |stage: u32, ga: &[U32x4; FM], gb: &[U32x4; FN]| {
+            let base = stage_offset(bm, bn, stage) + copy_lds;
+            for p in 0..FM / 2 {
+                // SAFETY: the offset is inside stage `stage` of the A region (< lds_bytes, the
+                // launch's sharedMemBytes), 16-byte aligned; the stage is not read by any wave
+                // until the next barrier (double buffering, see the loop below).
+                unsafe { lds_write_b128(base + 64 * p as u32 * STAGE_K, ga[p]) };
+            }
+            for p in 0..FN / 2 {
+                // SAFETY: as above, B region of the stage.
+                unsafe { lds_write_b128(base + b_region + 64 * p as u32 * STAGE_K, gb[p]) };
+            }
+        };
+        // MFMAs of one 64-K half held in LDS stage `stage`; `first` starts a new 128-K block.
+        let compute = |stage: u32, first: bool, part: &mut [[F32x4; FN]; FM]| {
+            let base = stage_offset(bm, bn, stage) + frag_lds;
+            let mut af = [[0u64; 2]; FM];
+            let mut bf = [[0u64; 2]; FN];
+            for fm in 0..FM {
+                // SAFETY: inside the stage's A region, written before the last barrier.
+                af[fm] = unsafe { lds_read_b128(base + a_frag0 + fm as u32 * 16 * STAGE_K) }.to_u64x2();
+            }
+            for fnn in 0..FN {
+                // SAFETY: inside the stage's B region, written before the last barrier.
+                bf[fnn] = unsafe { lds_read_b128(base + b_frag0 + fnn as u32 * 16 * STAGE_K) }.to_u64x2();
+            }
+            for s in 0..2 {
+                for fm in 0..FM {
+                    for fnn in 0..FN {
+                        let c = if first && s == 0 { F32x4::zero() } else { part[fm][fnn] };
+                        part[fm][fnn] = mfma_f32_16x16x32_fp8_fp8(bf[fnn][s], af[fm][s], c);
+                    }
+                }
+            }
+        };
+
+        let mut acc = [[F32x4::zero(); FN]; FM];
+        let mut part = [[F32x4::zero(); FN]; FM];
+        let mut ga = [U32x4([0; 4]); FM];
+        let mut gb = [U32x4([0; 4]); FN];
+
+        // Prologue: first half into stage 0.
+        load(0, &mut ga, &mut gb);
+        store(0, &ga, &gb);
+        lds_barrier();
+
+        let mut kb = 0;
+        while kb < nkb {
+            let kofs = kb * SCALE_BLOCK_K;
+            // Second half of this block: global → registers while stage 0 is consumed.
+            load(kofs + STAGE_K, &mut ga, &mut gb);
+            let mut sfa = [0f32; FM];
+            for fm in 0..FM {
+                // SAFETY: rs_sfa covers SFA (m·nkb f32); rows ≥ m read 0.
+                sfa[fm] = unsafe { buffer_load_f32(rs_sfa, sfa_voff[fm], kb * 4) };
+            }
+            // SAFETY: uniform offset inside SFB (read-only for the launch).
+            let sfb = unsafe { s_buffer_load_f32(rs_sfb, sfb_row + kb * 4) };
+            // Issue the loads first: they have the longest latency.
+            sched_fence();
+
+            compute(0, true, &mut part);
+            // Keep the LDS stores (which wait for the global loads) behind the MFMAs, so the
+            // loads' latency is covered by this half's math.
+            sched_fence();
+            store(1, &ga, &gb);
+            lds_barrier();
+
+            let more = kb + 1 < nkb;
+            if more {
+                load(kofs + SCALE_BLOCK_K, &mut ga, &mut gb);
+            }
+            sched_fence();
+            compute(1, false, &mut part);
+            for fm in 0..FM {
+                let s = sfa[fm] * sfb;
+                for fnn in 0..FN {
+                    acc[fm][fnn] = part[fm][fnn].fma_splat(s, acc[fm][fnn]);
+                }
+            }
+            sched_fence();
+            if more {
+                store(0, &ga, &gb);
+                lds_barrier();
+            }
+            kb += 1;
+        }
+
+        // Epilogue: lane holds rows m0 + 16·(wm·FM + fm) + (l & 15), columns
+        // n0 + 16·(wn·FN + fn) + 4·(l >> 4) + 0..4.
+        for fm in 0..FM {
+            let row = m0 + 16 * (wm * FM as u32 + fm as u32) + (lane & 15);
+            for fnn in 0..FN {
+                let col = n0 + 16 * (wn * FN as u32 + fnn as u32) + 4 * (lane >> 4);
+                let voff = if col < n { (row * n + col) * 2 } else { PARKED };
+                let v = acc[fm][fnn].to_array();
+                let data = U32x2([tile::pack_bf16x2(v[0], v[1]), tile::pack_bf16x2(v[2], v[3])]);
+                // SAFETY: rs_d covers D (m·n bf16); rows ≥ m are out of range and dropped,
+                // columns ≥ n are parked out of range; offsets are 8-byte aligned (n % 4 == 0).
+                unsafe { buffer_store_b64(data, rs_d, voff, 0) };
+            }
+        }
+    }
+}
+
+/// 64 × 64 tile (each wave 32 × 32): small M, or many workgroups for a small problem.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn fp8_gemm_nt_bm64_bn64(args: DenseGemmArgs) {
+    imp::gemm::<2, 2>(args)
+}
+
+/// 64 × 128 tile (each wave 32 × 64): small and medium M.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn fp8_gemm_nt_bm64_bn128(args: DenseGemmArgs) {
+    imp::gemm::<2, 4>(args)
+}
+
+/// 128 × 128 tile (each wave 64 × 64): large M.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn fp8_gemm_nt_bm128_bn128(args: DenseGemmArgs) {
+    imp::gemm::<4, 4>(args)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tile::DENSE_TILES;
+
+    #[test]
+    fn specs_match_the_tile_table() {
+        let specs = [FP8_GEMM_NT_BM64_BN64, FP8_GEMM_NT_BM64_BN128, FP8_GEMM_NT_BM128_BN128];
+        for (spec, tile) in specs.iter().zip(DENSE_TILES) {
+            assert_eq!(spec.name, tile.name);
+            assert_eq!(spec.workgroup_size, crate::tile::THREADS);
+        }
+    }
+}

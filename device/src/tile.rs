@@ -1,0 +1,288 @@
+//! Pure index and tile math of the dense FP8 GEMM kernels ([`crate::dense`]), shared by the device
+//! code and the host (launch configuration, tests). Nothing here touches memory.
+//!
+//! # Tiling
+//!
+//! A workgroup of [`THREADS`] work-items (4 waves) computes one `BM × BN` tile of `D`; the waves are
+//! arranged `WAVES_M × WAVES_N = 2 × 2`, each owning a `(BM/2) × (BN/2)` sub-tile made of 16×16
+//! MFMA fragments. K is walked in [`STAGE_K`]-byte (= FP8 element) halves of one 128-wide scale
+//! block; each half is staged in LDS (double buffered, [`LDS_STAGES`] stages).
+//!
+//! # LDS layout and swizzle (designed for zero bank conflicts)
+//!
+//! A stage holds the A tile (`BM` rows) followed by the B tile (`BN` rows); each row holds the 64
+//! FP8 values of one half block = 64 B = four 16-byte chunks. Logical chunk `c` of row `r` sits at
+//! byte `64·r + 16·(c ⊕ ((r >> 1) & 3))` ([`lds_swizzle`]). In units of 16-byte chunks ("quads" of
+//! four 4-byte banks; 32 banks = 8 quads) row `r` occupies quads `4·(r & 1) … +3`, so the quad of
+//! logical chunk `c` of row `r` is `q(r, c) = 4·(r & 1) + (c ⊕ ((r >> 1) & 3))`.
+//!
+//! * **Writes** (`ds_write_b128`, serviced in phases of 8 consecutive lanes): work-item `t` stores
+//!   chunk `t & 3` of row `t >> 2`, so a phase covers rows `2j, 2j+1` × chunks `0..4`; for the even
+//!   row `q = c ⊕ x` is a permutation of `0..4`, for the odd row `4 + (c ⊕ x)` a permutation of
+//!   `4..8`: 8 distinct quads = all 32 banks once. Conflict-free.
+//! * **Reads** (`ds_read_b128`, conflict-free iff no two lanes of a group {0-3,20-23}
+//!   {4-7,16-19} {8-11,28-31} {12-15,24-27} (and the same +32) hit the same bank): lane `l` of a
+//!   fragment read takes row `l & 15` (plus a multiple of 16), chunk `l >> 4`. In group {0-3,20-23}
+//!   lanes 0-3 read rows 0-3 chunk 0 → quads {0,4,1,5}; lanes 20-23 read rows 4-7 chunk 1 →
+//!   quads {3,7,2,6}: all 8 distinct. The other groups work out the same way (rows 8-15 repeat the
+//!   pattern of rows 0-7 because only `r & 7` enters `q`); the host test
+//!   `lds_layout_is_bank_conflict_free` checks every group of every fragment read and every write
+//!   phase against this rule.
+//!
+//! # K permutation inside a fragment
+//!
+//! One `ds_read_b128` gives a lane 16 consecutive K values of its row: bytes 0-7 feed MFMA k-step
+//! 0 and bytes 8-15 k-step 1 of the half. For MFMA k-step `s ∈ {0,1}` lane group `g = l >> 4`
+//! therefore supplies K offsets `16·g + 8·s … +7` instead of the textbook `8·g + 32·s`. Both
+//! operands use the same permutation and the sum over a 64-K half is order-independent, so the
+//! result is the same dot product.
+//!
+//! # Grid order
+//!
+//! The grid is 1-D with one workgroup per tile. The hardware hands workgroup `p` to XCD `p mod 8`;
+//! [`xcd_remap`] turns `p` into a logical tile id such that each XCD receives a contiguous range of
+//! ids (so neighbouring tiles share one XCD's L2), and [`tile_coords`] walks ids M-fastest (the
+//! workgroups running together on one XCD share the same B column tiles, the weight).
+
+/// Work-items per workgroup of every dense kernel (4 waves of 64).
+pub const THREADS: u32 = 256;
+/// Lanes per wave on gfx942 / gfx950.
+pub const WAVE: u32 = 64;
+/// K width of a scale block (1×128 activation scales, 128×128 weight scales).
+pub const SCALE_BLOCK_K: u32 = 128;
+/// N height of a weight-scale block.
+pub const SCALE_BLOCK_N: u32 = 128;
+/// K elements (= bytes, FP8) staged in LDS per pipeline stage: half a scale block.
+pub const STAGE_K: u32 = 64;
+/// Number of LDS stages (double buffering).
+pub const LDS_STAGES: u32 = 2;
+/// XCDs of an MI300X (gfx942) that workgroups are dealt to round-robin.
+pub const NUM_XCDS: u32 = 8;
+/// The kernels' buffer offsets are 32-bit and out-of-range lanes are parked at this offset: every
+/// tensor (A, B, SFA, SFB, D) must be smaller than this many bytes, and so must
+/// `(m + 128) · k` and `(n + 128) · k` (the rows a tail tile addresses beyond the tensor).
+pub const MAX_TENSOR_BYTES: u64 = 1 << 31;
+/// The kernels' requirements on the shape: `k % K_ALIGN == 0` …
+pub const K_ALIGN: u32 = 128;
+/// … and `n % N_ALIGN == 0` (each lane stores 4 consecutive bf16 of a row; any `m ≥ 1` works).
+pub const N_ALIGN: u32 = 4;
+
+/// One dense tile configuration, as compiled into a kernel of [`crate::dense`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DenseTile {
+    /// Exported kernel symbol.
+    pub name: &'static str,
+    /// Rows of D per workgroup.
+    pub block_m: u32,
+    /// Columns of D per workgroup.
+    pub block_n: u32,
+}
+
+impl DenseTile {
+    /// K consumed per main-loop iteration (one scale block).
+    pub const fn block_k(&self) -> u32 {
+        SCALE_BLOCK_K
+    }
+    /// Dynamic LDS the kernel needs (the launch's `sharedMemBytes`).
+    pub const fn lds_bytes(&self) -> u32 {
+        lds_bytes(self.block_m, self.block_n)
+    }
+    /// Workgroups of the 1-D grid for an `m × n` output.
+    pub const fn grid(&self, m: u32, n: u32) -> u32 {
+        m.div_ceil(self.block_m) * n.div_ceil(self.block_n)
+    }
+}
+
+/// LDS bytes of a `bm × bn` tile: [`LDS_STAGES`] stages of `(bm + bn)` rows × [`STAGE_K`] bytes.
+pub const fn lds_bytes(bm: u32, bn: u32) -> u32 {
+    LDS_STAGES * (bm + bn) * STAGE_K
+}
+
+/// Byte offset of the stage `stage` inside the dynamic LDS of a `bm × bn` tile.
+pub const fn stage_offset(bm: u32, bn: u32, stage: u32) -> u32 {
+    stage * (bm + bn) * STAGE_K
+}
+
+/// `fp8_gemm_nt_bm64_bn64`: small M, or when more workgroups are needed to fill 304 CUs.
+pub const BM64_BN64: DenseTile = DenseTile { name: "fp8_gemm_nt_bm64_bn64", block_m: 64, block_n: 64 };
+/// `fp8_gemm_nt_bm64_bn128`: small/medium M.
+pub const BM64_BN128: DenseTile = DenseTile { name: "fp8_gemm_nt_bm64_bn128", block_m: 64, block_n: 128 };
+/// `fp8_gemm_nt_bm128_bn128`: large M (best operand reuse).
+pub const BM128_BN128: DenseTile = DenseTile { name: "fp8_gemm_nt_bm128_bn128", block_m: 128, block_n: 128 };
+/// Every dense tile configuration compiled into the device code object.
+pub const DENSE_TILES: [DenseTile; 3] = [BM64_BN64, BM64_BN128, BM128_BN128];
+
+/// LDS byte offset (inside a stage's A or B region) of logical 16-byte chunk `chunk` (0..4) of
+/// row `row`; see the module docs for why this XOR swizzle is bank-conflict-free.
+#[inline(always)]
+pub const fn lds_swizzle(row: u32, chunk: u32) -> u32 {
+    row * STAGE_K + 16 * (chunk ^ ((row >> 1) & 3))
+}
+
+/// XCD-aware remap of hardware workgroup id `pid` (0..grid) to a logical tile id (0..grid).
+///
+/// Workgroup `p` runs on XCD `p mod xcds` as its `(p / xcds)`-th workgroup. XCD `x` receives
+/// `grid / xcds` workgroups, plus one if `x < grid mod xcds`; it is given the contiguous logical
+/// range starting at `x·(grid / xcds) + min(x, grid mod xcds)`. A bijection for every `grid` and
+/// every `xcds ≥ 1` (tested for all grids up to 4096 and 1..=8 XCDs).
+#[inline(always)]
+pub const fn xcd_remap(pid: u32, grid: u32, xcds: u32) -> u32 {
+    let x = pid % xcds;
+    let q = grid / xcds;
+    let r = grid % xcds;
+    let start = x * q + if x < r { x } else { r };
+    start + pid / xcds
+}
+
+/// Logical tile id → `(tile_m, tile_n)`, M fastest.
+#[inline(always)]
+pub const fn tile_coords(id: u32, tiles_m: u32) -> (u32, u32) {
+    (id % tiles_m, id / tiles_m)
+}
+
+/// `f32` → `bf16` bits, round to nearest even; NaN stays a (quiet) NaN, ±inf stays ±inf.
+#[inline(always)]
+pub const fn f32_to_bf16_rne(x: f32) -> u16 {
+    // Branch-free (a select, not divergent control flow, on the GPU).
+    let bits = x.to_bits();
+    let quiet_nan = (bits >> 16) | 0x0040;
+    let rounded = bits.wrapping_add(0x7fff + ((bits >> 16) & 1)) >> 16;
+    (if (bits & 0x7fff_ffff) > 0x7f80_0000 { quiet_nan } else { rounded }) as u16
+}
+
+/// Two `f32` → two `bf16` packed little-endian (`lo` in bits 15:0).
+#[inline(always)]
+pub const fn pack_bf16x2(lo: f32, hi: f32) -> u32 {
+    f32_to_bf16_rne(lo) as u32 | ((f32_to_bf16_rne(hi) as u32) << 16)
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+    use std::vec;
+    use std::vec::Vec;
+
+    #[test]
+    fn xcd_remap_is_a_bijection_for_every_grid() {
+        for xcds in 1..=8 {
+            for grid in 1..=4096u32 {
+                let mut seen = vec![false; grid as usize];
+                for pid in 0..grid {
+                    let id = xcd_remap(pid, grid, xcds);
+                    assert!(id < grid, "grid {grid}: pid {pid} -> {id} out of range");
+                    assert!(!seen[id as usize], "grid {grid}: id {id} hit twice");
+                    seen[id as usize] = true;
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn xcd_remap_gives_each_xcd_a_contiguous_range() {
+        // grid 20 over 8 XCDs: XCDs 0-3 get 3 workgroups, 4-7 get 2.
+        let grid = 20;
+        let ids_of = |x: u32| -> Vec<u32> { (x..grid).step_by(8).map(|p| xcd_remap(p, grid, 8)).collect() };
+        assert_eq!(ids_of(0), [0, 1, 2]);
+        assert_eq!(ids_of(1), [3, 4, 5]);
+        assert_eq!(ids_of(3), [9, 10, 11]);
+        assert_eq!(ids_of(4), [12, 13]);
+        assert_eq!(ids_of(7), [18, 19]);
+        // Divisible grid: the formula of gfx942.md, (p % 8) * (G / 8) + p / 8.
+        for p in 0..64 {
+            assert_eq!(xcd_remap(p, 64, 8), (p % 8) * 8 + p / 8);
+        }
+    }
+
+    #[test]
+    fn tile_coords_cover_the_grid() {
+        let (tm, tn) = (3, 5);
+        let mut seen = vec![false; 15];
+        for id in 0..15 {
+            let (i, j) = tile_coords(id, tm);
+            assert!(i < tm && j < tn);
+            assert!(!seen[(j * tm + i) as usize]);
+            seen[(j * tm + i) as usize] = true;
+        }
+        assert_eq!(BM128_BN128.grid(200, 192), 2 * 2);
+        assert_eq!(BM64_BN64.grid(1, 128), 2);
+    }
+
+    #[test]
+    fn lds_sizes() {
+        assert_eq!(BM64_BN64.lds_bytes(), 16 * 1024);
+        assert_eq!(BM64_BN128.lds_bytes(), 24 * 1024);
+        assert_eq!(BM128_BN128.lds_bytes(), 32 * 1024);
+        for t in DENSE_TILES {
+            assert!(t.lds_bytes() <= 64 * 1024);
+            // Two workgroups per CU fit in the 64 KiB LDS.
+            assert!(2 * t.lds_bytes() <= 64 * 1024);
+        }
+    }
+
+    /// Bank (0..32) of every 4-byte word a 16-byte access at `addr` touches.
+    fn banks(addr: u32) -> [u32; 4] {
+        let b = (addr / 4) % 32;
+        [b, (b + 1) % 32, (b + 2) % 32, (b + 3) % 32]
+    }
+
+    #[test]
+    fn lds_layout_is_bank_conflict_free() {
+        // Swizzle is a permutation of the chunks of each row.
+        for row in 0..256 {
+            let mut offs: Vec<u32> = (0..4).map(|c| lds_swizzle(row, c)).collect();
+            offs.sort();
+            assert_eq!(offs, [row * 64, row * 64 + 16, row * 64 + 32, row * 64 + 48]);
+        }
+        // ds_read_b128 lane groups.
+        let groups: [[u32; 8]; 4] =
+            [[0, 1, 2, 3, 20, 21, 22, 23], [4, 5, 6, 7, 16, 17, 18, 19], [8, 9, 10, 11, 28, 29, 30, 31], [
+                12, 13, 14, 15, 24, 25, 26, 27,
+            ]];
+        for frag_row0 in (0..256).step_by(16) {
+            for half in [0, 32] {
+                for g in &groups {
+                    let mut used = [false; 32];
+                    for &l in g {
+                        let lane = l + half;
+                        let addr = lds_swizzle(frag_row0 + (lane & 15), lane >> 4);
+                        for b in banks(addr) {
+                            assert!(!used[b as usize], "read conflict: row0 {frag_row0} lane {lane} bank {b}");
+                            used[b as usize] = true;
+                        }
+                    }
+                }
+            }
+        }
+        // ds_write_b128 phases of 8 lanes: work-item t writes chunk t & 3 of row t >> 2 (plus a
+        // multiple of 64 rows per pass).
+        for pass in 0..4 {
+            for phase in 0..(THREADS / 8) {
+                let mut used = [false; 32];
+                for t in phase * 8..phase * 8 + 8 {
+                    let addr = lds_swizzle(pass * 64 + (t >> 2), t & 3);
+                    for b in banks(addr) {
+                        assert!(!used[b as usize], "write conflict: t {t} bank {b}");
+                        used[b as usize] = true;
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn bf16_round_to_nearest_even() {
+        assert_eq!(f32_to_bf16_rne(1.0), 0x3f80);
+        assert_eq!(f32_to_bf16_rne(-2.0), 0xc000);
+        // 1 + 2^-8 is exactly halfway between 1 and 1 + 2^-7: ties to even (1.0).
+        assert_eq!(f32_to_bf16_rne(f32::from_bits(0x3f80_8000)), 0x3f80);
+        // 1 + 3·2^-8 is halfway between 1 + 2^-7 (odd) and 1 + 2^-6: ties to even (up).
+        assert_eq!(f32_to_bf16_rne(f32::from_bits(0x3f81_8000)), 0x3f82);
+        // Just above halfway rounds up.
+        assert_eq!(f32_to_bf16_rne(f32::from_bits(0x3f80_8001)), 0x3f81);
+        assert_eq!(f32_to_bf16_rne(f32::INFINITY), 0x7f80);
+        assert_eq!(f32_to_bf16_rne(f32::MAX), 0x7f80); // overflows to +inf under RNE
+        assert!(f32_to_bf16_rne(f32::NAN) & 0x7fff > 0x7f80);
+        assert_eq!(pack_bf16x2(1.0, -2.0), 0xc000_3f80);
+    }
+}
