@@ -26,8 +26,16 @@
 //!   normal result), the low `D` bits of the random operand are added in those units, and the sum
 //!   is truncated to a multiple of `q`. Round-up probability is therefore the dropped fraction
 //!   (quantised to 2^-D). This is the algorithm of AMD's host reference
-//!   (composable_kernel `f8_utils.hpp`, `run_cast_to_f8` with `stoch`), including its truncation
-//!   of bits below `q·2^-D` for subnormal results.
+//!   (composable_kernel `f8_utils.hpp`, `run_cast_to_f8` with `stoch`; HIP's FNUZ host fallback
+//!   has the same form), including its truncation of bits below `q·2^-D` for subnormal results.
+//!   **Model / known uncertainty**: which random bits the gfx942 hardware consumes is not
+//!   documented. All FNUZ host references (CK, HIP, MIOpen, rocBLAS) add the *low* bits
+//!   (`rng & drop_mask`; rocBLAS/MIOpen widen the mask for subnormal results instead of
+//!   pre-truncating), whereas AMD's newer OCP-format models — HIP's `amd_hip_ocp_host.hpp`
+//!   fallback as mirrored by the rocjitsu emulator, and the gfx1250 comgr patch in
+//!   ROCm/llvm-project PR #3275 ("matching the ISA's stochastic rounding behavior") — add the
+//!   *high* bits (`rnd >> (32 − D)`). The round-up probability is the same either way; only the
+//!   exact mapping from a given `rnd` to the result differs. Our kernels do not use SR.
 //! * **overflow** (a rounded magnitude above the max finite value) and **infinite inputs**:
 //!   without clamp, FNUZ gives NaN `0x80` (ROCm/rocm-systems issue #9556: on gfx942
 //!   `v_cvt_pk_fp8_f32` "rounds; [it does] not saturate", a finite overflow becomes NaN; AMD's HIP
