@@ -654,3 +654,21 @@ fn bf16_out_of_range_products_are_fused() {
     x32.c[31][30] = 1.5 * 2f32.powi(127);
     assert_eq!(run(&case32, &x32)[31][30], -(2f32.powi(126)));
 }
+
+/// Cycle counts from AMD's CDNA3 dense MFMA intrinsic reference (throughput table).
+#[test]
+fn cycle_counts_of_all_ops() {
+    for (op, cycles) in [
+        (MfmaOp::F32_16x16x32F8, 16),
+        (MfmaOp::F32_32x32x16F8, 32),
+        (MfmaOp::F32_16x16x16Bf16, 16),
+        (MfmaOp::F32_32x32x8Bf16, 32),
+        (MfmaOp::F32_16x16x16F16, 16),
+        (MfmaOp::F32_32x32x8F16, 32),
+        (MfmaOp::F32_16x16x4F32, 32),
+        (MfmaOp::F32_32x32x2F32, 64),
+    ] {
+        assert_eq!(op.cycles(), cycles, "{op:?}");
+        assert_eq!(op.passes() * 4, cycles, "{op:?}");
+    }
+}

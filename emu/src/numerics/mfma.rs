@@ -54,11 +54,11 @@ pub enum MfmaOp {
 impl MfmaOp {
     /// Number of 4-cycle passes the instruction occupies the matrix core on gfx942.
     ///
-    /// FP8: 4 (16x16x32) and 8 (32x32x16), per the AMD matrix instruction calculator
-    /// (`gfx942.md`). The others follow from MI300X's published dense peak rates per CU per clock
-    /// (FP8 4096, BF16/F16 2048, F32 matrix 256 FLOP/clk/CU, i.e. ÷4 per SIMD):
-    /// 16x16x16 bf16/f16 = 8192 FLOP → 16 cycles = 4 passes; 32x32x8 bf16/f16 = 16384 FLOP → 8
-    /// passes; 16x16x4 f32 = 2048 FLOP → 32 cycles = 8 passes; 32x32x2 f32 = 4096 FLOP → 16 passes.
+    /// Cycle counts from AMD's CDNA3 dense MFMA intrinsic reference ("Instruction throughput"
+    /// table: 16x16x32 fp8 16, 32x32x16 fp8 32, 16x16x16 f16/bf16_1k 16, 32x32x8 f16/bf16_1k 32,
+    /// 16x16x4 f32 32, 32x32x2 f32 64 cycles), consistent with `gfx942.md` (fp8: 4 and 8 passes)
+    /// and with MI300X's published peak rates per CU per clock (FP8 4096, BF16/F16 2048, F32
+    /// matrix 256 FLOP).
     pub const fn passes(self) -> u32 {
         match self {
             MfmaOp::F32_16x16x32F8 | MfmaOp::F32_16x16x16Bf16 | MfmaOp::F32_16x16x16F16 => 4,
