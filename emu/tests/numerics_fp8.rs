@@ -435,3 +435,58 @@ fn instruction_wrappers_select_and_preserve_bytes() {
         assert_eq!((got & mask) >> (8 * sel), 0x48, "sel {sel}");
     }
 }
+
+/// Brute force: for random f32 inputs across the whole f8 range (and beyond), the RNE result
+/// must be the nearest finite encoding by exhaustive search, ties to the even encoding, with
+/// overflow decided on the value rounded with an unbounded exponent (a magnitude at or beyond
+/// max + ulp/2 overflows unless max's mantissa is even and it is exactly the tie).
+#[test]
+fn rne_matches_exhaustive_nearest_search() {
+    let mut state = 0x1234_5678_9ABC_DEF0u64;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    for kind in F8Kind::ALL {
+        let vals = nonneg_values(kind);
+        let (top, prev) = (vals[vals.len() - 1], vals[vals.len() - 2]);
+        let ulp = top.0 - prev.0;
+        let fnuz = matches!(kind, F8Kind::Fp8Fnuz | F8Kind::Bf8Fnuz);
+        let ovf = match kind {
+            F8Kind::Fp8Fnuz | F8Kind::Bf8Fnuz => 0x80,
+            F8Kind::Fp8Ocp => 0x7F,
+            F8Kind::Bf8Ocp => 0x7C,
+        };
+        for _ in 0..20_000 {
+            let r = next();
+            // log-uniform magnitude from 2^-20 below the smallest subnormal to 2x max.
+            let lo = vals[1].0.log2() - 20.0;
+            let hi = (2.0 * top.0).log2();
+            let t = (r >> 11) as f64 / (1u64 << 53) as f64;
+            let mag = (2f64.powf(lo + (hi - lo) * t)) as f32;
+            let x = if r & 1 == 1 { -mag } else { mag };
+            let a = f64::from(mag);
+            let want_mag: u8 =
+                if a > top.0 + ulp / 2.0 || (a == top.0 + ulp / 2.0 && top.1 & 1 == 1) {
+                    ovf
+                } else {
+                    let mut best = vals[0];
+                    for &v in &vals {
+                        let (d, db) = ((v.0 - a).abs(), (best.0 - a).abs());
+                        if d < db || (d == db && v.1 & 1 == 0) {
+                            best = v;
+                        }
+                    }
+                    best.1
+                };
+            let want = if x < 0.0 && !(fnuz && (want_mag == 0 || want_mag == 0x80)) {
+                want_mag | 0x80
+            } else {
+                want_mag
+            };
+            assert_eq!(f32_to_f8_rne(x, kind, false), want, "{kind:?} x={x:e}");
+        }
+    }
+}
