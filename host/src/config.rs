@@ -1,1 +1,405 @@
-//! (in progress)
+//! Launch configuration: a problem description ([`GemmDesc`]) → the kernel and launch geometry
+//! that computes it ([`GemmConfig`]), through a per-architecture heuristic ([`get_best_config`]).
+//!
+//! Configs are plain data; every kernel a config names is one of the device crate's
+//! `KernelSpec` constants (see [`fp8gemm_device::dense`] and [`fp8gemm_device::tile`]).
+//!
+//! # The heuristic (gfx942: 304 CUs; gfx950: 256 CUs)
+//!
+//! For each candidate tile the model estimates the time of the whole launch as
+//!
+//! ```text
+//! rounds    = ⌈tiles / (CUs · slots)⌉                 (wave quantization)
+//! sharing   = min(slots, ⌈tiles / CUs⌉)               (workgroups that share one CU at a time)
+//! time      = rounds · sharing · nkb · cost_per_kb
+//! ```
+//!
+//! where `slots` is how many workgroups of that kernel fit on one CU (limited by its LDS and its
+//! registers, from the code object), and `cost_per_kb` the issue cycles one wave spends per
+//! 128-K block in the main loop (16 per MFMA, 4 per other instruction; counted from the objdump
+//! of the loop body). The candidate with the smallest estimate wins; ties go to the tile with
+//! more workgroups (more CUs pulling memory bandwidth). It ignores memory bandwidth, which bounds
+//! all candidates alike for the small-M, weight-streaming shapes, and L2 reuse; what it captures
+//! is that small M wastes most of a 128-row tile, and that for large problems the 128 × 128
+//! tile's better operand reuse (fewer LDS reads and copies per MFMA) wins.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::sync::{Mutex, OnceLock};
+
+use fp8gemm_device::dense::{FP8_GEMM_NT_BM128_BN128, FP8_GEMM_NT_BM64_BN128, FP8_GEMM_NT_BM64_BN64};
+use fp8gemm_device::tile::{self, DenseTile};
+
+use crate::codeobj::Arch;
+
+/// Which GEMM entry point a problem belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GemmKind {
+    /// `fp8_gemm_nt`: one `m × n × k` GEMM.
+    Dense,
+    /// M-grouped, contiguous layout: `groups` experts, rows of all groups stacked (`m` = total).
+    MGroupedContiguous,
+    /// M-grouped, masked layout: `groups` × `m` rows (`m` = rows per group, the max),
+    /// `expected_m` the typical number of valid rows per group.
+    MGroupedMasked,
+}
+
+impl fmt::Display for GemmKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            GemmKind::Dense => "dense",
+            GemmKind::MGroupedContiguous => "m-grouped contiguous",
+            GemmKind::MGroupedMasked => "m-grouped masked",
+        })
+    }
+}
+
+/// A problem to configure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct GemmDesc {
+    /// Entry point.
+    pub kind: GemmKind,
+    /// Rows of A / D (see [`GemmKind`] for the grouped meanings).
+    pub m: u32,
+    /// Columns of D (rows of B).
+    pub n: u32,
+    /// Reduction length.
+    pub k: u32,
+    /// Number of groups (1 for dense).
+    pub groups: u32,
+    /// Expected valid rows per group (masked layout; otherwise equal to `m`).
+    pub expected_m: u32,
+    /// Target architecture.
+    pub arch: Arch,
+}
+
+impl GemmDesc {
+    /// A dense `m × n × k` problem on `arch`.
+    pub fn dense(m: u32, n: u32, k: u32, arch: Arch) -> Self {
+        GemmDesc { kind: GemmKind::Dense, m, n, k, groups: 1, expected_m: m, arch }
+    }
+}
+
+/// How workgroup ids map to tiles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Remap {
+    /// Workgroup `p` is dealt to XCD `p mod xcds`; each XCD gets a contiguous range of tiles
+    /// ([`fp8gemm_device::tile::xcd_remap`]), tiles walked M-fastest.
+    Xcd {
+        /// Number of XCDs.
+        xcds: u32,
+    },
+}
+
+/// A chosen kernel and its launch geometry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct GemmConfig {
+    /// Rows of D per workgroup.
+    pub block_m: u32,
+    /// Columns of D per workgroup.
+    pub block_n: u32,
+    /// K per main-loop iteration (one scale block).
+    pub block_k: u32,
+    /// Work-items per workgroup (the kernel's compiled launch bound).
+    pub workgroup_size: u32,
+    /// Dynamic LDS bytes (`sharedMemBytes` of the launch).
+    pub lds_bytes: u32,
+    /// Kernel symbol in the code object.
+    pub kernel: &'static str,
+    /// Workgroups in the 1-D grid.
+    pub grid: u32,
+    /// Workgroup → tile order (implemented inside the kernel; recorded for reporting).
+    pub remap: Remap,
+    /// Architecture the config was chosen for.
+    pub arch: Arch,
+}
+
+impl fmt::Display for GemmConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Remap::Xcd { xcds } = self.remap;
+        write!(
+            f,
+            "{} on {}: block {}x{}x{}, {} threads, {} B LDS, grid {} (XCD remap over {})",
+            self.kernel,
+            self.arch,
+            self.block_m,
+            self.block_n,
+            self.block_k,
+            self.workgroup_size,
+            self.lds_bytes,
+            self.grid,
+            xcds
+        )
+    }
+}
+
+/// Why no config exists.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// A dimension violates the kernels' shape requirements.
+    #[error("invalid `{arg}` = {value}: expected {expected}")]
+    Shape {
+        /// Argument name.
+        arg: &'static str,
+        /// Value given.
+        value: u64,
+        /// What is accepted.
+        expected: &'static str,
+    },
+    /// The problem is too large for the kernels' 32-bit buffer offsets.
+    #[error("tensor `{tensor}` needs {bytes} B of addressing; the kernels support less than {limit} B")]
+    TooLarge {
+        /// Which tensor.
+        tensor: &'static str,
+        /// Bytes it (plus one tile of tail rows) spans.
+        bytes: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// No kernel of this kind is compiled into the code objects yet.
+    #[error("no {kind} FP8 GEMM kernel exists for {arch}")]
+    NoKernel {
+        /// Requested kind.
+        kind: GemmKind,
+        /// Requested architecture.
+        arch: Arch,
+    },
+}
+
+/// A candidate kernel with the per-architecture numbers the model needs.
+#[derive(Clone, Copy, Debug)]
+struct Candidate {
+    tile: DenseTile,
+    workgroup_size: u32,
+    /// Workgroups of this kernel per CU (min over the LDS and register limits).
+    slots_per_cu: u32,
+    /// Issue cycles of one wave per 128-K block of the main loop.
+    cost_per_kb: u64,
+}
+
+/// Architecture description for the heuristic.
+#[derive(Clone, Copy, Debug)]
+struct ArchSpec {
+    cus: u32,
+    xcds: u32,
+    lds_per_cu: u32,
+}
+
+fn arch_spec(arch: Arch) -> ArchSpec {
+    match arch {
+        Arch::Gfx942 => ArchSpec { cus: 304, xcds: 8, lds_per_cu: 64 * 1024 },
+        // MI355X: 256 CUs in 8 XCDs, 160 KiB LDS per CU.
+        Arch::Gfx950 => ArchSpec { cus: 256, xcds: 8, lds_per_cu: 160 * 1024 },
+    }
+}
+
+/// Waves per SIMD a kernel using `regs` VGPRs + AGPRs per lane can keep resident.
+fn waves_per_simd(regs: u32) -> u32 {
+    (512 / regs.div_ceil(8).max(1) / 8).min(8)
+}
+
+/// The dense candidates. Register counts (arch VGPRs, no AGPRs) and main-loop instruction counts
+/// are measured on the gfx942 code object (`llvm-readobj --notes`, `llvm-objdump -d`; loop body
+/// with the prefetch branch taken): bm128_bn128 216 VGPRs, 64 MFMA + 113 other; bm64_bn128 122
+/// VGPRs, 32 + 75; bm64_bn64 74 VGPRs, 16 + 58.
+fn dense_candidates(arch: Arch) -> [Candidate; 3] {
+    let spec = arch_spec(arch);
+    let make = |tile: DenseTile, vgprs: u32, mfma: u64, other: u64| {
+        let waves_per_wg_per_simd = tile::THREADS / tile::WAVE / 4;
+        let by_regs = waves_per_simd(vgprs) / waves_per_wg_per_simd;
+        let by_lds = spec.lds_per_cu / tile.lds_bytes();
+        Candidate {
+            tile,
+            workgroup_size: tile::THREADS,
+            slots_per_cu: by_regs.min(by_lds).max(1),
+            cost_per_kb: 16 * mfma + 4 * other,
+        }
+    };
+    [
+        make(tile::BM64_BN64, 74, 16, 58),
+        make(tile::BM64_BN128, 122, 32, 75),
+        make(tile::BM128_BN128, 216, 64, 113),
+    ]
+}
+
+/// Checks the dense kernels' shape requirements.
+fn validate_dense(desc: &GemmDesc) -> Result<(), ConfigError> {
+    let shape = |arg, value: u32, expected| Err(ConfigError::Shape { arg, value: value.into(), expected });
+    if desc.m == 0 {
+        return shape("m", desc.m, "at least 1");
+    }
+    if desc.n == 0 || desc.n % tile::N_ALIGN != 0 {
+        return shape("n", desc.n, "a positive multiple of 4");
+    }
+    if desc.k == 0 || desc.k % tile::K_ALIGN != 0 {
+        return shape("k", desc.k, "a positive multiple of 128");
+    }
+    let (m, n, k) = (u64::from(desc.m), u64::from(desc.n), u64::from(desc.k));
+    let limit = tile::MAX_TENSOR_BYTES;
+    let max_tile = 128;
+    for (tensor, bytes) in [("a", (m + max_tile) * k), ("b", (n + max_tile) * k), ("d", (m + max_tile) * n * 2)] {
+        if bytes >= limit {
+            return Err(ConfigError::TooLarge { tensor, bytes, limit });
+        }
+    }
+    Ok(())
+}
+
+/// Modelled time (arbitrary units) of `c` on an `m × n × k` problem.
+fn modelled_time(c: &Candidate, spec: ArchSpec, m: u32, n: u32, k: u32) -> u64 {
+    let tiles = u64::from(c.tile.grid(m, n));
+    let cus = u64::from(spec.cus);
+    let slots = u64::from(c.slots_per_cu);
+    let rounds = tiles.div_ceil(cus * slots);
+    let sharing = slots.min(tiles.div_ceil(cus));
+    let nkb = u64::from(k / tile::SCALE_BLOCK_K);
+    rounds * sharing * nkb * c.cost_per_kb
+}
+
+/// Chooses the kernel and launch geometry for `desc`.
+///
+/// With `FP8GEMM_PRINT_CONFIGS=1` in the environment each distinct chosen config is printed
+/// once (to stderr) with the problem that first chose it.
+pub fn get_best_config(desc: &GemmDesc) -> Result<GemmConfig, ConfigError> {
+    if desc.kind != GemmKind::Dense {
+        return Err(ConfigError::NoKernel { kind: desc.kind, arch: desc.arch });
+    }
+    validate_dense(desc)?;
+    let spec = arch_spec(desc.arch);
+    let mut best: Option<(u64, u32, Candidate)> = None;
+    for c in dense_candidates(desc.arch) {
+        let t = modelled_time(&c, spec, desc.m, desc.n, desc.k);
+        let grid = c.tile.grid(desc.m, desc.n);
+        let better = match best {
+            None => true,
+            Some((bt, bg, _)) => t < bt || (t == bt && grid > bg),
+        };
+        if better {
+            best = Some((t, grid, c));
+        }
+    }
+    let (_, grid, c) = best.expect("the candidate list is not empty");
+    let config = GemmConfig {
+        block_m: c.tile.block_m,
+        block_n: c.tile.block_n,
+        block_k: c.tile.block_k(),
+        workgroup_size: c.workgroup_size,
+        lds_bytes: c.tile.lds_bytes(),
+        kernel: c.tile.name,
+        grid,
+        remap: Remap::Xcd { xcds: spec.xcds },
+        arch: desc.arch,
+    };
+    print_once(desc, &config);
+    Ok(config)
+}
+
+/// Prints `config` once per process if `FP8GEMM_PRINT_CONFIGS=1`.
+fn print_once(desc: &GemmDesc, config: &GemmConfig) {
+    static ENABLED: OnceLock<bool> = OnceLock::new();
+    static SEEN: OnceLock<Mutex<HashSet<GemmConfig>>> = OnceLock::new();
+    if !*ENABLED.get_or_init(|| std::env::var("FP8GEMM_PRINT_CONFIGS").is_ok_and(|v| v == "1")) {
+        return;
+    }
+    // A poisoned lock only means another thread panicked while printing; the set is still valid.
+    let mut seen = SEEN.get_or_init(|| Mutex::new(HashSet::new())).lock().unwrap_or_else(|e| e.into_inner());
+    if seen.insert(*config) {
+        eprintln!("fp8gemm config: {config} (first for {} m={} n={} k={})", desc.kind, desc.m, desc.n, desc.k);
+    }
+}
+
+/// The launch spec (symbol, workgroup size, argument type) of a dense config's kernel.
+pub fn dense_kernel_spec(config: &GemmConfig) -> Option<fp8gemm_device::KernelSpec<fp8gemm_device::args::DenseGemmArgs>> {
+    [FP8_GEMM_NT_BM64_BN64, FP8_GEMM_NT_BM64_BN128, FP8_GEMM_NT_BM128_BN128]
+        .into_iter()
+        .find(|s| s.name == config.kernel)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SHAPES: [(u32, u32, u32); 18] = [
+        (64, 2112, 7168),
+        (64, 24576, 1536),
+        (64, 32768, 512),
+        (64, 7168, 16384),
+        (64, 4096, 7168),
+        (64, 7168, 2048),
+        (128, 2112, 7168),
+        (128, 24576, 1536),
+        (128, 7168, 2048),
+        (4096, 2112, 7168),
+        (4096, 24576, 1536),
+        (4096, 32768, 512),
+        (4096, 7168, 16384),
+        (4096, 4096, 7168),
+        (4096, 7168, 2048),
+        (1, 128, 128),
+        (200, 192, 384),
+        (127, 4, 128),
+    ];
+
+    #[test]
+    fn every_config_names_an_existing_kernel_and_covers_the_problem() {
+        for arch in Arch::ALL {
+            for (m, n, k) in SHAPES {
+                let c = get_best_config(&GemmDesc::dense(m, n, k, arch)).unwrap();
+                let spec = dense_kernel_spec(&c).unwrap_or_else(|| panic!("{c}: no such kernel"));
+                assert_eq!(spec.workgroup_size, c.workgroup_size);
+                assert!(c.lds_bytes <= 64 * 1024, "{c}");
+                assert_eq!(c.lds_bytes, tile::lds_bytes(c.block_m, c.block_n));
+                assert_eq!(c.block_k, 128);
+                // Grid covers the problem exactly: every tile once, no tile entirely outside.
+                assert_eq!(c.grid, m.div_ceil(c.block_m) * n.div_ceil(c.block_n), "{c}");
+                assert!(u64::from(c.grid) * u64::from(c.block_m) * u64::from(c.block_n) >= u64::from(m) * u64::from(n));
+            }
+        }
+    }
+
+    #[test]
+    fn small_m_uses_64_row_tiles_and_large_m_128() {
+        let pick = |m, n, k| get_best_config(&GemmDesc::dense(m, n, k, Arch::Gfx942)).unwrap();
+        // M = 64 or 128 with N = 2112: 128-row tiles would leave most CUs idle.
+        assert_eq!(pick(64, 2112, 7168).block_m, 64);
+        assert_eq!(pick(128, 2112, 7168).block_m, 64);
+        assert_eq!(pick(64, 2112, 7168).kernel, "fp8_gemm_nt_bm64_bn64");
+        // M = 4096: more than two rounds of tiles on 304 CUs; the 128 × 128 tile's reuse wins.
+        assert_eq!(pick(4096, 7168, 2048).kernel, "fp8_gemm_nt_bm128_bn128");
+        assert_eq!(pick(4096, 24576, 1536).kernel, "fp8_gemm_nt_bm128_bn128");
+    }
+
+    #[test]
+    fn model_numbers_by_hand() {
+        // bm128_bn128 on gfx942: 216 VGPRs → 2 waves/SIMD → 2 workgroups/CU (LDS 32 KiB allows 2).
+        let c = dense_candidates(Arch::Gfx942);
+        assert_eq!((c[0].slots_per_cu, c[1].slots_per_cu, c[2].slots_per_cu), (4, 2, 2));
+        assert_eq!(c[2].cost_per_kb, 16 * 64 + 4 * 113);
+        // 4096 × 7168: 32 × 56 = 1792 tiles, 608 slots → 3 rounds, 2 sharing, 16 blocks.
+        let t = modelled_time(&c[2], arch_spec(Arch::Gfx942), 4096, 7168, 2048);
+        assert_eq!(t, 3 * 2 * 16 * (16 * 64 + 4 * 113));
+        assert_eq!(waves_per_simd(216), 2);
+        assert_eq!(waves_per_simd(128), 4);
+        assert_eq!(waves_per_simd(74), 6);
+    }
+
+    #[test]
+    fn bad_shapes_are_typed_errors() {
+        let e = |m, n, k| get_best_config(&GemmDesc::dense(m, n, k, Arch::Gfx942)).unwrap_err();
+        assert_eq!(e(0, 128, 128), ConfigError::Shape { arg: "m", value: 0, expected: "at least 1" });
+        assert!(matches!(e(64, 130, 128), ConfigError::Shape { arg: "n", value: 130, .. }));
+        assert!(matches!(e(64, 128, 100), ConfigError::Shape { arg: "k", value: 100, .. }));
+        assert!(matches!(e(1 << 20, 4096, 4096), ConfigError::TooLarge { tensor: "a", .. }));
+        let grouped = GemmDesc { kind: GemmKind::MGroupedMasked, groups: 4, ..GemmDesc::dense(64, 128, 128, Arch::Gfx942) };
+        assert!(matches!(get_best_config(&grouped), Err(ConfigError::NoKernel { .. })));
+    }
+
+    #[test]
+    fn display() {
+        let c = get_best_config(&GemmDesc::dense(4096, 7168, 2048, Arch::Gfx942)).unwrap();
+        assert_eq!(
+            c.to_string(),
+            "fp8_gemm_nt_bm128_bn128 on gfx942: block 128x128x128, 256 threads, 32768 B LDS, grid 1792 (XCD remap over 8)"
+        );
+    }
+}
