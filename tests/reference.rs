@@ -258,11 +258,11 @@ fn m_grouped_masked_rows() {
     m_grouped_fp8_gemm_nt_masked_f32(&a, &g.b, &masked_m, &mut d32).unwrap();
     let mut d16 = vec![bf16::from_f32(sentinel); groups * m_max * n];
     m_grouped_fp8_gemm_nt_masked(&a, &g.b, &masked_m, &mut d16).unwrap();
-    for grp in 0..groups {
+    for (grp, &rows) in masked_m.iter().enumerate() {
         for r in 0..m_max {
             let i = grp * m_max + r;
             let (row32, row16) = (&d32[i * n..(i + 1) * n], &d16[i * n..(i + 1) * n]);
-            if r >= masked_m[grp] as usize {
+            if r >= rows as usize {
                 assert!(row32.iter().all(|&v| v == sentinel), "group {grp} row {r} was written");
                 assert!(row16.iter().all(|&v| v.to_bits() == bf16::from_f32(sentinel).to_bits()), "group {grp} row {r} was written (bf16)");
                 continue;

@@ -336,17 +336,6 @@ fp8_type! {
     E5M2, "e5m2", exp = 5, man = 2, bias = 15, specials = Specials::Ieee, max = 57344.0, nan = 0x7E
 }
 
-/// Decodes a slice of FP8 values into `dst` (which must have the same length).
-///
-/// # Panics
-/// If `src.len() != dst.len()` (an internal helper contract; public entry points validate first).
-pub fn decode_into<F: Fp8Format>(src: &[F], dst: &mut [f32]) {
-    assert_eq!(src.len(), dst.len(), "decode_into: source and destination lengths differ");
-    for (d, s) in dst.iter_mut().zip(src) {
-        *d = F::DECODE[s.to_bits() as usize];
-    }
-}
-
 /// Decodes a slice of FP8 values into a new vector of exact `f32` values (in parallel).
 pub fn to_f32_vec<F: Fp8Format>(src: &[F]) -> Vec<f32> {
     use rayon::prelude::*;

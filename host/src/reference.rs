@@ -394,7 +394,8 @@ fn masked_runs<F: Fp8Format>(
     check_activations("a.data", "a.scales", a)?;
     check_grouped(b, a.k)?;
     check_len("masked_m", masked_m.len(), b.groups)?;
-    if (b.groups == 0 && a.m != 0) || (b.groups != 0 && a.m % b.groups != 0) {
+    // `is_multiple_of(0)` holds only for 0: no groups means no rows.
+    if !a.m.is_multiple_of(b.groups) {
         return Err(ReferenceError::MaskedRows { m: a.m, groups: b.groups });
     }
     let m_max = a.m.checked_div(b.groups).unwrap_or(0);
