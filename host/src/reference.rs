@@ -21,7 +21,27 @@
 //!
 //! # Errors
 //! Every entry point validates all lengths and indices before computing and returns a
-//! [`ReferenceError`] naming the argument and the expected value.
+//! [`ReferenceError`] naming the argument and the expected value; a failed call writes nothing.
+//!
+//! # Example
+//! ```
+//! use fp8gemm::fp8::E4M3Fnuz;
+//! use fp8gemm::quant::{QuantizedActivations, QuantizedWeights};
+//! use fp8gemm::reference::{calc_diff, fp8_gemm_nt, gemm_nt_f32};
+//! use half::bf16;
+//!
+//! let (m, n, k) = (4, 3, 200);
+//! let a: Vec<f32> = (0..m * k).map(|i| ((i % 13) as f32 - 6.0) / 7.0).collect();
+//! let b: Vec<f32> = (0..n * k).map(|i| ((i % 11) as f32 - 5.0) / 3.0).collect();
+//! let qa = QuantizedActivations::<E4M3Fnuz>::quantize(&a, m, k)?;
+//! let qb = QuantizedWeights::<E4M3Fnuz>::quantize(&b, n, k)?;
+//! let mut d = vec![bf16::ZERO; m * n];
+//! fp8_gemm_nt(&qa, &qb, &mut d)?;
+//! let mut exact = vec![0.0f32; m * n];
+//! gemm_nt_f32(&a, &b, m, n, k, &mut exact)?;
+//! assert!(calc_diff(&d, &exact)? < 1e-3);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 use gemm::{Parallelism, gemm};
 use half::bf16;
