@@ -186,34 +186,24 @@ fn naive_row(a: &QuantizedActivations<E4M3Fnuz>, g: &Grouped, group: usize, i: u
         .collect()
 }
 
-#[test]
-fn m_grouped_contiguous_padding_and_empty_groups() {
-    // DeepGEMM layout: each group's rows padded to 128 with −1. Group sizes [100, 0, 130, 3]:
-    // group 1 is empty, groups 0/2/3 are followed by padding; also a group used twice in a row of
-    // runs separated by padding, and a non-128-multiple n.
-    let (groups, n, k) = (4, 136, 200);
-    let sizes = [100usize, 0, 130, 3];
-    let mut m_indices = Vec::new();
-    for (g, &s) in sizes.iter().enumerate() {
-        let padded = s.div_ceil(128) * 128;
-        m_indices.extend(std::iter::repeat_n(g as i32, s));
-        m_indices.extend(std::iter::repeat_n(-1, padded - s));
-    }
-    m_indices.extend([0, 0, -1, 3]);
+/// Runs both contiguous variants on pre-filled outputs and checks every row: rows with −1 keep the
+/// sentinel, the others match the naive product with their group's weights.
+fn check_contiguous(m_indices: &[i32], groups: usize, n: usize, k: usize, seed: u64) {
     let m = m_indices.len();
-    let a = QuantizedActivations::<E4M3Fnuz>::quantize(&random(m * k, 7), m, k).unwrap();
-    let g = grouped(groups, n, k, 8);
+    let a = QuantizedActivations::<E4M3Fnuz>::quantize(&random(m * k, seed), m, k).unwrap();
+    let g = grouped(groups, n, k, seed + 1);
     let sentinel = 12345.0f32;
+    let sentinel16 = bf16::from_f32(sentinel);
     let mut d32 = vec![sentinel; m * n];
-    m_grouped_fp8_gemm_nt_contiguous_f32(&a, &g.b, &m_indices, &mut d32).unwrap();
-    let mut d16 = vec![bf16::from_f32(sentinel); m * n];
-    m_grouped_fp8_gemm_nt_contiguous(&a, &g.b, &m_indices, &mut d16).unwrap();
+    m_grouped_fp8_gemm_nt_contiguous_f32(&a, &g.b, m_indices, &mut d32).unwrap();
+    let mut d16 = vec![sentinel16; m * n];
+    m_grouped_fp8_gemm_nt_contiguous(&a, &g.b, m_indices, &mut d16).unwrap();
     for (i, &gi) in m_indices.iter().enumerate() {
         let row32 = &d32[i * n..(i + 1) * n];
         let row16 = &d16[i * n..(i + 1) * n];
         if gi < 0 {
             assert!(row32.iter().all(|&v| v == sentinel), "padding row {i} was written");
-            assert!(row16.iter().all(|&v| v.to_bits() == bf16::from_f32(sentinel).to_bits()), "padding row {i} was written (bf16)");
+            assert!(row16.iter().all(|&v| v.to_bits() == sentinel16.to_bits()), "padding row {i} was written (bf16)");
             continue;
         }
         for (j, want) in naive_row(&a, &g, gi as usize, i).into_iter().enumerate() {
@@ -221,6 +211,36 @@ fn m_grouped_contiguous_padding_and_empty_groups() {
             assert_eq!(row16[j].to_bits(), bf16::from_f32(row32[j]).to_bits());
         }
     }
+}
+
+/// DeepGEMM's contiguous layout: each group's rows padded up to a multiple of 128 with −1.
+fn padded_indices(sizes: &[usize]) -> Vec<i32> {
+    let mut m_indices = Vec::new();
+    for (g, &s) in sizes.iter().enumerate() {
+        m_indices.extend(std::iter::repeat_n(g as i32, s));
+        m_indices.extend(std::iter::repeat_n(-1, s.div_ceil(128) * 128 - s));
+    }
+    m_indices
+}
+
+#[test]
+fn m_grouped_contiguous_padding_rows_untouched() {
+    // Groups of 100, 130 and 3 rows, each padded to 128 with −1 (n with a tail block).
+    check_contiguous(&padded_indices(&[100, 130, 3]), 3, 136, 200, 7);
+}
+
+#[test]
+fn m_grouped_contiguous_empty_groups() {
+    // Groups 1 and 3 have no rows at all; groups 0, 2, 4 are exact multiples of 128.
+    let m_indices = padded_indices(&[128, 0, 256, 0, 128]);
+    assert!(!m_indices.contains(&1) && !m_indices.contains(&3) && !m_indices.contains(&-1));
+    check_contiguous(&m_indices, 5, 64, 256, 9);
+}
+
+#[test]
+fn m_grouped_contiguous_unaligned_runs() {
+    // The reference accepts any assignment: short runs, a group reused, padding in between.
+    check_contiguous(&[2, 2, 0, -1, 0, 1, 1, 1, -1, -1, 2, 0], 3, 130, 129, 5);
 }
 
 #[test]
@@ -246,25 +266,24 @@ fn m_grouped_contiguous_all_padding_and_errors() {
     assert!(d.iter().all(|v| v.to_f32() == -7.0), "a failed call writes nothing");
 }
 
-#[test]
-fn m_grouped_masked_rows() {
-    // masked_m = 0 (nothing), = m_max (everything), and partial; n with a tail block.
-    let (groups, m_max, n, k) = (4, 9, 140, 300);
-    let masked_m = [0i32, 9, 4, 1];
-    let a = QuantizedActivations::<E4M3Fnuz>::quantize(&random(groups * m_max * k, 11), groups * m_max, k).unwrap();
-    let g = grouped(groups, n, k, 12);
+/// Runs both masked variants on pre-filled outputs: rows at or beyond masked_m[g] keep the
+/// sentinel, the others match the naive product with group g's weights.
+fn check_masked(masked_m: &[i32], m_max: usize, n: usize, k: usize, seed: u64) {
+    let groups = masked_m.len();
+    let a = QuantizedActivations::<E4M3Fnuz>::quantize(&random(groups * m_max * k, seed), groups * m_max, k).unwrap();
+    let g = grouped(groups, n, k, seed + 1);
     let sentinel = -3.5f32;
     let mut d32 = vec![sentinel; groups * m_max * n];
-    m_grouped_fp8_gemm_nt_masked_f32(&a, &g.b, &masked_m, &mut d32).unwrap();
+    m_grouped_fp8_gemm_nt_masked_f32(&a, &g.b, masked_m, &mut d32).unwrap();
     let mut d16 = vec![bf16::from_f32(sentinel); groups * m_max * n];
-    m_grouped_fp8_gemm_nt_masked(&a, &g.b, &masked_m, &mut d16).unwrap();
+    m_grouped_fp8_gemm_nt_masked(&a, &g.b, masked_m, &mut d16).unwrap();
     for (grp, &rows) in masked_m.iter().enumerate() {
         for r in 0..m_max {
             let i = grp * m_max + r;
             let (row32, row16) = (&d32[i * n..(i + 1) * n], &d16[i * n..(i + 1) * n]);
             if r >= rows as usize {
                 assert!(row32.iter().all(|&v| v == sentinel), "group {grp} row {r} was written");
-                assert!(row16.iter().all(|&v| v.to_bits() == bf16::from_f32(sentinel).to_bits()), "group {grp} row {r} was written (bf16)");
+                assert!(row16.iter().all(|&v| v.to_f32() == sentinel), "group {grp} row {r} was written (bf16)");
                 continue;
             }
             for (j, want) in naive_row(&a, &g, grp, i).into_iter().enumerate() {
@@ -273,6 +292,24 @@ fn m_grouped_masked_rows() {
             }
         }
     }
+}
+
+#[test]
+fn m_grouped_masked_zero_rows() {
+    // masked_m = 0 everywhere: nothing is written.
+    check_masked(&[0, 0, 0], 9, 140, 300, 11);
+}
+
+#[test]
+fn m_grouped_masked_all_rows() {
+    // masked_m = m_max everywhere: every row is computed.
+    check_masked(&[9, 9], 9, 140, 300, 13);
+}
+
+#[test]
+fn m_grouped_masked_partial_rows() {
+    // A mix of 0, m_max and partial counts.
+    check_masked(&[0, 9, 4, 1], 9, 140, 300, 15);
 }
 
 #[test]
@@ -301,15 +338,13 @@ fn m_grouped_masked_errors() {
     assert!(d.iter().all(|v| v.to_bits() == 0), "a failed call writes nothing");
 }
 
-#[test]
-fn k_grouped_accumulates_into_c() {
-    // ks with a tail (130), an empty group (0), a short group (64) and an exact one (256).
-    let (m, n) = (9, 140);
-    let ks = [130usize, 0, 64, 256];
+/// Runs the K-grouped GEMM on random C and checks C[g] = C0[g] + A_g·B_gᵀ (per-token scales on
+/// both sides), with groups of k_g = 0 left bit-identical.
+fn check_k_grouped(m: usize, n: usize, ks: &[usize], seed: u64) {
     let total: usize = ks.iter().sum();
-    let a = KGroupedOperand::<E4M3Fnuz>::quantize(&random(m * total, 21), m, &ks).unwrap();
-    let b = KGroupedOperand::<E4M3Fnuz>::quantize(&random(n * total, 22), n, &ks).unwrap();
-    let c0 = random(ks.len() * m * n, 23);
+    let a = KGroupedOperand::<E4M3Fnuz>::quantize(&random(m * total, seed), m, ks).unwrap();
+    let b = KGroupedOperand::<E4M3Fnuz>::quantize(&random(n * total, seed + 1), n, ks).unwrap();
+    let c0 = random(ks.len() * m * n, seed + 2);
     let mut c = c0.clone();
     k_grouped_fp8_gemm_nt_contiguous(&a, &b, &mut c).unwrap();
     for (g, &k) in ks.iter().enumerate() {
@@ -320,10 +355,10 @@ fn k_grouped_accumulates_into_c() {
             for j in 0..n {
                 let e = (g * m + i) * n + j;
                 if k == 0 {
-                    assert_eq!(c[e], c0[e], "empty group {g} changed C");
+                    assert_eq!(c[e].to_bits(), c0[e].to_bits(), "empty group {g} changed C");
                     continue;
                 }
-                // Per-token scales on both sides: B row j uses its own scale row j.
+                // B row j uses its own scale row j.
                 let (v, mag) = naive_dot(
                     &av[i * k..(i + 1) * k],
                     &ag.scales[i * kb..(i + 1) * kb],
@@ -335,6 +370,27 @@ fn k_grouped_accumulates_into_c() {
             }
         }
     }
+}
+
+#[test]
+fn k_grouped_accumulates_into_c() {
+    // ks with a tail (130), a short group (64) and an exact one (256).
+    check_k_grouped(9, 140, &[130, 64, 256], 21);
+}
+
+#[test]
+fn k_grouped_empty_groups_leave_c_unchanged() {
+    check_k_grouped(5, 130, &[0, 128, 0, 3], 25);
+}
+
+#[test]
+fn k_grouped_errors() {
+    let (m, n) = (9, 140);
+    let ks = [130usize, 0, 64, 256];
+    let total: usize = ks.iter().sum();
+    let a = KGroupedOperand::<E4M3Fnuz>::quantize(&random(m * total, 21), m, &ks).unwrap();
+    let b = KGroupedOperand::<E4M3Fnuz>::quantize(&random(n * total, 22), n, &ks).unwrap();
+    let mut c = vec![0.0f32; ks.len() * m * n];
     // Mismatched groups are rejected.
     let b2 = KGroupedOperand::<E4M3Fnuz>::quantize(&random(n * 130, 1), n, &[130]).unwrap();
     assert_eq!(
@@ -345,6 +401,13 @@ fn k_grouped_accumulates_into_c() {
         k_grouped_fp8_gemm_nt_contiguous(&a, &b, &mut c[1..]),
         Err(ReferenceError::Length { arg: "c", expected: 4 * m * n, actual: 4 * m * n - 1 })
     );
+    let ks3 = [130usize, 0, 64, 255];
+    let b3 = KGroupedOperand::<E4M3Fnuz>::quantize(&random(n * (total - 1), 2), n, &ks3).unwrap();
+    assert_eq!(
+        k_grouped_fp8_gemm_nt_contiguous(&a, &b3, &mut c),
+        Err(ReferenceError::Dimension { arg: "b.ks[_]", expected: 256, actual: 255 })
+    );
+    assert!(c.iter().all(|&v| v == 0.0), "a failed call writes nothing");
 }
 
 #[test]
