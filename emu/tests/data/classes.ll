@@ -251,6 +251,23 @@ done:
   ret void
 }
 
+define amdgpu_kernel void @lds_reverse_1024(ptr addrspace(1) %out, ptr addrspace(1) %in) #3 {
+entry:
+  %tid = call i32 @llvm.amdgcn.workitem.id.x()
+  %p = getelementptr inbounds i32, ptr addrspace(1) %in, i32 %tid
+  %a = load i32, ptr addrspace(1) %p, align 4
+  %l = getelementptr inbounds [1024 x i32], ptr addrspace(3) @lds1k, i32 0, i32 %tid
+  store i32 %a, ptr addrspace(3) %l, align 4
+  call void @llvm.amdgcn.s.barrier()
+  %rev = sub i32 1023, %tid
+  %l2 = getelementptr inbounds [1024 x i32], ptr addrspace(3) @lds1k, i32 0, i32 %rev
+  %b = load i32, ptr addrspace(3) %l2, align 4
+  %q = getelementptr inbounds i32, ptr addrspace(1) %out, i32 %tid
+  store i32 %b, ptr addrspace(1) %q, align 4
+  ret void
+}
+
+@lds1k = internal addrspace(3) global [1024 x i32] poison, align 16
 @lds = internal addrspace(3) global [256 x i32] poison, align 16
 @lds64 = internal addrspace(3) global [256 x i64] poison, align 16
 @lds128 = internal addrspace(3) global [256 x <4 x i32>] poison, align 16
@@ -258,3 +275,4 @@ done:
 attributes #0 = { "amdgpu-flat-work-group-size"="1,256" }
 attributes #1 = { "amdgpu-flat-work-group-size"="256,256" }
 attributes #2 = { "amdgpu-flat-work-group-size"="1,1024" }
+attributes #3 = { "amdgpu-flat-work-group-size"="1024,1024" }

@@ -14,6 +14,7 @@ ok = lambda t: t and not t.startswith("s_nop") and "unknown" not in t and not t.
 # Variant preference per encoding (first that decodes wins).
 PREF = {
     "SOPP": ["", "z"],
+    "SMEM": ["", "d", "z"],
     "DS": ["", "novdst", "nod1", "d0", "vdst", "addr"],
     "FLAT": ["", "s0", "s0nod", "s0novd"],
     "GLOBAL": ["", "s0", "s0nod", "s0novd", "saddr"],

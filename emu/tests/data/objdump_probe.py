@@ -45,6 +45,8 @@ def probes():
         out.append(("SOPP", op, "z", [0xBF800000 | op << 16]))
     for op in range(256):
         out.append(("SMEM", op, "", [0xC0000000 | op << 18 | 1 << 17 | 16 << 6 | 10, 0x10]))
+        out.append(("SMEM", op, "z", [0xC0000000 | op << 18, 0]))
+        out.append(("SMEM", op, "d", [0xC0000000 | op << 18 | 16 << 6, 0]))
     for op in range(0x3F):
         out.append(("VOP2", op, "", [op << 25 | 10 << 17 | 30 << 9 | (256 + 20)]))
     out.append(("VOP1", 0, "nop", [0x7E000000]))

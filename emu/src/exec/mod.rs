@@ -1,0 +1,339 @@
+//! The gfx942 executor: wave64 with per-lane register arrays under EXEC, workgroups of up to 1024
+//! work-items with `s_barrier`, 64 KiB LDS, scalar/vector/buffer/scratch memory over
+//! [`DeviceMemory`] with memcheck, and launches that run workgroups in parallel (rayon).
+//!
+//! Initial wave state follows LLVM AMDGPUUsage "Initial Kernel Execution State": user SGPRs in
+//! their fixed order as enabled by kernel_code_properties, then the workgroup id / info SGPRs
+//! enabled in COMPUTE_PGM_RSRC2, work-item ids in v0 (packed `x | y << 10 | z << 20` when more
+//! than one is enabled, as gfx90a+ do).
+
+mod wave;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use rayon::prelude::*;
+
+use crate::decode::{DecodeError, Inst, Op, Program};
+use crate::loader::{CodeObject, Kernel};
+use crate::memory::{DeviceMemory, MemError};
+
+pub use wave::Class;
+
+/// LDS available to one workgroup on gfx942.
+pub const MAX_LDS_BYTES: u32 = 64 * 1024;
+/// Base of the flat address aperture that maps to LDS (as `src_shared_base` reports it).
+pub const SHARED_APERTURE: u64 = 0x0001_0000_0000_0000;
+/// Base of the flat address aperture that maps to the lane's private (scratch) memory.
+pub const PRIVATE_APERTURE: u64 = 0x0002_0000_0000_0000;
+
+/// Launch geometry and arguments.
+#[derive(Clone, Debug)]
+pub struct LaunchConfig {
+    /// Workgroups per dimension.
+    pub grid: [u32; 3],
+    /// Work-items per workgroup per dimension.
+    pub block: [u32; 3],
+    /// Dynamic LDS bytes on top of the kernel's static `group_segment_fixed_size`.
+    pub dynamic_lds_bytes: u32,
+    /// The complete kernarg segment (explicit and hidden arguments).
+    pub kernarg: Vec<u8>,
+}
+
+/// Which checks run during a launch.
+#[derive(Clone, Debug)]
+pub struct Checks {
+    /// Report any access outside live allocations / the LDS size / the kernarg segment.
+    pub memcheck: bool,
+}
+
+impl Default for Checks {
+    fn default() -> Self {
+        Checks { memcheck: true }
+    }
+}
+
+/// Per-launch counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LaunchReport {
+    /// Workgroups run.
+    pub workgroups: u64,
+    /// Waves run.
+    pub waves: u64,
+    /// Wave-instructions executed, total.
+    pub instructions: u64,
+    /// Wave-instructions by [`Class`] (index = `Class as usize`).
+    pub by_class: [u64; Class::COUNT],
+    /// `s_barrier` releases (per workgroup, summed).
+    pub barriers: u64,
+}
+
+impl LaunchReport {
+    /// Wave-instructions of one class.
+    pub fn count(&self, c: Class) -> u64 {
+        self.by_class[c as usize]
+    }
+}
+
+/// Why a launch failed.
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    /// A block dimension or grid dimension is zero.
+    #[error("launch of `{kernel}`: {what} dimension {dim} is 0 (grid {grid:?}, block {block:?})")]
+    ZeroDim {
+        /// Kernel.
+        kernel: String,
+        /// "grid" or "block".
+        what: &'static str,
+        /// Dimension index.
+        dim: usize,
+        /// Grid.
+        grid: [u32; 3],
+        /// Block.
+        block: [u32; 3],
+    },
+    /// The block has more work-items than the kernel's `.max_flat_workgroup_size`.
+    #[error("launch of `{kernel}`: block {block:?} has {volume} work-items, kernel allows at most {max}")]
+    BlockTooLarge {
+        /// Kernel.
+        kernel: String,
+        /// Block.
+        block: [u32; 3],
+        /// Work-items per block.
+        volume: u64,
+        /// `.max_flat_workgroup_size`.
+        max: u32,
+    },
+    /// LDS request above 64 KiB.
+    #[error("launch of `{kernel}`: LDS of {bytes} bytes (static {fixed} + dynamic {dynamic}) exceeds 65536")]
+    LdsTooLarge {
+        /// Kernel.
+        kernel: String,
+        /// Total.
+        bytes: u64,
+        /// Static part.
+        fixed: u32,
+        /// Dynamic part.
+        dynamic: u32,
+    },
+    /// The kernarg bytes do not match `.kernarg_segment_size`.
+    #[error("launch of `{kernel}`: kernarg is {got} bytes, kernel expects kernarg_segment_size {expected}")]
+    KernargSize {
+        /// Kernel.
+        kernel: String,
+        /// Bytes given.
+        got: usize,
+        /// `.kernarg_segment_size`.
+        expected: u32,
+    },
+    /// The kernel's code does not decode (reported when the instruction is reached).
+    #[error("{0}")]
+    Decode(#[from] DecodeError),
+    /// An instruction the executor does not implement was reached.
+    #[error("kernel `{kernel}` pc {pc:#x}: instruction `{text}` (bytes {bytes}) is not implemented by the emulator")]
+    Unimplemented {
+        /// Kernel.
+        kernel: String,
+        /// Address.
+        pc: u64,
+        /// Disassembly.
+        text: String,
+        /// Bytes.
+        bytes: String,
+    },
+    /// A memcheck finding: an access outside live memory, LDS or the kernarg segment.
+    #[error("memcheck: kernel `{kernel}` pc {pc:#x} (`{text}`) workgroup {workgroup:?} wave {wave} lane {lane}: {space} access of {len} bytes at {addr:#x}: {detail}")]
+    Memory {
+        /// Kernel.
+        kernel: String,
+        /// Address of the instruction.
+        pc: u64,
+        /// Disassembly of the instruction.
+        text: String,
+        /// Workgroup id.
+        workgroup: [u32; 3],
+        /// Wave index in the workgroup.
+        wave: u32,
+        /// Lane (0..64); 64 for scalar accesses.
+        lane: u32,
+        /// "global", "LDS", "scratch", "scalar", "buffer".
+        space: &'static str,
+        /// Address (device address, LDS offset or scratch offset).
+        addr: u64,
+        /// Bytes.
+        len: u64,
+        /// Description (the MemError text or the bound violated).
+        detail: String,
+    },
+    /// `s_trap` executed.
+    #[error("kernel `{kernel}` pc {pc:#x}: s_trap {code} (workgroup {workgroup:?} wave {wave})")]
+    Trap {
+        /// Kernel.
+        kernel: String,
+        /// Address.
+        pc: u64,
+        /// Trap code.
+        code: u16,
+        /// Workgroup.
+        workgroup: [u32; 3],
+        /// Wave.
+        wave: u32,
+    },
+    /// Execution left the kernel's code or read an unallocated register.
+    #[error("kernel `{kernel}` pc {pc:#x}: {msg}")]
+    Fault {
+        /// Kernel.
+        kernel: String,
+        /// Address.
+        pc: u64,
+        /// What happened.
+        msg: String,
+    },
+    /// Device memory for the kernarg segment could not be allocated.
+    #[error("launch of `{kernel}`: {source}")]
+    Alloc {
+        /// Kernel.
+        kernel: String,
+        /// Cause.
+        source: MemError,
+    },
+}
+
+impl LaunchError {
+    /// Whether this is a memcheck finding (an illegal address), as opposed to another failure.
+    pub fn is_memory_fault(&self) -> bool {
+        matches!(self, LaunchError::Memory { .. })
+    }
+}
+
+/// A kernel decoded for execution: instructions, their addresses and resolved branch targets.
+#[derive(Debug)]
+pub struct Compiled {
+    pub(crate) kernel: Kernel,
+    pub(crate) pcs: Vec<u64>,
+    pub(crate) insts: Vec<Result<Inst, DecodeError>>,
+    /// Instruction index of each SOPP branch target (`u32::MAX` if none / outside).
+    pub(crate) targets: Vec<u32>,
+    /// Per-instruction precomputed helper (e.g. the compare spec of v_cmp).
+    pub(crate) aux: Vec<u32>,
+}
+
+impl Compiled {
+    /// Decodes `kernel` once for execution.
+    pub fn new(co: &CodeObject, kernel: &Kernel) -> Result<Compiled, DecodeError> {
+        let prog = Program::decode(co, kernel)?;
+        let pcs: Vec<u64> = prog.insts.iter().map(|(pc, _)| *pc).collect();
+        let insts: Vec<Result<Inst, DecodeError>> = prog.insts.into_iter().map(|(_, r)| r).collect();
+        let index = |pc: u64| pcs.binary_search(&pc).map_or(u32::MAX, |i| i as u32);
+        let mut targets = vec![u32::MAX; insts.len()];
+        let mut aux = vec![0u32; insts.len()];
+        for (i, r) in insts.iter().enumerate() {
+            if let Ok(inst) = r {
+                if matches!(
+                    inst.op,
+                    Op::s_branch
+                        | Op::s_cbranch_scc0
+                        | Op::s_cbranch_scc1
+                        | Op::s_cbranch_vccz
+                        | Op::s_cbranch_vccnz
+                        | Op::s_cbranch_execz
+                        | Op::s_cbranch_execnz
+                ) {
+                    targets[i] = index(inst.branch_target(pcs[i]));
+                }
+                aux[i] = wave::precompute(inst);
+            }
+        }
+        Ok(Compiled { kernel: kernel.clone(), pcs, insts, targets, aux })
+    }
+}
+
+/// Runs `kernel` over the grid. Validates like HIP, copies the kernarg bytes into a fresh
+/// exact-size allocation (freed afterwards), runs every workgroup (in parallel) and returns the
+/// counters or the first error.
+pub fn launch(co: &CodeObject, kernel: &Kernel, cfg: &LaunchConfig, mem: &DeviceMemory, checks: &Checks) -> Result<LaunchReport, LaunchError> {
+    let name = || kernel.name.clone();
+    for (what, dims) in [("grid", cfg.grid), ("block", cfg.block)] {
+        if let Some(dim) = dims.iter().position(|&d| d == 0) {
+            return Err(LaunchError::ZeroDim { kernel: name(), what, dim, grid: cfg.grid, block: cfg.block });
+        }
+    }
+    let volume: u64 = cfg.block.iter().map(|&d| u64::from(d)).product();
+    let max = if kernel.meta.max_flat_workgroup_size == 0 { 1024 } else { kernel.meta.max_flat_workgroup_size };
+    if volume > u64::from(max) || volume > 1024 {
+        return Err(LaunchError::BlockTooLarge { kernel: name(), block: cfg.block, volume, max: max.min(1024) });
+    }
+    let fixed = kernel.descriptor.group_segment_fixed_size.max(kernel.meta.group_segment_fixed_size);
+    let lds = u64::from(fixed) + u64::from(cfg.dynamic_lds_bytes);
+    if lds > u64::from(MAX_LDS_BYTES) {
+        return Err(LaunchError::LdsTooLarge { kernel: name(), bytes: lds, fixed, dynamic: cfg.dynamic_lds_bytes });
+    }
+    if cfg.kernarg.len() != kernel.meta.kernarg_segment_size as usize {
+        return Err(LaunchError::KernargSize { kernel: name(), got: cfg.kernarg.len(), expected: kernel.meta.kernarg_segment_size });
+    }
+    let program = Arc::new(Compiled::new(co, kernel)?);
+    let alloc = |size: u64| mem.alloc(size.max(1)).map_err(|source| LaunchError::Alloc { kernel: name(), source });
+    let kernarg_ptr = if cfg.kernarg.is_empty() { 0 } else { alloc(cfg.kernarg.len() as u64)? };
+    if kernarg_ptr != 0 {
+        mem.write(kernarg_ptr, &cfg.kernarg).map_err(|source| LaunchError::Alloc { kernel: name(), source })?;
+    }
+    // HSA kernel dispatch packet (for kernels that read the dispatch pointer) and a queue stub.
+    let packet = alloc(64)?;
+    let mut p = [0u8; 64];
+    let dims = if cfg.grid[2] > 1 || cfg.block[2] > 1 { 3u16 } else if cfg.grid[1] > 1 || cfg.block[1] > 1 { 2 } else { 1 };
+    p[2..4].copy_from_slice(&dims.to_le_bytes());
+    for d in 0..3 {
+        p[4 + 2 * d..6 + 2 * d].copy_from_slice(&(cfg.block[d] as u16).to_le_bytes());
+        p[12 + 4 * d..16 + 4 * d].copy_from_slice(&(cfg.grid[d].wrapping_mul(cfg.block[d])).to_le_bytes());
+    }
+    p[24..28].copy_from_slice(&kernel.descriptor.private_segment_fixed_size.to_le_bytes());
+    p[28..32].copy_from_slice(&(lds as u32).to_le_bytes());
+    p[32..40].copy_from_slice(&kernel.descriptor_address.to_le_bytes());
+    p[40..48].copy_from_slice(&kernarg_ptr.to_le_bytes());
+    let _ = mem.write(packet, &p);
+    let queue = alloc(256)?;
+
+    let setup = wave::Setup {
+        program: program.clone(),
+        mem,
+        memcheck: checks.memcheck,
+        kernarg_ptr,
+        dispatch_ptr: packet,
+        queue_ptr: queue,
+        lds_bytes: lds as u32,
+        block: cfg.block,
+        grid: cfg.grid,
+    };
+    let n_wg = u64::from(cfg.grid[0]) * u64::from(cfg.grid[1]) * u64::from(cfg.grid[2]);
+    let totals: [AtomicU64; Class::COUNT + 3] = std::array::from_fn(|_| AtomicU64::new(0));
+    let result = (0..n_wg).into_par_iter().try_for_each(|i| {
+        let id = [
+            (i % u64::from(cfg.grid[0])) as u32,
+            ((i / u64::from(cfg.grid[0])) % u64::from(cfg.grid[1])) as u32,
+            (i / (u64::from(cfg.grid[0]) * u64::from(cfg.grid[1]))) as u32,
+        ];
+        let c = wave::run_workgroup(&setup, id)?;
+        for (k, v) in c.by_class.iter().enumerate() {
+            if *v != 0 {
+                totals[k].fetch_add(*v, Ordering::Relaxed);
+            }
+        }
+        totals[Class::COUNT].fetch_add(c.waves, Ordering::Relaxed);
+        totals[Class::COUNT + 1].fetch_add(c.barriers, Ordering::Relaxed);
+        Ok::<(), LaunchError>(())
+    });
+    if kernarg_ptr != 0 {
+        let _ = mem.free(kernarg_ptr);
+    }
+    let _ = mem.free(packet);
+    let _ = mem.free(queue);
+    result?;
+    let mut r = LaunchReport { workgroups: n_wg, ..Default::default() };
+    for k in 0..Class::COUNT {
+        r.by_class[k] = totals[k].load(Ordering::Relaxed);
+    }
+    r.instructions = r.by_class.iter().sum();
+    r.waves = totals[Class::COUNT].load(Ordering::Relaxed);
+    r.barriers = totals[Class::COUNT + 1].load(Ordering::Relaxed);
+    Ok(r)
+}

@@ -1,0 +1,2229 @@
+//! Wave state and instruction semantics (CDNA3 ISA reference guide, chapters 4–12 and the
+//! per-opcode descriptions in chapter 12 "Instructions").
+
+use std::sync::Arc;
+
+use super::{Compiled, LaunchError, PRIVATE_APERTURE, SHARED_APERTURE};
+use crate::decode::{flag, sdwa, sreg, Enc, Inst, Op, AGPR0, LITERAL, VGPR0};
+use crate::disasm::format_inst;
+use crate::memory::{Allocation, DeviceMemory};
+use crate::numerics::{self, F8Kind};
+
+/// Instruction classes counted in a [`super::LaunchReport`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Class {
+    /// Scalar ALU (SOP*).
+    Salu = 0,
+    /// Branches and program control (SOPP).
+    Branch,
+    /// Scalar memory.
+    Smem,
+    /// Vector ALU (VOP1/2/C/3/3P except MAI).
+    Valu,
+    /// Matrix (MFMA).
+    Mfma,
+    /// LDS (DS).
+    Lds,
+    /// Vector memory (FLAT/GLOBAL/SCRATCH/MUBUF).
+    Vmem,
+}
+
+impl Class {
+    /// Number of classes.
+    pub const COUNT: usize = 7;
+    fn of(inst: &Inst) -> Class {
+        match inst.enc {
+            Enc::Sop1 | Enc::Sop2 | Enc::Sopc | Enc::Sopk => Class::Salu,
+            Enc::Sopp => Class::Branch,
+            Enc::Smem => Class::Smem,
+            Enc::Ds => Class::Lds,
+            Enc::Flat | Enc::Global | Enc::Scratch | Enc::Mubuf => Class::Vmem,
+            Enc::Vop3p if crate::decode::is_mai(inst.op) => Class::Mfma,
+            _ => Class::Valu,
+        }
+    }
+}
+
+pub(super) struct Setup<'a> {
+    pub program: Arc<Compiled>,
+    pub mem: &'a DeviceMemory,
+    pub memcheck: bool,
+    pub kernarg_ptr: u64,
+    pub dispatch_ptr: u64,
+    pub queue_ptr: u64,
+    pub lds_bytes: u32,
+    pub block: [u32; 3],
+    pub grid: [u32; 3],
+}
+
+#[derive(Default)]
+pub(super) struct WgCounters {
+    pub by_class: [u64; Class::COUNT],
+    pub waves: u64,
+    pub barriers: u64,
+}
+
+/// Compare spec for v_cmp*: bits 0..3 condition, 4..7 type, bit 8 cmpx.
+const T_F16: u32 = 0;
+const T_F32: u32 = 1;
+const T_F64: u32 = 2;
+const T_I16: u32 = 3;
+const T_U16: u32 = 4;
+const T_I32: u32 = 5;
+const T_U32: u32 = 6;
+const T_I64: u32 = 7;
+const T_U64: u32 = 8;
+const T_CLASS: u32 = 15;
+
+pub(super) fn precompute(inst: &Inst) -> u32 {
+    let n = inst.op.name();
+    let (rest, x) = if let Some(r) = n.strip_prefix("v_cmpx_") {
+        (r, 1u32)
+    } else if let Some(r) = n.strip_prefix("v_cmp_") {
+        (r, 0)
+    } else {
+        return 0;
+    };
+    let (cond, ty) = rest.split_once('_').unwrap_or(("", ""));
+    let t = match ty {
+        "f16" => T_F16,
+        "f32" => T_F32,
+        "f64" => T_F64,
+        "i16" => T_I16,
+        "u16" => T_U16,
+        "i32" => T_I32,
+        "u32" => T_U32,
+        "i64" => T_I64,
+        "u64" => T_U64,
+        _ => return 0,
+    };
+    let (c, t) = match cond {
+        "f" => (0, t),
+        "lt" => (1, t),
+        "eq" => (2, t),
+        "le" => (3, t),
+        "gt" => (4, t),
+        "lg" | "ne" => (5, t),
+        "ge" => (6, t),
+        "o" => (7, t),
+        "u" => (8, t),
+        "nge" => (9, t),
+        "nlg" => (10, t),
+        "ngt" => (11, t),
+        "nle" => (12, t),
+        "neq" => (13, t),
+        "nlt" => (14, t),
+        "tru" | "t" => (15, t),
+        "class" => (0, T_CLASS | if t == T_F64 { 0x10 } else if t == T_F16 { 0x20 } else { 0 }),
+        _ => return 0,
+    };
+    0x8000_0000 | c | t << 4 | x << 12
+}
+
+type Lanes = [u32; 64];
+
+/// One wave's architectural state.
+pub(super) struct Wave {
+    pub s: [u32; 128],
+    pub v: Vec<Lanes>,
+    pub scc: bool,
+    pub pc: usize,
+    pub done: bool,
+    pub id: u32,
+    /// Per-lane private memory (scratch), `private_size` bytes per lane.
+    pub private: Vec<u8>,
+    pub private_size: u32,
+    pub cached: Option<Arc<Allocation>>,
+}
+
+enum Flow {
+    Next,
+    Jump(u32),
+    Barrier,
+    End,
+}
+
+pub(super) fn run_workgroup(st: &Setup<'_>, wg: [u32; 3]) -> Result<WgCounters, LaunchError> {
+    let prog = &*st.program;
+    let d = &prog.kernel.descriptor;
+    let threads = st.block[0] * st.block[1] * st.block[2];
+    let n_waves = threads.div_ceil(64);
+    let n_vgpr = (d.vgprs as usize).clamp(8, 512);
+    let mut lds = vec![0u8; st.lds_bytes as usize];
+    let mut waves: Vec<Wave> = Vec::with_capacity(n_waves as usize);
+    for w in 0..n_waves {
+        let mut wave = Wave {
+            s: [0; 128],
+            v: vec![[0u32; 64]; n_vgpr],
+            scc: false,
+            pc: 0,
+            done: false,
+            id: w,
+            private: vec![0u8; (d.private_segment_fixed_size as usize) * 64],
+            private_size: d.private_segment_fixed_size,
+            cached: None,
+        };
+        let first = w * 64;
+        let active = (threads - first).min(64);
+        let exec: u64 = if active == 64 { u64::MAX } else { (1u64 << active) - 1 };
+        wave.s[126] = exec as u32;
+        wave.s[127] = (exec >> 32) as u32;
+        // User SGPRs in AMDGPUUsage order.
+        let mut i = 0usize;
+        let u = d.user_sgprs;
+        let put64 = |s: &mut [u32; 128], i: &mut usize, v: u64| {
+            s[*i] = v as u32;
+            s[*i + 1] = (v >> 32) as u32;
+            *i += 2;
+        };
+        if u.private_segment_buffer {
+            i += 4;
+        }
+        if u.dispatch_ptr {
+            put64(&mut wave.s, &mut i, st.dispatch_ptr);
+        }
+        if u.queue_ptr {
+            put64(&mut wave.s, &mut i, st.queue_ptr);
+        }
+        if u.kernarg_segment_ptr {
+            put64(&mut wave.s, &mut i, st.kernarg_ptr);
+        }
+        if u.dispatch_id {
+            put64(&mut wave.s, &mut i, 0);
+        }
+        if u.flat_scratch_init {
+            put64(&mut wave.s, &mut i, 0);
+        }
+        if u.private_segment_size {
+            wave.s[i] = d.private_segment_fixed_size;
+        }
+        let mut i = d.user_sgpr_count as usize;
+        for k in 0..3 {
+            if d.workgroup_id[k] {
+                wave.s[i] = wg[k];
+                i += 1;
+            }
+        }
+        if d.workgroup_info {
+            wave.s[i] = 0;
+            i += 1;
+        }
+        if d.private_segment {
+            wave.s[i] = 0;
+        }
+        for l in 0..active {
+            let t = first + l;
+            let x = t % st.block[0];
+            let y = (t / st.block[0]) % st.block[1];
+            let z = t / (st.block[0] * st.block[1]);
+            wave.v[0][l as usize] = if d.workitem_id_vgprs == 0 { x } else { x | y << 10 | z << 20 };
+        }
+        waves.push(wave);
+    }
+    let mut ctr = WgCounters { waves: u64::from(n_waves), ..Default::default() };
+    let _ = st.grid;
+    loop {
+        let mut running = 0;
+        for w in waves.iter_mut() {
+            if w.done {
+                continue;
+            }
+            match run_wave(st, w, &mut lds, wg, &mut ctr)? {
+                Flow::End => w.done = true,
+                _ => running += 1,
+            }
+        }
+        if running == 0 {
+            break;
+        }
+        ctr.barriers += 1;
+    }
+    Ok(ctr)
+}
+
+fn run_wave(st: &Setup<'_>, w: &mut Wave, lds: &mut [u8], wg: [u32; 3], ctr: &mut WgCounters) -> Result<Flow, LaunchError> {
+    let prog = &*st.program;
+    loop {
+        let idx = w.pc;
+        let Some(r) = prog.insts.get(idx) else {
+            return Err(LaunchError::Fault {
+                kernel: prog.kernel.name.clone(),
+                pc: prog.pcs.last().copied().unwrap_or(prog.kernel.entry),
+                msg: "execution ran past the end of the kernel's code".into(),
+            });
+        };
+        let inst = match r {
+            Ok(i) => i,
+            Err(e) => return Err(LaunchError::Decode(e.clone())),
+        };
+        ctr.by_class[Class::of(inst) as usize] += 1;
+        let mut cx = Cx { st, lds, wg, idx };
+        match cx.step(w, inst)? {
+            Flow::Next => w.pc = idx + 1,
+            Flow::Jump(t) => {
+                if t == u32::MAX {
+                    return Err(cx.fault("branch target is not an instruction of this kernel".into()));
+                }
+                w.pc = t as usize;
+            }
+            Flow::Barrier => {
+                w.pc = idx + 1;
+                return Ok(Flow::Barrier);
+            }
+            Flow::End => return Ok(Flow::End),
+        }
+    }
+}
+
+struct Cx<'a, 'b> {
+    st: &'a Setup<'b>,
+    lds: &'a mut [u8],
+    wg: [u32; 3],
+    idx: usize,
+}
+
+#[inline]
+fn f(x: u32) -> f32 {
+    f32::from_bits(x)
+}
+#[inline]
+fn b(x: f32) -> u32 {
+    x.to_bits()
+}
+#[inline]
+fn fd(x: u64) -> f64 {
+    f64::from_bits(x)
+}
+
+fn f16_to_f32(h: u16) -> f32 {
+    let s = u32::from(h >> 15) << 31;
+    let e = u32::from((h >> 10) & 0x1f);
+    let m = u32::from(h & 0x3ff);
+    let bits = if e == 0 {
+        if m == 0 {
+            s
+        } else {
+            // subnormal: value m * 2^-24
+            return f32::from_bits(s) + (if s != 0 { -1.0 } else { 1.0 }) * (m as f32) * 2f32.powi(-24);
+        }
+    } else if e == 31 {
+        s | 0x7f80_0000 | (m << 13) | if m != 0 { 0x40_0000 } else { 0 }
+    } else {
+        s | ((e + 112) << 23) | (m << 13)
+    };
+    f32::from_bits(bits)
+}
+
+/// f32 → f16 with round to nearest even (IEEE), overflow to infinity.
+fn f32_to_f16(x: f32) -> u16 {
+    let bits = x.to_bits();
+    let s = ((bits >> 16) & 0x8000) as u16;
+    let e = ((bits >> 23) & 0xff) as i32;
+    let m = bits & 0x7f_ffff;
+    if e == 255 {
+        return s | 0x7c00 | if m != 0 { 0x200 | (m >> 13) as u16 } else { 0 };
+    }
+    let e16 = e - 127 + 15;
+    if e16 >= 31 {
+        return s | 0x7c00;
+    }
+    if e16 <= 0 {
+        if e16 < -10 {
+            return s;
+        }
+        let mant = m | 0x80_0000;
+        let shift = (14 - e16) as u32;
+        let half = 1u32 << (shift - 1);
+        let rem = mant & ((1 << shift) - 1);
+        let mut r = mant >> shift;
+        if rem > half || (rem == half && r & 1 == 1) {
+            r += 1;
+        }
+        return s | r as u16;
+    }
+    let mut r = ((e16 as u32) << 10) | (m >> 13);
+    let rem = m & 0x1fff;
+    if rem > 0x1000 || (rem == 0x1000 && r & 1 == 1) {
+        r += 1;
+    }
+    s | r as u16
+}
+
+fn inline_f64(code: u16) -> Option<f64> {
+    Some(match code {
+        240 => 0.5,
+        241 => -0.5,
+        242 => 1.0,
+        243 => -1.0,
+        244 => 2.0,
+        245 => -2.0,
+        246 => 4.0,
+        247 => -4.0,
+        248 => 0.159_154_943_091_895_34,
+        _ => return None,
+    })
+}
+
+impl Cx<'_, '_> {
+    fn kernel(&self) -> String {
+        self.st.program.kernel.name.clone()
+    }
+    fn pc(&self) -> u64 {
+        self.st.program.pcs[self.idx]
+    }
+    fn fault(&self, msg: String) -> LaunchError {
+        LaunchError::Fault { kernel: self.kernel(), pc: self.pc(), msg }
+    }
+    fn unimpl(&self, inst: &Inst) -> LaunchError {
+        LaunchError::Unimplemented {
+            kernel: self.kernel(),
+            pc: self.pc(),
+            text: format_inst(inst),
+            bytes: inst.words[..usize::from(inst.len / 4)].iter().map(|w| format!("{w:08X}")).collect::<Vec<_>>().join(" "),
+        }
+    }
+    #[allow(clippy::too_many_arguments)]
+    fn memerr(&self, inst: &Inst, w: &Wave, lane: u32, space: &'static str, addr: u64, len: u64, detail: String) -> LaunchError {
+        LaunchError::Memory {
+            kernel: self.kernel(),
+            pc: self.pc(),
+            text: format_inst(inst),
+            workgroup: self.wg,
+            wave: w.id,
+            lane,
+            space,
+            addr,
+            len,
+            detail,
+        }
+    }
+
+    // ---------- operand access ----------
+    #[inline]
+    fn exec(w: &Wave) -> u64 {
+        u64::from(w.s[126]) | u64::from(w.s[127]) << 32
+    }
+    #[inline]
+    fn set_exec(w: &mut Wave, v: u64) {
+        w.s[126] = v as u32;
+        w.s[127] = (v >> 32) as u32;
+    }
+    #[inline]
+    fn vcc(w: &Wave) -> u64 {
+        u64::from(w.s[106]) | u64::from(w.s[107]) << 32
+    }
+    fn sread(&self, w: &Wave, inst: &Inst, code: u16) -> u32 {
+        match code {
+            0..=127 => w.s[code as usize],
+            128..=192 => u32::from(code - 128),
+            193..=208 => (-(i32::from(code) - 192)) as u32,
+            235 => (SHARED_APERTURE >> 32) as u32,
+            236 => ((SHARED_APERTURE >> 32) as u32) | 0xffff,
+            237 => (PRIVATE_APERTURE >> 32) as u32,
+            238 => ((PRIVATE_APERTURE >> 32) as u32) | 0xffff,
+            240..=248 => b(inline_f64(code).unwrap_or(0.0) as f32),
+            251 => u32::from(Self::vcc(w) == 0),
+            252 => u32::from(Self::exec(w) == 0),
+            253 => u32::from(w.scc),
+            LITERAL => inst.lit,
+            _ => 0,
+        }
+    }
+    /// 64-bit scalar operand; `float64` selects f64 inline constants.
+    fn sread64(&self, w: &Wave, inst: &Inst, code: u16, float64: bool) -> u64 {
+        match code {
+            0..=127 => u64::from(w.s[code as usize]) | u64::from(w.s[(code as usize + 1) & 127]) << 32,
+            128..=208 => i64::from(self.sread(w, inst, code) as i32) as u64,
+            240..=248 if float64 => inline_f64(code).unwrap_or(0.0).to_bits(),
+            // A 32-bit literal for a 64-bit float operand supplies the high half.
+            LITERAL if float64 => u64::from(inst.lit) << 32,
+            _ => u64::from(self.sread(w, inst, code)),
+        }
+    }
+    fn swrite(w: &mut Wave, code: u16, v: u32) {
+        if (code as usize) < 128 {
+            w.s[code as usize] = v;
+        }
+    }
+    fn swrite64(w: &mut Wave, code: u16, v: u64) {
+        Self::swrite(w, code, v as u32);
+        Self::swrite(w, code + 1, (v >> 32) as u32);
+    }
+    #[inline]
+    fn vidx(&self, w: &Wave, code: u16) -> Result<usize, LaunchError> {
+        let i = if code >= AGPR0 {
+            self.st.program.kernel.descriptor.accum_offset as usize + usize::from(code - AGPR0)
+        } else {
+            usize::from(code - VGPR0)
+        };
+        if i >= w.v.len() {
+            return Err(self.fault(format!(
+                "register {} (unified index {i}) is outside the {} VGPRs the kernel descriptor allocates",
+                crate::disasm::operand(code, 1, 0),
+                w.v.len()
+            )));
+        }
+        Ok(i)
+    }
+    /// 32-bit vector operand, per lane.
+    #[inline]
+    fn vread(&self, w: &Wave, inst: &Inst, code: u16) -> Result<Lanes, LaunchError> {
+        if code >= VGPR0 {
+            Ok(w.v[self.vidx(w, code)?])
+        } else {
+            Ok([self.sread(w, inst, code); 64])
+        }
+    }
+    fn vread64(&self, w: &Wave, inst: &Inst, code: u16, float64: bool) -> Result<[u64; 64], LaunchError> {
+        if code >= VGPR0 {
+            let lo = w.v[self.vidx(w, code)?];
+            let hi = w.v[self.vidx(w, code + 1)?];
+            Ok(std::array::from_fn(|l| u64::from(lo[l]) | u64::from(hi[l]) << 32))
+        } else {
+            Ok([self.sread64(w, inst, code, float64); 64])
+        }
+    }
+    #[inline]
+    fn vwrite(&self, w: &mut Wave, code: u16, vals: &Lanes, mask: u64) -> Result<(), LaunchError> {
+        if code < VGPR0 {
+            return Err(self.fault(format!("vector write to non-VGPR operand {code}")));
+        }
+        let i = self.vidx(w, code)?;
+        let r = &mut w.v[i];
+        if mask == u64::MAX {
+            *r = *vals;
+        } else {
+            let mut m = mask;
+            while m != 0 {
+                let l = m.trailing_zeros() as usize;
+                m &= m - 1;
+                r[l] = vals[l];
+            }
+        }
+        Ok(())
+    }
+    fn vwrite64(&self, w: &mut Wave, code: u16, vals: &[u64; 64], mask: u64) -> Result<(), LaunchError> {
+        let lo: Lanes = std::array::from_fn(|l| vals[l] as u32);
+        let hi: Lanes = std::array::from_fn(|l| (vals[l] >> 32) as u32);
+        self.vwrite(w, code, &lo, mask)?;
+        self.vwrite(w, code + 1, &hi, mask)
+    }
+
+    /// Float source with VOP3/SDWA abs/neg modifiers applied to f32 bits.
+    fn fsrc(&self, w: &Wave, inst: &Inst, i: usize) -> Result<Lanes, LaunchError> {
+        let mut v = self.vread(w, inst, inst.src[i])?;
+        if inst.has_flag(flag::SDWA) && inst.enc != Enc::Vop3 {
+            let (sel, sx) = if i == 0 { (sdwa::src0_sel(inst.sdwa), sdwa::src0_sext(inst.sdwa)) } else { (sdwa::src1_sel(inst.sdwa), sdwa::src1_sext(inst.sdwa)) };
+            for x in v.iter_mut() {
+                *x = sdwa::select(*x, sel, sx);
+            }
+        }
+        let abs = inst.abs >> i & 1 != 0 && inst.enc != Enc::Vop3p;
+        let neg = inst.neg >> i & 1 != 0 && inst.enc != Enc::Vop3p;
+        if abs || neg {
+            for x in v.iter_mut() {
+                if abs {
+                    *x &= 0x7fff_ffff;
+                }
+                if neg {
+                    *x ^= 0x8000_0000;
+                }
+            }
+        }
+        Ok(v)
+    }
+    /// Integer source (SDWA selects applied, no float modifiers).
+    fn isrc(&self, w: &Wave, inst: &Inst, i: usize) -> Result<Lanes, LaunchError> {
+        let mut v = self.vread(w, inst, inst.src[i])?;
+        if inst.has_flag(flag::SDWA) {
+            let (sel, sx) = if i == 0 { (sdwa::src0_sel(inst.sdwa), sdwa::src0_sext(inst.sdwa)) } else { (sdwa::src1_sel(inst.sdwa), sdwa::src1_sext(inst.sdwa)) };
+            for x in v.iter_mut() {
+                *x = sdwa::select(*x, sel, sx);
+            }
+        }
+        Ok(v)
+    }
+    fn f64src(&self, w: &Wave, inst: &Inst, i: usize) -> Result<[u64; 64], LaunchError> {
+        let mut v = self.vread64(w, inst, inst.src[i], true)?;
+        let abs = inst.abs >> i & 1 != 0;
+        let neg = inst.neg >> i & 1 != 0;
+        if inst.enc == Enc::Vop3 && (abs || neg) {
+            for x in v.iter_mut() {
+                if abs {
+                    *x &= !(1u64 << 63);
+                }
+                if neg {
+                    *x ^= 1u64 << 63;
+                }
+            }
+        }
+        Ok(v)
+    }
+    /// Applies clamp / omod to f32 results and writes them (SDWA dst_sel handled).
+    fn fdst(&self, w: &mut Wave, inst: &Inst, mut r: Lanes, mask: u64) -> Result<(), LaunchError> {
+        if inst.omod != 0 || inst.has_flag(flag::CLAMP) {
+            for x in r.iter_mut() {
+                let mut v = f(*x);
+                v = match inst.omod {
+                    1 => v * 2.0,
+                    2 => v * 4.0,
+                    3 => v * 0.5,
+                    _ => v,
+                };
+                if inst.has_flag(flag::CLAMP) {
+                    v = if v.is_nan() { 0.0 } else { v.clamp(0.0, 1.0) };
+                }
+                *x = b(v);
+            }
+        }
+        self.idst(w, inst, r, mask)
+    }
+    fn idst(&self, w: &mut Wave, inst: &Inst, mut r: Lanes, mask: u64) -> Result<(), LaunchError> {
+        if inst.has_flag(flag::SDWA) && inst.enc != Enc::Vopc {
+            let sel = sdwa::dst_sel(inst.sdwa);
+            if sel != 6 {
+                let old = self.vread(w, inst, inst.dst)?;
+                let unused = sdwa::dst_unused(inst.sdwa);
+                let (shift, bits) = if sel < 4 { (sel * 8, 8) } else { ((sel - 4) * 16, 16) };
+                let fmask = ((1u64 << bits) - 1) as u32;
+                for l in 0..64 {
+                    let v = (r[l] & fmask) << shift;
+                    r[l] = match unused {
+                        2 => (old[l] & !(fmask << shift)) | v,
+                        1 => {
+                            let top = shift + bits;
+                            let sign = (v >> (top - 1)) & 1;
+                            if sign != 0 && top < 32 { v | (u32::MAX << top) } else { v }
+                        }
+                        _ => v,
+                    };
+                }
+            }
+        }
+        if inst.dst < VGPR0 {
+            return Err(self.fault("vector result to a scalar destination".into()));
+        }
+        self.vwrite(w, inst.dst, &r, mask)
+    }
+}
+
+macro_rules! lanes {
+    ($mask:expr, |$l:ident| $body:expr) => {{
+        let mut m: u64 = $mask;
+        while m != 0 {
+            let $l = m.trailing_zeros() as usize;
+            m &= m - 1;
+            $body;
+        }
+    }};
+}
+
+fn cmp_f(c: u32, a: f64, b: f64) -> bool {
+    let un = a.is_nan() || b.is_nan();
+    match c {
+        0 => false,
+        1 => a < b,
+        2 => a == b,
+        3 => a <= b,
+        4 => a > b,
+        5 => a < b || a > b,
+        6 => a >= b,
+        7 => !un,
+        8 => un,
+        9 => !(a >= b),
+        10 => !(a < b || a > b),
+        11 => !(a > b),
+        12 => !(a <= b),
+        13 => !(a == b),
+        14 => !(a < b),
+        _ => true,
+    }
+}
+fn cmp_i(c: u32, a: i128, b: i128) -> bool {
+    match c {
+        0 => false,
+        1 => a < b,
+        2 => a == b,
+        3 => a <= b,
+        4 => a > b,
+        5 => a != b,
+        6 => a >= b,
+        _ => true,
+    }
+}
+fn class_bits(x: f64, is_snan: bool) -> u32 {
+    // v_cmp_class mask bits: 0 sNaN, 1 qNaN, 2 -inf, 3 -normal, 4 -denorm, 5 -0, 6 +0, 7 +denorm,
+    // 8 +normal, 9 +inf.
+    if x.is_nan() {
+        return if is_snan { 1 } else { 2 };
+    }
+    let neg = x.is_sign_negative();
+    let k = if x.is_infinite() {
+        if neg { 2 } else { 9 }
+    } else if x == 0.0 {
+        if neg { 5 } else { 6 }
+    } else if x.is_subnormal() {
+        if neg { 4 } else { 7 }
+    } else if neg {
+        3
+    } else {
+        8
+    };
+    1 << k
+}
+
+fn bfe(v: u32, off: u32, width: u32, signed: bool) -> u32 {
+    let off = off & 31;
+    let width = width & 31;
+    if width == 0 {
+        return 0;
+    }
+    if off + width < 32 {
+        let x = (v << (32 - off - width)) as i32;
+        if signed { (x >> (32 - width)) as u32 } else { (x as u32) >> (32 - width) }
+    } else if signed {
+        ((v as i32) >> off) as u32
+    } else {
+        v >> off
+    }
+}
+
+fn f32_min(a: f32, b: f32) -> f32 {
+    if a.is_nan() { b } else if b.is_nan() { a } else if a == b { if a.is_sign_negative() { a } else { b } } else { a.min(b) }
+}
+fn f32_max(a: f32, b: f32) -> f32 {
+    if a.is_nan() { b } else if b.is_nan() { a } else if a == b { if a.is_sign_negative() { b } else { a } } else { a.max(b) }
+}
+fn f32_med3(a: f32, b: f32, c: f32) -> f32 {
+    if a.is_nan() || b.is_nan() || c.is_nan() {
+        return f32_min(f32_min(a, b), c);
+    }
+    let mx = f32_max(f32_max(a, b), c);
+    if mx == a { f32_max(b, c) } else if mx == b { f32_max(a, c) } else { f32_max(a, b) }
+}
+
+fn f8kinds(op: Op) -> (F8Kind, F8Kind) {
+    let n = op.name();
+    let tail = &n[n.len() - 7..];
+    let k = |s: &str| if s == "fp8" { F8Kind::Fp8Fnuz } else { F8Kind::Bf8Fnuz };
+    (k(&tail[..3]), k(&tail[4..]))
+}
+
+
+macro_rules! map1 {
+    ($a:expr, |$x:ident| $e:expr) => {{
+        let a = &$a;
+        let mut r = [0u32; 64];
+        for l in 0..64 {
+            let $x = a[l];
+            r[l] = $e;
+        }
+        r
+    }};
+}
+macro_rules! map2 {
+    ($a:expr, $b:expr, |$x:ident, $y:ident| $e:expr) => {{
+        let (a, bb) = (&$a, &$b);
+        let mut r = [0u32; 64];
+        for l in 0..64 {
+            let $x = a[l];
+            let $y = bb[l];
+            r[l] = $e;
+        }
+        r
+    }};
+}
+macro_rules! map3 {
+    ($a:expr, $b:expr, $c:expr, |$x:ident, $y:ident, $z:ident| $e:expr) => {{
+        let (a, bb, cc) = (&$a, &$b, &$c);
+        let mut r = [0u32; 64];
+        for l in 0..64 {
+            let $x = a[l];
+            let $y = bb[l];
+            let $z = cc[l];
+            r[l] = $e;
+        }
+        r
+    }};
+}
+
+impl Cx<'_, '_> {
+    fn step(&mut self, w: &mut Wave, inst: &Inst) -> Result<Flow, LaunchError> {
+        match inst.enc {
+            Enc::Sopp => self.sopp(w, inst),
+            Enc::Sop1 | Enc::Sop2 | Enc::Sopc | Enc::Sopk => self.salu(w, inst),
+            Enc::Smem => self.smem(w, inst),
+            Enc::Vop1 | Enc::Vop2 | Enc::Vopc | Enc::Vop3 => self.valu(w, inst),
+            Enc::Vop3p => self.vop3p(w, inst),
+            Enc::Ds => self.ds(w, inst),
+            Enc::Flat | Enc::Global | Enc::Scratch => self.flat(w, inst),
+            Enc::Mubuf => self.mubuf(w, inst),
+        }
+    }
+
+    fn sopp(&mut self, w: &mut Wave, inst: &Inst) -> Result<Flow, LaunchError> {
+        let t = self.st.program.targets[self.idx];
+        let jump_if = |c: bool| if c { Flow::Jump(t) } else { Flow::Next };
+        Ok(match inst.op {
+            Op::s_nop | Op::s_waitcnt | Op::s_setprio | Op::s_sleep | Op::s_icache_inv | Op::s_incperflevel | Op::s_decperflevel | Op::s_ttracedata => Flow::Next,
+            Op::s_endpgm => Flow::End,
+            Op::s_barrier => Flow::Barrier,
+            Op::s_branch => Flow::Jump(t),
+            Op::s_cbranch_scc0 => jump_if(!w.scc),
+            Op::s_cbranch_scc1 => jump_if(w.scc),
+            Op::s_cbranch_vccz => jump_if(Self::vcc(w) == 0),
+            Op::s_cbranch_vccnz => jump_if(Self::vcc(w) != 0),
+            Op::s_cbranch_execz => jump_if(Self::exec(w) == 0),
+            Op::s_cbranch_execnz => jump_if(Self::exec(w) != 0),
+            Op::s_trap => {
+                return Err(LaunchError::Trap { kernel: self.kernel(), pc: self.pc(), code: inst.imm as u16, workgroup: self.wg, wave: w.id });
+            }
+            _ => return Err(self.unimpl(inst)),
+        })
+    }
+
+    fn salu(&mut self, w: &mut Wave, inst: &Inst) -> Result<Flow, LaunchError> {
+        let s0 = self.sread(w, inst, inst.src[0]);
+        let s1 = self.sread(w, inst, inst.src[1]);
+        let d = inst.dst;
+        let s64 = |c: &Self, w: &Wave, i: usize| c.sread64(w, inst, inst.src[i], false);
+        macro_rules! w32 {
+            ($v:expr) => {{
+                let v: u32 = $v;
+                Self::swrite(w, d, v);
+            }};
+        }
+        macro_rules! w32s {
+            ($v:expr) => {{
+                let v: u32 = $v;
+                w.scc = v != 0;
+                Self::swrite(w, d, v);
+            }};
+        }
+        macro_rules! w64s {
+            ($v:expr) => {{
+                let v: u64 = $v;
+                w.scc = v != 0;
+                Self::swrite64(w, d, v);
+            }};
+        }
+        let simm = inst.imm;
+        let dv = w.s[(d as usize) & 127];
+        match inst.op {
+            Op::s_add_u32 => {
+                let r = u64::from(s0) + u64::from(s1);
+                w.scc = r >> 32 != 0;
+                w32!(r as u32)
+            }
+            Op::s_sub_u32 => {
+                w.scc = s1 > s0;
+                w32!(s0.wrapping_sub(s1))
+            }
+            Op::s_add_i32 => {
+                let (r, o) = (s0 as i32).overflowing_add(s1 as i32);
+                w.scc = o;
+                w32!(r as u32)
+            }
+            Op::s_sub_i32 => {
+                let (r, o) = (s0 as i32).overflowing_sub(s1 as i32);
+                w.scc = o;
+                w32!(r as u32)
+            }
+            Op::s_addc_u32 => {
+                let r = u64::from(s0) + u64::from(s1) + u64::from(w.scc);
+                w.scc = r >> 32 != 0;
+                w32!(r as u32)
+            }
+            Op::s_subb_u32 => {
+                let r = u64::from(s0).wrapping_sub(u64::from(s1)).wrapping_sub(u64::from(w.scc));
+                w.scc = u64::from(s1) + u64::from(w.scc) > u64::from(s0);
+                w32!(r as u32)
+            }
+            Op::s_min_i32 => {
+                w.scc = (s0 as i32) < (s1 as i32);
+                w32!(if w.scc { s0 } else { s1 })
+            }
+            Op::s_min_u32 => {
+                w.scc = s0 < s1;
+                w32!(if w.scc { s0 } else { s1 })
+            }
+            Op::s_max_i32 => {
+                w.scc = (s0 as i32) > (s1 as i32);
+                w32!(if w.scc { s0 } else { s1 })
+            }
+            Op::s_max_u32 => {
+                w.scc = s0 > s1;
+                w32!(if w.scc { s0 } else { s1 })
+            }
+            Op::s_cselect_b32 => w32!(if w.scc { s0 } else { s1 }),
+            Op::s_cselect_b64 => {
+                let v = if w.scc { s64(self, w, 0) } else { s64(self, w, 1) };
+                Self::swrite64(w, d, v)
+            }
+            Op::s_and_b32 => w32s!(s0 & s1),
+            Op::s_or_b32 => w32s!(s0 | s1),
+            Op::s_xor_b32 => w32s!(s0 ^ s1),
+            Op::s_andn2_b32 => w32s!(s0 & !s1),
+            Op::s_orn2_b32 => w32s!(s0 | !s1),
+            Op::s_nand_b32 => w32s!(!(s0 & s1)),
+            Op::s_nor_b32 => w32s!(!(s0 | s1)),
+            Op::s_xnor_b32 => w32s!(!(s0 ^ s1)),
+            Op::s_and_b64 => w64s!(s64(self, w, 0) & s64(self, w, 1)),
+            Op::s_or_b64 => w64s!(s64(self, w, 0) | s64(self, w, 1)),
+            Op::s_xor_b64 => w64s!(s64(self, w, 0) ^ s64(self, w, 1)),
+            Op::s_andn2_b64 => w64s!(s64(self, w, 0) & !s64(self, w, 1)),
+            Op::s_orn2_b64 => w64s!(s64(self, w, 0) | !s64(self, w, 1)),
+            Op::s_nand_b64 => w64s!(!(s64(self, w, 0) & s64(self, w, 1))),
+            Op::s_nor_b64 => w64s!(!(s64(self, w, 0) | s64(self, w, 1))),
+            Op::s_xnor_b64 => w64s!(!(s64(self, w, 0) ^ s64(self, w, 1))),
+            Op::s_lshl_b32 => w32s!(s0 << (s1 & 31)),
+            Op::s_lshr_b32 => w32s!(s0 >> (s1 & 31)),
+            Op::s_ashr_i32 => w32s!(((s0 as i32) >> (s1 & 31)) as u32),
+            Op::s_lshl_b64 => w64s!(s64(self, w, 0) << (s1 & 63)),
+            Op::s_lshr_b64 => w64s!(s64(self, w, 0) >> (s1 & 63)),
+            Op::s_ashr_i64 => w64s!(((s64(self, w, 0) as i64) >> (s1 & 63)) as u64),
+            Op::s_bfm_b32 => w32!(((1u32 << (s0 & 31)).wrapping_sub(1)) << (s1 & 31)),
+            Op::s_bfm_b64 => Self::swrite64(w, d, ((1u64 << (s0 & 63)).wrapping_sub(1)) << (s1 & 63)),
+            Op::s_mul_i32 => w32!((s0 as i32).wrapping_mul(s1 as i32) as u32),
+            Op::s_mul_hi_u32 => w32!(((u64::from(s0) * u64::from(s1)) >> 32) as u32),
+            Op::s_mul_hi_i32 => w32!(((i64::from(s0 as i32) * i64::from(s1 as i32)) >> 32) as u32),
+            Op::s_bfe_u32 => w32s!(bfe(s0, s1 & 31, (s1 >> 16) & 0x7f, false)),
+            Op::s_bfe_i32 => w32s!(bfe(s0, s1 & 31, (s1 >> 16) & 0x7f, true)),
+            Op::s_bfe_u64 | Op::s_bfe_i64 => {
+                let v = s64(self, w, 0);
+                let off = s1 & 63;
+                let width = ((s1 >> 16) & 0x7f).min(64);
+                let r = if width == 0 {
+                    0
+                } else {
+                    let x = v >> off;
+                    let x = if width >= 64 { x } else { x & ((1u64 << width) - 1) };
+                    if inst.op == Op::s_bfe_i64 && width < 64 && (x >> (width - 1)) & 1 != 0 { x | (u64::MAX << width) } else { x }
+                };
+                w64s!(r)
+            }
+            Op::s_lshl1_add_u32 | Op::s_lshl2_add_u32 | Op::s_lshl3_add_u32 | Op::s_lshl4_add_u32 => {
+                let n = match inst.op {
+                    Op::s_lshl1_add_u32 => 1,
+                    Op::s_lshl2_add_u32 => 2,
+                    Op::s_lshl3_add_u32 => 3,
+                    _ => 4,
+                };
+                let r = (u64::from(s0) << n) + u64::from(s1);
+                w.scc = r >> 32 != 0;
+                w32!(r as u32)
+            }
+            Op::s_absdiff_i32 => w32s!((s0 as i32).wrapping_sub(s1 as i32).unsigned_abs()),
+            Op::s_pack_ll_b32_b16 => w32!((s0 & 0xffff) | (s1 << 16)),
+            Op::s_pack_lh_b32_b16 => w32!((s0 & 0xffff) | (s1 & 0xffff_0000)),
+            Op::s_pack_hh_b32_b16 => w32!((s0 >> 16) | (s1 & 0xffff_0000)),
+            // SOPK
+            Op::s_movk_i32 => w32!(simm as u32),
+            Op::s_cmovk_i32 => {
+                if w.scc {
+                    w32!(simm as u32)
+                }
+            }
+            Op::s_addk_i32 => {
+                let (r, o) = (dv as i32).overflowing_add(simm);
+                w.scc = o;
+                w32!(r as u32)
+            }
+            Op::s_mulk_i32 => w32!((dv as i32).wrapping_mul(simm) as u32),
+            Op::s_cmpk_eq_i32 => w.scc = dv as i32 == simm,
+            Op::s_cmpk_lg_i32 => w.scc = dv as i32 != simm,
+            Op::s_cmpk_gt_i32 => w.scc = dv as i32 > simm,
+            Op::s_cmpk_ge_i32 => w.scc = dv as i32 >= simm,
+            Op::s_cmpk_lt_i32 => w.scc = (dv as i32) < simm,
+            Op::s_cmpk_le_i32 => w.scc = dv as i32 <= simm,
+            Op::s_cmpk_eq_u32 => w.scc = dv == simm as u16 as u32,
+            Op::s_cmpk_lg_u32 => w.scc = dv != simm as u16 as u32,
+            Op::s_cmpk_gt_u32 => w.scc = dv > simm as u16 as u32,
+            Op::s_cmpk_ge_u32 => w.scc = dv >= simm as u16 as u32,
+            Op::s_cmpk_lt_u32 => w.scc = dv < simm as u16 as u32,
+            Op::s_cmpk_le_u32 => w.scc = dv <= simm as u16 as u32,
+            // SOP1
+            Op::s_mov_b32 => w32!(s0),
+            Op::s_mov_b64 => {
+                let v = s64(self, w, 0);
+                Self::swrite64(w, d, v)
+            }
+            Op::s_cmov_b32 => {
+                if w.scc {
+                    w32!(s0)
+                }
+            }
+            Op::s_cmov_b64 => {
+                if w.scc {
+                    let v = s64(self, w, 0);
+                    Self::swrite64(w, d, v)
+                }
+            }
+            Op::s_not_b32 => w32s!(!s0),
+            Op::s_not_b64 => w64s!(!s64(self, w, 0)),
+            Op::s_brev_b32 => w32!(s0.reverse_bits()),
+            Op::s_brev_b64 => Self::swrite64(w, d, s64(self, w, 0).reverse_bits()),
+            Op::s_bcnt1_i32_b32 => w32s!(s0.count_ones()),
+            Op::s_bcnt1_i32_b64 => w32s!(s64(self, w, 0).count_ones()),
+            Op::s_bcnt0_i32_b32 => w32s!(s0.count_zeros()),
+            Op::s_bcnt0_i32_b64 => w32s!(s64(self, w, 0).count_zeros()),
+            Op::s_ff1_i32_b32 => w32!(if s0 == 0 { u32::MAX } else { s0.trailing_zeros() }),
+            Op::s_ff1_i32_b64 => {
+                let v = s64(self, w, 0);
+                w32!(if v == 0 { u32::MAX } else { v.trailing_zeros() })
+            }
+            Op::s_ff0_i32_b32 => w32!(if s0 == u32::MAX { u32::MAX } else { (!s0).trailing_zeros() }),
+            Op::s_flbit_i32_b32 => w32!(if s0 == 0 { u32::MAX } else { s0.leading_zeros() }),
+            Op::s_flbit_i32_b64 => {
+                let v = s64(self, w, 0);
+                w32!(if v == 0 { u32::MAX } else { v.leading_zeros() })
+            }
+            Op::s_flbit_i32 => {
+                let v = if (s0 as i32) < 0 { !s0 } else { s0 };
+                w32!(if v == 0 { u32::MAX } else { v.leading_zeros() })
+            }
+            Op::s_sext_i32_i8 => w32!(s0 as u8 as i8 as i32 as u32),
+            Op::s_sext_i32_i16 => w32!(s0 as u16 as i16 as i32 as u32),
+            Op::s_bitset0_b32 => w32!(dv & !(1 << (s0 & 31))),
+            Op::s_bitset1_b32 => w32!(dv | (1 << (s0 & 31))),
+            Op::s_abs_i32 => w32s!((s0 as i32).unsigned_abs()),
+            Op::s_getpc_b64 => Self::swrite64(w, d, self.pc() + u64::from(inst.len)),
+            Op::s_setpc_b64 | Op::s_swappc_b64 => {
+                let target = s64(self, w, 0);
+                if inst.op == Op::s_swappc_b64 {
+                    Self::swrite64(w, d, self.pc() + u64::from(inst.len));
+                }
+                let idx = self.st.program.pcs.binary_search(&target).map_err(|_| self.fault(format!("jump to {target:#x}, not an instruction of this kernel")))?;
+                return Ok(Flow::Jump(idx as u32));
+            }
+            Op::s_and_saveexec_b64
+            | Op::s_or_saveexec_b64
+            | Op::s_xor_saveexec_b64
+            | Op::s_andn2_saveexec_b64
+            | Op::s_orn2_saveexec_b64
+            | Op::s_nand_saveexec_b64
+            | Op::s_nor_saveexec_b64
+            | Op::s_xnor_saveexec_b64
+            | Op::s_andn1_saveexec_b64
+            | Op::s_orn1_saveexec_b64
+            | Op::s_andn1_wrexec_b64
+            | Op::s_andn2_wrexec_b64 => {
+                let s = s64(self, w, 0);
+                let e = Self::exec(w);
+                let n = match inst.op {
+                    Op::s_and_saveexec_b64 => s & e,
+                    Op::s_or_saveexec_b64 => s | e,
+                    Op::s_xor_saveexec_b64 => s ^ e,
+                    Op::s_andn2_saveexec_b64 | Op::s_andn2_wrexec_b64 => s & !e,
+                    Op::s_orn2_saveexec_b64 => s | !e,
+                    Op::s_nand_saveexec_b64 => !(s & e),
+                    Op::s_nor_saveexec_b64 => !(s | e),
+                    Op::s_xnor_saveexec_b64 => !(s ^ e),
+                    Op::s_andn1_saveexec_b64 | Op::s_andn1_wrexec_b64 => !s & e,
+                    _ => !s | e,
+                };
+                let wrexec = matches!(inst.op, Op::s_andn1_wrexec_b64 | Op::s_andn2_wrexec_b64);
+                Self::swrite64(w, d, if wrexec { n } else { e });
+                Self::set_exec(w, n);
+                w.scc = n != 0;
+            }
+            // SOPC
+            Op::s_cmp_eq_i32 | Op::s_cmp_eq_u32 => w.scc = s0 == s1,
+            Op::s_cmp_lg_i32 | Op::s_cmp_lg_u32 => w.scc = s0 != s1,
+            Op::s_cmp_gt_i32 => w.scc = (s0 as i32) > (s1 as i32),
+            Op::s_cmp_ge_i32 => w.scc = (s0 as i32) >= (s1 as i32),
+            Op::s_cmp_lt_i32 => w.scc = (s0 as i32) < (s1 as i32),
+            Op::s_cmp_le_i32 => w.scc = (s0 as i32) <= (s1 as i32),
+            Op::s_cmp_gt_u32 => w.scc = s0 > s1,
+            Op::s_cmp_ge_u32 => w.scc = s0 >= s1,
+            Op::s_cmp_lt_u32 => w.scc = s0 < s1,
+            Op::s_cmp_le_u32 => w.scc = s0 <= s1,
+            Op::s_cmp_eq_u64 => w.scc = s64(self, w, 0) == s64(self, w, 1),
+            Op::s_cmp_lg_u64 => w.scc = s64(self, w, 0) != s64(self, w, 1),
+            Op::s_bitcmp0_b32 => w.scc = (s0 >> (s1 & 31)) & 1 == 0,
+            Op::s_bitcmp1_b32 => w.scc = (s0 >> (s1 & 31)) & 1 == 1,
+            Op::s_bitcmp0_b64 => w.scc = (s64(self, w, 0) >> (s1 & 63)) & 1 == 0,
+            Op::s_bitcmp1_b64 => w.scc = (s64(self, w, 0) >> (s1 & 63)) & 1 == 1,
+            _ => return Err(self.unimpl(inst)),
+        }
+        Ok(Flow::Next)
+    }
+
+    fn global_read(&self, w: &mut Wave, inst: &Inst, lane: u32, space: &'static str, addr: u64, out: &mut [u8]) -> Result<(), LaunchError> {
+        let len = out.len() as u64;
+        if let Some(a) = &w.cached {
+            if a.contains(addr, len) {
+                a.read(addr, out);
+                return Ok(());
+            }
+        }
+        match self.st.mem.find(addr, len) {
+            Ok(a) => {
+                a.read(addr, out);
+                w.cached = Some(a);
+                Ok(())
+            }
+            Err(e) if self.st.memcheck => Err(self.memerr(inst, w, lane, space, addr, len, e.to_string())),
+            Err(_) => {
+                out.fill(0);
+                Ok(())
+            }
+        }
+    }
+    fn global_write(&self, w: &mut Wave, inst: &Inst, lane: u32, space: &'static str, addr: u64, data: &[u8]) -> Result<(), LaunchError> {
+        let len = data.len() as u64;
+        if let Some(a) = &w.cached {
+            if a.contains(addr, len) {
+                a.write(addr, data);
+                return Ok(());
+            }
+        }
+        match self.st.mem.find(addr, len) {
+            Ok(a) => {
+                a.write(addr, data);
+                w.cached = Some(a);
+                Ok(())
+            }
+            Err(e) if self.st.memcheck => Err(self.memerr(inst, w, lane, space, addr, len, e.to_string())),
+            Err(_) => Ok(()),
+        }
+    }
+
+    fn smem(&mut self, w: &mut Wave, inst: &Inst) -> Result<Flow, LaunchError> {
+        let n = match inst.op {
+            Op::s_load_dword | Op::s_buffer_load_dword => 1,
+            Op::s_load_dwordx2 | Op::s_buffer_load_dwordx2 => 2,
+            Op::s_load_dwordx4 | Op::s_buffer_load_dwordx4 => 4,
+            Op::s_load_dwordx8 | Op::s_buffer_load_dwordx8 => 8,
+            Op::s_load_dwordx16 | Op::s_buffer_load_dwordx16 => 16,
+            Op::s_dcache_inv | Op::s_dcache_wb | Op::s_dcache_inv_vol | Op::s_dcache_wb_vol => return Ok(Flow::Next),
+            Op::s_memtime | Op::s_memrealtime => {
+                let t = self.idx as u64;
+                Self::swrite64(w, inst.dst, t);
+                return Ok(Flow::Next);
+            }
+            _ => return Err(self.unimpl(inst)),
+        };
+        let mut off = if inst.has_flag(flag::SMEM_IMM) { i64::from(inst.imm) } else { 0 };
+        if inst.has_flag(flag::SMEM_SOE) {
+            off += i64::from(self.sread(w, inst, inst.sdst));
+        }
+        let base = inst.src[0] as usize;
+        let mut buf = [0u8; 64];
+        let bytes = &mut buf[..n * 4];
+        let buffer = matches!(inst.op, Op::s_buffer_load_dword | Op::s_buffer_load_dwordx2 | Op::s_buffer_load_dwordx4 | Op::s_buffer_load_dwordx8 | Op::s_buffer_load_dwordx16);
+        if buffer {
+            let vbase = (u64::from(w.s[base]) | u64::from(w.s[base + 1] & 0xffff) << 32) as i64;
+            let num = u64::from(w.s[base + 2]);
+            for k in 0..n {
+                let o = (off as u64 & !3) + 4 * k as u64;
+                if o + 4 <= num {
+                    let mut x = [0u8; 4];
+                    self.global_read(w, inst, 64, "scalar buffer", (vbase as u64).wrapping_add(o), &mut x)?;
+                    bytes[k * 4..k * 4 + 4].copy_from_slice(&x);
+                }
+            }
+        } else {
+            let addr = ((u64::from(w.s[base]) | u64::from(w.s[base + 1]) << 32).wrapping_add_signed(off)) & !3;
+            self.global_read(w, inst, 64, "scalar", addr, bytes)?;
+        }
+        for k in 0..n {
+            let v = u32::from_le_bytes(bytes[k * 4..k * 4 + 4].try_into().expect("4 bytes"));
+            Self::swrite(w, inst.dst + k as u16, v);
+        }
+        Ok(Flow::Next)
+    }
+}
+
+impl Cx<'_, '_> {
+    fn valu(&mut self, w: &mut Wave, inst: &Inst) -> Result<Flow, LaunchError> {
+        let exec = Self::exec(w);
+        let aux = self.st.program.aux[self.idx];
+        if aux & 0x8000_0000 != 0 {
+            return self.vcmp(w, inst, aux, exec);
+        }
+        let op = inst.op;
+        // Carry-in / mask operand (VCC for e32, an SGPR pair in VOP3).
+        let mask_in = || self.sread64(w, inst, inst.src[2], false);
+        macro_rules! a {
+            () => {
+                self.isrc(w, inst, 0)?
+            };
+        }
+        macro_rules! bb {
+            () => {
+                self.isrc(w, inst, 1)?
+            };
+        }
+        macro_rules! c {
+            () => {
+                self.vread(w, inst, inst.src[2])?
+            };
+        }
+        macro_rules! fa {
+            () => {
+                self.fsrc(w, inst, 0)?
+            };
+        }
+        macro_rules! fb {
+            () => {
+                self.fsrc(w, inst, 1)?
+            };
+        }
+        macro_rules! fc {
+            () => {
+                self.fsrc(w, inst, 2)?
+            };
+        }
+        let r: Lanes = match op {
+            Op::v_nop => return Ok(Flow::Next),
+            Op::v_mov_b32 => a!(),
+            Op::v_readfirstlane_b32 => {
+                let v = self.vread(w, inst, inst.src[0])?;
+                let l = if exec == 0 { 0 } else { exec.trailing_zeros() as usize };
+                Self::swrite(w, inst.dst, v[l]);
+                return Ok(Flow::Next);
+            }
+            Op::v_readlane_b32 => {
+                let v = self.vread(w, inst, inst.src[0])?;
+                let l = (self.sread(w, inst, inst.src[1]) & 63) as usize;
+                Self::swrite(w, inst.dst, v[l]);
+                return Ok(Flow::Next);
+            }
+            Op::v_writelane_b32 => {
+                let v = self.sread(w, inst, inst.src[0]);
+                let l = (self.sread(w, inst, inst.src[1]) & 63) as usize;
+                let i = self.vidx(w, inst.dst)?;
+                w.v[i][l] = v;
+                return Ok(Flow::Next);
+            }
+            Op::v_cndmask_b32 => {
+                let m = mask_in();
+                let (x, y) = (fa!(), fb!());
+                std::array::from_fn(|l| if m >> l & 1 != 0 { y[l] } else { x[l] })
+            }
+            Op::v_add_f32 => map2!(fa!(), fb!(), |x, y| b(f(x) + f(y))),
+            Op::v_sub_f32 => map2!(fa!(), fb!(), |x, y| b(f(x) - f(y))),
+            Op::v_subrev_f32 => map2!(fa!(), fb!(), |x, y| b(f(y) - f(x))),
+            Op::v_mul_f32 => map2!(fa!(), fb!(), |x, y| b(f(x) * f(y))),
+            Op::v_mul_legacy_f32 => map2!(fa!(), fb!(), |x, y| if f(x) == 0.0 || f(y) == 0.0 { 0 } else { b(f(x) * f(y)) }),
+            Op::v_min_f32 => map2!(fa!(), fb!(), |x, y| b(f32_min(f(x), f(y)))),
+            Op::v_max_f32 => map2!(fa!(), fb!(), |x, y| b(f32_max(f(x), f(y)))),
+            Op::v_fmac_f32 => {
+                let d = self.vread(w, inst, inst.dst)?;
+                map3!(fa!(), fb!(), d, |x, y, z| b(f(x).mul_add(f(y), f(z))))
+            }
+            Op::v_fma_f32 => map3!(fa!(), fb!(), fc!(), |x, y, z| b(f(x).mul_add(f(y), f(z)))),
+            Op::v_fmamk_f32 => {
+                let k = inst.lit;
+                map2!(fa!(), fb!(), |x, y| b(f(x).mul_add(f(k), f(y))))
+            }
+            Op::v_fmaak_f32 => {
+                let k = inst.lit;
+                map2!(fa!(), fb!(), |x, y| b(f(x).mul_add(f(y), f(k))))
+            }
+            Op::v_min3_f32 => map3!(fa!(), fb!(), fc!(), |x, y, z| b(f32_min(f32_min(f(x), f(y)), f(z)))),
+            Op::v_max3_f32 => map3!(fa!(), fb!(), fc!(), |x, y, z| b(f32_max(f32_max(f(x), f(y)), f(z)))),
+            Op::v_med3_f32 => map3!(fa!(), fb!(), fc!(), |x, y, z| b(f32_med3(f(x), f(y), f(z)))),
+            Op::v_ldexp_f32 => map2!(fa!(), bb!(), |x, y| b(f(x) * 2f32.powi((y as i32).clamp(-300, 300)))),
+            Op::v_mul_i32_i24 => map2!(a!(), bb!(), |x, y| ((x << 8) as i32 >> 8).wrapping_mul((y << 8) as i32 >> 8) as u32),
+            Op::v_mul_hi_i32_i24 => map2!(a!(), bb!(), |x, y| ((i64::from((x << 8) as i32 >> 8) * i64::from((y << 8) as i32 >> 8)) >> 32) as u32),
+            Op::v_mul_u32_u24 => map2!(a!(), bb!(), |x, y| (x & 0xff_ffff).wrapping_mul(y & 0xff_ffff)),
+            Op::v_mul_hi_u32_u24 => map2!(a!(), bb!(), |x, y| ((u64::from(x & 0xff_ffff) * u64::from(y & 0xff_ffff)) >> 32) as u32),
+            Op::v_mad_u32_u24 => map3!(a!(), bb!(), c!(), |x, y, z| (x & 0xff_ffff).wrapping_mul(y & 0xff_ffff).wrapping_add(z)),
+            Op::v_mad_i32_i24 => map3!(a!(), bb!(), c!(), |x, y, z| ((x << 8) as i32 >> 8).wrapping_mul((y << 8) as i32 >> 8).wrapping_add(z as i32) as u32),
+            Op::v_min_i32 => map2!(a!(), bb!(), |x, y| (x as i32).min(y as i32) as u32),
+            Op::v_max_i32 => map2!(a!(), bb!(), |x, y| (x as i32).max(y as i32) as u32),
+            Op::v_min_u32 => map2!(a!(), bb!(), |x, y| x.min(y)),
+            Op::v_max_u32 => map2!(a!(), bb!(), |x, y| x.max(y)),
+            Op::v_min3_i32 => map3!(a!(), bb!(), c!(), |x, y, z| (x as i32).min(y as i32).min(z as i32) as u32),
+            Op::v_max3_i32 => map3!(a!(), bb!(), c!(), |x, y, z| (x as i32).max(y as i32).max(z as i32) as u32),
+            Op::v_min3_u32 => map3!(a!(), bb!(), c!(), |x, y, z| x.min(y).min(z)),
+            Op::v_max3_u32 => map3!(a!(), bb!(), c!(), |x, y, z| x.max(y).max(z)),
+            Op::v_med3_i32 => map3!(a!(), bb!(), c!(), |x, y, z| {
+                let (x, y, z) = (x as i32, y as i32, z as i32);
+                x.max(y).min(x.min(y).max(z)) as u32
+            }),
+            Op::v_med3_u32 => map3!(a!(), bb!(), c!(), |x, y, z| x.max(y).min(x.min(y).max(z))),
+            Op::v_lshrrev_b32 => map2!(a!(), bb!(), |x, y| y >> (x & 31)),
+            Op::v_ashrrev_i32 => map2!(a!(), bb!(), |x, y| ((y as i32) >> (x & 31)) as u32),
+            Op::v_lshlrev_b32 => map2!(a!(), bb!(), |x, y| y << (x & 31)),
+            Op::v_and_b32 => map2!(a!(), bb!(), |x, y| x & y),
+            Op::v_or_b32 => map2!(a!(), bb!(), |x, y| x | y),
+            Op::v_xor_b32 => map2!(a!(), bb!(), |x, y| x ^ y),
+            Op::v_xnor_b32 => map2!(a!(), bb!(), |x, y| !(x ^ y)),
+            Op::v_not_b32 => map1!(a!(), |x| !x),
+            Op::v_bfrev_b32 => map1!(a!(), |x| x.reverse_bits()),
+            Op::v_ffbh_u32 => map1!(a!(), |x| if x == 0 { u32::MAX } else { x.leading_zeros() }),
+            Op::v_ffbl_b32 => map1!(a!(), |x| if x == 0 { u32::MAX } else { x.trailing_zeros() }),
+            Op::v_ffbh_i32 => map1!(a!(), |x| {
+                let v = if (x as i32) < 0 { !x } else { x };
+                if v == 0 { u32::MAX } else { v.leading_zeros() - 1 }
+            }),
+            Op::v_bcnt_u32_b32 => map2!(a!(), bb!(), |x, y| x.count_ones().wrapping_add(y)),
+            Op::v_mbcnt_lo_u32_b32 => {
+                let (x, y) = (a!(), bb!());
+                std::array::from_fn(|l| (x[l] & ((1u64 << l.min(32)) - 1) as u32).count_ones().wrapping_add(y[l]))
+            }
+            Op::v_mbcnt_hi_u32_b32 => {
+                let (x, y) = (a!(), bb!());
+                std::array::from_fn(|l| {
+                    let m = if l <= 32 { 0 } else { ((1u64 << (l - 32)) - 1) as u32 };
+                    (x[l] & m).count_ones().wrapping_add(y[l])
+                })
+            }
+            Op::v_bfe_u32 => map3!(a!(), bb!(), c!(), |x, y, z| bfe(x, y, z, false)),
+            Op::v_bfe_i32 => map3!(a!(), bb!(), c!(), |x, y, z| bfe(x, y, z, true)),
+            Op::v_bfi_b32 => map3!(a!(), bb!(), c!(), |x, y, z| (x & y) | (!x & z)),
+            Op::v_bfm_b32 => map2!(a!(), bb!(), |x, y| ((1u32 << (x & 31)).wrapping_sub(1)) << (y & 31)),
+            Op::v_alignbit_b32 => map3!(a!(), bb!(), c!(), |x, y, z| ((u64::from(x) << 32 | u64::from(y)) >> (z & 31)) as u32),
+            Op::v_alignbyte_b32 => map3!(a!(), bb!(), c!(), |x, y, z| ((u64::from(x) << 32 | u64::from(y)) >> (8 * (z & 3))) as u32),
+            Op::v_perm_b32 => map3!(a!(), bb!(), c!(), |x, y, z| {
+                // Byte k of the result selects from {src0, src1} (bytes 7..4 = src0, 3..0 = src1)
+                // per selector byte k of src2 (CDNA3 ISA, V_PERM_B32).
+                let bytes = u64::from(x) << 32 | u64::from(y);
+                let mut r = 0u32;
+                for k in 0..4 {
+                    let s = (z >> (8 * k)) & 0xff;
+                    let v = match s {
+                        0..=7 => ((bytes >> (8 * s)) & 0xff) as u32,
+                        8 => if (bytes >> 15) & 1 != 0 { 0xff } else { 0 },
+                        9 => if (bytes >> 31) & 1 != 0 { 0xff } else { 0 },
+                        10 => if (bytes >> 47) & 1 != 0 { 0xff } else { 0 },
+                        11 => if (bytes >> 63) & 1 != 0 { 0xff } else { 0 },
+                        12 => 0,
+                        _ => 0xff,
+                    };
+                    r |= v << (8 * k);
+                }
+                r
+            }),
+            Op::v_lshl_add_u32 => map3!(a!(), bb!(), c!(), |x, y, z| (x << (y & 31)).wrapping_add(z)),
+            Op::v_add_lshl_u32 => map3!(a!(), bb!(), c!(), |x, y, z| x.wrapping_add(y) << (z & 31)),
+            Op::v_add3_u32 => map3!(a!(), bb!(), c!(), |x, y, z| x.wrapping_add(y).wrapping_add(z)),
+            Op::v_lshl_or_b32 => map3!(a!(), bb!(), c!(), |x, y, z| (x << (y & 31)) | z),
+            Op::v_and_or_b32 => map3!(a!(), bb!(), c!(), |x, y, z| (x & y) | z),
+            Op::v_or3_b32 => map3!(a!(), bb!(), c!(), |x, y, z| x | y | z),
+            Op::v_xad_u32 => map3!(a!(), bb!(), c!(), |x, y, z| (x ^ y).wrapping_add(z)),
+            Op::v_mul_lo_u32 => map2!(a!(), bb!(), |x, y| x.wrapping_mul(y)),
+            Op::v_mul_hi_u32 => map2!(a!(), bb!(), |x, y| ((u64::from(x) * u64::from(y)) >> 32) as u32),
+            Op::v_mul_hi_i32 => map2!(a!(), bb!(), |x, y| ((i64::from(x as i32) * i64::from(y as i32)) >> 32) as u32),
+            Op::v_add_u32 => map2!(a!(), bb!(), |x, y| x.wrapping_add(y)),
+            Op::v_sub_u32 => map2!(a!(), bb!(), |x, y| x.wrapping_sub(y)),
+            Op::v_subrev_u32 => map2!(a!(), bb!(), |x, y| y.wrapping_sub(x)),
+            Op::v_add_i32 => map2!(a!(), bb!(), |x, y| x.wrapping_add(y)),
+            Op::v_sub_i32 => map2!(a!(), bb!(), |x, y| x.wrapping_sub(y)),
+            Op::v_add_co_u32 | Op::v_sub_co_u32 | Op::v_subrev_co_u32 | Op::v_addc_co_u32 | Op::v_subb_co_u32 | Op::v_subbrev_co_u32 => {
+                // Carry/borrow out per lane to VCC (e32) or the SGPR pair sdst (VOP3b); inactive
+                // lanes' bits are written as 0.
+                let (mut x, mut y) = (a!(), bb!());
+                let cin = if matches!(op, Op::v_addc_co_u32 | Op::v_subb_co_u32 | Op::v_subbrev_co_u32) { mask_in() } else { 0 };
+                if matches!(op, Op::v_subrev_co_u32 | Op::v_subbrev_co_u32) {
+                    std::mem::swap(&mut x, &mut y);
+                }
+                let mut r = [0u32; 64];
+                let mut cout = 0u64;
+                for l in 0..64 {
+                    let ci = u64::from((cin >> l) & 1);
+                    let (v, c) = if matches!(op, Op::v_add_co_u32 | Op::v_addc_co_u32) {
+                        let s = u64::from(x[l]) + u64::from(y[l]) + ci;
+                        (s as u32, s >> 32 != 0)
+                    } else {
+                        let s = u64::from(x[l]).wrapping_sub(u64::from(y[l])).wrapping_sub(ci);
+                        (s as u32, u64::from(y[l]) + ci > u64::from(x[l]))
+                    };
+                    r[l] = v;
+                    if c {
+                        cout |= 1 << l;
+                    }
+                }
+                self.idst(w, inst, r, exec)?;
+                Self::swrite64(w, inst.sdst, cout & exec);
+                return Ok(Flow::Next);
+            }
+            Op::v_mad_u64_u32 | Op::v_mad_i64_i32 => {
+                let (x, y) = (a!(), bb!());
+                let z = self.vread64(w, inst, inst.src[2], false)?;
+                let mut r = [0u64; 64];
+                let mut cout = 0u64;
+                for l in 0..64 {
+                    let (v, c) = if op == Op::v_mad_u64_u32 {
+                        let p = u128::from(x[l]) * u128::from(y[l]) + u128::from(z[l]);
+                        (p as u64, p >> 64 != 0)
+                    } else {
+                        let p = i128::from(x[l] as i32) * i128::from(y[l] as i32) + i128::from(z[l] as i64);
+                        (p as u64, p > i128::from(i64::MAX) || p < i128::from(i64::MIN))
+                    };
+                    r[l] = v;
+                    if c {
+                        cout |= 1 << l;
+                    }
+                }
+                self.vwrite64(w, inst.dst, &r, exec)?;
+                Self::swrite64(w, inst.sdst, cout & exec);
+                return Ok(Flow::Next);
+            }
+            Op::v_lshl_add_u64 => {
+                let x = self.vread64(w, inst, inst.src[0], false)?;
+                let y = self.vread(w, inst, inst.src[1])?;
+                let z = self.vread64(w, inst, inst.src[2], false)?;
+                let r: [u64; 64] = std::array::from_fn(|l| (x[l] << (y[l] & 7)).wrapping_add(z[l]));
+                self.vwrite64(w, inst.dst, &r, exec)?;
+                return Ok(Flow::Next);
+            }
+            Op::v_lshlrev_b64 | Op::v_lshrrev_b64 | Op::v_ashrrev_i64 => {
+                let x = self.vread(w, inst, inst.src[0])?;
+                let y = self.vread64(w, inst, inst.src[1], false)?;
+                let r: [u64; 64] = std::array::from_fn(|l| {
+                    let s = x[l] & 63;
+                    match op {
+                        Op::v_lshlrev_b64 => y[l] << s,
+                        Op::v_lshrrev_b64 => y[l] >> s,
+                        _ => ((y[l] as i64) >> s) as u64,
+                    }
+                });
+                self.vwrite64(w, inst.dst, &r, exec)?;
+                return Ok(Flow::Next);
+            }
+            Op::v_mov_b64 => {
+                let x = self.vread64(w, inst, inst.src[0], false)?;
+                self.vwrite64(w, inst.dst, &x, exec)?;
+                return Ok(Flow::Next);
+            }
+            Op::v_add_f64 | Op::v_mul_f64 | Op::v_min_f64 | Op::v_max_f64 | Op::v_fma_f64 | Op::v_ldexp_f64 | Op::v_fmac_f64 => {
+                let x = self.f64src(w, inst, 0)?;
+                let y = if op == Op::v_ldexp_f64 { [0; 64] } else { self.f64src(w, inst, 1)? };
+                let yi = self.vread(w, inst, inst.src[1])?;
+                let z = match op {
+                    Op::v_fma_f64 => self.f64src(w, inst, 2)?,
+                    Op::v_fmac_f64 => self.vread64(w, inst, inst.dst, true)?,
+                    _ => [0; 64],
+                };
+                let r: [u64; 64] = std::array::from_fn(|l| {
+                    let (p, q) = (fd(x[l]), fd(y[l]));
+                    match op {
+                        Op::v_add_f64 => p + q,
+                        Op::v_mul_f64 => p * q,
+                        Op::v_min_f64 => if p.is_nan() { q } else if q.is_nan() { p } else { p.min(q) },
+                        Op::v_max_f64 => if p.is_nan() { q } else if q.is_nan() { p } else { p.max(q) },
+                        Op::v_ldexp_f64 => p * 2f64.powi((yi[l] as i32).clamp(-2200, 2200)),
+                        _ => p.mul_add(q, fd(z[l])),
+                    }
+                    .to_bits()
+                });
+                self.vwrite64(w, inst.dst, &r, exec)?;
+                return Ok(Flow::Next);
+            }
+            Op::v_cvt_f32_i32 => map1!(a!(), |x| b(x as i32 as f32)),
+            Op::v_cvt_f32_u32 => map1!(a!(), |x| b(x as f32)),
+            // Float → int conversions saturate and map NaN to 0 (CDNA3 ISA V_CVT_I32_F32).
+            Op::v_cvt_u32_f32 => map1!(fa!(), |x| f(x) as u32),
+            Op::v_cvt_i32_f32 => map1!(fa!(), |x| f(x) as i32 as u32),
+            Op::v_cvt_rpi_i32_f32 => map1!(fa!(), |x| (f(x) + 0.5).floor() as i32 as u32),
+            Op::v_cvt_flr_i32_f32 => map1!(fa!(), |x| f(x).floor() as i32 as u32),
+            Op::v_cvt_f32_ubyte0 => map1!(a!(), |x| b((x & 0xff) as f32)),
+            Op::v_cvt_f32_ubyte1 => map1!(a!(), |x| b(((x >> 8) & 0xff) as f32)),
+            Op::v_cvt_f32_ubyte2 => map1!(a!(), |x| b(((x >> 16) & 0xff) as f32)),
+            Op::v_cvt_f32_ubyte3 => map1!(a!(), |x| b((x >> 24) as f32)),
+            Op::v_cvt_f16_f32 => {
+                let old = self.vread(w, inst, inst.dst)?;
+                let x = fa!();
+                std::array::from_fn(|l| (old[l] & 0xffff_0000) * u32::from(inst.opsel & 8 != 0) | u32::from(f32_to_f16(f(x[l]))) << if inst.opsel & 8 != 0 { 16 } else { 0 })
+            }
+            Op::v_cvt_f32_f16 => {
+                let hi = inst.opsel & 1 != 0;
+                let x = self.vread(w, inst, inst.src[0])?;
+                let r = map1!(x, |v| {
+                    let h = if hi { (v >> 16) as u16 } else { v as u16 };
+                    let mut g = f16_to_f32(h);
+                    if inst.abs & 1 != 0 {
+                        g = g.abs();
+                    }
+                    if inst.neg & 1 != 0 {
+                        g = -g;
+                    }
+                    b(g)
+                });
+                return self.fdst(w, inst, r, exec).map(|_| Flow::Next);
+            }
+            Op::v_cvt_pkrtz_f16_f32 => map2!(fa!(), fb!(), |x, y| u32::from(f32_to_f16_rtz(f(x))) | u32::from(f32_to_f16_rtz(f(y))) << 16),
+            Op::v_cvt_pk_u16_u32 => map2!(a!(), bb!(), |x, y| x.min(0xffff) | y.min(0xffff) << 16),
+            Op::v_cvt_pk_i16_i32 => map2!(a!(), bb!(), |x, y| ((x as i32).clamp(-32768, 32767) as u32 & 0xffff) | ((y as i32).clamp(-32768, 32767) as u32) << 16),
+            Op::v_pack_b32_f16 => map2!(a!(), bb!(), |x, y| {
+                let lo = if inst.opsel & 1 != 0 { x >> 16 } else { x & 0xffff };
+                let hi = if inst.opsel & 2 != 0 { y >> 16 } else { y & 0xffff };
+                lo | hi << 16
+            }),
+            Op::v_cvt_f64_f32 | Op::v_cvt_f64_i32 | Op::v_cvt_f64_u32 => {
+                let x = if op == Op::v_cvt_f64_f32 { fa!() } else { a!() };
+                let r: [u64; 64] = std::array::from_fn(|l| match op {
+                    Op::v_cvt_f64_f32 => f64::from(f(x[l])),
+                    Op::v_cvt_f64_i32 => f64::from(x[l] as i32),
+                    _ => f64::from(x[l]),
+                }
+                .to_bits());
+                self.vwrite64(w, inst.dst, &r, exec)?;
+                return Ok(Flow::Next);
+            }
+            Op::v_cvt_f32_f64 | Op::v_cvt_i32_f64 | Op::v_cvt_u32_f64 => {
+                let x = self.f64src(w, inst, 0)?;
+                std::array::from_fn(|l| match op {
+                    Op::v_cvt_f32_f64 => b(fd(x[l]) as f32),
+                    Op::v_cvt_i32_f64 => fd(x[l]) as i32 as u32,
+                    _ => fd(x[l]) as u32,
+                })
+            }
+            Op::v_fract_f32 => map1!(fa!(), |x| {
+                let v = f(x);
+                if v.is_infinite() { b(f32::NAN) } else { b((v - v.floor()).min(f32::from_bits(0x3f7f_ffff))) }
+            }),
+            Op::v_trunc_f32 => map1!(fa!(), |x| b(f(x).trunc())),
+            Op::v_ceil_f32 => map1!(fa!(), |x| b(f(x).ceil())),
+            Op::v_rndne_f32 => map1!(fa!(), |x| b(f(x).round_ties_even())),
+            Op::v_floor_f32 => map1!(fa!(), |x| b(f(x).floor())),
+            // Transcendentals: the hardware is accurate to about 1 ULP; the emulator computes the
+            // correctly rounded value (a documented model difference).
+            Op::v_exp_f32 => map1!(fa!(), |x| b(f(x).exp2())),
+            Op::v_log_f32 => map1!(fa!(), |x| b(f(x).log2())),
+            Op::v_rcp_f32 | Op::v_rcp_iflag_f32 => map1!(fa!(), |x| b(1.0 / f(x))),
+            Op::v_rsq_f32 => map1!(fa!(), |x| b(1.0 / f(x).sqrt())),
+            Op::v_sqrt_f32 => map1!(fa!(), |x| b(f(x).sqrt())),
+            Op::v_sin_f32 => map1!(fa!(), |x| b((f(x) * std::f32::consts::TAU).sin())),
+            Op::v_cos_f32 => map1!(fa!(), |x| b((f(x) * std::f32::consts::TAU).cos())),
+            Op::v_frexp_mant_f32 => map1!(fa!(), |x| {
+                let v = f(x);
+                if v == 0.0 || !v.is_finite() { x } else {
+                    let e = frexp_exp(v);
+                    b(v * 2f32.powi(-e))
+                }
+            }),
+            Op::v_frexp_exp_i32_f32 => map1!(fa!(), |x| {
+                let v = f(x);
+                if v == 0.0 || !v.is_finite() { 0 } else { frexp_exp(v) as u32 }
+            }),
+            Op::v_div_scale_f32 => {
+                // No operand needs pre-scaling in the ranges LLVM's f32 division expansion meets
+                // in practice; results pass through and VCC reports "no scaling" (model).
+                let x = fa!();
+                self.fdst(w, inst, x, exec)?;
+                Self::swrite64(w, inst.sdst, 0);
+                return Ok(Flow::Next);
+            }
+            Op::v_div_fmas_f32 => {
+                let m = self.sread64(w, inst, sreg::VCC, false);
+                let (x, y, z) = (fa!(), fb!(), fc!());
+                std::array::from_fn(|l| {
+                    let r = f(x[l]).mul_add(f(y[l]), f(z[l]));
+                    b(if m >> l & 1 != 0 { r * 2f32.powi(32) } else { r })
+                })
+            }
+            Op::v_div_fixup_f32 => map3!(fa!(), fb!(), fc!(), |q, den, num| {
+                // D = quotient estimate with the IEEE special cases of num / den.
+                let (q, d, n) = (f(q), f(den), f(num));
+                b(if n.is_nan() || d.is_nan() || (d == 0.0 && n == 0.0) || (d.is_infinite() && n.is_infinite()) {
+                    if n.is_nan() { n } else if d.is_nan() { d } else { f32::NAN }
+                } else if d == 0.0 || n.is_infinite() {
+                    if (d.is_sign_negative()) ^ (n.is_sign_negative()) { f32::NEG_INFINITY } else { f32::INFINITY }
+                } else if d.is_infinite() {
+                    if (d.is_sign_negative()) ^ (n.is_sign_negative()) { -0.0 } else { 0.0 }
+                } else {
+                    q
+                })
+            }),
+            Op::v_cvt_f32_fp8 | Op::v_cvt_f32_bf8 => {
+                let kind = if op == Op::v_cvt_f32_fp8 { F8Kind::Fp8Fnuz } else { F8Kind::Bf8Fnuz };
+                let x = self.vread(w, inst, inst.src[0])?;
+                let sel = if inst.has_flag(flag::SDWA) { sdwa::src0_sel(inst.sdwa) & 3 } else { u32::from(inst.opsel & 3) };
+                let r = map1!(x, |v| b(numerics::cvt_f32_f8(v, sel, kind)));
+                return self.fdst(w, inst, r, exec).map(|_| Flow::Next);
+            }
+            Op::v_cvt_pk_f32_fp8 | Op::v_cvt_pk_f32_bf8 => {
+                let kind = if op == Op::v_cvt_pk_f32_fp8 { F8Kind::Fp8Fnuz } else { F8Kind::Bf8Fnuz };
+                let x = self.vread(w, inst, inst.src[0])?;
+                let hi = if inst.has_flag(flag::SDWA) { sdwa::src0_sel(inst.sdwa) == 5 } else { inst.opsel & 1 != 0 };
+                let r: [u64; 64] = std::array::from_fn(|l| {
+                    let p = numerics::cvt_pk_f32_f8(x[l], hi, kind);
+                    u64::from(b(p[0])) | u64::from(b(p[1])) << 32
+                });
+                self.vwrite64(w, inst.dst, &r, exec)?;
+                return Ok(Flow::Next);
+            }
+            Op::v_cvt_pk_fp8_f32 | Op::v_cvt_pk_bf8_f32 => {
+                let kind = if op == Op::v_cvt_pk_fp8_f32 { F8Kind::Fp8Fnuz } else { F8Kind::Bf8Fnuz };
+                let (x, y) = (fa!(), fb!());
+                let old = self.vread(w, inst, inst.dst)?;
+                let hi = inst.opsel & 8 != 0;
+                let clamp = inst.has_flag(flag::CLAMP);
+                let r: Lanes = std::array::from_fn(|l| numerics::cvt_pk_f8_f32(f(x[l]), f(y[l]), old[l], hi, clamp, kind));
+                self.vwrite(w, inst.dst, &r, exec)?;
+                return Ok(Flow::Next);
+            }
+            Op::v_cvt_sr_fp8_f32 | Op::v_cvt_sr_bf8_f32 => {
+                let kind = if op == Op::v_cvt_sr_fp8_f32 { F8Kind::Fp8Fnuz } else { F8Kind::Bf8Fnuz };
+                let (x, y) = (fa!(), bb!());
+                let old = self.vread(w, inst, inst.dst)?;
+                let sel = u32::from((inst.opsel >> 2) & 3);
+                let clamp = inst.has_flag(flag::CLAMP);
+                let r: Lanes = std::array::from_fn(|l| numerics::cvt_sr_f8_f32(f(x[l]), y[l], old[l], sel, clamp, kind));
+                self.vwrite(w, inst.dst, &r, exec)?;
+                return Ok(Flow::Next);
+            }
+            Op::v_swap_b32 => {
+                let x = self.vread(w, inst, inst.src[0])?;
+                let y = self.vread(w, inst, inst.dst)?;
+                self.vwrite(w, inst.dst, &x, exec)?;
+                self.vwrite(w, inst.src[0], &y, exec)?;
+                return Ok(Flow::Next);
+            }
+            Op::v_accvgpr_mov_b32 => self.vread(w, inst, inst.src[0])?,
+            // 16-bit integer ops on the low half (upper half zeroed, gfx9 behaviour without op_sel).
+            Op::v_add_u16 => map2!(a!(), bb!(), |x, y| (x as u16).wrapping_add(y as u16) as u32),
+            Op::v_sub_u16 => map2!(a!(), bb!(), |x, y| (x as u16).wrapping_sub(y as u16) as u32),
+            Op::v_mul_lo_u16 => map2!(a!(), bb!(), |x, y| (x as u16).wrapping_mul(y as u16) as u32),
+            Op::v_lshlrev_b16 => map2!(a!(), bb!(), |x, y| ((y as u16) << (x & 15)) as u32),
+            Op::v_lshrrev_b16 => map2!(a!(), bb!(), |x, y| ((y as u16) >> (x & 15)) as u32),
+            Op::v_ashrrev_i16 => map2!(a!(), bb!(), |x, y| ((y as i16) >> (x & 15)) as u16 as u32),
+            Op::v_max_u16 => map2!(a!(), bb!(), |x, y| (x as u16).max(y as u16) as u32),
+            Op::v_min_u16 => map2!(a!(), bb!(), |x, y| (x as u16).min(y as u16) as u32),
+            Op::v_max_i16 => map2!(a!(), bb!(), |x, y| (x as i16).max(y as i16) as u16 as u32),
+            Op::v_min_i16 => map2!(a!(), bb!(), |x, y| (x as i16).min(y as i16) as u16 as u32),
+            Op::v_add_f16 | Op::v_sub_f16 | Op::v_mul_f16 | Op::v_max_f16 | Op::v_min_f16 | Op::v_fma_f16 => {
+                let h = |c: &Self, i: usize| -> Result<[f32; 64], LaunchError> {
+                    let v = c.vread(w, inst, inst.src[i])?;
+                    let hi = inst.enc == Enc::Vop3 && inst.opsel >> i & 1 != 0;
+                    Ok(std::array::from_fn(|l| {
+                        let mut g = f16_to_f32(if hi { (v[l] >> 16) as u16 } else { v[l] as u16 });
+                        if inst.enc == Enc::Vop3 && inst.abs >> i & 1 != 0 {
+                            g = g.abs();
+                        }
+                        if inst.enc == Enc::Vop3 && inst.neg >> i & 1 != 0 {
+                            g = -g;
+                        }
+                        g
+                    }))
+                };
+                let (x, y) = (h(self, 0)?, h(self, 1)?);
+                let z = if op == Op::v_fma_f16 { h(self, 2)? } else { [0.0; 64] };
+                let old = self.vread(w, inst, inst.dst)?;
+                let dhi = inst.enc == Enc::Vop3 && inst.opsel & 8 != 0;
+                std::array::from_fn(|l| {
+                    // Single f16 operations: the f32 result of two f16 inputs rounds once to f16
+                    // exactly as an f16 operation would (f32 has > 2*11+2 bits).
+                    let r = match op {
+                        Op::v_add_f16 => x[l] + y[l],
+                        Op::v_sub_f16 => x[l] - y[l],
+                        Op::v_mul_f16 => x[l] * y[l],
+                        Op::v_max_f16 => f32_max(x[l], y[l]),
+                        Op::v_min_f16 => f32_min(x[l], y[l]),
+                        _ => (f64::from(x[l]) * f64::from(y[l]) + f64::from(z[l])) as f32,
+                    };
+                    let h = u32::from(f32_to_f16(r));
+                    if dhi { (old[l] & 0xffff) | h << 16 } else if inst.enc == Enc::Vop3 && inst.has_flag(flag::SDWA) { h } else { h }
+                })
+            }
+            _ => return Err(self.unimpl(inst)),
+        };
+        let float_result = matches!(
+            op,
+            Op::v_add_f32 | Op::v_sub_f32 | Op::v_subrev_f32 | Op::v_mul_f32 | Op::v_min_f32 | Op::v_max_f32 | Op::v_fmac_f32 | Op::v_fma_f32
+                | Op::v_fmamk_f32 | Op::v_fmaak_f32 | Op::v_min3_f32 | Op::v_max3_f32 | Op::v_med3_f32 | Op::v_ldexp_f32 | Op::v_cvt_f32_i32
+                | Op::v_cvt_f32_u32 | Op::v_fract_f32 | Op::v_trunc_f32 | Op::v_ceil_f32 | Op::v_rndne_f32 | Op::v_floor_f32 | Op::v_exp_f32
+                | Op::v_log_f32 | Op::v_rcp_f32 | Op::v_rcp_iflag_f32 | Op::v_rsq_f32 | Op::v_sqrt_f32 | Op::v_div_fmas_f32 | Op::v_div_fixup_f32
+                | Op::v_mul_legacy_f32
+        );
+        if float_result { self.fdst(w, inst, r, exec)? } else { self.idst(w, inst, r, exec)? }
+        Ok(Flow::Next)
+    }
+
+    fn vcmp(&mut self, w: &mut Wave, inst: &Inst, aux: u32, exec: u64) -> Result<Flow, LaunchError> {
+        let c = aux & 15;
+        let t = (aux >> 4) & 0xff;
+        let x = self.isrc(w, inst, 0)?;
+        let y = self.isrc(w, inst, 1)?;
+        let mut bits = 0u64;
+        let mods = |v: f64, i: usize| {
+            let v = if inst.abs >> i & 1 != 0 { v.abs() } else { v };
+            if inst.neg >> i & 1 != 0 { -v } else { v }
+        };
+        match t {
+            T_F16 | T_F32 | T_I16 | T_U16 | T_I32 | T_U32 => {
+                for l in 0..64 {
+                    let r = match t {
+                        T_F32 => cmp_f(c, mods(f64::from(f(x[l])), 0), mods(f64::from(f(y[l])), 1)),
+                        T_F16 => {
+                            let hx = if inst.opsel & 1 != 0 { x[l] >> 16 } else { x[l] };
+                            let hy = if inst.opsel & 2 != 0 { y[l] >> 16 } else { y[l] };
+                            cmp_f(c, mods(f64::from(f16_to_f32(hx as u16)), 0), mods(f64::from(f16_to_f32(hy as u16)), 1))
+                        }
+                        T_I16 => cmp_i(c, i128::from(x[l] as i16), i128::from(y[l] as i16)),
+                        T_U16 => cmp_i(c, i128::from(x[l] as u16), i128::from(y[l] as u16)),
+                        T_I32 => cmp_i(c, i128::from(x[l] as i32), i128::from(y[l] as i32)),
+                        _ => cmp_i(c, i128::from(x[l]), i128::from(y[l])),
+                    };
+                    bits |= u64::from(r) << l;
+                }
+            }
+            T_F64 | T_I64 | T_U64 => {
+                let x = self.vread64(w, inst, inst.src[0], t == T_F64)?;
+                let y = self.vread64(w, inst, inst.src[1], t == T_F64)?;
+                for l in 0..64 {
+                    let r = match t {
+                        T_F64 => cmp_f(c, mods(fd(x[l]), 0), mods(fd(y[l]), 1)),
+                        T_I64 => cmp_i(c, i128::from(x[l] as i64), i128::from(y[l] as i64)),
+                        _ => cmp_i(c, i128::from(x[l]), i128::from(y[l])),
+                    };
+                    bits |= u64::from(r) << l;
+                }
+            }
+            _ => {
+                // v_cmp_class_{f16,f32,f64}: src1 is the class mask.
+                let kind = t & 0xf0;
+                let x64 = if kind == 0x10 { self.vread64(w, inst, inst.src[0], true)? } else { [0; 64] };
+                for l in 0..64 {
+                    let (v, snan) = match kind {
+                        0x10 => (fd(x64[l]), fd(x64[l]).is_nan() && (x64[l] >> 51) & 1 == 0),
+                        0x20 => {
+                            let h = x[l] as u16;
+                            (f64::from(f16_to_f32(h)), (h & 0x7c00) == 0x7c00 && h & 0x3ff != 0 && (h >> 9) & 1 == 0)
+                        }
+                        _ => (f64::from(f(x[l])), f(x[l]).is_nan() && (x[l] >> 22) & 1 == 0),
+                    };
+                    bits |= u64::from(class_bits(v, snan) & y[l] != 0) << l;
+                }
+            }
+        }
+        let bits = bits & exec;
+        Self::swrite64(w, inst.dst, bits);
+        if aux & 0x1000 != 0 {
+            Self::set_exec(w, bits);
+        }
+        Ok(Flow::Next)
+    }
+}
+
+fn frexp_exp(v: f32) -> i32 {
+    let bits = v.to_bits();
+    let e = ((bits >> 23) & 0xff) as i32;
+    if e == 0 {
+        let m = bits & 0x7f_ffff;
+        -126 - (m.leading_zeros() as i32 - 9) + 1 - 1
+    } else {
+        e - 126
+    }
+}
+
+fn f32_to_f16_rtz(x: f32) -> u16 {
+    let r = f32_to_f16(x);
+    // Round toward zero: step back when RNE rounded away from zero.
+    let back = f16_to_f32(r);
+    if x.is_finite() && back.is_finite() && back.abs() > x.abs() {
+        r - 1
+    } else if x.is_finite() && back.is_infinite() {
+        (r & 0x8000) | 0x7bff
+    } else {
+        r
+    }
+}
+
+impl Cx<'_, '_> {
+    fn vop3p(&mut self, w: &mut Wave, inst: &Inst) -> Result<Flow, LaunchError> {
+        let exec = Self::exec(w);
+        let op = inst.op;
+        match op {
+            Op::v_accvgpr_read_b32 | Op::v_accvgpr_write_b32 => {
+                let x = self.vread(w, inst, inst.src[0])?;
+                self.vwrite(w, inst.dst, &x, exec)?;
+            }
+            Op::v_pk_mov_b32 => {
+                let x = self.vread64(w, inst, inst.src[0], false)?;
+                let y = self.vread64(w, inst, inst.src[1], false)?;
+                let r: [u64; 64] = std::array::from_fn(|l| {
+                    let lo = if inst.opsel & 1 != 0 { x[l] >> 32 } else { x[l] & 0xffff_ffff };
+                    let hi = if inst.opsel & 2 != 0 { y[l] >> 32 } else { y[l] & 0xffff_ffff };
+                    lo | hi << 32
+                });
+                self.vwrite64(w, inst.dst, &r, exec)?;
+            }
+            Op::v_pk_fma_f32 | Op::v_pk_mul_f32 | Op::v_pk_add_f32 => {
+                let n = if op == Op::v_pk_fma_f32 { 3 } else { 2 };
+                let mut s = [[0u64; 64]; 3];
+                for (i, si) in s.iter_mut().enumerate().take(n) {
+                    *si = self.vread64(w, inst, inst.src[i], false)?;
+                }
+                // Element e of source i: op_sel (e = 0) / op_sel_hi (e = 1) picks the dword;
+                // neg_lo / neg_hi negate (VOP3P, CDNA3 ISA 7.x "packed math").
+                let el = |i: usize, e: usize, l: usize| -> f32 {
+                    let sel = if e == 0 { inst.opsel >> i & 1 } else { inst.opsel_hi >> i & 1 };
+                    let v = f((s[i][l] >> (32 * u32::from(sel))) as u32);
+                    let ng = if e == 0 { inst.neg >> i & 1 } else { inst.abs >> i & 1 };
+                    if ng != 0 { -v } else { v }
+                };
+                let r: [u64; 64] = std::array::from_fn(|l| {
+                    let mut out = 0u64;
+                    for e in 0..2 {
+                        let v = match op {
+                            Op::v_pk_fma_f32 => el(0, e, l).mul_add(el(1, e, l), el(2, e, l)),
+                            Op::v_pk_mul_f32 => el(0, e, l) * el(1, e, l),
+                            _ => el(0, e, l) + el(1, e, l),
+                        };
+                        out |= u64::from(b(v)) << (32 * e);
+                    }
+                    out
+                });
+                self.vwrite64(w, inst.dst, &r, exec)?;
+            }
+            _ if crate::decode::is_mai(op) => self.mfma(w, inst)?,
+            _ => return Err(self.unimpl(inst)),
+        }
+        Ok(Flow::Next)
+    }
+
+    fn mfma(&mut self, w: &mut Wave, inst: &Inst) -> Result<(), LaunchError> {
+        // MFMA ignores EXEC (CDNA3 ISA 7.1: matrix instructions operate on all lanes).
+        let op = inst.op;
+        let name = op.name();
+        let rows16 = name.contains("16x16");
+        let nreg = if rows16 { 4 } else { 16 };
+        let a = self.vread64(w, inst, inst.src[0], false)?;
+        let bm = self.vread64(w, inst, inst.src[1], false)?;
+        let mut c16 = [[0f32; 16]; 64];
+        for r in 0..nreg {
+            let v = self.vread(w, inst, if inst.src[2] >= VGPR0 { inst.src[2] + r as u16 } else { inst.src[2] })?;
+            for l in 0..64 {
+                c16[l][r] = f(v[l]);
+            }
+        }
+        if inst.abs != 0 || inst.opsel != 0 || inst.neg != 0 {
+            return Err(self.unimpl(inst));
+        }
+        let out: Vec<[f32; 16]> = if name.ends_with("fp8_fp8") || name.ends_with("fp8_bf8") || name.ends_with("bf8_fp8") || name.ends_with("bf8_bf8") {
+            let (ka, kb) = f8kinds(op);
+            if rows16 {
+                let c: [[f32; 4]; 64] = std::array::from_fn(|l| [c16[l][0], c16[l][1], c16[l][2], c16[l][3]]);
+                numerics::mfma_f32_16x16x32_f8(&a, &bm, &c, ka, kb).iter().map(|x| pad16(x)).collect()
+            } else {
+                numerics::mfma_f32_32x32x16_f8(&a, &bm, &c16, ka, kb).to_vec()
+            }
+        } else {
+            let c4: [[f32; 4]; 64] = std::array::from_fn(|l| [c16[l][0], c16[l][1], c16[l][2], c16[l][3]]);
+            match op {
+                Op::v_mfma_f32_16x16x16_bf16 => numerics::mfma_f32_16x16x16_bf16(&a, &bm, &c4).iter().map(|x| pad16(x)).collect(),
+                Op::v_mfma_f32_32x32x8_bf16 => numerics::mfma_f32_32x32x8_bf16(&a, &bm, &c16).to_vec(),
+                Op::v_mfma_f32_16x16x16_f16 => numerics::mfma_f32_16x16x16_f16(&a, &bm, &c4).iter().map(|x| pad16(x)).collect(),
+                Op::v_mfma_f32_32x32x8_f16 => numerics::mfma_f32_32x32x8_f16(&a, &bm, &c16).to_vec(),
+                Op::v_mfma_f32_16x16x4_f32 | Op::v_mfma_f32_32x32x2_f32 => {
+                    let af: [f32; 64] = std::array::from_fn(|l| f(a[l] as u32));
+                    let bf: [f32; 64] = std::array::from_fn(|l| f(bm[l] as u32));
+                    if rows16 {
+                        numerics::mfma_f32_16x16x4_f32(&af, &bf, &c4).iter().map(|x| pad16(x)).collect()
+                    } else {
+                        numerics::mfma_f32_32x32x2_f32(&af, &bf, &c16).to_vec()
+                    }
+                }
+                _ => return Err(self.unimpl(inst)),
+            }
+        };
+        for r in 0..nreg {
+            let v: Lanes = std::array::from_fn(|l| b(out[l][r]));
+            self.vwrite(w, inst.dst + r as u16, &v, u64::MAX)?;
+        }
+        Ok(())
+    }
+
+    fn lds_check(&self, w: &Wave, inst: &Inst, lane: usize, addr: u64, len: u64) -> Result<usize, LaunchError> {
+        if addr + len > self.lds.len() as u64 {
+            return Err(self.memerr(inst, w, lane as u32, "LDS", addr, len, format!("outside the launch's {} bytes of LDS", self.lds.len())));
+        }
+        Ok(addr as usize)
+    }
+
+    fn ds(&mut self, w: &mut Wave, inst: &Inst) -> Result<Flow, LaunchError> {
+        let exec = Self::exec(w);
+        let op = inst.op;
+        let addr = self.vread(w, inst, inst.src[0])?;
+        let off = inst.imm as u32;
+        match op {
+            Op::ds_read_b32 | Op::ds_read_b64 | Op::ds_read_b96 | Op::ds_read_b128 | Op::ds_read_u8 | Op::ds_read_i8 | Op::ds_read_u16 | Op::ds_read_i16 => {
+                let n: usize = match op {
+                    Op::ds_read_b64 => 8,
+                    Op::ds_read_b96 => 12,
+                    Op::ds_read_b128 => 16,
+                    Op::ds_read_u8 | Op::ds_read_i8 => 1,
+                    Op::ds_read_u16 | Op::ds_read_i16 => 2,
+                    _ => 4,
+                };
+                let regs = n.div_ceil(4);
+                let mut out = [[0u32; 64]; 4];
+                lanes!(exec, |l| {
+                    let a = u64::from(addr[l].wrapping_add(off));
+                    let p = self.lds_check(w, inst, l, a, n as u64)?;
+                    let mut buf = [0u8; 16];
+                    buf[..n].copy_from_slice(&self.lds[p..p + n]);
+                    for (k, o) in out.iter_mut().enumerate().take(regs) {
+                        o[l] = u32::from_le_bytes(buf[k * 4..k * 4 + 4].try_into().expect("4"));
+                    }
+                    out[0][l] = match op {
+                        Op::ds_read_i8 => buf[0] as i8 as i32 as u32,
+                        Op::ds_read_i16 => u16::from_le_bytes([buf[0], buf[1]]) as i16 as i32 as u32,
+                        _ => out[0][l],
+                    };
+                });
+                for (k, o) in out.iter().enumerate().take(regs) {
+                    self.vwrite(w, inst.dst + k as u16, o, exec)?;
+                }
+            }
+            Op::ds_write_b32 | Op::ds_write_b64 | Op::ds_write_b96 | Op::ds_write_b128 | Op::ds_write_b8 | Op::ds_write_b16 => {
+                let n: usize = match op {
+                    Op::ds_write_b64 => 8,
+                    Op::ds_write_b96 => 12,
+                    Op::ds_write_b128 => 16,
+                    Op::ds_write_b8 => 1,
+                    Op::ds_write_b16 => 2,
+                    _ => 4,
+                };
+                let mut data = [[0u32; 64]; 4];
+                for (k, d) in data.iter_mut().enumerate().take(n.div_ceil(4)) {
+                    *d = self.vread(w, inst, inst.src[1] + k as u16)?;
+                }
+                lanes!(exec, |l| {
+                    let a = u64::from(addr[l].wrapping_add(off));
+                    let p = self.lds_check(w, inst, l, a, n as u64)?;
+                    let mut buf = [0u8; 16];
+                    for k in 0..4 {
+                        buf[k * 4..k * 4 + 4].copy_from_slice(&data[k][l].to_le_bytes());
+                    }
+                    self.lds[p..p + n].copy_from_slice(&buf[..n]);
+                });
+            }
+            Op::ds_read2_b32 | Op::ds_read2_b64 | Op::ds_read2st64_b32 | Op::ds_read2st64_b64 => {
+                let n = if matches!(op, Op::ds_read2_b64 | Op::ds_read2st64_b64) { 8 } else { 4 };
+                let stride = n as u32 * if matches!(op, Op::ds_read2st64_b32 | Op::ds_read2st64_b64) { 64 } else { 1 };
+                let regs = n / 4;
+                let mut out = [[0u32; 64]; 4];
+                lanes!(exec, |l| {
+                    for (e, o) in [inst.imm as u32, u32::from(inst.offset1)].into_iter().enumerate() {
+                        let a = u64::from(addr[l].wrapping_add(o * stride));
+                        let p = self.lds_check(w, inst, l, a, n as u64)?;
+                        for k in 0..regs {
+                            out[e * regs + k][l] = u32::from_le_bytes(self.lds[p + 4 * k..p + 4 * k + 4].try_into().expect("4"));
+                        }
+                    }
+                });
+                for (k, o) in out.iter().enumerate().take(2 * regs) {
+                    self.vwrite(w, inst.dst + k as u16, o, exec)?;
+                }
+            }
+            Op::ds_write2_b32 | Op::ds_write2_b64 | Op::ds_write2st64_b32 | Op::ds_write2st64_b64 => {
+                let n = if matches!(op, Op::ds_write2_b64 | Op::ds_write2st64_b64) { 8 } else { 4 };
+                let stride = n as u32 * if matches!(op, Op::ds_write2st64_b32 | Op::ds_write2st64_b64) { 64 } else { 1 };
+                let regs = n / 4;
+                let mut d = [[[0u32; 64]; 2]; 2];
+                for k in 0..regs {
+                    d[0][k] = self.vread(w, inst, inst.src[1] + k as u16)?;
+                    d[1][k] = self.vread(w, inst, inst.src[2] + k as u16)?;
+                }
+                lanes!(exec, |l| {
+                    for (e, o) in [inst.imm as u32, u32::from(inst.offset1)].into_iter().enumerate() {
+                        let a = u64::from(addr[l].wrapping_add(o * stride));
+                        let p = self.lds_check(w, inst, l, a, n as u64)?;
+                        for k in 0..regs {
+                            self.lds[p + 4 * k..p + 4 * k + 4].copy_from_slice(&d[e][k][l].to_le_bytes());
+                        }
+                    }
+                });
+            }
+            Op::ds_bpermute_b32 | Op::ds_permute_b32 => {
+                // Lane l reads (bpermute) / writes (permute) lane ((addr + offset) >> 2) & 63; a
+                // bpermute from an inactive lane reads 0 on gfx9 (ISA 12.13 DS_BPERMUTE_B32).
+                let data = self.vread(w, inst, inst.src[1])?;
+                let mut out = [0u32; 64];
+                if op == Op::ds_bpermute_b32 {
+                    lanes!(exec, |l| {
+                        let src = ((addr[l].wrapping_add(off) >> 2) & 63) as usize;
+                        out[l] = if exec >> src & 1 != 0 { data[src] } else { 0 };
+                    });
+                } else {
+                    lanes!(exec, |l| {
+                        let dst = ((addr[l].wrapping_add(off) >> 2) & 63) as usize;
+                        out[dst] = data[l];
+                    });
+                }
+                self.vwrite(w, inst.dst, &out, exec)?;
+            }
+            _ => {
+                // 32-bit LDS atomics, with and without return.
+                let name = op.name();
+                let rtn = name.contains("_rtn_");
+                let base = name.trim_start_matches("ds_").replace("_rtn", "");
+                let data = self.vread(w, inst, inst.src[1])?;
+                let data2 = self.vread(w, inst, inst.src[2])?;
+                let mut out = [0u32; 64];
+                let known = matches!(
+                    base.as_str(),
+                    "add_u32" | "sub_u32" | "rsub_u32" | "inc_u32" | "dec_u32" | "min_i32" | "max_i32" | "min_u32" | "max_u32" | "and_b32" | "or_b32" | "xor_b32" | "wrxchg_b32" | "cmpst_b32" | "add_f32" | "min_f32" | "max_f32"
+                );
+                if !known {
+                    return Err(self.unimpl(inst));
+                }
+                lanes!(exec, |l| {
+                    let a = u64::from(addr[l].wrapping_add(off));
+                    let p = self.lds_check(w, inst, l, a, 4)?;
+                    let old = u32::from_le_bytes(self.lds[p..p + 4].try_into().expect("4"));
+                    let (x, y) = (data[l], data2[l]);
+                    let new = match base.as_str() {
+                        "add_u32" => old.wrapping_add(x),
+                        "sub_u32" => old.wrapping_sub(x),
+                        "rsub_u32" => x.wrapping_sub(old),
+                        "inc_u32" => if old >= x { 0 } else { old + 1 },
+                        "dec_u32" => if old == 0 || old > x { x } else { old - 1 },
+                        "min_i32" => (old as i32).min(x as i32) as u32,
+                        "max_i32" => (old as i32).max(x as i32) as u32,
+                        "min_u32" => old.min(x),
+                        "max_u32" => old.max(x),
+                        "and_b32" => old & x,
+                        "or_b32" => old | x,
+                        "xor_b32" => old ^ x,
+                        "wrxchg_b32" => x,
+                        "cmpst_b32" => if old == x { y } else { old },
+                        "add_f32" => b(f(old) + f(x)),
+                        "min_f32" => b(f32_min(f(old), f(x))),
+                        _ => b(f32_max(f(old), f(x))),
+                    };
+                    self.lds[p..p + 4].copy_from_slice(&new.to_le_bytes());
+                    out[l] = old;
+                });
+                if rtn {
+                    self.vwrite(w, inst.dst, &out, exec)?;
+                }
+            }
+        }
+        Ok(Flow::Next)
+    }
+
+    /// One lane's flat/global/scratch access of `n` bytes at `addr` (`data` in for stores, out
+    /// for loads). `scratch_off` is set for scratch-segment instructions.
+    #[allow(clippy::too_many_arguments)]
+    fn lane_access(&mut self, w: &mut Wave, inst: &Inst, l: usize, addr: u64, buf: &mut [u8], store: bool, scratch: bool) -> Result<(), LaunchError> {
+        let n = buf.len() as u64;
+        let (private, a) = if scratch {
+            (true, addr)
+        } else if (PRIVATE_APERTURE..PRIVATE_APERTURE + (1 << 32)).contains(&addr) {
+            (true, addr - PRIVATE_APERTURE)
+        } else if inst.enc == Enc::Flat && (SHARED_APERTURE..SHARED_APERTURE + (1 << 32)).contains(&addr) {
+            let p = self.lds_check(w, inst, l, addr - SHARED_APERTURE, n)?;
+            if store {
+                self.lds[p..p + buf.len()].copy_from_slice(buf);
+            } else {
+                buf.copy_from_slice(&self.lds[p..p + buf.len()]);
+            }
+            return Ok(());
+        } else {
+            (false, addr)
+        };
+        if private {
+            let size = u64::from(w.private_size);
+            if a + n > size {
+                return Err(self.memerr(inst, w, l as u32, "scratch", a, n, format!("outside the {size} bytes of private memory per lane")));
+            }
+            let p = l * w.private_size as usize + a as usize;
+            if store {
+                w.private[p..p + buf.len()].copy_from_slice(buf);
+            } else {
+                buf.copy_from_slice(&w.private[p..p + buf.len()]);
+            }
+            return Ok(());
+        }
+        if store { self.global_write(w, inst, l as u32, "global", a, buf) } else { self.global_read(w, inst, l as u32, "global", a, buf) }
+    }
+
+    fn flat(&mut self, w: &mut Wave, inst: &Inst) -> Result<Flow, LaunchError> {
+        let exec = Self::exec(w);
+        let name = inst.op.name();
+        let scratch = inst.enc == Enc::Scratch;
+        // Per-lane address (CDNA3 ISA 10.x "Flat, Global and Scratch addressing").
+        let saddr_on = inst.src[2] != 0x7f;
+        let mut addrs: [u64; 64] = match inst.enc {
+            Enc::Flat => self.vread64(w, inst, inst.src[0], false)?,
+            Enc::Global if saddr_on => {
+                let s = self.sread64(w, inst, inst.src[2], false);
+                let v = self.vread(w, inst, inst.src[0])?;
+                std::array::from_fn(|l| s.wrapping_add(u64::from(v[l])))
+            }
+            Enc::Global => self.vread64(w, inst, inst.src[0], false)?,
+            _ => {
+                let s = if saddr_on { u64::from(self.sread(w, inst, inst.src[2])) } else { 0 };
+                let v = if inst.has_flag(flag::SVE) { self.vread(w, inst, inst.src[0])? } else { [0; 64] };
+                std::array::from_fn(|l| (s.wrapping_add(u64::from(v[l]))) & 0xffff_ffff)
+            }
+        };
+        for a in addrs.iter_mut() {
+            *a = a.wrapping_add_signed(i64::from(inst.imm));
+        }
+        let op_tail = name.split_once('_').map_or("", |(_, t)| t);
+        let (n, store, signed) = match op_tail {
+            "load_ubyte" => (1, false, false),
+            "load_sbyte" => (1, false, true),
+            "load_ushort" => (2, false, false),
+            "load_sshort" => (2, false, true),
+            "load_dword" => (4, false, false),
+            "load_dwordx2" => (8, false, false),
+            "load_dwordx3" => (12, false, false),
+            "load_dwordx4" => (16, false, false),
+            "store_byte" => (1, true, false),
+            "store_short" => (2, true, false),
+            "store_dword" => (4, true, false),
+            "store_dwordx2" => (8, true, false),
+            "store_dwordx3" => (12, true, false),
+            "store_dwordx4" => (16, true, false),
+            "atomic_add" | "atomic_add_f32" | "atomic_cmpswap" | "atomic_umax" | "atomic_umin" | "atomic_or" | "atomic_and" | "atomic_swap" => {
+                return self.flat_atomic(w, inst, &addrs, op_tail, exec, scratch);
+            }
+            _ => return Err(self.unimpl(inst)),
+        };
+        let regs = (n as usize).div_ceil(4);
+        if store {
+            let mut d = [[0u32; 64]; 4];
+            for (k, dk) in d.iter_mut().enumerate().take(regs) {
+                *dk = self.vread(w, inst, inst.src[1] + k as u16)?;
+            }
+            lanes!(exec, |l| {
+                let mut buf = [0u8; 16];
+                for k in 0..regs {
+                    buf[k * 4..k * 4 + 4].copy_from_slice(&d[k][l].to_le_bytes());
+                }
+                self.lane_access(w, inst, l, addrs[l], &mut buf[..n], true, scratch)?;
+            });
+        } else {
+            let mut out = [[0u32; 64]; 4];
+            lanes!(exec, |l| {
+                let mut buf = [0u8; 16];
+                self.lane_access(w, inst, l, addrs[l], &mut buf[..n], false, scratch)?;
+                for k in 0..regs {
+                    out[k][l] = u32::from_le_bytes(buf[k * 4..k * 4 + 4].try_into().expect("4"));
+                }
+                if signed {
+                    out[0][l] = if n == 1 { buf[0] as i8 as i32 as u32 } else { i16::from_le_bytes([buf[0], buf[1]]) as i32 as u32 };
+                }
+            });
+            for (k, o) in out.iter().enumerate().take(regs) {
+                self.vwrite(w, inst.dst + k as u16, o, exec)?;
+            }
+        }
+        Ok(Flow::Next)
+    }
+
+    fn flat_atomic(&mut self, w: &mut Wave, inst: &Inst, addrs: &[u64; 64], kind: &str, exec: u64, scratch: bool) -> Result<Flow, LaunchError> {
+        // Lanes are applied in lane order (one valid serialization of the wave's atomics).
+        let data = self.vread(w, inst, inst.src[1])?;
+        let data2 = if kind == "atomic_cmpswap" { self.vread(w, inst, inst.src[1] + 1)? } else { [0; 64] };
+        let mut out = [0u32; 64];
+        lanes!(exec, |l| {
+            let mut buf = [0u8; 4];
+            self.lane_access(w, inst, l, addrs[l], &mut buf, false, scratch)?;
+            let old = u32::from_le_bytes(buf);
+            let x = data[l];
+            let new = match kind {
+                "atomic_add" => old.wrapping_add(x),
+                "atomic_add_f32" => b(f(old) + f(x)),
+                "atomic_umax" => old.max(x),
+                "atomic_umin" => old.min(x),
+                "atomic_or" => old | x,
+                "atomic_and" => old & x,
+                "atomic_swap" => x,
+                // data = {src, cmp}: store src if old == cmp.
+                _ => if old == data2[l] { x } else { old },
+            };
+            let mut nb = new.to_le_bytes();
+            self.lane_access(w, inst, l, addrs[l], &mut nb, true, scratch)?;
+            out[l] = old;
+        });
+        if inst.has_flag(flag::SC0) {
+            self.vwrite(w, inst.dst, &out, exec)?;
+        }
+        Ok(Flow::Next)
+    }
+
+    fn mubuf(&mut self, w: &mut Wave, inst: &Inst) -> Result<Flow, LaunchError> {
+        let exec = Self::exec(w);
+        let name = inst.op.name();
+        let tail = name.strip_prefix("buffer_").unwrap_or("");
+        let (n, store, signed) = match tail {
+            "load_ubyte" => (1usize, false, false),
+            "load_sbyte" => (1, false, true),
+            "load_ushort" => (2, false, false),
+            "load_sshort" => (2, false, true),
+            "load_dword" => (4, false, false),
+            "load_dwordx2" => (8, false, false),
+            "load_dwordx3" => (12, false, false),
+            "load_dwordx4" => (16, false, false),
+            "store_byte" => (1, true, false),
+            "store_short" => (2, true, false),
+            "store_dword" => (4, true, false),
+            "store_dwordx2" => (8, true, false),
+            "store_dwordx3" => (12, true, false),
+            "store_dwordx4" => (16, true, false),
+            _ => return Err(self.unimpl(inst)),
+        };
+        if inst.has_flag(flag::LDS) {
+            return Err(self.unimpl(inst));
+        }
+        // V# (gfx9): base 47:0, stride 61:48, num_records dword2 (bytes when stride is 0).
+        let r = inst.src[2] as usize;
+        let base = u64::from(w.s[r]) | u64::from(w.s[r + 1] & 0xffff) << 32;
+        let stride = u64::from(w.s[r + 1] >> 16 & 0x3fff);
+        let num = u64::from(w.s[r + 2]);
+        let soff = u64::from(self.sread(w, inst, inst.sdst));
+        let v0 = self.vread(w, inst, inst.src[0])?;
+        let v1 = self.vread(w, inst, inst.src[0] + 1).unwrap_or([0; 64]);
+        let offen = inst.has_flag(flag::OFFEN);
+        let idxen = inst.has_flag(flag::IDXEN);
+        let regs = n.div_ceil(4);
+        let mut d = [[0u32; 64]; 4];
+        if store {
+            for (k, dk) in d.iter_mut().enumerate().take(regs) {
+                *dk = self.vread(w, inst, inst.dst + k as u16)?;
+            }
+        }
+        let mut out = [[0u32; 64]; 4];
+        lanes!(exec, |l| {
+            let index = if idxen { u64::from(v0[l]) } else { 0 };
+            let voff = if offen { u64::from(if idxen { v1[l] } else { v0[l] }) } else { 0 };
+            let off = voff + inst.imm as u64;
+            // Range check (CDNA3 ISA 9.1.x "Range checking"): stride 0 → offset + size must fit
+            // num_records bytes; out-of-range loads return 0 and stores are dropped.
+            let in_range = if stride == 0 { off + n as u64 <= num } else { index < num && off + n as u64 <= stride };
+            let addr = base.wrapping_add(soff).wrapping_add(index * stride).wrapping_add(off);
+            let mut buf = [0u8; 16];
+            if store {
+                for k in 0..regs {
+                    buf[k * 4..k * 4 + 4].copy_from_slice(&d[k][l].to_le_bytes());
+                }
+                if in_range {
+                    self.global_write(w, inst, l as u32, "buffer", addr, &buf[..n])?;
+                }
+            } else {
+                if in_range {
+                    self.global_read(w, inst, l as u32, "buffer", addr, &mut buf[..n])?;
+                }
+                for k in 0..regs {
+                    out[k][l] = u32::from_le_bytes(buf[k * 4..k * 4 + 4].try_into().expect("4"));
+                }
+                if signed {
+                    out[0][l] = if n == 1 { buf[0] as i8 as i32 as u32 } else { i16::from_le_bytes([buf[0], buf[1]]) as i32 as u32 };
+                }
+            }
+        });
+        if !store {
+            for (k, o) in out.iter().enumerate().take(regs) {
+                self.vwrite(w, inst.dst + k as u16, o, exec)?;
+            }
+        }
+        Ok(Flow::Next)
+    }
+}
+
+fn pad16(x: &[f32; 4]) -> [f32; 16] {
+    let mut r = [0f32; 16];
+    r[..4].copy_from_slice(x);
+    r
+}
