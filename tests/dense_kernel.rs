@@ -1,0 +1,219 @@
+//! The dense FP8 GEMM kernels (`fp8_gemm_nt_bm*_bn*`, device/src/dense.rs) run on the gfx942
+//! emulator against a straightforward CPU computation written here from the definition
+//! `D[i,j] = bf16(Σ_kb SFA[i,kb]·SFB[j/128,kb]·Σ_{k∈kb} A[i,k]·B[j,k])`, with E4M3FNUZ decoded
+//! from its bit layout (bias 8, 0x80 = NaN). Shapes cover M tails (1, 7, 127, 200), N not a
+//! multiple of the 128-wide tile (192) and several scale blocks along K.
+
+use amdgpu_emu::exec::{self, Checks, LaunchConfig};
+use amdgpu_emu::loader::CodeObject;
+use amdgpu_emu::memory::DeviceMemory;
+use fp8gemm_device::args::{DenseGemmArgs, GlobalPtr};
+use fp8gemm_device::tile::{DenseTile, DENSE_TILES, THREADS};
+
+/// E4M3FNUZ → f32 from the bit layout: sign 7, exponent 6:3 (bias 8), mantissa 2:0; exponent 0 is
+/// subnormal (m/8 · 2^-7); 0x80 is NaN; there is no −0 and no infinity.
+fn e4m3fnuz(b: u8) -> f32 {
+    if b == 0x80 {
+        return f32::NAN;
+    }
+    let sign = if b & 0x80 != 0 { -1.0 } else { 1.0 };
+    let e = i32::from((b >> 3) & 0xf);
+    let m = f32::from(b & 7);
+    let mag = if e == 0 { m / 8.0 * 2f32.powi(1 - 8) } else { (1.0 + m / 8.0) * 2f32.powi(e - 8) };
+    sign * mag
+}
+
+#[test]
+fn fnuz_decode_by_hand() {
+    assert_eq!(e4m3fnuz(0x00), 0.0);
+    assert_eq!(e4m3fnuz(0x40), 1.0); // exponent 8 = bias
+    assert_eq!(e4m3fnuz(0x7f), 240.0); // max: 1.875 · 2^7
+    assert_eq!(e4m3fnuz(0xc0), -1.0);
+    assert_eq!(e4m3fnuz(0x01), 2f32.powi(-10)); // smallest subnormal: 1/8 · 2^-7
+    assert!(e4m3fnuz(0x80).is_nan());
+}
+
+/// SplitMix64.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    /// A random FP8 byte of moderate magnitude (|x| ≤ 4), never the NaN pattern.
+    fn fp8(&mut self) -> u8 {
+        loop {
+            let b = self.next() as u8;
+            let e = (b >> 3) & 0xf;
+            if b != 0x80 && e <= 10 {
+                return b;
+            }
+        }
+    }
+    /// A positive scale in [2^-6, 2^-2).
+    fn scale(&mut self) -> f32 {
+        let u = (self.next() >> 40) as f32 / (1u64 << 24) as f32;
+        2f32.powi(-6 + (self.next() % 4) as i32) * (1.0 + u)
+    }
+}
+
+fn bf16_to_f32(b: u16) -> f32 {
+    f32::from_bits(u32::from(b) << 16)
+}
+
+/// `1 − 2Σxy / Σ(x² + y²)` in f64 (0 when both are all zero).
+fn calc_diff(x: &[f32], y: &[f32]) -> f64 {
+    let (mut xy, mut sq) = (0.0f64, 0.0f64);
+    for (&a, &b) in x.iter().zip(y) {
+        xy += f64::from(a) * f64::from(b);
+        sq += f64::from(a) * f64::from(a) + f64::from(b) * f64::from(b);
+    }
+    if sq == 0.0 { 0.0 } else { 1.0 - 2.0 * xy / sq }
+}
+
+struct Problem {
+    m: usize,
+    n: usize,
+    k: usize,
+    a: Vec<u8>,
+    b: Vec<u8>,
+    sfa: Vec<f32>,
+    sfb: Vec<f32>,
+}
+
+impl Problem {
+    fn random(m: usize, n: usize, k: usize, seed: u64) -> Problem {
+        let mut r = Rng(seed);
+        let nkb = k.div_ceil(128);
+        Problem {
+            m,
+            n,
+            k,
+            a: (0..m * k).map(|_| r.fp8()).collect(),
+            b: (0..n * k).map(|_| r.fp8()).collect(),
+            sfa: (0..m * nkb).map(|_| r.scale()).collect(),
+            sfb: (0..n.div_ceil(128) * nkb).map(|_| r.scale()).collect(),
+        }
+    }
+
+    /// The definition, in f64, then rounded to f32 (the kernel's output is bf16 of an f32).
+    fn reference(&self) -> Vec<f32> {
+        let nkb = self.k.div_ceil(128);
+        let a: Vec<f32> = self.a.iter().map(|&x| e4m3fnuz(x)).collect();
+        let b: Vec<f32> = self.b.iter().map(|&x| e4m3fnuz(x)).collect();
+        let mut d = vec![0f32; self.m * self.n];
+        for i in 0..self.m {
+            for j in 0..self.n {
+                let mut acc = 0f64;
+                for kb in 0..nkb {
+                    let mut part = 0f64;
+                    for kk in kb * 128..((kb + 1) * 128).min(self.k) {
+                        part += f64::from(a[i * self.k + kk]) * f64::from(b[j * self.k + kk]);
+                    }
+                    acc += part * f64::from(self.sfa[i * nkb + kb]) * f64::from(self.sfb[(j / 128) * nkb + kb]);
+                }
+                d[i * self.n + j] = acc as f32;
+            }
+        }
+        d
+    }
+}
+
+/// Bytes after D that the kernel must leave alone.
+const GUARD: usize = 4096;
+/// What D and its guard are filled with before the launch (a bf16 NaN pattern).
+const POISON: u8 = 0xff;
+
+fn to_bytes(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// Runs `tile`'s kernel on `p`; returns D and whether the guard after D stayed untouched.
+fn run(co: &CodeObject, tile: DenseTile, p: &Problem) -> (Vec<f32>, bool) {
+    let kernel = co.kernel(tile.name).unwrap_or_else(|| panic!("{} is not in the gfx942 code object", tile.name));
+    let mem = DeviceMemory::new();
+    let put = |bytes: &[u8]| {
+        let addr = mem.alloc(bytes.len() as u64).expect("alloc");
+        mem.write(addr, bytes).expect("write");
+        addr
+    };
+    let a = put(&p.a);
+    let b = put(&p.b);
+    let sfa = put(&to_bytes(&p.sfa));
+    let sfb = put(&to_bytes(&p.sfb));
+    let d_len = p.m * p.n * 2;
+    let d = put(&vec![POISON; d_len + GUARD]);
+    let args = DenseGemmArgs {
+        a: GlobalPtr::new(a),
+        b: GlobalPtr::new(b),
+        sfa: GlobalPtr::new(sfa),
+        sfb: GlobalPtr::new(sfb),
+        d: GlobalPtr::new(d),
+        m: p.m as u32,
+        n: p.n as u32,
+        k: p.k as u32,
+        reserved: 0,
+    };
+    let cfg = LaunchConfig {
+        grid: [tile.grid(p.m as u32, p.n as u32), 1, 1],
+        block: [THREADS, 1, 1],
+        dynamic_lds_bytes: tile.lds_bytes(),
+        kernarg: args.as_bytes().to_vec(),
+    };
+    exec::launch(co, kernel, &cfg, &mem, &Checks::default())
+        .unwrap_or_else(|e| panic!("{} m={} n={} k={}: {e}", tile.name, p.m, p.n, p.k));
+    let mut out = vec![0u8; d_len + GUARD];
+    mem.read(d, &mut out).expect("read D");
+    let dv = out[..d_len].chunks_exact(2).map(|c| bf16_to_f32(u16::from_le_bytes([c[0], c[1]]))).collect();
+    (dv, out[d_len..].iter().all(|&x| x == POISON))
+}
+
+fn check(co: &CodeObject, tile: DenseTile, m: usize, n: usize, k: usize) {
+    let p = Problem::random(m, n, k, (m * 1_000_003 + n * 1009 + k) as u64);
+    let want = p.reference();
+    let (got, guard_ok) = run(co, tile, &p);
+    let what = format!("{} m={m} n={n} k={k}", tile.name);
+    assert!(guard_ok, "{what}: wrote past the end of D");
+    let scale = want.iter().fold(0f32, |s, x| s.max(x.abs()));
+    for i in 0..m {
+        for j in 0..n {
+            let (g, w) = (got[i * n + j], want[i * n + j]);
+            // bf16 keeps 8 significant bits: RNE error ≤ 2^-9 relative; allow for the f32
+            // accumulation order on top of that.
+            let tol = w.abs() * 2f32.powi(-8) + scale * 1e-5;
+            assert!((g - w).abs() <= tol, "{what}: D[{i},{j}] = {g}, expected {w}");
+        }
+    }
+    let diff = calc_diff(&got, &want);
+    assert!(diff < 1e-5, "{what}: calc_diff {diff}");
+}
+
+fn code_object() -> CodeObject {
+    CodeObject::parse(fp8gemm::codeobj::GFX942).expect("the embedded gfx942 code object parses")
+}
+
+#[test]
+fn dense_kernels_match_the_definition_with_m_tails() {
+    let co = code_object();
+    for tile in DENSE_TILES {
+        for m in [1, 7, 64, 127, 200] {
+            for n in [128, 192] {
+                for k in [128, 384] {
+                    check(&co, tile, m, n, k);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn dense_kernels_handle_n_not_a_multiple_of_16() {
+    // n % 4 == 0 is all the kernels need: a lane stores 4 consecutive columns.
+    let co = code_object();
+    for tile in DENSE_TILES {
+        check(&co, tile, 33, 100, 256);
+    }
+}
