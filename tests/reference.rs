@@ -7,7 +7,7 @@ use fp8gemm::quant::{GroupedQuantizedWeights, KGroupedOperand, QuantizedActivati
 use fp8gemm::reference::{
     ReferenceError, calc_diff, fp8_gemm_nt, fp8_gemm_nt_f32, gemm_nt_f32, k_grouped_fp8_gemm_nt_contiguous,
     m_grouped_fp8_gemm_nt_contiguous, m_grouped_fp8_gemm_nt_contiguous_f32, m_grouped_fp8_gemm_nt_masked,
-    m_grouped_fp8_gemm_nt_masked_f32,
+    m_grouped_fp8_gemm_nt_masked_f32, contiguous_m_indices, validate_contiguous_layout, M_ALIGNMENT_CONTIGUOUS,
 };
 use half::bf16;
 use proptest::prelude::*;
@@ -241,6 +241,29 @@ fn m_grouped_contiguous_empty_groups() {
 fn m_grouped_contiguous_unaligned_runs() {
     // The reference accepts any assignment: short runs, a group reused, padding in between.
     check_contiguous(&[2, 2, 0, -1, 0, 1, 1, 1, -1, -1, 2, 0], 3, 130, 129, 5);
+}
+
+#[test]
+fn contiguous_layout_helpers() {
+    assert_eq!(M_ALIGNMENT_CONTIGUOUS, 128);
+    assert_eq!(contiguous_m_indices(&[2, 0, 3, 4], 4), vec![0, 0, -1, -1, 2, 2, 2, -1, 3, 3, 3, 3]);
+    assert_eq!(contiguous_m_indices(&[2, 1], 0), vec![0, 0, 1]);
+    assert_eq!(contiguous_m_indices(&[100, 0, 130, 3], 128), padded_indices(&[100, 0, 130, 3]));
+    assert_eq!(validate_contiguous_layout(&padded_indices(&[100, 0, 130, 3]), 4, 128), Ok(()));
+    assert_eq!(validate_contiguous_layout(&[0, 0, 1, 1, -1, -1, 1], 2, 2), Ok(()));
+    assert_eq!(validate_contiguous_layout(&[0, 0, 1, -1, -1, -1], 2, 2), Ok(()));
+    assert_eq!(
+        validate_contiguous_layout(&[0, 0, -1, 1, 1, 0, 0], 2, 4),
+        Err(ReferenceError::MixedBlock { block_start: 0, alignment: 4, index: 3, value: 1, expected: 0 })
+    );
+    assert_eq!(
+        validate_contiguous_layout(&[1, 1, 1, 1, -1, 1, 0], 2, 4),
+        Err(ReferenceError::MixedBlock { block_start: 4, alignment: 4, index: 6, value: 0, expected: 1 })
+    );
+    assert_eq!(
+        validate_contiguous_layout(&[0, 0, 2, 2], 2, 2),
+        Err(ReferenceError::GroupIndex { index: 2, value: 2, groups: 2 })
+    );
 }
 
 #[test]

@@ -110,6 +110,23 @@ pub enum ReferenceError {
         /// The argument.
         arg: &'static str,
     },
+    /// An aligned block of `m_indices` mixes groups (the kernels' contiguous layout allows one group
+    /// per block, plus −1 padding rows).
+    #[error(
+        "`m_indices[{index}]` is {value}, expected {expected} or -1 like the rest of its {alignment}-row block starting at row {block_start}"
+    )]
+    MixedBlock {
+        /// First row of the block.
+        block_start: usize,
+        /// Block height.
+        alignment: usize,
+        /// Offending row.
+        index: usize,
+        /// Its entry.
+        value: i32,
+        /// The entry of the block's first row.
+        expected: i32,
+    },
 }
 
 type Result<T> = core::result::Result<T, ReferenceError>;
@@ -295,6 +312,48 @@ fn check_grouped<F>(b: &GroupedQuantizedWeights<F>, k: usize) -> Result<()> {
     check_len("b.scales", b.scales.len(), product("b.scales", &[b.groups, blocks(b.n), blocks(b.k)])?)
 }
 
+/// Row alignment of each group in the m-grouped contiguous layout (DeepGEMM's
+/// `get_m_alignment_for_contiguous_layout()`): every group's rows start on a multiple of it.
+pub const M_ALIGNMENT_CONTIGUOUS: usize = 128;
+
+/// Builds `m_indices` for the contiguous layout from per-group row counts: group `g` gets
+/// `group_rows[g]` rows followed by −1 padding up to a multiple of `alignment` (empty groups take
+/// no rows). `alignment` 0 is treated as 1 (no padding).
+pub fn contiguous_m_indices(group_rows: &[usize], alignment: usize) -> Vec<i32> {
+    let alignment = alignment.max(1);
+    let mut m_indices = Vec::with_capacity(group_rows.iter().map(|r| r.div_ceil(alignment) * alignment).sum());
+    for (g, &rows) in group_rows.iter().enumerate() {
+        let group = i32::try_from(g).unwrap_or(i32::MAX);
+        m_indices.extend(std::iter::repeat_n(group, rows));
+        m_indices.extend(std::iter::repeat_n(-1, rows.div_ceil(alignment) * alignment - rows));
+    }
+    m_indices
+}
+
+/// Checks the kernels' contiguous-layout rule: within every `alignment`-row block of `m_indices`
+/// (the last one may be shorter) all entries other than −1 name the same group, in `0..groups`.
+/// A block may thus end in −1 padding rows (DeepGEMM pads each group to the alignment this way);
+/// kernels compute a block with its group and skip all-padding blocks, so unlike the reference
+/// they may write the padding rows of a mixed block, which comparisons must ignore.
+/// The reference GEMMs accept any assignment; kernel entry points use this check.
+pub fn validate_contiguous_layout(m_indices: &[i32], groups: usize, alignment: usize) -> Result<()> {
+    contiguous_runs(m_indices, groups)?;
+    let alignment = alignment.max(1);
+    for (b, block) in m_indices.chunks(alignment).enumerate() {
+        let Some(&expected) = block.iter().find(|&&v| v >= 0) else { continue };
+        if let Some(off) = block.iter().position(|&v| v >= 0 && v != expected) {
+            return Err(ReferenceError::MixedBlock {
+                block_start: b * alignment,
+                alignment,
+                index: b * alignment + off,
+                value: block[off],
+                expected,
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Validates the contiguous layout and returns the runs `(first_row, rows, group)` of equal,
 /// non-negative `m_indices`.
 fn contiguous_runs(m_indices: &[i32], groups: usize) -> Result<Vec<(usize, usize, usize)>> {
@@ -344,8 +403,9 @@ fn m_grouped_problems<'a>(
 ///
 /// `a` is `[m_sum, k]`, `b` is `[G, n, k]`, `d` is `[m_sum, n]`, `m_indices[i]` is the group of row
 /// `i` or −1 for a padding row. Row `i` of `d` becomes row `i` of `A · B[m_indices[i]]ᵀ`; rows with
-/// −1 are not written. (The kernels additionally require each 128-row block to use one group, as
-/// DeepGEMM does; the reference accepts any assignment.)
+/// −1 are not written. (The kernels additionally require each 128-row block to use one group plus
+/// −1 padding, as DeepGEMM does — see [`validate_contiguous_layout`]; the reference accepts any
+/// assignment.)
 pub fn m_grouped_fp8_gemm_nt_contiguous_f32<F: Fp8Format>(
     a: &QuantizedActivations<F>,
     b: &GroupedQuantizedWeights<F>,
