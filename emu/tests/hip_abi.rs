@@ -558,6 +558,9 @@ fn kernarg_marshalling() {
     let mut args = [(&raw mut o).cast(), (&raw mut i).cast(), (&raw mut n).cast(), (&raw mut s).cast::<c_void>()];
     // SAFETY: `args` matches int_ops; its indices stay below 3 * 256 + 64 < 4096.
     let code = unsafe { launch(int_ops, [3, 2, 1], [64, 1, 1], 0, &mut args) };
+    assert_eq!(code, hipSuccess, "{:?}", last_launch_error());
+    let report = last_launch_report().expect("counters of the successful launch");
+    assert_eq!((report.workgroups, report.waves), (6, 6), "3 × 2 workgroups of one wave each");
     let k = last_launch_kernarg().expect("kernarg built");
     assert_eq!(k.len(), 280);
     let u64_at = |o: usize| u64::from_le_bytes(k[o..o + 8].try_into().unwrap());
