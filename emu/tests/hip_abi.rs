@@ -595,7 +595,8 @@ fn kernarg_marshalling() {
     assert_eq!(code2, code, "both forms launch alike");
     assert_eq!(last_launch_kernarg().unwrap(), k);
     // A buffer too short for the last explicit argument is rejected.
-    size = 20;
+    // SAFETY: extra[3] points to `size`, alive and not otherwise borrowed; then as above.
+    unsafe { extra[3].cast::<usize>().write(20) };
     // SAFETY: as above.
     err(unsafe { hipModuleLaunchKernel(int_ops, 3, 2, 1, 64, 1, 1, 0, null_mut(), null_mut(), extra.as_mut_ptr()) }, hipErrorInvalidValue);
     assert!(last_launch_error().unwrap().contains("does not cover"));
