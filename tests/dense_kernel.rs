@@ -131,8 +131,9 @@ fn to_bytes(v: &[f32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
-/// Runs `tile`'s kernel on `p`; returns D and whether the guard after D stayed untouched.
-fn run(co: &CodeObject, tile: DenseTile, p: &Problem) -> (Vec<f32>, bool) {
+/// Runs `tile`'s kernel on `p`; returns D, whether the guard after D stayed untouched, and the
+/// emulator's counters.
+fn run(co: &CodeObject, tile: DenseTile, p: &Problem) -> (Vec<f32>, bool, exec::LaunchReport) {
     let kernel = co.kernel(tile.name).unwrap_or_else(|| panic!("{} is not in the gfx942 code object", tile.name));
     let mem = DeviceMemory::new();
     let put = |bytes: &[u8]| {
@@ -163,18 +164,18 @@ fn run(co: &CodeObject, tile: DenseTile, p: &Problem) -> (Vec<f32>, bool) {
         dynamic_lds_bytes: tile.lds_bytes(),
         kernarg: args.as_bytes().to_vec(),
     };
-    exec::launch(co, kernel, &cfg, &mem, &Checks::default())
+    let report = exec::launch(co, kernel, &cfg, &mem, &Checks::default())
         .unwrap_or_else(|e| panic!("{} m={} n={} k={}: {e}", tile.name, p.m, p.n, p.k));
     let mut out = vec![0u8; d_len + GUARD];
     mem.read(d, &mut out).expect("read D");
     let dv = out[..d_len].chunks_exact(2).map(|c| bf16_to_f32(u16::from_le_bytes([c[0], c[1]]))).collect();
-    (dv, out[d_len..].iter().all(|&x| x == POISON))
+    (dv, out[d_len..].iter().all(|&x| x == POISON), report)
 }
 
 fn check(co: &CodeObject, tile: DenseTile, m: usize, n: usize, k: usize) {
     let p = Problem::random(m, n, k, (m * 1_000_003 + n * 1009 + k) as u64);
     let want = p.reference();
-    let (got, guard_ok) = run(co, tile, &p);
+    let (got, guard_ok, _) = run(co, tile, &p);
     let what = format!("{} m={m} n={n} k={k}", tile.name);
     assert!(guard_ok, "{what}: wrote past the end of D");
     let scale = want.iter().fold(0f32, |s, x| s.max(x.abs()));
@@ -215,5 +216,37 @@ fn dense_kernels_handle_n_not_a_multiple_of_16() {
     let co = code_object();
     for tile in DENSE_TILES {
         check(&co, tile, 33, 100, 256);
+    }
+}
+
+#[test]
+fn dense_kernels_issue_exactly_the_mfmas_the_tile_needs() {
+    // Each wave owns (BM/2)·(BN/2) outputs as 16×16 fragments and runs 4 MFMAs (K = 32 each) per
+    // fragment per 128-K block: waves · nkb · 4 · (BM/32)·(BN/32) MFMAs, nothing redundant.
+    let co = code_object();
+    let (m, n, k) = (256, 256, 1024);
+    let p = Problem::random(m, n, k, 7);
+    let want = p.reference();
+    for tile in DENSE_TILES {
+        let (got, guard_ok, r) = run(&co, tile, &p);
+        assert!(guard_ok);
+        assert!(calc_diff(&got, &want) < 1e-5);
+        let waves = u64::from(tile.grid(m as u32, n as u32)) * u64::from(THREADS / 64);
+        assert_eq!(r.waves, waves);
+        let per_wave_per_block = 4 * u64::from(tile.block_m / 32) * u64::from(tile.block_n / 32);
+        let mfma = r.count(exec::Class::Mfma);
+        assert_eq!(mfma, waves * (k as u64 / 128) * per_wave_per_block, "{}", tile.name);
+        eprintln!(
+            "{}: {} instructions per wave, MFMA {:.1}% (whole kernel, m=n={m}, k={k}); VALU {} LDS {} VMEM {} SALU {} branch/wait {} SMEM {} per wave",
+            tile.name,
+            r.instructions / waves,
+            100.0 * mfma as f64 / r.instructions as f64,
+            r.count(exec::Class::Valu) / waves,
+            r.count(exec::Class::Lds) / waves,
+            r.count(exec::Class::Vmem) / waves,
+            r.count(exec::Class::Salu) / waves,
+            r.count(exec::Class::Branch) / waves,
+            r.count(exec::Class::Smem) / waves,
+        );
     }
 }

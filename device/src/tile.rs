@@ -143,11 +143,12 @@ pub const fn tile_coords(id: u32, tiles_m: u32) -> (u32, u32) {
 /// `f32` → `bf16` bits, round to nearest even; NaN stays a (quiet) NaN, ±inf stays ±inf.
 #[inline(always)]
 pub const fn f32_to_bf16_rne(x: f32) -> u16 {
-    // Branch-free (a select, not divergent control flow, on the GPU).
+    // Branch-free: on the GPU `bfe + add3` for the rounding, `v_cmp_u_f32 + v_cndmask` for NaN.
     let bits = x.to_bits();
-    let quiet_nan = (bits >> 16) | 0x0040;
     let rounded = bits.wrapping_add(0x7fff + ((bits >> 16) & 1)) >> 16;
-    (if (bits & 0x7fff_ffff) > 0x7f80_0000 { quiet_nan } else { rounded }) as u16
+    #[allow(clippy::eq_op)] // x != x is the NaN test
+    let nan = x != x;
+    (if nan { (bits >> 16) | 0x0040 } else { rounded }) as u16
 }
 
 /// Two `f32` → two `bf16` packed little-endian (`lo` in bits 15:0).
