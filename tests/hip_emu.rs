@@ -191,3 +191,35 @@ fn launch_bound_is_enforced_through_rocm_rs() {
     assert!(msg.contains("larger than launch bounds (256)"), "{msg}");
     assert!(matches!(module.get_function("no_such_kernel"), Err(e) if e.code() == 500));
 }
+
+/// Threads load, copy and launch concurrently; each sees its own results and its own launch
+/// outcome (`last_launch_error` is per thread), and one thread's fault does not disturb the
+/// others.
+#[test]
+fn concurrent_launches_keep_their_own_outcomes() {
+    std::thread::scope(|scope| {
+        for t in 0..4u32 {
+            scope.spawn(move || {
+                // rocm-rs's Module is neither Send nor Sync: each thread loads its own.
+                let module = Module::load_data(GFX942).unwrap();
+                let host_in: Vec<f32> = (0..N).map(|i| i as f32 * (t as f32 + 1.5)).collect();
+                let mut inp = DeviceMemory::<f32>::new(N).unwrap();
+                let out = DeviceMemory::<f32>::new(N).unwrap();
+                inp.copy_from_host(&host_in).unwrap();
+                for round in 0..3 {
+                    if t == 3 && round == 1 {
+                        let err = launch_add_one(&module, &inp, &out, 1024, None).unwrap_err();
+                        assert_eq!(err.code(), hip::bindings::hipError_t_hipErrorIllegalAddress);
+                        assert!(emu::last_launch_error().unwrap().contains("lane 40"));
+                        continue;
+                    }
+                    launch_add_one(&module, &inp, &out, N as u32, None).unwrap();
+                    assert_eq!(emu::last_launch_error(), None, "thread {t} round {round}");
+                    let mut got = vec![0f32; N];
+                    out.copy_to_host(&mut got).unwrap();
+                    assert!(got.iter().zip(&host_in).all(|(&g, &x)| g == x + 1.0), "thread {t} round {round}");
+                }
+            });
+        }
+    });
+}

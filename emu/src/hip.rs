@@ -31,6 +31,14 @@
 //!   call stores its code, `hipGetLastError` returns and clears it. So is the current device
 //!   and the launch outcome read by [`last_launch_error`] / [`last_launch_report`].
 //!
+//! # Rust-side accessors
+//! For the host library and tests (not part of HIP): [`last_launch_error`],
+//! [`last_launch_report`] and [`last_launch_kernarg`] describe the calling thread's most recent
+//! [`hipModuleLaunchKernel`]; [`set_launch_checks`] selects the executor's checks (memcheck on by
+//! default); [`device_memory`] exposes the allocations; [`device_properties`] is what
+//! [`hipGetDevicePropertiesR0600`] reports. Note that a binary gets these `hip*` symbols only
+//! if it links this crate, i.e. references it somewhere (`use amdgpu_emu as _;` suffices).
+//!
 //! # Kernel arguments
 //! [`hipModuleLaunchKernel`] builds the kernarg segment (`.kernarg_segment_size` bytes, zeroed)
 //! from the kernel's `.args` metadata, as the HIP runtime does:
@@ -1578,8 +1586,7 @@ unsafe fn read_at<const N: usize>(p: *const u8, off: u64) -> [u8; N] {
 /// `p` points to a complete ELF64 file (HIP's contract for `hipModuleLoadData`); the headers are
 /// read in order, each only after the fields locating it have been bounds-checked for sanity.
 unsafe fn elf_image_len(p: *const u8) -> Result<u64, hipError_t> {
-    // SAFETY (all reads below): inside the ELF file the caller vouches for; offsets come from
-    // the header and are checked against MAX_IMAGE_BYTES before use.
+    // SAFETY: every ELF64 file starts with its 64-byte header (caller contract).
     let ident: [u8; 64] = unsafe { read_at(p, 0) };
     if &ident[..4] != b"\x7fELF" || ident[4] != 2 || ident[5] != 1 {
         return Err(hipErrorInvalidImage);
@@ -1598,6 +1605,8 @@ unsafe fn elf_image_len(p: *const u8) -> Result<u64, hipError_t> {
         return Err(hipErrorInvalidImage);
     }
     for i in 0..shnum {
+        // SAFETY: section header i lies inside the file the caller vouches for, at the offset its
+        // ELF header gives (checked above to be below MAX_IMAGE_BYTES, with 64-byte entries).
         let sh: [u8; 64] = unsafe { read_at(p, shoff + i * shentsize) };
         let sh_type = u32::from_le_bytes(sh[4..8].try_into().expect("4 bytes"));
         let off = u64::from_le_bytes(sh[24..32].try_into().expect("8 bytes"));
@@ -1608,6 +1617,7 @@ unsafe fn elf_image_len(p: *const u8) -> Result<u64, hipError_t> {
         }
     }
     for i in 0..phnum {
+        // SAFETY: program header i lies inside the file, as for the section headers above.
         let ph: [u8; 56] = unsafe { read_at(p, phoff + i * phentsize) };
         let off = u64::from_le_bytes(ph[8..16].try_into().expect("8 bytes"));
         let filesz = u64::from_le_bytes(ph[32..40].try_into().expect("8 bytes"));
@@ -1625,8 +1635,7 @@ unsafe fn elf_image_len(p: *const u8) -> Result<u64, hipError_t> {
 /// # Safety
 /// `p` points to a complete clang offload bundle.
 unsafe fn bundle_image_len(p: *const u8) -> Result<u64, hipError_t> {
-    // SAFETY (all reads below): inside the bundle the caller vouches for; each entry header is
-    // read only after the previous one was found sane.
+    // SAFETY: a bundle's entry count follows its 24-byte magic (caller contract).
     let n = u64::from_le_bytes(unsafe { read_at(p, 24) });
     if n > 1024 {
         return Err(hipErrorInvalidImage);
@@ -1634,6 +1643,9 @@ unsafe fn bundle_image_len(p: *const u8) -> Result<u64, hipError_t> {
     let mut off = 32u64;
     let mut end = off;
     for _ in 0..n {
+        // SAFETY: entry headers (offset, size, triple length, triple) follow each other inside
+        // the bundle the caller vouches for; this one starts where the previous one, found sane,
+        // ended.
         let (eoff, esize, tlen) = unsafe {
             (u64::from_le_bytes(read_at(p, off)), u64::from_le_bytes(read_at(p, off + 8)), u64::from_le_bytes(read_at(p, off + 16)))
         };
