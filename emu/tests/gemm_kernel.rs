@@ -125,3 +125,57 @@ fn dense_fp8_gemm_one_core_speed() {
         dt * (1024.0 * 1024.0 * 1024.0) / (256.0 * 256.0 * 512.0)
     );
 }
+
+/// `register_pressure`: 48 chained MFMA accumulators per wave; checks operand/accumulator register
+/// plumbing against the numerics model applied per wave on the CPU.
+#[test]
+fn register_pressure_mfma_chain_matches_model() {
+    let Some(co) = shipped() else { return };
+    let Some(kern) = co.kernel("register_pressure") else { return };
+    let mem = DeviceMemory::new();
+    let iters = 3usize;
+    let mut rng = Lcg(99);
+    let mk = |rng: &mut Lcg| -> Vec<u64> {
+        (0..iters * 512).map(|_| (0..8).fold(0u64, |acc, i| acc | u64::from(rng.fp8()) << (8 * i))).collect()
+    };
+    let (a, b) = (mk(&mut rng), mk(&mut rng));
+    let up = |v: &[u64]| {
+        let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        let p = mem.alloc(bytes.len() as u64).unwrap();
+        mem.write(p, &bytes).unwrap();
+        p
+    };
+    let (pa, pb) = (up(&a), up(&b));
+    let pout = mem.alloc(256 * 48 * 4 * 4).unwrap();
+    let mut args = Vec::new();
+    for p in [pa, pb, pout] {
+        args.extend_from_slice(&p.to_le_bytes());
+    }
+    args.extend_from_slice(&(iters as u32).to_le_bytes());
+    args.resize(kern.meta.kernarg_segment_size as usize, 0);
+    let cfg = LaunchConfig { grid: [1, 1, 1], block: [256, 1, 1], dynamic_lds_bytes: 0, kernarg: args };
+    launch(&co, kern, &cfg, &mem, &Checks::default()).unwrap_or_else(|e| panic!("{e}"));
+    let mut out = vec![0u8; 256 * 48 * 4 * 4];
+    mem.read(pout, &mut out).unwrap();
+    let outf = |i: usize| f32::from_le_bytes(out[i * 4..i * 4 + 4].try_into().unwrap());
+    for w in 0..4 {
+        let mut acc = vec![[[0f32; 4]; 64]; 48];
+        for it in 0..iters {
+            let frag = |v: &[u64], o: usize| -> [u64; 64] { std::array::from_fn(|l| v[(it * 256 + w * 64 + l) * 2 + o]) };
+            let (a0, a1, b0, b1) = (frag(&a, 0), frag(&a, 1), frag(&b, 0), frag(&b, 1));
+            for (j, accj) in acc.iter_mut().enumerate() {
+                let av = if j % 2 == 0 { a0 } else { a1 };
+                let bv: [u64; 64] = if j % 3 == 0 { b0 } else { std::array::from_fn(|l| b1[l] ^ j as u64) };
+                *accj = amdgpu_emu::numerics::mfma_f32_16x16x32_f8(&av, &bv, accj, F8Kind::Fp8Fnuz, F8Kind::Fp8Fnuz);
+            }
+        }
+        for (j, accj) in acc.iter().enumerate() {
+            for r in 0..4 {
+                for l in 0..64 {
+                    let got = outf((j * 4 + r) * 256 + w * 64 + l);
+                    assert_eq!(got.to_bits(), accj[l][r].to_bits(), "acc {j} reg {r} wave {w} lane {l}: {got} vs {}", accj[l][r]);
+                }
+            }
+        }
+    }
+}
