@@ -250,3 +250,62 @@ fn dense_kernels_issue_exactly_the_mfmas_the_tile_needs() {
         );
     }
 }
+
+/// Steady-state main loop of a kernel: the instructions from the earliest backward-branch
+/// target to the last backward branch (the `kb` loop including its prefetch/store tail).
+fn main_loop(co: &CodeObject, name: &str) -> Vec<amdgpu_emu::decode::Inst> {
+    use amdgpu_emu::decode::{Op, Program};
+    let kernel = co.kernel(name).expect("kernel exists");
+    let prog = Program::decode(co, kernel).expect("decodes");
+    let insts: Vec<(u64, amdgpu_emu::decode::Inst)> =
+        prog.insts.into_iter().map(|(pc, r)| (pc, r.expect("every instruction decodes"))).collect();
+    let is_branch = |op: Op| {
+        matches!(op, Op::s_branch | Op::s_cbranch_scc0 | Op::s_cbranch_scc1 | Op::s_cbranch_vccz | Op::s_cbranch_vccnz)
+    };
+    let back: Vec<(u64, u64)> = insts
+        .iter()
+        .filter(|(pc, i)| is_branch(i.op) && i.branch_target(*pc) <= *pc)
+        .map(|(pc, i)| (i.branch_target(*pc), *pc))
+        .collect();
+    assert!(!back.is_empty(), "{name}: no loop");
+    let start = back.iter().map(|b| b.0).min().unwrap();
+    let end = back.iter().map(|b| b.1).max().unwrap();
+    insts.into_iter().filter(|(pc, _)| (start..=end).contains(pc)).map(|(_, i)| i).collect()
+}
+
+#[test]
+fn dense_kernels_meet_the_resource_goals() {
+    // Issue 6 goals that can be read from the artifact: no spills, no scratch, launch bound 256,
+    // at least 2 waves per SIMD from the register count, 16x16x32 FP8 MFMAs in the main loop.
+    for (arch, bytes) in [("gfx942", fp8gemm::codeobj::GFX942), ("gfx950", fp8gemm::codeobj::GFX950)] {
+        let co = CodeObject::parse(bytes).expect("code object parses");
+        for tile in DENSE_TILES {
+            let k = co.kernel(tile.name).unwrap_or_else(|| panic!("{arch}: {} missing", tile.name));
+            let m = &k.meta;
+            let what = format!("{arch} {}", tile.name);
+            assert_eq!((m.vgpr_spill_count, m.sgpr_spill_count), (0, 0), "{what}: spills");
+            assert_eq!(m.private_segment_fixed_size, 0, "{what}: scratch");
+            assert_eq!(m.group_segment_fixed_size, 0, "{what}: all LDS is dynamic");
+            assert_eq!(m.max_flat_workgroup_size, THREADS, "{what}");
+            let regs = m.vgpr_count.div_ceil(4) * 4 + m.agpr_count;
+            let waves = (512 / (regs.div_ceil(8) * 8)).min(8);
+            assert!(waves >= 2, "{what}: {regs} registers → {waves} waves/SIMD");
+            let body = main_loop(&co, tile.name);
+            let mfma: Vec<_> = body.iter().filter(|i| amdgpu_emu::decode::is_mai(i.op)).collect();
+            assert!(mfma.iter().all(|i| i.op.name() == "v_mfma_f32_16x16x32_fp8_fp8"), "{what}");
+            let per_block = 4 * (tile.block_m / 32) * (tile.block_n / 32);
+            assert_eq!(mfma.len() as u32, per_block, "{what}: MFMAs per main-loop iteration");
+            let share = mfma.len() as f64 / body.len() as f64;
+            eprintln!(
+                "{what}: vgpr {} agpr {} sgpr {} → {waves} waves/SIMD, LDS {} B; main loop {} instructions, {} MFMA ({:.1}%)",
+                m.vgpr_count,
+                m.agpr_count,
+                m.sgpr_count,
+                tile.lds_bytes(),
+                body.len(),
+                mfma.len(),
+                100.0 * share
+            );
+        }
+    }
+}
