@@ -220,6 +220,15 @@ fn dense_kernels_handle_n_not_a_multiple_of_16() {
 }
 
 #[test]
+fn dense_kernels_long_k() {
+    // 16 scale blocks: many trips through the double-buffered pipeline.
+    let co = code_object();
+    for tile in DENSE_TILES {
+        check(&co, tile, 70, 256, 2048);
+    }
+}
+
+#[test]
 fn dense_kernels_issue_exactly_the_mfmas_the_tile_needs() {
     // Each wave owns (BM/2)·(BN/2) outputs as 16×16 fragments and runs 4 MFMAs (K = 32 each) per
     // fragment per 128-K block: waves · nkb · 4 · (BM/32)·(BN/32) MFMAs, nothing redundant.

@@ -30,6 +30,34 @@
 //!   D's resource and are dropped by the hardware, columns past `n` are parked out of range.
 //!
 //! Supported shapes: any `m ≥ 1`, `n % 4 == 0`, `k % 128 == 0` (see [`DenseGemmArgs`]).
+//!
+//! # Measured on the code objects (LLVM 22.1.4; `tests/dense_kernel.rs` re-checks them)
+//!
+//! | kernel | VGPR | AGPR | SGPR | spills | scratch | LDS (dynamic) | waves/SIMD (regs) | WGs/CU (LDS) |
+//! |---|---|---|---|---|---|---|---|---|
+//! | `fp8_gemm_nt_bm64_bn64`   |  74 | 0 | 42 | 0 | 0 | 16 KiB | 6 | 4 |
+//! | `fp8_gemm_nt_bm64_bn128`  | 122 | 0 | 42 | 0 | 0 | 24 KiB | 4 | 2 |
+//! | `fp8_gemm_nt_bm128_bn128` | 220 | 0 | 42 | 0 | 0 | 32 KiB | 2 | 2 |
+//!
+//! `agprs = false`: with AccVGPRs allowed LLVM keeps the partial sums in AGPRs and copies them out
+//! with `v_accvgpr_read` for every promotion (measured: bm128_bn128 224 VGPR + 92 AGPR = 1
+//! wave/SIMD; bm64_bn128 128 + 44; bm64_bn64 76 + 24), so the kernels use arch VGPRs only.
+//!
+//! Steady-state main loop, one 128-K block per wave (gfx942 objdump, loop head to back edge):
+//!
+//! | kernel | instructions | MFMA | `v_pk_fma_f32` + `v_mul` (promotion) | `ds_read_b128` | `ds_write_b128` | `buffer_load` x4 / x1 | waitcnt | SALU, SMEM, branch, barrier |
+//! |---|---|---|---|---|---|---|---|---|
+//! | bm64_bn64   |  73 | 16 (21.9%) |  8 + 2 |  8 | 4 | 4 / 2 | 12 | 17 |
+//! | bm64_bn128  | 107 | 32 (29.9%) | 16 + 2 | 12 | 6 | 6 / 2 | 14 | 17 |
+//! | bm128_bn128 | 177 | 64 (36.2%) | 32 + 4 | 16 | 8 | 8 / 4 | 22 | 17 (+ 2 `v_add`) |
+//!
+//! Why the MFMA share cannot reach 60% of *issued instructions* with exact FP32 promotion on
+//! gfx942: per 128-K block a 16×16 fragment takes 4 MFMAs (K = 32 each) and its promotion takes 2
+//! `v_pk_fma_f32` (4 f32 per lane, 2 per instruction — the widest f32 VALU op), so promotion alone
+//! caps the share at 4 / (4 + 2) = 66.7% before a single load, LDS access or barrier is counted
+//! (32x32x16 is worse: 8 MFMAs vs 8 `v_pk_fma_f32` per 32×32 block, a 50% cap). By issue
+//! *cycles* (an MFMA occupies the matrix pipe for 16 cycles, other instructions issue in 4) the
+//! bm128_bn128 loop is 1024 MFMA cycles vs ≈ 450 for the rest, which other waves' MFMAs overlap.
 
 use crate::amdgpu_kernel;
 use crate::args::DenseGemmArgs;
