@@ -10,8 +10,11 @@
 //!   304 CUs, 64 KiB LDS per workgroup, wave64, 192 GiB of reported memory
 //!   ([`hipGetDevicePropertiesR0600`] lists every value).
 //! * Device memory is [`crate::memory::DeviceMemory`]: bounds-checked allocations at 64-bit
-//!   device addresses that are never host addresses. Host pointers are ordinary process memory.
-//!   A copy's direction is validated against where its pointers really are (see [`hipMemcpy`]).
+//!   device addresses handed out upward from `0x7e00_0000_0000` and never reused. A pointer in
+//!   the window of addresses ever allocated is a device pointer (live, or stale and rejected);
+//!   any other is ordinary host memory. A copy's direction is validated against where its
+//!   pointers really are (see [`hipMemcpy`]). (Caveat: after ~1 TiB of cumulative allocations
+//!   the window would reach the addresses Linux hands out for host mappings.)
 //! * Handles (`hipModule_t`, `hipFunction_t`, `hipStream_t`, `hipEvent_t`) are opaque non-null
 //!   ids, never dereferenced; every use looks them up, and an unknown or destroyed handle is
 //!   `hipErrorInvalidHandle` (400), never undefined behaviour. (HIP itself reports some destroyed
@@ -64,7 +67,7 @@
 //! `hipErrorInvalidValue`. A block larger than the kernel's `.max_flat_workgroup_size` (its
 //! launch bound): `hipErrorLaunchFailure`, with HIP's "Launch params (x, y, z) are larger than
 //! launch bounds (n)" message. Static (`.group_segment_fixed_size`) plus dynamic LDS over
-//! 64 KiB: `hipErrorLaunchOutOfResources`.
+//! 64 KiB: the emulator returns `hipErrorLaunchOutOfResources`.
 #![allow(non_camel_case_types, non_snake_case, non_upper_case_globals)]
 
 use std::cell::{Cell, RefCell};
