@@ -337,3 +337,121 @@ pub fn launch(co: &CodeObject, kernel: &Kernel, cfg: &LaunchConfig, mem: &Device
     r.barriers = totals[Class::COUNT + 1].load(Ordering::Relaxed);
     Ok(r)
 }
+
+/// Architectural state of one wave for [`run_snippet`].
+#[derive(Clone, Debug)]
+pub struct WaveState {
+    /// SGPRs 0..=127 with VCC at 106:107, M0 at 124 and EXEC at 126:127 (gfx9 numbering).
+    pub sgpr: [u32; 128],
+    /// The unified vector register file: `vgpr[r][lane]`; AccVGPR `a[i]` is `vgpr[accum_offset + i]`.
+    pub vgpr: Vec<[u32; 64]>,
+    /// First AccVGPR in [`WaveState::vgpr`].
+    pub accum_offset: u32,
+    /// SCC.
+    pub scc: bool,
+    /// Private (scratch) bytes per lane.
+    pub private_bytes: u32,
+}
+
+impl WaveState {
+    /// All registers zero, EXEC all ones, 512 unified VGPRs split at `accum_offset`.
+    pub fn new(accum_offset: u32) -> WaveState {
+        let mut sgpr = [0u32; 128];
+        sgpr[126] = u32::MAX;
+        sgpr[127] = u32::MAX;
+        WaveState { sgpr, vgpr: vec![[0; 64]; 512], accum_offset, scc: false, private_bytes: 0 }
+    }
+    /// EXEC as a 64-bit mask.
+    pub fn exec(&self) -> u64 {
+        u64::from(self.sgpr[126]) | u64::from(self.sgpr[127]) << 32
+    }
+    /// Sets EXEC.
+    pub fn set_exec(&mut self, m: u64) {
+        self.sgpr[126] = m as u32;
+        self.sgpr[127] = (m >> 32) as u32;
+    }
+    /// VCC as a 64-bit mask.
+    pub fn vcc(&self) -> u64 {
+        u64::from(self.sgpr[106]) | u64::from(self.sgpr[107]) << 32
+    }
+}
+
+/// Runs raw gfx942 instruction words (little-endian dwords, as the hardware reads them) as one
+/// wave starting from `state`, until an `s_endpgm` (one is appended). LDS is `lds`; memory is
+/// `mem` with memcheck on. A unit-testing and debugging aid: instruction semantics are exactly
+/// those [`launch`] uses. Returns the counters.
+pub fn run_snippet(words: &[u32], state: &mut WaveState, lds: &mut [u8], mem: &DeviceMemory) -> Result<LaunchReport, LaunchError> {
+    let mut code: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    code.extend_from_slice(&0xBF81_0000u32.to_le_bytes());
+    let name = "snippet".to_string();
+    let mut kd = [0u8; 64];
+    // RSRC1: 512 VGPRs (granule 63), RSRC3: accum_offset.
+    kd[48..52].copy_from_slice(&63u32.to_le_bytes());
+    kd[44..48].copy_from_slice(&((state.accum_offset / 4).saturating_sub(1) & 0x3f).to_le_bytes());
+    let mut descriptor = crate::loader::KernelDescriptor::parse(&name, &kd).map_err(|e| LaunchError::Fault { kernel: name.clone(), pc: 0, msg: e.to_string() })?;
+    descriptor.private_segment_fixed_size = state.private_bytes;
+    let meta = crate::loader::KernelMeta {
+        args: Vec::new(),
+        kernarg_segment_size: 0,
+        kernarg_segment_align: 8,
+        group_segment_fixed_size: lds.len() as u32,
+        private_segment_fixed_size: state.private_bytes,
+        max_flat_workgroup_size: 64,
+        wavefront_size: 64,
+        sgpr_count: 102,
+        vgpr_count: 512,
+        agpr_count: 0,
+        sgpr_spill_count: 0,
+        vgpr_spill_count: 0,
+    };
+    let kernel = Kernel { name: name.clone(), meta, descriptor, descriptor_address: 0, entry: 0, code_size: code.len() as u64 };
+    let mut pcs = Vec::new();
+    let mut insts = Vec::new();
+    let mut off = 0usize;
+    while off + 4 <= code.len() {
+        let r = crate::decode::decode_one(&code[off..], off as u64, &name);
+        pcs.push(off as u64);
+        off += r.as_ref().map_or(4, |i| usize::from(i.len));
+        insts.push(r);
+    }
+    let index = |pc: u64| pcs.binary_search(&pc).map_or(u32::MAX, |i| i as u32);
+    let targets = insts
+        .iter()
+        .zip(&pcs)
+        .map(|(r, &pc)| match r {
+            Ok(i) if i.enc == crate::decode::Enc::Sopp => index(i.branch_target(pc)),
+            _ => u32::MAX,
+        })
+        .collect();
+    let aux = insts.iter().map(|r| r.as_ref().map_or(0, wave::precompute)).collect();
+    let program = Arc::new(Compiled { kernel, pcs, insts, targets, aux });
+    let setup = wave::Setup {
+        program,
+        mem,
+        memcheck: true,
+        kernarg_ptr: 0,
+        dispatch_ptr: 0,
+        queue_ptr: 0,
+        lds_bytes: lds.len() as u32,
+        block: [64, 1, 1],
+        grid: [1, 1, 1],
+    };
+    let mut w = wave::Wave {
+        s: state.sgpr,
+        v: state.vgpr.clone(),
+        scc: state.scc,
+        pc: 0,
+        done: false,
+        id: 0,
+        private: vec![0u8; state.private_bytes as usize * 64],
+        private_size: state.private_bytes,
+        cached: None,
+    };
+    let c = wave::run_single(&setup, &mut w, lds)?;
+    state.sgpr = w.s;
+    state.vgpr = w.v;
+    state.scc = w.scc;
+    let mut r = LaunchReport { workgroups: 1, waves: 1, barriers: c.barriers, by_class: c.by_class, ..Default::default() };
+    r.instructions = r.by_class.iter().sum();
+    Ok(r)
+}

@@ -2227,3 +2227,15 @@ fn pad16(x: &[f32; 4]) -> [f32; 16] {
     r[..4].copy_from_slice(x);
     r
 }
+
+/// Runs one wave over `st.program` from instruction 0 until `s_endpgm` (barriers are passed
+/// through: a single wave is its whole workgroup). Used by [`super::run_snippet`].
+pub(super) fn run_single(st: &Setup<'_>, w: &mut Wave, lds: &mut [u8]) -> Result<WgCounters, LaunchError> {
+    let mut ctr = WgCounters { waves: 1, ..Default::default() };
+    loop {
+        match run_wave(st, w, lds, [0; 3], &mut ctr)? {
+            Flow::End => return Ok(ctr),
+            _ => ctr.barriers += 1,
+        }
+    }
+}

@@ -1,0 +1,385 @@
+//! Per-instruction-class unit tests with hand-computed expected values, run through
+//! `exec::run_snippet` on hand-encoded gfx942 instruction words. Each snippet's disassembly is
+//! asserted too, so the encodings are documented in LLVM syntax (the printer is itself checked
+//! against llvm-objdump in `disasm_llvm.rs`).
+
+use amdgpu_emu::decode::decode_one;
+use amdgpu_emu::disasm::format_inst;
+use amdgpu_emu::exec::{run_snippet, LaunchError, WaveState};
+use amdgpu_emu::memory::DeviceMemory;
+
+const V: u32 = 256;
+const VCC: u32 = 106;
+const EXEC: u32 = 126;
+/// Inline integer constant `n` (0..=64).
+fn ic(n: u32) -> u32 {
+    128 + n
+}
+
+fn vop2(op: u32, vdst: u32, src0: u32, vsrc1: u32) -> Vec<u32> {
+    vec![op << 25 | vdst << 17 | vsrc1 << 9 | src0]
+}
+fn vop1(op: u32, vdst: u32, src0: u32) -> Vec<u32> {
+    vec![0x7E00_0000 | vdst << 17 | op << 9 | src0]
+}
+fn vopc(op: u32, src0: u32, vsrc1: u32) -> Vec<u32> {
+    vec![0x7C00_0000 | op << 17 | vsrc1 << 9 | src0]
+}
+fn vop3(op: u32, vdst: u32, hi8: u32, s0: u32, s1: u32, s2: u32, neg: u32) -> Vec<u32> {
+    vec![0xD000_0000 | op << 16 | hi8 << 8 | vdst, s0 | s1 << 9 | s2 << 18 | neg << 29]
+}
+fn sop2(op: u32, d: u32, s0: u32, s1: u32) -> Vec<u32> {
+    vec![0x8000_0000 | op << 23 | d << 16 | s1 << 8 | s0]
+}
+fn sop1(op: u32, d: u32, s0: u32) -> Vec<u32> {
+    vec![0xBE80_0000 | d << 16 | op << 8 | s0]
+}
+fn sopc(op: u32, s0: u32, s1: u32) -> Vec<u32> {
+    vec![0xBF00_0000 | op << 16 | s1 << 8 | s0]
+}
+fn sopp(op: u32, simm: i16) -> Vec<u32> {
+    vec![0xBF80_0000 | op << 16 | u32::from(simm as u16)]
+}
+fn ds(op: u32, offset: u32, addr: u32, d0: u32, d1: u32, vdst: u32) -> Vec<u32> {
+    vec![0xD800_0000 | op << 17 | offset, addr | d0 << 8 | d1 << 16 | vdst << 24]
+}
+
+fn program(parts: &[Vec<u32>]) -> Vec<u32> {
+    parts.concat()
+}
+
+fn disasm(words: &[u32]) -> Vec<String> {
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    let mut off = 0;
+    let mut out = Vec::new();
+    while off < bytes.len() {
+        let i = decode_one(&bytes[off..], off as u64, "t").unwrap();
+        out.push(format_inst(&i));
+        off += usize::from(i.len);
+    }
+    out
+}
+
+fn run(words: &[u32], st: &mut WaveState) {
+    let mem = DeviceMemory::new();
+    let mut lds = vec![0u8; 256];
+    run_snippet(words, st, &mut lds, &mem).unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[test]
+fn vector_carries_under_exec_mask() {
+    let p = program(&[vop2(0x19, 2, V, 1), vop2(0x1c, 3, V + 4, 5)]);
+    assert_eq!(disasm(&p), ["v_add_co_u32_e32 v2, vcc, v0, v1", "v_addc_co_u32_e32 v3, vcc, v4, v5, vcc"]);
+    let mut st = WaveState::new(256);
+    st.set_exec((1u64 << 48) - 1);
+    for l in 0..64 {
+        st.vgpr[0][l] = if l % 2 == 0 { u32::MAX } else { 1 };
+        st.vgpr[1][l] = 1;
+        st.vgpr[2][l] = 0xDEAD;
+        st.vgpr[3][l] = 0xBEEF;
+        st.vgpr[4][l] = 10;
+        st.vgpr[5][l] = u32::MAX - 10 + (l as u32 % 3); // 10 + this carries when l % 3 != 0
+    }
+    run(&p, &mut st);
+    for l in 0..64 {
+        if l < 48 {
+            assert_eq!(st.vgpr[2][l], if l % 2 == 0 { 0 } else { 2 }, "lane {l}");
+            let cin = u64::from(l % 2 == 0);
+            let sum = 10u64 + u64::from(u32::MAX - 10 + (l as u32 % 3)) + cin;
+            assert_eq!(st.vgpr[3][l], sum as u32, "lane {l}");
+        } else {
+            assert_eq!((st.vgpr[2][l], st.vgpr[3][l]), (0xDEAD, 0xBEEF), "masked lane {l} untouched");
+        }
+    }
+    // Final VCC = carry-out of the addc for active lanes: sum >= 2^32.
+    let want: u64 = (0..48).filter(|&l| 10 + u64::from(u32::MAX - 10 + (l as u32 % 3)) + u64::from(l % 2 == 0) >> 32 != 0).fold(0, |m, l| m | 1 << l);
+    assert_eq!(st.vcc(), want);
+}
+
+#[test]
+fn vop3b_carry_to_sgpr_pair_and_64bit_mad() {
+    // v_mad_u64_u32 v[10:11], s[20:21], v12, v13, v[14:15]
+    let p = program(&[vop3(488, 10, 20, V + 12, V + 13, V + 14, 0)]);
+    assert_eq!(disasm(&p), ["v_mad_u64_u32 v[10:11], s[20:21], v12, v13, v[14:15]"]);
+    let mut st = WaveState::new(256);
+    st.set_exec(0b1011);
+    for l in 0..64 {
+        st.vgpr[12][l] = u32::MAX;
+        st.vgpr[13][l] = if l == 1 { 2 } else { u32::MAX };
+        st.vgpr[14][l] = u32::MAX;
+        st.vgpr[15][l] = u32::MAX;
+    }
+    run(&p, &mut st);
+    // lane 0: (2^32-1)^2 + (2^64-1) = 0x1_FFFFFFFE_00000000 → low 64 bits, carry 1.
+    assert_eq!((st.vgpr[10][0], st.vgpr[11][0]), (0, 0xFFFF_FFFE));
+    // lane 1: (2^32-1)*2 + 2^64-1 = 0x1_00000001_FFFFFFFD → carry 1.
+    assert_eq!((st.vgpr[10][1], st.vgpr[11][1]), (0xFFFF_FFFD, 1));
+    assert_eq!(st.vgpr[10][2], 0, "lane 2 inactive");
+    assert_eq!(u64::from(st.sgpr[20]) | u64::from(st.sgpr[21]) << 32, 0b1011);
+}
+
+#[test]
+fn sixty_four_bit_shifts_mask_the_amount() {
+    // v_lshlrev_b64 v[6:7], s0, v[8:9]; v_ashrrev_i64 v[2:3], s1, v[8:9]
+    let p = program(&[vop3(655, 6, 0, 0, V + 8, 0, 0), vop3(657, 2, 0, 1, V + 8, 0, 0)]);
+    assert_eq!(disasm(&p), ["v_lshlrev_b64 v[6:7], s0, v[8:9]", "v_ashrrev_i64 v[2:3], s1, v[8:9]"]);
+    let mut st = WaveState::new(256);
+    st.sgpr[0] = 68; // 68 & 63 = 4
+    st.sgpr[1] = 65; // 65 & 63 = 1
+    st.vgpr[8] = [0x8000_0001; 64];
+    st.vgpr[9] = [0x8000_0001; 64];
+    run(&p, &mut st);
+    // 0x80000001_80000001 << 4 = 0x00000018_00000010 (high bits shifted out).
+    assert_eq!((st.vgpr[6][0], st.vgpr[7][0]), (0x10, 0x18));
+    // arithmetic >> 1: 0xC0000000_C0000000.
+    assert_eq!((st.vgpr[2][5], st.vgpr[3][5]), (0xC000_0000, 0xC000_0000));
+}
+
+#[test]
+fn bit_manipulation() {
+    let p = program(&[
+        vop3(493, 1, 0, V + 2, V + 3, V + 4, 0),  // v_perm_b32 v1, v2, v3, v4
+        vop3(456, 5, 0, V + 6, ic(4), ic(8), 0),  // v_bfe_u32 v5, v6, 4, 8
+        vop3(457, 7, 0, V + 6, ic(28), ic(4), 0), // v_bfe_i32 v7, v6, 28, 4
+        vop3(509, 8, 0, V + 3, ic(3), V + 2, 0),  // v_lshl_add_u32 v8, v3, 3, v2
+        vop3(451, 9, 0, V + 10, ic(5), ic(7), 0), // v_mad_u32_u24 v9, v10, 5, 7
+        vop3(462, 11, 0, V + 2, V + 3, ic(8), 0), // v_alignbit_b32 v11, v2, v3, 8
+    ]);
+    assert_eq!(
+        disasm(&p),
+        [
+            "v_perm_b32 v1, v2, v3, v4",
+            "v_bfe_u32 v5, v6, 4, 8",
+            "v_bfe_i32 v7, v6, 28, 4",
+            "v_lshl_add_u32 v8, v3, 3, v2",
+            "v_mad_u32_u24 v9, v10, 5, 7",
+            "v_alignbit_b32 v11, v2, v3, 8",
+        ]
+    );
+    let mut st = WaveState::new(256);
+    st.vgpr[2] = [0x1122_3344; 64];
+    st.vgpr[3] = [0x5566_7788; 64];
+    st.vgpr[4] = [0x0D0C_0700; 64];
+    st.vgpr[6] = [0xF0F0_1234; 64];
+    st.vgpr[10] = [0x0100_0003; 64];
+    run(&p, &mut st);
+    // perm: byte0 ← sel 0x00 = src1 byte 0 (0x88), byte1 ← 0x07 = src0 byte 3 (0x11),
+    // byte2 ← 0x0C = 0x00, byte3 ← 0x0D = 0xFF.
+    assert_eq!(st.vgpr[1][0], 0xFF00_1188);
+    assert_eq!(st.vgpr[5][0], 0x23);
+    assert_eq!(st.vgpr[7][0], 0xFFFF_FFFF);
+    assert_eq!(st.vgpr[8][0], 0x5566_7788u32.wrapping_shl(3).wrapping_add(0x1122_3344));
+    assert_eq!(st.vgpr[9][0], 3 * 5 + 7, "only the low 24 bits multiply");
+    assert_eq!(st.vgpr[11][0], 0x4455_6677);
+}
+
+#[test]
+fn compares_cndmask_and_cmpx() {
+    let p = program(&[
+        vopc(0xcc, ic(10), 0),           // v_cmp_gt_u32_e32 vcc, 10, v0
+        vop2(0x00, 3, V + 1, 2),          // v_cndmask_b32_e32 v3, v1, v2, vcc
+        vopc(0xda, ic(3), 0),             // v_cmpx_eq_u32_e32 vcc, 3, v0 (writes EXEC too)
+        vop1(0x01, 4, ic(42)),            // v_mov_b32_e32 v4, 42
+    ]);
+    assert_eq!(
+        disasm(&p),
+        ["v_cmp_gt_u32_e32 vcc, 10, v0", "v_cndmask_b32_e32 v3, v1, v2, vcc", "v_cmpx_eq_u32_e32 vcc, 3, v0", "v_mov_b32_e32 v4, 42"]
+    );
+    let mut st = WaveState::new(256);
+    st.set_exec(!(1u64 << 2)); // lane 2 inactive
+    for l in 0..64 {
+        st.vgpr[0][l] = l as u32;
+        st.vgpr[1][l] = 100;
+        st.vgpr[2][l] = 200;
+    }
+    run(&p, &mut st);
+    for l in 0..64 {
+        let want = if l == 2 { 0 } else if l < 10 { 200 } else { 100 };
+        assert_eq!(st.vgpr[3][l], want, "lane {l}");
+        assert_eq!(st.vgpr[4][l], if l == 3 { 42 } else { 0 }, "only lane 3 stays active");
+    }
+    assert_eq!(st.exec(), 1 << 3);
+    assert_eq!(st.vcc(), 1 << 3);
+}
+
+#[test]
+fn lane_access_ops() {
+    // v_readfirstlane_b32 s0, v1; v_readlane_b32 s1, v1, 9; v_writelane_b32 v2, s2, 7
+    let p = program(&[vop1(0x02, 0, V + 1), vop3(649, 1, 0, V + 1, ic(9), 0, 0), vop3(650, 2, 0, 2, ic(7), 0, 0)]);
+    assert_eq!(disasm(&p), ["v_readfirstlane_b32 s0, v1", "v_readlane_b32 s1, v1, 9", "v_writelane_b32 v2, s2, 7"]);
+    let mut st = WaveState::new(256);
+    st.set_exec(0xFFFF_FFFF_FFFF_FFE0); // first active lane 5
+    st.sgpr[2] = 77;
+    for l in 0..64 {
+        st.vgpr[1][l] = 1000 + l as u32;
+    }
+    run(&p, &mut st);
+    assert_eq!((st.sgpr[0], st.sgpr[1]), (1005, 1009));
+    assert_eq!(st.vgpr[2][7], 77, "writelane ignores EXEC");
+    assert_eq!(st.vgpr[2][8], 0);
+}
+
+#[test]
+fn scalar_alu_carries_shifts_and_exec() {
+    let p = program(&[
+        sop2(0x00, 0, 10, ic(2)),       // s_add_u32 s0, s10, 2
+        sop2(0x04, 1, ic(0), ic(0)),    // s_addc_u32 s1, 0, 0
+        sop2(0x1d, 2, 4, ic(36)),       // s_lshl_b64 s[2:3], s[4:5], 36
+        sop2(0x25, 6, 7, 8),            // s_bfe_u32 s6, s7, s8
+        sop1(0x11, 9, 4),               // s_ff1_i32_b64 s9, s[4:5]
+        sop1(0x0d, 11, EXEC),           // s_bcnt1_i32_b64 s11, exec
+        sop1(0x20, 12, 14),             // s_and_saveexec_b64 s[12:13], s[14:15]
+    ]);
+    assert_eq!(
+        disasm(&p),
+        [
+            "s_add_u32 s0, s10, 2",
+            "s_addc_u32 s1, 0, 0",
+            "s_lshl_b64 s[2:3], s[4:5], 36",
+            "s_bfe_u32 s6, s7, s8",
+            "s_ff1_i32_b64 s9, s[4:5]",
+            "s_bcnt1_i32_b64 s11, exec",
+            "s_and_saveexec_b64 s[12:13], s[14:15]",
+        ]
+    );
+    let mut st = WaveState::new(256);
+    st.sgpr[10] = u32::MAX;
+    st.sgpr[4] = 0x10; // bits 4, 32 and 40 set
+    st.sgpr[5] = 0x0000_0101;
+    st.sgpr[7] = 0xABCD_1234;
+    st.sgpr[8] = 12 << 16 | 8; // width 12, offset 8
+    st.set_exec(0x0000_00FF_0000_000F);
+    st.sgpr[14] = 0x3;
+    st.sgpr[15] = 0x1;
+    run(&p, &mut st);
+    assert_eq!((st.sgpr[0], st.sgpr[1]), (1, 1), "carry out of s_add_u32 feeds s_addc_u32");
+    // 0x00000101_00000010 << 36: bit 4 → bit 40, bits 32 and 40 shift out of 64 bits.
+    assert_eq!((st.sgpr[2], st.sgpr[3]), (0, 0x100));
+    assert_eq!(st.sgpr[6], (0xABCD_1234 >> 8) & 0xFFF);
+    assert_eq!(st.sgpr[9], 4);
+    assert_eq!(st.sgpr[11], 12);
+    assert_eq!((st.sgpr[12], st.sgpr[13]), (0xF, 0xFF), "old EXEC saved");
+    assert_eq!(st.exec(), 0x0000_0001_0000_0003);
+    assert!(st.scc, "SCC = new EXEC != 0");
+}
+
+#[test]
+fn scalar_loop_with_branches() {
+    let p = program(&[
+        sop1(0x00, 0, ic(0)),     // s_mov_b32 s0, 0
+        sop2(0x00, 0, 0, ic(1)),  // s_add_u32 s0, s0, 1
+        sopc(0x0a, 0, ic(10)),    // s_cmp_lt_u32 s0, 10
+        sopp(0x05, -3),           // s_cbranch_scc1 back to the add
+        sop2(0x02, 1, 0, 0),      // s_add_i32 s1, s0, s0
+    ]);
+    assert_eq!(
+        disasm(&p),
+        ["s_mov_b32 s0, 0", "s_add_u32 s0, s0, 1", "s_cmp_lt_u32 s0, 10", "s_cbranch_scc1 65533", "s_add_i32 s1, s0, s0"]
+    );
+    let mut st = WaveState::new(256);
+    let mem = DeviceMemory::new();
+    let r = run_snippet(&p, &mut st, &mut [], &mem).unwrap();
+    assert_eq!((st.sgpr[0], st.sgpr[1]), (10, 20));
+    assert_eq!(r.instructions, 1 + 10 * 3 + 1 + 1, "mov, 10 × (add, cmp, branch), add, s_endpgm");
+}
+
+#[test]
+fn lds_offsets_and_bounds() {
+    let p = program(&[
+        ds(0x0e, 3 << 8 | 1, 0, 1, 2, 0), // ds_write2_b32 v0, v1, v2 offset0:1 offset1:3
+        ds(0x36, 12, 0, 0, 0, 3),         // ds_read_b32 v3, v0 offset:12
+        ds(0x76, 4, 0, 0, 0, 4),          // ds_read_b64 v[4:5], v0 offset:4
+    ]);
+    assert_eq!(disasm(&p), ["ds_write2_b32 v0, v1, v2 offset0:1 offset1:3", "ds_read_b32 v3, v0 offset:12", "ds_read_b64 v[4:5], v0 offset:4"]);
+    let mut st = WaveState::new(256);
+    st.set_exec(0b11);
+    st.vgpr[0][0] = 0;
+    st.vgpr[0][1] = 32;
+    st.vgpr[1][0] = 11;
+    st.vgpr[1][1] = 21;
+    st.vgpr[2][0] = 13;
+    st.vgpr[2][1] = 23;
+    let mem = DeviceMemory::new();
+    let mut lds = vec![0u8; 64];
+    run_snippet(&p, &mut st, &mut lds, &mem).unwrap();
+    // write2 puts v1 at addr + 4·1 and v2 at addr + 4·3.
+    assert_eq!((st.vgpr[3][0], st.vgpr[3][1]), (13, 23));
+    assert_eq!((st.vgpr[4][0], st.vgpr[5][0]), (11, 0));
+    assert_eq!(u32::from_le_bytes(lds[36..40].try_into().unwrap()), 21);
+    // Lane 1 at 60 + 12 reads past the 64-byte LDS: a memcheck error naming lane and address.
+    st.vgpr[0][1] = 60;
+    let e = run_snippet(&p[2..4], &mut st, &mut lds, &mem).unwrap_err();
+    match e {
+        LaunchError::Memory { lane, addr, space, .. } => assert_eq!((lane, addr, space), (1, 72, "LDS")),
+        other => panic!("{other}"),
+    }
+}
+
+#[test]
+fn float_rounding_saturation_and_modifiers() {
+    let p = program(&[
+        vop3(0x101, 2, 0b10, V + 0, V + 1, 0, 0b01), // v_add_f32_e64 v2, -v0, |v1|
+        vop1(0x07, 3, V + 4),                        // v_cvt_u32_f32_e32 v3, v4
+        vop1(0x1e, 5, V + 4),                        // v_rndne_f32_e32 v5, v4
+        vop1(0x0a, 6, V + 7),                        // v_cvt_f16_f32_e32 v6, v7
+        vop2(0x0b, 8, V + 9, 0),                     // v_max_f32_e32 v8, v9, v0
+        vop2(0x3b, 10, V + 0, 1),                    // v_fmac_f32_e32 v10, v0, v1
+    ]);
+    assert_eq!(
+        disasm(&p),
+        [
+            "v_add_f32_e64 v2, -v0, |v1|",
+            "v_cvt_u32_f32_e32 v3, v4",
+            "v_rndne_f32_e32 v5, v4",
+            "v_cvt_f16_f32_e32 v6, v7",
+            "v_max_f32_e32 v8, v9, v0",
+            "v_fmac_f32_e32 v10, v0, v1",
+        ]
+    );
+    let mut st = WaveState::new(256);
+    let inputs = [(-1.5f32, 2.5f32), (5e9, 3.5), (f32::NAN, -0.5), (1.0 / 3.0, 65520.0)];
+    for (l, &(a, c)) in inputs.iter().enumerate() {
+        st.vgpr[0][l] = 3.0f32.to_bits();
+        st.vgpr[1][l] = (-4.0f32).to_bits();
+        st.vgpr[4][l] = a.to_bits();
+        st.vgpr[7][l] = c.to_bits();
+        st.vgpr[9][l] = f32::NAN.to_bits();
+        st.vgpr[10][l] = 0.5f32.to_bits();
+    }
+    run(&p, &mut st);
+    let f = |x: u32| f32::from_bits(x);
+    assert_eq!(f(st.vgpr[2][0]), 1.0, "-3 + |-4|");
+    // Float → u32 saturates; NaN → 0.
+    assert_eq!([st.vgpr[3][0], st.vgpr[3][1], st.vgpr[3][2], st.vgpr[3][3]], [0, u32::MAX, 0, 0]);
+    // Round half to even: -1.5 → -2.0; 1/3 → 0.0.
+    assert_eq!(f(st.vgpr[5][0]), -2.0);
+    assert_eq!(f(st.vgpr[5][1]), 5e9);
+    assert_eq!(f(st.vgpr[5][3]), 0.0);
+    // f16: 2.5 = 0x4100, 3.5 = 0x4300, -0.5 = 0xB800, 65520 rounds up to +inf (0x7C00).
+    assert_eq!([st.vgpr[6][0] & 0xffff, st.vgpr[6][1] & 0xffff, st.vgpr[6][2] & 0xffff, st.vgpr[6][3] & 0xffff], [0x4100, 0x4300, 0xB800, 0x7C00]);
+    assert_eq!(f(st.vgpr[8][0]), 3.0, "max(NaN, 3) = 3 (IEEE mode)");
+    assert_eq!(f(st.vgpr[10][0]), 3.0f32.mul_add(-4.0, 0.5));
+}
+
+#[test]
+fn accvgprs_live_at_accum_offset() {
+    // v_accvgpr_write_b32 a1, v2; v_accvgpr_read_b32 v3, a1
+    let p = vec![0xD3D9_0001, 0x1800_0102, 0xD3D8_0003, 0x1800_0101];
+    assert_eq!(disasm(&p), ["v_accvgpr_write_b32 a1, v2", "v_accvgpr_read_b32 v3, a1"]);
+    let mut st = WaveState::new(128);
+    st.vgpr[2] = [0x1234_5678; 64];
+    run(&p, &mut st);
+    assert_eq!(st.vgpr[128 + 1][0], 0x1234_5678, "a1 is unified register accum_offset + 1");
+    assert_eq!(st.vgpr[3][63], 0x1234_5678);
+}
+
+#[test]
+fn unimplemented_instruction_is_an_error_naming_it() {
+    // v_cubeid_f32 v0, v1, v2, v3 — decoded, not executed.
+    let p = vop3(452, 0, 0, V + 1, V + 2, V + 3, 0);
+    let mut st = WaveState::new(256);
+    let mem = DeviceMemory::new();
+    let e = run_snippet(&p, &mut st, &mut [], &mem).unwrap_err();
+    let msg = e.to_string();
+    assert!(msg.contains("v_cubeid_f32 v0, v1, v2, v3") && msg.contains("pc 0x0") && msg.contains("D1C40000"), "{msg}");
+}
