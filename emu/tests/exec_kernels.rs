@@ -300,3 +300,63 @@ fn shipped_add_one_f32_end_to_end() {
     let msg = e.to_string();
     assert!(msg.contains("add_one_f32") && msg.contains("lane") && msg.contains(&format!("{:#x}", x + u64::from(n) * 4)), "{msg}");
 }
+
+fn f16_bits_rne(x: f32) -> u16 {
+    // f32 → f16 for the values this test produces (normal range, integers up to 2048).
+    let b = x.to_bits();
+    let sign = ((b >> 16) & 0x8000) as u16;
+    if x == 0.0 {
+        return sign;
+    }
+    let e = ((b >> 23) & 0xff) as i32 - 127 + 15;
+    assert!((1..31).contains(&e), "test value {x} outside the f16 normal range");
+    let m = b & 0x7f_ffff;
+    let mut r = ((e as u32) << 10) | (m >> 13);
+    let rem = m & 0x1fff;
+    if rem > 0x1000 || (rem == 0x1000 && r & 1 == 1) {
+        r += 1;
+    }
+    sign | r as u16
+}
+
+fn f16_value(h: u16) -> f32 {
+    let e = i32::from((h >> 10) & 0x1f);
+    let m = f32::from(h & 0x3ff);
+    let v = if e == 0 { m * 2f32.powi(-24) } else { (1.0 + m / 1024.0) * 2f32.powi(e - 15) };
+    if h & 0x8000 != 0 { -v } else { v }
+}
+
+fn bf16_rne(x: f32) -> f32 {
+    let b = x.to_bits();
+    let r = b.wrapping_add(0x7fff + ((b >> 16) & 1)) & 0xffff_0000;
+    f32::from_bits(r)
+}
+
+#[test]
+fn float_ops_match_cpu() {
+    let co = fixture();
+    let mem = DeviceMemory::new();
+    let input: Vec<f32> = (0..64).map(|i| 0.6 + i as f32 * 0.37).collect();
+    let inp = upload(&mem, &input);
+    let out = mem.alloc(64 * 4).unwrap();
+    let x = 0.75f32;
+    run(&co, "float_ops", &[&out.to_le_bytes(), &inp.to_le_bytes(), &x.to_le_bytes()], [1, 1, 1], [64, 1, 1], &mem).unwrap();
+    let got = download_u32(&mem, out, 64);
+    for (t, &a) in input.iter().enumerate() {
+        let b = a * x;
+        let c = a.mul_add(b, 1.0);
+        let d = c / a;
+        let e = d.sqrt();
+        let f = e.exp2();
+        let g = f.floor();
+        let h = g.max(0.5);
+        let i = h as i32;
+        let j = i as f32;
+        let k = f16_value(f16_bits_rne(j));
+        let l = f16_value(f16_bits_rne(k + 1.0));
+        let bc = bf16_rne(l);
+        let r = if bc < 3.0 { bc } else { b };
+        let v = (r as u32) as f32;
+        assert_eq!(f32::from_bits(got[t]), v, "lane {t}: a = {a}");
+    }
+}

@@ -9,7 +9,6 @@ use amdgpu_emu::exec::{run_snippet, LaunchError, WaveState};
 use amdgpu_emu::memory::DeviceMemory;
 
 const V: u32 = 256;
-const VCC: u32 = 106;
 const EXEC: u32 = 126;
 /// Inline integer constant `n` (0..=64).
 fn ic(n: u32) -> u32 {

@@ -216,6 +216,8 @@ pub struct Compiled {
     pub(crate) targets: Vec<u32>,
     /// Per-instruction precomputed helper (e.g. the compare spec of v_cmp).
     pub(crate) aux: Vec<u32>,
+    /// FP8 operands use the OCP encodings (gfx950) instead of FNUZ (gfx942).
+    pub(crate) ocp: bool,
 }
 
 impl Compiled {
@@ -244,7 +246,7 @@ impl Compiled {
                 aux[i] = wave::precompute(inst);
             }
         }
-        Ok(Compiled { kernel: kernel.clone(), pcs, insts, targets, aux })
+        Ok(Compiled { kernel: kernel.clone(), pcs, insts, targets, aux, ocp: co.arch() == "gfx950" })
     }
 }
 
@@ -424,7 +426,7 @@ pub fn run_snippet(words: &[u32], state: &mut WaveState, lds: &mut [u8], mem: &D
         })
         .collect();
     let aux = insts.iter().map(|r| r.as_ref().map_or(0, wave::precompute)).collect();
-    let program = Arc::new(Compiled { kernel, pcs, insts, targets, aux });
+    let program = Arc::new(Compiled { kernel, pcs, insts, targets, aux, ocp: false });
     let setup = wave::Setup {
         program,
         mem,

@@ -474,6 +474,13 @@ impl Cx<'_, '_> {
             Ok([self.sread(w, inst, code); 64])
         }
     }
+    /// Vector operand of a 16-bit float instruction: inline float constants are f16 values.
+    fn vread16(&self, w: &Wave, inst: &Inst, code: u16) -> Result<Lanes, LaunchError> {
+        match code {
+            240..=248 => Ok([u32::from(f32_to_f16(inline_f64(code).unwrap_or(0.0) as f32)); 64]),
+            _ => self.vread(w, inst, code),
+        }
+    }
     fn vread64(&self, w: &Wave, inst: &Inst, code: u16, float64: bool) -> Result<[u64; 64], LaunchError> {
         if code >= VGPR0 {
             let lo = w.v[self.vidx(w, code)?];
@@ -702,11 +709,20 @@ fn f32_med3(a: f32, b: f32, c: f32) -> f32 {
     if mx == a { f32_max(b, c) } else if mx == b { f32_max(a, c) } else { f32_max(a, b) }
 }
 
-fn f8kinds(op: Op) -> (F8Kind, F8Kind) {
+/// The FP8 encodings of `fp8` and `bf8`: FNUZ on gfx942, OCP on gfx950 (same opcodes).
+fn f8kind(fp8: bool, ocp: bool) -> F8Kind {
+    match (fp8, ocp) {
+        (true, false) => F8Kind::Fp8Fnuz,
+        (false, false) => F8Kind::Bf8Fnuz,
+        (true, true) => F8Kind::Fp8Ocp,
+        (false, true) => F8Kind::Bf8Ocp,
+    }
+}
+
+fn f8kinds(op: Op, ocp: bool) -> (F8Kind, F8Kind) {
     let n = op.name();
     let tail = &n[n.len() - 7..];
-    let k = |s: &str| if s == "fp8" { F8Kind::Fp8Fnuz } else { F8Kind::Bf8Fnuz };
-    (k(&tail[..3]), k(&tail[4..]))
+    (f8kind(&tail[..3] == "fp8", ocp), f8kind(&tail[4..] == "fp8", ocp))
 }
 
 
@@ -1143,6 +1159,7 @@ impl Cx<'_, '_> {
             return self.vcmp(w, inst, aux, exec);
         }
         let op = inst.op;
+        let clamp = inst.has_flag(flag::CLAMP);
         // Carry-in / mask operand (VCC for e32, an SGPR pair in VOP3).
         let mask_in = || self.sread64(w, inst, inst.src[2], false);
         macro_rules! a {
@@ -1308,6 +1325,12 @@ impl Cx<'_, '_> {
             Op::v_mul_lo_u32 => map2!(a!(), bb!(), |x, y| x.wrapping_mul(y)),
             Op::v_mul_hi_u32 => map2!(a!(), bb!(), |x, y| ((u64::from(x) * u64::from(y)) >> 32) as u32),
             Op::v_mul_hi_i32 => map2!(a!(), bb!(), |x, y| ((i64::from(x as i32) * i64::from(y as i32)) >> 32) as u32),
+            // VOP3 clamp on integer add/sub saturates (unsigned for _u32, signed for _i32).
+            Op::v_add_u32 if clamp => map2!(a!(), bb!(), |x, y| x.saturating_add(y)),
+            Op::v_sub_u32 if clamp => map2!(a!(), bb!(), |x, y| x.saturating_sub(y)),
+            Op::v_subrev_u32 if clamp => map2!(a!(), bb!(), |x, y| y.saturating_sub(x)),
+            Op::v_add_i32 if clamp => map2!(a!(), bb!(), |x, y| (x as i32).saturating_add(y as i32) as u32),
+            Op::v_sub_i32 if clamp => map2!(a!(), bb!(), |x, y| (x as i32).saturating_sub(y as i32) as u32),
             Op::v_add_u32 => map2!(a!(), bb!(), |x, y| x.wrapping_add(y)),
             Op::v_sub_u32 => map2!(a!(), bb!(), |x, y| x.wrapping_sub(y)),
             Op::v_subrev_u32 => map2!(a!(), bb!(), |x, y| y.wrapping_sub(x)),
@@ -1428,11 +1451,16 @@ impl Cx<'_, '_> {
             Op::v_cvt_f16_f32 => {
                 let old = self.vread(w, inst, inst.dst)?;
                 let x = fa!();
-                std::array::from_fn(|l| (old[l] & 0xffff_0000) * u32::from(inst.opsel & 8 != 0) | u32::from(f32_to_f16(f(x[l]))) << if inst.opsel & 8 != 0 { 16 } else { 0 })
+                // op_sel[3] writes the high half and keeps the low half; otherwise the low half is
+                // written and the high half zeroed (gfx9 16-bit results).
+                std::array::from_fn(|l| {
+                    let h = u32::from(f32_to_f16(f(x[l])));
+                    if inst.opsel & 8 != 0 { (old[l] & 0xffff) | h << 16 } else { h }
+                })
             }
             Op::v_cvt_f32_f16 => {
                 let hi = inst.opsel & 1 != 0;
-                let x = self.vread(w, inst, inst.src[0])?;
+                let x = self.vread16(w, inst, inst.src[0])?;
                 let r = map1!(x, |v| {
                     let h = if hi { (v >> 16) as u16 } else { v as u16 };
                     let mut g = f16_to_f32(h);
@@ -1531,14 +1559,14 @@ impl Cx<'_, '_> {
                 })
             }),
             Op::v_cvt_f32_fp8 | Op::v_cvt_f32_bf8 => {
-                let kind = if op == Op::v_cvt_f32_fp8 { F8Kind::Fp8Fnuz } else { F8Kind::Bf8Fnuz };
+                let kind = f8kind(op == Op::v_cvt_f32_fp8, self.st.program.ocp);
                 let x = self.vread(w, inst, inst.src[0])?;
                 let sel = if inst.has_flag(flag::SDWA) { sdwa::src0_sel(inst.sdwa) & 3 } else { u32::from(inst.opsel & 3) };
                 let r = map1!(x, |v| b(numerics::cvt_f32_f8(v, sel, kind)));
                 return self.fdst(w, inst, r, exec).map(|_| Flow::Next);
             }
             Op::v_cvt_pk_f32_fp8 | Op::v_cvt_pk_f32_bf8 => {
-                let kind = if op == Op::v_cvt_pk_f32_fp8 { F8Kind::Fp8Fnuz } else { F8Kind::Bf8Fnuz };
+                let kind = f8kind(op == Op::v_cvt_pk_f32_fp8, self.st.program.ocp);
                 let x = self.vread(w, inst, inst.src[0])?;
                 let hi = if inst.has_flag(flag::SDWA) { sdwa::src0_sel(inst.sdwa) == 5 } else { inst.opsel & 1 != 0 };
                 let r: [u64; 64] = std::array::from_fn(|l| {
@@ -1549,7 +1577,7 @@ impl Cx<'_, '_> {
                 return Ok(Flow::Next);
             }
             Op::v_cvt_pk_fp8_f32 | Op::v_cvt_pk_bf8_f32 => {
-                let kind = if op == Op::v_cvt_pk_fp8_f32 { F8Kind::Fp8Fnuz } else { F8Kind::Bf8Fnuz };
+                let kind = f8kind(op == Op::v_cvt_pk_fp8_f32, self.st.program.ocp);
                 let (x, y) = (fa!(), fb!());
                 let old = self.vread(w, inst, inst.dst)?;
                 let hi = inst.opsel & 8 != 0;
@@ -1559,7 +1587,7 @@ impl Cx<'_, '_> {
                 return Ok(Flow::Next);
             }
             Op::v_cvt_sr_fp8_f32 | Op::v_cvt_sr_bf8_f32 => {
-                let kind = if op == Op::v_cvt_sr_fp8_f32 { F8Kind::Fp8Fnuz } else { F8Kind::Bf8Fnuz };
+                let kind = f8kind(op == Op::v_cvt_sr_fp8_f32, self.st.program.ocp);
                 let (x, y) = (fa!(), bb!());
                 let old = self.vread(w, inst, inst.dst)?;
                 let sel = u32::from((inst.opsel >> 2) & 3);
@@ -1589,7 +1617,7 @@ impl Cx<'_, '_> {
             Op::v_min_i16 => map2!(a!(), bb!(), |x, y| (x as i16).min(y as i16) as u16 as u32),
             Op::v_add_f16 | Op::v_sub_f16 | Op::v_mul_f16 | Op::v_max_f16 | Op::v_min_f16 | Op::v_fma_f16 => {
                 let h = |c: &Self, i: usize| -> Result<[f32; 64], LaunchError> {
-                    let v = c.vread(w, inst, inst.src[i])?;
+                    let v = c.vread16(w, inst, inst.src[i])?;
                     let hi = inst.enc == Enc::Vop3 && inst.opsel >> i & 1 != 0;
                     Ok(std::array::from_fn(|l| {
                         let mut g = f16_to_f32(if hi { (v[l] >> 16) as u16 } else { v[l] as u16 });
@@ -1638,8 +1666,12 @@ impl Cx<'_, '_> {
     fn vcmp(&mut self, w: &mut Wave, inst: &Inst, aux: u32, exec: u64) -> Result<Flow, LaunchError> {
         let c = aux & 15;
         let t = (aux >> 4) & 0xff;
-        let x = self.isrc(w, inst, 0)?;
-        let y = self.isrc(w, inst, 1)?;
+        // Inline float constants of 16-bit operands are f16 values.
+        let (x, y) = if t == T_F16 {
+            (self.vread16(w, inst, inst.src[0])?, self.vread16(w, inst, inst.src[1])?)
+        } else {
+            (self.isrc(w, inst, 0)?, self.isrc(w, inst, 1)?)
+        };
         let mut bits = 0u64;
         let mods = |v: f64, i: usize| {
             let v = if inst.abs >> i & 1 != 0 { v.abs() } else { v };
@@ -1797,7 +1829,7 @@ impl Cx<'_, '_> {
             return Err(self.unimpl(inst));
         }
         let out: Vec<[f32; 16]> = if name.ends_with("fp8_fp8") || name.ends_with("fp8_bf8") || name.ends_with("bf8_fp8") || name.ends_with("bf8_bf8") {
-            let (ka, kb) = f8kinds(op);
+            let (ka, kb) = f8kinds(op, self.st.program.ocp);
             if rows16 {
                 let c: [[f32; 4]; 64] = std::array::from_fn(|l| [c16[l][0], c16[l][1], c16[l][2], c16[l][3]]);
                 numerics::mfma_f32_16x16x32_f8(&a, &bm, &c, ka, kb).iter().map(|x| pad16(x)).collect()
