@@ -1,1 +1,86 @@
-fn main() { eprintln!("fp8gemm: CLI under construction"); }
+//! `fp8gemm`: inspect the embedded GPU kernels and run the GEMMs (on the bundled gfx942 emulator
+//! by default, on a real GPU with `--features rocm`).
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use fp8gemm::codeobj::{self, Arch};
+
+#[derive(Parser)]
+#[command(name = "fp8gemm", version, about = "DeepGEMM-style FP8 GEMMs for AMD Instinct GPUs, kernels written in Rust")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print the resource table (registers, spills, scratch, LDS, launch bound, occupancy) of
+    /// every embedded kernel.
+    Info {
+        /// Only this architecture (gfx942, gfx950).
+        #[arg(long)]
+        arch: Option<String>,
+    },
+    /// Disassemble embedded kernels with the emulator's decoder (LLVM syntax).
+    Disasm {
+        /// Kernel symbol; all kernels when omitted.
+        kernel: Option<String>,
+        /// Architecture of the code object to read.
+        #[arg(long, default_value = "gfx942")]
+        arch: String,
+    },
+}
+
+fn parse_arch(name: &str) -> Result<Arch, String> {
+    Arch::from_name(name).ok_or_else(|| {
+        let known: Vec<&str> = Arch::ALL.iter().map(|a| a.name()).collect();
+        format!("unknown architecture `{name}`; expected one of {}", known.join(", "))
+    })
+}
+
+fn run(cli: Cli) -> Result<(), String> {
+    match cli.command {
+        Command::Info { arch } => {
+            let archs = match arch {
+                Some(a) => vec![parse_arch(&a)?],
+                None => Arch::ALL.to_vec(),
+            };
+            let mut rows = Vec::new();
+            for a in archs {
+                rows.extend(codeobj::inspect(a.code_object()).map_err(|e| format!("{a}: {e}"))?);
+            }
+            print!("{}", codeobj::format_table(&rows));
+            Ok(())
+        }
+        Command::Disasm { kernel, arch } => {
+            let a = parse_arch(&arch)?;
+            let co = amdgpu_emu::loader::CodeObject::parse(a.code_object()).map_err(|e| format!("{a}: {e}"))?;
+            let kernels: Vec<_> = match &kernel {
+                Some(name) => vec![co.kernel(name).ok_or_else(|| {
+                    let names: Vec<&str> = co.kernels().iter().map(|k| k.name.as_str()).collect();
+                    format!("no kernel `{name}` in the {a} code object; kernels: {}", names.join(", "))
+                })?],
+                None => co.kernels().iter().collect(),
+            };
+            for k in kernels {
+                println!("{}:", k.name);
+                for (pc, text) in amdgpu_emu::disasm::disassemble(&co, k).map_err(|e| format!("{}: {e}", k.name))? {
+                    println!("  {pc:#010x}  {text}");
+                }
+                println!();
+            }
+            Ok(())
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("fp8gemm: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

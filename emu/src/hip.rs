@@ -10,11 +10,11 @@
 //!   304 CUs, 64 KiB LDS per workgroup, wave64, 192 GiB of reported memory
 //!   ([`hipGetDevicePropertiesR0600`] lists every value).
 //! * Device memory is [`crate::memory::DeviceMemory`]: bounds-checked allocations at 64-bit
-//!   device addresses handed out upward from `0x7e00_0000_0000` and never reused. A pointer in
-//!   the window of addresses ever allocated is a device pointer (live, or stale and rejected);
+//!   device addresses handed out upward from `0x1000_0000_0000` (16 TiB) and never reused. A pointer
+//!   in the window of addresses ever allocated is a device pointer (live, or stale and rejected);
 //!   any other is ordinary host memory. A copy's direction is validated against where its
-//!   pointers really are (see [`hipMemcpy`]). (Caveat: after ~1 TiB of cumulative allocations
-//!   the window would reach the addresses Linux hands out for host mappings.)
+//!   pointers really are (see [`hipMemcpy`]). The window ends at `0x5000_0000_0000`, below where
+//!   Linux x86-64 places host mappings, so no host pointer is ever mistaken for a device one.
 //! * Handles (`hipModule_t`, `hipFunction_t`, `hipStream_t`, `hipEvent_t`) are opaque non-null
 //!   ids, never dereferenced; every use looks them up, and an unknown or destroyed handle is
 //!   `hipErrorInvalidHandle` (400), never undefined behaviour. (HIP itself reports some destroyed

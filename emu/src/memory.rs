@@ -11,9 +11,14 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use std::sync::{Arc, RwLock};
 
-/// First device address handed out (non-zero, far from host-looking addresses, 4 GiB aligned so
-/// that small offset bugs never land in another allocation).
-const BASE_ADDRESS: u64 = 0x0000_7e00_0000_0000;
+/// First device address handed out: 16 TiB, non-zero, 4 KiB aligned, and far below where Linux
+/// x86-64 places host mappings (top-down from 0x7fff_ffff_ffff; PIE images near 0x5555_xxxx_xxxx),
+/// so a host pointer is never mistaken for a device address. Addresses are never reused (a freed
+/// range stays invalid, which keeps use-after-free detectable); the window up to 0x5000_0000_0000
+/// holds 64 TiB of cumulative allocations.
+const BASE_ADDRESS: u64 = 0x0000_1000_0000_0000;
+/// End of the device address window (see [`BASE_ADDRESS`]).
+const END_ADDRESS: u64 = 0x0000_5000_0000_0000;
 /// Allocation alignment and the unmapped guard gap between allocations.
 const ALIGN: u64 = 4096;
 
@@ -39,6 +44,12 @@ pub enum MemError {
     /// Size 0 or too large.
     #[error("cannot allocate {size} bytes")]
     BadSize {
+        /// Requested size.
+        size: u64,
+    },
+    /// The host could not provide the backing storage, or the device address window is used up.
+    #[error("out of memory allocating {size} bytes")]
+    OutOfMemory {
         /// Requested size.
         size: u64,
     },
@@ -148,9 +159,15 @@ impl DeviceMemory {
             return Err(MemError::BadSize { size });
         }
         let words = (size as usize).div_ceil(4);
-        let storage: Box<[AtomicU32]> = (0..words).map(|_| AtomicU32::new(0)).collect();
+        let mut storage: Vec<AtomicU32> = Vec::new();
+        storage.try_reserve_exact(words).map_err(|_| MemError::OutOfMemory { size })?;
+        storage.extend((0..words).map(|_| AtomicU32::new(0)));
+        let storage = storage.into_boxed_slice();
         let mut g = self.inner.write().unwrap_or_else(|p| p.into_inner());
         let base = g.next;
+        if base + size > END_ADDRESS {
+            return Err(MemError::OutOfMemory { size });
+        }
         g.next = (base + size).div_ceil(ALIGN) * ALIGN + ALIGN;
         g.live.insert(base, Arc::new(Allocation { base, len: size, words: storage }));
         g.bytes_live += size;

@@ -1,8 +1,21 @@
 //! fp8gemm: DeepGEMM-style FP8 GEMMs for AMD Instinct GPUs, kernels written in Rust.
+//!
+//! * [`runtime`]: a [`Context`] per device (the embedded code object for its architecture,
+//!   loaded once) and typed [`DeviceBuffer`]s;
+//! * [`fp8`], [`quant`]: FP8 formats and DeepGEMM's quantization recipes (1×128 activation
+//!   scales, 128×128 weight scales);
+//! * [`reference`]: CPU reference GEMMs and DeepGEMM's `calc_diff`;
+//! * [`config`]: `GemmDesc → GemmConfig` per architecture;
+//! * [`codeobj`]: the embedded code objects and their resource table.
 #![warn(missing_docs)]
 
 pub mod codeobj;
 pub mod config;
+pub mod error;
 pub mod fp8;
 pub mod quant;
 pub mod reference;
+pub mod runtime;
+
+pub use error::{Error, Result};
+pub use runtime::{Context, DeviceBuffer};

@@ -1,0 +1,80 @@
+//! The library's error type: every failure names what was wrong and what was expected.
+
+use crate::codeobj::Arch;
+
+/// Everything the fp8gemm API can report.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A HIP runtime call failed. `detail` carries the emulator's full fault report (kernel, pc,
+    /// lane, address) when the failing call was a kernel launch on the emulator.
+    #[error("HIP {call} failed: {name} (code {code}){}", .detail.as_deref().map(|d| format!(": {d}")).unwrap_or_default())]
+    Hip {
+        /// The HIP operation.
+        call: &'static str,
+        /// The `hipError_t` value.
+        code: u32,
+        /// The error's name (`hipErrorInvalidValue`, ...).
+        name: String,
+        /// Further detail (the emulator's launch report), if any.
+        detail: Option<String>,
+    },
+    /// No HIP device is present.
+    #[error("no HIP device found")]
+    NoDevice,
+    /// The device's architecture has no embedded code object.
+    #[error("unsupported GPU architecture `{found}`; fp8gemm ships code objects for gfx942 and gfx950")]
+    UnsupportedArch {
+        /// The device's `gcnArchName`.
+        found: String,
+    },
+    /// The embedded code object lacks a kernel the API needs (a build problem).
+    #[error("kernel `{kernel}` is missing from the embedded {arch} code object")]
+    MissingKernel {
+        /// Kernel symbol.
+        kernel: &'static str,
+        /// Architecture.
+        arch: Arch,
+    },
+    /// An argument's shape or length is wrong.
+    #[error("argument `{arg}`: expected {expected}, got {actual}")]
+    Shape {
+        /// Argument name.
+        arg: &'static str,
+        /// What was expected (e.g. "a multiple of 128", "[4096, 56] scales").
+        expected: String,
+        /// What was passed.
+        actual: String,
+    },
+    /// An argument's FP8 format does not match the device's architecture.
+    #[error("argument `{arg}`: {arch} reads FP8 as {expected}, but the tensor holds {actual}")]
+    Format {
+        /// Argument name.
+        arg: &'static str,
+        /// Device architecture.
+        arch: Arch,
+        /// The format the architecture's MFMA decodes.
+        expected: &'static str,
+        /// The tensor's format.
+        actual: &'static str,
+    },
+    /// A buffer belongs to another context.
+    #[error("argument `{arg}` was allocated by another fp8gemm context")]
+    ForeignBuffer {
+        /// Argument name.
+        arg: &'static str,
+    },
+    /// A problem size the kernels do not support.
+    #[error("unsupported problem: {0}")]
+    Unsupported(String),
+}
+
+/// The library's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// Wraps a rocm-rs HIP error from `call`, attaching the emulator's report for launches.
+    pub(crate) fn hip(call: &'static str, e: rocm_rs::hip::Error) -> Error {
+        let detail = if call == "launch" { crate::runtime::last_launch_detail() } else { None };
+        Error::Hip { call, code: e.code() as u32, name: e.name().to_string(), detail }
+    }
+}
