@@ -11,10 +11,14 @@ use amdgpu_emu::memory::DeviceMemory;
 use amdgpu_emu::numerics::{f8_to_f32, F8Kind};
 
 fn shipped() -> Option<CodeObject> {
+    shipped_arch("gfx942")
+}
+
+fn shipped_arch(arch: &str) -> Option<CodeObject> {
     let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/debug/build");
     let mut best: Option<(std::time::SystemTime, PathBuf)> = None;
     for d in std::fs::read_dir(target).ok()?.flatten() {
-        let p = d.path().join("out/gfx942.hsaco");
+        let p = d.path().join(format!("out/{arch}.hsaco"));
         if let Ok(m) = std::fs::metadata(&p).and_then(|m| m.modified()) {
             if best.as_ref().is_none_or(|(t, _)| m > *t) {
                 best = Some((m, p));
@@ -81,8 +85,9 @@ fn run_gemm(co: &CodeObject, name: &str, bm: u32, bn: u32, m: u32, n: u32, k: u3
     if check {
         let mut d = vec![0u8; (m * n * 2) as usize];
         mem.read(pd, &mut d).unwrap();
-        let af: Vec<f32> = a.iter().map(|&x| f8_to_f32(x, F8Kind::Fp8Fnuz)).collect();
-        let bf: Vec<f32> = b.iter().map(|&x| f8_to_f32(x, F8Kind::Fp8Fnuz)).collect();
+        let kind = if co.arch() == "gfx950" { F8Kind::Fp8Ocp } else { F8Kind::Fp8Fnuz };
+        let af: Vec<f32> = a.iter().map(|&x| f8_to_f32(x, kind)).collect();
+        let bf: Vec<f32> = b.iter().map(|&x| f8_to_f32(x, kind)).collect();
         for i in 0..m as usize {
             for j in 0..n as usize {
                 let mut acc = 0f64;
@@ -113,6 +118,14 @@ fn dense_fp8_gemm_kernels_match_reference() {
         run_gemm(&co, name, bm, bn, 100, 72, 256, true);
         run_gemm(&co, name, bm, bn, 130, 132, 384, true);
     }
+}
+
+/// gfx950 code object: same instructions, FP8 operands decoded as OCP E4M3FN.
+#[test]
+fn dense_fp8_gemm_gfx950_uses_ocp_fp8() {
+    let Some(co) = shipped_arch("gfx950") else { return };
+    assert_eq!(co.arch(), "gfx950");
+    run_gemm(&co, "fp8_gemm_nt_bm64_bn64", 64, 64, 100, 72, 256, true);
 }
 
 #[test]
