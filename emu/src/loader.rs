@@ -2,7 +2,9 @@
 //! kernel descriptors (`<kernel>.kd`), as described in LLVM's AMDGPUUsage ("Code Object V5
 //! Metadata", "Kernel Descriptor").
 
-use std::collections::BTreeMap;
+use std::any::Any;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
 
 use object::read::elf::{ElfFile64, FileHeader, SectionHeader};
 use object::{Object, ObjectSection, ObjectSymbol};
@@ -245,6 +247,34 @@ pub struct CodeObject {
     kernels: Vec<Kernel>,
     /// Allocated sections: virtual address → bytes.
     segments: BTreeMap<u64, Vec<u8>>,
+    /// Kernels decoded for execution, by entry address (filled by the executor on first launch).
+    pub(crate) decoded: DecodeCache,
+}
+
+/// Per-code-object cache of decoded kernels (type-erased so the loader does not depend on the
+/// executor). Clones share the cache.
+#[derive(Clone, Default)]
+pub(crate) struct DecodeCache(Arc<Mutex<HashMap<u64, Arc<dyn Any + Send + Sync>>>>);
+
+impl std::fmt::Debug for DecodeCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self.0.lock().map(|m| m.len()).unwrap_or(0);
+        write!(f, "DecodeCache({n} kernels)")
+    }
+}
+
+impl DecodeCache {
+    /// The cached value for `key`, or `make()`'s (cached on success).
+    pub(crate) fn get_or_try_insert<T: Any + Send + Sync, E>(&self, key: u64, make: impl FnOnce() -> Result<T, E>) -> Result<Arc<T>, E> {
+        if let Some(v) = self.0.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+            if let Ok(t) = v.clone().downcast::<T>() {
+                return Ok(t);
+            }
+        }
+        let t = Arc::new(make()?);
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).insert(key, t.clone());
+        Ok(t)
+    }
 }
 
 impl CodeObject {
@@ -372,7 +402,7 @@ impl CodeObject {
             }
             kernels.push(Kernel { name, meta: km, descriptor, descriptor_address: kd_addr, entry, code_size });
         }
-        Ok(CodeObject { arch: arch.to_string(), code_object_version, kernels, segments })
+        Ok(CodeObject { arch: arch.to_string(), code_object_version, kernels, segments, decoded: DecodeCache::default() })
     }
 
     /// Target processor: `gfx942` or `gfx950`.

@@ -273,7 +273,10 @@ pub fn launch(co: &CodeObject, kernel: &Kernel, cfg: &LaunchConfig, mem: &Device
     if cfg.kernarg.len() != kernel.meta.kernarg_segment_size as usize {
         return Err(LaunchError::KernargSize { kernel: name(), got: cfg.kernarg.len(), expected: kernel.meta.kernarg_segment_size });
     }
-    let program = Arc::new(Compiled::new(co, kernel)?);
+    // Decoded once per kernel and code object; a kernel that is not this code object's own
+    // (same entry, other name) is decoded afresh.
+    let cached = co.decoded.get_or_try_insert(kernel.entry, || Compiled::new(co, kernel))?;
+    let program = if cached.kernel.name == kernel.name && cached.kernel.descriptor == kernel.descriptor { cached } else { Arc::new(Compiled::new(co, kernel)?) };
     let alloc = |size: u64| mem.alloc(size.max(1)).map_err(|source| LaunchError::Alloc { kernel: name(), source });
     let kernarg_ptr = if cfg.kernarg.is_empty() { 0 } else { alloc(cfg.kernarg.len() as u64)? };
     if kernarg_ptr != 0 {
