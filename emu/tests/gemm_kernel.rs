@@ -192,3 +192,14 @@ fn register_pressure_mfma_chain_matches_model() {
         }
     }
 }
+
+/// The 1024³ FP8 GEMM on one core (the project's budget is ≤ 5 s). Ignored by default (a few
+/// seconds); run with `cargo test -p amdgpu-emu --release --test gemm_kernel -- --ignored`.
+#[test]
+#[ignore]
+fn dense_fp8_gemm_1024_cubed_one_core() {
+    let Some(co) = shipped() else { return };
+    let (insts, dt) = run_gemm(&co, "fp8_gemm_nt_bm128_bn128", 128, 128, 1024, 1024, 1024, false);
+    println!("1024^3 fp8 GEMM: {insts} wave-instructions in {dt:.2} s on one core");
+    assert!(dt < 5.0, "{dt} s");
+}
