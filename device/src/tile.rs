@@ -198,7 +198,7 @@ mod tests {
     #[test]
     fn tile_coords_cover_the_grid() {
         let (tm, tn) = (3, 5);
-        let mut seen = vec![false; 15];
+        let mut seen = [false; 15];
         for id in 0..15 {
             let (i, j) = tile_coords(id, tm);
             assert!(i < tm && j < tn);

@@ -228,10 +228,10 @@ fn validate_dense(desc: &GemmDesc) -> Result<(), ConfigError> {
     if desc.m == 0 {
         return shape("m", desc.m, "at least 1");
     }
-    if desc.n == 0 || desc.n % tile::N_ALIGN != 0 {
+    if desc.n == 0 || !desc.n.is_multiple_of(tile::N_ALIGN) {
         return shape("n", desc.n, "a positive multiple of 4");
     }
-    if desc.k == 0 || desc.k % tile::K_ALIGN != 0 {
+    if desc.k == 0 || !desc.k.is_multiple_of(tile::K_ALIGN) {
         return shape("k", desc.k, "a positive multiple of 128");
     }
     let (m, n, k) = (u64::from(desc.m), u64::from(desc.n), u64::from(desc.k));
