@@ -301,11 +301,15 @@ fn print_once(desc: &GemmDesc, config: &GemmConfig) {
     if !*ENABLED.get_or_init(|| std::env::var("FP8GEMM_PRINT_CONFIGS").is_ok_and(|v| v == "1")) {
         return;
     }
-    // A poisoned lock only means another thread panicked while printing; the set is still valid.
-    let mut seen = SEEN.get_or_init(|| Mutex::new(HashSet::new())).lock().unwrap_or_else(|e| e.into_inner());
-    if seen.insert(*config) {
+    if first_sighting(SEEN.get_or_init(|| Mutex::new(HashSet::new())), config) {
         eprintln!("fp8gemm config: {config} (first for {} m={} n={} k={})", desc.kind, desc.m, desc.n, desc.k);
     }
+}
+
+/// Records `config` in `seen`; true the first time a config is seen.
+fn first_sighting(seen: &Mutex<HashSet<GemmConfig>>, config: &GemmConfig) -> bool {
+    // A poisoned lock only means another thread panicked while printing; the set is still valid.
+    seen.lock().unwrap_or_else(|e| e.into_inner()).insert(*config)
 }
 
 /// The launch spec (symbol, workgroup size, argument type) of a dense config's kernel.
@@ -392,6 +396,19 @@ mod tests {
         assert!(matches!(e(1 << 20, 4096, 4096), ConfigError::TooLarge { tensor: "a", .. }));
         let grouped = GemmDesc { kind: GemmKind::MGroupedMasked, groups: 4, ..GemmDesc::dense(64, 128, 128, Arch::Gfx942) };
         assert!(matches!(get_best_config(&grouped), Err(ConfigError::NoKernel { .. })));
+    }
+
+    #[test]
+    fn each_distinct_config_is_reported_once() {
+        let seen = Mutex::new(HashSet::new());
+        let a = get_best_config(&GemmDesc::dense(4096, 7168, 2048, Arch::Gfx942)).unwrap();
+        let b = get_best_config(&GemmDesc::dense(4096, 7168, 4096, Arch::Gfx942)).unwrap();
+        let c = get_best_config(&GemmDesc::dense(64, 2112, 7168, Arch::Gfx942)).unwrap();
+        assert_eq!(a, b, "same kernel and grid for a different k: one config");
+        assert!(first_sighting(&seen, &a));
+        assert!(!first_sighting(&seen, &b));
+        assert!(first_sighting(&seen, &c));
+        assert!(!first_sighting(&seen, &c));
     }
 
     #[test]
