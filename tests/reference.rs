@@ -88,7 +88,7 @@ fn check_dense<F: Fp8Format>(m: usize, n: usize, k: usize, seed: u64) {
 #[test]
 fn dense_fixed_shapes_with_tails() {
     for (i, &(m, n, k)) in
-        [(1, 1, 1), (3, 5, 7), (2, 128, 128), (5, 129, 257), (130, 136, 128), (17, 260, 300), (1, 300, 640)]
+        [(1, 1, 1), (3, 5, 7), (2, 128, 128), (5, 129, 257), (130, 136, 128), (17, 260, 300), (1, 300, 640), (300, 130, 260)]
             .iter()
             .enumerate()
     {
@@ -231,8 +231,9 @@ fn m_grouped_contiguous_padding_rows_untouched() {
 
 #[test]
 fn m_grouped_contiguous_empty_groups() {
-    // Groups 1 and 3 have no rows at all; groups 0, 2, 4 are exact multiples of 128.
-    let m_indices = padded_indices(&[128, 0, 256, 0, 128]);
+    // Groups 1 and 3 have no rows at all; groups 0, 2, 4 are exact multiples of 128 (group 2 spans
+    // more than one 256-row output tile).
+    let m_indices = padded_indices(&[128, 0, 384, 0, 128]);
     assert!(!m_indices.contains(&1) && !m_indices.contains(&3) && !m_indices.contains(&-1));
     check_contiguous(&m_indices, 5, 64, 256, 9);
 }
