@@ -3,6 +3,8 @@
 
 use std::process::ExitCode;
 
+mod gemm;
+
 use clap::{Parser, Subcommand};
 use fp8gemm::codeobj::{self, Arch};
 
@@ -21,6 +23,22 @@ enum Command {
         /// Only this architecture (gfx942, gfx950).
         #[arg(long)]
         arch: Option<String>,
+    },
+    /// Run one dense FP8 GEMM on random data (DeepGEMM's test recipe: normal BF16 inputs,
+    /// 1×128 / 128×128 quantization) and compare it with the CPU references.
+    Gemm {
+        /// Rows of A and D.
+        #[arg(long)]
+        m: usize,
+        /// Rows of B, columns of D.
+        #[arg(long)]
+        n: usize,
+        /// Reduction length.
+        #[arg(long)]
+        k: usize,
+        /// Random seed.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
     },
     /// Disassemble embedded kernels with the emulator's decoder (LLVM syntax).
     Disasm {
@@ -53,6 +71,7 @@ fn run(cli: Cli) -> Result<(), String> {
             print!("{}", codeobj::format_table(&rows));
             Ok(())
         }
+        Command::Gemm { m, n, k, seed } => gemm::run_dense(m, n, k, seed),
         Command::Disasm { kernel, arch } => {
             let a = parse_arch(&arch)?;
             let co = amdgpu_emu::loader::CodeObject::parse(a.code_object()).map_err(|e| format!("{a}: {e}"))?;

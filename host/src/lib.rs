@@ -13,9 +13,11 @@ pub mod codeobj;
 pub mod config;
 pub mod error;
 pub mod fp8;
+pub mod gemm;
 pub mod quant;
 pub mod reference;
 pub mod runtime;
 
 pub use error::{Error, Result};
+pub use gemm::{fp8_gemm_nt, DeviceActivations, DeviceWeights, GemmRun};
 pub use runtime::{Context, DeviceBuffer};

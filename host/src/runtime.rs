@@ -251,3 +251,10 @@ impl<T: Pod> DeviceBuffer<T> {
         self.mem.copy_from_host(data).map_err(|e| Error::hip("hipMemcpyHtoD", e))
     }
 }
+
+/// Counters of the calling thread's most recent successful kernel launch on the emulator
+/// (instructions by class, waves, barriers). Emulator builds only: on hardware, use a profiler.
+#[cfg(feature = "emu")]
+pub fn last_emulator_report() -> Option<std::sync::Arc<amdgpu_emu::exec::LaunchReport>> {
+    amdgpu_emu::hip::last_launch_report()
+}

@@ -1,0 +1,198 @@
+//! The GEMM entry points: FP8 × FP8 → BF16 with DeepGEMM's block scales.
+//!
+//! Operands live on the device in typed containers that can only be built from validated host
+//! data ([`DeviceActivations`] from [`QuantizedActivations`], [`DeviceWeights`] from
+//! [`QuantizedWeights`]), so their lengths always match their shapes; every entry point then
+//! checks the remaining cross-argument conditions (matching K, output size, FP8 format versus
+//! the device's architecture, the kernels' alignment limits, buffer ownership) and returns a typed
+//! [`Error`] before anything is launched.
+//!
+//! Device layouts (all row-major, no padding; the kernels read exactly these):
+//! * A: `m × k` FP8, SFA: `m × ⌈k/128⌉` f32 (one scale per row and 128-wide K block);
+//! * B: `n × k` FP8, SFB: `⌈n/128⌉ × ⌈k/128⌉` f32 (one scale per 128 × 128 block);
+//! * D: `m × n` BF16.
+
+use std::marker::PhantomData;
+
+use fp8gemm_device::args::{DenseGemmArgs, GlobalPtr};
+use fp8gemm_device::tile;
+use half::bf16;
+
+use crate::codeobj::Arch;
+use crate::config::{self, GemmConfig, GemmDesc};
+use crate::error::{Error, Result};
+use crate::fp8::{E4M3Fn, E4M3Fnuz, Fp8Format};
+use crate::quant::{QuantizedActivations, QuantizedWeights};
+use crate::runtime::{Context, DeviceBuffer};
+
+/// The FP8 format an architecture's FP8 MFMA decodes (`fp8` operands).
+pub fn fp8_format_name(arch: Arch) -> &'static str {
+    match arch {
+        Arch::Gfx942 => E4M3Fnuz::NAME,
+        Arch::Gfx950 => E4M3Fn::NAME,
+    }
+}
+
+/// FP8 activations on the device: `m × k` values with 1×128 scales.
+pub struct DeviceActivations<F> {
+    data: DeviceBuffer<u8>,
+    scales: DeviceBuffer<f32>,
+    m: usize,
+    k: usize,
+    _f: PhantomData<F>,
+}
+
+impl<F: Fp8Format> DeviceActivations<F> {
+    /// Copies quantized activations to the device.
+    pub fn upload(ctx: &Context, a: &QuantizedActivations<F>) -> Result<Self> {
+        Ok(DeviceActivations {
+            data: ctx.upload(crate::fp8::as_bits(&a.data))?,
+            scales: ctx.upload(&a.scales)?,
+            m: a.m,
+            k: a.k,
+            _f: PhantomData,
+        })
+    }
+    /// Rows.
+    pub fn m(&self) -> usize {
+        self.m
+    }
+    /// Columns (the reduction length).
+    pub fn k(&self) -> usize {
+        self.k
+    }
+}
+
+/// FP8 weights on the device: `n × k` values with 128×128 block scales.
+pub struct DeviceWeights<F> {
+    data: DeviceBuffer<u8>,
+    scales: DeviceBuffer<f32>,
+    n: usize,
+    k: usize,
+    _f: PhantomData<F>,
+}
+
+impl<F: Fp8Format> DeviceWeights<F> {
+    /// Copies quantized weights to the device.
+    pub fn upload(ctx: &Context, b: &QuantizedWeights<F>) -> Result<Self> {
+        Ok(DeviceWeights {
+            data: ctx.upload(crate::fp8::as_bits(&b.data))?,
+            scales: ctx.upload(&b.scales)?,
+            n: b.n,
+            k: b.k,
+            _f: PhantomData,
+        })
+    }
+    /// Rows (output columns).
+    pub fn n(&self) -> usize {
+        self.n
+    }
+    /// Columns (the reduction length).
+    pub fn k(&self) -> usize {
+        self.k
+    }
+}
+
+/// What a GEMM call did: the configuration it chose (`None` when the problem was empty and
+/// nothing was launched).
+#[derive(Clone, Debug)]
+pub struct GemmRun {
+    /// The chosen configuration.
+    pub config: Option<GemmConfig>,
+}
+
+fn check_format<F: Fp8Format>(ctx: &Context, arg: &'static str) -> Result<()> {
+    let expected = fp8_format_name(ctx.arch());
+    if F::NAME != expected {
+        return Err(Error::Format { arg, arch: ctx.arch(), expected, actual: F::NAME });
+    }
+    Ok(())
+}
+
+fn check_tensor_bytes(arg: &'static str, bytes: u64) -> Result<()> {
+    if bytes >= tile::MAX_TENSOR_BYTES {
+        return Err(Error::Shape {
+            arg,
+            expected: format!("fewer than {} bytes (32-bit buffer offsets)", tile::MAX_TENSOR_BYTES),
+            actual: format!("{bytes} bytes"),
+        });
+    }
+    Ok(())
+}
+
+/// Checks the K and N limits of the FP8 kernels.
+pub(crate) fn check_nk(n: usize, k: usize) -> Result<()> {
+    if k == 0 || k % tile::K_ALIGN as usize != 0 {
+        return Err(Error::Shape { arg: "k", expected: format!("a positive multiple of {}", tile::K_ALIGN), actual: k.to_string() });
+    }
+    if n % tile::N_ALIGN as usize != 0 {
+        return Err(Error::Shape { arg: "n", expected: format!("a multiple of {}", tile::N_ALIGN), actual: n.to_string() });
+    }
+    if n > u32::MAX as usize || k > u32::MAX as usize {
+        return Err(Error::Unsupported(format!("n = {n}, k = {k}: dimensions must fit in 32 bits")));
+    }
+    Ok(())
+}
+
+/// Dense `D = A · Bᵀ` with block scales (DeepGEMM's `fp8_gemm_nt`):
+/// `D[i,j] = bf16(Σ_kb SFA[i,kb] · SFB[⌊j/128⌋,kb] · Σ_{k∈kb} A[i,k] · B[j,k])`.
+///
+/// `d` must hold `m · n` elements. Requirements: `k` a positive multiple of 128, `n` a multiple
+/// of 4 (DeepGEMM requires 64), any `m`; the FP8 format must be the one the device decodes
+/// (E4M3FNUZ on gfx942, E4M3FN on gfx950 — see [`crate::quant`] for converting checkpoints).
+/// The launch is asynchronous; reading `d` back synchronizes.
+pub fn fp8_gemm_nt<F: Fp8Format>(
+    ctx: &Context,
+    a: &DeviceActivations<F>,
+    b: &DeviceWeights<F>,
+    d: &mut DeviceBuffer<bf16>,
+) -> Result<GemmRun> {
+    check_format::<F>(ctx, "a")?;
+    for (arg, owner) in [("a", &a.data), ("b", &b.data)] {
+        ctx.check_owner(arg, owner)?;
+    }
+    ctx.check_owner("a", &a.scales)?;
+    ctx.check_owner("b", &b.scales)?;
+    ctx.check_owner("d", d)?;
+    let (m, n, k) = (a.m, b.n, a.k);
+    if b.k != k {
+        return Err(Error::Shape { arg: "b", expected: format!("k = {k} columns (as a)"), actual: format!("{} columns", b.k) });
+    }
+    if d.len() != m * n {
+        return Err(Error::Shape { arg: "d", expected: format!("m · n = {m} · {n} = {} elements", m * n), actual: format!("{} elements", d.len()) });
+    }
+    if m == 0 || n == 0 {
+        return Ok(GemmRun { config: None });
+    }
+    check_nk(n, k)?;
+    if m > u32::MAX as usize {
+        return Err(Error::Unsupported(format!("m = {m}: dimensions must fit in 32 bits")));
+    }
+    // The kernels address tiles past the last row through range-checked buffer loads: the
+    // padded extents must stay within 32-bit offsets too.
+    check_tensor_bytes("a", (m as u64 + 128) * k as u64)?;
+    check_tensor_bytes("b", (n as u64 + 128) * k as u64)?;
+    check_tensor_bytes("d", m as u64 * n as u64 * 2)?;
+
+    let desc = GemmDesc::dense(m as u32, n as u32, k as u32, ctx.arch());
+    let cfg = config::get_best_config(&desc).map_err(|e| Error::Unsupported(e.to_string()))?;
+    let spec = config::dense_kernel_spec(&cfg)
+        .ok_or_else(|| Error::Unsupported(format!("configuration {cfg} has no dense kernel")))?;
+    let args = DenseGemmArgs {
+        a: a.data.device_ptr(),
+        b: b.data.device_ptr(),
+        sfa: a.scales.device_ptr(),
+        sfb: b.scales.device_ptr(),
+        d: GlobalPtr::new(d.device_ptr().addr()),
+        m: m as u32,
+        n: n as u32,
+        k: k as u32,
+        reserved: 0,
+    };
+    // SAFETY: every pointer in `args` is a live allocation of this context with exactly the
+    // length the kernel's contract requires for (m, n, k): A m·k and B n·k bytes, SFA m·⌈k/128⌉
+    // and SFB ⌈n/128⌉·⌈k/128⌉ floats (guaranteed by the upload constructors from validated
+    // quantized data), D m·n bf16 (checked above); `d` is borrowed mutably for the call.
+    unsafe { ctx.launch(spec, [cfg.grid, 1, 1], cfg.lds_bytes, &args)? };
+    Ok(GemmRun { config: Some(cfg) })
+}

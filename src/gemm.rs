@@ -1,0 +1,89 @@
+//! The `gemm` demo: DeepGEMM's test recipe end to end through the public API.
+
+use std::time::Instant;
+
+use fp8gemm::codeobj::Arch;
+use fp8gemm::fp8::{E4M3Fn, E4M3Fnuz, Fp8Format};
+use fp8gemm::quant::{QuantizedActivations, QuantizedWeights};
+use fp8gemm::{reference, Context, DeviceActivations, DeviceWeights};
+use half::bf16;
+use rand::{rngs::StdRng, Rng, SeedableRng};
+use rand_distr::StandardNormal;
+
+/// `count` standard-normal values rounded to BF16 (as DeepGEMM's tests draw them).
+pub fn randn_bf16(count: usize, rng: &mut StdRng) -> Vec<f32> {
+    (0..count).map(|_| bf16::from_f32(rng.sample::<f32, _>(StandardNormal)).to_f32()).collect()
+}
+
+pub fn run_dense(m: usize, n: usize, k: usize, seed: u64) -> Result<(), String> {
+    let ctx = Context::new().map_err(|e| e.to_string())?;
+    match ctx.arch() {
+        Arch::Gfx942 => dense_with::<E4M3Fnuz>(&ctx, m, n, k, seed),
+        Arch::Gfx950 => dense_with::<E4M3Fn>(&ctx, m, n, k, seed),
+    }
+}
+
+fn dense_with<F: Fp8Format>(ctx: &Context, m: usize, n: usize, k: usize, seed: u64) -> Result<(), String> {
+    let e = |x: &dyn std::fmt::Display| x.to_string();
+    let mut rng = StdRng::seed_from_u64(seed);
+    let a = randn_bf16(m * k, &mut rng);
+    let b = randn_bf16(n * k, &mut rng);
+    let qa = QuantizedActivations::<F>::quantize(&a, m, k).map_err(|x| e(&x))?;
+    let qb = QuantizedWeights::<F>::quantize(&b, n, k).map_err(|x| e(&x))?;
+    let da = DeviceActivations::upload(ctx, &qa).map_err(|x| e(&x))?;
+    let db = DeviceWeights::upload(ctx, &qb).map_err(|x| e(&x))?;
+    let mut dd = ctx.alloc_zeroed::<bf16>(m * n).map_err(|x| e(&x))?;
+    let t0 = Instant::now();
+    let run = fp8gemm::fp8_gemm_nt(ctx, &da, &db, &mut dd).map_err(|x| e(&x))?;
+    let d = dd.download().map_err(|x| e(&x))?;
+    let wall = t0.elapsed();
+
+    let mut want_q = vec![bf16::ZERO; m * n];
+    reference::fp8_gemm_nt(&qa, &qb, &mut want_q).map_err(|x| e(&x))?;
+    let mut want_f = vec![0f32; m * n];
+    reference::gemm_nt_f32(&a, &b, m, n, k, &mut want_f).map_err(|x| e(&x))?;
+    let diff_q = reference::calc_diff(&d, &want_q).map_err(|x| e(&x))?;
+    let diff_f = reference::calc_diff(&d, &want_f).map_err(|x| e(&x))?;
+
+    println!("fp8_gemm_nt  m={m} n={n} k={k} seed={seed}  on {} ({}, FP8 {})", ctx.device_name(), ctx.arch(), F::NAME);
+    match &run.config {
+        Some(c) => println!("config       {c}"),
+        None => println!("config       (empty problem: nothing launched)"),
+    }
+    println!("calc_diff    {diff_q:.3e} vs the dequantized reference (goal < 1e-5)");
+    println!("calc_diff    {diff_f:.3e} vs the unquantized reference (goal < 1e-3)");
+    report_emulator(wall, m, n, k);
+    if diff_q >= 1e-5 || diff_f >= 1e-3 {
+        return Err(format!("accuracy goal missed: {diff_q:.3e} / {diff_f:.3e}"));
+    }
+    Ok(())
+}
+
+#[cfg(feature = "emu")]
+fn report_emulator(wall: std::time::Duration, m: usize, n: usize, k: usize) {
+    use amdgpu_emu::exec::Class;
+    if let Some(r) = fp8gemm::runtime::last_emulator_report() {
+        let mfma = r.count(Class::Mfma);
+        println!(
+            "emulator     {} workgroups, {} waves, {} wave-instructions, MFMA {} ({:.1}% of issued), {} barriers",
+            r.workgroups,
+            r.waves,
+            r.instructions,
+            mfma,
+            100.0 * mfma as f64 / r.instructions.max(1) as f64,
+            r.barriers
+        );
+    }
+    let flops = 2.0 * m as f64 * n as f64 * k as f64;
+    println!(
+        "emulator     wall time {:.3} s ({:.2} GFLOP/s emulated on the CPU; measured here, not a GPU figure)",
+        wall.as_secs_f64(),
+        flops / wall.as_secs_f64() / 1e9
+    );
+}
+
+#[cfg(not(feature = "emu"))]
+fn report_emulator(wall: std::time::Duration, m: usize, n: usize, k: usize) {
+    let flops = 2.0 * m as f64 * n as f64 * k as f64;
+    println!("time         {:.3} ms including the copy back ({:.1} TFLOPS)", wall.as_secs_f64() * 1e3, flops / wall.as_secs_f64() / 1e12);
+}
