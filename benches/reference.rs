@@ -2,6 +2,8 @@
 //! `gemm` f32 GEMM of the same product (DeepSeek-V3 shape 4096 × 2112 × 7168).
 //!
 //! Run with `cargo bench --bench reference`; set `FP8GEMM_BENCH_SHAPE=m,n,k` for another shape.
+//! On a shared machine wall times are noisy: `FP8GEMM_BENCH_INTERLEAVED=3` first runs the two
+//! alternately that many times and prints wall and process CPU time (Linux) for each.
 
 use std::hint::black_box;
 use std::time::Duration;
@@ -35,12 +37,41 @@ fn shape() -> (usize, usize, usize) {
         .unwrap_or((4096, 2112, 7168))
 }
 
+/// Process CPU time (user + system) in seconds, from /proc/self/stat; `None` elsewhere.
+fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let fields: Vec<&str> = stat.rsplit(')').next()?.split_whitespace().collect();
+    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+    Some(ticks / 100.0)
+}
+
+/// Runs `f` once, returning (wall seconds, CPU seconds).
+fn timed(f: impl FnOnce()) -> (f64, f64) {
+    let (c0, t0) = (cpu_seconds(), std::time::Instant::now());
+    f();
+    let wall = t0.elapsed().as_secs_f64();
+    (wall, cpu_seconds().zip(c0).map_or(f64::NAN, |(c1, c0)| c1 - c0))
+}
+
 fn bench(c: &mut Criterion) {
     let (m, n, k) = shape();
     let a = random(m * k, 1);
     let b = random(n * k, 2);
     let qa = QuantizedActivations::<E4M3Fnuz>::quantize(&a, m, k).expect("valid shape");
     let qb = QuantizedWeights::<E4M3Fnuz>::quantize(&b, n, k).expect("valid shape");
+
+    let rounds: usize = std::env::var("FP8GEMM_BENCH_INTERLEAVED").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
+    for _ in 0..rounds {
+        let mut d = vec![bf16::ZERO; m * n];
+        let mut df = vec![0.0f32; m * n];
+        let (rw, rc) = timed(|| fp8_gemm_nt(&qa, &qb, &mut d).expect("valid shapes"));
+        let (gw, gc) = timed(|| gemm_nt_f32(&a, &b, m, n, k, &mut df).expect("valid shapes"));
+        eprintln!(
+            "interleaved {m}x{n}x{k}: reference {rw:.3} s wall / {rc:.2} s CPU, gemm {gw:.3} s wall / {gc:.2} s CPU, ratio {:.2} wall / {:.2} CPU",
+            rw / gw,
+            rc / gc
+        );
+    }
 
     let mut group = c.benchmark_group(format!("{m}x{n}x{k}"));
     group.sample_size(10).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(10));
