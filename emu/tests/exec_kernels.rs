@@ -360,3 +360,30 @@ fn float_ops_match_cpu() {
         assert_eq!(f32::from_bits(got[t]), v, "lane {t}: a = {a}");
     }
 }
+
+#[test]
+fn kernarg_over_read_is_a_memcheck_error() {
+    // add_one_f32 reads `n` at kernarg offset 16; pretend the segment is only 16 bytes long.
+    let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/debug/build");
+    let Ok(dirs) = std::fs::read_dir(&target) else { return };
+    let Some(p) = dirs.flatten().map(|d| d.path().join("out/gfx942.hsaco")).find(|p| p.exists()) else { return };
+    let co = CodeObject::parse(&std::fs::read(p).unwrap()).unwrap();
+    let mut k = co.kernel("add_one_f32").unwrap().clone();
+    k.meta.kernarg_segment_size = 16;
+    let mem = DeviceMemory::new();
+    let buf = mem.alloc(1024).unwrap();
+    let mut ka = buf.to_le_bytes().to_vec();
+    ka.extend_from_slice(&buf.to_le_bytes());
+    let cfg = LaunchConfig { grid: [1, 1, 1], block: [64, 1, 1], dynamic_lds_bytes: 0, kernarg: ka };
+    let e = launch(&co, &k, &cfg, &mem, &Checks::default()).unwrap_err();
+    match &e {
+        LaunchError::Memory { kernel, space, len, detail, .. } => {
+            assert_eq!(kernel, "add_one_f32");
+            assert_eq!(*space, "scalar");
+            assert_eq!(*len, 4);
+            assert!(detail.contains("offset 16") && detail.contains("16 bytes"), "{detail}");
+        }
+        other => panic!("{other}"),
+    }
+    assert_eq!(mem.bytes_live(), 1024, "kernarg and dispatch allocations freed after the failure");
+}

@@ -382,3 +382,27 @@ fn unimplemented_instruction_is_an_error_naming_it() {
     let msg = e.to_string();
     assert!(msg.contains("v_cubeid_f32 v0, v1, v2, v3") && msg.contains("pc 0x0") && msg.contains("D1C40000"), "{msg}");
 }
+
+#[test]
+fn f32_denormal_modes() {
+    // v_add_f32_e32 v2, v0, v1 and v_mul_f32_e32 v3, v0, v4 with denormal inputs / results.
+    let p = program(&[vop2(0x01, 2, V, 1), vop2(0x05, 3, V, 4)]);
+    assert_eq!(disasm(&p), ["v_add_f32_e32 v2, v0, v1", "v_mul_f32_e32 v3, v0, v4"]);
+    let tiny = f32::from_bits(0x0000_0400); // denormal
+    let run_mode = |mode: u8| {
+        let mut st = WaveState::new(256);
+        st.float_denorm_mode_32 = mode;
+        st.vgpr[0] = [tiny.to_bits(); 64];
+        st.vgpr[1] = [0; 64];
+        st.vgpr[4] = [0.5f32.to_bits(); 64];
+        run(&p, &mut st);
+        (st.vgpr[2][0], st.vgpr[3][0])
+    };
+    // Mode 3 keeps denormals: tiny + 0 = tiny, tiny · 0.5 = 0x200.
+    assert_eq!(run_mode(3), (0x400, 0x200));
+    // Mode 0 flushes inputs and outputs to zero.
+    assert_eq!(run_mode(0), (0, 0));
+    // Mode 2 flushes inputs only (same results here); mode 1 flushes outputs only.
+    assert_eq!(run_mode(2), (0, 0));
+    assert_eq!(run_mode(1), (0, 0));
+}

@@ -7,6 +7,9 @@
 //! enabled in COMPUTE_PGM_RSRC2, work-item ids in v0 (packed `x | y << 10 | z << 20` when more
 //! than one is enabled, as gfx90a+ do).
 
+// Errors end the launch (cold path); keeping `LaunchError` unboxed keeps the API plain.
+#![allow(clippy::result_large_err)]
+
 mod wave;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -218,6 +221,10 @@ pub struct Compiled {
     pub(crate) aux: Vec<u32>,
     /// FP8 operands use the OCP encodings (gfx950) instead of FNUZ (gfx942).
     pub(crate) ocp: bool,
+    /// FLOAT_DENORM_MODE_32 flushes f32 denormal inputs (modes 0 and 2).
+    pub(crate) flush_src32: bool,
+    /// FLOAT_DENORM_MODE_32 flushes f32 denormal results (modes 0 and 1).
+    pub(crate) flush_dst32: bool,
 }
 
 impl Compiled {
@@ -246,7 +253,17 @@ impl Compiled {
                 aux[i] = wave::precompute(inst);
             }
         }
-        Ok(Compiled { kernel: kernel.clone(), pcs, insts, targets, aux, ocp: co.arch() == "gfx950" })
+        let mode = kernel.descriptor.float_denorm_mode_32;
+        Ok(Compiled {
+            kernel: kernel.clone(),
+            pcs,
+            insts,
+            targets,
+            aux,
+            ocp: co.arch() == "gfx950",
+            flush_src32: mode == 0 || mode == 2,
+            flush_dst32: mode == 0 || mode == 1,
+        })
     }
 }
 
@@ -306,6 +323,7 @@ pub fn launch(co: &CodeObject, kernel: &Kernel, cfg: &LaunchConfig, mem: &Device
         dispatch_ptr: packet,
         queue_ptr: queue,
         lds_bytes: lds as u32,
+        kernarg: &cfg.kernarg,
         block: cfg.block,
         grid: cfg.grid,
     };
@@ -356,6 +374,8 @@ pub struct WaveState {
     pub scc: bool,
     /// Private (scratch) bytes per lane.
     pub private_bytes: u32,
+    /// FLOAT_DENORM_MODE_32 as in COMPUTE_PGM_RSRC1 (3 = keep f32 denormals, LLVM's gfx942 default).
+    pub float_denorm_mode_32: u8,
 }
 
 impl WaveState {
@@ -364,7 +384,7 @@ impl WaveState {
         let mut sgpr = [0u32; 128];
         sgpr[126] = u32::MAX;
         sgpr[127] = u32::MAX;
-        WaveState { sgpr, vgpr: vec![[0; 64]; 512], accum_offset, scc: false, private_bytes: 0 }
+        WaveState { sgpr, vgpr: vec![[0; 64]; 512], accum_offset, scc: false, private_bytes: 0, float_denorm_mode_32: 3 }
     }
     /// EXEC as a 64-bit mask.
     pub fn exec(&self) -> u64 {
@@ -429,7 +449,8 @@ pub fn run_snippet(words: &[u32], state: &mut WaveState, lds: &mut [u8], mem: &D
         })
         .collect();
     let aux = insts.iter().map(|r| r.as_ref().map_or(0, wave::precompute)).collect();
-    let program = Arc::new(Compiled { kernel, pcs, insts, targets, aux, ocp: false });
+    let mode = state.float_denorm_mode_32;
+    let program = Arc::new(Compiled { kernel, pcs, insts, targets, aux, ocp: false, flush_src32: mode == 0 || mode == 2, flush_dst32: mode == 0 || mode == 1 });
     let setup = wave::Setup {
         program,
         mem,
@@ -438,6 +459,7 @@ pub fn run_snippet(words: &[u32], state: &mut WaveState, lds: &mut [u8], mem: &D
         dispatch_ptr: 0,
         queue_ptr: 0,
         lds_bytes: lds.len() as u32,
+        kernarg: &[],
         block: [64, 1, 1],
         grid: [1, 1, 1],
     };

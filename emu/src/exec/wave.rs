@@ -1,6 +1,9 @@
 //! Wave state and instruction semantics (CDNA3 ISA reference guide, chapters 4–12 and the
 //! per-opcode descriptions in chapter 12 "Instructions").
 
+// Errors end the launch (cold path); keeping `LaunchError` unboxed keeps the API plain.
+#![allow(clippy::result_large_err)]
+
 use std::sync::Arc;
 
 use super::{Compiled, LaunchError, PRIVATE_APERTURE, SHARED_APERTURE};
@@ -52,6 +55,8 @@ pub(super) struct Setup<'a> {
     pub dispatch_ptr: u64,
     pub queue_ptr: u64,
     pub lds_bytes: u32,
+    /// The kernarg bytes (for preloaded kernel arguments).
+    pub kernarg: &'a [u8],
     pub block: [u32; 3],
     pub grid: [u32; 3],
 }
@@ -196,6 +201,18 @@ pub(super) fn run_workgroup(st: &Setup<'_>, wg: [u32; 3]) -> Result<WgCounters, 
         }
         if u.private_segment_size {
             wave.s[i] = d.private_segment_fixed_size;
+            i += 1;
+        }
+        // Preloaded kernel arguments (gfx940+): `count` dwords from dword `offset` of the
+        // kernarg segment follow the enabled user SGPRs (AMDGPUUsage "Preloaded Kernel
+        // Arguments").
+        let count = usize::from(d.kernarg_preload & 0x7f);
+        let first_dword = usize::from(d.kernarg_preload >> 7);
+        for q in 0..count {
+            let o = (first_dword + q) * 4;
+            if let Some(bytes) = st.kernarg.get(o..o + 4) {
+                wave.s[(i + q) & 127] = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+            }
         }
         let mut i = d.user_sgpr_count as usize;
         for k in 0..3 {
@@ -434,6 +451,8 @@ impl Cx<'_, '_> {
         match code {
             0..=127 => u64::from(w.s[code as usize]) | u64::from(w.s[(code as usize + 1) & 127]) << 32,
             128..=208 => i64::from(self.sread(w, inst, code) as i32) as u64,
+            // As a 64-bit operand an aperture register is the full base / limit address.
+            235..=238 => u64::from(self.sread(w, inst, code)) << 32,
             240..=248 if float64 => inline_f64(code).unwrap_or(0.0).to_bits(),
             // A 32-bit literal for a 64-bit float operand supplies the high half.
             LITERAL if float64 => u64::from(inst.lit) << 32,
@@ -525,6 +544,14 @@ impl Cx<'_, '_> {
                 *x = sdwa::select(*x, sel, sx);
             }
         }
+        // FLOAT_DENORM_MODE_32 flush-source modes: denormal inputs read as ±0 (not for moves).
+        if self.st.program.flush_src32 && inst.op != Op::v_cndmask_b32 {
+            for x in v.iter_mut() {
+                if *x & 0x7f80_0000 == 0 {
+                    *x &= 0x8000_0000;
+                }
+            }
+        }
         let abs = inst.abs >> i & 1 != 0 && inst.enc != Enc::Vop3p;
         let neg = inst.neg >> i & 1 != 0 && inst.enc != Enc::Vop3p;
         if abs || neg {
@@ -568,6 +595,13 @@ impl Cx<'_, '_> {
     }
     /// Applies clamp / omod to f32 results and writes them (SDWA dst_sel handled).
     fn fdst(&self, w: &mut Wave, inst: &Inst, mut r: Lanes, mask: u64) -> Result<(), LaunchError> {
+        if self.st.program.flush_dst32 {
+            for x in r.iter_mut() {
+                if *x & 0x7f80_0000 == 0 {
+                    *x &= 0x8000_0000;
+                }
+            }
+        }
         if inst.omod != 0 || inst.has_flag(flag::CLAMP) {
             for x in r.iter_mut() {
                 let mut v = f(*x);
@@ -625,6 +659,9 @@ macro_rules! lanes {
     }};
 }
 
+/// Float compare by the v_cmp condition code; the `n*` conditions are true for unordered inputs,
+/// hence the negated comparisons.
+#[allow(clippy::neg_cmp_op_on_partial_ord, clippy::nonminimal_bool)]
 fn cmp_f(c: u32, a: f64, b: f64) -> bool {
     let un = a.is_nan() || b.is_nan();
     match c {
@@ -1347,7 +1384,7 @@ impl Cx<'_, '_> {
                 let mut r = [0u32; 64];
                 let mut cout = 0u64;
                 for l in 0..64 {
-                    let ci = u64::from((cin >> l) & 1);
+                    let ci = (cin >> l) & 1;
                     let (v, c) = if matches!(op, Op::v_add_co_u32 | Op::v_addc_co_u32) {
                         let s = u64::from(x[l]) + u64::from(y[l]) + ci;
                         (s as u32, s >> 32 != 0)
@@ -1646,7 +1683,7 @@ impl Cx<'_, '_> {
                         _ => (f64::from(x[l]) * f64::from(y[l]) + f64::from(z[l])) as f32,
                     };
                     let h = u32::from(f32_to_f16(r));
-                    if dhi { (old[l] & 0xffff) | h << 16 } else if inst.enc == Enc::Vop3 && inst.has_flag(flag::SDWA) { h } else { h }
+                    if dhi { (old[l] & 0xffff) | h << 16 } else { h }
                 })
             }
             _ => return Err(self.unimpl(inst)),
