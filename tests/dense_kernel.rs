@@ -134,6 +134,11 @@ fn to_bytes(v: &[f32]) -> Vec<u8> {
 /// Runs `tile`'s kernel on `p`; returns D, whether the guard after D stayed untouched, and the
 /// emulator's counters.
 fn run(co: &CodeObject, tile: DenseTile, p: &Problem) -> (Vec<f32>, bool, exec::LaunchReport) {
+    run_with_grid(co, tile, p, tile.grid(p.m as u32, p.n as u32))
+}
+
+/// [`run`] with an explicit number of workgroups.
+fn run_with_grid(co: &CodeObject, tile: DenseTile, p: &Problem, grid: u32) -> (Vec<f32>, bool, exec::LaunchReport) {
     let kernel = co.kernel(tile.name).unwrap_or_else(|| panic!("{} is not in the gfx942 code object", tile.name));
     let mem = DeviceMemory::new();
     let put = |bytes: &[u8]| {
@@ -159,7 +164,7 @@ fn run(co: &CodeObject, tile: DenseTile, p: &Problem) -> (Vec<f32>, bool, exec::
         reserved: 0,
     };
     let cfg = LaunchConfig {
-        grid: [tile.grid(p.m as u32, p.n as u32), 1, 1],
+        grid: [grid, 1, 1],
         block: [THREADS, 1, 1],
         dynamic_lds_bytes: tile.lds_bytes(),
         kernarg: args.as_bytes().to_vec(),
@@ -317,4 +322,19 @@ fn dense_kernels_meet_the_resource_goals() {
             );
         }
     }
+}
+
+#[test]
+fn surplus_workgroups_do_nothing() {
+    // 200 × 192 with 64 × 64 tiles is 4 × 3 = 12 tiles; 21 workgroups must give the same D.
+    let co = code_object();
+    let p = Problem::random(200, 192, 256, 11);
+    let (base, ok_base, _) = run(&co, fp8gemm_device::tile::BM64_BN64, &p);
+    let (more, ok_more, r) = run_with_grid(&co, fp8gemm_device::tile::BM64_BN64, &p, 21);
+    assert!(ok_base && ok_more);
+    assert_eq!(r.workgroups, 21);
+    assert_eq!(base.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), more.iter().map(|x| x.to_bits()).collect::<Vec<_>>());
+    assert!(calc_diff(&more, &p.reference()) < 1e-5);
+    // The 9 surplus workgroups issue no MFMA: 12 tiles · 4 waves · 2 blocks · 16.
+    assert_eq!(r.count(exec::Class::Mfma), 12 * 4 * 2 * 16);
 }

@@ -85,7 +85,12 @@ mod imp {
         // Tile of this workgroup (XCD-aware order, see tile.rs).
         let tiles_m = m.div_ceil(bm);
         let grid = tiles_m * n.div_ceil(bn);
-        let id = tile::xcd_remap(workgroup_id_x(), grid, NUM_XCDS);
+        let pid = workgroup_id_x();
+        if pid >= grid {
+            // A grid larger than the tile count (not what the host launches) does no work.
+            return;
+        }
+        let id = tile::xcd_remap(pid, grid, NUM_XCDS);
         let (tm, tn) = tile::tile_coords(id, tiles_m);
         let (m0, n0) = (tm * bm, tn * bn);
 
