@@ -9,11 +9,12 @@
 //!   `Dᵀ` has, in lane `l`, register `r`: column `n = 4·(l >> 4) + r`, row `m = l & 15`. Each
 //!   lane then owns one row of A per fragment — it needs one activation scale per A fragment
 //!   (instead of four) and it stores 4 consecutive bf16 of a row of D (one `buffer_store_dwordx2`).
-//!   16x16x32 rather than 32x32x16: the same MFMA throughput and operand bytes per FLOP at our
-//!   per-wave tile sizes, but the 32x32 layout spreads a lane's accumulators over 16 rows (16
-//!   scales per 32×32 block and 16 separate row stores), and the per-128-K promotion costs the same
-//!   VALU work per output either way, so the finer instruction keeps the MFMA share of the issued
-//!   instructions higher (2 MFMAs per promoted `v_pk_fma_f32` instead of 1).
+//!   16x16x32 rather than 32x32x16: both feed the matrix pipe the same FLOPs per cycle, read the
+//!   same operand bytes per FLOP at these wave tiles, and need the same promotion VALU work per
+//!   output; but a 32x32x16 does twice the work per instruction, so per 128-K block a 32×32 region
+//!   is 8 MFMAs against 8 promotion `v_pk_fma_f32`, where four 16×16 fragments are 16 MFMAs
+//!   against the same 8. The 16x16 form keeps the MFMA share of issued instructions higher (2:1
+//!   instead of 1:1) and its 4-pass latency keeps the dependent accumulation chains short.
 //! * **Register reuse**: a wave owns `FM × FN` fragments (16×16 each); per 64-K half it reads
 //!   `FM` A fragments and `FN` B fragments once (`ds_read_b128`, two k-steps each) and issues
 //!   `2·FM·FN` MFMAs: each A fragment is used against all `FN` B fragments and vice versa.
