@@ -191,6 +191,9 @@ pub fn format_inst(inst: &Inst) -> String {
     if inst.has_flag(flag::SDWA) {
         return format_sdwa(inst);
     }
+    if inst.has_flag(flag::DPP) {
+        return format_dpp(inst);
+    }
     let flat = matches!(inst.enc, Enc::Flat | Enc::Global | Enc::Scratch);
     let saddr_on = inst.src[2] != 0x7f;
     let mut seen_addr = false;
@@ -447,6 +450,54 @@ fn format_sdwa(inst: &Inst) -> String {
     let _ = write!(s, " src0_sel:{}", SEL[sdwa::src0_sel(w) as usize]);
     if inst.enc != Enc::Vop1 {
         let _ = write!(s, " src1_sel:{}", SEL[sdwa::src1_sel(w) as usize]);
+    }
+    s
+}
+
+fn format_dpp(inst: &Inst) -> String {
+    use crate::decode::dpp;
+    let info = inst.info;
+    let base = info.name.strip_suffix("_e32").unwrap_or(info.name);
+    let mut ops = Vec::new();
+    for slot in info.slots {
+        let t = match slot.field {
+            Field::Vcc => "vcc".to_string(),
+            f => {
+                let mut t = operand(field_code(inst, f), slot.width, inst.lit);
+                if let Some(i) = src_index(f) {
+                    if inst.abs >> i & 1 != 0 {
+                        t = format!("|{t}|");
+                    }
+                    if inst.neg >> i & 1 != 0 {
+                        t = format!("-{t}");
+                    }
+                }
+                t
+            }
+        };
+        ops.push(t);
+    }
+    let mut s = finish(format!("{base}_dpp"), ops);
+    let w = inst.sdwa;
+    let c = dpp::ctrl(w);
+    let ctrl = match c {
+        0..=0xff => format!("quad_perm:[{},{},{},{}]", c & 3, (c >> 2) & 3, (c >> 4) & 3, (c >> 6) & 3),
+        0x101..=0x10f => format!("row_shl:{}", c & 15),
+        0x111..=0x11f => format!("row_shr:{}", c & 15),
+        0x121..=0x12f => format!("row_ror:{}", c & 15),
+        0x130 => "wave_shl:1".into(),
+        0x134 => "wave_rol:1".into(),
+        0x138 => "wave_shr:1".into(),
+        0x13c => "wave_ror:1".into(),
+        0x140 => "row_mirror".into(),
+        0x141 => "row_half_mirror".into(),
+        0x142 => "row_bcast:15".into(),
+        0x143 => "row_bcast:31".into(),
+        other => format!("<dpp_ctrl {other:#x}>"),
+    };
+    let _ = write!(s, " {ctrl} row_mask:{:#x} bank_mask:{:#x}", dpp::row_mask(w), dpp::bank_mask(w));
+    if dpp::bound_ctrl(w) {
+        s.push_str(" bound_ctrl:1");
     }
     s
 }

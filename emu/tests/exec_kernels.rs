@@ -387,3 +387,36 @@ fn kernarg_over_read_is_a_memcheck_error() {
     }
     assert_eq!(mem.bytes_live(), 1024, "kernarg and dispatch allocations freed after the failure");
 }
+
+#[test]
+fn dpp_lane_permutations_match_cpu() {
+    let co = fixture();
+    let mem = DeviceMemory::new();
+    let a: Vec<u32> = (0..64u32).map(|t| t.wrapping_mul(2_654_435_761) >> 3).collect();
+    let inp = upload(&mem, &a);
+    let out = mem.alloc(128 * 4).unwrap();
+    run(&co, "dpp_ops", &[&out.to_le_bytes(), &inp.to_le_bytes()], [1, 1, 1], [64, 1, 1], &mem).unwrap();
+    let got = download_u32(&mem, out, 128);
+    for t in 0..64usize {
+        let (row, r) = (t & !15, t & 15);
+        let q1 = a[(t & !3) | (3 - (t & 3))]; // quad_perm:[3,2,1,0], bound_ctrl
+        let r1 = if r >= 1 { a[t - 1] } else { a[t] }; // row_shr:1, old = a
+        let r2 = if r + 2 < 16 { a[t + 2] } else { 0 }; // row_shl:2, bound_ctrl → 0
+        let r3 = a[row | ((r + 12) & 15)]; // row_ror:4
+        let w1 = if t > 0 { a[t - 1] } else { 7 }; // wave_shr:1, old = 7
+        let m1 = a[row | (15 - r)]; // row_mirror
+        let m2 = a[(t & !7) | (7 - (t & 7))]; // row_half_mirror
+        let b1 = if (t / 16) % 2 == 1 { a[row - 1] } else { a[t] }; // row_bcast:15, rows 1 and 3
+        let b2 = if t >= 32 { a[31] } else { a[t] }; // row_bcast:31, rows 2 and 3
+        let bank_on = ((t >> 2) & 3) % 2 == 0; // bank_mask 0b0101
+        let k1 = if bank_on && r >= 1 { a[t - 1] } else { a[t] };
+        let s = q1.wrapping_add(r1) ^ r2;
+        let s = s.wrapping_add(r3) ^ w1;
+        let s = s.wrapping_add(m1) ^ m2;
+        let s = s.wrapping_add(b1) ^ b2;
+        let s = s.wrapping_add(k1);
+        assert_eq!(got[t], s, "lane {t}");
+        let f = |x: u32| f32::from_bits(x);
+        assert_eq!(f(got[64 + t]), f(a[t ^ 1]) + f(a[t]), "lane {t} (quad_perm:[1,0,3,2] f32)");
+    }
+}

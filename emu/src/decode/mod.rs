@@ -155,6 +155,8 @@ pub mod flag {
     pub const ACC_CD: u16 = 2048;
     /// SDWA form of a VOP1/VOP2/VOPC instruction ([`super::Inst::sdwa`] holds the SDWA dword).
     pub const SDWA: u16 = 4096;
+    /// DPP form of a VOP1/VOP2/VOPC instruction ([`super::Inst::sdwa`] holds the DPP dword).
+    pub const DPP: u16 = 8192;
 }
 
 /// A decoded instruction.
@@ -195,8 +197,50 @@ pub struct Inst {
     pub omod: u8,
     /// [`flag`] bits.
     pub flags: u16,
-    /// The SDWA dword (when [`flag::SDWA`] is set): src0_sel, src1_sel, dst_sel, dst_unused, ...
+    /// The SDWA dword (when [`flag::SDWA`] is set: src0_sel, src1_sel, dst_sel, dst_unused, ...)
+    /// or the DPP dword (when [`flag::DPP`] is set: dpp_ctrl, bound_ctrl, row/bank masks).
     pub sdwa: u32,
+}
+
+/// DPP control fields (CDNA3 ISA, "DPP" microcode format).
+pub mod dpp {
+    /// dpp_ctrl (bits 16:8).
+    pub fn ctrl(w: u32) -> u32 {
+        (w >> 8) & 0x1ff
+    }
+    /// bound_ctrl (bit 19): invalid source lanes read 0 instead of disabling the write.
+    pub fn bound_ctrl(w: u32) -> bool {
+        (w >> 19) & 1 != 0
+    }
+    /// bank_mask (bits 27:24): banks (lane bits 3:2) that are written.
+    pub fn bank_mask(w: u32) -> u32 {
+        (w >> 24) & 0xf
+    }
+    /// row_mask (bits 31:28): rows of 16 lanes that are written.
+    pub fn row_mask(w: u32) -> u32 {
+        (w >> 28) & 0xf
+    }
+    /// The lane lane `l` reads under `ctrl`, or `None` when the source is out of range.
+    pub fn source_lane(ctrl: u32, l: usize) -> Option<usize> {
+        let row = l & !15;
+        let r = l & 15;
+        let n = (ctrl & 15) as usize;
+        match ctrl {
+            0..=0xff => Some((l & !3) | ((ctrl >> (2 * (l & 3))) & 3) as usize),
+            0x101..=0x10f => (r + n < 16).then_some(l + n),
+            0x111..=0x11f => (r >= n).then(|| l - n),
+            0x121..=0x12f => Some(row | ((r + 16 - n) & 15)),
+            0x130 => (l < 63).then_some(l + 1),
+            0x134 => Some((l + 1) & 63),
+            0x138 => (l > 0).then(|| l - 1),
+            0x13c => Some((l + 63) & 63),
+            0x140 => Some(row | (15 - r)),
+            0x141 => Some((l & !7) | (7 - (l & 7))),
+            0x142 => (l >= 16).then(|| row - 1),
+            0x143 => (l >= 32).then_some(31),
+            _ => None,
+        }
+    }
 }
 
 /// SDWA operand selects (CDNA3 ISA, "SDWA" microcode format).
@@ -467,6 +511,31 @@ pub fn decode_one(code: &[u8], pc: u64, kernel: &str) -> Result<Inst, DecodeErro
                     inst.dst = VGPR0 + bits(w0, 17, 8) as u16;
                     let s1 = bits(w0, 9, 8) as u16;
                     inst.src[1] = if bits(w1, 31, 1) != 0 { s1 } else { VGPR0 + s1 };
+                    inst.src[2] = sreg::VCC;
+                    inst.sdst = sreg::VCC;
+                }
+            }
+            return Ok(inst);
+        }
+        if src0 == 0xFA {
+            let w1 = word(1).ok_or_else(truncated)?;
+            inst = mk(info, enc);
+            inst.len = 8;
+            inst.words[1] = w1;
+            inst.sdwa = w1;
+            inst.flags |= flag::DPP;
+            inst.src[0] = fix_vsrc(info, Field::Src0, VGPR0 + bits(w1, 0, 8) as u16);
+            inst.abs = (bits(w1, 21, 1) | bits(w1, 23, 1) << 1) as u8;
+            inst.neg = (bits(w1, 20, 1) | bits(w1, 22, 1) << 1) as u8;
+            match enc {
+                Enc::Vop1 => inst.dst = reg_code(info, Field::Dst, bits(w0, 17, 8) as u16, false),
+                Enc::Vopc => {
+                    inst.src[1] = VGPR0 + bits(w0, 9, 8) as u16;
+                    inst.dst = sreg::VCC;
+                }
+                _ => {
+                    inst.dst = VGPR0 + bits(w0, 17, 8) as u16;
+                    inst.src[1] = VGPR0 + bits(w0, 9, 8) as u16;
                     inst.src[2] = sreg::VCC;
                     inst.sdst = sreg::VCC;
                 }

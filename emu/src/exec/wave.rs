@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use super::{Compiled, LaunchError, PRIVATE_APERTURE, SHARED_APERTURE};
-use crate::decode::{flag, sdwa, sreg, Enc, Inst, Op, AGPR0, LITERAL, VGPR0};
+use crate::decode::{dpp, flag, sdwa, sreg, Enc, Inst, Op, AGPR0, LITERAL, VGPR0};
 use crate::disasm::format_inst;
 use crate::memory::{Allocation, DeviceMemory};
 use crate::numerics::{self, F8Kind};
@@ -535,9 +535,39 @@ impl Cx<'_, '_> {
         self.vwrite(w, code + 1, &hi, mask)
     }
 
+    /// Source `i`; for a DPP instruction's src0, the lane-permuted value (invalid or inactive
+    /// source lanes read 0; the write mask of [`Self::dpp_exec`] drops them unless bound_ctrl).
+    fn vsrc_dpp(&self, w: &Wave, inst: &Inst, i: usize) -> Result<Lanes, LaunchError> {
+        let v = self.vread(w, inst, inst.src[i])?;
+        if i != 0 || !inst.has_flag(flag::DPP) {
+            return Ok(v);
+        }
+        let ctrl = dpp::ctrl(inst.sdwa);
+        let exec = Self::exec(w);
+        Ok(std::array::from_fn(|l| match dpp::source_lane(ctrl, l) {
+            Some(s) if exec >> s & 1 != 0 => v[s],
+            _ => 0,
+        }))
+    }
+    /// EXEC restricted to the lanes a DPP instruction writes: row_mask and bank_mask select
+    /// lanes; a lane whose source is out of range or inactive is written only with bound_ctrl
+    /// (CDNA3 ISA, "DPP" format description).
+    fn dpp_exec(inst: &Inst, exec: u64) -> u64 {
+        let d = inst.sdwa;
+        let (ctrl, rows, banks, bound) = (dpp::ctrl(d), dpp::row_mask(d), dpp::bank_mask(d), dpp::bound_ctrl(d));
+        let mut m = 0u64;
+        for l in 0..64 {
+            let valid = dpp::source_lane(ctrl, l).is_some_and(|s| exec >> s & 1 != 0);
+            if rows >> (l / 16) & 1 != 0 && banks >> ((l >> 2) & 3) & 1 != 0 && (valid || bound) {
+                m |= 1 << l;
+            }
+        }
+        exec & m
+    }
+
     /// Float source with VOP3/SDWA abs/neg modifiers applied to f32 bits.
     fn fsrc(&self, w: &Wave, inst: &Inst, i: usize) -> Result<Lanes, LaunchError> {
-        let mut v = self.vread(w, inst, inst.src[i])?;
+        let mut v = self.vsrc_dpp(w, inst, i)?;
         if inst.has_flag(flag::SDWA) && inst.enc != Enc::Vop3 {
             let (sel, sx) = if i == 0 { (sdwa::src0_sel(inst.sdwa), sdwa::src0_sext(inst.sdwa)) } else { (sdwa::src1_sel(inst.sdwa), sdwa::src1_sext(inst.sdwa)) };
             for x in v.iter_mut() {
@@ -568,7 +598,7 @@ impl Cx<'_, '_> {
     }
     /// Integer source (SDWA selects applied, no float modifiers).
     fn isrc(&self, w: &Wave, inst: &Inst, i: usize) -> Result<Lanes, LaunchError> {
-        let mut v = self.vread(w, inst, inst.src[i])?;
+        let mut v = self.vsrc_dpp(w, inst, i)?;
         if inst.has_flag(flag::SDWA) {
             let (sel, sx) = if i == 0 { (sdwa::src0_sel(inst.sdwa), sdwa::src0_sext(inst.sdwa)) } else { (sdwa::src1_sel(inst.sdwa), sdwa::src1_sext(inst.sdwa)) };
             for x in v.iter_mut() {
@@ -1191,6 +1221,7 @@ impl Cx<'_, '_> {
 impl Cx<'_, '_> {
     fn valu(&mut self, w: &mut Wave, inst: &Inst) -> Result<Flow, LaunchError> {
         let exec = Self::exec(w);
+        let exec = if inst.has_flag(flag::DPP) { Self::dpp_exec(inst, exec) } else { exec };
         let aux = self.st.program.aux[self.idx];
         if aux & 0x8000_0000 != 0 {
             return self.vcmp(w, inst, aux, exec);

@@ -267,6 +267,44 @@ entry:
   ret void
 }
 
+declare i32 @llvm.amdgcn.update.dpp.i32(i32, i32, i32, i32, i32, i1)
+declare float @llvm.amdgcn.update.dpp.f32(float, float, i32, i32, i32, i1)
+
+define amdgpu_kernel void @dpp_ops(ptr addrspace(1) %out, ptr addrspace(1) %in) #0 {
+entry:
+  %tid = call i32 @llvm.amdgcn.workitem.id.x()
+  %p = getelementptr inbounds i32, ptr addrspace(1) %in, i32 %tid
+  %a = load i32, ptr addrspace(1) %p, align 4
+  %q1 = call i32 @llvm.amdgcn.update.dpp.i32(i32 0, i32 %a, i32 27, i32 15, i32 15, i1 true)
+  %r1 = call i32 @llvm.amdgcn.update.dpp.i32(i32 %a, i32 %a, i32 273, i32 15, i32 15, i1 false)
+  %r2 = call i32 @llvm.amdgcn.update.dpp.i32(i32 0, i32 %a, i32 258, i32 15, i32 15, i1 true)
+  %r3 = call i32 @llvm.amdgcn.update.dpp.i32(i32 %a, i32 %a, i32 292, i32 15, i32 15, i1 false)
+  %w1 = call i32 @llvm.amdgcn.update.dpp.i32(i32 7, i32 %a, i32 312, i32 15, i32 15, i1 false)
+  %m1 = call i32 @llvm.amdgcn.update.dpp.i32(i32 %a, i32 %a, i32 320, i32 15, i32 15, i1 false)
+  %m2 = call i32 @llvm.amdgcn.update.dpp.i32(i32 %a, i32 %a, i32 321, i32 15, i32 15, i1 false)
+  %b1 = call i32 @llvm.amdgcn.update.dpp.i32(i32 %a, i32 %a, i32 322, i32 10, i32 15, i1 false)
+  %b2 = call i32 @llvm.amdgcn.update.dpp.i32(i32 %a, i32 %a, i32 323, i32 12, i32 15, i1 false)
+  %k1 = call i32 @llvm.amdgcn.update.dpp.i32(i32 %a, i32 %a, i32 273, i32 15, i32 5, i1 false)
+  %s1 = add i32 %q1, %r1
+  %s2 = xor i32 %s1, %r2
+  %s3 = add i32 %s2, %r3
+  %s4 = xor i32 %s3, %w1
+  %s5 = add i32 %s4, %m1
+  %s6 = xor i32 %s5, %m2
+  %s7 = add i32 %s6, %b1
+  %s8 = xor i32 %s7, %b2
+  %s9 = add i32 %s8, %k1
+  %o = getelementptr inbounds i32, ptr addrspace(1) %out, i32 %tid
+  store i32 %s9, ptr addrspace(1) %o, align 4
+  %f = bitcast i32 %a to float
+  %fd = call float @llvm.amdgcn.update.dpp.f32(float 0.0, float %f, i32 177, i32 15, i32 15, i1 true)
+  %fs = fadd float %fd, %f
+  %o2 = getelementptr inbounds float, ptr addrspace(1) %out, i32 64
+  %o3 = getelementptr inbounds float, ptr addrspace(1) %o2, i32 %tid
+  store float %fs, ptr addrspace(1) %o3, align 4
+  ret void
+}
+
 @lds1k = internal addrspace(3) global [1024 x i32] poison, align 16
 @lds = internal addrspace(3) global [256 x i32] poison, align 16
 @lds64 = internal addrspace(3) global [256 x i64] poison, align 16
