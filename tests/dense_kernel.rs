@@ -309,6 +309,12 @@ fn dense_kernels_meet_the_resource_goals() {
             assert!(mfma.iter().all(|i| i.op.name() == "v_mfma_f32_16x16x32_fp8_fp8"), "{what}");
             let per_block = 4 * (tile.block_m / 32) * (tile.block_n / 32);
             assert_eq!(mfma.len() as u32, per_block, "{what}: MFMAs per main-loop iteration");
+            // LDS banks repeat every 128 bytes: the bank-conflict analysis of tile.rs (done on the
+            // lane-dependent swizzled address) holds for the binary if every immediate offset
+            // the loop adds is a multiple of 128.
+            for i in body.iter().filter(|i| matches!(i.op.name(), "ds_read_b128" | "ds_write_b128")) {
+                assert_eq!(i.imm % 128, 0, "{what}: {} offset {}", i.op.name(), i.imm);
+            }
             let share = mfma.len() as f64 / body.len() as f64;
             eprintln!(
                 "{what}: vgpr {} agpr {} sgpr {} → {waves} waves/SIMD, LDS {} B; main loop {} instructions, {} MFMA ({:.1}%)",
