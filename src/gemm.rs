@@ -87,3 +87,46 @@ fn report_emulator(wall: std::time::Duration, m: usize, n: usize, k: usize) {
     let flops = 2.0 * m as f64 * n as f64 * k as f64;
     println!("time         {:.3} ms including the copy back ({:.1} TFLOPS)", wall.as_secs_f64() * 1e3, flops / wall.as_secs_f64() / 1e12);
 }
+
+pub fn bench_dense(m: usize, n: usize, k: usize, iters: u32) -> Result<(), String> {
+    let ctx = Context::new().map_err(|e| e.to_string())?;
+    match ctx.arch() {
+        Arch::Gfx942 => bench_with::<E4M3Fnuz>(&ctx, m, n, k, iters),
+        Arch::Gfx950 => bench_with::<E4M3Fn>(&ctx, m, n, k, iters),
+    }
+}
+
+fn bench_with<F: Fp8Format>(ctx: &Context, m: usize, n: usize, k: usize, iters: u32) -> Result<(), String> {
+    let e = |x: &dyn std::fmt::Display| x.to_string();
+    let mut rng = StdRng::seed_from_u64(1);
+    let qa = QuantizedActivations::<F>::quantize(&randn_bf16(m * k, &mut rng), m, k).map_err(|x| e(&x))?;
+    let qb = QuantizedWeights::<F>::quantize(&randn_bf16(n * k, &mut rng), n, k).map_err(|x| e(&x))?;
+    let da = DeviceActivations::upload(ctx, &qa).map_err(|x| e(&x))?;
+    let db = DeviceWeights::upload(ctx, &qb).map_err(|x| e(&x))?;
+    let mut dd = ctx.alloc_zeroed::<bf16>(m * n).map_err(|x| e(&x))?;
+    let run = fp8gemm::fp8_gemm_nt(ctx, &da, &db, &mut dd).map_err(|x| e(&x))?; // warm-up
+    ctx.synchronize().map_err(|x| e(&x))?;
+    let mut times = Vec::with_capacity(iters as usize);
+    for _ in 0..iters.max(1) {
+        let t0 = Instant::now();
+        fp8gemm::fp8_gemm_nt(ctx, &da, &db, &mut dd).map_err(|x| e(&x))?;
+        ctx.synchronize().map_err(|x| e(&x))?;
+        times.push(t0.elapsed().as_secs_f64());
+    }
+    times.sort_by(f64::total_cmp);
+    let median = times[times.len() / 2];
+    let flops = 2.0 * m as f64 * n as f64 * k as f64;
+    let bytes = (m * k + k * n + 2 * m * n) as f64;
+    if let Some(c) = &run.config {
+        println!("config       {c}");
+    }
+    let what = if cfg!(feature = "emu") { "emulator wall time on this CPU, NOT a GPU figure" } else { "GPU, launch to synchronize" };
+    println!(
+        "bench        m={m} n={n} k={k}: median {:.3} ms over {} launches ({what}): {:.3} TFLOPS, {:.1} GB/s",
+        median * 1e3,
+        times.len(),
+        flops / median / 1e12,
+        bytes / median / 1e9
+    );
+    Ok(())
+}

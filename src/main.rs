@@ -40,6 +40,22 @@ enum Command {
         #[arg(long, default_value_t = 0)]
         seed: u64,
     },
+    /// Time repeated dense FP8 GEMM launches (real GPU time with `--features rocm`; on the
+    /// emulator this measures the emulator, and says so).
+    Bench {
+        /// Rows of A and D.
+        #[arg(long)]
+        m: usize,
+        /// Rows of B, columns of D.
+        #[arg(long)]
+        n: usize,
+        /// Reduction length.
+        #[arg(long)]
+        k: usize,
+        /// Timed launches (after one warm-up launch).
+        #[arg(long, default_value_t = 10)]
+        iters: u32,
+    },
     /// Disassemble embedded kernels with the emulator's decoder (LLVM syntax).
     Disasm {
         /// Kernel symbol; all kernels when omitted.
@@ -72,6 +88,7 @@ fn run(cli: Cli) -> Result<(), String> {
             Ok(())
         }
         Command::Gemm { m, n, k, seed } => gemm::run_dense(m, n, k, seed),
+        Command::Bench { m, n, k, iters } => gemm::bench_dense(m, n, k, iters),
         Command::Disasm { kernel, arch } => {
             let a = parse_arch(&arch)?;
             let co = amdgpu_emu::loader::CodeObject::parse(a.code_object()).map_err(|e| format!("{a}: {e}"))?;
