@@ -149,6 +149,7 @@ pub fn format_inst(inst: &Inst) -> String {
             match inst.op {
                 Op::s_waitcnt => ops.push(waitcnt(inst.imm as u16)),
                 Op::s_endpgm if inst.imm == 0 => {}
+                Op::s_set_gpr_idx_mode => ops.push(gpr_idx(inst.imm as u8)),
                 _ if matches!(
                     inst.op,
                     Op::s_branch
@@ -183,6 +184,9 @@ pub fn format_inst(inst: &Inst) -> String {
             return finish(s, ops);
         }
         _ => {}
+    }
+    if inst.op == Op::s_set_gpr_idx_on {
+        return finish(s, vec![operand(inst.src[0], 1, 0), gpr_idx(inst.src[1] as u8)]);
     }
     if matches!(inst.op, Op::v_readlane_b32 | Op::v_writelane_b32) {
         ops.extend([operand(inst.dst, 1, 0), operand(inst.src[0], 1, 0), operand(inst.src[1], 1, 0)]);
@@ -314,6 +318,14 @@ pub fn format_inst(inst: &Inst) -> String {
                 if inst.has_flag(flag::CLAMP) {
                     s2.push_str(" clamp");
                 }
+            }
+        }
+        Enc::Ds if inst.op == Op::ds_swizzle_b32 => {
+            if inst.imm != 0 {
+                let _ = write!(s2, " offset:{}", swizzle(inst.imm as u16));
+            }
+            if inst.has_flag(flag::GDS) {
+                s2.push_str(" gds");
             }
         }
         Enc::Ds => {
@@ -500,4 +512,50 @@ fn format_dpp(inst: &Inst) -> String {
         s.push_str(" bound_ctrl:1");
     }
     s
+}
+
+/// `gpr_idx(SRC0,SRC1,SRC2,DST)` for the VGPR index mode bits.
+fn gpr_idx(mode: u8) -> String {
+    let names = ["SRC0", "SRC1", "SRC2", "DST"];
+    let on: Vec<&str> = (0..4).filter(|i| mode >> i & 1 != 0).map(|i| names[i]).collect();
+    format!("gpr_idx({})", on.join(","))
+}
+
+/// The ds_swizzle_b32 offset in LLVM's symbolic form (QUAD_PERM, SWAP, REVERSE, BROADCAST or
+/// BITMASK_PERM).
+fn swizzle(imm: u16) -> String {
+    if imm & 0xff00 == 0x8000 {
+        let sel: Vec<String> = (0..4).map(|i| ((imm >> (2 * i)) & 3).to_string()).collect();
+        return format!("swizzle(QUAD_PERM,{})", sel.join(","));
+    }
+    if imm & 0x8000 != 0 {
+        return imm.to_string();
+    }
+    let and = imm & 0x1f;
+    let or = (imm >> 5) & 0x1f;
+    let xor = (imm >> 10) & 0x1f;
+    if and == 0x1f && or == 0 && xor.count_ones() == 1 {
+        return format!("swizzle(SWAP,{xor})");
+    }
+    if and == 0x1f && or == 0 && xor > 0 && (xor + 1).is_power_of_two() {
+        return format!("swizzle(REVERSE,{})", xor + 1);
+    }
+    let group = 0x1f - and + 1;
+    if group > 1 && group.is_power_of_two() && or < group && xor == 0 {
+        return format!("swizzle(BROADCAST,{group},{or})");
+    }
+    let p0 = or ^ xor;
+    let p1 = ((0x1f & and) | or) ^ xor;
+    let mut m = String::from("swizzle(BITMASK_PERM,\"");
+    for bit in (0..5).rev() {
+        let (a, b) = (p0 >> bit & 1 != 0, p1 >> bit & 1 != 0);
+        m.push(match (a, b) {
+            (true, true) => '1',
+            (false, false) => '0',
+            (false, true) => 'p',
+            (true, false) => 'i',
+        });
+    }
+    m.push_str("\")");
+    m
 }

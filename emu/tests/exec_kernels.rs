@@ -420,3 +420,74 @@ fn dpp_lane_permutations_match_cpu() {
         assert_eq!(f(got[64 + t]), f(a[t ^ 1]) + f(a[t]), "lane {t} (quad_perm:[1,0,3,2] f32)");
     }
 }
+
+fn f16_bits_rne_any(x: f32) -> u16 {
+    // Values here are integers up to 16129: normal f16 range.
+    f16_bits_rne(x)
+}
+
+#[test]
+fn wide_ops_64bit_f64_packed_f16_swizzle_reduce_atomics() {
+    let co = fixture();
+    let mem = DeviceMemory::new();
+    let a: Vec<u64> = (0..64u64).map(|t| 1_000_000_007u64.wrapping_mul(t * t + 3) ^ (t << 40)).collect();
+    let inp = upload(&mem, &a);
+    let out = mem.alloc(64 * 8).unwrap();
+    let den = 12_345u64;
+    let idx = 5u32;
+    run(&co, "wide_ops", &[&out.to_le_bytes(), &inp.to_le_bytes(), &den.to_le_bytes(), &idx.to_le_bytes()], [1, 1, 1], [64, 1, 1], &mem).unwrap();
+    let mut raw = vec![0u8; 64 * 8];
+    mem.read(out, &mut raw).unwrap();
+    let got: Vec<u64> = raw.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect();
+    let mut t2s = Vec::new();
+    for t in 0..64usize {
+        let x = a[t];
+        let s = (x / den).wrapping_add(((x as i64) % 1_000_003) as u64);
+        let d = x as f64;
+        let d4 = (d.mul_add(1.5, -2.5) / 3.0).sqrt();
+        let tt = s.wrapping_add(d4 as u64);
+        let h0 = f16_bits_rne_any(((2 * t + 1) * (2 * t + 1)) as f32);
+        let hz = u64::from(h0) | 0x3C00 << 16;
+        t2s.push(tt ^ hz);
+    }
+    let los: Vec<u32> = t2s.iter().map(|&v| v as u32).collect();
+    let mx = *los.iter().max().unwrap();
+    let mut t3s = Vec::new();
+    for t in 0..64usize {
+        let lo = los[t];
+        let rd = lo ^ ((t as u32 + idx) & 15);
+        let z2 = rd.wrapping_add(lo) ^ mx; // swizzle(BITMASK_PERM,"ppppp") is the identity
+        let t3 = t2s[t].wrapping_add(u64::from(z2));
+        t3s.push(t3);
+        // Lane 0's element also received 64 atomic increments after the store.
+        let want = if t == 0 { t3.wrapping_add(64) } else { t3 };
+        assert_eq!(got[t], want, "lane {t}");
+    }
+    let mut b = [0u8; 8];
+    mem.read(inp, &mut b).unwrap();
+    assert_eq!(u64::from_le_bytes(b), t3s.iter().copied().chain([a[0]]).max().unwrap(), "64-bit atomic umax");
+}
+
+#[test]
+fn quantization_like_kernel_matches_cpu() {
+    use amdgpu_emu::numerics::{f32_to_f8_rne, F8Kind};
+    let co = fixture();
+    let mem = DeviceMemory::new();
+    let x: Vec<f32> = (0..64).map(|i| ((i as f32) * 0.731).sin() * 37.5 + if i == 17 { -90.0 } else { 0.0 }).collect();
+    let inp = upload(&mem, &x);
+    let out = mem.alloc(64).unwrap();
+    let scale = mem.alloc(4).unwrap();
+    run(&co, "quant_like", &[&out.to_le_bytes(), &inp.to_le_bytes(), &scale.to_le_bytes()], [1, 1, 1], [64, 1, 1], &mem).unwrap();
+    let amax = x.iter().fold(0f32, |m, v| m.max(v.abs()));
+    let sc = amax.max(2f32.powi(-23)) / 240.0;
+    let inv = 1.0 / sc;
+    let mut q = vec![0u8; 64];
+    mem.read(out, &mut q).unwrap();
+    for (t, &v) in x.iter().enumerate() {
+        let y = (v * inv).clamp(-240.0, 240.0);
+        assert_eq!(q[t], f32_to_f8_rne(y, F8Kind::Fp8Fnuz, false), "lane {t}: {v} → {y}");
+    }
+    let mut s = [0u8; 4];
+    mem.read(scale, &mut s).unwrap();
+    assert_eq!(f32::from_le_bytes(s), sc);
+}

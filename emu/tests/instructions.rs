@@ -406,3 +406,41 @@ fn f32_denormal_modes() {
     assert_eq!(run_mode(2), (0, 0));
     assert_eq!(run_mode(1), (0, 0));
 }
+
+#[test]
+fn vgpr_index_mode_offsets_enabled_operands() {
+    // s_set_gpr_idx_on s0, gpr_idx(SRC0); v_mov_b32 v1, v2 (reads v2 + M0[7:0]); off; v_mov again.
+    let p = program(&[sopc(0x11, 0, 1), vop1(0x01, 1, V + 2), sopp(0x1c, 0), vop1(0x01, 3, V + 2)]);
+    assert_eq!(
+        disasm(&p),
+        ["s_set_gpr_idx_on s0, gpr_idx(SRC0)", "v_mov_b32_e32 v1, v2", "s_set_gpr_idx_off", "v_mov_b32_e32 v3, v2"]
+    );
+    let mut st = WaveState::new(256);
+    st.sgpr[0] = 3;
+    for r in 0..8 {
+        st.vgpr[r] = [100 + r as u32; 64];
+    }
+    run(&p, &mut st);
+    assert_eq!(st.vgpr[1][0], 105, "v1 = v(2 + 3)");
+    assert_eq!(st.vgpr[3][0], 102, "index mode off again");
+    assert_eq!(st.sgpr[124] & 0xf0ff, 0x1003, "M0 holds index 3 and mode SRC0");
+}
+
+#[test]
+fn packed_f16_math() {
+    // v_pk_fma_f16 v0, v1, v2, v3 (default op_sel_hi); v_pk_mul_f16 v4, v1, v2 op_sel:[1,0] op_sel_hi:[0,1]
+    let fma = vec![0xD38E_0000 | 1 << 14, (V + 1) | (V + 2) << 9 | (V + 3) << 18 | 3 << 27];
+    let mul = vec![0xD390_0004 | 1 << 11, (V + 1) | (V + 2) << 9 | 2 << 27];
+    let p = program(&[fma, mul]);
+    assert_eq!(disasm(&p), ["v_pk_fma_f16 v0, v1, v2, v3", "v_pk_mul_f16 v4, v1, v2 op_sel:[1,0] op_sel_hi:[0,1]"]);
+    let mut st = WaveState::new(256);
+    // v1 = (lo 1.5, hi -2.0), v2 = (lo 4.0, hi 0.5), v3 = (lo 0.25, hi 1.0) in f16.
+    st.vgpr[1] = [0xC000_3E00; 64];
+    st.vgpr[2] = [0x3800_4400; 64];
+    st.vgpr[3] = [0x3C00_3400; 64];
+    run(&p, &mut st);
+    // lo = 1.5·4 + 0.25 = 6.25 (0x4640); hi = -2·0.5 + 1 = 0 (0x0000).
+    assert_eq!(st.vgpr[0][0], 0x0000_4640);
+    // lo = v1.hi · v2.lo = -2·4 = -8 (0xC800); hi = v1.lo · v2.hi = 1.5·0.5 = 0.75 (0x3A00).
+    assert_eq!(st.vgpr[4][0], 0x3A00_C800);
+}

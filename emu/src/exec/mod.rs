@@ -473,6 +473,7 @@ pub fn run_snippet(words: &[u32], state: &mut WaveState, lds: &mut [u8], mem: &D
         private: vec![0u8; state.private_bytes as usize * 64],
         private_size: state.private_bytes,
         cached: None,
+        gpr_idx_on: false,
     };
     let c = wave::run_single(&setup, &mut w, lds)?;
     state.sgpr = w.s;

@@ -139,6 +139,8 @@ pub(super) struct Wave {
     pub private: Vec<u8>,
     pub private_size: u32,
     pub cached: Option<Arc<Allocation>>,
+    /// VGPR index mode (s_set_gpr_idx_on): M0[7:0] offsets the VGPR operands M0[15:12] selects.
+    pub gpr_idx_on: bool,
 }
 
 enum Flow {
@@ -167,6 +169,7 @@ pub(super) fn run_workgroup(st: &Setup<'_>, wg: [u32; 3]) -> Result<WgCounters, 
             private: vec![0u8; (d.private_segment_fixed_size as usize) * 64],
             private_size: d.private_segment_fixed_size,
             cached: None,
+            gpr_idx_on: false,
         };
         let first = w * 64;
         let active = (threads - first).min(64);
@@ -832,6 +835,26 @@ macro_rules! map3 {
 
 impl Cx<'_, '_> {
     fn step(&mut self, w: &mut Wave, inst: &Inst) -> Result<Flow, LaunchError> {
+        if w.gpr_idx_on && matches!(inst.enc, Enc::Vop1 | Enc::Vop2 | Enc::Vopc | Enc::Vop3 | Enc::Vop3p) {
+            // VGPR index mode (CDNA3 ISA "VGPR indexing"): enabled operands of VALU
+            // instructions address VGPR (n + M0[7:0]).
+            let m0 = w.s[sreg::M0 as usize];
+            let (idx, mode) = ((m0 & 0xff) as u16, (m0 >> 12) & 0xf);
+            let mut i2 = *inst;
+            for k in 0..3 {
+                if mode >> k & 1 != 0 && (VGPR0..AGPR0).contains(&i2.src[k]) {
+                    i2.src[k] += idx;
+                }
+            }
+            if mode & 8 != 0 && (VGPR0..AGPR0).contains(&i2.dst) {
+                i2.dst += idx;
+            }
+            return self.dispatch(w, &i2);
+        }
+        self.dispatch(w, inst)
+    }
+
+    fn dispatch(&mut self, w: &mut Wave, inst: &Inst) -> Result<Flow, LaunchError> {
         match inst.enc {
             Enc::Sopp => self.sopp(w, inst),
             Enc::Sop1 | Enc::Sop2 | Enc::Sopc | Enc::Sopk => self.salu(w, inst),
@@ -850,6 +873,15 @@ impl Cx<'_, '_> {
         Ok(match inst.op {
             Op::s_nop | Op::s_waitcnt | Op::s_setprio | Op::s_sleep | Op::s_icache_inv | Op::s_incperflevel | Op::s_decperflevel | Op::s_ttracedata => Flow::Next,
             Op::s_endpgm => Flow::End,
+            Op::s_set_gpr_idx_off => {
+                w.gpr_idx_on = false;
+                Flow::Next
+            }
+            Op::s_set_gpr_idx_mode => {
+                let m0 = &mut w.s[sreg::M0 as usize];
+                *m0 = (*m0 & !0xf000) | ((inst.imm as u32 & 0xf) << 12);
+                Flow::Next
+            }
             Op::s_barrier => Flow::Barrier,
             Op::s_branch => Flow::Jump(t),
             Op::s_cbranch_scc0 => jump_if(!w.scc),
@@ -1067,6 +1099,20 @@ impl Cx<'_, '_> {
             }
             Op::s_sext_i32_i8 => w32!(s0 as u8 as i8 as i32 as u32),
             Op::s_sext_i32_i16 => w32!(s0 as u16 as i16 as i32 as u32),
+            Op::s_set_gpr_idx_on => {
+                let m0 = &mut w.s[sreg::M0 as usize];
+                *m0 = (*m0 & !0xf0ff) | (s0 & 0xff) | ((u32::from(inst.src[1]) & 0xf) << 12);
+                w.gpr_idx_on = true;
+            }
+            Op::s_set_gpr_idx_idx => {
+                let m0 = &mut w.s[sreg::M0 as usize];
+                *m0 = (*m0 & !0xff) | (s0 & 0xff);
+            }
+            Op::s_bitset0_b64 | Op::s_bitset1_b64 => {
+                let old = u64::from(w.s[(d as usize) & 127]) | u64::from(w.s[(d as usize + 1) & 127]) << 32;
+                let bit = 1u64 << (s0 & 63);
+                Self::swrite64(w, d, if inst.op == Op::s_bitset1_b64 { old | bit } else { old & !bit });
+            }
             Op::s_bitset0_b32 => w32!(dv & !(1 << (s0 & 31))),
             Op::s_bitset1_b32 => w32!(dv | (1 << (s0 & 31))),
             Op::s_abs_i32 => w32s!((s0 as i32).unsigned_abs()),
@@ -1505,6 +1551,72 @@ impl Cx<'_, '_> {
                 self.vwrite64(w, inst.dst, &r, exec)?;
                 return Ok(Flow::Next);
             }
+            Op::v_rcp_f64 | Op::v_rsq_f64 | Op::v_sqrt_f64 | Op::v_floor_f64 | Op::v_ceil_f64 | Op::v_trunc_f64 | Op::v_rndne_f64 | Op::v_fract_f64 => {
+                // Transcendentals computed correctly rounded (hardware: about 1 ULP) — a model.
+                let x = self.f64src(w, inst, 0)?;
+                let r: [u64; 64] = std::array::from_fn(|l| {
+                    let p = fd(x[l]);
+                    match op {
+                        Op::v_rcp_f64 => 1.0 / p,
+                        Op::v_rsq_f64 => 1.0 / p.sqrt(),
+                        Op::v_sqrt_f64 => p.sqrt(),
+                        Op::v_floor_f64 => p.floor(),
+                        Op::v_ceil_f64 => p.ceil(),
+                        Op::v_trunc_f64 => p.trunc(),
+                        Op::v_rndne_f64 => p.round_ties_even(),
+                        _ => {
+                            if p.is_infinite() { f64::NAN } else { (p - p.floor()).min(f64::from_bits(0x3fef_ffff_ffff_ffff)) }
+                        }
+                    }
+                    .to_bits()
+                });
+                self.vwrite64(w, inst.dst, &r, exec)?;
+                return Ok(Flow::Next);
+            }
+            Op::v_div_scale_f64 => {
+                // Same pass-through model as v_div_scale_f32 (no pre-scaling; VCC = 0).
+                let x = self.f64src(w, inst, 0)?;
+                self.vwrite64(w, inst.dst, &x, exec)?;
+                Self::swrite64(w, inst.sdst, 0);
+                return Ok(Flow::Next);
+            }
+            Op::v_div_fmas_f64 => {
+                let m = self.sread64(w, inst, sreg::VCC, false);
+                let (x, y, z) = (self.f64src(w, inst, 0)?, self.f64src(w, inst, 1)?, self.f64src(w, inst, 2)?);
+                let r: [u64; 64] = std::array::from_fn(|l| {
+                    let v = fd(x[l]).mul_add(fd(y[l]), fd(z[l]));
+                    (if m >> l & 1 != 0 { v * 2f64.powi(64) } else { v }).to_bits()
+                });
+                self.vwrite64(w, inst.dst, &r, exec)?;
+                return Ok(Flow::Next);
+            }
+            Op::v_div_fixup_f64 => {
+                let (q, dd, nn) = (self.f64src(w, inst, 0)?, self.f64src(w, inst, 1)?, self.f64src(w, inst, 2)?);
+                let r: [u64; 64] = std::array::from_fn(|l| {
+                    let (q, d, n) = (fd(q[l]), fd(dd[l]), fd(nn[l]));
+                    let neg = d.is_sign_negative() ^ n.is_sign_negative();
+                    (if n.is_nan() {
+                        n
+                    } else if d.is_nan() {
+                        d
+                    } else if (d == 0.0 && n == 0.0) || (d.is_infinite() && n.is_infinite()) {
+                        f64::NAN
+                    } else if d == 0.0 || n.is_infinite() {
+                        if neg { f64::NEG_INFINITY } else { f64::INFINITY }
+                    } else if d.is_infinite() {
+                        if neg { -0.0 } else { 0.0 }
+                    } else {
+                        q
+                    })
+                    .to_bits()
+                });
+                self.vwrite64(w, inst.dst, &r, exec)?;
+                return Ok(Flow::Next);
+            }
+            Op::v_cvt_f16_u16 => map1!(a!(), |x| u32::from(f32_to_f16(f32::from(x as u16)))),
+            Op::v_cvt_f16_i16 => map1!(a!(), |x| u32::from(f32_to_f16(f32::from(x as u16 as i16)))),
+            Op::v_cvt_u16_f16 => map1!(self.vread16(w, inst, inst.src[0])?, |x| f16_to_f32(x as u16) as u16 as u32),
+            Op::v_cvt_i16_f16 => map1!(self.vread16(w, inst, inst.src[0])?, |x| f16_to_f32(x as u16) as i16 as u16 as u32),
             Op::v_cvt_f32_i32 => map1!(a!(), |x| b(x as i32 as f32)),
             Op::v_cvt_f32_u32 => map1!(a!(), |x| b(x as f32)),
             // Float → int conversions saturate and map NaN to 0 (CDNA3 ISA V_CVT_I32_F32).
@@ -1873,9 +1985,60 @@ impl Cx<'_, '_> {
                 self.vwrite64(w, inst.dst, &r, exec)?;
             }
             _ if crate::decode::is_mai(op) => self.mfma(w, inst)?,
+            _ if op.name().starts_with("v_pk_") => self.packed16(w, inst, exec)?,
             _ => return Err(self.unimpl(inst)),
         }
         Ok(Flow::Next)
+    }
+
+    /// Packed 16-bit VOP3P math: element e (0 = low, 1 = high) of source i is the half op_sel
+    /// (e = 0) / op_sel_hi (e = 1) picks, negated by neg_lo / neg_hi for float ops.
+    fn packed16(&mut self, w: &mut Wave, inst: &Inst, exec: u64) -> Result<(), LaunchError> {
+        let op = inst.op;
+        let nsrc = if matches!(op, Op::v_pk_fma_f16 | Op::v_pk_mad_i16 | Op::v_pk_mad_u16) { 3 } else { 2 };
+        let mut s = [[0u32; 64]; 3];
+        for (i, si) in s.iter_mut().enumerate().take(nsrc) {
+            *si = self.vread16(w, inst, inst.src[i])?;
+        }
+        let half = |i: usize, e: usize, l: usize| -> u16 {
+            let sel = if e == 0 { inst.opsel >> i & 1 } else { inst.opsel_hi >> i & 1 };
+            (s[i][l] >> (16 * u32::from(sel))) as u16
+        };
+        let fh = |i: usize, e: usize, l: usize| -> f32 {
+            let v = f16_to_f32(half(i, e, l));
+            let ng = if e == 0 { inst.neg >> i & 1 } else { inst.abs >> i & 1 };
+            if ng != 0 { -v } else { v }
+        };
+        let mut r = [0u32; 64];
+        for l in 0..64 {
+            let mut out = 0u32;
+            for e in 0..2 {
+                let (x, y) = (half(0, e, l), half(1, e, l));
+                let v: u16 = match op {
+                    Op::v_pk_add_f16 => f32_to_f16(fh(0, e, l) + fh(1, e, l)),
+                    Op::v_pk_mul_f16 => f32_to_f16(fh(0, e, l) * fh(1, e, l)),
+                    Op::v_pk_fma_f16 => f32_to_f16((f64::from(fh(0, e, l)) * f64::from(fh(1, e, l)) + f64::from(fh(2, e, l))) as f32),
+                    Op::v_pk_max_f16 => f32_to_f16(f32_max(fh(0, e, l), fh(1, e, l))),
+                    Op::v_pk_min_f16 => f32_to_f16(f32_min(fh(0, e, l), fh(1, e, l))),
+                    Op::v_pk_add_u16 | Op::v_pk_add_i16 => x.wrapping_add(y),
+                    Op::v_pk_sub_u16 | Op::v_pk_sub_i16 => x.wrapping_sub(y),
+                    Op::v_pk_mul_lo_u16 => x.wrapping_mul(y),
+                    Op::v_pk_lshlrev_b16 => y << (x & 15),
+                    Op::v_pk_lshrrev_b16 => y >> (x & 15),
+                    Op::v_pk_ashrrev_i16 => ((y as i16) >> (x & 15)) as u16,
+                    Op::v_pk_max_u16 => x.max(y),
+                    Op::v_pk_min_u16 => x.min(y),
+                    Op::v_pk_max_i16 => (x as i16).max(y as i16) as u16,
+                    Op::v_pk_min_i16 => (x as i16).min(y as i16) as u16,
+                    Op::v_pk_mad_u16 => x.wrapping_mul(y).wrapping_add(half(2, e, l)),
+                    Op::v_pk_mad_i16 => (x as i16).wrapping_mul(y as i16).wrapping_add(half(2, e, l) as i16) as u16,
+                    _ => return Err(self.unimpl(inst)),
+                };
+                out |= u32::from(v) << (16 * e);
+            }
+            r[l] = out;
+        }
+        self.vwrite(w, inst.dst, &r, exec)
     }
 
     fn mfma(&mut self, w: &mut Wave, inst: &Inst) -> Result<(), LaunchError> {
@@ -2032,6 +2195,23 @@ impl Cx<'_, '_> {
                     }
                 });
             }
+            Op::ds_swizzle_b32 => {
+                // The value comes from the ADDR VGPR; offset selects QUAD_PERM (bit 15) or
+                // BITMASK_PERM within 32-lane halves (CDNA3 ISA DS_SWIZZLE_B32). Inactive
+                // source lanes read 0.
+                let imm = inst.imm as u32 & 0xffff;
+                let mut out = [0u32; 64];
+                lanes!(exec, |l| {
+                    let src = if imm & 0x8000 != 0 {
+                        (l & !3) | ((imm >> (2 * (l & 3))) & 3) as usize
+                    } else {
+                        let (and, or, xor) = (imm & 0x1f, (imm >> 5) & 0x1f, (imm >> 10) & 0x1f);
+                        (l & 0x20) | ((((l as u32 & 0x1f) & and) | or) ^ xor) as usize
+                    };
+                    out[l] = if exec >> src & 1 != 0 { addr[src] } else { 0 };
+                });
+                self.vwrite(w, inst.dst, &out, exec)?;
+            }
             Op::ds_bpermute_b32 | Op::ds_permute_b32 => {
                 // Lane l reads (bpermute) / writes (permute) lane ((addr + offset) >> 2) & 63; a
                 // bpermute from an inactive lane reads 0 on gfx9 (ISA 12.13 DS_BPERMUTE_B32).
@@ -2175,9 +2355,7 @@ impl Cx<'_, '_> {
             "store_dwordx2" => (8, true, false),
             "store_dwordx3" => (12, true, false),
             "store_dwordx4" => (16, true, false),
-            "atomic_add" | "atomic_add_f32" | "atomic_cmpswap" | "atomic_umax" | "atomic_umin" | "atomic_or" | "atomic_and" | "atomic_swap" => {
-                return self.flat_atomic(w, inst, &addrs, op_tail, exec, scratch);
-            }
+            t if t.starts_with("atomic_") => return self.flat_atomic(w, inst, &addrs, op_tail, exec, scratch),
             _ => return Err(self.unimpl(inst)),
         };
         let regs = (n as usize).div_ceil(4);
@@ -2213,32 +2391,64 @@ impl Cx<'_, '_> {
     }
 
     fn flat_atomic(&mut self, w: &mut Wave, inst: &Inst, addrs: &[u64; 64], kind: &str, exec: u64, scratch: bool) -> Result<Flow, LaunchError> {
-        // Lanes are applied in lane order (one valid serialization of the wave's atomics).
-        let data = self.vread(w, inst, inst.src[1])?;
-        let data2 = if kind == "atomic_cmpswap" { self.vread(w, inst, inst.src[1] + 1)? } else { [0; 64] };
-        let mut out = [0u32; 64];
+        // Lanes are applied in lane order (one valid serialization of the wave's atomics); each
+        // read-modify-write holds a lock striped by address so workgroups running on other host
+        // threads cannot interleave with it.
+        let wide = kind.ends_with("_x2");
+        let base = kind.trim_end_matches("_x2");
+        let n: usize = if wide { 8 } else { 4 };
+        let regs = n / 4;
+        let cmp = base == "atomic_cmpswap";
+        let mut data = [[0u32; 64]; 4];
+        for (k, d) in data.iter_mut().enumerate().take(if cmp { 2 * regs } else { regs }) {
+            *d = self.vread(w, inst, inst.src[1] + k as u16)?;
+        }
+        let known = matches!(
+            base,
+            "atomic_add" | "atomic_sub" | "atomic_add_f32" | "atomic_umax" | "atomic_umin" | "atomic_smax" | "atomic_smin" | "atomic_or" | "atomic_and" | "atomic_xor" | "atomic_swap" | "atomic_cmpswap" | "atomic_inc" | "atomic_dec"
+        );
+        if !known || (wide && base == "atomic_add_f32") {
+            return Err(self.unimpl(inst));
+        }
+        let mut out = [[0u32; 64]; 2];
         lanes!(exec, |l| {
-            let mut buf = [0u8; 4];
-            self.lane_access(w, inst, l, addrs[l], &mut buf, false, scratch)?;
-            let old = u32::from_le_bytes(buf);
-            let x = data[l];
-            let new = match kind {
-                "atomic_add" => old.wrapping_add(x),
-                "atomic_add_f32" => b(f(old) + f(x)),
+            let _guard = atomic_lock(addrs[l]);
+            let mut buf = [0u8; 8];
+            self.lane_access(w, inst, l, addrs[l], &mut buf[..n], false, scratch)?;
+            let old = u64::from_le_bytes(buf);
+            let lane = |k: usize| -> u64 {
+                if wide { u64::from(data[2 * k][l]) | u64::from(data[2 * k + 1][l]) << 32 } else { u64::from(data[k][l]) }
+            };
+            let x = lane(0);
+            let mask = if wide { u64::MAX } else { u64::from(u32::MAX) };
+            let sx = |v: u64| if wide { v as i64 } else { i64::from(v as u32 as i32) };
+            let new = match base {
+                "atomic_add" => old.wrapping_add(x) & mask,
+                "atomic_sub" => old.wrapping_sub(x) & mask,
+                "atomic_add_f32" => u64::from(b(f(old as u32) + f(x as u32))),
                 "atomic_umax" => old.max(x),
                 "atomic_umin" => old.min(x),
+                "atomic_smax" => if sx(x) > sx(old) { x } else { old },
+                "atomic_smin" => if sx(x) < sx(old) { x } else { old },
                 "atomic_or" => old | x,
                 "atomic_and" => old & x,
+                "atomic_xor" => old ^ x,
                 "atomic_swap" => x,
+                "atomic_inc" => if old >= x { 0 } else { old + 1 },
+                "atomic_dec" => if old == 0 || old > x { x } else { old - 1 },
                 // data = {src, cmp}: store src if old == cmp.
-                _ => if old == data2[l] { x } else { old },
+                _ => if old == lane(1) { x } else { old },
             };
             let mut nb = new.to_le_bytes();
-            self.lane_access(w, inst, l, addrs[l], &mut nb, true, scratch)?;
-            out[l] = old;
+            self.lane_access(w, inst, l, addrs[l], &mut nb[..n], true, scratch)?;
+            out[0][l] = old as u32;
+            out[1][l] = (old >> 32) as u32;
         });
+        // SC0 (glc) returns the pre-operation value.
         if inst.has_flag(flag::SC0) {
-            self.vwrite(w, inst.dst, &out, exec)?;
+            for (k, o) in out.iter().enumerate().take(regs) {
+                self.vwrite(w, inst.dst + k as u16, o, exec)?;
+            }
         }
         Ok(Flow::Next)
     }
@@ -2338,4 +2548,10 @@ pub(super) fn run_single(st: &Setup<'_>, w: &mut Wave, lds: &mut [u8]) -> Result
             _ => ctr.barriers += 1,
         }
     }
+}
+
+/// Striped locks that make emulated global atomics atomic across host threads.
+fn atomic_lock(addr: u64) -> std::sync::MutexGuard<'static, ()> {
+    static LOCKS: [std::sync::Mutex<()>; 64] = [const { std::sync::Mutex::new(()) }; 64];
+    LOCKS[((addr >> 3) & 63) as usize].lock().unwrap_or_else(|p| p.into_inner())
 }

@@ -305,6 +305,130 @@ entry:
   ret void
 }
 
+declare i32 @llvm.amdgcn.ds.swizzle(i32, i32)
+declare i32 @llvm.amdgcn.wave.reduce.umax.i32(i32, i32)
+declare <2 x half> @llvm.fma.v2f16(<2 x half>, <2 x half>, <2 x half>)
+declare double @llvm.fma.f64(double, double, double)
+declare double @llvm.sqrt.f64(double)
+declare float @llvm.fabs.f32(float)
+declare float @llvm.minnum.f32(float, float)
+
+define amdgpu_kernel void @wide_ops(ptr addrspace(1) %out, ptr addrspace(1) %in, i64 %den, i32 %idx) #0 {
+entry:
+  %tid = call i32 @llvm.amdgcn.workitem.id.x()
+  %p = getelementptr inbounds i64, ptr addrspace(1) %in, i32 %tid
+  %a = load i64, ptr addrspace(1) %p, align 8
+  %q = udiv i64 %a, %den
+  %r = srem i64 %a, 1000003
+  %s = add i64 %q, %r
+  %d = uitofp i64 %a to double
+  %d2 = call double @llvm.fma.f64(double %d, double 0x3FF8000000000000, double -2.5)
+  %d3 = fdiv double %d2, 3.0
+  %d4 = call double @llvm.sqrt.f64(double %d3)
+  %di = fptoui double %d4 to i64
+  %t = add i64 %s, %di
+  %v2 = bitcast i32 %tid to <2 x i16>
+  %h = uitofp <2 x i16> %v2 to <2 x half>
+  %h2 = call <2 x half> @llvm.fma.v2f16(<2 x half> %h, <2 x half> <half 0xH4000, half 0xH3800>, <2 x half> <half 0xH3C00, half 0xH3C00>)
+  %h3 = fmul <2 x half> %h2, %h2
+  %hb = bitcast <2 x half> %h3 to i32
+  %hz = zext i32 %hb to i64
+  %t2 = xor i64 %t, %hz
+  %arr = alloca [16 x i32], align 4, addrspace(5)
+  %lo = trunc i64 %t2 to i32
+  %x0 = xor i32 %lo, 0
+  %g0 = getelementptr inbounds [16 x i32], ptr addrspace(5) %arr, i32 0, i32 0
+  store i32 %x0, ptr addrspace(5) %g0, align 4
+  %x1 = xor i32 %lo, 1
+  %g1 = getelementptr inbounds [16 x i32], ptr addrspace(5) %arr, i32 0, i32 1
+  store i32 %x1, ptr addrspace(5) %g1, align 4
+  %x2 = xor i32 %lo, 2
+  %g2 = getelementptr inbounds [16 x i32], ptr addrspace(5) %arr, i32 0, i32 2
+  store i32 %x2, ptr addrspace(5) %g2, align 4
+  %x3 = xor i32 %lo, 3
+  %g3 = getelementptr inbounds [16 x i32], ptr addrspace(5) %arr, i32 0, i32 3
+  store i32 %x3, ptr addrspace(5) %g3, align 4
+  %x4 = xor i32 %lo, 4
+  %g4 = getelementptr inbounds [16 x i32], ptr addrspace(5) %arr, i32 0, i32 4
+  store i32 %x4, ptr addrspace(5) %g4, align 4
+  %x5 = xor i32 %lo, 5
+  %g5 = getelementptr inbounds [16 x i32], ptr addrspace(5) %arr, i32 0, i32 5
+  store i32 %x5, ptr addrspace(5) %g5, align 4
+  %x6 = xor i32 %lo, 6
+  %g6 = getelementptr inbounds [16 x i32], ptr addrspace(5) %arr, i32 0, i32 6
+  store i32 %x6, ptr addrspace(5) %g6, align 4
+  %x7 = xor i32 %lo, 7
+  %g7 = getelementptr inbounds [16 x i32], ptr addrspace(5) %arr, i32 0, i32 7
+  store i32 %x7, ptr addrspace(5) %g7, align 4
+  %x8 = xor i32 %lo, 8
+  %g8 = getelementptr inbounds [16 x i32], ptr addrspace(5) %arr, i32 0, i32 8
+  store i32 %x8, ptr addrspace(5) %g8, align 4
+  %x9 = xor i32 %lo, 9
+  %g9 = getelementptr inbounds [16 x i32], ptr addrspace(5) %arr, i32 0, i32 9
+  store i32 %x9, ptr addrspace(5) %g9, align 4
+  %x10 = xor i32 %lo, 10
+  %g10 = getelementptr inbounds [16 x i32], ptr addrspace(5) %arr, i32 0, i32 10
+  store i32 %x10, ptr addrspace(5) %g10, align 4
+  %x11 = xor i32 %lo, 11
+  %g11 = getelementptr inbounds [16 x i32], ptr addrspace(5) %arr, i32 0, i32 11
+  store i32 %x11, ptr addrspace(5) %g11, align 4
+  %x12 = xor i32 %lo, 12
+  %g12 = getelementptr inbounds [16 x i32], ptr addrspace(5) %arr, i32 0, i32 12
+  store i32 %x12, ptr addrspace(5) %g12, align 4
+  %x13 = xor i32 %lo, 13
+  %g13 = getelementptr inbounds [16 x i32], ptr addrspace(5) %arr, i32 0, i32 13
+  store i32 %x13, ptr addrspace(5) %g13, align 4
+  %x14 = xor i32 %lo, 14
+  %g14 = getelementptr inbounds [16 x i32], ptr addrspace(5) %arr, i32 0, i32 14
+  store i32 %x14, ptr addrspace(5) %g14, align 4
+  %x15 = xor i32 %lo, 15
+  %g15 = getelementptr inbounds [16 x i32], ptr addrspace(5) %arr, i32 0, i32 15
+  store i32 %x15, ptr addrspace(5) %g15, align 4
+  %ri = add i32 %tid, %idx
+  %im = and i32 %ri, 15
+  %e2 = getelementptr inbounds [16 x i32], ptr addrspace(5) %arr, i32 0, i32 %im
+  %rd = load i32, ptr addrspace(5) %e2, align 4
+  %sw = call i32 @llvm.amdgcn.ds.swizzle(i32 %lo, i32 31)
+  %mx = call i32 @llvm.amdgcn.wave.reduce.umax.i32(i32 %lo, i32 0)
+  %z1 = add i32 %rd, %sw
+  %z2 = xor i32 %z1, %mx
+  %zz = zext i32 %z2 to i64
+  %t3 = add i64 %t2, %zz
+  %o = getelementptr inbounds i64, ptr addrspace(1) %out, i32 %tid
+  store i64 %t3, ptr addrspace(1) %o, align 8
+  %old = atomicrmw add ptr addrspace(1) %out, i64 1 syncscope("agent") monotonic
+  %old32 = atomicrmw umax ptr addrspace(1) %in, i64 %t3 syncscope("agent") monotonic
+  ret void
+}
+
+define amdgpu_kernel void @quant_like(ptr addrspace(1) %out, ptr addrspace(1) %in, ptr addrspace(1) %scale) #0 {
+entry:
+  %tid = call i32 @llvm.amdgcn.workitem.id.x()
+  %p = getelementptr inbounds float, ptr addrspace(1) %in, i32 %tid
+  %x = load float, ptr addrspace(1) %p, align 4
+  %ax = call float @llvm.fabs.f32(float %x)
+  %bits = bitcast float %ax to i32
+  %mb = call i32 @llvm.amdgcn.wave.reduce.umax.i32(i32 %bits, i32 1)
+  %amax = bitcast i32 %mb to float
+  %cl = call float @llvm.maxnum.f32(float %amax, float 0x3E80000000000000)
+  %sc = fdiv float %cl, 240.0
+  %inv = fdiv float 1.0, %sc
+  %y = fmul float %x, %inv
+  %yc = call float @llvm.minnum.f32(float %y, float 240.0)
+  %yc2 = call float @llvm.maxnum.f32(float %yc, float -240.0)
+  %pk = call i32 @llvm.amdgcn.cvt.pk.fp8.f32(float %yc2, float %yc2, i32 0, i1 false)
+  %b = trunc i32 %pk to i8
+  %o = getelementptr inbounds i8, ptr addrspace(1) %out, i32 %tid
+  store i8 %b, ptr addrspace(1) %o, align 1
+  %first = icmp eq i32 %tid, 0
+  br i1 %first, label %w, label %done
+w:
+  store float %sc, ptr addrspace(1) %scale, align 4
+  br label %done
+done:
+  ret void
+}
+
 @lds1k = internal addrspace(3) global [1024 x i32] poison, align 16
 @lds = internal addrspace(3) global [256 x i32] poison, align 16
 @lds64 = internal addrspace(3) global [256 x i64] poison, align 16
