@@ -444,3 +444,30 @@ fn packed_f16_math() {
     // lo = v1.hi · v2.lo = -2·4 = -8 (0xC800); hi = v1.lo · v2.hi = 1.5·0.5 = 0.75 (0x3A00).
     assert_eq!(st.vgpr[4][0], 0x3A00_C800);
 }
+
+#[test]
+fn scratch_is_per_lane_private_memory() {
+    // scratch_store_dword v1, v2, off offset:4 (SVE: VGPR address); scratch_load_dword v3, v1, off offset:4
+    let st_w = vec![0xDC70_0000 | 1 << 14 | 1 << 13 | 4, 1 | 2 << 8 | 0x7f << 16];
+    let ld_w = vec![0xDC50_0000 | 1 << 14 | 1 << 13 | 4, 1 | 0x7f << 16 | 3 << 24];
+    let p = program(&[st_w, ld_w]);
+    assert_eq!(disasm(&p), ["scratch_store_dword v1, v2, off offset:4", "scratch_load_dword v3, v1, off offset:4"]);
+    let mut st = WaveState::new(256);
+    st.private_bytes = 16;
+    for l in 0..64 {
+        st.vgpr[1][l] = 8; // same private offset in every lane
+        st.vgpr[2][l] = 500 + l as u32;
+    }
+    run(&p, &mut st);
+    for l in 0..64 {
+        assert_eq!(st.vgpr[3][l], 500 + l as u32, "lane {l} reads its own private dword");
+    }
+    // Offset 8 + 4 + 4 bytes = 16 fits; 12 + 4 + 4 = 20 > 16 is a memcheck error.
+    st.vgpr[1][9] = 12;
+    let mem = DeviceMemory::new();
+    let e = run_snippet(&p, &mut st, &mut [], &mem).unwrap_err();
+    match e {
+        LaunchError::Memory { lane, addr, space, .. } => assert_eq!((lane, addr, space), (9, 16, "scratch")),
+        other => panic!("{other}"),
+    }
+}

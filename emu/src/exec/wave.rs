@@ -143,6 +143,15 @@ pub(super) struct Wave {
     pub gpr_idx_on: bool,
 }
 
+/// The s_waitcnt counter a memory result is tracked by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Counter {
+    /// Vector memory (vmcnt).
+    Vm,
+    /// LDS, scalar memory and messages (lgkmcnt).
+    Lgkm,
+}
+
 enum Flow {
     Next,
     Jump(u32),
@@ -566,6 +575,14 @@ impl Cx<'_, '_> {
             }
         }
         exec & m
+    }
+
+    /// Delivers a load result to its destination VGPR. Every memory load lands through here:
+    /// results currently arrive immediately (s_waitcnt is then a no-op); a late-arrival mode can
+    /// queue `(counter, dst, values, mask)` here and apply them at the s_waitcnt that covers
+    /// them.
+    fn land(&self, w: &mut Wave, _counter: Counter, dst: u16, vals: &Lanes, mask: u64) -> Result<(), LaunchError> {
+        self.vwrite(w, dst, vals, mask)
     }
 
     /// Float source with VOP3/SDWA abs/neg modifiers applied to f32 bits.
@@ -2132,7 +2149,7 @@ impl Cx<'_, '_> {
                     };
                 });
                 for (k, o) in out.iter().enumerate().take(regs) {
-                    self.vwrite(w, inst.dst + k as u16, o, exec)?;
+                    self.land(w, Counter::Lgkm, inst.dst + k as u16, o, exec)?;
                 }
             }
             Op::ds_write_b32 | Op::ds_write_b64 | Op::ds_write_b96 | Op::ds_write_b128 | Op::ds_write_b8 | Op::ds_write_b16 => {
@@ -2173,7 +2190,7 @@ impl Cx<'_, '_> {
                     }
                 });
                 for (k, o) in out.iter().enumerate().take(2 * regs) {
-                    self.vwrite(w, inst.dst + k as u16, o, exec)?;
+                    self.land(w, Counter::Lgkm, inst.dst + k as u16, o, exec)?;
                 }
             }
             Op::ds_write2_b32 | Op::ds_write2_b64 | Op::ds_write2st64_b32 | Op::ds_write2st64_b64 => {
@@ -2384,7 +2401,7 @@ impl Cx<'_, '_> {
                 }
             });
             for (k, o) in out.iter().enumerate().take(regs) {
-                self.vwrite(w, inst.dst + k as u16, o, exec)?;
+                self.land(w, Counter::Vm, inst.dst + k as u16, o, exec)?;
             }
         }
         Ok(Flow::Next)
@@ -2447,7 +2464,7 @@ impl Cx<'_, '_> {
         // SC0 (glc) returns the pre-operation value.
         if inst.has_flag(flag::SC0) {
             for (k, o) in out.iter().enumerate().take(regs) {
-                self.vwrite(w, inst.dst + k as u16, o, exec)?;
+                self.land(w, Counter::Vm, inst.dst + k as u16, o, exec)?;
             }
         }
         Ok(Flow::Next)
@@ -2525,7 +2542,7 @@ impl Cx<'_, '_> {
         });
         if !store {
             for (k, o) in out.iter().enumerate().take(regs) {
-                self.vwrite(w, inst.dst + k as u16, o, exec)?;
+                self.land(w, Counter::Vm, inst.dst + k as u16, o, exec)?;
             }
         }
         Ok(Flow::Next)
