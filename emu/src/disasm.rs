@@ -32,6 +32,9 @@ pub fn operand(code: u16, width: u8, lit: u32) -> String {
         }
     };
     match code {
+        // Multi-dword SGPR operands are aligned (pairs to 2, wider to 4), as LLVM decodes them.
+        0..=101 if w == 2 => range("s", code & !1),
+        0..=101 if w > 2 => range("s", code & !3),
         0..=101 => range("s", code),
         102..=103 => pair(102, "flat_scratch"),
         104..=105 => pair(104, "xnack_mask"),
@@ -177,7 +180,8 @@ pub fn format_inst(inst: &Inst) -> String {
             match inst.op {
                 Op::s_getreg_b32 => ops.extend([operand(inst.dst, 1, 0), hwreg(k)]),
                 Op::s_setreg_b32 => ops.extend([hwreg(k), operand(inst.dst, 1, 0)]),
-                Op::s_setreg_imm32_b32 => ops.extend([hwreg(k), format!("{:#x}", inst.lit)]),
+                // LLVM prints a literal equal to an inline float constant by its value.
+                Op::s_setreg_imm32_b32 => ops.extend([hwreg(k), float_literal(inst.lit)]),
                 Op::s_call_b64 | Op::s_cbranch_i_fork => ops.extend([operand(inst.dst, 2, 0), (k as i16).to_string()]),
                 _ => ops.extend([operand(inst.dst, info.width(Field::Dst), 0), format!("{k:#x}")]),
             }
@@ -186,7 +190,18 @@ pub fn format_inst(inst: &Inst) -> String {
         _ => {}
     }
     if inst.op == Op::s_set_gpr_idx_on {
-        return finish(s, vec![operand(inst.src[0], 1, 0), gpr_idx(inst.src[1] as u8)]);
+        let mode = if inst.src[1] > 15 { format!("{:#x}", inst.src[1]) } else { gpr_idx(inst.src[1] as u8) };
+        return finish(s, vec![operand(inst.src[0], 1, 0), mode]);
+    }
+    if matches!(inst.op, Op::s_atc_probe | Op::s_atc_probe_buffer) {
+        // The first operand is the sdata field as a plain number.
+        let mut ops = vec![inst.dst.to_string(), operand(inst.src[0], info.width(Field::Base), 0)];
+        if inst.has_flag(flag::SMEM_IMM) {
+            ops.push(format!("{:#x}", inst.imm));
+        } else {
+            ops.push(operand(inst.sdst, 1, 0));
+        }
+        return finish(s, ops);
     }
     if matches!(inst.op, Op::v_readlane_b32 | Op::v_writelane_b32) {
         ops.extend([operand(inst.dst, 1, 0), operand(inst.src[0], 1, 0), operand(inst.src[1], 1, 0)]);
@@ -231,10 +246,10 @@ pub fn format_inst(inst: &Inst) -> String {
                 let code = field_code(inst, f);
                 let mut t = operand(code, slot.width, inst.lit);
                 if let (Enc::Vop3, Some(i)) = (inst.enc, src_index(f)) {
-                    if inst.abs >> i & 1 != 0 {
+                    if inst.abs >> i & 1 != 0 && info.mods >> i & 1 != 0 {
                         t = format!("|{t}|");
                     }
-                    if inst.neg >> i & 1 != 0 {
+                    if inst.neg >> i & 1 != 0 && info.mods >> (i + 3) & 1 != 0 {
                         t = format!("-{t}");
                     }
                 }
@@ -255,6 +270,7 @@ pub fn format_inst(inst: &Inst) -> String {
     }
     let mut s2 = String::new();
     match inst.enc {
+        Enc::Smem if !info.has(Field::Base) => {}
         Enc::Smem => {
             // Offset operand.
             if inst.has_flag(flag::SMEM_IMM) && !inst.has_flag(flag::SMEM_SOE) {
@@ -271,8 +287,11 @@ pub fn format_inst(inst: &Inst) -> String {
         }
         Enc::Vop3 => {
             let nsrc = info.slots.iter().filter(|sl| src_index(sl.field).is_some()).count();
-            if inst.opsel != 0 {
-                let _ = write!(s2, " op_sel:{}", bitlist(opsel_print(inst.opsel, nsrc), nsrc + 1));
+            if inst.opsel != 0 && info.opsel {
+                // v_cvt_sr_*: the tied old value counts as src2, so op_sel has 4 entries.
+                let sr = matches!(inst.op, Op::v_cvt_sr_fp8_f32 | Op::v_cvt_sr_bf8_f32);
+                let n = if sr { 3 } else { nsrc };
+                let _ = write!(s2, " op_sel:{}", bitlist(opsel_print(inst.opsel, n), n + 1));
             }
             if inst.has_flag(flag::CLAMP) {
                 s2.push_str(" clamp");
@@ -380,7 +399,7 @@ fn opsel_print(opsel: u8, nsrc: usize) -> u8 {
 
 fn ds_two(inst: &Inst) -> bool {
     let n = inst.info.name;
-    n.contains("2_") || n.contains("2st64")
+    n.contains("read2") || n.contains("write2") || n.contains("wrxchg2")
 }
 
 fn cpol(inst: &Inst, s: &mut String) {
@@ -558,4 +577,9 @@ fn swizzle(imm: u16) -> String {
     }
     m.push_str("\")");
     m
+}
+
+fn float_literal(v: u32) -> String {
+    let names = [(0.5f32, "0.5"), (-0.5, "-0.5"), (1.0, "1.0"), (-1.0, "-1.0"), (2.0, "2.0"), (-2.0, "-2.0"), (4.0, "4.0"), (-4.0, "-4.0")];
+    names.iter().find(|(f, _)| f.to_bits() == v).map_or(format!("{v:#x}"), |(_, n)| n.to_string())
 }

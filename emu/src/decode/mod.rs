@@ -114,6 +114,10 @@ pub struct OpInfo {
     pub name: &'static str,
     /// Operands in printed order.
     pub slots: &'static [Slot],
+    /// VOP3 form accepts `op_sel` (LLVM prints it; other VOP3 ops ignore those bits).
+    pub opsel: bool,
+    /// VOP3 sources that accept modifiers: bit i = abs on src i, bit 3 + i = neg on src i.
+    pub mods: u8,
 }
 
 impl OpInfo {
@@ -591,7 +595,9 @@ pub fn decode_one(code: &[u8], pc: u64, kernel: &str) -> Result<Inst, DecodeErro
                 inst.dst = (if acc_cd { AGPR0 } else { VGPR0 }) + bits(w0, 0, 8) as u16;
                 inst.src[0] = if s[0] >= 256 && acc_ab & 1 != 0 { s[0] + 256 } else { s[0] };
                 inst.src[1] = if s[1] >= 256 && acc_ab & 2 != 0 { s[1] + 256 } else { s[1] };
-                inst.src[2] = if s[2] >= 256 && acc_cd { s[2] + 256 } else { s[2] };
+                // smfmac's src2 is the sparsity index, always a VGPR.
+                let sparse = info.name.starts_with("v_smfmac");
+                inst.src[2] = if s[2] >= 256 && acc_cd && !sparse { s[2] + 256 } else { s[2] };
                 inst.abs = bits(w0, 8, 3) as u8; // cbsz
                 inst.opsel = bits(w0, 11, 4) as u8; // abid
                 inst.neg = bits(w1, 29, 3) as u8; // blgp
@@ -753,7 +759,7 @@ pub fn is_mai(op: Op) -> bool {
 }
 
 fn is_ds_two_offsets(name: &str) -> bool {
-    name.contains("2_") || name.contains("2st64") || name.contains("read2") || name.contains("write2") || name.contains("wrxchg2")
+    name.contains("read2") || name.contains("write2") || name.contains("wrxchg2")
 }
 
 /// A kernel's instructions, decoded once.

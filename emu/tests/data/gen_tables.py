@@ -116,7 +116,16 @@ for (enc, op), vs in sorted(by.items(), key=lambda kv: (kv[0][0], kv[0][1])):
             slots.append(("T:" + t, "k", 0))
     base = re.sub(r"_e(32|64)$", "", mn)
     ops[base] = True
-    rows.append((enc, op, mn, base, slots))
+    opsel = enc == "VOP3" and any("op_sel" in vs.get("opsel%x" % b, "") for b in (0xF, 0x8, 0x1, 0x3, 0xC))
+    # Which sources accept abs / neg: the sources LLVM prints with |x| / -x in the probes.
+    mods = 0
+    if enc == "VOP3":
+        for i, reg in enumerate((20, 30, 40)):
+            if re.search(r"\|v\[?%d\b" % reg, vs.get("abs%d" % i, "")):
+                mods |= 1 << i
+            if re.search(r"-\|?v\[?%d\b" % reg, vs.get("neg%d" % i, "")):
+                mods |= 1 << (i + 3)
+    rows.append((enc, op, mn, base, slots, opsel, mods))
 
 bad = [r for r in rows if any(s[0].startswith("Z") for s in r[4])]
 for r in bad:
@@ -157,9 +166,9 @@ def slot_rs(s):
 print("/// The table row for `(encoding, opcode)`.")
 print("pub(super) fn lookup(enc: Enc, op: u16) -> Option<&'static OpInfo> {")
 print("    Some(match (enc, op) {")
-for enc, op, mn, base, slots in rows:
-    print('        (Enc::%s, %d) => &OpInfo { op: Op::%s, name: "%s", slots: &[%s] },' %
-          (ENC[enc], op, base, mn, ", ".join(slot_rs(s) for s in slots)))
+for enc, op, mn, base, slots, opsel, mods in rows:
+    print('        (Enc::%s, %d) => &OpInfo { op: Op::%s, name: "%s", slots: &[%s], opsel: %s, mods: %d },' %
+          (ENC[enc], op, base, mn, ", ".join(slot_rs(s) for s in slots), "true" if opsel else "false", mods))
 print("        _ => return None,")
 print("    })")
 print("}")

@@ -57,6 +57,12 @@ def probes():
     for op in range(0x380):
         out.append(("VOP3", op, "", [0xD0000000 | op << 16 | 10, (256 + 20) | (256 + 30) << 9 | (256 + 40) << 18]))
         out.append(("VOP3", op, "sdst", [0xD0000000 | op << 16 | 50 << 8 | 10, (256 + 20) | (256 + 30) << 9 | (256 + 40) << 18]))
+        # abs on all three sources (neg is probed separately: LLVM prints -|x| for both)
+        for i in range(3):
+            out.append(("VOP3", op, "abs%d" % i, [0xD0000000 | op << 16 | 1 << (8 + i) | 10, (256 + 20) | (256 + 30) << 9 | (256 + 40) << 18]))
+            out.append(("VOP3", op, "neg%d" % i, [0xD0000000 | op << 16 | 10, (256 + 20) | (256 + 30) << 9 | (256 + 40) << 18 | 1 << (29 + i)]))
+        for bitsel in (0xF, 0x8, 0x1, 0x3, 0xC):
+            out.append(("VOP3", op, "opsel%x" % bitsel, [0xD0000000 | op << 16 | bitsel << 11 | 10, (256 + 20) | (256 + 30) << 9 | (256 + 40) << 18]))
     for op in range(128):
         # opsel_hi = 1 for all sources (the default printed as nothing)
         out.append(("VOP3P", op, "", [0xD3800000 | op << 16 | 1 << 14 | 10, (256 + 20) | (256 + 30) << 9 | (256 + 40) << 18 | 3 << 27]))
