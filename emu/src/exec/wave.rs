@@ -602,8 +602,11 @@ impl Cx<'_, '_> {
                 }
             }
         }
-        let abs = inst.abs >> i & 1 != 0 && inst.enc != Enc::Vop3p;
-        let neg = inst.neg >> i & 1 != 0 && inst.enc != Enc::Vop3p;
+        // VOP3 modifier bits count only on sources that accept them (as LLVM decodes them);
+        // SDWA/DPP modifiers come from their own dword.
+        let accepts = |bit: u8| inst.enc != Enc::Vop3 || inst.info.mods >> bit & 1 != 0;
+        let abs = inst.abs >> i & 1 != 0 && inst.enc != Enc::Vop3p && accepts(i as u8);
+        let neg = inst.neg >> i & 1 != 0 && inst.enc != Enc::Vop3p && accepts(i as u8 + 3);
         if abs || neg {
             for x in v.iter_mut() {
                 if abs {
