@@ -471,3 +471,48 @@ fn scratch_is_per_lane_private_memory() {
         other => panic!("{other}"),
     }
 }
+
+#[test]
+fn d16_loads_and_stores_keep_the_other_half() {
+    let p = program(&[
+        ds(85, 8, 0, 1, 0, 0),                                           // ds_write_b16_d16_hi v0, v1 offset:8
+        ds(90, 8, 0, 0, 0, 2),                                           // ds_read_u16_d16 v2, v0 offset:8
+        ds(91, 8, 0, 0, 0, 3),                                           // ds_read_u16_d16_hi v3, v0 offset:8
+        vec![0xDC00_0000 | 37 << 18 | 2 << 14, 4 | 0x7f << 16 | 5 << 24], // global_load_short_d16_hi v5, v[4:5]... (v5 is also the address high)
+    ]);
+    assert_eq!(
+        disasm(&p)[..3],
+        ["ds_write_b16_d16_hi v0, v1 offset:8", "ds_read_u16_d16 v2, v0 offset:8", "ds_read_u16_d16_hi v3, v0 offset:8"]
+    );
+    let mem = DeviceMemory::new();
+    let g = mem.alloc(8).unwrap();
+    mem.write(g, &[0x34, 0x12, 0, 0, 0, 0, 0, 0]).unwrap();
+    let mut st = WaveState::new(256);
+    st.set_exec(1);
+    st.vgpr[0][0] = 0;
+    st.vgpr[1][0] = 0xBEEF_0000;
+    st.vgpr[2][0] = 0xAAAA_5555;
+    st.vgpr[3][0] = 0xAAAA_5555;
+    st.vgpr[4][0] = g as u32;
+    st.vgpr[5][0] = (g >> 32) as u32;
+    let mut lds = vec![0u8; 64];
+    run_snippet(&p, &mut st, &mut lds, &mem).unwrap();
+    assert_eq!(&lds[8..10], &[0xEF, 0xBE], "the high half of v1 is stored");
+    assert_eq!(st.vgpr[2][0], 0xAAAA_BEEF, "d16 load replaces the low half only");
+    assert_eq!(st.vgpr[3][0], 0xBEEF_5555, "d16_hi load replaces the high half only");
+    assert_eq!(st.vgpr[5][0], 0x1234 << 16 | (g >> 32) as u32 & 0xffff, "global d16_hi");
+}
+
+#[test]
+fn fma_mix_reads_f16_and_f32_sources() {
+    // v_fma_mix_f32 v0, v1, v2, v3 op_sel:[1,0,0] op_sel_hi:[1,1,0]:
+    // a = high f16 half of v1, b = low f16 half of v2, c = f32 v3.
+    let p = vec![0xD3A0_0000 | 1 << 11, (V + 1) | (V + 2) << 9 | (V + 3) << 18 | 3 << 27];
+    assert_eq!(disasm(&p), ["v_fma_mix_f32 v0, v1, v2, v3 op_sel:[1,0,0] op_sel_hi:[1,1,0]"]);
+    let mut st = WaveState::new(256);
+    st.vgpr[1] = [0x4200_3C00; 64]; // hi = 3.0, lo = 1.0
+    st.vgpr[2] = [0x0000_C100; 64]; // lo = -2.5
+    st.vgpr[3] = [0.25f32.to_bits(); 64];
+    run(&p, &mut st);
+    assert_eq!(f32::from_bits(st.vgpr[0][0]), 3.0 * -2.5 + 0.25);
+}

@@ -2004,6 +2004,40 @@ impl Cx<'_, '_> {
                 });
                 self.vwrite64(w, inst.dst, &r, exec)?;
             }
+            Op::v_fma_mix_f32 | Op::v_fma_mixlo_f16 | Op::v_fma_mixhi_f16 => {
+                // Mixed precision FMA: source i is f32 when op_sel_hi[i] = 0, else the f16 half
+                // op_sel[i] picks; neg_lo negates and neg_hi takes |x| (CDNA3 ISA V_FMA_MIX_F32).
+                let mut v = [[0f32; 64]; 3];
+                for (i, vi) in v.iter_mut().enumerate() {
+                    let f16 = inst.opsel_hi >> i & 1 != 0;
+                    let raw = if f16 { self.vread16(w, inst, inst.src[i])? } else { self.vread(w, inst, inst.src[i])? };
+                    let hi = inst.opsel >> i & 1 != 0;
+                    for l in 0..64 {
+                        let mut x = if f16 { f16_to_f32((raw[l] >> if hi { 16 } else { 0 }) as u16) } else { f(raw[l]) };
+                        if inst.abs >> i & 1 != 0 {
+                            x = x.abs();
+                        }
+                        if inst.neg >> i & 1 != 0 {
+                            x = -x;
+                        }
+                        vi[l] = x;
+                    }
+                }
+                let clamp = inst.has_flag(flag::CLAMP);
+                let old = self.vread(w, inst, inst.dst)?;
+                let r: Lanes = std::array::from_fn(|l| {
+                    let mut x = v[0][l].mul_add(v[1][l], v[2][l]);
+                    if clamp {
+                        x = if x.is_nan() { 0.0 } else { x.clamp(0.0, 1.0) };
+                    }
+                    match op {
+                        Op::v_fma_mix_f32 => b(x),
+                        Op::v_fma_mixlo_f16 => (old[l] & 0xffff_0000) | u32::from(f32_to_f16(x)),
+                        _ => (old[l] & 0xffff) | u32::from(f32_to_f16(x)) << 16,
+                    }
+                });
+                self.vwrite(w, inst.dst, &r, exec)?;
+            }
             _ if crate::decode::is_mai(op) => self.mfma(w, inst)?,
             _ if op.name().starts_with("v_pk_") => self.packed16(w, inst, exec)?,
             _ => return Err(self.unimpl(inst)),
@@ -2154,6 +2188,30 @@ impl Cx<'_, '_> {
                 for (k, o) in out.iter().enumerate().take(regs) {
                     self.land(w, Counter::Lgkm, inst.dst + k as u16, o, exec)?;
                 }
+            }
+            Op::ds_read_u8_d16 | Op::ds_read_u8_d16_hi | Op::ds_read_i8_d16 | Op::ds_read_i8_d16_hi | Op::ds_read_u16_d16 | Op::ds_read_u16_d16_hi => {
+                let tail = op.name().trim_start_matches("ds_").replace("read_u16", "load_short").replace("read_u8", "load_ubyte").replace("read_i8", "load_sbyte");
+                let shape = MemShape::parse(&tail).ok_or_else(|| self.unimpl(inst))?;
+                let old = self.vread(w, inst, inst.dst)?;
+                let mut out = [[0u32; 64]; 4];
+                lanes!(exec, |l| {
+                    let a = u64::from(addr[l].wrapping_add(off));
+                    let p = self.lds_check(w, inst, l, a, shape.n as u64)?;
+                    let mut buf = [0u8; 16];
+                    buf[..shape.n].copy_from_slice(&self.lds[p..p + shape.n]);
+                    shape.load_result(&buf, old[l], &mut out, l);
+                });
+                self.land(w, Counter::Lgkm, inst.dst, &out[0], exec)?;
+            }
+            Op::ds_write_b8_d16_hi | Op::ds_write_b16_d16_hi => {
+                let n = if op == Op::ds_write_b8_d16_hi { 1 } else { 2 };
+                let data = self.vread(w, inst, inst.src[1])?;
+                lanes!(exec, |l| {
+                    let a = u64::from(addr[l].wrapping_add(off));
+                    let p = self.lds_check(w, inst, l, a, n as u64)?;
+                    let bytes = (data[l] >> 16).to_le_bytes();
+                    self.lds[p..p + n].copy_from_slice(&bytes[..n]);
+                });
             }
             Op::ds_write_b32 | Op::ds_write_b64 | Op::ds_write_b96 | Op::ds_write_b128 | Op::ds_write_b8 | Op::ds_write_b16 => {
                 let n: usize = match op {
@@ -2360,48 +2418,29 @@ impl Cx<'_, '_> {
             *a = a.wrapping_add_signed(i64::from(inst.imm));
         }
         let op_tail = name.split_once('_').map_or("", |(_, t)| t);
-        let (n, store, signed) = match op_tail {
-            "load_ubyte" => (1, false, false),
-            "load_sbyte" => (1, false, true),
-            "load_ushort" => (2, false, false),
-            "load_sshort" => (2, false, true),
-            "load_dword" => (4, false, false),
-            "load_dwordx2" => (8, false, false),
-            "load_dwordx3" => (12, false, false),
-            "load_dwordx4" => (16, false, false),
-            "store_byte" => (1, true, false),
-            "store_short" => (2, true, false),
-            "store_dword" => (4, true, false),
-            "store_dwordx2" => (8, true, false),
-            "store_dwordx3" => (12, true, false),
-            "store_dwordx4" => (16, true, false),
-            t if t.starts_with("atomic_") => return self.flat_atomic(w, inst, &addrs, op_tail, exec, scratch),
-            _ => return Err(self.unimpl(inst)),
-        };
-        let regs = (n as usize).div_ceil(4);
-        if store {
+        if op_tail.starts_with("atomic_") {
+            return self.flat_atomic(w, inst, &addrs, op_tail, exec, scratch);
+        }
+        let Some(shape) = MemShape::parse(op_tail) else { return Err(self.unimpl(inst)) };
+        let n = shape.n;
+        let regs = n.div_ceil(4);
+        if shape.store {
             let mut d = [[0u32; 64]; 4];
             for (k, dk) in d.iter_mut().enumerate().take(regs) {
                 *dk = self.vread(w, inst, inst.src[1] + k as u16)?;
             }
             lanes!(exec, |l| {
-                let mut buf = [0u8; 16];
-                for k in 0..regs {
-                    buf[k * 4..k * 4 + 4].copy_from_slice(&d[k][l].to_le_bytes());
-                }
+                let buf = shape.store_bytes(&d, l);
+                let mut buf = buf;
                 self.lane_access(w, inst, l, addrs[l], &mut buf[..n], true, scratch)?;
             });
         } else {
+            let old = if shape.d16.is_some() { self.vread(w, inst, inst.dst)? } else { [0; 64] };
             let mut out = [[0u32; 64]; 4];
             lanes!(exec, |l| {
                 let mut buf = [0u8; 16];
                 self.lane_access(w, inst, l, addrs[l], &mut buf[..n], false, scratch)?;
-                for k in 0..regs {
-                    out[k][l] = u32::from_le_bytes(buf[k * 4..k * 4 + 4].try_into().expect("4"));
-                }
-                if signed {
-                    out[0][l] = if n == 1 { buf[0] as i8 as i32 as u32 } else { i16::from_le_bytes([buf[0], buf[1]]) as i32 as u32 };
-                }
+                shape.load_result(&buf, old[l], &mut out, l);
             });
             for (k, o) in out.iter().enumerate().take(regs) {
                 self.land(w, Counter::Vm, inst.dst + k as u16, o, exec)?;
@@ -2477,23 +2516,8 @@ impl Cx<'_, '_> {
         let exec = Self::exec(w);
         let name = inst.op.name();
         let tail = name.strip_prefix("buffer_").unwrap_or("");
-        let (n, store, signed) = match tail {
-            "load_ubyte" => (1usize, false, false),
-            "load_sbyte" => (1, false, true),
-            "load_ushort" => (2, false, false),
-            "load_sshort" => (2, false, true),
-            "load_dword" => (4, false, false),
-            "load_dwordx2" => (8, false, false),
-            "load_dwordx3" => (12, false, false),
-            "load_dwordx4" => (16, false, false),
-            "store_byte" => (1, true, false),
-            "store_short" => (2, true, false),
-            "store_dword" => (4, true, false),
-            "store_dwordx2" => (8, true, false),
-            "store_dwordx3" => (12, true, false),
-            "store_dwordx4" => (16, true, false),
-            _ => return Err(self.unimpl(inst)),
-        };
+        let Some(shape) = MemShape::parse(tail) else { return Err(self.unimpl(inst)) };
+        let (n, store) = (shape.n, shape.store);
         if inst.has_flag(flag::LDS) {
             return Err(self.unimpl(inst));
         }
@@ -2514,6 +2538,7 @@ impl Cx<'_, '_> {
                 *dk = self.vread(w, inst, inst.dst + k as u16)?;
             }
         }
+        let old = if shape.d16.is_some() && !store { self.vread(w, inst, inst.dst)? } else { [0; 64] };
         let mut out = [[0u32; 64]; 4];
         lanes!(exec, |l| {
             let index = if idxen { u64::from(v0[l]) } else { 0 };
@@ -2523,24 +2548,17 @@ impl Cx<'_, '_> {
             // num_records bytes; out-of-range loads return 0 and stores are dropped.
             let in_range = if stride == 0 { off + n as u64 <= num } else { index < num && off + n as u64 <= stride };
             let addr = base.wrapping_add(soff).wrapping_add(index * stride).wrapping_add(off);
-            let mut buf = [0u8; 16];
             if store {
-                for k in 0..regs {
-                    buf[k * 4..k * 4 + 4].copy_from_slice(&d[k][l].to_le_bytes());
-                }
+                let buf = shape.store_bytes(&d, l);
                 if in_range {
                     self.global_write(w, inst, l as u32, "buffer", addr, &buf[..n])?;
                 }
             } else {
+                let mut buf = [0u8; 16];
                 if in_range {
                     self.global_read(w, inst, l as u32, "buffer", addr, &mut buf[..n])?;
                 }
-                for k in 0..regs {
-                    out[k][l] = u32::from_le_bytes(buf[k * 4..k * 4 + 4].try_into().expect("4"));
-                }
-                if signed {
-                    out[0][l] = if n == 1 { buf[0] as i8 as i32 as u32 } else { i16::from_le_bytes([buf[0], buf[1]]) as i32 as u32 };
-                }
+                shape.load_result(&buf, old[l], &mut out, l);
             }
         });
         if !store {
@@ -2549,6 +2567,82 @@ impl Cx<'_, '_> {
             }
         }
         Ok(Flow::Next)
+    }
+}
+
+/// Size and kind of a FLAT/GLOBAL/SCRATCH/MUBUF load or store, parsed from the mnemonic tail
+/// (`load_ushort`, `store_dwordx4`, `load_short_d16_hi`, ...).
+#[derive(Clone, Copy, Debug)]
+struct MemShape {
+    n: usize,
+    store: bool,
+    signed: bool,
+    /// D16 form: `Some(false)` writes/reads the low 16 bits, `Some(true)` the high 16 bits; the
+    /// other half of the destination is preserved (gfx9 D16 loads preserve unused bits).
+    d16: Option<bool>,
+}
+
+impl MemShape {
+    fn parse(tail: &str) -> Option<MemShape> {
+        let (t, d16) = if let Some(t) = tail.strip_suffix("_d16_hi") {
+            (t, Some(true))
+        } else if let Some(t) = tail.strip_suffix("_d16") {
+            (t, Some(false))
+        } else {
+            (tail, None)
+        };
+        let (n, store, signed) = match t {
+            "load_ubyte" => (1, false, false),
+            "load_sbyte" => (1, false, true),
+            "load_ushort" => (2, false, false),
+            "load_sshort" => (2, false, true),
+            "load_short" if d16.is_some() => (2, false, false),
+            "load_dword" => (4, false, false),
+            "load_dwordx2" => (8, false, false),
+            "load_dwordx3" => (12, false, false),
+            "load_dwordx4" => (16, false, false),
+            "store_byte" => (1, true, false),
+            "store_short" => (2, true, false),
+            "store_dword" => (4, true, false),
+            "store_dwordx2" => (8, true, false),
+            "store_dwordx3" => (12, true, false),
+            "store_dwordx4" => (16, true, false),
+            _ => return None,
+        };
+        if d16.is_some() && n > 2 {
+            return None;
+        }
+        Some(MemShape { n, store, signed, d16 })
+    }
+
+    /// The bytes lane `l` stores (`*_d16_hi` stores take the high half of the data VGPR).
+    fn store_bytes(&self, d: &[[u32; 64]; 4], l: usize) -> [u8; 16] {
+        let mut buf = [0u8; 16];
+        for k in 0..4 {
+            let v = if k == 0 && self.d16 == Some(true) { d[0][l] >> 16 } else { d[k][l] };
+            buf[k * 4..k * 4 + 4].copy_from_slice(&v.to_le_bytes());
+        }
+        buf
+    }
+
+    /// Writes lane `l`'s loaded value(s) into `out` (`old` = the destination's previous value,
+    /// used by D16 forms).
+    fn load_result(&self, buf: &[u8; 16], old: u32, out: &mut [[u32; 64]; 4], l: usize) {
+        for k in 0..self.n.div_ceil(4) {
+            out[k][l] = u32::from_le_bytes(buf[k * 4..k * 4 + 4].try_into().expect("4 bytes"));
+        }
+        let narrow = match (self.n, self.signed) {
+            (1, true) => buf[0] as i8 as i32 as u32,
+            (2, true) => i16::from_le_bytes([buf[0], buf[1]]) as i32 as u32,
+            (1, false) => u32::from(buf[0]),
+            (2, false) => u32::from(u16::from_le_bytes([buf[0], buf[1]])),
+            _ => out[0][l],
+        };
+        out[0][l] = match self.d16 {
+            Some(true) => (old & 0xffff) | (narrow & 0xffff) << 16,
+            Some(false) => (old & 0xffff_0000) | (narrow & 0xffff),
+            None => narrow,
+        };
     }
 }
 
