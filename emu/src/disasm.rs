@@ -579,7 +579,18 @@ fn swizzle(imm: u16) -> String {
     m
 }
 
+/// A 32-bit immediate printed like an inline constant when it is one (0..=64, -16..=-1, the
+/// inline floats, 1/(2π)), else in hex — how LLVM prints s_setreg_imm32_b32's value.
 fn float_literal(v: u32) -> String {
+    if v <= 64 {
+        return v.to_string();
+    }
+    if (-16..=-1).contains(&(v as i32)) {
+        return (v as i32).to_string();
+    }
+    if v == 0x3e22_f983 {
+        return "0.15915494".into();
+    }
     let names = [(0.5f32, "0.5"), (-0.5, "-0.5"), (1.0, "1.0"), (-1.0, "-1.0"), (2.0, "2.0"), (-2.0, "-2.0"), (4.0, "4.0"), (-4.0, "-4.0")];
     names.iter().find(|(f, _)| f.to_bits() == v).map_or(format!("{v:#x}"), |(_, n)| n.to_string())
 }

@@ -516,3 +516,24 @@ fn fma_mix_reads_f16_and_f32_sources() {
     run(&p, &mut st);
     assert_eq!(f32::from_bits(st.vgpr[0][0]), 3.0 * -2.5 + 0.25);
 }
+
+#[test]
+fn mode_register_controls_denormals() {
+    let setreg = vec![0xB000_0000 | 0x14 << 23 | 0x901, 0]; // s_setreg_imm32_b32 hwreg(HW_REG_MODE, 4, 2), 0
+    let getreg = vec![0xB000_0000 | 0x11 << 23 | 5 << 16 | 0x901]; // s_getreg_b32 s5, hwreg(HW_REG_MODE, 4, 2)
+    let p = program(&[getreg.clone(), setreg, getreg.clone().iter().map(|w| w & !(5 << 16) | 6 << 16).collect(), vop2(0x01, 2, V, 1)]);
+    assert_eq!(
+        disasm(&p),
+        ["s_getreg_b32 s5, hwreg(HW_REG_MODE, 4, 2)", "s_setreg_imm32_b32 hwreg(HW_REG_MODE, 4, 2), 0", "s_getreg_b32 s6, hwreg(HW_REG_MODE, 4, 2)", "v_add_f32_e32 v2, v0, v1"]
+    );
+    let mut st = WaveState::new(256);
+    st.vgpr[0] = [0x0000_0400; 64];
+    run(&p, &mut st);
+    assert_eq!((st.sgpr[5], st.sgpr[6]), (3, 0), "denorm mode 3 before, 0 after");
+    assert_eq!(st.vgpr[2][0], 0, "denormals flushed after the setreg");
+    // A round mode other than nearest-even is refused, not silently ignored.
+    let p = vec![0xB000_0000 | 0x14 << 23 | 1 | (1 << 11), 1]; // hwreg(HW_REG_MODE, 0, 2), 1
+    let mem = DeviceMemory::new();
+    let e = run_snippet(&p, &mut WaveState::new(256), &mut [], &mem).unwrap_err();
+    assert!(e.to_string().contains("round-to-nearest-even"), "{e}");
+}

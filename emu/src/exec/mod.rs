@@ -221,10 +221,19 @@ pub struct Compiled {
     pub(crate) aux: Vec<u32>,
     /// FP8 operands use the OCP encodings (gfx950) instead of FNUZ (gfx942).
     pub(crate) ocp: bool,
-    /// FLOAT_DENORM_MODE_32 flushes f32 denormal inputs (modes 0 and 2).
-    pub(crate) flush_src32: bool,
-    /// FLOAT_DENORM_MODE_32 flushes f32 denormal results (modes 0 and 1).
-    pub(crate) flush_dst32: bool,
+    /// Initial HW_REG_MODE of every wave (round and denorm modes, DX10_CLAMP, IEEE) from RSRC1.
+    pub(crate) initial_mode: u32,
+}
+
+/// HW_REG_MODE as the hardware initializes it from COMPUTE_PGM_RSRC1: FP_ROUND in bits 3:0,
+/// FP_DENORM in bits 7:4, DX10_CLAMP bit 8, IEEE bit 9.
+fn mode_register(d: &crate::loader::KernelDescriptor) -> u32 {
+    u32::from(d.float_round_mode_32)
+        | u32::from(d.float_round_mode_16_64) << 2
+        | u32::from(d.float_denorm_mode_32) << 4
+        | u32::from(d.float_denorm_mode_16_64) << 6
+        | u32::from(d.dx10_clamp) << 8
+        | u32::from(d.ieee_mode) << 9
 }
 
 impl Compiled {
@@ -253,7 +262,6 @@ impl Compiled {
                 aux[i] = wave::precompute(inst);
             }
         }
-        let mode = kernel.descriptor.float_denorm_mode_32;
         Ok(Compiled {
             kernel: kernel.clone(),
             pcs,
@@ -261,8 +269,7 @@ impl Compiled {
             targets,
             aux,
             ocp: co.arch() == "gfx950",
-            flush_src32: mode == 0 || mode == 2,
-            flush_dst32: mode == 0 || mode == 1,
+            initial_mode: mode_register(&kernel.descriptor),
         })
     }
 }
@@ -449,8 +456,8 @@ pub fn run_snippet(words: &[u32], state: &mut WaveState, lds: &mut [u8], mem: &D
         })
         .collect();
     let aux = insts.iter().map(|r| r.as_ref().map_or(0, wave::precompute)).collect();
-    let mode = state.float_denorm_mode_32;
-    let program = Arc::new(Compiled { kernel, pcs, insts, targets, aux, ocp: false, flush_src32: mode == 0 || mode == 2, flush_dst32: mode == 0 || mode == 1 });
+    let initial_mode = (u32::from(state.float_denorm_mode_32) << 4) | 3 << 6 | 3 << 8;
+    let program = Arc::new(Compiled { kernel, pcs, insts, targets, aux, ocp: false, initial_mode });
     let setup = wave::Setup {
         program,
         mem,
@@ -474,6 +481,7 @@ pub fn run_snippet(words: &[u32], state: &mut WaveState, lds: &mut [u8], mem: &D
         private_size: state.private_bytes,
         cached: None,
         gpr_idx_on: false,
+        mode: setup.program.initial_mode,
     };
     let c = wave::run_single(&setup, &mut w, lds)?;
     state.sgpr = w.s;

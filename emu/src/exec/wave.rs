@@ -141,6 +141,8 @@ pub(super) struct Wave {
     pub cached: Option<Arc<Allocation>>,
     /// VGPR index mode (s_set_gpr_idx_on): M0[7:0] offsets the VGPR operands M0[15:12] selects.
     pub gpr_idx_on: bool,
+    /// HW_REG_MODE (round and denorm modes, DX10_CLAMP, IEEE; s_getreg / s_setreg).
+    pub mode: u32,
 }
 
 /// The s_waitcnt counter a memory result is tracked by.
@@ -179,6 +181,7 @@ pub(super) fn run_workgroup(st: &Setup<'_>, wg: [u32; 3]) -> Result<WgCounters, 
             private_size: d.private_segment_fixed_size,
             cached: None,
             gpr_idx_on: false,
+            mode: prog.initial_mode,
         };
         let first = w * 64;
         let active = (threads - first).min(64);
@@ -248,6 +251,13 @@ pub(super) fn run_workgroup(st: &Setup<'_>, wg: [u32; 3]) -> Result<WgCounters, 
             wave.v[0][l as usize] = if d.workitem_id_vgprs == 0 { x } else { x | y << 10 | z << 20 };
         }
         waves.push(wave);
+    }
+    if prog.initial_mode & 0xf != 0 {
+        return Err(LaunchError::Fault {
+            kernel: prog.kernel.name.clone(),
+            pc: prog.kernel.entry,
+            msg: format!("FLOAT_ROUND_MODE {:#x}: rounding modes other than round-to-nearest-even are not modelled", prog.initial_mode & 0xf),
+        });
     }
     let mut ctr = WgCounters { waves: u64::from(n_waves), ..Default::default() };
     let _ = st.grid;
@@ -595,7 +605,9 @@ impl Cx<'_, '_> {
             }
         }
         // FLOAT_DENORM_MODE_32 flush-source modes: denormal inputs read as ±0 (not for moves).
-        if self.st.program.flush_src32 && inst.op != Op::v_cndmask_b32 {
+        // FLOAT_DENORM_MODE_32 (MODE bits 5:4) 0 and 2 flush denormal inputs.
+        let d32 = (w.mode >> 4) & 3;
+        if (d32 == 0 || d32 == 2) && inst.op != Op::v_cndmask_b32 {
             for x in v.iter_mut() {
                 if *x & 0x7f80_0000 == 0 {
                     *x &= 0x8000_0000;
@@ -648,7 +660,9 @@ impl Cx<'_, '_> {
     }
     /// Applies clamp / omod to f32 results and writes them (SDWA dst_sel handled).
     fn fdst(&self, w: &mut Wave, inst: &Inst, mut r: Lanes, mask: u64) -> Result<(), LaunchError> {
-        if self.st.program.flush_dst32 {
+        // FLOAT_DENORM_MODE_32 0 and 1 flush denormal results.
+        let d32 = (w.mode >> 4) & 3;
+        if d32 == 0 || d32 == 1 {
             for x in r.iter_mut() {
                 if *x & 0x7f80_0000 == 0 {
                     *x &= 0x8000_0000;
@@ -1065,6 +1079,29 @@ impl Cx<'_, '_> {
                 w32!(r as u32)
             }
             Op::s_mulk_i32 => w32!((dv as i32).wrapping_mul(simm) as u32),
+            Op::s_getreg_b32 | Op::s_setreg_b32 | Op::s_setreg_imm32_b32 => {
+                let k = simm as u16 as u32;
+                let (id, off, size) = (k & 0x3f, (k >> 6) & 0x1f, ((k >> 11) & 0x1f) + 1);
+                let mask = if size >= 32 { u32::MAX } else { (1u32 << size) - 1 };
+                if inst.op == Op::s_getreg_b32 {
+                    // MODE; HW_ID (wave id in bits 3:0); XCC_ID and others read as 0 here.
+                    let reg = match id {
+                        1 => w.mode,
+                        4 => w.id & 0xf,
+                        _ => 0,
+                    };
+                    w32!((reg >> off) & mask)
+                } else {
+                    if id != 1 {
+                        return Err(self.unimpl(inst));
+                    }
+                    let v = if inst.op == Op::s_setreg_imm32_b32 { inst.lit } else { dv };
+                    w.mode = (w.mode & !(mask << off)) | ((v & mask) << off);
+                    if w.mode & 0xf != 0 {
+                        return Err(self.fault(format!("MODE.FP_ROUND = {:#x}: rounding modes other than round-to-nearest-even are not modelled", w.mode & 0xf)));
+                    }
+                }
+            }
             Op::s_cmpk_eq_i32 => w.scc = dv as i32 == simm,
             Op::s_cmpk_lg_i32 => w.scc = dv as i32 != simm,
             Op::s_cmpk_gt_i32 => w.scc = dv as i32 > simm,
