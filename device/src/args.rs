@@ -108,3 +108,97 @@ impl DenseGemmArgs {
 }
 
 const _: () = assert!(core::mem::size_of::<DenseGemmArgs>() == 56);
+
+/// Arguments of the m-grouped contiguous FP8 GEMM kernels ([`crate::grouped`], symbols
+/// `m_grouped_fp8_gemm_nt_contiguous_bm*_bn*`; MoE prefill): row `i` of `A` is multiplied with
+/// expert `m_indices[i]` of `B`.
+///
+/// Layouts (row-major, no padding): `A` is `m_sum × k` FP8, `SFA` `m_sum × ⌈k/128⌉` f32, `B`
+/// `groups × n × k` FP8, `SFB` `groups × ⌈n/128⌉ × ⌈k/128⌉` f32, `D` `m_sum × n` bf16,
+/// `m_indices` `m_sum` i32. Requirements (checked by the host before launch): the
+/// [`DenseGemmArgs`] ones for `m = m_sum`, `m_sum` a multiple of the tile height, and
+/// `groups · n · k` below [`crate::tile::MAX_TENSOR_BYTES`]. `m_indices` is read on the device
+/// only and never trusted: each `BM`-row block takes the group of its first row; a block whose
+/// group is outside `0..groups` (−1 padding, or garbage) is skipped entirely, and inside a
+/// computed block a row is stored only if its own entry equals the block's group. The grid is 1-D
+/// with `(m_sum/BM)·⌈n/BN⌉` workgroups.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct MGroupedContiguousArgs {
+    /// A, `m_sum × k` FP8 bytes.
+    pub a: GlobalPtr<u8>,
+    /// B, `groups × n × k` FP8 bytes.
+    pub b: GlobalPtr<u8>,
+    /// SFA, `m_sum × ⌈k/128⌉` f32.
+    pub sfa: GlobalPtr<f32>,
+    /// SFB, `groups × ⌈n/128⌉ × ⌈k/128⌉` f32.
+    pub sfb: GlobalPtr<f32>,
+    /// D, `m_sum × n` bf16 (as raw `u16` bits).
+    pub d: GlobalPtr<u16>,
+    /// Group of every row of A, `m_sum` i32 (−1: padding).
+    pub m_indices: GlobalPtr<i32>,
+    /// Rows of A, D and `m_indices`.
+    pub m_sum: u32,
+    /// Rows of each group of B, columns of D.
+    pub n: u32,
+    /// Reduction length.
+    pub k: u32,
+    /// Number of groups of B.
+    pub groups: u32,
+}
+
+/// Arguments of the m-grouped masked FP8 GEMM kernels ([`crate::grouped`], symbols
+/// `m_grouped_fp8_gemm_nt_masked_bm*_bn*`; MoE decode): for each group `g`, rows
+/// `0..min(masked_m[g], m_max)` of `D[g] = A[g] · B[g]ᵀ` (a negative `masked_m[g]` counts as 0).
+///
+/// Layouts (row-major, no padding): `A` is `groups × m_max × k` FP8, `SFA`
+/// `groups × m_max × ⌈k/128⌉` f32, `B` `groups × n × k` FP8, `SFB` `groups × ⌈n/128⌉ × ⌈k/128⌉` f32,
+/// `D` `groups × m_max × n` bf16, `masked_m` `groups` i32 (read on the device only). Rows at or
+/// past a group's clamped count are neither read nor written. Requirements (checked by the host):
+/// the [`DenseGemmArgs`] ones for `m = m_max`, and every whole tensor below
+/// [`crate::tile::MAX_TENSOR_BYTES`]. The grid is 1-D with `groups·⌈m_max/BM⌉·⌈n/BN⌉` workgroups;
+/// tiles past their group's row count return after one scalar load.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct MGroupedMaskedArgs {
+    /// A, `groups × m_max × k` FP8 bytes.
+    pub a: GlobalPtr<u8>,
+    /// B, `groups × n × k` FP8 bytes.
+    pub b: GlobalPtr<u8>,
+    /// SFA, `groups × m_max × ⌈k/128⌉` f32.
+    pub sfa: GlobalPtr<f32>,
+    /// SFB, `groups × ⌈n/128⌉ × ⌈k/128⌉` f32.
+    pub sfb: GlobalPtr<f32>,
+    /// D, `groups × m_max × n` bf16 (as raw `u16` bits).
+    pub d: GlobalPtr<u16>,
+    /// Valid rows of every group, `groups` i32.
+    pub masked_m: GlobalPtr<i32>,
+    /// Rows per group of A and D (the capacity).
+    pub m_max: u32,
+    /// Rows of each group of B, columns of D.
+    pub n: u32,
+    /// Reduction length.
+    pub k: u32,
+    /// Number of groups.
+    pub groups: u32,
+}
+
+impl MGroupedContiguousArgs {
+    /// The struct's bytes: the kernel's kernarg segment.
+    pub fn as_bytes(&self) -> &[u8] {
+        // SAFETY: repr(C) of six u64 wrappers followed by four u32: no padding (64 bytes,
+        // checked by the const assertion below), every byte initialized; borrows `self`.
+        unsafe { core::slice::from_raw_parts((self as *const Self).cast::<u8>(), core::mem::size_of::<Self>()) }
+    }
+}
+
+impl MGroupedMaskedArgs {
+    /// The struct's bytes: the kernel's kernarg segment.
+    pub fn as_bytes(&self) -> &[u8] {
+        // SAFETY: as for MGroupedContiguousArgs (same field shapes, 64 bytes, no padding).
+        unsafe { core::slice::from_raw_parts((self as *const Self).cast::<u8>(), core::mem::size_of::<Self>()) }
+    }
+}
+
+const _: () = assert!(core::mem::size_of::<MGroupedContiguousArgs>() == 64);
+const _: () = assert!(core::mem::size_of::<MGroupedMaskedArgs>() == 64);

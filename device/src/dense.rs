@@ -65,7 +65,7 @@ use crate::amdgpu_kernel;
 use crate::args::DenseGemmArgs;
 
 #[cfg(target_arch = "amdgpu")]
-mod imp {
+pub(crate) mod imp {
     use crate::args::DenseGemmArgs;
     use crate::intrinsics::*;
     use crate::tile::{self, lds_swizzle, stage_offset, NUM_XCDS, SCALE_BLOCK_K, SCALE_BLOCK_N, STAGE_K};
@@ -74,8 +74,39 @@ mod imp {
     /// `tile::MAX_TENSOR_BYTES`): stores there are dropped.
     const PARKED: u32 = tile::MAX_TENSOR_BYTES as u32;
 
-    /// The GEMM for a tile of `32·FM × 32·FN` (each of the 2 × 2 waves owns `FM × FN` 16×16
-    /// fragments). `FM` and `FN` must be even (the global → LDS copy moves 64 rows per pass).
+    /// One output tile of one block-scaled GEMM problem, as buffer resources over that problem's
+    /// operands. Every kernel (dense and m-grouped) reduces its work to this: the grouped kernels
+    /// point the resources at one group's slices and bound them by that group's valid rows.
+    ///
+    /// All resources are wave-uniform (built from kernel arguments and workgroup ids). Offsets
+    /// inside them are relative to their bases: row `r` of the problem's A is at byte `r·k` of
+    /// `rs_a`, its scales at `r·⌈k/128⌉·4` of `rs_sfa`, row `j` of B at `j·k` of `rs_b`, block
+    /// row `j/128` of SFB at `(j/128)·⌈k/128⌉·4` of `rs_sfb`, `D[r, j]` at `(r·n + j)·2` of `rs_d`.
+    /// Rows past the end of a resource read as 0 and their stores are dropped by the hardware's
+    /// range check, which is how tail rows (and a group's masked-out rows) are handled.
+    #[derive(Clone, Copy)]
+    pub(crate) struct TileJob {
+        /// A of the problem (`rows × k` FP8).
+        pub rs_a: BufferResource,
+        /// SFA of the problem (`rows × ⌈k/128⌉` f32).
+        pub rs_sfa: BufferResource,
+        /// B of the problem (`n × k` FP8).
+        pub rs_b: BufferResource,
+        /// SFB of the problem (`⌈n/128⌉ × ⌈k/128⌉` f32).
+        pub rs_sfb: BufferResource,
+        /// D of the problem (`rows × n` bf16).
+        pub rs_d: BufferResource,
+        /// Columns of D (rows of B); a multiple of 4.
+        pub n: u32,
+        /// Reduction length; a positive multiple of 128.
+        pub k: u32,
+        /// First row of the tile (a multiple of the tile height).
+        pub m0: u32,
+        /// First column of the tile (a multiple of the tile width, `< n`).
+        pub n0: u32,
+    }
+
+    /// The dense kernels: pick the tile of this workgroup and run it over the whole operands.
     #[inline(always)]
     pub fn gemm<const FM: usize, const FN: usize>(args: DenseGemmArgs) {
         let bm = 32 * FM as u32;
@@ -93,18 +124,42 @@ mod imp {
         }
         let id = tile::xcd_remap(pid, grid, NUM_XCDS);
         let (tm, tn) = tile::tile_coords(id, tiles_m);
-        let (m0, n0) = (tm * bm, tn * bn);
+
+        let job = TileJob {
+            rs_a: BufferResource::new(args.a.addr(), m * k),
+            rs_sfa: BufferResource::new(args.sfa.addr(), m * nkb * 4),
+            rs_b: BufferResource::new(args.b.addr(), n * k),
+            rs_sfb: BufferResource::new(args.sfb.addr(), n.div_ceil(SCALE_BLOCK_N) * nkb * 4),
+            rs_d: BufferResource::new(args.d.addr(), m * n * 2),
+            n,
+            k,
+            m0: tm * bm,
+            n0: tn * bn,
+        };
+        tile_gemm::<FM, FN>(&job, |_| true);
+    }
+
+    /// The GEMM of one tile of `32·FM × 32·FN` (each of the 2 × 2 waves owns `FM × FN` 16×16
+    /// fragments): load, LDS stage, MFMA, per-128-K promotion, bf16 store — the whole main loop,
+    /// shared by every kernel. `FM` and `FN` must be even (the global → LDS copy moves 64 rows
+    /// per pass).
+    ///
+    /// `keep_row(r)` decides, per row `r` of the problem (`job.m0 ≤ r < job.m0 + 32·FM`), whether
+    /// that row of D is stored; it is evaluated once per row before the main loop (so any load it
+    /// issues overlaps the prologue's), and a `false` row is parked out of range. Rows past the
+    /// end of `job.rs_d` are dropped regardless.
+    #[inline(always)]
+    pub(crate) fn tile_gemm<const FM: usize, const FN: usize>(job: &TileJob, keep_row: impl Fn(u32) -> bool) {
+        let bm = 32 * FM as u32;
+        let bn = 32 * FN as u32;
+        let (n, k, m0, n0) = (job.n, job.k, job.m0, job.n0);
+        let nkb = k / SCALE_BLOCK_K;
+        let (rs_a, rs_b, rs_sfa, rs_sfb, rs_d) = (job.rs_a, job.rs_b, job.rs_sfa, job.rs_sfb, job.rs_d);
 
         let tid = workitem_id_x();
         let lane = tid & 63;
         let wave = readfirstlane_u32(tid >> 6);
         let (wm, wn) = (wave & 1, wave >> 1);
-
-        let rs_a = BufferResource::new(args.a.addr(), m * k);
-        let rs_b = BufferResource::new(args.b.addr(), n * k);
-        let rs_sfa = BufferResource::new(args.sfa.addr(), m * nkb * 4);
-        let rs_sfb = BufferResource::new(args.sfb.addr(), n.div_ceil(SCALE_BLOCK_N) * nkb * 4);
-        let rs_d = BufferResource::new(args.d.addr(), m * n * 2);
 
         // Global → LDS copy: work-item t moves chunk (t & 3) of row (t >> 2) + 64·pass.
         let (copy_row, copy_chunk) = (tid >> 2, tid & 3);
@@ -125,21 +180,26 @@ mod imp {
         let a_frag0 = (wm * FM as u32 * 16) * STAGE_K;
         let b_frag0 = b_region + (wn * FN as u32 * 16) * STAGE_K;
 
-        // Scales: lane's A rows are m0 + 16·(wm·FM + fm) + (l & 15).
+        // Scales and output rows: lane's A rows are m0 + 16·(wm·FM + fm) + (l & 15).
+        let mut rows = [0u32; FM];
         let mut sfa_voff = [0u32; FM];
+        let mut keep = [true; FM];
         for fm in 0..FM {
-            sfa_voff[fm] = (m0 + 16 * (wm * FM as u32 + fm as u32) + (lane & 15)) * nkb * 4;
+            rows[fm] = m0 + 16 * (wm * FM as u32 + fm as u32) + (lane & 15);
+            sfa_voff[fm] = rows[fm] * nkb * 4;
+            keep[fm] = keep_row(rows[fm]);
         }
         let sfb_row = (n0 / SCALE_BLOCK_N) * nkb * 4;
 
         let load = |kofs: u32, ga: &mut [U32x4; FM], gb: &mut [U32x4; FN]| {
             for p in 0..FM / 2 {
-                // SAFETY: rs_a covers exactly A (m·k bytes, readable for the launch); rows ≥ m
-                // have voffset ≥ m·k and read 0; offsets are 16-byte aligned (k % 128 == 0).
+                // SAFETY: rs_a covers exactly the problem's A (readable for the launch); rows
+                // past it have voffset ≥ its size and read 0; offsets are 16-byte aligned
+                // (k % 128 == 0).
                 ga[p] = unsafe { buffer_load_b128(rs_a, a_voff[p], kofs) };
             }
             for p in 0..FN / 2 {
-                // SAFETY: as above for B (n·k bytes).
+                // SAFETY: as above for the problem's B (n·k bytes).
                 gb[p] = unsafe { buffer_load_b128(rs_b, b_voff[p], kofs) };
             }
         };
@@ -196,13 +256,13 @@ mod imp {
             load(kofs + STAGE_K, &mut ga, &mut gb);
             let mut sfa = [0f32; FM];
             for fm in 0..FM {
-                // SAFETY: rs_sfa covers SFA (m·nkb f32); rows ≥ m read 0.
+                // SAFETY: rs_sfa covers the problem's SFA; rows past it read 0.
                 sfa[fm] = unsafe { buffer_load_f32(rs_sfa, sfa_voff[fm], kb * 4) };
             }
             // A vector load (the same address in every lane) rather than `s_buffer_load`: LLVM
             // treats the scalar load as free of memory effects and sinks it to its use at the
             // end of the block, exposing its latency; this one is issued with the SFA loads.
-            // SAFETY: rs_sfb covers SFB; the offset is inside it (n0 < n).
+            // SAFETY: rs_sfb covers the problem's SFB; the offset is inside it (n0 < n).
             let sfb = unsafe { buffer_load_f32(rs_sfb, sfb_row, kb * 4) };
             // Issue the loads first: they have the longest latency.
             sched_fence();
@@ -234,17 +294,16 @@ mod imp {
             kb += 1;
         }
 
-        // Epilogue: lane holds rows m0 + 16·(wm·FM + fm) + (l & 15), columns
-        // n0 + 16·(wn·FN + fn) + 4·(l >> 4) + 0..4.
+        // Epilogue: lane holds rows `rows[fm]`, columns n0 + 16·(wn·FN + fn) + 4·(l >> 4) + 0..4.
         for fm in 0..FM {
-            let row = m0 + 16 * (wm * FM as u32 + fm as u32) + (lane & 15);
             for fnn in 0..FN {
                 let col = n0 + 16 * (wn * FN as u32 + fnn as u32) + 4 * (lane >> 4);
-                let voff = if col < n { (row * n + col) * 2 } else { PARKED };
+                let voff = if col < n && keep[fm] { (rows[fm] * n + col) * 2 } else { PARKED };
                 let v = acc[fm][fnn].to_array();
                 let data = U32x2([tile::pack_bf16x2(v[0], v[1]), tile::pack_bf16x2(v[2], v[3])]);
-                // SAFETY: rs_d covers D (m·n bf16); rows ≥ m are out of range and dropped,
-                // columns ≥ n are parked out of range; offsets are 8-byte aligned (n % 4 == 0).
+                // SAFETY: rs_d covers the problem's D; rows past it are out of range and
+                // dropped, columns ≥ n and rows the caller does not keep are parked out of
+                // range; offsets are 8-byte aligned (n % 4 == 0).
                 unsafe { buffer_store_b64(data, rs_d, voff, 0) };
             }
         }

@@ -125,6 +125,10 @@ unsafe extern "unadjusted" {
     fn raw_buffer_store_v2i32(data: U32x2, rsrc: I32x4, voffset: i32, soffset: i32, aux: i32);
     #[link_name = "llvm.amdgcn.s.buffer.load.f32"]
     fn s_buffer_load_f32_raw(rsrc: I32x4, offset: i32, aux: i32) -> f32;
+    #[link_name = "llvm.amdgcn.s.buffer.load.i32"]
+    fn s_buffer_load_i32_raw(rsrc: I32x4, offset: i32, aux: i32) -> i32;
+    #[link_name = "llvm.amdgcn.raw.buffer.load.i32"]
+    fn raw_buffer_load_i32(rsrc: I32x4, voffset: i32, soffset: i32, aux: i32) -> i32;
     #[link_name = "llvm.amdgcn.s.waitcnt"]
     fn s_waitcnt_raw(imm: i32);
     #[link_name = "llvm.amdgcn.s.setprio"]
@@ -153,6 +157,16 @@ pub unsafe fn buffer_load_f32(rsrc: BufferResource, voffset: u32, soffset: u32) 
     unsafe { raw_buffer_load_f32_raw(rsrc.0, voffset as i32, soffset as i32, 0) }
 }
 
+/// `buffer_load_dword … offen` of one i32; 0 when `voffset` is out of range.
+///
+/// # Safety
+/// As [`buffer_load_b128`].
+#[inline(always)]
+pub unsafe fn buffer_load_i32(rsrc: BufferResource, voffset: u32, soffset: u32) -> i32 {
+    // SAFETY: see buffer_load_b128.
+    unsafe { raw_buffer_load_i32(rsrc.0, voffset as i32, soffset as i32, 0) }
+}
+
 /// `buffer_store_dwordx2 … offen`: 8 bytes at `voffset + soffset`; dropped when `voffset` is
 /// out of range.
 ///
@@ -174,6 +188,17 @@ pub unsafe fn buffer_store_b64(data: U32x2, rsrc: BufferResource, voffset: u32, 
 pub unsafe fn s_buffer_load_f32(rsrc: BufferResource, offset: u32) -> f32 {
     // SAFETY: the caller guarantees uniformity and read-only memory.
     unsafe { s_buffer_load_f32_raw(rsrc.0, offset as i32, 0) }
+}
+
+/// `s_buffer_load_dword`: a wave-uniform i32 through the scalar cache (0 out of range). The
+/// result lives in an SGPR, so it can steer wave-uniform control flow and address arithmetic.
+///
+/// # Safety
+/// As [`s_buffer_load_f32`].
+#[inline(always)]
+pub unsafe fn s_buffer_load_i32(rsrc: BufferResource, offset: u32) -> i32 {
+    // SAFETY: the caller guarantees uniformity and read-only memory.
+    unsafe { s_buffer_load_i32_raw(rsrc.0, offset as i32, 0) }
 }
 
 /// `s_waitcnt imm` (see [`waitcnt`] for encodings).

@@ -112,6 +112,48 @@ pub const BM128_BN128: DenseTile = DenseTile { name: "fp8_gemm_nt_bm128_bn128", 
 /// Every dense tile configuration compiled into the device code object.
 pub const DENSE_TILES: [DenseTile; 3] = [BM64_BN64, BM64_BN128, BM128_BN128];
 
+/// Row alignment of every group in the m-grouped contiguous layout (DeepGEMM's
+/// `get_m_alignment_for_contiguous_layout()`): a multiple of the height of every
+/// [`CONTIGUOUS_TILES`] entry, so no tile ever spans two aligned blocks.
+pub const M_ALIGNMENT_CONTIGUOUS: u32 = 128;
+
+/// The m-grouped contiguous kernels ([`crate::grouped`]), same tiles as [`DENSE_TILES`].
+pub const CONTIGUOUS_TILES: [DenseTile; 3] = [
+    DenseTile { name: "m_grouped_fp8_gemm_nt_contiguous_bm64_bn64", block_m: 64, block_n: 64 },
+    DenseTile { name: "m_grouped_fp8_gemm_nt_contiguous_bm64_bn128", block_m: 64, block_n: 128 },
+    DenseTile { name: "m_grouped_fp8_gemm_nt_contiguous_bm128_bn128", block_m: 128, block_n: 128 },
+];
+
+/// The m-grouped masked kernels ([`crate::grouped`]), same tiles as [`DENSE_TILES`].
+pub const MASKED_TILES: [DenseTile; 3] = [
+    DenseTile { name: "m_grouped_fp8_gemm_nt_masked_bm64_bn64", block_m: 64, block_n: 64 },
+    DenseTile { name: "m_grouped_fp8_gemm_nt_masked_bm64_bn128", block_m: 64, block_n: 128 },
+    DenseTile { name: "m_grouped_fp8_gemm_nt_masked_bm128_bn128", block_m: 128, block_n: 128 },
+];
+
+const _: () = {
+    let mut i = 0;
+    while i < CONTIGUOUS_TILES.len() {
+        assert!(M_ALIGNMENT_CONTIGUOUS % CONTIGUOUS_TILES[i].block_m == 0);
+        i += 1;
+    }
+};
+
+/// Workgroups of the masked kernels' 1-D grid: `groups · ⌈m_max/BM⌉ · ⌈n/BN⌉` (saturating; the
+/// host rejects problems whose grid does not fit in 32 bits).
+pub const fn masked_grid(tile: &DenseTile, groups: u32, m_max: u32, n: u32) -> u32 {
+    groups.saturating_mul(tile.grid(m_max, n))
+}
+
+/// Logical tile id of a masked grid → `(group, tile_m, tile_n)`: groups outermost, inside a
+/// group M fastest (as [`tile_coords`]). `tiles_m` is `⌈m_max/BM⌉`, `per_group` is
+/// `tiles_m · ⌈n/BN⌉`.
+#[inline(always)]
+pub const fn masked_tile_coords(id: u32, tiles_m: u32, per_group: u32) -> (u32, u32, u32) {
+    let (tm, tn) = tile_coords(id % per_group, tiles_m);
+    (id / per_group, tm, tn)
+}
+
 /// LDS byte offset (inside a stage's A or B region) of logical 16-byte chunk `chunk` (0..4) of
 /// row `row`; see the module docs for why this XOR swizzle is bank-conflict-free.
 #[inline(always)]
@@ -207,6 +249,23 @@ mod tests {
         }
         assert_eq!(BM128_BN128.grid(200, 192), 2 * 2);
         assert_eq!(BM64_BN64.grid(1, 128), 2);
+    }
+
+    #[test]
+    fn masked_tile_coords_cover_every_group() {
+        // 3 groups, m_max 100 with 64-row tiles (2), n 192 with 64-column tiles (3): 18 tiles.
+        let t = BM64_BN64;
+        assert_eq!(masked_grid(&t, 3, 100, 192), 18);
+        let mut seen = [false; 18];
+        for id in 0..18 {
+            let (g, tm, tn) = masked_tile_coords(id, 2, 6);
+            assert!(g < 3 && tm < 2 && tn < 3);
+            let flat = (g * 6 + tn * 2 + tm) as usize;
+            assert!(!seen[flat]);
+            seen[flat] = true;
+        }
+        assert_eq!(masked_tile_coords(7, 2, 6), (1, 1, 0));
+        assert_eq!(masked_grid(&t, u32::MAX, 1 << 20, 1 << 20), u32::MAX);
     }
 
     #[test]

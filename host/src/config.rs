@@ -22,13 +22,30 @@
 //! all candidates alike for the small-M, weight-streaming shapes, and L2 reuse; what it captures
 //! is that small M wastes most of a 128-row tile, and that for large problems the 128 × 128
 //! tile's better operand reuse (fewer LDS reads and copies per MFMA) wins.
+//!
+//! The m-grouped kernels run the same main loop per tile (same candidates, same costs); only the
+//! number of tiles that do work differs:
+//! * **contiguous**: `tiles = (m_sum / BM) · ⌈n/BN⌉`. The per-group row count `m_sum / G` does not
+//!   change it: every group is padded to the alignment (128), a multiple of every `BM`, so no
+//!   candidate wastes more rows than another on the padding (all-padding blocks return at once).
+//! * **masked**: the grid is sized from the capacity `m_max` (`G · ⌈m_max/BM⌉ · ⌈n/BN⌉`, what the
+//!   hardware launches, since `masked_m` is only known on the device), but the model counts the
+//!   tiles that will work: `G · ⌈expected_m/BM⌉ · ⌈n/BN⌉` with the hint `expected_m` clamped to
+//!   `1..=m_max` (tiles past a group's count return after one scalar load).
 
 use std::collections::HashSet;
 use std::fmt;
 use std::sync::{Mutex, OnceLock};
 
+use fp8gemm_device::args::{DenseGemmArgs, MGroupedContiguousArgs, MGroupedMaskedArgs};
 use fp8gemm_device::dense::{FP8_GEMM_NT_BM128_BN128, FP8_GEMM_NT_BM64_BN128, FP8_GEMM_NT_BM64_BN64};
+use fp8gemm_device::grouped::{
+    M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM128_BN128, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM64_BN128,
+    M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM64_BN64, M_GROUPED_FP8_GEMM_NT_MASKED_BM128_BN128,
+    M_GROUPED_FP8_GEMM_NT_MASKED_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BM64_BN64,
+};
 use fp8gemm_device::tile::{self, DenseTile};
+use fp8gemm_device::KernelSpec;
 
 use crate::codeobj::Arch;
 
@@ -77,6 +94,19 @@ impl GemmDesc {
     /// A dense `m × n × k` problem on `arch`.
     pub fn dense(m: u32, n: u32, k: u32, arch: Arch) -> Self {
         GemmDesc { kind: GemmKind::Dense, m, n, k, groups: 1, expected_m: m, arch }
+    }
+
+    /// An m-grouped contiguous problem: `m_sum` stacked rows (a multiple of the alignment, 128)
+    /// over `groups` experts of `n × k`.
+    pub fn m_grouped_contiguous(m_sum: u32, n: u32, k: u32, groups: u32, arch: Arch) -> Self {
+        let expected_m = m_sum.checked_div(groups).unwrap_or(0);
+        GemmDesc { kind: GemmKind::MGroupedContiguous, m: m_sum, n, k, groups, expected_m, arch }
+    }
+
+    /// An m-grouped masked problem: `groups` groups of capacity `m_max` rows, of which about
+    /// `expected_m` are valid (a hint; the real counts live on the device).
+    pub fn m_grouped_masked(m_max: u32, n: u32, k: u32, groups: u32, expected_m: u32, arch: Arch) -> Self {
+        GemmDesc { kind: GemmKind::MGroupedMasked, m: m_max, n, k, groups, expected_m, arch }
     }
 }
 
@@ -198,11 +228,18 @@ fn waves_per_simd(regs: u32) -> u32 {
     (512 / regs.div_ceil(8).max(1) / 8).min(8)
 }
 
-/// The dense candidates. Register counts (arch VGPRs, no AGPRs) and main-loop instruction counts
-/// are measured on the gfx942 code object (`llvm-readobj --notes`, `llvm-objdump -d`; loop body
-/// with the prefetch branch taken): bm128_bn128 222 VGPRs, 64 MFMA + 110 other; bm64_bn128 124
-/// VGPRs, 32 + 73; bm64_bn64 76 VGPRs, 16 + 56.
-fn dense_candidates(arch: Arch) -> [Candidate; 3] {
+/// The candidates of one entry point (all three share the tile main loop). Register counts (arch
+/// VGPRs, no AGPRs; `fp8gemm info`) and main-loop instruction counts are measured on the gfx942
+/// code object (`llvm-objdump -d`; loop body with the prefetch branch taken): dense bm128_bn128
+/// 224 VGPRs, 64 MFMA + 110 other; bm64_bn128 126 VGPRs, 32 + 73; bm64_bn64 74 VGPRs, 16 + 56.
+/// The grouped kernels' loops are the same; their VGPRs: contiguous 228 / 128 / 78, masked 224 /
+/// 126 / 74 — the same waves per SIMD in every case.
+fn candidates(arch: Arch, kind: GemmKind) -> [Candidate; 3] {
+    let (tiles, vgprs) = match kind {
+        GemmKind::Dense => (tile::DENSE_TILES, [74, 126, 224]),
+        GemmKind::MGroupedContiguous => (tile::CONTIGUOUS_TILES, [78, 128, 228]),
+        GemmKind::MGroupedMasked => (tile::MASKED_TILES, [74, 126, 224]),
+    };
     let spec = arch_spec(arch);
     let make = |tile: DenseTile, vgprs: u32, mfma: u64, other: u64| {
         let waves_per_wg_per_simd = tile::THREADS / tile::WAVE / 4;
@@ -215,18 +252,20 @@ fn dense_candidates(arch: Arch) -> [Candidate; 3] {
             cost_per_kb: 16 * mfma + 4 * other,
         }
     };
-    [
-        make(tile::BM64_BN64, 76, 16, 56),
-        make(tile::BM64_BN128, 124, 32, 73),
-        make(tile::BM128_BN128, 222, 64, 110),
-    ]
+    [make(tiles[0], vgprs[0], 16, 56), make(tiles[1], vgprs[1], 32, 73), make(tiles[2], vgprs[2], 64, 110)]
 }
 
-/// Checks the dense kernels' shape requirements.
-fn validate_dense(desc: &GemmDesc) -> Result<(), ConfigError> {
+/// Checks the kernels' shape requirements (per kind: `m` is the dense M, `m_sum` or `m_max`).
+fn validate(desc: &GemmDesc) -> Result<(), ConfigError> {
     let shape = |arg, value: u32, expected| Err(ConfigError::Shape { arg, value: value.into(), expected });
     if desc.m == 0 {
         return shape("m", desc.m, "at least 1");
+    }
+    if desc.kind != GemmKind::Dense && desc.groups == 0 {
+        return shape("groups", desc.groups, "at least 1");
+    }
+    if desc.kind == GemmKind::MGroupedContiguous && !desc.m.is_multiple_of(tile::M_ALIGNMENT_CONTIGUOUS) {
+        return shape("m", desc.m, "a multiple of 128 (the contiguous layout's alignment)");
     }
     if desc.n == 0 || !desc.n.is_multiple_of(tile::N_ALIGN) {
         return shape("n", desc.n, "a positive multiple of 4");
@@ -237,7 +276,23 @@ fn validate_dense(desc: &GemmDesc) -> Result<(), ConfigError> {
     let (m, n, k) = (u64::from(desc.m), u64::from(desc.n), u64::from(desc.k));
     let limit = tile::MAX_TENSOR_BYTES;
     let max_tile = 128;
-    for (tensor, bytes) in [("a", (m + max_tile) * k), ("b", (n + max_tile) * k), ("d", (m + max_tile) * n * 2)] {
+    // Masked: the group count multiplies every tensor; each group's slice is addressed like a
+    // dense problem of m_max rows. Contiguous: B and SFB are multiplied by the group count.
+    let g = u64::from(desc.groups.max(1));
+    let (ga, gb) = match desc.kind {
+        GemmKind::Dense => (1, 1),
+        GemmKind::MGroupedContiguous => (1, g),
+        GemmKind::MGroupedMasked => (g, g),
+    };
+    let tensors = [
+        ("a", (m + max_tile) * k),
+        ("b", (n + max_tile) * k),
+        ("d", (m + max_tile) * n * 2),
+        ("a", ga * m * k),
+        ("b", gb * n * k),
+        ("d", ga * m * n * 2),
+    ];
+    for (tensor, bytes) in tensors {
         if bytes >= limit {
             return Err(ConfigError::TooLarge { tensor, bytes, limit });
         }
@@ -245,9 +300,30 @@ fn validate_dense(desc: &GemmDesc) -> Result<(), ConfigError> {
     Ok(())
 }
 
-/// Modelled time (arbitrary units) of `c` on an `m × n × k` problem.
-fn modelled_time(c: &Candidate, spec: ArchSpec, m: u32, n: u32, k: u32) -> u64 {
-    let tiles = u64::from(c.tile.grid(m, n));
+/// Workgroups a candidate launches for `desc`, and the tiles that do work (the model's input).
+fn grid_and_work(c: &Candidate, desc: &GemmDesc) -> Result<(u32, u64), ConfigError> {
+    let t = c.tile;
+    Ok(match desc.kind {
+        GemmKind::Dense | GemmKind::MGroupedContiguous => {
+            let grid = t.grid(desc.m, desc.n);
+            (grid, u64::from(grid))
+        }
+        GemmKind::MGroupedMasked => {
+            let g = u64::from(desc.groups);
+            let grid = g * u64::from(t.grid(desc.m, desc.n));
+            let grid = u32::try_from(grid).map_err(|_| ConfigError::TooLarge {
+                tensor: "grid",
+                bytes: grid,
+                limit: u64::from(u32::MAX),
+            })?;
+            let expected = desc.expected_m.clamp(1, desc.m);
+            (grid, g * u64::from(t.grid(expected, desc.n)))
+        }
+    })
+}
+
+/// Modelled time (arbitrary units) of `c` running `tiles` working tiles of reduction length `k`.
+fn modelled_time(c: &Candidate, spec: ArchSpec, tiles: u64, k: u32) -> u64 {
     let cus = u64::from(spec.cus);
     let slots = u64::from(c.slots_per_cu);
     let rounds = tiles.div_ceil(cus * slots);
@@ -261,15 +337,12 @@ fn modelled_time(c: &Candidate, spec: ArchSpec, m: u32, n: u32, k: u32) -> u64 {
 /// With `FP8GEMM_PRINT_CONFIGS=1` in the environment each distinct chosen config is printed
 /// once (to stderr) with the problem that first chose it.
 pub fn get_best_config(desc: &GemmDesc) -> Result<GemmConfig, ConfigError> {
-    if desc.kind != GemmKind::Dense {
-        return Err(ConfigError::NoKernel { kind: desc.kind, arch: desc.arch });
-    }
-    validate_dense(desc)?;
+    validate(desc)?;
     let spec = arch_spec(desc.arch);
     let mut best: Option<(u64, u32, Candidate)> = None;
-    for c in dense_candidates(desc.arch) {
-        let t = modelled_time(&c, spec, desc.m, desc.n, desc.k);
-        let grid = c.tile.grid(desc.m, desc.n);
+    for c in candidates(desc.arch, desc.kind) {
+        let (grid, work) = grid_and_work(&c, desc)?;
+        let t = modelled_time(&c, spec, work, desc.k);
         let better = match best {
             None => true,
             Some((bt, bg, _)) => t < bt || (t == bt && grid > bg),
@@ -302,7 +375,10 @@ fn print_once(desc: &GemmDesc, config: &GemmConfig) {
         return;
     }
     if first_sighting(SEEN.get_or_init(|| Mutex::new(HashSet::new())), config) {
-        eprintln!("fp8gemm config: {config} (first for {} m={} n={} k={})", desc.kind, desc.m, desc.n, desc.k);
+        eprintln!(
+            "fp8gemm config: {config} (first for {} m={} n={} k={} groups={} expected_m={})",
+            desc.kind, desc.m, desc.n, desc.k, desc.groups, desc.expected_m
+        );
     }
 }
 
@@ -313,8 +389,26 @@ fn first_sighting(seen: &Mutex<HashSet<GemmConfig>>, config: &GemmConfig) -> boo
 }
 
 /// The launch spec (symbol, workgroup size, argument type) of a dense config's kernel.
-pub fn dense_kernel_spec(config: &GemmConfig) -> Option<fp8gemm_device::KernelSpec<fp8gemm_device::args::DenseGemmArgs>> {
+pub fn dense_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<DenseGemmArgs>> {
     [FP8_GEMM_NT_BM64_BN64, FP8_GEMM_NT_BM64_BN128, FP8_GEMM_NT_BM128_BN128]
+        .into_iter()
+        .find(|s| s.name == config.kernel)
+}
+
+/// The launch spec of an m-grouped contiguous config's kernel.
+pub fn contiguous_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<MGroupedContiguousArgs>> {
+    [
+        M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM64_BN64,
+        M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM64_BN128,
+        M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM128_BN128,
+    ]
+    .into_iter()
+    .find(|s| s.name == config.kernel)
+}
+
+/// The launch spec of an m-grouped masked config's kernel.
+pub fn masked_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<MGroupedMaskedArgs>> {
+    [M_GROUPED_FP8_GEMM_NT_MASKED_BM64_BN64, M_GROUPED_FP8_GEMM_NT_MASKED_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BM128_BN128]
         .into_iter()
         .find(|s| s.name == config.kernel)
 }
@@ -375,14 +469,14 @@ mod tests {
 
     #[test]
     fn model_numbers_by_hand() {
-        // bm128_bn128 on gfx942: 222 VGPRs → 2 waves/SIMD → 2 workgroups/CU (LDS 32 KiB allows 2).
-        let c = dense_candidates(Arch::Gfx942);
+        // bm128_bn128 on gfx942: 224 VGPRs → 2 waves/SIMD → 2 workgroups/CU (LDS 32 KiB allows 2).
+        let c = candidates(Arch::Gfx942, GemmKind::Dense);
         assert_eq!((c[0].slots_per_cu, c[1].slots_per_cu, c[2].slots_per_cu), (4, 2, 2));
         assert_eq!(c[2].cost_per_kb, 16 * 64 + 4 * 110);
         // 4096 × 7168: 32 × 56 = 1792 tiles, 608 slots → 3 rounds, 2 sharing, 16 blocks.
-        let t = modelled_time(&c[2], arch_spec(Arch::Gfx942), 4096, 7168, 2048);
+        let t = modelled_time(&c[2], arch_spec(Arch::Gfx942), 32 * 56, 2048);
         assert_eq!(t, 3 * 2 * 16 * (16 * 64 + 4 * 110));
-        assert_eq!(waves_per_simd(222), 2);
+        assert_eq!(waves_per_simd(224), 2);
         assert_eq!(waves_per_simd(128), 4);
         assert_eq!(waves_per_simd(76), 6);
     }
@@ -394,8 +488,49 @@ mod tests {
         assert!(matches!(e(64, 130, 128), ConfigError::Shape { arg: "n", value: 130, .. }));
         assert!(matches!(e(64, 128, 100), ConfigError::Shape { arg: "k", value: 100, .. }));
         assert!(matches!(e(1 << 20, 4096, 4096), ConfigError::TooLarge { tensor: "a", .. }));
-        let grouped = GemmDesc { kind: GemmKind::MGroupedMasked, groups: 4, ..GemmDesc::dense(64, 128, 128, Arch::Gfx942) };
-        assert!(matches!(get_best_config(&grouped), Err(ConfigError::NoKernel { .. })));
+        let c = |m_sum, groups| get_best_config(&GemmDesc::m_grouped_contiguous(m_sum, 128, 128, groups, Arch::Gfx942));
+        assert!(matches!(c(192, 2), Err(ConfigError::Shape { arg: "m", value: 192, .. })));
+        assert!(matches!(c(256, 0), Err(ConfigError::Shape { arg: "groups", value: 0, .. })));
+        // 80 experts of 4096 × 7168 FP8 weights: 2.35 GB, beyond 31-bit offsets.
+        let big = GemmDesc::m_grouped_contiguous(128, 4096, 7168, 80, Arch::Gfx942);
+        assert!(matches!(get_best_config(&big), Err(ConfigError::TooLarge { tensor: "b", .. })));
+        // 128 groups × 4096 rows × 7168: 3.8 GB of activations.
+        let masked = GemmDesc::m_grouped_masked(4096, 4096, 7168, 128, 64, Arch::Gfx942);
+        assert!(matches!(get_best_config(&masked), Err(ConfigError::TooLarge { tensor: "a", .. })));
+    }
+
+    #[test]
+    fn grouped_configs_name_grouped_kernels_and_cover_the_grid() {
+        for arch in Arch::ALL {
+            for (m_sum, groups) in [(128, 1), (1024, 8), (8192, 4), (32768, 8)] {
+                let c = get_best_config(&GemmDesc::m_grouped_contiguous(m_sum, 4096, 7168, groups, arch)).unwrap();
+                assert!(contiguous_kernel_spec(&c).is_some(), "{c}");
+                assert!(dense_kernel_spec(&c).is_none() && masked_kernel_spec(&c).is_none(), "{c}");
+                assert_eq!(c.grid, (m_sum / c.block_m) * 4096 / c.block_n, "{c}");
+            }
+            for (m_max, groups, expected) in [(1024, 1, 1024), (512, 2, 512), (256, 4, 256), (4096, 8, 7)] {
+                let c = get_best_config(&GemmDesc::m_grouped_masked(m_max, 7168, 2048, groups, expected, arch)).unwrap();
+                assert!(masked_kernel_spec(&c).is_some(), "{c}");
+                assert_eq!(c.grid, groups * m_max.div_ceil(c.block_m) * 7168 / c.block_n, "{c}");
+            }
+        }
+    }
+
+    #[test]
+    fn masked_config_follows_expected_m_not_the_capacity() {
+        let pick = |expected| get_best_config(&GemmDesc::m_grouped_masked(4096, 4096, 7168, 4, expected, Arch::Gfx942)).unwrap();
+        // Decode: a handful of tokens per expert → 64-row tiles (4 · 1 · 64 = 256 working tiles of
+        // 64 × 64 fill the CUs better than 4 · 1 · 32 = 128 of 128 × 128).
+        assert_eq!(pick(8).block_m, 64);
+        // Large expected groups: the 128 × 128 tile's reuse wins, as for dense M = 4096.
+        assert_eq!(pick(4096).kernel, "m_grouped_fp8_gemm_nt_masked_bm128_bn128");
+        // expected_m 0 or beyond m_max is only a hint: clamped, never an error.
+        assert_eq!(pick(0), pick(1));
+        assert_eq!(pick(100_000), pick(4096));
+        // Work model: 4 groups · ⌈8/64⌉ · (4096/64) tiles for bm64_bn64.
+        let c = candidates(Arch::Gfx942, GemmKind::MGroupedMasked);
+        let desc = GemmDesc::m_grouped_masked(4096, 4096, 7168, 4, 8, Arch::Gfx942);
+        assert_eq!(grid_and_work(&c[0], &desc).unwrap(), (4 * 64 * 64, 4 * 64));
     }
 
     #[test]

@@ -1,0 +1,193 @@
+//! M-grouped FP8 GEMMs, "NT", DeepGEMM's two MoE entry points (arguments:
+//! [`MGroupedContiguousArgs`], [`MGroupedMaskedArgs`]).
+//!
+//! Both reduce every workgroup's work to one tile of one group's problem and run the dense
+//! kernels' main loop on it (`crate::dense::imp::tile_gemm`: same LDS layout, MFMA mapping,
+//! pipeline, promotion and epilogue). What differs is only how a workgroup finds its problem:
+//!
+//! * **Contiguous** (`m_grouped_fp8_gemm_nt_contiguous_bm*_bn*`): the grid is the dense grid over
+//!   `m_sum × n` (XCD remap, M fastest). The workgroup reads `m_indices[m0]` (one
+//!   `s_buffer_load_dword`, so the group is wave-uniform and lives in an SGPR). A group outside
+//!   `0..groups` (−1 padding, or garbage) makes the whole workgroup return: no operand load, no
+//!   MFMA, no store. Otherwise B and SFB resources are built over that group's slices only, so no
+//!   index can reach another group's or foreign memory. Inside the block, each lane reads the
+//!   `m_indices` entry of its own output rows once before the main loop; a row is stored only if
+//!   its entry equals the block's group, so the −1 padding rows at the end of a group's last
+//!   aligned block are computed (with that group's weights) but **left untouched** in D.
+//! * **Masked** (`m_grouped_fp8_gemm_nt_masked_bm*_bn*`): the grid is `groups × ⌈m_max/BM⌉ ×
+//!   ⌈n/BN⌉` tiles (XCD remap over all of them; groups outermost, M fastest inside a group). The
+//!   workgroup reads `masked_m[g]` (scalar load) and clamps it to `0..=m_max` (negative → 0, so a
+//!   garbage count can neither skip the clamp nor reach past the group's slice); a tile starting
+//!   at or past that count returns. Otherwise the A, SFA and D resources cover exactly the
+//!   group's first `rows` rows: the hardware's range check reads zeros for the tile's rows past
+//!   `rows` and drops their stores, just like the dense kernels' M tail.
+//!
+//! # Measured on the code objects (LLVM 22.1.4; see `tests/dense_kernel.rs`)
+//!
+//! See the table in the crate's resource report (`fp8gemm info`) and the instruction mix test
+//! `grouped_kernels_share_the_dense_main_loop`: the main loop of every grouped kernel has the
+//! same instruction counts as the dense kernel of the same tile.
+
+use crate::amdgpu_kernel;
+use crate::args::{MGroupedContiguousArgs, MGroupedMaskedArgs};
+
+#[cfg(target_arch = "amdgpu")]
+mod imp {
+    use crate::args::{MGroupedContiguousArgs, MGroupedMaskedArgs};
+    use crate::dense::imp::{tile_gemm, TileJob};
+    use crate::intrinsics::*;
+    use crate::tile::{self, NUM_XCDS, SCALE_BLOCK_K, SCALE_BLOCK_N};
+
+    /// Contiguous layout: one `32·FM × 32·FN` tile of `D[m_sum, n]` with the group of its block.
+    #[inline(always)]
+    pub fn contiguous<const FM: usize, const FN: usize>(args: MGroupedContiguousArgs) {
+        let bm = 32 * FM as u32;
+        let bn = 32 * FN as u32;
+        let (m, n, k, groups) = (args.m_sum, args.n, args.k, args.groups);
+        let nkb = k / SCALE_BLOCK_K;
+        let nb = n.div_ceil(SCALE_BLOCK_N);
+
+        let tiles_m = m.div_ceil(bm);
+        let grid = tiles_m * n.div_ceil(bn);
+        let pid = workgroup_id_x();
+        if pid >= grid {
+            return;
+        }
+        let id = tile::xcd_remap(pid, grid, NUM_XCDS);
+        let (tm, tn) = tile::tile_coords(id, tiles_m);
+        let (m0, n0) = (tm * bm, tn * bn);
+
+        let rs_idx = BufferResource::new(args.m_indices.addr(), m * 4);
+        // SAFETY: rs_idx covers m_indices (m_sum i32, read-only during the launch); the offset is
+        // wave-uniform and in range (m0 < m_sum), 4-byte aligned.
+        let g = unsafe { s_buffer_load_i32(rs_idx, m0 * 4) };
+        if g < 0 || g as u32 >= groups {
+            // −1 padding (or an invalid index): the block is skipped, its D rows untouched.
+            return;
+        }
+        let g = g as u64;
+        let (b_bytes, sfb_bytes) = (n * k, nb * nkb * 4);
+        let job = TileJob {
+            rs_a: BufferResource::new(args.a.addr(), m * k),
+            rs_sfa: BufferResource::new(args.sfa.addr(), m * nkb * 4),
+            rs_b: BufferResource::new(args.b.addr() + g * u64::from(b_bytes), b_bytes),
+            rs_sfb: BufferResource::new(args.sfb.addr() + g * u64::from(sfb_bytes), sfb_bytes),
+            rs_d: BufferResource::new(args.d.addr(), m * n * 2),
+            n,
+            k,
+            m0,
+            n0,
+        };
+        let g = g as i32;
+        tile_gemm::<FM, FN>(&job, |row| {
+            // SAFETY: rs_idx as above; rows ≥ m_sum read 0, and their stores fall outside D's
+            // resource anyway.
+            unsafe { buffer_load_i32(rs_idx, row * 4, 0) == g }
+        });
+    }
+
+    /// Masked layout: one `32·FM × 32·FN` tile of `D[g]` of one group, rows below `masked_m[g]`.
+    #[inline(always)]
+    pub fn masked<const FM: usize, const FN: usize>(args: MGroupedMaskedArgs) {
+        let bm = 32 * FM as u32;
+        let bn = 32 * FN as u32;
+        let (m_max, n, k, groups) = (args.m_max, args.n, args.k, args.groups);
+        let nkb = k / SCALE_BLOCK_K;
+        let nb = n.div_ceil(SCALE_BLOCK_N);
+
+        let tiles_m = m_max.div_ceil(bm);
+        let per_group = tiles_m * n.div_ceil(bn);
+        let grid = groups * per_group;
+        let pid = workgroup_id_x();
+        if pid >= grid {
+            return;
+        }
+        let id = tile::xcd_remap(pid, grid, NUM_XCDS);
+        let (g, tm, tn) = tile::masked_tile_coords(id, tiles_m, per_group);
+        let (m0, n0) = (tm * bm, tn * bn);
+
+        let rs_mask = BufferResource::new(args.masked_m.addr(), groups * 4);
+        // SAFETY: rs_mask covers masked_m (groups i32, read-only during the launch); g < groups,
+        // so the wave-uniform offset is in range.
+        let count = unsafe { s_buffer_load_i32(rs_mask, g * 4) };
+        let rows = if count <= 0 { 0 } else { (count as u32).min(m_max) };
+        if m0 >= rows {
+            return;
+        }
+        let g = u64::from(g);
+        let a_rows = u64::from(m_max) * g;
+        let (b_bytes, sfb_bytes) = (n * k, nb * nkb * 4);
+        let job = TileJob {
+            rs_a: BufferResource::new(args.a.addr() + a_rows * u64::from(k), rows * k),
+            rs_sfa: BufferResource::new(args.sfa.addr() + a_rows * u64::from(nkb * 4), rows * nkb * 4),
+            rs_b: BufferResource::new(args.b.addr() + g * u64::from(b_bytes), b_bytes),
+            rs_sfb: BufferResource::new(args.sfb.addr() + g * u64::from(sfb_bytes), sfb_bytes),
+            rs_d: BufferResource::new(args.d.addr() + a_rows * u64::from(n * 2), rows * n * 2),
+            n,
+            k,
+            m0,
+            n0,
+        };
+        tile_gemm::<FM, FN>(&job, |_| true);
+    }
+}
+
+/// Contiguous layout, 64 × 64 tiles: few rows per expert, or a small problem.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn m_grouped_fp8_gemm_nt_contiguous_bm64_bn64(args: MGroupedContiguousArgs) {
+    imp::contiguous::<2, 2>(args)
+}
+
+/// Contiguous layout, 64 × 128 tiles.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn m_grouped_fp8_gemm_nt_contiguous_bm64_bn128(args: MGroupedContiguousArgs) {
+    imp::contiguous::<2, 4>(args)
+}
+
+/// Contiguous layout, 128 × 128 tiles: many rows (prefill).
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn m_grouped_fp8_gemm_nt_contiguous_bm128_bn128(args: MGroupedContiguousArgs) {
+    imp::contiguous::<4, 4>(args)
+}
+
+/// Masked layout, 64 × 64 tiles: decode-sized groups.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn m_grouped_fp8_gemm_nt_masked_bm64_bn64(args: MGroupedMaskedArgs) {
+    imp::masked::<2, 2>(args)
+}
+
+/// Masked layout, 64 × 128 tiles.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn m_grouped_fp8_gemm_nt_masked_bm64_bn128(args: MGroupedMaskedArgs) {
+    imp::masked::<2, 4>(args)
+}
+
+/// Masked layout, 128 × 128 tiles: large groups.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn m_grouped_fp8_gemm_nt_masked_bm128_bn128(args: MGroupedMaskedArgs) {
+    imp::masked::<4, 4>(args)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tile::{CONTIGUOUS_TILES, MASKED_TILES, THREADS};
+
+    #[test]
+    fn specs_match_the_tile_tables() {
+        let c = [
+            M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM64_BN64,
+            M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM64_BN128,
+            M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM128_BN128,
+        ];
+        for (spec, tile) in c.iter().zip(CONTIGUOUS_TILES) {
+            assert_eq!(spec.name, tile.name);
+            assert_eq!(spec.workgroup_size, THREADS);
+        }
+        let m = [M_GROUPED_FP8_GEMM_NT_MASKED_BM64_BN64, M_GROUPED_FP8_GEMM_NT_MASKED_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BM128_BN128];
+        for (spec, tile) in m.iter().zip(MASKED_TILES) {
+            assert_eq!(spec.name, tile.name);
+            assert_eq!(spec.workgroup_size, THREADS);
+        }
+    }
+}
