@@ -238,6 +238,8 @@ pub fn format_inst(inst: &Inst) -> String {
                     operand(inst.src[2], if inst.enc == Enc::Scratch { 1 } else { 2 }, 0)
                 }
             }
+            // MUBUF loads to LDS have no VGPR data operand.
+            Field::Data if inst.enc == Enc::Mubuf && inst.has_flag(flag::LDS) => continue,
             Field::Addr if inst.enc == Enc::Mubuf => {
                 let n = u8::from(inst.has_flag(flag::OFFEN)) + u8::from(inst.has_flag(flag::IDXEN));
                 if n == 0 { "off".into() } else { operand(inst.src[0], n, 0) }

@@ -537,3 +537,38 @@ fn mode_register_controls_denormals() {
     let e = run_snippet(&p, &mut WaveState::new(256), &mut [], &mem).unwrap_err();
     assert!(e.to_string().contains("round-to-nearest-even"), "{e}");
 }
+
+#[test]
+fn loads_to_lds_use_m0_offset_and_lane_slots() {
+    // buffer_load_dword v1, s[4:7], 0 offen offset:4 lds; global_load_lds_dword v[2:3], off offset:4
+    let p = vec![0xE051_1004, 0x8001_0001, 0xDCA8_8004, 0x007F_0002];
+    assert_eq!(disasm(&p), ["buffer_load_dword v1, s[4:7], 0 offen offset:4 lds", "global_load_lds_dword v[2:3], off offset:4"]);
+    let mem = DeviceMemory::new();
+    let src: Vec<u8> = (0..64u32).flat_map(|i| (1000 + i).to_le_bytes()).collect();
+    let g = mem.alloc(256).unwrap();
+    mem.write(g, &src).unwrap();
+    let mut st = WaveState::new(256);
+    st.set_exec(0b1111);
+    // V#: base g, num_records 12 bytes: lane 2's dword at 8 + 4 = 12.. is out of range → 0.
+    st.sgpr[4] = g as u32;
+    st.sgpr[5] = (g >> 32) as u32;
+    st.sgpr[6] = 12;
+    st.sgpr[7] = 0x0002_0000;
+    st.sgpr[124] = 16; // M0: LDS base for the buffer load
+    for l in 0..4 {
+        st.vgpr[1][l] = 4 * l as u32;
+        let a = g + 8 * l as u64;
+        st.vgpr[2][l] = a as u32;
+        st.vgpr[3][l] = (a >> 32) as u32;
+    }
+    let mut lds = vec![0xffu8; 128];
+    // First instruction only (M0 = 16), then the global one with M0 = 64.
+    run_snippet(&p[..2], &mut st, &mut lds, &mem).unwrap();
+    let dw = |lds: &[u8], o: usize| u32::from_le_bytes(lds[o..o + 4].try_into().unwrap());
+    // lane l: memory offset 4l + 4 → values 1001, 1002, then out of range (0); LDS 16 + 4 + 4l.
+    assert_eq!([dw(&lds, 20), dw(&lds, 24), dw(&lds, 28), dw(&lds, 32)], [1001, 1002, 0, 0]);
+    st.sgpr[124] = 64;
+    run_snippet(&p[2..], &mut st, &mut lds, &mem).unwrap();
+    // lane l: memory g + 8l + 4 → 1000 + 2l + 1; LDS 64 + 4 + 4l.
+    assert_eq!([dw(&lds, 68), dw(&lds, 72), dw(&lds, 76), dw(&lds, 80)], [1001, 1003, 1005, 1007]);
+}

@@ -2458,6 +2458,19 @@ impl Cx<'_, '_> {
         if op_tail.starts_with("atomic_") {
             return self.flat_atomic(w, inst, &addrs, op_tail, exec, scratch);
         }
+        if op_tail == "load_lds_dword" && inst.enc == Enc::Global {
+            // LDS address = M0 + inst_offset + TIDinWave * 4 (the offset applies to both
+            // addresses; CDNA3 ISA 9.1.9 and LLVM's global.load.lds documentation).
+            let m0 = u64::from(w.s[sreg::M0 as usize]);
+            lanes!(exec, |l| {
+                let mut buf = [0u8; 4];
+                self.lane_access(w, inst, l, addrs[l], &mut buf, false, false)?;
+                let la = m0.wrapping_add_signed(i64::from(inst.imm)) + 4 * l as u64;
+                let p = self.lds_check(w, inst, l, la, 4)?;
+                self.lds[p..p + 4].copy_from_slice(&buf);
+            });
+            return Ok(Flow::Next);
+        }
         let Some(shape) = MemShape::parse(op_tail) else { return Err(self.unimpl(inst)) };
         let n = shape.n;
         let regs = n.div_ceil(4);
@@ -2555,7 +2568,10 @@ impl Cx<'_, '_> {
         let tail = name.strip_prefix("buffer_").unwrap_or("");
         let Some(shape) = MemShape::parse(tail) else { return Err(self.unimpl(inst)) };
         let (n, store) = (shape.n, shape.store);
-        if inst.has_flag(flag::LDS) {
+        // Loads to LDS: only the dword form is modelled (CDNA3 ISA 9.1.9 gives the LDS address
+        // as LDSbase + M0 + inst_offset + TIDinWave * 4).
+        let to_lds = inst.has_flag(flag::LDS);
+        if to_lds && (store || n != 4 || shape.d16.is_some()) {
             return Err(self.unimpl(inst));
         }
         // V# (gfx9): base 47:0, stride 61:48, num_records dword2 (bytes when stride is 0).
@@ -2595,10 +2611,16 @@ impl Cx<'_, '_> {
                 if in_range {
                     self.global_read(w, inst, l as u32, "buffer", addr, &mut buf[..n])?;
                 }
-                shape.load_result(&buf, old[l], &mut out, l);
+                if to_lds {
+                    let la = u64::from(w.s[sreg::M0 as usize]) + inst.imm as u64 + 4 * l as u64;
+                    let p = self.lds_check(w, inst, l, la, 4)?;
+                    self.lds[p..p + 4].copy_from_slice(&buf[..4]);
+                } else {
+                    shape.load_result(&buf, old[l], &mut out, l);
+                }
             }
         });
-        if !store {
+        if !store && !to_lds {
             for (k, o) in out.iter().enumerate().take(regs) {
                 self.land(w, Counter::Vm, inst.dst + k as u16, o, exec)?;
             }
