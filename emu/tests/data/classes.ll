@@ -1,4 +1,8 @@
 ; Test kernels exercising many gfx942 instruction classes (disassembler and executor fixtures).
+; classes.hsaco is built from this file with the pinned toolchain's tools
+; (B=$(rustc --print sysroot)/lib/rustlib/x86_64-unknown-linux-gnu/bin):
+;   $B/llc -mtriple=amdgcn-amd-amdhsa -mcpu=gfx942 -O3 -filetype=obj --amdhsa-code-object-version=5 classes.ll -o classes.o
+;   $B/rust-lld -flavor gnu -shared classes.o -o classes.hsaco
 target datalayout = "e-p:64:64-p1:64:64-p2:32:32-p3:32:32-p4:64:64-p5:32:32-p6:32:32-p7:160:256:256:32-p8:128:128-p9:192:256:256:32-i64:64-v16:16-v24:32-v32:32-v48:64-v96:128-v192:256-v256:256-v512:512-v1024:1024-v2048:2048-n32:64-S32-A5-G1-ni:7:8:9"
 target triple = "amdgcn-amd-amdhsa"
 
