@@ -125,3 +125,28 @@ fn gfx950_object_loads_as_gfx950() {
     assert_eq!(co.arch(), "gfx950");
     assert!(co.kernel("add_one_f32").is_some());
 }
+
+/// The checked-in fixture is exactly what the pinned llc + rust-lld build from classes.ll.
+#[test]
+fn fixture_is_up_to_date_with_its_ir() {
+    let out = std::process::Command::new("rustc").args(["--print", "sysroot"]).output().unwrap();
+    let bin = Path::new(String::from_utf8(out.stdout).unwrap().trim()).join("lib/rustlib/x86_64-unknown-linux-gnu/bin");
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let dir = std::env::temp_dir().join(format!("amdgpu-emu-fixture-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (obj, hsaco) = (dir.join("classes.o"), dir.join("classes.hsaco"));
+    let ok = std::process::Command::new(bin.join("llc"))
+        .args(["-mtriple=amdgcn-amd-amdhsa", "-mcpu=gfx942", "-O3", "-filetype=obj", "--amdhsa-code-object-version=5"])
+        .arg(data.join("classes.ll"))
+        .arg("-o")
+        .arg(&obj)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "llc");
+    let ok = std::process::Command::new(bin.join("rust-lld")).args(["-flavor", "gnu", "-shared"]).arg(&obj).arg("-o").arg(&hsaco).status().unwrap().success();
+    assert!(ok, "rust-lld");
+    let fresh = std::fs::read(&hsaco).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(fresh == fixture_bytes(), "tests/data/classes.hsaco is stale: rebuild it from classes.ll (commands in its header)");
+}
