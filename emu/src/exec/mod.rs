@@ -336,7 +336,9 @@ pub fn launch(co: &CodeObject, kernel: &Kernel, cfg: &LaunchConfig, mem: &Device
     };
     let n_wg = u64::from(cfg.grid[0]) * u64::from(cfg.grid[1]) * u64::from(cfg.grid[2]);
     let totals: [AtomicU64; Class::COUNT + 3] = std::array::from_fn(|_| AtomicU64::new(0));
-    let result = (0..n_wg).into_par_iter().try_for_each(|i| {
+    // The reported error is the one of the lowest-numbered failing workgroup (deterministic
+    // regardless of how rayon schedules the workgroups).
+    let result = (0..n_wg).into_par_iter().map(|i| {
         let id = [
             (i % u64::from(cfg.grid[0])) as u32,
             ((i / u64::from(cfg.grid[0])) % u64::from(cfg.grid[1])) as u32,
@@ -351,7 +353,9 @@ pub fn launch(co: &CodeObject, kernel: &Kernel, cfg: &LaunchConfig, mem: &Device
         totals[Class::COUNT].fetch_add(c.waves, Ordering::Relaxed);
         totals[Class::COUNT + 1].fetch_add(c.barriers, Ordering::Relaxed);
         Ok::<(), LaunchError>(())
-    });
+    })
+    .find_first(Result::is_err)
+    .unwrap_or(Ok(()));
     if kernarg_ptr != 0 {
         let _ = mem.free(kernarg_ptr);
     }
