@@ -255,14 +255,14 @@ pub fn format_inst(inst: &Inst) -> String {
                         t = format!("-{t}");
                     }
                 }
-                if let (Enc::Vop3p, Some(i)) = (inst.enc, src_index(f)) {
-                    if matches!(inst.op, Op::v_fma_mix_f32 | Op::v_fma_mixlo_f16 | Op::v_fma_mixhi_f16) {
-                        if inst.abs >> i & 1 != 0 {
-                            t = format!("|{t}|");
-                        }
-                        if inst.neg >> i & 1 != 0 {
-                            t = format!("-{t}");
-                        }
+                if let (Enc::Vop3p, Some(i)) = (inst.enc, src_index(f))
+                    && matches!(inst.op, Op::v_fma_mix_f32 | Op::v_fma_mixlo_f16 | Op::v_fma_mixhi_f16)
+                {
+                    if inst.abs >> i & 1 != 0 {
+                        t = format!("|{t}|");
+                    }
+                    if inst.neg >> i & 1 != 0 {
+                        t = format!("-{t}");
                     }
                 }
                 t

@@ -266,10 +266,10 @@ impl std::fmt::Debug for DecodeCache {
 impl DecodeCache {
     /// The cached value for `key`, or `make()`'s (cached on success).
     pub(crate) fn get_or_try_insert<T: Any + Send + Sync, E>(&self, key: u64, make: impl FnOnce() -> Result<T, E>) -> Result<Arc<T>, E> {
-        if let Some(v) = self.0.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
-            if let Ok(t) = v.clone().downcast::<T>() {
-                return Ok(t);
-            }
+        if let Some(v) = self.0.lock().unwrap_or_else(|p| p.into_inner()).get(&key)
+            && let Ok(t) = v.clone().downcast::<T>()
+        {
+            return Ok(t);
         }
         let t = Arc::new(make()?);
         self.0.lock().unwrap_or_else(|p| p.into_inner()).insert(key, t.clone());
@@ -329,12 +329,11 @@ impl CodeObject {
         // Allocated sections.
         let mut segments = BTreeMap::new();
         for s in elf.sections() {
-            if s.address() != 0 || s.name() == Ok(".text") {
-                if let Ok(bytes) = s.data() {
-                    if !bytes.is_empty() {
-                        segments.insert(s.address(), bytes.to_vec());
-                    }
-                }
+            if (s.address() != 0 || s.name() == Ok(".text"))
+                && let Ok(bytes) = s.data()
+                && !bytes.is_empty()
+            {
+                segments.insert(s.address(), bytes.to_vec());
             }
         }
         let mut syms: BTreeMap<String, (u64, u64)> = BTreeMap::new();

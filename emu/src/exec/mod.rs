@@ -9,6 +9,8 @@
 
 // Errors end the launch (cold path); keeping `LaunchError` unboxed keeps the API plain.
 #![allow(clippy::result_large_err)]
+// Lane loops index several parallel per-lane arrays by the lane number.
+#![allow(clippy::needless_range_loop)]
 
 mod wave;
 

@@ -3,6 +3,8 @@
 
 // Errors end the launch (cold path); keeping `LaunchError` unboxed keeps the API plain.
 #![allow(clippy::result_large_err)]
+// Lane loops index several parallel per-lane arrays by the lane number.
+#![allow(clippy::needless_range_loop)]
 
 use std::sync::Arc;
 
@@ -728,7 +730,7 @@ macro_rules! lanes {
 
 /// Float compare by the v_cmp condition code; the `n*` conditions are true for unordered inputs,
 /// hence the negated comparisons.
-#[allow(clippy::neg_cmp_op_on_partial_ord, clippy::nonminimal_bool)]
+#[allow(clippy::neg_cmp_op_on_partial_ord, clippy::nonminimal_bool, clippy::double_comparisons)]
 fn cmp_f(c: u32, a: f64, b: f64) -> bool {
     let un = a.is_nan() || b.is_nan();
     match c {
@@ -1237,11 +1239,11 @@ impl Cx<'_, '_> {
 
     fn global_read(&self, w: &mut Wave, inst: &Inst, lane: u32, space: &'static str, addr: u64, out: &mut [u8]) -> Result<(), LaunchError> {
         let len = out.len() as u64;
-        if let Some(a) = &w.cached {
-            if a.contains(addr, len) {
-                a.read(addr, out);
-                return Ok(());
-            }
+        if let Some(a) = &w.cached
+            && a.contains(addr, len)
+        {
+            a.read(addr, out);
+            return Ok(());
         }
         match self.st.mem.find(addr, len) {
             Ok(a) => {
@@ -1258,11 +1260,11 @@ impl Cx<'_, '_> {
     }
     fn global_write(&self, w: &mut Wave, inst: &Inst, lane: u32, space: &'static str, addr: u64, data: &[u8]) -> Result<(), LaunchError> {
         let len = data.len() as u64;
-        if let Some(a) = &w.cached {
-            if a.contains(addr, len) {
-                a.write(addr, data);
-                return Ok(());
-            }
+        if let Some(a) = &w.cached
+            && a.contains(addr, len)
+        {
+            a.write(addr, data);
+            return Ok(());
         }
         match self.st.mem.find(addr, len) {
             Ok(a) => {
@@ -2154,22 +2156,22 @@ impl Cx<'_, '_> {
             let (ka, kb) = f8kinds(op, self.st.program.ocp);
             if rows16 {
                 let c: [[f32; 4]; 64] = std::array::from_fn(|l| [c16[l][0], c16[l][1], c16[l][2], c16[l][3]]);
-                numerics::mfma_f32_16x16x32_f8(&a, &bm, &c, ka, kb).iter().map(|x| pad16(x)).collect()
+                numerics::mfma_f32_16x16x32_f8(&a, &bm, &c, ka, kb).iter().map(pad16).collect()
             } else {
                 numerics::mfma_f32_32x32x16_f8(&a, &bm, &c16, ka, kb).to_vec()
             }
         } else {
             let c4: [[f32; 4]; 64] = std::array::from_fn(|l| [c16[l][0], c16[l][1], c16[l][2], c16[l][3]]);
             match op {
-                Op::v_mfma_f32_16x16x16_bf16 => numerics::mfma_f32_16x16x16_bf16(&a, &bm, &c4).iter().map(|x| pad16(x)).collect(),
+                Op::v_mfma_f32_16x16x16_bf16 => numerics::mfma_f32_16x16x16_bf16(&a, &bm, &c4).iter().map(pad16).collect(),
                 Op::v_mfma_f32_32x32x8_bf16 => numerics::mfma_f32_32x32x8_bf16(&a, &bm, &c16).to_vec(),
-                Op::v_mfma_f32_16x16x16_f16 => numerics::mfma_f32_16x16x16_f16(&a, &bm, &c4).iter().map(|x| pad16(x)).collect(),
+                Op::v_mfma_f32_16x16x16_f16 => numerics::mfma_f32_16x16x16_f16(&a, &bm, &c4).iter().map(pad16).collect(),
                 Op::v_mfma_f32_32x32x8_f16 => numerics::mfma_f32_32x32x8_f16(&a, &bm, &c16).to_vec(),
                 Op::v_mfma_f32_16x16x4_f32 | Op::v_mfma_f32_32x32x2_f32 => {
                     let af: [f32; 64] = std::array::from_fn(|l| f(a[l] as u32));
                     let bf: [f32; 64] = std::array::from_fn(|l| f(bm[l] as u32));
                     if rows16 {
-                        numerics::mfma_f32_16x16x4_f32(&af, &bf, &c4).iter().map(|x| pad16(x)).collect()
+                        numerics::mfma_f32_16x16x4_f32(&af, &bf, &c4).iter().map(pad16).collect()
                     } else {
                         numerics::mfma_f32_32x32x2_f32(&af, &bf, &c16).to_vec()
                     }
