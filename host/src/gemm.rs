@@ -61,6 +61,10 @@ impl<F: Fp8Format> DeviceActivations<F> {
     pub fn k(&self) -> usize {
         self.k
     }
+    /// The device buffers (values, scales), for the other entry points of this crate.
+    pub(crate) fn buffers(&self) -> (&DeviceBuffer<u8>, &DeviceBuffer<f32>) {
+        (&self.data, &self.scales)
+    }
 }
 
 /// FP8 weights on the device: `n × k` values with 128×128 block scales.
@@ -101,7 +105,7 @@ pub struct GemmRun {
     pub config: Option<GemmConfig>,
 }
 
-fn check_format<F: Fp8Format>(ctx: &Context, arg: &'static str) -> Result<()> {
+pub(crate) fn check_format<F: Fp8Format>(ctx: &Context, arg: &'static str) -> Result<()> {
     let expected = fp8_format_name(ctx.arch());
     if F::NAME != expected {
         return Err(Error::Format { arg, arch: ctx.arch(), expected, actual: F::NAME });
@@ -109,7 +113,7 @@ fn check_format<F: Fp8Format>(ctx: &Context, arg: &'static str) -> Result<()> {
     Ok(())
 }
 
-fn check_tensor_bytes(arg: &'static str, bytes: u64) -> Result<()> {
+pub(crate) fn check_tensor_bytes(arg: &'static str, bytes: u64) -> Result<()> {
     if bytes >= tile::MAX_TENSOR_BYTES {
         return Err(Error::Shape {
             arg,

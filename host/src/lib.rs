@@ -14,10 +14,14 @@ pub mod config;
 pub mod error;
 pub mod fp8;
 pub mod gemm;
+pub mod grouped;
 pub mod quant;
 pub mod reference;
 pub mod runtime;
 
 pub use error::{Error, Result};
 pub use gemm::{fp8_gemm_nt, DeviceActivations, DeviceWeights, GemmRun};
+pub use grouped::{
+    m_alignment_for_contiguous_layout, m_grouped_fp8_gemm_nt_contiguous, m_grouped_fp8_gemm_nt_masked, DeviceGroupedWeights,
+};
 pub use runtime::{Context, DeviceBuffer};

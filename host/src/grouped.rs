@@ -1,0 +1,404 @@
+//! DeepGEMM's two MoE entry points: m-grouped FP8 GEMMs over `G` experts' weights `B[G, n, k]`.
+//!
+//! * [`m_grouped_fp8_gemm_nt_contiguous`] (prefill/training): the rows of all experts stacked in
+//!   one `A[m_sum, k]`, each expert's rows contiguous and padded to
+//!   [`m_alignment_for_contiguous_layout`] rows; `m_indices[m_sum]` (on the device) names each
+//!   row's expert, −1 for padding.
+//! * [`m_grouped_fp8_gemm_nt_masked`] (decode, CUDA-graph friendly): `A[G, m_max, k]`, of which
+//!   only the first `masked_m[g]` rows of each group are valid; `masked_m[G]` lives on the device
+//!   and is never read by the host; `expected_m` is a host-side hint for the kernel choice.
+//!
+//! Both compute `D[i, j] = bf16(Σ_kb SFA[i,kb] · SFB[g][⌊j/128⌋,kb] · Σ_{k∈kb} A[i,k] · B[g][j,k])`
+//! for the rows they cover, with the dense kernels' main loop (same accuracy).
+//!
+//! Device layouts (row-major, no padding): `A` and SFA as [`DeviceActivations`] (`m = m_sum`, or
+//! `m = G · m_max` with group `g`'s rows at `g·m_max ..`), `B` `[G, n, k]` FP8 and SFB
+//! `[G, ⌈n/128⌉, ⌈k/128⌉]` f32 ([`DeviceGroupedWeights`]), `D` `[m_sum, n]` or `[G, m_max, n]` bf16.
+//!
+//! # Which rows of D are written
+//!
+//! * Contiguous: exactly the rows whose `m_indices` entry is a valid group (`0..G`), when the
+//!   layout is valid (see [`validate_m_indices`]). The −1 padding rows at the end of a group's
+//!   last aligned block (DeepGEMM's "mixed" blocks) are computed by the kernel with that group's
+//!   weights but **not stored**: like all-padding blocks (which do no work at all), they keep
+//!   whatever D held. This matches [`crate::reference::m_grouped_fp8_gemm_nt_contiguous`].
+//! * Masked: rows `0..min(masked_m[g], m_max)` of each group; the rest keep what D held.
+//!
+//! # Validation: what is checked where
+//!
+//! Everything the host knows is checked before launch (typed [`Error`]s): formats, buffer
+//! owners, group counts and `k` of A/B/D, lengths of `m_indices` (`m_sum`) and `masked_m` (`G`),
+//! `m_sum` a multiple of the alignment, the kernels' `n`/`k` rules and 31-bit tensor extents.
+//!
+//! The *contents* of `m_indices` and `masked_m` live on the device; reading them back would cost
+//! a synchronizing copy, so the entry points do not. Instead:
+//! * [`upload_m_indices`] is the cheap place to validate `m_indices` — it checks the host slice
+//!   ([`validate_m_indices`]) while uploading it anyway. Indices produced on the device (by a
+//!   routing kernel) are not checked.
+//! * The kernels never read or write out of bounds for any contents. Contiguous: a `BM`-row
+//!   block takes the group of its first row; a group outside `0..G` skips the block (no loads, no stores);
+//!   a row is stored only when its own entry equals its block's group, and the weight resources
+//!   cover only that group's slice. Masked: `masked_m[g]` is clamped to `0..=m_max` on the
+//!   device (negative → 0 rows, more than `m_max` → `m_max` rows).
+//! * With invalid contiguous contents the result is defined but not a GEMM of the intended
+//!   rows. The kernel's blocks are `BM` rows (the chosen kernel's `block_m`, 64 or 128, reported
+//!   in [`GemmRun::config`]): a block whose first row's index is outside `0..G` (e.g. −1) is
+//!   skipped whole, and rows naming a different group than their block's first row are left
+//!   untouched.
+
+use std::marker::PhantomData;
+
+use fp8gemm_device::args::{GlobalPtr, MGroupedContiguousArgs, MGroupedMaskedArgs};
+use fp8gemm_device::tile;
+use half::bf16;
+
+use crate::config::{self, GemmDesc};
+use crate::error::{Error, Result};
+use crate::fp8::Fp8Format;
+use crate::gemm::{check_format, check_nk, check_tensor_bytes, DeviceActivations, GemmRun};
+use crate::quant::{blocks, GroupedQuantizedWeights};
+use crate::runtime::{Context, DeviceBuffer};
+
+/// Row alignment of every group in the contiguous layout (DeepGEMM's
+/// `get_m_alignment_for_contiguous_layout()`): 128, a multiple of every contiguous kernel's
+/// tile height (64 or 128), so a tile never spans two aligned blocks.
+pub fn m_alignment_for_contiguous_layout() -> usize {
+    tile::M_ALIGNMENT_CONTIGUOUS as usize
+}
+
+/// `G` experts' FP8 weights on the device: `[G, n, k]` values with `[G, ⌈n/128⌉, ⌈k/128⌉]`
+/// block scales.
+pub struct DeviceGroupedWeights<F> {
+    data: DeviceBuffer<u8>,
+    scales: DeviceBuffer<f32>,
+    groups: usize,
+    n: usize,
+    k: usize,
+    _f: PhantomData<F>,
+}
+
+impl<F: Fp8Format> DeviceGroupedWeights<F> {
+    /// Copies grouped quantized weights to the device after checking that their lengths match
+    /// their shape (`G·n·k` values, `G·⌈n/128⌉·⌈k/128⌉` scales).
+    pub fn upload(ctx: &Context, b: &GroupedQuantizedWeights<F>) -> Result<Self> {
+        let values = b.groups.checked_mul(b.n).and_then(|x| x.checked_mul(b.k));
+        if values != Some(b.data.len()) {
+            return Err(Error::Shape {
+                arg: "b.data",
+                expected: format!("G · n · k = {} · {} · {} values", b.groups, b.n, b.k),
+                actual: format!("{} values", b.data.len()),
+            });
+        }
+        let scales = b.groups.checked_mul(blocks(b.n)).and_then(|x| x.checked_mul(blocks(b.k)));
+        if scales != Some(b.scales.len()) {
+            return Err(Error::Shape {
+                arg: "b.scales",
+                expected: format!("G · ⌈n/128⌉ · ⌈k/128⌉ = {} · {} · {} scales", b.groups, blocks(b.n), blocks(b.k)),
+                actual: format!("{} scales", b.scales.len()),
+            });
+        }
+        Ok(DeviceGroupedWeights {
+            data: ctx.upload(crate::fp8::as_bits(&b.data))?,
+            scales: ctx.upload(&b.scales)?,
+            groups: b.groups,
+            n: b.n,
+            k: b.k,
+            _f: PhantomData,
+        })
+    }
+    /// Number of groups (experts) `G`.
+    pub fn groups(&self) -> usize {
+        self.groups
+    }
+    /// Rows per group (output columns).
+    pub fn n(&self) -> usize {
+        self.n
+    }
+    /// Columns (the reduction length).
+    pub fn k(&self) -> usize {
+        self.k
+    }
+}
+
+/// Checks a contiguous-layout `m_indices` on the host: its length is a multiple of
+/// [`m_alignment_for_contiguous_layout`], every entry is in `−1..groups`, and every aligned block
+/// is one group's rows followed by −1 padding (possibly all padding, possibly no padding) — the
+/// layout DeepGEMM builds and the one under which the kernels write exactly the rows with
+/// non-negative indices.
+pub fn validate_m_indices(m_indices: &[i32], groups: usize) -> Result<()> {
+    let align = m_alignment_for_contiguous_layout();
+    if !m_indices.len().is_multiple_of(align) {
+        return Err(Error::Shape {
+            arg: "m_indices",
+            expected: format!("a length that is a multiple of {align} (the contiguous layout's alignment)"),
+            actual: format!("{} entries", m_indices.len()),
+        });
+    }
+    for (b, block) in m_indices.chunks(align).enumerate() {
+        let first = block[0];
+        for (off, &v) in block.iter().enumerate() {
+            let i = b * align + off;
+            if v < -1 || v >= 0 && v as usize >= groups {
+                return Err(Error::Shape {
+                    arg: "m_indices",
+                    expected: format!("group indices in -1..{groups} (-1: padding)"),
+                    actual: format!("m_indices[{i}] = {v}"),
+                });
+            }
+            let prev = if off == 0 { first } else { block[off - 1] };
+            if v != -1 && (v != first || prev == -1) {
+                return Err(Error::Shape {
+                    arg: "m_indices",
+                    expected: format!(
+                        "each {align}-row block to hold one group's rows followed by -1 padding (block at row {}, group {first})",
+                        b * align
+                    ),
+                    actual: format!("m_indices[{i}] = {v} after m_indices[{}] = {prev}", i.saturating_sub(1)),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Validates a contiguous-layout `m_indices` ([`validate_m_indices`]) and copies it to the device:
+/// the cheap place to check indices that come from the host.
+pub fn upload_m_indices(ctx: &Context, m_indices: &[i32], groups: usize) -> Result<DeviceBuffer<i32>> {
+    validate_m_indices(m_indices, groups)?;
+    ctx.upload(m_indices)
+}
+
+/// Checks the buffers behind `a` against its shape (defence in depth: the kernels read exactly
+/// `m·k` values and `m·⌈k/128⌉` scales).
+fn check_activations<F>(a: &DeviceActivations<F>) -> Result<()>
+where
+    F: Fp8Format,
+{
+    let (data, scales) = a.buffers();
+    let (m, k) = (a.m(), a.k());
+    if Some(data.len()) != m.checked_mul(k) || Some(scales.len()) != m.checked_mul(blocks(k)) {
+        return Err(Error::Shape {
+            arg: "a",
+            expected: format!("{m} · {k} values and {m} · {} scales", blocks(k)),
+            actual: format!("{} values and {} scales", data.len(), scales.len()),
+        });
+    }
+    Ok(())
+}
+
+/// The checks both entry points share: format, owners, `k`, buffer lengths, `n`/`k` rules.
+fn check_common<F: Fp8Format>(
+    ctx: &Context,
+    a: &DeviceActivations<F>,
+    b: &DeviceGroupedWeights<F>,
+    d: &DeviceBuffer<bf16>,
+    index_arg: &'static str,
+    index: &DeviceBuffer<i32>,
+) -> Result<()> {
+    check_format::<F>(ctx, "a")?;
+    let (a_data, a_scales) = a.buffers();
+    ctx.check_owner("a", a_data)?;
+    ctx.check_owner("a", a_scales)?;
+    ctx.check_owner("b", &b.data)?;
+    ctx.check_owner("b", &b.scales)?;
+    ctx.check_owner("d", d)?;
+    ctx.check_owner(index_arg, index)?;
+    check_activations(a)?;
+    if b.k != a.k() {
+        return Err(Error::Shape { arg: "b", expected: format!("k = {} columns (as a)", a.k()), actual: format!("{} columns", b.k) });
+    }
+    Ok(())
+}
+
+fn check_len(arg: &'static str, what: String, expected: usize, actual: usize) -> Result<()> {
+    if expected != actual {
+        return Err(Error::Shape { arg, expected: format!("{what} = {expected} elements"), actual: format!("{actual} elements") });
+    }
+    Ok(())
+}
+
+/// M-grouped contiguous `D = A · B[m_indices]ᵀ` with block scales (DeepGEMM's
+/// `m_grouped_fp8_gemm_nt_contiguous`): row `i` of `d` becomes row `i` of `A · B[m_indices[i]]ᵀ`.
+///
+/// `a` is `[m_sum, k]` with `m_sum` a multiple of [`m_alignment_for_contiguous_layout`], `b` is
+/// `[G, n, k]`, `d` holds `m_sum · n` elements, `m_indices` holds `m_sum` group indices (−1:
+/// padding), constant per aligned block as described in the [module docs](self), which also say
+/// which rows of `d` are written and what is validated where (build `m_indices` with
+/// [`upload_m_indices`] to have it checked). Requirements as [`crate::fp8_gemm_nt`]: `k` a
+/// positive multiple of 128, `n` a multiple of 4, the device's FP8 format. With `G = 0` every
+/// row must be padding and nothing is launched. The launch is asynchronous.
+pub fn m_grouped_fp8_gemm_nt_contiguous<F: Fp8Format>(
+    ctx: &Context,
+    a: &DeviceActivations<F>,
+    b: &DeviceGroupedWeights<F>,
+    d: &mut DeviceBuffer<bf16>,
+    m_indices: &DeviceBuffer<i32>,
+) -> Result<GemmRun> {
+    check_common(ctx, a, b, d, "m_indices", m_indices)?;
+    let (m_sum, n, k, groups) = (a.m(), b.n, a.k(), b.groups);
+    check_len("m_indices", format!("m_sum = {m_sum} (rows of a)"), m_sum, m_indices.len())?;
+    let align = m_alignment_for_contiguous_layout();
+    if !m_sum.is_multiple_of(align) {
+        return Err(Error::Shape {
+            arg: "a",
+            expected: format!("m_sum a multiple of {align} rows (each group padded to the alignment)"),
+            actual: format!("{m_sum} rows"),
+        });
+    }
+    let d_len = m_sum.checked_mul(n).ok_or_else(|| Error::Unsupported(format!("m_sum · n = {m_sum} · {n} overflows")))?;
+    check_len("d", format!("m_sum · n = {m_sum} · {n}"), d_len, d.len())?;
+    if m_sum == 0 || n == 0 || groups == 0 {
+        return Ok(GemmRun { config: None });
+    }
+    check_nk(n, k)?;
+    let too_big = |what: &str| Error::Unsupported(format!("{what}: dimensions must fit in 32 bits"));
+    let m32 = u32::try_from(m_sum).map_err(|_| too_big(&format!("m_sum = {m_sum}")))?;
+    let g32 = u32::try_from(groups).map_err(|_| too_big(&format!("groups = {groups}")))?;
+    let (m64, n64, k64, g64) = (m_sum as u64, n as u64, k as u64, groups as u64);
+    check_tensor_bytes("a", (m64 + 128) * k64)?;
+    check_tensor_bytes("b", (n64 + 128) * k64)?;
+    check_tensor_bytes("b", g64 * n64 * k64)?;
+    check_tensor_bytes("d", m64 * n64 * 2)?;
+
+    let desc = GemmDesc::m_grouped_contiguous(m32, n as u32, k as u32, g32, ctx.arch());
+    let cfg = config::get_best_config(&desc).map_err(|e| Error::Unsupported(e.to_string()))?;
+    let spec = config::contiguous_kernel_spec(&cfg)
+        .ok_or_else(|| Error::Unsupported(format!("configuration {cfg} has no m-grouped contiguous kernel")))?;
+    let (a_data, a_scales) = a.buffers();
+    let args = MGroupedContiguousArgs {
+        a: a_data.device_ptr(),
+        b: b.data.device_ptr(),
+        sfa: a_scales.device_ptr(),
+        sfb: b.scales.device_ptr(),
+        d: GlobalPtr::new(d.device_ptr().addr()),
+        m_indices: m_indices.device_ptr(),
+        m_sum: m32,
+        n: n as u32,
+        k: k as u32,
+        groups: g32,
+    };
+    // SAFETY: every pointer in `args` is a live allocation of this context with exactly the length
+    // the kernel's contract requires: A m_sum·k bytes and SFA m_sum·⌈k/128⌉ floats (checked in
+    // check_activations), B G·n·k bytes and SFB G·⌈n/128⌉·⌈k/128⌉ floats (checked at upload),
+    // D m_sum·n bf16 and m_indices m_sum i32 (checked above); the kernel bounds every access by
+    // these extents whatever m_indices holds. `d` is borrowed mutably for the call.
+    unsafe { ctx.launch(spec, [cfg.grid, 1, 1], cfg.lds_bytes, &args)? };
+    Ok(GemmRun { config: Some(cfg) })
+}
+
+/// M-grouped masked `D[g] = A[g] · B[g]ᵀ` for the first `masked_m[g]` rows of every group, with
+/// block scales (DeepGEMM's `m_grouped_fp8_gemm_nt_masked`).
+///
+/// `a` is `[G, m_max, k]` (a [`DeviceActivations`] of `m = G · m_max` rows), `b` is `[G, n, k]`,
+/// `d` holds `G · m_max · n` elements, `masked_m` holds `G` row counts that stay on the device:
+/// the kernel clamps each to `0..=m_max` (so a count past `m_max` computes `m_max` rows and a
+/// negative one none) and leaves rows at or past it untouched. `expected_m` is the typical
+/// count, used only to choose the kernel (any value is accepted; it is clamped to `1..=m_max`).
+/// Other requirements as [`m_grouped_fp8_gemm_nt_contiguous`]. The launch is asynchronous.
+pub fn m_grouped_fp8_gemm_nt_masked<F: Fp8Format>(
+    ctx: &Context,
+    a: &DeviceActivations<F>,
+    b: &DeviceGroupedWeights<F>,
+    d: &mut DeviceBuffer<bf16>,
+    masked_m: &DeviceBuffer<i32>,
+    expected_m: usize,
+) -> Result<GemmRun> {
+    check_common(ctx, a, b, d, "masked_m", masked_m)?;
+    let (rows, n, k, groups) = (a.m(), b.n, a.k(), b.groups);
+    check_len("masked_m", format!("G = {groups} (groups of b)"), groups, masked_m.len())?;
+    if groups == 0 {
+        check_len("a", "G · m_max rows with G = 0".into(), 0, rows)?;
+        check_len("d", "G · m_max · n with G = 0".into(), 0, d.len())?;
+        return Ok(GemmRun { config: None });
+    }
+    if !rows.is_multiple_of(groups) {
+        return Err(Error::Shape {
+            arg: "a",
+            expected: format!("G · m_max rows with G = {groups} (groups of b)"),
+            actual: format!("{rows} rows"),
+        });
+    }
+    let m_max = rows / groups;
+    let d_len = rows.checked_mul(n).ok_or_else(|| Error::Unsupported(format!("G · m_max · n = {rows} · {n} overflows")))?;
+    check_len("d", format!("G · m_max · n = {groups} · {m_max} · {n}"), d_len, d.len())?;
+    if m_max == 0 || n == 0 {
+        return Ok(GemmRun { config: None });
+    }
+    check_nk(n, k)?;
+    let too_big = |what: &str| Error::Unsupported(format!("{what}: dimensions must fit in 32 bits"));
+    let m32 = u32::try_from(m_max).map_err(|_| too_big(&format!("m_max = {m_max}")))?;
+    let g32 = u32::try_from(groups).map_err(|_| too_big(&format!("groups = {groups}")))?;
+    let (r64, n64, k64, g64) = (rows as u64, n as u64, k as u64, groups as u64);
+    check_tensor_bytes("a", r64 * k64)?;
+    check_tensor_bytes("a", (m32 as u64 + 128) * k64)?;
+    check_tensor_bytes("b", (n64 + 128) * k64)?;
+    check_tensor_bytes("b", g64 * n64 * k64)?;
+    check_tensor_bytes("d", r64 * n64 * 2)?;
+
+    let expected = u32::try_from(expected_m).unwrap_or(u32::MAX);
+    let desc = GemmDesc::m_grouped_masked(m32, n as u32, k as u32, g32, expected, ctx.arch());
+    let cfg = config::get_best_config(&desc).map_err(|e| Error::Unsupported(e.to_string()))?;
+    let spec = config::masked_kernel_spec(&cfg)
+        .ok_or_else(|| Error::Unsupported(format!("configuration {cfg} has no m-grouped masked kernel")))?;
+    let (a_data, a_scales) = a.buffers();
+    let args = MGroupedMaskedArgs {
+        a: a_data.device_ptr(),
+        b: b.data.device_ptr(),
+        sfa: a_scales.device_ptr(),
+        sfb: b.scales.device_ptr(),
+        d: GlobalPtr::new(d.device_ptr().addr()),
+        masked_m: masked_m.device_ptr(),
+        m_max: m32,
+        n: n as u32,
+        k: k as u32,
+        groups: g32,
+    };
+    // SAFETY: every pointer in `args` is a live allocation of this context with exactly the length
+    // the kernel's contract requires: A G·m_max·k bytes and SFA G·m_max·⌈k/128⌉ floats (checked in
+    // check_activations), B and SFB for G groups (checked at upload), D G·m_max·n bf16 and
+    // masked_m G i32 (checked above); the kernel clamps every masked_m entry to 0..=m_max, so its
+    // accesses stay inside these extents. `d` is borrowed mutably for the call.
+    unsafe { ctx.launch(spec, [cfg.grid, 1, 1], cfg.lds_bytes, &args)? };
+    Ok(GemmRun { config: Some(cfg) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reference::contiguous_m_indices;
+
+    #[test]
+    fn alignment_is_a_multiple_of_every_contiguous_tile() {
+        assert_eq!(m_alignment_for_contiguous_layout(), crate::reference::M_ALIGNMENT_CONTIGUOUS);
+        for t in tile::CONTIGUOUS_TILES {
+            assert_eq!(m_alignment_for_contiguous_layout() % t.block_m as usize, 0, "{}", t.name);
+        }
+    }
+
+    #[test]
+    fn m_indices_validation() {
+        let ok = contiguous_m_indices(&[5, 0, 300, 128, 1], 128);
+        assert_eq!(ok.len(), 128 + 384 + 128 + 128);
+        validate_m_indices(&ok, 5).unwrap();
+        // An extra all-padding block anywhere is fine.
+        let mut pad = vec![-1; 128];
+        pad.extend_from_slice(&ok);
+        validate_m_indices(&pad, 5).unwrap();
+        let err = |v: &[i32], g| validate_m_indices(v, g).unwrap_err().to_string();
+        // Group out of range (5 groups, index 4 used → needs at least 5).
+        assert!(err(&ok, 4).contains("m_indices[640] = 4"), "{}", err(&ok, 4));
+        let mut bad = ok.clone();
+        bad[3] = -2;
+        assert!(err(&bad, 5).contains("m_indices[3] = -2"));
+        // Two groups in one block.
+        let mut bad = ok.clone();
+        bad[7] = 2;
+        assert!(err(&bad, 5).contains("m_indices[7] = 2 after m_indices[6] = -1"), "{}", err(&bad, 5));
+        // A group row after padding inside one block.
+        let mut bad = vec![-1; 128];
+        bad[127] = 0;
+        assert!(err(&bad, 1).contains("m_indices[127] = 0 after m_indices[126] = -1"));
+        // Length not a multiple of the alignment.
+        assert!(err(&ok[..100], 5).contains("multiple of 128"));
+    }
+}

@@ -1,0 +1,484 @@
+//! `fp8gemm::m_grouped_fp8_gemm_nt_{contiguous,masked}` end to end — public API → rocm-rs → HIP C
+//! ABI → gfx942 emulator (memcheck on: any access outside an allocation fails the launch) —
+//! against the CPU references, with D pre-filled with a sentinel that every row the kernels must
+//! not write has to keep bit for bit; and every class of rejected input.
+
+use fp8gemm::fp8::{E4M3Fn, E4M3Fnuz};
+use fp8gemm::grouped::{upload_m_indices, validate_m_indices};
+use fp8gemm::quant::{GroupedQuantizedWeights, QuantizedActivations};
+use fp8gemm::reference::{self, contiguous_m_indices};
+use fp8gemm::{
+    m_alignment_for_contiguous_layout, m_grouped_fp8_gemm_nt_contiguous, m_grouped_fp8_gemm_nt_masked, Context,
+    DeviceActivations, DeviceBuffer, DeviceGroupedWeights, Error,
+};
+use half::bf16;
+use rand::{rngs::StdRng, Rng, SeedableRng};
+use rand_distr::StandardNormal;
+
+/// The largest finite bf16: no GEMM of these inputs comes near it, so a row holding it after the
+/// launch was not written.
+const SENTINEL: u16 = 0x7f7f;
+
+fn randn_bf16(count: usize, rng: &mut StdRng) -> Vec<f32> {
+    (0..count).map(|_| bf16::from_f32(rng.sample::<f32, _>(StandardNormal)).to_f32()).collect()
+}
+
+/// Operands of one grouped problem: `rows × k` activations and `[G, n, k]` weights, unquantized
+/// and quantized as DeepGEMM's tests do.
+struct Case {
+    rows: usize,
+    groups: usize,
+    n: usize,
+    k: usize,
+    a: Vec<f32>,
+    b: Vec<f32>,
+    qa: QuantizedActivations<E4M3Fnuz>,
+    qb: GroupedQuantizedWeights<E4M3Fnuz>,
+}
+
+fn case(rows: usize, groups: usize, n: usize, k: usize, seed: u64) -> Case {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let a = randn_bf16(rows * k, &mut rng);
+    let b = randn_bf16(groups * n * k, &mut rng);
+    let qa = QuantizedActivations::quantize(&a, rows, k).unwrap();
+    let qb = GroupedQuantizedWeights::quantize(&b, groups, n, k).unwrap();
+    Case { rows, groups, n, k, a, b, qa, qb }
+}
+
+/// What one launch produced, compared with both references over the rows it had to compute.
+struct Outcome {
+    diff_dequantized: f64,
+    diff_unquantized: f64,
+    /// Rows that had to be computed.
+    computed: usize,
+    kernel: Option<&'static str>,
+}
+
+impl Outcome {
+    fn assert_accurate(&self, what: &str) {
+        assert!(self.diff_dequantized < 1e-5, "{what}: calc_diff vs dequantized reference {:e}", self.diff_dequantized);
+        assert!(self.diff_unquantized < 1e-3, "{what}: calc_diff vs unquantized reference {:e}", self.diff_unquantized);
+    }
+}
+
+/// Compares the device result `got` with the references on the rows `row_group[i] = Some(g)`
+/// and checks that every other row still holds the sentinel.
+fn compare(c: &Case, got: &[bf16], want_q: &[bf16], row_group: &[Option<usize>], what: &str) -> (f64, f64, usize) {
+    let (n, k) = (c.n, c.k);
+    let (mut g_rows, mut q_rows, mut f_rows) = (Vec::new(), Vec::new(), Vec::new());
+    let mut exact = vec![0f32; n];
+    for (i, group) in row_group.iter().enumerate() {
+        let row = &got[i * n..(i + 1) * n];
+        match *group {
+            None => {
+                let bad = row.iter().position(|x| x.to_bits() != SENTINEL);
+                assert!(bad.is_none(), "{what}: row {i} must not be written, D[{i},{}] = {}", bad.unwrap_or(0), row[bad.unwrap_or(0)]);
+            }
+            Some(g) => {
+                g_rows.extend_from_slice(row);
+                q_rows.extend_from_slice(&want_q[i * n..(i + 1) * n]);
+                reference::gemm_nt_f32(&c.a[i * k..(i + 1) * k], &c.b[g * n * k..(g + 1) * n * k], 1, n, k, &mut exact).unwrap();
+                f_rows.extend_from_slice(&exact);
+            }
+        }
+    }
+    let computed = g_rows.len() / n.max(1);
+    (reference::calc_diff(&g_rows, &q_rows).unwrap(), reference::calc_diff(&g_rows, &f_rows).unwrap(), computed)
+}
+
+fn sentinel_d(ctx: &Context, len: usize) -> DeviceBuffer<bf16> {
+    ctx.upload(&vec![bf16::from_bits(SENTINEL); len]).unwrap()
+}
+
+/// Runs the contiguous GEMM with `m_indices` (uploaded unvalidated, as a routing kernel would
+/// leave it) and returns the comparison; `row_group` is derived from `m_indices` under the
+/// documented kernel rule (a row is written iff its index is a valid group equal to its 64-row
+/// block's first index — for a valid layout: iff its index is ≥ 0).
+fn run_contiguous(ctx: &Context, c: &Case, m_indices: &[i32], what: &str) -> Outcome {
+    assert_eq!(m_indices.len(), c.rows);
+    let da = DeviceActivations::upload(ctx, &c.qa).unwrap();
+    let db = DeviceGroupedWeights::upload(ctx, &c.qb).unwrap();
+    let di = ctx.upload(m_indices).unwrap();
+    let mut dd = sentinel_d(ctx, c.rows * c.n);
+    let run = m_grouped_fp8_gemm_nt_contiguous(ctx, &da, &db, &mut dd, &di).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let got = dd.download().unwrap();
+    let mut want_q = vec![bf16::from_bits(SENTINEL); c.rows * c.n];
+    reference::m_grouped_fp8_gemm_nt_contiguous(&c.qa, &c.qb, m_indices, &mut want_q).unwrap();
+    let row_group: Vec<Option<usize>> = m_indices.iter().map(|&v| usize::try_from(v).ok()).collect();
+    let (dq, df, computed) = compare(c, &got, &want_q, &row_group, what);
+    Outcome { diff_dequantized: dq, diff_unquantized: df, computed, kernel: run.config.map(|c| c.kernel) }
+}
+
+/// Contiguous case from per-group row counts (padded to the alignment by `contiguous_m_indices`),
+/// with `extra_pad_blocks` all-padding 128-row blocks inserted before group `i` for each `i`.
+fn contiguous_case(group_rows: &[usize], pad_before: &[usize], n: usize, k: usize, seed: u64) -> (Case, Vec<i32>) {
+    let align = m_alignment_for_contiguous_layout();
+    let mut m_indices = Vec::new();
+    for (g, &rows) in group_rows.iter().enumerate() {
+        for _ in pad_before.iter().filter(|&&p| p == g) {
+            m_indices.extend(std::iter::repeat_n(-1, align));
+        }
+        let block = contiguous_m_indices(&[rows], align);
+        m_indices.extend(block.iter().map(|&v| if v == 0 { g as i32 } else { v }));
+    }
+    for _ in pad_before.iter().filter(|&&p| p >= group_rows.len()) {
+        m_indices.extend(std::iter::repeat_n(-1, align));
+    }
+    validate_m_indices(&m_indices, group_rows.len()).unwrap();
+    (case(m_indices.len(), group_rows.len(), n, k, seed), m_indices)
+}
+
+#[test]
+fn contiguous_matches_both_references() {
+    let ctx = Context::new().unwrap();
+    let mut rng = StdRng::seed_from_u64(42);
+    let eight: Vec<usize> = (0..8).map(|i| if i == 3 { 0 } else { rng.random_range(1..100) }).collect();
+    let thirty_two: Vec<usize> = (0..32).map(|_| rng.random_range(0..24)).collect();
+    let cases: Vec<(Vec<usize>, Vec<usize>, usize, usize)> = vec![
+        (vec![200], vec![], 128, 256),
+        // A single-row group, then a group spanning a full block plus one row.
+        (vec![1, 129], vec![], 192, 128),
+        // An empty group; a group of 64 rows (its second 64-row half-block is all padding).
+        (vec![0, 70, 300, 64], vec![], 64, 384),
+        (eight, vec![0, 5, 8], 128, 128),
+        (thirty_two, vec![], 64, 128),
+    ];
+    for (i, (rows, pad, n, k)) in cases.into_iter().enumerate() {
+        let (c, m_indices) = contiguous_case(&rows, &pad, n, k, 100 + i as u64);
+        let what = format!("contiguous G={} rows={rows:?} pad_before={pad:?} n={n} k={k}", c.groups);
+        let out = run_contiguous(&ctx, &c, &m_indices, &what);
+        assert_eq!(out.computed, rows.iter().sum::<usize>(), "{what}");
+        out.assert_accurate(&what);
+        eprintln!("{what}: {} ({:.2e} / {:.2e})", out.kernel.unwrap(), out.diff_dequantized, out.diff_unquantized);
+    }
+}
+
+#[test]
+fn contiguous_medium_case() {
+    let ctx = Context::new().unwrap();
+    let (c, m_indices) = contiguous_case(&[300, 517, 0, 190, 33], &[2], 512, 1024, 7);
+    let out = run_contiguous(&ctx, &c, &m_indices, "contiguous medium");
+    assert_eq!(out.computed, 300 + 517 + 190 + 33);
+    out.assert_accurate("contiguous medium");
+}
+
+#[test]
+fn contiguous_padding_rows_and_blocks_are_not_written() {
+    // Group 0: 3 rows then 125 padding rows in the same block ("mixed" block, DeepGEMM's test
+    // layout), an all-padding block, group 1: 64 rows (its second 64-row half is all padding).
+    // compare() checks every padding row still holds the sentinel bit for bit.
+    let ctx = Context::new().unwrap();
+    let (c, m_indices) = contiguous_case(&[3, 64], &[1, 2], 128, 128, 3);
+    assert_eq!(m_indices.len(), 4 * 128);
+    let out = run_contiguous(&ctx, &c, &m_indices, "padding");
+    assert_eq!(out.computed, 67);
+    out.assert_accurate("padding");
+    // All padding: nothing computed, nothing written, and no MFMA issued.
+    let c = case(256, 2, 64, 128, 4);
+    let out = run_contiguous(&ctx, &c, &[-1; 256], "all padding");
+    assert_eq!(out.computed, 0);
+    #[cfg(feature = "emu")]
+    {
+        let r = fp8gemm::runtime::last_emulator_report().unwrap();
+        assert_eq!(r.count(amdgpu_emu::exec::Class::Mfma), 0, "padding blocks must do no MFMA work");
+    }
+}
+
+#[test]
+fn contiguous_garbage_indices_stay_in_bounds() {
+    // Indices uploaded without validation: out-of-range groups, −1 in front of a group's rows,
+    // two groups in one block. Memcheck proves no access leaves the buffers; the documented rule
+    // decides which rows are written: a BM-row block (BM = the chosen kernel's block_m) takes its
+    // first row's group and is skipped if that is outside 0..G; a row is written iff its own
+    // index equals its block's group.
+    let ctx = Context::new().unwrap();
+    let groups = 3;
+    let c = case(512, groups, 64, 128, 5);
+    let mut m_indices = vec![0i32; 512];
+    m_indices[..64].fill(7); // group 7 ≥ G
+    m_indices[64..128].fill(i32::MIN);
+    m_indices[128] = -1; // −1 in front of group 1's rows
+    m_indices[129..192].fill(1);
+    m_indices[192..256].fill(2); // group 2 ...
+    m_indices[200] = 1; // ... one row of another group
+    m_indices[201] = 99; // ... and one out of range
+    m_indices[256..320].fill(1);
+    m_indices[320..384].fill(-1);
+    m_indices[384..512].fill(i32::MAX);
+    assert!(validate_m_indices(&m_indices, groups).is_err());
+    let da = DeviceActivations::upload(&ctx, &c.qa).unwrap();
+    let db = DeviceGroupedWeights::upload(&ctx, &c.qb).unwrap();
+    let di = ctx.upload(&m_indices).unwrap();
+    let mut dd = sentinel_d(&ctx, 512 * 64);
+    let run = m_grouped_fp8_gemm_nt_contiguous(&ctx, &da, &db, &mut dd, &di).unwrap();
+    let bm = run.config.unwrap().block_m as usize;
+    let got = dd.download().unwrap();
+    let row_group: Vec<Option<usize>> = (0..512)
+        .map(|i| {
+            let g = m_indices[i - i % bm];
+            (g >= 0 && (g as usize) < groups && m_indices[i] == g).then_some(g as usize)
+        })
+        .collect();
+    // Hand count for 64-row tiles: block 3 (rows 192..256) minus rows 200, 201, and block 4.
+    if bm == 64 {
+        assert_eq!(row_group.iter().flatten().count(), 62 + 64);
+    }
+    // The reference over the rows that are written (the others are −1 for the reference).
+    let ref_indices: Vec<i32> = row_group.iter().map(|g| g.map_or(-1, |g| g as i32)).collect();
+    let mut want_q = vec![bf16::from_bits(SENTINEL); 512 * 64];
+    reference::m_grouped_fp8_gemm_nt_contiguous(&c.qa, &c.qb, &ref_indices, &mut want_q).unwrap();
+    let (dq, df, computed) = compare(&c, &got, &want_q, &row_group, "garbage indices");
+    assert!(computed > 0);
+    assert!(dq < 1e-5 && df < 1e-3, "{dq:e} {df:e}");
+}
+
+/// Runs the masked GEMM; `masked_m` goes to the device as given, the references use the counts
+/// clamped to `0..=m_max` (the documented kernel behaviour).
+fn run_masked(ctx: &Context, c: &Case, masked_m: &[i32], expected_m: usize, what: &str) -> Outcome {
+    let m_max = c.rows / c.groups;
+    let da = DeviceActivations::upload(ctx, &c.qa).unwrap();
+    let db = DeviceGroupedWeights::upload(ctx, &c.qb).unwrap();
+    let dm = ctx.upload(masked_m).unwrap();
+    let mut dd = sentinel_d(ctx, c.rows * c.n);
+    let run = m_grouped_fp8_gemm_nt_masked(ctx, &da, &db, &mut dd, &dm, expected_m).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let got = dd.download().unwrap();
+    let clamped: Vec<i32> = masked_m.iter().map(|&v| v.clamp(0, m_max as i32)).collect();
+    let mut want_q = vec![bf16::from_bits(SENTINEL); c.rows * c.n];
+    reference::m_grouped_fp8_gemm_nt_masked(&c.qa, &c.qb, &clamped, &mut want_q).unwrap();
+    let row_group: Vec<Option<usize>> =
+        (0..c.rows).map(|i| (i / m_max, i % m_max)).map(|(g, r)| (r < clamped[g] as usize).then_some(g)).collect();
+    let (dq, df, computed) = compare(c, &got, &want_q, &row_group, what);
+    Outcome { diff_dequantized: dq, diff_unquantized: df, computed, kernel: run.config.map(|c| c.kernel) }
+}
+
+#[test]
+fn masked_matches_both_references() {
+    let ctx = Context::new().unwrap();
+    let mut rng = StdRng::seed_from_u64(9);
+    let eight: Vec<i32> = (0..8).map(|_| rng.random_range(0..=96)).collect();
+    let thirty_two: Vec<i32> = (0..32).map(|_| rng.random_range(0..=16)).collect();
+    // (groups, m_max, masked_m, expected_m, n, k)
+    let cases: Vec<(usize, usize, Vec<i32>, usize, usize, usize)> = vec![
+        (1, 64, vec![64], 64, 128, 256),
+        (2, 100, vec![0, 1], 50, 192, 128),
+        // expected_m far above the real counts (and above m_max).
+        (4, 130, vec![130, 0, 77, 1], 5000, 64, 384),
+        // expected_m far below.
+        (8, 96, eight, 1, 128, 128),
+        (32, 16, thirty_two, 16, 64, 128),
+    ];
+    for (i, (groups, m_max, masked_m, expected_m, n, k)) in cases.into_iter().enumerate() {
+        let c = case(groups * m_max, groups, n, k, 200 + i as u64);
+        let what = format!("masked G={groups} m_max={m_max} masked_m={masked_m:?} expected_m={expected_m} n={n} k={k}");
+        let out = run_masked(&ctx, &c, &masked_m, expected_m, &what);
+        assert_eq!(out.computed, masked_m.iter().map(|&v| v as usize).sum::<usize>(), "{what}");
+        out.assert_accurate(&what);
+        eprintln!("{what}: {} ({:.2e} / {:.2e})", out.kernel.unwrap(), out.diff_dequantized, out.diff_unquantized);
+    }
+}
+
+#[test]
+fn masked_medium_case() {
+    let ctx = Context::new().unwrap();
+    let c = case(4 * 256, 4, 512, 1024, 8);
+    let out = run_masked(&ctx, &c, &[256, 17, 0, 200], 128, "masked medium");
+    assert_eq!(out.computed, 473);
+    out.assert_accurate("masked medium");
+}
+
+#[test]
+fn masked_rows_are_not_written_and_counts_are_clamped_on_the_device() {
+    // D is exactly G · m_max · n: memcheck fails the launch on any store past a group's slice.
+    // Counts past m_max compute m_max rows, negative counts none; compare() checks every row past
+    // the clamped count still holds the sentinel.
+    let ctx = Context::new().unwrap();
+    let m_max = 70;
+    let c = case(6 * m_max, 6, 64, 128, 11);
+    let masked_m = [m_max as i32 + 50, i32::MAX, -5, m_max as i32, 3, i32::MIN];
+    let out = run_masked(&ctx, &c, &masked_m, 1, "clamped counts");
+    assert_eq!(out.computed, 3 * m_max + 3);
+    out.assert_accurate("clamped counts");
+    // All counts 0: nothing written, no MFMA.
+    let out = run_masked(&ctx, &c, &[0; 6], 70, "all masked");
+    assert_eq!(out.computed, 0);
+    #[cfg(feature = "emu")]
+    {
+        let r = fp8gemm::runtime::last_emulator_report().unwrap();
+        assert_eq!(r.count(amdgpu_emu::exec::Class::Mfma), 0, "masked-out tiles must do no MFMA work");
+    }
+}
+
+// ---- rejected inputs: one test per class -------------------------------------------------
+
+fn device_operands(ctx: &Context, rows: usize, groups: usize, n: usize, k: usize) -> (DeviceActivations<E4M3Fnuz>, DeviceGroupedWeights<E4M3Fnuz>) {
+    let c = case(rows, groups, n, k, 1);
+    (DeviceActivations::upload(ctx, &c.qa).unwrap(), DeviceGroupedWeights::upload(ctx, &c.qb).unwrap())
+}
+
+fn contiguous_err(ctx: &Context, a: &DeviceActivations<E4M3Fnuz>, b: &DeviceGroupedWeights<E4M3Fnuz>, d_len: usize, idx: &[i32]) -> Error {
+    let mut d = ctx.alloc_zeroed::<bf16>(d_len).unwrap();
+    let di = ctx.upload(idx).unwrap();
+    m_grouped_fp8_gemm_nt_contiguous(ctx, a, b, &mut d, &di).unwrap_err()
+}
+
+#[test]
+fn rejects_m_indices_of_the_wrong_length() {
+    let ctx = Context::new().unwrap();
+    let (a, b) = device_operands(&ctx, 128, 2, 64, 128);
+    let e = contiguous_err(&ctx, &a, &b, 128 * 64, &[0; 127]);
+    assert!(matches!(e, Error::Shape { arg: "m_indices", .. }), "{e}");
+    assert!(e.to_string().contains("m_sum = 128"), "{e}");
+}
+
+#[test]
+fn rejects_m_sum_not_a_multiple_of_the_alignment() {
+    let ctx = Context::new().unwrap();
+    let (a, b) = device_operands(&ctx, 100, 2, 64, 128);
+    let e = contiguous_err(&ctx, &a, &b, 100 * 64, &[0; 100]);
+    assert!(matches!(e, Error::Shape { arg: "a", .. }), "{e}");
+    assert!(e.to_string().contains("multiple of 128"), "{e}");
+}
+
+#[test]
+fn rejects_m_indices_out_of_range_at_upload() {
+    let ctx = Context::new().unwrap();
+    let mut idx = contiguous_m_indices(&[10, 20], 128);
+    idx[5] = 2;
+    let e = upload_m_indices(&ctx, &idx, 2).unwrap_err();
+    assert!(matches!(e, Error::Shape { arg: "m_indices", .. }), "{e}");
+    assert!(e.to_string().contains("m_indices[5] = 2") && e.to_string().contains("-1..2"), "{e}");
+    idx[5] = -3;
+    assert!(upload_m_indices(&ctx, &idx, 2).unwrap_err().to_string().contains("m_indices[5] = -3"));
+}
+
+#[test]
+fn rejects_m_indices_that_are_not_block_constant_at_upload() {
+    let ctx = Context::new().unwrap();
+    let mut idx = contiguous_m_indices(&[100, 20], 128);
+    idx[64] = 1;
+    let e = upload_m_indices(&ctx, &idx, 2).unwrap_err();
+    assert!(matches!(e, Error::Shape { arg: "m_indices", .. }), "{e}");
+    assert!(e.to_string().contains("one group's rows followed by -1 padding"), "{e}");
+    // A valid layout uploads, and computes.
+    let idx = contiguous_m_indices(&[100, 20], 128);
+    assert_eq!(upload_m_indices(&ctx, &idx, 2).unwrap().download().unwrap(), idx);
+}
+
+#[test]
+fn rejects_masked_m_of_the_wrong_length() {
+    let ctx = Context::new().unwrap();
+    let (a, b) = device_operands(&ctx, 3 * 64, 3, 64, 128);
+    let mut d = ctx.alloc_zeroed::<bf16>(3 * 64 * 64).unwrap();
+    let dm = ctx.upload(&[1, 2]).unwrap();
+    let e = m_grouped_fp8_gemm_nt_masked(&ctx, &a, &b, &mut d, &dm, 1).unwrap_err();
+    assert!(matches!(e, Error::Shape { arg: "masked_m", .. }), "{e}");
+    assert!(e.to_string().contains("G = 3"), "{e}");
+}
+
+#[test]
+fn rejects_group_count_mismatch_between_a_and_b() {
+    // Masked: 200 rows of A cannot be 3 groups of m_max rows.
+    let ctx = Context::new().unwrap();
+    let (a, b) = device_operands(&ctx, 200, 3, 64, 128);
+    let mut d = ctx.alloc_zeroed::<bf16>(200 * 64).unwrap();
+    let dm = ctx.upload(&[1, 2, 3]).unwrap();
+    let e = m_grouped_fp8_gemm_nt_masked(&ctx, &a, &b, &mut d, &dm, 1).unwrap_err();
+    assert!(matches!(e, Error::Shape { arg: "a", .. }), "{e}");
+    assert!(e.to_string().contains("G = 3"), "{e}");
+}
+
+#[test]
+fn rejects_group_count_mismatch_with_d() {
+    // Masked: D sized for 2 groups while B has 3.
+    let ctx = Context::new().unwrap();
+    let (a, b) = device_operands(&ctx, 3 * 64, 3, 64, 128);
+    let mut d = ctx.alloc_zeroed::<bf16>(2 * 64 * 64).unwrap();
+    let dm = ctx.upload(&[1, 2, 3]).unwrap();
+    let e = m_grouped_fp8_gemm_nt_masked(&ctx, &a, &b, &mut d, &dm, 1).unwrap_err();
+    assert!(matches!(e, Error::Shape { arg: "d", .. }), "{e}");
+    assert!(e.to_string().contains("12288 elements"), "{e}");
+    // Contiguous: D not m_sum · n.
+    let (a, b) = device_operands(&ctx, 128, 3, 64, 128);
+    let e = contiguous_err(&ctx, &a, &b, 127 * 64, &[0; 128]);
+    assert!(matches!(e, Error::Shape { arg: "d", .. }), "{e}");
+}
+
+#[test]
+fn rejects_mismatched_k() {
+    let ctx = Context::new().unwrap();
+    let (a, _) = device_operands(&ctx, 128, 2, 64, 256);
+    let (_, b) = device_operands(&ctx, 128, 2, 64, 128);
+    let e = contiguous_err(&ctx, &a, &b, 128 * 64, &[0; 128]);
+    assert!(matches!(e, Error::Shape { arg: "b", .. }), "{e}");
+    assert!(e.to_string().contains("k = 256"), "{e}");
+}
+
+#[test]
+fn rejects_n_and_k_the_kernels_do_not_support() {
+    let ctx = Context::new().unwrap();
+    let (a, b) = device_operands(&ctx, 128, 1, 66, 128);
+    let e = contiguous_err(&ctx, &a, &b, 128 * 66, &[0; 128]);
+    assert!(matches!(e, Error::Shape { arg: "n", .. }), "{e}");
+    let (a, b) = device_operands(&ctx, 2 * 8, 2, 64, 200);
+    let mut d = ctx.alloc_zeroed::<bf16>(2 * 8 * 64).unwrap();
+    let dm = ctx.upload(&[8, 8]).unwrap();
+    let e = m_grouped_fp8_gemm_nt_masked(&ctx, &a, &b, &mut d, &dm, 8).unwrap_err();
+    assert!(matches!(e, Error::Shape { arg: "k", .. }), "{e}");
+}
+
+#[test]
+fn rejects_the_format_the_architecture_does_not_decode() {
+    let ctx = Context::new().unwrap();
+    assert_eq!(ctx.arch(), fp8gemm::codeobj::Arch::Gfx942);
+    let mut rng = StdRng::seed_from_u64(5);
+    let x = randn_bf16(128 * 128, &mut rng);
+    let qa = QuantizedActivations::<E4M3Fn>::quantize(&x, 128, 128).unwrap();
+    let qb = GroupedQuantizedWeights::<E4M3Fn>::quantize(&x[..64 * 128], 1, 64, 128).unwrap();
+    let a = DeviceActivations::upload(&ctx, &qa).unwrap();
+    let b = DeviceGroupedWeights::upload(&ctx, &qb).unwrap();
+    let mut d = ctx.alloc_zeroed::<bf16>(128 * 64).unwrap();
+    let di = ctx.upload(&[0; 128]).unwrap();
+    let e = m_grouped_fp8_gemm_nt_contiguous(&ctx, &a, &b, &mut d, &di).unwrap_err();
+    assert!(matches!(e, Error::Format { arg: "a", expected: "e4m3fnuz", actual: "e4m3fn", .. }), "{e}");
+    let dm = ctx.upload(&[1]).unwrap();
+    let e = m_grouped_fp8_gemm_nt_masked(&ctx, &a, &b, &mut d, &dm, 1).unwrap_err();
+    assert!(matches!(e, Error::Format { .. }), "{e}");
+}
+
+#[test]
+fn rejects_index_buffers_of_another_context() {
+    let ctx = Context::new().unwrap();
+    let other = Context::new().unwrap();
+    let (a, b) = device_operands(&ctx, 128, 2, 64, 128);
+    let mut d = ctx.alloc_zeroed::<bf16>(128 * 64).unwrap();
+    let di = other.upload(&[0; 128]).unwrap();
+    let e = m_grouped_fp8_gemm_nt_contiguous(&ctx, &a, &b, &mut d, &di).unwrap_err();
+    assert!(matches!(e, Error::ForeignBuffer { arg: "m_indices" }), "{e}");
+    let (a, b) = device_operands(&ctx, 2 * 64, 2, 64, 128);
+    let dm = other.upload(&[1, 1]).unwrap();
+    let e = m_grouped_fp8_gemm_nt_masked(&ctx, &a, &b, &mut d, &dm, 1).unwrap_err();
+    assert!(matches!(e, Error::ForeignBuffer { arg: "masked_m" }), "{e}");
+}
+
+#[test]
+fn rejects_grouped_weights_whose_lengths_do_not_match_their_shape() {
+    let ctx = Context::new().unwrap();
+    let c = case(8, 2, 64, 128, 2);
+    let mut qb = c.qb.clone();
+    qb.groups = 3;
+    assert!(matches!(DeviceGroupedWeights::upload(&ctx, &qb), Err(Error::Shape { arg: "b.data", .. })));
+    let mut qb = c.qb.clone();
+    qb.scales.pop();
+    assert!(matches!(DeviceGroupedWeights::upload(&ctx, &qb), Err(Error::Shape { arg: "b.scales", .. })));
+}
+
+#[test]
+fn empty_problems_launch_nothing() {
+    let ctx = Context::new().unwrap();
+    let (a, b) = device_operands(&ctx, 0, 2, 64, 128);
+    let mut d = ctx.alloc_zeroed::<bf16>(0).unwrap();
+    let di = ctx.upload::<i32>(&[]).unwrap();
+    assert!(m_grouped_fp8_gemm_nt_contiguous(&ctx, &a, &b, &mut d, &di).unwrap().config.is_none());
+    let dm = ctx.upload(&[0, 0]).unwrap();
+    assert!(m_grouped_fp8_gemm_nt_masked(&ctx, &a, &b, &mut d, &dm, 1).unwrap().config.is_none());
+}
