@@ -38,7 +38,8 @@
 //! For the host library and tests (not part of HIP): [`last_launch_error`],
 //! [`last_launch_report`] and [`last_launch_kernarg`] describe the calling thread's most recent
 //! [`hipModuleLaunchKernel`]; [`set_launch_checks`] selects the executor's checks (memcheck on by
-//! default); [`device_memory`] exposes the allocations; [`device_properties`] is what
+//! default; the environment variable `AMDGPU_EMU_CHECKS`, e.g. `AMDGPU_EMU_CHECKS=all`, sets the
+//! initial modes, see [`crate::exec::Checks::parse`]); [`device_memory`] exposes the allocations; [`device_properties`] is what
 //! [`hipGetDevicePropertiesR0600`] reports. Note that a binary gets these `hip*` symbols only
 //! if it links this crate, i.e. references it somewhere (`use amdgpu_emu as _;` suffices).
 //!
@@ -763,8 +764,22 @@ static RUNTIME: LazyLock<Runtime> = LazyLock::new(|| Runtime {
     next_handle: AtomicU64::new(0x1000),
     window_lo: AtomicU64::new(u64::MAX),
     window_hi: AtomicU64::new(0),
-    checks: RwLock::new(Checks::default()),
+    checks: RwLock::new(checks_from_env()),
 });
+
+/// The checks a new process starts with: [`Checks::default`] (memcheck), or the modes listed in
+/// the `AMDGPU_EMU_CHECKS` environment variable (read once, at the first HIP call), e.g.
+/// `AMDGPU_EMU_CHECKS=all` or `AMDGPU_EMU_CHECKS=memcheck,racecheck` (syntax of
+/// [`Checks::parse`]). An unparsable value is reported on stderr and the default is used.
+fn checks_from_env() -> Checks {
+    match std::env::var("AMDGPU_EMU_CHECKS") {
+        Ok(v) => Checks::parse(&v).unwrap_or_else(|e| {
+            eprintln!("amdgpu-emu: AMDGPU_EMU_CHECKS={v:?}: {e}; using the default checks (memcheck)");
+            Checks::default()
+        }),
+        Err(_) => Checks::default(),
+    }
+}
 
 impl Runtime {
     fn state(&self) -> MutexGuard<'_, State> {
@@ -790,7 +805,8 @@ pub fn device_memory() -> &'static DeviceMemory {
 }
 
 /// Replaces the checks (memcheck, ...) applied to every subsequent kernel launch in the process.
-/// The default is [`Checks::default`] (memcheck on).
+/// The initial value is [`Checks::default`] (memcheck on) unless the `AMDGPU_EMU_CHECKS`
+/// environment variable lists other modes (`all` turns on every mode, as [`Checks::all`]).
 pub fn set_launch_checks(checks: Checks) {
     *rt().checks.write().unwrap_or_else(|p| p.into_inner()) = checks;
 }
@@ -2121,7 +2137,7 @@ fn launch_error_code(e: &exec::LaunchError) -> hipError_t {
         E::Alloc { .. } => hipErrorOutOfMemory,
         E::ZeroDim { .. } | E::KernargSize { .. } => hipErrorInvalidValue,
         E::LdsTooLarge { .. } => hipErrorLaunchOutOfResources,
-        E::BlockTooLarge { .. } | E::Decode(_) | E::Unimplemented { .. } | E::Trap { .. } | E::Fault { .. } => {
+        E::BlockTooLarge { .. } | E::Decode(_) | E::Unimplemented { .. } | E::Trap { .. } | E::Fault { .. } | E::Check { .. } => {
             hipErrorLaunchFailure
         }
     }

@@ -5,11 +5,14 @@
 //! * [`loader`]: ELF code object, `amdhsa.kernels` metadata and kernel descriptors;
 //! * [`decode`] / [`disasm`]: the GFX9/CDNA3 instruction decoder and its LLVM-syntax printer;
 //! * [`numerics`]: FP8/BF8 (FNUZ and OCP) conversions and MFMA arithmetic, bit-exact;
-//! * [`exec`]: wave64 executor, workgroups with barriers and LDS, launches;
+//! * [`exec`]: wave64 executor, workgroups with barriers and LDS, launches, checking modes
+//!   (memcheck, mfma-hazard, racecheck, late-arrival, uninit-lds) and per-launch counters;
+//! * [`cost`]: a documented MI300X cost model turning the counters into a *modelled* time;
 //! * `hip` (feature `hip-abi`): the HIP C ABI (`hipMalloc`, `hipModuleLaunchKernel`, …) exported
 //!   with `#[no_mangle]`, so `rocm-rs` links against the emulator instead of libamdhip64.
 #![warn(missing_docs)]
 
+pub mod cost;
 pub mod decode;
 pub mod disasm;
 pub mod exec;

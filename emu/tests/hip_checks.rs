@@ -52,7 +52,7 @@ fn memcheck_can_be_switched_off_process_wide() {
 
     // Without memcheck, reads outside every allocation return zeros: the result equals the
     // zero-padded input's.
-    set_launch_checks(Checks { memcheck: false });
+    set_launch_checks(Checks { memcheck: false, ..Checks::default() });
     assert_eq!(int_ops(f, out_small, small), hipSuccess, "{:?}", last_launch_error());
     set_launch_checks(Checks::default());
     let (mut a, mut b) = ([0u32; 256], [0u32; 256]);

@@ -342,6 +342,9 @@ pub(crate) fn steady_state(pcs: &[u64], insts: &[Result<Inst, crate::decode::Dec
         if t == u32::MAX as usize || t > i || counts.get(i).copied().unwrap_or(0) == 0 {
             continue;
         }
+        if !matches!(insts.get(i), Some(Ok(inst)) if Kind::of(inst) == Kind::Branch) || t >= counts.len() {
+            continue;
+        }
         let heat = counts[t];
         let better = match best {
             None => true,

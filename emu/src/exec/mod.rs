@@ -12,6 +12,8 @@
 // Lane loops index several parallel per-lane arrays by the lane number.
 #![allow(clippy::needless_range_loop)]
 
+mod checks;
+pub mod counters;
 mod wave;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -45,16 +47,64 @@ pub struct LaunchConfig {
     pub kernarg: Vec<u8>,
 }
 
-/// Which checks run during a launch.
-#[derive(Clone, Debug)]
+/// Which checks run during a launch. [`Checks::default`] is memcheck only; [`Checks::all`] turns
+/// on every mode (what tests use). A finding of any mode fails the launch with a
+/// [`LaunchError`] (`Memory` for memcheck, `Check` for the others); see `checks.rs` for the rules.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Checks {
     /// Report any access outside live allocations / the LDS size / the kernarg segment.
     pub memcheck: bool,
+    /// Report reads of an MFMA's result (or overwrites of its sources) issued before the wait
+    /// states gfx942 requires (LLVM `GCNHazardRecognizer` gfx940 rules).
+    pub mfma_hazard: bool,
+    /// Report two waves of a workgroup touching the same LDS byte between barriers, one writing.
+    pub racecheck: bool,
+    /// Treat load results as landing only at the `s_waitcnt` that covers them and report reads
+    /// (or overwrites) of registers whose load has not been waited for.
+    pub late_arrival: bool,
+    /// Report reads of LDS bytes no wave of the workgroup has written.
+    pub uninit_lds: bool,
 }
 
 impl Default for Checks {
     fn default() -> Self {
-        Checks { memcheck: true }
+        Checks { memcheck: true, mfma_hazard: false, racecheck: false, late_arrival: false, uninit_lds: false }
+    }
+}
+
+impl Checks {
+    /// Every checking mode on.
+    pub fn all() -> Checks {
+        Checks { memcheck: true, mfma_hazard: true, racecheck: true, late_arrival: true, uninit_lds: true }
+    }
+    /// Every mode off (no memcheck either: out-of-bounds reads return 0, writes are dropped).
+    pub fn none() -> Checks {
+        Checks { memcheck: false, mfma_hazard: false, racecheck: false, late_arrival: false, uninit_lds: false }
+    }
+    /// Parses a comma-separated list of modes: `all`, `none`, `default`, `memcheck`,
+    /// `mfma-hazard`, `racecheck`, `late-arrival`, `uninit-lds` (applied left to right, starting
+    /// from no modes), e.g. `memcheck,racecheck`. This is the syntax of the `AMDGPU_EMU_CHECKS`
+    /// environment variable the HIP runtime reads.
+    pub fn parse(s: &str) -> Result<Checks, String> {
+        let mut c = Checks::none();
+        for item in s.split(',').map(str::trim).filter(|x| !x.is_empty()) {
+            match item {
+                "all" => c = Checks::all(),
+                "none" => c = Checks::none(),
+                "default" => c = Checks::default(),
+                "memcheck" => c.memcheck = true,
+                "mfma-hazard" => c.mfma_hazard = true,
+                "racecheck" => c.racecheck = true,
+                "late-arrival" => c.late_arrival = true,
+                "uninit-lds" => c.uninit_lds = true,
+                other => {
+                    return Err(format!(
+                        "unknown check `{other}`: expected a comma-separated list of all, none, default, memcheck, mfma-hazard, racecheck, late-arrival, uninit-lds"
+                    ))
+                }
+            }
+        }
+        Ok(c)
     }
 }
 
@@ -71,6 +121,18 @@ pub struct LaunchReport {
     pub by_class: [u64; Class::COUNT],
     /// `s_barrier` releases (per workgroup, summed).
     pub barriers: u64,
+    /// Kernel name.
+    pub kernel: String,
+    /// Launch geometry: workgroups per dimension.
+    pub grid: [u32; 3],
+    /// Launch geometry: work-items per workgroup per dimension.
+    pub block: [u32; 3],
+    /// The kernel's resources (registers, LDS, workgroup size) for occupancy and cost models.
+    pub resources: crate::cost::Resources,
+    /// Detailed counters (instruction kinds, LDS bank conflicts, global bytes, MFMA passes).
+    pub counters: counters::Counters,
+    /// The hottest loop's instruction mix, if the kernel has a loop that ran.
+    pub steady: Option<counters::SteadyState>,
 }
 
 impl LaunchReport {
@@ -194,6 +256,28 @@ pub enum LaunchError {
         /// What happened.
         msg: String,
     },
+    /// A finding of a checking mode (mfma-hazard, racecheck, late-arrival, uninit-lds).
+    #[error("{check}: kernel `{kernel}` pc {pc:#x} (`{text}`) workgroup {workgroup:?} wave {wave}{}: {detail}", where_(.lane, .addr))]
+    Check {
+        /// The mode that found it.
+        check: &'static str,
+        /// Kernel.
+        kernel: String,
+        /// Address of the instruction that tripped the check.
+        pc: u64,
+        /// Its disassembly.
+        text: String,
+        /// Workgroup id.
+        workgroup: [u32; 3],
+        /// Wave index in the workgroup.
+        wave: u32,
+        /// Lane, for per-lane findings.
+        lane: Option<u32>,
+        /// LDS address, for LDS findings.
+        addr: Option<u64>,
+        /// What happened, including the other instruction's pc (and wave).
+        detail: String,
+    },
     /// Device memory for the kernarg segment could not be allocated.
     #[error("launch of `{kernel}`: {source}")]
     Alloc {
@@ -209,6 +293,21 @@ impl LaunchError {
     pub fn is_memory_fault(&self) -> bool {
         matches!(self, LaunchError::Memory { .. })
     }
+    /// Whether this is a finding of one of the other checking modes ([`LaunchError::Check`]).
+    pub fn is_check_finding(&self) -> bool {
+        matches!(self, LaunchError::Check { .. })
+    }
+}
+
+fn where_(lane: &Option<u32>, addr: &Option<u64>) -> String {
+    let mut s = String::new();
+    if let Some(l) = lane {
+        s += &format!(" lane {l}");
+    }
+    if let Some(a) = addr {
+        s += &format!(" LDS address {a:#x}");
+    }
+    s
 }
 
 /// A kernel decoded for execution: instructions, their addresses and resolved branch targets.
@@ -324,7 +423,10 @@ pub fn launch(co: &CodeObject, kernel: &Kernel, cfg: &LaunchConfig, mem: &Device
     let _ = mem.write(packet, &p);
     let queue = alloc(256)?;
 
+    let plan = checks::Plan::new(&program, checks);
+    let agg = std::sync::Mutex::new((counters::Counters::default(), vec![0u64; program.insts.len()]));
     let setup = wave::Setup {
+        plan: &plan,
         program: program.clone(),
         mem,
         memcheck: checks.memcheck,
@@ -354,6 +456,11 @@ pub fn launch(co: &CodeObject, kernel: &Kernel, cfg: &LaunchConfig, mem: &Device
         }
         totals[Class::COUNT].fetch_add(c.waves, Ordering::Relaxed);
         totals[Class::COUNT + 1].fetch_add(c.barriers, Ordering::Relaxed);
+        let mut a = agg.lock().unwrap_or_else(|p| p.into_inner());
+        a.0.merge(&c.counters);
+        for (x, y) in a.1.iter_mut().zip(&c.counts) {
+            *x += y;
+        }
         Ok::<(), LaunchError>(())
     })
     .find_first(Result::is_err)
@@ -371,6 +478,13 @@ pub fn launch(co: &CodeObject, kernel: &Kernel, cfg: &LaunchConfig, mem: &Device
     r.instructions = r.by_class.iter().sum();
     r.waves = totals[Class::COUNT].load(Ordering::Relaxed);
     r.barriers = totals[Class::COUNT + 1].load(Ordering::Relaxed);
+    let (mut counters, counts) = agg.into_inner().unwrap_or_else(|p| p.into_inner());
+    r.steady = plan.finish(&program, &counts, &mut counters);
+    r.counters = counters;
+    r.kernel = kernel.name.clone();
+    r.grid = cfg.grid;
+    r.block = cfg.block;
+    r.resources = crate::cost::Resources::of(kernel, cfg.block, cfg.dynamic_lds_bytes);
     Ok(r)
 }
 
@@ -464,8 +578,10 @@ pub fn run_snippet(words: &[u32], state: &mut WaveState, lds: &mut [u8], mem: &D
     let aux = insts.iter().map(|r| r.as_ref().map_or(0, wave::precompute)).collect();
     let initial_mode = (u32::from(state.float_denorm_mode_32) << 4) | 3 << 6 | 3 << 8;
     let program = Arc::new(Compiled { kernel, pcs, insts, targets, aux, ocp: false, initial_mode });
+    let plan = checks::Plan::new(&program, &Checks::default());
     let setup = wave::Setup {
-        program,
+        plan: &plan,
+        program: program.clone(),
         mem,
         memcheck: true,
         kernarg_ptr: 0,
@@ -495,5 +611,11 @@ pub fn run_snippet(words: &[u32], state: &mut WaveState, lds: &mut [u8], mem: &D
     state.scc = w.scc;
     let mut r = LaunchReport { workgroups: 1, waves: 1, barriers: c.barriers, by_class: c.by_class, ..Default::default() };
     r.instructions = r.by_class.iter().sum();
+    let mut counters = c.counters;
+    r.steady = plan.finish(&program, &c.counts, &mut counters);
+    r.counters = counters;
+    r.kernel = program.kernel.name.clone();
+    r.grid = [1, 1, 1];
+    r.block = [64, 1, 1];
     Ok(r)
 }

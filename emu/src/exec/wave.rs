@@ -6,6 +6,7 @@
 // Lane loops index several parallel per-lane arrays by the lane number.
 #![allow(clippy::needless_range_loop)]
 
+use std::cell::Cell;
 use std::sync::Arc;
 
 use super::{Compiled, LaunchError, PRIVATE_APERTURE, SHARED_APERTURE};
@@ -50,6 +51,8 @@ impl Class {
 }
 
 pub(super) struct Setup<'a> {
+    /// Checking modes and per-instruction facts for the probe (`checks.rs`).
+    pub plan: &'a super::checks::Plan,
     pub program: Arc<Compiled>,
     pub mem: &'a DeviceMemory,
     pub memcheck: bool,
@@ -68,6 +71,9 @@ pub(super) struct WgCounters {
     pub by_class: [u64; Class::COUNT],
     pub waves: u64,
     pub barriers: u64,
+    /// The probe's counters (LDS bank model, memory bytes) and executions per instruction.
+    pub counters: super::counters::Counters,
+    pub counts: Vec<u64>,
 }
 
 /// Compare spec for v_cmp*: bits 0..3 condition, 4..7 type, bit 8 cmpx.
@@ -262,6 +268,7 @@ pub(super) fn run_workgroup(st: &Setup<'_>, wg: [u32; 3]) -> Result<WgCounters, 
         });
     }
     let mut ctr = WgCounters { waves: u64::from(n_waves), ..Default::default() };
+    let mut probe = super::checks::Probe::new(st.plan, prog, wg, n_waves, st.lds_bytes);
     let _ = st.grid;
     loop {
         let mut running = 0;
@@ -269,7 +276,7 @@ pub(super) fn run_workgroup(st: &Setup<'_>, wg: [u32; 3]) -> Result<WgCounters, 
             if w.done {
                 continue;
             }
-            match run_wave(st, w, &mut lds, wg, &mut ctr)? {
+            match run_wave(st, w, &mut lds, wg, &mut ctr, &mut probe)? {
                 Flow::End => w.done = true,
                 _ => running += 1,
             }
@@ -278,11 +285,14 @@ pub(super) fn run_workgroup(st: &Setup<'_>, wg: [u32; 3]) -> Result<WgCounters, 
             break;
         }
         ctr.barriers += 1;
+        probe.barrier();
     }
+    ctr.counters = probe.counters;
+    ctr.counts = probe.counts;
     Ok(ctr)
 }
 
-fn run_wave(st: &Setup<'_>, w: &mut Wave, lds: &mut [u8], wg: [u32; 3], ctr: &mut WgCounters) -> Result<Flow, LaunchError> {
+fn run_wave(st: &Setup<'_>, w: &mut Wave, lds: &mut [u8], wg: [u32; 3], ctr: &mut WgCounters, probe: &mut super::checks::Probe<'_>) -> Result<Flow, LaunchError> {
     let prog = &*st.program;
     loop {
         let idx = w.pc;
@@ -298,8 +308,11 @@ fn run_wave(st: &Setup<'_>, w: &mut Wave, lds: &mut [u8], wg: [u32; 3], ctr: &mu
             Err(e) => return Err(LaunchError::Decode(e.clone())),
         };
         ctr.by_class[Class::of(inst) as usize] += 1;
-        let mut cx = Cx { st, lds, wg, idx };
-        match cx.step(w, inst)? {
+        probe.before(w, inst, idx)?;
+        let mut cx = Cx { st, lds, wg, idx, bytes: [Cell::new(0), Cell::new(0)] };
+        let flow = cx.step(w, inst)?;
+        probe.mem_bytes(inst, cx.bytes[0].get(), cx.bytes[1].get());
+        match flow {
             Flow::Next => w.pc = idx + 1,
             Flow::Jump(t) => {
                 if t == u32::MAX {
@@ -321,6 +334,8 @@ struct Cx<'a, 'b> {
     lds: &'a mut [u8],
     wg: [u32; 3],
     idx: usize,
+    /// Bytes this instruction read / wrote through `global_read` / `global_write` (counters).
+    bytes: [Cell<u64>; 2],
 }
 
 #[inline]
@@ -691,7 +706,8 @@ impl Cx<'_, '_> {
     fn idst(&self, w: &mut Wave, inst: &Inst, mut r: Lanes, mask: u64) -> Result<(), LaunchError> {
         if inst.has_flag(flag::SDWA) && inst.enc != Enc::Vopc {
             let sel = sdwa::dst_sel(inst.sdwa);
-            if sel != 6 {
+            // 6 = DWORD; 7 is reserved and treated as DWORD.
+            if sel < 6 {
                 let old = self.vread(w, inst, inst.dst)?;
                 let unused = sdwa::dst_unused(inst.sdwa);
                 let (shift, bits) = if sel < 4 { (sel * 8, 8) } else { ((sel - 4) * 16, 16) };
@@ -1239,6 +1255,7 @@ impl Cx<'_, '_> {
 
     fn global_read(&self, w: &mut Wave, inst: &Inst, lane: u32, space: &'static str, addr: u64, out: &mut [u8]) -> Result<(), LaunchError> {
         let len = out.len() as u64;
+        self.bytes[0].set(self.bytes[0].get() + len);
         if let Some(a) = &w.cached
             && a.contains(addr, len)
         {
@@ -1260,6 +1277,7 @@ impl Cx<'_, '_> {
     }
     fn global_write(&self, w: &mut Wave, inst: &Inst, lane: u32, space: &'static str, addr: u64, data: &[u8]) -> Result<(), LaunchError> {
         let len = data.len() as u64;
+        self.bytes[1].set(self.bytes[1].get() + len);
         if let Some(a) = &w.cached
             && a.contains(addr, len)
         {
@@ -1301,8 +1319,8 @@ impl Cx<'_, '_> {
         let bytes = &mut buf[..n * 4];
         let buffer = matches!(inst.op, Op::s_buffer_load_dword | Op::s_buffer_load_dwordx2 | Op::s_buffer_load_dwordx4 | Op::s_buffer_load_dwordx8 | Op::s_buffer_load_dwordx16);
         if buffer {
-            let vbase = (u64::from(w.s[base]) | u64::from(w.s[base + 1] & 0xffff) << 32) as i64;
-            let num = u64::from(w.s[base + 2]);
+            let vbase = (u64::from(w.s[base & 127]) | u64::from(w.s[(base + 1) & 127] & 0xffff) << 32) as i64;
+            let num = u64::from(w.s[(base + 2) & 127]);
             for k in 0..n {
                 let o = (off as u64 & !3) + 4 * k as u64;
                 if o + 4 <= num {
@@ -1312,7 +1330,7 @@ impl Cx<'_, '_> {
                 }
             }
         } else {
-            let addr = ((u64::from(w.s[base]) | u64::from(w.s[base + 1]) << 32).wrapping_add_signed(off)) & !3;
+            let addr = ((u64::from(w.s[base & 127]) | u64::from(w.s[(base + 1) & 127]) << 32).wrapping_add_signed(off)) & !3;
             self.global_read(w, inst, 64, "scalar", addr, bytes)?;
         }
         for k in 0..n {
@@ -2187,7 +2205,7 @@ impl Cx<'_, '_> {
     }
 
     fn lds_check(&self, w: &Wave, inst: &Inst, lane: usize, addr: u64, len: u64) -> Result<usize, LaunchError> {
-        if addr + len > self.lds.len() as u64 {
+        if addr.checked_add(len).is_none_or(|end| end > self.lds.len() as u64) {
             return Err(self.memerr(inst, w, lane as u32, "LDS", addr, len, format!("outside the launch's {} bytes of LDS", self.lds.len())));
         }
         Ok(addr as usize)
@@ -2419,7 +2437,7 @@ impl Cx<'_, '_> {
         };
         if private {
             let size = u64::from(w.private_size);
-            if a + n > size {
+            if a.checked_add(n).is_none_or(|end| end > size) {
                 return Err(self.memerr(inst, w, l as u32, "scratch", a, n, format!("outside the {size} bytes of private memory per lane")));
             }
             let p = l * w.private_size as usize + a as usize;
@@ -2467,7 +2485,7 @@ impl Cx<'_, '_> {
             lanes!(exec, |l| {
                 let mut buf = [0u8; 4];
                 self.lane_access(w, inst, l, addrs[l], &mut buf, false, false)?;
-                let la = m0.wrapping_add_signed(i64::from(inst.imm)) + 4 * l as u64;
+                let la = m0.wrapping_add_signed(i64::from(inst.imm)).wrapping_add(4 * l as u64);
                 let p = self.lds_check(w, inst, l, la, 4)?;
                 self.lds[p..p + 4].copy_from_slice(&buf);
             });
@@ -2578,9 +2596,9 @@ impl Cx<'_, '_> {
         }
         // V# (gfx9): base 47:0, stride 61:48, num_records dword2 (bytes when stride is 0).
         let r = inst.src[2] as usize;
-        let base = u64::from(w.s[r]) | u64::from(w.s[r + 1] & 0xffff) << 32;
-        let stride = u64::from(w.s[r + 1] >> 16 & 0x3fff);
-        let num = u64::from(w.s[r + 2]);
+        let base = u64::from(w.s[r & 127]) | u64::from(w.s[(r + 1) & 127] & 0xffff) << 32;
+        let stride = u64::from(w.s[(r + 1) & 127] >> 16 & 0x3fff);
+        let num = u64::from(w.s[(r + 2) & 127]);
         let soff = u64::from(self.sread(w, inst, inst.sdst));
         let v0 = self.vread(w, inst, inst.src[0])?;
         let v1 = self.vread(w, inst, inst.src[0] + 1).unwrap_or([0; 64]);
@@ -2717,10 +2735,18 @@ fn pad16(x: &[f32; 4]) -> [f32; 16] {
 /// through: a single wave is its whole workgroup). Used by [`super::run_snippet`].
 pub(super) fn run_single(st: &Setup<'_>, w: &mut Wave, lds: &mut [u8]) -> Result<WgCounters, LaunchError> {
     let mut ctr = WgCounters { waves: 1, ..Default::default() };
+    let mut probe = super::checks::Probe::new(st.plan, &st.program, [0; 3], 1, lds.len() as u32);
     loop {
-        match run_wave(st, w, lds, [0; 3], &mut ctr)? {
-            Flow::End => return Ok(ctr),
-            _ => ctr.barriers += 1,
+        match run_wave(st, w, lds, [0; 3], &mut ctr, &mut probe)? {
+            Flow::End => {
+                ctr.counters = probe.counters;
+                ctr.counts = probe.counts;
+                return Ok(ctr);
+            }
+            _ => {
+                ctr.barriers += 1;
+                probe.barrier();
+            }
         }
     }
 }

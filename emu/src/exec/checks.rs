@@ -1,0 +1,638 @@
+//! Checking modes and the per-instruction probe that also gathers the launch's counters.
+//!
+//! The executor calls [`Probe::before`] for every wave-instruction before executing it (with the
+//! wave's registers as the instruction will read them) and [`Probe::barrier`] when a workgroup
+//! barrier releases. The probe
+//! * counts executions per instruction (kinds, MFMA passes and the hottest loop derive from
+//!   these in [`Plan::finish`]) and LDS bank-conflict cycles ([`super::counters`]);
+//! * **mfma-hazard**: reports a dependent access of an MFMA's result, or an overwrite of its
+//!   sources, issued before the wait states gfx940/gfx942 require (tables below);
+//! * **racecheck**: reports two different waves of a workgroup touching the same LDS byte
+//!   between barriers with at least one of them writing;
+//! * **late-arrival**: models results of vector memory loads (vmcnt) and LDS/scalar loads
+//!   (lgkmcnt) as landing only when an `s_waitcnt` covers them, and reports any read (or
+//!   overwrite) of a destination register of a load that has not been waited for;
+//! * **uninit-lds**: reports a read of LDS bytes never written in this workgroup.
+//!
+//! A finding fails the launch with [`LaunchError::Check`] naming the kernel, pc(s), workgroup,
+//! wave, lane and address.
+//!
+//! # MFMA wait states (gfx940/gfx942)
+//! From LLVM `llvm/lib/Target/AMDGPU/GCNHazardRecognizer.cpp` (`checkMAIHazards90A`,
+//! `checkMAIVALUHazards` with `hasGFX940Insts()`), for an XDL MFMA of `N` passes (4 cycles each;
+//! 16x16x32 FP8 = 4, 32x32x16 FP8 = 8, see [`super::counters::mfma_passes`]); *wait states* are
+//! issued instructions in between, `s_nop k` counting `k + 1`:
+//! * VALU, VMEM, FLAT or DS instruction reading a register the MFMA writes: `N + 3`
+//!   (`GFX940_XDL_N_PassWriteVgprVALUMemExpReadWaitStates`; 4 passes → 7, 8 passes → 11);
+//! * VALU/memory instruction writing a register the MFMA writes (WAW): `N + 3`
+//!   (`GFX940_XDL_N_PassWriteVgprVALUWawWaitStates`);
+//! * VALU/memory instruction overwriting a register the MFMA reads as SrcC (WAR): 2 passes → 1,
+//!   4 → 3, 8 → 7, 16 → 15 (`SMFMA*ReadVgprVALUWarWaitStates`, `GFX940_XDL4PassReadVgprVALUWarWaitStates`);
+//! * MFMA reading the result as SrcA/SrcB: `N + 3` (`GFX940_XDL_N_PassWritesVGPROverlappedSrcABWaitStates`);
+//! * MFMA reading it as SrcC: 0 when SrcC is exactly the same register range (back-to-back
+//!   accumulation; 2 for a 2-pass producer), else `N + 1` when the ranges only overlap
+//!   (`GFX940_XDL_N_PassWritesVGPROverlappedSMFMASrcCWaitStates`);
+//! * MFMA reading a VGPR a (non-MFMA) VALU instruction wrote: 2 (`LegacyVALUNotDotWritesVGPRWaitStates`).
+//!
+//! Every MFMA is treated as XDL (the FP64 DGEMM special cases and the VALU-writes-EXEC rule are
+//! not modelled).
+//!
+//! # Wait counters
+//! gfx9 `s_waitcnt` simm16: vmcnt = bits 3:0 | bits 15:14 << 4, lgkmcnt = bits 11:8. VMEM loads,
+//! stores and atomics (MUBUF, GLOBAL, SCRATCH, FLAT) count on vmcnt and return in order: vmcnt(n)
+//! retires all but the newest `n`. DS instructions and SMEM count on lgkmcnt; DS returns in order,
+//! SMEM out of order, so (conservatively) lgkmcnt(n) retires the oldest DS entries that cannot be
+//! among the `n` still outstanding and retires SMEM entries only at lgkmcnt(0). Writing a register
+//! with a pending load is a finding unless the writer is a later load on the same in-order
+//! counter. FLAT is modelled as VMEM only.
+
+use std::collections::VecDeque;
+
+use super::counters::{lds_cost, mfma_flops, mfma_passes, steady_state, Counters, DsShape, Kind, SteadyState};
+use super::wave::Wave;
+use super::{Compiled, LaunchError};
+use crate::decode::{flag, Enc, Field, Inst, Op, RegClass, AGPR0, VGPR0};
+use crate::disasm::{format_inst, operand};
+
+/// A register range as operand codes: SGPR `s[n]` = n, VGPR `v[n]` = 256 + n, AccVGPR
+/// `a[n]` = 512 + n; `(first code, dwords)`.
+type Range = (u16, u8);
+
+const REG_CODES: usize = 768;
+/// The longest wait-state requirement (32x32 XDL result read: 8 + 3; 16 passes: 19).
+const MAX_WAIT_STATES: u64 = 19;
+
+/// Static facts about one instruction of a kernel, computed once per launch.
+#[derive(Clone, Debug, Default)]
+struct InstInfo {
+    kind: Option<Kind>,
+    /// MFMA passes (0 if not an MFMA).
+    passes: u8,
+    ds: Option<DsShape>,
+    reads: Vec<Range>,
+    writes: Vec<Range>,
+    /// MFMA source operand ranges (A, B, C) as registers (empty entries for constants).
+    mfma_src: [Option<Range>; 3],
+    mem: Mem,
+    /// `s_nop` wait states (simm16[3:0] + 1); 1 for everything else.
+    wait_states: u8,
+    /// s_waitcnt (vmcnt, lgkmcnt).
+    waitcnt: Option<(u32, u32)>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Mem {
+    #[default]
+    None,
+    Vm,
+    Lds,
+    Smem,
+}
+
+/// Which checking modes run, and the per-instruction facts they need; built once per launch.
+pub(super) struct Plan {
+    pub hazard: bool,
+    pub race: bool,
+    pub late: bool,
+    pub uninit: bool,
+    info: Vec<InstInfo>,
+}
+
+fn in_file(code: u16) -> bool {
+    code < 106 || (VGPR0..AGPR0 + 256).contains(&code)
+}
+
+fn field_code(inst: &Inst, f: Field) -> Option<u16> {
+    Some(match (inst.enc, f) {
+        (_, Field::Dst) => inst.dst,
+        (_, Field::Sdst) => inst.sdst,
+        (Enc::Mubuf, Field::Soffset) => inst.sdst,
+        (Enc::Mubuf, Field::Addr) => inst.src[0],
+        (Enc::Mubuf, Field::Data) => inst.dst,
+        (Enc::Mubuf, Field::Rsrc) => inst.src[2],
+        (_, Field::Src0 | Field::Base | Field::Addr) => inst.src[0],
+        (_, Field::Src1 | Field::Data0 | Field::Data) => inst.src[1],
+        (_, Field::Src2 | Field::Data1 | Field::Saddr) => inst.src[2],
+        _ => return None,
+    })
+}
+
+impl InstInfo {
+    fn of(inst: &Inst) -> InstInfo {
+        let kind = Kind::of(inst);
+        let mut info = InstInfo { kind: Some(kind), wait_states: 1, ..Default::default() };
+        if inst.op == Op::s_nop {
+            info.wait_states = (inst.imm as u32 & 0xf) as u8 + 1;
+        }
+        if inst.op == Op::s_waitcnt {
+            let imm = inst.imm as u32;
+            info.waitcnt = Some(((imm & 0xf) | ((imm >> 14) & 3) << 4, (imm >> 8) & 0xf));
+        }
+        info.passes = mfma_passes(inst.op).unwrap_or(0) as u8;
+        info.ds = if inst.enc == Enc::Ds { DsShape::of(inst) } else { None };
+        info.mem = match inst.enc {
+            Enc::Flat | Enc::Global | Enc::Scratch | Enc::Mubuf => Mem::Vm,
+            Enc::Ds => Mem::Lds,
+            Enc::Smem if inst.op.name().starts_with("s_load") || inst.op.name().starts_with("s_buffer_load") => Mem::Smem,
+            _ => Mem::None,
+        };
+        for slot in inst.info.slots {
+            if matches!(slot.class, RegClass::K) {
+                continue;
+            }
+            let Some(code) = field_code(inst, slot.field) else { continue };
+            let mut width = slot.width.max(1);
+            match (inst.enc, slot.field) {
+                // A global address with an SGPR base is one VGPR offset; scratch reads a VGPR
+                // address only with SVE; MUBUF reads vaddr only with offen/idxen.
+                (Enc::Global, Field::Addr) if inst.src[2] != 0x7f => width = 1,
+                (Enc::Scratch, Field::Addr) if !inst.has_flag(flag::SVE) => continue,
+                (Enc::Mubuf, Field::Addr) => {
+                    let n = u8::from(inst.has_flag(flag::OFFEN)) + u8::from(inst.has_flag(flag::IDXEN));
+                    if n == 0 {
+                        continue;
+                    }
+                    width = n;
+                }
+                _ => {}
+            }
+            if !in_file(code) {
+                continue;
+            }
+            let range = (code, width);
+            if slot.field == Field::Dst || slot.field == Field::Sdst {
+                info.writes.push(range);
+            } else {
+                info.reads.push(range);
+                if kind == Kind::Mfma {
+                    let i = match slot.field {
+                        Field::Src0 => 0,
+                        Field::Src1 => 1,
+                        _ => 2,
+                    };
+                    info.mfma_src[i] = Some(range);
+                }
+            }
+        }
+        info
+    }
+}
+
+impl Plan {
+    pub fn new(prog: &Compiled, checks: &super::Checks) -> Plan {
+        let info = prog.insts.iter().map(|r| r.as_ref().map_or_else(|_| InstInfo::default(), InstInfo::of)).collect();
+        Plan { hazard: checks.mfma_hazard, race: checks.racecheck, late: checks.late_arrival, uninit: checks.uninit_lds, info }
+    }
+
+    fn any_wave_check(&self) -> bool {
+        self.hazard || self.late
+    }
+
+    /// Totals from the merged per-instruction execution counts.
+    pub fn finish(&self, prog: &Compiled, counts: &[u64], counters: &mut Counters) -> Option<SteadyState> {
+        for (i, &c) in counts.iter().enumerate() {
+            if c == 0 {
+                continue;
+            }
+            let Some(info) = self.info.get(i) else { continue };
+            if let Some(k) = info.kind {
+                counters.kinds[k as usize] += c;
+            }
+            counters.mfma_passes += c * u64::from(info.passes);
+            if info.passes != 0 {
+                if let Some(Ok(inst)) = prog.insts.get(i) {
+                    counters.mfma_flops += c * mfma_flops(inst.op);
+                }
+            }
+        }
+        steady_state(&prog.pcs, &prog.insts, &prog.targets, counts)
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct MfmaRec {
+    /// Wait-state clock at issue.
+    t: u64,
+    passes: u8,
+    idx: u32,
+    dst: Range,
+    src_c: Option<Range>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Pending {
+    idx: u32,
+    dst: Option<Range>,
+    smem: bool,
+}
+
+#[derive(Default)]
+struct WaveProbe {
+    /// Wait-state clock: wait states issued so far.
+    t: u64,
+    mfmas: VecDeque<MfmaRec>,
+    /// Last VALU writes (clock, range, instruction) within 2 wait states.
+    valu_writes: VecDeque<(u64, Range, u32)>,
+    vm: VecDeque<Pending>,
+    lgkm: VecDeque<Pending>,
+    /// Pending loads per register code.
+    pending: Vec<u8>,
+}
+
+/// Shadow state of one LDS byte for racecheck / uninit-lds.
+#[derive(Clone, Copy, Default)]
+struct Shadow {
+    /// 1 + epoch of the last write (0 = never written).
+    w_epoch: u32,
+    w_idx: u32,
+    w_wave: u16,
+    /// 1 + epoch of the last read (0 = none).
+    r_epoch: u32,
+    r_idx: u32,
+    r_wave: u16,
+    /// More than one wave read in `r_epoch`.
+    r_multi: bool,
+}
+
+/// One workgroup's probe: execution counts, LDS counters and the checking modes' state.
+pub(super) struct Probe<'p> {
+    plan: &'p Plan,
+    prog: &'p Compiled,
+    wg: [u32; 3],
+    /// Executions per instruction index.
+    pub counts: Vec<u64>,
+    pub counters: Counters,
+    waves: Vec<WaveProbe>,
+    shadow: Vec<Shadow>,
+    epoch: u32,
+}
+
+fn overlaps(a: Range, b: Range) -> bool {
+    a.0 < b.0 + u16::from(b.1) && b.0 < a.0 + u16::from(a.1)
+}
+
+fn reg_name(r: Range) -> String {
+    operand(r.0, r.1, 0)
+}
+
+impl<'p> Probe<'p> {
+    pub fn new(plan: &'p Plan, prog: &'p Compiled, wg: [u32; 3], n_waves: u32, lds_bytes: u32) -> Probe<'p> {
+        let waves = if plan.any_wave_check() {
+            (0..n_waves).map(|_| WaveProbe { pending: vec![0; REG_CODES], ..Default::default() }).collect()
+        } else {
+            Vec::new()
+        };
+        let shadow = if plan.race || plan.uninit { vec![Shadow::default(); lds_bytes as usize] } else { Vec::new() };
+        Probe { plan, prog, wg, counts: vec![0; prog.insts.len()], counters: Counters::default(), waves, shadow, epoch: 0 }
+    }
+
+    /// A workgroup barrier released: a new race epoch starts.
+    pub fn barrier(&mut self) {
+        self.epoch += 1;
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn finding(&self, check: &'static str, idx: usize, inst: &Inst, wave: u32, lane: Option<u32>, addr: Option<u64>, detail: String) -> LaunchError {
+        LaunchError::Check {
+            check,
+            kernel: self.prog.kernel.name.clone(),
+            pc: self.prog.pcs[idx],
+            text: format_inst(inst),
+            workgroup: self.wg,
+            wave,
+            lane,
+            addr,
+            detail,
+        }
+    }
+
+    fn describe(&self, idx: u32) -> String {
+        let i = idx as usize;
+        let text = self.prog.insts.get(i).and_then(|r| r.as_ref().ok()).map_or_else(|| "?".to_string(), format_inst);
+        format!("pc {:#x} (`{text}`)", self.prog.pcs.get(i).copied().unwrap_or(0))
+    }
+
+    /// Observes wave `w` about to execute instruction `idx`.
+    #[inline]
+    pub fn before(&mut self, w: &Wave, inst: &Inst, idx: usize) -> Result<(), LaunchError> {
+        self.counts[idx] += 1;
+        let info = &self.plan.info[idx];
+        if let Some(shape) = info.ds {
+            let exec = u64::from(w.s[126]) | u64::from(w.s[127]) << 32;
+            let a = inst.src[0];
+            if exec != 0 && (VGPR0..AGPR0).contains(&a) && usize::from(a - VGPR0) < w.v.len() {
+                let addr = &w.v[usize::from(a - VGPR0)];
+                let (c, k) = lds_cost(&shape, addr, exec);
+                self.counters.lds_cycles += c;
+                self.counters.lds_conflict_cycles += k;
+                if !self.shadow.is_empty() {
+                    self.lds_access(w.id, inst, idx, &shape, addr, exec)?;
+                }
+            }
+        }
+        if !self.waves.is_empty() {
+            self.wave_checks(w.id, inst, idx)?;
+        }
+        Ok(())
+    }
+
+    /// Adds the global / scalar memory bytes one executed instruction moved.
+    #[inline]
+    pub fn mem_bytes(&mut self, inst: &Inst, read: u64, written: u64) {
+        if inst.enc == Enc::Smem {
+            self.counters.scalar_read_bytes += read;
+        } else {
+            self.counters.global_read_bytes += read;
+            self.counters.global_write_bytes += written;
+        }
+    }
+
+    fn lds_access(&mut self, wave: u32, inst: &Inst, idx: usize, shape: &DsShape, addr: &[u32; 64], exec: u64) -> Result<(), LaunchError> {
+        let epoch = self.epoch + 1;
+        let wv = wave as u16;
+        let mut m = exec;
+        while m != 0 {
+            let l = m.trailing_zeros();
+            m &= m - 1;
+            for a in 0..usize::from(shape.count) {
+                let base = u64::from(addr[l as usize].wrapping_add(shape.offsets[a]));
+                for b in base..base + u64::from(shape.bytes) {
+                    // Out-of-range bytes are memcheck's to report.
+                    let Some(s) = self.shadow.get(b as usize).copied() else { continue };
+                    if shape.reads {
+                        if self.plan.uninit && s.w_epoch == 0 && !shape.writes {
+                            return Err(self.finding("uninit-lds", idx, inst, wave, Some(l), Some(b), format!("reads LDS byte {b:#x}, which no wave of this workgroup has written")));
+                        }
+                        if self.plan.race && s.w_epoch == epoch && s.w_wave != wv {
+                            return Err(self.finding(
+                                "racecheck",
+                                idx,
+                                inst,
+                                wave,
+                                Some(l),
+                                Some(b),
+                                format!("reads LDS byte {b:#x} that wave {} wrote at {} with no s_barrier in between (read-after-write race)", s.w_wave, self.describe(s.w_idx)),
+                            ));
+                        }
+                    }
+                    if shape.writes && self.plan.race {
+                        if s.w_epoch == epoch && s.w_wave != wv {
+                            return Err(self.finding(
+                                "racecheck",
+                                idx,
+                                inst,
+                                wave,
+                                Some(l),
+                                Some(b),
+                                format!("writes LDS byte {b:#x} that wave {} also wrote at {} with no s_barrier in between (write-after-write race)", s.w_wave, self.describe(s.w_idx)),
+                            ));
+                        }
+                        if s.r_epoch == epoch && (s.r_wave != wv || s.r_multi) {
+                            let other = if s.r_wave != wv { s.r_wave } else { u16::MAX };
+                            let who = if other == u16::MAX { "another wave".to_string() } else { format!("wave {other}") };
+                            return Err(self.finding(
+                                "racecheck",
+                                idx,
+                                inst,
+                                wave,
+                                Some(l),
+                                Some(b),
+                                format!("writes LDS byte {b:#x} that {who} read at {} with no s_barrier in between (write-after-read race)", self.describe(s.r_idx)),
+                            ));
+                        }
+                    }
+                    let sh = &mut self.shadow[b as usize];
+                    if shape.reads {
+                        if sh.r_epoch == epoch && sh.r_wave != wv {
+                            sh.r_multi = true;
+                        } else if sh.r_epoch != epoch {
+                            sh.r_multi = false;
+                            sh.r_wave = wv;
+                        }
+                        sh.r_epoch = epoch;
+                        sh.r_idx = idx as u32;
+                    }
+                    if shape.writes {
+                        sh.w_epoch = epoch;
+                        sh.w_wave = wv;
+                        sh.w_idx = idx as u32;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn wave_checks(&mut self, wave: u32, inst: &Inst, idx: usize) -> Result<(), LaunchError> {
+        let plan = self.plan;
+        let info = &plan.info[idx];
+        let Some(wp) = self.waves.get_mut(wave as usize) else { return Ok(()) };
+        let kind = info.kind.unwrap_or(Kind::NopOther);
+        let now = wp.t;
+        // ---- mfma-hazard ----
+        if plan.hazard {
+            while wp.mfmas.front().is_some_and(|m| m.t + 1 + MAX_WAIT_STATES <= now) {
+                wp.mfmas.pop_front();
+            }
+            while wp.valu_writes.front().is_some_and(|v| v.0 + 3 <= now) {
+                wp.valu_writes.pop_front();
+            }
+            let consumer = matches!(kind, Kind::Valu | Kind::DsRead | Kind::DsWrite | Kind::VmemLoad | Kind::VmemStore);
+            let mut problem: Option<(String, u32, u64, u64)> = None;
+            if consumer && !wp.mfmas.is_empty() {
+                'reads: for &r in &info.reads {
+                    for m in wp.mfmas.iter().rev() {
+                        if overlaps(r, m.dst) {
+                            let need = u64::from(m.passes) + 3;
+                            let since = now - m.t - 1;
+                            if since < need {
+                                problem = Some((format!("reads {} which the {}-pass MFMA writes (read-after-write)", reg_name(r), m.passes), m.idx, since, need));
+                            }
+                            break 'reads;
+                        }
+                    }
+                }
+                if problem.is_none() {
+                    'writes: for &r in &info.writes {
+                        for m in wp.mfmas.iter().rev() {
+                            let since = now - m.t - 1;
+                            if overlaps(r, m.dst) {
+                                let need = u64::from(m.passes) + 3;
+                                if since < need {
+                                    problem = Some((format!("overwrites {} which the {}-pass MFMA writes (write-after-write)", reg_name(r), m.passes), m.idx, since, need));
+                                    break 'writes;
+                                }
+                            }
+                            if let Some(c) = m.src_c {
+                                if overlaps(r, c) {
+                                    let need = match m.passes {
+                                        0..=2 => 1,
+                                        3..=4 => 3,
+                                        5..=8 => 7,
+                                        _ => 15,
+                                    };
+                                    if since < need {
+                                        problem = Some((format!("overwrites {} which the {}-pass MFMA reads as SrcC (write-after-read)", reg_name(r), m.passes), m.idx, since, need));
+                                        break 'writes;
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            if kind == Kind::Mfma {
+                'src: for (s, src) in info.mfma_src.iter().enumerate() {
+                    let Some(r) = *src else { continue };
+                    for m in wp.mfmas.iter().rev() {
+                        if overlaps(r, m.dst) {
+                            let since = now - m.t - 1;
+                            let need = if s < 2 {
+                                u64::from(m.passes) + 3
+                            } else if r == m.dst {
+                                if m.passes <= 2 { 2 } else { 0 }
+                            } else {
+                                u64::from(m.passes) + 1
+                            };
+                            if since < need {
+                                let what = if s < 2 { "SrcA/B" } else { "SrcC (partially overlapping)" };
+                                problem = Some((format!("MFMA reads {} as {what}, which the earlier {}-pass MFMA writes", reg_name(r), m.passes), m.idx, since, need));
+                                break 'src;
+                            }
+                            break;
+                        }
+                    }
+                    for &(t, v, vidx) in wp.valu_writes.iter().rev() {
+                        if overlaps(r, v) && now - t - 1 < 2 {
+                            problem = Some((format!("MFMA reads {} which a VALU instruction wrote", reg_name(r)), vidx, now - t - 1, 2));
+                            break 'src;
+                        }
+                    }
+                }
+            }
+            if let Some((what, other, since, need)) = problem {
+                return Err(self.finding(
+                    "mfma-hazard",
+                    idx,
+                    inst,
+                    wave,
+                    None,
+                    None,
+                    format!("{what} at {} after {since} wait state(s); gfx942 requires {need} (LLVM GCNHazardRecognizer, gfx940 rules)", self.describe(other)),
+                ));
+            }
+            let wp = &mut self.waves[wave as usize];
+            if kind == Kind::Mfma {
+                if let Some(&dst) = info.writes.first() {
+                    wp.mfmas.push_back(MfmaRec { t: now, passes: info.passes, idx: idx as u32, dst, src_c: info.mfma_src[2] });
+                }
+            } else if kind == Kind::Valu {
+                for &r in &info.writes {
+                    wp.valu_writes.push_back((now, r, idx as u32));
+                }
+            }
+        }
+        // ---- late-arrival ----
+        if plan.late {
+            let wp = &mut self.waves[wave as usize];
+            let mut problem: Option<(String, u32, &'static str)> = None;
+            let hit = |wp: &WaveProbe, r: Range| (r.0..r.0 + u16::from(r.1)).any(|c| wp.pending.get(usize::from(c)).is_some_and(|&n| n != 0));
+            let owner = |wp: &WaveProbe, r: Range| -> Option<(u32, &'static str, bool)> {
+                let f = |q: &VecDeque<Pending>| q.iter().rev().find(|p| p.dst.is_some_and(|d| overlaps(d, r))).map(|p| (p.idx, p.smem));
+                f(&wp.vm).map(|(i, _)| (i, "vmcnt", false)).or_else(|| f(&wp.lgkm).map(|(i, s)| (i, "lgkmcnt", s)))
+            };
+            for &r in &info.reads {
+                if hit(wp, r) {
+                    if let Some((i, counter, _)) = owner(wp, r) {
+                        problem = Some((format!("reads {} before the load that writes it has been waited for", reg_name(r)), i, counter));
+                        break;
+                    }
+                }
+            }
+            if problem.is_none() {
+                for &r in &info.writes {
+                    if hit(wp, r) {
+                        if let Some((i, counter, smem)) = owner(wp, r) {
+                            // A later load on the same in-order counter lands after it: fine.
+                            let same_order = (info.mem == Mem::Vm && counter == "vmcnt") || (info.mem == Mem::Lds && counter == "lgkmcnt" && !smem);
+                            if !same_order {
+                                problem = Some((format!("overwrites {} while a load into it is still in flight (the load would land later)", reg_name(r)), i, counter));
+                                break;
+                            }
+                        }
+                    }
+                }
+            }
+            if let Some((what, other, counter)) = problem {
+                return Err(self.finding(
+                    "late-arrival",
+                    idx,
+                    inst,
+                    wave,
+                    None,
+                    None,
+                    format!("{what}: the load at {} lands only at an s_waitcnt covering it ({counter})", self.describe(other)),
+                ));
+            }
+            let wp = &mut self.waves[wave as usize];
+            if let Some((vm, lgkm)) = info.waitcnt {
+                while wp.vm.len() > vm as usize {
+                    if let Some(p) = wp.vm.pop_front() {
+                        release(&mut wp.pending, p);
+                    }
+                }
+                let lds = wp.lgkm.iter().filter(|p| !p.smem).count();
+                if lgkm == 0 {
+                    while let Some(p) = wp.lgkm.pop_front() {
+                        release(&mut wp.pending, p);
+                    }
+                } else if lds > lgkm as usize {
+                    let mut retire = lds - lgkm as usize;
+                    let mut keep = VecDeque::with_capacity(wp.lgkm.len());
+                    while let Some(p) = wp.lgkm.pop_front() {
+                        if !p.smem && retire > 0 {
+                            retire -= 1;
+                            release(&mut wp.pending, p);
+                        } else {
+                            keep.push_back(p);
+                        }
+                    }
+                    wp.lgkm = keep;
+                }
+            }
+            if info.mem != Mem::None {
+                // Loads: the destination is pending (stores count on the counter too).
+                let dst = if matches!(kind, Kind::VmemLoad | Kind::DsRead | Kind::Smem) || (kind == Kind::VmemStore && !info.writes.is_empty()) || (kind == Kind::DsWrite && !info.writes.is_empty()) {
+                    info.writes.first().copied()
+                } else {
+                    None
+                };
+                let p = Pending { idx: idx as u32, dst, smem: info.mem == Mem::Smem };
+                if let Some(d) = dst {
+                    for c in d.0..d.0 + u16::from(d.1) {
+                        if let Some(n) = wp.pending.get_mut(usize::from(c)) {
+                            *n = n.saturating_add(1);
+                        }
+                    }
+                }
+                match info.mem {
+                    Mem::Vm => wp.vm.push_back(p),
+                    _ => wp.lgkm.push_back(p),
+                }
+            }
+        }
+        let wp = &mut self.waves[wave as usize];
+        wp.t += u64::from(info.wait_states);
+        Ok(())
+    }
+}
+
+fn release(pending: &mut [u8], p: Pending) {
+    if let Some(d) = p.dst {
+        for c in d.0..d.0 + u16::from(d.1) {
+            if let Some(n) = pending.get_mut(usize::from(c)) {
+                *n = n.saturating_sub(1);
+            }
+        }
+    }
+}
