@@ -1,0 +1,242 @@
+//! The checking modes find the bugs planted in `tests/data/checks.hsaco` (built from
+//! `tests/data/checks.ll`) and stay silent on the corrected twins; the LDS bank-conflict and
+//! memory-byte counters match hand-computed values.
+
+use std::path::Path;
+
+use amdgpu_emu::exec::counters::{lds_cost, DsShape, Kind};
+use amdgpu_emu::exec::{launch, Checks, LaunchConfig, LaunchError, LaunchReport};
+use amdgpu_emu::loader::{CodeObject, Kernel};
+use amdgpu_emu::memory::DeviceMemory;
+
+fn fixture() -> CodeObject {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/checks.hsaco");
+    CodeObject::parse(&std::fs::read(p).expect("fixture")).expect("parse")
+}
+
+/// Explicit args at their metadata offsets; hidden block count / group size from the launch.
+fn kernarg(k: &Kernel, explicit: &[&[u8]], grid: [u32; 3], block: [u32; 3]) -> Vec<u8> {
+    let mut ka = vec![0u8; k.meta.kernarg_segment_size as usize];
+    let mut i = 0;
+    for a in &k.meta.args {
+        let o = a.offset as usize;
+        let dim = |s: &str| (s.as_bytes()[s.len() - 1] - b'x') as usize;
+        match a.value_kind.as_str() {
+            v if v.starts_with("hidden_block_count_") => ka[o..o + 4].copy_from_slice(&grid[dim(v)].to_le_bytes()),
+            v if v.starts_with("hidden_group_size_") => ka[o..o + 2].copy_from_slice(&(block[dim(v)] as u16).to_le_bytes()),
+            v if v.starts_with("hidden_") => {}
+            _ => {
+                ka[o..o + explicit[i].len()].copy_from_slice(explicit[i]);
+                i += 1;
+            }
+        }
+    }
+    assert_eq!(i, explicit.len());
+    ka
+}
+
+fn run(name: &str, args: &[&[u8]], block: u32, mem: &DeviceMemory, checks: &Checks) -> Result<LaunchReport, LaunchError> {
+    let co = fixture();
+    let k = co.kernel(name).unwrap_or_else(|| panic!("kernel {name}"));
+    let grid = [1, 1, 1];
+    let cfg = LaunchConfig { grid, block: [block, 1, 1], dynamic_lds_bytes: 0, kernarg: kernarg(k, args, grid, [block, 1, 1]) };
+    launch(&co, k, &cfg, mem, checks)
+}
+
+fn words(mem: &DeviceMemory, p: u64, n: usize) -> Vec<u32> {
+    let mut b = vec![0u8; n * 4];
+    mem.read(p, &mut b).unwrap();
+    b.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect()
+}
+
+fn upload(mem: &DeviceMemory, w: &[u32]) -> u64 {
+    let p = mem.alloc(w.len() as u64 * 4).unwrap();
+    let b: Vec<u8> = w.iter().flat_map(|x| x.to_le_bytes()).collect();
+    mem.write(p, &b).unwrap();
+    p
+}
+
+/// The pc of the first instruction of `kernel` whose disassembly starts with `prefix`.
+fn pc_of(kernel: &str, prefix: &str) -> u64 {
+    let co = fixture();
+    let k = co.kernel(kernel).unwrap();
+    let prog = amdgpu_emu::decode::Program::decode(&co, k).unwrap();
+    prog.insts
+        .iter()
+        .find(|(_, r)| r.as_ref().is_ok_and(|i| amdgpu_emu::disasm::format_inst(i).starts_with(prefix)))
+        .map(|(pc, _)| *pc)
+        .unwrap_or_else(|| panic!("no `{prefix}` in {kernel}"))
+}
+
+fn only(f: impl Fn(&mut Checks)) -> Checks {
+    let mut c = Checks::default();
+    f(&mut c);
+    c
+}
+
+#[test]
+fn mfma_result_read_too_early_is_reported_with_both_pcs() {
+    let mem = DeviceMemory::new();
+    let out = mem.alloc(256).unwrap();
+    let e = run("mfma_hazard_short", &[&out.to_le_bytes()], 64, &mem, &only(|c| c.mfma_hazard = true)).unwrap_err();
+    let mfma = pc_of("mfma_hazard_short", "v_mfma_f32_16x16x32_fp8_fp8");
+    // s_nop 5 = 6 wait states between the MFMA and the read; a 4-pass XDL result needs 4 + 3.
+    let read = mfma + 8 + 4;
+    match &e {
+        LaunchError::Check { check, pc, wave, detail, .. } => {
+            assert_eq!(*check, "mfma-hazard");
+            assert_eq!(*pc, read, "{e}");
+            assert_eq!(*wave, 0);
+            assert!(detail.contains(&format!("pc {mfma:#x}")) && detail.contains("after 6 wait state(s)") && detail.contains("requires 7"), "{e}");
+        }
+        other => panic!("expected an mfma-hazard finding, got {other}"),
+    }
+    assert!(e.to_string().contains("mfma_hazard_short") && e.is_check_finding());
+    // Without the mode the same launch runs.
+    run("mfma_hazard_short", &[&out.to_le_bytes()], 64, &mem, &Checks::default()).unwrap();
+}
+
+#[test]
+fn mfma_result_read_after_enough_wait_states_is_clean() {
+    let mem = DeviceMemory::new();
+    let out = mem.alloc(256).unwrap();
+    let r = run("mfma_hazard_ok", &[&out.to_le_bytes()], 64, &mem, &Checks::all()).unwrap();
+    assert_eq!(r.counters.count(Kind::Mfma), 1);
+    assert_eq!(r.counters.mfma_passes, 4);
+    assert_eq!(r.counters.mfma_flops, 2 * 16 * 16 * 32);
+    // Zero operands: the result is 0.
+    assert_eq!(words(&mem, out, 64), vec![0; 64]);
+}
+
+#[test]
+fn load_used_before_its_waitcnt_is_reported() {
+    let mem = DeviceMemory::new();
+    let inp = upload(&mem, &(0..64).map(|i| i * 3 + 1).collect::<Vec<u32>>());
+    let out = mem.alloc(256).unwrap();
+    let e = run("late_load_no_wait", &[&out.to_le_bytes(), &inp.to_le_bytes()], 64, &mem, &only(|c| c.late_arrival = true)).unwrap_err();
+    let load = pc_of("late_load_no_wait", "global_load_dword");
+    let use_ = pc_of("late_load_no_wait", "v_add_u32");
+    match &e {
+        LaunchError::Check { check, pc, detail, .. } => {
+            assert_eq!(*check, "late-arrival");
+            assert_eq!(*pc, use_);
+            assert!(detail.contains(&format!("pc {load:#x}")) && detail.contains("vmcnt") && detail.contains("reads v1"), "{e}");
+        }
+        other => panic!("expected a late-arrival finding, got {other}"),
+    }
+    // The corrected kernel is clean under every mode and computes 2 * in[i].
+    let r = run("late_load_waited", &[&out.to_le_bytes(), &inp.to_le_bytes()], 64, &mem, &Checks::all()).unwrap();
+    assert_eq!(words(&mem, out, 64), (0..64).map(|i| 2 * (i * 3 + 1)).collect::<Vec<u32>>());
+    // Global bytes: one dword loaded and one stored per lane.
+    assert_eq!(r.counters.global_read_bytes, 64 * 4);
+    assert_eq!(r.counters.global_write_bytes, 64 * 4);
+}
+
+#[test]
+fn lds_race_between_waves_is_reported_with_both_waves() {
+    let mem = DeviceMemory::new();
+    let out = mem.alloc(512).unwrap();
+    let e = run("lds_race", &[&out.to_le_bytes()], 128, &mem, &only(|c| c.racecheck = true)).unwrap_err();
+    let write = pc_of("lds_race", "ds_write_b32");
+    let read = pc_of("lds_race", "ds_read_b32");
+    // Wave 0 runs first: it writes words 0..63 and reads words 64..127. Wave 1 then writes word
+    // 64 (lane 0, byte 0x100), which wave 0 read in the same barrier interval.
+    match &e {
+        LaunchError::Check { check, pc, wave, lane, addr, detail, .. } => {
+            assert_eq!(*check, "racecheck");
+            assert_eq!((*pc, *wave, *lane, *addr), (write, 1, Some(0), Some(0x100)), "{e}");
+            assert!(detail.contains("wave 0") && detail.contains(&format!("pc {read:#x}")) && detail.contains("write-after-read"), "{e}");
+        }
+        other => panic!("expected a racecheck finding, got {other}"),
+    }
+    // With the barrier: clean under every mode, out[i] = (i + 64) % 128.
+    run("lds_exchange", &[&out.to_le_bytes()], 128, &mem, &Checks::all()).unwrap();
+    assert_eq!(words(&mem, out, 128), (0..128).map(|i| (i + 64) % 128).collect::<Vec<u32>>());
+}
+
+#[test]
+fn read_of_never_written_lds_is_reported() {
+    let mem = DeviceMemory::new();
+    let out = mem.alloc(256).unwrap();
+    let e = run("lds_uninit", &[&out.to_le_bytes()], 64, &mem, &only(|c| c.uninit_lds = true)).unwrap_err();
+    let read = pc_of("lds_uninit", "ds_read_b32");
+    match &e {
+        LaunchError::Check { check, pc, lane, addr, .. } => {
+            assert_eq!(*check, "uninit-lds");
+            assert_eq!((*pc, *lane, *addr), (read, Some(0), Some(4)), "{e}");
+        }
+        other => panic!("expected an uninit-lds finding, got {other}"),
+    }
+    let msg = e.to_string();
+    assert!(msg.contains("lds_uninit") && msg.contains("lane 0") && msg.contains("LDS address 0x4"), "{msg}");
+}
+
+/// ds_read_b128 at lane·stride (mod 1024): hand-computed cycles per the bank model.
+#[test]
+fn read128_bank_conflicts_match_hand_computed_cycles() {
+    let mem = DeviceMemory::new();
+    let out = mem.alloc(256).unwrap();
+    // The two ds_write2st64_b32 (words t and t + 64 / t + 128 and t + 192): 8 lanes per phase,
+    // both dwords of a lane in the same bank → 2 cycles per phase, 8 phases each: 32 cycles,
+    // 16 of them conflicts.
+    let (wc, wk) = (32, 16);
+    // stride 16: each lane group {0-3,20-23}... covers 32 distinct banks → 8 cycles.
+    // stride 0: one address, broadcast → 8 cycles. stride 32: two dwords per bank per phase →
+    // 16 cycles. stride 64: four per bank → 32 cycles.
+    for (stride, cycles) in [(16u32, 8u64), (0, 8), (32, 16), (64, 32)] {
+        let r = run("lds_read128_stride", &[&out.to_le_bytes(), &stride.to_le_bytes()], 64, &mem, &Checks::all()).unwrap();
+        assert_eq!(r.counters.lds_cycles, wc + cycles, "stride {stride}");
+        assert_eq!(r.counters.lds_conflict_cycles, wk + cycles - 8, "stride {stride}");
+        assert_eq!(r.counters.count(Kind::DsRead), 1);
+        assert_eq!(r.counters.count(Kind::DsWrite), 2);
+        // out[t] = lds word (t·stride mod 1024)/4 + the word 3 after it; the words hold their index.
+        let got = words(&mem, out, 64);
+        for t in 0..64u32 {
+            let w = ((t * stride) & 0x3f0) / 4;
+            assert_eq!(got[t as usize], 2 * w + 3, "stride {stride} lane {t}");
+        }
+    }
+}
+
+fn shape(bytes: u32, count: u8, reads: bool) -> DsShape {
+    DsShape { bytes, offsets: [0, 0], count, reads, writes: !reads }
+}
+
+#[test]
+fn bank_model_unit_cases() {
+    let all = u64::MAX;
+    // b32, consecutive dwords: 4 phases of 16 lanes, conflict-free.
+    let lin: [u32; 64] = std::array::from_fn(|l| 4 * l as u32);
+    assert_eq!(lds_cost(&shape(4, 1, true), &lin, all), (4, 0));
+    // b32 with a 128-byte stride: all 16 lanes of a phase in bank 0 → 16 cycles per phase.
+    let col: [u32; 64] = std::array::from_fn(|l| 128 * l as u32);
+    assert_eq!(lds_cost(&shape(4, 1, true), &col, all), (64, 60));
+    // b32 broadcast: one address.
+    assert_eq!(lds_cost(&shape(4, 1, true), &[64; 64], all), (4, 0));
+    // ds_write_b128 with consecutive 16-byte slots: 8 phases of 8 lanes = 32 banks each.
+    let v16: [u32; 64] = std::array::from_fn(|l| 16 * l as u32);
+    assert_eq!(lds_cost(&shape(16, 1, false), &v16, all), (8, 0));
+    // ds_write_b128 at a 64-byte stride: lanes 0..7 of a phase hit banks {0-3, 16-19} four times.
+    let v64: [u32; 64] = std::array::from_fn(|l| 64 * l as u32);
+    assert_eq!(lds_cost(&shape(16, 1, false), &v64, all), (32, 24));
+    // ds_read_b128 with 16-byte slots in lane order is conflict-free (groups pair lanes 0-3
+    // with 20-23: dwords 0-15 and 80-95).
+    assert_eq!(lds_cost(&shape(16, 1, true), &v16, all), (8, 0));
+    // Only lane 5 active: one phase of one lane.
+    assert_eq!(lds_cost(&shape(16, 1, true), &v64, 1 << 5), (1, 0));
+    // b64, 8 lanes per phase, consecutive: 16 dwords per phase, conflict-free.
+    let v8: [u32; 64] = std::array::from_fn(|l| 8 * l as u32);
+    assert_eq!(lds_cost(&shape(8, 1, true), &v8, all), (8, 0));
+    // Nothing active: nothing.
+    assert_eq!(lds_cost(&shape(4, 1, true), &lin, 0), (0, 0));
+}
+
+#[test]
+fn checks_parse_the_env_syntax() {
+    assert_eq!(Checks::parse("all").unwrap(), Checks::all());
+    assert_eq!(Checks::parse("default").unwrap(), Checks::default());
+    let c = Checks::parse("memcheck, racecheck").unwrap();
+    assert!(c.memcheck && c.racecheck && !c.mfma_hazard && !c.late_arrival && !c.uninit_lds);
+    let e = Checks::parse("memcheck,bogus").unwrap_err();
+    assert!(e.contains("bogus") && e.contains("late-arrival"), "{e}");
+}
