@@ -1,0 +1,127 @@
+//! The shipped kernels (`add_one_f32` and the dense FP8 GEMMs of the code object `cargo build
+//! -p fp8gemm` embeds) run clean under every checking mode ([`Checks::all`]), and their counters
+//! are what the kernels' structure implies. Skipped when the build directory has no code object
+//! with these kernels yet.
+
+use std::path::{Path, PathBuf};
+
+use amdgpu_emu::cost;
+use amdgpu_emu::exec::counters::Kind;
+use amdgpu_emu::exec::{launch, Checks, LaunchConfig, LaunchReport};
+use amdgpu_emu::loader::CodeObject;
+use amdgpu_emu::memory::DeviceMemory;
+
+fn shipped() -> Option<CodeObject> {
+    let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/debug/build");
+    let mut best: Option<(std::time::SystemTime, PathBuf)> = None;
+    for d in std::fs::read_dir(target).ok()?.flatten() {
+        let p = d.path().join("out/gfx942.hsaco");
+        if let Ok(m) = std::fs::metadata(&p).and_then(|m| m.modified()) {
+            if best.as_ref().is_none_or(|(t, _)| m > *t) {
+                best = Some((m, p));
+            }
+        }
+    }
+    let co = CodeObject::parse(&std::fs::read(best?.1).ok()?).ok()?;
+    co.kernel("fp8_gemm_nt_bm64_bn64")?;
+    Some(co)
+}
+
+#[test]
+fn add_one_f32_is_clean_and_moves_8n_bytes() {
+    let Some(co) = shipped() else { return };
+    let k = co.kernel("add_one_f32").expect("add_one_f32");
+    let mem = DeviceMemory::new();
+    let n = 1000u32;
+    let input: Vec<u8> = (0..n).flat_map(|i| (i as f32 * 0.25).to_le_bytes()).collect();
+    let x = mem.alloc(u64::from(n) * 4).unwrap();
+    mem.write(x, &input).unwrap();
+    let y = mem.alloc(u64::from(n) * 4).unwrap();
+    let mut args = vec![0u8; k.meta.kernarg_segment_size as usize];
+    args[0..8].copy_from_slice(&x.to_le_bytes());
+    args[8..16].copy_from_slice(&y.to_le_bytes());
+    args[16..20].copy_from_slice(&n.to_le_bytes());
+    let cfg = LaunchConfig { grid: [n.div_ceil(256), 1, 1], block: [256, 1, 1], dynamic_lds_bytes: 0, kernarg: args };
+    let r = launch(&co, k, &cfg, &mem, &Checks::all()).unwrap_or_else(|e| panic!("{e}"));
+    // One f32 read and one written per element; the 24 surplus work-items touch nothing.
+    assert_eq!(r.counters.global_read_bytes, 4 * u64::from(n));
+    assert_eq!(r.counters.global_write_bytes, 4 * u64::from(n));
+    assert_eq!(r.counters.count(Kind::VmemLoad), r.waves);
+    assert_eq!(r.counters.count(Kind::VmemStore), r.waves);
+    assert_eq!(r.counters.count(Kind::Mfma), 0);
+    assert_eq!(r.counters.kinds.iter().sum::<u64>(), r.instructions);
+    let mut out = vec![0u8; n as usize * 4];
+    mem.read(y, &mut out).unwrap();
+    for i in 0..n as usize {
+        let got = f32::from_le_bytes(out[4 * i..4 * i + 4].try_into().unwrap());
+        assert_eq!(got, i as f32 * 0.25 + 1.0);
+    }
+}
+
+/// Runs a dense GEMM kernel with `checks`; returns the report.
+fn gemm(co: &CodeObject, name: &str, bm: u32, bn: u32, (m, n, k): (u32, u32, u32), checks: &Checks) -> LaunchReport {
+    let kern = co.kernel(name).unwrap();
+    let mem = DeviceMemory::new();
+    let fill = |len: u32, seed: u32| -> Vec<u8> { (0..len).map(|i| (0x30 + (i.wrapping_mul(2654435761).wrapping_add(seed) >> 27)) as u8).collect() };
+    let a = fill(m * k, 1);
+    let b = fill(n * k, 2);
+    let kb = k.div_ceil(128);
+    let sfa: Vec<u8> = (0..m * kb).flat_map(|_| 1.0f32.to_le_bytes()).collect();
+    let sfb: Vec<u8> = (0..n.div_ceil(128) * kb).flat_map(|_| 0.5f32.to_le_bytes()).collect();
+    let up = |bytes: &[u8]| {
+        let p = mem.alloc(bytes.len() as u64).unwrap();
+        mem.write(p, bytes).unwrap();
+        p
+    };
+    let (pa, pb, psa, psb) = (up(&a), up(&b), up(&sfa), up(&sfb));
+    let pd = mem.alloc(u64::from(m * n) * 2).unwrap();
+    let mut args = Vec::new();
+    for p in [pa, pb, psa, psb, pd] {
+        args.extend_from_slice(&p.to_le_bytes());
+    }
+    for v in [m, n, k, 0] {
+        args.extend_from_slice(&v.to_le_bytes());
+    }
+    assert_eq!(args.len(), kern.meta.kernarg_segment_size as usize);
+    let grid = m.div_ceil(bm) * n.div_ceil(bn);
+    let cfg = LaunchConfig { grid: [grid, 1, 1], block: [256, 1, 1], dynamic_lds_bytes: 2 * (bm + bn) * 64, kernarg: args };
+    launch(co, kern, &cfg, &mem, checks).unwrap_or_else(|e| panic!("{name} {m}x{n}x{k}: {e}"))
+}
+
+#[test]
+fn dense_gemm_kernels_are_clean_under_every_check() {
+    let Some(co) = shipped() else { return };
+    for (name, bm, bn) in [("fp8_gemm_nt_bm64_bn64", 64, 64), ("fp8_gemm_nt_bm64_bn128", 64, 128), ("fp8_gemm_nt_bm128_bn128", 128, 128)] {
+        if co.kernel(name).is_none() {
+            continue;
+        }
+        // Full tiles and ragged edges.
+        for shape in [(bm, bn, 256), (100, 72, 384), (130, 132, 128)] {
+            let checked = gemm(&co, name, bm, bn, shape, &Checks::all());
+            let plain = gemm(&co, name, bm, bn, shape, &Checks::default());
+            // The checks observe; they do not change what runs.
+            assert_eq!(checked, plain, "{name} {shape:?}");
+            let c = &checked.counters;
+            assert_eq!(c.kinds.iter().sum::<u64>(), checked.instructions);
+            assert_eq!(c.count(Kind::Mfma), checked.count(amdgpu_emu::exec::Class::Mfma));
+            assert!(c.lds_cycles > 0 && c.global_read_bytes > 0);
+            // Every output element is written exactly once as bf16.
+            assert_eq!(c.global_write_bytes, u64::from(shape.0 * shape.1) * 2, "{name} {shape:?}");
+            let e = cost::estimate(&checked, &checked.resources, checked.grid);
+            assert!(e.seconds > 0.0 && e.tflops > 0.0);
+        }
+    }
+}
+
+/// One full-tile launch's hottest loop is the K loop: it holds MFMAs.
+#[test]
+fn dense_gemm_steady_state_is_the_k_loop() {
+    let Some(co) = shipped() else { return };
+    let r = gemm(&co, "fp8_gemm_nt_bm64_bn64", 64, 64, (64, 64, 1024), &Checks::default());
+    eprintln!("{r}");
+    let s = r.steady.clone().expect("the kernel loops over K");
+    assert!(s.mfma > 0 && s.instructions > s.mfma, "{r}");
+    assert!(s.start_pc < s.end_pc);
+    let text = r.to_string();
+    assert!(text.contains("steady state") && text.contains("bank-conflict cycles"), "{text}");
+}
