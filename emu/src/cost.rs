@@ -19,12 +19,17 @@
 //!    * VALU: 4 cycles per wave64 VALU instruction (16 lanes per cycle) over the busy SIMDs;
 //!    * LDS: the bank-model cycles of [`crate::exec::counters`] (one phase of up to 128 B per
 //!      cycle plus the bank-conflict cycles), one LDS per CU.
-//! 4. **HBM** (whole device): all bytes the vector memory instructions moved / 5.3 TB/s. No cache
-//!    is modelled, so this is an upper bound on DRAM traffic (tiles re-read by several
-//!    workgroups are charged every time).
+//!    * VMEM: the global bytes the CU's vector memory instructions moved at an *assumed*
+//!      64 B/clk/CU (one 64-byte vector L1 request per cycle; a model parameter, not a sourced
+//!      figure).
+//! 4. **HBM** (whole device): the launch's distinct global footprint (distinct 128-byte lines
+//!    touched, [`crate::exec::counters::Counters::global_footprint_bytes`]) / 5.3 TB/s, i.e. the
+//!    caches are assumed to catch all reuse (tiles re-read by several workgroups come from L2 /
+//!    Infinity Cache). A report without a footprint charges all moved bytes instead.
 //! 5. Time = max(busiest CU's slowest pipe / clock, HBM time); TFLOPS = matrix FLOPs issued /
 //!    time. `bound_by` names the pipe that set the time. Latencies, instruction issue limits,
-//!    barriers and launch overhead are ignored, so the time is optimistic for everything but HBM.
+//!    barriers and launch overhead are ignored, so the time is a lower bound of what the model
+//!    describes (optimistic).
 
 use std::fmt;
 
@@ -84,6 +89,8 @@ pub struct Machine {
     pub lds_per_cu: u32,
     /// HBM bandwidth in bytes per second.
     pub hbm_bytes_per_s: f64,
+    /// Assumed vector memory bytes per clock per CU (model parameter).
+    pub vmem_bytes_per_clk: f64,
 }
 
 impl Machine {
@@ -97,6 +104,7 @@ impl Machine {
         sgprs_per_simd: 800,
         lds_per_cu: 65536,
         hbm_bytes_per_s: 5.3e12,
+        vmem_bytes_per_clk: 64.0,
     };
 }
 
@@ -109,6 +117,8 @@ pub enum Bound {
     Valu,
     /// LDS bandwidth (including bank conflicts).
     Lds,
+    /// Vector memory bytes per CU.
+    Vmem,
     /// HBM bandwidth.
     Hbm,
 }
@@ -119,6 +129,7 @@ impl fmt::Display for Bound {
             Bound::Mfma => "MFMA",
             Bound::Valu => "VALU",
             Bound::Lds => "LDS",
+            Bound::Vmem => "VMEM",
             Bound::Hbm => "HBM",
         })
     }
@@ -144,12 +155,14 @@ pub struct Estimate {
     pub tflops: f64,
     /// The pipe that set the time.
     pub bound_by: Bound,
-    /// Modelled seconds of each pipe: MFMA, VALU, LDS (busiest CU) and HBM (device).
+    /// Modelled seconds of each pipe: MFMA, VALU, LDS, VMEM (busiest CU) and HBM (device).
     pub mfma_seconds: f64,
     /// VALU pipe seconds.
     pub valu_seconds: f64,
     /// LDS pipe seconds.
     pub lds_seconds: f64,
+    /// VMEM pipe seconds (busiest CU).
+    pub vmem_seconds: f64,
     /// HBM seconds.
     pub hbm_seconds: f64,
     /// Occupancy.
@@ -167,7 +180,7 @@ pub fn occupancy(res: &Resources, m: &Machine) -> Occupancy {
     let waves_per_simd = m.max_waves_per_simd.min(m.vgprs_per_simd / regs).min(m.sgprs_per_simd / sgprs).max(1);
     let waves_per_workgroup = res.workgroup_size.max(1).div_ceil(64);
     let by_waves = (m.simds_per_cu * waves_per_simd) / waves_per_workgroup;
-    let by_lds = if res.lds_bytes == 0 { u32::MAX } else { m.lds_per_cu / res.lds_bytes };
+    let by_lds = m.lds_per_cu.checked_div(res.lds_bytes).unwrap_or(u32::MAX);
     Occupancy { waves_per_simd, workgroups_per_cu: by_waves.min(by_lds).max(1), waves_per_workgroup }
 }
 
@@ -189,18 +202,21 @@ pub fn estimate_on(report: &LaunchReport, res: &Resources, grid: [u32; 3], m: &M
     let mfma_cycles = c.mfma_passes as f64 * 4.0 * share / simds;
     let valu_cycles = c.count(Kind::Valu) as f64 * 4.0 * share / simds;
     let lds_cycles = c.lds_cycles as f64 * share;
-    let hbm_seconds = (c.global_read_bytes + c.global_write_bytes) as f64 / m.hbm_bytes_per_s;
-    let (mfma_seconds, valu_seconds, lds_seconds) = (mfma_cycles / m.clock_hz, valu_cycles / m.clock_hz, lds_cycles / m.clock_hz);
+    let moved = (c.global_read_bytes + c.global_write_bytes) as f64;
+    let vmem_cycles = moved * share / m.vmem_bytes_per_clk;
+    let dram = if c.global_footprint_bytes > 0 { c.global_footprint_bytes as f64 } else { moved };
+    let hbm_seconds = dram / m.hbm_bytes_per_s;
+    let (mfma_seconds, valu_seconds, lds_seconds, vmem_seconds) = (mfma_cycles / m.clock_hz, valu_cycles / m.clock_hz, lds_cycles / m.clock_hz, vmem_cycles / m.clock_hz);
     let mut bound_by = Bound::Mfma;
     let mut seconds = mfma_seconds;
-    for (t, b) in [(valu_seconds, Bound::Valu), (lds_seconds, Bound::Lds), (hbm_seconds, Bound::Hbm)] {
+    for (t, b) in [(valu_seconds, Bound::Valu), (lds_seconds, Bound::Lds), (vmem_seconds, Bound::Vmem), (hbm_seconds, Bound::Hbm)] {
         if t > seconds {
             seconds = t;
             bound_by = b;
         }
     }
     let tflops = if seconds > 0.0 { c.mfma_flops as f64 / seconds / 1e12 } else { 0.0 };
-    Estimate { seconds, tflops, bound_by, mfma_seconds, valu_seconds, lds_seconds, hbm_seconds, occupancy: occ, workgroups_per_busiest_cu: per_cu, flops: c.mfma_flops }
+    Estimate { seconds, tflops, bound_by, mfma_seconds, valu_seconds, lds_seconds, vmem_seconds, hbm_seconds, occupancy: occ, workgroups_per_busiest_cu: per_cu, flops: c.mfma_flops }
 }
 
 impl fmt::Display for Estimate {
@@ -209,10 +225,11 @@ impl fmt::Display for Estimate {
         writeln!(f, "modelled MI300X time (cost model, not measured): {:.2} us, {:.1} TFLOPS modelled, bound by {}", us(self.seconds), self.tflops, self.bound_by)?;
         writeln!(
             f,
-            "  modelled pipes: MFMA {:.2} us, VALU {:.2} us, LDS {:.2} us (busiest CU), HBM {:.2} us (device, no caches)",
+            "  modelled pipes: MFMA {:.2} us, VALU {:.2} us, LDS {:.2} us, VMEM {:.2} us (busiest CU), HBM {:.2} us (device, distinct footprint)",
             us(self.mfma_seconds),
             us(self.valu_seconds),
             us(self.lds_seconds),
+            us(self.vmem_seconds),
             us(self.hbm_seconds)
         )?;
         write!(
@@ -242,7 +259,11 @@ impl fmt::Display for LaunchReport {
             c.lds_conflict_cycles,
             per(c.lds_conflict_cycles)
         )?;
-        writeln!(f, "  global memory: {} bytes read, {} bytes written; scalar loads {} bytes", c.global_read_bytes, c.global_write_bytes, c.scalar_read_bytes)?;
+        writeln!(
+            f,
+            "  global memory: {} bytes read, {} bytes written, distinct footprint {} bytes; scalar loads {} bytes",
+            c.global_read_bytes, c.global_write_bytes, c.global_footprint_bytes, c.scalar_read_bytes
+        )?;
         write!(f, "  MFMA: {} wave-instructions, {} passes, {} FLOP issued; MFMA share of all issued {:.1}%", mfma, c.mfma_passes, c.mfma_flops, 100.0 * mfma as f64 / self.instructions.max(1) as f64)?;
         if let Some(s) = &self.steady {
             write!(

@@ -16,10 +16,10 @@ fn shipped() -> Option<CodeObject> {
     let mut best: Option<(std::time::SystemTime, PathBuf)> = None;
     for d in std::fs::read_dir(target).ok()?.flatten() {
         let p = d.path().join("out/gfx942.hsaco");
-        if let Ok(m) = std::fs::metadata(&p).and_then(|m| m.modified()) {
-            if best.as_ref().is_none_or(|(t, _)| m > *t) {
-                best = Some((m, p));
-            }
+        if let Ok(m) = std::fs::metadata(&p).and_then(|m| m.modified())
+            && best.as_ref().is_none_or(|(t, _)| m > *t)
+        {
+            best = Some((m, p));
         }
     }
     let co = CodeObject::parse(&std::fs::read(best?.1).ok()?).ok()?;
@@ -46,6 +46,8 @@ fn add_one_f32_is_clean_and_moves_8n_bytes() {
     // One f32 read and one written per element; the 24 surplus work-items touch nothing.
     assert_eq!(r.counters.global_read_bytes, 4 * u64::from(n));
     assert_eq!(r.counters.global_write_bytes, 4 * u64::from(n));
+    // Each 4000-byte buffer starts 4 KiB aligned: 32 lines of 128 bytes.
+    assert_eq!(r.counters.global_footprint_bytes, 2 * 32 * 128);
     assert_eq!(r.counters.count(Kind::VmemLoad), r.waves);
     assert_eq!(r.counters.count(Kind::VmemStore), r.waves);
     assert_eq!(r.counters.count(Kind::Mfma), 0);
@@ -107,6 +109,13 @@ fn dense_gemm_kernels_are_clean_under_every_check() {
             assert!(c.lds_cycles > 0 && c.global_read_bytes > 0);
             // Every output element is written exactly once as bf16.
             assert_eq!(c.global_write_bytes, u64::from(shape.0 * shape.1) * 2, "{name} {shape:?}");
+            if shape == (bm, bn, 256) {
+                // One tile: the footprint is A, B, D and the scales, each in whole 128 B lines.
+                let lines = |b: u32| u64::from(b.div_ceil(128) * 128);
+                let (m, n, k) = shape;
+                let want = lines(m * k) + lines(n * k) + lines(m * 2 * 4) + lines(n.div_ceil(128) * 2 * 4) + lines(m * n * 2);
+                assert_eq!(c.global_footprint_bytes, want, "{name}");
+            }
             let e = cost::estimate(&checked, &checked.resources, checked.grid);
             assert!(e.seconds > 0.0 && e.tflops > 0.0);
         }
@@ -124,4 +133,25 @@ fn dense_gemm_steady_state_is_the_k_loop() {
     assert!(s.start_pc < s.end_pc);
     let text = r.to_string();
     assert!(text.contains("steady state") && text.contains("bank-conflict cycles"), "{text}");
+}
+
+/// Cost of the checking modes: a 512×512×512 GEMM on one thread with the default checks and with
+/// every mode. Run with `cargo test --release -p amdgpu-emu --test checks_shipped -- --ignored
+/// --nocapture`.
+#[test]
+#[ignore = "timing; run explicitly in release mode"]
+fn checks_slowdown_512_cubed() {
+    let Some(co) = shipped() else { return };
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    for (name, bm, bn) in [("fp8_gemm_nt_bm64_bn64", 64, 64), ("fp8_gemm_nt_bm64_bn128", 64, 128), ("fp8_gemm_nt_bm128_bn128", 128, 128)] {
+        let time = |checks: &Checks| {
+            let t = std::time::Instant::now();
+            let r = pool.install(|| gemm(&co, name, bm, bn, (512, 512, 512), checks));
+            (t.elapsed().as_secs_f64(), r)
+        };
+        let (plain, r) = time(&Checks::default());
+        let (all, _) = time(&Checks::all());
+        println!("{name} 512^3 one thread: default checks {plain:.3} s, all checks {all:.3} s ({:.2}x)", all / plain);
+        println!("{r}\n{}", cost::estimate(&r, &r.resources, r.grid));
+    }
 }

@@ -78,7 +78,29 @@ struct InstInfo {
     wait_states: u8,
     /// s_waitcnt (vmcnt, lgkmcnt).
     waitcnt: Option<(u32, u32)>,
+    /// Bytes per lane of a vector memory instruction (0 if none or unknown).
+    vmem_bytes: u8,
 }
+
+/// Bytes per lane of a FLAT/GLOBAL/SCRATCH/MUBUF instruction from its mnemonic.
+fn vmem_bytes(name: &str) -> u8 {
+    let tail = name.trim_end_matches("_d16_hi").trim_end_matches("_d16");
+    if tail.contains("atomic") {
+        return if tail.ends_with("_x2") { 8 } else { 4 };
+    }
+    match tail.rsplit('_').next().unwrap_or("") {
+        "ubyte" | "sbyte" | "byte" => 1,
+        "short" | "ushort" | "sshort" => 2,
+        "dword" => 4,
+        "dwordx2" => 8,
+        "dwordx3" => 12,
+        "dwordx4" => 16,
+        _ => 0,
+    }
+}
+
+/// Global memory is tracked in lines of this many bytes for the distinct-footprint counter.
+pub(super) const LINE_BYTES: u64 = 128;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 enum Mem {
@@ -129,6 +151,9 @@ impl InstInfo {
             info.waitcnt = Some(((imm & 0xf) | ((imm >> 14) & 3) << 4, (imm >> 8) & 0xf));
         }
         info.passes = mfma_passes(inst.op).unwrap_or(0) as u8;
+        if matches!(inst.enc, Enc::Flat | Enc::Global | Enc::Mubuf) {
+            info.vmem_bytes = vmem_bytes(inst.op.name());
+        }
         info.ds = if inst.enc == Enc::Ds { DsShape::of(inst) } else { None };
         info.mem = match inst.enc {
             Enc::Flat | Enc::Global | Enc::Scratch | Enc::Mubuf => Mem::Vm,
@@ -199,10 +224,10 @@ impl Plan {
                 counters.kinds[k as usize] += c;
             }
             counters.mfma_passes += c * u64::from(info.passes);
-            if info.passes != 0 {
-                if let Some(Ok(inst)) = prog.insts.get(i) {
-                    counters.mfma_flops += c * mfma_flops(inst.op);
-                }
+            if info.passes != 0
+                && let Some(Ok(inst)) = prog.insts.get(i)
+            {
+                counters.mfma_flops += c * mfma_flops(inst.op);
             }
         }
         steady_state(&prog.pcs, &prog.insts, &prog.targets, counts)
@@ -262,6 +287,8 @@ pub(super) struct Probe<'p> {
     /// Executions per instruction index.
     pub counts: Vec<u64>,
     pub counters: Counters,
+    /// Global memory lines (address / [`LINE_BYTES`]) touched by vector memory instructions.
+    pub lines: Vec<u64>,
     waves: Vec<WaveProbe>,
     shadow: Vec<Shadow>,
     epoch: u32,
@@ -283,7 +310,7 @@ impl<'p> Probe<'p> {
             Vec::new()
         };
         let shadow = if plan.race || plan.uninit { vec![Shadow::default(); lds_bytes as usize] } else { Vec::new() };
-        Probe { plan, prog, wg, counts: vec![0; prog.insts.len()], counters: Counters::default(), waves, shadow, epoch: 0 }
+        Probe { plan, prog, wg, counts: vec![0; prog.insts.len()], counters: Counters::default(), lines: Vec::new(), waves, shadow, epoch: 0 }
     }
 
     /// A workgroup barrier released: a new race epoch starts.
@@ -330,10 +357,70 @@ impl<'p> Probe<'p> {
                 }
             }
         }
+        if info.vmem_bytes != 0 {
+            self.global_lines(w, inst, u64::from(info.vmem_bytes));
+        }
         if !self.waves.is_empty() {
             self.wave_checks(w.id, inst, idx)?;
         }
         Ok(())
+    }
+
+    /// Records the global memory lines a FLAT/GLOBAL/MUBUF instruction's active lanes touch
+    /// (addresses as the executor forms them; buffer lanes failing the range check and FLAT
+    /// addresses in the LDS / private apertures are skipped).
+    fn global_lines(&mut self, w: &Wave, inst: &Inst, n: u64) {
+        let exec = u64::from(w.s[126]) | u64::from(w.s[127]) << 32;
+        let v = |code: u16, l: usize| -> u64 {
+            let i = usize::from(code.wrapping_sub(VGPR0));
+            if (VGPR0..AGPR0).contains(&code) && i < w.v.len() { u64::from(w.v[i][l]) } else { 0 }
+        };
+        let sval = |code: u16| -> u64 {
+            match code {
+                0..=105 => u64::from(w.s[usize::from(code)]),
+                128..=192 => u64::from(code - 128),
+                _ => 0,
+            }
+        };
+        let mut last = u64::MAX;
+        let mut m = exec;
+        while m != 0 {
+            let l = m.trailing_zeros() as usize;
+            m &= m - 1;
+            let addr = match inst.enc {
+                Enc::Global if inst.src[2] != 0x7f => (sval(inst.src[2]) | sval(inst.src[2] + 1) << 32).wrapping_add(v(inst.src[0], l)),
+                Enc::Global | Enc::Flat => v(inst.src[0], l) | v(inst.src[0] + 1, l) << 32,
+                _ => {
+                    let r = inst.src[2];
+                    let base = sval(r) | (sval(r + 1) & 0xffff) << 32;
+                    let stride = (sval(r + 1) >> 16) & 0x3fff;
+                    let num = sval(r + 2);
+                    let idxen = inst.has_flag(flag::IDXEN);
+                    let index = if idxen { v(inst.src[0], l) } else { 0 };
+                    let voff = if inst.has_flag(flag::OFFEN) { v(if idxen { inst.src[0] + 1 } else { inst.src[0] }, l) } else { 0 };
+                    let off = voff + inst.imm as u64;
+                    let in_range = if stride == 0 { off + n <= num } else { index < num && off + n <= stride };
+                    if !in_range {
+                        continue;
+                    }
+                    base.wrapping_add(sval(inst.sdst)).wrapping_add(index * stride).wrapping_add(off)
+                }
+            };
+            let addr = if inst.enc == Enc::Mubuf { addr } else { addr.wrapping_add_signed(i64::from(inst.imm)) };
+            if inst.enc == Enc::Flat && (addr >> 48) != 0 {
+                continue;
+            }
+            for line in addr / LINE_BYTES..=(addr + n - 1) / LINE_BYTES {
+                if line != last {
+                    self.lines.push(line);
+                    last = line;
+                }
+            }
+        }
+        if self.lines.len() > 1 << 16 {
+            self.lines.sort_unstable();
+            self.lines.dedup();
+        }
     }
 
     /// Adds the global / scalar memory bytes one executed instruction moved.
@@ -463,18 +550,18 @@ impl<'p> Probe<'p> {
                                     break 'writes;
                                 }
                             }
-                            if let Some(c) = m.src_c {
-                                if overlaps(r, c) {
-                                    let need = match m.passes {
-                                        0..=2 => 1,
-                                        3..=4 => 3,
-                                        5..=8 => 7,
-                                        _ => 15,
-                                    };
-                                    if since < need {
-                                        problem = Some((format!("overwrites {} which the {}-pass MFMA reads as SrcC (write-after-read)", reg_name(r), m.passes), m.idx, since, need));
-                                        break 'writes;
-                                    }
+                            if let Some(c) = m.src_c
+                                && overlaps(r, c)
+                            {
+                                let need = match m.passes {
+                                    0..=2 => 1,
+                                    3..=4 => 3,
+                                    5..=8 => 7,
+                                    _ => 15,
+                                };
+                                if since < need {
+                                    problem = Some((format!("overwrites {} which the {}-pass MFMA reads as SrcC (write-after-read)", reg_name(r), m.passes), m.idx, since, need));
+                                    break 'writes;
                                 }
                             }
                         }
@@ -542,23 +629,23 @@ impl<'p> Probe<'p> {
                 f(&wp.vm).map(|(i, _)| (i, "vmcnt", false)).or_else(|| f(&wp.lgkm).map(|(i, s)| (i, "lgkmcnt", s)))
             };
             for &r in &info.reads {
-                if hit(wp, r) {
-                    if let Some((i, counter, _)) = owner(wp, r) {
-                        problem = Some((format!("reads {} before the load that writes it has been waited for", reg_name(r)), i, counter));
-                        break;
-                    }
+                if hit(wp, r)
+                    && let Some((i, counter, _)) = owner(wp, r)
+                {
+                    problem = Some((format!("reads {} before the load that writes it has been waited for", reg_name(r)), i, counter));
+                    break;
                 }
             }
             if problem.is_none() {
                 for &r in &info.writes {
-                    if hit(wp, r) {
-                        if let Some((i, counter, smem)) = owner(wp, r) {
-                            // A later load on the same in-order counter lands after it: fine.
-                            let same_order = (info.mem == Mem::Vm && counter == "vmcnt") || (info.mem == Mem::Lds && counter == "lgkmcnt" && !smem);
-                            if !same_order {
-                                problem = Some((format!("overwrites {} while a load into it is still in flight (the load would land later)", reg_name(r)), i, counter));
-                                break;
-                            }
+                    if hit(wp, r)
+                        && let Some((i, counter, smem)) = owner(wp, r)
+                    {
+                        // A later load on the same in-order counter lands after it: fine.
+                        let same_order = (info.mem == Mem::Vm && counter == "vmcnt") || (info.mem == Mem::Lds && counter == "lgkmcnt" && !smem);
+                        if !same_order {
+                            problem = Some((format!("overwrites {} while a load into it is still in flight (the load would land later)", reg_name(r)), i, counter));
+                            break;
                         }
                     }
                 }

@@ -282,6 +282,9 @@ pub struct Counters {
     pub global_write_bytes: u64,
     /// Bytes read by scalar memory loads (kernarg and constants).
     pub scalar_read_bytes: u64,
+    /// Distinct global memory footprint of the vector memory instructions: distinct 128-byte
+    /// lines touched × 128 (what a cache holding all reuse would fetch from DRAM once).
+    pub global_footprint_bytes: u64,
     /// MFMA passes issued (4 cycles each on the issuing SIMD; see [`mfma_passes`]).
     pub mfma_passes: u64,
     /// Matrix FLOPs issued (`2·M·N·K` per MFMA wave-instruction).
@@ -358,10 +361,10 @@ pub(crate) fn steady_state(pcs: &[u64], insts: &[Result<Inst, crate::decode::Dec
     let mut st = SteadyState { start_pc: pcs[s], end_pc: pcs[e], iterations, ..Default::default() };
     for i in s..=e {
         st.instructions += counts[i];
-        if let Some(Ok(inst)) = insts.get(i) {
-            if Kind::of(inst) == Kind::Mfma {
-                st.mfma += counts[i];
-            }
+        if let Some(Ok(inst)) = insts.get(i)
+            && Kind::of(inst) == Kind::Mfma
+        {
+            st.mfma += counts[i];
         }
     }
     Some(st)

@@ -424,7 +424,7 @@ pub fn launch(co: &CodeObject, kernel: &Kernel, cfg: &LaunchConfig, mem: &Device
     let queue = alloc(256)?;
 
     let plan = checks::Plan::new(&program, checks);
-    let agg = std::sync::Mutex::new((counters::Counters::default(), vec![0u64; program.insts.len()]));
+    let agg = std::sync::Mutex::new((counters::Counters::default(), vec![0u64; program.insts.len()], std::collections::HashSet::<u64>::new()));
     let setup = wave::Setup {
         plan: &plan,
         program: program.clone(),
@@ -461,6 +461,7 @@ pub fn launch(co: &CodeObject, kernel: &Kernel, cfg: &LaunchConfig, mem: &Device
         for (x, y) in a.1.iter_mut().zip(&c.counts) {
             *x += y;
         }
+        a.2.extend(c.lines.iter().copied());
         Ok::<(), LaunchError>(())
     })
     .find_first(Result::is_err)
@@ -478,7 +479,8 @@ pub fn launch(co: &CodeObject, kernel: &Kernel, cfg: &LaunchConfig, mem: &Device
     r.instructions = r.by_class.iter().sum();
     r.waves = totals[Class::COUNT].load(Ordering::Relaxed);
     r.barriers = totals[Class::COUNT + 1].load(Ordering::Relaxed);
-    let (mut counters, counts) = agg.into_inner().unwrap_or_else(|p| p.into_inner());
+    let (mut counters, counts, lines) = agg.into_inner().unwrap_or_else(|p| p.into_inner());
+    counters.global_footprint_bytes = lines.len() as u64 * checks::LINE_BYTES;
     r.steady = plan.finish(&program, &counts, &mut counters);
     r.counters = counters;
     r.kernel = kernel.name.clone();
@@ -612,6 +614,10 @@ pub fn run_snippet(words: &[u32], state: &mut WaveState, lds: &mut [u8], mem: &D
     let mut r = LaunchReport { workgroups: 1, waves: 1, barriers: c.barriers, by_class: c.by_class, ..Default::default() };
     r.instructions = r.by_class.iter().sum();
     let mut counters = c.counters;
+    let mut lines = c.lines;
+    lines.sort_unstable();
+    lines.dedup();
+    counters.global_footprint_bytes = lines.len() as u64 * checks::LINE_BYTES;
     r.steady = plan.finish(&program, &c.counts, &mut counters);
     r.counters = counters;
     r.kernel = program.kernel.name.clone();
