@@ -4,6 +4,7 @@
 use std::process::ExitCode;
 
 mod gemm;
+mod grouped;
 
 use clap::{Parser, Subcommand};
 use fp8gemm::codeobj::{self, Arch};
@@ -31,6 +32,29 @@ enum Command {
         #[arg(long)]
         m: usize,
         /// Rows of B, columns of D.
+        #[arg(long)]
+        n: usize,
+        /// Reduction length.
+        #[arg(long)]
+        k: usize,
+        /// Random seed.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+    },
+    /// Run one m-grouped FP8 GEMM (DeepGEMM's MoE entry points) on random data and compare it
+    /// with the CPU references over the rows it defines.
+    Grouped {
+        /// `contiguous` (stacked rows, m_indices) or `masked` (G × m_max rows, masked_m).
+        #[arg(long, value_enum)]
+        layout: grouped::Layout,
+        /// Number of groups (experts).
+        #[arg(long)]
+        groups: usize,
+        /// Rows per group: the centre of the uneven contiguous sizes (each padded to 128), or
+        /// the masked layout's expected_m (m_max = ⌈1.3·M⌉).
+        #[arg(long)]
+        m: usize,
+        /// Rows of each group's B, columns of D.
         #[arg(long)]
         n: usize,
         /// Reduction length.
@@ -88,6 +112,7 @@ fn run(cli: Cli) -> Result<(), String> {
             Ok(())
         }
         Command::Gemm { m, n, k, seed } => gemm::run_dense(m, n, k, seed),
+        Command::Grouped { layout, groups, m, n, k, seed } => grouped::run_grouped(layout, groups, m, n, k, seed),
         Command::Bench { m, n, k, iters } => gemm::bench_dense(m, n, k, iters),
         Command::Disasm { kernel, arch } => {
             let a = parse_arch(&arch)?;

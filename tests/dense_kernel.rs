@@ -344,3 +344,215 @@ fn surplus_workgroups_do_nothing() {
     // The 9 surplus workgroups issue no MFMA: 12 tiles · 4 waves · 2 blocks · 16.
     assert_eq!(r.count(exec::Class::Mfma), 12 * 4 * 2 * 16);
 }
+
+// ---- m-grouped kernels (device/src/grouped.rs), launched directly ------------------------------
+
+use fp8gemm_device::args::{MGroupedContiguousArgs, MGroupedMaskedArgs};
+use fp8gemm_device::tile::{CONTIGUOUS_TILES, DENSE_TILES as DENSE, MASKED_TILES};
+
+/// `groups` random weight sets `[n, k]` (values, scales) and one random activation set of `rows`.
+struct GroupedProblem {
+    act: Problem,
+    weights: Vec<Problem>,
+}
+
+impl GroupedProblem {
+    fn random(rows: usize, groups: usize, n: usize, k: usize, seed: u64) -> GroupedProblem {
+        GroupedProblem {
+            act: Problem::random(rows, n, k, seed),
+            weights: (0..groups).map(|g| Problem::random(1, n, k, seed * 31 + 1 + g as u64)).collect(),
+        }
+    }
+    fn b(&self) -> Vec<u8> {
+        self.weights.iter().flat_map(|w| w.b.iter().copied()).collect()
+    }
+    fn sfb(&self) -> Vec<f32> {
+        self.weights.iter().flat_map(|w| w.sfb.iter().copied()).collect()
+    }
+    /// Rows `first..first + count` of `A · B[g]ᵀ` by the definition.
+    fn reference_rows(&self, g: usize, first: usize, count: usize) -> Vec<f32> {
+        let (n, k) = (self.act.n, self.act.k);
+        let nkb = k.div_ceil(128);
+        Problem {
+            m: count,
+            n,
+            k,
+            a: self.act.a[first * k..(first + count) * k].to_vec(),
+            b: self.weights[g].b.clone(),
+            sfa: self.act.sfa[first * nkb..(first + count) * nkb].to_vec(),
+            sfb: self.weights[g].sfb.clone(),
+        }
+        .reference()
+    }
+}
+
+/// Launches `name` with `kernarg` over A/SFA of `p.act`, the stacked B/SFB, D (poisoned, plus a
+/// guard) and an i32 index buffer; returns D as f32, whether every D byte in `untouched_rows`
+/// and the guard kept the poison, and the counters.
+fn run_grouped(
+    co: &CodeObject,
+    tile: DenseTile,
+    p: &GroupedProblem,
+    index: &[i32],
+    grid: u32,
+    kernarg: impl Fn(u64, u64, u64, u64, u64, u64) -> Vec<u8>,
+    untouched_rows: &[bool],
+) -> (Vec<f32>, bool, exec::LaunchReport) {
+    let kernel = co.kernel(tile.name).unwrap_or_else(|| panic!("{} is not in the gfx942 code object", tile.name));
+    let mem = DeviceMemory::new();
+    let put = |bytes: &[u8]| {
+        let addr = mem.alloc(bytes.len() as u64).expect("alloc");
+        mem.write(addr, bytes).expect("write");
+        addr
+    };
+    let (rows, n) = (p.act.m, p.act.n);
+    let a = put(&p.act.a);
+    let b = put(&p.b());
+    let sfa = put(&to_bytes(&p.act.sfa));
+    let sfb = put(&to_bytes(&p.sfb()));
+    let idx = put(&index.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>());
+    let d_len = rows * n * 2;
+    let d = put(&vec![POISON; d_len + GUARD]);
+    let cfg = LaunchConfig {
+        grid: [grid, 1, 1],
+        block: [THREADS, 1, 1],
+        dynamic_lds_bytes: tile.lds_bytes(),
+        kernarg: kernarg(a, b, sfa, sfb, d, idx),
+    };
+    let report = exec::launch(co, kernel, &cfg, &mem, &Checks::default()).unwrap_or_else(|e| panic!("{}: {e}", tile.name));
+    let mut out = vec![0u8; d_len + GUARD];
+    mem.read(d, &mut out).expect("read D");
+    let untouched = out[d_len..].iter().all(|&x| x == POISON)
+        && (0..rows).filter(|&i| untouched_rows[i]).all(|i| out[i * n * 2..(i + 1) * n * 2].iter().all(|&x| x == POISON));
+    let dv = out[..d_len].chunks_exact(2).map(|c| bf16_to_f32(u16::from_le_bytes([c[0], c[1]]))).collect();
+    (dv, untouched, report)
+}
+
+/// Checks rows `first..first + want.len()/n` of `got` against `want` (bf16 tolerance).
+fn check_rows(got: &[f32], want: &[f32], first: usize, n: usize, what: &str) {
+    let got = &got[first * n..first * n + want.len()];
+    let scale = want.iter().fold(0f32, |s, x| s.max(x.abs()));
+    for (e, (&g, &w)) in got.iter().zip(want).enumerate() {
+        let tol = w.abs() * 2f32.powi(-8) + scale * 1e-5;
+        assert!((g - w).abs() <= tol, "{what}: D[{},{}] = {g}, expected {w}", first + e / n, e % n);
+    }
+    assert!(calc_diff(got, want) < 1e-5, "{what}");
+}
+
+#[test]
+fn grouped_contiguous_kernels_match_the_definition_and_skip_padding() {
+    // Group 0: 70 rows (+58 padding), an all-padding block, group 1 empty, group 2: 130 rows
+    // (+126 padding): m_sum 512, every tile configuration.
+    let co = code_object();
+    let (n, k, groups) = (192, 256, 3);
+    let mut idx = vec![-1i32; 512];
+    idx[..70].fill(0);
+    idx[256..386].fill(2);
+    let p = GroupedProblem::random(512, groups, n, k, 21);
+    let untouched: Vec<bool> = idx.iter().map(|&g| g < 0).collect();
+    for tile in CONTIGUOUS_TILES {
+        let grid = tile.grid(512, n as u32);
+        let args = |a, b, sfa, sfb, d, m_indices| {
+            MGroupedContiguousArgs {
+                a: GlobalPtr::new(a),
+                b: GlobalPtr::new(b),
+                sfa: GlobalPtr::new(sfa),
+                sfb: GlobalPtr::new(sfb),
+                d: GlobalPtr::new(d),
+                m_indices: GlobalPtr::new(m_indices),
+                m_sum: 512,
+                n: n as u32,
+                k: k as u32,
+                groups: groups as u32,
+            }
+            .as_bytes()
+            .to_vec()
+        };
+        let (got, untouched_ok, r) = run_grouped(&co, tile, &p, &idx, grid, args, &untouched);
+        assert!(untouched_ok, "{}: wrote a padding row or past D", tile.name);
+        check_rows(&got, &p.reference_rows(0, 0, 70), 0, n, tile.name);
+        check_rows(&got, &p.reference_rows(2, 256, 130), 256, n, tile.name);
+        // MFMA work only in blocks whose first row names a group.
+        let bm = tile.block_m as usize;
+        let live_blocks = (0..512).step_by(bm).filter(|&r| idx[r] >= 0).count() as u64;
+        let tiles_n = u64::from((n as u32).div_ceil(tile.block_n));
+        let per_wave = 4 * u64::from(tile.block_m / 32) * u64::from(tile.block_n / 32) * (k as u64 / 128);
+        assert_eq!(r.count(exec::Class::Mfma), live_blocks * tiles_n * 4 * per_wave, "{}", tile.name);
+    }
+}
+
+#[test]
+fn grouped_masked_kernels_match_the_definition_and_skip_masked_rows() {
+    // 3 groups of capacity 150: counts 150 (full), 0, 65; every tile configuration.
+    let co = code_object();
+    let (n, k, groups, m_max) = (192, 256, 3, 150);
+    let masked = [150i32, 0, 65];
+    let p = GroupedProblem::random(groups * m_max, groups, n, k, 22);
+    let untouched: Vec<bool> = (0..groups * m_max).map(|i| i % m_max >= masked[i / m_max] as usize).collect();
+    for tile in MASKED_TILES {
+        let grid = fp8gemm_device::tile::masked_grid(&tile, groups as u32, m_max as u32, n as u32);
+        let args = |a, b, sfa, sfb, d, masked_m| {
+            MGroupedMaskedArgs {
+                a: GlobalPtr::new(a),
+                b: GlobalPtr::new(b),
+                sfa: GlobalPtr::new(sfa),
+                sfb: GlobalPtr::new(sfb),
+                d: GlobalPtr::new(d),
+                masked_m: GlobalPtr::new(masked_m),
+                m_max: m_max as u32,
+                n: n as u32,
+                k: k as u32,
+                groups: groups as u32,
+            }
+            .as_bytes()
+            .to_vec()
+        };
+        let (got, untouched_ok, r) = run_grouped(&co, tile, &p, &masked, grid, args, &untouched);
+        assert!(untouched_ok, "{}: wrote a masked-out row or past D", tile.name);
+        check_rows(&got, &p.reference_rows(0, 0, 150), 0, n, tile.name);
+        check_rows(&got, &p.reference_rows(2, 2 * m_max, 65), 2 * m_max, n, tile.name);
+        let bm = tile.block_m as usize;
+        let live_tiles_m: u64 = masked.iter().map(|&c| (c as usize).div_ceil(bm) as u64).sum();
+        let tiles_n = u64::from((n as u32).div_ceil(tile.block_n));
+        let per_wave = 4 * u64::from(tile.block_m / 32) * u64::from(tile.block_n / 32) * (k as u64 / 128);
+        assert_eq!(r.count(exec::Class::Mfma), live_tiles_m * tiles_n * 4 * per_wave, "{}", tile.name);
+    }
+}
+
+/// Instructions of a loop body by class: (total, MFMA, VALU, LDS read, LDS write, VMEM, waitcnt).
+fn loop_mix(co: &CodeObject, name: &str) -> [usize; 7] {
+    let body = main_loop(co, name);
+    let count = |f: &dyn Fn(&str) -> bool| body.iter().filter(|i| f(i.op.name())).count();
+    [
+        body.len(),
+        body.iter().filter(|i| amdgpu_emu::decode::is_mai(i.op)).count(),
+        count(&|s| s.starts_with("v_") && !s.starts_with("v_mfma")),
+        count(&|s| s.starts_with("ds_read")),
+        count(&|s| s.starts_with("ds_write")),
+        count(&|s| s.starts_with("buffer_")),
+        count(&|s| s == "s_waitcnt"),
+    ]
+}
+
+#[test]
+fn grouped_kernels_share_the_dense_main_loop() {
+    // The grouped kernels run the dense tile main loop (dense.rs `tile_gemm`): same MFMA, LDS and
+    // global-load instructions per 128-K block as the dense kernel of the same tile, no spills,
+    // no scratch, same waves per SIMD.
+    let co = code_object();
+    for (i, dense) in DENSE.iter().enumerate() {
+        let want = loop_mix(&co, dense.name);
+        eprintln!("{}: main loop [total, MFMA, VALU, ds_read, ds_write, buffer, waitcnt] = {want:?}", dense.name);
+        let dm = &co.kernel(dense.name).unwrap().meta;
+        let waves = |vgpr: u32| (512 / (vgpr.div_ceil(8) * 8)).min(8);
+        for tile in [CONTIGUOUS_TILES[i], MASKED_TILES[i]] {
+            let got = loop_mix(&co, tile.name);
+            eprintln!("{}: main loop {got:?}", tile.name);
+            assert_eq!((got[1], got[3], got[4], got[5]), (want[1], want[3], want[4], want[5]), "{}", tile.name);
+            let m = &co.kernel(tile.name).unwrap().meta;
+            assert_eq!((m.vgpr_spill_count, m.sgpr_spill_count, m.private_segment_fixed_size), (0, 0, 0), "{}", tile.name);
+            assert_eq!(m.agpr_count, 0, "{}", tile.name);
+            assert_eq!(waves(m.vgpr_count), waves(dm.vgpr_count), "{}: vgpr {} vs {}", tile.name, m.vgpr_count, dm.vgpr_count);
+        }
+    }
+}

@@ -33,13 +33,17 @@
 //!
 //! Supported shapes: any `m ≥ 1`, `n % 4 == 0`, `k % 128 == 0` (see [`DenseGemmArgs`]).
 //!
+//! The main loop is one generic function, `imp::tile_gemm`, over an `imp::TileJob` (buffer
+//! resources of one problem's operands, the tile origin, and a per-row store predicate); the dense
+//! kernels and the m-grouped kernels of [`crate::grouped`] only differ in how they build the job.
+//!
 //! # Measured on the code objects (LLVM 22.1.4; `tests/dense_kernel.rs` re-checks them)
 //!
 //! | kernel | VGPR | AGPR | SGPR | spills | scratch | LDS (dynamic) | waves/SIMD (regs) | WGs/CU (LDS) |
 //! |---|---|---|---|---|---|---|---|---|
-//! | `fp8_gemm_nt_bm64_bn64`   |  76 | 0 | 41 | 0 | 0 | 16 KiB | 6 | 4 |
-//! | `fp8_gemm_nt_bm64_bn128`  | 124 | 0 | 43 | 0 | 0 | 24 KiB | 4 | 2 |
-//! | `fp8_gemm_nt_bm128_bn128` | 222 | 0 | 43 | 0 | 0 | 32 KiB | 2 | 2 |
+//! | `fp8_gemm_nt_bm64_bn64`   |  76 | 0 | 40 | 0 | 0 | 16 KiB | 6 | 4 |
+//! | `fp8_gemm_nt_bm64_bn128`  | 124 | 0 | 42 | 0 | 0 | 24 KiB | 4 | 2 |
+//! | `fp8_gemm_nt_bm128_bn128` | 222 | 0 | 42 | 0 | 0 | 32 KiB | 2 | 2 |
 //!
 //! `agprs = false`: with AccVGPRs allowed LLVM keeps the partial sums in AGPRs and copies them out
 //! with `v_accvgpr_read` for every promotion (measured: bm128_bn128 224 VGPR + 92 AGPR = 1
@@ -118,8 +122,10 @@ pub(crate) mod imp {
         let tiles_m = m.div_ceil(bm);
         let grid = tiles_m * n.div_ceil(bn);
         let pid = workgroup_id_x();
-        if pid >= grid {
-            // A grid larger than the tile count (not what the host launches) does no work.
+        // A grid larger than the tile count (not what the host launches) does no work. The
+        // `tiles_m == 0` test is implied for valid arguments; stating it lets LLVM drop the
+        // division-by-zero panic path of `tile_coords`.
+        if pid >= grid || tiles_m == 0 {
             return;
         }
         let id = tile::xcd_remap(pid, grid, NUM_XCDS);
@@ -180,14 +186,15 @@ pub(crate) mod imp {
         let a_frag0 = (wm * FM as u32 * 16) * STAGE_K;
         let b_frag0 = b_region + (wn * FN as u32 * 16) * STAGE_K;
 
-        // Scales and output rows: lane's A rows are m0 + 16·(wm·FM + fm) + (l & 15).
-        let mut rows = [0u32; FM];
+        // Scales and output rows: lane's A rows are m0 + 16·(wm·FM + fm) + (l & 15). (Recomputed
+        // in the epilogue rather than kept live across the loop: holding them makes LLVM
+        // rematerialize the SFA offsets inside the loop instead.)
+        let row_of = |fm: usize| m0 + 16 * (wm * FM as u32 + fm as u32) + (lane & 15);
         let mut sfa_voff = [0u32; FM];
         let mut keep = [true; FM];
         for fm in 0..FM {
-            rows[fm] = m0 + 16 * (wm * FM as u32 + fm as u32) + (lane & 15);
-            sfa_voff[fm] = rows[fm] * nkb * 4;
-            keep[fm] = keep_row(rows[fm]);
+            sfa_voff[fm] = row_of(fm) * nkb * 4;
+            keep[fm] = keep_row(row_of(fm));
         }
         let sfb_row = (n0 / SCALE_BLOCK_N) * nkb * 4;
 
@@ -294,11 +301,12 @@ pub(crate) mod imp {
             kb += 1;
         }
 
-        // Epilogue: lane holds rows `rows[fm]`, columns n0 + 16·(wn·FN + fn) + 4·(l >> 4) + 0..4.
+        // Epilogue: lane holds rows `row_of(fm)`, columns n0 + 16·(wn·FN + fn) + 4·(l >> 4) + 0..4.
         for fm in 0..FM {
+            let row = row_of(fm);
             for fnn in 0..FN {
                 let col = n0 + 16 * (wn * FN as u32 + fnn as u32) + 4 * (lane >> 4);
-                let voff = if col < n && keep[fm] { (rows[fm] * n + col) * 2 } else { PARKED };
+                let voff = if col < n && keep[fm] { (row * n + col) * 2 } else { PARKED };
                 let v = acc[fm][fnn].to_array();
                 let data = U32x2([tile::pack_bf16x2(v[0], v[1]), tile::pack_bf16x2(v[2], v[3])]);
                 // SAFETY: rs_d covers the problem's D; rows past it are out of range and

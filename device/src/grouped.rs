@@ -22,17 +22,31 @@
 //!   group's first `rows` rows: the hardware's range check reads zeros for the tile's rows past
 //!   `rows` and drops their stores, just like the dense kernels' M tail.
 //!
-//! # Measured on the code objects (LLVM 22.1.4; see `tests/dense_kernel.rs`)
+//! # Measured on the code objects (LLVM 22.1.4; `fp8gemm info`, `tests/dense_kernel.rs`)
 //!
-//! See the table in the crate's resource report (`fp8gemm info`) and the instruction mix test
-//! `grouped_kernels_share_the_dense_main_loop`: the main loop of every grouped kernel has the
-//! same instruction counts as the dense kernel of the same tile.
+//! | kernel | VGPR | AGPR | SGPR | spills | scratch | LDS (dynamic) | waves/SIMD (regs) |
+//! |---|---|---|---|---|---|---|---|
+//! | `m_grouped_fp8_gemm_nt_contiguous_bm64_bn64`   |  78 | 0 | 42 | 0 | 0 | 16 KiB | 6 |
+//! | `m_grouped_fp8_gemm_nt_contiguous_bm64_bn128`  | 126 | 0 | 42 | 0 | 0 | 24 KiB | 4 |
+//! | `m_grouped_fp8_gemm_nt_contiguous_bm128_bn128` | 226 | 0 | 44 | 0 | 0 | 32 KiB | 2 |
+//! | `m_grouped_fp8_gemm_nt_masked_bm64_bn64`       |  76 | 0 | 42 | 0 | 0 | 16 KiB | 6 |
+//! | `m_grouped_fp8_gemm_nt_masked_bm64_bn128`      | 124 | 0 | 42 | 0 | 0 | 24 KiB | 4 |
+//! | `m_grouped_fp8_gemm_nt_masked_bm128_bn128`     | 222 | 0 | 44 | 0 | 0 | 32 KiB | 2 |
+//!
+//! The steady-state main loop of every grouped kernel has exactly the instruction mix of the
+//! dense kernel with the same tile (table in [`crate::dense`]; per 128-K block: bm64_bn64 72
+//! instructions, 16 MFMA, 8 `ds_read_b128`, 4 `ds_write_b128`, 7 buffer loads; bm64_bn128 105,
+//! 32, 12, 6, 9; bm128_bn128 174, 64, 16, 8, 13), checked by `grouped_kernels_share_the_dense_main_loop`.
+//! The per-row store predicate of the contiguous kernels costs `BM/32` `buffer_load_dword`s and
+//! compares per lane before the loop (2 more VGPRs), nothing inside it.
 
 use crate::amdgpu_kernel;
 use crate::args::{MGroupedContiguousArgs, MGroupedMaskedArgs};
 
 #[cfg(target_arch = "amdgpu")]
 mod imp {
+    use core::num::NonZeroU32;
+
     use crate::args::{MGroupedContiguousArgs, MGroupedMaskedArgs};
     use crate::dense::imp::{tile_gemm, TileJob};
     use crate::intrinsics::*;
@@ -50,7 +64,9 @@ mod imp {
         let tiles_m = m.div_ceil(bm);
         let grid = tiles_m * n.div_ceil(bn);
         let pid = workgroup_id_x();
-        if pid >= grid {
+        // `tiles_m == 0` is implied for valid arguments; stating it removes the division-by-zero
+        // panic path of `tile_coords`.
+        if pid >= grid || tiles_m == 0 {
             return;
         }
         let id = tile::xcd_remap(pid, grid, NUM_XCDS);
@@ -97,13 +113,17 @@ mod imp {
 
         let tiles_m = m_max.div_ceil(bm);
         let per_group = tiles_m * n.div_ceil(bn);
+        // Both are non-zero for valid arguments (otherwise the grid is empty).
+        let (Some(tiles_m_nz), Some(per_group_nz)) = (NonZeroU32::new(tiles_m), NonZeroU32::new(per_group)) else {
+            return;
+        };
         let grid = groups * per_group;
         let pid = workgroup_id_x();
         if pid >= grid {
             return;
         }
         let id = tile::xcd_remap(pid, grid, NUM_XCDS);
-        let (g, tm, tn) = tile::masked_tile_coords(id, tiles_m, per_group);
+        let (g, tm, tn) = tile::masked_tile_coords(id, tiles_m_nz, per_group_nz);
         let (m0, n0) = (tm * bm, tn * bn);
 
         let rs_mask = BufferResource::new(args.masked_m.addr(), groups * 4);

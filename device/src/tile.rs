@@ -44,6 +44,8 @@
 //! ids (so neighbouring tiles share one XCD's L2), and [`tile_coords`] walks ids M-fastest (the
 //! workgroups running together on one XCD share the same B column tiles, the weight).
 
+use core::num::NonZeroU32;
+
 /// Work-items per workgroup of every dense kernel (4 waves of 64).
 pub const THREADS: u32 = 256;
 /// Lanes per wave on gfx942 / gfx950.
@@ -134,7 +136,7 @@ pub const MASKED_TILES: [DenseTile; 3] = [
 const _: () = {
     let mut i = 0;
     while i < CONTIGUOUS_TILES.len() {
-        assert!(M_ALIGNMENT_CONTIGUOUS % CONTIGUOUS_TILES[i].block_m == 0);
+        assert!(M_ALIGNMENT_CONTIGUOUS.is_multiple_of(CONTIGUOUS_TILES[i].block_m));
         i += 1;
     }
 };
@@ -147,11 +149,12 @@ pub const fn masked_grid(tile: &DenseTile, groups: u32, m_max: u32, n: u32) -> u
 
 /// Logical tile id of a masked grid → `(group, tile_m, tile_n)`: groups outermost, inside a
 /// group M fastest (as [`tile_coords`]). `tiles_m` is `⌈m_max/BM⌉`, `per_group` is
-/// `tiles_m · ⌈n/BN⌉`.
+/// `tiles_m · ⌈n/BN⌉`. Non-zero divisors: the kernel code has no division-by-zero panic path.
 #[inline(always)]
-pub const fn masked_tile_coords(id: u32, tiles_m: u32, per_group: u32) -> (u32, u32, u32) {
-    let (tm, tn) = tile_coords(id % per_group, tiles_m);
-    (id / per_group, tm, tn)
+pub const fn masked_tile_coords(id: u32, tiles_m: NonZeroU32, per_group: NonZeroU32) -> (u32, u32, u32) {
+    let (tiles_m, per_group) = (tiles_m.get(), per_group.get());
+    let local = id % per_group;
+    (id / per_group, local % tiles_m, local / tiles_m)
 }
 
 /// LDS byte offset (inside a stage's A or B region) of logical 16-byte chunk `chunk` (0..4) of
@@ -256,15 +259,16 @@ mod tests {
         // 3 groups, m_max 100 with 64-row tiles (2), n 192 with 64-column tiles (3): 18 tiles.
         let t = BM64_BN64;
         assert_eq!(masked_grid(&t, 3, 100, 192), 18);
+        let nz = |x| NonZeroU32::new(x).unwrap();
         let mut seen = [false; 18];
         for id in 0..18 {
-            let (g, tm, tn) = masked_tile_coords(id, 2, 6);
+            let (g, tm, tn) = masked_tile_coords(id, nz(2), nz(6));
             assert!(g < 3 && tm < 2 && tn < 3);
             let flat = (g * 6 + tn * 2 + tm) as usize;
             assert!(!seen[flat]);
             seen[flat] = true;
         }
-        assert_eq!(masked_tile_coords(7, 2, 6), (1, 1, 0));
+        assert_eq!(masked_tile_coords(7, nz(2), nz(6)), (1, 1, 0));
         assert_eq!(masked_grid(&t, u32::MAX, 1 << 20, 1 << 20), u32::MAX);
     }
 
