@@ -37,7 +37,7 @@ impl<T> GlobalPtr<T> {
     }
 }
 
-/// Arguments of [`crate::test_kernels::add_one_f32`]: `out[i] = inp[i] + 1` for `i < n`.
+/// Arguments of `add_one_f32` ([`crate::test_kernels::ADD_ONE_F32`]): `out[i] = inp[i] + 1` for `i < n`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct AddOneArgs {
@@ -49,7 +49,7 @@ pub struct AddOneArgs {
     pub n: u32,
 }
 
-/// Arguments of [`crate::test_kernels::register_pressure`], a kernel that keeps 48 MFMA
+/// Arguments of `register_pressure` ([`crate::test_kernels::REGISTER_PRESSURE`]), a kernel that keeps 48 MFMA
 /// accumulators live (used to prove the launch bound reaches the register allocator).
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]

@@ -25,9 +25,12 @@
 //!
 //! The m-grouped kernels run the same main loop per tile (same candidates, same costs); only the
 //! number of tiles that do work differs:
-//! * **contiguous**: `tiles = (m_sum / BM) · ⌈n/BN⌉`. The per-group row count `m_sum / G` does not
-//!   change it: every group is padded to the alignment (128), a multiple of every `BM`, so no
-//!   candidate wastes more rows than another on the padding (all-padding blocks return at once).
+//! * **contiguous**: the grid is `(m_sum / BM) · ⌈n/BN⌉`; the working tiles are that minus the
+//!   all-padding ones, which the real row counts (on the device) decide. The model uses the
+//!   group count: each of the `min(G, m_sum/128)` non-empty groups ends in a partly padded
+//!   128-row block, whose second 64-row half is all padding half of the time (padding length
+//!   taken as uniform), so 64-row tiles skip `⌊min(G, m_sum/128) / 2⌋ · ⌈n/BN⌉` tiles. Many small
+//!   experts (`m_sum / G` near 128) thus favour 64-row tiles, few large ones the 128 × 128 tile.
 //! * **masked**: the grid is sized from the capacity `m_max` (`G · ⌈m_max/BM⌉ · ⌈n/BN⌉`, what the
 //!   hardware launches, since `masked_m` is only known on the device), but the model counts the
 //!   tiles that will work: `G · ⌈expected_m/BM⌉ · ⌈n/BN⌉` with the hint `expected_m` clamped to
@@ -305,9 +308,19 @@ fn validate(desc: &GemmDesc) -> Result<(), ConfigError> {
 fn grid_and_work(c: &Candidate, desc: &GemmDesc) -> Result<(u32, u64), ConfigError> {
     let t = c.tile;
     Ok(match desc.kind {
-        GemmKind::Dense | GemmKind::MGroupedContiguous => {
+        GemmKind::Dense => {
             let grid = t.grid(desc.m, desc.n);
             (grid, u64::from(grid))
+        }
+        GemmKind::MGroupedContiguous => {
+            let grid = t.grid(desc.m, desc.n);
+            // Each non-empty group ends in an aligned block that is part padding; with the
+            // padding length taken as uniform in 0..alignment, half of those blocks have an
+            // all-padding second half, which a half-alignment-high tile skips.
+            let align = tile::M_ALIGNMENT_CONTIGUOUS;
+            let live_groups = desc.groups.min(desc.m / align);
+            let skipped = if t.block_m * 2 == align { live_groups / 2 } else { 0 };
+            (grid, u64::from(grid - skipped * desc.n.div_ceil(t.block_n)))
         }
         GemmKind::MGroupedMasked => {
             let g = u64::from(desc.groups);
@@ -509,6 +522,15 @@ mod tests {
                 assert!(dense_kernel_spec(&c).is_none() && masked_kernel_spec(&c).is_none(), "{c}");
                 assert_eq!(c.grid, (m_sum / c.block_m) * 4096 / c.block_n, "{c}");
             }
+            // Work model by hand: 32 experts in 4096 rows, 64-row tiles skip 16 half-blocks per
+            // column tile; the 128-row tiles skip nothing.
+            let desc = GemmDesc::m_grouped_contiguous(4096, 4096, 7168, 32, arch);
+            let c = candidates(arch, GemmKind::MGroupedContiguous);
+            assert_eq!(grid_and_work(&c[0], &desc).unwrap(), (64 * 64, 64 * 64 - 16 * 64));
+            assert_eq!(grid_and_work(&c[2], &desc).unwrap(), (32 * 32, 32 * 32));
+            // Empty groups do not count: 32 experts but only 2 aligned blocks.
+            let desc = GemmDesc::m_grouped_contiguous(256, 4096, 7168, 32, arch);
+            assert_eq!(grid_and_work(&c[0], &desc).unwrap(), (4 * 64, 4 * 64 - 64));
             for (m_max, groups, expected) in [(1024, 1, 1024), (512, 2, 512), (256, 4, 256), (4096, 8, 7)] {
                 let c = get_best_config(&GemmDesc::m_grouped_masked(m_max, 7168, 2048, groups, expected, arch)).unwrap();
                 assert!(masked_kernel_spec(&c).is_some(), "{c}");

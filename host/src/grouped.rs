@@ -138,7 +138,7 @@ pub fn validate_m_indices(m_indices: &[i32], groups: usize) -> Result<()> {
         let first = block[0];
         for (off, &v) in block.iter().enumerate() {
             let i = b * align + off;
-            if v < -1 || v >= 0 && v as usize >= groups {
+            if v < -1 || (v >= 0 && v as usize >= groups) {
                 return Err(Error::Shape {
                     arg: "m_indices",
                     expected: format!("group indices in -1..{groups} (-1: padding)"),
