@@ -482,3 +482,38 @@ fn empty_problems_launch_nothing() {
     let dm = ctx.upload(&[0, 0]).unwrap();
     assert!(m_grouped_fp8_gemm_nt_masked(&ctx, &a, &b, &mut d, &dm, 1).unwrap().config.is_none());
 }
+
+mod random {
+    use super::{case, contiguous_case, run_contiguous, run_masked, Context};
+    use proptest::prelude::*;
+    use rand::{rngs::StdRng, Rng, SeedableRng};
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 8, ..ProptestConfig::default() })]
+        #[test]
+        fn random_contiguous_layouts(rows in proptest::collection::vec(0usize..200, 1..6), n4 in 1usize..40, kb in 1usize..3, seed in any::<u64>()) {
+            let ctx = Context::new().unwrap();
+            let (n, k) = (4 * n4, 128 * kb);
+            let (c, m_indices) = contiguous_case(&rows, &[], n, k, seed);
+            if c.rows > 0 {
+                let out = run_contiguous(&ctx, &c, &m_indices, "random contiguous");
+                prop_assert_eq!(out.computed, rows.iter().sum::<usize>());
+                out.assert_accurate(&format!("random contiguous rows={rows:?} n={n} k={k}"));
+            }
+        }
+
+        #[test]
+        fn random_masked_counts(groups in 1usize..6, m_max in 1usize..150, n4 in 1usize..40, kb in 1usize..3, expected_m in 0usize..300, seed in any::<u64>()) {
+            let ctx = Context::new().unwrap();
+            let (n, k) = (4 * n4, 128 * kb);
+            let mut rng = StdRng::seed_from_u64(seed);
+            // Counts anywhere in −10..m_max + 10: the device clamps.
+            let masked: Vec<i32> = (0..groups).map(|_| rng.random_range(-10..m_max as i32 + 10)).collect();
+            let c = case(groups * m_max, groups, n, k, seed);
+            let out = run_masked(&ctx, &c, &masked, expected_m, "random masked");
+            let want: usize = masked.iter().map(|&v| v.clamp(0, m_max as i32) as usize).sum();
+            prop_assert_eq!(out.computed, want);
+            out.assert_accurate(&format!("random masked G={groups} m_max={m_max} masked={masked:?} n={n} k={k}"));
+        }
+    }
+}
