@@ -2,7 +2,10 @@
 //! emulator against a straightforward CPU computation written here from the definition
 //! `D[i,j] = bf16(Σ_kb SFA[i,kb]·SFB[j/128,kb]·Σ_{k∈kb} A[i,k]·B[j,k])`, with E4M3FNUZ decoded
 //! from its bit layout (bias 8, 0x80 = NaN). Shapes cover M tails (1, 7, 127, 200), N not a
-//! multiple of the 128-wide tile (192) and several scale blocks along K.
+//! multiple of the 128-wide tile (192) and several scale blocks along K. The m-grouped kernels
+//! (`m_grouped_fp8_gemm_nt_{contiguous,masked}_bm*_bn*`, device/src/grouped.rs) are launched the
+//! same way at the end of the file: values per group, rows that must stay untouched, exact MFMA
+//! counts (skipped blocks do no work) and the main loop they share with the dense kernels.
 
 use amdgpu_emu::exec::{self, Checks, LaunchConfig};
 use amdgpu_emu::loader::CodeObject;
