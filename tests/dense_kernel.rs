@@ -390,8 +390,9 @@ impl GroupedProblem {
 }
 
 /// Launches `name` with `kernarg` over A/SFA of `p.act`, the stacked B/SFB, D (poisoned, plus a
-/// guard) and an i32 index buffer; returns D as f32, whether every D byte in `untouched_rows`
-/// and the guard kept the poison, and the counters.
+/// guard) and an i32 index buffer, with every emulator check on (memcheck, MFMA hazards, LDS
+/// races, late-arriving loads, uninitialized LDS reads); returns D as f32, whether every D byte
+/// in `untouched_rows` and the guard kept the poison, and the counters.
 fn run_grouped(
     co: &CodeObject,
     tile: DenseTile,
@@ -422,7 +423,7 @@ fn run_grouped(
         dynamic_lds_bytes: tile.lds_bytes(),
         kernarg: kernarg(a, b, sfa, sfb, d, idx),
     };
-    let report = exec::launch(co, kernel, &cfg, &mem, &Checks::default()).unwrap_or_else(|e| panic!("{}: {e}", tile.name));
+    let report = exec::launch(co, kernel, &cfg, &mem, &Checks::all()).unwrap_or_else(|e| panic!("{}: {e}", tile.name));
     let mut out = vec![0u8; d_len + GUARD];
     mem.read(d, &mut out).expect("read D");
     let untouched = out[d_len..].iter().all(|&x| x == POISON)

@@ -1,5 +1,6 @@
 //! `fp8gemm::m_grouped_fp8_gemm_nt_{contiguous,masked}` end to end — public API → rocm-rs → HIP C
-//! ABI → gfx942 emulator (memcheck on: any access outside an allocation fails the launch) —
+//! ABI → gfx942 emulator with every check on (memcheck: any access outside an allocation fails
+//! the launch; MFMA hazards, LDS races, late-arriving loads, uninitialized LDS reads) —
 //! against the CPU references, with D pre-filled with a sentinel that every row the kernels must
 //! not write has to keep bit for bit; and every class of rejected input.
 
@@ -18,6 +19,13 @@ use rand_distr::StandardNormal;
 /// The largest finite bf16: no GEMM of these inputs comes near it, so a row holding it after the
 /// launch was not written.
 const SENTINEL: u16 = 0x7f7f;
+
+/// A context whose launches run with every emulator check on.
+fn checked_context() -> Context {
+    #[cfg(feature = "emu")]
+    amdgpu_emu::hip::set_launch_checks(amdgpu_emu::exec::Checks::all());
+    Context::new().unwrap()
+}
 
 fn randn_bf16(count: usize, rng: &mut StdRng) -> Vec<f32> {
     (0..count).map(|_| bf16::from_f32(rng.sample::<f32, _>(StandardNormal)).to_f32()).collect()
@@ -130,7 +138,7 @@ fn contiguous_case(group_rows: &[usize], pad_before: &[usize], n: usize, k: usiz
 
 #[test]
 fn contiguous_matches_both_references() {
-    let ctx = Context::new().unwrap();
+    let ctx = checked_context();
     let mut rng = StdRng::seed_from_u64(42);
     let eight: Vec<usize> = (0..8).map(|i| if i == 3 { 0 } else { rng.random_range(1..100) }).collect();
     let thirty_two: Vec<usize> = (0..32).map(|_| rng.random_range(0..24)).collect();
@@ -155,7 +163,7 @@ fn contiguous_matches_both_references() {
 
 #[test]
 fn contiguous_medium_case() {
-    let ctx = Context::new().unwrap();
+    let ctx = checked_context();
     let (c, m_indices) = contiguous_case(&[300, 517, 0, 190, 33], &[2], 512, 1024, 7);
     let out = run_contiguous(&ctx, &c, &m_indices, "contiguous medium");
     assert_eq!(out.computed, 300 + 517 + 190 + 33);
@@ -167,7 +175,7 @@ fn contiguous_padding_rows_and_blocks_are_not_written() {
     // Group 0: 3 rows then 125 padding rows in the same block ("mixed" block, DeepGEMM's test
     // layout), an all-padding block, group 1: 64 rows (its second 64-row half is all padding).
     // compare() checks every padding row still holds the sentinel bit for bit.
-    let ctx = Context::new().unwrap();
+    let ctx = checked_context();
     let (c, m_indices) = contiguous_case(&[3, 64], &[1, 2], 128, 128, 3);
     assert_eq!(m_indices.len(), 4 * 128);
     let out = run_contiguous(&ctx, &c, &m_indices, "padding");
@@ -191,7 +199,7 @@ fn contiguous_garbage_indices_stay_in_bounds() {
     // decides which rows are written: a BM-row block (BM = the chosen kernel's block_m) takes its
     // first row's group and is skipped if that is outside 0..G; a row is written iff its own
     // index equals its block's group.
-    let ctx = Context::new().unwrap();
+    let ctx = checked_context();
     let groups = 3;
     let c = case(512, groups, 64, 128, 5);
     let mut m_indices = vec![0i32; 512];
@@ -253,7 +261,7 @@ fn run_masked(ctx: &Context, c: &Case, masked_m: &[i32], expected_m: usize, what
 
 #[test]
 fn masked_matches_both_references() {
-    let ctx = Context::new().unwrap();
+    let ctx = checked_context();
     let mut rng = StdRng::seed_from_u64(9);
     let eight: Vec<i32> = (0..8).map(|_| rng.random_range(0..=96)).collect();
     let thirty_two: Vec<i32> = (0..32).map(|_| rng.random_range(0..=16)).collect();
@@ -279,7 +287,7 @@ fn masked_matches_both_references() {
 
 #[test]
 fn masked_medium_case() {
-    let ctx = Context::new().unwrap();
+    let ctx = checked_context();
     let c = case(4 * 256, 4, 512, 1024, 8);
     let out = run_masked(&ctx, &c, &[256, 17, 0, 200], 128, "masked medium");
     assert_eq!(out.computed, 473);
@@ -291,7 +299,7 @@ fn masked_rows_are_not_written_and_counts_are_clamped_on_the_device() {
     // D is exactly G · m_max · n: memcheck fails the launch on any store past a group's slice.
     // Counts past m_max compute m_max rows, negative counts none; compare() checks every row past
     // the clamped count still holds the sentinel.
-    let ctx = Context::new().unwrap();
+    let ctx = checked_context();
     let m_max = 70;
     let c = case(6 * m_max, 6, 64, 128, 11);
     let masked_m = [m_max as i32 + 50, i32::MAX, -5, m_max as i32, 3, i32::MIN];
@@ -323,7 +331,7 @@ fn contiguous_err(ctx: &Context, a: &DeviceActivations<E4M3Fnuz>, b: &DeviceGrou
 
 #[test]
 fn rejects_m_indices_of_the_wrong_length() {
-    let ctx = Context::new().unwrap();
+    let ctx = checked_context();
     let (a, b) = device_operands(&ctx, 128, 2, 64, 128);
     let e = contiguous_err(&ctx, &a, &b, 128 * 64, &[0; 127]);
     assert!(matches!(e, Error::Shape { arg: "m_indices", .. }), "{e}");
@@ -332,7 +340,7 @@ fn rejects_m_indices_of_the_wrong_length() {
 
 #[test]
 fn rejects_m_sum_not_a_multiple_of_the_alignment() {
-    let ctx = Context::new().unwrap();
+    let ctx = checked_context();
     let (a, b) = device_operands(&ctx, 100, 2, 64, 128);
     let e = contiguous_err(&ctx, &a, &b, 100 * 64, &[0; 100]);
     assert!(matches!(e, Error::Shape { arg: "a", .. }), "{e}");
@@ -341,7 +349,7 @@ fn rejects_m_sum_not_a_multiple_of_the_alignment() {
 
 #[test]
 fn rejects_m_indices_out_of_range_at_upload() {
-    let ctx = Context::new().unwrap();
+    let ctx = checked_context();
     let mut idx = contiguous_m_indices(&[10, 20], 128);
     idx[5] = 2;
     let e = upload_m_indices(&ctx, &idx, 2).unwrap_err();
@@ -353,7 +361,7 @@ fn rejects_m_indices_out_of_range_at_upload() {
 
 #[test]
 fn rejects_m_indices_that_are_not_block_constant_at_upload() {
-    let ctx = Context::new().unwrap();
+    let ctx = checked_context();
     let mut idx = contiguous_m_indices(&[100, 20], 128);
     idx[64] = 1;
     let e = upload_m_indices(&ctx, &idx, 2).unwrap_err();
@@ -366,7 +374,7 @@ fn rejects_m_indices_that_are_not_block_constant_at_upload() {
 
 #[test]
 fn rejects_masked_m_of_the_wrong_length() {
-    let ctx = Context::new().unwrap();
+    let ctx = checked_context();
     let (a, b) = device_operands(&ctx, 3 * 64, 3, 64, 128);
     let mut d = ctx.alloc_zeroed::<bf16>(3 * 64 * 64).unwrap();
     let dm = ctx.upload(&[1, 2]).unwrap();
@@ -378,7 +386,7 @@ fn rejects_masked_m_of_the_wrong_length() {
 #[test]
 fn rejects_group_count_mismatch_between_a_and_b() {
     // Masked: 200 rows of A cannot be 3 groups of m_max rows.
-    let ctx = Context::new().unwrap();
+    let ctx = checked_context();
     let (a, b) = device_operands(&ctx, 200, 3, 64, 128);
     let mut d = ctx.alloc_zeroed::<bf16>(200 * 64).unwrap();
     let dm = ctx.upload(&[1, 2, 3]).unwrap();
@@ -390,7 +398,7 @@ fn rejects_group_count_mismatch_between_a_and_b() {
 #[test]
 fn rejects_group_count_mismatch_with_d() {
     // Masked: D sized for 2 groups while B has 3.
-    let ctx = Context::new().unwrap();
+    let ctx = checked_context();
     let (a, b) = device_operands(&ctx, 3 * 64, 3, 64, 128);
     let mut d = ctx.alloc_zeroed::<bf16>(2 * 64 * 64).unwrap();
     let dm = ctx.upload(&[1, 2, 3]).unwrap();
@@ -405,7 +413,7 @@ fn rejects_group_count_mismatch_with_d() {
 
 #[test]
 fn rejects_mismatched_k() {
-    let ctx = Context::new().unwrap();
+    let ctx = checked_context();
     let (a, _) = device_operands(&ctx, 128, 2, 64, 256);
     let (_, b) = device_operands(&ctx, 128, 2, 64, 128);
     let e = contiguous_err(&ctx, &a, &b, 128 * 64, &[0; 128]);
@@ -415,7 +423,7 @@ fn rejects_mismatched_k() {
 
 #[test]
 fn rejects_n_and_k_the_kernels_do_not_support() {
-    let ctx = Context::new().unwrap();
+    let ctx = checked_context();
     let (a, b) = device_operands(&ctx, 128, 1, 66, 128);
     let e = contiguous_err(&ctx, &a, &b, 128 * 66, &[0; 128]);
     assert!(matches!(e, Error::Shape { arg: "n", .. }), "{e}");
@@ -428,7 +436,7 @@ fn rejects_n_and_k_the_kernels_do_not_support() {
 
 #[test]
 fn rejects_the_format_the_architecture_does_not_decode() {
-    let ctx = Context::new().unwrap();
+    let ctx = checked_context();
     assert_eq!(ctx.arch(), fp8gemm::codeobj::Arch::Gfx942);
     let mut rng = StdRng::seed_from_u64(5);
     let x = randn_bf16(128 * 128, &mut rng);
@@ -447,7 +455,7 @@ fn rejects_the_format_the_architecture_does_not_decode() {
 
 #[test]
 fn rejects_index_buffers_of_another_context() {
-    let ctx = Context::new().unwrap();
+    let ctx = checked_context();
     let other = Context::new().unwrap();
     let (a, b) = device_operands(&ctx, 128, 2, 64, 128);
     let mut d = ctx.alloc_zeroed::<bf16>(128 * 64).unwrap();
@@ -462,7 +470,7 @@ fn rejects_index_buffers_of_another_context() {
 
 #[test]
 fn rejects_grouped_weights_whose_lengths_do_not_match_their_shape() {
-    let ctx = Context::new().unwrap();
+    let ctx = checked_context();
     let c = case(8, 2, 64, 128, 2);
     let mut qb = c.qb.clone();
     qb.groups = 3;
@@ -474,7 +482,7 @@ fn rejects_grouped_weights_whose_lengths_do_not_match_their_shape() {
 
 #[test]
 fn empty_problems_launch_nothing() {
-    let ctx = Context::new().unwrap();
+    let ctx = checked_context();
     let (a, b) = device_operands(&ctx, 0, 2, 64, 128);
     let mut d = ctx.alloc_zeroed::<bf16>(0).unwrap();
     let di = ctx.upload::<i32>(&[]).unwrap();
@@ -484,7 +492,7 @@ fn empty_problems_launch_nothing() {
 }
 
 mod random {
-    use super::{case, contiguous_case, run_contiguous, run_masked, Context};
+    use super::{case, checked_context, contiguous_case, run_contiguous, run_masked};
     use proptest::prelude::*;
     use rand::{rngs::StdRng, Rng, SeedableRng};
 
@@ -492,7 +500,7 @@ mod random {
         #![proptest_config(ProptestConfig { cases: 8, ..ProptestConfig::default() })]
         #[test]
         fn random_contiguous_layouts(rows in proptest::collection::vec(0usize..200, 1..6), n4 in 1usize..40, kb in 1usize..3, seed in any::<u64>()) {
-            let ctx = Context::new().unwrap();
+            let ctx = checked_context();
             let (n, k) = (4 * n4, 128 * kb);
             let (c, m_indices) = contiguous_case(&rows, &[], n, k, seed);
             if c.rows > 0 {
@@ -504,7 +512,7 @@ mod random {
 
         #[test]
         fn random_masked_counts(groups in 1usize..6, m_max in 1usize..150, n4 in 1usize..40, kb in 1usize..3, expected_m in 0usize..300, seed in any::<u64>()) {
-            let ctx = Context::new().unwrap();
+            let ctx = checked_context();
             let (n, k) = (4 * n4, 128 * kb);
             let mut rng = StdRng::seed_from_u64(seed);
             // Counts anywhere in −10..m_max + 10: the device clamps.
