@@ -140,7 +140,8 @@ fn run(co: &CodeObject, tile: DenseTile, p: &Problem) -> (Vec<f32>, bool, exec::
     run_with_grid(co, tile, p, tile.grid(p.m as u32, p.n as u32))
 }
 
-/// [`run`] with an explicit number of workgroups.
+/// [`run`] with an explicit number of workgroups. Every emulator check is on (memcheck, MFMA
+/// hazards, LDS races, late-arriving loads, uninitialized LDS reads).
 fn run_with_grid(co: &CodeObject, tile: DenseTile, p: &Problem, grid: u32) -> (Vec<f32>, bool, exec::LaunchReport) {
     let kernel = co.kernel(tile.name).unwrap_or_else(|| panic!("{} is not in the gfx942 code object", tile.name));
     let mem = DeviceMemory::new();
@@ -172,7 +173,7 @@ fn run_with_grid(co: &CodeObject, tile: DenseTile, p: &Problem, grid: u32) -> (V
         dynamic_lds_bytes: tile.lds_bytes(),
         kernarg: args.as_bytes().to_vec(),
     };
-    let report = exec::launch(co, kernel, &cfg, &mem, &Checks::default())
+    let report = exec::launch(co, kernel, &cfg, &mem, &Checks::all())
         .unwrap_or_else(|e| panic!("{} m={} n={} k={}: {e}", tile.name, p.m, p.n, p.k));
     let mut out = vec![0u8; d_len + GUARD];
     mem.read(d, &mut out).expect("read D");
