@@ -37,9 +37,10 @@
 //! # Rust-side accessors
 //! For the host library and tests (not part of HIP): [`last_launch_error`],
 //! [`last_launch_report`] and [`last_launch_kernarg`] describe the calling thread's most recent
-//! [`hipModuleLaunchKernel`]; [`set_launch_checks`] selects the executor's checks (memcheck on by
-//! default; the environment variable `AMDGPU_EMU_CHECKS`, e.g. `AMDGPU_EMU_CHECKS=all`, sets the
-//! initial modes, see [`crate::exec::Checks::parse`]); [`device_memory`] exposes the allocations; [`device_properties`] is what
+//! [`hipModuleLaunchKernel`]; [`set_launch_checks`] selects the executor's checks (every mode —
+//! memcheck, mfma-hazard, racecheck, late-arrival, uninit-lds — on by default; the environment
+//! variable `AMDGPU_EMU_CHECKS`, e.g. `AMDGPU_EMU_CHECKS=memcheck`, sets the initial modes, see
+//! [`crate::exec::Checks::parse`]); [`device_memory`] exposes the allocations; [`device_properties`] is what
 //! [`hipGetDevicePropertiesR0600`] reports. Note that a binary gets these `hip*` symbols only
 //! if it links this crate, i.e. references it somewhere (`use amdgpu_emu as _;` suffices).
 //!
@@ -767,17 +768,19 @@ static RUNTIME: LazyLock<Runtime> = LazyLock::new(|| Runtime {
     checks: RwLock::new(checks_from_env()),
 });
 
-/// The checks a new process starts with: [`Checks::default`] (memcheck), or the modes listed in
-/// the `AMDGPU_EMU_CHECKS` environment variable (read once, at the first HIP call), e.g.
-/// `AMDGPU_EMU_CHECKS=all` or `AMDGPU_EMU_CHECKS=memcheck,racecheck` (syntax of
-/// [`Checks::parse`]). An unparsable value is reported on stderr and the default is used.
+/// The checks a new process starts with: every mode ([`Checks::all`]: memcheck, mfma-hazard,
+/// racecheck, late-arrival, uninit-lds), or the modes listed in the `AMDGPU_EMU_CHECKS`
+/// environment variable (read once, at the first HIP call), e.g. `AMDGPU_EMU_CHECKS=memcheck`
+/// for the fastest checked runs or `AMDGPU_EMU_CHECKS=memcheck,racecheck` (syntax of
+/// [`Checks::parse`]). An unparsable value is reported on stderr and every mode is used.
+/// (All modes cost about 1.5x emulation time on the dense GEMM kernels.)
 fn checks_from_env() -> Checks {
     match std::env::var("AMDGPU_EMU_CHECKS") {
         Ok(v) => Checks::parse(&v).unwrap_or_else(|e| {
-            eprintln!("amdgpu-emu: AMDGPU_EMU_CHECKS={v:?}: {e}; using the default checks (memcheck)");
-            Checks::default()
+            eprintln!("amdgpu-emu: AMDGPU_EMU_CHECKS={v:?}: {e}; using every check");
+            Checks::all()
         }),
-        Err(_) => Checks::default(),
+        Err(_) => Checks::all(),
     }
 }
 
@@ -805,8 +808,8 @@ pub fn device_memory() -> &'static DeviceMemory {
 }
 
 /// Replaces the checks (memcheck, ...) applied to every subsequent kernel launch in the process.
-/// The initial value is [`Checks::default`] (memcheck on) unless the `AMDGPU_EMU_CHECKS`
-/// environment variable lists other modes (`all` turns on every mode, as [`Checks::all`]).
+/// The initial value is [`Checks::all`] (every mode) unless the `AMDGPU_EMU_CHECKS` environment
+/// variable lists other modes (e.g. `memcheck` for [`Checks::default`]).
 pub fn set_launch_checks(checks: Checks) {
     *rt().checks.write().unwrap_or_else(|p| p.into_inner()) = checks;
 }

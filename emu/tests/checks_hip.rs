@@ -30,7 +30,7 @@ fn all_checks_through_hip() {
         assert_eq!(hipModuleGetFunction(&mut exchange, m, c"lds_exchange".as_ptr()), hipSuccess);
         assert_eq!(hipMalloc(&mut out, 512), hipSuccess);
     }
-    // Memcheck only (the default unless AMDGPU_EMU_CHECKS says otherwise): the race goes unseen.
+    // Memcheck only: the race goes unseen.
     set_launch_checks(Checks::default());
     assert_eq!(launch(race, out), hipSuccess, "{:?}", last_launch_error());
 

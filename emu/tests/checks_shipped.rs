@@ -144,10 +144,18 @@ fn checks_slowdown_512_cubed() {
     let Some(co) = shipped() else { return };
     let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
     for (name, bm, bn) in [("fp8_gemm_nt_bm64_bn64", 64, 64), ("fp8_gemm_nt_bm64_bn128", 64, 128), ("fp8_gemm_nt_bm128_bn128", 128, 128)] {
+        // Best of 5 (the machine is shared).
         let time = |checks: &Checks| {
-            let t = std::time::Instant::now();
-            let r = pool.install(|| gemm(&co, name, bm, bn, (512, 512, 512), checks));
-            (t.elapsed().as_secs_f64(), r)
+            let mut best = (f64::MAX, LaunchReport::default());
+            for _ in 0..5 {
+                let t = std::time::Instant::now();
+                let r = pool.install(|| gemm(&co, name, bm, bn, (512, 512, 512), checks));
+                let dt = t.elapsed().as_secs_f64();
+                if dt < best.0 {
+                    best = (dt, r);
+                }
+            }
+            best
         };
         let (plain, r) = time(&Checks::default());
         let (all, _) = time(&Checks::all());
