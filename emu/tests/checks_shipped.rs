@@ -163,3 +163,16 @@ fn checks_slowdown_512_cubed() {
         println!("{r}\n{}", cost::estimate(&r, &r.resources, r.grid));
     }
 }
+
+/// Counters and modelled MI300X time of each dense kernel on the README's 512×2112×1024 shape.
+/// Run with `cargo test --release -p amdgpu-emu --test checks_shipped -- --ignored --nocapture`.
+#[test]
+#[ignore = "report; run explicitly"]
+fn dense_counters_512x2112x1024() {
+    let Some(co) = shipped() else { return };
+    for (name, bm, bn) in [("fp8_gemm_nt_bm64_bn64", 64, 64), ("fp8_gemm_nt_bm64_bn128", 64, 128), ("fp8_gemm_nt_bm128_bn128", 128, 128)] {
+        let r = gemm(&co, name, bm, bn, (512, 2112, 1024), &Checks::all());
+        let mfma = r.counters.count(Kind::Mfma) as f64;
+        println!("{r}\n  LDS bank-conflict cycles per MFMA: {:.3}\n{}\n", r.counters.lds_conflict_cycles as f64 / mfma, cost::estimate(&r, &r.resources, r.grid));
+    }
+}
