@@ -153,6 +153,14 @@ fn report_emulator(wall: std::time::Duration, rows: usize, n: usize, k: usize) {
             100.0 * mfma as f64 / r.instructions.max(1) as f64,
             r.barriers
         );
+        // Emulator counters of the launch and the MI300X cost model's *modelled* time.
+        for line in r.to_string().lines() {
+            println!("counters     {line}");
+        }
+        let est = amdgpu_emu::cost::estimate(&r, &r.resources, r.grid);
+        for line in est.to_string().lines() {
+            println!("modelled     {line}");
+        }
     }
     let flops = 2.0 * rows as f64 * n as f64 * k as f64;
     println!(
