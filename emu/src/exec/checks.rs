@@ -44,7 +44,20 @@
 //! SMEM out of order, so (conservatively) lgkmcnt(n) retires the oldest DS entries that cannot be
 //! among the `n` still outstanding and retires SMEM entries only at lgkmcnt(0). Writing a register
 //! with a pending load is a finding unless the writer is a later load on the same in-order
-//! counter. FLAT is modelled as VMEM only.
+//! counter. FLAT is modelled as VMEM only; `s_memtime`/`s_sendmsg` are not tracked (they can
+//! only make the model retire loads earlier than the hardware, never report a false finding).
+//!
+//! # Operands
+//! Registers read and written come from the decoder's operand slots (destination slots are
+//! written, all others read); implicit operands (VCC, EXEC, M0) are not tracked, and the VGPR
+//! index mode (`s_set_gpr_idx_on`) remapping is not applied to the checked operands.
+//!
+//! # LDS shadow
+//! racecheck and uninit-lds keep, per LDS byte of the workgroup, the last writer (wave,
+//! instruction, barrier interval) and the last reader(s). The executor runs each wave of a
+//! workgroup up to its next `s_barrier` in turn, so within one barrier interval every pair of
+//! accesses by different waves is unordered on the hardware. LDS atomics count as a read and a
+//! write; LDS reached through FLAT addresses is not shadowed.
 
 use std::collections::VecDeque;
 
