@@ -169,3 +169,17 @@ fn rows_beyond_m_are_never_written() {
     let ctx = Context::new().unwrap();
     assert_accurate(65, 128, 128, run(&ctx, 65, 128, 128, 9));
 }
+
+#[test]
+fn upload_rejects_operands_whose_buffers_disagree_with_their_shape() {
+    let ctx = Context::new().unwrap();
+    let mut c = case(4, 128, 256, 2);
+    c.qa.data.pop();
+    let e = DeviceActivations::upload(&ctx, &c.qa).err().unwrap();
+    assert!(matches!(e, Error::Shape { arg: "a", .. }), "{e}");
+    assert!(e.to_string().contains("data of 1024 elements"), "{e}");
+    c.qb.scales.push(1.0);
+    let e = DeviceWeights::upload(&ctx, &c.qb).err().unwrap();
+    assert!(matches!(e, Error::Shape { arg: "b", .. }), "{e}");
+    assert!(e.to_string().contains("scales of 2 elements"), "{e}");
+}

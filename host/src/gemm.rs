@@ -42,9 +42,26 @@ pub struct DeviceActivations<F> {
     _f: PhantomData<F>,
 }
 
+/// Checks that a host operand's buffers have the lengths its shape implies (the fields of the
+/// quantized structs are public, so they can disagree).
+pub(crate) fn check_len(arg: &'static str, what: &str, len: usize, expected: usize, shape: &str) -> Result<()> {
+    if len != expected {
+        return Err(Error::Shape {
+            arg,
+            expected: format!("{what} of {expected} elements for {shape}"),
+            actual: format!("{len} elements"),
+        });
+    }
+    Ok(())
+}
+
 impl<F: Fp8Format> DeviceActivations<F> {
-    /// Copies quantized activations to the device.
+    /// Copies quantized activations to the device. `a.data` must hold `m·k` values and
+    /// `a.scales` `m·⌈k/128⌉` scales.
     pub fn upload(ctx: &Context, a: &QuantizedActivations<F>) -> Result<Self> {
+        let shape = format!("m = {}, k = {}", a.m, a.k);
+        check_len("a", "data", a.data.len(), a.m * a.k, &shape)?;
+        check_len("a", "scales", a.scales.len(), a.m * a.k.div_ceil(128), &shape)?;
         Ok(DeviceActivations {
             data: ctx.upload(crate::fp8::as_bits(&a.data))?,
             scales: ctx.upload(&a.scales)?,
@@ -77,8 +94,12 @@ pub struct DeviceWeights<F> {
 }
 
 impl<F: Fp8Format> DeviceWeights<F> {
-    /// Copies quantized weights to the device.
+    /// Copies quantized weights to the device. `b.data` must hold `n·k` values and `b.scales`
+    /// `⌈n/128⌉·⌈k/128⌉` scales.
     pub fn upload(ctx: &Context, b: &QuantizedWeights<F>) -> Result<Self> {
+        let shape = format!("n = {}, k = {}", b.n, b.k);
+        check_len("b", "data", b.data.len(), b.n * b.k, &shape)?;
+        check_len("b", "scales", b.scales.len(), b.n.div_ceil(128) * b.k.div_ceil(128), &shape)?;
         Ok(DeviceWeights {
             data: ctx.upload(crate::fp8::as_bits(&b.data))?,
             scales: ctx.upload(&b.scales)?,
