@@ -38,10 +38,12 @@ fn kernarg(k: &Kernel, explicit: &[&[u8]], grid: [u32; 3], block: [u32; 3]) -> V
 }
 
 fn run(name: &str, args: &[&[u8]], block: u32, mem: &DeviceMemory, checks: &Checks) -> Result<LaunchReport, LaunchError> {
+    // The inline-assembly LDS kernels (lgkm_*) use 512 bytes of dynamic LDS.
+    let dynamic = if name.starts_with("lgkm_") { 512 } else { 0 };
     let co = fixture();
     let k = co.kernel(name).unwrap_or_else(|| panic!("kernel {name}"));
     let grid = [1, 1, 1];
-    let cfg = LaunchConfig { grid, block: [block, 1, 1], dynamic_lds_bytes: 0, kernarg: kernarg(k, args, grid, [block, 1, 1]) };
+    let cfg = LaunchConfig { grid, block: [block, 1, 1], dynamic_lds_bytes: dynamic, kernarg: kernarg(k, args, grid, [block, 1, 1]) };
     launch(&co, k, &cfg, mem, checks)
 }
 
@@ -241,4 +243,51 @@ fn checks_parse_the_env_syntax() {
     assert!(c.memcheck && c.racecheck && !c.mfma_hazard && !c.late_arrival && !c.uninit_lds);
     let e = Checks::parse("memcheck,bogus").unwrap_err();
     assert!(e.contains("bogus") && e.contains("late-arrival"), "{e}");
+}
+
+/// The finding's (check, pc, detail) or a panic naming what ran instead.
+fn finding(name: &str, checks: &Checks) -> (&'static str, u64, String) {
+    let mem = DeviceMemory::new();
+    let out = mem.alloc(256).unwrap();
+    match run(name, &[&out.to_le_bytes()], 64, &mem, checks) {
+        Err(LaunchError::Check { check, pc, detail, .. }) => (check, pc, detail),
+        other => panic!("{name}: expected a finding, got {other:?}"),
+    }
+}
+
+#[test]
+fn mfma_reading_an_mfma_result_as_src_a_too_early_is_reported() {
+    let (check, pc, detail) = finding("mfma_srca_hazard", &only(|c| c.mfma_hazard = true));
+    let first = pc_of("mfma_srca_hazard", "v_mfma_f32_16x16x32_fp8_fp8 v[0:3]");
+    assert_eq!(check, "mfma-hazard");
+    assert_eq!(pc, pc_of("mfma_srca_hazard", "v_mfma_f32_16x16x32_fp8_fp8 v[8:11]"));
+    assert!(detail.contains("SrcA/B") && detail.contains(&format!("pc {first:#x}")) && detail.contains("after 6") && detail.contains("requires 7"), "{detail}");
+}
+
+#[test]
+fn back_to_back_accumulation_is_clean() {
+    let mem = DeviceMemory::new();
+    let out = mem.alloc(256).unwrap();
+    let r = run("mfma_chain_ok", &[&out.to_le_bytes()], 64, &mem, &Checks::all()).unwrap();
+    assert_eq!(r.counters.count(Kind::Mfma), 2);
+}
+
+#[test]
+fn overwriting_an_mfma_src_c_too_early_is_reported() {
+    let (check, pc, detail) = finding("mfma_srcc_war", &only(|c| c.mfma_hazard = true));
+    assert_eq!(check, "mfma-hazard");
+    assert_eq!(pc, pc_of("mfma_srcc_war", "v_mov_b32_e32 v8, 1"));
+    assert!(detail.contains("SrcC") && detail.contains("after 0") && detail.contains("requires 3"), "{detail}");
+}
+
+#[test]
+fn lgkmcnt_retires_lds_reads_in_order() {
+    let mem = DeviceMemory::new();
+    let out = mem.alloc(256).unwrap();
+    run("lgkm_partial_first", &[&out.to_le_bytes()], 64, &mem, &Checks::all()).unwrap();
+    let (check, pc, detail) = finding("lgkm_partial_second", &only(|c| c.late_arrival = true));
+    let second = pc_of("lgkm_partial_second", "ds_read_b32 v3");
+    assert_eq!(check, "late-arrival");
+    assert_eq!(pc, pc_of("lgkm_partial_second", "v_mov_b32_e32 v5, v3"));
+    assert!(detail.contains(&format!("pc {second:#x}")) && detail.contains("lgkmcnt"), "{detail}");
 }

@@ -126,5 +126,54 @@ define amdgpu_kernel void @lds_read128_stride(ptr addrspace(1) %out, i32 %stride
   ret void
 }
 
+; mfma-hazard: a second MFMA reads the first one's result as SrcA after 6 wait states (needs 7).
+define amdgpu_kernel void @mfma_srca_hazard(ptr addrspace(1) %out) #0 {
+  %v = call i32 asm sideeffect "v_mov_b32 v4, 0\0Av_mov_b32 v5, 0\0Av_mov_b32 v6, 0\0Av_mov_b32 v7, 0\0As_nop 1\0Av_mfma_f32_16x16x32_fp8_fp8 v[0:3], v[4:5], v[6:7], 0\0As_nop 5\0Av_mfma_f32_16x16x32_fp8_fp8 v[8:11], v[0:1], v[6:7], 0\0As_nop 7\0Av_mov_b32 $0, v8", "=v,~{v0},~{v1},~{v2},~{v3},~{v4},~{v5},~{v6},~{v7},~{v8},~{v9},~{v10},~{v11}"()
+  %tid = call i32 @llvm.amdgcn.workitem.id.x()
+  %p = getelementptr inbounds i32, ptr addrspace(1) %out, i32 %tid
+  store i32 %v, ptr addrspace(1) %p, align 4
+  ret void
+}
+
+; Back-to-back accumulation into the same registers (SrcC = the previous result exactly): clean.
+define amdgpu_kernel void @mfma_chain_ok(ptr addrspace(1) %out) #0 {
+  %v = call i32 asm sideeffect "v_mov_b32 v4, 0\0Av_mov_b32 v5, 0\0Av_mov_b32 v6, 0\0Av_mov_b32 v7, 0\0As_nop 1\0Av_mfma_f32_16x16x32_fp8_fp8 v[0:3], v[4:5], v[6:7], 0\0Av_mfma_f32_16x16x32_fp8_fp8 v[0:3], v[4:5], v[6:7], v[0:3]\0As_nop 7\0Av_mov_b32 $0, v0", "=v,~{v0},~{v1},~{v2},~{v3},~{v4},~{v5},~{v6},~{v7}"()
+  %tid = call i32 @llvm.amdgcn.workitem.id.x()
+  %p = getelementptr inbounds i32, ptr addrspace(1) %out, i32 %tid
+  store i32 %v, ptr addrspace(1) %p, align 4
+  ret void
+}
+
+; mfma-hazard: a VALU write of a register the MFMA still reads as SrcC right after it (a 4-pass
+; XDL MFMA needs 3 wait states before such a write).
+define amdgpu_kernel void @mfma_srcc_war(ptr addrspace(1) %out) #0 {
+  %v = call i32 asm sideeffect "v_mov_b32 v4, 0\0Av_mov_b32 v5, 0\0Av_mov_b32 v6, 0\0Av_mov_b32 v7, 0\0Av_mov_b32 v8, 0\0Av_mov_b32 v9, 0\0Av_mov_b32 v10, 0\0Av_mov_b32 v11, 0\0As_nop 1\0Av_mfma_f32_16x16x32_fp8_fp8 v[0:3], v[4:5], v[6:7], v[8:11]\0Av_mov_b32 v8, 1\0As_nop 7\0Av_mov_b32 $0, v0", "=v,~{v0},~{v1},~{v2},~{v3},~{v4},~{v5},~{v6},~{v7},~{v8},~{v9},~{v10},~{v11}"()
+  %tid = call i32 @llvm.amdgcn.workitem.id.x()
+  %p = getelementptr inbounds i32, ptr addrspace(1) %out, i32 %tid
+  store i32 %v, ptr addrspace(1) %p, align 4
+  ret void
+}
+
+; late-arrival with two LDS reads in flight: lgkmcnt(1) guarantees the first (LDS returns in
+; order) but not the second. @lgkm_partial_first uses the first: clean; @lgkm_partial_second
+; uses the second: a finding. Launched with 512 bytes of dynamic LDS.
+define amdgpu_kernel void @lgkm_partial_first(ptr addrspace(1) %out) #0 {
+  %tid = call i32 @llvm.amdgcn.workitem.id.x()
+  %a = shl i32 %tid, 3
+  %v = call i32 asm sideeffect "ds_write_b64 $1, v[0:1]\0As_waitcnt lgkmcnt(0)\0Ads_read_b32 v2, $1\0Ads_read_b32 v3, $1 offset:4\0As_waitcnt lgkmcnt(1)\0Av_mov_b32 $0, v2\0As_waitcnt lgkmcnt(0)", "=v,v,~{v0},~{v1},~{v2},~{v3}"(i32 %a)
+  %p = getelementptr inbounds i32, ptr addrspace(1) %out, i32 %tid
+  store i32 %v, ptr addrspace(1) %p, align 4
+  ret void
+}
+
+define amdgpu_kernel void @lgkm_partial_second(ptr addrspace(1) %out) #0 {
+  %tid = call i32 @llvm.amdgcn.workitem.id.x()
+  %a = shl i32 %tid, 3
+  %v = call i32 asm sideeffect "ds_write_b64 $1, v[0:1]\0As_waitcnt lgkmcnt(0)\0Ads_read_b32 v2, $1\0Ads_read_b32 v3, $1 offset:4\0As_waitcnt lgkmcnt(1)\0Av_mov_b32 $0, v3\0As_waitcnt lgkmcnt(0)", "=v,v,~{v0},~{v1},~{v2},~{v3}"(i32 %a)
+  %p = getelementptr inbounds i32, ptr addrspace(1) %out, i32 %tid
+  store i32 %v, ptr addrspace(1) %p, align 4
+  ret void
+}
+
 attributes #0 = { nounwind "amdgpu-flat-work-group-size"="64,64" }
 attributes #1 = { nounwind "amdgpu-flat-work-group-size"="128,128" }
