@@ -132,46 +132,10 @@ fn grouped_with<F: Fp8Format>(
     }
     println!("calc_diff    {diff_q:.3e} vs the dequantized reference over {valid} rows (goal < 1e-5)");
     println!("calc_diff    {diff_f:.3e} vs the unquantized reference (goal < 1e-3)");
-    report_emulator(wall, valid, n, k);
+    crate::gemm::report_emulator(wall, valid, n, k);
     if diff_q >= 1e-5 || diff_f >= 1e-3 {
         return Err(format!("accuracy goal missed: {diff_q:.3e} / {diff_f:.3e}"));
     }
     Ok(())
 }
 
-#[cfg(feature = "emu")]
-fn report_emulator(wall: std::time::Duration, rows: usize, n: usize, k: usize) {
-    use amdgpu_emu::exec::Class;
-    if let Some(r) = fp8gemm::runtime::last_emulator_report() {
-        let mfma = r.count(Class::Mfma);
-        println!(
-            "emulator     {} workgroups, {} waves, {} wave-instructions, MFMA {} ({:.1}% of issued), {} barriers",
-            r.workgroups,
-            r.waves,
-            r.instructions,
-            mfma,
-            100.0 * mfma as f64 / r.instructions.max(1) as f64,
-            r.barriers
-        );
-        // Emulator counters of the launch and the MI300X cost model's *modelled* time.
-        for line in r.to_string().lines() {
-            println!("counters     {line}");
-        }
-        let est = amdgpu_emu::cost::estimate(&r, &r.resources, r.grid);
-        for line in est.to_string().lines() {
-            println!("modelled     {line}");
-        }
-    }
-    let flops = 2.0 * rows as f64 * n as f64 * k as f64;
-    println!(
-        "emulator     wall time {:.3} s ({:.2} GFLOP/s of valid rows emulated on the CPU; not a GPU figure)",
-        wall.as_secs_f64(),
-        flops / wall.as_secs_f64() / 1e9
-    );
-}
-
-#[cfg(not(feature = "emu"))]
-fn report_emulator(wall: std::time::Duration, rows: usize, n: usize, k: usize) {
-    let flops = 2.0 * rows as f64 * n as f64 * k as f64;
-    println!("time         {:.3} ms including the copy back ({:.1} TFLOPS over valid rows)", wall.as_secs_f64() * 1e3, flops / wall.as_secs_f64() / 1e12);
-}
