@@ -450,77 +450,67 @@ impl<'p> Probe<'p> {
     fn lds_access(&mut self, wave: u32, inst: &Inst, idx: usize, shape: &DsShape, addr: &[u32; 64], exec: u64) -> Result<(), LaunchError> {
         let epoch = self.epoch + 1;
         let wv = wave as u16;
+        let (race, uninit) = (self.plan.race, self.plan.uninit);
+        let (reads, writes) = (shape.reads, shape.writes);
         let mut m = exec;
         while m != 0 {
             let l = m.trailing_zeros();
             m &= m - 1;
             for a in 0..usize::from(shape.count) {
-                let base = u64::from(addr[l as usize].wrapping_add(shape.offsets[a]));
-                for b in base..base + u64::from(shape.bytes) {
-                    // Out-of-range bytes are memcheck's to report.
-                    let Some(s) = self.shadow.get(b as usize).copied() else { continue };
-                    if shape.reads {
-                        if self.plan.uninit && s.w_epoch == 0 && !shape.writes {
-                            return Err(self.finding("uninit-lds", idx, inst, wave, Some(l), Some(b), format!("reads LDS byte {b:#x}, which no wave of this workgroup has written")));
-                        }
-                        if self.plan.race && s.w_epoch == epoch && s.w_wave != wv {
-                            return Err(self.finding(
-                                "racecheck",
-                                idx,
-                                inst,
-                                wave,
-                                Some(l),
-                                Some(b),
-                                format!("reads LDS byte {b:#x} that wave {} wrote at {} with no s_barrier in between (read-after-write race)", s.w_wave, self.describe(s.w_idx)),
-                            ));
-                        }
+                let lo = addr[l as usize].wrapping_add(shape.offsets[a]) as usize;
+                // Bytes outside the LDS are memcheck's to report.
+                let hi = (lo + shape.bytes as usize).min(self.shadow.len());
+                if lo >= hi {
+                    continue;
+                }
+                let mut bad: Option<(usize, Shadow)> = None;
+                for (k, sh) in self.shadow[lo..hi].iter_mut().enumerate() {
+                    let conflict = (reads && ((uninit && !writes && sh.w_epoch == 0) || (race && sh.w_epoch == epoch && sh.w_wave != wv)))
+                        || (writes && race && ((sh.w_epoch == epoch && sh.w_wave != wv) || (sh.r_epoch == epoch && (sh.r_wave != wv || sh.r_multi))));
+                    if conflict {
+                        bad = Some((lo + k, *sh));
+                        break;
                     }
-                    if shape.writes && self.plan.race {
-                        if s.w_epoch == epoch && s.w_wave != wv {
-                            return Err(self.finding(
-                                "racecheck",
-                                idx,
-                                inst,
-                                wave,
-                                Some(l),
-                                Some(b),
-                                format!("writes LDS byte {b:#x} that wave {} also wrote at {} with no s_barrier in between (write-after-write race)", s.w_wave, self.describe(s.w_idx)),
-                            ));
-                        }
-                        if s.r_epoch == epoch && (s.r_wave != wv || s.r_multi) {
-                            let other = if s.r_wave != wv { s.r_wave } else { u16::MAX };
-                            let who = if other == u16::MAX { "another wave".to_string() } else { format!("wave {other}") };
-                            return Err(self.finding(
-                                "racecheck",
-                                idx,
-                                inst,
-                                wave,
-                                Some(l),
-                                Some(b),
-                                format!("writes LDS byte {b:#x} that {who} read at {} with no s_barrier in between (write-after-read race)", self.describe(s.r_idx)),
-                            ));
-                        }
-                    }
-                    let sh = &mut self.shadow[b as usize];
-                    if shape.reads {
-                        if sh.r_epoch == epoch && sh.r_wave != wv {
-                            sh.r_multi = true;
-                        } else if sh.r_epoch != epoch {
+                    if reads {
+                        if sh.r_epoch != epoch {
                             sh.r_multi = false;
                             sh.r_wave = wv;
+                        } else if sh.r_wave != wv {
+                            sh.r_multi = true;
                         }
                         sh.r_epoch = epoch;
                         sh.r_idx = idx as u32;
                     }
-                    if shape.writes {
+                    if writes {
                         sh.w_epoch = epoch;
                         sh.w_wave = wv;
                         sh.w_idx = idx as u32;
                     }
                 }
+                if let Some((b, s)) = bad {
+                    return Err(self.lds_finding(wave, inst, idx, shape, l, b as u64, s, epoch));
+                }
             }
         }
         Ok(())
+    }
+
+    /// The finding for byte `b` whose shadow `s` conflicts with this access (cold path).
+    #[allow(clippy::too_many_arguments)]
+    #[cold]
+    fn lds_finding(&self, wave: u32, inst: &Inst, idx: usize, shape: &DsShape, l: u32, b: u64, s: Shadow, epoch: u32) -> LaunchError {
+        let wv = wave as u16;
+        let (check, detail) = if shape.reads && self.plan.uninit && !shape.writes && s.w_epoch == 0 {
+            ("uninit-lds", format!("reads LDS byte {b:#x}, which no wave of this workgroup has written"))
+        } else if shape.reads && s.w_epoch == epoch && s.w_wave != wv {
+            ("racecheck", format!("reads LDS byte {b:#x} that wave {} wrote at {} with no s_barrier in between (read-after-write race)", s.w_wave, self.describe(s.w_idx)))
+        } else if s.w_epoch == epoch && s.w_wave != wv {
+            ("racecheck", format!("writes LDS byte {b:#x} that wave {} also wrote at {} with no s_barrier in between (write-after-write race)", s.w_wave, self.describe(s.w_idx)))
+        } else {
+            let who = if s.r_wave != wv { format!("wave {}", s.r_wave) } else { "another wave".to_string() };
+            ("racecheck", format!("writes LDS byte {b:#x} that {who} read at {} with no s_barrier in between (write-after-read race)", self.describe(s.r_idx)))
+        };
+        self.finding(check, idx, inst, wave, Some(l), Some(b), detail)
     }
 
     fn wave_checks(&mut self, wave: u32, inst: &Inst, idx: usize) -> Result<(), LaunchError> {

@@ -223,11 +223,11 @@ pub fn lds_cost(shape: &DsShape, addr: &[u32; 64], exec: u64) -> (u64, u64) {
     let mut cycles = 0u64;
     let mut conflicts = 0u64;
     let phases = 64usize.div_ceil(lanes_per_phase);
-    // Distinct dword addresses per phase: at most 8 lanes x 4 dwords or 16 lanes x 1 dword
-    // (or 8 x 2 for read2) = 32; 64 covers every case.
-    let mut dwords: Vec<u32> = Vec::with_capacity(64);
+    // Per phase at most 8 lanes x 4 dwords, 16 lanes x 1 dword or 8 x 2 (read2): 32 dwords; 64
+    // covers every case.
+    let mut dwords = [0u32; 64];
     for p in 0..phases {
-        dwords.clear();
+        let mut n = 0usize;
         for j in 0..lanes_per_phase {
             let l = if read128 { READ128_GROUPS[p % 4][j] + 32 * (p / 4) } else { p * lanes_per_phase + j };
             if l >= 64 || exec >> l & 1 == 0 {
@@ -239,7 +239,10 @@ pub fn lds_cost(shape: &DsShape, addr: &[u32; 64], exec: u64) -> (u64, u64) {
                 let last = (base.wrapping_add(shape.bytes - 1)) / 4;
                 let mut d = first;
                 loop {
-                    dwords.push(d);
+                    if n < dwords.len() {
+                        dwords[n] = d;
+                        n += 1;
+                    }
                     if d == last {
                         break;
                     }
@@ -247,20 +250,47 @@ pub fn lds_cost(shape: &DsShape, addr: &[u32; 64], exec: u64) -> (u64, u64) {
                 }
             }
         }
-        if dwords.is_empty() {
+        if n == 0 {
             continue;
         }
-        dwords.sort_unstable();
-        dwords.dedup();
-        let mut per_bank = [0u8; 32];
-        for &d in &dwords {
-            per_bank[(d % 32) as usize] += 1;
-        }
-        let worst = u64::from(*per_bank.iter().max().unwrap_or(&1)).max(1);
+        let worst = u64::from(worst_bank(&mut dwords[..n]));
         cycles += worst;
         conflicts += worst - 1;
     }
     (cycles, conflicts)
+}
+
+/// The largest number of distinct dword addresses falling into one bank. Fast path: track up to
+/// two distinct dwords per bank; a third distinct dword in a bank falls back to sorting.
+fn worst_bank(dwords: &mut [u32]) -> u32 {
+    let mut banks = [(0u32, 0u32, 0u8); 32];
+    let mut worst = 1u8;
+    for &d in dwords.iter() {
+        let b = &mut banks[(d % 32) as usize];
+        match b.2 {
+            0 => *b = (d, 0, 1),
+            1 if b.0 != d => {
+                *b = (b.0, d, 2);
+                worst = 2;
+            }
+            2 if b.0 != d && b.1 != d => return worst_bank_sorted(dwords),
+            _ => {}
+        }
+    }
+    u32::from(worst)
+}
+
+fn worst_bank_sorted(dwords: &mut [u32]) -> u32 {
+    dwords.sort_unstable();
+    let mut per_bank = [0u32; 32];
+    let mut prev = None;
+    for &d in dwords.iter() {
+        if prev != Some(d) {
+            per_bank[(d % 32) as usize] += 1;
+            prev = Some(d);
+        }
+    }
+    per_bank.iter().copied().max().unwrap_or(1).max(1)
 }
 
 /// The lane groups a `ds_read_b128` services together (lanes 0-31; the same + 32 for 32-63).
