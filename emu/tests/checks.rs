@@ -291,3 +291,55 @@ fn lgkmcnt_retires_lds_reads_in_order() {
     assert_eq!(pc, pc_of("lgkm_partial_second", "v_mov_b32_e32 v5, v3"));
     assert!(detail.contains(&format!("pc {second:#x}")) && detail.contains("lgkmcnt"), "{detail}");
 }
+
+/// Brute-force bank model: the lanes of each phase, their dwords, max distinct dwords per bank.
+fn reference_cost(shape: &DsShape, addr: &[u32; 64], exec: u64) -> (u64, u64) {
+    const G: [[usize; 8]; 4] = [[0, 1, 2, 3, 20, 21, 22, 23], [4, 5, 6, 7, 16, 17, 18, 19], [8, 9, 10, 11, 28, 29, 30, 31], [12, 13, 14, 15, 24, 25, 26, 27]];
+    let b128 = shape.bytes >= 12 && shape.count == 1;
+    let per = if b128 { 8 } else { (64 / (shape.bytes * u32::from(shape.count))) as usize };
+    let groups: Vec<Vec<usize>> = if b128 && shape.reads && !shape.writes && shape.bytes == 16 {
+        (0..8).map(|p| G[p % 4].iter().map(|&l| l + 32 * (p / 4)).collect()).collect()
+    } else {
+        (0..64 / per).map(|p| (p * per..p * per + per).collect()).collect()
+    };
+    let (mut cycles, mut conflicts) = (0, 0);
+    for g in groups {
+        let mut dw = std::collections::BTreeSet::new();
+        for l in g.into_iter().filter(|&l| exec >> l & 1 != 0) {
+            for a in 0..usize::from(shape.count) {
+                let base = addr[l] + shape.offsets[a];
+                for byte in base..base + shape.bytes {
+                    dw.insert(byte / 4);
+                }
+            }
+        }
+        if dw.is_empty() {
+            continue;
+        }
+        let worst = (0..32).map(|b| dw.iter().filter(|&&d| d % 32 == b).count()).max().unwrap() as u64;
+        cycles += worst;
+        conflicts += worst - 1;
+    }
+    (cycles, conflicts)
+}
+
+#[test]
+fn bank_model_matches_brute_force_on_random_patterns() {
+    let mut x = 0x1234_5678_9abc_def0u64;
+    let mut next = move || {
+        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (x >> 33) as u32
+    };
+    for case in 0..3000 {
+        let (bytes, count) = [(4, 1), (8, 1), (16, 1), (12, 1), (1, 1), (2, 1), (4, 2), (8, 2)][case % 8];
+        let reads = case % 3 != 0;
+        let offsets = if count == 2 { [0, bytes * (1 + next() % 64)] } else { [(next() % 4) * bytes, 0] };
+        let shape = DsShape { bytes, offsets, count, reads, writes: !reads };
+        // Aligned or not, sparse strides (bank conflicts) or random, some lanes off.
+        let stride = [bytes, 2 * bytes, 64, 128, 0, 1 + next() % 300][next() as usize % 6];
+        let jitter = next() % 2 == 0;
+        let addr: [u32; 64] = std::array::from_fn(|l| (l as u32 * stride + if jitter { next() % 8 * bytes } else { 0 }) % 32768);
+        let exec = if case % 5 == 0 { u64::from(next()) << 32 | u64::from(next()) } else { u64::MAX };
+        assert_eq!(lds_cost(&shape, &addr, exec), reference_cost(&shape, &addr, exec), "case {case}: {shape:?} stride {stride}");
+    }
+}

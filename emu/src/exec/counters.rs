@@ -223,6 +223,42 @@ pub fn lds_cost(shape: &DsShape, addr: &[u32; 64], exec: u64) -> (u64, u64) {
     let mut cycles = 0u64;
     let mut conflicts = 0u64;
     let phases = 64usize.div_ceil(lanes_per_phase);
+    // Fast path: one naturally aligned 4/8/16-byte access per lane covers `bytes / 4` whole banks
+    // of bank group `(addr / bytes) mod (128 / bytes)`; distinct units in one group conflict on
+    // all their banks and units in different groups share none, so counting distinct units per
+    // group equals counting distinct dwords per bank.
+    let unit = shape.bytes;
+    if shape.count == 1 && matches!(unit, 4 | 8 | 16) {
+        let off = shape.offsets[0];
+        let mut aligned = true;
+        let mut m = exec;
+        while m != 0 {
+            let l = m.trailing_zeros() as usize;
+            m &= m - 1;
+            aligned &= addr[l].wrapping_add(off) % unit == 0;
+        }
+        if aligned {
+            let groups = 128 / unit;
+            let mut units = [0u32; 16];
+            for p in 0..phases {
+                let mut n = 0usize;
+                for j in 0..lanes_per_phase {
+                    let l = if read128 { READ128_GROUPS[p % 4][j] + 32 * (p / 4) } else { p * lanes_per_phase + j };
+                    if l < 64 && exec >> l & 1 != 0 && n < units.len() {
+                        units[n] = addr[l].wrapping_add(off) / unit;
+                        n += 1;
+                    }
+                }
+                if n == 0 {
+                    continue;
+                }
+                let worst = u64::from(worst_bank(&mut units[..n], groups));
+                cycles += worst;
+                conflicts += worst - 1;
+            }
+            return (cycles, conflicts);
+        }
+    }
     // Per phase at most 8 lanes x 4 dwords, 16 lanes x 1 dword or 8 x 2 (read2): 32 dwords; 64
     // covers every case.
     let mut dwords = [0u32; 64];
@@ -253,40 +289,41 @@ pub fn lds_cost(shape: &DsShape, addr: &[u32; 64], exec: u64) -> (u64, u64) {
         if n == 0 {
             continue;
         }
-        let worst = u64::from(worst_bank(&mut dwords[..n]));
+        let worst = u64::from(worst_bank(&mut dwords[..n], 32));
         cycles += worst;
         conflicts += worst - 1;
     }
     (cycles, conflicts)
 }
 
-/// The largest number of distinct dword addresses falling into one bank. Fast path: track up to
-/// two distinct dwords per bank; a third distinct dword in a bank falls back to sorting.
-fn worst_bank(dwords: &mut [u32]) -> u32 {
+/// The largest number of distinct values falling into one bank (`value mod banks`, banks ≤ 32).
+/// Fast path: track up to two distinct values per bank; a third distinct value in a bank falls
+/// back to sorting.
+fn worst_bank(dwords: &mut [u32], nbanks: u32) -> u32 {
     let mut banks = [(0u32, 0u32, 0u8); 32];
     let mut worst = 1u8;
     for &d in dwords.iter() {
-        let b = &mut banks[(d % 32) as usize];
+        let b = &mut banks[(d % nbanks) as usize];
         match b.2 {
             0 => *b = (d, 0, 1),
             1 if b.0 != d => {
                 *b = (b.0, d, 2);
                 worst = 2;
             }
-            2 if b.0 != d && b.1 != d => return worst_bank_sorted(dwords),
+            2 if b.0 != d && b.1 != d => return worst_bank_sorted(dwords, nbanks),
             _ => {}
         }
     }
     u32::from(worst)
 }
 
-fn worst_bank_sorted(dwords: &mut [u32]) -> u32 {
+fn worst_bank_sorted(dwords: &mut [u32], nbanks: u32) -> u32 {
     dwords.sort_unstable();
     let mut per_bank = [0u32; 32];
     let mut prev = None;
     for &d in dwords.iter() {
         if prev != Some(d) {
-            per_bank[(d % 32) as usize] += 1;
+            per_bank[(d % nbanks) as usize] += 1;
             prev = Some(d);
         }
     }
