@@ -235,7 +235,7 @@ pub fn lds_cost(shape: &DsShape, addr: &[u32; 64], exec: u64) -> (u64, u64) {
         while m != 0 {
             let l = m.trailing_zeros() as usize;
             m &= m - 1;
-            aligned &= addr[l].wrapping_add(off) % unit == 0;
+            aligned &= addr[l].wrapping_add(off).is_multiple_of(unit);
         }
         if aligned {
             let groups = 128 / unit;
