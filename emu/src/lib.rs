@@ -9,7 +9,9 @@
 //!   (memcheck, mfma-hazard, racecheck, late-arrival, uninit-lds) and per-launch counters;
 //! * [`cost`]: a documented MI300X cost model turning the counters into a *modelled* time;
 //! * `hip` (feature `hip-abi`): the HIP C ABI (`hipMalloc`, `hipModuleLaunchKernel`, …) exported
-//!   with `#[no_mangle]`, so `rocm-rs` links against the emulator instead of libamdhip64.
+//!   with `#[no_mangle]`, so `rocm-rs` links against the emulator instead of libamdhip64. Its
+//!   launches run every checking mode unless the environment variable `AMDGPU_EMU_CHECKS`
+//!   selects others (e.g. `AMDGPU_EMU_CHECKS=memcheck`; syntax of `exec::Checks::parse`).
 #![warn(missing_docs)]
 
 pub mod cost;
