@@ -181,6 +181,8 @@ pub const hipErrorIllegalAddress: hipError_t = 700;
 pub const hipErrorLaunchOutOfResources: hipError_t = 701;
 /// `hipErrorLaunchFailure`.
 pub const hipErrorLaunchFailure: hipError_t = 719;
+/// `hipErrorLaunchTimeOut` (the emulator's watchdog: a wave exceeded its instruction budget).
+pub const hipErrorLaunchTimeOut: hipError_t = 702;
 /// `hipErrorNotSupported`.
 pub const hipErrorNotSupported: hipError_t = 801;
 /// `hipErrorUnknown`.
@@ -2130,7 +2132,8 @@ pub unsafe extern "C" fn hipModuleLaunchKernel(
     })
 }
 
-/// The HIP code for an executor error: memcheck findings are `hipErrorIllegalAddress`; traps,
+/// The HIP code for an executor error: memcheck findings are `hipErrorIllegalAddress`; the
+/// watchdog `hipErrorLaunchTimeOut`; traps,
 /// faults, undecodable or unimplemented instructions `hipErrorLaunchFailure`. (The executor's own
 /// geometry checks never fire after this module's validation; they map to the codes HIP uses.)
 fn launch_error_code(e: &exec::LaunchError) -> hipError_t {
@@ -2140,6 +2143,7 @@ fn launch_error_code(e: &exec::LaunchError) -> hipError_t {
         E::Alloc { .. } => hipErrorOutOfMemory,
         E::ZeroDim { .. } | E::KernargSize { .. } => hipErrorInvalidValue,
         E::LdsTooLarge { .. } => hipErrorLaunchOutOfResources,
+        E::Watchdog { .. } => hipErrorLaunchTimeOut,
         E::BlockTooLarge { .. } | E::Decode(_) | E::Unimplemented { .. } | E::Trap { .. } | E::Fault { .. } | E::Check { .. } => {
             hipErrorLaunchFailure
         }

@@ -203,3 +203,30 @@ fn dense_fp8_gemm_1024_cubed_one_core() {
     println!("1024^3 fp8 GEMM: {insts} wave-instructions in {dt:.2} s on one core");
     assert!(dt < 5.0, "{dt} s");
 }
+
+/// The watchdog: a wave that runs past its instruction budget fails the launch with the kernel,
+/// workgroup, wave and budget named, instead of hanging the caller.
+#[test]
+fn watchdog_stops_a_wave_over_its_instruction_budget() {
+    let Some(co) = shipped() else { return };
+    let Some(kern) = co.kernel("register_pressure") else { return };
+    let mem = DeviceMemory::new();
+    let iters = 4u32;
+    let pa = mem.alloc(u64::from(iters) * 512 * 8).unwrap();
+    let pb = mem.alloc(u64::from(iters) * 512 * 8).unwrap();
+    let pout = mem.alloc(256 * 48 * 4 * 4).unwrap();
+    let mut args = Vec::new();
+    for p in [pa, pb, pout] {
+        args.extend_from_slice(&p.to_le_bytes());
+    }
+    args.extend_from_slice(&iters.to_le_bytes());
+    args.resize(kern.meta.kernarg_segment_size as usize, 0);
+    let cfg = LaunchConfig { grid: [1, 1, 1], block: [256, 1, 1], dynamic_lds_bytes: 0, kernarg: args };
+    let tight = Checks { max_wave_instructions: 100, ..Checks::default() };
+    let e = launch(&co, kern, &cfg, &mem, &tight).unwrap_err();
+    let msg = e.to_string();
+    assert!(matches!(e, amdgpu_emu::exec::LaunchError::Watchdog { limit: 100, wave: 0, workgroup: [0, 0, 0], .. }), "{msg}");
+    assert!(msg.contains("register_pressure") && msg.contains("more than 100 instructions"), "{msg}");
+    // The same launch fits the default budget.
+    launch(&co, kern, &cfg, &mem, &Checks::default()).unwrap_or_else(|e| panic!("{e}"));
+}

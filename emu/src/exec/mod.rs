@@ -64,22 +64,38 @@ pub struct Checks {
     pub late_arrival: bool,
     /// Report reads of LDS bytes no wave of the workgroup has written.
     pub uninit_lds: bool,
+    /// Watchdog: a wave that executes more instructions than this fails the launch
+    /// ([`LaunchError::Watchdog`]) instead of looping forever (a kernel bug must fail a test, not
+    /// hang it). Default [`Checks::DEFAULT_MAX_WAVE_INSTRUCTIONS`].
+    pub max_wave_instructions: u64,
 }
 
 impl Default for Checks {
     fn default() -> Self {
-        Checks { memcheck: true, mfma_hazard: false, racecheck: false, late_arrival: false, uninit_lds: false }
+        Checks {
+            memcheck: true,
+            mfma_hazard: false,
+            racecheck: false,
+            late_arrival: false,
+            uninit_lds: false,
+            max_wave_instructions: Checks::DEFAULT_MAX_WAVE_INSTRUCTIONS,
+        }
     }
 }
 
 impl Checks {
+    /// Default per-wave instruction budget: 2^28 wave-instructions, about a minute of emulation
+    /// for one wave and over 10^4 times what one wave of the largest DeepSeek-V3 GEMM executes.
+    pub const DEFAULT_MAX_WAVE_INSTRUCTIONS: u64 = 1 << 28;
+
     /// Every checking mode on.
     pub fn all() -> Checks {
-        Checks { memcheck: true, mfma_hazard: true, racecheck: true, late_arrival: true, uninit_lds: true }
+        Checks { mfma_hazard: true, racecheck: true, late_arrival: true, uninit_lds: true, ..Checks::default() }
     }
-    /// Every mode off (no memcheck either: out-of-bounds reads return 0, writes are dropped).
+    /// Every mode off (no memcheck either: out-of-bounds reads return 0, writes are dropped);
+    /// the watchdog stays at its default.
     pub fn none() -> Checks {
-        Checks { memcheck: false, mfma_hazard: false, racecheck: false, late_arrival: false, uninit_lds: false }
+        Checks { memcheck: false, ..Checks::default() }
     }
     /// Parses a comma-separated list of modes: `all`, `none`, `default`, `memcheck`,
     /// `mfma-hazard`, `racecheck`, `late-arrival`, `uninit-lds` (applied left to right, starting
@@ -245,6 +261,20 @@ pub enum LaunchError {
         workgroup: [u32; 3],
         /// Wave.
         wave: u32,
+    },
+    /// A wave exceeded [`Checks::max_wave_instructions`] (most likely a loop that never ends).
+    #[error("watchdog: kernel `{kernel}` workgroup {workgroup:?} wave {wave} executed more than {limit} instructions (now at pc {pc:#x}); a loop that never exits?")]
+    Watchdog {
+        /// Kernel.
+        kernel: String,
+        /// Address of the instruction that exceeded the budget.
+        pc: u64,
+        /// Workgroup id.
+        workgroup: [u32; 3],
+        /// Wave within the workgroup.
+        wave: u32,
+        /// The budget.
+        limit: u64,
     },
     /// Execution left the kernel's code or read an unallocated register.
     #[error("kernel `{kernel}` pc {pc:#x}: {msg}")]
@@ -430,6 +460,7 @@ pub fn launch(co: &CodeObject, kernel: &Kernel, cfg: &LaunchConfig, mem: &Device
         program: program.clone(),
         mem,
         memcheck: checks.memcheck,
+        max_wave_instructions: checks.max_wave_instructions,
         kernarg_ptr,
         dispatch_ptr: packet,
         queue_ptr: queue,
@@ -586,6 +617,7 @@ pub fn run_snippet(words: &[u32], state: &mut WaveState, lds: &mut [u8], mem: &D
         program: program.clone(),
         mem,
         memcheck: true,
+        max_wave_instructions: Checks::DEFAULT_MAX_WAVE_INSTRUCTIONS,
         kernarg_ptr: 0,
         dispatch_ptr: 0,
         queue_ptr: 0,
@@ -606,6 +638,7 @@ pub fn run_snippet(words: &[u32], state: &mut WaveState, lds: &mut [u8], mem: &D
         cached: None,
         gpr_idx_on: false,
         mode: setup.program.initial_mode,
+        executed: 0,
     };
     let c = wave::run_single(&setup, &mut w, lds)?;
     state.sgpr = w.s;

@@ -56,6 +56,8 @@ pub(super) struct Setup<'a> {
     pub program: Arc<Compiled>,
     pub mem: &'a DeviceMemory,
     pub memcheck: bool,
+    /// Per-wave instruction budget (watchdog).
+    pub max_wave_instructions: u64,
     pub kernarg_ptr: u64,
     pub dispatch_ptr: u64,
     pub queue_ptr: u64,
@@ -151,6 +153,8 @@ pub(super) struct Wave {
     pub cached: Option<Arc<Allocation>>,
     /// VGPR index mode (s_set_gpr_idx_on): M0[7:0] offsets the VGPR operands M0[15:12] selects.
     pub gpr_idx_on: bool,
+    /// Instructions this wave has executed (for the watchdog).
+    pub executed: u64,
     /// HW_REG_MODE (round and denorm modes, DX10_CLAMP, IEEE; s_getreg / s_setreg).
     pub mode: u32,
 }
@@ -192,6 +196,7 @@ pub(super) fn run_workgroup(st: &Setup<'_>, wg: [u32; 3]) -> Result<WgCounters, 
             cached: None,
             gpr_idx_on: false,
             mode: prog.initial_mode,
+            executed: 0,
         };
         let first = w * 64;
         let active = (threads - first).min(64);
@@ -313,6 +318,16 @@ fn run_wave(st: &Setup<'_>, w: &mut Wave, lds: &mut [u8], wg: [u32; 3], ctr: &mu
             Err(e) => return Err(LaunchError::Decode(e.clone())),
         };
         ctr.by_class[Class::of(inst) as usize] += 1;
+        w.executed += 1;
+        if w.executed > st.max_wave_instructions {
+            return Err(LaunchError::Watchdog {
+                kernel: prog.kernel.name.clone(),
+                pc: prog.pcs.get(idx).copied().unwrap_or_default(),
+                workgroup: wg,
+                wave: w.id,
+                limit: st.max_wave_instructions,
+            });
+        }
         probe.before(w, inst, idx)?;
         let mut cx = Cx { st, lds, wg, idx, bytes: [Cell::new(0), Cell::new(0)] };
         let flow = cx.step(w, inst)?;
