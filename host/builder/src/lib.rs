@@ -304,11 +304,9 @@ fn crate_lib_name(manifest: &Path) -> Result<String, BuildError> {
         let t = line.trim();
         if t.starts_with('[') {
             in_package = t == "[package]";
-        } else if in_package {
-            if let Some(rest) = t.strip_prefix("name") {
-                let v = rest.trim_start().trim_start_matches('=').trim().trim_matches('"');
-                return Ok(v.replace('-', "_"));
-            }
+        } else if in_package && let Some(rest) = t.strip_prefix("name") {
+            let v = rest.trim_start().trim_start_matches('=').trim().trim_matches('"');
+            return Ok(v.replace('-', "_"));
         }
     }
     Err(BuildError::Ir(format!("{}: no [package] name", manifest.display())))
@@ -440,11 +438,11 @@ pub fn process_ir(ir: &str, launch_bounds: bool) -> Result<ProcessedIr, BuildErr
     // 2. Attribute groups.
     let mut groups: BTreeMap<u32, String> = BTreeMap::new();
     for l in &lines {
-        if let Some(rest) = l.strip_prefix("attributes #") {
-            if let Some((num, body)) = rest.split_once(" = { ") {
-                let num: u32 = num.parse().map_err(|_| BuildError::Ir(format!("bad attribute group line: {l}")))?;
-                groups.insert(num, body.trim_end_matches('}').trim_end().to_string());
-            }
+        if let Some(rest) = l.strip_prefix("attributes #")
+            && let Some((num, body)) = rest.split_once(" = { ")
+        {
+            let num: u32 = num.parse().map_err(|_| BuildError::Ir(format!("bad attribute group line: {l}")))?;
+            groups.insert(num, body.trim_end_matches('}').trim_end().to_string());
         }
     }
     let mut next_group = groups.keys().next_back().map_or(0, |n| n + 1);
@@ -523,11 +521,12 @@ pub fn process_ir(ir: &str, launch_bounds: bool) -> Result<ProcessedIr, BuildErr
         out.push(new_line);
         i += 1;
         if let Some(p) = prologue {
-            // Insert after the entry block's label, if it has one.
-            if i < lines.len() && lines[i].ends_with(':') && !lines[i].starts_with(' ') {
-                out.push(lines[i].clone());
-                i += 1;
-            } else if i < lines.len() && lines[i].contains(':') && lines[i].contains("; preds") {
+            // Insert after the entry block's label, if it has one: either a bare
+            // `label:` line or a `label:  ; preds = ...` line.
+            if i < lines.len()
+                && ((lines[i].ends_with(':') && !lines[i].starts_with(' '))
+                    || (lines[i].contains(':') && lines[i].contains("; preds")))
+            {
                 out.push(lines[i].clone());
                 i += 1;
             }
@@ -682,6 +681,24 @@ attributes #0 = { nounwind "amdgpu-agpr-alloc"="0" "target-cpu"="gfx942" "unifor
         let ir = SAMPLE.replace("ptr dead_on_return noalias noundef readonly align 8 captures(none) dereferenceable(24) %args", "i64 %a, i32 %b");
         let err = process_ir(&ir, true).unwrap_err().to_string();
         assert!(err.contains("expected one argument struct"), "{err}");
+    }
+
+    #[test]
+    fn a_missing_component_says_which_rustup_line_to_run() {
+        let e = BuildError::MissingComponent {
+            component: "llvm-tools",
+            missing: PathBuf::from("/sysroot/lib/rustlib/x86_64-unknown-linux-gnu/bin/llc"),
+            toolchain: "nightly-2026-05-20-x86_64-unknown-linux-gnu".into(),
+        };
+        let msg = e.to_string();
+        assert!(msg.contains("bin/llc not found"), "{msg}");
+        assert!(msg.ends_with("rustup component add llvm-tools --toolchain nightly-2026-05-20-x86_64-unknown-linux-gnu"), "{msg}");
+    }
+
+    #[test]
+    fn finds_the_library_name_of_the_device_crate() {
+        let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../device/Cargo.toml");
+        assert_eq!(crate_lib_name(&manifest).unwrap(), "fp8gemm_device");
     }
 
     #[test]

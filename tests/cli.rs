@@ -1,0 +1,69 @@
+//! The `fp8gemm` binary: each subcommand's output and its errors.
+
+use std::process::Command;
+
+fn fp8gemm(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_fp8gemm")).args(args).output().expect("run fp8gemm");
+    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn info_lists_every_kernel_of_both_architectures() {
+    let (ok, out, err) = fp8gemm(&["info"]);
+    assert!(ok, "{err}");
+    assert!(out.starts_with("arch"), "{out}");
+    for arch in ["gfx942", "gfx950"] {
+        for kernel in ["add_one_f32", "fp8_gemm_nt_bm64_bn64", "fp8_gemm_nt_bm128_bn128", "m_grouped_fp8_gemm_nt_masked_bm64_bn64"] {
+            let row = out.lines().find(|l| l.starts_with(arch) && l.split_whitespace().nth(1) == Some(kernel));
+            let row = row.unwrap_or_else(|| panic!("no {arch} {kernel} row in\n{out}"));
+            // vspill, sspill and scratch columns are 0; the launch bound column is 256.
+            let cols: Vec<&str> = row.split_whitespace().collect();
+            assert_eq!(&cols[5..8], &["0", "0", "0"], "{row}");
+            assert_eq!(cols[9], "256", "{row}");
+        }
+    }
+    let (ok, _, err) = fp8gemm(&["info", "--arch", "gfx90a"]);
+    assert!(!ok);
+    assert!(err.contains("unknown architecture `gfx90a`; expected one of gfx942, gfx950"), "{err}");
+}
+
+#[test]
+fn gemm_demo_meets_both_accuracy_goals() {
+    let (ok, out, err) = fp8gemm(&["gemm", "--m", "65", "--n", "192", "--k", "256", "--seed", "4"]);
+    assert!(ok, "{out}\n{err}");
+    assert!(out.contains("vs the dequantized reference") && out.contains("vs the unquantized reference"), "{out}");
+    assert!(out.contains("modelled MI300X time (cost model, not measured)"), "{out}");
+}
+
+#[test]
+fn grouped_demo_runs_both_layouts() {
+    for layout in ["contiguous", "masked"] {
+        let (ok, out, err) = fp8gemm(&["grouped", "--layout", layout, "--groups", "3", "--m", "40", "--n", "128", "--k", "256"]);
+        assert!(ok, "{layout}: {out}\n{err}");
+        assert!(out.contains("calc_diff"), "{out}");
+    }
+}
+
+#[test]
+fn disasm_prints_llvm_syntax_and_names_unknown_kernels() {
+    let (ok, out, err) = fp8gemm(&["disasm", "add_one_f32"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("s_load_dword") && out.contains("s_endpgm"), "{out}");
+    let (ok, _, err) = fp8gemm(&["disasm", "nope"]);
+    assert!(!ok);
+    assert!(err.contains("no kernel `nope` in the gfx942 code object"), "{err}");
+}
+
+#[test]
+fn bench_labels_emulator_time() {
+    let (ok, out, err) = fp8gemm(&["bench", "--m", "64", "--n", "128", "--k", "128", "--iters", "2"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("emulator wall time on this CPU, NOT a GPU figure"), "{out}");
+}
+
+#[test]
+fn gemm_rejects_unsupported_shapes_with_the_argument_named() {
+    let (ok, _, err) = fp8gemm(&["gemm", "--m", "4", "--n", "128", "--k", "100"]);
+    assert!(!ok);
+    assert!(err.contains("argument `k`: expected a positive multiple of 128, got 100"), "{err}");
+}
