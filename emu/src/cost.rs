@@ -222,7 +222,7 @@ pub fn estimate_on(report: &LaunchReport, res: &Resources, grid: [u32; 3], m: &M
 impl fmt::Display for Estimate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let us = |s: f64| s * 1e6;
-        writeln!(f, "modelled MI300X time (cost model, not measured): {:.2} us, {:.1} TFLOPS modelled, bound by {}", us(self.seconds), self.tflops, self.bound_by)?;
+        writeln!(f, "modelled MI300X time (cost model, not measured; a throughput lower bound: no latency, no launch overhead): {:.2} us, {:.1} TFLOPS modelled, bound by {}", us(self.seconds), self.tflops, self.bound_by)?;
         writeln!(
             f,
             "  modelled pipes: MFMA {:.2} us, VALU {:.2} us, LDS {:.2} us, VMEM {:.2} us (busiest CU), HBM {:.2} us (device, distinct footprint)",
