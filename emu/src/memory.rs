@@ -87,7 +87,7 @@ impl Allocation {
     pub fn read(&self, addr: u64, out: &mut [u8]) {
         debug_assert!(self.contains(addr, out.len() as u64));
         let off = (addr - self.base) as usize;
-        if off % 4 == 0 && out.len() % 4 == 0 {
+        if off.is_multiple_of(4) && out.len().is_multiple_of(4) {
             for (i, chunk) in out.chunks_exact_mut(4).enumerate() {
                 chunk.copy_from_slice(&self.words[off / 4 + i].load(Relaxed).to_le_bytes());
             }
@@ -104,7 +104,7 @@ impl Allocation {
     pub fn write(&self, addr: u64, data: &[u8]) {
         debug_assert!(self.contains(addr, data.len() as u64));
         let off = (addr - self.base) as usize;
-        if off % 4 == 0 && data.len() % 4 == 0 {
+        if off.is_multiple_of(4) && data.len().is_multiple_of(4) {
             for (i, chunk) in data.chunks_exact(4).enumerate() {
                 let w = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
                 self.words[off / 4 + i].store(w, Relaxed);
@@ -189,10 +189,10 @@ impl DeviceMemory {
     /// The live allocation containing `[addr, addr + len)`, or the memcheck error.
     pub fn find(&self, addr: u64, len: u64) -> Result<Arc<Allocation>, MemError> {
         let g = self.inner.read().unwrap_or_else(|p| p.into_inner());
-        if let Some((_, a)) = g.live.range(..=addr).next_back() {
-            if a.contains(addr, len) {
-                return Ok(a.clone());
-            }
+        if let Some((_, a)) = g.live.range(..=addr).next_back()
+            && a.contains(addr, len)
+        {
+            return Ok(a.clone());
         }
         Err(MemError::OutOfBounds { addr, len, near: describe_near(&g.live, addr) })
     }

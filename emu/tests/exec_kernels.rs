@@ -56,6 +56,7 @@ fn download_u32(mem: &DeviceMemory, p: u64, n: usize) -> Vec<u32> {
     b.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect()
 }
 
+#[allow(clippy::result_large_err)] // the executor's own error type, returned as is (cold path)
 fn run(co: &CodeObject, name: &str, args: &[&[u8]], grid: [u32; 3], block: [u32; 3], mem: &DeviceMemory) -> Result<amdgpu_emu::exec::LaunchReport, LaunchError> {
     let k = co.kernel(name).unwrap_or_else(|| panic!("kernel {name}"));
     let cfg = LaunchConfig { grid, block, dynamic_lds_bytes: 0, kernarg: kernarg(k, args, grid, block) };
@@ -63,6 +64,7 @@ fn run(co: &CodeObject, name: &str, args: &[&[u8]], grid: [u32; 3], block: [u32;
 }
 
 #[test]
+#[allow(clippy::needless_range_loop)] // `t` is the lane number of the CPU model, not only an index into `got`
 fn lds_barrier_four_waves() {
     let co = fixture();
     let mem = DeviceMemory::new();
@@ -427,6 +429,7 @@ fn f16_bits_rne_any(x: f32) -> u16 {
 }
 
 #[test]
+#[allow(clippy::needless_range_loop)] // `t` is the lane number of the CPU model, not only an index into `a`
 fn wide_ops_64bit_f64_packed_f16_swizzle_reduce_atomics() {
     let co = fixture();
     let mem = DeviceMemory::new();

@@ -91,7 +91,7 @@ fn vector_carries_under_exec_mask() {
         }
     }
     // Final VCC = carry-out of the addc for active lanes: sum >= 2^32.
-    let want: u64 = (0..48).filter(|&l| 10 + u64::from(u32::MAX - 10 + (l as u32 % 3)) + u64::from(l % 2 == 0) >> 32 != 0).fold(0, |m, l| m | 1 << l);
+    let want: u64 = (0..48).filter(|&l| (10 + u64::from(u32::MAX - 10 + (l as u32 % 3)) + u64::from(l % 2 == 0)) >> 32 != 0).fold(0, |m, l| m | 1 << l);
     assert_eq!(st.vcc(), want);
 }
 
@@ -315,6 +315,7 @@ fn lds_offsets_and_bounds() {
 }
 
 #[test]
+#[allow(clippy::identity_op)] // `V + n` spells VGPR operand vn, including v0
 fn float_rounding_saturation_and_modifiers() {
     let p = program(&[
         vop3(0x101, 2, 0b10, V + 0, V + 1, 0, 0b01), // v_add_f32_e64 v2, -v0, |v1|

@@ -32,7 +32,7 @@ fn fixture_metadata_and_descriptors() {
     let d = &k.descriptor;
     assert_eq!(d.kernarg_size, 280);
     assert!(d.user_sgprs.kernarg_segment_ptr);
-    assert!(d.vgprs >= m.vgpr_count && d.accum_offset % 4 == 0 && d.accum_offset <= d.vgprs);
+    assert!(d.vgprs >= m.vgpr_count && d.accum_offset.is_multiple_of(4) && d.accum_offset <= d.vgprs);
     // lds_barrier: static LDS of three arrays (1 KiB + 2 KiB + 4 KiB).
     let l = co.kernel("lds_barrier").unwrap();
     assert_eq!(l.meta.group_segment_fixed_size, 7168);

@@ -3,8 +3,8 @@
 //! with literal and inline constants (AMD "CDNA3 Instruction Set Architecture", chapter 13
 //! "Microcode Formats").
 //!
-//! Mnemonics and operand layouts come from [`tables`], which is generated from LLVM's own
-//! disassembler (`emu/tests/data/gen_tables.py`). A decoded [`Inst`] keeps every operand as a
+//! Mnemonics and operand layouts come from the private `tables` module, generated from LLVM's
+//! own disassembler (`emu/tests/data/gen_tables.py`). A decoded [`Inst`] keeps every operand as a
 //! unified 10-bit *operand code* so the executor never re-parses bits:
 //! `0..=255` scalar source encoding (SGPRs, VCC, EXEC, M0, inline constants, 255 = literal),
 //! `256..=511` VGPR `v(code-256)`, `512..=767` AccVGPR `a(code-512)`.
