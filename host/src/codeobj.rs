@@ -154,7 +154,7 @@ pub fn occupancy(vgpr: u32, sgpr: u32) -> u32 {
 pub fn workgroups_per_cu(workgroup_size: u32, waves_per_simd: u32, lds: u32) -> u32 {
     let waves_per_wg = workgroup_size.div_ceil(64).max(1);
     let by_waves = (4 * waves_per_simd) / waves_per_wg;
-    let by_lds = if lds == 0 { u32::MAX } else { 65536 / lds };
+    let by_lds = 65536u32.checked_div(lds).unwrap_or(u32::MAX);
     by_waves.min(by_lds)
 }
 

@@ -75,6 +75,6 @@ impl Error {
     /// Wraps a rocm-rs HIP error from `call`, attaching the emulator's report for launches.
     pub(crate) fn hip(call: &'static str, e: rocm_rs::hip::Error) -> Error {
         let detail = if call == "launch" { crate::runtime::last_launch_detail() } else { None };
-        Error::Hip { call, code: e.code() as u32, name: e.name().to_string(), detail }
+        Error::Hip { call, code: e.code(), name: e.name().to_string(), detail }
     }
 }

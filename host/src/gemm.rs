@@ -147,10 +147,10 @@ pub(crate) fn check_tensor_bytes(arg: &'static str, bytes: u64) -> Result<()> {
 
 /// Checks the K and N limits of the FP8 kernels.
 pub(crate) fn check_nk(n: usize, k: usize) -> Result<()> {
-    if k == 0 || k % tile::K_ALIGN as usize != 0 {
+    if k == 0 || !k.is_multiple_of(tile::K_ALIGN as usize) {
         return Err(Error::Shape { arg: "k", expected: format!("a positive multiple of {}", tile::K_ALIGN), actual: k.to_string() });
     }
-    if n % tile::N_ALIGN as usize != 0 {
+    if !n.is_multiple_of(tile::N_ALIGN as usize) {
         return Err(Error::Shape { arg: "n", expected: format!("a multiple of {}", tile::N_ALIGN), actual: n.to_string() });
     }
     if n > u32::MAX as usize || k > u32::MAX as usize {

@@ -4,7 +4,7 @@
 //!   loaded once) and typed [`DeviceBuffer`]s;
 //! * [`fp8`], [`quant`]: FP8 formats and DeepGEMM's quantization recipes (1×128 activation
 //!   scales, 128×128 weight scales);
-//! * [`reference`]: CPU reference GEMMs and DeepGEMM's `calc_diff`;
+//! * [`reference`](mod@reference): CPU reference GEMMs and DeepGEMM's `calc_diff`;
 //! * [`config`]: `GemmDesc → GemmConfig` per architecture;
 //! * [`codeobj`]: the embedded code objects and their resource table.
 #![warn(missing_docs)]

@@ -41,22 +41,44 @@ struct Inner {
     device_name: String,
     // Declared before `module` so that functions are dropped before the module that owns them
     // (rocm-rs's Function does not keep its Module alive).
-    functions: Mutex<HashMap<&'static str, Arc<hip::Function>>>,
-    module: hip::Module,
+    functions: Mutex<HashMap<&'static str, Arc<KernelFn>>>,
+    module: LoadedModule,
 }
 
-// SAFETY: HIP module and function handles are process-wide objects that the HIP runtime allows
-// to be used from any host thread; the map of functions is behind a Mutex. No handle is ever
-// destroyed while shared: `Inner` is dropped once, when the last Arc goes.
-unsafe impl Send for Inner {}
-// SAFETY: as above; all interior mutation goes through the Mutex.
-unsafe impl Sync for Inner {}
+/// The loaded code object. Only read (to look up kernels) after loading; unloaded by its Drop
+/// when the last `Context` clone goes.
+struct LoadedModule(hip::Module);
+
+// SAFETY: a HIP module handle is a process-wide object that the HIP runtime allows to be used and
+// unloaded from any host thread; `Context` never unloads it while shared (it is dropped once,
+// with `Inner`, when the last Arc goes).
+unsafe impl Send for LoadedModule {}
+// SAFETY: as above; the only operation through `&LoadedModule` is hipModuleGetFunction.
+unsafe impl Sync for LoadedModule {}
+
+/// A kernel handle of the loaded module, shared between launches on any host thread.
+struct KernelFn(hip::Function);
+
+// SAFETY: a HIP function handle is an immutable, process-wide object owned by its module; rocm-rs's
+// `Function` is only that handle (no Drop, no interior state), and HIP allows launching it from
+// any host thread. Every `KernelFn` lives in `Inner::functions` or in a `launch` call borrowing the
+// `Context`, so the module that owns the handle stays loaded while it is reachable.
+unsafe impl Send for KernelFn {}
+// SAFETY: as above; the only operation through `&KernelFn` is launching the kernel.
+unsafe impl Sync for KernelFn {}
 
 /// A device with fp8gemm's code object loaded. Cheap to clone (an `Arc`); `Send + Sync`.
 #[derive(Clone)]
 pub struct Context {
     inner: Arc<Inner>,
 }
+
+// The documented `Send + Sync` of `Context` (and of the buffers) is checked by the compiler.
+const _: () = {
+    const fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Context>();
+    assert_send_sync::<DeviceBuffer<u8>>();
+};
 
 impl std::fmt::Debug for Context {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -119,7 +141,7 @@ impl Context {
                 device,
                 device_name: cstr(&props.name),
                 functions: Mutex::new(HashMap::new()),
-                module,
+                module: LoadedModule(module),
             }),
         })
     }
@@ -161,7 +183,7 @@ impl Context {
         if buf.ctx == self.inner.id { Ok(()) } else { Err(Error::ForeignBuffer { arg }) }
     }
 
-    fn function(&self, name: &'static str) -> Result<Arc<hip::Function>> {
+    fn function(&self, name: &'static str) -> Result<Arc<KernelFn>> {
         let mut map = self.inner.functions.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(f) = map.get(name) {
             return Ok(f.clone());
@@ -169,9 +191,10 @@ impl Context {
         let f = self
             .inner
             .module
+            .0
             .get_function(name)
             .map_err(|_| Error::MissingKernel { kernel: name, arch: self.inner.arch })?;
-        let f = Arc::new(f);
+        let f = Arc::new(KernelFn(f));
         map.insert(name, f.clone());
         Ok(f)
     }
@@ -189,7 +212,7 @@ impl Context {
         // HIP copies the `size` bytes behind kernelParams[i] into the kernarg segment at launch;
         // the kernel has exactly one by-value argument, the struct itself.
         let mut params = [args as *const A as *mut c_void];
-        f.launch(
+        f.0.launch(
             hip::Dim3::new_3d(grid[0], grid[1], grid[2]),
             hip::Dim3::new_1d(spec.workgroup_size),
             lds_bytes,
