@@ -7,6 +7,8 @@
 //! synchronize and drops the source early); `Function::launch` takes raw parameter pointers, so
 //! every pointer passed points to a live local; the `Module` outlives every `Function` taken from
 //! it (`Function` does not keep it alive on real HIP).
+// The emulator exports the HIP C ABI only in `emu` builds; with `rocm` the real runtime serves it.
+#![cfg(feature = "emu")]
 
 use std::ffi::c_void;
 use std::mem::offset_of;
