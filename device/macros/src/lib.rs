@@ -20,6 +20,7 @@
 //! The kernel takes exactly one argument, a `#[repr(C)]` struct shared with the host (or none).
 //! The builder rewrites it into a by-value kernarg (`byref` in the constant address space), so
 //! its bytes are the kernarg segment: no hand-counted offsets anywhere.
+#![warn(missing_docs)]
 
 use proc_macro::TokenStream;
 use proc_macro2::Span;

@@ -17,6 +17,7 @@
 //!
 //! Only the pinned toolchain with its `rust-src` and `llvm-tools` components is needed: no ROCm,
 //! no system LLVM.
+#![warn(missing_docs)]
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
