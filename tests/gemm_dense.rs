@@ -183,3 +183,16 @@ fn upload_rejects_operands_whose_buffers_disagree_with_their_shape() {
     assert!(matches!(e, Error::Shape { arg: "b", .. }), "{e}");
     assert!(e.to_string().contains("scales of 2 elements"), "{e}");
 }
+
+#[test]
+fn a_context_works_from_other_threads() {
+    // HIP's current device is per thread; the context re-selects its device for each operation.
+    let ctx = Context::new().unwrap();
+    let results: Vec<(f64, f64)> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..3).map(|i| { let ctx = &ctx; s.spawn(move || run(ctx, 33 + i, 128, 256, i as u64)) }).collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for (i, r) in results.into_iter().enumerate() {
+        assert_accurate(33 + i, 128, 256, r);
+    }
+}

@@ -156,14 +156,24 @@ impl Context {
         &self.inner.device_name
     }
 
+    /// Makes this context's device the calling thread's current HIP device. HIP's current
+    /// device is per thread, and a `Context` may be used from any thread: every operation that
+    /// allocates, launches or synchronizes calls this first.
+    fn activate(&self) -> Result<()> {
+        // SAFETY: hipSetDevice takes a plain index, validated when the context was created.
+        hip_check("hipSetDevice", unsafe { hip::ffi::hipSetDevice(self.inner.device) })
+    }
+
     /// Waits until all work on the device is complete.
     pub fn synchronize(&self) -> Result<()> {
+        self.activate()?;
         // SAFETY: no arguments; valid at any time after the device was selected.
         hip_check("hipDeviceSynchronize", unsafe { hip::ffi::hipDeviceSynchronize() })
     }
 
     /// Allocates `len` zeroed elements.
     pub fn alloc_zeroed<T: Pod>(&self, len: usize) -> Result<DeviceBuffer<T>> {
+        self.activate()?;
         let mut mem = hip::DeviceMemory::<T>::new(len).map_err(|e| Error::hip("hipMalloc", e))?;
         if len > 0 {
             mem.memset(0).map_err(|e| Error::hip("hipMemset", e))?;
@@ -173,6 +183,7 @@ impl Context {
 
     /// Allocates a buffer holding a copy of `data`.
     pub fn upload<T: Pod>(&self, data: &[T]) -> Result<DeviceBuffer<T>> {
+        self.activate()?;
         let mut mem = hip::DeviceMemory::<T>::new(data.len()).map_err(|e| Error::hip("hipMalloc", e))?;
         mem.copy_from_host(data).map_err(|e| Error::hip("hipMemcpyHtoD", e))?;
         Ok(DeviceBuffer { mem, len: data.len(), ctx: self.inner.id, _t: PhantomData })
@@ -208,6 +219,7 @@ impl Context {
     /// writes must not be read concurrently. The typed entry points (e.g. `fp8_gemm_nt`) check
     /// this before calling.
     pub(crate) unsafe fn launch<A: Copy>(&self, spec: KernelSpec<A>, grid: [u32; 3], lds_bytes: u32, args: &A) -> Result<()> {
+        self.activate()?;
         let f = self.function(spec.name)?;
         // HIP copies the `size` bytes behind kernelParams[i] into the kernarg segment at launch;
         // the kernel has exactly one by-value argument, the struct itself.
