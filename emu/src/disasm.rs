@@ -69,20 +69,6 @@ pub fn operand(code: u16, width: u8, lit: u32) -> String {
     }
 }
 
-fn field_code(inst: &Inst, f: Field) -> u16 {
-    match (inst.enc, f) {
-        (_, Field::Dst) => inst.dst,
-        (_, Field::Sdst) => inst.sdst,
-        (Enc::Mubuf, Field::Soffset) => inst.sdst,
-        (Enc::Mubuf, Field::Addr) => inst.src[0],
-        (Enc::Mubuf, Field::Data) => inst.dst,
-        (Enc::Mubuf, Field::Rsrc) => inst.src[2],
-        (_, Field::Src0 | Field::Base | Field::Addr) => inst.src[0],
-        (_, Field::Src1 | Field::Data0 | Field::Data) => inst.src[1],
-        (_, Field::Src2 | Field::Data1 | Field::Saddr) => inst.src[2],
-        _ => 0,
-    }
-}
 
 fn src_index(f: Field) -> Option<usize> {
     match f {
@@ -245,7 +231,7 @@ pub fn format_inst(inst: &Inst) -> String {
                 if n == 0 { "off".into() } else { operand(inst.src[0], n, 0) }
             }
             f => {
-                let code = field_code(inst, f);
+                let code = inst.field_code(f).unwrap_or(0);
                 let mut t = operand(code, slot.width, inst.lit);
                 if let (Enc::Vop3, Some(i)) = (inst.enc, src_index(f)) {
                     if inst.abs >> i & 1 != 0 && info.mods >> i & 1 != 0 {
@@ -442,7 +428,7 @@ fn format_sdwa(inst: &Inst) -> String {
             Field::Vcc => "vcc".to_string(),
             Field::Dst if inst.enc == Enc::Vopc => operand(inst.dst, 2, 0),
             f => {
-                let mut t = operand(field_code(inst, f), slot.width, inst.lit);
+                let mut t = operand(inst.field_code(f).unwrap_or(0), slot.width, inst.lit);
                 if let Some(i) = src_index(f) {
                     if inst.abs >> i & 1 != 0 {
                         t = format!("|{t}|");
@@ -496,7 +482,7 @@ fn format_dpp(inst: &Inst) -> String {
         let t = match slot.field {
             Field::Vcc => "vcc".to_string(),
             f => {
-                let mut t = operand(field_code(inst, f), slot.width, inst.lit);
+                let mut t = operand(inst.field_code(f).unwrap_or(0), slot.width, inst.lit);
                 if let Some(i) = src_index(f) {
                     if inst.abs >> i & 1 != 0 {
                         t = format!("|{t}|");

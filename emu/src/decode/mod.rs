@@ -287,6 +287,24 @@ pub mod sdwa {
 }
 
 impl Inst {
+    /// The raw operand code an encoding field holds (register or constant code; `None` for a
+    /// field this instruction's encoding does not have). MUBUF keeps its operands in other
+    /// slots than the other memory encodings.
+    pub fn field_code(&self, f: Field) -> Option<u16> {
+        Some(match (self.enc, f) {
+            (_, Field::Dst) => self.dst,
+            (_, Field::Sdst) => self.sdst,
+            (Enc::Mubuf, Field::Soffset) => self.sdst,
+            (Enc::Mubuf, Field::Addr) => self.src[0],
+            (Enc::Mubuf, Field::Data) => self.dst,
+            (Enc::Mubuf, Field::Rsrc) => self.src[2],
+            (_, Field::Src0 | Field::Base | Field::Addr) => self.src[0],
+            (_, Field::Src1 | Field::Data0 | Field::Data) => self.src[1],
+            (_, Field::Src2 | Field::Data1 | Field::Saddr) => self.src[2],
+            _ => return None,
+        })
+    }
+
     /// Mnemonic as LLVM prints it.
     pub fn name(&self) -> &'static str {
         self.info.name

@@ -137,20 +137,6 @@ fn in_file(code: u16) -> bool {
     code < 106 || (VGPR0..AGPR0 + 256).contains(&code)
 }
 
-fn field_code(inst: &Inst, f: Field) -> Option<u16> {
-    Some(match (inst.enc, f) {
-        (_, Field::Dst) => inst.dst,
-        (_, Field::Sdst) => inst.sdst,
-        (Enc::Mubuf, Field::Soffset) => inst.sdst,
-        (Enc::Mubuf, Field::Addr) => inst.src[0],
-        (Enc::Mubuf, Field::Data) => inst.dst,
-        (Enc::Mubuf, Field::Rsrc) => inst.src[2],
-        (_, Field::Src0 | Field::Base | Field::Addr) => inst.src[0],
-        (_, Field::Src1 | Field::Data0 | Field::Data) => inst.src[1],
-        (_, Field::Src2 | Field::Data1 | Field::Saddr) => inst.src[2],
-        _ => return None,
-    })
-}
 
 impl InstInfo {
     fn of(inst: &Inst) -> InstInfo {
@@ -178,7 +164,7 @@ impl InstInfo {
             if matches!(slot.class, RegClass::K) {
                 continue;
             }
-            let Some(code) = field_code(inst, slot.field) else { continue };
+            let Some(code) = inst.field_code(slot.field) else { continue };
             let mut width = slot.width.max(1);
             match (inst.enc, slot.field) {
                 // A global address with an SGPR base is one VGPR offset; scratch reads a VGPR
