@@ -1273,46 +1273,36 @@ impl Cx<'_, '_> {
         Ok(Flow::Next)
     }
 
+    /// The live allocation holding `[addr, addr + len)` — the wave's cached one when it fits —
+    /// or `None` for an out-of-bounds access with memcheck off (loads then read 0, stores are
+    /// dropped); with memcheck on that access is the launch error.
+    fn resolve<'w>(&self, w: &'w mut Wave, inst: &Inst, lane: u32, space: &'static str, addr: u64, len: u64) -> Result<Option<&'w Allocation>, LaunchError> {
+        if !w.cached.as_ref().is_some_and(|a| a.contains(addr, len)) {
+            match self.st.mem.find(addr, len) {
+                Ok(a) => w.cached = Some(a),
+                Err(e) if self.st.memcheck => return Err(self.memerr(inst, w, lane, space, addr, len, e.to_string())),
+                Err(_) => return Ok(None),
+            }
+        }
+        Ok(w.cached.as_deref())
+    }
+
     fn global_read(&self, w: &mut Wave, inst: &Inst, lane: u32, space: &'static str, addr: u64, out: &mut [u8]) -> Result<(), LaunchError> {
         let len = out.len() as u64;
         self.bytes[0].set(self.bytes[0].get() + len);
-        if let Some(a) = &w.cached
-            && a.contains(addr, len)
-        {
-            a.read(addr, out);
-            return Ok(());
+        match self.resolve(w, inst, lane, space, addr, len)? {
+            Some(a) => a.read(addr, out),
+            None => out.fill(0),
         }
-        match self.st.mem.find(addr, len) {
-            Ok(a) => {
-                a.read(addr, out);
-                w.cached = Some(a);
-                Ok(())
-            }
-            Err(e) if self.st.memcheck => Err(self.memerr(inst, w, lane, space, addr, len, e.to_string())),
-            Err(_) => {
-                out.fill(0);
-                Ok(())
-            }
-        }
+        Ok(())
     }
     fn global_write(&self, w: &mut Wave, inst: &Inst, lane: u32, space: &'static str, addr: u64, data: &[u8]) -> Result<(), LaunchError> {
         let len = data.len() as u64;
         self.bytes[1].set(self.bytes[1].get() + len);
-        if let Some(a) = &w.cached
-            && a.contains(addr, len)
-        {
+        if let Some(a) = self.resolve(w, inst, lane, space, addr, len)? {
             a.write(addr, data);
-            return Ok(());
         }
-        match self.st.mem.find(addr, len) {
-            Ok(a) => {
-                a.write(addr, data);
-                w.cached = Some(a);
-                Ok(())
-            }
-            Err(e) if self.st.memcheck => Err(self.memerr(inst, w, lane, space, addr, len, e.to_string())),
-            Err(_) => Ok(()),
-        }
+        Ok(())
     }
 
     fn smem(&mut self, w: &mut Wave, inst: &Inst) -> Result<Flow, LaunchError> {
