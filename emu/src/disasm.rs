@@ -139,23 +139,7 @@ pub fn format_inst(inst: &Inst) -> String {
                 Op::s_waitcnt => ops.push(waitcnt(inst.imm as u16)),
                 Op::s_endpgm if inst.imm == 0 => {}
                 Op::s_set_gpr_idx_mode => ops.push(gpr_idx(inst.imm as u8)),
-                _ if matches!(
-                    inst.op,
-                    Op::s_branch
-                        | Op::s_cbranch_scc0
-                        | Op::s_cbranch_scc1
-                        | Op::s_cbranch_vccz
-                        | Op::s_cbranch_vccnz
-                        | Op::s_cbranch_execz
-                        | Op::s_cbranch_execnz
-                        | Op::s_cbranch_cdbgsys
-                        | Op::s_cbranch_cdbguser
-                        | Op::s_cbranch_cdbgsys_or_user
-                        | Op::s_cbranch_cdbgsys_and_user
-                ) =>
-                {
-                    ops.push((inst.imm as u16).to_string())
-                }
+                _ if crate::decode::is_branch(inst.op) => ops.push((inst.imm as u16).to_string()),
                 _ if info.has(Field::Literal) => ops.push((inst.imm as u16).to_string()),
                 _ => {}
             }

@@ -770,6 +770,25 @@ fn fix_vsrc(info: &OpInfo, field: Field, raw: u16) -> u16 {
     }
 }
 
+/// Whether `op` is a SOPP branch whose 16-bit immediate is a pc-relative target (the jumps the
+/// executor follows, plus the debugger-conditional forms, which it rejects as unimplemented).
+pub fn is_branch(op: Op) -> bool {
+    matches!(
+        op,
+        Op::s_branch
+            | Op::s_cbranch_scc0
+            | Op::s_cbranch_scc1
+            | Op::s_cbranch_vccz
+            | Op::s_cbranch_vccnz
+            | Op::s_cbranch_execz
+            | Op::s_cbranch_execnz
+            | Op::s_cbranch_cdbgsys
+            | Op::s_cbranch_cdbguser
+            | Op::s_cbranch_cdbgsys_or_user
+            | Op::s_cbranch_cdbgsys_and_user
+    )
+}
+
 /// Whether `op` is a matrix (MAI) instruction.
 pub fn is_mai(op: Op) -> bool {
     let n = op.name();

@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use crate::decode::{DecodeError, Inst, Op, Program};
+use crate::decode::{DecodeError, Inst, Program};
 use crate::loader::{CodeObject, Kernel};
 use crate::memory::{DeviceMemory, MemError};
 
@@ -378,16 +378,7 @@ impl Compiled {
         let mut aux = vec![0u32; insts.len()];
         for (i, r) in insts.iter().enumerate() {
             if let Ok(inst) = r {
-                if matches!(
-                    inst.op,
-                    Op::s_branch
-                        | Op::s_cbranch_scc0
-                        | Op::s_cbranch_scc1
-                        | Op::s_cbranch_vccz
-                        | Op::s_cbranch_vccnz
-                        | Op::s_cbranch_execz
-                        | Op::s_cbranch_execnz
-                ) {
+                if crate::decode::is_branch(inst.op) {
                     targets[i] = index(inst.branch_target(pcs[i]));
                 }
                 aux[i] = wave::precompute(inst);
