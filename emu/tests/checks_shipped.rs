@@ -3,7 +3,6 @@
 //! are what the kernels' structure implies. Skipped when the build directory has no code object
 //! with these kernels yet.
 
-use std::path::{Path, PathBuf};
 
 use amdgpu_emu::cost;
 use amdgpu_emu::exec::counters::Kind;
@@ -11,21 +10,8 @@ use amdgpu_emu::exec::{launch, Checks, LaunchConfig, LaunchReport};
 use amdgpu_emu::loader::CodeObject;
 use amdgpu_emu::memory::DeviceMemory;
 
-fn shipped() -> Option<CodeObject> {
-    let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/debug/build");
-    let mut best: Option<(std::time::SystemTime, PathBuf)> = None;
-    for d in std::fs::read_dir(target).ok()?.flatten() {
-        let p = d.path().join("out/gfx942.hsaco");
-        if let Ok(m) = std::fs::metadata(&p).and_then(|m| m.modified())
-            && best.as_ref().is_none_or(|(t, _)| m > *t)
-        {
-            best = Some((m, p));
-        }
-    }
-    let co = CodeObject::parse(&std::fs::read(best?.1).ok()?).ok()?;
-    co.kernel("fp8_gemm_nt_bm64_bn64")?;
-    Some(co)
-}
+mod common;
+use common::{dense_launch, shipped};
 
 #[test]
 fn add_one_f32_is_clean_and_moves_8n_bytes() {
@@ -68,25 +54,9 @@ fn gemm(co: &CodeObject, name: &str, bm: u32, bn: u32, (m, n, k): (u32, u32, u32
     let a = fill(m * k, 1);
     let b = fill(n * k, 2);
     let kb = k.div_ceil(128);
-    let sfa: Vec<u8> = (0..m * kb).flat_map(|_| 1.0f32.to_le_bytes()).collect();
-    let sfb: Vec<u8> = (0..n.div_ceil(128) * kb).flat_map(|_| 0.5f32.to_le_bytes()).collect();
-    let up = |bytes: &[u8]| {
-        let p = mem.alloc(bytes.len() as u64).unwrap();
-        mem.write(p, bytes).unwrap();
-        p
-    };
-    let (pa, pb, psa, psb) = (up(&a), up(&b), up(&sfa), up(&sfb));
-    let pd = mem.alloc(u64::from(m * n) * 2).unwrap();
-    let mut args = Vec::new();
-    for p in [pa, pb, psa, psb, pd] {
-        args.extend_from_slice(&p.to_le_bytes());
-    }
-    for v in [m, n, k, 0] {
-        args.extend_from_slice(&v.to_le_bytes());
-    }
-    assert_eq!(args.len(), kern.meta.kernarg_segment_size as usize);
-    let grid = m.div_ceil(bm) * n.div_ceil(bn);
-    let cfg = LaunchConfig { grid: [grid, 1, 1], block: [256, 1, 1], dynamic_lds_bytes: 2 * (bm + bn) * 64, kernarg: args };
+    let sfa = vec![1.0f32; (m * kb) as usize];
+    let sfb = vec![0.5f32; (n.div_ceil(128) * kb) as usize];
+    let (cfg, _) = dense_launch(co, &mem, name, (bm, bn), (m, n, k), &a, &b, &sfa, &sfb);
     launch(co, kern, &cfg, &mem, checks).unwrap_or_else(|e| panic!("{name} {m}x{n}x{k}: {e}"))
 }
 

@@ -2,7 +2,6 @@
 //! match an f64 CPU reference within bf16 output rounding. Skipped when the build directory has no
 //! code object with these kernels yet.
 
-use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use amdgpu_emu::exec::{launch, Checks, Class, LaunchConfig};
@@ -10,25 +9,8 @@ use amdgpu_emu::loader::CodeObject;
 use amdgpu_emu::memory::DeviceMemory;
 use amdgpu_emu::numerics::{f8_to_f32, F8Kind};
 
-fn shipped() -> Option<CodeObject> {
-    shipped_arch("gfx942")
-}
-
-fn shipped_arch(arch: &str) -> Option<CodeObject> {
-    let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/debug/build");
-    let mut best: Option<(std::time::SystemTime, PathBuf)> = None;
-    for d in std::fs::read_dir(target).ok()?.flatten() {
-        let p = d.path().join(format!("out/{arch}.hsaco"));
-        if let Ok(m) = std::fs::metadata(&p).and_then(|m| m.modified())
-            && best.as_ref().is_none_or(|(t, _)| m > *t)
-        {
-            best = Some((m, p));
-        }
-    }
-    let co = CodeObject::parse(&std::fs::read(best?.1).ok()?).ok()?;
-    co.kernel("fp8_gemm_nt_bm64_bn64")?;
-    Some(co)
-}
+mod common;
+use common::{dense_launch, shipped, shipped_arch};
 
 struct Lcg(u64);
 impl Lcg {
@@ -61,24 +43,7 @@ fn run_gemm(co: &CodeObject, name: &str, bm: u32, bn: u32, m: u32, n: u32, k: u3
     let kb = k.div_ceil(128);
     let sfa: Vec<f32> = (0..m * kb).map(|i| 0.5 + (i % 7) as f32 * 0.125).collect();
     let sfb: Vec<f32> = (0..n.div_ceil(128) * kb).map(|i| 0.25 + (i % 5) as f32 * 0.5).collect();
-    let up = |bytes: &[u8]| {
-        let p = mem.alloc(bytes.len() as u64).unwrap();
-        mem.write(p, bytes).unwrap();
-        p
-    };
-    let f32b = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
-    let (pa, pb, psa, psb) = (up(&a), up(&b), up(&f32b(&sfa)), up(&f32b(&sfb)));
-    let pd = mem.alloc(u64::from(m * n) * 2).unwrap();
-    let mut args = Vec::new();
-    for p in [pa, pb, psa, psb, pd] {
-        args.extend_from_slice(&p.to_le_bytes());
-    }
-    for v in [m, n, k, 0] {
-        args.extend_from_slice(&v.to_le_bytes());
-    }
-    assert_eq!(args.len(), kern.meta.kernarg_segment_size as usize);
-    let grid = m.div_ceil(bm) * n.div_ceil(bn);
-    let cfg = LaunchConfig { grid: [grid, 1, 1], block: [256, 1, 1], dynamic_lds_bytes: 2 * (bm + bn) * 64, kernarg: args };
+    let (cfg, pd) = dense_launch(co, &mem, name, (bm, bn), (m, n, k), &a, &b, &sfa, &sfb);
     let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
     let t = Instant::now();
     let r = pool.install(|| launch(co, kern, &cfg, &mem, &Checks::default())).unwrap_or_else(|e| panic!("{e}"));

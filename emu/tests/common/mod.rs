@@ -1,0 +1,70 @@
+//! Helpers shared by the emulator tests that run the code objects the `fp8gemm` build embeds.
+#![allow(dead_code)] // each test binary uses its own subset
+
+use std::path::{Path, PathBuf};
+
+use amdgpu_emu::exec::LaunchConfig;
+use amdgpu_emu::loader::CodeObject;
+use amdgpu_emu::memory::DeviceMemory;
+
+/// The newest `<arch>.hsaco` that a `cargo build -p fp8gemm` (debug or release) left in the
+/// workspace target directory, if it holds the dense GEMM kernels; `None` before any such build.
+pub fn shipped_arch(arch: &str) -> Option<CodeObject> {
+    let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target");
+    let mut best: Option<(std::time::SystemTime, PathBuf)> = None;
+    for profile in ["debug", "release"] {
+        let Ok(dirs) = std::fs::read_dir(target.join(profile).join("build")) else { continue };
+        for d in dirs.flatten() {
+            let p = d.path().join(format!("out/{arch}.hsaco"));
+            if let Ok(m) = std::fs::metadata(&p).and_then(|m| m.modified())
+                && best.as_ref().is_none_or(|(t, _)| m > *t)
+            {
+                best = Some((m, p));
+            }
+        }
+    }
+    let co = CodeObject::parse(&std::fs::read(best?.1).ok()?).ok()?;
+    co.kernel("fp8_gemm_nt_bm64_bn64")?;
+    Some(co)
+}
+
+/// The gfx942 code object (see [`shipped_arch`]).
+pub fn shipped() -> Option<CodeObject> {
+    shipped_arch("gfx942")
+}
+
+/// Uploads the operands of a dense `fp8_gemm_nt_bm{bm}_bn{bn}` launch into `mem` and returns the
+/// launch configuration (kernarg = `DenseGemmArgs` bytes, 1-D grid, the tile's dynamic LDS) and
+/// the address of D (`m·n` bf16).
+#[allow(clippy::too_many_arguments)] // the shape, tile and four operands are separate inputs
+pub fn dense_launch(
+    co: &CodeObject,
+    mem: &DeviceMemory,
+    name: &str,
+    (bm, bn): (u32, u32),
+    (m, n, k): (u32, u32, u32),
+    a: &[u8],
+    b: &[u8],
+    sfa: &[f32],
+    sfb: &[f32],
+) -> (LaunchConfig, u64) {
+    let kern = co.kernel(name).unwrap_or_else(|| panic!("no kernel {name}"));
+    let up = |bytes: &[u8]| {
+        let p = mem.alloc(bytes.len() as u64).unwrap();
+        mem.write(p, bytes).unwrap();
+        p
+    };
+    let f32b = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    let (pa, pb, psa, psb) = (up(a), up(b), up(&f32b(sfa)), up(&f32b(sfb)));
+    let pd = mem.alloc(u64::from(m * n) * 2).unwrap();
+    let mut args = Vec::new();
+    for p in [pa, pb, psa, psb, pd] {
+        args.extend_from_slice(&p.to_le_bytes());
+    }
+    for v in [m, n, k, 0] {
+        args.extend_from_slice(&v.to_le_bytes());
+    }
+    assert_eq!(args.len(), kern.meta.kernarg_segment_size as usize);
+    let grid = m.div_ceil(bm) * n.div_ceil(bn);
+    (LaunchConfig { grid: [grid, 1, 1], block: [256, 1, 1], dynamic_lds_bytes: 2 * (bm + bn) * 64, kernarg: args }, pd)
+}
