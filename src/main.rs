@@ -114,6 +114,26 @@ enum Command {
         #[arg(long, default_value_t = 0)]
         seed: u64,
     },
+    /// Validate the timing model against measured hardware times: run AMD's asm FP8 GEMMs
+    /// (the peers directory) at every shape of `measured_mi325x.csv` on the emulator, model
+    /// their time and print modelled vs measured per row, with the median and worst error.
+    Calibrate {
+        /// The peers directory (default: $FP8GEMM_PEERS_DIR).
+        #[arg(long)]
+        peers: Option<std::path::PathBuf>,
+        /// Machine: mi300x, mi325x (the measurements are MI325X).
+        #[arg(long, default_value = "mi325x")]
+        machine: String,
+        /// Simulate all XCDs (`full`) or XCD 0's share (`xcd`, 8× cheaper).
+        #[arg(long, value_enum, default_value = "full")]
+        scope: profile::ScopeArg,
+        /// Only these row numbers (0-based, comma-separated); all rows when omitted.
+        #[arg(long, value_delimiter = ',')]
+        rows: Vec<usize>,
+        /// Print each row's full timing report.
+        #[arg(long)]
+        verbose: bool,
+    },
     /// Disassemble embedded kernels with the emulator's decoder (LLVM syntax).
     Disasm {
         /// Kernel symbol; all kernels when omitted.
@@ -148,6 +168,7 @@ fn run(cli: Cli) -> Result<(), String> {
         Command::Gemm { m, n, k, seed } => gemm::run_dense(m, n, k, seed),
         Command::Grouped { layout, groups, m, n, k, seed } => grouped::run_grouped(layout, groups, m, n, k, seed),
         Command::Bench { m, n, k, iters } => gemm::bench_dense(m, n, k, iters),
+        Command::Calibrate { peers, machine, scope, rows, verbose } => profile::calibrate(peers, &machine, scope, &rows, verbose),
         Command::Profile { m, n, k, layout, groups, machine, scope, full_math, seed } => {
             profile::enable(&machine, scope, full_math)?;
             match layout {
