@@ -61,6 +61,7 @@
 
 use std::collections::VecDeque;
 
+use super::buffer::Rsrc;
 use super::counters::{lds_cost, mfma_flops, mfma_passes, steady_state, Counters, DsShape, Kind, SteadyState};
 use super::wave::Wave;
 use super::{Compiled, LaunchError};
@@ -358,6 +359,9 @@ impl<'p> Probe<'p> {
         }
         if info.vmem_bytes != 0 {
             self.global_lines(w, inst, u64::from(info.vmem_bytes));
+            if inst.enc == Enc::Mubuf && inst.has_flag(flag::LDS) && !self.shadow.is_empty() {
+                self.lds_dma(w, inst, idx)?;
+            }
         }
         if !self.waves.is_empty() {
             self.wave_checks(w.id, inst, idx)?;
@@ -390,19 +394,20 @@ impl<'p> Probe<'p> {
                 Enc::Global if inst.src[2] != 0x7f => (sval(inst.src[2]) | sval(inst.src[2] + 1) << 32).wrapping_add(v(inst.src[0], l)),
                 Enc::Global | Enc::Flat => v(inst.src[0], l) | v(inst.src[0] + 1, l) << 32,
                 _ => {
+                    // The executor's rule (exec/buffer.rs); a swizzled V# fails the instruction
+                    // in the executor, so nothing is recorded here.
                     let r = inst.src[2];
-                    let base = sval(r) | (sval(r + 1) & 0xffff) << 32;
-                    let stride = (sval(r + 1) >> 16) & 0x3fff;
-                    let num = sval(r + 2);
+                    let rsrc = Rsrc::new([sval(r) as u32, sval(r + 1) as u32, sval(r + 2) as u32, sval(r + 3) as u32]);
+                    if rsrc.check().is_err() {
+                        return;
+                    }
                     let idxen = inst.has_flag(flag::IDXEN);
-                    let index = if idxen { v(inst.src[0], l) } else { 0 };
-                    let voff = if inst.has_flag(flag::OFFEN) { v(if idxen { inst.src[0] + 1 } else { inst.src[0] }, l) } else { 0 };
-                    let off = voff + inst.imm as u64;
-                    let in_range = if stride == 0 { off + n <= num } else { index < num && off + n <= stride };
-                    if !in_range {
+                    let voff = if idxen { v(inst.src[0] + 1, l) } else { v(inst.src[0], l) };
+                    let a = rsrc.lane(idxen, inst.has_flag(flag::OFFEN), v(inst.src[0], l) as u32, voff as u32, inst.imm as u64, sval(inst.sdst) as u32, l, n, n >= 4);
+                    if a.in_range == 0 {
                         continue;
                     }
-                    base.wrapping_add(sval(inst.sdst)).wrapping_add(index * stride).wrapping_add(off)
+                    a.addr
                 }
             };
             let addr = if inst.enc == Enc::Mubuf { addr } else { addr.wrapping_add_signed(i64::from(inst.imm)) };
@@ -420,6 +425,21 @@ impl<'p> Probe<'p> {
             self.lines.sort_unstable();
             self.lines.dedup();
         }
+    }
+
+    /// A MUBUF load to LDS writes 4 bytes per active lane at `M0 + inst_offset + 4·lane` (CDNA3
+    /// ISA "LDS DMA"); the racecheck and uninit-lds shadow records them as LDS writes of this
+    /// wave, in the current barrier epoch (the write lands before the `s_waitcnt vmcnt` that
+    /// covers it, and other waves may only read it after a barrier).
+    fn lds_dma(&mut self, w: &Wave, inst: &Inst, idx: usize) -> Result<(), LaunchError> {
+        let exec = u64::from(w.s[126]) | u64::from(w.s[127]) << 32;
+        if exec == 0 {
+            return Ok(());
+        }
+        let base = w.s[crate::decode::sreg::M0 as usize].wrapping_add(inst.imm as u32);
+        let addr: [u32; 64] = std::array::from_fn(|l| base.wrapping_add(4 * l as u32));
+        let shape = DsShape { bytes: 4, offsets: [0, 0], count: 1, reads: false, writes: true };
+        self.lds_access(w.id, inst, idx, &shape, &addr, exec)
     }
 
     /// Adds the global / scalar memory bytes one executed instruction moved.

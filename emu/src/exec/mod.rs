@@ -12,6 +12,7 @@
 // Lane loops index several parallel per-lane arrays by the lane number.
 #![allow(clippy::needless_range_loop)]
 
+mod buffer;
 mod checks;
 pub mod counters;
 mod wave;
