@@ -116,6 +116,33 @@ fn vmem_bytes(name: &str) -> u8 {
 /// Global memory is tracked in lines of this many bytes for the distinct-footprint counter.
 pub(super) const LINE_BYTES: u64 = 128;
 
+/// The distinct global lines a workgroup (or a launch) touched: a hash set with constant-time
+/// insertion, so recording costs the same per instruction whatever the footprint (a sorted vector
+/// re-sorted as it grew made a workgroup streaming 10^5+ lines quadratic).
+#[derive(Debug, Default)]
+pub(super) struct LineSet {
+    set: rustc_hash::FxHashSet<u64>,
+}
+
+impl LineSet {
+    /// Records one line.
+    #[inline]
+    pub fn insert(&mut self, line: u64) {
+        self.set.insert(line);
+    }
+    /// Distinct lines recorded.
+    pub fn len(&self) -> usize {
+        self.set.len()
+    }
+    /// Adds every line of `other` (moves the larger set, iterates the smaller).
+    pub fn union(&mut self, mut other: LineSet) {
+        if other.set.len() > self.set.len() {
+            std::mem::swap(&mut self.set, &mut other.set);
+        }
+        self.set.extend(other.set);
+    }
+}
+
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 enum Mem {
     #[default]
@@ -288,7 +315,7 @@ pub(super) struct Probe<'p> {
     pub counts: Vec<u64>,
     pub counters: Counters,
     /// Global memory lines (address / [`LINE_BYTES`]) touched by vector memory instructions.
-    pub lines: Vec<u64>,
+    pub lines: LineSet,
     waves: Vec<WaveProbe>,
     shadow: Vec<Shadow>,
     epoch: u32,
@@ -310,7 +337,7 @@ impl<'p> Probe<'p> {
             Vec::new()
         };
         let shadow = if plan.race || plan.uninit { vec![Shadow::default(); lds_bytes as usize] } else { Vec::new() };
-        Probe { plan, prog, wg, counts: vec![0; prog.insts.len()], counters: Counters::default(), lines: Vec::new(), waves, shadow, epoch: 0 }
+        Probe { plan, prog, wg, counts: vec![0; prog.insts.len()], counters: Counters::default(), lines: LineSet::default(), waves, shadow, epoch: 0 }
     }
 
     /// A workgroup barrier released: a new race epoch starts.
@@ -416,14 +443,10 @@ impl<'p> Probe<'p> {
             }
             for line in addr / LINE_BYTES..=(addr + n - 1) / LINE_BYTES {
                 if line != last {
-                    self.lines.push(line);
+                    self.lines.insert(line);
                     last = line;
                 }
             }
-        }
-        if self.lines.len() > 1 << 16 {
-            self.lines.sort_unstable();
-            self.lines.dedup();
         }
     }
 

@@ -446,7 +446,7 @@ pub fn launch(co: &CodeObject, kernel: &Kernel, cfg: &LaunchConfig, mem: &Device
     let queue = alloc(256)?;
 
     let plan = checks::Plan::new(&program, checks);
-    let agg = std::sync::Mutex::new((counters::Counters::default(), vec![0u64; program.insts.len()], std::collections::HashSet::<u64>::new()));
+    let agg = std::sync::Mutex::new((counters::Counters::default(), vec![0u64; program.insts.len()], checks::LineSet::default()));
     let setup = wave::Setup {
         plan: &plan,
         program: program.clone(),
@@ -484,7 +484,7 @@ pub fn launch(co: &CodeObject, kernel: &Kernel, cfg: &LaunchConfig, mem: &Device
         for (x, y) in a.1.iter_mut().zip(&c.counts) {
             *x += y;
         }
-        a.2.extend(c.lines.iter().copied());
+        a.2.union(c.lines);
         Ok::<(), LaunchError>(())
     })
     .find_first(Result::is_err)
@@ -639,10 +639,7 @@ pub fn run_snippet(words: &[u32], state: &mut WaveState, lds: &mut [u8], mem: &D
     let mut r = LaunchReport { workgroups: 1, waves: 1, barriers: c.barriers, by_class: c.by_class, ..Default::default() };
     r.instructions = r.by_class.iter().sum();
     let mut counters = c.counters;
-    let mut lines = c.lines;
-    lines.sort_unstable();
-    lines.dedup();
-    counters.global_footprint_bytes = lines.len() as u64 * checks::LINE_BYTES;
+    counters.global_footprint_bytes = c.lines.len() as u64 * checks::LINE_BYTES;
     r.steady = plan.finish(&program, &c.counts, &mut counters);
     r.counters = counters;
     r.kernel = program.kernel.name.clone();

@@ -77,8 +77,8 @@ pub(super) struct WgCounters {
     /// The probe's counters (LDS bank model, memory bytes) and executions per instruction.
     pub counters: super::counters::Counters,
     pub counts: Vec<u64>,
-    /// Global memory lines touched (sorted, distinct), for the footprint counter.
-    pub lines: Vec<u64>,
+    /// Global memory lines touched (distinct), for the footprint counter.
+    pub lines: super::checks::LineSet,
 }
 
 /// Compare spec for v_cmp*: bits 0..3 condition, 4..7 type, bit 8 cmpx.
@@ -295,8 +295,6 @@ pub(super) fn run_workgroup(st: &Setup<'_>, wg: [u32; 3]) -> Result<WgCounters, 
         ctr.barriers += 1;
         probe.barrier();
     }
-    probe.lines.sort_unstable();
-    probe.lines.dedup();
     ctr.counters = probe.counters;
     ctr.counts = probe.counts;
     ctr.lines = probe.lines;
