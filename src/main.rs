@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 mod gemm;
 mod grouped;
+mod profile;
 
 use clap::{Parser, Subcommand};
 use fp8gemm::codeobj::{self, Arch};
@@ -80,6 +81,39 @@ enum Command {
         #[arg(long, default_value_t = 10)]
         iters: u32,
     },
+    /// Model the time of one dense or m-grouped GEMM on an MI300X/MI325X with the emulator's
+    /// cycle-level timing model (every figure printed is modelled, not measured): time,
+    /// TFLOPS, HBM traffic, pipe busy %, stall breakdown and the most stalled instructions.
+    Profile {
+        /// Rows of A and D (grouped: rows per group, as for `grouped`).
+        #[arg(long)]
+        m: usize,
+        /// Rows of B, columns of D.
+        #[arg(long)]
+        n: usize,
+        /// Reduction length.
+        #[arg(long)]
+        k: usize,
+        /// An m-grouped layout instead of the dense GEMM.
+        #[arg(long, value_enum)]
+        layout: Option<grouped::Layout>,
+        /// Groups (with --layout).
+        #[arg(long, default_value_t = 1)]
+        groups: usize,
+        /// Machine: mi300x, mi325x, or `env` for $AMDGPU_EMU_MACHINE.
+        #[arg(long, default_value = "mi300x")]
+        machine: String,
+        /// Simulate all XCDs (`full`) or XCD 0's share (`xcd`, 8× cheaper).
+        #[arg(long, value_enum, default_value = "full")]
+        scope: profile::ScopeArg,
+        /// Compute MFMA results in the functional run (slower; the timing is the same for our
+        /// kernels, whose control flow does not depend on them).
+        #[arg(long)]
+        full_math: bool,
+        /// Random seed.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+    },
     /// Disassemble embedded kernels with the emulator's decoder (LLVM syntax).
     Disasm {
         /// Kernel symbol; all kernels when omitted.
@@ -114,6 +148,13 @@ fn run(cli: Cli) -> Result<(), String> {
         Command::Gemm { m, n, k, seed } => gemm::run_dense(m, n, k, seed),
         Command::Grouped { layout, groups, m, n, k, seed } => grouped::run_grouped(layout, groups, m, n, k, seed),
         Command::Bench { m, n, k, iters } => gemm::bench_dense(m, n, k, iters),
+        Command::Profile { m, n, k, layout, groups, machine, scope, full_math, seed } => {
+            profile::enable(&machine, scope, full_math)?;
+            match layout {
+                None => gemm::run_dense(m, n, k, seed),
+                Some(l) => grouped::run_grouped(l, groups, m, n, k, seed),
+            }
+        }
         Command::Disasm { kernel, arch } => {
             let a = parse_arch(&arch)?;
             let co = amdgpu_emu::loader::CodeObject::parse(a.code_object()).map_err(|e| format!("{a}: {e}"))?;

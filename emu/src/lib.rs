@@ -17,6 +17,7 @@
 #![warn(missing_docs)]
 
 pub mod cost;
+pub mod timing;
 pub mod decode;
 pub mod disasm;
 pub mod exec;
