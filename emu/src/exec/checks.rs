@@ -446,9 +446,9 @@ impl<'p> Probe<'p> {
         while m != 0 {
             let l = m.trailing_zeros() as usize;
             m &= m - 1;
-            let addr = match inst.enc {
-                Enc::Global if inst.src[2] != 0x7f => (sval(inst.src[2]) | sval(inst.src[2] + 1) << 32).wrapping_add(v(inst.src[0], l)),
-                Enc::Global | Enc::Flat => v(inst.src[0], l) | v(inst.src[0] + 1, l) << 32,
+            let (addr, len) = match inst.enc {
+                Enc::Global if inst.src[2] != 0x7f => ((sval(inst.src[2]) | sval(inst.src[2] + 1) << 32).wrapping_add(v(inst.src[0], l)), n),
+                Enc::Global | Enc::Flat => (v(inst.src[0], l) | v(inst.src[0] + 1, l) << 32, n),
                 _ => {
                     // The executor's rule (exec/buffer.rs); a swizzled V# fails the instruction
                     // in the executor, so nothing is recorded here.
@@ -460,17 +460,18 @@ impl<'p> Probe<'p> {
                     let idxen = inst.has_flag(flag::IDXEN);
                     let voff = if idxen { v(inst.src[0] + 1, l) } else { v(inst.src[0], l) };
                     let a = rsrc.lane(idxen, inst.has_flag(flag::OFFEN), v(inst.src[0], l) as u32, voff as u32, inst.imm as u64, sval(inst.sdst) as u32, l, n, n >= 4);
+                    // Only the in-range bytes are accessed.
                     if a.in_range == 0 {
                         continue;
                     }
-                    a.addr
+                    (a.addr, a.in_range)
                 }
             };
             let addr = if inst.enc == Enc::Mubuf { addr } else { addr.wrapping_add_signed(i64::from(inst.imm)) };
             if inst.enc == Enc::Flat && (addr >> 48) != 0 {
                 continue;
             }
-            for line in addr / LINE_BYTES..=(addr + n - 1) / LINE_BYTES {
+            for line in addr / LINE_BYTES..=(addr + len - 1) / LINE_BYTES {
                 if line != last {
                     self.lines.insert(line);
                     if self.tracing {
