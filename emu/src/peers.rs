@@ -11,7 +11,7 @@
 //! * one **flatmm** kernel `flatmm_uk_gfx9_f16f8_128x256x128_1x4x1_16x16x32.co`: 112-byte kernarg
 //!   ([`FlatmmArgs`]), grid (N/256, ⌈M/128⌉, 1), block 256, fp16 output D.
 //!
-//! Both take A [M,K] E4M3FNUZ row-major, B pre-shuffled from the logical [N,K] layout (the two
+//! Both take A `[M,K]` E4M3FNUZ row-major, B pre-shuffled from the logical `[N,K]` layout (the two
 //! contracts' formulas give the same byte order, see [`preshuffle_b`]), SA f32 column-major
 //! `[K/128][M]`; SB f32 `[N/128][K/128]` for BpreShuffle and `[K/128][N/128]` for flatmm.
 //!
@@ -19,11 +19,24 @@
 //! [`crate::exec::launch`] → [`PeerLaunch::read_c`] → [`calc_diff`] against [`reference_f64`].
 //! [`measured_rows`] parses the measured MI325X times (`measured_mi325x.csv`).
 //!
-//! **Rows past M.** In the last M tile (M % TM ≠ 0) both families read A and SA rows past M and
-//! the BpreShuffle kernels *store* C rows past M (see the conformance tests in
-//! `emu/tests/peers.rs`, which run with exact-size allocations under memcheck and report the
-//! instruction). [`Padding::WholeTiles`] pads A, SA and C to whole M tiles so conformance runs are
-//! in bounds; [`Padding::Exact`] allocates exactly M rows, which is what memcheck judges.
+//! **Rows past M** (last M tile, M % TM ≠ 0), decided from the buffer resources the kernels
+//! build (see `emu/src/exec/buffer.rs` for the range rule, `emu/tests/peers.rs` for the tests):
+//! * BpreShuffle: **in bounds.** Each workgroup sets its A and C buffer resources' num_records to
+//!   (rows of its tile below M) · row bytes (e.g. 0x800 = 8 rows · 256 B for the last tile of
+//!   M = 200, TM = 32, N = 128, K = 256), so rows past M fail the raw-buffer range check: their
+//!   loads return 0 and their stores (`buffer_store_dwordx2` at pc 0x39d8 of the 32x128 kernel)
+//!   are dropped. Memcheck findings past M seen with an earlier emulator came from its wrong
+//!   range rule (`index < num_records && offset + size ≤ stride`), not from the kernels.
+//! * flatmm: **reads SA past its end.** Its SA resource keeps num_records = the whole SA size
+//!   (K/128 · M · 4 bytes) while its base advances one column (M · 4 bytes) per K block, so in
+//!   the last K block the rows m ≥ M of the last tile pass the range check and read up to
+//!   (TM − M % TM) · 4 bytes past the SA allocation (`buffer_load_dword v236, v24, s[24:27], 0
+//!   offen offset:256` at pc 0x25f8 among others). The values only feed rows that are never
+//!   stored, but on hardware the read is outside the allocation: a real out-of-bounds read
+//!   that memcheck finds. A and D stay in bounds.
+//!
+//! [`Padding::WholeTiles`] pads A, SA and C to whole M tiles (conformance runs);
+//! [`Padding::Exact`] allocates exactly M rows, which is what memcheck judges.
 
 use std::path::{Path, PathBuf};
 
@@ -498,7 +511,7 @@ pub struct BpreShuffleArgs {
     pub sa: PtrSlot,
     /// 0x40: SB.
     pub sb: PtrSlot,
-    /// 0x50: bias (f32 [N]).
+    /// 0x50: bias (f32 `[N]`).
     pub bias: PtrSlot,
     /// 0x60: M.
     pub m: U32Slot,
@@ -591,6 +604,14 @@ pub struct PeerLaunch {
     pub config: LaunchConfig,
     /// Device address of C (row-major, row stride `n` elements).
     pub c: u64,
+    /// Device address of A.
+    pub a: u64,
+    /// Device address of the pre-shuffled B.
+    pub b: u64,
+    /// Device address of SA (`[K/128][M]`) and its allocation size in bytes.
+    pub sa: (u64, u64),
+    /// Device address of SB.
+    pub sb: u64,
     /// Rows allocated for C (M, or M rounded up to whole tiles).
     pub c_rows: u32,
     /// M.
@@ -700,6 +721,7 @@ fn prepare_into(mem: &DeviceMemory, kernel: &PeerKernel, problem: &PeerProblem, 
     let pc = upload(&[], rows * n * 2)?;
     let kernarg_size = kern.meta.kernarg_segment_size as usize;
     let contract = |what: String| PeerError::Contract { kernel: kernel.symbol.clone(), what };
+    let sa_bytes = ((kb * m + (rows - m)) * 4) as u64;
     let (kernarg, grid) = match f {
         PeerFamily::BpreShuffle { .. } => {
             let pbias = upload(f32_bytes(&problem.bias), n * 4)?;
@@ -736,6 +758,10 @@ fn prepare_into(mem: &DeviceMemory, kernel: &PeerKernel, problem: &PeerProblem, 
     Ok(PeerLaunch {
         config: LaunchConfig { grid, block: [BLOCK_THREADS, 1, 1], dynamic_lds_bytes, kernarg },
         c: pc,
+        a: pa,
+        b: pb,
+        sa: (psa, sa_bytes),
+        sb: psb,
         c_rows: rows as u32,
         m: problem.m,
         n: problem.n,
