@@ -6,6 +6,7 @@ use std::process::ExitCode;
 mod gemm;
 mod grouped;
 mod profile;
+mod tune;
 
 use clap::{Parser, Subcommand};
 use fp8gemm::codeobj::{self, Arch};
@@ -114,6 +115,43 @@ enum Command {
         #[arg(long, default_value_t = 0)]
         seed: u64,
     },
+    /// Validate the timing model against measured hardware times: run AMD's asm FP8 GEMMs
+    /// (the peers directory) at every shape of `measured_mi325x.csv` on the emulator, model
+    /// their time and print modelled vs measured per row, with the median and worst error.
+    Calibrate {
+        /// The peers directory (default: $FP8GEMM_PEERS_DIR).
+        #[arg(long)]
+        peers: Option<std::path::PathBuf>,
+        /// Machine: mi300x, mi325x (the measurements are MI325X).
+        #[arg(long, default_value = "mi325x")]
+        machine: String,
+        /// Simulate all XCDs (`full`) or XCD 0's share (`xcd`, 8× cheaper).
+        #[arg(long, value_enum, default_value = "full")]
+        scope: profile::ScopeArg,
+        /// Only these row numbers (0-based, comma-separated); all rows when omitted.
+        #[arg(long, value_delimiter = ',')]
+        rows: Vec<usize>,
+        /// Print each row's full timing report.
+        #[arg(long)]
+        verbose: bool,
+    },
+    /// Write the config table (`host/tuned/gfx942.csv`) from the timing model: every tile's
+    /// modelled cost per 128-K block and the fastest tile of DeepSeek-V3's dense and MoE shapes
+    /// (all figures modelled, not measured).
+    Tune {
+        /// Machine: mi300x, mi325x.
+        #[arg(long, default_value = "mi300x")]
+        machine: String,
+        /// Simulate all XCDs (`full`) or XCD 0's share (`xcd`, 8× cheaper).
+        #[arg(long, value_enum, default_value = "xcd")]
+        scope: profile::ScopeArg,
+        /// Write the table here (e.g. host/tuned/gfx942.csv); print it when omitted.
+        #[arg(long)]
+        out: Option<std::path::PathBuf>,
+        /// Skip the largest problems (quick look).
+        #[arg(long)]
+        quick: bool,
+    },
     /// Disassemble embedded kernels with the emulator's decoder (LLVM syntax).
     Disasm {
         /// Kernel symbol; all kernels when omitted.
@@ -148,6 +186,11 @@ fn run(cli: Cli) -> Result<(), String> {
         Command::Gemm { m, n, k, seed } => gemm::run_dense(m, n, k, seed),
         Command::Grouped { layout, groups, m, n, k, seed } => grouped::run_grouped(layout, groups, m, n, k, seed),
         Command::Bench { m, n, k, iters } => gemm::bench_dense(m, n, k, iters),
+        Command::Tune { machine, scope, out, quick } => {
+            let (m, o) = profile::machine_and_options(&machine, scope)?;
+            tune::run(m, o, out, quick)
+        }
+        Command::Calibrate { peers, machine, scope, rows, verbose } => profile::calibrate(peers, &machine, scope, &rows, verbose),
         Command::Profile { m, n, k, layout, groups, machine, scope, full_math, seed } => {
             profile::enable(&machine, scope, full_math)?;
             match layout {

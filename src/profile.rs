@@ -18,16 +18,26 @@ pub enum ScopeArg {
     Xcd,
 }
 
-/// Turns profiling on for this process: the demos' GEMM launch is timed on `machine`.
-pub fn enable(machine: &str, scope: ScopeArg, full_math: bool) -> Result<(), String> {
-    let machine = match machine {
+fn machine(name: &str) -> Result<Machine, String> {
+    let base = base_machine(name)?;
+    match std::env::var(Machine::OVERRIDES_ENV) {
+        Ok(spec) => base.with_overrides(&spec).map_err(|e| format!("{}: {e}", Machine::OVERRIDES_ENV)),
+        Err(_) => Ok(base.clone()),
+    }
+}
+
+fn base_machine(name: &str) -> Result<&'static Machine, String> {
+    Ok(match name {
         "env" => Machine::from_env()?,
         name => Machine::by_name(name).ok_or_else(|| {
             let names: Vec<&str> = Machine::ALL.iter().map(|m| m.name).collect();
             format!("--machine {name:?}: unknown machine; expected one of {} (or `env` for ${})", names.join(", "), Machine::ENV)
         })?,
-    };
-    let options = SimOptions {
+    })
+}
+
+fn options(scope: ScopeArg, full_math: bool) -> SimOptions {
+    SimOptions {
         scope: match scope {
             ScopeArg::Full => Scope::Full,
             ScopeArg::Xcd => Scope::OneXcd,
@@ -35,8 +45,43 @@ pub fn enable(machine: &str, scope: ScopeArg, full_math: bool) -> Result<(), Str
         skip_mfma_math: !full_math,
         checks: amdgpu_emu::exec::Checks::default(),
         top: 8,
+    }
+}
+
+/// The machine (with `AMDGPU_EMU_MACHINE_OVERRIDES` applied) and timing-only options.
+pub fn machine_and_options(name: &str, scope: ScopeArg) -> Result<(Machine, SimOptions), String> {
+    Ok((machine(name)?, options(scope, false)))
+}
+
+/// Turns profiling on for this process: the demos' GEMM launch is timed on `machine`.
+pub fn enable(name: &str, scope: ScopeArg, full_math: bool) -> Result<(), String> {
+    let machine = machine(name)?;
+    MODE.set(TimingMode { machine, options: options(scope, full_math) }).map_err(|_| "profiling enabled twice".to_string())
+}
+
+/// `fp8gemm calibrate`: the model against the measured MI325X rows.
+pub fn calibrate(dir: Option<std::path::PathBuf>, name: &str, scope: ScopeArg, rows: &[usize], verbose: bool) -> Result<(), String> {
+    use amdgpu_emu::timing::calibrate as cal;
+    let dir = match dir {
+        Some(d) => d,
+        None => amdgpu_emu::peers::peers_dir().map_err(|e| e.to_string())?,
     };
-    MODE.set(TimingMode { machine: machine.clone(), options }).map_err(|_| "profiling enabled twice".to_string())
+    let machine = machine(name)?;
+    println!("timing model calibration on {} (modelled vs measured MI325X kernel times; modelled figures are not measurements)", machine.name);
+    println!("{machine:?}");
+    println!("{}", cal::HEADER);
+    let started = std::time::Instant::now();
+    let select = |i: usize| rows.is_empty() || rows.contains(&i);
+    let out = cal::calibrate(&dir, &machine, &options(scope, false), &select, &mut |_, r| {
+        println!("{r}");
+        if verbose {
+            print!("{}", r.report);
+        }
+    })
+    .map_err(|e| e.to_string())?;
+    let (med, worst) = cal::error_summary(&out);
+    println!("{} rows: median |error| {:.1} %, worst |error| {:.1} % (goal ≤ 10 % / ≤ 25 %); {:.0} s", out.len(), med * 100.0, worst * 100.0, started.elapsed().as_secs_f64());
+    Ok(())
 }
 
 /// Called right before the demo's GEMM launch: routes it through the timing model.

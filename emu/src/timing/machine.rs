@@ -67,18 +67,20 @@ pub struct Machine {
     /// L2 bandwidth per XCD, bytes per cycle (16 channels × 128 B/clk = 2048: CDNA3 white
     /// paper); *fitted* scale.
     pub l2_bytes_per_clk: f64,
-    /// Bandwidth of one XCD's link to the Infinity Fabric / MALL, bytes per cycle: *fitted*
-    /// (origami gfx942 constants put MALL bandwidth at ~43 % of L2's).
-    pub fabric_bytes_per_clk: f64,
+    /// Bandwidth of one XCD's link to the Infinity Fabric / MALL, bytes per second (fabric
+    /// clock domain, independent of the shader clock): *fitted* (origami's gfx942 constants
+    /// put MALL bandwidth at ~43 % of L2's).
+    pub fabric_bytes_per_s: f64,
     /// Infinity Cache (MALL) capacity (256 MiB).
     pub mall_bytes: u64,
-    /// MALL hit latency beyond L2, cycles: *fitted*, prior 230 (~218 ns total, published).
-    pub mall_latency: u32,
+    /// MALL hit latency beyond L2, nanoseconds (memory-side clock domain): *fitted*, prior
+    /// 100 ns (~218 ns load-to-use for a MALL hit on MI300X, "The MALL is Open", SC'25).
+    pub mall_latency_ns: f64,
     /// MALL peak bandwidth, bytes per second (17.2 TB/s, AMD CDNA3 white paper).
     pub mall_bytes_per_s: f64,
-    /// HBM latency beyond the MALL, cycles: *fitted*, prior 200 (origami
-    /// `MAIN_MEMORY_LOAD_LATENCY`).
-    pub hbm_latency: u32,
+    /// HBM latency beyond the MALL, nanoseconds: *fitted*, prior 100 ns (origami
+    /// `MAIN_MEMORY_LOAD_LATENCY` = 200 cycles).
+    pub hbm_latency_ns: f64,
     /// HBM peak bandwidth, bytes per second (MI300X 5.3 TB/s, MI325X 6.0 TB/s: AMD specs).
     pub hbm_bytes_per_s: f64,
     /// Fraction of HBM peak a streaming kernel achieves: *fitted*, prior 0.8.
@@ -106,7 +108,7 @@ impl Machine {
         vgprs_per_simd: 512,
         sgprs_per_simd: 800,
         lds_per_cu: 65536,
-        clock_hz: 2.1e9,
+        clock_hz: 1.3e9,
         issue_interval: 4,
         valu_cycles: 4,
         trans_cycles: 16,
@@ -115,16 +117,16 @@ impl Machine {
         smem_latency: 40,
         ta_bytes_per_clk: 64.0,
         l1_bytes: 32 * 1024,
-        l1_latency: 120,
+        l1_latency: 60,
         l2_bytes: 4 * 1024 * 1024,
         l2_ways: 16,
-        l2_latency: 230,
+        l2_latency: 120,
         l2_bytes_per_clk: 2048.0,
-        fabric_bytes_per_clk: 256.0,
+        fabric_bytes_per_s: 800e9,
         mall_bytes: 256 * 1024 * 1024,
-        mall_latency: 230,
+        mall_latency_ns: 110.0,
         mall_bytes_per_s: 17.2e12,
-        hbm_latency: 200,
+        hbm_latency_ns: 95.0,
         hbm_bytes_per_s: 5.3e12,
         hbm_efficiency: 0.8,
         barrier_latency: 16,
@@ -158,6 +160,48 @@ impl Machine {
                 format!("{}={v:?}: unknown machine; expected one of {}", Machine::ENV, names.join(", "))
             }),
         }
+    }
+
+    /// Environment variable with `field=value` overrides applied by [`Machine::with_overrides`]
+    /// in the CLI (for calibration experiments), e.g. `clock_hz=1.9e9,l2_bytes_per_clk=700`.
+    pub const OVERRIDES_ENV: &'static str = "AMDGPU_EMU_MACHINE_OVERRIDES";
+
+    /// This machine with `field=value` pairs (comma-separated) applied to its numeric fields.
+    /// An unknown field or a value that does not parse is an error naming it.
+    pub fn with_overrides(&self, spec: &str) -> Result<Machine, String> {
+        let mut m = self.clone();
+        for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let (k, v) = item.split_once('=').ok_or_else(|| format!("override `{item}`: expected field=value"))?;
+            let v: f64 = v.trim().parse().map_err(|e| format!("override `{item}`: {e}"))?;
+            let u = || -> Result<u32, String> {
+                if v >= 0.0 && v <= f64::from(u32::MAX) && v.fract() == 0.0 { Ok(v as u32) } else { Err(format!("override `{item}`: expected a whole number")) }
+            };
+            match k.trim() {
+                "clock_hz" => m.clock_hz = v,
+                "issue_interval" => m.issue_interval = u()?.max(1),
+                "valu_cycles" => m.valu_cycles = u()?,
+                "trans_cycles" => m.trans_cycles = u()?,
+                "mfma_result_latency" => m.mfma_result_latency = u()?,
+                "lds_latency" => m.lds_latency = u()?,
+                "smem_latency" => m.smem_latency = u()?,
+                "ta_bytes_per_clk" => m.ta_bytes_per_clk = v,
+                "l1_latency" => m.l1_latency = u()?,
+                "l2_latency" => m.l2_latency = u()?,
+                "l2_bytes_per_clk" => m.l2_bytes_per_clk = v,
+                "fabric_bytes_per_s" => m.fabric_bytes_per_s = v,
+                "mall_latency_ns" => m.mall_latency_ns = v,
+                "mall_bytes_per_s" => m.mall_bytes_per_s = v,
+                "hbm_latency_ns" => m.hbm_latency_ns = v,
+                "hbm_bytes_per_s" => m.hbm_bytes_per_s = v,
+                "hbm_efficiency" => m.hbm_efficiency = v,
+                "barrier_latency" => m.barrier_latency = u()?,
+                "wg_dispatch_cycles" => m.wg_dispatch_cycles = u()?,
+                "wave_launch_cycles" => m.wave_launch_cycles = u()?,
+                "launch_overhead_s" => m.launch_overhead_s = v,
+                other => return Err(format!("override `{item}`: unknown machine field `{other}`")),
+            }
+        }
+        Ok(m)
     }
 
     /// Compute units.

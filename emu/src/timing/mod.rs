@@ -63,6 +63,7 @@
 //! lower bound; this model is the project's performance model.
 
 mod cache;
+pub mod calibrate;
 mod machine;
 mod sim;
 

@@ -186,6 +186,10 @@ pub(crate) struct Sim<'a> {
     /// Bytes per cycle of the shared MALL / HBM servers (scaled to the simulated share).
     mall_bpc: f64,
     hbm_bpc: f64,
+    /// Fabric link bytes per cycle per XCD, MALL and HBM latencies in cycles.
+    fab_bpc: f64,
+    mall_lat: f64,
+    hbm_lat: f64,
     slots_per_cu: u32,
     age: u64,
     pub(crate) stats: Stats,
@@ -231,6 +235,9 @@ impl<'a> Sim<'a> {
             hbm_free: 0.0,
             mall_bpc: m.mall_bytes_per_s / clock * share,
             hbm_bpc: m.hbm_bytes_per_s * m.hbm_efficiency / clock * share,
+            fab_bpc: m.fabric_bytes_per_s / clock,
+            mall_lat: m.mall_latency_ns * 1e-9 * clock,
+            hbm_lat: m.hbm_latency_ns * 1e-9 * clock,
             slots_per_cu: workgroups_per_cu(m, r),
             age: 0,
             stats: Stats { stall_by_inst: vec![[0; Stall::COUNT]; st.len()], ..Default::default() },
@@ -672,7 +679,7 @@ impl<'a> Sim<'a> {
             return s + lat_l2;
         }
         let f = s.max(self.fab_free[xcd]);
-        self.fab_free[xcd] = f + 128.0 / m.fabric_bytes_per_clk;
+        self.fab_free[xcd] = f + 128.0 / self.fab_bpc;
         self.stats.fabric_bytes += 128.0;
         let ms = f.max(self.mall_free);
         self.mall_free = ms + 128.0 / self.mall_bpc;
@@ -685,14 +692,14 @@ impl<'a> Sim<'a> {
             self.stats.hbm_bytes += 128.0;
             return s + lat_l2;
         }
-        let lat_mall = lat_l2 + f64::from(m.mall_latency);
+        let lat_mall = lat_l2 + self.mall_lat;
         if mall_hit {
             return ms + lat_mall;
         }
         let h = ms.max(self.hbm_free);
         self.hbm_free = h + 128.0 / self.hbm_bpc;
         self.stats.hbm_bytes += 128.0;
-        h + lat_mall + f64::from(m.hbm_latency)
+        h + lat_mall + self.hbm_lat
     }
 }
 
