@@ -55,6 +55,14 @@ pub(crate) fn check_len(arg: &'static str, what: &str, len: usize, expected: usi
     Ok(())
 }
 
+/// Rejects scales outside the GEMM kernels' supported range ([`tile::scale_supported`]).
+pub(crate) fn check_scales(arg: &'static str, scales: &[f32]) -> Result<()> {
+    match scales.iter().position(|&s| !tile::scale_supported(s)) {
+        None => Ok(()),
+        Some(index) => Err(Error::ScaleRange { arg, index, value: scales[index] }),
+    }
+}
+
 /// `a · b` for a length derived from a shape, or a typed error naming `arg` and the shape.
 pub(crate) fn shape_product(arg: &'static str, dims: &[usize], what: &str) -> Result<usize> {
     dims.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d)).ok_or_else(|| Error::Shape {
@@ -66,11 +74,14 @@ pub(crate) fn shape_product(arg: &'static str, dims: &[usize], what: &str) -> Re
 
 impl<F: Fp8Format> DeviceActivations<F> {
     /// Copies quantized activations to the device. `a.data` must hold `m·k` values and
-    /// `a.scales` `m·⌈k/128⌉` scales.
+    /// `a.scales` `m·⌈k/128⌉` scales, each 0 or of magnitude in `[2^-24, 2^94)` (the range the
+    /// kernels compute exactly, [`tile::MIN_SCALE`]; DeepGEMM's recipe stays inside it for inputs
+    /// below ≈ 4.7e30).
     pub fn upload(ctx: &Context, a: &QuantizedActivations<F>) -> Result<Self> {
         let shape = format!("m = {}, k = {}", a.m, a.k);
         check_len("a", "data", a.data.len(), shape_product("a", &[a.m, a.k], "m · k")?, &shape)?;
         check_len("a", "scales", a.scales.len(), shape_product("a", &[a.m, a.k.div_ceil(128)], "m · ⌈k/128⌉")?, &shape)?;
+        check_scales("a.scales", &a.scales)?;
         Ok(DeviceActivations {
             data: ctx.upload(crate::fp8::as_bits(&a.data))?,
             scales: ctx.upload(&a.scales)?,
@@ -122,12 +133,13 @@ pub struct DeviceWeights<F> {
 
 impl<F: Fp8Format> DeviceWeights<F> {
     /// Copies quantized weights to the device. `b.data` must hold `n·k` values and `b.scales`
-    /// `⌈n/128⌉·⌈k/128⌉` scales.
+    /// `⌈n/128⌉·⌈k/128⌉` scales, each 0 or of magnitude in `[2^-24, 2^94)` ([`tile::MIN_SCALE`]).
     pub fn upload(ctx: &Context, b: &QuantizedWeights<F>) -> Result<Self> {
         let shape = format!("n = {}, k = {}", b.n, b.k);
         check_len("b", "data", b.data.len(), shape_product("b", &[b.n, b.k], "n · k")?, &shape)?;
         let nkb = [b.n.div_ceil(128), b.k.div_ceil(128)];
         check_len("b", "scales", b.scales.len(), shape_product("b", &nkb, "⌈n/128⌉ · ⌈k/128⌉")?, &shape)?;
+        check_scales("b.scales", &b.scales)?;
         Ok(DeviceWeights {
             data: ctx.upload(crate::fp8::as_bits(&b.data))?,
             scales: ctx.upload(&b.scales)?,

@@ -97,6 +97,7 @@ impl<F: Fp8Format> DeviceGroupedWeights<F> {
                 actual: format!("{} scales", b.scales.len()),
             });
         }
+        crate::gemm::check_scales("b.scales", &b.scales)?;
         Ok(DeviceGroupedWeights {
             data: ctx.upload(crate::fp8::as_bits(&b.data))?,
             scales: ctx.upload(&b.scales)?,
