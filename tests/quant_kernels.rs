@@ -298,6 +298,62 @@ proptest! {
     }
 }
 
+const SPECIALS: [f32; 8] = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -0.0, 3.0e38, -1e-40, 1e-45, 65504.0];
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    /// Random shapes with special values sprinkled in (NaN, ±inf, −0, near-f32::MAX, subnormals),
+    /// bf16 or f32, plain or fused silu·mul, dense or masked: always bit-identical to the CPU
+    /// definition of the device behaviour (`quantize_nan_groups`).
+    #[test]
+    fn random_special_values(m in 1usize..12, k8 in 1usize..40, seed in any::<u64>(), f32_in in any::<bool>(), silu in any::<bool>(),
+                             masked in any::<bool>(),
+                             specials in prop::collection::vec((any::<prop::sample::Index>(), 0usize..SPECIALS.len()), 0..6)) {
+        let ctx = Context::new().unwrap();
+        let k = 8 * k8;
+        let width = if silu { 2 * k } else { k };
+        let mut x = silu_values(m, width, seed);
+        let len = x.len();
+        for (at, which) in &specials {
+            x[at.index(len)] = SPECIALS[*which];
+        }
+        // The CPU sees exactly the values the device reads.
+        let xr: Vec<f32> = if f32_in { x.clone() } else { to_bf16(&x).iter().map(|v| v.to_f32()).collect() };
+        let y = if silu { fp8gemm::quant::silu_mul_rows(&xr, m, k).unwrap() } else { xr.clone() };
+        let full = QuantizedActivations::<E4M3Fnuz>::quantize_nan_groups(&y, m, k).unwrap();
+        let (groups, masked_m) = if masked { (m, vec![1i32, 0, -1, 5].into_iter().cycle().take(m).collect::<Vec<_>>()) } else { (1, vec![]) };
+        let m_max = m / groups;
+        let sentinel = QuantizedActivations::from_parts(vec![E4M3Fnuz::from_bits(0x55); m * k], vec![7.0; m * k.div_ceil(128)], m, k).unwrap();
+        let mut out = DeviceActivations::upload(&ctx, &sentinel).unwrap();
+        let dm = ctx.upload(&masked_m).unwrap();
+        let run = |out: &mut DeviceActivations<E4M3Fnuz>| -> fp8gemm::Result<()> {
+            macro_rules! go {
+                ($dx:expr) => {
+                    match (masked, silu) {
+                        (false, false) => quantize_activations(&ctx, $dx, out),
+                        (false, true) => silu_mul_quantize_activations(&ctx, $dx, out),
+                        (true, false) => quantize_activations_masked(&ctx, $dx, &dm, out),
+                        (true, true) => silu_mul_quantize_activations_masked(&ctx, $dx, &dm, out),
+                    }
+                };
+            }
+            if f32_in { go!(&ctx.upload(&x).unwrap()) } else { go!(&ctx.upload(&to_bf16(&x)).unwrap()) }
+        };
+        run(&mut out).unwrap();
+        let got = out.download().unwrap();
+        let mut want = sentinel.clone();
+        let kb = k.div_ceil(128);
+        for r in 0..m {
+            let valid = !masked || (r % m_max) < (masked_m[r / m_max].max(0) as usize).min(m_max);
+            if valid {
+                want.data[r * k..(r + 1) * k].copy_from_slice(&full.data[r * k..(r + 1) * k]);
+                want.scales[r * kb..(r + 1) * kb].copy_from_slice(&full.scales[r * kb..(r + 1) * kb]);
+            }
+        }
+        assert_same_act(&format!("{m}x{k} f32 {f32_in} silu {silu} masked {masked}"), &got, &want);
+    }
+}
+
 #[test]
 fn bad_arguments_are_typed_errors() {
     let ctx = Context::new().unwrap();
@@ -474,4 +530,43 @@ fn gfx950_kernels_match_the_e4m3fn_recipe() {
     let s: Vec<f32> = read(&mem, sf, nb * kb * 4).chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
     let got = QuantizedWeights::from_parts(read(&mem, q, n * k).into_iter().map(E4M3Fn::from_bits).collect(), s, n, k).unwrap();
     assert_same_weights("gfx950 weights", &got, &QuantizedWeights::<E4M3Fn>::quantize(&w, n, k).unwrap());
+}
+
+/// Emulator counters of DeepSeek-V3-sized launches (printed with `--nocapture` for the report)
+/// and the memory traffic they must have: activations read their input once and write exactly
+/// the FP8 values and scales; weights read their input twice (maximum, then convert).
+#[test]
+fn counters_show_the_expected_memory_traffic() {
+    let ctx = Context::new().unwrap();
+    let (m, k) = (128usize, 7168usize);
+    let x = to_bf16(&values(m, k, 1));
+    let dx = ctx.upload(&x).unwrap();
+    let mut qa = DeviceActivations::<E4M3Fnuz>::alloc(&ctx, m, k).unwrap();
+    quantize_activations(&ctx, &dx, &mut qa).unwrap();
+    let r = fp8gemm::runtime::last_emulator_report().expect("a launch report");
+    eprintln!("{r}");
+    assert_eq!(r.kernel, "quantize_act_bf16");
+    assert_eq!(r.counters.global_read_bytes, (m * k * 2) as u64);
+    assert_eq!(r.counters.global_write_bytes, (m * k + m * (k / 128) * 4) as u64);
+
+    let i = 2048;
+    let gu = to_bf16(&silu_values(m, 2 * i, 2));
+    let dgu = ctx.upload(&gu).unwrap();
+    let mut qd = DeviceActivations::<E4M3Fnuz>::alloc(&ctx, m, i).unwrap();
+    silu_mul_quantize_activations(&ctx, &dgu, &mut qd).unwrap();
+    let r = fp8gemm::runtime::last_emulator_report().unwrap();
+    eprintln!("{r}");
+    assert_eq!(r.counters.global_read_bytes, (m * 2 * i * 2) as u64);
+    assert_eq!(r.counters.global_write_bytes, (m * i + m * (i / 128) * 4) as u64);
+
+    let (n, k) = (2112usize, 7168usize);
+    let w = to_bf16(&values(n, k, 3));
+    let dw = ctx.upload(&w).unwrap();
+    let mut qw = DeviceWeights::<E4M3Fnuz>::alloc(&ctx, n, k).unwrap();
+    quantize_weights(&ctx, &dw, &mut qw).unwrap();
+    let r = fp8gemm::runtime::last_emulator_report().unwrap();
+    eprintln!("{r}");
+    assert_eq!(r.counters.global_read_bytes, (2 * n * k * 2) as u64);
+    assert_eq!(r.counters.global_write_bytes, (n * k + n.div_ceil(128) * (k / 128) * 4) as u64);
+    assert_same_weights("2112x7168", &qw.download().unwrap(), &QuantizedWeights::quantize(&w, n, k).unwrap());
 }

@@ -25,6 +25,13 @@
 //! - K-grouped operands ([`KGroupedOperand`]): groups of `rows × k_g` per-token-quantized matrices
 //!   back to back (see its docs).
 //!
+//! # Fused activation and device semantics
+//! [`QuantizedActivations::quantize_silu_mul`] quantizes `silu(gate) · up` of a `[m, 2·i]`
+//! input ([`silu_mul`] gives the exact `f32` formula, shared with the device kernels);
+//! [`QuantizedActivations::quantize_nan_groups`] and [`QuantizedWeights::quantize_nan_groups`]
+//! reproduce what the device quantization kernels ([`crate::quantize`]) write for non-finite
+//! input (NaN scale and FP8 NaNs for the affected group) instead of returning an error.
+//!
 //! # Checkpoint conversion
 //! [`e4m3fn_to_e4m3fnuz`] turns E4M3FN weights with their dequantization scales (DeepSeek-V3's
 //! `weight_scale_inv`) into E4M3FNUZ weights with doubled scales, exactly.

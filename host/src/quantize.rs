@@ -32,6 +32,12 @@
 //! [`QuantizedWeights::quantize_nan_groups`]; the CPU recipes themselves reject such input with
 //! a typed error. All-zero groups get the scale `1e-4 / FP8_MAX` and zeros.
 //!
+//! **Scale range**: the GEMM kernels compute exactly for scales `0 ∪ [2^-24, 2^94)`
+//! ([`fp8gemm_device::tile::MIN_SCALE`]); the recipe stays inside it unless a group's `amax`
+//! reaches `2^94 · FP8_MAX` (≈ 4.7e30 E4M3FNUZ, 8.7e30 E4M3FN). The device cannot report such a
+//! group without a host round trip: its scale is written as computed, and a GEMM that combines
+//! it with a large scale on the other side may produce ±∞/NaN in the affected rows.
+//!
 //! All launches are asynchronous (null stream); reading a result back synchronizes.
 
 use fp8gemm_device::args::{GlobalPtr, QuantActArgs, QuantWeightArgs};
