@@ -26,7 +26,7 @@ fn upload_rejects_shapes_whose_products_wrap() {
 fn alloc_rejects_lengths_whose_byte_size_overflows() {
     let ctx = Context::new().unwrap();
     // 2^62 u32 = 2^64 bytes: used to return Ok with len() = 2^62 backed by 0 bytes.
-    let e = ctx.alloc_zeroed::<u32>(1 << 62).err().expect("2^62 u32 must be rejected");
+    let e = ctx.alloc_zeroed::<u32>(1 << 62).expect_err("2^62 u32 must be rejected");
     assert!(matches!(&e, Error::Shape { arg: "len", .. }), "{e}");
     assert!(matches!(ctx.alloc_zeroed::<u8>(usize::MAX), Err(Error::Shape { arg: "len", .. })));
     assert!(matches!(ctx.alloc_zeroed::<f32>(usize::MAX / 4 + 1), Err(Error::Shape { arg: "len", .. })));

@@ -23,8 +23,8 @@
 //! # Work mapping
 //! * Activations (`quantize_act_*`, 256 work-items): 16 consecutive lanes (one DPP row) own one
 //!   1×128 group, 8 consecutive elements each (one 16-byte bf16 or two 16-byte f32 loads, one
-//!   8-byte store); the group maximum is a 4-step DPP `row_ror` reduction ([`crate::intrinsics`]
-//!   `row16_umax`), so every lane gets it without LDS or barriers. A workgroup covers 16 groups
+//!   8-byte store); the group maximum is a 4-step DPP `row_ror` reduction (`intrinsics::row16_umax`,
+//!   device builds only), so every lane gets it without LDS or barriers. A workgroup covers 16 groups
 //!   of the flattened `(row, k block)` space, which keeps every lane busy whatever `k` is.
 //! * Weights (`quantize_weight_*`, 64 work-items = one wave per 128×128 block): lane `l` owns
 //!   columns `8·(l & 15) ..+8` of rows `l >> 4, +4, +8, …`; a DPP row reduction followed by 4
@@ -65,7 +65,8 @@ pub fn exp_nonpositive(x: f32) -> f32 {
     if x != x {
         return x;
     }
-    if !(x >= EXP_CUTOFF) {
+    // Not NaN from here on.
+    if x < EXP_CUTOFF {
         return 0.0;
     }
     let x = if x > 0.0 { 0.0 } else { x };
