@@ -136,3 +136,16 @@ fn scales_outside_the_supported_range_are_rejected() {
     let b = QuantizedWeights::<E4M3Fnuz>::from_parts(vec![E4M3Fnuz::ZERO; 128 * 128], vec![1e38], 128, 128).unwrap();
     assert!(matches!(DeviceWeights::upload(&ctx, &b), Err(Error::ScaleRange { arg: "b.scales", index: 0, .. })));
 }
+
+/// `GroupedQuantizedWeights::from_groups` sized its buffers from the first group's (public)
+/// `n` and `k` before checking them: a lying shape was a capacity-overflow panic.
+#[test]
+fn from_groups_rejects_lying_shapes_before_allocating() {
+    use fp8gemm::quant::{GroupedQuantizedWeights, QuantError};
+    let liar = QuantizedWeights::<E4M3Fnuz> { data: vec![], scales: vec![], n: 1 << 40, k: 1 << 40 };
+    let e = GroupedQuantizedWeights::from_groups(&[liar.clone(), liar]).unwrap_err();
+    assert!(matches!(e, QuantError::SizeOverflow { arg: "groups[_].data", .. }), "{e:?}");
+    let liar = QuantizedWeights::<E4M3Fnuz> { data: vec![], scales: vec![], n: 1 << 20, k: 1 << 20 };
+    let e = GroupedQuantizedWeights::from_groups(&[liar]).unwrap_err();
+    assert!(matches!(e, QuantError::Length { arg: "groups[_].data", .. }), "{e:?}");
+}

@@ -254,9 +254,9 @@ pub fn fp8_gemm_nt<F: Fp8Format>(
     }
     // The kernels address tiles past the last row through range-checked buffer loads: the
     // padded extents must stay within 32-bit offsets too.
-    check_tensor_bytes("a", (m as u64 + 128) * k as u64)?;
-    check_tensor_bytes("b", (n as u64 + 128) * k as u64)?;
-    check_tensor_bytes("d", m as u64 * n as u64 * 2)?;
+    check_tensor_bytes("a", (m as u64 + 128).saturating_mul(k as u64))?;
+    check_tensor_bytes("b", (n as u64 + 128).saturating_mul(k as u64))?;
+    check_tensor_bytes("d", (m as u64).saturating_mul(n as u64).saturating_mul(2))?;
 
     let desc = GemmDesc::dense(m as u32, n as u32, k as u32, ctx.arch());
     let cfg = config::get_best_config(&desc).map_err(|e| Error::Unsupported(e.to_string()))?;

@@ -429,13 +429,17 @@ impl<F: Fp8Format> GroupedQuantizedWeights<F> {
     /// Stacks per-group weights (all with the same `n` and `k`).
     pub fn from_groups(groups: &[QuantizedWeights<F>]) -> Result<Self, QuantError> {
         let (n, k) = groups.first().map_or((0, 0), |g| (g.n, g.k));
-        let mut data = Vec::with_capacity(groups.len() * n * k);
-        let mut scales = Vec::with_capacity(groups.len() * blocks(n) * blocks(k));
+        // Validate every group before sizing anything from the (public, so untrusted) fields.
+        let (per_data, per_scales) = (product("groups[_].data", &[n, k])?, product("groups[_].scales", &[blocks(n), blocks(k)])?);
         for g in groups {
             check_len("groups[_].n", g.n, n)?;
             check_len("groups[_].k", g.k, k)?;
-            check_len("groups[_].data", g.data.len(), n * k)?;
-            check_len("groups[_].scales", g.scales.len(), blocks(n) * blocks(k))?;
+            check_len("groups[_].data", g.data.len(), per_data)?;
+            check_len("groups[_].scales", g.scales.len(), per_scales)?;
+        }
+        let mut data = Vec::with_capacity(product("data", &[groups.len(), per_data])?);
+        let mut scales = Vec::with_capacity(product("scales", &[groups.len(), per_scales])?);
+        for g in groups {
             data.extend_from_slice(&g.data);
             scales.extend_from_slice(&g.scales);
         }
