@@ -458,6 +458,12 @@ fn read(mem: &DeviceMemory, addr: u64, len: usize) -> Vec<u8> {
 
 /// Runs an activation kernel of the gfx950 object on f32 input; returns (q bytes, scales).
 fn run950_act(name: &str, x: &[f32], rows: usize, k: usize, silu: bool) -> (Vec<u8>, Vec<f32>) {
+    run950_act_masked(name, x, rows, k, silu, &[])
+}
+
+/// [`run950_act`] for the masked kernels: `masked_m` gives G (rows = G · m_max); the outputs
+/// start as 0x55 bytes and 7.0 scales.
+fn run950_act_masked(name: &str, x: &[f32], rows: usize, k: usize, silu: bool, masked_m: &[i32]) -> (Vec<u8>, Vec<f32>) {
     let co = gfx950();
     let kernel = co.kernel(name).unwrap_or_else(|| panic!("{name} missing from gfx950"));
     let mem = DeviceMemory::new();
@@ -466,15 +472,18 @@ fn run950_act(name: &str, x: &[f32], rows: usize, k: usize, silu: bool) -> (Vec<
         if bf { to_bf16(x).iter().flat_map(|v| v.to_bits().to_le_bytes()).collect() } else { x.iter().flat_map(|v| v.to_le_bytes()).collect() };
     assert_eq!(x.len(), rows * k * if silu { 2 } else { 1 });
     let kb = k.div_ceil(128);
-    let (xa, q, sf) = (put(&mem, &xbytes), put(&mem, &vec![0u8; rows * k]), put(&mem, &vec![0u8; rows * kb * 4]));
+    let sentinel: Vec<u8> = (0..rows * kb).flat_map(|_| 7.0f32.to_le_bytes()).collect();
+    let (xa, q, sf) = (put(&mem, &xbytes), put(&mem, &vec![0x55u8; rows * k]), put(&mem, &sentinel));
+    let groups = masked_m.len().max(1);
+    let mm = if masked_m.is_empty() { 0 } else { put(&mem, &masked_m.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>()) };
     let args = QuantActArgs {
         x: GlobalPtr::new(xa),
         q: GlobalPtr::new(q),
         sf: GlobalPtr::new(sf),
-        masked_m: GlobalPtr::new(0),
-        rows: rows as u32,
+        masked_m: GlobalPtr::new(mm),
+        rows: (rows / groups) as u32,
         k: k as u32,
-        groups: 1,
+        groups: groups as u32,
         fp8_max: E4M3Fn::MAX,
     };
     let grid = ((rows * kb) as u32).div_ceil(dq::ACT_GROUPS_PER_WG);
@@ -506,13 +515,41 @@ fn gfx950_kernels_match_the_e4m3fn_recipe() {
     let got = QuantizedActivations::from_parts(q.into_iter().map(E4M3Fn::from_bits).collect(), s, m, i).unwrap();
     assert_same_act("gfx950 silu", &got, &want);
 
-    // Weights.
+    // Masked bf16 (G = 3, m_max = 8, counts 8, −2 and 30 → 8, 0, 8 rows).
+    let (g, m_max, k2) = (3usize, 8usize, 136usize);
+    let xm = values(g * m_max, k2, 80);
+    let xr: Vec<f32> = to_bf16(&xm).iter().map(|v| v.to_f32()).collect();
+    let full = QuantizedActivations::<E4M3Fn>::quantize(&xr, g * m_max, k2).unwrap();
+    let (q, s) = run950_act_masked("quantize_act_masked_bf16", &xm, g * m_max, k2, false, &[8, -2, 30]);
+    let kb2 = k2.div_ceil(128);
+    for r in 0..g * m_max {
+        let valid = r / m_max != 1;
+        for c in 0..k2 {
+            let want = if valid { full.data[r * k2 + c].to_bits() } else { 0x55 };
+            assert_eq!(q[r * k2 + c], want, "gfx950 masked q[{r},{c}]");
+        }
+        for b in 0..kb2 {
+            let want = if valid { full.scales[r * kb2 + b] } else { 7.0 };
+            assert_eq!(s[r * kb2 + b].to_bits(), want.to_bits(), "gfx950 masked scale[{r},{b}]");
+        }
+    }
+
+    // Weights, f32 and bf16.
     let (n, k) = (200, 264);
     let w = values(n, k, 79);
     let co = gfx950();
-    let kernel = co.kernel("quantize_weight_f32").unwrap();
+    for name in ["quantize_weight_f32", "quantize_weight_bf16"] {
+        gfx950_weights(&co, name, &w, n, k);
+    }
+}
+
+fn gfx950_weights(co: &CodeObject, name: &str, w: &[f32], n: usize, k: usize) {
+    let kernel = co.kernel(name).unwrap_or_else(|| panic!("{name} missing from gfx950"));
     let mem = DeviceMemory::new();
-    let xbytes: Vec<u8> = w.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let bf = name.ends_with("bf16");
+    let xbytes: Vec<u8> =
+        if bf { to_bf16(w).iter().flat_map(|v| v.to_bits().to_le_bytes()).collect() } else { w.iter().flat_map(|v| v.to_le_bytes()).collect() };
+    let wr: Vec<f32> = if bf { to_bf16(w).iter().map(|v| v.to_f32()).collect() } else { w.to_vec() };
     let (nb, kb) = (n.div_ceil(128), k.div_ceil(128));
     let (xa, q, sf) = (put(&mem, &xbytes), put(&mem, &vec![0u8; n * k]), put(&mem, &vec![0u8; nb * kb * 4]));
     let args = QuantWeightArgs {
@@ -525,10 +562,10 @@ fn gfx950_kernels_match_the_e4m3fn_recipe() {
         reserved: 0,
     };
     let cfg = LaunchConfig { grid: [(nb * kb) as u32, 1, 1], block: [dq::WEIGHT_THREADS, 1, 1], dynamic_lds_bytes: 0, kernarg: args.as_bytes().to_vec() };
-    exec::launch(&co, kernel, &cfg, &mem, &Checks::all()).unwrap();
+    exec::launch(co, kernel, &cfg, &mem, &Checks::all()).unwrap_or_else(|e| panic!("{name}: {e}"));
     let s: Vec<f32> = read(&mem, sf, nb * kb * 4).chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
     let got = QuantizedWeights::from_parts(read(&mem, q, n * k).into_iter().map(E4M3Fn::from_bits).collect(), s, n, k).unwrap();
-    assert_same_weights("gfx950 weights", &got, &QuantizedWeights::<E4M3Fn>::quantize(&w, n, k).unwrap());
+    assert_same_weights(name, &got, &QuantizedWeights::<E4M3Fn>::quantize(&wr, n, k).unwrap());
 }
 
 /// Emulator counters of DeepSeek-V3-sized launches (printed with `--nocapture` for the report)
@@ -568,4 +605,49 @@ fn counters_show_the_expected_memory_traffic() {
     assert_eq!(r.counters.global_read_bytes, (2 * n * k * 2) as u64);
     assert_eq!(r.counters.global_write_bytes, (n * k + n.div_ceil(128) * (k / 128) * 4) as u64);
     assert_same_weights("2112x7168", &qw.download().unwrap(), &QuantizedWeights::quantize(&w, n, k).unwrap());
+}
+
+/// The MoE decode path on the device: `[G, m_max, k]` bf16 → masked quantize kernel (counts read
+/// on the device) → `m_grouped_fp8_gemm_nt_masked`, bit-identical to the same GEMM on
+/// CPU-quantized activations and within calc_diff < 1e-3 of the f32 GEMM on the valid rows.
+#[test]
+fn masked_quantize_then_masked_gemm() {
+    use fp8gemm::quant::GroupedQuantizedWeights;
+    use fp8gemm::{m_grouped_fp8_gemm_nt_masked, DeviceGroupedWeights};
+    let ctx = Context::new().unwrap();
+    let (groups, m_max, n, k) = (3usize, 40usize, 128usize, 256usize);
+    let masked_m = [40i32, 0, 17];
+    let mut rng = StdRng::seed_from_u64(7);
+    let a: Vec<bf16> = (0..groups * m_max * k).map(|_| bf16::from_f32(rng.sample(StandardNormal))).collect();
+    let b: Vec<f32> = (0..groups * n * k).map(|_| bf16::from_f32(rng.sample(StandardNormal)).to_f32()).collect();
+    let qb = GroupedQuantizedWeights::<E4M3Fnuz>::quantize(&b, groups, n, k).unwrap();
+    let db = DeviceGroupedWeights::upload(&ctx, &qb).unwrap();
+    let dm = ctx.upload(&masked_m).unwrap();
+    let mut qa = DeviceActivations::<E4M3Fnuz>::alloc(&ctx, groups * m_max, k).unwrap();
+    quantize_activations_masked(&ctx, &ctx.upload(&a).unwrap(), &dm, &mut qa).unwrap();
+    let mut d = ctx.alloc_zeroed::<bf16>(groups * m_max * n).unwrap();
+    m_grouped_fp8_gemm_nt_masked(&ctx, &qa, &db, &mut d, &dm, 32).unwrap();
+    let d = d.download().unwrap();
+
+    let cpu_a = DeviceActivations::upload(&ctx, &QuantizedActivations::<E4M3Fnuz>::quantize(&a, groups * m_max, k).unwrap()).unwrap();
+    let mut d2 = ctx.alloc_zeroed::<bf16>(groups * m_max * n).unwrap();
+    m_grouped_fp8_gemm_nt_masked(&ctx, &cpu_a, &db, &mut d2, &dm, 32).unwrap();
+    let d2 = d2.download().unwrap();
+    assert!(d.iter().zip(&d2).all(|(x, y)| x.to_bits() == y.to_bits()), "differs from the GEMM of CPU-quantized activations");
+
+    let (mut got, mut want) = (Vec::new(), Vec::new());
+    let mut row = vec![0f32; n];
+    for g in 0..groups {
+        for r in 0..masked_m[g] as usize {
+            let i = g * m_max + r;
+            let ar: Vec<f32> = a[i * k..(i + 1) * k].iter().map(|v| v.to_f32()).collect();
+            reference::gemm_nt_f32(&ar, &b[g * n * k..(g + 1) * n * k], 1, n, k, &mut row).unwrap();
+            want.extend_from_slice(&row);
+            got.extend_from_slice(&d[i * n..(i + 1) * n]);
+        }
+    }
+    let diff = reference::calc_diff(&got, &want).unwrap();
+    assert!(diff < 1e-3, "calc_diff over the valid rows {diff:e}");
+    // Rows past each group's count stay untouched (zero).
+    assert!(d[m_max * n..2 * m_max * n].iter().all(|v| v.to_bits() == 0));
 }
