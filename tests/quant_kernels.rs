@@ -651,3 +651,38 @@ fn masked_quantize_then_masked_gemm() {
     // Rows past each group's count stay untouched (zero).
     assert!(d[m_max * n..2 * m_max * n].iter().all(|v| v.to_bits() == 0));
 }
+
+/// Resources of every quantization kernel in both code objects: no spills, no scratch, no LDS,
+/// the launch bound the host launches with, and at least 8 waves per SIMD by registers.
+#[test]
+fn quant_kernels_meet_the_resource_goals() {
+    let specs: [(&str, u32); 10] = [
+        (dq::QUANTIZE_ACT_BF16.name, dq::QUANTIZE_ACT_BF16.workgroup_size),
+        (dq::QUANTIZE_ACT_F32.name, dq::QUANTIZE_ACT_F32.workgroup_size),
+        (dq::QUANTIZE_ACT_MASKED_BF16.name, dq::QUANTIZE_ACT_MASKED_BF16.workgroup_size),
+        (dq::QUANTIZE_ACT_MASKED_F32.name, dq::QUANTIZE_ACT_MASKED_F32.workgroup_size),
+        (dq::QUANTIZE_ACT_SILU_MUL_BF16.name, dq::QUANTIZE_ACT_SILU_MUL_BF16.workgroup_size),
+        (dq::QUANTIZE_ACT_SILU_MUL_F32.name, dq::QUANTIZE_ACT_SILU_MUL_F32.workgroup_size),
+        (dq::QUANTIZE_ACT_SILU_MUL_MASKED_BF16.name, dq::QUANTIZE_ACT_SILU_MUL_MASKED_BF16.workgroup_size),
+        (dq::QUANTIZE_ACT_SILU_MUL_MASKED_F32.name, dq::QUANTIZE_ACT_SILU_MUL_MASKED_F32.workgroup_size),
+        (dq::QUANTIZE_WEIGHT_BF16.name, dq::QUANTIZE_WEIGHT_BF16.workgroup_size),
+        (dq::QUANTIZE_WEIGHT_F32.name, dq::QUANTIZE_WEIGHT_F32.workgroup_size),
+    ];
+    for (arch, bytes) in [("gfx942", fp8gemm::codeobj::GFX942), ("gfx950", fp8gemm::codeobj::GFX950)] {
+        let co = CodeObject::parse(bytes).expect("code object parses");
+        for (name, wg) in specs {
+            let k = co.kernel(name).unwrap_or_else(|| panic!("{arch}: {name} missing"));
+            let m = &k.meta;
+            let what = format!("{arch} {name}");
+            assert_eq!((m.vgpr_spill_count, m.sgpr_spill_count), (0, 0), "{what}: spills");
+            assert_eq!(m.private_segment_fixed_size, 0, "{what}: scratch");
+            assert_eq!(m.group_segment_fixed_size, 0, "{what}: LDS");
+            assert_eq!(m.max_flat_workgroup_size, wg, "{what}: launch bound");
+            let regs = m.vgpr_count.div_ceil(8) * 8 + m.agpr_count;
+            assert!(regs <= 64, "{what}: {regs} registers (8 waves/SIMD need ≤ 64)");
+            eprintln!("{what}: vgpr {} agpr {} sgpr {}", m.vgpr_count, m.agpr_count, m.sgpr_count);
+        }
+    }
+    assert_eq!(dq::ACT_THREADS, dq::QUANTIZE_ACT_BF16.workgroup_size);
+    assert_eq!(dq::WEIGHT_THREADS, dq::QUANTIZE_WEIGHT_BF16.workgroup_size);
+}
