@@ -79,6 +79,7 @@ fn huge_sizes_are_one_error_line() {
         (vec!["gemm", "--m", "128", "--n", &max, "--k", "128"], "argument `--n`"),
         (vec!["gemm", "--m", "128", "--n", "128", "--k", &max], "argument `--m`"),
         (vec!["bench", "--m", "4294967296", "--n", "128", "--k", "128"], "argument `--m`"),
+        (vec!["profile", "--m", "4294967296", "--n", "128", "--k", "128"], "argument `--m`"),
         (vec!["grouped", "--layout", "masked", "--groups", "4294967296", "--m", "8", "--n", "128", "--k", "128"], "argument `--groups`"),
         (vec!["grouped", "--layout", "contiguous", "--groups", &max, "--m", "8", "--n", "128", "--k", "128"], "argument `--groups`"),
         (vec!["grouped", "--layout", "contiguous", "--groups", "2", "--m", &max, "--n", "128", "--k", "128"], "argument `--m`"),
