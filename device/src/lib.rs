@@ -36,6 +36,7 @@ pub mod dense;
 pub mod grouped;
 #[cfg(target_arch = "amdgpu")]
 pub mod intrinsics;
+pub mod kgrouped;
 pub mod test_kernels;
 pub mod tile;
 
