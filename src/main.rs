@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 mod gemm;
 mod grouped;
+mod kgrouped;
 
 use clap::{Parser, Subcommand};
 use fp8gemm::codeobj::{self, Arch};
@@ -64,6 +65,27 @@ enum Command {
         #[arg(long, default_value_t = 0)]
         seed: u64,
     },
+    /// Run one K-grouped FP8 GEMM (DeepGEMM's `k_grouped_fp8_gemm_tn_contiguous`, the MoE weight
+    /// gradient, accumulating into C in place) on random data and compare it with the CPU
+    /// references.
+    Kgrouped {
+        /// Number of groups (experts).
+        #[arg(long)]
+        groups: usize,
+        /// Columns of A, rows of every D[g] (a multiple of 8).
+        #[arg(long)]
+        m: usize,
+        /// Columns of B and of every D[g] (a multiple of 8).
+        #[arg(long)]
+        n: usize,
+        /// Tokens per group: the centre of the uneven group sizes (×0.7 … ×1.3, rounded up to
+        /// multiples of 128).
+        #[arg(long)]
+        k: usize,
+        /// Random seed.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+    },
     /// Time repeated dense FP8 GEMM launches (real GPU time with `--features rocm`; on the
     /// emulator this measures the emulator, and says so).
     Bench {
@@ -113,6 +135,7 @@ fn run(cli: Cli) -> Result<(), String> {
         }
         Command::Gemm { m, n, k, seed } => gemm::run_dense(m, n, k, seed),
         Command::Grouped { layout, groups, m, n, k, seed } => grouped::run_grouped(layout, groups, m, n, k, seed),
+        Command::Kgrouped { groups, m, n, k, seed } => kgrouped::run_kgrouped(groups, m, n, k, seed),
         Command::Bench { m, n, k, iters } => gemm::bench_dense(m, n, k, iters),
         Command::Disasm { kernel, arch } => {
             let a = parse_arch(&arch)?;

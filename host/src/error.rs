@@ -63,6 +63,9 @@ pub enum Error {
         /// Argument name.
         arg: &'static str,
     },
+    /// Host-side quantization rejected its input.
+    #[error(transparent)]
+    Quant(#[from] crate::quant::QuantError),
     /// A problem size the kernels do not support.
     #[error("unsupported problem: {0}")]
     Unsupported(String),
