@@ -289,6 +289,23 @@ mod imp {
             }
         };
 
+        // Scale offsets inside one block row. The hardware range-checks only voffset, not
+        // voffset + soffset, so a tail row or column must be parked explicitly: in any block but
+        // the last its offset would otherwise land in the next block's scales, in the last one
+        // past the group.
+        let mut sfa_voff = [PARKED; FM];
+        for (fm, v) in sfa_voff.iter_mut().enumerate() {
+            if row_of(fm) < m {
+                *v = row_of(fm) * 4;
+            }
+        }
+        let mut sfb_voff = [PARKED; FN];
+        for (fnn, v) in sfb_voff.iter_mut().enumerate() {
+            if col_of(fnn) < n {
+                *v = col_of(fnn) * 4;
+            }
+        }
+
         let mut acc = [[F32x4::zero(); FN]; FM];
         if nkb > 0 {
             let mut part = [[F32x4::zero(); FN]; FM];
@@ -303,15 +320,15 @@ mod imp {
                 load(kofs + STAGE_K, &mut gx);
                 let mut sfa = [0f32; FM];
                 for (fm, s) in sfa.iter_mut().enumerate() {
-                    // SAFETY: rs_sfa covers the group's SFA rows; soffset kb·m·4 selects block
-                    // kb < nkb; a tail row's voffset (≥ m·4) reads another block's scale or 0,
-                    // only for rows that are never stored.
-                    *s = unsafe { buffer_load_f32(job.rs_sfa, row_of(fm) * 4, kb * m * 4) };
+                    // SAFETY: rs_sfa covers the group's SFA rows; soffset kb·m·4 (not range
+                    // checked) selects block kb < nkb, voffset < m·4 a column of it; tail rows
+                    // are parked out of range and read 0.
+                    *s = unsafe { buffer_load_f32(job.rs_sfa, sfa_voff[fm], kb * m * 4) };
                 }
                 let mut sfb = [F32x4::zero(); FN];
                 for (fnn, s) in sfb.iter_mut().enumerate() {
                     // SAFETY: as above for SFB; 16-byte aligned (n % 4 == 0, column % 4 == 0).
-                    *s = unsafe { buffer_load_b128(job.rs_sfb, col_of(fnn) * 4, kb * n * 4) }.to_f32x4();
+                    *s = unsafe { buffer_load_b128(job.rs_sfb, sfb_voff[fnn], kb * n * 4) }.to_f32x4();
                 }
                 sched_fence();
 
