@@ -1,7 +1,7 @@
 //! The `kgrouped` demo: DeepGEMM's K-grouped (MoE weight-gradient) test recipe end to end through
 //! the public API: `G` groups of tokens with sizes drawn around `K` (×0.7 … ×1.3, rounded to
 //! multiples of 128; `--k 0` gives empty groups), normal BF16 inputs `A[Σk, M]`, `B[Σk, N]`,
-//! `C = 32·randn` accumulated in place (`D = C + Σ A_gᵀ·B_g`), per-channel 1×128 quantization.
+//! (`--uniform`: every group exactly `K`), `C = 32·randn` accumulated in place (`D = C + Σ A_gᵀ·B_g`), per-channel 1×128 quantization.
 
 use std::time::Instant;
 
@@ -14,18 +14,22 @@ use rand::{rngs::StdRng, Rng, SeedableRng};
 use crate::gemm::randn_bf16;
 
 /// Runs one K-grouped GEMM with `groups` groups of about `k` tokens.
-pub fn run_kgrouped(groups: usize, m: usize, n: usize, k: usize, seed: u64) -> Result<(), String> {
+pub fn run_kgrouped(groups: usize, m: usize, n: usize, k: usize, uniform: bool, seed: u64) -> Result<(), String> {
     let ctx = Context::new().map_err(|e| e.to_string())?;
     match ctx.arch() {
-        Arch::Gfx942 => with::<E4M3Fnuz>(&ctx, groups, m, n, k, seed),
-        Arch::Gfx950 => with::<E4M3Fn>(&ctx, groups, m, n, k, seed),
+        Arch::Gfx942 => with::<E4M3Fnuz>(&ctx, groups, m, n, k, uniform, seed),
+        Arch::Gfx950 => with::<E4M3Fn>(&ctx, groups, m, n, k, uniform, seed),
     }
 }
 
-fn with<F: Fp8Format>(ctx: &Context, groups: usize, m: usize, n: usize, k: usize, seed: u64) -> Result<(), String> {
+fn with<F: Fp8Format>(ctx: &Context, groups: usize, m: usize, n: usize, k: usize, uniform: bool, seed: u64) -> Result<(), String> {
     let e = |x: &dyn std::fmt::Display| x.to_string();
     let mut rng = StdRng::seed_from_u64(seed);
-    let ks: Vec<usize> = (0..groups).map(|_| ((k as f64 * rng.random_range(0.7..1.3)) as usize).div_ceil(128) * 128).collect();
+    let ks: Vec<usize> = if uniform {
+        vec![k; groups]
+    } else {
+        (0..groups).map(|_| ((k as f64 * rng.random_range(0.7..1.3)) as usize).div_ceil(128) * 128).collect()
+    };
     let total: usize = ks.iter().sum();
     let a = randn_bf16(total * m, &mut rng);
     let b = randn_bf16(total * n, &mut rng);

@@ -82,6 +82,9 @@ enum Command {
         /// multiples of 128).
         #[arg(long)]
         k: usize,
+        /// Every group exactly `k` tokens (a multiple of 128) instead of uneven sizes.
+        #[arg(long)]
+        uniform: bool,
         /// Random seed.
         #[arg(long, default_value_t = 0)]
         seed: u64,
@@ -135,7 +138,7 @@ fn run(cli: Cli) -> Result<(), String> {
         }
         Command::Gemm { m, n, k, seed } => gemm::run_dense(m, n, k, seed),
         Command::Grouped { layout, groups, m, n, k, seed } => grouped::run_grouped(layout, groups, m, n, k, seed),
-        Command::Kgrouped { groups, m, n, k, seed } => kgrouped::run_kgrouped(groups, m, n, k, seed),
+        Command::Kgrouped { groups, m, n, k, uniform, seed } => kgrouped::run_kgrouped(groups, m, n, k, uniform, seed),
         Command::Bench { m, n, k, iters } => gemm::bench_dense(m, n, k, iters),
         Command::Disasm { kernel, arch } => {
             let a = parse_arch(&arch)?;

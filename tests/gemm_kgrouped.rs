@@ -4,7 +4,7 @@
 //! from f32 accumulation, C accumulation (in place and from a separate C), empty and uneven
 //! groups, M/N tails; and every class of rejected input.
 
-use fp8gemm::fp8::{E4M3Fn, E4M3Fnuz, Fp8Format};
+use fp8gemm::fp8::{E4M3Fn, E4M3Fnuz};
 use fp8gemm::kgrouped::{kgrouped_config, reference_f32, reference_fp8, upload_ks, KGroupedMnMajor};
 use fp8gemm::reference::calc_diff;
 use fp8gemm::{k_grouped_fp8_gemm_tn_contiguous, Context, DeviceKGroupedOperand, Error};
@@ -321,8 +321,45 @@ proptest! {
     }
 }
 
-/// The FP8 format's name the gfx942 context expects (keeps the Format assertion honest).
+/// Both code objects hold both K-grouped kernels with no spills, no scratch, launch bound 256
+/// and registers for at least 2 waves per SIMD.
 #[test]
-fn gfx942_reads_e4m3fnuz() {
-    assert_eq!(E4M3Fnuz::NAME, "e4m3fnuz");
+fn kernels_meet_the_resource_goals() {
+    for arch in fp8gemm::codeobj::Arch::ALL {
+        let rows = fp8gemm::codeobj::inspect(arch.code_object()).unwrap();
+        for tile in fp8gemm_device::kgrouped::KGROUPED_TILES {
+            let r = rows.iter().find(|r| r.name == tile.name).unwrap_or_else(|| panic!("{arch}: {} missing", tile.name));
+            assert_eq!((r.vgpr_spills, r.sgpr_spills, r.scratch), (0, 0, 0), "{arch} {}", tile.name);
+            assert_eq!(r.max_workgroup_size, 256, "{arch} {}", tile.name);
+            assert_eq!(r.agpr, 0, "{arch} {}", tile.name);
+            assert!(r.occupancy >= 2, "{arch} {}: {} waves/SIMD", tile.name, r.occupancy);
+        }
+    }
+}
+
+/// The transposing copy and the fragment reads are free of LDS bank conflicts in the emulator's
+/// bank model (the same rule the host test `kgrouped_lds_is_bank_conflict_free` checks on paper),
+/// for both kernels, and the MFMA count is exactly what the tiles need.
+#[cfg(feature = "emu")]
+#[test]
+fn no_lds_bank_conflicts_and_exact_mfma_count() {
+    let ctx = checked_context();
+    for (m, n, ks, kernel) in [
+        (128usize, 128usize, vec![256usize, 128], "k_grouped_fp8_gemm_tn_contiguous_bm64_bn64"),
+        (1024, 1024, vec![256, 0, 128, 384], "k_grouped_fp8_gemm_tn_contiguous_bm128_bn128"),
+    ] {
+        let c = case(m, n, &ks, 1.0, 20);
+        let da = DeviceKGroupedOperand::upload(&ctx, &c.qa).unwrap();
+        let db = DeviceKGroupedOperand::upload(&ctx, &c.qb).unwrap();
+        let (dks, total) = upload_ks(&ctx, &ks).unwrap();
+        let mut dd = ctx.upload(&c.c).unwrap();
+        let run = k_grouped_fp8_gemm_tn_contiguous(&ctx, &da, &db, &mut dd, &dks, total, None).unwrap();
+        assert_eq!(run.config.unwrap().kernel, kernel);
+        let r = fp8gemm::runtime::last_emulator_report().expect("an emulator report");
+        assert_eq!(r.kernel, kernel);
+        assert_eq!(r.counters.lds_conflict_cycles, 0, "{kernel}: {r}");
+        // One 16x16x32 MFMA per 16×16 output fragment per 32 tokens, over every group.
+        let mfma = (m / 16) * (n / 16) * total / 32;
+        assert_eq!(r.by_class[amdgpu_emu::exec::Class::Mfma as usize], mfma as u64, "{kernel}");
+    }
 }
