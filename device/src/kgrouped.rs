@@ -86,7 +86,7 @@ pub const fn unit_lds_offset(m8: u32, k8: u32, mm: u32) -> u32 {
 }
 
 /// Transposes an 8 × 8 byte block: byte `mm` of `x[kk]` becomes byte `kk` of the result's
-/// `[mm]`. `perm` is `v_perm_b32` (on the device [`crate::intrinsics::perm_b32`]); 32 calls.
+/// `[mm]`. `perm` is `v_perm_b32` (on the device `intrinsics::perm_b32`); 32 calls.
 #[inline(always)]
 pub fn transpose_8x8(x: &[u64; 8], perm: impl Fn(u32, u32, u32) -> u32) -> [u64; 8] {
     let mut y = [0u64; 8];
@@ -425,9 +425,9 @@ mod tests {
             }
         }
         let y = transpose_8x8(&x, perm_ref);
-        for mm in 0..8 {
-            for kk in 0..8 {
-                assert_eq!((y[mm] >> (8 * kk)) & 0xff, (x[kk] >> (8 * mm)) & 0xff, "mm {mm} kk {kk}");
+        for (mm, ym) in y.iter().enumerate() {
+            for (kk, xk) in x.iter().enumerate() {
+                assert_eq!((ym >> (8 * kk)) & 0xff, (xk >> (8 * mm)) & 0xff, "mm {mm} kk {kk}");
             }
         }
     }
