@@ -50,6 +50,14 @@ fn kgrouped_demo_meets_both_accuracy_goals_and_prints_counters() {
     assert!(ok, "{out}\n{err}");
     assert!(out.contains("vs the dequantized reference") && out.contains("vs the unquantized reference"), "{out}");
     assert!(out.contains("bank-conflict cycles") && out.contains("modelled MI300X time"), "{out}");
+    let out = Command::new(env!("CARGO_BIN_EXE_fp8gemm"))
+        .args(["kgrouped", "--groups", "1", "--m", "64", "--n", "64", "--k", "128", "--uniform"])
+        .env("FP8GEMM_PRINT_CONFIGS", "1")
+        .output()
+        .expect("run fp8gemm");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("fp8gemm config: k_grouped_fp8_gemm_tn_contiguous_bm64_bn64 on gfx942"), "{err}");
     let (ok, _, err) = fp8gemm(&["kgrouped", "--groups", "2", "--m", "12", "--n", "64", "--k", "128", "--uniform"]);
     assert!(!ok);
     assert!(err.contains("argument `m`: expected a multiple of 8, got 12"), "{err}");

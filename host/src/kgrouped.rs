@@ -33,6 +33,36 @@
 //! [`KGroupedMnMajor::to_k_major`]) sums the scaled partials in f64, so the two differ only by
 //! f32 rounding of the promotion and of the `C` addition.
 
+//!
+//! # Modelled time of DeepGEMM's wgrad benchmark shapes (emulator cost model, **not measured**)
+//!
+//! No MI300X is available; these are the emulator's counters fed to its MI300X cost model
+//! (`amdgpu_emu::cost`: a throughput lower bound that ignores latencies, issue limits and
+//! barriers, so it is optimistic). Runs of `fp8gemm kgrouped --uniform --groups G --m M --n N
+//! --k K` (all groups exactly `K` tokens, C accumulated in place, all emulator checks on, 0 LDS
+//! bank-conflict cycles in every run, calc_diff ≈ 1e-14 / 2.2e-4 vs the dequantized / unquantized
+//! references), 128 × 128 tiles chosen in every case:
+//!
+//! | G | M × N | K per group | modelled | bound | MFMA | VALU | LDS | VMEM | HBM (µs) |
+//! |---|---|---|---|---|---|---|---|---|---|
+//! | 4 | 7168 × 4096 | 512  |  93.1 µs | HBM |  46.8 | 40.3 |  46.8 |  61.4 |  93.1 |
+//! | 8 | 7168 × 4096 | 512  | 186.3 µs | HBM |  93.6 | 81.1 |  93.6 | 122.9 | 186.3 |
+//! | 4 | 2048 × 7168 | 512  |  48.0 µs | HBM |  23.4 | 20.2 |  23.4 |  30.7 |  48.0 |
+//! | 8 | 2048 × 7168 | 512  |  96.0 µs | HBM |  46.8 | 40.6 |  46.8 |  61.4 |  96.0 |
+//! | 4 | 2048 × 7168 | 1024 |  51.7 µs | HBM |  46.8 | 33.2 |  46.8 |  49.7 |  51.7 |
+//!
+//! DeepGEMM's shapes use 4096–8192 tokens per group; the emulator needs minutes per 512 tokens
+//! at these sizes, so they were run at 512 (and 1024) and scale as follows. The MFMA and LDS pipe
+//! times are exactly proportional to K (×2.00 from 512 to 1024); VALU and VMEM are a K-proportional
+//! main loop plus a fixed epilogue (the f32 C/D traffic); HBM is dominated by the fixed f32 C/D
+//! footprint (`G·M·N·4` bytes, read and written in place) plus A and B (∝ K). Extrapolated
+//! linearly from the two 2048 × 7168 points, at K = 4096 per group (G = 4): MFMA 187 µs, LDS
+//! 187 µs, VMEM 164 µs, VALU 112 µs, HBM 74 µs → modelled ≈ 187 µs, MFMA/LDS bound; 7168 × 4096,
+//! G = 4, K = 4096: MFMA 374 µs (HBM ≈ 124 µs) → ≈ 374 µs; twice that for G = 8 or K = 8192.
+//! "MFMA bound" in this model means the matrix pipe at its peak rate, which real hardware will
+//! not reach with this kernel's 25.6 % MFMA share of issued instructions and 2 waves per SIMD:
+//! read these as lower bounds until measured.
+
 use std::marker::PhantomData;
 
 use fp8gemm_device::args::{GlobalPtr, KGroupedArgs};
@@ -270,7 +300,7 @@ pub fn kgrouped_config(m: u32, n: u32, groups: u32, total_k: u64, arch: Arch) ->
     let t = choose_tile(m, n, groups, total_k, arch);
     let grid = u64::from(groups) * u64::from(t.grid(m, n));
     let grid = u32::try_from(grid).map_err(|_| Error::Unsupported(format!("grid of {grid} workgroups does not fit in 32 bits")))?;
-    Ok(GemmConfig {
+    let config = GemmConfig {
         block_m: t.block_m,
         block_n: t.block_n,
         block_k: t.block_k(),
@@ -280,7 +310,26 @@ pub fn kgrouped_config(m: u32, n: u32, groups: u32, total_k: u64, arch: Arch) ->
         grid,
         remap: Remap::Xcd { xcds: tile::NUM_XCDS },
         arch,
-    })
+    };
+    print_once(&config, m, n, groups, total_k);
+    Ok(config)
+}
+
+/// With `FP8GEMM_PRINT_CONFIGS=1`, prints each distinct configuration once per process (as
+/// [`crate::config::get_best_config`] does for the other entry points).
+fn print_once(config: &GemmConfig, m: u32, n: u32, groups: u32, total_k: u64) {
+    use std::collections::HashSet;
+    use std::sync::{Mutex, OnceLock};
+    static ENABLED: OnceLock<bool> = OnceLock::new();
+    static SEEN: OnceLock<Mutex<HashSet<GemmConfig>>> = OnceLock::new();
+    if !*ENABLED.get_or_init(|| std::env::var("FP8GEMM_PRINT_CONFIGS").is_ok_and(|v| v == "1")) {
+        return;
+    }
+    // A poisoned lock only means another thread panicked while printing; the set is still valid.
+    let first = SEEN.get_or_init(|| Mutex::new(HashSet::new())).lock().unwrap_or_else(|e| e.into_inner()).insert(*config);
+    if first {
+        eprintln!("fp8gemm config: {config} (first for k-grouped m={m} n={n} groups={groups} total_k={total_k})");
+    }
 }
 
 /// K-grouped `D[g] = C[g] + A_gᵀ · B_g` with per-128-token scales on both operands (DeepGEMM's
