@@ -34,7 +34,14 @@ fn dense_with<F: Fp8Format>(ctx: &Context, m: usize, n: usize, k: usize, seed: u
     let db = DeviceWeights::upload(ctx, &qb).map_err(|x| e(&x))?;
     let mut dd = ctx.alloc_zeroed::<bf16>(m * n).map_err(|x| e(&x))?;
     let t0 = Instant::now();
+    crate::profile::begin();
     let run = fp8gemm::fp8_gemm_nt(ctx, &da, &db, &mut dd).map_err(|x| e(&x))?;
+    if crate::profile::end(m, n, k, 1)? {
+        if let Some(c) = &run.config {
+            println!("  config {c}");
+        }
+        return Ok(());
+    }
     let d = dd.download().map_err(|x| e(&x))?;
     let wall = t0.elapsed();
 

@@ -85,6 +85,7 @@ fn grouped_with<F: Fp8Format>(
     let idx: Vec<i32> = row_group.iter().map(|g| g.map_or(-1, |g| g as i32)).collect();
     let masked: Vec<i32> = sizes.iter().map(|&s| s as i32).collect();
     let t0 = Instant::now();
+    crate::profile::begin();
     let (name, run): (&str, GemmRun) = match layout {
         Layout::Contiguous => {
             let di = upload_m_indices(ctx, &idx, groups).map_err(|x| e(&x))?;
@@ -97,6 +98,13 @@ fn grouped_with<F: Fp8Format>(
             ("m_grouped_fp8_gemm_nt_masked", run)
         }
     };
+    if crate::profile::end(m, n, k, groups)? {
+        println!("  {name}: sizes {sizes:?}");
+        if let Some(c) = &run.config {
+            println!("  config {c}");
+        }
+        return Ok(());
+    }
     let d = dd.download().map_err(|x| e(&x))?;
     let wall = t0.elapsed();
 

@@ -69,7 +69,7 @@ use crate::disasm::{format_inst, operand};
 
 /// A register range as operand codes: SGPR `s[n]` = n, VGPR `v[n]` = 256 + n, AccVGPR
 /// `a[n]` = 512 + n; `(first code, dwords)`.
-type Range = (u16, u8);
+pub(crate) type Range = (u16, u8);
 
 const REG_CODES: usize = 768;
 /// The longest wait-state requirement (32x32 XDL result read: 8 + 3; 16 passes: 19).
@@ -77,22 +77,22 @@ const MAX_WAIT_STATES: u64 = 19;
 
 /// Static facts about one instruction of a kernel, computed once per launch.
 #[derive(Clone, Debug, Default)]
-struct InstInfo {
-    kind: Option<Kind>,
+pub(crate) struct InstInfo {
+    pub(crate) kind: Option<Kind>,
     /// MFMA passes (0 if not an MFMA).
-    passes: u8,
-    ds: Option<DsShape>,
-    reads: Vec<Range>,
-    writes: Vec<Range>,
+    pub(crate) passes: u8,
+    pub(crate) ds: Option<DsShape>,
+    pub(crate) reads: Vec<Range>,
+    pub(crate) writes: Vec<Range>,
     /// MFMA source operand ranges (A, B, C) as registers (empty entries for constants).
-    mfma_src: [Option<Range>; 3],
-    mem: Mem,
+    pub(crate) mfma_src: [Option<Range>; 3],
+    pub(crate) mem: Mem,
     /// `s_nop` wait states (simm16[3:0] + 1); 1 for everything else.
-    wait_states: u8,
+    pub(crate) wait_states: u8,
     /// s_waitcnt (vmcnt, lgkmcnt).
-    waitcnt: Option<(u32, u32)>,
+    pub(crate) waitcnt: Option<(u32, u32)>,
     /// Bytes per lane of a vector memory instruction (0 if none or unknown).
-    vmem_bytes: u8,
+    pub(crate) vmem_bytes: u8,
 }
 
 /// Bytes per lane of a FLAT/GLOBAL/SCRATCH/MUBUF instruction from its mnemonic.
@@ -115,22 +115,27 @@ fn vmem_bytes(name: &str) -> u8 {
 /// Global memory is tracked in lines of this many bytes for the distinct-footprint counter.
 pub(super) const LINE_BYTES: u64 = 128;
 
+/// Which wait counter (if any) an instruction's memory access is tracked by.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-enum Mem {
+pub(crate) enum Mem {
+    /// No memory access.
     #[default]
     None,
+    /// Vector memory (vmcnt).
     Vm,
+    /// LDS (lgkmcnt).
     Lds,
+    /// Scalar memory loads (lgkmcnt).
     Smem,
 }
 
 /// Which checking modes run, and the per-instruction facts they need; built once per launch.
-pub(super) struct Plan {
+pub(crate) struct Plan {
     pub hazard: bool,
     pub race: bool,
     pub late: bool,
     pub uninit: bool,
-    info: Vec<InstInfo>,
+    pub(crate) info: Vec<InstInfo>,
 }
 
 fn in_file(code: u16) -> bool {
@@ -291,6 +296,12 @@ pub(super) struct Probe<'p> {
     waves: Vec<WaveProbe>,
     shadow: Vec<Shadow>,
     epoch: u32,
+    /// Record per-instruction timing facts ([`Probe::record`]).
+    pub tracing: bool,
+    /// Bank-model LDS cycles of the instruction [`Probe::before`] last saw (0 if not DS).
+    last_lds_cycles: u32,
+    /// Global lines of the instruction [`Probe::before`] last saw (only while tracing).
+    cur_lines: Vec<u64>,
 }
 
 fn overlaps(a: Range, b: Range) -> bool {
@@ -309,7 +320,20 @@ impl<'p> Probe<'p> {
             Vec::new()
         };
         let shadow = if plan.race || plan.uninit { vec![Shadow::default(); lds_bytes as usize] } else { Vec::new() };
-        Probe { plan, prog, wg, counts: vec![0; prog.insts.len()], counters: Counters::default(), lines: Vec::new(), waves, shadow, epoch: 0 }
+        Probe {
+            plan,
+            prog,
+            wg,
+            counts: vec![0; prog.insts.len()],
+            counters: Counters::default(),
+            lines: Vec::new(),
+            waves,
+            shadow,
+            epoch: 0,
+            tracing: false,
+            last_lds_cycles: 0,
+            cur_lines: Vec::new(),
+        }
     }
 
     /// A workgroup barrier released: a new race epoch starts.
@@ -343,12 +367,17 @@ impl<'p> Probe<'p> {
     pub fn before(&mut self, w: &Wave, inst: &Inst, idx: usize) -> Result<(), LaunchError> {
         self.counts[idx] += 1;
         let info = &self.plan.info[idx];
+        if self.tracing {
+            self.last_lds_cycles = 0;
+            self.cur_lines.clear();
+        }
         if let Some(shape) = info.ds {
             let exec = u64::from(w.s[126]) | u64::from(w.s[127]) << 32;
             let a = inst.src[0];
             if exec != 0 && (VGPR0..AGPR0).contains(&a) && usize::from(a - VGPR0) < w.v.len() {
                 let addr = &w.v[usize::from(a - VGPR0)];
                 let (c, k) = lds_cost(&shape, addr, exec);
+                self.last_lds_cycles = c.min(u64::from(u32::MAX)) as u32;
                 self.counters.lds_cycles += c;
                 self.counters.lds_conflict_cycles += k;
                 if !self.shadow.is_empty() {
@@ -412,6 +441,9 @@ impl<'p> Probe<'p> {
             for line in addr / LINE_BYTES..=(addr + n - 1) / LINE_BYTES {
                 if line != last {
                     self.lines.push(line);
+                    if self.tracing {
+                        self.cur_lines.push(line);
+                    }
                     last = line;
                 }
             }
@@ -420,6 +452,21 @@ impl<'p> Probe<'p> {
             self.lines.sort_unstable();
             self.lines.dedup();
         }
+    }
+
+    /// Appends the instruction [`Probe::before`] just observed to a wave's trace: its index and,
+    /// for DS its bank-model cycles, for vector memory the global lines it touches.
+    pub fn record(&mut self, t: &mut super::trace::WaveTrace, idx: usize) {
+        let info = &self.plan.info[idx];
+        let aux = if info.ds.is_some() {
+            self.last_lds_cycles
+        } else if info.mem == Mem::Vm {
+            t.lines.extend_from_slice(&self.cur_lines);
+            self.cur_lines.len() as u32
+        } else {
+            0
+        };
+        t.recs.push(super::trace::TraceRec { idx: idx as u32, aux });
     }
 
     /// Adds the global / scalar memory bytes one executed instruction moved.

@@ -66,6 +66,13 @@ pub(super) struct Setup<'a> {
     pub kernarg: &'a [u8],
     pub block: [u32; 3],
     pub grid: [u32; 3],
+    /// Record every wave's executed instruction stream for the timing model
+    /// ([`super::trace::WaveTrace`]).
+    pub trace: bool,
+    /// Do not compute MFMA results (destinations keep their old values): a speed option for
+    /// timing runs whose output is not used. Valid only for kernels whose control flow and
+    /// addresses do not depend on MFMA results (checked per kernel by the timing tests).
+    pub skip_mfma_math: bool,
 }
 
 #[derive(Default)]
@@ -78,6 +85,8 @@ pub(super) struct WgCounters {
     pub counts: Vec<u64>,
     /// Global memory lines touched (sorted, distinct), for the footprint counter.
     pub lines: Vec<u64>,
+    /// Per-wave instruction traces (empty unless [`Setup::trace`]).
+    pub traces: Vec<super::trace::WaveTrace>,
 }
 
 /// Compare spec for v_cmp*: bits 0..3 condition, 4..7 type, bit 8 cmpx.
@@ -157,6 +166,8 @@ pub(super) struct Wave {
     pub executed: u64,
     /// HW_REG_MODE (round and denorm modes, DX10_CLAMP, IEEE; s_getreg / s_setreg).
     pub mode: u32,
+    /// The executed instruction stream, when the launch is traced.
+    pub trace: super::trace::WaveTrace,
 }
 
 /// The s_waitcnt counter a memory result is tracked by.
@@ -197,6 +208,7 @@ pub(super) fn run_workgroup(st: &Setup<'_>, wg: [u32; 3]) -> Result<WgCounters, 
             gpr_idx_on: false,
             mode: prog.initial_mode,
             executed: 0,
+            trace: super::trace::WaveTrace::default(),
         };
         let first = w * 64;
         let active = (threads - first).min(64);
@@ -276,6 +288,7 @@ pub(super) fn run_workgroup(st: &Setup<'_>, wg: [u32; 3]) -> Result<WgCounters, 
     }
     let mut ctr = WgCounters { waves: u64::from(n_waves), ..Default::default() };
     let mut probe = super::checks::Probe::new(st.plan, prog, wg, n_waves, st.lds_bytes);
+    probe.tracing = st.trace;
     let _ = st.grid;
     loop {
         let mut running = 0;
@@ -299,6 +312,9 @@ pub(super) fn run_workgroup(st: &Setup<'_>, wg: [u32; 3]) -> Result<WgCounters, 
     ctr.counters = probe.counters;
     ctr.counts = probe.counts;
     ctr.lines = probe.lines;
+    if st.trace {
+        ctr.traces = waves.into_iter().map(|w| w.trace).collect();
+    }
     Ok(ctr)
 }
 
@@ -329,6 +345,9 @@ fn run_wave(st: &Setup<'_>, w: &mut Wave, lds: &mut [u8], wg: [u32; 3], ctr: &mu
             });
         }
         probe.before(w, inst, idx)?;
+        if st.trace {
+            probe.record(&mut w.trace, idx);
+        }
         let mut cx = Cx { st, lds, wg, idx, bytes: [Cell::new(0), Cell::new(0)] };
         let flow = cx.step(w, inst)?;
         probe.mem_bytes(inst, cx.bytes[0].get(), cx.bytes[1].get());
@@ -2163,6 +2182,9 @@ impl Cx<'_, '_> {
     }
 
     fn mfma(&mut self, w: &mut Wave, inst: &Inst) -> Result<(), LaunchError> {
+        if self.st.skip_mfma_math {
+            return Ok(());
+        }
         // MFMA ignores EXEC (CDNA3 ISA 7.1: matrix instructions operate on all lanes).
         let op = inst.op;
         let name = op.name();
