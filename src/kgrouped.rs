@@ -42,7 +42,16 @@ fn with<F: Fp8Format>(ctx: &Context, groups: usize, m: usize, n: usize, k: usize
     let mut dd = ctx.upload(&c).map_err(|x| e(&x))?;
 
     let t0 = Instant::now();
+    crate::profile::begin();
     let run = k_grouped_fp8_gemm_tn_contiguous(ctx, &da, &db, &mut dd, &dks, total_k, None).map_err(|x| e(&x))?;
+    // Useful work: 2·m·n·Σks.
+    if crate::profile::end(m, n, total_k, 1)? {
+        println!("  k_grouped_fp8_gemm_tn_contiguous: G={groups} ks {ks:?}");
+        if let Some(c) = &run.config {
+            println!("  config {c}");
+        }
+        return Ok(());
+    }
     let d = dd.download().map_err(|x| e(&x))?;
     let wall = t0.elapsed();
 

@@ -106,7 +106,7 @@ enum Command {
         #[arg(long, default_value_t = 10)]
         iters: u32,
     },
-    /// Model the time of one dense or m-grouped GEMM on an MI300X/MI325X with the emulator's
+    /// Model the time of one dense, m-grouped or K-grouped GEMM on an MI300X/MI325X with the emulator's
     /// cycle-level timing model (every figure printed is modelled, not measured): time,
     /// TFLOPS, HBM traffic, pipe busy %, stall breakdown and the most stalled instructions.
     Profile {
@@ -122,9 +122,13 @@ enum Command {
         /// An m-grouped layout instead of the dense GEMM.
         #[arg(long, value_enum)]
         layout: Option<grouped::Layout>,
-        /// Groups (with --layout).
+        /// Groups (with --layout or --kgrouped).
         #[arg(long, default_value_t = 1)]
         groups: usize,
+        /// The K-grouped GEMM (`k_grouped_fp8_gemm_tn_contiguous`) instead: `--groups` groups of
+        /// exactly `--k` tokens each, `D[g] = C[g] + A_gᵀ·B_g` with A `[G·k, m]`, B `[G·k, n]`.
+        #[arg(long, conflicts_with = "layout")]
+        kgrouped: bool,
         /// Machine: mi300x, mi325x, or `env` for $AMDGPU_EMU_MACHINE.
         #[arg(long, default_value = "mi300x")]
         machine: String,
@@ -195,9 +199,10 @@ fn run(cli: Cli) -> Result<(), String> {
         Command::Kgrouped { groups, m, n, k, uniform, seed } => kgrouped::run_kgrouped(groups, m, n, k, uniform, seed),
         Command::Bench { m, n, k, iters } => gemm::bench_dense(m, n, k, iters),
         Command::Calibrate { peers, machine, scope, rows, verbose } => profile::calibrate(peers, &machine, scope, &rows, verbose),
-        Command::Profile { m, n, k, layout, groups, machine, scope, full_math, seed } => {
+        Command::Profile { m, n, k, layout, groups, kgrouped, machine, scope, full_math, seed } => {
             profile::enable(&machine, scope, full_math)?;
             match layout {
+                None if kgrouped => kgrouped::run_kgrouped(groups, m, n, k, true, seed),
                 None => gemm::run_dense(m, n, k, seed),
                 Some(l) => grouped::run_grouped(l, groups, m, n, k, seed),
             }
