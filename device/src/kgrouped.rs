@@ -85,40 +85,69 @@ pub const KGROUPED_TILES: [DenseTile; 2] = [
 /// row `row` in the K-grouped kernels; see the module docs.
 #[inline(always)]
 pub const fn kg_lds_swizzle(row: u32, chunk: u32) -> u32 {
-    row * STAGE_K + 16 * (chunk ^ (((row >> 1) ^ ((row >> 2) & 2)) & 3))
+    row * STAGE_K + 16 * (chunk ^ (((row >> 1) ^ ((row >> 4) & 2)) & 3))
+}
+
+/// LDS byte offset of logical chunk `chunk` of row `16·frag + q` (`q < 16`), computed from the
+/// per-lane part `kg_lds_swizzle(q + 32·b, chunk) − 2048·b` with `b = (frag >> 1) & 1` (the only
+/// bit of the fragment index the swizzle sees): the fragment reads' two lane offsets.
+#[inline(always)]
+pub const fn frag_lds_offset(frag: u32, lane_part: (u32, u32)) -> u32 {
+    // A bitwise select rather than an index or a branch: LLVM turned both into a scratch
+    // array indexed by the (wave-uniform) fragment bit.
+    let pick = 0u32.wrapping_sub((frag >> 1) & 1);
+    16 * frag * STAGE_K + (lane_part.0 ^ ((lane_part.0 ^ lane_part.1) & pick))
+}
+
+/// The per-lane parts of [`frag_lds_offset`] for a lane reading row `q` (of its fragment), chunk
+/// `chunk`.
+#[inline(always)]
+pub const fn frag_lane_parts(q: u32, chunk: u32) -> (u32, u32) {
+    (kg_lds_swizzle(q, chunk), kg_lds_swizzle(q + 32, chunk).wrapping_sub(32 * STAGE_K))
 }
 
 /// The 8 × 8 copy unit of work-item `u` (`0..width`) of an operand tile `width` columns wide
 /// (64 or 128): `(m8, k8)`, i.e. columns `8·m8 .. +8` and K rows `8·k8 .. +8` of the 64-K half.
-/// Bit 0 of `u` is bit 0 of `k8`, bit 1 is bit 1 of `k8`, the next `log2(width/8)` bits are `m8`
-/// and the top bit is bit 2 of `k8`.
+/// `m8` is the low part of `u`, so consecutive lanes read consecutive 8-byte pieces of one K row
+/// (one 128-byte line per 16 lanes with 128-wide tiles).
 #[inline(always)]
 pub const fn copy_unit(u: u32, width: u32) -> (u32, u32) {
     let w8 = width / 8;
-    let m8 = (u >> 2) % w8;
-    let k8 = 4 * ((u >> 2) / w8) + (u & 3);
-    (m8, k8)
+    (u % w8, u / w8)
 }
 
-/// LDS byte offset (inside the operand's region) where column `mm` of copy unit `(m8, k8)` goes.
+/// The column rotation of unit `m8`: its transposed output `j` holds column `j ⊕ unit_xor(m8)`,
+/// so that 8 consecutive lanes write 8 different rows modulo 8 (see the module docs).
 #[inline(always)]
-pub const fn unit_lds_offset(m8: u32, k8: u32, mm: u32) -> u32 {
-    kg_lds_swizzle(8 * m8 + mm, k8 >> 1) + 8 * (k8 & 1)
+pub const fn unit_xor(m8: u32) -> u32 {
+    m8 & 3
 }
 
-/// Transposes an 8 × 8 byte block: byte `mm` of `x[kk]` becomes byte `kk` of the result's
-/// `[mm]`. `perm` is `v_perm_b32` (on the device `intrinsics::perm_b32`); 32 calls.
+/// LDS byte offset (inside the operand's region) where output `j` of copy unit `(m8, k8)` goes:
+/// column `8·m8 + (j ⊕ unit_xor(m8))`, K bytes `8·k8 .. +8` of the half.
 #[inline(always)]
-pub fn transpose_8x8(x: &[u64; 8], perm: impl Fn(u32, u32, u32) -> u32) -> [u64; 8] {
+pub const fn unit_lds_offset(m8: u32, k8: u32, j: u32) -> u32 {
+    kg_lds_swizzle(8 * m8 + (j ^ unit_xor(m8)), k8 >> 1) + 8 * (k8 & 1)
+}
+
+/// Transposes an 8 × 8 byte block with a column rotation: byte `j ⊕ xor` of `x[kk]` becomes
+/// byte `kk` of the result's `[j]` (`xor < 4`, so the rotation stays inside each 4-column half).
+/// `perm` is `v_perm_b32` (on the device `intrinsics::perm_b32`; the selectors of the first
+/// stage depend on `xor`, per lane); 32 calls.
+#[inline(always)]
+pub fn transpose_8x8(x: &[u64; 8], xor: u32, perm: impl Fn(u32, u32, u32) -> u32) -> [u64; 8] {
+    let sel = |a: u32, b: u32| a | (4 + a) << 8 | b << 16 | (4 + b) << 24;
+    let (sel_lo, sel_hi) = (sel(xor, 1 ^ xor), sel(2 ^ xor, 3 ^ xor));
     let mut y = [0u64; 8];
     for half_m in 0..2 {
         for half_k in 0..2 {
             let r = |i: usize| (x[4 * half_k + i] >> (32 * half_m)) as u32;
-            // (r0[0], r1[0], r0[1], r1[1]) and (r0[2], r1[2], r0[3], r1[3]); same for r2, r3.
-            let t0 = perm(r(1), r(0), 0x0501_0400);
-            let t1 = perm(r(1), r(0), 0x0703_0602);
-            let t2 = perm(r(3), r(2), 0x0501_0400);
-            let t3 = perm(r(3), r(2), 0x0703_0602);
+            // (r0[σ0], r1[σ0], r0[σ1], r1[σ1]) and (r0[σ2], r1[σ2], r0[σ3], r1[σ3]) with
+            // σi = i ⊕ xor; same for r2, r3.
+            let t0 = perm(r(1), r(0), sel_lo);
+            let t1 = perm(r(1), r(0), sel_hi);
+            let t2 = perm(r(3), r(2), sel_lo);
+            let t3 = perm(r(3), r(2), sel_hi);
             let o = [
                 perm(t2, t0, 0x0504_0100),
                 perm(t2, t0, 0x0706_0302),
@@ -137,7 +166,7 @@ pub fn transpose_8x8(x: &[u64; 8], perm: impl Fn(u32, u32, u32) -> u32) -> [u64;
 mod imp {
     use core::num::NonZeroU32;
 
-    use super::{copy_unit, kg_lds_swizzle, transpose_8x8, unit_lds_offset};
+    use super::{copy_unit, frag_lane_parts, frag_lds_offset, transpose_8x8, unit_lds_offset, unit_xor};
     use crate::args::KGroupedArgs;
     use crate::intrinsics::*;
     use crate::tile::{self, stage_offset, NUM_XCDS, SCALE_BLOCK_K, STAGE_K};
@@ -257,15 +286,16 @@ mod imp {
         let col = origin + 8 * m8;
         // Columns past the operand's width read 0 (their outputs are never stored).
         let load_voff = if col < dim { 8 * k8 * dim + col } else { PARKED };
+        let xor = unit_xor(m8);
         let mut write_off = [0u32; 8];
-        for (mm, w) in write_off.iter_mut().enumerate() {
-            *w = region + unit_lds_offset(m8, k8, mm as u32);
+        for (j, w) in write_off.iter_mut().enumerate() {
+            *w = region + unit_lds_offset(m8, k8, j as u32);
         }
 
-        // Fragment reads, as in the dense kernels (the swizzle is invariant under +16 rows).
-        let frag_lds = kg_lds_swizzle(lane & 15, lane >> 4);
-        let a_frag0 = (wm * FM as u32 * 16) * STAGE_K;
-        let b_frag0 = bm * STAGE_K + (wn * FN as u32 * 16) * STAGE_K;
+        // Fragment reads, as in the dense kernels: lane l reads row l & 15 of its fragment,
+        // logical chunk l >> 4; the swizzle sees bit 1 of the fragment index (frag_lds_offset).
+        let lane_parts = frag_lane_parts(lane & 15, lane >> 4);
+        let b_region = bm * STAGE_K;
 
         let row_of = |fm: usize| m0 + 16 * (wm * FM as u32 + fm as u32) + (lane & 15);
         let col_of = |fnn: usize| n0 + 16 * (wn * FN as u32 + fnn as u32) + 4 * (lane >> 4);
@@ -284,7 +314,7 @@ mod imp {
         };
         let store = |stage: u32, gx: &[u64; 8]| {
             if copy_any {
-                let y = transpose_8x8(gx, perm_b32);
+                let y = transpose_8x8(gx, xor, perm_b32);
                 let base = stage_offset(bm, bn, stage);
                 for (mm, &v) in y.iter().enumerate() {
                     // SAFETY: inside stage `stage` of this operand's region (< lds_bytes, the
@@ -295,16 +325,20 @@ mod imp {
             }
         };
         let compute = |stage: u32, first: bool, part: &mut [[F32x4; FN]; FM]| {
-            let base = stage_offset(bm, bn, stage) + frag_lds;
+            let base = stage_offset(bm, bn, stage);
             let mut af = [[0u64; 2]; FM];
             let mut bf = [[0u64; 2]; FN];
             for (fm, a) in af.iter_mut().enumerate() {
-                // SAFETY: inside the stage's A region, written before the last barrier.
-                *a = unsafe { lds_read_b128(base + a_frag0 + fm as u32 * 16 * STAGE_K) }.to_u64x2();
+                let off = frag_lds_offset(wm * FM as u32 + fm as u32, lane_parts);
+                // SAFETY: inside the stage's A region (fragment < BM/16), written before the
+                // last barrier.
+                *a = unsafe { lds_read_b128(base + off) }.to_u64x2();
             }
             for (fnn, b) in bf.iter_mut().enumerate() {
-                // SAFETY: inside the stage's B region, written before the last barrier.
-                *b = unsafe { lds_read_b128(base + b_frag0 + fnn as u32 * 16 * STAGE_K) }.to_u64x2();
+                let off = frag_lds_offset(wn * FN as u32 + fnn as u32, lane_parts);
+                // SAFETY: inside the stage's B region (bm is a multiple of 64 rows, so the
+                // swizzle sees the same fragment bit), written before the last barrier.
+                *b = unsafe { lds_read_b128(base + b_region + off) }.to_u64x2();
             }
             for s in 0..2 {
                 for fm in 0..FM {
@@ -451,10 +485,13 @@ mod tests {
                 *v |= ((kk * 16 + mm) as u64 + 0x11) << (8 * mm);
             }
         }
-        let y = transpose_8x8(&x, perm_ref);
-        for (mm, ym) in y.iter().enumerate() {
-            for (kk, xk) in x.iter().enumerate() {
-                assert_eq!((ym >> (8 * kk)) & 0xff, (xk >> (8 * mm)) & 0xff, "mm {mm} kk {kk}");
+        for xor in 0..4 {
+            let y = transpose_8x8(&x, xor, perm_ref);
+            for (j, yj) in y.iter().enumerate() {
+                for (kk, xk) in x.iter().enumerate() {
+                    let col = j as u32 ^ xor;
+                    assert_eq!((yj >> (8 * kk)) & 0xff, (xk >> (8 * col)) & 0xff, "xor {xor} j {j} kk {kk}");
+                }
             }
         }
     }
@@ -474,13 +511,13 @@ mod tests {
             let mut bytes = std::vec![0u8; (width * STAGE_K) as usize];
             for u in 0..width {
                 let (m8, k8) = copy_unit(u, width);
-                for mm in 0..8 {
-                    let off = unit_lds_offset(m8, k8, mm) as usize;
+                for j in 0..8 {
+                    let off = unit_lds_offset(m8, k8, j) as usize;
                     for b in &mut bytes[off..off + 8] {
                         *b += 1;
                     }
-                    // Logical position: row 8·m8 + mm, K bytes 8·k8 ..: chunk k8 / 2 of that row.
-                    assert_eq!(off & !15, kg_lds_swizzle(8 * m8 + mm, k8 >> 1) as usize);
+                    // Logical position: row 8·m8 + (j ⊕ xor), K bytes 8·k8 ..: chunk k8 / 2.
+                    assert_eq!(off & !15, kg_lds_swizzle(8 * m8 + (j ^ unit_xor(m8)), k8 >> 1) as usize);
                 }
             }
             assert!(bytes.iter().all(|&b| b == 1), "width {width}");
@@ -494,13 +531,15 @@ mod tests {
 
     #[test]
     fn kgrouped_lds_is_bank_conflict_free() {
-        // Swizzle permutes the chunks of each row and is invariant under +16 rows.
+        // Swizzle permutes the chunks of each row and is invariant under +64 rows (the B region
+        // starts at row 64 or 128); fragment offsets as the kernels compute them.
         for row in 0..256 {
             let mut offs: Vec<u32> = (0..4).map(|c| kg_lds_swizzle(row, c)).collect();
             offs.sort();
             assert_eq!(offs, [row * 64, row * 64 + 16, row * 64 + 32, row * 64 + 48]);
             for c in 0..4 {
-                assert_eq!(kg_lds_swizzle(row + 16, c), kg_lds_swizzle(row, c) + 16 * STAGE_K);
+                assert_eq!(kg_lds_swizzle(row + 64, c), kg_lds_swizzle(row, c) + 64 * STAGE_K);
+                assert_eq!(frag_lds_offset(row / 16, frag_lane_parts(row % 16, c)), kg_lds_swizzle(row, c));
             }
         }
         // ds_read_b128 lane groups (as the dense kernels' test).
@@ -522,15 +561,15 @@ mod tests {
                 }
             }
         }
-        // ds_write_b64 phases of 8 consecutive lanes, every column instruction mm, both widths.
+        // ds_write_b64 phases of 8 consecutive lanes, every output j, both widths.
         for width in [64u32, 128] {
-            for mm in 0..8 {
+            for j in 0..8 {
                 for phase in 0..width / 8 {
                     let mut used = [false; 32];
                     for u in phase * 8..phase * 8 + 8 {
                         let (m8, k8) = copy_unit(u, width);
-                        for b in banks(unit_lds_offset(m8, k8, mm), 8) {
-                            assert!(!used[b as usize], "write conflict: width {width} mm {mm} u {u} bank {b}");
+                        for b in banks(unit_lds_offset(m8, k8, j), 8) {
+                            assert!(!used[b as usize], "write conflict: width {width} j {j} u {u} bank {b}");
                             used[b as usize] = true;
                         }
                     }
