@@ -16,22 +16,23 @@
 //!
 //! * **Copy unit**: per 64-K half, each operand tile is `64 × BM` (or `BN`) bytes; a work-item
 //!   owns one 8 × 8 unit (8 consecutive K rows × 8 consecutive columns, [`copy_unit`]): 8
-//!   `buffer_load_dwordx2` (the lanes with the same K row read 16 consecutive 8-byte pieces: one
-//!   128-byte line per K row and instruction), an 8 × 8 byte transpose in registers with 32
-//!   `v_perm_b32` ([`transpose_8x8`]), and 8 `ds_write_b64`, one per column of the unit: column
-//!   `8·m8 + mm` gets the unit's 8 K bytes at K offset `8·k8` of its LDS row. Waves `0..BM/64`
-//!   copy A, the next `BN/64` copy B (wave-uniform roles); with a 64 × 64 tile waves 2 and 3 only
-//!   compute.
+//!   `buffer_load_dwordx2` (consecutive lanes read consecutive 8-byte pieces of one K row: one
+//!   128-byte line per 16 lanes), an 8 × 8 byte transpose in registers with 32 `v_perm_b32`
+//!   ([`transpose_8x8`]), and 8 `ds_write_b64`: output `j` is column `8·m8 + (j ⊕ (m8 & 3))` of
+//!   the unit ([`unit_xor`]; the rotation costs nothing, it is in the per-lane `v_perm_b32`
+//!   selectors) and goes to that column's LDS row at K offset `8·k8`. Waves `0..BM/64` copy A,
+//!   the next `BN/64` copy B (wave-uniform roles); with a 64 × 64 tile waves 2 and 3 only compute.
 //! * **LDS swizzle** ([`kg_lds_swizzle`]): logical 16-byte chunk `c` of row `r` sits at
-//!   `64·r + 16·(c ⊕ s(r))`, `s(r) = ((r >> 1) ⊕ ((r >> 2) & 2)) & 3`: the dense swizzle with bit 1
-//!   also flipped by bit 3 of the row. Reads: a read phase touches 8 consecutive rows `8j..8j+7`
+//!   `64·r + 16·(c ⊕ s(r))`, `s(r) = ((r >> 1) ⊕ ((r >> 4) & 2)) & 3`: the dense swizzle with bit 1
+//!   also flipped by bit 5 of the row. Reads: a read phase touches 8 consecutive rows `8j..8j+7`
 //!   only, for which the extra term is a constant XOR, so the dense kernels' conflict-free read
-//!   argument carries over; and `s(r + 16) = s(r)`, so fragment bases stay plain offsets.
-//!   Writes (`ds_write_b64`, phases of 8 consecutive lanes = 16 banks × 2): inside a phase the
-//!   lanes vary in `h = k8 & 1` (which 8-byte half of the chunk), in bit 0 of the chunk and in
-//!   bit 0 of `m8` (which flips bit 1 of `s`), so `2·(c ⊕ s) + h` takes 8 distinct values:
-//!   conflict-free. The host test `kgrouped_lds_is_bank_conflict_free` checks both patterns for
-//!   every tile.
+//!   argument carries over; a fragment's offset depends on bit 1 of its index
+//!   ([`frag_lds_offset`], two per-lane offsets). Writes (`ds_write_b64`, phases of 8
+//!   consecutive lanes = 16 banks × 2): the 8 lanes of a phase have the same `k8` and
+//!   `m8 = 8q .. 8q+7`, so their rows `8·m8 + (j ⊕ (m8 & 3))` differ in bit 0 (`m8` bit 0), in
+//!   bit 1 (`m8` bit 1) and in bit 5 (`m8` bit 2): `8·(r & 1) + 2·(c ⊕ s(r))` takes 8 distinct
+//!   values, conflict-free. The host test `kgrouped_lds_is_bank_conflict_free` checks both
+//!   patterns for both tile widths.
 //! * **Promotion**: per 128-K block, `acc += partial · (SFA[kb, i] · SFB[kb, j..j+4])`: one
 //!   `buffer_load_dword` of SFA per A fragment (a lane owns one row) and one `buffer_load_dwordx4`
 //!   of SFB per B fragment (a lane owns 4 consecutive columns), 2 `v_pk_mul_f32` + 2
@@ -54,16 +55,22 @@
 //!
 //! | kernel | VGPR | AGPR | SGPR | spills | scratch | LDS (dynamic) | waves/SIMD (regs) |
 //! |---|---|---|---|---|---|---|---|
-//! | `k_grouped_fp8_gemm_tn_contiguous_bm64_bn64`   | 102 | 0 | 58 | 0 | 0 | 16 KiB | 4 |
-//! | `k_grouped_fp8_gemm_tn_contiguous_bm128_bn128` | 250 | 0 | 62 | 0 | 0 | 32 KiB | 2 |
+//! | `k_grouped_fp8_gemm_tn_contiguous_bm64_bn64`   | 108 | 0 | 54 | 0 | 0 | 16 KiB | 4 |
+//! | `k_grouped_fp8_gemm_tn_contiguous_bm128_bn128` | 256 | 0 | 60 | 0 | 0 | 32 KiB | 2 |
 //!
 //! Steady-state main loop per 128-K block and wave (the emulator's hottest-loop counters,
-//! `fp8gemm kgrouped`): bm128_bn128 250 wave-instructions of which 64 MFMA (25.6 %); bm64_bn64
-//! 102 of which 16 MFMA (15.7 %). The objdump of the bm128_bn128 loop body shows where the rest
-//! goes: 32 `v_pk_mul_f32` + 32 `v_pk_fma_f32` (per-column promotion), 32 `v_perm_b32` per half
-//! (transpose), 16 `ds_read_b128`, 8 `buffer_load_dwordx2` per half, 8 `ds_write_b64` per half
-//! (LLVM pairs some into `ds_write2_b64`), 4 + 4 scale loads, waitcnts and loop control. LDS:
-//! 0 bank-conflict cycles in every launch measured (`no_lds_bank_conflicts_and_exact_mfma_count`).
+//! `fp8gemm kgrouped`): bm128_bn128 247 wave-instructions of which 64 MFMA (25.9 %); bm64_bn64
+//! 98 of which 16 MFMA (16.3 %). Besides the MFMAs a bm128_bn128 block holds 32 `v_pk_mul_f32`
+//! + 32 `v_pk_fma_f32` (per-column promotion), 64 `v_perm_b32` (transpose), 16 `ds_read_b128`,
+//! 16 `buffer_load_dwordx2` and 16 `ds_write_b64` (copy), 4 + 4 scale loads, waitcnts and loop
+//! control. LDS: 0 bank-conflict cycles in every launch measured
+//! (`no_lds_bank_conflicts_and_exact_mfma_count`).
+//!
+//! Lane order of the copy matters for the memory pipeline: a first version gave consecutive
+//! lanes consecutive K rows (the obvious way to make the LDS writes conflict-free), so each
+//! `buffer_load_dwordx2` touched 64 separate 128-byte lines instead of 4; the timing model
+//! (`fp8gemm profile --kgrouped`) put its vector-L1 pipe at 94 % busy and a 2048² problem with
+//! K = 1024 at 80 µs. Copying along M/N with the per-lane column rotation instead: 37.5 µs.
 //! Against the dense 128 × 128 kernel (174 instructions, 36.8 % MFMA) the extra cost is the
 //! transpose (64 `v_perm_b32`), the per-column scales (32 `v_pk_mul_f32`) and twice as many LDS
 //! write instructions (8-byte instead of 16-byte writes).

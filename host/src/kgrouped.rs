@@ -264,11 +264,11 @@ fn kernels() -> [(DenseTile, KernelSpec<KGroupedArgs>); 2] {
 
 /// Workgroups per CU and issue cycles per 128-K block of one wave's main loop, per candidate
 /// (index as [`KGROUPED_TILES`]), measured on the gfx942 code object (`fp8gemm info`; the
-/// emulator's steady-state loop counters, `fp8gemm kgrouped`): bm64_bn64 102 VGPRs (4 waves/SIMD
-/// → 4 workgroups/CU, LDS 16 KiB allows 4), 102 instructions per block of which 16 MFMA;
-/// bm128_bn128 250 VGPRs (2 → 2, LDS 32 KiB allows 2), 250 per block of which 64 MFMA. Cost: 16
+/// emulator's steady-state loop counters, `fp8gemm kgrouped`): bm64_bn64 108 VGPRs (4 waves/SIMD
+/// → 4 workgroups/CU, LDS 16 KiB allows 4), 98 instructions per block of which 16 MFMA;
+/// bm128_bn128 256 VGPRs (2 → 2, LDS 32 KiB allows 2), 247 per block of which 64 MFMA. Cost: 16
 /// cycles per MFMA, 4 per other instruction (as in [`crate::config`]).
-const MODEL: [(u64, u64); 2] = [(4, 16 * 16 + 4 * 86), (2, 16 * 64 + 4 * 186)];
+const MODEL: [(u64, u64); 2] = [(4, 16 * 16 + 4 * 82), (2, 16 * 64 + 4 * 183)];
 
 /// Chooses the tile for a K-grouped problem: the config.rs model (rounds of workgroups over the
 /// CUs × workgroups sharing a CU × 128-K blocks × the loop's issue cycles), with the average
