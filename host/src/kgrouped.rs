@@ -34,34 +34,27 @@
 //! f32 rounding of the promotion and of the `C` addition.
 
 //!
-//! # Modelled time of DeepGEMM's wgrad benchmark shapes (emulator cost model, **not measured**)
+//! # Modelled time of DeepGEMM's wgrad benchmark shapes (**modelled, not measured**)
 //!
-//! No MI300X is available; these are the emulator's counters fed to its MI300X cost model
-//! (`amdgpu_emu::cost`: a throughput lower bound that ignores latencies, issue limits and
-//! barriers, so it is optimistic). Runs of `fp8gemm kgrouped --uniform --groups G --m M --n N
-//! --k K` (all groups exactly `K` tokens, C accumulated in place, all emulator checks on, 0 LDS
-//! bank-conflict cycles in every run, calc_diff ≈ 1e-14 / 2.2e-4 vs the dequantized / unquantized
-//! references), 128 × 128 tiles chosen in every case:
+//! No MI300X is available. `fp8gemm profile --kgrouped --groups G --m M --n N --k K --scope xcd`
+//! runs the kernel through the emulator's cycle-level timing model (`amdgpu_emu::timing`, MI300X
+//! parameters, XCD 0's share of the workgroups with shared bandwidth scaled), every group exactly
+//! `K` tokens, C accumulated in place; the 128 × 128 kernel is chosen in every case:
 //!
-//! | G | M × N | K per group | modelled | bound | MFMA | VALU | LDS | VMEM | HBM (µs) |
-//! |---|---|---|---|---|---|---|---|---|---|
-//! | 4 | 7168 × 4096 | 512  |  93.1 µs | HBM |  46.8 | 40.3 |  46.8 |  61.4 |  93.1 |
-//! | 8 | 7168 × 4096 | 512  | 186.3 µs | HBM |  93.6 | 81.1 |  93.6 | 122.9 | 186.3 |
-//! | 4 | 2048 × 7168 | 512  |  48.0 µs | HBM |  23.4 | 20.2 |  23.4 |  30.7 |  48.0 |
-//! | 8 | 2048 × 7168 | 512  |  96.0 µs | HBM |  46.8 | 40.6 |  46.8 |  61.4 |  96.0 |
-//! | 4 | 2048 × 7168 | 1024 |  51.7 µs | HBM |  46.8 | 33.2 |  46.8 |  49.7 |  51.7 |
+//! | G | M × N | K per group | modelled time | modelled TFLOPS | busy: MFMA / LDS / VMEM-L1 / HBM | top stalls |
+//! |---|---|---|---|---|---|---|
+//! | 4 | 2048 × 7168 | 4096 |   746 µs | 645 | 40 / 40 / 45 / 16 % | vmcnt 35 %, lgkmcnt 26 %, MFMA busy 24 % |
+//! | 8 | 2048 × 7168 | 4096 |  1498 µs | 642 | 40 / 40 / 45 / 16 % | vmcnt 37 %, lgkmcnt 25 %, MFMA busy 23 % |
+//! | 4 | 2048 × 7168 | 8192 |  1271 µs | 757 | 47 / 47 / 41 / 17 % | lgkmcnt 31 %, MFMA busy 29 %, vmcnt 21 % |
+//! | 4 | 7168 × 4096 | 4096 |  1641 µs | 586 | 36 / 36 / 41 / 29 % | vmcnt 44 %, lgkmcnt 21 %, MFMA busy 21 % |
+//! | 8 | 7168 × 4096 | 4096 |  3421 µs | 562 | 35 / 35 / 39 / 26 % | vmcnt 49 %, lgkmcnt 20 %, MFMA busy 19 % |
 //!
-//! DeepGEMM's shapes use 4096–8192 tokens per group; the emulator needs minutes per 512 tokens
-//! at these sizes, so they were run at 512 (and 1024) and scale as follows. The MFMA and LDS pipe
-//! times are exactly proportional to K (×2.00 from 512 to 1024); VALU and VMEM are a K-proportional
-//! main loop plus a fixed epilogue (the f32 C/D traffic); HBM is dominated by the fixed f32 C/D
-//! footprint (`G·M·N·4` bytes, read and written in place) plus A and B (∝ K). Extrapolated
-//! linearly from the two 2048 × 7168 points, at K = 4096 per group (G = 4): MFMA 187 µs, LDS
-//! 187 µs, VMEM 164 µs, VALU 112 µs, HBM 74 µs → modelled ≈ 187 µs, MFMA/LDS bound; 7168 × 4096,
-//! G = 4, K = 4096: MFMA 374 µs (HBM ≈ 124 µs) → ≈ 374 µs; twice that for G = 8 or K = 8192.
-//! "MFMA bound" in this model means the matrix pipe at its peak rate, which real hardware will
-//! not reach with this kernel's 25.6 % MFMA share of issued instructions and 2 waves per SIMD:
-//! read these as lower bounds until measured.
+//! (For scale, the same model puts the dense `fp8_gemm_nt` at 2048 × 7168 × 4096 at 349 TFLOPS.)
+//! The f32 C/D traffic (`G·M·N·4` bytes read and written) is what makes 7168 × 4096 slower per
+//! FLOP than 2048 × 7168. Accuracy at these shapes was checked at 512 tokens per group (the full
+//! functional emulation with the CPU references takes minutes per 512 tokens): `fp8gemm kgrouped
+//! --uniform` with G = 4 and 8, both shapes, calc_diff ≈ 1e-14 vs the dequantized and 2.2e-4 vs the
+//! unquantized reference, 0 LDS bank-conflict cycles.
 
 use std::marker::PhantomData;
 
