@@ -61,7 +61,7 @@
 //! Steady-state main loop per 128-K block and wave (the emulator's hottest-loop counters,
 //! `fp8gemm kgrouped`): bm128_bn128 247 wave-instructions of which 64 MFMA (25.9 %); bm64_bn64
 //! 98 of which 16 MFMA (16.3 %). Besides the MFMAs a bm128_bn128 block holds 32 `v_pk_mul_f32`
-//! + 32 `v_pk_fma_f32` (per-column promotion), 64 `v_perm_b32` (transpose), 16 `ds_read_b128`,
+//! and 32 `v_pk_fma_f32` (per-column promotion), 64 `v_perm_b32` (transpose), 16 `ds_read_b128`,
 //! 16 `buffer_load_dwordx2` and 16 `ds_write_b64` (copy), 4 + 4 scale loads, waitcnts and loop
 //! control. LDS: 0 bank-conflict cycles in every launch measured
 //! (`no_lds_bank_conflicts_and_exact_mfma_count`).
