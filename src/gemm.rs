@@ -75,7 +75,7 @@ pub fn report_emulator(wall: std::time::Duration, m: usize, n: usize, k: usize) 
         for line in r.to_string().lines() {
             println!("counters     {line}");
         }
-        let est = amdgpu_emu::cost::estimate(&r, &r.resources, r.grid);
+        let est = amdgpu_emu::timing::bound::estimate(&r, &r.resources, r.grid);
         for line in est.to_string().lines() {
             println!("modelled     {line}");
         }

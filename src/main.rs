@@ -7,6 +7,7 @@ mod gemm;
 mod grouped;
 mod kgrouped;
 mod profile;
+mod tune;
 
 use clap::{Parser, Subcommand};
 use fp8gemm::codeobj::{self, Arch};
@@ -163,6 +164,23 @@ enum Command {
         #[arg(long)]
         verbose: bool,
     },
+    /// Write the config table (`host/tuned/gfx942.csv`) from the timing model: every tile's
+    /// modelled cost per 128-K block and the fastest tile of DeepSeek-V3's dense and MoE shapes
+    /// (all figures modelled, not measured).
+    Tune {
+        /// Machine: mi300x, mi325x.
+        #[arg(long, default_value = "mi300x")]
+        machine: String,
+        /// Simulate all XCDs (`full`) or XCD 0's share (`xcd`, 8× cheaper).
+        #[arg(long, value_enum, default_value = "xcd")]
+        scope: profile::ScopeArg,
+        /// Write the table here (e.g. host/tuned/gfx942.csv); print it when omitted.
+        #[arg(long)]
+        out: Option<std::path::PathBuf>,
+        /// Skip the largest problems (quick look).
+        #[arg(long)]
+        quick: bool,
+    },
     /// Disassemble embedded kernels with the emulator's decoder (LLVM syntax).
     Disasm {
         /// Kernel symbol; all kernels when omitted.
@@ -198,6 +216,10 @@ fn run(cli: Cli) -> Result<(), String> {
         Command::Grouped { layout, groups, m, n, k, seed } => grouped::run_grouped(layout, groups, m, n, k, seed),
         Command::Kgrouped { groups, m, n, k, uniform, seed } => kgrouped::run_kgrouped(groups, m, n, k, uniform, seed),
         Command::Bench { m, n, k, iters } => gemm::bench_dense(m, n, k, iters),
+        Command::Tune { machine, scope, out, quick } => {
+            let (m, o) = profile::machine_and_options(&machine, scope)?;
+            tune::run(m, o, out, quick)
+        }
         Command::Calibrate { peers, machine, scope, rows, verbose } => profile::calibrate(peers, &machine, scope, &rows, verbose),
         Command::Profile { m, n, k, layout, groups, kgrouped, machine, scope, full_math, seed } => {
             profile::enable(&machine, scope, full_math)?;

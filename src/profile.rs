@@ -48,6 +48,11 @@ fn options(scope: ScopeArg, full_math: bool) -> SimOptions {
     }
 }
 
+/// The machine (with `AMDGPU_EMU_MACHINE_OVERRIDES` applied) and timing-only options.
+pub fn machine_and_options(name: &str, scope: ScopeArg) -> Result<(Machine, SimOptions), String> {
+    Ok((machine(name)?, options(scope, false)))
+}
+
 /// Turns profiling on for this process: the demos' GEMM launch is timed on `machine`.
 pub fn enable(name: &str, scope: ScopeArg, full_math: bool) -> Result<(), String> {
     let machine = machine(name)?;

@@ -11,7 +11,7 @@
 //! * one **flatmm** kernel `flatmm_uk_gfx9_f16f8_128x256x128_1x4x1_16x16x32.co`: 112-byte kernarg
 //!   ([`FlatmmArgs`]), grid (N/256, ⌈M/128⌉, 1), block 256, fp16 output D.
 //!
-//! Both take A [M,K] E4M3FNUZ row-major, B pre-shuffled from the logical [N,K] layout (the two
+//! Both take A `[M,K]` E4M3FNUZ row-major, B pre-shuffled from the logical `[N,K]` layout (the two
 //! contracts' formulas give the same byte order, see [`preshuffle_b`]), SA f32 column-major
 //! `[K/128][M]`; SB f32 `[N/128][K/128]` for BpreShuffle and `[K/128][N/128]` for flatmm.
 //!
@@ -19,11 +19,24 @@
 //! [`crate::exec::launch`] → [`PeerLaunch::read_c`] → [`calc_diff`] against [`reference_f64`].
 //! [`measured_rows`] parses the measured MI325X times (`measured_mi325x.csv`).
 //!
-//! **Rows past M.** In the last M tile (M % TM ≠ 0) both families read A and SA rows past M and
-//! the BpreShuffle kernels *store* C rows past M (see the conformance tests in
-//! `emu/tests/peers.rs`, which run with exact-size allocations under memcheck and report the
-//! instruction). [`Padding::WholeTiles`] pads A, SA and C to whole M tiles so conformance runs are
-//! in bounds; [`Padding::Exact`] allocates exactly M rows, which is what memcheck judges.
+//! **Rows past M** (last M tile, M % TM ≠ 0), decided from the buffer resources the kernels
+//! build (see `emu/src/exec/buffer.rs` for the range rule, `emu/tests/peers.rs` for the tests):
+//! * BpreShuffle: **in bounds.** Each workgroup sets its A and C buffer resources' num_records to
+//!   (rows of its tile below M) · row bytes (e.g. 0x800 = 8 rows · 256 B for the last tile of
+//!   M = 200, TM = 32, N = 128, K = 256), so rows past M fail the raw-buffer range check: their
+//!   loads return 0 and their stores (`buffer_store_dwordx2` at pc 0x39d8 of the 32x128 kernel)
+//!   are dropped. Memcheck findings past M seen with an earlier emulator came from its wrong
+//!   range rule (`index < num_records && offset + size ≤ stride`), not from the kernels.
+//! * flatmm: **reads SA past its end.** Its SA resource keeps num_records = the whole SA size
+//!   (K/128 · M · 4 bytes) while its base advances one column (M · 4 bytes) per K block, so in
+//!   the last K block the rows m ≥ M of the last tile pass the range check and read up to
+//!   (TM − M % TM) · 4 bytes past the SA allocation (`buffer_load_dword v236, v24, s[24:27], 0
+//!   offen offset:256` at pc 0x25f8 among others). The values only feed rows that are never
+//!   stored, but on hardware the read is outside the allocation: a real out-of-bounds read
+//!   that memcheck finds. A and D stay in bounds.
+//!
+//! [`Padding::WholeTiles`] pads A, SA and C to whole M tiles (conformance runs);
+//! [`Padding::Exact`] allocates exactly M rows, which is what memcheck judges.
 
 use std::path::{Path, PathBuf};
 
@@ -215,14 +228,14 @@ pub struct PeerKernel {
     pub symbol: String,
     /// The parsed code object.
     pub code_object: CodeObject,
+    /// The kernel `symbol` of `code_object`, found by [`load_peer`].
+    entry: Kernel,
 }
 
 impl PeerKernel {
-    /// The kernel inside [`PeerKernel::code_object`] (checked to exist by [`load_peer`]).
+    /// The kernel inside [`PeerKernel::code_object`] ([`load_peer`] checked that it exists).
     pub fn kernel(&self) -> &Kernel {
-        // load_peer refused code objects without this symbol, and the fields are only set there
-        // (or by a caller who then owns the mismatch; `kernels()[0]` keeps this total).
-        self.code_object.kernel(&self.symbol).unwrap_or(&self.code_object.kernels()[0])
+        &self.entry
     }
 }
 
@@ -248,10 +261,10 @@ pub fn load_peer(dir: &Path, family: PeerFamily) -> Result<PeerKernel, PeerError
     let bytes = std::fs::read(&path).map_err(|source| PeerError::Io { path: path.clone(), source })?;
     let code_object = CodeObject::parse(&bytes).map_err(|source| PeerError::Load { path: path.clone(), source })?;
     let symbol = family.symbol();
-    if code_object.kernel(&symbol).is_none() {
+    let Some(entry) = code_object.kernel(&symbol).cloned() else {
         return Err(PeerError::MissingSymbol { path, symbol });
-    }
-    Ok(PeerKernel { family, path, symbol, code_object })
+    };
+    Ok(PeerKernel { family, path, symbol, code_object, entry })
 }
 
 /// Loads all seven peers from `dir` (any missing or unparsable file is an error).
@@ -419,6 +432,14 @@ impl PeerProblem {
             return Err(shape("k", self.k.into(), format!("a positive multiple of {K_BLOCK}")));
         }
         let kb = self.k / K_BLOCK;
+        for (arg, v) in [("m", self.m), ("n", self.n), ("k", self.k)] {
+            if v > i32::MAX as u32 {
+                return Err(shape(arg, v.into(), format!("at most {} (the kernels take i32 sizes)", i32::MAX)));
+            }
+        }
+        if (self.n / f.tile_n()).checked_mul(self.ks).is_none() {
+            return Err(shape("ks", self.ks.into(), "small enough that n / 128 · ks fits the grid".into()));
+        }
         match f {
             PeerFamily::BpreShuffle { .. } => {
                 if self.ks == 0 || !kb.is_multiple_of(self.ks) {
@@ -460,9 +481,19 @@ pub fn preshuffle_offset(n: usize, k: usize, k_dim: usize) -> usize {
     (n / 16) * 16 * k_dim + (k / 16) * 256 + (n % 16) * 16 + k % 16
 }
 
-/// Pre-shuffles logical row-major B (`n × k` bytes) into the peers' layout (`n` a multiple of
-/// 16, `k` of 32).
-pub fn preshuffle_b(b: &[u8], n: usize, k: usize) -> Vec<u8> {
+/// Pre-shuffles logical row-major B (`n × k` bytes) into the peers' layout; `n` must be a
+/// multiple of 16 and `k` of 32, and `b` exactly `n · k` bytes.
+pub fn preshuffle_b(b: &[u8], n: usize, k: usize) -> Result<Vec<u8>, PeerError> {
+    let shape = |arg: &'static str, value: usize, expected: &str| PeerError::Shape { kernel: "preshuffle_b".into(), arg, value: value as u64, expected: expected.into() };
+    if !n.is_multiple_of(16) {
+        return Err(shape("n", n, "a multiple of 16"));
+    }
+    if !k.is_multiple_of(32) {
+        return Err(shape("k", k, "a multiple of 32"));
+    }
+    if b.len() != n * k {
+        return Err(PeerError::Length { arg: "b", got: b.len(), expected: n * k });
+    }
     let mut out = vec![0u8; n * k];
     // Each 16-byte run of a row (k%16 = 0..16) stays contiguous.
     for row in 0..n {
@@ -471,7 +502,7 @@ pub fn preshuffle_b(b: &[u8], n: usize, k: usize) -> Vec<u8> {
             out[dst..dst + 16].copy_from_slice(&b[row * k + k16..row * k + k16 + 16]);
         }
     }
-    out
+    Ok(out)
 }
 
 /// Size of the A, SA and C allocations.
@@ -498,7 +529,7 @@ pub struct BpreShuffleArgs {
     pub sa: PtrSlot,
     /// 0x40: SB.
     pub sb: PtrSlot,
-    /// 0x50: bias (f32 [N]).
+    /// 0x50: bias (f32 `[N]`).
     pub bias: PtrSlot,
     /// 0x60: M.
     pub m: U32Slot,
@@ -591,6 +622,14 @@ pub struct PeerLaunch {
     pub config: LaunchConfig,
     /// Device address of C (row-major, row stride `n` elements).
     pub c: u64,
+    /// Device address of A.
+    pub a: u64,
+    /// Device address of the pre-shuffled B.
+    pub b: u64,
+    /// Device address of SA (`[K/128][M]`) and its allocation size in bytes.
+    pub sa: (u64, u64),
+    /// Device address of SB.
+    pub sb: u64,
     /// Rows allocated for C (M, or M rounded up to whole tiles).
     pub c_rows: u32,
     /// M.
@@ -674,7 +713,7 @@ fn prepare_into(mem: &DeviceMemory, kernel: &PeerKernel, problem: &PeerProblem, 
         Ok(p)
     };
     let pa = upload(&problem.a, rows * k)?;
-    let pb = upload(&preshuffle_b(&problem.b, n, k), n * k)?;
+    let pb = upload(&preshuffle_b(&problem.b, n, k)?, n * k)?;
     // SA column-major [K/128][M]: element (m, kb) at kb·M + m. The last tile reads kb·M + m for
     // m < rows, so the padding is rows − M elements past the end.
     let mut sa = vec![0f32; kb * m];
@@ -700,6 +739,7 @@ fn prepare_into(mem: &DeviceMemory, kernel: &PeerKernel, problem: &PeerProblem, 
     let pc = upload(&[], rows * n * 2)?;
     let kernarg_size = kern.meta.kernarg_segment_size as usize;
     let contract = |what: String| PeerError::Contract { kernel: kernel.symbol.clone(), what };
+    let sa_bytes = ((kb * m + (rows - m)) * 4) as u64;
     let (kernarg, grid) = match f {
         PeerFamily::BpreShuffle { .. } => {
             let pbias = upload(f32_bytes(&problem.bias), n * 4)?;
@@ -736,6 +776,10 @@ fn prepare_into(mem: &DeviceMemory, kernel: &PeerKernel, problem: &PeerProblem, 
     Ok(PeerLaunch {
         config: LaunchConfig { grid, block: [BLOCK_THREADS, 1, 1], dynamic_lds_bytes, kernarg },
         c: pc,
+        a: pa,
+        b: pb,
+        sa: (psa, sa_bytes),
+        sb: psb,
         c_rows: rows as u32,
         m: problem.m,
         n: problem.n,
@@ -811,7 +855,9 @@ mod tests {
             }
         }
         let b: Vec<u8> = (0..n * k).map(|i| (i * 7 % 251) as u8).collect();
-        let s = preshuffle_b(&b, n, k);
+        let s = preshuffle_b(&b, n, k).unwrap();
+        assert!(matches!(preshuffle_b(&b, n, 48), Err(PeerError::Shape { arg: "k", .. })));
+        assert!(matches!(preshuffle_b(&b[1..], n, k), Err(PeerError::Length { .. })));
         for nn in 0..n {
             for kk in 0..k {
                 assert_eq!(s[preshuffle_offset(nn, kk, k)], b[nn * k + kk]);

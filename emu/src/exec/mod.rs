@@ -12,6 +12,7 @@
 // Lane loops index several parallel per-lane arrays by the lane number.
 #![allow(clippy::needless_range_loop)]
 
+mod buffer;
 pub(crate) mod checks;
 pub mod counters;
 pub mod trace;
@@ -145,7 +146,7 @@ pub struct LaunchReport {
     /// Launch geometry: work-items per workgroup per dimension.
     pub block: [u32; 3],
     /// The kernel's resources (registers, LDS, workgroup size) for occupancy and cost models.
-    pub resources: crate::cost::Resources,
+    pub resources: crate::timing::bound::Resources,
     /// Detailed counters (instruction kinds, LDS bank conflicts, global bytes, MFMA passes).
     pub counters: counters::Counters,
     /// The hottest loop's instruction mix, if the kernel has a loop that ran.
@@ -529,7 +530,7 @@ pub(crate) struct WorkgroupRun {
 pub fn launch(co: &CodeObject, kernel: &Kernel, cfg: &LaunchConfig, mem: &DeviceMemory, checks: &Checks) -> Result<LaunchReport, LaunchError> {
     let prep = prepare(co, kernel, cfg, mem, checks)?;
     let program = &prep.program;
-    let agg = std::sync::Mutex::new((counters::Counters::default(), vec![0u64; program.insts.len()], std::collections::HashSet::<u64>::new()));
+    let agg = std::sync::Mutex::new((counters::Counters::default(), vec![0u64; program.insts.len()], checks::LineSet::default()));
     let setup = prep.setup(false, false);
     let n_wg = prep.workgroups();
     let totals: [AtomicU64; Class::COUNT + 3] = std::array::from_fn(|_| AtomicU64::new(0));
@@ -549,7 +550,7 @@ pub fn launch(co: &CodeObject, kernel: &Kernel, cfg: &LaunchConfig, mem: &Device
         for (x, y) in a.1.iter_mut().zip(&c.counts) {
             *x += y;
         }
-        a.2.extend(c.lines.iter().copied());
+        a.2.union(c.lines);
         Ok::<(), LaunchError>(())
     })
     .find_first(Result::is_err)
@@ -569,7 +570,7 @@ pub fn launch(co: &CodeObject, kernel: &Kernel, cfg: &LaunchConfig, mem: &Device
     r.kernel = kernel.name.clone();
     r.grid = cfg.grid;
     r.block = cfg.block;
-    r.resources = crate::cost::Resources::of(kernel, cfg.block, cfg.dynamic_lds_bytes);
+    r.resources = crate::timing::bound::Resources::of(kernel, cfg.block, cfg.dynamic_lds_bytes);
     Ok(r)
 }
 
@@ -702,10 +703,7 @@ pub fn run_snippet(words: &[u32], state: &mut WaveState, lds: &mut [u8], mem: &D
     let mut r = LaunchReport { workgroups: 1, waves: 1, barriers: c.barriers, by_class: c.by_class, ..Default::default() };
     r.instructions = r.by_class.iter().sum();
     let mut counters = c.counters;
-    let mut lines = c.lines;
-    lines.sort_unstable();
-    lines.dedup();
-    counters.global_footprint_bytes = lines.len() as u64 * checks::LINE_BYTES;
+    counters.global_footprint_bytes = c.lines.len() as u64 * checks::LINE_BYTES;
     r.steady = plan.finish(&program, &c.counts, &mut counters);
     r.counters = counters;
     r.kernel = program.kernel.name.clone();
