@@ -89,3 +89,30 @@ fn gemm_rejects_unsupported_shapes_with_the_argument_named() {
     assert!(!ok);
     assert!(err.contains("argument `k`: expected a positive multiple of 128, got 100"), "{err}");
 }
+
+/// Huge sizes are one error line and a nonzero exit, never an allocation abort or a panic
+/// (`--m 4294967296`, `--m usize::MAX`, `--groups` huge), for every subcommand that allocates.
+#[test]
+fn huge_sizes_are_one_error_line() {
+    let max = usize::MAX.to_string();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["gemm", "--m", "4294967296", "--n", "128", "--k", "128"], "argument `--m`"),
+        (vec!["gemm", "--m", &max, "--n", "128", "--k", "128"], "argument `--m`"),
+        (vec!["gemm", "--m", "128", "--n", &max, "--k", "128"], "argument `--n`"),
+        (vec!["gemm", "--m", "128", "--n", "128", "--k", &max], "argument `--m`"),
+        (vec!["bench", "--m", "4294967296", "--n", "128", "--k", "128"], "argument `--m`"),
+        (vec!["profile", "--m", "4294967296", "--n", "128", "--k", "128"], "argument `--m`"),
+        (vec!["grouped", "--layout", "masked", "--groups", "4294967296", "--m", "8", "--n", "128", "--k", "128"], "argument `--groups`"),
+        (vec!["grouped", "--layout", "contiguous", "--groups", &max, "--m", "8", "--n", "128", "--k", "128"], "argument `--groups`"),
+        (vec!["grouped", "--layout", "contiguous", "--groups", "2", "--m", &max, "--n", "128", "--k", "128"], "argument `--m`"),
+    ];
+    for (args, want) in cases {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_fp8gemm")).args(&args).output().expect("run fp8gemm");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: exit status {:?}, stderr {err}", out.status);
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert!(err.contains("2^31 bytes"), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: one error line, got {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}

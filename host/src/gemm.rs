@@ -55,13 +55,33 @@ pub(crate) fn check_len(arg: &'static str, what: &str, len: usize, expected: usi
     Ok(())
 }
 
+/// Rejects scales outside the GEMM kernels' supported range ([`tile::scale_supported`]).
+pub(crate) fn check_scales(arg: &'static str, scales: &[f32]) -> Result<()> {
+    match scales.iter().position(|&s| !tile::scale_supported(s)) {
+        None => Ok(()),
+        Some(index) => Err(Error::ScaleRange { arg, index, value: scales[index] }),
+    }
+}
+
+/// `a · b` for a length derived from a shape, or a typed error naming `arg` and the shape.
+pub(crate) fn shape_product(arg: &'static str, dims: &[usize], what: &str) -> Result<usize> {
+    dims.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d)).ok_or_else(|| Error::Shape {
+        arg,
+        expected: format!("{what} that fits in usize"),
+        actual: format!("{} (overflows)", dims.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(" · ")),
+    })
+}
+
 impl<F: Fp8Format> DeviceActivations<F> {
     /// Copies quantized activations to the device. `a.data` must hold `m·k` values and
-    /// `a.scales` `m·⌈k/128⌉` scales.
+    /// `a.scales` `m·⌈k/128⌉` scales, each 0 or of magnitude in `[2^-24, 2^94)` (the range the
+    /// kernels compute exactly, [`tile::MIN_SCALE`]; DeepGEMM's recipe stays inside it for inputs
+    /// below ≈ 4.7e30).
     pub fn upload(ctx: &Context, a: &QuantizedActivations<F>) -> Result<Self> {
         let shape = format!("m = {}, k = {}", a.m, a.k);
-        check_len("a", "data", a.data.len(), a.m * a.k, &shape)?;
-        check_len("a", "scales", a.scales.len(), a.m * a.k.div_ceil(128), &shape)?;
+        check_len("a", "data", a.data.len(), shape_product("a", &[a.m, a.k], "m · k")?, &shape)?;
+        check_len("a", "scales", a.scales.len(), shape_product("a", &[a.m, a.k.div_ceil(128)], "m · ⌈k/128⌉")?, &shape)?;
+        check_scales("a.scales", &a.scales)?;
         Ok(DeviceActivations {
             data: ctx.upload(crate::fp8::as_bits(&a.data))?,
             scales: ctx.upload(&a.scales)?,
@@ -69,6 +89,20 @@ impl<F: Fp8Format> DeviceActivations<F> {
             k: a.k,
             _f: PhantomData,
         })
+    }
+    /// Allocates zeroed activations of `m × k` values and `m × ⌈k/128⌉` scales on the device, to
+    /// be filled there (e.g. by [`crate::quantize::quantize_activations`]).
+    pub fn alloc(ctx: &Context, m: usize, k: usize) -> Result<Self> {
+        let values = shape_product("m", &[m, k], "m · k")?;
+        let scales = shape_product("m", &[m, k.div_ceil(128)], "m · ⌈k/128⌉")?;
+        Ok(DeviceActivations { data: ctx.alloc_zeroed(values)?, scales: ctx.alloc_zeroed(scales)?, m, k, _f: PhantomData })
+    }
+    /// Copies the values and scales back to the host as [`QuantizedActivations`].
+    pub fn download(&self) -> Result<QuantizedActivations<F>> {
+        let data = self.data.download()?.into_iter().map(F::from_bits).collect();
+        let scales = self.scales.download()?;
+        QuantizedActivations::from_parts(data, scales, self.m, self.k)
+            .map_err(|e| Error::Unsupported(format!("downloaded activations: {e}")))
     }
     /// Rows.
     pub fn m(&self) -> usize {
@@ -81,6 +115,10 @@ impl<F: Fp8Format> DeviceActivations<F> {
     /// The device buffers (values, scales), for the other entry points of this crate.
     pub(crate) fn buffers(&self) -> (&DeviceBuffer<u8>, &DeviceBuffer<f32>) {
         (&self.data, &self.scales)
+    }
+    /// The device buffers, mutably, for the kernels of this crate that write them.
+    pub(crate) fn buffers_mut(&mut self) -> (&mut DeviceBuffer<u8>, &mut DeviceBuffer<f32>) {
+        (&mut self.data, &mut self.scales)
     }
 }
 
@@ -95,11 +133,13 @@ pub struct DeviceWeights<F> {
 
 impl<F: Fp8Format> DeviceWeights<F> {
     /// Copies quantized weights to the device. `b.data` must hold `n·k` values and `b.scales`
-    /// `⌈n/128⌉·⌈k/128⌉` scales.
+    /// `⌈n/128⌉·⌈k/128⌉` scales, each 0 or of magnitude in `[2^-24, 2^94)` ([`tile::MIN_SCALE`]).
     pub fn upload(ctx: &Context, b: &QuantizedWeights<F>) -> Result<Self> {
         let shape = format!("n = {}, k = {}", b.n, b.k);
-        check_len("b", "data", b.data.len(), b.n * b.k, &shape)?;
-        check_len("b", "scales", b.scales.len(), b.n.div_ceil(128) * b.k.div_ceil(128), &shape)?;
+        check_len("b", "data", b.data.len(), shape_product("b", &[b.n, b.k], "n · k")?, &shape)?;
+        let nkb = [b.n.div_ceil(128), b.k.div_ceil(128)];
+        check_len("b", "scales", b.scales.len(), shape_product("b", &nkb, "⌈n/128⌉ · ⌈k/128⌉")?, &shape)?;
+        check_scales("b.scales", &b.scales)?;
         Ok(DeviceWeights {
             data: ctx.upload(crate::fp8::as_bits(&b.data))?,
             scales: ctx.upload(&b.scales)?,
@@ -107,6 +147,24 @@ impl<F: Fp8Format> DeviceWeights<F> {
             k: b.k,
             _f: PhantomData,
         })
+    }
+    /// Allocates zeroed weights of `n × k` values and `⌈n/128⌉ × ⌈k/128⌉` scales on the device,
+    /// to be filled there (e.g. by [`crate::quantize::quantize_weights`]).
+    pub fn alloc(ctx: &Context, n: usize, k: usize) -> Result<Self> {
+        let values = shape_product("n", &[n, k], "n · k")?;
+        let scales = shape_product("n", &[n.div_ceil(128), k.div_ceil(128)], "⌈n/128⌉ · ⌈k/128⌉")?;
+        Ok(DeviceWeights { data: ctx.alloc_zeroed(values)?, scales: ctx.alloc_zeroed(scales)?, n, k, _f: PhantomData })
+    }
+    /// Copies the values and scales back to the host as [`QuantizedWeights`].
+    pub fn download(&self) -> Result<QuantizedWeights<F>> {
+        let data = self.data.download()?.into_iter().map(F::from_bits).collect();
+        let scales = self.scales.download()?;
+        QuantizedWeights::from_parts(data, scales, self.n, self.k)
+            .map_err(|e| Error::Unsupported(format!("downloaded weights: {e}")))
+    }
+    /// The device buffers, mutably, for the kernels of this crate that write them.
+    pub(crate) fn buffers_mut(&mut self) -> (&mut DeviceBuffer<u8>, &mut DeviceBuffer<f32>) {
+        (&mut self.data, &mut self.scales)
     }
     /// Rows (output columns).
     pub fn n(&self) -> usize {
@@ -183,8 +241,9 @@ pub fn fp8_gemm_nt<F: Fp8Format>(
     if b.k != k {
         return Err(Error::Shape { arg: "b", expected: format!("k = {k} columns (as a)"), actual: format!("{} columns", b.k) });
     }
-    if d.len() != m * n {
-        return Err(Error::Shape { arg: "d", expected: format!("m · n = {m} · {n} = {} elements", m * n), actual: format!("{} elements", d.len()) });
+    let mn = shape_product("d", &[m, n], "m · n")?;
+    if d.len() != mn {
+        return Err(Error::Shape { arg: "d", expected: format!("m · n = {m} · {n} = {mn} elements"), actual: format!("{} elements", d.len()) });
     }
     if m == 0 || n == 0 {
         return Ok(GemmRun { config: None });
@@ -195,9 +254,9 @@ pub fn fp8_gemm_nt<F: Fp8Format>(
     }
     // The kernels address tiles past the last row through range-checked buffer loads: the
     // padded extents must stay within 32-bit offsets too.
-    check_tensor_bytes("a", (m as u64 + 128) * k as u64)?;
-    check_tensor_bytes("b", (n as u64 + 128) * k as u64)?;
-    check_tensor_bytes("d", m as u64 * n as u64 * 2)?;
+    check_tensor_bytes("a", (m as u64 + 128).saturating_mul(k as u64))?;
+    check_tensor_bytes("b", (n as u64 + 128).saturating_mul(k as u64))?;
+    check_tensor_bytes("d", (m as u64).saturating_mul(n as u64).saturating_mul(2))?;
 
     let desc = GemmDesc::dense(m as u32, n as u32, k as u32, ctx.arch());
     let cfg = config::get_best_config(&desc).map_err(|e| Error::Unsupported(e.to_string()))?;

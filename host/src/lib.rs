@@ -4,6 +4,7 @@
 //!   loaded once) and typed [`DeviceBuffer`]s;
 //! * [`fp8`], [`quant`]: FP8 formats and DeepGEMM's quantization recipes (1×128 activation
 //!   scales, 128×128 weight scales);
+//! * [`quantize`]: the same recipes as GPU kernels, writing the GEMMs' operands on the device;
 //! * [`reference`](mod@reference): CPU reference GEMMs and DeepGEMM's `calc_diff`;
 //! * [`config`]: `GemmDesc → GemmConfig` per architecture;
 //! * [`codeobj`]: the embedded code objects and their resource table.
@@ -17,6 +18,7 @@ pub mod gemm;
 pub mod grouped;
 pub mod kgrouped;
 pub mod quant;
+pub mod quantize;
 pub mod reference;
 pub mod runtime;
 
@@ -26,4 +28,8 @@ pub use grouped::{
     m_alignment_for_contiguous_layout, m_grouped_fp8_gemm_nt_contiguous, m_grouped_fp8_gemm_nt_masked, DeviceGroupedWeights,
 };
 pub use kgrouped::{k_grouped_fp8_gemm_tn_contiguous, upload_ks, DeviceKGroupedOperand, KGroupedMnMajor};
+pub use quantize::{
+    quantize_activations, quantize_activations_masked, quantize_weights, silu_mul_quantize_activations,
+    silu_mul_quantize_activations_masked,
+};
 pub use runtime::{Context, DeviceBuffer};

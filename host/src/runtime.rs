@@ -171,8 +171,11 @@ impl Context {
         hip_check("hipDeviceSynchronize", unsafe { hip::ffi::hipDeviceSynchronize() })
     }
 
-    /// Allocates `len` zeroed elements.
+    /// Allocates `len` zeroed elements. `len · size_of::<T>()` must fit in `isize` (a typed
+    /// [`Error::Shape`] naming `len` otherwise), so a buffer's length never claims more bytes than
+    /// were allocated.
     pub fn alloc_zeroed<T: Pod>(&self, len: usize) -> Result<DeviceBuffer<T>> {
+        byte_len::<T>(len)?;
         self.activate()?;
         let mut mem = hip::DeviceMemory::<T>::new(len).map_err(|e| Error::hip("hipMalloc", e))?;
         if len > 0 {
@@ -233,6 +236,16 @@ impl Context {
         )
         .map_err(|e| Error::hip("launch", e))
     }
+}
+
+/// `len · size_of::<T>()`, or a typed error if it exceeds `isize::MAX` (the largest object Rust
+/// and HIP can describe).
+fn byte_len<T>(len: usize) -> Result<usize> {
+    len.checked_mul(std::mem::size_of::<T>()).filter(|&b| b <= isize::MAX as usize).ok_or_else(|| Error::Shape {
+        arg: "len",
+        expected: format!("at most {} elements of {} bytes (isize::MAX bytes)", isize::MAX as usize / std::mem::size_of::<T>().max(1), std::mem::size_of::<T>()),
+        actual: format!("{len} elements"),
+    })
 }
 
 /// A typed device allocation of `len` elements of `T`, owned by one [`Context`].
