@@ -56,8 +56,8 @@
 //! of distinct data (operand strips re-fetched past the caches: the tile order inside a group,
 //! M fastest, is the dense kernels' and was not tuned for this GEMM). Accuracy at these shapes was checked at 512 tokens per group (the full
 //! functional emulation with the CPU references takes minutes per 512 tokens): `fp8gemm kgrouped
-//! --uniform` with G = 4 and 8, both shapes, calc_diff ≈ 1e-14 vs the dequantized and 2.2e-4 vs the
-//! unquantized reference, 0 LDS bank-conflict cycles.
+//! --uniform` with G = 4, 2048 × 7168 and G = 8, 7168 × 4096: calc_diff 9.1e-15 / 1.5e-14 vs the
+//! dequantized and 2.2e-4 vs the unquantized reference, 0 LDS bank-conflict cycles.
 
 use std::marker::PhantomData;
 
