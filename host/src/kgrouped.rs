@@ -258,42 +258,47 @@ fn kernels() -> [(DenseTile, KernelSpec<KGroupedArgs>); 2] {
     [(KGROUPED_TILES[0], K_GROUPED_FP8_GEMM_TN_CONTIGUOUS_BM64_BN64), (KGROUPED_TILES[1], K_GROUPED_FP8_GEMM_TN_CONTIGUOUS_BM128_BN128)]
 }
 
-/// Workgroups per CU and issue cycles per 128-K block of one wave's main loop, per candidate
-/// (index as [`KGROUPED_TILES`]), measured on the gfx942 code object (`fp8gemm info`; the
-/// emulator's steady-state loop counters, `fp8gemm kgrouped`): bm64_bn64 108 VGPRs (4 waves/SIMD
-/// → 4 workgroups/CU, LDS 16 KiB allows 4), 98 instructions per block of which 16 MFMA;
-/// bm128_bn128 256 VGPRs (2 → 2, LDS 32 KiB allows 2), 247 per block of which 64 MFMA. Cost: 16
-/// cycles per MFMA, 4 per other instruction (as in [`crate::config`]).
-const MODEL: [(u64, u64); 2] = [(4, 16 * 16 + 4 * 82), (2, 16 * 64 + 4 * 183)];
+/// Workgroups per CU per candidate (index as [`KGROUPED_TILES`]), from the gfx942 code object
+/// (`fp8gemm info`): bm64_bn64 108 VGPRs (4 waves/SIMD → 4 workgroups/CU, LDS 16 KiB allows 4),
+/// bm128_bn128 256 VGPRs (2 → 2, LDS 32 KiB allows 2).
+const SLOTS: [u32; 2] = [4, 2];
 
-/// Chooses the tile for a K-grouped problem: the config.rs model (rounds of workgroups over the
-/// CUs × workgroups sharing a CU × 128-K blocks × the loop's issue cycles), with the average
-/// group size `total_k / G` as the K of every tile (the real sizes are on the device). A small
-/// function on purpose: the timing model replaces it.
-pub fn choose_tile(m: u32, n: u32, groups: u32, total_k: u64, arch: Arch) -> DenseTile {
+/// Chooses the tile for a K-grouped problem: a forced tile (`config::force_tile`,
+/// `FP8GEMM_FORCE_TILE`), else the smallest modelled time — rounds of workgroups over the CUs ×
+/// 128-token blocks × the timing model's cycles per block at that many workgroups per CU
+/// (`kcost` rows of the tuned table, written by `fp8gemm tune`) — with the average group size
+/// `total_k / G` as the K of every tile (the real sizes are on the device).
+pub fn choose_tile(m: u32, n: u32, groups: u32, total_k: u64, arch: Arch) -> Result<DenseTile> {
+    let cfg = |e: crate::config::ConfigError| Error::Unsupported(e.to_string());
+    if let Some((bm, bn)) = crate::config::forced_tile().map_err(cfg)? {
+        return KGROUPED_TILES.iter().copied().find(|t| (t.block_m, t.block_n) == (bm, bn)).ok_or_else(|| {
+            Error::Unsupported(format!("forced tile {bm}x{bn} is not a K-grouped tile; expected 64x64 or 128x128"))
+        });
+    }
     let cus: u64 = match arch {
         Arch::Gfx942 => 304,
         Arch::Gfx950 => 256,
     };
-    let nkb = (total_k / u64::from(groups.max(1)) / BLOCK as u64).max(1);
-    let mut best: Option<(u64, DenseTile)> = None;
+    let nkb = (total_k / u64::from(groups.max(1)) / BLOCK as u64).max(1) as f64;
+    let mut best: Option<(f64, DenseTile)> = None;
     for (i, (t, _)) in kernels().into_iter().enumerate() {
-        let (slots, cost) = MODEL[i];
+        let slots = SLOTS[i];
         let tiles = u64::from(groups) * u64::from(t.grid(m, n));
-        let rounds = tiles.div_ceil(cus * slots);
-        let sharing = slots.min(tiles.div_ceil(cus));
-        let time = rounds * sharing * nkb * cost;
+        let rounds = tiles.div_ceil(cus * u64::from(slots));
+        let sharing = u64::from(slots).min(tiles.div_ceil(cus)) as u32;
+        let per_kb = crate::config::kgrouped_cycles_per_kb(arch, t.block_m, t.block_n, sharing, slots).map_err(cfg)?;
+        let time = rounds as f64 * nkb * per_kb;
         // Ties go to the larger tile (less operand traffic).
         if best.is_none_or(|(bt, _)| time <= bt) {
             best = Some((time, t));
         }
     }
-    best.map(|(_, t)| t).unwrap_or(KGROUPED_TILES[1])
+    Ok(best.map_or(KGROUPED_TILES[1], |(_, t)| t))
 }
 
 /// The launch configuration [`k_grouped_fp8_gemm_tn_contiguous`] uses for a problem.
 pub fn kgrouped_config(m: u32, n: u32, groups: u32, total_k: u64, arch: Arch) -> Result<GemmConfig> {
-    let t = choose_tile(m, n, groups, total_k, arch);
+    let t = choose_tile(m, n, groups, total_k, arch)?;
     let grid = u64::from(groups) * u64::from(t.grid(m, n));
     let grid = u32::try_from(grid).map_err(|_| Error::Unsupported(format!("grid of {grid} workgroups does not fit in 32 bits")))?;
     let config = GemmConfig {
@@ -496,10 +501,10 @@ mod tests {
     #[test]
     fn tile_choice() {
         // One 128 × 128 group: 64 × 64 tiles give 4 workgroups instead of 1.
-        assert_eq!(choose_tile(128, 128, 1, 4096, Arch::Gfx942).block_m, 64);
+        assert_eq!(choose_tile(128, 128, 1, 4096, Arch::Gfx942).unwrap().block_m, 64);
         // DeepGEMM's wgrad shapes: thousands of 128 × 128 tiles, the bigger tile's reuse wins.
-        assert_eq!(choose_tile(7168, 4096, 8, 8 * 4096, Arch::Gfx942).block_m, 128);
-        assert_eq!(choose_tile(2048, 7168, 4, 4 * 8192, Arch::Gfx942).block_m, 128);
+        assert_eq!(choose_tile(7168, 4096, 8, 8 * 4096, Arch::Gfx942).unwrap().block_m, 128);
+        assert_eq!(choose_tile(2048, 7168, 4, 4 * 8192, Arch::Gfx942).unwrap().block_m, 128);
         let c = kgrouped_config(192, 2048, 4, 512, Arch::Gfx942).unwrap();
         assert_eq!(c.grid, 4 * 192u32.div_ceil(c.block_m) * 2048u32.div_ceil(c.block_n));
     }
