@@ -17,6 +17,8 @@ fn host_available_bytes() -> Option<u64> {
 }
 
 fn device_alloc(size: usize) -> Result<u64, hipError_t> {
+    capture_guard(&mut *sched()?)?;
+    count(|t| t.allocations += 1);
     let r = rt();
     let size = size as u64;
     let free = TOTAL_GLOBAL_MEM.saturating_sub(r.memory.bytes_live());
@@ -50,13 +52,14 @@ pub unsafe extern "C" fn hipMalloc(ptr: *mut *mut c_void, size: usize) -> hipErr
 }
 
 /// `hipError_t hipMallocAsync(void**, size_t, hipStream_t)`: [`hipMalloc`] after validating the
-/// stream.
+/// stream (the allocation is usable at once by any stream). On a capturing stream:
+/// `hipErrorStreamCaptureUnsupported` (graph memory nodes are not modelled).
 ///
 /// # Safety
 /// As [`hipMalloc`].
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hipMallocAsync(dev_ptr: *mut *mut c_void, size: usize, stream: hipStream_t) -> hipError_t {
-    let checked = api(|| check_stream(stream));
+    let checked = api(|| forbid_on_capturing(stream));
     if checked != hipSuccess {
         return checked;
     }
@@ -64,7 +67,19 @@ pub unsafe extern "C" fn hipMallocAsync(dev_ptr: *mut *mut c_void, size: usize, 
     unsafe { hipMalloc(dev_ptr, size) }
 }
 
-fn device_free(ptr: *mut c_void) -> Result<(), hipError_t> {
+/// Fails with `hipErrorStreamCaptureUnsupported` (invalidating the capture) if `stream` is
+/// capturing, `hipErrorInvalidHandle` if it is unknown.
+pub(super) fn forbid_on_capturing(stream: hipStream_t) -> Result<(), hipError_t> {
+    let mut g = sched()?;
+    let q = g.queues.get_mut(&stream_key(stream)).ok_or(hipErrorInvalidHandle)?;
+    if let Some(c) = &mut q.capture {
+        c.invalidated = true;
+        return Err(hipErrorStreamCaptureUnsupported);
+    }
+    Ok(())
+}
+
+pub(super) fn device_free(ptr: *mut c_void) -> Result<(), hipError_t> {
     if ptr.is_null() {
         return Ok(());
     }
@@ -79,18 +94,41 @@ fn device_free(ptr: *mut c_void) -> Result<(), hipError_t> {
 }
 
 /// `hipError_t hipFree(void*)`: frees a [`hipMalloc`] allocation; null is a no-op. Any other
-/// pointer (interior, already freed, host) is `hipErrorInvalidValue`.
+/// pointer (interior, already freed, host) is `hipErrorInvalidValue`. As in HIP, it first
+/// synchronizes the device (all queued work completes, so none can touch the freed memory); so
+/// it is forbidden while a capture is active (`hipErrorStreamCaptureUnsupported`).
 #[unsafe(no_mangle)]
 pub extern "C" fn hipFree(ptr: *mut c_void) -> hipError_t {
-    api(|| device_free(ptr))
+    api(|| {
+        if ptr.is_null() {
+            return Ok(());
+        }
+        let mut g = sched()?;
+        capture_guard(&mut g)?;
+        count(|t| {
+            t.device_synchronizations += 1;
+            t.frees += 1;
+        });
+        drain_all(&mut g);
+        device_free(ptr)
+    })
 }
 
-/// `hipError_t hipFreeAsync(void*, hipStream_t)`: [`hipFree`] after validating the stream.
+/// `hipError_t hipFreeAsync(void*, hipStream_t)`: a stream-ordered free: the allocation is
+/// released when the stream reaches this point (a bad pointer is `hipErrorInvalidValue` now).
+/// On a capturing stream: `hipErrorStreamCaptureUnsupported`.
 #[unsafe(no_mangle)]
 pub extern "C" fn hipFreeAsync(dev_ptr: *mut c_void, stream: hipStream_t) -> hipError_t {
     api(|| {
-        check_stream(stream)?;
-        device_free(dev_ptr)
+        forbid_on_capturing(stream)?;
+        if dev_ptr.is_null() {
+            return Ok(());
+        }
+        if !rt().state().allocations.contains(&(dev_ptr as usize as u64)) {
+            return Err(hipErrorInvalidValue);
+        }
+        count(|t| t.frees += 1);
+        submit(stream, vec![Op::Free { addr: dev_ptr as usize as u64 }]).map(|_| ())
     })
 }
 
@@ -196,15 +234,17 @@ fn locate(p: *const c_void, len: usize) -> Result<Loc, hipError_t> {
     }
 }
 
-/// The copy behind every `hipMemcpy*`: validates the direction against where the pointers are
-/// (an explicit kind that contradicts them is `hipErrorInvalidMemcpyDirection`, since the
-/// emulator cannot treat host memory as device memory or vice versa).
+/// Validates a copy and turns it into a queued operation: the direction is checked against where
+/// the pointers are (an explicit kind that contradicts them is `hipErrorInvalidMemcpyDirection`,
+/// since the emulator cannot treat host memory as device memory or vice versa). A host-to-host
+/// copy is done at once (`None`). A host source is staged (copied now) unless `live`, in which
+/// case it is read when the op runs.
 ///
 /// # Safety
-/// Host operands are valid for `len` bytes (reads for `src`, writes for `dst`).
-unsafe fn copy(dst: *mut c_void, src: *const c_void, len: usize, kind: hipMemcpyKind) -> Result<(), hipError_t> {
+/// Host operands are valid for `len` bytes (reads for `src`, writes for `dst`) until the op runs.
+unsafe fn copy_op(dst: *mut c_void, src: *const c_void, len: usize, kind: hipMemcpyKind, live: bool) -> Result<Option<Op>, hipError_t> {
     if len == 0 {
-        return Ok(());
+        return Ok(None);
     }
     let (d, s) = (locate(dst, len)?, locate(src, len)?);
     let expected = match kind {
@@ -219,67 +259,104 @@ unsafe fn copy(dst: *mut c_void, src: *const c_void, len: usize, kind: hipMemcpy
     if expected.is_some_and(|e| e != actual) {
         return Err(hipErrorInvalidMemcpyDirection);
     }
-    let mem = &rt().memory;
-    match (d, s) {
+    Ok(match (d, s) {
+        (Loc::Device(da), Loc::Host(hs)) if live => Some(Op::HtoDLive { dst: da, src: HostPtr(hs as usize), len }),
         (Loc::Device(da), Loc::Host(hs)) => {
-            // SAFETY: caller contract: `src` is valid for reads of `len` bytes.
+            // SAFETY: caller contract: `src` is valid for reads of `len` bytes now.
             let bytes = unsafe { std::slice::from_raw_parts(hs, len) };
-            mem.write(da, bytes).map_err(|_| hipErrorInvalidValue)
+            Some(Op::HtoD { dst: da, data: Arc::new(bytes.to_vec()) })
         }
-        (Loc::Host(hd), Loc::Device(sa)) => {
-            // SAFETY: caller contract: `dst` is valid for writes of `len` bytes, and host memory
-            // cannot alias emulated device storage (which the memory module owns).
-            let out = unsafe { std::slice::from_raw_parts_mut(hd, len) };
-            mem.read(sa, out).map_err(|_| hipErrorInvalidValue)
-        }
-        (Loc::Device(da), Loc::Device(sa)) => device_to_device(da, sa, len),
+        (Loc::Host(hd), Loc::Device(sa)) => Some(Op::DtoH { dst: HostPtr(hd as usize), src: sa, len }),
+        (Loc::Device(da), Loc::Device(sa)) => Some(Op::DtoD { dst: da, src: sa, len }),
         (Loc::Host(hd), Loc::Host(hs)) => {
             // SAFETY: caller contract: both valid for `len` bytes; `copy` tolerates overlap.
             unsafe { std::ptr::copy(hs, hd, len) };
-            Ok(())
+            None
         }
+    })
+}
+
+/// A synchronous copy (`hipMemcpy`, `hipMemcpyHtoD`, ...): forbidden during a capture, then run
+/// on the null stream (after the blocking streams' earlier work).
+///
+/// # Safety
+/// Host operands are valid for `len` bytes for the duration of the call.
+unsafe fn copy_sync(dst: *mut c_void, src: *const c_void, len: usize, kind: hipMemcpyKind) -> Result<(), hipError_t> {
+    capture_guard(&mut *sched()?)?;
+    count(|t| t.synchronous_transfers += 1);
+    // SAFETY: forwarded; the op runs before this call returns.
+    if let Some(op) = unsafe { copy_op(dst, src, len, kind, true)? } {
+        submit(std::ptr::null_mut(), vec![op])?;
     }
+    Ok(())
+}
+
+/// Whether `stream` runs submitted work now (null stream) or is capturing: then host sources
+/// are read when the op runs instead of being staged.
+fn reads_live(stream: hipStream_t) -> Result<bool, hipError_t> {
+    let key = stream_key(stream);
+    let g = sched()?;
+    let q = g.queues.get(&key).ok_or(hipErrorInvalidHandle)?;
+    Ok(key == NULL_STREAM || q.capture.is_some())
+}
+
+/// An asynchronous copy on `stream`.
+///
+/// # Safety
+/// Host operands stay valid for `len` bytes until the copy has run (HIP's contract; a host source
+/// is staged at submission unless the stream is capturing, where the graph reads it at replay).
+unsafe fn copy_async(dst: *mut c_void, src: *const c_void, len: usize, kind: hipMemcpyKind, stream: hipStream_t) -> Result<(), hipError_t> {
+    let live = reads_live(stream)?;
+    // SAFETY: forwarded caller contract.
+    if let Some(op) = unsafe { copy_op(dst, src, len, kind, live)? } {
+        submit(stream, vec![op])?;
+    }
+    Ok(())
 }
 
 /// Copies `len` bytes between two device ranges already validated by [`locate`] (overlap
 /// allowed).
-fn device_to_device(dst: u64, src: u64, len: usize) -> Result<(), hipError_t> {
+pub(super) fn device_to_device(dst: u64, src: u64, len: usize) -> Result<(), hipError_t> {
     let mem = &rt().memory;
     let mut tmp = vec![0u8; len];
     mem.read(src, &mut tmp).map_err(|_| hipErrorInvalidValue)?;
     mem.write(dst, &tmp).map_err(|_| hipErrorInvalidValue)
 }
 
-/// A device-to-device copy from the `hipMemcpyDtoD*` entry points: both operands must be device
+/// A device-to-device copy op from the `hipMemcpyDtoD*` entry points: both operands must be device
 /// memory (`hipErrorInvalidMemcpyDirection` otherwise); no host memory is touched.
-fn copy_dtod(dst: hipDeviceptr_t, src: hipDeviceptr_t, len: usize) -> Result<(), hipError_t> {
+fn dtod_op(dst: hipDeviceptr_t, src: hipDeviceptr_t, len: usize) -> Result<Vec<Op>, hipError_t> {
     if len == 0 {
-        return Ok(());
+        return Ok(vec![]);
     }
     match (locate(dst, len)?, locate(src, len)?) {
-        (Loc::Device(d), Loc::Device(s)) => device_to_device(d, s, len),
+        (Loc::Device(d), Loc::Device(s)) => Ok(vec![Op::DtoD { dst: d, src: s, len }]),
         _ => Err(hipErrorInvalidMemcpyDirection),
     }
 }
 
-/// `hipError_t hipMemcpy(void* dst, const void* src, size_t, hipMemcpyKind)`.
+/// `hipError_t hipMemcpy(void* dst, const void* src, size_t, hipMemcpyKind)`: a synchronous copy
+/// on the null stream (it first completes the blocking streams' work).
 ///
 /// Device pointers must lie inside one live allocation for the whole length; `hipMemcpyDefault`
 /// infers the direction; an explicit kind that contradicts the pointers is
-/// `hipErrorInvalidMemcpyDirection`. Size 0 is a no-op.
+/// `hipErrorInvalidMemcpyDirection`. Size 0 is a no-op. While a capture is active:
+/// `hipErrorStreamCaptureUnsupported`.
 ///
 /// # Safety
 /// Host operands are valid for `sizeBytes` bytes (HIP's contract).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hipMemcpy(dst: *mut c_void, src: *const c_void, sizeBytes: usize, kind: hipMemcpyKind) -> hipError_t {
     // SAFETY: forwarded caller contract.
-    api(|| unsafe { copy(dst, src, sizeBytes, kind) })
+    api(|| unsafe { copy_sync(dst, src, sizeBytes, kind) })
 }
 
-/// `hipError_t hipMemcpyAsync(...)`: [`hipMemcpy`] on `stream`, complete on return.
+/// `hipError_t hipMemcpyAsync(...)`: [`hipMemcpy`] queued on `stream` (see the module
+/// documentation: it runs when the stream is synchronized or waited for). A host source is
+/// staged when the call is made; a host destination is written when the copy runs.
 ///
 /// # Safety
-/// As [`hipMemcpy`].
+/// As [`hipMemcpy`], and a host destination stays valid until the copy has run.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hipMemcpyAsync(
     dst: *mut c_void,
@@ -288,14 +365,11 @@ pub unsafe extern "C" fn hipMemcpyAsync(
     kind: hipMemcpyKind,
     stream: hipStream_t,
 ) -> hipError_t {
-    api(|| {
-        check_stream(stream)?;
-        // SAFETY: forwarded caller contract.
-        unsafe { copy(dst, src, sizeBytes, kind) }
-    })
+    // SAFETY: forwarded caller contract.
+    api(|| unsafe { copy_async(dst, src, sizeBytes, kind, stream) })
 }
 
-/// `hipError_t hipMemcpyWithStream(...)`: [`hipMemcpy`] on `stream`.
+/// `hipError_t hipMemcpyWithStream(...)`: [`hipMemcpyAsync`] followed by synchronizing `stream`.
 ///
 /// # Safety
 /// As [`hipMemcpy`].
@@ -307,34 +381,41 @@ pub unsafe extern "C" fn hipMemcpyWithStream(
     kind: hipMemcpyKind,
     stream: hipStream_t,
 ) -> hipError_t {
-    // SAFETY: forwarded caller contract.
-    unsafe { hipMemcpyAsync(dst, src, sizeBytes, kind, stream) }
+    api(|| {
+        // SAFETY: forwarded caller contract; the stream is synchronized before returning.
+        unsafe { copy_async(dst, src, sizeBytes, kind, stream)? };
+        synchronize_stream(stream)
+    })
 }
 
-/// `hipError_t hipMemcpyHtoD(hipDeviceptr_t dst, void* src, size_t)`.
+/// `hipError_t hipMemcpyHtoD(hipDeviceptr_t dst, void* src, size_t)`: synchronous.
 ///
 /// # Safety
 /// `src` is valid for reads of `sizeBytes` bytes.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hipMemcpyHtoD(dst: hipDeviceptr_t, src: *mut c_void, sizeBytes: usize) -> hipError_t {
     // SAFETY: forwarded caller contract.
-    api(|| unsafe { copy(dst, src, sizeBytes, hipMemcpyHostToDevice) })
+    api(|| unsafe { copy_sync(dst, src, sizeBytes, hipMemcpyHostToDevice) })
 }
 
-/// `hipError_t hipMemcpyDtoH(void* dst, hipDeviceptr_t src, size_t)`.
+/// `hipError_t hipMemcpyDtoH(void* dst, hipDeviceptr_t src, size_t)`: synchronous.
 ///
 /// # Safety
 /// `dst` is valid for writes of `sizeBytes` bytes.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hipMemcpyDtoH(dst: *mut c_void, src: hipDeviceptr_t, sizeBytes: usize) -> hipError_t {
     // SAFETY: forwarded caller contract.
-    api(|| unsafe { copy(dst, src, sizeBytes, hipMemcpyDeviceToHost) })
+    api(|| unsafe { copy_sync(dst, src, sizeBytes, hipMemcpyDeviceToHost) })
 }
 
-/// `hipError_t hipMemcpyDtoD(hipDeviceptr_t dst, hipDeviceptr_t src, size_t)`.
+/// `hipError_t hipMemcpyDtoD(hipDeviceptr_t dst, hipDeviceptr_t src, size_t)`: synchronous.
 #[unsafe(no_mangle)]
 pub extern "C" fn hipMemcpyDtoD(dst: hipDeviceptr_t, src: hipDeviceptr_t, sizeBytes: usize) -> hipError_t {
-    api(|| copy_dtod(dst, src, sizeBytes))
+    api(|| {
+        capture_guard(&mut *sched()?)?;
+        count(|t| t.synchronous_transfers += 1);
+        submit(std::ptr::null_mut(), dtod_op(dst, src, sizeBytes)?).map(|_| ())
+    })
 }
 
 /// `hipError_t hipMemcpyHtoDAsync(hipDeviceptr_t, void*, size_t, hipStream_t)`.
@@ -343,39 +424,31 @@ pub extern "C" fn hipMemcpyDtoD(dst: hipDeviceptr_t, src: hipDeviceptr_t, sizeBy
 /// As [`hipMemcpyHtoD`].
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hipMemcpyHtoDAsync(dst: hipDeviceptr_t, src: *mut c_void, sizeBytes: usize, stream: hipStream_t) -> hipError_t {
-    api(|| {
-        check_stream(stream)?;
-        // SAFETY: forwarded caller contract.
-        unsafe { copy(dst, src, sizeBytes, hipMemcpyHostToDevice) }
-    })
+    // SAFETY: forwarded caller contract.
+    api(|| unsafe { copy_async(dst, src, sizeBytes, hipMemcpyHostToDevice, stream) })
 }
 
 /// `hipError_t hipMemcpyDtoHAsync(void*, hipDeviceptr_t, size_t, hipStream_t)`.
 ///
 /// # Safety
-/// As [`hipMemcpyDtoH`].
+/// As [`hipMemcpyDtoH`], until the copy has run.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hipMemcpyDtoHAsync(dst: *mut c_void, src: hipDeviceptr_t, sizeBytes: usize, stream: hipStream_t) -> hipError_t {
-    api(|| {
-        check_stream(stream)?;
-        // SAFETY: forwarded caller contract.
-        unsafe { copy(dst, src, sizeBytes, hipMemcpyDeviceToHost) }
-    })
+    // SAFETY: forwarded caller contract.
+    api(|| unsafe { copy_async(dst, src, sizeBytes, hipMemcpyDeviceToHost, stream) })
 }
 
 /// `hipError_t hipMemcpyDtoDAsync(hipDeviceptr_t, hipDeviceptr_t, size_t, hipStream_t)`.
 #[unsafe(no_mangle)]
 pub extern "C" fn hipMemcpyDtoDAsync(dst: hipDeviceptr_t, src: hipDeviceptr_t, sizeBytes: usize, stream: hipStream_t) -> hipError_t {
-    api(|| {
-        check_stream(stream)?;
-        copy_dtod(dst, src, sizeBytes)
-    })
+    api(|| submit(stream, dtod_op(dst, src, sizeBytes)?).map(|_| ()))
 }
 
-/// Fills `count` elements of `pattern` at device address `dst` (all inside one allocation).
-fn fill(dst: *mut c_void, pattern: &[u8], count: usize) -> Result<(), hipError_t> {
+/// Validates a fill of `count` elements of `pattern` at device address `dst` (all inside one
+/// allocation) and returns its op (none for `count == 0`).
+fn fill_op(dst: *mut c_void, pattern: &[u8], count: usize) -> Result<Vec<Op>, hipError_t> {
     if count == 0 {
-        return Ok(());
+        return Ok(vec![]);
     }
     let len = count.checked_mul(pattern.len()).ok_or(hipErrorInvalidValue)?;
     let r = rt();
@@ -383,7 +456,14 @@ fn fill(dst: *mut c_void, pattern: &[u8], count: usize) -> Result<(), hipError_t
     if dst.is_null() || !r.in_device_window(addr) {
         return Err(hipErrorInvalidValue);
     }
-    let alloc = r.memory.find(addr, len as u64).map_err(|_| hipErrorInvalidValue)?;
+    r.memory.find(addr, len as u64).map_err(|_| hipErrorInvalidValue)?;
+    Ok(vec![Op::Fill { dst: addr, pattern: pattern.to_vec(), count }])
+}
+
+/// Runs a fill validated by [`fill_op`].
+pub(super) fn fill_now(addr: u64, pattern: &[u8], count: usize) -> Result<(), hipError_t> {
+    let len = count * pattern.len();
+    let alloc = rt().memory.find(addr, len as u64).map_err(|_| hipErrorIllegalAddress)?;
     if pattern.iter().all(|&b| b == pattern[0]) {
         alloc.fill(addr, len as u64, pattern[0]);
     } else {
@@ -400,65 +480,60 @@ fn fill(dst: *mut c_void, pattern: &[u8], count: usize) -> Result<(), hipError_t
     Ok(())
 }
 
+/// A synchronous fill: forbidden during a capture, then run on the null stream.
+fn fill_sync(dst: *mut c_void, pattern: &[u8], count: usize) -> Result<(), hipError_t> {
+    capture_guard(&mut *sched()?)?;
+    let ops = fill_op(dst, pattern, count)?;
+    crate::hip::sched::count(|t| t.synchronous_transfers += 1);
+    submit(std::ptr::null_mut(), ops).map(|_| ())
+}
+
 /// `hipError_t hipMemset(void* dst, int value, size_t sizeBytes)`: sets bytes to
-/// `(unsigned char)value`; `dst` must be device memory.
+/// `(unsigned char)value`; `dst` must be device memory. Synchronous (null stream).
 #[unsafe(no_mangle)]
 pub extern "C" fn hipMemset(dst: *mut c_void, value: c_int, sizeBytes: usize) -> hipError_t {
-    api(|| fill(dst, &[value as u8], sizeBytes))
+    api(|| fill_sync(dst, &[value as u8], sizeBytes))
 }
 
 /// `hipError_t hipMemsetAsync(void*, int, size_t, hipStream_t)`.
 #[unsafe(no_mangle)]
 pub extern "C" fn hipMemsetAsync(dst: *mut c_void, value: c_int, sizeBytes: usize, stream: hipStream_t) -> hipError_t {
-    api(|| {
-        check_stream(stream)?;
-        fill(dst, &[value as u8], sizeBytes)
-    })
+    api(|| submit(stream, fill_op(dst, &[value as u8], sizeBytes)?).map(|_| ()))
 }
 
 /// `hipError_t hipMemsetD8(hipDeviceptr_t, unsigned char, size_t count)`.
 #[unsafe(no_mangle)]
 pub extern "C" fn hipMemsetD8(dest: hipDeviceptr_t, value: u8, count: usize) -> hipError_t {
-    api(|| fill(dest, &[value], count))
+    api(|| fill_sync(dest, &[value], count))
 }
 
 /// `hipError_t hipMemsetD16(hipDeviceptr_t, unsigned short, size_t count)`: `count` 16-bit
 /// elements.
 #[unsafe(no_mangle)]
 pub extern "C" fn hipMemsetD16(dest: hipDeviceptr_t, value: u16, count: usize) -> hipError_t {
-    api(|| fill(dest, &value.to_le_bytes(), count))
+    api(|| fill_sync(dest, &value.to_le_bytes(), count))
 }
 
 /// `hipError_t hipMemsetD32(hipDeviceptr_t, int, size_t count)`: `count` 32-bit elements.
 #[unsafe(no_mangle)]
 pub extern "C" fn hipMemsetD32(dest: hipDeviceptr_t, value: c_int, count: usize) -> hipError_t {
-    api(|| fill(dest, &value.to_le_bytes(), count))
+    api(|| fill_sync(dest, &value.to_le_bytes(), count))
 }
 
 /// `hipError_t hipMemsetD8Async(hipDeviceptr_t, unsigned char, size_t, hipStream_t)`.
 #[unsafe(no_mangle)]
 pub extern "C" fn hipMemsetD8Async(dest: hipDeviceptr_t, value: u8, count: usize, stream: hipStream_t) -> hipError_t {
-    api(|| {
-        check_stream(stream)?;
-        fill(dest, &[value], count)
-    })
+    api(|| submit(stream, fill_op(dest, &[value], count)?).map(|_| ()))
 }
 
 /// `hipError_t hipMemsetD16Async(hipDeviceptr_t, unsigned short, size_t, hipStream_t)`.
 #[unsafe(no_mangle)]
 pub extern "C" fn hipMemsetD16Async(dest: hipDeviceptr_t, value: u16, count: usize, stream: hipStream_t) -> hipError_t {
-    api(|| {
-        check_stream(stream)?;
-        fill(dest, &value.to_le_bytes(), count)
-    })
+    api(|| submit(stream, fill_op(dest, &value.to_le_bytes(), count)?).map(|_| ()))
 }
 
 /// `hipError_t hipMemsetD32Async(hipDeviceptr_t, int, size_t, hipStream_t)`.
 #[unsafe(no_mangle)]
 pub extern "C" fn hipMemsetD32Async(dst: hipDeviceptr_t, value: c_int, count: usize, stream: hipStream_t) -> hipError_t {
-    api(|| {
-        check_stream(stream)?;
-        fill(dst, &value.to_le_bytes(), count)
-    })
+    api(|| submit(stream, fill_op(dst, &value.to_le_bytes(), count)?).map(|_| ()))
 }
-

@@ -19,11 +19,19 @@
 //!   ids, never dereferenced; every use looks them up, and an unknown or destroyed handle is
 //!   `hipErrorInvalidHandle` (400), never undefined behaviour. (HIP itself reports some destroyed
 //!   streams as `hipErrorContextIsDestroyed`; the emulator uses 400 for every stale handle.)
-//! * **Streams are in-order and complete immediately**: every operation, `*Async` or not, runs
-//!   to completion inside the call that enqueues it, on the calling thread (a kernel launch's
-//!   workgroups may run in parallel on the host's cores). Stream and event queries therefore
-//!   always report completion, and stream/device synchronization has nothing to wait for.
-//! * Event timestamps are taken from the host's monotonic clock when the event is recorded, so
+//! * **Streams are asynchronous, in-order queues that run lazily** (see `sched.rs`): work
+//!   submitted to a created stream is validated and queued, and runs only when something waits
+//!   for it (stream, event or device synchronization, a dependent stream's `hipStreamWaitEvent`,
+//!   `hipFree`, or a null-stream operation, which — like HIP's legacy null stream — first
+//!   completes all blocking streams' work). So a missing event between two streams yields stale
+//!   data deterministically. Null-stream work (including every synchronous copy) runs inside
+//!   the call. [`stream_stats`] counts what each stream was given (launches, host copies,
+//!   synchronizations), [`thread_stats`] the device-wide calls a thread made (allocations, frees,
+//!   device synchronizations), for "no host round trip" assertions.
+//! * Stream capture and graphs (`graph.rs`): captured work is recorded instead of queued and
+//!   replayed by `hipGraphLaunch`; allocations, frees, synchronous copies and synchronizations
+//!   fail during a capture with `hipErrorStreamCaptureUnsupported`, as in HIP.
+//! * Event timestamps are taken from the host's monotonic clock when the record completes, so
 //!   [`hipEventElapsedTime`] measures **emulator wall time**, not GPU time.
 //! * Kernel faults (memcheck violations, traps, unimplemented instructions) make the launch
 //!   itself return an error (`hipErrorIllegalAddress` for memory faults,
@@ -84,15 +92,21 @@ use crate::exec::{self, Checks, LaunchConfig, LaunchReport};
 use crate::loader::{CodeObject, Kernel};
 use crate::memory::DeviceMemory;
 
+mod graph;
 mod memory;
 mod module;
+mod sched;
 mod stream;
 mod types;
 
+pub use graph::*;
 pub use memory::*;
 pub use module::*;
+pub use sched::{StreamStats, ThreadStats, stream_stats, thread_stats};
 pub use stream::*;
 pub use types::*;
+
+use sched::{HostPtr, NULL_STREAM, Op, capture_guard, count, drain_all, sched, stream_key, submit, synchronize_device, synchronize_stream};
 
 // ---------------------------------------------------------------------------------------------
 // Runtime state
@@ -119,8 +133,11 @@ struct ModuleEntry {
 
 #[derive(Clone)]
 struct FunctionEntry {
-    /// Keeps the code object alive even after `hipModuleUnload`.
+    /// Keeps the code object alive even after `hipModuleUnload` (for attribute queries; a
+    /// launch of a function whose module was unloaded fails).
     code: Arc<CodeObject>,
+    /// The module handle it came from.
+    module: u64,
     kernel: usize,
 }
 
@@ -131,7 +148,10 @@ struct StreamEntry {
 
 struct EventEntry {
     flags: c_uint,
+    /// When the event last completed (`None`: never recorded, or its last record is pending).
     recorded: Option<Instant>,
+    /// The last record: (stream key, sequence number of the record op), 0 if it completed at once.
+    pending: Option<(u64, u64)>,
 }
 
 #[derive(Default)]
@@ -140,6 +160,9 @@ struct State {
     functions: HashMap<u64, FunctionEntry>,
     streams: HashMap<u64, StreamEntry>,
     events: HashMap<u64, EventEntry>,
+    /// Captured graphs and their instantiations: the operations to submit, in order.
+    graphs: HashMap<u64, Arc<Vec<Op>>>,
+    graph_execs: HashMap<u64, Arc<Vec<Op>>>,
     /// Live `hipMalloc` allocations (device addresses).
     allocations: HashSet<u64>,
     /// Live `hipHostMalloc` allocations: address → layout.
@@ -458,21 +481,24 @@ pub unsafe extern "C" fn hipDeviceGetAttribute(pi: *mut c_int, attr: hipDeviceAt
     })
 }
 
-/// `hipError_t hipDeviceSynchronize(void)`: nothing is ever pending (operations complete when
-/// issued), so this returns `hipSuccess`.
+/// `hipError_t hipDeviceSynchronize(void)`: completes all queued work of every stream and
+/// returns the first sticky error of any of them (which it clears). While a capture is active:
+/// `hipErrorStreamCaptureUnsupported`.
 #[unsafe(no_mangle)]
 pub extern "C" fn hipDeviceSynchronize() -> hipError_t {
-    api(|| Ok(()))
+    api(synchronize_device)
 }
 
 /// `hipError_t hipDeviceReset(void)`: destroys everything the process created on the device —
-/// allocations, modules, functions, streams, events, pinned host buffers — and clears the
+/// allocations, modules, functions, streams (their queued work is dropped, not run), captures,
+/// graphs, events, pinned host buffers — and clears the
 /// thread's last error. Handles and pointers from before the reset become invalid (and are
 /// reported as such, not dereferenced).
 #[unsafe(no_mangle)]
 pub extern "C" fn hipDeviceReset() -> hipError_t {
     let code = api(|| {
         let r = rt();
+        sched::reset();
         let old = std::mem::take(&mut *r.state());
         for addr in old.allocations {
             let _ = r.memory.free(addr);

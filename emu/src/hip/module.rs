@@ -273,7 +273,7 @@ pub unsafe extern "C" fn hipModuleGetFunction(function: *mut hipFunction_t, modu
             None => {
                 let id = r.new_handle();
                 entry.functions.insert(index, id);
-                state.functions.insert(id, FunctionEntry { code: entry.code.clone(), kernel: index });
+                state.functions.insert(id, FunctionEntry { code: entry.code.clone(), module: handle_id(module), kernel: index });
                 id
             }
         };
@@ -452,10 +452,14 @@ fn launch_failed(code: hipError_t, msg: String) -> hipError_t {
 /// unsigned blockDimX, blockDimY, blockDimZ, unsigned sharedMemBytes, hipStream_t stream,
 /// void** kernelParams, void** extra)`.
 ///
-/// Runs the kernel to completion on the emulator (grid in workgroups, as in HIP); see the module
+/// Validates the launch and builds its kernarg segment now, then submits it to `stream` (grid in
+/// workgroups, as in HIP): on the null stream it runs to completion inside the call, on a created
+/// stream when that stream's work runs, in a capture when the graph is replayed. See the module
 /// documentation for argument marshalling, validation and the error codes. On a kernel fault the
-/// message is on stderr and in [`last_launch_error`]; on success [`last_launch_report`] has the
-/// launch's counters.
+/// message is on stderr and in the running thread's [`last_launch_error`] (and a queued launch's
+/// error code is returned by the next synchronization); on success [`last_launch_report`] has the
+/// launch's counters. A function whose module was unloaded cannot be launched
+/// (`hipErrorInvalidHandle`, also if the unload happens while the launch is queued).
 ///
 /// # Safety
 /// HIP's contract for `kernelParams` / `extra` (see the module documentation).
@@ -531,26 +535,52 @@ pub unsafe extern "C" fn hipModuleLaunchKernel(
             Ok(k) => k,
             Err(msg) => return fail(hipErrorInvalidValue, msg),
         };
+        if !rt().state().modules.contains_key(&func.module) {
+            return fail(hipErrorInvalidHandle, "its module was unloaded".into());
+        }
         let cfg = LaunchConfig { grid, block, dynamic_lds_bytes: sharedMemBytes, kernarg };
-        let r = rt();
-        let checks = r.checks.read().unwrap_or_else(|p| p.into_inner());
-        let result = exec::launch(&func.code, kernel, &cfg, &r.memory, &checks);
-        drop(checks);
-        match result {
-            Ok(report) => {
-                set_last_launch(None, Some(Arc::new(report)), Some(cfg.kernarg));
+        let kernarg = cfg.kernarg.clone();
+        match submit(stream, vec![Op::Launch { func: func.clone(), cfg: Arc::new(cfg) }]) {
+            Ok((_, 0)) => Ok(()),
+            Ok(_) => {
+                // Queued: the outcome is known when it runs.
+                set_last_launch(None, None, Some(kernarg));
                 Ok(())
             }
-            Err(e) => {
-                let code = launch_error_code(&e);
-                let text = e.to_string();
-                let msg = if text.contains(name.as_str()) { text } else { format!("kernel `{name}`: {text}") };
-                eprintln!("amdgpu-emu: {msg}");
-                set_last_launch(Some(msg), None, Some(cfg.kernarg));
-                Err(code)
-            }
+            Err(code) => Err(code),
         }
     })
+}
+
+/// Runs a launch validated (and queued) by [`hipModuleLaunchKernel`]: fails with
+/// `hipErrorInvalidHandle` if the kernel's module was unloaded in the meantime (the code a real
+/// device would run is gone), otherwise executes it and records the outcome for the running
+/// thread's [`last_launch_error`] / [`last_launch_report`].
+pub(super) fn run_launch(func: &FunctionEntry, cfg: &LaunchConfig) -> Result<(), hipError_t> {
+    let kernel = &func.code.kernels()[func.kernel];
+    let name = &kernel.name;
+    if !rt().state().modules.contains_key(&func.module) {
+        return Err(launch_failed(
+            hipErrorInvalidHandle,
+            format!("kernel `{name}`: its module was unloaded while the launch was queued"),
+        ));
+    }
+    let r = rt();
+    let checks = r.checks.read().unwrap_or_else(|p| p.into_inner()).clone();
+    match exec::launch(&func.code, kernel, cfg, &r.memory, &checks) {
+        Ok(report) => {
+            set_last_launch(None, Some(Arc::new(report)), Some(cfg.kernarg.clone()));
+            Ok(())
+        }
+        Err(e) => {
+            let code = launch_error_code(&e);
+            let text = e.to_string();
+            let msg = if text.contains(name.as_str()) { text } else { format!("kernel `{name}`: {text}") };
+            eprintln!("amdgpu-emu: {msg}");
+            set_last_launch(Some(msg), None, Some(cfg.kernarg.clone()));
+            Err(code)
+        }
+    }
 }
 
 /// The HIP code for an executor error: memcheck findings are `hipErrorIllegalAddress`; the

@@ -1,4 +1,4 @@
-//! Streams and events.
+//! Streams and events (the queues behind them are in `sched.rs`).
 
 use super::*;
 
@@ -13,6 +13,7 @@ fn create_stream(stream: *mut hipStream_t, flags: c_uint, priority: c_int) -> Re
     let r = rt();
     let id = r.new_handle();
     // Out-of-range priorities are clamped to [greatest = -1, least = 0], as HIP does.
+    sched::add_queue(id, flags & hipStreamNonBlocking == 0)?;
     r.state().streams.insert(id, StreamEntry { flags, priority: priority.clamp(-1, 0) });
     // SAFETY: non-null; the exported callers' contract makes it writable.
     unsafe { stream.write(handle_ptr(id)) };
@@ -47,45 +48,86 @@ pub unsafe extern "C" fn hipStreamCreateWithPriority(stream: *mut hipStream_t, f
     api(|| create_stream(stream, flags, priority))
 }
 
-/// `hipError_t hipStreamDestroy(hipStream_t)`: the handle becomes invalid (a second destroy is
-/// `hipErrorInvalidHandle`). The null stream cannot be destroyed (`hipErrorInvalidHandle`).
+/// `hipError_t hipStreamDestroy(hipStream_t)`: the stream's queued work completes (as HIP lets
+/// it), then the handle becomes invalid (a second destroy is `hipErrorInvalidHandle`). The null
+/// stream cannot be destroyed (`hipErrorInvalidHandle`).
 #[unsafe(no_mangle)]
 pub extern "C" fn hipStreamDestroy(stream: hipStream_t) -> hipError_t {
-    api(|| rt().state().streams.remove(&handle_id(stream)).map(|_| ()).ok_or(hipErrorInvalidHandle))
+    api(|| {
+        let id = handle_id(stream);
+        if !rt().state().streams.contains_key(&id) {
+            return Err(hipErrorInvalidHandle);
+        }
+        sched::remove_queue(id)?;
+        rt().state().streams.remove(&id);
+        Ok(())
+    })
 }
 
-/// `hipError_t hipStreamSynchronize(hipStream_t)`: work completes when issued; validates the
-/// handle.
+/// `hipError_t hipStreamSynchronize(hipStream_t)`: runs the stream's queued work (for the null
+/// stream: the blocking streams' work, then its own) and returns the first error of that work
+/// since the last synchronization. On a capturing stream: `hipErrorStreamCaptureUnsupported`
+/// (and the capture is invalidated).
 #[unsafe(no_mangle)]
 pub extern "C" fn hipStreamSynchronize(stream: hipStream_t) -> hipError_t {
-    api(|| check_stream(stream))
+    api(|| {
+        check_stream(stream)?;
+        synchronize_stream(stream)
+    })
 }
 
-/// `hipError_t hipStreamQuery(hipStream_t)`: always complete (`hipSuccess`) for a valid stream.
+/// `hipError_t hipStreamQuery(hipStream_t)`: `hipSuccess` if the stream has no queued work,
+/// `hipErrorNotReady` if it has (querying runs nothing).
 #[unsafe(no_mangle)]
 pub extern "C" fn hipStreamQuery(stream: hipStream_t) -> hipError_t {
-    api(|| check_stream(stream))
+    api(|| {
+        check_stream(stream)?;
+        if sched::stream_busy(stream)? { Err(hipErrorNotReady) } else { Ok(()) }
+    })
 }
 
-/// `hipError_t hipStreamWaitEvent(hipStream_t, hipEvent_t, unsigned flags)`: the event has
-/// completed by construction; validates both handles (`flags` must be 0).
+/// `hipError_t hipStreamWaitEvent(hipStream_t, hipEvent_t, unsigned flags)`: work submitted to
+/// `stream` afterwards runs only after the event's last record has completed (a never-recorded
+/// event imposes nothing). `flags` must be 0. On a capturing stream, waiting for an event
+/// recorded in the same capture is a no-op (capture is in order); any other event is
+/// `hipErrorStreamCaptureIsolation` (cross-stream capture is not modelled).
 #[unsafe(no_mangle)]
 pub extern "C" fn hipStreamWaitEvent(stream: hipStream_t, event: hipEvent_t, flags: c_uint) -> hipError_t {
     api(|| {
         check_stream(stream)?;
-        if !rt().state().events.contains_key(&handle_id(event)) {
-            return Err(hipErrorInvalidHandle);
+        let pending = rt().state().events.get(&handle_id(event)).ok_or(hipErrorInvalidHandle)?.pending;
+        if flags != 0 {
+            return Err(hipErrorInvalidValue);
         }
-        if flags != 0 { Err(hipErrorInvalidValue) } else { Ok(()) }
+        let key = stream_key(stream);
+        {
+            let mut g = sched()?;
+            if let Some(c) = &mut g.queues.get_mut(&key).ok_or(hipErrorInvalidHandle)?.capture {
+                return if pending.is_some_and(|(s, seq)| s == key && seq == 0) {
+                    Ok(())
+                } else {
+                    c.invalidated = true;
+                    Err(hipErrorStreamCaptureIsolation)
+                };
+            }
+            match pending {
+                Some((s, seq)) if seq > 0 && s != key && !sched::completed(&g, s, seq) => {}
+                _ => return Ok(()),
+            }
+        }
+        let (s, seq) = pending.expect("checked above");
+        submit(stream, vec![Op::Wait { stream: s, seq }]).map(|_| ())
     })
 }
 
 /// `hipError_t hipStreamAddCallback(hipStream_t, hipStreamCallback_t, void* userData, unsigned
-/// flags)`: all earlier work is complete, so the callback runs immediately, on the calling
-/// thread, with status `hipSuccess`. `flags` must be 0.
+/// flags)`: queues the callback; it runs, with status `hipSuccess`, on whichever thread runs the
+/// stream's work (at the next synchronization), after all earlier work. `flags` must be 0. As HIP
+/// requires, the callback must not call HIP: such calls fail with `hipErrorIllegalState`.
 ///
 /// # Safety
-/// `callback` is safe to call with `(stream, hipSuccess, userData)`.
+/// `callback` is safe to call with `(stream, hipSuccess, userData)` from any thread until it has
+/// run.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hipStreamAddCallback(
     stream: hipStream_t,
@@ -93,19 +135,14 @@ pub unsafe extern "C" fn hipStreamAddCallback(
     userData: *mut c_void,
     flags: c_uint,
 ) -> hipError_t {
-    let checked = api(|| {
+    api(|| {
         check_stream(stream)?;
-        if callback.is_none() || flags != 0 { Err(hipErrorInvalidValue) } else { Ok(()) }
-    });
-    if checked != hipSuccess {
-        return checked;
-    }
-    if let Some(cb) = callback {
-        // SAFETY: caller contract. Called outside `api` (and outside every lock) so that the
-        // callback may itself call HIP functions.
-        unsafe { cb(stream, hipSuccess, userData) };
-    }
-    hipSuccess
+        let Some(cb) = callback else { return Err(hipErrorInvalidValue) };
+        if flags != 0 {
+            return Err(hipErrorInvalidValue);
+        }
+        submit(stream, vec![Op::Callback { cb, stream: stream_key(stream), user: HostPtr(userData as usize) }]).map(|_| ())
+    })
 }
 
 fn with_stream<T>(stream: hipStream_t, f: impl FnOnce(Option<&StreamEntry>) -> T) -> Result<T, hipError_t> {
@@ -176,7 +213,7 @@ fn create_event(event: *mut hipEvent_t, flags: c_uint) -> Result<(), hipError_t>
     }
     let r = rt();
     let id = r.new_handle();
-    r.state().events.insert(id, EventEntry { flags, recorded: None });
+    r.state().events.insert(id, EventEntry { flags, recorded: None, pending: None });
     // SAFETY: non-null; the exported callers' contract makes it writable.
     unsafe { event.write(handle_ptr(id)) };
     Ok(())
@@ -200,30 +237,65 @@ pub unsafe extern "C" fn hipEventCreateWithFlags(event: *mut hipEvent_t, flags: 
     api(|| create_event(event, flags))
 }
 
-/// `hipError_t hipEventRecord(hipEvent_t, hipStream_t)`: timestamps the event with the host
-/// clock now — all work issued before has completed.
+/// `hipError_t hipEventRecord(hipEvent_t, hipStream_t)`: queues the event's completion after
+/// the stream's earlier work (on an idle stream, or the null stream, it completes at once); its
+/// timestamp is the host clock when it completes. On a capturing stream the record is part of the
+/// capture (only waits in the same capture may use it).
 #[unsafe(no_mangle)]
 pub extern "C" fn hipEventRecord(event: hipEvent_t, stream: hipStream_t) -> hipError_t {
     api(|| {
         check_stream(stream)?;
-        let now = Instant::now();
+        let id = handle_id(event);
+        if !rt().state().events.contains_key(&id) {
+            return Err(hipErrorInvalidHandle);
+        }
+        // The scheduler stays locked until the event is updated, so the record cannot run in
+        // between (lock order: scheduler, then state).
+        let mut g = sched()?;
+        let (key, seq) = sched::submit_locked(&mut g, stream, vec![Op::Record { event: id }])?;
         let mut state = rt().state();
-        let e = state.events.get_mut(&handle_id(event)).ok_or(hipErrorInvalidHandle)?;
-        e.recorded = Some(now);
+        let e = state.events.get_mut(&id).ok_or(hipErrorInvalidHandle)?;
+        if seq > 0 && !sched::completed(&g, key, seq) {
+            e.recorded = None;
+        }
+        e.pending = Some((key, seq));
         Ok(())
     })
 }
 
-/// `hipError_t hipEventSynchronize(hipEvent_t)`: nothing to wait for; validates the handle.
-#[unsafe(no_mangle)]
-pub extern "C" fn hipEventSynchronize(event: hipEvent_t) -> hipError_t {
-    api(|| if rt().state().events.contains_key(&handle_id(event)) { Ok(()) } else { Err(hipErrorInvalidHandle) })
+fn event_pending(event: hipEvent_t) -> Result<Option<(u64, u64)>, hipError_t> {
+    Ok(rt().state().events.get(&handle_id(event)).ok_or(hipErrorInvalidHandle)?.pending)
 }
 
-/// `hipError_t hipEventQuery(hipEvent_t)`: `hipSuccess` (complete) for a valid event.
+/// `hipError_t hipEventSynchronize(hipEvent_t)`: runs the recording stream's work up to the
+/// event's last record (nothing for a never-recorded event). Forbidden while a capture is
+/// active (`hipErrorStreamCaptureUnsupported`).
+#[unsafe(no_mangle)]
+pub extern "C" fn hipEventSynchronize(event: hipEvent_t) -> hipError_t {
+    api(|| {
+        let pending = event_pending(event)?;
+        let mut g = sched()?;
+        capture_guard(&mut g)?;
+        if let Some((key, seq)) = pending
+            && seq > 0
+        {
+            if let Some(q) = g.queues.get_mut(&key) {
+                q.stats.synchronizations += 1;
+            }
+            sched::drain_to(&mut g, key, seq);
+        }
+        Ok(())
+    })
+}
+
+/// `hipError_t hipEventQuery(hipEvent_t)`: `hipSuccess` if the event's last record has completed
+/// (or it was never recorded), `hipErrorNotReady` otherwise.
 #[unsafe(no_mangle)]
 pub extern "C" fn hipEventQuery(event: hipEvent_t) -> hipError_t {
-    hipEventSynchronize(event)
+    api(|| match event_pending(event)? {
+        Some((key, seq)) if seq > 0 && !sched::completed(&*sched()?, key, seq) => Err(hipErrorNotReady),
+        _ => Ok(()),
+    })
 }
 
 /// `hipError_t hipEventElapsedTime(float* ms, hipEvent_t start, hipEvent_t stop)`: milliseconds

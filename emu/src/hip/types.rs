@@ -49,6 +49,27 @@ pub type hipModule_t = *mut ihipModule_t;
 pub type hipFunction_t = *mut ihipModuleSymbol_t;
 /// HIP's `hipEvent_t`.
 pub type hipEvent_t = *mut ihipEvent_t;
+/// Opaque graph object.
+#[repr(C)]
+pub struct ihipGraph {
+    _private: [u8; 0],
+}
+/// Opaque executable graph object.
+#[repr(C)]
+pub struct hipGraphExec {
+    _private: [u8; 0],
+}
+/// Opaque graph node object.
+#[repr(C)]
+pub struct hipGraphNode {
+    _private: [u8; 0],
+}
+/// HIP's `hipGraph_t`.
+pub type hipGraph_t = *mut ihipGraph;
+/// HIP's `hipGraphExec_t`.
+pub type hipGraphExec_t = *mut hipGraphExec;
+/// HIP's `hipGraphNode_t`.
+pub type hipGraphNode_t = *mut hipGraphNode;
 /// HIP's `hipStreamCallback_t`.
 pub type hipStreamCallback_t =
     Option<unsafe extern "C" fn(stream: hipStream_t, status: hipError_t, user_data: *mut c_void)>;
@@ -105,6 +126,36 @@ pub const hipErrorLaunchTimeOut: hipError_t = 702;
 pub const hipErrorNotSupported: hipError_t = 801;
 /// `hipErrorUnknown`.
 pub const hipErrorUnknown: hipError_t = 999;
+/// `hipErrorIllegalState`.
+pub const hipErrorIllegalState: hipError_t = 401;
+/// `hipErrorStreamCaptureUnsupported`: the call is not permitted while a stream captures.
+pub const hipErrorStreamCaptureUnsupported: hipError_t = 900;
+/// `hipErrorStreamCaptureInvalidated`: the capture was invalidated by a forbidden call.
+pub const hipErrorStreamCaptureInvalidated: hipError_t = 901;
+/// `hipErrorStreamCaptureIsolation`: a dependency on work outside the capture.
+pub const hipErrorStreamCaptureIsolation: hipError_t = 905;
+/// `hipErrorStreamCaptureImplicit`: an implicit dependency on a capturing (blocking) stream
+/// through the legacy null stream.
+pub const hipErrorStreamCaptureImplicit: hipError_t = 906;
+/// `hipErrorStreamCaptureWrongThread`: the capture was ended by another thread.
+pub const hipErrorStreamCaptureWrongThread: hipError_t = 908;
+
+/// HIP's `hipStreamCaptureMode`.
+pub type hipStreamCaptureMode = c_uint;
+/// `hipStreamCaptureModeGlobal`: unsafe calls are forbidden in every thread during the capture.
+pub const hipStreamCaptureModeGlobal: hipStreamCaptureMode = 0;
+/// `hipStreamCaptureModeThreadLocal`: unsafe calls are forbidden in the capturing thread.
+pub const hipStreamCaptureModeThreadLocal: hipStreamCaptureMode = 1;
+/// `hipStreamCaptureModeRelaxed`: no call is forbidden.
+pub const hipStreamCaptureModeRelaxed: hipStreamCaptureMode = 2;
+/// HIP's `hipStreamCaptureStatus`.
+pub type hipStreamCaptureStatus = c_uint;
+/// `hipStreamCaptureStatusNone`.
+pub const hipStreamCaptureStatusNone: hipStreamCaptureStatus = 0;
+/// `hipStreamCaptureStatusActive`.
+pub const hipStreamCaptureStatusActive: hipStreamCaptureStatus = 1;
+/// `hipStreamCaptureStatusInvalidated`.
+pub const hipStreamCaptureStatusInvalidated: hipStreamCaptureStatus = 2;
 
 /// `hipMemcpyHostToHost`.
 pub const hipMemcpyHostToHost: hipMemcpyKind = 0;
@@ -591,6 +642,15 @@ const ERRORS: &[(hipError_t, &CStr, &CStr)] = &[
     (710, c"hipErrorAssert", c"device-side assert triggered"),
     (719, c"hipErrorLaunchFailure", c"unspecified launch failure"),
     (801, c"hipErrorNotSupported", c"operation not supported"),
+    (900, c"hipErrorStreamCaptureUnsupported", c"operation not permitted when stream is capturing"),
+    (901, c"hipErrorStreamCaptureInvalidated", c"operation failed due to a previous error during capture"),
+    (902, c"hipErrorStreamCaptureMerge", c"operation would result in a merge of separate capture sequences"),
+    (903, c"hipErrorStreamCaptureUnmatched", c"capture was not ended in the same stream as it began"),
+    (904, c"hipErrorStreamCaptureUnjoined", c"capturing stream has unjoined work"),
+    (905, c"hipErrorStreamCaptureIsolation", c"dependency created on uncaptured work in another stream"),
+    (906, c"hipErrorStreamCaptureImplicit", c"operation would make the legacy stream depend on a capturing blocking stream"),
+    (907, c"hipErrorCapturedEvent", c"operation not permitted on an event last recorded in a capturing stream"),
+    (908, c"hipErrorStreamCaptureWrongThread", c"attempt to terminate a thread-local capture sequence from another thread"),
     (999, c"hipErrorUnknown", c"unknown error"),
 ];
 
