@@ -9,6 +9,7 @@
 //! * [`codeobj`]: the embedded code objects and their resource table.
 #![warn(missing_docs)]
 
+pub mod backend;
 pub mod codeobj;
 pub mod config;
 pub mod error;
@@ -18,10 +19,12 @@ pub mod grouped;
 pub mod quant;
 pub mod reference;
 pub mod runtime;
+pub mod view;
 
 pub use error::{Error, Result};
 pub use gemm::{fp8_gemm_nt, DeviceActivations, DeviceWeights, GemmRun};
 pub use grouped::{
     m_alignment_for_contiguous_layout, m_grouped_fp8_gemm_nt_contiguous, m_grouped_fp8_gemm_nt_masked, DeviceGroupedWeights,
 };
-pub use runtime::{Context, DeviceBuffer};
+pub use runtime::{Backend, CaptureMode, Context, DeviceBuffer, Event, Graph, GraphExec, Stream};
+pub use view::{ActivationsView, DeviceSlice, DeviceSliceMut, GroupedWeightsView, IntoOutput, OutputViewMut, WeightsView};

@@ -28,7 +28,7 @@ use super::*;
 /// created stream. The null stream cannot be captured (`hipErrorStreamCaptureUnsupported`); a
 /// stream already capturing is `hipErrorIllegalState`; an unknown mode `hipErrorInvalidValue`.
 /// Work already queued on the stream stays queued (it is not part of the capture).
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub extern "C" fn hipStreamBeginCapture(stream: hipStream_t, mode: hipStreamCaptureMode) -> hipError_t {
     api(|| {
         check_stream(stream)?;
@@ -56,7 +56,7 @@ pub extern "C" fn hipStreamBeginCapture(stream: hipStream_t, mode: hipStreamCapt
 ///
 /// # Safety
 /// `pGraph` is null or writable.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub unsafe extern "C" fn hipStreamEndCapture(stream: hipStream_t, pGraph: *mut hipGraph_t) -> hipError_t {
     api(|| {
         check_stream(stream)?;
@@ -90,7 +90,7 @@ pub unsafe extern "C" fn hipStreamEndCapture(stream: hipStream_t, pGraph: *mut h
 ///
 /// # Safety
 /// `pCaptureStatus` is null or writable.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub unsafe extern "C" fn hipStreamIsCapturing(stream: hipStream_t, pCaptureStatus: *mut hipStreamCaptureStatus) -> hipError_t {
     api(|| {
         check_stream(stream)?;
@@ -131,7 +131,7 @@ fn instantiate(pGraphExec: *mut hipGraphExec_t, graph: hipGraph_t) -> Result<(),
 ///
 /// # Safety
 /// `pGraphExec` is null or writable.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub unsafe extern "C" fn hipGraphInstantiate(
     pGraphExec: *mut hipGraphExec_t,
     graph: hipGraph_t,
@@ -148,7 +148,7 @@ pub unsafe extern "C" fn hipGraphInstantiate(
 ///
 /// # Safety
 /// `pGraphExec` is null or writable.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub unsafe extern "C" fn hipGraphInstantiateWithFlags(pGraphExec: *mut hipGraphExec_t, graph: hipGraph_t, flags: u64) -> hipError_t {
     api(|| if flags != 0 { Err(hipErrorInvalidValue) } else { instantiate(pGraphExec, graph) })
 }
@@ -157,7 +157,7 @@ pub unsafe extern "C" fn hipGraphInstantiateWithFlags(pGraphExec: *mut hipGraphE
 /// `stream` in their captured order (on a capturing stream they join that capture). Each launch
 /// is counted in the stream's [`StreamStats::graph_launches`], and its operations in the other
 /// counters.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub extern "C" fn hipGraphLaunch(graphExec: hipGraphExec_t, stream: hipStream_t) -> hipError_t {
     api(|| {
         check_stream(stream)?;
@@ -172,13 +172,13 @@ pub extern "C" fn hipGraphLaunch(graphExec: hipGraphExec_t, stream: hipStream_t)
 }
 
 /// `hipError_t hipGraphDestroy(hipGraph_t)`.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub extern "C" fn hipGraphDestroy(graph: hipGraph_t) -> hipError_t {
     api(|| rt().state().graphs.remove(&handle_id(graph)).map(|_| ()).ok_or(hipErrorInvalidHandle))
 }
 
 /// `hipError_t hipGraphExecDestroy(hipGraphExec_t)`: launches already submitted still run.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub extern "C" fn hipGraphExecDestroy(graphExec: hipGraphExec_t) -> hipError_t {
     api(|| rt().state().graph_execs.remove(&handle_id(graphExec)).map(|_| ()).ok_or(hipErrorInvalidHandle))
 }

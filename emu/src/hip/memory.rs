@@ -38,7 +38,7 @@ fn device_alloc(size: usize) -> Result<u64, hipError_t> {
 ///
 /// # Safety
 /// `ptr` is null or valid for a write of a pointer.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub unsafe extern "C" fn hipMalloc(ptr: *mut *mut c_void, size: usize) -> hipError_t {
     api(|| {
         if ptr.is_null() {
@@ -57,7 +57,7 @@ pub unsafe extern "C" fn hipMalloc(ptr: *mut *mut c_void, size: usize) -> hipErr
 ///
 /// # Safety
 /// As [`hipMalloc`].
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub unsafe extern "C" fn hipMallocAsync(dev_ptr: *mut *mut c_void, size: usize, stream: hipStream_t) -> hipError_t {
     let checked = api(|| forbid_on_capturing(stream));
     if checked != hipSuccess {
@@ -97,7 +97,7 @@ pub(super) fn device_free(ptr: *mut c_void) -> Result<(), hipError_t> {
 /// pointer (interior, already freed, host) is `hipErrorInvalidValue`. As in HIP, it first
 /// synchronizes the device (all queued work completes, so none can touch the freed memory); so
 /// it is forbidden while a capture is active (`hipErrorStreamCaptureUnsupported`).
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub extern "C" fn hipFree(ptr: *mut c_void) -> hipError_t {
     api(|| {
         if ptr.is_null() {
@@ -117,7 +117,7 @@ pub extern "C" fn hipFree(ptr: *mut c_void) -> hipError_t {
 /// `hipError_t hipFreeAsync(void*, hipStream_t)`: a stream-ordered free: the allocation is
 /// released when the stream reaches this point (a bad pointer is `hipErrorInvalidValue` now).
 /// On a capturing stream: `hipErrorStreamCaptureUnsupported`.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub extern "C" fn hipFreeAsync(dev_ptr: *mut c_void, stream: hipStream_t) -> hipError_t {
     api(|| {
         forbid_on_capturing(stream)?;
@@ -137,7 +137,7 @@ pub extern "C" fn hipFreeAsync(dev_ptr: *mut c_void, stream: hipStream_t) -> hip
 ///
 /// # Safety
 /// Each pointer is null or valid for a write of a `size_t`.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub unsafe extern "C" fn hipMemGetInfo(free: *mut usize, total: *mut usize) -> hipError_t {
     api(|| {
         if free.is_null() || total.is_null() {
@@ -159,7 +159,7 @@ pub unsafe extern "C" fn hipMemGetInfo(free: *mut usize, total: *mut usize) -> h
 ///
 /// # Safety
 /// `ptr` is null or valid for a write of a pointer.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub unsafe extern "C" fn hipHostMalloc(ptr: *mut *mut c_void, size: usize, flags: c_uint) -> hipError_t {
     let _ = flags;
     api(|| {
@@ -189,7 +189,7 @@ pub unsafe extern "C" fn hipHostMalloc(ptr: *mut *mut c_void, size: usize, flags
 
 /// `hipError_t hipHostFree(void*)`: frees a [`hipHostMalloc`] buffer; null is a no-op, any other
 /// pointer `hipErrorInvalidValue`.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub extern "C" fn hipHostFree(ptr: *mut c_void) -> hipError_t {
     api(|| {
         if ptr.is_null() {
@@ -205,7 +205,7 @@ pub extern "C" fn hipHostFree(ptr: *mut c_void) -> hipError_t {
 
 /// `hipError_t hipHostGetDevicePointer(void**, void*, unsigned)`: `hipErrorNotSupported` (the
 /// emulated device cannot address host memory).
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub extern "C" fn hipHostGetDevicePointer(devPtr: *mut *mut c_void, hstPtr: *mut c_void, flags: c_uint) -> hipError_t {
     let _ = (devPtr, hstPtr, flags);
     api(|| Err(hipErrorNotSupported))
@@ -345,7 +345,7 @@ fn dtod_op(dst: hipDeviceptr_t, src: hipDeviceptr_t, len: usize) -> Result<Vec<O
 ///
 /// # Safety
 /// Host operands are valid for `sizeBytes` bytes (HIP's contract).
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub unsafe extern "C" fn hipMemcpy(dst: *mut c_void, src: *const c_void, sizeBytes: usize, kind: hipMemcpyKind) -> hipError_t {
     // SAFETY: forwarded caller contract.
     api(|| unsafe { copy_sync(dst, src, sizeBytes, kind) })
@@ -357,7 +357,7 @@ pub unsafe extern "C" fn hipMemcpy(dst: *mut c_void, src: *const c_void, sizeByt
 ///
 /// # Safety
 /// As [`hipMemcpy`], and a host destination stays valid until the copy has run.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub unsafe extern "C" fn hipMemcpyAsync(
     dst: *mut c_void,
     src: *const c_void,
@@ -373,7 +373,7 @@ pub unsafe extern "C" fn hipMemcpyAsync(
 ///
 /// # Safety
 /// As [`hipMemcpy`].
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub unsafe extern "C" fn hipMemcpyWithStream(
     dst: *mut c_void,
     src: *const c_void,
@@ -392,7 +392,7 @@ pub unsafe extern "C" fn hipMemcpyWithStream(
 ///
 /// # Safety
 /// `src` is valid for reads of `sizeBytes` bytes.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub unsafe extern "C" fn hipMemcpyHtoD(dst: hipDeviceptr_t, src: *mut c_void, sizeBytes: usize) -> hipError_t {
     // SAFETY: forwarded caller contract.
     api(|| unsafe { copy_sync(dst, src, sizeBytes, hipMemcpyHostToDevice) })
@@ -402,14 +402,14 @@ pub unsafe extern "C" fn hipMemcpyHtoD(dst: hipDeviceptr_t, src: *mut c_void, si
 ///
 /// # Safety
 /// `dst` is valid for writes of `sizeBytes` bytes.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub unsafe extern "C" fn hipMemcpyDtoH(dst: *mut c_void, src: hipDeviceptr_t, sizeBytes: usize) -> hipError_t {
     // SAFETY: forwarded caller contract.
     api(|| unsafe { copy_sync(dst, src, sizeBytes, hipMemcpyDeviceToHost) })
 }
 
 /// `hipError_t hipMemcpyDtoD(hipDeviceptr_t dst, hipDeviceptr_t src, size_t)`: synchronous.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub extern "C" fn hipMemcpyDtoD(dst: hipDeviceptr_t, src: hipDeviceptr_t, sizeBytes: usize) -> hipError_t {
     api(|| {
         capture_guard(&mut *sched()?)?;
@@ -422,7 +422,7 @@ pub extern "C" fn hipMemcpyDtoD(dst: hipDeviceptr_t, src: hipDeviceptr_t, sizeBy
 ///
 /// # Safety
 /// As [`hipMemcpyHtoD`].
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub unsafe extern "C" fn hipMemcpyHtoDAsync(dst: hipDeviceptr_t, src: *mut c_void, sizeBytes: usize, stream: hipStream_t) -> hipError_t {
     // SAFETY: forwarded caller contract.
     api(|| unsafe { copy_async(dst, src, sizeBytes, hipMemcpyHostToDevice, stream) })
@@ -432,14 +432,14 @@ pub unsafe extern "C" fn hipMemcpyHtoDAsync(dst: hipDeviceptr_t, src: *mut c_voi
 ///
 /// # Safety
 /// As [`hipMemcpyDtoH`], until the copy has run.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub unsafe extern "C" fn hipMemcpyDtoHAsync(dst: *mut c_void, src: hipDeviceptr_t, sizeBytes: usize, stream: hipStream_t) -> hipError_t {
     // SAFETY: forwarded caller contract.
     api(|| unsafe { copy_async(dst, src, sizeBytes, hipMemcpyDeviceToHost, stream) })
 }
 
 /// `hipError_t hipMemcpyDtoDAsync(hipDeviceptr_t, hipDeviceptr_t, size_t, hipStream_t)`.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub extern "C" fn hipMemcpyDtoDAsync(dst: hipDeviceptr_t, src: hipDeviceptr_t, sizeBytes: usize, stream: hipStream_t) -> hipError_t {
     api(|| submit(stream, dtod_op(dst, src, sizeBytes)?).map(|_| ()))
 }
@@ -490,50 +490,50 @@ fn fill_sync(dst: *mut c_void, pattern: &[u8], count: usize) -> Result<(), hipEr
 
 /// `hipError_t hipMemset(void* dst, int value, size_t sizeBytes)`: sets bytes to
 /// `(unsigned char)value`; `dst` must be device memory. Synchronous (null stream).
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub extern "C" fn hipMemset(dst: *mut c_void, value: c_int, sizeBytes: usize) -> hipError_t {
     api(|| fill_sync(dst, &[value as u8], sizeBytes))
 }
 
 /// `hipError_t hipMemsetAsync(void*, int, size_t, hipStream_t)`.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub extern "C" fn hipMemsetAsync(dst: *mut c_void, value: c_int, sizeBytes: usize, stream: hipStream_t) -> hipError_t {
     api(|| submit(stream, fill_op(dst, &[value as u8], sizeBytes)?).map(|_| ()))
 }
 
 /// `hipError_t hipMemsetD8(hipDeviceptr_t, unsigned char, size_t count)`.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub extern "C" fn hipMemsetD8(dest: hipDeviceptr_t, value: u8, count: usize) -> hipError_t {
     api(|| fill_sync(dest, &[value], count))
 }
 
 /// `hipError_t hipMemsetD16(hipDeviceptr_t, unsigned short, size_t count)`: `count` 16-bit
 /// elements.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub extern "C" fn hipMemsetD16(dest: hipDeviceptr_t, value: u16, count: usize) -> hipError_t {
     api(|| fill_sync(dest, &value.to_le_bytes(), count))
 }
 
 /// `hipError_t hipMemsetD32(hipDeviceptr_t, int, size_t count)`: `count` 32-bit elements.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub extern "C" fn hipMemsetD32(dest: hipDeviceptr_t, value: c_int, count: usize) -> hipError_t {
     api(|| fill_sync(dest, &value.to_le_bytes(), count))
 }
 
 /// `hipError_t hipMemsetD8Async(hipDeviceptr_t, unsigned char, size_t, hipStream_t)`.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub extern "C" fn hipMemsetD8Async(dest: hipDeviceptr_t, value: u8, count: usize, stream: hipStream_t) -> hipError_t {
     api(|| submit(stream, fill_op(dest, &[value], count)?).map(|_| ()))
 }
 
 /// `hipError_t hipMemsetD16Async(hipDeviceptr_t, unsigned short, size_t, hipStream_t)`.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub extern "C" fn hipMemsetD16Async(dest: hipDeviceptr_t, value: u16, count: usize, stream: hipStream_t) -> hipError_t {
     api(|| submit(stream, fill_op(dest, &value.to_le_bytes(), count)?).map(|_| ()))
 }
 
 /// `hipError_t hipMemsetD32Async(hipDeviceptr_t, int, size_t, hipStream_t)`.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub extern "C" fn hipMemsetD32Async(dst: hipDeviceptr_t, value: c_int, count: usize, stream: hipStream_t) -> hipError_t {
     api(|| submit(stream, fill_op(dst, &value.to_le_bytes(), count)?).map(|_| ()))
 }

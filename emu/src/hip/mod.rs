@@ -1,9 +1,12 @@
 //! The HIP C ABI of the emulated gfx942 device.
 //!
-//! Every `hip*` function here is exported unmangled with the exact C signature HIP declares
-//! (checked against the bindings `rocm-rs` 0.4.2 ships, HIP 6.3), so a binary that calls HIP —
-//! through `rocm-rs` or any other binding that declares the functions without linking
-//! `libamdhip64` — runs its kernels on this emulator.
+//! Every `hip*` function here has the exact C signature HIP declares (checked against the
+//! bindings `rocm-rs` 0.4.2 ships, HIP 6.3). Rust code calls them directly (the `fp8gemm`
+//! library's emulator backend does); with the crate feature `hip-abi` they are also exported
+//! unmangled, so a binary that calls HIP — through `rocm-rs` or any other binding that declares
+//! the functions without linking `libamdhip64` — runs its kernels on this emulator. Only
+//! binaries that opt in (the workspace's tests and CLI) enable `hip-abi`; a library that depends
+//! on this crate exports no HIP symbol.
 //!
 //! # The emulated runtime
 //! * One device, ordinal 0: an "AMD Instinct MI300X (emulated)", `gfx942:sramecc+:xnack-`,
@@ -322,7 +325,7 @@ unsafe fn put<T>(out: *mut T, value: T) -> Result<(), hipError_t> {
 // ---------------------------------------------------------------------------------------------
 
 /// `hipError_t hipInit(unsigned int flags)`: `flags` must be 0.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub extern "C" fn hipInit(flags: c_uint) -> hipError_t {
     api(|| if flags == 0 { Ok(()) } else { Err(hipErrorInvalidValue) })
 }
@@ -331,7 +334,7 @@ pub extern "C" fn hipInit(flags: c_uint) -> hipError_t {
 ///
 /// # Safety
 /// `driverVersion` is null or valid for a write of an `int`.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub unsafe extern "C" fn hipDriverGetVersion(driverVersion: *mut c_int) -> hipError_t {
     // SAFETY: caller contract (null is rejected by `put`).
     api(|| unsafe { put(driverVersion, EMULATED_HIP_VERSION) })
@@ -341,7 +344,7 @@ pub unsafe extern "C" fn hipDriverGetVersion(driverVersion: *mut c_int) -> hipEr
 ///
 /// # Safety
 /// `runtimeVersion` is null or valid for a write of an `int`.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub unsafe extern "C" fn hipRuntimeGetVersion(runtimeVersion: *mut c_int) -> hipError_t {
     // SAFETY: caller contract (null is rejected by `put`).
     api(|| unsafe { put(runtimeVersion, EMULATED_HIP_VERSION) })
@@ -351,7 +354,7 @@ pub unsafe extern "C" fn hipRuntimeGetVersion(runtimeVersion: *mut c_int) -> hip
 ///
 /// # Safety
 /// `count` is null or valid for a write of an `int`.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub unsafe extern "C" fn hipGetDeviceCount(count: *mut c_int) -> hipError_t {
     // SAFETY: caller contract (null is rejected by `put`).
     api(|| unsafe { put(count, 1) })
@@ -361,7 +364,7 @@ pub unsafe extern "C" fn hipGetDeviceCount(count: *mut c_int) -> hipError_t {
 ///
 /// # Safety
 /// `deviceId` is null or valid for a write of an `int`.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub unsafe extern "C" fn hipGetDevice(deviceId: *mut c_int) -> hipError_t {
     let current = CURRENT_DEVICE.with(Cell::get);
     // SAFETY: caller contract (null is rejected by `put`).
@@ -369,7 +372,7 @@ pub unsafe extern "C" fn hipGetDevice(deviceId: *mut c_int) -> hipError_t {
 }
 
 /// `hipError_t hipSetDevice(int)`: only device 0 exists (`hipErrorInvalidDevice` otherwise).
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub extern "C" fn hipSetDevice(deviceId: c_int) -> hipError_t {
     api(|| {
         check_device(deviceId)?;
@@ -382,7 +385,7 @@ pub extern "C" fn hipSetDevice(deviceId: c_int) -> hipError_t {
 ///
 /// # Safety
 /// `device` is null or valid for a write of an `int`.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub unsafe extern "C" fn hipDeviceGet(device: *mut hipDevice_t, ordinal: c_int) -> hipError_t {
     api(|| {
         check_device(ordinal)?;
@@ -396,7 +399,7 @@ pub unsafe extern "C" fn hipDeviceGet(device: *mut hipDevice_t, ordinal: c_int) 
 ///
 /// # Safety
 /// `prop` is null or valid for a write of a `hipDeviceProp_tR0600`.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub unsafe extern "C" fn hipGetDevicePropertiesR0600(prop: *mut hipDeviceProp_tR0600, deviceId: c_int) -> hipError_t {
     api(|| {
         check_device(deviceId)?;
@@ -410,7 +413,7 @@ pub unsafe extern "C" fn hipGetDevicePropertiesR0600(prop: *mut hipDeviceProp_tR
 ///
 /// # Safety
 /// `name` is null or valid for writes of `len` bytes.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub unsafe extern "C" fn hipDeviceGetName(name: *mut c_char, len: c_int, device: hipDevice_t) -> hipError_t {
     api(|| {
         check_device(device)?;
@@ -433,7 +436,7 @@ pub unsafe extern "C" fn hipDeviceGetName(name: *mut c_char, len: c_int, device:
 ///
 /// # Safety
 /// `pi` is null or valid for a write of an `int`.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub unsafe extern "C" fn hipDeviceGetAttribute(pi: *mut c_int, attr: hipDeviceAttribute_t, deviceId: c_int) -> hipError_t {
     api(|| {
         check_device(deviceId)?;
@@ -484,7 +487,7 @@ pub unsafe extern "C" fn hipDeviceGetAttribute(pi: *mut c_int, attr: hipDeviceAt
 /// `hipError_t hipDeviceSynchronize(void)`: completes all queued work of every stream and
 /// returns the first sticky error of any of them (which it clears). While a capture is active:
 /// `hipErrorStreamCaptureUnsupported`.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub extern "C" fn hipDeviceSynchronize() -> hipError_t {
     api(synchronize_device)
 }
@@ -494,7 +497,7 @@ pub extern "C" fn hipDeviceSynchronize() -> hipError_t {
 /// graphs, events, pinned host buffers — and clears the
 /// thread's last error. Handles and pointers from before the reset become invalid (and are
 /// reported as such, not dereferenced).
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub extern "C" fn hipDeviceReset() -> hipError_t {
     let code = api(|| {
         let r = rt();
@@ -519,7 +522,7 @@ pub extern "C" fn hipDeviceReset() -> hipError_t {
 ///
 /// # Safety
 /// Each pointer is null or valid for a write of an `int`.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub unsafe extern "C" fn hipDeviceGetStreamPriorityRange(leastPriority: *mut c_int, greatestPriority: *mut c_int) -> hipError_t {
     api(|| {
         if !leastPriority.is_null() {
@@ -536,13 +539,13 @@ pub unsafe extern "C" fn hipDeviceGetStreamPriorityRange(leastPriority: *mut c_i
 
 /// `hipError_t hipGetLastError(void)`: the thread's most recent failure code, which is then
 /// reset to `hipSuccess`.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub extern "C" fn hipGetLastError() -> hipError_t {
     LAST_ERROR.with(|e| e.replace(hipSuccess))
 }
 
 /// `hipError_t hipPeekAtLastError(void)`: like [`hipGetLastError`] without resetting.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub extern "C" fn hipPeekAtLastError() -> hipError_t {
     LAST_ERROR.with(Cell::get)
 }

@@ -179,7 +179,7 @@ fn load_module(bytes: &[u8]) -> Result<u64, hipError_t> {
 /// # Safety
 /// `module` is null or writable; `image` is null or points to a complete code object (its
 /// length is taken from its own headers, as HIP does).
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub unsafe extern "C" fn hipModuleLoadData(module: *mut hipModule_t, image: *const c_void) -> hipError_t {
     api(|| {
         if module.is_null() || image.is_null() {
@@ -202,7 +202,7 @@ pub unsafe extern "C" fn hipModuleLoadData(module: *mut hipModule_t, image: *con
 ///
 /// # Safety
 /// As [`hipModuleLoadData`].
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub unsafe extern "C" fn hipModuleLoadDataEx(
     module: *mut hipModule_t,
     image: *const c_void,
@@ -220,7 +220,7 @@ pub unsafe extern "C" fn hipModuleLoadDataEx(
 ///
 /// # Safety
 /// `module` is null or writable; `fname` is null or a NUL-terminated string.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub unsafe extern "C" fn hipModuleLoad(module: *mut hipModule_t, fname: *const c_char) -> hipError_t {
     api(|| {
         if module.is_null() || fname.is_null() {
@@ -239,7 +239,7 @@ pub unsafe extern "C" fn hipModuleLoad(module: *mut hipModule_t, fname: *const c
 
 /// `hipError_t hipModuleUnload(hipModule_t)`: the module handle becomes invalid. Function
 /// handles obtained from it stay valid (they keep the code object alive).
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub extern "C" fn hipModuleUnload(module: hipModule_t) -> hipError_t {
     api(|| rt().state().modules.remove(&handle_id(module)).map(|_| ()).ok_or(hipErrorInvalidHandle))
 }
@@ -250,7 +250,7 @@ pub extern "C" fn hipModuleUnload(module: hipModule_t) -> hipError_t {
 ///
 /// # Safety
 /// `function` is null or writable; `kname` is null or NUL-terminated.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub unsafe extern "C" fn hipModuleGetFunction(function: *mut hipFunction_t, module: hipModule_t, kname: *const c_char) -> hipError_t {
     api(|| {
         if function.is_null() || kname.is_null() {
@@ -286,7 +286,7 @@ pub unsafe extern "C" fn hipModuleGetFunction(function: *mut hipFunction_t, modu
 /// `hipError_t hipModuleGetGlobal(hipDeviceptr_t*, size_t*, hipModule_t, const char*)`: device
 /// globals are not modelled (the project's kernels have none): `hipErrorNotFound` for a valid
 /// module.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub extern "C" fn hipModuleGetGlobal(dptr: *mut hipDeviceptr_t, bytes: *mut usize, hmod: hipModule_t, name: *const c_char) -> hipError_t {
     api(|| {
         if name.is_null() {
@@ -311,7 +311,7 @@ fn function_entry(f: hipFunction_t) -> Result<FunctionEntry, hipError_t> {
 ///
 /// # Safety
 /// `value` is null or valid for a write of an `int`.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub unsafe extern "C" fn hipFuncGetAttribute(value: *mut c_int, attrib: hipFunction_attribute, hfunc: hipFunction_t) -> hipError_t {
     api(|| {
         let f = function_entry(hfunc)?;
@@ -463,7 +463,7 @@ fn launch_failed(code: hipError_t, msg: String) -> hipError_t {
 ///
 /// # Safety
 /// HIP's contract for `kernelParams` / `extra` (see the module documentation).
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub unsafe extern "C" fn hipModuleLaunchKernel(
     f: hipFunction_t,
     gridDimX: c_uint,

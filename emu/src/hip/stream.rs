@@ -24,7 +24,7 @@ fn create_stream(stream: *mut hipStream_t, flags: c_uint, priority: c_int) -> Re
 ///
 /// # Safety
 /// `stream` is null or writable.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub unsafe extern "C" fn hipStreamCreate(stream: *mut hipStream_t) -> hipError_t {
     api(|| create_stream(stream, hipStreamDefault, 0))
 }
@@ -34,7 +34,7 @@ pub unsafe extern "C" fn hipStreamCreate(stream: *mut hipStream_t) -> hipError_t
 ///
 /// # Safety
 /// `stream` is null or writable.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub unsafe extern "C" fn hipStreamCreateWithFlags(stream: *mut hipStream_t, flags: c_uint) -> hipError_t {
     api(|| create_stream(stream, flags, 0))
 }
@@ -43,7 +43,7 @@ pub unsafe extern "C" fn hipStreamCreateWithFlags(stream: *mut hipStream_t, flag
 ///
 /// # Safety
 /// `stream` is null or writable.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub unsafe extern "C" fn hipStreamCreateWithPriority(stream: *mut hipStream_t, flags: c_uint, priority: c_int) -> hipError_t {
     api(|| create_stream(stream, flags, priority))
 }
@@ -51,7 +51,7 @@ pub unsafe extern "C" fn hipStreamCreateWithPriority(stream: *mut hipStream_t, f
 /// `hipError_t hipStreamDestroy(hipStream_t)`: the stream's queued work completes (as HIP lets
 /// it), then the handle becomes invalid (a second destroy is `hipErrorInvalidHandle`). The null
 /// stream cannot be destroyed (`hipErrorInvalidHandle`).
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub extern "C" fn hipStreamDestroy(stream: hipStream_t) -> hipError_t {
     api(|| {
         let id = handle_id(stream);
@@ -68,7 +68,7 @@ pub extern "C" fn hipStreamDestroy(stream: hipStream_t) -> hipError_t {
 /// stream: the blocking streams' work, then its own) and returns the first error of that work
 /// since the last synchronization. On a capturing stream: `hipErrorStreamCaptureUnsupported`
 /// (and the capture is invalidated).
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub extern "C" fn hipStreamSynchronize(stream: hipStream_t) -> hipError_t {
     api(|| {
         check_stream(stream)?;
@@ -78,7 +78,7 @@ pub extern "C" fn hipStreamSynchronize(stream: hipStream_t) -> hipError_t {
 
 /// `hipError_t hipStreamQuery(hipStream_t)`: `hipSuccess` if the stream has no queued work,
 /// `hipErrorNotReady` if it has (querying runs nothing).
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub extern "C" fn hipStreamQuery(stream: hipStream_t) -> hipError_t {
     api(|| {
         check_stream(stream)?;
@@ -91,7 +91,7 @@ pub extern "C" fn hipStreamQuery(stream: hipStream_t) -> hipError_t {
 /// event imposes nothing). `flags` must be 0. On a capturing stream, waiting for an event
 /// recorded in the same capture is a no-op (capture is in order); any other event is
 /// `hipErrorStreamCaptureIsolation` (cross-stream capture is not modelled).
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub extern "C" fn hipStreamWaitEvent(stream: hipStream_t, event: hipEvent_t, flags: c_uint) -> hipError_t {
     api(|| {
         check_stream(stream)?;
@@ -128,7 +128,7 @@ pub extern "C" fn hipStreamWaitEvent(stream: hipStream_t, event: hipEvent_t, fla
 /// # Safety
 /// `callback` is safe to call with `(stream, hipSuccess, userData)` from any thread until it has
 /// run.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub unsafe extern "C" fn hipStreamAddCallback(
     stream: hipStream_t,
     callback: hipStreamCallback_t,
@@ -157,7 +157,7 @@ fn with_stream<T>(stream: hipStream_t, f: impl FnOnce(Option<&StreamEntry>) -> T
 ///
 /// # Safety
 /// `flags` is null or writable.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub unsafe extern "C" fn hipStreamGetFlags(stream: hipStream_t, flags: *mut c_uint) -> hipError_t {
     api(|| {
         let v = with_stream(stream, |s| s.map_or(hipStreamDefault, |s| s.flags))?;
@@ -170,7 +170,7 @@ pub unsafe extern "C" fn hipStreamGetFlags(stream: hipStream_t, flags: *mut c_ui
 ///
 /// # Safety
 /// `priority` is null or writable.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub unsafe extern "C" fn hipStreamGetPriority(stream: hipStream_t, priority: *mut c_int) -> hipError_t {
     api(|| {
         let v = with_stream(stream, |s| s.map_or(0, |s| s.priority))?;
@@ -183,7 +183,7 @@ pub unsafe extern "C" fn hipStreamGetPriority(stream: hipStream_t, priority: *mu
 ///
 /// # Safety
 /// `device` is null or writable.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub unsafe extern "C" fn hipStreamGetDevice(stream: hipStream_t, device: *mut hipDevice_t) -> hipError_t {
     api(|| {
         with_stream(stream, |_| ())?;
@@ -223,7 +223,7 @@ fn create_event(event: *mut hipEvent_t, flags: c_uint) -> Result<(), hipError_t>
 ///
 /// # Safety
 /// `event` is null or writable.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub unsafe extern "C" fn hipEventCreate(event: *mut hipEvent_t) -> hipError_t {
     api(|| create_event(event, hipEventDefault))
 }
@@ -232,7 +232,7 @@ pub unsafe extern "C" fn hipEventCreate(event: *mut hipEvent_t) -> hipError_t {
 ///
 /// # Safety
 /// `event` is null or writable.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub unsafe extern "C" fn hipEventCreateWithFlags(event: *mut hipEvent_t, flags: c_uint) -> hipError_t {
     api(|| create_event(event, flags))
 }
@@ -241,7 +241,7 @@ pub unsafe extern "C" fn hipEventCreateWithFlags(event: *mut hipEvent_t, flags: 
 /// the stream's earlier work (on an idle stream, or the null stream, it completes at once); its
 /// timestamp is the host clock when it completes. On a capturing stream the record is part of the
 /// capture (only waits in the same capture may use it).
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub extern "C" fn hipEventRecord(event: hipEvent_t, stream: hipStream_t) -> hipError_t {
     api(|| {
         check_stream(stream)?;
@@ -270,7 +270,7 @@ fn event_pending(event: hipEvent_t) -> Result<Option<(u64, u64)>, hipError_t> {
 /// `hipError_t hipEventSynchronize(hipEvent_t)`: runs the recording stream's work up to the
 /// event's last record (nothing for a never-recorded event). Forbidden while a capture is
 /// active (`hipErrorStreamCaptureUnsupported`).
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub extern "C" fn hipEventSynchronize(event: hipEvent_t) -> hipError_t {
     api(|| {
         let pending = event_pending(event)?;
@@ -290,7 +290,7 @@ pub extern "C" fn hipEventSynchronize(event: hipEvent_t) -> hipError_t {
 
 /// `hipError_t hipEventQuery(hipEvent_t)`: `hipSuccess` if the event's last record has completed
 /// (or it was never recorded), `hipErrorNotReady` otherwise.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub extern "C" fn hipEventQuery(event: hipEvent_t) -> hipError_t {
     api(|| match event_pending(event)? {
         Some((key, seq)) if seq > 0 && !sched::completed(&*sched()?, key, seq) => Err(hipErrorNotReady),
@@ -304,7 +304,7 @@ pub extern "C" fn hipEventQuery(event: hipEvent_t) -> hipError_t {
 ///
 /// # Safety
 /// `ms` is null or writable.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub unsafe extern "C" fn hipEventElapsedTime(ms: *mut f32, start: hipEvent_t, stop: hipEvent_t) -> hipError_t {
     api(|| {
         if ms.is_null() {
@@ -329,7 +329,7 @@ pub unsafe extern "C" fn hipEventElapsedTime(ms: *mut f32, start: hipEvent_t, st
 }
 
 /// `hipError_t hipEventDestroy(hipEvent_t)`: the handle becomes invalid.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub extern "C" fn hipEventDestroy(event: hipEvent_t) -> hipError_t {
     api(|| rt().state().events.remove(&handle_id(event)).map(|_| ()).ok_or(hipErrorInvalidHandle))
 }

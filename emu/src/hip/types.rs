@@ -660,14 +660,14 @@ fn error_entry(code: hipError_t) -> Option<&'static (hipError_t, &'static CStr, 
 
 /// `const char* hipGetErrorName(hipError_t)`: the enumerator's name (`"hipErrorInvalidValue"`);
 /// `"hipErrorUnknown"` for codes the emulator does not know. The string is static.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub extern "C" fn hipGetErrorName(hip_error: hipError_t) -> *const c_char {
     error_entry(hip_error).map_or(c"hipErrorUnknown", |e| e.1).as_ptr()
 }
 
 /// `const char* hipGetErrorString(hipError_t)`: a description (`"invalid argument"`);
 /// `"unknown error"` for unknown codes. The string is static.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub extern "C" fn hipGetErrorString(hip_error: hipError_t) -> *const c_char {
     error_entry(hip_error).map_or(c"unknown error", |e| e.2).as_ptr()
 }
