@@ -451,6 +451,12 @@ unsafe impl Send for Event {}
 // SAFETY: as above.
 unsafe impl Sync for Event {}
 
+impl std::fmt::Debug for Event {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Event({:#x})", self.raw)
+    }
+}
+
 impl Event {
     /// Creates an event (with timing, see [`Event::elapsed_ms`]).
     pub fn new(ctx: &Context) -> Result<Event> {
@@ -506,6 +512,12 @@ pub struct Graph {
     ctx: Context,
 }
 
+impl std::fmt::Debug for Graph {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Graph({:#x})", self.raw)
+    }
+}
+
 impl Graph {
     /// An executable copy of the graph.
     pub fn instantiate(&self) -> Result<GraphExec> {
@@ -539,6 +551,12 @@ pub struct GraphExec {
 unsafe impl Send for GraphExec {}
 // SAFETY: as above.
 unsafe impl Sync for GraphExec {}
+
+impl std::fmt::Debug for GraphExec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "GraphExec({:#x})", self.raw)
+    }
+}
 
 impl GraphExec {
     /// Submits the captured work to `stream` (asynchronous, like the launches it holds).

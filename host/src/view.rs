@@ -461,3 +461,27 @@ impl<'a> IntoOutput<'a> for &'a mut crate::DeviceBuffer<bf16> {
         self.as_slice_mut().into_output(m, n)
     }
 }
+
+impl<F: Fp8Format> std::fmt::Debug for ActivationsView<'_, F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ActivationsView<{}>[m = {}, k = {}, lda = {}] {:?} {:?}", F::NAME, self.m, self.k, self.lda, self.data, self.scales)
+    }
+}
+
+impl<F: Fp8Format> std::fmt::Debug for WeightsView<'_, F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "WeightsView<{}>[n = {}, k = {}] {:?} {:?}", F::NAME, self.n, self.k, self.data, self.scales)
+    }
+}
+
+impl<F: Fp8Format> std::fmt::Debug for GroupedWeightsView<'_, F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "GroupedWeightsView<{}>[G = {}, n = {}, k = {}] {:?} {:?}", F::NAME, self.groups, self.n, self.k, self.data, self.scales)
+    }
+}
+
+impl std::fmt::Debug for OutputViewMut<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "OutputViewMut[m = {}, n = {}, ldd = {}] {:?}", self.m, self.n, self.ldd, self.data)
+    }
+}
