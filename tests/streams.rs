@@ -449,3 +449,30 @@ fn dropping_everything_while_work_is_in_flight() {
     assert_eq!(t1.device_synchronizations, t0.device_synchronizations);
     assert_eq!(t1.frees - t0.frees, 1);
 }
+
+/// Device state comes from the device; the caller's current device is restored; the workspace
+/// size query and allocation.
+#[test]
+fn per_device_state_and_workspace() {
+    let _g = lock();
+    let ctx = Context::new().unwrap();
+    let props = emu::device_properties();
+    assert_eq!(ctx.compute_units(), props.multiProcessorCount as u32);
+    assert_eq!(ctx.arch(), fp8gemm::codeobj::Arch::Gfx942);
+    assert_eq!(ctx.device(), 0);
+    assert_eq!(ctx.backend(), fp8gemm::Backend::Emulator);
+    assert!(matches!(Context::on_device(1).unwrap_err(), Error::Shape { arg: "device", .. }));
+    let mut dev = -1;
+    // SAFETY: valid out-pointer.
+    assert_eq!(unsafe { emu::hipGetDevice(&mut dev) }, 0);
+    assert_eq!(dev, 0, "the calling thread's current device is unchanged");
+
+    assert_eq!(fp8gemm::workspace_floats(4096, 7168, 2048), 0, "no shipped kernel splits K");
+    let mut ws = fp8gemm::Workspace::for_problems(&ctx, &[(128, 2112, 7168), (4096, 7168, 2048)]).unwrap();
+    assert!(ws.fits(4096, 7168, 2048));
+    let mut big = fp8gemm::Workspace::new(&ctx, 1024).unwrap();
+    assert_eq!((big.len(), ws.len()), (1024, 0));
+    assert_eq!(big.as_slice_mut().len(), 1024);
+    assert!(ws.as_slice_mut().is_empty());
+    assert!(matches!(fp8gemm::Workspace::new(&ctx, usize::MAX).unwrap_err(), Error::Shape { arg: "len", .. }));
+}
