@@ -1,5 +1,4 @@
 //! The HIP runtime behind a [`Context`](crate::Context), chosen at run time.
-#![cfg_attr(not(any(feature = "emu", feature = "rocm")), allow(dead_code, unused_macros, unused_imports))]
 //!
 //! * [`Backend::Emulator`] (crate feature `emu`, on by default): the bundled gfx942 emulator
 //!   (`amdgpu-emu`), called as a Rust library. Nothing is linked or exported: a binary that also
@@ -7,10 +6,11 @@
 //! * [`Backend::Hip`] (crate feature `rocm`): the ROCm runtime through `rocm-rs`, which links
 //!   `libamdhip64` (and needs ROCm's headers, or `SKIP_BINDGEN=1`, to build).
 //!
-//! The features are additive: with both, [`Backend::default`] is `Hip` and the emulator stays
+//! The features are additive: with both, [`Backend::default_backend`] is `Hip` and the emulator stays
 //! available through [`Context::with_backend`](crate::Context::with_backend). Both backends are
 //! the same HIP C API (the emulator implements HIP's signatures), so one implementation, written
 //! once as a macro, serves both.
+#![cfg_attr(not(any(feature = "emu", feature = "rocm")), allow(dead_code, unused_macros, unused_imports))]
 
 use std::ffi::{c_char, c_void, CStr};
 
