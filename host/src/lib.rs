@@ -46,7 +46,7 @@
 //! assert!(fp8gemm::reference::calc_diff(&got, &want)? < 1e-5);
 //!
 //! // Capture the launch once, replay it (e.g. after writing new activations into `a_data`).
-//! compute.begin_capture(CaptureMode::Global)?;
+//! compute.begin_capture(CaptureMode::ThreadLocal)?;
 //! fp8_gemm_nt(&compute, a_view, &weights, &mut d)?;
 //! let graph = compute.end_capture()?.instantiate()?;
 //! // SAFETY: every buffer the captured launch uses is still alive.

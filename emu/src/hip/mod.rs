@@ -52,8 +52,11 @@
 //! memcheck, mfma-hazard, racecheck, late-arrival, uninit-lds — on by default; the environment
 //! variable `AMDGPU_EMU_CHECKS`, e.g. `AMDGPU_EMU_CHECKS=memcheck`, sets the initial modes, see
 //! [`crate::exec::Checks::parse`]); [`device_memory`] exposes the allocations; [`device_properties`] is what
-//! [`hipGetDevicePropertiesR0600`] reports. Note that a binary gets these `hip*` symbols only
-//! if it links this crate, i.e. references it somewhere (`use amdgpu_emu as _;` suffices).
+//! [`hipGetDevicePropertiesR0600`] reports; [`stream_stats`] and [`thread_stats`] count what
+//! was submitted to each stream and the device-wide calls of each thread; [`graph_len`] is the
+//! number of operations a captured graph holds. Note that a binary gets the exported `hip*`
+//! symbols only with feature `hip-abi` and if it links this crate, i.e. references it somewhere
+//! (`use amdgpu_emu as _;` suffices).
 //!
 //! # Kernel arguments
 //! [`hipModuleLaunchKernel`] builds the kernarg segment (`.kernarg_segment_size` bytes, zeroed)
