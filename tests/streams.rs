@@ -467,6 +467,29 @@ fn per_device_state_and_workspace() {
     assert_eq!(unsafe { emu::hipGetDevice(&mut dev) }, 0);
     assert_eq!(dev, 0, "the calling thread's current device is unchanged");
 
+    // With two (emulated) devices: a thread whose current device is 1 uses a context of device 0;
+    // every operation switches to device 0 and back.
+    emu::set_device_count(2);
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        assert_eq!(emu::hipSetDevice(1), 0);
+        let ctx1 = Context::on_device(1).unwrap();
+        assert_eq!(ctx1.device(), 1);
+        let stream = Stream::new(&ctx).unwrap();
+        let mut buf = ctx.alloc_zeroed::<f32>(4).unwrap();
+        buf.copy_from_host(&stream, &[1.0; 4]).unwrap();
+        assert_eq!(buf.download(&stream).unwrap(), vec![1.0; 4]);
+        drop((buf, stream, ctx1));
+        let mut dev = -1;
+        // SAFETY: valid out-pointer.
+        assert_eq!(unsafe { emu::hipGetDevice(&mut dev) }, 0);
+        assert_eq!(dev, 1, "the caller's current device was not restored");
+    }));
+    emu::set_device_count(1);
+    assert_eq!(emu::hipSetDevice(0), 0);
+    if let Err(p) = result {
+        std::panic::resume_unwind(p);
+    }
+
     assert_eq!(fp8gemm::workspace_floats(4096, 7168, 2048), 0, "no shipped kernel splits K");
     let mut ws = fp8gemm::Workspace::for_problems(&ctx, &[(128, 2112, 7168), (4096, 7168, 2048)]).unwrap();
     assert!(ws.fits(4096, 7168, 2048));

@@ -9,7 +9,7 @@
 //! on this crate exports no HIP symbol.
 //!
 //! # The emulated runtime
-//! * One device, ordinal 0: an "AMD Instinct MI300X (emulated)", `gfx942:sramecc+:xnack-`,
+//! * One device, ordinal 0 (or several identical ones sharing everything, see [`set_device_count`]): an "AMD Instinct MI300X (emulated)", `gfx942:sramecc+:xnack-`,
 //!   304 CUs, 64 KiB LDS per workgroup, wave64, 192 GiB of reported memory
 //!   ([`hipGetDevicePropertiesR0600`] lists every value).
 //! * Device memory is [`crate::memory::DeviceMemory`]: bounds-checked allocations at 64-bit
@@ -306,8 +306,18 @@ fn check_stream(stream: hipStream_t) -> Result<(), hipError_t> {
     if rt().state().streams.contains_key(&handle_id(stream)) { Ok(()) } else { Err(hipErrorInvalidHandle) }
 }
 
+/// How many devices the emulator reports (see [`set_device_count`]).
+static DEVICE_COUNT: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(1);
+
+/// Makes the emulator report `count` (at least 1) identical devices, ordinals `0..count`, which
+/// share one memory and one set of streams: enough to test how host code manages the current
+/// device (which `hipSetDevice` sets per thread), not a multi-GPU model. The default is 1.
+pub fn set_device_count(count: c_int) {
+    DEVICE_COUNT.store(count.max(1), Ordering::Relaxed);
+}
+
 fn check_device(device: c_int) -> Result<(), hipError_t> {
-    if device == 0 { Ok(()) } else { Err(hipErrorInvalidDevice) }
+    if (0..DEVICE_COUNT.load(Ordering::Relaxed)).contains(&device) { Ok(()) } else { Err(hipErrorInvalidDevice) }
 }
 
 /// Writes `value` through an out-pointer, or fails with `hipErrorInvalidValue` if it is null.
@@ -360,7 +370,7 @@ pub unsafe extern "C" fn hipRuntimeGetVersion(runtimeVersion: *mut c_int) -> hip
 #[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub unsafe extern "C" fn hipGetDeviceCount(count: *mut c_int) -> hipError_t {
     // SAFETY: caller contract (null is rejected by `put`).
-    api(|| unsafe { put(count, 1) })
+    api(|| unsafe { put(count, DEVICE_COUNT.load(Ordering::Relaxed)) })
 }
 
 /// `hipError_t hipGetDevice(int*)`: the calling thread's current device (always 0).
