@@ -35,7 +35,16 @@ fn dense_with<F: Fp8Format>(ctx: &Context, m: usize, n: usize, k: usize, seed: u
     let mut dd = ctx.alloc_zeroed::<bf16>(m * n).map_err(|x| e(&x))?;
     let stream = Stream::new(ctx).map_err(|x| e(&x))?;
     let t0 = Instant::now();
+    crate::profile::begin();
     let run = fp8gemm::fp8_gemm_nt(&stream, &da, &db, &mut dd).map_err(|x| e(&x))?;
+    // The launch runs here (the emulator's streams are lazy queues): profile::end reads its timing.
+    stream.synchronize().map_err(|x| e(&x))?;
+    if crate::profile::end(m, n, k, 1)? {
+        if let Some(c) = &run.config {
+            println!("  config {c}");
+        }
+        return Ok(());
+    }
     let d = dd.download(&stream).map_err(|x| e(&x))?;
     let wall = t0.elapsed();
 

@@ -5,6 +5,8 @@ use std::process::ExitCode;
 
 mod gemm;
 mod grouped;
+mod profile;
+mod tune;
 
 use clap::{Parser, Subcommand};
 use fp8gemm::codeobj::{self, Arch};
@@ -80,6 +82,76 @@ enum Command {
         #[arg(long, default_value_t = 10)]
         iters: u32,
     },
+    /// Model the time of one dense or m-grouped GEMM on an MI300X/MI325X with the emulator's
+    /// cycle-level timing model (every figure printed is modelled, not measured): time,
+    /// TFLOPS, HBM traffic, pipe busy %, stall breakdown and the most stalled instructions.
+    Profile {
+        /// Rows of A and D (grouped: rows per group, as for `grouped`).
+        #[arg(long)]
+        m: usize,
+        /// Rows of B, columns of D.
+        #[arg(long)]
+        n: usize,
+        /// Reduction length.
+        #[arg(long)]
+        k: usize,
+        /// An m-grouped layout instead of the dense GEMM.
+        #[arg(long, value_enum)]
+        layout: Option<grouped::Layout>,
+        /// Groups (with --layout).
+        #[arg(long, default_value_t = 1)]
+        groups: usize,
+        /// Machine: mi300x, mi325x, or `env` for $AMDGPU_EMU_MACHINE.
+        #[arg(long, default_value = "mi300x")]
+        machine: String,
+        /// Simulate all XCDs (`full`) or XCD 0's share (`xcd`, 8× cheaper).
+        #[arg(long, value_enum, default_value = "full")]
+        scope: profile::ScopeArg,
+        /// Compute MFMA results in the functional run (slower; the timing is the same for our
+        /// kernels, whose control flow does not depend on them).
+        #[arg(long)]
+        full_math: bool,
+        /// Random seed.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+    },
+    /// Validate the timing model against measured hardware times: run AMD's asm FP8 GEMMs
+    /// (the peers directory) at every shape of `measured_mi325x.csv` on the emulator, model
+    /// their time and print modelled vs measured per row, with the median and worst error.
+    Calibrate {
+        /// The peers directory (default: $FP8GEMM_PEERS_DIR).
+        #[arg(long)]
+        peers: Option<std::path::PathBuf>,
+        /// Machine: mi300x, mi325x (the measurements are MI325X).
+        #[arg(long, default_value = "mi325x")]
+        machine: String,
+        /// Simulate all XCDs (`full`) or XCD 0's share (`xcd`, 8× cheaper).
+        #[arg(long, value_enum, default_value = "full")]
+        scope: profile::ScopeArg,
+        /// Only these row numbers (0-based, comma-separated); all rows when omitted.
+        #[arg(long, value_delimiter = ',')]
+        rows: Vec<usize>,
+        /// Print each row's full timing report.
+        #[arg(long)]
+        verbose: bool,
+    },
+    /// Write the config table (`host/tuned/gfx942.csv`) from the timing model: every tile's
+    /// modelled cost per 128-K block and the fastest tile of DeepSeek-V3's dense and MoE shapes
+    /// (all figures modelled, not measured).
+    Tune {
+        /// Machine: mi300x, mi325x.
+        #[arg(long, default_value = "mi300x")]
+        machine: String,
+        /// Simulate all XCDs (`full`) or XCD 0's share (`xcd`, 8× cheaper).
+        #[arg(long, value_enum, default_value = "xcd")]
+        scope: profile::ScopeArg,
+        /// Write the table here (e.g. host/tuned/gfx942.csv); print it when omitted.
+        #[arg(long)]
+        out: Option<std::path::PathBuf>,
+        /// Skip the largest problems (quick look).
+        #[arg(long)]
+        quick: bool,
+    },
     /// Disassemble embedded kernels with the emulator's decoder (LLVM syntax).
     Disasm {
         /// Kernel symbol; all kernels when omitted.
@@ -114,6 +186,18 @@ fn run(cli: Cli) -> Result<(), String> {
         Command::Gemm { m, n, k, seed } => gemm::run_dense(m, n, k, seed),
         Command::Grouped { layout, groups, m, n, k, seed } => grouped::run_grouped(layout, groups, m, n, k, seed),
         Command::Bench { m, n, k, iters } => gemm::bench_dense(m, n, k, iters),
+        Command::Tune { machine, scope, out, quick } => {
+            let (m, o) = profile::machine_and_options(&machine, scope)?;
+            tune::run(m, o, out, quick)
+        }
+        Command::Calibrate { peers, machine, scope, rows, verbose } => profile::calibrate(peers, &machine, scope, &rows, verbose),
+        Command::Profile { m, n, k, layout, groups, machine, scope, full_math, seed } => {
+            profile::enable(&machine, scope, full_math)?;
+            match layout {
+                None => gemm::run_dense(m, n, k, seed),
+                Some(l) => grouped::run_grouped(l, groups, m, n, k, seed),
+            }
+        }
         Command::Disasm { kernel, arch } => {
             let a = parse_arch(&arch)?;
             let co = amdgpu_emu::loader::CodeObject::parse(a.code_object()).map_err(|e| format!("{a}: {e}"))?;

@@ -7,6 +7,8 @@
 //! * [`numerics`]: FP8/BF8 (FNUZ and OCP) conversions and MFMA arithmetic, bit-exact;
 //! * [`exec`]: wave64 executor, workgroups with barriers and LDS, launches, checking modes
 //!   (memcheck, mfma-hazard, racecheck, late-arrival, uninit-lds) and per-launch counters;
+//! * [`peers`]: AMD's production FP8 GEMM code objects (read from a directory outside the repo):
+//!   their launch contracts, operand layouts, an f64 reference and the measured MI325X times;
 //! * [`cost`]: a documented MI300X cost model turning the counters into a *modelled* time;
 //! * [`hip`]: the HIP runtime API (`hipMalloc`, `hipModuleLaunchKernel`, …) with HIP's C
 //!   signatures, callable from Rust; with feature `hip-abi` they are also exported unmangled
@@ -17,6 +19,7 @@
 #![warn(missing_docs)]
 
 pub mod cost;
+pub mod timing;
 pub mod decode;
 pub mod disasm;
 pub mod exec;
@@ -24,3 +27,4 @@ pub mod hip;
 pub mod loader;
 pub mod memory;
 pub mod numerics;
+pub mod peers;

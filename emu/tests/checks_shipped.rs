@@ -1,7 +1,6 @@
-//! The shipped kernels (`add_one_f32` and the dense FP8 GEMMs of the code object `cargo build
-//! -p fp8gemm` embeds) run clean under every checking mode ([`Checks::all`]), and their counters
-//! are what the kernels' structure implies. Skipped when the build directory has no code object
-//! with these kernels yet.
+//! The shipped kernels (`add_one_f32` and the dense FP8 GEMMs of the code object the `fp8gemm`
+//! crate embeds; a dev-dependency, so it is always built) run clean under every checking mode
+//! ([`Checks::all`]), and their counters are what the kernels' structure implies.
 
 
 use amdgpu_emu::cost;
@@ -15,7 +14,7 @@ use common::{dense_launch, shipped};
 
 #[test]
 fn add_one_f32_is_clean_and_moves_8n_bytes() {
-    let Some(co) = shipped() else { return };
+    let co = shipped();
     let k = co.kernel("add_one_f32").expect("add_one_f32");
     let mem = DeviceMemory::new();
     let n = 1000u32;
@@ -62,7 +61,7 @@ fn gemm(co: &CodeObject, name: &str, bm: u32, bn: u32, (m, n, k): (u32, u32, u32
 
 #[test]
 fn dense_gemm_kernels_are_clean_under_every_check() {
-    let Some(co) = shipped() else { return };
+    let co = shipped();
     for (name, bm, bn) in [("fp8_gemm_nt_bm64_bn64", 64, 64), ("fp8_gemm_nt_bm64_bn128", 64, 128), ("fp8_gemm_nt_bm128_bn128", 128, 128)] {
         if co.kernel(name).is_none() {
             continue;
@@ -95,7 +94,7 @@ fn dense_gemm_kernels_are_clean_under_every_check() {
 /// One full-tile launch's hottest loop is the K loop: it holds MFMAs.
 #[test]
 fn dense_gemm_steady_state_is_the_k_loop() {
-    let Some(co) = shipped() else { return };
+    let co = shipped();
     let r = gemm(&co, "fp8_gemm_nt_bm64_bn64", 64, 64, (64, 64, 1024), &Checks::default());
     eprintln!("{r}");
     let s = r.steady.clone().expect("the kernel loops over K");
@@ -111,7 +110,7 @@ fn dense_gemm_steady_state_is_the_k_loop() {
 #[test]
 #[ignore = "timing; run explicitly in release mode"]
 fn checks_slowdown_512_cubed() {
-    let Some(co) = shipped() else { return };
+    let co = shipped();
     let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
     for (name, bm, bn) in [("fp8_gemm_nt_bm64_bn64", 64, 64), ("fp8_gemm_nt_bm64_bn128", 64, 128), ("fp8_gemm_nt_bm128_bn128", 128, 128)] {
         // Best of 5 (the machine is shared).
@@ -139,7 +138,7 @@ fn checks_slowdown_512_cubed() {
 #[test]
 #[ignore = "report; run explicitly"]
 fn dense_counters_512x2112x1024() {
-    let Some(co) = shipped() else { return };
+    let co = shipped();
     for (name, bm, bn) in [("fp8_gemm_nt_bm64_bn64", 64, 64), ("fp8_gemm_nt_bm64_bn128", 64, 128), ("fp8_gemm_nt_bm128_bn128", 128, 128)] {
         let r = gemm(&co, name, bm, bn, (512, 2112, 1024), &Checks::all());
         let mfma = r.counters.count(Kind::Mfma) as f64;

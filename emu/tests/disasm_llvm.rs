@@ -35,9 +35,31 @@ pub fn compare(path: &Path) -> usize {
     let llvm = llvm_listing(path);
     let mut n = 0;
     let mut bad = Vec::new();
+    let mut names = std::collections::HashMap::<String, u64>::new();
     for k in co.kernels() {
         for (pc, text) in disassemble(&co, k).unwrap_or_else(|e| panic!("{}: {e}", path.display())) {
             let want = llvm.get(&pc).unwrap_or_else(|| panic!("llvm-objdump printed nothing at {pc:#x}"));
+            // For some objects (AMD's peers) llvm-objdump names branch targets: `label_XXXX` (the
+            // target's dword index in .text) or an ELF symbol (`L_end0`) instead of the offset.
+            // Compare the mnemonic and check that each name stands for one target address.
+            let named = want.rsplit_once(' ').filter(|(m, op)| m.starts_with("s_") && m.contains("branch") && op.parse::<i64>().is_err());
+            if let Some((mn, name)) = named {
+                let ours = text.rsplit_once(' ').and_then(|(m, off)| Some((m, off.parse::<u16>().ok()? as i16)));
+                match ours {
+                    Some((m, off)) if m == mn => {
+                        let target = (pc as i64 + 4 + 4 * i64::from(off)) as u64;
+                        if let Some(&t) = names.get(name)
+                            && t != target
+                        {
+                            bad.push(format!("{}+{pc:#x}: `{name}` is {t:#x} elsewhere, {target:#x} here", k.name));
+                        }
+                        names.insert(name.to_string(), target);
+                    }
+                    _ => bad.push(format!("{}+{pc:#x}: ours `{text}` llvm `{want}`", k.name)),
+                }
+                n += 1;
+                continue;
+            }
             if *want != text {
                 bad.push(format!("{}+{pc:#x}: ours `{text}` llvm `{want}`", k.name));
             }
@@ -45,6 +67,12 @@ pub fn compare(path: &Path) -> usize {
         }
     }
     assert!(bad.is_empty(), "{} of {n} instructions differ:\n{}", bad.len(), bad.join("\n"));
+    // Labels are dword indices from one origin: every label's target minus 4 × its index agrees.
+    let origins: std::collections::BTreeSet<u64> = names
+        .iter()
+        .filter_map(|(name, t)| Some(t.wrapping_sub(4 * u64::from_str_radix(name.strip_prefix("label_")?, 16).ok()?)))
+        .collect();
+    assert!(origins.len() <= 1, "{}: branch labels imply several origins {origins:x?}", path.display());
     n
 }
 
@@ -57,15 +85,25 @@ fn fixture_matches_llvm_objdump() {
 
 #[test]
 fn shipped_code_objects_match_llvm_objdump() {
-    // The build directory of the host crate (present once `cargo build -p fp8gemm` ran).
-    let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/debug/build");
-    let Ok(dirs) = std::fs::read_dir(&target) else { return };
-    for d in dirs.flatten() {
-        let p = d.path().join("out/gfx942.hsaco");
-        if d.file_name().to_string_lossy().starts_with("fp8gemm-") && p.exists() {
-            compare(&p);
-        }
+    // The gfx942 code object the `fp8gemm` crate embeds (a dev-dependency: always built),
+    // written to a file for llvm-objdump.
+    let p = std::env::temp_dir().join(format!("amdgpu-emu-disasm-gfx942-{}.hsaco", std::process::id()));
+    std::fs::write(&p, fp8gemm::codeobj::GFX942).unwrap_or_else(|e| panic!("writing {}: {e}", p.display()));
+    let n = compare(&p);
+    let _ = std::fs::remove_file(&p);
+    assert!(n > 1000, "only {n} instructions in the shipped gfx942 code object");
+}
+
+/// AMD's peer code objects (`$FP8GEMM_PEERS_DIR`, see `amdgpu_emu::peers`) decode and print
+/// exactly as llvm-objdump prints them.
+#[test]
+fn peer_code_objects_match_llvm_objdump() {
+    let dir = amdgpu_emu::peers::peers_dir().unwrap_or_else(|e| panic!("{e}"));
+    let mut total = 0;
+    for f in amdgpu_emu::peers::PeerFamily::all() {
+        total += compare(&dir.join(f.file_name()));
     }
+    assert!(total > 5000, "only {total} instructions in the seven peers");
 }
 
 /// Every (encoding, opcode) the decoder knows, as probed from llvm-objdump (one instruction per

@@ -7,6 +7,12 @@ use amdgpu_emu::exec::{launch, Checks, Class, LaunchConfig, LaunchError};
 use amdgpu_emu::loader::{CodeObject, Kernel};
 use amdgpu_emu::memory::DeviceMemory;
 
+/// The gfx942 code object the `fp8gemm` crate embeds (a dev-dependency of this crate, so building
+/// this test builds it).
+fn shipped_gfx942() -> CodeObject {
+    CodeObject::parse(fp8gemm::codeobj::GFX942).expect("the gfx942 code object embedded in fp8gemm does not load")
+}
+
 fn fixture() -> CodeObject {
     let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/classes.hsaco");
     CodeObject::parse(&std::fs::read(p).expect("fixture")).expect("parse")
@@ -270,10 +276,7 @@ fn launch_validation() {
 
 #[test]
 fn shipped_add_one_f32_end_to_end() {
-    let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/debug/build");
-    let Ok(dirs) = std::fs::read_dir(&target) else { return };
-    let Some(p) = dirs.flatten().map(|d| d.path().join("out/gfx942.hsaco")).find(|p| p.exists()) else { return };
-    let co = CodeObject::parse(&std::fs::read(p).unwrap()).unwrap();
+    let co = shipped_gfx942();
     assert_eq!(co.arch(), "gfx942");
     assert_eq!(co.code_object_version(), 5);
     let k = co.kernel("add_one_f32").expect("add_one_f32");
@@ -366,10 +369,7 @@ fn float_ops_match_cpu() {
 #[test]
 fn kernarg_over_read_is_a_memcheck_error() {
     // add_one_f32 reads `n` at kernarg offset 16; pretend the segment is only 16 bytes long.
-    let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/debug/build");
-    let Ok(dirs) = std::fs::read_dir(&target) else { return };
-    let Some(p) = dirs.flatten().map(|d| d.path().join("out/gfx942.hsaco")).find(|p| p.exists()) else { return };
-    let co = CodeObject::parse(&std::fs::read(p).unwrap()).unwrap();
+    let co = shipped_gfx942();
     let mut k = co.kernel("add_one_f32").unwrap().clone();
     k.meta.kernarg_segment_size = 16;
     let mem = DeviceMemory::new();

@@ -1,6 +1,6 @@
-//! The shipped dense FP8 GEMM kernels (built by `cargo build -p fp8gemm`) run on the emulator and
-//! match an f64 CPU reference within bf16 output rounding. Skipped when the build directory has no
-//! code object with these kernels yet.
+//! The shipped dense FP8 GEMM kernels (the code object the `fp8gemm` crate embeds; a
+//! dev-dependency, so it is always built) run on the emulator and match an f64 CPU reference
+//! within bf16 output rounding.
 
 use std::time::Instant;
 
@@ -76,11 +76,9 @@ fn run_gemm(co: &CodeObject, name: &str, bm: u32, bn: u32, m: u32, n: u32, k: u3
 
 #[test]
 fn dense_fp8_gemm_kernels_match_reference() {
-    let Some(co) = shipped() else { return };
+    let co = shipped();
     for (name, bm, bn) in [("fp8_gemm_nt_bm64_bn64", 64, 64), ("fp8_gemm_nt_bm64_bn128", 64, 128), ("fp8_gemm_nt_bm128_bn128", 128, 128)] {
-        if co.kernel(name).is_none() {
-            continue;
-        }
+        assert!(co.kernel(name).is_some(), "the shipped code object has no kernel {name}");
         // Ragged m and n exercise the kernels' edge handling.
         run_gemm(&co, name, bm, bn, 100, 72, 256, true);
         run_gemm(&co, name, bm, bn, 130, 132, 384, true);
@@ -90,14 +88,14 @@ fn dense_fp8_gemm_kernels_match_reference() {
 /// gfx950 code object: same instructions, FP8 operands decoded as OCP E4M3FN.
 #[test]
 fn dense_fp8_gemm_gfx950_uses_ocp_fp8() {
-    let Some(co) = shipped_arch("gfx950") else { return };
+    let co = shipped_arch("gfx950");
     assert_eq!(co.arch(), "gfx950");
     run_gemm(&co, "fp8_gemm_nt_bm64_bn64", 64, 64, 100, 72, 256, true);
 }
 
 #[test]
 fn dense_fp8_gemm_one_core_speed() {
-    let Some(co) = shipped() else { return };
+    let co = shipped();
     let (insts, dt) = run_gemm(&co, "fp8_gemm_nt_bm128_bn128", 128, 128, 256, 256, 512, false);
     println!(
         "256x256x512 fp8 GEMM: {insts} wave-instructions in {dt:.3} s on one core ({:.2} M/s); 1024^3 extrapolates to {:.1} s",
@@ -111,8 +109,8 @@ fn dense_fp8_gemm_one_core_speed() {
 #[test]
 #[allow(clippy::needless_range_loop)] // `r` and `l` address the output buffer and the transposed accumulator
 fn register_pressure_mfma_chain_matches_model() {
-    let Some(co) = shipped() else { return };
-    let Some(kern) = co.kernel("register_pressure") else { return };
+    let co = shipped();
+    let kern = co.kernel("register_pressure").expect("the shipped code object has no kernel register_pressure");
     let mem = DeviceMemory::new();
     let iters = 3usize;
     let mut rng = Lcg(99);
@@ -166,7 +164,7 @@ fn register_pressure_mfma_chain_matches_model() {
 #[test]
 #[ignore]
 fn dense_fp8_gemm_1024_cubed_one_core() {
-    let Some(co) = shipped() else { return };
+    let co = shipped();
     let (insts, dt) = run_gemm(&co, "fp8_gemm_nt_bm128_bn128", 128, 128, 1024, 1024, 1024, false);
     println!("1024^3 fp8 GEMM: {insts} wave-instructions in {dt:.2} s on one core");
     assert!(dt < 5.0, "{dt} s");
@@ -176,8 +174,8 @@ fn dense_fp8_gemm_1024_cubed_one_core() {
 /// workgroup, wave and budget named, instead of hanging the caller.
 #[test]
 fn watchdog_stops_a_wave_over_its_instruction_budget() {
-    let Some(co) = shipped() else { return };
-    let Some(kern) = co.kernel("register_pressure") else { return };
+    let co = shipped();
+    let kern = co.kernel("register_pressure").expect("the shipped code object has no kernel register_pressure");
     let mem = DeviceMemory::new();
     let iters = 4u32;
     let pa = mem.alloc(u64::from(iters) * 512 * 8).unwrap();

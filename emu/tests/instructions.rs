@@ -573,3 +573,69 @@ fn loads_to_lds_use_m0_offset_and_lane_slots() {
     // lane l: memory g + 8l + 4 → 1000 + 2l + 1; LDS 64 + 4 + 4l.
     assert_eq!([dw(&lds, 68), dw(&lds, 72), dw(&lds, 76), dw(&lds, 80)], [1001, 1003, 1005, 1007]);
 }
+
+/// The MUBUF range-checking rule (emu/src/exec/buffer.rs) case by case, with hand-computed
+/// expectations: `buffer_load_dword v3, <vaddr>, s[4:7], s8 [offen|idxen] offset:<imm>` over a
+/// 64-dword allocation holding 1000 + i at dword i.
+#[test]
+fn buffer_range_rules() {
+    let mem = DeviceMemory::new();
+    let src: Vec<u8> = (0..64u32).flat_map(|i| (1000 + i).to_le_bytes()).collect();
+    let g = mem.alloc(256).unwrap();
+    mem.write(g, &src).unwrap();
+    // word0: 0xE0500000 (buffer_load_dword) | offen << 12 | idxen << 13 | offset; word1: soffset
+    // s8, srsrc s[4:7], vdata v3, vaddr v1.
+    let load = |offen: bool, idxen: bool, imm: u32| vec![0xE050_0000 | u32::from(offen) << 12 | u32::from(idxen) << 13 | imm, 0x0801_0301];
+    let run_case = |code: &[u32], stride: u32, num: u32, word3: u32, soff: u32, v1: [u32; 4], v2: [u32; 4]| -> Result<[u32; 4], String> {
+        let mut st = WaveState::new(256);
+        st.set_exec(0b1111);
+        st.sgpr[4] = g as u32;
+        st.sgpr[5] = (g >> 32) as u32 | stride << 16;
+        st.sgpr[6] = num;
+        st.sgpr[7] = word3;
+        st.sgpr[8] = soff;
+        for l in 0..4 {
+            st.vgpr[1][l] = v1[l];
+            st.vgpr[2][l] = v2[l];
+            st.vgpr[3][l] = 0xdead;
+        }
+        run_snippet(code, &mut st, &mut [], &mem).map_err(|e| e.to_string())?;
+        Ok([st.vgpr[3][0], st.vgpr[3][1], st.vgpr[3][2], st.vgpr[3][3]])
+    };
+    let d = |i: u32| 1000 + i;
+    // Raw (stride 0): offset = v1 + imm, in range while offset + 4 ≤ num_records (12 bytes).
+    assert_eq!(run_case(&load(true, false, 0), 0, 12, 0x0002_0000, 0, [0, 4, 8, 12], [0; 4]), Ok([d(0), d(1), d(2), 0]));
+    // The instruction offset is range checked too: 4 + 8 = 12 is out.
+    assert_eq!(run_case(&load(true, false, 4), 0, 12, 0x0002_0000, 0, [0, 4, 8, 12], [0; 4]), Ok([d(1), d(2), 0, 0]));
+    // Stride ≠ 0 without idxen is still a raw buffer: the stride does not limit the offset
+    // (AMD's BpreShuffle kernels: stride 4, num_records 2^31, offen).
+    assert_eq!(run_case(&load(true, false, 0), 4, 12, 0x0002_0000, 0, [0, 4, 8, 12], [0; 4]), Ok([d(0), d(1), d(2), 0]));
+    // The SGPR offset moves the address but is not range checked: num_records 4 bytes, soffset 8.
+    assert_eq!(run_case(&load(true, false, 0), 0, 4, 0x0002_0000, 8, [0, 4, 8, 12], [0; 4]), Ok([d(2), 0, 0, 0]));
+    // Structured (idxen, no offen): v1 is the index, address = base + stride · index + imm,
+    // in range while index < num_records (2 records of 8 bytes), whatever the byte offset.
+    assert_eq!(run_case(&load(false, true, 4), 8, 2, 0x0002_0000, 0, [0, 1, 2, 1], [0; 4]), Ok([d(1), d(3), 0, d(3)]));
+    // Structured with offen: v1 = index, v2 = offset; an offset past the stride is not checked.
+    assert_eq!(run_case(&load(true, true, 0), 8, 3, 0x0002_0000, 0, [0, 1, 2, 3], [0, 4, 16, 0]), Ok([d(0), d(3), d(8), 0]));
+    // add_tid_enable (dword3 bit 23): index = lane (+ v1 with idxen), stride 4 (data_format 0),
+    // num_records 3 records: lanes 0..2 read dwords 0..2, lane 3 is out of range.
+    assert_eq!(run_case(&load(false, false, 0), 4, 3, 1 << 23, 0, [0; 4], [0; 4]), Ok([d(0), d(1), d(2), 0]));
+    assert_eq!(run_case(&load(false, true, 0), 4, 3, 1 << 23, 0, [1, 1, 1, 1], [0; 4]), Ok([d(1), d(2), 0, 0]));
+    // swizzle_enable (bit 63 of the V#) is refused, not executed with a wrong address.
+    let e = run_case(&load(true, false, 0), 4 | 1 << 15, 12, 0x0002_0000, 0, [0; 4], [0; 4]).unwrap_err();
+    assert!(e.contains("not implemented") && e.contains("swizzle"), "{e}");
+    // dwordx2 straddling num_records: per-dword range check (first dword in, second out).
+    // buffer_load_dwordx2 v[3:4], v1, s[4:7], s8 offen (op 0x15).
+    let x2 = vec![0xE054_1000, 0x0801_0301];
+    let mut st = WaveState::new(256);
+    st.set_exec(1);
+    st.sgpr[4] = g as u32;
+    st.sgpr[5] = (g >> 32) as u32;
+    st.sgpr[6] = 12;
+    st.sgpr[7] = 0x0002_0000;
+    st.vgpr[1][0] = 8;
+    st.vgpr[3][0] = 7;
+    st.vgpr[4][0] = 7;
+    run_snippet(&x2, &mut st, &mut [], &mem).unwrap();
+    assert_eq!((st.vgpr[3][0], st.vgpr[4][0]), (d(2), 0));
+}

@@ -61,6 +61,7 @@
 
 use std::collections::VecDeque;
 
+use super::buffer::Rsrc;
 use super::counters::{lds_cost, mfma_flops, mfma_passes, steady_state, Counters, DsShape, Kind, SteadyState};
 use super::wave::Wave;
 use super::{Compiled, LaunchError};
@@ -69,7 +70,7 @@ use crate::disasm::{format_inst, operand};
 
 /// A register range as operand codes: SGPR `s[n]` = n, VGPR `v[n]` = 256 + n, AccVGPR
 /// `a[n]` = 512 + n; `(first code, dwords)`.
-type Range = (u16, u8);
+pub(crate) type Range = (u16, u8);
 
 const REG_CODES: usize = 768;
 /// The longest wait-state requirement (32x32 XDL result read: 8 + 3; 16 passes: 19).
@@ -77,22 +78,22 @@ const MAX_WAIT_STATES: u64 = 19;
 
 /// Static facts about one instruction of a kernel, computed once per launch.
 #[derive(Clone, Debug, Default)]
-struct InstInfo {
-    kind: Option<Kind>,
+pub(crate) struct InstInfo {
+    pub(crate) kind: Option<Kind>,
     /// MFMA passes (0 if not an MFMA).
-    passes: u8,
-    ds: Option<DsShape>,
-    reads: Vec<Range>,
-    writes: Vec<Range>,
+    pub(crate) passes: u8,
+    pub(crate) ds: Option<DsShape>,
+    pub(crate) reads: Vec<Range>,
+    pub(crate) writes: Vec<Range>,
     /// MFMA source operand ranges (A, B, C) as registers (empty entries for constants).
-    mfma_src: [Option<Range>; 3],
-    mem: Mem,
+    pub(crate) mfma_src: [Option<Range>; 3],
+    pub(crate) mem: Mem,
     /// `s_nop` wait states (simm16[3:0] + 1); 1 for everything else.
-    wait_states: u8,
+    pub(crate) wait_states: u8,
     /// s_waitcnt (vmcnt, lgkmcnt).
-    waitcnt: Option<(u32, u32)>,
+    pub(crate) waitcnt: Option<(u32, u32)>,
     /// Bytes per lane of a vector memory instruction (0 if none or unknown).
-    vmem_bytes: u8,
+    pub(crate) vmem_bytes: u8,
 }
 
 /// Bytes per lane of a FLAT/GLOBAL/SCRATCH/MUBUF instruction from its mnemonic.
@@ -115,22 +116,54 @@ fn vmem_bytes(name: &str) -> u8 {
 /// Global memory is tracked in lines of this many bytes for the distinct-footprint counter.
 pub(super) const LINE_BYTES: u64 = 128;
 
+/// The distinct global lines a workgroup (or a launch) touched: a hash set with constant-time
+/// insertion, so recording costs the same per instruction whatever the footprint (a sorted vector
+/// re-sorted as it grew made a workgroup streaming 10^5+ lines quadratic).
+#[derive(Debug, Default)]
+pub(super) struct LineSet {
+    set: rustc_hash::FxHashSet<u64>,
+}
+
+impl LineSet {
+    /// Records one line.
+    #[inline]
+    pub fn insert(&mut self, line: u64) {
+        self.set.insert(line);
+    }
+    /// Distinct lines recorded.
+    pub fn len(&self) -> usize {
+        self.set.len()
+    }
+    /// Adds every line of `other` (moves the larger set, iterates the smaller).
+    pub fn union(&mut self, mut other: LineSet) {
+        if other.set.len() > self.set.len() {
+            std::mem::swap(&mut self.set, &mut other.set);
+        }
+        self.set.extend(other.set);
+    }
+}
+
+/// Which wait counter (if any) an instruction's memory access is tracked by.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-enum Mem {
+pub(crate) enum Mem {
+    /// No memory access.
     #[default]
     None,
+    /// Vector memory (vmcnt).
     Vm,
+    /// LDS (lgkmcnt).
     Lds,
+    /// Scalar memory loads (lgkmcnt).
     Smem,
 }
 
 /// Which checking modes run, and the per-instruction facts they need; built once per launch.
-pub(super) struct Plan {
+pub(crate) struct Plan {
     pub hazard: bool,
     pub race: bool,
     pub late: bool,
     pub uninit: bool,
-    info: Vec<InstInfo>,
+    pub(crate) info: Vec<InstInfo>,
 }
 
 fn in_file(code: u16) -> bool {
@@ -287,10 +320,16 @@ pub(super) struct Probe<'p> {
     pub counts: Vec<u64>,
     pub counters: Counters,
     /// Global memory lines (address / [`LINE_BYTES`]) touched by vector memory instructions.
-    pub lines: Vec<u64>,
+    pub lines: LineSet,
     waves: Vec<WaveProbe>,
     shadow: Vec<Shadow>,
     epoch: u32,
+    /// Record per-instruction timing facts ([`Probe::record`]).
+    pub tracing: bool,
+    /// Bank-model LDS cycles of the instruction [`Probe::before`] last saw (0 if not DS).
+    last_lds_cycles: u32,
+    /// Global lines of the instruction [`Probe::before`] last saw (only while tracing).
+    cur_lines: Vec<u64>,
 }
 
 fn overlaps(a: Range, b: Range) -> bool {
@@ -309,7 +348,20 @@ impl<'p> Probe<'p> {
             Vec::new()
         };
         let shadow = if plan.race || plan.uninit { vec![Shadow::default(); lds_bytes as usize] } else { Vec::new() };
-        Probe { plan, prog, wg, counts: vec![0; prog.insts.len()], counters: Counters::default(), lines: Vec::new(), waves, shadow, epoch: 0 }
+        Probe {
+            plan,
+            prog,
+            wg,
+            counts: vec![0; prog.insts.len()],
+            counters: Counters::default(),
+            lines: LineSet::default(),
+            waves,
+            shadow,
+            epoch: 0,
+            tracing: false,
+            last_lds_cycles: 0,
+            cur_lines: Vec::new(),
+        }
     }
 
     /// A workgroup barrier released: a new race epoch starts.
@@ -343,12 +395,17 @@ impl<'p> Probe<'p> {
     pub fn before(&mut self, w: &Wave, inst: &Inst, idx: usize) -> Result<(), LaunchError> {
         self.counts[idx] += 1;
         let info = &self.plan.info[idx];
+        if self.tracing {
+            self.last_lds_cycles = 0;
+            self.cur_lines.clear();
+        }
         if let Some(shape) = info.ds {
             let exec = u64::from(w.s[126]) | u64::from(w.s[127]) << 32;
             let a = inst.src[0];
             if exec != 0 && (VGPR0..AGPR0).contains(&a) && usize::from(a - VGPR0) < w.v.len() {
                 let addr = &w.v[usize::from(a - VGPR0)];
                 let (c, k) = lds_cost(&shape, addr, exec);
+                self.last_lds_cycles = c.min(u64::from(u32::MAX)) as u32;
                 self.counters.lds_cycles += c;
                 self.counters.lds_conflict_cycles += k;
                 if !self.shadow.is_empty() {
@@ -358,6 +415,9 @@ impl<'p> Probe<'p> {
         }
         if info.vmem_bytes != 0 {
             self.global_lines(w, inst, u64::from(info.vmem_bytes));
+            if inst.enc == Enc::Mubuf && inst.has_flag(flag::LDS) && !self.shadow.is_empty() {
+                self.lds_dma(w, inst, idx)?;
+            }
         }
         if !self.waves.is_empty() {
             self.wave_checks(w.id, inst, idx)?;
@@ -386,40 +446,71 @@ impl<'p> Probe<'p> {
         while m != 0 {
             let l = m.trailing_zeros() as usize;
             m &= m - 1;
-            let addr = match inst.enc {
-                Enc::Global if inst.src[2] != 0x7f => (sval(inst.src[2]) | sval(inst.src[2] + 1) << 32).wrapping_add(v(inst.src[0], l)),
-                Enc::Global | Enc::Flat => v(inst.src[0], l) | v(inst.src[0] + 1, l) << 32,
+            let (addr, len) = match inst.enc {
+                Enc::Global if inst.src[2] != 0x7f => ((sval(inst.src[2]) | sval(inst.src[2] + 1) << 32).wrapping_add(v(inst.src[0], l)), n),
+                Enc::Global | Enc::Flat => (v(inst.src[0], l) | v(inst.src[0] + 1, l) << 32, n),
                 _ => {
+                    // The executor's rule (exec/buffer.rs); a swizzled V# fails the instruction
+                    // in the executor, so nothing is recorded here.
                     let r = inst.src[2];
-                    let base = sval(r) | (sval(r + 1) & 0xffff) << 32;
-                    let stride = (sval(r + 1) >> 16) & 0x3fff;
-                    let num = sval(r + 2);
+                    let rsrc = Rsrc::new([sval(r) as u32, sval(r + 1) as u32, sval(r + 2) as u32, sval(r + 3) as u32]);
+                    if rsrc.check().is_err() {
+                        return;
+                    }
                     let idxen = inst.has_flag(flag::IDXEN);
-                    let index = if idxen { v(inst.src[0], l) } else { 0 };
-                    let voff = if inst.has_flag(flag::OFFEN) { v(if idxen { inst.src[0] + 1 } else { inst.src[0] }, l) } else { 0 };
-                    let off = voff + inst.imm as u64;
-                    let in_range = if stride == 0 { off + n <= num } else { index < num && off + n <= stride };
-                    if !in_range {
+                    let voff = if idxen { v(inst.src[0] + 1, l) } else { v(inst.src[0], l) };
+                    let a = rsrc.lane(idxen, inst.has_flag(flag::OFFEN), v(inst.src[0], l) as u32, voff as u32, inst.imm as u64, sval(inst.sdst) as u32, l, n, n >= 4);
+                    // Only the in-range bytes are accessed.
+                    if a.in_range == 0 {
                         continue;
                     }
-                    base.wrapping_add(sval(inst.sdst)).wrapping_add(index * stride).wrapping_add(off)
+                    (a.addr, a.in_range)
                 }
             };
             let addr = if inst.enc == Enc::Mubuf { addr } else { addr.wrapping_add_signed(i64::from(inst.imm)) };
             if inst.enc == Enc::Flat && (addr >> 48) != 0 {
                 continue;
             }
-            for line in addr / LINE_BYTES..=(addr + n - 1) / LINE_BYTES {
+            for line in addr / LINE_BYTES..=(addr + len - 1) / LINE_BYTES {
                 if line != last {
-                    self.lines.push(line);
+                    self.lines.insert(line);
+                    if self.tracing {
+                        self.cur_lines.push(line);
+                    }
                     last = line;
                 }
             }
         }
-        if self.lines.len() > 1 << 16 {
-            self.lines.sort_unstable();
-            self.lines.dedup();
+    }
+
+    /// A MUBUF load to LDS writes 4 bytes per active lane at `M0 + inst_offset + 4·lane` (CDNA3
+    /// ISA "LDS DMA"); the racecheck and uninit-lds shadow records them as LDS writes of this
+    /// wave, in the current barrier epoch (the write lands before the `s_waitcnt vmcnt` that
+    /// covers it, and other waves may only read it after a barrier).
+    fn lds_dma(&mut self, w: &Wave, inst: &Inst, idx: usize) -> Result<(), LaunchError> {
+        let exec = u64::from(w.s[126]) | u64::from(w.s[127]) << 32;
+        if exec == 0 {
+            return Ok(());
         }
+        let base = w.s[crate::decode::sreg::M0 as usize].wrapping_add(inst.imm as u32);
+        let addr: [u32; 64] = std::array::from_fn(|l| base.wrapping_add(4 * l as u32));
+        let shape = DsShape { bytes: 4, offsets: [0, 0], count: 1, reads: false, writes: true };
+        self.lds_access(w.id, inst, idx, &shape, &addr, exec)
+    }
+
+    /// Appends the instruction [`Probe::before`] just observed to a wave's trace: its index and,
+    /// for DS its bank-model cycles, for vector memory the global lines it touches.
+    pub fn record(&mut self, t: &mut super::trace::WaveTrace, idx: usize) {
+        let info = &self.plan.info[idx];
+        let aux = if info.ds.is_some() {
+            self.last_lds_cycles
+        } else if info.mem == Mem::Vm {
+            t.lines.extend_from_slice(&self.cur_lines);
+            self.cur_lines.len() as u32
+        } else {
+            0
+        };
+        t.recs.push(super::trace::TraceRec { idx: idx as u32, aux });
     }
 
     /// Adds the global / scalar memory bytes one executed instruction moved.

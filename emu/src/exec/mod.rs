@@ -12,8 +12,10 @@
 // Lane loops index several parallel per-lane arrays by the lane number.
 #![allow(clippy::needless_range_loop)]
 
-mod checks;
+mod buffer;
+pub(crate) mod checks;
 pub mod counters;
+pub mod trace;
 mod wave;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -396,10 +398,33 @@ impl Compiled {
     }
 }
 
-/// Runs `kernel` over the grid. Validates like HIP, copies the kernarg bytes into a fresh
-/// exact-size allocation (freed afterwards), runs every workgroup (in parallel) and returns the
-/// counters or the first error.
-pub fn launch(co: &CodeObject, kernel: &Kernel, cfg: &LaunchConfig, mem: &DeviceMemory, checks: &Checks) -> Result<LaunchReport, LaunchError> {
+/// A launch validated and set up (kernarg, dispatch packet, queue stub, decoded program): what
+/// [`launch`] and the timing model ([`crate::timing`]) run workgroups from. Dropping it frees
+/// the launch's own allocations.
+pub(crate) struct Prepared<'a> {
+    pub(crate) program: Arc<Compiled>,
+    pub(crate) plan: checks::Plan,
+    pub(crate) cfg: &'a LaunchConfig,
+    pub(crate) mem: &'a DeviceMemory,
+    checks: Checks,
+    kernarg_ptr: u64,
+    packet: u64,
+    queue: u64,
+    lds: u32,
+}
+
+impl Drop for Prepared<'_> {
+    fn drop(&mut self) {
+        for p in [self.kernarg_ptr, self.packet, self.queue] {
+            if p != 0 {
+                let _ = self.mem.free(p);
+            }
+        }
+    }
+}
+
+/// Validates a launch like HIP and sets it up (see [`Prepared`]).
+pub(crate) fn prepare<'a>(co: &CodeObject, kernel: &Kernel, cfg: &'a LaunchConfig, mem: &'a DeviceMemory, checks: &Checks) -> Result<Prepared<'a>, LaunchError> {
     let name = || kernel.name.clone();
     for (what, dims) in [("grid", cfg.grid), ("block", cfg.block)] {
         if let Some(dim) = dims.iter().position(|&d| d == 0) {
@@ -423,54 +448,96 @@ pub fn launch(co: &CodeObject, kernel: &Kernel, cfg: &LaunchConfig, mem: &Device
     // (same entry, other name) is decoded afresh.
     let cached = co.decoded.get_or_try_insert(kernel.entry, || Compiled::new(co, kernel))?;
     let program = if cached.kernel.name == kernel.name && cached.kernel.descriptor == kernel.descriptor { cached } else { Arc::new(Compiled::new(co, kernel)?) };
+    let plan = checks::Plan::new(&program, checks);
+    let mut p = Prepared { program, plan, cfg, mem, checks: checks.clone(), kernarg_ptr: 0, packet: 0, queue: 0, lds: lds as u32 };
     let alloc = |size: u64| mem.alloc(size.max(1)).map_err(|source| LaunchError::Alloc { kernel: name(), source });
-    let kernarg_ptr = if cfg.kernarg.is_empty() { 0 } else { alloc(cfg.kernarg.len() as u64)? };
-    if kernarg_ptr != 0 {
-        mem.write(kernarg_ptr, &cfg.kernarg).map_err(|source| LaunchError::Alloc { kernel: name(), source })?;
+    if !cfg.kernarg.is_empty() {
+        p.kernarg_ptr = alloc(cfg.kernarg.len() as u64)?;
+        mem.write(p.kernarg_ptr, &cfg.kernarg).map_err(|source| LaunchError::Alloc { kernel: name(), source })?;
     }
     // HSA kernel dispatch packet (for kernels that read the dispatch pointer) and a queue stub.
-    let packet = alloc(64)?;
-    let mut p = [0u8; 64];
+    p.packet = alloc(64)?;
+    let mut pkt = [0u8; 64];
     let dims = if cfg.grid[2] > 1 || cfg.block[2] > 1 { 3u16 } else if cfg.grid[1] > 1 || cfg.block[1] > 1 { 2 } else { 1 };
-    p[2..4].copy_from_slice(&dims.to_le_bytes());
+    pkt[2..4].copy_from_slice(&dims.to_le_bytes());
     for d in 0..3 {
-        p[4 + 2 * d..6 + 2 * d].copy_from_slice(&(cfg.block[d] as u16).to_le_bytes());
-        p[12 + 4 * d..16 + 4 * d].copy_from_slice(&(cfg.grid[d].wrapping_mul(cfg.block[d])).to_le_bytes());
+        pkt[4 + 2 * d..6 + 2 * d].copy_from_slice(&(cfg.block[d] as u16).to_le_bytes());
+        pkt[12 + 4 * d..16 + 4 * d].copy_from_slice(&(cfg.grid[d].wrapping_mul(cfg.block[d])).to_le_bytes());
     }
-    p[24..28].copy_from_slice(&kernel.descriptor.private_segment_fixed_size.to_le_bytes());
-    p[28..32].copy_from_slice(&(lds as u32).to_le_bytes());
-    p[32..40].copy_from_slice(&kernel.descriptor_address.to_le_bytes());
-    p[40..48].copy_from_slice(&kernarg_ptr.to_le_bytes());
-    let _ = mem.write(packet, &p);
-    let queue = alloc(256)?;
+    pkt[24..28].copy_from_slice(&kernel.descriptor.private_segment_fixed_size.to_le_bytes());
+    pkt[28..32].copy_from_slice(&(lds as u32).to_le_bytes());
+    pkt[32..40].copy_from_slice(&kernel.descriptor_address.to_le_bytes());
+    pkt[40..48].copy_from_slice(&p.kernarg_ptr.to_le_bytes());
+    let _ = mem.write(p.packet, &pkt);
+    p.queue = alloc(256)?;
+    Ok(p)
+}
 
-    let plan = checks::Plan::new(&program, checks);
-    let agg = std::sync::Mutex::new((counters::Counters::default(), vec![0u64; program.insts.len()], std::collections::HashSet::<u64>::new()));
-    let setup = wave::Setup {
-        plan: &plan,
-        program: program.clone(),
-        mem,
-        memcheck: checks.memcheck,
-        max_wave_instructions: checks.max_wave_instructions,
-        kernarg_ptr,
-        dispatch_ptr: packet,
-        queue_ptr: queue,
-        lds_bytes: lds as u32,
-        kernarg: &cfg.kernarg,
-        block: cfg.block,
-        grid: cfg.grid,
-    };
-    let n_wg = u64::from(cfg.grid[0]) * u64::from(cfg.grid[1]) * u64::from(cfg.grid[2]);
+impl Prepared<'_> {
+    /// Workgroups in the grid.
+    pub(crate) fn workgroups(&self) -> u64 {
+        self.cfg.grid.iter().map(|&g| u64::from(g)).product()
+    }
+
+    fn setup(&self, trace: bool, skip_mfma_math: bool) -> wave::Setup<'_> {
+        wave::Setup {
+            plan: &self.plan,
+            program: self.program.clone(),
+            mem: self.mem,
+            memcheck: self.checks.memcheck,
+            max_wave_instructions: self.checks.max_wave_instructions,
+            kernarg_ptr: self.kernarg_ptr,
+            dispatch_ptr: self.packet,
+            queue_ptr: self.queue,
+            lds_bytes: self.lds,
+            kernarg: &self.cfg.kernarg,
+            block: self.cfg.block,
+            grid: self.cfg.grid,
+            trace,
+            skip_mfma_math,
+        }
+    }
+
+    /// The workgroup id of linear workgroup number `i` (x fastest).
+    pub(crate) fn workgroup_id(&self, i: u64) -> [u32; 3] {
+        let g = self.cfg.grid;
+        [(i % u64::from(g[0])) as u32, ((i / u64::from(g[0])) % u64::from(g[1])) as u32, (i / (u64::from(g[0]) * u64::from(g[1]))) as u32]
+    }
+
+    /// Runs the workgroups `ids` (linear numbers) in parallel, with every wave traced, and
+    /// returns their traces and counters in the order of `ids`. The error is that of the first
+    /// failing workgroup in `ids` order.
+    pub(crate) fn run_traced(&self, ids: &[u64], skip_mfma_math: bool) -> Result<Vec<WorkgroupRun>, LaunchError> {
+        let setup = self.setup(true, skip_mfma_math);
+        ids.par_iter()
+            .map(|&i| {
+                let c = wave::run_workgroup(&setup, self.workgroup_id(i))?;
+                Ok(WorkgroupRun { counts: c.counts, traces: c.traces })
+            })
+            .collect()
+    }
+}
+
+/// One traced workgroup: its waves' traces and its executions per instruction.
+pub(crate) struct WorkgroupRun {
+    pub(crate) counts: Vec<u64>,
+    pub(crate) traces: Vec<trace::WaveTrace>,
+}
+
+/// Runs `kernel` over the grid. Validates like HIP, copies the kernarg bytes into a fresh
+/// exact-size allocation (freed afterwards), runs every workgroup (in parallel) and returns the
+/// counters or the first error.
+pub fn launch(co: &CodeObject, kernel: &Kernel, cfg: &LaunchConfig, mem: &DeviceMemory, checks: &Checks) -> Result<LaunchReport, LaunchError> {
+    let prep = prepare(co, kernel, cfg, mem, checks)?;
+    let program = &prep.program;
+    let agg = std::sync::Mutex::new((counters::Counters::default(), vec![0u64; program.insts.len()], checks::LineSet::default()));
+    let setup = prep.setup(false, false);
+    let n_wg = prep.workgroups();
     let totals: [AtomicU64; Class::COUNT + 3] = std::array::from_fn(|_| AtomicU64::new(0));
     // The reported error is the one of the lowest-numbered failing workgroup (deterministic
     // regardless of how rayon schedules the workgroups).
     let result = (0..n_wg).into_par_iter().map(|i| {
-        let id = [
-            (i % u64::from(cfg.grid[0])) as u32,
-            ((i / u64::from(cfg.grid[0])) % u64::from(cfg.grid[1])) as u32,
-            (i / (u64::from(cfg.grid[0]) * u64::from(cfg.grid[1]))) as u32,
-        ];
-        let c = wave::run_workgroup(&setup, id)?;
+        let c = wave::run_workgroup(&setup, prep.workgroup_id(i))?;
         for (k, v) in c.by_class.iter().enumerate() {
             if *v != 0 {
                 totals[k].fetch_add(*v, Ordering::Relaxed);
@@ -483,16 +550,11 @@ pub fn launch(co: &CodeObject, kernel: &Kernel, cfg: &LaunchConfig, mem: &Device
         for (x, y) in a.1.iter_mut().zip(&c.counts) {
             *x += y;
         }
-        a.2.extend(c.lines.iter().copied());
+        a.2.union(c.lines);
         Ok::<(), LaunchError>(())
     })
     .find_first(Result::is_err)
     .unwrap_or(Ok(()));
-    if kernarg_ptr != 0 {
-        let _ = mem.free(kernarg_ptr);
-    }
-    let _ = mem.free(packet);
-    let _ = mem.free(queue);
     result?;
     let mut r = LaunchReport { workgroups: n_wg, ..Default::default() };
     for k in 0..Class::COUNT {
@@ -503,7 +565,7 @@ pub fn launch(co: &CodeObject, kernel: &Kernel, cfg: &LaunchConfig, mem: &Device
     r.barriers = totals[Class::COUNT + 1].load(Ordering::Relaxed);
     let (mut counters, counts, lines) = agg.into_inner().unwrap_or_else(|p| p.into_inner());
     counters.global_footprint_bytes = lines.len() as u64 * checks::LINE_BYTES;
-    r.steady = plan.finish(&program, &counts, &mut counters);
+    r.steady = prep.plan.finish(program, &counts, &mut counters);
     r.counters = counters;
     r.kernel = kernel.name.clone();
     r.grid = cfg.grid;
@@ -616,6 +678,8 @@ pub fn run_snippet(words: &[u32], state: &mut WaveState, lds: &mut [u8], mem: &D
         kernarg: &[],
         block: [64, 1, 1],
         grid: [1, 1, 1],
+        trace: false,
+        skip_mfma_math: false,
     };
     let mut w = wave::Wave {
         s: state.sgpr,
@@ -630,6 +694,7 @@ pub fn run_snippet(words: &[u32], state: &mut WaveState, lds: &mut [u8], mem: &D
         gpr_idx_on: false,
         mode: setup.program.initial_mode,
         executed: 0,
+        trace: trace::WaveTrace::default(),
     };
     let c = wave::run_single(&setup, &mut w, lds)?;
     state.sgpr = w.s;
@@ -638,10 +703,7 @@ pub fn run_snippet(words: &[u32], state: &mut WaveState, lds: &mut [u8], mem: &D
     let mut r = LaunchReport { workgroups: 1, waves: 1, barriers: c.barriers, by_class: c.by_class, ..Default::default() };
     r.instructions = r.by_class.iter().sum();
     let mut counters = c.counters;
-    let mut lines = c.lines;
-    lines.sort_unstable();
-    lines.dedup();
-    counters.global_footprint_bytes = lines.len() as u64 * checks::LINE_BYTES;
+    counters.global_footprint_bytes = c.lines.len() as u64 * checks::LINE_BYTES;
     r.steady = plan.finish(&program, &c.counts, &mut counters);
     r.counters = counters;
     r.kernel = program.kernel.name.clone();

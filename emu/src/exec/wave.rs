@@ -9,6 +9,7 @@
 use std::cell::Cell;
 use std::sync::Arc;
 
+use super::buffer::Rsrc;
 use super::{Compiled, LaunchError, PRIVATE_APERTURE, SHARED_APERTURE};
 use crate::decode::{dpp, flag, sdwa, sreg, Enc, Inst, Op, AGPR0, LITERAL, VGPR0};
 use crate::disasm::format_inst;
@@ -66,6 +67,13 @@ pub(super) struct Setup<'a> {
     pub kernarg: &'a [u8],
     pub block: [u32; 3],
     pub grid: [u32; 3],
+    /// Record every wave's executed instruction stream for the timing model
+    /// ([`super::trace::WaveTrace`]).
+    pub trace: bool,
+    /// Do not compute MFMA results (destinations keep their old values): a speed option for
+    /// timing runs whose output is not used. Valid only for kernels whose control flow and
+    /// addresses do not depend on MFMA results (checked per kernel by the timing tests).
+    pub skip_mfma_math: bool,
 }
 
 #[derive(Default)]
@@ -76,8 +84,10 @@ pub(super) struct WgCounters {
     /// The probe's counters (LDS bank model, memory bytes) and executions per instruction.
     pub counters: super::counters::Counters,
     pub counts: Vec<u64>,
-    /// Global memory lines touched (sorted, distinct), for the footprint counter.
-    pub lines: Vec<u64>,
+    /// Global memory lines touched (distinct), for the footprint counter.
+    pub lines: super::checks::LineSet,
+    /// Per-wave instruction traces (empty unless [`Setup::trace`]).
+    pub traces: Vec<super::trace::WaveTrace>,
 }
 
 /// Compare spec for v_cmp*: bits 0..3 condition, 4..7 type, bit 8 cmpx.
@@ -157,6 +167,8 @@ pub(super) struct Wave {
     pub executed: u64,
     /// HW_REG_MODE (round and denorm modes, DX10_CLAMP, IEEE; s_getreg / s_setreg).
     pub mode: u32,
+    /// The executed instruction stream, when the launch is traced.
+    pub trace: super::trace::WaveTrace,
 }
 
 /// The s_waitcnt counter a memory result is tracked by.
@@ -197,6 +209,7 @@ pub(super) fn run_workgroup(st: &Setup<'_>, wg: [u32; 3]) -> Result<WgCounters, 
             gpr_idx_on: false,
             mode: prog.initial_mode,
             executed: 0,
+            trace: super::trace::WaveTrace::default(),
         };
         let first = w * 64;
         let active = (threads - first).min(64);
@@ -276,6 +289,7 @@ pub(super) fn run_workgroup(st: &Setup<'_>, wg: [u32; 3]) -> Result<WgCounters, 
     }
     let mut ctr = WgCounters { waves: u64::from(n_waves), ..Default::default() };
     let mut probe = super::checks::Probe::new(st.plan, prog, wg, n_waves, st.lds_bytes);
+    probe.tracing = st.trace;
     let _ = st.grid;
     loop {
         let mut running = 0;
@@ -294,11 +308,12 @@ pub(super) fn run_workgroup(st: &Setup<'_>, wg: [u32; 3]) -> Result<WgCounters, 
         ctr.barriers += 1;
         probe.barrier();
     }
-    probe.lines.sort_unstable();
-    probe.lines.dedup();
     ctr.counters = probe.counters;
     ctr.counts = probe.counts;
     ctr.lines = probe.lines;
+    if st.trace {
+        ctr.traces = waves.into_iter().map(|w| w.trace).collect();
+    }
     Ok(ctr)
 }
 
@@ -329,6 +344,9 @@ fn run_wave(st: &Setup<'_>, w: &mut Wave, lds: &mut [u8], wg: [u32; 3], ctr: &mu
             });
         }
         probe.before(w, inst, idx)?;
+        if st.trace {
+            probe.record(&mut w.trace, idx);
+        }
         let mut cx = Cx { st, lds, wg, idx, bytes: [Cell::new(0), Cell::new(0)] };
         let flow = cx.step(w, inst)?;
         probe.mem_bytes(inst, cx.bytes[0].get(), cx.bytes[1].get());
@@ -2163,6 +2181,9 @@ impl Cx<'_, '_> {
     }
 
     fn mfma(&mut self, w: &mut Wave, inst: &Inst) -> Result<(), LaunchError> {
+        if self.st.skip_mfma_math {
+            return Ok(());
+        }
         // MFMA ignores EXEC (CDNA3 ISA 7.1: matrix instructions operate on all lanes).
         let op = inst.op;
         let name = op.name();
@@ -2544,9 +2565,9 @@ impl Cx<'_, '_> {
         }
         let known = matches!(
             base,
-            "atomic_add" | "atomic_sub" | "atomic_add_f32" | "atomic_umax" | "atomic_umin" | "atomic_smax" | "atomic_smin" | "atomic_or" | "atomic_and" | "atomic_xor" | "atomic_swap" | "atomic_cmpswap" | "atomic_inc" | "atomic_dec"
+            "atomic_add" | "atomic_sub" | "atomic_add_f32" | "atomic_pk_add_bf16" | "atomic_pk_add_f16" | "atomic_umax" | "atomic_umin" | "atomic_smax" | "atomic_smin" | "atomic_or" | "atomic_and" | "atomic_xor" | "atomic_swap" | "atomic_cmpswap" | "atomic_inc" | "atomic_dec"
         );
-        if !known || (wide && base == "atomic_add_f32") {
+        if !known || (wide && matches!(base, "atomic_add_f32" | "atomic_pk_add_bf16" | "atomic_pk_add_f16")) {
             return Err(self.unimpl(inst));
         }
         let mut out = [[0u32; 64]; 2];
@@ -2565,6 +2586,11 @@ impl Cx<'_, '_> {
                 "atomic_add" => old.wrapping_add(x) & mask,
                 "atomic_sub" => old.wrapping_sub(x) & mask,
                 "atomic_add_f32" => u64::from(b(f(old as u32) + f(x as u32))),
+                // Packed 16-bit float adds: each half widened exactly to f32, added, rounded to
+                // nearest even (Model: the ISA guide names the operation only; RNE with
+                // denormals kept is this emulator's choice).
+                "atomic_pk_add_bf16" => u64::from(pk16(old as u32, x as u32, |h| half::bf16::from_bits(h).to_f32(), |v| half::bf16::from_f32(v).to_bits())),
+                "atomic_pk_add_f16" => u64::from(pk16(old as u32, x as u32, |h| half::f16::from_bits(h).to_f32(), |v| half::f16::from_f32(v).to_bits())),
                 "atomic_umax" => old.max(x),
                 "atomic_umin" => old.min(x),
                 "atomic_smax" => if sx(x) > sx(old) { x } else { old },
@@ -2604,16 +2630,22 @@ impl Cx<'_, '_> {
         if to_lds && (store || n != 4 || shape.d16.is_some()) {
             return Err(self.unimpl(inst));
         }
-        // V# (gfx9): base 47:0, stride 61:48, num_records dword2 (bytes when stride is 0).
+        // V# and the addressing / range-checking rule: exec/buffer.rs (shared with checks.rs).
         let r = inst.src[2] as usize;
-        let base = u64::from(w.s[r & 127]) | u64::from(w.s[(r + 1) & 127] & 0xffff) << 32;
-        let stride = u64::from(w.s[(r + 1) & 127] >> 16 & 0x3fff);
-        let num = u64::from(w.s[(r + 2) & 127]);
-        let soff = u64::from(self.sread(w, inst, inst.sdst));
+        let rsrc = Rsrc::new([w.s[r & 127], w.s[(r + 1) & 127], w.s[(r + 2) & 127], w.s[(r + 3) & 127]]);
+        if rsrc.check().is_err() {
+            let mut e = self.unimpl(inst);
+            if let LaunchError::Unimplemented { text, .. } = &mut e {
+                text.push_str(" (swizzle_enable set in the buffer resource: swizzled addressing is not modelled)");
+            }
+            return Err(e);
+        }
+        let soff = self.sread(w, inst, inst.sdst);
         let v0 = self.vread(w, inst, inst.src[0])?;
         let v1 = self.vread(w, inst, inst.src[0] + 1).unwrap_or([0; 64]);
         let offen = inst.has_flag(flag::OFFEN);
         let idxen = inst.has_flag(flag::IDXEN);
+        let dwords = n >= 4 && shape.d16.is_none();
         let regs = n.div_ceil(4);
         let mut d = [[0u32; 64]; 4];
         if store {
@@ -2624,22 +2656,19 @@ impl Cx<'_, '_> {
         let old = if shape.d16.is_some() && !store { self.vread(w, inst, inst.dst)? } else { [0; 64] };
         let mut out = [[0u32; 64]; 4];
         lanes!(exec, |l| {
-            let index = if idxen { u64::from(v0[l]) } else { 0 };
-            let voff = if offen { u64::from(if idxen { v1[l] } else { v0[l] }) } else { 0 };
-            let off = voff + inst.imm as u64;
-            // Range check (CDNA3 ISA 9.1.x "Range checking"): stride 0 → offset + size must fit
-            // num_records bytes; out-of-range loads return 0 and stores are dropped.
-            let in_range = if stride == 0 { off + n as u64 <= num } else { index < num && off + n as u64 <= stride };
-            let addr = base.wrapping_add(soff).wrapping_add(index * stride).wrapping_add(off);
+            let voff = if idxen { v1[l] } else { v0[l] };
+            let a = rsrc.lane(idxen, offen, v0[l], voff, inst.imm as u64, soff, l, n as u64, dwords);
+            // Out-of-range bytes: loads read 0, stores drop them.
+            let k = a.in_range as usize;
             if store {
                 let buf = shape.store_bytes(&d, l);
-                if in_range {
-                    self.global_write(w, inst, l as u32, "buffer", addr, &buf[..n])?;
+                if k > 0 {
+                    self.global_write(w, inst, l as u32, "buffer", a.addr, &buf[..k])?;
                 }
             } else {
                 let mut buf = [0u8; 16];
-                if in_range {
-                    self.global_read(w, inst, l as u32, "buffer", addr, &mut buf[..n])?;
+                if k > 0 {
+                    self.global_read(w, inst, l as u32, "buffer", a.addr, &mut buf[..k])?;
                 }
                 if to_lds {
                     let la = u64::from(w.s[sreg::M0 as usize]) + inst.imm as u64 + 4 * l as u64;
@@ -2760,6 +2789,13 @@ pub(super) fn run_single(st: &Setup<'_>, w: &mut Wave, lds: &mut [u8]) -> Result
             }
         }
     }
+}
+
+/// Adds two packed pairs of 16-bit floats half by half through f32.
+fn pk16(a: u32, b: u32, wide: impl Fn(u16) -> f32, narrow: impl Fn(f32) -> u16) -> u32 {
+    let lo = narrow(wide(a as u16) + wide(b as u16));
+    let hi = narrow(wide((a >> 16) as u16) + wide((b >> 16) as u16));
+    u32::from(lo) | u32::from(hi) << 16
 }
 
 /// Striped locks that make emulated global atomics atomic across host threads.

@@ -123,6 +123,7 @@ struct LaunchOutcome {
     error: Option<String>,
     report: Option<Arc<LaunchReport>>,
     kernarg: Option<Vec<u8>>,
+    timing: Option<Arc<crate::timing::TimingReport>>,
 }
 
 thread_local! {
@@ -188,6 +189,18 @@ struct Runtime {
     window_hi: AtomicU64,
     /// Checks applied to every launch.
     checks: RwLock<Checks>,
+    /// When set, launches run through the timing model ([`crate::timing::simulate`]).
+    timing: RwLock<Option<TimingMode>>,
+}
+
+/// Launches run through the timing model: the machine and the simulation options.
+#[derive(Clone, Debug)]
+pub struct TimingMode {
+    /// The machine modelled.
+    pub machine: crate::timing::Machine,
+    /// Scope, MFMA-math skipping and checks of the functional run (the checks of
+    /// [`set_launch_checks`] are not used while timing).
+    pub options: crate::timing::SimOptions,
 }
 
 static RUNTIME: LazyLock<Runtime> = LazyLock::new(|| Runtime {
@@ -197,6 +210,7 @@ static RUNTIME: LazyLock<Runtime> = LazyLock::new(|| Runtime {
     window_lo: AtomicU64::new(u64::MAX),
     window_hi: AtomicU64::new(0),
     checks: RwLock::new(checks_from_env()),
+    timing: RwLock::new(None),
 });
 
 /// The checks a new process starts with: every mode ([`Checks::all`]: memcheck, mfma-hazard,
@@ -265,7 +279,21 @@ pub fn last_launch_kernarg() -> Option<Vec<u8>> {
 }
 
 fn set_last_launch(error: Option<String>, report: Option<Arc<LaunchReport>>, kernarg: Option<Vec<u8>>) {
-    LAST_LAUNCH.with(|l| *l.borrow_mut() = Some(LaunchOutcome { error, report, kernarg }));
+    LAST_LAUNCH.with(|l| *l.borrow_mut() = Some(LaunchOutcome { error, report, kernarg, timing: None }));
+}
+
+/// Makes every kernel launch that *runs* from now on (queued launches run when their stream is
+/// synchronized or waited for) go through the timing model (`Some`), or run normally again
+/// (`None`). While timing, [`last_launch_timing`] holds each launch's modelled time and
+/// [`last_launch_report`] is `None`.
+pub fn set_timing(mode: Option<TimingMode>) {
+    *rt().timing.write().unwrap_or_else(|p| p.into_inner()) = mode;
+}
+
+/// The timing model's report of the most recent kernel launch run by this thread, if it ran
+/// with [`set_timing`] on and completed. Every figure in it is modelled, not measured.
+pub fn last_launch_timing() -> Option<Arc<crate::timing::TimingReport>> {
+    LAST_LAUNCH.with(|l| l.borrow().as_ref().and_then(|o| o.timing.clone()))
 }
 
 /// Runs one API call: stores a failure as the thread's last error, and turns a panic (an

@@ -566,6 +566,25 @@ pub(super) fn run_launch(func: &FunctionEntry, cfg: &LaunchConfig) -> Result<(),
         ));
     }
     let r = rt();
+    let timing = r.timing.read().unwrap_or_else(|p| p.into_inner()).clone();
+    if let Some(mode) = timing {
+        return match crate::timing::simulate(&func.code, kernel, cfg, &r.memory, &mode.machine, &mode.options) {
+            Ok(t) => {
+                LAST_LAUNCH.with(|l| {
+                    *l.borrow_mut() =
+                        Some(LaunchOutcome { error: None, report: None, kernarg: Some(cfg.kernarg.clone()), timing: Some(Arc::new(t)) })
+                });
+                Ok(())
+            }
+            Err(e) => {
+                let code = launch_error_code(&e);
+                let msg = format!("kernel `{name}` (timing run): {e}");
+                eprintln!("amdgpu-emu: {msg}");
+                set_last_launch(Some(msg), None, Some(cfg.kernarg.clone()));
+                Err(code)
+            }
+        };
+    }
     let checks = r.checks.read().unwrap_or_else(|p| p.into_inner()).clone();
     match exec::launch(&func.code, kernel, cfg, &r.memory, &checks) {
         Ok(report) => {

@@ -1,35 +1,24 @@
-//! Helpers shared by the emulator tests that run the code objects the `fp8gemm` build embeds.
+//! Helpers shared by the emulator tests that run the code objects the `fp8gemm` crate embeds
+//! (a dev-dependency of this crate, so building the tests builds the code objects).
 #![allow(dead_code)] // each test binary uses its own subset
-
-use std::path::{Path, PathBuf};
 
 use amdgpu_emu::exec::LaunchConfig;
 use amdgpu_emu::loader::CodeObject;
 use amdgpu_emu::memory::DeviceMemory;
 
-/// The newest `<arch>.hsaco` that a `cargo build -p fp8gemm` (debug or release) left in the
-/// workspace target directory, if it holds the dense GEMM kernels; `None` before any such build.
-pub fn shipped_arch(arch: &str) -> Option<CodeObject> {
-    let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target");
-    let mut best: Option<(std::time::SystemTime, PathBuf)> = None;
-    for profile in ["debug", "release"] {
-        let Ok(dirs) = std::fs::read_dir(target.join(profile).join("build")) else { continue };
-        for d in dirs.flatten() {
-            let p = d.path().join(format!("out/{arch}.hsaco"));
-            if let Ok(m) = std::fs::metadata(&p).and_then(|m| m.modified())
-                && best.as_ref().is_none_or(|(t, _)| m > *t)
-            {
-                best = Some((m, p));
-            }
-        }
-    }
-    let co = CodeObject::parse(&std::fs::read(best?.1).ok()?).ok()?;
-    co.kernel("fp8_gemm_nt_bm64_bn64")?;
-    Some(co)
+/// The code object `fp8gemm` embeds for `arch` ("gfx942" or "gfx950"): built by `fp8gemm`'s
+/// build script as part of compiling this test (a dev-dependency), so it is always present.
+/// Panics with a message naming what is missing if the bytes do not parse or lack the dense
+/// GEMM kernels.
+pub fn shipped_arch(arch: &str) -> CodeObject {
+    let a = fp8gemm::codeobj::Arch::from_name(arch).unwrap_or_else(|| panic!("fp8gemm embeds no code object for `{arch}` (it has gfx942 and gfx950)"));
+    let co = CodeObject::parse(a.code_object()).unwrap_or_else(|e| panic!("the {arch} code object embedded in fp8gemm does not load: {e}"));
+    assert!(co.kernel("fp8_gemm_nt_bm64_bn64").is_some(), "the {arch} code object embedded in fp8gemm has no kernel fp8_gemm_nt_bm64_bn64");
+    co
 }
 
 /// The gfx942 code object (see [`shipped_arch`]).
-pub fn shipped() -> Option<CodeObject> {
+pub fn shipped() -> CodeObject {
     shipped_arch("gfx942")
 }
 

@@ -1,0 +1,217 @@
+//! Machine descriptions for the timing model: every number the model uses, with its source.
+
+/// A gfx942 device as the timing model sees it. Machines are data: the CU count, clock and
+/// bandwidths are fields, and [`Machine::MI300X`] / [`Machine::MI325X`] are two instances.
+///
+/// All cycle figures are shader-clock cycles at [`Machine::clock_hz`]. Where a figure is marked
+/// *fitted* it was chosen by the calibration against the measured MI325X times of AMD's asm
+/// kernels (`fp8gemm calibrate`, see the module docs of [`crate::timing`]); the other figures
+/// come from the sources named on each field.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Machine {
+    /// Name, as printed and as accepted by [`Machine::by_name`].
+    pub name: &'static str,
+    /// XCDs (accelerator complex dies); workgroups are dispatched round-robin over them
+    /// (MI300X: 8; AMD CDNA3 white paper; `shared/reference/gfx942.md`).
+    pub xcds: u32,
+    /// CUs per XCD (MI300X/MI325X: 38 → 304).
+    pub cus_per_xcd: u32,
+    /// SIMDs per CU (4, CDNA3 ISA guide ch. 1).
+    pub simds_per_cu: u32,
+    /// Wave slots per SIMD (8 on gfx942, `shared/reference/gfx942.md` occupancy rule).
+    pub max_waves_per_simd: u32,
+    /// Unified VGPR file per SIMD lane, in registers (512).
+    pub vgprs_per_simd: u32,
+    /// SGPRs per SIMD (800).
+    pub sgprs_per_simd: u32,
+    /// LDS bytes per CU (64 KiB).
+    pub lds_per_cu: u32,
+    /// Shader clock under a sustained MFMA load, Hz. Peak is 2.1 GHz (AMD MI300X/MI325X
+    /// specifications); the sustained value is *fitted*.
+    pub clock_hz: f64,
+    /// A SIMD is offered an issue slot every this many cycles, and issues at most one
+    /// instruction per wave and per category (vector, scalar, vector memory, LDS, scalar
+    /// memory, program control) in a slot (GCN/CDNA sequencer, AMD "Graphics Core Next
+    /// Architecture" white paper, "Compute Unit"): 4.
+    pub issue_interval: u32,
+    /// Cycles a wave64 VALU instruction occupies the SIMD's vector port (16 lanes per cycle): 4.
+    pub valu_cycles: u32,
+    /// Cycles of a quarter-rate transcendental VALU op (v_exp, v_log, v_rcp, v_rsq, v_sqrt,
+    /// v_sin, v_cos): 16 (CDNA3 ISA guide, VALU rates).
+    pub trans_cycles: u32,
+    /// Extra cycles after an MFMA's last pass before a dependent non-MFMA instruction can
+    /// read its result (LLVM `GCNHazardRecognizer` gfx940: N-pass XDL result read by VALU needs
+    /// N + 3 wait states, i.e. ~2 beyond the passes' 4·N cycles at one wait state per cycle is
+    /// rounded to the issue interval): 2.
+    pub mfma_result_latency: u32,
+    /// Cycles from an LDS instruction leaving the LDS pipe to its data being usable (lgkmcnt):
+    /// *fitted*, prior 64 (CDNA3 ISA guide gives no figure; origami models LDS via MI latency).
+    pub lds_latency: u32,
+    /// Scalar memory (constant cache hit) latency, cycles: *fitted*, prior 40 ("The MALL is
+    /// Open", SC'25: sL1 hit ≈ 20 ns on MI300X).
+    pub smem_latency: u32,
+    /// Bytes per cycle a CU's texture addresser / vector L1 moves (64 B/clk/CU, CDNA3 white
+    /// paper "vector L1: 64 B/clk"); a wave64 instruction takes at least 4 cycles of it.
+    pub ta_bytes_per_clk: f64,
+    /// Vector L1 size per CU (32 KiB, `shared/reference/gfx942.md`).
+    pub l1_bytes: u32,
+    /// Vector L1 hit latency, cycles: *fitted*, prior 120 (~57 ns class published figures).
+    pub l1_latency: u32,
+    /// L2 size per XCD (4 MiB, 16-way, 128-byte lines: CDNA3 white paper).
+    pub l2_bytes: u32,
+    /// L2 associativity (16).
+    pub l2_ways: u32,
+    /// L2 hit latency (beyond the L1), cycles: *fitted*, prior 230 (~118 ns, published
+    /// microbenchmarks of MI300X).
+    pub l2_latency: u32,
+    /// L2 bandwidth per XCD, bytes per cycle (16 channels × 128 B/clk = 2048: CDNA3 white
+    /// paper); *fitted* scale.
+    pub l2_bytes_per_clk: f64,
+    /// Bandwidth of one XCD's link to the Infinity Fabric / MALL, bytes per second (fabric
+    /// clock domain, independent of the shader clock): *fitted* (origami's gfx942 constants
+    /// put MALL bandwidth at ~43 % of L2's).
+    pub fabric_bytes_per_s: f64,
+    /// Infinity Cache (MALL) capacity (256 MiB).
+    pub mall_bytes: u64,
+    /// MALL hit latency beyond L2, nanoseconds (memory-side clock domain): *fitted*, prior
+    /// 100 ns (~218 ns load-to-use for a MALL hit on MI300X, "The MALL is Open", SC'25).
+    pub mall_latency_ns: f64,
+    /// MALL peak bandwidth, bytes per second (17.2 TB/s, AMD CDNA3 white paper).
+    pub mall_bytes_per_s: f64,
+    /// HBM latency beyond the MALL, nanoseconds: *fitted*, prior 100 ns (origami
+    /// `MAIN_MEMORY_LOAD_LATENCY` = 200 cycles).
+    pub hbm_latency_ns: f64,
+    /// HBM peak bandwidth, bytes per second (MI300X 5.3 TB/s, MI325X 6.0 TB/s: AMD specs).
+    pub hbm_bytes_per_s: f64,
+    /// Fraction of HBM peak a streaming kernel achieves: *fitted*, prior 0.8.
+    pub hbm_efficiency: f64,
+    /// Cycles from the last wave's arrival at `s_barrier` to the release: *fitted*, prior 16.
+    pub barrier_latency: u32,
+    /// Cycles between two workgroup dispatches of one XCD's dispatcher: *fitted*, prior 8.
+    pub wg_dispatch_cycles: u32,
+    /// Cycles from dispatching a workgroup to its waves' first issue (register and LDS
+    /// allocation, SGPR/VGPR initialisation): *fitted*, prior 300.
+    pub wave_launch_cycles: u32,
+    /// Fixed launch overhead added to every kernel's modelled time, seconds: *fitted*,
+    /// prior 2 µs.
+    pub launch_overhead_s: f64,
+}
+
+impl Machine {
+    /// MI300X (gfx942): 304 CUs, HBM3 5.3 TB/s.
+    pub const MI300X: Machine = Machine {
+        name: "mi300x",
+        xcds: 8,
+        cus_per_xcd: 38,
+        simds_per_cu: 4,
+        max_waves_per_simd: 8,
+        vgprs_per_simd: 512,
+        sgprs_per_simd: 800,
+        lds_per_cu: 65536,
+        clock_hz: 1.3e9,
+        issue_interval: 4,
+        valu_cycles: 4,
+        trans_cycles: 16,
+        mfma_result_latency: 2,
+        lds_latency: 64,
+        smem_latency: 40,
+        ta_bytes_per_clk: 64.0,
+        l1_bytes: 32 * 1024,
+        l1_latency: 60,
+        l2_bytes: 4 * 1024 * 1024,
+        l2_ways: 16,
+        l2_latency: 120,
+        l2_bytes_per_clk: 2048.0,
+        fabric_bytes_per_s: 800e9,
+        mall_bytes: 256 * 1024 * 1024,
+        mall_latency_ns: 110.0,
+        mall_bytes_per_s: 17.2e12,
+        hbm_latency_ns: 95.0,
+        hbm_bytes_per_s: 5.3e12,
+        hbm_efficiency: 0.8,
+        barrier_latency: 16,
+        wg_dispatch_cycles: 8,
+        wave_launch_cycles: 300,
+        launch_overhead_s: 2e-6,
+    };
+
+    /// MI325X (gfx942): the MI300X's compute die and clocks with HBM3E at 6.0 TB/s.
+    pub const MI325X: Machine = Machine { name: "mi325x", hbm_bytes_per_s: 6.0e12, ..Machine::MI300X };
+
+    /// Every built-in machine.
+    pub const ALL: [&'static Machine; 2] = [&Machine::MI300X, &Machine::MI325X];
+
+    /// Environment variable that selects the machine of the emulator's timing runs
+    /// (`mi300x`, `mi325x`).
+    pub const ENV: &'static str = "AMDGPU_EMU_MACHINE";
+
+    /// The built-in machine called `name` (case-insensitive).
+    pub fn by_name(name: &str) -> Option<&'static Machine> {
+        Machine::ALL.into_iter().find(|m| m.name.eq_ignore_ascii_case(name.trim()))
+    }
+
+    /// The machine named by [`Machine::ENV`], or MI300X when it is unset. An unknown name is
+    /// an error naming the variable and the accepted values.
+    pub fn from_env() -> Result<&'static Machine, String> {
+        match std::env::var(Machine::ENV) {
+            Err(_) => Ok(&Machine::MI300X),
+            Ok(v) => Machine::by_name(&v).ok_or_else(|| {
+                let names: Vec<&str> = Machine::ALL.iter().map(|m| m.name).collect();
+                format!("{}={v:?}: unknown machine; expected one of {}", Machine::ENV, names.join(", "))
+            }),
+        }
+    }
+
+    /// Environment variable with `field=value` overrides applied by [`Machine::with_overrides`]
+    /// in the CLI (for calibration experiments), e.g. `clock_hz=1.9e9,l2_bytes_per_clk=700`.
+    pub const OVERRIDES_ENV: &'static str = "AMDGPU_EMU_MACHINE_OVERRIDES";
+
+    /// This machine with `field=value` pairs (comma-separated) applied to its numeric fields.
+    /// An unknown field or a value that does not parse is an error naming it.
+    pub fn with_overrides(&self, spec: &str) -> Result<Machine, String> {
+        let mut m = self.clone();
+        for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let (k, v) = item.split_once('=').ok_or_else(|| format!("override `{item}`: expected field=value"))?;
+            let v: f64 = v.trim().parse().map_err(|e| format!("override `{item}`: {e}"))?;
+            let u = || -> Result<u32, String> {
+                if v >= 0.0 && v <= f64::from(u32::MAX) && v.fract() == 0.0 { Ok(v as u32) } else { Err(format!("override `{item}`: expected a whole number")) }
+            };
+            match k.trim() {
+                "clock_hz" => m.clock_hz = v,
+                "issue_interval" => m.issue_interval = u()?.max(1),
+                "valu_cycles" => m.valu_cycles = u()?,
+                "trans_cycles" => m.trans_cycles = u()?,
+                "mfma_result_latency" => m.mfma_result_latency = u()?,
+                "lds_latency" => m.lds_latency = u()?,
+                "smem_latency" => m.smem_latency = u()?,
+                "ta_bytes_per_clk" => m.ta_bytes_per_clk = v,
+                "l1_latency" => m.l1_latency = u()?,
+                "l2_latency" => m.l2_latency = u()?,
+                "l2_bytes_per_clk" => m.l2_bytes_per_clk = v,
+                "fabric_bytes_per_s" => m.fabric_bytes_per_s = v,
+                "mall_latency_ns" => m.mall_latency_ns = v,
+                "mall_bytes_per_s" => m.mall_bytes_per_s = v,
+                "hbm_latency_ns" => m.hbm_latency_ns = v,
+                "hbm_bytes_per_s" => m.hbm_bytes_per_s = v,
+                "hbm_efficiency" => m.hbm_efficiency = v,
+                "barrier_latency" => m.barrier_latency = u()?,
+                "wg_dispatch_cycles" => m.wg_dispatch_cycles = u()?,
+                "wave_launch_cycles" => m.wave_launch_cycles = u()?,
+                "launch_overhead_s" => m.launch_overhead_s = v,
+                other => return Err(format!("override `{item}`: unknown machine field `{other}`")),
+            }
+        }
+        Ok(m)
+    }
+
+    /// Compute units.
+    pub fn cus(&self) -> u32 {
+        self.xcds * self.cus_per_xcd
+    }
+
+    /// Peak dense FP8 MFMA rate of the whole device at [`Machine::clock_hz`], FLOP/s
+    /// (1024 FLOP per cycle per SIMD).
+    pub fn peak_fp8_flops(&self) -> f64 {
+        f64::from(self.cus() * self.simds_per_cu) * 1024.0 * self.clock_hz
+    }
+}

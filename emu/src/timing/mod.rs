@@ -1,0 +1,388 @@
+//! A cycle-level timing model of a gfx942 device (MI300X, MI325X), driven by the instruction
+//! stream the emulator executes. Every figure it produces is **modelled**, not measured.
+//!
+//! # How it works
+//! 1. The executor runs the launch's workgroups functionally (the same code object, the same
+//!    semantics as [`crate::exec::launch`]) and records each wave's executed instructions with
+//!    the dynamic facts the static instruction cannot give: LDS bank-model cycles and the
+//!    128-byte global lines each vector memory instruction touched
+//!    ([`crate::exec::trace::WaveTrace`]). Traces are produced in batches, in dispatch order,
+//!    so memory stays bounded.
+//! 2. A discrete-event simulator replays them on a model of the device:
+//!    * **dispatch**: workgroup `i` goes to XCD `i mod 8`; each XCD's dispatcher places its
+//!      workgroups in order on the next CU (round-robin) with a free slot; slots per CU follow
+//!      from VGPR/AGPR/SGPR/LDS use (the occupancy rule of `shared/reference/gfx942.md`); a
+//!      dispatch costs [`Machine::wg_dispatch_cycles`] of the XCD's dispatcher and
+//!      [`Machine::wave_launch_cycles`] before the first issue;
+//!    * **issue**: each SIMD gets an issue slot every [`Machine::issue_interval`] cycles (its
+//!      phase is its index); in a slot it issues at most one instruction per category (vector =
+//!      VALU or MFMA, scalar, vector memory, LDS, scalar memory, program control), each from a
+//!      different wave, waves taken by `s_setprio` priority and then age; a wave issues at most
+//!      once per slot;
+//!    * **pipes**: a VALU holds the SIMD's vector port [`Machine::valu_cycles`] (transcendentals
+//!      [`Machine::trans_cycles`]); an MFMA holds the port one issue interval and the matrix
+//!      pipe `4 · passes` cycles (16 for FP8 16x16x32, 32 for 32x32x16), so three 4-cycle VALU
+//!      ops co-issue under one 16-cycle MFMA (`shared/reference/gfx942.md`); results of an MFMA
+//!      are readable `4 · passes + mfma_result_latency` cycles after issue, except as the exact
+//!      SrcC of the next MFMA (back-to-back accumulation);
+//!    * **wait counters**: vector memory operations retire in order on vmcnt, LDS and scalar
+//!      loads on lgkmcnt; `s_waitcnt` blocks until the count holds (CDNA3 ISA guide
+//!      "Data dependency resolution"); `s_nop n` holds the wave `n + 1` cycles, `s_sleep n`
+//!      64·n; `s_barrier` releases [`Machine::barrier_latency`] after the last live wave of the
+//!      workgroup arrives;
+//!    * **LDS**: one pipe per CU, each DS instruction occupying it for its bank-model cycles
+//!      (the emulator's bank model, conflicts included), data usable after
+//!      [`Machine::lds_latency`];
+//!    * **memory**: a vector memory instruction occupies the CU's texture addresser / L1 for
+//!      `lines · 128 B / ta_bytes_per_clk` cycles (at least one issue interval); each line
+//!      looks up the CU's 32 KiB L1 (LRU), the XCD's 4 MiB 16-way L2 (LRU), the device's
+//!      256 MiB MALL (first touch, FIFO), then HBM; the L2 (per XCD), the XCD's fabric link,
+//!      the MALL and HBM are bandwidth servers (FIFO, bytes per cycle), each level adds its
+//!      latency; stores are acknowledged by the L2 and their bytes charged to HBM (write-back);
+//!    * **launch**: a fixed [`Machine::launch_overhead_s`] is added to the simulated time.
+//! 3. The report ([`TimingReport`]) gives the modelled time, TFLOPS, HBM traffic and GB/s,
+//!    per-pipe busy fractions, the wave stall breakdown by reason and the most stalled
+//!    instructions with their disassembly.
+//!
+//! # Scope and speed
+//! [`Scope::Full`] simulates every workgroup on all XCDs. [`Scope::OneXcd`] simulates only
+//! XCD 0's workgroups (`i mod 8 = 0`) with the MALL and HBM scaled to one eighth: the XCDs are
+//! symmetric under round-robin dispatch, so this is 8× cheaper; its error against the full
+//! simulation is measured by the tests (`emu/tests/timing.rs`). Functional execution dominates
+//! the cost; [`SimOptions::skip_mfma_math`] skips computing MFMA results (the output is then
+//! garbage), valid for kernels whose control flow and addresses do not depend on MFMA results
+//! — the tests check that the traces are identical with and without it for every kernel family
+//! we time.
+//!
+//! # Parameters
+//! See [`Machine`]: every field names its source or says *fitted*. The fitted ones were set by
+//! the calibration against the 47 measured MI325X times of AMD's asm kernels
+//! (`fp8gemm calibrate`), one parameter set for all kernels and shapes.
+//!
+//! The throughput bound of [`crate::cost`] is kept as [`crate::cost::estimate`], a clearly named
+//! lower bound; this model is the project's performance model.
+
+mod cache;
+pub mod calibrate;
+mod machine;
+mod sim;
+
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+
+pub use machine::Machine;
+
+use crate::disasm::format_inst;
+use crate::exec::{self, Checks, LaunchConfig, LaunchError};
+use crate::loader::{CodeObject, Kernel};
+use crate::memory::DeviceMemory;
+
+/// Why a wave did not issue when its issue cadence allowed it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stall {
+    /// `s_waitcnt` waiting for vector memory (vmcnt).
+    Vmcnt = 0,
+    /// `s_waitcnt` waiting for LDS / scalar memory (lgkmcnt).
+    Lgkmcnt,
+    /// Waiting at `s_barrier` for the other waves of the workgroup.
+    Barrier,
+    /// Reading (or overwriting) the result of an MFMA still in the matrix pipe.
+    MfmaDependency,
+    /// The SIMD's matrix pipe is busy with an earlier MFMA.
+    MfmaPipe,
+    /// The SIMD's vector port is busy (VALU cadence).
+    VectorPort,
+    /// Another wave took the slot's category (issue arbitration).
+    IssueSlot,
+    /// `s_nop` / `s_sleep`.
+    Nop,
+    /// From dispatch to the first issue (wave launch).
+    Dispatch,
+}
+
+impl Stall {
+    /// Number of reasons.
+    pub const COUNT: usize = 9;
+    /// All reasons in index order.
+    pub const ALL: [Stall; Stall::COUNT] =
+        [Stall::Vmcnt, Stall::Lgkmcnt, Stall::Barrier, Stall::MfmaDependency, Stall::MfmaPipe, Stall::VectorPort, Stall::IssueSlot, Stall::Nop, Stall::Dispatch];
+
+    /// Short label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Stall::Vmcnt => "vmcnt wait",
+            Stall::Lgkmcnt => "lgkmcnt wait",
+            Stall::Barrier => "barrier",
+            Stall::MfmaDependency => "MFMA dependency",
+            Stall::MfmaPipe => "MFMA pipe busy",
+            Stall::VectorPort => "vector port busy",
+            Stall::IssueSlot => "issue arbitration",
+            Stall::Nop => "s_nop/s_sleep",
+            Stall::Dispatch => "wave launch",
+        }
+    }
+}
+
+/// Which part of the launch is simulated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// Every workgroup on every XCD.
+    Full,
+    /// XCD 0's workgroups only (every 8th), shared MALL/HBM scaled to one XCD's share.
+    OneXcd,
+}
+
+/// Options of a timing run.
+#[derive(Clone, Debug)]
+pub struct SimOptions {
+    /// What to simulate.
+    pub scope: Scope,
+    /// Skip computing MFMA results (timing only; the launch's output is not valid).
+    pub skip_mfma_math: bool,
+    /// Checking modes for the functional run (memcheck at least is recommended).
+    pub checks: Checks,
+    /// How many stalled instructions to list.
+    pub top: usize,
+}
+
+impl Default for SimOptions {
+    fn default() -> Self {
+        SimOptions { scope: Scope::Full, skip_mfma_math: false, checks: Checks::default(), top: 8 }
+    }
+}
+
+/// One of the most stalled instructions.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StallSite {
+    /// Address of the instruction.
+    pub pc: u64,
+    /// Its disassembly.
+    pub text: String,
+    /// Wave-cycles it waited before issuing, summed over all its executions.
+    pub cycles: u64,
+    /// The main reason.
+    pub reason: Stall,
+}
+
+/// Busy fractions of the device's pipes and links over the modelled run (0..=1).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Busy {
+    /// Matrix pipes (all SIMDs).
+    pub mfma: f64,
+    /// Vector ports, VALU only (all SIMDs).
+    pub valu: f64,
+    /// LDS pipes (all CUs).
+    pub lds: f64,
+    /// Texture addressers / vector L1 (all CUs).
+    pub vmem: f64,
+    /// L2 bandwidth (all XCDs).
+    pub l2: f64,
+    /// HBM bandwidth (of the efficiency-derated peak).
+    pub hbm: f64,
+    /// CUs with at least one resident workgroup.
+    pub cus: f64,
+}
+
+/// The modelled timing of one launch. Every figure is **modelled**.
+#[derive(Clone, Debug)]
+pub struct TimingReport {
+    /// Machine name.
+    pub machine: String,
+    /// Kernel name.
+    pub kernel: String,
+    /// Grid (workgroups per dimension).
+    pub grid: [u32; 3],
+    /// Scope simulated.
+    pub scope: Scope,
+    /// Workgroups in the grid.
+    pub workgroups: u64,
+    /// Workgroups simulated.
+    pub simulated_workgroups: u64,
+    /// Workgroups one CU holds at once.
+    pub workgroups_per_cu: u32,
+    /// Simulated cycles (first dispatch to last wave end).
+    pub cycles: u64,
+    /// Modelled kernel time in seconds (cycles at the machine's clock + launch overhead).
+    pub seconds: f64,
+    /// Matrix FLOPs of the whole launch (from the MFMAs executed, scaled to the grid).
+    pub flops: f64,
+    /// HBM bytes moved (whole launch).
+    pub hbm_bytes: f64,
+    /// Busy fractions.
+    pub busy: Busy,
+    /// Wave-cycles lost per [`Stall`] reason.
+    pub stalls: [u64; Stall::COUNT],
+    /// Wave-instructions issued (simulated part).
+    pub issued: u64,
+    /// The most stalled instructions.
+    pub top: Vec<StallSite>,
+}
+
+impl TimingReport {
+    /// Modelled TFLOPS (matrix FLOPs / modelled time).
+    pub fn tflops(&self) -> f64 {
+        self.flops / self.seconds / 1e12
+    }
+    /// Modelled HBM bandwidth achieved, GB/s.
+    pub fn hbm_gbps(&self) -> f64 {
+        self.hbm_bytes / self.seconds / 1e9
+    }
+}
+
+impl fmt::Display for TimingReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "modelled on {} (timing model, not measured): `{}` grid {:?}, {} workgroups ({} per CU at once){}",
+            self.machine,
+            self.kernel,
+            self.grid,
+            self.workgroups,
+            self.workgroups_per_cu,
+            if self.scope == Scope::OneXcd { format!(", {} simulated on one XCD", self.simulated_workgroups) } else { String::new() }
+        )?;
+        writeln!(f, "  modelled time {:.2} µs, {:.1} TFLOPS, HBM {:.1} MB at {:.0} GB/s", self.seconds * 1e6, self.tflops(), self.hbm_bytes / 1e6, self.hbm_gbps())?;
+        let b = &self.busy;
+        writeln!(
+            f,
+            "  modelled busy: MFMA {:.0} %, VALU {:.0} %, LDS {:.0} %, VMEM/L1 {:.0} %, L2 {:.0} %, HBM {:.0} %, CUs occupied {:.0} %",
+            b.mfma * 100.0,
+            b.valu * 100.0,
+            b.lds * 100.0,
+            b.vmem * 100.0,
+            b.l2 * 100.0,
+            b.hbm * 100.0,
+            b.cus * 100.0
+        )?;
+        let total: u64 = self.stalls.iter().sum();
+        write!(f, "  modelled stalls ({} wave-cycles over {} issued instructions):", total, self.issued)?;
+        let mut order: Vec<usize> = (0..Stall::COUNT).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(self.stalls[i]));
+        for i in order.into_iter().filter(|&i| self.stalls[i] > 0) {
+            write!(f, " {} {:.1} %,", Stall::ALL[i].label(), self.stalls[i] as f64 * 100.0 / total.max(1) as f64)?;
+        }
+        writeln!(f)?;
+        if !self.top.is_empty() {
+            writeln!(f, "  top stalled instructions (wave-cycles waited before issue):")?;
+            for s in &self.top {
+                writeln!(f, "    {:#8x}  {:>12}  {:<18} {}", s.pc, s.cycles, s.reason.label(), s.text)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Runs `kernel` functionally on the emulator (tracing every wave) and models its time on
+/// `machine`. The launch's memory effects happen as with [`exec::launch`] (unless
+/// [`SimOptions::skip_mfma_math`], which leaves MFMA destinations unwritten).
+pub fn simulate(co: &CodeObject, kernel: &Kernel, cfg: &LaunchConfig, mem: &DeviceMemory, machine: &Machine, opts: &SimOptions) -> Result<TimingReport, LaunchError> {
+    let prep = exec::prepare(co, kernel, cfg, mem, &opts.checks)?;
+    let program = prep.program.clone();
+    let statics: Vec<sim::Static> =
+        program.insts.iter().zip(&prep.plan.info).map(|(r, info)| sim::Static::of(r.as_ref().ok(), info, machine)).collect();
+    let resources = crate::cost::Resources::of(kernel, cfg.block, cfg.dynamic_lds_bytes);
+    let n = prep.workgroups();
+    let xcds = machine.xcds as u64;
+    let (queues, share): (Vec<VecDeque<u64>>, f64) = match opts.scope {
+        Scope::Full => ((0..xcds).map(|x| (x..n).step_by(xcds as usize).collect()).collect(), 1.0),
+        Scope::OneXcd => (vec![(0..n).step_by(xcds as usize).collect()], 1.0 / xcds as f64),
+    };
+    let order: Vec<u64> = {
+        // Dispatch order across XCDs: interleaved by position in each queue.
+        let mut v = Vec::with_capacity(n as usize);
+        let longest = queues.iter().map(VecDeque::len).max().unwrap_or(0);
+        for p in 0..longest {
+            for q in &queues {
+                if let Some(&id) = q.get(p) {
+                    v.push(id);
+                }
+            }
+        }
+        v
+    };
+    let mut s = sim::Sim::new(machine, &statics, &resources, queues, share);
+    let batch = (machine.cus() as usize * sim::workgroups_per_cu(machine, &resources) as usize).clamp(64, 4096);
+    let mut ready: HashMap<u64, Vec<exec::trace::WaveTrace>> = HashMap::new();
+    let mut next = 0usize;
+    let mut mfma_flops = 0u64;
+    let mut counts = vec![0u64; program.insts.len()];
+    let mut provider = |id: u64| -> Result<Vec<exec::trace::WaveTrace>, LaunchError> {
+        if !ready.contains_key(&id) {
+            // Trace the next batch in dispatch order (which contains `id`: dispatch follows it).
+            let end = (next + batch).min(order.len());
+            let ids = &order[next..end];
+            next = end;
+            for (wg, run) in ids.iter().zip(prep.run_traced(ids, opts.skip_mfma_math)?) {
+                for (c, x) in counts.iter_mut().zip(&run.counts) {
+                    *c += x;
+                }
+                ready.insert(*wg, run.traces);
+            }
+        }
+        Ok(ready.remove(&id).unwrap_or_default())
+    };
+    s.run(&mut provider)?;
+    drop(provider);
+    for (i, &c) in counts.iter().enumerate() {
+        if c != 0
+            && let Ok(inst) = &program.insts[i]
+        {
+            mfma_flops += c * crate::exec::counters::mfma_flops(inst.op);
+        }
+    }
+    let st = &s.stats;
+    let scale = n as f64 / st.simulated_workgroups.max(1) as f64;
+    let cycles = st.end;
+    let seconds = cycles as f64 / machine.clock_hz + machine.launch_overhead_s;
+    let sim_cus = f64::from(machine.cus_per_xcd) * if opts.scope == Scope::Full { f64::from(machine.xcds) } else { 1.0 };
+    let simds = sim_cus * f64::from(machine.simds_per_cu);
+    let t = cycles.max(1) as f64;
+    let l2_bw = machine.l2_bytes_per_clk * sim_cus / f64::from(machine.cus_per_xcd);
+    let busy = Busy {
+        mfma: st.mfma_cycles as f64 / (simds * t),
+        valu: st.valu_cycles as f64 / (simds * t),
+        lds: st.lds_cycles as f64 / (sim_cus * t),
+        vmem: st.ta_cycles / (sim_cus * t),
+        l2: st.l2_bytes / (l2_bw * t),
+        hbm: st.hbm_bytes / (machine.hbm_bytes_per_s * machine.hbm_efficiency / machine.clock_hz * share * t),
+        cus: st.cu_busy as f64 / (sim_cus * t),
+    };
+    let mut sites: Vec<(usize, u64, Stall)> = st
+        .stall_by_inst
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let (k, _) = r.iter().enumerate().max_by_key(|(_, v)| **v).unwrap_or((0, &0));
+            (i, r.iter().sum::<u64>(), Stall::ALL[k])
+        })
+        .filter(|x| x.1 > 0)
+        .collect();
+    sites.sort_by_key(|x| std::cmp::Reverse(x.1));
+    let top = sites
+        .into_iter()
+        .take(opts.top)
+        .map(|(i, cycles, reason)| StallSite {
+            pc: program.pcs[i],
+            text: program.insts[i].as_ref().map_or_else(|_| "?".into(), format_inst),
+            cycles,
+            reason,
+        })
+        .collect();
+    Ok(TimingReport {
+        machine: machine.name.to_string(),
+        kernel: kernel.name.clone(),
+        grid: cfg.grid,
+        scope: opts.scope,
+        workgroups: n,
+        simulated_workgroups: st.simulated_workgroups,
+        workgroups_per_cu: sim::workgroups_per_cu(machine, &resources),
+        cycles,
+        seconds,
+        flops: mfma_flops as f64 * scale,
+        hbm_bytes: st.hbm_bytes * scale,
+        busy,
+        stalls: st.stalls,
+        issued: st.issued,
+        top,
+    })
+}

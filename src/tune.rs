@@ -1,0 +1,163 @@
+//! `fp8gemm tune`: writes the config table (`host/tuned/gfx942.csv`) from the emulator's timing
+//! model. Every figure in it is **modelled** (MI300X by default), not measured.
+//!
+//! * `cost` rows: for each tile, the modelled cycles per 128-K block of a CU running 1 or
+//!   `slots` workgroups of it at once (two launches of one full round of workgroups on every
+//!   CU, K = 1024 and K = 3072; the difference over the 16 extra blocks);
+//! * `best` rows: for DeepSeek-V3's dense shapes and the MoE shapes of DeepGEMM's benchmarks,
+//!   every tile's modelled time and the fastest one.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use amdgpu_emu::hip::{self as emu, TimingMode};
+use amdgpu_emu::timing::{Machine, TimingReport};
+use fp8gemm::config::{self, GemmKind};
+use fp8gemm::fp8::E4M3Fnuz;
+use fp8gemm::grouped::upload_m_indices;
+use fp8gemm::quant::{GroupedQuantizedWeights, QuantizedActivations, QuantizedWeights};
+use fp8gemm::{Context, DeviceActivations, DeviceGroupedWeights, DeviceWeights};
+use half::bf16;
+
+/// One problem of the table: kind, groups, m (dense M, contiguous m_sum, masked m_max), n, k,
+/// expected_m.
+#[derive(Clone, Copy, Debug)]
+struct Problem {
+    kind: GemmKind,
+    groups: usize,
+    m: usize,
+    n: usize,
+    k: usize,
+    expected_m: usize,
+}
+
+fn problems() -> Vec<Problem> {
+    let nk = [(2112, 7168), (24576, 1536), (32768, 512), (7168, 16384), (4096, 7168), (7168, 2048)];
+    let mut v = Vec::new();
+    for m in [64, 128, 4096] {
+        for (n, k) in nk {
+            v.push(Problem { kind: GemmKind::Dense, groups: 1, m, n, k, expected_m: m });
+        }
+    }
+    for (n, k) in [(4096, 7168), (7168, 2048)] {
+        for (g, rows) in [(4, 8192), (8, 4096)] {
+            v.push(Problem { kind: GemmKind::MGroupedContiguous, groups: g, m: g * rows, n, k, expected_m: rows });
+        }
+        for (g, rows) in [(1, 1024), (2, 512), (4, 256)] {
+            v.push(Problem { kind: GemmKind::MGroupedMasked, groups: g, m: rows, n, k, expected_m: rows });
+        }
+    }
+    v
+}
+
+/// Runs `p` once per tile through the library with the timing model on, operands allocated
+/// once (their values do not steer the kernels; zeros quantize fastest).
+fn time_tiles(ctx: &Context, p: Problem, mode: &TimingMode, tiles: &[(u32, u32)]) -> Result<Vec<Arc<TimingReport>>, String> {
+    let e = |x: &dyn std::fmt::Display| x.to_string();
+    let rows = match p.kind {
+        GemmKind::Dense | GemmKind::MGroupedContiguous => p.m,
+        GemmKind::MGroupedMasked => p.groups * p.m,
+    };
+    let a = vec![0f32; rows * p.k];
+    let qa = QuantizedActivations::<E4M3Fnuz>::quantize(&a, rows, p.k).map_err(|x| e(&x))?;
+    drop(a);
+    let da = DeviceActivations::upload(ctx, &qa).map_err(|x| e(&x))?;
+    drop(qa);
+    let mut d = ctx.alloc_zeroed::<bf16>(rows * p.n).map_err(|x| e(&x))?;
+    // Each timed launch is followed by a synchronization: queued launches run (and are timed)
+    // when their stream is synchronized.
+    let stream = fp8gemm::Stream::new(ctx).map_err(|x| e(&x))?;
+    let mut out = Vec::new();
+    let mut run = |f: &mut dyn FnMut() -> Result<(), String>| -> Result<(), String> {
+        for &t in tiles {
+            config::force_tile(Some(t));
+            emu::set_timing(Some(mode.clone()));
+            let r = f();
+            emu::set_timing(None);
+            config::force_tile(None);
+            r?;
+            out.push(emu::last_launch_timing().ok_or("the timed launch left no report")?);
+        }
+        Ok(())
+    };
+    match p.kind {
+        GemmKind::Dense => {
+            let qb = QuantizedWeights::<E4M3Fnuz>::quantize(&vec![0f32; p.n * p.k], p.n, p.k).map_err(|x| e(&x))?;
+            let db = DeviceWeights::upload(ctx, &qb).map_err(|x| e(&x))?;
+            run(&mut || fp8gemm::fp8_gemm_nt(&stream, &da, &db, &mut d).and_then(|_| stream.synchronize()).map_err(|x| e(&x)))?;
+        }
+        GemmKind::MGroupedContiguous | GemmKind::MGroupedMasked => {
+            let qb = GroupedQuantizedWeights::<E4M3Fnuz>::quantize(&vec![0f32; p.groups * p.n * p.k], p.groups, p.n, p.k).map_err(|x| e(&x))?;
+            let db = DeviceGroupedWeights::upload(ctx, &qb).map_err(|x| e(&x))?;
+            if p.kind == GemmKind::MGroupedContiguous {
+                let idx: Vec<i32> = (0..p.m).map(|r| (r / p.expected_m) as i32).collect();
+                let di = upload_m_indices(ctx, &idx, p.groups).map_err(|x| e(&x))?;
+                run(&mut || fp8gemm::m_grouped_fp8_gemm_nt_contiguous(&stream, &da, &db, &mut d, &di).and_then(|_| stream.synchronize()).map_err(|x| e(&x)))?;
+            } else {
+                let masked = vec![p.expected_m as i32; p.groups];
+                let dm = ctx.upload(&masked).map_err(|x| e(&x))?;
+                run(&mut || fp8gemm::m_grouped_fp8_gemm_nt_masked(&stream, &da, &db, &mut d, &dm, p.expected_m).and_then(|_| stream.synchronize()).map_err(|x| e(&x)))?;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// `fp8gemm tune`: prints the table and writes it to `out` if given.
+pub fn run(machine: Machine, options: amdgpu_emu::timing::SimOptions, out: Option<std::path::PathBuf>, quick: bool) -> Result<(), String> {
+    let ctx = Context::new().map_err(|e| e.to_string())?;
+    let mode = TimingMode { machine: machine.clone(), options };
+    let started = std::time::Instant::now();
+    let mut csv = String::new();
+    let _ = writeln!(csv, "# fp8gemm config table for gfx942, written by `fp8gemm tune --machine {}`.", machine.name);
+    let _ = writeln!(csv, "# Every figure is MODELLED by the emulator's timing model (amdgpu_emu::timing), not measured.");
+    let _ = writeln!(csv, "# cost,block_m,block_n,workgroups_per_cu,modelled_cycles_per_128k_block");
+    let tiles = config::tiles(GemmKind::Dense);
+    for &(bm, bn) in &tiles {
+        let slots = config::slots_per_cu(fp8gemm::codeobj::Arch::Gfx942, GemmKind::Dense, bm, bn).ok_or("no such tile")?;
+        let mut sharings = vec![1];
+        if slots > 1 {
+            sharings.push(slots);
+        }
+        for s in sharings {
+            // One full round: 304·s workgroups, s on every CU.
+            let (m, n) = (bm as usize * 8 * s as usize, bn as usize * machine.cus_per_xcd as usize);
+            let mut cyc = Vec::new();
+            for k in [1024, 3072] {
+                let p = Problem { kind: GemmKind::Dense, groups: 1, m, n, k, expected_m: m };
+                let r = time_tiles(&ctx, p, &mode, &[(bm, bn)])?;
+                cyc.push(r[0].cycles as f64);
+            }
+            let per_kb = (cyc[1] - cyc[0]) / 16.0;
+            let _ = writeln!(csv, "cost,{bm},{bn},{s},{per_kb:.1}");
+            println!("cost {bm}x{bn}, {s} per CU: {per_kb:.1} modelled cycles per 128-K block ({:.0} s)", started.elapsed().as_secs_f64());
+        }
+    }
+    let _ = writeln!(csv, "# best,kind,groups,m,n,k,expected_m,block_m,block_n,modelled_us,all tiles (modelled µs)");
+    for p in problems() {
+        if quick && p.m * p.n * p.k * p.groups > 1 << 34 {
+            continue;
+        }
+        let name = config::kind_name(p.kind);
+        let reports = time_tiles(&ctx, p, &mode, &tiles)?;
+        let mut best = 0;
+        for (i, r) in reports.iter().enumerate() {
+            if r.seconds < reports[best].seconds {
+                best = i;
+            }
+        }
+        let all: Vec<String> = tiles.iter().zip(&reports).map(|(t, r)| format!("{}x{}={:.2}", t.0, t.1, r.seconds * 1e6)).collect();
+        let (bm, bn) = tiles[best];
+        let us = reports[best].seconds * 1e6;
+        let _ = writeln!(csv, "best,{name},{},{},{},{},{},{bm},{bn},{us:.2},{}", p.groups, p.m, p.n, p.k, p.expected_m, all.join(" "));
+        let tflops = 2.0 * (p.groups.max(1) * p.expected_m * p.n * p.k) as f64 / (us * 1e-6) / 1e12;
+        println!("{name:<10} g={:<2} m={:<6} n={:<6} k={:<6}: {bm}x{bn} {us:>9.2} µs {tflops:>7.1} TFLOPS modelled   [{}] ({:.0} s)", p.groups, p.m, p.n, p.k, all.join(" "), started.elapsed().as_secs_f64());
+    }
+    if let Some(path) = out {
+        std::fs::write(&path, csv).map_err(|e| format!("{}: {e}", path.display()))?;
+        println!("wrote {}", path.display());
+    } else {
+        print!("{csv}");
+    }
+    Ok(())
+}

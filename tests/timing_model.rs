@@ -1,0 +1,154 @@
+//! The timing model (`amdgpu_emu::timing`) through the library's real launch path (HIP timing
+//! mode), and against AMD's asm kernels with measured MI325X times (`FP8GEMM_PEERS_DIR`).
+//! Every time asserted on here is *modelled*.
+#![cfg(feature = "emu")]
+
+use std::sync::{Arc, Mutex};
+
+use amdgpu_emu::exec::Checks;
+use amdgpu_emu::hip::{self as emu, TimingMode};
+use amdgpu_emu::peers::{self, PeerFamily};
+use amdgpu_emu::timing::calibrate::{error_summary, time_peer, CalRow};
+use amdgpu_emu::timing::{Machine, Scope, SimOptions, Stall, TimingReport};
+use fp8gemm::fp8::E4M3Fnuz;
+use fp8gemm::quant::{QuantizedActivations, QuantizedWeights};
+use fp8gemm::{fp8_gemm_nt, Context, DeviceActivations, DeviceWeights, Stream};
+use half::bf16;
+
+/// Timing mode is process-wide: the tests of this file take turns.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn opts(scope: Scope, skip: bool) -> SimOptions {
+    SimOptions { scope, skip_mfma_math: skip, checks: Checks::default(), top: 5 }
+}
+
+/// One dense GEMM of the library, launched once per entry of `runs` (same buffers, so the same
+/// addresses), each modelled on its machine; returns the reports and the config's tile.
+fn dense_runs(m: usize, n: usize, k: usize, runs: &[(&Machine, SimOptions)]) -> (Vec<Arc<TimingReport>>, (usize, usize)) {
+    let ctx = Context::new().expect("context");
+    let a: Vec<f32> = (0..m * k).map(|i| ((i * 7919 % 1000) as f32 - 500.0) / 250.0).collect();
+    let b: Vec<f32> = (0..n * k).map(|i| ((i * 104729 % 997) as f32 - 498.0) / 250.0).collect();
+    let qa = QuantizedActivations::<E4M3Fnuz>::quantize(&a, m, k).unwrap();
+    let qb = QuantizedWeights::<E4M3Fnuz>::quantize(&b, n, k).unwrap();
+    let da = DeviceActivations::upload(&ctx, &qa).unwrap();
+    let db = DeviceWeights::upload(&ctx, &qb).unwrap();
+    let mut d = ctx.alloc_zeroed::<bf16>(m * n).unwrap();
+    let stream = Stream::new(&ctx).unwrap();
+    let mut out = Vec::new();
+    let mut tile = (0, 0);
+    for (machine, o) in runs {
+        emu::set_timing(Some(TimingMode { machine: (*machine).clone(), options: o.clone() }));
+        // The queued launch runs (timed) when the stream is synchronized.
+        let run = fp8_gemm_nt(&stream, &da, &db, &mut d).and_then(|r| stream.synchronize().map(|()| r));
+        emu::set_timing(None);
+        let cfg = run.expect("timed launch").config.expect("a launch");
+        tile = (cfg.block_m as usize, cfg.block_n as usize);
+        out.push(emu::last_launch_timing().expect("a timing report for the launch"));
+    }
+    (out, tile)
+}
+
+#[test]
+fn dense_timing_is_deterministic_and_independent_of_mfma_math() {
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let (m, n, k) = (300, 512, 1024);
+    let mi = &Machine::MI300X;
+    let (r, tile) = dense_runs(m, n, k, &[(mi, opts(Scope::Full, false)), (mi, opts(Scope::Full, true)), (mi, opts(Scope::Full, true))]);
+    let (full, skip, again) = (&r[0], &r[1], &r[2]);
+    // The MFMA results do not steer our kernels: skipping their math must not change the
+    // instruction stream or any modelled figure.
+    assert_eq!(full.cycles, skip.cycles);
+    assert_eq!(full.issued, skip.issued);
+    assert_eq!(full.stalls, skip.stalls);
+    assert_eq!(skip.cycles, again.cycles, "the model is deterministic");
+    // Exact work: every launched tile runs k/32 16x16x32 MFMAs per 16×16 output block.
+    let tiles = m.div_ceil(tile.0) * n.div_ceil(tile.1);
+    assert_eq!(full.flops, (2 * tiles * tile.0 * tile.1 * k) as f64);
+    assert_eq!(full.workgroups, tiles as u64);
+    assert_eq!(full.simulated_workgroups, tiles as u64);
+    // Every wave issued every instruction it executed; the time is positive and above the
+    // MFMA-throughput bound at the model's clock.
+    let mfma_bound = full.flops / (Machine::MI300X.peak_fp8_flops());
+    assert!(full.seconds > mfma_bound, "{} s vs MFMA bound {mfma_bound} s", full.seconds);
+    assert!(full.busy.mfma > 0.0 && full.busy.mfma <= 1.0, "{:?}", full.busy);
+    assert!(full.top.iter().all(|s| s.cycles > 0 && !s.text.is_empty()));
+    let shown = format!("{full}");
+    assert!(shown.contains("modelled") && shown.contains("TFLOPS"), "{shown}");
+}
+
+#[test]
+fn more_bandwidth_never_makes_a_memory_bound_launch_slower() {
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    // 64 rows against a wide weight: weight streaming dominates.
+    let slow = Machine { hbm_bytes_per_s: 1.0e12, ..Machine::MI300X };
+    let (r, _) = dense_runs(64, 2048, 2048, &[(&slow, opts(Scope::Full, true)), (&Machine::MI300X, opts(Scope::Full, true))]);
+    let (a, b) = (&r[0], &r[1]);
+    assert!(b.cycles <= a.cycles, "5.3 TB/s: {} cycles, 1 TB/s: {} cycles", b.cycles, a.cycles);
+    assert!(a.stalls[Stall::Vmcnt as usize] > 0);
+}
+
+#[test]
+fn one_xcd_scope_stays_close_to_the_full_simulation() {
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    // Mid-size shapes with several workgroups per XCD.
+    for (m, n, k) in [(1024, 2048, 1024), (512, 4096, 2048)] {
+        let (r, _) = dense_runs(m, n, k, &[(&Machine::MI300X, opts(Scope::Full, true)), (&Machine::MI300X, opts(Scope::OneXcd, true))]);
+        let (full, one) = (&r[0], &r[1]);
+        let err = one.seconds / full.seconds - 1.0;
+        println!("{m}x{n}x{k}: full {:.2} µs, one XCD {:.2} µs ({:+.1} %)", full.seconds * 1e6, one.seconds * 1e6, err * 100.0);
+        assert_eq!(one.simulated_workgroups, full.workgroups.div_ceil(8));
+        assert!(err.abs() < 0.10, "{m}x{n}x{k}: one-XCD shortcut off by {:.1} %", err * 100.0);
+    }
+}
+
+fn peers_dir() -> std::path::PathBuf {
+    peers::peers_dir().unwrap_or_else(|e| panic!("{e} (the peer-kernel timing tests need AMD's code objects; .ci/run sets it to ../shared/peers)"))
+}
+
+#[test]
+fn peer_kernel_timing_is_independent_of_mfma_math() {
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = peers_dir();
+    let kernel = peers::load_peer(&dir, PeerFamily::BpreShuffle { tm: 64 }).unwrap();
+    let full = time_peer(&kernel, 200, 256, 1024, &Machine::MI325X, &opts(Scope::Full, false)).unwrap();
+    let skip = time_peer(&kernel, 200, 256, 1024, &Machine::MI325X, &opts(Scope::Full, true)).unwrap();
+    assert_eq!((full.cycles, full.issued, full.stalls), (skip.cycles, skip.issued, skip.stalls));
+    assert_eq!(full.flops, (2 * 4 * 64 * 2 * 128 * 1024) as f64, "⌈200/64⌉ × 2 tiles of 64×128×1024");
+}
+
+/// A few measured MI325X rows (both N, small and large tiles) as a regression guard of the
+/// calibration; the whole table is `fp8gemm calibrate` (and the ignored test below).
+#[test]
+fn calibration_rows_stay_within_the_goal() {
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = peers_dir();
+    let rows = peers::measured_rows(&dir).unwrap();
+    let pick = [0usize, 7, 10, 16, 24, 38];
+    let mut out = Vec::new();
+    for &i in &pick {
+        let row = rows[i].clone();
+        let kernel = peers::load_peer(&dir, row.family().unwrap()).unwrap();
+        let report = time_peer(&kernel, row.m, row.n, row.k, &Machine::MI325X, &opts(Scope::OneXcd, true)).unwrap();
+        let r = CalRow { measured: row, report };
+        println!("{r}");
+        assert!(r.rel_err().abs() <= 0.25, "row {i}: modelled {:.2} µs vs measured {:.2} µs", r.modelled_us(), r.measured.us);
+        out.push(r);
+    }
+    let (median, worst) = error_summary(&out);
+    println!("median |error| {:.1} %, worst {:.1} %", median * 100.0, worst * 100.0);
+    assert!(median <= 0.10);
+}
+
+/// The whole calibration table (47 rows, one-XCD scope): `cargo test --release --test
+/// timing_model -- --ignored --nocapture`.
+#[test]
+#[ignore = "minutes: the whole measured table"]
+fn calibration_table() {
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = peers_dir();
+    let out = amdgpu_emu::timing::calibrate::calibrate(&dir, &Machine::MI325X, &opts(Scope::OneXcd, true), &|_| true, &mut |_, r| println!("{r}")).unwrap();
+    let (median, worst) = error_summary(&out);
+    println!("{} rows: median |error| {:.1} %, worst {:.1} %", out.len(), median * 100.0, worst * 100.0);
+    assert_eq!(out.len(), peers::MEASURED_ROWS);
+    assert!(median <= 0.10 && worst <= 0.25, "median {median}, worst {worst}");
+}
