@@ -69,19 +69,21 @@ fn dense_with<F: Fp8Format>(ctx: &Context, m: usize, n: usize, k: usize, seed: u
     Ok(())
 }
 
-/// Prints the emulator's counters and the cost model's modelled MI300X time for the last launch,
+/// Prints the emulator's counters and the throughput lower bound for the last launch,
 /// and the emulator's wall time over an `m × n × k` problem (`m` = rows actually computed).
 #[cfg(feature = "emu")]
 pub fn report_emulator(wall: std::time::Duration, m: usize, n: usize, k: usize) {
     if let Some(r) = fp8gemm::runtime::last_emulator_report() {
-        // Emulator counters of the launch and the MI300X cost model's *modelled* time.
+        // Emulator counters of the launch and the throughput lower bound; the timing model's
+        // modelled time is `fp8gemm profile` (it runs the launch again, traced).
         for line in r.to_string().lines() {
             println!("counters     {line}");
         }
-        let est = amdgpu_emu::cost::estimate(&r, &r.resources, r.grid);
+        let est = amdgpu_emu::timing::bound::estimate(&r, &r.resources, r.grid);
         for line in est.to_string().lines() {
             println!("modelled     {line}");
         }
+        println!("modelled     the timing model's modelled time, stalls and pipes: `fp8gemm profile` with the same shape");
     }
     let flops = 2.0 * m as f64 * n as f64 * k as f64;
     println!(

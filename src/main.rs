@@ -183,15 +183,28 @@ fn run(cli: Cli) -> Result<(), String> {
             print!("{}", codeobj::format_table(&rows));
             Ok(())
         }
-        Command::Gemm { m, n, k, seed } => gemm::run_dense(m, n, k, seed),
-        Command::Grouped { layout, groups, m, n, k, seed } => grouped::run_grouped(layout, groups, m, n, k, seed),
-        Command::Bench { m, n, k, iters } => gemm::bench_dense(m, n, k, iters),
+        Command::Gemm { m, n, k, seed } => {
+            check_dense_sizes(m, n, k)?;
+            gemm::run_dense(m, n, k, seed)
+        }
+        Command::Grouped { layout, groups, m, n, k, seed } => {
+            check_grouped_sizes(groups, m, n, k)?;
+            grouped::run_grouped(layout, groups, m, n, k, seed)
+        }
+        Command::Bench { m, n, k, iters } => {
+            check_dense_sizes(m, n, k)?;
+            gemm::bench_dense(m, n, k, iters)
+        }
         Command::Tune { machine, scope, out, quick } => {
             let (m, o) = profile::machine_and_options(&machine, scope)?;
             tune::run(m, o, out, quick)
         }
         Command::Calibrate { peers, machine, scope, rows, verbose } => profile::calibrate(peers, &machine, scope, &rows, verbose),
         Command::Profile { m, n, k, layout, groups, machine, scope, full_math, seed } => {
+            match layout {
+                None => check_dense_sizes(m, n, k)?,
+                Some(_) => check_grouped_sizes(groups, m, n, k)?,
+            }
             profile::enable(&machine, scope, full_math)?;
             match layout {
                 None => gemm::run_dense(m, n, k, seed),
@@ -218,6 +231,42 @@ fn run(cli: Cli) -> Result<(), String> {
             Ok(())
         }
     }
+}
+
+/// The largest tensor the kernels address (`fp8gemm_device::tile::MAX_TENSOR_BYTES`, 32-bit
+/// buffer offsets). The demos check every tensor they would build against it *before* allocating
+/// anything, so a huge size is one error line rather than an allocation abort.
+const MAX_TENSOR_BYTES: u64 = fp8gemm_device::tile::MAX_TENSOR_BYTES;
+
+/// Rejects a tensor of `dims` elements of `elem_bytes` bytes that overflows or exceeds
+/// [`MAX_TENSOR_BYTES`]; `arg` names the command-line argument to blame.
+fn check_tensor(arg: &str, what: &str, dims: &[(&str, usize)], elem_bytes: u64) -> Result<(), String> {
+    let bytes = dims.iter().try_fold(elem_bytes, |acc, &(_, d)| u64::try_from(d).ok().and_then(|d| acc.checked_mul(d)));
+    match bytes {
+        Some(b) if b < MAX_TENSOR_BYTES => Ok(()),
+        _ => {
+            let shape: Vec<String> = dims.iter().map(|(name, d)| format!("{name} = {d}")).collect();
+            Err(format!(
+                "argument `--{arg}`: {what} ({}) needs {} bytes; the kernels address fewer than 2^31 bytes per tensor",
+                shape.join(", "),
+                bytes.map_or_else(|| "more than 2^64".to_string(), |b| b.to_string())
+            ))
+        }
+    }
+}
+
+fn check_dense_sizes(m: usize, n: usize, k: usize) -> Result<(), String> {
+    check_tensor("m", "A (m × k FP8)", &[("m", m), ("k", k)], 1)?;
+    check_tensor("n", "B (n × k FP8)", &[("n", n), ("k", k)], 1)?;
+    check_tensor("m", "D (m × n bf16)", &[("m", m), ("n", n)], 2)
+}
+
+fn check_grouped_sizes(groups: usize, m: usize, n: usize, k: usize) -> Result<(), String> {
+    check_tensor("groups", "B (groups × n × k FP8)", &[("groups", groups), ("n", n), ("k", k)], 1)?;
+    // Rows of A in either layout: at most ⌈1.3·m⌉ per group, plus up to 127 padding rows.
+    let per_group = m.checked_mul(13).map(|x| x.div_ceil(10)).and_then(|x| x.checked_add(128)).unwrap_or(usize::MAX);
+    check_tensor("m", "A (groups × ⌈1.3·m + 128⌉ rows × k FP8)", &[("groups", groups), ("rows per group", per_group), ("k", k)], 1)?;
+    check_tensor("m", "D (groups × ⌈1.3·m + 128⌉ rows × n bf16)", &[("groups", groups), ("rows per group", per_group), ("n", n)], 2)
 }
 
 fn main() -> ExitCode {

@@ -32,7 +32,8 @@ fn gemm_demo_meets_both_accuracy_goals() {
     let (ok, out, err) = fp8gemm(&["gemm", "--m", "65", "--n", "192", "--k", "256", "--seed", "4"]);
     assert!(ok, "{out}\n{err}");
     assert!(out.contains("vs the dequantized reference") && out.contains("vs the unquantized reference"), "{out}");
-    assert!(out.contains("modelled MI300X time (cost model, not measured; a throughput lower bound"), "{out}");
+    assert!(out.contains("modelled MI300X throughput lower bound (not measured, not the timing model"), "{out}");
+    assert!(out.contains("`fp8gemm profile`"), "{out}");
 }
 
 #[test]
@@ -66,4 +67,60 @@ fn gemm_rejects_unsupported_shapes_with_the_argument_named() {
     let (ok, _, err) = fp8gemm(&["gemm", "--m", "4", "--n", "128", "--k", "100"]);
     assert!(!ok);
     assert!(err.contains("argument `k`: expected a positive multiple of 128, got 100"), "{err}");
+}
+
+/// Huge sizes are one error line and a nonzero exit, never an allocation abort or a panic
+/// (`--m 4294967296`, `--m usize::MAX`, `--groups` huge), for every subcommand that allocates.
+#[test]
+fn huge_sizes_are_one_error_line() {
+    let max = usize::MAX.to_string();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["gemm", "--m", "4294967296", "--n", "128", "--k", "128"], "argument `--m`"),
+        (vec!["gemm", "--m", &max, "--n", "128", "--k", "128"], "argument `--m`"),
+        (vec!["gemm", "--m", "128", "--n", &max, "--k", "128"], "argument `--n`"),
+        (vec!["gemm", "--m", "128", "--n", "128", "--k", &max], "argument `--m`"),
+        (vec!["bench", "--m", "4294967296", "--n", "128", "--k", "128"], "argument `--m`"),
+        (vec!["profile", "--m", "4294967296", "--n", "128", "--k", "128"], "argument `--m`"),
+        (vec!["grouped", "--layout", "masked", "--groups", "4294967296", "--m", "8", "--n", "128", "--k", "128"], "argument `--groups`"),
+        (vec!["grouped", "--layout", "contiguous", "--groups", &max, "--m", "8", "--n", "128", "--k", "128"], "argument `--groups`"),
+        (vec!["grouped", "--layout", "contiguous", "--groups", "2", "--m", &max, "--n", "128", "--k", "128"], "argument `--m`"),
+    ];
+    for (args, want) in cases {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_fp8gemm")).args(&args).output().expect("run fp8gemm");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: exit status {:?}, stderr {err}", out.status);
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert!(err.contains("2^31 bytes"), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: one error line, got {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn profile_prints_the_timing_models_report_for_dense_and_grouped() {
+    let (ok, out, err) = fp8gemm(&["profile", "--m", "200", "--n", "256", "--k", "512", "--machine", "mi325x"]);
+    assert!(ok, "{out}\n{err}");
+    for want in ["modelled on mi325x (timing model, not measured)", "modelled time", "modelled busy: MFMA", "modelled stalls", "top stalled instructions", "TFLOPS modelled"] {
+        assert!(out.contains(want), "missing `{want}` in\n{out}");
+    }
+    let (ok, out, err) = fp8gemm(&["profile", "--layout", "masked", "--groups", "2", "--m", "64", "--n", "256", "--k", "256", "--scope", "xcd"]);
+    assert!(ok, "{out}\n{err}");
+    assert!(out.contains("m_grouped_fp8_gemm_nt_masked") && out.contains("simulated on one XCD"), "{out}");
+    let (ok, _, err) = fp8gemm(&["profile", "--m", "64", "--n", "128", "--k", "128", "--machine", "mi999"]);
+    assert!(!ok);
+    assert!(err.contains("--machine \"mi999\": unknown machine; expected one of mi300x, mi325x"), "{err}");
+}
+
+#[test]
+fn calibrate_compares_modelled_and_measured_rows() {
+    let dir = std::env::var("FP8GEMM_PEERS_DIR").unwrap_or_else(|_| panic!("FP8GEMM_PEERS_DIR is not set: the calibration needs AMD's peer code objects (.ci/run sets it to ../shared/peers)"));
+    let (ok, out, err) = fp8gemm(&["calibrate", "--peers", &dir, "--rows", "10", "--scope", "xcd"]);
+    assert!(ok, "{out}\n{err}");
+    let row = out.lines().find(|l| l.contains("BpreShuffle_32x128")).unwrap_or_else(|| panic!("no row in\n{out}"));
+    let cols: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(&cols[1..5], &["480", "2048", "7168", "27.14"], "{row}");
+    assert!(out.contains("1 rows: median |error|"), "{out}");
+    let (ok, _, err) = fp8gemm(&["calibrate", "--peers", "/nonexistent/peers"]);
+    assert!(!ok);
+    assert!(err.contains("/nonexistent/peers"), "{err}");
 }

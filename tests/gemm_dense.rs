@@ -1,4 +1,4 @@
-//! `fp8gemm::fp8_gemm_nt` end to end — public API → rocm-rs → HIP C ABI → gfx942 emulator —
+//! `fp8gemm::fp8_gemm_nt` end to end — public API → HIP API of the emulator backend → gfx942 emulator —
 //! against the CPU references, and every class of rejected input.
 
 use fp8gemm::fp8::{E4M3Fn, E4M3Fnuz};

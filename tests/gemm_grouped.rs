@@ -1,5 +1,5 @@
-//! `fp8gemm::m_grouped_fp8_gemm_nt_{contiguous,masked}` end to end — public API → rocm-rs → HIP C
-//! ABI → gfx942 emulator with every check on (memcheck: any access outside an allocation fails
+//! `fp8gemm::m_grouped_fp8_gemm_nt_{contiguous,masked}` end to end — public API → HIP API of the
+//! emulator backend → gfx942 emulator with every check on (memcheck: any access outside an allocation fails
 //! the launch; MFMA hazards, LDS races, late-arriving loads, uninitialized LDS reads) —
 //! against the CPU references, with D pre-filled with a sentinel that every row the kernels must
 //! not write has to keep bit for bit; and every class of rejected input.

@@ -207,3 +207,82 @@ impl MGroupedMaskedArgs {
 
 const _: () = assert!(core::mem::size_of::<MGroupedContiguousArgs>() == 64);
 const _: () = assert!(core::mem::size_of::<MGroupedMaskedArgs>() == 64);
+
+/// Arguments of the activation quantization kernels ([`crate::quant`], symbols
+/// `quantize_act_*`): DeepGEMM's per-token (1×128) recipe on the device.
+///
+/// Input `x` is row-major `groups · rows` rows of `k` values (bf16 or f32 by kernel); the fused
+/// `silu_mul` kernels read rows of `2·k` values (gate = first `k`, up = last `k`). Output `q` is
+/// `groups · rows × k` FP8 bytes and `sf` `groups · rows × ⌈k/128⌉` f32, row-major, no padding:
+/// exactly the A / SFA layout of the GEMM kernels. Dense (and contiguous) kernels: `groups = 1`,
+/// `masked_m` unused. Masked kernels: `rows` is `m_max` and only rows `0..clamp(masked_m[g], 0,
+/// m_max)` of each group are read and written. Requirements (checked by the host): `rows ≥ 1`,
+/// `groups ≥ 1`, `k ≥ 8` and `k % 8 == 0`, `groups · rows · ⌈k/128⌉ ≤ u32::MAX − 15`, `x`, `q`,
+/// `sf` 16-byte aligned. The grid is 1-D with `⌈groups · rows · ⌈k/128⌉ / 16⌉` workgroups of 256.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct QuantActArgs {
+    /// Input values (bf16 bits or f32, per kernel).
+    pub x: GlobalPtr<u8>,
+    /// Output FP8 bytes, `groups · rows × k`.
+    pub q: GlobalPtr<u8>,
+    /// Output scales, `groups · rows × ⌈k/128⌉` f32.
+    pub sf: GlobalPtr<f32>,
+    /// Valid rows of every group, `groups` i32 (masked kernels only; 0 otherwise).
+    pub masked_m: GlobalPtr<i32>,
+    /// Rows per group (dense: `m`; masked: `m_max`).
+    pub rows: u32,
+    /// Columns of the output (and of the input, except for `silu_mul`: `2·k`).
+    pub k: u32,
+    /// Number of groups (1 for dense).
+    pub groups: u32,
+    /// Largest finite value of the FP8 format (240 E4M3FNUZ, 448 E4M3FN).
+    pub fp8_max: f32,
+}
+
+/// Arguments of the weight quantization kernels ([`crate::quant`], symbols `quantize_weight_*`):
+/// DeepGEMM's per-block (128×128) recipe on the device.
+///
+/// Input `x` is row-major `n × k` (bf16 or f32 by kernel); output `q` is `n × k` FP8 bytes and
+/// `sf` `⌈n/128⌉ × ⌈k/128⌉` f32 (the B / SFB layout of the GEMM kernels). Requirements (checked
+/// by the host): `n ≥ 1`, `k ≥ 8`, `k % 8 == 0`, `⌈n/128⌉ · ⌈k/128⌉ ≤ u32::MAX`, pointers
+/// 16-byte aligned. The grid is 1-D with one 64-work-item workgroup per 128×128 block.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct QuantWeightArgs {
+    /// Input values (bf16 bits or f32, per kernel).
+    pub x: GlobalPtr<u8>,
+    /// Output FP8 bytes, `n × k`.
+    pub q: GlobalPtr<u8>,
+    /// Output scales, `⌈n/128⌉ × ⌈k/128⌉` f32.
+    pub sf: GlobalPtr<f32>,
+    /// Rows.
+    pub n: u32,
+    /// Columns.
+    pub k: u32,
+    /// Largest finite value of the FP8 format (240 E4M3FNUZ, 448 E4M3FN).
+    pub fp8_max: f32,
+    /// Reserved, must be 0 (keeps the struct a multiple of 8 bytes).
+    pub reserved: u32,
+}
+
+impl QuantActArgs {
+    /// The struct's bytes: the kernel's kernarg segment.
+    pub fn as_bytes(&self) -> &[u8] {
+        // SAFETY: repr(C) of four u64 wrappers followed by four 4-byte fields: no padding (48
+        // bytes, checked by the const assertion below), every byte initialized; borrows `self`.
+        unsafe { core::slice::from_raw_parts((self as *const Self).cast::<u8>(), core::mem::size_of::<Self>()) }
+    }
+}
+
+impl QuantWeightArgs {
+    /// The struct's bytes: the kernel's kernarg segment.
+    pub fn as_bytes(&self) -> &[u8] {
+        // SAFETY: repr(C) of three u64 wrappers followed by four 4-byte fields: no padding (40
+        // bytes, checked by the const assertion below), every byte initialized; borrows `self`.
+        unsafe { core::slice::from_raw_parts((self as *const Self).cast::<u8>(), core::mem::size_of::<Self>()) }
+    }
+}
+
+const _: () = assert!(core::mem::size_of::<QuantActArgs>() == 48);
+const _: () = assert!(core::mem::size_of::<QuantWeightArgs>() == 40);

@@ -24,7 +24,14 @@
 //!   MFMAs they are written to the other LDS stage (double buffering, one barrier per half).
 //! * **Promotion**: each 128-K block accumulates into zeroed partial accumulators (the first MFMA
 //!   of a block takes the inline constant 0 as C); after its second half
-//!   `acc += partial · (SFA[row,kb] · SFB[n0/128,kb])` with `v_pk_fma_f32`. SFB is wave-uniform
+//!   `acc += partial · (SFA[row,kb] · (SFB[n0/128,kb] · 2^-60))` with `v_pk_fma_f32`, and the
+//!   epilogue multiplies by `2^60` ([`crate::tile::PROMOTION_EXP`]): exact power-of-two scaling
+//!   (results bit-identical to the unscaled form wherever that stays finite and normal) that
+//!   lets `SFA · SFB` reach `2^188` instead of overflowing at `2^128` — inputs of ±4.5e21 on both
+//!   sides used to make it `inf` and return inf/NaN where the exact result is representable.
+//!   The supported scale range is [`crate::tile::MIN_SCALE`] (the host rejects other host-side
+//!   scales). Cost: one `v_mul_f32` per block (hidden in an `s_nop` slot on gfx942 bm64_bn64)
+//!   and one multiply per output value. SFB is wave-uniform
 //!   (a tile never straddles a 128-column scale block: `BN ≤ 128` divides 128): one
 //!   `buffer_load_dword` of the same address in every lane; SFA is one `buffer_load_dword` per A
 //!   fragment per block. Both are issued at the start of the block and consumed at its end.
@@ -53,9 +60,11 @@
 //!
 //! | kernel | instructions | MFMA | `v_pk_fma_f32` + `v_mul` (promotion) | `ds_read_b128` | `ds_write_b128` | `buffer_load` x4 / x1 | waitcnt | SALU, SMEM, branch, barrier |
 //! |---|---|---|---|---|---|---|---|---|
-//! | bm64_bn64   |  72 | 16 (22.2%) |  8 + 2 |  8 | 4 | 4 / 3 | 11 | 15 (+ 1 `s_nop`) |
-//! | bm64_bn128  | 105 | 32 (30.5%) | 16 + 2 | 12 | 6 | 6 / 3 | 13 | 15 |
-//! | bm128_bn128 | 174 | 64 (36.8%) | 32 + 4 | 16 | 8 | 8 / 5 | 19 | 15 (+ 3 VALU address ops) |
+//! | bm64_bn64   |  72 | 16 (22.2%) |  8 + 3 |  8 | 4 | 4 / 3 | 11 | 15 |
+//! | bm64_bn128  | 106 | 32 (30.2%) | 16 + 3 | 12 | 6 | 6 / 3 | 13 | 15 |
+//! | bm128_bn128 | 175 | 64 (36.6%) | 32 + 5 | 16 | 8 | 8 / 5 | 19 | 15 (+ 3 VALU address ops) |
+//!
+//! (Before the `2^-60` promotion scaling: 72, 105, 174; the gfx950 bm64_bn64 loop is 73.)
 //!
 //! Why the MFMA share cannot reach 60% of *issued instructions* with exact FP32 promotion on
 //! gfx942: per 128-K block a 16×16 fragment takes 4 MFMAs (K = 32 each) and its promotion takes 2
@@ -295,6 +304,9 @@ pub(crate) mod imp {
             }
             sched_fence();
             compute(1, false, &mut part);
+            // Promotion in the 2^-60 domain (tile::PROMOTION_EXP): exact power-of-two scaling
+            // that keeps SFA·SFB finite up to 2^188 (one v_mul per block).
+            let sfb = sfb * tile::PROMOTION_DOWN;
             for fm in 0..FM {
                 let s = sfa[fm] * sfb;
                 for fnn in 0..FN {
@@ -316,6 +328,7 @@ pub(crate) mod imp {
                 let col = n0 + 16 * (wn * FN as u32 + fnn as u32) + 4 * (lane >> 4);
                 let voff = if col < n && keep[fm] { (row * ldd + col) * 2 } else { PARKED };
                 let v = acc[fm][fnn].to_array();
+                let v = [v[0] * tile::PROMOTION_UP, v[1] * tile::PROMOTION_UP, v[2] * tile::PROMOTION_UP, v[3] * tile::PROMOTION_UP];
                 let data = U32x2([tile::pack_bf16x2(v[0], v[1]), tile::pack_bf16x2(v[2], v[3])]);
                 // SAFETY: rs_d covers the problem's D; rows past it are out of range and
                 // dropped, columns ≥ n and rows the caller does not keep are parked out of

@@ -35,8 +35,8 @@
 //!
 //! The steady-state main loop of every grouped kernel has exactly the instruction mix of the
 //! dense kernel with the same tile (table in [`crate::dense`]; per 128-K block: bm64_bn64 72
-//! instructions, 16 MFMA, 8 `ds_read_b128`, 4 `ds_write_b128`, 7 buffer loads; bm64_bn128 105,
-//! 32, 12, 6, 9; bm128_bn128 174, 64, 16, 8, 13), checked by `grouped_kernels_share_the_dense_main_loop`.
+//! instructions, 16 MFMA, 8 `ds_read_b128`, 4 `ds_write_b128`, 7 buffer loads; bm64_bn128 106,
+//! 32, 12, 6, 9; bm128_bn128 175, 64, 16, 8, 13), checked by `grouped_kernels_share_the_dense_main_loop`.
 //! The per-row store predicate of the contiguous kernels costs `BM/32` `buffer_load_dword`s and
 //! compares per lane before the loop (2 more VGPRs), nothing inside it.
 

@@ -42,6 +42,12 @@ impl F32x4 {
 pub struct U32x4(pub [u32; 4]);
 
 impl U32x4 {
+    /// The four words.
+    #[inline(always)]
+    pub fn to_array(self) -> [u32; 4] {
+        // SAFETY: U32x4 is repr(simd) over [u32; 4]: same size, same element order.
+        unsafe { core::mem::transmute::<U32x4, [u32; 4]>(self) }
+    }
     /// The 16 bytes as two u64 (byte order preserved).
     #[inline(always)]
     pub fn to_u64x2(self) -> [u64; 2] {
@@ -133,6 +139,44 @@ unsafe extern "unadjusted" {
     fn s_waitcnt_raw(imm: i32);
     #[link_name = "llvm.amdgcn.s.setprio"]
     fn s_setprio_raw(prio: i16);
+    #[link_name = "llvm.amdgcn.cvt.pk.fp8.f32"]
+    fn cvt_pk_fp8_f32_raw(a: f32, b: f32, old: i32, word_sel: bool) -> i32;
+}
+
+/// `v_cvt_pk_fp8_f32`: converts `a` and `b` to the target's FP8 (E4M3FNUZ on gfx942, E4M3FN on
+/// gfx950), round to nearest even, and writes them as bytes 0, 1 (`HI = false`) or 2, 3
+/// (`HI = true`) of `old`, keeping its other two bytes. The instruction does **not** saturate: a
+/// finite value that rounds above the format's maximum becomes NaN (clamp before converting).
+#[inline(always)]
+pub fn cvt_pk_fp8_f32<const HI: bool>(a: f32, b: f32, old: u32) -> u32 {
+    // SAFETY: a pure register operation on gfx942/gfx950 (the only targets of this crate);
+    // word_sel is a compile-time constant as the intrinsic requires.
+    unsafe { cvt_pk_fp8_f32_raw(a, b, old as i32, HI) as u32 }
+}
+
+/// The largest of `v` over the 16 lanes of this lane's DPP row (lanes `16·r .. 16·r + 16`),
+/// in every lane of the row: four `row_ror` DPP steps (8, 4, 2, 1). Every lane of the wave must
+/// be active (a rotate from an inactive lane would read 0, which is harmless for the unsigned
+/// maximum but documented here so callers keep the wave converged).
+#[inline(always)]
+pub fn row16_umax(v: u32) -> u32 {
+    use core::arch::amdgpu::update_dpp;
+    // SAFETY: DPP row rotates are defined for every lane of a full row; the controls are the
+    // row_ror encodings 0x120 + n of the GFX9 DPP format, all rows and banks enabled.
+    unsafe {
+        let v = v.max(update_dpp::<0x128, 0xf, 0xf, false>(0, v));
+        let v = v.max(update_dpp::<0x124, 0xf, 0xf, false>(0, v));
+        let v = v.max(update_dpp::<0x122, 0xf, 0xf, false>(0, v));
+        v.max(update_dpp::<0x121, 0xf, 0xf, false>(0, v))
+    }
+}
+
+/// The value of `v` in lane `LANE` of the wave (`v_readlane_b32`), wave-uniform.
+#[inline(always)]
+pub fn readlane<const LANE: u32>(v: u32) -> u32 {
+    const { assert!(LANE < 64) };
+    // SAFETY: LANE is a compile-time constant below 64 (asserted above), so it is uniform.
+    unsafe { core::arch::amdgpu::readlane_u32(v, LANE) }
 }
 
 /// `buffer_load_dwordx4 … offen`: 16 bytes at `voffset + soffset` of `rsrc`; 0 when `voffset`

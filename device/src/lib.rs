@@ -34,6 +34,7 @@ pub use fp8gemm_device_macros::amdgpu_kernel;
 pub mod args;
 pub mod dense;
 pub mod grouped;
+pub mod quant;
 #[cfg(target_arch = "amdgpu")]
 pub mod intrinsics;
 pub mod test_kernels;

@@ -64,6 +64,39 @@ pub const NUM_XCDS: u32 = 8;
 /// tensor (A, B, SFA, SFB, D) must be smaller than this many bytes, and so must
 /// `(m + 128) · k` and `(n + 128) · k` (the rows a tail tile addresses beyond the tensor).
 pub const MAX_TENSOR_BYTES: u64 = 1 << 31;
+/// Exponent offset of the FP32 promotion: the accumulators hold `D · 2^-PROMOTION_EXP`. Each
+/// 128-K block adds `partial · (SFA · (SFB · 2^-60))`, and the epilogue multiplies by `2^60`
+/// before rounding to bf16. Power-of-two scalings are exact, so results are bit-identical to the
+/// unscaled computation wherever that one stays finite and normal; but the scale product
+/// `SFA · SFB` may now reach `2^188` before it overflows (was `2^128`: inputs of ±4.5e21 on both
+/// sides made it `inf`, and `0 · inf = NaN`), while its normal range still covers the recipe's
+/// smallest scales (`1e-4 / 448 ≈ 2^-22.1`, products `≥ 2^-44.2`). See [`MIN_SCALE`].
+pub const PROMOTION_EXP: i32 = 60;
+/// `2^-PROMOTION_EXP`.
+pub const PROMOTION_DOWN: f32 = f32::from_bits(((127 - PROMOTION_EXP) as u32) << 23);
+/// `2^PROMOTION_EXP`.
+pub const PROMOTION_UP: f32 = f32::from_bits(((127 + PROMOTION_EXP) as u32) << 23);
+/// The supported scale magnitudes of every GEMM kernel: each SFA and SFB entry is 0 or has
+/// `MIN_SCALE ≤ |s| < MAX_SCALE` (`2^-24 ≤ |s| < 2^94`). Then every scale product `SFA · SFB`
+/// is 0 or in `[2^-48, 2^188)`, so `SFA · SFB · 2^-60` is a finite normal `f32` and the kernels
+/// compute `Σ partial · SFA · SFB` without an intermediate overflow or underflow (a term
+/// overflows only where the exact term does). The host rejects host-side scales outside this
+/// range with a typed error; DeepGEMM's recipes produce scales in `[2^-22.1, 2^94)` for any input
+/// with `amax < 2^94 · FP8_MAX` (≈ 4.7e30 for E4M3FNUZ, 8.7e30 for E4M3FN).
+pub const MIN_SCALE: f32 = f32::from_bits((127 - 24) << 23);
+/// Exclusive upper bound of the supported scale magnitudes (`2^94`), see [`MIN_SCALE`].
+pub const MAX_SCALE: f32 = f32::from_bits((127 + 94) << 23);
+
+const _: () = assert!(PROMOTION_DOWN == 1.0 / (1u64 << 60) as f32);
+
+/// Whether a scale is in the kernels' supported range (see [`MIN_SCALE`]): 0, or
+/// `2^-24 ≤ |s| < 2^94` (NaN and ±∞ are not).
+#[inline]
+pub fn scale_supported(s: f32) -> bool {
+    let a = f32::from_bits(s.to_bits() & 0x7fff_ffff);
+    a == 0.0 || (MIN_SCALE..MAX_SCALE).contains(&a)
+}
+
 /// The kernels' requirements on the shape: `k % K_ALIGN == 0` …
 pub const K_ALIGN: u32 = 128;
 /// … and `n % N_ALIGN == 0` (each lane stores 4 consecutive bf16 of a row; any `m ≥ 1` works).

@@ -18,7 +18,6 @@
 //!   selects others (e.g. `AMDGPU_EMU_CHECKS=memcheck`; syntax of `exec::Checks::parse`).
 #![warn(missing_docs)]
 
-pub mod cost;
 pub mod timing;
 pub mod decode;
 pub mod disasm;

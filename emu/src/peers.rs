@@ -228,14 +228,14 @@ pub struct PeerKernel {
     pub symbol: String,
     /// The parsed code object.
     pub code_object: CodeObject,
+    /// The kernel `symbol` of `code_object`, found by [`load_peer`].
+    entry: Kernel,
 }
 
 impl PeerKernel {
-    /// The kernel inside [`PeerKernel::code_object`] (checked to exist by [`load_peer`]).
+    /// The kernel inside [`PeerKernel::code_object`] ([`load_peer`] checked that it exists).
     pub fn kernel(&self) -> &Kernel {
-        // load_peer refused code objects without this symbol, and the fields are only set there
-        // (or by a caller who then owns the mismatch; `kernels()[0]` keeps this total).
-        self.code_object.kernel(&self.symbol).unwrap_or(&self.code_object.kernels()[0])
+        &self.entry
     }
 }
 
@@ -261,10 +261,10 @@ pub fn load_peer(dir: &Path, family: PeerFamily) -> Result<PeerKernel, PeerError
     let bytes = std::fs::read(&path).map_err(|source| PeerError::Io { path: path.clone(), source })?;
     let code_object = CodeObject::parse(&bytes).map_err(|source| PeerError::Load { path: path.clone(), source })?;
     let symbol = family.symbol();
-    if code_object.kernel(&symbol).is_none() {
+    let Some(entry) = code_object.kernel(&symbol).cloned() else {
         return Err(PeerError::MissingSymbol { path, symbol });
-    }
-    Ok(PeerKernel { family, path, symbol, code_object })
+    };
+    Ok(PeerKernel { family, path, symbol, code_object, entry })
 }
 
 /// Loads all seven peers from `dir` (any missing or unparsable file is an error).
@@ -432,6 +432,14 @@ impl PeerProblem {
             return Err(shape("k", self.k.into(), format!("a positive multiple of {K_BLOCK}")));
         }
         let kb = self.k / K_BLOCK;
+        for (arg, v) in [("m", self.m), ("n", self.n), ("k", self.k)] {
+            if v > i32::MAX as u32 {
+                return Err(shape(arg, v.into(), format!("at most {} (the kernels take i32 sizes)", i32::MAX)));
+            }
+        }
+        if (self.n / f.tile_n()).checked_mul(self.ks).is_none() {
+            return Err(shape("ks", self.ks.into(), "small enough that n / 128 · ks fits the grid".into()));
+        }
         match f {
             PeerFamily::BpreShuffle { .. } => {
                 if self.ks == 0 || !kb.is_multiple_of(self.ks) {
@@ -473,9 +481,19 @@ pub fn preshuffle_offset(n: usize, k: usize, k_dim: usize) -> usize {
     (n / 16) * 16 * k_dim + (k / 16) * 256 + (n % 16) * 16 + k % 16
 }
 
-/// Pre-shuffles logical row-major B (`n × k` bytes) into the peers' layout (`n` a multiple of
-/// 16, `k` of 32).
-pub fn preshuffle_b(b: &[u8], n: usize, k: usize) -> Vec<u8> {
+/// Pre-shuffles logical row-major B (`n × k` bytes) into the peers' layout; `n` must be a
+/// multiple of 16 and `k` of 32, and `b` exactly `n · k` bytes.
+pub fn preshuffle_b(b: &[u8], n: usize, k: usize) -> Result<Vec<u8>, PeerError> {
+    let shape = |arg: &'static str, value: usize, expected: &str| PeerError::Shape { kernel: "preshuffle_b".into(), arg, value: value as u64, expected: expected.into() };
+    if !n.is_multiple_of(16) {
+        return Err(shape("n", n, "a multiple of 16"));
+    }
+    if !k.is_multiple_of(32) {
+        return Err(shape("k", k, "a multiple of 32"));
+    }
+    if b.len() != n * k {
+        return Err(PeerError::Length { arg: "b", got: b.len(), expected: n * k });
+    }
     let mut out = vec![0u8; n * k];
     // Each 16-byte run of a row (k%16 = 0..16) stays contiguous.
     for row in 0..n {
@@ -484,7 +502,7 @@ pub fn preshuffle_b(b: &[u8], n: usize, k: usize) -> Vec<u8> {
             out[dst..dst + 16].copy_from_slice(&b[row * k + k16..row * k + k16 + 16]);
         }
     }
-    out
+    Ok(out)
 }
 
 /// Size of the A, SA and C allocations.
@@ -695,7 +713,7 @@ fn prepare_into(mem: &DeviceMemory, kernel: &PeerKernel, problem: &PeerProblem, 
         Ok(p)
     };
     let pa = upload(&problem.a, rows * k)?;
-    let pb = upload(&preshuffle_b(&problem.b, n, k), n * k)?;
+    let pb = upload(&preshuffle_b(&problem.b, n, k)?, n * k)?;
     // SA column-major [K/128][M]: element (m, kb) at kb·M + m. The last tile reads kb·M + m for
     // m < rows, so the padding is rows − M elements past the end.
     let mut sa = vec![0f32; kb * m];
@@ -837,7 +855,9 @@ mod tests {
             }
         }
         let b: Vec<u8> = (0..n * k).map(|i| (i * 7 % 251) as u8).collect();
-        let s = preshuffle_b(&b, n, k);
+        let s = preshuffle_b(&b, n, k).unwrap();
+        assert!(matches!(preshuffle_b(&b, n, 48), Err(PeerError::Shape { arg: "k", .. })));
+        assert!(matches!(preshuffle_b(&b[1..], n, k), Err(PeerError::Length { .. })));
         for nn in 0..n {
             for kk in 0..k {
                 assert_eq!(s[preshuffle_offset(nn, kk, k)], b[nn * k + kk]);

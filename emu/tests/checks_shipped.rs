@@ -3,7 +3,7 @@
 //! ([`Checks::all`]), and their counters are what the kernels' structure implies.
 
 
-use amdgpu_emu::cost;
+use amdgpu_emu::timing::bound as cost;
 use amdgpu_emu::exec::counters::Kind;
 use amdgpu_emu::exec::{launch, Checks, LaunchConfig, LaunchReport};
 use amdgpu_emu::loader::CodeObject;

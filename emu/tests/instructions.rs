@@ -639,3 +639,26 @@ fn buffer_range_rules() {
     run_snippet(&x2, &mut st, &mut [], &mem).unwrap();
     assert_eq!((st.vgpr[3][0], st.vgpr[4][0]), (d(2), 0));
 }
+
+/// `global_atomic_pk_add_bf16` adds two packed bf16 pairs half by half, rounding to nearest
+/// even (AMD's BpreShuffle kernels accumulate split-K partial sums with it).
+#[test]
+fn global_atomic_pk_add_bf16_rounds_each_half_to_nearest() {
+    // global_atomic_pk_add_bf16 v[2:3], v1, off
+    let p = vec![0xDD48_8000, 0x007F_0102];
+    assert_eq!(disasm(&p), ["global_atomic_pk_add_bf16 v[2:3], v1, off"]);
+    let mem = DeviceMemory::new();
+    let g = mem.alloc(8).unwrap();
+    // lo: 1.0 (0x3F80) + 3·2^-9 (0x3BC0) = 1.005859…, between 1.0 and 1.0078125: nearest is
+    // 1.0078125 (0x3F81; truncation would give 0x3F80). hi: -2.5 (0xC020) + 0.5 (0x3F00) = -2.0.
+    mem.write(g, &0xC020_3F80u32.to_le_bytes()).unwrap();
+    let mut st = WaveState::new(256);
+    st.set_exec(1);
+    st.vgpr[1][0] = 0x3F00_3BC0;
+    st.vgpr[2][0] = g as u32;
+    st.vgpr[3][0] = (g >> 32) as u32;
+    run_snippet(&p, &mut st, &mut [], &mem).unwrap();
+    let mut out = [0u8; 4];
+    mem.read(g, &mut out).unwrap();
+    assert_eq!(u32::from_le_bytes(out), 0xC000_3F81);
+}

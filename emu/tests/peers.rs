@@ -16,7 +16,11 @@
 //! llvm/llvm-project#83782: the recognizer uses "the number of cycles to insert a correct number
 //! of waits"; ROCm/llvm-project#2838: a VALU cannot co-execute with an 8-pass XDL MFMA during its
 //! first two passes). No public document states the hardware rule, so the check stays as LLVM
-//! defines it and this finding is recorded, not hidden.
+//! defines it and this finding is recorded, not hidden. (Measured once by hand: counting each
+//! VALU instruction as 4 wait states — one wave64 issue on a 16-lane SIMD — all six BpreShuffle
+//! kernels pass every check at every shape here; flatmm still trips at pc 0x2398, where an
+//! independent MFMA and a buffer load, not VALU instructions, separate the read from its
+//! producer, so only issue cycles from a timing model could judge it.)
 
 use amdgpu_emu::exec::{launch, Checks, LaunchError};
 use amdgpu_emu::memory::DeviceMemory;

@@ -367,7 +367,13 @@ fn candidates(arch: Arch, kind: GemmKind) -> Result<[Candidate; 3], ConfigError>
         let by_lds = spec.lds_per_cu / tile.lds_bytes();
         let slots = by_regs.min(by_lds).max(1);
         let cost = |sharing: u32| tuned.costs.iter().find(|c| (c.0, c.1, c.2) == (tile.block_m, tile.block_n, sharing)).map(|c| c.3);
-        let cycles_per_kb = cost(1).zip(cost(slots)).map(|(a, b)| [a, b]);
+        // The table holds 1 and the gfx942 slot count; where this architecture holds more
+        // workgroups per CU (gfx950's 160 KiB LDS), the CU is taken as already saturated at the
+        // largest tabled sharing, so time grows in proportion (an approximation until a gfx950
+        // machine model exists).
+        let widest = tuned.costs.iter().filter(|c| (c.0, c.1) == (tile.block_m, tile.block_n) && c.2 <= slots).max_by_key(|c| c.2);
+        let at_slots = cost(slots).or_else(|| widest.map(|c| c.3 * f64::from(slots) / f64::from(c.2)));
+        let cycles_per_kb = cost(1).zip(at_slots).map(|(a, b)| [a, b]);
         Ok(Candidate { tile, workgroup_size: tile::THREADS, slots_per_cu: slots, cycles_per_kb })
     };
     Ok([make(tiles[0], vgprs[0])?, make(tiles[1], vgprs[1])?, make(tiles[2], vgprs[2])?])

@@ -79,6 +79,17 @@ pub enum Error {
         /// The backend asked for.
         backend: crate::backend::Backend,
     },
+    /// A block scale outside the range the GEMM kernels compute exactly
+    /// (`fp8gemm_device::tile::MIN_SCALE`: 0 or `2^-24 ≤ |s| < 2^94`, finite).
+    #[error("argument `{arg}`: scale [{index}] = {value:e}, expected 0 or a magnitude in [2^-24, 2^94) (the GEMM kernels' supported scale range)")]
+    ScaleRange {
+        /// Argument name.
+        arg: &'static str,
+        /// Flat index of the scale.
+        index: usize,
+        /// The value.
+        value: f32,
+    },
     /// A problem size the kernels do not support.
     #[error("unsupported problem: {0}")]
     Unsupported(String),

@@ -44,11 +44,6 @@ pub struct DeviceActivations<F> {
     _f: PhantomData<F>,
 }
 
-/// `a · b` of two shape dimensions of `arg`, or a typed error when it overflows.
-pub(crate) fn checked_mul(arg: &'static str, a: usize, b: usize) -> Result<usize> {
-    a.checked_mul(b).ok_or_else(|| Error::Shape { arg, expected: "a shape whose element count fits in usize".into(), actual: format!("{a} · {b} overflows") })
-}
-
 /// Checks that a host operand's buffers have the lengths its shape implies (the fields of the
 /// quantized structs are public, so they can disagree).
 pub(crate) fn check_len(arg: &'static str, what: &str, len: usize, expected: usize, shape: &str) -> Result<()> {
@@ -62,13 +57,33 @@ pub(crate) fn check_len(arg: &'static str, what: &str, len: usize, expected: usi
     Ok(())
 }
 
+/// Rejects scales outside the GEMM kernels' supported range ([`tile::scale_supported`]).
+pub(crate) fn check_scales(arg: &'static str, scales: &[f32]) -> Result<()> {
+    match scales.iter().position(|&s| !tile::scale_supported(s)) {
+        None => Ok(()),
+        Some(index) => Err(Error::ScaleRange { arg, index, value: scales[index] }),
+    }
+}
+
+/// `a · b` for a length derived from a shape, or a typed error naming `arg` and the shape.
+pub(crate) fn shape_product(arg: &'static str, dims: &[usize], what: &str) -> Result<usize> {
+    dims.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d)).ok_or_else(|| Error::Shape {
+        arg,
+        expected: format!("{what} that fits in usize"),
+        actual: format!("{} (overflows)", dims.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(" · ")),
+    })
+}
+
 impl<F: Fp8Format> DeviceActivations<F> {
     /// Copies quantized activations to the device. `a.data` must hold `m·k` values and
-    /// `a.scales` `m·⌈k/128⌉` scales.
+    /// `a.scales` `m·⌈k/128⌉` scales, each 0 or of magnitude in `[2^-24, 2^94)` (the range the
+    /// kernels compute exactly, [`tile::MIN_SCALE`]; DeepGEMM's recipe stays inside it for inputs
+    /// below ≈ 4.7e30).
     pub fn upload(ctx: &Context, a: &QuantizedActivations<F>) -> Result<Self> {
         let shape = format!("m = {}, k = {}", a.m, a.k);
-        check_len("a", "data", a.data.len(), checked_mul("a", a.m, a.k)?, &shape)?;
-        check_len("a", "scales", a.scales.len(), checked_mul("a", a.m, a.k.div_ceil(128))?, &shape)?;
+        check_len("a", "data", a.data.len(), shape_product("a", &[a.m, a.k], "m · k")?, &shape)?;
+        check_len("a", "scales", a.scales.len(), shape_product("a", &[a.m, a.k.div_ceil(128)], "m · ⌈k/128⌉")?, &shape)?;
+        check_scales("a.scales", &a.scales)?;
         Ok(DeviceActivations {
             data: ctx.upload(crate::fp8::as_bits(&a.data))?,
             scales: ctx.upload(&a.scales)?,
@@ -77,6 +92,21 @@ impl<F: Fp8Format> DeviceActivations<F> {
             _f: PhantomData,
         })
     }
+    /// Allocates zeroed activations of `m × k` values and `m × ⌈k/128⌉` scales on the device, to
+    /// be filled there (e.g. by [`crate::quantize::quantize_activations`]).
+    pub fn alloc(ctx: &Context, m: usize, k: usize) -> Result<Self> {
+        let values = shape_product("m", &[m, k], "m · k")?;
+        let scales = shape_product("m", &[m, k.div_ceil(128)], "m · ⌈k/128⌉")?;
+        Ok(DeviceActivations { data: ctx.alloc_zeroed(values)?, scales: ctx.alloc_zeroed(scales)?, m, k, _f: PhantomData })
+    }
+    /// Copies the values and scales back to the host as [`QuantizedActivations`], in order on
+    /// `stream` (then waits for it).
+    pub fn download(&self, stream: &Stream) -> Result<QuantizedActivations<F>> {
+        let data = self.data.download(stream)?.into_iter().map(F::from_bits).collect();
+        let scales = self.scales.download(stream)?;
+        QuantizedActivations::from_parts(data, scales, self.m, self.k)
+            .map_err(|e| Error::Unsupported(format!("downloaded activations: {e}")))
+    }
     /// Rows.
     pub fn m(&self) -> usize {
         self.m
@@ -84,6 +114,10 @@ impl<F: Fp8Format> DeviceActivations<F> {
     /// Columns (the reduction length).
     pub fn k(&self) -> usize {
         self.k
+    }
+    /// The device buffers, mutably, for the kernels of this crate that write them.
+    pub(crate) fn buffers_mut(&mut self) -> (&mut DeviceBuffer<u8>, &mut DeviceBuffer<f32>) {
+        (&mut self.data, &mut self.scales)
     }
     /// A view of the activations (what the entry points take).
     pub fn view(&self) -> ActivationsView<'_, F> {
@@ -109,11 +143,13 @@ pub struct DeviceWeights<F> {
 
 impl<F: Fp8Format> DeviceWeights<F> {
     /// Copies quantized weights to the device. `b.data` must hold `n·k` values and `b.scales`
-    /// `⌈n/128⌉·⌈k/128⌉` scales.
+    /// `⌈n/128⌉·⌈k/128⌉` scales, each 0 or of magnitude in `[2^-24, 2^94)` ([`tile::MIN_SCALE`]).
     pub fn upload(ctx: &Context, b: &QuantizedWeights<F>) -> Result<Self> {
         let shape = format!("n = {}, k = {}", b.n, b.k);
-        check_len("b", "data", b.data.len(), checked_mul("b", b.n, b.k)?, &shape)?;
-        check_len("b", "scales", b.scales.len(), checked_mul("b", b.n.div_ceil(128), b.k.div_ceil(128))?, &shape)?;
+        check_len("b", "data", b.data.len(), shape_product("b", &[b.n, b.k], "n · k")?, &shape)?;
+        let nkb = [b.n.div_ceil(128), b.k.div_ceil(128)];
+        check_len("b", "scales", b.scales.len(), shape_product("b", &nkb, "⌈n/128⌉ · ⌈k/128⌉")?, &shape)?;
+        check_scales("b.scales", &b.scales)?;
         Ok(DeviceWeights {
             data: ctx.upload(crate::fp8::as_bits(&b.data))?,
             scales: ctx.upload(&b.scales)?,
@@ -121,6 +157,25 @@ impl<F: Fp8Format> DeviceWeights<F> {
             k: b.k,
             _f: PhantomData,
         })
+    }
+    /// Allocates zeroed weights of `n × k` values and `⌈n/128⌉ × ⌈k/128⌉` scales on the device,
+    /// to be filled there (e.g. by [`crate::quantize::quantize_weights`]).
+    pub fn alloc(ctx: &Context, n: usize, k: usize) -> Result<Self> {
+        let values = shape_product("n", &[n, k], "n · k")?;
+        let scales = shape_product("n", &[n.div_ceil(128), k.div_ceil(128)], "⌈n/128⌉ · ⌈k/128⌉")?;
+        Ok(DeviceWeights { data: ctx.alloc_zeroed(values)?, scales: ctx.alloc_zeroed(scales)?, n, k, _f: PhantomData })
+    }
+    /// Copies the values and scales back to the host as [`QuantizedWeights`], in order on
+    /// `stream` (then waits for it).
+    pub fn download(&self, stream: &Stream) -> Result<QuantizedWeights<F>> {
+        let data = self.data.download(stream)?.into_iter().map(F::from_bits).collect();
+        let scales = self.scales.download(stream)?;
+        QuantizedWeights::from_parts(data, scales, self.n, self.k)
+            .map_err(|e| Error::Unsupported(format!("downloaded weights: {e}")))
+    }
+    /// The device buffers, mutably, for the kernels of this crate that write them.
+    pub(crate) fn buffers_mut(&mut self) -> (&mut DeviceBuffer<u8>, &mut DeviceBuffer<f32>) {
+        (&mut self.data, &mut self.scales)
     }
     /// Rows (output columns).
     pub fn n(&self) -> usize {
@@ -235,7 +290,7 @@ pub fn fp8_gemm_nt<'a, F: Fp8Format>(
     // padded extents must stay within 32-bit offsets too.
     let (m64, n64, k64) = (m as u64, n as u64, k as u64);
     check_tensor_bytes("a", (m64 + 128).saturating_mul(a.lda as u64))?;
-    check_tensor_bytes("b", (n64 + 128) * k64)?;
+    check_tensor_bytes("b", (n64 + 128).saturating_mul(k64))?;
     check_tensor_bytes("d", (m64 + 128).saturating_mul(d.ldd as u64).saturating_mul(2))?;
 
     let desc = GemmDesc::dense(m as u32, n as u32, k as u32, ctx.arch());

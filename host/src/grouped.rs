@@ -98,6 +98,7 @@ impl<F: Fp8Format> DeviceGroupedWeights<F> {
                 actual: format!("{} scales", b.scales.len()),
             });
         }
+        crate::gemm::check_scales("b.scales", &b.scales)?;
         Ok(DeviceGroupedWeights {
             data: ctx.upload(crate::fp8::as_bits(&b.data))?,
             scales: ctx.upload(&b.scales)?,
@@ -264,10 +265,10 @@ pub fn m_grouped_fp8_gemm_nt_contiguous<'a, F: Fp8Format>(
     let m32 = u32::try_from(m_sum).map_err(|_| too_big(&format!("m_sum = {m_sum}")))?;
     let g32 = u32::try_from(groups).map_err(|_| too_big(&format!("groups = {groups}")))?;
     let (m64, n64, k64, g64) = (m_sum as u64, n as u64, k as u64, groups as u64);
-    check_tensor_bytes("a", (m64 + 128) * k64)?;
-    check_tensor_bytes("b", (n64 + 128) * k64)?;
-    check_tensor_bytes("b", g64 * n64 * k64)?;
-    check_tensor_bytes("d", m64 * n64 * 2)?;
+    check_tensor_bytes("a", (m64 + 128).saturating_mul(k64))?;
+    check_tensor_bytes("b", (n64 + 128).saturating_mul(k64))?;
+    check_tensor_bytes("b", g64.saturating_mul(n64).saturating_mul(k64))?;
+    check_tensor_bytes("d", m64.saturating_mul(n64).saturating_mul(2))?;
 
     let desc = GemmDesc::m_grouped_contiguous(m32, n as u32, k as u32, g32, ctx.arch());
     let cfg = config::get_best_config(&desc).map_err(|e| Error::Unsupported(e.to_string()))?;
@@ -339,11 +340,11 @@ pub fn m_grouped_fp8_gemm_nt_masked<'a, F: Fp8Format>(
     let m32 = u32::try_from(m_max).map_err(|_| too_big(&format!("m_max = {m_max}")))?;
     let g32 = u32::try_from(groups).map_err(|_| too_big(&format!("groups = {groups}")))?;
     let (r64, n64, k64, g64) = (rows as u64, n as u64, k as u64, groups as u64);
-    check_tensor_bytes("a", r64 * k64)?;
-    check_tensor_bytes("a", (m32 as u64 + 128) * k64)?;
-    check_tensor_bytes("b", (n64 + 128) * k64)?;
-    check_tensor_bytes("b", g64 * n64 * k64)?;
-    check_tensor_bytes("d", r64 * n64 * 2)?;
+    check_tensor_bytes("a", r64.saturating_mul(k64))?;
+    check_tensor_bytes("a", (m32 as u64 + 128).saturating_mul(k64))?;
+    check_tensor_bytes("b", (n64 + 128).saturating_mul(k64))?;
+    check_tensor_bytes("b", g64.saturating_mul(n64).saturating_mul(k64))?;
+    check_tensor_bytes("d", r64.saturating_mul(n64).saturating_mul(2))?;
 
     let expected = u32::try_from(expected_m).unwrap_or(u32::MAX);
     let desc = GemmDesc::m_grouped_masked(m32, n as u32, k as u32, g32, expected, ctx.arch());

@@ -64,6 +64,7 @@
 //! * [`workspace`]: caller-owned FP32 scratch for kernels that need it (split-K, planned);
 //! * [`fp8`], [`quant`]: FP8 formats and DeepGEMM's quantization recipes (1×128 activation
 //!   scales, 128×128 weight scales);
+//! * [`quantize`]: the same recipes as GPU kernels, writing the GEMMs' operands on the device;
 //! * [`reference`](mod@reference): CPU reference GEMMs and DeepGEMM's `calc_diff`;
 //! * [`config`]: `GemmDesc → GemmConfig` per architecture;
 //! * [`codeobj`]: the embedded code objects and their resource table.
@@ -77,6 +78,7 @@ pub mod fp8;
 pub mod gemm;
 pub mod grouped;
 pub mod quant;
+pub mod quantize;
 pub mod reference;
 pub mod runtime;
 pub mod view;
@@ -87,6 +89,10 @@ pub use gemm::{fp8_gemm_nt, DeviceActivations, DeviceWeights, GemmRun};
 pub use grouped::{
     m_alignment_for_contiguous_layout, m_grouped_fp8_gemm_nt_contiguous, m_grouped_fp8_gemm_nt_masked, DeviceGroupedWeights,
 };
+pub use quantize::{
+    quantize_activations, quantize_activations_masked, quantize_weights, silu_mul_quantize_activations,
+    silu_mul_quantize_activations_masked,
+};
 pub use runtime::{Backend, CaptureMode, Context, DeviceBuffer, Event, Graph, GraphExec, Stream};
-pub use workspace::{workspace_floats, Workspace};
 pub use view::{ActivationsView, DeviceSlice, DeviceSliceMut, GroupedWeightsView, IntoOutput, OutputViewMut, WeightsView};
+pub use workspace::{workspace_floats, Workspace};

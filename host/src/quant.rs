@@ -25,6 +25,13 @@
 //! - K-grouped operands ([`KGroupedOperand`]): groups of `rows × k_g` per-token-quantized matrices
 //!   back to back (see its docs).
 //!
+//! # Fused activation and device semantics
+//! [`QuantizedActivations::quantize_silu_mul`] quantizes `silu(gate) · up` of a `[m, 2·i]`
+//! input ([`silu_mul`] gives the exact `f32` formula, shared with the device kernels);
+//! [`QuantizedActivations::quantize_nan_groups`] and [`QuantizedWeights::quantize_nan_groups`]
+//! reproduce what the device quantization kernels ([`crate::quantize`]) write for non-finite
+//! input (NaN scale and FP8 NaNs for the affected group) instead of returning an error.
+//!
 //! # Checkpoint conversion
 //! [`e4m3fn_to_e4m3fnuz`] turns E4M3FN weights with their dequantization scales (DeepSeek-V3's
 //! `weight_scale_inv`) into E4M3FNUZ weights with doubled scales, exactly.
@@ -179,6 +186,51 @@ fn quantize_blocks<F: Fp8Format, X: Copy + Into<f32> + Sync>(x: &[X], k: usize, 
     );
 }
 
+/// Applies the device kernels' rule for non-finite input to an already quantized operand: every
+/// scaling group (`rows_per_block` rows × 128 columns) holding a NaN or ±∞ in `x` gets scale NaN
+/// and all of its values become the format's NaN (`F::from_f32(NaN)`: `0x80` E4M3FNUZ, `0x7F`
+/// E4M3FN).
+fn poison_nonfinite_groups<F: Fp8Format>(x: &[f32], k: usize, rows_per_block: usize, data: &mut [F], scales: &mut [f32]) {
+    if k == 0 {
+        return;
+    }
+    let kb = blocks(k);
+    let nan = F::from_f32(f32::NAN);
+    for (i, row) in x.chunks(k).enumerate() {
+        for (b, chunk) in row.chunks(BLOCK).enumerate() {
+            if chunk.iter().any(|v| !v.is_finite()) {
+                let bi = i / rows_per_block;
+                scales[bi * kb + b] = f32::NAN;
+                let rows = bi * rows_per_block..((bi + 1) * rows_per_block).min(x.len() / k);
+                for r in rows {
+                    let cols = r * k + b * BLOCK..r * k + ((b + 1) * BLOCK).min(k);
+                    data[cols].iter_mut().for_each(|q| *q = nan);
+                }
+            }
+        }
+    }
+}
+
+/// `silu(gate) · up` of every row of a row-major `[m, 2·i]` matrix whose first `i` columns are
+/// the gate and last `i` the up projection (DeepSeek's MoE/MLP down-projection input): a
+/// row-major `[m, i]` result computed with [`silu_mul`] (the exact `f32` formula the device's
+/// fused kernels use).
+pub fn silu_mul_rows<X: Copy + Into<f32> + Sync>(x: &[X], m: usize, i: usize) -> Result<Vec<f32>, QuantError> {
+    let width = product("x", &[2, i])?;
+    check_len("x", x.len(), product("x", &[m, width])?)?;
+    let mut y = vec![0f32; m * i];
+    if i > 0 {
+        y.par_chunks_mut(i).zip(x.par_chunks(width)).for_each(|(yr, xr)| {
+            for (c, yv) in yr.iter_mut().enumerate() {
+                *yv = silu_mul(xr[c].into(), xr[i + c].into());
+            }
+        });
+    }
+    Ok(y)
+}
+
+pub use fp8gemm_device::quant::silu_mul;
+
 /// Multiplies each element by the scale of its group: `out[i, kk] = q[i, kk] · scales[row(i), kk / 128]`.
 fn dequantize_with<F: Fp8Format>(data: &[F], scales: &[f32], k: usize, scale_row: impl Fn(usize) -> usize + Sync) -> Vec<f32> {
     let mut out = vec![0.0f32; data.len()];
@@ -219,6 +271,33 @@ impl<F: Fp8Format> QuantizedActivations<F> {
         let mut data = vec![F::default(); x.len()];
         let mut scales = vec![0.0f32; m * blocks(k)];
         quantize_rows(x, k, &mut data, &mut scales);
+        Ok(Self { data, scales, m, k })
+    }
+
+    /// The fused MoE/MLP activation: `silu(gate) · up` of a row-major `[m, 2·i]` input (gate =
+    /// first `i` columns, up = last `i`; see [`silu_mul_rows`] and [`silu_mul`] for the exact
+    /// `f32` formula), quantized per token into an `[m, i]` operand. Bit-identical to the
+    /// device's `silu_mul` quantization kernels. Non-finite inputs are rejected (`x`), and so is
+    /// a product that overflows to ±∞ (`silu(gate)·up`).
+    pub fn quantize_silu_mul<X: Copy + Into<f32> + Sync>(x: &[X], m: usize, i: usize) -> Result<Self, QuantError> {
+        let y = silu_mul_rows(x, m, i)?;
+        check_finite("x", x)?;
+        check_finite("silu(gate)·up", &y)?;
+        Self::quantize(&y, m, i)
+    }
+
+    /// The device kernels' definition for any input, finite or not: like [`Self::quantize`],
+    /// except that a 1×128 group containing a NaN or ±∞ gets scale NaN and all of its values
+    /// become the format's NaN (`0x80` E4M3FNUZ, `0x7F` E4M3FN) instead of an error. This is what
+    /// the device quantization kernels write (they cannot report an error without a host
+    /// round trip); use it to predict or check their output.
+    pub fn quantize_nan_groups<X: Copy + Into<f32> + Sync>(x: &[X], m: usize, k: usize) -> Result<Self, QuantError> {
+        check_len("x", x.len(), product("x", &[m, k])?)?;
+        let xf: Vec<f32> = x.iter().map(|&v| v.into()).collect();
+        let mut data = vec![F::default(); x.len()];
+        let mut scales = vec![0.0f32; m * blocks(k)];
+        quantize_rows(&xf, k, &mut data, &mut scales);
+        poison_nonfinite_groups(&xf, k, 1, &mut data, &mut scales);
         Ok(Self { data, scales, m, k })
     }
 
@@ -264,6 +343,19 @@ impl<F: Fp8Format> QuantizedWeights<F> {
         let mut data = vec![F::default(); x.len()];
         let mut scales = vec![0.0f32; blocks(n) * blocks(k)];
         quantize_blocks(x, k, &mut data, &mut scales);
+        Ok(Self { data, scales, n, k })
+    }
+
+    /// The device weight kernels' definition for any input: like [`Self::quantize`], except that
+    /// a 128×128 block containing a NaN or ±∞ gets scale NaN and all of its values become the
+    /// format's NaN instead of an error (see [`QuantizedActivations::quantize_nan_groups`]).
+    pub fn quantize_nan_groups<X: Copy + Into<f32> + Sync>(x: &[X], n: usize, k: usize) -> Result<Self, QuantError> {
+        check_len("x", x.len(), product("x", &[n, k])?)?;
+        let xf: Vec<f32> = x.iter().map(|&v| v.into()).collect();
+        let mut data = vec![F::default(); x.len()];
+        let mut scales = vec![0.0f32; blocks(n) * blocks(k)];
+        quantize_blocks(&xf, k, &mut data, &mut scales);
+        poison_nonfinite_groups(&xf, k, BLOCK, &mut data, &mut scales);
         Ok(Self { data, scales, n, k })
     }
 
@@ -337,13 +429,17 @@ impl<F: Fp8Format> GroupedQuantizedWeights<F> {
     /// Stacks per-group weights (all with the same `n` and `k`).
     pub fn from_groups(groups: &[QuantizedWeights<F>]) -> Result<Self, QuantError> {
         let (n, k) = groups.first().map_or((0, 0), |g| (g.n, g.k));
-        let mut data = Vec::with_capacity(groups.len() * n * k);
-        let mut scales = Vec::with_capacity(groups.len() * blocks(n) * blocks(k));
+        // Validate every group before sizing anything from the (public, so untrusted) fields.
+        let (per_data, per_scales) = (product("groups[_].data", &[n, k])?, product("groups[_].scales", &[blocks(n), blocks(k)])?);
         for g in groups {
             check_len("groups[_].n", g.n, n)?;
             check_len("groups[_].k", g.k, k)?;
-            check_len("groups[_].data", g.data.len(), n * k)?;
-            check_len("groups[_].scales", g.scales.len(), blocks(n) * blocks(k))?;
+            check_len("groups[_].data", g.data.len(), per_data)?;
+            check_len("groups[_].scales", g.scales.len(), per_scales)?;
+        }
+        let mut data = Vec::with_capacity(product("data", &[groups.len(), per_data])?);
+        let mut scales = Vec::with_capacity(product("scales", &[groups.len(), per_scales])?);
+        for g in groups {
             data.extend_from_slice(&g.data);
             scales.extend_from_slice(&g.scales);
         }

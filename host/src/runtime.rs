@@ -216,7 +216,9 @@ impl Context {
     }
 
     /// Allocates `len` zeroed elements (synchronously: the memory is zero when this returns).
-    /// Forbidden during a stream capture.
+    /// `len · size_of::<T>()` must fit in `isize` (a typed [`Error::Shape`] naming `len`
+    /// otherwise), so a buffer's length never claims more bytes than were allocated. Forbidden
+    /// during a stream capture.
     pub fn alloc_zeroed<T: Pod>(&self, len: usize) -> Result<DeviceBuffer<T>> {
         let bytes = byte_len::<T>("len", len)?;
         let _g = self.enter()?;
@@ -265,11 +267,16 @@ impl Context {
     }
 }
 
-/// `len` elements of `T` in bytes, or a typed error naming `arg` when that overflows.
+/// `len` elements of `T` in bytes, or a typed error naming `arg` when that exceeds `isize::MAX`
+/// bytes (the most any allocation can hold).
 pub(crate) fn byte_len<T>(arg: &'static str, len: usize) -> Result<usize> {
-    len.checked_mul(size_of::<T>()).ok_or_else(|| Error::Shape {
+    len.checked_mul(size_of::<T>()).filter(|&b| b <= isize::MAX as usize).ok_or_else(|| Error::Shape {
         arg,
-        expected: format!("at most {} elements of {} bytes", usize::MAX / size_of::<T>().max(1), size_of::<T>()),
+        expected: format!(
+            "at most {} elements of {} bytes (isize::MAX bytes)",
+            isize::MAX as usize / size_of::<T>().max(1),
+            size_of::<T>()
+        ),
         actual: format!("{len} elements"),
     })
 }

@@ -146,7 +146,7 @@ pub struct LaunchReport {
     /// Launch geometry: work-items per workgroup per dimension.
     pub block: [u32; 3],
     /// The kernel's resources (registers, LDS, workgroup size) for occupancy and cost models.
-    pub resources: crate::cost::Resources,
+    pub resources: crate::timing::bound::Resources,
     /// Detailed counters (instruction kinds, LDS bank conflicts, global bytes, MFMA passes).
     pub counters: counters::Counters,
     /// The hottest loop's instruction mix, if the kernel has a loop that ran.
@@ -570,7 +570,7 @@ pub fn launch(co: &CodeObject, kernel: &Kernel, cfg: &LaunchConfig, mem: &Device
     r.kernel = kernel.name.clone();
     r.grid = cfg.grid;
     r.block = cfg.block;
-    r.resources = crate::cost::Resources::of(kernel, cfg.block, cfg.dynamic_lds_bytes);
+    r.resources = crate::timing::bound::Resources::of(kernel, cfg.block, cfg.dynamic_lds_bytes);
     Ok(r)
 }
 

@@ -59,9 +59,10 @@
 //! the calibration against the 47 measured MI325X times of AMD's asm kernels
 //! (`fp8gemm calibrate`), one parameter set for all kernels and shapes.
 //!
-//! The throughput bound of [`crate::cost`] is kept as [`crate::cost::estimate`], a clearly named
+//! The throughput bound of [`crate::cost`] is kept as [`crate::timing::bound::estimate`], a clearly named
 //! lower bound; this model is the project's performance model.
 
+pub mod bound;
 mod cache;
 pub mod calibrate;
 mod machine;
@@ -280,7 +281,7 @@ pub fn simulate(co: &CodeObject, kernel: &Kernel, cfg: &LaunchConfig, mem: &Devi
     let program = prep.program.clone();
     let statics: Vec<sim::Static> =
         program.insts.iter().zip(&prep.plan.info).map(|(r, info)| sim::Static::of(r.as_ref().ok(), info, machine)).collect();
-    let resources = crate::cost::Resources::of(kernel, cfg.block, cfg.dynamic_lds_bytes);
+    let resources = crate::timing::bound::Resources::of(kernel, cfg.block, cfg.dynamic_lds_bytes);
     let n = prep.workgroups();
     let xcds = machine.xcds as u64;
     let (queues, share): (Vec<VecDeque<u64>>, f64) = match opts.scope {

@@ -195,21 +195,15 @@ pub(crate) struct Sim<'a> {
     pub(crate) stats: Stats,
 }
 
-/// Occupancy: workgroups one CU holds at once.
-pub(crate) fn workgroups_per_cu(m: &Machine, r: &crate::cost::Resources) -> u32 {
-    let regs = (r.vgprs + r.agprs).max(1).next_multiple_of(8);
-    let sg = r.sgprs.max(1).next_multiple_of(16);
-    let per_simd = m.max_waves_per_simd.min(m.vgprs_per_simd / regs).min(m.sgprs_per_simd / sg).max(1);
-    let waves = r.workgroup_size.div_ceil(64).max(1);
-    let by_waves = (m.simds_per_cu * per_simd) / waves;
-    let by_lds = if r.lds_bytes == 0 { u32::MAX } else { m.lds_per_cu / r.lds_bytes };
-    by_waves.min(by_lds).max(1)
+/// Occupancy: workgroups one CU holds at once (the rule of [`super::bound::occupancy`]).
+pub(crate) fn workgroups_per_cu(m: &Machine, r: &crate::timing::bound::Resources) -> u32 {
+    super::bound::occupancy(r, m).workgroups_per_cu
 }
 
 impl<'a> Sim<'a> {
     /// A simulator of `xcds_simulated` XCDs (all of the machine's, or one for the sampled
     /// scope) whose queues hold `ids[x]` (the workgroups dispatched to XCD x, in order).
-    pub(crate) fn new(m: &'a Machine, st: &'a [Static], r: &crate::cost::Resources, queues: Vec<VecDeque<u64>>, share: f64) -> Sim<'a> {
+    pub(crate) fn new(m: &'a Machine, st: &'a [Static], r: &crate::timing::bound::Resources, queues: Vec<VecDeque<u64>>, share: f64) -> Sim<'a> {
         let xcds = queues.len();
         let ncu = xcds * m.cus_per_xcd as usize;
         let clock = m.clock_hz;

@@ -1,6 +1,10 @@
-//! The MI300X cost model on hand-computed cases (all times are *modelled*).
+//! The throughput lower bound (`amdgpu_emu::timing::bound`) on hand-computed cases (all times
+//! are *modelled*), at the machine's clock and bandwidths.
 
-use amdgpu_emu::cost::{estimate, occupancy, Bound, Machine, Resources};
+use amdgpu_emu::timing::bound::{estimate, occupancy, Bound, Resources};
+use amdgpu_emu::timing::Machine;
+
+const CLK: f64 = Machine::MI300X.clock_hz;
 use amdgpu_emu::exec::counters::Kind;
 use amdgpu_emu::exec::LaunchReport;
 
@@ -41,7 +45,7 @@ fn mfma_bound_launch() {
     r.counters.global_read_bytes = 1 << 20;
     r.counters.global_footprint_bytes = 1 << 20;
     let e = estimate(&r, &res(128, 0, 32, 0, 256), [608, 1, 1]);
-    let t = 3200.0 / 2.1e9;
+    let t = 3200.0 / CLK;
     assert_eq!(e.bound_by, Bound::Mfma);
     assert!(close(e.seconds, t), "{e}");
     assert!(close(e.mfma_seconds, t));
@@ -49,7 +53,7 @@ fn mfma_bound_launch() {
     // TFLOPS: 608·4·100 MFMAs · 16384 FLOP over t.
     assert!(close(e.tflops, 16384.0 * 100.0 * waves as f64 / t / 1e12), "{}", e.tflops);
     // This is the machine's FP8 peak (4096 FLOP/clk/CU · 304 · 2.1 GHz) because every CU is full.
-    assert!(close(e.tflops, 4096.0 * 304.0 * 2.1e9 / 1e12));
+    assert!(close(e.tflops, 4096.0 * 304.0 * CLK / 1e12));
     let text = e.to_string();
     assert!(text.contains("modelled") && text.contains("not measured") && text.contains("bound by MFMA"), "{text}");
 }
@@ -61,8 +65,8 @@ fn single_wave_uses_one_simd() {
     r.counters.mfma_passes = 8 * 10; // ten 32x32x16 MFMAs: 10 · 32 cycles
     r.counters.kinds[Kind::Valu as usize] = 50; // 50 · 4 cycles
     let e = estimate(&r, &res(64, 0, 16, 0, 64), [1, 1, 1]);
-    assert!(close(e.mfma_seconds, 320.0 / 2.1e9));
-    assert!(close(e.valu_seconds, 200.0 / 2.1e9));
+    assert!(close(e.mfma_seconds, 320.0 / CLK));
+    assert!(close(e.valu_seconds, 200.0 / CLK));
     assert_eq!(e.bound_by, Bound::Mfma);
 }
 
@@ -75,7 +79,7 @@ fn lds_bound_launch_with_wave_quantization() {
     r.counters.lds_conflict_cycles = 2_000;
     let e = estimate(&r, &res(64, 0, 16, 1024, 256), [1000, 1, 1]);
     assert_eq!(e.workgroups_per_busiest_cu, 4);
-    assert!(close(e.lds_seconds, 40.0 / 2.1e9), "{e}");
+    assert!(close(e.lds_seconds, 40.0 / CLK), "{e}");
     assert_eq!(e.bound_by, Bound::Lds);
     assert_eq!(e.tflops, 0.0);
 }
@@ -90,7 +94,7 @@ fn hbm_bound_launch_charges_the_footprint() {
     let e = estimate(&r, &res(32, 0, 16, 0, 256), [304, 1, 1]);
     assert!(close(e.hbm_seconds, (16u64 << 20) as f64 / 5.3e12));
     // VMEM: each CU moves 16 MiB / 304 at 64 B/clk.
-    assert!(close(e.vmem_seconds, (16u64 << 20) as f64 / 304.0 / 64.0 / 2.1e9));
+    assert!(close(e.vmem_seconds, (16u64 << 20) as f64 / 304.0 / 64.0 / CLK));
     assert_eq!(e.bound_by, Bound::Hbm);
     // Without a footprint, all moved bytes are charged.
     r.counters.global_footprint_bytes = 0;

@@ -1,12 +1,10 @@
-//! A simple MI300X (gfx942) cost model: turns a launch's counters ([`LaunchReport`]), the
-//! kernel's [`Resources`] and the grid into a **modelled** execution time. Nothing here is
-//! measured; every printed number says so.
+//! A throughput **lower bound** of a launch, from its counters ([`LaunchReport`]), the kernel's
+//! [`Resources`] and the grid, on a [`Machine`] of the timing model. It is not the performance
+//! model (that is [`crate::timing::simulate`]): it ignores latency, issue rules, waits,
+//! barriers, caches and launch cost, and is kept as a clearly named bound (what no schedule can
+//! beat) next to the counters. Nothing here is measured; every printed number says so.
 //!
-//! # Model
-//! Machine ([`Machine::MI300X`]): 304 CUs at 2.1 GHz, 4 SIMDs per CU, HBM 5.3 TB/s, LDS
-//! 64 KiB and 128 B/clk per CU, 512 unified VGPRs per SIMD lane, 800 SGPRs per SIMD, at most 8
-//! waves per SIMD (`shared/reference/gfx942.md`).
-//!
+//! # Bound
 //! 1. **Occupancy.** Waves per SIMD = min(8, 512 / roundup(VGPRs + AGPRs, 8), 800 /
 //!    roundup(SGPRs, 16)); workgroups per CU = min(⌊4 · waves per SIMD / waves per workgroup⌋,
 //!    ⌊64 KiB / LDS per workgroup⌋), at least 1.
@@ -19,9 +17,8 @@
 //!    * VALU: 4 cycles per wave64 VALU instruction (16 lanes per cycle) over the busy SIMDs;
 //!    * LDS: the bank-model cycles of [`crate::exec::counters`] (one phase of up to 128 B per
 //!      cycle plus the bank-conflict cycles), one LDS per CU.
-//!    * VMEM: the global bytes the CU's vector memory instructions moved at an *assumed*
-//!      64 B/clk/CU (one 64-byte vector L1 request per cycle; a model parameter, not a sourced
-//!      figure).
+//!    * VMEM: the global bytes the CU's vector memory instructions moved at
+//!      [`Machine::ta_bytes_per_clk`].
 //! 4. **HBM** (whole device): the launch's distinct global footprint (distinct 128-byte lines
 //!    touched, [`crate::exec::counters::Counters::global_footprint_bytes`]) / 5.3 TB/s, i.e. the
 //!    caches are assumed to catch all reuse (tiles re-read by several workgroups come from L2 /
@@ -33,6 +30,7 @@
 
 use std::fmt;
 
+use super::Machine;
 use crate::exec::counters::Kind;
 use crate::exec::LaunchReport;
 use crate::loader::Kernel;
@@ -68,44 +66,6 @@ impl Resources {
             workgroup_size: block.iter().product(),
         }
     }
-}
-
-/// Machine parameters of the model.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Machine {
-    /// Compute units.
-    pub cus: u32,
-    /// Clock in Hz.
-    pub clock_hz: f64,
-    /// SIMDs per CU.
-    pub simds_per_cu: u32,
-    /// Maximum waves per SIMD.
-    pub max_waves_per_simd: u32,
-    /// Unified VGPRs per SIMD lane.
-    pub vgprs_per_simd: u32,
-    /// SGPRs per SIMD.
-    pub sgprs_per_simd: u32,
-    /// LDS bytes per CU.
-    pub lds_per_cu: u32,
-    /// HBM bandwidth in bytes per second.
-    pub hbm_bytes_per_s: f64,
-    /// Assumed vector memory bytes per clock per CU (model parameter).
-    pub vmem_bytes_per_clk: f64,
-}
-
-impl Machine {
-    /// MI300X (gfx942): 304 CUs, 2.1 GHz, 5.3 TB/s.
-    pub const MI300X: Machine = Machine {
-        cus: 304,
-        clock_hz: 2.1e9,
-        simds_per_cu: 4,
-        max_waves_per_simd: 8,
-        vgprs_per_simd: 512,
-        sgprs_per_simd: 800,
-        lds_per_cu: 65536,
-        hbm_bytes_per_s: 5.3e12,
-        vmem_bytes_per_clk: 64.0,
-    };
 }
 
 /// The pipe that bounds a modelled launch.
@@ -194,7 +154,7 @@ pub fn estimate(report: &LaunchReport, res: &Resources, grid: [u32; 3]) -> Estim
 pub fn estimate_on(report: &LaunchReport, res: &Resources, grid: [u32; 3], m: &Machine) -> Estimate {
     let occ = occupancy(res, m);
     let w = grid.iter().map(|&g| u64::from(g)).product::<u64>().max(1);
-    let per_cu = w.div_ceil(u64::from(m.cus));
+    let per_cu = w.div_ceil(u64::from(m.cus()));
     let resident = per_cu.min(u64::from(occ.workgroups_per_cu));
     let simds = (resident * u64::from(occ.waves_per_workgroup)).clamp(1, u64::from(m.simds_per_cu)) as f64;
     let c = &report.counters;
@@ -203,7 +163,7 @@ pub fn estimate_on(report: &LaunchReport, res: &Resources, grid: [u32; 3], m: &M
     let valu_cycles = c.count(Kind::Valu) as f64 * 4.0 * share / simds;
     let lds_cycles = c.lds_cycles as f64 * share;
     let moved = (c.global_read_bytes + c.global_write_bytes) as f64;
-    let vmem_cycles = moved * share / m.vmem_bytes_per_clk;
+    let vmem_cycles = moved * share / m.ta_bytes_per_clk;
     let dram = if c.global_footprint_bytes > 0 { c.global_footprint_bytes as f64 } else { moved };
     let hbm_seconds = dram / m.hbm_bytes_per_s;
     let (mfma_seconds, valu_seconds, lds_seconds, vmem_seconds) = (mfma_cycles / m.clock_hz, valu_cycles / m.clock_hz, lds_cycles / m.clock_hz, vmem_cycles / m.clock_hz);
@@ -222,7 +182,7 @@ pub fn estimate_on(report: &LaunchReport, res: &Resources, grid: [u32; 3], m: &M
 impl fmt::Display for Estimate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let us = |s: f64| s * 1e6;
-        writeln!(f, "modelled MI300X time (cost model, not measured; a throughput lower bound: no latency, no launch overhead): {:.2} us, {:.1} TFLOPS modelled, bound by {}", us(self.seconds), self.tflops, self.bound_by)?;
+        writeln!(f, "modelled MI300X throughput lower bound (not measured, not the timing model: no latency, no launch overhead): {:.2} us, {:.1} TFLOPS modelled, bound by {}", us(self.seconds), self.tflops, self.bound_by)?;
         writeln!(
             f,
             "  modelled pipes: MFMA {:.2} us, VALU {:.2} us, LDS {:.2} us, VMEM {:.2} us (busiest CU), HBM {:.2} us (device, distinct footprint)",
