@@ -499,3 +499,61 @@ fn per_device_state_and_workspace() {
     assert!(ws.as_slice_mut().is_empty());
     assert!(matches!(fp8gemm::Workspace::new(&ctx, usize::MAX).unwrap_err(), Error::Shape { arg: "len", .. }));
 }
+
+/// The MoE-style chain on the device, captured once: bf16 `x` → quantize → dense GEMM (gate‖up)
+/// → fused silu·mul + quantize → masked grouped GEMM (down), replayed with new `x` and new
+/// `masked_m`; every stage is checked against the CPU (bit for bit for the quantizations, element
+/// bounds for the GEMMs, each stage fed the device's previous stage).
+#[test]
+fn capture_quantize_gemm_quantize_grouped_gemm_and_replay() {
+    use fp8gemm::{quantize_activations, silu_mul_quantize_activations};
+    let _g = lock();
+    let ctx = Context::new().unwrap();
+    let stream = Stream::new(&ctx).unwrap();
+    let (m, k, i, groups) = (128, 256, 128, 2);
+    let (n_up, n_down, m_max) = (2 * i, 128, m / groups);
+    let w1 = qb(n_up, k, 61);
+    let w2 = GroupedQuantizedWeights::<E4M3Fnuz>::quantize(&randn(groups * n_down * i, &mut StdRng::seed_from_u64(62)), groups, n_down, i).unwrap();
+    let (dw1, dw2) = (DeviceWeights::upload(&ctx, &w1).unwrap(), DeviceGroupedWeights::upload(&ctx, &w2).unwrap());
+    let mut x = ctx.alloc_zeroed::<bf16>(m * k).unwrap();
+    let mut mask = ctx.alloc_zeroed::<i32>(groups).unwrap();
+    let mut qa = DeviceActivations::<E4M3Fnuz>::alloc(&ctx, m, k).unwrap();
+    let mut h = ctx.alloc_zeroed::<bf16>(m * n_up).unwrap();
+    let mut q2 = DeviceActivations::<E4M3Fnuz>::alloc(&ctx, m, i).unwrap();
+    let mut out = ctx.alloc_zeroed::<bf16>(m * n_down).unwrap();
+
+    stream.begin_capture(CaptureMode::ThreadLocal).unwrap();
+    quantize_activations(&stream, &x, &mut qa).unwrap();
+    fp8_gemm_nt(&stream, &qa, &dw1, &mut h).unwrap();
+    silu_mul_quantize_activations(&stream, &h, &mut q2).unwrap();
+    m_grouped_fp8_gemm_nt_masked(&stream, &q2, &dw2, &mut out, &mask, m_max).unwrap();
+    let exec = stream.end_capture().unwrap().instantiate().unwrap();
+
+    for (round, counts) in [[64i32, 64], [13, 50], [0, 99]].into_iter().enumerate() {
+        let xs: Vec<bf16> = randn(m * k, &mut StdRng::seed_from_u64(200 + round as u64)).into_iter().map(bf16::from_f32).collect();
+        x.copy_from_host(&stream, &xs).unwrap();
+        mask.copy_from_host(&stream, &counts).unwrap();
+        out.as_slice_mut().zero(&stream).unwrap();
+        let before = emu::stream_stats(stream.as_raw().cast()).unwrap();
+        // SAFETY: every buffer the captured work uses is alive.
+        unsafe { exec.launch(&stream) }.unwrap();
+        let after = emu::stream_stats(stream.as_raw().cast()).unwrap();
+        assert_eq!((after.launches - before.launches, after.host_copies() - before.host_copies()), (4, 0), "replay {round}");
+        stream.synchronize().unwrap();
+
+        let what = |s: &str| format!("replay {round}: {s}");
+        let qa_dev = qa.download(&stream).unwrap();
+        let qa_cpu = QuantizedActivations::<E4M3Fnuz>::quantize(&xs, m, k).unwrap();
+        assert_eq!(fp8gemm::fp8::as_bits(&qa_dev.data), fp8gemm::fp8::as_bits(&qa_cpu.data), "{}", what("quantize values"));
+        assert_eq!(qa_dev.scales.iter().map(|s| s.to_bits()).collect::<Vec<_>>(), qa_cpu.scales.iter().map(|s| s.to_bits()).collect::<Vec<_>>());
+        let h_dev = h.download(&stream).unwrap();
+        assert_close(&h_dev, &want_dense(&qa_cpu, &w1), &what("gate_up GEMM"));
+        let q2_dev = q2.download(&stream).unwrap();
+        let q2_cpu = QuantizedActivations::<E4M3Fnuz>::quantize_silu_mul(&h_dev, m, i).unwrap();
+        assert_eq!(fp8gemm::fp8::as_bits(&q2_dev.data), fp8gemm::fp8::as_bits(&q2_cpu.data), "{}", what("silu·mul quantize"));
+        let clamped: Vec<i32> = counts.iter().map(|&c| c.clamp(0, m_max as i32)).collect();
+        let mut want = vec![bf16::ZERO; m * n_down];
+        reference::m_grouped_fp8_gemm_nt_masked(&q2_cpu, &w2, &clamped, &mut want).unwrap();
+        assert_close(&out.download(&stream).unwrap(), &want, &what("down GEMM"));
+    }
+}
