@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 mod gemm;
 mod grouped;
+mod kgrouped;
 mod profile;
 mod tune;
 
@@ -66,6 +67,30 @@ enum Command {
         #[arg(long, default_value_t = 0)]
         seed: u64,
     },
+    /// Run one K-grouped FP8 GEMM (DeepGEMM's `k_grouped_fp8_gemm_tn_contiguous`, the MoE weight
+    /// gradient, accumulating into C in place) on random data and compare it with the CPU
+    /// references.
+    Kgrouped {
+        /// Number of groups (experts).
+        #[arg(long)]
+        groups: usize,
+        /// Columns of A, rows of every D[g] (a multiple of 8).
+        #[arg(long)]
+        m: usize,
+        /// Columns of B and of every D[g] (a multiple of 8).
+        #[arg(long)]
+        n: usize,
+        /// Tokens per group: the centre of the uneven group sizes (×0.7 … ×1.3, rounded up to
+        /// multiples of 128).
+        #[arg(long)]
+        k: usize,
+        /// Every group exactly `k` tokens (a multiple of 128) instead of uneven sizes.
+        #[arg(long)]
+        uniform: bool,
+        /// Random seed.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+    },
     /// Time repeated dense FP8 GEMM launches (real GPU time with `--features rocm`; on the
     /// emulator this measures the emulator, and says so).
     Bench {
@@ -82,7 +107,7 @@ enum Command {
         #[arg(long, default_value_t = 10)]
         iters: u32,
     },
-    /// Model the time of one dense or m-grouped GEMM on an MI300X/MI325X with the emulator's
+    /// Model the time of one dense, m-grouped or K-grouped GEMM on an MI300X/MI325X with the emulator's
     /// cycle-level timing model (every figure printed is modelled, not measured): time,
     /// TFLOPS, HBM traffic, pipe busy %, stall breakdown and the most stalled instructions.
     Profile {
@@ -98,9 +123,13 @@ enum Command {
         /// An m-grouped layout instead of the dense GEMM.
         #[arg(long, value_enum)]
         layout: Option<grouped::Layout>,
-        /// Groups (with --layout).
+        /// Groups (with --layout or --kgrouped).
         #[arg(long, default_value_t = 1)]
         groups: usize,
+        /// The K-grouped GEMM (`k_grouped_fp8_gemm_tn_contiguous`) instead: `--groups` groups of
+        /// exactly `--k` tokens each, `D[g] = C[g] + A_gᵀ·B_g` with A `[G·k, m]`, B `[G·k, n]`.
+        #[arg(long, conflicts_with = "layout")]
+        kgrouped: bool,
         /// Machine: mi300x, mi325x, or `env` for $AMDGPU_EMU_MACHINE.
         #[arg(long, default_value = "mi300x")]
         machine: String,
@@ -191,6 +220,10 @@ fn run(cli: Cli) -> Result<(), String> {
             check_grouped_sizes(groups, m, n, k)?;
             grouped::run_grouped(layout, groups, m, n, k, seed)
         }
+        Command::Kgrouped { groups, m, n, k, uniform, seed } => {
+            check_kgrouped_sizes(groups, m, n, k)?;
+            kgrouped::run_kgrouped(groups, m, n, k, uniform, seed)
+        }
         Command::Bench { m, n, k, iters } => {
             check_dense_sizes(m, n, k)?;
             gemm::bench_dense(m, n, k, iters)
@@ -200,13 +233,15 @@ fn run(cli: Cli) -> Result<(), String> {
             tune::run(m, o, out, quick)
         }
         Command::Calibrate { peers, machine, scope, rows, verbose } => profile::calibrate(peers, &machine, scope, &rows, verbose),
-        Command::Profile { m, n, k, layout, groups, machine, scope, full_math, seed } => {
+        Command::Profile { m, n, k, layout, groups, kgrouped, machine, scope, full_math, seed } => {
             match layout {
+                None if kgrouped => check_kgrouped_sizes(groups, m, n, k)?,
                 None => check_dense_sizes(m, n, k)?,
                 Some(_) => check_grouped_sizes(groups, m, n, k)?,
             }
             profile::enable(&machine, scope, full_math)?;
             match layout {
+                None if kgrouped => kgrouped::run_kgrouped(groups, m, n, k, true, seed),
                 None => gemm::run_dense(m, n, k, seed),
                 Some(l) => grouped::run_grouped(l, groups, m, n, k, seed),
             }
@@ -267,6 +302,14 @@ fn check_grouped_sizes(groups: usize, m: usize, n: usize, k: usize) -> Result<()
     let per_group = m.checked_mul(13).map(|x| x.div_ceil(10)).and_then(|x| x.checked_add(128)).unwrap_or(usize::MAX);
     check_tensor("m", "A (groups × ⌈1.3·m + 128⌉ rows × k FP8)", &[("groups", groups), ("rows per group", per_group), ("k", k)], 1)?;
     check_tensor("m", "D (groups × ⌈1.3·m + 128⌉ rows × n bf16)", &[("groups", groups), ("rows per group", per_group), ("n", n)], 2)
+}
+
+fn check_kgrouped_sizes(groups: usize, m: usize, n: usize, k: usize) -> Result<(), String> {
+    // Tokens: at most ⌈1.3·k⌉ rounded up to 128 per group.
+    let per_group = k.checked_mul(13).map(|x| x.div_ceil(10).div_ceil(128) * 128).unwrap_or(usize::MAX);
+    check_tensor("k", "A (groups × ⌈1.3·k⌉ tokens × m FP8)", &[("groups", groups), ("tokens per group", per_group), ("m", m)], 1)?;
+    check_tensor("k", "B (groups × ⌈1.3·k⌉ tokens × n FP8)", &[("groups", groups), ("tokens per group", per_group), ("n", n)], 1)?;
+    check_tensor("m", "D[g] (m × n f32)", &[("m", m), ("n", n)], 4)
 }
 
 fn main() -> ExitCode {

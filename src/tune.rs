@@ -103,6 +103,27 @@ fn time_tiles(ctx: &Context, p: Problem, mode: &TimingMode, tiles: &[(u32, u32)]
     Ok(out)
 }
 
+/// One K-grouped GEMM (G = 1, `k` tokens) of tile `tile`, modelled.
+fn time_kgrouped(ctx: &Context, m: usize, n: usize, k: usize, mode: &TimingMode, tile: (u32, u32)) -> Result<Arc<TimingReport>, String> {
+    use fp8gemm::kgrouped::{k_grouped_fp8_gemm_tn_contiguous, upload_ks, DeviceKGroupedOperand, KGroupedMnMajor};
+    let e = |x: &dyn std::fmt::Display| x.to_string();
+    let qa = KGroupedMnMajor::<E4M3Fnuz>::quantize(&vec![0f32; k * m], m, &[k]).map_err(|x| e(&x))?;
+    let qb = KGroupedMnMajor::<E4M3Fnuz>::quantize(&vec![0f32; k * n], n, &[k]).map_err(|x| e(&x))?;
+    let da = DeviceKGroupedOperand::upload(ctx, &qa).map_err(|x| e(&x))?;
+    let db = DeviceKGroupedOperand::upload(ctx, &qb).map_err(|x| e(&x))?;
+    let (dks, total) = upload_ks(ctx, &[k]).map_err(|x| e(&x))?;
+    let mut d = ctx.alloc_zeroed::<f32>(m * n).map_err(|x| e(&x))?;
+    let stream = fp8gemm::Stream::new(ctx).map_err(|x| e(&x))?;
+    config::force_tile(Some(tile));
+    emu::set_timing(Some(mode.clone()));
+    // The queued launch runs (timed) when the stream is synchronized.
+    let r = k_grouped_fp8_gemm_tn_contiguous(&stream, &da, &db, &mut d, &dks, total, None).and_then(|r| stream.synchronize().map(|()| r));
+    emu::set_timing(None);
+    config::force_tile(None);
+    r.map_err(|x| e(&x))?;
+    emu::last_launch_timing().ok_or_else(|| "the timed launch left no report".to_string())
+}
+
 /// `fp8gemm tune`: prints the table and writes it to `out` if given.
 pub fn run(machine: Machine, options: amdgpu_emu::timing::SimOptions, out: Option<std::path::PathBuf>, quick: bool) -> Result<(), String> {
     let ctx = Context::new().map_err(|e| e.to_string())?;
@@ -131,6 +152,20 @@ pub fn run(machine: Machine, options: amdgpu_emu::timing::SimOptions, out: Optio
             let per_kb = (cyc[1] - cyc[0]) / 16.0;
             let _ = writeln!(csv, "cost,{bm},{bn},{s},{per_kb:.1}");
             println!("cost {bm}x{bn}, {s} per CU: {per_kb:.1} modelled cycles per 128-K block ({:.0} s)", started.elapsed().as_secs_f64());
+        }
+    }
+    let _ = writeln!(csv, "# kcost,block_m,block_n,workgroups_per_cu,modelled_cycles_per_128_token_block (K-grouped kernels)");
+    for (bm, bn, slots) in [(64u32, 64u32, 4u32), (128, 128, 2)] {
+        for s in [1, slots] {
+            // One full round, G = 1: 304·s workgroups of the tile.
+            let (m, n) = (bm as usize * 8 * s as usize, bn as usize * machine.cus_per_xcd as usize);
+            let mut cyc = Vec::new();
+            for k in [1024usize, 3072] {
+                cyc.push(time_kgrouped(&ctx, m, n, k, &mode, (bm, bn))?.cycles as f64);
+            }
+            let per_kb = (cyc[1] - cyc[0]) / 16.0;
+            let _ = writeln!(csv, "kcost,{bm},{bn},{s},{per_kb:.1}");
+            println!("kcost {bm}x{bn}, {s} per CU: {per_kb:.1} modelled cycles per 128-token block ({:.0} s)", started.elapsed().as_secs_f64());
         }
     }
     let _ = writeln!(csv, "# best,kind,groups,m,n,k,expected_m,block_m,block_n,modelled_us,all tiles (modelled µs)");

@@ -13,7 +13,7 @@ fn info_lists_every_kernel_of_both_architectures() {
     assert!(ok, "{err}");
     assert!(out.starts_with("arch"), "{out}");
     for arch in ["gfx942", "gfx950"] {
-        for kernel in ["add_one_f32", "fp8_gemm_nt_bm64_bn64", "fp8_gemm_nt_bm128_bn128", "m_grouped_fp8_gemm_nt_masked_bm64_bn64"] {
+        for kernel in ["add_one_f32", "fp8_gemm_nt_bm64_bn64", "fp8_gemm_nt_bm128_bn128", "m_grouped_fp8_gemm_nt_masked_bm64_bn64", "k_grouped_fp8_gemm_tn_contiguous_bm128_bn128"] {
             let row = out.lines().find(|l| l.starts_with(arch) && l.split_whitespace().nth(1) == Some(kernel));
             let row = row.unwrap_or_else(|| panic!("no {arch} {kernel} row in\n{out}"));
             // vspill, sspill and scratch columns are 0; the launch bound column is 256.
@@ -43,6 +43,32 @@ fn grouped_demo_runs_both_layouts() {
         assert!(ok, "{layout}: {out}\n{err}");
         assert!(out.contains("calc_diff"), "{out}");
     }
+}
+
+#[test]
+fn kgrouped_demo_meets_both_accuracy_goals_and_prints_counters() {
+    let (ok, out, err) = fp8gemm(&["kgrouped", "--groups", "3", "--m", "72", "--n", "136", "--k", "256", "--seed", "2"]);
+    assert!(ok, "{out}\n{err}");
+    assert!(out.contains("vs the dequantized reference") && out.contains("vs the unquantized reference"), "{out}");
+    assert!(out.contains("bank-conflict cycles") && out.contains("modelled MI300X throughput lower bound"), "{out}");
+    let out = Command::new(env!("CARGO_BIN_EXE_fp8gemm"))
+        .args(["kgrouped", "--groups", "1", "--m", "64", "--n", "64", "--k", "128", "--uniform"])
+        .env("FP8GEMM_PRINT_CONFIGS", "1")
+        .output()
+        .expect("run fp8gemm");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("fp8gemm config: k_grouped_fp8_gemm_tn_contiguous_bm64_bn64 on gfx942"), "{err}");
+    let (ok, _, err) = fp8gemm(&["kgrouped", "--groups", "2", "--m", "12", "--n", "64", "--k", "128", "--uniform"]);
+    assert!(!ok);
+    assert!(err.contains("argument `m`: expected a multiple of 8, got 12"), "{err}");
+    let (ok, _, err) = fp8gemm(&["kgrouped", "--groups", "2", "--m", "64", "--n", "64", "--k", "100", "--uniform"]);
+    assert!(!ok);
+    assert!(err.contains("ks[0] = 100"), "{err}");
+    // The timing model through `profile --kgrouped` (XCD scope keeps it quick).
+    let (ok, out, err) = fp8gemm(&["profile", "--kgrouped", "--groups", "2", "--m", "128", "--n", "128", "--k", "256", "--scope", "xcd"]);
+    assert!(ok, "{out}\n{err}");
+    assert!(out.contains("(timing model, not measured)") && out.contains("k_grouped_fp8_gemm_tn_contiguous"), "{out}");
 }
 
 #[test]

@@ -286,3 +286,56 @@ impl QuantWeightArgs {
 
 const _: () = assert!(core::mem::size_of::<QuantActArgs>() == 48);
 const _: () = assert!(core::mem::size_of::<QuantWeightArgs>() == 40);
+
+/// Arguments of the K-grouped FP8 GEMM kernels ([`crate::kgrouped`], symbols
+/// `k_grouped_fp8_gemm_tn_contiguous_bm*_bn*`; MoE weight gradients):
+/// `D[g] = C[g] + A_gᵀ · B_g` in f32 for every group `g`, where `A_g` is rows
+/// `K_g = k_off(g) .. k_off(g) + ks[g]` of `A` and `B_g` the same rows of `B`.
+///
+/// Layouts (row-major, no padding, **MN-major**: the token axis K is the outer one): `A` is
+/// `total_k × m` FP8, `SFA` `(total_k/128) × m` f32 (one scale per 128-token block and column of
+/// A), `B` `total_k × n` FP8, `SFB` `(total_k/128) × n` f32, `C` and `D` `groups × m × n` f32
+/// (`C` may be `D`: accumulate in place), `ks` `groups` i32, read on the device only.
+/// Requirements (checked by the host): `m % 8 == 0`, `n % 8 == 0`, `total_k % 128 == 0`, every
+/// tensor below [`crate::tile::MAX_TENSOR_BYTES`]. `ks` is never trusted: the kernel clamps each
+/// entry to `0..`, the running offset to `total_k` and each group's extent to what is left of
+/// `total_k`, rounded down to a multiple of 128, so no access leaves the tensors whatever `ks`
+/// holds (sizes that are not multiples of 128 or do not sum to `total_k` give a defined but
+/// meaningless result). The grid is 1-D with `groups·⌈m/BM⌉·⌈n/BN⌉` workgroups.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct KGroupedArgs {
+    /// A, `total_k × m` FP8 bytes.
+    pub a: GlobalPtr<u8>,
+    /// B, `total_k × n` FP8 bytes.
+    pub b: GlobalPtr<u8>,
+    /// SFA, `(total_k/128) × m` f32.
+    pub sfa: GlobalPtr<f32>,
+    /// SFB, `(total_k/128) × n` f32.
+    pub sfb: GlobalPtr<f32>,
+    /// C, `groups × m × n` f32 (may equal `d`).
+    pub c: GlobalPtr<f32>,
+    /// D, `groups × m × n` f32.
+    pub d: GlobalPtr<f32>,
+    /// K extent of every group, `groups` i32.
+    pub ks: GlobalPtr<i32>,
+    /// Columns of A, rows of every D\[g\].
+    pub m: u32,
+    /// Columns of B and of every D\[g\].
+    pub n: u32,
+    /// Rows of A and B (the host-side sum of `ks`).
+    pub total_k: u32,
+    /// Number of groups.
+    pub groups: u32,
+}
+
+impl KGroupedArgs {
+    /// The struct's bytes: the kernel's kernarg segment.
+    pub fn as_bytes(&self) -> &[u8] {
+        // SAFETY: repr(C) of seven u64 wrappers followed by four u32: no padding (72 bytes,
+        // checked by the const assertion below), every byte initialized; borrows `self`.
+        unsafe { core::slice::from_raw_parts((self as *const Self).cast::<u8>(), core::mem::size_of::<Self>()) }
+    }
+}
+
+const _: () = assert!(core::mem::size_of::<KGroupedArgs>() == 72);

@@ -6,6 +6,14 @@ pub use core::arch::amdgpu::{
     readfirstlane_u32, s_barrier, workgroup_id_x, workgroup_id_y, workgroup_id_z, workitem_id_x,
 };
 
+/// `v_perm_b32`: byte `i` of the result is byte `sel[i]` of `src0:src1` (`0..=3` → `src1`,
+/// `4..=7` → `src0`; CDNA3 ISA, V_PERM_B32). A pure register operation.
+#[inline(always)]
+pub fn perm_b32(src0: u32, src1: u32, sel: u32) -> u32 {
+    // SAFETY: `llvm.amdgcn.perm` has no memory effects and is defined for every input on gfx9.
+    unsafe { core::arch::amdgpu::perm(src0, src1, sel) }
+}
+
 /// Four f32 lanes of an MFMA 16x16 accumulator (one lane's share of a 16×16 D tile).
 #[repr(simd)]
 #[derive(Clone, Copy)]
@@ -60,6 +68,52 @@ impl U32x4 {
 #[repr(simd)]
 #[derive(Clone, Copy)]
 pub struct U32x2(pub [u32; 2]);
+
+impl U32x2 {
+    /// The 8 bytes as one u64 (little-endian: lane 0 in bits 31:0).
+    #[inline(always)]
+    pub fn to_u64(self) -> u64 {
+        // SAFETY: 8 bytes of plain integers reinterpreted as 8 bytes of plain integers.
+        unsafe { core::mem::transmute::<U32x2, u64>(self) }
+    }
+}
+
+impl U32x4 {
+    /// The 16 bytes as four f32 (bit patterns preserved).
+    #[inline(always)]
+    pub fn to_f32x4(self) -> F32x4 {
+        // SAFETY: both are 16-byte repr(simd) vectors of 4-byte plain values.
+        unsafe { core::mem::transmute::<U32x4, F32x4>(self) }
+    }
+}
+
+impl F32x4 {
+    /// The four values' bit patterns (for stores).
+    #[inline(always)]
+    pub fn to_bits(self) -> U32x4 {
+        // SAFETY: both are 16-byte repr(simd) vectors of 4-byte plain values.
+        unsafe { core::mem::transmute::<F32x4, U32x4>(self) }
+    }
+    /// `self · s + acc` element-wise with one rounding per element (`llvm.fma.v4f32`).
+    #[inline(always)]
+    pub fn fma(self, s: F32x4, acc: F32x4) -> F32x4 {
+        // SAFETY: simd_fma on three values of the same repr(simd) f32 vector type is defined for
+        // every input.
+        unsafe { core::intrinsics::simd::simd_fma(self, s, acc) }
+    }
+    /// `self · s` element-wise (two `v_pk_mul_f32`).
+    #[inline(always)]
+    pub fn mul_splat(self, s: f32) -> F32x4 {
+        // SAFETY: simd_mul of two values of the same repr(simd) f32 vector type.
+        unsafe { core::intrinsics::simd::simd_mul(self, F32x4([s; 4])) }
+    }
+    /// `self + o` element-wise.
+    #[inline(always)]
+    pub fn add(self, o: F32x4) -> F32x4 {
+        // SAFETY: simd_add of two values of the same repr(simd) f32 vector type.
+        unsafe { core::intrinsics::simd::simd_add(self, o) }
+    }
+}
 
 /// Four i32 lanes: the raw LLVM type of a buffer resource.
 #[repr(simd)]
@@ -127,6 +181,10 @@ unsafe extern "unadjusted" {
     fn raw_buffer_load_v4i32(rsrc: I32x4, voffset: i32, soffset: i32, aux: i32) -> U32x4;
     #[link_name = "llvm.amdgcn.raw.buffer.load.f32"]
     fn raw_buffer_load_f32_raw(rsrc: I32x4, voffset: i32, soffset: i32, aux: i32) -> f32;
+    #[link_name = "llvm.amdgcn.raw.buffer.load.v2i32"]
+    fn raw_buffer_load_v2i32(rsrc: I32x4, voffset: i32, soffset: i32, aux: i32) -> U32x2;
+    #[link_name = "llvm.amdgcn.raw.buffer.store.v4i32"]
+    fn raw_buffer_store_v4i32(data: U32x4, rsrc: I32x4, voffset: i32, soffset: i32, aux: i32);
     #[link_name = "llvm.amdgcn.raw.buffer.store.v2i32"]
     fn raw_buffer_store_v2i32(data: U32x2, rsrc: I32x4, voffset: i32, soffset: i32, aux: i32);
     #[link_name = "llvm.amdgcn.s.buffer.load.f32"]
@@ -189,6 +247,28 @@ pub fn readlane<const LANE: u32>(v: u32) -> u32 {
 pub unsafe fn buffer_load_b128(rsrc: BufferResource, voffset: u32, soffset: u32) -> U32x4 {
     // SAFETY: the caller guarantees the resource; the hardware range-checks voffset.
     unsafe { raw_buffer_load_v4i32(rsrc.0, voffset as i32, soffset as i32, 0) }
+}
+
+/// `buffer_load_dwordx2 … offen`: 8 bytes at `voffset + soffset` of `rsrc`; 0 when `voffset` is
+/// out of range.
+///
+/// # Safety
+/// As [`buffer_load_b128`].
+#[inline(always)]
+pub unsafe fn buffer_load_b64(rsrc: BufferResource, voffset: u32, soffset: u32) -> U32x2 {
+    // SAFETY: see buffer_load_b128.
+    unsafe { raw_buffer_load_v2i32(rsrc.0, voffset as i32, soffset as i32, 0) }
+}
+
+/// `buffer_store_dwordx4 … offen`: 16 bytes at `voffset + soffset`; dropped when `voffset` is
+/// out of range.
+///
+/// # Safety
+/// As [`buffer_store_b64`].
+#[inline(always)]
+pub unsafe fn buffer_store_b128(data: U32x4, rsrc: BufferResource, voffset: u32, soffset: u32) {
+    // SAFETY: the caller guarantees the resource; the hardware range-checks voffset.
+    unsafe { raw_buffer_store_v4i32(data, rsrc.0, voffset as i32, soffset as i32, 0) }
 }
 
 /// `buffer_load_dword … offen` of one f32; 0.0 when `voffset` is out of range.
@@ -287,6 +367,18 @@ pub fn dynamic_lds() -> *mut U32x4 {
 pub unsafe fn lds_read_b128(byte_off: u32) -> U32x4 {
     // SAFETY: the caller guarantees the offset lies inside the launch's LDS allocation.
     unsafe { *dynamic_lds().byte_add(byte_off as usize) }
+}
+
+/// `ds_write_b64` of `v` at byte offset `byte_off` of the dynamic LDS.
+///
+/// # Safety
+/// `byte_off + 8 ≤ sharedMemBytes`, 8-byte aligned, and no other work-item accesses these bytes
+/// until the next [`lds_barrier`].
+#[inline(always)]
+pub unsafe fn lds_write_b64(byte_off: u32, v: u64) {
+    // SAFETY: the caller guarantees the offset lies inside the launch's LDS allocation and is
+    // 8-byte aligned (the base is 16-byte aligned).
+    unsafe { *dynamic_lds().byte_add(byte_off as usize).cast::<u64>() = v }
 }
 
 /// `ds_write_b128` of `v` at byte offset `byte_off` of the dynamic LDS.

@@ -37,6 +37,7 @@ pub mod grouped;
 pub mod quant;
 #[cfg(target_arch = "amdgpu")]
 pub mod intrinsics;
+pub mod kgrouped;
 pub mod test_kernels;
 pub mod tile;
 

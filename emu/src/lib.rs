@@ -9,7 +9,9 @@
 //!   (memcheck, mfma-hazard, racecheck, late-arrival, uninit-lds) and per-launch counters;
 //! * [`peers`]: AMD's production FP8 GEMM code objects (read from a directory outside the repo):
 //!   their launch contracts, operand layouts, an f64 reference and the measured MI325X times;
-//! * [`cost`]: a documented MI300X cost model turning the counters into a *modelled* time;
+//! * [`timing`]: the cycle-level timing model of MI300X / MI325X (the project's performance
+//!   model; every figure *modelled*), its calibration against measured times, and the
+//!   throughput lower bound [`timing::bound`];
 //! * [`hip`]: the HIP runtime API (`hipMalloc`, `hipModuleLaunchKernel`, …) with HIP's C
 //!   signatures, callable from Rust; with feature `hip-abi` they are also exported unmangled
 //!   (`#[no_mangle]`), so a binary whose HIP bindings (e.g. `rocm-rs`) link no `libamdhip64`

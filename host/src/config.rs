@@ -247,8 +247,11 @@ struct TunedBest {
 /// The parsed tuned table.
 #[derive(Clone, Debug, Default)]
 struct Tuned {
-    /// (block_m, block_n, sharing, modelled cycles per 128-K block).
+    /// (block_m, block_n, sharing, modelled cycles per 128-K block) of the dense / m-grouped
+    /// main loop.
     costs: Vec<(u32, u32, u32, f64)>,
+    /// The same for the K-grouped kernels (`kcost` rows).
+    kcosts: Vec<(u32, u32, u32, f64)>,
     best: Vec<TunedBest>,
 }
 
@@ -283,11 +286,12 @@ fn parse_tuned(text: &str) -> Result<Tuned, String> {
         let x = |j: usize| f.get(j).and_then(|x| x.parse::<f64>().ok()).filter(|v| v.is_finite() && *v > 0.0).ok_or_else(|| bad(&format!("field {j} is not a positive number")));
         match f[0] {
             "cost" => t.costs.push((u(1)?, u(2)?, u(3)?, x(4)?)),
+            "kcost" => t.kcosts.push((u(1)?, u(2)?, u(3)?, x(4)?)),
             "best" => {
                 let kind = f.get(1).and_then(|k| parse_kind(k)).ok_or_else(|| bad("unknown kind"))?;
                 t.best.push(TunedBest { kind, groups: u(2)?, m: u(3)?, n: u(4)?, k: u(5)?, expected_m: u(6)?, tile: (u(7)?, u(8)?), us: x(9)? });
             }
-            _ => return Err(bad("unknown record type (expected cost or best)")),
+            _ => return Err(bad("unknown record type (expected cost, kcost or best)")),
         }
     }
     Ok(t)
@@ -314,7 +318,23 @@ pub fn force_tile(tile: Option<(u32, u32)>) {
     FORCED.with(|f| f.set(tile.map(Some)));
 }
 
-fn forced_tile() -> Result<Option<(u32, u32)>, ConfigError> {
+/// The timing model's cost of a K-grouped tile: modelled cycles per 128-token block of a CU
+/// running `sharing` workgroups at once (interpolated between the table's 1 and `slots`), for
+/// the K-grouped tile choice (`crate::kgrouped`).
+pub(crate) fn kgrouped_cycles_per_kb(arch: Arch, block_m: u32, block_n: u32, sharing: u32, slots: u32) -> Result<f64, ConfigError> {
+    let t = tuned(arch)?;
+    let cost = |s: u32| t.kcosts.iter().find(|c| (c.0, c.1, c.2) == (block_m, block_n, s)).map(|c| c.3);
+    let missing = || ConfigError::Tuned(format!("no kcost rows for K-grouped tile {block_m}x{block_n} (1 and {slots} workgroups per CU)"));
+    let (one, full) = (cost(1).ok_or_else(missing)?, cost(slots).ok_or_else(missing)?);
+    if slots <= 1 {
+        return Ok(one);
+    }
+    let f = f64::from(sharing.clamp(1, slots) - 1) / f64::from(slots - 1);
+    Ok(one + f * (full - one))
+}
+
+/// The tile forced for this thread or by `FP8GEMM_FORCE_TILE`, if any.
+pub(crate) fn forced_tile() -> Result<Option<(u32, u32)>, ConfigError> {
     if let Some(t) = FORCED.with(std::cell::Cell::get) {
         return Ok(t);
     }
@@ -511,7 +531,7 @@ enum Choice {
 /// Chooses the kernel and launch geometry for `desc`: a forced tile ([`force_tile`],
 /// `FP8GEMM_FORCE_TILE`) if any; else the tile the timing model found fastest for exactly this
 /// problem (`host/tuned/<arch>.csv`, written by `fp8gemm tune`); else the estimate of
-/// [`modelled_time`] from the timing model's per-tile costs.
+/// the estimate of `modelled_time` from the timing model's per-tile costs.
 ///
 /// With `FP8GEMM_PRINT_CONFIGS=1` in the environment each distinct chosen config is printed
 /// once (to stderr) with the problem that first chose it and why.

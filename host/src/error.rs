@@ -79,6 +79,9 @@ pub enum Error {
         /// The backend asked for.
         backend: crate::backend::Backend,
     },
+    /// Host-side quantization rejected its input.
+    #[error(transparent)]
+    Quant(#[from] crate::quant::QuantError),
     /// A block scale outside the range the GEMM kernels compute exactly
     /// (`fp8gemm_device::tile::MIN_SCALE`: 0 or `2^-24 ≤ |s| < 2^94`, finite).
     #[error("argument `{arg}`: scale [{index}] = {value:e}, expected 0 or a magnitude in [2^-24, 2^94) (the GEMM kernels' supported scale range)")]

@@ -77,6 +77,7 @@ pub mod error;
 pub mod fp8;
 pub mod gemm;
 pub mod grouped;
+pub mod kgrouped;
 pub mod quant;
 pub mod quantize;
 pub mod reference;
@@ -89,6 +90,7 @@ pub use gemm::{fp8_gemm_nt, DeviceActivations, DeviceWeights, GemmRun};
 pub use grouped::{
     m_alignment_for_contiguous_layout, m_grouped_fp8_gemm_nt_contiguous, m_grouped_fp8_gemm_nt_masked, DeviceGroupedWeights,
 };
+pub use kgrouped::{k_grouped_fp8_gemm_tn_contiguous, upload_ks, DeviceKGroupedOperand, KGroupedMnMajor};
 pub use quantize::{
     quantize_activations, quantize_activations_masked, quantize_weights, silu_mul_quantize_activations,
     silu_mul_quantize_activations_masked,

@@ -660,6 +660,10 @@ impl<T: Pod> DeviceBuffer<T> {
     pub fn context(&self) -> &Context {
         &self.ctx
     }
+    /// The id of the owning context (for ownership checks).
+    pub(crate) fn owner(&self) -> Option<u64> {
+        Some(self.ctx.id())
+    }
     /// A view of the whole buffer.
     pub fn as_slice(&self) -> DeviceSlice<'_, T> {
         DeviceSlice::from_parts(self.addr, self.len, Some(self.ctx.id()))
