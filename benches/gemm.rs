@@ -5,7 +5,7 @@
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use fp8gemm::fp8::E4M3Fnuz;
 use fp8gemm::quant::{QuantizedActivations, QuantizedWeights};
-use fp8gemm::{fp8_gemm_nt, Context, DeviceActivations, DeviceWeights};
+use fp8gemm::{fp8_gemm_nt, Context, DeviceActivations, DeviceWeights, Stream};
 use half::bf16;
 
 fn data(len: usize, seed: u32) -> Vec<f32> {
@@ -15,6 +15,7 @@ fn data(len: usize, seed: u32) -> Vec<f32> {
 
 fn bench(c: &mut Criterion) {
     let ctx = Context::new().expect("a device (the emulator by default)");
+    let stream = Stream::new(&ctx).unwrap();
     let mut g = c.benchmark_group("fp8_gemm_nt");
     g.sample_size(10);
     let shapes: &[(usize, usize, usize)] =
@@ -28,8 +29,8 @@ fn bench(c: &mut Criterion) {
         g.throughput(Throughput::Elements((2 * m * n * k) as u64));
         g.bench_function(format!("{m}x{n}x{k}"), |bch| {
             bch.iter(|| {
-                fp8_gemm_nt(&ctx, &a, &b, &mut d).unwrap();
-                ctx.synchronize().unwrap();
+                fp8_gemm_nt(&stream, &a, &b, &mut d).unwrap();
+                stream.synchronize().unwrap();
             })
         });
     }

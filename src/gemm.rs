@@ -5,7 +5,7 @@ use std::time::Instant;
 use fp8gemm::codeobj::Arch;
 use fp8gemm::fp8::{E4M3Fn, E4M3Fnuz, Fp8Format};
 use fp8gemm::quant::{QuantizedActivations, QuantizedWeights};
-use fp8gemm::{reference, Context, DeviceActivations, DeviceWeights};
+use fp8gemm::{reference, Context, DeviceActivations, DeviceWeights, Stream};
 use half::bf16;
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use rand_distr::StandardNormal;
@@ -33,16 +33,19 @@ fn dense_with<F: Fp8Format>(ctx: &Context, m: usize, n: usize, k: usize, seed: u
     let da = DeviceActivations::upload(ctx, &qa).map_err(|x| e(&x))?;
     let db = DeviceWeights::upload(ctx, &qb).map_err(|x| e(&x))?;
     let mut dd = ctx.alloc_zeroed::<bf16>(m * n).map_err(|x| e(&x))?;
+    let stream = Stream::new(ctx).map_err(|x| e(&x))?;
     let t0 = Instant::now();
     crate::profile::begin();
-    let run = fp8gemm::fp8_gemm_nt(ctx, &da, &db, &mut dd).map_err(|x| e(&x))?;
+    let run = fp8gemm::fp8_gemm_nt(&stream, &da, &db, &mut dd).map_err(|x| e(&x))?;
+    // The launch runs here (the emulator's streams are lazy queues): profile::end reads its timing.
+    stream.synchronize().map_err(|x| e(&x))?;
     if crate::profile::end(m, n, k, 1)? {
         if let Some(c) = &run.config {
             println!("  config {c}");
         }
         return Ok(());
     }
-    let d = dd.download().map_err(|x| e(&x))?;
+    let d = dd.download(&stream).map_err(|x| e(&x))?;
     let wall = t0.elapsed();
 
     let mut want_q = vec![bf16::ZERO; m * n];
@@ -113,13 +116,14 @@ fn bench_with<F: Fp8Format>(ctx: &Context, m: usize, n: usize, k: usize, iters: 
     let da = DeviceActivations::upload(ctx, &qa).map_err(|x| e(&x))?;
     let db = DeviceWeights::upload(ctx, &qb).map_err(|x| e(&x))?;
     let mut dd = ctx.alloc_zeroed::<bf16>(m * n).map_err(|x| e(&x))?;
-    let run = fp8gemm::fp8_gemm_nt(ctx, &da, &db, &mut dd).map_err(|x| e(&x))?; // warm-up
-    ctx.synchronize().map_err(|x| e(&x))?;
+    let stream = Stream::new(ctx).map_err(|x| e(&x))?;
+    let run = fp8gemm::fp8_gemm_nt(&stream, &da, &db, &mut dd).map_err(|x| e(&x))?; // warm-up
+    stream.synchronize().map_err(|x| e(&x))?;
     let mut times = Vec::with_capacity(iters as usize);
     for _ in 0..iters.max(1) {
         let t0 = Instant::now();
-        fp8gemm::fp8_gemm_nt(ctx, &da, &db, &mut dd).map_err(|x| e(&x))?;
-        ctx.synchronize().map_err(|x| e(&x))?;
+        fp8gemm::fp8_gemm_nt(&stream, &da, &db, &mut dd).map_err(|x| e(&x))?;
+        stream.synchronize().map_err(|x| e(&x))?;
         times.push(t0.elapsed().as_secs_f64());
     }
     times.sort_by(f64::total_cmp);
@@ -129,7 +133,7 @@ fn bench_with<F: Fp8Format>(ctx: &Context, m: usize, n: usize, k: usize, iters: 
     if let Some(c) = &run.config {
         println!("config       {c}");
     }
-    let what = if cfg!(feature = "emu") { "emulator wall time on this CPU, NOT a GPU figure" } else { "GPU, launch to synchronize" };
+    let what = if ctx.backend() == fp8gemm::Backend::Emulator { "emulator wall time on this CPU, NOT a GPU figure" } else { "GPU, launch to synchronize" };
     println!(
         "bench        m={m} n={n} k={k}: median {:.3} ms over {} launches ({what}): {:.3} TFLOPS, {:.1} GB/s",
         median * 1e3,

@@ -64,6 +64,9 @@ fn time_tiles(ctx: &Context, p: Problem, mode: &TimingMode, tiles: &[(u32, u32)]
     let da = DeviceActivations::upload(ctx, &qa).map_err(|x| e(&x))?;
     drop(qa);
     let mut d = ctx.alloc_zeroed::<bf16>(rows * p.n).map_err(|x| e(&x))?;
+    // Each timed launch is followed by a synchronization: queued launches run (and are timed)
+    // when their stream is synchronized.
+    let stream = fp8gemm::Stream::new(ctx).map_err(|x| e(&x))?;
     let mut out = Vec::new();
     let mut run = |f: &mut dyn FnMut() -> Result<(), String>| -> Result<(), String> {
         for &t in tiles {
@@ -81,7 +84,7 @@ fn time_tiles(ctx: &Context, p: Problem, mode: &TimingMode, tiles: &[(u32, u32)]
         GemmKind::Dense => {
             let qb = QuantizedWeights::<E4M3Fnuz>::quantize(&vec![0f32; p.n * p.k], p.n, p.k).map_err(|x| e(&x))?;
             let db = DeviceWeights::upload(ctx, &qb).map_err(|x| e(&x))?;
-            run(&mut || fp8gemm::fp8_gemm_nt(ctx, &da, &db, &mut d).map(|_| ()).map_err(|x| e(&x)))?;
+            run(&mut || fp8gemm::fp8_gemm_nt(&stream, &da, &db, &mut d).and_then(|_| stream.synchronize()).map_err(|x| e(&x)))?;
         }
         GemmKind::MGroupedContiguous | GemmKind::MGroupedMasked => {
             let qb = GroupedQuantizedWeights::<E4M3Fnuz>::quantize(&vec![0f32; p.groups * p.n * p.k], p.groups, p.n, p.k).map_err(|x| e(&x))?;
@@ -89,11 +92,11 @@ fn time_tiles(ctx: &Context, p: Problem, mode: &TimingMode, tiles: &[(u32, u32)]
             if p.kind == GemmKind::MGroupedContiguous {
                 let idx: Vec<i32> = (0..p.m).map(|r| (r / p.expected_m) as i32).collect();
                 let di = upload_m_indices(ctx, &idx, p.groups).map_err(|x| e(&x))?;
-                run(&mut || fp8gemm::m_grouped_fp8_gemm_nt_contiguous(ctx, &da, &db, &mut d, &di).map(|_| ()).map_err(|x| e(&x)))?;
+                run(&mut || fp8gemm::m_grouped_fp8_gemm_nt_contiguous(&stream, &da, &db, &mut d, &di).and_then(|_| stream.synchronize()).map_err(|x| e(&x)))?;
             } else {
                 let masked = vec![p.expected_m as i32; p.groups];
                 let dm = ctx.upload(&masked).map_err(|x| e(&x))?;
-                run(&mut || fp8gemm::m_grouped_fp8_gemm_nt_masked(ctx, &da, &db, &mut d, &dm, p.expected_m).map(|_| ()).map_err(|x| e(&x)))?;
+                run(&mut || fp8gemm::m_grouped_fp8_gemm_nt_masked(&stream, &da, &db, &mut d, &dm, p.expected_m).and_then(|_| stream.synchronize()).map_err(|x| e(&x)))?;
             }
         }
     }
@@ -110,9 +113,11 @@ fn time_kgrouped(ctx: &Context, m: usize, n: usize, k: usize, mode: &TimingMode,
     let db = DeviceKGroupedOperand::upload(ctx, &qb).map_err(|x| e(&x))?;
     let (dks, total) = upload_ks(ctx, &[k]).map_err(|x| e(&x))?;
     let mut d = ctx.alloc_zeroed::<f32>(m * n).map_err(|x| e(&x))?;
+    let stream = fp8gemm::Stream::new(ctx).map_err(|x| e(&x))?;
     config::force_tile(Some(tile));
     emu::set_timing(Some(mode.clone()));
-    let r = k_grouped_fp8_gemm_tn_contiguous(ctx, &da, &db, &mut d, &dks, total, None);
+    // The queued launch runs (timed) when the stream is synchronized.
+    let r = k_grouped_fp8_gemm_tn_contiguous(&stream, &da, &db, &mut d, &dks, total, None).and_then(|r| stream.synchronize().map(|()| r));
     emu::set_timing(None);
     config::force_tile(None);
     r.map_err(|x| e(&x))?;

@@ -165,6 +165,8 @@ fn run_with_grid(co: &CodeObject, tile: DenseTile, p: &Problem, grid: u32) -> (V
         m: p.m as u32,
         n: p.n as u32,
         k: p.k as u32,
+        lda: p.k as u32,
+        ldd: p.n as u32,
         reserved: 0,
     };
     let cfg = LaunchConfig {

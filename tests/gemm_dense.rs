@@ -1,9 +1,9 @@
-//! `fp8gemm::fp8_gemm_nt` end to end — public API → rocm-rs → HIP C ABI → gfx942 emulator —
+//! `fp8gemm::fp8_gemm_nt` end to end — public API → HIP API of the emulator backend → gfx942 emulator —
 //! against the CPU references, and every class of rejected input.
 
 use fp8gemm::fp8::{E4M3Fn, E4M3Fnuz};
 use fp8gemm::quant::{QuantizedActivations, QuantizedWeights};
-use fp8gemm::{fp8_gemm_nt, reference, Context, DeviceActivations, DeviceWeights, Error};
+use fp8gemm::{fp8_gemm_nt, reference, Context, DeviceActivations, DeviceWeights, Error, Stream};
 use half::bf16;
 use proptest::prelude::*;
 use rand::{rngs::StdRng, Rng, SeedableRng};
@@ -36,9 +36,9 @@ fn run(ctx: &Context, m: usize, n: usize, k: usize, seed: u64) -> (f64, f64) {
     let db = DeviceWeights::upload(ctx, &c.qb).unwrap();
     // Pre-fill D with a pattern so unwritten elements cannot pass as zeros.
     let mut dd = ctx.upload(&vec![bf16::from_f32(1234.5); m * n]).unwrap();
-    let r = fp8_gemm_nt(ctx, &da, &db, &mut dd).unwrap_or_else(|e| panic!("{m}x{n}x{k}: {e}"));
+    let r = fp8_gemm_nt(&stream(ctx), &da, &db, &mut dd).unwrap_or_else(|e| panic!("{m}x{n}x{k}: {e}"));
     assert!(r.config.is_some());
-    let d = dd.download().unwrap();
+    let d = dd.download(&stream(ctx)).unwrap();
     let mut want_q = vec![bf16::ZERO; m * n];
     reference::fp8_gemm_nt(&c.qa, &c.qb, &mut want_q).unwrap();
     let mut want_f = vec![0f32; m * n];
@@ -49,6 +49,10 @@ fn run(ctx: &Context, m: usize, n: usize, k: usize, seed: u64) -> (f64, f64) {
 fn assert_accurate(m: usize, n: usize, k: usize, (dq, df): (f64, f64)) {
     assert!(dq < 1e-5, "{m}x{n}x{k}: calc_diff vs dequantized reference {dq:e}");
     assert!(df < 1e-3, "{m}x{n}x{k}: calc_diff vs unquantized reference {df:e}");
+}
+
+fn stream(ctx: &Context) -> Stream {
+    Stream::new(ctx).unwrap()
 }
 
 #[test]
@@ -94,7 +98,7 @@ fn rejects_mismatched_k() {
     let (a, _) = operands(&ctx, 8, 128, 256);
     let (_, b) = operands(&ctx, 8, 128, 128);
     let mut d = ctx.alloc_zeroed::<bf16>(8 * 128).unwrap();
-    let e = fp8_gemm_nt(&ctx, &a, &b, &mut d).unwrap_err();
+    let e = fp8_gemm_nt(&stream(&ctx), &a, &b, &mut d).unwrap_err();
     assert!(matches!(e, Error::Shape { arg: "b", .. }), "{e}");
     assert!(e.to_string().contains("k = 256"), "{e}");
 }
@@ -104,7 +108,7 @@ fn rejects_wrong_output_size() {
     let ctx = Context::new().unwrap();
     let (a, b) = operands(&ctx, 8, 128, 128);
     let mut d = ctx.alloc_zeroed::<bf16>(8 * 128 - 1).unwrap();
-    let e = fp8_gemm_nt(&ctx, &a, &b, &mut d).unwrap_err();
+    let e = fp8_gemm_nt(&stream(&ctx), &a, &b, &mut d).unwrap_err();
     assert!(matches!(e, Error::Shape { arg: "d", .. }), "{e}");
     assert!(e.to_string().contains("1024 elements"), "{e}");
 }
@@ -114,7 +118,7 @@ fn rejects_k_not_a_multiple_of_128() {
     let ctx = Context::new().unwrap();
     let (a, b) = operands(&ctx, 4, 128, 200);
     let mut d = ctx.alloc_zeroed::<bf16>(4 * 128).unwrap();
-    let e = fp8_gemm_nt(&ctx, &a, &b, &mut d).unwrap_err();
+    let e = fp8_gemm_nt(&stream(&ctx), &a, &b, &mut d).unwrap_err();
     assert!(matches!(e, Error::Shape { arg: "k", .. }), "{e}");
     assert!(e.to_string().contains("multiple of 128"), "{e}");
 }
@@ -124,7 +128,7 @@ fn rejects_n_not_a_multiple_of_4() {
     let ctx = Context::new().unwrap();
     let (a, b) = operands(&ctx, 4, 130, 128);
     let mut d = ctx.alloc_zeroed::<bf16>(4 * 130).unwrap();
-    let e = fp8_gemm_nt(&ctx, &a, &b, &mut d).unwrap_err();
+    let e = fp8_gemm_nt(&stream(&ctx), &a, &b, &mut d).unwrap_err();
     assert!(matches!(e, Error::Shape { arg: "n", .. }), "{e}");
 }
 
@@ -139,7 +143,7 @@ fn rejects_the_format_the_architecture_does_not_decode() {
     let a = DeviceActivations::upload(&ctx, &qa).unwrap();
     let b = DeviceWeights::upload(&ctx, &qb).unwrap();
     let mut d = ctx.alloc_zeroed::<bf16>(16).unwrap();
-    let e = fp8_gemm_nt(&ctx, &a, &b, &mut d).unwrap_err();
+    let e = fp8_gemm_nt(&stream(&ctx), &a, &b, &mut d).unwrap_err();
     assert!(matches!(e, Error::Format { arg: "a", expected: "e4m3fnuz", actual: "e4m3fn", .. }), "{e}");
 }
 
@@ -149,7 +153,7 @@ fn rejects_buffers_of_another_context() {
     let other = Context::new().unwrap();
     let (a, b) = operands(&ctx, 4, 128, 128);
     let mut d = other.alloc_zeroed::<bf16>(4 * 128).unwrap();
-    let e = fp8_gemm_nt(&ctx, &a, &b, &mut d).unwrap_err();
+    let e = fp8_gemm_nt(&stream(&ctx), &a, &b, &mut d).unwrap_err();
     assert!(matches!(e, Error::ForeignBuffer { arg: "d" }), "{e}");
 }
 
@@ -158,7 +162,7 @@ fn empty_problems_launch_nothing() {
     let ctx = Context::new().unwrap();
     let (a, b) = operands(&ctx, 0, 128, 128);
     let mut d = ctx.alloc_zeroed::<bf16>(0).unwrap();
-    let r = fp8_gemm_nt(&ctx, &a, &b, &mut d).unwrap();
+    let r = fp8_gemm_nt(&stream(&ctx), &a, &b, &mut d).unwrap();
     assert!(r.config.is_none());
 }
 

@@ -1,5 +1,5 @@
-//! `fp8gemm::m_grouped_fp8_gemm_nt_{contiguous,masked}` end to end — public API → rocm-rs → HIP C
-//! ABI → gfx942 emulator with every check on (memcheck: any access outside an allocation fails
+//! `fp8gemm::m_grouped_fp8_gemm_nt_{contiguous,masked}` end to end — public API → HIP API of the
+//! emulator backend → gfx942 emulator with every check on (memcheck: any access outside an allocation fails
 //! the launch; MFMA hazards, LDS races, late-arriving loads, uninitialized LDS reads) —
 //! against the CPU references, with D pre-filled with a sentinel that every row the kernels must
 //! not write has to keep bit for bit; and every class of rejected input.
@@ -10,7 +10,7 @@ use fp8gemm::quant::{GroupedQuantizedWeights, QuantizedActivations};
 use fp8gemm::reference::{self, contiguous_m_indices};
 use fp8gemm::{
     m_alignment_for_contiguous_layout, m_grouped_fp8_gemm_nt_contiguous, m_grouped_fp8_gemm_nt_masked, Context,
-    DeviceActivations, DeviceBuffer, DeviceGroupedWeights, Error,
+    DeviceActivations, DeviceBuffer, DeviceGroupedWeights, Error, Stream,
 };
 use half::bf16;
 use rand::{rngs::StdRng, Rng, SeedableRng};
@@ -108,8 +108,8 @@ fn run_contiguous(ctx: &Context, c: &Case, m_indices: &[i32], what: &str) -> Out
     let db = DeviceGroupedWeights::upload(ctx, &c.qb).unwrap();
     let di = ctx.upload(m_indices).unwrap();
     let mut dd = sentinel_d(ctx, c.rows * c.n);
-    let run = m_grouped_fp8_gemm_nt_contiguous(ctx, &da, &db, &mut dd, &di).unwrap_or_else(|e| panic!("{what}: {e}"));
-    let got = dd.download().unwrap();
+    let run = m_grouped_fp8_gemm_nt_contiguous(&stream(ctx), &da, &db, &mut dd, &di).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let got = dd.download(&stream(ctx)).unwrap();
     let mut want_q = vec![bf16::from_bits(SENTINEL); c.rows * c.n];
     reference::m_grouped_fp8_gemm_nt_contiguous(&c.qa, &c.qb, m_indices, &mut want_q).unwrap();
     let row_group: Vec<Option<usize>> = m_indices.iter().map(|&v| usize::try_from(v).ok()).collect();
@@ -134,6 +134,10 @@ fn contiguous_case(group_rows: &[usize], pad_before: &[usize], n: usize, k: usiz
     }
     validate_m_indices(&m_indices, group_rows.len()).unwrap();
     (case(m_indices.len(), group_rows.len(), n, k, seed), m_indices)
+}
+
+fn stream(ctx: &Context) -> Stream {
+    Stream::new(ctx).unwrap()
 }
 
 #[test]
@@ -218,9 +222,9 @@ fn contiguous_garbage_indices_stay_in_bounds() {
     let db = DeviceGroupedWeights::upload(&ctx, &c.qb).unwrap();
     let di = ctx.upload(&m_indices).unwrap();
     let mut dd = sentinel_d(&ctx, 512 * 64);
-    let run = m_grouped_fp8_gemm_nt_contiguous(&ctx, &da, &db, &mut dd, &di).unwrap();
+    let run = m_grouped_fp8_gemm_nt_contiguous(&stream(&ctx), &da, &db, &mut dd, &di).unwrap();
     let bm = run.config.unwrap().block_m as usize;
-    let got = dd.download().unwrap();
+    let got = dd.download(&stream(&ctx)).unwrap();
     let row_group: Vec<Option<usize>> = (0..512)
         .map(|i| {
             let g = m_indices[i - i % bm];
@@ -248,8 +252,8 @@ fn run_masked(ctx: &Context, c: &Case, masked_m: &[i32], expected_m: usize, what
     let db = DeviceGroupedWeights::upload(ctx, &c.qb).unwrap();
     let dm = ctx.upload(masked_m).unwrap();
     let mut dd = sentinel_d(ctx, c.rows * c.n);
-    let run = m_grouped_fp8_gemm_nt_masked(ctx, &da, &db, &mut dd, &dm, expected_m).unwrap_or_else(|e| panic!("{what}: {e}"));
-    let got = dd.download().unwrap();
+    let run = m_grouped_fp8_gemm_nt_masked(&stream(ctx), &da, &db, &mut dd, &dm, expected_m).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let got = dd.download(&stream(ctx)).unwrap();
     let clamped: Vec<i32> = masked_m.iter().map(|&v| v.clamp(0, m_max as i32)).collect();
     let mut want_q = vec![bf16::from_bits(SENTINEL); c.rows * c.n];
     reference::m_grouped_fp8_gemm_nt_masked(&c.qa, &c.qb, &clamped, &mut want_q).unwrap();
@@ -326,7 +330,7 @@ fn device_operands(ctx: &Context, rows: usize, groups: usize, n: usize, k: usize
 fn contiguous_err(ctx: &Context, a: &DeviceActivations<E4M3Fnuz>, b: &DeviceGroupedWeights<E4M3Fnuz>, d_len: usize, idx: &[i32]) -> Error {
     let mut d = ctx.alloc_zeroed::<bf16>(d_len).unwrap();
     let di = ctx.upload(idx).unwrap();
-    m_grouped_fp8_gemm_nt_contiguous(ctx, a, b, &mut d, &di).unwrap_err()
+    m_grouped_fp8_gemm_nt_contiguous(&stream(ctx), a, b, &mut d, &di).unwrap_err()
 }
 
 #[test]
@@ -369,7 +373,7 @@ fn rejects_m_indices_that_are_not_block_constant_at_upload() {
     assert!(e.to_string().contains("one group's rows followed by -1 padding"), "{e}");
     // A valid layout uploads, and computes.
     let idx = contiguous_m_indices(&[100, 20], 128);
-    assert_eq!(upload_m_indices(&ctx, &idx, 2).unwrap().download().unwrap(), idx);
+    assert_eq!(upload_m_indices(&ctx, &idx, 2).unwrap().download(&stream(&ctx)).unwrap(), idx);
 }
 
 #[test]
@@ -378,7 +382,7 @@ fn rejects_masked_m_of_the_wrong_length() {
     let (a, b) = device_operands(&ctx, 3 * 64, 3, 64, 128);
     let mut d = ctx.alloc_zeroed::<bf16>(3 * 64 * 64).unwrap();
     let dm = ctx.upload(&[1, 2]).unwrap();
-    let e = m_grouped_fp8_gemm_nt_masked(&ctx, &a, &b, &mut d, &dm, 1).unwrap_err();
+    let e = m_grouped_fp8_gemm_nt_masked(&stream(&ctx), &a, &b, &mut d, &dm, 1).unwrap_err();
     assert!(matches!(e, Error::Shape { arg: "masked_m", .. }), "{e}");
     assert!(e.to_string().contains("G = 3"), "{e}");
 }
@@ -390,7 +394,7 @@ fn rejects_group_count_mismatch_between_a_and_b() {
     let (a, b) = device_operands(&ctx, 200, 3, 64, 128);
     let mut d = ctx.alloc_zeroed::<bf16>(200 * 64).unwrap();
     let dm = ctx.upload(&[1, 2, 3]).unwrap();
-    let e = m_grouped_fp8_gemm_nt_masked(&ctx, &a, &b, &mut d, &dm, 1).unwrap_err();
+    let e = m_grouped_fp8_gemm_nt_masked(&stream(&ctx), &a, &b, &mut d, &dm, 1).unwrap_err();
     assert!(matches!(e, Error::Shape { arg: "a", .. }), "{e}");
     assert!(e.to_string().contains("G = 3"), "{e}");
 }
@@ -402,7 +406,7 @@ fn rejects_group_count_mismatch_with_d() {
     let (a, b) = device_operands(&ctx, 3 * 64, 3, 64, 128);
     let mut d = ctx.alloc_zeroed::<bf16>(2 * 64 * 64).unwrap();
     let dm = ctx.upload(&[1, 2, 3]).unwrap();
-    let e = m_grouped_fp8_gemm_nt_masked(&ctx, &a, &b, &mut d, &dm, 1).unwrap_err();
+    let e = m_grouped_fp8_gemm_nt_masked(&stream(&ctx), &a, &b, &mut d, &dm, 1).unwrap_err();
     assert!(matches!(e, Error::Shape { arg: "d", .. }), "{e}");
     assert!(e.to_string().contains("12288 elements"), "{e}");
     // Contiguous: D not m_sum · n.
@@ -430,7 +434,7 @@ fn rejects_n_and_k_the_kernels_do_not_support() {
     let (a, b) = device_operands(&ctx, 2 * 8, 2, 64, 200);
     let mut d = ctx.alloc_zeroed::<bf16>(2 * 8 * 64).unwrap();
     let dm = ctx.upload(&[8, 8]).unwrap();
-    let e = m_grouped_fp8_gemm_nt_masked(&ctx, &a, &b, &mut d, &dm, 8).unwrap_err();
+    let e = m_grouped_fp8_gemm_nt_masked(&stream(&ctx), &a, &b, &mut d, &dm, 8).unwrap_err();
     assert!(matches!(e, Error::Shape { arg: "k", .. }), "{e}");
 }
 
@@ -446,10 +450,10 @@ fn rejects_the_format_the_architecture_does_not_decode() {
     let b = DeviceGroupedWeights::upload(&ctx, &qb).unwrap();
     let mut d = ctx.alloc_zeroed::<bf16>(128 * 64).unwrap();
     let di = ctx.upload(&[0; 128]).unwrap();
-    let e = m_grouped_fp8_gemm_nt_contiguous(&ctx, &a, &b, &mut d, &di).unwrap_err();
+    let e = m_grouped_fp8_gemm_nt_contiguous(&stream(&ctx), &a, &b, &mut d, &di).unwrap_err();
     assert!(matches!(e, Error::Format { arg: "a", expected: "e4m3fnuz", actual: "e4m3fn", .. }), "{e}");
     let dm = ctx.upload(&[1]).unwrap();
-    let e = m_grouped_fp8_gemm_nt_masked(&ctx, &a, &b, &mut d, &dm, 1).unwrap_err();
+    let e = m_grouped_fp8_gemm_nt_masked(&stream(&ctx), &a, &b, &mut d, &dm, 1).unwrap_err();
     assert!(matches!(e, Error::Format { .. }), "{e}");
 }
 
@@ -460,11 +464,11 @@ fn rejects_index_buffers_of_another_context() {
     let (a, b) = device_operands(&ctx, 128, 2, 64, 128);
     let mut d = ctx.alloc_zeroed::<bf16>(128 * 64).unwrap();
     let di = other.upload(&[0; 128]).unwrap();
-    let e = m_grouped_fp8_gemm_nt_contiguous(&ctx, &a, &b, &mut d, &di).unwrap_err();
+    let e = m_grouped_fp8_gemm_nt_contiguous(&stream(&ctx), &a, &b, &mut d, &di).unwrap_err();
     assert!(matches!(e, Error::ForeignBuffer { arg: "m_indices" }), "{e}");
     let (a, b) = device_operands(&ctx, 2 * 64, 2, 64, 128);
     let dm = other.upload(&[1, 1]).unwrap();
-    let e = m_grouped_fp8_gemm_nt_masked(&ctx, &a, &b, &mut d, &dm, 1).unwrap_err();
+    let e = m_grouped_fp8_gemm_nt_masked(&stream(&ctx), &a, &b, &mut d, &dm, 1).unwrap_err();
     assert!(matches!(e, Error::ForeignBuffer { arg: "masked_m" }), "{e}");
 }
 
@@ -486,9 +490,9 @@ fn empty_problems_launch_nothing() {
     let (a, b) = device_operands(&ctx, 0, 2, 64, 128);
     let mut d = ctx.alloc_zeroed::<bf16>(0).unwrap();
     let di = ctx.upload::<i32>(&[]).unwrap();
-    assert!(m_grouped_fp8_gemm_nt_contiguous(&ctx, &a, &b, &mut d, &di).unwrap().config.is_none());
+    assert!(m_grouped_fp8_gemm_nt_contiguous(&stream(&ctx), &a, &b, &mut d, &di).unwrap().config.is_none());
     let dm = ctx.upload(&[0, 0]).unwrap();
-    assert!(m_grouped_fp8_gemm_nt_masked(&ctx, &a, &b, &mut d, &dm, 1).unwrap().config.is_none());
+    assert!(m_grouped_fp8_gemm_nt_masked(&stream(&ctx), &a, &b, &mut d, &dm, 1).unwrap().config.is_none());
 }
 
 mod random {

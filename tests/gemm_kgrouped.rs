@@ -99,9 +99,9 @@ fn run_case(ctx: &Context, c: &Case, what: &str) -> Option<&'static str> {
     // Separate C: D is pre-filled with garbage that must be overwritten everywhere, C unchanged.
     let dc = ctx.upload(&c.c).unwrap();
     let mut dd = ctx.upload(&vec![f32::MAX; c.c.len()]).unwrap();
-    let run = k_grouped_fp8_gemm_tn_contiguous(ctx, &da, &db, &mut dd, &dks, total, Some(&dc)).unwrap_or_else(|e| panic!("{what}: {e}"));
-    let got = dd.download().unwrap();
-    assert_eq!(dc.download().unwrap(), c.c, "{what}: C must not be written");
+    let run = k_grouped_fp8_gemm_tn_contiguous(&stream(ctx), &da, &db, &mut dd, &dks, total, Some(&dc)).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let got = dd.download(&stream(ctx)).unwrap();
+    assert_eq!(dc.download(&stream(ctx)).unwrap(), c.c, "{what}: C must not be written");
     assert_elementwise(c, &got, &want, what);
     let dq = calc_diff(&got, &want).unwrap();
     let df = calc_diff(&got, &want_f).unwrap();
@@ -118,11 +118,15 @@ fn run_case(ctx: &Context, c: &Case, what: &str) -> Option<&'static str> {
 
     // In place (C is D): same result bit for bit.
     let mut dd = ctx.upload(&c.c).unwrap();
-    k_grouped_fp8_gemm_tn_contiguous(ctx, &da, &db, &mut dd, &dks, total, None).unwrap();
-    let got_in_place = dd.download().unwrap();
+    k_grouped_fp8_gemm_tn_contiguous(&stream(ctx), &da, &db, &mut dd, &dks, total, None).unwrap();
+    let got_in_place = dd.download(&stream(ctx)).unwrap();
     let same = got.iter().zip(&got_in_place).all(|(x, y)| x.to_bits() == y.to_bits());
     assert!(same, "{what}: in-place result differs from the separate-C result");
     run.config.map(|cfg| cfg.kernel)
+}
+
+fn stream(ctx: &Context) -> fp8gemm::Stream {
+    fp8gemm::Stream::new(ctx).unwrap()
 }
 
 #[test]
@@ -188,10 +192,10 @@ fn accumulating_twice_doubles_exactly() {
         let db = DeviceKGroupedOperand::upload(&ctx, &c.qb).unwrap();
         let (dks, total) = upload_ks(&ctx, &ks).unwrap();
         let mut dd = ctx.alloc_zeroed::<f32>(ks.len() * m * n).unwrap();
-        k_grouped_fp8_gemm_tn_contiguous(&ctx, &da, &db, &mut dd, &dks, total, None).unwrap();
-        let once = dd.download().unwrap();
-        k_grouped_fp8_gemm_tn_contiguous(&ctx, &da, &db, &mut dd, &dks, total, None).unwrap();
-        let twice = dd.download().unwrap();
+        k_grouped_fp8_gemm_tn_contiguous(&stream(&ctx), &da, &db, &mut dd, &dks, total, None).unwrap();
+        let once = dd.download(&stream(&ctx)).unwrap();
+        k_grouped_fp8_gemm_tn_contiguous(&stream(&ctx), &da, &db, &mut dd, &dks, total, None).unwrap();
+        let twice = dd.download(&stream(&ctx)).unwrap();
         let mut want = vec![0f32; once.len()];
         reference_fp8(&c.qa, &c.qb, &mut want).unwrap();
         assert_elementwise(&c, &once, &want, "first run");
@@ -213,15 +217,15 @@ fn garbage_sizes_on_the_device_stay_in_bounds() {
     for bad in [[-128, 100000], [i32::MAX, i32::MAX], [200, 72], [384, 128], [-1, -1]] {
         let dks = ctx.upload(&bad).unwrap();
         let mut dd = ctx.upload(&c.c).unwrap();
-        k_grouped_fp8_gemm_tn_contiguous(&ctx, &da, &db, &mut dd, &dks, 384, None).unwrap_or_else(|e| panic!("{bad:?}: {e}"));
-        let d = dd.download().unwrap();
+        k_grouped_fp8_gemm_tn_contiguous(&stream(&ctx), &da, &db, &mut dd, &dks, 384, None).unwrap_or_else(|e| panic!("{bad:?}: {e}"));
+        let d = dd.download(&stream(&ctx)).unwrap();
         assert!(d.iter().all(|v| v.is_finite()), "{bad:?}");
     }
     // [-1, -1]: both groups empty → D = C exactly.
     let dks = ctx.upload(&[-1i32, -1]).unwrap();
     let mut dd = ctx.upload(&c.c).unwrap();
-    k_grouped_fp8_gemm_tn_contiguous(&ctx, &da, &db, &mut dd, &dks, 384, None).unwrap();
-    assert_eq!(dd.download().unwrap(), c.c);
+    k_grouped_fp8_gemm_tn_contiguous(&stream(&ctx), &da, &db, &mut dd, &dks, 384, None).unwrap();
+    assert_eq!(dd.download(&stream(&ctx)).unwrap(), c.c);
 }
 
 #[test]
@@ -242,40 +246,40 @@ fn rejected_inputs_are_typed_errors() {
     assert!(e.to_string().contains("ks[1] = 100"), "{e}");
     assert!(KGroupedMnMajor::<E4M3Fnuz>::quantize(&[0f32; 8 * 130], 8, &[130]).is_err());
     // Host total that does not match the operands.
-    let e = k_grouped_fp8_gemm_tn_contiguous(&ctx, &da, &db, &mut dd, &dks, 256, None).unwrap_err();
+    let e = k_grouped_fp8_gemm_tn_contiguous(&stream(&ctx), &da, &db, &mut dd, &dks, 256, None).unwrap_err();
     assert!(e.to_string().contains("total_k") && e.to_string().contains("384"), "{e}");
     // Operands of different totals.
     let other = case(64, 72, &[128], 1.0, 15);
     let db2 = DeviceKGroupedOperand::upload(&ctx, &other.qb).unwrap();
-    assert_eq!(shape_arg(k_grouped_fp8_gemm_tn_contiguous(&ctx, &da, &db2, &mut dd, &dks, 384, None).unwrap_err()), "total_k");
+    assert_eq!(shape_arg(k_grouped_fp8_gemm_tn_contiguous(&stream(&ctx), &da, &db2, &mut dd, &dks, 384, None).unwrap_err()), "total_k");
     // D and C sizes.
     let mut small = ctx.alloc_zeroed::<f32>(64 * 72).unwrap();
-    assert_eq!(shape_arg(k_grouped_fp8_gemm_tn_contiguous(&ctx, &da, &db, &mut small, &dks, 384, None).unwrap_err()), "d");
+    assert_eq!(shape_arg(k_grouped_fp8_gemm_tn_contiguous(&stream(&ctx), &da, &db, &mut small, &dks, 384, None).unwrap_err()), "d");
     let cbad = ctx.alloc_zeroed::<f32>(3 * 64 * 72).unwrap();
-    assert_eq!(shape_arg(k_grouped_fp8_gemm_tn_contiguous(&ctx, &da, &db, &mut dd, &dks, 384, Some(&cbad)).unwrap_err()), "c");
+    assert_eq!(shape_arg(k_grouped_fp8_gemm_tn_contiguous(&stream(&ctx), &da, &db, &mut dd, &dks, 384, Some(&cbad)).unwrap_err()), "c");
     // ks of another length than D's groups.
     let (dks3, _) = upload_ks(&ctx, &[128, 256, 0]).unwrap();
-    assert_eq!(shape_arg(k_grouped_fp8_gemm_tn_contiguous(&ctx, &da, &db, &mut dd, &dks3, 384, None).unwrap_err()), "d");
+    assert_eq!(shape_arg(k_grouped_fp8_gemm_tn_contiguous(&stream(&ctx), &da, &db, &mut dd, &dks3, 384, None).unwrap_err()), "d");
     // m and n must be multiples of 8.
     let odd = case(12, 72, &[128], 1.0, 16);
     let da12 = DeviceKGroupedOperand::upload(&ctx, &odd.qa).unwrap();
     let db12 = DeviceKGroupedOperand::upload(&ctx, &odd.qb).unwrap();
     let (dks1, t1) = upload_ks(&ctx, &[128]).unwrap();
     let mut d12 = ctx.alloc_zeroed::<f32>(12 * 72).unwrap();
-    let e = k_grouped_fp8_gemm_tn_contiguous(&ctx, &da12, &db12, &mut d12, &dks1, t1, None).unwrap_err();
+    let e = k_grouped_fp8_gemm_tn_contiguous(&stream(&ctx), &da12, &db12, &mut d12, &dks1, t1, None).unwrap_err();
     assert!(matches!(&e, Error::Shape { arg: "m", .. }) && e.to_string().contains("multiple of 8"), "{e}");
-    let e = k_grouped_fp8_gemm_tn_contiguous(&ctx, &db12, &da12, &mut d12, &dks1, t1, None).unwrap_err();
+    let e = k_grouped_fp8_gemm_tn_contiguous(&stream(&ctx), &db12, &da12, &mut d12, &dks1, t1, None).unwrap_err();
     assert!(matches!(e, Error::Shape { arg: "n", .. }), "{e}");
     // The wrong FP8 format for the device.
     let fa = KGroupedMnMajor::<E4M3Fn>::quantize(&c.a, 64, &c.ks).unwrap();
     let fb = KGroupedMnMajor::<E4M3Fn>::quantize(&c.b, 72, &c.ks).unwrap();
     let (fa, fb) = (DeviceKGroupedOperand::upload(&ctx, &fa).unwrap(), DeviceKGroupedOperand::upload(&ctx, &fb).unwrap());
-    let e = k_grouped_fp8_gemm_tn_contiguous(&ctx, &fa, &fb, &mut dd, &dks, 384, None).unwrap_err();
+    let e = k_grouped_fp8_gemm_tn_contiguous(&stream(&ctx), &fa, &fb, &mut dd, &dks, 384, None).unwrap_err();
     assert!(matches!(e, Error::Format { arg: "a", expected: "e4m3fnuz", .. }), "{e}");
     // Buffers of another context.
     let ctx2 = Context::new().unwrap();
     let mut foreign = ctx2.alloc_zeroed::<f32>(2 * 64 * 72).unwrap();
-    let e = k_grouped_fp8_gemm_tn_contiguous(&ctx, &da, &db, &mut foreign, &dks, 384, None).unwrap_err();
+    let e = k_grouped_fp8_gemm_tn_contiguous(&stream(&ctx), &da, &db, &mut foreign, &dks, 384, None).unwrap_err();
     assert!(matches!(e, Error::ForeignBuffer { arg: "d" }), "{e}");
     // Host operands whose lengths disagree with their shape.
     let mut broken = c.qa.clone();
@@ -286,7 +290,7 @@ fn rejected_inputs_are_typed_errors() {
     let e0 = case(64, 72, &[], 1.0, 17);
     let (a0, b0) = (DeviceKGroupedOperand::upload(&ctx, &e0.qa).unwrap(), DeviceKGroupedOperand::upload(&ctx, &e0.qb).unwrap());
     let mut d0 = ctx.alloc_zeroed::<f32>(0).unwrap();
-    assert!(k_grouped_fp8_gemm_tn_contiguous(&ctx, &a0, &b0, &mut d0, &dks0, t0, None).unwrap().config.is_none());
+    assert!(k_grouped_fp8_gemm_tn_contiguous(&stream(&ctx), &a0, &b0, &mut d0, &dks0, t0, None).unwrap().config.is_none());
 }
 
 #[test]
@@ -353,7 +357,7 @@ fn no_lds_bank_conflicts_and_exact_mfma_count() {
         let db = DeviceKGroupedOperand::upload(&ctx, &c.qb).unwrap();
         let (dks, total) = upload_ks(&ctx, &ks).unwrap();
         let mut dd = ctx.upload(&c.c).unwrap();
-        let run = k_grouped_fp8_gemm_tn_contiguous(&ctx, &da, &db, &mut dd, &dks, total, None).unwrap();
+        let run = k_grouped_fp8_gemm_tn_contiguous(&stream(&ctx), &da, &db, &mut dd, &dks, total, None).unwrap();
         assert_eq!(run.config.unwrap().kernel, kernel);
         let r = fp8gemm::runtime::last_emulator_report().expect("an emulator report");
         assert_eq!(r.kernel, kernel);

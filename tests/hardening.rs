@@ -6,6 +6,10 @@ use fp8gemm::quant::{QuantizedActivations, QuantizedWeights};
 use fp8gemm::{Context, DeviceActivations, DeviceWeights, Error};
 use proptest::prelude::*;
 
+fn stream(ctx: &Context) -> fp8gemm::Stream {
+    fp8gemm::Stream::new(ctx).unwrap()
+}
+
 #[test]
 fn upload_rejects_shapes_whose_products_wrap() {
     let ctx = Context::new().unwrap();
@@ -91,8 +95,8 @@ fn huge_scales_with_representable_results_stay_finite() {
     assert!((qa.scales[0] as f64) * (qb.scales[0] as f64) > f32::MAX as f64, "SFA·SFB must overflow f32");
     let (da, db) = (DeviceActivations::upload(&ctx, &qa).unwrap(), DeviceWeights::upload(&ctx, &qb).unwrap());
     let mut d = ctx.alloc_zeroed::<bf16>(m * n).unwrap();
-    fp8_gemm_nt(&ctx, &da, &db, &mut d).unwrap();
-    let d = d.download().unwrap();
+    fp8_gemm_nt(&stream(&ctx), &da, &db, &mut d).unwrap();
+    let d = d.download(&stream(&ctx)).unwrap();
     let mut want = vec![bf16::ZERO; m * n];
     reference::fp8_gemm_nt(&qa, &qb, &mut want).unwrap();
     // Exact dequantized products in f64, for the per-element bound.

@@ -78,8 +78,12 @@ fn assert_same_act<F: Fp8Format>(what: &str, got: &QuantizedActivations<F>, want
 fn device_act<X: fp8gemm::quantize::QuantInput>(ctx: &Context, x: &[X], m: usize, k: usize) -> QuantizedActivations<E4M3Fnuz> {
     let dx = ctx.upload(x).unwrap();
     let mut out = DeviceActivations::<E4M3Fnuz>::alloc(ctx, m, k).unwrap();
-    quantize_activations(ctx, &dx, &mut out).unwrap_or_else(|e| panic!("{m}x{k}: {e}"));
-    out.download().unwrap()
+    quantize_activations(&stream(ctx), &dx, &mut out).unwrap_or_else(|e| panic!("{m}x{k}: {e}"));
+    out.download(&stream(ctx)).unwrap()
+}
+
+fn stream(ctx: &Context) -> fp8gemm::Stream {
+    fp8gemm::Stream::new(ctx).unwrap()
 }
 
 #[test]
@@ -153,11 +157,11 @@ fn masked_case<X: fp8gemm::quantize::QuantInput + Into<f32> + Sync>(
     let dx = ctx.upload(x).unwrap();
     let dm = ctx.upload(masked_m).unwrap();
     if silu {
-        silu_mul_quantize_activations_masked(ctx, &dx, &dm, &mut out).unwrap();
+        silu_mul_quantize_activations_masked(&stream(ctx), &dx, &dm, &mut out).unwrap();
     } else {
-        quantize_activations_masked(ctx, &dx, &dm, &mut out).unwrap();
+        quantize_activations_masked(&stream(ctx), &dx, &dm, &mut out).unwrap();
     }
-    let got = out.download().unwrap();
+    let got = out.download(&stream(&ctx)).unwrap();
     let width = if silu { 2 * k } else { k };
     let full = if silu {
         QuantizedActivations::<E4M3Fnuz>::quantize_silu_mul(x, rows, k).unwrap()
@@ -203,13 +207,13 @@ fn silu_mul_matches_the_cpu_formula_bit_for_bit() {
         let xb = to_bf16(&xin);
         let dx = ctx.upload(&xb).unwrap();
         let mut out = DeviceActivations::<E4M3Fnuz>::alloc(&ctx, m, i).unwrap();
-        silu_mul_quantize_activations(&ctx, &dx, &mut out).unwrap();
+        silu_mul_quantize_activations(&stream(&ctx), &dx, &mut out).unwrap();
         let want = QuantizedActivations::<E4M3Fnuz>::quantize_silu_mul(&xb, m, i).unwrap();
-        assert_same_act(&format!("silu bf16 {m}x{i}"), &out.download().unwrap(), &want);
+        assert_same_act(&format!("silu bf16 {m}x{i}"), &out.download(&stream(&ctx)).unwrap(), &want);
         let dx = ctx.upload(&xin).unwrap();
-        silu_mul_quantize_activations(&ctx, &dx, &mut out).unwrap();
+        silu_mul_quantize_activations(&stream(&ctx), &dx, &mut out).unwrap();
         let want = QuantizedActivations::<E4M3Fnuz>::quantize_silu_mul(&xin, m, i).unwrap();
-        assert_same_act(&format!("silu f32 {m}x{i}"), &out.download().unwrap(), &want);
+        assert_same_act(&format!("silu f32 {m}x{i}"), &out.download(&stream(&ctx)).unwrap(), &want);
     }
     // Masked fused variant.
     let (groups, m_max, i) = (3, 6, 256);
@@ -228,8 +232,8 @@ fn silu_mul_overflow_and_nan_are_defined() {
     x[2 * i + 300] = f32::NAN; // row 1, up column 300 - 256 = 44 → group 0 of row 1
     let dx = ctx.upload(&x).unwrap();
     let mut out = DeviceActivations::<E4M3Fnuz>::alloc(&ctx, m, i).unwrap();
-    silu_mul_quantize_activations(&ctx, &dx, &mut out).unwrap();
-    let got = out.download().unwrap();
+    silu_mul_quantize_activations(&stream(&ctx), &dx, &mut out).unwrap();
+    let got = out.download(&stream(&ctx)).unwrap();
     let y = fp8gemm::quant::silu_mul_rows(&x, m, i).unwrap();
     let want = QuantizedActivations::<E4M3Fnuz>::quantize_nan_groups(&y, m, i).unwrap();
     assert_same_act("silu non-finite", &got, &want);
@@ -253,8 +257,8 @@ fn assert_same_weights<F: Fp8Format>(what: &str, got: &QuantizedWeights<F>, want
 fn device_weights<X: fp8gemm::quantize::QuantInput>(ctx: &Context, x: &[X], n: usize, k: usize) -> QuantizedWeights<E4M3Fnuz> {
     let dx = ctx.upload(x).unwrap();
     let mut out = DeviceWeights::<E4M3Fnuz>::alloc(ctx, n, k).unwrap();
-    quantize_weights(ctx, &dx, &mut out).unwrap_or_else(|e| panic!("{n}x{k}: {e}"));
-    out.download().unwrap()
+    quantize_weights(&stream(ctx), &dx, &mut out).unwrap_or_else(|e| panic!("{n}x{k}: {e}"));
+    out.download(&stream(ctx)).unwrap()
 }
 
 #[test]
@@ -329,17 +333,17 @@ proptest! {
             macro_rules! go {
                 ($dx:expr) => {
                     match (masked, silu) {
-                        (false, false) => quantize_activations(&ctx, $dx, out),
-                        (false, true) => silu_mul_quantize_activations(&ctx, $dx, out),
-                        (true, false) => quantize_activations_masked(&ctx, $dx, &dm, out),
-                        (true, true) => silu_mul_quantize_activations_masked(&ctx, $dx, &dm, out),
+                        (false, false) => quantize_activations(&stream(&ctx), $dx, out),
+                        (false, true) => silu_mul_quantize_activations(&stream(&ctx), $dx, out),
+                        (true, false) => quantize_activations_masked(&stream(&ctx), $dx, &dm, out),
+                        (true, true) => silu_mul_quantize_activations_masked(&stream(&ctx), $dx, &dm, out),
                     }
                 };
             }
             if f32_in { go!(&ctx.upload(&x).unwrap()) } else { go!(&ctx.upload(&to_bf16(&x)).unwrap()) }
         };
         run(&mut out).unwrap();
-        let got = out.download().unwrap();
+        let got = out.download(&stream(&ctx)).unwrap();
         let mut want = sentinel.clone();
         let kb = k.div_ceil(128);
         for r in 0..m {
@@ -359,49 +363,49 @@ fn bad_arguments_are_typed_errors() {
     let x = ctx.upload(&vec![bf16::ONE; 4 * 100]).unwrap();
     // k not a multiple of 8.
     let mut out = DeviceActivations::<E4M3Fnuz>::alloc(&ctx, 4, 100).unwrap();
-    let e = quantize_activations(&ctx, &x, &mut out).unwrap_err();
+    let e = quantize_activations(&stream(&ctx), &x, &mut out).unwrap_err();
     assert!(matches!(&e, Error::Shape { arg: "k", .. }), "{e}");
     // Input length.
     let mut out = DeviceActivations::<E4M3Fnuz>::alloc(&ctx, 4, 96).unwrap();
-    let e = quantize_activations(&ctx, &x, &mut out).unwrap_err();
+    let e = quantize_activations(&stream(&ctx), &x, &mut out).unwrap_err();
     assert!(matches!(&e, Error::Shape { arg: "x", .. }), "{e}");
     assert!(e.to_string().contains("384"), "{e}");
     // silu input must be [m, 2k].
     let x2 = ctx.upload(&vec![bf16::ONE; 4 * 96]).unwrap();
-    let e = silu_mul_quantize_activations(&ctx, &x2, &mut out).unwrap_err();
+    let e = silu_mul_quantize_activations(&stream(&ctx), &x2, &mut out).unwrap_err();
     assert!(matches!(&e, Error::Shape { arg: "x", .. }), "{e}");
     // Wrong FP8 format for gfx942.
     let mut ocp = DeviceActivations::<E4M3Fn>::alloc(&ctx, 4, 96).unwrap();
-    let e = quantize_activations(&ctx, &x2, &mut ocp).unwrap_err();
+    let e = quantize_activations(&stream(&ctx), &x2, &mut ocp).unwrap_err();
     assert!(matches!(&e, Error::Format { arg: "out", .. }), "{e}");
     let mut ocpw = DeviceWeights::<E4M3Fn>::alloc(&ctx, 4, 96).unwrap();
-    assert!(matches!(quantize_weights(&ctx, &x2, &mut ocpw), Err(Error::Format { arg: "out", .. })));
+    assert!(matches!(quantize_weights(&stream(&ctx), &x2, &mut ocpw), Err(Error::Format { arg: "out", .. })));
     // Masked: rows not a multiple of G, and G = 0 with rows.
     let mm = ctx.upload(&[1i32, 2, 3]).unwrap();
-    let e = quantize_activations_masked(&ctx, &x2, &mm, &mut out).unwrap_err();
+    let e = quantize_activations_masked(&stream(&ctx), &x2, &mm, &mut out).unwrap_err();
     assert!(matches!(&e, Error::Shape { arg: "out", .. }), "{e}");
     let empty = ctx.alloc_zeroed::<i32>(0).unwrap();
-    let e = quantize_activations_masked(&ctx, &x2, &empty, &mut out).unwrap_err();
+    let e = quantize_activations_masked(&stream(&ctx), &x2, &empty, &mut out).unwrap_err();
     assert!(matches!(&e, Error::Shape { arg: "out", .. }), "{e}");
     // Weights: input length and k alignment.
     let mut w = DeviceWeights::<E4M3Fnuz>::alloc(&ctx, 4, 100).unwrap();
-    assert!(matches!(quantize_weights(&ctx, &x, &mut w), Err(Error::Shape { arg: "k", .. })));
+    assert!(matches!(quantize_weights(&stream(&ctx), &x, &mut w), Err(Error::Shape { arg: "k", .. })));
     let mut w = DeviceWeights::<E4M3Fnuz>::alloc(&ctx, 5, 96).unwrap();
-    assert!(matches!(quantize_weights(&ctx, &x2, &mut w), Err(Error::Shape { arg: "x", .. })));
+    assert!(matches!(quantize_weights(&stream(&ctx), &x2, &mut w), Err(Error::Shape { arg: "x", .. })));
     // Buffers of another context.
     let other = Context::new().unwrap();
     let xo = other.upload(&vec![bf16::ONE; 4 * 96]).unwrap();
-    assert!(matches!(quantize_activations(&ctx, &xo, &mut out), Err(Error::ForeignBuffer { arg: "x" })));
+    assert!(matches!(quantize_activations(&stream(&ctx), &xo, &mut out), Err(Error::ForeignBuffer { arg: "x" })));
     let mut oo = DeviceActivations::<E4M3Fnuz>::alloc(&other, 4, 96).unwrap();
-    assert!(matches!(quantize_activations(&ctx, &x2, &mut oo), Err(Error::ForeignBuffer { arg: "out" })));
+    assert!(matches!(quantize_activations(&stream(&ctx), &x2, &mut oo), Err(Error::ForeignBuffer { arg: "out" })));
     let mmo = other.upload(&[4i32]).unwrap();
-    assert!(matches!(quantize_activations_masked(&ctx, &x2, &mmo, &mut out), Err(Error::ForeignBuffer { arg: "masked_m" })));
+    assert!(matches!(quantize_activations_masked(&stream(&ctx), &x2, &mmo, &mut out), Err(Error::ForeignBuffer { arg: "masked_m" })));
     // Shapes whose element count overflows.
     assert!(matches!(DeviceActivations::<E4M3Fnuz>::alloc(&ctx, 1 << 62, 1 << 8), Err(Error::Shape { arg: "m", .. })));
     assert!(matches!(DeviceWeights::<E4M3Fnuz>::alloc(&ctx, usize::MAX, 256), Err(Error::Shape { arg: "n", .. })));
     // Empty problems launch nothing and succeed.
     let mut e0 = DeviceActivations::<E4M3Fnuz>::alloc(&ctx, 0, 128).unwrap();
-    quantize_activations(&ctx, &ctx.alloc_zeroed::<f32>(0).unwrap(), &mut e0).unwrap();
+    quantize_activations(&stream(&ctx), &ctx.alloc_zeroed::<f32>(0).unwrap(), &mut e0).unwrap();
 }
 
 /// bf16 activations and weights on the device → quantize kernels → `fp8_gemm_nt` → calc_diff
@@ -416,11 +420,11 @@ fn quantize_then_gemm_end_to_end() {
     let (da_in, db_in) = (ctx.upload(&a).unwrap(), ctx.upload(&b).unwrap());
     let mut qa = DeviceActivations::<E4M3Fnuz>::alloc(&ctx, m, k).unwrap();
     let mut qb = DeviceWeights::<E4M3Fnuz>::alloc(&ctx, n, k).unwrap();
-    quantize_activations(&ctx, &da_in, &mut qa).unwrap();
-    quantize_weights(&ctx, &db_in, &mut qb).unwrap();
+    quantize_activations(&stream(&ctx), &da_in, &mut qa).unwrap();
+    quantize_weights(&stream(&ctx), &db_in, &mut qb).unwrap();
     let mut d = ctx.alloc_zeroed::<bf16>(m * n).unwrap();
-    fp8_gemm_nt(&ctx, &qa, &qb, &mut d).unwrap();
-    let d = d.download().unwrap();
+    fp8_gemm_nt(&stream(&ctx), &qa, &qb, &mut d).unwrap();
+    let d = d.download(&stream(&ctx)).unwrap();
 
     let (af, bf): (Vec<f32>, Vec<f32>) = (a.iter().map(|v| v.to_f32()).collect(), b.iter().map(|v| v.to_f32()).collect());
     let mut want = vec![0f32; m * n];
@@ -432,8 +436,8 @@ fn quantize_then_gemm_end_to_end() {
     let cpu_b = QuantizedWeights::<E4M3Fnuz>::quantize(&b, n, k).unwrap();
     let (ua, ub) = (DeviceActivations::upload(&ctx, &cpu_a).unwrap(), DeviceWeights::upload(&ctx, &cpu_b).unwrap());
     let mut d2 = ctx.alloc_zeroed::<bf16>(m * n).unwrap();
-    fp8_gemm_nt(&ctx, &ua, &ub, &mut d2).unwrap();
-    let d2 = d2.download().unwrap();
+    fp8_gemm_nt(&stream(&ctx), &ua, &ub, &mut d2).unwrap();
+    let d2 = d2.download(&stream(&ctx)).unwrap();
     let same = d.iter().zip(&d2).all(|(x, y)| x.to_bits() == y.to_bits());
     assert!(same, "GEMM of device-quantized operands differs from the GEMM of CPU-quantized ones");
 }
@@ -578,7 +582,7 @@ fn counters_show_the_expected_memory_traffic() {
     let x = to_bf16(&values(m, k, 1));
     let dx = ctx.upload(&x).unwrap();
     let mut qa = DeviceActivations::<E4M3Fnuz>::alloc(&ctx, m, k).unwrap();
-    quantize_activations(&ctx, &dx, &mut qa).unwrap();
+    quantize_activations(&stream(&ctx), &dx, &mut qa).unwrap();
     let r = fp8gemm::runtime::last_emulator_report().expect("a launch report");
     eprintln!("{r}");
     assert_eq!(r.kernel, "quantize_act_bf16");
@@ -589,7 +593,7 @@ fn counters_show_the_expected_memory_traffic() {
     let gu = to_bf16(&silu_values(m, 2 * i, 2));
     let dgu = ctx.upload(&gu).unwrap();
     let mut qd = DeviceActivations::<E4M3Fnuz>::alloc(&ctx, m, i).unwrap();
-    silu_mul_quantize_activations(&ctx, &dgu, &mut qd).unwrap();
+    silu_mul_quantize_activations(&stream(&ctx), &dgu, &mut qd).unwrap();
     let r = fp8gemm::runtime::last_emulator_report().unwrap();
     eprintln!("{r}");
     assert_eq!(r.counters.global_read_bytes, (m * 2 * i * 2) as u64);
@@ -599,12 +603,12 @@ fn counters_show_the_expected_memory_traffic() {
     let w = to_bf16(&values(n, k, 3));
     let dw = ctx.upload(&w).unwrap();
     let mut qw = DeviceWeights::<E4M3Fnuz>::alloc(&ctx, n, k).unwrap();
-    quantize_weights(&ctx, &dw, &mut qw).unwrap();
+    quantize_weights(&stream(&ctx), &dw, &mut qw).unwrap();
     let r = fp8gemm::runtime::last_emulator_report().unwrap();
     eprintln!("{r}");
     assert_eq!(r.counters.global_read_bytes, (2 * n * k * 2) as u64);
     assert_eq!(r.counters.global_write_bytes, (n * k + n.div_ceil(128) * (k / 128) * 4) as u64);
-    assert_same_weights("2112x7168", &qw.download().unwrap(), &QuantizedWeights::quantize(&w, n, k).unwrap());
+    assert_same_weights("2112x7168", &qw.download(&stream(&ctx)).unwrap(), &QuantizedWeights::quantize(&w, n, k).unwrap());
 }
 
 /// The MoE decode path on the device: `[G, m_max, k]` bf16 → masked quantize kernel (counts read
@@ -624,15 +628,15 @@ fn masked_quantize_then_masked_gemm() {
     let db = DeviceGroupedWeights::upload(&ctx, &qb).unwrap();
     let dm = ctx.upload(&masked_m).unwrap();
     let mut qa = DeviceActivations::<E4M3Fnuz>::alloc(&ctx, groups * m_max, k).unwrap();
-    quantize_activations_masked(&ctx, &ctx.upload(&a).unwrap(), &dm, &mut qa).unwrap();
+    quantize_activations_masked(&stream(&ctx), &ctx.upload(&a).unwrap(), &dm, &mut qa).unwrap();
     let mut d = ctx.alloc_zeroed::<bf16>(groups * m_max * n).unwrap();
-    m_grouped_fp8_gemm_nt_masked(&ctx, &qa, &db, &mut d, &dm, 32).unwrap();
-    let d = d.download().unwrap();
+    m_grouped_fp8_gemm_nt_masked(&stream(&ctx), &qa, &db, &mut d, &dm, 32).unwrap();
+    let d = d.download(&stream(&ctx)).unwrap();
 
     let cpu_a = DeviceActivations::upload(&ctx, &QuantizedActivations::<E4M3Fnuz>::quantize(&a, groups * m_max, k).unwrap()).unwrap();
     let mut d2 = ctx.alloc_zeroed::<bf16>(groups * m_max * n).unwrap();
-    m_grouped_fp8_gemm_nt_masked(&ctx, &cpu_a, &db, &mut d2, &dm, 32).unwrap();
-    let d2 = d2.download().unwrap();
+    m_grouped_fp8_gemm_nt_masked(&stream(&ctx), &cpu_a, &db, &mut d2, &dm, 32).unwrap();
+    let d2 = d2.download(&stream(&ctx)).unwrap();
     assert!(d.iter().zip(&d2).all(|(x, y)| x.to_bits() == y.to_bits()), "differs from the GEMM of CPU-quantized activations");
 
     let (mut got, mut want) = (Vec::new(), Vec::new());

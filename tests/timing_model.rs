@@ -12,7 +12,7 @@ use amdgpu_emu::timing::calibrate::{error_summary, time_peer, CalRow};
 use amdgpu_emu::timing::{Machine, Scope, SimOptions, Stall, TimingReport};
 use fp8gemm::fp8::E4M3Fnuz;
 use fp8gemm::quant::{QuantizedActivations, QuantizedWeights};
-use fp8gemm::{fp8_gemm_nt, Context, DeviceActivations, DeviceWeights};
+use fp8gemm::{fp8_gemm_nt, Context, DeviceActivations, DeviceWeights, Stream};
 use half::bf16;
 
 /// Timing mode is process-wide: the tests of this file take turns.
@@ -33,11 +33,13 @@ fn dense_runs(m: usize, n: usize, k: usize, runs: &[(&Machine, SimOptions)]) -> 
     let da = DeviceActivations::upload(&ctx, &qa).unwrap();
     let db = DeviceWeights::upload(&ctx, &qb).unwrap();
     let mut d = ctx.alloc_zeroed::<bf16>(m * n).unwrap();
+    let stream = Stream::new(&ctx).unwrap();
     let mut out = Vec::new();
     let mut tile = (0, 0);
     for (machine, o) in runs {
         emu::set_timing(Some(TimingMode { machine: (*machine).clone(), options: o.clone() }));
-        let run = fp8_gemm_nt(&ctx, &da, &db, &mut d);
+        // The queued launch runs (timed) when the stream is synchronized.
+        let run = fp8_gemm_nt(&stream, &da, &db, &mut d).and_then(|r| stream.synchronize().map(|()| r));
         emu::set_timing(None);
         let cfg = run.expect("timed launch").config.expect("a launch");
         tile = (cfg.block_m as usize, cfg.block_n as usize);

@@ -67,17 +67,18 @@ pub struct RegisterPressureArgs {
 /// Arguments of the dense FP8 GEMM kernels ([`crate::dense`], symbols `fp8_gemm_nt_bm*_bn*`):
 /// `D[i,j] = bf16( Σ_kb SFA[i,kb] · SFB[j/128,kb] · Σ_{k in block kb} A[i,k] · B[j,k] )`.
 ///
-/// All tensors are dense row-major with no padding: `A` is `m × k` FP8 (E4M3FNUZ on gfx942, OCP
-/// E4M3FN on gfx950), `B` is `n × k` FP8, `SFA` is `m × ⌈k/128⌉` f32, `SFB` is
-/// `⌈n/128⌉ × ⌈k/128⌉` f32, `D` is `m × n` bf16. Requirements (checked by the host before launch):
-/// `m ≥ 1`, `n % 4 == 0`, `k % 128 == 0`, `k ≥ 128`, every tensor and `(m + 128)·k`,
-/// `(n + 128)·k` below [`crate::tile::MAX_TENSOR_BYTES`]. The grid is 1-D with
+/// All tensors are row-major: `A` is `m × k` FP8 (E4M3FNUZ on gfx942, OCP E4M3FN on gfx950) with
+/// rows `lda ≥ k` bytes apart, `B` is `n × k` FP8 (contiguous), `SFA` is `m × ⌈k/128⌉` f32, `SFB`
+/// is `⌈n/128⌉ × ⌈k/128⌉` f32 (contiguous), `D` is `m × n` bf16 with rows `ldd ≥ n` elements
+/// apart. Requirements (checked by the host before launch): `m ≥ 1`, `n % 4 == 0`,
+/// `k % 128 == 0`, `k ≥ 128`, `lda % 16 == 0`, `ldd % 4 == 0`, every tensor and
+/// `(m + 128)·lda`, `(n + 128)·k`, `(m + 128)·ldd·2` below [`crate::tile::MAX_TENSOR_BYTES`]. The grid is 1-D with
 /// `⌈m/BM⌉·⌈n/BN⌉` workgroups of 256 work-items and the launch's dynamic LDS is the tile's
 /// [`crate::tile::DenseTile::lds_bytes`].
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct DenseGemmArgs {
-    /// A, `m × k` FP8 bytes.
+    /// A, `m × k` FP8 bytes, rows `lda` bytes apart.
     pub a: GlobalPtr<u8>,
     /// B, `n × k` FP8 bytes.
     pub b: GlobalPtr<u8>,
@@ -85,7 +86,7 @@ pub struct DenseGemmArgs {
     pub sfa: GlobalPtr<f32>,
     /// SFB, `⌈n/128⌉ × ⌈k/128⌉` f32.
     pub sfb: GlobalPtr<f32>,
-    /// D, `m × n` bf16 (as raw `u16` bits).
+    /// D, `m × n` bf16 (as raw `u16` bits), rows `ldd` elements apart.
     pub d: GlobalPtr<u16>,
     /// Rows of A and D.
     pub m: u32,
@@ -93,6 +94,10 @@ pub struct DenseGemmArgs {
     pub n: u32,
     /// Reduction length.
     pub k: u32,
+    /// Row stride of A in bytes (`≥ k`, a multiple of 16).
+    pub lda: u32,
+    /// Row stride of D in elements (`≥ n`, a multiple of 4).
+    pub ldd: u32,
     /// Reserved, must be 0 (keeps the struct a multiple of 8 bytes).
     pub reserved: u32,
 }
@@ -100,14 +105,14 @@ pub struct DenseGemmArgs {
 impl DenseGemmArgs {
     /// The struct's bytes: the kernel's kernarg segment.
     pub fn as_bytes(&self) -> &[u8] {
-        // SAFETY: DenseGemmArgs is repr(C) made of five u64 wrappers followed by four u32, so it
-        // has no padding (56 bytes, checked by the const assertion below) and every byte is
+        // SAFETY: DenseGemmArgs is repr(C) made of five u64 wrappers followed by six u32, so it
+        // has no padding (64 bytes, checked by the const assertion below) and every byte is
         // initialized; the slice borrows `self` and cannot outlive it.
         unsafe { core::slice::from_raw_parts((self as *const Self).cast::<u8>(), core::mem::size_of::<Self>()) }
     }
 }
 
-const _: () = assert!(core::mem::size_of::<DenseGemmArgs>() == 56);
+const _: () = assert!(core::mem::size_of::<DenseGemmArgs>() == 64);
 
 /// Arguments of the m-grouped contiguous FP8 GEMM kernels ([`crate::grouped`], symbols
 /// `m_grouped_fp8_gemm_nt_contiguous_bm*_bn*`; MoE prefill): row `i` of `A` is multiplied with

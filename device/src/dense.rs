@@ -92,9 +92,10 @@ pub(crate) mod imp {
     /// point the resources at one group's slices and bound them by that group's valid rows.
     ///
     /// All resources are wave-uniform (built from kernel arguments and workgroup ids). Offsets
-    /// inside them are relative to their bases: row `r` of the problem's A is at byte `r·k` of
+    /// inside them are relative to their bases: row `r` of the problem's A is at byte `r·lda` of
     /// `rs_a`, its scales at `r·⌈k/128⌉·4` of `rs_sfa`, row `j` of B at `j·k` of `rs_b`, block
-    /// row `j/128` of SFB at `(j/128)·⌈k/128⌉·4` of `rs_sfb`, `D[r, j]` at `(r·n + j)·2` of `rs_d`.
+    /// row `j/128` of SFB at `(j/128)·⌈k/128⌉·4` of `rs_sfb`, `D[r, j]` at `(r·ldd + j)·2` of
+    /// `rs_d`.
     /// Rows past the end of a resource read as 0 and their stores are dropped by the hardware's
     /// range check, which is how tail rows (and a group's masked-out rows) are handled.
     #[derive(Clone, Copy)]
@@ -113,6 +114,10 @@ pub(crate) mod imp {
         pub n: u32,
         /// Reduction length; a positive multiple of 128.
         pub k: u32,
+        /// Row stride of A in bytes (`≥ k`, a multiple of 16).
+        pub lda: u32,
+        /// Row stride of D in elements (`≥ n`, a multiple of 4).
+        pub ldd: u32,
         /// First row of the tile (a multiple of the tile height).
         pub m0: u32,
         /// First column of the tile (a multiple of the tile width, `< n`).
@@ -124,7 +129,7 @@ pub(crate) mod imp {
     pub fn gemm<const FM: usize, const FN: usize>(args: DenseGemmArgs) {
         let bm = 32 * FM as u32;
         let bn = 32 * FN as u32;
-        let (m, n, k) = (args.m, args.n, args.k);
+        let (m, n, k, lda, ldd) = (args.m, args.n, args.k, args.lda, args.ldd);
         let nkb = k / SCALE_BLOCK_K;
 
         // Tile of this workgroup (XCD-aware order, see tile.rs).
@@ -141,13 +146,16 @@ pub(crate) mod imp {
         let (tm, tn) = tile::tile_coords(id, tiles_m);
 
         let job = TileJob {
-            rs_a: BufferResource::new(args.a.addr(), m * k),
+            // Extents of strided A and D: (m − 1) rows of stride plus one row (m ≥ 1 here).
+            rs_a: BufferResource::new(args.a.addr(), (m - 1) * lda + k),
             rs_sfa: BufferResource::new(args.sfa.addr(), m * nkb * 4),
             rs_b: BufferResource::new(args.b.addr(), n * k),
             rs_sfb: BufferResource::new(args.sfb.addr(), n.div_ceil(SCALE_BLOCK_N) * nkb * 4),
-            rs_d: BufferResource::new(args.d.addr(), m * n * 2),
+            rs_d: BufferResource::new(args.d.addr(), ((m - 1) * ldd + n) * 2),
             n,
             k,
+            lda,
+            ldd,
             m0: tm * bm,
             n0: tn * bn,
         };
@@ -167,7 +175,7 @@ pub(crate) mod imp {
     pub(crate) fn tile_gemm<const FM: usize, const FN: usize>(job: &TileJob, keep_row: impl Fn(u32) -> bool) {
         let bm = 32 * FM as u32;
         let bn = 32 * FN as u32;
-        let (n, k, m0, n0) = (job.n, job.k, job.m0, job.n0);
+        let (n, k, m0, n0, lda, ldd) = (job.n, job.k, job.m0, job.n0, job.lda, job.ldd);
         let nkb = k / SCALE_BLOCK_K;
         let (rs_a, rs_b, rs_sfa, rs_sfb, rs_d) = (job.rs_a, job.rs_b, job.rs_sfa, job.rs_sfb, job.rs_d);
 
@@ -181,7 +189,7 @@ pub(crate) mod imp {
         let mut a_voff = [0u32; FM];
         let mut b_voff = [0u32; FN];
         for p in 0..FM / 2 {
-            a_voff[p] = (m0 + 64 * p as u32 + copy_row) * k + 16 * copy_chunk;
+            a_voff[p] = (m0 + 64 * p as u32 + copy_row) * lda + 16 * copy_chunk;
         }
         for p in 0..FN / 2 {
             b_voff[p] = (n0 + 64 * p as u32 + copy_row) * k + 16 * copy_chunk;
@@ -318,7 +326,7 @@ pub(crate) mod imp {
             let row = row_of(fm);
             for fnn in 0..FN {
                 let col = n0 + 16 * (wn * FN as u32 + fnn as u32) + 4 * (lane >> 4);
-                let voff = if col < n && keep[fm] { (row * n + col) * 2 } else { PARKED };
+                let voff = if col < n && keep[fm] { (row * ldd + col) * 2 } else { PARKED };
                 let v = acc[fm][fnn].to_array();
                 let v = [v[0] * tile::PROMOTION_UP, v[1] * tile::PROMOTION_UP, v[2] * tile::PROMOTION_UP, v[3] * tile::PROMOTION_UP];
                 let data = U32x2([tile::pack_bf16x2(v[0], v[1]), tile::pack_bf16x2(v[2], v[3])]);

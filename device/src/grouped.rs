@@ -91,6 +91,8 @@ mod imp {
             rs_d: BufferResource::new(args.d.addr(), m * n * 2),
             n,
             k,
+            lda: k,
+            ldd: n,
             m0,
             n0,
         };
@@ -145,6 +147,8 @@ mod imp {
             rs_d: BufferResource::new(args.d.addr() + a_rows * u64::from(n * 2), rows * n * 2),
             n,
             k,
+            lda: k,
+            ldd: n,
             m0,
             n0,
         };

@@ -12,8 +12,10 @@
 //! * [`timing`]: the cycle-level timing model of MI300X / MI325X (the project's performance
 //!   model; every figure *modelled*), its calibration against measured times, and the
 //!   throughput lower bound [`timing::bound`];
-//! * `hip` (feature `hip-abi`): the HIP C ABI (`hipMalloc`, `hipModuleLaunchKernel`, …) exported
-//!   with `#[no_mangle]`, so `rocm-rs` links against the emulator instead of libamdhip64. Its
+//! * [`hip`]: the HIP runtime API (`hipMalloc`, `hipModuleLaunchKernel`, …) with HIP's C
+//!   signatures, callable from Rust; with feature `hip-abi` they are also exported unmangled
+//!   (`#[no_mangle]`), so a binary whose HIP bindings (e.g. `rocm-rs`) link no `libamdhip64`
+//!   runs on the emulator. Without it the crate exports no HIP symbol. Its
 //!   launches run every checking mode unless the environment variable `AMDGPU_EMU_CHECKS`
 //!   selects others (e.g. `AMDGPU_EMU_CHECKS=memcheck`; syntax of `exec::Checks::parse`).
 #![warn(missing_docs)]
@@ -22,7 +24,6 @@ pub mod timing;
 pub mod decode;
 pub mod disasm;
 pub mod exec;
-#[cfg(feature = "hip-abi")]
 pub mod hip;
 pub mod loader;
 pub mod memory;

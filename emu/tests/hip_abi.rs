@@ -292,21 +292,23 @@ fn streams_async_copies_and_callbacks() {
         ok(hipMemsetD32Async(a, 9, 1, s));
         let mut out = [0u32; 4];
         ok(hipMemcpyDtoHAsync(out.as_mut_ptr().cast(), a, 16, s));
-        // Streams are in-order and complete immediately: the data is there before any sync.
-        assert_eq!(out, [9, 2, 3, 4]);
-        ok(hipStreamQuery(s));
-        ok(hipStreamSynchronize(s));
-        ok(hipStreamSynchronize(null_mut()));
-        ok(hipStreamSynchronize(hipStreamPerThread));
-
         unsafe extern "C" fn cb(_s: hipStream_t, status: hipError_t, user: *mut c_void) {
             // SAFETY: `user` is the counter passed below.
             unsafe { *user.cast::<u32>() += 1 + status };
         }
         let mut hits = 0u32;
         ok(hipStreamAddCallback(s, Some(cb), (&raw mut hits).cast(), 0));
-        assert_eq!(hits, 1, "the callback ran immediately with hipSuccess");
         err(hipStreamAddCallback(s, None, null_mut(), 0), hipErrorInvalidValue);
+        // Streams are in-order queues that run when synchronized: nothing has happened yet.
+        assert_eq!(out, [0; 4]);
+        assert_eq!(hits, 0);
+        err(hipStreamQuery(s), hipErrorNotReady);
+        ok(hipStreamSynchronize(s));
+        assert_eq!(out, [9, 2, 3, 4]);
+        assert_eq!(hits, 1, "the callback ran after the copies, with hipSuccess");
+        ok(hipStreamQuery(s));
+        ok(hipStreamSynchronize(null_mut()));
+        ok(hipStreamSynchronize(hipStreamPerThread));
 
         ok(hipStreamDestroy(s));
         ok(hipStreamDestroy(nb));

@@ -63,6 +63,22 @@ pub enum Error {
         /// Argument name.
         arg: &'static str,
     },
+    /// The operation cannot run on a stream that is capturing (it would copy from or to host
+    /// memory the graph cannot keep, or synchronize).
+    #[error("{op} is not possible on a capturing stream")]
+    Capturing {
+        /// What was attempted.
+        op: &'static str,
+    },
+    /// No HIP backend was compiled in (enable the `emu` or `rocm` feature).
+    #[error("no HIP backend: build fp8gemm with feature `emu` (the bundled emulator) or `rocm` (libamdhip64)")]
+    NoBackend,
+    /// The requested backend was not compiled in.
+    #[error("the {backend} backend is not compiled in (enable its crate feature)")]
+    BackendNotBuilt {
+        /// The backend asked for.
+        backend: crate::backend::Backend,
+    },
     /// Host-side quantization rejected its input.
     #[error(transparent)]
     Quant(#[from] crate::quant::QuantError),
@@ -84,11 +100,3 @@ pub enum Error {
 
 /// The library's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
-
-impl Error {
-    /// Wraps a rocm-rs HIP error from `call`, attaching the emulator's report for launches.
-    pub(crate) fn hip(call: &'static str, e: rocm_rs::hip::Error) -> Error {
-        let detail = if call == "launch" { crate::runtime::last_launch_detail() } else { None };
-        Error::Hip { call, code: e.code(), name: e.name().to_string(), detail }
-    }
-}

@@ -1,29 +1,31 @@
 //! The GEMM entry points: FP8 × FP8 → BF16 with DeepGEMM's block scales.
 //!
-//! Operands live on the device in typed containers that can only be built from validated host
-//! data ([`DeviceActivations`] from [`QuantizedActivations`], [`DeviceWeights`] from
-//! [`QuantizedWeights`]), so their lengths always match their shapes; every entry point then
-//! checks the remaining cross-argument conditions (matching K, output size, FP8 format versus
-//! the device's architecture, the kernels' alignment limits, buffer ownership) and returns a typed
-//! [`Error`] before anything is launched.
+//! Every entry point takes the [`Stream`] to run on and [views](crate::view) of its operands
+//! (the owned [`DeviceActivations`] / [`DeviceWeights`] convert to views with `&`), checks
+//! everything the host knows — matching K, output shape, row strides, FP8 format versus the
+//! device's architecture, the kernels' alignment limits, buffer ownership — and returns a typed
+//! [`Error`] before anything is launched. The launch itself is asynchronous and stream-ordered:
+//! nothing in it allocates, frees, copies to or from the host or synchronizes, so it can be
+//! captured into a graph ([`Stream::begin_capture`]).
 //!
-//! Device layouts (all row-major, no padding; the kernels read exactly these):
-//! * A: `m × k` FP8, SFA: `m × ⌈k/128⌉` f32 (one scale per row and 128-wide K block);
+//! Device layouts (row-major; see [`crate::view`]):
+//! * A: `m × k` FP8 with row stride `lda ≥ k`, SFA: `m × ⌈k/128⌉` f32 (one scale per row and
+//!   128-wide K block);
 //! * B: `n × k` FP8, SFB: `⌈n/128⌉ × ⌈k/128⌉` f32 (one scale per 128 × 128 block);
-//! * D: `m × n` BF16.
+//! * D: `m × n` BF16 with row stride `ldd ≥ n`.
 
 use std::marker::PhantomData;
 
 use fp8gemm_device::args::{DenseGemmArgs, GlobalPtr};
 use fp8gemm_device::tile;
-use half::bf16;
 
 use crate::codeobj::Arch;
 use crate::config::{self, GemmConfig, GemmDesc};
 use crate::error::{Error, Result};
 use crate::fp8::{E4M3Fn, E4M3Fnuz, Fp8Format};
 use crate::quant::{QuantizedActivations, QuantizedWeights};
-use crate::runtime::{Context, DeviceBuffer};
+use crate::runtime::{Context, DeviceBuffer, Stream};
+use crate::view::{ActivationsView, IntoOutput, WeightsView};
 
 /// The FP8 format an architecture's FP8 MFMA decodes (`fp8` operands).
 pub fn fp8_format_name(arch: Arch) -> &'static str {
@@ -97,10 +99,11 @@ impl<F: Fp8Format> DeviceActivations<F> {
         let scales = shape_product("m", &[m, k.div_ceil(128)], "m · ⌈k/128⌉")?;
         Ok(DeviceActivations { data: ctx.alloc_zeroed(values)?, scales: ctx.alloc_zeroed(scales)?, m, k, _f: PhantomData })
     }
-    /// Copies the values and scales back to the host as [`QuantizedActivations`].
-    pub fn download(&self) -> Result<QuantizedActivations<F>> {
-        let data = self.data.download()?.into_iter().map(F::from_bits).collect();
-        let scales = self.scales.download()?;
+    /// Copies the values and scales back to the host as [`QuantizedActivations`], in order on
+    /// `stream` (then waits for it).
+    pub fn download(&self, stream: &Stream) -> Result<QuantizedActivations<F>> {
+        let data = self.data.download(stream)?.into_iter().map(F::from_bits).collect();
+        let scales = self.scales.download(stream)?;
         QuantizedActivations::from_parts(data, scales, self.m, self.k)
             .map_err(|e| Error::Unsupported(format!("downloaded activations: {e}")))
     }
@@ -112,13 +115,20 @@ impl<F: Fp8Format> DeviceActivations<F> {
     pub fn k(&self) -> usize {
         self.k
     }
-    /// The device buffers (values, scales), for the other entry points of this crate.
-    pub(crate) fn buffers(&self) -> (&DeviceBuffer<u8>, &DeviceBuffer<f32>) {
-        (&self.data, &self.scales)
-    }
     /// The device buffers, mutably, for the kernels of this crate that write them.
     pub(crate) fn buffers_mut(&mut self) -> (&mut DeviceBuffer<u8>, &mut DeviceBuffer<f32>) {
         (&mut self.data, &mut self.scales)
+    }
+    /// A view of the activations (what the entry points take).
+    pub fn view(&self) -> ActivationsView<'_, F> {
+        ActivationsView::new(self.data.as_slice(), self.scales.as_slice(), self.m, self.k)
+            .expect("an upload's buffers have exactly the lengths of its shape")
+    }
+}
+
+impl<'a, F: Fp8Format> From<&'a DeviceActivations<F>> for ActivationsView<'a, F> {
+    fn from(a: &'a DeviceActivations<F>) -> Self {
+        a.view()
     }
 }
 
@@ -155,10 +165,11 @@ impl<F: Fp8Format> DeviceWeights<F> {
         let scales = shape_product("n", &[n.div_ceil(128), k.div_ceil(128)], "⌈n/128⌉ · ⌈k/128⌉")?;
         Ok(DeviceWeights { data: ctx.alloc_zeroed(values)?, scales: ctx.alloc_zeroed(scales)?, n, k, _f: PhantomData })
     }
-    /// Copies the values and scales back to the host as [`QuantizedWeights`].
-    pub fn download(&self) -> Result<QuantizedWeights<F>> {
-        let data = self.data.download()?.into_iter().map(F::from_bits).collect();
-        let scales = self.scales.download()?;
+    /// Copies the values and scales back to the host as [`QuantizedWeights`], in order on
+    /// `stream` (then waits for it).
+    pub fn download(&self, stream: &Stream) -> Result<QuantizedWeights<F>> {
+        let data = self.data.download(stream)?.into_iter().map(F::from_bits).collect();
+        let scales = self.scales.download(stream)?;
         QuantizedWeights::from_parts(data, scales, self.n, self.k)
             .map_err(|e| Error::Unsupported(format!("downloaded weights: {e}")))
     }
@@ -173,6 +184,17 @@ impl<F: Fp8Format> DeviceWeights<F> {
     /// Columns (the reduction length).
     pub fn k(&self) -> usize {
         self.k
+    }
+    /// A view of the weights (what the entry points take).
+    pub fn view(&self) -> WeightsView<'_, F> {
+        WeightsView::new(self.data.as_slice(), self.scales.as_slice(), self.n, self.k)
+            .expect("an upload's buffers have exactly the lengths of its shape")
+    }
+}
+
+impl<'a, F: Fp8Format> From<&'a DeviceWeights<F>> for WeightsView<'a, F> {
+    fn from(b: &'a DeviceWeights<F>) -> Self {
+        b.view()
     }
 }
 
@@ -217,34 +239,40 @@ pub(crate) fn check_nk(n: usize, k: usize) -> Result<()> {
     Ok(())
 }
 
-/// Dense `D = A · Bᵀ` with block scales (DeepGEMM's `fp8_gemm_nt`):
+/// Dense `D = A · Bᵀ` with block scales (DeepGEMM's `fp8_gemm_nt`), queued on `stream`:
 /// `D[i,j] = bf16(Σ_kb SFA[i,kb] · SFB[⌊j/128⌋,kb] · Σ_{k∈kb} A[i,k] · B[j,k])`.
 ///
-/// `d` must hold `m · n` elements. Requirements: `k` a positive multiple of 128, `n` a multiple
-/// of 4 (DeepGEMM requires 64), any `m`; the FP8 format must be the one the device decodes
-/// (E4M3FNUZ on gfx942, E4M3FN on gfx950 — see [`crate::quant`] for converting checkpoints).
-/// The launch is asynchronous; reading `d` back synchronizes.
-pub fn fp8_gemm_nt<F: Fp8Format>(
-    ctx: &Context,
-    a: &DeviceActivations<F>,
-    b: &DeviceWeights<F>,
-    d: &mut DeviceBuffer<bf16>,
+/// `a` is an [`ActivationsView`] (or `&DeviceActivations`), `b` a [`WeightsView`] (or
+/// `&DeviceWeights`), `d` an [`OutputViewMut`](crate::view::OutputViewMut) of `m × n`, or a
+/// buffer / slice of exactly `m · n` elements. Requirements: `k` a positive multiple of 128, `n`
+/// a multiple of 4 (DeepGEMM requires 64), any `m`; A's row stride a multiple of 16 bytes and
+/// D's a multiple of 4 elements; the FP8 format must be the one the device decodes (E4M3FNUZ on
+/// gfx942, E4M3FN on gfx950 — see [`crate::quant`] for converting checkpoints); every operand
+/// must belong to the stream's context (views from raw pointers belong to any).
+///
+/// The launch is asynchronous and capture-safe: the result is in `d` once `stream` has reached
+/// it (synchronize the stream, or order another stream after it with an
+/// [`Event`](crate::Event)). Errors of the kernel itself (on the emulator: its checking modes)
+/// are reported by the stream's next synchronization.
+pub fn fp8_gemm_nt<'a, F: Fp8Format>(
+    stream: &Stream,
+    a: impl Into<ActivationsView<'a, F>>,
+    b: impl Into<WeightsView<'a, F>>,
+    d: impl IntoOutput<'a>,
 ) -> Result<GemmRun> {
+    let (a, b) = (a.into(), b.into());
+    let ctx = stream.context();
     check_format::<F>(ctx, "a")?;
-    for (arg, owner) in [("a", &a.data), ("b", &b.data)] {
-        ctx.check_owner(arg, owner)?;
-    }
-    ctx.check_owner("a", &a.scales)?;
-    ctx.check_owner("b", &b.scales)?;
-    ctx.check_owner("d", d)?;
+    ctx.check_owner("a", a.data.owner())?;
+    ctx.check_owner("a", a.scales.owner())?;
+    ctx.check_owner("b", b.data.owner())?;
+    ctx.check_owner("b", b.scales.owner())?;
     let (m, n, k) = (a.m, b.n, a.k);
     if b.k != k {
         return Err(Error::Shape { arg: "b", expected: format!("k = {k} columns (as a)"), actual: format!("{} columns", b.k) });
     }
-    let mn = shape_product("d", &[m, n], "m · n")?;
-    if d.len() != mn {
-        return Err(Error::Shape { arg: "d", expected: format!("m · n = {m} · {n} = {mn} elements"), actual: format!("{} elements", d.len()) });
-    }
+    let d = d.into_output(m, n)?;
+    ctx.check_owner("d", d.data.owner())?;
     if m == 0 || n == 0 {
         return Ok(GemmRun { config: None });
     }
@@ -252,11 +280,18 @@ pub fn fp8_gemm_nt<F: Fp8Format>(
     if m > u32::MAX as usize {
         return Err(Error::Unsupported(format!("m = {m}: dimensions must fit in 32 bits")));
     }
+    if !a.lda.is_multiple_of(16) {
+        return Err(Error::Shape { arg: "lda", expected: "a multiple of 16 bytes".into(), actual: a.lda.to_string() });
+    }
+    if !d.ldd.is_multiple_of(4) {
+        return Err(Error::Shape { arg: "ldd", expected: "a multiple of 4 elements".into(), actual: d.ldd.to_string() });
+    }
     // The kernels address tiles past the last row through range-checked buffer loads: the
     // padded extents must stay within 32-bit offsets too.
-    check_tensor_bytes("a", (m as u64 + 128).saturating_mul(k as u64))?;
-    check_tensor_bytes("b", (n as u64 + 128).saturating_mul(k as u64))?;
-    check_tensor_bytes("d", (m as u64).saturating_mul(n as u64).saturating_mul(2))?;
+    let (m64, n64, k64) = (m as u64, n as u64, k as u64);
+    check_tensor_bytes("a", (m64 + 128).saturating_mul(a.lda as u64))?;
+    check_tensor_bytes("b", (n64 + 128).saturating_mul(k64))?;
+    check_tensor_bytes("d", (m64 + 128).saturating_mul(d.ldd as u64).saturating_mul(2))?;
 
     let desc = GemmDesc::dense(m as u32, n as u32, k as u32, ctx.arch());
     let cfg = config::get_best_config(&desc).map_err(|e| Error::Unsupported(e.to_string()))?;
@@ -267,16 +302,19 @@ pub fn fp8_gemm_nt<F: Fp8Format>(
         b: b.data.device_ptr(),
         sfa: a.scales.device_ptr(),
         sfb: b.scales.device_ptr(),
-        d: GlobalPtr::new(d.device_ptr().addr()),
+        d: GlobalPtr::new(d.data.device_ptr().addr()),
         m: m as u32,
         n: n as u32,
         k: k as u32,
+        lda: a.lda as u32,
+        ldd: d.ldd as u32,
         reserved: 0,
     };
-    // SAFETY: every pointer in `args` is a live allocation of this context with exactly the
-    // length the kernel's contract requires for (m, n, k): A m·k and B n·k bytes, SFA m·⌈k/128⌉
-    // and SFB ⌈n/128⌉·⌈k/128⌉ floats (guaranteed by the upload constructors from validated
-    // quantized data), D m·n bf16 (checked above); `d` is borrowed mutably for the call.
-    unsafe { ctx.launch(spec, [cfg.grid, 1, 1], cfg.lds_bytes, &args)? };
+    // SAFETY: every pointer in `args` addresses memory the views borrow (live for the call; the
+    // buffers free only after synchronizing the device, raw views by their `unsafe` contract)
+    // with at least the extent the kernel's contract requires for (m, n, k, lda, ldd): A
+    // (m−1)·lda + k bytes, SFA m·⌈k/128⌉ floats, B n·k bytes, SFB ⌈n/128⌉·⌈k/128⌉ floats, D
+    // (m−1)·ldd + n bf16 (checked by the view constructors); `d` is borrowed mutably.
+    unsafe { stream.launch(spec, [cfg.grid, 1, 1], cfg.lds_bytes, &args)? };
     Ok(GemmRun { config: Some(cfg) })
 }

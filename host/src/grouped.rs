@@ -11,9 +11,10 @@
 //! Both compute `D[i, j] = bf16(Σ_kb SFA[i,kb] · SFB[g][⌊j/128⌋,kb] · Σ_{k∈kb} A[i,k] · B[g][j,k])`
 //! for the rows they cover, with the dense kernels' main loop (same accuracy).
 //!
-//! Device layouts (row-major, no padding): `A` and SFA as [`DeviceActivations`] (`m = m_sum`, or
+//! Device layouts (row-major, no padding): `A` and SFA as [`ActivationsView`] (`m = m_sum`, or
 //! `m = G · m_max` with group `g`'s rows at `g·m_max ..`), `B` `[G, n, k]` FP8 and SFB
-//! `[G, ⌈n/128⌉, ⌈k/128⌉]` f32 ([`DeviceGroupedWeights`]), `D` `[m_sum, n]` or `[G, m_max, n]` bf16.
+//! `[G, ⌈n/128⌉, ⌈k/128⌉]` f32 ([`GroupedWeightsView`], or the owned [`DeviceGroupedWeights`]),
+//! `D` `[m_sum, n]` or `[G, m_max, n]` bf16.
 //!
 //! # Which rows of D are written
 //!
@@ -50,14 +51,14 @@ use std::marker::PhantomData;
 
 use fp8gemm_device::args::{GlobalPtr, MGroupedContiguousArgs, MGroupedMaskedArgs};
 use fp8gemm_device::tile;
-use half::bf16;
 
 use crate::config::{self, GemmDesc};
 use crate::error::{Error, Result};
 use crate::fp8::Fp8Format;
-use crate::gemm::{check_format, check_nk, check_tensor_bytes, DeviceActivations, GemmRun};
+use crate::gemm::{check_format, check_nk, check_tensor_bytes, GemmRun};
 use crate::quant::{blocks, GroupedQuantizedWeights};
-use crate::runtime::{Context, DeviceBuffer};
+use crate::runtime::{Context, DeviceBuffer, Stream};
+use crate::view::{ActivationsView, DeviceSlice, GroupedWeightsView, IntoOutput, OutputViewMut};
 
 /// Row alignment of every group in the contiguous layout (DeepGEMM's
 /// `get_m_alignment_for_contiguous_layout()`): 128, a multiple of every contiguous kernel's
@@ -119,6 +120,17 @@ impl<F: Fp8Format> DeviceGroupedWeights<F> {
     pub fn k(&self) -> usize {
         self.k
     }
+    /// A view of the weights (what the entry points take).
+    pub fn view(&self) -> GroupedWeightsView<'_, F> {
+        GroupedWeightsView::new(self.data.as_slice(), self.scales.as_slice(), self.groups, self.n, self.k)
+            .expect("an upload's buffers have exactly the lengths of its shape")
+    }
+}
+
+impl<'a, F: Fp8Format> From<&'a DeviceGroupedWeights<F>> for GroupedWeightsView<'a, F> {
+    fn from(b: &'a DeviceGroupedWeights<F>) -> Self {
+        b.view()
+    }
 }
 
 /// Checks a contiguous-layout `m_indices` on the host: its length is a multiple of
@@ -169,44 +181,39 @@ pub fn upload_m_indices(ctx: &Context, m_indices: &[i32], groups: usize) -> Resu
     ctx.upload(m_indices)
 }
 
-/// Checks the buffers behind `a` against its shape (defence in depth: the kernels read exactly
-/// `m·k` values and `m·⌈k/128⌉` scales).
-fn check_activations<F>(a: &DeviceActivations<F>) -> Result<()>
-where
-    F: Fp8Format,
-{
-    let (data, scales) = a.buffers();
-    let (m, k) = (a.m(), a.k());
-    if Some(data.len()) != m.checked_mul(k) || Some(scales.len()) != m.checked_mul(blocks(k)) {
+/// The checks both entry points share: format, owners, `k`, contiguous A and D.
+fn check_common<F: Fp8Format>(
+    stream: &Stream,
+    a: &ActivationsView<'_, F>,
+    b: &GroupedWeightsView<'_, F>,
+    d: &OutputViewMut<'_>,
+    index_arg: &'static str,
+    index: &DeviceSlice<'_, i32>,
+) -> Result<()> {
+    let ctx = stream.context();
+    check_format::<F>(ctx, "a")?;
+    ctx.check_owner("a", a.data.owner())?;
+    ctx.check_owner("a", a.scales.owner())?;
+    ctx.check_owner("b", b.data.owner())?;
+    ctx.check_owner("b", b.scales.owner())?;
+    ctx.check_owner("d", d.data.owner())?;
+    ctx.check_owner(index_arg, index.owner())?;
+    if b.k != a.k {
+        return Err(Error::Shape { arg: "b", expected: format!("k = {} columns (as a)", a.k), actual: format!("{} columns", b.k) });
+    }
+    if a.lda != a.k {
         return Err(Error::Shape {
-            arg: "a",
-            expected: format!("{m} · {k} values and {m} · {} scales", blocks(k)),
-            actual: format!("{} values and {} scales", data.len(), scales.len()),
+            arg: "lda",
+            expected: format!("k = {} (the m-grouped kernels read contiguous rows)", a.k),
+            actual: a.lda.to_string(),
         });
     }
-    Ok(())
-}
-
-/// The checks both entry points share: format, owners, `k`, buffer lengths, `n`/`k` rules.
-fn check_common<F: Fp8Format>(
-    ctx: &Context,
-    a: &DeviceActivations<F>,
-    b: &DeviceGroupedWeights<F>,
-    d: &DeviceBuffer<bf16>,
-    index_arg: &'static str,
-    index: &DeviceBuffer<i32>,
-) -> Result<()> {
-    check_format::<F>(ctx, "a")?;
-    let (a_data, a_scales) = a.buffers();
-    ctx.check_owner("a", a_data)?;
-    ctx.check_owner("a", a_scales)?;
-    ctx.check_owner("b", &b.data)?;
-    ctx.check_owner("b", &b.scales)?;
-    ctx.check_owner("d", d)?;
-    ctx.check_owner(index_arg, index)?;
-    check_activations(a)?;
-    if b.k != a.k() {
-        return Err(Error::Shape { arg: "b", expected: format!("k = {} columns (as a)", a.k()), actual: format!("{} columns", b.k) });
+    if d.ldd != d.n {
+        return Err(Error::Shape {
+            arg: "ldd",
+            expected: format!("n = {} (the m-grouped kernels write contiguous rows)", d.n),
+            actual: d.ldd.to_string(),
+        });
     }
     Ok(())
 }
@@ -226,17 +233,21 @@ fn check_len(arg: &'static str, what: String, expected: usize, actual: usize) ->
 /// padding), constant per aligned block as described in the [module docs](self), which also say
 /// which rows of `d` are written and what is validated where (build `m_indices` with
 /// [`upload_m_indices`] to have it checked). Requirements as [`crate::fp8_gemm_nt`]: `k` a
-/// positive multiple of 128, `n` a multiple of 4, the device's FP8 format. With `G = 0` every
-/// row must be padding and nothing is launched. The launch is asynchronous.
-pub fn m_grouped_fp8_gemm_nt_contiguous<F: Fp8Format>(
-    ctx: &Context,
-    a: &DeviceActivations<F>,
-    b: &DeviceGroupedWeights<F>,
-    d: &mut DeviceBuffer<bf16>,
-    m_indices: &DeviceBuffer<i32>,
+/// positive multiple of 128, `n` a multiple of 4, the device's FP8 format, contiguous rows of A
+/// and D (`lda = k`, `ldd = n`). With `G = 0` every row must be padding and nothing is launched.
+/// The launch is queued on `stream`: asynchronous and capture-safe, as [`crate::fp8_gemm_nt`]'s.
+pub fn m_grouped_fp8_gemm_nt_contiguous<'a, F: Fp8Format>(
+    stream: &Stream,
+    a: impl Into<ActivationsView<'a, F>>,
+    b: impl Into<GroupedWeightsView<'a, F>>,
+    d: impl IntoOutput<'a>,
+    m_indices: impl Into<DeviceSlice<'a, i32>>,
 ) -> Result<GemmRun> {
-    check_common(ctx, a, b, d, "m_indices", m_indices)?;
-    let (m_sum, n, k, groups) = (a.m(), b.n, a.k(), b.groups);
+    let (a, b, m_indices) = (a.into(), b.into(), m_indices.into());
+    let (m_sum, n, k, groups) = (a.m, b.n, a.k, b.groups);
+    let d = d.into_output(m_sum, n)?;
+    check_common(stream, &a, &b, &d, "m_indices", &m_indices)?;
+    let ctx = stream.context();
     check_len("m_indices", format!("m_sum = {m_sum} (rows of a)"), m_sum, m_indices.len())?;
     let align = m_alignment_for_contiguous_layout();
     if !m_sum.is_multiple_of(align) {
@@ -246,8 +257,6 @@ pub fn m_grouped_fp8_gemm_nt_contiguous<F: Fp8Format>(
             actual: format!("{m_sum} rows"),
         });
     }
-    let d_len = m_sum.checked_mul(n).ok_or_else(|| Error::Unsupported(format!("m_sum · n = {m_sum} · {n} overflows")))?;
-    check_len("d", format!("m_sum · n = {m_sum} · {n}"), d_len, d.len())?;
     if m_sum == 0 || n == 0 || groups == 0 {
         return Ok(GemmRun { config: None });
     }
@@ -265,51 +274,54 @@ pub fn m_grouped_fp8_gemm_nt_contiguous<F: Fp8Format>(
     let cfg = config::get_best_config(&desc).map_err(|e| Error::Unsupported(e.to_string()))?;
     let spec = config::contiguous_kernel_spec(&cfg)
         .ok_or_else(|| Error::Unsupported(format!("configuration {cfg} has no m-grouped contiguous kernel")))?;
-    let (a_data, a_scales) = a.buffers();
     let args = MGroupedContiguousArgs {
-        a: a_data.device_ptr(),
+        a: a.data.device_ptr(),
         b: b.data.device_ptr(),
-        sfa: a_scales.device_ptr(),
+        sfa: a.scales.device_ptr(),
         sfb: b.scales.device_ptr(),
-        d: GlobalPtr::new(d.device_ptr().addr()),
+        d: GlobalPtr::new(d.data.device_ptr().addr()),
         m_indices: m_indices.device_ptr(),
         m_sum: m32,
         n: n as u32,
         k: k as u32,
         groups: g32,
     };
-    // SAFETY: every pointer in `args` is a live allocation of this context with exactly the length
-    // the kernel's contract requires: A m_sum·k bytes and SFA m_sum·⌈k/128⌉ floats (checked in
-    // check_activations), B G·n·k bytes and SFB G·⌈n/128⌉·⌈k/128⌉ floats (checked at upload),
-    // D m_sum·n bf16 and m_indices m_sum i32 (checked above); the kernel bounds every access by
-    // these extents whatever m_indices holds. `d` is borrowed mutably for the call.
-    unsafe { ctx.launch(spec, [cfg.grid, 1, 1], cfg.lds_bytes, &args)? };
+    // SAFETY: every pointer in `args` addresses memory the views borrow with at least the extent
+    // the kernel's contract requires: A m_sum·k bytes and SFA m_sum·⌈k/128⌉ floats, B G·n·k
+    // bytes and SFB G·⌈n/128⌉·⌈k/128⌉ floats (checked by the view constructors, contiguous rows
+    // checked above), D m_sum·n bf16 and m_indices m_sum i32 (checked above); the kernel bounds
+    // every access by these extents whatever m_indices holds. `d` is borrowed mutably.
+    unsafe { stream.launch(spec, [cfg.grid, 1, 1], cfg.lds_bytes, &args)? };
     Ok(GemmRun { config: Some(cfg) })
 }
 
 /// M-grouped masked `D[g] = A[g] · B[g]ᵀ` for the first `masked_m[g]` rows of every group, with
 /// block scales (DeepGEMM's `m_grouped_fp8_gemm_nt_masked`).
 ///
-/// `a` is `[G, m_max, k]` (a [`DeviceActivations`] of `m = G · m_max` rows), `b` is `[G, n, k]`,
+/// `a` is `[G, m_max, k]` (activations of `m = G · m_max` rows), `b` is `[G, n, k]`,
 /// `d` holds `G · m_max · n` elements, `masked_m` holds `G` row counts that stay on the device:
 /// the kernel clamps each to `0..=m_max` (so a count past `m_max` computes `m_max` rows and a
 /// negative one none) and leaves rows at or past it untouched. `expected_m` is the typical
 /// count, used only to choose the kernel (any value is accepted; it is clamped to `1..=m_max`).
-/// Other requirements as [`m_grouped_fp8_gemm_nt_contiguous`]. The launch is asynchronous.
-pub fn m_grouped_fp8_gemm_nt_masked<F: Fp8Format>(
-    ctx: &Context,
-    a: &DeviceActivations<F>,
-    b: &DeviceGroupedWeights<F>,
-    d: &mut DeviceBuffer<bf16>,
-    masked_m: &DeviceBuffer<i32>,
+/// Other requirements as [`m_grouped_fp8_gemm_nt_contiguous`]. The launch is queued on `stream`
+/// (asynchronous, capture-safe); `masked_m` is read when it runs, so a graph replays with the
+/// counts current at each replay.
+pub fn m_grouped_fp8_gemm_nt_masked<'a, F: Fp8Format>(
+    stream: &Stream,
+    a: impl Into<ActivationsView<'a, F>>,
+    b: impl Into<GroupedWeightsView<'a, F>>,
+    d: impl IntoOutput<'a>,
+    masked_m: impl Into<DeviceSlice<'a, i32>>,
     expected_m: usize,
 ) -> Result<GemmRun> {
-    check_common(ctx, a, b, d, "masked_m", masked_m)?;
-    let (rows, n, k, groups) = (a.m(), b.n, a.k(), b.groups);
+    let (a, b, masked_m) = (a.into(), b.into(), masked_m.into());
+    let (rows, n, k, groups) = (a.m, b.n, a.k, b.groups);
+    let d = d.into_output(rows, n)?;
+    check_common(stream, &a, &b, &d, "masked_m", &masked_m)?;
+    let ctx = stream.context();
     check_len("masked_m", format!("G = {groups} (groups of b)"), groups, masked_m.len())?;
     if groups == 0 {
         check_len("a", "G · m_max rows with G = 0".into(), 0, rows)?;
-        check_len("d", "G · m_max · n with G = 0".into(), 0, d.len())?;
         return Ok(GemmRun { config: None });
     }
     if !rows.is_multiple_of(groups) {
@@ -320,8 +332,6 @@ pub fn m_grouped_fp8_gemm_nt_masked<F: Fp8Format>(
         });
     }
     let m_max = rows / groups;
-    let d_len = rows.checked_mul(n).ok_or_else(|| Error::Unsupported(format!("G · m_max · n = {rows} · {n} overflows")))?;
-    check_len("d", format!("G · m_max · n = {groups} · {m_max} · {n}"), d_len, d.len())?;
     if m_max == 0 || n == 0 {
         return Ok(GemmRun { config: None });
     }
@@ -341,25 +351,24 @@ pub fn m_grouped_fp8_gemm_nt_masked<F: Fp8Format>(
     let cfg = config::get_best_config(&desc).map_err(|e| Error::Unsupported(e.to_string()))?;
     let spec = config::masked_kernel_spec(&cfg)
         .ok_or_else(|| Error::Unsupported(format!("configuration {cfg} has no m-grouped masked kernel")))?;
-    let (a_data, a_scales) = a.buffers();
     let args = MGroupedMaskedArgs {
-        a: a_data.device_ptr(),
+        a: a.data.device_ptr(),
         b: b.data.device_ptr(),
-        sfa: a_scales.device_ptr(),
+        sfa: a.scales.device_ptr(),
         sfb: b.scales.device_ptr(),
-        d: GlobalPtr::new(d.device_ptr().addr()),
+        d: GlobalPtr::new(d.data.device_ptr().addr()),
         masked_m: masked_m.device_ptr(),
         m_max: m32,
         n: n as u32,
         k: k as u32,
         groups: g32,
     };
-    // SAFETY: every pointer in `args` is a live allocation of this context with exactly the length
-    // the kernel's contract requires: A G·m_max·k bytes and SFA G·m_max·⌈k/128⌉ floats (checked in
-    // check_activations), B and SFB for G groups (checked at upload), D G·m_max·n bf16 and
-    // masked_m G i32 (checked above); the kernel clamps every masked_m entry to 0..=m_max, so its
-    // accesses stay inside these extents. `d` is borrowed mutably for the call.
-    unsafe { ctx.launch(spec, [cfg.grid, 1, 1], cfg.lds_bytes, &args)? };
+    // SAFETY: every pointer in `args` addresses memory the views borrow with at least the extent
+    // the kernel's contract requires: A G·m_max·k bytes and SFA G·m_max·⌈k/128⌉ floats, B and
+    // SFB for G groups (checked by the view constructors, contiguous rows checked above), D
+    // G·m_max·n bf16 and masked_m G i32 (checked above); the kernel clamps every masked_m entry
+    // to 0..=m_max, so its accesses stay inside these extents. `d` is borrowed mutably.
+    unsafe { stream.launch(spec, [cfg.grid, 1, 1], cfg.lds_bytes, &args)? };
     Ok(GemmRun { config: Some(cfg) })
 }
 

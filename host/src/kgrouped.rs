@@ -74,7 +74,7 @@ use crate::error::{Error, Result};
 use crate::fp8::Fp8Format;
 use crate::gemm::{check_format, check_tensor_bytes, GemmRun};
 use crate::quant::{KGroupedOperand, BLOCK};
-use crate::runtime::{Context, DeviceBuffer};
+use crate::runtime::{Context, DeviceBuffer, Stream};
 
 /// Alignment of every group's size along K (DeepGEMM's `get_mk_alignment_for_contiguous_layout()`
 /// for this GEMM): one scale block.
@@ -340,9 +340,11 @@ fn print_once(config: &GemmConfig, m: u32, n: u32, groups: u32, total_k: u64) {
 /// sizes on the device and `total_k` their host-side sum (must equal both operands' rows).
 /// `c = None` accumulates into `d` in place; `Some(c)` reads `C` from a separate buffer of the
 /// same size. Requirements: `m % 8 == 0`, `n % 8 == 0`, `total_k % 128 == 0`, the device's FP8
-/// format. With `G = 0`, `m = 0` or `n = 0` nothing is launched. The launch is asynchronous.
+/// format; every buffer belongs to the stream's context. With `G = 0`, `m = 0` or `n = 0`
+/// nothing is launched. The launch is queued on `stream` (asynchronous, capture-safe, as
+/// [`crate::fp8_gemm_nt`]'s).
 pub fn k_grouped_fp8_gemm_tn_contiguous<F: Fp8Format>(
-    ctx: &Context,
+    stream: &Stream,
     a: &DeviceKGroupedOperand<F>,
     b: &DeviceKGroupedOperand<F>,
     d: &mut DeviceBuffer<f32>,
@@ -350,15 +352,16 @@ pub fn k_grouped_fp8_gemm_tn_contiguous<F: Fp8Format>(
     total_k: usize,
     c: Option<&DeviceBuffer<f32>>,
 ) -> Result<GemmRun> {
+    let ctx = stream.context();
     check_format::<F>(ctx, "a")?;
     for (arg, op) in [("a", a), ("b", b)] {
-        ctx.check_owner(arg, &op.data)?;
-        ctx.check_owner(arg, &op.scales)?;
+        ctx.check_owner(arg, op.data.owner())?;
+        ctx.check_owner(arg, op.scales.owner())?;
     }
-    ctx.check_owner("d", d)?;
-    ctx.check_owner("ks", ks)?;
+    ctx.check_owner("d", d.owner())?;
+    ctx.check_owner("ks", ks.owner())?;
     if let Some(c) = c {
-        ctx.check_owner("c", c)?;
+        ctx.check_owner("c", c.owner())?;
     }
     for (arg, op) in [("a", a), ("b", b)] {
         if op.total_k != total_k {
@@ -429,7 +432,7 @@ pub fn k_grouped_fp8_gemm_tn_contiguous<F: Fp8Format>(
     // inside these extents whatever they hold. `d` is borrowed mutably for the call; `c` is
     // either `d` itself (in place: every element is read and then written by one lane) or a
     // distinct allocation that is only read.
-    unsafe { ctx.launch(spec, [cfg.grid, 1, 1], cfg.lds_bytes, &args)? };
+    unsafe { stream.launch(spec, [cfg.grid, 1, 1], cfg.lds_bytes, &args)? };
     Ok(GemmRun { config: Some(cfg) })
 }
 

@@ -1,7 +1,67 @@
 //! fp8gemm: DeepGEMM-style FP8 GEMMs for AMD Instinct GPUs, kernels written in Rust.
 //!
+//! The library is GPU-resident: operands are [views](view) of device memory (the library's
+//! [`DeviceBuffer`]s, sub-ranges of them, or raw device pointers an inference engine owns, with
+//! row strides for A and D), every entry point takes the [`Stream`] to run on, launches are
+//! asynchronous and stream-ordered, [`Event`]s order streams, and the launch paths allocate,
+//! free, copy to the host and synchronize nothing — so a sequence of them can be captured into a
+//! [`Graph`] and replayed.
+//!
+//! ```
+//! use fp8gemm::fp8::E4M3Fnuz;
+//! use fp8gemm::quant::{QuantizedActivations, QuantizedWeights};
+//! use fp8gemm::{fp8_gemm_nt, ActivationsView, CaptureMode, Context, DeviceWeights, Event, Stream};
+//! use half::bf16;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let ctx = Context::new()?; // device 0 of the default backend (here: the bundled emulator)
+//! let (m, n, k) = (64, 128, 256);
+//! let a: Vec<f32> = (0..m * k).map(|i| ((i * 7 % 13) as f32 - 6.0) / 8.0).collect();
+//! let b: Vec<f32> = (0..n * k).map(|i| ((i * 5 % 11) as f32 - 5.0) / 8.0).collect();
+//! let qa = QuantizedActivations::<E4M3Fnuz>::quantize(&a, m, k)?; // 1×128 scales
+//! let qb = QuantizedWeights::<E4M3Fnuz>::quantize(&b, n, k)?; // 128×128 scales
+//!
+//! // Setup (allocates and copies synchronously): weights, and the engine's activation buffers.
+//! let weights = DeviceWeights::upload(&ctx, &qb)?;
+//! let a_data = ctx.upload(fp8gemm::fp8::as_bits(&qa.data))?;
+//! let a_scales = ctx.upload(&qa.scales)?;
+//! let mut d = ctx.alloc_zeroed::<bf16>(m * n)?;
+//!
+//! // The forward pass: a view of the activations, the GEMM on the engine's stream.
+//! let compute = Stream::new(&ctx)?;
+//! let a_view = ActivationsView::<E4M3Fnuz>::new(a_data.as_slice(), a_scales.as_slice(), m, k)?;
+//! fp8_gemm_nt(&compute, a_view.clone(), &weights, &mut d)?; // validated, then queued
+//!
+//! // Another stream consumes the result after an event, without a host synchronization.
+//! let copy = Stream::new(&ctx)?;
+//! let done = Event::new(&ctx)?;
+//! done.record(&compute)?;
+//! copy.wait(&done)?;
+//! let mut d_copy = ctx.alloc_zeroed::<bf16>(m * n)?;
+//! d_copy.as_slice_mut().copy_from_device(&copy, d.as_slice())?;
+//! let got = d_copy.download(&copy)?; // the host round trip, on purpose
+//!
+//! let mut want = vec![bf16::ZERO; m * n];
+//! fp8gemm::reference::fp8_gemm_nt(&qa, &qb, &mut want)?;
+//! assert!(fp8gemm::reference::calc_diff(&got, &want)? < 1e-5);
+//!
+//! // Capture the launch once, replay it (e.g. after writing new activations into `a_data`).
+//! compute.begin_capture(CaptureMode::ThreadLocal)?;
+//! fp8_gemm_nt(&compute, a_view, &weights, &mut d)?;
+//! let graph = compute.end_capture()?.instantiate()?;
+//! // SAFETY: every buffer the captured launch uses is still alive.
+//! unsafe { graph.launch(&compute)? };
+//! compute.synchronize()?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Modules:
 //! * [`runtime`]: a [`Context`] per device (the embedded code object for its architecture,
-//!   loaded once) and typed [`DeviceBuffer`]s;
+//!   loaded once; the [`Backend`] is the bundled emulator or `libamdhip64`), [`Stream`],
+//!   [`Event`], [`Graph`], typed [`DeviceBuffer`]s;
+//! * [`view`]: typed views of device memory, what the entry points take;
+//! * [`workspace`]: caller-owned FP32 scratch for kernels that need it (split-K, planned);
 //! * [`fp8`], [`quant`]: FP8 formats and DeepGEMM's quantization recipes (1×128 activation
 //!   scales, 128×128 weight scales);
 //! * [`quantize`]: the same recipes as GPU kernels, writing the GEMMs' operands on the device;
@@ -10,6 +70,7 @@
 //! * [`codeobj`]: the embedded code objects and their resource table.
 #![warn(missing_docs)]
 
+pub mod backend;
 pub mod codeobj;
 pub mod config;
 pub mod error;
@@ -21,6 +82,8 @@ pub mod quant;
 pub mod quantize;
 pub mod reference;
 pub mod runtime;
+pub mod view;
+pub mod workspace;
 
 pub use error::{Error, Result};
 pub use gemm::{fp8_gemm_nt, DeviceActivations, DeviceWeights, GemmRun};
@@ -32,4 +95,6 @@ pub use quantize::{
     quantize_activations, quantize_activations_masked, quantize_weights, silu_mul_quantize_activations,
     silu_mul_quantize_activations_masked,
 };
-pub use runtime::{Context, DeviceBuffer};
+pub use runtime::{Backend, CaptureMode, Context, DeviceBuffer, Event, Graph, GraphExec, Stream};
+pub use view::{ActivationsView, DeviceSlice, DeviceSliceMut, GroupedWeightsView, IntoOutput, OutputViewMut, WeightsView};
+pub use workspace::{workspace_floats, Workspace};

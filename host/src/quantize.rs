@@ -15,7 +15,8 @@
 //! [`DeviceWeights::alloc`]); the input buffer must hold exactly the matching number of values.
 //!
 //! **Requirements** (typed [`Error`]s before launch): the FP8 format of the output is the one
-//! the device decodes (E4M3FNUZ on gfx942, E4M3FN on gfx950), every buffer belongs to `ctx`,
+//! the device decodes (E4M3FNUZ on gfx942, E4M3FN on gfx950), every buffer belongs to the
+//! stream's context (raw-pointer views of inputs belong to any),
 //! `k` (the output's columns) is a multiple of 8 (so the last 1×128 group may be partial, as the
 //! CPU recipe allows), and the flattened `G · rows · ⌈k/128⌉` group count fits the 1-D grid.
 //!
@@ -38,7 +39,10 @@
 //! group without a host round trip: its scale is written as computed, and a GEMM that combines
 //! it with a large scale on the other side may produce ±∞/NaN in the affected rows.
 //!
-//! All launches are asynchronous (null stream); reading a result back synchronizes.
+//! Every entry point takes the [`Stream`] to run on and its inputs as views (a `&DeviceBuffer`,
+//! a sub-range, or a raw device pointer the engine owns, see [`crate::view`]); the launch is
+//! queued on the stream — asynchronous, no allocation, no host copy, no synchronization — so it
+//! can be captured into a graph with the GEMMs it feeds.
 
 use fp8gemm_device::args::{GlobalPtr, QuantActArgs, QuantWeightArgs};
 use fp8gemm_device::quant as dq;
@@ -50,7 +54,8 @@ use crate::fp8::Fp8Format;
 use crate::gemm::{check_format, shape_product, DeviceActivations, DeviceWeights};
 #[allow(unused_imports)] // doc links
 use crate::quant::{QuantizedActivations, QuantizedWeights};
-use crate::runtime::{Context, DeviceBuffer};
+use crate::runtime::Stream;
+use crate::view::DeviceSlice;
 
 mod sealed {
     pub trait Sealed {}
@@ -85,7 +90,7 @@ fn check_k(k: usize) -> Result<()> {
     Ok(())
 }
 
-fn check_input_len<X>(x: &DeviceBuffer<X>, expected: usize, what: String) -> Result<()>
+fn check_input_len<X>(x: &DeviceSlice<'_, X>, expected: usize, what: String) -> Result<()>
 where
     X: QuantInput,
 {
@@ -97,25 +102,27 @@ where
 
 /// The shared body of the four activation entry points.
 fn launch_act<F: Fp8Format, X: QuantInput>(
-    ctx: &Context,
-    x: &DeviceBuffer<X>,
-    masked_m: Option<&DeviceBuffer<i32>>,
+    stream: &Stream,
+    x: DeviceSlice<'_, X>,
+    masked_m: Option<DeviceSlice<'_, i32>>,
     silu: bool,
     out: &mut DeviceActivations<F>,
 ) -> Result<()> {
+    let x = &x;
+    let ctx = stream.context();
     check_format::<F>(ctx, "out")?;
-    ctx.check_owner("x", x)?;
+    ctx.check_owner("x", x.owner())?;
     let (m, k) = (out.m(), out.k());
     {
-        let (q, s) = out.buffers();
-        ctx.check_owner("out", q)?;
-        ctx.check_owner("out", s)?;
+        let (q, s) = out.buffers_mut();
+        ctx.check_owner("out", q.as_slice().owner())?;
+        ctx.check_owner("out", s.as_slice().owner())?;
     }
     let width = if silu { shape_product("k", &[2, k], "2 · k")? } else { k };
     let (groups, rows) = match masked_m {
         None => (1, m),
         Some(mm) => {
-            ctx.check_owner("masked_m", mm)?;
+            ctx.check_owner("masked_m", mm.owner())?;
             let g = mm.len();
             if g == 0 {
                 if m != 0 {
@@ -162,62 +169,73 @@ fn launch_act<F: Fp8Format, X: QuantInput>(
         groups: g32,
         fp8_max: F::MAX,
     };
-    // SAFETY: every pointer is a live allocation of this context (owners checked) of exactly
-    // the length the kernel contract requires: x `G·rows × k` (or `× 2k`) elements, q
+    // SAFETY: every pointer addresses memory the views / the output operand keep alive (owners
+    // checked; raw input views by their constructor's contract) of at least the length the
+    // kernel contract requires: x `G·rows × k` (or `× 2k`) elements, q
     // `G·rows × k` bytes and sf `G·rows × ⌈k/128⌉` f32 (the output operand's own lengths, fixed
     // by its constructor), masked_m `G` i32; k % 8 == 0; hipMalloc'd buffers are 256-byte
     // aligned; the output is borrowed mutably for the call and x/masked_m are only read.
-    unsafe { ctx.launch(spec, [grid, 1, 1], 0, &args) }
+    unsafe { stream.launch(spec, [grid, 1, 1], 0, &args) }
 }
 
 /// Quantizes `[m, k]` activations on the device into `out` (`m × k`, 1×128 scales) with
 /// DeepGEMM's per-token recipe, bit-identical to [`QuantizedActivations::quantize`] (see the
 /// [module docs](self) for requirements and non-finite input). Also the contiguous MoE layout
 /// (`m = m_sum`).
-pub fn quantize_activations<F: Fp8Format, X: QuantInput>(ctx: &Context, x: &DeviceBuffer<X>, out: &mut DeviceActivations<F>) -> Result<()> {
-    launch_act(ctx, x, None, false, out)
+pub fn quantize_activations<'a, F: Fp8Format, X: QuantInput>(
+    stream: &Stream,
+    x: impl Into<DeviceSlice<'a, X>>,
+    out: &mut DeviceActivations<F>,
+) -> Result<()> {
+    launch_act(stream, x.into(), None, false, out)
 }
 
 /// Quantizes the masked layout: `x` is `[G, m_max, k]` with `G = masked_m.len()` and
 /// `out.m() = G · m_max`; only the first `clamp(masked_m[g], 0, m_max)` rows of each group are
 /// read and written (`masked_m` is read on the device).
-pub fn quantize_activations_masked<F: Fp8Format, X: QuantInput>(
-    ctx: &Context,
-    x: &DeviceBuffer<X>,
-    masked_m: &DeviceBuffer<i32>,
+pub fn quantize_activations_masked<'a, F: Fp8Format, X: QuantInput>(
+    stream: &Stream,
+    x: impl Into<DeviceSlice<'a, X>>,
+    masked_m: impl Into<DeviceSlice<'a, i32>>,
     out: &mut DeviceActivations<F>,
 ) -> Result<()> {
-    launch_act(ctx, x, Some(masked_m), false, out)
+    launch_act(stream, x.into(), Some(masked_m.into()), false, out)
 }
 
 /// The fused MoE/MLP down-projection input: `x` is `[m, 2·i]` (gate = first `i` columns, up =
 /// last `i`), `out` is `m × i`; computes [`crate::quant::silu_mul`] per element in `f32` and
 /// quantizes the result per token, bit-identical to [`QuantizedActivations::quantize_silu_mul`].
-pub fn silu_mul_quantize_activations<F: Fp8Format, X: QuantInput>(
-    ctx: &Context,
-    x: &DeviceBuffer<X>,
+pub fn silu_mul_quantize_activations<'a, F: Fp8Format, X: QuantInput>(
+    stream: &Stream,
+    x: impl Into<DeviceSlice<'a, X>>,
     out: &mut DeviceActivations<F>,
 ) -> Result<()> {
-    launch_act(ctx, x, None, true, out)
+    launch_act(stream, x.into(), None, true, out)
 }
 
 /// [`silu_mul_quantize_activations`] in the masked layout: `x` is `[G, m_max, 2·i]`, `out` is
 /// `G · m_max × i`, only the first `clamp(masked_m[g], 0, m_max)` rows of each group.
-pub fn silu_mul_quantize_activations_masked<F: Fp8Format, X: QuantInput>(
-    ctx: &Context,
-    x: &DeviceBuffer<X>,
-    masked_m: &DeviceBuffer<i32>,
+pub fn silu_mul_quantize_activations_masked<'a, F: Fp8Format, X: QuantInput>(
+    stream: &Stream,
+    x: impl Into<DeviceSlice<'a, X>>,
+    masked_m: impl Into<DeviceSlice<'a, i32>>,
     out: &mut DeviceActivations<F>,
 ) -> Result<()> {
-    launch_act(ctx, x, Some(masked_m), true, out)
+    launch_act(stream, x.into(), Some(masked_m.into()), true, out)
 }
 
 /// Quantizes `[n, k]` weights on the device into `out` (`n × k`, 128×128 block scales),
 /// bit-identical to [`QuantizedWeights::quantize`] (non-finite blocks: see the
 /// [module docs](self)).
-pub fn quantize_weights<F: Fp8Format, X: QuantInput>(ctx: &Context, x: &DeviceBuffer<X>, out: &mut DeviceWeights<F>) -> Result<()> {
+pub fn quantize_weights<'a, F: Fp8Format, X: QuantInput>(
+    stream: &Stream,
+    x: impl Into<DeviceSlice<'a, X>>,
+    out: &mut DeviceWeights<F>,
+) -> Result<()> {
+    let x = &x.into();
+    let ctx = stream.context();
     check_format::<F>(ctx, "out")?;
-    ctx.check_owner("x", x)?;
+    ctx.check_owner("x", x.owner())?;
     let (n, k) = (out.n(), out.k());
     check_input_len(x, shape_product("x", &[n, k], "n · k")?, format!("n · k = {n} · {k}"))?;
     check_k(k)?;
@@ -229,8 +247,8 @@ pub fn quantize_weights<F: Fp8Format, X: QuantInput>(ctx: &Context, x: &DeviceBu
     let grid = u32::try_from(blocks).map_err(|_| Error::Unsupported(format!("{blocks} 128×128 blocks: at most 2^32 − 1 per launch")))?;
     let spec = if X::IS_F32 { dq::QUANTIZE_WEIGHT_F32 } else { dq::QUANTIZE_WEIGHT_BF16 };
     let (q, s) = out.buffers_mut();
-    ctx.check_owner("out", q)?;
-    ctx.check_owner("out", s)?;
+    ctx.check_owner("out", q.as_slice().owner())?;
+    ctx.check_owner("out", s.as_slice().owner())?;
     let args = QuantWeightArgs {
         x: GlobalPtr::new(x.device_ptr().addr()),
         q: q.device_ptr(),
@@ -240,7 +258,7 @@ pub fn quantize_weights<F: Fp8Format, X: QuantInput>(ctx: &Context, x: &DeviceBu
         fp8_max: F::MAX,
         reserved: 0,
     };
-    // SAFETY: as in `launch_act`: x holds n·k elements, q n·k bytes, sf ⌈n/128⌉·⌈k/128⌉ f32, all
-    // live allocations of this context, 256-byte aligned; k % 8 == 0; out is borrowed mutably.
-    unsafe { ctx.launch(spec, [grid, 1, 1], 0, &args) }
+    // SAFETY: as in `launch_act`: x holds n·k elements, q n·k bytes, sf ⌈n/128⌉·⌈k/128⌉ f32,
+    // all kept alive by their views / owners; k % 8 == 0; out is borrowed mutably.
+    unsafe { stream.launch(spec, [grid, 1, 1], 0, &args) }
 }

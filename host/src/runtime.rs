@@ -1,113 +1,143 @@
-//! The GPU runtime layer: a [`Context`] owns the loaded code object of the current device's
-//! architecture and its kernels; [`DeviceBuffer`] is a typed device allocation; launches are
-//! typed by the kernel's argument struct ([`fp8gemm_device::KernelSpec`]).
+//! The GPU runtime layer: a [`Context`] owns the loaded code object of one device; [`Stream`]s
+//! order work on it and [`Event`]s order streams; [`DeviceBuffer`] is a typed device
+//! allocation; captured work becomes a [`Graph`]. Launches are typed by the kernel's argument
+//! struct ([`fp8gemm_device::KernelSpec`]).
 //!
-//! Everything goes through `rocm-rs`, i.e. the HIP C API: by default that API is served by the
-//! bundled emulator (`amdgpu-emu`, feature `emu`), with feature `rocm` by `libamdhip64`.
+//! Everything goes through the HIP C API of the context's [`Backend`]: the bundled emulator or
+//! `libamdhip64`.
+//!
+//! # Asynchrony and lifetimes
+//! Launches and `*_async` copies are queued on a stream and return at once. What keeps them
+//! sound:
+//! * The kernels' code: a [`Context`] unloads its module only after synchronizing its device
+//!   (dropping the last clone waits for all work in flight); streams, events, buffers and graphs
+//!   hold a clone.
+//! * Buffers: dropping a [`DeviceBuffer`] calls `hipFree`, which — in HIP and in the emulator —
+//!   synchronizes the device first, so work still reading or writing it completes before the
+//!   memory is released. [`DeviceBuffer::free_async`] is the stream-ordered alternative (no
+//!   device synchronization) when only one stream used the buffer. Don't drop buffers during a
+//!   stream capture: the free is forbidden then (it fails, the memory is leaked and the capture
+//!   invalidated).
+//! * Memory the library does not own (views from raw pointers, streams from raw handles): the
+//!   caller keeps it alive until the work using it has completed (see each `unsafe` constructor).
 
 use std::collections::HashMap;
-use std::ffi::c_void;
+use std::ffi::{c_void, CString};
 use std::marker::PhantomData;
+use std::ops::{Bound, RangeBounds};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytemuck::Pod;
 use fp8gemm_device::args::GlobalPtr;
 use fp8gemm_device::KernelSpec;
-use rocm_rs::hip;
 
+pub use crate::backend::Backend;
+use crate::backend::{Api, Code, Handle};
 use crate::codeobj::Arch;
 use crate::error::{Error, Result};
+use crate::view::{DeviceSlice, DeviceSliceMut};
 
 static NEXT_CONTEXT_ID: AtomicU64 = AtomicU64::new(1);
 
-/// The emulator's description of the last failed launch (kernel, pc, lane, address), if the
-/// emulator serves HIP in this build.
-pub(crate) fn last_launch_detail() -> Option<String> {
-    #[cfg(feature = "emu")]
-    {
-        amdgpu_emu::hip::last_launch_error()
-    }
-    #[cfg(not(feature = "emu"))]
-    {
-        None
-    }
-}
-
 struct Inner {
     id: u64,
+    api: &'static dyn Api,
     arch: Arch,
     device: i32,
     device_name: String,
-    // Declared before `module` so that functions are dropped before the module that owns them
-    // (rocm-rs's Function does not keep its Module alive).
-    functions: Mutex<HashMap<&'static str, Arc<KernelFn>>>,
-    module: LoadedModule,
+    compute_units: u32,
+    /// Kernel handles by name (raw `hipFunction_t`s owned by `module`).
+    functions: Mutex<HashMap<&'static str, usize>>,
+    /// The loaded `hipModule_t`.
+    module: usize,
 }
 
-/// The loaded code object. Only read (to look up kernels) after loading; unloaded by its Drop
-/// when the last `Context` clone goes.
-struct LoadedModule(hip::Module);
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // The last clone is gone, but launches may still be queued on streams we never saw
+        // (raw handles): wait for the device before unloading the code they run.
+        if let Ok(_guard) = DeviceGuard::enter(self.api, self.device) {
+            let _ = self.api.device_synchronize();
+            // SAFETY: the module was loaded by this context and, after the synchronization, no
+            // queued work uses it; no clone of the context (the only route to its kernels) is left.
+            let _ = unsafe { self.api.module_unload(self.module as Handle) };
+        }
+    }
+}
 
-// SAFETY: a HIP module handle is a process-wide object that the HIP runtime allows to be used and
-// unloaded from any host thread; `Context` never unloads it while shared (it is dropped once,
-// with `Inner`, when the last Arc goes).
-unsafe impl Send for LoadedModule {}
-// SAFETY: as above; the only operation through `&LoadedModule` is hipModuleGetFunction.
-unsafe impl Sync for LoadedModule {}
+/// Makes a device current for the calling thread and restores the caller's device on drop.
+pub(crate) struct DeviceGuard {
+    api: &'static dyn Api,
+    previous: Option<i32>,
+}
 
-/// A kernel handle of the loaded module, shared between launches on any host thread.
-struct KernelFn(hip::Function);
+impl DeviceGuard {
+    fn enter(api: &'static dyn Api, device: i32) -> std::result::Result<DeviceGuard, Code> {
+        let previous = api.get_device().ok();
+        if previous != Some(device) {
+            api.set_device(device)?;
+        }
+        Ok(DeviceGuard { api, previous: previous.filter(|&p| p != device) })
+    }
+}
 
-// SAFETY: a HIP function handle is an immutable, process-wide object owned by its module; rocm-rs's
-// `Function` is only that handle (no Drop, no interior state), and HIP allows launching it from
-// any host thread. Every `KernelFn` lives in `Inner::functions` or in a `launch` call borrowing the
-// `Context`, so the module that owns the handle stays loaded while it is reachable.
-unsafe impl Send for KernelFn {}
-// SAFETY: as above; the only operation through `&KernelFn` is launching the kernel.
-unsafe impl Sync for KernelFn {}
+impl Drop for DeviceGuard {
+    fn drop(&mut self) {
+        if let Some(p) = self.previous {
+            let _ = self.api.set_device(p);
+        }
+    }
+}
 
 /// A device with fp8gemm's code object loaded. Cheap to clone (an `Arc`); `Send + Sync`.
+///
+/// Every operation makes the context's device current for its duration and then restores the
+/// calling thread's previous current device.
 #[derive(Clone)]
 pub struct Context {
     inner: Arc<Inner>,
 }
 
-// The documented `Send + Sync` of `Context` (and of the buffers) is checked by the compiler.
+// The documented `Send + Sync` of the runtime types is checked by the compiler.
 const _: () = {
     const fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<Context>();
     assert_send_sync::<DeviceBuffer<u8>>();
+    assert_send_sync::<Stream>();
+    assert_send_sync::<Event>();
+    assert_send_sync::<GraphExec>();
 };
 
 impl std::fmt::Debug for Context {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Context")
+            .field("backend", &self.inner.api.backend())
             .field("device", &self.inner.device)
             .field("name", &self.inner.device_name)
             .field("arch", &self.inner.arch)
+            .field("compute_units", &self.inner.compute_units)
             .finish()
     }
 }
 
-fn hip_check(call: &'static str, code: hip::ffi::hipError_t) -> Result<()> {
-    if code == hip::ffi::hipError_t_hipSuccess {
-        Ok(())
-    } else {
-        Err(Error::hip(call, hip::Error::new(code)))
-    }
-}
-
 impl Context {
-    /// Opens device 0.
+    /// Opens device 0 of the default backend ([`Backend::default_backend`]).
     pub fn new() -> Result<Context> {
         Self::on_device(0)
     }
 
-    /// Opens device `device`, detects its architecture and loads the matching embedded code
-    /// object once.
+    /// Opens device `device` of the default backend.
     pub fn on_device(device: i32) -> Result<Context> {
-        let count = hip::get_device_count().map_err(|e| Error::hip("hipGetDeviceCount", e))?;
+        let backend = Backend::default_backend().ok_or(Error::NoBackend)?;
+        Self::with_backend(backend, device)
+    }
+
+    /// Opens device `device` of `backend`, reads its architecture and compute-unit count from
+    /// the device and loads the matching embedded code object once.
+    pub fn with_backend(backend: Backend, device: i32) -> Result<Context> {
+        let api = backend.api().ok_or(Error::BackendNotBuilt { backend })?;
+        let count = api.device_count().map_err(|c| hip_error(api, "hipGetDeviceCount", c))?;
         if count <= 0 {
             return Err(Error::NoDevice);
         }
@@ -118,37 +148,42 @@ impl Context {
                 actual: device.to_string(),
             });
         }
-        // SAFETY: hipSetDevice takes a plain index, validated above.
-        hip_check("hipSetDevice", unsafe { hip::ffi::hipSetDevice(device) })?;
-        // SAFETY: hipDeviceProp_tR0600 is a plain C struct for which all-zero bytes are valid;
-        // hipGetDevicePropertiesR0600 fills it for a valid device index.
-        let props = unsafe {
-            let mut props = std::mem::zeroed::<hip::ffi::hipDeviceProp_tR0600>();
-            hip_check("hipGetDeviceProperties", hip::ffi::hipGetDevicePropertiesR0600(&mut props, device))?;
-            props
-        };
-        let cstr = |chars: &[std::ffi::c_char]| -> String {
-            let bytes: Vec<u8> = chars.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
-            String::from_utf8_lossy(&bytes).into_owned()
-        };
-        let arch_name = cstr(&props.gcnArchName);
-        let arch = Arch::from_name(&arch_name).ok_or(Error::UnsupportedArch { found: arch_name })?;
-        let module = hip::Module::load_data(arch.code_object()).map_err(|e| Error::hip("hipModuleLoadData", e))?;
+        let _guard = DeviceGuard::enter(api, device).map_err(|c| hip_error(api, "hipSetDevice", c))?;
+        let info = api.device_info(device).map_err(|c| hip_error(api, "hipGetDeviceProperties", c))?;
+        let arch = Arch::from_name(&info.arch_name).ok_or(Error::UnsupportedArch { found: info.arch_name })?;
+        let module = api.module_load(arch.code_object()).map_err(|c| hip_error(api, "hipModuleLoadData", c))?;
         Ok(Context {
             inner: Arc::new(Inner {
                 id: NEXT_CONTEXT_ID.fetch_add(1, Ordering::Relaxed),
+                api,
                 arch,
                 device,
-                device_name: cstr(&props.name),
+                device_name: info.name,
+                compute_units: info.compute_units,
                 functions: Mutex::new(HashMap::new()),
-                module: LoadedModule(module),
+                module: module as usize,
             }),
         })
     }
 
-    /// The device's architecture.
+    /// The HIP runtime this context uses.
+    pub fn backend(&self) -> Backend {
+        self.inner.api.backend()
+    }
+
+    /// The device's architecture (read from the device).
     pub fn arch(&self) -> Arch {
         self.inner.arch
+    }
+
+    /// The device ordinal.
+    pub fn device(&self) -> i32 {
+        self.inner.device
+    }
+
+    /// The device's compute units (read from the device).
+    pub fn compute_units(&self) -> u32 {
+        self.inner.compute_units
     }
 
     /// The device's marketing name as HIP reports it.
@@ -156,103 +191,410 @@ impl Context {
         &self.inner.device_name
     }
 
-    /// Makes this context's device the calling thread's current HIP device. HIP's current
-    /// device is per thread, and a `Context` may be used from any thread: every operation that
-    /// allocates, launches or synchronizes calls this first.
-    fn activate(&self) -> Result<()> {
-        // SAFETY: hipSetDevice takes a plain index, validated when the context was created.
-        hip_check("hipSetDevice", unsafe { hip::ffi::hipSetDevice(self.inner.device) })
+    pub(crate) fn api(&self) -> &'static dyn Api {
+        self.inner.api
     }
 
-    /// Waits until all work on the device is complete.
+    pub(crate) fn id(&self) -> u64 {
+        self.inner.id
+    }
+
+    /// Makes this context's device current until the guard drops (then the caller's is restored).
+    pub(crate) fn enter(&self) -> Result<DeviceGuard> {
+        DeviceGuard::enter(self.inner.api, self.inner.device).map_err(|c| self.err("hipSetDevice", c))
+    }
+
+    pub(crate) fn err(&self, call: &'static str, code: Code) -> Error {
+        hip_error(self.inner.api, call, code)
+    }
+
+    /// Waits until all work on the device is complete (every stream). Forbidden during a
+    /// stream capture.
     pub fn synchronize(&self) -> Result<()> {
-        self.activate()?;
-        // SAFETY: no arguments; valid at any time after the device was selected.
-        hip_check("hipDeviceSynchronize", unsafe { hip::ffi::hipDeviceSynchronize() })
+        let _g = self.enter()?;
+        self.inner.api.device_synchronize().map_err(|c| self.err("hipDeviceSynchronize", c))
     }
 
-    /// Allocates `len` zeroed elements. `len · size_of::<T>()` must fit in `isize` (a typed
-    /// [`Error::Shape`] naming `len` otherwise), so a buffer's length never claims more bytes than
-    /// were allocated.
+    /// Allocates `len` zeroed elements (synchronously: the memory is zero when this returns).
+    /// `len · size_of::<T>()` must fit in `isize` (a typed [`Error::Shape`] naming `len`
+    /// otherwise), so a buffer's length never claims more bytes than were allocated. Forbidden
+    /// during a stream capture.
     pub fn alloc_zeroed<T: Pod>(&self, len: usize) -> Result<DeviceBuffer<T>> {
-        byte_len::<T>(len)?;
-        self.activate()?;
-        let mut mem = hip::DeviceMemory::<T>::new(len).map_err(|e| Error::hip("hipMalloc", e))?;
-        if len > 0 {
-            mem.memset(0).map_err(|e| Error::hip("hipMemset", e))?;
+        let bytes = byte_len::<T>("len", len)?;
+        let _g = self.enter()?;
+        let addr = self.inner.api.malloc(bytes).map_err(|c| self.err("hipMalloc", c))?;
+        let buf = DeviceBuffer { addr, len, ctx: self.clone(), _t: PhantomData };
+        if bytes > 0 {
+            // SAFETY: `addr` is the fresh allocation of `bytes` bytes.
+            unsafe { self.inner.api.memset_sync(addr, 0, bytes) }.map_err(|c| self.err("hipMemset", c))?;
         }
-        Ok(DeviceBuffer { mem, len, ctx: self.inner.id, _t: PhantomData })
+        Ok(buf)
     }
 
-    /// Allocates a buffer holding a copy of `data`.
+    /// Allocates a buffer holding a copy of `data` (synchronously). Forbidden during a stream
+    /// capture.
     pub fn upload<T: Pod>(&self, data: &[T]) -> Result<DeviceBuffer<T>> {
-        self.activate()?;
-        let mut mem = hip::DeviceMemory::<T>::new(data.len()).map_err(|e| Error::hip("hipMalloc", e))?;
-        mem.copy_from_host(data).map_err(|e| Error::hip("hipMemcpyHtoD", e))?;
-        Ok(DeviceBuffer { mem, len: data.len(), ctx: self.inner.id, _t: PhantomData })
-    }
-
-    /// Checks that `buf` was allocated by this context (`arg` names it in the error).
-    pub(crate) fn check_owner<T>(&self, arg: &'static str, buf: &DeviceBuffer<T>) -> Result<()> {
-        if buf.ctx == self.inner.id { Ok(()) } else { Err(Error::ForeignBuffer { arg }) }
-    }
-
-    fn function(&self, name: &'static str) -> Result<Arc<KernelFn>> {
-        let mut map = self.inner.functions.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(f) = map.get(name) {
-            return Ok(f.clone());
+        let bytes = byte_len::<T>("data", data.len())?;
+        let _g = self.enter()?;
+        let addr = self.inner.api.malloc(bytes).map_err(|c| self.err("hipMalloc", c))?;
+        let buf = DeviceBuffer { addr, len: data.len(), ctx: self.clone(), _t: PhantomData };
+        if bytes > 0 {
+            // SAFETY: `addr` is a fresh allocation of `bytes` bytes; `data` is readable for them.
+            unsafe { self.inner.api.htod_sync(addr, data.as_ptr().cast(), bytes) }.map_err(|c| self.err("hipMemcpyHtoD", c))?;
         }
-        let f = self
-            .inner
-            .module
-            .0
-            .get_function(name)
-            .map_err(|_| Error::MissingKernel { kernel: name, arch: self.inner.arch })?;
-        let f = Arc::new(KernelFn(f));
-        map.insert(name, f.clone());
-        Ok(f)
+        Ok(buf)
     }
 
-    /// Launches `spec` on a `grid` of workgroups of its declared size with `lds_bytes` of
-    /// dynamic LDS; `args` becomes the kernarg segment.
-    ///
-    /// # Safety
-    /// Every device address in `args` must point into a live allocation large enough for
-    /// everything the kernel reads and writes with these arguments, and the buffers the kernel
-    /// writes must not be read concurrently. The typed entry points (e.g. `fp8_gemm_nt`) check
-    /// this before calling.
-    pub(crate) unsafe fn launch<A: Copy>(&self, spec: KernelSpec<A>, grid: [u32; 3], lds_bytes: u32, args: &A) -> Result<()> {
-        self.activate()?;
-        let f = self.function(spec.name)?;
-        // HIP copies the `size` bytes behind kernelParams[i] into the kernarg segment at launch;
-        // the kernel has exactly one by-value argument, the struct itself.
-        let mut params = [args as *const A as *mut c_void];
-        f.0.launch(
-            hip::Dim3::new_3d(grid[0], grid[1], grid[2]),
-            hip::Dim3::new_1d(spec.workgroup_size),
-            lds_bytes,
-            None,
-            &mut params,
-        )
-        .map_err(|e| Error::hip("launch", e))
+    /// Checks that a view of `arg` belongs to this context (raw views belong to none and pass).
+    pub(crate) fn check_owner(&self, arg: &'static str, owner: Option<u64>) -> Result<()> {
+        match owner {
+            Some(id) if id != self.inner.id => Err(Error::ForeignBuffer { arg }),
+            _ => Ok(()),
+        }
+    }
+
+    fn function(&self, name: &'static str) -> Result<Handle> {
+        let mut map = self.inner.functions.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(&f) = map.get(name) {
+            return Ok(f as Handle);
+        }
+        let cname = CString::new(name).map_err(|_| Error::MissingKernel { kernel: name, arch: self.inner.arch })?;
+        // SAFETY: the module is loaded for as long as this context lives.
+        let f = unsafe { self.inner.api.module_function(self.inner.module as Handle, &cname) }
+            .map_err(|_| Error::MissingKernel { kernel: name, arch: self.inner.arch })?;
+        map.insert(name, f as usize);
+        Ok(f)
     }
 }
 
-/// `len · size_of::<T>()`, or a typed error if it exceeds `isize::MAX` (the largest object Rust
-/// and HIP can describe).
-fn byte_len<T>(len: usize) -> Result<usize> {
-    len.checked_mul(std::mem::size_of::<T>()).filter(|&b| b <= isize::MAX as usize).ok_or_else(|| Error::Shape {
-        arg: "len",
-        expected: format!("at most {} elements of {} bytes (isize::MAX bytes)", isize::MAX as usize / std::mem::size_of::<T>().max(1), std::mem::size_of::<T>()),
+/// `len` elements of `T` in bytes, or a typed error naming `arg` when that exceeds `isize::MAX`
+/// bytes (the most any allocation can hold).
+pub(crate) fn byte_len<T>(arg: &'static str, len: usize) -> Result<usize> {
+    len.checked_mul(size_of::<T>()).filter(|&b| b <= isize::MAX as usize).ok_or_else(|| Error::Shape {
+        arg,
+        expected: format!(
+            "at most {} elements of {} bytes (isize::MAX bytes)",
+            isize::MAX as usize / size_of::<T>().max(1),
+            size_of::<T>()
+        ),
         actual: format!("{len} elements"),
     })
 }
 
+pub(crate) fn hip_error(api: &dyn Api, call: &'static str, code: Code) -> Error {
+    let detail = if call == "launch" || call == "hipStreamSynchronize" { api.launch_detail() } else { None };
+    Error::Hip { call, code: code.0, name: api.error_name(code.0), detail }
+}
+
+/// How a stream capture restricts other HIP calls while it is active (HIP's
+/// `hipStreamCaptureMode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CaptureMode {
+    /// Potentially unsafe calls (allocation, free, synchronous copies, synchronization) are
+    /// forbidden in every thread.
+    Global,
+    /// They are forbidden in the capturing thread.
+    ThreadLocal,
+    /// Nothing is forbidden.
+    Relaxed,
+}
+
+/// An in-order queue of device work (HIP's `hipStream_t`). Every launch and asynchronous copy
+/// of the library takes the stream to run on.
+///
+/// [`Stream::new`] creates a non-blocking stream (it does not synchronize with the legacy null
+/// stream) and destroys it on drop (HIP lets its queued work complete);
+/// [`Stream::from_raw`] wraps a stream the caller owns.
+pub struct Stream {
+    raw: usize,
+    owned: bool,
+    ctx: Context,
+}
+
+// SAFETY: a HIP stream handle may be used from any host thread (HIP's streams are thread-safe);
+// the wrapper only holds the handle and a `Context` (itself Send + Sync).
+unsafe impl Send for Stream {}
+// SAFETY: as above; `&Stream` only submits work, synchronizes or queries.
+unsafe impl Sync for Stream {}
+
+impl std::fmt::Debug for Stream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Stream({:#x}{})", self.raw, if self.owned { "" } else { ", borrowed" })
+    }
+}
+
+impl Stream {
+    /// Creates a non-blocking stream on `ctx`'s device.
+    pub fn new(ctx: &Context) -> Result<Stream> {
+        let _g = ctx.enter()?;
+        let raw = ctx.api().stream_create(true).map_err(|c| ctx.err("hipStreamCreateWithFlags", c))?;
+        Ok(Stream { raw: raw as usize, owned: true, ctx: ctx.clone() })
+    }
+
+    /// The device's legacy null stream (synchronous with every blocking stream).
+    pub fn null(ctx: &Context) -> Stream {
+        Stream { raw: 0, owned: false, ctx: ctx.clone() }
+    }
+
+    /// Wraps a stream the caller (e.g. an inference engine) owns; it is not destroyed on drop.
+    ///
+    /// # Safety
+    /// `raw` is null (the null stream) or a live `hipStream_t` of `ctx`'s device and backend, and
+    /// stays live until the returned `Stream` is dropped and all work submitted through it has
+    /// completed.
+    pub unsafe fn from_raw(ctx: &Context, raw: *mut c_void) -> Stream {
+        Stream { raw: raw as usize, owned: false, ctx: ctx.clone() }
+    }
+
+    /// The raw `hipStream_t` (for the engine's own HIP calls, or the emulator's counters).
+    pub fn as_raw(&self) -> *mut c_void {
+        self.raw as Handle
+    }
+
+    /// The context the stream belongs to.
+    pub fn context(&self) -> &Context {
+        &self.ctx
+    }
+
+    pub(crate) fn handle(&self) -> Handle {
+        self.raw as Handle
+    }
+
+    /// Waits until all work submitted to the stream has completed, and returns the first error of
+    /// that work (HIP reports errors of asynchronous work here). Forbidden while capturing.
+    pub fn synchronize(&self) -> Result<()> {
+        let _g = self.ctx.enter()?;
+        // SAFETY: the handle is live (constructor contracts).
+        unsafe { self.ctx.api().stream_synchronize(self.handle()) }.map_err(|c| self.ctx.err("hipStreamSynchronize", c))
+    }
+
+    /// Makes work submitted to this stream from now on wait until `event`'s last record has
+    /// completed (no host synchronization).
+    pub fn wait(&self, event: &Event) -> Result<()> {
+        let _g = self.ctx.enter()?;
+        // SAFETY: both handles are live.
+        unsafe { self.ctx.api().stream_wait_event(self.handle(), event.raw as Handle) }
+            .map_err(|c| self.ctx.err("hipStreamWaitEvent", c))
+    }
+
+    /// Whether a capture is active on the stream.
+    pub fn is_capturing(&self) -> Result<bool> {
+        let _g = self.ctx.enter()?;
+        // SAFETY: the handle is live.
+        unsafe { self.ctx.api().stream_is_capturing(self.handle()) }.map_err(|c| self.ctx.err("hipStreamIsCapturing", c))
+    }
+
+    /// Fails with [`Error::Capturing`] if the stream is capturing (for operations that cannot be
+    /// captured soundly, e.g. copies from borrowed host memory).
+    pub(crate) fn forbid_capture(&self, op: &'static str) -> Result<()> {
+        if self.is_capturing()? { Err(Error::Capturing { op }) } else { Ok(()) }
+    }
+
+    /// Starts capturing: work submitted to the stream is recorded into a graph instead of run,
+    /// until [`Stream::end_capture`]. The library's launch paths and device-to-device copies are
+    /// capture-safe (they allocate, free, copy to the host and synchronize nothing).
+    pub fn begin_capture(&self, mode: CaptureMode) -> Result<()> {
+        let mode = match mode {
+            CaptureMode::Global => 0,
+            CaptureMode::ThreadLocal => 1,
+            CaptureMode::Relaxed => 2,
+        };
+        let _g = self.ctx.enter()?;
+        // SAFETY: the handle is live.
+        unsafe { self.ctx.api().begin_capture(self.handle(), mode) }.map_err(|c| self.ctx.err("hipStreamBeginCapture", c))
+    }
+
+    /// Ends the capture and returns the recorded work. If a forbidden call invalidated the
+    /// capture, this fails (HIP's `hipErrorStreamCaptureInvalidated`).
+    pub fn end_capture(&self) -> Result<Graph> {
+        let _g = self.ctx.enter()?;
+        // SAFETY: the handle is live.
+        let raw = unsafe { self.ctx.api().end_capture(self.handle()) }.map_err(|c| self.ctx.err("hipStreamEndCapture", c))?;
+        Ok(Graph { raw: raw as usize, ctx: self.ctx.clone() })
+    }
+
+    /// Launches `spec` on a `grid` of workgroups of its declared size with `lds_bytes` of
+    /// dynamic LDS on this stream; `args` becomes the kernarg segment (copied at the call).
+    ///
+    /// # Safety
+    /// Every device address in `args` must point into memory that stays live, and large enough
+    /// for everything the kernel reads and writes with these arguments, until the launch has
+    /// completed; the memory the kernel writes must not be accessed concurrently. The typed
+    /// entry points (e.g. `fp8_gemm_nt`) check the sizes before calling.
+    pub(crate) unsafe fn launch<A: Copy>(&self, spec: KernelSpec<A>, grid: [u32; 3], lds_bytes: u32, args: &A) -> Result<()> {
+        let _g = self.ctx.enter()?;
+        let f = self.ctx.function(spec.name)?;
+        // HIP copies the `size` bytes behind kernelParams[i] into the kernarg segment at launch;
+        // the kernel has exactly one by-value argument, the struct itself.
+        let mut params = [args as *const A as *mut c_void];
+        let block = [spec.workgroup_size, 1, 1];
+        // SAFETY: `f` is a kernel of the loaded module whose single argument is `A`; `params`
+        // points to it; memory validity is the caller's contract.
+        unsafe { self.ctx.api().launch(f, grid, block, lds_bytes, self.handle(), params.as_mut_ptr()) }
+            .map_err(|c| self.ctx.err("launch", c))
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        if self.owned
+            && let Ok(_g) = self.ctx.enter()
+        {
+            // SAFETY: the stream was created by `Stream::new` and is not used after this.
+            let _ = unsafe { self.ctx.api().stream_destroy(self.handle()) };
+        }
+    }
+}
+
+/// A marker in a stream's work (HIP's `hipEvent_t`): record it on one stream, make another
+/// stream (or the host) wait for it.
+pub struct Event {
+    raw: usize,
+    ctx: Context,
+}
+
+// SAFETY: HIP event handles may be used from any host thread.
+unsafe impl Send for Event {}
+// SAFETY: as above.
+unsafe impl Sync for Event {}
+
+impl std::fmt::Debug for Event {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Event({:#x})", self.raw)
+    }
+}
+
+impl Event {
+    /// Creates an event (with timing, see [`Event::elapsed_ms`]).
+    pub fn new(ctx: &Context) -> Result<Event> {
+        let _g = ctx.enter()?;
+        let raw = ctx.api().event_create(true).map_err(|c| ctx.err("hipEventCreate", c))?;
+        Ok(Event { raw: raw as usize, ctx: ctx.clone() })
+    }
+
+    /// Records the event after all work submitted to `stream` so far.
+    pub fn record(&self, stream: &Stream) -> Result<()> {
+        let _g = self.ctx.enter()?;
+        // SAFETY: both handles are live.
+        unsafe { self.ctx.api().event_record(self.raw as Handle, stream.handle()) }.map_err(|c| self.ctx.err("hipEventRecord", c))
+    }
+
+    /// Blocks the host until the event's last record has completed.
+    pub fn synchronize(&self) -> Result<()> {
+        let _g = self.ctx.enter()?;
+        // SAFETY: the handle is live.
+        unsafe { self.ctx.api().event_synchronize(self.raw as Handle) }.map_err(|c| self.ctx.err("hipEventSynchronize", c))
+    }
+
+    /// Whether the event's last record has completed (never blocks).
+    pub fn is_complete(&self) -> Result<bool> {
+        let _g = self.ctx.enter()?;
+        // SAFETY: the handle is live.
+        unsafe { self.ctx.api().event_query(self.raw as Handle) }.map_err(|c| self.ctx.err("hipEventQuery", c))
+    }
+
+    /// Milliseconds from `start`'s completion to this event's (GPU time on hardware; emulator
+    /// wall time on the emulator).
+    pub fn elapsed_ms(&self, start: &Event) -> Result<f32> {
+        let _g = self.ctx.enter()?;
+        // SAFETY: both handles are live.
+        unsafe { self.ctx.api().event_elapsed_ms(start.raw as Handle, self.raw as Handle) }
+            .map_err(|c| self.ctx.err("hipEventElapsedTime", c))
+    }
+}
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        if let Ok(_g) = self.ctx.enter() {
+            // SAFETY: created by `Event::new`, not used after this.
+            let _ = unsafe { self.ctx.api().event_destroy(self.raw as Handle) };
+        }
+    }
+}
+
+/// Work recorded by a stream capture ([`Stream::end_capture`]); [`Graph::instantiate`] makes it
+/// launchable.
+pub struct Graph {
+    raw: usize,
+    ctx: Context,
+}
+
+impl std::fmt::Debug for Graph {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Graph({:#x})", self.raw)
+    }
+}
+
+impl Graph {
+    /// An executable copy of the graph.
+    pub fn instantiate(&self) -> Result<GraphExec> {
+        let _g = self.ctx.enter()?;
+        // SAFETY: the handle is live.
+        let raw = unsafe { self.ctx.api().graph_instantiate(self.raw as Handle) }.map_err(|c| self.ctx.err("hipGraphInstantiate", c))?;
+        Ok(GraphExec { raw: raw as usize, ctx: self.ctx.clone() })
+    }
+}
+
+impl Drop for Graph {
+    fn drop(&mut self) {
+        if let Ok(_g) = self.ctx.enter() {
+            // SAFETY: created by `end_capture`, not used after this.
+            let _ = unsafe { self.ctx.api().graph_destroy(self.raw as Handle) };
+        }
+    }
+}
+
+/// An instantiated graph: replays the captured work on any stream of its device.
+///
+/// The captured launches hold the device addresses they were captured with: the buffers and
+/// views used during the capture must stay alive (and keep their size) for as long as the graph
+/// may be launched. New input data goes into those same buffers between launches.
+pub struct GraphExec {
+    raw: usize,
+    ctx: Context,
+}
+
+// SAFETY: HIP graph-exec handles may be launched from any host thread.
+unsafe impl Send for GraphExec {}
+// SAFETY: as above.
+unsafe impl Sync for GraphExec {}
+
+impl std::fmt::Debug for GraphExec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "GraphExec({:#x})", self.raw)
+    }
+}
+
+impl GraphExec {
+    /// Submits the captured work to `stream` (asynchronous, like the launches it holds).
+    ///
+    /// # Safety
+    /// Every buffer the captured work uses is still live (not dropped since the capture).
+    pub unsafe fn launch(&self, stream: &Stream) -> Result<()> {
+        let _g = self.ctx.enter()?;
+        // SAFETY: both handles are live; memory validity is the caller's contract.
+        unsafe { self.ctx.api().graph_launch(self.raw as Handle, stream.handle()) }.map_err(|c| self.ctx.err("hipGraphLaunch", c))
+    }
+}
+
+impl Drop for GraphExec {
+    fn drop(&mut self) {
+        if let Ok(_g) = self.ctx.enter() {
+            // SAFETY: created by `instantiate`, not used after this (launches already submitted
+            // still run, as in HIP).
+            let _ = unsafe { self.ctx.api().graph_exec_destroy(self.raw as Handle) };
+        }
+    }
+}
+
 /// A typed device allocation of `len` elements of `T`, owned by one [`Context`].
+///
+/// Dropping it frees the memory after synchronizing the device (HIP's `hipFree`), so no queued
+/// work can still use it; [`DeviceBuffer::free_async`] frees it in stream order instead.
 pub struct DeviceBuffer<T> {
-    mem: hip::DeviceMemory<T>,
+    addr: u64,
     len: usize,
-    ctx: u64,
+    ctx: Context,
     _t: PhantomData<T>,
 }
 
@@ -264,7 +606,40 @@ unsafe impl<T: Sync> Sync for DeviceBuffer<T> {}
 
 impl<T> std::fmt::Debug for DeviceBuffer<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "DeviceBuffer<{}>[{}] @ {:#x}", std::any::type_name::<T>(), self.len, self.mem.as_ptr() as usize)
+        write!(f, "DeviceBuffer<{}>[{}] @ {:#x}", std::any::type_name::<T>(), self.len, self.addr)
+    }
+}
+
+impl<T> Drop for DeviceBuffer<T> {
+    fn drop(&mut self) {
+        if self.addr != 0
+            && let Ok(_g) = self.ctx.enter()
+        {
+            // SAFETY: the allocation is owned by this buffer; hipFree synchronizes the device
+            // first, so no queued work uses it afterwards.
+            let _ = unsafe { self.ctx.api().free(self.addr) };
+        }
+    }
+}
+
+fn resolve_range(range: impl RangeBounds<usize>, len: usize) -> Result<(usize, usize)> {
+    let start = match range.start_bound() {
+        Bound::Included(&s) => Some(s),
+        Bound::Excluded(&s) => s.checked_add(1),
+        Bound::Unbounded => Some(0),
+    };
+    let end = match range.end_bound() {
+        Bound::Included(&e) => e.checked_add(1),
+        Bound::Excluded(&e) => Some(e),
+        Bound::Unbounded => Some(len),
+    };
+    match (start, end) {
+        (Some(s), Some(e)) if s <= e && e <= len => Ok((s, e)),
+        _ => Err(Error::Shape {
+            arg: "range",
+            expected: format!("a range inside 0..{len}"),
+            actual: format!("{:?}..{:?}", range.start_bound(), range.end_bound()),
+        }),
     }
 }
 
@@ -279,24 +654,67 @@ impl<T: Pod> DeviceBuffer<T> {
     }
     /// The device address, for kernel argument structs.
     pub fn device_ptr(&self) -> GlobalPtr<T> {
-        GlobalPtr::new(self.mem.as_ptr() as usize as u64)
+        GlobalPtr::new(self.addr)
     }
-    /// Copies the whole buffer to the host.
-    pub fn download(&self) -> Result<Vec<T>> {
+    /// The context that owns the buffer.
+    pub fn context(&self) -> &Context {
+        &self.ctx
+    }
+    /// The id of the owning context (for ownership checks).
+    pub(crate) fn owner(&self) -> Option<u64> {
+        Some(self.ctx.id())
+    }
+    /// A view of the whole buffer.
+    pub fn as_slice(&self) -> DeviceSlice<'_, T> {
+        DeviceSlice::from_parts(self.addr, self.len, Some(self.ctx.id()))
+    }
+    /// A mutable view of the whole buffer.
+    pub fn as_slice_mut(&mut self) -> DeviceSliceMut<'_, T> {
+        DeviceSliceMut::from_parts(self.addr, self.len, Some(self.ctx.id()))
+    }
+    /// A view of elements `range` (a typed error if it is not inside the buffer).
+    pub fn slice(&self, range: impl RangeBounds<usize>) -> Result<DeviceSlice<'_, T>> {
+        let (s, e) = resolve_range(range, self.len)?;
+        Ok(DeviceSlice::from_parts(self.addr + (s * size_of::<T>()) as u64, e - s, Some(self.ctx.id())))
+    }
+    /// A mutable view of elements `range`.
+    pub fn slice_mut(&mut self, range: impl RangeBounds<usize>) -> Result<DeviceSliceMut<'_, T>> {
+        let (s, e) = resolve_range(range, self.len)?;
+        Ok(DeviceSliceMut::from_parts(self.addr + (s * size_of::<T>()) as u64, e - s, Some(self.ctx.id())))
+    }
+
+    /// Copies the whole buffer to the host: queued on `stream` after its earlier work, then waits
+    /// for the stream (a host round trip by definition). Fails with [`Error::Capturing`] on a
+    /// capturing stream.
+    pub fn download(&self, stream: &Stream) -> Result<Vec<T>> {
         let mut out = vec![T::zeroed(); self.len];
-        self.mem.copy_to_host(&mut out).map_err(|e| Error::hip("hipMemcpyDtoH", e))?;
+        self.as_slice().copy_to_host(stream, &mut out)?;
         Ok(out)
     }
-    /// Overwrites the whole buffer with `data`, which must have exactly [`Self::len`] elements.
-    pub fn copy_from_host(&mut self, data: &[T]) -> Result<()> {
-        if data.len() != self.len {
-            return Err(Error::Shape {
-                arg: "data",
-                expected: format!("{} elements", self.len),
-                actual: format!("{} elements", data.len()),
-            });
+
+    /// Overwrites the whole buffer with `data` (exactly [`Self::len`] elements), in order on
+    /// `stream`: `data` is read (staged) before this returns. Not on a capturing stream
+    /// ([`Error::Capturing`]: a graph would read the borrowed slice after it is gone).
+    pub fn copy_from_host(&mut self, stream: &Stream, data: &[T]) -> Result<()> {
+        self.as_slice_mut().copy_from_host(stream, data)
+    }
+
+    /// Frees the buffer in stream order: the memory is released when `stream` reaches this
+    /// point, without synchronizing the device.
+    ///
+    /// # Safety
+    /// All work that uses the buffer is ordered before this point of `stream` (submitted to it
+    /// earlier, or to other streams that `stream` waits for through an [`Event`]).
+    pub unsafe fn free_async(mut self, stream: &Stream) -> Result<()> {
+        let addr = std::mem::replace(&mut self.addr, 0);
+        if addr == 0 {
+            return Ok(());
         }
-        self.mem.copy_from_host(data).map_err(|e| Error::hip("hipMemcpyHtoD", e))
+        let _g = self.ctx.enter()?;
+        let api = self.ctx.api();
+        // SAFETY: `addr` is the allocation this buffer owned (now forgotten by it); the caller
+        // orders every use before this point of the stream.
+        unsafe { api.free_async(addr, stream.handle()) }.map_err(|c| self.ctx.err("hipFreeAsync", c))
     }
 }
 

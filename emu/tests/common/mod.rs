@@ -50,7 +50,8 @@ pub fn dense_launch(
     for p in [pa, pb, psa, psb, pd] {
         args.extend_from_slice(&p.to_le_bytes());
     }
-    for v in [m, n, k, 0] {
+    // m, n, k, lda = k, ldd = n, reserved
+    for v in [m, n, k, k, n, 0] {
         args.extend_from_slice(&v.to_le_bytes());
     }
     assert_eq!(args.len(), kern.meta.kernarg_segment_size as usize);

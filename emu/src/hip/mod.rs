@@ -1,0 +1,593 @@
+//! The HIP C ABI of the emulated gfx942 device.
+//!
+//! Every `hip*` function here has the exact C signature HIP declares (checked against the
+//! bindings `rocm-rs` 0.4.2 ships, HIP 6.3). Rust code calls them directly (the `fp8gemm`
+//! library's emulator backend does); with the crate feature `hip-abi` they are also exported
+//! unmangled, so a binary that calls HIP — through `rocm-rs` or any other binding that declares
+//! the functions without linking `libamdhip64` — runs its kernels on this emulator. Only
+//! binaries that opt in (the workspace's tests and CLI) enable `hip-abi`; a library that depends
+//! on this crate exports no HIP symbol.
+//!
+//! # The emulated runtime
+//! * One device, ordinal 0 (or several identical ones sharing everything, see [`set_device_count`]): an "AMD Instinct MI300X (emulated)", `gfx942:sramecc+:xnack-`,
+//!   304 CUs, 64 KiB LDS per workgroup, wave64, 192 GiB of reported memory
+//!   ([`hipGetDevicePropertiesR0600`] lists every value).
+//! * Device memory is [`crate::memory::DeviceMemory`]: bounds-checked allocations at 64-bit
+//!   device addresses handed out upward from `0x1000_0000_0000` (16 TiB) and never reused. A pointer
+//!   in the window of addresses ever allocated is a device pointer (live, or stale and rejected);
+//!   any other is ordinary host memory. A copy's direction is validated against where its
+//!   pointers really are (see [`hipMemcpy`]). The window ends at `0x5000_0000_0000`, below where
+//!   Linux x86-64 places host mappings, so no host pointer is ever mistaken for a device one.
+//! * Handles (`hipModule_t`, `hipFunction_t`, `hipStream_t`, `hipEvent_t`) are opaque non-null
+//!   ids, never dereferenced; every use looks them up, and an unknown or destroyed handle is
+//!   `hipErrorInvalidHandle` (400), never undefined behaviour. (HIP itself reports some destroyed
+//!   streams as `hipErrorContextIsDestroyed`; the emulator uses 400 for every stale handle.)
+//! * **Streams are asynchronous, in-order queues that run lazily** (see `sched.rs`): work
+//!   submitted to a created stream is validated and queued, and runs only when something waits
+//!   for it (stream, event or device synchronization, a dependent stream's `hipStreamWaitEvent`,
+//!   `hipFree`, or a null-stream operation, which — like HIP's legacy null stream — first
+//!   completes all blocking streams' work). So a missing event between two streams yields stale
+//!   data deterministically. Null-stream work (including every synchronous copy) runs inside
+//!   the call. [`stream_stats`] counts what each stream was given (launches, host copies,
+//!   synchronizations), [`thread_stats`] the device-wide calls a thread made (allocations, frees,
+//!   device synchronizations), for "no host round trip" assertions.
+//! * Stream capture and graphs (`graph.rs`): captured work is recorded instead of queued and
+//!   replayed by `hipGraphLaunch`; allocations, frees, synchronous copies and synchronizations
+//!   fail during a capture with `hipErrorStreamCaptureUnsupported`, as in HIP.
+//! * Event timestamps are taken from the host's monotonic clock when the record completes, so
+//!   [`hipEventElapsedTime`] measures **emulator wall time**, not GPU time.
+//! * Kernel faults (memcheck violations, traps, unimplemented instructions) make the launch
+//!   itself return an error (`hipErrorIllegalAddress` for memory faults,
+//!   `hipErrorLaunchFailure` otherwise); the full message — kernel, pc, lane, address — is
+//!   printed to stderr and kept for [`last_launch_error`]. Unlike a real device, a fault does
+//!   not poison later calls.
+//! * The "last error" of [`hipGetLastError`] / [`hipPeekAtLastError`] is per thread: a failing
+//!   call stores its code, `hipGetLastError` returns and clears it. So is the current device
+//!   and the launch outcome read by [`last_launch_error`] / [`last_launch_report`].
+//!
+//! # Rust-side accessors
+//! For the host library and tests (not part of HIP): [`last_launch_error`],
+//! [`last_launch_report`] and [`last_launch_kernarg`] describe the calling thread's most recent
+//! [`hipModuleLaunchKernel`]; [`set_launch_checks`] selects the executor's checks (every mode —
+//! memcheck, mfma-hazard, racecheck, late-arrival, uninit-lds — on by default; the environment
+//! variable `AMDGPU_EMU_CHECKS`, e.g. `AMDGPU_EMU_CHECKS=memcheck`, sets the initial modes, see
+//! [`crate::exec::Checks::parse`]); [`device_memory`] exposes the allocations; [`device_properties`] is what
+//! [`hipGetDevicePropertiesR0600`] reports; [`stream_stats`] and [`thread_stats`] count what
+//! was submitted to each stream and the device-wide calls of each thread; [`graph_len`] is the
+//! number of operations a captured graph holds. Note that a binary gets the exported `hip*`
+//! symbols only with feature `hip-abi` and if it links this crate, i.e. references it somewhere
+//! (`use amdgpu_emu as _;` suffices).
+//!
+//! # Kernel arguments
+//! [`hipModuleLaunchKernel`] builds the kernarg segment (`.kernarg_segment_size` bytes, zeroed)
+//! from the kernel's `.args` metadata, as the HIP runtime does:
+//! * explicit arguments (every `.value_kind` not starting with `hidden_`), in order: with
+//!   `kernelParams`, `kernelParams[i]` points to the `.size` bytes of the i-th explicit argument,
+//!   copied to its `.offset`; with `extra` (`{HIP_LAUNCH_PARAM_BUFFER_POINTER, buf,
+//!   HIP_LAUNCH_PARAM_BUFFER_SIZE, &size, HIP_LAUNCH_PARAM_END}`), each explicit argument is
+//!   copied from `buf + .offset`. (A buffer too short for an explicit argument is rejected with
+//!   `hipErrorInvalidValue`, where HIP would leave that argument undefined.)
+//! * hidden arguments, by `.value_kind`: `hidden_block_count_{x,y,z}` = grid size in
+//!   workgroups, `hidden_group_size_{x,y,z}` = block size, `hidden_remainder_{x,y,z}` = 0 (the
+//!   grid is a whole number of workgroups), `hidden_grid_dims` = 3 (HIP always dispatches a 3-D
+//!   grid), `hidden_dynamic_lds_size` = `sharedMemBytes`, `hidden_global_offset_{x,y,z}` = 0,
+//!   `hidden_shared_base` / `hidden_private_base` = the high 32 bits of the executor's flat
+//!   LDS / scratch apertures. Every other hidden argument (printf/hostcall buffers, heap, queue
+//!   pointer, multigrid sync, default queue, completion action, `hidden_none`) is written as 0:
+//!   the emulator provides none of those services.
+//!
+//! # Launch validation (as HIP 6.x does it)
+//! Zero grid or block dimension, a grid larger than 2³¹−1 × 65536 × 65536, a block of more
+//! than 1024 work-items or with a dimension over 1024, `sharedMemBytes` over 64 KiB, both or
+//! neither of `kernelParams` / `extra` for a kernel with arguments, or a malformed `extra`:
+//! `hipErrorInvalidValue`. A block larger than the kernel's `.max_flat_workgroup_size` (its
+//! launch bound): `hipErrorLaunchFailure`, with HIP's "Launch params (x, y, z) are larger than
+//! launch bounds (n)" message. Static (`.group_segment_fixed_size`) plus dynamic LDS over
+//! 64 KiB: the emulator returns `hipErrorLaunchOutOfResources`.
+#![allow(non_camel_case_types, non_snake_case, non_upper_case_globals)]
+
+use std::cell::{Cell, RefCell};
+use std::collections::{HashMap, HashSet};
+use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard, RwLock};
+use std::time::Instant;
+
+use crate::exec::{self, Checks, LaunchConfig, LaunchReport};
+use crate::loader::{CodeObject, Kernel};
+use crate::memory::DeviceMemory;
+
+mod graph;
+mod memory;
+mod module;
+mod sched;
+mod stream;
+mod types;
+
+pub use graph::*;
+pub use memory::*;
+pub use module::*;
+pub use sched::{StreamStats, ThreadStats, stream_stats, thread_stats};
+pub use stream::*;
+pub use types::*;
+
+use sched::{HostPtr, NULL_STREAM, Op, capture_guard, count, drain_all, sched, stream_key, submit, synchronize_device, synchronize_stream};
+
+// ---------------------------------------------------------------------------------------------
+// Runtime state
+// ---------------------------------------------------------------------------------------------
+
+/// The outcome of the most recent kernel launch on a thread.
+struct LaunchOutcome {
+    error: Option<String>,
+    report: Option<Arc<LaunchReport>>,
+    kernarg: Option<Vec<u8>>,
+    timing: Option<Arc<crate::timing::TimingReport>>,
+}
+
+thread_local! {
+    static LAST_ERROR: Cell<hipError_t> = const { Cell::new(hipSuccess) };
+    static CURRENT_DEVICE: Cell<c_int> = const { Cell::new(0) };
+    static LAST_LAUNCH: RefCell<Option<LaunchOutcome>> = const { RefCell::new(None) };
+}
+
+struct ModuleEntry {
+    code: Arc<CodeObject>,
+    /// Function handles already handed out for this module, by kernel index.
+    functions: HashMap<usize, u64>,
+}
+
+#[derive(Clone)]
+struct FunctionEntry {
+    /// Keeps the code object alive even after `hipModuleUnload` (for attribute queries; a
+    /// launch of a function whose module was unloaded fails).
+    code: Arc<CodeObject>,
+    /// The module handle it came from.
+    module: u64,
+    kernel: usize,
+}
+
+struct StreamEntry {
+    flags: c_uint,
+    priority: c_int,
+}
+
+struct EventEntry {
+    flags: c_uint,
+    /// When the event last completed (`None`: never recorded, or its last record is pending).
+    recorded: Option<Instant>,
+    /// The last record: (stream key, sequence number of the record op), 0 if it completed at once.
+    pending: Option<(u64, u64)>,
+}
+
+#[derive(Default)]
+struct State {
+    modules: HashMap<u64, ModuleEntry>,
+    functions: HashMap<u64, FunctionEntry>,
+    streams: HashMap<u64, StreamEntry>,
+    events: HashMap<u64, EventEntry>,
+    /// Captured graphs and their instantiations: the operations to submit, in order.
+    graphs: HashMap<u64, Arc<Vec<Op>>>,
+    graph_execs: HashMap<u64, Arc<Vec<Op>>>,
+    /// Live `hipMalloc` allocations (device addresses).
+    allocations: HashSet<u64>,
+    /// Live `hipHostMalloc` allocations: address → layout.
+    host_allocations: HashMap<usize, std::alloc::Layout>,
+}
+
+/// The process-global emulated runtime: one device and everything created on it.
+struct Runtime {
+    memory: DeviceMemory,
+    state: Mutex<State>,
+    /// Next handle id; ids are multiples of 16 from 0x1000 so that no handle equals null,
+    /// `hipStreamPerThread` (2) or any other small sentinel.
+    next_handle: AtomicU64,
+    /// `[lo, hi)`: the device address window every allocation ever made lies in. A pointer in
+    /// it is a device pointer (live or stale), never host memory.
+    window_lo: AtomicU64,
+    window_hi: AtomicU64,
+    /// Checks applied to every launch.
+    checks: RwLock<Checks>,
+    /// When set, launches run through the timing model ([`crate::timing::simulate`]).
+    timing: RwLock<Option<TimingMode>>,
+}
+
+/// Launches run through the timing model: the machine and the simulation options.
+#[derive(Clone, Debug)]
+pub struct TimingMode {
+    /// The machine modelled.
+    pub machine: crate::timing::Machine,
+    /// Scope, MFMA-math skipping and checks of the functional run (the checks of
+    /// [`set_launch_checks`] are not used while timing).
+    pub options: crate::timing::SimOptions,
+}
+
+static RUNTIME: LazyLock<Runtime> = LazyLock::new(|| Runtime {
+    memory: DeviceMemory::new(),
+    state: Mutex::new(State::default()),
+    next_handle: AtomicU64::new(0x1000),
+    window_lo: AtomicU64::new(u64::MAX),
+    window_hi: AtomicU64::new(0),
+    checks: RwLock::new(checks_from_env()),
+    timing: RwLock::new(None),
+});
+
+/// The checks a new process starts with: every mode ([`Checks::all`]: memcheck, mfma-hazard,
+/// racecheck, late-arrival, uninit-lds), or the modes listed in the `AMDGPU_EMU_CHECKS`
+/// environment variable (read once, at the first HIP call), e.g. `AMDGPU_EMU_CHECKS=memcheck`
+/// for the fastest checked runs or `AMDGPU_EMU_CHECKS=memcheck,racecheck` (syntax of
+/// [`Checks::parse`]). An unparsable value is reported on stderr and every mode is used.
+/// (All modes cost about 1.5x emulation time on the dense GEMM kernels.)
+fn checks_from_env() -> Checks {
+    match std::env::var("AMDGPU_EMU_CHECKS") {
+        Ok(v) => Checks::parse(&v).unwrap_or_else(|e| {
+            eprintln!("amdgpu-emu: AMDGPU_EMU_CHECKS={v:?}: {e}; using every check");
+            Checks::all()
+        }),
+        Err(_) => Checks::all(),
+    }
+}
+
+impl Runtime {
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn new_handle(&self) -> u64 {
+        self.next_handle.fetch_add(16, Ordering::Relaxed)
+    }
+
+    fn in_device_window(&self, addr: u64) -> bool {
+        addr >= self.window_lo.load(Ordering::Acquire) && addr < self.window_hi.load(Ordering::Acquire)
+    }
+}
+
+fn rt() -> &'static Runtime {
+    &RUNTIME
+}
+
+/// The emulated device's memory (the allocations `hipMalloc` made), for Rust-side inspection.
+pub fn device_memory() -> &'static DeviceMemory {
+    &rt().memory
+}
+
+/// Replaces the checks (memcheck, ...) applied to every subsequent kernel launch in the process.
+/// The initial value is [`Checks::all`] (every mode) unless the `AMDGPU_EMU_CHECKS` environment
+/// variable lists other modes (e.g. `memcheck` for [`Checks::default`]).
+pub fn set_launch_checks(checks: Checks) {
+    *rt().checks.write().unwrap_or_else(|p| p.into_inner()) = checks;
+}
+
+/// The full error message of the most recent kernel launch made by this thread, if that launch
+/// failed (validation or kernel fault), e.g. ``kernel `add_one_f32`: memcheck: ... pc 0x1c ...
+/// lane 5 ... address 0x...``. `None` if the most recent launch succeeded or there was none.
+pub fn last_launch_error() -> Option<String> {
+    LAST_LAUNCH.with(|l| l.borrow().as_ref().and_then(|o| o.error.clone()))
+}
+
+/// The counters of the most recent kernel launch made by this thread, if it ran to completion.
+pub fn last_launch_report() -> Option<Arc<LaunchReport>> {
+    LAST_LAUNCH.with(|l| l.borrow().as_ref().and_then(|o| o.report.clone()))
+}
+
+/// The kernarg segment (explicit and hidden arguments) the most recent launch made by this
+/// thread passed to the kernel, if the launch got as far as building it. For inspecting the
+/// argument marshalling.
+pub fn last_launch_kernarg() -> Option<Vec<u8>> {
+    LAST_LAUNCH.with(|l| l.borrow().as_ref().and_then(|o| o.kernarg.clone()))
+}
+
+fn set_last_launch(error: Option<String>, report: Option<Arc<LaunchReport>>, kernarg: Option<Vec<u8>>) {
+    LAST_LAUNCH.with(|l| *l.borrow_mut() = Some(LaunchOutcome { error, report, kernarg, timing: None }));
+}
+
+/// Makes every kernel launch that *runs* from now on (queued launches run when their stream is
+/// synchronized or waited for) go through the timing model (`Some`), or run normally again
+/// (`None`). While timing, [`last_launch_timing`] holds each launch's modelled time and
+/// [`last_launch_report`] is `None`.
+pub fn set_timing(mode: Option<TimingMode>) {
+    *rt().timing.write().unwrap_or_else(|p| p.into_inner()) = mode;
+}
+
+/// The timing model's report of the most recent kernel launch run by this thread, if it ran
+/// with [`set_timing`] on and completed. Every figure in it is modelled, not measured.
+pub fn last_launch_timing() -> Option<Arc<crate::timing::TimingReport>> {
+    LAST_LAUNCH.with(|l| l.borrow().as_ref().and_then(|o| o.timing.clone()))
+}
+
+/// Runs one API call: stores a failure as the thread's last error, and turns a panic (an
+/// emulator bug) into `hipErrorUnknown` instead of unwinding into C.
+fn api(f: impl FnOnce() -> Result<(), hipError_t>) -> hipError_t {
+    let code = match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(())) => hipSuccess,
+        Ok(Err(code)) => code,
+        Err(panic) => {
+            let msg = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            eprintln!("amdgpu-emu: internal error in a HIP call: {msg}");
+            hipErrorUnknown
+        }
+    };
+    if code != hipSuccess {
+        LAST_ERROR.with(|e| e.set(code));
+    }
+    code
+}
+
+fn handle_id<T>(p: *mut T) -> u64 {
+    p as usize as u64
+}
+
+fn handle_ptr<T>(id: u64) -> *mut T {
+    std::ptr::without_provenance_mut(id as usize)
+}
+
+/// Validates a stream handle: null and `hipStreamPerThread` are the default stream.
+fn check_stream(stream: hipStream_t) -> Result<(), hipError_t> {
+    if stream.is_null() || stream == hipStreamPerThread {
+        return Ok(());
+    }
+    if rt().state().streams.contains_key(&handle_id(stream)) { Ok(()) } else { Err(hipErrorInvalidHandle) }
+}
+
+/// How many devices the emulator reports (see [`set_device_count`]).
+static DEVICE_COUNT: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(1);
+
+/// Makes the emulator report `count` (at least 1) identical devices, ordinals `0..count`, which
+/// share one memory and one set of streams: enough to test how host code manages the current
+/// device (which `hipSetDevice` sets per thread), not a multi-GPU model. The default is 1.
+pub fn set_device_count(count: c_int) {
+    DEVICE_COUNT.store(count.max(1), Ordering::Relaxed);
+}
+
+fn check_device(device: c_int) -> Result<(), hipError_t> {
+    if (0..DEVICE_COUNT.load(Ordering::Relaxed)).contains(&device) { Ok(()) } else { Err(hipErrorInvalidDevice) }
+}
+
+/// Writes `value` through an out-pointer, or fails with `hipErrorInvalidValue` if it is null.
+///
+/// # Safety
+/// `out` is null or valid for a write of `T`.
+unsafe fn put<T>(out: *mut T, value: T) -> Result<(), hipError_t> {
+    if out.is_null() {
+        return Err(hipErrorInvalidValue);
+    }
+    // SAFETY: non-null, and the caller guarantees it is valid for writes of T.
+    unsafe { out.write(value) };
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Initialization, versions, devices, errors
+// ---------------------------------------------------------------------------------------------
+
+/// `hipError_t hipInit(unsigned int flags)`: `flags` must be 0.
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
+pub extern "C" fn hipInit(flags: c_uint) -> hipError_t {
+    api(|| if flags == 0 { Ok(()) } else { Err(hipErrorInvalidValue) })
+}
+
+/// `hipError_t hipDriverGetVersion(int*)`: [`EMULATED_HIP_VERSION`].
+///
+/// # Safety
+/// `driverVersion` is null or valid for a write of an `int`.
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
+pub unsafe extern "C" fn hipDriverGetVersion(driverVersion: *mut c_int) -> hipError_t {
+    // SAFETY: caller contract (null is rejected by `put`).
+    api(|| unsafe { put(driverVersion, EMULATED_HIP_VERSION) })
+}
+
+/// `hipError_t hipRuntimeGetVersion(int*)`: [`EMULATED_HIP_VERSION`].
+///
+/// # Safety
+/// `runtimeVersion` is null or valid for a write of an `int`.
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
+pub unsafe extern "C" fn hipRuntimeGetVersion(runtimeVersion: *mut c_int) -> hipError_t {
+    // SAFETY: caller contract (null is rejected by `put`).
+    api(|| unsafe { put(runtimeVersion, EMULATED_HIP_VERSION) })
+}
+
+/// `hipError_t hipGetDeviceCount(int*)`: 1.
+///
+/// # Safety
+/// `count` is null or valid for a write of an `int`.
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
+pub unsafe extern "C" fn hipGetDeviceCount(count: *mut c_int) -> hipError_t {
+    // SAFETY: caller contract (null is rejected by `put`).
+    api(|| unsafe { put(count, DEVICE_COUNT.load(Ordering::Relaxed)) })
+}
+
+/// `hipError_t hipGetDevice(int*)`: the calling thread's current device (always 0).
+///
+/// # Safety
+/// `deviceId` is null or valid for a write of an `int`.
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
+pub unsafe extern "C" fn hipGetDevice(deviceId: *mut c_int) -> hipError_t {
+    let current = CURRENT_DEVICE.with(Cell::get);
+    // SAFETY: caller contract (null is rejected by `put`).
+    api(|| unsafe { put(deviceId, current) })
+}
+
+/// `hipError_t hipSetDevice(int)`: only device 0 exists (`hipErrorInvalidDevice` otherwise).
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
+pub extern "C" fn hipSetDevice(deviceId: c_int) -> hipError_t {
+    api(|| {
+        check_device(deviceId)?;
+        CURRENT_DEVICE.with(|c| c.set(deviceId));
+        Ok(())
+    })
+}
+
+/// `hipError_t hipDeviceGet(hipDevice_t*, int ordinal)`.
+///
+/// # Safety
+/// `device` is null or valid for a write of an `int`.
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
+pub unsafe extern "C" fn hipDeviceGet(device: *mut hipDevice_t, ordinal: c_int) -> hipError_t {
+    api(|| {
+        check_device(ordinal)?;
+        // SAFETY: caller contract (null is rejected by `put`).
+        unsafe { put(device, ordinal) }
+    })
+}
+
+/// `hipError_t hipGetDevicePropertiesR0600(hipDeviceProp_tR0600*, int)` (what HIP 6's
+/// `hipGetDeviceProperties` macro names): see [`device_properties`].
+///
+/// # Safety
+/// `prop` is null or valid for a write of a `hipDeviceProp_tR0600`.
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
+pub unsafe extern "C" fn hipGetDevicePropertiesR0600(prop: *mut hipDeviceProp_tR0600, deviceId: c_int) -> hipError_t {
+    api(|| {
+        check_device(deviceId)?;
+        // SAFETY: caller contract (null is rejected by `put`).
+        unsafe { put(prop, device_properties()) }
+    })
+}
+
+/// `hipError_t hipDeviceGetName(char* name, int len, hipDevice_t)`: the NUL-terminated name,
+/// truncated to `len - 1` bytes.
+///
+/// # Safety
+/// `name` is null or valid for writes of `len` bytes.
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
+pub unsafe extern "C" fn hipDeviceGetName(name: *mut c_char, len: c_int, device: hipDevice_t) -> hipError_t {
+    api(|| {
+        check_device(device)?;
+        if name.is_null() || len <= 0 {
+            return Err(hipErrorInvalidValue);
+        }
+        let n = DEVICE_NAME.len().min(len as usize - 1);
+        // SAFETY: `name` is valid for `len` > n bytes (caller contract); the source is our
+        // static string of at least n bytes; the regions cannot overlap.
+        unsafe {
+            std::ptr::copy_nonoverlapping(DEVICE_NAME.as_ptr().cast::<c_char>(), name, n);
+            name.add(n).write(0);
+        }
+        Ok(())
+    })
+}
+
+/// `hipError_t hipDeviceGetAttribute(int*, hipDeviceAttribute_t, int)`, for the attributes
+/// listed in [`hipGetDevicePropertiesR0600`]'s struct; others are `hipErrorInvalidValue`.
+///
+/// # Safety
+/// `pi` is null or valid for a write of an `int`.
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
+pub unsafe extern "C" fn hipDeviceGetAttribute(pi: *mut c_int, attr: hipDeviceAttribute_t, deviceId: c_int) -> hipError_t {
+    api(|| {
+        check_device(deviceId)?;
+        let p = device_properties();
+        let sat = |v: usize| c_int::try_from(v).unwrap_or(c_int::MAX);
+        // Values of HIP's hipDeviceAttribute_t enumerators.
+        let v = match attr {
+            3 => p.canMapHostMemory,
+            5 => p.clockRate,
+            6 => p.computeMode,
+            8 => p.concurrentKernels,
+            10 => p.cooperativeLaunch,
+            16 => p.integrated,
+            19 => p.l2CacheSize,
+            23 => p.major,
+            25 => p.maxBlocksPerMultiProcessor,
+            26..=28 => p.maxThreadsDim[(attr - 26) as usize],
+            29..=31 => p.maxGridSize[(attr - 29) as usize],
+            56 => p.maxThreadsPerBlock,
+            57 => p.maxThreadsPerMultiProcessor,
+            59 => p.memoryBusWidth,
+            60 => p.memoryClockRate,
+            61 => p.minor,
+            63 => p.multiProcessorCount,
+            71 => p.regsPerBlock,
+            72 => p.regsPerMultiprocessor,
+            74 => sat(p.sharedMemPerBlock),
+            75 => sat(p.sharedMemPerBlockOptin),
+            76 => sat(p.sharedMemPerMultiprocessor),
+            78 => p.streamPrioritiesSupported,
+            83 => sat(p.totalConstMem),
+            84 => sat(p.totalGlobalMem),
+            85 => p.unifiedAddressing,
+            87 => p.warpSize,
+            10000 => CLOCK_RATE_KHZ,
+            10002 => sat(p.maxSharedMemoryPerMultiProcessor),
+            10011 => p.isLargeBar,
+            10012 => p.asicRevision,
+            10015 => p.multiProcessorCount,
+            10017 => p.clockInstructionRate,
+            _ => return Err(hipErrorInvalidValue),
+        };
+        // SAFETY: caller contract (null is rejected by `put`).
+        unsafe { put(pi, v) }
+    })
+}
+
+/// `hipError_t hipDeviceSynchronize(void)`: completes all queued work of every stream and
+/// returns the first sticky error of any of them (which it clears). While a capture is active:
+/// `hipErrorStreamCaptureUnsupported`.
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
+pub extern "C" fn hipDeviceSynchronize() -> hipError_t {
+    api(synchronize_device)
+}
+
+/// `hipError_t hipDeviceReset(void)`: destroys everything the process created on the device —
+/// allocations, modules, functions, streams (their queued work is dropped, not run), captures,
+/// graphs, events, pinned host buffers — and clears the
+/// thread's last error. Handles and pointers from before the reset become invalid (and are
+/// reported as such, not dereferenced).
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
+pub extern "C" fn hipDeviceReset() -> hipError_t {
+    let code = api(|| {
+        let r = rt();
+        sched::reset();
+        let old = std::mem::take(&mut *r.state());
+        for addr in old.allocations {
+            let _ = r.memory.free(addr);
+        }
+        for (addr, layout) in old.host_allocations {
+            // SAFETY: `addr` was returned by `alloc_zeroed(layout)` in `hipHostMalloc` and was
+            // not freed (it was still in the table, which we now own exclusively).
+            unsafe { std::alloc::dealloc(addr as *mut u8, layout) };
+        }
+        Ok(())
+    });
+    LAST_ERROR.with(|e| e.set(hipSuccess));
+    code
+}
+
+/// `hipError_t hipDeviceGetStreamPriorityRange(int* least, int* greatest)`: 0 and -1. Either
+/// pointer may be null.
+///
+/// # Safety
+/// Each pointer is null or valid for a write of an `int`.
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
+pub unsafe extern "C" fn hipDeviceGetStreamPriorityRange(leastPriority: *mut c_int, greatestPriority: *mut c_int) -> hipError_t {
+    api(|| {
+        if !leastPriority.is_null() {
+            // SAFETY: non-null; caller contract.
+            unsafe { leastPriority.write(0) };
+        }
+        if !greatestPriority.is_null() {
+            // SAFETY: non-null; caller contract.
+            unsafe { greatestPriority.write(-1) };
+        }
+        Ok(())
+    })
+}
+
+/// `hipError_t hipGetLastError(void)`: the thread's most recent failure code, which is then
+/// reset to `hipSuccess`.
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
+pub extern "C" fn hipGetLastError() -> hipError_t {
+    LAST_ERROR.with(|e| e.replace(hipSuccess))
+}
+
+/// `hipError_t hipPeekAtLastError(void)`: like [`hipGetLastError`] without resetting.
+#[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
+pub extern "C" fn hipPeekAtLastError() -> hipError_t {
+    LAST_ERROR.with(Cell::get)
+}
+
