@@ -279,6 +279,12 @@ fn strided_extent(arg: &'static str, rows: usize, cols: usize, ld: usize) -> Res
 
 /// FP8 activations `A` (`m × k`, row stride `lda` bytes) with their 1×128 scales
 /// (`m × ⌈k/128⌉` f32), in format `F`.
+///
+/// The constructors check extents, not values: the scales live on the device, so the range
+/// check that [`DeviceActivations::upload`](crate::DeviceActivations::upload) applies on the host
+/// ([`Error::ScaleRange`]: 0 or `2^-24 ≤ |s| < 2^94`) cannot be made here without a host round
+/// trip. Scales outside that range (the quantization kernels stay inside it for any input below
+/// ≈ 4.7e30) may make the affected rows of the GEMM ±∞/NaN.
 pub struct ActivationsView<'a, F> {
     pub(crate) data: DeviceSlice<'a, u8>,
     pub(crate) scales: DeviceSlice<'a, f32>,
