@@ -378,7 +378,7 @@ fn queued_launches_run_later_and_need_their_module() {
         } else {
             // Another thread's device synchronization runs the launch; its outcome still
             // belongs to the submitting thread.
-            assert_eq!(std::thread::spawn(hipDeviceSynchronize).join().unwrap(), hipSuccess);
+            assert_eq!(std::thread::spawn(|| hipDeviceSynchronize()).join().unwrap(), hipSuccess);
             ok(hipStreamQuery(s));
             ok(hipStreamSynchronize(s));
             let report = last_launch_report().expect("the submitter sees its queued launch's report");
