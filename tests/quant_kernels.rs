@@ -161,7 +161,7 @@ fn masked_case<X: fp8gemm::quantize::QuantInput + Into<f32> + Sync>(
     } else {
         quantize_activations_masked(&stream(ctx), &dx, &dm, &mut out).unwrap();
     }
-    let got = out.download(&stream(&ctx)).unwrap();
+    let got = out.download(&stream(ctx)).unwrap();
     let width = if silu { 2 * k } else { k };
     let full = if silu {
         QuantizedActivations::<E4M3Fnuz>::quantize_silu_mul(x, rows, k).unwrap()

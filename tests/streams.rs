@@ -557,3 +557,78 @@ fn capture_quantize_gemm_quantize_grouped_gemm_and_replay() {
         assert_close(&out.download(&stream).unwrap(), &want, &what("down GEMM"));
     }
 }
+
+/// The quantization kernels write into views: sub-ranges of one engine buffer (values and
+/// scales side by side), bit-identical to the CPU recipe, and the GEMM reads them back as an
+/// `ActivationsView`; the writable views validate their extents.
+#[test]
+fn quantize_into_views_of_engine_memory() {
+    use fp8gemm::{quantize_activations, quantize_weights, ActivationsViewMut, WeightsViewMut};
+    let _g = lock();
+    let ctx = Context::new().unwrap();
+    let stream = Stream::new(&ctx).unwrap();
+    let (m, k, n) = (48, 256, 128);
+    let xs: Vec<bf16> = randn(m * k, &mut StdRng::seed_from_u64(71)).into_iter().map(bf16::from_f32).collect();
+    let ws: Vec<bf16> = randn(n * k, &mut StdRng::seed_from_u64(72)).into_iter().map(bf16::from_f32).collect();
+    let x = ctx.upload(&xs).unwrap();
+    let w = ctx.upload(&ws).unwrap();
+    // One byte arena for both FP8 operands, one float arena for both scale sets.
+    let mut bytes = ctx.alloc_zeroed::<u8>(m * k + n * k + 64).unwrap();
+    let mut floats = ctx.alloc_zeroed::<f32>(m * 2 + 2 + 8).unwrap();
+    // Views into the arenas (raw pointers: disjoint ranges of buffers this test keeps alive).
+    let (ba, fa) = (bytes.device_ptr().addr(), floats.device_ptr().addr());
+    // SAFETY: the ranges are inside `bytes` / `floats`, disjoint, and both buffers outlive the
+    // stream synchronization below.
+    let (qa_view, qb_view) = unsafe {
+        (
+            ActivationsViewMut::<E4M3Fnuz>::new(DeviceSliceMut::from_raw(ba, m * k).unwrap(), DeviceSliceMut::from_raw(fa, m * 2).unwrap(), m, k)
+                .unwrap(),
+            WeightsViewMut::<E4M3Fnuz>::new(
+                DeviceSliceMut::from_raw(ba + (m * k + 64) as u64, n * k).unwrap(),
+                DeviceSliceMut::from_raw(fa + (m * 2 + 8) as u64 * 4, 2).unwrap(),
+                n,
+                k,
+            )
+            .unwrap(),
+        )
+    };
+    assert_eq!((qa_view.as_view().m(), qa_view.as_view().lda()), (m, k));
+    quantize_activations(&stream, &x, qa_view).unwrap();
+    quantize_weights(&stream, &w, qb_view).unwrap();
+    let mut d = ctx.alloc_zeroed::<bf16>(m * n).unwrap();
+    // SAFETY: as above.
+    let (av, bv) = unsafe {
+        (
+            ActivationsView::<E4M3Fnuz>::new(DeviceSlice::from_raw(ba, m * k).unwrap(), DeviceSlice::from_raw(fa, m * 2).unwrap(), m, k).unwrap(),
+            WeightsView::<E4M3Fnuz>::new(
+                DeviceSlice::from_raw(ba + (m * k + 64) as u64, n * k).unwrap(),
+                DeviceSlice::from_raw(fa + (m * 2 + 8) as u64 * 4, 2).unwrap(),
+                n,
+                k,
+            )
+            .unwrap(),
+        )
+    };
+    fp8_gemm_nt(&stream, av, bv, &mut d).unwrap();
+    let got_bytes = bytes.download(&stream).unwrap();
+    let got_floats = floats.download(&stream).unwrap();
+    let qa_cpu = QuantizedActivations::<E4M3Fnuz>::quantize(&xs, m, k).unwrap();
+    let qb_cpu = QuantizedWeights::<E4M3Fnuz>::quantize(&ws, n, k).unwrap();
+    assert_eq!(&got_bytes[..m * k], fp8gemm::fp8::as_bits(&qa_cpu.data));
+    assert!(got_bytes[m * k..m * k + 64].iter().all(|&b| b == 0), "the gap between the views was written");
+    assert_eq!(&got_bytes[m * k + 64..], fp8gemm::fp8::as_bits(&qb_cpu.data));
+    assert_eq!(got_floats[..m * 2].iter().map(|s| s.to_bits()).collect::<Vec<_>>(), qa_cpu.scales.iter().map(|s| s.to_bits()).collect::<Vec<_>>());
+    assert!(got_floats[m * 2..m * 2 + 8].iter().all(|&s| s == 0.0));
+    assert_eq!(got_floats[m * 2 + 8..].iter().map(|s| s.to_bits()).collect::<Vec<_>>(), qb_cpu.scales.iter().map(|s| s.to_bits()).collect::<Vec<_>>());
+    assert_close(&d.download(&stream).unwrap(), &want_dense(&qa_cpu, &qb_cpu), "GEMM of the quantized views");
+
+    // Extent checks of the writable views.
+    let e = ActivationsViewMut::<E4M3Fnuz>::new(bytes.slice_mut(..m * k - 1).unwrap(), floats.slice_mut(..m * 2).unwrap(), m, k).unwrap_err();
+    assert!(shape_err(e).1.contains(&format!("data of at least {}", m * k)));
+    let e = ActivationsViewMut::<E4M3Fnuz>::new(bytes.slice_mut(..m * k).unwrap(), floats.slice_mut(..m * 2 - 1).unwrap(), m, k).unwrap_err();
+    assert!(shape_err(e).1.contains(&format!("scales of at least {}", m * 2)));
+    let e = WeightsViewMut::<E4M3Fnuz>::new(bytes.slice_mut(..n * k).unwrap(), floats.slice_mut(..1).unwrap(), n, k).unwrap_err();
+    assert!(shape_err(e).1.contains("scales of at least 2"));
+    let e = WeightsViewMut::<E4M3Fnuz>::new(bytes.slice_mut(..1).unwrap(), floats.slice_mut(..2).unwrap(), usize::MAX, 2).unwrap_err();
+    assert!(shape_err(e).1.contains("fit in usize"));
+}

@@ -115,10 +115,6 @@ impl<F: Fp8Format> DeviceActivations<F> {
     pub fn k(&self) -> usize {
         self.k
     }
-    /// The device buffers, mutably, for the kernels of this crate that write them.
-    pub(crate) fn buffers_mut(&mut self) -> (&mut DeviceBuffer<u8>, &mut DeviceBuffer<f32>) {
-        (&mut self.data, &mut self.scales)
-    }
     /// A view of the activations (what the entry points take).
     pub fn view(&self) -> ActivationsView<'_, F> {
         ActivationsView::new(self.data.as_slice(), self.scales.as_slice(), self.m, self.k)
@@ -129,6 +125,14 @@ impl<F: Fp8Format> DeviceActivations<F> {
 impl<'a, F: Fp8Format> From<&'a DeviceActivations<F>> for ActivationsView<'a, F> {
     fn from(a: &'a DeviceActivations<F>) -> Self {
         a.view()
+    }
+}
+
+impl<'a, F: Fp8Format> From<&'a mut DeviceActivations<F>> for crate::view::ActivationsViewMut<'a, F> {
+    fn from(a: &'a mut DeviceActivations<F>) -> Self {
+        let (m, k) = (a.m, a.k);
+        crate::view::ActivationsViewMut::new(a.data.as_slice_mut(), a.scales.as_slice_mut(), m, k)
+            .expect("the owned buffers have exactly the lengths of their shape")
     }
 }
 
@@ -173,10 +177,6 @@ impl<F: Fp8Format> DeviceWeights<F> {
         QuantizedWeights::from_parts(data, scales, self.n, self.k)
             .map_err(|e| Error::Unsupported(format!("downloaded weights: {e}")))
     }
-    /// The device buffers, mutably, for the kernels of this crate that write them.
-    pub(crate) fn buffers_mut(&mut self) -> (&mut DeviceBuffer<u8>, &mut DeviceBuffer<f32>) {
-        (&mut self.data, &mut self.scales)
-    }
     /// Rows (output columns).
     pub fn n(&self) -> usize {
         self.n
@@ -195,6 +195,14 @@ impl<F: Fp8Format> DeviceWeights<F> {
 impl<'a, F: Fp8Format> From<&'a DeviceWeights<F>> for WeightsView<'a, F> {
     fn from(b: &'a DeviceWeights<F>) -> Self {
         b.view()
+    }
+}
+
+impl<'a, F: Fp8Format> From<&'a mut DeviceWeights<F>> for crate::view::WeightsViewMut<'a, F> {
+    fn from(b: &'a mut DeviceWeights<F>) -> Self {
+        let (n, k) = (b.n, b.k);
+        crate::view::WeightsViewMut::new(b.data.as_slice_mut(), b.scales.as_slice_mut(), n, k)
+            .expect("the owned buffers have exactly the lengths of their shape")
     }
 }
 

@@ -96,5 +96,5 @@ pub use quantize::{
     silu_mul_quantize_activations_masked,
 };
 pub use runtime::{Backend, CaptureMode, Context, DeviceBuffer, Event, Graph, GraphExec, Stream};
-pub use view::{ActivationsView, DeviceSlice, DeviceSliceMut, GroupedWeightsView, IntoOutput, OutputViewMut, WeightsView};
+pub use view::{ActivationsView, ActivationsViewMut, WeightsViewMut, DeviceSlice, DeviceSliceMut, GroupedWeightsView, IntoOutput, OutputViewMut, WeightsView};
 pub use workspace::{workspace_floats, Workspace};

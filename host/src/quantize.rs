@@ -11,8 +11,10 @@
 //! | [`quantize_weights`] | `[n, k]` bf16/f32 | [`DeviceWeights`] `n × k`, 128×128 scales | [`QuantizedWeights::quantize`] |
 //!
 //! The contiguous MoE layout is the dense one over `m_sum` rows: use [`quantize_activations`].
-//! Output shapes come from the output operand (allocate it with [`DeviceActivations::alloc`] /
-//! [`DeviceWeights::alloc`]); the input buffer must hold exactly the matching number of values.
+//! Output shapes come from the output operand: `&mut` [`DeviceActivations`] / [`DeviceWeights`]
+//! (allocate them with [`DeviceActivations::alloc`] / [`DeviceWeights::alloc`]) or an
+//! [`ActivationsViewMut`] / [`WeightsViewMut`] over memory the engine owns; the input must hold
+//! exactly the matching number of values.
 //!
 //! **Requirements** (typed [`Error`]s before launch): the FP8 format of the output is the one
 //! the device decodes (E4M3FNUZ on gfx942, E4M3FN on gfx950), every buffer belongs to the
@@ -51,11 +53,13 @@ use half::bf16;
 
 use crate::error::{Error, Result};
 use crate::fp8::Fp8Format;
-use crate::gemm::{check_format, shape_product, DeviceActivations, DeviceWeights};
+use crate::gemm::{check_format, shape_product};
+#[allow(unused_imports)] // doc links
+use crate::gemm::{DeviceActivations, DeviceWeights};
 #[allow(unused_imports)] // doc links
 use crate::quant::{QuantizedActivations, QuantizedWeights};
 use crate::runtime::Stream;
-use crate::view::DeviceSlice;
+use crate::view::{ActivationsViewMut, DeviceSlice, WeightsViewMut};
 
 mod sealed {
     pub trait Sealed {}
@@ -106,18 +110,15 @@ fn launch_act<F: Fp8Format, X: QuantInput>(
     x: DeviceSlice<'_, X>,
     masked_m: Option<DeviceSlice<'_, i32>>,
     silu: bool,
-    out: &mut DeviceActivations<F>,
+    out: ActivationsViewMut<'_, F>,
 ) -> Result<()> {
     let x = &x;
     let ctx = stream.context();
     check_format::<F>(ctx, "out")?;
     ctx.check_owner("x", x.owner())?;
     let (m, k) = (out.m(), out.k());
-    {
-        let (q, s) = out.buffers_mut();
-        ctx.check_owner("out", q.as_slice().owner())?;
-        ctx.check_owner("out", s.as_slice().owner())?;
-    }
+    ctx.check_owner("out", out.data.owner())?;
+    ctx.check_owner("out", out.scales.owner())?;
     let width = if silu { shape_product("k", &[2, k], "2 · k")? } else { k };
     let (groups, rows) = match masked_m {
         None => (1, m),
@@ -158,11 +159,10 @@ fn launch_act<F: Fp8Format, X: QuantInput>(
         (false, true, true) => dq::QUANTIZE_ACT_SILU_MUL_MASKED_BF16,
         (true, true, true) => dq::QUANTIZE_ACT_SILU_MUL_MASKED_F32,
     };
-    let (q, s) = out.buffers_mut();
     let args = QuantActArgs {
         x: GlobalPtr::new(x.device_ptr().addr()),
-        q: q.device_ptr(),
-        sf: s.device_ptr(),
+        q: out.data.device_ptr(),
+        sf: out.scales.device_ptr(),
         masked_m: masked_m.map_or(GlobalPtr::new(0), |mm| mm.device_ptr()),
         rows: rows32,
         k: k32,
@@ -185,9 +185,9 @@ fn launch_act<F: Fp8Format, X: QuantInput>(
 pub fn quantize_activations<'a, F: Fp8Format, X: QuantInput>(
     stream: &Stream,
     x: impl Into<DeviceSlice<'a, X>>,
-    out: &mut DeviceActivations<F>,
+    out: impl Into<ActivationsViewMut<'a, F>>,
 ) -> Result<()> {
-    launch_act(stream, x.into(), None, false, out)
+    launch_act(stream, x.into(), None, false, out.into())
 }
 
 /// Quantizes the masked layout: `x` is `[G, m_max, k]` with `G = masked_m.len()` and
@@ -197,9 +197,9 @@ pub fn quantize_activations_masked<'a, F: Fp8Format, X: QuantInput>(
     stream: &Stream,
     x: impl Into<DeviceSlice<'a, X>>,
     masked_m: impl Into<DeviceSlice<'a, i32>>,
-    out: &mut DeviceActivations<F>,
+    out: impl Into<ActivationsViewMut<'a, F>>,
 ) -> Result<()> {
-    launch_act(stream, x.into(), Some(masked_m.into()), false, out)
+    launch_act(stream, x.into(), Some(masked_m.into()), false, out.into())
 }
 
 /// The fused MoE/MLP down-projection input: `x` is `[m, 2·i]` (gate = first `i` columns, up =
@@ -208,9 +208,9 @@ pub fn quantize_activations_masked<'a, F: Fp8Format, X: QuantInput>(
 pub fn silu_mul_quantize_activations<'a, F: Fp8Format, X: QuantInput>(
     stream: &Stream,
     x: impl Into<DeviceSlice<'a, X>>,
-    out: &mut DeviceActivations<F>,
+    out: impl Into<ActivationsViewMut<'a, F>>,
 ) -> Result<()> {
-    launch_act(stream, x.into(), None, true, out)
+    launch_act(stream, x.into(), None, true, out.into())
 }
 
 /// [`silu_mul_quantize_activations`] in the masked layout: `x` is `[G, m_max, 2·i]`, `out` is
@@ -219,9 +219,9 @@ pub fn silu_mul_quantize_activations_masked<'a, F: Fp8Format, X: QuantInput>(
     stream: &Stream,
     x: impl Into<DeviceSlice<'a, X>>,
     masked_m: impl Into<DeviceSlice<'a, i32>>,
-    out: &mut DeviceActivations<F>,
+    out: impl Into<ActivationsViewMut<'a, F>>,
 ) -> Result<()> {
-    launch_act(stream, x.into(), Some(masked_m.into()), true, out)
+    launch_act(stream, x.into(), Some(masked_m.into()), true, out.into())
 }
 
 /// Quantizes `[n, k]` weights on the device into `out` (`n × k`, 128×128 block scales),
@@ -230,9 +230,10 @@ pub fn silu_mul_quantize_activations_masked<'a, F: Fp8Format, X: QuantInput>(
 pub fn quantize_weights<'a, F: Fp8Format, X: QuantInput>(
     stream: &Stream,
     x: impl Into<DeviceSlice<'a, X>>,
-    out: &mut DeviceWeights<F>,
+    out: impl Into<WeightsViewMut<'a, F>>,
 ) -> Result<()> {
     let x = &x.into();
+    let out = out.into();
     let ctx = stream.context();
     check_format::<F>(ctx, "out")?;
     ctx.check_owner("x", x.owner())?;
@@ -246,13 +247,12 @@ pub fn quantize_weights<'a, F: Fp8Format, X: QuantInput>(
     let blocks = (n.div_ceil(128) as u64) * (k.div_ceil(128) as u64);
     let grid = u32::try_from(blocks).map_err(|_| Error::Unsupported(format!("{blocks} 128×128 blocks: at most 2^32 − 1 per launch")))?;
     let spec = if X::IS_F32 { dq::QUANTIZE_WEIGHT_F32 } else { dq::QUANTIZE_WEIGHT_BF16 };
-    let (q, s) = out.buffers_mut();
-    ctx.check_owner("out", q.as_slice().owner())?;
-    ctx.check_owner("out", s.as_slice().owner())?;
+    ctx.check_owner("out", out.data.owner())?;
+    ctx.check_owner("out", out.scales.owner())?;
     let args = QuantWeightArgs {
         x: GlobalPtr::new(x.device_ptr().addr()),
-        q: q.device_ptr(),
-        sf: s.device_ptr(),
+        q: out.data.device_ptr(),
+        sf: out.scales.device_ptr(),
         n: n32,
         k: k32,
         fp8_max: F::MAX,

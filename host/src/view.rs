@@ -279,6 +279,12 @@ fn strided_extent(arg: &'static str, rows: usize, cols: usize, ld: usize) -> Res
 
 /// FP8 activations `A` (`m × k`, row stride `lda` bytes) with their 1×128 scales
 /// (`m × ⌈k/128⌉` f32), in format `F`.
+///
+/// The constructors check extents, not values: the scales live on the device, so the range
+/// check that [`DeviceActivations::upload`](crate::DeviceActivations::upload) applies on the host
+/// ([`Error::ScaleRange`]: 0 or `2^-24 ≤ |s| < 2^94`) cannot be made here without a host round
+/// trip. Scales outside that range (the quantization kernels stay inside it for any input below
+/// ≈ 4.7e30) may make the affected rows of the GEMM ±∞/NaN.
 pub struct ActivationsView<'a, F> {
     pub(crate) data: DeviceSlice<'a, u8>,
     pub(crate) scales: DeviceSlice<'a, f32>,
@@ -483,5 +489,79 @@ impl<F: Fp8Format> std::fmt::Debug for GroupedWeightsView<'_, F> {
 impl std::fmt::Debug for OutputViewMut<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "OutputViewMut[m = {}, n = {}, ldd = {}] {:?}", self.m, self.n, self.ldd, self.data)
+    }
+}
+
+/// Writable FP8 activations (`m × k`, contiguous) with their 1×128 scales (`m × ⌈k/128⌉` f32):
+/// the output of the activation quantization kernels. Built from
+/// `&mut` [`DeviceActivations`](crate::DeviceActivations), or from writable slices (sub-ranges,
+/// or raw pointers into memory an engine owns).
+pub struct ActivationsViewMut<'a, F> {
+    pub(crate) data: DeviceSliceMut<'a, u8>,
+    pub(crate) scales: DeviceSliceMut<'a, f32>,
+    pub(crate) m: usize,
+    pub(crate) k: usize,
+    _f: PhantomData<F>,
+}
+
+impl<'a, F: Fp8Format> ActivationsViewMut<'a, F> {
+    /// `data` must hold at least `m·k` bytes and `scales` at least `m·⌈k/128⌉` floats.
+    pub fn new(data: DeviceSliceMut<'a, u8>, scales: DeviceSliceMut<'a, f32>, m: usize, k: usize) -> Result<Self> {
+        let shape = format!("m = {m}, k = {k}");
+        need("out", "data", mul("out", "m · k", m, k)?, data.len(), &shape)?;
+        need("out", "scales", mul("out", "m · ⌈k/128⌉", m, blocks(k))?, scales.len(), &shape)?;
+        Ok(ActivationsViewMut { data, scales, m, k, _f: PhantomData })
+    }
+    /// Rows.
+    pub fn m(&self) -> usize {
+        self.m
+    }
+    /// Columns.
+    pub fn k(&self) -> usize {
+        self.k
+    }
+    /// A read-only view of the same activations (e.g. for the GEMM that consumes them).
+    pub fn as_view(&self) -> ActivationsView<'_, F> {
+        ActivationsView { data: self.data.as_slice(), scales: self.scales.as_slice(), m: self.m, k: self.k, lda: self.k, _f: PhantomData }
+    }
+}
+
+impl<F: Fp8Format> std::fmt::Debug for ActivationsViewMut<'_, F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ActivationsViewMut<{}>[m = {}, k = {}] {:?} {:?}", F::NAME, self.m, self.k, self.data, self.scales)
+    }
+}
+
+/// Writable FP8 weights (`n × k`, contiguous) with their 128×128 block scales: the output of the
+/// weight quantization kernel.
+pub struct WeightsViewMut<'a, F> {
+    pub(crate) data: DeviceSliceMut<'a, u8>,
+    pub(crate) scales: DeviceSliceMut<'a, f32>,
+    pub(crate) n: usize,
+    pub(crate) k: usize,
+    _f: PhantomData<F>,
+}
+
+impl<'a, F: Fp8Format> WeightsViewMut<'a, F> {
+    /// `data` must hold at least `n·k` bytes and `scales` at least `⌈n/128⌉·⌈k/128⌉` floats.
+    pub fn new(data: DeviceSliceMut<'a, u8>, scales: DeviceSliceMut<'a, f32>, n: usize, k: usize) -> Result<Self> {
+        let shape = format!("n = {n}, k = {k}");
+        need("out", "data", mul("out", "n · k", n, k)?, data.len(), &shape)?;
+        need("out", "scales", mul("out", "⌈n/128⌉ · ⌈k/128⌉", blocks(n), blocks(k))?, scales.len(), &shape)?;
+        Ok(WeightsViewMut { data, scales, n, k, _f: PhantomData })
+    }
+    /// Rows.
+    pub fn n(&self) -> usize {
+        self.n
+    }
+    /// Columns.
+    pub fn k(&self) -> usize {
+        self.k
+    }
+}
+
+impl<F: Fp8Format> std::fmt::Debug for WeightsViewMut<'_, F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "WeightsViewMut<{}>[n = {}, k = {}] {:?} {:?}", F::NAME, self.n, self.k, self.data, self.scales)
     }
 }

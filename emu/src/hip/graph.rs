@@ -162,8 +162,18 @@ pub extern "C" fn hipGraphLaunch(graphExec: hipGraphExec_t, stream: hipStream_t)
     api(|| {
         check_stream(stream)?;
         let ops = rt().state().graph_execs.get(&handle_id(graphExec)).cloned().ok_or(hipErrorInvalidHandle)?;
+        // The replayed launches belong to the thread that launches the graph.
+        let me = std::thread::current().id();
+        let ops: Vec<Op> = ops
+            .iter()
+            .cloned()
+            .map(|op| match op {
+                Op::Launch { func, cfg, .. } => Op::Launch { func, cfg, submitter: me },
+                other => other,
+            })
+            .collect();
         let mut g = sched()?;
-        sched::submit_locked(&mut g, stream, ops.as_ref().clone())?;
+        sched::submit_locked(&mut g, stream, ops)?;
         if let Some(q) = g.queues.get_mut(&stream_key(stream)) {
             q.stats.graph_launches += 1;
         }

@@ -86,7 +86,7 @@
 //! 64 KiB: the emulator returns `hipErrorLaunchOutOfResources`.
 #![allow(non_camel_case_types, non_snake_case, non_upper_case_globals)]
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::collections::{HashMap, HashSet};
 use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -129,7 +129,26 @@ struct LaunchOutcome {
 thread_local! {
     static LAST_ERROR: Cell<hipError_t> = const { Cell::new(hipSuccess) };
     static CURRENT_DEVICE: Cell<c_int> = const { Cell::new(0) };
-    static LAST_LAUNCH: RefCell<Option<LaunchOutcome>> = const { RefCell::new(None) };
+    /// While this thread runs a queued launch: the thread that submitted it (its outcome is
+    /// recorded for that thread).
+    static LAUNCH_OWNER: Cell<Option<std::thread::ThreadId>> = const { Cell::new(None) };
+}
+
+/// The outcome of each thread's most recent launch, by the thread that *submitted* it: a
+/// launch queued on a stream may run on whichever thread synchronizes (even a device-wide
+/// synchronization or free by another thread), and its outcome still belongs to its submitter.
+static LAST_LAUNCH: LazyLock<Mutex<HashMap<std::thread::ThreadId, LaunchOutcome>>> = LazyLock::new(|| Mutex::new(HashMap::new()));
+
+fn with_outcome<T>(f: impl FnOnce(&LaunchOutcome) -> Option<T>) -> Option<T> {
+    let map = LAST_LAUNCH.lock().unwrap_or_else(|p| p.into_inner());
+    map.get(&std::thread::current().id()).and_then(f)
+}
+
+/// Records the outcome of a launch for its owner: the submitter while a queued launch runs,
+/// else the calling thread.
+fn set_outcome(outcome: LaunchOutcome) {
+    let owner = LAUNCH_OWNER.get().unwrap_or_else(|| std::thread::current().id());
+    LAST_LAUNCH.lock().unwrap_or_else(|p| p.into_inner()).insert(owner, outcome);
 }
 
 struct ModuleEntry {
@@ -262,24 +281,27 @@ pub fn set_launch_checks(checks: Checks) {
 /// The full error message of the most recent kernel launch made by this thread, if that launch
 /// failed (validation or kernel fault), e.g. ``kernel `add_one_f32`: memcheck: ... pc 0x1c ...
 /// lane 5 ... address 0x...``. `None` if the most recent launch succeeded or there was none.
+/// For a launch queued on a stream: once it has run (on whichever thread), else the
+/// submission's outcome (no error, no report).
 pub fn last_launch_error() -> Option<String> {
-    LAST_LAUNCH.with(|l| l.borrow().as_ref().and_then(|o| o.error.clone()))
+    with_outcome(|o| o.error.clone())
 }
 
-/// The counters of the most recent kernel launch made by this thread, if it ran to completion.
+/// The counters of the most recent kernel launch made by this thread, if it ran to completion
+/// (a queued launch: once its stream's work has run, on whichever thread).
 pub fn last_launch_report() -> Option<Arc<LaunchReport>> {
-    LAST_LAUNCH.with(|l| l.borrow().as_ref().and_then(|o| o.report.clone()))
+    with_outcome(|o| o.report.clone())
 }
 
 /// The kernarg segment (explicit and hidden arguments) the most recent launch made by this
 /// thread passed to the kernel, if the launch got as far as building it. For inspecting the
 /// argument marshalling.
 pub fn last_launch_kernarg() -> Option<Vec<u8>> {
-    LAST_LAUNCH.with(|l| l.borrow().as_ref().and_then(|o| o.kernarg.clone()))
+    with_outcome(|o| o.kernarg.clone())
 }
 
 fn set_last_launch(error: Option<String>, report: Option<Arc<LaunchReport>>, kernarg: Option<Vec<u8>>) {
-    LAST_LAUNCH.with(|l| *l.borrow_mut() = Some(LaunchOutcome { error, report, kernarg, timing: None }));
+    set_outcome(LaunchOutcome { error, report, kernarg, timing: None });
 }
 
 /// Makes every kernel launch that *runs* from now on (queued launches run when their stream is
@@ -290,10 +312,10 @@ pub fn set_timing(mode: Option<TimingMode>) {
     *rt().timing.write().unwrap_or_else(|p| p.into_inner()) = mode;
 }
 
-/// The timing model's report of the most recent kernel launch run by this thread, if it ran
+/// The timing model's report of the most recent kernel launch made by this thread, if it ran
 /// with [`set_timing`] on and completed. Every figure in it is modelled, not measured.
 pub fn last_launch_timing() -> Option<Arc<crate::timing::TimingReport>> {
-    LAST_LAUNCH.with(|l| l.borrow().as_ref().and_then(|o| o.timing.clone()))
+    with_outcome(|o| o.timing.clone())
 }
 
 /// Runs one API call: stores a failure as the thread's last error, and turns a panic (an

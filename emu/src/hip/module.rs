@@ -540,7 +540,8 @@ pub unsafe extern "C" fn hipModuleLaunchKernel(
         }
         let cfg = LaunchConfig { grid, block, dynamic_lds_bytes: sharedMemBytes, kernarg };
         let kernarg = cfg.kernarg.clone();
-        match submit(stream, vec![Op::Launch { func: func.clone(), cfg: Arc::new(cfg) }]) {
+        let submitter = std::thread::current().id();
+        match submit(stream, vec![Op::Launch { func: func.clone(), cfg: Arc::new(cfg), submitter }]) {
             Ok((_, 0)) => Ok(()),
             Ok(_) => {
                 // Queued: the outcome is known when it runs.
@@ -556,7 +557,14 @@ pub unsafe extern "C" fn hipModuleLaunchKernel(
 /// `hipErrorInvalidHandle` if the kernel's module was unloaded in the meantime (the code a real
 /// device would run is gone), otherwise executes it and records the outcome for the running
 /// thread's [`last_launch_error`] / [`last_launch_report`].
-pub(super) fn run_launch(func: &FunctionEntry, cfg: &LaunchConfig) -> Result<(), hipError_t> {
+pub(super) fn run_launch(func: &FunctionEntry, cfg: &LaunchConfig, submitter: std::thread::ThreadId) -> Result<(), hipError_t> {
+    let previous = LAUNCH_OWNER.replace(Some(submitter));
+    let result = run_launch_as_owner(func, cfg);
+    LAUNCH_OWNER.set(previous);
+    result
+}
+
+fn run_launch_as_owner(func: &FunctionEntry, cfg: &LaunchConfig) -> Result<(), hipError_t> {
     let kernel = &func.code.kernels()[func.kernel];
     let name = &kernel.name;
     if !rt().state().modules.contains_key(&func.module) {
@@ -570,10 +578,7 @@ pub(super) fn run_launch(func: &FunctionEntry, cfg: &LaunchConfig) -> Result<(),
     if let Some(mode) = timing {
         return match crate::timing::simulate(&func.code, kernel, cfg, &r.memory, &mode.machine, &mode.options) {
             Ok(t) => {
-                LAST_LAUNCH.with(|l| {
-                    *l.borrow_mut() =
-                        Some(LaunchOutcome { error: None, report: None, kernarg: Some(cfg.kernarg.clone()), timing: Some(Arc::new(t)) })
-                });
+                set_outcome(LaunchOutcome { error: None, report: None, kernarg: Some(cfg.kernarg.clone()), timing: Some(Arc::new(t)) });
                 Ok(())
             }
             Err(e) => {

@@ -34,8 +34,9 @@ pub(super) struct HostPtr(pub(super) usize);
 /// One queued operation.
 #[derive(Clone)]
 pub(super) enum Op {
-    /// A validated kernel launch (kernarg segment built at submission).
-    Launch { func: FunctionEntry, cfg: Arc<LaunchConfig> },
+    /// A validated kernel launch (kernarg segment built at submission) and the thread that
+    /// submitted it (whose `last_launch_*` it updates when it runs).
+    Launch { func: FunctionEntry, cfg: Arc<LaunchConfig>, submitter: std::thread::ThreadId },
     /// Host-to-device copy of bytes staged at submission (the caller's buffer may be reused at once).
     HtoD { dst: u64, data: Arc<Vec<u8>> },
     /// Host-to-device copy read from host memory when it runs (captured into a graph: every replay
@@ -299,7 +300,7 @@ fn exec_op(g: &mut Sched, _key: u64, op: Op) -> Result<(), hipError_t> {
     let r = rt();
     let mem = |res: Result<(), crate::memory::MemError>| res.map_err(|_| hipErrorIllegalAddress);
     match op {
-        Op::Launch { func, cfg } => run_launch(&func, &cfg),
+        Op::Launch { func, cfg, submitter } => run_launch(&func, &cfg, submitter),
         Op::HtoD { dst, data } => mem(r.memory.write(dst, &data)),
         Op::HtoDLive { dst, src, len } => {
             // SAFETY: the submitter's contract (HIP's): the host source stays valid for `len`
