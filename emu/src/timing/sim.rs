@@ -392,25 +392,13 @@ impl<'a> Sim<'a> {
         let mut ready = wv.base;
         let mut reason = Stall::IssueSlot;
         if let Special::Waitcnt { vm, lgkm } = s.special {
-            let vm = vm as usize;
-            if wv.vm.len() > vm {
-                let keep = wv.vm.len() - vm;
-                let t = wv.vm[keep - 1];
-                if t > ready {
+            for (q, n, why) in [(&mut wv.vm, vm, Stall::Vmcnt), (&mut wv.lgkm, lgkm, Stall::Lgkmcnt)] {
+                if let Some(t) = wait_until(q, n as usize)
+                    && t > ready
+                {
                     ready = t;
-                    reason = Stall::Vmcnt;
+                    reason = why;
                 }
-                wv.vm.drain(..keep);
-            }
-            let lgkm = lgkm as usize;
-            if wv.lgkm.len() > lgkm {
-                let keep = wv.lgkm.len() - lgkm;
-                let t = wv.lgkm[keep - 1];
-                if t > ready {
-                    ready = t;
-                    reason = Stall::Lgkmcnt;
-                }
-                wv.lgkm.drain(..keep);
             }
         }
         // Dependencies on MFMA results still in flight (reads and overwrites). An MFMA whose
@@ -695,6 +683,16 @@ impl<'a> Sim<'a> {
         self.stats.hbm_bytes += 128.0;
         h + lat_mall + self.hbm_lat
     }
+}
+
+/// `s_waitcnt` on an in-order counter queue: when at most `n` operations are left outstanding
+/// (the completion of the newest one that must retire), retiring those from the queue; `None`
+/// if the count already holds.
+fn wait_until(q: &mut VecDeque<u64>, n: usize) -> Option<u64> {
+    let keep = q.len().checked_sub(n).filter(|&k| k > 0)?;
+    let t = q[keep - 1];
+    q.drain(..keep);
+    Some(t)
 }
 
 /// Appends a completion time to an in-order counter queue (results retire in issue order, so
