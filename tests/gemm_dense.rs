@@ -1,17 +1,14 @@
 //! `fp8gemm::fp8_gemm_nt` end to end — public API → HIP API of the emulator backend → gfx942 emulator —
 //! against the CPU references, and every class of rejected input.
 
+mod common;
+use common::*;
 use fp8gemm::fp8::{E4M3Fn, E4M3Fnuz};
 use fp8gemm::quant::{QuantizedActivations, QuantizedWeights};
 use fp8gemm::{fp8_gemm_nt, reference, Context, DeviceActivations, DeviceWeights, Error, Stream};
 use half::bf16;
 use proptest::prelude::*;
-use rand::{rngs::StdRng, Rng, SeedableRng};
-use rand_distr::StandardNormal;
-
-fn randn_bf16(count: usize, rng: &mut StdRng) -> Vec<f32> {
-    (0..count).map(|_| bf16::from_f32(rng.sample::<f32, _>(StandardNormal)).to_f32()).collect()
-}
+use rand::{rngs::StdRng, SeedableRng};
 
 struct Case {
     a: Vec<f32>,

@@ -4,6 +4,8 @@
 //! against the CPU references, with D pre-filled with a sentinel that every row the kernels must
 //! not write has to keep bit for bit; and every class of rejected input.
 
+mod common;
+use common::*;
 use fp8gemm::fp8::{E4M3Fn, E4M3Fnuz};
 use fp8gemm::grouped::{upload_m_indices, validate_m_indices};
 use fp8gemm::quant::{GroupedQuantizedWeights, QuantizedActivations};
@@ -14,22 +16,10 @@ use fp8gemm::{
 };
 use half::bf16;
 use rand::{rngs::StdRng, Rng, SeedableRng};
-use rand_distr::StandardNormal;
 
 /// The largest finite bf16: no GEMM of these inputs comes near it, so a row holding it after the
 /// launch was not written.
 const SENTINEL: u16 = 0x7f7f;
-
-/// A context whose launches run with every emulator check on.
-fn checked_context() -> Context {
-    #[cfg(feature = "emu")]
-    amdgpu_emu::hip::set_launch_checks(amdgpu_emu::exec::Checks::all());
-    Context::new().unwrap()
-}
-
-fn randn_bf16(count: usize, rng: &mut StdRng) -> Vec<f32> {
-    (0..count).map(|_| bf16::from_f32(rng.sample::<f32, _>(StandardNormal)).to_f32()).collect()
-}
 
 /// Operands of one grouped problem: `rows × k` activations and `[G, n, k]` weights, unquantized
 /// and quantized as DeepGEMM's tests do.

@@ -4,25 +4,14 @@
 //! from f32 accumulation, C accumulation (in place and from a separate C), empty and uneven
 //! groups, M/N tails; and every class of rejected input.
 
+mod common;
+use common::*;
 use fp8gemm::fp8::{E4M3Fn, E4M3Fnuz};
 use fp8gemm::kgrouped::{kgrouped_config, reference_f32, reference_fp8, upload_ks, KGroupedMnMajor};
 use fp8gemm::reference::calc_diff;
 use fp8gemm::{k_grouped_fp8_gemm_tn_contiguous, Context, DeviceKGroupedOperand, Error};
-use half::bf16;
 use proptest::prelude::*;
-use rand::{rngs::StdRng, Rng, SeedableRng};
-use rand_distr::StandardNormal;
-
-/// A context whose launches run with every emulator check on.
-fn checked_context() -> Context {
-    #[cfg(feature = "emu")]
-    amdgpu_emu::hip::set_launch_checks(amdgpu_emu::exec::Checks::all());
-    Context::new().unwrap()
-}
-
-fn randn_bf16(count: usize, rng: &mut StdRng) -> Vec<f32> {
-    (0..count).map(|_| bf16::from_f32(rng.sample::<f32, _>(StandardNormal)).to_f32()).collect()
-}
+use rand::{rngs::StdRng, SeedableRng};
 
 /// One problem: unquantized and quantized operands and a C.
 struct Case {
