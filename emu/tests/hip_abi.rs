@@ -11,22 +11,10 @@ use std::ptr::{null, null_mut};
 
 use amdgpu_emu::hip::*;
 
+mod common;
+use common::hip_result::{err, name, ok};
+
 const CLASSES: &[u8] = include_bytes!("data/classes.hsaco");
-
-fn name(code: hipError_t) -> String {
-    // SAFETY: hipGetErrorName returns a static NUL-terminated string.
-    unsafe { CStr::from_ptr(hipGetErrorName(code)) }.to_string_lossy().into_owned()
-}
-
-#[track_caller]
-fn ok(code: hipError_t) {
-    assert_eq!(code, hipSuccess, "expected hipSuccess, got {} ({code})", name(code));
-}
-
-#[track_caller]
-fn err(code: hipError_t, expected: hipError_t) {
-    assert_eq!(code, expected, "expected {} ({expected}), got {} ({code})", name(expected), name(code));
-}
 
 fn malloc(size: usize) -> *mut c_void {
     let mut p = null_mut();

@@ -5,31 +5,19 @@
 //! process, so captures must not overlap the other tests of this binary.
 #![allow(non_snake_case)]
 
-use std::ffi::{CStr, c_void};
+use std::ffi::c_void;
 use std::ptr::null_mut;
 use std::sync::Mutex;
 
 use amdgpu_emu::hip::*;
 
+mod common;
+use common::hip_result::{err, ok};
+
 static LOCK: Mutex<()> = Mutex::new(());
 
 fn lock() -> std::sync::MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-fn name(code: hipError_t) -> String {
-    // SAFETY: hipGetErrorName returns a static NUL-terminated string.
-    unsafe { CStr::from_ptr(hipGetErrorName(code)) }.to_string_lossy().into_owned()
-}
-
-#[track_caller]
-fn ok(code: hipError_t) {
-    assert_eq!(code, hipSuccess, "expected hipSuccess, got {} ({code})", name(code));
-}
-
-#[track_caller]
-fn err(code: hipError_t, expected: hipError_t) {
-    assert_eq!(code, expected, "expected {} ({expected}), got {} ({code})", name(expected), name(code));
 }
 
 fn malloc(size: usize) -> *mut c_void {

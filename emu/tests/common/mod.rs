@@ -58,3 +58,28 @@ pub fn dense_launch(
     let grid = m.div_ceil(bm) * n.div_ceil(bn);
     (LaunchConfig { grid: [grid, 1, 1], block: [256, 1, 1], dynamic_lds_bytes: 2 * (bm + bn) * 64, kernarg: args }, pd)
 }
+
+/// Assertions on `hipError_t` results, naming the codes.
+pub mod hip_result {
+    use std::ffi::CStr;
+
+    use amdgpu_emu::hip::{hipError_t, hipGetErrorName, hipSuccess};
+
+    /// The name of a HIP error code (`hipErrorInvalidValue`, ...).
+    pub fn name(code: hipError_t) -> String {
+        // SAFETY: hipGetErrorName returns a static NUL-terminated string.
+        unsafe { CStr::from_ptr(hipGetErrorName(code)) }.to_string_lossy().into_owned()
+    }
+
+    /// Asserts `hipSuccess`.
+    #[track_caller]
+    pub fn ok(code: hipError_t) {
+        assert_eq!(code, hipSuccess, "expected hipSuccess, got {} ({code})", name(code));
+    }
+
+    /// Asserts the error `expected`.
+    #[track_caller]
+    pub fn err(code: hipError_t, expected: hipError_t) {
+        assert_eq!(code, expected, "expected {} ({expected}), got {} ({code})", name(expected), name(code));
+    }
+}
