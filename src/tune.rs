@@ -70,13 +70,7 @@ fn time_tiles(ctx: &Context, p: Problem, mode: &TimingMode, tiles: &[(u32, u32)]
     let mut out = Vec::new();
     let mut run = |f: &mut dyn FnMut() -> Result<(), String>| -> Result<(), String> {
         for &t in tiles {
-            config::force_tile(Some(t));
-            emu::set_timing(Some(mode.clone()));
-            let r = f();
-            emu::set_timing(None);
-            config::force_tile(None);
-            r?;
-            out.push(emu::last_launch_timing().ok_or("the timed launch left no report")?);
+            out.push(timed(mode, t, &mut *f)?);
         }
         Ok(())
     };
@@ -114,13 +108,19 @@ fn time_kgrouped(ctx: &Context, m: usize, n: usize, k: usize, mode: &TimingMode,
     let (dks, total) = upload_ks(ctx, &[k]).map_err(|x| e(&x))?;
     let mut d = ctx.alloc_zeroed::<f32>(m * n).map_err(|x| e(&x))?;
     let stream = fp8gemm::Stream::new(ctx).map_err(|x| e(&x))?;
+    // The queued launch runs (timed) when the stream is synchronized.
+    timed(mode, tile, &mut || k_grouped_fp8_gemm_tn_contiguous(&stream, &da, &db, &mut d, &dks, total, None).and_then(|_| stream.synchronize()).map_err(|x| e(&x)))
+}
+
+/// Runs `launch` (which must synchronize its stream) with `tile` forced and the timing model
+/// on, and returns the launch's modelled timing.
+fn timed(mode: &TimingMode, tile: (u32, u32), launch: &mut dyn FnMut() -> Result<(), String>) -> Result<Arc<TimingReport>, String> {
     config::force_tile(Some(tile));
     emu::set_timing(Some(mode.clone()));
-    // The queued launch runs (timed) when the stream is synchronized.
-    let r = k_grouped_fp8_gemm_tn_contiguous(&stream, &da, &db, &mut d, &dks, total, None).and_then(|r| stream.synchronize().map(|()| r));
+    let r = launch();
     emu::set_timing(None);
     config::force_tile(None);
-    r.map_err(|x| e(&x))?;
+    r?;
     emu::last_launch_timing().ok_or_else(|| "the timed launch left no report".to_string())
 }
 
