@@ -81,7 +81,11 @@ use crate::args::DenseGemmArgs;
 pub(crate) mod imp {
     use crate::args::DenseGemmArgs;
     use crate::intrinsics::*;
-    use crate::tile::{self, lds_swizzle, stage_offset, NUM_XCDS, SCALE_BLOCK_K, SCALE_BLOCK_N, STAGE_K};
+    use crate::tile::{self, block_swizzle, frag_chunk, NUM_XCDS, SCALE_BLOCK_K, SCALE_BLOCK_N};
+
+    /// Bytes of one LDS row: one whole 128-K scale block of FP8.
+    const ROW: u32 = SCALE_BLOCK_K;
+
 
     /// Buffer offset that is out of range of every resource (all tensors are smaller than
     /// `tile::MAX_TENSOR_BYTES`): stores there are dropped.
@@ -164,8 +168,8 @@ pub(crate) mod imp {
 
     /// The GEMM of one tile of `32·FM × 32·FN` (each of the 2 × 2 waves owns `FM × FN` 16×16
     /// fragments): load, LDS stage, MFMA, per-128-K promotion, bf16 store — the whole main loop,
-    /// shared by every kernel. `FM` and `FN` must be even (the global → LDS copy moves 64 rows
-    /// per pass).
+    /// shared by every kernel. The global → LDS copy moves 32 rows of whole 128-K blocks per
+    /// pass (8 work-items × 16 B per row: every load instruction covers 8 full 128-byte lines).
     ///
     /// `keep_row(r)` decides, per row `r` of the problem (`job.m0 ≤ r < job.m0 + 32·FM`), whether
     /// that row of D is stored; it is evaluated once per row before the main loop (so any load it
@@ -174,7 +178,6 @@ pub(crate) mod imp {
     #[inline(always)]
     pub(crate) fn tile_gemm<const FM: usize, const FN: usize>(job: &TileJob, keep_row: impl Fn(u32) -> bool) {
         let bm = 32 * FM as u32;
-        let bn = 32 * FN as u32;
         let (n, k, m0, n0, lda, ldd) = (job.n, job.k, job.m0, job.n0, job.lda, job.ldd);
         let nkb = k / SCALE_BLOCK_K;
         let (rs_a, rs_b, rs_sfa, rs_sfb, rs_d) = (job.rs_a, job.rs_b, job.rs_sfa, job.rs_sfb, job.rs_d);
@@ -184,24 +187,25 @@ pub(crate) mod imp {
         let wave = readfirstlane_u32(tid >> 6);
         let (wm, wn) = (wave & 1, wave >> 1);
 
-        // Global → LDS copy: work-item t moves chunk (t & 3) of row (t >> 2) + 64·pass.
-        let (copy_row, copy_chunk) = (tid >> 2, tid & 3);
+        // Global → LDS copy: work-item t moves chunk (t & 7) of row (t >> 3) + 32·pass.
+        let (copy_row, copy_chunk) = (tid >> 3, tid & 7);
         let mut a_voff = [0u32; FM];
         let mut b_voff = [0u32; FN];
-        for p in 0..FM / 2 {
-            a_voff[p] = (m0 + 64 * p as u32 + copy_row) * lda + 16 * copy_chunk;
+        for p in 0..FM {
+            a_voff[p] = (m0 + 32 * p as u32 + copy_row) * lda + 16 * copy_chunk;
         }
-        for p in 0..FN / 2 {
-            b_voff[p] = (n0 + 64 * p as u32 + copy_row) * k + 16 * copy_chunk;
+        for p in 0..FN {
+            b_voff[p] = (n0 + 32 * p as u32 + copy_row) * k + 16 * copy_chunk;
         }
-        let copy_lds = lds_swizzle(copy_row, copy_chunk);
-        let b_region = bm * STAGE_K;
+        // Pass offsets (32 rows) leave `row & 7`, hence the swizzle term, unchanged.
+        let copy_lds = block_swizzle(copy_row, copy_chunk);
+        let b_region = bm * ROW;
 
-        // Fragment reads: lane l reads row (l & 15) + 16·frag, logical chunk l >> 4. Fragment
-        // bases are multiples of 16 rows, which leave the swizzle term unchanged.
-        let frag_lds = lds_swizzle(lane & 15, lane >> 4);
-        let a_frag0 = (wm * FM as u32 * 16) * STAGE_K;
-        let b_frag0 = b_region + (wn * FN as u32 * 16) * STAGE_K;
+        // Fragment reads: lane l reads row (l & 15) + 16·frag, logical chunk frag_chunk(l >> 4,
+        // read). Fragment bases are multiples of 16 rows, which leave the swizzle term unchanged.
+        let frag_lds = [block_swizzle(lane & 15, frag_chunk(lane >> 4, 0)), block_swizzle(lane & 15, frag_chunk(lane >> 4, 1))];
+        let a_frag0 = (wm * FM as u32 * 16) * ROW;
+        let b_frag0 = b_region + (wn * FN as u32 * 16) * ROW;
 
         // Scales and output rows: lane's A rows are m0 + 16·(wm·FM + fm) + (l & 15). (Recomputed
         // in the epilogue rather than kept live across the loop: holding them makes LLVM
@@ -216,47 +220,47 @@ pub(crate) mod imp {
         let sfb_row = (n0 / SCALE_BLOCK_N) * nkb * 4;
 
         let load = |kofs: u32, ga: &mut [U32x4; FM], gb: &mut [U32x4; FN]| {
-            for p in 0..FM / 2 {
+            for p in 0..FM {
                 // SAFETY: rs_a covers exactly the problem's A (readable for the launch); rows
                 // past it have voffset ≥ its size and read 0; offsets are 16-byte aligned
-                // (k % 128 == 0).
+                // (lda % 16 == 0, k % 128 == 0).
                 ga[p] = unsafe { buffer_load_b128(rs_a, a_voff[p], kofs) };
             }
-            for p in 0..FN / 2 {
+            for p in 0..FN {
                 // SAFETY: as above for the problem's B (n·k bytes).
                 gb[p] = unsafe { buffer_load_b128(rs_b, b_voff[p], kofs) };
             }
         };
-        let store = |stage: u32, ga: &[U32x4; FM], gb: &[U32x4; FN]| {
-            let base = stage_offset(bm, bn, stage) + copy_lds;
-            for p in 0..FM / 2 {
-                // SAFETY: the offset is inside stage `stage` of the A region (< lds_bytes, the
-                // launch's sharedMemBytes), 16-byte aligned; the stage is not read by any wave
-                // until the next barrier (double buffering, see the loop below).
-                unsafe { lds_write_b128(base + 64 * p as u32 * STAGE_K, ga[p]) };
+        let store = |ga: &[U32x4; FM], gb: &[U32x4; FN]| {
+            for p in 0..FM {
+                // SAFETY: the offset is inside the A region (< lds_bytes, the launch's
+                // sharedMemBytes), 16-byte aligned; every wave has passed the barrier after its
+                // last read of the previous block, and no wave reads before the next barrier.
+                unsafe { lds_write_b128(copy_lds + 32 * p as u32 * ROW, ga[p]) };
             }
-            for p in 0..FN / 2 {
-                // SAFETY: as above, B region of the stage.
-                unsafe { lds_write_b128(base + b_region + 64 * p as u32 * STAGE_K, gb[p]) };
+            for p in 0..FN {
+                // SAFETY: as above, B region.
+                unsafe { lds_write_b128(copy_lds + b_region + 32 * p as u32 * ROW, gb[p]) };
             }
         };
-        // MFMAs of one 64-K half held in LDS stage `stage`; `first` starts a new 128-K block.
-        let compute = |stage: u32, first: bool, part: &mut [[F32x4; FN]; FM]| {
-            let base = stage_offset(bm, bn, stage) + frag_lds;
+        // MFMAs of fragment read `read` (K chunks 2g + read of the block held in LDS): two
+        // k-steps; `read == 0` starts a new 128-K block (C = 0 for the first k-step).
+        let compute = |read: usize, part: &mut [[F32x4; FN]; FM]| {
+            let base = frag_lds[read];
             let mut af = [[0u64; 2]; FM];
             let mut bf = [[0u64; 2]; FN];
             for fm in 0..FM {
-                // SAFETY: inside the stage's A region, written before the last barrier.
-                af[fm] = unsafe { lds_read_b128(base + a_frag0 + fm as u32 * 16 * STAGE_K) }.to_u64x2();
+                // SAFETY: inside the A region, written before the last barrier.
+                af[fm] = unsafe { lds_read_b128(base + a_frag0 + fm as u32 * 16 * ROW) }.to_u64x2();
             }
             for fnn in 0..FN {
-                // SAFETY: inside the stage's B region, written before the last barrier.
-                bf[fnn] = unsafe { lds_read_b128(base + b_frag0 + fnn as u32 * 16 * STAGE_K) }.to_u64x2();
+                // SAFETY: inside the B region, written before the last barrier.
+                bf[fnn] = unsafe { lds_read_b128(base + b_frag0 + fnn as u32 * 16 * ROW) }.to_u64x2();
             }
             for s in 0..2 {
                 for fm in 0..FM {
                     for fnn in 0..FN {
-                        let c = if first && s == 0 { F32x4::zero() } else { part[fm][fnn] };
+                        let c = if read == 0 && s == 0 { F32x4::zero() } else { part[fm][fnn] };
                         part[fm][fnn] = mfma_f32_16x16x32_fp8_fp8(bf[fnn][s], af[fm][s], c);
                     }
                 }
@@ -268,16 +272,18 @@ pub(crate) mod imp {
         let mut ga = [U32x4([0; 4]); FM];
         let mut gb = [U32x4([0; 4]); FN];
 
-        // Prologue: first half into stage 0.
+        // Prologue: block 0 into LDS.
         load(0, &mut ga, &mut gb);
-        store(0, &ga, &gb);
+        store(&ga, &gb);
         lds_barrier();
 
         let mut kb = 0;
         while kb < nkb {
-            let kofs = kb * SCALE_BLOCK_K;
-            // Second half of this block: global → registers while stage 0 is consumed.
-            load(kofs + STAGE_K, &mut ga, &mut gb);
+            let more = kb + 1 < nkb;
+            // Next block: global → registers while this one is consumed from LDS.
+            if more {
+                load((kb + 1) * SCALE_BLOCK_K, &mut ga, &mut gb);
+            }
             let mut sfa = [0f32; FM];
             for fm in 0..FM {
                 // SAFETY: rs_sfa covers the problem's SFA; rows past it read 0.
@@ -291,19 +297,8 @@ pub(crate) mod imp {
             // Issue the loads first: they have the longest latency.
             sched_fence();
 
-            compute(0, true, &mut part);
-            // Keep the LDS stores (which wait for the global loads) behind the MFMAs, so the
-            // loads' latency is covered by this half's math.
-            sched_fence();
-            store(1, &ga, &gb);
-            lds_barrier();
-
-            let more = kb + 1 < nkb;
-            if more {
-                load(kofs + SCALE_BLOCK_K, &mut ga, &mut gb);
-            }
-            sched_fence();
-            compute(1, false, &mut part);
+            compute(0, &mut part);
+            compute(1, &mut part);
             // Promotion in the 2^-60 domain (tile::PROMOTION_EXP): exact power-of-two scaling
             // that keeps SFA·SFB finite up to 2^188 (one v_mul per block).
             let sfb = sfb * tile::PROMOTION_DOWN;
@@ -313,9 +308,13 @@ pub(crate) mod imp {
                     acc[fm][fnn] = part[fm][fnn].fma_splat(s, acc[fm][fnn]);
                 }
             }
+            // Keep the LDS stores (which wait for the global loads) behind the MFMAs, so the
+            // loads' latency is covered by this block's math.
             sched_fence();
             if more {
-                store(0, &ga, &gb);
+                // Every wave is done reading the block before anyone overwrites it.
+                lds_barrier();
+                store(&ga, &gb);
                 lds_barrier();
             }
             kb += 1;

@@ -191,10 +191,30 @@ pub const fn masked_tile_coords(id: u32, tiles_m: NonZeroU32, per_group: NonZero
 }
 
 /// LDS byte offset (inside a stage's A or B region) of logical 16-byte chunk `chunk` (0..4) of
-/// row `row`; see the module docs for why this XOR swizzle is bank-conflict-free.
+/// row `row` in a [`STAGE_K`]-wide stage (the K-grouped kernels' layout family).
 #[inline(always)]
 pub const fn lds_swizzle(row: u32, chunk: u32) -> u32 {
     row * STAGE_K + 16 * (chunk ^ ((row >> 1) & 3))
+}
+
+/// LDS byte offset (inside the A or B region of the dense/m-grouped kernels' LDS) of logical
+/// 16-byte chunk `chunk` (0..8) of row `row`: rows are one whole 128-K scale block
+/// ([`SCALE_BLOCK_K`] bytes), chunk `c` sits at physical chunk `(c + rot(row)) mod 8` with
+/// `rot(r) = (r & 3) + (r & 2)` ∈ {0, 1, 4, 5}. See the module docs for why this rotation is
+/// bank-conflict-free for the copy's writes and the fragment reads. (A rotation rather than an
+/// XOR swizzle: on gfx950 LLVM fuses XOR address math into `v_bitop3_b32`, which the emulator's
+/// decoder does not know.)
+#[inline(always)]
+pub const fn block_swizzle(row: u32, chunk: u32) -> u32 {
+    row * SCALE_BLOCK_K + 16 * ((chunk + (row & 3) + (row & 2)) & 7)
+}
+
+/// Logical 16-byte chunk (0..8) of a 128-K LDS row that lane group `group` (`lane >> 4`, 0..4)
+/// reads for fragment read `read` (0..2) of a block: chunk `2·group + read`. Bytes 0..8 of it
+/// feed MFMA k-step `2·read` and bytes 8..16 k-step `2·read + 1` (module docs, "K permutation").
+#[inline(always)]
+pub const fn frag_chunk(group: u32, read: u32) -> u32 {
+    2 * group + read
 }
 
 /// XCD-aware remap of hardware workgroup id `pid` (0..grid) to a logical tile id (0..grid).
@@ -360,6 +380,67 @@ mod tests {
                     let addr = lds_swizzle(pass * 64 + (t >> 2), t & 3);
                     for b in banks(addr) {
                         assert!(!used[b as usize], "write conflict: t {t} bank {b}");
+                        used[b as usize] = true;
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn block_lds_layout_is_bank_conflict_free() {
+        // The dense/m-grouped layout: 128-byte rows, chunk c of row r at physical chunk c ⊕ (r & 7).
+        for row in 0..512 {
+            let mut offs: Vec<u32> = (0..8).map(|c| block_swizzle(row, c)).collect();
+            offs.sort();
+            assert_eq!(offs, (0..8).map(|c| row * 128 + 16 * c).collect::<Vec<_>>());
+        }
+        // Every (row, K byte) of a 16-row fragment is read exactly once per block: lane group g,
+        // read i, half j covers K bytes 16·frag_chunk(g, i) + 8·j.
+        let mut seen = [[false; 128]; 16];
+        for lane in 0..64 {
+            for read in 0..2 {
+                let c = frag_chunk(lane >> 4, read);
+                assert!(c < 8);
+                for b in 0..16 {
+                    let slot = &mut seen[(lane & 15) as usize][(16 * c + b) as usize];
+                    assert!(!*slot, "lane {lane} read {read} byte {b} read twice");
+                    *slot = true;
+                }
+            }
+        }
+        assert!(seen.iter().all(|r| r.iter().all(|&x| x)));
+        // ds_read_b128 lane groups (see lds_layout_is_bank_conflict_free).
+        let groups: [[u32; 8]; 4] =
+            [[0, 1, 2, 3, 20, 21, 22, 23], [4, 5, 6, 7, 16, 17, 18, 19], [8, 9, 10, 11, 28, 29, 30, 31], [
+                12, 13, 14, 15, 24, 25, 26, 27,
+            ]];
+        for frag_row0 in (0..512).step_by(16) {
+            for read in 0..2 {
+                for half in [0, 32] {
+                    for g in &groups {
+                        let mut used = [false; 32];
+                        for &l in g {
+                            let lane = l + half;
+                            let addr = block_swizzle(frag_row0 + (lane & 15), frag_chunk(lane >> 4, read));
+                            for b in banks(addr) {
+                                assert!(!used[b as usize], "read conflict: row0 {frag_row0} read {read} lane {lane} bank {b}");
+                                used[b as usize] = true;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        // ds_write_b128 phases of 8 lanes: work-item t writes chunk t & 7 of row t >> 3 (plus a
+        // multiple of 32 rows per pass).
+        for pass in 0..16 {
+            for phase in 0..(THREADS / 8) {
+                let mut used = [false; 32];
+                for t in phase * 8..phase * 8 + 8 {
+                    let addr = block_swizzle(pass * 32 + (t >> 3), t & 7);
+                    for b in banks(addr) {
+                        assert!(!used[b as usize], "write conflict: pass {pass} t {t} bank {b}");
                         used[b as usize] = true;
                     }
                 }
