@@ -41,8 +41,10 @@
 //! Supported shapes: any `m ≥ 1`, `n % 4 == 0`, `k % 128 == 0` (see [`DenseGemmArgs`]).
 //!
 //! The main loop is one generic function, `imp::tile_gemm`, over an `imp::TileJob` (buffer
-//! resources of one problem's operands, the tile origin, and a per-row store predicate); the dense
-//! kernels and the m-grouped kernels of [`crate::grouped`] only differ in how they build the job.
+//! resources of one problem's operands, their row strides, the tile origin and the range of
+//! 128-K blocks to run), a per-row store predicate and an `imp::Epilogue` that consumes the
+//! accumulators (`imp::Bf16Store`: today's bf16 store); the dense kernels and the m-grouped
+//! kernels of [`crate::grouped`] only differ in how they build the job and the epilogue.
 //!
 //! # Measured on the code objects (LLVM 22.1.4; `tests/dense_kernel.rs` re-checks them)
 //!
@@ -91,17 +93,19 @@ pub(crate) mod imp {
     /// `tile::MAX_TENSOR_BYTES`): stores there are dropped.
     const PARKED: u32 = tile::MAX_TENSOR_BYTES as u32;
 
-    /// One output tile of one block-scaled GEMM problem, as buffer resources over that problem's
-    /// operands. Every kernel (dense and m-grouped) reduces its work to this: the grouped kernels
-    /// point the resources at one group's slices and bound them by that group's valid rows.
+    /// One output tile of one block-scaled GEMM problem over a range of its 128-K scale blocks,
+    /// as buffer resources over that problem's operands. Every kernel (dense, m-grouped, split-K)
+    /// reduces its work to this: the grouped kernels point the resources at one group's slices and
+    /// bound them by that group's valid rows; the split-K kernels give each workgroup of a tile
+    /// its own block range `kb0 .. kb0 + nkb`.
     ///
     /// All resources are wave-uniform (built from kernel arguments and workgroup ids). Offsets
     /// inside them are relative to their bases: row `r` of the problem's A is at byte `r·lda` of
-    /// `rs_a`, its scales at `r·⌈k/128⌉·4` of `rs_sfa`, row `j` of B at `j·k` of `rs_b`, block
-    /// row `j/128` of SFB at `(j/128)·⌈k/128⌉·4` of `rs_sfb`, `D[r, j]` at `(r·ldd + j)·2` of
-    /// `rs_d`.
-    /// Rows past the end of a resource read as 0 and their stores are dropped by the hardware's
-    /// range check, which is how tail rows (and a group's masked-out rows) are handled.
+    /// `rs_a`, its scales at `r·ldsf·4` of `rs_sfa`, row `j` of B at `j·ldb` of `rs_b`, block
+    /// row `j/128` of SFB at `(j/128)·ldsf·4` of `rs_sfb`; K block `kb` of a row starts at byte
+    /// `kb·128` of the row (A, B) and at element `kb` of a scale row.
+    /// Rows past the end of a resource read as 0, which is how tail rows (and a group's
+    /// masked-out rows) are handled; the output side is the [`Epilogue`]'s.
     #[derive(Clone, Copy)]
     pub(crate) struct TileJob {
         /// A of the problem (`rows × k` FP8).
@@ -112,20 +116,58 @@ pub(crate) mod imp {
         pub rs_b: BufferResource,
         /// SFB of the problem (`⌈n/128⌉ × ⌈k/128⌉` f32).
         pub rs_sfb: BufferResource,
-        /// D of the problem (`rows × n` bf16).
-        pub rs_d: BufferResource,
         /// Columns of D (rows of B); a multiple of 4.
         pub n: u32,
-        /// Reduction length; a positive multiple of 128.
-        pub k: u32,
         /// Row stride of A in bytes (`≥ k`, a multiple of 16).
         pub lda: u32,
-        /// Row stride of D in elements (`≥ n`, a multiple of 4).
-        pub ldd: u32,
+        /// Row stride of B in bytes (the problem's `k` for the logical layout).
+        pub ldb: u32,
+        /// Row stride of SFA and of SFB in f32 elements (the problem's `⌈k/128⌉`).
+        pub ldsf: u32,
+        /// First 128-K block of this job.
+        pub kb0: u32,
+        /// Number of 128-K blocks of this job (`≥ 1`; `kb0 + nkb ≤ ⌈k/128⌉`).
+        pub nkb: u32,
         /// First row of the tile (a multiple of the tile height).
         pub m0: u32,
         /// First column of the tile (a multiple of the tile width, `< n`).
         pub n0: u32,
+    }
+
+    /// What a tile does with its accumulators once the main loop is done: called once per
+    /// (fragment row, 4-column group) a lane owns, i.e. `FM · FN` times per lane.
+    pub(crate) trait Epilogue {
+        /// Consumes the FP32 accumulators of `D[row, col .. col + 4]` (`col % 4 == 0`),
+        /// **in the promotion domain** (`D · 2^-PROMOTION_EXP`, see [`tile::PROMOTION_EXP`]:
+        /// multiply by [`tile::PROMOTION_UP`] for the value of D). `valid` is false when the
+        /// columns are past `n` or the tile's `keep_row` rejected the row; the epilogue must
+        /// then not store them (rows past the problem's end are the epilogue's own business,
+        /// typically dropped by its resource's range check).
+        fn store(&self, row: u32, col: u32, valid: bool, acc: F32x4);
+    }
+
+    /// The default epilogue: `D[row, col..col+4] = bf16(acc · 2^60)` (round to nearest even),
+    /// one `buffer_store_dwordx2`.
+    #[derive(Clone, Copy)]
+    pub(crate) struct Bf16Store {
+        /// D of the problem (`rows × n` bf16): `D[r, j]` at byte `(r·ldd + j)·2`.
+        pub rs_d: BufferResource,
+        /// Row stride of D in elements (`≥ n`, a multiple of 4).
+        pub ldd: u32,
+    }
+
+    impl Epilogue for Bf16Store {
+        #[inline(always)]
+        fn store(&self, row: u32, col: u32, valid: bool, acc: F32x4) {
+            let voff = if valid { (row * self.ldd + col) * 2 } else { PARKED };
+            let v = acc.to_array();
+            let v = [v[0] * tile::PROMOTION_UP, v[1] * tile::PROMOTION_UP, v[2] * tile::PROMOTION_UP, v[3] * tile::PROMOTION_UP];
+            let data = U32x2([tile::pack_bf16x2(v[0], v[1]), tile::pack_bf16x2(v[2], v[3])]);
+            // SAFETY: rs_d covers the problem's D; rows past it are out of range and dropped,
+            // invalid columns / rows are parked out of range; offsets are 8-byte aligned
+            // (n % 4 == 0, ldd % 4 == 0).
+            unsafe { buffer_store_b64(data, self.rs_d, voff, 0) };
+        }
     }
 
     /// The dense kernels: pick the tile of this workgroup and run it over the whole operands.
@@ -155,32 +197,42 @@ pub(crate) mod imp {
             rs_sfa: BufferResource::new(args.sfa.addr(), m * nkb * 4),
             rs_b: BufferResource::new(args.b.addr(), n * k),
             rs_sfb: BufferResource::new(args.sfb.addr(), n.div_ceil(SCALE_BLOCK_N) * nkb * 4),
-            rs_d: BufferResource::new(args.d.addr(), ((m - 1) * ldd + n) * 2),
             n,
-            k,
             lda,
-            ldd,
+            ldb: k,
+            ldsf: nkb,
+            kb0: 0,
+            nkb,
             m0: tm * bm,
             n0: tn * bn,
         };
-        tile_gemm::<FM, FN>(&job, |_| true);
+        let epi = Bf16Store { rs_d: BufferResource::new(args.d.addr(), ((m - 1) * ldd + n) * 2), ldd };
+        tile_gemm::<FM, FN, _>(&job, |_| true, &epi);
     }
 
     /// The GEMM of one tile of `32·FM × 32·FN` (each of the 2 × 2 waves owns `FM × FN` 16×16
-    /// fragments): load, LDS stage, MFMA, per-128-K promotion, bf16 store — the whole main loop,
-    /// shared by every kernel. The global → LDS copy moves 32 rows of whole 128-K blocks per
-    /// pass (8 work-items × 16 B per row: every load instruction covers 8 full 128-byte lines).
+    /// fragments) over the job's K blocks `kb0 .. kb0 + nkb`: load, LDS stage, MFMA, per-128-K
+    /// promotion, then `epi` — the whole main loop, shared by every kernel. The global → LDS
+    /// copy moves 32 rows of whole 128-K blocks per pass (8 work-items × 16 B per row: every
+    /// load instruction covers 8 full 128-byte lines).
     ///
     /// `keep_row(r)` decides, per row `r` of the problem (`job.m0 ≤ r < job.m0 + 32·FM`), whether
     /// that row of D is stored; it is evaluated once per row before the main loop (so any load it
-    /// issues overlaps the prologue's), and a `false` row is parked out of range. Rows past the
-    /// end of `job.rs_d` are dropped regardless.
+    /// issues overlaps the prologue's), and a `false` row reaches the epilogue with
+    /// `valid = false`.
     #[inline(always)]
-    pub(crate) fn tile_gemm<const FM: usize, const FN: usize>(job: &TileJob, keep_row: impl Fn(u32) -> bool) {
+    pub(crate) fn tile_gemm<const FM: usize, const FN: usize, E: Epilogue>(
+        job: &TileJob,
+        keep_row: impl Fn(u32) -> bool,
+        epi: &E,
+    ) {
         let bm = 32 * FM as u32;
-        let (n, k, m0, n0, lda, ldd) = (job.n, job.k, job.m0, job.n0, job.lda, job.ldd);
-        let nkb = k / SCALE_BLOCK_K;
-        let (rs_a, rs_b, rs_sfa, rs_sfb, rs_d) = (job.rs_a, job.rs_b, job.rs_sfa, job.rs_sfb, job.rs_d);
+        let (n, m0, n0, lda, ldb, ldsf) = (job.n, job.m0, job.n0, job.lda, job.ldb, job.ldsf);
+        let nkb = job.nkb;
+        let (rs_a, rs_b, rs_sfa, rs_sfb) = (job.rs_a, job.rs_b, job.rs_sfa, job.rs_sfb);
+        // Byte offset of the job's first K block inside a row of A / B, and element offset
+        // inside a scale row (both folded into the per-lane offsets once).
+        let (k0, sf0) = (job.kb0 * SCALE_BLOCK_K, job.kb0 * 4);
 
         let tid = workitem_id_x();
         let lane = tid & 63;
@@ -192,10 +244,10 @@ pub(crate) mod imp {
         let mut a_voff = [0u32; FM];
         let mut b_voff = [0u32; FN];
         for p in 0..FM {
-            a_voff[p] = (m0 + 32 * p as u32 + copy_row) * lda + 16 * copy_chunk;
+            a_voff[p] = (m0 + 32 * p as u32 + copy_row) * lda + k0 + 16 * copy_chunk;
         }
         for p in 0..FN {
-            b_voff[p] = (n0 + 32 * p as u32 + copy_row) * k + 16 * copy_chunk;
+            b_voff[p] = (n0 + 32 * p as u32 + copy_row) * ldb + k0 + 16 * copy_chunk;
         }
         // Pass offsets (32 rows) leave `row & 7`, hence the swizzle term, unchanged.
         let copy_lds = block_swizzle(copy_row, copy_chunk);
@@ -214,10 +266,10 @@ pub(crate) mod imp {
         let mut sfa_voff = [0u32; FM];
         let mut keep = [true; FM];
         for fm in 0..FM {
-            sfa_voff[fm] = row_of(fm) * nkb * 4;
+            sfa_voff[fm] = row_of(fm) * ldsf * 4 + sf0;
             keep[fm] = keep_row(row_of(fm));
         }
-        let sfb_row = (n0 / SCALE_BLOCK_N) * nkb * 4;
+        let sfb_row = (n0 / SCALE_BLOCK_N) * ldsf * 4 + sf0;
 
         let load = |kofs: u32, ga: &mut [U32x4; FM], gb: &mut [U32x4; FN]| {
             for p in 0..FM {
@@ -325,14 +377,7 @@ pub(crate) mod imp {
             let row = row_of(fm);
             for fnn in 0..FN {
                 let col = n0 + 16 * (wn * FN as u32 + fnn as u32) + 4 * (lane >> 4);
-                let voff = if col < n && keep[fm] { (row * ldd + col) * 2 } else { PARKED };
-                let v = acc[fm][fnn].to_array();
-                let v = [v[0] * tile::PROMOTION_UP, v[1] * tile::PROMOTION_UP, v[2] * tile::PROMOTION_UP, v[3] * tile::PROMOTION_UP];
-                let data = U32x2([tile::pack_bf16x2(v[0], v[1]), tile::pack_bf16x2(v[2], v[3])]);
-                // SAFETY: rs_d covers the problem's D; rows past it are out of range and
-                // dropped, columns ≥ n and rows the caller does not keep are parked out of
-                // range; offsets are 8-byte aligned (n % 4 == 0).
-                unsafe { buffer_store_b64(data, rs_d, voff, 0) };
+                epi.store(row, col, col < n && keep[fm], acc[fm][fnn]);
             }
         }
     }

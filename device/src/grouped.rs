@@ -48,7 +48,7 @@ mod imp {
     use core::num::NonZeroU32;
 
     use crate::args::{MGroupedContiguousArgs, MGroupedMaskedArgs};
-    use crate::dense::imp::{tile_gemm, TileJob};
+    use crate::dense::imp::{tile_gemm, Bf16Store, TileJob};
     use crate::intrinsics::*;
     use crate::tile::{self, NUM_XCDS, SCALE_BLOCK_K, SCALE_BLOCK_N};
 
@@ -88,20 +88,22 @@ mod imp {
             rs_sfa: BufferResource::new(args.sfa.addr(), m * nkb * 4),
             rs_b: BufferResource::new(args.b.addr() + g * u64::from(b_bytes), b_bytes),
             rs_sfb: BufferResource::new(args.sfb.addr() + g * u64::from(sfb_bytes), sfb_bytes),
-            rs_d: BufferResource::new(args.d.addr(), m * n * 2),
             n,
-            k,
             lda: k,
-            ldd: n,
+            ldb: k,
+            ldsf: nkb,
+            kb0: 0,
+            nkb,
             m0,
             n0,
         };
+        let epi = Bf16Store { rs_d: BufferResource::new(args.d.addr(), m * n * 2), ldd: n };
         let g = g as i32;
-        tile_gemm::<FM, FN>(&job, |row| {
+        tile_gemm::<FM, FN, _>(&job, |row| {
             // SAFETY: rs_idx as above; rows ≥ m_sum read 0, and their stores fall outside D's
             // resource anyway.
             unsafe { buffer_load_i32(rs_idx, row * 4, 0) == g }
-        });
+        }, &epi);
     }
 
     /// Masked layout: one `32·FM × 32·FN` tile of `D[g]` of one group, rows below `masked_m[g]`.
@@ -144,15 +146,17 @@ mod imp {
             rs_sfa: BufferResource::new(args.sfa.addr() + a_rows * u64::from(nkb * 4), rows * nkb * 4),
             rs_b: BufferResource::new(args.b.addr() + g * u64::from(b_bytes), b_bytes),
             rs_sfb: BufferResource::new(args.sfb.addr() + g * u64::from(sfb_bytes), sfb_bytes),
-            rs_d: BufferResource::new(args.d.addr() + a_rows * u64::from(n * 2), rows * n * 2),
             n,
-            k,
             lda: k,
-            ldd: n,
+            ldb: k,
+            ldsf: nkb,
+            kb0: 0,
+            nkb,
             m0,
             n0,
         };
-        tile_gemm::<FM, FN>(&job, |_| true);
+        let epi = Bf16Store { rs_d: BufferResource::new(args.d.addr() + a_rows * u64::from(n * 2), rows * n * 2), ldd: n };
+        tile_gemm::<FM, FN, _>(&job, |_| true, &epi);
     }
 }
 
