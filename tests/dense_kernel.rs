@@ -232,10 +232,14 @@ fn dense_kernels_handle_n_not_a_multiple_of_16() {
 
 #[test]
 fn dense_kernels_long_k() {
-    // 16 scale blocks: many trips through the double-buffered pipeline.
+    // 16 scale blocks: many trips through the pipeline and 4 loads of 4 blocks' scales each;
+    // 5 and 7 blocks: the last scale load covers blocks past the end of K (the next row's scales,
+    // out of range on the last row), which the kernel must not use.
     let co = code_object();
     for tile in DENSE_TILES {
         check(&co, tile, 70, 256, 2048);
+        check(&co, tile, 70, 192, 640);
+        check(&co, tile, 129, 128, 896);
     }
 }
 

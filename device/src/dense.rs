@@ -87,6 +87,8 @@ pub(crate) mod imp {
 
     /// Bytes of one LDS row: one whole 128-K scale block of FP8.
     const ROW: u32 = SCALE_BLOCK_K;
+    /// Scale blocks whose SFA/SFB one load covers (one per lane group of 16 lanes).
+    const SF_BLOCKS: u32 = 4;
 
 
     /// Buffer offset that is out of range of every resource (all tensors are smaller than
@@ -263,13 +265,18 @@ pub(crate) mod imp {
         // in the epilogue rather than kept live across the loop: holding them makes LLVM
         // rematerialize the SFA offsets inside the loop instead.)
         let row_of = |fm: usize| m0 + 16 * (wm * FM as u32 + fm as u32) + (lane & 15);
+        // Scales of 4 blocks per load: lane group g = l >> 4 reads block kb + g of its rows (one
+        // 16-byte piece of each row's scale line instead of one dword per block), and each block
+        // takes its scales from lane group kb & 3 with a lane permute.
+        let grp = lane >> 4;
         let mut sfa_voff = [0u32; FM];
         let mut keep = [true; FM];
         for fm in 0..FM {
-            sfa_voff[fm] = row_of(fm) * ldsf * 4 + sf0;
+            sfa_voff[fm] = row_of(fm) * ldsf * 4 + sf0 + 4 * grp;
             keep[fm] = keep_row(row_of(fm));
         }
-        let sfb_row = (n0 / SCALE_BLOCK_N) * ldsf * 4 + sf0;
+        let sfb_voff = (n0 / SCALE_BLOCK_N) * ldsf * 4 + sf0 + 4 * grp;
+        let sf_src = 4 * (lane & 15);
 
         let load = |kofs: u32, ga: &mut [U32x4; FM], gb: &mut [U32x4; FN]| {
             for p in 0..FM {
@@ -323,6 +330,8 @@ pub(crate) mod imp {
         let mut part = [[F32x4::zero(); FN]; FM];
         let mut ga = [U32x4([0; 4]); FM];
         let mut gb = [U32x4([0; 4]); FN];
+        let mut sfa_raw = [0f32; FM];
+        let mut sfb_raw = 0f32;
 
         // Prologue: block 0 into LDS.
         load(0, &mut ga, &mut gb);
@@ -336,26 +345,35 @@ pub(crate) mod imp {
             if more {
                 load((kb + 1) * SCALE_BLOCK_K, &mut ga, &mut gb);
             }
-            let mut sfa = [0f32; FM];
-            for fm in 0..FM {
-                // SAFETY: rs_sfa covers the problem's SFA; rows past it read 0.
-                sfa[fm] = unsafe { buffer_load_f32(rs_sfa, sfa_voff[fm], kb * 4) };
+            if kb % SF_BLOCKS == 0 {
+                for fm in 0..FM {
+                    // SAFETY: rs_sfa covers the problem's SFA; the whole offset is in voffset, so
+                    // the hardware's range check reads 0 for rows past the end and, on the last
+                    // row, for blocks past its end (lane groups past a row's last block read the
+                    // next row's scales, which are in range and unused).
+                    sfa_raw[fm] = unsafe { buffer_load_f32(rs_sfa, sfa_voff[fm] + kb * 4, 0) };
+                }
+                // A vector load rather than `s_buffer_load`: LLVM treats the scalar load as
+                // free of memory effects and sinks it to its use at the end of the block,
+                // exposing its latency; this one is issued with the SFA loads.
+                // SAFETY: rs_sfb covers the problem's SFB; offsets past its end read 0.
+                sfb_raw = unsafe { buffer_load_f32(rs_sfb, sfb_voff + kb * 4, 0) };
             }
-            // A vector load (the same address in every lane) rather than `s_buffer_load`: LLVM
-            // treats the scalar load as free of memory effects and sinks it to its use at the
-            // end of the block, exposing its latency; this one is issued with the SFA loads.
-            // SAFETY: rs_sfb covers the problem's SFB; the offset is inside it (n0 < n).
-            let sfb = unsafe { buffer_load_f32(rs_sfb, sfb_row, kb * 4) };
             // Issue the loads first: they have the longest latency.
             sched_fence();
 
             compute(0, &mut part);
             compute(1, &mut part);
+            // The scale permutes wait for the scale loads (and, vmcnt being in order, for the
+            // next block's operand loads issued before them): keep them behind the MFMAs.
+            sched_fence();
             // Promotion in the 2^-60 domain (tile::PROMOTION_EXP): exact power-of-two scaling
             // that keeps SFA·SFB finite up to 2^188 (one v_mul per block).
-            let sfb = sfb * tile::PROMOTION_DOWN;
+            let j = kb % SF_BLOCKS;
+            let sfb = f32::from_bits(readlane_dyn(sfb_raw.to_bits(), 16 * j)) * tile::PROMOTION_DOWN;
             for fm in 0..FM {
-                let s = sfa[fm] * sfb;
+                let sfa = f32::from_bits(ds_bpermute(sf_src + 64 * j, sfa_raw[fm].to_bits()));
+                let s = sfa * sfb;
                 for fnn in 0..FN {
                     acc[fm][fnn] = part[fm][fnn].fma_splat(s, acc[fm][fnn]);
                 }

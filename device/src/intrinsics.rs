@@ -193,6 +193,8 @@ unsafe extern "unadjusted" {
     fn s_buffer_load_i32_raw(rsrc: I32x4, offset: i32, aux: i32) -> i32;
     #[link_name = "llvm.amdgcn.raw.buffer.load.i32"]
     fn raw_buffer_load_i32(rsrc: I32x4, voffset: i32, soffset: i32, aux: i32) -> i32;
+    #[link_name = "llvm.amdgcn.ds.bpermute"]
+    fn ds_bpermute_raw(index: i32, src: i32) -> i32;
     #[link_name = "llvm.amdgcn.s.waitcnt"]
     fn s_waitcnt_raw(imm: i32);
     #[link_name = "llvm.amdgcn.s.setprio"]
@@ -235,6 +237,24 @@ pub fn readlane<const LANE: u32>(v: u32) -> u32 {
     const { assert!(LANE < 64) };
     // SAFETY: LANE is a compile-time constant below 64 (asserted above), so it is uniform.
     unsafe { core::arch::amdgpu::readlane_u32(v, LANE) }
+}
+
+/// The value of `v` in lane `lane & 63` of the wave (`v_readlane_b32` with an SGPR lane
+/// select), wave-uniform. `lane` must be wave-uniform (it is read from the first active lane).
+#[inline(always)]
+pub fn readlane_dyn(v: u32, lane: u32) -> u32 {
+    let lane = readfirstlane_u32(lane) & 63;
+    // SAFETY: `lane` is wave-uniform (readfirstlane) and below 64.
+    unsafe { core::arch::amdgpu::readlane_u32(v, lane) }
+}
+
+/// `ds_bpermute_b32`: lane `l` receives `v` of lane `(src_byte >> 2) & 63`, where `src_byte` is
+/// lane `l`'s own argument (a byte address: 4 · source lane). Uses the LDS crossbar, not LDS
+/// memory (no allocation, no bank access); ordered by lgkmcnt like an LDS read.
+#[inline(always)]
+pub fn ds_bpermute(src_byte: u32, v: u32) -> u32 {
+    // SAFETY: a register-to-register lane permute; every index selects some lane of the wave.
+    unsafe { ds_bpermute_raw(src_byte as i32, v as i32) as u32 }
 }
 
 /// `buffer_load_dwordx4 … offen`: 16 bytes at `voffset + soffset` of `rsrc`; 0 when `voffset`
