@@ -317,8 +317,10 @@ fn dense_kernels_meet_the_resource_goals() {
             let body = main_loop(&co, tile.name);
             let mfma: Vec<_> = body.iter().filter(|i| amdgpu_emu::decode::is_mai(i.op)).collect();
             assert!(mfma.iter().all(|i| i.op.name() == "v_mfma_f32_16x16x32_fp8_fp8"), "{what}");
+            // The loop runs prefetch_depth() blocks per trip (unrolled so the register sets of
+            // the operand prefetch never move).
             let per_block = 4 * (tile.block_m / 32) * (tile.block_n / 32);
-            assert_eq!(mfma.len() as u32, per_block, "{what}: MFMAs per main-loop iteration");
+            assert_eq!(mfma.len() as u32, per_block * tile.prefetch_depth(), "{what}: MFMAs per main-loop iteration");
             // LDS banks repeat every 128 bytes: the bank-conflict analysis of tile.rs (done on the
             // lane-dependent swizzled address) holds for the binary if every immediate offset
             // the loop adds is a multiple of 128.

@@ -174,7 +174,7 @@ pub(crate) mod imp {
 
     /// The dense kernels: pick the tile of this workgroup and run it over the whole operands.
     #[inline(always)]
-    pub fn gemm<const FM: usize, const FN: usize>(args: DenseGemmArgs) {
+    pub fn gemm<const FM: usize, const FN: usize, const DEPTH: u32>(args: DenseGemmArgs) {
         let bm = 32 * FM as u32;
         let bn = 32 * FN as u32;
         let (m, n, k, lda, ldd) = (args.m, args.n, args.k, args.lda, args.ldd);
@@ -209,7 +209,7 @@ pub(crate) mod imp {
             n0: tn * bn,
         };
         let epi = Bf16Store { rs_d: BufferResource::new(args.d.addr(), ((m - 1) * ldd + n) * 2), ldd };
-        tile_gemm::<FM, FN, _>(&job, |_| true, &epi);
+        tile_gemm::<FM, FN, DEPTH, _>(&job, |_| true, &epi);
     }
 
     /// The GEMM of one tile of `32·FM × 32·FN` (each of the 2 × 2 waves owns `FM × FN` 16×16
@@ -223,7 +223,7 @@ pub(crate) mod imp {
     /// issues overlaps the prologue's), and a `false` row reaches the epilogue with
     /// `valid = false`.
     #[inline(always)]
-    pub(crate) fn tile_gemm<const FM: usize, const FN: usize, E: Epilogue>(
+    pub(crate) fn tile_gemm<const FM: usize, const FN: usize, const DEPTH: u32, E: Epilogue>(
         job: &TileJob,
         keep_row: impl Fn(u32) -> bool,
         epi: &E,
@@ -328,23 +328,15 @@ pub(crate) mod imp {
 
         let mut acc = [[F32x4::zero(); FN]; FM];
         let mut part = [[F32x4::zero(); FN]; FM];
-        let mut ga = [U32x4([0; 4]); FM];
-        let mut gb = [U32x4([0; 4]); FN];
         let mut sfa_raw = [0f32; FM];
         let mut sfb_raw = 0f32;
 
-        // Prologue: block 0 into LDS.
-        load(0, &mut ga, &mut gb);
-        store(&ga, &gb);
-        lds_barrier();
-
-        let mut kb = 0;
-        while kb < nkb {
-            let more = kb + 1 < nkb;
-            // Next block: global → registers while this one is consumed from LDS.
-            if more {
-                load((kb + 1) * SCALE_BLOCK_K, &mut ga, &mut gb);
-            }
+        // One 128-K block `kb` held in LDS: scale loads (every SF_BLOCKS blocks), then the
+        // operand loads of block `kb + DEPTH` into `next` (after the scale loads: vmcnt retires
+        // in order, so the promotion's wait for the scales does not wait for them), MFMAs,
+        // promotion, and the hand-off of block `kb + 1` (`ready`, loaded DEPTH − 1 blocks ago
+        // — or `next` itself when DEPTH = 1) into LDS.
+        let mut step = |kb: u32, ready: &mut ([U32x4; FM], [U32x4; FN]), next: &mut ([U32x4; FM], [U32x4; FN])| {
             if kb % SF_BLOCKS == 0 {
                 for fm in 0..FM {
                     // SAFETY: rs_sfa covers the problem's SFA; the whole offset is in voffset, so
@@ -359,13 +351,15 @@ pub(crate) mod imp {
                 // SAFETY: rs_sfb covers the problem's SFB; offsets past its end read 0.
                 sfb_raw = unsafe { buffer_load_f32(rs_sfb, sfb_voff + kb * 4, 0) };
             }
+            if kb + DEPTH < nkb {
+                load((kb + DEPTH) * SCALE_BLOCK_K, &mut next.0, &mut next.1);
+            }
             // Issue the loads first: they have the longest latency.
             sched_fence();
 
             compute(0, &mut part);
             compute(1, &mut part);
-            // The scale permutes wait for the scale loads (and, vmcnt being in order, for the
-            // next block's operand loads issued before them): keep them behind the MFMAs.
+            // The scale permutes wait for the scale loads: keep them behind the MFMAs.
             sched_fence();
             // Promotion in the 2^-60 domain (tile::PROMOTION_EXP): exact power-of-two scaling
             // that keeps SFA·SFB finite up to 2^188 (one v_mul per block).
@@ -381,11 +375,38 @@ pub(crate) mod imp {
             // Keep the LDS stores (which wait for the global loads) behind the MFMAs, so the
             // loads' latency is covered by this block's math.
             sched_fence();
-            if more {
+            if kb + 1 < nkb {
                 // Every wave is done reading the block before anyone overwrites it.
                 lds_barrier();
-                store(&ga, &gb);
+                let r = if DEPTH == 1 { &*next } else { &*ready };
+                store(&r.0, &r.1);
                 lds_barrier();
+            }
+        };
+
+        let zero = || ([U32x4([0; 4]); FM], [U32x4([0; 4]); FN]);
+        let (mut set0, mut set1) = (zero(), zero());
+        // Prologue: block 0 into LDS; with DEPTH = 2, block 1 into registers.
+        load(0, &mut set0.0, &mut set0.1);
+        store(&set0.0, &set0.1);
+        lds_barrier();
+        if DEPTH == 2 && nkb > 1 {
+            load(SCALE_BLOCK_K, &mut set1.0, &mut set1.1);
+        }
+
+        // DEPTH = 2: set1 holds block kb + 1 at even kb, set0 at odd kb (two steps per trip so
+        // the register sets never move). DEPTH = 1: set0 only.
+        let mut kb = 0;
+        while kb < nkb {
+            if DEPTH == 1 {
+                step(kb, &mut set1, &mut set0);
+            } else {
+                step(kb, &mut set1, &mut set0);
+                kb += 1;
+                if kb >= nkb {
+                    break;
+                }
+                step(kb, &mut set0, &mut set1);
             }
             kb += 1;
         }
@@ -404,19 +425,19 @@ pub(crate) mod imp {
 /// 64 × 64 tile (each wave 32 × 32): small M, or many workgroups for a small problem.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_bm64_bn64(args: DenseGemmArgs) {
-    imp::gemm::<2, 2>(args)
+    imp::gemm::<2, 2, { crate::tile::BM64_BN64.prefetch_depth() }>(args)
 }
 
 /// 64 × 128 tile (each wave 32 × 64): small and medium M.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_bm64_bn128(args: DenseGemmArgs) {
-    imp::gemm::<2, 4>(args)
+    imp::gemm::<2, 4, { crate::tile::BM64_BN128.prefetch_depth() }>(args)
 }
 
 /// 128 × 128 tile (each wave 64 × 64): large M.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_bm128_bn128(args: DenseGemmArgs) {
-    imp::gemm::<4, 4>(args)
+    imp::gemm::<4, 4, { crate::tile::BM128_BN128.prefetch_depth() }>(args)
 }
 
 #[cfg(test)]

@@ -54,7 +54,7 @@ mod imp {
 
     /// Contiguous layout: one `32·FM × 32·FN` tile of `D[m_sum, n]` with the group of its block.
     #[inline(always)]
-    pub fn contiguous<const FM: usize, const FN: usize>(args: MGroupedContiguousArgs) {
+    pub fn contiguous<const FM: usize, const FN: usize, const DEPTH: u32>(args: MGroupedContiguousArgs) {
         let bm = 32 * FM as u32;
         let bn = 32 * FN as u32;
         let (m, n, k, groups) = (args.m_sum, args.n, args.k, args.groups);
@@ -99,7 +99,7 @@ mod imp {
         };
         let epi = Bf16Store { rs_d: BufferResource::new(args.d.addr(), m * n * 2), ldd: n };
         let g = g as i32;
-        tile_gemm::<FM, FN, _>(&job, |row| {
+        tile_gemm::<FM, FN, DEPTH, _>(&job, |row| {
             // SAFETY: rs_idx as above; rows ≥ m_sum read 0, and their stores fall outside D's
             // resource anyway.
             unsafe { buffer_load_i32(rs_idx, row * 4, 0) == g }
@@ -108,7 +108,7 @@ mod imp {
 
     /// Masked layout: one `32·FM × 32·FN` tile of `D[g]` of one group, rows below `masked_m[g]`.
     #[inline(always)]
-    pub fn masked<const FM: usize, const FN: usize>(args: MGroupedMaskedArgs) {
+    pub fn masked<const FM: usize, const FN: usize, const DEPTH: u32>(args: MGroupedMaskedArgs) {
         let bm = 32 * FM as u32;
         let bn = 32 * FN as u32;
         let (m_max, n, k, groups) = (args.m_max, args.n, args.k, args.groups);
@@ -156,44 +156,44 @@ mod imp {
             n0,
         };
         let epi = Bf16Store { rs_d: BufferResource::new(args.d.addr() + a_rows * u64::from(n * 2), rows * n * 2), ldd: n };
-        tile_gemm::<FM, FN, _>(&job, |_| true, &epi);
+        tile_gemm::<FM, FN, DEPTH, _>(&job, |_| true, &epi);
     }
 }
 
 /// Contiguous layout, 64 × 64 tiles: few rows per expert, or a small problem.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn m_grouped_fp8_gemm_nt_contiguous_bm64_bn64(args: MGroupedContiguousArgs) {
-    imp::contiguous::<2, 2>(args)
+    imp::contiguous::<2, 2, { crate::tile::CONTIGUOUS_TILES[0].prefetch_depth() }>(args)
 }
 
 /// Contiguous layout, 64 × 128 tiles.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn m_grouped_fp8_gemm_nt_contiguous_bm64_bn128(args: MGroupedContiguousArgs) {
-    imp::contiguous::<2, 4>(args)
+    imp::contiguous::<2, 4, { crate::tile::CONTIGUOUS_TILES[1].prefetch_depth() }>(args)
 }
 
 /// Contiguous layout, 128 × 128 tiles: many rows (prefill).
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn m_grouped_fp8_gemm_nt_contiguous_bm128_bn128(args: MGroupedContiguousArgs) {
-    imp::contiguous::<4, 4>(args)
+    imp::contiguous::<4, 4, { crate::tile::CONTIGUOUS_TILES[2].prefetch_depth() }>(args)
 }
 
 /// Masked layout, 64 × 64 tiles: decode-sized groups.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn m_grouped_fp8_gemm_nt_masked_bm64_bn64(args: MGroupedMaskedArgs) {
-    imp::masked::<2, 2>(args)
+    imp::masked::<2, 2, { crate::tile::MASKED_TILES[0].prefetch_depth() }>(args)
 }
 
 /// Masked layout, 64 × 128 tiles.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn m_grouped_fp8_gemm_nt_masked_bm64_bn128(args: MGroupedMaskedArgs) {
-    imp::masked::<2, 4>(args)
+    imp::masked::<2, 4, { crate::tile::MASKED_TILES[1].prefetch_depth() }>(args)
 }
 
 /// Masked layout, 128 × 128 tiles: large groups.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn m_grouped_fp8_gemm_nt_masked_bm128_bn128(args: MGroupedMaskedArgs) {
-    imp::masked::<4, 4>(args)
+    imp::masked::<4, 4, { crate::tile::MASKED_TILES[2].prefetch_depth() }>(args)
 }
 
 #[cfg(test)]

@@ -122,6 +122,15 @@ impl DenseTile {
     pub const fn lds_bytes(&self) -> u32 {
         lds_bytes(self.block_m, self.block_n)
     }
+    /// How many 128-K blocks ahead the main loop loads operands (`tile_gemm`'s `DEPTH`): 2 for
+    /// the 64 × 64 tile (two register sets, the loop unrolled by 2, so a load has two blocks of
+    /// math to land; measured with the timing model to win at small M), 1 for the larger tiles
+    /// (their second register set would cost occupancy: 128 × 128 needs 276 VGPRs → 1 wave per
+    /// SIMD, and 64 × 128 measured slower). The main loop handles `prefetch_depth()` blocks per
+    /// trip.
+    pub const fn prefetch_depth(&self) -> u32 {
+        if self.block_m * self.block_n <= 64 * 64 { 2 } else { 1 }
+    }
     /// Workgroups of the 1-D grid for an `m × n` output.
     pub const fn grid(&self, m: u32, n: u32) -> u32 {
         m.div_ceil(self.block_m) * n.div_ceil(self.block_n)
