@@ -15,26 +15,39 @@
 //!   is 8 MFMAs against 8 promotion `v_pk_fma_f32`, where four 16×16 fragments are 16 MFMAs
 //!   against the same 8. The 16x16 form keeps the MFMA share of issued instructions higher (2:1
 //!   instead of 1:1) and its 4-pass latency keeps the dependent accumulation chains short.
-//! * **Register reuse**: a wave owns `FM × FN` fragments (16×16 each); per 64-K half it reads
-//!   `FM` A fragments and `FN` B fragments once (`ds_read_b128`, two k-steps each) and issues
-//!   `2·FM·FN` MFMAs: each A fragment is used against all `FN` B fragments and vice versa.
-//! * **Pipeline**: K advances in halves of a 128-K scale block. The global loads of the next half
-//!   (`buffer_load_dwordx4`, raw buffer resources whose size bounds each tensor, so rows past `m`
-//!   or `n` read as 0) are issued before the current half's MFMAs and land in registers; after the
-//!   MFMAs they are written to the other LDS stage (double buffering, one barrier per half).
+//! * **Register reuse**: a wave owns `FM × FN` fragments (16×16 each); per 128-K block it reads
+//!   `FM` A fragments and `FN` B fragments twice (`ds_read_b128`, two k-steps each) and issues
+//!   `4·FM·FN` MFMAs: each A fragment is used against all `FN` B fragments and vice versa.
+//! * **Global → LDS copy**: one whole 128-K block per LDS row ([`crate::tile`] has the layout).
+//!   Work-item `t` loads chunk `t & 7` (16 B) of row `t >> 3` (+ 32 rows per pass) with
+//!   `buffer_load_dwordx4`, so every load instruction of a wave covers 8 rows × 128 B = 8 *whole*
+//!   128-byte lines (raw buffer resources whose size bounds each tensor, so rows past `m` or `n`
+//!   read as 0). (Before: 64-K half blocks, 16 half-used lines per instruction — twice the
+//!   texture-path cycles per byte in the timing model, which was the limit.)
+//! * **Pipeline**: one LDS buffer of one block. The operand loads of block `kb + DEPTH` are
+//!   issued at the start of block `kb` into registers (`DEPTH` = [`crate::tile::DenseTile::prefetch_depth`]:
+//!   2 for 64×64 with two register sets and the loop unrolled by 2, 1 for the larger tiles,
+//!   whose second set would cost occupancy); the block's MFMAs run from LDS; then a barrier (all
+//!   waves done reading), the `ds_write_b128` of block `kb + 1` from registers, and a barrier.
+//!   Two workgroups per CU (one for 64×64 … four) overlap each other's barriers and waits.
+//! * **Scales**: one load covers 4 blocks: lane group `g = l >> 4` loads the scale of block
+//!   `kb + g` of its row (SFA, one `buffer_load_dword` per A fragment every 4 blocks: the 16
+//!   rows' lines are touched once per 4 blocks instead of every block) and of the tile's SFB row;
+//!   block `kb` takes its SFA from lane group `kb & 3` with a `ds_bpermute_b32` per fragment and
+//!   its SFB with one `v_readlane_b32`. The scale loads are issued *before* the operand prefetch
+//!   (vector memory retires in order, so waiting for the scales does not wait for the prefetch).
+//!   The whole offset is in `voffset`, so the range check reads 0 past the end of SFA/SFB (a
+//!   lane group past a row's last block reads the next row's scales, which are never used).
 //! * **Promotion**: each 128-K block accumulates into zeroed partial accumulators (the first MFMA
-//!   of a block takes the inline constant 0 as C); after its second half
+//!   of a block takes the inline constant 0 as C); after the block
 //!   `acc += partial · (SFA[row,kb] · (SFB[n0/128,kb] · 2^-60))` with `v_pk_fma_f32`, and the
 //!   epilogue multiplies by `2^60` ([`crate::tile::PROMOTION_EXP`]): exact power-of-two scaling
 //!   (results bit-identical to the unscaled form wherever that stays finite and normal) that
 //!   lets `SFA · SFB` reach `2^188` instead of overflowing at `2^128` — inputs of ±4.5e21 on both
 //!   sides used to make it `inf` and return inf/NaN where the exact result is representable.
 //!   The supported scale range is [`crate::tile::MIN_SCALE`] (the host rejects other host-side
-//!   scales). Cost: one `v_mul_f32` per block (hidden in an `s_nop` slot on gfx942 bm64_bn64)
-//!   and one multiply per output value. SFB is wave-uniform
-//!   (a tile never straddles a 128-column scale block: `BN ≤ 128` divides 128): one
-//!   `buffer_load_dword` of the same address in every lane; SFA is one `buffer_load_dword` per A
-//!   fragment per block. Both are issued at the start of the block and consumed at its end.
+//!   scales). Cost: one `v_mul_f32` per block and one multiply per output value. SFB is
+//!   wave-uniform (a tile never straddles a 128-column scale block: `BN ≤ 128` divides 128).
 //! * **Epilogue**: round to BF16 (nearest even), `buffer_store_dwordx2`; rows past `m` fall outside
 //!   D's resource and are dropped by the hardware, columns past `n` are parked out of range.
 //!
@@ -50,23 +63,31 @@
 //!
 //! | kernel | VGPR | AGPR | SGPR | spills | scratch | LDS (dynamic) | waves/SIMD (regs) | WGs/CU (LDS) |
 //! |---|---|---|---|---|---|---|---|---|
-//! | `fp8_gemm_nt_bm64_bn64`   |  76 | 0 | 40 | 0 | 0 | 16 KiB | 6 | 4 |
-//! | `fp8_gemm_nt_bm64_bn128`  | 124 | 0 | 42 | 0 | 0 | 24 KiB | 4 | 2 |
-//! | `fp8_gemm_nt_bm128_bn128` | 222 | 0 | 42 | 0 | 0 | 32 KiB | 2 | 2 |
+//! | `fp8_gemm_nt_bm64_bn64`   | 106 | 0 | 44 | 0 | 0 | 16 KiB | 4 | 4 |
+//! | `fp8_gemm_nt_bm64_bn128`  | 134 | 0 | 47 | 0 | 0 | 24 KiB | 3 | 2 |
+//! | `fp8_gemm_nt_bm128_bn128` | 220 | 0 | 47 | 0 | 0 | 32 KiB | 2 | 2 |
 //!
 //! `agprs = false`: with AccVGPRs allowed LLVM keeps the partial sums in AGPRs and copies them out
-//! with `v_accvgpr_read` for every promotion (measured: bm128_bn128 224 VGPR + 92 AGPR = 1
-//! wave/SIMD; bm64_bn128 128 + 44; bm64_bn64 76 + 24), so the kernels use arch VGPRs only.
+//! with `v_accvgpr_read` for every promotion (measured on the previous loop: bm128_bn128 224 VGPR
+//! + 92 AGPR = 1 wave/SIMD; bm64_bn128 128 + 44; bm64_bn64 76 + 24), so the kernels use arch
+//! VGPRs only. With prefetch depth 2, bm128_bn128 needs 276 VGPRs (1 wave/SIMD, modelled 23 %
+//! slower), hence depth 1 there.
 //!
-//! Steady-state main loop, one 128-K block per wave (gfx942 objdump, loop head to back edge):
+//! Main loop (gfx942 objdump, earliest back-branch target to the last back edge: one trip =
+//! `prefetch_depth` blocks, including the every-4th-block scale-load path), as counted by
+//! `tests/dense_kernel.rs` `grouped_kernels_share_the_dense_main_loop`:
 //!
-//! | kernel | instructions | MFMA | `v_pk_fma_f32` + `v_mul` (promotion) | `ds_read_b128` | `ds_write_b128` | `buffer_load` x4 / x1 | waitcnt | SALU, SMEM, branch, barrier |
+//! | kernel | blocks per trip | instructions | MFMA | VALU (promotion, addresses) | `ds_read_b128` | `ds_write_b128` | buffer loads | waitcnt |
 //! |---|---|---|---|---|---|---|---|---|
-//! | bm64_bn64   |  72 | 16 (22.2%) |  8 + 3 |  8 | 4 | 4 / 3 | 11 | 15 |
-//! | bm64_bn128  | 106 | 32 (30.2%) | 16 + 3 | 12 | 6 | 6 / 3 | 13 | 15 |
-//! | bm128_bn128 | 175 | 64 (36.6%) | 32 + 5 | 16 | 8 | 8 / 5 | 19 | 15 (+ 3 VALU address ops) |
+//! | bm64_bn64   | 2 | 161 | 32 (19.9%) | 33 | 16 | 8 | 11 | 19 |
+//! | bm64_bn128  | 1 | 114 | 32 (28.1%) | 24 | 12 | 6 |  9 | 11 |
+//! | bm128_bn128 | 1 | 183 | 64 (35.0%) | 44 | 16 | 8 | 13 | 16 |
 //!
-//! (Before the `2^-60` promotion scaling: 72, 105, 174; the gfx950 bm64_bn64 loop is 73.)
+//! Timing model (*modelled*, MI300X, `fp8gemm profile`), before → after the full-line copy, the
+//! 4-block scale loads and the load order: 4096×7168×2048 488 → 657 TFLOPS, 4096×2112×7168 317 →
+//! 609, 1024×2048×7168 245 → 390, 128×7168×2048 133 → 195. What limits now: the vmcnt wait for
+//! the prefetch at the end of a block (latency through the CU's texture path, which the timing
+//! model serves in order for all waves of the CU) and the LDS read latency after the barrier.
 //!
 //! Why the MFMA share cannot reach 60% of *issued instructions* with exact FP32 promotion on
 //! gfx942: per 128-K block a 16×16 fragment takes 4 MFMAs (K = 32 each) and its promotion takes 2
@@ -74,7 +95,7 @@
 //! caps the share at 4 / (4 + 2) = 66.7% before a single load, LDS access or barrier is counted
 //! (32x32x16 is worse: 8 MFMAs vs 8 `v_pk_fma_f32` per 32×32 block, a 50% cap). By issue
 //! *cycles* (an MFMA occupies the matrix pipe for 16 cycles, other instructions issue in 4) the
-//! bm128_bn128 loop is 1024 MFMA cycles vs ≈ 450 for the rest, which other waves' MFMAs overlap.
+//! bm128_bn128 loop is 1024 MFMA cycles vs ≈ 480 for the rest, which other waves' MFMAs overlap.
 
 use crate::amdgpu_kernel;
 use crate::args::DenseGemmArgs;

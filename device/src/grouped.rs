@@ -26,17 +26,17 @@
 //!
 //! | kernel | VGPR | AGPR | SGPR | spills | scratch | LDS (dynamic) | waves/SIMD (regs) |
 //! |---|---|---|---|---|---|---|---|
-//! | `m_grouped_fp8_gemm_nt_contiguous_bm64_bn64`   |  78 | 0 | 42 | 0 | 0 | 16 KiB | 6 |
-//! | `m_grouped_fp8_gemm_nt_contiguous_bm64_bn128`  | 126 | 0 | 42 | 0 | 0 | 24 KiB | 4 |
-//! | `m_grouped_fp8_gemm_nt_contiguous_bm128_bn128` | 226 | 0 | 44 | 0 | 0 | 32 KiB | 2 |
-//! | `m_grouped_fp8_gemm_nt_masked_bm64_bn64`       |  76 | 0 | 42 | 0 | 0 | 16 KiB | 6 |
-//! | `m_grouped_fp8_gemm_nt_masked_bm64_bn128`      | 124 | 0 | 42 | 0 | 0 | 24 KiB | 4 |
-//! | `m_grouped_fp8_gemm_nt_masked_bm128_bn128`     | 222 | 0 | 44 | 0 | 0 | 32 KiB | 2 |
+//! | `m_grouped_fp8_gemm_nt_contiguous_bm64_bn64`   | 108 | 0 | 42 | 0 | 0 | 16 KiB | 4 |
+//! | `m_grouped_fp8_gemm_nt_contiguous_bm64_bn128`  | 136 | 0 | 42 | 0 | 0 | 24 KiB | 3 |
+//! | `m_grouped_fp8_gemm_nt_contiguous_bm128_bn128` | 224 | 0 | 42 | 0 | 0 | 32 KiB | 2 |
+//! | `m_grouped_fp8_gemm_nt_masked_bm64_bn64`       | 106 | 0 | 43 | 0 | 0 | 16 KiB | 4 |
+//! | `m_grouped_fp8_gemm_nt_masked_bm64_bn128`      | 134 | 0 | 41 | 0 | 0 | 24 KiB | 3 |
+//! | `m_grouped_fp8_gemm_nt_masked_bm128_bn128`     | 220 | 0 | 41 | 0 | 0 | 32 KiB | 2 |
 //!
-//! The steady-state main loop of every grouped kernel has exactly the instruction mix of the
-//! dense kernel with the same tile (table in [`crate::dense`]; per 128-K block: bm64_bn64 72
-//! instructions, 16 MFMA, 8 `ds_read_b128`, 4 `ds_write_b128`, 7 buffer loads; bm64_bn128 106,
-//! 32, 12, 6, 9; bm128_bn128 175, 64, 16, 8, 13), checked by `grouped_kernels_share_the_dense_main_loop`.
+//! The main loop of every grouped kernel has exactly the instruction mix of the dense kernel
+//! with the same tile (table in [`crate::dense`]; per loop trip: bm64_bn64 (2 blocks) 161
+//! instructions, 32 MFMA, 16 `ds_read_b128`, 8 `ds_write_b128`, 11 buffer loads; bm64_bn128 114,
+//! 32, 12, 6, 9; bm128_bn128 183, 64, 16, 8, 13), checked by `grouped_kernels_share_the_dense_main_loop`.
 //! The per-row store predicate of the contiguous kernels costs `BM/32` `buffer_load_dword`s and
 //! compares per lane before the loop (2 more VGPRs), nothing inside it.
 

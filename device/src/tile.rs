@@ -5,37 +5,43 @@
 //!
 //! A workgroup of [`THREADS`] work-items (4 waves) computes one `BM × BN` tile of `D`; the waves are
 //! arranged `WAVES_M × WAVES_N = 2 × 2`, each owning a `(BM/2) × (BN/2)` sub-tile made of 16×16
-//! MFMA fragments. K is walked in [`STAGE_K`]-byte (= FP8 element) halves of one 128-wide scale
-//! block; each half is staged in LDS (double buffered, [`LDS_STAGES`] stages).
+//! MFMA fragments. K is walked in whole 128-wide scale blocks ([`SCALE_BLOCK_K`]): the dense and
+//! m-grouped kernels hold one block of the A tile (`BM` rows) followed by one block of the B tile
+//! (`BN` rows) in LDS, each row 128 FP8 values = 128 B = eight 16-byte chunks
+//! ([`lds_bytes`]`(BM, BN)` = `(BM + BN) · 128` bytes; the next block is prefetched into
+//! registers, [`DenseTile::prefetch_depth`] blocks ahead). (The K-grouped kernels of
+//! [`crate::kgrouped`] stage [`STAGE_K`]-wide halves of a block in [`LDS_STAGES`] stages of the
+//! same total size, with their own layout.)
 //!
-//! # LDS layout and swizzle (designed for zero bank conflicts)
+//! # LDS layout (designed for zero bank conflicts)
 //!
-//! A stage holds the A tile (`BM` rows) followed by the B tile (`BN` rows); each row holds the 64
-//! FP8 values of one half block = 64 B = four 16-byte chunks. Logical chunk `c` of row `r` sits at
-//! byte `64·r + 16·(c ⊕ ((r >> 1) & 3))` ([`lds_swizzle`]). In units of 16-byte chunks ("quads" of
-//! four 4-byte banks; 32 banks = 8 quads) row `r` occupies quads `4·(r & 1) … +3`, so the quad of
-//! logical chunk `c` of row `r` is `q(r, c) = 4·(r & 1) + (c ⊕ ((r >> 1) & 3))`.
+//! Logical chunk `c` of row `r` sits at physical chunk `(c + rot(r)) mod 8` of the row, with
+//! `rot(r) = (r & 3) + (r & 2)` ∈ {0, 1, 4, 5} ([`block_swizzle`]). A row spans all 32 banks
+//! once (8 chunks × 4 banks), so what matters is which physical chunks a group of lanes touches:
 //!
 //! * **Writes** (`ds_write_b128`, serviced in phases of 8 consecutive lanes): work-item `t` stores
-//!   chunk `t & 3` of row `t >> 2`, so a phase covers rows `2j, 2j+1` × chunks `0..4`; for the even
-//!   row `q = c ⊕ x` is a permutation of `0..4`, for the odd row `4 + (c ⊕ x)` a permutation of
-//!   `4..8`: 8 distinct quads = all 32 banks once. Conflict-free.
+//!   chunk `t & 7` of row `t >> 3` (+ 32 rows per pass), so a phase is one whole row; the rotation
+//!   is a permutation of its chunks: all 32 banks once. Conflict-free.
 //! * **Reads** (`ds_read_b128`, conflict-free iff no two lanes of a group {0-3,20-23}
 //!   {4-7,16-19} {8-11,28-31} {12-15,24-27} (and the same +32) hit the same bank): lane `l` of a
-//!   fragment read takes row `l & 15` (plus a multiple of 16), chunk `l >> 4`. In group {0-3,20-23}
-//!   lanes 0-3 read rows 0-3 chunk 0 → quads {0,4,1,5}; lanes 20-23 read rows 4-7 chunk 1 →
-//!   quads {3,7,2,6}: all 8 distinct. The other groups work out the same way (rows 8-15 repeat the
-//!   pattern of rows 0-7 because only `r & 7` enters `q`); the host test
-//!   `lds_layout_is_bank_conflict_free` checks every group of every fragment read and every write
-//!   phase against this rule.
+//!   fragment read takes row `l & 15` (plus a multiple of 16) and logical chunk
+//!   `2·(l >> 4) + read` ([`frag_chunk`], `read` ∈ {0, 1}). In group {0-3,20-23} lanes 0-3 read
+//!   rows 0-3 at chunk `c` → physical `c + {0,1,4,5}`, lanes 20-23 rows 4-7 at chunk `c + 2` →
+//!   `c + 2 + {0,1,4,5}` = `c + {2,3,6,7}`: all 8 physical chunks, distinct. Rows 4-7 repeat the
+//!   rotations of rows 0-3 and rows 8-15 those of rows 0-7, so every group works out the same
+//!   way. (Any set `{0,1,4,5} + k` works; a rotation rather than an XOR swizzle because on gfx950
+//!   LLVM fuses XOR address math into `v_bitop3_b32`, which the emulator's decoder does not
+//!   know.) The host test `block_lds_layout_is_bank_conflict_free` checks every group of every
+//!   fragment read and every write phase against this rule.
 //!
 //! # K permutation inside a fragment
 //!
 //! One `ds_read_b128` gives a lane 16 consecutive K values of its row: bytes 0-7 feed MFMA k-step
-//! 0 and bytes 8-15 k-step 1 of the half. For MFMA k-step `s ∈ {0,1}` lane group `g = l >> 4`
-//! therefore supplies K offsets `16·g + 8·s … +7` instead of the textbook `8·g + 32·s`. Both
-//! operands use the same permutation and the sum over a 64-K half is order-independent, so the
-//! result is the same dot product.
+//! `2·read` and bytes 8-15 k-step `2·read + 1` of the block. For MFMA k-step `s ∈ 0..4` lane
+//! group `g = l >> 4` therefore supplies K offsets `32·g + 8·s … +7` instead of the textbook
+//! `8·g + 32·s`. Both operands use the same permutation and the sum over a 128-K block is
+//! order-independent, so the result is the same dot product (block by block, so the per-block
+//! promotion is unchanged).
 //!
 //! # Grid order
 //!
@@ -54,9 +60,10 @@ pub const WAVE: u32 = 64;
 pub const SCALE_BLOCK_K: u32 = 128;
 /// N height of a weight-scale block.
 pub const SCALE_BLOCK_N: u32 = 128;
-/// K elements (= bytes, FP8) staged in LDS per pipeline stage: half a scale block.
+/// K elements (= bytes, FP8) staged in LDS per pipeline stage of the K-grouped kernels: half a
+/// scale block.
 pub const STAGE_K: u32 = 64;
-/// Number of LDS stages (double buffering).
+/// Number of LDS stages of the K-grouped kernels (double buffering).
 pub const LDS_STAGES: u32 = 2;
 /// XCDs of an MI300X (gfx942) that workgroups are dealt to round-robin.
 pub const NUM_XCDS: u32 = 8;
@@ -137,7 +144,8 @@ impl DenseTile {
     }
 }
 
-/// LDS bytes of a `bm × bn` tile: [`LDS_STAGES`] stages of `(bm + bn)` rows × [`STAGE_K`] bytes.
+/// LDS bytes of a `bm × bn` tile: `(bm + bn)` rows of one 128-K block (dense and m-grouped
+/// kernels), the same as [`LDS_STAGES`] stages of `(bm + bn)` rows × [`STAGE_K`] bytes (K-grouped).
 pub const fn lds_bytes(bm: u32, bn: u32) -> u32 {
     LDS_STAGES * (bm + bn) * STAGE_K
 }
@@ -197,13 +205,6 @@ pub const fn masked_tile_coords(id: u32, tiles_m: NonZeroU32, per_group: NonZero
     let (tiles_m, per_group) = (tiles_m.get(), per_group.get());
     let local = id % per_group;
     (id / per_group, local % tiles_m, local / tiles_m)
-}
-
-/// LDS byte offset (inside a stage's A or B region) of logical 16-byte chunk `chunk` (0..4) of
-/// row `row` in a [`STAGE_K`]-wide stage (the K-grouped kernels' layout family).
-#[inline(always)]
-pub const fn lds_swizzle(row: u32, chunk: u32) -> u32 {
-    row * STAGE_K + 16 * (chunk ^ ((row >> 1) & 3))
 }
 
 /// LDS byte offset (inside the A or B region of the dense/m-grouped kernels' LDS) of logical
@@ -353,50 +354,6 @@ mod tests {
     }
 
     #[test]
-    fn lds_layout_is_bank_conflict_free() {
-        // Swizzle is a permutation of the chunks of each row.
-        for row in 0..256 {
-            let mut offs: Vec<u32> = (0..4).map(|c| lds_swizzle(row, c)).collect();
-            offs.sort();
-            assert_eq!(offs, [row * 64, row * 64 + 16, row * 64 + 32, row * 64 + 48]);
-        }
-        // ds_read_b128 lane groups.
-        let groups: [[u32; 8]; 4] =
-            [[0, 1, 2, 3, 20, 21, 22, 23], [4, 5, 6, 7, 16, 17, 18, 19], [8, 9, 10, 11, 28, 29, 30, 31], [
-                12, 13, 14, 15, 24, 25, 26, 27,
-            ]];
-        for frag_row0 in (0..256).step_by(16) {
-            for half in [0, 32] {
-                for g in &groups {
-                    let mut used = [false; 32];
-                    for &l in g {
-                        let lane = l + half;
-                        let addr = lds_swizzle(frag_row0 + (lane & 15), lane >> 4);
-                        for b in banks(addr) {
-                            assert!(!used[b as usize], "read conflict: row0 {frag_row0} lane {lane} bank {b}");
-                            used[b as usize] = true;
-                        }
-                    }
-                }
-            }
-        }
-        // ds_write_b128 phases of 8 lanes: work-item t writes chunk t & 3 of row t >> 2 (plus a
-        // multiple of 64 rows per pass).
-        for pass in 0..4 {
-            for phase in 0..(THREADS / 8) {
-                let mut used = [false; 32];
-                for t in phase * 8..phase * 8 + 8 {
-                    let addr = lds_swizzle(pass * 64 + (t >> 2), t & 3);
-                    for b in banks(addr) {
-                        assert!(!used[b as usize], "write conflict: t {t} bank {b}");
-                        used[b as usize] = true;
-                    }
-                }
-            }
-        }
-    }
-
-    #[test]
     fn block_lds_layout_is_bank_conflict_free() {
         // The dense/m-grouped layout: 128-byte rows, chunk c of row r at physical chunk c ⊕ (r & 7).
         for row in 0..512 {
@@ -419,7 +376,7 @@ mod tests {
             }
         }
         assert!(seen.iter().all(|r| r.iter().all(|&x| x)));
-        // ds_read_b128 lane groups (see lds_layout_is_bank_conflict_free).
+        // ds_read_b128 lane groups (module docs).
         let groups: [[u32; 8]; 4] =
             [[0, 1, 2, 3, 20, 21, 22, 23], [4, 5, 6, 7, 16, 17, 18, 19], [8, 9, 10, 11, 28, 29, 30, 31], [
                 12, 13, 14, 15, 24, 25, 26, 27,
