@@ -114,6 +114,56 @@ impl DenseGemmArgs {
 
 const _: () = assert!(core::mem::size_of::<DenseGemmArgs>() == 64);
 
+/// Arguments of the dense split-K FP8 GEMM kernels ([`crate::dense`], symbols
+/// `fp8_gemm_nt_splitk_bm*_bn*`): the product of [`DenseGemmArgs`], with the K blocks of every
+/// output tile divided among `splits` workgroups that reduce through a workspace.
+///
+/// Operands and requirements are those of [`DenseGemmArgs`], plus `1 ≤ splits ≤ k/128` and a
+/// workspace of at least [`crate::tile::splitk_workspace_floats`] f32 whose first
+/// [`crate::tile::splitk_counter_floats`] words (the per-tile arrival counters) are 0 when the
+/// launch starts; the kernel leaves them 0 again when it completes. The grid is 1-D with
+/// `⌈m/BM⌉·⌈n/BN⌉·splits` workgroups (layout of the workspace and the reduction:
+/// [`crate::dense`], "Split-K").
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DenseSplitKArgs {
+    /// A, `m × k` FP8 bytes, rows `lda` bytes apart.
+    pub a: GlobalPtr<u8>,
+    /// B, `n × k` FP8 bytes.
+    pub b: GlobalPtr<u8>,
+    /// SFA, `m × ⌈k/128⌉` f32.
+    pub sfa: GlobalPtr<f32>,
+    /// SFB, `⌈n/128⌉ × ⌈k/128⌉` f32.
+    pub sfb: GlobalPtr<f32>,
+    /// D, `m × n` bf16 (as raw `u16` bits), rows `ldd` elements apart.
+    pub d: GlobalPtr<u16>,
+    /// Workspace: arrival counters (u32) followed by the FP32 partial tiles.
+    pub ws: GlobalPtr<f32>,
+    /// Rows of A and D.
+    pub m: u32,
+    /// Rows of B, columns of D.
+    pub n: u32,
+    /// Reduction length.
+    pub k: u32,
+    /// Row stride of A in bytes (`≥ k`, a multiple of 16).
+    pub lda: u32,
+    /// Row stride of D in elements (`≥ n`, a multiple of 4).
+    pub ldd: u32,
+    /// Workgroups per output tile (`1 ≤ splits ≤ k/128`).
+    pub splits: u32,
+}
+
+impl DenseSplitKArgs {
+    /// The struct's bytes: the kernel's kernarg segment.
+    pub fn as_bytes(&self) -> &[u8] {
+        // SAFETY: repr(C) of six u64 wrappers followed by six u32: no padding (72 bytes,
+        // checked by the const assertion below), every byte initialized; borrows `self`.
+        unsafe { core::slice::from_raw_parts((self as *const Self).cast::<u8>(), core::mem::size_of::<Self>()) }
+    }
+}
+
+const _: () = assert!(core::mem::size_of::<DenseSplitKArgs>() == 72);
+
 /// Arguments of the m-grouped contiguous FP8 GEMM kernels ([`crate::grouped`], symbols
 /// `m_grouped_fp8_gemm_nt_contiguous_bm*_bn*`; MoE prefill): row `i` of `A` is multiplied with
 /// expert `m_indices[i]` of `B`.

@@ -77,11 +77,13 @@
 //! bm128_bn128 loop is 1024 MFMA cycles vs ≈ 450 for the rest, which other waves' MFMAs overlap.
 
 use crate::amdgpu_kernel;
-use crate::args::DenseGemmArgs;
+use crate::args::{DenseGemmArgs, DenseSplitKArgs};
 
 #[cfg(target_arch = "amdgpu")]
 pub(crate) mod imp {
-    use crate::args::DenseGemmArgs;
+    use core::num::NonZeroU32;
+
+    use crate::args::{DenseGemmArgs, DenseSplitKArgs};
     use crate::intrinsics::*;
     use crate::tile::{self, lds_swizzle, stage_offset, NUM_XCDS, SCALE_BLOCK_K, SCALE_BLOCK_N, STAGE_K};
 
@@ -204,6 +206,142 @@ pub(crate) mod imp {
         };
         let epi = Bf16Store { rs_d: BufferResource::new(args.d.addr(), ((m - 1) * ldd + n) * 2), ldd };
         tile_gemm::<FM, FN, _>(&job, |_| true, &epi);
+    }
+
+    /// Split-K epilogue: the tile's FP32 accumulators (promotion domain) to its partial slot in
+    /// the workspace, `bm × bn` f32 row-major from byte `base`, at device scope. Every value is
+    /// stored (also columns past `n` and rows past `m`: the reduction reads the whole slot).
+    #[derive(Clone, Copy)]
+    struct PartialStore {
+        rs_ws: BufferResource,
+        base: u32,
+        m0: u32,
+        n0: u32,
+        bn: u32,
+    }
+
+    impl Epilogue for PartialStore {
+        #[inline(always)]
+        fn store(&self, row: u32, col: u32, _valid: bool, acc: F32x4) {
+            let voff = self.base + ((row - self.m0) * self.bn + (col - self.n0)) * 4;
+            // SAFETY: rs_ws covers the launch's workspace (the host checks its size against
+            // tile::splitk_workspace_floats); the slot of (tile, split) is written only by this
+            // workgroup; offsets are 16-byte aligned (bn, col − n0 multiples of 4, base of 256).
+            unsafe { buffer_store_b128_device(acc.to_bits(), self.rs_ws, voff, 0) };
+        }
+    }
+
+    /// The dense split-K kernels: workgroup → (tile, split); the split's K blocks into the
+    /// tile's partial slot; the last workgroup of a tile to arrive reduces all partial slots in
+    /// split order into bf16 D and re-arms the tile's counter.
+    #[inline(always)]
+    pub fn gemm_splitk<const FM: usize, const FN: usize>(args: DenseSplitKArgs) {
+        let bm = 32 * FM as u32;
+        let bn = 32 * FN as u32;
+        let (m, n, k, lda, ldd) = (args.m, args.n, args.k, args.lda, args.ldd);
+        let nkb = k / SCALE_BLOCK_K;
+        let tiles_m = m.div_ceil(bm);
+        let tiles = tiles_m * n.div_ceil(bn);
+        // Invalid split counts (the host never launches them) do no work; NonZeroU32 removes
+        // the division-by-zero panic paths.
+        let (Some(splits), Some(tiles_m_nz)) = (NonZeroU32::new(args.splits), NonZeroU32::new(tiles_m)) else {
+            return;
+        };
+        if splits.get() > nkb {
+            return;
+        }
+        let grid = tiles * splits.get();
+        let pid = workgroup_id_x();
+        if pid >= grid {
+            return;
+        }
+        // Split fastest: the splits of one tile are neighbouring logical ids, which the XCD
+        // remap keeps on one XCD (one L2) except at the boundaries of its ranges.
+        let id = tile::xcd_remap(pid, grid, NUM_XCDS);
+        let (t, j) = (id / splits, id % splits);
+        let (tm, tn) = (t % tiles_m_nz, t / tiles_m_nz);
+        let (m0, n0) = (tm * bm, tn * bn);
+        let (kb0, count) = tile::split_range(j, splits.get(), nkb);
+
+        let job = TileJob {
+            rs_a: BufferResource::new(args.a.addr(), (m - 1) * lda + k),
+            rs_sfa: BufferResource::new(args.sfa.addr(), m * nkb * 4),
+            rs_b: BufferResource::new(args.b.addr(), n * k),
+            rs_sfb: BufferResource::new(args.sfb.addr(), n.div_ceil(SCALE_BLOCK_N) * nkb * 4),
+            n,
+            lda,
+            ldb: k,
+            ldsf: nkb,
+            kb0,
+            nkb: count,
+            m0,
+            n0,
+        };
+        // Workspace: `counters` u32 arrival counters, then tiles × splits partial slots.
+        let counters = tile::splitk_counter_floats(tiles) as u32;
+        let ws_bytes = tile::splitk_workspace_floats(tiles, splits.get(), bm, bn) as u32 * 4;
+        let rs_ws = BufferResource::new(args.ws.addr(), ws_bytes);
+        let slot = bm * bn * 4;
+        let tile_base = counters * 4 + t * splits.get() * slot;
+        let epi = PartialStore { rs_ws, base: tile_base + j * slot, m0, n0, bn };
+        tile_gemm::<FM, FN, _>(&job, |_| true, &epi);
+
+        // Release: every wave's partial stores have completed at device scope before the
+        // barrier; only then does one work-item count the workgroup in.
+        release_barrier();
+        let tid = workitem_id_x();
+        let counter = args.ws.addr() + u64::from(t) * 4;
+        if tid == 0 {
+            // SAFETY: the counter of tile t lies in the workspace's counter words (t < tiles),
+            // 4-byte aligned, accessed only atomically during the launch.
+            let arrived = unsafe { atomic_add_u32(counter, 1) };
+            // SAFETY: LDS bytes 0..16 are inside every tile's stage 0; all waves finished their
+            // LDS reads before release_barrier, and the next lds_barrier orders the reads below.
+            unsafe { lds_write_b128(0, U32x4([arrived, 0, 0, 0])) };
+        }
+        lds_barrier();
+        // SAFETY: written by work-item 0 before the barrier above.
+        let arrived = readfirstlane_u32(unsafe { lds_read_b128(0) }.to_array()[0]);
+        if arrived + 1 != splits.get() {
+            return;
+        }
+
+        // Acquire: the counter said every other split has stored its partial (their stores
+        // completed at device scope before their increments); device-scope loads read them.
+        // Reduction in fixed split order 0, 1, …, splits − 1 (independent of arrival order, so
+        // the result is deterministic), then ×2^60 and bf16 as the non-split epilogue.
+        let rs_d = BufferResource::new(args.d.addr(), ((m - 1) * ldd + n) * 2);
+        // Pass p covers floats p·1024 .. +1024 of the tile (row-major, bn wide); work-item t
+        // owns floats p·1024 + 4t .. +4: FM·FN passes (bm·bn / 1024), unrolled.
+        const PASS: u32 = tile::THREADS * 4;
+        let mut sum = [[F32x4::zero(); FN]; FM];
+        let mut s = 0;
+        while s < splits.get() {
+            let base = tile_base + s * slot + tid * 16;
+            for fm in 0..FM {
+                for fnn in 0..FN {
+                    let p = (fm * FN + fnn) as u32;
+                    // SAFETY: inside slot s of tile t of the workspace (rs_ws), 16-byte aligned.
+                    let v = unsafe { buffer_load_b128_device(rs_ws, base + p * PASS * 4, 0) }.to_f32x4();
+                    sum[fm][fnn] = if s == 0 { v } else { sum[fm][fnn].add(v) };
+                }
+            }
+            s += 1;
+        }
+        let out = Bf16Store { rs_d, ldd };
+        for fm in 0..FM {
+            for fnn in 0..FN {
+                let f = (fm * FN + fnn) as u32 * PASS + tid * 4;
+                let (row, col) = (m0 + f / bn, n0 + f % bn);
+                out.store(row, col, col < n, sum[fm][fnn]);
+            }
+        }
+        // Re-arm the counter for the next launch that uses this workspace (all `splits`
+        // increments of this launch have happened: this workgroup saw the last one).
+        if tid == 0 {
+            // SAFETY: as for the increment above.
+            unsafe { atomic_store_u32(counter, 0) };
+        }
     }
 
     /// The GEMM of one tile of `32·FM × 32·FN` (each of the 2 × 2 waves owns `FM × FN` 16×16
@@ -401,6 +539,24 @@ pub fn fp8_gemm_nt_bm128_bn128(args: DenseGemmArgs) {
     imp::gemm::<4, 4>(args)
 }
 
+/// Split-K, 64 × 64 tiles: small M with long K (decode).
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn fp8_gemm_nt_splitk_bm64_bn64(args: DenseSplitKArgs) {
+    imp::gemm_splitk::<2, 2>(args)
+}
+
+/// Split-K, 64 × 128 tiles.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn fp8_gemm_nt_splitk_bm64_bn128(args: DenseSplitKArgs) {
+    imp::gemm_splitk::<2, 4>(args)
+}
+
+/// Split-K, 128 × 128 tiles.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn fp8_gemm_nt_splitk_bm128_bn128(args: DenseSplitKArgs) {
+    imp::gemm_splitk::<4, 4>(args)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -410,6 +566,11 @@ mod tests {
     fn specs_match_the_tile_table() {
         let specs = [FP8_GEMM_NT_BM64_BN64, FP8_GEMM_NT_BM64_BN128, FP8_GEMM_NT_BM128_BN128];
         for (spec, tile) in specs.iter().zip(DENSE_TILES) {
+            assert_eq!(spec.name, tile.name);
+            assert_eq!(spec.workgroup_size, crate::tile::THREADS);
+        }
+        let split = [FP8_GEMM_NT_SPLITK_BM64_BN64, FP8_GEMM_NT_SPLITK_BM64_BN128, FP8_GEMM_NT_SPLITK_BM128_BN128];
+        for (spec, tile) in split.iter().zip(crate::tile::DENSE_SPLITK_TILES) {
             assert_eq!(spec.name, tile.name);
             assert_eq!(spec.workgroup_size, crate::tile::THREADS);
         }

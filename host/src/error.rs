@@ -93,6 +93,17 @@ pub enum Error {
         /// The value.
         value: f32,
     },
+    /// The workspace of a launch that splits K is too small for its configuration (see
+    /// [`crate::workspace`]).
+    #[error("argument `{arg}`: expected a workspace of at least {needed} f32 for this GEMM's configuration, got {available}")]
+    Workspace {
+        /// Which workspace (`workspace`, or the stream's).
+        arg: &'static str,
+        /// FP32 elements the configuration needs.
+        needed: u64,
+        /// FP32 elements available.
+        available: u64,
+    },
     /// A problem size the kernels do not support.
     #[error("unsupported problem: {0}")]
     Unsupported(String),

@@ -258,7 +258,7 @@ pub fn m_grouped_fp8_gemm_nt_contiguous<'a, F: Fp8Format>(
         });
     }
     if m_sum == 0 || n == 0 || groups == 0 {
-        return Ok(GemmRun { config: None });
+        return Ok(GemmRun { config: None, workspace_limit: None });
     }
     check_nk(n, k)?;
     let too_big = |what: &str| Error::Unsupported(format!("{what}: dimensions must fit in 32 bits"));
@@ -292,7 +292,7 @@ pub fn m_grouped_fp8_gemm_nt_contiguous<'a, F: Fp8Format>(
     // checked above), D m_sum·n bf16 and m_indices m_sum i32 (checked above); the kernel bounds
     // every access by these extents whatever m_indices holds. `d` is borrowed mutably.
     unsafe { stream.launch(spec, [cfg.grid, 1, 1], cfg.lds_bytes, &args)? };
-    Ok(GemmRun { config: Some(cfg) })
+    Ok(GemmRun { config: Some(cfg), workspace_limit: None })
 }
 
 /// M-grouped masked `D[g] = A[g] · B[g]ᵀ` for the first `masked_m[g]` rows of every group, with
@@ -322,7 +322,7 @@ pub fn m_grouped_fp8_gemm_nt_masked<'a, F: Fp8Format>(
     check_len("masked_m", format!("G = {groups} (groups of b)"), groups, masked_m.len())?;
     if groups == 0 {
         check_len("a", "G · m_max rows with G = 0".into(), 0, rows)?;
-        return Ok(GemmRun { config: None });
+        return Ok(GemmRun { config: None, workspace_limit: None });
     }
     if !rows.is_multiple_of(groups) {
         return Err(Error::Shape {
@@ -333,7 +333,7 @@ pub fn m_grouped_fp8_gemm_nt_masked<'a, F: Fp8Format>(
     }
     let m_max = rows / groups;
     if m_max == 0 || n == 0 {
-        return Ok(GemmRun { config: None });
+        return Ok(GemmRun { config: None, workspace_limit: None });
     }
     check_nk(n, k)?;
     let too_big = |what: &str| Error::Unsupported(format!("{what}: dimensions must fit in 32 bits"));
@@ -369,7 +369,7 @@ pub fn m_grouped_fp8_gemm_nt_masked<'a, F: Fp8Format>(
     // G·m_max·n bf16 and masked_m G i32 (checked above); the kernel clamps every masked_m entry
     // to 0..=m_max, so its accesses stay inside these extents. `d` is borrowed mutably.
     unsafe { stream.launch(spec, [cfg.grid, 1, 1], cfg.lds_bytes, &args)? };
-    Ok(GemmRun { config: Some(cfg) })
+    Ok(GemmRun { config: Some(cfg), workspace_limit: None })
 }
 
 #[cfg(test)]
