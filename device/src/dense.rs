@@ -40,6 +40,41 @@
 //!
 //! Supported shapes: any `m ≥ 1`, `n % 4 == 0`, `k % 128 == 0` (see [`DenseGemmArgs`]).
 //!
+//! # Split-K (`fp8_gemm_nt_splitk_bm*_bn*`, arguments [`DenseSplitKArgs`])
+//!
+//! For problems with too few tiles to fill the device (decode) the K blocks of every tile are
+//! dealt to `splits` workgroups ([`crate::tile::split_range`]: contiguous, as even as
+//! possible). The grid is `tiles · splits`, XCD-remapped like the dense grid with the split
+//! index fastest, so a tile's splits are neighbouring logical ids on one XCD. Each workgroup:
+//! 1. runs the shared main loop over its blocks (`TileJob::kb0`, `nkb`) and stores its FP32
+//!    accumulators (promotion domain) to its own partial slot of the workspace, row-major
+//!    `BM × BN` (`PartialStore`), with **device-scope** stores (`sc1`);
+//! 2. **release**: `s_waitcnt vmcnt(0)` in every wave (its stores have completed at device
+//!    scope) and `s_barrier`; then work-item 0 adds 1 to the tile's arrival counter
+//!    (`flat_atomic_add … sc0 sc1`, relaxed) and broadcasts the old value through LDS;
+//! 3. every workgroup but the last to arrive (`old = splits − 1`) ends here. **acquire**: the
+//!    last one reads all `splits` partial slots with device-scope loads (`sc1`; issued after
+//!    the counter's value is known, so they cannot see older data), sums them in split order
+//!    0, 1, …, splits − 1 (deterministic whatever the arrival order), multiplies by `2^60`,
+//!    rounds to bf16 and stores D (`ldd`, tails as the non-split epilogue), then sets the
+//!    counter back to 0 so the next launch (or graph replay) finds it armed.
+//!
+//! Memory ordering on gfx942 (LLVM AMDGPUUsage, "Memory Model GFX942"): the XCDs' L2 caches are
+//! not coherent with each other for ordinary accesses; a monotonic agent-scope atomic store or
+//! load is a plain store / load with `sc1`, and the release of a set of stores to agent scope is
+//! "`buffer_wbl2 sc1`; `s_waitcnt vmcnt(0)`" before the releasing atomic. Every store that
+//! must be visible here is itself an `sc1` store, which needs no L2 write-back, so the release
+//! is the `s_waitcnt vmcnt(0)` (per wave) + `s_barrier` (all waves) before the atomic, and the
+//! acquire is the `sc1` loads after it. No `buffer_wbl2` / `buffer_inv` is emitted (the
+//! emulator, whose memory is coherent, does not decode them). The emulator executes the
+//! counter atomically (striped host locks) with sequentially consistent memory, so it checks
+//! the protocol's logic (every tile reduced exactly once, counters re-armed), not the cache
+//! behaviour, which is argued here from the ISA documentation; the timing model treats the
+//! atomic as a store and ignores the scope bits.
+//!
+//! Splitting changes the FP32 summation order (per-split partial sums, then their sum), so a
+//! split result is not bit-identical to the unsplit one; it is within the same accuracy.
+//!
 //! The main loop is one generic function, `imp::tile_gemm`, over an `imp::TileJob` (buffer
 //! resources of one problem's operands, their row strides, the tile origin and the range of
 //! 128-K blocks to run), a per-row store predicate and an `imp::Epilogue` that consumes the
@@ -53,6 +88,10 @@
 //! | `fp8_gemm_nt_bm64_bn64`   |  76 | 0 | 40 | 0 | 0 | 16 KiB | 6 | 4 |
 //! | `fp8_gemm_nt_bm64_bn128`  | 124 | 0 | 42 | 0 | 0 | 24 KiB | 4 | 2 |
 //! | `fp8_gemm_nt_bm128_bn128` | 222 | 0 | 42 | 0 | 0 | 32 KiB | 2 | 2 |
+//!
+//! | `fp8_gemm_nt_splitk_bm64_bn64`   |  72 | 0 | 51 | 0 | 0 | 16 KiB | 7 | 4 |
+//! | `fp8_gemm_nt_splitk_bm64_bn128`  | 132 | 0 | 51 | 0 | 0 | 24 KiB | 3 | 2 |
+//! | `fp8_gemm_nt_splitk_bm128_bn128` | 210 | 0 | 51 | 0 | 0 | 32 KiB | 2 | 2 |
 //!
 //! `agprs = false`: with AccVGPRs allowed LLVM keeps the partial sums in AGPRs and copies them out
 //! with `v_accvgpr_read` for every promotion (measured: bm128_bn128 224 VGPR + 92 AGPR = 1
@@ -314,19 +353,45 @@ pub(crate) mod imp {
         // Pass p covers floats p·1024 .. +1024 of the tile (row-major, bn wide); work-item t
         // owns floats p·1024 + 4t .. +4: FM·FN passes (bm·bn / 1024), unrolled.
         const PASS: u32 = tile::THREADS * 4;
+        // Splits are read CHUNK at a time: all CHUNK · FM · FN loads are issued before the
+        // first add waits (one memory latency per chunk instead of per split). CHUNK keeps the
+        // loads in flight within the tile's register budget (16 / 32 / 32 `dwordx4`).
+        const CHUNK: usize = 4;
+        let chunk = if FM * FN >= 16 { 2 } else { CHUNK };
         let mut sum = [[F32x4::zero(); FN]; FM];
-        let mut s = 0;
-        while s < splits.get() {
-            let base = tile_base + s * slot + tid * 16;
-            for fm in 0..FM {
-                for fnn in 0..FN {
-                    let p = (fm * FN + fnn) as u32;
-                    // SAFETY: inside slot s of tile t of the workspace (rs_ws), 16-byte aligned.
-                    let v = unsafe { buffer_load_b128_device(rs_ws, base + p * PASS * 4, 0) }.to_f32x4();
-                    sum[fm][fnn] = if s == 0 { v } else { sum[fm][fnn].add(v) };
+        let mut s0 = 0;
+        while s0 < splits.get() {
+            let mut v = [[[F32x4::zero(); FN]; FM]; CHUNK];
+            #[allow(clippy::needless_range_loop)] // constant trip count: fully unrolled, no scratch
+            for c in 0..CHUNK {
+                if c >= chunk {
+                    continue;
+                }
+                let s = s0 + c as u32;
+                // Splits past the last read nothing (parked out of range) and are not added.
+                let base = if s < splits.get() { tile_base + s * slot + tid * 16 } else { PARKED };
+                for fm in 0..FM {
+                    for fnn in 0..FN {
+                        let p = (fm * FN + fnn) as u32;
+                        let voff = if s < splits.get() { base + p * PASS * 4 } else { PARKED };
+                        // SAFETY: inside slot s of tile t of the workspace (rs_ws), 16-byte
+                        // aligned, or parked out of range (reads 0).
+                        v[c][fm][fnn] = unsafe { buffer_load_b128_device(rs_ws, voff, 0) }.to_f32x4();
+                    }
                 }
             }
-            s += 1;
+            #[allow(clippy::needless_range_loop)]
+            for c in 0..CHUNK {
+                let s = s0 + c as u32;
+                if c < chunk && s < splits.get() {
+                    for fm in 0..FM {
+                        for fnn in 0..FN {
+                            sum[fm][fnn] = if s == 0 { v[c][fm][fnn] } else { sum[fm][fnn].add(v[c][fm][fnn]) };
+                        }
+                    }
+                }
+            }
+            s0 += chunk as u32;
         }
         let out = Bf16Store { rs_d, ldd };
         for fm in 0..FM {
