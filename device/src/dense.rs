@@ -47,8 +47,9 @@
 //! possible). The grid is `tiles · splits`, XCD-remapped like the dense grid with the split
 //! index fastest, so a tile's splits are neighbouring logical ids on one XCD. Each workgroup:
 //! 1. runs the shared main loop over its blocks (`TileJob::kb0`, `nkb`) and stores its FP32
-//!    accumulators (promotion domain) to its own partial slot of the workspace, row-major
-//!    `BM × BN` (`PartialStore`), with **device-scope** stores (`sc1`);
+//!    accumulators (promotion domain) to its own partial slot of the workspace, `BM · BN` f32
+//!    in fragment order (`frag_offset`: each store instruction of a wave writes 1 KiB
+//!    contiguous), with **device-scope** stores (`sc1`);
 //! 2. **release**: `s_waitcnt vmcnt(0)` in every wave (its stores have completed at device
 //!    scope) and `s_barrier`; then work-item 0 adds 1 to the tile's arrival counter
 //!    (`flat_atomic_add … sc0 sc1`, relaxed) and broadcasts the old value through LDS;
@@ -89,9 +90,9 @@
 //! | `fp8_gemm_nt_bm64_bn128`  | 124 | 0 | 42 | 0 | 0 | 24 KiB | 4 | 2 |
 //! | `fp8_gemm_nt_bm128_bn128` | 222 | 0 | 42 | 0 | 0 | 32 KiB | 2 | 2 |
 //!
-//! | `fp8_gemm_nt_splitk_bm64_bn64`   |  72 | 0 | 51 | 0 | 0 | 16 KiB | 7 | 4 |
-//! | `fp8_gemm_nt_splitk_bm64_bn128`  | 132 | 0 | 51 | 0 | 0 | 24 KiB | 3 | 2 |
-//! | `fp8_gemm_nt_splitk_bm128_bn128` | 210 | 0 | 51 | 0 | 0 | 32 KiB | 2 | 2 |
+//! | `fp8_gemm_nt_splitk_bm64_bn64`   |  76 | 0 | 50 | 0 | 0 | 16 KiB | 6 | 4 |
+//! | `fp8_gemm_nt_splitk_bm64_bn128`  | 134 | 0 | 51 | 0 | 0 | 24 KiB | 3 | 2 |
+//! | `fp8_gemm_nt_splitk_bm128_bn128` | 210 | 0 | 50 | 0 | 0 | 32 KiB | 2 | 2 |
 //!
 //! `agprs = false`: with AccVGPRs allowed LLVM keeps the partial sums in AGPRs and copies them out
 //! with `v_accvgpr_read` for every promotion (measured: bm128_bn128 224 VGPR + 92 AGPR = 1
@@ -247,25 +248,41 @@ pub(crate) mod imp {
         tile_gemm::<FM, FN, _>(&job, |_| true, &epi);
     }
 
+    /// Byte offset inside a partial slot of the four accumulators of `D[m0 + r, n0 + c .. +4]`
+    /// of a `32·FM × 32·FN` tile: **fragment order**, `(((wave·FM + fm)·FN + fn)·64 + lane)·16`
+    /// for the wave, fragment and lane that own them in `tile_gemm`'s epilogue (row
+    /// `16·(wm·FM + fm) + (lane & 15)`, column `16·(wn·FN + fn) + 4·(lane >> 4)`, wave
+    /// `wm + 2·wn`), so each `buffer_store_dwordx4` of a wave writes 1 KiB contiguous (8 whole
+    /// 128-byte lines) and the reduction reads it back the same way.
+    #[inline(always)]
+    fn frag_offset<const FM: usize, const FN: usize>(r: u32, c: u32) -> u32 {
+        let (fm_n, fn_n) = (FM as u32, FN as u32);
+        let (wm, fm, lo) = (r / (16 * fm_n), (r / 16) % fm_n, r % 16);
+        let (wn, fnn, hi) = (c / (16 * fn_n), (c / 16) % fn_n, (c % 16) / 4);
+        let wave = wm + 2 * wn;
+        (((wave * fm_n + fm) * fn_n + fnn) * 64 + lo + 16 * hi) * 16
+    }
+
     /// Split-K epilogue: the tile's FP32 accumulators (promotion domain) to its partial slot in
-    /// the workspace, `bm × bn` f32 row-major from byte `base`, at device scope. Every value is
-    /// stored (also columns past `n` and rows past `m`: the reduction reads the whole slot).
+    /// the workspace (`bm · bn` f32 from byte `base`, in [`frag_offset`] order), at device
+    /// scope. Every value is stored (also columns past `n` and rows past `m`: the reduction
+    /// reads the whole slot).
     #[derive(Clone, Copy)]
-    struct PartialStore {
+    struct PartialStore<const FM: usize, const FN: usize> {
         rs_ws: BufferResource,
         base: u32,
         m0: u32,
         n0: u32,
-        bn: u32,
     }
 
-    impl Epilogue for PartialStore {
+    impl<const FM: usize, const FN: usize> Epilogue for PartialStore<FM, FN> {
         #[inline(always)]
         fn store(&self, row: u32, col: u32, _valid: bool, acc: F32x4) {
-            let voff = self.base + ((row - self.m0) * self.bn + (col - self.n0)) * 4;
+            let voff = self.base + frag_offset::<FM, FN>(row - self.m0, col - self.n0);
             // SAFETY: rs_ws covers the launch's workspace (the host checks its size against
             // tile::splitk_workspace_floats); the slot of (tile, split) is written only by this
-            // workgroup; offsets are 16-byte aligned (bn, col − n0 multiples of 4, base of 256).
+            // workgroup; offsets are 16-byte aligned (frag_offset is a multiple of 16, base of
+            // 256).
             unsafe { buffer_store_b128_device(acc.to_bits(), self.rs_ws, voff, 0) };
         }
     }
@@ -322,7 +339,7 @@ pub(crate) mod imp {
         let rs_ws = BufferResource::new(args.ws.addr(), ws_bytes);
         let slot = bm * bn * 4;
         let tile_base = counters * 4 + t * splits.get() * slot;
-        let epi = PartialStore { rs_ws, base: tile_base + j * slot, m0, n0, bn };
+        let epi = PartialStore::<FM, FN> { rs_ws, base: tile_base + j * slot, m0, n0 };
         tile_gemm::<FM, FN, _>(&job, |_| true, &epi);
 
         // Release: every wave's partial stores have completed at device scope before the
@@ -350,9 +367,12 @@ pub(crate) mod imp {
         // Reduction in fixed split order 0, 1, …, splits − 1 (independent of arrival order, so
         // the result is deterministic), then ×2^60 and bf16 as the non-split epilogue.
         let rs_d = BufferResource::new(args.d.addr(), ((m - 1) * ldd + n) * 2);
-        // Pass p covers floats p·1024 .. +1024 of the tile (row-major, bn wide); work-item t
-        // owns floats p·1024 + 4t .. +4: FM·FN passes (bm·bn / 1024), unrolled.
-        const PASS: u32 = tile::THREADS * 4;
+        // Work-item (wave, lane) reduces the values it would have stored itself: fragment
+        // (fm, fn) at frag_offset order, i.e. 1 KiB contiguous per wave and fragment.
+        let lane = tid & 63;
+        let wave = tid >> 6;
+        let (wm, wn) = (wave & 1, wave >> 1);
+        let lane_base = (wave * (FM * FN) as u32 * 64 + lane) * 16;
         // Splits are read CHUNK at a time: all CHUNK · FM · FN loads are issued before the
         // first add waits (one memory latency per chunk instead of per split). CHUNK keeps the
         // loads in flight within the tile's register budget (16 / 32 / 32 `dwordx4`).
@@ -369,11 +389,11 @@ pub(crate) mod imp {
                 }
                 let s = s0 + c as u32;
                 // Splits past the last read nothing (parked out of range) and are not added.
-                let base = if s < splits.get() { tile_base + s * slot + tid * 16 } else { PARKED };
+                let base = tile_base + s * slot + lane_base;
                 for fm in 0..FM {
                     for fnn in 0..FN {
                         let p = (fm * FN + fnn) as u32;
-                        let voff = if s < splits.get() { base + p * PASS * 4 } else { PARKED };
+                        let voff = if s < splits.get() { base + p * 64 * 16 } else { PARKED };
                         // SAFETY: inside slot s of tile t of the workspace (rs_ws), 16-byte
                         // aligned, or parked out of range (reads 0).
                         v[c][fm][fnn] = unsafe { buffer_load_b128_device(rs_ws, voff, 0) }.to_f32x4();
@@ -395,9 +415,9 @@ pub(crate) mod imp {
         }
         let out = Bf16Store { rs_d, ldd };
         for fm in 0..FM {
+            let row = m0 + 16 * (wm * FM as u32 + fm as u32) + (lane & 15);
             for fnn in 0..FN {
-                let f = (fm * FN + fnn) as u32 * PASS + tid * 4;
-                let (row, col) = (m0 + f / bn, n0 + f % bn);
+                let col = n0 + 16 * (wn * FN as u32 + fnn as u32) + 4 * (lane >> 4);
                 out.store(row, col, col < n, sum[fm][fnn]);
             }
         }

@@ -398,10 +398,10 @@ pub const MAX_SPLITS: u32 = 32;
 /// workgroups: the partial stores draining (`s_waitcnt vmcnt(0)`), the barrier, the counter
 /// atomic's round trip to the L2 and the LDS broadcast. Fitted by hand to one timing-model
 /// run (not a measurement): 64×2112×1024 on 64×64 tiles, 8 splits of one block each, took
-/// 4.1 µs (≈ 5400 cycles at the model's 1.3 GHz) more than the unsplit kernel with the same
-/// K per workgroup and the same workgroup count, of which the reduction of 8 × 16 KiB at
-/// [`SPLITK_REDUCE_BYTES_PER_CYCLE`] is ≈ 2000.
-const SPLITK_FIXED_CYCLES: f64 = 3500.0;
+/// 2.9 µs (≈ 3800 cycles at the model's 1.3 GHz) more than the unsplit kernel with the same
+/// K per workgroup and the same workgroup count (64×16896×128), of which the reduction of
+/// 8 × 16 KiB at [`SPLITK_REDUCE_BYTES_PER_CYCLE`] is ≈ 2000.
+const SPLITK_FIXED_CYCLES: f64 = 2000.0;
 /// Bytes per cycle the reducing workgroup reads its `splits` partial tiles at (one CU's
 /// 64 B/clk L1 fill rate; an estimate, not fitted).
 const SPLITK_REDUCE_BYTES_PER_CYCLE: f64 = 64.0;
@@ -498,7 +498,7 @@ fn candidates(arch: Arch, kind: GemmKind) -> Result<[Candidate; 3], ConfigError>
 }
 
 /// VGPRs of the dense split-K kernels (`fp8gemm info`; `tests/dense_kernel.rs` checks them).
-const SPLITK_VGPRS: [u32; 3] = [72, 132, 210];
+const SPLITK_VGPRS: [u32; 3] = [76, 134, 210];
 
 /// The split-K candidates of `kind` for `nkb` K blocks: every split-K tile with every split
 /// count `2 ..= min(nkb, MAX_SPLITS)` (none for the m-grouped kinds, which have no split-K
