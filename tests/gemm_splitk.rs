@@ -161,6 +161,30 @@ fn strided_output_and_the_model_choice_of_split() {
 }
 
 #[test]
+fn strided_activations_with_every_split_tile() {
+    // A's rows `lda > k` bytes apart: each split starts its rows at byte kb0·128 of the row.
+    let ctx = checked_context();
+    let stream = Stream::new(&ctx).unwrap();
+    let (m, n, k, lda) = (70usize, 192usize, 768usize, 768 + 256);
+    let c = case(m, n, k, 41);
+    let mut bytes = vec![0x7fu8; m * lda]; // padding bytes: FP8 NaN-ish garbage that must not be read
+    let bits = fp8gemm::fp8::as_bits(&c.qa.data);
+    for i in 0..m {
+        bytes[i * lda..i * lda + k].copy_from_slice(&bits[i * k..(i + 1) * k]);
+    }
+    let a_data = ctx.upload(&bytes).unwrap();
+    let a_scales = ctx.upload(&c.qa.scales).unwrap();
+    let db = DeviceWeights::upload(&ctx, &c.qb).unwrap();
+    for tile in config::tiles(config::GemmKind::Dense) {
+        let av = fp8gemm::ActivationsView::<E4M3Fnuz>::with_row_stride(a_data.as_slice(), a_scales.as_slice(), m, k, lda).unwrap();
+        let mut dd = ctx.upload(&vec![bf16::from_f32(1234.5); m * n]).unwrap();
+        let r = forced(Some(tile), Some(4), || fp8_gemm_nt(&stream, av, &db, &mut dd)).unwrap();
+        assert_eq!(r.config.unwrap().splits, 4);
+        assert_accurate(&format!("lda {lda}, tile {}x{}", tile.0, tile.1), &c, &dd.download(&stream).unwrap());
+    }
+}
+
+#[test]
 fn split_counts_the_problem_cannot_use_are_rejected() {
     let ctx = Context::new().unwrap();
     let stream = Stream::new(&ctx).unwrap();
