@@ -289,14 +289,21 @@ fn two_streams_run_split_k_gemms_at_once() {
     let ((a1, b1), (a2, b2)) = (up(&c1), up(&c2));
     let mut d1 = ctx.alloc_zeroed::<bf16>(64 * 192).unwrap();
     let mut d2 = ctx.alloc_zeroed::<bf16>(40 * 128).unwrap();
-    forced(Some((64, 64)), Some(4), || {
-        for _ in 0..3 {
-            assert_eq!(fp8_gemm_nt(&s1, &a1, &b1, &mut d1).unwrap().config.unwrap().splits, 4);
-            assert_eq!(fp8_gemm_nt(&s2, &a2, &b2, &mut d2).unwrap().config.unwrap().splits, 4);
+    // The emulator runs a stream's queue when it is synchronized: one thread per stream makes
+    // the two streams' split-K launches execute at the same time.
+    std::thread::scope(|sc| {
+        for (s, a, b, d, rows, cols) in [(&s1, &a1, &b1, &mut d1, 64usize, 192usize), (&s2, &a2, &b2, &mut d2, 40, 128)] {
+            sc.spawn(move || {
+                forced(Some((64, 64)), Some(4), || {
+                    for _ in 0..3 {
+                        let r = fp8_gemm_nt(s, a, b, &mut *d).unwrap();
+                        assert_eq!(r.config.unwrap().splits, 4, "{rows}x{cols}");
+                    }
+                });
+                s.synchronize().unwrap();
+            });
         }
     });
-    s1.synchronize().unwrap();
-    s2.synchronize().unwrap();
     assert_accurate("stream 1", &c1, &d1.download(&s1).unwrap());
     assert_accurate("stream 2", &c2, &d2.download(&s2).unwrap());
 }
