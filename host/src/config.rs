@@ -648,6 +648,10 @@ fn modelled_time(c: &Candidate, spec: ArchSpec, tiles: u64, k: u32) -> Result<f6
 enum Choice {
     Forced,
     Table(f64),
+    /// The table's split row (µs) beat its best unsplit row (µs).
+    TableSplit(f64, f64),
+    /// The table's split row was faster but did not fit the workspace: its best unsplit row.
+    TableUnsplit(f64),
     Model(f64),
 }
 
@@ -774,10 +778,10 @@ pub fn get_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(Gemm
             (Some(b), Some(sp)) if sp.1 < b.1 => {
                 let need = make(&sp.0)?.workspace_floats();
                 if need <= available {
-                    (sp.0, Choice::Table(sp.1))
+                    (sp.0, Choice::TableSplit(sp.1, b.1))
                 } else {
                     limited = Some(WorkspaceLimit { preferred: make(&sp.0)?, needed: need, available });
-                    (b.0, Choice::Table(b.1))
+                    (b.0, Choice::TableUnsplit(b.1))
                 }
             }
             (Some(b), _) => (b.0, Choice::Table(b.1)),
@@ -811,6 +815,13 @@ fn print_once(desc: &GemmDesc, config: &GemmConfig, why: Choice, limited: Option
         let why = match why {
             Choice::Forced => "forced tile / split (FP8GEMM_FORCE_TILE, FP8GEMM_FORCE_SPLIT)".to_string(),
             Choice::Table(us) => format!("tuned table: fastest config for this problem, {us:.2} µs modelled"),
+            Choice::TableSplit(us, unsplit) => {
+                format!("tuned table: split-K {} at {us:.2} µs modelled beats the fastest unsplit tile at {unsplit:.2} µs", config.splits)
+            }
+            Choice::TableUnsplit(us) => format!("tuned table: fastest unsplit tile, {us:.2} µs modelled"),
+            Choice::Model(cyc) if config.splits > 1 => {
+                format!("timing-model cost estimate {cyc:.0} cycles with split-K {} (no tuned row for this problem)", config.splits)
+            }
             Choice::Model(cyc) => format!("timing-model cost estimate {cyc:.0} cycles (no tuned row for this problem)"),
         };
         let arch_note = if desc.arch == Arch::Gfx950 { "; gfx950 uses the gfx942 figures" } else { "" };
@@ -914,7 +925,14 @@ mod tests {
         // M = 64 or 128 with N = 2112: 128-row tiles would leave most CUs idle.
         assert_eq!(pick(64, 2112, 7168).block_m, 64);
         assert_eq!(pick(128, 2112, 7168).block_m, 64);
-        assert_eq!(pick(64, 2112, 7168).kernel, "fp8_gemm_nt_bm64_bn64");
+        // The tuned table splits K there (33 tiles of 56 blocks); without a split it is 64 × 64.
+        let c = pick(64, 2112, 7168);
+        assert_eq!(c.kernel, "fp8_gemm_nt_splitk_bm64_bn64");
+        assert!(c.splits > 1, "{c}");
+        force_split(Some(1));
+        let unsplit = pick(64, 2112, 7168);
+        force_split(None);
+        assert_eq!(unsplit.kernel, "fp8_gemm_nt_bm64_bn64");
         // M = 4096: more than two rounds of tiles on 304 CUs; the 128 × 128 tile's reuse wins.
         assert_eq!(pick(4096, 7168, 2048).kernel, "fp8_gemm_nt_bm128_bn128");
         assert_eq!(pick(4096, 24576, 1536).kernel, "fp8_gemm_nt_bm128_bn128");
