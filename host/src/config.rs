@@ -9,9 +9,12 @@
 //! All figures come from the project's one performance model, the emulator's cycle-level
 //! timing model (`amdgpu_emu::timing`), through the table `host/tuned/gfx942.csv` that
 //! `fp8gemm tune` writes (modelled MI300X times, not measurements):
-//! 1. a tile forced with [`force_tile`] or `FP8GEMM_FORCE_TILE=BMxBN` (experiments, tuning);
+//! 1. a tile forced with [`force_tile`] or `FP8GEMM_FORCE_TILE=BMxBN` and/or a split count
+//!    forced with [`force_split`] or `FP8GEMM_FORCE_SPLIT=S` (experiments, tuning);
 //! 2. else, for a problem in the table (`best` rows: DeepSeek-V3's dense and MoE shapes), the
-//!    tile the timing model found fastest for exactly that problem;
+//!    tile the timing model found fastest for exactly that problem — or its `split` row (the
+//!    fastest dense split-K config, [`fp8gemm_device::dense`]) if that is faster and the
+//!    launch's workspace holds it ([`get_config_for_workspace`], [`crate::workspace`]);
 //! 3. else an estimate per candidate tile from the model's per-tile costs (`cost` rows: the
 //!    modelled cycles per 128-K block of a CU running 1 or `slots` workgroups of the tile):
 //!
@@ -23,7 +26,9 @@
 //!
 //! where `slots` is how many workgroups of that kernel fit on one CU (limited by its LDS and its
 //! registers, from the code object). The candidate with the smallest estimate wins; ties go to
-//! the tile with more workgroups.
+//! the tile with more workgroups. Dense split-K candidates (every tile with 2 ..= min(k/128,
+//! [`MAX_SPLITS`]) splits) count `tiles · splits` workgroups of `⌈nkb / splits⌉` blocks each,
+//! plus the hand-off and reduction cost per round (`splitk_extra_cycles`).
 //!
 //! The m-grouped kernels run the same main loop per tile (same candidates, same costs); only the
 //! number of tiles that do work differs:
