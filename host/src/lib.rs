@@ -67,10 +67,12 @@
 //! * [`quantize`]: the same recipes as GPU kernels, writing the GEMMs' operands on the device;
 //! * [`reference`](mod@reference): CPU reference GEMMs and DeepGEMM's `calc_diff`;
 //! * [`config`]: `GemmDesc → GemmConfig` per architecture;
-//! * [`codeobj`]: the embedded code objects and their resource table.
+//! * [`codeobj`]: the embedded code objects and their resource table;
+//! * [`checkpoint`]: DeepSeek-V3/R1 FP8 checkpoints (safetensors) into MoE / MLP weights.
 #![warn(missing_docs)]
 
 pub mod backend;
+pub mod checkpoint;
 pub mod codeobj;
 pub mod config;
 pub mod error;
@@ -85,6 +87,7 @@ pub mod runtime;
 pub mod view;
 pub mod workspace;
 
+pub use checkpoint::{Checkpoint, DeviceMlpWeights, DeviceMoeWeights, MlpWeights, MoeWeights};
 pub use error::{Error, Result};
 pub use gemm::{fp8_gemm_nt, DeviceActivations, DeviceWeights, GemmRun};
 pub use grouped::{
