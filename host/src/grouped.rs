@@ -108,6 +108,14 @@ impl<F: Fp8Format> DeviceGroupedWeights<F> {
             _f: PhantomData,
         })
     }
+    /// Copies the values and scales back to the host as [`GroupedQuantizedWeights`], in order
+    /// on `stream` (then waits for it).
+    pub fn download(&self, stream: &Stream) -> Result<GroupedQuantizedWeights<F>> {
+        let data = self.data.download(stream)?.into_iter().map(F::from_bits).collect();
+        let scales = self.scales.download(stream)?;
+        GroupedQuantizedWeights::from_parts(data, scales, self.groups, self.n, self.k)
+            .map_err(|e| Error::Unsupported(format!("downloaded grouped weights: {e}")))
+    }
     /// Number of groups (experts) `G`.
     pub fn groups(&self) -> usize {
         self.groups
