@@ -13,18 +13,21 @@
 //! ([`MoeScratch`]) is sized for the bound `T·k + E·127` rows (rounded up to 128) once, so a
 //! forward pass can be captured into a graph and replayed.
 //!
-//! (Work in progress: the public API is fixed; the kernels behind it are being written.)
 
 use std::marker::PhantomData;
 
+use fp8gemm_device::args::{GlobalPtr, MoeGatherArgs, MoeRouteArgs, MoeUnpermuteArgs};
+use fp8gemm_device::moe as dm;
+use fp8gemm_device::quant as dq;
 use half::bf16;
 
 use crate::error::{Error, Result};
 use crate::fp8::Fp8Format;
-use crate::gemm::DeviceWeights;
-use crate::grouped::DeviceGroupedWeights;
+use crate::gemm::{check_format, fp8_gemm_nt, shape_product, DeviceWeights};
+use crate::grouped::{m_grouped_fp8_gemm_nt_contiguous, m_grouped_fp8_gemm_nt_masked, DeviceGroupedWeights};
+use crate::quantize::{quantize_activations, silu_mul_quantize_activations, silu_mul_quantize_activations_masked};
 use crate::runtime::{Context, DeviceBuffer, Stream};
-use crate::view::{DeviceSlice, DeviceSliceMut};
+use crate::view::{ActivationsView, ActivationsViewMut, DeviceSlice, DeviceSliceMut};
 
 /// Which MoE layout a forward pass uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -93,8 +96,258 @@ pub struct MoeStatus {
     pub dropped: u32,
 }
 
+fn shape_err(arg: &'static str, expected: impl Into<String>, actual: impl ToString) -> Error {
+    Error::Shape { arg, expected: expected.into(), actual: actual.to_string() }
+}
+
+fn check_eq(arg: &'static str, what: &str, expected: usize, actual: usize) -> Result<()> {
+    if expected != actual {
+        return Err(shape_err(arg, format!("{what} = {expected} elements"), format!("{actual} elements")));
+    }
+    Ok(())
+}
+
+fn u32_of(arg: &'static str, v: usize) -> Result<u32> {
+    u32::try_from(v).ok().filter(|&x| x < i32::MAX as u32).ok_or_else(|| shape_err(arg, "a value below 2^31", v))
+}
+
+/// Rows of the contiguous layout for `tokens · top_k` pairs over `experts` experts: the bound
+/// `T·k + E·127` rounded up to the 128-row alignment (every expert's rows padded to 128).
+pub fn contiguous_rows_bound(tokens: usize, top_k: usize, experts: usize) -> Option<usize> {
+    let align = crate::grouped::m_alignment_for_contiguous_layout();
+    tokens.checked_mul(top_k)?.checked_add(experts.checked_mul(align - 1)?)?.checked_next_multiple_of(align)
+}
+
+/// Routes `topk_ids` (`[T, top_k]`, on the device) into the **contiguous** layout of `rows`
+/// rows: writes `slots [T·top_k]`, `row_src [rows]`, `m_indices [rows]` and `status [4]` (see
+/// [`fp8gemm_device::args::MoeRouteArgs`]). `rows` must be at least [`contiguous_rows_bound`].
+/// One workgroup; queued on `stream`.
+pub fn moe_route_contiguous(
+    stream: &Stream,
+    topk_ids: DeviceSlice<'_, i32>,
+    top_k: usize,
+    experts: usize,
+    slots: DeviceSliceMut<'_, i32>,
+    row_src: DeviceSliceMut<'_, i32>,
+    m_indices: DeviceSliceMut<'_, i32>,
+    status: DeviceSliceMut<'_, i32>,
+) -> Result<()> {
+    let rows = row_src.len();
+    check_eq("m_indices", "rows (row_src's length)", rows, m_indices.len())?;
+    let tokens = route_common(stream, &topk_ids, top_k, experts, &slots, &row_src, &status)?;
+    let bound = contiguous_rows_bound(tokens, top_k, experts).ok_or_else(|| shape_err("topk_ids", "T·k + 127·E that fits", tokens))?;
+    if rows < bound {
+        return Err(shape_err("row_src", format!("at least T·k + 127·E rounded to 128 = {bound} rows"), format!("{rows} rows")));
+    }
+    stream.context().check_owner("m_indices", m_indices.owner())?;
+    let args = MoeRouteArgs {
+        topk_ids: topk_ids.device_ptr(),
+        slots: slots.device_ptr(),
+        row_src: row_src.device_ptr(),
+        m_indices: m_indices.device_ptr(),
+        masked_m: GlobalPtr::new(0),
+        status: status.device_ptr(),
+        tokens: u32_of("topk_ids", tokens)?,
+        top_k: top_k as u32,
+        experts: experts as u32,
+        rows: u32_of("row_src", rows)?,
+        m_max: 0,
+        reserved: 0,
+    };
+    // SAFETY: topk_ids and slots hold T·top_k i32, row_src and m_indices `rows` i32, status 4
+    // (checked above), all alive for the borrows; rows ≥ the bound, 1 ≤ E ≤ MAX_EXPERTS,
+    // T·top_k < 2^31; the LDS size is route_lds_bytes(E). The kernel also guards every row it
+    // writes against `rows`.
+    unsafe { stream.launch(dm::MOE_ROUTE_CONTIGUOUS, [1, 1, 1], dm::route_lds_bytes(experts as u32), &args) }
+}
+
+/// Routes `topk_ids` into the **masked** layout of `m_max` rows per expert: writes `slots`,
+/// `row_src [E · m_max]`, `masked_m [E]` and `status [4]`. Pairs past an expert's `m_max`
+/// rows are dropped (the lowest `t·k + j` kept) and counted in `status[1]`.
+#[allow(clippy::too_many_arguments)]
+pub fn moe_route_masked(
+    stream: &Stream,
+    topk_ids: DeviceSlice<'_, i32>,
+    top_k: usize,
+    experts: usize,
+    m_max: usize,
+    slots: DeviceSliceMut<'_, i32>,
+    row_src: DeviceSliceMut<'_, i32>,
+    masked_m: DeviceSliceMut<'_, i32>,
+    status: DeviceSliceMut<'_, i32>,
+) -> Result<()> {
+    let tokens = route_common(stream, &topk_ids, top_k, experts, &slots, &row_src, &status)?;
+    if m_max == 0 {
+        return Err(shape_err("m_max", "at least 1 row per expert", 0));
+    }
+    let rows = experts.checked_mul(m_max).ok_or_else(|| shape_err("m_max", "E · m_max that fits", m_max))?;
+    check_eq("row_src", &format!("E · m_max = {experts} · {m_max}"), rows, row_src.len())?;
+    check_eq("masked_m", "E", experts, masked_m.len())?;
+    stream.context().check_owner("masked_m", masked_m.owner())?;
+    let args = MoeRouteArgs {
+        topk_ids: topk_ids.device_ptr(),
+        slots: slots.device_ptr(),
+        row_src: row_src.device_ptr(),
+        m_indices: GlobalPtr::new(0),
+        masked_m: masked_m.device_ptr(),
+        status: status.device_ptr(),
+        tokens: u32_of("topk_ids", tokens)?,
+        top_k: top_k as u32,
+        experts: experts as u32,
+        rows: u32_of("row_src", rows)?,
+        m_max: m_max as u32,
+        reserved: 0,
+    };
+    // SAFETY: as in moe_route_contiguous; row_src holds E·m_max < 2^31 i32 and masked_m E.
+    unsafe { stream.launch(dm::MOE_ROUTE_MASKED, [1, 1, 1], dm::route_lds_bytes(experts as u32), &args) }
+}
+
+/// The checks both routing entry points share; returns `T`.
+fn route_common(
+    stream: &Stream,
+    topk_ids: &DeviceSlice<'_, i32>,
+    top_k: usize,
+    experts: usize,
+    slots: &DeviceSliceMut<'_, i32>,
+    row_src: &DeviceSliceMut<'_, i32>,
+    status: &DeviceSliceMut<'_, i32>,
+) -> Result<usize> {
+    let ctx = stream.context();
+    for (arg, owner) in [("topk_ids", topk_ids.owner()), ("slots", slots.owner()), ("row_src", row_src.owner()), ("status", status.owner())] {
+        ctx.check_owner(arg, owner)?;
+    }
+    if experts == 0 || experts > dm::MAX_EXPERTS as usize {
+        return Err(shape_err("experts", format!("1..={} experts (the routing kernel's LDS)", dm::MAX_EXPERTS), experts));
+    }
+    if top_k == 0 {
+        return Err(shape_err("top_k", "at least 1", 0));
+    }
+    if !topk_ids.len().is_multiple_of(top_k) {
+        return Err(shape_err("topk_ids", format!("T · top_k elements with top_k = {top_k}"), format!("{} elements", topk_ids.len())));
+    }
+    u32_of("topk_ids", topk_ids.len())?;
+    check_eq("slots", "T · top_k (topk_ids' length)", topk_ids.len(), slots.len())?;
+    check_eq("status", "4", 4, status.len())?;
+    Ok(topk_ids.len() / top_k)
+}
+
+/// Gathers rows of `hidden` (`[T, k]` bf16, `k = out.k()`) into `out` (`rows × k` FP8, 1×128
+/// scales) with the activation recipe, bit-identical to
+/// [`crate::quant::QuantizedActivations::quantize`] of the gathered rows: row `r` is token
+/// `row_src[r]`; `row_src[r] = −1` writes the all-zero row's quantization, other values
+/// outside `0..T` leave the row untouched. `row_src` is read on the device.
+pub fn moe_gather_quantize<F: Fp8Format>(
+    stream: &Stream,
+    hidden: DeviceSlice<'_, bf16>,
+    row_src: DeviceSlice<'_, i32>,
+    out: ActivationsViewMut<'_, F>,
+) -> Result<()> {
+    let ctx = stream.context();
+    check_format::<F>(ctx, "out")?;
+    for (arg, owner) in [("hidden", hidden.owner()), ("row_src", row_src.owner()), ("out", out.data.owner()), ("out", out.scales.owner())] {
+        ctx.check_owner(arg, owner)?;
+    }
+    let (rows, k) = (out.m(), out.k());
+    check_eq("row_src", "rows of out", rows, row_src.len())?;
+    if k == 0 || !k.is_multiple_of(dq::K_ALIGN as usize) {
+        return Err(shape_err("out", format!("k a positive multiple of {}", dq::K_ALIGN), k));
+    }
+    if !hidden.len().is_multiple_of(k) {
+        return Err(shape_err("hidden", format!("T · k elements with k = {k}"), format!("{} elements", hidden.len())));
+    }
+    let tokens = u32_of("hidden", hidden.len() / k)?;
+    if rows == 0 {
+        return Ok(());
+    }
+    let units = (rows as u64) * (k.div_ceil(128) as u64);
+    if units > u64::from(u32::MAX - dq::ACT_GROUPS_PER_WG) {
+        return Err(Error::Unsupported(format!("{units} 1×128 groups: at most {} per launch", u32::MAX - dq::ACT_GROUPS_PER_WG)));
+    }
+    let args = MoeGatherArgs {
+        x: GlobalPtr::new(hidden.device_ptr().addr()),
+        row_src: row_src.device_ptr(),
+        q: out.data.device_ptr(),
+        sf: out.scales.device_ptr(),
+        rows: u32_of("out", rows)?,
+        k: u32_of("out", k)?,
+        tokens,
+        fp8_max: F::MAX,
+    };
+    let grid = (units as u32).div_ceil(dq::ACT_GROUPS_PER_WG);
+    // SAFETY: hidden holds T·k bf16, row_src `rows` i32, out `rows × k` bytes and
+    // `rows × ⌈k/128⌉` scales (its constructor's lengths); k % 8 == 0; buffers are 256-byte
+    // aligned (raw views: their constructor's contract); the kernel reads only rows of hidden
+    // below T. `out` is borrowed mutably.
+    unsafe { stream.launch(dm::MOE_GATHER_QUANTIZE_BF16, [grid, 1, 1], 0, &args) }
+}
+
+/// `out[t, :] = bf16(Σ_j weights[t,j] · y[slots[t,j], :] + shared[t, :])`, f32 accumulation
+/// in `j` order, the shared term (if any) added last; slots outside `0..rows` are skipped.
+/// `y` is `rows × hidden` bf16, `slots`/`weights` `T · top_k`, `shared`/`out` `T × hidden`.
+pub fn moe_unpermute(
+    stream: &Stream,
+    y: DeviceSlice<'_, bf16>,
+    slots: DeviceSlice<'_, i32>,
+    weights: DeviceSlice<'_, f32>,
+    shared: Option<DeviceSlice<'_, bf16>>,
+    out: DeviceSliceMut<'_, bf16>,
+    hidden: usize,
+) -> Result<()> {
+    let ctx = stream.context();
+    for (arg, owner) in [("y", y.owner()), ("slots", slots.owner()), ("weights", weights.owner()), ("out", out.owner())] {
+        ctx.check_owner(arg, owner)?;
+    }
+    if hidden == 0 || !hidden.is_multiple_of(dm::UNPERMUTE_COLS as usize) {
+        return Err(shape_err("hidden", format!("a positive multiple of {}", dm::UNPERMUTE_COLS), hidden));
+    }
+    if !out.len().is_multiple_of(hidden) {
+        return Err(shape_err("out", format!("T · hidden elements with hidden = {hidden}"), format!("{} elements", out.len())));
+    }
+    let tokens = out.len() / hidden;
+    if !y.len().is_multiple_of(hidden) {
+        return Err(shape_err("y", format!("rows · hidden elements with hidden = {hidden}"), format!("{} elements", y.len())));
+    }
+    check_eq("weights", "T · top_k (slots' length)", slots.len(), weights.len())?;
+    if tokens == 0 {
+        return check_eq("slots", "0 (T = 0)", 0, slots.len());
+    }
+    if slots.len() == 0 || !slots.len().is_multiple_of(tokens) {
+        return Err(shape_err("slots", format!("T · top_k elements with T = {tokens} (out's rows), top_k ≥ 1"), format!("{} elements", slots.len())));
+    }
+    let top_k = slots.len() / tokens;
+    if let Some(s) = &shared {
+        ctx.check_owner("shared", s.owner())?;
+        check_eq("shared", "T · hidden (out's length)", out.len(), s.len())?;
+    }
+    let units = (tokens as u64) * (hidden as u64 / dm::UNPERMUTE_COLS as u64);
+    if units > u64::from(u32::MAX - dm::UNPERMUTE_THREADS) {
+        return Err(Error::Unsupported(format!("{units} unpermute work-items: at most {}", u32::MAX - dm::UNPERMUTE_THREADS)));
+    }
+    let args = MoeUnpermuteArgs {
+        y: GlobalPtr::new(y.device_ptr().addr()),
+        slots: slots.device_ptr(),
+        weights: weights.device_ptr(),
+        shared: GlobalPtr::new(shared.map_or(0, |s| s.device_ptr().addr())),
+        out: GlobalPtr::new(out.device_ptr().addr()),
+        tokens: u32_of("out", tokens)?,
+        top_k: u32_of("slots", top_k)?,
+        hidden: u32_of("hidden", hidden)?,
+        rows: u32_of("y", y.len() / hidden)?,
+    };
+    let grid = (units as u32).div_ceil(dm::UNPERMUTE_THREADS);
+    // SAFETY: y holds rows·hidden bf16, slots/weights T·top_k, shared (if any) and out
+    // T·hidden (checked above), all 16-byte aligned (allocations; raw views by contract),
+    // hidden % 8 == 0; the kernel skips slots outside 0..rows. `out` is borrowed mutably.
+    unsafe { stream.launch(dm::MOE_UNPERMUTE_BF16, [grid, 1, 1], 0, &args) }
+}
+
 /// A MoE expert layer: `E` routed experts (fused gate/up `[E, 2·I, H]`, down `[E, H, I]`) and an
 /// optional shared expert (gate/up `[2·Is, H]`, down `[H, Is]`), FP8 with 128×128 block scales.
+///
+/// The shared expert runs through the dense path on the same hidden states (quantize →
+/// `fp8_gemm_nt` → `silu·mul` quantize → `fp8_gemm_nt`, bf16 output); its bf16 output is added
+/// **after** the routed sum, in f32, before the single final bf16 rounding:
+/// `out = bf16((Σ_j w_j · y_j) + shared)`.
 pub struct MoeLayer<F> {
     gate_up: DeviceGroupedWeights<F>,
     down: DeviceGroupedWeights<F>,
@@ -103,20 +356,43 @@ pub struct MoeLayer<F> {
     ctx: Context,
 }
 
-/// Caller-owned device scratch of a [`MoeLayer`], sized once for at most `max_tokens` tokens
-/// (contiguous rows for the bound `T·k + E·127`, masked `E · m_max` rows).
+/// Caller-owned device scratch of a [`MoeLayer`], sized once for at most `max_tokens` tokens:
+/// the contiguous layout's bound `T·k + E·127` rows (rounded up to 128) or the masked layout's
+/// `E · m_max` rows, whichever is larger (the two layouts share the buffers).
 pub struct MoeScratch<F> {
     max_tokens: usize,
     masked_capacity: usize,
     rows: usize,
+    shape: (usize, usize, usize, usize, Option<usize>),
+    slots: DeviceBuffer<i32>,
+    row_src: DeviceBuffer<i32>,
+    m_indices: DeviceBuffer<i32>,
+    masked_m: DeviceBuffer<i32>,
     status: DeviceBuffer<i32>,
+    a_data: DeviceBuffer<u8>,
+    a_scales: DeviceBuffer<f32>,
+    gate_up_out: DeviceBuffer<bf16>,
+    act_data: DeviceBuffer<u8>,
+    act_scales: DeviceBuffer<f32>,
+    y: DeviceBuffer<bf16>,
+    shared: Option<SharedScratch>,
     _f: PhantomData<F>,
+}
+
+struct SharedScratch {
+    x_data: DeviceBuffer<u8>,
+    x_scales: DeviceBuffer<f32>,
+    gate_up_out: DeviceBuffer<bf16>,
+    act_data: DeviceBuffer<u8>,
+    act_scales: DeviceBuffer<f32>,
+    out: DeviceBuffer<bf16>,
 }
 
 impl<F: Fp8Format> MoeLayer<F> {
     /// A layer from its weights: `gate_up` `[E, 2·I, H]` (gate = first `I` rows of each expert,
     /// up = last `I`), `down` `[E, H, I]`, `shared` = `(gate_up [2·Is, H], down [H, Is])`.
-    /// Checks the shapes agree and `options.top_k ≥ 1`.
+    /// Checks that the shapes agree, `H` and `I` (and `Is`) are multiples of 128 (the GEMMs'
+    /// K), `1 ≤ E ≤` [`fp8gemm_device::moe::MAX_EXPERTS`], `top_k ≥ 1`.
     pub fn new(
         ctx: &Context,
         gate_up: DeviceGroupedWeights<F>,
@@ -124,6 +400,40 @@ impl<F: Fp8Format> MoeLayer<F> {
         shared: Option<(DeviceWeights<F>, DeviceWeights<F>)>,
         options: MoeOptions,
     ) -> Result<Self> {
+        check_format::<F>(ctx, "gate_up")?;
+        let (e, h) = (gate_up.groups(), gate_up.k());
+        if e == 0 || e > dm::MAX_EXPERTS as usize {
+            return Err(shape_err("gate_up", format!("1..={} experts", dm::MAX_EXPERTS), format!("{e} experts")));
+        }
+        if h == 0 || !h.is_multiple_of(128) {
+            return Err(shape_err("gate_up", "a hidden size (k) that is a positive multiple of 128", format!("k = {h}")));
+        }
+        if !gate_up.n().is_multiple_of(2) || gate_up.n() == 0 {
+            return Err(shape_err("gate_up", "2·I rows per expert (gate ‖ up)", format!("{} rows", gate_up.n())));
+        }
+        let i = gate_up.n() / 2;
+        if (down.groups(), down.n(), down.k()) != (e, h, i) {
+            return Err(shape_err(
+                "down",
+                format!("[E, H, I] = [{e}, {h}, {i}]"),
+                format!("[{}, {}, {}]", down.groups(), down.n(), down.k()),
+            ));
+        }
+        if !i.is_multiple_of(128) {
+            return Err(shape_err("gate_up", "I (half its rows) a multiple of 128 (the down GEMM's k)", format!("I = {i}")));
+        }
+        if let Some((sgu, sd)) = &shared {
+            let is = sgu.n() / 2;
+            if sgu.k() != h || sgu.n() == 0 || !sgu.n().is_multiple_of(2) || !is.is_multiple_of(128) {
+                return Err(shape_err("shared", format!("gate_up [2·Is, H] with H = {h}, Is a positive multiple of 128"), format!("[{}, {}]", sgu.n(), sgu.k())));
+            }
+            if (sd.n(), sd.k()) != (h, is) {
+                return Err(shape_err("shared", format!("down [H, Is] = [{h}, {is}]"), format!("[{}, {}]", sd.n(), sd.k())));
+            }
+        }
+        if options.top_k == 0 {
+            return Err(shape_err("options.top_k", "at least 1", 0));
+        }
         Ok(MoeLayer { gate_up, down, shared, options, ctx: ctx.clone() })
     }
     /// Routed experts `E`.
@@ -146,6 +456,18 @@ impl<F: Fp8Format> MoeLayer<F> {
     pub fn options(&self) -> MoeOptions {
         self.options
     }
+    /// The routed experts' fused gate/up weights `[E, 2·I, H]`.
+    pub fn gate_up(&self) -> &DeviceGroupedWeights<F> {
+        &self.gate_up
+    }
+    /// The routed experts' down weights `[E, H, I]`.
+    pub fn down(&self) -> &DeviceGroupedWeights<F> {
+        &self.down
+    }
+    /// The shared expert's weights.
+    pub fn shared(&self) -> Option<&(DeviceWeights<F>, DeviceWeights<F>)> {
+        self.shared.as_ref()
+    }
     /// The layout [`Self::forward`] uses for `tokens` tokens.
     pub fn layout_for(&self, tokens: usize) -> MoeLayout {
         if tokens <= self.options.masked_max_tokens { MoeLayout::Masked } else { MoeLayout::Contiguous }
@@ -153,6 +475,7 @@ impl<F: Fp8Format> MoeLayer<F> {
 
     /// Runs the layer on `stream`: `hidden` `[T, H]` bf16, `topk_ids` / `topk_weights`
     /// `[T, k]` (i32 / f32), `out` `[T, H]` bf16, in the layout [`Self::layout_for`] `T`.
+    /// Everything is queued on `stream`: no allocation, no host copy, no synchronization.
     pub fn forward<'a>(
         &self,
         stream: &Stream,
@@ -163,12 +486,13 @@ impl<F: Fp8Format> MoeLayer<F> {
         scratch: &mut MoeScratch<F>,
     ) -> Result<MoeRun> {
         let hidden = hidden.into();
-        let layout = self.layout_for(hidden.len() / self.hidden().max(1));
+        let layout = self.layout_for(hidden.len() / self.hidden());
         self.forward_with(stream, hidden, topk_ids, topk_weights, out, scratch, layout, &mut |_| Ok(()))
     }
 
     /// [`Self::forward`] in an explicit layout, calling `observer` after each kernel launch with
-    /// its stage (e.g. to synchronize and read the emulator's modelled time per stage).
+    /// its stage (e.g. to synchronize and read the emulator's modelled time per stage); an error
+    /// from the observer stops the pass and is returned.
     #[allow(clippy::too_many_arguments)]
     pub fn forward_with<'a>(
         &self,
@@ -181,17 +505,179 @@ impl<F: Fp8Format> MoeLayer<F> {
         layout: MoeLayout,
         observer: &mut dyn FnMut(MoeStage) -> Result<()>,
     ) -> Result<MoeRun> {
-        let _ = (stream, hidden.into(), topk_ids.into(), topk_weights.into(), out.into(), scratch, layout, observer);
-        Err(Error::Unsupported("MoeLayer::forward is not implemented yet".into()))
+        let (hidden, topk_ids, topk_weights, mut out) = (hidden.into(), topk_ids.into(), topk_weights.into(), out.into());
+        let (e, h, i, k) = (self.experts(), self.hidden(), self.intermediate(), self.options.top_k);
+        if scratch.shape != (e, h, i, k, self.shared_intermediate()) {
+            return Err(shape_err("scratch", format!("scratch made for this layer (E, H, I, k, Is) = {:?}", (e, h, i, k, self.shared_intermediate())), format!("{:?}", scratch.shape)));
+        }
+        self.ctx.check_owner("scratch", scratch.status.as_slice().owner())?;
+        stream.context().check_owner("scratch", scratch.status.as_slice().owner())?;
+        if !hidden.len().is_multiple_of(h) {
+            return Err(shape_err("hidden", format!("T · H elements with H = {h}"), format!("{} elements", hidden.len())));
+        }
+        let t = hidden.len() / h;
+        if t > scratch.max_tokens {
+            return Err(shape_err("hidden", format!("at most max_tokens = {} tokens (the scratch's size)", scratch.max_tokens), format!("{t} tokens")));
+        }
+        check_eq("topk_ids", &format!("T · k = {t} · {k}"), t * k, topk_ids.len())?;
+        check_eq("topk_weights", &format!("T · k = {t} · {k}"), t * k, topk_weights.len())?;
+        check_eq("out", &format!("T · H = {t} · {h}"), t * h, out.len())?;
+        let rows = match layout {
+            MoeLayout::Contiguous => contiguous_rows_bound(t, k, e).expect("bounded by the scratch's rows"),
+            MoeLayout::Masked => {
+                if scratch.masked_capacity == 0 {
+                    return Err(shape_err("layout", "Contiguous (the scratch has no masked capacity)", "Masked"));
+                }
+                e * scratch.masked_capacity
+            }
+        };
+        let run = MoeRun { layout, tokens: t, rows };
+        if t == 0 {
+            return Ok(run);
+        }
+        let s = scratch;
+        let pairs = t * k;
+        // 1. Route.
+        match layout {
+            MoeLayout::Contiguous => moe_route_contiguous(
+                stream,
+                topk_ids,
+                k,
+                e,
+                s.slots.slice_mut(..pairs)?,
+                s.row_src.slice_mut(..rows)?,
+                s.m_indices.slice_mut(..rows)?,
+                s.status.as_slice_mut(),
+            )?,
+            MoeLayout::Masked => moe_route_masked(
+                stream,
+                topk_ids,
+                k,
+                e,
+                s.masked_capacity,
+                s.slots.slice_mut(..pairs)?,
+                s.row_src.slice_mut(..rows)?,
+                s.masked_m.as_slice_mut(),
+                s.status.as_slice_mut(),
+            )?,
+        }
+        observer(MoeStage::Route)?;
+        // 2. Gather + quantize.
+        {
+            let a = ActivationsViewMut::<F>::new(s.a_data.slice_mut(..rows * h)?, s.a_scales.slice_mut(..rows * (h / 128))?, rows, h)?;
+            moe_gather_quantize(stream, hidden, s.row_src.slice(..rows)?, a)?;
+        }
+        observer(MoeStage::GatherQuantize)?;
+        // 3. Grouped gate_up GEMM.
+        let expected_m = pairs.div_ceil(e).clamp(1, s.masked_capacity.max(1));
+        {
+            let a = ActivationsView::<F>::new(s.a_data.slice(..rows * h)?, s.a_scales.slice(..rows * (h / 128))?, rows, h)?;
+            let d = s.gate_up_out.slice_mut(..rows * 2 * i)?;
+            match layout {
+                MoeLayout::Contiguous => m_grouped_fp8_gemm_nt_contiguous(stream, a, &self.gate_up, d, s.m_indices.slice(..rows)?)?,
+                MoeLayout::Masked => m_grouped_fp8_gemm_nt_masked(stream, a, &self.gate_up, d, &s.masked_m, expected_m)?,
+            };
+        }
+        observer(MoeStage::GateUpGemm)?;
+        // 4. silu(gate)·up, quantized.
+        {
+            let x = s.gate_up_out.slice(..rows * 2 * i)?;
+            let act = ActivationsViewMut::<F>::new(s.act_data.slice_mut(..rows * i)?, s.act_scales.slice_mut(..rows * (i / 128))?, rows, i)?;
+            match layout {
+                MoeLayout::Contiguous => silu_mul_quantize_activations(stream, x, act)?,
+                MoeLayout::Masked => silu_mul_quantize_activations_masked(stream, x, &s.masked_m, act)?,
+            }
+        }
+        observer(MoeStage::SiluMulQuantize)?;
+        // 5. Grouped down GEMM.
+        {
+            let a = ActivationsView::<F>::new(s.act_data.slice(..rows * i)?, s.act_scales.slice(..rows * (i / 128))?, rows, i)?;
+            let d = s.y.slice_mut(..rows * h)?;
+            match layout {
+                MoeLayout::Contiguous => m_grouped_fp8_gemm_nt_contiguous(stream, a, &self.down, d, s.m_indices.slice(..rows)?)?,
+                MoeLayout::Masked => m_grouped_fp8_gemm_nt_masked(stream, a, &self.down, d, &s.masked_m, expected_m)?,
+            };
+        }
+        observer(MoeStage::DownGemm)?;
+        // 6. Shared expert (dense path).
+        if let (Some((sgu, sd)), Some(ss)) = (&self.shared, s.shared.as_mut()) {
+            let is = sd.k();
+            {
+                let xq = ActivationsViewMut::<F>::new(ss.x_data.slice_mut(..t * h)?, ss.x_scales.slice_mut(..t * (h / 128))?, t, h)?;
+                quantize_activations(stream, hidden, xq)?;
+            }
+            observer(MoeStage::SharedExpert)?;
+            {
+                let xq = ActivationsView::<F>::new(ss.x_data.slice(..t * h)?, ss.x_scales.slice(..t * (h / 128))?, t, h)?;
+                fp8_gemm_nt(stream, xq, sgu, ss.gate_up_out.slice_mut(..t * 2 * is)?)?;
+            }
+            observer(MoeStage::SharedExpert)?;
+            {
+                let act = ActivationsViewMut::<F>::new(ss.act_data.slice_mut(..t * is)?, ss.act_scales.slice_mut(..t * (is / 128))?, t, is)?;
+                silu_mul_quantize_activations(stream, ss.gate_up_out.slice(..t * 2 * is)?, act)?;
+            }
+            observer(MoeStage::SharedExpert)?;
+            {
+                let act = ActivationsView::<F>::new(ss.act_data.slice(..t * is)?, ss.act_scales.slice(..t * (is / 128))?, t, is)?;
+                fp8_gemm_nt(stream, act, sd, ss.out.slice_mut(..t * h)?)?;
+            }
+            observer(MoeStage::SharedExpert)?;
+        }
+        // 7. Unpermute (+ shared).
+        let shared_out = match &s.shared {
+            Some(ss) => Some(ss.out.slice(..t * h)?),
+            None => None,
+        };
+        moe_unpermute(stream, s.y.slice(..rows * h)?, s.slots.slice(..pairs)?, topk_weights, shared_out, out.reborrow(), h)?;
+        observer(MoeStage::Unpermute)?;
+        Ok(run)
     }
 }
 
 impl<F: Fp8Format> MoeScratch<F> {
     /// Scratch for `layer` and at most `max_tokens` tokens per forward pass; `masked_capacity`
-    /// is `m_max`, the rows per expert of the masked layout (0: no masked layout).
+    /// is `m_max`, the rows per expert of the masked layout (0: no masked layout). Allocates
+    /// (and zeroes) everything a forward pass needs; not allowed during a capture.
     pub fn new(layer: &MoeLayer<F>, max_tokens: usize, masked_capacity: usize) -> Result<Self> {
-        let status = layer.ctx.alloc_zeroed(4)?;
-        Ok(MoeScratch { max_tokens, masked_capacity, rows: 0, status, _f: PhantomData })
+        let ctx = &layer.ctx;
+        let (e, h, i, k) = (layer.experts(), layer.hidden(), layer.intermediate(), layer.options.top_k);
+        let too_big = |arg: &'static str| shape_err(arg, "a scratch size that fits in 31-bit row counts", "overflow");
+        let contiguous = contiguous_rows_bound(max_tokens, k, e).ok_or_else(|| too_big("max_tokens"))?;
+        let masked = e.checked_mul(masked_capacity).ok_or_else(|| too_big("masked_capacity"))?;
+        let rows = contiguous.max(masked);
+        u32_of("max_tokens", rows)?;
+        u32_of("max_tokens", max_tokens.checked_mul(k).ok_or_else(|| too_big("max_tokens"))?)?;
+        let n = |dims: &[usize]| shape_product("max_tokens", dims, "scratch size");
+        let shared = match layer.shared_intermediate() {
+            None => None,
+            Some(is) => Some(SharedScratch {
+                x_data: ctx.alloc_zeroed(n(&[max_tokens, h])?)?,
+                x_scales: ctx.alloc_zeroed(n(&[max_tokens, h / 128])?)?,
+                gate_up_out: ctx.alloc_zeroed(n(&[max_tokens, 2 * is])?)?,
+                act_data: ctx.alloc_zeroed(n(&[max_tokens, is])?)?,
+                act_scales: ctx.alloc_zeroed(n(&[max_tokens, is / 128])?)?,
+                out: ctx.alloc_zeroed(n(&[max_tokens, h])?)?,
+            }),
+        };
+        Ok(MoeScratch {
+            max_tokens,
+            masked_capacity,
+            rows,
+            shape: (e, h, i, k, layer.shared_intermediate()),
+            slots: ctx.alloc_zeroed(n(&[max_tokens, k])?)?,
+            row_src: ctx.alloc_zeroed(rows)?,
+            m_indices: ctx.alloc_zeroed(rows)?,
+            masked_m: ctx.alloc_zeroed(e)?,
+            status: ctx.alloc_zeroed(4)?,
+            a_data: ctx.alloc_zeroed(n(&[rows, h])?)?,
+            a_scales: ctx.alloc_zeroed(n(&[rows, h / 128])?)?,
+            gate_up_out: ctx.alloc_zeroed(n(&[rows, 2 * i])?)?,
+            act_data: ctx.alloc_zeroed(n(&[rows, i])?)?,
+            act_scales: ctx.alloc_zeroed(n(&[rows, i / 128])?)?,
+            y: ctx.alloc_zeroed(n(&[rows, h])?)?,
+            shared,
+            _f: PhantomData,
+        })
     }
     /// Largest `T` this scratch serves.
     pub fn max_tokens(&self) -> usize {
@@ -201,17 +687,24 @@ impl<F: Fp8Format> MoeScratch<F> {
     pub fn masked_capacity(&self) -> usize {
         self.masked_capacity
     }
-    /// Rows allocated for the contiguous layout (the bound `T·k + E·127`, rounded up to 128).
-    pub fn contiguous_rows(&self) -> usize {
+    /// Rows allocated for the layouts (the larger of the contiguous bound for `max_tokens` and
+    /// `E · m_max`).
+    pub fn rows(&self) -> usize {
         self.rows
     }
-    /// The routing status of the last forward pass (copies 2 integers and synchronizes `stream`).
+    /// The routing status of the last forward pass (copies 4 integers and synchronizes `stream`).
     pub fn status(&self, stream: &Stream) -> Result<MoeStatus> {
         let s = self.status.download(stream)?;
         Ok(MoeStatus { invalid_ids: s[0] as u32, dropped: s[1] as u32 })
     }
+    /// The slot (layout row) of every `(t, j)` of the last forward pass, `T · k` (−1: skipped
+    /// or dropped); copies and synchronizes `stream`.
+    pub fn slots(&self, stream: &Stream, tokens: usize) -> Result<Vec<i32>> {
+        let mut v = vec![0; tokens.checked_mul(self.shape.3).filter(|&p| p <= self.slots.len()).ok_or_else(|| shape_err("tokens", format!("at most {}", self.max_tokens), tokens))?];
+        self.slots.slice(..v.len())?.copy_to_host(stream, &mut v)?;
+        Ok(v)
+    }
 }
-
 /// The CPU reference's weights: everything dequantized to `f32` (e.g.
 /// [`crate::quant::GroupedQuantizedWeights::dequantize`]).
 #[derive(Clone, Copy, Debug)]
