@@ -576,7 +576,7 @@ fn names_and_paths() {
     let ckpt = Checkpoint::open(&path).unwrap();
     assert_eq!(ckpt.names(), vec!["a.weight", "a.weight_scale_inv", "b.weight", "b.weight_scale_inv"]);
     assert_eq!(ckpt.path(), path.as_path());
-    assert_eq!(ckpt.files(), &[path.clone()]);
+    assert_eq!(ckpt.files(), std::slice::from_ref(&path));
     let q = ckpt.linear::<E4M3Fnuz>("a").unwrap();
     assert_eq!(q.scales, vec![2.0 * w.scales[0]]);
     assert_eq!(q.data.iter().map(|v| v.to_f32() * q.scales[0]).collect::<Vec<_>>(), vec![w.dequantize()[0]; 32]);

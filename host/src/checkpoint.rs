@@ -93,6 +93,7 @@ use crate::error::{Error, Result};
 use crate::fp8::{E4M3Fn, E4M3Fnuz, Fp8Format};
 use crate::gemm::{check_format, DeviceWeights};
 use crate::grouped::DeviceGroupedWeights;
+use crate::moe::{MoeLayer, MoeOptions};
 use crate::quant::{blocks, e4m3fn_to_e4m3fnuz_value, GroupedQuantizedWeights, QuantizedWeights, BLOCK};
 use crate::runtime::Context;
 
@@ -514,6 +515,10 @@ impl<F: Fp8Format> DeviceMlpWeights<F> {
     pub fn upload(ctx: &Context, w: &MlpWeights<F>) -> Result<Self> {
         Ok(DeviceMlpWeights { gate_up: DeviceWeights::upload(ctx, &w.gate_up)?, down: DeviceWeights::upload(ctx, &w.down)? })
     }
+    /// `(gate_up, down)`, the shared-expert pair [`MoeLayer::new`] takes.
+    pub fn into_pair(self) -> (DeviceWeights<F>, DeviceWeights<F>) {
+        (self.gate_up, self.down)
+    }
 }
 
 /// An MoE layer's FP8 weights on the device, in the layout the m-grouped GEMMs read.
@@ -550,6 +555,12 @@ impl<F: CheckpointFormat> DeviceMoeWeights<F> {
     pub fn load(ctx: &Context, ckpt: &Checkpoint, layer: usize) -> Result<Self> {
         check_format::<F>(ctx, "weights")?;
         Self::upload(ctx, &ckpt.moe_layer::<F>(layer)?)
+    }
+
+    /// The [`MoeLayer`] of these weights ([`MoeLayer::new`], which checks the shapes the
+    /// kernels need).
+    pub fn into_layer(self, ctx: &Context, options: MoeOptions) -> Result<MoeLayer<F>> {
+        MoeLayer::new(ctx, self.gate_up, self.down, self.shared.map(DeviceMlpWeights::into_pair), options)
     }
 }
 
