@@ -248,6 +248,12 @@ fn missing_tensors_are_named() {
     v.extend(raw_expert(2));
     let want = format!("{p1}.gate_proj.weight");
     assert!(matches!(load_raw(v).unwrap_err(), Error::MissingTensor { tensor, .. } if tensor == want));
+    // A stray huge expert id (usize::MAX): reported as the first missing expert, nothing sized
+    // from it.
+    let mut v = two_experts();
+    v.extend(raw_linear(&format!("{}.gate_proj", expert_prefix(0, usize::MAX)), 128, 256));
+    let want = format!("{}.gate_proj.weight", expert_prefix(0, 2));
+    assert!(matches!(load_raw(v).unwrap_err(), Error::MissingTensor { tensor, .. } if tensor == want));
     // No experts at all for the layer.
     let err = load_raw(raw_linear("model.layers.0.self_attn.q_proj", 128, 128)).unwrap_err();
     assert!(matches!(&err, Error::MissingTensor { tensor, .. } if tensor == "model.layers.0.mlp.experts.0.gate_proj.weight"), "{err}");

@@ -86,6 +86,7 @@ use std::sync::OnceLock;
 
 use fp8gemm_device::tile;
 use memmap2::Mmap;
+use rayon::prelude::*;
 use safetensors::tensor::{Metadata, TensorView};
 use safetensors::{Dtype, SafeTensors};
 
@@ -345,15 +346,14 @@ impl Checkpoint {
             return Err(Error::ScaleGrid { tensor: sname, expected: grid, weight: [n, k], actual: s.shape().to_vec() });
         }
 
-        // The bytes: E4M3FN → F through a table (`None`: NaN).
+        // The bytes: E4M3FN → F through a table (`None`: NaN), in parallel; on a NaN the first
+        // one is located serially, so the error is deterministic.
         let table: [Option<F>; 256] = std::array::from_fn(|b| F::from_e4m3fn(E4M3Fn::from_bits(b as u8)));
-        let mut data = Vec::with_capacity(w.data().len());
-        for (i, &b) in w.data().iter().enumerate() {
-            match table[b as usize] {
-                Some(v) => data.push(v),
-                None => return Err(Error::Fp8Nan { tensor: wname, index: [i / k.max(1), i % k.max(1)], bits: b }),
-            }
-        }
+        let converted: Option<Vec<F>> = w.data().par_iter().map(|&b| table[b as usize]).collect();
+        let Some(data) = converted else {
+            let (i, &bits) = w.data().iter().enumerate().find(|&(_, &b)| table[b as usize].is_none()).unwrap_or((0, &0));
+            return Err(Error::Fp8Nan { tensor: wname, index: [i / k.max(1), i % k.max(1)], bits });
+        };
         let mut scales = Vec::with_capacity(grid[0] * grid[1]);
         for (i, chunk) in s.data().chunks_exact(4).enumerate() {
             let value = f32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
@@ -408,7 +408,7 @@ impl Checkpoint {
         self.index
             .keys()
             .filter_map(|name| name.strip_prefix(&prefix)?.split('.').next()?.parse::<usize>().ok())
-            .map(|e| e + 1)
+            .map(|e| e.saturating_add(1))
             .max()
             .unwrap_or(0)
     }
@@ -421,14 +421,28 @@ impl Checkpoint {
         if experts == 0 {
             return Err(Error::MissingTensor { tensor: format!("{}.gate_proj.weight", expert_prefix(layer, 0)), path: self.path.clone() });
         }
+        // Every expert's six tensors must be named by the checkpoint before anything is read or
+        // sized from `experts` (which a stray name such as `experts.99999999.…` could inflate;
+        // the loop stops at the first missing name, so it is bounded by the number of names).
+        for e in 0..experts {
+            for linear in ["gate_proj", "up_proj", "down_proj"] {
+                for suffix in ["weight", "weight_scale_inv"] {
+                    let name = format!("{}.{linear}.{suffix}", expert_prefix(layer, e));
+                    if !self.contains(&name) {
+                        return Err(Error::MissingTensor { tensor: name, path: self.path.clone() });
+                    }
+                }
+            }
+        }
         let first = self.mlp::<F>(&expert_prefix(layer, 0), None, None)?;
         let (h, i) = (first.hidden, first.intermediate);
+        // The sizes are bounded by the files (safetensors checks each tensor's extent against
+        // its file), so these products do not overflow for any layer that exists on disk.
         let per = (2 * i * h, 2 * blocks(i) * blocks(h), h * i, blocks(h) * blocks(i));
-        let overflow = |what: &str| Error::Unsupported(format!("{experts} experts of {what}: the size overflows usize"));
-        let mut gu_data = Vec::with_capacity(experts.checked_mul(per.0).ok_or_else(|| overflow("gate_up"))?);
-        let mut gu_scales = Vec::with_capacity(experts * per.1);
-        let mut d_data = Vec::with_capacity(experts.checked_mul(per.2).ok_or_else(|| overflow("down"))?);
-        let mut d_scales = Vec::with_capacity(experts * per.3);
+        let mut gu_data = Vec::with_capacity(experts.saturating_mul(per.0));
+        let mut gu_scales = Vec::with_capacity(experts.saturating_mul(per.1));
+        let mut d_data = Vec::with_capacity(experts.saturating_mul(per.2));
+        let mut d_scales = Vec::with_capacity(experts.saturating_mul(per.3));
         let mut push = |m: MlpWeights<F>| {
             gu_data.extend_from_slice(&m.gate_up.data);
             gu_scales.extend_from_slice(&m.gate_up.scales);
