@@ -95,7 +95,7 @@ pub use gemm::{fp8_gemm_nt, DeviceActivations, DeviceWeights, GemmRun};
 pub use grouped::{
     m_alignment_for_contiguous_layout, m_grouped_fp8_gemm_nt_contiguous, m_grouped_fp8_gemm_nt_masked, DeviceGroupedWeights,
 };
-pub use moe::{moe_reference, MoeLayer, MoeLayout, MoeOptions, MoeRun, MoeScratch, MoeStage, MoeStatus};
+pub use moe::{moe_reference, route_reference, MoeLayer, MoeLayout, MoeOptions, MoeRun, MoeScratch, MoeStage, MoeStatus};
 pub use kgrouped::{k_grouped_fp8_gemm_tn_contiguous, upload_ks, DeviceKGroupedOperand, KGroupedMnMajor};
 pub use quantize::{
     quantize_activations, quantize_activations_masked, quantize_weights, silu_mul_quantize_activations,

@@ -25,6 +25,7 @@ use crate::error::{Error, Result};
 use crate::fp8::Fp8Format;
 use crate::gemm::{check_format, fp8_gemm_nt, shape_product, DeviceWeights};
 use crate::grouped::{m_grouped_fp8_gemm_nt_contiguous, m_grouped_fp8_gemm_nt_masked, DeviceGroupedWeights};
+use crate::quant::QuantizedActivations;
 use crate::quantize::{quantize_activations, silu_mul_quantize_activations, silu_mul_quantize_activations_masked};
 use crate::runtime::{Context, DeviceBuffer, Stream};
 use crate::view::{ActivationsView, ActivationsViewMut, DeviceSlice, DeviceSliceMut};
@@ -736,8 +737,13 @@ pub enum ReferenceActivations {
 }
 
 /// The whole layer on the CPU: `out[t] = Σ_j w[t,j] · down_e(silu(gate_e(x_t)) · up_e(x_t))`
-/// with `e = topk_ids[t,j]` (−1 and other ids outside `0..E` skipped), plus the shared expert.
-/// Returns `[T, H]` f32.
+/// with `e = topk_ids[t,j]` (−1 and other ids outside `0..E` skipped, duplicates counted
+/// twice, as the device does), plus the shared expert's output after the routed sum. `hidden`
+/// is `[T, H]` (use the bf16 values the device reads); returns `[T, H]` f32 (with
+/// [`ReferenceActivations::DeviceMatched`], already rounded to bf16 like the device's output).
+/// The experts' GEMMs run per expert on the gathered rows through
+/// [`crate::reference::gemm_nt_f32`]. Errors name the argument whose length or values are wrong
+/// (a non-finite activation in `DeviceMatched` mode is a quantization error).
 pub fn moe_reference<F: Fp8Format>(
     weights: &MoeReferenceWeights<'_>,
     hidden: &[f32],
@@ -746,6 +752,171 @@ pub fn moe_reference<F: Fp8Format>(
     top_k: usize,
     activations: ReferenceActivations,
 ) -> Result<Vec<f32>> {
-    let _ = (weights, hidden, topk_ids, topk_weights, top_k, activations);
-    Err(Error::Unsupported("moe_reference is not implemented yet".into()))
+    let (e_n, h, i) = (weights.experts, weights.hidden, weights.intermediate);
+    check_eq("weights.gate_up", "E · 2I · H", shape_product("weights.gate_up", &[e_n, 2 * i, h], "E · 2I · H")?, weights.gate_up.len())?;
+    check_eq("weights.down", "E · H · I", shape_product("weights.down", &[e_n, h, i], "E · H · I")?, weights.down.len())?;
+    if h == 0 || !hidden.len().is_multiple_of(h) {
+        return Err(shape_err("hidden", format!("T · H elements with H = {h} ≥ 1"), format!("{} elements", hidden.len())));
+    }
+    let t_n = hidden.len() / h;
+    if top_k == 0 {
+        return Err(shape_err("top_k", "at least 1", 0));
+    }
+    check_eq("topk_ids", "T · top_k", t_n * top_k, topk_ids.len())?;
+    check_eq("topk_weights", "T · top_k", t_n * top_k, topk_weights.len())?;
+    let matched = activations == ReferenceActivations::DeviceMatched;
+    let round = |v: &mut [f32]| {
+        if matched {
+            v.iter_mut().for_each(|x| *x = bf16::from_f32(*x).to_f32());
+        }
+    };
+    // The dense MLP on `rows` rows of x: (silu(x·W1ᵀ[gate]) · x·W1ᵀ[up]) · W2ᵀ, quantized/rounded
+    // where the device quantizes/rounds.
+    let mlp = |x: &[f32], rows: usize, w1: &[f32], w2: &[f32], inter: usize| -> Result<Vec<f32>> {
+        let xq = if matched { QuantizedActivations::<F>::quantize(x, rows, h)?.dequantize() } else { x.to_vec() };
+        let mut g = vec![0f32; rows * 2 * inter];
+        crate::reference::gemm_nt_f32(&xq, w1, rows, 2 * inter, h, &mut g).map_err(ref_err)?;
+        round(&mut g);
+        let act = if matched {
+            QuantizedActivations::<F>::quantize_silu_mul(&g, rows, inter)?.dequantize()
+        } else {
+            crate::quant::silu_mul_rows(&g, rows, inter)?
+        };
+        let mut y = vec![0f32; rows * h];
+        crate::reference::gemm_nt_f32(&act, w2, rows, h, inter, &mut y).map_err(ref_err)?;
+        round(&mut y);
+        Ok(y)
+    };
+    // Per expert: its pairs in p order, their rows' outputs.
+    let mut pair_out: Vec<Option<(usize, usize)>> = vec![None; topk_ids.len()]; // (expert, row in its batch)
+    let mut batches: Vec<Vec<usize>> = vec![Vec::new(); e_n];
+    for (p, &id) in topk_ids.iter().enumerate() {
+        if id >= 0 && (id as usize) < e_n {
+            let e = id as usize;
+            pair_out[p] = Some((e, batches[e].len()));
+            batches[e].push(p / top_k);
+        }
+    }
+    let mut outs: Vec<Vec<f32>> = Vec::with_capacity(e_n);
+    for (e, toks) in batches.iter().enumerate() {
+        if toks.is_empty() {
+            outs.push(Vec::new());
+            continue;
+        }
+        let x: Vec<f32> = toks.iter().flat_map(|&t| hidden[t * h..(t + 1) * h].iter().copied()).collect();
+        let w1 = &weights.gate_up[e * 2 * i * h..(e + 1) * 2 * i * h];
+        let w2 = &weights.down[e * h * i..(e + 1) * h * i];
+        outs.push(mlp(&x, toks.len(), w1, w2, i)?);
+    }
+    let shared = match weights.shared {
+        None => None,
+        Some((is, w1, w2)) => {
+            check_eq("weights.shared", "2·Is · H (gate_up)", 2 * is * h, w1.len())?;
+            check_eq("weights.shared", "H · Is (down)", h * is, w2.len())?;
+            Some(mlp(hidden, t_n, w1, w2, is)?)
+        }
+    };
+    let mut out = vec![0f32; t_n * h];
+    for t in 0..t_n {
+        let o = &mut out[t * h..(t + 1) * h];
+        for j in 0..top_k {
+            let p = t * top_k + j;
+            if let Some((e, r)) = pair_out[p] {
+                let w = topk_weights[p];
+                for (ov, &y) in o.iter_mut().zip(&outs[e][r * h..(r + 1) * h]) {
+                    *ov += w * y;
+                }
+            }
+        }
+        if let Some(s) = &shared {
+            for (ov, &y) in o.iter_mut().zip(&s[t * h..(t + 1) * h]) {
+                *ov += y;
+            }
+        }
+        round(o);
+    }
+    Ok(out)
+}
+
+/// The layout a routing produces, computed on the CPU with plain index math (what the routing
+/// kernels are tested against).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RouteReference {
+    /// Layout row of every `(t, j)`, −1 when skipped or dropped.
+    pub slots: Vec<i32>,
+    /// Source token of every row; −1 padding inside a used block; −2 unused.
+    pub row_src: Vec<i32>,
+    /// Contiguous: expert of every row (−1 padding); masked: empty.
+    pub m_indices: Vec<i32>,
+    /// Masked: valid rows per expert; contiguous: empty.
+    pub masked_m: Vec<i32>,
+    /// Ids outside `0..E` other than −1.
+    pub invalid_ids: u32,
+    /// Masked: pairs past `m_max`.
+    pub dropped: u32,
+    /// Rows in use (contiguous: Σ of the 128-padded counts; masked: `E · m_max`).
+    pub used_rows: usize,
+}
+
+/// [`RouteReference`] of `topk_ids` (`[T, top_k]`) over `experts` experts: contiguous with
+/// `rows` rows (`masked_capacity = None`) or masked with `m_max = masked_capacity` rows per
+/// expert (`rows` is then `E · m_max`).
+pub fn route_reference(topk_ids: &[i32], top_k: usize, experts: usize, rows: usize, masked_capacity: Option<usize>) -> RouteReference {
+    let align = crate::grouped::m_alignment_for_contiguous_layout();
+    let valid = |id: i32| id >= 0 && (id as usize) < experts;
+    let mut count = vec![0usize; experts];
+    let mut invalid_ids = 0u32;
+    for &id in topk_ids {
+        if valid(id) {
+            count[id as usize] += 1;
+        } else if id != -1 {
+            invalid_ids += 1;
+        }
+    }
+    let mut off = vec![0usize; experts + 1];
+    for e in 0..experts {
+        off[e + 1] = off[e] + masked_capacity.unwrap_or(count[e].div_ceil(align) * align);
+    }
+    let mut slots = vec![-1i32; topk_ids.len()];
+    let mut row_src = vec![ROW_UNUSED_REF; rows];
+    let mut m_indices = if masked_capacity.is_some() { Vec::new() } else { vec![-1i32; rows] };
+    let mut cursor = vec![0usize; experts];
+    let mut dropped = 0u32;
+    for (p, &id) in topk_ids.iter().enumerate() {
+        if !valid(id) {
+            continue;
+        }
+        let e = id as usize;
+        let rank = cursor[e];
+        cursor[e] += 1;
+        if masked_capacity.is_some_and(|m| rank >= m) {
+            dropped += 1;
+            continue;
+        }
+        let slot = off[e] + rank;
+        slots[p] = slot as i32;
+        row_src[slot] = (p / top_k) as i32;
+    }
+    let masked_m = match masked_capacity {
+        Some(m) => count.iter().map(|&c| c.min(m) as i32).collect(),
+        None => {
+            for e in 0..experts {
+                for r in off[e]..off[e + 1] {
+                    if r < off[e] + count[e] {
+                        m_indices[r] = e as i32;
+                    } else {
+                        row_src[r] = -1;
+                    }
+                }
+            }
+            Vec::new()
+        }
+    };
+    RouteReference { slots, row_src, m_indices, masked_m, invalid_ids, dropped, used_rows: off[experts] }
+}
+
+const ROW_UNUSED_REF: i32 = dm::ROW_UNUSED;
+
+fn ref_err(e: crate::reference::ReferenceError) -> Error {
+    Error::Unsupported(format!("reference GEMM: {e}"))
 }
