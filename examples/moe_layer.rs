@@ -13,10 +13,18 @@
 //! the top 8 experts per token, their softmax probabilities renormalized over the 8 as the
 //! weights. For T ∈ {1, 7, 128, 1000} the example runs the layer (masked layout for T ≤ 8, the
 //! decode path; contiguous otherwise, the prefill path) with all of the emulator's checks on,
-//! and prints `calc_diff` against the CPU f32 reference of the same layer (the checkpoint's FP8
-//! weights dequantized, f32 activations; DeepGEMM's bar `calc_diff < 1e-3`, asserted), then
-//! runs it again through the emulator's timing model and prints the **modelled** MI300X time
-//! of each stage (a model, not a measurement).
+//! and prints `calc_diff` against two CPU references of the same layer (the checkpoint's FP8
+//! weights dequantized):
+//! * f32 activations — the model the device path approximates (the bar `< 1e-3`). The
+//!   two per-token FP8 activation quantizations (hidden rows, `silu(gate)·up`) put this layer at
+//!   ≈ 9.3e-4 on average; the figure of a few tokens (T = 1: 1024 outputs) scatters around that
+//!   by ±10 % with the random data (seeds 1–6: 8.6e-4 … 1.07e-3), so the bar is asserted for
+//!   T ≥ 128 only and small T are printed (marked `!` if above it);
+//! * device-matched — activations quantized and rounded where the device does: the device must
+//!   agree up to summation order (`< 2e-5`, asserted for every T).
+//!
+//! Then it runs each pass again through the emulator's timing model and prints the **modelled**
+//! MI300X time of each stage (a model, not a measurement).
 //!
 //! Run: `cargo run --release --example moe_layer` (on the bundled gfx942 emulator).
 
@@ -131,7 +139,10 @@ fn main() -> Res<()> {
     let mut scratch = MoeScratch::new(&layer, max_t, MASKED_MAX)?;
     let machine = Machine::by_name("mi300x").ok_or("the timing model knows mi300x")?.clone();
 
-    println!("\n{:>5} {:>10} {:>10} {:>12} {:>10}", "T", "layout", "calc_diff", "max |err|", "emu wall");
+    println!(
+        "\n{:>5} {:>10} {:>13} {:>12} {:>15} {:>10}",
+        "T", "layout", "calc_diff f32", "max |err|", "calc_diff match", "emu wall"
+    );
     let mut timings = Vec::new();
     for &t in &TOKENS {
         let x: Vec<bf16> = randn(t * H, 1.0, &mut rng).into_iter().map(bf16::from_f32).collect();
@@ -153,15 +164,21 @@ fn main() -> Res<()> {
         }
         let xf: Vec<f32> = x.iter().map(|v| v.to_f32()).collect();
         let want = moe_reference::<E4M3Fnuz>(&ref_weights, &xf, &ids, &weights, TOP_K, ReferenceActivations::F32)?;
+        let matched = moe_reference::<E4M3Fnuz>(&ref_weights, &xf, &ids, &weights, TOP_K, ReferenceActivations::DeviceMatched)?;
         let diff = reference::calc_diff(&got, &want)?;
+        let diff_matched = reference::calc_diff(&got, &matched)?;
         let max_err = got.iter().zip(&want).map(|(g, w)| (g.to_f32() - w).abs()).fold(0f32, f32::max);
         let layout = match run.layout {
             MoeLayout::Masked => "masked",
             MoeLayout::Contiguous => "contiguous",
         };
-        println!("{t:>5} {layout:>10} {diff:>10.2e} {max_err:>12.3e} {wall:>9.2}s");
-        if diff.is_nan() || diff >= 1e-3 {
-            return Err(format!("T = {t}: calc_diff {diff:e} ≥ 1e-3 against the f32 reference").into());
+        let mark = if diff < 1e-3 { ' ' } else { '!' };
+        println!("{t:>5} {layout:>10} {diff:>12.2e}{mark} {max_err:>12.3e} {diff_matched:>15.2e} {wall:>9.2}s");
+        if diff_matched.is_nan() || diff_matched >= 2e-5 {
+            return Err(format!("T = {t}: calc_diff {diff_matched:e} against the device-matched reference, expected < 2e-5").into());
+        }
+        if t >= 128 && (diff.is_nan() || diff >= 1e-3) {
+            return Err(format!("T = {t}: calc_diff {diff:e} against the f32 reference, expected < 1e-3").into());
         }
 
         // The same pass through the timing model (MFMA math skipped: timing only).
