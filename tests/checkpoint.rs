@@ -159,6 +159,48 @@ fn sharded_index_loads_like_a_single_file() {
     }
 }
 
+/// A checkpoint's layer runs: written → loaded → `into_layer` → forward in both layouts, equal
+/// to the CPU reference of the checkpoint's weights with activations quantized where the device
+/// quantizes them (the layer's own accuracy against f32 is tests/moe.rs's subject).
+#[test]
+fn checkpoint_layer_runs_in_both_layouts() {
+    use fp8gemm::moe::{MoeReferenceWeights, ReferenceActivations};
+    use fp8gemm::{moe_reference, reference, MoeLayout, MoeOptions, MoeScratch};
+    use half::bf16;
+
+    let ctx = common::checked_context();
+    let stream = Stream::new(&ctx).unwrap();
+    let (e, h, i, is, top_k, t) = (4, 256, 128, 128, 2, 5);
+    let dir = tmp();
+    write_deepseek_moe(dir.path(), 1, &moe(e, h, i, Some(is), 7), 3).unwrap();
+    let ckpt = Checkpoint::open(dir.path()).unwrap();
+    let host = ckpt.moe_layer::<E4M3Fnuz>(1).unwrap();
+    let layer = DeviceMoeWeights::upload(&ctx, &host).unwrap().into_layer(&ctx, MoeOptions { top_k, masked_max_tokens: 0 }).unwrap();
+    assert_eq!((layer.experts(), layer.hidden(), layer.intermediate(), layer.shared_intermediate()), (e, h, i, Some(is)));
+
+    let mut rng = StdRng::seed_from_u64(8);
+    let x: Vec<f32> = common::randn_bf16(t * h, &mut rng);
+    let ids: Vec<i32> = vec![0, 3, 1, 3, 2, 0, 3, 1, 0, 2];
+    let w: Vec<f32> = (0..t * top_k).map(|_| rng.random_range(0.1f32..1.0)).collect();
+    let (gu, dn) = (host.gate_up.dequantize(), host.down.dequantize());
+    let sh = host.shared.as_ref().unwrap();
+    let (sgu, sdn) = (sh.gate_up.dequantize(), sh.down.dequantize());
+    let rw = MoeReferenceWeights { experts: e, hidden: h, intermediate: i, gate_up: &gu, down: &dn, shared: Some((is, &sgu, &sdn)) };
+    let want = moe_reference::<E4M3Fnuz>(&rw, &x, &ids, &w, top_k, ReferenceActivations::DeviceMatched).unwrap();
+
+    let xb: Vec<bf16> = x.iter().map(|&v| bf16::from_f32(v)).collect();
+    let (dx, dids, dw) = (ctx.upload(&xb).unwrap(), ctx.upload(&ids).unwrap(), ctx.upload(&w).unwrap());
+    let mut scratch = MoeScratch::new(&layer, t, t).unwrap();
+    for layout in [MoeLayout::Contiguous, MoeLayout::Masked] {
+        let mut out = ctx.alloc_zeroed::<bf16>(t * h).unwrap();
+        layer.forward_with(&stream, &dx, &dids, &dw, &mut out, &mut scratch, layout, &mut |_| Ok(())).unwrap();
+        let got = out.download(&stream).unwrap();
+        let diff = reference::calc_diff(&got, &want).unwrap();
+        assert!(diff < 2e-5, "{layout:?}: calc_diff {diff:e} vs the device-matched reference");
+        assert!(got.iter().any(|v| v.to_f32() != 0.0), "{layout:?}: output all zero");
+    }
+}
+
 // ---- error classes -------------------------------------------------------------------------
 
 /// A raw tensor for hand-made (malformed) checkpoints.
