@@ -456,7 +456,8 @@ impl Checkpoint {
         let gate_up = GroupedQuantizedWeights::from_parts(gu_data, gu_scales, experts, 2 * i, h)?;
         let down = GroupedQuantizedWeights::from_parts(d_data, d_scales, experts, h, i)?;
         let shared_prefix = shared_expert_prefix(layer);
-        let shared = if self.index.keys().any(|n| n.starts_with(&format!("{shared_prefix}."))) {
+        let shared_dot = format!("{shared_prefix}.");
+        let shared = if self.index.keys().any(|n| n.starts_with(&shared_dot)) {
             Some(self.mlp::<F>(&shared_prefix, Some(h), None)?)
         } else {
             None
