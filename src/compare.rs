@@ -353,13 +353,21 @@ fn plot_svg(path: &Path, rows: &[Row]) -> Result<(), String> {
         .map_err(|x| e(&x))?;
     chart.configure_mesh().x_desc("M (rows)").y_desc("TFLOPS").draw().map_err(|x| e(&x))?;
     let palette = [RED, BLUE, GREEN, MAGENTA, CYAN, BLACK, RGBColor(255, 140, 0), RGBColor(128, 0, 128)];
-    let mut series: Vec<(String, Vec<(f64, f64)>, bool)> = Vec::new();
-    let mut add = |name: String, pt: (f64, f64), ours: bool| match series.iter_mut().find(|s| s.0 == name) {
-        Some(s) => s.1.push(pt),
-        None => series.push((name, vec![pt], ours)),
-    };
+    // One colour per (N, K, machine): our modelled line and the other implementation's points
+    // of the same shape family share it.
+    let mut families: Vec<(usize, usize, &str)> = Vec::new();
+    let mut series: Vec<(String, Vec<(f64, f64)>, bool, usize)> = Vec::new();
     for r in &dense {
         let (n, k) = r.problem.nk();
+        let fam = (n, k, r.set);
+        let c = families.iter().position(|f| *f == fam).unwrap_or_else(|| {
+            families.push(fam);
+            families.len() - 1
+        });
+        let mut add = |name: String, pt: (f64, f64), ours: bool| match series.iter_mut().find(|s| s.0 == name) {
+            Some(s) => s.1.push(pt),
+            None => series.push((name, vec![pt], ours, c)),
+        };
         let who = if r.set == "peers" { "mi325x" } else { "mi300x" };
         add(format!("fp8gemm {n}x{k} ({who}, modelled)"), (m_of(r), r.our_tflops()), true);
         if let Some(tf) = r.other_tflops {
@@ -367,9 +375,9 @@ fn plot_svg(path: &Path, rows: &[Row]) -> Result<(), String> {
             add(format!("{src} {n}x{k}"), (m_of(r), tf), false);
         }
     }
-    for (i, (name, mut pts, ours)) in series.into_iter().enumerate() {
+    for (name, mut pts, ours, c) in series {
         pts.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap());
-        let color = palette[i % palette.len()];
+        let color = palette[c % palette.len()];
         if ours {
             chart
                 .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
