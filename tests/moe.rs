@@ -12,12 +12,12 @@ mod common;
 use common::{checked_context, randn_bf16};
 use fp8gemm::fp8::E4M3Fnuz;
 use fp8gemm::moe::{
-    contiguous_rows_bound, moe_gather_quantize, moe_route_contiguous, moe_route_masked, moe_unpermute, route_reference,
-    MoeReferenceWeights, ReferenceActivations,
+    contiguous_rows_bound, moe_gather_quantize, moe_route_contiguous, moe_route_masked, moe_unpermute, route_reference, route_work_len,
+    MoeReferenceWeights, ReferenceActivations, RouteBuffers,
 };
 use fp8gemm::quant::{GroupedQuantizedWeights, QuantizedActivations, QuantizedWeights};
 use fp8gemm::{
-    moe_reference, reference, ActivationsViewMut, CaptureMode, Context, DeviceBuffer, DeviceGroupedWeights, DeviceWeights, Error,
+    moe_reference, reference, ActivationsViewMut, CaptureMode, Context, DeviceGroupedWeights, DeviceWeights, Error,
     MoeLayer, MoeLayout, MoeOptions, MoeScratch, MoeStage, Stream,
 };
 use fp8gemm_device::moe::f32_to_bf16_bits;
@@ -76,30 +76,12 @@ fn route_on_device(ctx: &Context, ids: &[i32], k: usize, experts: usize, masked:
     let mut m_indices = ctx.upload(&vec![7777i32; rows]).unwrap();
     let mut masked_m = ctx.upload(&vec![7777i32; experts]).unwrap();
     let mut status = ctx.upload(&[7777i32; 4]).unwrap();
+    let mut work = ctx.upload(&vec![-99i32; route_work_len(tokens, k, experts).unwrap()]).unwrap();
+    let index = if masked.is_some() { masked_m.as_slice_mut() } else { m_indices.as_slice_mut() };
+    let out = RouteBuffers { slots: slots.as_slice_mut(), row_src: row_src.as_slice_mut(), index, status: status.as_slice_mut(), work: work.as_slice_mut() };
     match masked {
-        None => moe_route_contiguous(
-            &stream,
-            d_ids.as_slice(),
-            k,
-            experts,
-            slots.as_slice_mut(),
-            row_src.as_slice_mut(),
-            m_indices.as_slice_mut(),
-            status.as_slice_mut(),
-        )
-        .unwrap(),
-        Some(m) => moe_route_masked(
-            &stream,
-            d_ids.as_slice(),
-            k,
-            experts,
-            m,
-            slots.as_slice_mut(),
-            row_src.as_slice_mut(),
-            masked_m.as_slice_mut(),
-            status.as_slice_mut(),
-        )
-        .unwrap(),
+        None => moe_route_contiguous(&stream, d_ids.as_slice(), k, experts, out).unwrap(),
+        Some(m) => moe_route_masked(&stream, d_ids.as_slice(), k, experts, m, out).unwrap(),
     }
     Routed {
         slots: slots.download(&stream).unwrap(),
@@ -374,7 +356,7 @@ fn check_layer(l: &Layer, scratch: &mut MoeScratch<F>, layout: MoeLayout, x: &[f
         .unwrap();
     assert_eq!(run.layout, layout);
     let got: Vec<f32> = out.download(&stream).unwrap().iter().map(|v| v.to_f32()).collect();
-    let mut want_stages = vec![MoeStage::Route, MoeStage::GatherQuantize, MoeStage::GateUpGemm, MoeStage::SiluMulQuantize, MoeStage::DownGemm];
+    let mut want_stages = vec![MoeStage::Route, MoeStage::Route, MoeStage::Route, MoeStage::GatherQuantize, MoeStage::GateUpGemm, MoeStage::SiluMulQuantize, MoeStage::DownGemm];
     if l.shared.is_some() {
         want_stages.extend([MoeStage::SharedExpert; 4]);
     }
@@ -521,7 +503,7 @@ fn forward_captures_into_a_graph_and_replays() {
         let run = l.layer.forward(&stream, &d_x, &d_ids, &d_w, &mut out, &mut scratch).unwrap();
         let graph = stream.end_capture().unwrap().instantiate().unwrap();
         assert_eq!(run.layout, layout);
-        let launches = 6 + if with_shared { 4 } else { 0 };
+        let launches = 8 + if with_shared { 4 } else { 0 }; // route: count, offsets, scatter
         for step in 0..2 {
             let (x, ids, w) = inputs(t, h, k, e, step == 1, &mut rng);
             let xb: Vec<bf16> = x.iter().map(|&v| bf16::from_f32(v)).collect();
@@ -624,23 +606,37 @@ fn bad_arguments_are_typed_errors() {
 
     // The routing kernels' own entry points.
     let b = |n| ctx.alloc_zeroed::<i32>(n).unwrap();
-    let (mut slots, mut row_src, mut m_idx, mut st, mut mm) = (b(8), b(1024), b(1024), b(4), b(4));
+    let (mut slots, mut row_src, mut m_idx, mut st, mut mm, mut work) = (b(8), b(1024), b(1024), b(4), b(4), b(64));
     let ids8 = ctx.alloc_zeroed::<i32>(8).unwrap();
-    let route = |experts, rows: usize, slots: &mut DeviceBuffer<i32>, row_src: &mut DeviceBuffer<i32>, m_idx: &mut DeviceBuffer<i32>, st: &mut DeviceBuffer<i32>| {
-        moe_route_contiguous(&stream, ids8.as_slice(), 2, experts, slots.as_slice_mut(), row_src.slice_mut(..rows).unwrap(), m_idx.slice_mut(..rows).unwrap(), st.as_slice_mut())
+    let mut route = |experts, rows: usize, masked: Option<usize>, work_len: usize| {
+        let index = if masked.is_some() { mm.as_slice_mut() } else { m_idx.slice_mut(..rows).unwrap() };
+        let out = RouteBuffers {
+            slots: slots.as_slice_mut(),
+            row_src: row_src.slice_mut(..rows).unwrap(),
+            index,
+            status: st.as_slice_mut(),
+            work: work.slice_mut(..work_len).unwrap(),
+        };
+        match masked {
+            None => moe_route_contiguous(&stream, ids8.as_slice(), 2, experts, out),
+            Some(m) => moe_route_masked(&stream, ids8.as_slice(), 2, experts, m, out),
+        }
     };
-    assert_eq!(shape_arg(route(0, 1024, &mut slots, &mut row_src, &mut m_idx, &mut st).unwrap_err()), "experts");
-    assert_eq!(shape_arg(route(1025, 1024, &mut slots, &mut row_src, &mut m_idx, &mut st).unwrap_err()), "experts");
-    assert_eq!(shape_arg(route(4, 512, &mut slots, &mut row_src, &mut m_idx, &mut st).unwrap_err()), "row_src");
-    route(4, 640, &mut slots, &mut row_src, &mut m_idx, &mut st).unwrap(); // the bound: 8 + 4·127 → 640
-    let err = moe_route_contiguous(&stream, ids8.as_slice(), 3, 4, slots.as_slice_mut(), row_src.as_slice_mut(), m_idx.as_slice_mut(), st.as_slice_mut()).unwrap_err();
-    assert_eq!(shape_arg(err), "topk_ids");
-    let err = moe_route_masked(&stream, ids8.as_slice(), 2, 4, 0, slots.as_slice_mut(), row_src.as_slice_mut(), mm.as_slice_mut(), st.as_slice_mut()).unwrap_err();
-    assert_eq!(shape_arg(err), "m_max");
-    let err = moe_route_masked(&stream, ids8.as_slice(), 2, 4, 8, slots.as_slice_mut(), row_src.as_slice_mut(), mm.as_slice_mut(), st.as_slice_mut()).unwrap_err();
-    assert_eq!(shape_arg(err), "row_src");
-    let err = moe_route_masked(&stream, ids8.as_slice(), 2, 4, 256, slots.as_slice_mut(), row_src.as_slice_mut(), mm.as_slice_mut(), st.slice_mut(..3).unwrap()).unwrap_err();
-    assert_eq!(shape_arg(err), "status");
+    assert_eq!(shape_arg(route(0, 1024, None, 64).unwrap_err()), "experts");
+    assert_eq!(shape_arg(route(1025, 1024, None, 64).unwrap_err()), "experts");
+    assert_eq!(shape_arg(route(4, 512, None, 64).unwrap_err()), "row_src");
+    assert_eq!(route_work_len(4, 2, 4), Some(8 + 5 + 9));
+    assert_eq!(shape_arg(route(4, 640, None, 21).unwrap_err()), "work");
+    route(4, 640, None, 22).unwrap(); // the bound: 8 + 4·127 → 640 rows
+    assert_eq!(shape_arg(route(4, 16, Some(0), 64).unwrap_err()), "m_max");
+    assert_eq!(shape_arg(route(4, 16, Some(8), 64).unwrap_err()), "row_src");
+    assert_eq!(shape_arg(route(5, 20, Some(4), 64).unwrap_err()), "index");
+    route(4, 32, Some(8), 64).unwrap();
+    drop(route);
+    let out = RouteBuffers { slots: slots.as_slice_mut(), row_src: row_src.as_slice_mut(), index: m_idx.as_slice_mut(), status: st.as_slice_mut(), work: work.as_slice_mut() };
+    assert_eq!(shape_arg(moe_route_contiguous(&stream, ids8.as_slice(), 3, 4, out).unwrap_err()), "topk_ids");
+    let out = RouteBuffers { slots: slots.as_slice_mut(), row_src: row_src.as_slice_mut(), index: m_idx.as_slice_mut(), status: st.slice_mut(..3).unwrap(), work: work.as_slice_mut() };
+    assert_eq!(shape_arg(moe_route_contiguous(&stream, ids8.as_slice(), 2, 4, out).unwrap_err()), "status");
     let y = ctx.alloc_zeroed::<bf16>(16 * 12).unwrap();
     let wts = ctx.alloc_zeroed::<f32>(8).unwrap();
     let mut o = ctx.alloc_zeroed::<bf16>(4 * 12).unwrap();
