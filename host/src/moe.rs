@@ -346,7 +346,7 @@ pub fn moe_unpermute(
     if tokens == 0 {
         return check_eq("slots", "0 (T = 0)", 0, slots.len());
     }
-    if slots.len() == 0 || !slots.len().is_multiple_of(tokens) {
+    if slots.is_empty() || !slots.len().is_multiple_of(tokens) {
         return Err(shape_err("slots", format!("T · top_k elements with T = {tokens} (out's rows), top_k ≥ 1"), format!("{} elements", slots.len())));
     }
     let top_k = slots.len() / tokens;
