@@ -252,36 +252,66 @@ fn unpermute_cpu(y: &[bf16], slots: &[i32], w: &[f32], shared: Option<&[bf16]>, 
     out
 }
 
+/// Route (CPU) → random expert outputs → device unpermute, bit for bit against
+/// [`unpermute_cpu`], with and without a shared term; one slot is made garbage (out of range).
+fn check_unpermute(ctx: &Context, tokens: usize, k: usize, experts: usize, h: usize, masked: Option<usize>, seed: u64) {
+    let stream = Stream::new(ctx).unwrap();
+    let mut rng = StdRng::seed_from_u64(seed);
+    let ids = random_ids(tokens, k, experts, &mut rng, true, 0.1);
+    let rows = match masked {
+        Some(m) => experts * m,
+        None => contiguous_rows_bound(tokens, k, experts).unwrap(),
+    };
+    let route = route_reference(&ids, k, experts, rows, masked);
+    let mut slots = route.slots.clone();
+    slots[0] = rows as i32 + 5; // skipped, not read
+    let y: Vec<bf16> = randn_bf16(rows * h, &mut rng).into_iter().map(bf16::from_f32).collect();
+    let w: Vec<f32> = (0..tokens * k).map(|_| rng.random_range(0.0..1.0)).collect();
+    let sh: Vec<bf16> = randn_bf16(tokens * h, &mut rng).into_iter().map(bf16::from_f32).collect();
+    let (d_y, d_slots, d_w, d_sh) = (ctx.upload(&y).unwrap(), ctx.upload(&slots).unwrap(), ctx.upload(&w).unwrap(), ctx.upload(&sh).unwrap());
+    for with_shared in [false, true] {
+        let mut out = ctx.upload(&vec![bf16::from_f32(9.0); tokens * h]).unwrap();
+        let shared = with_shared.then(|| d_sh.as_slice());
+        moe_unpermute(&stream, d_y.as_slice(), d_slots.as_slice(), d_w.as_slice(), shared, out.as_slice_mut(), h).unwrap();
+        let got: Vec<u16> = out.download(&stream).unwrap().iter().map(|v| v.to_bits()).collect();
+        let want = unpermute_cpu(&y, &slots, &w, with_shared.then_some(&sh[..]), tokens, h);
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(g, w, "T={tokens} k={k} E={experts} H={h} masked={masked:?} shared={with_shared}: out[{}, {}]", i / h, i % h);
+        }
+    }
+}
+
 #[test]
 fn unpermute_is_its_cpu_formula() {
     let ctx = checked_context();
-    let stream = Stream::new(&ctx).unwrap();
-    let mut rng = StdRng::seed_from_u64(11);
-    for &(tokens, k, experts, h, masked) in &[(45usize, 6usize, 8usize, 264usize, None), (3, 8, 16, 128, Some(2usize)), (1, 1, 1, 8, None)] {
-        let ids = random_ids(tokens, k, experts, &mut rng, true, 0.1);
-        let rows = match masked {
-            Some(m) => experts * m,
-            None => contiguous_rows_bound(tokens, k, experts).unwrap(),
-        };
-        let route = route_reference(&ids, k, experts, rows, masked);
-        // Garbage slots (out of range) are skipped, not read.
-        let mut slots = route.slots.clone();
-        slots[0] = rows as i32 + 5;
-        let y: Vec<bf16> = randn_bf16(rows * h, &mut rng).into_iter().map(bf16::from_f32).collect();
-        let w: Vec<f32> = (0..tokens * k).map(|_| rng.random_range(0.0..1.0)).collect();
-        let sh: Vec<bf16> = randn_bf16(tokens * h, &mut rng).into_iter().map(bf16::from_f32).collect();
-        let (d_y, d_slots, d_w, d_sh) = (ctx.upload(&y).unwrap(), ctx.upload(&slots).unwrap(), ctx.upload(&w).unwrap(), ctx.upload(&sh).unwrap());
-        for with_shared in [false, true] {
-            let mut out = ctx.upload(&vec![bf16::from_f32(9.0); tokens * h]).unwrap();
-            let shared = with_shared.then(|| d_sh.as_slice());
-            moe_unpermute(&stream, d_y.as_slice(), d_slots.as_slice(), d_w.as_slice(), shared, out.as_slice_mut(), h).unwrap();
-            let got: Vec<u16> = out.download(&stream).unwrap().iter().map(|v| v.to_bits()).collect();
-            let want = unpermute_cpu(&y, &slots, &w, with_shared.then_some(&sh[..]), tokens, h);
-            for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-                assert_eq!(g, w, "T={tokens} k={k} H={h} shared={with_shared}: out[{}, {}]", i / h, i % h);
-            }
-        }
+    check_unpermute(&ctx, 45, 6, 8, 264, None, 11);
+    check_unpermute(&ctx, 3, 8, 16, 128, Some(2), 12);
+    check_unpermute(&ctx, 1, 1, 1, 8, None, 13);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
+    /// Gather + quantize and unpermute over random T, k, E, H and both layouts.
+    #[test]
+    fn gather_and_unpermute_random_shapes(tokens in 1usize..60, k in 1usize..9, experts in 1usize..24, h8 in 1usize..40,
+                                          masked in prop::option::of(1usize..20), seed in any::<u64>()) {
+        let ctx = Context::new().unwrap();
+        check_gather(&ctx, tokens, k, experts, 8 * h8, masked, seed);
+        check_unpermute(&ctx, tokens, k, experts, 8 * h8, masked, seed);
     }
+}
+
+#[test]
+fn no_tokens_is_a_no_op() {
+    let ctx = checked_context();
+    let l = random_layer(&ctx, 4, 128, 128, None, MoeOptions { top_k: 2, masked_max_tokens: 0 }, 81);
+    let mut scratch = MoeScratch::new(&l.layer, 4, 0).unwrap();
+    let stream = Stream::new(&ctx).unwrap();
+    let (x, ids, w) = (ctx.alloc_zeroed::<bf16>(0).unwrap(), ctx.alloc_zeroed::<i32>(0).unwrap(), ctx.alloc_zeroed::<f32>(0).unwrap());
+    let mut out = ctx.alloc_zeroed::<bf16>(0).unwrap();
+    let run = l.layer.forward(&stream, &x, &ids, &w, &mut out, &mut scratch).unwrap();
+    assert_eq!((run.tokens, run.layout), (0, MoeLayout::Contiguous));
+    assert_eq!(l.layer.layout_for(1), MoeLayout::Contiguous, "masked_max_tokens = 0: always contiguous");
 }
 
 /// A random layer: weights quantized per 128×128 block, uploaded; also their dequantized f32.

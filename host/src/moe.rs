@@ -541,7 +541,7 @@ impl<F: Fp8Format> MoeLayer<F> {
     }
     /// The layout [`Self::forward`] uses for `tokens` tokens.
     pub fn layout_for(&self, tokens: usize) -> MoeLayout {
-        if tokens <= self.options.masked_max_tokens { MoeLayout::Masked } else { MoeLayout::Contiguous }
+        if self.options.masked_max_tokens > 0 && tokens <= self.options.masked_max_tokens { MoeLayout::Masked } else { MoeLayout::Contiguous }
     }
 
     /// Runs the layer on `stream`: `hidden` `[T, H]` bf16, `topk_ids` / `topk_weights`
