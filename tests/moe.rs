@@ -401,22 +401,27 @@ fn check_layer(l: &Layer, scratch: &mut MoeScratch<F>, layout: MoeLayout, x: &[f
     let diff_matched = reference::calc_diff(&got, &matched).unwrap();
     assert!(diff < 1e-3, "{what}: calc_diff {diff:e} vs the f32 reference (goal < 1e-3)");
     assert!(diff_matched < 2e-5, "{what}: calc_diff {diff_matched:e} vs the device-matched reference");
-    // Element bounds: against the matched reference about two bf16 ulps (the f32 summation order
-    // of the GEMMs can flip one bf16 rounding of an intermediate; observed ≤ 0.005 rms); against
-    // f32 the error of quantizing two activations per token to FP8 (3 mantissa bits), whose
-    // tail reaches ≈ 0.27 rms on these shapes (calc_diff ≈ 9.2e-4–9.6e-4, just inside the goal).
+    // Element bounds. Against the matched reference: about two bf16 ulps, except where the f32
+    // summation order of a GEMM (device: per-128-K blocks; CPU: `gemm` on dequantized values)
+    // flipped the rounding of an intermediate onto the other side of an FP8 (or bf16) boundary,
+    // which moves that token's downstream values by up to an FP8 ulp of one activation — rare
+    // (≤ 1 in 10⁴ elements) and bounded (observed ≤ 0.031 rms at T = 1000). Against f32: the
+    // error of quantizing two activations per token to FP8 (3 mantissa bits), whose tail reaches
+    // ≈ 0.27 rms on these shapes (calc_diff ≈ 9.2e-4, just inside the goal).
     let rms = (f32_ref.iter().map(|v| (v * v) as f64).sum::<f64>() / f32_ref.len().max(1) as f64).sqrt() as f32;
-    let (mut worst_m, mut worst_f) = (0f32, 0f32);
-    for (&g, (&m, &f)) in got.iter().zip(matched.iter().zip(&f32_ref)) {
-        worst_m = worst_m.max((g - m).abs() / rms);
-        worst_f = worst_f.max((g - f).abs() / rms);
-    }
-    eprintln!("{what}: worst |got - matched| {worst_m:.4} rms, worst |got - f32| {worst_f:.4} rms; calc_diff {diff:.3e} vs f32, {diff_matched:.3e} vs device-matched");
+    let (mut worst_m, mut worst_f, mut loose) = (0f32, 0f32, 0usize);
     for (idx, ((&g, &m), &f)) in got.iter().zip(&matched).zip(&f32_ref).enumerate() {
         let (t, c) = (idx / h, idx % h);
-        assert!((g - m).abs() <= 0.01 * m.abs() + 0.01 * rms, "{what}: out[{t}, {c}] = {g} vs matched {m} (rms {rms})");
+        worst_m = worst_m.max((g - m).abs() / rms);
+        worst_f = worst_f.max((g - f).abs() / rms);
+        loose += ((g - m).abs() > 0.01 * m.abs() + 0.01 * rms) as usize;
+        assert!((g - m).abs() <= 0.1 * rms, "{what}: out[{t}, {c}] = {g} vs matched {m} (rms {rms})");
         assert!((g - f).abs() <= 0.1 * f.abs() + 0.4 * rms, "{what}: out[{t}, {c}] = {g} vs f32 {f} (rms {rms})");
     }
+    eprintln!(
+        "{what}: worst |got - matched| {worst_m:.4} rms ({loose} elements past 0.01·|m| + 0.01 rms), worst |got - f32| {worst_f:.4} rms; calc_diff {diff:.3e} vs f32, {diff_matched:.3e} vs device-matched"
+    );
+    assert!(loose <= got.len() / 10_000, "{what}: {loose} of {} elements differ from the matched reference by more than 0.01·|m| + 0.01 rms", got.len());
     got
 }
 
@@ -679,4 +684,23 @@ fn bad_arguments_are_typed_errors() {
     let view = ActivationsViewMut::<F>::new(q.as_slice_mut(), sf.as_slice_mut(), 4, 128).unwrap();
     let err = moe_gather_quantize(&stream, xg.as_slice(), row_src.slice(..3).unwrap(), view).unwrap_err();
     assert_eq!(shape_arg(err), "row_src");
+}
+
+/// The example shape (16 experts, hidden 1024, intermediate 512, top-8) for
+/// T ∈ {1, 7, 128, 1000}, both layouts where they apply, against both references. Long (the
+/// emulator runs ≈ 40 GFLOP of MFMAs): `cargo test --release --test moe -- --ignored`.
+#[test]
+#[ignore]
+fn example_shape_sweep() {
+    let ctx = checked_context();
+    let (e, h, i, k) = (16, 1024, 512, 8);
+    let l = random_layer(&ctx, e, h, i, None, MoeOptions { top_k: k, masked_max_tokens: 7 }, 91);
+    let mut scratch = MoeScratch::new(&l.layer, 1000, 7).unwrap();
+    let mut rng = StdRng::seed_from_u64(92);
+    for t in [1usize, 7, 128, 1000] {
+        let (x, ids, w) = inputs(t, h, k, e, false, &mut rng);
+        let started = std::time::Instant::now();
+        check_layer(&l, &mut scratch, l.layer.layout_for(t), &x, &ids, &w, &format!("{:?} T={t}", l.layer.layout_for(t)));
+        eprintln!("  T={t}: {:.1} s", started.elapsed().as_secs_f64());
+    }
 }
