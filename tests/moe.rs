@@ -12,12 +12,12 @@ mod common;
 use common::{checked_context, randn_bf16};
 use fp8gemm::fp8::E4M3Fnuz;
 use fp8gemm::moe::{
-    contiguous_rows_bound, moe_gather_quantize, moe_route_contiguous, moe_route_masked, moe_unpermute, route_reference,
-    MoeReferenceWeights, ReferenceActivations,
+    contiguous_rows_bound, moe_gather_quantize, moe_route_contiguous, moe_route_masked, moe_unpermute, route_reference, route_work_len,
+    MoeReferenceWeights, ReferenceActivations, RouteBuffers,
 };
 use fp8gemm::quant::{GroupedQuantizedWeights, QuantizedActivations, QuantizedWeights};
 use fp8gemm::{
-    moe_reference, reference, ActivationsViewMut, CaptureMode, Context, DeviceBuffer, DeviceGroupedWeights, DeviceWeights, Error,
+    moe_reference, reference, ActivationsViewMut, CaptureMode, Context, DeviceGroupedWeights, DeviceWeights, Error,
     MoeLayer, MoeLayout, MoeOptions, MoeScratch, MoeStage, Stream,
 };
 use fp8gemm_device::moe::f32_to_bf16_bits;
@@ -76,30 +76,12 @@ fn route_on_device(ctx: &Context, ids: &[i32], k: usize, experts: usize, masked:
     let mut m_indices = ctx.upload(&vec![7777i32; rows]).unwrap();
     let mut masked_m = ctx.upload(&vec![7777i32; experts]).unwrap();
     let mut status = ctx.upload(&[7777i32; 4]).unwrap();
+    let mut work = ctx.upload(&vec![-99i32; route_work_len(tokens, k, experts).unwrap()]).unwrap();
+    let index = if masked.is_some() { masked_m.as_slice_mut() } else { m_indices.as_slice_mut() };
+    let out = RouteBuffers { slots: slots.as_slice_mut(), row_src: row_src.as_slice_mut(), index, status: status.as_slice_mut(), work: work.as_slice_mut() };
     match masked {
-        None => moe_route_contiguous(
-            &stream,
-            d_ids.as_slice(),
-            k,
-            experts,
-            slots.as_slice_mut(),
-            row_src.as_slice_mut(),
-            m_indices.as_slice_mut(),
-            status.as_slice_mut(),
-        )
-        .unwrap(),
-        Some(m) => moe_route_masked(
-            &stream,
-            d_ids.as_slice(),
-            k,
-            experts,
-            m,
-            slots.as_slice_mut(),
-            row_src.as_slice_mut(),
-            masked_m.as_slice_mut(),
-            status.as_slice_mut(),
-        )
-        .unwrap(),
+        None => moe_route_contiguous(&stream, d_ids.as_slice(), k, experts, out).unwrap(),
+        Some(m) => moe_route_masked(&stream, d_ids.as_slice(), k, experts, m, out).unwrap(),
     }
     Routed {
         slots: slots.download(&stream).unwrap(),
@@ -142,7 +124,7 @@ fn check_route(ctx: &Context, ids: &[i32], k: usize, experts: usize, masked: Opt
 #[test]
 fn bf16_rounding_is_half_s() {
     let mut rng = StdRng::seed_from_u64(1);
-    let specials = [0.0f32, -0.0, 1.0, f32::MAX, f32::MIN, f32::INFINITY, f32::NEG_INFINITY, f32::NAN, -f32::NAN, 1e-45, 3.0e38, 1.00390625, 1.01171875];
+    let specials = [0.0f32, -0.0, 1.0, f32::MAX, f32::MIN, f32::INFINITY, f32::NEG_INFINITY, f32::NAN, -f32::NAN, f32::from_bits(1), 3.0e38, f32::from_bits(0x3f80_8000), f32::from_bits(0x3f81_8000), f32::from_bits(0x7f7f_ffff)];
     let randoms = (0..100_000).map(|_| f32::from_bits(rng.random::<u32>()));
     for x in specials.into_iter().chain(randoms) {
         assert_eq!(f32_to_bf16_bits(x), bf16::from_f32(x).to_bits(), "{x:e} ({:#010x})", x.to_bits());
@@ -270,36 +252,66 @@ fn unpermute_cpu(y: &[bf16], slots: &[i32], w: &[f32], shared: Option<&[bf16]>, 
     out
 }
 
+/// Route (CPU) → random expert outputs → device unpermute, bit for bit against
+/// [`unpermute_cpu`], with and without a shared term; one slot is made garbage (out of range).
+fn check_unpermute(ctx: &Context, tokens: usize, k: usize, experts: usize, h: usize, masked: Option<usize>, seed: u64) {
+    let stream = Stream::new(ctx).unwrap();
+    let mut rng = StdRng::seed_from_u64(seed);
+    let ids = random_ids(tokens, k, experts, &mut rng, true, 0.1);
+    let rows = match masked {
+        Some(m) => experts * m,
+        None => contiguous_rows_bound(tokens, k, experts).unwrap(),
+    };
+    let route = route_reference(&ids, k, experts, rows, masked);
+    let mut slots = route.slots.clone();
+    slots[0] = rows as i32 + 5; // skipped, not read
+    let y: Vec<bf16> = randn_bf16(rows * h, &mut rng).into_iter().map(bf16::from_f32).collect();
+    let w: Vec<f32> = (0..tokens * k).map(|_| rng.random_range(0.0..1.0)).collect();
+    let sh: Vec<bf16> = randn_bf16(tokens * h, &mut rng).into_iter().map(bf16::from_f32).collect();
+    let (d_y, d_slots, d_w, d_sh) = (ctx.upload(&y).unwrap(), ctx.upload(&slots).unwrap(), ctx.upload(&w).unwrap(), ctx.upload(&sh).unwrap());
+    for with_shared in [false, true] {
+        let mut out = ctx.upload(&vec![bf16::from_f32(9.0); tokens * h]).unwrap();
+        let shared = with_shared.then(|| d_sh.as_slice());
+        moe_unpermute(&stream, d_y.as_slice(), d_slots.as_slice(), d_w.as_slice(), shared, out.as_slice_mut(), h).unwrap();
+        let got: Vec<u16> = out.download(&stream).unwrap().iter().map(|v| v.to_bits()).collect();
+        let want = unpermute_cpu(&y, &slots, &w, with_shared.then_some(&sh[..]), tokens, h);
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(g, w, "T={tokens} k={k} E={experts} H={h} masked={masked:?} shared={with_shared}: out[{}, {}]", i / h, i % h);
+        }
+    }
+}
+
 #[test]
 fn unpermute_is_its_cpu_formula() {
     let ctx = checked_context();
-    let stream = Stream::new(&ctx).unwrap();
-    let mut rng = StdRng::seed_from_u64(11);
-    for &(tokens, k, experts, h, masked) in &[(45usize, 6usize, 8usize, 264usize, None), (3, 8, 16, 128, Some(2usize)), (1, 1, 1, 8, None)] {
-        let ids = random_ids(tokens, k, experts, &mut rng, true, 0.1);
-        let rows = match masked {
-            Some(m) => experts * m,
-            None => contiguous_rows_bound(tokens, k, experts).unwrap(),
-        };
-        let route = route_reference(&ids, k, experts, rows, masked);
-        // Garbage slots (out of range) are skipped, not read.
-        let mut slots = route.slots.clone();
-        slots[0] = rows as i32 + 5;
-        let y: Vec<bf16> = randn_bf16(rows * h, &mut rng).into_iter().map(bf16::from_f32).collect();
-        let w: Vec<f32> = (0..tokens * k).map(|_| rng.random_range(0.0..1.0)).collect();
-        let sh: Vec<bf16> = randn_bf16(tokens * h, &mut rng).into_iter().map(bf16::from_f32).collect();
-        let (d_y, d_slots, d_w, d_sh) = (ctx.upload(&y).unwrap(), ctx.upload(&slots).unwrap(), ctx.upload(&w).unwrap(), ctx.upload(&sh).unwrap());
-        for with_shared in [false, true] {
-            let mut out = ctx.upload(&vec![bf16::from_f32(9.0); tokens * h]).unwrap();
-            let shared = with_shared.then(|| d_sh.as_slice());
-            moe_unpermute(&stream, d_y.as_slice(), d_slots.as_slice(), d_w.as_slice(), shared, out.as_slice_mut(), h).unwrap();
-            let got: Vec<u16> = out.download(&stream).unwrap().iter().map(|v| v.to_bits()).collect();
-            let want = unpermute_cpu(&y, &slots, &w, with_shared.then_some(&sh[..]), tokens, h);
-            for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-                assert_eq!(g, w, "T={tokens} k={k} H={h} shared={with_shared}: out[{}, {}]", i / h, i % h);
-            }
-        }
+    check_unpermute(&ctx, 45, 6, 8, 264, None, 11);
+    check_unpermute(&ctx, 3, 8, 16, 128, Some(2), 12);
+    check_unpermute(&ctx, 1, 1, 1, 8, None, 13);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
+    /// Gather + quantize and unpermute over random T, k, E, H and both layouts.
+    #[test]
+    fn gather_and_unpermute_random_shapes(tokens in 1usize..60, k in 1usize..9, experts in 1usize..24, h8 in 1usize..40,
+                                          masked in prop::option::of(1usize..20), seed in any::<u64>()) {
+        let ctx = Context::new().unwrap();
+        check_gather(&ctx, tokens, k, experts, 8 * h8, masked, seed);
+        check_unpermute(&ctx, tokens, k, experts, 8 * h8, masked, seed);
     }
+}
+
+#[test]
+fn no_tokens_is_a_no_op() {
+    let ctx = checked_context();
+    let l = random_layer(&ctx, 4, 128, 128, None, MoeOptions { top_k: 2, masked_max_tokens: 0 }, 81);
+    let mut scratch = MoeScratch::new(&l.layer, 4, 0).unwrap();
+    let stream = Stream::new(&ctx).unwrap();
+    let (x, ids, w) = (ctx.alloc_zeroed::<bf16>(0).unwrap(), ctx.alloc_zeroed::<i32>(0).unwrap(), ctx.alloc_zeroed::<f32>(0).unwrap());
+    let mut out = ctx.alloc_zeroed::<bf16>(0).unwrap();
+    let run = l.layer.forward(&stream, &x, &ids, &w, &mut out, &mut scratch).unwrap();
+    assert_eq!((run.tokens, run.layout), (0, MoeLayout::Contiguous));
+    assert_eq!(l.layer.layout_for(1), MoeLayout::Contiguous, "masked_max_tokens = 0: always contiguous");
 }
 
 /// A random layer: weights quantized per 128×128 block, uploaded; also their dequantized f32.
@@ -374,7 +386,7 @@ fn check_layer(l: &Layer, scratch: &mut MoeScratch<F>, layout: MoeLayout, x: &[f
         .unwrap();
     assert_eq!(run.layout, layout);
     let got: Vec<f32> = out.download(&stream).unwrap().iter().map(|v| v.to_f32()).collect();
-    let mut want_stages = vec![MoeStage::Route, MoeStage::GatherQuantize, MoeStage::GateUpGemm, MoeStage::SiluMulQuantize, MoeStage::DownGemm];
+    let mut want_stages = vec![MoeStage::Route, MoeStage::Route, MoeStage::Route, MoeStage::GatherQuantize, MoeStage::GateUpGemm, MoeStage::SiluMulQuantize, MoeStage::DownGemm];
     if l.shared.is_some() {
         want_stages.extend([MoeStage::SharedExpert; 4]);
     }
@@ -389,22 +401,27 @@ fn check_layer(l: &Layer, scratch: &mut MoeScratch<F>, layout: MoeLayout, x: &[f
     let diff_matched = reference::calc_diff(&got, &matched).unwrap();
     assert!(diff < 1e-3, "{what}: calc_diff {diff:e} vs the f32 reference (goal < 1e-3)");
     assert!(diff_matched < 2e-5, "{what}: calc_diff {diff_matched:e} vs the device-matched reference");
-    // Element bounds: against the matched reference about two bf16 ulps (the f32 summation order
-    // of the GEMMs can flip one bf16 rounding of an intermediate; observed ≤ 0.005 rms); against
-    // f32 the error of quantizing two activations per token to FP8 (3 mantissa bits), whose
-    // tail reaches ≈ 0.27 rms on these shapes (calc_diff ≈ 9.2e-4–9.6e-4, just inside the goal).
+    // Element bounds. Against the matched reference: about two bf16 ulps, except where the f32
+    // summation order of a GEMM (device: per-128-K blocks; CPU: `gemm` on dequantized values)
+    // flipped the rounding of an intermediate onto the other side of an FP8 (or bf16) boundary,
+    // which moves that token's downstream values by up to an FP8 ulp of one activation — rare
+    // (≤ 1 in 10⁴ elements) and bounded (observed ≤ 0.031 rms at T = 1000). Against f32: the
+    // error of quantizing two activations per token to FP8 (3 mantissa bits), whose tail reaches
+    // ≈ 0.27 rms on these shapes (calc_diff ≈ 9.2e-4, just inside the goal).
     let rms = (f32_ref.iter().map(|v| (v * v) as f64).sum::<f64>() / f32_ref.len().max(1) as f64).sqrt() as f32;
-    let (mut worst_m, mut worst_f) = (0f32, 0f32);
-    for (&g, (&m, &f)) in got.iter().zip(matched.iter().zip(&f32_ref)) {
-        worst_m = worst_m.max((g - m).abs() / rms);
-        worst_f = worst_f.max((g - f).abs() / rms);
-    }
-    eprintln!("{what}: worst |got - matched| {worst_m:.4} rms, worst |got - f32| {worst_f:.4} rms; calc_diff {diff:.3e} vs f32, {diff_matched:.3e} vs device-matched");
+    let (mut worst_m, mut worst_f, mut loose) = (0f32, 0f32, 0usize);
     for (idx, ((&g, &m), &f)) in got.iter().zip(&matched).zip(&f32_ref).enumerate() {
         let (t, c) = (idx / h, idx % h);
-        assert!((g - m).abs() <= 0.01 * m.abs() + 0.01 * rms, "{what}: out[{t}, {c}] = {g} vs matched {m} (rms {rms})");
+        worst_m = worst_m.max((g - m).abs() / rms);
+        worst_f = worst_f.max((g - f).abs() / rms);
+        loose += ((g - m).abs() > 0.01 * m.abs() + 0.01 * rms) as usize;
+        assert!((g - m).abs() <= 0.1 * rms, "{what}: out[{t}, {c}] = {g} vs matched {m} (rms {rms})");
         assert!((g - f).abs() <= 0.1 * f.abs() + 0.4 * rms, "{what}: out[{t}, {c}] = {g} vs f32 {f} (rms {rms})");
     }
+    eprintln!(
+        "{what}: worst |got - matched| {worst_m:.4} rms ({loose} elements past 0.01·|m| + 0.01 rms), worst |got - f32| {worst_f:.4} rms; calc_diff {diff:.3e} vs f32, {diff_matched:.3e} vs device-matched"
+    );
+    assert!(loose <= got.len() / 10_000, "{what}: {loose} of {} elements differ from the matched reference by more than 0.01·|m| + 0.01 rms", got.len());
     got
 }
 
@@ -461,7 +478,7 @@ fn masked_overflow_is_dropped_deterministically_and_reported() {
     let mut rng = StdRng::seed_from_u64(42);
     let (x, _, w) = inputs(6, h, k, e, false, &mut rng);
     // Every token picks expert 0 first (6 pairs for 3 rows) and expert 1..3 second.
-    let ids: Vec<i32> = (0..6).flat_map(|t| [0, 1 + (t % 3) as i32]).collect();
+    let ids: Vec<i32> = (0..6).flat_map(|t: i32| [0, 1 + t % 3]).collect();
     let (got, status) = forward_once(&l, &mut scratch, &x, &ids, &w);
     assert_eq!((status.dropped, status.invalid_ids), (3, 0));
     // The dropped pairs are the last three of expert 0 (tokens 3, 4, 5): the result is the
@@ -521,7 +538,7 @@ fn forward_captures_into_a_graph_and_replays() {
         let run = l.layer.forward(&stream, &d_x, &d_ids, &d_w, &mut out, &mut scratch).unwrap();
         let graph = stream.end_capture().unwrap().instantiate().unwrap();
         assert_eq!(run.layout, layout);
-        let launches = 6 + if with_shared { 4 } else { 0 };
+        let launches = 8 + if with_shared { 4 } else { 0 }; // route: count, offsets, scatter
         for step in 0..2 {
             let (x, ids, w) = inputs(t, h, k, e, step == 1, &mut rng);
             let xb: Vec<bf16> = x.iter().map(|&v| bf16::from_f32(v)).collect();
@@ -624,23 +641,36 @@ fn bad_arguments_are_typed_errors() {
 
     // The routing kernels' own entry points.
     let b = |n| ctx.alloc_zeroed::<i32>(n).unwrap();
-    let (mut slots, mut row_src, mut m_idx, mut st, mut mm) = (b(8), b(1024), b(1024), b(4), b(4));
+    let (mut slots, mut row_src, mut m_idx, mut st, mut mm, mut work) = (b(8), b(1024), b(1024), b(4), b(4), b(64));
     let ids8 = ctx.alloc_zeroed::<i32>(8).unwrap();
-    let route = |experts, rows: usize, slots: &mut DeviceBuffer<i32>, row_src: &mut DeviceBuffer<i32>, m_idx: &mut DeviceBuffer<i32>, st: &mut DeviceBuffer<i32>| {
-        moe_route_contiguous(&stream, ids8.as_slice(), 2, experts, slots.as_slice_mut(), row_src.slice_mut(..rows).unwrap(), m_idx.slice_mut(..rows).unwrap(), st.as_slice_mut())
+    let mut route = |experts, rows: usize, masked: Option<usize>, work_len: usize| {
+        let index = if masked.is_some() { mm.as_slice_mut() } else { m_idx.slice_mut(..rows).unwrap() };
+        let out = RouteBuffers {
+            slots: slots.as_slice_mut(),
+            row_src: row_src.slice_mut(..rows).unwrap(),
+            index,
+            status: st.as_slice_mut(),
+            work: work.slice_mut(..work_len).unwrap(),
+        };
+        match masked {
+            None => moe_route_contiguous(&stream, ids8.as_slice(), 2, experts, out),
+            Some(m) => moe_route_masked(&stream, ids8.as_slice(), 2, experts, m, out),
+        }
     };
-    assert_eq!(shape_arg(route(0, 1024, &mut slots, &mut row_src, &mut m_idx, &mut st).unwrap_err()), "experts");
-    assert_eq!(shape_arg(route(1025, 1024, &mut slots, &mut row_src, &mut m_idx, &mut st).unwrap_err()), "experts");
-    assert_eq!(shape_arg(route(4, 512, &mut slots, &mut row_src, &mut m_idx, &mut st).unwrap_err()), "row_src");
-    route(4, 640, &mut slots, &mut row_src, &mut m_idx, &mut st).unwrap(); // the bound: 8 + 4·127 → 640
-    let err = moe_route_contiguous(&stream, ids8.as_slice(), 3, 4, slots.as_slice_mut(), row_src.as_slice_mut(), m_idx.as_slice_mut(), st.as_slice_mut()).unwrap_err();
-    assert_eq!(shape_arg(err), "topk_ids");
-    let err = moe_route_masked(&stream, ids8.as_slice(), 2, 4, 0, slots.as_slice_mut(), row_src.as_slice_mut(), mm.as_slice_mut(), st.as_slice_mut()).unwrap_err();
-    assert_eq!(shape_arg(err), "m_max");
-    let err = moe_route_masked(&stream, ids8.as_slice(), 2, 4, 8, slots.as_slice_mut(), row_src.as_slice_mut(), mm.as_slice_mut(), st.as_slice_mut()).unwrap_err();
-    assert_eq!(shape_arg(err), "row_src");
-    let err = moe_route_masked(&stream, ids8.as_slice(), 2, 4, 256, slots.as_slice_mut(), row_src.as_slice_mut(), mm.as_slice_mut(), st.slice_mut(..3).unwrap()).unwrap_err();
-    assert_eq!(shape_arg(err), "status");
+    assert_eq!(shape_arg(route(0, 1024, None, 64).unwrap_err()), "experts");
+    assert_eq!(shape_arg(route(1025, 1024, None, 64).unwrap_err()), "experts");
+    assert_eq!(shape_arg(route(4, 512, None, 64).unwrap_err()), "row_src");
+    assert_eq!(route_work_len(4, 2, 4), Some(8 + 5 + 9));
+    assert_eq!(shape_arg(route(4, 640, None, 21).unwrap_err()), "work");
+    route(4, 640, None, 22).unwrap(); // the bound: 8 + 4·127 → 640 rows
+    assert_eq!(shape_arg(route(4, 16, Some(0), 64).unwrap_err()), "m_max");
+    assert_eq!(shape_arg(route(4, 16, Some(8), 64).unwrap_err()), "row_src");
+    assert_eq!(shape_arg(route(5, 20, Some(4), 64).unwrap_err()), "index");
+    route(4, 32, Some(8), 64).unwrap();
+    let out = RouteBuffers { slots: slots.as_slice_mut(), row_src: row_src.as_slice_mut(), index: m_idx.as_slice_mut(), status: st.as_slice_mut(), work: work.as_slice_mut() };
+    assert_eq!(shape_arg(moe_route_contiguous(&stream, ids8.as_slice(), 3, 4, out).unwrap_err()), "topk_ids");
+    let out = RouteBuffers { slots: slots.as_slice_mut(), row_src: row_src.as_slice_mut(), index: m_idx.as_slice_mut(), status: st.slice_mut(..3).unwrap(), work: work.as_slice_mut() };
+    assert_eq!(shape_arg(moe_route_contiguous(&stream, ids8.as_slice(), 2, 4, out).unwrap_err()), "status");
     let y = ctx.alloc_zeroed::<bf16>(16 * 12).unwrap();
     let wts = ctx.alloc_zeroed::<f32>(8).unwrap();
     let mut o = ctx.alloc_zeroed::<bf16>(4 * 12).unwrap();
@@ -654,4 +684,23 @@ fn bad_arguments_are_typed_errors() {
     let view = ActivationsViewMut::<F>::new(q.as_slice_mut(), sf.as_slice_mut(), 4, 128).unwrap();
     let err = moe_gather_quantize(&stream, xg.as_slice(), row_src.slice(..3).unwrap(), view).unwrap_err();
     assert_eq!(shape_arg(err), "row_src");
+}
+
+/// The example shape (16 experts, hidden 1024, intermediate 512, top-8) for
+/// T ∈ {1, 7, 128, 1000}, both layouts where they apply, against both references. Long (the
+/// emulator runs ≈ 40 GFLOP of MFMAs): `cargo test --release --test moe -- --ignored`.
+#[test]
+#[ignore]
+fn example_shape_sweep() {
+    let ctx = checked_context();
+    let (e, h, i, k) = (16, 1024, 512, 8);
+    let l = random_layer(&ctx, e, h, i, None, MoeOptions { top_k: k, masked_max_tokens: 7 }, 91);
+    let mut scratch = MoeScratch::new(&l.layer, 1000, 7).unwrap();
+    let mut rng = StdRng::seed_from_u64(92);
+    for t in [1usize, 7, 128, 1000] {
+        let (x, ids, w) = inputs(t, h, k, e, false, &mut rng);
+        let started = std::time::Instant::now();
+        check_layer(&l, &mut scratch, l.layer.layout_for(t), &x, &ids, &w, &format!("{:?} T={t}", l.layer.layout_for(t)));
+        eprintln!("  T={t}: {:.1} s", started.elapsed().as_secs_f64());
+    }
 }

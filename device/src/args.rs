@@ -340,8 +340,9 @@ impl KGroupedArgs {
 
 const _: () = assert!(core::mem::size_of::<KGroupedArgs>() == 72);
 
-/// Arguments of the MoE routing kernels ([`crate::moe`], symbols `moe_route_contiguous`,
-/// `moe_route_masked`): one workgroup turns `topk_ids [tokens, top_k]` into a layout.
+/// Arguments of the MoE routing kernels ([`crate::moe`]: `moe_route_count`,
+/// `moe_route_offsets_{contiguous,masked}`, `moe_route_scatter_{contiguous,masked}`, launched in
+/// that order with the same arguments): `topk_ids [tokens, top_k]` → a layout.
 ///
 /// Outputs (row-major, no padding): `slots` `tokens · top_k` i32 (the layout row of every
 /// `(t, j)`, −1 when skipped or dropped), `row_src` `rows` i32 (the token of every row; −1: a
@@ -349,10 +350,14 @@ const _: () = assert!(core::mem::size_of::<KGroupedArgs>() == 72);
 /// `rows` i32 (contiguous only: the expert of every row, −1 padding), `masked_m` `experts` i32
 /// (masked only: rows per expert, at most `m_max`), `status` 4 i32 (`[0]` ids outside
 /// `0..experts` other than −1, `[1]` pairs dropped past `m_max`, `[2]` rows used, `[3]` 0).
-/// Requirements (checked by the host): `1 ≤ experts ≤` [`crate::moe::MAX_EXPERTS`],
-/// `top_k ≥ 1`, `tokens · top_k < 2^31`; contiguous: `rows ≥ tokens·top_k + 127·experts`
-/// rounded up to 128; masked: `m_max ≥ 1`, `rows = experts · m_max < 2^31`. The grid is one
-/// workgroup of 256 with [`crate::moe::route_lds_bytes`] bytes of dynamic LDS.
+/// Work memory (i32, written before read by the same sequence): `local_rank` `tokens · top_k`,
+/// `chunk_counts` `⌈tokens·top_k/256⌉ · (experts + 1)`, `offsets` `experts + 1`, `counts`
+/// `experts`. Requirements (checked by the host): `1 ≤ experts ≤`
+/// [`crate::moe::MAX_EXPERTS`], `top_k ≥ 1`, `tokens · top_k < 2^31`; contiguous:
+/// `rows ≥ tokens·top_k + 127·experts` rounded up to 128, `rows < 2^31`; masked: `m_max ≥ 1`,
+/// `rows = experts · m_max < 2^31`. Grids (workgroups of 256, [`crate::moe::route_lds_bytes`]
+/// bytes of dynamic LDS): count `⌈tokens·top_k/256⌉` (not launched when 0), offsets 1, scatter
+/// `max(⌈tokens·top_k/256⌉, ⌈rows/256⌉)`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct MoeRouteArgs {
@@ -368,6 +373,15 @@ pub struct MoeRouteArgs {
     pub masked_m: GlobalPtr<i32>,
     /// Output: 4 i32 of status (see the struct docs).
     pub status: GlobalPtr<i32>,
+    /// Work: rank of every pair among its expert's pairs of its 256-pair chunk.
+    pub local_rank: GlobalPtr<i32>,
+    /// Work: per chunk, the count of every expert (and of invalid ids, column `experts`); turned
+    /// in place into the exclusive prefix over chunks.
+    pub chunk_counts: GlobalPtr<i32>,
+    /// Work: first row of every expert, and the rows used (`experts + 1`).
+    pub offsets: GlobalPtr<i32>,
+    /// Work: pairs of every expert.
+    pub counts: GlobalPtr<i32>,
     /// Tokens `T`.
     pub tokens: u32,
     /// Experts per token `k`.
@@ -440,6 +454,6 @@ pub struct MoeUnpermuteArgs {
     pub rows: u32,
 }
 
-const _: () = assert!(core::mem::size_of::<MoeRouteArgs>() == 72);
+const _: () = assert!(core::mem::size_of::<MoeRouteArgs>() == 104);
 const _: () = assert!(core::mem::size_of::<MoeGatherArgs>() == 48);
 const _: () = assert!(core::mem::size_of::<MoeUnpermuteArgs>() == 56);

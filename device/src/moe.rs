@@ -1,25 +1,27 @@
 //! MoE routing kernels: route (`topk_ids` → contiguous or masked layout), gather + quantize
 //! the hidden states into that layout, and unpermute the expert outputs back to token order.
 //!
-//! # Route (`moe_route_contiguous`, `moe_route_masked`; [`MoeRouteArgs`])
-//! One workgroup of 256 work-items; a **stable counting sort** of the `P = T·k` pairs
-//! `(t, j)` (flattened `p = t·k + j`) by expert, so the rows of an expert are in increasing
-//! `p` order whatever the scheduling (no atomics anywhere, results are deterministic):
-//! 1. histogram: the pairs are taken 256 at a time (one per work-item) into LDS; each
-//!    work-item counts, over the 256, the pairs of its own expert before it (`before`) and in
-//!    total; the last of an expert's pairs in the chunk adds the total to the expert's count;
-//! 2. offsets (one work-item, `E` steps): contiguous `off[e] = Σ_{e'<e} ⌈count[e']/128⌉·128`,
-//!    masked `off[e] = e · m_max` and `masked_m[e] = min(count[e], m_max)`;
-//! 3. scatter: the same chunk walk; a pair's rank is its expert's running cursor plus
-//!    `before`, its row `off[e] + rank` (masked: only when `rank < m_max`, otherwise the pair is
-//!    dropped and counted); writes `slots[p]` and `row_src[row] = t`;
-//! 4. fill: every row not written by the scatter gets `row_src` −1 (padding inside a used
-//!    block: zero-filled by the gather, read by the grouped GEMM) or −2 (nothing reads it), and
-//!    (contiguous) `m_indices` (binary search of `off`).
-//!
-//! Ids outside `0..E` are skipped (`slots[p] = −1`); those other than −1 (the "no expert"
-//! marker) are counted in `status[0]`. Duplicate experts in one token's top-k are two pairs like
-//! any other: two rows, both summed by the unpermute.
+//! # Route (`moe_route_count`, `moe_route_offsets_*`, `moe_route_scatter_*`; [`MoeRouteArgs`])
+//! A **stable counting sort** of the `P = T·k` pairs `(t, j)` (flattened `p = t·k + j`) by
+//! expert, so the rows of an expert are in increasing `p` order whatever the scheduling (no
+//! atomics anywhere: the results are deterministic). Three launches, the pairs cut into chunks
+//! of 256 (one per work-item):
+//! 1. count (one workgroup per chunk, all CUs): the chunk's keys go to LDS; each work-item
+//!    counts, over the 256, the pairs of its own expert before it (its `local_rank`) and in
+//!    total; the last of an expert's pairs in the chunk writes the total into the chunk's LDS
+//!    histogram, which is stored as the chunk's row of `chunk_counts` (`E + 1` columns, the last
+//!    one counting invalid ids);
+//! 2. offsets (one workgroup): per column, the exclusive prefix over chunks (in place, loads
+//!    batched by 8) and the total; then a Hillis–Steele scan over the experts' sizes
+//!    (contiguous `⌈count/128⌉·128`, masked `m_max`) gives `offsets[e]`, the rows used, the
+//!    dropped pairs (masked: `Σ max(count − m_max, 0)`) and `status`; `masked_m = min(count,
+//!    m_max)`;
+//! 3. scatter (one workgroup per chunk of pairs and per 256 rows): a pair's rank is its chunk's
+//!    prefix plus its `local_rank`, its row `offsets[e] + rank` (masked: only when
+//!    `rank < m_max`, otherwise the pair is dropped); writes `slots[p]` and `row_src[row] = t`.
+//!    Every row not written that way gets `row_src` −1 (padding inside a used block:
+//!    zero-filled by the gather, read by the grouped GEMM) or −2 (nothing reads it), and
+//!    (contiguous) `m_indices` (binary search of `offsets` staged in LDS).
 //!
 //! # Gather (`moe_gather_quantize_bf16`; [`MoeGatherArgs`])
 //! The activation quantization kernel's work mapping and code ([`crate::quant`]: 16 lanes per
@@ -47,19 +49,19 @@ pub const ROW_PADDING: i32 = -1;
 /// `row_src` value of a row nothing reads (left untouched).
 pub const ROW_UNUSED: i32 = -2;
 
-/// LDS word offsets of the routing kernel: chunk keys, per-thread invalid and dropped counts,
-/// then `count[E]`, `cursor[E]`, `off[E + 1]`.
-#[cfg_attr(not(target_arch = "amdgpu"), allow(dead_code))]
-const LDS_CHUNK: u32 = 0;
-#[cfg_attr(not(target_arch = "amdgpu"), allow(dead_code))]
-const LDS_INVALID: u32 = ROUTE_THREADS;
-#[cfg_attr(not(target_arch = "amdgpu"), allow(dead_code))]
-const LDS_DROPPED: u32 = 2 * ROUTE_THREADS;
-const LDS_COUNT: u32 = 3 * ROUTE_THREADS;
+/// Pairs per routing chunk (work-items of every routing workgroup).
+pub const ROUTE_CHUNK: u32 = ROUTE_THREADS;
 
-/// Dynamic LDS bytes of the routing kernel for `experts` experts (16-byte multiple).
+/// Dynamic LDS bytes of the routing kernels for `experts` experts (16-byte multiple): count
+/// `256 + E + 1` words, offsets `E + 1 + 2·256`, scatter `E + 1`.
 pub const fn route_lds_bytes(experts: u32) -> u32 {
-    ((LDS_COUNT + 3 * experts + 1) * 4).div_ceil(16) * 16
+    ((2 * ROUTE_THREADS + experts + 1) * 4).div_ceil(16) * 16
+}
+
+/// Length in i32 of the routing kernels' work memory for `pairs = T·k` pairs: `local_rank`
+/// (`pairs`), `chunk_counts` (`⌈pairs/256⌉ · (E + 1)`), `offsets` (`E + 1`), `counts` (`E`).
+pub const fn route_work_len(pairs: usize, experts: usize) -> usize {
+    pairs + pairs.div_ceil(ROUTE_CHUNK as usize) * (experts + 1) + 2 * experts + 1
 }
 
 /// `f32` → bf16 bits, round to nearest even, NaN kept NaN (quiet): the same bits as
@@ -99,202 +101,281 @@ mod imp {
         unsafe { *lds().add(i as usize) = v }
     }
 
-    /// Pairs of the current LDS chunk with key `key` before work-item `tid`, and in total.
+    /// Pairs of the current LDS chunk (words `0..256`) with key `key` before work-item `tid`,
+    /// and in total. The loads are issued 8 at a time (one wait per 8).
     #[inline(always)]
     fn scan(key: u32, tid: u32) -> (u32, u32) {
         let (mut before, mut total) = (0u32, 0u32);
-        for q in 0..ROUTE_THREADS / 4 {
-            // SAFETY: words 0..256 are the chunk, inside the LDS allocation, written before the
-            // barrier that precedes every call.
-            let v = unsafe { lds_read_b128((LDS_CHUNK + 4 * q) * 4) }.to_array();
-            for (i, &w) in v.iter().enumerate() {
-                let eq = (w == key) as u32;
-                total += eq;
-                before += eq & ((4 * q + i as u32) < tid) as u32;
+        for qb in 0..ROUTE_THREADS / 32 {
+            let mut v = [U32x4([0; 4]); 8];
+            for (u, vu) in v.iter_mut().enumerate() {
+                // SAFETY: words 0..256 are the chunk, inside the LDS allocation, written before
+                // the barrier that precedes every call.
+                *vu = unsafe { lds_read_b128((qb * 8 + u as u32) * 16) };
+            }
+            for (u, vu) in v.iter().enumerate() {
+                for (i, &w) in vu.to_array().iter().enumerate() {
+                    let idx = (qb * 8 + u as u32) * 4 + i as u32;
+                    let eq = (w == key) as u32;
+                    total += eq;
+                    before += eq & (idx < tid) as u32;
+                }
             }
         }
         (before, total)
     }
 
-    /// The key of pair `p`: its expert, or `u32::MAX` when skipped; and whether it is invalid
-    /// (outside `0..E` and not −1).
+    /// Whether the arguments are usable at all (the host checks them; this keeps garbage from
+    /// dividing by zero or indexing past the LDS layout).
     #[inline(always)]
-    fn key_of(a: &MoeRouteArgs, p: u32, pairs: u32) -> (u32, bool) {
-        if p >= pairs {
-            return (u32::MAX, false);
-        }
-        // SAFETY: p < tokens · top_k, the length of topk_ids (host contract).
-        let id = unsafe { *a.topk_ids.as_ptr().add(p as usize) };
-        if id >= 0 && (id as u32) < a.experts { (id as u32, false) } else { (u32::MAX, id != -1) }
+    fn usable<const MASKED: bool>(a: &MoeRouteArgs) -> bool {
+        a.experts != 0 && a.experts <= MAX_EXPERTS && a.top_k != 0 && (!MASKED || a.m_max != 0)
     }
 
+    /// Counts (see the module docs, step 1).
     #[inline(always)]
-    pub fn route<const MASKED: bool>(a: MoeRouteArgs) {
-        let tid = workitem_id_x();
-        let e_n = a.experts;
-        if e_n == 0 || e_n > MAX_EXPERTS || a.top_k == 0 || (MASKED && a.m_max == 0) {
+    pub fn count(a: MoeRouteArgs) {
+        if !usable::<false>(&a) {
             return;
         }
+        let tid = workitem_id_x();
+        let (e_n, c) = (a.experts, workgroup_id_x());
         let pairs = a.tokens.saturating_mul(a.top_k);
-        let (cnt, cur, off) = (LDS_COUNT, LDS_COUNT + e_n, LDS_COUNT + 2 * e_n);
+        let hist = ROUTE_THREADS; // LDS words 256 .. 256 + E + 1
         let mut e = tid;
-        while e < e_n {
-            // SAFETY: cnt + e, cur + e < LDS_COUNT + 3E (route_lds_bytes); each e by one thread.
-            unsafe {
-                st(cnt + e, 0);
-                st(cur + e, 0);
-            }
+        while e <= e_n {
+            // SAFETY: hist + e ≤ 256 + E, inside route_lds_bytes(E); each e by one work-item.
+            unsafe { st(hist + e, 0) };
             e += ROUTE_THREADS;
         }
-        let (mut invalid, mut dropped) = (0u32, 0u32);
-        lds_barrier();
-        let chunks = pairs.div_ceil(ROUTE_THREADS);
-
-        // 1. Histogram.
-        for c in 0..chunks {
-            let p = c * ROUTE_THREADS + tid;
-            let (key, bad) = key_of(&a, p, pairs);
-            invalid += bad as u32;
-            // SAFETY: word tid of the chunk, this work-item's own.
-            unsafe { st(LDS_CHUNK + tid, key) };
-            lds_barrier();
-            if key != u32::MAX {
-                let (before, total) = scan(key, tid);
-                if before + 1 == total {
-                    // SAFETY: key < E; only the last pair of this expert in the chunk writes.
-                    unsafe { st(cnt + key, ld(cnt + key) + total) };
-                }
+        let p = c * ROUTE_CHUNK + tid;
+        let key = if p < pairs {
+            // SAFETY: p < tokens · top_k, the length of topk_ids.
+            let id = unsafe { *a.topk_ids.as_ptr().add(p as usize) };
+            if id >= 0 && (id as u32) < e_n {
+                id as u32
+            } else if id == -1 {
+                u32::MAX
+            } else {
+                e_n // invalid: counted in column E
             }
-            lds_barrier();
+        } else {
+            u32::MAX
+        };
+        // SAFETY: word tid of the chunk, this work-item's own.
+        unsafe { st(tid, key) };
+        lds_barrier();
+        if key != u32::MAX {
+            let (before, total) = scan(key, tid);
+            if before + 1 == total {
+                // SAFETY: key ≤ E; only the last pair of this key in the chunk writes.
+                unsafe { st(hist + key, total) };
+            }
+            // SAFETY: p < pairs (key != MAX), the length of local_rank.
+            unsafe { *a.local_rank.as_mut_ptr().add(p as usize) = before as i32 };
         }
+        lds_barrier();
+        let mut e = tid;
+        while e <= e_n {
+            // SAFETY: c < ⌈pairs/256⌉ (the grid), e ≤ E: inside chunk_counts; LDS as above.
+            unsafe { *a.chunk_counts.as_mut_ptr().add((c * (e_n + 1) + e) as usize) = ld(hist + e) as i32 };
+            e += ROUTE_THREADS;
+        }
+    }
 
-        // 2. Offsets.
-        if tid == 0 {
+    /// Offsets and status (module docs, step 2).
+    #[inline(always)]
+    pub fn offsets<const MASKED: bool>(a: MoeRouteArgs) {
+        if !usable::<MASKED>(&a) {
+            return;
+        }
+        let tid = workitem_id_x();
+        let e_n = a.experts;
+        let pairs = a.tokens.saturating_mul(a.top_k);
+        let chunks = pairs.div_ceil(ROUTE_CHUNK);
+        let (tot, scan_sz, scan_dr) = (0u32, e_n + 1, e_n + 1 + ROUTE_THREADS);
+        let cc = a.chunk_counts.as_mut_ptr();
+        let mut e = tid;
+        while e <= e_n {
             let mut run = 0u32;
-            for e in 0..e_n {
-                // SAFETY: e < E: inside count/off; only work-item 0 touches them here.
-                unsafe {
-                    st(off + e, run);
-                    let c = ld(cnt + e);
-                    if MASKED {
-                        // SAFETY: masked_m holds E i32 (host contract).
-                        *a.masked_m.as_mut_ptr().add(e as usize) = c.min(a.m_max) as i32;
-                        run = run.saturating_add(a.m_max);
-                    } else {
-                        run = run.saturating_add(c.div_ceil(128) * 128);
+            let mut c = 0u32;
+            while c < chunks {
+                let n = (chunks - c).min(8);
+                let mut v = [0u32; 8];
+                for (u, vu) in v.iter_mut().enumerate() {
+                    if (u as u32) < n {
+                        // SAFETY: c + u < chunks, e ≤ E: inside chunk_counts.
+                        *vu = unsafe { *cc.add(((c + u as u32) * (e_n + 1) + e) as usize) } as u32;
                     }
                 }
+                for (u, &vu) in v.iter().enumerate() {
+                    if (u as u32) < n {
+                        // SAFETY: as above; each (chunk, column) by one work-item.
+                        unsafe { *cc.add(((c + u as u32) * (e_n + 1) + e) as usize) = run as i32 };
+                        run = run.wrapping_add(vu);
+                    }
+                }
+                c += 8;
             }
-            // SAFETY: off + E is the last word of the LDS layout.
-            unsafe { st(off + e_n, run) };
+            // SAFETY: tot + e ≤ E: inside the LDS layout; each e by one work-item.
+            unsafe { st(tot + e, run) };
+            e += ROUTE_THREADS;
         }
         lds_barrier();
-
-        // 3. Scatter.
-        for c in 0..chunks {
-            let p = c * ROUTE_THREADS + tid;
-            let (key, _) = key_of(&a, p, pairs);
-            // SAFETY: this work-item's own chunk word.
-            unsafe { st(LDS_CHUNK + tid, key) };
-            lds_barrier();
-            let (mut before, mut total, mut base, mut first) = (0, 0, 0, 0);
-            if key != u32::MAX {
-                (before, total) = scan(key, tid);
-                // SAFETY: key < E; cursor and offsets are only read between these barriers.
-                unsafe {
-                    base = ld(cur + key);
-                    first = ld(off + key);
-                }
+        // This work-item's experts: lo .. hi (at most 4).
+        let per = e_n.div_ceil(ROUTE_THREADS);
+        let lo = (tid * per).min(e_n);
+        let hi = (lo + per).min(e_n);
+        let size_of = |cnt: u32| if MASKED { a.m_max } else { cnt.div_ceil(128).saturating_mul(128) };
+        let (mut local, mut drop) = (0u32, 0u32);
+        for e in lo..hi {
+            // SAFETY: e < E, written before the barrier.
+            let cnt = unsafe { ld(tot + e) };
+            local = local.saturating_add(size_of(cnt));
+            if MASKED {
+                drop += cnt.saturating_sub(a.m_max);
             }
-            lds_barrier();
-            if p < pairs {
-                let mut slot = -1i32;
-                if key != u32::MAX {
-                    let rank = base + before;
-                    if MASKED {
-                        if rank < a.m_max {
-                            slot = (key * a.m_max + rank) as i32;
-                        } else {
-                            dropped += 1;
-                        }
-                    } else if first.saturating_add(rank) < a.rows {
-                        slot = (first + rank) as i32;
-                    }
-                    if before + 1 == total {
-                        // SAFETY: key < E; the only writer of this cursor in this chunk.
-                        unsafe { st(cur + key, base + total) };
-                    }
-                }
-                // SAFETY: p < tokens·top_k (slots' length); slot < rows (masked: key < E and
-                // rank < m_max, rows = E·m_max; contiguous: checked above) for row_src.
-                unsafe {
-                    *a.slots.as_mut_ptr().add(p as usize) = slot;
-                    if slot >= 0 {
-                        *a.row_src.as_mut_ptr().add(slot as usize) = (p / a.top_k) as i32;
-                    }
-                }
-            }
-            lds_barrier();
         }
-
-        // Status.
-        // SAFETY: this work-item's own words.
+        // SAFETY: this work-item's own scan words (inside route_lds_bytes(E)).
         unsafe {
-            st(LDS_INVALID + tid, invalid);
-            st(LDS_DROPPED + tid, dropped);
+            st(scan_sz + tid, local);
+            st(scan_dr + tid, drop);
         }
         lds_barrier();
-        // SAFETY: off + E written in step 2, read-only from here on.
-        let used = unsafe { ld(off + e_n) };
-        if tid == 0 {
-            let (mut inv, mut drp) = (0u32, 0u32);
-            for i in 0..ROUTE_THREADS {
-                // SAFETY: words of the per-thread arrays, written before the barrier.
-                unsafe {
-                    inv += ld(LDS_INVALID + i);
-                    drp += ld(LDS_DROPPED + i);
-                }
-            }
-            // SAFETY: status holds 4 i32 (host contract).
+        let mut d = 1;
+        while d < ROUTE_THREADS {
+            let (x, y) = if tid >= d {
+                // SAFETY: tid − d < 256: scan words, read in this phase only.
+                unsafe { (ld(scan_sz + tid - d), ld(scan_dr + tid - d)) }
+            } else {
+                (0, 0)
+            };
+            lds_barrier();
+            // SAFETY: this work-item's own scan words, written in this phase only.
             unsafe {
+                st(scan_sz + tid, ld(scan_sz + tid).saturating_add(x));
+                st(scan_dr + tid, ld(scan_dr + tid) + y);
+            }
+            lds_barrier();
+            d *= 2;
+        }
+        // SAFETY: own scan word, final after the last barrier.
+        let incl = unsafe { ld(scan_sz + tid) };
+        let mut run = incl - local;
+        for e in lo..hi {
+            // SAFETY: e < E: LDS totals, and offsets/counts/masked_m hold E (+1) i32.
+            unsafe {
+                let cnt = ld(tot + e);
+                *a.offsets.as_mut_ptr().add(e as usize) = run as i32;
+                *a.counts.as_mut_ptr().add(e as usize) = cnt as i32;
+                if MASKED {
+                    *a.masked_m.as_mut_ptr().add(e as usize) = cnt.min(a.m_max) as i32;
+                }
+                run = run.saturating_add(size_of(cnt));
+            }
+        }
+        if tid == ROUTE_THREADS - 1 {
+            // SAFETY: offsets holds E + 1 i32, status 4; LDS words as above.
+            unsafe {
+                *a.offsets.as_mut_ptr().add(e_n as usize) = incl.min(i32::MAX as u32) as i32;
                 let s = a.status.as_mut_ptr();
-                *s = inv as i32;
-                *s.add(1) = drp as i32;
-                *s.add(2) = used.min(a.rows) as i32;
+                *s = ld(tot + e_n) as i32;
+                *s.add(1) = ld(scan_dr + tid) as i32;
+                *s.add(2) = incl.min(a.rows) as i32;
                 *s.add(3) = 0;
             }
         }
+    }
 
-        // 4. Fill the rows the scatter did not write.
-        let mut r = tid;
-        while r < a.rows {
-            // SAFETY (whole block): r < rows, the length of row_src and m_indices; the LDS words
-            // read are count/off entries below E + 1, read-only since step 2.
-            unsafe {
+    /// Scatter and fill (module docs, step 3).
+    #[inline(always)]
+    pub fn scatter<const MASKED: bool>(a: MoeRouteArgs) {
+        if !usable::<MASKED>(&a) {
+            return;
+        }
+        let tid = workitem_id_x();
+        let e_n = a.experts;
+        let g = workgroup_id_x();
+        let pairs = a.tokens.saturating_mul(a.top_k);
+        let p = g * ROUTE_CHUNK + tid;
+        if p < pairs {
+            // SAFETY: p < tokens · top_k: inside topk_ids, local_rank and slots.
+            let id = unsafe { *a.topk_ids.as_ptr().add(p as usize) };
+            let mut slot = -1i32;
+            if id >= 0 && (id as u32) < e_n {
+                let e = id as u32;
+                // SAFETY: chunk p/256 < ⌈pairs/256⌉, e < E: inside chunk_counts; local_rank
+                // written by the count kernel for every valid pair.
+                let rank = unsafe {
+                    (*a.chunk_counts.as_ptr().add(((p / ROUTE_CHUNK) * (e_n + 1) + e) as usize) as u32)
+                        .wrapping_add(*a.local_rank.as_ptr().add(p as usize) as u32)
+                };
                 if MASKED {
-                    let (e, i) = (r / a.m_max, r % a.m_max);
-                    if e >= e_n || i >= ld(cnt + e).min(a.m_max) {
-                        *a.row_src.as_mut_ptr().add(r as usize) = ROW_UNUSED;
+                    if rank < a.m_max {
+                        slot = (e * a.m_max + rank) as i32;
                     }
-                } else if r >= used {
-                    *a.m_indices.as_mut_ptr().add(r as usize) = -1;
-                    *a.row_src.as_mut_ptr().add(r as usize) = ROW_UNUSED;
                 } else {
-                    // The last expert with off[e] ≤ r (off is non-decreasing, off[0] = 0 ≤ r).
-                    let (mut lo, mut hi) = (0u32, e_n - 1);
-                    while lo < hi {
-                        let mid = (lo + hi).div_ceil(2);
-                        if ld(off + mid) <= r { lo = mid } else { hi = mid - 1 }
-                    }
-                    if r - ld(off + lo) < ld(cnt + lo) {
-                        *a.m_indices.as_mut_ptr().add(r as usize) = lo as i32;
-                    } else {
-                        *a.m_indices.as_mut_ptr().add(r as usize) = -1;
-                        *a.row_src.as_mut_ptr().add(r as usize) = ROW_PADDING;
+                    // SAFETY: e < E: inside offsets.
+                    let row = unsafe { *a.offsets.as_ptr().add(e as usize) } as u32;
+                    if row.saturating_add(rank) < a.rows {
+                        slot = (row + rank) as i32;
                     }
                 }
             }
-            r += ROUTE_THREADS;
+            // SAFETY: p < pairs; slot < rows (masked: e < E, rank < m_max, rows = E·m_max;
+            // contiguous: checked above), the length of row_src.
+            unsafe {
+                *a.slots.as_mut_ptr().add(p as usize) = slot;
+                if slot >= 0 {
+                    *a.row_src.as_mut_ptr().add(slot as usize) = (p / a.top_k) as i32;
+                }
+            }
+        }
+        // Fill: rows g·256 + tid.
+        if !MASKED {
+            // Stage offsets[0..=E] in LDS for the binary search (every work-item takes part in
+            // the barrier).
+            let mut e = tid;
+            while e <= e_n {
+                // SAFETY: e ≤ E: inside offsets and the LDS layout; each e by one work-item.
+                unsafe { st(e, *a.offsets.as_ptr().add(e as usize) as u32) };
+                e += ROUTE_THREADS;
+            }
+            lds_barrier();
+        }
+        let r = g * ROUTE_THREADS + tid;
+        if r >= a.rows {
+            return;
+        }
+        // SAFETY (whole block): r < rows, the length of row_src and m_indices; e < E indexes
+        // counts; LDS words ≤ E were written before the barrier above.
+        unsafe {
+            if MASKED {
+                let (e, i) = (r / a.m_max, r % a.m_max);
+                if e >= e_n || i >= (*a.counts.as_ptr().add(e as usize) as u32).min(a.m_max) {
+                    *a.row_src.as_mut_ptr().add(r as usize) = ROW_UNUSED;
+                }
+            } else if r >= ld(e_n) {
+                *a.m_indices.as_mut_ptr().add(r as usize) = -1;
+                *a.row_src.as_mut_ptr().add(r as usize) = ROW_UNUSED;
+            } else {
+                // The last expert with offsets[e] ≤ r (non-decreasing, offsets[0] = 0 ≤ r).
+                let (mut lo, mut hi) = (0u32, e_n - 1);
+                while lo < hi {
+                    let mid = (lo + hi).div_ceil(2);
+                    if ld(mid) <= r {
+                        lo = mid
+                    } else {
+                        hi = mid - 1
+                    }
+                }
+                if r - ld(lo) < *a.counts.as_ptr().add(lo as usize) as u32 {
+                    *a.m_indices.as_mut_ptr().add(r as usize) = lo as i32;
+                } else {
+                    *a.m_indices.as_mut_ptr().add(r as usize) = -1;
+                    *a.row_src.as_mut_ptr().add(r as usize) = ROW_PADDING;
+                }
+            }
         }
     }
 
@@ -380,15 +461,30 @@ mod imp {
     }
 }
 
-/// Routing into the contiguous layout (prefill).
+/// Routing step 1: per-chunk expert histograms and ranks (both layouts).
 #[amdgpu_kernel(workgroup_size = 256)]
-pub fn moe_route_contiguous(args: MoeRouteArgs) {
-    imp::route::<false>(args)
+pub fn moe_route_count(args: MoeRouteArgs) {
+    imp::count(args)
 }
-/// Routing into the masked layout (decode).
+/// Routing step 2, contiguous layout: expert offsets (128-row aligned) and status.
 #[amdgpu_kernel(workgroup_size = 256)]
-pub fn moe_route_masked(args: MoeRouteArgs) {
-    imp::route::<true>(args)
+pub fn moe_route_offsets_contiguous(args: MoeRouteArgs) {
+    imp::offsets::<false>(args)
+}
+/// Routing step 2, masked layout: `masked_m`, dropped pairs and status.
+#[amdgpu_kernel(workgroup_size = 256)]
+pub fn moe_route_offsets_masked(args: MoeRouteArgs) {
+    imp::offsets::<true>(args)
+}
+/// Routing step 3, contiguous layout: slots, `row_src`, `m_indices`.
+#[amdgpu_kernel(workgroup_size = 256)]
+pub fn moe_route_scatter_contiguous(args: MoeRouteArgs) {
+    imp::scatter::<false>(args)
+}
+/// Routing step 3, masked layout: slots, `row_src`.
+#[amdgpu_kernel(workgroup_size = 256)]
+pub fn moe_route_scatter_masked(args: MoeRouteArgs) {
+    imp::scatter::<true>(args)
 }
 /// Gather of bf16 hidden rows into the layout, quantized to FP8 with 1×128 scales.
 #[amdgpu_kernel(workgroup_size = 256)]
@@ -410,6 +506,8 @@ mod tests {
     fn lds_layout_fits() {
         assert_eq!(route_lds_bytes(1) % 16, 0);
         assert!(route_lds_bytes(MAX_EXPERTS) <= 64 * 1024);
-        assert!(route_lds_bytes(8) >= (3 * 256 + 3 * 8 + 1) * 4);
+        assert!(route_lds_bytes(8) >= (2 * 256 + 8 + 1) * 4);
+        assert_eq!(route_work_len(0, 4), 9);
+        assert_eq!(route_work_len(257, 4), 257 + 2 * 5 + 9);
     }
 }
