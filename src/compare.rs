@@ -175,7 +175,10 @@ const AITER_MI300X: [((usize, usize, usize), f64); 6] = [
 /// DeepSeek-V3's dense (N, K) pairs (DeepGEMM's benchmark shapes).
 const DEEPSEEK_NK: [(usize, usize); 6] = [(2112, 7168), (24576, 1536), (32768, 512), (7168, 16384), (4096, 7168), (7168, 2048)];
 
-fn peers_rows(dir: &Path) -> Result<Vec<(String, usize, usize, usize, f64, f64)>, String> {
+/// One measured row: kernel (short name), M, N, K, µs, TFLOPS.
+type Measured = (String, usize, usize, usize, f64, f64);
+
+fn peers_rows(dir: &Path) -> Result<Vec<Measured>, String> {
     let path = dir.join("measured_mi325x.csv");
     let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut out = Vec::new();
@@ -356,7 +359,9 @@ fn plot_svg(path: &Path, rows: &[Row]) -> Result<(), String> {
     // One colour per (N, K, machine): our modelled line and the other implementation's points
     // of the same shape family share it.
     let mut families: Vec<(usize, usize, &str)> = Vec::new();
-    let mut series: Vec<(String, Vec<(f64, f64)>, bool, usize)> = Vec::new();
+    // (legend, points, ours?, colour index)
+    type Series = (String, Vec<(f64, f64)>, bool, usize);
+    let mut series: Vec<Series> = Vec::new();
     for r in &dense {
         let (n, k) = r.problem.nk();
         let fam = (n, k, r.set);
