@@ -594,7 +594,7 @@ impl<F: Fp8Format> MoeLayer<F> {
         check_eq("topk_weights", &format!("T · k = {t} · {k}"), t * k, topk_weights.len())?;
         check_eq("out", &format!("T · H = {t} · {h}"), t * h, out.len())?;
         let rows = match layout {
-            MoeLayout::Contiguous => contiguous_rows_bound(t, k, e).expect("bounded by the scratch's rows"),
+            MoeLayout::Contiguous => contiguous_rows_bound(t, k, e).ok_or_else(|| shape_err("hidden", "T·k + 127·E rows that fit", t))?,
             MoeLayout::Masked => {
                 if scratch.masked_capacity == 0 {
                     return Err(shape_err("layout", "Contiguous (the scratch has no masked capacity)", "Masked"));
