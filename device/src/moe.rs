@@ -101,12 +101,14 @@ mod imp {
         unsafe { *lds().add(i as usize) = v }
     }
 
-    /// Pairs of the current LDS chunk (words `0..256`) with key `key` before work-item `tid`,
-    /// and in total. The loads are issued 8 at a time (one wait per 8).
+    /// Pairs of the current LDS chunk (words `0..n`, `n ≤ 256` valid) with key `key` before
+    /// work-item `tid`, and in total. The loads are issued 8 at a time (one wait per 8) and only
+    /// the 32-key batches holding valid pairs are read.
     #[inline(always)]
-    fn scan(key: u32, tid: u32) -> (u32, u32) {
+    fn scan(key: u32, tid: u32, n: u32) -> (u32, u32) {
         let (mut before, mut total) = (0u32, 0u32);
-        for qb in 0..ROUTE_THREADS / 32 {
+        let mut qb = 0;
+        while qb * 32 < n && qb < ROUTE_THREADS / 32 {
             let mut v = [U32x4([0; 4]); 8];
             for (u, vu) in v.iter_mut().enumerate() {
                 // SAFETY: words 0..256 are the chunk, inside the LDS allocation, written before
@@ -121,6 +123,7 @@ mod imp {
                     before += eq & (idx < tid) as u32;
                 }
             }
+            qb += 1;
         }
         (before, total)
     }
@@ -166,7 +169,8 @@ mod imp {
         unsafe { st(tid, key) };
         lds_barrier();
         if key != u32::MAX {
-            let (before, total) = scan(key, tid);
+            // Keys past the chunk's valid pairs are u32::MAX: scanning them would change nothing.
+            let (before, total) = scan(key, tid, pairs - c * ROUTE_CHUNK);
             if before + 1 == total {
                 // SAFETY: key ≤ E; only the last pair of this key in the chunk writes.
                 unsafe { st(hist + key, total) };
@@ -224,6 +228,8 @@ mod imp {
         lds_barrier();
         // This work-item's experts: lo .. hi (at most 4).
         let per = e_n.div_ceil(ROUTE_THREADS);
+        // Work-items owning experts: 0 .. owners (the rest add 0 to the scan).
+        let owners = e_n.div_ceil(per);
         let lo = (tid * per).min(e_n);
         let hi = (lo + per).min(e_n);
         let size_of = |cnt: u32| if MASKED { a.m_max } else { cnt.div_ceil(128).saturating_mul(128) };
@@ -243,7 +249,7 @@ mod imp {
         }
         lds_barrier();
         let mut d = 1;
-        while d < ROUTE_THREADS {
+        while d < owners {
             let (x, y) = if tid >= d {
                 // SAFETY: tid − d < 256: scan words, read in this phase only.
                 unsafe { (ld(scan_sz + tid - d), ld(scan_dr + tid - d)) }
@@ -274,7 +280,8 @@ mod imp {
                 run = run.saturating_add(size_of(cnt));
             }
         }
-        if tid == ROUTE_THREADS - 1 {
+        if tid == owners - 1 {
+            // The last owner's inclusive sums are the totals.
             // SAFETY: offsets holds E + 1 i32, status 4; LDS words as above.
             unsafe {
                 *a.offsets.as_mut_ptr().add(e_n as usize) = incl.min(i32::MAX as u32) as i32;
