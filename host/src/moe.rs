@@ -11,8 +11,8 @@
 //! expert padded to 128 rows, `m_indices`) or masked (decode: `[E, m_max]` rows, `masked_m`).
 //! Nothing in `forward` allocates, copies to the host or synchronizes: the scratch
 //! ([`MoeScratch`]) is sized once for the bound `T·k + E·127` rows (rounded up to 128), so a
-//! forward pass can be captured into a graph and replayed (launches: 3 route + gather + 2 GEMMs
-//! + silu·mul + unpermute = 8, plus 4 for a shared expert).
+//! forward pass can be captured into a graph and replayed (launches: 3 route (2 when
+//! `T·k ≤ 256`) + gather + 2 GEMMs + silu·mul + unpermute = 8 (7), plus 4 for a shared expert).
 //!
 //! # Semantics (decided here, tested in `tests/moe.rs`)
 //! * **Row order** inside an expert is the order of `p = t·k + j` (a stable counting sort, no
@@ -193,7 +193,7 @@ pub struct RouteBuffers<'a> {
 /// Routes `topk_ids` (`[T, top_k]`, on the device) into the **contiguous** layout of
 /// `row_src.len()` rows (at least [`contiguous_rows_bound`]): writes `slots`, `row_src`,
 /// `index` = `m_indices` and `status` (see [`fp8gemm_device::args::MoeRouteArgs`]). Three
-/// launches queued on `stream`.
+/// launches queued on `stream` (two when `T · top_k ≤ 256`).
 pub fn moe_route_contiguous(stream: &Stream, topk_ids: DeviceSlice<'_, i32>, top_k: usize, experts: usize, out: RouteBuffers<'_>) -> Result<()> {
     route(stream, topk_ids, top_k, experts, None, out, &mut || Ok(()))
 }
@@ -208,7 +208,8 @@ pub fn moe_route_masked(stream: &Stream, topk_ids: DeviceSlice<'_, i32>, top_k: 
     route(stream, topk_ids, top_k, experts, Some(m_max), out, &mut || Ok(()))
 }
 
-/// Both routing entry points: checks, then the three launches, `after_launch` after each.
+/// Both routing entry points: checks, then the launches (three, or two for one chunk of pairs),
+/// `after_launch` after each.
 fn route(
     stream: &Stream,
     topk_ids: DeviceSlice<'_, i32>,
@@ -304,11 +305,15 @@ fn route(
     // every view is borrowed for the call, the outputs and work mutably. The kernels guard every
     // row they write against `rows`.
     unsafe {
-        if chunks > 0 {
+        if chunks <= 1 {
+            // One chunk (decode): count and offsets in one workgroup.
+            let fused = if masked.is_some() { dm::MOE_ROUTE_COUNT_OFFSETS_MASKED } else { dm::MOE_ROUTE_COUNT_OFFSETS_CONTIGUOUS };
+            stream.launch(fused, [1, 1, 1], lds, &args)?;
+        } else {
             stream.launch(dm::MOE_ROUTE_COUNT, [chunks as u32, 1, 1], lds, &args)?;
             after_launch()?;
+            stream.launch(offsets, [1, 1, 1], lds, &args)?;
         }
-        stream.launch(offsets, [1, 1, 1], lds, &args)?;
         after_launch()?;
         stream.launch(scatter, [scatter_grid, 1, 1], lds, &args)?;
     }
