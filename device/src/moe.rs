@@ -53,9 +53,10 @@ pub const ROW_UNUSED: i32 = -2;
 pub const ROUTE_CHUNK: u32 = ROUTE_THREADS;
 
 /// Dynamic LDS bytes of the routing kernels for `experts` experts (16-byte multiple): count
-/// `256 + E + 1` words, offsets `E + 1 + 2·256`, scatter `E + 1`.
+/// `256 + E + 1` words, offsets `E + 1 + 2·256`, count + offsets `256 + E + 1 + 2·256`, scatter
+/// `E + 1`.
 pub const fn route_lds_bytes(experts: u32) -> u32 {
-    ((2 * ROUTE_THREADS + experts + 1) * 4).div_ceil(16) * 16
+    ((3 * ROUTE_THREADS + experts + 1) * 4).div_ceil(16) * 16
 }
 
 /// Length in i32 of the routing kernels' work memory for `pairs = T·k` pairs: `local_rank`
@@ -101,12 +102,14 @@ mod imp {
         unsafe { *lds().add(i as usize) = v }
     }
 
-    /// Pairs of the current LDS chunk (words `0..256`) with key `key` before work-item `tid`,
-    /// and in total. The loads are issued 8 at a time (one wait per 8).
+    /// Pairs of the current LDS chunk (words `0..n`, `n ≤ 256` valid) with key `key` before
+    /// work-item `tid`, and in total. The loads are issued 8 at a time (one wait per 8) and only
+    /// the 32-key batches holding valid pairs are read.
     #[inline(always)]
-    fn scan(key: u32, tid: u32) -> (u32, u32) {
+    fn scan(key: u32, tid: u32, n: u32) -> (u32, u32) {
         let (mut before, mut total) = (0u32, 0u32);
-        for qb in 0..ROUTE_THREADS / 32 {
+        let mut qb = 0;
+        while qb * 32 < n && qb < ROUTE_THREADS / 32 {
             let mut v = [U32x4([0; 4]); 8];
             for (u, vu) in v.iter_mut().enumerate() {
                 // SAFETY: words 0..256 are the chunk, inside the LDS allocation, written before
@@ -121,6 +124,7 @@ mod imp {
                     before += eq & (idx < tid) as u32;
                 }
             }
+            qb += 1;
         }
         (before, total)
     }
@@ -138,10 +142,26 @@ mod imp {
         if !usable::<false>(&a) {
             return;
         }
+        let (tid, c, e_n) = (workitem_id_x(), workgroup_id_x(), a.experts);
+        let hist = ROUTE_THREADS;
+        count_chunk(&a, c, hist);
+        let mut e = tid;
+        while e <= e_n {
+            // SAFETY: c < ⌈pairs/256⌉ (the grid), e ≤ E: inside chunk_counts; LDS as in
+            // count_chunk, complete after its last barrier.
+            unsafe { *a.chunk_counts.as_mut_ptr().add((c * (e_n + 1) + e) as usize) = ld(hist + e) as i32 };
+            e += ROUTE_THREADS;
+        }
+    }
+
+    /// Chunk `c`'s keys into LDS words `0..256`, every pair's `local_rank`, and the chunk's
+    /// histogram into LDS words `hist ..= hist + E` (column E: invalid ids), complete and visible
+    /// to the whole workgroup on return.
+    #[inline(always)]
+    fn count_chunk(a: &MoeRouteArgs, c: u32, hist: u32) {
         let tid = workitem_id_x();
-        let (e_n, c) = (a.experts, workgroup_id_x());
+        let e_n = a.experts;
         let pairs = a.tokens.saturating_mul(a.top_k);
-        let hist = ROUTE_THREADS; // LDS words 256 .. 256 + E + 1
         let mut e = tid;
         while e <= e_n {
             // SAFETY: hist + e ≤ 256 + E, inside route_lds_bytes(E); each e by one work-item.
@@ -166,7 +186,8 @@ mod imp {
         unsafe { st(tid, key) };
         lds_barrier();
         if key != u32::MAX {
-            let (before, total) = scan(key, tid);
+            // Keys past the chunk's valid pairs are u32::MAX: scanning them would change nothing.
+            let (before, total) = scan(key, tid, pairs - c * ROUTE_CHUNK);
             if before + 1 == total {
                 // SAFETY: key ≤ E; only the last pair of this key in the chunk writes.
                 unsafe { st(hist + key, total) };
@@ -175,12 +196,6 @@ mod imp {
             unsafe { *a.local_rank.as_mut_ptr().add(p as usize) = before as i32 };
         }
         lds_barrier();
-        let mut e = tid;
-        while e <= e_n {
-            // SAFETY: c < ⌈pairs/256⌉ (the grid), e ≤ E: inside chunk_counts; LDS as above.
-            unsafe { *a.chunk_counts.as_mut_ptr().add((c * (e_n + 1) + e) as usize) = ld(hist + e) as i32 };
-            e += ROUTE_THREADS;
-        }
     }
 
     /// Offsets and status (module docs, step 2).
@@ -222,8 +237,40 @@ mod imp {
             e += ROUTE_THREADS;
         }
         lds_barrier();
+        finish_offsets::<MASKED>(&a, tot, scan_sz, scan_dr);
+    }
+
+    /// Steps 1 and 2 in one workgroup when all pairs fit one chunk (decode): the histogram stays
+    /// in LDS, the chunk's prefix (all zero) is written for the scatter.
+    #[inline(always)]
+    pub fn count_offsets<const MASKED: bool>(a: MoeRouteArgs) {
+        if !usable::<MASKED>(&a) {
+            return;
+        }
+        let (tid, e_n) = (workitem_id_x(), a.experts);
+        let hist = ROUTE_THREADS;
+        count_chunk(&a, 0, hist);
+        let mut e = tid;
+        while e <= e_n {
+            // SAFETY: chunk 0, e ≤ E: inside chunk_counts (one chunk when this kernel is used).
+            unsafe { *a.chunk_counts.as_mut_ptr().add(e as usize) = 0 };
+            e += ROUTE_THREADS;
+        }
+        let scan_sz = hist + e_n + 1;
+        finish_offsets::<MASKED>(&a, hist, scan_sz, scan_sz + ROUTE_THREADS);
+    }
+
+    /// Step 2 from the per-expert totals in LDS words `tot ..= tot + E` (visible to the whole
+    /// workgroup): offsets, counts, `masked_m`, status; scan scratch at `scan_sz` and `scan_dr`
+    /// (256 words each, inside [`route_lds_bytes`]).
+    #[inline(always)]
+    fn finish_offsets<const MASKED: bool>(a: &MoeRouteArgs, tot: u32, scan_sz: u32, scan_dr: u32) {
+        let tid = workitem_id_x();
+        let e_n = a.experts;
         // This work-item's experts: lo .. hi (at most 4).
         let per = e_n.div_ceil(ROUTE_THREADS);
+        // Work-items owning experts: 0 .. owners (the rest add 0 to the scan).
+        let owners = e_n.div_ceil(per);
         let lo = (tid * per).min(e_n);
         let hi = (lo + per).min(e_n);
         let size_of = |cnt: u32| if MASKED { a.m_max } else { cnt.div_ceil(128).saturating_mul(128) };
@@ -243,7 +290,7 @@ mod imp {
         }
         lds_barrier();
         let mut d = 1;
-        while d < ROUTE_THREADS {
+        while d < owners {
             let (x, y) = if tid >= d {
                 // SAFETY: tid − d < 256: scan words, read in this phase only.
                 unsafe { (ld(scan_sz + tid - d), ld(scan_dr + tid - d)) }
@@ -274,7 +321,8 @@ mod imp {
                 run = run.saturating_add(size_of(cnt));
             }
         }
-        if tid == ROUTE_THREADS - 1 {
+        if tid == owners - 1 {
+            // The last owner's inclusive sums are the totals.
             // SAFETY: offsets holds E + 1 i32, status 4; LDS words as above.
             unsafe {
                 *a.offsets.as_mut_ptr().add(e_n as usize) = incl.min(i32::MAX as u32) as i32;
@@ -466,6 +514,16 @@ mod imp {
 pub fn moe_route_count(args: MoeRouteArgs) {
     imp::count(args)
 }
+/// Routing steps 1 and 2 in one workgroup when the pairs fit one chunk (≤ 256), contiguous.
+#[amdgpu_kernel(workgroup_size = 256)]
+pub fn moe_route_count_offsets_contiguous(args: MoeRouteArgs) {
+    imp::count_offsets::<false>(args)
+}
+/// Routing steps 1 and 2 in one workgroup when the pairs fit one chunk (≤ 256), masked.
+#[amdgpu_kernel(workgroup_size = 256)]
+pub fn moe_route_count_offsets_masked(args: MoeRouteArgs) {
+    imp::count_offsets::<true>(args)
+}
 /// Routing step 2, contiguous layout: expert offsets (128-row aligned) and status.
 #[amdgpu_kernel(workgroup_size = 256)]
 pub fn moe_route_offsets_contiguous(args: MoeRouteArgs) {
@@ -506,7 +564,7 @@ mod tests {
     fn lds_layout_fits() {
         assert_eq!(route_lds_bytes(1) % 16, 0);
         assert!(route_lds_bytes(MAX_EXPERTS) <= 64 * 1024);
-        assert!(route_lds_bytes(8) >= (2 * 256 + 8 + 1) * 4);
+        assert!(route_lds_bytes(8) >= (3 * 256 + 8 + 1) * 4);
         assert_eq!(route_work_len(0, 4), 9);
         assert_eq!(route_work_len(257, 4), 257 + 2 * 5 + 9);
     }

@@ -11,8 +11,8 @@
 //! expert padded to 128 rows, `m_indices`) or masked (decode: `[E, m_max]` rows, `masked_m`).
 //! Nothing in `forward` allocates, copies to the host or synchronizes: the scratch
 //! ([`MoeScratch`]) is sized once for the bound `T·k + E·127` rows (rounded up to 128), so a
-//! forward pass can be captured into a graph and replayed (launches: 3 route + gather + 2 GEMMs
-//! + silu·mul + unpermute = 8, plus 4 for a shared expert).
+//! forward pass can be captured into a graph and replayed (launches: 3 route (2 when
+//! `T·k ≤ 256`) + gather + 2 GEMMs + silu·mul + unpermute = 8 (7), plus 4 for a shared expert).
 //!
 //! # Semantics (decided here, tested in `tests/moe.rs`)
 //! * **Row order** inside an expert is the order of `p = t·k + j` (a stable counting sort, no
@@ -47,7 +47,21 @@
 //! the used rows exit early (GEMMs: −1 `m_indices`; gather: `row_src` −2; silu·mul: the used
 //! row count read on the device as a one-group `masked_m`). The padding rows inside a used
 //! 128-row block are quantized and multiplied (as in DeepGEMM) but never stored or read back.
-//! The route's offsets step is one workgroup. Modelled per-stage times: `tests/moe_timing.rs`.
+//! The route's offsets step is one workgroup.
+//!
+//! Modelled MI300X times per stage (timing model, *not measured*; `tests/moe_timing.rs` shows
+//! how: [`MoeLayer::forward_with`]'s observer synchronizes and reads the emulator's report after
+//! each launch), E = 16, H = 1024, I = 512, k = 8, shared expert Is = 128:
+//!
+//! | stage | T = 1000 contiguous | T = 8 masked |
+//! |---|---|---|
+//! | route (3 launches; 2 for T·k ≤ 256) | 25.5 µs | 10.4 µs |
+//! | gather + quantize | 10.4 µs | 3.6 µs |
+//! | gate_up GEMM | 55.6 µs | 12.0 µs |
+//! | silu·mul quantize | 18.7 µs | 5.5 µs |
+//! | down GEMM | 36.1 µs | 8.0 µs |
+//! | shared expert (4 launches) | 29.9 µs | 24.0 µs |
+//! | unpermute | 8.5 µs | 7.8 µs |
 
 use std::marker::PhantomData;
 
@@ -179,7 +193,7 @@ pub struct RouteBuffers<'a> {
 /// Routes `topk_ids` (`[T, top_k]`, on the device) into the **contiguous** layout of
 /// `row_src.len()` rows (at least [`contiguous_rows_bound`]): writes `slots`, `row_src`,
 /// `index` = `m_indices` and `status` (see [`fp8gemm_device::args::MoeRouteArgs`]). Three
-/// launches queued on `stream`.
+/// launches queued on `stream` (two when `T · top_k ≤ 256`).
 pub fn moe_route_contiguous(stream: &Stream, topk_ids: DeviceSlice<'_, i32>, top_k: usize, experts: usize, out: RouteBuffers<'_>) -> Result<()> {
     route(stream, topk_ids, top_k, experts, None, out, &mut || Ok(()))
 }
@@ -194,7 +208,8 @@ pub fn moe_route_masked(stream: &Stream, topk_ids: DeviceSlice<'_, i32>, top_k: 
     route(stream, topk_ids, top_k, experts, Some(m_max), out, &mut || Ok(()))
 }
 
-/// Both routing entry points: checks, then the three launches, `after_launch` after each.
+/// Both routing entry points: checks, then the launches (three, or two for one chunk of pairs),
+/// `after_launch` after each.
 fn route(
     stream: &Stream,
     topk_ids: DeviceSlice<'_, i32>,
@@ -290,11 +305,15 @@ fn route(
     // every view is borrowed for the call, the outputs and work mutably. The kernels guard every
     // row they write against `rows`.
     unsafe {
-        if chunks > 0 {
+        if chunks <= 1 {
+            // One chunk (decode): count and offsets in one workgroup.
+            let fused = if masked.is_some() { dm::MOE_ROUTE_COUNT_OFFSETS_MASKED } else { dm::MOE_ROUTE_COUNT_OFFSETS_CONTIGUOUS };
+            stream.launch(fused, [1, 1, 1], lds, &args)?;
+        } else {
             stream.launch(dm::MOE_ROUTE_COUNT, [chunks as u32, 1, 1], lds, &args)?;
             after_launch()?;
+            stream.launch(offsets, [1, 1, 1], lds, &args)?;
         }
-        stream.launch(offsets, [1, 1, 1], lds, &args)?;
         after_launch()?;
         stream.launch(scatter, [scatter_grid, 1, 1], lds, &args)?;
     }
@@ -547,6 +566,12 @@ impl<F: Fp8Format> MoeLayer<F> {
     /// Runs the layer on `stream`: `hidden` `[T, H]` bf16, `topk_ids` / `topk_weights`
     /// `[T, k]` (i32 / f32), `out` `[T, H]` bf16, in the layout [`Self::layout_for`] `T`.
     /// Everything is queued on `stream`: no allocation, no host copy, no synchronization.
+    ///
+    /// Typed errors (nothing is launched): `T` (from `hidden`'s length, a multiple of `H`) above
+    /// the scratch's `max_tokens`; `topk_ids`, `topk_weights` not `T · k` or `out` not `T · H`
+    /// elements; a scratch made for another layer shape; the masked layout with a scratch of
+    /// `masked_capacity` 0 (`layout`); buffers of another context. Routing problems found on
+    /// the device are reported by [`MoeScratch::status`], never silently.
     pub fn forward<'a>(
         &self,
         stream: &Stream,
@@ -594,7 +619,7 @@ impl<F: Fp8Format> MoeLayer<F> {
         check_eq("topk_weights", &format!("T · k = {t} · {k}"), t * k, topk_weights.len())?;
         check_eq("out", &format!("T · H = {t} · {h}"), t * h, out.len())?;
         let rows = match layout {
-            MoeLayout::Contiguous => contiguous_rows_bound(t, k, e).expect("bounded by the scratch's rows"),
+            MoeLayout::Contiguous => contiguous_rows_bound(t, k, e).ok_or_else(|| shape_err("hidden", "T·k + 127·E rows that fit", t))?,
             MoeLayout::Masked => {
                 if scratch.masked_capacity == 0 {
                     return Err(shape_err("layout", "Contiguous (the scratch has no masked capacity)", "Masked"));
