@@ -108,6 +108,22 @@ impl<F: Fp8Format> DeviceGroupedWeights<F> {
             _f: PhantomData,
         })
     }
+    /// Allocates zeroed weights of `G` experts (`G · n · k` values, `G · ⌈n/128⌉ · ⌈k/128⌉`
+    /// scales) on the device, to be filled there (or used as all-zero operands, e.g. to model a
+    /// launch's time, whose values do not steer the kernels).
+    pub fn alloc(ctx: &Context, groups: usize, n: usize, k: usize) -> Result<Self> {
+        let values = crate::gemm::shape_product("groups", &[groups, n, k], "G · n · k")?;
+        let scales = crate::gemm::shape_product("groups", &[groups, blocks(n), blocks(k)], "G · ⌈n/128⌉ · ⌈k/128⌉")?;
+        Ok(DeviceGroupedWeights { data: ctx.alloc_zeroed(values)?, scales: ctx.alloc_zeroed(scales)?, groups, n, k, _f: PhantomData })
+    }
+    /// Copies the values and scales back to the host as [`GroupedQuantizedWeights`], in order
+    /// on `stream` (then waits for it).
+    pub fn download(&self, stream: &Stream) -> Result<GroupedQuantizedWeights<F>> {
+        let data = self.data.download(stream)?.into_iter().map(F::from_bits).collect();
+        let scales = self.scales.download(stream)?;
+        GroupedQuantizedWeights::from_parts(data, scales, self.groups, self.n, self.k)
+            .map_err(|e| Error::Unsupported(format!("downloaded grouped weights: {e}")))
+    }
     /// Number of groups (experts) `G`.
     pub fn groups(&self) -> usize {
         self.groups
