@@ -3,6 +3,7 @@
 
 use std::process::ExitCode;
 
+mod compare;
 mod gemm;
 mod grouped;
 mod kgrouped;
@@ -181,6 +182,32 @@ enum Command {
         #[arg(long)]
         quick: bool,
     },
+    /// Our kernels (as the library chooses them), *modelled* by the timing model, beside other
+    /// implementations' numbers: AMD's asm kernels measured on MI325X (`peers`), AITER's CK
+    /// numbers for DeepSeek-V3's dense shapes on MI300X (`deepseek`), and DeepGEMM's m-grouped
+    /// benchmark shapes (`grouped`). Prints a table with ratios and the goals; writes
+    /// a CSV and an SVG plot of TFLOPS vs M on request.
+    Compare {
+        /// Which comparison.
+        #[arg(long, value_enum, default_value = "all")]
+        set: compare::Set,
+        /// The peers directory holding `measured_mi325x.csv` (default: $FP8GEMM_PEERS_DIR).
+        #[arg(long)]
+        peers: Option<std::path::PathBuf>,
+        /// Simulation scope: `auto` simulates grids of ≤ 4 workgroups per CU on all XCDs and
+        /// larger ones on XCD 0's share.
+        #[arg(long, value_enum, default_value = "auto")]
+        scope: compare::CompareScope,
+        /// Skip dense shapes with more rows than this (a quicker look).
+        #[arg(long)]
+        max_m: Option<usize>,
+        /// Also write the rows to this CSV file.
+        #[arg(long)]
+        csv: Option<std::path::PathBuf>,
+        /// Also write an SVG plot of TFLOPS vs M (dense rows) to this file.
+        #[arg(long)]
+        plot: Option<std::path::PathBuf>,
+    },
     /// Disassemble embedded kernels with the emulator's decoder (LLVM syntax).
     Disasm {
         /// Kernel symbol; all kernels when omitted.
@@ -232,6 +259,7 @@ fn run(cli: Cli) -> Result<(), String> {
             let (m, o) = profile::machine_and_options(&machine, scope)?;
             tune::run(m, o, out, quick)
         }
+        Command::Compare { set, peers, scope, max_m, csv, plot } => compare::run(set, peers, scope, max_m, csv, plot),
         Command::Calibrate { peers, machine, scope, rows, verbose } => profile::calibrate(peers, &machine, scope, &rows, verbose),
         Command::Profile { m, n, k, layout, groups, kgrouped, machine, scope, full_math, seed } => {
             match layout {

@@ -5,7 +5,10 @@
 //!   `slots` workgroups of it at once (two launches of one full round of workgroups on every
 //!   CU, K = 1024 and K = 3072; the difference over the 16 extra blocks);
 //! * `best` rows: for DeepSeek-V3's dense shapes and the MoE shapes of DeepGEMM's benchmarks,
-//!   every tile's modelled time and the fastest one.
+//!   every tile's modelled time and the fastest one (no split);
+//! * `split` rows: for the dense shapes whose tiles cannot fill every workgroup slot of the
+//!   device, every split-K tile with split counts 2 … 32 (up to `k/128`, and up to two rounds
+//!   of workgroups), and the fastest; the config choice takes the faster of `best` and `split`.
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -53,6 +56,12 @@ fn problems() -> Vec<Problem> {
 /// Runs `p` once per tile through the library with the timing model on, operands allocated
 /// once (their values do not steer the kernels; zeros quantize fastest).
 fn time_tiles(ctx: &Context, p: Problem, mode: &TimingMode, tiles: &[(u32, u32)]) -> Result<Vec<Arc<TimingReport>>, String> {
+    let configs: Vec<((u32, u32), u32)> = tiles.iter().map(|&t| (t, 1)).collect();
+    time_configs(ctx, p, mode, &configs)
+}
+
+/// As [`time_tiles`] for `(tile, splits)` configurations (split-K when `splits > 1`).
+fn time_configs(ctx: &Context, p: Problem, mode: &TimingMode, configs: &[((u32, u32), u32)]) -> Result<Vec<Arc<TimingReport>>, String> {
     let e = |x: &dyn std::fmt::Display| x.to_string();
     let rows = match p.kind {
         GemmKind::Dense | GemmKind::MGroupedContiguous => p.m,
@@ -66,11 +75,25 @@ fn time_tiles(ctx: &Context, p: Problem, mode: &TimingMode, tiles: &[(u32, u32)]
     let mut d = ctx.alloc_zeroed::<bf16>(rows * p.n).map_err(|x| e(&x))?;
     // Each timed launch is followed by a synchronization: queued launches run (and are timed)
     // when their stream is synchronized.
-    let stream = fp8gemm::Stream::new(ctx).map_err(|x| e(&x))?;
+    let mut stream = fp8gemm::Stream::new(ctx).map_err(|x| e(&x))?;
+    // A workspace for the largest split-K configuration timed (the stream's default may be
+    // smaller than what a slow candidate needs).
+    let need = configs
+        .iter()
+        .filter(|(_, s)| *s > 1)
+        .map(|&((bm, bn), s)| {
+            let tiles = (rows as u32).div_ceil(bm) * (p.n as u32).div_ceil(bn);
+            fp8gemm_device::tile::splitk_workspace_floats(tiles, s, bm, bn) as usize
+        })
+        .max()
+        .unwrap_or(0);
+    if need > fp8gemm::workspace::DEFAULT_STREAM_WORKSPACE_FLOATS {
+        stream.set_workspace(Some(fp8gemm::Workspace::new(ctx, need).map_err(|x| e(&x))?)).map_err(|x| e(&x))?;
+    }
     let mut out = Vec::new();
     let mut run = |f: &mut dyn FnMut() -> Result<(), String>| -> Result<(), String> {
-        for &t in tiles {
-            out.push(timed(mode, t, &mut *f)?);
+        for &(t, splits) in configs {
+            out.push(timed(mode, t, splits, &mut *f)?);
         }
         Ok(())
     };
@@ -109,19 +132,43 @@ fn time_kgrouped(ctx: &Context, m: usize, n: usize, k: usize, mode: &TimingMode,
     let mut d = ctx.alloc_zeroed::<f32>(m * n).map_err(|x| e(&x))?;
     let stream = fp8gemm::Stream::new(ctx).map_err(|x| e(&x))?;
     // The queued launch runs (timed) when the stream is synchronized.
-    timed(mode, tile, &mut || k_grouped_fp8_gemm_tn_contiguous(&stream, &da, &db, &mut d, &dks, total, None).and_then(|_| stream.synchronize()).map_err(|x| e(&x)))
+    timed(mode, tile, 1, &mut || k_grouped_fp8_gemm_tn_contiguous(&stream, &da, &db, &mut d, &dks, total, None).and_then(|_| stream.synchronize()).map_err(|x| e(&x)))
 }
 
-/// Runs `launch` (which must synchronize its stream) with `tile` forced and the timing model
-/// on, and returns the launch's modelled timing.
-fn timed(mode: &TimingMode, tile: (u32, u32), launch: &mut dyn FnMut() -> Result<(), String>) -> Result<Arc<TimingReport>, String> {
+/// Runs `launch` (which must synchronize its stream) with `tile` and `splits` forced and the
+/// timing model on, and returns the launch's modelled timing.
+fn timed(mode: &TimingMode, tile: (u32, u32), splits: u32, launch: &mut dyn FnMut() -> Result<(), String>) -> Result<Arc<TimingReport>, String> {
     config::force_tile(Some(tile));
+    config::force_split(Some(splits));
     emu::set_timing(Some(mode.clone()));
     let r = launch();
     emu::set_timing(None);
     config::force_tile(None);
+    config::force_split(None);
     r?;
     emu::last_launch_timing().ok_or_else(|| "the timed launch left no report".to_string())
+}
+
+/// The split-K configurations `tune` times for `p`: dense problems only, every tile with
+/// split counts from 2, 3, 4, 6, 8, 12, 16, 24, 32 that leave every split at least one K block
+/// and launch at most two rounds of workgroups (more only adds reduction work).
+fn split_configs(p: Problem, machine: &Machine) -> Vec<((u32, u32), u32)> {
+    if p.kind != GemmKind::Dense {
+        return Vec::new();
+    }
+    let cus = machine.cus();
+    let nkb = (p.k / 128) as u32;
+    let mut v = Vec::new();
+    for (bm, bn) in config::tiles(GemmKind::Dense) {
+        let slots = config::slots_per_cu(fp8gemm::codeobj::Arch::Gfx942, GemmKind::Dense, bm, bn).unwrap_or(1);
+        let tiles = (p.m as u32).div_ceil(bm) * (p.n as u32).div_ceil(bn);
+        for s in [2u32, 3, 4, 6, 8, 12, 16, 24, 32] {
+            if s <= nkb && s <= config::MAX_SPLITS && tiles * s <= 2 * cus * slots {
+                v.push(((bm, bn), s));
+            }
+        }
+    }
+    v
 }
 
 /// `fp8gemm tune`: prints the table and writes it to `out` if given.
@@ -169,6 +216,7 @@ pub fn run(machine: Machine, options: amdgpu_emu::timing::SimOptions, out: Optio
         }
     }
     let _ = writeln!(csv, "# best,kind,groups,m,n,k,expected_m,block_m,block_n,modelled_us,all tiles (modelled µs)");
+    let _ = writeln!(csv, "# split,kind,groups,m,n,k,expected_m,block_m,block_n,splits,modelled_us,all split configs (tile/splits=modelled µs)");
     for p in problems() {
         if quick && p.m * p.n * p.k * p.groups > 1 << 34 {
             continue;
@@ -187,6 +235,23 @@ pub fn run(machine: Machine, options: amdgpu_emu::timing::SimOptions, out: Optio
         let _ = writeln!(csv, "best,{name},{},{},{},{},{},{bm},{bn},{us:.2},{}", p.groups, p.m, p.n, p.k, p.expected_m, all.join(" "));
         let tflops = 2.0 * (p.groups.max(1) * p.expected_m * p.n * p.k) as f64 / (us * 1e-6) / 1e12;
         println!("{name:<10} g={:<2} m={:<6} n={:<6} k={:<6}: {bm}x{bn} {us:>9.2} µs {tflops:>7.1} TFLOPS modelled   [{}] ({:.0} s)", p.groups, p.m, p.n, p.k, all.join(" "), started.elapsed().as_secs_f64());
+        let splits = split_configs(p, &machine);
+        if splits.is_empty() {
+            continue;
+        }
+        let reports = time_configs(&ctx, p, &mode, &splits)?;
+        let mut best = 0;
+        for (i, r) in reports.iter().enumerate() {
+            if r.seconds < reports[best].seconds {
+                best = i;
+            }
+        }
+        let all: Vec<String> = splits.iter().zip(&reports).map(|((t, s), r)| format!("{}x{}/{s}={:.2}", t.0, t.1, r.seconds * 1e6)).collect();
+        let ((bm, bn), sp) = splits[best];
+        let us_split = reports[best].seconds * 1e6;
+        let _ = writeln!(csv, "split,{name},{},{},{},{},{},{bm},{bn},{sp},{us_split:.2},{}", p.groups, p.m, p.n, p.k, p.expected_m, all.join(" "));
+        let tflops = 2.0 * (p.groups.max(1) * p.expected_m * p.n * p.k) as f64 / (us_split * 1e-6) / 1e12;
+        println!("{name:<10} g={:<2} m={:<6} n={:<6} k={:<6}: {bm}x{bn} split {sp} {us_split:>9.2} µs {tflops:>7.1} TFLOPS modelled ({:.0} s)", p.groups, p.m, p.n, p.k, started.elapsed().as_secs_f64());
     }
     if let Some(path) = out {
         std::fs::write(&path, csv).map_err(|e| format!("{}: {e}", path.display()))?;

@@ -150,3 +150,48 @@ fn calibrate_compares_modelled_and_measured_rows() {
     assert!(!ok);
     assert!(err.contains("/nonexistent/peers"), "{err}");
 }
+
+#[test]
+fn compare_tabulates_modelled_against_measured_and_writes_csv_and_plot() {
+    // A peers directory with a two-row measured table (small shapes keep the test quick).
+    let dir = std::env::temp_dir().join(format!("fp8gemm-compare-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("measured_mi325x.csv"),
+        "kernel,M,N,K,us,tflops,source\n_ZN5aiter42fp8gemm_bf16_blockscale_BpreShuffle_32x128E,128,256,256,4.0,4.19,test\n_ZN5aiter42fp8gemm_bf16_blockscale_BpreShuffle_64x128E,256,256,256,5.0,6.71,test\n",
+    )
+    .unwrap();
+    let (csv, svg) = (dir.join("rows.csv"), dir.join("plot.svg"));
+    let (ok, out, err) = fp8gemm(&[
+        "compare",
+        "--set",
+        "peers",
+        "--peers",
+        dir.to_str().unwrap(),
+        "--csv",
+        csv.to_str().unwrap(),
+        "--plot",
+        svg.to_str().unwrap(),
+    ]);
+    assert!(ok, "{out}\n{err}");
+    assert!(out.contains("dense 128x256x256") && out.contains("BpreShuffle_32x128 measured"), "{out}");
+    assert!(out.contains("peers: 2 shapes, geomean of our modelled TFLOPS / AMD's measured TFLOPS"), "{out}");
+    let table = std::fs::read_to_string(&csv).unwrap();
+    let rows: Vec<&str> = table.lines().filter(|l| l.starts_with("peers,mi325x,")).collect();
+    assert_eq!(rows.len(), 2, "{table}");
+    // Each row's ratio is our TFLOPS over the measured one (columns: …, our_tflops, other, other_us, other_tflops, ratio).
+    for row in rows {
+        let f: Vec<&str> = row.split(',').collect();
+        let (ours, theirs, ratio): (f64, f64, f64) = (f[5].parse().unwrap(), f[8].parse().unwrap(), f[9].parse().unwrap());
+        assert!(ours > 0.0 && (ratio - ours / theirs).abs() < 2e-3 * ratio.max(1.0), "{row}");
+    }
+    let plot = std::fs::read_to_string(&svg).unwrap();
+    assert!(plot.starts_with("<svg") && plot.contains("MODELLED") && plot.contains("AMD asm, measured MI325X 256x256"), "{plot}");
+    // A directory without the measured table is an error naming the file.
+    let empty = dir.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let (ok, _, err) = fp8gemm(&["compare", "--set", "peers", "--peers", empty.to_str().unwrap()]);
+    assert!(!ok);
+    assert!(err.contains("measured_mi325x.csv"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -298,6 +298,39 @@ fn main_loop(co: &CodeObject, name: &str) -> Vec<amdgpu_emu::decode::Inst> {
 }
 
 #[test]
+fn splitk_kernels_meet_the_resource_goals() {
+    // The split-K kernels (the dense main loop plus the partial store and the reduction): no
+    // spills, no scratch, all LDS dynamic, launch bound 256, at least as many waves per SIMD as
+    // their LDS lets a CU hold workgroups (so registers never lower the occupancy), and the
+    // main loop's MFMA count per block unchanged.
+    for (arch, bytes) in [("gfx942", fp8gemm::codeobj::GFX942), ("gfx950", fp8gemm::codeobj::GFX950)] {
+        let co = CodeObject::parse(bytes).expect("code object parses");
+        for tile in fp8gemm_device::tile::DENSE_SPLITK_TILES {
+            let k = co.kernel(tile.name).unwrap_or_else(|| panic!("{arch}: {} missing", tile.name));
+            let m = &k.meta;
+            let what = format!("{arch} {}", tile.name);
+            assert_eq!((m.vgpr_spill_count, m.sgpr_spill_count), (0, 0), "{what}: spills");
+            assert_eq!(m.private_segment_fixed_size, 0, "{what}: scratch");
+            assert_eq!(m.group_segment_fixed_size, 0, "{what}: all LDS is dynamic");
+            assert_eq!(m.max_flat_workgroup_size, THREADS, "{what}");
+            let regs = m.vgpr_count.div_ceil(4) * 4 + m.agpr_count;
+            let waves = (512 / (regs.div_ceil(8) * 8)).min(8);
+            let wgs_by_lds = 64 * 1024 / tile.lds_bytes();
+            assert!(waves >= wgs_by_lds, "{what}: {regs} registers → {waves} waves/SIMD < {wgs_by_lds} workgroups by LDS");
+            // The main loop (decoded by the gfx942 emulator's decoder: the gfx950 object may use
+            // gfx950-only VALU encodings such as v_bitop3_b32 outside it).
+            if arch == "gfx942" {
+                let body = main_loop(&co, tile.name);
+                let mfma = body.iter().filter(|i| amdgpu_emu::decode::is_mai(i.op)).count() as u32;
+                // prefetch_depth() blocks per trip (the loop is unrolled by the prefetch depth).
+                let per_trip = 4 * (tile.block_m / 32) * (tile.block_n / 32) * tile.prefetch_depth();
+                assert_eq!(mfma, per_trip, "{what}: MFMAs per main-loop iteration");
+            }
+        }
+    }
+}
+
+#[test]
 fn dense_kernels_meet_the_resource_goals() {
     // Issue 6 goals that can be read from the artifact: no spills, no scratch, launch bound 256,
     // at least 2 waves per SIMD from the register count, 16x16x32 FP8 MFMAs in the main loop.

@@ -53,7 +53,11 @@ fn dense_timing_is_deterministic_and_independent_of_mfma_math() {
     let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let (m, n, k) = (300, 512, 1024);
     let mi = &Machine::MI300X;
+    // The unsplit kernels (the model would split this shape; split-K is timed below: which
+    // workgroup of a tile reduces depends on the parallel functional execution order).
+    fp8gemm::config::force_split(Some(1));
     let (r, tile) = dense_runs(m, n, k, &[(mi, opts(Scope::Full, false)), (mi, opts(Scope::Full, true)), (mi, opts(Scope::Full, true))]);
+    fp8gemm::config::force_split(None);
     let (full, skip, again) = (&r[0], &r[1], &r[2]);
     // The MFMA results do not steer our kernels: skipping their math must not change the
     // instruction stream or any modelled figure.
@@ -74,6 +78,34 @@ fn dense_timing_is_deterministic_and_independent_of_mfma_math() {
     assert!(full.top.iter().all(|s| s.cycles > 0 && !s.text.is_empty()));
     let shown = format!("{full}");
     assert!(shown.contains("modelled") && shown.contains("TFLOPS"), "{shown}");
+}
+
+#[test]
+fn split_k_timing_counts_every_split_and_stays_stable() {
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let (m, n, k, splits) = (64, 512, 2048, 4);
+    let mi = &Machine::MI300X;
+    fp8gemm::config::force_tile(Some((64, 64)));
+    fp8gemm::config::force_split(Some(splits));
+    let (r, _) = dense_runs(m, n, k, &[(mi, opts(Scope::Full, false)), (mi, opts(Scope::Full, true)), (mi, opts(Scope::Full, true))]);
+    fp8gemm::config::force_split(Some(1));
+    let (unsplit, _) = dense_runs(m, n, k, &[(mi, opts(Scope::Full, true))]);
+    fp8gemm::config::force_split(None);
+    fp8gemm::config::force_tile(None);
+    let tiles = (m / 64) * (n / 64);
+    for x in &r {
+        // Every (tile, split) workgroup ran; together they execute exactly the unsplit MFMA work.
+        assert_eq!(x.workgroups, (tiles * splits as usize) as u64);
+        assert_eq!(x.flops, (2 * m * n * k) as f64);
+    }
+    // The functional order decides which workgroup of a tile reduces (rayon runs a batch's
+    // workgroups in parallel), so the modelled time may move slightly between runs; it must
+    // not move much, and splitting 8 tiles of 16 blocks 4 ways must beat not splitting.
+    let (a, b, c) = (r[0].seconds, r[1].seconds, r[2].seconds);
+    for (x, y) in [(a, b), (b, c)] {
+        assert!((x / y - 1.0).abs() < 0.03, "split-K modelled times {x} s vs {y} s");
+    }
+    assert!(a < unsplit[0].seconds, "split 4: {a} s, unsplit {} s", unsplit[0].seconds);
 }
 
 #[test]

@@ -114,6 +114,56 @@ impl DenseGemmArgs {
 
 const _: () = assert!(core::mem::size_of::<DenseGemmArgs>() == 64);
 
+/// Arguments of the dense split-K FP8 GEMM kernels ([`crate::dense`], symbols
+/// `fp8_gemm_nt_splitk_bm*_bn*`): the product of [`DenseGemmArgs`], with the K blocks of every
+/// output tile divided among `splits` workgroups that reduce through a workspace.
+///
+/// Operands and requirements are those of [`DenseGemmArgs`], plus `1 ≤ splits ≤ k/128` and a
+/// workspace of at least [`crate::tile::splitk_workspace_floats`] f32 whose first
+/// [`crate::tile::splitk_counter_floats`] words (the per-tile arrival counters) are 0 when the
+/// launch starts; the kernel leaves them 0 again when it completes. The grid is 1-D with
+/// `⌈m/BM⌉·⌈n/BN⌉·splits` workgroups (layout of the workspace and the reduction:
+/// [`crate::dense`], "Split-K").
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DenseSplitKArgs {
+    /// A, `m × k` FP8 bytes, rows `lda` bytes apart.
+    pub a: GlobalPtr<u8>,
+    /// B, `n × k` FP8 bytes.
+    pub b: GlobalPtr<u8>,
+    /// SFA, `m × ⌈k/128⌉` f32.
+    pub sfa: GlobalPtr<f32>,
+    /// SFB, `⌈n/128⌉ × ⌈k/128⌉` f32.
+    pub sfb: GlobalPtr<f32>,
+    /// D, `m × n` bf16 (as raw `u16` bits), rows `ldd` elements apart.
+    pub d: GlobalPtr<u16>,
+    /// Workspace: arrival counters (u32) followed by the FP32 partial tiles.
+    pub ws: GlobalPtr<f32>,
+    /// Rows of A and D.
+    pub m: u32,
+    /// Rows of B, columns of D.
+    pub n: u32,
+    /// Reduction length.
+    pub k: u32,
+    /// Row stride of A in bytes (`≥ k`, a multiple of 16).
+    pub lda: u32,
+    /// Row stride of D in elements (`≥ n`, a multiple of 4).
+    pub ldd: u32,
+    /// Workgroups per output tile (`1 ≤ splits ≤ k/128`).
+    pub splits: u32,
+}
+
+impl DenseSplitKArgs {
+    /// The struct's bytes: the kernel's kernarg segment.
+    pub fn as_bytes(&self) -> &[u8] {
+        // SAFETY: repr(C) of six u64 wrappers followed by six u32: no padding (72 bytes,
+        // checked by the const assertion below), every byte initialized; borrows `self`.
+        unsafe { core::slice::from_raw_parts((self as *const Self).cast::<u8>(), core::mem::size_of::<Self>()) }
+    }
+}
+
+const _: () = assert!(core::mem::size_of::<DenseSplitKArgs>() == 72);
+
 /// Arguments of the m-grouped contiguous FP8 GEMM kernels ([`crate::grouped`], symbols
 /// `m_grouped_fp8_gemm_nt_contiguous_bm*_bn*`; MoE prefill): row `i` of `A` is multiplied with
 /// expert `m_indices[i]` of `B`.
@@ -339,3 +389,121 @@ impl KGroupedArgs {
 }
 
 const _: () = assert!(core::mem::size_of::<KGroupedArgs>() == 72);
+
+/// Arguments of the MoE routing kernels ([`crate::moe`]: `moe_route_count`,
+/// `moe_route_offsets_{contiguous,masked}`, `moe_route_scatter_{contiguous,masked}`, launched in
+/// that order with the same arguments): `topk_ids [tokens, top_k]` → a layout.
+///
+/// Outputs (row-major, no padding): `slots` `tokens · top_k` i32 (the layout row of every
+/// `(t, j)`, −1 when skipped or dropped), `row_src` `rows` i32 (the token of every row; −1: a
+/// padding row inside a used block (to be zero-filled), −2: a row nothing reads), `m_indices`
+/// `rows` i32 (contiguous only: the expert of every row, −1 padding), `masked_m` `experts` i32
+/// (masked only: rows per expert, at most `m_max`), `status` 4 i32 (`[0]` ids outside
+/// `0..experts` other than −1, `[1]` pairs dropped past `m_max`, `[2]` rows used, `[3]` 0).
+/// Work memory (i32, written before read by the same sequence): `local_rank` `tokens · top_k`,
+/// `chunk_counts` `⌈tokens·top_k/256⌉ · (experts + 1)`, `offsets` `experts + 1`, `counts`
+/// `experts`. Requirements (checked by the host): `1 ≤ experts ≤`
+/// [`crate::moe::MAX_EXPERTS`], `top_k ≥ 1`, `tokens · top_k < 2^31`; contiguous:
+/// `rows ≥ tokens·top_k + 127·experts` rounded up to 128, `rows < 2^31`; masked: `m_max ≥ 1`,
+/// `rows = experts · m_max < 2^31`. Grids (workgroups of 256, [`crate::moe::route_lds_bytes`]
+/// bytes of dynamic LDS): count `⌈tokens·top_k/256⌉` (not launched when 0), offsets 1, scatter
+/// `max(⌈tokens·top_k/256⌉, ⌈rows/256⌉)`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct MoeRouteArgs {
+    /// Expert of every `(t, j)`, `tokens · top_k` i32.
+    pub topk_ids: GlobalPtr<i32>,
+    /// Output: layout row of every `(t, j)`, `tokens · top_k` i32.
+    pub slots: GlobalPtr<i32>,
+    /// Output: source token of every row, `rows` i32.
+    pub row_src: GlobalPtr<i32>,
+    /// Output (contiguous): expert of every row, `rows` i32.
+    pub m_indices: GlobalPtr<i32>,
+    /// Output (masked): valid rows per expert, `experts` i32.
+    pub masked_m: GlobalPtr<i32>,
+    /// Output: 4 i32 of status (see the struct docs).
+    pub status: GlobalPtr<i32>,
+    /// Work: rank of every pair among its expert's pairs of its 256-pair chunk.
+    pub local_rank: GlobalPtr<i32>,
+    /// Work: per chunk, the count of every expert (and of invalid ids, column `experts`); turned
+    /// in place into the exclusive prefix over chunks.
+    pub chunk_counts: GlobalPtr<i32>,
+    /// Work: first row of every expert, and the rows used (`experts + 1`).
+    pub offsets: GlobalPtr<i32>,
+    /// Work: pairs of every expert.
+    pub counts: GlobalPtr<i32>,
+    /// Tokens `T`.
+    pub tokens: u32,
+    /// Experts per token `k`.
+    pub top_k: u32,
+    /// Experts `E`.
+    pub experts: u32,
+    /// Rows of the layout (`row_src`, `m_indices`).
+    pub rows: u32,
+    /// Masked: rows per expert (capacity); contiguous: 0.
+    pub m_max: u32,
+    /// Reserved, must be 0.
+    pub reserved: u32,
+}
+
+/// Arguments of the MoE gather kernel ([`crate::moe`], `moe_gather_quantize_bf16`): row `r` of
+/// the FP8 output is token `row_src[r]` of `x`, quantized with the activation recipe
+/// ([`crate::quant`], 1×128 scales); `row_src[r] = −1` writes the recipe's all-zero row (zeros,
+/// scale `1e-4 / fp8_max`), any other value outside `0..tokens` leaves the row untouched.
+/// `x` is `tokens × k` bf16, `q` `rows × k` FP8, `sf` `rows × ⌈k/128⌉` f32, `row_src` `rows`
+/// i32. Requirements (checked by the host): `k ≥ 8`, `k % 8 == 0`, `rows · ⌈k/128⌉ ≤ u32::MAX −
+/// 15`, pointers 16-byte aligned. The grid is `⌈rows · ⌈k/128⌉ / 16⌉` workgroups of 256.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct MoeGatherArgs {
+    /// Hidden states, `tokens × k` bf16 bits.
+    pub x: GlobalPtr<u8>,
+    /// Source token of every row, `rows` i32.
+    pub row_src: GlobalPtr<i32>,
+    /// Output FP8 bytes, `rows × k`.
+    pub q: GlobalPtr<u8>,
+    /// Output scales, `rows × ⌈k/128⌉` f32.
+    pub sf: GlobalPtr<f32>,
+    /// Rows of the output.
+    pub rows: u32,
+    /// Columns (hidden size).
+    pub k: u32,
+    /// Rows of `x`.
+    pub tokens: u32,
+    /// Largest finite value of the FP8 format (240 E4M3FNUZ, 448 E4M3FN).
+    pub fp8_max: f32,
+}
+
+/// Arguments of the MoE unpermute kernel ([`crate::moe`], `moe_unpermute_bf16`):
+/// `out[t, :] = bf16(Σ_j weights[t,j] · y[slots[t,j], :] (+ shared[t, :]))`, accumulated in
+/// f32 in `j` order (slots outside `0..rows` skipped), the shared term added last.
+/// `y` is `rows × hidden` bf16, `slots`/`weights` `tokens · top_k`, `shared` (or 0) and `out`
+/// `tokens × hidden` bf16. Requirements (checked by the host): `hidden % 8 == 0`,
+/// `tokens · hidden / 8 ≤ u32::MAX − 255`, pointers 16-byte aligned. The grid is
+/// `⌈tokens · hidden / 8 / 256⌉` workgroups of 256.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct MoeUnpermuteArgs {
+    /// Expert outputs, `rows × hidden` bf16 bits.
+    pub y: GlobalPtr<u16>,
+    /// Layout row of every `(t, j)`, `tokens · top_k` i32.
+    pub slots: GlobalPtr<i32>,
+    /// Router weight of every `(t, j)`, `tokens · top_k` f32.
+    pub weights: GlobalPtr<f32>,
+    /// The shared expert's output `tokens × hidden` bf16 bits, or address 0 for none.
+    pub shared: GlobalPtr<u16>,
+    /// Output, `tokens × hidden` bf16 bits.
+    pub out: GlobalPtr<u16>,
+    /// Tokens `T`.
+    pub tokens: u32,
+    /// Experts per token `k`.
+    pub top_k: u32,
+    /// Hidden size.
+    pub hidden: u32,
+    /// Rows of `y`.
+    pub rows: u32,
+}
+
+const _: () = assert!(core::mem::size_of::<MoeRouteArgs>() == 104);
+const _: () = assert!(core::mem::size_of::<MoeGatherArgs>() == 48);
+const _: () = assert!(core::mem::size_of::<MoeUnpermuteArgs>() == 56);

@@ -53,6 +53,48 @@
 //!
 //! Supported shapes: any `m ≥ 1`, `n % 4 == 0`, `k % 128 == 0` (see [`DenseGemmArgs`]).
 //!
+//! # Split-K (`fp8_gemm_nt_splitk_bm*_bn*`, arguments [`DenseSplitKArgs`])
+//!
+//! For problems with too few tiles to fill the device (decode) the K blocks of every tile are
+//! dealt to `splits` workgroups ([`crate::tile::split_range`]: contiguous, as even as
+//! possible). The grid is `tiles · splits`, XCD-remapped like the dense grid with the split
+//! index fastest, so a tile's splits are neighbouring logical ids on one XCD. Each workgroup:
+//! 1. runs the shared main loop over its blocks (`TileJob::kb0`, `nkb`) and stores its FP32
+//!    accumulators (promotion domain) to its own partial slot of the workspace, `BM · BN` f32
+//!    in fragment order (`frag_offset`: each store instruction of a wave writes 1 KiB
+//!    contiguous), with **device-scope** stores (`sc1`);
+//! 2. **release**: `s_waitcnt vmcnt(0)` in every wave (its stores have completed at device
+//!    scope) and `s_barrier`; then work-item 0 adds 1 to the tile's arrival counter
+//!    (`flat_atomic_add … sc0 sc1`, relaxed) and broadcasts the old value through LDS;
+//! 3. every workgroup but the last to arrive (`old = splits − 1`) ends here. **acquire**: the
+//!    last one reads all `splits` partial slots with device-scope loads (`sc1`; issued after
+//!    the counter's value is known, so they cannot see older data), sums them in split order
+//!    0, 1, …, splits − 1 (deterministic whatever the arrival order), multiplies by `2^60`,
+//!    rounds to bf16 and stores D (`ldd`, tails as the non-split epilogue), then sets the
+//!    counter back to 0 so the next launch (or graph replay) finds it armed.
+//!
+//! Memory ordering on gfx942 (LLVM AMDGPUUsage, "Memory Model GFX942"): the XCDs' L2 caches are
+//! not coherent with each other for ordinary accesses; a monotonic agent-scope atomic store or
+//! load is a plain store / load with `sc1`, and the release of a set of stores to agent scope is
+//! "`buffer_wbl2 sc1`; `s_waitcnt vmcnt(0)`" before the releasing atomic. Every store that
+//! must be visible here is itself an `sc1` store, which needs no L2 write-back, so the release
+//! is the `s_waitcnt vmcnt(0)` (per wave) + `s_barrier` (all waves) before the atomic, and the
+//! acquire is the `sc1` loads after it. No `buffer_wbl2` / `buffer_inv` is emitted (the
+//! emulator, whose memory is coherent, does not decode them). The emulator executes the
+//! counter atomically (striped host locks) with sequentially consistent memory, so it checks
+//! the protocol's logic (every tile reduced exactly once, counters re-armed), not the cache
+//! behaviour, which is argued here from the ISA documentation; the timing model treats the
+//! atomic as a store and ignores the scope bits.
+//!
+//! Splitting changes the FP32 summation order (per-split partial sums, then their sum), so a
+//! split result is not bit-identical to the unsplit one; it is within the same accuracy.
+//!
+//! Timing model caveats: the model runs a batch of workgroups functionally in parallel, so
+//! which workgroup of a tile reduces (and so the modelled time, by well under 3 %) may vary
+//! between runs; `--scope xcd` simulates only XCD 0's workgroups, so tiles whose splits
+//! straddle an XCD boundary are never reduced there — profile split-K launches with
+//! `--scope full` (64×2112×7168: 23.9 µs one-XCD vs 27.5 µs full).
+//!
 //! The main loop is one generic function, `imp::tile_gemm`, over an `imp::TileJob` (buffer
 //! resources of one problem's operands, their row strides, the tile origin and the range of
 //! 128-K blocks to run), a per-row store predicate and an `imp::Epilogue` that consumes the
@@ -66,6 +108,10 @@
 //! | `fp8_gemm_nt_bm64_bn64`   | 106 | 0 | 44 | 0 | 0 | 16 KiB | 4 | 4 |
 //! | `fp8_gemm_nt_bm64_bn128`  | 134 | 0 | 47 | 0 | 0 | 24 KiB | 3 | 2 |
 //! | `fp8_gemm_nt_bm128_bn128` | 220 | 0 | 47 | 0 | 0 | 32 KiB | 2 | 2 |
+//!
+//! | `fp8_gemm_nt_splitk_bm64_bn64`   |  76 | 0 | 50 | 0 | 0 | 16 KiB | 6 | 4 |
+//! | `fp8_gemm_nt_splitk_bm64_bn128`  | 134 | 0 | 51 | 0 | 0 | 24 KiB | 3 | 2 |
+//! | `fp8_gemm_nt_splitk_bm128_bn128` | 210 | 0 | 50 | 0 | 0 | 32 KiB | 2 | 2 |
 //!
 //! `agprs = false`: with AccVGPRs allowed LLVM keeps the partial sums in AGPRs and copies them out
 //! with `v_accvgpr_read` for every promotion (measured on the previous loop: bm128_bn128 224 VGPR
@@ -98,11 +144,13 @@
 //! bm128_bn128 loop is 1024 MFMA cycles vs ≈ 480 for the rest, which other waves' MFMAs overlap.
 
 use crate::amdgpu_kernel;
-use crate::args::DenseGemmArgs;
+use crate::args::{DenseGemmArgs, DenseSplitKArgs};
 
 #[cfg(target_arch = "amdgpu")]
 pub(crate) mod imp {
-    use crate::args::DenseGemmArgs;
+    use core::num::NonZeroU32;
+
+    use crate::args::{DenseGemmArgs, DenseSplitKArgs};
     use crate::intrinsics::*;
     use crate::tile::{self, block_swizzle, frag_chunk, NUM_XCDS, SCALE_BLOCK_K, SCALE_BLOCK_N};
 
@@ -231,6 +279,187 @@ pub(crate) mod imp {
         };
         let epi = Bf16Store { rs_d: BufferResource::new(args.d.addr(), ((m - 1) * ldd + n) * 2), ldd };
         tile_gemm::<FM, FN, DEPTH, _>(&job, |_| true, &epi);
+    }
+
+    /// Byte offset inside a partial slot of the four accumulators of `D[m0 + r, n0 + c .. +4]`
+    /// of a `32·FM × 32·FN` tile: **fragment order**, `(((wave·FM + fm)·FN + fn)·64 + lane)·16`
+    /// for the wave, fragment and lane that own them in `tile_gemm`'s epilogue (row
+    /// `16·(wm·FM + fm) + (lane & 15)`, column `16·(wn·FN + fn) + 4·(lane >> 4)`, wave
+    /// `wm + 2·wn`), so each `buffer_store_dwordx4` of a wave writes 1 KiB contiguous (8 whole
+    /// 128-byte lines) and the reduction reads it back the same way.
+    #[inline(always)]
+    fn frag_offset<const FM: usize, const FN: usize>(r: u32, c: u32) -> u32 {
+        let (fm_n, fn_n) = (FM as u32, FN as u32);
+        let (wm, fm, lo) = (r / (16 * fm_n), (r / 16) % fm_n, r % 16);
+        let (wn, fnn, hi) = (c / (16 * fn_n), (c / 16) % fn_n, (c % 16) / 4);
+        let wave = wm + 2 * wn;
+        (((wave * fm_n + fm) * fn_n + fnn) * 64 + lo + 16 * hi) * 16
+    }
+
+    /// Split-K epilogue: the tile's FP32 accumulators (promotion domain) to its partial slot in
+    /// the workspace (`bm · bn` f32 from byte `base`, in [`frag_offset`] order), at device
+    /// scope. Every value is stored (also columns past `n` and rows past `m`: the reduction
+    /// reads the whole slot).
+    #[derive(Clone, Copy)]
+    struct PartialStore<const FM: usize, const FN: usize> {
+        rs_ws: BufferResource,
+        base: u32,
+        m0: u32,
+        n0: u32,
+    }
+
+    impl<const FM: usize, const FN: usize> Epilogue for PartialStore<FM, FN> {
+        #[inline(always)]
+        fn store(&self, row: u32, col: u32, _valid: bool, acc: F32x4) {
+            let voff = self.base + frag_offset::<FM, FN>(row - self.m0, col - self.n0);
+            // SAFETY: rs_ws covers the launch's workspace (the host checks its size against
+            // tile::splitk_workspace_floats); the slot of (tile, split) is written only by this
+            // workgroup; offsets are 16-byte aligned (frag_offset is a multiple of 16, base of
+            // 256).
+            unsafe { buffer_store_b128_device(acc.to_bits(), self.rs_ws, voff, 0) };
+        }
+    }
+
+    /// The dense split-K kernels: workgroup → (tile, split); the split's K blocks into the
+    /// tile's partial slot; the last workgroup of a tile to arrive reduces all partial slots in
+    /// split order into bf16 D and re-arms the tile's counter.
+    #[inline(always)]
+    pub fn gemm_splitk<const FM: usize, const FN: usize, const DEPTH: u32>(args: DenseSplitKArgs) {
+        let bm = 32 * FM as u32;
+        let bn = 32 * FN as u32;
+        let (m, n, k, lda, ldd) = (args.m, args.n, args.k, args.lda, args.ldd);
+        let nkb = k / SCALE_BLOCK_K;
+        let tiles_m = m.div_ceil(bm);
+        let tiles = tiles_m * n.div_ceil(bn);
+        // Invalid split counts (the host never launches them) do no work; NonZeroU32 removes
+        // the division-by-zero panic paths.
+        let (Some(splits), Some(tiles_m_nz)) = (NonZeroU32::new(args.splits), NonZeroU32::new(tiles_m)) else {
+            return;
+        };
+        if splits.get() > nkb {
+            return;
+        }
+        let grid = tiles * splits.get();
+        let pid = workgroup_id_x();
+        if pid >= grid {
+            return;
+        }
+        // Split fastest: the splits of one tile are neighbouring logical ids, which the XCD
+        // remap keeps on one XCD (one L2) except at the boundaries of its ranges.
+        let id = tile::xcd_remap(pid, grid, NUM_XCDS);
+        let (t, j) = (id / splits, id % splits);
+        let (tm, tn) = (t % tiles_m_nz, t / tiles_m_nz);
+        let (m0, n0) = (tm * bm, tn * bn);
+        let (kb0, count) = tile::split_range(j, splits.get(), nkb);
+
+        let job = TileJob {
+            rs_a: BufferResource::new(args.a.addr(), (m - 1) * lda + k),
+            rs_sfa: BufferResource::new(args.sfa.addr(), m * nkb * 4),
+            rs_b: BufferResource::new(args.b.addr(), n * k),
+            rs_sfb: BufferResource::new(args.sfb.addr(), n.div_ceil(SCALE_BLOCK_N) * nkb * 4),
+            n,
+            lda,
+            ldb: k,
+            ldsf: nkb,
+            kb0,
+            nkb: count,
+            m0,
+            n0,
+        };
+        // Workspace: `counters` u32 arrival counters, then tiles × splits partial slots.
+        let counters = tile::splitk_counter_floats(tiles) as u32;
+        let ws_bytes = tile::splitk_workspace_floats(tiles, splits.get(), bm, bn) as u32 * 4;
+        let rs_ws = BufferResource::new(args.ws.addr(), ws_bytes);
+        let slot = bm * bn * 4;
+        let tile_base = counters * 4 + t * splits.get() * slot;
+        let epi = PartialStore::<FM, FN> { rs_ws, base: tile_base + j * slot, m0, n0 };
+        tile_gemm::<FM, FN, DEPTH, _>(&job, |_| true, &epi);
+
+        // Release: every wave's partial stores have completed at device scope before the
+        // barrier; only then does one work-item count the workgroup in.
+        release_barrier();
+        let tid = workitem_id_x();
+        let counter = args.ws.addr() + u64::from(t) * 4;
+        if tid == 0 {
+            // SAFETY: the counter of tile t lies in the workspace's counter words (t < tiles),
+            // 4-byte aligned, accessed only atomically during the launch.
+            let arrived = unsafe { atomic_add_u32(counter, 1) };
+            // SAFETY: LDS bytes 0..16 are inside every tile's stage 0; all waves finished their
+            // LDS reads before release_barrier, and the next lds_barrier orders the reads below.
+            unsafe { lds_write_b128(0, U32x4([arrived, 0, 0, 0])) };
+        }
+        lds_barrier();
+        // SAFETY: written by work-item 0 before the barrier above.
+        let arrived = readfirstlane_u32(unsafe { lds_read_b128(0) }.to_array()[0]);
+        if arrived + 1 != splits.get() {
+            return;
+        }
+
+        // Acquire: the counter said every other split has stored its partial (their stores
+        // completed at device scope before their increments); device-scope loads read them.
+        // Reduction in fixed split order 0, 1, …, splits − 1 (independent of arrival order, so
+        // the result is deterministic), then ×2^60 and bf16 as the non-split epilogue.
+        let rs_d = BufferResource::new(args.d.addr(), ((m - 1) * ldd + n) * 2);
+        // Work-item (wave, lane) reduces the values it would have stored itself: fragment
+        // (fm, fn) at frag_offset order, i.e. 1 KiB contiguous per wave and fragment.
+        let lane = tid & 63;
+        let wave = tid >> 6;
+        let (wm, wn) = (wave & 1, wave >> 1);
+        let lane_base = (wave * (FM * FN) as u32 * 64 + lane) * 16;
+        // Splits are read CHUNK at a time: all CHUNK · FM · FN loads are issued before the
+        // first add waits (one memory latency per chunk instead of per split). CHUNK keeps the
+        // loads in flight within the tile's register budget (16 / 32 / 32 `dwordx4`).
+        const CHUNK: usize = 4;
+        let chunk = if FM * FN >= 16 { 2 } else { CHUNK };
+        let mut sum = [[F32x4::zero(); FN]; FM];
+        let mut s0 = 0;
+        while s0 < splits.get() {
+            let mut v = [[[F32x4::zero(); FN]; FM]; CHUNK];
+            #[allow(clippy::needless_range_loop)] // constant trip count: fully unrolled, no scratch
+            for c in 0..CHUNK {
+                if c >= chunk {
+                    continue;
+                }
+                let s = s0 + c as u32;
+                // Splits past the last read nothing (parked out of range) and are not added.
+                let base = tile_base + s * slot + lane_base;
+                for fm in 0..FM {
+                    for fnn in 0..FN {
+                        let p = (fm * FN + fnn) as u32;
+                        let voff = if s < splits.get() { base + p * 64 * 16 } else { PARKED };
+                        // SAFETY: inside slot s of tile t of the workspace (rs_ws), 16-byte
+                        // aligned, or parked out of range (reads 0).
+                        v[c][fm][fnn] = unsafe { buffer_load_b128_device(rs_ws, voff, 0) }.to_f32x4();
+                    }
+                }
+            }
+            #[allow(clippy::needless_range_loop)]
+            for c in 0..CHUNK {
+                let s = s0 + c as u32;
+                if c < chunk && s < splits.get() {
+                    for fm in 0..FM {
+                        for fnn in 0..FN {
+                            sum[fm][fnn] = if s == 0 { v[c][fm][fnn] } else { sum[fm][fnn].add(v[c][fm][fnn]) };
+                        }
+                    }
+                }
+            }
+            s0 += chunk as u32;
+        }
+        let out = Bf16Store { rs_d, ldd };
+        for fm in 0..FM {
+            let row = m0 + 16 * (wm * FM as u32 + fm as u32) + (lane & 15);
+            for fnn in 0..FN {
+                let col = n0 + 16 * (wn * FN as u32 + fnn as u32) + 4 * (lane >> 4);
+                out.store(row, col, col < n, sum[fm][fnn]);
+            }
+        }
+        // Re-arm the counter for the next launch that uses this workspace (all `splits`
+        // increments of this launch have happened: this workgroup saw the last one).
+        if tid == 0 {
+            // SAFETY: as for the increment above.
+            unsafe { atomic_store_u32(counter, 0) };
+        }
     }
 
     /// The GEMM of one tile of `32·FM × 32·FN` (each of the 2 × 2 waves owns `FM × FN` 16×16
@@ -461,6 +690,24 @@ pub fn fp8_gemm_nt_bm128_bn128(args: DenseGemmArgs) {
     imp::gemm::<4, 4, { crate::tile::BM128_BN128.prefetch_depth() }>(args)
 }
 
+/// Split-K, 64 × 64 tiles: small M with long K (decode).
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn fp8_gemm_nt_splitk_bm64_bn64(args: DenseSplitKArgs) {
+    imp::gemm_splitk::<2, 2, { crate::tile::DENSE_SPLITK_TILES[0].prefetch_depth() }>(args)
+}
+
+/// Split-K, 64 × 128 tiles.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn fp8_gemm_nt_splitk_bm64_bn128(args: DenseSplitKArgs) {
+    imp::gemm_splitk::<2, 4, { crate::tile::DENSE_SPLITK_TILES[1].prefetch_depth() }>(args)
+}
+
+/// Split-K, 128 × 128 tiles.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn fp8_gemm_nt_splitk_bm128_bn128(args: DenseSplitKArgs) {
+    imp::gemm_splitk::<4, 4, { crate::tile::DENSE_SPLITK_TILES[2].prefetch_depth() }>(args)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -470,6 +717,11 @@ mod tests {
     fn specs_match_the_tile_table() {
         let specs = [FP8_GEMM_NT_BM64_BN64, FP8_GEMM_NT_BM64_BN128, FP8_GEMM_NT_BM128_BN128];
         for (spec, tile) in specs.iter().zip(DENSE_TILES) {
+            assert_eq!(spec.name, tile.name);
+            assert_eq!(spec.workgroup_size, crate::tile::THREADS);
+        }
+        let split = [FP8_GEMM_NT_SPLITK_BM64_BN64, FP8_GEMM_NT_SPLITK_BM64_BN128, FP8_GEMM_NT_SPLITK_BM128_BN128];
+        for (spec, tile) in split.iter().zip(crate::tile::DENSE_SPLITK_TILES) {
             assert_eq!(spec.name, tile.name);
             assert_eq!(spec.workgroup_size, crate::tile::THREADS);
         }

@@ -323,6 +323,73 @@ pub unsafe fn buffer_store_b64(data: U32x2, rsrc: BufferResource, voffset: u32, 
     unsafe { raw_buffer_store_v2i32(data, rsrc.0, voffset as i32, soffset as i32, 0) }
 }
 
+/// The `aux` (cache policy) operand of the buffer intrinsics for a **device-scope** access on
+/// gfx940+: SC1 set, SC0 clear (LLVM `CPol::SC1` = 16). LLVM AMDGPUUsage, "Memory Model
+/// GFX942": monotonic agent-scope atomic loads and stores are `buffer/global/flat_load sc1=1`
+/// and `…_store sc1=1`, i.e. a plain access with this scope, coherent across the device's XCDs
+/// (their L2s are not coherent with each other for ordinary accesses).
+const CPOL_SC1: i32 = 16;
+
+/// `buffer_store_dwordx4 … offen sc1`: as [`buffer_store_b128`] at device scope, so once the
+/// store has completed (`s_waitcnt vmcnt(0)`) a device-scope load by any workgroup on any XCD
+/// sees it (split-K partials, [`crate::dense`]).
+///
+/// # Safety
+/// As [`buffer_store_b64`].
+#[inline(always)]
+pub unsafe fn buffer_store_b128_device(data: U32x4, rsrc: BufferResource, voffset: u32, soffset: u32) {
+    // SAFETY: the caller guarantees the resource; the hardware range-checks voffset.
+    unsafe { raw_buffer_store_v4i32(data, rsrc.0, voffset as i32, soffset as i32, CPOL_SC1) }
+}
+
+/// `buffer_load_dwordx4 … offen sc1`: as [`buffer_load_b128`] at device scope (misses any
+/// stale copy in this CU's L1 / this XCD's L2; pairs with [`buffer_store_b128_device`]).
+///
+/// # Safety
+/// As [`buffer_load_b128`].
+#[inline(always)]
+pub unsafe fn buffer_load_b128_device(rsrc: BufferResource, voffset: u32, soffset: u32) -> U32x4 {
+    // SAFETY: see buffer_load_b128.
+    unsafe { raw_buffer_load_v4i32(rsrc.0, voffset as i32, soffset as i32, CPOL_SC1) }
+}
+
+/// `flat_atomic_add … sc0 sc1` with return: adds `v` to the u32 at device address `addr` and
+/// returns the previous value (a relaxed, system-scope read-modify-write; ordering against
+/// other memory accesses is the caller's, see [`release_barrier`]).
+///
+/// # Safety
+/// `addr` must be a 4-byte aligned device address of memory this kernel may read and write,
+/// accessed by other work-items only atomically during the launch.
+#[inline(always)]
+pub unsafe fn atomic_add_u32(addr: u64, v: u32) -> u32 {
+    // SAFETY: the caller guarantees a valid, aligned, atomically accessed u32.
+    unsafe { core::sync::atomic::AtomicU32::from_ptr(addr as usize as *mut u32) }.fetch_add(v, core::sync::atomic::Ordering::Relaxed)
+}
+
+/// An atomic store of `v` to the u32 at device address `addr` (relaxed, system scope).
+///
+/// # Safety
+/// As [`atomic_add_u32`].
+#[inline(always)]
+pub unsafe fn atomic_store_u32(addr: u64, v: u32) {
+    // SAFETY: the caller guarantees a valid, aligned, atomically accessed u32.
+    unsafe { core::sync::atomic::AtomicU32::from_ptr(addr as usize as *mut u32) }.store(v, core::sync::atomic::Ordering::Relaxed)
+}
+
+/// Workgroup barrier after global stores: every wave waits until its vector memory operations
+/// have completed (`s_waitcnt vmcnt(0)`: a store with device scope is then visible to the whole
+/// device), then `s_barrier`. Compiler fences keep LLVM from moving memory accesses across it.
+/// After it, one work-item's atomic publishes the workgroup's stores (the release half of the
+/// split-K hand-off in [`crate::dense`]).
+#[inline(always)]
+pub fn release_barrier() {
+    use core::sync::atomic::{compiler_fence, Ordering};
+    compiler_fence(Ordering::SeqCst);
+    s_waitcnt::<{ waitcnt::VMCNT0 }>();
+    s_barrier();
+    compiler_fence(Ordering::SeqCst);
+}
+
 /// `s_buffer_load_dword`: a wave-uniform f32 through the scalar cache (0.0 out of range).
 ///
 /// # Safety

@@ -127,7 +127,7 @@ pub fn silu_mul(gate: f32, up: f32) -> f32 {
 }
 
 #[cfg(target_arch = "amdgpu")]
-mod imp {
+pub(crate) mod imp {
     use crate::args::{QuantActArgs, QuantWeightArgs};
     use crate::intrinsics::*;
 
@@ -135,7 +135,7 @@ mod imp {
 
     /// `|x|` bits of every element of `v` whose maximum is the group's `amax` (see module docs).
     #[inline(always)]
-    fn abs_bits_max(v: &[f32; 8]) -> u32 {
+    pub(crate) fn abs_bits_max(v: &[f32; 8]) -> u32 {
         let mut m = 0u32;
         for x in v {
             m = m.max(x.to_bits() & 0x7fff_ffff);
@@ -148,7 +148,7 @@ mod imp {
     /// # Safety
     /// `base + elem · size` must be 16-byte aligned and the 8 elements inside a live allocation.
     #[inline(always)]
-    unsafe fn load8<const F32: bool>(base: u64, elem: u64) -> [f32; 8] {
+    pub(crate) unsafe fn load8<const F32: bool>(base: u64, elem: u64) -> [f32; 8] {
         let mut out = [0f32; 8];
         if F32 {
             let p = (base + elem * 4) as usize as *const U32x4;
@@ -173,7 +173,7 @@ mod imp {
     /// The group's scale and its inverse from the group maximum's bits; `None` for a group with
     /// a non-finite element.
     #[inline(always)]
-    fn scale_of(amax_bits: u32, fp8_max: f32) -> (f32, f32, bool) {
+    pub(crate) fn scale_of(amax_bits: u32, fp8_max: f32) -> (f32, f32, bool) {
         let bad = amax_bits >= 0x7f80_0000;
         let amax = f32::from_bits(if bad { 0 } else { amax_bits });
         let sf = amax.max(AMAX_FLOOR) / fp8_max;
@@ -183,7 +183,7 @@ mod imp {
 
     /// The 8 FP8 bytes of `v` (little-endian in a u64 as two words).
     #[inline(always)]
-    fn convert8(v: &[f32; 8], inv: f32, fp8_max: f32, bad: bool) -> U32x2 {
+    pub(crate) fn convert8(v: &[f32; 8], inv: f32, fp8_max: f32, bad: bool) -> U32x2 {
         let mut y = [0f32; 8];
         for i in 0..8 {
             let t = (v[i] * inv).max(-fp8_max).min(fp8_max);

@@ -164,6 +164,37 @@ pub const BM128_BN128: DenseTile = DenseTile { name: "fp8_gemm_nt_bm128_bn128", 
 /// Every dense tile configuration compiled into the device code object.
 pub const DENSE_TILES: [DenseTile; 3] = [BM64_BN64, BM64_BN128, BM128_BN128];
 
+/// The dense split-K kernels ([`crate::dense`], `fp8_gemm_nt_splitk_*`), same tiles as
+/// [`DENSE_TILES`].
+pub const DENSE_SPLITK_TILES: [DenseTile; 3] = [
+    DenseTile { name: "fp8_gemm_nt_splitk_bm64_bn64", block_m: 64, block_n: 64 },
+    DenseTile { name: "fp8_gemm_nt_splitk_bm64_bn128", block_m: 64, block_n: 128 },
+    DenseTile { name: "fp8_gemm_nt_splitk_bm128_bn128", block_m: 128, block_n: 128 },
+];
+
+/// K blocks `kb0 .. kb0 + count` of split `j` of `splits` over `nkb` blocks: the blocks are
+/// dealt as evenly as possible (the first `nkb mod splits` splits get one more), so every split
+/// has at least one block when `splits ≤ nkb`.
+#[inline(always)]
+pub const fn split_range(j: u32, splits: u32, nkb: u32) -> (u32, u32) {
+    let q = nkb / splits;
+    let r = nkb % splits;
+    let kb0 = j * q + if j < r { j } else { r };
+    (kb0, q + if j < r { 1 } else { 0 })
+}
+
+/// Words at the start of a split-K workspace that hold the per-tile arrival counters (one u32
+/// per output tile, rounded up to 64 words = 256 bytes so the partials stay 256-byte aligned).
+pub const fn splitk_counter_floats(tiles: u32) -> u64 {
+    (tiles as u64).div_ceil(64) * 64
+}
+
+/// f32 elements of workspace a split-K launch of `tiles` output tiles of `bm × bn` with
+/// `splits` splits needs: the counters, then one `bm × bn` FP32 partial tile per (tile, split).
+pub const fn splitk_workspace_floats(tiles: u32, splits: u32, bm: u32, bn: u32) -> u64 {
+    splitk_counter_floats(tiles) + tiles as u64 * splits as u64 * bm as u64 * bn as u64
+}
+
 /// Row alignment of every group in the m-grouped contiguous layout (DeepGEMM's
 /// `get_m_alignment_for_contiguous_layout()`): a multiple of the height of every
 /// [`CONTIGUOUS_TILES`] entry, so no tile ever spans two aligned blocks.
@@ -333,6 +364,25 @@ mod tests {
         }
         assert_eq!(masked_tile_coords(7, nz(2), nz(6)), (1, 1, 0));
         assert_eq!(masked_grid(&t, u32::MAX, 1 << 20, 1 << 20), u32::MAX);
+    }
+
+    #[test]
+    fn split_ranges_partition_the_k_blocks() {
+        for nkb in 1..=64u32 {
+            for splits in 1..=nkb {
+                let mut next = 0;
+                for j in 0..splits {
+                    let (kb0, count) = split_range(j, splits, nkb);
+                    assert_eq!(kb0, next, "nkb {nkb} splits {splits} j {j}");
+                    assert!(count >= 1 && count >= nkb / splits && count <= nkb.div_ceil(splits));
+                    next = kb0 + count;
+                }
+                assert_eq!(next, nkb);
+            }
+        }
+        assert_eq!(split_range(2, 4, 10), (6, 2));
+        assert_eq!(splitk_counter_floats(33), 64);
+        assert_eq!(splitk_workspace_floats(33, 8, 64, 64), 64 + 33 * 8 * 4096);
     }
 
     #[test]

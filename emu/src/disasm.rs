@@ -186,6 +186,14 @@ pub fn format_inst(inst: &Inst) -> String {
     let flat = matches!(inst.enc, Enc::Flat | Enc::Global | Enc::Scratch);
     let saddr_on = inst.src[2] != 0x7f;
     let mut seen_addr = false;
+    // FLAT / GLOBAL atomics with SC0 (glc) return the old value: LLVM prints that destination
+    // first (`flat_atomic_add v2, v[2:3], v4 sc0 sc1`); its width is the data's (half of it for
+    // cmpswap, whose data holds the compare value too). The slot table lists no Dst for them.
+    if flat && info.name.contains("_atomic_") && inst.has_flag(flag::SC0) {
+        let data = info.width(Field::Data).max(1);
+        let width = if info.name.contains("cmpswap") { (data / 2).max(1) } else { data };
+        ops.push(operand(inst.dst, width, 0));
+    }
     for slot in info.slots {
         let text = match slot.field {
             Field::Vcc => "vcc".to_string(),

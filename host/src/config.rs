@@ -9,9 +9,12 @@
 //! All figures come from the project's one performance model, the emulator's cycle-level
 //! timing model (`amdgpu_emu::timing`), through the table `host/tuned/gfx942.csv` that
 //! `fp8gemm tune` writes (modelled MI300X times, not measurements):
-//! 1. a tile forced with [`force_tile`] or `FP8GEMM_FORCE_TILE=BMxBN` (experiments, tuning);
+//! 1. a tile forced with [`force_tile`] or `FP8GEMM_FORCE_TILE=BMxBN` and/or a split count
+//!    forced with [`force_split`] or `FP8GEMM_FORCE_SPLIT=S` (experiments, tuning);
 //! 2. else, for a problem in the table (`best` rows: DeepSeek-V3's dense and MoE shapes), the
-//!    tile the timing model found fastest for exactly that problem;
+//!    tile the timing model found fastest for exactly that problem — or its `split` row (the
+//!    fastest dense split-K config, [`fp8gemm_device::dense`]) if that is faster and the
+//!    launch's workspace holds it ([`get_config_for_workspace`], [`crate::workspace`]);
 //! 3. else an estimate per candidate tile from the model's per-tile costs (`cost` rows: the
 //!    modelled cycles per 128-K block of a CU running 1 or `slots` workgroups of the tile):
 //!
@@ -23,7 +26,9 @@
 //!
 //! where `slots` is how many workgroups of that kernel fit on one CU (limited by its LDS and its
 //! registers, from the code object). The candidate with the smallest estimate wins; ties go to
-//! the tile with more workgroups.
+//! the tile with more workgroups. Dense split-K candidates (every tile with 2 ..= min(k/128,
+//! [`MAX_SPLITS`]) splits) count `tiles · splits` workgroups of `⌈nkb / splits⌉` blocks each,
+//! plus the hand-off and reduction cost per round (`splitk_extra_cycles`).
 //!
 //! The m-grouped kernels run the same main loop per tile (same candidates, same costs); only the
 //! number of tiles that do work differs:
@@ -42,8 +47,11 @@ use std::collections::HashSet;
 use std::fmt;
 use std::sync::{Mutex, OnceLock};
 
-use fp8gemm_device::args::{DenseGemmArgs, MGroupedContiguousArgs, MGroupedMaskedArgs};
-use fp8gemm_device::dense::{FP8_GEMM_NT_BM128_BN128, FP8_GEMM_NT_BM64_BN128, FP8_GEMM_NT_BM64_BN64};
+use fp8gemm_device::args::{DenseGemmArgs, DenseSplitKArgs, MGroupedContiguousArgs, MGroupedMaskedArgs};
+use fp8gemm_device::dense::{
+    FP8_GEMM_NT_BM128_BN128, FP8_GEMM_NT_BM64_BN128, FP8_GEMM_NT_BM64_BN64, FP8_GEMM_NT_SPLITK_BM128_BN128,
+    FP8_GEMM_NT_SPLITK_BM64_BN128, FP8_GEMM_NT_SPLITK_BM64_BN64,
+};
 use fp8gemm_device::grouped::{
     M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM128_BN128, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM64_BN128,
     M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM64_BN64, M_GROUPED_FP8_GEMM_NT_MASKED_BM128_BN128,
@@ -141,12 +149,31 @@ pub struct GemmConfig {
     pub lds_bytes: u32,
     /// Kernel symbol in the code object.
     pub kernel: &'static str,
-    /// Workgroups in the 1-D grid.
+    /// Workgroups in the 1-D grid (output tiles × `splits`).
     pub grid: u32,
+    /// Workgroups per output tile, each running a contiguous range of the K blocks (split-K,
+    /// [`fp8gemm_device::dense`]); 1 for the kernels that do not split K.
+    pub splits: u32,
     /// Workgroup → tile order (implemented inside the kernel; recorded for reporting).
     pub remap: Remap,
     /// Architecture the config was chosen for.
     pub arch: Arch,
+}
+
+impl GemmConfig {
+    /// Output tiles of the launch (`grid / splits`).
+    pub fn tiles(&self) -> u32 {
+        self.grid / self.splits.max(1)
+    }
+    /// FP32 elements of workspace the launch needs (0 unless it splits K): the per-tile arrival
+    /// counters and one partial tile per (tile, split), [`tile::splitk_workspace_floats`].
+    pub fn workspace_floats(&self) -> u64 {
+        if self.splits <= 1 {
+            0
+        } else {
+            tile::splitk_workspace_floats(self.tiles(), self.splits, self.block_m, self.block_n)
+        }
+    }
 }
 
 impl fmt::Display for GemmConfig {
@@ -164,7 +191,11 @@ impl fmt::Display for GemmConfig {
             self.lds_bytes,
             self.grid,
             xcds
-        )
+        )?;
+        if self.splits > 1 {
+            write!(f, ", split-K {} ({} workspace floats)", self.splits, self.workspace_floats())?;
+        }
+        Ok(())
     }
 }
 
@@ -199,6 +230,15 @@ pub enum ConfigError {
         /// The tiles that exist.
         available: &'static str,
     },
+    /// The forced split count (`FP8GEMM_FORCE_SPLIT` / [`force_split`]) cannot be used for this
+    /// problem.
+    #[error("forced split-K `{splits}` (FP8GEMM_FORCE_SPLIT or config::force_split): expected {expected}")]
+    ForcedSplit {
+        /// The split count asked for.
+        splits: String,
+        /// What is accepted for this problem.
+        expected: String,
+    },
     /// The embedded tuned table does not parse or lacks a candidate's figures.
     #[error("tuned config table: {0} (regenerate it with `fp8gemm tune`)")]
     Tuned(String),
@@ -216,6 +256,8 @@ pub enum ConfigError {
 #[derive(Clone, Copy, Debug)]
 struct Candidate {
     tile: DenseTile,
+    /// Workgroups per output tile (1: the kernel does not split K).
+    splits: u32,
     workgroup_size: u32,
     /// Workgroups of this kernel per CU (min over the LDS and register limits).
     slots_per_cu: u32,
@@ -253,6 +295,9 @@ struct Tuned {
     /// The same for the K-grouped kernels (`kcost` rows).
     kcosts: Vec<(u32, u32, u32, f64)>,
     best: Vec<TunedBest>,
+    /// `split` rows: the fastest split-K configuration of a problem (same fields as `best`,
+    /// plus the split count).
+    split: Vec<(TunedBest, u32)>,
 }
 
 fn parse_kind(s: &str) -> Option<GemmKind> {
@@ -291,7 +336,12 @@ fn parse_tuned(text: &str) -> Result<Tuned, String> {
                 let kind = f.get(1).and_then(|k| parse_kind(k)).ok_or_else(|| bad("unknown kind"))?;
                 t.best.push(TunedBest { kind, groups: u(2)?, m: u(3)?, n: u(4)?, k: u(5)?, expected_m: u(6)?, tile: (u(7)?, u(8)?), us: x(9)? });
             }
-            _ => return Err(bad("unknown record type (expected cost, kcost or best)")),
+            "split" => {
+                let kind = f.get(1).and_then(|k| parse_kind(k)).ok_or_else(|| bad("unknown kind"))?;
+                let b = TunedBest { kind, groups: u(2)?, m: u(3)?, n: u(4)?, k: u(5)?, expected_m: u(6)?, tile: (u(7)?, u(8)?), us: x(10)? };
+                t.split.push((b, u(9)?));
+            }
+            _ => return Err(bad("unknown record type (expected cost, kcost, best or split)")),
         }
     }
     Ok(t)
@@ -316,6 +366,59 @@ thread_local! {
 /// [`ConfigError::ForcedTile`].
 pub fn force_tile(tile: Option<(u32, u32)>) {
     FORCED.with(|f| f.set(tile.map(Some)));
+}
+
+thread_local! {
+    /// A split count forced for this thread's config choices; `None` = not set here, fall back
+    /// to `FP8GEMM_FORCE_SPLIT=s`.
+    static FORCED_SPLIT: std::cell::Cell<Option<Option<u32>>> = const { std::cell::Cell::new(None) };
+}
+
+/// Forces `splits` workgroups per output tile (split-K) for every subsequent config choice of
+/// this thread (`Some(1)`: never split; `None`: choose normally again, `FP8GEMM_FORCE_SPLIT`
+/// still applies). Combined with a forced tile ([`force_tile`]) it pins the whole config. A
+/// split count the problem cannot use (more than its `k/128` blocks, or a kind without split-K
+/// kernels) makes [`get_best_config`] fail with [`ConfigError::ForcedSplit`].
+pub fn force_split(splits: Option<u32>) {
+    FORCED_SPLIT.with(|f| f.set(splits.map(Some)));
+}
+
+/// The split count forced for this thread or by `FP8GEMM_FORCE_SPLIT`, if any.
+pub(crate) fn forced_split() -> Result<Option<u32>, ConfigError> {
+    if let Some(t) = FORCED_SPLIT.with(std::cell::Cell::get) {
+        return Ok(t);
+    }
+    let Ok(v) = std::env::var("FP8GEMM_FORCE_SPLIT") else { return Ok(None) };
+    match v.trim().parse::<u32>() {
+        Ok(s) if s >= 1 => Ok(Some(s)),
+        _ => Err(ConfigError::ForcedSplit { splits: v, expected: "a positive integer".into() }),
+    }
+}
+
+/// Largest split count the model considers (and the most `FP8GEMM_FORCE_SPLIT` may ask for
+/// is `k/128`, one block per split).
+pub const MAX_SPLITS: u32 = 32;
+
+/// Fixed cost of a split-K tile's hand-off in modelled cycles, added once per round of
+/// workgroups: the partial stores draining (`s_waitcnt vmcnt(0)`), the barrier, the counter
+/// atomic's round trip to the L2 and the LDS broadcast. Fitted by hand to one timing-model
+/// run (not a measurement): 64×2112×1024 on 64×64 tiles, 8 splits of one block each, took
+/// 2.9 µs (≈ 3800 cycles at the model's 1.3 GHz) more than the unsplit kernel with the same
+/// K per workgroup and the same workgroup count (64×16896×128), of which the reduction of
+/// 8 × 16 KiB at [`SPLITK_REDUCE_BYTES_PER_CYCLE`] is ≈ 2000.
+const SPLITK_FIXED_CYCLES: f64 = 2000.0;
+/// Bytes per cycle the reducing workgroup reads its `splits` partial tiles at (one CU's
+/// 64 B/clk L1 fill rate; an estimate, not fitted).
+const SPLITK_REDUCE_BYTES_PER_CYCLE: f64 = 64.0;
+
+/// Modelled cycles a split-K candidate adds to its main loop: the hand-off and the last
+/// workgroup's reduction of `splits` FP32 partial tiles (`splits · BM · BN · 4` bytes).
+fn splitk_extra_cycles(c: &Candidate) -> f64 {
+    if c.splits <= 1 {
+        return 0.0;
+    }
+    let bytes = f64::from(c.splits) * f64::from(c.tile.block_m * c.tile.block_n * 4);
+    SPLITK_FIXED_CYCLES + bytes / SPLITK_REDUCE_BYTES_PER_CYCLE
 }
 
 /// The timing model's cost of a K-grouped tile: modelled cycles per 128-token block of a CU
@@ -394,9 +497,32 @@ fn candidates(arch: Arch, kind: GemmKind) -> Result<[Candidate; 3], ConfigError>
         let widest = tuned.costs.iter().filter(|c| (c.0, c.1) == (tile.block_m, tile.block_n) && c.2 <= slots).max_by_key(|c| c.2);
         let at_slots = cost(slots).or_else(|| widest.map(|c| c.3 * f64::from(slots) / f64::from(c.2)));
         let cycles_per_kb = cost(1).zip(at_slots).map(|(a, b)| [a, b]);
-        Ok(Candidate { tile, workgroup_size: tile::THREADS, slots_per_cu: slots, cycles_per_kb })
+        Ok(Candidate { tile, splits: 1, workgroup_size: tile::THREADS, slots_per_cu: slots, cycles_per_kb })
     };
     Ok([make(tiles[0], vgprs[0])?, make(tiles[1], vgprs[1])?, make(tiles[2], vgprs[2])?])
+}
+
+/// VGPRs of the dense split-K kernels (`fp8gemm info`; `tests/dense_kernel.rs` checks them).
+const SPLITK_VGPRS: [u32; 3] = [76, 134, 210];
+
+/// The split-K candidates of `kind` for `nkb` K blocks: every split-K tile with every split
+/// count `2 ..= min(nkb, MAX_SPLITS)` (none for the m-grouped kinds, which have no split-K
+/// kernels). They run the dense main loop, so they share its cost rows.
+fn split_candidates(arch: Arch, kind: GemmKind, nkb: u32) -> Result<Vec<Candidate>, ConfigError> {
+    if kind != GemmKind::Dense {
+        return Ok(Vec::new());
+    }
+    let base = candidates(arch, kind)?;
+    let spec = arch_spec(arch);
+    let mut v = Vec::new();
+    for (i, t) in tile::DENSE_SPLITK_TILES.into_iter().enumerate() {
+        let by_regs = waves_per_simd(SPLITK_VGPRS[i]) / (tile::THREADS / tile::WAVE / 4);
+        let slots = by_regs.min(spec.lds_per_cu / t.lds_bytes()).max(1);
+        for splits in 2..=nkb.min(MAX_SPLITS) {
+            v.push(Candidate { tile: t, splits, slots_per_cu: slots, ..base[i] });
+        }
+    }
+    Ok(v)
 }
 
 /// Workgroups per CU a tile's kernel holds at once on `arch` (for `fp8gemm tune`).
@@ -472,7 +598,8 @@ fn grid_and_work(c: &Candidate, desc: &GemmDesc) -> Result<(u32, u64), ConfigErr
     let t = c.tile;
     Ok(match desc.kind {
         GemmKind::Dense => {
-            let grid = t.grid(desc.m, desc.n);
+            let grid = u64::from(t.grid(desc.m, desc.n)) * u64::from(c.splits);
+            let grid = u32::try_from(grid).map_err(|_| ConfigError::TooLarge { tensor: "grid", bytes: grid, limit: u64::from(u32::MAX) })?;
             (grid, u64::from(grid))
         }
         GemmKind::MGroupedContiguous => {
@@ -516,8 +643,9 @@ fn modelled_time(c: &Candidate, spec: ArchSpec, tiles: u64, k: u32) -> Result<f6
         let f = (sharing - 1) as f64 / (slots - 1) as f64;
         cost[0] + f * (cost[1] - cost[0])
     };
-    let nkb = f64::from(k / tile::SCALE_BLOCK_K);
-    Ok(rounds as f64 * nkb * per_kb)
+    // Each workgroup of a split-K candidate runs ⌈nkb / splits⌉ blocks (at most).
+    let nkb = f64::from((k / tile::SCALE_BLOCK_K).div_ceil(c.splits.max(1)));
+    Ok(rounds as f64 * (nkb * per_kb + splitk_extra_cycles(c)))
 }
 
 /// Why a config was chosen (printed with `FP8GEMM_PRINT_CONFIGS=1`).
@@ -525,65 +653,164 @@ fn modelled_time(c: &Candidate, spec: ArchSpec, tiles: u64, k: u32) -> Result<f6
 enum Choice {
     Forced,
     Table(f64),
+    /// The table's split row (µs) beat its best unsplit row (µs).
+    TableSplit(f64, f64),
+    /// The table's split row was faster but did not fit the workspace: its best unsplit row.
+    TableUnsplit(f64),
     Model(f64),
 }
 
-/// Chooses the kernel and launch geometry for `desc`: a forced tile ([`force_tile`],
-/// `FP8GEMM_FORCE_TILE`) if any; else the tile the timing model found fastest for exactly this
-/// problem (`host/tuned/<arch>.csv`, written by `fp8gemm tune`); else the estimate of
-/// the estimate of `modelled_time` from the timing model's per-tile costs.
+/// The model preferred a split-K config whose workspace the launch did not have, so a config
+/// that fits was chosen instead (see [`get_config_for_workspace`]; `FP8GEMM_PRINT_CONFIGS=1`
+/// prints it, and the entry points report it in their `GemmRun`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WorkspaceLimit {
+    /// The config the model prefers.
+    pub preferred: GemmConfig,
+    /// FP32 elements of workspace it needs.
+    pub needed: u64,
+    /// FP32 elements the launch had.
+    pub available: u64,
+}
+
+impl fmt::Display for WorkspaceLimit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "split {} preferred ({}) but the workspace holds {} < {} floats",
+            self.preferred.splits, self.preferred.kernel, self.available, self.needed
+        )
+    }
+}
+
+/// Chooses the kernel and launch geometry the model prefers for `desc`, whatever workspace it
+/// needs (see [`get_config_for_workspace`] for the rules and [`GemmConfig::workspace_floats`]
+/// for the need).
 ///
 /// With `FP8GEMM_PRINT_CONFIGS=1` in the environment each distinct chosen config is printed
 /// once (to stderr) with the problem that first chose it and why.
 pub fn get_best_config(desc: &GemmDesc) -> Result<GemmConfig, ConfigError> {
+    get_config_for_workspace(desc, u64::MAX).map(|(c, _)| c)
+}
+
+/// Chooses the kernel and launch geometry for `desc` when the launch has `available` FP32
+/// elements of workspace:
+/// 1. a forced tile ([`force_tile`], `FP8GEMM_FORCE_TILE`) and/or split count
+///    ([`force_split`], `FP8GEMM_FORCE_SPLIT`): taken as given, the unforced half chosen by the
+///    model (a forced tile alone means no split; a forced split count must be `≤ k/128`);
+///    never replaced for lack of workspace (the caller reports the shortfall);
+/// 2. else the faster of the problem's `best` (no split) and `split` rows of the tuned table
+///    (`host/tuned/<arch>.csv`, written by `fp8gemm tune`), if any;
+/// 3. else the smallest `modelled_time` estimate over every candidate: the three tiles
+///    without split, and (dense only) the split-K tiles with 2 ..= min(k/128, [`MAX_SPLITS`])
+///    splits — per-split K length, `tiles · splits` workgroups, plus the hand-off and
+///    reduction cost.
+///
+/// A split-K choice of 2. or 3. that needs more than `available` floats is replaced by the best
+/// choice that fits (the table's `best` row, or the model's best fitting candidate; no split
+/// always fits), and the replacement is returned as a [`WorkspaceLimit`].
+pub fn get_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(GemmConfig, Option<WorkspaceLimit>), ConfigError> {
     validate(desc)?;
     let spec = arch_spec(desc.arch);
     let cands = candidates(desc.arch, desc.kind)?;
-    let pick = |bm: u32, bn: u32| cands.iter().find(|c| (c.tile.block_m, c.tile.block_n) == (bm, bn)).copied();
-    let (c, why) = if let Some((bm, bn)) = forced_tile()? {
-        let c = pick(bm, bn).ok_or_else(|| ConfigError::ForcedTile { tile: format!("{bm}x{bn}"), available: "64x64, 64x128, 128x128" })?;
-        (c, Choice::Forced)
-    } else if let Some((c, us)) = tuned(desc.arch)?
-        .best
-        .iter()
-        .find(|b| (b.kind, b.groups, b.m, b.n, b.k, b.expected_m) == (desc.kind, desc.groups, desc.m, desc.n, desc.k, desc.expected_m))
-        .and_then(|b| Some((pick(b.tile.0, b.tile.1)?, b.us)))
-    {
-        (c, Choice::Table(us))
-    } else {
+    let nkb = desc.k / tile::SCALE_BLOCK_K;
+    let splits = split_candidates(desc.arch, desc.kind, nkb)?;
+    let make = |c: &Candidate| -> Result<GemmConfig, ConfigError> {
+        let (grid, _) = grid_and_work(c, desc)?;
+        Ok(GemmConfig {
+            block_m: c.tile.block_m,
+            block_n: c.tile.block_n,
+            block_k: c.tile.block_k(),
+            workgroup_size: c.workgroup_size,
+            lds_bytes: c.tile.lds_bytes(),
+            kernel: c.tile.name,
+            grid,
+            splits: c.splits,
+            remap: Remap::Xcd { xcds: spec.xcds },
+            arch: desc.arch,
+        })
+    };
+    // The model's best candidate among `pool` (ties to more workgroups).
+    let model_best = |pool: &mut dyn Iterator<Item = &Candidate>| -> Result<Option<(f64, Candidate)>, ConfigError> {
         let mut best: Option<(f64, u32, Candidate)> = None;
-        for c in cands {
-            let (grid, work) = grid_and_work(&c, desc)?;
-            let t = modelled_time(&c, spec, work, desc.k)?;
-            let better = match best {
-                None => true,
-                Some((bt, bg, _)) => t < bt || (t == bt && grid > bg),
-            };
-            if better {
-                best = Some((t, grid, c));
+        for c in pool {
+            let (grid, work) = grid_and_work(c, desc)?;
+            let t = modelled_time(c, spec, work, desc.k)?;
+            if best.is_none_or(|(bt, bg, _)| t < bt || (t == bt && grid > bg)) {
+                best = Some((t, grid, *c));
             }
         }
-        let Some((t, _, c)) = best else { return Err(ConfigError::NoKernel { kind: desc.kind, arch: desc.arch }) };
-        (c, Choice::Model(t))
+        Ok(best.map(|(t, _, c)| (t, c)))
     };
-    let (grid, _) = grid_and_work(&c, desc)?;
-    let config = GemmConfig {
-        block_m: c.tile.block_m,
-        block_n: c.tile.block_n,
-        block_k: c.tile.block_k(),
-        workgroup_size: c.workgroup_size,
-        lds_bytes: c.tile.lds_bytes(),
-        kernel: c.tile.name,
-        grid,
-        remap: Remap::Xcd { xcds: spec.xcds },
-        arch: desc.arch,
+    let no_kernel = || ConfigError::NoKernel { kind: desc.kind, arch: desc.arch };
+    let tile_names = "64x64, 64x128, 128x128";
+    let (forced_t, forced_s) = (forced_tile()?, forced_split()?);
+    let mut limited = None;
+    let (c, why) = if forced_t.is_some() || forced_s.is_some() {
+        let s = forced_s.unwrap_or(1);
+        if s == 0 {
+            return Err(ConfigError::ForcedSplit { splits: "0".into(), expected: "at least 1".into() });
+        }
+        let pool: Vec<Candidate> = if s == 1 {
+            cands.to_vec()
+        } else {
+            if splits.is_empty() {
+                return Err(ConfigError::ForcedSplit { splits: s.to_string(), expected: format!("1 (no split-K kernel for the {} layout)", desc.kind) });
+            }
+            if s > nkb.min(MAX_SPLITS) {
+                return Err(ConfigError::ForcedSplit { splits: s.to_string(), expected: format!("at most {} (k/128 = {nkb} blocks, MAX_SPLITS = {MAX_SPLITS})", nkb.min(MAX_SPLITS)) });
+            }
+            splits.iter().filter(|c| c.splits == s).copied().collect()
+        };
+        let c = match forced_t {
+            Some((bm, bn)) => *pool
+                .iter()
+                .find(|c| (c.tile.block_m, c.tile.block_n) == (bm, bn))
+                .ok_or_else(|| ConfigError::ForcedTile { tile: format!("{bm}x{bn}"), available: tile_names })?,
+            None => model_best(&mut pool.iter())?.ok_or_else(no_kernel)?.1,
+        };
+        (c, Choice::Forced)
+    } else {
+        let table = tuned(desc.arch)?;
+        let key = |b: &TunedBest| (b.kind, b.groups, b.m, b.n, b.k, b.expected_m) == (desc.kind, desc.groups, desc.m, desc.n, desc.k, desc.expected_m);
+        let pick = |bm: u32, bn: u32| cands.iter().find(|c| (c.tile.block_m, c.tile.block_n) == (bm, bn)).copied();
+        let best_row = table.best.iter().find(|b| key(b)).and_then(|b| Some((pick(b.tile.0, b.tile.1)?, b.us)));
+        let split_row = table.split.iter().find(|(b, _)| key(b)).and_then(|(b, s)| {
+            let c = splits.iter().find(|c| (c.tile.block_m, c.tile.block_n, c.splits) == (b.tile.0, b.tile.1, *s))?;
+            Some((*c, b.us))
+        });
+        match (best_row, split_row) {
+            (Some(b), Some(sp)) if sp.1 < b.1 => {
+                let need = make(&sp.0)?.workspace_floats();
+                if need <= available {
+                    (sp.0, Choice::TableSplit(sp.1, b.1))
+                } else {
+                    limited = Some(WorkspaceLimit { preferred: make(&sp.0)?, needed: need, available });
+                    (b.0, Choice::TableUnsplit(b.1))
+                }
+            }
+            (Some(b), _) => (b.0, Choice::Table(b.1)),
+            _ => {
+                let all = model_best(&mut cands.iter().chain(splits.iter()))?.ok_or_else(no_kernel)?;
+                let need = make(&all.1)?.workspace_floats();
+                if need <= available {
+                    (all.1, Choice::Model(all.0))
+                } else {
+                    limited = Some(WorkspaceLimit { preferred: make(&all.1)?, needed: need, available });
+                    let fit = model_best(&mut cands.iter().chain(splits.iter()).filter(|c| make(c).is_ok_and(|g| g.workspace_floats() <= available)))?
+                        .ok_or_else(no_kernel)?;
+                    (fit.1, Choice::Model(fit.0))
+                }
+            }
+        }
     };
-    print_once(desc, &config, why);
-    Ok(config)
+    let config = make(&c)?;
+    print_once(desc, &config, why, limited.as_ref());
+    Ok((config, limited))
 }
 
 /// Prints `config` once per process if `FP8GEMM_PRINT_CONFIGS=1`.
-fn print_once(desc: &GemmDesc, config: &GemmConfig, why: Choice) {
+fn print_once(desc: &GemmDesc, config: &GemmConfig, why: Choice, limited: Option<&WorkspaceLimit>) {
     static ENABLED: OnceLock<bool> = OnceLock::new();
     static SEEN: OnceLock<Mutex<HashSet<GemmConfig>>> = OnceLock::new();
     if !*ENABLED.get_or_init(|| std::env::var("FP8GEMM_PRINT_CONFIGS").is_ok_and(|v| v == "1")) {
@@ -591,13 +818,21 @@ fn print_once(desc: &GemmDesc, config: &GemmConfig, why: Choice) {
     }
     if first_sighting(SEEN.get_or_init(|| Mutex::new(HashSet::new())), config) {
         let why = match why {
-            Choice::Forced => "forced tile".to_string(),
-            Choice::Table(us) => format!("tuned table: fastest tile for this problem, {us:.2} µs modelled"),
+            Choice::Forced => "forced tile / split (FP8GEMM_FORCE_TILE, FP8GEMM_FORCE_SPLIT)".to_string(),
+            Choice::Table(us) => format!("tuned table: fastest config for this problem, {us:.2} µs modelled"),
+            Choice::TableSplit(us, unsplit) => {
+                format!("tuned table: split-K {} at {us:.2} µs modelled beats the fastest unsplit tile at {unsplit:.2} µs", config.splits)
+            }
+            Choice::TableUnsplit(us) => format!("tuned table: fastest unsplit tile, {us:.2} µs modelled"),
+            Choice::Model(cyc) if config.splits > 1 => {
+                format!("timing-model cost estimate {cyc:.0} cycles with split-K {} (no tuned row for this problem)", config.splits)
+            }
             Choice::Model(cyc) => format!("timing-model cost estimate {cyc:.0} cycles (no tuned row for this problem)"),
         };
         let arch_note = if desc.arch == Arch::Gfx950 { "; gfx950 uses the gfx942 figures" } else { "" };
+        let limit_note = limited.map(|l| format!("; {l}")).unwrap_or_default();
         eprintln!(
-            "fp8gemm config: {config} (first for {} m={} n={} k={} groups={} expected_m={}; {why}{arch_note})",
+            "fp8gemm config: {config} (first for {} m={} n={} k={} groups={} expected_m={}; {why}{arch_note}{limit_note})",
             desc.kind, desc.m, desc.n, desc.k, desc.groups, desc.expected_m
         );
     }
@@ -612,6 +847,13 @@ fn first_sighting(seen: &Mutex<HashSet<GemmConfig>>, config: &GemmConfig) -> boo
 /// The launch spec (symbol, workgroup size, argument type) of a dense config's kernel.
 pub fn dense_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<DenseGemmArgs>> {
     [FP8_GEMM_NT_BM64_BN64, FP8_GEMM_NT_BM64_BN128, FP8_GEMM_NT_BM128_BN128]
+        .into_iter()
+        .find(|s| s.name == config.kernel)
+}
+
+/// The launch spec of a dense split-K config's kernel.
+pub fn dense_splitk_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<DenseSplitKArgs>> {
+    [FP8_GEMM_NT_SPLITK_BM64_BN64, FP8_GEMM_NT_SPLITK_BM64_BN128, FP8_GEMM_NT_SPLITK_BM128_BN128]
         .into_iter()
         .find(|s| s.name == config.kernel)
 }
@@ -664,13 +906,19 @@ mod tests {
         for arch in Arch::ALL {
             for (m, n, k) in SHAPES {
                 let c = get_best_config(&GemmDesc::dense(m, n, k, arch)).unwrap();
-                let spec = dense_kernel_spec(&c).unwrap_or_else(|| panic!("{c}: no such kernel"));
-                assert_eq!(spec.workgroup_size, c.workgroup_size);
+                let size = if c.splits > 1 {
+                    dense_splitk_kernel_spec(&c).unwrap_or_else(|| panic!("{c}: no such kernel")).workgroup_size
+                } else {
+                    dense_kernel_spec(&c).unwrap_or_else(|| panic!("{c}: no such kernel")).workgroup_size
+                };
+                assert_eq!(size, c.workgroup_size);
                 assert!(c.lds_bytes <= 64 * 1024, "{c}");
                 assert_eq!(c.lds_bytes, tile::lds_bytes(c.block_m, c.block_n));
                 assert_eq!(c.block_k, 128);
-                // Grid covers the problem exactly: every tile once, no tile entirely outside.
-                assert_eq!(c.grid, m.div_ceil(c.block_m) * n.div_ceil(c.block_n), "{c}");
+                assert!(c.splits >= 1 && c.splits <= (k / 128).min(MAX_SPLITS), "{c}");
+                // Grid covers the problem exactly: every tile once (per split), no tile entirely
+                // outside.
+                assert_eq!(c.grid, m.div_ceil(c.block_m) * n.div_ceil(c.block_n) * c.splits, "{c}");
                 assert!(u64::from(c.grid) * u64::from(c.block_m) * u64::from(c.block_n) >= u64::from(m) * u64::from(n));
             }
         }
@@ -682,7 +930,14 @@ mod tests {
         // M = 64 or 128 with N = 2112: 128-row tiles would leave most CUs idle.
         assert_eq!(pick(64, 2112, 7168).block_m, 64);
         assert_eq!(pick(128, 2112, 7168).block_m, 64);
-        assert_eq!(pick(64, 2112, 7168).kernel, "fp8_gemm_nt_bm64_bn64");
+        // The tuned table splits K there (33 tiles of 56 blocks); without a split it is 64 × 64.
+        let c = pick(64, 2112, 7168);
+        assert_eq!(c.kernel, "fp8_gemm_nt_splitk_bm64_bn64");
+        assert!(c.splits > 1, "{c}");
+        force_split(Some(1));
+        let unsplit = pick(64, 2112, 7168);
+        force_split(None);
+        assert_eq!(unsplit.kernel, "fp8_gemm_nt_bm64_bn64");
         // M = 4096: more than two rounds of tiles on 304 CUs; the 128 × 128 tile's reuse wins.
         assert_eq!(pick(4096, 7168, 2048).kernel, "fp8_gemm_nt_bm128_bn128");
         assert_eq!(pick(4096, 24576, 1536).kernel, "fp8_gemm_nt_bm128_bn128");
@@ -801,6 +1056,62 @@ mod tests {
         assert!(!first_sighting(&seen, &b));
         assert!(first_sighting(&seen, &c));
         assert!(!first_sighting(&seen, &c));
+    }
+
+    #[test]
+    fn split_k_model_numbers_by_hand() {
+        // 64 × 2112 × 7168 on 64 × 64: 33 tiles, 56 blocks. 8 splits: 264 workgroups in one
+        // round on 304 CUs, one per CU, 7 blocks each, plus the hand-off and the reduction of
+        // 8 partial tiles of 16 KiB.
+        let c = split_candidates(Arch::Gfx942, GemmKind::Dense, 56).unwrap();
+        assert_eq!(c.len(), 3 * (32 - 1));
+        let s8 = c.iter().find(|c| (c.tile.block_m, c.tile.block_n, c.splits) == (64, 64, 8)).unwrap();
+        assert_eq!(s8.slots_per_cu, 4);
+        let x = Candidate { cycles_per_kb: Some([1000.0, 3000.0]), ..*s8 };
+        let desc = GemmDesc::dense(64, 2112, 7168, Arch::Gfx942);
+        assert_eq!(grid_and_work(&x, &desc).unwrap(), (264, 264));
+        let extra = SPLITK_FIXED_CYCLES + 8.0 * 16384.0 / SPLITK_REDUCE_BYTES_PER_CYCLE;
+        assert_eq!(modelled_time(&x, arch_spec(Arch::Gfx942), 264, 7168).unwrap(), 7.0 * 1000.0 + extra);
+        // 9 blocks over 2 splits: the longer split (5 blocks) sets the time.
+        let s2 = Candidate { splits: 2, ..x };
+        assert_eq!(modelled_time(&s2, arch_spec(Arch::Gfx942), 66, 9 * 128).unwrap(), 5.0 * 1000.0 + SPLITK_FIXED_CYCLES + 2.0 * 16384.0 / 64.0);
+        // No split-K kernels for the m-grouped layouts; none beyond the block count.
+        assert!(split_candidates(Arch::Gfx942, GemmKind::MGroupedMasked, 56).unwrap().is_empty());
+        assert!(split_candidates(Arch::Gfx942, GemmKind::Dense, 1).unwrap().is_empty());
+        assert_eq!(split_candidates(Arch::Gfx942, GemmKind::Dense, 3).unwrap().iter().map(|c| c.splits).max(), Some(3));
+    }
+
+    #[test]
+    fn the_model_splits_small_problems_with_long_k_and_the_workspace_limit_is_reported() {
+        // 4 tiles of 16 blocks on 304 CUs: splitting wins in the model.
+        let desc = GemmDesc::dense(48, 256, 2048, Arch::Gfx942);
+        let (c, limited) = get_config_for_workspace(&desc, u64::MAX).unwrap();
+        assert!(c.splits > 1 && c.kernel.starts_with("fp8_gemm_nt_splitk_"), "{c}");
+        assert!(limited.is_none());
+        assert_eq!(c.workspace_floats(), tile::splitk_workspace_floats(c.tiles(), c.splits, c.block_m, c.block_n));
+        assert!(c.to_string().contains(&format!("split-K {}", c.splits)), "{c}");
+        // Without workspace: the best config that needs none, and the preferred one reported.
+        let (d, limited) = get_config_for_workspace(&desc, 0).unwrap();
+        assert_eq!(d.splits, 1);
+        assert_eq!(limited, Some(WorkspaceLimit { preferred: c, needed: c.workspace_floats(), available: 0 }));
+        // Large M fills the device: no split.
+        assert_eq!(get_best_config(&GemmDesc::dense(4096, 7168, 2048, Arch::Gfx942)).unwrap().splits, 1);
+    }
+
+    #[test]
+    fn a_forced_split_wins_and_an_impossible_one_is_an_error() {
+        force_split(Some(3));
+        let c = get_best_config(&GemmDesc::dense(4096, 7168, 2048, Arch::Gfx942)).unwrap();
+        force_tile(Some((64, 128)));
+        let d = get_best_config(&GemmDesc::dense(64, 7168, 2048, Arch::Gfx942)).unwrap();
+        force_split(Some(17));
+        let e = get_best_config(&GemmDesc::dense(64, 7168, 2048, Arch::Gfx942)).unwrap_err();
+        force_split(None);
+        force_tile(None);
+        assert_eq!(c.splits, 3);
+        assert_eq!((d.block_m, d.block_n, d.splits), (64, 128, 3));
+        assert_eq!(d.grid, 112 * 3 / 2);
+        assert!(matches!(&e, ConfigError::ForcedSplit { expected, .. } if expected.contains("at most 16")), "{e}");
     }
 
     #[test]

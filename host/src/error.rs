@@ -93,6 +93,101 @@ pub enum Error {
         /// The value.
         value: f32,
     },
+    /// The workspace of a launch that splits K is too small for its configuration (see
+    /// [`crate::workspace`]).
+    #[error("argument `{arg}`: expected a workspace of at least {needed} f32 for this GEMM's configuration, got {available}")]
+    Workspace {
+        /// Which workspace (`workspace`, or the stream's).
+        arg: &'static str,
+        /// FP32 elements the configuration needs.
+        needed: u64,
+        /// FP32 elements available.
+        available: u64,
+    },
+    /// A checkpoint file could not be opened, memory-mapped or read.
+    #[error("checkpoint file `{}`: {source}", .path.display())]
+    CheckpointIo {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A checkpoint file is not a valid safetensors file, or its shard index
+    /// (`model.safetensors.index.json`) is malformed.
+    #[error("checkpoint file `{}`: {detail}", .path.display())]
+    CheckpointParse {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What is wrong with it.
+        detail: String,
+    },
+    /// A tensor the loader needs is not in the checkpoint.
+    #[error("tensor `{tensor}` is missing from checkpoint `{}`", .path.display())]
+    MissingTensor {
+        /// The tensor's name.
+        tensor: String,
+        /// The checkpoint (its directory, index or file; the shard when the index names one that lacks it).
+        path: std::path::PathBuf,
+    },
+    /// A checkpoint tensor has the wrong element type.
+    #[error("tensor `{tensor}`: expected dtype {expected}, got {actual}")]
+    TensorDtype {
+        /// The tensor's name.
+        tensor: String,
+        /// The dtype the loader requires (`F8_E4M3`, `F32`).
+        expected: &'static str,
+        /// The dtype in the file.
+        actual: String,
+    },
+    /// A checkpoint tensor has the wrong shape (rank, or a dimension that disagrees with the
+    /// layer's other tensors).
+    #[error("tensor `{tensor}`: expected shape {expected}, got {actual:?}")]
+    TensorShape {
+        /// The tensor's name.
+        tensor: String,
+        /// The shape the loader requires, with the reason.
+        expected: String,
+        /// The shape in the file.
+        actual: Vec<usize>,
+    },
+    /// A `weight_scale_inv` tensor whose grid is not `[⌈N/128⌉, ⌈K/128⌉]` for its `[N, K]` weight.
+    #[error("tensor `{tensor}`: expected a [{}, {}] scale grid (⌈N/128⌉ × ⌈K/128⌉ for the [{}, {}] weight), got {actual:?}", .expected[0], .expected[1], .weight[0], .weight[1])]
+    ScaleGrid {
+        /// The scale tensor's name.
+        tensor: String,
+        /// `[⌈N/128⌉, ⌈K/128⌉]`.
+        expected: [usize; 2],
+        /// The weight's `[N, K]`.
+        weight: [usize; 2],
+        /// The scale tensor's shape in the file.
+        actual: Vec<usize>,
+    },
+    /// An FP8 weight holds an E4M3FN NaN byte (`0x7F`/`0xFF`): the checkpoint is corrupt.
+    #[error("tensor `{tensor}`: element [{}, {}] is the E4M3FN NaN byte {bits:#04x}, expected a finite FP8 value", .index[0], .index[1])]
+    Fp8Nan {
+        /// The weight tensor's name.
+        tensor: String,
+        /// `[row, column]` of the element.
+        index: [usize; 2],
+        /// The byte.
+        bits: u8,
+    },
+    /// A checkpoint block scale that, converted for the device's FP8 format, falls outside the
+    /// GEMM kernels' supported range (0 or a finite magnitude in `[2^-24, 2^94)`).
+    #[error("tensor `{tensor}`: scale [{}, {}] = {value:e} is {converted:e} for {format}, expected 0 or a magnitude in [2^-24, 2^94) (the GEMM kernels' supported scale range)", .index[0], .index[1])]
+    CheckpointScale {
+        /// The scale tensor's name.
+        tensor: String,
+        /// `[block row, block column]` of the scale.
+        index: [usize; 2],
+        /// The value in the file.
+        value: f32,
+        /// The value after conversion to `format` (doubled for E4M3FNUZ).
+        converted: f32,
+        /// The device FP8 format the weights were converted to.
+        format: &'static str,
+    },
     /// A problem size the kernels do not support.
     #[error("unsupported problem: {0}")]
     Unsupported(String),

@@ -16,7 +16,7 @@
 
 use std::marker::PhantomData;
 
-use fp8gemm_device::args::{DenseGemmArgs, GlobalPtr};
+use fp8gemm_device::args::{DenseGemmArgs, DenseSplitKArgs, GlobalPtr};
 use fp8gemm_device::tile;
 
 use crate::codeobj::Arch;
@@ -26,6 +26,7 @@ use crate::fp8::{E4M3Fn, E4M3Fnuz, Fp8Format};
 use crate::quant::{QuantizedActivations, QuantizedWeights};
 use crate::runtime::{Context, DeviceBuffer, Stream};
 use crate::view::{ActivationsView, IntoOutput, WeightsView};
+use crate::workspace::Workspace;
 
 /// The FP8 format an architecture's FP8 MFMA decodes (`fp8` operands).
 pub fn fp8_format_name(arch: Arch) -> &'static str {
@@ -212,6 +213,9 @@ impl<'a, F: Fp8Format> From<&'a mut DeviceWeights<F>> for crate::view::WeightsVi
 pub struct GemmRun {
     /// The chosen configuration.
     pub config: Option<GemmConfig>,
+    /// Set when the model preferred a split-K configuration the stream's workspace could not
+    /// hold, and `config` is the best one that fits instead (see [`crate::workspace`]).
+    pub workspace_limit: Option<config::WorkspaceLimit>,
 }
 
 pub(crate) fn check_format<F: Fp8Format>(ctx: &Context, arg: &'static str) -> Result<()> {
@@ -262,13 +266,51 @@ pub(crate) fn check_nk(n: usize, k: usize) -> Result<()> {
 /// it (synchronize the stream, or order another stream after it with an
 /// [`Event`](crate::Event)). Errors of the kernel itself (on the emulator: its checking modes)
 /// are reported by the stream's next synchronization.
+///
+/// A launch that splits K (small `m · n`, long `k`; see [`crate::workspace`]) uses the stream's
+/// workspace ([`Stream::workspace`]); if the configuration the model prefers needs more than
+/// it holds, the best configuration that fits runs instead and [`GemmRun::workspace_limit`]
+/// says so. [`fp8_gemm_nt_with_workspace`] takes the workspace explicitly.
 pub fn fp8_gemm_nt<'a, F: Fp8Format>(
     stream: &Stream,
     a: impl Into<ActivationsView<'a, F>>,
     b: impl Into<WeightsView<'a, F>>,
     d: impl IntoOutput<'a>,
 ) -> Result<GemmRun> {
-    let (a, b) = (a.into(), b.into());
+    dense(stream, a.into(), b.into(), d, WorkspaceSource::Stream)
+}
+
+/// [`fp8_gemm_nt`] with an explicit workspace: the configuration is the one the model prefers
+/// ([`crate::config::get_best_config`]), and a `workspace` smaller than its need
+/// ([`crate::workspace_floats`]) is an [`Error::Workspace`] (nothing is launched). The
+/// workspace must belong to the stream's context, and no other launch may use it until this
+/// one has completed (launches on one stream are ordered; across streams, order them with an
+/// [`Event`](crate::Event)).
+pub fn fp8_gemm_nt_with_workspace<'a, F: Fp8Format>(
+    stream: &Stream,
+    a: impl Into<ActivationsView<'a, F>>,
+    b: impl Into<WeightsView<'a, F>>,
+    d: impl IntoOutput<'a>,
+    workspace: &mut Workspace,
+) -> Result<GemmRun> {
+    dense(stream, a.into(), b.into(), d, WorkspaceSource::Explicit(workspace))
+}
+
+/// Where a dense launch's split-K workspace comes from.
+enum WorkspaceSource<'w> {
+    /// The stream's (a shortfall falls back to a config that fits, reported).
+    Stream,
+    /// The caller's (a shortfall is an error).
+    Explicit(&'w mut Workspace),
+}
+
+fn dense<'a, F: Fp8Format>(
+    stream: &Stream,
+    a: ActivationsView<'a, F>,
+    b: WeightsView<'a, F>,
+    d: impl IntoOutput<'a>,
+    ws: WorkspaceSource<'_>,
+) -> Result<GemmRun> {
     let ctx = stream.context();
     check_format::<F>(ctx, "a")?;
     ctx.check_owner("a", a.data.owner())?;
@@ -282,7 +324,7 @@ pub fn fp8_gemm_nt<'a, F: Fp8Format>(
     let d = d.into_output(m, n)?;
     ctx.check_owner("d", d.data.owner())?;
     if m == 0 || n == 0 {
-        return Ok(GemmRun { config: None });
+        return Ok(GemmRun { config: None, workspace_limit: None });
     }
     check_nk(n, k)?;
     if m > u32::MAX as usize {
@@ -302,27 +344,47 @@ pub fn fp8_gemm_nt<'a, F: Fp8Format>(
     check_tensor_bytes("d", (m64 + 128).saturating_mul(d.ldd as u64).saturating_mul(2))?;
 
     let desc = GemmDesc::dense(m as u32, n as u32, k as u32, ctx.arch());
-    let cfg = config::get_best_config(&desc).map_err(|e| Error::Unsupported(e.to_string()))?;
+    // The kernels address the workspace with 32-bit byte offsets.
+    let addressable = tile::MAX_TENSOR_BYTES / 4 - 1;
+    let (ws_ptr, ws_len, ws_arg, (cfg, workspace_limit)) = match ws {
+        WorkspaceSource::Stream => {
+            let (ptr, len) = stream.workspace().map_or((0, 0), |w| (w.device_ptr().addr(), w.len() as u64));
+            (ptr, len, "the stream's workspace", config::get_config_for_workspace(&desc, len.min(addressable)).map_err(|e| Error::Unsupported(e.to_string()))?)
+        }
+        WorkspaceSource::Explicit(w) => {
+            ctx.check_owner("workspace", w.owner())?;
+            let (ptr, len) = (w.device_ptr().addr(), w.len() as u64);
+            (ptr, len, "workspace", (config::get_best_config(&desc).map_err(|e| Error::Unsupported(e.to_string()))?, None))
+        }
+    };
+    let needed = cfg.workspace_floats();
+    if needed > ws_len.min(addressable) {
+        return Err(Error::Workspace { arg: ws_arg, needed, available: ws_len });
+    }
+    let (a_ptr, b_ptr, sfa, sfb) = (a.data.device_ptr(), b.data.device_ptr(), a.scales.device_ptr(), b.scales.device_ptr());
+    let d_ptr = GlobalPtr::new(d.data.device_ptr().addr());
+    let (m, n, k, lda, ldd) = (m as u32, n as u32, k as u32, a.lda as u32, d.ldd as u32);
+    if cfg.splits > 1 {
+        let spec = config::dense_splitk_kernel_spec(&cfg)
+            .ok_or_else(|| Error::Unsupported(format!("configuration {cfg} has no dense split-K kernel")))?;
+        let args = DenseSplitKArgs { a: a_ptr, b: b_ptr, sfa, sfb, d: d_ptr, ws: GlobalPtr::new(ws_ptr), m, n, k, lda, ldd, splits: cfg.splits };
+        // SAFETY: as for the non-split launch below, plus the workspace: `ws_ptr` addresses at
+        // least `needed` = tile::splitk_workspace_floats(…) f32 (checked above) that the source
+        // keeps live — the stream owns its workspace; an explicit one is borrowed mutably for
+        // the call and, by this function's contract, not used by another launch until this one
+        // completes. Its counters are 0 between launches (allocated zeroed, re-armed by every
+        // split-K launch).
+        unsafe { stream.launch(spec, [cfg.grid, 1, 1], cfg.lds_bytes, &args)? };
+        return Ok(GemmRun { config: Some(cfg), workspace_limit });
+    }
     let spec = config::dense_kernel_spec(&cfg)
         .ok_or_else(|| Error::Unsupported(format!("configuration {cfg} has no dense kernel")))?;
-    let args = DenseGemmArgs {
-        a: a.data.device_ptr(),
-        b: b.data.device_ptr(),
-        sfa: a.scales.device_ptr(),
-        sfb: b.scales.device_ptr(),
-        d: GlobalPtr::new(d.data.device_ptr().addr()),
-        m: m as u32,
-        n: n as u32,
-        k: k as u32,
-        lda: a.lda as u32,
-        ldd: d.ldd as u32,
-        reserved: 0,
-    };
+    let args = DenseGemmArgs { a: a_ptr, b: b_ptr, sfa, sfb, d: d_ptr, m, n, k, lda, ldd, reserved: 0 };
     // SAFETY: every pointer in `args` addresses memory the views borrow (live for the call; the
     // buffers free only after synchronizing the device, raw views by their `unsafe` contract)
     // with at least the extent the kernel's contract requires for (m, n, k, lda, ldd): A
     // (m−1)·lda + k bytes, SFA m·⌈k/128⌉ floats, B n·k bytes, SFB ⌈n/128⌉·⌈k/128⌉ floats, D
     // (m−1)·ldd + n bf16 (checked by the view constructors); `d` is borrowed mutably.
     unsafe { stream.launch(spec, [cfg.grid, 1, 1], cfg.lds_bytes, &args)? };
-    Ok(GemmRun { config: Some(cfg) })
+    Ok(GemmRun { config: Some(cfg), workspace_limit })
 }

@@ -108,6 +108,22 @@ impl<F: Fp8Format> DeviceGroupedWeights<F> {
             _f: PhantomData,
         })
     }
+    /// Allocates zeroed weights of `G` experts (`G · n · k` values, `G · ⌈n/128⌉ · ⌈k/128⌉`
+    /// scales) on the device, to be filled there (or used as all-zero operands, e.g. to model a
+    /// launch's time, whose values do not steer the kernels).
+    pub fn alloc(ctx: &Context, groups: usize, n: usize, k: usize) -> Result<Self> {
+        let values = crate::gemm::shape_product("groups", &[groups, n, k], "G · n · k")?;
+        let scales = crate::gemm::shape_product("groups", &[groups, blocks(n), blocks(k)], "G · ⌈n/128⌉ · ⌈k/128⌉")?;
+        Ok(DeviceGroupedWeights { data: ctx.alloc_zeroed(values)?, scales: ctx.alloc_zeroed(scales)?, groups, n, k, _f: PhantomData })
+    }
+    /// Copies the values and scales back to the host as [`GroupedQuantizedWeights`], in order
+    /// on `stream` (then waits for it).
+    pub fn download(&self, stream: &Stream) -> Result<GroupedQuantizedWeights<F>> {
+        let data = self.data.download(stream)?.into_iter().map(F::from_bits).collect();
+        let scales = self.scales.download(stream)?;
+        GroupedQuantizedWeights::from_parts(data, scales, self.groups, self.n, self.k)
+            .map_err(|e| Error::Unsupported(format!("downloaded grouped weights: {e}")))
+    }
     /// Number of groups (experts) `G`.
     pub fn groups(&self) -> usize {
         self.groups
@@ -258,7 +274,7 @@ pub fn m_grouped_fp8_gemm_nt_contiguous<'a, F: Fp8Format>(
         });
     }
     if m_sum == 0 || n == 0 || groups == 0 {
-        return Ok(GemmRun { config: None });
+        return Ok(GemmRun { config: None, workspace_limit: None });
     }
     check_nk(n, k)?;
     let too_big = |what: &str| Error::Unsupported(format!("{what}: dimensions must fit in 32 bits"));
@@ -292,7 +308,7 @@ pub fn m_grouped_fp8_gemm_nt_contiguous<'a, F: Fp8Format>(
     // checked above), D m_sum·n bf16 and m_indices m_sum i32 (checked above); the kernel bounds
     // every access by these extents whatever m_indices holds. `d` is borrowed mutably.
     unsafe { stream.launch(spec, [cfg.grid, 1, 1], cfg.lds_bytes, &args)? };
-    Ok(GemmRun { config: Some(cfg) })
+    Ok(GemmRun { config: Some(cfg), workspace_limit: None })
 }
 
 /// M-grouped masked `D[g] = A[g] · B[g]ᵀ` for the first `masked_m[g]` rows of every group, with
@@ -322,7 +338,7 @@ pub fn m_grouped_fp8_gemm_nt_masked<'a, F: Fp8Format>(
     check_len("masked_m", format!("G = {groups} (groups of b)"), groups, masked_m.len())?;
     if groups == 0 {
         check_len("a", "G · m_max rows with G = 0".into(), 0, rows)?;
-        return Ok(GemmRun { config: None });
+        return Ok(GemmRun { config: None, workspace_limit: None });
     }
     if !rows.is_multiple_of(groups) {
         return Err(Error::Shape {
@@ -333,7 +349,7 @@ pub fn m_grouped_fp8_gemm_nt_masked<'a, F: Fp8Format>(
     }
     let m_max = rows / groups;
     if m_max == 0 || n == 0 {
-        return Ok(GemmRun { config: None });
+        return Ok(GemmRun { config: None, workspace_limit: None });
     }
     check_nk(n, k)?;
     let too_big = |what: &str| Error::Unsupported(format!("{what}: dimensions must fit in 32 bits"));
@@ -369,7 +385,7 @@ pub fn m_grouped_fp8_gemm_nt_masked<'a, F: Fp8Format>(
     // G·m_max·n bf16 and masked_m G i32 (checked above); the kernel clamps every masked_m entry
     // to 0..=m_max, so its accesses stay inside these extents. `d` is borrowed mutably.
     unsafe { stream.launch(spec, [cfg.grid, 1, 1], cfg.lds_bytes, &args)? };
-    Ok(GemmRun { config: Some(cfg) })
+    Ok(GemmRun { config: Some(cfg), workspace_limit: None })
 }
 
 #[cfg(test)]

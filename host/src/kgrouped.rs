@@ -309,6 +309,7 @@ pub fn kgrouped_config(m: u32, n: u32, groups: u32, total_k: u64, arch: Arch) ->
         lds_bytes: t.lds_bytes(),
         kernel: t.name,
         grid,
+        splits: 1,
         remap: Remap::Xcd { xcds: tile::NUM_XCDS },
         arch,
     };
@@ -392,7 +393,7 @@ pub fn k_grouped_fp8_gemm_tn_contiguous<F: Fp8Format>(
         }
     }
     if m == 0 || n == 0 || groups == 0 {
-        return Ok(GemmRun { config: None });
+        return Ok(GemmRun { config: None, workspace_limit: None });
     }
     let too_big = |what: String| Error::Unsupported(format!("{what}: dimensions must fit in 32 bits"));
     let m32 = u32::try_from(m).map_err(|_| too_big(format!("m = {m}")))?;
@@ -433,7 +434,7 @@ pub fn k_grouped_fp8_gemm_tn_contiguous<F: Fp8Format>(
     // either `d` itself (in place: every element is read and then written by one lane) or a
     // distinct allocation that is only read.
     unsafe { stream.launch(spec, [cfg.grid, 1, 1], cfg.lds_bytes, &args)? };
-    Ok(GemmRun { config: Some(cfg) })
+    Ok(GemmRun { config: Some(cfg), workspace_limit: None })
 }
 
 /// The dequantized CPU reference in this module's layouts: `c[g] += A_gᵀ · B_g` with the block

@@ -66,11 +66,14 @@
 //!   scales, 128×128 weight scales);
 //! * [`quantize`]: the same recipes as GPU kernels, writing the GEMMs' operands on the device;
 //! * [`reference`](mod@reference): CPU reference GEMMs and DeepGEMM's `calc_diff`;
+//! * [`moe`]: the MoE expert layer ([`MoeLayer`]) and its routing kernels;
 //! * [`config`]: `GemmDesc → GemmConfig` per architecture;
-//! * [`codeobj`]: the embedded code objects and their resource table.
+//! * [`codeobj`]: the embedded code objects and their resource table;
+//! * [`checkpoint`]: DeepSeek-V3/R1 FP8 checkpoints (safetensors) into MoE / MLP weights.
 #![warn(missing_docs)]
 
 pub mod backend;
+pub mod checkpoint;
 pub mod codeobj;
 pub mod config;
 pub mod error;
@@ -78,6 +81,7 @@ pub mod fp8;
 pub mod gemm;
 pub mod grouped;
 pub mod kgrouped;
+pub mod moe;
 pub mod quant;
 pub mod quantize;
 pub mod reference;
@@ -85,11 +89,13 @@ pub mod runtime;
 pub mod view;
 pub mod workspace;
 
+pub use checkpoint::{Checkpoint, DeviceMlpWeights, DeviceMoeWeights, MlpWeights, MoeWeights};
 pub use error::{Error, Result};
-pub use gemm::{fp8_gemm_nt, DeviceActivations, DeviceWeights, GemmRun};
+pub use gemm::{fp8_gemm_nt, fp8_gemm_nt_with_workspace, DeviceActivations, DeviceWeights, GemmRun};
 pub use grouped::{
     m_alignment_for_contiguous_layout, m_grouped_fp8_gemm_nt_contiguous, m_grouped_fp8_gemm_nt_masked, DeviceGroupedWeights,
 };
+pub use moe::{moe_reference, route_reference, MoeLayer, MoeLayout, MoeOptions, MoeRun, MoeScratch, MoeStage, MoeStatus};
 pub use kgrouped::{k_grouped_fp8_gemm_tn_contiguous, upload_ks, DeviceKGroupedOperand, KGroupedMnMajor};
 pub use quantize::{
     quantize_activations, quantize_activations_masked, quantize_weights, silu_mul_quantize_activations,

@@ -305,10 +305,16 @@ pub enum CaptureMode {
 /// [`Stream::new`] creates a non-blocking stream (it does not synchronize with the legacy null
 /// stream) and destroys it on drop (HIP lets its queued work complete);
 /// [`Stream::from_raw`] wraps a stream the caller owns.
+///
+/// A stream may own a split-K [`Workspace`](crate::Workspace) that the GEMMs launched on it
+/// use ([`crate::workspace`]): [`Stream::new`] allocates one of
+/// [`DEFAULT_STREAM_WORKSPACE_FLOATS`](crate::workspace::DEFAULT_STREAM_WORKSPACE_FLOATS);
+/// wrapped and null streams have none until [`Stream::set_workspace`].
 pub struct Stream {
     raw: usize,
     owned: bool,
     ctx: Context,
+    workspace: Option<crate::workspace::Workspace>,
 }
 
 // SAFETY: a HIP stream handle may be used from any host thread (HIP's streams are thread-safe);
@@ -328,12 +334,30 @@ impl Stream {
     pub fn new(ctx: &Context) -> Result<Stream> {
         let _g = ctx.enter()?;
         let raw = ctx.api().stream_create(true).map_err(|c| ctx.err("hipStreamCreateWithFlags", c))?;
-        Ok(Stream { raw: raw as usize, owned: true, ctx: ctx.clone() })
+        // Owned from here on: an allocation failure below destroys it on drop.
+        let mut stream = Stream { raw: raw as usize, owned: true, ctx: ctx.clone(), workspace: None };
+        stream.workspace = Some(crate::workspace::Workspace::new(ctx, crate::workspace::DEFAULT_STREAM_WORKSPACE_FLOATS)?);
+        Ok(stream)
+    }
+
+    /// The split-K workspace of the GEMMs launched on this stream, if any.
+    pub fn workspace(&self) -> Option<&crate::workspace::Workspace> {
+        self.workspace.as_ref()
+    }
+
+    /// Replaces the stream's split-K workspace (`None`: no workspace, so nothing launched on
+    /// the stream splits K) and returns the previous one. It must belong to the stream's
+    /// context (a typed error otherwise) and must not be used by launches on other streams.
+    pub fn set_workspace(&mut self, workspace: Option<crate::workspace::Workspace>) -> Result<Option<crate::workspace::Workspace>> {
+        if let Some(w) = &workspace {
+            self.ctx.check_owner("workspace", w.owner())?;
+        }
+        Ok(std::mem::replace(&mut self.workspace, workspace))
     }
 
     /// The device's legacy null stream (synchronous with every blocking stream).
     pub fn null(ctx: &Context) -> Stream {
-        Stream { raw: 0, owned: false, ctx: ctx.clone() }
+        Stream { raw: 0, owned: false, ctx: ctx.clone(), workspace: None }
     }
 
     /// Wraps a stream the caller (e.g. an inference engine) owns; it is not destroyed on drop.
@@ -343,7 +367,7 @@ impl Stream {
     /// stays live until the returned `Stream` is dropped and all work submitted through it has
     /// completed.
     pub unsafe fn from_raw(ctx: &Context, raw: *mut c_void) -> Stream {
-        Stream { raw: raw as usize, owned: false, ctx: ctx.clone() }
+        Stream { raw: raw as usize, owned: false, ctx: ctx.clone(), workspace: None }
     }
 
     /// The raw `hipStream_t` (for the engine's own HIP calls, or the emulator's counters).

@@ -1,27 +1,73 @@
-//! Scratch memory for kernels that need it.
+//! Scratch memory of the split-K GEMMs.
 //!
-//! Split-K GEMM kernels (planned: K-parallel decomposition for small `m·n` and long `k`) write
-//! FP32 partial sums to a scratch buffer and reduce them in a second pass. Allocating that buffer
-//! inside a launch would break the launch path's guarantees (no allocation, capture-safe), so it
-//! is allocated up front and passed in: a [`Workspace`] owned by the caller, sized with
-//! [`workspace_floats`] for the largest problem it will serve.
+//! # Split-K
 //!
-//! No kernel shipped in this version uses a workspace: [`workspace_floats`] is 0 for every
-//! problem, and the entry points take none yet. The type and the query are stable so that
-//! engines can allocate once now and keep working when split-K kernels arrive.
+//! When a dense problem has too few output tiles to fill the device (decode: `m` = 64 or 128
+//! against 304 CUs) but a long K, the model ([`crate::config`]) may split each tile's K blocks
+//! over `s` workgroups (`fp8_gemm_nt_splitk_*`, [`fp8gemm_device::dense`]). Each workgroup
+//! writes its FP32 partial tile to a **workspace**, counts itself in on the tile's arrival
+//! counter (an atomic add, the only atomic: no float atomics, no bf16 atomics of partial
+//! sums), and the last one to arrive sums the `s` partials **in split order** 0, 1, …, s−1 —
+//! a fixed order whatever the arrival order, so results are deterministic — converts to bf16
+//! with D's row stride and sets the counter back to 0. One launch, no memset: the workspace is
+//! reusable by the next launch and inside captured graphs.
+//!
+//! Splitting changes the FP32 summation order of the K blocks (partial sums per split, then
+//! their sum), so a split result is not bit-identical to the unsplit one; both are within the
+//! kernels' accuracy (calc_diff < 1e-5 against the dequantized reference; `tests/gemm_splitk.rs`).
+//!
+//! # Layout
+//!
+//! For a config of `T` output tiles of `BM × BN` and `s` splits
+//! ([`crate::config::GemmConfig::workspace_floats`], [`fp8gemm_device::tile::splitk_workspace_floats`]):
+//! `⌈T/64⌉·64` u32 arrival counters, then `T · s` partial tiles of `BM · BN` f32. The counters
+//! must be 0 when a launch starts; [`Workspace::new`] allocates zeroed memory and every launch
+//! leaves them 0 (a launch that faults midway can leave them set: allocate a new workspace
+//! after a launch error).
+//!
+//! # Where the workspace comes from (the decision)
+//!
+//! * **The stream's**: [`Stream::new`](crate::Stream::new) allocates a workspace of
+//!   [`DEFAULT_STREAM_WORKSPACE_FLOATS`] (32 MiB, enough for every DeepSeek-V3 decode shape the
+//!   model splits); [`Stream::set_workspace`](crate::Stream::set_workspace) replaces it (or
+//!   gives one to a wrapped or null stream, which have none). Launches on one stream run in
+//!   order, so they share it safely; two streams have two workspaces, so split-K GEMMs on two
+//!   streams at once do not race. [`crate::fp8_gemm_nt`] uses it. If the model's preferred
+//!   config needs more than the stream's workspace holds, the best config that fits runs
+//!   instead (no split always fits) — a documented, **reported** choice: the returned
+//!   [`GemmRun::workspace_limit`](crate::GemmRun) names the preferred config and both sizes,
+//!   and `FP8GEMM_PRINT_CONFIGS=1` prints it. A split forced with `FP8GEMM_FORCE_SPLIT` that
+//!   does not fit is an error instead.
+//! * **The caller's**: [`crate::fp8_gemm_nt_with_workspace`] takes a `&mut Workspace`; a
+//!   workspace smaller than [`workspace_floats`] of the problem is an
+//!   [`Error::Workspace`](crate::Error::Workspace), never a silent fallback.
+//!
+//! A captured graph replays the workspace address it captured: keep that workspace (the
+//! stream, or the explicit one) alive while the graph is replayed, and do not replay it
+//! concurrently with other launches using the same workspace.
 
+use crate::codeobj::Arch;
+use crate::config::{self, GemmDesc};
 use crate::error::Result;
 use crate::runtime::{Context, DeviceBuffer};
 use crate::view::DeviceSliceMut;
+use fp8gemm_device::args::GlobalPtr;
 
-/// FP32 elements of scratch a dense `m × n × k` GEMM needs with the kernel the library would
-/// choose for it. Currently always 0 (no shipped kernel splits K).
+/// FP32 elements of the workspace [`Stream::new`](crate::Stream::new) allocates: 8 Mi
+/// (32 MiB). The largest need among DeepSeek-V3's dense shapes at `m ≤ 128` is below it
+/// (`tests/gemm_splitk.rs` checks).
+pub const DEFAULT_STREAM_WORKSPACE_FLOATS: usize = 8 << 20;
+
+/// FP32 elements of workspace a dense `m × n × k` GEMM needs with the configuration the model
+/// prefers for it ([`crate::config::get_best_config`] on gfx942, whose figures gfx950 shares;
+/// a forced tile or split, `FP8GEMM_FORCE_TILE` / `FP8GEMM_FORCE_SPLIT`, counts). 0 when that
+/// configuration does not split K, and for shapes the GEMM rejects.
 pub fn workspace_floats(m: usize, n: usize, k: usize) -> usize {
-    let _ = (m, n, k);
-    0
+    let (Ok(m), Ok(n), Ok(k)) = (u32::try_from(m), u32::try_from(n), u32::try_from(k)) else { return 0 };
+    config::get_best_config(&GemmDesc::dense(m, n, k, Arch::Gfx942)).map_or(0, |c| c.workspace_floats() as usize)
 }
 
-/// A caller-owned FP32 scratch buffer on one device (see the [module docs](self)).
+/// A device FP32 scratch buffer for split-K launches (see the [module docs](self)).
 #[derive(Debug)]
 pub struct Workspace {
     buf: DeviceBuffer<f32>,
@@ -53,5 +99,13 @@ impl Workspace {
     /// The scratch memory, as a view.
     pub fn as_slice_mut(&mut self) -> DeviceSliceMut<'_, f32> {
         self.buf.as_slice_mut()
+    }
+    /// The device address (for kernel arguments).
+    pub(crate) fn device_ptr(&self) -> GlobalPtr<f32> {
+        self.buf.device_ptr()
+    }
+    /// The id of the owning context.
+    pub(crate) fn owner(&self) -> Option<u64> {
+        self.buf.owner()
     }
 }

@@ -1,0 +1,571 @@
+//! MoE routing kernels: route (`topk_ids` → contiguous or masked layout), gather + quantize
+//! the hidden states into that layout, and unpermute the expert outputs back to token order.
+//!
+//! # Route (`moe_route_count`, `moe_route_offsets_*`, `moe_route_scatter_*`; [`MoeRouteArgs`])
+//! A **stable counting sort** of the `P = T·k` pairs `(t, j)` (flattened `p = t·k + j`) by
+//! expert, so the rows of an expert are in increasing `p` order whatever the scheduling (no
+//! atomics anywhere: the results are deterministic). Three launches, the pairs cut into chunks
+//! of 256 (one per work-item):
+//! 1. count (one workgroup per chunk, all CUs): the chunk's keys go to LDS; each work-item
+//!    counts, over the 256, the pairs of its own expert before it (its `local_rank`) and in
+//!    total; the last of an expert's pairs in the chunk writes the total into the chunk's LDS
+//!    histogram, which is stored as the chunk's row of `chunk_counts` (`E + 1` columns, the last
+//!    one counting invalid ids);
+//! 2. offsets (one workgroup): per column, the exclusive prefix over chunks (in place, loads
+//!    batched by 8) and the total; then a Hillis–Steele scan over the experts' sizes
+//!    (contiguous `⌈count/128⌉·128`, masked `m_max`) gives `offsets[e]`, the rows used, the
+//!    dropped pairs (masked: `Σ max(count − m_max, 0)`) and `status`; `masked_m = min(count,
+//!    m_max)`;
+//! 3. scatter (one workgroup per chunk of pairs and per 256 rows): a pair's rank is its chunk's
+//!    prefix plus its `local_rank`, its row `offsets[e] + rank` (masked: only when
+//!    `rank < m_max`, otherwise the pair is dropped); writes `slots[p]` and `row_src[row] = t`.
+//!    Every row not written that way gets `row_src` −1 (padding inside a used block:
+//!    zero-filled by the gather, read by the grouped GEMM) or −2 (nothing reads it), and
+//!    (contiguous) `m_indices` (binary search of `offsets` staged in LDS).
+//!
+//! # Gather (`moe_gather_quantize_bf16`; [`MoeGatherArgs`])
+//! The activation quantization kernel's work mapping and code ([`crate::quant`]: 16 lanes per
+//! 1×128 group, the same load, maximum, scale and conversion functions), with the input row
+//! taken from `row_src`: bit-identical to the CPU recipe on the gathered rows.
+//!
+//! # Unpermute (`moe_unpermute_bf16`; [`MoeUnpermuteArgs`])
+//! One work-item per 8 columns of one token: `acc = 0; for j in 0..k { acc = acc + w·y }` in
+//! f32 (separate multiply and add, in `j` order), then `acc + shared`, then one round to
+//! nearest even to bf16 ([`f32_to_bf16_bits`]). The host's CPU twin computes the same bits.
+
+use crate::amdgpu_kernel;
+use crate::args::{MoeGatherArgs, MoeRouteArgs, MoeUnpermuteArgs};
+
+/// Most experts the routing kernel supports (its LDS holds three words per expert).
+pub const MAX_EXPERTS: u32 = 1024;
+/// Work-items of the routing workgroup (pairs per chunk).
+pub const ROUTE_THREADS: u32 = 256;
+/// Work-items per unpermute workgroup (8 columns each).
+pub const UNPERMUTE_THREADS: u32 = 256;
+/// Columns per unpermute work-item.
+pub const UNPERMUTE_COLS: u32 = 8;
+/// `row_src` value of a padding row the gather fills with the all-zero row.
+pub const ROW_PADDING: i32 = -1;
+/// `row_src` value of a row nothing reads (left untouched).
+pub const ROW_UNUSED: i32 = -2;
+
+/// Pairs per routing chunk (work-items of every routing workgroup).
+pub const ROUTE_CHUNK: u32 = ROUTE_THREADS;
+
+/// Dynamic LDS bytes of the routing kernels for `experts` experts (16-byte multiple): count
+/// `256 + E + 1` words, offsets `E + 1 + 2·256`, count + offsets `256 + E + 1 + 2·256`, scatter
+/// `E + 1`.
+pub const fn route_lds_bytes(experts: u32) -> u32 {
+    ((3 * ROUTE_THREADS + experts + 1) * 4).div_ceil(16) * 16
+}
+
+/// Length in i32 of the routing kernels' work memory for `pairs = T·k` pairs: `local_rank`
+/// (`pairs`), `chunk_counts` (`⌈pairs/256⌉ · (E + 1)`), `offsets` (`E + 1`), `counts` (`E`).
+pub const fn route_work_len(pairs: usize, experts: usize) -> usize {
+    pairs + pairs.div_ceil(ROUTE_CHUNK as usize) * (experts + 1) + 2 * experts + 1
+}
+
+/// `f32` → bf16 bits, round to nearest even, NaN kept NaN (quiet): the same bits as
+/// `half::bf16::from_f32`.
+#[inline(always)]
+pub fn f32_to_bf16_bits(x: f32) -> u16 {
+    let b = x.to_bits();
+    if b & 0x7fff_ffff > 0x7f80_0000 {
+        return ((b >> 16) | 0x40) as u16;
+    }
+    (b.wrapping_add(0x7fff + ((b >> 16) & 1)) >> 16) as u16
+}
+
+#[cfg(target_arch = "amdgpu")]
+mod imp {
+    use super::*;
+    use crate::intrinsics::*;
+    use crate::quant::imp::{abs_bits_max, convert8, load8, scale_of};
+    use crate::quant::{ELEMS_PER_LANE, GROUP};
+
+    #[inline(always)]
+    fn lds() -> *mut u32 {
+        dynamic_lds().cast::<u32>()
+    }
+    /// # Safety
+    /// `i` is inside the launch's dynamic LDS ([`route_lds_bytes`]).
+    #[inline(always)]
+    unsafe fn ld(i: u32) -> u32 {
+        // SAFETY: the caller guarantees the word lies inside the LDS allocation.
+        unsafe { *lds().add(i as usize) }
+    }
+    /// # Safety
+    /// As [`ld`], and no other work-item accesses word `i` until the next barrier.
+    #[inline(always)]
+    unsafe fn st(i: u32, v: u32) {
+        // SAFETY: as above.
+        unsafe { *lds().add(i as usize) = v }
+    }
+
+    /// Pairs of the current LDS chunk (words `0..n`, `n ≤ 256` valid) with key `key` before
+    /// work-item `tid`, and in total. The loads are issued 8 at a time (one wait per 8) and only
+    /// the 32-key batches holding valid pairs are read.
+    #[inline(always)]
+    fn scan(key: u32, tid: u32, n: u32) -> (u32, u32) {
+        let (mut before, mut total) = (0u32, 0u32);
+        let mut qb = 0;
+        while qb * 32 < n && qb < ROUTE_THREADS / 32 {
+            let mut v = [U32x4([0; 4]); 8];
+            for (u, vu) in v.iter_mut().enumerate() {
+                // SAFETY: words 0..256 are the chunk, inside the LDS allocation, written before
+                // the barrier that precedes every call.
+                *vu = unsafe { lds_read_b128((qb * 8 + u as u32) * 16) };
+            }
+            for (u, vu) in v.iter().enumerate() {
+                for (i, &w) in vu.to_array().iter().enumerate() {
+                    let idx = (qb * 8 + u as u32) * 4 + i as u32;
+                    let eq = (w == key) as u32;
+                    total += eq;
+                    before += eq & (idx < tid) as u32;
+                }
+            }
+            qb += 1;
+        }
+        (before, total)
+    }
+
+    /// Whether the arguments are usable at all (the host checks them; this keeps garbage from
+    /// dividing by zero or indexing past the LDS layout).
+    #[inline(always)]
+    fn usable<const MASKED: bool>(a: &MoeRouteArgs) -> bool {
+        a.experts != 0 && a.experts <= MAX_EXPERTS && a.top_k != 0 && (!MASKED || a.m_max != 0)
+    }
+
+    /// Counts (see the module docs, step 1).
+    #[inline(always)]
+    pub fn count(a: MoeRouteArgs) {
+        if !usable::<false>(&a) {
+            return;
+        }
+        let (tid, c, e_n) = (workitem_id_x(), workgroup_id_x(), a.experts);
+        let hist = ROUTE_THREADS;
+        count_chunk(&a, c, hist);
+        let mut e = tid;
+        while e <= e_n {
+            // SAFETY: c < ⌈pairs/256⌉ (the grid), e ≤ E: inside chunk_counts; LDS as in
+            // count_chunk, complete after its last barrier.
+            unsafe { *a.chunk_counts.as_mut_ptr().add((c * (e_n + 1) + e) as usize) = ld(hist + e) as i32 };
+            e += ROUTE_THREADS;
+        }
+    }
+
+    /// Chunk `c`'s keys into LDS words `0..256`, every pair's `local_rank`, and the chunk's
+    /// histogram into LDS words `hist ..= hist + E` (column E: invalid ids), complete and visible
+    /// to the whole workgroup on return.
+    #[inline(always)]
+    fn count_chunk(a: &MoeRouteArgs, c: u32, hist: u32) {
+        let tid = workitem_id_x();
+        let e_n = a.experts;
+        let pairs = a.tokens.saturating_mul(a.top_k);
+        let mut e = tid;
+        while e <= e_n {
+            // SAFETY: hist + e ≤ 256 + E, inside route_lds_bytes(E); each e by one work-item.
+            unsafe { st(hist + e, 0) };
+            e += ROUTE_THREADS;
+        }
+        let p = c * ROUTE_CHUNK + tid;
+        let key = if p < pairs {
+            // SAFETY: p < tokens · top_k, the length of topk_ids.
+            let id = unsafe { *a.topk_ids.as_ptr().add(p as usize) };
+            if id >= 0 && (id as u32) < e_n {
+                id as u32
+            } else if id == -1 {
+                u32::MAX
+            } else {
+                e_n // invalid: counted in column E
+            }
+        } else {
+            u32::MAX
+        };
+        // SAFETY: word tid of the chunk, this work-item's own.
+        unsafe { st(tid, key) };
+        lds_barrier();
+        if key != u32::MAX {
+            // Keys past the chunk's valid pairs are u32::MAX: scanning them would change nothing.
+            let (before, total) = scan(key, tid, pairs - c * ROUTE_CHUNK);
+            if before + 1 == total {
+                // SAFETY: key ≤ E; only the last pair of this key in the chunk writes.
+                unsafe { st(hist + key, total) };
+            }
+            // SAFETY: p < pairs (key != MAX), the length of local_rank.
+            unsafe { *a.local_rank.as_mut_ptr().add(p as usize) = before as i32 };
+        }
+        lds_barrier();
+    }
+
+    /// Offsets and status (module docs, step 2).
+    #[inline(always)]
+    pub fn offsets<const MASKED: bool>(a: MoeRouteArgs) {
+        if !usable::<MASKED>(&a) {
+            return;
+        }
+        let tid = workitem_id_x();
+        let e_n = a.experts;
+        let pairs = a.tokens.saturating_mul(a.top_k);
+        let chunks = pairs.div_ceil(ROUTE_CHUNK);
+        let (tot, scan_sz, scan_dr) = (0u32, e_n + 1, e_n + 1 + ROUTE_THREADS);
+        let cc = a.chunk_counts.as_mut_ptr();
+        let mut e = tid;
+        while e <= e_n {
+            let mut run = 0u32;
+            let mut c = 0u32;
+            while c < chunks {
+                let n = (chunks - c).min(8);
+                let mut v = [0u32; 8];
+                for (u, vu) in v.iter_mut().enumerate() {
+                    if (u as u32) < n {
+                        // SAFETY: c + u < chunks, e ≤ E: inside chunk_counts.
+                        *vu = unsafe { *cc.add(((c + u as u32) * (e_n + 1) + e) as usize) } as u32;
+                    }
+                }
+                for (u, &vu) in v.iter().enumerate() {
+                    if (u as u32) < n {
+                        // SAFETY: as above; each (chunk, column) by one work-item.
+                        unsafe { *cc.add(((c + u as u32) * (e_n + 1) + e) as usize) = run as i32 };
+                        run = run.wrapping_add(vu);
+                    }
+                }
+                c += 8;
+            }
+            // SAFETY: tot + e ≤ E: inside the LDS layout; each e by one work-item.
+            unsafe { st(tot + e, run) };
+            e += ROUTE_THREADS;
+        }
+        lds_barrier();
+        finish_offsets::<MASKED>(&a, tot, scan_sz, scan_dr);
+    }
+
+    /// Steps 1 and 2 in one workgroup when all pairs fit one chunk (decode): the histogram stays
+    /// in LDS, the chunk's prefix (all zero) is written for the scatter.
+    #[inline(always)]
+    pub fn count_offsets<const MASKED: bool>(a: MoeRouteArgs) {
+        if !usable::<MASKED>(&a) {
+            return;
+        }
+        let (tid, e_n) = (workitem_id_x(), a.experts);
+        let hist = ROUTE_THREADS;
+        count_chunk(&a, 0, hist);
+        let mut e = tid;
+        while e <= e_n {
+            // SAFETY: chunk 0, e ≤ E: inside chunk_counts (one chunk when this kernel is used).
+            unsafe { *a.chunk_counts.as_mut_ptr().add(e as usize) = 0 };
+            e += ROUTE_THREADS;
+        }
+        let scan_sz = hist + e_n + 1;
+        finish_offsets::<MASKED>(&a, hist, scan_sz, scan_sz + ROUTE_THREADS);
+    }
+
+    /// Step 2 from the per-expert totals in LDS words `tot ..= tot + E` (visible to the whole
+    /// workgroup): offsets, counts, `masked_m`, status; scan scratch at `scan_sz` and `scan_dr`
+    /// (256 words each, inside [`route_lds_bytes`]).
+    #[inline(always)]
+    fn finish_offsets<const MASKED: bool>(a: &MoeRouteArgs, tot: u32, scan_sz: u32, scan_dr: u32) {
+        let tid = workitem_id_x();
+        let e_n = a.experts;
+        // This work-item's experts: lo .. hi (at most 4).
+        let per = e_n.div_ceil(ROUTE_THREADS);
+        // Work-items owning experts: 0 .. owners (the rest add 0 to the scan).
+        let owners = e_n.div_ceil(per);
+        let lo = (tid * per).min(e_n);
+        let hi = (lo + per).min(e_n);
+        let size_of = |cnt: u32| if MASKED { a.m_max } else { cnt.div_ceil(128).saturating_mul(128) };
+        let (mut local, mut drop) = (0u32, 0u32);
+        for e in lo..hi {
+            // SAFETY: e < E, written before the barrier.
+            let cnt = unsafe { ld(tot + e) };
+            local = local.saturating_add(size_of(cnt));
+            if MASKED {
+                drop += cnt.saturating_sub(a.m_max);
+            }
+        }
+        // SAFETY: this work-item's own scan words (inside route_lds_bytes(E)).
+        unsafe {
+            st(scan_sz + tid, local);
+            st(scan_dr + tid, drop);
+        }
+        lds_barrier();
+        let mut d = 1;
+        while d < owners {
+            let (x, y) = if tid >= d {
+                // SAFETY: tid − d < 256: scan words, read in this phase only.
+                unsafe { (ld(scan_sz + tid - d), ld(scan_dr + tid - d)) }
+            } else {
+                (0, 0)
+            };
+            lds_barrier();
+            // SAFETY: this work-item's own scan words, written in this phase only.
+            unsafe {
+                st(scan_sz + tid, ld(scan_sz + tid).saturating_add(x));
+                st(scan_dr + tid, ld(scan_dr + tid) + y);
+            }
+            lds_barrier();
+            d *= 2;
+        }
+        // SAFETY: own scan word, final after the last barrier.
+        let incl = unsafe { ld(scan_sz + tid) };
+        let mut run = incl - local;
+        for e in lo..hi {
+            // SAFETY: e < E: LDS totals, and offsets/counts/masked_m hold E (+1) i32.
+            unsafe {
+                let cnt = ld(tot + e);
+                *a.offsets.as_mut_ptr().add(e as usize) = run as i32;
+                *a.counts.as_mut_ptr().add(e as usize) = cnt as i32;
+                if MASKED {
+                    *a.masked_m.as_mut_ptr().add(e as usize) = cnt.min(a.m_max) as i32;
+                }
+                run = run.saturating_add(size_of(cnt));
+            }
+        }
+        if tid == owners - 1 {
+            // The last owner's inclusive sums are the totals.
+            // SAFETY: offsets holds E + 1 i32, status 4; LDS words as above.
+            unsafe {
+                *a.offsets.as_mut_ptr().add(e_n as usize) = incl.min(i32::MAX as u32) as i32;
+                let s = a.status.as_mut_ptr();
+                *s = ld(tot + e_n) as i32;
+                *s.add(1) = ld(scan_dr + tid) as i32;
+                *s.add(2) = incl.min(a.rows) as i32;
+                *s.add(3) = 0;
+            }
+        }
+    }
+
+    /// Scatter and fill (module docs, step 3).
+    #[inline(always)]
+    pub fn scatter<const MASKED: bool>(a: MoeRouteArgs) {
+        if !usable::<MASKED>(&a) {
+            return;
+        }
+        let tid = workitem_id_x();
+        let e_n = a.experts;
+        let g = workgroup_id_x();
+        let pairs = a.tokens.saturating_mul(a.top_k);
+        let p = g * ROUTE_CHUNK + tid;
+        if p < pairs {
+            // SAFETY: p < tokens · top_k: inside topk_ids, local_rank and slots.
+            let id = unsafe { *a.topk_ids.as_ptr().add(p as usize) };
+            let mut slot = -1i32;
+            if id >= 0 && (id as u32) < e_n {
+                let e = id as u32;
+                // SAFETY: chunk p/256 < ⌈pairs/256⌉, e < E: inside chunk_counts; local_rank
+                // written by the count kernel for every valid pair.
+                let rank = unsafe {
+                    (*a.chunk_counts.as_ptr().add(((p / ROUTE_CHUNK) * (e_n + 1) + e) as usize) as u32)
+                        .wrapping_add(*a.local_rank.as_ptr().add(p as usize) as u32)
+                };
+                if MASKED {
+                    if rank < a.m_max {
+                        slot = (e * a.m_max + rank) as i32;
+                    }
+                } else {
+                    // SAFETY: e < E: inside offsets.
+                    let row = unsafe { *a.offsets.as_ptr().add(e as usize) } as u32;
+                    if row.saturating_add(rank) < a.rows {
+                        slot = (row + rank) as i32;
+                    }
+                }
+            }
+            // SAFETY: p < pairs; slot < rows (masked: e < E, rank < m_max, rows = E·m_max;
+            // contiguous: checked above), the length of row_src.
+            unsafe {
+                *a.slots.as_mut_ptr().add(p as usize) = slot;
+                if slot >= 0 {
+                    *a.row_src.as_mut_ptr().add(slot as usize) = (p / a.top_k) as i32;
+                }
+            }
+        }
+        // Fill: rows g·256 + tid.
+        if !MASKED {
+            // Stage offsets[0..=E] in LDS for the binary search (every work-item takes part in
+            // the barrier).
+            let mut e = tid;
+            while e <= e_n {
+                // SAFETY: e ≤ E: inside offsets and the LDS layout; each e by one work-item.
+                unsafe { st(e, *a.offsets.as_ptr().add(e as usize) as u32) };
+                e += ROUTE_THREADS;
+            }
+            lds_barrier();
+        }
+        let r = g * ROUTE_THREADS + tid;
+        if r >= a.rows {
+            return;
+        }
+        // SAFETY (whole block): r < rows, the length of row_src and m_indices; e < E indexes
+        // counts; LDS words ≤ E were written before the barrier above.
+        unsafe {
+            if MASKED {
+                let (e, i) = (r / a.m_max, r % a.m_max);
+                if e >= e_n || i >= (*a.counts.as_ptr().add(e as usize) as u32).min(a.m_max) {
+                    *a.row_src.as_mut_ptr().add(r as usize) = ROW_UNUSED;
+                }
+            } else if r >= ld(e_n) {
+                *a.m_indices.as_mut_ptr().add(r as usize) = -1;
+                *a.row_src.as_mut_ptr().add(r as usize) = ROW_UNUSED;
+            } else {
+                // The last expert with offsets[e] ≤ r (non-decreasing, offsets[0] = 0 ≤ r).
+                let (mut lo, mut hi) = (0u32, e_n - 1);
+                while lo < hi {
+                    let mid = (lo + hi).div_ceil(2);
+                    if ld(mid) <= r {
+                        lo = mid
+                    } else {
+                        hi = mid - 1
+                    }
+                }
+                if r - ld(lo) < *a.counts.as_ptr().add(lo as usize) as u32 {
+                    *a.m_indices.as_mut_ptr().add(r as usize) = lo as i32;
+                } else {
+                    *a.m_indices.as_mut_ptr().add(r as usize) = -1;
+                    *a.row_src.as_mut_ptr().add(r as usize) = ROW_PADDING;
+                }
+            }
+        }
+    }
+
+    #[inline(always)]
+    pub fn gather(a: MoeGatherArgs) {
+        let tid = workitem_id_x();
+        let (k, rows) = (a.k, a.rows);
+        let kb = k.div_ceil(GROUP);
+        if kb == 0 || rows == 0 {
+            return;
+        }
+        let units = rows.saturating_mul(kb);
+        let unit = workgroup_id_x() * crate::quant::ACT_GROUPS_PER_WG + (tid >> 4);
+        let j = tid & 15;
+        let (row, kbi) = (unit / kb, unit % kb);
+        let col = kbi * GROUP + j * ELEMS_PER_LANE;
+        // SAFETY: row < rows (unit < units), the length of row_src.
+        let src = if unit < units { unsafe { *a.row_src.as_ptr().add(row as usize) } } else { ROW_UNUSED };
+        let load = src >= 0 && (src as u32) < a.tokens;
+        // The same for all 16 lanes of a group (same row).
+        let write = load || src == ROW_PADDING;
+        let in_cols = col < k;
+        let mut v = [0f32; 8];
+        if load && in_cols {
+            // SAFETY: src < tokens, col + 8 ≤ k (k % 8 == 0): inside the tokens × k bf16 input,
+            // 16-byte aligned.
+            v = unsafe { load8::<false>(a.x.addr(), src as u64 * k as u64 + col as u64) };
+        }
+        let amax_bits = row16_umax(if load && in_cols { abs_bits_max(&v) } else { 0 });
+        let (sf, inv, bad) = scale_of(amax_bits, a.fp8_max);
+        if write && in_cols {
+            let data = convert8(&v, inv, a.fp8_max, bad);
+            let p = (a.q.addr() + row as u64 * k as u64 + col as u64) as usize as *mut U32x2;
+            // SAFETY: 8 bytes inside the rows × k output, 8-byte aligned.
+            unsafe { *p = data };
+            if j == 0 {
+                // SAFETY: (row, kbi) indexes the rows × kb scale output.
+                unsafe { *a.sf.as_mut_ptr().add((row as u64 * kb as u64 + kbi as u64) as usize) = sf };
+            }
+        }
+    }
+
+    #[inline(always)]
+    pub fn unpermute(a: MoeUnpermuteArgs) {
+        let h8 = a.hidden / UNPERMUTE_COLS;
+        if h8 == 0 {
+            return;
+        }
+        let units = a.tokens.saturating_mul(h8);
+        let u = workgroup_id_x() * UNPERMUTE_THREADS + workitem_id_x();
+        if u >= units {
+            return;
+        }
+        let (t, col) = (u / h8, (u % h8) * UNPERMUTE_COLS);
+        let h = a.hidden as u64;
+        let mut acc = [0f32; 8];
+        for j in 0..a.top_k {
+            let p = (t * a.top_k + j) as usize;
+            // SAFETY: p < tokens · top_k, the length of slots and weights.
+            let (s, w) = unsafe { (*a.slots.as_ptr().add(p), *a.weights.as_ptr().add(p)) };
+            if s >= 0 && (s as u32) < a.rows {
+                // SAFETY: s < rows, col + 8 ≤ hidden: inside the rows × hidden bf16 y, aligned.
+                let y = unsafe { load8::<false>(a.y.addr(), s as u64 * h + col as u64) };
+                for i in 0..8 {
+                    acc[i] = acc[i] + w * y[i];
+                }
+            }
+        }
+        let at = t as u64 * h + col as u64;
+        if a.shared.addr() != 0 {
+            // SAFETY: t < tokens: inside the tokens × hidden bf16 shared output, aligned.
+            let s = unsafe { load8::<false>(a.shared.addr(), at) };
+            for i in 0..8 {
+                acc[i] = acc[i] + s[i];
+            }
+        }
+        let mut w = [0u32; 4];
+        for i in 0..4 {
+            w[i] = f32_to_bf16_bits(acc[2 * i]) as u32 | (f32_to_bf16_bits(acc[2 * i + 1]) as u32) << 16;
+        }
+        // SAFETY: 16 bytes inside the tokens × hidden bf16 output, 16-byte aligned.
+        unsafe { *((a.out.addr() + at * 2) as usize as *mut U32x4) = U32x4(w) };
+    }
+}
+
+/// Routing step 1: per-chunk expert histograms and ranks (both layouts).
+#[amdgpu_kernel(workgroup_size = 256)]
+pub fn moe_route_count(args: MoeRouteArgs) {
+    imp::count(args)
+}
+/// Routing steps 1 and 2 in one workgroup when the pairs fit one chunk (≤ 256), contiguous.
+#[amdgpu_kernel(workgroup_size = 256)]
+pub fn moe_route_count_offsets_contiguous(args: MoeRouteArgs) {
+    imp::count_offsets::<false>(args)
+}
+/// Routing steps 1 and 2 in one workgroup when the pairs fit one chunk (≤ 256), masked.
+#[amdgpu_kernel(workgroup_size = 256)]
+pub fn moe_route_count_offsets_masked(args: MoeRouteArgs) {
+    imp::count_offsets::<true>(args)
+}
+/// Routing step 2, contiguous layout: expert offsets (128-row aligned) and status.
+#[amdgpu_kernel(workgroup_size = 256)]
+pub fn moe_route_offsets_contiguous(args: MoeRouteArgs) {
+    imp::offsets::<false>(args)
+}
+/// Routing step 2, masked layout: `masked_m`, dropped pairs and status.
+#[amdgpu_kernel(workgroup_size = 256)]
+pub fn moe_route_offsets_masked(args: MoeRouteArgs) {
+    imp::offsets::<true>(args)
+}
+/// Routing step 3, contiguous layout: slots, `row_src`, `m_indices`.
+#[amdgpu_kernel(workgroup_size = 256)]
+pub fn moe_route_scatter_contiguous(args: MoeRouteArgs) {
+    imp::scatter::<false>(args)
+}
+/// Routing step 3, masked layout: slots, `row_src`.
+#[amdgpu_kernel(workgroup_size = 256)]
+pub fn moe_route_scatter_masked(args: MoeRouteArgs) {
+    imp::scatter::<true>(args)
+}
+/// Gather of bf16 hidden rows into the layout, quantized to FP8 with 1×128 scales.
+#[amdgpu_kernel(workgroup_size = 256)]
+pub fn moe_gather_quantize_bf16(args: MoeGatherArgs) {
+    imp::gather(args)
+}
+/// Weighted sum of the expert outputs back into token order, bf16 out.
+#[amdgpu_kernel(workgroup_size = 256)]
+pub fn moe_unpermute_bf16(args: MoeUnpermuteArgs) {
+    imp::unpermute(args)
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+
+    #[test]
+    fn lds_layout_fits() {
+        assert_eq!(route_lds_bytes(1) % 16, 0);
+        assert!(route_lds_bytes(MAX_EXPERTS) <= 64 * 1024);
+        assert!(route_lds_bytes(8) >= (3 * 256 + 8 + 1) * 4);
+        assert_eq!(route_work_len(0, 4), 9);
+        assert_eq!(route_work_len(257, 4), 257 + 2 * 5 + 9);
+    }
+}

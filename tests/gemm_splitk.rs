@@ -1,0 +1,333 @@
+//! Split-K dense GEMMs (`fp8_gemm_nt_splitk_*`) end to end on the emulator, every checking mode
+//! on: every split tile against both CPU references (calc_diff and element-wise bounds) and
+//! against the unsplit kernels, tail shapes, determinism, the workspace rules (explicit and
+//! stream-owned, too small, two streams at once) and graph replay (the arrival counters re-arm).
+
+mod common;
+use common::*;
+use fp8gemm::config::{self, GemmDesc};
+use fp8gemm::fp8::E4M3Fnuz;
+use fp8gemm::quant::{QuantizedActivations, QuantizedWeights};
+use fp8gemm::view::OutputViewMut;
+use fp8gemm::workspace::DEFAULT_STREAM_WORKSPACE_FLOATS;
+use fp8gemm::{
+    fp8_gemm_nt, fp8_gemm_nt_with_workspace, reference, workspace_floats, CaptureMode, Context, DeviceActivations, DeviceWeights,
+    Error, GemmRun, Stream, Workspace,
+};
+use half::bf16;
+use rand::{rngs::StdRng, SeedableRng};
+
+struct Case {
+    m: usize,
+    n: usize,
+    k: usize,
+    a: Vec<f32>,
+    b: Vec<f32>,
+    qa: QuantizedActivations<E4M3Fnuz>,
+    qb: QuantizedWeights<E4M3Fnuz>,
+}
+
+fn case(m: usize, n: usize, k: usize, seed: u64) -> Case {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let a = randn_bf16(m * k, &mut rng);
+    let b = randn_bf16(n * k, &mut rng);
+    let qa = QuantizedActivations::quantize(&a, m, k).unwrap();
+    let qb = QuantizedWeights::quantize(&b, n, k).unwrap();
+    Case { m, n, k, a, b, qa, qb }
+}
+
+impl Case {
+    fn want_dequantized(&self) -> Vec<bf16> {
+        let mut w = vec![bf16::ZERO; self.m * self.n];
+        reference::fp8_gemm_nt(&self.qa, &self.qb, &mut w).unwrap();
+        w
+    }
+    fn want_unquantized(&self) -> Vec<f32> {
+        let mut w = vec![0f32; self.m * self.n];
+        reference::gemm_nt_f32(&self.a, &self.b, self.m, self.n, self.k, &mut w).unwrap();
+        w
+    }
+}
+
+/// Forces `(tile, splits)` for this thread while `f` runs.
+fn forced<T>(tile: Option<(u32, u32)>, splits: Option<u32>, f: impl FnOnce() -> T) -> T {
+    config::force_tile(tile);
+    config::force_split(splits);
+    let r = f();
+    config::force_tile(None);
+    config::force_split(None);
+    r
+}
+
+/// Runs the GEMM on `stream` into a D pre-filled with a pattern (so an unwritten element cannot
+/// pass) and returns D and the run.
+fn run_on(ctx: &Context, stream: &Stream, c: &Case) -> (Vec<bf16>, GemmRun) {
+    let da = DeviceActivations::upload(ctx, &c.qa).unwrap();
+    let db = DeviceWeights::upload(ctx, &c.qb).unwrap();
+    let mut dd = ctx.upload(&vec![bf16::from_f32(1234.5); c.m * c.n]).unwrap();
+    let r = fp8_gemm_nt(stream, &da, &db, &mut dd).unwrap_or_else(|e| panic!("{}x{}x{}: {e}", c.m, c.n, c.k));
+    (dd.download(stream).unwrap(), r)
+}
+
+/// calc_diff < 1e-5 against the dequantized reference and < 1e-3 against the unquantized one,
+/// and every element within bf16 rounding (plus the FP32 summation order) of the dequantized
+/// reference.
+fn assert_accurate(what: &str, c: &Case, got: &[bf16]) {
+    let want_q = c.want_dequantized();
+    let dq = reference::calc_diff(got, &want_q).unwrap();
+    let df = reference::calc_diff(got, &c.want_unquantized()).unwrap();
+    assert!(dq < 1e-5, "{what}: calc_diff vs dequantized {dq:e}");
+    assert!(df < 1e-3, "{what}: calc_diff vs unquantized {df:e}");
+    assert_elementwise(what, got, &want_q);
+}
+
+fn assert_elementwise(what: &str, got: &[bf16], want: &[bf16]) {
+    let rms = (want.iter().map(|w| f64::from(w.to_f32()).powi(2)).sum::<f64>() / want.len().max(1) as f64).sqrt() as f32;
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        let (g, w) = (g.to_f32(), w.to_f32());
+        // Two bf16 roundings of nearly the same f32 differ by at most one bf16 ulp (2^-7
+        // relative); the split changes the f32 summation order, a few f32 ulps of the sum.
+        let tol = w.abs() * 2f32.powi(-7) + rms * 1e-5;
+        assert!(g.is_finite() && (g - w).abs() <= tol, "{what}: D[{i}] = {g}, expected {w} (± {tol})");
+    }
+}
+
+#[test]
+fn every_split_config_matches_both_references_and_the_unsplit_kernel() {
+    let ctx = checked_context();
+    let stream = Stream::new(&ctx).unwrap();
+    // Tails: m not a multiple of any tile height, n % 64 != 0, and odd block counts per split.
+    for (m, n, k) in [(1usize, 132usize, 384usize), (65, 196, 640), (130, 260, 512)] {
+        let c = case(m, n, k, (m * 7 + n + k) as u64);
+        let nkb = (k / 128) as u32;
+        let (unsplit, r1) = forced(None, Some(1), || run_on(&ctx, &stream, &c));
+        assert_eq!(r1.config.unwrap().splits, 1);
+        for tile in config::tiles(config::GemmKind::Dense) {
+            for splits in [2, 3, nkb] {
+                let what = format!("{m}x{n}x{k} tile {}x{} split {splits}", tile.0, tile.1);
+                let (got, r) = forced(Some(tile), Some(splits), || run_on(&ctx, &stream, &c));
+                let cfg = r.config.unwrap();
+                assert_eq!((cfg.block_m, cfg.block_n, cfg.splits), (tile.0, tile.1, splits), "{what}");
+                assert!(cfg.kernel.starts_with("fp8_gemm_nt_splitk_"), "{what}: {}", cfg.kernel);
+                assert_eq!(cfg.grid, (m as u32).div_ceil(tile.0) * (n as u32).div_ceil(tile.1) * splits, "{what}");
+                assert_accurate(&what, &c, &got);
+                // Same result as the unsplit kernel up to the summation order.
+                assert_elementwise(&format!("{what} vs unsplit"), &got, &unsplit);
+            }
+        }
+    }
+    stream.synchronize().unwrap();
+}
+
+#[test]
+fn split_results_are_deterministic() {
+    // The last workgroup to arrive sums the partials in split order, whichever it is.
+    let ctx = checked_context();
+    let stream = Stream::new(&ctx).unwrap();
+    let c = case(64, 128, 1024, 3);
+    let (first, _) = forced(Some((64, 64)), Some(8), || run_on(&ctx, &stream, &c));
+    for _ in 0..3 {
+        let (again, _) = forced(Some((64, 64)), Some(8), || run_on(&ctx, &stream, &c));
+        assert!(first.iter().zip(&again).all(|(x, y)| x.to_bits() == y.to_bits()), "split-K result changed between runs");
+    }
+    assert_accurate("64x128x1024 split 8", &c, &first);
+}
+
+#[test]
+fn strided_output_and_the_model_choice_of_split() {
+    // The model splits a decode-sized problem with long K on its own (no forcing), and the
+    // reduction honours D's row stride.
+    let ctx = checked_context();
+    let stream = Stream::new(&ctx).unwrap();
+    let (m, n, k) = (48usize, 256usize, 2048usize);
+    let cfg = config::get_best_config(&GemmDesc::dense(m as u32, n as u32, k as u32, ctx.arch())).unwrap();
+    assert!(cfg.splits > 1, "the model should split 4 tiles of 16 K blocks on 304 CUs: {cfg}");
+    assert_eq!(workspace_floats(m, n, k) as u64, cfg.workspace_floats());
+    let c = case(m, n, k, 11);
+    let da = DeviceActivations::upload(&ctx, &c.qa).unwrap();
+    let db = DeviceWeights::upload(&ctx, &c.qb).unwrap();
+    let ldd = n + 12;
+    let fill = bf16::from_f32(-7.25);
+    let mut dd = ctx.upload(&vec![fill; m * ldd]).unwrap();
+    let r = fp8_gemm_nt(&stream, &da, &db, OutputViewMut::with_row_stride(dd.as_slice_mut(), m, n, ldd).unwrap()).unwrap();
+    assert_eq!(r.config, Some(cfg));
+    assert!(r.workspace_limit.is_none());
+    let all = dd.download(&stream).unwrap();
+    let got: Vec<bf16> = (0..m).flat_map(|i| all[i * ldd..i * ldd + n].to_vec()).collect();
+    assert_accurate("48x256x2048 strided D", &c, &got);
+    for i in 0..m {
+        assert!(all[i * ldd + n..(i + 1) * ldd].iter().all(|v| v.to_bits() == fill.to_bits()), "row {i}: padding columns written");
+    }
+}
+
+#[test]
+fn strided_activations_with_every_split_tile() {
+    // A's rows `lda > k` bytes apart: each split starts its rows at byte kb0·128 of the row.
+    let ctx = checked_context();
+    let stream = Stream::new(&ctx).unwrap();
+    let (m, n, k, lda) = (70usize, 192usize, 768usize, 768 + 256);
+    let c = case(m, n, k, 41);
+    let mut bytes = vec![0x7fu8; m * lda]; // padding bytes: FP8 NaN-ish garbage that must not be read
+    let bits = fp8gemm::fp8::as_bits(&c.qa.data);
+    for i in 0..m {
+        bytes[i * lda..i * lda + k].copy_from_slice(&bits[i * k..(i + 1) * k]);
+    }
+    let a_data = ctx.upload(&bytes).unwrap();
+    let a_scales = ctx.upload(&c.qa.scales).unwrap();
+    let db = DeviceWeights::upload(&ctx, &c.qb).unwrap();
+    for tile in config::tiles(config::GemmKind::Dense) {
+        let av = fp8gemm::ActivationsView::<E4M3Fnuz>::with_row_stride(a_data.as_slice(), a_scales.as_slice(), m, k, lda).unwrap();
+        let mut dd = ctx.upload(&vec![bf16::from_f32(1234.5); m * n]).unwrap();
+        let r = forced(Some(tile), Some(4), || fp8_gemm_nt(&stream, av, &db, &mut dd)).unwrap();
+        assert_eq!(r.config.unwrap().splits, 4);
+        assert_accurate(&format!("lda {lda}, tile {}x{}", tile.0, tile.1), &c, &dd.download(&stream).unwrap());
+    }
+}
+
+#[test]
+fn split_counts_the_problem_cannot_use_are_rejected() {
+    let ctx = Context::new().unwrap();
+    let stream = Stream::new(&ctx).unwrap();
+    let c = case(8, 128, 384, 1);
+    let da = DeviceActivations::upload(&ctx, &c.qa).unwrap();
+    let db = DeviceWeights::upload(&ctx, &c.qb).unwrap();
+    let mut d = ctx.alloc_zeroed::<bf16>(8 * 128).unwrap();
+    // k = 384 has 3 blocks: 4 splits would leave one empty (rejected, not clamped).
+    let e = forced(None, Some(4), || fp8_gemm_nt(&stream, &da, &db, &mut d)).unwrap_err();
+    assert!(matches!(&e, Error::Unsupported(s) if s.contains("at most 3")), "{e}");
+    let e = config::get_best_config(&GemmDesc::dense(8, 128, 384, ctx.arch()));
+    assert!(e.is_ok());
+    config::force_split(Some(0));
+    let e = config::get_best_config(&GemmDesc::dense(8, 128, 384, ctx.arch())).unwrap_err();
+    config::force_split(None);
+    assert!(matches!(e, config::ConfigError::ForcedSplit { .. }), "{e}");
+    // The m-grouped layouts have no split-K kernels.
+    config::force_split(Some(2));
+    let e = config::get_best_config(&GemmDesc::m_grouped_masked(64, 128, 384, 2, 8, ctx.arch())).unwrap_err();
+    config::force_split(None);
+    assert!(matches!(&e, config::ConfigError::ForcedSplit { expected, .. } if expected.contains("masked")), "{e}");
+}
+
+#[test]
+fn explicit_workspace_too_small_is_a_typed_error() {
+    let ctx = checked_context();
+    let stream = Stream::new(&ctx).unwrap();
+    let (m, n, k) = (48usize, 256usize, 2048usize);
+    let need = workspace_floats(m, n, k);
+    assert!(need > 0);
+    let c = case(m, n, k, 5);
+    let da = DeviceActivations::upload(&ctx, &c.qa).unwrap();
+    let db = DeviceWeights::upload(&ctx, &c.qb).unwrap();
+    let fill = bf16::from_f32(3.0);
+    let mut dd = ctx.upload(&vec![fill; m * n]).unwrap();
+    let mut small = Workspace::new(&ctx, need - 1).unwrap();
+    let e = fp8_gemm_nt_with_workspace(&stream, &da, &db, &mut dd, &mut small).unwrap_err();
+    assert!(matches!(e, Error::Workspace { arg: "workspace", needed, available } if needed == need as u64 && available == need as u64 - 1), "{e}");
+    assert!(e.to_string().contains(&format!("at least {need} f32")), "{e}");
+    assert!(dd.download(&stream).unwrap().iter().all(|v| v.to_bits() == fill.to_bits()), "nothing may be launched");
+    // Exactly the reported need is enough.
+    let mut exact = Workspace::new(&ctx, need).unwrap();
+    assert!(exact.fits(m, n, k) && !small.fits(m, n, k));
+    let r = fp8_gemm_nt_with_workspace(&stream, &da, &db, &mut dd, &mut exact).unwrap();
+    assert!(r.config.unwrap().splits > 1);
+    assert_accurate("explicit workspace", &c, &dd.download(&stream).unwrap());
+    // A workspace of another context is refused.
+    let other = Context::new().unwrap();
+    let mut foreign = Workspace::new(&other, need).unwrap();
+    let e = fp8_gemm_nt_with_workspace(&stream, &da, &db, &mut dd, &mut foreign).unwrap_err();
+    assert!(matches!(e, Error::ForeignBuffer { arg: "workspace" }), "{e}");
+}
+
+#[test]
+fn a_stream_workspace_too_small_falls_back_and_says_so() {
+    let ctx = checked_context();
+    let (m, n, k) = (48usize, 256usize, 2048usize);
+    let c = case(m, n, k, 6);
+    let preferred = config::get_best_config(&GemmDesc::dense(m as u32, n as u32, k as u32, ctx.arch())).unwrap();
+    for ws in [Some(Workspace::new(&ctx, 100).unwrap()), None] {
+        let mut stream = Stream::new(&ctx).unwrap();
+        let had = ws.as_ref().map_or(0, |w| w.len() as u64);
+        stream.set_workspace(ws).unwrap();
+        let (got, r) = run_on(&ctx, &stream, &c);
+        let cfg = r.config.unwrap();
+        assert!(cfg.workspace_floats() <= had, "{cfg}");
+        let limit = r.workspace_limit.expect("the fallback is reported");
+        assert_eq!((limit.preferred, limit.needed, limit.available), (preferred, preferred.workspace_floats(), had));
+        assert!(limit.to_string().contains("workspace holds"), "{limit}");
+        assert_accurate("fallback", &c, &got);
+    }
+    // A forced split that does not fit is an error, not a fallback.
+    let mut stream = Stream::new(&ctx).unwrap();
+    stream.set_workspace(None).unwrap();
+    let da = DeviceActivations::upload(&ctx, &c.qa).unwrap();
+    let db = DeviceWeights::upload(&ctx, &c.qb).unwrap();
+    let mut d = ctx.alloc_zeroed::<bf16>(m * n).unwrap();
+    let e = forced(None, Some(4), || fp8_gemm_nt(&stream, &da, &db, &mut d)).unwrap_err();
+    assert!(matches!(e, Error::Workspace { available: 0, .. }), "{e}");
+}
+
+#[test]
+fn the_default_stream_workspace_covers_the_deepseek_decode_shapes() {
+    let nk = [(2112, 7168), (24576, 1536), (32768, 512), (7168, 16384), (4096, 7168), (7168, 2048)];
+    for m in [1, 16, 32, 64, 128] {
+        for (n, k) in nk {
+            let need = workspace_floats(m, n, k);
+            eprintln!("{m}x{n}x{k}: {need} workspace floats");
+            assert!(need <= DEFAULT_STREAM_WORKSPACE_FLOATS, "{m}x{n}x{k} needs {need} floats");
+        }
+    }
+}
+
+#[test]
+fn two_streams_run_split_k_gemms_at_once() {
+    // Each stream owns its workspace: concurrent split-K launches do not share counters or
+    // partial slots.
+    let ctx = checked_context();
+    let (s1, s2) = (Stream::new(&ctx).unwrap(), Stream::new(&ctx).unwrap());
+    let (c1, c2) = (case(64, 192, 1024, 21), case(40, 128, 1536, 22));
+    let up = |c: &Case| (DeviceActivations::upload(&ctx, &c.qa).unwrap(), DeviceWeights::upload(&ctx, &c.qb).unwrap());
+    let ((a1, b1), (a2, b2)) = (up(&c1), up(&c2));
+    let mut d1 = ctx.alloc_zeroed::<bf16>(64 * 192).unwrap();
+    let mut d2 = ctx.alloc_zeroed::<bf16>(40 * 128).unwrap();
+    // The emulator runs a stream's queue when it is synchronized: one thread per stream makes
+    // the two streams' split-K launches execute at the same time.
+    std::thread::scope(|sc| {
+        for (s, a, b, d, rows, cols) in [(&s1, &a1, &b1, &mut d1, 64usize, 192usize), (&s2, &a2, &b2, &mut d2, 40, 128)] {
+            sc.spawn(move || {
+                forced(Some((64, 64)), Some(4), || {
+                    for _ in 0..3 {
+                        let r = fp8_gemm_nt(s, a, b, &mut *d).unwrap();
+                        assert_eq!(r.config.unwrap().splits, 4, "{rows}x{cols}");
+                    }
+                });
+                s.synchronize().unwrap();
+            });
+        }
+    });
+    assert_accurate("stream 1", &c1, &d1.download(&s1).unwrap());
+    assert_accurate("stream 2", &c2, &d2.download(&s2).unwrap());
+}
+
+#[test]
+fn a_captured_split_k_gemm_replays_twice() {
+    // The counters must be back at 0 after every launch, or the second replay's last
+    // workgroup would never see `splits` arrivals and D would keep the fill pattern.
+    let ctx = checked_context();
+    let stream = Stream::new(&ctx).unwrap();
+    let c = case(64, 128, 1024, 31);
+    let da = DeviceActivations::upload(&ctx, &c.qa).unwrap();
+    let db = DeviceWeights::upload(&ctx, &c.qb).unwrap();
+    let mut dd = ctx.alloc_zeroed::<bf16>(64 * 128).unwrap();
+    stream.begin_capture(CaptureMode::Global).unwrap();
+    let r = forced(Some((64, 64)), Some(8), || fp8_gemm_nt(&stream, &da, &db, &mut dd)).unwrap();
+    let exec = stream.end_capture().unwrap().instantiate().unwrap();
+    assert_eq!(r.config.unwrap().splits, 8);
+    let fill = vec![bf16::from_f32(99.0); 64 * 128];
+    for replay in 0..2 {
+        dd.copy_from_host(&stream, &fill).unwrap();
+        // SAFETY: every buffer of the captured launch (operands, D, the stream's workspace) is
+        // alive and used by nothing else.
+        unsafe { exec.launch(&stream) }.unwrap();
+        assert_accurate(&format!("replay {replay}"), &c, &dd.download(&stream).unwrap());
+    }
+}

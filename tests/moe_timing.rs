@@ -1,0 +1,87 @@
+//! Modelled time per stage of a `MoeLayer` forward pass: the observer of
+//! `MoeLayer::forward_with` synchronizes after each launch and reads the emulator's timing report
+//! (every figure *modelled* by the timing model, not measured). Its own test binary, because the
+//! timing switch is process-wide and would time (and skip the MFMA math of) other tests' launches.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use amdgpu_emu::exec::Checks;
+use amdgpu_emu::hip::{self as emu, TimingMode};
+use amdgpu_emu::timing::{Machine, Scope, SimOptions};
+use common::{checked_context, randn_bf16};
+use fp8gemm::fp8::E4M3Fnuz;
+use fp8gemm::quant::{GroupedQuantizedWeights, QuantizedWeights};
+use fp8gemm::{DeviceGroupedWeights, DeviceWeights, MoeLayer, MoeLayout, MoeOptions, MoeScratch, MoeStage, Stream};
+use half::bf16;
+use rand::{rngs::StdRng, Rng, SeedableRng};
+
+#[test]
+fn modelled_time_per_stage() {
+    let ctx = checked_context();
+    let (e, h, i, k, t) = (16usize, 256usize, 128usize, 4usize, 64usize);
+    let mut rng = StdRng::seed_from_u64(3);
+    let gu = GroupedQuantizedWeights::<E4M3Fnuz>::quantize(&randn_bf16(e * 2 * i * h, &mut rng), e, 2 * i, h).unwrap();
+    let dn = GroupedQuantizedWeights::<E4M3Fnuz>::quantize(&randn_bf16(e * h * i, &mut rng), e, h, i).unwrap();
+    let s1 = QuantizedWeights::<E4M3Fnuz>::quantize(&randn_bf16(2 * 128 * h, &mut rng), 256, h).unwrap();
+    let s2 = QuantizedWeights::<E4M3Fnuz>::quantize(&randn_bf16(h * 128, &mut rng), h, 128).unwrap();
+    let layer = MoeLayer::new(
+        &ctx,
+        DeviceGroupedWeights::upload(&ctx, &gu).unwrap(),
+        DeviceGroupedWeights::upload(&ctx, &dn).unwrap(),
+        Some((DeviceWeights::upload(&ctx, &s1).unwrap(), DeviceWeights::upload(&ctx, &s2).unwrap())),
+        MoeOptions { top_k: k, masked_max_tokens: 8 },
+    )
+    .unwrap();
+    let mut scratch = MoeScratch::new(&layer, t, 8).unwrap();
+    let stream = Stream::new(&ctx).unwrap();
+    let x: Vec<bf16> = randn_bf16(t * h, &mut rng).into_iter().map(bf16::from_f32).collect();
+    let ids: Vec<i32> = (0..t * k).map(|_| rng.random_range(0..e as i32)).collect();
+    let w = vec![0.25f32; t * k];
+    let (d_x, d_ids, d_w) = (ctx.upload(&x).unwrap(), ctx.upload(&ids).unwrap(), ctx.upload(&w).unwrap());
+    let mut out = ctx.alloc_zeroed::<bf16>(t * h).unwrap();
+    for (layout, tokens) in [(MoeLayout::Contiguous, t), (MoeLayout::Masked, 8)] {
+        let mut per_stage: BTreeMap<String, (f64, Vec<String>)> = BTreeMap::new();
+        let options = SimOptions { scope: Scope::Full, skip_mfma_math: true, checks: Checks::default(), top: 3 };
+        emu::set_timing(Some(TimingMode { machine: Machine::MI300X.clone(), options }));
+        let run = layer.forward_with(
+            &stream,
+            d_x.slice(..tokens * h).unwrap(),
+            d_ids.slice(..tokens * k).unwrap(),
+            d_w.slice(..tokens * k).unwrap(),
+            out.slice_mut(..tokens * h).unwrap(),
+            &mut scratch,
+            layout,
+            &mut |stage: MoeStage| {
+                // The queued launch runs (timed) when the stream is synchronized.
+                stream.synchronize()?;
+                let r = emu::last_launch_timing().expect("a timing report for the stage's launch");
+                let entry = per_stage.entry(format!("{stage:?}")).or_default();
+                entry.0 += r.seconds;
+                entry.1.push(r.kernel.clone());
+                if std::env::var_os("MOE_TIMING_VERBOSE").is_some() { print!("{r}"); }
+                Ok(())
+            },
+        );
+        emu::set_timing(None);
+        run.unwrap();
+        let names = |s: &str| per_stage[s].1.clone();
+        let l = if layout == MoeLayout::Masked { "masked" } else { "contiguous" };
+        let route: Vec<String> = if tokens * k > 256 {
+            vec!["moe_route_count".into(), format!("moe_route_offsets_{l}"), format!("moe_route_scatter_{l}")]
+        } else {
+            vec![format!("moe_route_count_offsets_{l}"), format!("moe_route_scatter_{l}")]
+        };
+        assert_eq!(names("Route"), route);
+        assert_eq!(names("GatherQuantize"), ["moe_gather_quantize_bf16"]);
+        assert_eq!(names("Unpermute"), ["moe_unpermute_bf16"]);
+        assert!(names("GateUpGemm")[0].starts_with(if layout == MoeLayout::Masked { "m_grouped_fp8_gemm_nt_masked" } else { "m_grouped_fp8_gemm_nt_contiguous" }));
+        assert_eq!(names("SharedExpert").len(), 4);
+        println!("{layout:?} T={tokens} E={e} H={h} I={i} k={k} + shared Is=128, MI300X (modelled):");
+        for (stage, (secs, kernels)) in &per_stage {
+            assert!(*secs > 0.0, "{stage}: no modelled time");
+            println!("  {stage:<16} {:>8.2} µs  {}", secs * 1e6, kernels.join(", "));
+        }
+    }
+}
