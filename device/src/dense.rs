@@ -260,7 +260,7 @@ pub(crate) mod imp {
             return;
         }
         let id = tile::xcd_remap(pid, grid, NUM_XCDS);
-        let (tm, tn) = tile::tile_coords(id, tiles_m);
+        let (tm, tn) = tile::tile_coords(id, tiles_m, n.div_ceil(bn));
 
         let job = TileJob {
             // Extents of strided A and D: (m − 1) rows of stride plus one row (m ≥ 1 here).

@@ -70,7 +70,7 @@ mod imp {
             return;
         }
         let id = tile::xcd_remap(pid, grid, NUM_XCDS);
-        let (tm, tn) = tile::tile_coords(id, tiles_m);
+        let (tm, tn) = tile::tile_coords(id, tiles_m, n.div_ceil(bn));
         let (m0, n0) = (tm * bm, tn * bn);
 
         let rs_idx = BufferResource::new(args.m_indices.addr(), m * 4);

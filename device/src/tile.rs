@@ -47,8 +47,10 @@
 //!
 //! The grid is 1-D with one workgroup per tile. The hardware hands workgroup `p` to XCD `p mod 8`;
 //! [`xcd_remap`] turns `p` into a logical tile id such that each XCD receives a contiguous range of
-//! ids (so neighbouring tiles share one XCD's L2), and [`tile_coords`] walks ids M-fastest (the
-//! workgroups running together on one XCD share the same B column tiles, the weight).
+//! ids (so neighbouring tiles share one XCD's L2), and [`tile_coords`] walks ids in panels of
+//! [`PANEL_M`] M tiles, M fastest inside a panel (before: M fastest over the whole grid, so the
+//! workgroups running together on one XCD shared one or two B column tiles but streamed all of A
+//! once per N column).
 
 use core::num::NonZeroU32;
 
@@ -273,10 +275,28 @@ pub const fn xcd_remap(pid: u32, grid: u32, xcds: u32) -> u32 {
     start + pid / xcds
 }
 
-/// Logical tile id → `(tile_m, tile_n)`, M fastest.
+/// M tiles per panel of the grid order of [`tile_coords`].
+pub const PANEL_M: u32 = 8;
+
+/// Logical tile id → `(tile_m, tile_n)` of a `tiles_m × tiles_n` grid, in panels of
+/// [`PANEL_M`] M tiles: the panels are walked in M order, inside a panel the tiles go M fastest
+/// over the panel's (up to `PANEL_M`) rows, then N. The workgroups an XCD runs at once (a
+/// contiguous id range, [`xcd_remap`]) then cover about `8 × (76 / 8)` tiles instead of one or
+/// two whole N columns: each A tile and each B tile they load is shared by several of them
+/// through the XCD's L2, and the whole grid re-reads A `⌈tiles_n / …⌉` times less from the MALL
+/// and HBM than a plain M-fastest order (which streamed all of A once per N column).
+/// A bijection of `0 .. tiles_m·tiles_n` (tested); ids past the grid give `tile_n ≥ tiles_n`.
 #[inline(always)]
-pub const fn tile_coords(id: u32, tiles_m: u32) -> (u32, u32) {
-    (id % tiles_m, id / tiles_m)
+pub const fn tile_coords(id: u32, tiles_m: u32, tiles_n: u32) -> (u32, u32) {
+    let per_panel = PANEL_M * tiles_n;
+    if per_panel == 0 || tiles_m == 0 {
+        return (0, tiles_n);
+    }
+    let panel = id / per_panel;
+    let first_m = panel * PANEL_M;
+    let rows = if tiles_m > first_m && tiles_m - first_m < PANEL_M { tiles_m - first_m } else { PANEL_M };
+    let local = id % per_panel;
+    (first_m + local % rows, local / rows)
 }
 
 /// `f32` → `bf16` bits, round to nearest even; NaN stays a (quiet) NaN, ±inf stays ±inf.
@@ -336,14 +356,26 @@ mod tests {
 
     #[test]
     fn tile_coords_cover_the_grid() {
-        let (tm, tn) = (3, 5);
-        let mut seen = [false; 15];
-        for id in 0..15 {
-            let (i, j) = tile_coords(id, tm);
-            assert!(i < tm && j < tn);
-            assert!(!seen[(j * tm + i) as usize]);
-            seen[(j * tm + i) as usize] = true;
+        for tm in 1..=40u32 {
+            for tn in 1..=12u32 {
+                let mut seen = vec![false; (tm * tn) as usize];
+                for id in 0..tm * tn {
+                    let (i, j) = tile_coords(id, tm, tn);
+                    assert!(i < tm && j < tn, "{tm}x{tn}: id {id} -> ({i}, {j})");
+                    assert!(!seen[(j * tm + i) as usize], "{tm}x{tn}: ({i}, {j}) twice");
+                    seen[(j * tm + i) as usize] = true;
+                }
+            }
         }
+        // Panels of 8 M tiles, M fastest inside: 20 × 3 tiles → ids 0..24 are rows 0..8 × 3
+        // columns, the last panel has 4 rows.
+        assert_eq!(tile_coords(0, 20, 3), (0, 0));
+        assert_eq!(tile_coords(7, 20, 3), (7, 0));
+        assert_eq!(tile_coords(8, 20, 3), (0, 1));
+        assert_eq!(tile_coords(24, 20, 3), (8, 0));
+        assert_eq!(tile_coords(48, 20, 3), (16, 0));
+        assert_eq!(tile_coords(52, 20, 3), (16, 1));
+        assert_eq!(tile_coords(59, 20, 3), (19, 2));
         assert_eq!(BM128_BN128.grid(200, 192), 2 * 2);
         assert_eq!(BM64_BN64.grid(1, 128), 2);
     }
