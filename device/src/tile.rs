@@ -275,13 +275,15 @@ pub const fn xcd_remap(pid: u32, grid: u32, xcds: u32) -> u32 {
     start + pid / xcds
 }
 
-/// M tiles per panel of the grid order of [`tile_coords`].
-pub const PANEL_M: u32 = 8;
+/// M tiles per panel of the grid order of [`tile_coords`] (timing model, `--scope xcd`: 4 beat
+/// 2, 8 and 16 and the plain M-fastest order on 4096×7168×2048, 4096×2112×7168 and
+/// 16384×2048×7168).
+pub const PANEL_M: u32 = 4;
 
 /// Logical tile id → `(tile_m, tile_n)` of a `tiles_m × tiles_n` grid, in panels of
 /// [`PANEL_M`] M tiles: the panels are walked in M order, inside a panel the tiles go M fastest
 /// over the panel's (up to `PANEL_M`) rows, then N. The workgroups an XCD runs at once (a
-/// contiguous id range, [`xcd_remap`]) then cover about `8 × (76 / 8)` tiles instead of one or
+/// contiguous id range, [`xcd_remap`]) then cover about `4 × (76 / 4)` tiles instead of one or
 /// two whole N columns: each A tile and each B tile they load is shared by several of them
 /// through the XCD's L2, and the whole grid re-reads A `⌈tiles_n / …⌉` times less from the MALL
 /// and HBM than a plain M-fastest order (which streamed all of A once per N column).
@@ -367,15 +369,17 @@ mod tests {
                 }
             }
         }
-        // Panels of 8 M tiles, M fastest inside: 20 × 3 tiles → ids 0..24 are rows 0..8 × 3
-        // columns, the last panel has 4 rows.
-        assert_eq!(tile_coords(0, 20, 3), (0, 0));
-        assert_eq!(tile_coords(7, 20, 3), (7, 0));
-        assert_eq!(tile_coords(8, 20, 3), (0, 1));
-        assert_eq!(tile_coords(24, 20, 3), (8, 0));
-        assert_eq!(tile_coords(48, 20, 3), (16, 0));
-        assert_eq!(tile_coords(52, 20, 3), (16, 1));
-        assert_eq!(tile_coords(59, 20, 3), (19, 2));
+        // Panels of PANEL_M = 4 M tiles, M fastest inside: an 18 × 3 grid is rows 0..4 × 3
+        // columns (ids 0..12), rows 4..8 (ids 12..24), …, and a last panel of 2 rows.
+        assert_eq!(PANEL_M, 4);
+        assert_eq!(tile_coords(0, 18, 3), (0, 0));
+        assert_eq!(tile_coords(3, 18, 3), (3, 0));
+        assert_eq!(tile_coords(4, 18, 3), (0, 1));
+        assert_eq!(tile_coords(12, 18, 3), (4, 0));
+        assert_eq!(tile_coords(48, 18, 3), (16, 0));
+        assert_eq!(tile_coords(49, 18, 3), (17, 0));
+        assert_eq!(tile_coords(50, 18, 3), (16, 1));
+        assert_eq!(tile_coords(53, 18, 3), (17, 2));
         assert_eq!(BM128_BN128.grid(200, 192), 2 * 2);
         assert_eq!(BM64_BN64.grid(1, 128), 2);
     }
