@@ -105,13 +105,13 @@
 //!
 //! | kernel | VGPR | AGPR | SGPR | spills | scratch | LDS (dynamic) | waves/SIMD (regs) | WGs/CU (LDS) |
 //! |---|---|---|---|---|---|---|---|---|
-//! | `fp8_gemm_nt_bm64_bn64`   | 106 | 0 | 44 | 0 | 0 | 16 KiB | 4 | 4 |
-//! | `fp8_gemm_nt_bm64_bn128`  | 134 | 0 | 47 | 0 | 0 | 24 KiB | 3 | 2 |
-//! | `fp8_gemm_nt_bm128_bn128` | 220 | 0 | 47 | 0 | 0 | 32 KiB | 2 | 2 |
+//! | `fp8_gemm_nt_bm64_bn64`   | 106 | 0 | 42 | 0 | 0 | 16 KiB | 4 | 4 |
+//! | `fp8_gemm_nt_bm64_bn128`  | 134 | 0 | 42 | 0 | 0 | 24 KiB | 3 | 2 |
+//! | `fp8_gemm_nt_bm128_bn128` | 220 | 0 | 42 | 0 | 0 | 32 KiB | 2 | 2 |
 //!
-//! | `fp8_gemm_nt_splitk_bm64_bn64`   |  76 | 0 | 50 | 0 | 0 | 16 KiB | 6 | 4 |
-//! | `fp8_gemm_nt_splitk_bm64_bn128`  | 134 | 0 | 51 | 0 | 0 | 24 KiB | 3 | 2 |
-//! | `fp8_gemm_nt_splitk_bm128_bn128` | 210 | 0 | 50 | 0 | 0 | 32 KiB | 2 | 2 |
+//! | `fp8_gemm_nt_splitk_bm64_bn64`   | 102 | 0 | 52 | 0 | 0 | 16 KiB | 4 | 4 |
+//! | `fp8_gemm_nt_splitk_bm64_bn128`  | 136 | 0 | 54 | 0 | 0 | 24 KiB | 3 | 2 |
+//! | `fp8_gemm_nt_splitk_bm128_bn128` | 222 | 0 | 54 | 0 | 0 | 32 KiB | 2 | 2 |
 //!
 //! `agprs = false`: with AccVGPRs allowed LLVM keeps the partial sums in AGPRs and copies them out
 //! with `v_accvgpr_read` for every promotion (measured on the previous loop: bm128_bn128 224 VGPR
@@ -129,11 +129,17 @@
 //! | bm64_bn128  | 1 | 114 | 32 (28.1%) | 24 | 12 | 6 |  9 | 11 |
 //! | bm128_bn128 | 1 | 183 | 64 (35.0%) | 44 | 16 | 8 | 13 | 16 |
 //!
-//! Timing model (*modelled*, MI300X, `fp8gemm profile`), before → after the full-line copy, the
-//! 4-block scale loads and the load order: 4096×7168×2048 488 → 657 TFLOPS, 4096×2112×7168 317 →
-//! 609, 1024×2048×7168 245 → 390, 128×7168×2048 133 → 195. What limits now: the vmcnt wait for
-//! the prefetch at the end of a block (latency through the CU's texture path, which the timing
-//! model serves in order for all waves of the CU) and the LDS read latency after the barrier.
+//! Timing model (*modelled*, `fp8gemm profile --scope xcd`, MI300X), before → after the
+//! full-line copy, the 4-block scale loads, the load order and the panel grid order
+//! ([`crate::tile::tile_coords`]), same tile choice, no split-K: 4096×7168×2048 503 → 680 TFLOPS,
+//! 4096×2112×7168 365 → 724, 1024×2048×7168 241 → 431; m-grouped contiguous 4 × 8192 rows
+//! (4096, 7168) 321 → 759. What limits now: the per-block hand-off (barrier, `ds_write`,
+//! barrier, then the next block's `ds_read` latency before the first MFMA; lgkmcnt waits) and
+//! the vmcnt wait for the prefetch (the CU's texture path serves all its waves' loads in order).
+//! With a 4× faster texture path the model gives only 743 TFLOPS on 4096×7168×2048: the LDS
+//! traffic (A and B written once and read twice per block, ≈ 0.75 LDS cycles per MFMA cycle
+//! at 128×128) is the next wall; B straight to registers (issue part 3) or bigger tiles are the
+//! way past it.
 //!
 //! Why the MFMA share cannot reach 60% of *issued instructions* with exact FP32 promotion on
 //! gfx942: per 128-K block a 16×16 fragment takes 4 MFMAs (K = 32 each) and its promotion takes 2
