@@ -114,8 +114,8 @@
 //! | `fp8_gemm_nt_splitk_bm128_bn128` | 222 | 0 | 54 | 0 | 0 | 32 KiB | 2 | 2 |
 //!
 //! `agprs = false`: with AccVGPRs allowed LLVM keeps the partial sums in AGPRs and copies them out
-//! with `v_accvgpr_read` for every promotion (measured on the previous loop: bm128_bn128 224 VGPR
-//! + 92 AGPR = 1 wave/SIMD; bm64_bn128 128 + 44; bm64_bn64 76 + 24), so the kernels use arch
+//! with `v_accvgpr_read` for every promotion (measured on the previous loop: bm128_bn128 224
+//! VGPR and 92 AGPR = 1 wave/SIMD; bm64_bn128 128 and 44; bm64_bn64 76 and 24), so the kernels use arch
 //! VGPRs only. With prefetch depth 2, bm128_bn128 needs 276 VGPRs (1 wave/SIMD, modelled 23 %
 //! slower), hence depth 1 there.
 //!
