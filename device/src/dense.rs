@@ -437,8 +437,8 @@ pub(crate) mod imp {
 
     /// The GEMM of one tile of `32·FM × 32·FN` (each of the 2 × 2 waves owns `FM × FN` 16×16
     /// fragments) over the job's K blocks `kb0 .. kb0 + nkb`: load, LDS stage, MFMA, per-128-K
-    /// promotion, then `epi` — the whole main loop, shared by every kernel. `FM` and `FN` must be even (the global → LDS copy moves 64 rows
-    /// per pass).
+    /// promotion, then `epi` — the whole main loop, shared by every kernel. `FM` and `FN` must
+    /// be even (the global → LDS copy moves 64 rows per pass).
     ///
     /// `keep_row(r)` decides, per row `r` of the problem (`job.m0 ≤ r < job.m0 + 32·FM`), whether
     /// that row of D is stored; it is evaluated once per row before the main loop (so any load it
