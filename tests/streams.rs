@@ -490,17 +490,19 @@ fn per_device_state_and_workspace() {
         std::panic::resume_unwind(p);
     }
 
-    assert_eq!(fp8gemm::workspace_floats(4096, 7168, 2048), 0, "no shipped kernel splits K");
-    // Sized for the largest split config the table chooses among the problems (whether 128×2112×7168
-    // splits depends on the tuned table).
-    let want = fp8gemm::workspace_floats(128, 2112, 7168).max(fp8gemm::workspace_floats(4096, 7168, 2048));
+    // Large M fills the device without splitting K; decode-sized M splits (tests/gemm_splitk.rs).
+    assert_eq!(fp8gemm::workspace_floats(4096, 7168, 2048), 0, "M = 4096 does not split K");
+    let need = fp8gemm::workspace_floats(128, 2112, 7168);
+    assert!(need > 0, "128 × 2112 × 7168 splits K");
     let mut ws = fp8gemm::Workspace::for_problems(&ctx, &[(128, 2112, 7168), (4096, 7168, 2048)]).unwrap();
-    assert!(ws.fits(4096, 7168, 2048));
-    assert!(ws.fits(128, 2112, 7168));
+    assert!(ws.fits(4096, 7168, 2048) && ws.fits(128, 2112, 7168));
     let mut big = fp8gemm::Workspace::new(&ctx, 1024).unwrap();
-    assert_eq!((big.len(), ws.len()), (1024, want));
+    assert_eq!((big.len(), ws.len()), (1024, need));
+    assert!(!big.fits(128, 2112, 7168));
     assert_eq!(big.as_slice_mut().len(), 1024);
-    assert_eq!(ws.as_slice_mut().len(), want);
+    assert_eq!(ws.as_slice_mut().len(), need);
+    let mut empty = fp8gemm::Workspace::new(&ctx, 0).unwrap();
+    assert!(empty.is_empty() && empty.as_slice_mut().is_empty());
     assert!(matches!(fp8gemm::Workspace::new(&ctx, usize::MAX).unwrap_err(), Error::Shape { arg: "len", .. }));
 }
 
