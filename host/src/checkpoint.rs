@@ -187,6 +187,31 @@ impl Shard {
     }
 }
 
+impl Shard {
+    /// Drops this process's mapping of the pages of tensor `name` (best effort; they are
+    /// re-read from the file if the tensor is read again): after a streaming load has copied an
+    /// expert to the device, its pages need not stay in the process's resident set.
+    fn release(&self, name: &str) {
+        let Some(info) = self.metadata.info(name) else { return };
+        let (s, e) = info.data_offsets;
+        let (Some(start), Some(end)) = (self.data_start.checked_add(s), self.data_start.checked_add(e)) else { return };
+        if start >= end || end > self.mmap.len() {
+            return;
+        }
+        #[cfg(unix)]
+        {
+            // SAFETY: the mapping is a read-only, shared (`MAP_SHARED`) mapping of a file that
+            // must not be modified while the `Checkpoint` lives (`Checkpoint::open`'s contract).
+            // For such a mapping MADV_DONTNEED only unmaps the pages: a later read of the range
+            // (through a borrow of `self.mmap` in this or another thread) faults the same file
+            // contents back in, so no reader can observe a change — unlike a private or
+            // anonymous mapping, where the advice would zero the pages. The range lies inside
+            // the mapping (checked above); memmap2 aligns it to pages.
+            let _ = unsafe { self.mmap.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, end - start) };
+        }
+    }
+}
+
 /// An opened checkpoint: one safetensors file, or the shards of a `model.safetensors.index.json`.
 ///
 /// Shards are memory-mapped when a tensor in them is first read, and stay mapped while the
@@ -309,6 +334,20 @@ impl Checkpoint {
         // Another thread may have won the race; either copy is equivalent.
         let _ = lock.set(shard);
         lock.get().ok_or_else(|| Error::CheckpointParse { path: self.files[id].clone(), detail: "shard could not be cached".into() })
+    }
+
+    /// Drops the mapping of the pages of an MLP's six tensors `<prefix>.{gate,up,down}_proj.
+    /// {weight,weight_scale_inv}` ([`Shard::release`]; best effort, shards not yet mapped are
+    /// skipped).
+    fn release_mlp(&self, prefix: &str) {
+        for linear in ["gate_proj", "up_proj", "down_proj"] {
+            for suffix in ["weight", "weight_scale_inv"] {
+                let name = format!("{prefix}.{linear}.{suffix}");
+                if let Some(shard) = self.index.get(&name).and_then(|&id| self.shards[id].get()) {
+                    shard.release(&name);
+                }
+            }
+        }
     }
 
     /// A tensor's dtype, shape and bytes (borrowed from the memory map).
@@ -616,13 +655,22 @@ impl<F: CheckpointFormat> DeviceMoeWeights<F> {
         let stream = Stream::new(ctx)?;
         let mut expert = Some(first);
         for e in 0..experts {
+            let prefix = expert_prefix(layer, e);
             let m = match expert.take() {
                 Some(m) => m,
-                None => ckpt.mlp::<F>(&expert_prefix(layer, e), Some(h), Some(i))?,
+                None => ckpt.mlp::<F>(&prefix, Some(h), Some(i))?,
             };
+            // Converted: the file's pages of this expert are not needed any more.
+            ckpt.release_mlp(&prefix);
+            // At most one expert's copy in flight: the previous expert's copy ran while this one
+            // was read and converted; wait for it before queueing this one. (`upload_group`
+            // returns once it has read `m`, but a runtime may stage a queued copy of pageable
+            // memory in a buffer of its own — the emulator does — which lives until the copy
+            // has run; without this wait the whole layer could be staged in the queue.)
+            stream.synchronize()?;
             gate_up.upload_group(&stream, e, &m.gate_up)?;
             down.upload_group(&stream, e, &m.down)?;
-            // `m` is dropped here: `upload_group` staged it before returning.
+            // `m` is dropped here.
         }
         let shared = ckpt.shared_expert::<F>(layer, h)?.map(|s| DeviceMlpWeights::upload(ctx, &s)).transpose()?;
         stream.synchronize()?;
