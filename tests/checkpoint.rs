@@ -247,6 +247,12 @@ fn streaming_loader_equals_the_whole_layer_upload() {
         assert_eq!((a.n, a.k), (b.n, b.k), "{what}: shape");
         assert_same_bits(what, (&a.data, &a.scales), (&b.data, &b.scales));
     }
+    // The streaming load released its experts' mapped pages; reading them again (after a second
+    // streaming load of the same `Checkpoint`) sees the same file contents.
+    let again = DeviceMoeWeights::<E4M3Fnuz>::load(&ctx, &ckpt, 4).unwrap().gate_up.download(&stream).unwrap();
+    assert_same_bits("second streaming load", (&again.data, &again.scales), (&host.gate_up.data, &host.gate_up.scales));
+    let reread = ckpt.moe_layer::<E4M3Fnuz>(4).unwrap();
+    assert_same_bits("re-read down", (&reread.down.data, &reread.down.scales), (&host.down.data, &host.down.scales));
     // Without a shared expert, none is loaded.
     let dir2 = tmp();
     write_deepseek_moe(dir2.path(), 0, &moe(2, 128, 128, None, 22), 1).unwrap();

@@ -68,7 +68,8 @@ pub fn m_alignment_for_contiguous_layout() -> usize {
 }
 
 /// `G` experts' FP8 weights on the device: `[G, n, k]` values with `[G, ⌈n/128⌉, ⌈k/128⌉]`
-/// block scales.
+/// block scales. Filled whole ([`Self::upload`]) or expert by expert ([`Self::alloc`], then
+/// [`Self::upload_group`] per group: host staging of one expert).
 pub struct DeviceGroupedWeights<F> {
     data: DeviceBuffer<u8>,
     scales: DeviceBuffer<f32>,
