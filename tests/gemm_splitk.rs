@@ -331,3 +331,20 @@ fn a_captured_split_k_gemm_replays_twice() {
         assert_accurate(&format!("replay {replay}"), &c, &dd.download(&stream).unwrap());
     }
 }
+
+/// Split-K launches of different tile counts on one stream's workspace: the counters of a launch
+/// with more tiles lie where an earlier launch with fewer tiles wrote partial sums (the counters
+/// come first, the partials right after them), so they must be re-zeroed per launch. The MoE
+/// layer's shared expert hits this at T = 128 then T = 1000 (H = 1024, I = 512).
+#[test]
+fn a_launch_with_more_tiles_after_one_with_fewer() {
+    let ctx = checked_context();
+    let stream = Stream::new(&ctx).unwrap();
+    for (m, n, k) in [(128usize, 1024usize, 1024usize), (128, 1024, 512), (1000, 1024, 1024), (1000, 1024, 512), (7, 1024, 1024)] {
+        let c = case(m, n, k, (m + n + k) as u64);
+        let (got, r) = run_on(&ctx, &stream, &c);
+        let cfg = r.config.unwrap();
+        assert!(cfg.splits > 1, "{m}x{n}x{k}: expected the model to split K, got {cfg}");
+        assert_accurate(&format!("{m}x{n}x{k} ({cfg})"), &c, &got);
+    }
+}
