@@ -7,7 +7,6 @@ mod common;
 use common::*;
 use fp8gemm::config::{self, GemmDesc};
 use fp8gemm::fp8::E4M3Fnuz;
-use fp8gemm::quant::{QuantizedActivations, QuantizedWeights};
 use fp8gemm::view::OutputViewMut;
 use fp8gemm::workspace::DEFAULT_STREAM_WORKSPACE_FLOATS;
 use fp8gemm::{
@@ -15,26 +14,6 @@ use fp8gemm::{
     Error, GemmRun, Stream, Workspace,
 };
 use half::bf16;
-use rand::{rngs::StdRng, SeedableRng};
-
-struct Case {
-    m: usize,
-    n: usize,
-    k: usize,
-    a: Vec<f32>,
-    b: Vec<f32>,
-    qa: QuantizedActivations<E4M3Fnuz>,
-    qb: QuantizedWeights<E4M3Fnuz>,
-}
-
-fn case(m: usize, n: usize, k: usize, seed: u64) -> Case {
-    let mut rng = StdRng::seed_from_u64(seed);
-    let a = randn_bf16(m * k, &mut rng);
-    let b = randn_bf16(n * k, &mut rng);
-    let qa = QuantizedActivations::quantize(&a, m, k).unwrap();
-    let qb = QuantizedWeights::quantize(&b, n, k).unwrap();
-    Case { m, n, k, a, b, qa, qb }
-}
 
 impl Case {
     fn want_dequantized(&self) -> Vec<bf16> {
