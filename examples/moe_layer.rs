@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! f32 weights ─ E4M3FN + weight_scale_inv (128×128) ─ model-0000s-of-00002.safetensors + index
-//!   ─ Checkpoint::open / moe_layer (E4M3FN → E4M3FNUZ, scales × 2, gate ‖ up fused) ─ upload
+//!   ─ Checkpoint::open / DeviceMoeWeights::load, expert by expert (E4M3FN → E4M3FNUZ,
+//!     scales × 2, gate ‖ up fused, one expert on the host at a time)
 //!   ─ MoeLayer::forward: route ─ gather+quantize ─ grouped GEMM gate_up ─ silu·mul+quantize
 //!                        ─ grouped GEMM down ─ (shared expert) ─ unpermute → [T, H] bf16
 //! ```
@@ -115,15 +116,16 @@ fn main() -> Res<()> {
     let stream = Stream::new(&ctx)?;
     let started = Instant::now();
     let ckpt = Checkpoint::open(dir.path())?;
-    let host = ckpt.moe_layer::<E4M3Fnuz>(LAYER)?;
-    let device = DeviceMoeWeights::upload(&ctx, &host)?;
-    println!("loaded and uploaded in {:.2} s ({} shards memory-mapped)", started.elapsed().as_secs_f64(), ckpt.files().len());
-    let layer = device.into_layer(&ctx, MoeOptions { top_k: TOP_K, masked_max_tokens: MASKED_MAX })?;
+    // Expert by expert: one expert's converted weights on the host at a time.
+    let device = DeviceMoeWeights::<E4M3Fnuz>::load(&ctx, &ckpt, LAYER)?;
+    println!("loaded and uploaded expert by expert in {:.2} s ({} shards memory-mapped)", started.elapsed().as_secs_f64(), ckpt.files().len());
 
-    // The CPU reference's weights: the very FP8 weights the device holds, dequantized.
-    let (gate_up, down) = (host.gate_up.dequantize(), host.down.dequantize());
-    let shared = host.shared.as_ref().ok_or("the checkpoint has a shared expert")?;
-    let (s_gate_up, s_down) = (shared.gate_up.dequantize(), shared.down.dequantize());
+    // The CPU reference's weights: the very FP8 weights the device holds, downloaded and
+    // dequantized.
+    let (gate_up, down) = (device.gate_up.download(&stream)?.dequantize(), device.down.download(&stream)?.dequantize());
+    let shared = device.shared.as_ref().ok_or("the checkpoint has a shared expert")?;
+    let (s_gate_up, s_down) = (shared.gate_up.download(&stream)?.dequantize(), shared.down.download(&stream)?.dequantize());
+    let layer = device.into_layer(&ctx, MoeOptions { top_k: TOP_K, masked_max_tokens: MASKED_MAX })?;
     let ref_weights = MoeReferenceWeights {
         experts: E,
         hidden: H,

@@ -11,8 +11,8 @@ use fp8gemm::checkpoint::{
     MoeLayerF32, INDEX_FILE, SINGLE_FILE,
 };
 use fp8gemm::fp8::{E4M3Fn, E4M3Fnuz, Fp8Format};
-use fp8gemm::quant::QuantizedWeights;
-use fp8gemm::{Error, Stream};
+use fp8gemm::quant::{GroupedQuantizedWeights, QuantizedWeights};
+use fp8gemm::{Context, DeviceGroupedWeights, Error, Stream};
 use proptest::prelude::*;
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use safetensors::tensor::TensorView;
@@ -201,6 +201,183 @@ fn checkpoint_layer_runs_in_both_layouts() {
     }
 }
 
+// ---- streaming (expert-by-expert) loading ----------------------------------------------------
+
+/// Asserts two device weight sets hold the same bytes and scale bits, naming the first mismatch.
+fn assert_same_bits<F: Fp8Format>(what: &str, got: (&[F], &[f32]), want: (&[F], &[f32])) {
+    assert_eq!(got.0.len(), want.0.len(), "{what}: value count");
+    for (idx, (g, w)) in got.0.iter().zip(want.0).enumerate() {
+        assert_eq!(g.to_bits(), w.to_bits(), "{what}: byte {idx}");
+    }
+    assert_eq!(got.1.len(), want.1.len(), "{what}: scale count");
+    for (idx, (g, w)) in got.1.iter().zip(want.1).enumerate() {
+        assert_eq!(g.to_bits(), w.to_bits(), "{what}: scale {idx}");
+    }
+}
+
+/// The streaming loader (`DeviceMoeWeights::load`, one expert at a time through
+/// `upload_group`) puts exactly the bytes on the device that the whole-layer host path
+/// (`moe_layer` + `upload`) does: routed experts and shared expert, from a sharded checkpoint.
+#[test]
+fn streaming_loader_equals_the_whole_layer_upload() {
+    let ctx = common::checked_context();
+    let stream = Stream::new(&ctx).unwrap();
+    let (e, h, i, is) = (5, 384, 256, 128);
+    let dir = tmp();
+    write_deepseek_moe(dir.path(), 4, &moe(e, h, i, Some(is), 21), 3).unwrap();
+    let ckpt = Checkpoint::open(dir.path()).unwrap();
+    let host = ckpt.moe_layer::<E4M3Fnuz>(4).unwrap();
+    let whole = DeviceMoeWeights::upload(&ctx, &host).unwrap();
+    let streamed = DeviceMoeWeights::<E4M3Fnuz>::load(&ctx, &ckpt, 4).unwrap();
+    assert_eq!((streamed.hidden, streamed.intermediate), (h, i));
+    assert_eq!((streamed.gate_up.groups(), streamed.gate_up.n(), streamed.gate_up.k()), (e, 2 * i, h));
+    assert_eq!((streamed.down.groups(), streamed.down.n(), streamed.down.k()), (e, h, i));
+    for (what, a, b) in [("gate_up", &streamed.gate_up, &whole.gate_up), ("down", &streamed.down, &whole.down)] {
+        let (a, b) = (a.download(&stream).unwrap(), b.download(&stream).unwrap());
+        assert_same_bits(what, (&a.data, &a.scales), (&b.data, &b.scales));
+    }
+    // And both equal the host-side weights, so neither upload lost anything.
+    let gu = streamed.gate_up.download(&stream).unwrap();
+    assert_same_bits("gate_up vs host", (&gu.data, &gu.scales), (&host.gate_up.data, &host.gate_up.scales));
+    let dn = streamed.down.download(&stream).unwrap();
+    assert_same_bits("down vs host", (&dn.data, &dn.scales), (&host.down.data, &host.down.scales));
+    let (ss, sw) = (streamed.shared.as_ref().expect("shared expert"), whole.shared.as_ref().unwrap());
+    for (what, a, b) in [("shared gate_up", &ss.gate_up, &sw.gate_up), ("shared down", &ss.down, &sw.down)] {
+        let (a, b) = (a.download(&stream).unwrap(), b.download(&stream).unwrap());
+        assert_eq!((a.n, a.k), (b.n, b.k), "{what}: shape");
+        assert_same_bits(what, (&a.data, &a.scales), (&b.data, &b.scales));
+    }
+    // The streaming load released its experts' mapped pages; reading them again (after a second
+    // streaming load of the same `Checkpoint`) sees the same file contents.
+    let again = DeviceMoeWeights::<E4M3Fnuz>::load(&ctx, &ckpt, 4).unwrap().gate_up.download(&stream).unwrap();
+    assert_same_bits("second streaming load", (&again.data, &again.scales), (&host.gate_up.data, &host.gate_up.scales));
+    let reread = ckpt.moe_layer::<E4M3Fnuz>(4).unwrap();
+    assert_same_bits("re-read down", (&reread.down.data, &reread.down.scales), (&host.down.data, &host.down.scales));
+    // Without a shared expert, none is loaded.
+    let dir2 = tmp();
+    write_deepseek_moe(dir2.path(), 0, &moe(2, 128, 128, None, 22), 1).unwrap();
+    let w = DeviceMoeWeights::<E4M3Fnuz>::load(&ctx, &Checkpoint::open(dir2.path()).unwrap(), 0).unwrap();
+    assert!(w.shared.is_none());
+}
+
+/// A NaN byte in one expert (not the first) fails the streaming load with the error naming that
+/// expert's tensor and the element, and an expert whose shape differs from expert 0's likewise.
+#[test]
+fn streaming_loader_names_the_bad_expert() {
+    let ctx = common::checked_context();
+    let name = format!("{}.up_proj", expert_prefix(0, 2));
+    let mut tensors = two_experts();
+    tensors.extend(raw_expert(2));
+    let mut w = raw_weight(&name, 128, 256, 0x38);
+    w.bytes[3 * 256 + 255] = 0x7F;
+    let dir = tmp();
+    let path = dir.path().join("x.safetensors");
+    write_raw(&path, &replace(tensors, w));
+    let err = DeviceMoeWeights::<E4M3Fnuz>::load(&ctx, &Checkpoint::open(&path).unwrap(), 0).err().expect("a NaN error");
+    assert!(matches!(&err, Error::Fp8Nan { tensor, index: [3, 255], bits: 0x7F } if *tensor == format!("{name}.weight")), "{err}");
+    assert!(err.to_string().contains("experts.2.up_proj"), "{err}");
+
+    // Expert 1's down_proj [256, 256] instead of [H, I] = [256, 128].
+    let dname = format!("{}.down_proj", expert_prefix(0, 1));
+    let mut tensors = replace(two_experts(), raw_weight(&dname, 256, 256, 0x38));
+    tensors = replace(tensors, raw_scales(&dname, 2, 2, 0.01));
+    write_raw(&path, &tensors);
+    let err = DeviceMoeWeights::<E4M3Fnuz>::load(&ctx, &Checkpoint::open(&path).unwrap(), 0).err().expect("a shape error");
+    assert!(matches!(&err, Error::TensorShape { tensor, actual, .. } if *tensor == format!("{dname}.weight") && *actual == vec![256, 256]), "{err}");
+}
+
+/// `n × k` weights of group `g` with values and scales that differ per group (scales in range).
+fn group_weights(g: usize, n: usize, k: usize, seed: u64) -> QuantizedWeights<E4M3Fnuz> {
+    let mut rng = StdRng::seed_from_u64(seed ^ (g as u64).wrapping_mul(0x9E37_79B9));
+    let x: Vec<f32> = (0..n * k).map(|_| rng.random_range(-2.0f32..2.0) * (g + 1) as f32).collect();
+    QuantizedWeights::<E4M3Fnuz>::quantize(&x, n, k).unwrap()
+}
+
+/// Uploads `groups` groups one by one (in the order `order`) into `alloc`ed weights and checks
+/// the download equals both the host data and a whole [`DeviceGroupedWeights::upload`], byte
+/// for byte.
+fn check_per_group_upload(ctx: &Context, groups: usize, n: usize, k: usize, order: &[usize], seed: u64) {
+    let stream = Stream::new(ctx).unwrap();
+    let parts: Vec<_> = (0..groups).map(|g| group_weights(g, n, k, seed)).collect();
+    let host = GroupedQuantizedWeights::from_groups(&parts).unwrap();
+    let whole = DeviceGroupedWeights::upload(ctx, &host).unwrap();
+    let mut per = DeviceGroupedWeights::<E4M3Fnuz>::alloc(ctx, groups, n, k).unwrap();
+    for &g in order {
+        per.upload_group(&stream, g, &parts[g]).unwrap();
+    }
+    let (a, b) = (per.download(&stream).unwrap(), whole.download(&stream).unwrap());
+    assert_eq!((a.groups, a.n, a.k), (groups, n, k));
+    assert_same_bits("per-group vs host", (&a.data, &a.scales), (&host.data, &host.scales));
+    assert_same_bits("per-group vs whole upload", (&a.data, &a.scales), (&b.data, &b.scales));
+}
+
+#[test]
+fn upload_group_round_trips_like_the_whole_upload() {
+    let ctx = common::checked_context();
+    // Forward and backward order, sizes that are and are not multiples of 128.
+    check_per_group_upload(&ctx, 4, 256, 384, &[0, 1, 2, 3], 1);
+    check_per_group_upload(&ctx, 3, 200, 130, &[2, 1, 0], 2);
+    // A group written twice keeps the last write; the others are untouched.
+    let stream = Stream::new(&ctx).unwrap();
+    let mut w = DeviceGroupedWeights::<E4M3Fnuz>::alloc(&ctx, 3, 128, 256).unwrap();
+    let (a, b) = (group_weights(1, 128, 256, 3), group_weights(1, 128, 256, 4));
+    w.upload_group(&stream, 1, &a).unwrap();
+    w.upload_group(&stream, 1, &b).unwrap();
+    let got = w.download(&stream).unwrap();
+    let per = 128 * 256;
+    assert!(got.data[..per].iter().chain(&got.data[2 * per..]).all(|v| v.to_bits() == 0), "groups 0 and 2 stay zero");
+    assert_same_bits("group 1", (&got.data[per..2 * per], &got.scales[2..4]), (&b.data, &b.scales));
+    assert!(got.scales[..2].iter().chain(&got.scales[4..]).all(|&s| s == 0.0));
+}
+
+#[test]
+fn upload_group_rejects_bad_arguments_and_writes_nothing() {
+    let ctx = common::checked_context();
+    let stream = Stream::new(&ctx).unwrap();
+    let (groups, n, k) = (3, 256, 128);
+    let mut w = DeviceGroupedWeights::<E4M3Fnuz>::alloc(&ctx, groups, n, k).unwrap();
+    let good = group_weights(0, n, k, 9);
+
+    // g out of range.
+    for g in [3, 4, usize::MAX] {
+        let err = w.upload_group(&stream, g, &good).unwrap_err();
+        assert!(matches!(&err, Error::Shape { arg: "g", expected, actual } if expected.contains("0..3") && *actual == g.to_string()), "{err}");
+    }
+    // Wrong shape (transposed), naming the group and the expected shape.
+    let transposed = group_weights(0, k, n, 9);
+    let err = w.upload_group(&stream, 1, &transposed).unwrap_err();
+    assert!(
+        matches!(&err, Error::Shape { arg: "w", expected, actual } if expected.contains("group 1") && expected.contains("256 × 128") && actual == "128 × 256"),
+        "{err}"
+    );
+    // Buffers that disagree with the shape (the fields are public).
+    let mut short = good.clone();
+    short.data.pop();
+    let err = w.upload_group(&stream, 2, &short).unwrap_err();
+    assert!(matches!(&err, Error::Shape { arg: "w", expected, .. } if expected.contains("data") && expected.contains("group 2")), "{err}");
+    let mut long = good.clone();
+    long.scales.push(1.0);
+    let err = w.upload_group(&stream, 0, &long).unwrap_err();
+    assert!(matches!(&err, Error::Shape { arg: "w", expected, .. } if expected.contains("scales") && expected.contains("group 0")), "{err}");
+    // A scale outside the kernels' range: NaN, infinity, too small, too large.
+    for value in [f32::NAN, f32::INFINITY, 1e-30, f32::from_bits((127 + 95) << 23)] {
+        let mut bad = good.clone();
+        bad.scales[1] = value;
+        let err = w.upload_group(&stream, 1, &bad).unwrap_err();
+        assert!(matches!(&err, Error::ScaleRange { arg: "w.scales", index: 1, value: v } if v.to_bits() == value.to_bits()), "{err}");
+    }
+    // A stream of another context.
+    let other = common::checked_context();
+    let foreign = Stream::new(&other).unwrap();
+    let err = w.upload_group(&foreign, 0, &good).unwrap_err();
+    assert!(matches!(err, Error::ForeignBuffer { .. }), "{err}");
+
+    // None of that wrote anything.
+    let got = w.download(&stream).unwrap();
+    assert!(got.data.iter().all(|v| v.to_bits() == 0), "a rejected upload wrote values");
+    assert!(got.scales.iter().all(|&s| s == 0.0), "a rejected upload wrote scales");
+}
+
 // ---- error classes -------------------------------------------------------------------------
 
 /// A raw tensor for hand-made (malformed) checkpoints.
@@ -243,12 +420,27 @@ fn write_raw(path: &Path, tensors: &[Raw]) {
     safetensors::serialize_to_file(views, None, path).unwrap();
 }
 
-/// Writes `tensors` as a single file and loads layer 0 as E4M3FNUZ.
+/// Writes `tensors` as a single file and loads layer 0 as E4M3FNUZ, both ways: staged on the
+/// host ([`Checkpoint::moe_layer`]) and streamed to the device expert by expert
+/// ([`DeviceMoeWeights::load`]). The two must agree — both succeed, or both fail with the same
+/// error (same variant, same message) — and the host path's result is returned.
 fn load_raw(tensors: Vec<Raw>) -> Result<(), Error> {
     let dir = tmp();
     let path = dir.path().join("x.safetensors");
     write_raw(&path, &tensors);
-    Checkpoint::open(&path)?.moe_layer::<E4M3Fnuz>(0).map(|_| ())
+    let ckpt = Checkpoint::open(&path)?;
+    let host = ckpt.moe_layer::<E4M3Fnuz>(0).map(|_| ());
+    let ctx = common::checked_context();
+    let streamed = DeviceMoeWeights::<E4M3Fnuz>::load(&ctx, &ckpt, 0).map(|_| ());
+    match (&host, &streamed) {
+        (Ok(()), Ok(())) => {}
+        (Err(a), Err(b)) => {
+            assert_eq!(std::mem::discriminant(a), std::mem::discriminant(b), "host: {a}; streamed: {b}");
+            assert_eq!(a.to_string(), b.to_string(), "the streaming loader reports the same error");
+        }
+        (a, b) => panic!("the loaders disagree: host {a:?}, streamed {b:?}"),
+    }
+    host
 }
 
 /// Replaces the tensor named `name` in a set of tensors.
@@ -534,6 +726,22 @@ fn writer_rejects_bad_arguments() {
 
 fn dim() -> impl Strategy<Value = usize> {
     prop_oneof![(1usize..4).prop_map(|b| 128 * b), 1usize..400]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+
+    /// Any group count and shape, groups uploaded in any order: the same bytes as the whole upload.
+    #[test]
+    fn upload_group_in_any_order((groups, n, k) in (1usize..5, 1usize..300, 1usize..300), seed in any::<u64>(), shuffle in any::<u64>()) {
+        let ctx = common::checked_context();
+        let mut order: Vec<usize> = (0..groups).collect();
+        let mut rng = StdRng::seed_from_u64(shuffle);
+        for j in (1..order.len()).rev() {
+            order.swap(j, rng.random_range(0..=j));
+        }
+        check_per_group_upload(&ctx, groups, n, k, &order, seed);
+    }
 }
 
 proptest! {

@@ -10,22 +10,6 @@ use half::bf16;
 use proptest::prelude::*;
 use rand::{rngs::StdRng, SeedableRng};
 
-struct Case {
-    a: Vec<f32>,
-    b: Vec<f32>,
-    qa: QuantizedActivations<E4M3Fnuz>,
-    qb: QuantizedWeights<E4M3Fnuz>,
-}
-
-fn case(m: usize, n: usize, k: usize, seed: u64) -> Case {
-    let mut rng = StdRng::seed_from_u64(seed);
-    let a = randn_bf16(m * k, &mut rng);
-    let b = randn_bf16(n * k, &mut rng);
-    let qa = QuantizedActivations::quantize(&a, m, k).unwrap();
-    let qb = QuantizedWeights::quantize(&b, n, k).unwrap();
-    Case { a, b, qa, qb }
-}
-
 /// Runs the GEMM on the device and returns (calc_diff vs dequantized, vs unquantized).
 fn run(ctx: &Context, m: usize, n: usize, k: usize, seed: u64) -> (f64, f64) {
     let c = case(m, n, k, seed);

@@ -7,7 +7,6 @@ mod common;
 use common::*;
 use fp8gemm::config::{self, GemmDesc};
 use fp8gemm::fp8::E4M3Fnuz;
-use fp8gemm::quant::{QuantizedActivations, QuantizedWeights};
 use fp8gemm::view::OutputViewMut;
 use fp8gemm::workspace::DEFAULT_STREAM_WORKSPACE_FLOATS;
 use fp8gemm::{
@@ -15,26 +14,6 @@ use fp8gemm::{
     Error, GemmRun, Stream, Workspace,
 };
 use half::bf16;
-use rand::{rngs::StdRng, SeedableRng};
-
-struct Case {
-    m: usize,
-    n: usize,
-    k: usize,
-    a: Vec<f32>,
-    b: Vec<f32>,
-    qa: QuantizedActivations<E4M3Fnuz>,
-    qb: QuantizedWeights<E4M3Fnuz>,
-}
-
-fn case(m: usize, n: usize, k: usize, seed: u64) -> Case {
-    let mut rng = StdRng::seed_from_u64(seed);
-    let a = randn_bf16(m * k, &mut rng);
-    let b = randn_bf16(n * k, &mut rng);
-    let qa = QuantizedActivations::quantize(&a, m, k).unwrap();
-    let qb = QuantizedWeights::quantize(&b, n, k).unwrap();
-    Case { m, n, k, a, b, qa, qb }
-}
 
 impl Case {
     fn want_dequantized(&self) -> Vec<bf16> {
@@ -329,5 +308,24 @@ fn a_captured_split_k_gemm_replays_twice() {
         // alive and used by nothing else.
         unsafe { exec.launch(&stream) }.unwrap();
         assert_accurate(&format!("replay {replay}"), &c, &dd.download(&stream).unwrap());
+    }
+}
+
+/// Split-K launches of different tile counts on one stream's workspace: the counters of a launch
+/// with more tiles lie where an earlier launch with fewer tiles wrote partial sums (the counters
+/// come first, the partials right after them), so they must be re-zeroed per launch. The MoE
+/// layer's shared expert hits this at T = 128 then T = 1000 (H = 1024, I = 512).
+#[test]
+fn a_launch_with_more_tiles_after_one_with_fewer() {
+    let ctx = checked_context();
+    let stream = Stream::new(&ctx).unwrap();
+    for (m, n, k) in [(128usize, 1024usize, 1024usize), (128, 1024, 512), (1000, 1024, 1024), (1000, 1024, 512), (7, 1024, 1024)] {
+        let c = case(m, n, k, (m + n + k) as u64);
+        // Forced (64×64 tiles, 4 splits) so the scenario does not depend on whether the tuned
+        // table happens to split these shapes: 32 tiles, then 256, then 16 on one workspace.
+        let (got, r) = forced(Some((64, 64)), Some(4), || run_on(&ctx, &stream, &c));
+        let cfg = r.config.unwrap();
+        assert!(cfg.splits > 1, "{m}x{n}x{k}: expected a split-K launch, got {cfg}");
+        assert_accurate(&format!("{m}x{n}x{k} ({cfg})"), &c, &got);
     }
 }

@@ -21,9 +21,18 @@
 //! ([`CheckpointFormat`]): the experts' gate and up fused into one `[G, 2·I, H]` weight (per
 //! expert the `I` gate rows, then the `I` up rows — the `[m, 2·I]` gate ‖ up order that
 //! [`crate::silu_mul_quantize_activations`] reads) and down as `[G, H, I]`; the shared expert
-//! likewise as an [`MlpWeights`] pair for the dense GEMM. [`DeviceMoeWeights::load`] does that and
-//! uploads it with the public [`DeviceGroupedWeights::upload`] / [`DeviceWeights::upload`]
-//! (setup time: it allocates and copies synchronously).
+//! likewise as an [`MlpWeights`] pair for the dense GEMM. That stages the whole layer on the host
+//! (DeepSeek-V3: 256 experts × 44 MB ≈ 11 GB); it is meant for tests and CPU references.
+//!
+//! [`DeviceMoeWeights::load`] streams instead: it allocates the device weights once
+//! ([`DeviceGroupedWeights::alloc`]), then reads, converts and checks one expert at a time
+//! ([`Checkpoint::mlp`]) and copies it into its group ([`DeviceGroupedWeights::upload_group`])
+//! before reading the next, so host memory is O(one expert) — the same bytes on the device as
+//! [`DeviceMoeWeights::upload`] of [`Checkpoint::moe_layer`]. An engine with its own buffers can
+//! do the same with the public pieces. (Setup time: it copies on its own stream and waits.)
+//! The memory map's pages of the expert just read stay in the page cache (file-backed,
+//! reclaimable, counted in the process's RSS while mapped); the loader's own allocations are
+//! one expert.
 //!
 //! * gfx942 ([`E4M3Fnuz`]): every byte is kept except `0x80` (−0 in E4M3FN, NaN in E4M3FNUZ) →
 //!   `0x00`, and every scale is doubled (E4M3FNUZ's exponent bias is one larger, so the same bits
@@ -96,7 +105,7 @@ use crate::gemm::{check_format, DeviceWeights};
 use crate::grouped::DeviceGroupedWeights;
 use crate::moe::{MoeLayer, MoeOptions};
 use crate::quant::{blocks, e4m3fn_to_e4m3fnuz_value, GroupedQuantizedWeights, QuantizedWeights, BLOCK};
-use crate::runtime::Context;
+use crate::runtime::{Context, Stream};
 
 /// The shard index of a sharded checkpoint directory.
 pub const INDEX_FILE: &str = "model.safetensors.index.json";
@@ -175,6 +184,31 @@ impl Shard {
             Some(b) => TensorView::new(info.dtype, info.shape.clone(), b).map_err(|e| e.to_string()),
             None => Err(format!("data offsets {s}..{e} outside the file")),
         })
+    }
+}
+
+impl Shard {
+    /// Drops this process's mapping of the pages of tensor `name` (best effort; they are
+    /// re-read from the file if the tensor is read again): after a streaming load has copied an
+    /// expert to the device, its pages need not stay in the process's resident set.
+    fn release(&self, name: &str) {
+        let Some(info) = self.metadata.info(name) else { return };
+        let (s, e) = info.data_offsets;
+        let (Some(start), Some(end)) = (self.data_start.checked_add(s), self.data_start.checked_add(e)) else { return };
+        if start >= end || end > self.mmap.len() {
+            return;
+        }
+        #[cfg(unix)]
+        {
+            // SAFETY: the mapping is a read-only, shared (`MAP_SHARED`) mapping of a file that
+            // must not be modified while the `Checkpoint` lives (`Checkpoint::open`'s contract).
+            // For such a mapping MADV_DONTNEED only unmaps the pages: a later read of the range
+            // (through a borrow of `self.mmap` in this or another thread) faults the same file
+            // contents back in, so no reader can observe a change — unlike a private or
+            // anonymous mapping, where the advice would zero the pages. The range lies inside
+            // the mapping (checked above); memmap2 aligns it to pages.
+            let _ = unsafe { self.mmap.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, end - start) };
+        }
     }
 }
 
@@ -302,6 +336,20 @@ impl Checkpoint {
         lock.get().ok_or_else(|| Error::CheckpointParse { path: self.files[id].clone(), detail: "shard could not be cached".into() })
     }
 
+    /// Drops the mapping of the pages of an MLP's six tensors `<prefix>.{gate,up,down}_proj.
+    /// {weight,weight_scale_inv}` ([`Shard::release`]; best effort, shards not yet mapped are
+    /// skipped).
+    fn release_mlp(&self, prefix: &str) {
+        for linear in ["gate_proj", "up_proj", "down_proj"] {
+            for suffix in ["weight", "weight_scale_inv"] {
+                let name = format!("{prefix}.{linear}.{suffix}");
+                if let Some(shard) = self.index.get(&name).and_then(|&id| self.shards[id].get()) {
+                    shard.release(&name);
+                }
+            }
+        }
+    }
+
     /// A tensor's dtype, shape and bytes (borrowed from the memory map).
     fn tensor(&self, name: &str) -> Result<TensorView<'_>> {
         let missing = |path: &Path| Error::MissingTensor { tensor: name.to_string(), path: path.to_path_buf() };
@@ -413,10 +461,10 @@ impl Checkpoint {
             .unwrap_or(0)
     }
 
-    /// Reads MoE layer `layer`: every routed expert `0..`[`Self::num_experts`] (each must be
-    /// complete and of the same shape) fused into grouped weights, and the shared expert if the
-    /// checkpoint has one, all in format `F` (see the [module docs](self)).
-    pub fn moe_layer<F: CheckpointFormat>(&self, layer: usize) -> Result<MoeWeights<F>> {
+    /// The routed expert count of layer `layer` ([`Self::num_experts`]), after checking that the
+    /// checkpoint names all six tensors of every expert `0..count` ([`Error::MissingTensor`]
+    /// for the first one missing; also when there is no expert at all).
+    fn moe_experts(&self, layer: usize) -> Result<usize> {
         let experts = self.num_experts(layer);
         if experts == 0 {
             return Err(Error::MissingTensor { tensor: format!("{}.gate_proj.weight", expert_prefix(layer, 0)), path: self.path.clone() });
@@ -434,6 +482,29 @@ impl Checkpoint {
                 }
             }
         }
+        Ok(experts)
+    }
+
+    /// The shared expert of layer `layer` in format `F`, if the checkpoint names any tensor under
+    /// its prefix (then all six must be there, and its hidden size must be `hidden`).
+    fn shared_expert<F: CheckpointFormat>(&self, layer: usize, hidden: usize) -> Result<Option<MlpWeights<F>>> {
+        let shared_prefix = shared_expert_prefix(layer);
+        let shared_dot = format!("{shared_prefix}.");
+        if self.index.keys().any(|n| n.starts_with(&shared_dot)) {
+            Ok(Some(self.mlp::<F>(&shared_prefix, Some(hidden), None)?))
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// Reads MoE layer `layer`: every routed expert `0..`[`Self::num_experts`] (each must be
+    /// complete and of the same shape) fused into grouped weights, and the shared expert if the
+    /// checkpoint has one, all in format `F` (see the [module docs](self)).
+    ///
+    /// This stages the whole layer on the host (for DeepSeek-V3, ≈ 11 GB); to put a layer on
+    /// the device with one expert on the host at a time, use [`DeviceMoeWeights::load`].
+    pub fn moe_layer<F: CheckpointFormat>(&self, layer: usize) -> Result<MoeWeights<F>> {
+        let experts = self.moe_experts(layer)?;
         let first = self.mlp::<F>(&expert_prefix(layer, 0), None, None)?;
         let (h, i) = (first.hidden, first.intermediate);
         // The sizes are bounded by the files (safetensors checks each tensor's extent against
@@ -455,13 +526,7 @@ impl Checkpoint {
         }
         let gate_up = GroupedQuantizedWeights::from_parts(gu_data, gu_scales, experts, 2 * i, h)?;
         let down = GroupedQuantizedWeights::from_parts(d_data, d_scales, experts, h, i)?;
-        let shared_prefix = shared_expert_prefix(layer);
-        let shared_dot = format!("{shared_prefix}.");
-        let shared = if self.index.keys().any(|n| n.starts_with(&shared_dot)) {
-            Some(self.mlp::<F>(&shared_prefix, Some(h), None)?)
-        } else {
-            None
-        };
+        let shared = self.shared_expert::<F>(layer, h)?;
         Ok(MoeWeights { hidden: h, intermediate: i, gate_up, down, shared })
     }
 }
@@ -564,12 +629,52 @@ impl<F: CheckpointFormat> DeviceMoeWeights<F> {
         })
     }
 
-    /// Reads MoE layer `layer` of `ckpt` ([`Checkpoint::moe_layer`]) in format `F` and uploads it.
+    /// Reads MoE layer `layer` of `ckpt` in format `F` and puts it on the device **expert by
+    /// expert**: the grouped weights are allocated once ([`DeviceGroupedWeights::alloc`]), then
+    /// each expert is read from the memory map, converted, checked (exactly as
+    /// [`Checkpoint::moe_layer`] does) and copied into its group
+    /// ([`DeviceGroupedWeights::upload_group`]) before the next is read, so the host holds one
+    /// expert's converted weights at a time (DeepSeek-V3: ≈ 44 MB of FP8 per expert rather than
+    /// ≈ 11 GB per layer). The result is byte-for-byte what [`Self::upload`] of
+    /// [`Checkpoint::moe_layer`] gives. Setup time: returns after the copies have completed.
+    ///
     /// `F` must be the format of `ctx`'s architecture ([`E4M3Fnuz`] on gfx942, [`E4M3Fn`] on
-    /// gfx950; [`Error::Format`] otherwise, checked before anything is read).
+    /// gfx950; [`Error::Format`] otherwise, checked before anything is read). Every expert's
+    /// tensors must be named by the checkpoint ([`Error::MissingTensor`], checked before
+    /// anything is allocated); a malformed expert (shape, dtype, scale grid, an E4M3FN NaN
+    /// byte, a scale out of range) is the same typed error as in [`Checkpoint::moe_layer`],
+    /// naming its tensor (and so the expert), and frees what was allocated.
     pub fn load(ctx: &Context, ckpt: &Checkpoint, layer: usize) -> Result<Self> {
         check_format::<F>(ctx, "weights")?;
-        Self::upload(ctx, &ckpt.moe_layer::<F>(layer)?)
+        let experts = ckpt.moe_experts(layer)?;
+        // Expert 0 fixes H and I; every other expert must match them.
+        let first = ckpt.mlp::<F>(&expert_prefix(layer, 0), None, None)?;
+        let (h, i) = (first.hidden, first.intermediate);
+        let mut gate_up = DeviceGroupedWeights::alloc(ctx, experts, 2 * i, h)?;
+        let mut down = DeviceGroupedWeights::alloc(ctx, experts, h, i)?;
+        let stream = Stream::new(ctx)?;
+        let mut expert = Some(first);
+        for e in 0..experts {
+            let prefix = expert_prefix(layer, e);
+            let m = match expert.take() {
+                Some(m) => m,
+                None => ckpt.mlp::<F>(&prefix, Some(h), Some(i))?,
+            };
+            // Converted: the file's pages of this expert are not needed any more.
+            ckpt.release_mlp(&prefix);
+            // At most one expert's copy in flight: the previous expert's copy ran while this one
+            // was read and converted; wait for it before queueing this one. (`upload_group`
+            // returns once it has read `m`, but a runtime may stage a queued copy of pageable
+            // memory in a buffer of its own — the emulator does — which lives until the copy
+            // has run; without this wait the whole layer could be staged in the queue.)
+            stream.synchronize()?;
+            gate_up.upload_group(&stream, e, &m.gate_up)?;
+            down.upload_group(&stream, e, &m.down)?;
+            // `m` is dropped here.
+        }
+        let shared = ckpt.shared_expert::<F>(layer, h)?.map(|s| DeviceMlpWeights::upload(ctx, &s)).transpose()?;
+        stream.synchronize()?;
+        Ok(DeviceMoeWeights { hidden: h, intermediate: i, gate_up, down, shared })
     }
 
     /// The [`MoeLayer`] of these weights ([`MoeLayer::new`], which checks the shapes the

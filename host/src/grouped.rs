@@ -56,7 +56,7 @@ use crate::config::{self, GemmDesc};
 use crate::error::{Error, Result};
 use crate::fp8::Fp8Format;
 use crate::gemm::{check_format, check_nk, check_tensor_bytes, GemmRun};
-use crate::quant::{blocks, GroupedQuantizedWeights};
+use crate::quant::{blocks, GroupedQuantizedWeights, QuantizedWeights};
 use crate::runtime::{Context, DeviceBuffer, Stream};
 use crate::view::{ActivationsView, DeviceSlice, GroupedWeightsView, IntoOutput, OutputViewMut};
 
@@ -68,7 +68,8 @@ pub fn m_alignment_for_contiguous_layout() -> usize {
 }
 
 /// `G` experts' FP8 weights on the device: `[G, n, k]` values with `[G, ⌈n/128⌉, ⌈k/128⌉]`
-/// block scales.
+/// block scales. Filled whole ([`Self::upload`]) or expert by expert ([`Self::alloc`], then
+/// [`Self::upload_group`] per group: host staging of one expert).
 pub struct DeviceGroupedWeights<F> {
     data: DeviceBuffer<u8>,
     scales: DeviceBuffer<f32>,
@@ -80,7 +81,9 @@ pub struct DeviceGroupedWeights<F> {
 
 impl<F: Fp8Format> DeviceGroupedWeights<F> {
     /// Copies grouped quantized weights to the device after checking that their lengths match
-    /// their shape (`G·n·k` values, `G·⌈n/128⌉·⌈k/128⌉` scales).
+    /// their shape (`G·n·k` values, `G·⌈n/128⌉·⌈k/128⌉` scales); synchronous (setup time). The
+    /// whole `[G, n, k]` tensor must be on the host: to load expert by expert with one expert's
+    /// host staging, [`Self::alloc`] and [`Self::upload_group`] each group instead.
     pub fn upload(ctx: &Context, b: &GroupedQuantizedWeights<F>) -> Result<Self> {
         let values = b.groups.checked_mul(b.n).and_then(|x| x.checked_mul(b.k));
         if values != Some(b.data.len()) {
@@ -99,14 +102,66 @@ impl<F: Fp8Format> DeviceGroupedWeights<F> {
             });
         }
         crate::gemm::check_scales("b.scales", &b.scales)?;
-        Ok(DeviceGroupedWeights {
-            data: ctx.upload(crate::fp8::as_bits(&b.data))?,
-            scales: ctx.upload(&b.scales)?,
-            groups: b.groups,
-            n: b.n,
-            k: b.k,
-            _f: PhantomData,
-        })
+        let mut w = Self::alloc(ctx, b.groups, b.n, b.k)?;
+        let (per_v, per_s) = w.per_group();
+        let stream = Stream::null(ctx);
+        for g in 0..b.groups {
+            // In range: the lengths were checked above to be exactly `G` groups of each.
+            w.write_group(&stream, g, &b.data[g * per_v..(g + 1) * per_v], &b.scales[g * per_s..(g + 1) * per_s])?;
+        }
+        stream.synchronize()?;
+        Ok(w)
+    }
+
+    /// Overwrites group (expert) `g` with one expert's weights `w` (`n × k` values, `⌈n/128⌉ ×
+    /// ⌈k/128⌉` scales, the shape of every group), in order on `stream`. `w` is read (staged)
+    /// before this returns, so it may be dropped or reused at once: a layer loads expert by
+    /// expert with one expert on the host ([`crate::checkpoint::DeviceMoeWeights::load`]). Work
+    /// on other streams that reads the weights must be ordered after `stream` (an
+    /// [`crate::Event`], or `stream.synchronize()`). Not on a capturing stream
+    /// ([`Error::Capturing`]).
+    ///
+    /// Errors (nothing is written): `g ≥ G` ([`Error::Shape`], argument `g`); `w`'s shape not
+    /// `n × k` or its buffers' lengths not those of its shape ([`Error::Shape`], argument `w`,
+    /// naming `g`); a scale outside the kernels' range ([`Error::ScaleRange`], argument
+    /// `w.scales`, index within the group's scales); `stream` of another context
+    /// ([`Error::ForeignBuffer`]).
+    pub fn upload_group(&mut self, stream: &Stream, g: usize, w: &QuantizedWeights<F>) -> Result<()> {
+        if g >= self.groups {
+            return Err(Error::Shape {
+                arg: "g",
+                expected: format!("a group index in 0..{} (the weights' group count)", self.groups),
+                actual: g.to_string(),
+            });
+        }
+        if (w.n, w.k) != (self.n, self.k) {
+            return Err(Error::Shape {
+                arg: "w",
+                expected: format!("group {g} of n × k = {} × {} (the shape of every group)", self.n, self.k),
+                actual: format!("{} × {}", w.n, w.k),
+            });
+        }
+        let (per_v, per_s) = self.per_group();
+        let shape = format!("group {g}, n = {}, k = {}", self.n, self.k);
+        crate::gemm::check_len("w", "data", w.data.len(), per_v, &shape)?;
+        crate::gemm::check_len("w", "scales", w.scales.len(), per_s, &shape)?;
+        crate::gemm::check_scales("w.scales", &w.scales)?;
+        self.write_group(stream, g, &w.data, &w.scales)
+    }
+
+    /// Values and scales per group: `n · k` and `⌈n/128⌉ · ⌈k/128⌉` (no overflow: [`Self::alloc`]
+    /// checked the `G`-fold products).
+    fn per_group(&self) -> (usize, usize) {
+        (self.n * self.k, blocks(self.n) * blocks(self.k))
+    }
+
+    /// THE place where host values and scales of group `g` enter the device buffers (every
+    /// upload path goes through it, so a change of the device layout has one place to go).
+    /// The callers checked `g < G` and the lengths; the sub-ranges are bounds-checked again.
+    fn write_group(&mut self, stream: &Stream, g: usize, data: &[F], scales: &[f32]) -> Result<()> {
+        let (per_v, per_s) = self.per_group();
+        self.data.slice_mut(g * per_v..(g + 1) * per_v)?.copy_from_host(stream, crate::fp8::as_bits(data))?;
+        self.scales.slice_mut(g * per_s..(g + 1) * per_s)?.copy_from_host(stream, scales)
     }
     /// Allocates zeroed weights of `G` experts (`G · n · k` values, `G · ⌈n/128⌉ · ⌈k/128⌉`
     /// scales) on the device, to be filled there (or used as all-zero operands, e.g. to model a
