@@ -329,3 +329,23 @@ fn a_launch_with_more_tiles_after_one_with_fewer() {
         assert_accurate(&format!("{m}x{n}x{k} ({cfg})"), &c, &got);
     }
 }
+
+#[test]
+fn split_k_is_never_used_for_more_tiles_than_the_counter_region_holds() {
+    use fp8gemm_device::tile::SPLITK_MAX_TILES;
+    let ctx = checked_context();
+    let stream = Stream::new(&ctx).unwrap();
+    // 8192 × 2112 on 64 × 64 tiles: 128 · 33 = 4224 tiles > SPLITK_MAX_TILES (4096).
+    let (m, n, k) = (8192usize, 2112usize, 256usize);
+    assert!((m / 64 * n.div_ceil(64)) as u32 > SPLITK_MAX_TILES);
+    let a = DeviceActivations::<E4M3Fnuz>::alloc(&ctx, m, k).unwrap();
+    let b = DeviceWeights::<E4M3Fnuz>::alloc(&ctx, n, k).unwrap();
+    let mut d = ctx.alloc_zeroed::<bf16>(m * n).unwrap();
+    // Forced: a typed error naming the limit, nothing launched.
+    let err = forced(Some((64, 64)), Some(2), || fp8_gemm_nt(&stream, &a, &b, &mut d)).unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains("forced split-K `2`") && msg.contains("is more than 4096 output tiles of 64×64"), "{msg}");
+    // Unforced: the choice for such a problem never splits.
+    let cfg = config::get_best_config(&config::GemmDesc::dense(m as u32, n as u32, k as u32, ctx.arch())).unwrap();
+    assert_eq!(cfg.splits, 1, "{cfg}");
+}

@@ -120,8 +120,9 @@ const _: () = assert!(core::mem::size_of::<DenseGemmArgs>() == 64);
 ///
 /// Operands and requirements are those of [`DenseGemmArgs`], plus `1 ≤ splits ≤ k/128` and a
 /// workspace of at least [`crate::tile::splitk_workspace_floats`] f32 whose first
-/// [`crate::tile::splitk_counter_floats`] words (the per-tile arrival counters) are 0 when the
-/// launch starts; the kernel leaves them 0 again when it completes. The grid is 1-D with
+/// [`crate::tile::SPLITK_COUNTER_FLOATS`] words (the per-tile arrival counters) are 0 when the
+/// launch starts (a zeroed allocation); the kernel leaves them 0 again when it completes. At most
+/// [`crate::tile::SPLITK_MAX_TILES`] output tiles (a launch of more does no work). The grid is 1-D with
 /// `⌈m/BM⌉·⌈n/BN⌉·splits` workgroups (layout of the workspace and the reduction:
 /// [`crate::dense`], "Split-K").
 #[repr(C)]

@@ -342,7 +342,8 @@ pub(crate) mod imp {
         let (Some(splits), Some(tiles_m_nz)) = (NonZeroU32::new(args.splits), NonZeroU32::new(tiles_m)) else {
             return;
         };
-        if splits.get() > nkb {
+        // Neither do more tiles than the workspace has counters for (tile::SPLITK_MAX_TILES).
+        if splits.get() > nkb || tiles > tile::SPLITK_MAX_TILES {
             return;
         }
         let grid = tiles * splits.get();
@@ -372,8 +373,8 @@ pub(crate) mod imp {
             m0,
             n0,
         };
-        // Workspace: `counters` u32 arrival counters, then tiles × splits partial slots.
-        let counters = tile::splitk_counter_floats(tiles) as u32;
+        // Workspace: the fixed region of u32 arrival counters, then tiles × splits partial slots.
+        let counters = tile::SPLITK_COUNTER_FLOATS as u32;
         let ws_bytes = tile::splitk_workspace_floats(tiles, splits.get(), bm, bn) as u32 * 4;
         let rs_ws = BufferResource::new(args.ws.addr(), ws_bytes);
         let slot = bm * bn * 4;

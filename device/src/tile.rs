@@ -185,16 +185,26 @@ pub const fn split_range(j: u32, splits: u32, nkb: u32) -> (u32, u32) {
     (kb0, q + if j < r { 1 } else { 0 })
 }
 
-/// Words at the start of a split-K workspace that hold the per-tile arrival counters (one u32
-/// per output tile, rounded up to 64 words = 256 bytes so the partials stay 256-byte aligned).
-pub const fn splitk_counter_floats(tiles: u32) -> u64 {
-    (tiles as u64).div_ceil(64) * 64
-}
+/// Most output tiles a split-K launch may have: the size of the workspace's fixed counter region
+/// ([`SPLITK_COUNTER_FLOATS`]). Split-K pays off only for launches of fewer tiles than the GPU
+/// has CUs (a few hundred); the host never chooses, and rejects when forced, a split-K launch
+/// of more tiles, and the kernels do no work for one.
+pub const SPLITK_MAX_TILES: u32 = 4096;
+
+/// Words at the start of every split-K workspace that hold the per-tile arrival counters (one
+/// u32 per output tile, [`SPLITK_MAX_TILES`] of them = 16 KiB). The region is the same for
+/// every launch, whatever its tile count: partial sums (which start after it) therefore never
+/// overwrite a counter, so the counters that every launch leaves at 0 are 0 for the next launch
+/// on the same workspace with no clearing in between (a layout whose counter region grew with
+/// the tile count let an earlier launch's partials sit where a later, larger launch kept its
+/// counters).
+pub const SPLITK_COUNTER_FLOATS: u64 = SPLITK_MAX_TILES as u64;
 
 /// f32 elements of workspace a split-K launch of `tiles` output tiles of `bm × bn` with
-/// `splits` splits needs: the counters, then one `bm × bn` FP32 partial tile per (tile, split).
+/// `splits` splits needs: the counter region, then one `bm × bn` FP32 partial tile per
+/// (tile, split).
 pub const fn splitk_workspace_floats(tiles: u32, splits: u32, bm: u32, bn: u32) -> u64 {
-    splitk_counter_floats(tiles) + tiles as u64 * splits as u64 * bm as u64 * bn as u64
+    SPLITK_COUNTER_FLOATS + tiles as u64 * splits as u64 * bm as u64 * bn as u64
 }
 
 /// Row alignment of every group in the m-grouped contiguous layout (DeepGEMM's
@@ -417,8 +427,10 @@ mod tests {
             }
         }
         assert_eq!(split_range(2, 4, 10), (6, 2));
-        assert_eq!(splitk_counter_floats(33), 64);
-        assert_eq!(splitk_workspace_floats(33, 8, 64, 64), 64 + 33 * 8 * 4096);
+        assert_eq!(SPLITK_COUNTER_FLOATS, 4096);
+        assert_eq!(splitk_workspace_floats(33, 8, 64, 64), 4096 + 33 * 8 * 4096);
+        // Partials start 256-byte aligned.
+        assert_eq!(SPLITK_COUNTER_FLOATS * 4 % 256, 0);
     }
 
     #[test]

@@ -714,7 +714,11 @@ pub fn get_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(Gemm
     let spec = arch_spec(desc.arch);
     let cands = candidates(desc.arch, desc.kind)?;
     let nkb = desc.k / tile::SCALE_BLOCK_K;
-    let splits = split_candidates(desc.arch, desc.kind, nkb)?;
+    // Split-K launches have at most `SPLITK_MAX_TILES` output tiles (the workspace's fixed
+    // counter region); larger problems never split.
+    let tiles_fit = |c: &Candidate| u64::from(c.tile.grid(desc.m, desc.n)) <= u64::from(tile::SPLITK_MAX_TILES);
+    let all_splits = split_candidates(desc.arch, desc.kind, nkb)?;
+    let splits: Vec<Candidate> = all_splits.iter().copied().filter(tiles_fit).collect();
     let make = |c: &Candidate| -> Result<GemmConfig, ConfigError> {
         let (grid, _) = grid_and_work(c, desc)?;
         Ok(GemmConfig {
@@ -754,21 +758,32 @@ pub fn get_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(Gemm
         let pool: Vec<Candidate> = if s == 1 {
             cands.to_vec()
         } else {
-            if splits.is_empty() {
+            if desc.kind != GemmKind::Dense {
                 return Err(ConfigError::ForcedSplit { splits: s.to_string(), expected: format!("1 (no split-K kernel for the {} layout)", desc.kind) });
             }
             if s > nkb.min(MAX_SPLITS) {
                 return Err(ConfigError::ForcedSplit { splits: s.to_string(), expected: format!("at most {} (k/128 = {nkb} blocks, MAX_SPLITS = {MAX_SPLITS})", nkb.min(MAX_SPLITS)) });
             }
-            splits.iter().filter(|c| c.splits == s).copied().collect()
+            all_splits.iter().filter(|c| c.splits == s).copied().collect()
+        };
+        let too_many = |c: &Candidate| ConfigError::ForcedSplit {
+            splits: s.to_string(),
+            expected: format!("1 ({}×{} is more than {} output tiles of {}×{})", desc.m, desc.n, tile::SPLITK_MAX_TILES, c.tile.block_m, c.tile.block_n),
         };
         let c = match forced_t {
             Some((bm, bn)) => *pool
                 .iter()
                 .find(|c| (c.tile.block_m, c.tile.block_n) == (bm, bn))
                 .ok_or_else(|| ConfigError::ForcedTile { tile: format!("{bm}x{bn}"), available: tile_names })?,
+            None if s > 1 => match model_best(&mut pool.iter().filter(|c| tiles_fit(c)))? {
+                Some((_, c)) => c,
+                None => return Err(too_many(&pool[0])),
+            },
             None => model_best(&mut pool.iter())?.ok_or_else(no_kernel)?.1,
         };
+        if s > 1 && !tiles_fit(&c) {
+            return Err(too_many(&c));
+        }
         (c, Choice::Forced)
     } else {
         let table = tuned(desc.arch)?;

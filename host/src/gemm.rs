@@ -368,24 +368,17 @@ fn dense<'a, F: Fp8Format>(
         let spec = config::dense_splitk_kernel_spec(&cfg)
             .ok_or_else(|| Error::Unsupported(format!("configuration {cfg} has no dense split-K kernel")))?;
         let args = DenseSplitKArgs { a: a_ptr, b: b_ptr, sfa, sfb, d: d_ptr, ws: GlobalPtr::new(ws_ptr), m, n, k, lda, ldd, splits: cfg.splits };
-        // The arrival counters (the first `splitk_counter_floats(tiles)` words) must be 0 at
-        // launch. A launch re-arms the counters it used, but its partials start right after
-        // them, so an earlier launch with fewer tiles leaves partial sums where a later launch
-        // with more tiles keeps counters: zero this launch's counter words first, in stream
-        // order (a capture-safe memset of at most a few KiB).
-        let counters = tile::splitk_counter_floats(cfg.tiles()) as usize;
-        {
-            let _g = ctx.enter()?;
-            // SAFETY: `ws_ptr` addresses at least `needed` ≥ `counters` f32 (checked above), kept
-            // live as for the launch below.
-            unsafe { ctx.api().memset_async(ws_ptr, 0, counters * size_of::<f32>(), stream.handle()) }
-                .map_err(|c| ctx.err("hipMemsetAsync", c))?;
+        if cfg.tiles() > tile::SPLITK_MAX_TILES {
+            // The config choice never makes one; a forced split is rejected there too.
+            return Err(Error::Unsupported(format!("configuration {cfg}: split-K launches have at most {} output tiles", tile::SPLITK_MAX_TILES)));
         }
         // SAFETY: as for the non-split launch below, plus the workspace: `ws_ptr` addresses at
         // least `needed` = tile::splitk_workspace_floats(…) f32 (checked above) that the source
         // keeps live — the stream owns its workspace; an explicit one is borrowed mutably for
         // the call and, by this function's contract, not used by another launch until this one
-        // completes. Its counters are 0 at launch (zeroed just above, in stream order).
+        // completes. Its counters are 0 at launch: they live in the fixed region at its start
+        // (tile::SPLITK_COUNTER_FLOATS, no partial sum is ever written there), are 0 when the
+        // workspace is allocated (zeroed), and every completed split-K launch re-arms them.
         unsafe { stream.launch(spec, [cfg.grid, 1, 1], cfg.lds_bytes, &args)? };
         return Ok(GemmRun { config: Some(cfg), workspace_limit });
     }

@@ -20,10 +20,13 @@
 //!
 //! For a config of `T` output tiles of `BM × BN` and `s` splits
 //! ([`crate::config::GemmConfig::workspace_floats`], [`fp8gemm_device::tile::splitk_workspace_floats`]):
-//! `⌈T/64⌉·64` u32 arrival counters, then `T · s` partial tiles of `BM · BN` f32. The counters
-//! must be 0 when a launch starts; [`Workspace::new`] allocates zeroed memory and every launch
-//! leaves them 0 (a launch that faults midway can leave them set: allocate a new workspace
-//! after a launch error).
+//! a fixed region of [`SPLITK_MAX_TILES`](fp8gemm_device::tile::SPLITK_MAX_TILES) u32 arrival
+//! counters (16 KiB, the same for every launch), then `T · s` partial tiles of `BM · BN` f32
+//! (`T ≤ SPLITK_MAX_TILES`: larger problems never split). The counters must be 0 when a launch
+//! starts; [`Workspace::new`] allocates zeroed memory, every launch leaves them 0, and no
+//! launch writes partial sums into the counter region, so consecutive launches of any sizes
+//! share one workspace without clearing it (a launch that faults midway can leave counters
+//! set: allocate a new workspace after a launch error).
 //!
 //! # Where the workspace comes from (the decision)
 //!
