@@ -67,7 +67,9 @@
 //! through global memory: with global atomics (split-K's tile counter decides which workgroup
 //! reduces), the workgroups are run one at a time in dispatch order, so the last-dispatched
 //! workgroup of a tile is the one that reduces, on every run (about half the functional speed
-//! on two cores, for those launches only).
+//! on two cores, for those launches only). Under [`Scope::OneXcd`] such a launch still runs
+//! every workgroup functionally (all XCDs, in the device's dispatch order) and replays XCD 0's,
+//! so XCD 0 does its share of the reductions even when a tile's splits straddle XCDs.
 //!
 //! # Parameters
 //! See [`Machine`]: every field names its source or says *fitted*. The fitted ones were set by
@@ -311,7 +313,14 @@ pub fn simulate(co: &CodeObject, kernel: &Kernel, cfg: &LaunchConfig, mem: &Devi
         Scope::Full => ((0..xcds).map(|x| (x..n).step_by(xcds as usize).collect()).collect(), 1.0),
         Scope::OneXcd => (vec![(0..n).step_by(xcds as usize).collect()], 1.0 / xcds as f64),
     };
-    let order: Vec<u64> = {
+    // The workgroups whose traces the simulator replays.
+    let simulated = |id: u64| opts.scope == Scope::Full || id % xcds == 0;
+    let order: Vec<u64> = if sequential && opts.scope == Scope::OneXcd {
+        // Coupled workgroups (see below) must all run functionally, or a split-K tile whose
+        // splits straddle XCDs would never be reduced on XCD 0: run the whole grid in the
+        // device's dispatch order (round-robin over the XCDs) and keep XCD 0's traces.
+        (0..n).collect()
+    } else {
         // Dispatch order across XCDs: interleaved by position in each queue.
         let mut v = Vec::with_capacity(n as usize);
         let longest = queues.iter().map(VecDeque::len).max().unwrap_or(0);
@@ -331,8 +340,9 @@ pub fn simulate(co: &CodeObject, kernel: &Kernel, cfg: &LaunchConfig, mem: &Devi
     let mut mfma_flops = 0u64;
     let mut counts = vec![0u64; program.insts.len()];
     let mut provider = |id: u64| -> Result<Vec<exec::trace::WaveTrace>, LaunchError> {
-        if !ready.contains_key(&id) {
-            // Trace the next batch in dispatch order (which contains `id`: dispatch follows it).
+        while !ready.contains_key(&id) && next < order.len() {
+            // Trace the next batch in dispatch order (dispatch follows it, so `id` is in this
+            // batch or, when other XCDs' workgroups only run functionally, a later one).
             let end = (next + batch).min(order.len());
             let ids = &order[next..end];
             next = end;
@@ -348,7 +358,7 @@ pub fn simulate(co: &CodeObject, kernel: &Kernel, cfg: &LaunchConfig, mem: &Devi
             } else {
                 prep.run_traced(ids, opts.skip_mfma_math)?
             };
-            for (wg, run) in ids.iter().zip(runs) {
+            for (wg, run) in ids.iter().zip(runs).filter(|(wg, _)| simulated(**wg)) {
                 for (c, x) in counts.iter_mut().zip(&run.counts) {
                     *c += x;
                 }
