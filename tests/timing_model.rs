@@ -53,8 +53,7 @@ fn dense_timing_is_deterministic_and_independent_of_mfma_math() {
     let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let (m, n, k) = (300, 512, 1024);
     let mi = &Machine::MI300X;
-    // The unsplit kernels (the model would split this shape; split-K is timed below: which
-    // workgroup of a tile reduces depends on the parallel functional execution order).
+    // The unsplit kernels (the model would split this shape; split-K is timed below).
     fp8gemm::config::force_split(Some(1));
     let (r, tile) = dense_runs(m, n, k, &[(mi, opts(Scope::Full, false)), (mi, opts(Scope::Full, true)), (mi, opts(Scope::Full, true))]);
     fp8gemm::config::force_split(None);
@@ -122,8 +121,9 @@ fn more_bandwidth_never_makes_a_memory_bound_launch_slower() {
 #[test]
 fn one_xcd_scope_stays_close_to_the_full_simulation() {
     let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    // Mid-size shapes with several workgroups per XCD.
-    for (m, n, k) in [(1024, 2048, 1024), (512, 4096, 2048)] {
+    // Mid-size shapes with several workgroups per XCD, and a split-K launch (64×2112×7168,
+    // the config table's split) whose tiles' splits straddle XCDs.
+    for (m, n, k) in [(1024, 2048, 1024), (512, 4096, 2048), (64, 2112, 7168)] {
         let (r, _) = dense_runs(m, n, k, &[(&Machine::MI300X, opts(Scope::Full, true)), (&Machine::MI300X, opts(Scope::OneXcd, true))]);
         let (full, one) = (&r[0], &r[1]);
         let err = one.seconds / full.seconds - 1.0;
