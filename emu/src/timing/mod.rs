@@ -37,8 +37,15 @@
 //!      `lines · 128 B / ta_bytes_per_clk` cycles (at least one issue interval); each line
 //!      looks up the CU's 32 KiB L1 (LRU), the XCD's 4 MiB 16-way L2 (LRU), the device's
 //!      256 MiB MALL (first touch, FIFO), then HBM; the L2 (per XCD), the XCD's fabric link,
-//!      the MALL and HBM are bandwidth servers (FIFO, bytes per cycle), each level adds its
-//!      latency; stores are acknowledged by the L2 and their bytes charged to HBM (write-back);
+//!      the MALL and HBM are bandwidth servers (bytes per cycle, with a capacity calendar so a
+//!      request is served in order of arrival rather than of issue, `timing/server.rs`), each
+//!      level adds its latency; stores are acknowledged by the L2 and their bytes charged to
+//!      HBM (write-back). Cache sets are indexed by an XOR fold of the line number's bits; AMD
+//!      documents the L2 as 4 MiB, 16-way, 16 channels of 256 KiB (CDNA3 white paper, as quoted
+//!      in Fluid Numerics' "Working with the MI300A System") but not its set/channel hash, so the
+//!      fold is a neutral choice, and the L2's 16 channels are one aggregate server (a hash
+//!      spreads a stream's lines evenly over them). Moving a launch's buffers by 4 KiB, 1 MiB or
+//!      32 MiB moved its modelled time by ≤ 0.5 % (`tests/timing_model.rs` asserts < 2 %);
 //!    * **launch**: a fixed [`Machine::launch_overhead_s`] is added to the simulated time.
 //! 3. The report ([`TimingReport`]) gives the modelled time, TFLOPS, HBM traffic and GB/s,
 //!    per-pipe busy fractions, the wave stall breakdown by reason and the most stalled
@@ -48,11 +55,25 @@
 //! [`Scope::Full`] simulates every workgroup on all XCDs. [`Scope::OneXcd`] simulates only
 //! XCD 0's workgroups (`i mod 8 = 0`) with the MALL and HBM scaled to one eighth: the XCDs are
 //! symmetric under round-robin dispatch, so this is 8× cheaper; its error against the full
-//! simulation is measured by the tests (`emu/tests/timing.rs`). Functional execution dominates
+//! simulation is measured by the tests (`tests/timing_model.rs`: ≤ 1.5 % on the shapes there,
+//! split-K included). One known bias: XCD 0 alone cannot hit in the MALL on lines another
+//! XCD brought in, so the one-XCD scope reports up to 8× the full scope's HBM bytes for
+//! operands all XCDs share (4096×2112×7168: 282 vs 63 MB); its time moves only when HBM
+//! bandwidth binds. Functional execution dominates
 //! the cost; [`SimOptions::skip_mfma_math`] skips computing MFMA results (the output is then
 //! garbage), valid for kernels whose control flow and addresses do not depend on MFMA results
 //! — the tests check that the traces are identical with and without it for every kernel family
 //! we time.
+//!
+//! # Determinism
+//! The model is deterministic for a given launch and buffer placement. The functional run of a
+//! batch executes its workgroups in parallel, which is harmless unless workgroups communicate
+//! through global memory: with global atomics (split-K's tile counter decides which workgroup
+//! reduces), the workgroups are run one at a time in dispatch order, so the last-dispatched
+//! workgroup of a tile is the one that reduces, on every run (about half the functional speed
+//! on two cores, for those launches only). Under [`Scope::OneXcd`] such a launch still runs
+//! every workgroup functionally (all XCDs, in the device's dispatch order) and replays XCD 0's,
+//! so XCD 0 does its share of the reductions even when a tile's splits straddle XCDs.
 //!
 //! # Parameters
 //! See [`Machine`]: every field names its source or says *fitted*. The fitted ones were set by
@@ -69,6 +90,7 @@ pub mod bound;
 mod cache;
 pub mod calibrate;
 mod machine;
+mod server;
 mod sim;
 
 use std::collections::{HashMap, VecDeque};
@@ -284,6 +306,10 @@ pub fn simulate(co: &CodeObject, kernel: &Kernel, cfg: &LaunchConfig, mem: &Devi
     let program = prep.program.clone();
     let statics: Vec<sim::Static> =
         program.insts.iter().zip(&prep.plan.info).map(|(r, info)| sim::Static::of(r.as_ref().ok(), info, machine)).collect();
+    // Global (buffer/flat/global) atomics couple workgroups: see the trace provider below.
+    let sequential = program.insts.iter().zip(&prep.plan.info).any(|(r, info)| {
+        info.mem == crate::exec::checks::Mem::Vm && r.as_ref().is_ok_and(|i| i.op.name().contains("atomic"))
+    });
     let resources = crate::timing::bound::Resources::of(kernel, cfg.block, cfg.dynamic_lds_bytes);
     let n = prep.workgroups();
     let xcds = machine.xcds as u64;
@@ -291,7 +317,14 @@ pub fn simulate(co: &CodeObject, kernel: &Kernel, cfg: &LaunchConfig, mem: &Devi
         Scope::Full => ((0..xcds).map(|x| (x..n).step_by(xcds as usize).collect()).collect(), 1.0),
         Scope::OneXcd => (vec![(0..n).step_by(xcds as usize).collect()], 1.0 / xcds as f64),
     };
-    let order: Vec<u64> = {
+    // The workgroups whose traces the simulator replays.
+    let simulated = |id: u64| opts.scope == Scope::Full || id.is_multiple_of(xcds);
+    let order: Vec<u64> = if sequential && opts.scope == Scope::OneXcd {
+        // Coupled workgroups (see below) must all run functionally, or a split-K tile whose
+        // splits straddle XCDs would never be reduced on XCD 0: run the whole grid in the
+        // device's dispatch order (round-robin over the XCDs) and keep XCD 0's traces.
+        (0..n).collect()
+    } else {
         // Dispatch order across XCDs: interleaved by position in each queue.
         let mut v = Vec::with_capacity(n as usize);
         let longest = queues.iter().map(VecDeque::len).max().unwrap_or(0);
@@ -311,12 +344,25 @@ pub fn simulate(co: &CodeObject, kernel: &Kernel, cfg: &LaunchConfig, mem: &Devi
     let mut mfma_flops = 0u64;
     let mut counts = vec![0u64; program.insts.len()];
     let mut provider = |id: u64| -> Result<Vec<exec::trace::WaveTrace>, LaunchError> {
-        if !ready.contains_key(&id) {
-            // Trace the next batch in dispatch order (which contains `id`: dispatch follows it).
+        while !ready.contains_key(&id) && next < order.len() {
+            // Trace the next batch in dispatch order (dispatch follows it, so `id` is in this
+            // batch or, when other XCDs' workgroups only run functionally, a later one).
             let end = (next + batch).min(order.len());
             let ids = &order[next..end];
             next = end;
-            for (wg, run) in ids.iter().zip(prep.run_traced(ids, opts.skip_mfma_math)?) {
+            // With global atomics one workgroup's path can depend on another's (split-K: the
+            // last of a tile to bump its counter reduces). Run those workgroups one at a time in
+            // dispatch order so the traces, and the modelled time, are the same on every run.
+            let runs = if sequential {
+                let mut v = Vec::with_capacity(ids.len());
+                for id in ids {
+                    v.extend(prep.run_traced(std::slice::from_ref(id), opts.skip_mfma_math)?);
+                }
+                v
+            } else {
+                prep.run_traced(ids, opts.skip_mfma_math)?
+            };
+            for (wg, run) in ids.iter().zip(runs).filter(|(wg, _)| simulated(**wg)) {
                 for (c, x) in counts.iter_mut().zip(&run.counts) {
                     *c += x;
                 }

@@ -5,6 +5,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
 use super::cache::{Fifo, SetAssoc};
+use super::server::Server;
 use super::{Machine, Stall};
 use crate::decode::{Inst, Op};
 use crate::exec::checks::{InstInfo, Mem, Range};
@@ -179,15 +180,13 @@ pub(crate) struct Sim<'a> {
     dispatch_free: Vec<u64>,
     l2: Vec<SetAssoc>,
     mall: Fifo,
-    l2_free: Vec<f64>,
-    fab_free: Vec<f64>,
-    mall_free: f64,
-    hbm_free: f64,
-    /// Bytes per cycle of the shared MALL / HBM servers (scaled to the simulated share).
-    mall_bpc: f64,
-    hbm_bpc: f64,
-    /// Fabric link bytes per cycle per XCD, MALL and HBM latencies in cycles.
-    fab_bpc: f64,
+    /// Bandwidth servers: L2 and fabric link per XCD, the shared MALL and HBM (the shared
+    /// ones scaled to the simulated share).
+    l2_bw: Vec<Server>,
+    fab: Vec<Server>,
+    mall_bw: Server,
+    hbm: Server,
+    /// MALL and HBM latencies in cycles.
     mall_lat: f64,
     hbm_lat: f64,
     slots_per_cu: u32,
@@ -223,13 +222,10 @@ impl<'a> Sim<'a> {
             queues,
             l2: (0..xcds).map(|_| SetAssoc::new(u64::from(m.l2_bytes), m.l2_ways)).collect(),
             mall: Fifo::new((m.mall_bytes as f64 * share) as u64),
-            l2_free: vec![0.0; xcds],
-            fab_free: vec![0.0; xcds],
-            mall_free: 0.0,
-            hbm_free: 0.0,
-            mall_bpc: m.mall_bytes_per_s / clock * share,
-            hbm_bpc: m.hbm_bytes_per_s * m.hbm_efficiency / clock * share,
-            fab_bpc: m.fabric_bytes_per_s / clock,
+            l2_bw: (0..xcds).map(|_| Server::new(m.l2_bytes_per_clk)).collect(),
+            fab: (0..xcds).map(|_| Server::new(m.fabric_bytes_per_s / clock)).collect(),
+            mall_bw: Server::new(m.mall_bytes_per_s / clock * share),
+            hbm: Server::new(m.hbm_bytes_per_s * m.hbm_efficiency / clock * share),
             mall_lat: m.mall_latency_ns * 1e-9 * clock,
             hbm_lat: m.hbm_latency_ns * 1e-9 * clock,
             slots_per_cu: workgroups_per_cu(m, r),
@@ -652,25 +648,21 @@ impl<'a> Sim<'a> {
         if !store && self.cus[cu].l1.access(line) {
             return t + lat_l1;
         }
-        let s = t.max(self.l2_free[xcd]);
-        self.l2_free[xcd] = s + 128.0 / m.l2_bytes_per_clk;
+        let s = self.l2_bw[xcd].serve(t, 128.0);
         self.stats.l2_bytes += 128.0;
         let hit = self.l2[xcd].access(line);
         let lat_l2 = lat_l1 + f64::from(m.l2_latency);
         if hit {
             return s + lat_l2;
         }
-        let f = s.max(self.fab_free[xcd]);
-        self.fab_free[xcd] = f + 128.0 / self.fab_bpc;
+        let f = self.fab[xcd].serve(s, 128.0);
         self.stats.fabric_bytes += 128.0;
-        let ms = f.max(self.mall_free);
-        self.mall_free = ms + 128.0 / self.mall_bpc;
+        let ms = self.mall_bw.serve(f, 128.0);
         let mall_hit = self.mall.access(line);
         if store {
             // Write-back: the line's bytes reach HBM eventually; charge the bandwidth now, the
             // store is acknowledged by the L2.
-            let h = ms.max(self.hbm_free);
-            self.hbm_free = h + 128.0 / self.hbm_bpc;
+            self.hbm.serve(ms, 128.0);
             self.stats.hbm_bytes += 128.0;
             return s + lat_l2;
         }
@@ -678,8 +670,7 @@ impl<'a> Sim<'a> {
         if mall_hit {
             return ms + lat_mall;
         }
-        let h = ms.max(self.hbm_free);
-        self.hbm_free = h + 128.0 / self.hbm_bpc;
+        let h = self.hbm.serve(ms, 128.0);
         self.stats.hbm_bytes += 128.0;
         h + lat_mall + self.hbm_lat
     }
