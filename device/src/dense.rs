@@ -89,11 +89,11 @@
 //! Splitting changes the FP32 summation order (per-split partial sums, then their sum), so a
 //! split result is not bit-identical to the unsplit one; it is within the same accuracy.
 //!
-//! Timing model caveats: the model runs a batch of workgroups functionally in parallel, so
-//! which workgroup of a tile reduces (and so the modelled time, by well under 3 %) may vary
-//! between runs; `--scope xcd` simulates only XCD 0's workgroups, so tiles whose splits
-//! straddle an XCD boundary are never reduced there — profile split-K launches with
-//! `--scope full` (64×2112×7168: 23.9 µs one-XCD vs 27.5 µs full).
+//! Timing model: a launch whose code contains global atomics (these kernels) runs its
+//! workgroups functionally one at a time in dispatch order under the timing model, so the
+//! last-dispatched split of a tile reduces and the modelled time is identical run to run; with
+//! `--scope xcd` the whole grid runs functionally and XCD 0's workgroups are replayed (see
+//! `amdgpu_emu::timing`).
 //!
 //! The main loop is one generic function, `imp::tile_gemm`, over an `imp::TileJob` (buffer
 //! resources of one problem's operands, their row strides, the tile origin and the range of

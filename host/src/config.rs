@@ -403,7 +403,8 @@ pub const MAX_SPLITS: u32 = 32;
 /// workgroups: the partial stores draining (`s_waitcnt vmcnt(0)`), the barrier, the counter
 /// atomic's round trip to the L2 and the LDS broadcast. Fitted by hand to one timing-model
 /// run (not a measurement): 64×2112×1024 on 64×64 tiles, 8 splits of one block each, took
-/// 2.9 µs (≈ 3800 cycles at the model's 1.3 GHz) more than the unsplit kernel with the same
+/// 2.9 µs (≈ 3800 cycles at the model's clock then, 1.3 GHz; not re-fitted after the 1.2 GHz
+/// re-fit, which changes the µs but little of the cycle count) more than the unsplit kernel with the same
 /// K per workgroup and the same workgroup count (64×16896×128), of which the reduction of
 /// 8 × 16 KiB at [`SPLITK_REDUCE_BYTES_PER_CYCLE`] is ≈ 2000.
 const SPLITK_FIXED_CYCLES: f64 = 2000.0;
