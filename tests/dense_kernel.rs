@@ -297,6 +297,18 @@ fn main_loop(co: &CodeObject, name: &str) -> Vec<amdgpu_emu::decode::Inst> {
     insts.into_iter().filter(|(pc, _)| (start..=end).contains(pc)).map(|(_, i)| i).collect()
 }
 
+/// The goals every GEMM kernel meets (no spills, no scratch, all LDS dynamic, launch bound
+/// 256); returns its registers (VGPRs rounded to the allocation granule + AGPRs) and the waves
+/// per SIMD they allow.
+fn common_resource_goals(what: &str, m: &amdgpu_emu::loader::KernelMeta) -> (u32, u32) {
+    assert_eq!((m.vgpr_spill_count, m.sgpr_spill_count), (0, 0), "{what}: spills");
+    assert_eq!(m.private_segment_fixed_size, 0, "{what}: scratch");
+    assert_eq!(m.group_segment_fixed_size, 0, "{what}: all LDS is dynamic");
+    assert_eq!(m.max_flat_workgroup_size, THREADS, "{what}");
+    let regs = m.vgpr_count.div_ceil(4) * 4 + m.agpr_count;
+    (regs, (512 / (regs.div_ceil(8) * 8)).min(8))
+}
+
 #[test]
 fn splitk_kernels_meet_the_resource_goals() {
     // The split-K kernels (the dense main loop plus the partial store and the reduction): no
@@ -307,14 +319,8 @@ fn splitk_kernels_meet_the_resource_goals() {
         let co = CodeObject::parse(bytes).expect("code object parses");
         for tile in fp8gemm_device::tile::DENSE_SPLITK_TILES {
             let k = co.kernel(tile.name).unwrap_or_else(|| panic!("{arch}: {} missing", tile.name));
-            let m = &k.meta;
             let what = format!("{arch} {}", tile.name);
-            assert_eq!((m.vgpr_spill_count, m.sgpr_spill_count), (0, 0), "{what}: spills");
-            assert_eq!(m.private_segment_fixed_size, 0, "{what}: scratch");
-            assert_eq!(m.group_segment_fixed_size, 0, "{what}: all LDS is dynamic");
-            assert_eq!(m.max_flat_workgroup_size, THREADS, "{what}");
-            let regs = m.vgpr_count.div_ceil(4) * 4 + m.agpr_count;
-            let waves = (512 / (regs.div_ceil(8) * 8)).min(8);
+            let (regs, waves) = common_resource_goals(&what, &k.meta);
             let wgs_by_lds = 64 * 1024 / tile.lds_bytes();
             assert!(waves >= wgs_by_lds, "{what}: {regs} registers → {waves} waves/SIMD < {wgs_by_lds} workgroups by LDS");
             // The main loop (decoded by the gfx942 emulator's decoder: the gfx950 object may use
@@ -338,14 +344,8 @@ fn dense_kernels_meet_the_resource_goals() {
         let co = CodeObject::parse(bytes).expect("code object parses");
         for tile in DENSE_TILES {
             let k = co.kernel(tile.name).unwrap_or_else(|| panic!("{arch}: {} missing", tile.name));
-            let m = &k.meta;
-            let what = format!("{arch} {}", tile.name);
-            assert_eq!((m.vgpr_spill_count, m.sgpr_spill_count), (0, 0), "{what}: spills");
-            assert_eq!(m.private_segment_fixed_size, 0, "{what}: scratch");
-            assert_eq!(m.group_segment_fixed_size, 0, "{what}: all LDS is dynamic");
-            assert_eq!(m.max_flat_workgroup_size, THREADS, "{what}");
-            let regs = m.vgpr_count.div_ceil(4) * 4 + m.agpr_count;
-            let waves = (512 / (regs.div_ceil(8) * 8)).min(8);
+            let (m, what) = (&k.meta, format!("{arch} {}", tile.name));
+            let (regs, waves) = common_resource_goals(&what, m);
             assert!(waves >= 2, "{what}: {regs} registers → {waves} waves/SIMD");
             let body = main_loop(&co, tile.name);
             let mfma: Vec<_> = body.iter().filter(|i| amdgpu_emu::decode::is_mai(i.op)).collect();

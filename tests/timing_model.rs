@@ -22,17 +22,20 @@ fn opts(scope: Scope, skip: bool) -> SimOptions {
     SimOptions { scope, skip_mfma_math: skip, checks: Checks::default(), top: 5 }
 }
 
-/// One dense GEMM of the library, launched once per entry of `runs` (same buffers, so the same
-/// addresses), each modelled on its machine; returns the reports and the config's tile.
-fn dense_runs(m: usize, n: usize, k: usize, runs: &[(&Machine, SimOptions)]) -> (Vec<Arc<TimingReport>>, (usize, usize)) {
-    let ctx = Context::new().expect("context");
+/// Deterministic quantized operands of an `m × n × k` dense GEMM on `ctx`, and a zeroed D.
+fn operands(ctx: &Context, m: usize, n: usize, k: usize) -> (DeviceActivations<E4M3Fnuz>, DeviceWeights<E4M3Fnuz>, fp8gemm::DeviceBuffer<bf16>) {
     let a: Vec<f32> = (0..m * k).map(|i| ((i * 7919 % 1000) as f32 - 500.0) / 250.0).collect();
     let b: Vec<f32> = (0..n * k).map(|i| ((i * 104729 % 997) as f32 - 498.0) / 250.0).collect();
     let qa = QuantizedActivations::<E4M3Fnuz>::quantize(&a, m, k).unwrap();
     let qb = QuantizedWeights::<E4M3Fnuz>::quantize(&b, n, k).unwrap();
-    let da = DeviceActivations::upload(&ctx, &qa).unwrap();
-    let db = DeviceWeights::upload(&ctx, &qb).unwrap();
-    let mut d = ctx.alloc_zeroed::<bf16>(m * n).unwrap();
+    (DeviceActivations::upload(ctx, &qa).unwrap(), DeviceWeights::upload(ctx, &qb).unwrap(), ctx.alloc_zeroed::<bf16>(m * n).unwrap())
+}
+
+/// One dense GEMM of the library, launched once per entry of `runs` (same buffers, so the same
+/// addresses), each modelled on its machine; returns the reports and the config's tile.
+fn dense_runs(m: usize, n: usize, k: usize, runs: &[(&Machine, SimOptions)]) -> (Vec<Arc<TimingReport>>, (usize, usize)) {
+    let ctx = Context::new().expect("context");
+    let (da, db, mut d) = operands(&ctx, m, n, k);
     let stream = Stream::new(&ctx).unwrap();
     let mut out = Vec::new();
     let mut tile = (0, 0);
@@ -190,13 +193,7 @@ fn calibration_table() {
 fn dense_shifted(m: usize, n: usize, k: usize, pad: usize, machine: &Machine, o: &SimOptions) -> Arc<TimingReport> {
     let ctx = Context::new().expect("context");
     let _pad = (pad > 0).then(|| ctx.alloc_zeroed::<u8>(pad).expect("padding allocation"));
-    let a: Vec<f32> = (0..m * k).map(|i| ((i * 7919 % 1000) as f32 - 500.0) / 250.0).collect();
-    let b: Vec<f32> = (0..n * k).map(|i| ((i * 104729 % 997) as f32 - 498.0) / 250.0).collect();
-    let qa = QuantizedActivations::<E4M3Fnuz>::quantize(&a, m, k).unwrap();
-    let qb = QuantizedWeights::<E4M3Fnuz>::quantize(&b, n, k).unwrap();
-    let da = DeviceActivations::upload(&ctx, &qa).unwrap();
-    let db = DeviceWeights::upload(&ctx, &qb).unwrap();
-    let mut d = ctx.alloc_zeroed::<bf16>(m * n).unwrap();
+    let (da, db, mut d) = operands(&ctx, m, n, k);
     let stream = Stream::new(&ctx).unwrap();
     emu::set_timing(Some(TimingMode { machine: machine.clone(), options: o.clone() }));
     let run = fp8_gemm_nt(&stream, &da, &db, &mut d).and_then(|r| stream.synchronize().map(|()| r));
