@@ -17,10 +17,9 @@ use amdgpu_emu::hip::{self as emu, TimingMode};
 use amdgpu_emu::timing::{Machine, Scope, SimOptions, TimingReport};
 use fp8gemm::codeobj::Arch;
 use fp8gemm::config::{self, GemmDesc};
-use fp8gemm::fp8::E4M3Fnuz;
-use fp8gemm::grouped::upload_m_indices;
-use fp8gemm::{Context, DeviceActivations, DeviceGroupedWeights, DeviceWeights, Stream};
-use half::bf16;
+use fp8gemm::{Context, Stream};
+
+use crate::operands::{Operands, Problem};
 
 /// Which comparison `fp8gemm compare` prints.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -47,30 +46,10 @@ pub enum CompareScope {
     Xcd,
 }
 
-/// One GEMM problem: dense, or m-grouped with `groups` groups of `rows` rows each.
-#[derive(Clone, Copy, Debug)]
-enum Problem {
-    Dense { m: usize, n: usize, k: usize },
-    Contiguous { groups: usize, rows: usize, n: usize, k: usize },
-    Masked { groups: usize, rows: usize, n: usize, k: usize },
-}
-
 impl Problem {
-    fn nk(&self) -> (usize, usize) {
-        match *self {
-            Problem::Dense { n, k, .. } | Problem::Contiguous { n, k, .. } | Problem::Masked { n, k, .. } => (n, k),
-        }
-    }
-    /// Rows that do useful work (all groups).
-    fn useful_rows(&self) -> usize {
-        match *self {
-            Problem::Dense { m, .. } => m,
-            Problem::Contiguous { groups, rows, .. } | Problem::Masked { groups, rows, .. } => groups * rows,
-        }
-    }
     fn flops(&self) -> f64 {
         let (n, k) = self.nk();
-        2.0 * (self.useful_rows() * n * k) as f64
+        2.0 * (self.rows() * n * k) as f64
     }
     fn label(&self) -> String {
         match *self {
@@ -103,38 +82,12 @@ fn model(ctx: &Context, p: Problem, machine: &Machine, scope: CompareScope) -> R
     let options = SimOptions { scope: if full { Scope::Full } else { Scope::OneXcd }, ..SimOptions::default() };
     let mode = TimingMode { machine: machine.clone(), options };
     let stream = Stream::new(ctx).map_err(e)?;
-    let (n, k) = p.nk();
-    let rows = match p {
-        Problem::Dense { m, .. } => m,
-        Problem::Contiguous { groups, rows, .. } | Problem::Masked { groups, rows, .. } => groups * rows,
-    };
-    let a = DeviceActivations::<E4M3Fnuz>::alloc(ctx, rows, k).map_err(e)?;
-    let mut d = ctx.alloc_zeroed::<bf16>(rows * n).map_err(e)?;
-    // Launches are queued per stream and run (timed) when it is synchronized.
-    let launch = |f: &mut dyn FnMut() -> fp8gemm::Result<fp8gemm::GemmRun>| -> Result<String, String> {
-        emu::set_timing(Some(mode.clone()));
-        let run = f().and_then(|r| stream.synchronize().map(|_| r));
-        emu::set_timing(None);
-        let cfg = run.map_err(e)?.config.ok_or("nothing was launched")?;
-        Ok(format!("{}x{}", cfg.block_m, cfg.block_n))
-    };
-    let cfg = match p {
-        Problem::Dense { .. } => {
-            let b = DeviceWeights::<E4M3Fnuz>::alloc(ctx, n, k).map_err(e)?;
-            launch(&mut || fp8gemm::fp8_gemm_nt(&stream, &a, &b, &mut d))?
-        }
-        Problem::Contiguous { groups, rows: r, .. } => {
-            let b = DeviceGroupedWeights::<E4M3Fnuz>::alloc(ctx, groups, n, k).map_err(e)?;
-            let idx: Vec<i32> = (0..rows).map(|i| (i / r) as i32).collect();
-            let di = upload_m_indices(ctx, &idx, groups).map_err(e)?;
-            launch(&mut || fp8gemm::m_grouped_fp8_gemm_nt_contiguous(&stream, &a, &b, &mut d, &di))?
-        }
-        Problem::Masked { groups, rows: r, .. } => {
-            let b = DeviceGroupedWeights::<E4M3Fnuz>::alloc(ctx, groups, n, k).map_err(e)?;
-            let dm = ctx.upload(&vec![r as i32; groups]).map_err(e)?;
-            launch(&mut || fp8gemm::m_grouped_fp8_gemm_nt_masked(&stream, &a, &b, &mut d, &dm, r))?
-        }
-    };
+    let mut ops = Operands::new(ctx, p).map_err(e)?;
+    emu::set_timing(Some(mode));
+    let run = ops.launch(&stream);
+    emu::set_timing(None);
+    let cfg = run.map_err(e)?.config.ok_or("nothing was launched")?;
+    let cfg = format!("{}x{}", cfg.block_m, cfg.block_n);
     let t = emu::last_launch_timing().ok_or("the timed launch left no report")?;
     Ok((t, cfg))
 }

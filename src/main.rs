@@ -7,6 +7,7 @@ mod compare;
 mod gemm;
 mod grouped;
 mod kgrouped;
+mod operands;
 mod profile;
 mod tune;
 

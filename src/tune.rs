@@ -16,11 +16,10 @@ use std::sync::Arc;
 use amdgpu_emu::hip::{self as emu, TimingMode};
 use amdgpu_emu::timing::{Machine, TimingReport};
 use fp8gemm::config::{self, GemmKind};
+
+use crate::operands;
 use fp8gemm::fp8::E4M3Fnuz;
-use fp8gemm::grouped::upload_m_indices;
-use fp8gemm::quant::{GroupedQuantizedWeights, QuantizedActivations, QuantizedWeights};
-use fp8gemm::{Context, DeviceActivations, DeviceGroupedWeights, DeviceWeights};
-use half::bf16;
+use fp8gemm::Context;
 
 /// One problem of the table: kind, groups, m (dense M, contiguous m_sum, masked m_max), n, k,
 /// expected_m.
@@ -54,7 +53,7 @@ fn problems() -> Vec<Problem> {
 }
 
 /// Runs `p` once per tile through the library with the timing model on, operands allocated
-/// once (their values do not steer the kernels; zeros quantize fastest).
+/// once (zeros: their values do not steer the kernels; see [`operands`]).
 fn time_tiles(ctx: &Context, p: Problem, mode: &TimingMode, tiles: &[(u32, u32)]) -> Result<Vec<Arc<TimingReport>>, String> {
     let configs: Vec<((u32, u32), u32)> = tiles.iter().map(|&t| (t, 1)).collect();
     time_configs(ctx, p, mode, &configs)
@@ -63,16 +62,17 @@ fn time_tiles(ctx: &Context, p: Problem, mode: &TimingMode, tiles: &[(u32, u32)]
 /// As [`time_tiles`] for `(tile, splits)` configurations (split-K when `splits > 1`).
 fn time_configs(ctx: &Context, p: Problem, mode: &TimingMode, configs: &[((u32, u32), u32)]) -> Result<Vec<Arc<TimingReport>>, String> {
     let e = |x: &dyn std::fmt::Display| x.to_string();
-    let rows = match p.kind {
-        GemmKind::Dense | GemmKind::MGroupedContiguous => p.m,
-        GemmKind::MGroupedMasked => p.groups * p.m,
+    let shape = match p.kind {
+        GemmKind::Dense => operands::Problem::Dense { m: p.m, n: p.n, k: p.k },
+        GemmKind::MGroupedContiguous => operands::Problem::Contiguous { groups: p.groups, rows: p.expected_m, n: p.n, k: p.k },
+        // Every group full: masked_m = m_max = expected_m (as `problems` builds them).
+        GemmKind::MGroupedMasked => {
+            assert_eq!(p.m, p.expected_m, "masked problems are timed with every group full");
+            operands::Problem::Masked { groups: p.groups, rows: p.m, n: p.n, k: p.k }
+        }
     };
-    let a = vec![0f32; rows * p.k];
-    let qa = QuantizedActivations::<E4M3Fnuz>::quantize(&a, rows, p.k).map_err(|x| e(&x))?;
-    drop(a);
-    let da = DeviceActivations::upload(ctx, &qa).map_err(|x| e(&x))?;
-    drop(qa);
-    let mut d = ctx.alloc_zeroed::<bf16>(rows * p.n).map_err(|x| e(&x))?;
+    let rows = shape.rows();
+    let mut ops = operands::Operands::new(ctx, shape).map_err(|x| e(&x))?;
     // Each timed launch is followed by a synchronization: queued launches run (and are timed)
     // when their stream is synchronized.
     let mut stream = fp8gemm::Stream::new(ctx).map_err(|x| e(&x))?;
@@ -90,34 +90,7 @@ fn time_configs(ctx: &Context, p: Problem, mode: &TimingMode, configs: &[((u32, 
     if need > fp8gemm::workspace::DEFAULT_STREAM_WORKSPACE_FLOATS {
         stream.set_workspace(Some(fp8gemm::Workspace::new(ctx, need).map_err(|x| e(&x))?)).map_err(|x| e(&x))?;
     }
-    let mut out = Vec::new();
-    let mut run = |f: &mut dyn FnMut() -> Result<(), String>| -> Result<(), String> {
-        for &(t, splits) in configs {
-            out.push(timed(mode, t, splits, &mut *f)?);
-        }
-        Ok(())
-    };
-    match p.kind {
-        GemmKind::Dense => {
-            let qb = QuantizedWeights::<E4M3Fnuz>::quantize(&vec![0f32; p.n * p.k], p.n, p.k).map_err(|x| e(&x))?;
-            let db = DeviceWeights::upload(ctx, &qb).map_err(|x| e(&x))?;
-            run(&mut || fp8gemm::fp8_gemm_nt(&stream, &da, &db, &mut d).and_then(|_| stream.synchronize()).map_err(|x| e(&x)))?;
-        }
-        GemmKind::MGroupedContiguous | GemmKind::MGroupedMasked => {
-            let qb = GroupedQuantizedWeights::<E4M3Fnuz>::quantize(&vec![0f32; p.groups * p.n * p.k], p.groups, p.n, p.k).map_err(|x| e(&x))?;
-            let db = DeviceGroupedWeights::upload(ctx, &qb).map_err(|x| e(&x))?;
-            if p.kind == GemmKind::MGroupedContiguous {
-                let idx: Vec<i32> = (0..p.m).map(|r| (r / p.expected_m) as i32).collect();
-                let di = upload_m_indices(ctx, &idx, p.groups).map_err(|x| e(&x))?;
-                run(&mut || fp8gemm::m_grouped_fp8_gemm_nt_contiguous(&stream, &da, &db, &mut d, &di).and_then(|_| stream.synchronize()).map_err(|x| e(&x)))?;
-            } else {
-                let masked = vec![p.expected_m as i32; p.groups];
-                let dm = ctx.upload(&masked).map_err(|x| e(&x))?;
-                run(&mut || fp8gemm::m_grouped_fp8_gemm_nt_masked(&stream, &da, &db, &mut d, &dm, p.expected_m).and_then(|_| stream.synchronize()).map_err(|x| e(&x)))?;
-            }
-        }
-    }
-    Ok(out)
+    configs.iter().map(|&(t, splits)| timed(mode, t, splits, &mut || ops.launch(&stream).map(|_| ()).map_err(|x| e(&x)))).collect()
 }
 
 /// One K-grouped GEMM (G = 1, `k` tokens) of tile `tile`, modelled.

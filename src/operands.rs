@@ -1,0 +1,81 @@
+//! The operands of one GEMM problem on the device, all zero, and its launch through the public
+//! API: what `fp8gemm compare` and `fp8gemm tune` time with the timing model (operand values do
+//! not steer the kernels, so zeros allocated on the device serve; nothing is quantized on the
+//! host).
+
+use fp8gemm::fp8::E4M3Fnuz;
+use fp8gemm::grouped::upload_m_indices;
+use fp8gemm::{Context, DeviceActivations, DeviceBuffer, DeviceGroupedWeights, DeviceWeights, GemmRun, Result, Stream};
+use half::bf16;
+
+/// One GEMM problem: dense `m × n × k`, or m-grouped with `groups` groups of `rows` rows each
+/// (contiguous: rows stacked, group `g` on rows `g·rows ..`; masked: every `masked_m` = `rows`,
+/// `m_max` = `rows`).
+#[derive(Clone, Copy, Debug)]
+pub enum Problem {
+    /// `fp8_gemm_nt`.
+    Dense { m: usize, n: usize, k: usize },
+    /// `m_grouped_fp8_gemm_nt_contiguous`.
+    Contiguous { groups: usize, rows: usize, n: usize, k: usize },
+    /// `m_grouped_fp8_gemm_nt_masked`.
+    Masked { groups: usize, rows: usize, n: usize, k: usize },
+}
+
+impl Problem {
+    /// `(n, k)`.
+    pub fn nk(&self) -> (usize, usize) {
+        match *self {
+            Problem::Dense { n, k, .. } | Problem::Contiguous { n, k, .. } | Problem::Masked { n, k, .. } => (n, k),
+        }
+    }
+    /// Rows of A and D (all groups).
+    pub fn rows(&self) -> usize {
+        match *self {
+            Problem::Dense { m, .. } => m,
+            Problem::Contiguous { groups, rows, .. } | Problem::Masked { groups, rows, .. } => groups * rows,
+        }
+    }
+}
+
+/// B of a problem and what the grouped layouts add.
+enum Weights {
+    Dense(DeviceWeights<E4M3Fnuz>),
+    Contiguous(DeviceGroupedWeights<E4M3Fnuz>, DeviceBuffer<i32>),
+    Masked(DeviceGroupedWeights<E4M3Fnuz>, DeviceBuffer<i32>, usize),
+}
+
+/// Zero operands of a [`Problem`], allocated once and launched any number of times.
+pub struct Operands {
+    a: DeviceActivations<E4M3Fnuz>,
+    b: Weights,
+    d: DeviceBuffer<bf16>,
+}
+
+impl Operands {
+    /// Allocates the operands of `p` on `ctx` (contiguous: `m_indices` of `rows` rows per group).
+    pub fn new(ctx: &Context, p: Problem) -> Result<Operands> {
+        let ((n, k), rows) = (p.nk(), p.rows());
+        let b = match p {
+            Problem::Dense { .. } => Weights::Dense(DeviceWeights::alloc(ctx, n, k)?),
+            Problem::Contiguous { groups, rows: r, .. } => {
+                let idx: Vec<i32> = (0..rows).map(|i| (i / r) as i32).collect();
+                Weights::Contiguous(DeviceGroupedWeights::alloc(ctx, groups, n, k)?, upload_m_indices(ctx, &idx, groups)?)
+            }
+            Problem::Masked { groups, rows: r, .. } => Weights::Masked(DeviceGroupedWeights::alloc(ctx, groups, n, k)?, ctx.upload(&vec![r as i32; groups])?, r),
+        };
+        Ok(Operands { a: DeviceActivations::alloc(ctx, rows, k)?, b, d: ctx.alloc_zeroed(rows * n)? })
+    }
+
+    /// Queues the GEMM on `stream` and synchronizes it (launches are queued per stream and run
+    /// — and are timed — when it is synchronized).
+    pub fn launch(&mut self, stream: &Stream) -> Result<GemmRun> {
+        let (a, d) = (&self.a, &mut self.d);
+        let run = match &self.b {
+            Weights::Dense(b) => fp8gemm::fp8_gemm_nt(stream, a, b, d)?,
+            Weights::Contiguous(b, idx) => fp8gemm::m_grouped_fp8_gemm_nt_contiguous(stream, a, b, d, idx)?,
+            Weights::Masked(b, masked, expected_m) => fp8gemm::m_grouped_fp8_gemm_nt_masked(stream, a, b, d, masked, *expected_m)?,
+        };
+        stream.synchronize()?;
+        Ok(run)
+    }
+}
