@@ -270,6 +270,47 @@ pub const fn frag_chunk(group: u32, read: u32) -> u32 {
     2 * group + read
 }
 
+/// Bytes of one unit of the **pre-shuffled B layout**: one 16-row MFMA fragment of B over one
+/// 128-K scale block (16 × 128 FP8).
+pub const SHUFFLED_UNIT: u32 = 2048;
+
+/// The pre-shuffled B layout (issue 12 part 3: each lane reads its MFMA operand straight from
+/// global memory, so B skips LDS). B (`n × k`, logical row-major) is stored as
+/// `⌈n/16⌉ × (k/128)` units of [`SHUFFLED_UNIT`] bytes, fragment-major: unit `(frag, kb)` (rows
+/// `16·frag ..+16`, K block `kb`) at byte `(frag · nkb + kb) · 2048`. Inside a unit, fragment
+/// read `read` ∈ {0, 1} is KiB `read`, and lane `l`'s 16 bytes of it sit at `16·l`: row
+/// `16·frag + (l & 15)`, logical K chunk [`frag_chunk`]`(l >> 4, read)` of the block (the same
+/// bytes, in the same register order, that lane `l` reads from LDS in the logical path). So one
+/// `buffer_load_dwordx4` of a wave reads 1 KiB contiguous = 8 whole 128-byte lines. Rows past `n`
+/// (up to the next multiple of 16) are zero.
+///
+/// This function gives the byte offset of lane `lane`'s 16 bytes of read `read` of unit
+/// `(frag, kb)` in a problem with `nkb` K blocks.
+#[inline(always)]
+pub const fn shuffled_b_offset(frag: u32, kb: u32, nkb: u32, read: u32, lane: u32) -> u32 {
+    ((frag * nkb + kb) * 2 + read) * 1024 + 16 * lane
+}
+
+/// Byte offset in the pre-shuffled B layout ([`shuffled_b_offset`]) of logical element
+/// `B[row, col]` of a problem with `nkb = k / 128` K blocks (the inverse map, for the host-side
+/// conversion and tests). 64-bit: the buffer may exceed 4 GiB on the host side of the check.
+#[inline]
+pub const fn shuffled_b_index(row: u64, col: u64, nkb: u64) -> u64 {
+    let (frag, r16) = (row / 16, row % 16);
+    let (kb, kk) = (col / SCALE_BLOCK_K as u64, col % SCALE_BLOCK_K as u64);
+    let (chunk, byte) = (kk / 16, kk % 16);
+    // frag_chunk(g, read) = 2·g + read.
+    let (group, read) = (chunk / 2, chunk % 2);
+    let lane = 16 * group + r16;
+    ((frag * nkb + kb) * 2 + read) * 1024 + 16 * lane + byte
+}
+
+/// Bytes of B (`n × k`) in the pre-shuffled layout: `⌈n/16⌉ · 16 · k` (rows padded to 16).
+#[inline]
+pub const fn shuffled_b_bytes(n: u64, k: u64) -> u64 {
+    n.div_ceil(16) * 16 * k
+}
+
 /// XCD-aware remap of hardware workgroup id `pid` (0..grid) to a logical tile id (0..grid).
 ///
 /// Workgroup `p` runs on XCD `p mod xcds` as its `(p / xcds)`-th workgroup. XCD `x` receives
@@ -334,6 +375,41 @@ mod tests {
     use super::*;
     use std::vec;
     use std::vec::Vec;
+
+    #[test]
+    fn shuffled_b_layout_is_a_bijection_matching_the_lane_reads() {
+        // Every logical element of a padded 48 × 384 B maps to a distinct byte, and the byte
+        // lane l reads (read r, unit (f, kb)) is the one shuffled_b_index gives for the row and
+        // K chunk the LDS path feeds that lane.
+        let (n, k) = (48u64, 384u64);
+        let nkb = k / 128;
+        let bytes = shuffled_b_bytes(n, k);
+        assert_eq!(bytes, 48 * 384);
+        let mut seen = vec![false; bytes as usize];
+        for row in 0..n {
+            for col in 0..k {
+                let i = shuffled_b_index(row, col, nkb);
+                assert!(i < bytes, "({row},{col}) -> {i} out of range");
+                assert!(!seen[i as usize], "({row},{col}) -> {i} hit twice");
+                seen[i as usize] = true;
+            }
+        }
+        for f in 0..3u32 {
+            for kb in 0..nkb as u32 {
+                for read in 0..2 {
+                    for lane in 0..64 {
+                        let row = 16 * f as u64 + (lane & 15) as u64;
+                        let col = kb as u64 * 128 + 16 * frag_chunk(lane >> 4, read) as u64;
+                        let off = shuffled_b_offset(f, kb, nkb as u32, read, lane) as u64;
+                        for byte in 0..16 {
+                            assert_eq!(shuffled_b_index(row, col + byte, nkb), off + byte);
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(shuffled_b_bytes(50, 256), 64 * 256);
+    }
 
     #[test]
     fn xcd_remap_is_a_bijection_for_every_grid() {
