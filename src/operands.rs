@@ -71,6 +71,9 @@ impl Operands {
     pub fn launch(&mut self, stream: &Stream) -> Result<GemmRun> {
         let (a, d) = (&self.a, &mut self.d);
         let run = match &self.b {
+            // Experiments: `FP8GEMM_PRESHUFFLED=1` runs the pre-shuffled-B (bs) kernels on the
+            // same zero weights (zeros are zeros in either layout; n % 16 == 0 needed for size).
+            Weights::Dense(b) if std::env::var("FP8GEMM_PRESHUFFLED").is_ok_and(|v| v == "1") => fp8gemm::fp8_gemm_nt_preshuffled(stream, a, b, d)?,
             Weights::Dense(b) => fp8gemm::fp8_gemm_nt(stream, a, b, d)?,
             Weights::Contiguous(b, idx) => fp8gemm::m_grouped_fp8_gemm_nt_contiguous(stream, a, b, d, idx)?,
             Weights::Masked(b, masked, expected_m) => fp8gemm::m_grouped_fp8_gemm_nt_masked(stream, a, b, d, masked, *expected_m)?,

@@ -247,11 +247,11 @@ pub(crate) mod imp {
         }
     }
 
-    /// The dense kernels: pick the tile of this workgroup and run it over the whole operands.
+    /// The job and bf16 epilogue of this workgroup's `bm × bn` tile of a dense launch over the
+    /// whole operands (XCD-aware tile order, see tile.rs), or `None` for a workgroup past the
+    /// tile count (not what the host launches). `rs_b` covers the logical B (`n·k` bytes).
     #[inline(always)]
-    pub fn gemm<const FM: usize, const FN: usize, const DEPTH: u32>(args: DenseGemmArgs) {
-        let bm = 32 * FM as u32;
-        let bn = 32 * FN as u32;
+    pub(crate) fn dense_job(args: &DenseGemmArgs, bm: u32, bn: u32) -> Option<(TileJob, Bf16Store)> {
         let (m, n, k, lda, ldd) = (args.m, args.n, args.k, args.lda, args.ldd);
         let nkb = k / SCALE_BLOCK_K;
 
@@ -263,7 +263,7 @@ pub(crate) mod imp {
         // `tiles_m == 0` test is implied for valid arguments; stating it lets LLVM drop the
         // division-by-zero panic path of `tile_coords`.
         if pid >= grid || tiles_m == 0 {
-            return;
+            return None;
         }
         let id = tile::xcd_remap(pid, grid, NUM_XCDS);
         let (tm, tn) = tile::tile_coords(id, tiles_m, n.div_ceil(bn));
@@ -284,6 +284,13 @@ pub(crate) mod imp {
             n0: tn * bn,
         };
         let epi = Bf16Store { rs_d: BufferResource::new(args.d.addr(), ((m - 1) * ldd + n) * 2), ldd };
+        Some((job, epi))
+    }
+
+    /// The dense kernels: pick the tile of this workgroup and run it over the whole operands.
+    #[inline(always)]
+    pub fn gemm<const FM: usize, const FN: usize, const DEPTH: u32>(args: DenseGemmArgs) {
+        let Some((job, epi)) = dense_job(&args, 32 * FM as u32, 32 * FN as u32) else { return };
         tile_gemm::<FM, FN, DEPTH, _>(&job, |_| true, &epi);
     }
 

@@ -174,6 +174,36 @@ pub const DENSE_SPLITK_TILES: [DenseTile; 3] = [
     DenseTile { name: "fp8_gemm_nt_splitk_bm128_bn128", block_m: 128, block_n: 128 },
 ];
 
+/// One tile of the "bs" kernels ([`crate::mainloop_bs`]: B pre-shuffled straight to registers,
+/// A in two LDS stages, 1 × 4 waves).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BsTile {
+    /// Exported kernel symbol.
+    pub name: &'static str,
+    /// Rows of D per workgroup (`16·FM`).
+    pub block_m: u32,
+    /// Columns of D per workgroup (always 128: 4 waves × 2 fragments).
+    pub block_n: u32,
+}
+
+impl BsTile {
+    /// Dynamic LDS the kernel needs: two stages of `block_m` rows of one 128-K block of A.
+    pub const fn lds_bytes(&self) -> u32 {
+        LDS_STAGES * self.block_m * SCALE_BLOCK_K
+    }
+    /// Workgroups of the 1-D grid for an `m × n` output.
+    pub const fn grid(&self, m: u32, n: u32) -> u32 {
+        m.div_ceil(self.block_m) * n.div_ceil(self.block_n)
+    }
+}
+
+/// The dense bs kernels (`fp8_gemm_nt_bs_bm*_bn128`, [`crate::mainloop_bs`]), smallest first.
+pub const DENSE_BS_TILES: [BsTile; 3] = [
+    BsTile { name: "fp8_gemm_nt_bs_bm32_bn128", block_m: 32, block_n: 128 },
+    BsTile { name: "fp8_gemm_nt_bs_bm64_bn128", block_m: 64, block_n: 128 },
+    BsTile { name: "fp8_gemm_nt_bs_bm128_bn128", block_m: 128, block_n: 128 },
+];
+
 /// K blocks `kb0 .. kb0 + count` of split `j` of `splits` over `nkb` blocks: the blocks are
 /// dealt as evenly as possible (the first `nkb mod splits` splits get one more), so every split
 /// has at least one block when `splits ≤ nkb`.

@@ -48,6 +48,7 @@ use std::fmt;
 use std::sync::{Mutex, OnceLock};
 
 use fp8gemm_device::args::{DenseGemmArgs, DenseSplitKArgs, MGroupedContiguousArgs, MGroupedMaskedArgs};
+use fp8gemm_device::mainloop_bs::{FP8_GEMM_NT_BS_BM128_BN128, FP8_GEMM_NT_BS_BM32_BN128, FP8_GEMM_NT_BS_BM64_BN128};
 use fp8gemm_device::dense::{
     FP8_GEMM_NT_BM128_BN128, FP8_GEMM_NT_BM64_BN128, FP8_GEMM_NT_BM64_BN64, FP8_GEMM_NT_SPLITK_BM128_BN128,
     FP8_GEMM_NT_SPLITK_BM64_BN128, FP8_GEMM_NT_SPLITK_BM64_BN64,
@@ -890,6 +891,78 @@ pub fn masked_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<MGroupedMask
     [M_GROUPED_FP8_GEMM_NT_MASKED_BM64_BN64, M_GROUPED_FP8_GEMM_NT_MASKED_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BM128_BN128]
         .into_iter()
         .find(|s| s.name == config.kernel)
+}
+
+/// VGPRs of the bs kernels (`fp8gemm info`; `tests/dense_kernel.rs` checks them), in
+/// [`tile::DENSE_BS_TILES`] order.
+const BS_VGPRS: [u32; 3] = [136, 228, 207];
+
+/// Modelled cost of one bs workgroup per 128-K block, in units where the MFMA work of a
+/// 16-row slice is 1: `block_m / 16` plus a fixed per-block overhead (barrier, scale and B
+/// loads, promotion). A heuristic until the tuned table has bs rows (see [`get_bs_config`]).
+const BS_BLOCK_OVERHEAD: f64 = 2.0;
+
+/// Chooses the bs kernel (B pre-shuffled straight to registers, [`fp8gemm_device::mainloop_bs`])
+/// of a dense problem: the tile forced with [`force_tile`] / `FP8GEMM_FORCE_TILE` (one of
+/// 32x128, 64x128, 128x128; a forced split count is rejected, the bs kernels do not split K),
+/// else the tile with the smallest estimate `rounds · (block_m/16 + BS_BLOCK_OVERHEAD) / sharing`
+/// with `rounds = ⌈tiles / (CUs · slots)⌉` and `sharing = min(slots, ⌈tiles / CUs⌉)` workgroups
+/// overlapping on a CU (ties to the smaller tile, i.e. more workgroups).
+pub fn get_bs_config(desc: &GemmDesc) -> Result<GemmConfig, ConfigError> {
+    validate(desc)?;
+    if desc.kind != GemmKind::Dense {
+        return Err(ConfigError::NoKernel { kind: desc.kind, arch: desc.arch });
+    }
+    if let Some(s) = forced_split()?.filter(|&s| s != 1) {
+        return Err(ConfigError::ForcedSplit { splits: s.to_string(), expected: "1 (the pre-shuffled-B kernels do not split K)".into() });
+    }
+    let spec = arch_spec(desc.arch);
+    let slots = |i: usize, t: &tile::BsTile| (waves_per_simd(BS_VGPRS[i]) / (tile::THREADS / tile::WAVE / 4)).min(spec.lds_per_cu / t.lds_bytes()).max(1);
+    let (i, why) = match forced_tile()? {
+        Some((bm, bn)) => {
+            let i = tile::DENSE_BS_TILES
+                .iter()
+                .position(|t| (t.block_m, t.block_n) == (bm, bn))
+                .ok_or_else(|| ConfigError::ForcedTile { tile: format!("{bm}x{bn}"), available: "32x128, 64x128, 128x128 (pre-shuffled B)" })?;
+            (i, Choice::Forced)
+        }
+        None => {
+            let mut best: Option<(f64, usize)> = None;
+            for (i, t) in tile::DENSE_BS_TILES.iter().enumerate() {
+                let tiles = u64::from(t.grid(desc.m, desc.n));
+                let (cus, s) = (u64::from(spec.cus), u64::from(slots(i, t)));
+                let rounds = tiles.div_ceil(cus * s);
+                let sharing = s.min(tiles.div_ceil(cus)).max(1);
+                let est = rounds as f64 * (f64::from(t.block_m / 16) + BS_BLOCK_OVERHEAD) * f64::from(desc.k / tile::SCALE_BLOCK_K) * s as f64 / sharing as f64;
+                if best.is_none_or(|(b, _)| est < b) {
+                    best = Some((est, i));
+                }
+            }
+            let (est, i) = best.ok_or(ConfigError::NoKernel { kind: desc.kind, arch: desc.arch })?;
+            (i, Choice::Model(est))
+        }
+    };
+    let t = tile::DENSE_BS_TILES[i];
+    let grid = t.grid(desc.m, desc.n);
+    let config = GemmConfig {
+        block_m: t.block_m,
+        block_n: t.block_n,
+        block_k: tile::SCALE_BLOCK_K,
+        workgroup_size: tile::THREADS,
+        lds_bytes: t.lds_bytes(),
+        kernel: t.name,
+        grid,
+        splits: 1,
+        remap: Remap::Xcd { xcds: spec.xcds },
+        arch: desc.arch,
+    };
+    print_once(desc, &config, why, None);
+    Ok(config)
+}
+
+/// The launch spec of a dense bs config's kernel (B pre-shuffled).
+pub fn dense_bs_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<DenseGemmArgs>> {
+    [FP8_GEMM_NT_BS_BM32_BN128, FP8_GEMM_NT_BS_BM64_BN128, FP8_GEMM_NT_BS_BM128_BN128].into_iter().find(|s| s.name == config.kernel)
 }
 
 #[cfg(test)]

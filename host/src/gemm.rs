@@ -277,7 +277,7 @@ pub fn fp8_gemm_nt<'a, F: Fp8Format>(
     b: impl Into<WeightsView<'a, F>>,
     d: impl IntoOutput<'a>,
 ) -> Result<GemmRun> {
-    dense(stream, a.into(), b.into(), d, WorkspaceSource::Stream)
+    dense(stream, a.into(), b.into(), d, WorkspaceSource::Stream, false)
 }
 
 /// [`fp8_gemm_nt`] with an explicit workspace: the configuration is the one the model prefers
@@ -293,7 +293,24 @@ pub fn fp8_gemm_nt_with_workspace<'a, F: Fp8Format>(
     d: impl IntoOutput<'a>,
     workspace: &mut Workspace,
 ) -> Result<GemmRun> {
-    dense(stream, a.into(), b.into(), d, WorkspaceSource::Explicit(workspace))
+    dense(stream, a.into(), b.into(), d, WorkspaceSource::Explicit(workspace), false)
+}
+
+/// [`fp8_gemm_nt`] with B in the **pre-shuffled** layout
+/// ([`fp8gemm_device::tile::shuffled_b_offset`]: per 16-row fragment and 128-K block 2 KiB
+/// contiguous, rows padded to a multiple of 16 with zeros), run by the bs kernels
+/// ([`fp8gemm_device::mainloop_bs`]: B straight from global memory to the MFMA operands).
+/// `b`'s data must hold at least [`fp8gemm_device::tile::shuffled_b_bytes`]`(n, k)` bytes
+/// (else [`Error::Shape`] naming `b`); its scales are the ordinary `⌈n/128⌉ × ⌈k/128⌉` SFB.
+/// Every other requirement, and the result, are those of [`fp8_gemm_nt`]; these kernels do
+/// not split K (no workspace is used).
+pub fn fp8_gemm_nt_preshuffled<'a, F: Fp8Format>(
+    stream: &Stream,
+    a: impl Into<ActivationsView<'a, F>>,
+    b: impl Into<WeightsView<'a, F>>,
+    d: impl IntoOutput<'a>,
+) -> Result<GemmRun> {
+    dense(stream, a.into(), b.into(), d, WorkspaceSource::Stream, true)
 }
 
 /// Where a dense launch's split-K workspace comes from.
@@ -310,6 +327,7 @@ fn dense<'a, F: Fp8Format>(
     b: WeightsView<'a, F>,
     d: impl IntoOutput<'a>,
     ws: WorkspaceSource<'_>,
+    preshuffled: bool,
 ) -> Result<GemmRun> {
     let ctx = stream.context();
     check_format::<F>(ctx, "a")?;
@@ -344,6 +362,36 @@ fn dense<'a, F: Fp8Format>(
     check_tensor_bytes("d", (m64 + 128).saturating_mul(d.ldd as u64).saturating_mul(2))?;
 
     let desc = GemmDesc::dense(m as u32, n as u32, k as u32, ctx.arch());
+    if preshuffled {
+        let need = tile::shuffled_b_bytes(n64, k64);
+        if (b.data.len() as u64) < need {
+            return Err(Error::Shape {
+                arg: "b",
+                expected: format!("at least ⌈n/16⌉·16·k = {need} bytes of pre-shuffled data (n = {n}, k = {k})"),
+                actual: format!("{} bytes", b.data.len()),
+            });
+        }
+        let cfg = config::get_bs_config(&desc).map_err(|e| Error::Unsupported(e.to_string()))?;
+        let spec = config::dense_bs_kernel_spec(&cfg).ok_or_else(|| Error::Unsupported(format!("configuration {cfg} has no bs kernel")))?;
+        let d_ptr = GlobalPtr::new(d.data.device_ptr().addr());
+        let args = DenseGemmArgs {
+            a: a.data.device_ptr(),
+            b: b.data.device_ptr(),
+            sfa: a.scales.device_ptr(),
+            sfb: b.scales.device_ptr(),
+            d: d_ptr,
+            m: m as u32,
+            n: n as u32,
+            k: k as u32,
+            lda: a.lda as u32,
+            ldd: d.ldd as u32,
+            reserved: 0,
+        };
+        // SAFETY: as for the logical-layout launch below, except B: `b` addresses at least
+        // shuffled_b_bytes(n, k) bytes (checked above), the extent the bs kernels read.
+        unsafe { stream.launch(spec, [cfg.grid, 1, 1], cfg.lds_bytes, &args)? };
+        return Ok(GemmRun { config: Some(cfg), workspace_limit: None });
+    }
     // The kernels address the workspace with 32-bit byte offsets.
     let addressable = tile::MAX_TENSOR_BYTES / 4 - 1;
     let (ws_ptr, ws_len, ws_arg, (cfg, workspace_limit)) = match ws {

@@ -1,0 +1,271 @@
+//! The "bs" main loop (issue 12 parts 2 + 3): B **pre-shuffled** ([`crate::tile::shuffled_b_offset`])
+//! straight from global memory into the MFMA operand registers, only A staged in LDS, and the
+//! dense kernels `fp8_gemm_nt_bs_bm{32,64,128}_bn128` built on it (arguments: [`DenseGemmArgs`]
+//! with `b` pointing at the pre-shuffled B, [`crate::tile::shuffled_b_bytes`] bytes; tiles:
+//! [`crate::tile::DENSE_BS_TILES`]).
+//!
+//! # Structure of one workgroup (256 work-items = 4 waves, **1 × 4** over a `BM × 128` tile)
+//!
+//! * **Waves**: wave `w` owns all `BM = 16·FM` rows of the tile × columns `32·w .. 32·w + 32`:
+//!   `FM` A fragments × 2 B fragments = `2·FM` 16×16 outputs, `8·FM` MFMAs per 128-K block
+//!   (same transposed `v_mfma_f32_16x16x32_fp8_fp8` mapping and K permutation as
+//!   [`crate::dense`]; a tile never straddles a 128-column SFB block).
+//! * **B**: per block a wave issues 4 `buffer_load_dwordx4` (2 fragments × 2 reads), each 1 KiB
+//!   contiguous (8 whole lines) of the pre-shuffled layout, straight into the MFMA operand
+//!   registers, **one block ahead** (two register sets, the loop unrolled by 4 so they never
+//!   move and the every-4th-block scale load is static). No wave shares a B fragment, so B is
+//!   read once per tile and never touches LDS.
+//! * **A**: global → registers → LDS (same full-line copy and rotation swizzle as the dense
+//!   loop, [`crate::tile::block_swizzle`]), **two LDS stages** and **one barrier per block**: at
+//!   block `i` the workgroup loads A(i + 2) (`AHEAD`) or A(i + 1) into registers at the start,
+//!   reads its fragments, runs the MFMAs, promotes, then writes the loaded block into the stage
+//!   last read one block ago and meets the barrier (which both publishes the write and tells
+//!   every wave that the other stage has been read by all). With `AHEAD`, the fragments of
+//!   A(i + 1) are read (`ds_read_b128`) into a second register set *during* block `i`'s MFMAs,
+//!   so no block starts by waiting on LDS latency; without it each block reads its own
+//!   fragments (fewer registers, latency covered by the other workgroup on the CU).
+//! * **Unconditional hand-off**: every block issues its loads and LDS writes whether or not a
+//!   next block exists (past the job's blocks they read in-range bytes of the same tensors or
+//!   zeros past a resource's end, and write a stage nobody reads), so the loop body has no
+//!   branches besides the exit tests between the unrolled steps.
+//! * **Scales, promotion, epilogue**: as the dense loop ([`crate::dense`]): SFA/SFB for 4
+//!   blocks per load, fresh partial accumulators per block, `acc += partial · (SFA·SFB·2^-60)`
+//!   with `v_pk_fma_f32`, the same [`crate::dense`] `Epilogue` interface.
+//!
+//! The loop is `imp::tile_gemm_bs::<FM, AHEAD, _>(job, keep_row, epi)`: the same `TileJob` /
+//! `Epilogue` interface as the dense `tile_gemm` (so split-K / stream-K can wrap it), where
+//! `job.rs_b` is the problem's **pre-shuffled** B and `job.ldsf` (the problem's K blocks) its
+//! units per fragment; `job.ldb` is unused.
+
+use crate::amdgpu_kernel;
+use crate::args::DenseGemmArgs;
+
+#[cfg(target_arch = "amdgpu")]
+pub(crate) mod imp {
+    use crate::args::DenseGemmArgs;
+    use crate::dense::imp::{dense_job, Epilogue, TileJob};
+    use crate::intrinsics::*;
+    use crate::tile::{self, block_swizzle, frag_chunk, SCALE_BLOCK_K, SCALE_BLOCK_N, SHUFFLED_UNIT};
+
+    /// Bytes of one LDS row: one whole 128-K scale block of FP8.
+    const ROW: u32 = SCALE_BLOCK_K;
+    /// B fragments per wave (32 columns).
+    const FN: usize = 2;
+
+    /// One block's B operands of a wave: `[fragment][read]`, 16 bytes per lane each.
+    type BRegs = [[U32x4; 2]; FN];
+    /// One block's A fragments of a wave: `[read][fragment]` as the two MFMA k-steps.
+    type ARegs<const FM: usize> = [[[u64; 2]; FM]; 2];
+
+    /// The GEMM of one `16·FM × 128` tile over the job's K blocks `kb0 .. kb0 + nkb` with B
+    /// pre-shuffled (module docs), then `epi`. `keep_row` as for the dense `tile_gemm`.
+    /// `FM` ∈ {2, 4, 8}.
+    #[inline(always)]
+    pub(crate) fn tile_gemm_bs<const FM: usize, const AHEAD: bool, E: Epilogue>(
+        job: &TileJob,
+        keep_row: impl Fn(u32) -> bool,
+        epi: &E,
+    ) {
+        const { assert!(FM == 2 || FM == 4 || FM == 8) };
+        let bm = 16 * FM as u32;
+        let stage = bm * ROW;
+        let (n, m0, n0, lda, ldsf, nkb) = (job.n, job.m0, job.n0, job.lda, job.ldsf, job.nkb);
+        let (rs_a, rs_b, rs_sfa, rs_sfb) = (job.rs_a, job.rs_b, job.rs_sfa, job.rs_sfb);
+        let (k0, sf0) = (job.kb0 * SCALE_BLOCK_K, job.kb0 * 4);
+
+        let tid = workitem_id_x();
+        let lane = tid & 63;
+        let wave = readfirstlane_u32(tid >> 6);
+
+        // A copy: work-item t moves chunk (t & 7) of row (t >> 3) + 32·pass, FM/2 passes.
+        let (copy_row, copy_chunk) = (tid >> 3, tid & 7);
+        let mut a_voff = [0u32; FM];
+        for p in 0..FM / 2 {
+            a_voff[p] = (m0 + 32 * p as u32 + copy_row) * lda + k0 + 16 * copy_chunk;
+        }
+        let copy_lds = block_swizzle(copy_row, copy_chunk);
+        let frag_lds = [block_swizzle(lane & 15, frag_chunk(lane >> 4, 0)), block_swizzle(lane & 15, frag_chunk(lane >> 4, 1))];
+
+        // B: the wave's fragments n0/16 + 2·wave + f, unit (frag, kb0) onwards (one unit per block).
+        let mut b_voff = [0u32; FN];
+        for f in 0..FN {
+            b_voff[f] = tile::shuffled_b_offset(n0 / 16 + 2 * wave + f as u32, job.kb0, ldsf, 0, lane);
+        }
+
+        let row_of = |fm: usize| m0 + 16 * fm as u32 + (lane & 15);
+        let grp = lane >> 4;
+        let mut sfa_voff = [0u32; FM];
+        let mut keep = [true; FM];
+        for fm in 0..FM {
+            sfa_voff[fm] = row_of(fm) * ldsf * 4 + sf0 + 4 * grp;
+            keep[fm] = keep_row(row_of(fm));
+        }
+        let sfb_voff = (n0 / SCALE_BLOCK_N) * ldsf * 4 + sf0 + 4 * grp;
+        let sf_src = 4 * (lane & 15);
+
+        let load_a = |i: u32, ga: &mut [U32x4; FM]| {
+            for p in 0..FM / 2 {
+                // SAFETY: rs_a covers exactly the problem's A (readable for the launch); the
+                // whole offset is in voffset, so the range check reads 0 past it (tail rows,
+                // blocks past the job's end on the last row), others are in-range bytes of A;
+                // 16-byte aligned (lda % 16 == 0).
+                ga[p] = unsafe { buffer_load_b128(rs_a, a_voff[p] + i * SCALE_BLOCK_K, 0) };
+            }
+        };
+        let load_b = |i: u32, gb: &mut BRegs| {
+            for f in 0..FN {
+                for r in 0..2 {
+                    // SAFETY: rs_b covers the problem's pre-shuffled B (shuffled_b_bytes(n, k));
+                    // the whole offset is in voffset (the range check ignores soffset), so
+                    // fragments past n (and units past the job's end on the last fragment)
+                    // read 0; 16-byte aligned.
+                    gb[f][r] = unsafe { buffer_load_b128(rs_b, b_voff[f] + i * SHUFFLED_UNIT + 1024 * r as u32, 0) };
+                }
+            }
+        };
+        let write_a = |st: u32, ga: &[U32x4; FM]| {
+            for p in 0..FM / 2 {
+                // SAFETY: inside stage st (< 2·stage = the launch's sharedMemBytes), 16-byte
+                // aligned; every wave has passed the barrier after its last read of this stage.
+                unsafe { lds_write_b128_ordered(st * stage + copy_lds + 32 * p as u32 * ROW, ga[p]) };
+            }
+        };
+        let read_a = |st: u32, af: &mut ARegs<FM>| {
+            for r in 0..2 {
+                for fm in 0..FM {
+                    // SAFETY: inside stage st, written and published by a barrier before.
+                    af[r][fm] = unsafe { lds_read_b128_ordered(st * stage + frag_lds[r] + fm as u32 * 16 * ROW) }.to_u64x2();
+                }
+            }
+        };
+        let mfmas = |af: &ARegs<FM>, bf: &BRegs, part: &mut [[F32x4; FN]; FM]| {
+            for r in 0..2 {
+                for s in 0..2 {
+                    for fm in 0..FM {
+                        for f in 0..FN {
+                            let c = if r == 0 && s == 0 { F32x4::zero() } else { part[fm][f] };
+                            part[fm][f] = mfma_f32_16x16x32_fp8_fp8(bf[f][r].to_u64x2()[s], af[r][fm][s], c);
+                        }
+                    }
+                }
+            }
+        };
+
+        let mut acc = [[F32x4::zero(); FN]; FM];
+        let mut part = [[F32x4::zero(); FN]; FM];
+        let mut sfa_raw = [0f32; FM];
+        let mut sfb_raw = 0f32;
+        let mut ga = [U32x4([0; 4]); FM];
+
+        let zb = || [[U32x4([0; 4]); 2]; FN];
+        let (mut b0, mut b1) = (zb(), zb());
+        let (mut a0, mut a1): (ARegs<FM>, ARegs<FM>) = ([[[0; 2]; FM]; 2], [[[0; 2]; FM]; 2]);
+        // Prologue: A(0) into stage 0 (AHEAD: and A(1) into stage 1, A(0)'s fragments into
+        // registers), B(0) into registers.
+        load_a(0, &mut ga);
+        load_b(0, &mut b0);
+        write_a(0, &ga);
+        if AHEAD {
+            load_a(1, &mut ga);
+            write_a(1, &ga);
+        }
+        lds_barrier();
+        if AHEAD {
+            read_a(0, &mut a0);
+            // Block 0 overwrites stage 0 (with A(2)): every wave must have read A(0) first.
+            lds_barrier();
+        }
+
+        // One block `i` (j = i mod 4, static in each unrolled copy): its B in `bcur`, the next
+        // block's B loaded into `bnext`; A(i) in LDS stage j & 1 (or, AHEAD, already in `acur`
+        // with A(i + 1) in stage (j + 1) & 1 read into `anext`).
+        let mut step = |i: u32, j: u32, bcur: &BRegs, bnext: &mut BRegs, acur: &mut ARegs<FM>, anext: &mut ARegs<FM>| {
+            if j == 0 {
+                for fm in 0..FM {
+                    // SAFETY: rs_sfa covers the problem's SFA; offsets past its end read 0
+                    // (lane groups past a row's last block read the next row's scales, unused).
+                    sfa_raw[fm] = unsafe { buffer_load_f32(rs_sfa, sfa_voff[fm] + i * 4, 0) };
+                }
+                // SAFETY: rs_sfb covers the problem's SFB; offsets past its end read 0.
+                sfb_raw = unsafe { buffer_load_f32(rs_sfb, sfb_voff + i * 4, 0) };
+            }
+            load_a(if AHEAD { i + 2 } else { i + 1 }, &mut ga);
+            load_b(i + 1, bnext);
+            sched_fence();
+            if AHEAD {
+                read_a((j + 1) & 1, anext);
+            } else {
+                read_a(j & 1, acur);
+            }
+            mfmas(acur, bcur, &mut part);
+            sched_fence();
+            let sfb = f32::from_bits(readlane_dyn(sfb_raw.to_bits(), 16 * j)) * tile::PROMOTION_DOWN;
+            for fm in 0..FM {
+                let sfa = f32::from_bits(ds_bpermute(sf_src + 64 * j, sfa_raw[fm].to_bits()));
+                let s = sfa * sfb;
+                for f in 0..FN {
+                    acc[fm][f] = part[fm][f].fma_splat(s, acc[fm][f]);
+                }
+            }
+            sched_fence();
+            // AHEAD: A(i + 2) into the stage A(i) was read from (one block ago); else A(i + 1)
+            // into the stage A(i − 1) was read from. Either way: the stage of parity j.
+            write_a(if AHEAD { j & 1 } else { (j + 1) & 1 }, &ga);
+            lds_barrier();
+        };
+
+        let mut i = 0;
+        while i < nkb {
+            step(i, 0, &b0, &mut b1, &mut a0, &mut a1);
+            if i + 1 >= nkb {
+                break;
+            }
+            step(i + 1, 1, &b1, &mut b0, &mut a1, &mut a0);
+            if i + 2 >= nkb {
+                break;
+            }
+            step(i + 2, 2, &b0, &mut b1, &mut a0, &mut a1);
+            if i + 3 >= nkb {
+                break;
+            }
+            step(i + 3, 3, &b1, &mut b0, &mut a1, &mut a0);
+            i += 4;
+        }
+
+        // Epilogue: lane holds rows row_of(fm), columns n0 + 32·wave + 16·f + 4·(l >> 4) + 0..4.
+        for fm in 0..FM {
+            let row = row_of(fm);
+            for f in 0..FN {
+                let col = n0 + 32 * wave + 16 * f as u32 + 4 * (lane >> 4);
+                epi.store(row, col, col < n && keep[fm], acc[fm][f]);
+            }
+        }
+    }
+
+    /// The dense bs kernels: the dense grid and tile order ([`dense_job`]) over the
+    /// pre-shuffled B.
+    #[inline(always)]
+    pub fn gemm_bs<const FM: usize, const AHEAD: bool>(args: DenseGemmArgs) {
+        let Some((mut job, epi)) = dense_job(&args, 16 * FM as u32, 128) else { return };
+        job.rs_b = BufferResource::new(args.b.addr(), tile::shuffled_b_bytes(args.n as u64, args.k as u64) as u32);
+        tile_gemm_bs::<FM, AHEAD, _>(&job, |_| true, &epi);
+    }
+}
+
+/// bs (pre-shuffled B) 32 × 128 tile: small M.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn fp8_gemm_nt_bs_bm32_bn128(args: DenseGemmArgs) {
+    imp::gemm_bs::<2, true>(args)
+}
+
+/// bs (pre-shuffled B) 64 × 128 tile: medium M.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn fp8_gemm_nt_bs_bm64_bn128(args: DenseGemmArgs) {
+    imp::gemm_bs::<4, true>(args)
+}
+
+/// bs (pre-shuffled B) 128 × 128 tile: large M.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn fp8_gemm_nt_bs_bm128_bn128(args: DenseGemmArgs) {
+    imp::gemm_bs::<8, false>(args)
+}
