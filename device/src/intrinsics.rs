@@ -456,28 +456,6 @@ pub unsafe fn lds_read_b128(byte_off: u32) -> U32x4 {
     unsafe { *dynamic_lds().byte_add(byte_off as usize) }
 }
 
-/// [`lds_read_b128`] as a volatile access: LLVM keeps it on its side of every [`lds_barrier`]
-/// (a plain load whose value is only used after the barrier may be sunk past it, which turns a
-/// read of a stage before its hand-off into a race with the next writer).
-///
-/// # Safety
-/// As [`lds_read_b128`].
-#[inline(always)]
-pub unsafe fn lds_read_b128_ordered(byte_off: u32) -> U32x4 {
-    // SAFETY: the caller guarantees the offset lies inside the launch's LDS allocation.
-    unsafe { core::ptr::read_volatile(dynamic_lds().byte_add(byte_off as usize)) }
-}
-
-/// [`lds_write_b128`] as a volatile access, kept on its side of every [`lds_barrier`].
-///
-/// # Safety
-/// As [`lds_write_b128`].
-#[inline(always)]
-pub unsafe fn lds_write_b128_ordered(byte_off: u32, v: U32x4) {
-    // SAFETY: the caller guarantees the offset lies inside the launch's LDS allocation.
-    unsafe { core::ptr::write_volatile(dynamic_lds().byte_add(byte_off as usize), v) }
-}
-
 /// `ds_write_b64` of `v` at byte offset `byte_off` of the dynamic LDS.
 ///
 /// # Safety

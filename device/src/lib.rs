@@ -19,7 +19,8 @@
         stdarch_amdgpu,
         gpu_launch_sized_workgroup_mem,
         gpu_intrinsics,
-        core_intrinsics
+        core_intrinsics,
+        stmt_expr_attributes
     )
 )]
 #![cfg_attr(target_arch = "amdgpu", allow(internal_features))]

@@ -60,6 +60,21 @@ pub(crate) mod imp {
     /// The GEMM of one `16·FM × 128` tile over the job's K blocks `kb0 .. kb0 + nkb` with B
     /// pre-shuffled (module docs), then `epi`. `keep_row` as for the dense `tile_gemm`.
     /// `FM` ∈ {2, 4, 8}.
+    /// `$body` once per `$i` = 0, 1, …, `$n − 1` (`$n ≤ 8`), as straight-line copies with
+    /// literal indices: every register array index is a constant before any loop pass runs, so
+    /// the arrays always become registers (with `for` loops LLVM unrolled some of the FM = 8
+    /// loops only in its late unroll pass, after the last SROA, and kept the accumulators in
+    /// scratch).
+    macro_rules! unroll {
+        ($i:ident < $n:expr => $body:block) => {{
+            const { assert!($n <= 8) };
+            unroll!(@ $i, $n, $body, 0 1 2 3 4 5 6 7)
+        }};
+        (@ $i:ident, $n:expr, $body:block, $($k:literal)*) => {
+            { $( { let $i: usize = $k; if $i < $n $body } )* }
+        };
+    }
+
     #[inline(always)]
     pub(crate) fn tile_gemm_bs<const FM: usize, const AHEAD: bool, E: Epilogue>(
         job: &TileJob,
@@ -80,79 +95,85 @@ pub(crate) mod imp {
         // A copy: work-item t moves chunk (t & 7) of row (t >> 3) + 32·pass, FM/2 passes.
         let (copy_row, copy_chunk) = (tid >> 3, tid & 7);
         let mut a_voff = [0u32; FM];
-        for p in 0..FM / 2 {
+        unroll!(p < FM / 2 => {
             a_voff[p] = (m0 + 32 * p as u32 + copy_row) * lda + k0 + 16 * copy_chunk;
-        }
+        });
         let copy_lds = block_swizzle(copy_row, copy_chunk);
         let frag_lds = [block_swizzle(lane & 15, frag_chunk(lane >> 4, 0)), block_swizzle(lane & 15, frag_chunk(lane >> 4, 1))];
 
         // B: the wave's fragments n0/16 + 2·wave + f, unit (frag, kb0) onwards (one unit per block).
         let mut b_voff = [0u32; FN];
-        for f in 0..FN {
+        unroll!(f < FN => {
             b_voff[f] = tile::shuffled_b_offset(n0 / 16 + 2 * wave + f as u32, job.kb0, ldsf, 0, lane);
-        }
+        });
 
         let row_of = |fm: usize| m0 + 16 * fm as u32 + (lane & 15);
         let grp = lane >> 4;
         let mut sfa_voff = [0u32; FM];
         let mut keep = [true; FM];
-        for fm in 0..FM {
+        unroll!(fm < FM => {
             sfa_voff[fm] = row_of(fm) * ldsf * 4 + sf0 + 4 * grp;
             keep[fm] = keep_row(row_of(fm));
-        }
+        });
         let sfb_voff = (n0 / SCALE_BLOCK_N) * ldsf * 4 + sf0 + 4 * grp;
         let sf_src = 4 * (lane & 15);
 
-        let load_a = |i: u32, ga: &mut [U32x4; FM]| {
-            for p in 0..FM / 2 {
+        let load_a = #[inline(always)]
+        |i: u32, ga: &mut [U32x4; FM]| {
+            unroll!(p < FM / 2 => {
                 // SAFETY: rs_a covers exactly the problem's A (readable for the launch); the
                 // whole offset is in voffset, so the range check reads 0 past it (tail rows,
                 // blocks past the job's end on the last row), others are in-range bytes of A;
                 // 16-byte aligned (lda % 16 == 0).
                 ga[p] = unsafe { buffer_load_b128(rs_a, a_voff[p] + i * SCALE_BLOCK_K, 0) };
-            }
+            });
         };
-        let load_b = |i: u32, gb: &mut BRegs| {
-            for f in 0..FN {
-                for r in 0..2 {
+        let load_b = #[inline(always)]
+        |i: u32, gb: &mut BRegs| {
+            unroll!(f < FN => {
+                unroll!(r < 2 => {
                     // SAFETY: rs_b covers the problem's pre-shuffled B (shuffled_b_bytes(n, k));
                     // the whole offset is in voffset (the range check ignores soffset), so
                     // fragments past n (and units past the job's end on the last fragment)
                     // read 0; 16-byte aligned.
                     gb[f][r] = unsafe { buffer_load_b128(rs_b, b_voff[f] + i * SHUFFLED_UNIT + 1024 * r as u32, 0) };
-                }
-            }
+                });
+            });
         };
-        let write_a = |st: u32, ga: &[U32x4; FM]| {
-            for p in 0..FM / 2 {
+        let write_a = #[inline(always)]
+        |st: u32, ga: &[U32x4; FM]| {
+            unroll!(p < FM / 2 => {
                 // SAFETY: inside stage st (< 2·stage = the launch's sharedMemBytes), 16-byte
                 // aligned; every wave has passed the barrier after its last read of this stage.
-                unsafe { lds_write_b128_ordered(st * stage + copy_lds + 32 * p as u32 * ROW, ga[p]) };
-            }
+                unsafe { lds_write_b128(st * stage + copy_lds + 32 * p as u32 * ROW, ga[p]) };
+            });
         };
-        let read_a = |st: u32, af: &mut ARegs<FM>| {
-            for r in 0..2 {
-                for fm in 0..FM {
+        let read_a = #[inline(always)]
+        |st: u32, af: &mut ARegs<FM>| {
+            unroll!(r < 2 => {
+                unroll!(fm < FM => {
                     // SAFETY: inside stage st, written and published by a barrier before.
-                    af[r][fm] = unsafe { lds_read_b128_ordered(st * stage + frag_lds[r] + fm as u32 * 16 * ROW) }.to_u64x2();
-                }
-            }
+                    af[r][fm] = unsafe { lds_read_b128(st * stage + frag_lds[r] + fm as u32 * 16 * ROW) }.to_u64x2();
+                });
+            });
         };
-        let mfmas = |af: &ARegs<FM>, bf: &BRegs, part: &mut [[F32x4; FN]; FM]| {
-            for r in 0..2 {
-                for s in 0..2 {
-                    for fm in 0..FM {
-                        for f in 0..FN {
-                            let c = if r == 0 && s == 0 { F32x4::zero() } else { part[fm][f] };
-                            part[fm][f] = mfma_f32_16x16x32_fp8_fp8(bf[f][r].to_u64x2()[s], af[r][fm][s], c);
-                        }
-                    }
-                }
-            }
+        // Per fragment read (two k-steps each): `read == 0` starts the block (C = 0).
+        let mfmas = #[inline(always)]
+        |r: usize, af: &ARegs<FM>, bf: &BRegs, part: &mut [[F32x4; FN]; FM]| {
+            unroll!(s < 2 => {
+                unroll!(fm < FM => {
+                    unroll!(f < FN => {
+                        let c = if r == 0 && s == 0 { F32x4::zero() } else { part[fm][f] };
+                        part[fm][f] = mfma_f32_16x16x32_fp8_fp8(bf[f][r].to_u64x2()[s], af[r][fm][s], c);
+                    });
+                });
+            });
         };
-
-        let mut acc = [[F32x4::zero(); FN]; FM];
-        let mut part = [[F32x4::zero(); FN]; FM];
+        // A constant-size memset rather than `[[zero; FN]; FM]`: rustc fills repeat arrays of
+        // 8 elements with a loop, which LLVM unrolled only after its last SROA at FM = 8 (the
+        // accumulators then lived in scratch).
+        // SAFETY: all-zero bits are a valid [[F32x4; FN]; FM] (+0.0 in every lane).
+        let mut acc: [[F32x4; FN]; FM] = unsafe { core::mem::zeroed() };
         let mut sfa_raw = [0f32; FM];
         let mut sfb_raw = 0f32;
         let mut ga = [U32x4([0; 4]); FM];
@@ -179,67 +200,81 @@ pub(crate) mod imp {
         // One block `i` (j = i mod 4, static in each unrolled copy): its B in `bcur`, the next
         // block's B loaded into `bnext`; A(i) in LDS stage j & 1 (or, AHEAD, already in `acur`
         // with A(i + 1) in stage (j + 1) & 1 read into `anext`).
-        let mut step = |i: u32, j: u32, bcur: &BRegs, bnext: &mut BRegs, acur: &mut ARegs<FM>, anext: &mut ARegs<FM>| {
+        // A macro rather than a closure: a closure borrowing `acc` left an `assume(&acc != null)`
+        // in the IR at FM = 8, which kept LLVM's SROA from putting the accumulators in registers.
+        macro_rules! step {
+            ($i:expr, $j:expr, $bcur:expr, $bnext:expr, $acur:expr, $anext:expr) => {{
+            let (i, j): (u32, u32) = ($i, $j);
+            let (bcur, bnext, acur, anext): (&BRegs, &mut BRegs, &mut ARegs<FM>, &mut ARegs<FM>) = ($bcur, $bnext, $acur, $anext);
             if j == 0 {
-                for fm in 0..FM {
+                unroll!(fm < FM => {
                     // SAFETY: rs_sfa covers the problem's SFA; offsets past its end read 0
                     // (lane groups past a row's last block read the next row's scales, unused).
                     sfa_raw[fm] = unsafe { buffer_load_f32(rs_sfa, sfa_voff[fm] + i * 4, 0) };
-                }
+                });
                 // SAFETY: rs_sfb covers the problem's SFB; offsets past its end read 0.
                 sfb_raw = unsafe { buffer_load_f32(rs_sfb, sfb_voff + i * 4, 0) };
             }
             load_a(if AHEAD { i + 2 } else { i + 1 }, &mut ga);
             load_b(i + 1, bnext);
             sched_fence();
+            // The block's partial sums: local to the step (one small array per unrolled copy; a
+            // single array shared by all four copies had too many accesses for LLVM's SROA at
+            // FM = 8 and stayed in scratch).
+            let mut part = [[F32x4::zero(); FN]; FM];
             if AHEAD {
                 read_a((j + 1) & 1, anext);
+                mfmas(0, acur, bcur, &mut part);
+                mfmas(1, acur, bcur, &mut part);
             } else {
-                read_a(j & 1, acur);
+                let mut af: ARegs<FM> = [[[0; 2]; FM]; 2];
+                read_a(j & 1, &mut af);
+                mfmas(0, &af, bcur, &mut part);
+                mfmas(1, &af, bcur, &mut part);
             }
-            mfmas(acur, bcur, &mut part);
             sched_fence();
             let sfb = f32::from_bits(readlane_dyn(sfb_raw.to_bits(), 16 * j)) * tile::PROMOTION_DOWN;
-            for fm in 0..FM {
+            unroll!(fm < FM => {
                 let sfa = f32::from_bits(ds_bpermute(sf_src + 64 * j, sfa_raw[fm].to_bits()));
                 let s = sfa * sfb;
-                for f in 0..FN {
+                unroll!(f < FN => {
                     acc[fm][f] = part[fm][f].fma_splat(s, acc[fm][f]);
-                }
-            }
+                });
+            });
             sched_fence();
             // AHEAD: A(i + 2) into the stage A(i) was read from (one block ago); else A(i + 1)
             // into the stage A(i − 1) was read from. Either way: the stage of parity j.
             write_a(if AHEAD { j & 1 } else { (j + 1) & 1 }, &ga);
             lds_barrier();
-        };
+            }};
+        }
 
         let mut i = 0;
         while i < nkb {
-            step(i, 0, &b0, &mut b1, &mut a0, &mut a1);
+            step!(i, 0, &b0, &mut b1, &mut a0, &mut a1);
             if i + 1 >= nkb {
                 break;
             }
-            step(i + 1, 1, &b1, &mut b0, &mut a1, &mut a0);
+            step!(i + 1, 1, &b1, &mut b0, &mut a1, &mut a0);
             if i + 2 >= nkb {
                 break;
             }
-            step(i + 2, 2, &b0, &mut b1, &mut a0, &mut a1);
+            step!(i + 2, 2, &b0, &mut b1, &mut a0, &mut a1);
             if i + 3 >= nkb {
                 break;
             }
-            step(i + 3, 3, &b1, &mut b0, &mut a1, &mut a0);
+            step!(i + 3, 3, &b1, &mut b0, &mut a1, &mut a0);
             i += 4;
         }
 
         // Epilogue: lane holds rows row_of(fm), columns n0 + 32·wave + 16·f + 4·(l >> 4) + 0..4.
-        for fm in 0..FM {
+        unroll!(fm < FM => {
             let row = row_of(fm);
-            for f in 0..FN {
+            unroll!(f < FN => {
                 let col = n0 + 32 * wave + 16 * f as u32 + 4 * (lane >> 4);
                 epi.store(row, col, col < n && keep[fm], acc[fm][f]);
-            }
-        }
+            });
+        });
     }
 
     /// The dense bs kernels: the dense grid and tile order ([`dense_job`]) over the
@@ -255,13 +290,13 @@ pub(crate) mod imp {
 /// bs (pre-shuffled B) 32 × 128 tile: small M.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_bs_bm32_bn128(args: DenseGemmArgs) {
-    imp::gemm_bs::<2, true>(args)
+    imp::gemm_bs::<2, false>(args)
 }
 
 /// bs (pre-shuffled B) 64 × 128 tile: medium M.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_bs_bm64_bn128(args: DenseGemmArgs) {
-    imp::gemm_bs::<4, true>(args)
+    imp::gemm_bs::<4, false>(args)
 }
 
 /// bs (pre-shuffled B) 128 × 128 tile: large M.
