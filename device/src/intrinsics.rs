@@ -456,6 +456,30 @@ pub unsafe fn lds_read_b128(byte_off: u32) -> U32x4 {
     unsafe { *dynamic_lds().byte_add(byte_off as usize) }
 }
 
+/// `ds_read_b32` of the 4 bytes at byte offset `byte_off` of the dynamic LDS.
+///
+/// # Safety
+/// `byte_off + 4 ≤ sharedMemBytes` of the launch, 4-byte aligned, and the bytes were written
+/// (and made visible with [`lds_barrier`]) before.
+#[inline(always)]
+pub unsafe fn lds_read_b32(byte_off: u32) -> u32 {
+    // SAFETY: the caller guarantees the offset lies inside the launch's LDS allocation and is
+    // 4-byte aligned (the base is 16-byte aligned).
+    unsafe { *dynamic_lds().byte_add(byte_off as usize).cast::<u32>() }
+}
+
+/// `ds_write_b32` of `v` at byte offset `byte_off` of the dynamic LDS.
+///
+/// # Safety
+/// `byte_off + 4 ≤ sharedMemBytes`, 4-byte aligned, and no other work-item accesses these bytes
+/// until the next [`lds_barrier`].
+#[inline(always)]
+pub unsafe fn lds_write_b32(byte_off: u32, v: u32) {
+    // SAFETY: the caller guarantees the offset lies inside the launch's LDS allocation and is
+    // 4-byte aligned (the base is 16-byte aligned).
+    unsafe { *dynamic_lds().byte_add(byte_off as usize).cast::<u32>() = v }
+}
+
 /// `ds_write_b64` of `v` at byte offset `byte_off` of the dynamic LDS.
 ///
 /// # Safety

@@ -51,6 +51,8 @@ pub(crate) mod imp {
     const ROW: u32 = SCALE_BLOCK_K;
     /// B fragments per wave (32 columns).
     const FN: usize = 2;
+    /// LDS bytes of one A fragment's SFA for one 4-block window (64 lanes × f32).
+    const SFA_REGION: u32 = 256;
 
     /// One block's B operands of a wave: `[fragment][read]`, 16 bytes per lane each.
     type BRegs = [[U32x4; 2]; FN];
@@ -76,7 +78,7 @@ pub(crate) mod imp {
     }
 
     #[inline(always)]
-    pub(crate) fn tile_gemm_bs<const FM: usize, const AHEAD: bool, E: Epilogue>(
+    pub(crate) fn tile_gemm_bs<const FM: usize, const A2: bool, E: Epilogue>(
         job: &TileJob,
         keep_row: impl Fn(u32) -> bool,
         epi: &E,
@@ -108,6 +110,12 @@ pub(crate) mod imp {
         });
 
         let row_of = |fm: usize| m0 + 16 * fm as u32 + (lane & 15);
+        // SFA through LDS: wave w loads the 4-block windows of the A fragments fm ≡ w (mod 4)
+        // (lane group g = l >> 4 reads block kb + g of row 16·fm + (l & 15): one 16-byte piece
+        // of each row's scale line) and writes them to the window's LDS region (fragment fm's
+        // 64 values at `sfa_region + 256·fm + 4·l`); every wave reads its scale of block j of
+        // the window at `4·(16·j + (l & 15))`. Each row's scale line is loaded once per
+        // workgroup instead of once per wave (the texture path's cost of SFA ÷ 4).
         let grp = lane >> 4;
         let mut sfa_voff = [0u32; FM];
         let mut keep = [true; FM];
@@ -116,7 +124,9 @@ pub(crate) mod imp {
             keep[fm] = keep_row(row_of(fm));
         });
         let sfb_voff = (n0 / SCALE_BLOCK_N) * ldsf * 4 + sf0 + 4 * grp;
-        let sf_src = 4 * (lane & 15);
+        // The two SFA regions after the two A stages (window w uses region w & 1).
+        let sfa_region = |w: u32| 2 * stage + w * SFA_REGION * FM as u32;
+        let sf_read = 4 * (lane & 15);
 
         let load_a = #[inline(always)]
         |i: u32, ga: &mut [U32x4; FM]| {
@@ -174,96 +184,111 @@ pub(crate) mod imp {
         // accumulators then lived in scratch).
         // SAFETY: all-zero bits are a valid [[F32x4; FN]; FM] (+0.0 in every lane).
         let mut acc: [[F32x4; FN]; FM] = unsafe { core::mem::zeroed() };
-        let mut sfa_raw = [0f32; FM];
-        let mut sfb_raw = 0f32;
-        let mut ga = [U32x4([0; 4]); FM];
+        // Scales: SFA of the next 4-block window (this wave's fragments) and SFB of the
+        // current and the next window, loaded at the window's second block (so that no
+        // promotion waits on a scale load); SFA is written to LDS at the window's last block.
+        let mut sfa_ld = [0f32; FM];
+        let (mut sfb, mut sfb_next) = (0f32, 0f32);
+        let load_scales = #[inline(always)]
+        |i: u32, sa: &mut [f32; FM], sb: &mut f32| {
+            unroll!(fm < FM => {
+                if fm as u32 % 4 == wave {
+                    // SAFETY: rs_sfa covers the problem's SFA; the whole offset is in voffset,
+                    // so offsets past its end read 0 (lane groups past a row's last block read
+                    // the next row's scales, which are never used).
+                    sa[fm] = unsafe { buffer_load_f32(rs_sfa, sfa_voff[fm] + i * 4, 0) };
+                }
+            });
+            // SAFETY: rs_sfb covers the problem's SFB; offsets past its end read 0.
+            *sb = unsafe { buffer_load_f32(rs_sfb, sfb_voff + i * 4, 0) };
+        };
+        let write_scales = #[inline(always)]
+        |w: u32, sa: &[f32; FM]| {
+            unroll!(fm < FM => {
+                if fm as u32 % 4 == wave {
+                    // SAFETY: inside region w & 1 (< lds_bytes), 4-byte aligned; every wave
+                    // passed the barrier after its last read of this region (one window ago).
+                    unsafe { lds_write_b32(sfa_region(w) + SFA_REGION * fm as u32 + 4 * lane, sa[fm].to_bits()) };
+                }
+            });
+        };
+        let mut window = 0u32;
 
         let zb = || [[U32x4([0; 4]); 2]; FN];
         let (mut b0, mut b1) = (zb(), zb());
-        let (mut a0, mut a1): (ARegs<FM>, ARegs<FM>) = ([[[0; 2]; FM]; 2], [[[0; 2]; FM]; 2]);
-        // Prologue: A(0) into stage 0 (AHEAD: and A(1) into stage 1, A(0)'s fragments into
-        // registers), B(0) into registers.
-        load_a(0, &mut ga);
+        let (mut ga0, mut ga1) = ([U32x4([0; 4]); FM], [U32x4([0; 4]); FM]);
+        // Prologue: window 0's scales; A(0) into stage 0; B(0) into registers; A(1) into
+        // registers (A_AHEAD: A is loaded two blocks ahead, written one block ahead).
+        load_scales(0, &mut sfa_ld, &mut sfb_next);
+        write_scales(0, &sfa_ld);
+        load_a(0, &mut ga0);
         load_b(0, &mut b0);
-        write_a(0, &ga);
-        if AHEAD {
-            load_a(1, &mut ga);
-            write_a(1, &ga);
+        write_a(0, &ga0);
+        if A2 {
+            load_a(1, &mut ga1);
         }
         lds_barrier();
-        if AHEAD {
-            read_a(0, &mut a0);
-            // Block 0 overwrites stage 0 (with A(2)): every wave must have read A(0) first.
-            lds_barrier();
-        }
 
-        // One block `i` (j = i mod 4, static in each unrolled copy): its B in `bcur`, the next
-        // block's B loaded into `bnext`; A(i) in LDS stage j & 1 (or, AHEAD, already in `acur`
-        // with A(i + 1) in stage (j + 1) & 1 read into `anext`).
+        // One block `i` (j = i mod 4, static in each unrolled copy): A(i) in LDS stage j & 1,
+        // its B in `bcur`; loads the next block's B into `bnext` and A(i + 1) (or, A2, A(i + 2))
+        // into `gload`; after the MFMAs and the promotion writes A(i + 1) (from `gwrite`,
+        // loaded one block ago with A2) into stage (j + 1) & 1 and meets the barrier.
         // A macro rather than a closure: a closure borrowing `acc` left an `assume(&acc != null)`
         // in the IR at FM = 8, which kept LLVM's SROA from putting the accumulators in registers.
         macro_rules! step {
-            ($i:expr, $j:expr, $bcur:expr, $bnext:expr, $acur:expr, $anext:expr) => {{
-            let (i, j): (u32, u32) = ($i, $j);
-            let (bcur, bnext, acur, anext): (&BRegs, &mut BRegs, &mut ARegs<FM>, &mut ARegs<FM>) = ($bcur, $bnext, $acur, $anext);
-            if j == 0 {
-                unroll!(fm < FM => {
-                    // SAFETY: rs_sfa covers the problem's SFA; offsets past its end read 0
-                    // (lane groups past a row's last block read the next row's scales, unused).
-                    sfa_raw[fm] = unsafe { buffer_load_f32(rs_sfa, sfa_voff[fm] + i * 4, 0) };
-                });
-                // SAFETY: rs_sfb covers the problem's SFB; offsets past its end read 0.
-                sfb_raw = unsafe { buffer_load_f32(rs_sfb, sfb_voff + i * 4, 0) };
-            }
-            load_a(if AHEAD { i + 2 } else { i + 1 }, &mut ga);
-            load_b(i + 1, bnext);
-            sched_fence();
-            // The block's partial sums: local to the step (one small array per unrolled copy; a
-            // single array shared by all four copies had too many accesses for LLVM's SROA at
-            // FM = 8 and stayed in scratch).
-            let mut part = [[F32x4::zero(); FN]; FM];
-            if AHEAD {
-                read_a((j + 1) & 1, anext);
-                mfmas(0, acur, bcur, &mut part);
-                mfmas(1, acur, bcur, &mut part);
-            } else {
+            ($i:expr, $j:expr, $bcur:expr, $bnext:expr, $gload:expr, $gwrite:expr) => {{
+                let (i, j): (u32, u32) = ($i, $j);
+                let (bcur, bnext): (&BRegs, &mut BRegs) = ($bcur, $bnext);
+                if j == 0 {
+                    sfb = sfb_next;
+                }
+                if j == 1 {
+                    load_scales(i + 3, &mut sfa_ld, &mut sfb_next);
+                }
+                load_a(if A2 { i + 2 } else { i + 1 }, $gload);
+                load_b(i + 1, bnext);
+                sched_fence();
+                // The block's partial sums: local to the step.
+                let mut part = [[F32x4::zero(); FN]; FM];
                 let mut af: ARegs<FM> = [[[0; 2]; FM]; 2];
                 read_a(j & 1, &mut af);
                 mfmas(0, &af, bcur, &mut part);
                 mfmas(1, &af, bcur, &mut part);
-            }
-            sched_fence();
-            let sfb = f32::from_bits(readlane_dyn(sfb_raw.to_bits(), 16 * j)) * tile::PROMOTION_DOWN;
-            unroll!(fm < FM => {
-                let sfa = f32::from_bits(ds_bpermute(sf_src + 64 * j, sfa_raw[fm].to_bits()));
-                let s = sfa * sfb;
-                unroll!(f < FN => {
-                    acc[fm][f] = part[fm][f].fma_splat(s, acc[fm][f]);
+                sched_fence();
+                let s_b = f32::from_bits(readlane_dyn(sfb.to_bits(), 16 * j)) * tile::PROMOTION_DOWN;
+                unroll!(fm < FM => {
+                    // SAFETY: inside this window's region, written before a barrier.
+                    let s_a = f32::from_bits(unsafe { lds_read_b32(sfa_region(window & 1) + SFA_REGION * fm as u32 + sf_read + 64 * j) });
+                    let s = s_a * s_b;
+                    unroll!(f < FN => {
+                        acc[fm][f] = part[fm][f].fma_splat(s, acc[fm][f]);
+                    });
                 });
-            });
-            sched_fence();
-            // AHEAD: A(i + 2) into the stage A(i) was read from (one block ago); else A(i + 1)
-            // into the stage A(i − 1) was read from. Either way: the stage of parity j.
-            write_a(if AHEAD { j & 1 } else { (j + 1) & 1 }, &ga);
-            lds_barrier();
+                sched_fence();
+                write_a((j + 1) & 1, if A2 { $gwrite } else { &*$gload });
+                if j == 3 {
+                    window += 1;
+                    write_scales(window & 1, &sfa_ld);
+                }
+                lds_barrier();
             }};
         }
 
         let mut i = 0;
         while i < nkb {
-            step!(i, 0, &b0, &mut b1, &mut a0, &mut a1);
+            step!(i, 0, &b0, &mut b1, &mut ga0, &ga1);
             if i + 1 >= nkb {
                 break;
             }
-            step!(i + 1, 1, &b1, &mut b0, &mut a1, &mut a0);
+            step!(i + 1, 1, &b1, &mut b0, &mut ga1, &ga0);
             if i + 2 >= nkb {
                 break;
             }
-            step!(i + 2, 2, &b0, &mut b1, &mut a0, &mut a1);
+            step!(i + 2, 2, &b0, &mut b1, &mut ga0, &ga1);
             if i + 3 >= nkb {
                 break;
             }
-            step!(i + 3, 3, &b1, &mut b0, &mut a1, &mut a0);
+            step!(i + 3, 3, &b1, &mut b0, &mut ga1, &ga0);
             i += 4;
         }
 
@@ -280,27 +305,27 @@ pub(crate) mod imp {
     /// The dense bs kernels: the dense grid and tile order ([`dense_job`]) over the
     /// pre-shuffled B.
     #[inline(always)]
-    pub fn gemm_bs<const FM: usize, const AHEAD: bool>(args: DenseGemmArgs) {
+    pub fn gemm_bs<const FM: usize, const A2: bool>(args: DenseGemmArgs) {
         let Some((mut job, epi)) = dense_job(&args, 16 * FM as u32, 128) else { return };
         job.rs_b = BufferResource::new(args.b.addr(), tile::shuffled_b_bytes(args.n as u64, args.k as u64) as u32);
-        tile_gemm_bs::<FM, AHEAD, _>(&job, |_| true, &epi);
+        tile_gemm_bs::<FM, A2, _>(&job, |_| true, &epi);
     }
 }
 
 /// bs (pre-shuffled B) 32 × 128 tile: small M.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_bs_bm32_bn128(args: DenseGemmArgs) {
-    imp::gemm_bs::<2, false>(args)
+    imp::gemm_bs::<2, true>(args)
 }
 
 /// bs (pre-shuffled B) 64 × 128 tile: medium M.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_bs_bm64_bn128(args: DenseGemmArgs) {
-    imp::gemm_bs::<4, false>(args)
+    imp::gemm_bs::<4, true>(args)
 }
 
 /// bs (pre-shuffled B) 128 × 128 tile: large M.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_bs_bm128_bn128(args: DenseGemmArgs) {
-    imp::gemm_bs::<8, false>(args)
+    imp::gemm_bs::<8, true>(args)
 }

@@ -187,9 +187,10 @@ pub struct BsTile {
 }
 
 impl BsTile {
-    /// Dynamic LDS the kernel needs: two stages of `block_m` rows of one 128-K block of A.
+    /// Dynamic LDS the kernel needs: two stages of `block_m` rows of one 128-K block of A,
+    /// then two regions of the SFA of one 4-block window (`block_m` rows × 4 blocks × f32).
     pub const fn lds_bytes(&self) -> u32 {
-        LDS_STAGES * self.block_m * SCALE_BLOCK_K
+        LDS_STAGES * self.block_m * SCALE_BLOCK_K + 2 * self.block_m * 4 * 4
     }
     /// Workgroups of the 1-D grid for an `m × n` output.
     pub const fn grid(&self, m: u32, n: u32) -> u32 {
