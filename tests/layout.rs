@@ -7,6 +7,11 @@
 
 mod common;
 
+use amdgpu_emu::exec::{self, Checks, LaunchConfig};
+use amdgpu_emu::loader::CodeObject;
+use amdgpu_emu::memory::DeviceMemory;
+use fp8gemm_device::args::{GlobalPtr, PreshuffleArgs};
+
 use fp8gemm::checkpoint::{write_deepseek_moe, Checkpoint, DeviceMlpWeights, DeviceMoeWeights, MlpF32, MoeLayerF32};
 use fp8gemm::fp8::{E4M3Fnuz, Fp8Format};
 use fp8gemm::layout::{self, preshuffle_bytes, preshuffled_bytes, unshuffle_bytes, WeightLayout};
@@ -572,4 +577,54 @@ fn layout_module_doc_names_the_kernel_contract() {
     assert_eq!(layout::PRESHUFFLE_K_ALIGN, 128);
     assert_eq!(layout::PRESHUFFLE_ROWS, 16);
     assert_eq!(fp8gemm_device::layout::PRESHUFFLE_B.workgroup_size, fp8gemm_device::layout::PRESHUFFLE_THREADS);
+}
+
+/// The pre-shuffle kernel meets the resource goals of every kernel (no spills, no scratch, no
+/// LDS, the launch bound the host uses, 8 waves per SIMD by registers) on both architectures.
+#[test]
+fn preshuffle_kernel_meets_the_resource_goals() {
+    let spec = fp8gemm_device::layout::PRESHUFFLE_B;
+    for (arch, bytes) in [("gfx942", fp8gemm::codeobj::GFX942), ("gfx950", fp8gemm::codeobj::GFX950)] {
+        let co = CodeObject::parse(bytes).expect("code object parses");
+        let k = co.kernel(spec.name).unwrap_or_else(|| panic!("{arch}: {} missing", spec.name));
+        let m = &k.meta;
+        let what = format!("{arch} {}", spec.name);
+        assert_eq!((m.vgpr_spill_count, m.sgpr_spill_count), (0, 0), "{what}: spills");
+        assert_eq!(m.private_segment_fixed_size, 0, "{what}: scratch");
+        assert_eq!(m.group_segment_fixed_size, 0, "{what}: LDS");
+        assert_eq!(m.max_flat_workgroup_size, spec.workgroup_size, "{what}: launch bound");
+        let regs = m.vgpr_count.div_ceil(8) * 8 + m.agpr_count;
+        assert!(regs <= 64, "{what}: {regs} registers (8 waves/SIMD need ≤ 64)");
+        eprintln!("{what}: vgpr {} agpr {} sgpr {}", m.vgpr_count, m.agpr_count, m.sgpr_count);
+    }
+}
+
+/// The gfx950 code object's pre-shuffle kernel (run through the emulator's own launch API, all
+/// checks on) gives the host shuffle too, over several groups (grid y) with a padded last
+/// fragment.
+#[test]
+fn gfx950_preshuffle_matches_the_host_shuffle() {
+    let co = CodeObject::parse(fp8gemm::codeobj::GFX950).expect("the embedded gfx950 code object parses");
+    let spec = fp8gemm_device::layout::PRESHUFFLE_B;
+    let kernel = co.kernel(spec.name).expect("preshuffle_b in gfx950");
+    let (g, n, k) = (3usize, 37usize, 384usize);
+    let src = random_bytes(g * n * k, 950);
+    let per = preshuffled_bytes(n, k).unwrap();
+    let mem = DeviceMemory::new();
+    let put = |bytes: &[u8]| {
+        let addr = mem.alloc(bytes.len() as u64).expect("alloc");
+        mem.write(addr, bytes).expect("write");
+        addr
+    };
+    let (s, d) = (put(&src), put(&vec![0x5Au8; g * per]));
+    let args = PreshuffleArgs { src: GlobalPtr::new(s), dst: GlobalPtr::new(d), n: n as u32, k: k as u32 };
+    let grid_x = ((per / 16) as u32).div_ceil(fp8gemm_device::layout::PRESHUFFLE_THREADS);
+    let cfg = LaunchConfig { grid: [grid_x, g as u32, 1], block: [spec.workgroup_size, 1, 1], dynamic_lds_bytes: 0, kernarg: args.as_bytes().to_vec() };
+    exec::launch(&co, kernel, &cfg, &mem, &Checks::all()).unwrap_or_else(|e| panic!("gfx950 preshuffle_b: {e}"));
+    let mut got = vec![0u8; g * per];
+    mem.read(d, &mut got).expect("read");
+    for gi in 0..g {
+        let want = preshuffle_bytes(&src[gi * n * k..(gi + 1) * n * k], n, k).unwrap();
+        assert_same_bytes(&format!("gfx950 group {gi}"), &got[gi * per..(gi + 1) * per], &want);
+    }
 }

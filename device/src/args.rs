@@ -336,6 +336,15 @@ pub struct PreshuffleArgs {
 
 const _: () = assert!(core::mem::size_of::<PreshuffleArgs>() == 24);
 
+impl PreshuffleArgs {
+    /// The struct's bytes: the kernel's kernarg segment.
+    pub fn as_bytes(&self) -> &[u8] {
+        // SAFETY: repr(C) of two u64 wrappers followed by two u32: no padding (24 bytes, checked
+        // by the const assertion above), every byte initialized; borrows `self`.
+        unsafe { core::slice::from_raw_parts((self as *const Self).cast::<u8>(), core::mem::size_of::<Self>()) }
+    }
+}
+
 impl QuantActArgs {
     /// The struct's bytes: the kernel's kernarg segment.
     pub fn as_bytes(&self) -> &[u8] {
