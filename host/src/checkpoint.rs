@@ -705,7 +705,8 @@ impl<F: CheckpointFormat> DeviceMoeWeights<F> {
     }
 
     /// The [`MoeLayer`] of these weights ([`MoeLayer::new`], which checks the shapes the
-    /// kernels need).
+    /// kernels need and that their layout is one the layer's GEMMs read: pre-shuffled weights
+    /// are an [`Error::Layout`] until the m-grouped kernels reading them exist).
     pub fn into_layer(self, ctx: &Context, options: MoeOptions) -> Result<MoeLayer<F>> {
         MoeLayer::new(ctx, self.gate_up, self.down, self.shared.map(DeviceMlpWeights::into_pair), options)
     }

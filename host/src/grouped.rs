@@ -245,6 +245,7 @@ impl<F: Fp8Format> DeviceGroupedWeights<F> {
         stream.forbid_capture("allocating pre-shuffled weights")?;
         let ctx = stream.context();
         crate::gemm::check_format::<F>(ctx, "self")?;
+        ctx.check_owner("self", self.data.as_slice().owner())?;
         let mut out = Self::alloc_preshuffled(ctx, self.groups, self.n, self.k)?;
         crate::layout::launch_preshuffle(stream, &self.data.as_slice(), &mut out.data.as_slice_mut(), self.groups, self.n, self.k, (self.n, self.k))?;
         out.scales.as_slice_mut().copy_from_device(stream, self.scales.as_slice())?;
