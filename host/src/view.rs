@@ -15,8 +15,9 @@
 //!
 //! Layouts (row-major): A `m × k` FP8 with row stride `lda ≥ k` bytes and SFA `m × ⌈k/128⌉` f32
 //! (contiguous); B `n × k` FP8 and SFB `⌈n/128⌉ × ⌈k/128⌉` f32 (contiguous; grouped: `G` of each,
-//! back to back; or B pre-shuffled, see [`crate::layout`]); D `m × n` bf16 with row stride `ldd ≥ n` elements. The dense kernel reads the
-//! strides; the m-grouped kernels need contiguous A and D (`lda == k`, `ldd == n`).
+//! back to back; or B pre-shuffled, see [`crate::layout`]); D `m × n` bf16 with row stride
+//! `ldd ≥ n` elements. The dense kernel reads the strides; the m-grouped kernels need contiguous
+//! A and D (`lda == k`, `ldd == n`).
 
 use std::marker::PhantomData;
 
