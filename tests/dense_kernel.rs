@@ -393,7 +393,7 @@ fn surplus_workgroups_do_nothing() {
 // ---- m-grouped kernels (device/src/grouped.rs), launched directly ------------------------------
 
 use fp8gemm_device::args::{MGroupedContiguousArgs, MGroupedMaskedArgs};
-use fp8gemm_device::tile::{CONTIGUOUS_TILES, DENSE_TILES as DENSE, MASKED_TILES};
+use fp8gemm_device::tile::{BsTile, CONTIGUOUS_BS_TILES, CONTIGUOUS_TILES, DENSE_BS_TILES, DENSE_TILES as DENSE, MASKED_BS_TILES, MASKED_TILES};
 
 /// `groups` random weight sets `[n, k]` (values, scales) and one random activation set of `rows`.
 struct GroupedProblem {
@@ -413,6 +413,12 @@ impl GroupedProblem {
     }
     fn sfb(&self) -> Vec<f32> {
         self.weights.iter().flat_map(|w| w.sfb.iter().copied()).collect()
+    }
+    /// The stacked B in the pre-shuffled layout: each group shuffled on its own
+    /// (`fp8gemm::layout::preshuffle_bytes`), group `g` at byte `g · ⌈n/16⌉·16·k`.
+    fn b_preshuffled(&self) -> Vec<u8> {
+        let (n, k) = (self.act.n, self.act.k);
+        self.weights.iter().flat_map(|w| fp8gemm::layout::preshuffle_bytes(&w.b, n, k).expect("k is a multiple of 128")).collect()
     }
     /// Rows `first..first + count` of `A · B[g]ᵀ` by the definition.
     fn reference_rows(&self, g: usize, first: usize, count: usize) -> Vec<f32> {
@@ -435,16 +441,18 @@ impl GroupedProblem {
 /// guard) and an i32 index buffer, with every emulator check on (memcheck, MFMA hazards, LDS
 /// races, late-arriving loads, uninitialized LDS reads); returns D as f32, whether every D byte
 /// in `untouched_rows` and the guard kept the poison, and the counters.
+#[allow(clippy::too_many_arguments)]
 fn run_grouped(
     co: &CodeObject,
-    tile: DenseTile,
+    (name, lds_bytes): (&str, u32),
+    b_bytes: &[u8],
     p: &GroupedProblem,
     index: &[i32],
     grid: u32,
     kernarg: impl Fn(u64, u64, u64, u64, u64, u64) -> Vec<u8>,
     untouched_rows: &[bool],
 ) -> (Vec<f32>, bool, exec::LaunchReport) {
-    let kernel = co.kernel(tile.name).unwrap_or_else(|| panic!("{} is not in the gfx942 code object", tile.name));
+    let kernel = co.kernel(name).unwrap_or_else(|| panic!("{name} is not in the gfx942 code object"));
     let mem = DeviceMemory::new();
     let put = |bytes: &[u8]| {
         let addr = mem.alloc(bytes.len() as u64).expect("alloc");
@@ -453,7 +461,7 @@ fn run_grouped(
     };
     let (rows, n) = (p.act.m, p.act.n);
     let a = put(&p.act.a);
-    let b = put(&p.b());
+    let b = put(b_bytes);
     let sfa = put(&to_bytes(&p.act.sfa));
     let sfb = put(&to_bytes(&p.sfb()));
     let idx = put(&index.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>());
@@ -462,10 +470,10 @@ fn run_grouped(
     let cfg = LaunchConfig {
         grid: [grid, 1, 1],
         block: [THREADS, 1, 1],
-        dynamic_lds_bytes: tile.lds_bytes(),
+        dynamic_lds_bytes: lds_bytes,
         kernarg: kernarg(a, b, sfa, sfb, d, idx),
     };
-    let report = exec::launch(co, kernel, &cfg, &mem, &Checks::all()).unwrap_or_else(|e| panic!("{}: {e}", tile.name));
+    let report = exec::launch(co, kernel, &cfg, &mem, &Checks::all()).unwrap_or_else(|e| panic!("{name}: {e}"));
     let mut out = vec![0u8; d_len + GUARD];
     mem.read(d, &mut out).expect("read D");
     let untouched = out[d_len..].iter().all(|&x| x == POISON)
@@ -514,7 +522,7 @@ fn grouped_contiguous_kernels_match_the_definition_and_skip_padding() {
             .as_bytes()
             .to_vec()
         };
-        let (got, untouched_ok, r) = run_grouped(&co, tile, &p, &idx, grid, args, &untouched);
+        let (got, untouched_ok, r) = run_grouped(&co, (tile.name, tile.lds_bytes()), &p.b(), &p, &idx, grid, args, &untouched);
         assert!(untouched_ok, "{}: wrote a padding row or past D", tile.name);
         check_rows(&got, &p.reference_rows(0, 0, 70), 0, n, tile.name);
         check_rows(&got, &p.reference_rows(2, 256, 130), 256, n, tile.name);
@@ -553,7 +561,7 @@ fn grouped_masked_kernels_match_the_definition_and_skip_masked_rows() {
             .as_bytes()
             .to_vec()
         };
-        let (got, untouched_ok, r) = run_grouped(&co, tile, &p, &masked, grid, args, &untouched);
+        let (got, untouched_ok, r) = run_grouped(&co, (tile.name, tile.lds_bytes()), &p.b(), &p, &masked, grid, args, &untouched);
         assert!(untouched_ok, "{}: wrote a masked-out row or past D", tile.name);
         check_rows(&got, &p.reference_rows(0, 0, 150), 0, n, tile.name);
         check_rows(&got, &p.reference_rows(2, 2 * m_max, 65), 2 * m_max, n, tile.name);
@@ -599,6 +607,126 @@ fn grouped_kernels_share_the_dense_main_loop() {
             assert_eq!((m.vgpr_spill_count, m.sgpr_spill_count, m.private_segment_fixed_size), (0, 0, 0), "{}", tile.name);
             assert_eq!(m.agpr_count, 0, "{}", tile.name);
             assert_eq!(waves(m.vgpr_count), waves(dm.vgpr_count), "{}: vgpr {} vs {}", tile.name, m.vgpr_count, dm.vgpr_count);
+        }
+    }
+}
+
+// ---- m-grouped bs kernels (B pre-shuffled straight to registers), launched directly ------------
+
+fn contiguous_args(m_sum: u32, n: usize, k: usize, groups: usize) -> impl Fn(u64, u64, u64, u64, u64, u64) -> Vec<u8> {
+    move |a, b, sfa, sfb, d, m_indices| {
+        MGroupedContiguousArgs {
+            a: GlobalPtr::new(a),
+            b: GlobalPtr::new(b),
+            sfa: GlobalPtr::new(sfa),
+            sfb: GlobalPtr::new(sfb),
+            d: GlobalPtr::new(d),
+            m_indices: GlobalPtr::new(m_indices),
+            m_sum,
+            n: n as u32,
+            k: k as u32,
+            groups: groups as u32,
+        }
+        .as_bytes()
+        .to_vec()
+    }
+}
+
+fn masked_args(m_max: usize, n: usize, k: usize, groups: usize) -> impl Fn(u64, u64, u64, u64, u64, u64) -> Vec<u8> {
+    move |a, b, sfa, sfb, d, masked_m| {
+        MGroupedMaskedArgs {
+            a: GlobalPtr::new(a),
+            b: GlobalPtr::new(b),
+            sfa: GlobalPtr::new(sfa),
+            sfb: GlobalPtr::new(sfb),
+            d: GlobalPtr::new(d),
+            masked_m: GlobalPtr::new(masked_m),
+            m_max: m_max as u32,
+            n: n as u32,
+            k: k as u32,
+            groups: groups as u32,
+        }
+        .as_bytes()
+        .to_vec()
+    }
+}
+
+/// MFMAs of one bs tile over `nkb` blocks: 4 waves × `block_m/16` A fragments × 2 B fragments
+/// × 2 reads × 2 k-steps per block.
+fn bs_tile_mfmas(t: &BsTile, nkb: u64) -> u64 {
+    4 * u64::from(t.block_m / 16) * 8 * nkb
+}
+
+#[test]
+fn grouped_contiguous_bs_kernels_match_the_definition_and_skip_padding() {
+    // As the logical-B test: group 0 70 rows (+58 padding), an all-padding block, group 1
+    // empty, group 2 130 rows; n = 200 (a last 16-row fragment padded, and a 128-column tile
+    // past n), three K blocks (a 4-block scale window cut short).
+    let co = code_object();
+    let (n, k, groups) = (200, 384, 3);
+    let mut idx = vec![-1i32; 512];
+    idx[..70].fill(0);
+    idx[256..386].fill(2);
+    let p = GroupedProblem::random(512, groups, n, k, 23);
+    let b = p.b_preshuffled();
+    let untouched: Vec<bool> = idx.iter().map(|&g| g < 0).collect();
+    for tile in CONTIGUOUS_BS_TILES {
+        let grid = tile.grid(512, n as u32);
+        let (got, untouched_ok, r) =
+            run_grouped(&co, (tile.name, tile.lds_bytes()), &b, &p, &idx, grid, contiguous_args(512, n, k, groups), &untouched);
+        assert!(untouched_ok, "{}: wrote a padding row or past D", tile.name);
+        check_rows(&got, &p.reference_rows(0, 0, 70), 0, n, tile.name);
+        check_rows(&got, &p.reference_rows(2, 256, 130), 256, n, tile.name);
+        let bm = tile.block_m as usize;
+        let live_blocks = (0..512).step_by(bm).filter(|&r| idx[r] >= 0).count() as u64;
+        let tiles_n = u64::from((n as u32).div_ceil(tile.block_n));
+        assert_eq!(r.count(exec::Class::Mfma), live_blocks * tiles_n * bs_tile_mfmas(&tile, 3), "{}", tile.name);
+    }
+}
+
+#[test]
+fn grouped_masked_bs_kernels_match_the_definition_and_skip_masked_rows() {
+    // 3 groups of capacity 150: counts 150 (= m_max), 0, 65; n = 200, five K blocks.
+    let co = code_object();
+    let (n, k, groups, m_max) = (200, 640, 3, 150);
+    let masked = [150i32, 0, 65];
+    let p = GroupedProblem::random(groups * m_max, groups, n, k, 24);
+    let b = p.b_preshuffled();
+    let untouched: Vec<bool> = (0..groups * m_max).map(|i| i % m_max >= masked[i / m_max] as usize).collect();
+    for tile in MASKED_BS_TILES {
+        let grid = groups as u32 * tile.grid(m_max as u32, n as u32);
+        let (got, untouched_ok, r) =
+            run_grouped(&co, (tile.name, tile.lds_bytes()), &b, &p, &masked, grid, masked_args(m_max, n, k, groups), &untouched);
+        assert!(untouched_ok, "{}: wrote a masked-out row or past D", tile.name);
+        check_rows(&got, &p.reference_rows(0, 0, 150), 0, n, tile.name);
+        check_rows(&got, &p.reference_rows(2, 2 * m_max, 65), 2 * m_max, n, tile.name);
+        let bm = tile.block_m as usize;
+        let live_tiles_m: u64 = masked.iter().map(|&c| (c as usize).div_ceil(bm) as u64).sum();
+        let tiles_n = u64::from((n as u32).div_ceil(tile.block_n));
+        assert_eq!(r.count(exec::Class::Mfma), live_tiles_m * tiles_n * bs_tile_mfmas(&tile, 5), "{}", tile.name);
+    }
+}
+
+#[test]
+fn grouped_bs_kernels_meet_the_resource_goals() {
+    // No spills, no scratch, all LDS dynamic, the launch bound; and exactly the registers per
+    // lane the host's config assumes (`fp8gemm::config::{CONTIGUOUS,MASKED}_BS_REGS`, unified
+    // VGPR + AGPR count = `fp8gemm info`'s vgpr column), hence the same waves per SIMD as the
+    // dense bs kernel of the same height.
+    let co = code_object();
+    let families: [(&[BsTile], &[u32]); 2] =
+        [(&CONTIGUOUS_BS_TILES, &fp8gemm::config::CONTIGUOUS_BS_REGS), (&MASKED_BS_TILES, &fp8gemm::config::MASKED_BS_REGS)];
+    let waves = |regs: u32| (512 / (regs.div_ceil(8) * 8)).min(8);
+    for (tiles, regs) in families {
+        assert_eq!(tiles.len(), regs.len());
+        for (tile, &want_regs) in tiles.iter().zip(regs) {
+            let m = &co.kernel(tile.name).unwrap_or_else(|| panic!("{} missing", tile.name)).meta;
+            common_resource_goals(tile.name, m);
+            assert_eq!(m.vgpr_count, want_regs, "{}: registers per lane (update the host's table)", tile.name);
+            let dense = DENSE_BS_TILES.iter().find(|d| d.block_m == tile.block_m).expect("a dense bs tile of the same height");
+            let dm = &co.kernel(dense.name).unwrap().meta;
+            assert_eq!(waves(m.vgpr_count), waves(dm.vgpr_count), "{}: vgpr {} vs {} ({})", tile.name, m.vgpr_count, dm.vgpr_count, dense.name);
+            eprintln!("{}: vgpr {} (agpr {}) sgpr {}", tile.name, m.vgpr_count, m.agpr_count, m.sgpr_count);
         }
     }
 }

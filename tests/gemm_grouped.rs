@@ -2,7 +2,8 @@
 //! emulator backend → gfx942 emulator with every check on (memcheck: any access outside an allocation fails
 //! the launch; MFMA hazards, LDS races, late-arriving loads, uninitialized LDS reads) —
 //! against the CPU references, with D pre-filled with a sentinel that every row the kernels must
-//! not write has to keep bit for bit; and every class of rejected input.
+//! not write has to keep bit for bit — for weights in both layouts (logical: the LDS-staged
+//! kernels; pre-shuffled: the "bs" kernels) —; and every class of rejected input.
 
 mod common;
 use common::*;
@@ -12,7 +13,7 @@ use fp8gemm::quant::{GroupedQuantizedWeights, QuantizedActivations};
 use fp8gemm::reference::{self, contiguous_m_indices};
 use fp8gemm::{
     m_alignment_for_contiguous_layout, m_grouped_fp8_gemm_nt_contiguous, m_grouped_fp8_gemm_nt_masked, Context,
-    DeviceActivations, DeviceBuffer, DeviceGroupedWeights, Error, Stream,
+    DeviceActivations, DeviceBuffer, DeviceGroupedWeights, Error, Stream, WeightLayout,
 };
 use half::bf16;
 use rand::{rngs::StdRng, Rng, SeedableRng};
@@ -41,6 +42,23 @@ fn case(rows: usize, groups: usize, n: usize, k: usize, seed: u64) -> Case {
     let qa = QuantizedActivations::quantize(&a, rows, k).unwrap();
     let qb = GroupedQuantizedWeights::quantize(&b, groups, n, k).unwrap();
     Case { rows, groups, n, k, a, b, qa, qb }
+}
+
+/// Both weight layouts: every correctness test runs each.
+const LAYOUTS: [WeightLayout; 2] = [WeightLayout::Logical, WeightLayout::Preshuffled];
+
+/// The case's weights on the device in `layout`.
+fn upload_b(ctx: &Context, c: &Case, layout: WeightLayout) -> DeviceGroupedWeights<E4M3Fnuz> {
+    let b = DeviceGroupedWeights::upload_with_layout(ctx, &c.qb, layout).unwrap();
+    assert_eq!(b.layout(), layout);
+    b
+}
+
+/// The kernel family `layout` must run: the bs kernels (`…_bs_…`) exactly for pre-shuffled B.
+fn assert_kernel_family(kernel: Option<&str>, layout: WeightLayout, what: &str) {
+    if let Some(name) = kernel {
+        assert_eq!(name.contains("_bs_"), layout == WeightLayout::Preshuffled, "{what}: {name} for {layout} weights");
+    }
 }
 
 /// What one launch produced, compared with both references over the rows it had to compute.
@@ -92,10 +110,11 @@ fn sentinel_d(ctx: &Context, len: usize) -> DeviceBuffer<bf16> {
 /// leave it) and returns the comparison; `row_group` is derived from `m_indices` under the
 /// documented kernel rule (a row is written iff its index is a valid group equal to its 64-row
 /// block's first index — for a valid layout: iff its index is ≥ 0).
-fn run_contiguous(ctx: &Context, c: &Case, m_indices: &[i32], what: &str) -> Outcome {
+fn run_contiguous(ctx: &Context, c: &Case, m_indices: &[i32], layout: WeightLayout, what: &str) -> Outcome {
     assert_eq!(m_indices.len(), c.rows);
+    let what = &format!("{what} [{layout}]");
     let da = DeviceActivations::upload(ctx, &c.qa).unwrap();
-    let db = DeviceGroupedWeights::upload(ctx, &c.qb).unwrap();
+    let db = upload_b(ctx, c, layout);
     let di = ctx.upload(m_indices).unwrap();
     let mut dd = sentinel_d(ctx, c.rows * c.n);
     let run = m_grouped_fp8_gemm_nt_contiguous(&stream(ctx), &da, &db, &mut dd, &di).unwrap_or_else(|e| panic!("{what}: {e}"));
@@ -104,6 +123,7 @@ fn run_contiguous(ctx: &Context, c: &Case, m_indices: &[i32], what: &str) -> Out
     reference::m_grouped_fp8_gemm_nt_contiguous(&c.qa, &c.qb, m_indices, &mut want_q).unwrap();
     let row_group: Vec<Option<usize>> = m_indices.iter().map(|&v| usize::try_from(v).ok()).collect();
     let (dq, df, computed) = compare(c, &got, &want_q, &row_group, what);
+    assert_kernel_family(run.config.map(|c| c.kernel), layout, what);
     Outcome { diff_dequantized: dq, diff_unquantized: df, computed, kernel: run.config.map(|c| c.kernel) }
 }
 
@@ -147,11 +167,13 @@ fn contiguous_matches_both_references() {
     ];
     for (i, (rows, pad, n, k)) in cases.into_iter().enumerate() {
         let (c, m_indices) = contiguous_case(&rows, &pad, n, k, 100 + i as u64);
-        let what = format!("contiguous G={} rows={rows:?} pad_before={pad:?} n={n} k={k}", c.groups);
-        let out = run_contiguous(&ctx, &c, &m_indices, &what);
-        assert_eq!(out.computed, rows.iter().sum::<usize>(), "{what}");
-        out.assert_accurate(&what);
-        eprintln!("{what}: {} ({:.2e} / {:.2e})", out.kernel.unwrap(), out.diff_dequantized, out.diff_unquantized);
+        for layout in LAYOUTS {
+            let what = format!("contiguous G={} rows={rows:?} pad_before={pad:?} n={n} k={k} [{layout}]", c.groups);
+            let out = run_contiguous(&ctx, &c, &m_indices, layout, &what);
+            assert_eq!(out.computed, rows.iter().sum::<usize>(), "{what}");
+            out.assert_accurate(&what);
+            eprintln!("{what}: {} ({:.2e} / {:.2e})", out.kernel.unwrap(), out.diff_dequantized, out.diff_unquantized);
+        }
     }
 }
 
@@ -159,9 +181,11 @@ fn contiguous_matches_both_references() {
 fn contiguous_medium_case() {
     let ctx = checked_context();
     let (c, m_indices) = contiguous_case(&[300, 517, 0, 190, 33], &[2], 512, 1024, 7);
-    let out = run_contiguous(&ctx, &c, &m_indices, "contiguous medium");
-    assert_eq!(out.computed, 300 + 517 + 190 + 33);
-    out.assert_accurate("contiguous medium");
+    for layout in LAYOUTS {
+        let out = run_contiguous(&ctx, &c, &m_indices, layout, "contiguous medium");
+        assert_eq!(out.computed, 300 + 517 + 190 + 33);
+        out.assert_accurate(&format!("contiguous medium [{layout}]"));
+    }
 }
 
 #[test]
@@ -172,17 +196,19 @@ fn contiguous_padding_rows_and_blocks_are_not_written() {
     let ctx = checked_context();
     let (c, m_indices) = contiguous_case(&[3, 64], &[1, 2], 128, 128, 3);
     assert_eq!(m_indices.len(), 4 * 128);
-    let out = run_contiguous(&ctx, &c, &m_indices, "padding");
-    assert_eq!(out.computed, 67);
-    out.assert_accurate("padding");
-    // All padding: nothing computed, nothing written, and no MFMA issued.
-    let c = case(256, 2, 64, 128, 4);
-    let out = run_contiguous(&ctx, &c, &[-1; 256], "all padding");
-    assert_eq!(out.computed, 0);
-    #[cfg(feature = "emu")]
-    {
-        let r = fp8gemm::runtime::last_emulator_report().unwrap();
-        assert_eq!(r.count(amdgpu_emu::exec::Class::Mfma), 0, "padding blocks must do no MFMA work");
+    let all_padding = case(256, 2, 64, 128, 4);
+    for layout in LAYOUTS {
+        let out = run_contiguous(&ctx, &c, &m_indices, layout, "padding");
+        assert_eq!(out.computed, 67);
+        out.assert_accurate(&format!("padding [{layout}]"));
+        // All padding: nothing computed, nothing written, and no MFMA issued.
+        let out = run_contiguous(&ctx, &all_padding, &[-1; 256], layout, "all padding");
+        assert_eq!(out.computed, 0);
+        #[cfg(feature = "emu")]
+        {
+            let r = fp8gemm::runtime::last_emulator_report().unwrap();
+            assert_eq!(r.count(amdgpu_emu::exec::Class::Mfma), 0, "{layout}: padding blocks must do no MFMA work");
+        }
     }
 }
 
@@ -208,13 +234,21 @@ fn contiguous_garbage_indices_stay_in_bounds() {
     m_indices[320..384].fill(-1);
     m_indices[384..512].fill(i32::MAX);
     assert!(validate_m_indices(&m_indices, groups).is_err());
-    let da = DeviceActivations::upload(&ctx, &c.qa).unwrap();
-    let db = DeviceGroupedWeights::upload(&ctx, &c.qb).unwrap();
-    let di = ctx.upload(&m_indices).unwrap();
-    let mut dd = sentinel_d(&ctx, 512 * 64);
-    let run = m_grouped_fp8_gemm_nt_contiguous(&stream(&ctx), &da, &db, &mut dd, &di).unwrap();
+    for layout in LAYOUTS {
+        garbage_indices_case(&ctx, &c, &m_indices, layout);
+    }
+}
+
+fn garbage_indices_case(ctx: &Context, c: &Case, m_indices: &[i32], layout: WeightLayout) {
+    let groups = c.groups;
+    let da = DeviceActivations::upload(ctx, &c.qa).unwrap();
+    let db = upload_b(ctx, c, layout);
+    let di = ctx.upload(m_indices).unwrap();
+    let mut dd = sentinel_d(ctx, 512 * 64);
+    let run = m_grouped_fp8_gemm_nt_contiguous(&stream(ctx), &da, &db, &mut dd, &di).unwrap();
+    assert_kernel_family(run.config.map(|c| c.kernel), layout, "garbage indices");
     let bm = run.config.unwrap().block_m as usize;
-    let got = dd.download(&stream(&ctx)).unwrap();
+    let got = dd.download(&stream(ctx)).unwrap();
     let row_group: Vec<Option<usize>> = (0..512)
         .map(|i| {
             let g = m_indices[i - i % bm];
@@ -229,17 +263,18 @@ fn contiguous_garbage_indices_stay_in_bounds() {
     let ref_indices: Vec<i32> = row_group.iter().map(|g| g.map_or(-1, |g| g as i32)).collect();
     let mut want_q = vec![bf16::from_bits(SENTINEL); 512 * 64];
     reference::m_grouped_fp8_gemm_nt_contiguous(&c.qa, &c.qb, &ref_indices, &mut want_q).unwrap();
-    let (dq, df, computed) = compare(&c, &got, &want_q, &row_group, "garbage indices");
+    let (dq, df, computed) = compare(c, &got, &want_q, &row_group, &format!("garbage indices [{layout}]"));
     assert!(computed > 0);
-    assert!(dq < 1e-5 && df < 1e-3, "{dq:e} {df:e}");
+    assert!(dq < 1e-5 && df < 1e-3, "{layout}: {dq:e} {df:e}");
 }
 
 /// Runs the masked GEMM; `masked_m` goes to the device as given, the references use the counts
 /// clamped to `0..=m_max` (the documented kernel behaviour).
-fn run_masked(ctx: &Context, c: &Case, masked_m: &[i32], expected_m: usize, what: &str) -> Outcome {
+fn run_masked(ctx: &Context, c: &Case, masked_m: &[i32], expected_m: usize, layout: WeightLayout, what: &str) -> Outcome {
     let m_max = c.rows / c.groups;
+    let what = &format!("{what} [{layout}]");
     let da = DeviceActivations::upload(ctx, &c.qa).unwrap();
-    let db = DeviceGroupedWeights::upload(ctx, &c.qb).unwrap();
+    let db = upload_b(ctx, c, layout);
     let dm = ctx.upload(masked_m).unwrap();
     let mut dd = sentinel_d(ctx, c.rows * c.n);
     let run = m_grouped_fp8_gemm_nt_masked(&stream(ctx), &da, &db, &mut dd, &dm, expected_m).unwrap_or_else(|e| panic!("{what}: {e}"));
@@ -250,6 +285,7 @@ fn run_masked(ctx: &Context, c: &Case, masked_m: &[i32], expected_m: usize, what
     let row_group: Vec<Option<usize>> =
         (0..c.rows).map(|i| (i / m_max, i % m_max)).map(|(g, r)| (r < clamped[g] as usize).then_some(g)).collect();
     let (dq, df, computed) = compare(c, &got, &want_q, &row_group, what);
+    assert_kernel_family(run.config.map(|c| c.kernel), layout, what);
     Outcome { diff_dequantized: dq, diff_unquantized: df, computed, kernel: run.config.map(|c| c.kernel) }
 }
 
@@ -271,11 +307,13 @@ fn masked_matches_both_references() {
     ];
     for (i, (groups, m_max, masked_m, expected_m, n, k)) in cases.into_iter().enumerate() {
         let c = case(groups * m_max, groups, n, k, 200 + i as u64);
-        let what = format!("masked G={groups} m_max={m_max} masked_m={masked_m:?} expected_m={expected_m} n={n} k={k}");
-        let out = run_masked(&ctx, &c, &masked_m, expected_m, &what);
-        assert_eq!(out.computed, masked_m.iter().map(|&v| v as usize).sum::<usize>(), "{what}");
-        out.assert_accurate(&what);
-        eprintln!("{what}: {} ({:.2e} / {:.2e})", out.kernel.unwrap(), out.diff_dequantized, out.diff_unquantized);
+        for layout in LAYOUTS {
+            let what = format!("masked G={groups} m_max={m_max} masked_m={masked_m:?} expected_m={expected_m} n={n} k={k} [{layout}]");
+            let out = run_masked(&ctx, &c, &masked_m, expected_m, layout, &what);
+            assert_eq!(out.computed, masked_m.iter().map(|&v| v as usize).sum::<usize>(), "{what}");
+            out.assert_accurate(&what);
+            eprintln!("{what}: {} ({:.2e} / {:.2e})", out.kernel.unwrap(), out.diff_dequantized, out.diff_unquantized);
+        }
     }
 }
 
@@ -283,9 +321,11 @@ fn masked_matches_both_references() {
 fn masked_medium_case() {
     let ctx = checked_context();
     let c = case(4 * 256, 4, 512, 1024, 8);
-    let out = run_masked(&ctx, &c, &[256, 17, 0, 200], 128, "masked medium");
-    assert_eq!(out.computed, 473);
-    out.assert_accurate("masked medium");
+    for layout in LAYOUTS {
+        let out = run_masked(&ctx, &c, &[256, 17, 0, 200], 128, layout, "masked medium");
+        assert_eq!(out.computed, 473);
+        out.assert_accurate(&format!("masked medium [{layout}]"));
+    }
 }
 
 #[test]
@@ -297,16 +337,18 @@ fn masked_rows_are_not_written_and_counts_are_clamped_on_the_device() {
     let m_max = 70;
     let c = case(6 * m_max, 6, 64, 128, 11);
     let masked_m = [m_max as i32 + 50, i32::MAX, -5, m_max as i32, 3, i32::MIN];
-    let out = run_masked(&ctx, &c, &masked_m, 1, "clamped counts");
-    assert_eq!(out.computed, 3 * m_max + 3);
-    out.assert_accurate("clamped counts");
-    // All counts 0: nothing written, no MFMA.
-    let out = run_masked(&ctx, &c, &[0; 6], 70, "all masked");
-    assert_eq!(out.computed, 0);
-    #[cfg(feature = "emu")]
-    {
-        let r = fp8gemm::runtime::last_emulator_report().unwrap();
-        assert_eq!(r.count(amdgpu_emu::exec::Class::Mfma), 0, "masked-out tiles must do no MFMA work");
+    for layout in LAYOUTS {
+        let out = run_masked(&ctx, &c, &masked_m, 1, layout, "clamped counts");
+        assert_eq!(out.computed, 3 * m_max + 3);
+        out.assert_accurate(&format!("clamped counts [{layout}]"));
+        // All counts 0: nothing written, no MFMA.
+        let out = run_masked(&ctx, &c, &[0; 6], 70, layout, "all masked");
+        assert_eq!(out.computed, 0);
+        #[cfg(feature = "emu")]
+        {
+            let r = fp8gemm::runtime::last_emulator_report().unwrap();
+            assert_eq!(r.count(amdgpu_emu::exec::Class::Mfma), 0, "{layout}: masked-out tiles must do no MFMA work");
+        }
     }
 }
 
@@ -486,33 +528,33 @@ fn empty_problems_launch_nothing() {
 }
 
 mod random {
-    use super::{case, checked_context, contiguous_case, run_contiguous, run_masked};
+    use super::{case, checked_context, contiguous_case, run_contiguous, run_masked, LAYOUTS};
     use proptest::prelude::*;
     use rand::{rngs::StdRng, Rng, SeedableRng};
 
     proptest! {
         #![proptest_config(ProptestConfig { cases: 8, ..ProptestConfig::default() })]
         #[test]
-        fn random_contiguous_layouts(rows in proptest::collection::vec(0usize..200, 1..6), n4 in 1usize..40, kb in 1usize..3, seed in any::<u64>()) {
+        fn random_contiguous_layouts(rows in proptest::collection::vec(0usize..200, 1..6), n4 in 1usize..40, kb in 1usize..3, layout in 0usize..2, seed in any::<u64>()) {
             let ctx = checked_context();
             let (n, k) = (4 * n4, 128 * kb);
             let (c, m_indices) = contiguous_case(&rows, &[], n, k, seed);
             if c.rows > 0 {
-                let out = run_contiguous(&ctx, &c, &m_indices, "random contiguous");
+                let out = run_contiguous(&ctx, &c, &m_indices, LAYOUTS[layout], "random contiguous");
                 prop_assert_eq!(out.computed, rows.iter().sum::<usize>());
                 out.assert_accurate(&format!("random contiguous rows={rows:?} n={n} k={k}"));
             }
         }
 
         #[test]
-        fn random_masked_counts(groups in 1usize..6, m_max in 1usize..150, n4 in 1usize..40, kb in 1usize..3, expected_m in 0usize..300, seed in any::<u64>()) {
+        fn random_masked_counts(groups in 1usize..6, m_max in 1usize..150, n4 in 1usize..40, kb in 1usize..3, expected_m in 0usize..300, layout in 0usize..2, seed in any::<u64>()) {
             let ctx = checked_context();
             let (n, k) = (4 * n4, 128 * kb);
             let mut rng = StdRng::seed_from_u64(seed);
             // Counts anywhere in −10..m_max + 10: the device clamps.
             let masked: Vec<i32> = (0..groups).map(|_| rng.random_range(-10..m_max as i32 + 10)).collect();
             let c = case(groups * m_max, groups, n, k, seed);
-            let out = run_masked(&ctx, &c, &masked, expected_m, "random masked");
+            let out = run_masked(&ctx, &c, &masked, expected_m, LAYOUTS[layout], "random masked");
             let want: usize = masked.iter().map(|&v| v.clamp(0, m_max as i32) as usize).sum();
             prop_assert_eq!(out.computed, want);
             out.assert_accurate(&format!("random masked G={groups} m_max={m_max} masked={masked:?} n={n} k={k}"));

@@ -49,14 +49,22 @@ mod imp {
 
     use crate::args::{MGroupedContiguousArgs, MGroupedMaskedArgs};
     use crate::dense::imp::{tile_gemm, Bf16Store, TileJob};
+    use crate::mainloop_bs::imp::tile_gemm_bs;
     use crate::intrinsics::*;
     use crate::tile::{self, NUM_XCDS, SCALE_BLOCK_K, SCALE_BLOCK_N};
 
-    /// Contiguous layout: one `32·FM × 32·FN` tile of `D[m_sum, n]` with the group of its block.
+    /// Bytes of B per group: `n · k` (logical) or `⌈n/16⌉·16·k` (pre-shuffled, the bs kernels).
     #[inline(always)]
-    pub fn contiguous<const FM: usize, const FN: usize, const DEPTH: u32>(args: MGroupedContiguousArgs) {
-        let bm = 32 * FM as u32;
-        let bn = 32 * FN as u32;
+    fn b_group_bytes(n: u32, k: u32, preshuffled: bool) -> u32 {
+        if preshuffled { tile::shuffled_b_bytes(n as u64, k as u64) as u32 } else { n * k }
+    }
+
+    /// The job of this workgroup's `bm × bn` tile of a contiguous launch, its epilogue, the
+    /// `m_indices` resource and the tile's group, or `None` when the workgroup has nothing to do
+    /// (past the grid, or a block whose group is outside `0..groups`). B is group `g`'s slice
+    /// of `b_bytes` bytes (either layout).
+    #[inline(always)]
+    fn contiguous_job(args: &MGroupedContiguousArgs, bm: u32, bn: u32, preshuffled: bool) -> Option<(TileJob, Bf16Store, BufferResource, i32)> {
         let (m, n, k, groups) = (args.m_sum, args.n, args.k, args.groups);
         let nkb = k / SCALE_BLOCK_K;
         let nb = n.div_ceil(SCALE_BLOCK_N);
@@ -67,7 +75,7 @@ mod imp {
         // `tiles_m == 0` is implied for valid arguments; stating it removes the division-by-zero
         // panic path of `tile_coords`.
         if pid >= grid || tiles_m == 0 {
-            return;
+            return None;
         }
         let id = tile::xcd_remap(pid, grid, NUM_XCDS);
         let (tm, tn) = tile::tile_coords(id, tiles_m, n.div_ceil(bn));
@@ -79,10 +87,11 @@ mod imp {
         let g = unsafe { s_buffer_load_i32(rs_idx, m0 * 4) };
         if g < 0 || g as u32 >= groups {
             // −1 padding (or an invalid index): the block is skipped, its D rows untouched.
-            return;
+            return None;
         }
+        let gi = g;
         let g = g as u64;
-        let (b_bytes, sfb_bytes) = (n * k, nb * nkb * 4);
+        let (b_bytes, sfb_bytes) = (b_group_bytes(n, k, preshuffled), nb * nkb * 4);
         let job = TileJob {
             rs_a: BufferResource::new(args.a.addr(), m * k),
             rs_sfa: BufferResource::new(args.sfa.addr(), m * nkb * 4),
@@ -98,7 +107,13 @@ mod imp {
             n0,
         };
         let epi = Bf16Store { rs_d: BufferResource::new(args.d.addr(), m * n * 2), ldd: n };
-        let g = g as i32;
+        Some((job, epi, rs_idx, gi))
+    }
+
+    /// Contiguous layout: one `32·FM × 32·FN` tile of `D[m_sum, n]` with the group of its block.
+    #[inline(always)]
+    pub fn contiguous<const FM: usize, const FN: usize, const DEPTH: u32>(args: MGroupedContiguousArgs) {
+        let Some((job, epi, rs_idx, g)) = contiguous_job(&args, 32 * FM as u32, 32 * FN as u32, false) else { return };
         tile_gemm::<FM, FN, DEPTH, _>(&job, |row| {
             // SAFETY: rs_idx as above; rows ≥ m_sum read 0, and their stores fall outside D's
             // resource anyway.
@@ -106,11 +121,22 @@ mod imp {
         }, &epi);
     }
 
-    /// Masked layout: one `32·FM × 32·FN` tile of `D[g]` of one group, rows below `masked_m[g]`.
+    /// Contiguous layout on the bs loop: one `16·FM × 128` tile with B pre-shuffled.
     #[inline(always)]
-    pub fn masked<const FM: usize, const FN: usize, const DEPTH: u32>(args: MGroupedMaskedArgs) {
-        let bm = 32 * FM as u32;
-        let bn = 32 * FN as u32;
+    pub fn contiguous_bs<const FM: usize>(args: MGroupedContiguousArgs) {
+        let Some((job, epi, rs_idx, g)) = contiguous_job(&args, 16 * FM as u32, 128, true) else { return };
+        tile_gemm_bs::<FM, true, _>(&job, |row| {
+            // SAFETY: rs_idx covers m_indices (m_sum i32, read-only); rows ≥ m_sum read 0, and
+            // their stores fall outside D's resource anyway.
+            unsafe { buffer_load_i32(rs_idx, row * 4, 0) == g }
+        }, &epi);
+    }
+
+    /// The job of this workgroup's `bm × bn` tile of a masked launch and its epilogue, or `None`
+    /// when the workgroup has nothing to do (past the grid, or at/after its group's clamped
+    /// count). B is group `g`'s slice (either layout).
+    #[inline(always)]
+    fn masked_job(args: &MGroupedMaskedArgs, bm: u32, bn: u32, preshuffled: bool) -> Option<(TileJob, Bf16Store)> {
         let (m_max, n, k, groups) = (args.m_max, args.n, args.k, args.groups);
         let nkb = k / SCALE_BLOCK_K;
         let nb = n.div_ceil(SCALE_BLOCK_N);
@@ -119,12 +145,12 @@ mod imp {
         let per_group = tiles_m * n.div_ceil(bn);
         // Both are non-zero for valid arguments (otherwise the grid is empty).
         let (Some(tiles_m_nz), Some(per_group_nz)) = (NonZeroU32::new(tiles_m), NonZeroU32::new(per_group)) else {
-            return;
+            return None;
         };
         let grid = groups * per_group;
         let pid = workgroup_id_x();
         if pid >= grid {
-            return;
+            return None;
         }
         let id = tile::xcd_remap(pid, grid, NUM_XCDS);
         let (g, tm, tn) = tile::masked_tile_coords(id, tiles_m_nz, per_group_nz);
@@ -136,11 +162,11 @@ mod imp {
         let count = unsafe { s_buffer_load_i32(rs_mask, g * 4) };
         let rows = if count <= 0 { 0 } else { (count as u32).min(m_max) };
         if m0 >= rows {
-            return;
+            return None;
         }
         let g = u64::from(g);
         let a_rows = u64::from(m_max) * g;
-        let (b_bytes, sfb_bytes) = (n * k, nb * nkb * 4);
+        let (b_bytes, sfb_bytes) = (b_group_bytes(n, k, preshuffled), nb * nkb * 4);
         let job = TileJob {
             rs_a: BufferResource::new(args.a.addr() + a_rows * u64::from(k), rows * k),
             rs_sfa: BufferResource::new(args.sfa.addr() + a_rows * u64::from(nkb * 4), rows * nkb * 4),
@@ -156,7 +182,21 @@ mod imp {
             n0,
         };
         let epi = Bf16Store { rs_d: BufferResource::new(args.d.addr() + a_rows * u64::from(n * 2), rows * n * 2), ldd: n };
+        Some((job, epi))
+    }
+
+    /// Masked layout: one `32·FM × 32·FN` tile of `D[g]` of one group, rows below `masked_m[g]`.
+    #[inline(always)]
+    pub fn masked<const FM: usize, const FN: usize, const DEPTH: u32>(args: MGroupedMaskedArgs) {
+        let Some((job, epi)) = masked_job(&args, 32 * FM as u32, 32 * FN as u32, false) else { return };
         tile_gemm::<FM, FN, DEPTH, _>(&job, |_| true, &epi);
+    }
+
+    /// Masked layout on the bs loop: one `16·FM × 128` tile with B pre-shuffled.
+    #[inline(always)]
+    pub fn masked_bs<const FM: usize>(args: MGroupedMaskedArgs) {
+        let Some((job, epi)) = masked_job(&args, 16 * FM as u32, 128, true) else { return };
+        tile_gemm_bs::<FM, true, _>(&job, |_| true, &epi);
     }
 }
 
@@ -196,10 +236,40 @@ pub fn m_grouped_fp8_gemm_nt_masked_bm128_bn128(args: MGroupedMaskedArgs) {
     imp::masked::<4, 4, { crate::tile::MASKED_TILES[2].prefetch_depth() }>(args)
 }
 
+/// Contiguous layout, bs loop (B pre-shuffled straight to registers), 64 × 128 tiles.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn m_grouped_fp8_gemm_nt_contiguous_bs_bm64_bn128(args: MGroupedContiguousArgs) {
+    imp::contiguous_bs::<4>(args)
+}
+
+/// Contiguous layout, bs loop, 128 × 128 tiles: many rows per expert (prefill).
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn m_grouped_fp8_gemm_nt_contiguous_bs_bm128_bn128(args: MGroupedContiguousArgs) {
+    imp::contiguous_bs::<8>(args)
+}
+
+/// Masked layout, bs loop (B pre-shuffled straight to registers), 32 × 128 tiles: decode.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn m_grouped_fp8_gemm_nt_masked_bs_bm32_bn128(args: MGroupedMaskedArgs) {
+    imp::masked_bs::<2>(args)
+}
+
+/// Masked layout, bs loop, 64 × 128 tiles.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn m_grouped_fp8_gemm_nt_masked_bs_bm64_bn128(args: MGroupedMaskedArgs) {
+    imp::masked_bs::<4>(args)
+}
+
+/// Masked layout, bs loop, 128 × 128 tiles: large groups.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn m_grouped_fp8_gemm_nt_masked_bs_bm128_bn128(args: MGroupedMaskedArgs) {
+    imp::masked_bs::<8>(args)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tile::{CONTIGUOUS_TILES, MASKED_TILES, THREADS};
+    use crate::tile::{CONTIGUOUS_BS_TILES, CONTIGUOUS_TILES, MASKED_BS_TILES, MASKED_TILES, THREADS};
 
     #[test]
     fn specs_match_the_tile_tables() {
@@ -214,6 +284,20 @@ mod tests {
         }
         let m = [M_GROUPED_FP8_GEMM_NT_MASKED_BM64_BN64, M_GROUPED_FP8_GEMM_NT_MASKED_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BM128_BN128];
         for (spec, tile) in m.iter().zip(MASKED_TILES) {
+            assert_eq!(spec.name, tile.name);
+            assert_eq!(spec.workgroup_size, THREADS);
+        }
+        let cb = [M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM64_BN128, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM128_BN128];
+        for (spec, tile) in cb.iter().zip(CONTIGUOUS_BS_TILES) {
+            assert_eq!(spec.name, tile.name);
+            assert_eq!(spec.workgroup_size, THREADS);
+        }
+        let mb = [
+            M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM32_BN128,
+            M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM64_BN128,
+            M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM128_BN128,
+        ];
+        for (spec, tile) in mb.iter().zip(MASKED_BS_TILES) {
             assert_eq!(spec.name, tile.name);
             assert_eq!(spec.workgroup_size, THREADS);
         }

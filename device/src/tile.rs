@@ -257,6 +257,30 @@ pub const MASKED_TILES: [DenseTile; 3] = [
     DenseTile { name: "m_grouped_fp8_gemm_nt_masked_bm128_bn128", block_m: 128, block_n: 128 },
 ];
 
+/// The m-grouped contiguous bs kernels ([`crate::grouped`] on [`crate::mainloop_bs`]: B
+/// pre-shuffled straight to registers), smallest first. Heights divide
+/// [`M_ALIGNMENT_CONTIGUOUS`], so a tile never spans two aligned blocks.
+pub const CONTIGUOUS_BS_TILES: [BsTile; 2] = [
+    BsTile { name: "m_grouped_fp8_gemm_nt_contiguous_bs_bm64_bn128", block_m: 64, block_n: 128 },
+    BsTile { name: "m_grouped_fp8_gemm_nt_contiguous_bs_bm128_bn128", block_m: 128, block_n: 128 },
+];
+
+/// The m-grouped masked bs kernels ([`crate::grouped`] on [`crate::mainloop_bs`]), smallest
+/// first (32 rows: decode-sized groups).
+pub const MASKED_BS_TILES: [BsTile; 3] = [
+    BsTile { name: "m_grouped_fp8_gemm_nt_masked_bs_bm32_bn128", block_m: 32, block_n: 128 },
+    BsTile { name: "m_grouped_fp8_gemm_nt_masked_bs_bm64_bn128", block_m: 64, block_n: 128 },
+    BsTile { name: "m_grouped_fp8_gemm_nt_masked_bs_bm128_bn128", block_m: 128, block_n: 128 },
+];
+
+const _: () = {
+    let mut i = 0;
+    while i < CONTIGUOUS_BS_TILES.len() {
+        assert!(M_ALIGNMENT_CONTIGUOUS.is_multiple_of(CONTIGUOUS_BS_TILES[i].block_m));
+        i += 1;
+    }
+};
+
 const _: () = {
     let mut i = 0;
     while i < CONTIGUOUS_TILES.len() {

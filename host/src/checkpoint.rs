@@ -705,8 +705,9 @@ impl<F: CheckpointFormat> DeviceMoeWeights<F> {
     }
 
     /// The [`MoeLayer`] of these weights ([`MoeLayer::new`], which checks the shapes the
-    /// kernels need and that their layout is one the layer's GEMMs read: pre-shuffled weights
-    /// are an [`Error::Layout`] until the m-grouped kernels reading them exist).
+    /// kernels need and that their layout is one the layer's GEMMs read: pre-shuffled routed
+    /// experts run the m-grouped bs kernels; a pre-shuffled shared expert is an
+    /// [`Error::Layout`] until the dense entry points read that layout).
     pub fn into_layer(self, ctx: &Context, options: MoeOptions) -> Result<MoeLayer<F>> {
         MoeLayer::new(ctx, self.gate_up, self.down, self.shared.map(DeviceMlpWeights::into_pair), options)
     }

@@ -55,8 +55,11 @@ use fp8gemm_device::dense::{
 };
 use fp8gemm_device::grouped::{
     M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM128_BN128, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM64_BN128,
-    M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM64_BN64, M_GROUPED_FP8_GEMM_NT_MASKED_BM128_BN128,
+    M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM64_BN64, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM128_BN128,
+    M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BM128_BN128,
     M_GROUPED_FP8_GEMM_NT_MASKED_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BM64_BN64,
+    M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM128_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM32_BN128,
+    M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM64_BN128,
 };
 use fp8gemm_device::tile::{self, DenseTile};
 use fp8gemm_device::KernelSpec;
@@ -597,10 +600,16 @@ fn validate(desc: &GemmDesc) -> Result<(), ConfigError> {
 
 /// Workgroups a candidate launches for `desc`, and the tiles that do work (the model's input).
 fn grid_and_work(c: &Candidate, desc: &GemmDesc) -> Result<(u32, u64), ConfigError> {
-    let t = c.tile;
+    tile_grid_and_work(c.tile.block_m, c.tile.block_n, c.splits, desc)
+}
+
+/// [`grid_and_work`] of a `block_m × block_n` tile with `splits` K splits (any kernel family:
+/// the logical-B tiles and the bs tiles share the grids and the work model).
+fn tile_grid_and_work(block_m: u32, block_n: u32, splits: u32, desc: &GemmDesc) -> Result<(u32, u64), ConfigError> {
+    let t = DenseTile { name: "", block_m, block_n };
     Ok(match desc.kind {
         GemmKind::Dense => {
-            let grid = u64::from(t.grid(desc.m, desc.n)) * u64::from(c.splits);
+            let grid = u64::from(t.grid(desc.m, desc.n)) * u64::from(splits);
             let grid = u32::try_from(grid).map_err(|_| ConfigError::TooLarge { tensor: "grid", bytes: grid, limit: u64::from(u32::MAX) })?;
             (grid, u64::from(grid))
         }
@@ -965,6 +974,105 @@ pub fn dense_bs_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<DenseGemmA
     [FP8_GEMM_NT_BS_BM32_BN128, FP8_GEMM_NT_BS_BM64_BN128, FP8_GEMM_NT_BS_BM128_BN128].into_iter().find(|s| s.name == config.kernel)
 }
 
+/// Registers per lane (VGPRs + AGPRs, as `fp8gemm info`'s `vgpr` column counts them;
+/// `tests/dense_kernel.rs` checks them against the code object) of the m-grouped bs kernels,
+/// in [`tile::CONTIGUOUS_BS_TILES`] / [`tile::MASKED_BS_TILES`] order.
+pub const CONTIGUOUS_BS_REGS: [u32; 2] = [242, 428];
+/// See [`CONTIGUOUS_BS_REGS`].
+pub const MASKED_BS_REGS: [u32; 3] = [142, 238, 424];
+
+/// The bs tiles of an m-grouped kind with their registers per lane (empty for dense, whose bs
+/// tiles [`get_bs_config`] chooses).
+fn grouped_bs_tiles(kind: GemmKind) -> Vec<(tile::BsTile, u32)> {
+    match kind {
+        GemmKind::Dense => Vec::new(),
+        GemmKind::MGroupedContiguous => tile::CONTIGUOUS_BS_TILES.into_iter().zip(CONTIGUOUS_BS_REGS).collect(),
+        GemmKind::MGroupedMasked => tile::MASKED_BS_TILES.into_iter().zip(MASKED_BS_REGS).collect(),
+    }
+}
+
+/// Workgroups per CU of a bs kernel using `regs` registers per lane and `lds` bytes of LDS.
+fn bs_slots(spec: ArchSpec, regs: u32, lds: u32) -> u32 {
+    (waves_per_simd(regs) / (tile::THREADS / tile::WAVE / 4)).min(spec.lds_per_cu / lds.max(1)).max(1)
+}
+
+/// Chooses the m-grouped bs kernel (B pre-shuffled straight to registers,
+/// [`fp8gemm_device::grouped`] on [`fp8gemm_device::mainloop_bs`]) of a contiguous or masked
+/// problem: the tile forced with [`force_tile`] / `FP8GEMM_FORCE_TILE` (contiguous 64x128 or
+/// 128x128, masked 32x128, 64x128 or 128x128; a forced split count other than 1 is rejected),
+/// else the tile with the smallest estimate of [`get_bs_config`]'s form
+/// `rounds · nkb · (block_m/16 + BS_BLOCK_OVERHEAD) · slots / sharing` over the tiles that do
+/// work, counted as for the logical-B kernels (contiguous: all-padding 64-row halves skipped;
+/// masked: `expected_m` rows per group; see the [module docs](self)). Ties go to the smaller
+/// tile. A heuristic until the tuned table has bs rows.
+pub fn get_grouped_bs_config(desc: &GemmDesc) -> Result<GemmConfig, ConfigError> {
+    validate(desc)?;
+    let tiles = grouped_bs_tiles(desc.kind);
+    if tiles.is_empty() {
+        return Err(ConfigError::NoKernel { kind: desc.kind, arch: desc.arch });
+    }
+    if let Some(s) = forced_split()?.filter(|&s| s != 1) {
+        return Err(ConfigError::ForcedSplit { splits: s.to_string(), expected: "1 (the pre-shuffled-B kernels do not split K)".into() });
+    }
+    let spec = arch_spec(desc.arch);
+    let (i, why) = match forced_tile()? {
+        Some((bm, bn)) => {
+            let available = match desc.kind {
+                GemmKind::MGroupedContiguous => "64x128, 128x128 (m-grouped contiguous, pre-shuffled B)",
+                _ => "32x128, 64x128, 128x128 (m-grouped masked, pre-shuffled B)",
+            };
+            let i = tiles
+                .iter()
+                .position(|(t, _)| (t.block_m, t.block_n) == (bm, bn))
+                .ok_or_else(|| ConfigError::ForcedTile { tile: format!("{bm}x{bn}"), available })?;
+            (i, Choice::Forced)
+        }
+        None => {
+            let mut best: Option<(f64, usize)> = None;
+            for (i, (t, regs)) in tiles.iter().enumerate() {
+                let (_, work) = tile_grid_and_work(t.block_m, t.block_n, 1, desc)?;
+                let (cus, s) = (u64::from(spec.cus), u64::from(bs_slots(spec, *regs, t.lds_bytes())));
+                let rounds = work.div_ceil(cus * s);
+                let sharing = s.min(work.div_ceil(cus)).max(1);
+                let est = rounds as f64 * (f64::from(t.block_m / 16) + BS_BLOCK_OVERHEAD) * f64::from(desc.k / tile::SCALE_BLOCK_K) * s as f64 / sharing as f64;
+                if best.is_none_or(|(b, _)| est < b) {
+                    best = Some((est, i));
+                }
+            }
+            let (est, i) = best.ok_or(ConfigError::NoKernel { kind: desc.kind, arch: desc.arch })?;
+            (i, Choice::Model(est))
+        }
+    };
+    let t = tiles[i].0;
+    let (grid, _) = tile_grid_and_work(t.block_m, t.block_n, 1, desc)?;
+    let config = GemmConfig {
+        block_m: t.block_m,
+        block_n: t.block_n,
+        block_k: tile::SCALE_BLOCK_K,
+        workgroup_size: tile::THREADS,
+        lds_bytes: t.lds_bytes(),
+        kernel: t.name,
+        grid,
+        splits: 1,
+        remap: Remap::Xcd { xcds: spec.xcds },
+        arch: desc.arch,
+    };
+    print_once(desc, &config, why, None);
+    Ok(config)
+}
+
+/// The launch spec of an m-grouped contiguous bs config's kernel (B pre-shuffled).
+pub fn contiguous_bs_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<MGroupedContiguousArgs>> {
+    [M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM64_BN128, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM128_BN128].into_iter().find(|s| s.name == config.kernel)
+}
+
+/// The launch spec of an m-grouped masked bs config's kernel (B pre-shuffled).
+pub fn masked_bs_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<MGroupedMaskedArgs>> {
+    [M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM32_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM128_BN128]
+        .into_iter()
+        .find(|s| s.name == config.kernel)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1119,6 +1227,46 @@ mod tests {
                 assert_eq!(c.grid, groups * m_max.div_ceil(c.block_m) * 7168 / c.block_n, "{c}");
             }
         }
+    }
+
+    #[test]
+    fn grouped_bs_configs_name_bs_kernels_and_cover_the_grid() {
+        for arch in Arch::ALL {
+            for (m_sum, groups) in [(128, 1), (1024, 8), (8192, 4), (32768, 8)] {
+                let c = get_grouped_bs_config(&GemmDesc::m_grouped_contiguous(m_sum, 4096, 7168, groups, arch)).unwrap();
+                assert!(contiguous_bs_kernel_spec(&c).is_some(), "{c}");
+                assert!(contiguous_kernel_spec(&c).is_none() && masked_bs_kernel_spec(&c).is_none(), "{c}");
+                assert_eq!((c.grid, c.lds_bytes, c.splits), ((m_sum / c.block_m) * 4096 / 128, (2 * c.block_m * 128) + 32 * c.block_m, 1), "{c}");
+            }
+            for (m_max, groups, expected) in [(1024, 1, 1024), (512, 2, 512), (256, 4, 256), (4096, 8, 7), (100, 3, 0)] {
+                let c = get_grouped_bs_config(&GemmDesc::m_grouped_masked(m_max, 7168, 2048, groups, expected, arch)).unwrap();
+                assert!(masked_bs_kernel_spec(&c).is_some() && masked_kernel_spec(&c).is_none(), "{c}");
+                assert_eq!(c.grid, groups * m_max.div_ceil(c.block_m) * 7168 / 128, "{c}");
+            }
+            // Dense problems have no grouped bs kernel.
+            let e = get_grouped_bs_config(&GemmDesc::dense(128, 128, 128, arch)).unwrap_err();
+            assert!(matches!(e, ConfigError::NoKernel { kind: GemmKind::Dense, .. }), "{e}");
+        }
+        // Decode-sized masked groups take the 32-row tile.
+        assert_eq!(get_grouped_bs_config(&GemmDesc::m_grouped_masked(4096, 4096, 7168, 4, 8, Arch::Gfx942)).unwrap().block_m, 32);
+    }
+
+    #[test]
+    fn grouped_bs_forced_tiles() {
+        force_tile(Some((32, 128)));
+        let desc = GemmDesc::m_grouped_masked(256, 4096, 7168, 4, 256, Arch::Gfx942);
+        assert_eq!(get_grouped_bs_config(&desc).unwrap().kernel, "m_grouped_fp8_gemm_nt_masked_bs_bm32_bn128");
+        // The contiguous bs kernels have no 32-row tile, nor any 64-column one.
+        let e = get_grouped_bs_config(&GemmDesc::m_grouped_contiguous(256, 4096, 7168, 2, Arch::Gfx942)).unwrap_err();
+        assert!(matches!(e, ConfigError::ForcedTile { .. }) && e.to_string().contains("64x128, 128x128"), "{e}");
+        force_tile(Some((64, 64)));
+        assert!(matches!(get_grouped_bs_config(&desc), Err(ConfigError::ForcedTile { .. })));
+        force_tile(Some((128, 128)));
+        assert_eq!(get_grouped_bs_config(&desc).unwrap().kernel, "m_grouped_fp8_gemm_nt_masked_bs_bm128_bn128");
+        force_split(Some(2));
+        assert!(matches!(get_grouped_bs_config(&desc), Err(ConfigError::ForcedSplit { .. })));
+        force_split(None);
+        force_tile(None);
     }
 
     #[test]

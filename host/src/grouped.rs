@@ -9,7 +9,11 @@
 //!   and is never read by the host; `expected_m` is a host-side hint for the kernel choice.
 //!
 //! Both compute `D[i, j] = bf16(Σ_kb SFA[i,kb] · SFB[g][⌊j/128⌋,kb] · Σ_{k∈kb} A[i,k] · B[g][j,k])`
-//! for the rows they cover, with the dense kernels' main loop (same accuracy).
+//! for the rows they cover, with the dense kernels' main loop (same accuracy) — or, for weights
+//! in the pre-shuffled [layout](crate::layout), with the "bs" main loop
+//! ([`fp8gemm_device::mainloop_bs`]: B straight from global memory into registers; the kernels
+//! `m_grouped_fp8_gemm_nt_{contiguous,masked}_bs_*`, chosen by
+//! [`crate::config::get_grouped_bs_config`]). The layout travels with the weights' view.
 //!
 //! Device layouts (row-major, no padding): `A` and SFA as [`ActivationsView`] (`m = m_sum`, or
 //! `m = G · m_max` with group `g`'s rows at `g·m_max ..`), `B` `[G, n, k]` FP8 and SFB
@@ -300,21 +304,6 @@ impl<'a, F: Fp8Format> From<&'a DeviceGroupedWeights<F>> for GroupedWeightsView<
     }
 }
 
-/// The weight layouts the m-grouped entry points have kernels for: rejects the others with
-/// [`Error::Layout`] naming `arg` (also used by [`crate::MoeLayer::new`], whose grouped GEMMs
-/// these are).
-pub(crate) fn check_grouped_layout(arg: &'static str, layout: WeightLayout) -> Result<()> {
-    match layout {
-        WeightLayout::Logical => Ok(()),
-        WeightLayout::Preshuffled => Err(Error::Layout {
-            arg,
-            expected: WeightLayout::Logical,
-            actual: layout,
-            reason: "the m-grouped GEMMs have no kernel reading pre-shuffled B yet",
-        }),
-    }
-}
-
 /// Checks a contiguous-layout `m_indices` on the host: its length is a multiple of
 /// [`m_alignment_for_contiguous_layout`], every entry is in `−1..groups`, and every aligned block
 /// is one group's rows followed by −1 padding (possibly all padding, possibly no padding) — the
@@ -380,7 +369,6 @@ fn check_common<F: Fp8Format>(
     ctx.check_owner("b", b.scales.owner())?;
     ctx.check_owner("d", d.data.owner())?;
     ctx.check_owner(index_arg, index.owner())?;
-    check_grouped_layout("b", b.layout)?;
     if b.k != a.k {
         return Err(Error::Shape { arg: "b", expected: format!("k = {} columns (as a)", a.k), actual: format!("{} columns", b.k) });
     }
@@ -399,6 +387,14 @@ fn check_common<F: Fp8Format>(
         });
     }
     Ok(())
+}
+
+/// Device bytes of one group of B in `layout` (`n · k`, or `⌈n/16⌉·16·k` pre-shuffled), saturating.
+fn b_group_bytes(layout: WeightLayout, n: u64, k: u64) -> u64 {
+    match layout {
+        WeightLayout::Logical => n.saturating_mul(k),
+        WeightLayout::Preshuffled => n.div_ceil(PRESHUFFLE_ROWS as u64).saturating_mul(PRESHUFFLE_ROWS as u64).saturating_mul(k),
+    }
 }
 
 fn check_len(arg: &'static str, what: String, expected: usize, actual: usize) -> Result<()> {
@@ -451,13 +447,22 @@ pub fn m_grouped_fp8_gemm_nt_contiguous<'a, F: Fp8Format>(
     let (m64, n64, k64, g64) = (m_sum as u64, n as u64, k as u64, groups as u64);
     check_tensor_bytes("a", (m64 + 128).saturating_mul(k64))?;
     check_tensor_bytes("b", (n64 + 128).saturating_mul(k64))?;
-    check_tensor_bytes("b", g64.saturating_mul(n64).saturating_mul(k64))?;
+    check_tensor_bytes("b", g64.saturating_mul(b_group_bytes(b.layout, n64, k64)))?;
     check_tensor_bytes("d", m64.saturating_mul(n64).saturating_mul(2))?;
 
     let desc = GemmDesc::m_grouped_contiguous(m32, n as u32, k as u32, g32, ctx.arch());
-    let cfg = config::get_best_config(&desc).map_err(|e| Error::Unsupported(e.to_string()))?;
-    let spec = config::contiguous_kernel_spec(&cfg)
-        .ok_or_else(|| Error::Unsupported(format!("configuration {cfg} has no m-grouped contiguous kernel")))?;
+    let unsupported = |e: config::ConfigError| Error::Unsupported(e.to_string());
+    let (cfg, spec) = match b.layout {
+        WeightLayout::Logical => {
+            let cfg = config::get_best_config(&desc).map_err(unsupported)?;
+            (cfg, config::contiguous_kernel_spec(&cfg))
+        }
+        WeightLayout::Preshuffled => {
+            let cfg = config::get_grouped_bs_config(&desc).map_err(unsupported)?;
+            (cfg, config::contiguous_bs_kernel_spec(&cfg))
+        }
+    };
+    let spec = spec.ok_or_else(|| Error::Unsupported(format!("configuration {cfg} has no m-grouped contiguous kernel for {} weights", b.layout)))?;
     let args = MGroupedContiguousArgs {
         a: a.data.device_ptr(),
         b: b.data.device_ptr(),
@@ -472,7 +477,8 @@ pub fn m_grouped_fp8_gemm_nt_contiguous<'a, F: Fp8Format>(
     };
     // SAFETY: every pointer in `args` addresses memory the views borrow with at least the extent
     // the kernel's contract requires: A m_sum·k bytes and SFA m_sum·⌈k/128⌉ floats, B G·n·k
-    // bytes and SFB G·⌈n/128⌉·⌈k/128⌉ floats (checked by the view constructors, contiguous rows
+    // bytes (logical) or G·⌈n/16⌉·16·k (pre-shuffled, the layout that chose the bs kernel) and
+    // SFB G·⌈n/128⌉·⌈k/128⌉ floats (checked by the view constructors for its layout, contiguous rows
     // checked above), D m_sum·n bf16 and m_indices m_sum i32 (checked above); the kernel bounds
     // every access by these extents whatever m_indices holds. `d` is borrowed mutably.
     unsafe { stream.launch(spec, [cfg.grid, 1, 1], cfg.lds_bytes, &args)? };
@@ -527,14 +533,23 @@ pub fn m_grouped_fp8_gemm_nt_masked<'a, F: Fp8Format>(
     check_tensor_bytes("a", r64.saturating_mul(k64))?;
     check_tensor_bytes("a", (m32 as u64 + 128).saturating_mul(k64))?;
     check_tensor_bytes("b", (n64 + 128).saturating_mul(k64))?;
-    check_tensor_bytes("b", g64.saturating_mul(n64).saturating_mul(k64))?;
+    check_tensor_bytes("b", g64.saturating_mul(b_group_bytes(b.layout, n64, k64)))?;
     check_tensor_bytes("d", r64.saturating_mul(n64).saturating_mul(2))?;
 
     let expected = u32::try_from(expected_m).unwrap_or(u32::MAX);
     let desc = GemmDesc::m_grouped_masked(m32, n as u32, k as u32, g32, expected, ctx.arch());
-    let cfg = config::get_best_config(&desc).map_err(|e| Error::Unsupported(e.to_string()))?;
-    let spec = config::masked_kernel_spec(&cfg)
-        .ok_or_else(|| Error::Unsupported(format!("configuration {cfg} has no m-grouped masked kernel")))?;
+    let unsupported = |e: config::ConfigError| Error::Unsupported(e.to_string());
+    let (cfg, spec) = match b.layout {
+        WeightLayout::Logical => {
+            let cfg = config::get_best_config(&desc).map_err(unsupported)?;
+            (cfg, config::masked_kernel_spec(&cfg))
+        }
+        WeightLayout::Preshuffled => {
+            let cfg = config::get_grouped_bs_config(&desc).map_err(unsupported)?;
+            (cfg, config::masked_bs_kernel_spec(&cfg))
+        }
+    };
+    let spec = spec.ok_or_else(|| Error::Unsupported(format!("configuration {cfg} has no m-grouped masked kernel for {} weights", b.layout)))?;
     let args = MGroupedMaskedArgs {
         a: a.data.device_ptr(),
         b: b.data.device_ptr(),
@@ -548,8 +563,9 @@ pub fn m_grouped_fp8_gemm_nt_masked<'a, F: Fp8Format>(
         groups: g32,
     };
     // SAFETY: every pointer in `args` addresses memory the views borrow with at least the extent
-    // the kernel's contract requires: A G·m_max·k bytes and SFA G·m_max·⌈k/128⌉ floats, B and
-    // SFB for G groups (checked by the view constructors, contiguous rows checked above), D
+    // the kernel's contract requires: A G·m_max·k bytes and SFA G·m_max·⌈k/128⌉ floats, B (in
+    // the layout whose kernel was chosen) and SFB for G groups (checked by the view
+    // constructors for that layout, contiguous rows checked above), D
     // G·m_max·n bf16 and masked_m G i32 (checked above); the kernel clamps every masked_m entry
     // to 0..=m_max, so its accesses stay inside these extents. `d` is borrowed mutably.
     unsafe { stream.launch(spec, [cfg.grid, 1, 1], cfg.lds_bytes, &args)? };

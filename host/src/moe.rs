@@ -483,8 +483,9 @@ impl<F: Fp8Format> MoeLayer<F> {
     /// up = last `I`), `down` `[E, H, I]`, `shared` = `(gate_up [2·Is, H], down [H, Is])`.
     /// Checks that the shapes agree, `H` and `I` (and `Is`) are multiples of 128 (the GEMMs'
     /// K), `1 ≤ E ≤` [`fp8gemm_device::moe::MAX_EXPERTS`], `top_k ≥ 1`, and that the weights'
-    /// [layouts](crate::layout) are ones the layer's GEMMs have kernels for (today: logical;
-    /// otherwise [`Error::Layout`] naming `gate_up`, `down` or `shared`).
+    /// [layouts](crate::layout) are ones the layer's GEMMs have kernels for: the experts
+    /// (`gate_up`, `down`) logical or pre-shuffled, each independently (the m-grouped GEMMs run
+    /// either); the shared expert logical for now (otherwise [`Error::Layout`] naming `shared`).
     pub fn new(
         ctx: &Context,
         gate_up: DeviceGroupedWeights<F>,
@@ -494,9 +495,8 @@ impl<F: Fp8Format> MoeLayer<F> {
     ) -> Result<Self> {
         check_format::<F>(ctx, "gate_up")?;
         // The layer's GEMMs take the weights' layout; one they have no kernel for is rejected
-        // here, not at the first forward pass.
-        crate::grouped::check_grouped_layout("gate_up", gate_up.layout())?;
-        crate::grouped::check_grouped_layout("down", down.layout())?;
+        // here, not at the first forward pass. The m-grouped GEMMs run either layout (the
+        // experts' views carry it); the shared expert's dense GEMMs the logical one only.
         if let Some((sgu, sd)) = &shared {
             crate::gemm::check_dense_layout("shared", sgu.layout())?;
             crate::gemm::check_dense_layout("shared", sd.layout())?;
