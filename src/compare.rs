@@ -73,7 +73,13 @@ impl Problem {
 /// model on; the operands are zeros (their values do not steer the kernels).
 fn model(ctx: &Context, p: Problem, machine: &Machine, scope: CompareScope) -> Result<(std::sync::Arc<TimingReport>, String), String> {
     let e = |x: fp8gemm::Error| x.to_string();
-    let grid = config::get_best_config(&p.desc()).map(|c| c.grid).map_err(|x| x.to_string())?;
+    // `FP8GEMM_PRESHUFFLED=1`: the operands' B is pre-shuffled, which the bs kernels run.
+    let chosen = match (crate::gemm::preshuffled(), p) {
+        (false, _) => config::get_best_config(&p.desc()),
+        (true, Problem::Dense { .. }) => config::get_bs_config(&p.desc()),
+        (true, _) => config::get_grouped_bs_config(&p.desc()),
+    };
+    let grid = chosen.map(|c| c.grid).map_err(|x| x.to_string())?;
     let full = match scope {
         CompareScope::Full => true,
         CompareScope::Xcd => false,
@@ -87,7 +93,7 @@ fn model(ctx: &Context, p: Problem, machine: &Machine, scope: CompareScope) -> R
     let run = ops.launch(&stream);
     emu::set_timing(None);
     let cfg = run.map_err(e)?.config.ok_or("nothing was launched")?;
-    let cfg = format!("{}x{}", cfg.block_m, cfg.block_n);
+    let cfg = format!("{}{}x{}", if cfg.kernel.contains("_bs_") { "bs " } else { "" }, cfg.block_m, cfg.block_n);
     let t = emu::last_launch_timing().ok_or("the timed launch left no report")?;
     Ok((t, cfg))
 }

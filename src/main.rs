@@ -112,6 +112,10 @@ enum Command {
     /// Model the time of one dense, m-grouped or K-grouped GEMM on an MI300X/MI325X with the emulator's
     /// cycle-level timing model (every figure printed is modelled, not measured): time,
     /// TFLOPS, HBM traffic, pipe busy %, stall breakdown and the most stalled instructions.
+    /// m-grouped: `--layout contiguous|masked --groups G` (`--m` = rows per group).
+    /// Environment: `FP8GEMM_PRESHUFFLED=1` puts B in the pre-shuffled layout (dense and
+    /// m-grouped: the bs kernels); `FP8GEMM_FORCE_TILE=BMxBN` forces a tile;
+    /// `FP8GEMM_PRINT_CONFIGS=1` prints the chosen config.
     Profile {
         /// Rows of A and D (grouped: rows per group, as for `grouped`).
         #[arg(long)]

@@ -5,7 +5,7 @@
 
 use fp8gemm::fp8::E4M3Fnuz;
 use fp8gemm::grouped::upload_m_indices;
-use fp8gemm::{Context, DeviceActivations, DeviceBuffer, DeviceGroupedWeights, DeviceWeights, GemmRun, Result, Stream};
+use fp8gemm::{Context, DeviceActivations, DeviceBuffer, DeviceGroupedWeights, DeviceWeights, GemmRun, Result, Stream, WeightLayout};
 use half::bf16;
 
 /// One GEMM problem: dense `m × n × k`, or m-grouped with `groups` groups of `rows` rows each
@@ -53,15 +53,20 @@ pub struct Operands {
 
 impl Operands {
     /// Allocates the operands of `p` on `ctx` (contiguous: `m_indices` of `rows` rows per group).
+    /// With `FP8GEMM_PRESHUFFLED=1` the grouped weights are allocated in the pre-shuffled layout,
+    /// so the m-grouped entry points run their bs kernels.
     pub fn new(ctx: &Context, p: Problem) -> Result<Operands> {
         let ((n, k), rows) = (p.nk(), p.rows());
+        let layout = if crate::gemm::preshuffled() { WeightLayout::Preshuffled } else { WeightLayout::Logical };
         let b = match p {
             Problem::Dense { .. } => Weights::Dense(DeviceWeights::alloc(ctx, n, k)?),
             Problem::Contiguous { groups, rows: r, .. } => {
                 let idx: Vec<i32> = (0..rows).map(|i| (i / r) as i32).collect();
-                Weights::Contiguous(DeviceGroupedWeights::alloc(ctx, groups, n, k)?, upload_m_indices(ctx, &idx, groups)?)
+                Weights::Contiguous(DeviceGroupedWeights::alloc_with_layout(ctx, groups, n, k, layout)?, upload_m_indices(ctx, &idx, groups)?)
             }
-            Problem::Masked { groups, rows: r, .. } => Weights::Masked(DeviceGroupedWeights::alloc(ctx, groups, n, k)?, ctx.upload(&vec![r as i32; groups])?, r),
+            Problem::Masked { groups, rows: r, .. } => {
+                Weights::Masked(DeviceGroupedWeights::alloc_with_layout(ctx, groups, n, k, layout)?, ctx.upload(&vec![r as i32; groups])?, r)
+            }
         };
         Ok(Operands { a: DeviceActivations::alloc(ctx, rows, k)?, b, d: ctx.alloc_zeroed(rows * n)? })
     }
@@ -73,7 +78,7 @@ impl Operands {
         let run = match &self.b {
             // Experiments: `FP8GEMM_PRESHUFFLED=1` runs the pre-shuffled-B (bs) kernels on the
             // same zero weights (zeros are zeros in either layout; n % 16 == 0 needed for size).
-            Weights::Dense(b) if std::env::var("FP8GEMM_PRESHUFFLED").is_ok_and(|v| v == "1") => fp8gemm::fp8_gemm_nt_preshuffled(stream, a, b, d)?,
+            Weights::Dense(b) if crate::gemm::preshuffled() => fp8gemm::fp8_gemm_nt_preshuffled(stream, a, b, d)?,
             Weights::Dense(b) => fp8gemm::fp8_gemm_nt(stream, a, b, d)?,
             Weights::Contiguous(b, idx) => fp8gemm::m_grouped_fp8_gemm_nt_contiguous(stream, a, b, d, idx)?,
             Weights::Masked(b, masked, expected_m) => fp8gemm::m_grouped_fp8_gemm_nt_masked(stream, a, b, d, masked, *expected_m)?,

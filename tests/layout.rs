@@ -2,8 +2,8 @@
 //! the emulator (all checking modes on): the host shuffle against the layout's definition
 //! (`tile::shuffled_b_index`), upload → download round trips (dense, grouped, expert by expert
 //! in any order), the device pre-shuffle kernel byte for byte against the host shuffle, the
-//! checkpoint loader in the pre-shuffled layout, and every error path (lengths, `k`, layouts an
-//! operation cannot take).
+//! checkpoint loader in the pre-shuffled layout, the m-grouped entry points and `MoeLayer` on
+//! pre-shuffled experts, and every error path (lengths, `k`, layouts an operation cannot take).
 
 mod common;
 
@@ -18,7 +18,7 @@ use fp8gemm::layout::{self, preshuffle_bytes, preshuffled_bytes, unshuffle_bytes
 use fp8gemm::quant::{GroupedQuantizedWeights, QuantizedActivations, QuantizedWeights};
 use fp8gemm::{
     fp8_gemm_nt, fp8_gemm_nt_with_workspace, m_grouped_fp8_gemm_nt_contiguous, m_grouped_fp8_gemm_nt_masked, preshuffle_weights,
-    preshuffle_weights_on_device, quantize_weights, unshuffle_weights, DeviceActivations, DeviceGroupedWeights, DeviceSlice,
+    preshuffle_weights_on_device, quantize_weights, unshuffle_weights, DeviceActivations, DeviceBuffer, DeviceGroupedWeights, DeviceSlice,
     DeviceSliceMut, DeviceWeights, Error, GroupedWeightsView, MoeLayer, MoeOptions, Stream, WeightsView, WeightsViewMut, Workspace,
 };
 use fp8gemm_device::tile::{shuffled_b_bytes, shuffled_b_index};
@@ -465,10 +465,12 @@ fn device_preshuffle_errors() {
 
 // ---------------------------------------------------------------- entry points and the MoE layer
 
-/// Until the kernels reading pre-shuffled B are in, every GEMM entry point given pre-shuffled
-/// weights is a typed layout error (nothing launched), never a misread.
+/// The dense entry points have no kernel reading pre-shuffled B yet: given pre-shuffled weights
+/// they return a typed layout error (nothing launched), never a misread. The m-grouped entry
+/// points run them (the bs kernels) and give exactly what the same weights give in the logical
+/// layout (their full correctness suites are in `tests/gemm_grouped.rs`).
 #[test]
-fn entry_points_reject_preshuffled_weights() {
+fn dense_entry_points_reject_and_grouped_ones_run_preshuffled_weights() {
     let ctx = common::checked_context();
     let stream = Stream::new(&ctx).unwrap();
     let (m, n, k) = (64usize, 64usize, 256usize);
@@ -484,26 +486,56 @@ fn entry_points_reject_preshuffled_weights() {
     let a0 = DeviceActivations::<E4M3Fnuz>::alloc(&ctx, 0, k).unwrap();
     let mut d0 = ctx.alloc_zeroed::<bf16>(0).unwrap();
     expect_layout(fp8_gemm_nt(&stream, &a0, &b, &mut d0).unwrap_err(), "b", WeightLayout::Logical, WeightLayout::Preshuffled);
-
-    let groups = 2;
-    let gb = DeviceGroupedWeights::upload_preshuffled(&ctx, &random_grouped(groups, n, k, 2)).unwrap();
-    let ga = DeviceActivations::upload(&ctx, &QuantizedActivations::<E4M3Fnuz>::quantize(&vec![0.5f32; 128 * k], 128, k).unwrap()).unwrap();
-    let idx = fp8gemm::grouped::upload_m_indices(&ctx, &[0i32; 128], groups).unwrap();
-    let mut gd = ctx.alloc_zeroed::<bf16>(128 * n).unwrap();
-    expect_layout(m_grouped_fp8_gemm_nt_contiguous(&stream, &ga, &gb, &mut gd, &idx).unwrap_err(), "b", WeightLayout::Logical, WeightLayout::Preshuffled);
-    let masked = ctx.upload(&[64i32, 64]).unwrap();
-    expect_layout(m_grouped_fp8_gemm_nt_masked(&stream, &ga, &gb, &mut gd, &masked, 64).unwrap_err(), "b", WeightLayout::Logical, WeightLayout::Preshuffled);
     // D untouched, nothing failed on the device.
-    assert!(d.download(&stream).unwrap().iter().chain(gd.download(&stream).unwrap().iter()).all(|v| v.to_bits() == 0));
+    assert!(d.download(&stream).unwrap().iter().all(|v| v.to_bits() == 0));
 
-    // The same weights in the logical layout run (the check is on the layout, not the data).
-    let logical = DeviceWeights::upload(&ctx, &b.download(&stream).unwrap()).unwrap();
-    fp8_gemm_nt(&stream, &a, &logical, &mut d).unwrap();
+    // m-grouped: 2 groups of n = 72 (a padded last 16-row fragment), both layouts, D
+    // pre-filled with a sentinel (rows the GEMM does not define keep it).
+    let (groups, gn) = (2, 72usize);
+    let w = random_grouped(groups, gn, k, 2);
+    let pre = DeviceGroupedWeights::upload_preshuffled(&ctx, &w).unwrap();
+    let logical = DeviceGroupedWeights::upload(&ctx, &w).unwrap();
+    let mut rng = StdRng::seed_from_u64(3);
+    let x: Vec<f32> = common::randn_bf16(256 * k, &mut rng);
+    let ga = DeviceActivations::upload(&ctx, &QuantizedActivations::<E4M3Fnuz>::quantize(&x, 256, k).unwrap()).unwrap();
+    let mut idx = vec![0i32; 256];
+    idx[100..128].fill(-1);
+    idx[128..200].fill(1);
+    idx[200..].fill(-1);
+    let idx = fp8gemm::grouped::upload_m_indices(&ctx, &idx, groups).unwrap();
+    let masked = ctx.upload(&[128i32, 37]).unwrap();
+    type Launch<'x> = &'x dyn Fn(&DeviceGroupedWeights<E4M3Fnuz>, &mut DeviceBuffer<bf16>) -> fp8gemm::Result<fp8gemm::GemmRun>;
+    let run_both = |f: Launch<'_>, what: &str| {
+        let mut outs = Vec::new();
+        for wts in [&pre, &logical] {
+            let mut gd = ctx.upload(&vec![bf16::from_bits(0x7f7f); 256 * gn]).unwrap();
+            let run = f(wts, &mut gd).unwrap_or_else(|e| panic!("{what} [{}]: {e}", wts.layout()));
+            let kernel = run.config.expect("launched").kernel;
+            assert_eq!(kernel.contains("_bs_"), wts.layout() == WeightLayout::Preshuffled, "{what}: {kernel}");
+            outs.push(gd.download(&stream).unwrap());
+        }
+        assert_same_bytes(what, &bits16(&outs[0]), &bits16(&outs[1]));
+        let written = outs[0].iter().filter(|v| v.to_bits() != 0x7f7f).count();
+        assert!(written > 0 && written < outs[0].len(), "{what}: {written} elements written");
+    };
+    run_both(&|wts, gd| m_grouped_fp8_gemm_nt_contiguous(&stream, &ga, wts, gd, &idx), "contiguous");
+    run_both(&|wts, gd| m_grouped_fp8_gemm_nt_masked(&stream, &ga, wts, gd, &masked, 64), "masked");
+    // A pre-shuffled view over engine memory runs too.
+    let gview = GroupedWeightsView::<E4M3Fnuz>::new_preshuffled(pre.view().data(), pre.view().scales(), groups, gn, k).unwrap();
+    let mut gd = ctx.upload(&vec![bf16::from_bits(0x7f7f); 256 * gn]).unwrap();
+    let run = m_grouped_fp8_gemm_nt_masked(&stream, &ga, gview, &mut gd, &masked, 64).unwrap();
+    assert!(run.config.expect("launched").kernel.contains("_bs_"));
     stream.synchronize().unwrap();
 }
 
+fn bits16(v: &[bf16]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_bits().to_le_bytes()).collect()
+}
+
+/// `MoeLayer::new` takes pre-shuffled routed experts (gate_up, down, each independently); a
+/// pre-shuffled shared expert is a typed layout error until the dense entry points read it.
 #[test]
-fn moe_layer_rejects_preshuffled_weights_at_construction() {
+fn moe_layer_takes_preshuffled_experts_and_rejects_a_preshuffled_shared_expert() {
     let ctx = common::checked_context();
     let (e, h, i) = (2usize, 128usize, 128usize);
     let opts = MoeOptions { top_k: 1, masked_max_tokens: 0 };
@@ -516,9 +548,11 @@ fn moe_layer_rejects_preshuffled_weights_at_construction() {
     let up = |w: &GroupedQuantizedWeights<E4M3Fnuz>, l| DeviceGroupedWeights::upload_with_layout(&ctx, w, l).unwrap();
     let (lg, ps) = (WeightLayout::Logical, WeightLayout::Preshuffled);
     MoeLayer::new(&ctx, up(&gu(), lg), up(&dn(), lg), Some(shared(lg)), opts).unwrap();
+    MoeLayer::new(&ctx, up(&gu(), ps), up(&dn(), lg), None, opts).unwrap();
+    MoeLayer::new(&ctx, up(&gu(), lg), up(&dn(), ps), None, opts).unwrap();
+    MoeLayer::new(&ctx, up(&gu(), ps), up(&dn(), ps), Some(shared(lg)), opts).unwrap();
     let err = |r: fp8gemm::Result<MoeLayer<E4M3Fnuz>>| r.err().expect("a layout error");
-    expect_layout(err(MoeLayer::new(&ctx, up(&gu(), ps), up(&dn(), lg), None, opts)), "gate_up", lg, ps);
-    expect_layout(err(MoeLayer::new(&ctx, up(&gu(), lg), up(&dn(), ps), None, opts)), "down", lg, ps);
+    expect_layout(err(MoeLayer::new(&ctx, up(&gu(), ps), up(&dn(), ps), Some(shared(ps)), opts)), "shared", lg, ps);
     expect_layout(err(MoeLayer::new(&ctx, up(&gu(), lg), up(&dn(), lg), Some(shared(ps)), opts)), "shared", lg, ps);
 }
 
@@ -566,9 +600,10 @@ fn checkpoint_loader_preshuffled_equals_logical() {
     assert_same_bytes("whole vs streamed", &device_bytes(&stream, whole.gate_up.view().data()), &device_bytes(&stream, pre.gate_up.view().data()));
     let mlp_dev = DeviceMlpWeights::upload_with_layout(&ctx, host.shared.as_ref().unwrap(), WeightLayout::Preshuffled).unwrap();
     assert_eq!(mlp_dev.gate_up.layout(), WeightLayout::Preshuffled);
-    // Such a layer cannot be built into a MoeLayer yet (typed, not a misread).
+    // Its routed experts make a MoeLayer; its pre-shuffled shared expert does not yet (typed,
+    // not a misread).
     let err = pre.into_layer(&ctx, MoeOptions { top_k: 2, masked_max_tokens: 0 }).err().expect("a layout error");
-    expect_layout(err, "gate_up", WeightLayout::Logical, WeightLayout::Preshuffled);
+    expect_layout(err, "shared", WeightLayout::Logical, WeightLayout::Preshuffled);
 }
 
 #[test]

@@ -18,7 +18,7 @@ use fp8gemm::moe::{
 use fp8gemm::quant::{GroupedQuantizedWeights, QuantizedActivations, QuantizedWeights};
 use fp8gemm::{
     moe_reference, reference, ActivationsViewMut, CaptureMode, Context, DeviceGroupedWeights, DeviceWeights, Error,
-    MoeLayer, MoeLayout, MoeOptions, MoeScratch, MoeStage, Stream,
+    MoeLayer, MoeLayout, MoeOptions, MoeScratch, MoeStage, Stream, WeightLayout,
 };
 use fp8gemm_device::moe::f32_to_bf16_bits;
 use half::bf16;
@@ -324,6 +324,12 @@ struct Layer {
 }
 
 fn random_layer(ctx: &Context, experts: usize, h: usize, i: usize, shared_i: Option<usize>, options: MoeOptions, seed: u64) -> Layer {
+    random_layer_in(ctx, experts, h, i, shared_i, options, seed, WeightLayout::Logical)
+}
+
+/// [`random_layer`] with the routed experts uploaded in `layout` (the shared expert logical).
+#[allow(clippy::too_many_arguments)]
+fn random_layer_in(ctx: &Context, experts: usize, h: usize, i: usize, shared_i: Option<usize>, options: MoeOptions, seed: u64, layout: WeightLayout) -> Layer {
     let mut rng = StdRng::seed_from_u64(seed);
     let scale = |v: Vec<f32>, s: f32| v.into_iter().map(|x| x * s).collect::<Vec<_>>();
     let gu = GroupedQuantizedWeights::<F>::quantize(&scale(randn_bf16(experts * 2 * i * h, &mut rng), 0.06), experts, 2 * i, h).unwrap();
@@ -335,8 +341,8 @@ fn random_layer(ctx: &Context, experts: usize, h: usize, i: usize, shared_i: Opt
     });
     let layer = MoeLayer::new(
         ctx,
-        DeviceGroupedWeights::upload(ctx, &gu).unwrap(),
-        DeviceGroupedWeights::upload(ctx, &dn).unwrap(),
+        DeviceGroupedWeights::upload_with_layout(ctx, &gu, layout).unwrap(),
+        DeviceGroupedWeights::upload_with_layout(ctx, &dn, layout).unwrap(),
         shared.as_ref().map(|(_, a, b)| (DeviceWeights::upload(ctx, a).unwrap(), DeviceWeights::upload(ctx, b).unwrap())),
         options,
     )
@@ -448,6 +454,38 @@ fn layer_contiguous_and_masked_match_the_reference() {
     assert_eq!(a, b, "both layouts compute the same GEMM rows");
     assert_eq!(l.layer.layout_for(3), MoeLayout::Masked);
     assert_eq!(l.layer.layout_for(5), MoeLayout::Contiguous);
+}
+
+/// The layer on pre-shuffled routed experts (the m-grouped bs kernels) over the cases of
+/// `layer_contiguous_and_masked_match_the_reference` and `layer_with_shared_expert` (same
+/// layers, same inputs; the shared expert logical): both references, and bit for bit the
+/// logical layer's output (the bs kernels compute the same rows with the same per-block
+/// promotion order).
+#[test]
+fn layer_on_preshuffled_experts_matches_the_reference_and_the_logical_layer() {
+    let ctx = checked_context();
+    // (experts, top_k, shared I, masked_max_tokens, layer seed, input seed, [(tokens, dups, layout)])
+    type Case = (usize, usize, Option<usize>, usize, u64, u64, Vec<(usize, bool, MoeLayout)>);
+    let cases: [Case; 2] = [
+        (8, 4, None, 4, 21, 22, vec![(80, true, MoeLayout::Contiguous), (40, true, MoeLayout::Contiguous), (3, false, MoeLayout::Masked)]),
+        (16, 2, Some(256), 2, 31, 32, vec![(20, false, MoeLayout::Contiguous), (2, false, MoeLayout::Masked)]),
+    ];
+    let (h, i) = (256, 128);
+    for (e, k, shared, masked_max, layer_seed, input_seed, runs) in cases {
+        let opts = MoeOptions { top_k: k, masked_max_tokens: masked_max };
+        let pre = random_layer_in(&ctx, e, h, i, shared, opts, layer_seed, WeightLayout::Preshuffled);
+        let logical = random_layer_in(&ctx, e, h, i, shared, opts, layer_seed, WeightLayout::Logical);
+        let mut scratch = MoeScratch::new(&pre.layer, 80, 8).unwrap();
+        let mut rng = StdRng::seed_from_u64(input_seed);
+        for (tokens, dups, layout) in runs {
+            let (x, ids, w) = inputs(tokens, h, k, e, dups, &mut rng);
+            let what = format!("pre-shuffled experts E={e} shared {shared:?}, {layout:?} T={tokens}");
+            let got = check_layer(&pre, &mut scratch, layout, &x, &ids, &w, &what);
+            let want = check_layer(&logical, &mut scratch, layout, &x, &ids, &w, &format!("logical experts E={e}, {layout:?} T={tokens}"));
+            let bad = got.iter().zip(&want).position(|(a, b)| a.to_bits() != b.to_bits());
+            assert!(bad.is_none(), "{what}: out[{}] = {} vs the logical layer's {}", bad.unwrap_or(0), got[bad.unwrap_or(0)], want[bad.unwrap_or(0)]);
+        }
+    }
 }
 
 #[test]
