@@ -78,7 +78,7 @@ pub(crate) mod imp {
     }
 
     #[inline(always)]
-    pub(crate) fn tile_gemm_bs<const FM: usize, const A2: bool, E: Epilogue>(
+    pub(crate) fn tile_gemm_bs<const FM: usize, const A2: bool, const AHEAD: bool, E: Epilogue>(
         job: &TileJob,
         keep_row: impl Fn(u32) -> bool,
         epi: &E,
@@ -217,43 +217,69 @@ pub(crate) mod imp {
         let zb = || [[U32x4([0; 4]); 2]; FN];
         let (mut b0, mut b1) = (zb(), zb());
         let (mut ga0, mut ga1) = ([U32x4([0; 4]); FM], [U32x4([0; 4]); FM]);
-        // Prologue: window 0's scales; A(0) into stage 0; B(0) into registers; A(1) into
-        // registers (A_AHEAD: A is loaded two blocks ahead, written one block ahead).
+        let (mut a0, mut a1): (ARegs<FM>, ARegs<FM>) = ([[[0; 2]; FM]; 2], [[[0; 2]; FM]; 2]);
+        // A is written to LDS `W` blocks ahead of its MFMAs (AHEAD: its fragments are read one
+        // block ahead, so the stage must be ready a block earlier) and loaded from global
+        // memory `L` blocks ahead (A2: one block earlier than it is written).
+        let w_ahead: u32 = if AHEAD { 2 } else { 1 };
+        let l_ahead: u32 = w_ahead + A2 as u32;
+        // Prologue: window 0's scales; A(0 .. W) into stages 0 .. W; B(0) into registers; with
+        // A2, A(W) into registers; with AHEAD, A(0)'s fragments into registers.
         load_scales(0, &mut sfa_ld, &mut sfb_next);
         write_scales(0, &sfa_ld);
-        load_a(0, &mut ga0);
         load_b(0, &mut b0);
+        load_a(0, &mut ga0);
         write_a(0, &ga0);
+        if AHEAD {
+            load_a(1, &mut ga0);
+            write_a(1, &ga0);
+        }
         if A2 {
-            load_a(1, &mut ga1);
+            load_a(w_ahead, &mut ga1);
         }
         lds_barrier();
+        if AHEAD {
+            read_a(0, &mut a0);
+        }
 
-        // One block `i` (j = i mod 4, static in each unrolled copy): A(i) in LDS stage j & 1,
-        // its B in `bcur`; loads the next block's B into `bnext` and A(i + 1) (or, A2, A(i + 2))
-        // into `gload`; after the MFMAs and the promotion writes A(i + 1) (from `gwrite`,
-        // loaded one block ago with A2) into stage (j + 1) & 1 and meets the barrier.
+        // One block `i` (j = i mod 4, static in each unrolled copy). It starts with the
+        // barrier that publishes the stages and scales written by the previous block and tells
+        // every wave that the stage this block overwrites has been read by all (reads whose
+        // values are used only in a later block are sunk by LLVM to the top of that block, so
+        // they must not be separated from their block's start by a barrier — hence barrier
+        // first). Then: the next block's B into `bnext`, A(i + L) into `gload`; A(i)'s
+        // fragments (read now from stage j & 1, or, AHEAD, read during the previous block into
+        // `acur` while this block reads A(i + 1)'s into `anext`); MFMAs; promotion; A(i + W)
+        // (from `gwrite`, loaded a block ago with A2) into stage (j + W) & 1.
         // A macro rather than a closure: a closure borrowing `acc` left an `assume(&acc != null)`
         // in the IR at FM = 8, which kept LLVM's SROA from putting the accumulators in registers.
         macro_rules! step {
-            ($i:expr, $j:expr, $bcur:expr, $bnext:expr, $gload:expr, $gwrite:expr) => {{
+            ($i:expr, $j:expr, $bcur:expr, $bnext:expr, $gload:expr, $gwrite:expr, $acur:expr, $anext:expr) => {{
                 let (i, j): (u32, u32) = ($i, $j);
                 let (bcur, bnext): (&BRegs, &mut BRegs) = ($bcur, $bnext);
+                lds_barrier();
                 if j == 0 {
                     sfb = sfb_next;
                 }
                 if j == 1 {
                     load_scales(i + 3, &mut sfa_ld, &mut sfb_next);
                 }
-                load_a(if A2 { i + 2 } else { i + 1 }, $gload);
+                load_a(i + l_ahead, $gload);
                 load_b(i + 1, bnext);
                 sched_fence();
                 // The block's partial sums: local to the step.
                 let mut part = [[F32x4::zero(); FN]; FM];
-                let mut af: ARegs<FM> = [[[0; 2]; FM]; 2];
-                read_a(j & 1, &mut af);
-                mfmas(0, &af, bcur, &mut part);
-                mfmas(1, &af, bcur, &mut part);
+                if AHEAD {
+                    let (acur, anext): (&ARegs<FM>, &mut ARegs<FM>) = ($acur, $anext);
+                    read_a((j + 1) & 1, anext);
+                    mfmas(0, acur, bcur, &mut part);
+                    mfmas(1, acur, bcur, &mut part);
+                } else {
+                    let mut af: ARegs<FM> = [[[0; 2]; FM]; 2];
+                    read_a(j & 1, &mut af);
+                    mfmas(0, &af, bcur, &mut part);
+                    mfmas(1, &af, bcur, &mut part);
+                }
                 sched_fence();
                 let s_b = f32::from_bits(readlane_dyn(sfb.to_bits(), 16 * j)) * tile::PROMOTION_DOWN;
                 unroll!(fm < FM => {
@@ -265,30 +291,29 @@ pub(crate) mod imp {
                     });
                 });
                 sched_fence();
-                write_a((j + 1) & 1, if A2 { $gwrite } else { &*$gload });
+                write_a((j + w_ahead) & 1, if A2 { $gwrite } else { &*$gload });
                 if j == 3 {
                     window += 1;
                     write_scales(window & 1, &sfa_ld);
                 }
-                lds_barrier();
             }};
         }
 
         let mut i = 0;
         while i < nkb {
-            step!(i, 0, &b0, &mut b1, &mut ga0, &ga1);
+            step!(i, 0, &b0, &mut b1, &mut ga0, &ga1, &a0, &mut a1);
             if i + 1 >= nkb {
                 break;
             }
-            step!(i + 1, 1, &b1, &mut b0, &mut ga1, &ga0);
+            step!(i + 1, 1, &b1, &mut b0, &mut ga1, &ga0, &a1, &mut a0);
             if i + 2 >= nkb {
                 break;
             }
-            step!(i + 2, 2, &b0, &mut b1, &mut ga0, &ga1);
+            step!(i + 2, 2, &b0, &mut b1, &mut ga0, &ga1, &a0, &mut a1);
             if i + 3 >= nkb {
                 break;
             }
-            step!(i + 3, 3, &b1, &mut b0, &mut ga1, &ga0);
+            step!(i + 3, 3, &b1, &mut b0, &mut ga1, &ga0, &a1, &mut a0);
             i += 4;
         }
 
@@ -305,27 +330,27 @@ pub(crate) mod imp {
     /// The dense bs kernels: the dense grid and tile order ([`dense_job`]) over the
     /// pre-shuffled B.
     #[inline(always)]
-    pub fn gemm_bs<const FM: usize, const A2: bool>(args: DenseGemmArgs) {
+    pub fn gemm_bs<const FM: usize, const A2: bool, const AHEAD: bool>(args: DenseGemmArgs) {
         let Some((mut job, epi)) = dense_job(&args, 16 * FM as u32, 128) else { return };
         job.rs_b = BufferResource::new(args.b.addr(), tile::shuffled_b_bytes(args.n as u64, args.k as u64) as u32);
-        tile_gemm_bs::<FM, A2, _>(&job, |_| true, &epi);
+        tile_gemm_bs::<FM, A2, AHEAD, _>(&job, |_| true, &epi);
     }
 }
 
 /// bs (pre-shuffled B) 32 × 128 tile: small M.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_bs_bm32_bn128(args: DenseGemmArgs) {
-    imp::gemm_bs::<2, true>(args)
+    imp::gemm_bs::<2, true, true>(args)
 }
 
 /// bs (pre-shuffled B) 64 × 128 tile: medium M.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_bs_bm64_bn128(args: DenseGemmArgs) {
-    imp::gemm_bs::<4, true>(args)
+    imp::gemm_bs::<4, true, false>(args)
 }
 
 /// bs (pre-shuffled B) 128 × 128 tile: large M.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_bs_bm128_bn128(args: DenseGemmArgs) {
-    imp::gemm_bs::<8, true>(args)
+    imp::gemm_bs::<8, true, false>(args)
 }
