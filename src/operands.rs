@@ -56,6 +56,8 @@ impl Operands {
     pub fn new(ctx: &Context, p: Problem) -> Result<Operands> {
         let ((n, k), rows) = (p.nk(), p.rows());
         let b = match p {
+            // `FP8GEMM_PRESHUFFLED=1`: dense weights in the pre-shuffled layout (the bs kernels).
+            Problem::Dense { .. } if std::env::var("FP8GEMM_PRESHUFFLED").is_ok_and(|v| v == "1") => Weights::Dense(DeviceWeights::alloc_preshuffled(ctx, n, k)?),
             Problem::Dense { .. } => Weights::Dense(DeviceWeights::alloc(ctx, n, k)?),
             Problem::Contiguous { groups, rows: r, .. } => {
                 let idx: Vec<i32> = (0..rows).map(|i| (i / r) as i32).collect();
@@ -71,9 +73,6 @@ impl Operands {
     pub fn launch(&mut self, stream: &Stream) -> Result<GemmRun> {
         let (a, d) = (&self.a, &mut self.d);
         let run = match &self.b {
-            // Experiments: `FP8GEMM_PRESHUFFLED=1` runs the pre-shuffled-B (bs) kernels on the
-            // same zero weights (zeros are zeros in either layout; n % 16 == 0 needed for size).
-            Weights::Dense(b) if std::env::var("FP8GEMM_PRESHUFFLED").is_ok_and(|v| v == "1") => fp8gemm::fp8_gemm_nt_preshuffled(stream, a, b, d)?,
             Weights::Dense(b) => fp8gemm::fp8_gemm_nt(stream, a, b, d)?,
             Weights::Contiguous(b, idx) => fp8gemm::m_grouped_fp8_gemm_nt_contiguous(stream, a, b, d, idx)?,
             Weights::Masked(b, masked, expected_m) => fp8gemm::m_grouped_fp8_gemm_nt_masked(stream, a, b, d, masked, *expected_m)?,

@@ -39,6 +39,7 @@ pub mod quant;
 #[cfg(target_arch = "amdgpu")]
 pub mod intrinsics;
 pub mod kgrouped;
+pub mod layout;
 pub mod mainloop_bs;
 pub mod moe;
 pub mod test_kernels;

@@ -11,7 +11,9 @@
 //! Device layouts (row-major; see [`crate::view`]):
 //! * A: `m × k` FP8 with row stride `lda ≥ k`, SFA: `m × ⌈k/128⌉` f32 (one scale per row and
 //!   128-wide K block);
-//! * B: `n × k` FP8, SFB: `⌈n/128⌉ × ⌈k/128⌉` f32 (one scale per 128 × 128 block);
+//! * B: `n × k` FP8, SFB: `⌈n/128⌉ × ⌈k/128⌉` f32 (one scale per 128 × 128 block); B's
+//!   [layout](crate::layout) travels with its view, and a layout an entry point has no kernel for
+//!   is an [`Error::Layout`];
 //! * D: `m × n` BF16 with row stride `ldd ≥ n`.
 
 use std::marker::PhantomData;
@@ -23,6 +25,7 @@ use crate::codeobj::Arch;
 use crate::config::{self, GemmConfig, GemmDesc};
 use crate::error::{Error, Result};
 use crate::fp8::{E4M3Fn, E4M3Fnuz, Fp8Format};
+use crate::layout::WeightLayout;
 use crate::quant::{QuantizedActivations, QuantizedWeights};
 use crate::runtime::{Context, DeviceBuffer, Stream};
 use crate::view::{ActivationsView, IntoOutput, WeightsView};
@@ -137,12 +140,17 @@ impl<'a, F: Fp8Format> From<&'a mut DeviceActivations<F>> for crate::view::Activ
     }
 }
 
-/// FP8 weights on the device: `n × k` values with 128×128 block scales.
+/// FP8 weights on the device: `n × k` values with 128×128 block scales, in a [`WeightLayout`]:
+/// logical (row-major: [`Self::upload`], [`Self::alloc`]) or pre-shuffled for the kernels that
+/// read B straight into registers ([`Self::upload_preshuffled`], [`Self::alloc_preshuffled`],
+/// [`Self::to_preshuffled`]; see [`crate::layout`]). [`Self::download`] returns the logical
+/// layout either way.
 pub struct DeviceWeights<F> {
     data: DeviceBuffer<u8>,
     scales: DeviceBuffer<f32>,
     n: usize,
     k: usize,
+    layout: WeightLayout,
     _f: PhantomData<F>,
 }
 
@@ -150,33 +158,69 @@ impl<F: Fp8Format> DeviceWeights<F> {
     /// Copies quantized weights to the device. `b.data` must hold `n·k` values and `b.scales`
     /// `⌈n/128⌉·⌈k/128⌉` scales, each 0 or of magnitude in `[2^-24, 2^94)` ([`tile::MIN_SCALE`]).
     pub fn upload(ctx: &Context, b: &QuantizedWeights<F>) -> Result<Self> {
+        Self::upload_with_layout(ctx, b, WeightLayout::Logical)
+    }
+    /// Copies quantized weights (logical, as [`Self::upload`] checks them) to the device in the
+    /// pre-shuffled layout ([`crate::layout::preshuffle_weights`], done on the host; rows padded
+    /// to 16 with zeros). Additionally `b.k` must be a multiple of 128 ([`Error::Shape`],
+    /// argument `k`).
+    pub fn upload_preshuffled(ctx: &Context, b: &QuantizedWeights<F>) -> Result<Self> {
+        Self::upload_with_layout(ctx, b, WeightLayout::Preshuffled)
+    }
+    /// [`Self::upload`] or [`Self::upload_preshuffled`], by `layout`.
+    pub fn upload_with_layout(ctx: &Context, b: &QuantizedWeights<F>, layout: WeightLayout) -> Result<Self> {
         let shape = format!("n = {}, k = {}", b.n, b.k);
         check_len("b", "data", b.data.len(), shape_product("b", &[b.n, b.k], "n · k")?, &shape)?;
         let nkb = [b.n.div_ceil(128), b.k.div_ceil(128)];
         check_len("b", "scales", b.scales.len(), shape_product("b", &nkb, "⌈n/128⌉ · ⌈k/128⌉")?, &shape)?;
         check_scales("b.scales", &b.scales)?;
-        Ok(DeviceWeights {
-            data: ctx.upload(crate::fp8::as_bits(&b.data))?,
-            scales: ctx.upload(&b.scales)?,
-            n: b.n,
-            k: b.k,
-            _f: PhantomData,
-        })
+        let data = match layout {
+            WeightLayout::Logical => ctx.upload(crate::fp8::as_bits(&b.data))?,
+            WeightLayout::Preshuffled => ctx.upload(&crate::layout::preshuffle_weights(b)?)?,
+        };
+        Ok(DeviceWeights { data, scales: ctx.upload(&b.scales)?, n: b.n, k: b.k, layout, _f: PhantomData })
     }
     /// Allocates zeroed weights of `n × k` values and `⌈n/128⌉ × ⌈k/128⌉` scales on the device,
     /// to be filled there (e.g. by [`crate::quantize::quantize_weights`]).
     pub fn alloc(ctx: &Context, n: usize, k: usize) -> Result<Self> {
-        let values = shape_product("n", &[n, k], "n · k")?;
-        let scales = shape_product("n", &[n.div_ceil(128), k.div_ceil(128)], "⌈n/128⌉ · ⌈k/128⌉")?;
-        Ok(DeviceWeights { data: ctx.alloc_zeroed(values)?, scales: ctx.alloc_zeroed(scales)?, n, k, _f: PhantomData })
+        Self::alloc_with_layout(ctx, n, k, WeightLayout::Logical)
     }
-    /// Copies the values and scales back to the host as [`QuantizedWeights`], in order on
-    /// `stream` (then waits for it).
+    /// Allocates zeroed pre-shuffled weights (`⌈n/16⌉·16·k` bytes, `k` a multiple of 128:
+    /// [`Error::Shape`], argument `k`) and `⌈n/128⌉ × ⌈k/128⌉` scales on the device, to be filled
+    /// there (e.g. by [`crate::layout::preshuffle_weights_on_device`]).
+    pub fn alloc_preshuffled(ctx: &Context, n: usize, k: usize) -> Result<Self> {
+        Self::alloc_with_layout(ctx, n, k, WeightLayout::Preshuffled)
+    }
+    /// [`Self::alloc`] or [`Self::alloc_preshuffled`], by `layout`.
+    pub fn alloc_with_layout(ctx: &Context, n: usize, k: usize, layout: WeightLayout) -> Result<Self> {
+        let values = layout.data_bytes(n, k)?;
+        let scales = shape_product("n", &[n.div_ceil(128), k.div_ceil(128)], "⌈n/128⌉ · ⌈k/128⌉")?;
+        Ok(DeviceWeights { data: ctx.alloc_zeroed(values)?, scales: ctx.alloc_zeroed(scales)?, n, k, layout, _f: PhantomData })
+    }
+    /// These weights in the pre-shuffled layout, converted on the device
+    /// ([`crate::layout::preshuffle_weights_on_device`], queued on `stream`; the new buffers are
+    /// allocated first, so not on a capturing stream). Requires logical weights
+    /// ([`Error::Layout`], argument `self`) with `k` a multiple of 128.
+    pub fn to_preshuffled(&self, stream: &Stream) -> Result<Self> {
+        if self.layout != WeightLayout::Logical {
+            return Err(Error::Layout { arg: "self", expected: WeightLayout::Logical, actual: self.layout, reason: "to_preshuffled converts logical weights" });
+        }
+        stream.forbid_capture("allocating pre-shuffled weights")?;
+        let mut out = Self::alloc_preshuffled(stream.context(), self.n, self.k)?;
+        crate::layout::preshuffle_weights_on_device(stream, self, &mut out)?;
+        Ok(out)
+    }
+    /// Copies the values and scales back to the host as [`QuantizedWeights`] in the **logical**
+    /// layout (pre-shuffled weights are unshuffled on the host), in order on `stream` (then
+    /// waits for it).
     pub fn download(&self, stream: &Stream) -> Result<QuantizedWeights<F>> {
-        let data = self.data.download(stream)?.into_iter().map(F::from_bits).collect();
+        let bytes = self.data.download(stream)?;
         let scales = self.scales.download(stream)?;
-        QuantizedWeights::from_parts(data, scales, self.n, self.k)
-            .map_err(|e| Error::Unsupported(format!("downloaded weights: {e}")))
+        match self.layout {
+            WeightLayout::Logical => QuantizedWeights::from_parts(bytes.into_iter().map(F::from_bits).collect(), scales, self.n, self.k)
+                .map_err(|e| Error::Unsupported(format!("downloaded weights: {e}"))),
+            WeightLayout::Preshuffled => crate::layout::unshuffle_weights(&bytes, scales, self.n, self.k),
+        }
     }
     /// Rows (output columns).
     pub fn n(&self) -> usize {
@@ -186,9 +230,13 @@ impl<F: Fp8Format> DeviceWeights<F> {
     pub fn k(&self) -> usize {
         self.k
     }
-    /// A view of the weights (what the entry points take).
+    /// How the values are arranged on the device.
+    pub fn layout(&self) -> WeightLayout {
+        self.layout
+    }
+    /// A view of the weights (what the entry points take), carrying their layout.
     pub fn view(&self) -> WeightsView<'_, F> {
-        WeightsView::new(self.data.as_slice(), self.scales.as_slice(), self.n, self.k)
+        WeightsView::with_layout(self.data.as_slice(), self.scales.as_slice(), self.n, self.k, self.layout)
             .expect("an upload's buffers have exactly the lengths of its shape")
     }
 }
@@ -201,9 +249,24 @@ impl<'a, F: Fp8Format> From<&'a DeviceWeights<F>> for WeightsView<'a, F> {
 
 impl<'a, F: Fp8Format> From<&'a mut DeviceWeights<F>> for crate::view::WeightsViewMut<'a, F> {
     fn from(b: &'a mut DeviceWeights<F>) -> Self {
-        let (n, k) = (b.n, b.k);
-        crate::view::WeightsViewMut::new(b.data.as_slice_mut(), b.scales.as_slice_mut(), n, k)
+        let (n, k, layout) = (b.n, b.k, b.layout);
+        crate::view::WeightsViewMut::with_layout(b.data.as_slice_mut(), b.scales.as_slice_mut(), n, k, layout)
             .expect("the owned buffers have exactly the lengths of their shape")
+    }
+}
+
+/// The weight layouts the dense entry points have kernels for: rejects the others with
+/// [`Error::Layout`] naming `arg` (also used where a layer is built from weights that will reach
+/// them, e.g. [`crate::MoeLayer::new`]'s shared expert).
+pub(crate) fn check_dense_layout(arg: &'static str, layout: WeightLayout) -> Result<()> {
+    match layout {
+        WeightLayout::Logical => Ok(()),
+        WeightLayout::Preshuffled => Err(Error::Layout {
+            arg,
+            expected: WeightLayout::Logical,
+            actual: layout,
+            reason: "fp8_gemm_nt has no kernel reading pre-shuffled B yet",
+        }),
     }
 }
 
@@ -262,6 +325,12 @@ pub(crate) fn check_nk(n: usize, k: usize) -> Result<()> {
 /// gfx942, E4M3FN on gfx950 — see [`crate::quant`] for converting checkpoints); every operand
 /// must belong to the stream's context (views from raw pointers belong to any).
 ///
+/// `b` may be in either [layout](crate::layout): logical weights run the dense kernels
+/// ([`fp8gemm_device::dense`], with split-K for small problems), **pre-shuffled** weights
+/// ([`DeviceWeights::upload_preshuffled`], [`DeviceWeights::to_preshuffled`]) run the bs kernels
+/// ([`fp8gemm_device::mainloop_bs`]: B straight from global memory into the MFMA operands; no
+/// split-K, so no workspace is used). Same result either way.
+///
 /// The launch is asynchronous and capture-safe: the result is in `d` once `stream` has reached
 /// it (synchronize the stream, or order another stream after it with an
 /// [`Event`](crate::Event)). Errors of the kernel itself (on the emulator: its checking modes)
@@ -277,7 +346,7 @@ pub fn fp8_gemm_nt<'a, F: Fp8Format>(
     b: impl Into<WeightsView<'a, F>>,
     d: impl IntoOutput<'a>,
 ) -> Result<GemmRun> {
-    dense(stream, a.into(), b.into(), d, WorkspaceSource::Stream, false)
+    dense(stream, a.into(), b.into(), d, WorkspaceSource::Stream)
 }
 
 /// [`fp8_gemm_nt`] with an explicit workspace: the configuration is the one the model prefers
@@ -293,24 +362,7 @@ pub fn fp8_gemm_nt_with_workspace<'a, F: Fp8Format>(
     d: impl IntoOutput<'a>,
     workspace: &mut Workspace,
 ) -> Result<GemmRun> {
-    dense(stream, a.into(), b.into(), d, WorkspaceSource::Explicit(workspace), false)
-}
-
-/// [`fp8_gemm_nt`] with B in the **pre-shuffled** layout
-/// ([`fp8gemm_device::tile::shuffled_b_offset`]: per 16-row fragment and 128-K block 2 KiB
-/// contiguous, rows padded to a multiple of 16 with zeros), run by the bs kernels
-/// ([`fp8gemm_device::mainloop_bs`]: B straight from global memory to the MFMA operands).
-/// `b`'s data must hold at least [`fp8gemm_device::tile::shuffled_b_bytes`]`(n, k)` bytes
-/// (else [`Error::Shape`] naming `b`); its scales are the ordinary `⌈n/128⌉ × ⌈k/128⌉` SFB.
-/// Every other requirement, and the result, are those of [`fp8_gemm_nt`]; these kernels do
-/// not split K (no workspace is used).
-pub fn fp8_gemm_nt_preshuffled<'a, F: Fp8Format>(
-    stream: &Stream,
-    a: impl Into<ActivationsView<'a, F>>,
-    b: impl Into<WeightsView<'a, F>>,
-    d: impl IntoOutput<'a>,
-) -> Result<GemmRun> {
-    dense(stream, a.into(), b.into(), d, WorkspaceSource::Stream, true)
+    dense(stream, a.into(), b.into(), d, WorkspaceSource::Explicit(workspace))
 }
 
 /// Where a dense launch's split-K workspace comes from.
@@ -327,7 +379,6 @@ fn dense<'a, F: Fp8Format>(
     b: WeightsView<'a, F>,
     d: impl IntoOutput<'a>,
     ws: WorkspaceSource<'_>,
-    preshuffled: bool,
 ) -> Result<GemmRun> {
     let ctx = stream.context();
     check_format::<F>(ctx, "a")?;
@@ -335,6 +386,7 @@ fn dense<'a, F: Fp8Format>(
     ctx.check_owner("a", a.scales.owner())?;
     ctx.check_owner("b", b.data.owner())?;
     ctx.check_owner("b", b.scales.owner())?;
+    let preshuffled = b.layout == WeightLayout::Preshuffled;
     let (m, n, k) = (a.m, b.n, a.k);
     if b.k != k {
         return Err(Error::Shape { arg: "b", expected: format!("k = {k} columns (as a)"), actual: format!("{} columns", b.k) });
