@@ -602,3 +602,48 @@ fn grouped_kernels_share_the_dense_main_loop() {
         }
     }
 }
+
+#[test]
+fn bs_kernels_meet_the_resource_goals() {
+    // The pre-shuffled-B kernels (fp8gemm_device::mainloop_bs): no spills, no scratch, all LDS
+    // dynamic, launch bound 256; the 32- and 64-row tiles keep at least as many waves per SIMD
+    // as their LDS allows workgroups per CU (3 and 2; the 128-row tile runs 1 wave per SIMD, as
+    // the peers' 128 × 128 kernel does); 16x16x32 FP8 MFMAs only, 4 blocks per main-loop trip
+    // (8·FM MFMAs per block), 4 B loads per block per wave (1 KiB each), one barrier per block.
+    for (arch, bytes) in [("gfx942", fp8gemm::codeobj::GFX942), ("gfx950", fp8gemm::codeobj::GFX950)] {
+        let co = CodeObject::parse(bytes).expect("code object parses");
+        for tile in fp8gemm_device::tile::DENSE_BS_TILES {
+            let k = co.kernel(tile.name).unwrap_or_else(|| panic!("{arch}: {} missing", tile.name));
+            let what = format!("{arch} {}", tile.name);
+            common_resource_goals(&what, &k.meta);
+            // On gfx90a+ the metadata's vgpr_count is already the unified total (arch VGPRs
+            // rounded to 4, plus AGPRs: LLVM's NumVGPRsForWavesPerEU), so it alone sets the
+            // waves per SIMD.
+            let regs = k.meta.vgpr_count;
+            let waves = (512 / (regs.div_ceil(8) * 8)).min(8);
+            let want_waves = match tile.block_m {
+                32 => 3,
+                64 => 2,
+                _ => 1,
+            };
+            assert!(waves >= want_waves, "{what}: {regs} registers → {waves} waves/SIMD < {want_waves}");
+            assert!(tile.lds_bytes() * want_waves <= 64 * 1024, "{what}: LDS");
+            if arch == "gfx942" {
+                let body = main_loop(&co, tile.name);
+                let count = |name: &str| body.iter().filter(|i| i.op.name() == name).count() as u32;
+                let mfma = body.iter().filter(|i| amdgpu_emu::decode::is_mai(i.op)).count() as u32;
+                assert_eq!(mfma, count("v_mfma_f32_16x16x32_fp8_fp8"), "{what}");
+                let fm = tile.block_m / 16;
+                assert_eq!(mfma, 4 * 8 * fm, "{what}: MFMAs per main-loop trip (4 blocks)");
+                // One barrier per block. (The decoded range, earliest back-branch target to the
+                // last back edge, may take in the prologue's barrier and loads where LLVM lays
+                // the loop's exits out before it.)
+                let barriers = count("s_barrier");
+                assert!((4..=5).contains(&barriers), "{what}: {barriers} barriers per trip of 4 blocks");
+                // B: 4 per block; A: FM/2 per block.
+                let loads = count("buffer_load_dwordx4");
+                assert!(loads >= 4 * (4 + fm / 2) && loads <= 4 * (4 + fm / 2) + 4 + 3 * fm / 2, "{what}: {loads} 16-byte loads per trip");
+            }
+        }
+    }
+}

@@ -654,6 +654,8 @@ fn modelled_time(c: &Candidate, spec: ArchSpec, tiles: u64, k: u32) -> Result<f6
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Choice {
     Forced,
+    /// The bs tile rule ([`get_bs_config`]) with this many 64-row tiles per CU.
+    BsRule(f64),
     Table(f64),
     /// The table's split row (µs) beat its best unsplit row (µs).
     TableSplit(f64, f64),
@@ -836,6 +838,9 @@ fn print_once(desc: &GemmDesc, config: &GemmConfig, why: Choice, limited: Option
     if first_sighting(SEEN.get_or_init(|| Mutex::new(HashSet::new())), config) {
         let why = match why {
             Choice::Forced => "forced tile / split (FP8GEMM_FORCE_TILE, FP8GEMM_FORCE_SPLIT)".to_string(),
+            Choice::BsRule(per_cu) => {
+                format!("pre-shuffled B: bs tile rule, {per_cu:.1} 64-row tiles per CU (64-row tile from {BS_BM64_TILES_PER_CU})")
+            }
             Choice::Table(us) => format!("tuned table: fastest config for this problem, {us:.2} µs modelled"),
             Choice::TableSplit(us, unsplit) => {
                 format!("tuned table: split-K {} at {us:.2} µs modelled beats the fastest unsplit tile at {unsplit:.2} µs", config.splits)
@@ -893,21 +898,21 @@ pub fn masked_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<MGroupedMask
         .find(|s| s.name == config.kernel)
 }
 
-/// VGPRs of the bs kernels (`fp8gemm info`; `tests/dense_kernel.rs` checks them), in
-/// [`tile::DENSE_BS_TILES`] order.
-const BS_VGPRS: [u32; 3] = [136, 228, 207];
-
-/// Modelled cost of one bs workgroup per 128-K block, in units where the MFMA work of a
-/// 16-row slice is 1: `block_m / 16` plus a fixed per-block overhead (barrier, scale and B
-/// loads, promotion). A heuristic until the tuned table has bs rows (see [`get_bs_config`]).
-const BS_BLOCK_OVERHEAD: f64 = 2.0;
+/// bs tile choice: the 64-row tile once it has at least this many tiles per CU, else the
+/// 32-row tile (see [`get_bs_config`]).
+const BS_BM64_TILES_PER_CU: u32 = 8;
 
 /// Chooses the bs kernel (B pre-shuffled straight to registers, [`fp8gemm_device::mainloop_bs`])
 /// of a dense problem: the tile forced with [`force_tile`] / `FP8GEMM_FORCE_TILE` (one of
-/// 32x128, 64x128, 128x128; a forced split count is rejected, the bs kernels do not split K),
-/// else the tile with the smallest estimate `rounds · (block_m/16 + BS_BLOCK_OVERHEAD) / sharing`
-/// with `rounds = ⌈tiles / (CUs · slots)⌉` and `sharing = min(slots, ⌈tiles / CUs⌉)` workgroups
-/// overlapping on a CU (ties to the smaller tile, i.e. more workgroups).
+/// 32x128, 64x128, 128x128; a forced split count other than 1 is rejected, the bs kernels do
+/// not split K), else the 64 × 128 tile when the problem has at least
+/// [`BS_BM64_TILES_PER_CU`] of them per CU and the 32 × 128 tile otherwise. A rule read off
+/// the timing model (`fp8gemm profile`, MI300X, modelled TFLOPS 32 / 64 / 128-row tile):
+/// 4096×7168×2048 (11.8 bm64 tiles per CU) 637 / 688 / 561, 4096×2112×7168 (3.6) 717 / 727 /
+/// 614, 4096×2048×7168 (3.4) 742 / 706 / 595, 1024×2048×7168 (0.8) 599 / 487 / 295: the
+/// 32-row tile runs 3 workgroups per CU and wins until the 64-row tile's better operand reuse
+/// pays with many rounds; the 128-row tile (1 wave per SIMD) never wins. Until the tuned table
+/// has bs rows.
 pub fn get_bs_config(desc: &GemmDesc) -> Result<GemmConfig, ConfigError> {
     validate(desc)?;
     if desc.kind != GemmKind::Dense {
@@ -917,7 +922,6 @@ pub fn get_bs_config(desc: &GemmDesc) -> Result<GemmConfig, ConfigError> {
         return Err(ConfigError::ForcedSplit { splits: s.to_string(), expected: "1 (the pre-shuffled-B kernels do not split K)".into() });
     }
     let spec = arch_spec(desc.arch);
-    let slots = |i: usize, t: &tile::BsTile| (waves_per_simd(BS_VGPRS[i]) / (tile::THREADS / tile::WAVE / 4)).min(spec.lds_per_cu / t.lds_bytes()).max(1);
     let (i, why) = match forced_tile()? {
         Some((bm, bn)) => {
             let i = tile::DENSE_BS_TILES
@@ -927,19 +931,9 @@ pub fn get_bs_config(desc: &GemmDesc) -> Result<GemmConfig, ConfigError> {
             (i, Choice::Forced)
         }
         None => {
-            let mut best: Option<(f64, usize)> = None;
-            for (i, t) in tile::DENSE_BS_TILES.iter().enumerate() {
-                let tiles = u64::from(t.grid(desc.m, desc.n));
-                let (cus, s) = (u64::from(spec.cus), u64::from(slots(i, t)));
-                let rounds = tiles.div_ceil(cus * s);
-                let sharing = s.min(tiles.div_ceil(cus)).max(1);
-                let est = rounds as f64 * (f64::from(t.block_m / 16) + BS_BLOCK_OVERHEAD) * f64::from(desc.k / tile::SCALE_BLOCK_K) * s as f64 / sharing as f64;
-                if best.is_none_or(|(b, _)| est < b) {
-                    best = Some((est, i));
-                }
-            }
-            let (est, i) = best.ok_or(ConfigError::NoKernel { kind: desc.kind, arch: desc.arch })?;
-            (i, Choice::Model(est))
+            let tiles64 = u64::from(tile::DENSE_BS_TILES[1].grid(desc.m, desc.n));
+            let i = if tiles64 >= u64::from(BS_BM64_TILES_PER_CU * spec.cus) { 1 } else { 0 };
+            (i, Choice::BsRule(tiles64 as f64 / f64::from(spec.cus)))
         }
     };
     let t = tile::DENSE_BS_TILES[i];
