@@ -17,9 +17,9 @@ use fp8gemm::fp8::{E4M3Fnuz, Fp8Format};
 use fp8gemm::layout::{self, preshuffle_bytes, preshuffled_bytes, unshuffle_bytes, WeightLayout};
 use fp8gemm::quant::{GroupedQuantizedWeights, QuantizedActivations, QuantizedWeights};
 use fp8gemm::{
-    fp8_gemm_nt, fp8_gemm_nt_with_workspace, m_grouped_fp8_gemm_nt_contiguous, m_grouped_fp8_gemm_nt_masked, preshuffle_weights,
+    fp8_gemm_nt, m_grouped_fp8_gemm_nt_contiguous, m_grouped_fp8_gemm_nt_masked, preshuffle_weights,
     preshuffle_weights_on_device, quantize_weights, unshuffle_weights, DeviceActivations, DeviceGroupedWeights, DeviceSlice,
-    DeviceSliceMut, DeviceWeights, Error, GroupedWeightsView, MoeLayer, MoeOptions, Stream, WeightsView, WeightsViewMut, Workspace,
+    DeviceSliceMut, DeviceWeights, Error, GroupedWeightsView, MoeLayer, MoeOptions, Stream, WeightsView, WeightsViewMut,
 };
 use fp8gemm_device::tile::{shuffled_b_bytes, shuffled_b_index};
 use half::bf16;
