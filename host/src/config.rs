@@ -906,7 +906,7 @@ const BS_BM64_TILES_PER_CU: u32 = 8;
 /// of a dense problem: the tile forced with [`force_tile`] / `FP8GEMM_FORCE_TILE` (one of
 /// 32x128, 64x128, 128x128; a forced split count other than 1 is rejected, the bs kernels do
 /// not split K), else the 64 × 128 tile when the problem has at least
-/// [`BS_BM64_TILES_PER_CU`] of them per CU and the 32 × 128 tile otherwise. A rule read off
+/// 8 of them per CU and the 32 × 128 tile otherwise. A rule read off
 /// the timing model (`fp8gemm profile`, MI300X, modelled TFLOPS 32 / 64 / 128-row tile):
 /// 4096×7168×2048 (11.8 bm64 tiles per CU) 637 / 688 / 561, 4096×2112×7168 (3.6) 717 / 727 /
 /// 614, 4096×2048×7168 (3.4) 742 / 706 / 595, 1024×2048×7168 (0.8) 599 / 487 / 295: the
