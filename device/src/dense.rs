@@ -148,6 +148,52 @@
 //! (32x32x16 is worse: 8 MFMAs vs 8 `v_pk_fma_f32` per 32×32 block, a 50% cap). By issue
 //! *cycles* (an MFMA occupies the matrix pipe for 16 cycles, other instructions issue in 4) the
 //! bm128_bn128 loop is 1024 MFMA cycles vs ≈ 480 for the rest, which other waves' MFMAs overlap.
+//!
+//! # B straight to registers: the bs kernels (issue 12 parts 2 + 3, [`crate::mainloop_bs`])
+//!
+//! For weights in the pre-shuffled layout the host runs `fp8_gemm_nt_bs_bm{32,64,128}_bn128`:
+//! 1 × 4 waves, B from global memory straight into the MFMA operands one block ahead, A in two
+//! LDS stages with one barrier per block, SFA shared through LDS (design: [`crate::mainloop_bs`]).
+//! Same result as these kernels bit for bit (`tests/gemm_bs.rs`).
+//!
+//! Timing model (*modelled*, `fp8gemm profile --scope xcd`, forced tile with
+//! `FP8GEMM_PRESHUFFLED=1 FP8GEMM_FORCE_TILE=BMx128`; "logical" = these kernels with the
+//! config's choice, split-K included), TFLOPS, MI300X / MI325X:
+//!
+//! | shape (m×n×k) | logical | bs 32×128 | bs 64×128 | bs 128×128 |
+//! |---|---|---|---|---|
+//! | 4096×7168×2048 | 683 / 682 | 637 / 638 | **688 / 688** | 561 / 561 |
+//! | 4096×2112×7168 | 678 / 678 | 717 / 721 | **727 / 728** | 614 / 614 |
+//! | 4096×2048×7168 | 657 / 657 | **742 / 751** | 706 / 707 | 595 / 595 |
+//! | 1024×2048×7168 | 493 / 495 | **599 / 598** | 487 / 487 | 295 / 295 |
+//! | 64×2112×7168   | **116 / 117** (split-K) | 50 / 50 | 31 / 31 | 20 / 20 |
+//!
+//! AMD's pre-shuffled 128 × 128 asm kernel on the same model: 875.7 TFLOPS at 4096×2048×7168 on
+//! MI325X (measured on an MI325X: 923.6); the bs kernels reach 751 there, the logical ones 657.
+//! The bs tile rule of `config::get_bs_config` picks 64 × 128 from 8 of its tiles per CU and
+//! 32 × 128 below. Slower than the logical kernels: decode-sized problems (no bs split-K yet:
+//! 64×2112×7168 runs 34 workgroups on 304 CUs), and 4096×7168×2048 with the 32-row tile.
+//!
+//! How it got there (MI325X, 4096×2048×7168, bs 32 / 64 / 128-row tile, TFLOPS):
+//!
+//! | step | 32 | 64 | 128 |
+//! |---|---|---|---|
+//! | first correct loop: barrier closing each block, SFA per wave, LDS accesses volatile (32, 64: A fragments read a block ahead) | 327 | 246 | 205 |
+//! | plain LDS accesses (the volatile ones were `flat_load … sc0 sc1`, each waiting on `vmcnt(0)`) | 505 | 542 | 525 (accumulators in scratch) |
+//! | accumulators out of scratch (`unroll!`, step macro): 128-row tile at 394 VGPRs, 1 wave/SIMD | – | – | 444 |
+//! | scales one window ahead, A loaded two blocks ahead (`A2`) | 539 | 559 | 454 |
+//! | SFA through LDS (one load per row line per workgroup, not per wave: texture path 75 → 56 % busy at 64) | 745 | 695 | 594 |
+//! | barrier opening each block; `AHEAD` (A fragments read a block ahead) | **751** | 506 (1 wave/SIMD) | 574 |
+//!
+//! The last row's 64- and 128-row `AHEAD` variants were slower (the 64-row tile's second A
+//! register set costs it its second wave per SIMD) and are not used: those kernels read A in
+//! its block. What limits now (profile): the 32-row tile is bound by the texture path and the
+//! L2 (B is re-read for every 32 rows: 87 % / 90 % busy at 4096×2048×7168) and waits at the
+//! barrier (28 % of stalls); the 64-row tile waits on LDS (`lgkmcnt`, the in-block A reads)
+//! and the barrier; the 128-row tile runs one wave per SIMD (420 registers incl. 164 AGPRs:
+//! LLVM holds both A-fragment reads and all partial sums) whose MFMAs LLVM does not interleave
+//! with the loads (MFMA 40 % busy). Next: a hand-scheduled single-wave 128-row loop
+//! (`sched_group_barrier`), direct-to-LDS A loads, and bs split-K for decode.
 
 use crate::amdgpu_kernel;
 use crate::args::{DenseGemmArgs, DenseSplitKArgs};

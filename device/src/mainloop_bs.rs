@@ -2,40 +2,69 @@
 //! straight from global memory into the MFMA operand registers, only A staged in LDS, and the
 //! dense kernels `fp8_gemm_nt_bs_bm{32,64,128}_bn128` built on it (arguments: [`DenseGemmArgs`]
 //! with `b` pointing at the pre-shuffled B, [`crate::tile::shuffled_b_bytes`] bytes; tiles:
-//! [`crate::tile::DENSE_BS_TILES`]).
+//! [`crate::tile::DENSE_BS_TILES`]). The host runs them for a pre-shuffled `WeightsView`.
 //!
 //! # Structure of one workgroup (256 work-items = 4 waves, **1 × 4** over a `BM × 128` tile)
 //!
 //! * **Waves**: wave `w` owns all `BM = 16·FM` rows of the tile × columns `32·w .. 32·w + 32`:
 //!   `FM` A fragments × 2 B fragments = `2·FM` 16×16 outputs, `8·FM` MFMAs per 128-K block
-//!   (same transposed `v_mfma_f32_16x16x32_fp8_fp8` mapping and K permutation as
-//!   [`crate::dense`]; a tile never straddles a 128-column SFB block).
+//!   (the transposed `v_mfma_f32_16x16x32_fp8_fp8` mapping, K permutation, MFMA order and
+//!   promotion of [`crate::dense`], so the result is the dense kernels' bit for bit; a tile
+//!   never straddles a 128-column SFB block).
 //! * **B**: per block a wave issues 4 `buffer_load_dwordx4` (2 fragments × 2 reads), each 1 KiB
 //!   contiguous (8 whole lines) of the pre-shuffled layout, straight into the MFMA operand
-//!   registers, **one block ahead** (two register sets, the loop unrolled by 4 so they never
-//!   move and the every-4th-block scale load is static). No wave shares a B fragment, so B is
-//!   read once per tile and never touches LDS.
-//! * **A**: global → registers → LDS (same full-line copy and rotation swizzle as the dense
-//!   loop, [`crate::tile::block_swizzle`]), **two LDS stages** and **one barrier per block**: at
-//!   block `i` the workgroup loads A(i + 2) (`AHEAD`) or A(i + 1) into registers at the start,
-//!   reads its fragments, runs the MFMAs, promotes, then writes the loaded block into the stage
-//!   last read one block ago and meets the barrier (which both publishes the write and tells
-//!   every wave that the other stage has been read by all). With `AHEAD`, the fragments of
-//!   A(i + 1) are read (`ds_read_b128`) into a second register set *during* block `i`'s MFMAs,
-//!   so no block starts by waiting on LDS latency; without it each block reads its own
-//!   fragments (fewer registers, latency covered by the other workgroup on the CU).
+//!   registers, **one block ahead** (two register sets; the loop is unrolled by 4 so that they
+//!   never move and the 4-block scale window is static). No wave shares a B fragment: B is read
+//!   once per tile and never touches LDS.
+//! * **A**: global → registers → LDS (the dense loop's full-line copy and rotation swizzle,
+//!   [`crate::tile::block_swizzle`]), **two LDS stages**, **one barrier per block**, loaded from
+//!   global memory one block before it is written (`A2`: two register sets). Without `AHEAD`
+//!   block `i` reads A(i)'s fragments from its stage and runs its MFMAs, then writes A(i + 1)
+//!   into the other stage (last read by block `i − 1`); with `AHEAD` block `i` reads A(i + 1)'s
+//!   fragments into a second register set during its MFMAs (on A(i)'s, read one block ago) and
+//!   writes A(i + 2), so no block starts on an LDS wait (more registers: used where they cost
+//!   no occupancy, the 32-row tile).
+//! * **The barrier opens each block** (not closes it): LLVM sinks a load whose value is first
+//!   used in a later basic block to the top of that block, so a read-ahead placed before a
+//!   closing barrier ended up after it (the emulator's race check caught it). At the top of the
+//!   next block it stays before that block's barrier; both orders are then the hand-off's: the
+//!   barrier publishes the previous block's writes and tells every wave that all have read the
+//!   stage this block overwrites.
+//! * **SFA through LDS**: every wave needs the scales of all `BM` rows. Loading them per wave
+//!   made SFA as much texture-path traffic as A itself (16 lines per 16-row load); instead wave
+//!   `w` loads the 4-block window of fragments `fm ≡ w (mod 4)` one window ahead and writes it
+//!   to one of two LDS regions at the window's last block; each block reads its scale with one
+//!   `ds_read_b32` per fragment (in place of the dense loop's `ds_bpermute`). SFB: one load per
+//!   wave per window, also one window ahead, `v_readlane_b32`.
 //! * **Unconditional hand-off**: every block issues its loads and LDS writes whether or not a
 //!   next block exists (past the job's blocks they read in-range bytes of the same tensors or
-//!   zeros past a resource's end, and write a stage nobody reads), so the loop body has no
-//!   branches besides the exit tests between the unrolled steps.
-//! * **Scales, promotion, epilogue**: as the dense loop ([`crate::dense`]): SFA/SFB for 4
-//!   blocks per load, fresh partial accumulators per block, `acc += partial · (SFA·SFB·2^-60)`
-//!   with `v_pk_fma_f32`, the same [`crate::dense`] `Epilogue` interface.
+//!   zeros past a resource's end, every offset in `voffset` so the range check applies, and
+//!   write a stage nobody reads), so the loop body has no branches besides the exit tests
+//!   between the unrolled steps.
+//! * **Promotion, epilogue**: as the dense loop: fresh partial accumulators per block,
+//!   `acc += partial · (SFA·SFB·2^-60)` with `v_pk_fma_f32`, then the `Epilogue`.
 //!
-//! The loop is `imp::tile_gemm_bs::<FM, AHEAD, _>(job, keep_row, epi)`: the same `TileJob` /
-//! `Epilogue` interface as the dense `tile_gemm` (so split-K / stream-K can wrap it), where
+//! The loop is `imp::tile_gemm_bs::<FM, A2, AHEAD, _>(job, keep_row, epi)`: the `TileJob` /
+//! `Epilogue` interface of the dense `tile_gemm` (so split-K / stream-K can wrap it), where
 //! `job.rs_b` is the problem's **pre-shuffled** B and `job.ldsf` (the problem's K blocks) its
-//! units per fragment; `job.ldb` is unused.
+//! units per fragment; `job.ldb` is unused. No split-K kernel uses it yet.
+//!
+//! Code-generation notes (each measured on the code object): every register-array loop is
+//! expanded by the `unroll!` macro (literal indices) and the per-block step is a macro rather
+//! than a closure — with `for` loops / a closure borrowing the accumulators, LLVM kept the
+//! 128-row tile's accumulators in scratch (late unrolling after the last SROA; an
+//! `assume(&acc != null)`); LDS accesses are plain (volatile ones became `flat_load … sc0 sc1`,
+//! each waiting `vmcnt(0)`).
+//!
+//! # Measured on the code objects (LLVM 22.1.4; `fp8gemm info`, `tests/dense_kernel.rs`)
+//!
+//! | kernel | `A2`/`AHEAD` | VGPR (total, incl. AGPR) | AGPR | spills | scratch | LDS (dynamic) | waves/SIMD | WGs/CU |
+//! |---|---|---|---|---|---|---|---|---|
+//! | `fp8_gemm_nt_bs_bm32_bn128`  | yes / yes | 158 | 0   | 0 | 0 | 9 KiB  | 3 | 3 |
+//! | `fp8_gemm_nt_bs_bm64_bn128`  | yes / no  | 238 | 0   | 0 | 0 | 18 KiB | 2 | 2 |
+//! | `fp8_gemm_nt_bs_bm128_bn128` | yes / no  | 420 | 164 | 0 | 0 | 36 KiB | 1 | 1 |
+//!
+//! Modelled figures and the steps that led here: [`crate::dense`], "B straight to registers".
 
 use crate::amdgpu_kernel;
 use crate::args::DenseGemmArgs;
