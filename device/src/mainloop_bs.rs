@@ -67,7 +67,7 @@
 //! Modelled figures and the steps that led here: [`crate::dense`], "B straight to registers".
 
 use crate::amdgpu_kernel;
-use crate::args::DenseGemmArgs;
+use crate::args::{DenseGemmArgs, DenseSplitKArgs};
 
 #[cfg(target_arch = "amdgpu")]
 pub(crate) mod imp {
@@ -382,4 +382,23 @@ pub fn fp8_gemm_nt_bs_bm64_bn128(args: DenseGemmArgs) {
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_bs_bm128_bn128(args: DenseGemmArgs) {
     imp::gemm_bs::<8, true, false>(args)
+}
+
+/// bs split-K, 32 × 128 tile (decode: few tiles, long K; the split-K protocol of
+/// [`crate::dense`], "Split-K").
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn fp8_gemm_nt_splitk_bs_bm32_bn128(args: DenseSplitKArgs) {
+    crate::dense::imp::gemm_splitk::<2, 2, 2, true>(args)
+}
+
+/// bs split-K, 64 × 128 tile.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn fp8_gemm_nt_splitk_bs_bm64_bn128(args: DenseSplitKArgs) {
+    crate::dense::imp::gemm_splitk::<4, 2, 1, true>(args)
+}
+
+/// bs split-K, 128 × 128 tile.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn fp8_gemm_nt_splitk_bs_bm128_bn128(args: DenseSplitKArgs) {
+    crate::dense::imp::gemm_splitk::<8, 2, 1, true>(args)
 }

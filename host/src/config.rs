@@ -48,7 +48,10 @@ use std::fmt;
 use std::sync::{Mutex, OnceLock};
 
 use fp8gemm_device::args::{DenseGemmArgs, DenseSplitKArgs, MGroupedContiguousArgs, MGroupedMaskedArgs};
-use fp8gemm_device::mainloop_bs::{FP8_GEMM_NT_BS_BM128_BN128, FP8_GEMM_NT_BS_BM32_BN128, FP8_GEMM_NT_BS_BM64_BN128};
+use fp8gemm_device::mainloop_bs::{
+    FP8_GEMM_NT_BS_BM128_BN128, FP8_GEMM_NT_BS_BM32_BN128, FP8_GEMM_NT_BS_BM64_BN128, FP8_GEMM_NT_SPLITK_BS_BM128_BN128,
+    FP8_GEMM_NT_SPLITK_BS_BM32_BN128, FP8_GEMM_NT_SPLITK_BS_BM64_BN128,
+};
 use fp8gemm_device::dense::{
     FP8_GEMM_NT_BM128_BN128, FP8_GEMM_NT_BM64_BN128, FP8_GEMM_NT_BM64_BN64, FP8_GEMM_NT_SPLITK_BM128_BN128,
     FP8_GEMM_NT_SPLITK_BM64_BN128, FP8_GEMM_NT_SPLITK_BM64_BN64,
@@ -654,7 +657,7 @@ fn modelled_time(c: &Candidate, spec: ArchSpec, tiles: u64, k: u32) -> Result<f6
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Choice {
     Forced,
-    /// The bs tile rule ([`get_bs_config`]) with this many 64-row tiles per CU.
+    /// The bs rule ([`get_bs_config_for_workspace`]) with this many of the chosen tiles per CU.
     BsRule(f64),
     Table(f64),
     /// The table's split row (µs) beat its best unsplit row (µs).
@@ -838,9 +841,9 @@ fn print_once(desc: &GemmDesc, config: &GemmConfig, why: Choice, limited: Option
     if first_sighting(SEEN.get_or_init(|| Mutex::new(HashSet::new())), config) {
         let why = match why {
             Choice::Forced => "forced tile / split (FP8GEMM_FORCE_TILE, FP8GEMM_FORCE_SPLIT)".to_string(),
-            Choice::BsRule(per_cu) => {
-                format!("pre-shuffled B: bs tile rule, {per_cu:.1} 64-row tiles per CU (64-row tile from {BS_BM64_TILES_PER_CU})")
-            }
+            Choice::BsRule(per_cu) => format!(
+                "pre-shuffled B: bs rule ({per_cu:.2} tiles per CU; 64-row tile from {BS_BM64_TILES_PER_CU} of its tiles per CU, split-K below 1)"
+            ),
             Choice::Table(us) => format!("tuned table: fastest config for this problem, {us:.2} µs modelled"),
             Choice::TableSplit(us, unsplit) => {
                 format!("tuned table: split-K {} at {us:.2} µs modelled beats the fastest unsplit tile at {unsplit:.2} µs", config.splits)
@@ -903,60 +906,111 @@ pub fn masked_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<MGroupedMask
 const BS_BM64_TILES_PER_CU: u32 = 8;
 
 /// Chooses the bs kernel (B pre-shuffled straight to registers, [`fp8gemm_device::mainloop_bs`])
-/// of a dense problem: the tile forced with [`force_tile`] / `FP8GEMM_FORCE_TILE` (one of
-/// 32x128, 64x128, 128x128; a forced split count other than 1 is rejected, the bs kernels do
-/// not split K), else the 64 × 128 tile when the problem has at least
-/// 8 of them per CU and the 32 × 128 tile otherwise. A rule read off
-/// the timing model (`fp8gemm profile`, MI300X, modelled TFLOPS 32 / 64 / 128-row tile):
-/// 4096×7168×2048 (11.8 bm64 tiles per CU) 637 / 688 / 561, 4096×2112×7168 (3.6) 717 / 727 /
-/// 614, 4096×2048×7168 (3.4) 742 / 706 / 595, 1024×2048×7168 (0.8) 599 / 487 / 295: the
-/// 32-row tile runs 3 workgroups per CU and wins until the 64-row tile's better operand reuse
-/// pays with many rounds; the 128-row tile (1 wave per SIMD) never wins. Until the tuned table
-/// has bs rows.
+/// of a dense problem, as [`get_bs_config_for_workspace`] with unlimited workspace.
 pub fn get_bs_config(desc: &GemmDesc) -> Result<GemmConfig, ConfigError> {
+    get_bs_config_for_workspace(desc, u64::MAX).map(|(c, _)| c)
+}
+
+/// Chooses the bs kernel of a dense problem when the launch has `available` FP32 elements of
+/// workspace.
+///
+/// **Tile**: the one forced with [`force_tile`] / `FP8GEMM_FORCE_TILE` (32x128, 64x128 or
+/// 128x128), else the 64 × 128 tile when the problem has at least 8 of them per CU and the
+/// 32 × 128 tile otherwise. A rule read off the timing model (`fp8gemm profile`, MI300X,
+/// modelled TFLOPS 32 / 64 / 128-row tile): 4096×7168×2048 (11.8 bm64 tiles per CU) 637 / 688
+/// / 561, 4096×2112×7168 (3.6) 717 / 727 / 614, 4096×2048×7168 (3.4) 742 / 706 / 595,
+/// 1024×2048×7168 (0.8) 599 / 487 / 295: the 32-row tile runs 3 workgroups per CU and wins
+/// until the 64-row tile's better operand reuse pays with many rounds; the 128-row tile (1 wave
+/// per SIMD) never wins. Until the tuned table has bs rows.
+///
+/// **Split-K** (the bs split-K kernels, [`fp8gemm_device::dense`]'s protocol): the count forced
+/// with [`force_split`] / `FP8GEMM_FORCE_SPLIT` (`≤ min(k/128, MAX_SPLITS)`, at most
+/// `SPLITK_MAX_TILES` tiles, never reduced for lack of workspace), else, when the tile count is
+/// below the CU count, `min(⌈CUs / tiles⌉, k/128, MAX_SPLITS)` splits (each CU one workgroup),
+/// reduced to the largest count whose workspace fits `available` (no split always fits; the
+/// reduction is reported as a [`WorkspaceLimit`]).
+pub fn get_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(GemmConfig, Option<WorkspaceLimit>), ConfigError> {
     validate(desc)?;
     if desc.kind != GemmKind::Dense {
         return Err(ConfigError::NoKernel { kind: desc.kind, arch: desc.arch });
     }
-    if let Some(s) = forced_split()?.filter(|&s| s != 1) {
-        return Err(ConfigError::ForcedSplit { splits: s.to_string(), expected: "1 (the pre-shuffled-B kernels do not split K)".into() });
-    }
     let spec = arch_spec(desc.arch);
-    let (i, why) = match forced_tile()? {
-        Some((bm, bn)) => {
-            let i = tile::DENSE_BS_TILES
-                .iter()
-                .position(|t| (t.block_m, t.block_n) == (bm, bn))
-                .ok_or_else(|| ConfigError::ForcedTile { tile: format!("{bm}x{bn}"), available: "32x128, 64x128, 128x128 (pre-shuffled B)" })?;
-            (i, Choice::Forced)
-        }
+    let nkb = desc.k / tile::SCALE_BLOCK_K;
+    let (forced_t, forced_s) = (forced_tile()?, forced_split()?);
+    if forced_s == Some(0) {
+        return Err(ConfigError::ForcedSplit { splits: "0".into(), expected: "at least 1".into() });
+    }
+    let i = match forced_t {
+        Some((bm, bn)) => tile::DENSE_BS_TILES
+            .iter()
+            .position(|t| (t.block_m, t.block_n) == (bm, bn))
+            .ok_or_else(|| ConfigError::ForcedTile { tile: format!("{bm}x{bn}"), available: "32x128, 64x128, 128x128 (pre-shuffled B)" })?,
         None => {
             let tiles64 = u64::from(tile::DENSE_BS_TILES[1].grid(desc.m, desc.n));
-            let i = if tiles64 >= u64::from(BS_BM64_TILES_PER_CU * spec.cus) { 1 } else { 0 };
-            (i, Choice::BsRule(tiles64 as f64 / f64::from(spec.cus)))
+            usize::from(tiles64 >= u64::from(BS_BM64_TILES_PER_CU * spec.cus))
         }
     };
     let t = tile::DENSE_BS_TILES[i];
-    let grid = t.grid(desc.m, desc.n);
-    let config = GemmConfig {
-        block_m: t.block_m,
-        block_n: t.block_n,
-        block_k: tile::SCALE_BLOCK_K,
-        workgroup_size: tile::THREADS,
-        lds_bytes: t.lds_bytes(),
-        kernel: t.name,
-        grid,
-        splits: 1,
-        remap: Remap::Xcd { xcds: spec.xcds },
-        arch: desc.arch,
+    let tiles = t.grid(desc.m, desc.n);
+    let make = |splits: u32| -> Result<GemmConfig, ConfigError> {
+        let grid = u64::from(tiles) * u64::from(splits);
+        let grid = u32::try_from(grid).map_err(|_| ConfigError::TooLarge { tensor: "grid", bytes: grid, limit: u64::from(u32::MAX) })?;
+        let name = if splits > 1 { tile::DENSE_SPLITK_BS_TILES[i].name } else { t.name };
+        Ok(GemmConfig {
+            block_m: t.block_m,
+            block_n: t.block_n,
+            block_k: tile::SCALE_BLOCK_K,
+            workgroup_size: tile::THREADS,
+            lds_bytes: t.lds_bytes(),
+            kernel: name,
+            grid,
+            splits,
+            remap: Remap::Xcd { xcds: spec.xcds },
+            arch: desc.arch,
+        })
     };
-    print_once(desc, &config, why, None);
-    Ok(config)
+    let max_splits = nkb.min(MAX_SPLITS);
+    let tiles_per_cu = f64::from(tiles) / f64::from(spec.cus);
+    let mut limited = None;
+    let (config, why) = match forced_s {
+        Some(s) if s > 1 => {
+            if s > max_splits {
+                return Err(ConfigError::ForcedSplit { splits: s.to_string(), expected: format!("at most {max_splits} (k/128 = {nkb} blocks, MAX_SPLITS = {MAX_SPLITS})") });
+            }
+            if tiles > tile::SPLITK_MAX_TILES {
+                let expected = format!("1 ({}×{} is more than {} output tiles of {}×{})", desc.m, desc.n, tile::SPLITK_MAX_TILES, t.block_m, t.block_n);
+                return Err(ConfigError::ForcedSplit { splits: s.to_string(), expected });
+            }
+            (make(s)?, Choice::Forced)
+        }
+        _ if forced_t.is_some() || forced_s.is_some() => (make(1)?, Choice::Forced),
+        _ => {
+            let want = if tiles < spec.cus { spec.cus.div_ceil(tiles.max(1)).min(max_splits).max(1) } else { 1 };
+            let mut s = want;
+            while s > 1 && make(s)?.workspace_floats() > available {
+                s -= 1;
+            }
+            if s < want {
+                let preferred = make(want)?;
+                limited = Some(WorkspaceLimit { needed: preferred.workspace_floats(), preferred, available });
+            }
+            (make(s)?, Choice::BsRule(tiles_per_cu))
+        }
+    };
+    print_once(desc, &config, why, limited.as_ref());
+    Ok((config, limited))
 }
 
 /// The launch spec of a dense bs config's kernel (B pre-shuffled).
 pub fn dense_bs_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<DenseGemmArgs>> {
     [FP8_GEMM_NT_BS_BM32_BN128, FP8_GEMM_NT_BS_BM64_BN128, FP8_GEMM_NT_BS_BM128_BN128].into_iter().find(|s| s.name == config.kernel)
+}
+
+/// The launch spec of a dense bs split-K config's kernel (B pre-shuffled).
+pub fn dense_splitk_bs_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<DenseSplitKArgs>> {
+    [FP8_GEMM_NT_SPLITK_BS_BM32_BN128, FP8_GEMM_NT_SPLITK_BS_BM64_BN128, FP8_GEMM_NT_SPLITK_BS_BM128_BN128]
+        .into_iter()
+        .find(|s| s.name == config.kernel)
 }
 
 #[cfg(test)]

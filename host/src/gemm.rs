@@ -415,6 +415,7 @@ fn dense<'a, F: Fp8Format>(
 
     let desc = GemmDesc::dense(m as u32, n as u32, k as u32, ctx.arch());
     if preshuffled {
+        // The view's constructor checked this already; the kernels read exactly this extent.
         let need = tile::shuffled_b_bytes(n64, k64);
         if (b.data.len() as u64) < need {
             return Err(Error::Shape {
@@ -423,38 +424,22 @@ fn dense<'a, F: Fp8Format>(
                 actual: format!("{} bytes", b.data.len()),
             });
         }
-        let cfg = config::get_bs_config(&desc).map_err(|e| Error::Unsupported(e.to_string()))?;
-        let spec = config::dense_bs_kernel_spec(&cfg).ok_or_else(|| Error::Unsupported(format!("configuration {cfg} has no bs kernel")))?;
-        let d_ptr = GlobalPtr::new(d.data.device_ptr().addr());
-        let args = DenseGemmArgs {
-            a: a.data.device_ptr(),
-            b: b.data.device_ptr(),
-            sfa: a.scales.device_ptr(),
-            sfb: b.scales.device_ptr(),
-            d: d_ptr,
-            m: m as u32,
-            n: n as u32,
-            k: k as u32,
-            lda: a.lda as u32,
-            ldd: d.ldd as u32,
-            reserved: 0,
-        };
-        // SAFETY: as for the logical-layout launch below, except B: `b` addresses at least
-        // shuffled_b_bytes(n, k) bytes (checked above), the extent the bs kernels read.
-        unsafe { stream.launch(spec, [cfg.grid, 1, 1], cfg.lds_bytes, &args)? };
-        return Ok(GemmRun { config: Some(cfg), workspace_limit: None });
     }
+    // The config: the bs kernels for pre-shuffled B, the logical kernels otherwise.
+    let choose = |available: u64| {
+        if preshuffled { config::get_bs_config_for_workspace(&desc, available) } else { config::get_config_for_workspace(&desc, available) }
+    };
     // The kernels address the workspace with 32-bit byte offsets.
     let addressable = tile::MAX_TENSOR_BYTES / 4 - 1;
     let (ws_ptr, ws_len, ws_arg, (cfg, workspace_limit)) = match ws {
         WorkspaceSource::Stream => {
             let (ptr, len) = stream.workspace().map_or((0, 0), |w| (w.device_ptr().addr(), w.len() as u64));
-            (ptr, len, "the stream's workspace", config::get_config_for_workspace(&desc, len.min(addressable)).map_err(|e| Error::Unsupported(e.to_string()))?)
+            (ptr, len, "the stream's workspace", choose(len.min(addressable)).map_err(|e| Error::Unsupported(e.to_string()))?)
         }
         WorkspaceSource::Explicit(w) => {
             ctx.check_owner("workspace", w.owner())?;
             let (ptr, len) = (w.device_ptr().addr(), w.len() as u64);
-            (ptr, len, "workspace", (config::get_best_config(&desc).map_err(|e| Error::Unsupported(e.to_string()))?, None))
+            (ptr, len, "workspace", (choose(u64::MAX).map_err(|e| Error::Unsupported(e.to_string()))?.0, None))
         }
     };
     let needed = cfg.workspace_floats();
@@ -465,7 +450,7 @@ fn dense<'a, F: Fp8Format>(
     let d_ptr = GlobalPtr::new(d.data.device_ptr().addr());
     let (m, n, k, lda, ldd) = (m as u32, n as u32, k as u32, a.lda as u32, d.ldd as u32);
     if cfg.splits > 1 {
-        let spec = config::dense_splitk_kernel_spec(&cfg)
+        let spec = if preshuffled { config::dense_splitk_bs_kernel_spec(&cfg) } else { config::dense_splitk_kernel_spec(&cfg) }
             .ok_or_else(|| Error::Unsupported(format!("configuration {cfg} has no dense split-K kernel")))?;
         let args = DenseSplitKArgs { a: a_ptr, b: b_ptr, sfa, sfb, d: d_ptr, ws: GlobalPtr::new(ws_ptr), m, n, k, lda, ldd, splits: cfg.splits };
         if cfg.tiles() > tile::SPLITK_MAX_TILES {
@@ -482,14 +467,15 @@ fn dense<'a, F: Fp8Format>(
         unsafe { stream.launch(spec, [cfg.grid, 1, 1], cfg.lds_bytes, &args)? };
         return Ok(GemmRun { config: Some(cfg), workspace_limit });
     }
-    let spec = config::dense_kernel_spec(&cfg)
+    let spec = if preshuffled { config::dense_bs_kernel_spec(&cfg) } else { config::dense_kernel_spec(&cfg) }
         .ok_or_else(|| Error::Unsupported(format!("configuration {cfg} has no dense kernel")))?;
     let args = DenseGemmArgs { a: a_ptr, b: b_ptr, sfa, sfb, d: d_ptr, m, n, k, lda, ldd, reserved: 0 };
     // SAFETY: every pointer in `args` addresses memory the views borrow (live for the call; the
     // buffers free only after synchronizing the device, raw views by their `unsafe` contract)
     // with at least the extent the kernel's contract requires for (m, n, k, lda, ldd): A
-    // (m−1)·lda + k bytes, SFA m·⌈k/128⌉ floats, B n·k bytes, SFB ⌈n/128⌉·⌈k/128⌉ floats, D
-    // (m−1)·ldd + n bf16 (checked by the view constructors); `d` is borrowed mutably.
+    // (m−1)·lda + k bytes, SFA m·⌈k/128⌉ floats, B n·k bytes (pre-shuffled, for the bs
+    // kernels: ⌈n/16⌉·16·k, checked above), SFB ⌈n/128⌉·⌈k/128⌉ floats, D (m−1)·ldd + n bf16
+    // (checked by the view constructors); `d` is borrowed mutably.
     unsafe { stream.launch(spec, [cfg.grid, 1, 1], cfg.lds_bytes, &args)? };
     Ok(GemmRun { config: Some(cfg), workspace_limit })
 }
