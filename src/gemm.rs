@@ -15,23 +15,10 @@ pub fn randn_bf16(count: usize, rng: &mut StdRng) -> Vec<f32> {
     (0..count).map(|_| bf16::from_f32(rng.sample::<f32, _>(StandardNormal)).to_f32()).collect()
 }
 
-/// Whether `FP8GEMM_PRESHUFFLED=1` asks for the pre-shuffled-B (bs) kernels (experiments).
+/// Whether `FP8GEMM_PRESHUFFLED=1` asks for the weights in the pre-shuffled layout (the bs
+/// kernels; experiments).
 pub fn preshuffled() -> bool {
     std::env::var("FP8GEMM_PRESHUFFLED").is_ok_and(|v| v == "1")
-}
-
-/// Logical row-major `n × k` FP8 bytes → the pre-shuffled layout
-/// (`fp8gemm_device::tile::shuffled_b_index`, rows padded to 16 with zeros).
-pub fn shuffle_b(b: &[u8], n: usize, k: usize) -> Vec<u8> {
-    use fp8gemm_device::tile::{shuffled_b_bytes, shuffled_b_index};
-    let mut out = vec![0u8; shuffled_b_bytes(n as u64, k as u64) as usize];
-    let nkb = (k / 128) as u64;
-    for r in 0..n {
-        for c in 0..k {
-            out[shuffled_b_index(r as u64, c as u64, nkb) as usize] = b[r * k + c];
-        }
-    }
-    out
 }
 
 pub fn run_dense(m: usize, n: usize, k: usize, seed: u64) -> Result<(), String> {
@@ -55,20 +42,9 @@ fn dense_with<F: Fp8Format>(ctx: &Context, m: usize, n: usize, k: usize, seed: u
     let stream = Stream::new(ctx).map_err(|x| e(&x))?;
     let t0 = Instant::now();
     crate::profile::begin();
-    // `FP8GEMM_PRESHUFFLED=1`: the same weights in the pre-shuffled layout through the bs kernels.
-    let shuffled = if preshuffled() {
-        Some((ctx.upload(&shuffle_b(fp8gemm::fp8::as_bits(&qb.data), n, k)).map_err(|x| e(&x))?, ctx.upload(&qb.scales).map_err(|x| e(&x))?))
-    } else {
-        None
-    };
-    let run = match &shuffled {
-        Some((sb, sfb)) => {
-            let view = fp8gemm::WeightsView::<F>::new(sb.as_slice(), sfb.as_slice(), n, k).map_err(|x| e(&x))?;
-            fp8gemm::fp8_gemm_nt_preshuffled(&stream, &da, view, &mut dd)
-        }
-        None => fp8gemm::fp8_gemm_nt(&stream, &da, &db, &mut dd),
-    }
-    .map_err(|x| e(&x))?;
+    // `FP8GEMM_PRESHUFFLED=1`: the same weights in the pre-shuffled layout (the bs kernels).
+    let db = if preshuffled() { DeviceWeights::upload_preshuffled(ctx, &qb).map_err(|x| e(&x))? } else { db };
+    let run = fp8gemm::fp8_gemm_nt(&stream, &da, &db, &mut dd).map_err(|x| e(&x))?;
     // The launch runs here (the emulator's streams are lazy queues): profile::end reads its timing.
     stream.synchronize().map_err(|x| e(&x))?;
     if crate::profile::end(m, n, k, 1)? {

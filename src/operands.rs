@@ -53,13 +53,13 @@ pub struct Operands {
 
 impl Operands {
     /// Allocates the operands of `p` on `ctx` (contiguous: `m_indices` of `rows` rows per group).
-    /// With `FP8GEMM_PRESHUFFLED=1` the grouped weights are allocated in the pre-shuffled layout,
-    /// so the m-grouped entry points run their bs kernels.
+    /// With `FP8GEMM_PRESHUFFLED=1` the weights (dense and grouped) are allocated in the
+    /// pre-shuffled layout, so the entry points run their bs kernels.
     pub fn new(ctx: &Context, p: Problem) -> Result<Operands> {
         let ((n, k), rows) = (p.nk(), p.rows());
         let layout = if crate::gemm::preshuffled() { WeightLayout::Preshuffled } else { WeightLayout::Logical };
         let b = match p {
-            Problem::Dense { .. } => Weights::Dense(DeviceWeights::alloc(ctx, n, k)?),
+            Problem::Dense { .. } => Weights::Dense(DeviceWeights::alloc_with_layout(ctx, n, k, layout)?),
             Problem::Contiguous { groups, rows: r, .. } => {
                 let idx: Vec<i32> = (0..rows).map(|i| (i / r) as i32).collect();
                 Weights::Contiguous(DeviceGroupedWeights::alloc_with_layout(ctx, groups, n, k, layout)?, upload_m_indices(ctx, &idx, groups)?)
@@ -76,9 +76,6 @@ impl Operands {
     pub fn launch(&mut self, stream: &Stream) -> Result<GemmRun> {
         let (a, d) = (&self.a, &mut self.d);
         let run = match &self.b {
-            // Experiments: `FP8GEMM_PRESHUFFLED=1` runs the pre-shuffled-B (bs) kernels on the
-            // same zero weights (zeros are zeros in either layout; n % 16 == 0 needed for size).
-            Weights::Dense(b) if crate::gemm::preshuffled() => fp8gemm::fp8_gemm_nt_preshuffled(stream, a, b, d)?,
             Weights::Dense(b) => fp8gemm::fp8_gemm_nt(stream, a, b, d)?,
             Weights::Contiguous(b, idx) => fp8gemm::m_grouped_fp8_gemm_nt_contiguous(stream, a, b, d, idx)?,
             Weights::Masked(b, masked, expected_m) => fp8gemm::m_grouped_fp8_gemm_nt_masked(stream, a, b, d, masked, *expected_m)?,

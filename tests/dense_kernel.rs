@@ -709,24 +709,65 @@ fn grouped_masked_bs_kernels_match_the_definition_and_skip_masked_rows() {
 
 #[test]
 fn grouped_bs_kernels_meet_the_resource_goals() {
-    // No spills, no scratch, all LDS dynamic, the launch bound; and exactly the registers per
-    // lane the host's config assumes (`fp8gemm::config::{CONTIGUOUS,MASKED}_BS_REGS`, unified
-    // VGPR + AGPR count = `fp8gemm info`'s vgpr column), hence the same waves per SIMD as the
-    // dense bs kernel of the same height.
-    let co = code_object();
-    let families: [(&[BsTile], &[u32]); 2] =
-        [(&CONTIGUOUS_BS_TILES, &fp8gemm::config::CONTIGUOUS_BS_REGS), (&MASKED_BS_TILES, &fp8gemm::config::MASKED_BS_REGS)];
+    // No spills, no scratch, all LDS dynamic, the launch bound; the same waves per SIMD as the
+    // dense bs kernel of the same height (unified VGPR + AGPR count, `fp8gemm info`'s vgpr
+    // column), on both architectures.
     let waves = |regs: u32| (512 / (regs.div_ceil(8) * 8)).min(8);
-    for (tiles, regs) in families {
-        assert_eq!(tiles.len(), regs.len());
-        for (tile, &want_regs) in tiles.iter().zip(regs) {
-            let m = &co.kernel(tile.name).unwrap_or_else(|| panic!("{} missing", tile.name)).meta;
-            common_resource_goals(tile.name, m);
-            assert_eq!(m.vgpr_count, want_regs, "{}: registers per lane (update the host's table)", tile.name);
+    for (arch, bytes) in [("gfx942", fp8gemm::codeobj::GFX942), ("gfx950", fp8gemm::codeobj::GFX950)] {
+        let co = CodeObject::parse(bytes).expect("code object parses");
+        for tile in CONTIGUOUS_BS_TILES.iter().chain(&MASKED_BS_TILES) {
+            let what = format!("{arch} {}", tile.name);
+            let m = &co.kernel(tile.name).unwrap_or_else(|| panic!("{what} missing")).meta;
+            common_resource_goals(&what, m);
             let dense = DENSE_BS_TILES.iter().find(|d| d.block_m == tile.block_m).expect("a dense bs tile of the same height");
             let dm = &co.kernel(dense.name).unwrap().meta;
-            assert_eq!(waves(m.vgpr_count), waves(dm.vgpr_count), "{}: vgpr {} vs {} ({})", tile.name, m.vgpr_count, dm.vgpr_count, dense.name);
-            eprintln!("{}: vgpr {} (agpr {}) sgpr {}", tile.name, m.vgpr_count, m.agpr_count, m.sgpr_count);
+            assert_eq!(waves(m.vgpr_count), waves(dm.vgpr_count), "{what}: vgpr {} vs {} ({})", m.vgpr_count, dm.vgpr_count, dense.name);
+            eprintln!("{what}: vgpr {} (agpr {}) sgpr {}", m.vgpr_count, m.agpr_count, m.sgpr_count);
+        }
+    }
+}
+
+#[test]
+fn bs_kernels_meet_the_resource_goals() {
+    // The pre-shuffled-B kernels (fp8gemm_device::mainloop_bs): no spills, no scratch, all LDS
+    // dynamic, launch bound 256; the 32- and 64-row tiles keep at least as many waves per SIMD
+    // as their LDS allows workgroups per CU (3 and 2; the 128-row tile runs 1 wave per SIMD, as
+    // the peers' 128 × 128 kernel does); 16x16x32 FP8 MFMAs only, 4 blocks per main-loop trip
+    // (8·FM MFMAs per block), 4 B loads per block per wave (1 KiB each), one barrier per block.
+    for (arch, bytes) in [("gfx942", fp8gemm::codeobj::GFX942), ("gfx950", fp8gemm::codeobj::GFX950)] {
+        let co = CodeObject::parse(bytes).expect("code object parses");
+        for tile in fp8gemm_device::tile::DENSE_BS_TILES {
+            let k = co.kernel(tile.name).unwrap_or_else(|| panic!("{arch}: {} missing", tile.name));
+            let what = format!("{arch} {}", tile.name);
+            common_resource_goals(&what, &k.meta);
+            // On gfx90a+ the metadata's vgpr_count is already the unified total (arch VGPRs
+            // rounded to 4, plus AGPRs: LLVM's NumVGPRsForWavesPerEU), so it alone sets the
+            // waves per SIMD.
+            let regs = k.meta.vgpr_count;
+            let waves = (512 / (regs.div_ceil(8) * 8)).min(8);
+            let want_waves = match tile.block_m {
+                32 => 3,
+                64 => 2,
+                _ => 1,
+            };
+            assert!(waves >= want_waves, "{what}: {regs} registers → {waves} waves/SIMD < {want_waves}");
+            assert!(tile.lds_bytes() * want_waves <= 64 * 1024, "{what}: LDS");
+            if arch == "gfx942" {
+                let body = main_loop(&co, tile.name);
+                let count = |name: &str| body.iter().filter(|i| i.op.name() == name).count() as u32;
+                let mfma = body.iter().filter(|i| amdgpu_emu::decode::is_mai(i.op)).count() as u32;
+                assert_eq!(mfma, count("v_mfma_f32_16x16x32_fp8_fp8"), "{what}");
+                let fm = tile.block_m / 16;
+                assert_eq!(mfma, 4 * 8 * fm, "{what}: MFMAs per main-loop trip (4 blocks)");
+                // One barrier per block. (The decoded range, earliest back-branch target to the
+                // last back edge, may take in the prologue's barrier and loads where LLVM lays
+                // the loop's exits out before it.)
+                let barriers = count("s_barrier");
+                assert!((4..=5).contains(&barriers), "{what}: {barriers} barriers per trip of 4 blocks");
+                // B: 4 per block; A: FM/2 per block.
+                let loads = count("buffer_load_dwordx4");
+                assert!(loads >= 4 * (4 + fm / 2) && loads <= 4 * (4 + fm / 2) + 4 + 3 * fm / 2, "{what}: {loads} 16-byte loads per trip");
+            }
         }
     }
 }

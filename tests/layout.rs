@@ -17,9 +17,9 @@ use fp8gemm::fp8::{E4M3Fnuz, Fp8Format};
 use fp8gemm::layout::{self, preshuffle_bytes, preshuffled_bytes, unshuffle_bytes, WeightLayout};
 use fp8gemm::quant::{GroupedQuantizedWeights, QuantizedActivations, QuantizedWeights};
 use fp8gemm::{
-    fp8_gemm_nt, fp8_gemm_nt_with_workspace, m_grouped_fp8_gemm_nt_contiguous, m_grouped_fp8_gemm_nt_masked, preshuffle_weights,
+    fp8_gemm_nt, m_grouped_fp8_gemm_nt_contiguous, m_grouped_fp8_gemm_nt_masked, preshuffle_weights,
     preshuffle_weights_on_device, quantize_weights, unshuffle_weights, DeviceActivations, DeviceBuffer, DeviceGroupedWeights, DeviceSlice,
-    DeviceSliceMut, DeviceWeights, Error, GroupedWeightsView, MoeLayer, MoeOptions, Stream, WeightsView, WeightsViewMut, Workspace,
+    DeviceSliceMut, DeviceWeights, Error, GroupedWeightsView, MoeLayer, MoeOptions, Stream, WeightsView, WeightsViewMut,
 };
 use fp8gemm_device::tile::{shuffled_b_bytes, shuffled_b_index};
 use half::bf16;
@@ -465,30 +465,14 @@ fn device_preshuffle_errors() {
 
 // ---------------------------------------------------------------- entry points and the MoE layer
 
-/// The dense entry points have no kernel reading pre-shuffled B yet: given pre-shuffled weights
-/// they return a typed layout error (nothing launched), never a misread. The m-grouped entry
-/// points run them (the bs kernels) and give exactly what the same weights give in the logical
-/// layout (their full correctness suites are in `tests/gemm_grouped.rs`).
+/// The m-grouped entry points run pre-shuffled weights (their bs kernels) and give exactly
+/// what the same weights give in the logical layout (their full correctness suites over both
+/// layouts are in `tests/gemm_grouped.rs`; the dense entry points': `tests/gemm_bs.rs`).
 #[test]
-fn dense_entry_points_reject_and_grouped_ones_run_preshuffled_weights() {
+fn grouped_entry_points_run_preshuffled_weights_as_the_logical_ones() {
     let ctx = common::checked_context();
     let stream = Stream::new(&ctx).unwrap();
-    let (m, n, k) = (64usize, 64usize, 256usize);
-    let a = DeviceActivations::upload(&ctx, &QuantizedActivations::<E4M3Fnuz>::quantize(&vec![0.5f32; m * k], m, k).unwrap()).unwrap();
-    let b = DeviceWeights::upload_preshuffled(&ctx, &random_weights(n, k, 1)).unwrap();
-    let mut d = ctx.alloc_zeroed::<bf16>(m * n).unwrap();
-    expect_layout(fp8_gemm_nt(&stream, &a, &b, &mut d).unwrap_err(), "b", WeightLayout::Logical, WeightLayout::Preshuffled);
-    let mut ws = Workspace::new(&ctx, 1 << 20).unwrap();
-    expect_layout(fp8_gemm_nt_with_workspace(&stream, &a, &b, &mut d, &mut ws).unwrap_err(), "b", WeightLayout::Logical, WeightLayout::Preshuffled);
-    // A pre-shuffled view over engine memory, and an empty problem: still rejected.
-    let view = WeightsView::<E4M3Fnuz>::new_preshuffled(b.view().data(), b.view().scales(), n, k).unwrap();
-    expect_layout(fp8_gemm_nt(&stream, &a, view, &mut d).unwrap_err(), "b", WeightLayout::Logical, WeightLayout::Preshuffled);
-    let a0 = DeviceActivations::<E4M3Fnuz>::alloc(&ctx, 0, k).unwrap();
-    let mut d0 = ctx.alloc_zeroed::<bf16>(0).unwrap();
-    expect_layout(fp8_gemm_nt(&stream, &a0, &b, &mut d0).unwrap_err(), "b", WeightLayout::Logical, WeightLayout::Preshuffled);
-    // D untouched, nothing failed on the device.
-    assert!(d.download(&stream).unwrap().iter().all(|v| v.to_bits() == 0));
-
+    let k = 256usize;
     // m-grouped: 2 groups of n = 72 (a padded last 16-row fragment), both layouts, D
     // pre-filled with a sentinel (rows the GEMM does not define keep it).
     let (groups, gn) = (2, 72usize);
@@ -532,10 +516,10 @@ fn bits16(v: &[bf16]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_bits().to_le_bytes()).collect()
 }
 
-/// `MoeLayer::new` takes pre-shuffled routed experts (gate_up, down, each independently); a
-/// pre-shuffled shared expert is a typed layout error until the dense entry points read it.
+/// `MoeLayer::new` takes weights in either layout, each independently (routed experts and
+/// shared expert); the layer's forward pass on them is checked in `tests/moe.rs`.
 #[test]
-fn moe_layer_takes_preshuffled_experts_and_rejects_a_preshuffled_shared_expert() {
+fn moe_layer_takes_preshuffled_weights() {
     let ctx = common::checked_context();
     let (e, h, i) = (2usize, 128usize, 128usize);
     let opts = MoeOptions { top_k: 1, masked_max_tokens: 0 };
@@ -546,14 +530,14 @@ fn moe_layer_takes_preshuffled_experts_and_rejects_a_preshuffled_shared_expert()
         (DeviceWeights::upload_with_layout(&ctx, &s.0, layout).unwrap(), DeviceWeights::upload_with_layout(&ctx, &s.1, layout).unwrap())
     };
     let up = |w: &GroupedQuantizedWeights<E4M3Fnuz>, l| DeviceGroupedWeights::upload_with_layout(&ctx, w, l).unwrap();
-    let (lg, ps) = (WeightLayout::Logical, WeightLayout::Preshuffled);
-    MoeLayer::new(&ctx, up(&gu(), lg), up(&dn(), lg), Some(shared(lg)), opts).unwrap();
-    MoeLayer::new(&ctx, up(&gu(), ps), up(&dn(), lg), None, opts).unwrap();
-    MoeLayer::new(&ctx, up(&gu(), lg), up(&dn(), ps), None, opts).unwrap();
-    MoeLayer::new(&ctx, up(&gu(), ps), up(&dn(), ps), Some(shared(lg)), opts).unwrap();
-    let err = |r: fp8gemm::Result<MoeLayer<E4M3Fnuz>>| r.err().expect("a layout error");
-    expect_layout(err(MoeLayer::new(&ctx, up(&gu(), ps), up(&dn(), ps), Some(shared(ps)), opts)), "shared", lg, ps);
-    expect_layout(err(MoeLayer::new(&ctx, up(&gu(), lg), up(&dn(), lg), Some(shared(ps)), opts)), "shared", lg, ps);
+    for gl in [WeightLayout::Logical, WeightLayout::Preshuffled] {
+        for dl in [WeightLayout::Logical, WeightLayout::Preshuffled] {
+            for sl in [None, Some(WeightLayout::Logical), Some(WeightLayout::Preshuffled)] {
+                MoeLayer::new(&ctx, up(&gu(), gl), up(&dn(), dl), sl.map(shared), opts)
+                    .unwrap_or_else(|err| panic!("gate_up {gl}, down {dl}, shared {sl:?}: {err}"));
+            }
+        }
+    }
 }
 
 // ---------------------------------------------------------------- checkpoint loaders
@@ -600,10 +584,8 @@ fn checkpoint_loader_preshuffled_equals_logical() {
     assert_same_bytes("whole vs streamed", &device_bytes(&stream, whole.gate_up.view().data()), &device_bytes(&stream, pre.gate_up.view().data()));
     let mlp_dev = DeviceMlpWeights::upload_with_layout(&ctx, host.shared.as_ref().unwrap(), WeightLayout::Preshuffled).unwrap();
     assert_eq!(mlp_dev.gate_up.layout(), WeightLayout::Preshuffled);
-    // Its routed experts make a MoeLayer; its pre-shuffled shared expert does not yet (typed,
-    // not a misread).
-    let err = pre.into_layer(&ctx, MoeOptions { top_k: 2, masked_max_tokens: 0 }).err().expect("a layout error");
-    expect_layout(err, "shared", WeightLayout::Logical, WeightLayout::Preshuffled);
+    // Such a layer makes a MoeLayer (both layouts run).
+    pre.into_layer(&ctx, MoeOptions { top_k: 2, masked_max_tokens: 0 }).unwrap();
 }
 
 #[test]

@@ -327,7 +327,7 @@ fn random_layer(ctx: &Context, experts: usize, h: usize, i: usize, shared_i: Opt
     random_layer_in(ctx, experts, h, i, shared_i, options, seed, WeightLayout::Logical)
 }
 
-/// [`random_layer`] with the routed experts uploaded in `layout` (the shared expert logical).
+/// [`random_layer`] with every weight (routed and shared experts) uploaded in `layout`.
 #[allow(clippy::too_many_arguments)]
 fn random_layer_in(ctx: &Context, experts: usize, h: usize, i: usize, shared_i: Option<usize>, options: MoeOptions, seed: u64, layout: WeightLayout) -> Layer {
     let mut rng = StdRng::seed_from_u64(seed);
@@ -343,7 +343,7 @@ fn random_layer_in(ctx: &Context, experts: usize, h: usize, i: usize, shared_i: 
         ctx,
         DeviceGroupedWeights::upload_with_layout(ctx, &gu, layout).unwrap(),
         DeviceGroupedWeights::upload_with_layout(ctx, &dn, layout).unwrap(),
-        shared.as_ref().map(|(_, a, b)| (DeviceWeights::upload(ctx, a).unwrap(), DeviceWeights::upload(ctx, b).unwrap())),
+        shared.as_ref().map(|(_, a, b)| (DeviceWeights::upload_with_layout(ctx, a, layout).unwrap(), DeviceWeights::upload_with_layout(ctx, b, layout).unwrap())),
         options,
     )
     .unwrap();
@@ -456,13 +456,12 @@ fn layer_contiguous_and_masked_match_the_reference() {
     assert_eq!(l.layer.layout_for(5), MoeLayout::Contiguous);
 }
 
-/// The layer on pre-shuffled routed experts (the m-grouped bs kernels) over the cases of
+/// The layer on pre-shuffled weights (the m-grouped and dense bs kernels) over the cases of
 /// `layer_contiguous_and_masked_match_the_reference` and `layer_with_shared_expert` (same
-/// layers, same inputs; the shared expert logical): both references, and bit for bit the
-/// logical layer's output (the bs kernels compute the same rows with the same per-block
-/// promotion order).
+/// layers, same inputs): both references, and bit for bit the logical layer's output (the bs
+/// kernels compute the same rows with the same per-block promotion order).
 #[test]
-fn layer_on_preshuffled_experts_matches_the_reference_and_the_logical_layer() {
+fn layer_on_preshuffled_weights_matches_the_reference_and_the_logical_layer() {
     let ctx = checked_context();
     // (experts, top_k, shared I, masked_max_tokens, layer seed, input seed, [(tokens, dups, layout)])
     type Case = (usize, usize, Option<usize>, usize, u64, u64, Vec<(usize, bool, MoeLayout)>);
@@ -479,9 +478,9 @@ fn layer_on_preshuffled_experts_matches_the_reference_and_the_logical_layer() {
         let mut rng = StdRng::seed_from_u64(input_seed);
         for (tokens, dups, layout) in runs {
             let (x, ids, w) = inputs(tokens, h, k, e, dups, &mut rng);
-            let what = format!("pre-shuffled experts E={e} shared {shared:?}, {layout:?} T={tokens}");
+            let what = format!("pre-shuffled weights E={e} shared {shared:?}, {layout:?} T={tokens}");
             let got = check_layer(&pre, &mut scratch, layout, &x, &ids, &w, &what);
-            let want = check_layer(&logical, &mut scratch, layout, &x, &ids, &w, &format!("logical experts E={e}, {layout:?} T={tokens}"));
+            let want = check_layer(&logical, &mut scratch, layout, &x, &ids, &w, &format!("logical weights E={e}, {layout:?} T={tokens}"));
             let bad = got.iter().zip(&want).position(|(a, b)| a.to_bits() != b.to_bits());
             assert!(bad.is_none(), "{what}: out[{}] = {} vs the logical layer's {}", bad.unwrap_or(0), got[bad.unwrap_or(0)], want[bad.unwrap_or(0)]);
         }

@@ -148,6 +148,52 @@
 //! (32x32x16 is worse: 8 MFMAs vs 8 `v_pk_fma_f32` per 32×32 block, a 50% cap). By issue
 //! *cycles* (an MFMA occupies the matrix pipe for 16 cycles, other instructions issue in 4) the
 //! bm128_bn128 loop is 1024 MFMA cycles vs ≈ 480 for the rest, which other waves' MFMAs overlap.
+//!
+//! # B straight to registers: the bs kernels (issue 12 parts 2 + 3, [`crate::mainloop_bs`])
+//!
+//! For weights in the pre-shuffled layout the host runs `fp8_gemm_nt_bs_bm{32,64,128}_bn128`:
+//! 1 × 4 waves, B from global memory straight into the MFMA operands one block ahead, A in two
+//! LDS stages with one barrier per block, SFA shared through LDS (design: [`crate::mainloop_bs`]).
+//! Same result as these kernels bit for bit (`tests/gemm_bs.rs`).
+//!
+//! Timing model (*modelled*, `fp8gemm profile --scope xcd`, forced tile with
+//! `FP8GEMM_PRESHUFFLED=1 FP8GEMM_FORCE_TILE=BMx128`; "logical" = these kernels with the
+//! config's choice, split-K included), TFLOPS, MI300X / MI325X:
+//!
+//! | shape (m×n×k) | logical | bs 32×128 | bs 64×128 | bs 128×128 |
+//! |---|---|---|---|---|
+//! | 4096×7168×2048 | 683 / 682 | 637 / 638 | **688 / 688** | 561 / 561 |
+//! | 4096×2112×7168 | 678 / 678 | 717 / 721 | **727 / 728** | 614 / 614 |
+//! | 4096×2048×7168 | 657 / 657 | **742 / 751** | 706 / 707 | 595 / 595 |
+//! | 1024×2048×7168 | 493 / 495 | **599 / 598** | 487 / 487 | 295 / 295 |
+//! | 64×2112×7168   | **116 / 117** (split-K) | 50 / 50 | 31 / 31 | 20 / 20 |
+//!
+//! AMD's pre-shuffled 128 × 128 asm kernel on the same model: 875.7 TFLOPS at 4096×2048×7168 on
+//! MI325X (measured on an MI325X: 923.6); the bs kernels reach 751 there, the logical ones 657.
+//! The bs tile rule of `config::get_bs_config` picks 64 × 128 from 8 of its tiles per CU and
+//! 32 × 128 below. Slower than the logical kernels: decode-sized problems (no bs split-K yet:
+//! 64×2112×7168 runs 34 workgroups on 304 CUs), and 4096×7168×2048 with the 32-row tile.
+//!
+//! How it got there (MI325X, 4096×2048×7168, bs 32 / 64 / 128-row tile, TFLOPS):
+//!
+//! | step | 32 | 64 | 128 |
+//! |---|---|---|---|
+//! | first correct loop: barrier closing each block, SFA per wave, LDS accesses volatile (32, 64: A fragments read a block ahead) | 327 | 246 | 205 |
+//! | plain LDS accesses (the volatile ones were `flat_load … sc0 sc1`, each waiting on `vmcnt(0)`) | 505 | 542 | 525 (accumulators in scratch) |
+//! | accumulators out of scratch (`unroll!`, step macro): 128-row tile at 394 VGPRs, 1 wave/SIMD | – | – | 444 |
+//! | scales one window ahead, A loaded two blocks ahead (`A2`) | 539 | 559 | 454 |
+//! | SFA through LDS (one load per row line per workgroup, not per wave: texture path 75 → 56 % busy at 64) | 745 | 695 | 594 |
+//! | barrier opening each block; `AHEAD` (A fragments read a block ahead) | **751** | 506 (1 wave/SIMD) | 574 |
+//!
+//! The last row's 64- and 128-row `AHEAD` variants were slower (the 64-row tile's second A
+//! register set costs it its second wave per SIMD) and are not used: those kernels read A in
+//! its block. What limits now (profile): the 32-row tile is bound by the texture path and the
+//! L2 (B is re-read for every 32 rows: 87 % / 90 % busy at 4096×2048×7168) and waits at the
+//! barrier (28 % of stalls); the 64-row tile waits on LDS (`lgkmcnt`, the in-block A reads)
+//! and the barrier; the 128-row tile runs one wave per SIMD (420 registers incl. 164 AGPRs:
+//! LLVM holds both A-fragment reads and all partial sums) whose MFMAs LLVM does not interleave
+//! with the loads (MFMA 40 % busy). Next: a hand-scheduled single-wave 128-row loop
+//! (`sched_group_barrier`), direct-to-LDS A loads, and bs split-K for decode.
 
 use crate::amdgpu_kernel;
 use crate::args::{DenseGemmArgs, DenseSplitKArgs};
@@ -300,13 +346,24 @@ pub(crate) mod imp {
     /// `16·(wm·FM + fm) + (lane & 15)`, column `16·(wn·FN + fn) + 4·(lane >> 4)`, wave
     /// `wm + 2·wn`), so each `buffer_store_dwordx4` of a wave writes 1 KiB contiguous (8 whole
     /// 128-byte lines) and the reduction reads it back the same way.
+    ///
+    /// With `BS` (the 1 × 4 waves of [`crate::mainloop_bs`], tile `16·FM × 64·FN`) wave `wn`
+    /// owns rows `16·fm + (lane & 15)` and columns `16·(wn·FN + fn) + 4·(lane >> 4)`: the same
+    /// formula with `wm = 0` and wave `wn`.
     #[inline(always)]
-    fn frag_offset<const FM: usize, const FN: usize>(r: u32, c: u32) -> u32 {
+    fn frag_offset<const FM: usize, const FN: usize, const BS: bool>(r: u32, c: u32) -> u32 {
         let (fm_n, fn_n) = (FM as u32, FN as u32);
         let (wm, fm, lo) = (r / (16 * fm_n), (r / 16) % fm_n, r % 16);
         let (wn, fnn, hi) = (c / (16 * fn_n), (c / 16) % fn_n, (c % 16) / 4);
-        let wave = wm + 2 * wn;
+        let wave = if BS { wn } else { wm + 2 * wn };
         (((wave * fm_n + fm) * fn_n + fnn) * 64 + lo + 16 * hi) * 16
+    }
+
+    /// `(BM, BN)` of a split-K tile: `32·FM × 32·FN` (2 × 2 waves), with `BS` `16·FM × 64·FN`
+    /// (1 × 4 waves).
+    #[inline(always)]
+    const fn split_tile<const FM: usize, const FN: usize, const BS: bool>() -> (u32, u32) {
+        if BS { (16 * FM as u32, 64 * FN as u32) } else { (32 * FM as u32, 32 * FN as u32) }
     }
 
     /// Split-K epilogue: the tile's FP32 accumulators (promotion domain) to its partial slot in
@@ -314,17 +371,17 @@ pub(crate) mod imp {
     /// scope. Every value is stored (also columns past `n` and rows past `m`: the reduction
     /// reads the whole slot).
     #[derive(Clone, Copy)]
-    struct PartialStore<const FM: usize, const FN: usize> {
+    struct PartialStore<const FM: usize, const FN: usize, const BS: bool> {
         rs_ws: BufferResource,
         base: u32,
         m0: u32,
         n0: u32,
     }
 
-    impl<const FM: usize, const FN: usize> Epilogue for PartialStore<FM, FN> {
+    impl<const FM: usize, const FN: usize, const BS: bool> Epilogue for PartialStore<FM, FN, BS> {
         #[inline(always)]
         fn store(&self, row: u32, col: u32, _valid: bool, acc: F32x4) {
-            let voff = self.base + frag_offset::<FM, FN>(row - self.m0, col - self.n0);
+            let voff = self.base + frag_offset::<FM, FN, BS>(row - self.m0, col - self.n0);
             // SAFETY: rs_ws covers the launch's workspace (the host checks its size against
             // tile::splitk_workspace_floats); the slot of (tile, split) is written only by this
             // workgroup; offsets are 16-byte aligned (frag_offset is a multiple of 16, base of
@@ -336,10 +393,14 @@ pub(crate) mod imp {
     /// The dense split-K kernels: workgroup → (tile, split); the split's K blocks into the
     /// tile's partial slot; the last workgroup of a tile to arrive reduces all partial slots in
     /// split order into bf16 D and re-arms the tile's counter.
+    ///
+    /// `BS = false`: the logical B and `tile_gemm::<FM, FN, DEPTH>`. `BS = true` (the bs
+    /// split-K kernels): B pre-shuffled, `FN = 2`, the main loop
+    /// `mainloop_bs::imp::tile_gemm_bs::<FM, true, DEPTH == 2>` (DEPTH 2: A fragments read a
+    /// block ahead).
     #[inline(always)]
-    pub fn gemm_splitk<const FM: usize, const FN: usize, const DEPTH: u32>(args: DenseSplitKArgs) {
-        let bm = 32 * FM as u32;
-        let bn = 32 * FN as u32;
+    pub fn gemm_splitk<const FM: usize, const FN: usize, const DEPTH: u32, const BS: bool>(args: DenseSplitKArgs) {
+        let (bm, bn) = split_tile::<FM, FN, BS>();
         let (m, n, k, lda, ldd) = (args.m, args.n, args.k, args.lda, args.ldd);
         let nkb = k / SCALE_BLOCK_K;
         let tiles_m = m.div_ceil(bm);
@@ -369,7 +430,7 @@ pub(crate) mod imp {
         let job = TileJob {
             rs_a: BufferResource::new(args.a.addr(), (m - 1) * lda + k),
             rs_sfa: BufferResource::new(args.sfa.addr(), m * nkb * 4),
-            rs_b: BufferResource::new(args.b.addr(), n * k),
+            rs_b: BufferResource::new(args.b.addr(), if BS { tile::shuffled_b_bytes(n as u64, k as u64) as u32 } else { n * k }),
             rs_sfb: BufferResource::new(args.sfb.addr(), n.div_ceil(SCALE_BLOCK_N) * nkb * 4),
             n,
             lda,
@@ -386,8 +447,14 @@ pub(crate) mod imp {
         let rs_ws = BufferResource::new(args.ws.addr(), ws_bytes);
         let slot = bm * bn * 4;
         let tile_base = counters * 4 + t * splits.get() * slot;
-        let epi = PartialStore::<FM, FN> { rs_ws, base: tile_base + j * slot, m0, n0 };
-        tile_gemm::<FM, FN, DEPTH, _>(&job, |_| true, &epi);
+        let epi = PartialStore::<FM, FN, BS> { rs_ws, base: tile_base + j * slot, m0, n0 };
+        if !BS {
+            tile_gemm::<FM, FN, DEPTH, _>(&job, |_| true, &epi);
+        } else if DEPTH == 2 {
+            crate::mainloop_bs::imp::tile_gemm_bs::<FM, true, true, _>(&job, |_| true, &epi);
+        } else {
+            crate::mainloop_bs::imp::tile_gemm_bs::<FM, true, false, _>(&job, |_| true, &epi);
+        }
 
         // Release: every wave's partial stores have completed at device scope before the
         // barrier; only then does one work-item count the workgroup in.
@@ -418,7 +485,7 @@ pub(crate) mod imp {
         // (fm, fn) at frag_offset order, i.e. 1 KiB contiguous per wave and fragment.
         let lane = tid & 63;
         let wave = tid >> 6;
-        let (wm, wn) = (wave & 1, wave >> 1);
+        let (wm, wn) = if BS { (0, wave) } else { (wave & 1, wave >> 1) };
         let lane_base = (wave * (FM * FN) as u32 * 64 + lane) * 16;
         // Splits are read CHUNK at a time: all CHUNK · FM · FN loads are issued before the
         // first add waits (one memory latency per chunk instead of per split). CHUNK keeps the
@@ -707,19 +774,19 @@ pub fn fp8_gemm_nt_bm128_bn128(args: DenseGemmArgs) {
 /// Split-K, 64 × 64 tiles: small M with long K (decode).
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_splitk_bm64_bn64(args: DenseSplitKArgs) {
-    imp::gemm_splitk::<2, 2, { crate::tile::DENSE_SPLITK_TILES[0].prefetch_depth() }>(args)
+    imp::gemm_splitk::<2, 2, { crate::tile::DENSE_SPLITK_TILES[0].prefetch_depth() }, false>(args)
 }
 
 /// Split-K, 64 × 128 tiles.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_splitk_bm64_bn128(args: DenseSplitKArgs) {
-    imp::gemm_splitk::<2, 4, { crate::tile::DENSE_SPLITK_TILES[1].prefetch_depth() }>(args)
+    imp::gemm_splitk::<2, 4, { crate::tile::DENSE_SPLITK_TILES[1].prefetch_depth() }, false>(args)
 }
 
 /// Split-K, 128 × 128 tiles.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_splitk_bm128_bn128(args: DenseSplitKArgs) {
-    imp::gemm_splitk::<4, 4, { crate::tile::DENSE_SPLITK_TILES[2].prefetch_depth() }>(args)
+    imp::gemm_splitk::<4, 4, { crate::tile::DENSE_SPLITK_TILES[2].prefetch_depth() }, false>(args)
 }
 
 #[cfg(test)]

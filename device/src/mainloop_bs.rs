@@ -2,43 +2,72 @@
 //! straight from global memory into the MFMA operand registers, only A staged in LDS, and the
 //! dense kernels `fp8_gemm_nt_bs_bm{32,64,128}_bn128` built on it (arguments: [`DenseGemmArgs`]
 //! with `b` pointing at the pre-shuffled B, [`crate::tile::shuffled_b_bytes`] bytes; tiles:
-//! [`crate::tile::DENSE_BS_TILES`]).
+//! [`crate::tile::DENSE_BS_TILES`]). The host runs them for a pre-shuffled `WeightsView`.
 //!
 //! # Structure of one workgroup (256 work-items = 4 waves, **1 × 4** over a `BM × 128` tile)
 //!
 //! * **Waves**: wave `w` owns all `BM = 16·FM` rows of the tile × columns `32·w .. 32·w + 32`:
 //!   `FM` A fragments × 2 B fragments = `2·FM` 16×16 outputs, `8·FM` MFMAs per 128-K block
-//!   (same transposed `v_mfma_f32_16x16x32_fp8_fp8` mapping and K permutation as
-//!   [`crate::dense`]; a tile never straddles a 128-column SFB block).
+//!   (the transposed `v_mfma_f32_16x16x32_fp8_fp8` mapping, K permutation, MFMA order and
+//!   promotion of [`crate::dense`], so the result is the dense kernels' bit for bit; a tile
+//!   never straddles a 128-column SFB block).
 //! * **B**: per block a wave issues 4 `buffer_load_dwordx4` (2 fragments × 2 reads), each 1 KiB
 //!   contiguous (8 whole lines) of the pre-shuffled layout, straight into the MFMA operand
-//!   registers, **one block ahead** (two register sets, the loop unrolled by 4 so they never
-//!   move and the every-4th-block scale load is static). No wave shares a B fragment, so B is
-//!   read once per tile and never touches LDS.
-//! * **A**: global → registers → LDS (same full-line copy and rotation swizzle as the dense
-//!   loop, [`crate::tile::block_swizzle`]), **two LDS stages** and **one barrier per block**: at
-//!   block `i` the workgroup loads A(i + 2) (`AHEAD`) or A(i + 1) into registers at the start,
-//!   reads its fragments, runs the MFMAs, promotes, then writes the loaded block into the stage
-//!   last read one block ago and meets the barrier (which both publishes the write and tells
-//!   every wave that the other stage has been read by all). With `AHEAD`, the fragments of
-//!   A(i + 1) are read (`ds_read_b128`) into a second register set *during* block `i`'s MFMAs,
-//!   so no block starts by waiting on LDS latency; without it each block reads its own
-//!   fragments (fewer registers, latency covered by the other workgroup on the CU).
+//!   registers, **one block ahead** (two register sets; the loop is unrolled by 4 so that they
+//!   never move and the 4-block scale window is static). No wave shares a B fragment: B is read
+//!   once per tile and never touches LDS.
+//! * **A**: global → registers → LDS (the dense loop's full-line copy and rotation swizzle,
+//!   [`crate::tile::block_swizzle`]), **two LDS stages**, **one barrier per block**, loaded from
+//!   global memory one block before it is written (`A2`: two register sets). Without `AHEAD`
+//!   block `i` reads A(i)'s fragments from its stage and runs its MFMAs, then writes A(i + 1)
+//!   into the other stage (last read by block `i − 1`); with `AHEAD` block `i` reads A(i + 1)'s
+//!   fragments into a second register set during its MFMAs (on A(i)'s, read one block ago) and
+//!   writes A(i + 2), so no block starts on an LDS wait (more registers: used where they cost
+//!   no occupancy, the 32-row tile).
+//! * **The barrier opens each block** (not closes it): LLVM sinks a load whose value is first
+//!   used in a later basic block to the top of that block, so a read-ahead placed before a
+//!   closing barrier ended up after it (the emulator's race check caught it). At the top of the
+//!   next block it stays before that block's barrier; both orders are then the hand-off's: the
+//!   barrier publishes the previous block's writes and tells every wave that all have read the
+//!   stage this block overwrites.
+//! * **SFA through LDS**: every wave needs the scales of all `BM` rows. Loading them per wave
+//!   made SFA as much texture-path traffic as A itself (16 lines per 16-row load); instead wave
+//!   `w` loads the 4-block window of fragments `fm ≡ w (mod 4)` one window ahead and writes it
+//!   to one of two LDS regions at the window's last block; each block reads its scale with one
+//!   `ds_read_b32` per fragment (in place of the dense loop's `ds_bpermute`). SFB: one load per
+//!   wave per window, also one window ahead, `v_readlane_b32`.
 //! * **Unconditional hand-off**: every block issues its loads and LDS writes whether or not a
 //!   next block exists (past the job's blocks they read in-range bytes of the same tensors or
-//!   zeros past a resource's end, and write a stage nobody reads), so the loop body has no
-//!   branches besides the exit tests between the unrolled steps.
-//! * **Scales, promotion, epilogue**: as the dense loop ([`crate::dense`]): SFA/SFB for 4
-//!   blocks per load, fresh partial accumulators per block, `acc += partial · (SFA·SFB·2^-60)`
-//!   with `v_pk_fma_f32`, the same [`crate::dense`] `Epilogue` interface.
+//!   zeros past a resource's end, every offset in `voffset` so the range check applies, and
+//!   write a stage nobody reads), so the loop body has no branches besides the exit tests
+//!   between the unrolled steps.
+//! * **Promotion, epilogue**: as the dense loop: fresh partial accumulators per block,
+//!   `acc += partial · (SFA·SFB·2^-60)` with `v_pk_fma_f32`, then the `Epilogue`.
 //!
-//! The loop is `imp::tile_gemm_bs::<FM, AHEAD, _>(job, keep_row, epi)`: the same `TileJob` /
-//! `Epilogue` interface as the dense `tile_gemm` (so split-K / stream-K can wrap it), where
+//! The loop is `imp::tile_gemm_bs::<FM, A2, AHEAD, _>(job, keep_row, epi)`: the `TileJob` /
+//! `Epilogue` interface of the dense `tile_gemm` (so split-K / stream-K can wrap it), where
 //! `job.rs_b` is the problem's **pre-shuffled** B and `job.ldsf` (the problem's K blocks) its
-//! units per fragment; `job.ldb` is unused.
+//! units per fragment; `job.ldb` is unused. No split-K kernel uses it yet.
+//!
+//! Code-generation notes (each measured on the code object): every register-array loop is
+//! expanded by the `unroll!` macro (literal indices) and the per-block step is a macro rather
+//! than a closure — with `for` loops / a closure borrowing the accumulators, LLVM kept the
+//! 128-row tile's accumulators in scratch (late unrolling after the last SROA; an
+//! `assume(&acc != null)`); LDS accesses are plain (volatile ones became `flat_load … sc0 sc1`,
+//! each waiting `vmcnt(0)`).
+//!
+//! # Measured on the code objects (LLVM 22.1.4; `fp8gemm info`, `tests/dense_kernel.rs`)
+//!
+//! | kernel | `A2`/`AHEAD` | VGPR (total, incl. AGPR) | AGPR | spills | scratch | LDS (dynamic) | waves/SIMD | WGs/CU |
+//! |---|---|---|---|---|---|---|---|---|
+//! | `fp8_gemm_nt_bs_bm32_bn128`  | yes / yes | 158 | 0   | 0 | 0 | 9 KiB  | 3 | 3 |
+//! | `fp8_gemm_nt_bs_bm64_bn128`  | yes / no  | 238 | 0   | 0 | 0 | 18 KiB | 2 | 2 |
+//! | `fp8_gemm_nt_bs_bm128_bn128` | yes / no  | 420 | 164 | 0 | 0 | 36 KiB | 1 | 1 |
+//!
+//! Modelled figures and the steps that led here: [`crate::dense`], "B straight to registers".
 
 use crate::amdgpu_kernel;
-use crate::args::DenseGemmArgs;
+use crate::args::{DenseGemmArgs, DenseSplitKArgs};
 
 #[cfg(target_arch = "amdgpu")]
 pub(crate) mod imp {
@@ -78,7 +107,7 @@ pub(crate) mod imp {
     }
 
     #[inline(always)]
-    pub(crate) fn tile_gemm_bs<const FM: usize, const A2: bool, E: Epilogue>(
+    pub(crate) fn tile_gemm_bs<const FM: usize, const A2: bool, const AHEAD: bool, E: Epilogue>(
         job: &TileJob,
         keep_row: impl Fn(u32) -> bool,
         epi: &E,
@@ -217,43 +246,69 @@ pub(crate) mod imp {
         let zb = || [[U32x4([0; 4]); 2]; FN];
         let (mut b0, mut b1) = (zb(), zb());
         let (mut ga0, mut ga1) = ([U32x4([0; 4]); FM], [U32x4([0; 4]); FM]);
-        // Prologue: window 0's scales; A(0) into stage 0; B(0) into registers; A(1) into
-        // registers (A_AHEAD: A is loaded two blocks ahead, written one block ahead).
+        let (mut a0, mut a1): (ARegs<FM>, ARegs<FM>) = ([[[0; 2]; FM]; 2], [[[0; 2]; FM]; 2]);
+        // A is written to LDS `W` blocks ahead of its MFMAs (AHEAD: its fragments are read one
+        // block ahead, so the stage must be ready a block earlier) and loaded from global
+        // memory `L` blocks ahead (A2: one block earlier than it is written).
+        let w_ahead: u32 = if AHEAD { 2 } else { 1 };
+        let l_ahead: u32 = w_ahead + A2 as u32;
+        // Prologue: window 0's scales; A(0 .. W) into stages 0 .. W; B(0) into registers; with
+        // A2, A(W) into registers; with AHEAD, A(0)'s fragments into registers.
         load_scales(0, &mut sfa_ld, &mut sfb_next);
         write_scales(0, &sfa_ld);
-        load_a(0, &mut ga0);
         load_b(0, &mut b0);
+        load_a(0, &mut ga0);
         write_a(0, &ga0);
+        if AHEAD {
+            load_a(1, &mut ga0);
+            write_a(1, &ga0);
+        }
         if A2 {
-            load_a(1, &mut ga1);
+            load_a(w_ahead, &mut ga1);
         }
         lds_barrier();
+        if AHEAD {
+            read_a(0, &mut a0);
+        }
 
-        // One block `i` (j = i mod 4, static in each unrolled copy): A(i) in LDS stage j & 1,
-        // its B in `bcur`; loads the next block's B into `bnext` and A(i + 1) (or, A2, A(i + 2))
-        // into `gload`; after the MFMAs and the promotion writes A(i + 1) (from `gwrite`,
-        // loaded one block ago with A2) into stage (j + 1) & 1 and meets the barrier.
+        // One block `i` (j = i mod 4, static in each unrolled copy). It starts with the
+        // barrier that publishes the stages and scales written by the previous block and tells
+        // every wave that the stage this block overwrites has been read by all (reads whose
+        // values are used only in a later block are sunk by LLVM to the top of that block, so
+        // they must not be separated from their block's start by a barrier — hence barrier
+        // first). Then: the next block's B into `bnext`, A(i + L) into `gload`; A(i)'s
+        // fragments (read now from stage j & 1, or, AHEAD, read during the previous block into
+        // `acur` while this block reads A(i + 1)'s into `anext`); MFMAs; promotion; A(i + W)
+        // (from `gwrite`, loaded a block ago with A2) into stage (j + W) & 1.
         // A macro rather than a closure: a closure borrowing `acc` left an `assume(&acc != null)`
         // in the IR at FM = 8, which kept LLVM's SROA from putting the accumulators in registers.
         macro_rules! step {
-            ($i:expr, $j:expr, $bcur:expr, $bnext:expr, $gload:expr, $gwrite:expr) => {{
+            ($i:expr, $j:expr, $bcur:expr, $bnext:expr, $gload:expr, $gwrite:expr, $acur:expr, $anext:expr) => {{
                 let (i, j): (u32, u32) = ($i, $j);
                 let (bcur, bnext): (&BRegs, &mut BRegs) = ($bcur, $bnext);
+                lds_barrier();
                 if j == 0 {
                     sfb = sfb_next;
                 }
                 if j == 1 {
                     load_scales(i + 3, &mut sfa_ld, &mut sfb_next);
                 }
-                load_a(if A2 { i + 2 } else { i + 1 }, $gload);
+                load_a(i + l_ahead, $gload);
                 load_b(i + 1, bnext);
                 sched_fence();
                 // The block's partial sums: local to the step.
                 let mut part = [[F32x4::zero(); FN]; FM];
-                let mut af: ARegs<FM> = [[[0; 2]; FM]; 2];
-                read_a(j & 1, &mut af);
-                mfmas(0, &af, bcur, &mut part);
-                mfmas(1, &af, bcur, &mut part);
+                if AHEAD {
+                    let (acur, anext): (&ARegs<FM>, &mut ARegs<FM>) = ($acur, $anext);
+                    read_a((j + 1) & 1, anext);
+                    mfmas(0, acur, bcur, &mut part);
+                    mfmas(1, acur, bcur, &mut part);
+                } else {
+                    let mut af: ARegs<FM> = [[[0; 2]; FM]; 2];
+                    read_a(j & 1, &mut af);
+                    mfmas(0, &af, bcur, &mut part);
+                    mfmas(1, &af, bcur, &mut part);
+                }
                 sched_fence();
                 let s_b = f32::from_bits(readlane_dyn(sfb.to_bits(), 16 * j)) * tile::PROMOTION_DOWN;
                 unroll!(fm < FM => {
@@ -265,30 +320,29 @@ pub(crate) mod imp {
                     });
                 });
                 sched_fence();
-                write_a((j + 1) & 1, if A2 { $gwrite } else { &*$gload });
+                write_a((j + w_ahead) & 1, if A2 { $gwrite } else { &*$gload });
                 if j == 3 {
                     window += 1;
                     write_scales(window & 1, &sfa_ld);
                 }
-                lds_barrier();
             }};
         }
 
         let mut i = 0;
         while i < nkb {
-            step!(i, 0, &b0, &mut b1, &mut ga0, &ga1);
+            step!(i, 0, &b0, &mut b1, &mut ga0, &ga1, &a0, &mut a1);
             if i + 1 >= nkb {
                 break;
             }
-            step!(i + 1, 1, &b1, &mut b0, &mut ga1, &ga0);
+            step!(i + 1, 1, &b1, &mut b0, &mut ga1, &ga0, &a1, &mut a0);
             if i + 2 >= nkb {
                 break;
             }
-            step!(i + 2, 2, &b0, &mut b1, &mut ga0, &ga1);
+            step!(i + 2, 2, &b0, &mut b1, &mut ga0, &ga1, &a0, &mut a1);
             if i + 3 >= nkb {
                 break;
             }
-            step!(i + 3, 3, &b1, &mut b0, &mut ga1, &ga0);
+            step!(i + 3, 3, &b1, &mut b0, &mut ga1, &ga0, &a1, &mut a0);
             i += 4;
         }
 
@@ -305,27 +359,46 @@ pub(crate) mod imp {
     /// The dense bs kernels: the dense grid and tile order ([`dense_job`]) over the
     /// pre-shuffled B.
     #[inline(always)]
-    pub fn gemm_bs<const FM: usize, const A2: bool>(args: DenseGemmArgs) {
+    pub fn gemm_bs<const FM: usize, const A2: bool, const AHEAD: bool>(args: DenseGemmArgs) {
         let Some((mut job, epi)) = dense_job(&args, 16 * FM as u32, 128) else { return };
         job.rs_b = BufferResource::new(args.b.addr(), tile::shuffled_b_bytes(args.n as u64, args.k as u64) as u32);
-        tile_gemm_bs::<FM, A2, _>(&job, |_| true, &epi);
+        tile_gemm_bs::<FM, A2, AHEAD, _>(&job, |_| true, &epi);
     }
 }
 
 /// bs (pre-shuffled B) 32 × 128 tile: small M.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_bs_bm32_bn128(args: DenseGemmArgs) {
-    imp::gemm_bs::<2, true>(args)
+    imp::gemm_bs::<2, true, true>(args)
 }
 
 /// bs (pre-shuffled B) 64 × 128 tile: medium M.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_bs_bm64_bn128(args: DenseGemmArgs) {
-    imp::gemm_bs::<4, true>(args)
+    imp::gemm_bs::<4, true, false>(args)
 }
 
 /// bs (pre-shuffled B) 128 × 128 tile: large M.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_bs_bm128_bn128(args: DenseGemmArgs) {
-    imp::gemm_bs::<8, true>(args)
+    imp::gemm_bs::<8, true, false>(args)
+}
+
+/// bs split-K, 32 × 128 tile (decode: few tiles, long K; the split-K protocol of
+/// [`crate::dense`], "Split-K").
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn fp8_gemm_nt_splitk_bs_bm32_bn128(args: DenseSplitKArgs) {
+    crate::dense::imp::gemm_splitk::<2, 2, 2, true>(args)
+}
+
+/// bs split-K, 64 × 128 tile.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn fp8_gemm_nt_splitk_bs_bm64_bn128(args: DenseSplitKArgs) {
+    crate::dense::imp::gemm_splitk::<4, 2, 1, true>(args)
+}
+
+/// bs split-K, 128 × 128 tile.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn fp8_gemm_nt_splitk_bs_bm128_bn128(args: DenseSplitKArgs) {
+    crate::dense::imp::gemm_splitk::<8, 2, 1, true>(args)
 }

@@ -705,9 +705,7 @@ impl<F: CheckpointFormat> DeviceMoeWeights<F> {
     }
 
     /// The [`MoeLayer`] of these weights ([`MoeLayer::new`], which checks the shapes the
-    /// kernels need and that their layout is one the layer's GEMMs read: pre-shuffled routed
-    /// experts run the m-grouped bs kernels; a pre-shuffled shared expert is an
-    /// [`Error::Layout`] until the dense entry points read that layout).
+    /// kernels need; weights in either layout run, the pre-shuffled ones on the bs kernels).
     pub fn into_layer(self, ctx: &Context, options: MoeOptions) -> Result<MoeLayer<F>> {
         MoeLayer::new(ctx, self.gate_up, self.down, self.shared.map(DeviceMlpWeights::into_pair), options)
     }

@@ -48,7 +48,10 @@ use std::fmt;
 use std::sync::{Mutex, OnceLock};
 
 use fp8gemm_device::args::{DenseGemmArgs, DenseSplitKArgs, MGroupedContiguousArgs, MGroupedMaskedArgs};
-use fp8gemm_device::mainloop_bs::{FP8_GEMM_NT_BS_BM128_BN128, FP8_GEMM_NT_BS_BM32_BN128, FP8_GEMM_NT_BS_BM64_BN128};
+use fp8gemm_device::mainloop_bs::{
+    FP8_GEMM_NT_BS_BM128_BN128, FP8_GEMM_NT_BS_BM32_BN128, FP8_GEMM_NT_BS_BM64_BN128, FP8_GEMM_NT_SPLITK_BS_BM128_BN128,
+    FP8_GEMM_NT_SPLITK_BS_BM32_BN128, FP8_GEMM_NT_SPLITK_BS_BM64_BN128,
+};
 use fp8gemm_device::dense::{
     FP8_GEMM_NT_BM128_BN128, FP8_GEMM_NT_BM64_BN128, FP8_GEMM_NT_BM64_BN64, FP8_GEMM_NT_SPLITK_BM128_BN128,
     FP8_GEMM_NT_SPLITK_BM64_BN128, FP8_GEMM_NT_SPLITK_BM64_BN64,
@@ -663,6 +666,8 @@ fn modelled_time(c: &Candidate, spec: ArchSpec, tiles: u64, k: u32) -> Result<f6
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Choice {
     Forced,
+    /// The bs rule ([`get_bs_config_for_workspace`]) with this many of the chosen tiles per CU.
+    BsRule(f64),
     Table(f64),
     /// The table's split row (µs) beat its best unsplit row (µs).
     TableSplit(f64, f64),
@@ -845,6 +850,9 @@ fn print_once(desc: &GemmDesc, config: &GemmConfig, why: Choice, limited: Option
     if first_sighting(SEEN.get_or_init(|| Mutex::new(HashSet::new())), config) {
         let why = match why {
             Choice::Forced => "forced tile / split (FP8GEMM_FORCE_TILE, FP8GEMM_FORCE_SPLIT)".to_string(),
+            Choice::BsRule(per_cu) => format!(
+                "pre-shuffled B: bs rule ({per_cu:.2} tiles per CU; 64-row tile from {BS_BM64_TILES_PER_CU} of its tiles per CU, split-K below 1)"
+            ),
             Choice::Table(us) => format!("tuned table: fastest config for this problem, {us:.2} µs modelled"),
             Choice::TableSplit(us, unsplit) => {
                 format!("tuned table: split-K {} at {us:.2} µs modelled beats the fastest unsplit tile at {unsplit:.2} µs", config.splits)
@@ -902,71 +910,104 @@ pub fn masked_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<MGroupedMask
         .find(|s| s.name == config.kernel)
 }
 
-/// VGPRs of the bs kernels (`fp8gemm info`; `tests/dense_kernel.rs` checks them), in
-/// [`tile::DENSE_BS_TILES`] order.
-const BS_VGPRS: [u32; 3] = [136, 228, 207];
-
-/// Modelled cost of one bs workgroup per 128-K block, in units where the MFMA work of a
-/// 16-row slice is 1: `block_m / 16` plus a fixed per-block overhead (barrier, scale and B
-/// loads, promotion). A heuristic until the tuned table has bs rows (see [`get_bs_config`]).
-const BS_BLOCK_OVERHEAD: f64 = 2.0;
+/// bs tile choice: the 64-row tile once it has at least this many tiles per CU, else the
+/// 32-row tile (see [`get_bs_config`]).
+const BS_BM64_TILES_PER_CU: u32 = 8;
 
 /// Chooses the bs kernel (B pre-shuffled straight to registers, [`fp8gemm_device::mainloop_bs`])
-/// of a dense problem: the tile forced with [`force_tile`] / `FP8GEMM_FORCE_TILE` (one of
-/// 32x128, 64x128, 128x128; a forced split count is rejected, the bs kernels do not split K),
-/// else the tile with the smallest estimate `rounds · (block_m/16 + BS_BLOCK_OVERHEAD) / sharing`
-/// with `rounds = ⌈tiles / (CUs · slots)⌉` and `sharing = min(slots, ⌈tiles / CUs⌉)` workgroups
-/// overlapping on a CU (ties to the smaller tile, i.e. more workgroups).
+/// of a dense problem, as [`get_bs_config_for_workspace`] with unlimited workspace.
 pub fn get_bs_config(desc: &GemmDesc) -> Result<GemmConfig, ConfigError> {
+    get_bs_config_for_workspace(desc, u64::MAX).map(|(c, _)| c)
+}
+
+/// Chooses the bs kernel of a dense problem when the launch has `available` FP32 elements of
+/// workspace.
+///
+/// **Tile**: the one forced with [`force_tile`] / `FP8GEMM_FORCE_TILE` (32x128, 64x128 or
+/// 128x128), else the 64 × 128 tile when the problem has at least 8 of them per CU and the
+/// 32 × 128 tile otherwise. A rule read off the timing model (`fp8gemm profile`, MI300X,
+/// modelled TFLOPS 32 / 64 / 128-row tile): 4096×7168×2048 (11.8 bm64 tiles per CU) 637 / 688
+/// / 561, 4096×2112×7168 (3.6) 717 / 727 / 614, 4096×2048×7168 (3.4) 742 / 706 / 595,
+/// 1024×2048×7168 (0.8) 599 / 487 / 295: the 32-row tile runs 3 workgroups per CU and wins
+/// until the 64-row tile's better operand reuse pays with many rounds; the 128-row tile (1 wave
+/// per SIMD) never wins. Until the tuned table has bs rows.
+///
+/// **Split-K** (the bs split-K kernels, [`fp8gemm_device::dense`]'s protocol): the count forced
+/// with [`force_split`] / `FP8GEMM_FORCE_SPLIT` (`≤ min(k/128, MAX_SPLITS)`, at most
+/// `SPLITK_MAX_TILES` tiles, never reduced for lack of workspace), else, when the tile count is
+/// below the CU count, `min(⌈CUs / tiles⌉, k/128, MAX_SPLITS)` splits (each CU one workgroup),
+/// reduced to the largest count whose workspace fits `available` (no split always fits; the
+/// reduction is reported as a [`WorkspaceLimit`]).
+pub fn get_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(GemmConfig, Option<WorkspaceLimit>), ConfigError> {
     validate(desc)?;
     if desc.kind != GemmKind::Dense {
         return Err(ConfigError::NoKernel { kind: desc.kind, arch: desc.arch });
     }
-    if let Some(s) = forced_split()?.filter(|&s| s != 1) {
-        return Err(ConfigError::ForcedSplit { splits: s.to_string(), expected: "1 (the pre-shuffled-B kernels do not split K)".into() });
-    }
     let spec = arch_spec(desc.arch);
-    let slots = |i: usize, t: &tile::BsTile| (waves_per_simd(BS_VGPRS[i]) / (tile::THREADS / tile::WAVE / 4)).min(spec.lds_per_cu / t.lds_bytes()).max(1);
-    let (i, why) = match forced_tile()? {
-        Some((bm, bn)) => {
-            let i = tile::DENSE_BS_TILES
-                .iter()
-                .position(|t| (t.block_m, t.block_n) == (bm, bn))
-                .ok_or_else(|| ConfigError::ForcedTile { tile: format!("{bm}x{bn}"), available: "32x128, 64x128, 128x128 (pre-shuffled B)" })?;
-            (i, Choice::Forced)
-        }
+    let nkb = desc.k / tile::SCALE_BLOCK_K;
+    let (forced_t, forced_s) = (forced_tile()?, forced_split()?);
+    if forced_s == Some(0) {
+        return Err(ConfigError::ForcedSplit { splits: "0".into(), expected: "at least 1".into() });
+    }
+    let i = match forced_t {
+        Some((bm, bn)) => tile::DENSE_BS_TILES
+            .iter()
+            .position(|t| (t.block_m, t.block_n) == (bm, bn))
+            .ok_or_else(|| ConfigError::ForcedTile { tile: format!("{bm}x{bn}"), available: "32x128, 64x128, 128x128 (pre-shuffled B)" })?,
         None => {
-            let mut best: Option<(f64, usize)> = None;
-            for (i, t) in tile::DENSE_BS_TILES.iter().enumerate() {
-                let tiles = u64::from(t.grid(desc.m, desc.n));
-                let (cus, s) = (u64::from(spec.cus), u64::from(slots(i, t)));
-                let rounds = tiles.div_ceil(cus * s);
-                let sharing = s.min(tiles.div_ceil(cus)).max(1);
-                let est = rounds as f64 * (f64::from(t.block_m / 16) + BS_BLOCK_OVERHEAD) * f64::from(desc.k / tile::SCALE_BLOCK_K) * s as f64 / sharing as f64;
-                if best.is_none_or(|(b, _)| est < b) {
-                    best = Some((est, i));
-                }
-            }
-            let (est, i) = best.ok_or(ConfigError::NoKernel { kind: desc.kind, arch: desc.arch })?;
-            (i, Choice::Model(est))
+            let tiles64 = u64::from(tile::DENSE_BS_TILES[1].grid(desc.m, desc.n));
+            usize::from(tiles64 >= u64::from(BS_BM64_TILES_PER_CU * spec.cus))
         }
     };
     let t = tile::DENSE_BS_TILES[i];
-    let grid = t.grid(desc.m, desc.n);
-    let config = GemmConfig {
-        block_m: t.block_m,
-        block_n: t.block_n,
-        block_k: tile::SCALE_BLOCK_K,
-        workgroup_size: tile::THREADS,
-        lds_bytes: t.lds_bytes(),
-        kernel: t.name,
-        grid,
-        splits: 1,
-        remap: Remap::Xcd { xcds: spec.xcds },
-        arch: desc.arch,
+    let tiles = t.grid(desc.m, desc.n);
+    let make = |splits: u32| -> Result<GemmConfig, ConfigError> {
+        let grid = u64::from(tiles) * u64::from(splits);
+        let grid = u32::try_from(grid).map_err(|_| ConfigError::TooLarge { tensor: "grid", bytes: grid, limit: u64::from(u32::MAX) })?;
+        let name = if splits > 1 { tile::DENSE_SPLITK_BS_TILES[i].name } else { t.name };
+        Ok(GemmConfig {
+            block_m: t.block_m,
+            block_n: t.block_n,
+            block_k: tile::SCALE_BLOCK_K,
+            workgroup_size: tile::THREADS,
+            lds_bytes: t.lds_bytes(),
+            kernel: name,
+            grid,
+            splits,
+            remap: Remap::Xcd { xcds: spec.xcds },
+            arch: desc.arch,
+        })
     };
-    print_once(desc, &config, why, None);
-    Ok(config)
+    let max_splits = nkb.min(MAX_SPLITS);
+    let tiles_per_cu = f64::from(tiles) / f64::from(spec.cus);
+    let mut limited = None;
+    let (config, why) = match forced_s {
+        Some(s) if s > 1 => {
+            if s > max_splits {
+                return Err(ConfigError::ForcedSplit { splits: s.to_string(), expected: format!("at most {max_splits} (k/128 = {nkb} blocks, MAX_SPLITS = {MAX_SPLITS})") });
+            }
+            if tiles > tile::SPLITK_MAX_TILES {
+                let expected = format!("1 ({}×{} is more than {} output tiles of {}×{})", desc.m, desc.n, tile::SPLITK_MAX_TILES, t.block_m, t.block_n);
+                return Err(ConfigError::ForcedSplit { splits: s.to_string(), expected });
+            }
+            (make(s)?, Choice::Forced)
+        }
+        _ if forced_t.is_some() || forced_s.is_some() => (make(1)?, Choice::Forced),
+        _ => {
+            let want = if tiles < spec.cus { spec.cus.div_ceil(tiles.max(1)).min(max_splits).max(1) } else { 1 };
+            let mut s = want;
+            while s > 1 && make(s)?.workspace_floats() > available {
+                s -= 1;
+            }
+            if s < want {
+                let preferred = make(want)?;
+                limited = Some(WorkspaceLimit { needed: preferred.workspace_floats(), preferred, available });
+            }
+            (make(s)?, Choice::BsRule(tiles_per_cu))
+        }
+    };
+    print_once(desc, &config, why, limited.as_ref());
+    Ok((config, limited))
 }
 
 /// The launch spec of a dense bs config's kernel (B pre-shuffled).
@@ -974,47 +1015,31 @@ pub fn dense_bs_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<DenseGemmA
     [FP8_GEMM_NT_BS_BM32_BN128, FP8_GEMM_NT_BS_BM64_BN128, FP8_GEMM_NT_BS_BM128_BN128].into_iter().find(|s| s.name == config.kernel)
 }
 
-/// Registers per lane (VGPRs + AGPRs, as `fp8gemm info`'s `vgpr` column counts them;
-/// `tests/dense_kernel.rs` checks them against the code object) of the m-grouped bs kernels,
-/// in [`tile::CONTIGUOUS_BS_TILES`] / [`tile::MASKED_BS_TILES`] order.
-pub const CONTIGUOUS_BS_REGS: [u32; 2] = [242, 428];
-/// See [`CONTIGUOUS_BS_REGS`].
-pub const MASKED_BS_REGS: [u32; 3] = [142, 238, 424];
-
-/// The bs tiles of an m-grouped kind with their registers per lane (empty for dense, whose bs
-/// tiles [`get_bs_config`] chooses).
-fn grouped_bs_tiles(kind: GemmKind) -> Vec<(tile::BsTile, u32)> {
-    match kind {
-        GemmKind::Dense => Vec::new(),
-        GemmKind::MGroupedContiguous => tile::CONTIGUOUS_BS_TILES.into_iter().zip(CONTIGUOUS_BS_REGS).collect(),
-        GemmKind::MGroupedMasked => tile::MASKED_BS_TILES.into_iter().zip(MASKED_BS_REGS).collect(),
-    }
-}
-
-/// Workgroups per CU of a bs kernel using `regs` registers per lane and `lds` bytes of LDS.
-fn bs_slots(spec: ArchSpec, regs: u32, lds: u32) -> u32 {
-    (waves_per_simd(regs) / (tile::THREADS / tile::WAVE / 4)).min(spec.lds_per_cu / lds.max(1)).max(1)
-}
-
 /// Chooses the m-grouped bs kernel (B pre-shuffled straight to registers,
 /// [`fp8gemm_device::grouped`] on [`fp8gemm_device::mainloop_bs`]) of a contiguous or masked
 /// problem: the tile forced with [`force_tile`] / `FP8GEMM_FORCE_TILE` (contiguous 64x128 or
-/// 128x128, masked 32x128, 64x128 or 128x128; a forced split count other than 1 is rejected),
-/// else the tile with the smallest estimate of [`get_bs_config`]'s form
-/// `rounds · nkb · (block_m/16 + BS_BLOCK_OVERHEAD) · slots / sharing` over the tiles that do
-/// work, counted as for the logical-B kernels (contiguous: all-padding 64-row halves skipped;
-/// masked: `expected_m` rows per group; see the [module docs](self)). Ties go to the smaller
-/// tile. A heuristic until the tuned table has bs rows.
+/// 128x128, masked 32x128, 64x128 or 128x128; a forced split count other than 1 is rejected,
+/// these kernels do not split K), else [`get_bs_config`]'s rule over the tiles that do work
+/// (counted as for the logical-B kernels: contiguous without the all-padding 64-row halves,
+/// masked with `expected_m` rows per group; see the [module docs](self)): the 64 × 128 tile
+/// when it has at least 8 working tiles per CU, else the 32 × 128 tile — which the contiguous
+/// layout does not have (its 64-row alignment halves already bound the padding), so it keeps
+/// the 64 × 128 tile. The 128 × 128 tile (1 wave per SIMD) is never chosen: modelled on
+/// MI300X (`fp8gemm compare --set grouped`, `FP8GEMM_PRESHUFFLED=1`) contiguous 4×8192 over
+/// 4096×7168 runs 882 TFLOPS with 64 × 128 tiles and 710 with 128 × 128 (table in
+/// [`fp8gemm_device::grouped`]).
 pub fn get_grouped_bs_config(desc: &GemmDesc) -> Result<GemmConfig, ConfigError> {
     validate(desc)?;
-    let tiles = grouped_bs_tiles(desc.kind);
-    if tiles.is_empty() {
-        return Err(ConfigError::NoKernel { kind: desc.kind, arch: desc.arch });
-    }
+    let tiles: &[tile::BsTile] = match desc.kind {
+        GemmKind::Dense => return Err(ConfigError::NoKernel { kind: desc.kind, arch: desc.arch }),
+        GemmKind::MGroupedContiguous => &tile::CONTIGUOUS_BS_TILES,
+        GemmKind::MGroupedMasked => &tile::MASKED_BS_TILES,
+    };
     if let Some(s) = forced_split()?.filter(|&s| s != 1) {
-        return Err(ConfigError::ForcedSplit { splits: s.to_string(), expected: "1 (the pre-shuffled-B kernels do not split K)".into() });
+        return Err(ConfigError::ForcedSplit { splits: s.to_string(), expected: "1 (the m-grouped pre-shuffled-B kernels do not split K)".into() });
     }
     let spec = arch_spec(desc.arch);
+    let find = |bm: u32| tiles.iter().position(|t| (t.block_m, t.block_n) == (bm, 128));
     let (i, why) = match forced_tile()? {
         Some((bm, bn)) => {
             let available = match desc.kind {
@@ -1023,27 +1048,19 @@ pub fn get_grouped_bs_config(desc: &GemmDesc) -> Result<GemmConfig, ConfigError>
             };
             let i = tiles
                 .iter()
-                .position(|(t, _)| (t.block_m, t.block_n) == (bm, bn))
+                .position(|t| (t.block_m, t.block_n) == (bm, bn))
                 .ok_or_else(|| ConfigError::ForcedTile { tile: format!("{bm}x{bn}"), available })?;
             (i, Choice::Forced)
         }
         None => {
-            let mut best: Option<(f64, usize)> = None;
-            for (i, (t, regs)) in tiles.iter().enumerate() {
-                let (_, work) = tile_grid_and_work(t.block_m, t.block_n, 1, desc)?;
-                let (cus, s) = (u64::from(spec.cus), u64::from(bs_slots(spec, *regs, t.lds_bytes())));
-                let rounds = work.div_ceil(cus * s);
-                let sharing = s.min(work.div_ceil(cus)).max(1);
-                let est = rounds as f64 * (f64::from(t.block_m / 16) + BS_BLOCK_OVERHEAD) * f64::from(desc.k / tile::SCALE_BLOCK_K) * s as f64 / sharing as f64;
-                if best.is_none_or(|(b, _)| est < b) {
-                    best = Some((est, i));
-                }
-            }
-            let (est, i) = best.ok_or(ConfigError::NoKernel { kind: desc.kind, arch: desc.arch })?;
-            (i, Choice::Model(est))
+            let (_, work64) = tile_grid_and_work(64, 128, 1, desc)?;
+            let per_cu = work64 as f64 / f64::from(spec.cus);
+            let bm = if work64 >= u64::from(BS_BM64_TILES_PER_CU * spec.cus) { 64 } else { 32 };
+            let i = find(bm).or_else(|| find(64)).ok_or(ConfigError::NoKernel { kind: desc.kind, arch: desc.arch })?;
+            (i, Choice::BsRule(per_cu))
         }
     };
-    let t = tiles[i].0;
+    let t = tiles[i];
     let (grid, _) = tile_grid_and_work(t.block_m, t.block_n, 1, desc)?;
     let config = GemmConfig {
         block_m: t.block_m,
@@ -1069,6 +1086,13 @@ pub fn contiguous_bs_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<MGrou
 /// The launch spec of an m-grouped masked bs config's kernel (B pre-shuffled).
 pub fn masked_bs_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<MGroupedMaskedArgs>> {
     [M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM32_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM128_BN128]
+        .into_iter()
+        .find(|s| s.name == config.kernel)
+}
+
+/// The launch spec of a dense bs split-K config's kernel (B pre-shuffled).
+pub fn dense_splitk_bs_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<DenseSplitKArgs>> {
+    [FP8_GEMM_NT_SPLITK_BS_BM32_BN128, FP8_GEMM_NT_SPLITK_BS_BM64_BN128, FP8_GEMM_NT_SPLITK_BS_BM128_BN128]
         .into_iter()
         .find(|s| s.name == config.kernel)
 }

@@ -255,21 +255,6 @@ impl<'a, F: Fp8Format> From<&'a mut DeviceWeights<F>> for crate::view::WeightsVi
     }
 }
 
-/// The weight layouts the dense entry points have kernels for: rejects the others with
-/// [`Error::Layout`] naming `arg` (also used where a layer is built from weights that will reach
-/// them, e.g. [`crate::MoeLayer::new`]'s shared expert).
-pub(crate) fn check_dense_layout(arg: &'static str, layout: WeightLayout) -> Result<()> {
-    match layout {
-        WeightLayout::Logical => Ok(()),
-        WeightLayout::Preshuffled => Err(Error::Layout {
-            arg,
-            expected: WeightLayout::Logical,
-            actual: layout,
-            reason: "fp8_gemm_nt has no kernel reading pre-shuffled B yet",
-        }),
-    }
-}
-
 /// What a GEMM call did: the configuration it chose (`None` when the problem was empty and
 /// nothing was launched).
 #[derive(Clone, Debug)]
@@ -323,9 +308,13 @@ pub(crate) fn check_nk(n: usize, k: usize) -> Result<()> {
 /// a multiple of 4 (DeepGEMM requires 64), any `m`; A's row stride a multiple of 16 bytes and
 /// D's a multiple of 4 elements; the FP8 format must be the one the device decodes (E4M3FNUZ on
 /// gfx942, E4M3FN on gfx950 — see [`crate::quant`] for converting checkpoints); every operand
-/// must belong to the stream's context (views from raw pointers belong to any). `b` must be in
-/// the logical [layout](crate::layout) for now: pre-shuffled weights are an [`Error::Layout`]
-/// until the kernels that read them are in.
+/// must belong to the stream's context (views from raw pointers belong to any).
+///
+/// `b` may be in either [layout](crate::layout): logical weights run the dense kernels
+/// ([`fp8gemm_device::dense`], with split-K for small problems), **pre-shuffled** weights
+/// ([`DeviceWeights::upload_preshuffled`], [`DeviceWeights::to_preshuffled`]) run the bs kernels
+/// ([`fp8gemm_device::mainloop_bs`]: B straight from global memory into the MFMA operands; no
+/// split-K, so no workspace is used). Same result either way.
 ///
 /// The launch is asynchronous and capture-safe: the result is in `d` once `stream` has reached
 /// it (synchronize the stream, or order another stream after it with an
@@ -342,7 +331,7 @@ pub fn fp8_gemm_nt<'a, F: Fp8Format>(
     b: impl Into<WeightsView<'a, F>>,
     d: impl IntoOutput<'a>,
 ) -> Result<GemmRun> {
-    dense(stream, a.into(), b.into(), d, WorkspaceSource::Stream, false)
+    dense(stream, a.into(), b.into(), d, WorkspaceSource::Stream)
 }
 
 /// [`fp8_gemm_nt`] with an explicit workspace: the configuration is the one the model prefers
@@ -358,24 +347,7 @@ pub fn fp8_gemm_nt_with_workspace<'a, F: Fp8Format>(
     d: impl IntoOutput<'a>,
     workspace: &mut Workspace,
 ) -> Result<GemmRun> {
-    dense(stream, a.into(), b.into(), d, WorkspaceSource::Explicit(workspace), false)
-}
-
-/// [`fp8_gemm_nt`] with B in the **pre-shuffled** layout
-/// ([`fp8gemm_device::tile::shuffled_b_offset`]: per 16-row fragment and 128-K block 2 KiB
-/// contiguous, rows padded to a multiple of 16 with zeros), run by the bs kernels
-/// ([`fp8gemm_device::mainloop_bs`]: B straight from global memory to the MFMA operands).
-/// `b`'s data must hold at least [`fp8gemm_device::tile::shuffled_b_bytes`]`(n, k)` bytes
-/// (else [`Error::Shape`] naming `b`); its scales are the ordinary `⌈n/128⌉ × ⌈k/128⌉` SFB.
-/// Every other requirement, and the result, are those of [`fp8_gemm_nt`]; these kernels do
-/// not split K (no workspace is used).
-pub fn fp8_gemm_nt_preshuffled<'a, F: Fp8Format>(
-    stream: &Stream,
-    a: impl Into<ActivationsView<'a, F>>,
-    b: impl Into<WeightsView<'a, F>>,
-    d: impl IntoOutput<'a>,
-) -> Result<GemmRun> {
-    dense(stream, a.into(), b.into(), d, WorkspaceSource::Stream, true)
+    dense(stream, a.into(), b.into(), d, WorkspaceSource::Explicit(workspace))
 }
 
 /// Where a dense launch's split-K workspace comes from.
@@ -392,7 +364,6 @@ fn dense<'a, F: Fp8Format>(
     b: WeightsView<'a, F>,
     d: impl IntoOutput<'a>,
     ws: WorkspaceSource<'_>,
-    preshuffled: bool,
 ) -> Result<GemmRun> {
     let ctx = stream.context();
     check_format::<F>(ctx, "a")?;
@@ -400,7 +371,7 @@ fn dense<'a, F: Fp8Format>(
     ctx.check_owner("a", a.scales.owner())?;
     ctx.check_owner("b", b.data.owner())?;
     ctx.check_owner("b", b.scales.owner())?;
-    check_dense_layout("b", b.layout)?;
+    let preshuffled = b.layout == WeightLayout::Preshuffled;
     let (m, n, k) = (a.m, b.n, a.k);
     if b.k != k {
         return Err(Error::Shape { arg: "b", expected: format!("k = {k} columns (as a)"), actual: format!("{} columns", b.k) });
@@ -429,6 +400,7 @@ fn dense<'a, F: Fp8Format>(
 
     let desc = GemmDesc::dense(m as u32, n as u32, k as u32, ctx.arch());
     if preshuffled {
+        // The view's constructor checked this already; the kernels read exactly this extent.
         let need = tile::shuffled_b_bytes(n64, k64);
         if (b.data.len() as u64) < need {
             return Err(Error::Shape {
@@ -437,38 +409,22 @@ fn dense<'a, F: Fp8Format>(
                 actual: format!("{} bytes", b.data.len()),
             });
         }
-        let cfg = config::get_bs_config(&desc).map_err(|e| Error::Unsupported(e.to_string()))?;
-        let spec = config::dense_bs_kernel_spec(&cfg).ok_or_else(|| Error::Unsupported(format!("configuration {cfg} has no bs kernel")))?;
-        let d_ptr = GlobalPtr::new(d.data.device_ptr().addr());
-        let args = DenseGemmArgs {
-            a: a.data.device_ptr(),
-            b: b.data.device_ptr(),
-            sfa: a.scales.device_ptr(),
-            sfb: b.scales.device_ptr(),
-            d: d_ptr,
-            m: m as u32,
-            n: n as u32,
-            k: k as u32,
-            lda: a.lda as u32,
-            ldd: d.ldd as u32,
-            reserved: 0,
-        };
-        // SAFETY: as for the logical-layout launch below, except B: `b` addresses at least
-        // shuffled_b_bytes(n, k) bytes (checked above), the extent the bs kernels read.
-        unsafe { stream.launch(spec, [cfg.grid, 1, 1], cfg.lds_bytes, &args)? };
-        return Ok(GemmRun { config: Some(cfg), workspace_limit: None });
     }
+    // The config: the bs kernels for pre-shuffled B, the logical kernels otherwise.
+    let choose = |available: u64| {
+        if preshuffled { config::get_bs_config_for_workspace(&desc, available) } else { config::get_config_for_workspace(&desc, available) }
+    };
     // The kernels address the workspace with 32-bit byte offsets.
     let addressable = tile::MAX_TENSOR_BYTES / 4 - 1;
     let (ws_ptr, ws_len, ws_arg, (cfg, workspace_limit)) = match ws {
         WorkspaceSource::Stream => {
             let (ptr, len) = stream.workspace().map_or((0, 0), |w| (w.device_ptr().addr(), w.len() as u64));
-            (ptr, len, "the stream's workspace", config::get_config_for_workspace(&desc, len.min(addressable)).map_err(|e| Error::Unsupported(e.to_string()))?)
+            (ptr, len, "the stream's workspace", choose(len.min(addressable)).map_err(|e| Error::Unsupported(e.to_string()))?)
         }
         WorkspaceSource::Explicit(w) => {
             ctx.check_owner("workspace", w.owner())?;
             let (ptr, len) = (w.device_ptr().addr(), w.len() as u64);
-            (ptr, len, "workspace", (config::get_best_config(&desc).map_err(|e| Error::Unsupported(e.to_string()))?, None))
+            (ptr, len, "workspace", (choose(u64::MAX).map_err(|e| Error::Unsupported(e.to_string()))?.0, None))
         }
     };
     let needed = cfg.workspace_floats();
@@ -479,7 +435,7 @@ fn dense<'a, F: Fp8Format>(
     let d_ptr = GlobalPtr::new(d.data.device_ptr().addr());
     let (m, n, k, lda, ldd) = (m as u32, n as u32, k as u32, a.lda as u32, d.ldd as u32);
     if cfg.splits > 1 {
-        let spec = config::dense_splitk_kernel_spec(&cfg)
+        let spec = if preshuffled { config::dense_splitk_bs_kernel_spec(&cfg) } else { config::dense_splitk_kernel_spec(&cfg) }
             .ok_or_else(|| Error::Unsupported(format!("configuration {cfg} has no dense split-K kernel")))?;
         let args = DenseSplitKArgs { a: a_ptr, b: b_ptr, sfa, sfb, d: d_ptr, ws: GlobalPtr::new(ws_ptr), m, n, k, lda, ldd, splits: cfg.splits };
         if cfg.tiles() > tile::SPLITK_MAX_TILES {
@@ -496,14 +452,15 @@ fn dense<'a, F: Fp8Format>(
         unsafe { stream.launch(spec, [cfg.grid, 1, 1], cfg.lds_bytes, &args)? };
         return Ok(GemmRun { config: Some(cfg), workspace_limit });
     }
-    let spec = config::dense_kernel_spec(&cfg)
+    let spec = if preshuffled { config::dense_bs_kernel_spec(&cfg) } else { config::dense_kernel_spec(&cfg) }
         .ok_or_else(|| Error::Unsupported(format!("configuration {cfg} has no dense kernel")))?;
     let args = DenseGemmArgs { a: a_ptr, b: b_ptr, sfa, sfb, d: d_ptr, m, n, k, lda, ldd, reserved: 0 };
     // SAFETY: every pointer in `args` addresses memory the views borrow (live for the call; the
     // buffers free only after synchronizing the device, raw views by their `unsafe` contract)
     // with at least the extent the kernel's contract requires for (m, n, k, lda, ldd): A
-    // (m−1)·lda + k bytes, SFA m·⌈k/128⌉ floats, B n·k bytes, SFB ⌈n/128⌉·⌈k/128⌉ floats, D
-    // (m−1)·ldd + n bf16 (checked by the view constructors); `d` is borrowed mutably.
+    // (m−1)·lda + k bytes, SFA m·⌈k/128⌉ floats, B n·k bytes (pre-shuffled, for the bs
+    // kernels: ⌈n/16⌉·16·k, checked above), SFB ⌈n/128⌉·⌈k/128⌉ floats, D (m−1)·ldd + n bf16
+    // (checked by the view constructors); `d` is borrowed mutably.
     unsafe { stream.launch(spec, [cfg.grid, 1, 1], cfg.lds_bytes, &args)? };
     Ok(GemmRun { config: Some(cfg), workspace_limit })
 }

@@ -30,11 +30,11 @@
 //!   [`preshuffle_weights`]).
 //! * The GEMM entry points take the layout from the view ([`WeightsView::layout`],
 //!   [`GroupedWeightsView::layout`]). A layout an entry point has no kernel for is a typed
-//!   [`Error::Layout`], checked before anything is launched; it is never misread. Today the
-//!   m-grouped entry points ([`crate::m_grouped_fp8_gemm_nt_contiguous`],
-//!   [`crate::m_grouped_fp8_gemm_nt_masked`]) and so [`crate::MoeLayer`]'s experts run both
-//!   layouts (the pre-shuffled one on the "bs" kernels); the dense entry points read the logical
-//!   layout only (their pre-shuffled dispatch is in progress). The K-grouped GEMM ([`crate::k_grouped_fp8_gemm_tn_contiguous`]) takes
+//!   [`Error::Layout`], checked before anything is launched; it is never misread. The dense
+//!   entry points ([`crate::fp8_gemm_nt`]) and the m-grouped ones
+//!   ([`crate::m_grouped_fp8_gemm_nt_contiguous`], [`crate::m_grouped_fp8_gemm_nt_masked`], and
+//!   so [`crate::MoeLayer`]) run pre-shuffled weights on their bs kernels
+//!   (`fp8gemm_device::mainloop_bs`). The K-grouped GEMM ([`crate::k_grouped_fp8_gemm_tn_contiguous`]) takes
 //!   MN-major [`DeviceKGroupedOperand`](crate::DeviceKGroupedOperand)s, not `n × k` weights, so
 //!   no weights view can reach it.
 //!

@@ -94,7 +94,7 @@ pub mod workspace;
 
 pub use checkpoint::{Checkpoint, DeviceMlpWeights, DeviceMoeWeights, MlpWeights, MoeWeights};
 pub use error::{Error, Result};
-pub use gemm::{fp8_gemm_nt, fp8_gemm_nt_preshuffled, fp8_gemm_nt_with_workspace, DeviceActivations, DeviceWeights, GemmRun};
+pub use gemm::{fp8_gemm_nt, fp8_gemm_nt_with_workspace, DeviceActivations, DeviceWeights, GemmRun};
 pub use grouped::{
     m_alignment_for_contiguous_layout, m_grouped_fp8_gemm_nt_contiguous, m_grouped_fp8_gemm_nt_masked, DeviceGroupedWeights,
 };

@@ -482,10 +482,10 @@ impl<F: Fp8Format> MoeLayer<F> {
     /// A layer from its weights: `gate_up` `[E, 2·I, H]` (gate = first `I` rows of each expert,
     /// up = last `I`), `down` `[E, H, I]`, `shared` = `(gate_up [2·Is, H], down [H, Is])`.
     /// Checks that the shapes agree, `H` and `I` (and `Is`) are multiples of 128 (the GEMMs'
-    /// K), `1 ≤ E ≤` [`fp8gemm_device::moe::MAX_EXPERTS`], `top_k ≥ 1`, and that the weights'
-    /// [layouts](crate::layout) are ones the layer's GEMMs have kernels for: the experts
-    /// (`gate_up`, `down`) logical or pre-shuffled, each independently (the m-grouped GEMMs run
-    /// either); the shared expert logical for now (otherwise [`Error::Layout`] naming `shared`).
+    /// K), `1 ≤ E ≤` [`fp8gemm_device::moe::MAX_EXPERTS`], `top_k ≥ 1`. Every weight may be in
+    /// either [layout](crate::layout), each independently: the layer's GEMMs (m-grouped for the
+    /// experts, dense for the shared expert) take the layout from the weights' views and run the
+    /// pre-shuffled one on their bs kernels.
     pub fn new(
         ctx: &Context,
         gate_up: DeviceGroupedWeights<F>,
@@ -494,13 +494,6 @@ impl<F: Fp8Format> MoeLayer<F> {
         options: MoeOptions,
     ) -> Result<Self> {
         check_format::<F>(ctx, "gate_up")?;
-        // The layer's GEMMs take the weights' layout; one they have no kernel for is rejected
-        // here, not at the first forward pass. The m-grouped GEMMs run either layout (the
-        // experts' views carry it); the shared expert's dense GEMMs the logical one only.
-        if let Some((sgu, sd)) = &shared {
-            crate::gemm::check_dense_layout("shared", sgu.layout())?;
-            crate::gemm::check_dense_layout("shared", sd.layout())?;
-        }
         let (e, h) = (gate_up.groups(), gate_up.k());
         if e == 0 || e > dm::MAX_EXPERTS as usize {
             return Err(shape_err("gate_up", format!("1..={} experts", dm::MAX_EXPERTS), format!("{e} experts")));

@@ -1,0 +1,186 @@
+//! Dense GEMMs with **pre-shuffled** weights (the bs kernels, `fp8_gemm_nt_bs_*`,
+//! `fp8gemm_device::mainloop_bs`) end to end on the emulator, every checking mode on: every bs
+//! tile against both CPU references (calc_diff and element-wise bounds) and bit for bit against
+//! the logical-layout kernels, tail shapes (m not a multiple of the tile height, n a multiple of
+//! 4 but not of 16, K block counts that are odd and not multiples of the 4-block scale window),
+//! the tile choice, and the rejected inputs.
+
+mod common;
+use common::*;
+use fp8gemm::config;
+use fp8gemm::layout::WeightLayout;
+use fp8gemm::{fp8_gemm_nt, reference, Context, DeviceActivations, DeviceWeights, Error, GemmRun, Stream};
+use half::bf16;
+use proptest::prelude::*;
+
+/// The bs tiles, `(block_m, block_n)`.
+const BS_TILES: [(u32, u32); 3] = [(32, 128), (64, 128), (128, 128)];
+
+/// Forces `(tile, splits)` for this thread while `f` runs.
+fn forced<T>(tile: Option<(u32, u32)>, splits: Option<u32>, f: impl FnOnce() -> T) -> T {
+    config::force_tile(tile);
+    config::force_split(splits);
+    let r = f();
+    config::force_tile(None);
+    config::force_split(None);
+    r
+}
+
+/// Runs the GEMM with B in `layout` into a D pre-filled with a pattern (so an unwritten element
+/// cannot pass) and returns D and the run.
+fn run_on(ctx: &Context, stream: &Stream, c: &Case, layout: WeightLayout) -> (Vec<bf16>, GemmRun) {
+    let da = DeviceActivations::upload(ctx, &c.qa).unwrap();
+    let db = DeviceWeights::upload_with_layout(ctx, &c.qb, layout).unwrap();
+    assert_eq!(db.view().layout(), layout);
+    let mut dd = ctx.upload(&vec![bf16::from_f32(1234.5); c.m * c.n]).unwrap();
+    let r = fp8_gemm_nt(stream, &da, &db, &mut dd).unwrap_or_else(|e| panic!("{}x{}x{} {layout}: {e}", c.m, c.n, c.k));
+    (dd.download(stream).unwrap(), r)
+}
+
+/// calc_diff < 1e-5 against the dequantized reference and < 1e-3 against the unquantized one,
+/// and every element within bf16 rounding (plus the FP32 summation order) of the dequantized
+/// reference.
+fn assert_accurate(what: &str, c: &Case, got: &[bf16]) {
+    let mut want_q = vec![bf16::ZERO; c.m * c.n];
+    reference::fp8_gemm_nt(&c.qa, &c.qb, &mut want_q).unwrap();
+    let mut want_f = vec![0f32; c.m * c.n];
+    reference::gemm_nt_f32(&c.a, &c.b, c.m, c.n, c.k, &mut want_f).unwrap();
+    let dq = reference::calc_diff(got, &want_q).unwrap();
+    let df = reference::calc_diff(got, &want_f).unwrap();
+    assert!(dq < 1e-5, "{what}: calc_diff vs dequantized {dq:e}");
+    assert!(df < 1e-3, "{what}: calc_diff vs unquantized {df:e}");
+    let rms = (want_q.iter().map(|w| f64::from(w.to_f32()).powi(2)).sum::<f64>() / want_q.len().max(1) as f64).sqrt() as f32;
+    for (i, (g, w)) in got.iter().zip(&want_q).enumerate() {
+        let (g, w) = (g.to_f32(), w.to_f32());
+        // Two bf16 roundings of nearly the same f32 differ by at most one bf16 ulp (2^-7
+        // relative); the reference sums in another FP32 order (a few f32 ulps of the sum).
+        let tol = w.abs() * 2f32.powi(-7) + rms * 1e-5;
+        assert!(g.is_finite() && (g - w).abs() <= tol, "{what}: D[{i}] = {g}, expected {w} (± {tol})");
+    }
+}
+
+/// The bs kernels run the dense loop's MFMAs in the same order on the same bytes and promote
+/// the same way, so their result is the logical-layout (unsplit) kernels' bit for bit.
+fn assert_same_bits(what: &str, got: &[bf16], want: &[bf16]) {
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert_eq!(g.to_bits(), w.to_bits(), "{what}: D[{i}] = {g}, the logical-layout kernel gave {w}");
+    }
+}
+
+#[test]
+fn every_bs_tile_matches_both_references_and_the_logical_kernels() {
+    let ctx = checked_context();
+    let stream = Stream::new(&ctx).unwrap();
+    // m: 1 row, tails of every tile height; n: multiples of 4 that are not of 16 (a padded last
+    // fragment) or of 128 (a partial last tile); k: 3, 5 and 9 blocks (odd, and 9 spans three
+    // 4-block scale windows with a partial last one).
+    for (m, n, k) in [(1usize, 132usize, 384usize), (33, 196, 640), (130, 260, 1152), (200, 2112, 256)] {
+        let c = case(m, n, k, (m * 7 + n + k) as u64);
+        let (logical, r) = forced(None, Some(1), || run_on(&ctx, &stream, &c, WeightLayout::Logical));
+        assert!(r.config.unwrap().kernel.starts_with("fp8_gemm_nt_bm"));
+        for tile in BS_TILES {
+            let what = format!("{m}x{n}x{k} bs tile {}x{}", tile.0, tile.1);
+            let (got, r) = forced(Some(tile), None, || run_on(&ctx, &stream, &c, WeightLayout::Preshuffled));
+            let cfg = r.config.unwrap();
+            assert_eq!((cfg.block_m, cfg.block_n, cfg.splits), (tile.0, tile.1, 1), "{what}");
+            assert_eq!(cfg.kernel, format!("fp8_gemm_nt_bs_bm{}_bn128", tile.0), "{what}");
+            assert_eq!(cfg.grid, (m as u32).div_ceil(tile.0) * (n as u32).div_ceil(128), "{what}");
+            assert!(r.workspace_limit.is_none());
+            assert_accurate(&what, &c, &got);
+            assert_same_bits(&what, &got, &logical);
+        }
+    }
+    stream.synchronize().unwrap();
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 8, ..ProptestConfig::default() })]
+    /// Any valid shape, the tile the config chooses for pre-shuffled weights: a bs kernel, as
+    /// accurate as, and bit-identical to, the logical-layout kernels.
+    #[test]
+    fn random_shapes_on_the_chosen_bs_tile(m in 1usize..300, n4 in 1usize..80, kb in 1usize..7, seed in any::<u64>()) {
+        let ctx = checked_context();
+        let stream = Stream::new(&ctx).unwrap();
+        let (n, k) = (4 * n4, 128 * kb);
+        let c = case(m, n, k, seed);
+        let (logical, _) = forced(None, Some(1), || run_on(&ctx, &stream, &c, WeightLayout::Logical));
+        let (got, r) = run_on(&ctx, &stream, &c, WeightLayout::Preshuffled);
+        let cfg = r.config.unwrap();
+        prop_assert!(cfg.kernel.starts_with("fp8_gemm_nt_bs_"), "{}", cfg.kernel);
+        let what = format!("{m}x{n}x{k} {}", cfg.kernel);
+        assert_accurate(&what, &c, &got);
+        assert_same_bits(&what, &got, &logical);
+    }
+}
+
+#[test]
+fn bs_config_choice() {
+    use config::{get_bs_config, GemmDesc};
+    let arch = fp8gemm::codeobj::Arch::Gfx942;
+    // Every choice is a bs kernel with the dense grid of its tile, no split.
+    for (m, n, k) in [(1u32, 128u32, 128u32), (64, 2112, 7168), (1024, 2048, 7168), (4096, 7168, 2048)] {
+        let cfg = get_bs_config(&GemmDesc::dense(m, n, k, arch)).unwrap();
+        assert!(cfg.kernel.starts_with("fp8_gemm_nt_bs_bm"), "{m}x{n}x{k}: {}", cfg.kernel);
+        assert_eq!((cfg.block_n, cfg.splits, cfg.grid), (128, 1, m.div_ceil(cfg.block_m) * n.div_ceil(128)), "{m}x{n}x{k}");
+        let tile = fp8gemm_device::tile::DENSE_BS_TILES.iter().find(|t| t.name == cfg.kernel).unwrap();
+        assert_eq!(cfg.lds_bytes, tile.lds_bytes());
+    }
+    // Small M: the 32-row tile (no rows of MFMA work wasted on padding).
+    assert_eq!(get_bs_config(&GemmDesc::dense(64, 2112, 7168, arch)).unwrap().block_m, 32);
+    // Forcing: any bs tile; a dense-only tile or a split count is a typed error.
+    let f = |t, s| forced(t, s, || get_bs_config(&GemmDesc::dense(256, 256, 256, arch)));
+    assert_eq!(f(Some((64, 128)), None).unwrap().block_m, 64);
+    let e = f(Some((64, 64)), None).unwrap_err();
+    assert!(e.to_string().contains("64x64") && e.to_string().contains("32x128, 64x128, 128x128"), "{e}");
+    let e = f(None, Some(2)).unwrap_err();
+    assert!(e.to_string().contains("do not split K"), "{e}");
+    assert_eq!(f(None, Some(1)).unwrap().splits, 1);
+}
+
+#[test]
+fn preshuffled_launch_errors_name_the_argument() {
+    let ctx = checked_context();
+    let stream = Stream::new(&ctx).unwrap();
+    let c = case(8, 128, 256, 4);
+    let a = DeviceActivations::upload(&ctx, &c.qa).unwrap();
+    let b = DeviceWeights::upload_preshuffled(&ctx, &c.qb).unwrap();
+    // K of A and B disagree.
+    let c2 = case(8, 128, 128, 5);
+    let b2 = DeviceWeights::upload_preshuffled(&ctx, &c2.qb).unwrap();
+    let mut d = ctx.alloc_zeroed::<bf16>(8 * 128).unwrap();
+    let e = fp8_gemm_nt(&stream, &a, &b2, &mut d).unwrap_err();
+    assert!(matches!(e, Error::Shape { arg: "b", .. }), "{e}");
+    // Output of the wrong size.
+    let mut short = ctx.alloc_zeroed::<bf16>(8 * 128 - 1).unwrap();
+    let e = fp8_gemm_nt(&stream, &a, &b, &mut short).unwrap_err();
+    assert!(matches!(e, Error::Shape { arg: "d", .. }), "{e}");
+    // A forced split count: the bs kernels do not split K.
+    let e = forced(None, Some(2), || fp8_gemm_nt(&stream, &a, &b, &mut d)).unwrap_err();
+    assert!(e.to_string().contains("do not split K"), "{e}");
+    // A forced dense-only tile.
+    let e = forced(Some((64, 64)), None, || fp8_gemm_nt(&stream, &a, &b, &mut d)).unwrap_err();
+    assert!(e.to_string().contains("pre-shuffled"), "{e}");
+    // Nothing was launched: D untouched.
+    assert!(d.download(&stream).unwrap().iter().all(|v| v.to_bits() == 0));
+    // An empty problem launches nothing.
+    let a0 = DeviceActivations::<fp8gemm::fp8::E4M3Fnuz>::alloc(&ctx, 0, 256).unwrap();
+    let mut d0 = ctx.alloc_zeroed::<bf16>(0).unwrap();
+    assert!(fp8_gemm_nt(&stream, &a0, &b, &mut d0).unwrap().config.is_none());
+}
+
+#[test]
+fn device_preshuffled_weights_give_the_same_result() {
+    // Weights converted on the device (DeviceWeights::to_preshuffled) run the bs kernels and
+    // give the logical kernels' result; D is exactly m·n elements (the emulator's memcheck
+    // fails the launch on any store past it: rows past m of the last 128-row tile).
+    let ctx = checked_context();
+    let stream = Stream::new(&ctx).unwrap();
+    let c = case(129, 256, 512, 11);
+    let (logical, _) = forced(None, Some(1), || run_on(&ctx, &stream, &c, WeightLayout::Logical));
+    let a = DeviceActivations::upload(&ctx, &c.qa).unwrap();
+    let b = DeviceWeights::upload(&ctx, &c.qb).unwrap().to_preshuffled(&stream).unwrap();
+    let mut d = ctx.alloc_zeroed::<bf16>(c.m * c.n).unwrap();
+    let r = forced(Some((128, 128)), None, || fp8_gemm_nt(&stream, &a, &b, &mut d)).unwrap();
+    assert_eq!(r.config.unwrap().kernel, "fp8_gemm_nt_bs_bm128_bn128");
+    assert_same_bits("to_preshuffled", &d.download(&stream).unwrap(), &logical);
+}
