@@ -121,11 +121,12 @@ mod imp {
         }, &epi);
     }
 
-    /// Contiguous layout on the bs loop: one `16·FM × 128` tile with B pre-shuffled.
+    /// Contiguous layout on the bs loop: one `16·FM × 128` tile with B pre-shuffled (`A2`,
+    /// `AHEAD`: the loop variant, as the dense bs kernel of the same height uses).
     #[inline(always)]
-    pub fn contiguous_bs<const FM: usize>(args: MGroupedContiguousArgs) {
+    pub fn contiguous_bs<const FM: usize, const A2: bool, const AHEAD: bool>(args: MGroupedContiguousArgs) {
         let Some((job, epi, rs_idx, g)) = contiguous_job(&args, 16 * FM as u32, 128, true) else { return };
-        tile_gemm_bs::<FM, true, _>(&job, |row| {
+        tile_gemm_bs::<FM, A2, AHEAD, _>(&job, |row| {
             // SAFETY: rs_idx covers m_indices (m_sum i32, read-only); rows ≥ m_sum read 0, and
             // their stores fall outside D's resource anyway.
             unsafe { buffer_load_i32(rs_idx, row * 4, 0) == g }
@@ -192,11 +193,12 @@ mod imp {
         tile_gemm::<FM, FN, DEPTH, _>(&job, |_| true, &epi);
     }
 
-    /// Masked layout on the bs loop: one `16·FM × 128` tile with B pre-shuffled.
+    /// Masked layout on the bs loop: one `16·FM × 128` tile with B pre-shuffled (`A2`,
+    /// `AHEAD` as for [`contiguous_bs`]).
     #[inline(always)]
-    pub fn masked_bs<const FM: usize>(args: MGroupedMaskedArgs) {
+    pub fn masked_bs<const FM: usize, const A2: bool, const AHEAD: bool>(args: MGroupedMaskedArgs) {
         let Some((job, epi)) = masked_job(&args, 16 * FM as u32, 128, true) else { return };
-        tile_gemm_bs::<FM, true, _>(&job, |_| true, &epi);
+        tile_gemm_bs::<FM, A2, AHEAD, _>(&job, |_| true, &epi);
     }
 }
 
@@ -239,31 +241,31 @@ pub fn m_grouped_fp8_gemm_nt_masked_bm128_bn128(args: MGroupedMaskedArgs) {
 /// Contiguous layout, bs loop (B pre-shuffled straight to registers), 64 × 128 tiles.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn m_grouped_fp8_gemm_nt_contiguous_bs_bm64_bn128(args: MGroupedContiguousArgs) {
-    imp::contiguous_bs::<4>(args)
+    imp::contiguous_bs::<4, true, false>(args)
 }
 
 /// Contiguous layout, bs loop, 128 × 128 tiles: many rows per expert (prefill).
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn m_grouped_fp8_gemm_nt_contiguous_bs_bm128_bn128(args: MGroupedContiguousArgs) {
-    imp::contiguous_bs::<8>(args)
+    imp::contiguous_bs::<8, true, false>(args)
 }
 
 /// Masked layout, bs loop (B pre-shuffled straight to registers), 32 × 128 tiles: decode.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn m_grouped_fp8_gemm_nt_masked_bs_bm32_bn128(args: MGroupedMaskedArgs) {
-    imp::masked_bs::<2>(args)
+    imp::masked_bs::<2, true, true>(args)
 }
 
 /// Masked layout, bs loop, 64 × 128 tiles.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn m_grouped_fp8_gemm_nt_masked_bs_bm64_bn128(args: MGroupedMaskedArgs) {
-    imp::masked_bs::<4>(args)
+    imp::masked_bs::<4, true, false>(args)
 }
 
 /// Masked layout, bs loop, 128 × 128 tiles: large groups.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn m_grouped_fp8_gemm_nt_masked_bs_bm128_bn128(args: MGroupedMaskedArgs) {
-    imp::masked_bs::<8>(args)
+    imp::masked_bs::<8, true, false>(args)
 }
 
 #[cfg(test)]
