@@ -52,11 +52,39 @@ mod imp {
     use crate::intrinsics::*;
     use crate::tile::{self, NUM_XCDS, SCALE_BLOCK_K, SCALE_BLOCK_N};
 
-    /// Contiguous layout: one `32·FM × 32·FN` tile of `D[m_sum, n]` with the group of its block.
+    /// `(BM, BN)` of a grouped tile and the bytes of one group's B: `32·FM × 32·FN` over the
+    /// logical B (`n·k` per group), or with `BS` (the bs loop, [`crate::mainloop_bs`])
+    /// `16·FM × 64·FN` over the pre-shuffled B (`shuffled_b_bytes(n, k)` per group).
     #[inline(always)]
-    pub fn contiguous<const FM: usize, const FN: usize, const DEPTH: u32>(args: MGroupedContiguousArgs) {
-        let bm = 32 * FM as u32;
-        let bn = 32 * FN as u32;
+    fn dims<const FM: usize, const FN: usize, const BS: bool>(n: u32, k: u32) -> (u32, u32, u32) {
+        if BS {
+            (16 * FM as u32, 64 * FN as u32, tile::shuffled_b_bytes(u64::from(n), u64::from(k)) as u32)
+        } else {
+            (32 * FM as u32, 32 * FN as u32, n * k)
+        }
+    }
+
+    /// The main loop over `job`: the dense `tile_gemm::<FM, FN, DEPTH>`, or with `BS`
+    /// `tile_gemm_bs::<FM, true, DEPTH == 2>` (`FN = 2`).
+    #[inline(always)]
+    fn run<const FM: usize, const FN: usize, const DEPTH: u32, const BS: bool, E: crate::dense::imp::Epilogue>(
+        job: &TileJob,
+        keep_row: impl Fn(u32) -> bool,
+        epi: &E,
+    ) {
+        if !BS {
+            tile_gemm::<FM, FN, DEPTH, _>(job, keep_row, epi);
+        } else if DEPTH == 2 {
+            crate::mainloop_bs::imp::tile_gemm_bs::<FM, true, true, _>(job, keep_row, epi);
+        } else {
+            crate::mainloop_bs::imp::tile_gemm_bs::<FM, true, false, _>(job, keep_row, epi);
+        }
+    }
+
+    /// Contiguous layout: one tile of `D[m_sum, n]` ([`dims`]) with the group of its block.
+    #[inline(always)]
+    pub fn contiguous<const FM: usize, const FN: usize, const DEPTH: u32, const BS: bool>(args: MGroupedContiguousArgs) {
+        let (bm, bn, b_bytes) = dims::<FM, FN, BS>(args.n, args.k);
         let (m, n, k, groups) = (args.m_sum, args.n, args.k, args.groups);
         let nkb = k / SCALE_BLOCK_K;
         let nb = n.div_ceil(SCALE_BLOCK_N);
@@ -82,7 +110,7 @@ mod imp {
             return;
         }
         let g = g as u64;
-        let (b_bytes, sfb_bytes) = (n * k, nb * nkb * 4);
+        let sfb_bytes = nb * nkb * 4;
         let job = TileJob {
             rs_a: BufferResource::new(args.a.addr(), m * k),
             rs_sfa: BufferResource::new(args.sfa.addr(), m * nkb * 4),
@@ -99,18 +127,17 @@ mod imp {
         };
         let epi = Bf16Store { rs_d: BufferResource::new(args.d.addr(), m * n * 2), ldd: n };
         let g = g as i32;
-        tile_gemm::<FM, FN, DEPTH, _>(&job, |row| {
+        run::<FM, FN, DEPTH, BS, _>(&job, |row| {
             // SAFETY: rs_idx as above; rows ≥ m_sum read 0, and their stores fall outside D's
             // resource anyway.
             unsafe { buffer_load_i32(rs_idx, row * 4, 0) == g }
         }, &epi);
     }
 
-    /// Masked layout: one `32·FM × 32·FN` tile of `D[g]` of one group, rows below `masked_m[g]`.
+    /// Masked layout: one tile ([`dims`]) of `D[g]` of one group, rows below `masked_m[g]`.
     #[inline(always)]
-    pub fn masked<const FM: usize, const FN: usize, const DEPTH: u32>(args: MGroupedMaskedArgs) {
-        let bm = 32 * FM as u32;
-        let bn = 32 * FN as u32;
+    pub fn masked<const FM: usize, const FN: usize, const DEPTH: u32, const BS: bool>(args: MGroupedMaskedArgs) {
+        let (bm, bn, b_bytes) = dims::<FM, FN, BS>(args.n, args.k);
         let (m_max, n, k, groups) = (args.m_max, args.n, args.k, args.groups);
         let nkb = k / SCALE_BLOCK_K;
         let nb = n.div_ceil(SCALE_BLOCK_N);
@@ -140,7 +167,7 @@ mod imp {
         }
         let g = u64::from(g);
         let a_rows = u64::from(m_max) * g;
-        let (b_bytes, sfb_bytes) = (n * k, nb * nkb * 4);
+        let sfb_bytes = nb * nkb * 4;
         let job = TileJob {
             rs_a: BufferResource::new(args.a.addr() + a_rows * u64::from(k), rows * k),
             rs_sfa: BufferResource::new(args.sfa.addr() + a_rows * u64::from(nkb * 4), rows * nkb * 4),
@@ -156,44 +183,80 @@ mod imp {
             n0,
         };
         let epi = Bf16Store { rs_d: BufferResource::new(args.d.addr() + a_rows * u64::from(n * 2), rows * n * 2), ldd: n };
-        tile_gemm::<FM, FN, DEPTH, _>(&job, |_| true, &epi);
+        run::<FM, FN, DEPTH, BS, _>(&job, |_| true, &epi);
     }
 }
 
 /// Contiguous layout, 64 × 64 tiles: few rows per expert, or a small problem.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn m_grouped_fp8_gemm_nt_contiguous_bm64_bn64(args: MGroupedContiguousArgs) {
-    imp::contiguous::<2, 2, { crate::tile::CONTIGUOUS_TILES[0].prefetch_depth() }>(args)
+    imp::contiguous::<2, 2, { crate::tile::CONTIGUOUS_TILES[0].prefetch_depth() }, false>(args)
 }
 
 /// Contiguous layout, 64 × 128 tiles.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn m_grouped_fp8_gemm_nt_contiguous_bm64_bn128(args: MGroupedContiguousArgs) {
-    imp::contiguous::<2, 4, { crate::tile::CONTIGUOUS_TILES[1].prefetch_depth() }>(args)
+    imp::contiguous::<2, 4, { crate::tile::CONTIGUOUS_TILES[1].prefetch_depth() }, false>(args)
 }
 
 /// Contiguous layout, 128 × 128 tiles: many rows (prefill).
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn m_grouped_fp8_gemm_nt_contiguous_bm128_bn128(args: MGroupedContiguousArgs) {
-    imp::contiguous::<4, 4, { crate::tile::CONTIGUOUS_TILES[2].prefetch_depth() }>(args)
+    imp::contiguous::<4, 4, { crate::tile::CONTIGUOUS_TILES[2].prefetch_depth() }, false>(args)
 }
 
 /// Masked layout, 64 × 64 tiles: decode-sized groups.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn m_grouped_fp8_gemm_nt_masked_bm64_bn64(args: MGroupedMaskedArgs) {
-    imp::masked::<2, 2, { crate::tile::MASKED_TILES[0].prefetch_depth() }>(args)
+    imp::masked::<2, 2, { crate::tile::MASKED_TILES[0].prefetch_depth() }, false>(args)
 }
 
 /// Masked layout, 64 × 128 tiles.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn m_grouped_fp8_gemm_nt_masked_bm64_bn128(args: MGroupedMaskedArgs) {
-    imp::masked::<2, 4, { crate::tile::MASKED_TILES[1].prefetch_depth() }>(args)
+    imp::masked::<2, 4, { crate::tile::MASKED_TILES[1].prefetch_depth() }, false>(args)
 }
 
 /// Masked layout, 128 × 128 tiles: large groups.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn m_grouped_fp8_gemm_nt_masked_bm128_bn128(args: MGroupedMaskedArgs) {
-    imp::masked::<4, 4, { crate::tile::MASKED_TILES[2].prefetch_depth() }>(args)
+    imp::masked::<4, 4, { crate::tile::MASKED_TILES[2].prefetch_depth() }, false>(args)
+}
+
+/// Contiguous layout, pre-shuffled B (the bs loop), 32 × 128 tiles.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn m_grouped_fp8_gemm_nt_contiguous_bs_bm32_bn128(args: MGroupedContiguousArgs) {
+    imp::contiguous::<2, 2, 2, true>(args)
+}
+
+/// Contiguous layout, pre-shuffled B, 64 × 128 tiles.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn m_grouped_fp8_gemm_nt_contiguous_bs_bm64_bn128(args: MGroupedContiguousArgs) {
+    imp::contiguous::<4, 2, 1, true>(args)
+}
+
+/// Contiguous layout, pre-shuffled B, 128 × 128 tiles.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn m_grouped_fp8_gemm_nt_contiguous_bs_bm128_bn128(args: MGroupedContiguousArgs) {
+    imp::contiguous::<8, 2, 1, true>(args)
+}
+
+/// Masked layout, pre-shuffled B (the bs loop), 32 × 128 tiles.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn m_grouped_fp8_gemm_nt_masked_bs_bm32_bn128(args: MGroupedMaskedArgs) {
+    imp::masked::<2, 2, 2, true>(args)
+}
+
+/// Masked layout, pre-shuffled B, 64 × 128 tiles.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn m_grouped_fp8_gemm_nt_masked_bs_bm64_bn128(args: MGroupedMaskedArgs) {
+    imp::masked::<4, 2, 1, true>(args)
+}
+
+/// Masked layout, pre-shuffled B, 128 × 128 tiles.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn m_grouped_fp8_gemm_nt_masked_bs_bm128_bn128(args: MGroupedMaskedArgs) {
+    imp::masked::<8, 2, 1, true>(args)
 }
 
 #[cfg(test)]
