@@ -95,8 +95,8 @@ fn every_bs_tile_matches_both_references_and_the_logical_kernels() {
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 8, ..ProptestConfig::default() })]
-    /// Any valid shape, the tile the config chooses for pre-shuffled weights: a bs kernel, as
-    /// accurate as, and bit-identical to, the logical-layout kernels.
+    /// Any valid shape, the config chosen for pre-shuffled weights: a bs kernel (split-K for
+    /// few tiles), accurate, and bit-identical to the logical-layout kernels when unsplit.
     #[test]
     fn random_shapes_on_the_chosen_bs_tile(m in 1usize..300, n4 in 1usize..80, kb in 1usize..7, seed in any::<u64>()) {
         let ctx = checked_context();
@@ -106,10 +106,13 @@ proptest! {
         let (logical, _) = forced(None, Some(1), || run_on(&ctx, &stream, &c, WeightLayout::Logical));
         let (got, r) = run_on(&ctx, &stream, &c, WeightLayout::Preshuffled);
         let cfg = r.config.unwrap();
-        prop_assert!(cfg.kernel.starts_with("fp8_gemm_nt_bs_"), "{}", cfg.kernel);
-        let what = format!("{m}x{n}x{k} {}", cfg.kernel);
+        let want = if cfg.splits > 1 { "fp8_gemm_nt_splitk_bs_" } else { "fp8_gemm_nt_bs_" };
+        prop_assert!(cfg.kernel.starts_with(want), "{} (split {})", cfg.kernel, cfg.splits);
+        let what = format!("{m}x{n}x{k} {} split {}", cfg.kernel, cfg.splits);
         assert_accurate(&what, &c, &got);
-        assert_same_bits(&what, &got, &logical);
+        if cfg.splits == 1 {
+            assert_same_bits(&what, &got, &logical);
+        }
     }
 }
 
@@ -117,24 +120,102 @@ proptest! {
 fn bs_config_choice() {
     use config::{get_bs_config, GemmDesc};
     let arch = fp8gemm::codeobj::Arch::Gfx942;
-    // Every choice is a bs kernel with the dense grid of its tile, no split.
-    for (m, n, k) in [(1u32, 128u32, 128u32), (64, 2112, 7168), (1024, 2048, 7168), (4096, 7168, 2048)] {
+    // Every unsplit choice is a bs kernel with the dense grid of its tile.
+    for (m, n, k) in [(1024u32, 2048u32, 7168u32), (4096, 7168, 2048), (4096, 2112, 7168)] {
         let cfg = get_bs_config(&GemmDesc::dense(m, n, k, arch)).unwrap();
         assert!(cfg.kernel.starts_with("fp8_gemm_nt_bs_bm"), "{m}x{n}x{k}: {}", cfg.kernel);
         assert_eq!((cfg.block_n, cfg.splits, cfg.grid), (128, 1, m.div_ceil(cfg.block_m) * n.div_ceil(128)), "{m}x{n}x{k}");
         let tile = fp8gemm_device::tile::DENSE_BS_TILES.iter().find(|t| t.name == cfg.kernel).unwrap();
         assert_eq!(cfg.lds_bytes, tile.lds_bytes());
     }
-    // Small M: the 32-row tile (no rows of MFMA work wasted on padding).
-    assert_eq!(get_bs_config(&GemmDesc::dense(64, 2112, 7168, arch)).unwrap().block_m, 32);
-    // Forcing: any bs tile; a dense-only tile or a split count is a typed error.
+    // Small M: the 32-row tile, split-K up to one workgroup per CU (34 tiles × 9 splits).
+    let c = get_bs_config(&GemmDesc::dense(64, 2112, 7168, arch)).unwrap();
+    assert_eq!((c.block_m, c.splits, c.kernel), (32, 9, "fp8_gemm_nt_splitk_bs_bm32_bn128"));
+    assert_eq!(c.grid, 2 * 17 * 9);
+    // Without the workspace for it: the largest split count that fits, reported.
+    let need = |s: u32| fp8gemm_device::tile::splitk_workspace_floats(34, s, 32, 128);
+    let (c, lim) = config::get_bs_config_for_workspace(&GemmDesc::dense(64, 2112, 7168, arch), need(4)).unwrap();
+    assert_eq!(c.splits, 4);
+    let lim = lim.expect("a workspace limit");
+    assert_eq!((lim.preferred.splits, lim.needed, lim.available), (9, need(9), need(4)));
+    let (c, lim) = config::get_bs_config_for_workspace(&GemmDesc::dense(64, 2112, 7168, arch), 0).unwrap();
+    assert_eq!((c.splits, c.kernel), (1, "fp8_gemm_nt_bs_bm32_bn128"));
+    assert!(lim.is_some());
+    // Large M: no split, the 64-row tile from 8 of its tiles per CU.
+    let c = get_bs_config(&GemmDesc::dense(4096, 7168, 2048, arch)).unwrap();
+    assert_eq!((c.block_m, c.splits), (64, 1));
+    assert_eq!(get_bs_config(&GemmDesc::dense(4096, 2048, 7168, arch)).unwrap().block_m, 32);
+    // Forcing: any bs tile, any split count up to min(k/128, MAX_SPLITS); a dense-only tile or
+    // too many splits is a typed error naming what is allowed.
     let f = |t, s| forced(t, s, || get_bs_config(&GemmDesc::dense(256, 256, 256, arch)));
     assert_eq!(f(Some((64, 128)), None).unwrap().block_m, 64);
     let e = f(Some((64, 64)), None).unwrap_err();
     assert!(e.to_string().contains("64x64") && e.to_string().contains("32x128, 64x128, 128x128"), "{e}");
-    let e = f(None, Some(2)).unwrap_err();
-    assert!(e.to_string().contains("do not split K"), "{e}");
+    let c = f(Some((128, 128)), Some(2)).unwrap();
+    assert_eq!((c.kernel, c.splits, c.grid), ("fp8_gemm_nt_splitk_bs_bm128_bn128", 2, 2 * 2 * 2));
+    let e = f(None, Some(3)).unwrap_err();
+    assert!(e.to_string().contains("at most 2"), "{e}");
     assert_eq!(f(None, Some(1)).unwrap().splits, 1);
+}
+
+#[test]
+fn every_bs_split_config_matches_both_references_and_the_unsplit_bs_kernel() {
+    let ctx = checked_context();
+    let stream = Stream::new(&ctx).unwrap();
+    for (m, n, k) in [(1usize, 132usize, 384usize), (65, 196, 640), (130, 260, 1152)] {
+        let c = case(m, n, k, (m * 5 + n + k) as u64);
+        let nkb = (k / 128) as u32;
+        for tile in BS_TILES {
+            let (unsplit, r) = forced(Some(tile), Some(1), || run_on(&ctx, &stream, &c, WeightLayout::Preshuffled));
+            assert_eq!(r.config.unwrap().splits, 1);
+            for splits in [2, 3, nkb] {
+                let what = format!("{m}x{n}x{k} bs tile {}x{} split {splits}", tile.0, tile.1);
+                let (got, r) = forced(Some(tile), Some(splits), || run_on(&ctx, &stream, &c, WeightLayout::Preshuffled));
+                let cfg = r.config.unwrap();
+                assert_eq!(cfg.kernel, format!("fp8_gemm_nt_splitk_bs_bm{}_bn128", tile.0), "{what}");
+                assert_eq!((cfg.splits, cfg.grid), (splits, (m as u32).div_ceil(tile.0) * (n as u32).div_ceil(128) * splits), "{what}");
+                assert_accurate(&what, &c, &got);
+                // The unsplit bs result up to the summation order.
+                let rms = (unsplit.iter().map(|w| f64::from(w.to_f32()).powi(2)).sum::<f64>() / unsplit.len() as f64).sqrt() as f32;
+                for (i, (g, w)) in got.iter().zip(&unsplit).enumerate() {
+                    let (g, w) = (g.to_f32(), w.to_f32());
+                    let tol = w.abs() * 2f32.powi(-7) + rms * 1e-5;
+                    assert!((g - w).abs() <= tol, "{what}: D[{i}] = {g}, unsplit {w}");
+                }
+            }
+        }
+    }
+    stream.synchronize().unwrap();
+}
+
+#[test]
+fn bs_split_k_workspace_rules() {
+    let ctx = checked_context();
+    let c = case(16, 256, 1024, 6);
+    let a = DeviceActivations::upload(&ctx, &c.qa).unwrap();
+    let b = DeviceWeights::upload_preshuffled(&ctx, &c.qb).unwrap();
+    let mut d = ctx.alloc_zeroed::<bf16>(c.m * c.n).unwrap();
+    // An explicit workspace smaller than the chosen split needs: a typed error, nothing run.
+    let stream = Stream::new(&ctx).unwrap();
+    let mut small = fp8gemm::Workspace::new(&ctx, 16).unwrap();
+    let e = fp8gemm::fp8_gemm_nt_with_workspace(&stream, &a, &b, &mut d, &mut small).unwrap_err();
+    assert!(matches!(e, Error::Workspace { arg: "workspace", .. }), "{e}");
+    // Enough: runs split, accurate.
+    let need = config::get_bs_config(&config::GemmDesc::dense(16, 256, 1024, ctx.arch())).unwrap().workspace_floats();
+    assert!(need > 0);
+    let mut ws = fp8gemm::Workspace::new(&ctx, need as usize).unwrap();
+    let r = fp8gemm::fp8_gemm_nt_with_workspace(&stream, &a, &b, &mut d, &mut ws).unwrap();
+    assert!(r.config.unwrap().splits > 1);
+    assert_accurate("explicit workspace", &c, &d.download(&stream).unwrap());
+    // A wrapped stream without a workspace: no split, reported.
+    // SAFETY: `stream` is a live stream of `ctx` and outlives `bare` (dropped at the end of the
+    // test after `bare`, whose work is synchronized by the download below).
+    let bare = unsafe { Stream::from_raw(&ctx, stream.as_raw()) };
+    let mut d2 = ctx.alloc_zeroed::<bf16>(c.m * c.n).unwrap();
+    let r = fp8_gemm_nt(&bare, &a, &b, &mut d2).unwrap();
+    assert_eq!(r.config.unwrap().splits, 1);
+    assert!(r.workspace_limit.is_some());
+    assert_accurate("no workspace", &c, &d2.download(&stream).unwrap());
 }
 
 #[test]
@@ -154,9 +235,9 @@ fn preshuffled_launch_errors_name_the_argument() {
     let mut short = ctx.alloc_zeroed::<bf16>(8 * 128 - 1).unwrap();
     let e = fp8_gemm_nt(&stream, &a, &b, &mut short).unwrap_err();
     assert!(matches!(e, Error::Shape { arg: "d", .. }), "{e}");
-    // A forced split count: the bs kernels do not split K.
-    let e = forced(None, Some(2), || fp8_gemm_nt(&stream, &a, &b, &mut d)).unwrap_err();
-    assert!(e.to_string().contains("do not split K"), "{e}");
+    // A forced split count beyond k/128.
+    let e = forced(None, Some(3), || fp8_gemm_nt(&stream, &a, &b, &mut d)).unwrap_err();
+    assert!(e.to_string().contains("at most 2"), "{e}");
     // A forced dense-only tile.
     let e = forced(Some((64, 64)), None, || fp8_gemm_nt(&stream, &a, &b, &mut d)).unwrap_err();
     assert!(e.to_string().contains("pre-shuffled"), "{e}");

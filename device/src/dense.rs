@@ -156,23 +156,28 @@
 //! LDS stages with one barrier per block, SFA shared through LDS (design: [`crate::mainloop_bs`]).
 //! Same result as these kernels bit for bit (`tests/gemm_bs.rs`).
 //!
-//! Timing model (*modelled*, `fp8gemm profile --scope xcd`, forced tile with
-//! `FP8GEMM_PRESHUFFLED=1 FP8GEMM_FORCE_TILE=BMx128`; "logical" = these kernels with the
-//! config's choice, split-K included), TFLOPS, MI300X / MI325X:
+//! Timing model (*modelled*, `fp8gemm profile --scope xcd`; `FP8GEMM_PRESHUFFLED=1` for the
+//! bs kernels, `FP8GEMM_FORCE_TILE=BMx128` to force one; "logical" = these kernels with the
+//! config's choice, split-K included; "bs chosen" = `config::get_bs_config`'s choice), TFLOPS,
+//! MI300X / MI325X:
 //!
-//! | shape (m×n×k) | logical | bs 32×128 | bs 64×128 | bs 128×128 |
-//! |---|---|---|---|---|
-//! | 4096×7168×2048 | 683 / 682 | 637 / 638 | **688 / 688** | 561 / 561 |
-//! | 4096×2112×7168 | 678 / 678 | 717 / 721 | **727 / 728** | 614 / 614 |
-//! | 4096×2048×7168 | 657 / 657 | **742 / 751** | 706 / 707 | 595 / 595 |
-//! | 1024×2048×7168 | 493 / 495 | **599 / 598** | 487 / 487 | 295 / 295 |
-//! | 64×2112×7168   | **116 / 117** (split-K) | 50 / 50 | 31 / 31 | 20 / 20 |
+//! | shape (m×n×k) | logical | bs chosen | bs 32×128 | bs 64×128 | bs 128×128 |
+//! |---|---|---|---|---|---|
+//! | 4096×7168×2048 | 683 / 682 | **688 / 688** (64) | 637 / 638 | 688 / 688 | 561 / 561 |
+//! | 4096×2112×7168 | 678 / 678 | 717 / 721 (32) | 717 / 721 | **727 / 728** | 614 / 614 |
+//! | 4096×2048×7168 | 657 / 657 | **742 / 751** (32) | 742 / 751 | 706 / 707 | 595 / 595 |
+//! | 1024×2048×7168 | 493 / 495 | **599 / 598** (32) | 599 / 598 | 487 / 487 | 295 / 295 |
+//! | 64×2112×7168   | 116 / 117 (split 8) | **128 / 128** (32, split 9) | 50 / 50 (no split) | 31 / 31 | 20 / 20 |
+//! | 128×2112×7168  | **217 / 217** | 206 / 206 (32, split 5) | | | |
+//! | 64×7168×2048   | 151 / 158 | **160 / 162** (32, split 3) | | | |
 //!
 //! AMD's pre-shuffled 128 × 128 asm kernel on the same model: 875.7 TFLOPS at 4096×2048×7168 on
 //! MI325X (measured on an MI325X: 923.6); the bs kernels reach 751 there, the logical ones 657.
-//! The bs tile rule of `config::get_bs_config` picks 64 × 128 from 8 of its tiles per CU and
-//! 32 × 128 below. Slower than the logical kernels: decode-sized problems (no bs split-K yet:
-//! 64×2112×7168 runs 34 workgroups on 304 CUs), and 4096×7168×2048 with the 32-row tile.
+//! The bs rule (`config::get_bs_config_for_workspace`): 64 × 128 from 8 of its tiles per CU,
+//! else 32 × 128, split-K (the bs split-K twins `fp8_gemm_nt_splitk_bs_*`, this module's
+//! protocol over the bs loop) up to one workgroup per CU when there are fewer tiles than CUs.
+//! Slower than the logical kernels: 128×2112×7168 (5 %), and 4096×7168×2048 had the 32-row tile
+//! been chosen.
 //!
 //! How it got there (MI325X, 4096×2048×7168, bs 32 / 64 / 128-row tile, TFLOPS):
 //!
@@ -193,7 +198,7 @@
 //! and the barrier; the 128-row tile runs one wave per SIMD (420 registers incl. 164 AGPRs:
 //! LLVM holds both A-fragment reads and all partial sums) whose MFMAs LLVM does not interleave
 //! with the loads (MFMA 40 % busy). Next: a hand-scheduled single-wave 128-row loop
-//! (`sched_group_barrier`), direct-to-LDS A loads, and bs split-K for decode.
+//! (`sched_group_barrier`), direct-to-LDS A loads, tuned-table rows for the bs kernels.
 
 use crate::amdgpu_kernel;
 use crate::args::{DenseGemmArgs, DenseSplitKArgs};

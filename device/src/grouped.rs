@@ -49,22 +49,42 @@ mod imp {
 
     use crate::args::{MGroupedContiguousArgs, MGroupedMaskedArgs};
     use crate::dense::imp::{tile_gemm, Bf16Store, TileJob};
-    use crate::mainloop_bs::imp::tile_gemm_bs;
     use crate::intrinsics::*;
     use crate::tile::{self, NUM_XCDS, SCALE_BLOCK_K, SCALE_BLOCK_N};
 
-    /// Bytes of B per group: `n · k` (logical) or `⌈n/16⌉·16·k` (pre-shuffled, the bs kernels).
+    /// `(BM, BN)` of a grouped tile and the bytes of one group's B: `32·FM × 32·FN` over the
+    /// logical B (`n·k` per group), or with `BS` (the bs loop, [`crate::mainloop_bs`])
+    /// `16·FM × 64·FN` over the pre-shuffled B (`shuffled_b_bytes(n, k)` per group).
     #[inline(always)]
-    fn b_group_bytes(n: u32, k: u32, preshuffled: bool) -> u32 {
-        if preshuffled { tile::shuffled_b_bytes(n as u64, k as u64) as u32 } else { n * k }
+    fn dims<const FM: usize, const FN: usize, const BS: bool>(n: u32, k: u32) -> (u32, u32, u32) {
+        if BS {
+            (16 * FM as u32, 64 * FN as u32, tile::shuffled_b_bytes(u64::from(n), u64::from(k)) as u32)
+        } else {
+            (32 * FM as u32, 32 * FN as u32, n * k)
+        }
     }
 
-    /// The job of this workgroup's `bm × bn` tile of a contiguous launch, its epilogue, the
-    /// `m_indices` resource and the tile's group, or `None` when the workgroup has nothing to do
-    /// (past the grid, or a block whose group is outside `0..groups`). B is group `g`'s slice
-    /// of `b_bytes` bytes (either layout).
+    /// The main loop over `job`: the dense `tile_gemm::<FM, FN, DEPTH>`, or with `BS`
+    /// `tile_gemm_bs::<FM, true, DEPTH == 2>` (`FN = 2`).
     #[inline(always)]
-    fn contiguous_job(args: &MGroupedContiguousArgs, bm: u32, bn: u32, preshuffled: bool) -> Option<(TileJob, Bf16Store, BufferResource, i32)> {
+    fn run<const FM: usize, const FN: usize, const DEPTH: u32, const BS: bool, E: crate::dense::imp::Epilogue>(
+        job: &TileJob,
+        keep_row: impl Fn(u32) -> bool,
+        epi: &E,
+    ) {
+        if !BS {
+            tile_gemm::<FM, FN, DEPTH, _>(job, keep_row, epi);
+        } else if DEPTH == 2 {
+            crate::mainloop_bs::imp::tile_gemm_bs::<FM, true, true, _>(job, keep_row, epi);
+        } else {
+            crate::mainloop_bs::imp::tile_gemm_bs::<FM, true, false, _>(job, keep_row, epi);
+        }
+    }
+
+    /// Contiguous layout: one tile of `D[m_sum, n]` ([`dims`]) with the group of its block.
+    #[inline(always)]
+    pub fn contiguous<const FM: usize, const FN: usize, const DEPTH: u32, const BS: bool>(args: MGroupedContiguousArgs) {
+        let (bm, bn, b_bytes) = dims::<FM, FN, BS>(args.n, args.k);
         let (m, n, k, groups) = (args.m_sum, args.n, args.k, args.groups);
         let nkb = k / SCALE_BLOCK_K;
         let nb = n.div_ceil(SCALE_BLOCK_N);
@@ -75,7 +95,7 @@ mod imp {
         // `tiles_m == 0` is implied for valid arguments; stating it removes the division-by-zero
         // panic path of `tile_coords`.
         if pid >= grid || tiles_m == 0 {
-            return None;
+            return;
         }
         let id = tile::xcd_remap(pid, grid, NUM_XCDS);
         let (tm, tn) = tile::tile_coords(id, tiles_m, n.div_ceil(bn));
@@ -87,11 +107,10 @@ mod imp {
         let g = unsafe { s_buffer_load_i32(rs_idx, m0 * 4) };
         if g < 0 || g as u32 >= groups {
             // −1 padding (or an invalid index): the block is skipped, its D rows untouched.
-            return None;
+            return;
         }
-        let gi = g;
         let g = g as u64;
-        let (b_bytes, sfb_bytes) = (b_group_bytes(n, k, preshuffled), nb * nkb * 4);
+        let sfb_bytes = nb * nkb * 4;
         let job = TileJob {
             rs_a: BufferResource::new(args.a.addr(), m * k),
             rs_sfa: BufferResource::new(args.sfa.addr(), m * nkb * 4),
@@ -107,37 +126,18 @@ mod imp {
             n0,
         };
         let epi = Bf16Store { rs_d: BufferResource::new(args.d.addr(), m * n * 2), ldd: n };
-        Some((job, epi, rs_idx, gi))
-    }
-
-    /// Contiguous layout: one `32·FM × 32·FN` tile of `D[m_sum, n]` with the group of its block.
-    #[inline(always)]
-    pub fn contiguous<const FM: usize, const FN: usize, const DEPTH: u32>(args: MGroupedContiguousArgs) {
-        let Some((job, epi, rs_idx, g)) = contiguous_job(&args, 32 * FM as u32, 32 * FN as u32, false) else { return };
-        tile_gemm::<FM, FN, DEPTH, _>(&job, |row| {
+        let g = g as i32;
+        run::<FM, FN, DEPTH, BS, _>(&job, |row| {
             // SAFETY: rs_idx as above; rows ≥ m_sum read 0, and their stores fall outside D's
             // resource anyway.
             unsafe { buffer_load_i32(rs_idx, row * 4, 0) == g }
         }, &epi);
     }
 
-    /// Contiguous layout on the bs loop: one `16·FM × 128` tile with B pre-shuffled (`A2`,
-    /// `AHEAD`: the loop variant, as the dense bs kernel of the same height uses).
+    /// Masked layout: one tile ([`dims`]) of `D[g]` of one group, rows below `masked_m[g]`.
     #[inline(always)]
-    pub fn contiguous_bs<const FM: usize, const A2: bool, const AHEAD: bool>(args: MGroupedContiguousArgs) {
-        let Some((job, epi, rs_idx, g)) = contiguous_job(&args, 16 * FM as u32, 128, true) else { return };
-        tile_gemm_bs::<FM, A2, AHEAD, _>(&job, |row| {
-            // SAFETY: rs_idx covers m_indices (m_sum i32, read-only); rows ≥ m_sum read 0, and
-            // their stores fall outside D's resource anyway.
-            unsafe { buffer_load_i32(rs_idx, row * 4, 0) == g }
-        }, &epi);
-    }
-
-    /// The job of this workgroup's `bm × bn` tile of a masked launch and its epilogue, or `None`
-    /// when the workgroup has nothing to do (past the grid, or at/after its group's clamped
-    /// count). B is group `g`'s slice (either layout).
-    #[inline(always)]
-    fn masked_job(args: &MGroupedMaskedArgs, bm: u32, bn: u32, preshuffled: bool) -> Option<(TileJob, Bf16Store)> {
+    pub fn masked<const FM: usize, const FN: usize, const DEPTH: u32, const BS: bool>(args: MGroupedMaskedArgs) {
+        let (bm, bn, b_bytes) = dims::<FM, FN, BS>(args.n, args.k);
         let (m_max, n, k, groups) = (args.m_max, args.n, args.k, args.groups);
         let nkb = k / SCALE_BLOCK_K;
         let nb = n.div_ceil(SCALE_BLOCK_N);
@@ -146,12 +146,12 @@ mod imp {
         let per_group = tiles_m * n.div_ceil(bn);
         // Both are non-zero for valid arguments (otherwise the grid is empty).
         let (Some(tiles_m_nz), Some(per_group_nz)) = (NonZeroU32::new(tiles_m), NonZeroU32::new(per_group)) else {
-            return None;
+            return;
         };
         let grid = groups * per_group;
         let pid = workgroup_id_x();
         if pid >= grid {
-            return None;
+            return;
         }
         let id = tile::xcd_remap(pid, grid, NUM_XCDS);
         let (g, tm, tn) = tile::masked_tile_coords(id, tiles_m_nz, per_group_nz);
@@ -163,11 +163,11 @@ mod imp {
         let count = unsafe { s_buffer_load_i32(rs_mask, g * 4) };
         let rows = if count <= 0 { 0 } else { (count as u32).min(m_max) };
         if m0 >= rows {
-            return None;
+            return;
         }
         let g = u64::from(g);
         let a_rows = u64::from(m_max) * g;
-        let (b_bytes, sfb_bytes) = (b_group_bytes(n, k, preshuffled), nb * nkb * 4);
+        let sfb_bytes = nb * nkb * 4;
         let job = TileJob {
             rs_a: BufferResource::new(args.a.addr() + a_rows * u64::from(k), rows * k),
             rs_sfa: BufferResource::new(args.sfa.addr() + a_rows * u64::from(nkb * 4), rows * nkb * 4),
@@ -183,89 +183,80 @@ mod imp {
             n0,
         };
         let epi = Bf16Store { rs_d: BufferResource::new(args.d.addr() + a_rows * u64::from(n * 2), rows * n * 2), ldd: n };
-        Some((job, epi))
-    }
-
-    /// Masked layout: one `32·FM × 32·FN` tile of `D[g]` of one group, rows below `masked_m[g]`.
-    #[inline(always)]
-    pub fn masked<const FM: usize, const FN: usize, const DEPTH: u32>(args: MGroupedMaskedArgs) {
-        let Some((job, epi)) = masked_job(&args, 32 * FM as u32, 32 * FN as u32, false) else { return };
-        tile_gemm::<FM, FN, DEPTH, _>(&job, |_| true, &epi);
-    }
-
-    /// Masked layout on the bs loop: one `16·FM × 128` tile with B pre-shuffled (`A2`,
-    /// `AHEAD` as for [`contiguous_bs`]).
-    #[inline(always)]
-    pub fn masked_bs<const FM: usize, const A2: bool, const AHEAD: bool>(args: MGroupedMaskedArgs) {
-        let Some((job, epi)) = masked_job(&args, 16 * FM as u32, 128, true) else { return };
-        tile_gemm_bs::<FM, A2, AHEAD, _>(&job, |_| true, &epi);
+        run::<FM, FN, DEPTH, BS, _>(&job, |_| true, &epi);
     }
 }
 
 /// Contiguous layout, 64 × 64 tiles: few rows per expert, or a small problem.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn m_grouped_fp8_gemm_nt_contiguous_bm64_bn64(args: MGroupedContiguousArgs) {
-    imp::contiguous::<2, 2, { crate::tile::CONTIGUOUS_TILES[0].prefetch_depth() }>(args)
+    imp::contiguous::<2, 2, { crate::tile::CONTIGUOUS_TILES[0].prefetch_depth() }, false>(args)
 }
 
 /// Contiguous layout, 64 × 128 tiles.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn m_grouped_fp8_gemm_nt_contiguous_bm64_bn128(args: MGroupedContiguousArgs) {
-    imp::contiguous::<2, 4, { crate::tile::CONTIGUOUS_TILES[1].prefetch_depth() }>(args)
+    imp::contiguous::<2, 4, { crate::tile::CONTIGUOUS_TILES[1].prefetch_depth() }, false>(args)
 }
 
 /// Contiguous layout, 128 × 128 tiles: many rows (prefill).
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn m_grouped_fp8_gemm_nt_contiguous_bm128_bn128(args: MGroupedContiguousArgs) {
-    imp::contiguous::<4, 4, { crate::tile::CONTIGUOUS_TILES[2].prefetch_depth() }>(args)
+    imp::contiguous::<4, 4, { crate::tile::CONTIGUOUS_TILES[2].prefetch_depth() }, false>(args)
 }
 
 /// Masked layout, 64 × 64 tiles: decode-sized groups.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn m_grouped_fp8_gemm_nt_masked_bm64_bn64(args: MGroupedMaskedArgs) {
-    imp::masked::<2, 2, { crate::tile::MASKED_TILES[0].prefetch_depth() }>(args)
+    imp::masked::<2, 2, { crate::tile::MASKED_TILES[0].prefetch_depth() }, false>(args)
 }
 
 /// Masked layout, 64 × 128 tiles.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn m_grouped_fp8_gemm_nt_masked_bm64_bn128(args: MGroupedMaskedArgs) {
-    imp::masked::<2, 4, { crate::tile::MASKED_TILES[1].prefetch_depth() }>(args)
+    imp::masked::<2, 4, { crate::tile::MASKED_TILES[1].prefetch_depth() }, false>(args)
 }
 
 /// Masked layout, 128 × 128 tiles: large groups.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn m_grouped_fp8_gemm_nt_masked_bm128_bn128(args: MGroupedMaskedArgs) {
-    imp::masked::<4, 4, { crate::tile::MASKED_TILES[2].prefetch_depth() }>(args)
+    imp::masked::<4, 4, { crate::tile::MASKED_TILES[2].prefetch_depth() }, false>(args)
 }
 
-/// Contiguous layout, bs loop (B pre-shuffled straight to registers), 64 × 128 tiles.
+/// Contiguous layout, pre-shuffled B (the bs loop), 32 × 128 tiles.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn m_grouped_fp8_gemm_nt_contiguous_bs_bm32_bn128(args: MGroupedContiguousArgs) {
+    imp::contiguous::<2, 2, 2, true>(args)
+}
+
+/// Contiguous layout, pre-shuffled B, 64 × 128 tiles.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn m_grouped_fp8_gemm_nt_contiguous_bs_bm64_bn128(args: MGroupedContiguousArgs) {
-    imp::contiguous_bs::<4, true, false>(args)
+    imp::contiguous::<4, 2, 1, true>(args)
 }
 
-/// Contiguous layout, bs loop, 128 × 128 tiles: many rows per expert (prefill).
+/// Contiguous layout, pre-shuffled B, 128 × 128 tiles.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn m_grouped_fp8_gemm_nt_contiguous_bs_bm128_bn128(args: MGroupedContiguousArgs) {
-    imp::contiguous_bs::<8, true, false>(args)
+    imp::contiguous::<8, 2, 1, true>(args)
 }
 
-/// Masked layout, bs loop (B pre-shuffled straight to registers), 32 × 128 tiles: decode.
+/// Masked layout, pre-shuffled B (the bs loop), 32 × 128 tiles.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn m_grouped_fp8_gemm_nt_masked_bs_bm32_bn128(args: MGroupedMaskedArgs) {
-    imp::masked_bs::<2, true, true>(args)
+    imp::masked::<2, 2, 2, true>(args)
 }
 
-/// Masked layout, bs loop, 64 × 128 tiles.
+/// Masked layout, pre-shuffled B, 64 × 128 tiles.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn m_grouped_fp8_gemm_nt_masked_bs_bm64_bn128(args: MGroupedMaskedArgs) {
-    imp::masked_bs::<4, true, false>(args)
+    imp::masked::<4, 2, 1, true>(args)
 }
 
-/// Masked layout, bs loop, 128 × 128 tiles: large groups.
+/// Masked layout, pre-shuffled B, 128 × 128 tiles.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn m_grouped_fp8_gemm_nt_masked_bs_bm128_bn128(args: MGroupedMaskedArgs) {
-    imp::masked_bs::<8, true, false>(args)
+    imp::masked::<8, 2, 1, true>(args)
 }
 
 #[cfg(test)]
@@ -289,7 +280,11 @@ mod tests {
             assert_eq!(spec.name, tile.name);
             assert_eq!(spec.workgroup_size, THREADS);
         }
-        let cb = [M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM64_BN128, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM128_BN128];
+        let cb = [
+            M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM32_BN128,
+            M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM64_BN128,
+            M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM128_BN128,
+        ];
         for (spec, tile) in cb.iter().zip(CONTIGUOUS_BS_TILES) {
             assert_eq!(spec.name, tile.name);
             assert_eq!(spec.workgroup_size, THREADS);

@@ -2,7 +2,8 @@
 //! straight from global memory into the MFMA operand registers, only A staged in LDS, and the
 //! dense kernels `fp8_gemm_nt_bs_bm{32,64,128}_bn128` built on it (arguments: [`DenseGemmArgs`]
 //! with `b` pointing at the pre-shuffled B, [`crate::tile::shuffled_b_bytes`] bytes; tiles:
-//! [`crate::tile::DENSE_BS_TILES`]). The host runs them for a pre-shuffled `WeightsView`.
+//! [`crate::tile::DENSE_BS_TILES`], split-K twins [`crate::tile::DENSE_SPLITK_BS_TILES`]). The host
+//! runs them for a pre-shuffled `WeightsView`.
 //!
 //! # Structure of one workgroup (256 work-items = 4 waves, **1 × 4** over a `BM × 128` tile)
 //!
@@ -47,7 +48,9 @@
 //! The loop is `imp::tile_gemm_bs::<FM, A2, AHEAD, _>(job, keep_row, epi)`: the `TileJob` /
 //! `Epilogue` interface of the dense `tile_gemm` (so split-K / stream-K can wrap it), where
 //! `job.rs_b` is the problem's **pre-shuffled** B and `job.ldsf` (the problem's K blocks) its
-//! units per fragment; `job.ldb` is unused. No split-K kernel uses it yet.
+//! units per fragment; `job.ldb` is unused. The split-K twins `fp8_gemm_nt_splitk_bs_*`
+//! ([`DenseSplitKArgs`]) run it through the dense split-K protocol (`dense::imp::gemm_splitk`
+//! with `BS = true`: partial slots in the 1 × 4 waves' fragment order).
 //!
 //! Code-generation notes (each measured on the code object): every register-array loop is
 //! expanded by the `unroll!` macro (literal indices) and the per-block step is a macro rather
@@ -63,6 +66,9 @@
 //! | `fp8_gemm_nt_bs_bm32_bn128`  | yes / yes | 158 | 0   | 0 | 0 | 9 KiB  | 3 | 3 |
 //! | `fp8_gemm_nt_bs_bm64_bn128`  | yes / no  | 238 | 0   | 0 | 0 | 18 KiB | 2 | 2 |
 //! | `fp8_gemm_nt_bs_bm128_bn128` | yes / no  | 420 | 164 | 0 | 0 | 36 KiB | 1 | 1 |
+//! | `fp8_gemm_nt_splitk_bs_bm32_bn128`  | yes / yes | 136 | 0  | 0 | 0 | 9 KiB  | 3 | 3 |
+//! | `fp8_gemm_nt_splitk_bs_bm64_bn128`  | yes / no  | 186 | 0  | 0 | 0 | 18 KiB | 2 | 2 |
+//! | `fp8_gemm_nt_splitk_bs_bm128_bn128` | yes / no  | 292 | 36 | 0 | 0 | 36 KiB | 1 | 1 |
 //!
 //! Modelled figures and the steps that led here: [`crate::dense`], "B straight to registers".
 

@@ -213,6 +213,21 @@ pub const DENSE_SPLITK_BS_TILES: [BsTile; 3] = [
     BsTile { name: "fp8_gemm_nt_splitk_bs_bm128_bn128", block_m: 128, block_n: 128 },
 ];
 
+/// The m-grouped contiguous bs kernels (pre-shuffled B, [`crate::grouped`]), same tiles as
+/// [`DENSE_BS_TILES`] (each divides [`M_ALIGNMENT_CONTIGUOUS`]).
+pub const CONTIGUOUS_BS_TILES: [BsTile; 3] = [
+    BsTile { name: "m_grouped_fp8_gemm_nt_contiguous_bs_bm32_bn128", block_m: 32, block_n: 128 },
+    BsTile { name: "m_grouped_fp8_gemm_nt_contiguous_bs_bm64_bn128", block_m: 64, block_n: 128 },
+    BsTile { name: "m_grouped_fp8_gemm_nt_contiguous_bs_bm128_bn128", block_m: 128, block_n: 128 },
+];
+
+/// The m-grouped masked bs kernels (pre-shuffled B, [`crate::grouped`]).
+pub const MASKED_BS_TILES: [BsTile; 3] = [
+    BsTile { name: "m_grouped_fp8_gemm_nt_masked_bs_bm32_bn128", block_m: 32, block_n: 128 },
+    BsTile { name: "m_grouped_fp8_gemm_nt_masked_bs_bm64_bn128", block_m: 64, block_n: 128 },
+    BsTile { name: "m_grouped_fp8_gemm_nt_masked_bs_bm128_bn128", block_m: 128, block_n: 128 },
+];
+
 /// K blocks `kb0 .. kb0 + count` of split `j` of `splits` over `nkb` blocks: the blocks are
 /// dealt as evenly as possible (the first `nkb mod splits` splits get one more), so every split
 /// has at least one block when `splits ≤ nkb`.
@@ -263,22 +278,6 @@ pub const MASKED_TILES: [DenseTile; 3] = [
     DenseTile { name: "m_grouped_fp8_gemm_nt_masked_bm64_bn64", block_m: 64, block_n: 64 },
     DenseTile { name: "m_grouped_fp8_gemm_nt_masked_bm64_bn128", block_m: 64, block_n: 128 },
     DenseTile { name: "m_grouped_fp8_gemm_nt_masked_bm128_bn128", block_m: 128, block_n: 128 },
-];
-
-/// The m-grouped contiguous bs kernels ([`crate::grouped`] on [`crate::mainloop_bs`]: B
-/// pre-shuffled straight to registers), smallest first. Heights divide
-/// [`M_ALIGNMENT_CONTIGUOUS`], so a tile never spans two aligned blocks.
-pub const CONTIGUOUS_BS_TILES: [BsTile; 2] = [
-    BsTile { name: "m_grouped_fp8_gemm_nt_contiguous_bs_bm64_bn128", block_m: 64, block_n: 128 },
-    BsTile { name: "m_grouped_fp8_gemm_nt_contiguous_bs_bm128_bn128", block_m: 128, block_n: 128 },
-];
-
-/// The m-grouped masked bs kernels ([`crate::grouped`] on [`crate::mainloop_bs`]), smallest
-/// first (32 rows: decode-sized groups).
-pub const MASKED_BS_TILES: [BsTile; 3] = [
-    BsTile { name: "m_grouped_fp8_gemm_nt_masked_bs_bm32_bn128", block_m: 32, block_n: 128 },
-    BsTile { name: "m_grouped_fp8_gemm_nt_masked_bs_bm64_bn128", block_m: 64, block_n: 128 },
-    BsTile { name: "m_grouped_fp8_gemm_nt_masked_bs_bm128_bn128", block_m: 128, block_n: 128 },
 ];
 
 const _: () = {

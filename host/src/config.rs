@@ -58,7 +58,7 @@ use fp8gemm_device::dense::{
 };
 use fp8gemm_device::grouped::{
     M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM128_BN128, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM64_BN128,
-    M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM64_BN64, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM128_BN128,
+    M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM64_BN64, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM128_BN128, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM32_BN128,
     M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BM128_BN128,
     M_GROUPED_FP8_GEMM_NT_MASKED_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BM64_BN64,
     M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM128_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM32_BN128,
@@ -1017,14 +1017,12 @@ pub fn dense_bs_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<DenseGemmA
 
 /// Chooses the m-grouped bs kernel (B pre-shuffled straight to registers,
 /// [`fp8gemm_device::grouped`] on [`fp8gemm_device::mainloop_bs`]) of a contiguous or masked
-/// problem: the tile forced with [`force_tile`] / `FP8GEMM_FORCE_TILE` (contiguous 64x128 or
-/// 128x128, masked 32x128, 64x128 or 128x128; a forced split count other than 1 is rejected,
-/// these kernels do not split K), else [`get_bs_config`]'s rule over the tiles that do work
-/// (counted as for the logical-B kernels: contiguous without the all-padding 64-row halves,
-/// masked with `expected_m` rows per group; see the [module docs](self)): the 64 × 128 tile
-/// when it has at least 8 working tiles per CU, else the 32 × 128 tile — which the contiguous
-/// layout does not have (its 64-row alignment halves already bound the padding), so it keeps
-/// the 64 × 128 tile. The 128 × 128 tile (1 wave per SIMD) is never chosen: modelled on
+/// problem: the tile forced with [`force_tile`] / `FP8GEMM_FORCE_TILE` (32x128, 64x128 or
+/// 128x128; a forced split count other than 1 is rejected, these kernels do not split K), else
+/// [`get_bs_config`]'s rule over the tiles that do work (counted as for the logical-B kernels:
+/// contiguous without the all-padding 64-row halves, masked with `expected_m` rows per group;
+/// see the [module docs](self)): the 64 × 128 tile when it has at least 8 working tiles per
+/// CU, else the 32 × 128 tile. The 128 × 128 tile (1 wave per SIMD) is never chosen: modelled on
 /// MI300X (`fp8gemm compare --set grouped`, `FP8GEMM_PRESHUFFLED=1`) contiguous 4×8192 over
 /// 4096×7168 runs 882 TFLOPS with 64 × 128 tiles and 710 with 128 × 128 (table in
 /// [`fp8gemm_device::grouped`]).
@@ -1042,10 +1040,7 @@ pub fn get_grouped_bs_config(desc: &GemmDesc) -> Result<GemmConfig, ConfigError>
     let find = |bm: u32| tiles.iter().position(|t| (t.block_m, t.block_n) == (bm, 128));
     let (i, why) = match forced_tile()? {
         Some((bm, bn)) => {
-            let available = match desc.kind {
-                GemmKind::MGroupedContiguous => "64x128, 128x128 (m-grouped contiguous, pre-shuffled B)",
-                _ => "32x128, 64x128, 128x128 (m-grouped masked, pre-shuffled B)",
-            };
+            let available = "32x128, 64x128, 128x128 (m-grouped, pre-shuffled B)";
             let i = tiles
                 .iter()
                 .position(|t| (t.block_m, t.block_n) == (bm, bn))
@@ -1056,7 +1051,7 @@ pub fn get_grouped_bs_config(desc: &GemmDesc) -> Result<GemmConfig, ConfigError>
             let (_, work64) = tile_grid_and_work(64, 128, 1, desc)?;
             let per_cu = work64 as f64 / f64::from(spec.cus);
             let bm = if work64 >= u64::from(BS_BM64_TILES_PER_CU * spec.cus) { 64 } else { 32 };
-            let i = find(bm).or_else(|| find(64)).ok_or(ConfigError::NoKernel { kind: desc.kind, arch: desc.arch })?;
+            let i = find(bm).ok_or(ConfigError::NoKernel { kind: desc.kind, arch: desc.arch })?;
             (i, Choice::BsRule(per_cu))
         }
     };
@@ -1080,7 +1075,9 @@ pub fn get_grouped_bs_config(desc: &GemmDesc) -> Result<GemmConfig, ConfigError>
 
 /// The launch spec of an m-grouped contiguous bs config's kernel (B pre-shuffled).
 pub fn contiguous_bs_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<MGroupedContiguousArgs>> {
-    [M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM64_BN128, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM128_BN128].into_iter().find(|s| s.name == config.kernel)
+    [M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM32_BN128, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM64_BN128, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM128_BN128]
+        .into_iter()
+        .find(|s| s.name == config.kernel)
 }
 
 /// The launch spec of an m-grouped masked bs config's kernel (B pre-shuffled).
@@ -1280,11 +1277,14 @@ mod tests {
         force_tile(Some((32, 128)));
         let desc = GemmDesc::m_grouped_masked(256, 4096, 7168, 4, 256, Arch::Gfx942);
         assert_eq!(get_grouped_bs_config(&desc).unwrap().kernel, "m_grouped_fp8_gemm_nt_masked_bs_bm32_bn128");
-        // The contiguous bs kernels have no 32-row tile, nor any 64-column one.
-        let e = get_grouped_bs_config(&GemmDesc::m_grouped_contiguous(256, 4096, 7168, 2, Arch::Gfx942)).unwrap_err();
-        assert!(matches!(e, ConfigError::ForcedTile { .. }) && e.to_string().contains("64x128, 128x128"), "{e}");
+        let contiguous = GemmDesc::m_grouped_contiguous(256, 4096, 7168, 2, Arch::Gfx942);
+        assert_eq!(get_grouped_bs_config(&contiguous).unwrap().kernel, "m_grouped_fp8_gemm_nt_contiguous_bs_bm32_bn128");
+        // No bs kernel has a 64-column tile.
         force_tile(Some((64, 64)));
-        assert!(matches!(get_grouped_bs_config(&desc), Err(ConfigError::ForcedTile { .. })));
+        for d in [desc, contiguous] {
+            let e = get_grouped_bs_config(&d).unwrap_err();
+            assert!(matches!(e, ConfigError::ForcedTile { .. }) && e.to_string().contains("32x128, 64x128, 128x128"), "{e}");
+        }
         force_tile(Some((128, 128)));
         assert_eq!(get_grouped_bs_config(&desc).unwrap().kernel, "m_grouped_fp8_gemm_nt_masked_bs_bm128_bn128");
         force_split(Some(2));

@@ -46,7 +46,7 @@
 //!   cover only that group's slice. Masked: `masked_m[g]` is clamped to `0..=m_max` on the
 //!   device (negative → 0 rows, more than `m_max` → `m_max` rows).
 //! * With invalid contiguous contents the result is defined but not a GEMM of the intended
-//!   rows. The kernel's blocks are `BM` rows (the chosen kernel's `block_m`, 64 or 128, reported
+//!   rows. The kernel's blocks are `BM` rows (the chosen kernel's `block_m`, 32, 64 or 128, reported
 //!   in [`GemmRun::config`]): a block whose first row's index is outside `0..G` (e.g. −1) is
 //!   skipped whole, and rows naming a different group than their block's first row are left
 //!   untouched.
@@ -67,7 +67,7 @@ use crate::view::{ActivationsView, DeviceSlice, GroupedWeightsView, IntoOutput, 
 
 /// Row alignment of every group in the contiguous layout (DeepGEMM's
 /// `get_m_alignment_for_contiguous_layout()`): 128, a multiple of every contiguous kernel's
-/// tile height (64 or 128), so a tile never spans two aligned blocks.
+/// tile height (32, 64 or 128), so a tile never spans two aligned blocks.
 pub fn m_alignment_for_contiguous_layout() -> usize {
     tile::M_ALIGNMENT_CONTIGUOUS as usize
 }
@@ -413,8 +413,11 @@ fn check_len(arg: &'static str, what: String, expected: usize, actual: usize) ->
 /// which rows of `d` are written and what is validated where (build `m_indices` with
 /// [`upload_m_indices`] to have it checked). Requirements as [`crate::fp8_gemm_nt`]: `k` a
 /// positive multiple of 128, `n` a multiple of 4, the device's FP8 format, contiguous rows of A
-/// and D (`lda = k`, `ldd = n`), `b` in the logical [layout](crate::layout) for now (pre-shuffled
-/// weights are an [`Error::Layout`]). With `G = 0` every row must be padding and nothing is launched.
+/// and D (`lda = k`, `ldd = n`). `b` may be in either [layout](crate::layout): pre-shuffled
+/// weights run the bs kernels (B straight from global memory into the MFMA operands,
+/// [`fp8gemm_device::grouped`]; 32-, 64- or 128-row tiles, chosen by
+/// [`crate::config::get_grouped_bs_config`]), logical ones the LDS-staged kernels; the result
+/// is the same, bit for bit. With `G = 0` every row must be padding and nothing is launched.
 /// The launch is queued on `stream`: asynchronous and capture-safe, as [`crate::fp8_gemm_nt`]'s.
 pub fn m_grouped_fp8_gemm_nt_contiguous<'a, F: Fp8Format>(
     stream: &Stream,
@@ -581,6 +584,9 @@ mod tests {
     fn alignment_is_a_multiple_of_every_contiguous_tile() {
         assert_eq!(m_alignment_for_contiguous_layout(), crate::reference::M_ALIGNMENT_CONTIGUOUS);
         for t in tile::CONTIGUOUS_TILES {
+            assert_eq!(m_alignment_for_contiguous_layout() % t.block_m as usize, 0, "{}", t.name);
+        }
+        for t in tile::CONTIGUOUS_BS_TILES {
             assert_eq!(m_alignment_for_contiguous_layout() % t.block_m as usize, 0, "{}", t.name);
         }
     }
