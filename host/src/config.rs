@@ -42,6 +42,10 @@
 //!   hardware launches, since `masked_m` is only known on the device), but the model counts the
 //!   tiles that will work: `G · ⌈expected_m/BM⌉ · ⌈n/BN⌉` with the hint `expected_m` clamped to
 //!   `1..=m_max` (tiles past a group's count return after one scalar load).
+//!
+//! Weights in the pre-shuffled layout run the bs kernels instead ([`get_bs_config`] for dense
+//! problems, [`get_grouped_bs_config`] for the m-grouped ones, which counts working tiles as
+//! above): a tile rule read off the timing model, until the tuned table has bs rows.
 
 use std::collections::HashSet;
 use std::fmt;
