@@ -625,9 +625,11 @@ fn tile_grid_and_work(block_m: u32, block_n: u32, splits: u32, desc: &GemmDesc) 
             // Each non-empty group ends in an aligned block that is part padding; with the
             // padding length taken as uniform in 0..alignment, half of those blocks have an
             // all-padding second half, which a half-alignment-high tile skips.
+            // Generally, a tile of height `bm` is all padding `(align/bm − 1)/2` times per such
+            // block on average (64: half the time; 128: never; 32: 1.5 times).
             let align = tile::M_ALIGNMENT_CONTIGUOUS;
             let live_groups = desc.groups.min(desc.m / align);
-            let skipped = if t.block_m * 2 == align { live_groups / 2 } else { 0 };
+            let skipped = if t.block_m > 0 && t.block_m < align { live_groups * (align / t.block_m - 1) / 2 } else { 0 };
             (grid, u64::from(grid - skipped * desc.n.div_ceil(t.block_n)))
         }
         GemmKind::MGroupedMasked => {
@@ -672,6 +674,8 @@ enum Choice {
     Forced,
     /// The bs rule ([`get_bs_config_for_workspace`]) with this many of the chosen tiles per CU.
     BsRule(f64),
+    /// The m-grouped bs rule: rows per busiest CU with 32- and with 64-row tiles.
+    GroupedBsRule(u64, u64),
     Table(f64),
     /// The table's split row (µs) beat its best unsplit row (µs).
     TableSplit(f64, f64),
@@ -856,6 +860,9 @@ fn print_once(desc: &GemmDesc, config: &GemmConfig, why: Choice, limited: Option
             Choice::Forced => "forced tile / split (FP8GEMM_FORCE_TILE, FP8GEMM_FORCE_SPLIT)".to_string(),
             Choice::BsRule(per_cu) => format!(
                 "pre-shuffled B: bs rule ({per_cu:.2} tiles per CU; 64-row tile from {BS_BM64_TILES_PER_CU} of its tiles per CU, split-K below 1)"
+            ),
+            Choice::GroupedBsRule(r32, r64) => format!(
+                "pre-shuffled B: m-grouped bs rule (rows on the busiest CU: {r32} with 32-row tiles, {r64} with 64-row tiles; fewer wins, a tie goes to 64 rows when each CU gets at least 2 of them)"
             ),
             Choice::Table(us) => format!("tuned table: fastest config for this problem, {us:.2} µs modelled"),
             Choice::TableSplit(us, unsplit) => {
@@ -1052,11 +1059,14 @@ pub fn get_grouped_bs_config(desc: &GemmDesc) -> Result<GemmConfig, ConfigError>
             (i, Choice::Forced)
         }
         None => {
+            let cus = u64::from(spec.cus);
+            let (_, work32) = tile_grid_and_work(32, 128, 1, desc)?;
             let (_, work64) = tile_grid_and_work(64, 128, 1, desc)?;
-            let per_cu = work64 as f64 / f64::from(spec.cus);
-            let bm = if work64 >= u64::from(BS_BM64_TILES_PER_CU * spec.cus) { 64 } else { 32 };
+            let (per_cu32, per_cu64) = (work32.div_ceil(cus), work64.div_ceil(cus));
+            let (rows32, rows64) = (32 * per_cu32, 64 * per_cu64);
+            let bm = if rows64 < rows32 || (rows64 == rows32 && per_cu64 >= 2) { 64 } else { 32 };
             let i = find(bm).ok_or(ConfigError::NoKernel { kind: desc.kind, arch: desc.arch })?;
-            (i, Choice::BsRule(per_cu))
+            (i, Choice::GroupedBsRule(rows32, rows64))
         }
     };
     let t = tiles[i];
@@ -1272,8 +1282,22 @@ mod tests {
             let e = get_grouped_bs_config(&GemmDesc::dense(128, 128, 128, arch)).unwrap_err();
             assert!(matches!(e, ConfigError::NoKernel { kind: GemmKind::Dense, .. }), "{e}");
         }
-        // Decode-sized masked groups take the 32-row tile.
-        assert_eq!(get_grouped_bs_config(&GemmDesc::m_grouped_masked(4096, 4096, 7168, 4, 8, Arch::Gfx942)).unwrap().block_m, 32);
+        // The rule by hand (304 CUs). Decode-sized masked groups: 4·1·32 tiles of either
+        // height, 1 per CU → 32 vs 64 rows: the 32-row tile.
+        let pick = |d: GemmDesc| get_grouped_bs_config(&d).unwrap().block_m;
+        assert_eq!(pick(GemmDesc::m_grouped_masked(4096, 4096, 7168, 4, 8, Arch::Gfx942)), 32);
+        // Masked 1×1024 over 4096×7168: 1024 tiles of 32 rows (4 per CU = 128 rows) or 512 of
+        // 64 (2 per CU = 128 rows): a tie with 2 per CU → 64 (modelled 673 vs 540 TFLOPS).
+        assert_eq!(pick(GemmDesc::m_grouped_masked(1024, 4096, 7168, 1, 1024, Arch::Gfx942)), 64);
+        // A tie with 1 tile of 64 rows per CU keeps the 32-row tile (two workgroups per CU
+        // instead of one; dense 1024×2048×7168: 599 vs 487 TFLOPS): 1×1024 over n = 2048 →
+        // 512 tiles of 32 rows (2 per CU) or 256 of 64 (1 per CU).
+        assert_eq!(pick(GemmDesc::m_grouped_masked(1024, 2048, 7168, 1, 1024, Arch::Gfx942)), 32);
+        // Fewer rows on the busiest CU wins outright: 2 groups of 96 rows over n = 4096 →
+        // 192 tiles of 32 rows or 128 of 64, 1 per CU either way (32 vs 64 rows).
+        assert_eq!(pick(GemmDesc::m_grouped_masked(96, 4096, 7168, 2, 96, Arch::Gfx942)), 32);
+        // Contiguous 4×8192 over 4096×7168: 108 · 32 = 3456 rows vs 54 · 64 = 3456 → 64.
+        assert_eq!(pick(GemmDesc::m_grouped_contiguous(32768, 4096, 7168, 4, Arch::Gfx942)), 64);
     }
 
     #[test]
