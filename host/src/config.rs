@@ -862,7 +862,7 @@ fn print_once(desc: &GemmDesc, config: &GemmConfig, why: Choice, limited: Option
                 "pre-shuffled B: bs rule ({per_cu:.2} tiles per CU; 64-row tile from {BS_BM64_TILES_PER_CU} of its tiles per CU, split-K below 1)"
             ),
             Choice::GroupedBsRule(r32, r64) => format!(
-                "pre-shuffled B: m-grouped bs rule (rows on the busiest CU: {r32} with 32-row tiles, {r64} with 64-row tiles; fewer wins, a tie goes to 64 rows when each CU gets at least 2 of them)"
+                "pre-shuffled B: m-grouped bs rule (rows on the busiest CU: {r32} with 32-row tiles, {r64} with 64-row tiles; 64-row tiles count {BS_BM64_GAIN}× faster when each CU gets at least 2 of them)"
             ),
             Choice::Table(us) => format!("tuned table: fastest config for this problem, {us:.2} µs modelled"),
             Choice::TableSplit(us, unsplit) => {
@@ -1026,17 +1026,27 @@ pub fn dense_bs_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<DenseGemmA
     [FP8_GEMM_NT_BS_BM32_BN128, FP8_GEMM_NT_BS_BM64_BN128, FP8_GEMM_NT_BS_BM128_BN128].into_iter().find(|s| s.name == config.kernel)
 }
 
+/// How much more work per cycle a CU does with 64-row bs tiles than with 32-row ones once at
+/// least two 64-row workgroups share it (modelled, MI300X: dense 4096×7168×2048, 11.8 tiles per
+/// CU, 688 vs 637 TFLOPS; [`get_grouped_bs_config`]).
+const BS_BM64_GAIN: f64 = 1.08;
+
 /// Chooses the m-grouped bs kernel (B pre-shuffled straight to registers,
 /// [`fp8gemm_device::grouped`] on [`fp8gemm_device::mainloop_bs`]) of a contiguous or masked
 /// problem: the tile forced with [`force_tile`] / `FP8GEMM_FORCE_TILE` (32x128, 64x128 or
 /// 128x128; a forced split count other than 1 is rejected, these kernels do not split K), else
-/// [`get_bs_config`]'s rule over the tiles that do work (counted as for the logical-B kernels:
-/// contiguous without the all-padding 64-row halves, masked with `expected_m` rows per group;
-/// see the [module docs](self)): the 64 × 128 tile when it has at least 8 working tiles per
-/// CU, else the 32 × 128 tile. The 128 × 128 tile (1 wave per SIMD) is never chosen: modelled on
-/// MI300X (`fp8gemm compare --set grouped`, `FP8GEMM_PRESHUFFLED=1`) contiguous 4×8192 over
-/// 4096×7168 runs 882 TFLOPS with 64 × 128 tiles and 710 with 128 × 128 (table in
-/// [`fp8gemm_device::grouped`]).
+/// the 32- or 64-row tile by the rows of work on the busiest CU: with `w` working tiles of
+/// height `bm` (counted as for the logical-B kernels: contiguous without the expected
+/// all-padding tiles, masked with `expected_m` rows per group; see the [module docs](self)),
+/// a CU gets at most `⌈w / CUs⌉` of them, i.e. `bm · ⌈w / CUs⌉` rows. The 64-row tile wins
+/// when its rows are fewer, or fewer than `BS_BM64_GAIN` = 1.08 times the 32-row tile's while each
+/// CU gets at least two 64-row workgroups (which then overlap; alone, one 64-row workgroup per
+/// CU is latency-bound and two 32-row ones beat it). This agrees with every modelled point we
+/// have (MI300X): the grouped table in [`fp8gemm_device::grouped`] (64 rows everywhere there,
+/// e.g. masked 1×1024 over 4096×7168 673 vs 606 TFLOPS) and [`get_bs_config`]'s dense points
+/// (4096×2048×7168 → 32 rows, 1024×2048×7168 → 32, 4096×2112×7168 and 4096×7168×2048 → 64).
+/// The 128 × 128 tile (1 wave per SIMD) is never chosen: contiguous 4×8192 over 4096×7168
+/// runs 890 TFLOPS modelled with 64 × 128 tiles and 710 with 128 × 128.
 pub fn get_grouped_bs_config(desc: &GemmDesc) -> Result<GemmConfig, ConfigError> {
     validate(desc)?;
     let tiles: &[tile::BsTile] = match desc.kind {
@@ -1064,7 +1074,9 @@ pub fn get_grouped_bs_config(desc: &GemmDesc) -> Result<GemmConfig, ConfigError>
             let (_, work64) = tile_grid_and_work(64, 128, 1, desc)?;
             let (per_cu32, per_cu64) = (work32.div_ceil(cus), work64.div_ceil(cus));
             let (rows32, rows64) = (32 * per_cu32, 64 * per_cu64);
-            let bm = if rows64 < rows32 || (rows64 == rows32 && per_cu64 >= 2) { 64 } else { 32 };
+            // The 64-row tile does more work per cycle once its workgroups overlap on a CU.
+            let gain = if per_cu64 >= 2 { BS_BM64_GAIN } else { 1.0 };
+            let bm = if (rows64 as f64) < rows32 as f64 * gain || rows64 < rows32 { 64 } else { 32 };
             let i = find(bm).ok_or(ConfigError::NoKernel { kind: desc.kind, arch: desc.arch })?;
             (i, Choice::GroupedBsRule(rows32, rows64))
         }
@@ -1298,6 +1310,15 @@ mod tests {
         assert_eq!(pick(GemmDesc::m_grouped_masked(96, 4096, 7168, 2, 96, Arch::Gfx942)), 32);
         // Contiguous 4×8192 over 4096×7168: 108 · 32 = 3456 rows vs 54 · 64 = 3456 → 64.
         assert_eq!(pick(GemmDesc::m_grouped_contiguous(32768, 4096, 7168, 4, Arch::Gfx942)), 64);
+        // Every row of the grouped table in `fp8gemm_device::grouped` (64 rows modelled fastest).
+        for (n, k) in [(4096, 7168), (7168, 2048)] {
+            for (g, r) in [(4, 8192), (8, 4096)] {
+                assert_eq!(pick(GemmDesc::m_grouped_contiguous(g * r, n, k, g, Arch::Gfx942)), 64, "contiguous {g}x{r} {n}x{k}");
+            }
+            for (g, r) in [(1, 1024), (2, 512), (4, 256)] {
+                assert_eq!(pick(GemmDesc::m_grouped_masked(r, n, k, g, r, Arch::Gfx942)), 64, "masked {g}x{r} {n}x{k}");
+            }
+        }
     }
 
     #[test]
