@@ -79,7 +79,9 @@ fn grouped_with<F: Fp8Format>(
     let qa = QuantizedActivations::<F>::quantize(&a, rows, k).map_err(|x| e(&x))?;
     let qb = GroupedQuantizedWeights::<F>::quantize(&b, groups, n, k).map_err(|x| e(&x))?;
     let da = DeviceActivations::upload(ctx, &qa).map_err(|x| e(&x))?;
-    let db = DeviceGroupedWeights::upload(ctx, &qb).map_err(|x| e(&x))?;
+    // `FP8GEMM_PRESHUFFLED=1`: the weights in the pre-shuffled layout (the bs kernels).
+    let db = if crate::gemm::preshuffled() { DeviceGroupedWeights::upload_preshuffled(ctx, &qb) } else { DeviceGroupedWeights::upload(ctx, &qb) }
+        .map_err(|x| e(&x))?;
     let mut dd = ctx.alloc_zeroed::<bf16>(rows * n).map_err(|x| e(&x))?;
 
     let idx: Vec<i32> = row_group.iter().map(|g| g.map_or(-1, |g| g as i32)).collect();

@@ -55,15 +55,19 @@ impl Operands {
     /// Allocates the operands of `p` on `ctx` (contiguous: `m_indices` of `rows` rows per group).
     pub fn new(ctx: &Context, p: Problem) -> Result<Operands> {
         let ((n, k), rows) = (p.nk(), p.rows());
+        // `FP8GEMM_PRESHUFFLED=1`: weights in the pre-shuffled layout (the bs kernels).
+        let pre = std::env::var("FP8GEMM_PRESHUFFLED").is_ok_and(|v| v == "1");
+        let grouped = |groups| {
+            if pre { DeviceGroupedWeights::alloc_preshuffled(ctx, groups, n, k) } else { DeviceGroupedWeights::alloc(ctx, groups, n, k) }
+        };
         let b = match p {
-            // `FP8GEMM_PRESHUFFLED=1`: dense weights in the pre-shuffled layout (the bs kernels).
-            Problem::Dense { .. } if std::env::var("FP8GEMM_PRESHUFFLED").is_ok_and(|v| v == "1") => Weights::Dense(DeviceWeights::alloc_preshuffled(ctx, n, k)?),
+            Problem::Dense { .. } if pre => Weights::Dense(DeviceWeights::alloc_preshuffled(ctx, n, k)?),
             Problem::Dense { .. } => Weights::Dense(DeviceWeights::alloc(ctx, n, k)?),
             Problem::Contiguous { groups, rows: r, .. } => {
                 let idx: Vec<i32> = (0..rows).map(|i| (i / r) as i32).collect();
-                Weights::Contiguous(DeviceGroupedWeights::alloc(ctx, groups, n, k)?, upload_m_indices(ctx, &idx, groups)?)
+                Weights::Contiguous(grouped(groups)?, upload_m_indices(ctx, &idx, groups)?)
             }
-            Problem::Masked { groups, rows: r, .. } => Weights::Masked(DeviceGroupedWeights::alloc(ctx, groups, n, k)?, ctx.upload(&vec![r as i32; groups])?, r),
+            Problem::Masked { groups, rows: r, .. } => Weights::Masked(grouped(groups)?, ctx.upload(&vec![r as i32; groups])?, r),
         };
         Ok(Operands { a: DeviceActivations::alloc(ctx, rows, k)?, b, d: ctx.alloc_zeroed(rows * n)? })
     }

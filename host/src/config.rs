@@ -57,6 +57,9 @@ use fp8gemm_device::dense::{
     FP8_GEMM_NT_SPLITK_BM64_BN128, FP8_GEMM_NT_SPLITK_BM64_BN64,
 };
 use fp8gemm_device::grouped::{
+    M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM128_BN128, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM32_BN128,
+    M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM128_BN128,
+    M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM32_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM64_BN128,
     M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM128_BN128, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM64_BN128,
     M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM64_BN64, M_GROUPED_FP8_GEMM_NT_MASKED_BM128_BN128,
     M_GROUPED_FP8_GEMM_NT_MASKED_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BM64_BN64,
@@ -999,6 +1002,79 @@ pub fn get_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(G
     };
     print_once(desc, &config, why, limited.as_ref());
     Ok((config, limited))
+}
+
+/// Chooses the m-grouped bs kernel (contiguous or masked layout, B pre-shuffled per group) of
+/// `desc`: the tile forced with [`force_tile`] / `FP8GEMM_FORCE_TILE` (32x128, 64x128 or
+/// 128x128), else the 64 × 128 tile when the problem has at least 8 *working* tiles of it per
+/// CU (contiguous: all of `m_sum`; masked: `G · ⌈expected_m/64⌉` row tiles, `expected_m`
+/// clamped to `1..=m_max`) and the 32 × 128 tile otherwise — the dense bs rule
+/// ([`get_bs_config_for_workspace`]). No split-K (a forced split count other than 1 is an error).
+pub fn get_bs_grouped_config(desc: &GemmDesc) -> Result<GemmConfig, ConfigError> {
+    validate(desc)?;
+    let table = match desc.kind {
+        GemmKind::Dense => return Err(ConfigError::NoKernel { kind: desc.kind, arch: desc.arch }),
+        GemmKind::MGroupedContiguous => tile::CONTIGUOUS_BS_TILES,
+        GemmKind::MGroupedMasked => tile::MASKED_BS_TILES,
+    };
+    if let Some(s) = forced_split()?.filter(|&s| s != 1) {
+        return Err(ConfigError::ForcedSplit { splits: s.to_string(), expected: format!("1 (no split-K kernel for the {} layout)", desc.kind) });
+    }
+    let spec = arch_spec(desc.arch);
+    let working = |t: &tile::BsTile| -> u64 {
+        let tn = u64::from(desc.n.div_ceil(t.block_n));
+        match desc.kind {
+            GemmKind::MGroupedMasked => u64::from(desc.groups) * u64::from(desc.expected_m.clamp(1, desc.m).div_ceil(t.block_m)) * tn,
+            _ => u64::from(desc.m.div_ceil(t.block_m)) * tn,
+        }
+    };
+    let (i, why) = match forced_tile()? {
+        Some((bm, bn)) => {
+            let i = table
+                .iter()
+                .position(|t| (t.block_m, t.block_n) == (bm, bn))
+                .ok_or_else(|| ConfigError::ForcedTile { tile: format!("{bm}x{bn}"), available: "32x128, 64x128, 128x128 (pre-shuffled B)" })?;
+            (i, Choice::Forced)
+        }
+        None => {
+            let w64 = working(&table[1]);
+            (usize::from(w64 >= u64::from(BS_BM64_TILES_PER_CU * spec.cus)), Choice::BsRule(w64 as f64 / f64::from(spec.cus)))
+        }
+    };
+    let t = table[i];
+    let grid = match desc.kind {
+        GemmKind::MGroupedMasked => u64::from(desc.groups) * u64::from(t.grid(desc.m, desc.n)),
+        _ => u64::from(t.grid(desc.m, desc.n)),
+    };
+    let grid = u32::try_from(grid).map_err(|_| ConfigError::TooLarge { tensor: "grid", bytes: grid, limit: u64::from(u32::MAX) })?;
+    let config = GemmConfig {
+        block_m: t.block_m,
+        block_n: t.block_n,
+        block_k: tile::SCALE_BLOCK_K,
+        workgroup_size: tile::THREADS,
+        lds_bytes: t.lds_bytes(),
+        kernel: t.name,
+        grid,
+        splits: 1,
+        remap: Remap::Xcd { xcds: spec.xcds },
+        arch: desc.arch,
+    };
+    print_once(desc, &config, why, None);
+    Ok(config)
+}
+
+/// The launch spec of an m-grouped contiguous bs config's kernel (B pre-shuffled).
+pub fn contiguous_bs_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<MGroupedContiguousArgs>> {
+    [M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM32_BN128, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM64_BN128, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM128_BN128]
+        .into_iter()
+        .find(|s| s.name == config.kernel)
+}
+
+/// The launch spec of an m-grouped masked bs config's kernel (B pre-shuffled).
+pub fn masked_bs_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<MGroupedMaskedArgs>> {
+    [M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM32_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM128_BN128]
+        .into_iter()
+        .find(|s| s.name == config.kernel)
 }
 
 /// The launch spec of a dense bs config's kernel (B pre-shuffled).

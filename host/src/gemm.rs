@@ -12,8 +12,8 @@
 //! * A: `m × k` FP8 with row stride `lda ≥ k`, SFA: `m × ⌈k/128⌉` f32 (one scale per row and
 //!   128-wide K block);
 //! * B: `n × k` FP8, SFB: `⌈n/128⌉ × ⌈k/128⌉` f32 (one scale per 128 × 128 block); B's
-//!   [layout](crate::layout) travels with its view, and a layout an entry point has no kernel for
-//!   is an [`Error::Layout`];
+//!   [layout](crate::layout) travels with its view: logical weights run the dense / m-grouped
+//!   kernels, pre-shuffled ones the bs kernels ([`fp8gemm_device::mainloop_bs`]);
 //! * D: `m × n` BF16 with row stride `ldd ≥ n`.
 
 use std::marker::PhantomData;
@@ -255,9 +255,9 @@ impl<'a, F: Fp8Format> From<&'a mut DeviceWeights<F>> for crate::view::WeightsVi
     }
 }
 
-/// The weight layouts the dense entry points have kernels for: rejects the others with
-/// [`Error::Layout`] naming `arg` (also used where a layer is built from weights that will reach
-/// them, e.g. [`crate::MoeLayer::new`]'s shared expert).
+/// The shared-expert weight layouts [`crate::MoeLayer::new`] accepts: rejects the others with
+/// [`Error::Layout`] naming `arg`. (The dense entry points themselves run both layouts; the
+/// layer has not been checked with pre-shuffled weights yet.)
 pub(crate) fn check_dense_layout(arg: &'static str, layout: WeightLayout) -> Result<()> {
     match layout {
         WeightLayout::Logical => Ok(()),
@@ -265,7 +265,7 @@ pub(crate) fn check_dense_layout(arg: &'static str, layout: WeightLayout) -> Res
             arg,
             expected: WeightLayout::Logical,
             actual: layout,
-            reason: "fp8_gemm_nt has no kernel reading pre-shuffled B yet",
+            reason: "the MoE layer is not wired for pre-shuffled shared-expert weights yet",
         }),
     }
 }

@@ -300,9 +300,9 @@ impl<'a, F: Fp8Format> From<&'a DeviceGroupedWeights<F>> for GroupedWeightsView<
     }
 }
 
-/// The weight layouts the m-grouped entry points have kernels for: rejects the others with
-/// [`Error::Layout`] naming `arg` (also used by [`crate::MoeLayer::new`], whose grouped GEMMs
-/// these are).
+/// The expert-weight layouts [`crate::MoeLayer::new`] accepts: rejects the others with
+/// [`Error::Layout`] naming `arg`. (The m-grouped entry points themselves run both layouts; the
+/// layer has not been checked with pre-shuffled weights yet.)
 pub(crate) fn check_grouped_layout(arg: &'static str, layout: WeightLayout) -> Result<()> {
     match layout {
         WeightLayout::Logical => Ok(()),
@@ -310,7 +310,7 @@ pub(crate) fn check_grouped_layout(arg: &'static str, layout: WeightLayout) -> R
             arg,
             expected: WeightLayout::Logical,
             actual: layout,
-            reason: "the m-grouped GEMMs have no kernel reading pre-shuffled B yet",
+            reason: "the MoE layer is not wired for pre-shuffled expert weights yet",
         }),
     }
 }
@@ -380,7 +380,6 @@ fn check_common<F: Fp8Format>(
     ctx.check_owner("b", b.scales.owner())?;
     ctx.check_owner("d", d.data.owner())?;
     ctx.check_owner(index_arg, index.owner())?;
-    check_grouped_layout("b", b.layout)?;
     if b.k != a.k {
         return Err(Error::Shape { arg: "b", expected: format!("k = {} columns (as a)", a.k), actual: format!("{} columns", b.k) });
     }
@@ -417,8 +416,9 @@ fn check_len(arg: &'static str, what: String, expected: usize, actual: usize) ->
 /// which rows of `d` are written and what is validated where (build `m_indices` with
 /// [`upload_m_indices`] to have it checked). Requirements as [`crate::fp8_gemm_nt`]: `k` a
 /// positive multiple of 128, `n` a multiple of 4, the device's FP8 format, contiguous rows of A
-/// and D (`lda = k`, `ldd = n`), `b` in the logical [layout](crate::layout) for now (pre-shuffled
-/// weights are an [`Error::Layout`]). With `G = 0` every row must be padding and nothing is launched.
+/// and D (`lda = k`, `ldd = n`). `b` may be in either [layout](crate::layout): pre-shuffled
+/// weights run the bs kernels (B straight into the MFMA operands, [`fp8gemm_device::mainloop_bs`];
+/// same result). With `G = 0` every row must be padding and nothing is launched.
 /// The launch is queued on `stream`: asynchronous and capture-safe, as [`crate::fp8_gemm_nt`]'s.
 pub fn m_grouped_fp8_gemm_nt_contiguous<'a, F: Fp8Format>(
     stream: &Stream,
@@ -455,8 +455,10 @@ pub fn m_grouped_fp8_gemm_nt_contiguous<'a, F: Fp8Format>(
     check_tensor_bytes("d", m64.saturating_mul(n64).saturating_mul(2))?;
 
     let desc = GemmDesc::m_grouped_contiguous(m32, n as u32, k as u32, g32, ctx.arch());
-    let cfg = config::get_best_config(&desc).map_err(|e| Error::Unsupported(e.to_string()))?;
-    let spec = config::contiguous_kernel_spec(&cfg)
+    // Pre-shuffled B: the bs kernels.
+    let pre = b.layout == WeightLayout::Preshuffled;
+    let cfg = if pre { config::get_bs_grouped_config(&desc) } else { config::get_best_config(&desc) }.map_err(|e| Error::Unsupported(e.to_string()))?;
+    let spec = if pre { config::contiguous_bs_kernel_spec(&cfg) } else { config::contiguous_kernel_spec(&cfg) }
         .ok_or_else(|| Error::Unsupported(format!("configuration {cfg} has no m-grouped contiguous kernel")))?;
     let args = MGroupedContiguousArgs {
         a: a.data.device_ptr(),
@@ -472,7 +474,7 @@ pub fn m_grouped_fp8_gemm_nt_contiguous<'a, F: Fp8Format>(
     };
     // SAFETY: every pointer in `args` addresses memory the views borrow with at least the extent
     // the kernel's contract requires: A m_sum·k bytes and SFA m_sum·⌈k/128⌉ floats, B G·n·k
-    // bytes and SFB G·⌈n/128⌉·⌈k/128⌉ floats (checked by the view constructors, contiguous rows
+    // bytes (pre-shuffled, for the bs kernels: G·⌈n/16⌉·16·k) and SFB G·⌈n/128⌉·⌈k/128⌉ floats (checked by the view constructors, contiguous rows
     // checked above), D m_sum·n bf16 and m_indices m_sum i32 (checked above); the kernel bounds
     // every access by these extents whatever m_indices holds. `d` is borrowed mutably.
     unsafe { stream.launch(spec, [cfg.grid, 1, 1], cfg.lds_bytes, &args)? };
@@ -532,8 +534,10 @@ pub fn m_grouped_fp8_gemm_nt_masked<'a, F: Fp8Format>(
 
     let expected = u32::try_from(expected_m).unwrap_or(u32::MAX);
     let desc = GemmDesc::m_grouped_masked(m32, n as u32, k as u32, g32, expected, ctx.arch());
-    let cfg = config::get_best_config(&desc).map_err(|e| Error::Unsupported(e.to_string()))?;
-    let spec = config::masked_kernel_spec(&cfg)
+    // Pre-shuffled B: the bs kernels.
+    let pre = b.layout == WeightLayout::Preshuffled;
+    let cfg = if pre { config::get_bs_grouped_config(&desc) } else { config::get_best_config(&desc) }.map_err(|e| Error::Unsupported(e.to_string()))?;
+    let spec = if pre { config::masked_bs_kernel_spec(&cfg) } else { config::masked_kernel_spec(&cfg) }
         .ok_or_else(|| Error::Unsupported(format!("configuration {cfg} has no m-grouped masked kernel")))?;
     let args = MGroupedMaskedArgs {
         a: a.data.device_ptr(),
@@ -548,8 +552,8 @@ pub fn m_grouped_fp8_gemm_nt_masked<'a, F: Fp8Format>(
         groups: g32,
     };
     // SAFETY: every pointer in `args` addresses memory the views borrow with at least the extent
-    // the kernel's contract requires: A G·m_max·k bytes and SFA G·m_max·⌈k/128⌉ floats, B and
-    // SFB for G groups (checked by the view constructors, contiguous rows checked above), D
+    // the kernel's contract requires: A G·m_max·k bytes and SFA G·m_max·⌈k/128⌉ floats, B (in
+    // its layout) and SFB for G groups (checked by the view constructors, contiguous rows checked above), D
     // G·m_max·n bf16 and masked_m G i32 (checked above); the kernel clamps every masked_m entry
     // to 0..=m_max, so its accesses stay inside these extents. `d` is borrowed mutably.
     unsafe { stream.launch(spec, [cfg.grid, 1, 1], cfg.lds_bytes, &args)? };
