@@ -729,7 +729,7 @@ fn grouped_bs_kernels_meet_the_resource_goals() {
 
 #[test]
 fn bs_kernels_meet_the_resource_goals() {
-    // The pre-shuffled-B kernels (fp8gemm_device::mainloop_bs) and their split-K twins: no
+    // The pre-shuffled-B kernels (fp8gemm_device::mainloop_bs), their split-K and m-grouped twins: no
     // spills, no scratch, all LDS
     // dynamic, launch bound 256; the 32- and 64-row tiles keep at least as many waves per SIMD
     // as their LDS allows workgroups per CU (3 and 2; the 128-row tile runs 1 wave per SIMD, as
@@ -737,7 +737,8 @@ fn bs_kernels_meet_the_resource_goals() {
     // (8·FM MFMAs per block), 4 B loads per block per wave (1 KiB each), one barrier per block.
     for (arch, bytes) in [("gfx942", fp8gemm::codeobj::GFX942), ("gfx950", fp8gemm::codeobj::GFX950)] {
         let co = CodeObject::parse(bytes).expect("code object parses");
-        let tiles = fp8gemm_device::tile::DENSE_BS_TILES.into_iter().chain(fp8gemm_device::tile::DENSE_SPLITK_BS_TILES);
+        use fp8gemm_device::tile::{CONTIGUOUS_BS_TILES, DENSE_BS_TILES, DENSE_SPLITK_BS_TILES, MASKED_BS_TILES};
+        let tiles = DENSE_BS_TILES.into_iter().chain(DENSE_SPLITK_BS_TILES).chain(CONTIGUOUS_BS_TILES).chain(MASKED_BS_TILES);
         for tile in tiles {
             let k = co.kernel(tile.name).unwrap_or_else(|| panic!("{arch}: {} missing", tile.name));
             let what = format!("{arch} {}", tile.name);
@@ -764,9 +765,9 @@ fn bs_kernels_meet_the_resource_goals() {
                 // One barrier per block. (The decoded range, earliest back-branch target to the
                 // last back edge, may take in the prologue's barrier and loads where LLVM lays
                 // the loop's exits out before it.)
-                if tile.name.contains("splitk") {
-                    // The decoded range of the split-K twins also takes in code around the
-                    // loop (prologue, reduction); their MFMA count above is the loop's.
+                if !tile.name.starts_with("fp8_gemm_nt_bs_") {
+                    // The decoded range of the split-K and grouped twins also takes in code
+                    // around the loop (prologue, reduction); their MFMA count above is the loop's.
                     continue;
                 }
                 let barriers = count("s_barrier");

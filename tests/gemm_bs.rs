@@ -265,3 +265,53 @@ fn device_preshuffled_weights_give_the_same_result() {
     assert_eq!(r.config.unwrap().kernel, "fp8_gemm_nt_bs_bm128_bn128");
     assert_same_bits("to_preshuffled", &d.download(&stream).unwrap(), &logical);
 }
+
+#[test]
+fn grouped_bs_kernels_match_the_logical_grouped_kernels_on_every_tile() {
+    // m-grouped contiguous (groups of 100 and 60 rows, padded to 128, one empty group) and
+    // masked (counts 64, 100, 0, 7 of m_max 128): every bs tile gives the logical kernels'
+    // result bit for bit, rows it must not write untouched (D pre-filled with a pattern).
+    use fp8gemm::grouped::upload_m_indices;
+    use fp8gemm::{m_grouped_fp8_gemm_nt_contiguous, m_grouped_fp8_gemm_nt_masked, DeviceGroupedWeights};
+    let ctx = checked_context();
+    let stream = Stream::new(&ctx).unwrap();
+    let (groups, n, k) = (4usize, 196usize, 640usize);
+    let c = case(512, n * groups, k, 21);
+    // Group g's weights: rows g·n .. (g+1)·n of the case's B, quantized per group.
+    let per_group: Vec<_> = (0..groups).map(|g| fp8gemm::quant::QuantizedWeights::quantize(&c.b[g * n * k..(g + 1) * n * k], n, k).unwrap()).collect();
+    let gw = fp8gemm::quant::GroupedQuantizedWeights::from_groups(&per_group).unwrap();
+    let a = DeviceActivations::upload(&ctx, &c.qa).unwrap();
+    let idx: Vec<i32> = (0..512).map(|i| match i {
+        0..100 => 0,
+        128..188 => 2,
+        256..384 => 3,
+        384..400 => 1,
+        _ => -1,
+    }).collect();
+    let idx = upload_m_indices(&ctx, &idx, groups).unwrap();
+    let masked = ctx.upload(&[64i32, 100, 0, 7]).unwrap();
+    let pattern = vec![bf16::from_f32(1234.5); 512 * n];
+    let run = |b: &DeviceGroupedWeights<fp8gemm::fp8::E4M3Fnuz>| {
+        let mut cd = ctx.upload(&pattern).unwrap();
+        let rc = m_grouped_fp8_gemm_nt_contiguous(&stream, &a, b, &mut cd, &idx).unwrap();
+        let mut md = ctx.upload(&pattern).unwrap();
+        let rm = m_grouped_fp8_gemm_nt_masked(&stream, &a, b, &mut md, &masked, 64).unwrap();
+        ((cd.download(&stream).unwrap(), rc), (md.download(&stream).unwrap(), rm))
+    };
+    let ((want_c, _), (want_m, _)) = run(&DeviceGroupedWeights::upload(&ctx, &gw).unwrap());
+    let pre = DeviceGroupedWeights::upload_preshuffled(&ctx, &gw).unwrap();
+    for tile in BS_TILES {
+        let what = format!("bs tile {}x{}", tile.0, tile.1);
+        let ((got_c, rc), (got_m, rm)) = forced(Some(tile), None, || run(&pre));
+        assert_eq!(rc.config.unwrap().kernel, format!("m_grouped_fp8_gemm_nt_contiguous_bs_bm{}_bn128", tile.0), "{what}");
+        assert_eq!(rm.config.unwrap().kernel, format!("m_grouped_fp8_gemm_nt_masked_bs_bm{}_bn128", tile.0), "{what}");
+        assert_same_bits(&format!("{what} contiguous"), &got_c, &want_c);
+        assert_same_bits(&format!("{what} masked"), &got_m, &want_m);
+    }
+    // Padding rows and masked-out rows kept the pattern.
+    assert_eq!(want_c[100 * n], bf16::from_f32(1234.5));
+    assert_eq!(want_m[64 * n], bf16::from_f32(1234.5));
+    // A forced split count: no split-K for the grouped layouts.
+    let e = forced(None, Some(2), || m_grouped_fp8_gemm_nt_contiguous(&stream, &a, &pre, &mut ctx.upload(&pattern).unwrap(), &idx)).unwrap_err();
+    assert!(e.to_string().contains("no split-K kernel"), "{e}");
+}

@@ -512,6 +512,54 @@ fn grouped_entry_points_run_preshuffled_weights_as_the_logical_ones() {
     stream.synchronize().unwrap();
 }
 
+/// Every GEMM entry point takes the layout from the view: the same weights pre-shuffled (on
+/// the host or on the device) give the logical layout's result bit for bit (the bs kernels run
+/// the logical kernels' MFMA order and promotion; the dense calls force no split-K, which
+/// would change the summation order).
+#[test]
+fn entry_points_run_preshuffled_weights_like_logical_ones() {
+    let ctx = common::checked_context();
+    let stream = Stream::new(&ctx).unwrap();
+    let (m, n, k) = (64usize, 196usize, 384usize);
+    let x: Vec<f32> = (0..m * k).map(|i| ((i * 37 % 17) as f32 - 8.0) / 4.0).collect();
+    let a = DeviceActivations::upload(&ctx, &QuantizedActivations::<E4M3Fnuz>::quantize(&x, m, k).unwrap()).unwrap();
+    let w = random_weights(n, k, 1);
+    let dense = |b: &DeviceWeights<E4M3Fnuz>| {
+        let mut d = ctx.alloc_zeroed::<bf16>(m * n).unwrap();
+        fp8gemm::config::force_split(Some(1));
+        let r = fp8_gemm_nt(&stream, &a, b, &mut d);
+        fp8gemm::config::force_split(None);
+        r.unwrap();
+        d.download(&stream).unwrap()
+    };
+    let want = dense(&DeviceWeights::upload(&ctx, &w).unwrap());
+    let host = DeviceWeights::upload_preshuffled(&ctx, &w).unwrap();
+    let dev = DeviceWeights::upload(&ctx, &w).unwrap().to_preshuffled(&stream).unwrap();
+    for (what, b) in [("host-shuffled", &host), ("device-shuffled", &dev)] {
+        let got = dense(b);
+        assert!(got.iter().zip(&want).all(|(x, y)| x.to_bits() == y.to_bits()), "fp8_gemm_nt, {what} weights");
+    }
+
+    let groups = 2;
+    let gw = random_grouped(groups, n, k, 2);
+    let ga = DeviceActivations::upload(&ctx, &QuantizedActivations::<E4M3Fnuz>::quantize(&vec![0.5f32; 256 * k], 256, k).unwrap()).unwrap();
+    let idx: Vec<i32> = (0..256).map(|i| if i < 100 { 0 } else if i < 128 { -1 } else { 1 }).collect();
+    let idx = fp8gemm::grouped::upload_m_indices(&ctx, &idx, groups).unwrap();
+    let masked = ctx.upload(&[64i32, 100]).unwrap();
+    let run = |b: &DeviceGroupedWeights<E4M3Fnuz>| {
+        let mut gd = ctx.alloc_zeroed::<bf16>(256 * n).unwrap();
+        m_grouped_fp8_gemm_nt_contiguous(&stream, &ga, b, &mut gd, &idx).unwrap();
+        let mut md = ctx.alloc_zeroed::<bf16>(256 * n).unwrap();
+        m_grouped_fp8_gemm_nt_masked(&stream, &ga, b, &mut md, &masked, 64).unwrap();
+        (gd.download(&stream).unwrap(), md.download(&stream).unwrap())
+    };
+    let (want_c, want_m) = run(&DeviceGroupedWeights::upload(&ctx, &gw).unwrap());
+    let (got_c, got_m) = run(&DeviceGroupedWeights::upload_preshuffled(&ctx, &gw).unwrap());
+    assert!(got_c.iter().zip(&want_c).all(|(x, y)| x.to_bits() == y.to_bits()), "contiguous");
+    assert!(got_m.iter().zip(&want_m).all(|(x, y)| x.to_bits() == y.to_bits()), "masked");
+    assert!(want_c.iter().any(|v| v.to_f32() != 0.0) && want_m.iter().any(|v| v.to_f32() != 0.0));
+}
+
 fn bits16(v: &[bf16]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_bits().to_le_bytes()).collect()
 }

@@ -62,9 +62,9 @@ use fp8gemm_device::dense::{
 };
 use fp8gemm_device::grouped::{
     M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM128_BN128, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM64_BN128,
-    M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM64_BN64, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM128_BN128, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM32_BN128,
-    M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BM128_BN128,
-    M_GROUPED_FP8_GEMM_NT_MASKED_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BM64_BN64,
+    M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM64_BN64, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM128_BN128,
+    M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM32_BN128, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM64_BN128,
+    M_GROUPED_FP8_GEMM_NT_MASKED_BM128_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BM64_BN64,
     M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM128_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM32_BN128,
     M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM64_BN128,
 };
@@ -1055,7 +1055,7 @@ pub fn get_grouped_bs_config(desc: &GemmDesc) -> Result<GemmConfig, ConfigError>
         GemmKind::MGroupedMasked => &tile::MASKED_BS_TILES,
     };
     if let Some(s) = forced_split()?.filter(|&s| s != 1) {
-        return Err(ConfigError::ForcedSplit { splits: s.to_string(), expected: "1 (the m-grouped pre-shuffled-B kernels do not split K)".into() });
+        return Err(ConfigError::ForcedSplit { splits: s.to_string(), expected: format!("1 (no split-K kernel for the {} layout with pre-shuffled B)", desc.kind) });
     }
     let spec = arch_spec(desc.arch);
     let find = |bm: u32| tiles.iter().position(|t| (t.block_m, t.block_n) == (bm, 128));

@@ -12,8 +12,8 @@
 //! * A: `m × k` FP8 with row stride `lda ≥ k`, SFA: `m × ⌈k/128⌉` f32 (one scale per row and
 //!   128-wide K block);
 //! * B: `n × k` FP8, SFB: `⌈n/128⌉ × ⌈k/128⌉` f32 (one scale per 128 × 128 block); B's
-//!   [layout](crate::layout) travels with its view, and a layout an entry point has no kernel for
-//!   is an [`Error::Layout`];
+//!   [layout](crate::layout) travels with its view: logical weights run the dense / m-grouped
+//!   kernels, pre-shuffled ones the bs kernels ([`fp8gemm_device::mainloop_bs`]);
 //! * D: `m × n` BF16 with row stride `ldd ≥ n`.
 
 use std::marker::PhantomData;
