@@ -45,6 +45,24 @@ fn grouped_demo_runs_both_layouts() {
     }
 }
 
+/// `FP8GEMM_PRESHUFFLED=1`: the grouped demo and `profile` put B in the pre-shuffled layout,
+/// which runs the m-grouped bs kernels (the demo still checks both references).
+#[test]
+fn grouped_demo_and_profile_run_the_bs_kernels_on_preshuffled_weights() {
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_fp8gemm")).args(args).env("FP8GEMM_PRESHUFFLED", "1").output().expect("run fp8gemm");
+        (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    for layout in ["contiguous", "masked"] {
+        let (ok, out, err) = run(&["grouped", "--layout", layout, "--groups", "3", "--m", "40", "--n", "128", "--k", "256"]);
+        assert!(ok, "{layout}: {out}\n{err}");
+        assert!(out.contains("calc_diff") && out.contains(&format!("m_grouped_fp8_gemm_nt_{layout}_bs_bm")), "{layout}: {out}");
+    }
+    let (ok, out, err) = run(&["profile", "--layout", "masked", "--groups", "2", "--m", "64", "--n", "256", "--k", "256", "--scope", "xcd"]);
+    assert!(ok, "{out}\n{err}");
+    assert!(out.contains("m_grouped_fp8_gemm_nt_masked_bs_bm"), "{out}");
+}
+
 #[test]
 fn kgrouped_demo_meets_both_accuracy_goals_and_prints_counters() {
     let (ok, out, err) = fp8gemm(&["kgrouped", "--groups", "3", "--m", "72", "--n", "136", "--k", "256", "--seed", "2"]);
