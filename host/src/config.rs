@@ -48,9 +48,13 @@ use std::fmt;
 use std::sync::{Mutex, OnceLock};
 
 use fp8gemm_device::args::{DenseGemmArgs, DenseSplitKArgs, MGroupedContiguousArgs, MGroupedMaskedArgs};
+use fp8gemm_device::streamk::DenseStreamKArgs;
 use fp8gemm_device::dense::{
     FP8_GEMM_NT_BM128_BN128, FP8_GEMM_NT_BM64_BN128, FP8_GEMM_NT_BM64_BN64, FP8_GEMM_NT_SPLITK_BM128_BN128,
     FP8_GEMM_NT_SPLITK_BM64_BN128, FP8_GEMM_NT_SPLITK_BM64_BN64,
+};
+use fp8gemm_device::streamk::{
+    StreamKSchedule, STREAMK_TILES, FP8_GEMM_NT_STREAMK_BM128_BN128, FP8_GEMM_NT_STREAMK_BM64_BN128, FP8_GEMM_NT_STREAMK_BM64_BN64,
 };
 use fp8gemm_device::grouped::{
     M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM128_BN128, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM64_BN128,
@@ -101,25 +105,36 @@ pub struct GemmDesc {
     pub expected_m: u32,
     /// Target architecture.
     pub arch: Arch,
+    /// Compute units of the device (the constructors take the architecture's full count,
+    /// 304 on MI300X / MI325X; [`GemmDesc::with_cus`] sets the device's own, e.g. 80 on an
+    /// MI308X). Stream-K sizes its grid from it, and the tuned table, written for the full
+    /// count, is consulted only when it matches.
+    pub cus: u32,
 }
 
 impl GemmDesc {
     /// A dense `m × n × k` problem on `arch`.
     pub fn dense(m: u32, n: u32, k: u32, arch: Arch) -> Self {
-        GemmDesc { kind: GemmKind::Dense, m, n, k, groups: 1, expected_m: m, arch }
+        GemmDesc { kind: GemmKind::Dense, m, n, k, groups: 1, expected_m: m, arch, cus: arch_spec(arch).cus }
+    }
+
+    /// The same problem on a device with `cus` compute units (`Context::compute_units`; 0
+    /// keeps the architecture's count).
+    pub fn with_cus(self, cus: u32) -> Self {
+        GemmDesc { cus: if cus == 0 { self.cus } else { cus }, ..self }
     }
 
     /// An m-grouped contiguous problem: `m_sum` stacked rows (a multiple of the alignment, 128)
     /// over `groups` experts of `n × k`.
     pub fn m_grouped_contiguous(m_sum: u32, n: u32, k: u32, groups: u32, arch: Arch) -> Self {
         let expected_m = m_sum.checked_div(groups).unwrap_or(0);
-        GemmDesc { kind: GemmKind::MGroupedContiguous, m: m_sum, n, k, groups, expected_m, arch }
+        GemmDesc { kind: GemmKind::MGroupedContiguous, m: m_sum, n, k, groups, expected_m, arch, cus: arch_spec(arch).cus }
     }
 
     /// An m-grouped masked problem: `groups` groups of capacity `m_max` rows, of which about
     /// `expected_m` are valid (a hint; the real counts live on the device).
     pub fn m_grouped_masked(m_max: u32, n: u32, k: u32, groups: u32, expected_m: u32, arch: Arch) -> Self {
-        GemmDesc { kind: GemmKind::MGroupedMasked, m: m_max, n, k, groups, expected_m, arch }
+        GemmDesc { kind: GemmKind::MGroupedMasked, m: m_max, n, k, groups, expected_m, arch, cus: arch_spec(arch).cus }
     }
 }
 
@@ -158,16 +173,48 @@ pub struct GemmConfig {
     pub remap: Remap,
     /// Architecture the config was chosen for.
     pub arch: Arch,
+    /// The stream-K schedule when the kernel is a stream-K one ([`fp8gemm_device::streamk`]:
+    /// `grid = dp_tiles + sk_wgs`); `None` otherwise.
+    pub stream_k: Option<StreamK>,
+}
+
+/// The schedule of a stream-K launch ([`fp8gemm_device::streamk`]): `dp_tiles` tiles run
+/// data-parallel, then `sk_wgs` workgroups share the K iterations of the other
+/// `tiles − dp_tiles` tiles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct StreamK {
+    /// Output tiles of the problem.
+    pub tiles: u32,
+    /// 128-K blocks per tile (`k / 128`).
+    pub nkb: u32,
+    /// Tiles computed data-parallel first (whole waves' worth).
+    pub dp_tiles: u32,
+    /// Workgroups sharing the stream-K tail.
+    pub sk_wgs: u32,
+}
+
+impl StreamK {
+    /// The device-side schedule (`None` if the numbers are not a valid schedule).
+    pub fn schedule(&self) -> Option<StreamKSchedule> {
+        StreamKSchedule::new(self.tiles, self.nkb, self.dp_tiles, self.sk_wgs).ok()
+    }
 }
 
 impl GemmConfig {
-    /// Output tiles of the launch (`grid / splits`).
+    /// Output tiles of the launch.
     pub fn tiles(&self) -> u32 {
-        self.grid / self.splits.max(1)
+        match self.stream_k {
+            Some(sk) => sk.tiles,
+            None => self.grid / self.splits.max(1),
+        }
     }
-    /// FP32 elements of workspace the launch needs (0 unless it splits K): the per-tile arrival
-    /// counters and one partial tile per (tile, split), [`tile::splitk_workspace_floats`].
+    /// FP32 elements of workspace the launch needs (0 unless it splits K or runs stream-K): the
+    /// per-tile arrival counters and one partial tile per (tile, split),
+    /// [`tile::splitk_workspace_floats`], or per stream-K slot, [`StreamKSchedule::workspace_floats`].
     pub fn workspace_floats(&self) -> u64 {
+        if let Some(sk) = self.stream_k {
+            return sk.schedule().map_or(u64::MAX, |s| s.workspace_floats(self.block_m, self.block_n));
+        }
         if self.splits <= 1 {
             0
         } else {
@@ -194,6 +241,17 @@ impl fmt::Display for GemmConfig {
         )?;
         if self.splits > 1 {
             write!(f, ", split-K {} ({} workspace floats)", self.splits, self.workspace_floats())?;
+        }
+        if let Some(sk) = self.stream_k {
+            write!(
+                f,
+                ", stream-K: {} data-parallel tiles, then {} workgroups over {} tiles × {} K blocks ({} workspace floats)",
+                sk.dp_tiles,
+                sk.sk_wgs,
+                sk.tiles - sk.dp_tiles,
+                sk.nkb,
+                self.workspace_floats()
+            )?;
         }
         Ok(())
     }
@@ -239,6 +297,15 @@ pub enum ConfigError {
         /// What is accepted for this problem.
         expected: String,
     },
+    /// The forced stream-K schedule (`FP8GEMM_FORCE_STREAMK` / [`force_stream_k`]) cannot be
+    /// used for this problem.
+    #[error("forced stream-K `{schedule}` (FP8GEMM_FORCE_STREAMK or config::force_stream_k): expected {expected}")]
+    ForcedStreamK {
+        /// The schedule asked for (`G` or `G/DP`).
+        schedule: String,
+        /// What is accepted for this problem.
+        expected: String,
+    },
     /// The embedded tuned table does not parse or lacks a candidate's figures.
     #[error("tuned config table: {0} (regenerate it with `fp8gemm tune`)")]
     Tuned(String),
@@ -258,6 +325,8 @@ struct Candidate {
     tile: DenseTile,
     /// Workgroups per output tile (1: the kernel does not split K).
     splits: u32,
+    /// Stream-K `(dp_tiles, sk_wgs)` (`None`: not a stream-K kernel).
+    stream_k: Option<(u32, u32)>,
     workgroup_size: u32,
     /// Workgroups of this kernel per CU (min over the LDS and register limits).
     slots_per_cu: u32,
@@ -295,6 +364,9 @@ struct Tuned {
     /// The same for the K-grouped kernels (`kcost` rows).
     kcosts: Vec<(u32, u32, u32, f64)>,
     best: Vec<TunedBest>,
+    /// `streamk` rows: the fastest stream-K configuration of a problem (same fields as `best`,
+    /// plus `(sk_wgs, dp_tiles)`).
+    streamk: Vec<(TunedBest, u32, u32)>,
     /// `split` rows: the fastest split-K configuration of a problem (same fields as `best`,
     /// plus the split count).
     split: Vec<(TunedBest, u32)>,
@@ -341,7 +413,12 @@ fn parse_tuned(text: &str) -> Result<Tuned, String> {
                 let b = TunedBest { kind, groups: u(2)?, m: u(3)?, n: u(4)?, k: u(5)?, expected_m: u(6)?, tile: (u(7)?, u(8)?), us: x(10)? };
                 t.split.push((b, u(9)?));
             }
-            _ => return Err(bad("unknown record type (expected cost, kcost, best or split)")),
+            "streamk" => {
+                let kind = f.get(1).and_then(|k| parse_kind(k)).ok_or_else(|| bad("unknown kind"))?;
+                let b = TunedBest { kind, groups: u(2)?, m: u(3)?, n: u(4)?, k: u(5)?, expected_m: u(6)?, tile: (u(7)?, u(8)?), us: x(11)? };
+                t.streamk.push((b, u(9)?, u(10)?));
+            }
+            _ => return Err(bad("unknown record type (expected cost, kcost, best, split or streamk)")),
         }
     }
     Ok(t)
@@ -381,6 +458,42 @@ thread_local! {
 /// kernels) makes [`get_best_config`] fail with [`ConfigError::ForcedSplit`].
 pub fn force_split(splits: Option<u32>) {
     FORCED_SPLIT.with(|f| f.set(splits.map(Some)));
+}
+
+thread_local! {
+    /// A stream-K schedule forced for this thread's config choices; `None` = not set here, fall
+    /// back to `FP8GEMM_FORCE_STREAMK=G[/DP]`.
+    static FORCED_STREAMK: std::cell::Cell<Option<Option<(u32, Option<u32>)>>> = const { std::cell::Cell::new(None) };
+}
+
+/// Forces a stream-K launch ([`fp8gemm_device::streamk`]) for every subsequent dense config
+/// choice of this thread: `Some((g, None))` runs `g` stream-K workgroups after the default
+/// data-parallel head (the whole waves of `CUs · slots` tiles that leave at least one tile for
+/// the tail), `Some((g, Some(dp)))` pins the head to `dp` tiles; `None` chooses normally again
+/// (`FP8GEMM_FORCE_STREAMK=G` or `G/DP` still applies). Combined with a forced tile
+/// ([`force_tile`]) it pins the whole config. A schedule the problem cannot use (`dp` not below
+/// the tile count, `g` more than the tail's K iterations, more than
+/// [`tile::SPLITK_MAX_TILES`] tail tiles, a forced split, a kind without stream-K kernels)
+/// makes [`get_best_config`] fail with [`ConfigError::ForcedStreamK`].
+pub fn force_stream_k(schedule: Option<(u32, Option<u32>)>) {
+    FORCED_STREAMK.with(|f| f.set(schedule.map(Some)));
+}
+
+/// The stream-K schedule forced for this thread or by `FP8GEMM_FORCE_STREAMK`, if any.
+pub(crate) fn forced_stream_k() -> Result<Option<(u32, Option<u32>)>, ConfigError> {
+    if let Some(t) = FORCED_STREAMK.with(std::cell::Cell::get) {
+        return Ok(t);
+    }
+    let Ok(v) = std::env::var("FP8GEMM_FORCE_STREAMK") else { return Ok(None) };
+    let bad = || ConfigError::ForcedStreamK { schedule: v.clone(), expected: "G or G/DP (stream-K workgroups ≥ 1, data-parallel tiles)".into() };
+    let (g, dp) = match v.split_once('/') {
+        Some((g, dp)) => (g.trim().parse::<u32>().map_err(|_| bad())?, Some(dp.trim().parse::<u32>().map_err(|_| bad())?)),
+        None => (v.trim().parse::<u32>().map_err(|_| bad())?, None),
+    };
+    if g == 0 {
+        return Err(bad());
+    }
+    Ok(Some((g, dp)))
 }
 
 /// The split count forced for this thread or by `FP8GEMM_FORCE_SPLIT`, if any.
@@ -498,7 +611,7 @@ fn candidates(arch: Arch, kind: GemmKind) -> Result<[Candidate; 3], ConfigError>
         let widest = tuned.costs.iter().filter(|c| (c.0, c.1) == (tile.block_m, tile.block_n) && c.2 <= slots).max_by_key(|c| c.2);
         let at_slots = cost(slots).or_else(|| widest.map(|c| c.3 * f64::from(slots) / f64::from(c.2)));
         let cycles_per_kb = cost(1).zip(at_slots).map(|(a, b)| [a, b]);
-        Ok(Candidate { tile, splits: 1, workgroup_size: tile::THREADS, slots_per_cu: slots, cycles_per_kb })
+        Ok(Candidate { tile, splits: 1, stream_k: None, workgroup_size: tile::THREADS, slots_per_cu: slots, cycles_per_kb })
     };
     Ok([make(tiles[0], vgprs[0])?, make(tiles[1], vgprs[1])?, make(tiles[2], vgprs[2])?])
 }
@@ -524,6 +637,104 @@ fn split_candidates(arch: Arch, kind: GemmKind, nkb: u32) -> Result<Vec<Candidat
         }
     }
     Ok(v)
+}
+
+/// VGPRs of the dense stream-K kernels (`fp8gemm info`; `tests/dense_kernel.rs` checks that
+/// they allow as many workgroups per CU as the tile's LDS).
+const STREAMK_VGPRS: [u32; 3] = [76, 134, 222];
+
+/// Workgroups per CU of stream-K tile `i` of [`fp8gemm_device::streamk::STREAMK_TILES`].
+fn streamk_slots(arch: Arch, i: usize) -> u32 {
+    let t = STREAMK_TILES[i];
+    let by_regs = waves_per_simd(STREAMK_VGPRS[i]) / (tile::THREADS / tile::WAVE / 4);
+    by_regs.min(arch_spec(arch).lds_per_cu / t.lds_bytes()).max(1)
+}
+
+/// The default data-parallel head of a stream-K launch of `tiles` tiles on `wave` workgroup
+/// slots (`CUs · slots per CU`): the whole waves that leave at least one tile for the tail.
+pub fn streamk_default_dp(tiles: u32, wave: u32) -> u32 {
+    if wave == 0 || tiles == 0 {
+        0
+    } else {
+        (tiles - 1) / wave * wave
+    }
+}
+
+/// Modelled cycles per partial piece of a stream-K workgroup beyond its main-loop blocks: the
+/// main loop's prologue restarted for the piece, the partial stores draining, the barrier, the
+/// counter atomic and the LDS broadcast (split-K's hand-off, [`SPLITK_FIXED_CYCLES`]).
+const STREAMK_PIECE_CYCLES: f64 = SPLITK_FIXED_CYCLES;
+
+/// The stream-K candidates of a dense problem: every stream-K tile with `g` ∈ {`CUs · slots`,
+/// `CUs`} workgroups after a data-parallel head of the default whole waves
+/// ([`streamk_default_dp`], tail ≤ one wave) or one wave fewer (tail between one and two
+/// waves), where the schedule is valid (tail ≤ [`tile::SPLITK_MAX_TILES`] tiles, `g` ≤ its K
+/// iterations).
+fn streamk_candidates(desc: &GemmDesc) -> Result<Vec<Candidate>, ConfigError> {
+    if desc.kind != GemmKind::Dense {
+        return Ok(Vec::new());
+    }
+    let base = candidates(desc.arch, desc.kind)?;
+    let nkb = desc.k / tile::SCALE_BLOCK_K;
+    let mut v = Vec::new();
+    for (i, t) in STREAMK_TILES.into_iter().enumerate() {
+        let slots = streamk_slots(desc.arch, i);
+        let tiles = t.grid(desc.m, desc.n);
+        let wave = desc.cus * slots;
+        let dp0 = streamk_default_dp(tiles, wave);
+        let mut dps = vec![dp0];
+        if dp0 >= wave && wave > 0 {
+            dps.push(dp0 - wave);
+        }
+        let mut gs = vec![wave];
+        if desc.cus != wave {
+            gs.push(desc.cus);
+        }
+        for &dp in &dps {
+            for &g in &gs {
+                if StreamKSchedule::new(tiles, nkb, dp, g).is_ok() {
+                    v.push(Candidate { tile: t, splits: 1, stream_k: Some((dp, g)), slots_per_cu: slots, ..base[i] });
+                }
+            }
+        }
+    }
+    Ok(v)
+}
+
+/// Modelled cycles of a stream-K candidate: the data-parallel head's rounds of whole tiles,
+/// then the tail, where each of the `g` workgroups runs `⌈T·nkb / g⌉` blocks (the CUs holding
+/// `⌈g / CUs⌉` of them at a time) plus, when tiles are split, two pieces' hand-off and the
+/// reduction of the most contributors a tile can have.
+fn streamk_time(c: &Candidate, spec: ArchSpec, desc: &GemmDesc) -> Result<f64, ConfigError> {
+    let cost = c.cycles_per_kb.ok_or_else(|| {
+        ConfigError::Tuned(format!("no cost rows for tile {}x{} (1 and {} workgroups per CU)", c.tile.block_m, c.tile.block_n, c.slots_per_cu))
+    })?;
+    let Some((dp, g)) = c.stream_k else { return Err(ConfigError::Tuned("not a stream-K candidate".into())) };
+    let (cus, slots) = (u64::from(spec.cus.max(1)), u64::from(c.slots_per_cu));
+    let per_kb = |sharing: u64| {
+        if slots <= 1 {
+            cost[0]
+        } else {
+            cost[0] + (sharing.clamp(1, slots) - 1) as f64 / (slots - 1) as f64 * (cost[1] - cost[0])
+        }
+    };
+    let nkb = u64::from(desc.k / tile::SCALE_BLOCK_K);
+    let tiles = u64::from(c.tile.grid(desc.m, desc.n));
+    let (dp, g) = (u64::from(dp), u64::from(g));
+    let wave = cus * slots;
+    let head = if dp == 0 { 0.0 } else { dp.div_ceil(wave) as f64 * nkb as f64 * per_kb(slots.min(dp.div_ceil(cus))) };
+    let iters = (tiles - dp) * nkb;
+    let per = iters.div_ceil(g);
+    let split = !(iters.is_multiple_of(g) && per.is_multiple_of(nkb));
+    let extra = if split {
+        let shortest = (iters / g).max(1);
+        let most = (nkb.div_ceil(shortest) + 1).min(g);
+        2.0 * STREAMK_PIECE_CYCLES + most as f64 * f64::from(c.tile.block_m * c.tile.block_n * 4) / SPLITK_REDUCE_BYTES_PER_CYCLE
+    } else {
+        0.0
+    };
+    let tail = g.div_ceil(wave) as f64 * (per as f64 * per_kb(slots.min(g.div_ceil(cus))) + extra);
+    Ok(head + tail)
 }
 
 /// Workgroups per CU a tile's kernel holds at once on `arch` (for `fp8gemm tune`).
@@ -656,6 +867,8 @@ enum Choice {
     Table(f64),
     /// The table's split row (µs) beat its best unsplit row (µs).
     TableSplit(f64, f64),
+    /// The table's stream-K row (µs) beat its best unsplit row (µs).
+    TableStreamK(f64, f64),
     /// The table's split row was faster but did not fit the workspace: its best unsplit row.
     TableUnsplit(f64),
     Model(f64),
@@ -712,8 +925,9 @@ pub fn get_best_config(desc: &GemmDesc) -> Result<GemmConfig, ConfigError> {
 /// always fits), and the replacement is returned as a [`WorkspaceLimit`].
 pub fn get_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(GemmConfig, Option<WorkspaceLimit>), ConfigError> {
     validate(desc)?;
-    let spec = arch_spec(desc.arch);
+    let spec = ArchSpec { cus: desc.cus.max(1), ..arch_spec(desc.arch) };
     let cands = candidates(desc.arch, desc.kind)?;
+    let sk_cands = streamk_candidates(desc)?;
     let nkb = desc.k / tile::SCALE_BLOCK_K;
     // Split-K launches have at most `SPLITK_MAX_TILES` output tiles (the workspace's fixed
     // counter region); larger problems never split.
@@ -722,7 +936,10 @@ pub fn get_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(Gemm
     let splits: Vec<Candidate> = all_splits.iter().copied().filter(tiles_fit).collect();
     let make = |c: &Candidate| -> Result<GemmConfig, ConfigError> {
         let (grid, _) = grid_and_work(c, desc)?;
+        let stream_k = c.stream_k.map(|(dp_tiles, sk_wgs)| StreamK { tiles: c.tile.grid(desc.m, desc.n), nkb, dp_tiles, sk_wgs });
+        let grid = stream_k.map_or(grid, |sk| sk.dp_tiles + sk.sk_wgs);
         Ok(GemmConfig {
+            stream_k,
             block_m: c.tile.block_m,
             block_n: c.tile.block_n,
             block_k: c.tile.block_k(),
@@ -740,7 +957,10 @@ pub fn get_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(Gemm
         let mut best: Option<(f64, u32, Candidate)> = None;
         for c in pool {
             let (grid, work) = grid_and_work(c, desc)?;
-            let t = modelled_time(c, spec, work, desc.k)?;
+            let (grid, t) = match c.stream_k {
+                Some((dp, g)) => (dp + g, streamk_time(c, spec, desc)?),
+                None => (grid, modelled_time(c, spec, work, desc.k)?),
+            };
             if best.is_none_or(|(bt, bg, _)| t < bt || (t == bt && grid > bg)) {
                 best = Some((t, grid, *c));
             }
@@ -749,9 +969,53 @@ pub fn get_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(Gemm
     };
     let no_kernel = || ConfigError::NoKernel { kind: desc.kind, arch: desc.arch };
     let tile_names = "64x64, 64x128, 128x128";
-    let (forced_t, forced_s) = (forced_tile()?, forced_split()?);
+    let (forced_t, forced_s, forced_sk) = (forced_tile()?, forced_split()?, forced_stream_k()?);
     let mut limited = None;
-    let (c, why) = if forced_t.is_some() || forced_s.is_some() {
+    let (c, why) = if let Some((g, dp)) = forced_sk {
+        let schedule = match dp {
+            Some(dp) => format!("{g}/{dp}"),
+            None => g.to_string(),
+        };
+        let err = |expected: String| ConfigError::ForcedStreamK { schedule: schedule.clone(), expected };
+        if desc.kind != GemmKind::Dense {
+            return Err(err(format!("no stream-K (no stream-K kernel for the {} layout)", desc.kind)));
+        }
+        if forced_s.is_some_and(|s| s > 1) {
+            return Err(err("no forced split-K at the same time (FP8GEMM_FORCE_SPLIT > 1)".into()));
+        }
+        let mut pool = Vec::new();
+        let mut why_not = Vec::new();
+        for (i, t) in STREAMK_TILES.into_iter().enumerate() {
+            if forced_t.is_some_and(|f| f != (t.block_m, t.block_n)) {
+                continue;
+            }
+            let slots = streamk_slots(desc.arch, i);
+            let tiles = t.grid(desc.m, desc.n);
+            let dp = dp.unwrap_or_else(|| streamk_default_dp(tiles, spec.cus * slots));
+            match StreamKSchedule::new(tiles, nkb, dp, g) {
+                Ok(_) => pool.push(Candidate { tile: t, splits: 1, stream_k: Some((dp, g)), slots_per_cu: slots, ..cands[i] }),
+                Err(e) => why_not.push(format!(
+                    "{}x{}: {} tiles, {dp} data-parallel: {}",
+                    t.block_m,
+                    t.block_n,
+                    tiles,
+                    match e {
+                        fp8gemm_device::streamk::StreamKScheduleError::NoTail => "data-parallel tiles below the tile count".to_string(),
+                        fp8gemm_device::streamk::StreamKScheduleError::TooManyTiles => format!("at most {} stream-K tiles", tile::SPLITK_MAX_TILES),
+                        fp8gemm_device::streamk::StreamKScheduleError::Workgroups => format!("1 ..= {} workgroups (the tail's K iterations)", (tiles.saturating_sub(dp)) as u64 * u64::from(nkb)),
+                        fp8gemm_device::streamk::StreamKScheduleError::Overflow => "a tail that fits in 32-bit counts".to_string(),
+                    }
+                )),
+            }
+        }
+        if let Some((bm, bn)) = forced_t {
+            if !STREAMK_TILES.iter().any(|t| (t.block_m, t.block_n) == (bm, bn)) {
+                return Err(ConfigError::ForcedTile { tile: format!("{bm}x{bn}"), available: tile_names });
+            }
+        }
+        let c = model_best(&mut pool.iter())?.ok_or_else(|| err(why_not.join("; ")))?.1;
+        (c, Choice::Forced)
+    } else if forced_t.is_some() || forced_s.is_some() {
         let s = forced_s.unwrap_or(1);
         if s == 0 {
             return Err(ConfigError::ForcedSplit { splits: "0".into(), expected: "at least 1".into() });
@@ -788,18 +1052,32 @@ pub fn get_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(Gemm
         (c, Choice::Forced)
     } else {
         let table = tuned(desc.arch)?;
+        // The table was written for the architecture's full CU count.
+        let full_device = desc.cus == arch_spec(desc.arch).cus;
         let key = |b: &TunedBest| (b.kind, b.groups, b.m, b.n, b.k, b.expected_m) == (desc.kind, desc.groups, desc.m, desc.n, desc.k, desc.expected_m);
         let pick = |bm: u32, bn: u32| cands.iter().find(|c| (c.tile.block_m, c.tile.block_n) == (bm, bn)).copied();
-        let best_row = table.best.iter().find(|b| key(b)).and_then(|b| Some((pick(b.tile.0, b.tile.1)?, b.us)));
+        let best_row = table.best.iter().find(|b| full_device && key(b)).and_then(|b| Some((pick(b.tile.0, b.tile.1)?, b.us)));
         let split_row = table.split.iter().find(|(b, _)| key(b)).and_then(|(b, s)| {
             let c = splits.iter().find(|c| (c.tile.block_m, c.tile.block_n, c.splits) == (b.tile.0, b.tile.1, *s))?;
             Some((*c, b.us))
         });
+        let sk_row = table.streamk.iter().find(|(b, _, _)| full_device && key(b)).and_then(|(b, g, dp)| {
+            let i = STREAMK_TILES.iter().position(|t| (t.block_m, t.block_n) == b.tile)?;
+            StreamKSchedule::new(STREAMK_TILES[i].grid(desc.m, desc.n), nkb, *dp, *g).ok()?;
+            let c = Candidate { tile: STREAMK_TILES[i], splits: 1, stream_k: Some((*dp, *g)), slots_per_cu: streamk_slots(desc.arch, i), ..cands[i] };
+            Some((c, b.us))
+        });
+        // A stream-K row faster than the split and unsplit rows takes the split row's place.
+        let split_row = match (split_row, sk_row) {
+            (Some(sp), Some(sk)) if sk.1 < sp.1 => Some(sk),
+            (None, Some(sk)) => Some(sk),
+            (sp, _) => sp,
+        };
         match (best_row, split_row) {
             (Some(b), Some(sp)) if sp.1 < b.1 => {
                 let need = make(&sp.0)?.workspace_floats();
                 if need <= available {
-                    (sp.0, Choice::TableSplit(sp.1, b.1))
+                    (sp.0, if sp.0.stream_k.is_some() { Choice::TableStreamK(sp.1, b.1) } else { Choice::TableSplit(sp.1, b.1) })
                 } else {
                     limited = Some(WorkspaceLimit { preferred: make(&sp.0)?, needed: need, available });
                     (b.0, Choice::TableUnsplit(b.1))
@@ -807,13 +1085,13 @@ pub fn get_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(Gemm
             }
             (Some(b), _) => (b.0, Choice::Table(b.1)),
             _ => {
-                let all = model_best(&mut cands.iter().chain(splits.iter()))?.ok_or_else(no_kernel)?;
+                let all = model_best(&mut cands.iter().chain(splits.iter()).chain(sk_cands.iter()))?.ok_or_else(no_kernel)?;
                 let need = make(&all.1)?.workspace_floats();
                 if need <= available {
                     (all.1, Choice::Model(all.0))
                 } else {
                     limited = Some(WorkspaceLimit { preferred: make(&all.1)?, needed: need, available });
-                    let fit = model_best(&mut cands.iter().chain(splits.iter()).filter(|c| make(c).is_ok_and(|g| g.workspace_floats() <= available)))?
+                    let fit = model_best(&mut cands.iter().chain(splits.iter()).chain(sk_cands.iter()).filter(|c| make(c).is_ok_and(|g| g.workspace_floats() <= available)))?
                         .ok_or_else(no_kernel)?;
                     (fit.1, Choice::Model(fit.0))
                 }
@@ -834,12 +1112,16 @@ fn print_once(desc: &GemmDesc, config: &GemmConfig, why: Choice, limited: Option
     }
     if first_sighting(SEEN.get_or_init(|| Mutex::new(HashSet::new())), config) {
         let why = match why {
-            Choice::Forced => "forced tile / split (FP8GEMM_FORCE_TILE, FP8GEMM_FORCE_SPLIT)".to_string(),
+            Choice::Forced => "forced tile / split / stream-K (FP8GEMM_FORCE_TILE, FP8GEMM_FORCE_SPLIT, FP8GEMM_FORCE_STREAMK)".to_string(),
             Choice::Table(us) => format!("tuned table: fastest config for this problem, {us:.2} µs modelled"),
             Choice::TableSplit(us, unsplit) => {
                 format!("tuned table: split-K {} at {us:.2} µs modelled beats the fastest unsplit tile at {unsplit:.2} µs", config.splits)
             }
+            Choice::TableStreamK(us, unsplit) => format!("tuned table: stream-K at {us:.2} µs modelled beats the fastest data-parallel tile at {unsplit:.2} µs"),
             Choice::TableUnsplit(us) => format!("tuned table: fastest unsplit tile, {us:.2} µs modelled"),
+            Choice::Model(cyc) if config.stream_k.is_some() => {
+                format!("timing-model cost estimate {cyc:.0} cycles with stream-K, below every data-parallel and split-K candidate (no tuned row for this problem)")
+            }
             Choice::Model(cyc) if config.splits > 1 => {
                 format!("timing-model cost estimate {cyc:.0} cycles with split-K {} (no tuned row for this problem)", config.splits)
             }
@@ -870,6 +1152,13 @@ pub fn dense_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<DenseGemmArgs
 /// The launch spec of a dense split-K config's kernel.
 pub fn dense_splitk_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<DenseSplitKArgs>> {
     [FP8_GEMM_NT_SPLITK_BM64_BN64, FP8_GEMM_NT_SPLITK_BM64_BN128, FP8_GEMM_NT_SPLITK_BM128_BN128]
+        .into_iter()
+        .find(|s| s.name == config.kernel)
+}
+
+/// The launch spec of a dense stream-K config's kernel.
+pub fn dense_streamk_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<DenseStreamKArgs>> {
+    [FP8_GEMM_NT_STREAMK_BM64_BN64, FP8_GEMM_NT_STREAMK_BM64_BN128, FP8_GEMM_NT_STREAMK_BM128_BN128]
         .into_iter()
         .find(|s| s.name == config.kernel)
 }

@@ -1,0 +1,575 @@
+//! Dense FP8 GEMM, **stream-K with a data-parallel head** (`fp8_gemm_nt_streamk_bm*_bn*`,
+//! arguments [`DenseStreamKArgs`]): the product of [`crate::dense`] with the work balanced over
+//! the device instead of quantized into waves of whole tiles.
+//!
+//! # Why
+//!
+//! A grid of one workgroup per tile runs in rounds ("waves") of `CUs · slots` workgroups; the
+//! last round is usually partial (4096 × 2048 × 7168 at 128 × 128 is 512 tiles on 608 slots:
+//! 96 CUs run one workgroup, 208 run two, and the launch takes as long as a CU running two
+//! whole tiles). Stream-K deals the K iterations (tile × 128-K block) of the tail evenly to a
+//! fixed number of workgroups, so every CU does the same work.
+//!
+//! # Schedule ([`StreamKSchedule`], the same math on host and device)
+//!
+//! The grid is `dp + g` workgroups (1-D), with `tiles = ⌈m/BM⌉·⌈n/BN⌉` output tiles in the
+//! dense kernels' logical order ([`crate::tile::tile_coords`], panels of M tiles):
+//! * **data-parallel head**: workgroups `0 .. dp` each compute one whole tile (logical tiles
+//!   `0 .. dp`) and store bf16 directly, exactly like the dense kernels. The host chooses `dp`
+//!   as whole waves' worth of tiles, so these run in full rounds first (the hardware dispatches
+//!   in id order).
+//! * **stream-K tail**: the remaining `T = tiles − dp` tiles have `T · nkb` K iterations
+//!   (`nkb = k/128`), flattened tile-major (`i = t·nkb + kb`). Workgroup `dp + w` (`w < g`, after
+//!   the XCD remap of [`crate::tile::xcd_remap`]) takes the contiguous range
+//!   [`StreamKSchedule::range`]`(w)`: `⌊T·nkb/g⌋` iterations, one more for the first
+//!   `T·nkb mod g` (the host requires `g ≤ T·nkb`, so every range is non-empty). A range covers
+//!   the tail of one tile, whole tiles and the head of another; the workgroup walks it piece by
+//!   piece (one piece = its iterations of one tile, one run of the shared main loop over that
+//!   piece's K blocks):
+//!   - a **whole** tile (the range covers all of its `nkb` blocks) stores bf16 directly;
+//!   - a **partial** piece stores its FP32 accumulators (promotion domain, fragment order) to
+//!     its workspace slot with device-scope stores, then arrives on the tile's counter; the
+//!     last of the tile's contributors to arrive reduces.
+//!
+//! # Workspace (bounded, no per-tile fan-out table)
+//!
+//! The split-K layout's fixed region of [`crate::tile::SPLITK_COUNTER_FLOATS`] u32 arrival
+//! counters (counter `t` for stream-K tile `t < T ≤` [`crate::tile::SPLITK_MAX_TILES`]), then
+//! `g + T − 1` partial slots of `BM · BN` f32. The piece of workgroup `w` in tile `t` owns slot
+//! `w + t`: walking the pieces in iteration order, each step moves to the next tile, the next
+//! workgroup or both, so `w + t` strictly increases (a bijection onto at most `g + T − 1`
+//! slots) and the contributors `w_first(t) ..= w_last(t)` of tile `t` own the **contiguous**
+//! slots `w_first + t ..= w_last + t`, in K order. ([`StreamKSchedule::workspace_floats`].)
+//!
+//! # Reduction (the split-K protocol, [`crate::dense`] "Split-K")
+//!
+//! 1. every wave's partial stores are `sc1` (device scope); `s_waitcnt vmcnt(0)` + `s_barrier`
+//!    (release), then work-item 0 adds 1 to the tile's counter and broadcasts the old value
+//!    through LDS;
+//! 2. the workgroup that sees `old + 1 = w_last − w_first + 1` (it arrived last) reads the
+//!    contributors' slots with `sc1` loads **in K order** (slot `w_first + t` first: the sum is
+//!    the same whatever the arrival order, so results are deterministic), multiplies by `2^60`,
+//!    rounds to bf16, stores D with D's row stride, and sets the counter back to 0 (re-armed for
+//!    the next launch or graph replay; no memset).
+//!
+//! No float or bf16 atomics: the only atomic is the u32 counter. The memory-ordering argument
+//! (gfx942's non-coherent per-XCD L2s, `sc1` stores and loads, why no `buffer_wbl2` /
+//! `buffer_inv` is needed) is split-K's, in [`crate::dense`]. A workgroup with more pieces runs
+//! the main loop again after an LDS barrier (every wave finished reading the previous piece's
+//! last block and the arrival broadcast before the next prologue writes LDS).
+//!
+//! Like split-K, a partial tile's FP32 sum is taken in a different order than the unsplit
+//! kernel's (per-piece partial sums, then their sum in K order), so a stream-K result is not
+//! bit-identical to the data-parallel one; it is within the same accuracy, and bit-identical
+//! run to run.
+//!
+//! The main loop is reached through the [`imp::TileLoop`] trait (today [`imp::DenseLoop`] over
+//! `dense::imp::tile_gemm`), so another main loop offering the same `TileJob` / `Epilogue`
+//! interface can be instantiated here unchanged. The partial slot layout is a function of the
+//! position in the tile only (`frag_offset`), so it does not depend on which lanes of which
+//! loop hold which accumulators.
+//!
+//! # Measured (modelled) — see the table at the end of this page
+//!
+//! The measurements are filled in by the tables below ([`self`], "Timing model").
+
+use crate::amdgpu_kernel;
+use crate::args::GlobalPtr;
+use crate::tile::{self, DenseTile};
+
+/// Arguments of the dense stream-K FP8 GEMM kernels (symbols `fp8_gemm_nt_streamk_bm*_bn*`):
+/// the product of [`crate::args::DenseGemmArgs`], scheduled as `dp_tiles` data-parallel tiles
+/// followed by a stream-K tail over `sk_wgs` workgroups (module docs).
+///
+/// Operands and requirements are those of [`crate::args::DenseGemmArgs`], plus (checked by the
+/// host, [`StreamKSchedule::new`]): `dp_tiles < tiles`, `1 ≤ sk_wgs ≤ (tiles − dp_tiles)·k/128`,
+/// `tiles − dp_tiles ≤` [`tile::SPLITK_MAX_TILES`], and a workspace of at least
+/// [`StreamKSchedule::workspace_floats`] f32 (below 2^31 bytes) whose first
+/// [`tile::SPLITK_COUNTER_FLOATS`] words are 0 at launch (a zeroed allocation; every completed
+/// launch leaves them 0). A launch violating them does no work. The grid is 1-D with
+/// `dp_tiles + sk_wgs` workgroups of 256 work-items.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DenseStreamKArgs {
+    /// A, `m × k` FP8 bytes, rows `lda` bytes apart.
+    pub a: GlobalPtr<u8>,
+    /// B, `n × k` FP8 bytes.
+    pub b: GlobalPtr<u8>,
+    /// SFA, `m × ⌈k/128⌉` f32.
+    pub sfa: GlobalPtr<f32>,
+    /// SFB, `⌈n/128⌉ × ⌈k/128⌉` f32.
+    pub sfb: GlobalPtr<f32>,
+    /// D, `m × n` bf16 (as raw `u16` bits), rows `ldd` elements apart.
+    pub d: GlobalPtr<u16>,
+    /// Workspace: arrival counters (u32) followed by the FP32 partial slots.
+    pub ws: GlobalPtr<f32>,
+    /// Rows of A and D.
+    pub m: u32,
+    /// Rows of B, columns of D.
+    pub n: u32,
+    /// Reduction length.
+    pub k: u32,
+    /// Row stride of A in bytes (`≥ k`, a multiple of 16).
+    pub lda: u32,
+    /// Row stride of D in elements (`≥ n`, a multiple of 4).
+    pub ldd: u32,
+    /// Tiles computed data-parallel (one workgroup each) before the stream-K tail.
+    pub dp_tiles: u32,
+    /// Workgroups sharing the stream-K tail.
+    pub sk_wgs: u32,
+    /// Reserved, must be 0 (keeps the struct a multiple of 8 bytes).
+    pub reserved: u32,
+}
+
+const _: () = assert!(core::mem::size_of::<DenseStreamKArgs>() == 80);
+
+/// The stream-K schedule of one launch: which K iterations each stream-K workgroup runs, which
+/// workgroups contribute to each tile, and the workspace slots (module docs). Pure integer
+/// math shared by the kernels and the host.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StreamKSchedule {
+    /// All output tiles of the problem.
+    pub tiles: u32,
+    /// 128-K blocks per tile (`k / 128`).
+    pub nkb: u32,
+    /// Tiles computed data-parallel.
+    pub dp_tiles: u32,
+    /// Stream-K workgroups.
+    pub sk_wgs: u32,
+    /// `⌊T·nkb / g⌋` (≥ 1).
+    q: u32,
+    /// `T·nkb mod g`.
+    r: u32,
+}
+
+/// Why a stream-K schedule is not possible (the host turns it into a typed error).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StreamKScheduleError {
+    /// `dp_tiles ≥ tiles`: no tile left for the stream-K tail.
+    NoTail,
+    /// More stream-K tiles than the workspace has counters for ([`tile::SPLITK_MAX_TILES`]).
+    TooManyTiles,
+    /// `sk_wgs` is 0 or larger than the tail's K iterations (some workgroup would get none).
+    Workgroups,
+    /// The iteration count or the slot count does not fit in 32 bits.
+    Overflow,
+}
+
+impl StreamKSchedule {
+    /// The schedule of `tiles` tiles of `nkb` K blocks with `dp_tiles` data-parallel tiles and
+    /// `sk_wgs` stream-K workgroups, if valid.
+    #[inline(always)]
+    pub const fn new(tiles: u32, nkb: u32, dp_tiles: u32, sk_wgs: u32) -> Result<Self, StreamKScheduleError> {
+        if dp_tiles >= tiles {
+            return Err(StreamKScheduleError::NoTail);
+        }
+        let t = tiles - dp_tiles;
+        if t > tile::SPLITK_MAX_TILES {
+            return Err(StreamKScheduleError::TooManyTiles);
+        }
+        let iters = t as u64 * nkb as u64;
+        if iters >= u32::MAX as u64 || (sk_wgs as u64 + t as u64) > u32::MAX as u64 {
+            return Err(StreamKScheduleError::Overflow);
+        }
+        if sk_wgs == 0 || sk_wgs as u64 > iters {
+            return Err(StreamKScheduleError::Workgroups);
+        }
+        let iters = iters as u32;
+        Ok(StreamKSchedule { tiles, nkb, dp_tiles, sk_wgs, q: iters / sk_wgs, r: iters % sk_wgs })
+    }
+
+    /// Tiles of the stream-K tail (`tiles − dp_tiles`).
+    #[inline(always)]
+    pub const fn sk_tiles(&self) -> u32 {
+        self.tiles - self.dp_tiles
+    }
+
+    /// Workgroups of the launch's 1-D grid (`dp_tiles + sk_wgs`).
+    #[inline(always)]
+    pub const fn grid(&self) -> u32 {
+        self.dp_tiles + self.sk_wgs
+    }
+
+    /// K iterations of stream-K workgroup `w`: `(first, count)` in the flattened tail
+    /// (`i = t·nkb + kb`), contiguous, as even as possible (the first `T·nkb mod g` get one
+    /// more).
+    #[inline(always)]
+    pub const fn range(&self, w: u32) -> (u32, u32) {
+        let extra = if w < self.r { w } else { self.r };
+        (w * self.q + extra, self.q + if w < self.r { 1 } else { 0 })
+    }
+
+    /// The stream-K workgroup whose range holds iteration `i`.
+    #[inline(always)]
+    pub const fn wg_of(&self, i: u32) -> u32 {
+        let big = self.r * (self.q + 1);
+        if i < big {
+            i / (self.q + 1)
+        } else {
+            // q ≥ 1 (checked by `new`).
+            self.r + (i - big) / if self.q == 0 { 1 } else { self.q }
+        }
+    }
+
+    /// The first and last stream-K workgroups that run iterations of tail tile `t` (K order).
+    #[inline(always)]
+    pub const fn contributors(&self, t: u32) -> (u32, u32) {
+        (self.wg_of(t * self.nkb), self.wg_of((t + 1) * self.nkb - 1))
+    }
+
+    /// Workspace slots (`BM · BN` f32 each) after the counter region: `g + T − 1`.
+    #[inline(always)]
+    pub const fn slots(&self) -> u32 {
+        self.sk_wgs + self.sk_tiles() - 1
+    }
+
+    /// f32 elements of workspace the launch needs for `bm × bn` tiles: the counter region, then
+    /// [`Self::slots`] partial tiles.
+    pub const fn workspace_floats(&self, bm: u32, bn: u32) -> u64 {
+        tile::SPLITK_COUNTER_FLOATS + self.slots() as u64 * bm as u64 * bn as u64
+    }
+}
+
+/// The dense stream-K kernels, same tiles as [`tile::DENSE_TILES`].
+pub const STREAMK_TILES: [DenseTile; 3] = [
+    DenseTile { name: "fp8_gemm_nt_streamk_bm64_bn64", block_m: 64, block_n: 64 },
+    DenseTile { name: "fp8_gemm_nt_streamk_bm64_bn128", block_m: 64, block_n: 128 },
+    DenseTile { name: "fp8_gemm_nt_streamk_bm128_bn128", block_m: 128, block_n: 128 },
+];
+
+#[cfg(target_arch = "amdgpu")]
+pub(crate) mod imp {
+    use core::num::NonZeroU32;
+
+    use super::{DenseStreamKArgs, StreamKSchedule};
+    use crate::dense::imp::{tile_gemm, Bf16Store, Epilogue, PartialStore, TileJob};
+    use crate::intrinsics::*;
+    use crate::tile::{self, NUM_XCDS, SCALE_BLOCK_K, SCALE_BLOCK_N};
+
+    /// Out of range of every resource (all tensors are smaller than `MAX_TENSOR_BYTES`).
+    const PARKED: u32 = tile::MAX_TENSOR_BYTES as u32;
+
+    /// A main loop: one tile over a job's K blocks into an epilogue. Stream-K is generic over
+    /// it, so any loop with the `TileJob` / `Epilogue` interface can be scheduled.
+    pub(crate) trait TileLoop {
+        /// Runs the tile.
+        fn run<E: Epilogue>(job: &TileJob, epi: &E);
+    }
+
+    /// The dense kernels' main loop (`dense::imp::tile_gemm`).
+    pub(crate) struct DenseLoop<const FM: usize, const FN: usize, const DEPTH: u32>;
+
+    impl<const FM: usize, const FN: usize, const DEPTH: u32> TileLoop for DenseLoop<FM, FN, DEPTH> {
+        #[inline(always)]
+        fn run<E: Epilogue>(job: &TileJob, epi: &E) {
+            tile_gemm::<FM, FN, DEPTH, E>(job, |_| true, epi)
+        }
+    }
+
+    /// The epilogue of one piece: bf16 to D (a whole tile) or FP32 partial to the workspace.
+    /// One call site of the main loop serves both (a wave-uniform branch per store).
+    struct PieceStore<const FM: usize, const FN: usize> {
+        partial: bool,
+        direct: Bf16Store,
+        part: PartialStore<FM, FN>,
+    }
+
+    impl<const FM: usize, const FN: usize> Epilogue for PieceStore<FM, FN> {
+        #[inline(always)]
+        fn store(&self, row: u32, col: u32, valid: bool, acc: F32x4) {
+            if self.partial {
+                self.part.store(row, col, valid, acc);
+            } else {
+                self.direct.store(row, col, valid, acc);
+            }
+        }
+    }
+
+    /// Sums `count` partial slots of `32·FM × 32·FN` f32 (fragment order) starting at byte
+    /// `base` of `rs_ws`, **in slot order**, and stores the bf16 result of tile `(m0, n0)` to D
+    /// (the split-K reduction, [`crate::dense`]). Work-item (wave, lane) reads back the values
+    /// at the fragment positions it owns: 1 KiB contiguous per wave and fragment.
+    #[inline(always)]
+    fn reduce_slots<const FM: usize, const FN: usize>(rs_ws: BufferResource, base: u32, count: u32, m0: u32, n0: u32, n: u32, out: &Bf16Store) {
+        let slot = 32 * FM as u32 * 32 * FN as u32 * 4;
+        let tid = workitem_id_x();
+        let lane = tid & 63;
+        let wave = tid >> 6;
+        let (wm, wn) = (wave & 1, wave >> 1);
+        let lane_base = (wave * (FM * FN) as u32 * 64 + lane) * 16;
+        // Slots are read CHUNK at a time: all of a chunk's loads are issued before the first
+        // add waits (one memory latency per chunk), within the tile's register budget.
+        const CHUNK: usize = 4;
+        let chunk = if FM * FN >= 16 { 2 } else { CHUNK };
+        let mut sum = [[F32x4::zero(); FN]; FM];
+        let mut s0 = 0;
+        while s0 < count {
+            let mut v = [[[F32x4::zero(); FN]; FM]; CHUNK];
+            #[allow(clippy::needless_range_loop)] // constant trip count: fully unrolled, no scratch
+            for c in 0..CHUNK {
+                if c >= chunk {
+                    continue;
+                }
+                let s = s0 + c as u32;
+                let at = base + s * slot + lane_base;
+                for fm in 0..FM {
+                    for fnn in 0..FN {
+                        let p = (fm * FN + fnn) as u32;
+                        let voff = if s < count { at + p * 64 * 16 } else { PARKED };
+                        // SAFETY: inside slot s of the tile's contributors (rs_ws covers the
+                        // launch's workspace, checked by the host), 16-byte aligned, or parked
+                        // out of range (reads 0).
+                        v[c][fm][fnn] = unsafe { buffer_load_b128_device(rs_ws, voff, 0) }.to_f32x4();
+                    }
+                }
+            }
+            #[allow(clippy::needless_range_loop)]
+            for c in 0..CHUNK {
+                let s = s0 + c as u32;
+                if c < chunk && s < count {
+                    for fm in 0..FM {
+                        for fnn in 0..FN {
+                            sum[fm][fnn] = if s == 0 { v[c][fm][fnn] } else { sum[fm][fnn].add(v[c][fm][fnn]) };
+                        }
+                    }
+                }
+            }
+            s0 += chunk as u32;
+        }
+        for fm in 0..FM {
+            let row = m0 + 16 * (wm * FM as u32 + fm as u32) + (lane & 15);
+            for fnn in 0..FN {
+                let col = n0 + 16 * (wn * FN as u32 + fnn as u32) + 4 * (lane >> 4);
+                out.store(row, col, col < n, sum[fm][fnn]);
+            }
+        }
+    }
+
+    /// The dense stream-K kernels (module docs): data-parallel head, then the stream-K tail,
+    /// over the main loop `L` of `32·FM × 32·FN` tiles.
+    #[inline(always)]
+    pub(crate) fn gemm_streamk<L: TileLoop, const FM: usize, const FN: usize>(args: DenseStreamKArgs) {
+        let bm = 32 * FM as u32;
+        let bn = 32 * FN as u32;
+        let (m, n, k, lda, ldd) = (args.m, args.n, args.k, args.lda, args.ldd);
+        let nkb = k / SCALE_BLOCK_K;
+        let tiles_m = m.div_ceil(bm);
+        let tiles_n = n.div_ceil(bn);
+        let tiles = tiles_m * tiles_n;
+        // Invalid schedules (the host never launches them) do no work.
+        let Ok(sched) = StreamKSchedule::new(tiles, nkb, args.dp_tiles, args.sk_wgs) else { return };
+        let (Some(nkb_nz), Some(_)) = (NonZeroU32::new(nkb), NonZeroU32::new(tiles_m)) else { return };
+        let dp = sched.dp_tiles;
+        let pid = workgroup_id_x();
+        if pid >= sched.grid() {
+            return;
+        }
+        let counters = tile::SPLITK_COUNTER_FLOATS as u32;
+        let slot = bm * bn * 4;
+        let ws_floats = sched.workspace_floats(bm, bn);
+        if ws_floats * 4 >= tile::MAX_TENSOR_BYTES {
+            return;
+        }
+        let rs_ws = BufferResource::new(args.ws.addr(), ws_floats as u32 * 4);
+        let direct = Bf16Store { rs_d: BufferResource::new(args.d.addr(), ((m - 1) * ldd + n) * 2), ldd };
+        let mut job = TileJob {
+            rs_a: BufferResource::new(args.a.addr(), (m - 1) * lda + k),
+            rs_sfa: BufferResource::new(args.sfa.addr(), m * nkb * 4),
+            rs_b: BufferResource::new(args.b.addr(), n * k),
+            rs_sfb: BufferResource::new(args.sfb.addr(), n.div_ceil(SCALE_BLOCK_N) * nkb * 4),
+            n,
+            lda,
+            ldb: k,
+            ldsf: nkb,
+            kb0: 0,
+            nkb,
+            m0: 0,
+            n0: 0,
+        };
+
+        // This workgroup's iterations in a space where data-parallel tile `p` is iterations
+        // `p·nkb ..+nkb` of "tile" p and the tail's tile t is tile dp + t: [it, end).
+        let (w, mut it, end) = if pid < dp {
+            let p = tile::xcd_remap(pid, dp, NUM_XCDS);
+            (0, p * nkb, (p + 1) * nkb)
+        } else {
+            let w = tile::xcd_remap(pid - dp, sched.sk_wgs, NUM_XCDS);
+            let (first, count) = sched.range(w);
+            (w, dp * nkb + first, dp * nkb + first + count)
+        };
+        let tid = workitem_id_x();
+        let mut first_piece = true;
+        while it < end {
+            let abs = it / nkb_nz;
+            let kb0 = it % nkb_nz;
+            let stop = if end < (abs + 1) * nkb { end } else { (abs + 1) * nkb };
+            let count = stop - it;
+            let whole = kb0 == 0 && count == nkb;
+            let (tm, tn) = tile::tile_coords(abs, tiles_m, tiles_n);
+            let (m0, n0) = (tm * bm, tn * bn);
+            // The tail tile (for counters and slots); unused for whole tiles.
+            let t = abs.wrapping_sub(dp);
+            job.kb0 = kb0;
+            job.nkb = count;
+            job.m0 = m0;
+            job.n0 = n0;
+            let epi = PieceStore::<FM, FN> {
+                partial: !whole,
+                direct,
+                part: PartialStore { rs_ws, base: (counters * 4).wrapping_add(w.wrapping_add(t).wrapping_mul(slot)), m0, n0 },
+            };
+            if !first_piece {
+                // Every wave has finished reading the previous piece's last block (and the
+                // arrival broadcast) before the next prologue writes LDS.
+                lds_barrier();
+            }
+            L::run(&job, &epi);
+            first_piece = false;
+            it = stop;
+            if whole {
+                continue;
+            }
+
+            // Release: every wave's partial stores have completed at device scope before the
+            // barrier; only then does one work-item count the workgroup in.
+            release_barrier();
+            let counter = args.ws.addr() + u64::from(t) * 4;
+            if tid == 0 {
+                // SAFETY: the counter of tail tile t lies in the workspace's counter words
+                // (t < T ≤ SPLITK_MAX_TILES), 4-byte aligned, accessed only atomically during
+                // the launch.
+                let arrived = unsafe { atomic_add_u32(counter, 1) };
+                // SAFETY: LDS bytes 0..16 are inside every tile's LDS; all waves finished their
+                // LDS reads before release_barrier, and the next lds_barrier orders the reads.
+                unsafe { lds_write_b128(0, U32x4([arrived, 0, 0, 0])) };
+            }
+            lds_barrier();
+            // SAFETY: written by work-item 0 before the barrier above.
+            let arrived = readfirstlane_u32(unsafe { lds_read_b128(0) }.to_array()[0]);
+            let (w_first, w_last) = sched.contributors(t);
+            if arrived + 1 != w_last - w_first + 1 {
+                continue;
+            }
+            // Acquire: every other contributor's partial is stored (their stores completed at
+            // device scope before their increments); device-scope loads read them, in K order.
+            reduce_slots::<FM, FN>(rs_ws, counters * 4 + (w_first + t) * slot, w_last - w_first + 1, m0, n0, n, &direct);
+            // Re-arm the counter (all contributions of this launch have arrived).
+            if tid == 0 {
+                // SAFETY: as for the increment above.
+                unsafe { atomic_store_u32(counter, 0) };
+            }
+        }
+    }
+}
+
+/// Stream-K, 64 × 64 tiles.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn fp8_gemm_nt_streamk_bm64_bn64(args: DenseStreamKArgs) {
+    imp::gemm_streamk::<imp::DenseLoop<2, 2, { STREAMK_TILES[0].prefetch_depth() }>, 2, 2>(args)
+}
+
+/// Stream-K, 64 × 128 tiles.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn fp8_gemm_nt_streamk_bm64_bn128(args: DenseStreamKArgs) {
+    imp::gemm_streamk::<imp::DenseLoop<2, 4, { STREAMK_TILES[1].prefetch_depth() }>, 2, 4>(args)
+}
+
+/// Stream-K, 128 × 128 tiles.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn fp8_gemm_nt_streamk_bm128_bn128(args: DenseStreamKArgs) {
+    imp::gemm_streamk::<imp::DenseLoop<4, 4, { STREAMK_TILES[2].prefetch_depth() }>, 4, 4>(args)
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+    use std::vec;
+
+    #[test]
+    fn specs_match_the_tile_table() {
+        let specs = [FP8_GEMM_NT_STREAMK_BM64_BN64, FP8_GEMM_NT_STREAMK_BM64_BN128, FP8_GEMM_NT_STREAMK_BM128_BN128];
+        for (spec, tile) in specs.iter().zip(STREAMK_TILES) {
+            assert_eq!(spec.name, tile.name);
+            assert_eq!(spec.workgroup_size, tile::THREADS);
+        }
+        for (s, d) in STREAMK_TILES.iter().zip(tile::DENSE_TILES) {
+            assert_eq!((s.block_m, s.block_n, s.prefetch_depth()), (d.block_m, d.block_n, d.prefetch_depth()));
+        }
+    }
+
+    /// Walks every stream-K workgroup's pieces as the kernel does and checks the schedule:
+    /// every tail iteration covered exactly once, contributors and slots as documented, slots
+    /// unique, contiguous per tile in K order and inside the workspace.
+    fn check(tiles: u32, nkb: u32, dp: u32, g: u32) {
+        let s = StreamKSchedule::new(tiles, nkb, dp, g).unwrap();
+        let t_n = s.sk_tiles();
+        let mut covered = vec![0u32; (t_n * nkb) as usize];
+        let mut slot_used = vec![false; s.slots() as usize];
+        // Per tile: (w, kb0, count) pieces in walking order.
+        let mut pieces = vec![vec![]; t_n as usize];
+        let mut next = 0;
+        for w in 0..g {
+            let (first, count) = s.range(w);
+            assert!(count >= 1, "g {g} ≤ iterations: every range non-empty");
+            assert_eq!(first, next, "ranges contiguous");
+            next = first + count;
+            let mut it = first;
+            while it < first + count {
+                let t = it / nkb;
+                let stop = (first + count).min((t + 1) * nkb);
+                for i in it..stop {
+                    covered[i as usize] += 1;
+                    assert_eq!(s.wg_of(i), w, "wg_of({i})");
+                }
+                if stop - it != nkb {
+                    let slot = (w + t) as usize;
+                    assert!(!slot_used[slot], "slot {slot} used twice");
+                    slot_used[slot] = true;
+                }
+                pieces[t as usize].push((w, it % nkb, stop - it));
+                it = stop;
+            }
+        }
+        assert_eq!(next, t_n * nkb);
+        assert!(covered.iter().all(|&c| c == 1));
+        for (t, p) in pieces.iter().enumerate() {
+            let (wf, wl) = s.contributors(t as u32);
+            assert_eq!(p.len() as u32, wl - wf + 1, "tile {t}: contributors");
+            assert_eq!(p.first().unwrap().0, wf);
+            assert_eq!(p.last().unwrap().0, wl);
+            // K order = workgroup order, pieces abut.
+            let mut kb = 0;
+            for (i, &(w, kb0, c)) in p.iter().enumerate() {
+                assert_eq!((w, kb0), (wf + i as u32, kb));
+                kb += c;
+            }
+            assert_eq!(kb, nkb);
+        }
+        assert!(s.workspace_floats(128, 128) >= tile::SPLITK_COUNTER_FLOATS + u64::from(s.slots()) * 16384);
+    }
+
+    #[test]
+    fn schedules_cover_every_iteration_once_with_unique_contiguous_slots() {
+        for (tiles, nkb) in [(1, 1), (1, 56), (5, 3), (33, 56), (100, 16), (512, 56), (13, 7)] {
+            for dp in [0, tiles / 2, tiles - 1] {
+                let iters = (tiles - dp) * nkb;
+                for g in [1, 2, 3, 7, 8, 64, 304, 608, 1216] {
+                    if g <= iters {
+                        check(tiles, nkb, dp, g);
+                    }
+                }
+                check(tiles, nkb, dp, iters);
+            }
+        }
+    }
+
+    #[test]
+    fn invalid_schedules_are_rejected() {
+        assert_eq!(StreamKSchedule::new(10, 4, 10, 8), Err(StreamKScheduleError::NoTail));
+        assert_eq!(StreamKSchedule::new(10, 4, 0, 0), Err(StreamKScheduleError::Workgroups));
+        assert_eq!(StreamKSchedule::new(10, 4, 8, 9), Err(StreamKScheduleError::Workgroups));
+        assert_eq!(StreamKSchedule::new(5000, 4, 0, 8), Err(StreamKScheduleError::TooManyTiles));
+        assert!(StreamKSchedule::new(5000, 4, 1000, 8).is_ok());
+    }
+}
