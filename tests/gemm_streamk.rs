@@ -96,11 +96,18 @@ fn every_tile_and_schedule_matches_both_references_and_the_data_parallel_kernel(
             let (dp_ref, r) = forced(Some(tile), None, || run_on(&ctx, &stream, &c));
             assert!(r.config.unwrap().stream_k.is_none());
             let tiles = (m as u32).div_ceil(tile.0) * (n as u32).div_ceil(tile.1);
-            // (g, dp): one workgroup for everything (whole tiles), a head of half the tiles with
-            // 3 workgroups, 7 workgroups (pieces across tile boundaries), one K block per
-            // workgroup after all but one tile, and g = one more than the tiles.
-            let mut schedules = vec![(1, 0), (3.min(nkb * (tiles - tiles / 2)), tiles / 2), (7.min(tiles * nkb), 0), (nkb, tiles - 1)];
-            schedules.push(((tiles + 1).min(tiles * nkb), 0));
+            // (g, dp) with tail tiles ≤ g ≤ the tail's K iterations: one workgroup per tile
+            // (whole tiles only), one more (pieces across tile boundaries), a head of half the
+            // tiles with two workgroups more than the tail, twice the tiles, and one K block
+            // per workgroup after all but one tile.
+            let half = tiles / 2;
+            let mut schedules = vec![
+                (tiles, 0),
+                ((tiles + 1).min(tiles * nkb), 0),
+                ((tiles - half + 2).min((tiles - half) * nkb), half),
+                ((2 * tiles).min(tiles * nkb), 0),
+                (nkb, tiles - 1),
+            ];
             schedules.dedup();
             for (g, dp) in schedules {
                 let what = format!("{m}x{n}x{k} tile {}x{} stream-K g {g} dp {dp}", tile.0, tile.1);
@@ -143,13 +150,13 @@ fn the_default_head_and_strided_operands() {
         let av = fp8gemm::ActivationsView::<fp8gemm::fp8::E4M3Fnuz>::with_row_stride(a_data.as_slice(), a_scales.as_slice(), m, k, lda).unwrap();
         let fill = bf16::from_f32(-7.25);
         let mut dd = ctx.upload(&vec![fill; m * ldd]).unwrap();
-        let r = forced(Some(tile), Some((5, None)), || {
+        let r = forced(Some(tile), Some((30, None)), || {
             fp8_gemm_nt(&stream, av, &db, OutputViewMut::with_row_stride(dd.as_slice_mut(), m, n, ldd).unwrap())
         })
         .unwrap();
         let sk = r.config.unwrap().stream_k.unwrap();
         // Fewer tiles than one wave of the device: no head.
-        assert_eq!((sk.dp_tiles, sk.sk_wgs), (0, 5));
+        assert_eq!((sk.dp_tiles, sk.sk_wgs), (0, 30));
         let all = dd.download(&stream).unwrap();
         let got: Vec<bf16> = (0..m).flat_map(|i| all[i * ldd..i * ldd + n].to_vec()).collect();
         assert_accurate(&format!("strided, tile {}x{}", tile.0, tile.1), &c, &got);
@@ -200,12 +207,12 @@ fn explicit_workspace_too_small_is_a_typed_error() {
     let c = case(m, n, k, 5);
     let da = DeviceActivations::upload(&ctx, &c.qa).unwrap();
     let db = DeviceWeights::upload(&ctx, &c.qb).unwrap();
-    forced(Some((64, 64)), Some((7, Some(4))), || {
+    forced(Some((64, 64)), Some((9, Some(4))), || {
         let need = workspace_floats(m, n, k);
-        // 12 tiles, 4 data-parallel: 8 tail tiles over 7 workgroups → 14 slots.
-        let sched = StreamKSchedule::new(12, 5, 4, 7).unwrap();
+        // 12 tiles, 4 data-parallel: 8 tail tiles over 9 workgroups → 16 slots.
+        let sched = StreamKSchedule::new(12, 5, 4, 9).unwrap();
         assert_eq!(need as u64, sched.workspace_floats(64, 64));
-        assert_eq!(need as u64, SPLITK_COUNTER_FLOATS + 14 * 64 * 64);
+        assert_eq!(need as u64, SPLITK_COUNTER_FLOATS + 16 * 64 * 64);
         let fill = bf16::from_f32(3.0);
         let mut dd = ctx.upload(&vec![fill; m * n]).unwrap();
         let mut small = Workspace::new(&ctx, need - 1).unwrap();
@@ -306,7 +313,7 @@ fn impossible_forced_schedules_are_typed_errors() {
     let e = |m, n, k, sk: (u32, Option<u32>)| forced(Some((64, 64)), Some(sk), || config::get_best_config(&GemmDesc::dense(m, n, k, arch))).unwrap_err();
     // 2 tiles × 3 blocks: at most 6 workgroups; a head must leave a tail.
     let x = e(64, 128, 384, (7, Some(0)));
-    assert!(matches!(&x, config::ConfigError::ForcedStreamK { expected, .. } if expected.contains("1 ..= 6 workgroups")), "{x}");
+    assert!(matches!(&x, config::ConfigError::ForcedStreamK { expected, .. } if expected.contains("2 ..= 6 workgroups")), "{x}");
     let x = e(64, 128, 384, (1, Some(2)));
     assert!(matches!(&x, config::ConfigError::ForcedStreamK { expected, .. } if expected.contains("below the tile count")), "{x}");
     // No split-K at the same time, no masked stream-K.

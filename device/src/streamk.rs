@@ -22,10 +22,12 @@
 //!   (`nkb = k/128`), flattened tile-major (`i = t·nkb + kb`). Workgroup `dp + w` (`w < g`, after
 //!   the XCD remap of [`crate::tile::xcd_remap`]) takes the contiguous range
 //!   [`StreamKSchedule::range`]`(w)`: `⌊T·nkb/g⌋` iterations, one more for the first
-//!   `T·nkb mod g` (the host requires `g ≤ T·nkb`, so every range is non-empty). A range covers
-//!   the tail of one tile, whole tiles and the head of another; the workgroup walks it piece by
-//!   piece (one piece = its iterations of one tile, one run of the shared main loop over that
-//!   piece's K blocks):
+//!   `T·nkb mod g` (the schedule requires `T ≤ g ≤ T·nkb`, so every range is non-empty and at
+//!   most `nkb` long: it touches at most two tiles). The workgroup runs its range as one or two
+//!   **pieces** (its iterations of one tile: one run of the shared main loop over that piece's
+//!   K blocks), as straight-line code: a loop around the main loop let LLVM hoist the loop's
+//!   per-lane values out of it and keep them live through the main loop (260 VGPRs for
+//!   128 × 128 instead of 226, one workgroup per CU instead of two). A piece is:
 //!   - a **whole** tile (the range covers all of its `nkb` blocks) stores bf16 directly;
 //!   - a **partial** piece stores its FP32 accumulators (promotion domain, fragment order) to
 //!     its workspace slot with device-scope stores, then arrives on the tile's counter; the
@@ -55,7 +57,7 @@
 //! No float or bf16 atomics: the only atomic is the u32 counter. The memory-ordering argument
 //! (gfx942's non-coherent per-XCD L2s, `sc1` stores and loads, why no `buffer_wbl2` /
 //! `buffer_inv` is needed) is split-K's, in [`crate::dense`]. A workgroup with more pieces runs
-//! the main loop again after an LDS barrier (every wave finished reading the previous piece's
+//! its second piece after an LDS barrier (every wave finished reading the previous piece's
 //! last block and the arrival broadcast before the next prologue writes LDS).
 //!
 //! Like split-K, a partial tile's FP32 sum is taken in a different order than the unsplit
@@ -82,7 +84,8 @@ use crate::tile::{self, DenseTile};
 /// followed by a stream-K tail over `sk_wgs` workgroups (module docs).
 ///
 /// Operands and requirements are those of [`crate::args::DenseGemmArgs`], plus (checked by the
-/// host, [`StreamKSchedule::new`]): `dp_tiles < tiles`, `1 ≤ sk_wgs ≤ (tiles − dp_tiles)·k/128`,
+/// host, [`StreamKSchedule::new`]): `dp_tiles < tiles`, `T ≤ sk_wgs ≤ T·k/128` with
+/// `T = tiles − dp_tiles`,
 /// `tiles − dp_tiles ≤` [`tile::SPLITK_MAX_TILES`], and a workspace of at least
 /// [`StreamKSchedule::workspace_floats`] f32 (below 2^31 bytes) whose first
 /// [`tile::SPLITK_COUNTER_FLOATS`] words are 0 at launch (a zeroed allocation; every completed
@@ -149,7 +152,8 @@ pub enum StreamKScheduleError {
     NoTail,
     /// More stream-K tiles than the workspace has counters for ([`tile::SPLITK_MAX_TILES`]).
     TooManyTiles,
-    /// `sk_wgs` is 0 or larger than the tail's K iterations (some workgroup would get none).
+    /// `sk_wgs` is below the tail's tile count (a workgroup would span more than two tiles) or
+    /// above its K iterations (some workgroup would get none).
     Workgroups,
     /// The iteration count or the slot count does not fit in 32 bits.
     Overflow,
@@ -171,7 +175,7 @@ impl StreamKSchedule {
         if iters >= u32::MAX as u64 || (sk_wgs as u64 + t as u64) > u32::MAX as u64 {
             return Err(StreamKScheduleError::Overflow);
         }
-        if sk_wgs == 0 || sk_wgs as u64 > iters {
+        if sk_wgs < t || sk_wgs as u64 > iters {
             return Err(StreamKScheduleError::Workgroups);
         }
         let iters = iters as u32;
@@ -298,7 +302,8 @@ pub(crate) mod imp {
         let (wm, wn) = (wave & 1, wave >> 1);
         let lane_base = (wave * (FM * FN) as u32 * 64 + lane) * 16;
         // Slots are read CHUNK at a time: all of a chunk's loads are issued before the first
-        // add waits (one memory latency per chunk), within the tile's register budget.
+        // add waits (one memory latency per chunk), within the tile's register budget
+        // (16 / 32 / 32 `dwordx4`, as split-K).
         const CHUNK: usize = 4;
         let chunk = if FM * FN >= 16 { 2 } else { CHUNK };
         let mut sum = [[F32x4::zero(); FN]; FM];
@@ -389,7 +394,7 @@ pub(crate) mod imp {
 
         // This workgroup's iterations in a space where data-parallel tile `p` is iterations
         // `p·nkb ..+nkb` of "tile" p and the tail's tile t is tile dp + t: [it, end).
-        let (w, mut it, end) = if pid < dp {
+        let (w, it, end) = if pid < dp {
             let p = tile::xcd_remap(pid, dp, NUM_XCDS);
             (0, p * nkb, (p + 1) * nkb)
         } else {
@@ -398,8 +403,8 @@ pub(crate) mod imp {
             (w, dp * nkb + first, dp * nkb + first + count)
         };
         let tid = workitem_id_x();
-        let mut first_piece = true;
-        while it < end {
+        // One piece: the range's iterations from `it` in its tile; returns where it stopped.
+        let mut piece = |it: u32, first_piece: bool| -> u32 {
             let abs = it / nkb_nz;
             let kb0 = it % nkb_nz;
             let stop = if end < (abs + 1) * nkb { end } else { (abs + 1) * nkb };
@@ -424,10 +429,8 @@ pub(crate) mod imp {
                 lds_barrier();
             }
             L::run(&job, &epi);
-            first_piece = false;
-            it = stop;
             if whole {
-                continue;
+                return stop;
             }
 
             // Release: every wave's partial stores have completed at device scope before the
@@ -448,7 +451,7 @@ pub(crate) mod imp {
             let arrived = readfirstlane_u32(unsafe { lds_read_b128(0) }.to_array()[0]);
             let (w_first, w_last) = sched.contributors(t);
             if arrived + 1 != w_last - w_first + 1 {
-                continue;
+                return stop;
             }
             // Acquire: every other contributor's partial is stored (their stores completed at
             // device scope before their increments); device-scope loads read them, in K order.
@@ -458,6 +461,13 @@ pub(crate) mod imp {
                 // SAFETY: as for the increment above.
                 unsafe { atomic_store_u32(counter, 0) };
             }
+            stop
+        };
+        // At most two pieces (the host keeps every range within `nkb` iterations, so it
+        // touches at most two tiles): straight-line code, no loop around the main loop.
+        let stop = piece(it, true);
+        if stop < end {
+            piece(stop, false);
         }
     }
 }
@@ -512,6 +522,7 @@ mod tests {
         for w in 0..g {
             let (first, count) = s.range(w);
             assert!(count >= 1, "g {g} ≤ iterations: every range non-empty");
+            assert!(count <= nkb, "g {g} ≥ tiles: at most nkb iterations, two pieces");
             assert_eq!(first, next, "ranges contiguous");
             next = first + count;
             let mut it = first;
@@ -553,9 +564,10 @@ mod tests {
     fn schedules_cover_every_iteration_once_with_unique_contiguous_slots() {
         for (tiles, nkb) in [(1, 1), (1, 56), (5, 3), (33, 56), (100, 16), (512, 56), (13, 7)] {
             for dp in [0, tiles / 2, tiles - 1] {
-                let iters = (tiles - dp) * nkb;
-                for g in [1, 2, 3, 7, 8, 64, 304, 608, 1216] {
-                    if g <= iters {
+                let t = tiles - dp;
+                let iters = t * nkb;
+                for g in [1, 2, 3, 7, 8, 64, 304, 608, 1216, t, t + 1] {
+                    if (t..=iters).contains(&g) {
                         check(tiles, nkb, dp, g);
                     }
                 }
@@ -569,7 +581,10 @@ mod tests {
         assert_eq!(StreamKSchedule::new(10, 4, 10, 8), Err(StreamKScheduleError::NoTail));
         assert_eq!(StreamKSchedule::new(10, 4, 0, 0), Err(StreamKScheduleError::Workgroups));
         assert_eq!(StreamKSchedule::new(10, 4, 8, 9), Err(StreamKScheduleError::Workgroups));
+        // Fewer workgroups than tail tiles: a range would span three tiles.
+        assert_eq!(StreamKSchedule::new(10, 4, 0, 9), Err(StreamKScheduleError::Workgroups));
+        assert!(StreamKSchedule::new(10, 4, 0, 10).is_ok());
         assert_eq!(StreamKSchedule::new(5000, 4, 0, 8), Err(StreamKScheduleError::TooManyTiles));
-        assert!(StreamKSchedule::new(5000, 4, 1000, 8).is_ok());
+        assert!(StreamKSchedule::new(5000, 4, 1000, 4000).is_ok());
     }
 }

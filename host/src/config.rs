@@ -641,7 +641,7 @@ fn split_candidates(arch: Arch, kind: GemmKind, nkb: u32) -> Result<Vec<Candidat
 
 /// VGPRs of the dense stream-K kernels (`fp8gemm info`; `tests/dense_kernel.rs` checks that
 /// they allow as many workgroups per CU as the tile's LDS).
-const STREAMK_VGPRS: [u32; 3] = [76, 134, 222];
+const STREAMK_VGPRS: [u32; 3] = [110, 144, 226];
 
 /// Workgroups per CU of stream-K tile `i` of [`fp8gemm_device::streamk::STREAMK_TILES`].
 fn streamk_slots(arch: Arch, i: usize) -> u32 {
@@ -667,9 +667,8 @@ const STREAMK_PIECE_CYCLES: f64 = SPLITK_FIXED_CYCLES;
 
 /// The stream-K candidates of a dense problem: every stream-K tile with `g` ∈ {`CUs · slots`,
 /// `CUs`} workgroups after a data-parallel head of the default whole waves
-/// ([`streamk_default_dp`], tail ≤ one wave) or one wave fewer (tail between one and two
-/// waves), where the schedule is valid (tail ≤ [`tile::SPLITK_MAX_TILES`] tiles, `g` ≤ its K
-/// iterations).
+/// ([`streamk_default_dp`], tail ≤ one wave), where the schedule is valid (tail ≤
+/// [`tile::SPLITK_MAX_TILES`] tiles, tail tiles ≤ `g` ≤ its K iterations).
 fn streamk_candidates(desc: &GemmDesc) -> Result<Vec<Candidate>, ConfigError> {
     if desc.kind != GemmKind::Dense {
         return Ok(Vec::new());
@@ -681,11 +680,7 @@ fn streamk_candidates(desc: &GemmDesc) -> Result<Vec<Candidate>, ConfigError> {
         let slots = streamk_slots(desc.arch, i);
         let tiles = t.grid(desc.m, desc.n);
         let wave = desc.cus * slots;
-        let dp0 = streamk_default_dp(tiles, wave);
-        let mut dps = vec![dp0];
-        if dp0 >= wave && wave > 0 {
-            dps.push(dp0 - wave);
-        }
+        let dps = [streamk_default_dp(tiles, wave)];
         let mut gs = vec![wave];
         if desc.cus != wave {
             gs.push(desc.cus);
@@ -1002,7 +997,11 @@ pub fn get_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(Gemm
                     match e {
                         fp8gemm_device::streamk::StreamKScheduleError::NoTail => "data-parallel tiles below the tile count".to_string(),
                         fp8gemm_device::streamk::StreamKScheduleError::TooManyTiles => format!("at most {} stream-K tiles", tile::SPLITK_MAX_TILES),
-                        fp8gemm_device::streamk::StreamKScheduleError::Workgroups => format!("1 ..= {} workgroups (the tail's K iterations)", (tiles.saturating_sub(dp)) as u64 * u64::from(nkb)),
+                        fp8gemm_device::streamk::StreamKScheduleError::Workgroups => format!(
+                            "{} ..= {} workgroups (the tail's tiles ..= its K iterations)",
+                            tiles.saturating_sub(dp),
+                            u64::from(tiles.saturating_sub(dp)) * u64::from(nkb)
+                        ),
                         fp8gemm_device::streamk::StreamKScheduleError::Overflow => "a tail that fits in 32-bit counts".to_string(),
                     }
                 )),
