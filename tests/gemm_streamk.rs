@@ -228,30 +228,39 @@ fn explicit_workspace_too_small_is_a_typed_error() {
 
 #[test]
 fn a_stream_workspace_too_small_falls_back_and_says_so() {
-    // The model prefers stream-K for a shape whose last wave of whole tiles would be mostly
-    // empty; with no room in the stream's workspace the best config that fits runs instead,
-    // reported.
+    // The model prefers stream-K where the last wave of whole tiles would be mostly empty
+    // (8192 × 2048 × 7168: 3 waves of 608 64 × 128 tiles and 224 more); a launch whose stream
+    // has too little workspace runs the best config that fits, reported. (The choice for a
+    // given workspace is the entry point's — `config::get_config_for_workspace` — checked here
+    // without emulating the large launch; the fallback through the entry point is the same code
+    // as split-K's, `gemm_splitk.rs`.)
     let ctx = checked_context();
-    let (m, n, k) = (704usize, 1024usize, 1024usize);
-    let desc = GemmDesc::dense(m as u32, n as u32, k as u32, ctx.arch());
+    let desc = GemmDesc::dense(8192, 2048, 7168, ctx.arch()).with_cus(ctx.compute_units());
     let preferred = config::get_best_config(&desc).unwrap();
     assert!(preferred.stream_k.is_some(), "the model should prefer stream-K here: {preferred}");
+    let (fit, limit) = config::get_config_for_workspace(&desc, 1000).unwrap();
+    assert!(fit.workspace_floats() <= 1000 && fit.stream_k.is_none(), "{fit}");
+    let limit = limit.expect("the fallback is reported");
+    assert_eq!((limit.preferred, limit.needed, limit.available), (preferred, preferred.workspace_floats(), 1000));
+    assert!(limit.to_string().contains("workspace holds"), "{limit}");
+    // A forced stream-K that does not fit the stream's workspace is an error, not a fallback.
+    let (m, n, k) = (130usize, 196usize, 640usize);
     let c = case(m, n, k, 6);
     let mut stream = Stream::new(&ctx).unwrap();
-    stream.set_workspace(Some(Workspace::new(&ctx, 100).unwrap())).unwrap();
-    let (got, r) = run_on(&ctx, &stream, &c);
-    let cfg = r.config.unwrap();
-    assert!(cfg.workspace_floats() <= 100 && cfg.stream_k.is_none(), "{cfg}");
-    let limit = r.workspace_limit.expect("the fallback is reported");
-    assert_eq!((limit.preferred, limit.needed, limit.available), (preferred, preferred.workspace_floats(), 100));
-    assert_accurate("fallback", &c, &got);
-    // A forced stream-K that does not fit is an error, not a fallback.
     stream.set_workspace(None).unwrap();
     let da = DeviceActivations::upload(&ctx, &c.qa).unwrap();
     let db = DeviceWeights::upload(&ctx, &c.qb).unwrap();
-    let mut d = ctx.alloc_zeroed::<bf16>(m * n).unwrap();
+    let fill = bf16::from_f32(2.5);
+    let mut d = ctx.upload(&vec![fill; m * n]).unwrap();
     let e = forced(None, Some((16, None)), || fp8_gemm_nt(&stream, &da, &db, &mut d)).unwrap_err();
     assert!(matches!(e, Error::Workspace { available: 0, .. }), "{e}");
+    assert!(d.download(&stream).unwrap().iter().all(|v| v.to_bits() == fill.to_bits()), "nothing may be launched");
+    // With a workspace of exactly the need it runs.
+    let need = forced(None, Some((16, None)), || workspace_floats(m, n, k));
+    stream.set_workspace(Some(Workspace::new(&ctx, need).unwrap())).unwrap();
+    let (got, r) = forced(None, Some((16, None)), || run_on(&ctx, &stream, &c));
+    assert_eq!(r.config.unwrap().workspace_floats(), need as u64);
+    assert_accurate("exact workspace", &c, &got);
 }
 
 #[test]
