@@ -71,9 +71,71 @@
 //! position in the tile only (`frag_offset`), so it does not depend on which lanes of which
 //! loop hold which accumulators.
 //!
-//! # Measured (modelled) — see the table at the end of this page
+//! # Code objects (LLVM 22.1.4; `tests/dense_kernel.rs` re-checks them)
 //!
-//! The measurements are filled in by the tables below ([`self`], "Timing model").
+//! | kernel | VGPR | AGPR | spills | scratch | LDS (dynamic) | waves/SIMD (regs) | WGs/CU (LDS) |
+//! |---|---|---|---|---|---|---|---|
+//! | `fp8_gemm_nt_streamk_bm64_bn64`   | 110 | 0 | 0 | 0 | 16 KiB | 4 | 4 |
+//! | `fp8_gemm_nt_streamk_bm64_bn128`  | 144 | 0 | 0 | 0 | 24 KiB | 3 | 2 |
+//! | `fp8_gemm_nt_streamk_bm128_bn128` | 226 | 0 | 0 | 0 | 32 KiB | 2 | 2 |
+//!
+//! (A loop over pieces instead of the two straight-line pieces: 124 / 168 / 260 + 4 AGPRs —
+//! one workgroup per CU at 128 × 128; with `waves_per_eu = 2` it spilled.)
+//!
+//! # Timing model (*modelled*, never measured; `fp8gemm profile`, MI300X, µs)
+//!
+//! Forced configs (`FP8GEMM_FORCE_TILE`, `FP8GEMM_FORCE_SPLIT`, `FP8GEMM_FORCE_STREAMK=G/DP`):
+//!
+//! | shape | data-parallel | split-K | stream-K |
+//! |---|---|---|---|
+//! | 1024×2048×7168 | 64×128 81.0; 64×64 70.4 | 64×128/2 60.8; 128×128/4 60.6 | 64×128 0+608 63.1, 0+512 61.8; 64×64 0+1216 64.0; 128×128 0+608 82.1 |
+//! | 1408×2048×7168 | 64×64 84.2; 64×128 98.5 | 128×128/2 103.3 | 64×128 0+608 94.9 |
+//! | 1664×768×7168 | 64×128 82.0 | 64×128/3 45.7 | 64×128 0+608 48.8; 64×64 0+1216 47.6 |
+//! | 4096×2048×7168 | 128×128 182.6 | | 128×128 0+608 177.9 |
+//! | 6144×768×7168 | 64×128 97.5 | 128×128/2 105.8 | 64×128 0+608 143.8 |
+//! | 8192×2048×7168 | 64×128 381.2; 128×128 357.5 | | 64×128 1824+608 356.4, 1824+448 363.4 |
+//!
+//! Where the data-parallel grid leaves CUs idle or half-used (1024 × 2048: 256 tiles of
+//! 64 × 128 on 304 CUs, one workgroup each), stream-K fills every slot and gains 22 % over
+//! that tile (and 10 % over the best data-parallel tile) — but split-K, whose tiles split
+//! evenly, does as well or better. Where the last wave is nearly full (6144 × 768: 576 of 608
+//! slots), stream-K splits almost every tile in two and loses 47 %. A tail block runs 1.3–2.1×
+//! slower than a data-parallel block of the same tile in the model (`config`'s
+//! `STREAMK_TAIL_FACTOR`): the second piece's prologue, the partial stores and reduction, and
+//! the L2 sharing lost when the workgroups running together read different K ranges. The
+//! stream-K kernel on whole tiles only (`g` = tiles, no partial) against the dense kernel on
+//! the same tiles in the same order: 1024×2048×7168 64×128 81.6 vs 81.0, 4096×2048×7168
+//! 128×128 186.5 vs 182.6, 6144×768×7168 64×128 107.2 vs 97.5 — the same work, 1–10 % slower
+//! (a larger kernel: two copies of the main loop, a branchy epilogue); not yet explained.
+//!
+//! The model therefore chooses stream-K only where its estimate wins (`config`).
+//!
+//! # `fp8gemm compare --set peers` before → after (*modelled* MI325X µs vs AMD's measured)
+//!
+//! Every row of `measured_mi325x.csv`, the library's own choice with the stream's default
+//! 32 MiB workspace; "before" is main's `docs/perf/compare.txt`. Rows that moved by 1 % or more
+//! (the config choice changed: stream-K, the last-round estimate, the calibrated split-K
+//! estimate):
+//!
+//! | shape | before | after (config) | ratio to AMD |
+//! |---|---|---|---|
+//! | 14336×768×7168 | 286.73 | 251.28 (stream-K 64×128, 1216 + 608 over 128 tiles) | 0.60 → 0.68 |
+//! | 1344×2048×7168 | 78.69 | 75.16 (split-K 64×64 / 3) | 0.62 → 0.65 |
+//! | 1408×2048×7168 | 84.91 | 83.32 (64×64) | 0.58 → 0.60 |
+//! | 1472×2048×7168 | 83.29 | 86.69 (64×64, was split) | 0.60 → 0.57 |
+//! | 1792×2048×7168 | 83.89 | 85.65 (64×64, was split) | 0.70 → 0.68 |
+//! | 1856×2048×7168 | 103.70 | 98.55 (64×128) | 0.66 → 0.69 |
+//! | 1920×2048×7168 | 103.77 | 97.85 (64×128) | 0.65 → 0.69 |
+//! | 6144×2048×7168 | 285.01 | 278.81 (stream-K 64×128, 1216 + 608 over 320 tiles) | 0.67 → 0.68 |
+//! | 10240×2048×7168 | 470.90 | 377.86 (stream-K 128×128, 1216 + 304 over 64 tiles) | 0.64 → 0.80 |
+//! | 12288×2048×7168 | 527.90 | 514.65 (stream-K 64×128, 3040 + 304 over 32 tiles) | 0.68 → 0.70 |
+//! | 16384×2048×7168 | 674.22 | 614.68 (128×128, last round at its own sharing) | 0.69 → 0.75 |
+//!
+//! (8192×2048×7168: 357.48 → 355.86, stream-K 64×128 1824 + 608.) Geometric mean over the 47
+//! shapes 0.690× → 0.698× AMD's measured TFLOPS (goal 1.1×); lowest 0.584× → 0.575×
+//! (1472×2048×7168). Stream-K is not what stands between these kernels and the peers: their
+//! main loop is (the data-parallel 128 × 128 kernel runs 4096×2048×7168 at 0.71× with a 90 %
+//! full device).
 
 use crate::amdgpu_kernel;
 use crate::args::GlobalPtr;

@@ -715,6 +715,15 @@ fn streamk_candidates(desc: &GemmDesc) -> Result<Vec<Candidate>, ConfigError> {
     Ok(v)
 }
 
+/// The stream-K configurations the model weighs for `desc` (for `fp8gemm tune`): `(tile,
+/// sk_wgs, dp_tiles)` of every stream-K candidate (none for the m-grouped kinds).
+pub fn streamk_schedules(desc: &GemmDesc) -> Result<Vec<((u32, u32), u32, u32)>, ConfigError> {
+    Ok(streamk_candidates(desc)?
+        .into_iter()
+        .filter_map(|c| c.stream_k.map(|(dp, g)| ((c.tile.block_m, c.tile.block_n), g, dp)))
+        .collect())
+}
+
 /// Modelled cycles of a stream-K candidate: the data-parallel head's rounds of whole tiles,
 /// then the tail, where each of the `g` workgroups runs `⌈T·nkb / g⌉` blocks (the CUs holding
 /// `⌈g / CUs⌉` of them at a time), each [`STREAMK_TAIL_FACTOR`] times the `cost` rows when
