@@ -99,7 +99,7 @@ fn time_configs(ctx: &Context, p: Problem, mode: &TimingMode, configs: &[((u32, 
 
 /// Runs dense `p` once per stream-K schedule `(tile, sk_wgs, dp_tiles)` with the timing model on
 /// (the stream's workspace sized for the largest).
-fn time_streamk(ctx: &Context, p: Problem, mode: &TimingMode, configs: &[((u32, u32), u32, u32)]) -> Result<Vec<Arc<TimingReport>>, String> {
+fn time_streamk(ctx: &Context, p: Problem, mode: &TimingMode, configs: &[config::StreamKSchedule3]) -> Result<Vec<Arc<TimingReport>>, String> {
     let e = |x: &dyn std::fmt::Display| x.to_string();
     let mut ops = operands::Operands::new(ctx, operands::Problem::Dense { m: p.m, n: p.n, k: p.k }).map_err(|x| e(&x))?;
     let mut stream = fp8gemm::Stream::new(ctx).map_err(|x| e(&x))?;

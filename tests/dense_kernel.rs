@@ -358,7 +358,7 @@ fn streamk_kernels_meet_the_resource_goals() {
                 let mfma: Vec<_> = body.iter().filter(|i| amdgpu_emu::decode::is_mai(i.op)).collect();
                 assert!(mfma.iter().all(|i| i.op.name() == "v_mfma_f32_16x16x32_fp8_fp8"), "{what}");
                 let per_trip = 4 * (tile.block_m / 32) * (tile.block_n / 32) * tile.prefetch_depth();
-                assert!(mfma.len() as u32 >= 2 * per_trip && mfma.len() as u32 % per_trip == 0, "{what}: {} MFMAs, trip {per_trip}", mfma.len());
+                assert!(mfma.len() as u32 >= 2 * per_trip && (mfma.len() as u32).is_multiple_of(per_trip), "{what}: {} MFMAs, trip {per_trip}", mfma.len());
             }
         }
     }

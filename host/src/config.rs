@@ -469,10 +469,16 @@ pub fn force_split(splits: Option<u32>) {
     FORCED_SPLIT.with(|f| f.set(splits.map(Some)));
 }
 
+/// A forced stream-K schedule: `(sk_wgs, dp_tiles)`, `dp_tiles` `None` for the default head.
+pub type ForcedStreamK = (u32, Option<u32>);
+
+/// A stream-K configuration of `fp8gemm tune`: `((block_m, block_n), sk_wgs, dp_tiles)`.
+pub type StreamKSchedule3 = ((u32, u32), u32, u32);
+
 thread_local! {
     /// A stream-K schedule forced for this thread's config choices; `None` = not set here, fall
     /// back to `FP8GEMM_FORCE_STREAMK=G[/DP]`.
-    static FORCED_STREAMK: std::cell::Cell<Option<Option<(u32, Option<u32>)>>> = const { std::cell::Cell::new(None) };
+    static FORCED_STREAMK: std::cell::Cell<Option<Option<ForcedStreamK>>> = const { std::cell::Cell::new(None) };
 }
 
 /// Forces a stream-K launch ([`fp8gemm_device::streamk`]) for every subsequent dense config
@@ -484,12 +490,12 @@ thread_local! {
 /// the tile count, `g` more than the tail's K iterations, more than
 /// [`tile::SPLITK_MAX_TILES`] tail tiles, a forced split, a kind without stream-K kernels)
 /// makes [`get_best_config`] fail with [`ConfigError::ForcedStreamK`].
-pub fn force_stream_k(schedule: Option<(u32, Option<u32>)>) {
+pub fn force_stream_k(schedule: Option<ForcedStreamK>) {
     FORCED_STREAMK.with(|f| f.set(schedule.map(Some)));
 }
 
 /// The stream-K schedule forced for this thread or by `FP8GEMM_FORCE_STREAMK`, if any.
-pub(crate) fn forced_stream_k() -> Result<Option<(u32, Option<u32>)>, ConfigError> {
+pub(crate) fn forced_stream_k() -> Result<Option<ForcedStreamK>, ConfigError> {
     if let Some(t) = FORCED_STREAMK.with(std::cell::Cell::get) {
         return Ok(t);
     }
@@ -717,7 +723,7 @@ fn streamk_candidates(desc: &GemmDesc) -> Result<Vec<Candidate>, ConfigError> {
 
 /// The stream-K configurations the model weighs for `desc` (for `fp8gemm tune`): `(tile,
 /// sk_wgs, dp_tiles)` of every stream-K candidate (none for the m-grouped kinds).
-pub fn streamk_schedules(desc: &GemmDesc) -> Result<Vec<((u32, u32), u32, u32)>, ConfigError> {
+pub fn streamk_schedules(desc: &GemmDesc) -> Result<Vec<StreamKSchedule3>, ConfigError> {
     Ok(streamk_candidates(desc)?
         .into_iter()
         .filter_map(|c| c.stream_k.map(|(dp, g)| ((c.tile.block_m, c.tile.block_n), g, dp)))
@@ -1052,10 +1058,10 @@ pub fn get_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(Gemm
                 )),
             }
         }
-        if let Some((bm, bn)) = forced_t {
-            if !STREAMK_TILES.iter().any(|t| (t.block_m, t.block_n) == (bm, bn)) {
-                return Err(ConfigError::ForcedTile { tile: format!("{bm}x{bn}"), available: tile_names });
-            }
+        if let Some((bm, bn)) = forced_t
+            && !STREAMK_TILES.iter().any(|t| (t.block_m, t.block_n) == (bm, bn))
+        {
+            return Err(ConfigError::ForcedTile { tile: format!("{bm}x{bn}"), available: tile_names });
         }
         let c = model_best(&mut pool.iter())?.ok_or_else(|| err(why_not.join("; ")))?.1;
         (c, Choice::Forced)
