@@ -482,6 +482,14 @@ pub(crate) mod imp {
             // The tail tile (for counters and slots); unused for whole tiles.
             let t = abs - dp;
             let job = TileJob { kb0, nkb: count, m0, n0, ..job };
+            if whole {
+                // A whole tail tile: the head's path (constant K bounds).
+                if !first_piece {
+                    lds_barrier();
+                }
+                L::run(&TileJob { kb0: 0, nkb, ..job }, &direct);
+                return stop;
+            }
             let epi = PieceStore::<FM, FN> {
                 partial: !whole,
                 direct,

@@ -657,7 +657,7 @@ fn split_candidates(arch: Arch, kind: GemmKind, nkb: u32) -> Result<Vec<Candidat
 
 /// VGPRs of the dense stream-K kernels (`fp8gemm info`; `tests/dense_kernel.rs` checks that
 /// they allow as many workgroups per CU as the tile's LDS).
-const STREAMK_VGPRS: [u32; 3] = [110, 144, 226];
+const STREAMK_VGPRS: [u32; 3] = [104, 146, 224];
 
 /// Workgroups per CU of stream-K tile `i` of [`fp8gemm_device::streamk::STREAMK_TILES`].
 fn streamk_slots(arch: Arch, i: usize) -> u32 {
