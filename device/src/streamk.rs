@@ -27,7 +27,7 @@
 //!   **pieces** (its iterations of one tile: one run of the shared main loop over that piece's
 //!   K blocks), as straight-line code: a loop around the main loop let LLVM hoist the loop's
 //!   per-lane values out of it and keep them live through the main loop (260 VGPRs for
-//!   128 × 128 instead of 226, one workgroup per CU instead of two). A piece is:
+//!   128 × 128 instead of 224, one workgroup per CU instead of two). A piece is:
 //!   - a **whole** tile (the range covers all of its `nkb` blocks) stores bf16 directly;
 //!   - a **partial** piece stores its FP32 accumulators (promotion domain, fragment order) to
 //!     its workspace slot with device-scope stores, then arrives on the tile's counter; the
@@ -65,7 +65,7 @@
 //! bit-identical to the data-parallel one; it is within the same accuracy, and bit-identical
 //! run to run.
 //!
-//! The main loop is reached through the [`imp::TileLoop`] trait (today [`imp::DenseLoop`] over
+//! The main loop is reached through the `imp::TileLoop` trait (today `imp::DenseLoop` over
 //! `dense::imp::tile_gemm`), so another main loop offering the same `TileJob` / `Epilogue`
 //! interface can be instantiated here unchanged. The partial slot layout is a function of the
 //! position in the tile only (`frag_offset`), so it does not depend on which lanes of which
@@ -75,12 +75,17 @@
 //!
 //! | kernel | VGPR | AGPR | spills | scratch | LDS (dynamic) | waves/SIMD (regs) | WGs/CU (LDS) |
 //! |---|---|---|---|---|---|---|---|
-//! | `fp8_gemm_nt_streamk_bm64_bn64`   | 110 | 0 | 0 | 0 | 16 KiB | 4 | 4 |
-//! | `fp8_gemm_nt_streamk_bm64_bn128`  | 144 | 0 | 0 | 0 | 24 KiB | 3 | 2 |
-//! | `fp8_gemm_nt_streamk_bm128_bn128` | 226 | 0 | 0 | 0 | 32 KiB | 2 | 2 |
+//! | `fp8_gemm_nt_streamk_bm64_bn64`   | 104 | 0 | 0 | 0 | 16 KiB | 4 | 4 |
+//! | `fp8_gemm_nt_streamk_bm64_bn128`  | 146 | 0 | 0 | 0 | 24 KiB | 3 | 2 |
+//! | `fp8_gemm_nt_streamk_bm128_bn128` | 224 | 0 | 0 | 0 | 32 KiB | 2 | 2 |
 //!
 //! (A loop over pieces instead of the two straight-line pieces: 124 / 168 / 260 + 4 AGPRs —
-//! one workgroup per CU at 128 × 128; with `waves_per_eu = 2` it spilled.)
+//! one workgroup per CU at 128 × 128; with `waves_per_eu = 2` it spilled.) The kernel holds
+//! five inlined copies of the main loop: the head's, and per piece a whole tile's (constant K
+//! bounds, as the dense kernel) and a partial piece's (K bounds from the schedule). Whole tiles
+//! run through the partial-piece code cost 5–9 % in the timing model (2432×2048×7168 64×128,
+//! exactly one wave of whole tiles: 107.3 µs against the dense kernel's 98.7); through the
+//! constant-bound copy 99.6.
 //!
 //! # Timing model (*modelled*, never measured; `fp8gemm profile`, MI300X, µs)
 //!
@@ -93,7 +98,7 @@
 //! | 1664×768×7168 | 64×128 82.0 | 64×128/3 45.7 | 64×128 0+608 48.8; 64×64 0+1216 47.6 |
 //! | 4096×2048×7168 | 128×128 182.6 | | 128×128 0+608 177.9 |
 //! | 6144×768×7168 | 64×128 97.5 | 128×128/2 105.8 | 64×128 0+608 143.8 |
-//! | 8192×2048×7168 | 64×128 381.2; 128×128 357.5 | | 64×128 1824+608 356.4, 1824+448 363.4 |
+//! | 8192×2048×7168 | 64×128 381.2; 128×128 357.5 | | 64×128 1824+608 347.8 (356.4 before the constant-bound paths), 1824+448 363.4 |
 //!
 //! Where the data-parallel grid leaves CUs idle or half-used (1024 × 2048: 256 tiles of
 //! 64 × 128 on 304 CUs, one workgroup each), stream-K fills every slot and gains 22 % over
@@ -102,11 +107,13 @@
 //! slots), stream-K splits almost every tile in two and loses 47 %. A tail block runs 1.3–2.1×
 //! slower than a data-parallel block of the same tile in the model (`config`'s
 //! `STREAMK_TAIL_FACTOR`): the second piece's prologue, the partial stores and reduction, and
-//! the L2 sharing lost when the workgroups running together read different K ranges. The
-//! stream-K kernel on whole tiles only (`g` = tiles, no partial) against the dense kernel on
-//! the same tiles in the same order: 1024×2048×7168 64×128 81.6 vs 81.0, 4096×2048×7168
-//! 128×128 186.5 vs 182.6, 6144×768×7168 64×128 107.2 vs 97.5 — the same work, 1–10 % slower
-//! (a larger kernel: two copies of the main loop, a branchy epilogue); not yet explained.
+//! the L2 sharing lost when the workgroups running together read different K ranges.
+//!
+//! Sanity check on shapes of an exact number of waves (64 × 128, 608 slots; no tile split, so
+//! stream-K must cost what data-parallel costs): 2432×2048×7168 (one wave) stream-K 99.6 vs
+//! data-parallel 98.7; 4864×2048×7168 (two waves: head 608, tail 608 whole tiles) 199.6 vs
+//! 194.0 (measured before whole tail tiles took the constant-bound path, which the one-wave
+//! shape shows is worth 4 %). Busy % ("CUs occupied") 97–99 % in both.
 //!
 //! The model therefore chooses stream-K only where its estimate wins (`config`).
 //!

@@ -30,11 +30,11 @@
 //! registers, from the code object) and `CUs` the device's compute units ([`GemmDesc::cus`]).
 //! The candidate with the smallest estimate wins; ties go to the tile with more workgroups.
 //! Dense split-K candidates (every tile with 2 ..= min(k/128, [`MAX_SPLITS`]) splits) count
-//! `tiles · splits` workgroups of `⌈nkb / splits⌉` blocks each ([`SPLITK_BLOCK_FACTOR`] slower),
+//! `tiles · splits` workgroups of `⌈nkb / splits⌉` blocks each (`SPLITK_BLOCK_FACTOR` slower),
 //! plus the hand-off and reduction cost per round (`splitk_extra_cycles`). Dense **stream-K**
 //! candidates ([`fp8gemm_device::streamk`]: a data-parallel head of whole waves, then `g`
 //! workgroups over the rest) count the head's rounds and `⌈T·nkb / g⌉` tail blocks per
-//! workgroup ([`STREAMK_TAIL_FACTOR`] slower when tiles are split, plus the reduction); see
+//! workgroup (`STREAMK_TAIL_FACTOR` slower when tiles are split, plus the reduction); see
 //! `streamk_time`. `FP8GEMM_PRINT_CONFIGS=2` prints every candidate's estimate. A stream-K or
 //! split-K choice whose workspace the launch does not have is replaced by the best one that
 //! fits, and reported ([`WorkspaceLimit`]).
