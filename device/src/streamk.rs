@@ -126,23 +126,25 @@
 //!
 //! | shape | before | after (config) | ratio to AMD |
 //! |---|---|---|---|
-//! | 14336×768×7168 | 286.73 | 251.28 (stream-K 64×128, 1216 + 608 over 128 tiles) | 0.60 → 0.68 |
+//! | 14336×768×7168 | 286.73 | 236.21 (stream-K 64×128, 1216 + 608 over 128 tiles) | 0.60 → 0.72 |
 //! | 1344×2048×7168 | 78.69 | 75.16 (split-K 64×64 / 3) | 0.62 → 0.65 |
 //! | 1408×2048×7168 | 84.91 | 83.32 (64×64) | 0.58 → 0.60 |
 //! | 1472×2048×7168 | 83.29 | 86.69 (64×64, was split) | 0.60 → 0.57 |
 //! | 1792×2048×7168 | 83.89 | 85.65 (64×64, was split) | 0.70 → 0.68 |
 //! | 1856×2048×7168 | 103.70 | 98.55 (64×128) | 0.66 → 0.69 |
 //! | 1920×2048×7168 | 103.77 | 97.85 (64×128) | 0.65 → 0.69 |
-//! | 6144×2048×7168 | 285.01 | 278.81 (stream-K 64×128, 1216 + 608 over 320 tiles) | 0.67 → 0.68 |
-//! | 10240×2048×7168 | 470.90 | 377.86 (stream-K 128×128, 1216 + 304 over 64 tiles) | 0.64 → 0.80 |
-//! | 12288×2048×7168 | 527.90 | 514.65 (stream-K 64×128, 3040 + 304 over 32 tiles) | 0.68 → 0.70 |
+//! | 6144×2048×7168 | 285.01 | 270.98 (stream-K 64×128, 1216 + 608 over 320 tiles) | 0.67 → 0.70 |
+//! | 8192×2048×7168 | 357.48 | 342.13 (stream-K 64×128, 1824 + 608 over 224 tiles) | 0.69 → 0.72 |
+//! | 10240×2048×7168 | 470.90 | 378.16 (stream-K 128×128, 1216 + 304 over 64 tiles) | 0.64 → 0.80 |
+//! | 12288×2048×7168 | 527.90 | 504.44 (stream-K 64×128, 3040 + 304 over 32 tiles) | 0.68 → 0.71 |
 //! | 16384×2048×7168 | 674.22 | 614.68 (128×128, last round at its own sharing) | 0.69 → 0.75 |
 //!
-//! (8192×2048×7168: 357.48 → 355.86, stream-K 64×128 1824 + 608.) Geometric mean over the 47
-//! shapes 0.690× → 0.698× AMD's measured TFLOPS (goal 1.1×); lowest 0.584× → 0.575×
-//! (1472×2048×7168). Stream-K is not what stands between these kernels and the peers: their
-//! main loop is (the data-parallel 128 × 128 kernel runs 4096×2048×7168 at 0.71× with a 90 %
-//! full device).
+//! Geometric mean over the 47 shapes 0.690× → 0.701× AMD's measured TFLOPS (goal 1.1×);
+//! lowest 0.584× → 0.575× (1472×2048×7168, where the calibrated split-K estimate now prefers
+//! the data-parallel 64 × 64 tile, 4 % slower in the model). The whole table:
+//! `docs/perf/compare_peers_streamk.txt`. Stream-K is not what stands between these kernels and
+//! the peers: their main loop is (the data-parallel 128 × 128 kernel runs 4096×2048×7168 at
+//! 0.71× with a 90 % full device).
 
 use crate::amdgpu_kernel;
 use crate::args::GlobalPtr;
