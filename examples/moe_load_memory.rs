@@ -3,13 +3,17 @@
 //! * `whole`: [`Checkpoint::moe_layer`] stages the whole converted layer on the host, then
 //!   [`DeviceMoeWeights::upload`] copies it (host memory O(layer));
 //! * `stream`: [`DeviceMoeWeights::load`] reads, converts and uploads one expert at a time
-//!   (host memory O(one expert)).
+//!   (host memory O(one expert));
+//! * `stream-preshuffled`: the same into the pre-shuffled layout
+//!   ([`DeviceMoeWeights::load_with_layout`]; each expert shuffled on the host in ≤ 4 MiB
+//!   chunks as it is copied).
 //!
 //! ```text
 //! cargo build --release --example moe_load_memory
 //! target/release/examples/moe_load_memory write /tmp/moe 32 1024 512   # experts hidden intermediate
 //! /usr/bin/time -v target/release/examples/moe_load_memory load /tmp/moe whole
 //! /usr/bin/time -v target/release/examples/moe_load_memory load /tmp/moe stream
+//! /usr/bin/time -v target/release/examples/moe_load_memory load /tmp/moe stream-preshuffled
 //! ```
 //!
 //! `load` prints the growth of the process's peak RSS (`VmHWM`) across the load and the device
@@ -23,7 +27,7 @@ use std::time::Instant;
 
 use fp8gemm::checkpoint::{write_deepseek_moe, Checkpoint, DeviceMoeWeights, MlpF32, MoeLayerF32};
 use fp8gemm::fp8::E4M3Fnuz;
-use fp8gemm::Context;
+use fp8gemm::{Context, WeightLayout};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
@@ -61,15 +65,17 @@ fn load(dir: &Path, how: &str) -> Res<()> {
     let w = match how {
         "whole" => DeviceMoeWeights::upload(&ctx, &ckpt.moe_layer::<E4M3Fnuz>(LAYER)?)?,
         "stream" => DeviceMoeWeights::<E4M3Fnuz>::load(&ctx, &ckpt, LAYER)?,
-        other => return Err(format!("expected `whole` or `stream`, got `{other}`").into()),
+        "stream-preshuffled" => DeviceMoeWeights::<E4M3Fnuz>::load_with_layout(&ctx, &ckpt, LAYER, WeightLayout::Preshuffled)?,
+        other => return Err(format!("expected `whole`, `stream` or `stream-preshuffled`, got `{other}`").into()),
     };
     let seconds = started.elapsed().as_secs_f64();
     let peak = status_kb("VmHWM:")?;
     let (g, n1, k1, n2, k2) = (w.gate_up.groups(), w.gate_up.n(), w.gate_up.k(), w.down.n(), w.down.k());
     // FP8 values (1 byte) + f32 scales, routed and shared.
-    let grouped = |n: usize, k: usize| g * (n * k + 4 * n.div_ceil(128) * k.div_ceil(128));
+    let layout = w.gate_up.layout();
+    let grouped = |n: usize, k: usize| g * (layout.data_bytes(n, k).unwrap_or(n * k) + 4 * n.div_ceil(128) * k.div_ceil(128));
     let shared = w.shared.as_ref().map_or(0, |s| {
-        let one = |n: usize, k: usize| n * k + 4 * n.div_ceil(128) * k.div_ceil(128);
+        let one = |n: usize, k: usize| layout.data_bytes(n, k).unwrap_or(n * k) + 4 * n.div_ceil(128) * k.div_ceil(128);
         one(s.gate_up.n(), s.gate_up.k()) + one(s.down.n(), s.down.k())
     });
     let device = (grouped(n1, k1) + grouped(n2, k2) + shared) as f64 / (1024.0 * 1024.0);

@@ -317,6 +317,34 @@ pub struct QuantWeightArgs {
     pub reserved: u32,
 }
 
+/// Arguments of the weight pre-shuffle kernel ([`crate::layout::PRESHUFFLE_B`]): group
+/// `blockIdx.y` of `dst` (`⌈n/16⌉·16·k` bytes per group, the pre-shuffled layout of
+/// [`crate::tile::shuffled_b_offset`]) becomes the pre-shuffled arrangement of the same group of
+/// `src` (`n · k` bytes per group, logical row-major), padding rows zero.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct PreshuffleArgs {
+    /// Logical FP8 weights, `G × n × k` bytes, 16-byte aligned.
+    pub src: GlobalPtr<u8>,
+    /// Pre-shuffled output, `G × ⌈n/16⌉·16·k` bytes, 16-byte aligned.
+    pub dst: GlobalPtr<u8>,
+    /// Rows per group.
+    pub n: u32,
+    /// Columns, a multiple of 128.
+    pub k: u32,
+}
+
+const _: () = assert!(core::mem::size_of::<PreshuffleArgs>() == 24);
+
+impl PreshuffleArgs {
+    /// The struct's bytes: the kernel's kernarg segment.
+    pub fn as_bytes(&self) -> &[u8] {
+        // SAFETY: repr(C) of two u64 wrappers followed by two u32: no padding (24 bytes, checked
+        // by the const assertion above), every byte initialized; borrows `self`.
+        unsafe { core::slice::from_raw_parts((self as *const Self).cast::<u8>(), core::mem::size_of::<Self>()) }
+    }
+}
+
 impl QuantActArgs {
     /// The struct's bytes: the kernel's kernarg segment.
     pub fn as_bytes(&self) -> &[u8] {

@@ -39,6 +39,7 @@ pub mod streamk;
 #[cfg(target_arch = "amdgpu")]
 pub mod intrinsics;
 pub mod kgrouped;
+pub mod layout;
 pub mod moe;
 pub mod test_kernels;
 pub mod tile;

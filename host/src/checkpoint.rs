@@ -103,6 +103,7 @@ use crate::error::{Error, Result};
 use crate::fp8::{E4M3Fn, E4M3Fnuz, Fp8Format};
 use crate::gemm::{check_format, DeviceWeights};
 use crate::grouped::DeviceGroupedWeights;
+use crate::layout::WeightLayout;
 use crate::moe::{MoeLayer, MoeOptions};
 use crate::quant::{blocks, e4m3fn_to_e4m3fnuz_value, GroupedQuantizedWeights, QuantizedWeights, BLOCK};
 use crate::runtime::{Context, Stream};
@@ -593,7 +594,15 @@ pub struct DeviceMlpWeights<F> {
 impl<F: Fp8Format> DeviceMlpWeights<F> {
     /// Uploads host-side MLP weights ([`DeviceWeights::upload`]).
     pub fn upload(ctx: &Context, w: &MlpWeights<F>) -> Result<Self> {
-        Ok(DeviceMlpWeights { gate_up: DeviceWeights::upload(ctx, &w.gate_up)?, down: DeviceWeights::upload(ctx, &w.down)? })
+        Self::upload_with_layout(ctx, w, WeightLayout::Logical)
+    }
+    /// Uploads host-side MLP weights in `layout` ([`DeviceWeights::upload_with_layout`]; the
+    /// pre-shuffled layout needs `H` and `I` multiples of 128).
+    pub fn upload_with_layout(ctx: &Context, w: &MlpWeights<F>, layout: WeightLayout) -> Result<Self> {
+        Ok(DeviceMlpWeights {
+            gate_up: DeviceWeights::upload_with_layout(ctx, &w.gate_up, layout)?,
+            down: DeviceWeights::upload_with_layout(ctx, &w.down, layout)?,
+        })
     }
     /// `(gate_up, down)`, the shared-expert pair [`MoeLayer::new`] takes.
     pub fn into_pair(self) -> (DeviceWeights<F>, DeviceWeights<F>) {
@@ -619,13 +628,19 @@ impl<F: CheckpointFormat> DeviceMoeWeights<F> {
     /// Uploads host-side MoE weights ([`DeviceGroupedWeights::upload`]); setup time: allocates
     /// and copies synchronously.
     pub fn upload(ctx: &Context, w: &MoeWeights<F>) -> Result<Self> {
+        Self::upload_with_layout(ctx, w, WeightLayout::Logical)
+    }
+
+    /// [`Self::upload`] into `layout` (routed and shared experts alike; see
+    /// [`crate::layout`]).
+    pub fn upload_with_layout(ctx: &Context, w: &MoeWeights<F>, layout: WeightLayout) -> Result<Self> {
         check_format::<F>(ctx, "weights")?;
         Ok(DeviceMoeWeights {
             hidden: w.hidden,
             intermediate: w.intermediate,
-            gate_up: DeviceGroupedWeights::upload(ctx, &w.gate_up)?,
-            down: DeviceGroupedWeights::upload(ctx, &w.down)?,
-            shared: w.shared.as_ref().map(|s| DeviceMlpWeights::upload(ctx, s)).transpose()?,
+            gate_up: DeviceGroupedWeights::upload_with_layout(ctx, &w.gate_up, layout)?,
+            down: DeviceGroupedWeights::upload_with_layout(ctx, &w.down, layout)?,
+            shared: w.shared.as_ref().map(|s| DeviceMlpWeights::upload_with_layout(ctx, s, layout)).transpose()?,
         })
     }
 
@@ -645,13 +660,25 @@ impl<F: CheckpointFormat> DeviceMoeWeights<F> {
     /// byte, a scale out of range) is the same typed error as in [`Checkpoint::moe_layer`],
     /// naming its tensor (and so the expert), and frees what was allocated.
     pub fn load(ctx: &Context, ckpt: &Checkpoint, layer: usize) -> Result<Self> {
+        Self::load_with_layout(ctx, ckpt, layer, WeightLayout::Logical)
+    }
+
+    /// [`Self::load`] into `layout`: with [`WeightLayout::Preshuffled`] every expert is shuffled
+    /// on the host as it is copied into its group ([`DeviceGroupedWeights::upload_group`] on
+    /// weights from [`DeviceGroupedWeights::alloc_preshuffled`], in chunks of whole 16-row
+    /// stripes of at most 4 MiB), so the load still streams expert by expert and the host
+    /// holds one expert plus one bounded chunk; the shared expert is uploaded pre-shuffled too.
+    /// The result downloads to exactly what [`Self::load`] gives. The pre-shuffled layout needs
+    /// `H` and `I` multiples of 128 ([`Error::Shape`], argument `k`, before anything is read
+    /// past expert 0).
+    pub fn load_with_layout(ctx: &Context, ckpt: &Checkpoint, layer: usize, layout: WeightLayout) -> Result<Self> {
         check_format::<F>(ctx, "weights")?;
         let experts = ckpt.moe_experts(layer)?;
         // Expert 0 fixes H and I; every other expert must match them.
         let first = ckpt.mlp::<F>(&expert_prefix(layer, 0), None, None)?;
         let (h, i) = (first.hidden, first.intermediate);
-        let mut gate_up = DeviceGroupedWeights::alloc(ctx, experts, 2 * i, h)?;
-        let mut down = DeviceGroupedWeights::alloc(ctx, experts, h, i)?;
+        let mut gate_up = DeviceGroupedWeights::alloc_with_layout(ctx, experts, 2 * i, h, layout)?;
+        let mut down = DeviceGroupedWeights::alloc_with_layout(ctx, experts, h, i, layout)?;
         let stream = Stream::new(ctx)?;
         let mut expert = Some(first);
         for e in 0..experts {
@@ -672,13 +699,14 @@ impl<F: CheckpointFormat> DeviceMoeWeights<F> {
             down.upload_group(&stream, e, &m.down)?;
             // `m` is dropped here.
         }
-        let shared = ckpt.shared_expert::<F>(layer, h)?.map(|s| DeviceMlpWeights::upload(ctx, &s)).transpose()?;
+        let shared = ckpt.shared_expert::<F>(layer, h)?.map(|s| DeviceMlpWeights::upload_with_layout(ctx, &s, layout)).transpose()?;
         stream.synchronize()?;
         Ok(DeviceMoeWeights { hidden: h, intermediate: i, gate_up, down, shared })
     }
 
     /// The [`MoeLayer`] of these weights ([`MoeLayer::new`], which checks the shapes the
-    /// kernels need).
+    /// kernels need and that their layout is one the layer's GEMMs read: pre-shuffled weights
+    /// are an [`Error::Layout`] until the m-grouped kernels reading them exist).
     pub fn into_layer(self, ctx: &Context, options: MoeOptions) -> Result<MoeLayer<F>> {
         MoeLayer::new(ctx, self.gate_up, self.down, self.shared.map(DeviceMlpWeights::into_pair), options)
     }

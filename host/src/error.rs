@@ -57,6 +57,20 @@ pub enum Error {
         /// The tensor's format.
         actual: &'static str,
     },
+    /// Weights in a layout the operation cannot take (see [`crate::layout`]): e.g. pre-shuffled
+    /// weights given to an entry point that has no kernel reading them yet. Checked before
+    /// anything is launched; weights are never read in the wrong layout.
+    #[error("argument `{arg}`: expected weights in the {expected} layout, got the {actual} layout ({reason})")]
+    Layout {
+        /// Argument name.
+        arg: &'static str,
+        /// The layout the operation takes.
+        expected: crate::layout::WeightLayout,
+        /// The layout of the argument.
+        actual: crate::layout::WeightLayout,
+        /// Why (which operation, what it reads).
+        reason: &'static str,
+    },
     /// A buffer belongs to another context.
     #[error("argument `{arg}` was allocated by another fp8gemm context")]
     ForeignBuffer {

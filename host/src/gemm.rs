@@ -11,7 +11,9 @@
 //! Device layouts (row-major; see [`crate::view`]):
 //! * A: `m × k` FP8 with row stride `lda ≥ k`, SFA: `m × ⌈k/128⌉` f32 (one scale per row and
 //!   128-wide K block);
-//! * B: `n × k` FP8, SFB: `⌈n/128⌉ × ⌈k/128⌉` f32 (one scale per 128 × 128 block);
+//! * B: `n × k` FP8, SFB: `⌈n/128⌉ × ⌈k/128⌉` f32 (one scale per 128 × 128 block); B's
+//!   [layout](crate::layout) travels with its view, and a layout an entry point has no kernel for
+//!   is an [`Error::Layout`];
 //! * D: `m × n` BF16 with row stride `ldd ≥ n`.
 
 use std::marker::PhantomData;
@@ -24,6 +26,7 @@ use crate::codeobj::Arch;
 use crate::config::{self, GemmConfig, GemmDesc};
 use crate::error::{Error, Result};
 use crate::fp8::{E4M3Fn, E4M3Fnuz, Fp8Format};
+use crate::layout::WeightLayout;
 use crate::quant::{QuantizedActivations, QuantizedWeights};
 use crate::runtime::{Context, DeviceBuffer, Stream};
 use crate::view::{ActivationsView, IntoOutput, WeightsView};
@@ -138,12 +141,17 @@ impl<'a, F: Fp8Format> From<&'a mut DeviceActivations<F>> for crate::view::Activ
     }
 }
 
-/// FP8 weights on the device: `n × k` values with 128×128 block scales.
+/// FP8 weights on the device: `n × k` values with 128×128 block scales, in a [`WeightLayout`]:
+/// logical (row-major: [`Self::upload`], [`Self::alloc`]) or pre-shuffled for the kernels that
+/// read B straight into registers ([`Self::upload_preshuffled`], [`Self::alloc_preshuffled`],
+/// [`Self::to_preshuffled`]; see [`crate::layout`]). [`Self::download`] returns the logical
+/// layout either way.
 pub struct DeviceWeights<F> {
     data: DeviceBuffer<u8>,
     scales: DeviceBuffer<f32>,
     n: usize,
     k: usize,
+    layout: WeightLayout,
     _f: PhantomData<F>,
 }
 
@@ -151,33 +159,69 @@ impl<F: Fp8Format> DeviceWeights<F> {
     /// Copies quantized weights to the device. `b.data` must hold `n·k` values and `b.scales`
     /// `⌈n/128⌉·⌈k/128⌉` scales, each 0 or of magnitude in `[2^-24, 2^94)` ([`tile::MIN_SCALE`]).
     pub fn upload(ctx: &Context, b: &QuantizedWeights<F>) -> Result<Self> {
+        Self::upload_with_layout(ctx, b, WeightLayout::Logical)
+    }
+    /// Copies quantized weights (logical, as [`Self::upload`] checks them) to the device in the
+    /// pre-shuffled layout ([`crate::layout::preshuffle_weights`], done on the host; rows padded
+    /// to 16 with zeros). Additionally `b.k` must be a multiple of 128 ([`Error::Shape`],
+    /// argument `k`).
+    pub fn upload_preshuffled(ctx: &Context, b: &QuantizedWeights<F>) -> Result<Self> {
+        Self::upload_with_layout(ctx, b, WeightLayout::Preshuffled)
+    }
+    /// [`Self::upload`] or [`Self::upload_preshuffled`], by `layout`.
+    pub fn upload_with_layout(ctx: &Context, b: &QuantizedWeights<F>, layout: WeightLayout) -> Result<Self> {
         let shape = format!("n = {}, k = {}", b.n, b.k);
         check_len("b", "data", b.data.len(), shape_product("b", &[b.n, b.k], "n · k")?, &shape)?;
         let nkb = [b.n.div_ceil(128), b.k.div_ceil(128)];
         check_len("b", "scales", b.scales.len(), shape_product("b", &nkb, "⌈n/128⌉ · ⌈k/128⌉")?, &shape)?;
         check_scales("b.scales", &b.scales)?;
-        Ok(DeviceWeights {
-            data: ctx.upload(crate::fp8::as_bits(&b.data))?,
-            scales: ctx.upload(&b.scales)?,
-            n: b.n,
-            k: b.k,
-            _f: PhantomData,
-        })
+        let data = match layout {
+            WeightLayout::Logical => ctx.upload(crate::fp8::as_bits(&b.data))?,
+            WeightLayout::Preshuffled => ctx.upload(&crate::layout::preshuffle_weights(b)?)?,
+        };
+        Ok(DeviceWeights { data, scales: ctx.upload(&b.scales)?, n: b.n, k: b.k, layout, _f: PhantomData })
     }
     /// Allocates zeroed weights of `n × k` values and `⌈n/128⌉ × ⌈k/128⌉` scales on the device,
     /// to be filled there (e.g. by [`crate::quantize::quantize_weights`]).
     pub fn alloc(ctx: &Context, n: usize, k: usize) -> Result<Self> {
-        let values = shape_product("n", &[n, k], "n · k")?;
-        let scales = shape_product("n", &[n.div_ceil(128), k.div_ceil(128)], "⌈n/128⌉ · ⌈k/128⌉")?;
-        Ok(DeviceWeights { data: ctx.alloc_zeroed(values)?, scales: ctx.alloc_zeroed(scales)?, n, k, _f: PhantomData })
+        Self::alloc_with_layout(ctx, n, k, WeightLayout::Logical)
     }
-    /// Copies the values and scales back to the host as [`QuantizedWeights`], in order on
-    /// `stream` (then waits for it).
+    /// Allocates zeroed pre-shuffled weights (`⌈n/16⌉·16·k` bytes, `k` a multiple of 128:
+    /// [`Error::Shape`], argument `k`) and `⌈n/128⌉ × ⌈k/128⌉` scales on the device, to be filled
+    /// there (e.g. by [`crate::layout::preshuffle_weights_on_device`]).
+    pub fn alloc_preshuffled(ctx: &Context, n: usize, k: usize) -> Result<Self> {
+        Self::alloc_with_layout(ctx, n, k, WeightLayout::Preshuffled)
+    }
+    /// [`Self::alloc`] or [`Self::alloc_preshuffled`], by `layout`.
+    pub fn alloc_with_layout(ctx: &Context, n: usize, k: usize, layout: WeightLayout) -> Result<Self> {
+        let values = layout.data_bytes(n, k)?;
+        let scales = shape_product("n", &[n.div_ceil(128), k.div_ceil(128)], "⌈n/128⌉ · ⌈k/128⌉")?;
+        Ok(DeviceWeights { data: ctx.alloc_zeroed(values)?, scales: ctx.alloc_zeroed(scales)?, n, k, layout, _f: PhantomData })
+    }
+    /// These weights in the pre-shuffled layout, converted on the device
+    /// ([`crate::layout::preshuffle_weights_on_device`], queued on `stream`; the new buffers are
+    /// allocated first, so not on a capturing stream). Requires logical weights
+    /// ([`Error::Layout`], argument `self`) with `k` a multiple of 128.
+    pub fn to_preshuffled(&self, stream: &Stream) -> Result<Self> {
+        if self.layout != WeightLayout::Logical {
+            return Err(Error::Layout { arg: "self", expected: WeightLayout::Logical, actual: self.layout, reason: "to_preshuffled converts logical weights" });
+        }
+        stream.forbid_capture("allocating pre-shuffled weights")?;
+        let mut out = Self::alloc_preshuffled(stream.context(), self.n, self.k)?;
+        crate::layout::preshuffle_weights_on_device(stream, self, &mut out)?;
+        Ok(out)
+    }
+    /// Copies the values and scales back to the host as [`QuantizedWeights`] in the **logical**
+    /// layout (pre-shuffled weights are unshuffled on the host), in order on `stream` (then
+    /// waits for it).
     pub fn download(&self, stream: &Stream) -> Result<QuantizedWeights<F>> {
-        let data = self.data.download(stream)?.into_iter().map(F::from_bits).collect();
+        let bytes = self.data.download(stream)?;
         let scales = self.scales.download(stream)?;
-        QuantizedWeights::from_parts(data, scales, self.n, self.k)
-            .map_err(|e| Error::Unsupported(format!("downloaded weights: {e}")))
+        match self.layout {
+            WeightLayout::Logical => QuantizedWeights::from_parts(bytes.into_iter().map(F::from_bits).collect(), scales, self.n, self.k)
+                .map_err(|e| Error::Unsupported(format!("downloaded weights: {e}"))),
+            WeightLayout::Preshuffled => crate::layout::unshuffle_weights(&bytes, scales, self.n, self.k),
+        }
     }
     /// Rows (output columns).
     pub fn n(&self) -> usize {
@@ -187,9 +231,13 @@ impl<F: Fp8Format> DeviceWeights<F> {
     pub fn k(&self) -> usize {
         self.k
     }
-    /// A view of the weights (what the entry points take).
+    /// How the values are arranged on the device.
+    pub fn layout(&self) -> WeightLayout {
+        self.layout
+    }
+    /// A view of the weights (what the entry points take), carrying their layout.
     pub fn view(&self) -> WeightsView<'_, F> {
-        WeightsView::new(self.data.as_slice(), self.scales.as_slice(), self.n, self.k)
+        WeightsView::with_layout(self.data.as_slice(), self.scales.as_slice(), self.n, self.k, self.layout)
             .expect("an upload's buffers have exactly the lengths of its shape")
     }
 }
@@ -202,9 +250,24 @@ impl<'a, F: Fp8Format> From<&'a DeviceWeights<F>> for WeightsView<'a, F> {
 
 impl<'a, F: Fp8Format> From<&'a mut DeviceWeights<F>> for crate::view::WeightsViewMut<'a, F> {
     fn from(b: &'a mut DeviceWeights<F>) -> Self {
-        let (n, k) = (b.n, b.k);
-        crate::view::WeightsViewMut::new(b.data.as_slice_mut(), b.scales.as_slice_mut(), n, k)
+        let (n, k, layout) = (b.n, b.k, b.layout);
+        crate::view::WeightsViewMut::with_layout(b.data.as_slice_mut(), b.scales.as_slice_mut(), n, k, layout)
             .expect("the owned buffers have exactly the lengths of their shape")
+    }
+}
+
+/// The weight layouts the dense entry points have kernels for: rejects the others with
+/// [`Error::Layout`] naming `arg` (also used where a layer is built from weights that will reach
+/// them, e.g. [`crate::MoeLayer::new`]'s shared expert).
+pub(crate) fn check_dense_layout(arg: &'static str, layout: WeightLayout) -> Result<()> {
+    match layout {
+        WeightLayout::Logical => Ok(()),
+        WeightLayout::Preshuffled => Err(Error::Layout {
+            arg,
+            expected: WeightLayout::Logical,
+            actual: layout,
+            reason: "fp8_gemm_nt has no kernel reading pre-shuffled B yet",
+        }),
     }
 }
 
@@ -261,7 +324,9 @@ pub(crate) fn check_nk(n: usize, k: usize) -> Result<()> {
 /// a multiple of 4 (DeepGEMM requires 64), any `m`; A's row stride a multiple of 16 bytes and
 /// D's a multiple of 4 elements; the FP8 format must be the one the device decodes (E4M3FNUZ on
 /// gfx942, E4M3FN on gfx950 — see [`crate::quant`] for converting checkpoints); every operand
-/// must belong to the stream's context (views from raw pointers belong to any).
+/// must belong to the stream's context (views from raw pointers belong to any). `b` must be in
+/// the logical [layout](crate::layout) for now: pre-shuffled weights are an [`Error::Layout`]
+/// until the kernels that read them are in.
 ///
 /// The launch is asynchronous and capture-safe: the result is in `d` once `stream` has reached
 /// it (synchronize the stream, or order another stream after it with an
@@ -318,6 +383,7 @@ fn dense<'a, F: Fp8Format>(
     ctx.check_owner("a", a.scales.owner())?;
     ctx.check_owner("b", b.data.owner())?;
     ctx.check_owner("b", b.scales.owner())?;
+    check_dense_layout("b", b.layout)?;
     let (m, n, k) = (a.m, b.n, a.k);
     if b.k != k {
         return Err(Error::Shape { arg: "b", expected: format!("k = {k} columns (as a)"), actual: format!("{} columns", b.k) });

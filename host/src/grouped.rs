@@ -56,6 +56,7 @@ use crate::config::{self, GemmDesc};
 use crate::error::{Error, Result};
 use crate::fp8::Fp8Format;
 use crate::gemm::{check_format, check_nk, check_tensor_bytes, GemmRun};
+use crate::layout::{WeightLayout, PRESHUFFLE_ROWS};
 use crate::quant::{blocks, GroupedQuantizedWeights, QuantizedWeights};
 use crate::runtime::{Context, DeviceBuffer, Stream};
 use crate::view::{ActivationsView, DeviceSlice, GroupedWeightsView, IntoOutput, OutputViewMut};
@@ -68,16 +69,25 @@ pub fn m_alignment_for_contiguous_layout() -> usize {
 }
 
 /// `G` experts' FP8 weights on the device: `[G, n, k]` values with `[G, ⌈n/128⌉, ⌈k/128⌉]`
-/// block scales. Filled whole ([`Self::upload`]) or expert by expert ([`Self::alloc`], then
-/// [`Self::upload_group`] per group: host staging of one expert).
+/// block scales, in a [`WeightLayout`] (each group logical, or pre-shuffled: group `g` at byte
+/// `g · ⌈n/16⌉·16·k`, see [`crate::layout`]). Filled whole ([`Self::upload`],
+/// [`Self::upload_preshuffled`]) or expert by expert ([`Self::alloc`] /
+/// [`Self::alloc_preshuffled`], then [`Self::upload_group`] per group: host staging of one
+/// expert). [`Self::download`] returns the logical layout either way.
 pub struct DeviceGroupedWeights<F> {
     data: DeviceBuffer<u8>,
     scales: DeviceBuffer<f32>,
     groups: usize,
     n: usize,
     k: usize,
+    layout: WeightLayout,
     _f: PhantomData<F>,
 }
+
+/// Host bytes staged per copy when [`DeviceGroupedWeights::upload_group`] shuffles a group into
+/// the pre-shuffled layout (whole 16-row stripes, at least one): bounds the extra host memory
+/// of a streaming load independently of the expert's size.
+const PRESHUFFLE_STAGING_BYTES: usize = 4 << 20;
 
 impl<F: Fp8Format> DeviceGroupedWeights<F> {
     /// Copies grouped quantized weights to the device after checking that their lengths match
@@ -85,6 +95,16 @@ impl<F: Fp8Format> DeviceGroupedWeights<F> {
     /// whole `[G, n, k]` tensor must be on the host: to load expert by expert with one expert's
     /// host staging, [`Self::alloc`] and [`Self::upload_group`] each group instead.
     pub fn upload(ctx: &Context, b: &GroupedQuantizedWeights<F>) -> Result<Self> {
+        Self::upload_with_layout(ctx, b, WeightLayout::Logical)
+    }
+    /// [`Self::upload`] into the pre-shuffled layout (each group shuffled on the host as
+    /// [`crate::layout::preshuffle_weights`] does; `k` must be a multiple of 128,
+    /// [`Error::Shape`] argument `k`).
+    pub fn upload_preshuffled(ctx: &Context, b: &GroupedQuantizedWeights<F>) -> Result<Self> {
+        Self::upload_with_layout(ctx, b, WeightLayout::Preshuffled)
+    }
+    /// [`Self::upload`] or [`Self::upload_preshuffled`], by `layout`.
+    pub fn upload_with_layout(ctx: &Context, b: &GroupedQuantizedWeights<F>, layout: WeightLayout) -> Result<Self> {
         let values = b.groups.checked_mul(b.n).and_then(|x| x.checked_mul(b.k));
         if values != Some(b.data.len()) {
             return Err(Error::Shape {
@@ -102,8 +122,8 @@ impl<F: Fp8Format> DeviceGroupedWeights<F> {
             });
         }
         crate::gemm::check_scales("b.scales", &b.scales)?;
-        let mut w = Self::alloc(ctx, b.groups, b.n, b.k)?;
-        let (per_v, per_s) = w.per_group();
+        let mut w = Self::alloc_with_layout(ctx, b.groups, b.n, b.k, layout)?;
+        let (per_v, per_s) = (b.n * b.k, blocks(b.n) * blocks(b.k));
         let stream = Stream::null(ctx);
         for g in 0..b.groups {
             // In range: the lengths were checked above to be exactly `G` groups of each.
@@ -114,7 +134,9 @@ impl<F: Fp8Format> DeviceGroupedWeights<F> {
     }
 
     /// Overwrites group (expert) `g` with one expert's weights `w` (`n × k` values, `⌈n/128⌉ ×
-    /// ⌈k/128⌉` scales, the shape of every group), in order on `stream`. `w` is read (staged)
+    /// ⌈k/128⌉` scales, the shape of every group; always the logical layout — weights in the
+    /// pre-shuffled layout are shuffled on the host on the way, in bounded chunks), in order on
+    /// `stream`. `w` is read (staged)
     /// before this returns, so it may be dropped or reused at once: a layer loads expert by
     /// expert with one expert on the host ([`crate::checkpoint::DeviceMoeWeights::load`]). Work
     /// on other streams that reads the weights must be ordered after `stream` (an
@@ -141,7 +163,7 @@ impl<F: Fp8Format> DeviceGroupedWeights<F> {
                 actual: format!("{} × {}", w.n, w.k),
             });
         }
-        let (per_v, per_s) = self.per_group();
+        let (per_v, per_s) = (self.n * self.k, blocks(self.n) * blocks(self.k));
         let shape = format!("group {g}, n = {}, k = {}", self.n, self.k);
         crate::gemm::check_len("w", "data", w.data.len(), per_v, &shape)?;
         crate::gemm::check_len("w", "scales", w.scales.len(), per_s, &shape)?;
@@ -149,34 +171,104 @@ impl<F: Fp8Format> DeviceGroupedWeights<F> {
         self.write_group(stream, g, &w.data, &w.scales)
     }
 
-    /// Values and scales per group: `n · k` and `⌈n/128⌉ · ⌈k/128⌉` (no overflow: [`Self::alloc`]
-    /// checked the `G`-fold products).
+    /// Device bytes and scales per group: `n · k` (logical) or `⌈n/16⌉·16·k` (pre-shuffled), and
+    /// `⌈n/128⌉ · ⌈k/128⌉` (no overflow: [`Self::alloc_with_layout`] checked the `G`-fold
+    /// products).
     fn per_group(&self) -> (usize, usize) {
-        (self.n * self.k, blocks(self.n) * blocks(self.k))
+        let bytes = match self.layout {
+            WeightLayout::Logical => self.n * self.k,
+            WeightLayout::Preshuffled => self.n.div_ceil(PRESHUFFLE_ROWS) * PRESHUFFLE_ROWS * self.k,
+        };
+        (bytes, blocks(self.n) * blocks(self.k))
     }
 
     /// THE place where host values and scales of group `g` enter the device buffers (every
     /// upload path goes through it, so a change of the device layout has one place to go).
-    /// The callers checked `g < G` and the lengths; the sub-ranges are bounds-checked again.
+    /// `data` is the group's logical `n × k` values; in the pre-shuffled layout they are
+    /// shuffled here, whole 16-row stripes at a time through a staging buffer of at most
+    /// [`PRESHUFFLE_STAGING_BYTES`] (or one stripe), so the host never holds a second copy of
+    /// the group. The callers checked `g < G` and the lengths; the sub-ranges are
+    /// bounds-checked again.
     fn write_group(&mut self, stream: &Stream, g: usize, data: &[F], scales: &[f32]) -> Result<()> {
         let (per_v, per_s) = self.per_group();
-        self.data.slice_mut(g * per_v..(g + 1) * per_v)?.copy_from_host(stream, crate::fp8::as_bits(data))?;
+        let mut dst = self.data.slice_mut(g * per_v..(g + 1) * per_v)?;
+        match self.layout {
+            WeightLayout::Logical => dst.copy_from_host(stream, crate::fp8::as_bits(data))?,
+            WeightLayout::Preshuffled => {
+                let (n, k) = (self.n, self.k);
+                let stripe = PRESHUFFLE_ROWS * k;
+                let frags = n.div_ceil(PRESHUFFLE_ROWS);
+                if stripe > 0 && frags > 0 {
+                    let per_copy = (PRESHUFFLE_STAGING_BYTES / stripe).clamp(1, frags);
+                    let mut staging = vec![0u8; per_copy * stripe];
+                    let logical = crate::fp8::as_bits(data);
+                    let mut f0 = 0;
+                    while f0 < frags {
+                        let f1 = (f0 + per_copy).min(frags);
+                        let buf = &mut staging[..(f1 - f0) * stripe];
+                        crate::layout::shuffle_stripes(logical, n, k, f0..f1, buf);
+                        dst.sub_mut(f0 * stripe, (f1 - f0) * stripe)?.copy_from_host(stream, buf)?;
+                        f0 = f1;
+                    }
+                }
+            }
+        }
         self.scales.slice_mut(g * per_s..(g + 1) * per_s)?.copy_from_host(stream, scales)
     }
     /// Allocates zeroed weights of `G` experts (`G · n · k` values, `G · ⌈n/128⌉ · ⌈k/128⌉`
     /// scales) on the device, to be filled there (or used as all-zero operands, e.g. to model a
     /// launch's time, whose values do not steer the kernels).
     pub fn alloc(ctx: &Context, groups: usize, n: usize, k: usize) -> Result<Self> {
-        let values = crate::gemm::shape_product("groups", &[groups, n, k], "G · n · k")?;
-        let scales = crate::gemm::shape_product("groups", &[groups, blocks(n), blocks(k)], "G · ⌈n/128⌉ · ⌈k/128⌉")?;
-        Ok(DeviceGroupedWeights { data: ctx.alloc_zeroed(values)?, scales: ctx.alloc_zeroed(scales)?, groups, n, k, _f: PhantomData })
+        Self::alloc_with_layout(ctx, groups, n, k, WeightLayout::Logical)
     }
-    /// Copies the values and scales back to the host as [`GroupedQuantizedWeights`], in order
-    /// on `stream` (then waits for it).
+    /// Allocates zeroed pre-shuffled weights of `G` experts (`G · ⌈n/16⌉·16·k` bytes, `k` a
+    /// multiple of 128: [`Error::Shape`], argument `k`; `G · ⌈n/128⌉ · ⌈k/128⌉` scales), to be
+    /// filled with [`Self::upload_group`].
+    pub fn alloc_preshuffled(ctx: &Context, groups: usize, n: usize, k: usize) -> Result<Self> {
+        Self::alloc_with_layout(ctx, groups, n, k, WeightLayout::Preshuffled)
+    }
+    /// [`Self::alloc`] or [`Self::alloc_preshuffled`], by `layout`.
+    pub fn alloc_with_layout(ctx: &Context, groups: usize, n: usize, k: usize, layout: WeightLayout) -> Result<Self> {
+        let per = layout.data_bytes(n, k)?;
+        let values = crate::gemm::shape_product("groups", &[groups, per], "G · (bytes per group)")?;
+        let scales = crate::gemm::shape_product("groups", &[groups, blocks(n), blocks(k)], "G · ⌈n/128⌉ · ⌈k/128⌉")?;
+        Ok(DeviceGroupedWeights { data: ctx.alloc_zeroed(values)?, scales: ctx.alloc_zeroed(scales)?, groups, n, k, layout, _f: PhantomData })
+    }
+    /// These weights in the pre-shuffled layout, converted on the device (one launch over all
+    /// groups, byte-identical to the host shuffle, then a copy of the scales; queued on
+    /// `stream`; the new buffers are allocated first, so not on a capturing stream). Requires
+    /// logical weights ([`Error::Layout`], argument `self`) with `k` a multiple of 128.
+    pub fn to_preshuffled(&self, stream: &Stream) -> Result<Self> {
+        if self.layout != WeightLayout::Logical {
+            return Err(Error::Layout { arg: "self", expected: WeightLayout::Logical, actual: self.layout, reason: "to_preshuffled converts logical weights" });
+        }
+        stream.forbid_capture("allocating pre-shuffled weights")?;
+        let ctx = stream.context();
+        crate::gemm::check_format::<F>(ctx, "self")?;
+        ctx.check_owner("self", self.data.as_slice().owner())?;
+        let mut out = Self::alloc_preshuffled(ctx, self.groups, self.n, self.k)?;
+        crate::layout::launch_preshuffle(stream, &self.data.as_slice(), &mut out.data.as_slice_mut(), self.groups, self.n, self.k, (self.n, self.k))?;
+        out.scales.as_slice_mut().copy_from_device(stream, self.scales.as_slice())?;
+        Ok(out)
+    }
+    /// Copies the values and scales back to the host as [`GroupedQuantizedWeights`] in the
+    /// **logical** layout (pre-shuffled groups are unshuffled on the host), in order on
+    /// `stream` (then waits for it).
     pub fn download(&self, stream: &Stream) -> Result<GroupedQuantizedWeights<F>> {
-        let data = self.data.download(stream)?.into_iter().map(F::from_bits).collect();
+        let bytes = self.data.download(stream)?;
         let scales = self.scales.download(stream)?;
-        GroupedQuantizedWeights::from_parts(data, scales, self.groups, self.n, self.k)
+        let data = match self.layout {
+            WeightLayout::Logical => bytes,
+            WeightLayout::Preshuffled => {
+                let (per_v, _) = self.per_group();
+                let mut logical = Vec::with_capacity(self.groups * self.n * self.k);
+                for g in 0..self.groups {
+                    logical.extend(crate::layout::unshuffle_bytes(&bytes[g * per_v..(g + 1) * per_v], self.n, self.k)?);
+                }
+                logical
+            }
+        };
+        GroupedQuantizedWeights::from_parts(data.into_iter().map(F::from_bits).collect(), scales, self.groups, self.n, self.k)
             .map_err(|e| Error::Unsupported(format!("downloaded grouped weights: {e}")))
     }
     /// Number of groups (experts) `G`.
@@ -191,9 +283,13 @@ impl<F: Fp8Format> DeviceGroupedWeights<F> {
     pub fn k(&self) -> usize {
         self.k
     }
-    /// A view of the weights (what the entry points take).
+    /// How the values are arranged on the device.
+    pub fn layout(&self) -> WeightLayout {
+        self.layout
+    }
+    /// A view of the weights (what the entry points take), carrying their layout.
     pub fn view(&self) -> GroupedWeightsView<'_, F> {
-        GroupedWeightsView::new(self.data.as_slice(), self.scales.as_slice(), self.groups, self.n, self.k)
+        GroupedWeightsView::with_layout(self.data.as_slice(), self.scales.as_slice(), self.groups, self.n, self.k, self.layout)
             .expect("an upload's buffers have exactly the lengths of its shape")
     }
 }
@@ -201,6 +297,21 @@ impl<F: Fp8Format> DeviceGroupedWeights<F> {
 impl<'a, F: Fp8Format> From<&'a DeviceGroupedWeights<F>> for GroupedWeightsView<'a, F> {
     fn from(b: &'a DeviceGroupedWeights<F>) -> Self {
         b.view()
+    }
+}
+
+/// The weight layouts the m-grouped entry points have kernels for: rejects the others with
+/// [`Error::Layout`] naming `arg` (also used by [`crate::MoeLayer::new`], whose grouped GEMMs
+/// these are).
+pub(crate) fn check_grouped_layout(arg: &'static str, layout: WeightLayout) -> Result<()> {
+    match layout {
+        WeightLayout::Logical => Ok(()),
+        WeightLayout::Preshuffled => Err(Error::Layout {
+            arg,
+            expected: WeightLayout::Logical,
+            actual: layout,
+            reason: "the m-grouped GEMMs have no kernel reading pre-shuffled B yet",
+        }),
     }
 }
 
@@ -269,6 +380,7 @@ fn check_common<F: Fp8Format>(
     ctx.check_owner("b", b.scales.owner())?;
     ctx.check_owner("d", d.data.owner())?;
     ctx.check_owner(index_arg, index.owner())?;
+    check_grouped_layout("b", b.layout)?;
     if b.k != a.k {
         return Err(Error::Shape { arg: "b", expected: format!("k = {} columns (as a)", a.k), actual: format!("{} columns", b.k) });
     }
@@ -305,7 +417,8 @@ fn check_len(arg: &'static str, what: String, expected: usize, actual: usize) ->
 /// which rows of `d` are written and what is validated where (build `m_indices` with
 /// [`upload_m_indices`] to have it checked). Requirements as [`crate::fp8_gemm_nt`]: `k` a
 /// positive multiple of 128, `n` a multiple of 4, the device's FP8 format, contiguous rows of A
-/// and D (`lda = k`, `ldd = n`). With `G = 0` every row must be padding and nothing is launched.
+/// and D (`lda = k`, `ldd = n`), `b` in the logical [layout](crate::layout) for now (pre-shuffled
+/// weights are an [`Error::Layout`]). With `G = 0` every row must be padding and nothing is launched.
 /// The launch is queued on `stream`: asynchronous and capture-safe, as [`crate::fp8_gemm_nt`]'s.
 pub fn m_grouped_fp8_gemm_nt_contiguous<'a, F: Fp8Format>(
     stream: &Stream,

@@ -8,7 +8,9 @@
 //!   `k_off(g) .. k_off(g) + ks[g]` with `k_off(g) = Σ_{h<g} ks[h]`; SFA: `[total_k/128, m]` f32,
 //!   one scale per 128-token block and column. [`KGroupedMnMajor`] on the host,
 //!   [`DeviceKGroupedOperand`] on the device.
-//! * `B`: `[total_k, n]` FP8 and SFB `[total_k/128, n]` f32, the same way.
+//! * `B`: `[total_k, n]` FP8 and SFB `[total_k/128, n]` f32, the same way. B here is an
+//!   activation-gradient-like MN-major operand, not `n × k` weights: it has no
+//!   [pre-shuffled layout](crate::layout), and no weights view converts to its type.
 //! * `C`, `D`: `[G, m, n]` f32 row-major. `C = None` accumulates into `D` in place (`C` aliases
 //!   `D`); otherwise `C` is a separate buffer and `D = C + …` (C is only read).
 //! * `ks`: `G` group sizes (`i32`, each a multiple of 128, zero allowed) **on the device**: the

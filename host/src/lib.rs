@@ -61,6 +61,8 @@
 //!   loaded once; the [`Backend`] is the bundled emulator or `libamdhip64`), [`Stream`],
 //!   [`Event`], [`Graph`], typed [`DeviceBuffer`]s;
 //! * [`view`]: typed views of device memory, what the entry points take;
+//! * [`layout`]: the weight layouts ([`WeightLayout`]: logical, or pre-shuffled for the kernels
+//!   that read B straight into registers) and the conversions between them;
 //! * [`workspace`]: caller-owned FP32 scratch for kernels that need it (split-K, planned);
 //! * [`fp8`], [`quant`]: FP8 formats and DeepGEMM's quantization recipes (1×128 activation
 //!   scales, 128×128 weight scales);
@@ -81,6 +83,7 @@ pub mod fp8;
 pub mod gemm;
 pub mod grouped;
 pub mod kgrouped;
+pub mod layout;
 pub mod moe;
 pub mod quant;
 pub mod quantize;
@@ -96,6 +99,7 @@ pub use grouped::{
     m_alignment_for_contiguous_layout, m_grouped_fp8_gemm_nt_contiguous, m_grouped_fp8_gemm_nt_masked, DeviceGroupedWeights,
 };
 pub use moe::{moe_reference, route_reference, MoeLayer, MoeLayout, MoeOptions, MoeRun, MoeScratch, MoeStage, MoeStatus};
+pub use layout::{preshuffle_weights, preshuffle_weights_on_device, unshuffle_weights, WeightLayout};
 pub use kgrouped::{k_grouped_fp8_gemm_tn_contiguous, upload_ks, DeviceKGroupedOperand, KGroupedMnMajor};
 pub use quantize::{
     quantize_activations, quantize_activations_masked, quantize_weights, silu_mul_quantize_activations,

@@ -482,7 +482,9 @@ impl<F: Fp8Format> MoeLayer<F> {
     /// A layer from its weights: `gate_up` `[E, 2·I, H]` (gate = first `I` rows of each expert,
     /// up = last `I`), `down` `[E, H, I]`, `shared` = `(gate_up [2·Is, H], down [H, Is])`.
     /// Checks that the shapes agree, `H` and `I` (and `Is`) are multiples of 128 (the GEMMs'
-    /// K), `1 ≤ E ≤` [`fp8gemm_device::moe::MAX_EXPERTS`], `top_k ≥ 1`.
+    /// K), `1 ≤ E ≤` [`fp8gemm_device::moe::MAX_EXPERTS`], `top_k ≥ 1`, and that the weights'
+    /// [layouts](crate::layout) are ones the layer's GEMMs have kernels for (today: logical;
+    /// otherwise [`Error::Layout`] naming `gate_up`, `down` or `shared`).
     pub fn new(
         ctx: &Context,
         gate_up: DeviceGroupedWeights<F>,
@@ -491,6 +493,14 @@ impl<F: Fp8Format> MoeLayer<F> {
         options: MoeOptions,
     ) -> Result<Self> {
         check_format::<F>(ctx, "gate_up")?;
+        // The layer's GEMMs take the weights' layout; one they have no kernel for is rejected
+        // here, not at the first forward pass.
+        crate::grouped::check_grouped_layout("gate_up", gate_up.layout())?;
+        crate::grouped::check_grouped_layout("down", down.layout())?;
+        if let Some((sgu, sd)) = &shared {
+            crate::gemm::check_dense_layout("shared", sgu.layout())?;
+            crate::gemm::check_dense_layout("shared", sd.layout())?;
+        }
         let (e, h) = (gate_up.groups(), gate_up.k());
         if e == 0 || e > dm::MAX_EXPERTS as usize {
             return Err(shape_err("gate_up", format!("1..={} experts", dm::MAX_EXPERTS), format!("{e} experts")));

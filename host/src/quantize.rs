@@ -226,7 +226,8 @@ pub fn silu_mul_quantize_activations_masked<'a, F: Fp8Format, X: QuantInput>(
 
 /// Quantizes `[n, k]` weights on the device into `out` (`n × k`, 128×128 block scales),
 /// bit-identical to [`QuantizedWeights::quantize`] (non-finite blocks: see the
-/// [module docs](self)).
+/// [module docs](self)). `out` must be in the logical [layout](crate::layout) ([`Error::Layout`]
+/// otherwise); [`crate::layout::preshuffle_weights_on_device`] converts the result.
 pub fn quantize_weights<'a, F: Fp8Format, X: QuantInput>(
     stream: &Stream,
     x: impl Into<DeviceSlice<'a, X>>,
@@ -237,6 +238,14 @@ pub fn quantize_weights<'a, F: Fp8Format, X: QuantInput>(
     let ctx = stream.context();
     check_format::<F>(ctx, "out")?;
     ctx.check_owner("x", x.owner())?;
+    if out.layout() != crate::layout::WeightLayout::Logical {
+        return Err(Error::Layout {
+            arg: "out",
+            expected: crate::layout::WeightLayout::Logical,
+            actual: out.layout(),
+            reason: "quantize_weights writes logical weights; pre-shuffle them afterwards with layout::preshuffle_weights_on_device",
+        });
+    }
     let (n, k) = (out.n(), out.k());
     check_input_len(x, shape_product("x", &[n, k], "n · k")?, format!("n · k = {n} · {k}"))?;
     check_k(k)?;

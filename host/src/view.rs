@@ -15,8 +15,9 @@
 //!
 //! Layouts (row-major): A `m × k` FP8 with row stride `lda ≥ k` bytes and SFA `m × ⌈k/128⌉` f32
 //! (contiguous); B `n × k` FP8 and SFB `⌈n/128⌉ × ⌈k/128⌉` f32 (contiguous; grouped: `G` of each,
-//! back to back); D `m × n` bf16 with row stride `ldd ≥ n` elements. The dense kernel reads the
-//! strides; the m-grouped kernels need contiguous A and D (`lda == k`, `ldd == n`).
+//! back to back; or B pre-shuffled, see [`crate::layout`]); D `m × n` bf16 with row stride
+//! `ldd ≥ n` elements. The dense kernel reads the strides; the m-grouped kernels need contiguous
+//! A and D (`lda == k`, `ldd == n`).
 
 use std::marker::PhantomData;
 
@@ -26,6 +27,7 @@ use half::bf16;
 
 use crate::error::{Error, Result};
 use crate::fp8::Fp8Format;
+use crate::layout::WeightLayout;
 use crate::quant::blocks;
 use crate::runtime::{byte_len, Stream};
 
@@ -183,6 +185,13 @@ impl<'a, T: Pod> DeviceSliceMut<'a, T> {
     pub fn reborrow(&mut self) -> DeviceSliceMut<'_, T> {
         DeviceSliceMut::from_parts(self.addr, self.len, self.owner)
     }
+    /// Elements `start..start + len` of this view, writable (borrows the view mutably).
+    pub fn sub_mut(&mut self, start: usize, len: usize) -> Result<DeviceSliceMut<'_, T>> {
+        match start.checked_add(len) {
+            Some(end) if end <= self.len => Ok(DeviceSliceMut::from_parts(self.addr + (start * size_of::<T>()) as u64, len, self.owner)),
+            _ => Err(Error::Shape { arg: "range", expected: format!("a range inside 0..{}", self.len), actual: format!("{start} + {len}") }),
+        }
+    }
     pub(crate) fn owner(&self) -> Option<u64> {
         self.owner
     }
@@ -330,29 +339,67 @@ impl<'a, F: Fp8Format> ActivationsView<'a, F> {
     }
 }
 
-/// FP8 weights `B` (`n × k`, contiguous) with their 128×128 block scales
-/// (`⌈n/128⌉ × ⌈k/128⌉` f32), in format `F`.
+/// FP8 weights `B` (`n × k`) with their 128×128 block scales (`⌈n/128⌉ × ⌈k/128⌉` f32), in
+/// format `F` and a [`WeightLayout`]: row-major (logical, [`Self::new`]) or pre-shuffled
+/// ([`Self::new_preshuffled`], see [`crate::layout`]). The scales are the same in both layouts.
 pub struct WeightsView<'a, F> {
     pub(crate) data: DeviceSlice<'a, u8>,
     pub(crate) scales: DeviceSlice<'a, f32>,
     pub(crate) n: usize,
     pub(crate) k: usize,
+    pub(crate) layout: WeightLayout,
     _f: PhantomData<F>,
 }
 
 impl<F> Clone for WeightsView<'_, F> {
     fn clone(&self) -> Self {
-        WeightsView { data: self.data, scales: self.scales, n: self.n, k: self.k, _f: PhantomData }
+        WeightsView { data: self.data, scales: self.scales, n: self.n, k: self.k, layout: self.layout, _f: PhantomData }
     }
 }
 
+/// The checks of a weights view's buffers for one `n × k` weight per group (`groups` groups
+/// back to back), in `layout`; errors name `arg`.
+fn check_weights(arg: &'static str, data: usize, scales: usize, groups: Option<usize>, n: usize, k: usize, layout: WeightLayout) -> Result<()> {
+    let g = groups.unwrap_or(1);
+    let shape = match groups {
+        None => format!("n = {n}, k = {k}"),
+        Some(g) => format!("G = {g}, n = {n}, k = {k}"),
+    };
+    let gp = if groups.is_some() { "G · " } else { "" };
+    match layout {
+        WeightLayout::Logical => {
+            let per = mul(arg, "n · k", n, k)?;
+            need(arg, "data", mul(arg, &format!("{gp}n · k"), g, per)?, data, &shape)?;
+        }
+        WeightLayout::Preshuffled => {
+            crate::layout::check_preshuffle_k("k", k)?;
+            let per = crate::layout::preshuffled_bytes(n, k)?;
+            let what = format!("pre-shuffled data ({gp}⌈n/16⌉·16·k bytes)");
+            need(arg, &what, mul(arg, &format!("{gp}⌈n/16⌉·16·k"), g, per)?, data, &shape)?;
+        }
+    }
+    let sf = mul(arg, &format!("{gp}⌈n/128⌉ · ⌈k/128⌉"), mul(arg, &format!("{gp}⌈n/128⌉"), g, blocks(n))?, blocks(k))?;
+    need(arg, "scales", sf, scales, &shape)
+}
+
 impl<'a, F: Fp8Format> WeightsView<'a, F> {
-    /// `data` must hold at least `n·k` bytes and `scales` at least `⌈n/128⌉·⌈k/128⌉` floats.
+    /// Logical (row-major) weights: `data` must hold at least `n·k` bytes and `scales` at least
+    /// `⌈n/128⌉·⌈k/128⌉` floats.
     pub fn new(data: DeviceSlice<'a, u8>, scales: DeviceSlice<'a, f32>, n: usize, k: usize) -> Result<Self> {
-        let shape = format!("n = {n}, k = {k}");
-        need("b", "data", mul("b", "n · k", n, k)?, data.len(), &shape)?;
-        need("b", "scales", mul("b", "⌈n/128⌉ · ⌈k/128⌉", blocks(n), blocks(k))?, scales.len(), &shape)?;
-        Ok(WeightsView { data, scales, n, k, _f: PhantomData })
+        Self::with_layout(data, scales, n, k, WeightLayout::Logical)
+    }
+    /// Pre-shuffled weights ([`crate::layout`]): `k` must be a multiple of 128 ([`Error::Shape`],
+    /// argument `k`), `data` must hold at least `⌈n/16⌉·16·k` bytes
+    /// (`fp8gemm_device::tile::shuffled_b_bytes`) with the padding rows zero, and `scales` at
+    /// least `⌈n/128⌉·⌈k/128⌉` floats (the same scales as the logical layout). The contents are
+    /// the caller's promise (e.g. [`crate::layout::preshuffle_bytes`] of the logical values).
+    pub fn new_preshuffled(data: DeviceSlice<'a, u8>, scales: DeviceSlice<'a, f32>, n: usize, k: usize) -> Result<Self> {
+        Self::with_layout(data, scales, n, k, WeightLayout::Preshuffled)
+    }
+    /// [`Self::new`] or [`Self::new_preshuffled`], by `layout`.
+    pub fn with_layout(data: DeviceSlice<'a, u8>, scales: DeviceSlice<'a, f32>, n: usize, k: usize, layout: WeightLayout) -> Result<Self> {
+        check_weights("b", data.len(), scales.len(), None, n, k, layout)?;
+        Ok(WeightsView { data, scales, n, k, layout, _f: PhantomData })
     }
     /// Rows (output columns).
     pub fn n(&self) -> usize {
@@ -362,32 +409,56 @@ impl<'a, F: Fp8Format> WeightsView<'a, F> {
     pub fn k(&self) -> usize {
         self.k
     }
+    /// How the values are arranged.
+    pub fn layout(&self) -> WeightLayout {
+        self.layout
+    }
+    /// The FP8 values' bytes (in [`Self::layout`]).
+    pub fn data(&self) -> DeviceSlice<'a, u8> {
+        self.data
+    }
+    /// The block scales.
+    pub fn scales(&self) -> DeviceSlice<'a, f32> {
+        self.scales
+    }
 }
 
-/// `G` experts' FP8 weights (`[G, n, k]`, contiguous) with `[G, ⌈n/128⌉, ⌈k/128⌉]` scales.
+/// `G` experts' FP8 weights (`[G, n, k]`) with `[G, ⌈n/128⌉, ⌈k/128⌉]` scales, in a
+/// [`WeightLayout`]: each group row-major (logical, [`Self::new`]) or pre-shuffled
+/// ([`Self::new_preshuffled`]: group `g`'s values at byte `g · ⌈n/16⌉·16·k`, see
+/// [`crate::layout`]). The scales are the same in both layouts.
 pub struct GroupedWeightsView<'a, F> {
     pub(crate) data: DeviceSlice<'a, u8>,
     pub(crate) scales: DeviceSlice<'a, f32>,
     pub(crate) groups: usize,
     pub(crate) n: usize,
     pub(crate) k: usize,
+    pub(crate) layout: WeightLayout,
     _f: PhantomData<F>,
 }
 
 impl<F> Clone for GroupedWeightsView<'_, F> {
     fn clone(&self) -> Self {
-        GroupedWeightsView { data: self.data, scales: self.scales, groups: self.groups, n: self.n, k: self.k, _f: PhantomData }
+        GroupedWeightsView { data: self.data, scales: self.scales, groups: self.groups, n: self.n, k: self.k, layout: self.layout, _f: PhantomData }
     }
 }
 
 impl<'a, F: Fp8Format> GroupedWeightsView<'a, F> {
-    /// `data` must hold at least `G·n·k` bytes and `scales` `G·⌈n/128⌉·⌈k/128⌉` floats.
+    /// Logical weights: `data` must hold at least `G·n·k` bytes and `scales`
+    /// `G·⌈n/128⌉·⌈k/128⌉` floats.
     pub fn new(data: DeviceSlice<'a, u8>, scales: DeviceSlice<'a, f32>, groups: usize, n: usize, k: usize) -> Result<Self> {
-        let shape = format!("G = {groups}, n = {n}, k = {k}");
-        need("b", "data", mul("b", "G · n · k", mul("b", "G · n", groups, n)?, k)?, data.len(), &shape)?;
-        let sf = mul("b", "G · ⌈n/128⌉ · ⌈k/128⌉", mul("b", "G · ⌈n/128⌉", groups, blocks(n))?, blocks(k))?;
-        need("b", "scales", sf, scales.len(), &shape)?;
-        Ok(GroupedWeightsView { data, scales, groups, n, k, _f: PhantomData })
+        Self::with_layout(data, scales, groups, n, k, WeightLayout::Logical)
+    }
+    /// Pre-shuffled weights ([`crate::layout`]): `k` must be a multiple of 128 ([`Error::Shape`],
+    /// argument `k`), `data` must hold at least `G·⌈n/16⌉·16·k` bytes (each group's padding
+    /// rows zero), `scales` `G·⌈n/128⌉·⌈k/128⌉` floats.
+    pub fn new_preshuffled(data: DeviceSlice<'a, u8>, scales: DeviceSlice<'a, f32>, groups: usize, n: usize, k: usize) -> Result<Self> {
+        Self::with_layout(data, scales, groups, n, k, WeightLayout::Preshuffled)
+    }
+    /// [`Self::new`] or [`Self::new_preshuffled`], by `layout`.
+    pub fn with_layout(data: DeviceSlice<'a, u8>, scales: DeviceSlice<'a, f32>, groups: usize, n: usize, k: usize, layout: WeightLayout) -> Result<Self> {
+        check_weights("b", data.len(), scales.len(), Some(groups), n, k, layout)?;
+        Ok(GroupedWeightsView { data, scales, groups, n, k, layout, _f: PhantomData })
     }
     /// Number of groups `G`.
     pub fn groups(&self) -> usize {
@@ -400,6 +471,18 @@ impl<'a, F: Fp8Format> GroupedWeightsView<'a, F> {
     /// Columns (the reduction length).
     pub fn k(&self) -> usize {
         self.k
+    }
+    /// How the values are arranged.
+    pub fn layout(&self) -> WeightLayout {
+        self.layout
+    }
+    /// The FP8 values' bytes (in [`Self::layout`]).
+    pub fn data(&self) -> DeviceSlice<'a, u8> {
+        self.data
+    }
+    /// The block scales.
+    pub fn scales(&self) -> DeviceSlice<'a, f32> {
+        self.scales
     }
 }
 
@@ -476,13 +559,13 @@ impl<F: Fp8Format> std::fmt::Debug for ActivationsView<'_, F> {
 
 impl<F: Fp8Format> std::fmt::Debug for WeightsView<'_, F> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "WeightsView<{}>[n = {}, k = {}] {:?} {:?}", F::NAME, self.n, self.k, self.data, self.scales)
+        write!(f, "WeightsView<{}>[n = {}, k = {}, {}] {:?} {:?}", F::NAME, self.n, self.k, self.layout, self.data, self.scales)
     }
 }
 
 impl<F: Fp8Format> std::fmt::Debug for GroupedWeightsView<'_, F> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "GroupedWeightsView<{}>[G = {}, n = {}, k = {}] {:?} {:?}", F::NAME, self.groups, self.n, self.k, self.data, self.scales)
+        write!(f, "GroupedWeightsView<{}>[G = {}, n = {}, k = {}, {}] {:?} {:?}", F::NAME, self.groups, self.n, self.k, self.layout, self.data, self.scales)
     }
 }
 
@@ -532,23 +615,33 @@ impl<F: Fp8Format> std::fmt::Debug for ActivationsViewMut<'_, F> {
     }
 }
 
-/// Writable FP8 weights (`n × k`, contiguous) with their 128×128 block scales: the output of the
-/// weight quantization kernel.
+/// Writable FP8 weights (`n × k`) with their 128×128 block scales, in a [`WeightLayout`]: the
+/// output of the weight quantization kernel (logical) or of
+/// [`crate::layout::preshuffle_weights_on_device`] (pre-shuffled).
 pub struct WeightsViewMut<'a, F> {
     pub(crate) data: DeviceSliceMut<'a, u8>,
     pub(crate) scales: DeviceSliceMut<'a, f32>,
     pub(crate) n: usize,
     pub(crate) k: usize,
+    pub(crate) layout: WeightLayout,
     _f: PhantomData<F>,
 }
 
 impl<'a, F: Fp8Format> WeightsViewMut<'a, F> {
-    /// `data` must hold at least `n·k` bytes and `scales` at least `⌈n/128⌉·⌈k/128⌉` floats.
+    /// Logical weights: `data` must hold at least `n·k` bytes and `scales` at least
+    /// `⌈n/128⌉·⌈k/128⌉` floats.
     pub fn new(data: DeviceSliceMut<'a, u8>, scales: DeviceSliceMut<'a, f32>, n: usize, k: usize) -> Result<Self> {
-        let shape = format!("n = {n}, k = {k}");
-        need("out", "data", mul("out", "n · k", n, k)?, data.len(), &shape)?;
-        need("out", "scales", mul("out", "⌈n/128⌉ · ⌈k/128⌉", blocks(n), blocks(k))?, scales.len(), &shape)?;
-        Ok(WeightsViewMut { data, scales, n, k, _f: PhantomData })
+        Self::with_layout(data, scales, n, k, WeightLayout::Logical)
+    }
+    /// Pre-shuffled weights: `k` a multiple of 128, `data` at least `⌈n/16⌉·16·k` bytes, `scales`
+    /// at least `⌈n/128⌉·⌈k/128⌉` floats (as [`WeightsView::new_preshuffled`]).
+    pub fn new_preshuffled(data: DeviceSliceMut<'a, u8>, scales: DeviceSliceMut<'a, f32>, n: usize, k: usize) -> Result<Self> {
+        Self::with_layout(data, scales, n, k, WeightLayout::Preshuffled)
+    }
+    /// [`Self::new`] or [`Self::new_preshuffled`], by `layout`.
+    pub fn with_layout(data: DeviceSliceMut<'a, u8>, scales: DeviceSliceMut<'a, f32>, n: usize, k: usize, layout: WeightLayout) -> Result<Self> {
+        check_weights("out", data.len(), scales.len(), None, n, k, layout)?;
+        Ok(WeightsViewMut { data, scales, n, k, layout, _f: PhantomData })
     }
     /// Rows.
     pub fn n(&self) -> usize {
@@ -558,10 +651,18 @@ impl<'a, F: Fp8Format> WeightsViewMut<'a, F> {
     pub fn k(&self) -> usize {
         self.k
     }
+    /// How the values are arranged.
+    pub fn layout(&self) -> WeightLayout {
+        self.layout
+    }
+    /// A read-only view of the same weights (e.g. for the GEMM that consumes them).
+    pub fn as_view(&self) -> WeightsView<'_, F> {
+        WeightsView { data: self.data.as_slice(), scales: self.scales.as_slice(), n: self.n, k: self.k, layout: self.layout, _f: PhantomData }
+    }
 }
 
 impl<F: Fp8Format> std::fmt::Debug for WeightsViewMut<'_, F> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "WeightsViewMut<{}>[n = {}, k = {}] {:?} {:?}", F::NAME, self.n, self.k, self.data, self.scales)
+        write!(f, "WeightsViewMut<{}>[n = {}, k = {}, {}] {:?} {:?}", F::NAME, self.n, self.k, self.layout, self.data, self.scales)
     }
 }
