@@ -39,7 +39,14 @@ fn dense_with<F: Fp8Format>(ctx: &Context, m: usize, n: usize, k: usize, seed: u
     let da = DeviceActivations::upload(ctx, &qa).map_err(|x| e(&x))?;
     let db = DeviceWeights::upload(ctx, &qb).map_err(|x| e(&x))?;
     let mut dd = ctx.alloc_zeroed::<bf16>(m * n).map_err(|x| e(&x))?;
-    let stream = Stream::new(ctx).map_err(|x| e(&x))?;
+    let mut stream = Stream::new(ctx).map_err(|x| e(&x))?;
+    // The configuration the model prefers (or a forced one) runs even when it needs more
+    // workspace than a stream's default holds (stream-K at large M): say so.
+    let need = fp8gemm::workspace_floats(m, n, k);
+    if need > fp8gemm::workspace::DEFAULT_STREAM_WORKSPACE_FLOATS {
+        eprintln!("note: the stream's workspace is enlarged to {need} floats for this configuration (default {})", fp8gemm::workspace::DEFAULT_STREAM_WORKSPACE_FLOATS);
+        stream.set_workspace(Some(fp8gemm::Workspace::new(ctx, need).map_err(|x| e(&x))?)).map_err(|x| e(&x))?;
+    }
     let t0 = Instant::now();
     crate::profile::begin();
     // `FP8GEMM_PRESHUFFLED=1`: the same weights in the pre-shuffled layout (the bs kernels).

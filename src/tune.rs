@@ -8,7 +8,11 @@
 //!   every tile's modelled time and the fastest one (no split);
 //! * `split` rows: for the dense shapes whose tiles cannot fill every workgroup slot of the
 //!   device, every split-K tile with split counts 2 … 32 (up to `k/128`, and up to two rounds
-//!   of workgroups), and the fastest; the config choice takes the faster of `best` and `split`.
+//!   of workgroups), and the fastest;
+//! * `streamk` rows: for the dense shapes, every stream-K schedule the config model weighs
+//!   (`config::streamk_schedules`: each tile, a data-parallel head of whole waves, `CUs · s`
+//!   stream-K workgroups), and the fastest; the config choice takes the fastest of `best`,
+//!   `split` and `streamk` that fits the launch's workspace.
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -93,6 +97,27 @@ fn time_configs(ctx: &Context, p: Problem, mode: &TimingMode, configs: &[((u32, 
     configs.iter().map(|&(t, splits)| timed(mode, t, splits, &mut || ops.launch(&stream).map(|_| ()).map_err(|x| e(&x)))).collect()
 }
 
+/// Runs dense `p` once per stream-K schedule `(tile, sk_wgs, dp_tiles)` with the timing model on
+/// (the stream's workspace sized for the largest).
+fn time_streamk(ctx: &Context, p: Problem, mode: &TimingMode, configs: &[config::StreamKSchedule3]) -> Result<Vec<Arc<TimingReport>>, String> {
+    let e = |x: &dyn std::fmt::Display| x.to_string();
+    let mut ops = operands::Operands::new(ctx, operands::Problem::Dense { m: p.m, n: p.n, k: p.k }).map_err(|x| e(&x))?;
+    let mut stream = fp8gemm::Stream::new(ctx).map_err(|x| e(&x))?;
+    let nkb = (p.k / 128) as u32;
+    let need = configs
+        .iter()
+        .filter_map(|&((bm, bn), g, dp)| {
+            let tiles = (p.m as u32).div_ceil(bm) * (p.n as u32).div_ceil(bn);
+            fp8gemm_device::streamk::StreamKSchedule::new(tiles, nkb, dp, g).ok().map(|s| s.workspace_floats(bm, bn) as usize)
+        })
+        .max()
+        .unwrap_or(0);
+    if need > fp8gemm::workspace::DEFAULT_STREAM_WORKSPACE_FLOATS {
+        stream.set_workspace(Some(fp8gemm::Workspace::new(ctx, need).map_err(|x| e(&x))?)).map_err(|x| e(&x))?;
+    }
+    configs.iter().map(|&(t, g, dp)| timed_with(mode, t, None, Some((g, dp)), &mut || ops.launch(&stream).map(|_| ()).map_err(|x| e(&x)))).collect()
+}
+
 /// One K-grouped GEMM (G = 1, `k` tokens) of tile `tile`, modelled.
 fn time_kgrouped(ctx: &Context, m: usize, n: usize, k: usize, mode: &TimingMode, tile: (u32, u32)) -> Result<Arc<TimingReport>, String> {
     use fp8gemm::kgrouped::{k_grouped_fp8_gemm_tn_contiguous, upload_ks, DeviceKGroupedOperand, KGroupedMnMajor};
@@ -111,13 +136,26 @@ fn time_kgrouped(ctx: &Context, m: usize, n: usize, k: usize, mode: &TimingMode,
 /// Runs `launch` (which must synchronize its stream) with `tile` and `splits` forced and the
 /// timing model on, and returns the launch's modelled timing.
 fn timed(mode: &TimingMode, tile: (u32, u32), splits: u32, launch: &mut dyn FnMut() -> Result<(), String>) -> Result<Arc<TimingReport>, String> {
+    timed_with(mode, tile, Some(splits), None, launch)
+}
+
+/// As [`timed`] with a split count or a stream-K schedule `(sk_wgs, dp_tiles)` forced.
+fn timed_with(
+    mode: &TimingMode,
+    tile: (u32, u32),
+    splits: Option<u32>,
+    stream_k: Option<(u32, u32)>,
+    launch: &mut dyn FnMut() -> Result<(), String>,
+) -> Result<Arc<TimingReport>, String> {
     config::force_tile(Some(tile));
-    config::force_split(Some(splits));
+    config::force_split(splits);
+    config::force_stream_k(stream_k.map(|(g, dp)| (g, Some(dp))));
     emu::set_timing(Some(mode.clone()));
     let r = launch();
     emu::set_timing(None);
     config::force_tile(None);
     config::force_split(None);
+    config::force_stream_k(None);
     r?;
     emu::last_launch_timing().ok_or_else(|| "the timed launch left no report".to_string())
 }
@@ -190,6 +228,7 @@ pub fn run(machine: Machine, options: amdgpu_emu::timing::SimOptions, out: Optio
     }
     let _ = writeln!(csv, "# best,kind,groups,m,n,k,expected_m,block_m,block_n,modelled_us,all tiles (modelled µs)");
     let _ = writeln!(csv, "# split,kind,groups,m,n,k,expected_m,block_m,block_n,splits,modelled_us,all split configs (tile/splits=modelled µs)");
+    let _ = writeln!(csv, "# streamk,kind,groups,m,n,k,expected_m,block_m,block_n,sk_workgroups,dp_tiles,modelled_us,all stream-K configs (tile/g+dp=modelled µs)");
     for p in problems() {
         if quick && p.m * p.n * p.k * p.groups > 1 << 34 {
             continue;
@@ -208,6 +247,24 @@ pub fn run(machine: Machine, options: amdgpu_emu::timing::SimOptions, out: Optio
         let _ = writeln!(csv, "best,{name},{},{},{},{},{},{bm},{bn},{us:.2},{}", p.groups, p.m, p.n, p.k, p.expected_m, all.join(" "));
         let tflops = 2.0 * (p.groups.max(1) * p.expected_m * p.n * p.k) as f64 / (us * 1e-6) / 1e12;
         println!("{name:<10} g={:<2} m={:<6} n={:<6} k={:<6}: {bm}x{bn} {us:>9.2} µs {tflops:>7.1} TFLOPS modelled   [{}] ({:.0} s)", p.groups, p.m, p.n, p.k, all.join(" "), started.elapsed().as_secs_f64());
+        if p.kind == GemmKind::Dense {
+            let desc = config::GemmDesc::dense(p.m as u32, p.n as u32, p.k as u32, fp8gemm::codeobj::Arch::Gfx942).with_cus(machine.cus());
+            let sks = config::streamk_schedules(&desc).map_err(|x| x.to_string())?;
+            if !sks.is_empty() {
+                let reports = time_streamk(&ctx, p, &mode, &sks)?;
+                let mut best = 0;
+                for (i, r) in reports.iter().enumerate() {
+                    if r.seconds < reports[best].seconds {
+                        best = i;
+                    }
+                }
+                let all: Vec<String> = sks.iter().zip(&reports).map(|((t, g, dp), r)| format!("{}x{}/{g}+{dp}={:.2}", t.0, t.1, r.seconds * 1e6)).collect();
+                let ((bm, bn), g, dp) = sks[best];
+                let us_sk = reports[best].seconds * 1e6;
+                let _ = writeln!(csv, "streamk,{name},{},{},{},{},{},{bm},{bn},{g},{dp},{us_sk:.2},{}", p.groups, p.m, p.n, p.k, p.expected_m, all.join(" "));
+                println!("{name:<10} g={:<2} m={:<6} n={:<6} k={:<6}: {bm}x{bn} stream-K {dp}+{g} {us_sk:>9.2} µs modelled ({:.0} s)", p.groups, p.m, p.n, p.k, started.elapsed().as_secs_f64());
+            }
+        }
         let splits = split_configs(p, &machine);
         if splits.is_empty() {
             continue;

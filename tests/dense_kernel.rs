@@ -337,6 +337,34 @@ fn splitk_kernels_meet_the_resource_goals() {
 }
 
 #[test]
+fn streamk_kernels_meet_the_resource_goals() {
+    // The stream-K kernels (the dense main loop run for one or two pieces, the partial store and
+    // the reduction): no spills, no scratch, all LDS dynamic, launch bound 256, at least as many
+    // waves per SIMD as their LDS lets a CU hold workgroups, and each main-loop copy's MFMA
+    // count per block unchanged.
+    for (arch, bytes) in [("gfx942", fp8gemm::codeobj::GFX942), ("gfx950", fp8gemm::codeobj::GFX950)] {
+        let co = CodeObject::parse(bytes).expect("code object parses");
+        for tile in fp8gemm_device::streamk::STREAMK_TILES {
+            let k = co.kernel(tile.name).unwrap_or_else(|| panic!("{arch}: {} missing", tile.name));
+            let what = format!("{arch} {}", tile.name);
+            let (regs, waves) = common_resource_goals(&what, &k.meta);
+            let wgs_by_lds = 64 * 1024 / tile.lds_bytes();
+            assert!(waves >= wgs_by_lds, "{what}: {regs} registers → {waves} waves/SIMD < {wgs_by_lds} workgroups by LDS");
+            if arch == "gfx942" {
+                // Two pieces: two copies of the main loop; `main_loop` spans from the first
+                // back-edge target to the last back edge, so it holds both (and what lies
+                // between them), i.e. at least twice the MFMAs of one trip, all 16x16x32 FP8.
+                let body = main_loop(&co, tile.name);
+                let mfma: Vec<_> = body.iter().filter(|i| amdgpu_emu::decode::is_mai(i.op)).collect();
+                assert!(mfma.iter().all(|i| i.op.name() == "v_mfma_f32_16x16x32_fp8_fp8"), "{what}");
+                let per_trip = 4 * (tile.block_m / 32) * (tile.block_n / 32) * tile.prefetch_depth();
+                assert!(mfma.len() as u32 >= 2 * per_trip && (mfma.len() as u32).is_multiple_of(per_trip), "{what}: {} MFMAs, trip {per_trip}", mfma.len());
+            }
+        }
+    }
+}
+
+#[test]
 fn dense_kernels_meet_the_resource_goals() {
     // Issue 6 goals that can be read from the artifact: no spills, no scratch, launch bound 256,
     // at least 2 waves per SIMD from the register count, 16x16x32 FP8 MFMAs in the main loop.

@@ -376,11 +376,11 @@ pub(crate) mod imp {
     /// scope. Every value is stored (also columns past `n` and rows past `m`: the reduction
     /// reads the whole slot).
     #[derive(Clone, Copy)]
-    struct PartialStore<const FM: usize, const FN: usize, const BS: bool> {
-        rs_ws: BufferResource,
-        base: u32,
-        m0: u32,
-        n0: u32,
+    pub(crate) struct PartialStore<const FM: usize, const FN: usize, const BS: bool> {
+        pub rs_ws: BufferResource,
+        pub base: u32,
+        pub m0: u32,
+        pub n0: u32,
     }
 
     impl<const FM: usize, const FN: usize, const BS: bool> Epilogue for PartialStore<FM, FN, BS> {

@@ -36,6 +36,7 @@ pub mod args;
 pub mod dense;
 pub mod grouped;
 pub mod quant;
+pub mod streamk;
 #[cfg(target_arch = "amdgpu")]
 pub mod intrinsics;
 pub mod kgrouped;

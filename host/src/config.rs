@@ -10,25 +10,34 @@
 //! timing model (`amdgpu_emu::timing`), through the table `host/tuned/gfx942.csv` that
 //! `fp8gemm tune` writes (modelled MI300X times, not measurements):
 //! 1. a tile forced with [`force_tile`] or `FP8GEMM_FORCE_TILE=BMxBN` and/or a split count
-//!    forced with [`force_split`] or `FP8GEMM_FORCE_SPLIT=S` (experiments, tuning);
+//!    forced with [`force_split`] or `FP8GEMM_FORCE_SPLIT=S`, or a stream-K schedule forced
+//!    with [`force_stream_k`] or `FP8GEMM_FORCE_STREAMK=G[/DP]` (experiments, tuning);
 //! 2. else, for a problem in the table (`best` rows: DeepSeek-V3's dense and MoE shapes), the
 //!    tile the timing model found fastest for exactly that problem — or its `split` row (the
-//!    fastest dense split-K config, [`fp8gemm_device::dense`]) if that is faster and the
-//!    launch's workspace holds it ([`get_config_for_workspace`], [`crate::workspace`]);
-//! 3. else an estimate per candidate tile from the model's per-tile costs (`cost` rows: the
+//!    fastest dense split-K config, [`fp8gemm_device::dense`]) or `streamk` row (the fastest
+//!    stream-K config) if that is faster and the launch's workspace holds it ([`get_config_for_workspace`], [`crate::workspace`]);
+//! 3. else an estimate per candidate from the model's per-tile costs (`cost` rows: the
 //!    modelled cycles per 128-K block of a CU running 1 or `slots` workgroups of the tile):
 //!
 //! ```text
-//! rounds    = ⌈tiles / (CUs · slots)⌉                 (wave quantization)
-//! sharing   = min(slots, ⌈tiles / CUs⌉)               (workgroups that share one CU at a time)
-//! time      = rounds · nkb · cycles_per_kb(sharing)   (interpolated between 1 and slots)
+//! full      = ⌊tiles / (CUs · slots)⌋                  (whole rounds, every slot busy)
+//! rest      = tiles mod (CUs · slots)                  (the last round: wave quantization)
+//! time      = full · nkb · cycles_per_kb(slots)
+//!           + [rest > 0] · nkb · cycles_per_kb(min(slots, ⌈rest / CUs⌉))   (interpolated)
 //! ```
 //!
 //! where `slots` is how many workgroups of that kernel fit on one CU (limited by its LDS and its
-//! registers, from the code object). The candidate with the smallest estimate wins; ties go to
-//! the tile with more workgroups. Dense split-K candidates (every tile with 2 ..= min(k/128,
-//! [`MAX_SPLITS`]) splits) count `tiles · splits` workgroups of `⌈nkb / splits⌉` blocks each,
-//! plus the hand-off and reduction cost per round (`splitk_extra_cycles`).
+//! registers, from the code object) and `CUs` the device's compute units ([`GemmDesc::cus`]).
+//! The candidate with the smallest estimate wins; ties go to the tile with more workgroups.
+//! Dense split-K candidates (every tile with 2 ..= min(k/128, [`MAX_SPLITS`]) splits) count
+//! `tiles · splits` workgroups of `⌈nkb / splits⌉` blocks each (`SPLITK_BLOCK_FACTOR` slower),
+//! plus the hand-off and reduction cost per round (`splitk_extra_cycles`). Dense **stream-K**
+//! candidates ([`fp8gemm_device::streamk`]: a data-parallel head of whole waves, then `g`
+//! workgroups over the rest) count the head's rounds and `⌈T·nkb / g⌉` tail blocks per
+//! workgroup (`STREAMK_TAIL_FACTOR` slower when tiles are split, plus the reduction); see
+//! `streamk_time`. `FP8GEMM_PRINT_CONFIGS=2` prints every candidate's estimate. A stream-K or
+//! split-K choice whose workspace the launch does not have is replaced by the best one that
+//! fits, and reported ([`WorkspaceLimit`]).
 //!
 //! The m-grouped kernels run the same main loop per tile (same candidates, same costs); only the
 //! number of tiles that do work differs:
@@ -56,9 +65,13 @@ use fp8gemm_device::mainloop_bs::{
     FP8_GEMM_NT_BS_BM128_BN128, FP8_GEMM_NT_BS_BM32_BN128, FP8_GEMM_NT_BS_BM64_BN128, FP8_GEMM_NT_SPLITK_BS_BM128_BN128,
     FP8_GEMM_NT_SPLITK_BS_BM32_BN128, FP8_GEMM_NT_SPLITK_BS_BM64_BN128,
 };
+use fp8gemm_device::streamk::DenseStreamKArgs;
 use fp8gemm_device::dense::{
     FP8_GEMM_NT_BM128_BN128, FP8_GEMM_NT_BM64_BN128, FP8_GEMM_NT_BM64_BN64, FP8_GEMM_NT_SPLITK_BM128_BN128,
     FP8_GEMM_NT_SPLITK_BM64_BN128, FP8_GEMM_NT_SPLITK_BM64_BN64,
+};
+use fp8gemm_device::streamk::{
+    StreamKSchedule, STREAMK_TILES, FP8_GEMM_NT_STREAMK_BM128_BN128, FP8_GEMM_NT_STREAMK_BM64_BN128, FP8_GEMM_NT_STREAMK_BM64_BN64,
 };
 use fp8gemm_device::grouped::{
     M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM128_BN128, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM64_BN128,
@@ -112,25 +125,36 @@ pub struct GemmDesc {
     pub expected_m: u32,
     /// Target architecture.
     pub arch: Arch,
+    /// Compute units of the device (the constructors take the architecture's full count,
+    /// 304 on MI300X / MI325X; [`GemmDesc::with_cus`] sets the device's own, e.g. 80 on an
+    /// MI308X). Stream-K sizes its grid from it, and the tuned table, written for the full
+    /// count, is consulted only when it matches.
+    pub cus: u32,
 }
 
 impl GemmDesc {
     /// A dense `m × n × k` problem on `arch`.
     pub fn dense(m: u32, n: u32, k: u32, arch: Arch) -> Self {
-        GemmDesc { kind: GemmKind::Dense, m, n, k, groups: 1, expected_m: m, arch }
+        GemmDesc { kind: GemmKind::Dense, m, n, k, groups: 1, expected_m: m, arch, cus: arch_spec(arch).cus }
+    }
+
+    /// The same problem on a device with `cus` compute units (`Context::compute_units`; 0
+    /// keeps the architecture's count).
+    pub fn with_cus(self, cus: u32) -> Self {
+        GemmDesc { cus: if cus == 0 { self.cus } else { cus }, ..self }
     }
 
     /// An m-grouped contiguous problem: `m_sum` stacked rows (a multiple of the alignment, 128)
     /// over `groups` experts of `n × k`.
     pub fn m_grouped_contiguous(m_sum: u32, n: u32, k: u32, groups: u32, arch: Arch) -> Self {
         let expected_m = m_sum.checked_div(groups).unwrap_or(0);
-        GemmDesc { kind: GemmKind::MGroupedContiguous, m: m_sum, n, k, groups, expected_m, arch }
+        GemmDesc { kind: GemmKind::MGroupedContiguous, m: m_sum, n, k, groups, expected_m, arch, cus: arch_spec(arch).cus }
     }
 
     /// An m-grouped masked problem: `groups` groups of capacity `m_max` rows, of which about
     /// `expected_m` are valid (a hint; the real counts live on the device).
     pub fn m_grouped_masked(m_max: u32, n: u32, k: u32, groups: u32, expected_m: u32, arch: Arch) -> Self {
-        GemmDesc { kind: GemmKind::MGroupedMasked, m: m_max, n, k, groups, expected_m, arch }
+        GemmDesc { kind: GemmKind::MGroupedMasked, m: m_max, n, k, groups, expected_m, arch, cus: arch_spec(arch).cus }
     }
 }
 
@@ -169,16 +193,48 @@ pub struct GemmConfig {
     pub remap: Remap,
     /// Architecture the config was chosen for.
     pub arch: Arch,
+    /// The stream-K schedule when the kernel is a stream-K one ([`fp8gemm_device::streamk`]:
+    /// `grid = dp_tiles + sk_wgs`); `None` otherwise.
+    pub stream_k: Option<StreamK>,
+}
+
+/// The schedule of a stream-K launch ([`fp8gemm_device::streamk`]): `dp_tiles` tiles run
+/// data-parallel, then `sk_wgs` workgroups share the K iterations of the other
+/// `tiles − dp_tiles` tiles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct StreamK {
+    /// Output tiles of the problem.
+    pub tiles: u32,
+    /// 128-K blocks per tile (`k / 128`).
+    pub nkb: u32,
+    /// Tiles computed data-parallel first (whole waves' worth).
+    pub dp_tiles: u32,
+    /// Workgroups sharing the stream-K tail.
+    pub sk_wgs: u32,
+}
+
+impl StreamK {
+    /// The device-side schedule (`None` if the numbers are not a valid schedule).
+    pub fn schedule(&self) -> Option<StreamKSchedule> {
+        StreamKSchedule::new(self.tiles, self.nkb, self.dp_tiles, self.sk_wgs).ok()
+    }
 }
 
 impl GemmConfig {
-    /// Output tiles of the launch (`grid / splits`).
+    /// Output tiles of the launch.
     pub fn tiles(&self) -> u32 {
-        self.grid / self.splits.max(1)
+        match self.stream_k {
+            Some(sk) => sk.tiles,
+            None => self.grid / self.splits.max(1),
+        }
     }
-    /// FP32 elements of workspace the launch needs (0 unless it splits K): the per-tile arrival
-    /// counters and one partial tile per (tile, split), [`tile::splitk_workspace_floats`].
+    /// FP32 elements of workspace the launch needs (0 unless it splits K or runs stream-K): the
+    /// per-tile arrival counters and one partial tile per (tile, split),
+    /// [`tile::splitk_workspace_floats`], or per stream-K slot, [`StreamKSchedule::workspace_floats`].
     pub fn workspace_floats(&self) -> u64 {
+        if let Some(sk) = self.stream_k {
+            return sk.schedule().map_or(u64::MAX, |s| s.workspace_floats(self.block_m, self.block_n));
+        }
         if self.splits <= 1 {
             0
         } else {
@@ -205,6 +261,17 @@ impl fmt::Display for GemmConfig {
         )?;
         if self.splits > 1 {
             write!(f, ", split-K {} ({} workspace floats)", self.splits, self.workspace_floats())?;
+        }
+        if let Some(sk) = self.stream_k {
+            write!(
+                f,
+                ", stream-K: {} data-parallel tiles, then {} workgroups over {} tiles × {} K blocks ({} workspace floats)",
+                sk.dp_tiles,
+                sk.sk_wgs,
+                sk.tiles - sk.dp_tiles,
+                sk.nkb,
+                self.workspace_floats()
+            )?;
         }
         Ok(())
     }
@@ -250,6 +317,15 @@ pub enum ConfigError {
         /// What is accepted for this problem.
         expected: String,
     },
+    /// The forced stream-K schedule (`FP8GEMM_FORCE_STREAMK` / [`force_stream_k`]) cannot be
+    /// used for this problem.
+    #[error("forced stream-K `{schedule}` (FP8GEMM_FORCE_STREAMK or config::force_stream_k): expected {expected}")]
+    ForcedStreamK {
+        /// The schedule asked for (`G` or `G/DP`).
+        schedule: String,
+        /// What is accepted for this problem.
+        expected: String,
+    },
     /// The embedded tuned table does not parse or lacks a candidate's figures.
     #[error("tuned config table: {0} (regenerate it with `fp8gemm tune`)")]
     Tuned(String),
@@ -269,6 +345,8 @@ struct Candidate {
     tile: DenseTile,
     /// Workgroups per output tile (1: the kernel does not split K).
     splits: u32,
+    /// Stream-K `(dp_tiles, sk_wgs)` (`None`: not a stream-K kernel).
+    stream_k: Option<(u32, u32)>,
     workgroup_size: u32,
     /// Workgroups of this kernel per CU (min over the LDS and register limits).
     slots_per_cu: u32,
@@ -306,6 +384,9 @@ struct Tuned {
     /// The same for the K-grouped kernels (`kcost` rows).
     kcosts: Vec<(u32, u32, u32, f64)>,
     best: Vec<TunedBest>,
+    /// `streamk` rows: the fastest stream-K configuration of a problem (same fields as `best`,
+    /// plus `(sk_wgs, dp_tiles)`).
+    streamk: Vec<(TunedBest, u32, u32)>,
     /// `split` rows: the fastest split-K configuration of a problem (same fields as `best`,
     /// plus the split count).
     split: Vec<(TunedBest, u32)>,
@@ -352,7 +433,12 @@ fn parse_tuned(text: &str) -> Result<Tuned, String> {
                 let b = TunedBest { kind, groups: u(2)?, m: u(3)?, n: u(4)?, k: u(5)?, expected_m: u(6)?, tile: (u(7)?, u(8)?), us: x(10)? };
                 t.split.push((b, u(9)?));
             }
-            _ => return Err(bad("unknown record type (expected cost, kcost, best or split)")),
+            "streamk" => {
+                let kind = f.get(1).and_then(|k| parse_kind(k)).ok_or_else(|| bad("unknown kind"))?;
+                let b = TunedBest { kind, groups: u(2)?, m: u(3)?, n: u(4)?, k: u(5)?, expected_m: u(6)?, tile: (u(7)?, u(8)?), us: x(11)? };
+                t.streamk.push((b, u(9)?, u(10)?));
+            }
+            _ => return Err(bad("unknown record type (expected cost, kcost, best, split or streamk)")),
         }
     }
     Ok(t)
@@ -394,6 +480,48 @@ pub fn force_split(splits: Option<u32>) {
     FORCED_SPLIT.with(|f| f.set(splits.map(Some)));
 }
 
+/// A forced stream-K schedule: `(sk_wgs, dp_tiles)`, `dp_tiles` `None` for the default head.
+pub type ForcedStreamK = (u32, Option<u32>);
+
+/// A stream-K configuration of `fp8gemm tune`: `((block_m, block_n), sk_wgs, dp_tiles)`.
+pub type StreamKSchedule3 = ((u32, u32), u32, u32);
+
+thread_local! {
+    /// A stream-K schedule forced for this thread's config choices; `None` = not set here, fall
+    /// back to `FP8GEMM_FORCE_STREAMK=G[/DP]`.
+    static FORCED_STREAMK: std::cell::Cell<Option<Option<ForcedStreamK>>> = const { std::cell::Cell::new(None) };
+}
+
+/// Forces a stream-K launch ([`fp8gemm_device::streamk`]) for every subsequent dense config
+/// choice of this thread: `Some((g, None))` runs `g` stream-K workgroups after the default
+/// data-parallel head (the whole waves of `CUs · slots` tiles that leave at least one tile for
+/// the tail), `Some((g, Some(dp)))` pins the head to `dp` tiles; `None` chooses normally again
+/// (`FP8GEMM_FORCE_STREAMK=G` or `G/DP` still applies). Combined with a forced tile
+/// ([`force_tile`]) it pins the whole config. A schedule the problem cannot use (`dp` not below
+/// the tile count, `g` more than the tail's K iterations, more than
+/// [`tile::SPLITK_MAX_TILES`] tail tiles, a forced split, a kind without stream-K kernels)
+/// makes [`get_best_config`] fail with [`ConfigError::ForcedStreamK`].
+pub fn force_stream_k(schedule: Option<ForcedStreamK>) {
+    FORCED_STREAMK.with(|f| f.set(schedule.map(Some)));
+}
+
+/// The stream-K schedule forced for this thread or by `FP8GEMM_FORCE_STREAMK`, if any.
+pub(crate) fn forced_stream_k() -> Result<Option<ForcedStreamK>, ConfigError> {
+    if let Some(t) = FORCED_STREAMK.with(std::cell::Cell::get) {
+        return Ok(t);
+    }
+    let Ok(v) = std::env::var("FP8GEMM_FORCE_STREAMK") else { return Ok(None) };
+    let bad = || ConfigError::ForcedStreamK { schedule: v.clone(), expected: "G or G/DP (stream-K workgroups ≥ 1, data-parallel tiles)".into() };
+    let (g, dp) = match v.split_once('/') {
+        Some((g, dp)) => (g.trim().parse::<u32>().map_err(|_| bad())?, Some(dp.trim().parse::<u32>().map_err(|_| bad())?)),
+        None => (v.trim().parse::<u32>().map_err(|_| bad())?, None),
+    };
+    if g == 0 {
+        return Err(bad());
+    }
+    Ok(Some((g, dp)))
+}
+
 /// The split count forced for this thread or by `FP8GEMM_FORCE_SPLIT`, if any.
 pub(crate) fn forced_split() -> Result<Option<u32>, ConfigError> {
     if let Some(t) = FORCED_SPLIT.with(std::cell::Cell::get) {
@@ -414,11 +542,12 @@ pub const MAX_SPLITS: u32 = 32;
 /// workgroups: the partial stores draining (`s_waitcnt vmcnt(0)`), the barrier, the counter
 /// atomic's round trip to the L2 and the LDS broadcast. Fitted by hand to one timing-model
 /// run (not a measurement): 64×2112×1024 on 64×64 tiles, 8 splits of one block each, took
-/// 2.9 µs (≈ 3800 cycles at the model's clock then, 1.3 GHz; not re-fitted after the 1.2 GHz
-/// re-fit, which changes the µs but little of the cycle count) more than the unsplit kernel with the same
-/// K per workgroup and the same workgroup count (64×16896×128), of which the reduction of
-/// 8 × 16 KiB at [`SPLITK_REDUCE_BYTES_PER_CYCLE`] is ≈ 2000.
-const SPLITK_FIXED_CYCLES: f64 = 2000.0;
+/// 9.78 µs modelled on MI300X, 3.07 µs (3684 cycles at the model's 1.2 GHz) more than the
+/// unsplit kernel with the same K per workgroup and the same workgroup count (64×16896×128,
+/// 6.71 µs), of which the reduction of 8 × 16 KiB at [`SPLITK_REDUCE_BYTES_PER_CYCLE`] is
+/// 2048. (Re-fitted after the model's clock re-fit 1.3 → 1.2 GHz; was 2000 from 3800 cycles
+/// at 1.3 GHz.)
+const SPLITK_FIXED_CYCLES: f64 = 1600.0;
 /// Bytes per cycle the reducing workgroup reads its `splits` partial tiles at (one CU's
 /// 64 B/clk L1 fill rate; an estimate, not fitted).
 const SPLITK_REDUCE_BYTES_PER_CYCLE: f64 = 64.0;
@@ -509,7 +638,7 @@ fn candidates(arch: Arch, kind: GemmKind) -> Result<[Candidate; 3], ConfigError>
         let widest = tuned.costs.iter().filter(|c| (c.0, c.1) == (tile.block_m, tile.block_n) && c.2 <= slots).max_by_key(|c| c.2);
         let at_slots = cost(slots).or_else(|| widest.map(|c| c.3 * f64::from(slots) / f64::from(c.2)));
         let cycles_per_kb = cost(1).zip(at_slots).map(|(a, b)| [a, b]);
-        Ok(Candidate { tile, splits: 1, workgroup_size: tile::THREADS, slots_per_cu: slots, cycles_per_kb })
+        Ok(Candidate { tile, splits: 1, stream_k: None, workgroup_size: tile::THREADS, slots_per_cu: slots, cycles_per_kb })
     };
     Ok([make(tiles[0], vgprs[0])?, make(tiles[1], vgprs[1])?, make(tiles[2], vgprs[2])?])
 }
@@ -535,6 +664,118 @@ fn split_candidates(arch: Arch, kind: GemmKind, nkb: u32) -> Result<Vec<Candidat
         }
     }
     Ok(v)
+}
+
+/// VGPRs of the dense stream-K kernels (`fp8gemm info`; `tests/dense_kernel.rs` checks that
+/// they allow as many workgroups per CU as the tile's LDS).
+const STREAMK_VGPRS: [u32; 3] = [104, 146, 224];
+
+/// Workgroups per CU of stream-K tile `i` of [`fp8gemm_device::streamk::STREAMK_TILES`].
+fn streamk_slots(arch: Arch, i: usize) -> u32 {
+    let t = STREAMK_TILES[i];
+    let by_regs = waves_per_simd(STREAMK_VGPRS[i]) / (tile::THREADS / tile::WAVE / 4);
+    by_regs.min(arch_spec(arch).lds_per_cu / t.lds_bytes()).max(1)
+}
+
+/// The default data-parallel head of a stream-K launch of `tiles` tiles on `wave` workgroup
+/// slots (`CUs · slots per CU`): the whole waves that leave at least one tile for the tail.
+pub fn streamk_default_dp(tiles: u32, wave: u32) -> u32 {
+    if wave == 0 || tiles == 0 {
+        0
+    } else {
+        (tiles - 1) / wave * wave
+    }
+}
+
+/// How much slower a 128-K block of a stream-K tail runs than the `cost` rows say (the second
+/// piece's prologue, the partial stores and the reduction, and the lost L2 sharing: workgroups
+/// that run together read the operands of different K ranges). Fitted by hand to timing-model
+/// runs on MI300X (modelled time ÷ `⌈T·nkb/g⌉ · cycles_per_kb` at the model's 1.2 GHz, forced
+/// stream-K, no head unless stated): 1024×2048×7168 64×128 g = 608: 1.67, 64×64 g = 1216: 1.63;
+/// 6144×768×7168 64×128 g = 608: 1.73; 1664×768×7168 64×128 g = 608: 2.07, 64×64 g = 1216:
+/// 1.94; 1408×2048×7168 64×128 g = 608: 1.83; 8192×2048×7168 64×128 head 1824, g = 608: ≈ 2.0;
+/// 4096×2048×7168 128×128 g = 608: 1.28. (The data-parallel estimates run 1.03–1.11 under the
+/// model on the same shapes.)
+const STREAMK_TAIL_FACTOR: f64 = 1.75;
+/// The same for the blocks of a split-K workgroup (its hand-off and reduction are counted
+/// apart, [`splitk_extra_cycles`]): 1024×2048×7168 128×128 / 4 splits 1.33, 64×128 / 2 1.32;
+/// 1664×768×7168 64×128 / 3 1.41; 1408×2048×7168 128×128 / 2 1.23; 6144×768×7168 128×128 / 2
+/// 1.26 (modelled ÷ estimated, MI300X).
+const SPLITK_BLOCK_FACTOR: f64 = 1.25;
+
+/// The stream-K candidates of a dense problem: every stream-K tile with `g` ∈ {`CUs · s`:
+/// `s = slots … 1`} workgroups after a data-parallel head of the default whole waves
+/// ([`streamk_default_dp`], tail ≤ one wave), where the schedule is valid (tail ≤
+/// [`tile::SPLITK_MAX_TILES`] tiles, tail tiles ≤ `g` ≤ its K iterations).
+fn streamk_candidates(desc: &GemmDesc) -> Result<Vec<Candidate>, ConfigError> {
+    if desc.kind != GemmKind::Dense {
+        return Ok(Vec::new());
+    }
+    let base = candidates(desc.arch, desc.kind)?;
+    let nkb = desc.k / tile::SCALE_BLOCK_K;
+    let mut v = Vec::new();
+    for (i, t) in STREAMK_TILES.into_iter().enumerate() {
+        let slots = streamk_slots(desc.arch, i);
+        let tiles = t.grid(desc.m, desc.n);
+        let wave = desc.cus * slots;
+        let dps = [streamk_default_dp(tiles, wave)];
+        // One to `slots` stream-K workgroups per CU (fewer need less workspace).
+        let gs: Vec<u32> = (1..=slots).rev().map(|s| desc.cus * s).collect();
+        for &dp in &dps {
+            for &g in &gs {
+                if StreamKSchedule::new(tiles, nkb, dp, g).is_ok() {
+                    v.push(Candidate { tile: t, splits: 1, stream_k: Some((dp, g)), slots_per_cu: slots, ..base[i] });
+                }
+            }
+        }
+    }
+    Ok(v)
+}
+
+/// The stream-K configurations the model weighs for `desc` (for `fp8gemm tune`): `(tile,
+/// sk_wgs, dp_tiles)` of every stream-K candidate (none for the m-grouped kinds).
+pub fn streamk_schedules(desc: &GemmDesc) -> Result<Vec<StreamKSchedule3>, ConfigError> {
+    Ok(streamk_candidates(desc)?
+        .into_iter()
+        .filter_map(|c| c.stream_k.map(|(dp, g)| ((c.tile.block_m, c.tile.block_n), g, dp)))
+        .collect())
+}
+
+/// Modelled cycles of a stream-K candidate: the data-parallel head's rounds of whole tiles,
+/// then the tail, where each of the `g` workgroups runs `⌈T·nkb / g⌉` blocks (the CUs holding
+/// `⌈g / CUs⌉` of them at a time), each [`STREAMK_TAIL_FACTOR`] times the `cost` rows when
+/// tiles are split, plus then split-K's hand-off and the reduction of the most contributors a
+/// tail tile can have.
+fn streamk_time(c: &Candidate, spec: ArchSpec, desc: &GemmDesc) -> Result<f64, ConfigError> {
+    let cost = c.cycles_per_kb.ok_or_else(|| {
+        ConfigError::Tuned(format!("no cost rows for tile {}x{} (1 and {} workgroups per CU)", c.tile.block_m, c.tile.block_n, c.slots_per_cu))
+    })?;
+    let Some((dp, g)) = c.stream_k else { return Err(ConfigError::Tuned("not a stream-K candidate".into())) };
+    let (cus, slots) = (u64::from(spec.cus.max(1)), u64::from(c.slots_per_cu));
+    let per_kb = |sharing: u64| {
+        if slots <= 1 {
+            cost[0]
+        } else {
+            cost[0] + (sharing.clamp(1, slots) - 1) as f64 / (slots - 1) as f64 * (cost[1] - cost[0])
+        }
+    };
+    let nkb = u64::from(desc.k / tile::SCALE_BLOCK_K);
+    let tiles = u64::from(c.tile.grid(desc.m, desc.n));
+    let (dp, g) = (u64::from(dp), u64::from(g));
+    let wave = cus * slots;
+    let head = if dp == 0 { 0.0 } else { dp.div_ceil(wave) as f64 * nkb as f64 * per_kb(slots.min(dp.div_ceil(cus))) };
+    let iters = (tiles - dp) * nkb;
+    let per = iters.div_ceil(g);
+    let split = !(iters.is_multiple_of(g) && per.is_multiple_of(nkb));
+    let (factor, reduce) = if split {
+        // The reduction of the most contributors a tile can have, as split-K's.
+        let most = (nkb.div_ceil((iters / g).max(1)) + 1).min(g);
+        (STREAMK_TAIL_FACTOR, SPLITK_FIXED_CYCLES + most as f64 * f64::from(c.tile.block_m * c.tile.block_n * 4) / SPLITK_REDUCE_BYTES_PER_CYCLE)
+    } else {
+        (1.0, 0.0)
+    };
+    let tail = g.div_ceil(wave) as f64 * (per as f64 * per_kb(slots.min(g.div_ceil(cus))) * factor + reduce);
+    Ok(head + tail)
 }
 
 /// Workgroups per CU a tile's kernel holds at once on `arch` (for `fp8gemm tune`).
@@ -653,19 +894,27 @@ fn modelled_time(c: &Candidate, spec: ArchSpec, tiles: u64, k: u32) -> Result<f6
     let cost = c.cycles_per_kb.ok_or_else(|| {
         ConfigError::Tuned(format!("no cost rows for tile {}x{} (1 and {} workgroups per CU)", c.tile.block_m, c.tile.block_n, c.slots_per_cu))
     })?;
-    let cus = u64::from(spec.cus);
+    let cus = u64::from(spec.cus.max(1));
     let slots = u64::from(c.slots_per_cu);
-    let rounds = tiles.div_ceil(cus * slots);
-    let sharing = slots.min(tiles.div_ceil(cus));
-    let per_kb = if slots <= 1 {
-        cost[0]
-    } else {
-        let f = (sharing - 1) as f64 / (slots - 1) as f64;
-        cost[0] + f * (cost[1] - cost[0])
+    let per_kb = |sharing: u64| {
+        if slots <= 1 {
+            cost[0]
+        } else {
+            let f = (sharing.clamp(1, slots) - 1) as f64 / (slots - 1) as f64;
+            cost[0] + f * (cost[1] - cost[0])
+        }
     };
-    // Each workgroup of a split-K candidate runs ⌈nkb / splits⌉ blocks (at most).
+    // Each workgroup of a split-K candidate runs ⌈nkb / splits⌉ blocks (at most), slower than
+    // the cost rows by SPLITK_BLOCK_FACTOR.
     let nkb = f64::from((k / tile::SCALE_BLOCK_K).div_ceil(c.splits.max(1)));
-    Ok(rounds as f64 * (nkb * per_kb + splitk_extra_cycles(c)))
+    let factor = if c.splits > 1 { SPLITK_BLOCK_FACTOR } else { 1.0 };
+    let round = |sharing: u64| nkb * per_kb(sharing) * factor + splitk_extra_cycles(c);
+    // Full rounds with every slot busy, then the last, partial round at its own sharing (a
+    // last round of fewer workgroups than CUs runs one per CU, at the faster 1-per-CU cost:
+    // 16384×2048×7168 at 128×128 is 3 full rounds and 224 tiles, not 4 full rounds).
+    let (full, rest) = (tiles / (cus * slots), tiles % (cus * slots));
+    let last = if rest == 0 { 0.0 } else { round(slots.min(rest.div_ceil(cus))) };
+    Ok(full as f64 * round(slots) + last)
 }
 
 /// Why a config was chosen (printed with `FP8GEMM_PRINT_CONFIGS=1`).
@@ -679,6 +928,8 @@ enum Choice {
     Table(f64),
     /// The table's split row (µs) beat its best unsplit row (µs).
     TableSplit(f64, f64),
+    /// The table's stream-K row (µs) beat its best unsplit row (µs).
+    TableStreamK(f64, f64),
     /// The table's split row was faster but did not fit the workspace: its best unsplit row.
     TableUnsplit(f64),
     Model(f64),
@@ -735,8 +986,9 @@ pub fn get_best_config(desc: &GemmDesc) -> Result<GemmConfig, ConfigError> {
 /// always fits), and the replacement is returned as a [`WorkspaceLimit`].
 pub fn get_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(GemmConfig, Option<WorkspaceLimit>), ConfigError> {
     validate(desc)?;
-    let spec = arch_spec(desc.arch);
+    let spec = ArchSpec { cus: desc.cus.max(1), ..arch_spec(desc.arch) };
     let cands = candidates(desc.arch, desc.kind)?;
+    let sk_cands = streamk_candidates(desc)?;
     let nkb = desc.k / tile::SCALE_BLOCK_K;
     // Split-K launches have at most `SPLITK_MAX_TILES` output tiles (the workspace's fixed
     // counter region); larger problems never split.
@@ -745,7 +997,10 @@ pub fn get_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(Gemm
     let splits: Vec<Candidate> = all_splits.iter().copied().filter(tiles_fit).collect();
     let make = |c: &Candidate| -> Result<GemmConfig, ConfigError> {
         let (grid, _) = grid_and_work(c, desc)?;
+        let stream_k = c.stream_k.map(|(dp_tiles, sk_wgs)| StreamK { tiles: c.tile.grid(desc.m, desc.n), nkb, dp_tiles, sk_wgs });
+        let grid = stream_k.map_or(grid, |sk| sk.dp_tiles + sk.sk_wgs);
         Ok(GemmConfig {
+            stream_k,
             block_m: c.tile.block_m,
             block_n: c.tile.block_n,
             block_k: c.tile.block_k(),
@@ -763,7 +1018,18 @@ pub fn get_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(Gemm
         let mut best: Option<(f64, u32, Candidate)> = None;
         for c in pool {
             let (grid, work) = grid_and_work(c, desc)?;
-            let t = modelled_time(c, spec, work, desc.k)?;
+            let (grid, t) = match c.stream_k {
+                Some((dp, g)) => (dp + g, streamk_time(c, spec, desc)?),
+                None => (grid, modelled_time(c, spec, work, desc.k)?),
+            };
+            if verbose_candidates() {
+                let how = match c.stream_k {
+                    Some((dp, g)) => format!("stream-K {dp}+{g}"),
+                    None if c.splits > 1 => format!("split-K {}", c.splits),
+                    None => "data-parallel".to_string(),
+                };
+                eprintln!("fp8gemm candidate: {} m={} n={} k={}: {}x{} {how}: {t:.0} cycles estimated", desc.kind, desc.m, desc.n, desc.k, c.tile.block_m, c.tile.block_n);
+            }
             if best.is_none_or(|(bt, bg, _)| t < bt || (t == bt && grid > bg)) {
                 best = Some((t, grid, *c));
             }
@@ -772,9 +1038,57 @@ pub fn get_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(Gemm
     };
     let no_kernel = || ConfigError::NoKernel { kind: desc.kind, arch: desc.arch };
     let tile_names = "64x64, 64x128, 128x128";
-    let (forced_t, forced_s) = (forced_tile()?, forced_split()?);
+    let (forced_t, forced_s, forced_sk) = (forced_tile()?, forced_split()?, forced_stream_k()?);
     let mut limited = None;
-    let (c, why) = if forced_t.is_some() || forced_s.is_some() {
+    let (c, why) = if let Some((g, dp)) = forced_sk {
+        let schedule = match dp {
+            Some(dp) => format!("{g}/{dp}"),
+            None => g.to_string(),
+        };
+        let err = |expected: String| ConfigError::ForcedStreamK { schedule: schedule.clone(), expected };
+        if desc.kind != GemmKind::Dense {
+            return Err(err(format!("no stream-K (no stream-K kernel for the {} layout)", desc.kind)));
+        }
+        if forced_s.is_some_and(|s| s > 1) {
+            return Err(err("no forced split-K at the same time (FP8GEMM_FORCE_SPLIT > 1)".into()));
+        }
+        let mut pool = Vec::new();
+        let mut why_not = Vec::new();
+        for (i, t) in STREAMK_TILES.into_iter().enumerate() {
+            if forced_t.is_some_and(|f| f != (t.block_m, t.block_n)) {
+                continue;
+            }
+            let slots = streamk_slots(desc.arch, i);
+            let tiles = t.grid(desc.m, desc.n);
+            let dp = dp.unwrap_or_else(|| streamk_default_dp(tiles, spec.cus * slots));
+            match StreamKSchedule::new(tiles, nkb, dp, g) {
+                Ok(_) => pool.push(Candidate { tile: t, splits: 1, stream_k: Some((dp, g)), slots_per_cu: slots, ..cands[i] }),
+                Err(e) => why_not.push(format!(
+                    "{}x{}: {} tiles, {dp} data-parallel: {}",
+                    t.block_m,
+                    t.block_n,
+                    tiles,
+                    match e {
+                        fp8gemm_device::streamk::StreamKScheduleError::NoTail => "data-parallel tiles below the tile count".to_string(),
+                        fp8gemm_device::streamk::StreamKScheduleError::TooManyTiles => format!("at most {} stream-K tiles", tile::SPLITK_MAX_TILES),
+                        fp8gemm_device::streamk::StreamKScheduleError::Workgroups => format!(
+                            "{} ..= {} workgroups (the tail's tiles ..= its K iterations)",
+                            tiles.saturating_sub(dp),
+                            u64::from(tiles.saturating_sub(dp)) * u64::from(nkb)
+                        ),
+                        fp8gemm_device::streamk::StreamKScheduleError::Overflow => "a tail that fits in 32-bit counts".to_string(),
+                    }
+                )),
+            }
+        }
+        if let Some((bm, bn)) = forced_t
+            && !STREAMK_TILES.iter().any(|t| (t.block_m, t.block_n) == (bm, bn))
+        {
+            return Err(ConfigError::ForcedTile { tile: format!("{bm}x{bn}"), available: tile_names });
+        }
+        let c = model_best(&mut pool.iter())?.ok_or_else(|| err(why_not.join("; ")))?.1;
+        (c, Choice::Forced)
+    } else if forced_t.is_some() || forced_s.is_some() {
         let s = forced_s.unwrap_or(1);
         if s == 0 {
             return Err(ConfigError::ForcedSplit { splits: "0".into(), expected: "at least 1".into() });
@@ -811,18 +1125,32 @@ pub fn get_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(Gemm
         (c, Choice::Forced)
     } else {
         let table = tuned(desc.arch)?;
+        // The table was written for the architecture's full CU count.
+        let full_device = desc.cus == arch_spec(desc.arch).cus;
         let key = |b: &TunedBest| (b.kind, b.groups, b.m, b.n, b.k, b.expected_m) == (desc.kind, desc.groups, desc.m, desc.n, desc.k, desc.expected_m);
         let pick = |bm: u32, bn: u32| cands.iter().find(|c| (c.tile.block_m, c.tile.block_n) == (bm, bn)).copied();
-        let best_row = table.best.iter().find(|b| key(b)).and_then(|b| Some((pick(b.tile.0, b.tile.1)?, b.us)));
+        let best_row = table.best.iter().find(|b| full_device && key(b)).and_then(|b| Some((pick(b.tile.0, b.tile.1)?, b.us)));
         let split_row = table.split.iter().find(|(b, _)| key(b)).and_then(|(b, s)| {
             let c = splits.iter().find(|c| (c.tile.block_m, c.tile.block_n, c.splits) == (b.tile.0, b.tile.1, *s))?;
             Some((*c, b.us))
         });
+        let sk_row = table.streamk.iter().find(|(b, _, _)| full_device && key(b)).and_then(|(b, g, dp)| {
+            let i = STREAMK_TILES.iter().position(|t| (t.block_m, t.block_n) == b.tile)?;
+            StreamKSchedule::new(STREAMK_TILES[i].grid(desc.m, desc.n), nkb, *dp, *g).ok()?;
+            let c = Candidate { tile: STREAMK_TILES[i], splits: 1, stream_k: Some((*dp, *g)), slots_per_cu: streamk_slots(desc.arch, i), ..cands[i] };
+            Some((c, b.us))
+        });
+        // A stream-K row faster than the split and unsplit rows takes the split row's place.
+        let split_row = match (split_row, sk_row) {
+            (Some(sp), Some(sk)) if sk.1 < sp.1 => Some(sk),
+            (None, Some(sk)) => Some(sk),
+            (sp, _) => sp,
+        };
         match (best_row, split_row) {
             (Some(b), Some(sp)) if sp.1 < b.1 => {
                 let need = make(&sp.0)?.workspace_floats();
                 if need <= available {
-                    (sp.0, Choice::TableSplit(sp.1, b.1))
+                    (sp.0, if sp.0.stream_k.is_some() { Choice::TableStreamK(sp.1, b.1) } else { Choice::TableSplit(sp.1, b.1) })
                 } else {
                     limited = Some(WorkspaceLimit { preferred: make(&sp.0)?, needed: need, available });
                     (b.0, Choice::TableUnsplit(b.1))
@@ -830,13 +1158,13 @@ pub fn get_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(Gemm
             }
             (Some(b), _) => (b.0, Choice::Table(b.1)),
             _ => {
-                let all = model_best(&mut cands.iter().chain(splits.iter()))?.ok_or_else(no_kernel)?;
+                let all = model_best(&mut cands.iter().chain(splits.iter()).chain(sk_cands.iter()))?.ok_or_else(no_kernel)?;
                 let need = make(&all.1)?.workspace_floats();
                 if need <= available {
                     (all.1, Choice::Model(all.0))
                 } else {
                     limited = Some(WorkspaceLimit { preferred: make(&all.1)?, needed: need, available });
-                    let fit = model_best(&mut cands.iter().chain(splits.iter()).filter(|c| make(c).is_ok_and(|g| g.workspace_floats() <= available)))?
+                    let fit = model_best(&mut cands.iter().chain(splits.iter()).chain(sk_cands.iter()).filter(|c| make(c).is_ok_and(|g| g.workspace_floats() <= available)))?
                         .ok_or_else(no_kernel)?;
                     (fit.1, Choice::Model(fit.0))
                 }
@@ -848,16 +1176,22 @@ pub fn get_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(Gemm
     Ok((config, limited))
 }
 
-/// Prints `config` once per process if `FP8GEMM_PRINT_CONFIGS=1`.
+/// `FP8GEMM_PRINT_CONFIGS=2`: also print every candidate the cost estimate weighs (each time).
+fn verbose_candidates() -> bool {
+    static V: OnceLock<bool> = OnceLock::new();
+    *V.get_or_init(|| std::env::var("FP8GEMM_PRINT_CONFIGS").is_ok_and(|v| v == "2"))
+}
+
+/// Prints `config` once per process if `FP8GEMM_PRINT_CONFIGS=1` (or `2`).
 fn print_once(desc: &GemmDesc, config: &GemmConfig, why: Choice, limited: Option<&WorkspaceLimit>) {
     static ENABLED: OnceLock<bool> = OnceLock::new();
     static SEEN: OnceLock<Mutex<HashSet<GemmConfig>>> = OnceLock::new();
-    if !*ENABLED.get_or_init(|| std::env::var("FP8GEMM_PRINT_CONFIGS").is_ok_and(|v| v == "1")) {
+    if !*ENABLED.get_or_init(|| std::env::var("FP8GEMM_PRINT_CONFIGS").is_ok_and(|v| v == "1" || v == "2")) {
         return;
     }
     if first_sighting(SEEN.get_or_init(|| Mutex::new(HashSet::new())), config) {
         let why = match why {
-            Choice::Forced => "forced tile / split (FP8GEMM_FORCE_TILE, FP8GEMM_FORCE_SPLIT)".to_string(),
+            Choice::Forced => "forced tile / split / stream-K (FP8GEMM_FORCE_TILE, FP8GEMM_FORCE_SPLIT, FP8GEMM_FORCE_STREAMK)".to_string(),
             Choice::BsRule(per_cu) => format!(
                 "pre-shuffled B: bs rule ({per_cu:.2} tiles per CU; 64-row tile from {BS_BM64_TILES_PER_CU} of its tiles per CU, split-K below 1)"
             ),
@@ -868,7 +1202,11 @@ fn print_once(desc: &GemmDesc, config: &GemmConfig, why: Choice, limited: Option
             Choice::TableSplit(us, unsplit) => {
                 format!("tuned table: split-K {} at {us:.2} µs modelled beats the fastest unsplit tile at {unsplit:.2} µs", config.splits)
             }
+            Choice::TableStreamK(us, unsplit) => format!("tuned table: stream-K at {us:.2} µs modelled beats the fastest data-parallel tile at {unsplit:.2} µs"),
             Choice::TableUnsplit(us) => format!("tuned table: fastest unsplit tile, {us:.2} µs modelled"),
+            Choice::Model(cyc) if config.stream_k.is_some() => {
+                format!("timing-model cost estimate {cyc:.0} cycles with stream-K, below every data-parallel and split-K candidate (no tuned row for this problem)")
+            }
             Choice::Model(cyc) if config.splits > 1 => {
                 format!("timing-model cost estimate {cyc:.0} cycles with split-K {} (no tuned row for this problem)", config.splits)
             }
@@ -899,6 +1237,13 @@ pub fn dense_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<DenseGemmArgs
 /// The launch spec of a dense split-K config's kernel.
 pub fn dense_splitk_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<DenseSplitKArgs>> {
     [FP8_GEMM_NT_SPLITK_BM64_BN64, FP8_GEMM_NT_SPLITK_BM64_BN128, FP8_GEMM_NT_SPLITK_BM128_BN128]
+        .into_iter()
+        .find(|s| s.name == config.kernel)
+}
+
+/// The launch spec of a dense stream-K config's kernel.
+pub fn dense_streamk_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<DenseStreamKArgs>> {
+    [FP8_GEMM_NT_STREAMK_BM64_BN64, FP8_GEMM_NT_STREAMK_BM64_BN128, FP8_GEMM_NT_STREAMK_BM128_BN128]
         .into_iter()
         .find(|s| s.name == config.kernel)
 }
@@ -985,6 +1330,7 @@ pub fn get_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(G
             kernel: name,
             grid,
             splits,
+            stream_k: None,
             remap: Remap::Xcd { xcds: spec.xcds },
             arch: desc.arch,
         })
@@ -1092,6 +1438,7 @@ pub fn get_grouped_bs_config(desc: &GemmDesc) -> Result<GemmConfig, ConfigError>
         kernel: t.name,
         grid,
         splits: 1,
+        stream_k: None,
         remap: Remap::Xcd { xcds: spec.xcds },
         arch: desc.arch,
     };
@@ -1123,8 +1470,13 @@ pub fn dense_splitk_bs_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<Den
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tile::SPLITK_COUNTER_FLOATS;
 
-    const SHAPES: [(u32, u32, u32); 18] = [
+    const SHAPES: [(u32, u32, u32); 22] = [
+        (6144, 2048, 7168),
+        (8192, 768, 7168),
+        (1408, 2048, 7168),
+        (16384, 2048, 7168),
         (64, 2112, 7168),
         (64, 24576, 1536),
         (64, 32768, 512),
@@ -1150,7 +1502,13 @@ mod tests {
         for arch in Arch::ALL {
             for (m, n, k) in SHAPES {
                 let c = get_best_config(&GemmDesc::dense(m, n, k, arch)).unwrap();
-                let size = if c.splits > 1 {
+                let size = if let Some(sk) = c.stream_k {
+                    // Stream-K: a valid schedule over exactly the problem's tiles.
+                    let sched = sk.schedule().unwrap_or_else(|| panic!("{c}: invalid schedule"));
+                    assert_eq!((sk.tiles, sk.nkb), (m.div_ceil(c.block_m) * n.div_ceil(c.block_n), k / 128), "{c}");
+                    assert_eq!((c.grid, c.splits), (sched.grid(), 1), "{c}");
+                    dense_streamk_kernel_spec(&c).unwrap_or_else(|| panic!("{c}: no such kernel")).workgroup_size
+                } else if c.splits > 1 {
                     dense_splitk_kernel_spec(&c).unwrap_or_else(|| panic!("{c}: no such kernel")).workgroup_size
                 } else {
                     dense_kernel_spec(&c).unwrap_or_else(|| panic!("{c}: no such kernel")).workgroup_size
@@ -1160,6 +1518,9 @@ mod tests {
                 assert_eq!(c.lds_bytes, tile::lds_bytes(c.block_m, c.block_n));
                 assert_eq!(c.block_k, 128);
                 assert!(c.splits >= 1 && c.splits <= (k / 128).min(MAX_SPLITS), "{c}");
+                if c.stream_k.is_some() {
+                    continue;
+                }
                 // Grid covers the problem exactly: every tile once (per split), no tile entirely
                 // outside.
                 assert_eq!(c.grid, m.div_ceil(c.block_m) * n.div_ceil(c.block_n) * c.splits, "{c}");
@@ -1385,10 +1746,10 @@ mod tests {
         let desc = GemmDesc::dense(64, 2112, 7168, Arch::Gfx942);
         assert_eq!(grid_and_work(&x, &desc).unwrap(), (264, 264));
         let extra = SPLITK_FIXED_CYCLES + 8.0 * 16384.0 / SPLITK_REDUCE_BYTES_PER_CYCLE;
-        assert_eq!(modelled_time(&x, arch_spec(Arch::Gfx942), 264, 7168).unwrap(), 7.0 * 1000.0 + extra);
+        assert_eq!(modelled_time(&x, arch_spec(Arch::Gfx942), 264, 7168).unwrap(), 7.0 * 1000.0 * SPLITK_BLOCK_FACTOR + extra);
         // 9 blocks over 2 splits: the longer split (5 blocks) sets the time.
         let s2 = Candidate { splits: 2, ..x };
-        assert_eq!(modelled_time(&s2, arch_spec(Arch::Gfx942), 66, 9 * 128).unwrap(), 5.0 * 1000.0 + SPLITK_FIXED_CYCLES + 2.0 * 16384.0 / 64.0);
+        assert_eq!(modelled_time(&s2, arch_spec(Arch::Gfx942), 66, 9 * 128).unwrap(), 5.0 * 1000.0 * SPLITK_BLOCK_FACTOR + SPLITK_FIXED_CYCLES + 2.0 * 16384.0 / 64.0);
         // No split-K kernels for the m-grouped layouts; none beyond the block count.
         assert!(split_candidates(Arch::Gfx942, GemmKind::MGroupedMasked, 56).unwrap().is_empty());
         assert!(split_candidates(Arch::Gfx942, GemmKind::Dense, 1).unwrap().is_empty());
@@ -1435,5 +1796,69 @@ mod tests {
             c.to_string(),
             "fp8_gemm_nt_bm128_bn128 on gfx942: block 128x128x128, 256 threads, 32768 B LDS, grid 1792 (XCD remap over 8)"
         );
+    }
+
+    #[test]
+    fn the_last_round_is_estimated_at_its_own_sharing() {
+        // 16384 × 2048 at 128 × 128: 2048 tiles = 3 full rounds of 608 and 224 tiles, which run
+        // one per CU (the 1-per-CU cost), so 128 × 128 beats 64 × 128 (7 rounds) as the timing
+        // model says (614 vs 669 µs modelled) — an estimate of 4 full rounds picked 64 × 128.
+        let c = candidates(Arch::Gfx942, GemmKind::Dense).unwrap();
+        let x = Candidate { cycles_per_kb: Some([1000.0, 1600.0]), ..c[2] };
+        assert_eq!(modelled_time(&x, arch_spec(Arch::Gfx942), 2048, 7168).unwrap(), 3.0 * 56.0 * 1600.0 + 56.0 * 1000.0);
+        let c = get_best_config(&GemmDesc::dense(16384, 2048, 7168, Arch::Gfx942)).unwrap();
+        assert_eq!((c.block_m, c.block_n), (128, 128), "{c}");
+        // The lead's untuned-shape checks (modelled µs, MI300X): 1408×2048×7168 64×64 84.0 vs
+        // 64×128 98.9; 4096×768×7168 64×64 14 % faster than 64×128.
+        // (With the stream's default workspace: the model would split K there with more.)
+        let ws = crate::workspace::DEFAULT_STREAM_WORKSPACE_FLOATS as u64;
+        let pick = |m, n| get_config_for_workspace(&GemmDesc::dense(m, n, 7168, Arch::Gfx942), ws).unwrap().0.kernel;
+        assert_eq!(pick(1408, 2048), "fp8_gemm_nt_bm64_bn64");
+        assert_eq!(pick(4096, 768), "fp8_gemm_nt_bm64_bn64");
+    }
+
+    #[test]
+    fn stream_k_model_numbers_by_hand() {
+        // 8192 × 2048 × 7168 on 64 × 128 (2 per CU): 2048 tiles, 56 blocks; head 1824 tiles (3
+        // full waves of 608), tail 224 tiles over 608 workgroups: ⌈224·56/608⌉ = 21 blocks each.
+        let desc = GemmDesc::dense(8192, 2048, 7168, Arch::Gfx942);
+        let c = streamk_candidates(&desc).unwrap();
+        let x = c.iter().find(|c| (c.tile.block_m, c.tile.block_n, c.stream_k) == (64, 128, Some((1824, 608)))).unwrap();
+        let x = Candidate { cycles_per_kb: Some([1000.0, 1600.0]), ..*x };
+        let most = (56f64 / 20.0).ceil() + 1.0;
+        let reduce = SPLITK_FIXED_CYCLES + most * 32768.0 / SPLITK_REDUCE_BYTES_PER_CYCLE;
+        let want = 3.0 * 56.0 * 1600.0 + 21.0 * 1600.0 * STREAMK_TAIL_FACTOR + reduce;
+        assert!((streamk_time(&x, arch_spec(Arch::Gfx942), &desc).unwrap() - want).abs() < 1e-6);
+        // Every candidate is a valid schedule with tail tiles ≤ g ≤ one wave, g a multiple of
+        // the CU count; none for the m-grouped kinds.
+        for c in &c {
+            let (dp, g) = c.stream_k.unwrap();
+            let tiles = c.tile.grid(8192, 2048);
+            assert!(StreamKSchedule::new(tiles, 56, dp, g).is_ok() && g % 304 == 0 && g <= 304 * c.slots_per_cu, "{c:?}");
+            assert_eq!(dp % (304 * c.slots_per_cu), 0, "{c:?}: the head is whole waves");
+        }
+        assert!(streamk_candidates(&GemmDesc::m_grouped_masked(64, 2048, 7168, 2, 8, Arch::Gfx942)).unwrap().is_empty());
+        // The CU count comes from the device: 80 CUs → waves of 160 for 64 × 128.
+        let small = streamk_candidates(&desc.with_cus(80)).unwrap();
+        assert!(small.iter().any(|c| c.stream_k == Some((1920, 160)) && c.tile.block_n == 128), "{small:?}");
+    }
+
+    #[test]
+    fn stream_k_is_chosen_for_a_mostly_empty_last_wave_and_its_workspace_limit_reported() {
+        // 8192 × 2048 × 7168: the 64 × 128 tail round of 224 tiles (on 608 slots) goes
+        // stream-K over 608 workgroups (timing model: 356 µs, vs 381 data-parallel 64 × 128).
+        let desc = GemmDesc::dense(8192, 2048, 7168, Arch::Gfx942);
+        let (c, limited) = get_config_for_workspace(&desc, 8 << 20).unwrap();
+        let sk = c.stream_k.expect("stream-K");
+        assert_eq!((c.kernel, sk.dp_tiles, sk.sk_wgs, c.grid), ("fp8_gemm_nt_streamk_bm64_bn128", 1824, 608, 2432), "{c}");
+        assert!(limited.is_none() && c.workspace_floats() <= 8 << 20);
+        assert_eq!(c.workspace_floats(), SPLITK_COUNTER_FLOATS + (608 + 224 - 1) * 64 * 128);
+        assert!(c.to_string().contains("stream-K: 1824 data-parallel tiles, then 608 workgroups over 224 tiles"), "{c}");
+        // Without workspace: the best data-parallel config, and the stream-K one reported.
+        let (d, limited) = get_config_for_workspace(&desc, 0).unwrap();
+        assert!(d.stream_k.is_none() && d.splits == 1, "{d}");
+        assert_eq!(limited, Some(WorkspaceLimit { preferred: c, needed: c.workspace_floats(), available: 0 }));
+        // Decode shapes with a few tiles keep split-K (stream-K's tail costs more per block).
+        assert!(get_best_config(&GemmDesc::dense(64, 2048, 7168, Arch::Gfx942)).unwrap().splits > 1);
     }
 }

@@ -19,6 +19,7 @@
 use std::marker::PhantomData;
 
 use fp8gemm_device::args::{DenseGemmArgs, DenseSplitKArgs, GlobalPtr};
+use fp8gemm_device::streamk::DenseStreamKArgs;
 use fp8gemm_device::tile;
 
 use crate::codeobj::Arch;
@@ -398,7 +399,8 @@ fn dense<'a, F: Fp8Format>(
     check_tensor_bytes("b", (n64 + 128).saturating_mul(k64))?;
     check_tensor_bytes("d", (m64 + 128).saturating_mul(d.ldd as u64).saturating_mul(2))?;
 
-    let desc = GemmDesc::dense(m as u32, n as u32, k as u32, ctx.arch());
+    // The device's own CU count sizes a stream-K grid.
+    let desc = GemmDesc::dense(m as u32, n as u32, k as u32, ctx.arch()).with_cus(ctx.compute_units());
     if preshuffled {
         // The view's constructor checked this already; the kernels read exactly this extent.
         let need = tile::shuffled_b_bytes(n64, k64);
@@ -434,6 +436,37 @@ fn dense<'a, F: Fp8Format>(
     let (a_ptr, b_ptr, sfa, sfb) = (a.data.device_ptr(), b.data.device_ptr(), a.scales.device_ptr(), b.scales.device_ptr());
     let d_ptr = GlobalPtr::new(d.data.device_ptr().addr());
     let (m, n, k, lda, ldd) = (m as u32, n as u32, k as u32, a.lda as u32, d.ldd as u32);
+    if let Some(sk) = cfg.stream_k {
+        let spec = config::dense_streamk_kernel_spec(&cfg)
+            .ok_or_else(|| Error::Unsupported(format!("configuration {cfg} has no dense stream-K kernel")))?;
+        // The config choice only makes valid schedules (a forced one is checked there).
+        if sk.schedule().is_none() {
+            return Err(Error::Unsupported(format!("configuration {cfg}: not a valid stream-K schedule")));
+        }
+        let args = DenseStreamKArgs {
+            a: a_ptr,
+            b: b_ptr,
+            sfa,
+            sfb,
+            d: d_ptr,
+            ws: GlobalPtr::new(ws_ptr),
+            m,
+            n,
+            k,
+            lda,
+            ldd,
+            dp_tiles: sk.dp_tiles,
+            sk_wgs: sk.sk_wgs,
+            reserved: 0,
+        };
+        // SAFETY: as for the split-K launch below: the operands as for the non-split launch, and
+        // `ws_ptr` addresses at least `needed` = StreamKSchedule::workspace_floats(…) f32
+        // (checked above, below 2^31 bytes) kept live by its source and used by no other launch
+        // until this one completes; its counters (the fixed region at its start, where no
+        // partial sum is ever written) are 0 at launch and re-armed by every completed launch.
+        unsafe { stream.launch(spec, [cfg.grid, 1, 1], cfg.lds_bytes, &args)? };
+        return Ok(GemmRun { config: Some(cfg), workspace_limit });
+    }
     if cfg.splits > 1 {
         let spec = if preshuffled { config::dense_splitk_bs_kernel_spec(&cfg) } else { config::dense_splitk_kernel_spec(&cfg) }
             .ok_or_else(|| Error::Unsupported(format!("configuration {cfg} has no dense split-K kernel")))?;

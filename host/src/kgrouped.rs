@@ -314,6 +314,7 @@ pub fn kgrouped_config(m: u32, n: u32, groups: u32, total_k: u64, arch: Arch) ->
         splits: 1,
         remap: Remap::Xcd { xcds: tile::NUM_XCDS },
         arch,
+        stream_k: None,
     };
     print_once(&config, m, n, groups, total_k);
     Ok(config)

@@ -1,4 +1,4 @@
-//! Scratch memory of the split-K GEMMs.
+//! Scratch memory of the split-K and stream-K GEMMs.
 //!
 //! # Split-K
 //!
@@ -15,6 +15,18 @@
 //! Splitting changes the FP32 summation order of the K blocks (partial sums per split, then
 //! their sum), so a split result is not bit-identical to the unsplit one; both are within the
 //! kernels' accuracy (calc_diff < 1e-5 against the dequantized reference; `tests/gemm_splitk.rs`).
+//!
+//! # Stream-K
+//!
+//! Where the last wave of whole tiles would leave most of the device idle, the model may run a
+//! dense problem **stream-K** instead (`fp8_gemm_nt_streamk_*`, [`fp8gemm_device::streamk`]):
+//! whole waves of tiles data-parallel, then `g` workgroups sharing the remaining tiles' K
+//! blocks evenly. A workgroup's range covers parts of at most two tiles; a part of a tile is
+//! an FP32 partial in the workspace, reduced in K order by the last of the tile's contributors
+//! to arrive, with the same counters, the same protocol and the same rules as split-K. Its
+//! need is the counter region plus `g + T − 1` partial tiles (`T` the stream-K tiles), which
+//! for large problems can exceed the stream's default: then the best configuration that fits
+//! runs, reported as for split-K.
 //!
 //! # Layout
 //!
@@ -70,7 +82,7 @@ pub fn workspace_floats(m: usize, n: usize, k: usize) -> usize {
     config::get_best_config(&GemmDesc::dense(m, n, k, Arch::Gfx942)).map_or(0, |c| c.workspace_floats() as usize)
 }
 
-/// A device FP32 scratch buffer for split-K launches (see the [module docs](self)).
+/// A device FP32 scratch buffer for split-K and stream-K launches (see the [module docs](self)).
 #[derive(Debug)]
 pub struct Workspace {
     buf: DeviceBuffer<f32>,

@@ -1,0 +1,346 @@
+//! Stream-K dense GEMMs (`fp8_gemm_nt_streamk_*`, data-parallel head + stream-K tail) end to
+//! end on the emulator, every checking mode on: every tile × several schedules `(g, dp)` on tail
+//! shapes against both CPU references (calc_diff and element-wise bounds) and against the
+//! data-parallel kernel, determinism, graph replay, two streams, the workspace rules (explicit
+//! too small: typed error; the stream's too small: reported fallback) and the re-armed counters.
+
+mod common;
+use common::*;
+use fp8gemm::config::{self, GemmDesc, StreamK};
+use fp8gemm::view::OutputViewMut;
+use fp8gemm::{
+    fp8_gemm_nt, fp8_gemm_nt_with_workspace, reference, workspace_floats, CaptureMode, Context, DeviceActivations, DeviceWeights,
+    Error, GemmRun, Stream, Workspace,
+};
+use fp8gemm_device::streamk::StreamKSchedule;
+use fp8gemm_device::tile::SPLITK_COUNTER_FLOATS;
+use half::bf16;
+
+impl Case {
+    fn want_dequantized(&self) -> Vec<bf16> {
+        let mut w = vec![bf16::ZERO; self.m * self.n];
+        reference::fp8_gemm_nt(&self.qa, &self.qb, &mut w).unwrap();
+        w
+    }
+    fn want_unquantized(&self) -> Vec<f32> {
+        let mut w = vec![0f32; self.m * self.n];
+        reference::gemm_nt_f32(&self.a, &self.b, self.m, self.n, self.k, &mut w).unwrap();
+        w
+    }
+}
+
+/// Forces `tile` and the stream-K schedule `sk` (or, with `sk = None`, the data-parallel kernel:
+/// split 1) for this thread while `f` runs.
+fn forced<T>(tile: Option<(u32, u32)>, sk: Option<(u32, Option<u32>)>, f: impl FnOnce() -> T) -> T {
+    config::force_tile(tile);
+    config::force_stream_k(sk);
+    config::force_split(if sk.is_none() { Some(1) } else { None });
+    let r = f();
+    config::force_tile(None);
+    config::force_stream_k(None);
+    config::force_split(None);
+    r
+}
+
+/// Runs the GEMM on `stream` into a D pre-filled with a pattern (so an unwritten element cannot
+/// pass) and returns D and the run.
+fn run_on(ctx: &Context, stream: &Stream, c: &Case) -> (Vec<bf16>, GemmRun) {
+    let da = DeviceActivations::upload(ctx, &c.qa).unwrap();
+    let db = DeviceWeights::upload(ctx, &c.qb).unwrap();
+    let mut dd = ctx.upload(&vec![bf16::from_f32(1234.5); c.m * c.n]).unwrap();
+    let r = fp8_gemm_nt(stream, &da, &db, &mut dd).unwrap_or_else(|e| panic!("{}x{}x{}: {e}", c.m, c.n, c.k));
+    (dd.download(stream).unwrap(), r)
+}
+
+/// calc_diff < 1e-5 against the dequantized reference and < 1e-3 against the unquantized one,
+/// and every element within bf16 rounding (plus the FP32 summation order) of the dequantized
+/// reference.
+fn assert_accurate(what: &str, c: &Case, got: &[bf16]) {
+    let want_q = c.want_dequantized();
+    let dq = reference::calc_diff(got, &want_q).unwrap();
+    let df = reference::calc_diff(got, &c.want_unquantized()).unwrap();
+    assert!(dq < 1e-5, "{what}: calc_diff vs dequantized {dq:e}");
+    assert!(df < 1e-3, "{what}: calc_diff vs unquantized {df:e}");
+    assert_elementwise(what, got, &want_q);
+}
+
+fn assert_elementwise(what: &str, got: &[bf16], want: &[bf16]) {
+    let rms = (want.iter().map(|w| f64::from(w.to_f32()).powi(2)).sum::<f64>() / want.len().max(1) as f64).sqrt() as f32;
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        let (g, w) = (g.to_f32(), w.to_f32());
+        // Two bf16 roundings of nearly the same f32 differ by at most one bf16 ulp (2^-7
+        // relative); the pieces change the f32 summation order, a few f32 ulps of the sum.
+        let tol = w.abs() * 2f32.powi(-7) + rms * 1e-5;
+        assert!(g.is_finite() && (g - w).abs() <= tol, "{what}: D[{i}] = {g}, expected {w} (± {tol})");
+    }
+}
+
+/// Whether every stream-K workgroup's range is whole tiles (then no tile is split and the
+/// result must be bit-identical to the data-parallel kernel's).
+fn all_whole(s: &StreamKSchedule) -> bool {
+    (0..s.sk_wgs).all(|w| {
+        let (first, count) = s.range(w);
+        first % s.nkb == 0 && count % s.nkb == 0
+    })
+}
+
+#[test]
+fn every_tile_and_schedule_matches_both_references_and_the_data_parallel_kernel() {
+    let ctx = checked_context();
+    let stream = Stream::new(&ctx).unwrap();
+    // Tails: m not a multiple of any tile height, n % 64 != 0, block counts that do not divide.
+    for (m, n, k) in [(1usize, 132usize, 384usize), (130, 196, 640), (65, 260, 1024)] {
+        let c = case(m, n, k, (m * 7 + n + k) as u64);
+        let nkb = (k / 128) as u32;
+        for tile in config::tiles(config::GemmKind::Dense) {
+            let (dp_ref, r) = forced(Some(tile), None, || run_on(&ctx, &stream, &c));
+            assert!(r.config.unwrap().stream_k.is_none());
+            let tiles = (m as u32).div_ceil(tile.0) * (n as u32).div_ceil(tile.1);
+            // (g, dp) with tail tiles ≤ g ≤ the tail's K iterations: one workgroup per tile
+            // (whole tiles only), one more (pieces across tile boundaries), a head of half the
+            // tiles with two workgroups more than the tail, twice the tiles, and one K block
+            // per workgroup after all but one tile.
+            let half = tiles / 2;
+            let mut schedules = vec![
+                (tiles, 0),
+                ((tiles + 1).min(tiles * nkb), 0),
+                ((tiles - half + 2).min((tiles - half) * nkb), half),
+                ((2 * tiles).min(tiles * nkb), 0),
+                (nkb, tiles - 1),
+            ];
+            schedules.dedup();
+            for (g, dp) in schedules {
+                let what = format!("{m}x{n}x{k} tile {}x{} stream-K g {g} dp {dp}", tile.0, tile.1);
+                let (got, r) = forced(Some(tile), Some((g, Some(dp))), || run_on(&ctx, &stream, &c));
+                let cfg = r.config.unwrap();
+                let sk = cfg.stream_k.unwrap_or_else(|| panic!("{what}: {cfg}"));
+                assert_eq!(sk, StreamK { tiles, nkb, dp_tiles: dp, sk_wgs: g }, "{what}");
+                assert!(cfg.kernel.starts_with("fp8_gemm_nt_streamk_"), "{what}: {}", cfg.kernel);
+                assert_eq!((cfg.block_m, cfg.block_n, cfg.grid), (tile.0, tile.1, dp + g), "{what}");
+                assert_accurate(&what, &c, &got);
+                // The data-parallel kernel's result up to the summation order — exactly when no
+                // tile is split.
+                assert_elementwise(&format!("{what} vs data-parallel"), &got, &dp_ref);
+                if all_whole(&sk.schedule().unwrap()) {
+                    assert!(got.iter().zip(&dp_ref).all(|(x, y)| x.to_bits() == y.to_bits()), "{what}: whole tiles only, must be bit-identical");
+                }
+            }
+        }
+    }
+    stream.synchronize().unwrap();
+}
+
+#[test]
+fn the_default_head_and_strided_operands() {
+    // `FP8GEMM_FORCE_STREAMK=G` without DP takes the whole waves that leave a tail; A and D
+    // with row strides.
+    let ctx = checked_context();
+    let stream = Stream::new(&ctx).unwrap();
+    let (m, n, k, lda, ldd) = (200usize, 320usize, 768usize, 768 + 128, 320 + 12);
+    let c = case(m, n, k, 77);
+    let mut bytes = vec![0x7fu8; m * lda];
+    let bits = fp8gemm::fp8::as_bits(&c.qa.data);
+    for i in 0..m {
+        bytes[i * lda..i * lda + k].copy_from_slice(&bits[i * k..(i + 1) * k]);
+    }
+    let a_data = ctx.upload(&bytes).unwrap();
+    let a_scales = ctx.upload(&c.qa.scales).unwrap();
+    let db = DeviceWeights::upload(&ctx, &c.qb).unwrap();
+    for tile in config::tiles(config::GemmKind::Dense) {
+        let av = fp8gemm::ActivationsView::<fp8gemm::fp8::E4M3Fnuz>::with_row_stride(a_data.as_slice(), a_scales.as_slice(), m, k, lda).unwrap();
+        let fill = bf16::from_f32(-7.25);
+        let mut dd = ctx.upload(&vec![fill; m * ldd]).unwrap();
+        let r = forced(Some(tile), Some((30, None)), || {
+            fp8_gemm_nt(&stream, av, &db, OutputViewMut::with_row_stride(dd.as_slice_mut(), m, n, ldd).unwrap())
+        })
+        .unwrap();
+        let sk = r.config.unwrap().stream_k.unwrap();
+        // Fewer tiles than one wave of the device: no head.
+        assert_eq!((sk.dp_tiles, sk.sk_wgs), (0, 30));
+        let all = dd.download(&stream).unwrap();
+        let got: Vec<bf16> = (0..m).flat_map(|i| all[i * ldd..i * ldd + n].to_vec()).collect();
+        assert_accurate(&format!("strided, tile {}x{}", tile.0, tile.1), &c, &got);
+        for i in 0..m {
+            assert!(all[i * ldd + n..(i + 1) * ldd].iter().all(|v| v.to_bits() == fill.to_bits()), "row {i}: padding columns written");
+        }
+    }
+    assert_eq!(config::streamk_default_dp(1000, 608), 608);
+    assert_eq!(config::streamk_default_dp(1216, 608), 608);
+    assert_eq!(config::streamk_default_dp(1217, 608), 1216);
+    assert_eq!(config::streamk_default_dp(100, 608), 0);
+}
+
+#[test]
+fn stream_k_results_are_deterministic_and_the_counters_re_armed() {
+    // The last contributor to arrive sums the pieces in K order, whichever it is; every launch
+    // leaves the counter region at 0.
+    let ctx = checked_context();
+    let stream = Stream::new(&ctx).unwrap();
+    let c = case(96, 192, 1280, 3);
+    let da = DeviceActivations::upload(&ctx, &c.qa).unwrap();
+    let db = DeviceWeights::upload(&ctx, &c.qb).unwrap();
+    let mut ws = Workspace::new(&ctx, 1 << 20).unwrap();
+    let mut results = Vec::new();
+    for _ in 0..3 {
+        let mut dd = ctx.upload(&vec![bf16::from_f32(5.5); 96 * 192]).unwrap();
+        let r = forced(Some((64, 64)), Some((7, Some(2))), || fp8_gemm_nt_with_workspace(&stream, &da, &db, &mut dd, &mut ws)).unwrap();
+        assert!(r.config.unwrap().stream_k.is_some());
+        results.push(dd.download(&stream).unwrap());
+        let mut counters = vec![1f32; SPLITK_COUNTER_FLOATS as usize];
+        let all = ws.as_slice_mut();
+        let mut everything = vec![0f32; all.len()];
+        all.as_slice().copy_to_host(&stream, &mut everything).unwrap();
+        counters.copy_from_slice(&everything[..SPLITK_COUNTER_FLOATS as usize]);
+        assert!(counters.iter().all(|v| v.to_bits() == 0), "counters left armed: {:?}", counters.iter().position(|v| v.to_bits() != 0));
+        // The partial slots were used (the schedule splits tiles).
+        assert!(everything[SPLITK_COUNTER_FLOATS as usize..].iter().any(|v| *v != 0.0));
+    }
+    assert!(results.iter().all(|r| r.iter().zip(&results[0]).all(|(x, y)| x.to_bits() == y.to_bits())), "stream-K result changed between runs");
+    assert_accurate("96x192x1280 stream-K 7/2", &c, &results[0]);
+}
+
+#[test]
+fn explicit_workspace_too_small_is_a_typed_error() {
+    let ctx = checked_context();
+    let stream = Stream::new(&ctx).unwrap();
+    let (m, n, k) = (130usize, 196usize, 640usize);
+    let c = case(m, n, k, 5);
+    let da = DeviceActivations::upload(&ctx, &c.qa).unwrap();
+    let db = DeviceWeights::upload(&ctx, &c.qb).unwrap();
+    forced(Some((64, 64)), Some((9, Some(4))), || {
+        let need = workspace_floats(m, n, k);
+        // 12 tiles, 4 data-parallel: 8 tail tiles over 9 workgroups → 16 slots.
+        let sched = StreamKSchedule::new(12, 5, 4, 9).unwrap();
+        assert_eq!(need as u64, sched.workspace_floats(64, 64));
+        assert_eq!(need as u64, SPLITK_COUNTER_FLOATS + 16 * 64 * 64);
+        let fill = bf16::from_f32(3.0);
+        let mut dd = ctx.upload(&vec![fill; m * n]).unwrap();
+        let mut small = Workspace::new(&ctx, need - 1).unwrap();
+        let e = fp8_gemm_nt_with_workspace(&stream, &da, &db, &mut dd, &mut small).unwrap_err();
+        assert!(matches!(e, Error::Workspace { arg: "workspace", needed, available } if needed == need as u64 && available == need as u64 - 1), "{e}");
+        assert!(dd.download(&stream).unwrap().iter().all(|v| v.to_bits() == fill.to_bits()), "nothing may be launched");
+        let mut exact = Workspace::new(&ctx, need).unwrap();
+        let r = fp8_gemm_nt_with_workspace(&stream, &da, &db, &mut dd, &mut exact).unwrap();
+        assert!(r.config.unwrap().stream_k.is_some());
+        assert_accurate("explicit workspace", &c, &dd.download(&stream).unwrap());
+    });
+}
+
+#[test]
+fn a_stream_workspace_too_small_falls_back_and_says_so() {
+    // The model prefers stream-K where the last wave of whole tiles would be mostly empty
+    // (8192 × 2048 × 7168: 3 waves of 608 64 × 128 tiles and 224 more); a launch whose stream
+    // has too little workspace runs the best config that fits, reported. (The choice for a
+    // given workspace is the entry point's — `config::get_config_for_workspace` — checked here
+    // without emulating the large launch; the fallback through the entry point is the same code
+    // as split-K's, `gemm_splitk.rs`.)
+    let ctx = checked_context();
+    let desc = GemmDesc::dense(8192, 2048, 7168, ctx.arch()).with_cus(ctx.compute_units());
+    let preferred = config::get_best_config(&desc).unwrap();
+    assert!(preferred.stream_k.is_some(), "the model should prefer stream-K here: {preferred}");
+    let (fit, limit) = config::get_config_for_workspace(&desc, 1000).unwrap();
+    assert!(fit.workspace_floats() <= 1000 && fit.stream_k.is_none(), "{fit}");
+    let limit = limit.expect("the fallback is reported");
+    assert_eq!((limit.preferred, limit.needed, limit.available), (preferred, preferred.workspace_floats(), 1000));
+    assert!(limit.to_string().contains("workspace holds"), "{limit}");
+    // A forced stream-K that does not fit the stream's workspace is an error, not a fallback.
+    let (m, n, k) = (130usize, 196usize, 640usize);
+    let c = case(m, n, k, 6);
+    let mut stream = Stream::new(&ctx).unwrap();
+    stream.set_workspace(None).unwrap();
+    let da = DeviceActivations::upload(&ctx, &c.qa).unwrap();
+    let db = DeviceWeights::upload(&ctx, &c.qb).unwrap();
+    let fill = bf16::from_f32(2.5);
+    let mut d = ctx.upload(&vec![fill; m * n]).unwrap();
+    let e = forced(None, Some((16, None)), || fp8_gemm_nt(&stream, &da, &db, &mut d)).unwrap_err();
+    assert!(matches!(e, Error::Workspace { available: 0, .. }), "{e}");
+    assert!(d.download(&stream).unwrap().iter().all(|v| v.to_bits() == fill.to_bits()), "nothing may be launched");
+    // With a workspace of exactly the need it runs.
+    let need = forced(None, Some((16, None)), || workspace_floats(m, n, k));
+    stream.set_workspace(Some(Workspace::new(&ctx, need).unwrap())).unwrap();
+    let (got, r) = forced(None, Some((16, None)), || run_on(&ctx, &stream, &c));
+    assert_eq!(r.config.unwrap().workspace_floats(), need as u64);
+    assert_accurate("exact workspace", &c, &got);
+}
+
+#[test]
+fn two_streams_run_stream_k_gemms_at_once() {
+    // Each stream owns its workspace: concurrent stream-K launches share no counter or slot.
+    let ctx = checked_context();
+    let (s1, s2) = (Stream::new(&ctx).unwrap(), Stream::new(&ctx).unwrap());
+    let (c1, c2) = (case(64, 192, 1024, 21), case(40, 128, 1536, 22));
+    let up = |c: &Case| (DeviceActivations::upload(&ctx, &c.qa).unwrap(), DeviceWeights::upload(&ctx, &c.qb).unwrap());
+    let ((a1, b1), (a2, b2)) = (up(&c1), up(&c2));
+    let mut d1 = ctx.alloc_zeroed::<bf16>(64 * 192).unwrap();
+    let mut d2 = ctx.alloc_zeroed::<bf16>(40 * 128).unwrap();
+    // The emulator runs a stream's queue when it is synchronized: one thread per stream makes
+    // the two streams' launches execute at the same time.
+    std::thread::scope(|sc| {
+        for (s, a, b, d, rows) in [(&s1, &a1, &b1, &mut d1, 64usize), (&s2, &a2, &b2, &mut d2, 40)] {
+            sc.spawn(move || {
+                forced(Some((64, 64)), Some((5, None)), || {
+                    for _ in 0..3 {
+                        let r = fp8_gemm_nt(s, a, b, &mut *d).unwrap();
+                        assert!(r.config.unwrap().stream_k.is_some(), "{rows} rows");
+                    }
+                });
+                s.synchronize().unwrap();
+            });
+        }
+    });
+    assert_accurate("stream 1", &c1, &d1.download(&s1).unwrap());
+    assert_accurate("stream 2", &c2, &d2.download(&s2).unwrap());
+}
+
+#[test]
+fn a_captured_stream_k_gemm_replays_twice() {
+    // The counters must be back at 0 after every launch, or the second replay's last
+    // contributor would never see all arrivals and D would keep the fill pattern.
+    let ctx = checked_context();
+    let stream = Stream::new(&ctx).unwrap();
+    let c = case(64, 192, 1024, 31);
+    let da = DeviceActivations::upload(&ctx, &c.qa).unwrap();
+    let db = DeviceWeights::upload(&ctx, &c.qb).unwrap();
+    let mut dd = ctx.alloc_zeroed::<bf16>(64 * 192).unwrap();
+    stream.begin_capture(CaptureMode::Global).unwrap();
+    let r = forced(Some((64, 64)), Some((5, Some(1))), || fp8_gemm_nt(&stream, &da, &db, &mut dd)).unwrap();
+    let exec = stream.end_capture().unwrap().instantiate().unwrap();
+    assert_eq!(r.config.unwrap().stream_k.map(|s| (s.dp_tiles, s.sk_wgs)), Some((1, 5)));
+    let fill = vec![bf16::from_f32(99.0); 64 * 192];
+    for replay in 0..2 {
+        dd.copy_from_host(&stream, &fill).unwrap();
+        // SAFETY: every buffer of the captured launch (operands, D, the stream's workspace) is
+        // alive and used by nothing else.
+        unsafe { exec.launch(&stream) }.unwrap();
+        assert_accurate(&format!("replay {replay}"), &c, &dd.download(&stream).unwrap());
+    }
+}
+
+#[test]
+fn impossible_forced_schedules_are_typed_errors() {
+    let arch = fp8gemm::codeobj::Arch::Gfx942;
+    let e = |m, n, k, sk: (u32, Option<u32>)| forced(Some((64, 64)), Some(sk), || config::get_best_config(&GemmDesc::dense(m, n, k, arch))).unwrap_err();
+    // 2 tiles × 3 blocks: at most 6 workgroups; a head must leave a tail.
+    let x = e(64, 128, 384, (7, Some(0)));
+    assert!(matches!(&x, config::ConfigError::ForcedStreamK { expected, .. } if expected.contains("2 ..= 6 workgroups")), "{x}");
+    let x = e(64, 128, 384, (1, Some(2)));
+    assert!(matches!(&x, config::ConfigError::ForcedStreamK { expected, .. } if expected.contains("below the tile count")), "{x}");
+    // No split-K at the same time, no masked stream-K.
+    config::force_split(Some(2));
+    config::force_stream_k(Some((4, None)));
+    let x = config::get_best_config(&GemmDesc::dense(64, 128, 384, arch)).unwrap_err();
+    config::force_split(None);
+    let y = config::get_best_config(&GemmDesc::m_grouped_masked(64, 128, 384, 2, 8, arch)).unwrap_err();
+    config::force_stream_k(None);
+    assert!(matches!(&x, config::ConfigError::ForcedStreamK { expected, .. } if expected.contains("split")), "{x}");
+    assert!(matches!(&y, config::ConfigError::ForcedStreamK { expected, .. } if expected.contains("masked")), "{y}");
+    // Through the entry point: a typed error, nothing launched.
+    let ctx = Context::new().unwrap();
+    let stream = Stream::new(&ctx).unwrap();
+    let c = case(64, 128, 384, 1);
+    let da = DeviceActivations::upload(&ctx, &c.qa).unwrap();
+    let db = DeviceWeights::upload(&ctx, &c.qb).unwrap();
+    let mut d = ctx.alloc_zeroed::<bf16>(64 * 128).unwrap();
+    let x = forced(Some((64, 64)), Some((7, Some(0))), || fp8_gemm_nt(&stream, &da, &db, &mut d)).unwrap_err();
+    assert!(x.to_string().contains("forced stream-K `7/0`"), "{x}");
+}
