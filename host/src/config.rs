@@ -845,7 +845,7 @@ fn print_once(desc: &GemmDesc, config: &GemmConfig, why: Choice, limited: Option
         let why = match why {
             Choice::Forced => "forced tile / split (FP8GEMM_FORCE_TILE, FP8GEMM_FORCE_SPLIT)".to_string(),
             Choice::BsRule(per_cu) => format!(
-                "pre-shuffled B: bs rule ({per_cu:.2} tiles per CU; 64-row tile from {BS_BM64_TILES_PER_CU} of its tiles per CU, split-K below 1)"
+                "pre-shuffled B: bs rule ({per_cu:.2} tiles per CU; 64-row tile from {BS_BM64_TILES_PER_CU} of its tiles per CU or where its rounds are shorter, split-K below 1)"
             ),
             Choice::Table(us) => format!("tuned table: fastest config for this problem, {us:.2} µs modelled"),
             Choice::TableSplit(us, unsplit) => {
@@ -904,9 +904,27 @@ pub fn masked_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<MGroupedMask
         .find(|s| s.name == config.kernel)
 }
 
-/// bs tile choice: the 64-row tile once it has at least this many tiles per CU, else the
-/// 32-row tile (see [`get_bs_config`]).
+/// bs tile choice: the 64-row tile once it has at least this many tiles per CU (see
+/// [`bs_tile_rule`]).
 const BS_BM64_TILES_PER_CU: u32 = 8;
+
+/// The bs tile (index into the bs tile tables: 0 = 32 × 128, 1 = 64 × 128) for a problem of
+/// `tiles32` / `tiles64` working tiles of each on `cus` CUs. With at least
+/// [`BS_BM64_TILES_PER_CU`] 64-row tiles per CU (many rounds: throughput, where the 64-row
+/// tile's operand reuse wins) the 64-row tile; below, the smaller of the per-round estimates
+/// `⌈tiles32 / (3·CUs)⌉ · 0.95` and `⌈tiles64 / (2·CUs)⌉ · (1.52 with two workgroups per CU,
+/// 1.1 alone)` — modelled µs per 128-K block of one round of each tile (3 and 2 workgroups per
+/// CU by registers), read off the timing model at 4096×2048×7168, 1024×2048×7168 and the masked
+/// 1 × 1024 × 4096 × 7168 (MI300X/MI325X). The 128-row tile (1 wave per SIMD) is never chosen.
+fn bs_tile_rule(tiles32: u64, tiles64: u64, cus: u32) -> usize {
+    let cus = u64::from(cus);
+    if tiles64 >= u64::from(BS_BM64_TILES_PER_CU) * cus {
+        return 1;
+    }
+    let est32 = tiles32.div_ceil(3 * cus) as f64 * 0.95;
+    let est64 = tiles64.div_ceil(2 * cus) as f64 * if tiles64 > cus { 1.52 } else { 1.1 };
+    usize::from(est64 < est32)
+}
 
 /// Chooses the bs kernel (B pre-shuffled straight to registers, [`fp8gemm_device::mainloop_bs`])
 /// of a dense problem, as [`get_bs_config_for_workspace`] with unlimited workspace.
@@ -918,13 +936,10 @@ pub fn get_bs_config(desc: &GemmDesc) -> Result<GemmConfig, ConfigError> {
 /// workspace.
 ///
 /// **Tile**: the one forced with [`force_tile`] / `FP8GEMM_FORCE_TILE` (32x128, 64x128 or
-/// 128x128), else the 64 × 128 tile when the problem has at least 8 of them per CU and the
-/// 32 × 128 tile otherwise. A rule read off the timing model (`fp8gemm profile`, MI300X,
-/// modelled TFLOPS 32 / 64 / 128-row tile): 4096×7168×2048 (11.8 bm64 tiles per CU) 637 / 688
-/// / 561, 4096×2112×7168 (3.6) 717 / 727 / 614, 4096×2048×7168 (3.4) 742 / 706 / 595,
-/// 1024×2048×7168 (0.8) 599 / 487 / 295: the 32-row tile runs 3 workgroups per CU and wins
-/// until the 64-row tile's better operand reuse pays with many rounds; the 128-row tile (1 wave
-/// per SIMD) never wins. Until the tuned table has bs rows.
+/// 128x128), else [`bs_tile_rule`]'s. Modelled TFLOPS (MI300X, 32 / 64 / 128-row tile):
+/// 4096×7168×2048 (11.8 bm64 tiles per CU) 637 / 688 / 561, 4096×2112×7168 (3.6) 717 / 727 /
+/// 614, 4096×2048×7168 (3.4) 742 / 706 / 595, 1024×2048×7168 (0.8) 599 / 487 / 295. Until the
+/// tuned table has bs rows.
 ///
 /// **Split-K** (the bs split-K kernels, [`fp8gemm_device::dense`]'s protocol): the count forced
 /// with [`force_split`] / `FP8GEMM_FORCE_SPLIT` (`≤ min(k/128, MAX_SPLITS)`, at most
@@ -949,8 +964,8 @@ pub fn get_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(G
             .position(|t| (t.block_m, t.block_n) == (bm, bn))
             .ok_or_else(|| ConfigError::ForcedTile { tile: format!("{bm}x{bn}"), available: "32x128, 64x128, 128x128 (pre-shuffled B)" })?,
         None => {
-            let tiles64 = u64::from(tile::DENSE_BS_TILES[1].grid(desc.m, desc.n));
-            usize::from(tiles64 >= u64::from(BS_BM64_TILES_PER_CU * spec.cus))
+            let tiles = |t: &tile::BsTile| u64::from(t.grid(desc.m, desc.n));
+            bs_tile_rule(tiles(&tile::DENSE_BS_TILES[0]), tiles(&tile::DENSE_BS_TILES[1]), spec.cus)
         }
     };
     let t = tile::DENSE_BS_TILES[i];
@@ -1006,10 +1021,9 @@ pub fn get_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(G
 
 /// Chooses the m-grouped bs kernel (contiguous or masked layout, B pre-shuffled per group) of
 /// `desc`: the tile forced with [`force_tile`] / `FP8GEMM_FORCE_TILE` (32x128, 64x128 or
-/// 128x128), else the 64 × 128 tile when the problem has at least 8 *working* tiles of it per
-/// CU (contiguous: all of `m_sum`; masked: `G · ⌈expected_m/64⌉` row tiles, `expected_m`
-/// clamped to `1..=m_max`) and the 32 × 128 tile otherwise — the dense bs rule
-/// ([`get_bs_config_for_workspace`]). No split-K (a forced split count other than 1 is an error).
+/// 128x128), else [`bs_tile_rule`]'s over the *working* tiles (contiguous: all of `m_sum`;
+/// masked: `G · ⌈expected_m/BM⌉` row tiles, `expected_m` clamped to `1..=m_max`). No split-K
+/// (a forced split count other than 1 is an error).
 pub fn get_bs_grouped_config(desc: &GemmDesc) -> Result<GemmConfig, ConfigError> {
     validate(desc)?;
     let table = match desc.kind {
@@ -1037,8 +1051,8 @@ pub fn get_bs_grouped_config(desc: &GemmDesc) -> Result<GemmConfig, ConfigError>
             (i, Choice::Forced)
         }
         None => {
-            let w64 = working(&table[1]);
-            (usize::from(w64 >= u64::from(BS_BM64_TILES_PER_CU * spec.cus)), Choice::BsRule(w64 as f64 / f64::from(spec.cus)))
+            let i = bs_tile_rule(working(&table[0]), working(&table[1]), spec.cus);
+            (i, Choice::BsRule(working(&table[i]) as f64 / f64::from(spec.cus)))
         }
     };
     let t = table[i];
