@@ -30,10 +30,9 @@
 //!   [`preshuffle_weights`]).
 //! * The GEMM entry points take the layout from the view ([`WeightsView::layout`],
 //!   [`GroupedWeightsView::layout`]). A layout an entry point has no kernel for is a typed
-//!   [`Error::Layout`], checked before anything is launched; it is never misread. The dense
-//!   entry points ([`crate::fp8_gemm_nt`]) run pre-shuffled weights on the bs kernels
-//!   (`fp8gemm_device::mainloop_bs`); the m-grouped ones have no such kernels yet and reject
-//!   them. The K-grouped GEMM ([`crate::k_grouped_fp8_gemm_tn_contiguous`]) takes
+//!   [`Error::Layout`], checked before anything is launched; it is never misread. The dense and
+//!   m-grouped entry points run pre-shuffled weights on the bs kernels
+//!   (`fp8gemm_device::mainloop_bs`); [`crate::MoeLayer::new`] still rejects them. The K-grouped GEMM ([`crate::k_grouped_fp8_gemm_tn_contiguous`]) takes
 //!   MN-major [`DeviceKGroupedOperand`](crate::DeviceKGroupedOperand)s, not `n × k` weights, so
 //!   no weights view can reach it.
 //!
