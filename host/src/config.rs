@@ -906,7 +906,7 @@ pub fn masked_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<MGroupedMask
 
 /// bs tile choice: the 64-row tile once it has at least this many tiles per CU (see
 /// [`bs_tile_rule`]).
-const BS_BM64_TILES_PER_CU: u32 = 8;
+pub const BS_BM64_TILES_PER_CU: u32 = 8;
 
 /// The bs tile (index into the bs tile tables: 0 = 32 × 128, 1 = 64 × 128) for a problem of
 /// `tiles32` / `tiles64` working tiles of each on `cus` CUs. With at least
@@ -916,7 +916,7 @@ const BS_BM64_TILES_PER_CU: u32 = 8;
 /// 1.1 alone)` — modelled µs per 128-K block of one round of each tile (3 and 2 workgroups per
 /// CU by registers), read off the timing model at 4096×2048×7168, 1024×2048×7168 and the masked
 /// 1 × 1024 × 4096 × 7168 (MI300X/MI325X). The 128-row tile (1 wave per SIMD) is never chosen.
-fn bs_tile_rule(tiles32: u64, tiles64: u64, cus: u32) -> usize {
+pub fn bs_tile_rule(tiles32: u64, tiles64: u64, cus: u32) -> usize {
     let cus = u64::from(cus);
     if tiles64 >= u64::from(BS_BM64_TILES_PER_CU) * cus {
         return 1;
