@@ -1011,12 +1011,12 @@ pub fn get_bs_config(desc: &GemmDesc) -> Result<GemmConfig, ConfigError> {
 /// **Split-K** (the bs split-K kernels, [`fp8gemm_device::dense`]'s protocol): the count forced
 /// with [`force_split`] / `FP8GEMM_FORCE_SPLIT` (`≤ min(k/128, MAX_SPLITS)`, at most
 /// `SPLITK_MAX_TILES` tiles, never reduced for lack of workspace), else the count
-/// `1 ≤ s ≤ min(k/128, MAX_SPLITS)` of least [`bs_split_estimate`] when the tile count is below
+/// `1 ≤ s ≤ min(k/128, MAX_SPLITS)` of least `bs_split_estimate` (private, `host/src/config.rs`) when the tile count is below
 /// the CU count (else 1; ties: fewer splits), among the counts whose workspace fits `available` (no
 /// split always fits; a smaller choice than the unlimited one is reported as a
 /// [`WorkspaceLimit`]). It replaced "one workgroup per CU" (`⌈CUs / tiles⌉` splits): modelled
 /// 64×2112×7168 9 splits 14.51 µs → 8: 13.22; 128×2112×7168 5: 18.58 → 4: 15.06;
-/// 128×7168×2048 2: 15.32 → 1 (no split): 14.62 (table: [`bs_split_estimate`]).
+/// 128×7168×2048 2: 15.32 → 1 (no split): 14.62 (table in the docs of the private `bs_split_estimate`).
 pub fn get_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(GemmConfig, Option<WorkspaceLimit>), ConfigError> {
     validate(desc)?;
     if desc.kind != GemmKind::Dense {
