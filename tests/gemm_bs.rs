@@ -324,3 +324,36 @@ fn grouped_bs_kernels_match_the_logical_grouped_kernels_on_every_tile() {
     let e = forced(None, Some(2), || m_grouped_fp8_gemm_nt_contiguous(&stream, &a, &pre, &mut ctx.upload(&pattern).unwrap(), &idx)).unwrap_err();
     assert!(e.to_string().contains("no split-K kernel"), "{e}");
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+    /// The bs split rule over random small-M shapes: the 32-row tile below 8 bm64 tiles per CU,
+    /// a split count within `1 ..= min(k/128, MAX_SPLITS)`, split only below one tile per CU,
+    /// the split-K twin exactly when split, grid = tiles · splits; with less workspace the
+    /// choice fits it and a smaller choice is reported with the unlimited one as preferred.
+    #[test]
+    fn bs_split_rule_bounds(m in 1u32..=512, n in 1u32..=64, k in 1u32..=128, avail_frac in 0.0f64..1.0) {
+        let (n, k) = (n * 128, k * 128);
+        let arch = fp8gemm::codeobj::Arch::Gfx942;
+        let desc = config::GemmDesc::dense(m, n, k, arch);
+        let c = config::get_bs_config(&desc).unwrap();
+        let tiles = m.div_ceil(c.block_m) * n.div_ceil(128);
+        prop_assert_eq!(c.block_m, 32);
+        prop_assert!(c.splits >= 1 && c.splits <= (k / 128).min(config::MAX_SPLITS), "{} splits", c.splits);
+        prop_assert!(c.splits == 1 || tiles < 304, "{} tiles split {}", tiles, c.splits);
+        let want = if c.splits > 1 { "fp8_gemm_nt_splitk_bs_bm32_bn128" } else { "fp8_gemm_nt_bs_bm32_bn128" };
+        prop_assert_eq!(c.kernel, want);
+        prop_assert_eq!(c.grid, tiles * c.splits);
+        let available = (c.workspace_floats() as f64 * avail_frac) as u64;
+        let (l, lim) = config::get_bs_config_for_workspace(&desc, available).unwrap();
+        prop_assert!(l.splits <= c.splits);
+        prop_assert!(l.splits == 1 || l.workspace_floats() <= available);
+        match lim {
+            Some(lim) => {
+                prop_assert!(l.splits < c.splits);
+                prop_assert_eq!((lim.preferred.splits, lim.needed, lim.available), (c.splits, c.workspace_floats(), available));
+            }
+            None => prop_assert_eq!(l.splits, c.splits),
+        }
+    }
+}
