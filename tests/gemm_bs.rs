@@ -128,16 +128,25 @@ fn bs_config_choice() {
         let tile = fp8gemm_device::tile::DENSE_BS_TILES.iter().find(|t| t.name == cfg.kernel).unwrap();
         assert_eq!(cfg.lds_bytes, tile.lds_bytes());
     }
-    // Small M: the 32-row tile, split-K up to one workgroup per CU (34 tiles × 9 splits).
+    // Small M: the 32-row tile, the split count of least estimated time (34 tiles × 8 splits of
+    // 7 blocks each; 9 splits, one workgroup per CU, was modelled 14.51 vs 13.22 µs).
     let c = get_bs_config(&GemmDesc::dense(64, 2112, 7168, arch)).unwrap();
-    assert_eq!((c.block_m, c.splits, c.kernel), (32, 9, "fp8_gemm_nt_splitk_bs_bm32_bn128"));
-    assert_eq!(c.grid, 2 * 17 * 9);
+    assert_eq!((c.block_m, c.splits, c.kernel), (32, 8, "fp8_gemm_nt_splitk_bs_bm32_bn128"));
+    assert_eq!(c.grid, 2 * 17 * 8);
+    // The other DeepSeek-V3 decode points of the estimate's docs (config::get_bs_config_for_workspace):
+    // (m, n, k) → (splits, kernel).
+    for (m, n, k, splits) in [(64u32, 7168u32, 2048u32, 2u32), (128, 2112, 7168, 4), (128, 7168, 2048, 1), (64, 7168, 16384, 5), (16, 24576, 1536, 1), (256, 2112, 7168, 4), (256, 7168, 2048, 1), (16, 256, 1024, 4)] {
+        let c = get_bs_config(&GemmDesc::dense(m, n, k, arch)).unwrap();
+        let kernel = if splits > 1 { "fp8_gemm_nt_splitk_bs_bm32_bn128" } else { "fp8_gemm_nt_bs_bm32_bn128" };
+        assert_eq!((c.block_m, c.splits, c.kernel), (32, splits, kernel), "{m}x{n}x{k}");
+        assert_eq!(c.grid, m.div_ceil(32) * n.div_ceil(128) * splits, "{m}x{n}x{k}");
+    }
     // Without the workspace for it: the largest split count that fits, reported.
     let need = |s: u32| fp8gemm_device::tile::splitk_workspace_floats(34, s, 32, 128);
     let (c, lim) = config::get_bs_config_for_workspace(&GemmDesc::dense(64, 2112, 7168, arch), need(4)).unwrap();
     assert_eq!(c.splits, 4);
     let lim = lim.expect("a workspace limit");
-    assert_eq!((lim.preferred.splits, lim.needed, lim.available), (9, need(9), need(4)));
+    assert_eq!((lim.preferred.splits, lim.needed, lim.available), (8, need(8), need(4)));
     let (c, lim) = config::get_bs_config_for_workspace(&GemmDesc::dense(64, 2112, 7168, arch), 0).unwrap();
     assert_eq!((c.splits, c.kernel), (1, "fp8_gemm_nt_bs_bm32_bn128"));
     assert!(lim.is_some());
@@ -314,4 +323,37 @@ fn grouped_bs_kernels_match_the_logical_grouped_kernels_on_every_tile() {
     // A forced split count: no split-K for the grouped layouts.
     let e = forced(None, Some(2), || m_grouped_fp8_gemm_nt_contiguous(&stream, &a, &pre, &mut ctx.upload(&pattern).unwrap(), &idx)).unwrap_err();
     assert!(e.to_string().contains("no split-K kernel"), "{e}");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+    /// The bs split rule over random small-M shapes: the 32-row tile below 8 bm64 tiles per CU,
+    /// a split count within `1 ..= min(k/128, MAX_SPLITS)`, split only below one tile per CU,
+    /// the split-K twin exactly when split, grid = tiles · splits; with less workspace the
+    /// choice fits it and a smaller choice is reported with the unlimited one as preferred.
+    #[test]
+    fn bs_split_rule_bounds(m in 1u32..=512, n in 1u32..=64, k in 1u32..=128, avail_frac in 0.0f64..1.0) {
+        let (n, k) = (n * 128, k * 128);
+        let arch = fp8gemm::codeobj::Arch::Gfx942;
+        let desc = config::GemmDesc::dense(m, n, k, arch);
+        let c = config::get_bs_config(&desc).unwrap();
+        let tiles = m.div_ceil(c.block_m) * n.div_ceil(128);
+        prop_assert_eq!(c.block_m, 32);
+        prop_assert!(c.splits >= 1 && c.splits <= (k / 128).min(config::MAX_SPLITS), "{} splits", c.splits);
+        prop_assert!(c.splits == 1 || tiles < 304, "{} tiles split {}", tiles, c.splits);
+        let want = if c.splits > 1 { "fp8_gemm_nt_splitk_bs_bm32_bn128" } else { "fp8_gemm_nt_bs_bm32_bn128" };
+        prop_assert_eq!(c.kernel, want);
+        prop_assert_eq!(c.grid, tiles * c.splits);
+        let available = (c.workspace_floats() as f64 * avail_frac) as u64;
+        let (l, lim) = config::get_bs_config_for_workspace(&desc, available).unwrap();
+        prop_assert!(l.splits <= c.splits);
+        prop_assert!(l.splits == 1 || l.workspace_floats() <= available);
+        match lim {
+            Some(lim) => {
+                prop_assert!(l.splits < c.splits);
+                prop_assert_eq!((lim.preferred.splits, lim.needed, lim.available), (c.splits, c.workspace_floats(), available));
+            }
+            None => prop_assert_eq!(l.splits, c.splits),
+        }
+    }
 }

@@ -167,17 +167,46 @@
 //! | 4096×2112×7168 | 678 / 678 | 717 / 721 (32) | 717 / 721 | **727 / 728** | 614 / 614 |
 //! | 4096×2048×7168 | 657 / 657 | **742 / 751** (32) | 742 / 751 | 706 / 707 | 595 / 595 |
 //! | 1024×2048×7168 | 493 / 495 | **599 / 598** (32) | 599 / 598 | 487 / 487 | 295 / 295 |
-//! | 64×2112×7168   | 116 / 117 (split 8) | **128 / 128** (32, split 9) | 50 / 50 (no split) | 31 / 31 | 20 / 20 |
-//! | 128×2112×7168  | **217 / 217** | 206 / 206 (32, split 5) | | | |
-//! | 64×7168×2048   | 151 / 158 | **160 / 162** (32, split 3) | | | |
+//! | 64×2112×7168   | 116 / 117 (split 8) | **139 / 145** (32, split 8; was 128 / 128 at split 9) | 50 / 50 (no split) | 31 / 31 | 20 / 20 |
+//! | 128×2112×7168  | 217 / 217 | **258 / 259** (32, split 4; was 206 / 206 at split 5) | | | |
+//! | 64×7168×2048   | 151 / 158 | **162 / 163** (32, split 2; was 160 / 162 at split 3) | | | |
 //!
 //! AMD's pre-shuffled 128 × 128 asm kernel on the same model: 875.7 TFLOPS at 4096×2048×7168 on
 //! MI325X (measured on an MI325X: 923.6); the bs kernels reach 751 there, the logical ones 657.
 //! The bs rule (`config::get_bs_config_for_workspace`): 64 × 128 from 8 of its tiles per CU or
-//! where its rounds are modelled shorter, else 32 × 128, split-K (the bs split-K twins `fp8_gemm_nt_splitk_bs_*`, this module's
-//! protocol over the bs loop) up to one workgroup per CU when there are fewer tiles than CUs.
-//! Slower than the logical kernels: 128×2112×7168 (5 %), and 4096×7168×2048 had the 32-row tile
+//! where its rounds are modelled shorter, else 32 × 128, split-K (the bs split-K twins
+//! `fp8_gemm_nt_splitk_bs_*`, this module's protocol over the bs loop) when there are fewer tiles
+//! than CUs, the split count of least `config::bs_split_estimate` (fitted to forced-split
+//! timing-model sweeps; it replaced "up to one workgroup per CU"). Slower than the logical
+//! kernels: 4096×7168×2048 had the 32-row tile
 //! been chosen.
+//!
+//! ## Decode (issue 12 part 1): small M on the bs path
+//!
+//! `FP8GEMM_PRESHUFFLED=1 fp8gemm profile --scope full`, MI300X, *modelled*; TFLOPS = 2·m·n·k / t
+//! (the profile's "useful work" line, no tile padding), against AITER CK's published MI300X
+//! figures (`shared/reference/deepgemm.md`):
+//!
+//! | shape (m×n×k) | before (split) | after (split) | AITER | after / AITER | goal |
+//! |---|---|---|---|---|---|
+//! | 64×2112×7168  | 14.51 µs, 133.5 (9) | 13.22 µs, **146.6** (8) | 118 | 1.24× | 2× (236) — not met |
+//! | 64×7168×2048  | 11.77 µs, 159.6 (3) | 11.57 µs, **162.3** (2) | 170 | 0.95× | 2× (340) — not met |
+//! | 128×2112×7168 | 18.58 µs, 208.6 (5) | 15.06 µs, **257.3** (4) | 196 | 1.31× | 1× — met |
+//! | 128×7168×2048 | 15.32 µs, 245.3 (2) | 14.62 µs, **257.0** (1) | 321 | 0.80× | 1× — not met |
+//!
+//! What limits (profile at 64×2112×7168, 8 splits): every time includes the model's 2 µs launch
+//! overhead; HBM streams 20 MB at 1.5 TB/s of 5.3 (43 % busy), CUs occupied 54 %, MFMA 12 %;
+//! stalls vmcnt 32 % / lgkmcnt 30 % / barrier 16 %. The main loop at one workgroup per CU is a
+//! serial chain per 128-K block (B loaded one block ahead, A through LDS, one barrier), about
+//! 1 µs per block: 64×2112×896 unsplit (34 workgroups of 7 blocks) is modelled at 9.72 µs. Split
+//! counts only trade that chain length against the hand-off and the last arriver's serial
+//! reduction (fitted ≈ 3.2 µs + 0.6 µs per split), so no split count reaches 2×: the best forced
+//! split of each shape is within 0.4 % of the rule's at M = 64 (table in `config::bs_split_estimate`). Reaching 2× needs a shorter chain
+//! per block at low occupancy (B two or more blocks ahead, A direct-to-LDS, more waves per
+//! workgroup splitting K inside the workgroup) and a cheaper reduction. Reading the reduction in
+//! 8 splits per chunk instead of 4 (one memory round trip fewer at 8 splits) was tried: 13.22 →
+//! 12.97 µs at 64×2112×7168 but ±2 % elsewhere and the logical 64 × 64 split-K kernel from 102
+//! to 134 VGPRs (4 → 3 workgroups per CU); not kept.
 //!
 //! How it got there (MI325X, 4096×2048×7168, bs 32 / 64 / 128-row tile, TFLOPS):
 //!

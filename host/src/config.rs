@@ -1288,6 +1288,71 @@ pub fn bs_tile_rule(tiles32: u64, tiles64: u64, cus: u32) -> usize {
     usize::from(est64 < est32)
 }
 
+/// Modelled time (µs, timing model on MI300X, `--scope full`, launch overhead excluded) per
+/// 128-K block of one 32 × 128 bs workgroup when 1, 2 or 3 of them share a CU (the most that fit:
+/// 3 waves per SIMD), [`bs_split_estimate`].
+const BS_SPLIT_BLOCK_US: [f64; 3] = [0.97, 1.66, 2.69];
+/// Fixed modelled cost (µs) of the bs split-K hand-off (partial store, release, counter), per
+/// round of workgroups, [`bs_split_estimate`].
+const BS_SPLIT_FIXED_US: f64 = 3.16;
+/// Modelled cost (µs) per split of the last arriver's serial reduction (one 16 KiB partial tile
+/// of 32 × 128 FP32 each), [`bs_split_estimate`].
+const BS_SPLIT_PER_SPLIT_US: f64 = 0.63;
+
+/// Estimated time (µs, excluding the launch overhead) of `tiles` bs 32 × 128 tiles over `nkb`
+/// 128-K blocks in `splits` splits on `cus` CUs: `rounds · (⌈nkb / splits⌉ · block(sharing) +
+/// fixed + per_split · splits)` (the last two only when split), where up to 3 workgroups share
+/// a CU (`sharing = min(3, ⌈tiles · splits / cus⌉)`, `rounds = ⌈tiles · splits / (3 · cus)⌉`).
+///
+/// The constants are fitted, not derived: a random search minimising the summed log ratio of
+/// the chosen split's time to the best split's over a sweep of forced split counts through the
+/// timing model (`FP8GEMM_PRESHUFFLED=1 FP8GEMM_FORCE_TILE=32x128 FP8GEMM_FORCE_SPLIT=s fp8gemm
+/// profile --scope full`, MI300X, 1 ≤ s ≤ 16, M ∈ {16, 64, 128, 256} × DeepSeek-V3 (N, K) pairs and 16×256×{1024, 4096};
+/// *modelled*, not measured). They are for the 32-row tile: the only tile
+/// [`get_bs_config_for_workspace`]'s rule splits (it takes the 64-row tile only from 8 of its
+/// tiles per CU, where nothing splits). On that sweep (µs; old rule = `⌈CUs / tiles⌉` splits,
+/// one workgroup per CU):
+///
+/// | shape (m×n×k) | old rule | this estimate | best forced split |
+/// |---|---|---|---|
+/// | 16×256×1024 | 8: 8.72 | 4: 7.98 | 4: 7.98 |
+/// | 16×256×4096 | 32 splits | 8: 10.32 | 8: 10.32 |
+/// | 16×2112×7168 | 18 splits | 8: 12.27 | 8: 12.27 |
+/// | 16×4096×7168 | 10: 15.57 | 8: 14.73 | 5: 14.19 |
+/// | 16×7168×2048 | 6: 10.23 | 4: 10.37 | 3: 10.12 |
+/// | 16×7168×16384 | 6: 35.16 | 10: 35.79 | 3: 34.47 |
+/// | 16×24576×1536 | 2: 16.29 | 1: 14.19 | 1: 14.19 |
+/// | 64×2112×7168 | 9: 14.51 | 8: 13.22 | 8: 13.22 |
+/// | 64×4096×7168 | 5: 16.40 | 4: 15.44 | 4: 15.44 |
+/// | 64×7168×2048 | 3: 11.77 | 2: 11.57 | 5: 11.53 |
+/// | 64×7168×16384 | 3: 39.89 | 5: 37.37 | 5: 37.37 |
+/// | 128×2112×7168 | 5: 18.58 | 4: 15.06 | 8: 14.98 |
+/// | 128×4096×7168 | 3: 21.71 | 4: 18.82 | 4: 18.82 |
+/// | 128×7168×2048 | 2: 15.32 | 1: 14.62 | 3: 13.35 |
+/// | 128×7168×16384 | 2: 56.10 | 4: 60.12 | 3: 52.14 |
+/// | 256×2112×7168 | 3: 21.89 | 4: 19.00 | 4: 19.00 |
+/// | 256×4096×7168 | 2: 29.45 | 2: 29.45 | 3: 27.71 |
+/// | 256×7168×16384 | 1: 106.56 | 1: 106.56 | 2: 78.16 |
+///
+/// (64×24576×1536, 64×32768×512, 128×24576×1536, 256×7168×2048: at least one tile per CU, no
+/// split under both rules, which is also the best.) Worse than the old rule only at
+/// 128×7168×16384 (7 %), 16×7168×2048 (1 %) and 16×7168×16384 (2 %). 256×7168×16384 (448
+/// tiles, 1.5 per CU) shows that splitting also pays above one tile per CU when it evens out
+/// the workgroups per CU (2 splits: 896 workgroups in the 912 slots); the rule does not split
+/// there yet (not swept widely enough to trust the estimate). The modelled timing is sensitive to code layout
+/// by about ±2 % (an unrelated register change moved these points that much), so differences of
+/// that size are noise.
+fn bs_split_estimate(tiles: u32, nkb: u32, splits: u32, cus: u32) -> f64 {
+    const SLOTS: u64 = 3;
+    let (splits, cus) = (splits.max(1), u64::from(cus.max(1)));
+    let wgs = u64::from(tiles) * u64::from(splits);
+    let rounds = wgs.div_ceil(SLOTS * cus) as f64;
+    let sharing = wgs.div_ceil(cus).clamp(1, SLOTS) as usize;
+    let blocks = f64::from(nkb.div_ceil(splits));
+    let extra = if splits > 1 { BS_SPLIT_FIXED_US + BS_SPLIT_PER_SPLIT_US * f64::from(splits) } else { 0.0 };
+    rounds * (blocks * BS_SPLIT_BLOCK_US[sharing - 1] + extra)
+}
+
 /// Chooses the bs kernel (B pre-shuffled straight to registers, [`fp8gemm_device::mainloop_bs`])
 /// of a dense problem, as [`get_bs_config_for_workspace`] with unlimited workspace.
 pub fn get_bs_config(desc: &GemmDesc) -> Result<GemmConfig, ConfigError> {
@@ -1305,10 +1370,13 @@ pub fn get_bs_config(desc: &GemmDesc) -> Result<GemmConfig, ConfigError> {
 ///
 /// **Split-K** (the bs split-K kernels, [`fp8gemm_device::dense`]'s protocol): the count forced
 /// with [`force_split`] / `FP8GEMM_FORCE_SPLIT` (`≤ min(k/128, MAX_SPLITS)`, at most
-/// `SPLITK_MAX_TILES` tiles, never reduced for lack of workspace), else, when the tile count is
-/// below the CU count, `min(⌈CUs / tiles⌉, k/128, MAX_SPLITS)` splits (each CU one workgroup),
-/// reduced to the largest count whose workspace fits `available` (no split always fits; the
-/// reduction is reported as a [`WorkspaceLimit`]).
+/// `SPLITK_MAX_TILES` tiles, never reduced for lack of workspace), else the count
+/// `1 ≤ s ≤ min(k/128, MAX_SPLITS)` of least `bs_split_estimate` (private, `host/src/config.rs`) when the tile count is below
+/// the CU count (else 1; ties: fewer splits), among the counts whose workspace fits `available` (no
+/// split always fits; a smaller choice than the unlimited one is reported as a
+/// [`WorkspaceLimit`]). It replaced "one workgroup per CU" (`⌈CUs / tiles⌉` splits): modelled
+/// 64×2112×7168 9 splits 14.51 µs → 8: 13.22; 128×2112×7168 5: 18.58 → 4: 15.06;
+/// 128×7168×2048 2: 15.32 → 1 (no split): 14.62 (table in the docs of the private `bs_split_estimate`).
 pub fn get_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(GemmConfig, Option<WorkspaceLimit>), ConfigError> {
     validate(desc)?;
     if desc.kind != GemmKind::Dense {
@@ -1366,12 +1434,24 @@ pub fn get_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(G
         }
         _ if forced_t.is_some() || forced_s.is_some() => (make(1)?, Choice::Forced),
         _ => {
-            let want = if tiles < spec.cus { spec.cus.div_ceil(tiles.max(1)).min(max_splits).max(1) } else { 1 };
-            let mut s = want;
-            while s > 1 && make(s)?.workspace_floats() > available {
-                s -= 1;
-            }
-            if s < want {
+            // The split count of least estimated time (ties: fewer splits), overall and among
+            // the counts whose workspace fits (`s = 1` always fits).
+            // Only launches of fewer tiles than CUs split (the estimate was fitted there; with
+            // more tiles it would trade rounds for splits it has never been checked on).
+            let most = if tiles < spec.cus && tiles <= tile::SPLITK_MAX_TILES { max_splits.max(1) } else { 1 };
+            let best = |fits: &dyn Fn(u32) -> Result<bool, ConfigError>| -> Result<u32, ConfigError> {
+                let mut best = (1, bs_split_estimate(tiles, nkb, 1, spec.cus));
+                for s in 2..=most {
+                    let e = bs_split_estimate(tiles, nkb, s, spec.cus);
+                    if e < best.1 && fits(s)? {
+                        best = (s, e);
+                    }
+                }
+                Ok(best.0)
+            };
+            let want = best(&|_| Ok(true))?;
+            let s = best(&|s| Ok(make(s)?.workspace_floats() <= available))?;
+            if s != want {
                 let preferred = make(want)?;
                 limited = Some(WorkspaceLimit { needed: preferred.workspace_floats(), preferred, available });
             }
