@@ -327,8 +327,9 @@ fn grouped_bs_kernels_match_the_logical_grouped_kernels_on_every_tile() {
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
-    /// The bs split rule over random small-M shapes: the 32-row tile below 8 bm64 tiles per CU,
-    /// a split count within `1 ..= min(k/128, MAX_SPLITS)`, split only below one tile per CU,
+    /// The bs split rule over random small-M shapes: the tile of `config::bs_tile_rule` (the
+    /// 32-row tile wherever fewer tiles than CUs could split), a split count within
+    /// `1 ..= min(k/128, MAX_SPLITS)`, split only below one tile per CU,
     /// the split-K twin exactly when split, grid = tiles · splits; with less workspace the
     /// choice fits it and a smaller choice is reported with the unlimited one as preferred.
     #[test]
@@ -338,11 +339,15 @@ proptest! {
         let desc = config::GemmDesc::dense(m, n, k, arch);
         let c = config::get_bs_config(&desc).unwrap();
         let tiles = m.div_ceil(c.block_m) * n.div_ceil(128);
-        prop_assert_eq!(c.block_m, 32);
+        let (tiles32, tiles64) = (u64::from(m.div_ceil(32) * n.div_ceil(128)), u64::from(m.div_ceil(64) * n.div_ceil(128)));
+        let bm = [32, 64][config::bs_tile_rule(tiles32, tiles64, 304)];
+        prop_assert_eq!(c.block_m, bm);
         prop_assert!(c.splits >= 1 && c.splits <= (k / 128).min(config::MAX_SPLITS), "{} splits", c.splits);
         prop_assert!(c.splits == 1 || tiles < 304, "{} tiles split {}", tiles, c.splits);
-        let want = if c.splits > 1 { "fp8_gemm_nt_splitk_bs_bm32_bn128" } else { "fp8_gemm_nt_bs_bm32_bn128" };
-        prop_assert_eq!(c.kernel, want);
+        // Only the 32-row tile is ever split (the 64-row tile is chosen only above one tile per CU).
+        prop_assert!(c.splits == 1 || bm == 32, "{}-row tile split {}", bm, c.splits);
+        let want = if c.splits > 1 { format!("fp8_gemm_nt_splitk_bs_bm{bm}_bn128") } else { format!("fp8_gemm_nt_bs_bm{bm}_bn128") };
+        prop_assert_eq!(c.kernel, want.as_str());
         prop_assert_eq!(c.grid, tiles * c.splits);
         let available = (c.workspace_floats() as f64 * avail_frac) as u64;
         let (l, lim) = config::get_bs_config_for_workspace(&desc, available).unwrap();
