@@ -297,16 +297,25 @@ fn main_loop(co: &CodeObject, name: &str) -> Vec<amdgpu_emu::decode::Inst> {
     insts.into_iter().filter(|(pc, _)| (start..=end).contains(pc)).map(|(_, i)| i).collect()
 }
 
+/// The waves per SIMD `regs` unified vector registers allow (512 per SIMD lane, allocated in
+/// granules of 8, at most 8 waves).
+fn waves_per_simd(regs: u32) -> u32 {
+    (512 / (regs.div_ceil(8) * 8)).min(8)
+}
+
 /// The goals every GEMM kernel meets (no spills, no scratch, all LDS dynamic, launch bound
-/// 256); returns its registers (VGPRs rounded to the allocation granule + AGPRs) and the waves
-/// per SIMD they allow.
+/// 256); returns its vector registers and the waves per SIMD they allow. On gfx90a+ the
+/// metadata's `.vgpr_count` is already the unified total (architectural VGPRs rounded to 4,
+/// plus AGPRs: LLVM's `NumVGPRsForWavesPerEU`; LLVM's own metadata test gives a kernel of 9
+/// VGPRs and 32 AGPRs `.agpr_count: 32`, `.vgpr_count: 44` on gfx90a), so AGPRs are not added
+/// again.
 fn common_resource_goals(what: &str, m: &amdgpu_emu::loader::KernelMeta) -> (u32, u32) {
     assert_eq!((m.vgpr_spill_count, m.sgpr_spill_count), (0, 0), "{what}: spills");
     assert_eq!(m.private_segment_fixed_size, 0, "{what}: scratch");
     assert_eq!(m.group_segment_fixed_size, 0, "{what}: all LDS is dynamic");
     assert_eq!(m.max_flat_workgroup_size, THREADS, "{what}");
-    let regs = m.vgpr_count.div_ceil(4) * 4 + m.agpr_count;
-    (regs, (512 / (regs.div_ceil(8) * 8)).min(8))
+    assert!(m.vgpr_count >= m.agpr_count, "{what}: vgpr_count {} below agpr_count {}", m.vgpr_count, m.agpr_count);
+    (m.vgpr_count, waves_per_simd(m.vgpr_count))
 }
 
 #[test]
@@ -626,7 +635,6 @@ fn grouped_kernels_share_the_dense_main_loop() {
         let want = loop_mix(&co, dense.name);
         eprintln!("{}: main loop [total, MFMA, VALU, ds_read, ds_write, buffer, waitcnt] = {want:?}", dense.name);
         let dm = &co.kernel(dense.name).unwrap().meta;
-        let waves = |vgpr: u32| (512 / (vgpr.div_ceil(8) * 8)).min(8);
         for tile in [CONTIGUOUS_TILES[i], MASKED_TILES[i]] {
             let got = loop_mix(&co, tile.name);
             eprintln!("{}: main loop {got:?}", tile.name);
@@ -634,7 +642,7 @@ fn grouped_kernels_share_the_dense_main_loop() {
             let m = &co.kernel(tile.name).unwrap().meta;
             assert_eq!((m.vgpr_spill_count, m.sgpr_spill_count, m.private_segment_fixed_size), (0, 0, 0), "{}", tile.name);
             assert_eq!(m.agpr_count, 0, "{}", tile.name);
-            assert_eq!(waves(m.vgpr_count), waves(dm.vgpr_count), "{}: vgpr {} vs {}", tile.name, m.vgpr_count, dm.vgpr_count);
+            assert_eq!(waves_per_simd(m.vgpr_count), waves_per_simd(dm.vgpr_count), "{}: vgpr {} vs {}", tile.name, m.vgpr_count, dm.vgpr_count);
         }
     }
 }
@@ -740,7 +748,6 @@ fn grouped_bs_kernels_meet_the_resource_goals() {
     // No spills, no scratch, all LDS dynamic, the launch bound; the same waves per SIMD as the
     // dense bs kernel of the same height (unified VGPR + AGPR count, `fp8gemm info`'s vgpr
     // column), on both architectures.
-    let waves = |regs: u32| (512 / (regs.div_ceil(8) * 8)).min(8);
     for (arch, bytes) in [("gfx942", fp8gemm::codeobj::GFX942), ("gfx950", fp8gemm::codeobj::GFX950)] {
         let co = CodeObject::parse(bytes).expect("code object parses");
         for tile in CONTIGUOUS_BS_TILES.iter().chain(&MASKED_BS_TILES) {
@@ -749,7 +756,7 @@ fn grouped_bs_kernels_meet_the_resource_goals() {
             common_resource_goals(&what, m);
             let dense = DENSE_BS_TILES.iter().find(|d| d.block_m == tile.block_m).expect("a dense bs tile of the same height");
             let dm = &co.kernel(dense.name).unwrap().meta;
-            assert_eq!(waves(m.vgpr_count), waves(dm.vgpr_count), "{what}: vgpr {} vs {} ({})", m.vgpr_count, dm.vgpr_count, dense.name);
+            assert_eq!(waves_per_simd(m.vgpr_count), waves_per_simd(dm.vgpr_count), "{what}: vgpr {} vs {} ({})", m.vgpr_count, dm.vgpr_count, dense.name);
             eprintln!("{what}: vgpr {} (agpr {}) sgpr {}", m.vgpr_count, m.agpr_count, m.sgpr_count);
         }
     }
@@ -770,12 +777,8 @@ fn bs_kernels_meet_the_resource_goals() {
         for tile in tiles {
             let k = co.kernel(tile.name).unwrap_or_else(|| panic!("{arch}: {} missing", tile.name));
             let what = format!("{arch} {}", tile.name);
-            common_resource_goals(&what, &k.meta);
-            // On gfx90a+ the metadata's vgpr_count is already the unified total (arch VGPRs
-            // rounded to 4, plus AGPRs: LLVM's NumVGPRsForWavesPerEU), so it alone sets the
-            // waves per SIMD.
-            let regs = k.meta.vgpr_count;
-            let waves = (512 / (regs.div_ceil(8) * 8)).min(8);
+            // The unified VGPR + AGPR count alone sets the waves per SIMD.
+            let (regs, waves) = common_resource_goals(&what, &k.meta);
             let want_waves = match tile.block_m {
                 32 => 3,
                 64 => 2,

@@ -16,63 +16,13 @@ use fp8gemm_device::streamk::StreamKSchedule;
 use fp8gemm_device::tile::SPLITK_COUNTER_FLOATS;
 use half::bf16;
 
-impl Case {
-    fn want_dequantized(&self) -> Vec<bf16> {
-        let mut w = vec![bf16::ZERO; self.m * self.n];
-        reference::fp8_gemm_nt(&self.qa, &self.qb, &mut w).unwrap();
-        w
-    }
-    fn want_unquantized(&self) -> Vec<f32> {
-        let mut w = vec![0f32; self.m * self.n];
-        reference::gemm_nt_f32(&self.a, &self.b, self.m, self.n, self.k, &mut w).unwrap();
-        w
-    }
-}
-
 /// Forces `tile` and the stream-K schedule `sk` (or, with `sk = None`, the data-parallel kernel:
 /// split 1) for this thread while `f` runs.
 fn forced<T>(tile: Option<(u32, u32)>, sk: Option<(u32, Option<u32>)>, f: impl FnOnce() -> T) -> T {
-    config::force_tile(tile);
     config::force_stream_k(sk);
-    config::force_split(if sk.is_none() { Some(1) } else { None });
-    let r = f();
-    config::force_tile(None);
+    let r = common::forced(tile, if sk.is_none() { Some(1) } else { None }, f);
     config::force_stream_k(None);
-    config::force_split(None);
     r
-}
-
-/// Runs the GEMM on `stream` into a D pre-filled with a pattern (so an unwritten element cannot
-/// pass) and returns D and the run.
-fn run_on(ctx: &Context, stream: &Stream, c: &Case) -> (Vec<bf16>, GemmRun) {
-    let da = DeviceActivations::upload(ctx, &c.qa).unwrap();
-    let db = DeviceWeights::upload(ctx, &c.qb).unwrap();
-    let mut dd = ctx.upload(&vec![bf16::from_f32(1234.5); c.m * c.n]).unwrap();
-    let r = fp8_gemm_nt(stream, &da, &db, &mut dd).unwrap_or_else(|e| panic!("{}x{}x{}: {e}", c.m, c.n, c.k));
-    (dd.download(stream).unwrap(), r)
-}
-
-/// calc_diff < 1e-5 against the dequantized reference and < 1e-3 against the unquantized one,
-/// and every element within bf16 rounding (plus the FP32 summation order) of the dequantized
-/// reference.
-fn assert_accurate(what: &str, c: &Case, got: &[bf16]) {
-    let want_q = c.want_dequantized();
-    let dq = reference::calc_diff(got, &want_q).unwrap();
-    let df = reference::calc_diff(got, &c.want_unquantized()).unwrap();
-    assert!(dq < 1e-5, "{what}: calc_diff vs dequantized {dq:e}");
-    assert!(df < 1e-3, "{what}: calc_diff vs unquantized {df:e}");
-    assert_elementwise(what, got, &want_q);
-}
-
-fn assert_elementwise(what: &str, got: &[bf16], want: &[bf16]) {
-    let rms = (want.iter().map(|w| f64::from(w.to_f32()).powi(2)).sum::<f64>() / want.len().max(1) as f64).sqrt() as f32;
-    for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        let (g, w) = (g.to_f32(), w.to_f32());
-        // Two bf16 roundings of nearly the same f32 differ by at most one bf16 ulp (2^-7
-        // relative); the pieces change the f32 summation order, a few f32 ulps of the sum.
-        let tol = w.abs() * 2f32.powi(-7) + rms * 1e-5;
-        assert!(g.is_finite() && (g - w).abs() <= tol, "{what}: D[{i}] = {g}, expected {w} (± {tol})");
-    }
 }
 
 /// Whether every stream-K workgroup's range is whole tiles (then no tile is split and the
