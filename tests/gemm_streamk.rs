@@ -9,8 +9,8 @@ use common::*;
 use fp8gemm::config::{self, GemmDesc, StreamK};
 use fp8gemm::view::OutputViewMut;
 use fp8gemm::{
-    fp8_gemm_nt, fp8_gemm_nt_with_workspace, reference, workspace_floats, CaptureMode, Context, DeviceActivations, DeviceWeights,
-    Error, GemmRun, Stream, Workspace,
+    fp8_gemm_nt, fp8_gemm_nt_with_workspace, workspace_floats, Context, DeviceActivations, DeviceWeights,
+    Error, Stream, Workspace,
 };
 use fp8gemm_device::streamk::StreamKSchedule;
 use fp8gemm_device::tile::SPLITK_COUNTER_FLOATS;
@@ -216,54 +216,24 @@ fn a_stream_workspace_too_small_falls_back_and_says_so() {
 #[test]
 fn two_streams_run_stream_k_gemms_at_once() {
     // Each stream owns its workspace: concurrent stream-K launches share no counter or slot.
-    let ctx = checked_context();
-    let (s1, s2) = (Stream::new(&ctx).unwrap(), Stream::new(&ctx).unwrap());
-    let (c1, c2) = (case(64, 192, 1024, 21), case(40, 128, 1536, 22));
-    let up = |c: &Case| (DeviceActivations::upload(&ctx, &c.qa).unwrap(), DeviceWeights::upload(&ctx, &c.qb).unwrap());
-    let ((a1, b1), (a2, b2)) = (up(&c1), up(&c2));
-    let mut d1 = ctx.alloc_zeroed::<bf16>(64 * 192).unwrap();
-    let mut d2 = ctx.alloc_zeroed::<bf16>(40 * 128).unwrap();
-    // The emulator runs a stream's queue when it is synchronized: one thread per stream makes
-    // the two streams' launches execute at the same time.
-    std::thread::scope(|sc| {
-        for (s, a, b, d, rows) in [(&s1, &a1, &b1, &mut d1, 64usize), (&s2, &a2, &b2, &mut d2, 40)] {
-            sc.spawn(move || {
-                forced(Some((64, 64)), Some((5, None)), || {
-                    for _ in 0..3 {
-                        let r = fp8_gemm_nt(s, a, b, &mut *d).unwrap();
-                        assert!(r.config.unwrap().stream_k.is_some(), "{rows} rows");
-                    }
-                });
-                s.synchronize().unwrap();
-            });
-        }
+    two_streams_at_once(|(s, a, b, d), rows| {
+        forced(Some((64, 64)), Some((5, None)), || {
+            for _ in 0..3 {
+                let r = fp8_gemm_nt(s, a, b, &mut *d).unwrap();
+                assert!(r.config.unwrap().stream_k.is_some(), "{rows} rows");
+            }
+        })
     });
-    assert_accurate("stream 1", &c1, &d1.download(&s1).unwrap());
-    assert_accurate("stream 2", &c2, &d2.download(&s2).unwrap());
 }
 
 #[test]
 fn a_captured_stream_k_gemm_replays_twice() {
     // The counters must be back at 0 after every launch, or the second replay's last
     // contributor would never see all arrivals and D would keep the fill pattern.
-    let ctx = checked_context();
-    let stream = Stream::new(&ctx).unwrap();
-    let c = case(64, 192, 1024, 31);
-    let da = DeviceActivations::upload(&ctx, &c.qa).unwrap();
-    let db = DeviceWeights::upload(&ctx, &c.qb).unwrap();
-    let mut dd = ctx.alloc_zeroed::<bf16>(64 * 192).unwrap();
-    stream.begin_capture(CaptureMode::Global).unwrap();
-    let r = forced(Some((64, 64)), Some((5, Some(1))), || fp8_gemm_nt(&stream, &da, &db, &mut dd)).unwrap();
-    let exec = stream.end_capture().unwrap().instantiate().unwrap();
-    assert_eq!(r.config.unwrap().stream_k.map(|s| (s.dp_tiles, s.sk_wgs)), Some((1, 5)));
-    let fill = vec![bf16::from_f32(99.0); 64 * 192];
-    for replay in 0..2 {
-        dd.copy_from_host(&stream, &fill).unwrap();
-        // SAFETY: every buffer of the captured launch (operands, D, the stream's workspace) is
-        // alive and used by nothing else.
-        unsafe { exec.launch(&stream) }.unwrap();
-        assert_accurate(&format!("replay {replay}"), &c, &dd.download(&stream).unwrap());
-    }
+    captured_launch_replays_twice(64, 192, |(s, a, b, d)| {
+        let r = forced(Some((64, 64)), Some((5, Some(1))), || fp8_gemm_nt(s, a, b, d)).unwrap();
+        assert_eq!(r.config.unwrap().stream_k.map(|s| (s.dp_tiles, s.sk_wgs)), Some((1, 5)));
+    });
 }
 
 #[test]

@@ -5,7 +5,7 @@ use fp8gemm::config;
 use fp8gemm::fp8::E4M3Fnuz;
 use fp8gemm::layout::WeightLayout;
 use fp8gemm::quant::{QuantizedActivations, QuantizedWeights};
-use fp8gemm::{fp8_gemm_nt, reference, Context, DeviceActivations, DeviceWeights, GemmRun, Stream};
+use fp8gemm::{fp8_gemm_nt, reference, CaptureMode, Context, DeviceActivations, DeviceBuffer, DeviceWeights, GemmRun, Stream};
 use half::bf16;
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use rand_distr::StandardNormal;
@@ -107,5 +107,58 @@ pub fn assert_elementwise(what: &str, got: &[bf16], want: &[bf16]) {
         let (g, w) = (g.to_f32(), w.to_f32());
         let tol = w.abs() * 2f32.powi(-7) + rms * 1e-5;
         assert!(g.is_finite() && (g - w).abs() <= tol, "{what}: D[{i}] = {g}, expected {w} (± {tol})");
+    }
+}
+
+/// The operands and output of one launch on a stream.
+pub type Launch<'a> = (&'a Stream, &'a DeviceActivations<E4M3Fnuz>, &'a DeviceWeights<E4M3Fnuz>, &'a mut DeviceBuffer<bf16>);
+
+/// Two streams, each owning its workspace, run `launch` (which forces its own config: forcing is
+/// per thread) at the same time on two problems (64×192×1024 and 40×128×1536), one thread per
+/// stream (the emulator runs a stream's queue when it is synchronized, so both streams' launches
+/// execute at once); both results must pass [`assert_accurate`]. `launch` gets the stream, the
+/// operands, D and the problem's row count (for messages).
+pub fn two_streams_at_once(launch: impl Fn(Launch<'_>, usize) + Sync) {
+    let ctx = checked_context();
+    let (s1, s2) = (Stream::new(&ctx).unwrap(), Stream::new(&ctx).unwrap());
+    let (c1, c2) = (case(64, 192, 1024, 21), case(40, 128, 1536, 22));
+    let up = |c: &Case| (DeviceActivations::upload(&ctx, &c.qa).unwrap(), DeviceWeights::upload(&ctx, &c.qb).unwrap());
+    let ((a1, b1), (a2, b2)) = (up(&c1), up(&c2));
+    let mut d1 = ctx.alloc_zeroed::<bf16>(64 * 192).unwrap();
+    let mut d2 = ctx.alloc_zeroed::<bf16>(40 * 128).unwrap();
+    let launch = &launch;
+    std::thread::scope(|sc| {
+        for (s, a, b, d, rows) in [(&s1, &a1, &b1, &mut d1, 64usize), (&s2, &a2, &b2, &mut d2, 40)] {
+            sc.spawn(move || {
+                launch((s, a, b, d), rows);
+                s.synchronize().unwrap();
+            });
+        }
+    });
+    assert_accurate("stream 1", &c1, &d1.download(&s1).unwrap());
+    assert_accurate("stream 2", &c2, &d2.download(&s2).unwrap());
+}
+
+/// Captures `launch` (which forces its config and checks the run it returns) of the
+/// `m × n × 1024` case drawn from seed 31 into a graph, then replays it twice into a D refilled
+/// with a pattern each time; both replays must pass [`assert_accurate`] (so the launch leaves
+/// whatever it needs, e.g. arrival counters, re-armed).
+pub fn captured_launch_replays_twice(m: usize, n: usize, launch: impl FnOnce(Launch<'_>)) {
+    let ctx = checked_context();
+    let stream = Stream::new(&ctx).unwrap();
+    let c = case(m, n, 1024, 31);
+    let da = DeviceActivations::upload(&ctx, &c.qa).unwrap();
+    let db = DeviceWeights::upload(&ctx, &c.qb).unwrap();
+    let mut dd = ctx.alloc_zeroed::<bf16>(m * n).unwrap();
+    stream.begin_capture(CaptureMode::Global).unwrap();
+    launch((&stream, &da, &db, &mut dd));
+    let exec = stream.end_capture().unwrap().instantiate().unwrap();
+    let fill = vec![bf16::from_f32(99.0); m * n];
+    for replay in 0..2 {
+        dd.copy_from_host(&stream, &fill).unwrap();
+        // SAFETY: every buffer of the captured launch (operands, D, the stream's workspace) is
+        // alive and used by nothing else.
+        unsafe { exec.launch(&stream) }.unwrap();
+        assert_accurate(&format!("replay {replay}"), &c, &dd.download(&stream).unwrap());
     }
 }
