@@ -318,59 +318,52 @@ fn common_resource_goals(what: &str, m: &amdgpu_emu::loader::KernelMeta) -> (u32
     (m.vgpr_count, waves_per_simd(m.vgpr_count))
 }
 
-#[test]
-fn splitk_kernels_meet_the_resource_goals() {
-    // The split-K kernels (the dense main loop plus the partial store and the reduction): no
-    // spills, no scratch, all LDS dynamic, launch bound 256, at least as many waves per SIMD as
-    // their LDS lets a CU hold workgroups (so registers never lower the occupancy), and the
-    // main loop's MFMA count per block unchanged.
+/// The resource goals of the kernels that run the dense main loop plus a partial store and a
+/// reduction (split-K, stream-K), on both architectures: [`common_resource_goals`] and at least
+/// as many waves per SIMD as their LDS lets a CU hold workgroups (so registers never lower the
+/// occupancy). `check_loop` gets each gfx942 kernel's main-loop MFMAs (decoded only on gfx942:
+/// the gfx950 object may use gfx950-only VALU encodings such as v_bitop3_b32 outside the loop)
+/// and the MFMAs of one trip (prefetch_depth() blocks: the
+/// loop is unrolled by the prefetch depth).
+fn reduction_kernels_meet_the_resource_goals(tiles: &[DenseTile], check_loop: impl Fn(&str, &[&amdgpu_emu::decode::Inst], u32)) {
     for (arch, bytes) in [("gfx942", fp8gemm::codeobj::GFX942), ("gfx950", fp8gemm::codeobj::GFX950)] {
         let co = CodeObject::parse(bytes).expect("code object parses");
-        for tile in fp8gemm_device::tile::DENSE_SPLITK_TILES {
+        for tile in tiles {
             let k = co.kernel(tile.name).unwrap_or_else(|| panic!("{arch}: {} missing", tile.name));
             let what = format!("{arch} {}", tile.name);
             let (regs, waves) = common_resource_goals(&what, &k.meta);
             let wgs_by_lds = 64 * 1024 / tile.lds_bytes();
             assert!(waves >= wgs_by_lds, "{what}: {regs} registers → {waves} waves/SIMD < {wgs_by_lds} workgroups by LDS");
-            // The main loop (decoded by the gfx942 emulator's decoder: the gfx950 object may use
-            // gfx950-only VALU encodings such as v_bitop3_b32 outside it).
             if arch == "gfx942" {
                 let body = main_loop(&co, tile.name);
-                let mfma = body.iter().filter(|i| amdgpu_emu::decode::is_mai(i.op)).count() as u32;
-                // prefetch_depth() blocks per trip (the loop is unrolled by the prefetch depth).
+                let mfma: Vec<_> = body.iter().filter(|i| amdgpu_emu::decode::is_mai(i.op)).collect();
                 let per_trip = 4 * (tile.block_m / 32) * (tile.block_n / 32) * tile.prefetch_depth();
-                assert_eq!(mfma, per_trip, "{what}: MFMAs per main-loop iteration");
+                check_loop(&what, &mfma, per_trip);
             }
         }
     }
 }
 
 #[test]
+fn splitk_kernels_meet_the_resource_goals() {
+    // The split-K kernels (the dense main loop plus the partial store and the reduction): the
+    // goals above, and the main loop's MFMA count per block unchanged.
+    reduction_kernels_meet_the_resource_goals(&fp8gemm_device::tile::DENSE_SPLITK_TILES, |what, mfma, per_trip| {
+        assert_eq!(mfma.len() as u32, per_trip, "{what}: MFMAs per main-loop iteration");
+    });
+}
+
+#[test]
 fn streamk_kernels_meet_the_resource_goals() {
     // The stream-K kernels (the dense main loop run for one or two pieces, the partial store and
-    // the reduction): no spills, no scratch, all LDS dynamic, launch bound 256, at least as many
-    // waves per SIMD as their LDS lets a CU hold workgroups, and each main-loop copy's MFMA
-    // count per block unchanged.
-    for (arch, bytes) in [("gfx942", fp8gemm::codeobj::GFX942), ("gfx950", fp8gemm::codeobj::GFX950)] {
-        let co = CodeObject::parse(bytes).expect("code object parses");
-        for tile in fp8gemm_device::streamk::STREAMK_TILES {
-            let k = co.kernel(tile.name).unwrap_or_else(|| panic!("{arch}: {} missing", tile.name));
-            let what = format!("{arch} {}", tile.name);
-            let (regs, waves) = common_resource_goals(&what, &k.meta);
-            let wgs_by_lds = 64 * 1024 / tile.lds_bytes();
-            assert!(waves >= wgs_by_lds, "{what}: {regs} registers → {waves} waves/SIMD < {wgs_by_lds} workgroups by LDS");
-            if arch == "gfx942" {
-                // Two pieces: two copies of the main loop; `main_loop` spans from the first
-                // back-edge target to the last back edge, so it holds both (and what lies
-                // between them), i.e. at least twice the MFMAs of one trip, all 16x16x32 FP8.
-                let body = main_loop(&co, tile.name);
-                let mfma: Vec<_> = body.iter().filter(|i| amdgpu_emu::decode::is_mai(i.op)).collect();
-                assert!(mfma.iter().all(|i| i.op.name() == "v_mfma_f32_16x16x32_fp8_fp8"), "{what}");
-                let per_trip = 4 * (tile.block_m / 32) * (tile.block_n / 32) * tile.prefetch_depth();
-                assert!(mfma.len() as u32 >= 2 * per_trip && (mfma.len() as u32).is_multiple_of(per_trip), "{what}: {} MFMAs, trip {per_trip}", mfma.len());
-            }
-        }
-    }
+    // the reduction): the goals above, and each main-loop copy's MFMA count per block unchanged.
+    reduction_kernels_meet_the_resource_goals(&fp8gemm_device::streamk::STREAMK_TILES, |what, mfma, per_trip| {
+        // Two pieces: two copies of the main loop; `main_loop` spans from the first back-edge
+        // target to the last back edge, so it holds both (and what lies between them), i.e. at
+        // least twice the MFMAs of one trip, all 16x16x32 FP8.
+        assert!(mfma.iter().all(|i| i.op.name() == "v_mfma_f32_16x16x32_fp8_fp8"), "{what}");
+        assert!(mfma.len() as u32 >= 2 * per_trip && (mfma.len() as u32).is_multiple_of(per_trip), "{what}: {} MFMAs, trip {per_trip}", mfma.len());
+    });
 }
 
 #[test]
