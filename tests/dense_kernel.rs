@@ -536,22 +536,7 @@ fn grouped_contiguous_kernels_match_the_definition_and_skip_padding() {
     let untouched: Vec<bool> = idx.iter().map(|&g| g < 0).collect();
     for tile in CONTIGUOUS_TILES {
         let grid = tile.grid(512, n as u32);
-        let args = |a, b, sfa, sfb, d, m_indices| {
-            MGroupedContiguousArgs {
-                a: GlobalPtr::new(a),
-                b: GlobalPtr::new(b),
-                sfa: GlobalPtr::new(sfa),
-                sfb: GlobalPtr::new(sfb),
-                d: GlobalPtr::new(d),
-                m_indices: GlobalPtr::new(m_indices),
-                m_sum: 512,
-                n: n as u32,
-                k: k as u32,
-                groups: groups as u32,
-            }
-            .as_bytes()
-            .to_vec()
-        };
+        let args = contiguous_args(512, n, k, groups);
         let (got, untouched_ok, r) = run_grouped(&co, (tile.name, tile.lds_bytes()), &p.b(), &p, &idx, grid, args, &untouched);
         assert!(untouched_ok, "{}: wrote a padding row or past D", tile.name);
         check_rows(&got, &p.reference_rows(0, 0, 70), 0, n, tile.name);
@@ -575,22 +560,7 @@ fn grouped_masked_kernels_match_the_definition_and_skip_masked_rows() {
     let untouched: Vec<bool> = (0..groups * m_max).map(|i| i % m_max >= masked[i / m_max] as usize).collect();
     for tile in MASKED_TILES {
         let grid = fp8gemm_device::tile::masked_grid(&tile, groups as u32, m_max as u32, n as u32);
-        let args = |a, b, sfa, sfb, d, masked_m| {
-            MGroupedMaskedArgs {
-                a: GlobalPtr::new(a),
-                b: GlobalPtr::new(b),
-                sfa: GlobalPtr::new(sfa),
-                sfb: GlobalPtr::new(sfb),
-                d: GlobalPtr::new(d),
-                masked_m: GlobalPtr::new(masked_m),
-                m_max: m_max as u32,
-                n: n as u32,
-                k: k as u32,
-                groups: groups as u32,
-            }
-            .as_bytes()
-            .to_vec()
-        };
+        let args = masked_args(m_max, n, k, groups);
         let (got, untouched_ok, r) = run_grouped(&co, (tile.name, tile.lds_bytes()), &p.b(), &p, &masked, grid, args, &untouched);
         assert!(untouched_ok, "{}: wrote a masked-out row or past D", tile.name);
         check_rows(&got, &p.reference_rows(0, 0, 150), 0, n, tile.name);
