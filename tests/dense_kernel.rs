@@ -297,71 +297,73 @@ fn main_loop(co: &CodeObject, name: &str) -> Vec<amdgpu_emu::decode::Inst> {
     insts.into_iter().filter(|(pc, _)| (start..=end).contains(pc)).map(|(_, i)| i).collect()
 }
 
+/// The waves per SIMD `regs` unified vector registers allow (512 per SIMD lane, allocated in
+/// granules of 8, at most 8 waves).
+fn waves_per_simd(regs: u32) -> u32 {
+    (512 / (regs.div_ceil(8) * 8)).min(8)
+}
+
 /// The goals every GEMM kernel meets (no spills, no scratch, all LDS dynamic, launch bound
-/// 256); returns its registers (VGPRs rounded to the allocation granule + AGPRs) and the waves
-/// per SIMD they allow.
+/// 256); returns its vector registers and the waves per SIMD they allow. On gfx90a+ the
+/// metadata's `.vgpr_count` is already the unified total (architectural VGPRs rounded to 4,
+/// plus AGPRs: LLVM's `NumVGPRsForWavesPerEU`; LLVM's own metadata test gives a kernel of 9
+/// VGPRs and 32 AGPRs `.agpr_count: 32`, `.vgpr_count: 44` on gfx90a), so AGPRs are not added
+/// again.
 fn common_resource_goals(what: &str, m: &amdgpu_emu::loader::KernelMeta) -> (u32, u32) {
     assert_eq!((m.vgpr_spill_count, m.sgpr_spill_count), (0, 0), "{what}: spills");
     assert_eq!(m.private_segment_fixed_size, 0, "{what}: scratch");
     assert_eq!(m.group_segment_fixed_size, 0, "{what}: all LDS is dynamic");
     assert_eq!(m.max_flat_workgroup_size, THREADS, "{what}");
-    let regs = m.vgpr_count.div_ceil(4) * 4 + m.agpr_count;
-    (regs, (512 / (regs.div_ceil(8) * 8)).min(8))
+    assert!(m.vgpr_count >= m.agpr_count, "{what}: vgpr_count {} below agpr_count {}", m.vgpr_count, m.agpr_count);
+    (m.vgpr_count, waves_per_simd(m.vgpr_count))
 }
 
-#[test]
-fn splitk_kernels_meet_the_resource_goals() {
-    // The split-K kernels (the dense main loop plus the partial store and the reduction): no
-    // spills, no scratch, all LDS dynamic, launch bound 256, at least as many waves per SIMD as
-    // their LDS lets a CU hold workgroups (so registers never lower the occupancy), and the
-    // main loop's MFMA count per block unchanged.
+/// The resource goals of the kernels that run the dense main loop plus a partial store and a
+/// reduction (split-K, stream-K), on both architectures: [`common_resource_goals`] and at least
+/// as many waves per SIMD as their LDS lets a CU hold workgroups (so registers never lower the
+/// occupancy). `check_loop` gets each gfx942 kernel's main-loop MFMAs (decoded only on gfx942:
+/// the gfx950 object may use gfx950-only VALU encodings such as v_bitop3_b32 outside the loop)
+/// and the MFMAs of one trip (prefetch_depth() blocks: the
+/// loop is unrolled by the prefetch depth).
+fn reduction_kernels_meet_the_resource_goals(tiles: &[DenseTile], check_loop: impl Fn(&str, &[&amdgpu_emu::decode::Inst], u32)) {
     for (arch, bytes) in [("gfx942", fp8gemm::codeobj::GFX942), ("gfx950", fp8gemm::codeobj::GFX950)] {
         let co = CodeObject::parse(bytes).expect("code object parses");
-        for tile in fp8gemm_device::tile::DENSE_SPLITK_TILES {
+        for tile in tiles {
             let k = co.kernel(tile.name).unwrap_or_else(|| panic!("{arch}: {} missing", tile.name));
             let what = format!("{arch} {}", tile.name);
             let (regs, waves) = common_resource_goals(&what, &k.meta);
             let wgs_by_lds = 64 * 1024 / tile.lds_bytes();
             assert!(waves >= wgs_by_lds, "{what}: {regs} registers → {waves} waves/SIMD < {wgs_by_lds} workgroups by LDS");
-            // The main loop (decoded by the gfx942 emulator's decoder: the gfx950 object may use
-            // gfx950-only VALU encodings such as v_bitop3_b32 outside it).
             if arch == "gfx942" {
                 let body = main_loop(&co, tile.name);
-                let mfma = body.iter().filter(|i| amdgpu_emu::decode::is_mai(i.op)).count() as u32;
-                // prefetch_depth() blocks per trip (the loop is unrolled by the prefetch depth).
+                let mfma: Vec<_> = body.iter().filter(|i| amdgpu_emu::decode::is_mai(i.op)).collect();
                 let per_trip = 4 * (tile.block_m / 32) * (tile.block_n / 32) * tile.prefetch_depth();
-                assert_eq!(mfma, per_trip, "{what}: MFMAs per main-loop iteration");
+                check_loop(&what, &mfma, per_trip);
             }
         }
     }
+}
+
+#[test]
+fn splitk_kernels_meet_the_resource_goals() {
+    // The split-K kernels (the dense main loop plus the partial store and the reduction): the
+    // goals above, and the main loop's MFMA count per block unchanged.
+    reduction_kernels_meet_the_resource_goals(&fp8gemm_device::tile::DENSE_SPLITK_TILES, |what, mfma, per_trip| {
+        assert_eq!(mfma.len() as u32, per_trip, "{what}: MFMAs per main-loop iteration");
+    });
 }
 
 #[test]
 fn streamk_kernels_meet_the_resource_goals() {
     // The stream-K kernels (the dense main loop run for one or two pieces, the partial store and
-    // the reduction): no spills, no scratch, all LDS dynamic, launch bound 256, at least as many
-    // waves per SIMD as their LDS lets a CU hold workgroups, and each main-loop copy's MFMA
-    // count per block unchanged.
-    for (arch, bytes) in [("gfx942", fp8gemm::codeobj::GFX942), ("gfx950", fp8gemm::codeobj::GFX950)] {
-        let co = CodeObject::parse(bytes).expect("code object parses");
-        for tile in fp8gemm_device::streamk::STREAMK_TILES {
-            let k = co.kernel(tile.name).unwrap_or_else(|| panic!("{arch}: {} missing", tile.name));
-            let what = format!("{arch} {}", tile.name);
-            let (regs, waves) = common_resource_goals(&what, &k.meta);
-            let wgs_by_lds = 64 * 1024 / tile.lds_bytes();
-            assert!(waves >= wgs_by_lds, "{what}: {regs} registers → {waves} waves/SIMD < {wgs_by_lds} workgroups by LDS");
-            if arch == "gfx942" {
-                // Two pieces: two copies of the main loop; `main_loop` spans from the first
-                // back-edge target to the last back edge, so it holds both (and what lies
-                // between them), i.e. at least twice the MFMAs of one trip, all 16x16x32 FP8.
-                let body = main_loop(&co, tile.name);
-                let mfma: Vec<_> = body.iter().filter(|i| amdgpu_emu::decode::is_mai(i.op)).collect();
-                assert!(mfma.iter().all(|i| i.op.name() == "v_mfma_f32_16x16x32_fp8_fp8"), "{what}");
-                let per_trip = 4 * (tile.block_m / 32) * (tile.block_n / 32) * tile.prefetch_depth();
-                assert!(mfma.len() as u32 >= 2 * per_trip && (mfma.len() as u32).is_multiple_of(per_trip), "{what}: {} MFMAs, trip {per_trip}", mfma.len());
-            }
-        }
-    }
+    // the reduction): the goals above, and each main-loop copy's MFMA count per block unchanged.
+    reduction_kernels_meet_the_resource_goals(&fp8gemm_device::streamk::STREAMK_TILES, |what, mfma, per_trip| {
+        // Two pieces: two copies of the main loop; `main_loop` spans from the first back-edge
+        // target to the last back edge, so it holds both (and what lies between them), i.e. at
+        // least twice the MFMAs of one trip, all 16x16x32 FP8.
+        assert!(mfma.iter().all(|i| i.op.name() == "v_mfma_f32_16x16x32_fp8_fp8"), "{what}");
+        assert!(mfma.len() as u32 >= 2 * per_trip && (mfma.len() as u32).is_multiple_of(per_trip), "{what}: {} MFMAs, trip {per_trip}", mfma.len());
+    });
 }
 
 #[test]
@@ -534,22 +536,7 @@ fn grouped_contiguous_kernels_match_the_definition_and_skip_padding() {
     let untouched: Vec<bool> = idx.iter().map(|&g| g < 0).collect();
     for tile in CONTIGUOUS_TILES {
         let grid = tile.grid(512, n as u32);
-        let args = |a, b, sfa, sfb, d, m_indices| {
-            MGroupedContiguousArgs {
-                a: GlobalPtr::new(a),
-                b: GlobalPtr::new(b),
-                sfa: GlobalPtr::new(sfa),
-                sfb: GlobalPtr::new(sfb),
-                d: GlobalPtr::new(d),
-                m_indices: GlobalPtr::new(m_indices),
-                m_sum: 512,
-                n: n as u32,
-                k: k as u32,
-                groups: groups as u32,
-            }
-            .as_bytes()
-            .to_vec()
-        };
+        let args = contiguous_args(512, n, k, groups);
         let (got, untouched_ok, r) = run_grouped(&co, (tile.name, tile.lds_bytes()), &p.b(), &p, &idx, grid, args, &untouched);
         assert!(untouched_ok, "{}: wrote a padding row or past D", tile.name);
         check_rows(&got, &p.reference_rows(0, 0, 70), 0, n, tile.name);
@@ -573,22 +560,7 @@ fn grouped_masked_kernels_match_the_definition_and_skip_masked_rows() {
     let untouched: Vec<bool> = (0..groups * m_max).map(|i| i % m_max >= masked[i / m_max] as usize).collect();
     for tile in MASKED_TILES {
         let grid = fp8gemm_device::tile::masked_grid(&tile, groups as u32, m_max as u32, n as u32);
-        let args = |a, b, sfa, sfb, d, masked_m| {
-            MGroupedMaskedArgs {
-                a: GlobalPtr::new(a),
-                b: GlobalPtr::new(b),
-                sfa: GlobalPtr::new(sfa),
-                sfb: GlobalPtr::new(sfb),
-                d: GlobalPtr::new(d),
-                masked_m: GlobalPtr::new(masked_m),
-                m_max: m_max as u32,
-                n: n as u32,
-                k: k as u32,
-                groups: groups as u32,
-            }
-            .as_bytes()
-            .to_vec()
-        };
+        let args = masked_args(m_max, n, k, groups);
         let (got, untouched_ok, r) = run_grouped(&co, (tile.name, tile.lds_bytes()), &p.b(), &p, &masked, grid, args, &untouched);
         assert!(untouched_ok, "{}: wrote a masked-out row or past D", tile.name);
         check_rows(&got, &p.reference_rows(0, 0, 150), 0, n, tile.name);
@@ -626,7 +598,6 @@ fn grouped_kernels_share_the_dense_main_loop() {
         let want = loop_mix(&co, dense.name);
         eprintln!("{}: main loop [total, MFMA, VALU, ds_read, ds_write, buffer, waitcnt] = {want:?}", dense.name);
         let dm = &co.kernel(dense.name).unwrap().meta;
-        let waves = |vgpr: u32| (512 / (vgpr.div_ceil(8) * 8)).min(8);
         for tile in [CONTIGUOUS_TILES[i], MASKED_TILES[i]] {
             let got = loop_mix(&co, tile.name);
             eprintln!("{}: main loop {got:?}", tile.name);
@@ -634,7 +605,7 @@ fn grouped_kernels_share_the_dense_main_loop() {
             let m = &co.kernel(tile.name).unwrap().meta;
             assert_eq!((m.vgpr_spill_count, m.sgpr_spill_count, m.private_segment_fixed_size), (0, 0, 0), "{}", tile.name);
             assert_eq!(m.agpr_count, 0, "{}", tile.name);
-            assert_eq!(waves(m.vgpr_count), waves(dm.vgpr_count), "{}: vgpr {} vs {}", tile.name, m.vgpr_count, dm.vgpr_count);
+            assert_eq!(waves_per_simd(m.vgpr_count), waves_per_simd(dm.vgpr_count), "{}: vgpr {} vs {}", tile.name, m.vgpr_count, dm.vgpr_count);
         }
     }
 }
@@ -740,7 +711,6 @@ fn grouped_bs_kernels_meet_the_resource_goals() {
     // No spills, no scratch, all LDS dynamic, the launch bound; the same waves per SIMD as the
     // dense bs kernel of the same height (unified VGPR + AGPR count, `fp8gemm info`'s vgpr
     // column), on both architectures.
-    let waves = |regs: u32| (512 / (regs.div_ceil(8) * 8)).min(8);
     for (arch, bytes) in [("gfx942", fp8gemm::codeobj::GFX942), ("gfx950", fp8gemm::codeobj::GFX950)] {
         let co = CodeObject::parse(bytes).expect("code object parses");
         for tile in CONTIGUOUS_BS_TILES.iter().chain(&MASKED_BS_TILES) {
@@ -749,7 +719,7 @@ fn grouped_bs_kernels_meet_the_resource_goals() {
             common_resource_goals(&what, m);
             let dense = DENSE_BS_TILES.iter().find(|d| d.block_m == tile.block_m).expect("a dense bs tile of the same height");
             let dm = &co.kernel(dense.name).unwrap().meta;
-            assert_eq!(waves(m.vgpr_count), waves(dm.vgpr_count), "{what}: vgpr {} vs {} ({})", m.vgpr_count, dm.vgpr_count, dense.name);
+            assert_eq!(waves_per_simd(m.vgpr_count), waves_per_simd(dm.vgpr_count), "{what}: vgpr {} vs {} ({})", m.vgpr_count, dm.vgpr_count, dense.name);
             eprintln!("{what}: vgpr {} (agpr {}) sgpr {}", m.vgpr_count, m.agpr_count, m.sgpr_count);
         }
     }
@@ -770,12 +740,8 @@ fn bs_kernels_meet_the_resource_goals() {
         for tile in tiles {
             let k = co.kernel(tile.name).unwrap_or_else(|| panic!("{arch}: {} missing", tile.name));
             let what = format!("{arch} {}", tile.name);
-            common_resource_goals(&what, &k.meta);
-            // On gfx90a+ the metadata's vgpr_count is already the unified total (arch VGPRs
-            // rounded to 4, plus AGPRs: LLVM's NumVGPRsForWavesPerEU), so it alone sets the
-            // waves per SIMD.
-            let regs = k.meta.vgpr_count;
-            let waves = (512 / (regs.div_ceil(8) * 8)).min(8);
+            // The unified VGPR + AGPR count alone sets the waves per SIMD.
+            let (regs, waves) = common_resource_goals(&what, &k.meta);
             let want_waves = match tile.block_m {
                 32 => 3,
                 64 => 2,

@@ -9,55 +9,12 @@ mod common;
 use common::*;
 use fp8gemm::config;
 use fp8gemm::layout::WeightLayout;
-use fp8gemm::{fp8_gemm_nt, reference, Context, DeviceActivations, DeviceWeights, Error, GemmRun, Stream};
+use fp8gemm::{fp8_gemm_nt, DeviceActivations, DeviceWeights, Error, Stream};
 use half::bf16;
 use proptest::prelude::*;
 
 /// The bs tiles, `(block_m, block_n)`.
 const BS_TILES: [(u32, u32); 3] = [(32, 128), (64, 128), (128, 128)];
-
-/// Forces `(tile, splits)` for this thread while `f` runs.
-fn forced<T>(tile: Option<(u32, u32)>, splits: Option<u32>, f: impl FnOnce() -> T) -> T {
-    config::force_tile(tile);
-    config::force_split(splits);
-    let r = f();
-    config::force_tile(None);
-    config::force_split(None);
-    r
-}
-
-/// Runs the GEMM with B in `layout` into a D pre-filled with a pattern (so an unwritten element
-/// cannot pass) and returns D and the run.
-fn run_on(ctx: &Context, stream: &Stream, c: &Case, layout: WeightLayout) -> (Vec<bf16>, GemmRun) {
-    let da = DeviceActivations::upload(ctx, &c.qa).unwrap();
-    let db = DeviceWeights::upload_with_layout(ctx, &c.qb, layout).unwrap();
-    assert_eq!(db.view().layout(), layout);
-    let mut dd = ctx.upload(&vec![bf16::from_f32(1234.5); c.m * c.n]).unwrap();
-    let r = fp8_gemm_nt(stream, &da, &db, &mut dd).unwrap_or_else(|e| panic!("{}x{}x{} {layout}: {e}", c.m, c.n, c.k));
-    (dd.download(stream).unwrap(), r)
-}
-
-/// calc_diff < 1e-5 against the dequantized reference and < 1e-3 against the unquantized one,
-/// and every element within bf16 rounding (plus the FP32 summation order) of the dequantized
-/// reference.
-fn assert_accurate(what: &str, c: &Case, got: &[bf16]) {
-    let mut want_q = vec![bf16::ZERO; c.m * c.n];
-    reference::fp8_gemm_nt(&c.qa, &c.qb, &mut want_q).unwrap();
-    let mut want_f = vec![0f32; c.m * c.n];
-    reference::gemm_nt_f32(&c.a, &c.b, c.m, c.n, c.k, &mut want_f).unwrap();
-    let dq = reference::calc_diff(got, &want_q).unwrap();
-    let df = reference::calc_diff(got, &want_f).unwrap();
-    assert!(dq < 1e-5, "{what}: calc_diff vs dequantized {dq:e}");
-    assert!(df < 1e-3, "{what}: calc_diff vs unquantized {df:e}");
-    let rms = (want_q.iter().map(|w| f64::from(w.to_f32()).powi(2)).sum::<f64>() / want_q.len().max(1) as f64).sqrt() as f32;
-    for (i, (g, w)) in got.iter().zip(&want_q).enumerate() {
-        let (g, w) = (g.to_f32(), w.to_f32());
-        // Two bf16 roundings of nearly the same f32 differ by at most one bf16 ulp (2^-7
-        // relative); the reference sums in another FP32 order (a few f32 ulps of the sum).
-        let tol = w.abs() * 2f32.powi(-7) + rms * 1e-5;
-        assert!(g.is_finite() && (g - w).abs() <= tol, "{what}: D[{i}] = {g}, expected {w} (± {tol})");
-    }
-}
 
 /// The bs kernels run the dense loop's MFMAs in the same order on the same bytes and promote
 /// the same way, so their result is the logical-layout (unsplit) kernels' bit for bit.
@@ -76,11 +33,11 @@ fn every_bs_tile_matches_both_references_and_the_logical_kernels() {
     // 4-block scale windows with a partial last one).
     for (m, n, k) in [(1usize, 132usize, 384usize), (33, 196, 640), (130, 260, 1152), (200, 2112, 256)] {
         let c = case(m, n, k, (m * 7 + n + k) as u64);
-        let (logical, r) = forced(None, Some(1), || run_on(&ctx, &stream, &c, WeightLayout::Logical));
+        let (logical, r) = forced(None, Some(1), || run_with_layout(&ctx, &stream, &c, WeightLayout::Logical));
         assert!(r.config.unwrap().kernel.starts_with("fp8_gemm_nt_bm"));
         for tile in BS_TILES {
             let what = format!("{m}x{n}x{k} bs tile {}x{}", tile.0, tile.1);
-            let (got, r) = forced(Some(tile), None, || run_on(&ctx, &stream, &c, WeightLayout::Preshuffled));
+            let (got, r) = forced(Some(tile), None, || run_with_layout(&ctx, &stream, &c, WeightLayout::Preshuffled));
             let cfg = r.config.unwrap();
             assert_eq!((cfg.block_m, cfg.block_n, cfg.splits), (tile.0, tile.1, 1), "{what}");
             assert_eq!(cfg.kernel, format!("fp8_gemm_nt_bs_bm{}_bn128", tile.0), "{what}");
@@ -103,8 +60,8 @@ proptest! {
         let stream = Stream::new(&ctx).unwrap();
         let (n, k) = (4 * n4, 128 * kb);
         let c = case(m, n, k, seed);
-        let (logical, _) = forced(None, Some(1), || run_on(&ctx, &stream, &c, WeightLayout::Logical));
-        let (got, r) = run_on(&ctx, &stream, &c, WeightLayout::Preshuffled);
+        let (logical, _) = forced(None, Some(1), || run_with_layout(&ctx, &stream, &c, WeightLayout::Logical));
+        let (got, r) = run_with_layout(&ctx, &stream, &c, WeightLayout::Preshuffled);
         let cfg = r.config.unwrap();
         let want = if cfg.splits > 1 { "fp8_gemm_nt_splitk_bs_" } else { "fp8_gemm_nt_bs_" };
         prop_assert!(cfg.kernel.starts_with(want), "{} (split {})", cfg.kernel, cfg.splits);
@@ -175,22 +132,17 @@ fn every_bs_split_config_matches_both_references_and_the_unsplit_bs_kernel() {
         let c = case(m, n, k, (m * 5 + n + k) as u64);
         let nkb = (k / 128) as u32;
         for tile in BS_TILES {
-            let (unsplit, r) = forced(Some(tile), Some(1), || run_on(&ctx, &stream, &c, WeightLayout::Preshuffled));
+            let (unsplit, r) = forced(Some(tile), Some(1), || run_with_layout(&ctx, &stream, &c, WeightLayout::Preshuffled));
             assert_eq!(r.config.unwrap().splits, 1);
             for splits in [2, 3, nkb] {
                 let what = format!("{m}x{n}x{k} bs tile {}x{} split {splits}", tile.0, tile.1);
-                let (got, r) = forced(Some(tile), Some(splits), || run_on(&ctx, &stream, &c, WeightLayout::Preshuffled));
+                let (got, r) = forced(Some(tile), Some(splits), || run_with_layout(&ctx, &stream, &c, WeightLayout::Preshuffled));
                 let cfg = r.config.unwrap();
                 assert_eq!(cfg.kernel, format!("fp8_gemm_nt_splitk_bs_bm{}_bn128", tile.0), "{what}");
                 assert_eq!((cfg.splits, cfg.grid), (splits, (m as u32).div_ceil(tile.0) * (n as u32).div_ceil(128) * splits), "{what}");
                 assert_accurate(&what, &c, &got);
                 // The unsplit bs result up to the summation order.
-                let rms = (unsplit.iter().map(|w| f64::from(w.to_f32()).powi(2)).sum::<f64>() / unsplit.len() as f64).sqrt() as f32;
-                for (i, (g, w)) in got.iter().zip(&unsplit).enumerate() {
-                    let (g, w) = (g.to_f32(), w.to_f32());
-                    let tol = w.abs() * 2f32.powi(-7) + rms * 1e-5;
-                    assert!((g - w).abs() <= tol, "{what}: D[{i}] = {g}, unsplit {w}");
-                }
+                assert_elementwise(&format!("{what} vs unsplit"), &got, &unsplit);
             }
         }
     }
@@ -266,7 +218,7 @@ fn device_preshuffled_weights_give_the_same_result() {
     let ctx = checked_context();
     let stream = Stream::new(&ctx).unwrap();
     let c = case(129, 256, 512, 11);
-    let (logical, _) = forced(None, Some(1), || run_on(&ctx, &stream, &c, WeightLayout::Logical));
+    let (logical, _) = forced(None, Some(1), || run_with_layout(&ctx, &stream, &c, WeightLayout::Logical));
     let a = DeviceActivations::upload(&ctx, &c.qa).unwrap();
     let b = DeviceWeights::upload(&ctx, &c.qb).unwrap().to_preshuffled(&stream).unwrap();
     let mut d = ctx.alloc_zeroed::<bf16>(c.m * c.n).unwrap();

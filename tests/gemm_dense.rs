@@ -20,11 +20,7 @@ fn run(ctx: &Context, m: usize, n: usize, k: usize, seed: u64) -> (f64, f64) {
     let r = fp8_gemm_nt(&stream(ctx), &da, &db, &mut dd).unwrap_or_else(|e| panic!("{m}x{n}x{k}: {e}"));
     assert!(r.config.is_some());
     let d = dd.download(&stream(ctx)).unwrap();
-    let mut want_q = vec![bf16::ZERO; m * n];
-    reference::fp8_gemm_nt(&c.qa, &c.qb, &mut want_q).unwrap();
-    let mut want_f = vec![0f32; m * n];
-    reference::gemm_nt_f32(&c.a, &c.b, m, n, k, &mut want_f).unwrap();
-    (reference::calc_diff(&d, &want_q).unwrap(), reference::calc_diff(&d, &want_f).unwrap())
+    (reference::calc_diff(&d, &c.want_dequantized()).unwrap(), reference::calc_diff(&d, &c.want_unquantized()).unwrap())
 }
 
 fn assert_accurate(m: usize, n: usize, k: usize, (dq, df): (f64, f64)) {

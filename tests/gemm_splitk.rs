@@ -10,66 +10,10 @@ use fp8gemm::fp8::E4M3Fnuz;
 use fp8gemm::view::OutputViewMut;
 use fp8gemm::workspace::DEFAULT_STREAM_WORKSPACE_FLOATS;
 use fp8gemm::{
-    fp8_gemm_nt, fp8_gemm_nt_with_workspace, reference, workspace_floats, CaptureMode, Context, DeviceActivations, DeviceWeights,
-    Error, GemmRun, Stream, Workspace,
+    fp8_gemm_nt, fp8_gemm_nt_with_workspace, workspace_floats, Context, DeviceActivations, DeviceWeights,
+    Error, Stream, Workspace,
 };
 use half::bf16;
-
-impl Case {
-    fn want_dequantized(&self) -> Vec<bf16> {
-        let mut w = vec![bf16::ZERO; self.m * self.n];
-        reference::fp8_gemm_nt(&self.qa, &self.qb, &mut w).unwrap();
-        w
-    }
-    fn want_unquantized(&self) -> Vec<f32> {
-        let mut w = vec![0f32; self.m * self.n];
-        reference::gemm_nt_f32(&self.a, &self.b, self.m, self.n, self.k, &mut w).unwrap();
-        w
-    }
-}
-
-/// Forces `(tile, splits)` for this thread while `f` runs.
-fn forced<T>(tile: Option<(u32, u32)>, splits: Option<u32>, f: impl FnOnce() -> T) -> T {
-    config::force_tile(tile);
-    config::force_split(splits);
-    let r = f();
-    config::force_tile(None);
-    config::force_split(None);
-    r
-}
-
-/// Runs the GEMM on `stream` into a D pre-filled with a pattern (so an unwritten element cannot
-/// pass) and returns D and the run.
-fn run_on(ctx: &Context, stream: &Stream, c: &Case) -> (Vec<bf16>, GemmRun) {
-    let da = DeviceActivations::upload(ctx, &c.qa).unwrap();
-    let db = DeviceWeights::upload(ctx, &c.qb).unwrap();
-    let mut dd = ctx.upload(&vec![bf16::from_f32(1234.5); c.m * c.n]).unwrap();
-    let r = fp8_gemm_nt(stream, &da, &db, &mut dd).unwrap_or_else(|e| panic!("{}x{}x{}: {e}", c.m, c.n, c.k));
-    (dd.download(stream).unwrap(), r)
-}
-
-/// calc_diff < 1e-5 against the dequantized reference and < 1e-3 against the unquantized one,
-/// and every element within bf16 rounding (plus the FP32 summation order) of the dequantized
-/// reference.
-fn assert_accurate(what: &str, c: &Case, got: &[bf16]) {
-    let want_q = c.want_dequantized();
-    let dq = reference::calc_diff(got, &want_q).unwrap();
-    let df = reference::calc_diff(got, &c.want_unquantized()).unwrap();
-    assert!(dq < 1e-5, "{what}: calc_diff vs dequantized {dq:e}");
-    assert!(df < 1e-3, "{what}: calc_diff vs unquantized {df:e}");
-    assert_elementwise(what, got, &want_q);
-}
-
-fn assert_elementwise(what: &str, got: &[bf16], want: &[bf16]) {
-    let rms = (want.iter().map(|w| f64::from(w.to_f32()).powi(2)).sum::<f64>() / want.len().max(1) as f64).sqrt() as f32;
-    for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        let (g, w) = (g.to_f32(), w.to_f32());
-        // Two bf16 roundings of nearly the same f32 differ by at most one bf16 ulp (2^-7
-        // relative); the split changes the f32 summation order, a few f32 ulps of the sum.
-        let tol = w.abs() * 2f32.powi(-7) + rms * 1e-5;
-        assert!(g.is_finite() && (g - w).abs() <= tol, "{what}: D[{i}] = {g}, expected {w} (± {tol})");
-    }
-}
 
 #[test]
 fn every_split_config_matches_both_references_and_the_unsplit_kernel() {
@@ -261,54 +205,24 @@ fn the_default_stream_workspace_covers_the_deepseek_decode_shapes() {
 fn two_streams_run_split_k_gemms_at_once() {
     // Each stream owns its workspace: concurrent split-K launches do not share counters or
     // partial slots.
-    let ctx = checked_context();
-    let (s1, s2) = (Stream::new(&ctx).unwrap(), Stream::new(&ctx).unwrap());
-    let (c1, c2) = (case(64, 192, 1024, 21), case(40, 128, 1536, 22));
-    let up = |c: &Case| (DeviceActivations::upload(&ctx, &c.qa).unwrap(), DeviceWeights::upload(&ctx, &c.qb).unwrap());
-    let ((a1, b1), (a2, b2)) = (up(&c1), up(&c2));
-    let mut d1 = ctx.alloc_zeroed::<bf16>(64 * 192).unwrap();
-    let mut d2 = ctx.alloc_zeroed::<bf16>(40 * 128).unwrap();
-    // The emulator runs a stream's queue when it is synchronized: one thread per stream makes
-    // the two streams' split-K launches execute at the same time.
-    std::thread::scope(|sc| {
-        for (s, a, b, d, rows, cols) in [(&s1, &a1, &b1, &mut d1, 64usize, 192usize), (&s2, &a2, &b2, &mut d2, 40, 128)] {
-            sc.spawn(move || {
-                forced(Some((64, 64)), Some(4), || {
-                    for _ in 0..3 {
-                        let r = fp8_gemm_nt(s, a, b, &mut *d).unwrap();
-                        assert_eq!(r.config.unwrap().splits, 4, "{rows}x{cols}");
-                    }
-                });
-                s.synchronize().unwrap();
-            });
-        }
+    two_streams_at_once(|(s, a, b, d), rows| {
+        forced(Some((64, 64)), Some(4), || {
+            for _ in 0..3 {
+                let r = fp8_gemm_nt(s, a, b, &mut *d).unwrap();
+                assert_eq!(r.config.unwrap().splits, 4, "{rows} rows");
+            }
+        })
     });
-    assert_accurate("stream 1", &c1, &d1.download(&s1).unwrap());
-    assert_accurate("stream 2", &c2, &d2.download(&s2).unwrap());
 }
 
 #[test]
 fn a_captured_split_k_gemm_replays_twice() {
     // The counters must be back at 0 after every launch, or the second replay's last
     // workgroup would never see `splits` arrivals and D would keep the fill pattern.
-    let ctx = checked_context();
-    let stream = Stream::new(&ctx).unwrap();
-    let c = case(64, 128, 1024, 31);
-    let da = DeviceActivations::upload(&ctx, &c.qa).unwrap();
-    let db = DeviceWeights::upload(&ctx, &c.qb).unwrap();
-    let mut dd = ctx.alloc_zeroed::<bf16>(64 * 128).unwrap();
-    stream.begin_capture(CaptureMode::Global).unwrap();
-    let r = forced(Some((64, 64)), Some(8), || fp8_gemm_nt(&stream, &da, &db, &mut dd)).unwrap();
-    let exec = stream.end_capture().unwrap().instantiate().unwrap();
-    assert_eq!(r.config.unwrap().splits, 8);
-    let fill = vec![bf16::from_f32(99.0); 64 * 128];
-    for replay in 0..2 {
-        dd.copy_from_host(&stream, &fill).unwrap();
-        // SAFETY: every buffer of the captured launch (operands, D, the stream's workspace) is
-        // alive and used by nothing else.
-        unsafe { exec.launch(&stream) }.unwrap();
-        assert_accurate(&format!("replay {replay}"), &c, &dd.download(&stream).unwrap());
-    }
+    captured_launch_replays_twice(64, 128, |(s, a, b, d)| {
+        let r = forced(Some((64, 64)), Some(8), || fp8_gemm_nt(s, a, b, d)).unwrap();
+        assert_eq!(r.config.unwrap().splits, 8);
+    });
 }
 
 /// Split-K launches of different tile counts on one stream's workspace: the counters of a launch

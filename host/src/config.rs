@@ -1227,43 +1227,39 @@ fn first_sighting(seen: &Mutex<HashSet<GemmConfig>>, config: &GemmConfig) -> boo
     seen.lock().unwrap_or_else(|e| e.into_inner()).insert(*config)
 }
 
+/// The spec among `specs` whose symbol is `config`'s kernel (what every `*_kernel_spec` below
+/// looks up in its own kernel family).
+fn spec_named<A, const N: usize>(specs: [KernelSpec<A>; N], config: &GemmConfig) -> Option<KernelSpec<A>> {
+    specs.into_iter().find(|s| s.name == config.kernel)
+}
+
 /// The launch spec (symbol, workgroup size, argument type) of a dense config's kernel.
 pub fn dense_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<DenseGemmArgs>> {
-    [FP8_GEMM_NT_BM64_BN64, FP8_GEMM_NT_BM64_BN128, FP8_GEMM_NT_BM128_BN128]
-        .into_iter()
-        .find(|s| s.name == config.kernel)
+    spec_named([FP8_GEMM_NT_BM64_BN64, FP8_GEMM_NT_BM64_BN128, FP8_GEMM_NT_BM128_BN128], config)
 }
 
 /// The launch spec of a dense split-K config's kernel.
 pub fn dense_splitk_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<DenseSplitKArgs>> {
-    [FP8_GEMM_NT_SPLITK_BM64_BN64, FP8_GEMM_NT_SPLITK_BM64_BN128, FP8_GEMM_NT_SPLITK_BM128_BN128]
-        .into_iter()
-        .find(|s| s.name == config.kernel)
+    spec_named([FP8_GEMM_NT_SPLITK_BM64_BN64, FP8_GEMM_NT_SPLITK_BM64_BN128, FP8_GEMM_NT_SPLITK_BM128_BN128], config)
 }
 
 /// The launch spec of a dense stream-K config's kernel.
 pub fn dense_streamk_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<DenseStreamKArgs>> {
-    [FP8_GEMM_NT_STREAMK_BM64_BN64, FP8_GEMM_NT_STREAMK_BM64_BN128, FP8_GEMM_NT_STREAMK_BM128_BN128]
-        .into_iter()
-        .find(|s| s.name == config.kernel)
+    spec_named([FP8_GEMM_NT_STREAMK_BM64_BN64, FP8_GEMM_NT_STREAMK_BM64_BN128, FP8_GEMM_NT_STREAMK_BM128_BN128], config)
 }
 
 /// The launch spec of an m-grouped contiguous config's kernel.
 pub fn contiguous_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<MGroupedContiguousArgs>> {
-    [
+    spec_named([
         M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM64_BN64,
         M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM64_BN128,
         M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM128_BN128,
-    ]
-    .into_iter()
-    .find(|s| s.name == config.kernel)
+    ], config)
 }
 
 /// The launch spec of an m-grouped masked config's kernel.
 pub fn masked_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<MGroupedMaskedArgs>> {
-    [M_GROUPED_FP8_GEMM_NT_MASKED_BM64_BN64, M_GROUPED_FP8_GEMM_NT_MASKED_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BM128_BN128]
-        .into_iter()
-        .find(|s| s.name == config.kernel)
+    spec_named([M_GROUPED_FP8_GEMM_NT_MASKED_BM64_BN64, M_GROUPED_FP8_GEMM_NT_MASKED_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BM128_BN128], config)
 }
 
 /// bs tile choice: the 64-row tile once it has at least this many tiles per CU (see
@@ -1464,7 +1460,7 @@ pub fn get_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(G
 
 /// The launch spec of a dense bs config's kernel (B pre-shuffled).
 pub fn dense_bs_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<DenseGemmArgs>> {
-    [FP8_GEMM_NT_BS_BM32_BN128, FP8_GEMM_NT_BS_BM64_BN128, FP8_GEMM_NT_BS_BM128_BN128].into_iter().find(|s| s.name == config.kernel)
+    spec_named([FP8_GEMM_NT_BS_BM32_BN128, FP8_GEMM_NT_BS_BM64_BN128, FP8_GEMM_NT_BS_BM128_BN128], config)
 }
 
 /// How much more work per cycle a CU does with 64-row bs tiles than with 32-row ones once at
@@ -1543,23 +1539,17 @@ pub fn get_grouped_bs_config(desc: &GemmDesc) -> Result<GemmConfig, ConfigError>
 
 /// The launch spec of an m-grouped contiguous bs config's kernel (B pre-shuffled).
 pub fn contiguous_bs_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<MGroupedContiguousArgs>> {
-    [M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM32_BN128, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM64_BN128, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM128_BN128]
-        .into_iter()
-        .find(|s| s.name == config.kernel)
+    spec_named([M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM32_BN128, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM64_BN128, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM128_BN128], config)
 }
 
 /// The launch spec of an m-grouped masked bs config's kernel (B pre-shuffled).
 pub fn masked_bs_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<MGroupedMaskedArgs>> {
-    [M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM32_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM128_BN128]
-        .into_iter()
-        .find(|s| s.name == config.kernel)
+    spec_named([M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM32_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM128_BN128], config)
 }
 
 /// The launch spec of a dense bs split-K config's kernel (B pre-shuffled).
 pub fn dense_splitk_bs_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<DenseSplitKArgs>> {
-    [FP8_GEMM_NT_SPLITK_BS_BM32_BN128, FP8_GEMM_NT_SPLITK_BS_BM64_BN128, FP8_GEMM_NT_SPLITK_BS_BM128_BN128]
-        .into_iter()
-        .find(|s| s.name == config.kernel)
+    spec_named([FP8_GEMM_NT_SPLITK_BS_BM32_BN128, FP8_GEMM_NT_SPLITK_BS_BM64_BN128, FP8_GEMM_NT_SPLITK_BS_BM128_BN128], config)
 }
 
 #[cfg(test)]

@@ -55,6 +55,7 @@ use std::marker::PhantomData;
 
 use fp8gemm_device::args::{GlobalPtr, MGroupedContiguousArgs, MGroupedMaskedArgs};
 use fp8gemm_device::tile;
+use fp8gemm_device::KernelSpec;
 
 use crate::config::{self, GemmDesc};
 use crate::error::{Error, Result};
@@ -352,6 +353,32 @@ pub fn upload_m_indices(ctx: &Context, m_indices: &[i32], groups: usize) -> Resu
     ctx.upload(m_indices)
 }
 
+/// The configuration and kernel of an m-grouped launch (`kind`: "contiguous" or "masked") for
+/// weights in `layout`: the tuned/estimated choice and `logical`'s kernel for logical weights,
+/// the grouped bs choice and `bs`'s kernel for pre-shuffled ones. Both entry points choose
+/// this way.
+fn grouped_config<A>(
+    desc: &GemmDesc,
+    layout: WeightLayout,
+    kind: &str,
+    logical: fn(&config::GemmConfig) -> Option<KernelSpec<A>>,
+    bs: fn(&config::GemmConfig) -> Option<KernelSpec<A>>,
+) -> Result<(config::GemmConfig, KernelSpec<A>)> {
+    let unsupported = |e: config::ConfigError| Error::Unsupported(e.to_string());
+    let (cfg, spec) = match layout {
+        WeightLayout::Logical => {
+            let cfg = config::get_best_config(desc).map_err(unsupported)?;
+            (cfg, logical(&cfg))
+        }
+        WeightLayout::Preshuffled => {
+            let cfg = config::get_grouped_bs_config(desc).map_err(unsupported)?;
+            (cfg, bs(&cfg))
+        }
+    };
+    let spec = spec.ok_or_else(|| Error::Unsupported(format!("configuration {cfg} has no m-grouped {kind} kernel for {layout} weights")))?;
+    Ok((cfg, spec))
+}
+
 /// The checks both entry points share: format, owners, `k`, contiguous A and D.
 fn check_common<F: Fp8Format>(
     stream: &Stream,
@@ -454,18 +481,7 @@ pub fn m_grouped_fp8_gemm_nt_contiguous<'a, F: Fp8Format>(
     check_tensor_bytes("d", m64.saturating_mul(n64).saturating_mul(2))?;
 
     let desc = GemmDesc::m_grouped_contiguous(m32, n as u32, k as u32, g32, ctx.arch());
-    let unsupported = |e: config::ConfigError| Error::Unsupported(e.to_string());
-    let (cfg, spec) = match b.layout {
-        WeightLayout::Logical => {
-            let cfg = config::get_best_config(&desc).map_err(unsupported)?;
-            (cfg, config::contiguous_kernel_spec(&cfg))
-        }
-        WeightLayout::Preshuffled => {
-            let cfg = config::get_grouped_bs_config(&desc).map_err(unsupported)?;
-            (cfg, config::contiguous_bs_kernel_spec(&cfg))
-        }
-    };
-    let spec = spec.ok_or_else(|| Error::Unsupported(format!("configuration {cfg} has no m-grouped contiguous kernel for {} weights", b.layout)))?;
+    let (cfg, spec) = grouped_config(&desc, b.layout, "contiguous", config::contiguous_kernel_spec, config::contiguous_bs_kernel_spec)?;
     let args = MGroupedContiguousArgs {
         a: a.data.device_ptr(),
         b: b.data.device_ptr(),
@@ -541,18 +557,7 @@ pub fn m_grouped_fp8_gemm_nt_masked<'a, F: Fp8Format>(
 
     let expected = u32::try_from(expected_m).unwrap_or(u32::MAX);
     let desc = GemmDesc::m_grouped_masked(m32, n as u32, k as u32, g32, expected, ctx.arch());
-    let unsupported = |e: config::ConfigError| Error::Unsupported(e.to_string());
-    let (cfg, spec) = match b.layout {
-        WeightLayout::Logical => {
-            let cfg = config::get_best_config(&desc).map_err(unsupported)?;
-            (cfg, config::masked_kernel_spec(&cfg))
-        }
-        WeightLayout::Preshuffled => {
-            let cfg = config::get_grouped_bs_config(&desc).map_err(unsupported)?;
-            (cfg, config::masked_bs_kernel_spec(&cfg))
-        }
-    };
-    let spec = spec.ok_or_else(|| Error::Unsupported(format!("configuration {cfg} has no m-grouped masked kernel for {} weights", b.layout)))?;
+    let (cfg, spec) = grouped_config(&desc, b.layout, "masked", config::masked_kernel_spec, config::masked_bs_kernel_spec)?;
     let args = MGroupedMaskedArgs {
         a: a.data.device_ptr(),
         b: b.data.device_ptr(),

@@ -1,9 +1,11 @@
 //! Helpers shared by the GEMM integration tests.
 #![allow(dead_code)] // each test binary uses its own subset
 
+use fp8gemm::config;
 use fp8gemm::fp8::E4M3Fnuz;
+use fp8gemm::layout::WeightLayout;
 use fp8gemm::quant::{QuantizedActivations, QuantizedWeights};
-use fp8gemm::Context;
+use fp8gemm::{fp8_gemm_nt, reference, CaptureMode, Context, DeviceActivations, DeviceBuffer, DeviceWeights, GemmRun, Stream};
 use half::bf16;
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use rand_distr::StandardNormal;
@@ -40,4 +42,123 @@ pub fn case(m: usize, n: usize, k: usize, seed: u64) -> Case {
     let qa = QuantizedActivations::quantize(&a, m, k).unwrap();
     let qb = QuantizedWeights::quantize(&b, n, k).unwrap();
     Case { m, n, k, a, b, qa, qb }
+}
+
+impl Case {
+    /// The dequantized CPU reference ([`reference::fp8_gemm_nt`] of the quantized operands).
+    pub fn want_dequantized(&self) -> Vec<bf16> {
+        let mut w = vec![bf16::ZERO; self.m * self.n];
+        reference::fp8_gemm_nt(&self.qa, &self.qb, &mut w).unwrap();
+        w
+    }
+    /// The unquantized FP32 CPU reference of the BF16-rounded operands.
+    pub fn want_unquantized(&self) -> Vec<f32> {
+        let mut w = vec![0f32; self.m * self.n];
+        reference::gemm_nt_f32(&self.a, &self.b, self.m, self.n, self.k, &mut w).unwrap();
+        w
+    }
+}
+
+/// Forces `(tile, splits)` for this thread while `f` runs.
+pub fn forced<T>(tile: Option<(u32, u32)>, splits: Option<u32>, f: impl FnOnce() -> T) -> T {
+    config::force_tile(tile);
+    config::force_split(splits);
+    let r = f();
+    config::force_tile(None);
+    config::force_split(None);
+    r
+}
+
+/// Runs the GEMM on `stream` with B in `layout` into a D pre-filled with a pattern (so an
+/// unwritten element cannot pass) and returns D and the run.
+pub fn run_with_layout(ctx: &Context, stream: &Stream, c: &Case, layout: WeightLayout) -> (Vec<bf16>, GemmRun) {
+    let da = DeviceActivations::upload(ctx, &c.qa).unwrap();
+    let db = DeviceWeights::upload_with_layout(ctx, &c.qb, layout).unwrap();
+    assert_eq!(db.view().layout(), layout);
+    let mut dd = ctx.upload(&vec![bf16::from_f32(1234.5); c.m * c.n]).unwrap();
+    let r = fp8_gemm_nt(stream, &da, &db, &mut dd).unwrap_or_else(|e| panic!("{}x{}x{} {layout}: {e}", c.m, c.n, c.k));
+    (dd.download(stream).unwrap(), r)
+}
+
+/// [`run_with_layout`] with B in the logical layout ([`DeviceWeights::upload`]).
+pub fn run_on(ctx: &Context, stream: &Stream, c: &Case) -> (Vec<bf16>, GemmRun) {
+    run_with_layout(ctx, stream, c, WeightLayout::Logical)
+}
+
+/// calc_diff < 1e-5 against the dequantized reference and < 1e-3 against the unquantized one,
+/// and every element within bf16 rounding (plus the FP32 summation order) of the dequantized
+/// reference ([`assert_elementwise`]).
+pub fn assert_accurate(what: &str, c: &Case, got: &[bf16]) {
+    let want_q = c.want_dequantized();
+    let dq = reference::calc_diff(got, &want_q).unwrap();
+    let df = reference::calc_diff(got, &c.want_unquantized()).unwrap();
+    assert!(dq < 1e-5, "{what}: calc_diff vs dequantized {dq:e}");
+    assert!(df < 1e-3, "{what}: calc_diff vs unquantized {df:e}");
+    assert_elementwise(what, got, &want_q);
+}
+
+/// Every element of `got` finite and within one bf16 ulp (2^-7 relative) of `want` plus
+/// `1e-5 ×` want's RMS: two bf16 roundings of nearly the same f32 differ by at most one bf16
+/// ulp, and a split, stream-K pieces or the reference's own order change the f32 summation
+/// order (a few f32 ulps of the sum).
+pub fn assert_elementwise(what: &str, got: &[bf16], want: &[bf16]) {
+    let rms = (want.iter().map(|w| f64::from(w.to_f32()).powi(2)).sum::<f64>() / want.len().max(1) as f64).sqrt() as f32;
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        let (g, w) = (g.to_f32(), w.to_f32());
+        let tol = w.abs() * 2f32.powi(-7) + rms * 1e-5;
+        assert!(g.is_finite() && (g - w).abs() <= tol, "{what}: D[{i}] = {g}, expected {w} (± {tol})");
+    }
+}
+
+/// The operands and output of one launch on a stream.
+pub type Launch<'a> = (&'a Stream, &'a DeviceActivations<E4M3Fnuz>, &'a DeviceWeights<E4M3Fnuz>, &'a mut DeviceBuffer<bf16>);
+
+/// Two streams, each owning its workspace, run `launch` (which forces its own config: forcing is
+/// per thread) at the same time on two problems (64×192×1024 and 40×128×1536), one thread per
+/// stream (the emulator runs a stream's queue when it is synchronized, so both streams' launches
+/// execute at once); both results must pass [`assert_accurate`]. `launch` gets the stream, the
+/// operands, D and the problem's row count (for messages).
+pub fn two_streams_at_once(launch: impl Fn(Launch<'_>, usize) + Sync) {
+    let ctx = checked_context();
+    let (s1, s2) = (Stream::new(&ctx).unwrap(), Stream::new(&ctx).unwrap());
+    let (c1, c2) = (case(64, 192, 1024, 21), case(40, 128, 1536, 22));
+    let up = |c: &Case| (DeviceActivations::upload(&ctx, &c.qa).unwrap(), DeviceWeights::upload(&ctx, &c.qb).unwrap());
+    let ((a1, b1), (a2, b2)) = (up(&c1), up(&c2));
+    let mut d1 = ctx.alloc_zeroed::<bf16>(64 * 192).unwrap();
+    let mut d2 = ctx.alloc_zeroed::<bf16>(40 * 128).unwrap();
+    let launch = &launch;
+    std::thread::scope(|sc| {
+        for (s, a, b, d, rows) in [(&s1, &a1, &b1, &mut d1, 64usize), (&s2, &a2, &b2, &mut d2, 40)] {
+            sc.spawn(move || {
+                launch((s, a, b, d), rows);
+                s.synchronize().unwrap();
+            });
+        }
+    });
+    assert_accurate("stream 1", &c1, &d1.download(&s1).unwrap());
+    assert_accurate("stream 2", &c2, &d2.download(&s2).unwrap());
+}
+
+/// Captures `launch` (which forces its config and checks the run it returns) of the
+/// `m × n × 1024` case drawn from seed 31 into a graph, then replays it twice into a D refilled
+/// with a pattern each time; both replays must pass [`assert_accurate`] (so the launch leaves
+/// whatever it needs, e.g. arrival counters, re-armed).
+pub fn captured_launch_replays_twice(m: usize, n: usize, launch: impl FnOnce(Launch<'_>)) {
+    let ctx = checked_context();
+    let stream = Stream::new(&ctx).unwrap();
+    let c = case(m, n, 1024, 31);
+    let da = DeviceActivations::upload(&ctx, &c.qa).unwrap();
+    let db = DeviceWeights::upload(&ctx, &c.qb).unwrap();
+    let mut dd = ctx.alloc_zeroed::<bf16>(m * n).unwrap();
+    stream.begin_capture(CaptureMode::Global).unwrap();
+    launch((&stream, &da, &db, &mut dd));
+    let exec = stream.end_capture().unwrap().instantiate().unwrap();
+    let fill = vec![bf16::from_f32(99.0); m * n];
+    for replay in 0..2 {
+        dd.copy_from_host(&stream, &fill).unwrap();
+        // SAFETY: every buffer of the captured launch (operands, D, the stream's workspace) is
+        // alive and used by nothing else.
+        unsafe { exec.launch(&stream) }.unwrap();
+        assert_accurate(&format!("replay {replay}"), &c, &dd.download(&stream).unwrap());
+    }
 }
