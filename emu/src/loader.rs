@@ -82,7 +82,8 @@ pub struct KernelMeta {
     pub wavefront_size: u32,
     /// `.sgpr_count`.
     pub sgpr_count: u32,
-    /// `.vgpr_count` (architectural VGPRs).
+    /// `.vgpr_count`: on gfx90a and later the unified register count, arch VGPRs (rounded up to
+    /// 4) plus AGPRs (LLVM AMDGPUUsage, code object metadata; e.g. 9 VGPRs + 32 AGPRs → 44).
     pub vgpr_count: u32,
     /// `.agpr_count`.
     pub agpr_count: u32,
