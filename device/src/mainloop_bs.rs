@@ -118,7 +118,20 @@ pub(crate) mod imp {
         keep_row: impl Fn(u32) -> bool,
         epi: &E,
     ) {
+        tile_gemm_bs_with::<FM, A2, AHEAD, false, E>(job, keep_row, epi)
+    }
+
+    /// [`tile_gemm_bs`] with the A path chosen by `DMA`: `false` stages A through registers
+    /// (`A2`, `AHEAD` as documented); `true` loads it straight into LDS with
+    /// `buffer_load_dword … lds` (module docs, "Direct-to-LDS A"; `A2`, `AHEAD` must be false).
+    #[inline(always)]
+    pub(crate) fn tile_gemm_bs_with<const FM: usize, const A2: bool, const AHEAD: bool, const DMA: bool, E: Epilogue>(
+        job: &TileJob,
+        keep_row: impl Fn(u32) -> bool,
+        epi: &E,
+    ) {
         const { assert!(FM == 2 || FM == 4 || FM == 8) };
+        const { assert!(!DMA || (!A2 && !AHEAD)) };
         let bm = 16 * FM as u32;
         let stage = bm * ROW;
         let (n, m0, n0, lda, ldsf, nkb) = (job.n, job.m0, job.n0, job.lda, job.ldsf, job.nkb);
@@ -253,6 +266,122 @@ pub(crate) mod imp {
         let (mut b0, mut b1) = (zb(), zb());
         let (mut ga0, mut ga1) = ([U32x4([0; 4]); FM], [U32x4([0; 4]); FM]);
         let (mut a0, mut a1): (ARegs<FM>, ARegs<FM>) = ([[[0; 2]; FM]; 2], [[[0; 2]; FM]; 2]);
+        // Direct-to-LDS A (DMA): wave w's load q (0 .. 2·FM) writes LDS rows 8q + 2w + (l >> 5)
+        // of a stage, lane l the dword at physical byte 4·(l & 31) of its row, i.e. physical
+        // chunk pc = (l & 31) >> 2, which holds logical chunk (pc − rot(row)) & 7 of
+        // `block_swizzle` (rot(row) depends on row & 3 = (2w + (l >> 5)) & 3 only, the same for
+        // every q): the lane loads that chunk's dword l & 3 from global memory, so the stage
+        // holds exactly the layout the register path writes and `read_a` is unchanged.
+        let dma_row = 2 * wave + (lane >> 5);
+        // (−rot(row)) mod 8 for row & 3 = 0, 1, 2, 3 (rot = 0, 1, 4, 5) as nibbles of a constant: a
+        // subtraction here became `v_subrev_u16`, which the emulator does not implement.
+        let dma_chunk = (((lane & 31) >> 2) + ((0x3470 >> (4 * (dma_row & 3))) & 15)) & 7;
+        let mut dma_voff = [[0u32; 4]; FM];
+        unroll!(p < FM / 2 => {
+            unroll!(h < 4 => {
+                let q = 4 * p + h;
+                dma_voff[p][h] = (m0 + 8 * q as u32 + dma_row) * lda + k0 + 16 * dma_chunk + 4 * (lane & 3);
+            });
+        });
+        let load_dma = #[inline(always)]
+        |i: u32, st: u32| {
+            unroll!(p < FM / 2 => {
+                unroll!(h < 4 => {
+                    let q = 4 * p + h;
+                    // SAFETY: the LDS offset is wave-uniform (wave is readfirstlane'd), 4-byte
+                    // aligned, and its 256 bytes (rows 8q + 2w, 8q + 2w + 1) lie inside stage st
+                    // (8q + 2w + 2 ≤ 16·FM rows), so below 2·stage ≤ the launch's sharedMemBytes;
+                    // every wave has passed the barrier after its last read of this stage and
+                    // nobody reads it before the next `lds_barrier_vm`. rs_a covers exactly the
+                    // problem's A; the whole offset is in voffset, so tail rows and blocks past
+                    // the job's end on the last row read 0, others in-range bytes of A.
+                    unsafe { buffer_load_lds_b32(rs_a, st * stage + (8 * q as u32 + 2 * wave) * ROW, dma_voff[p][h] + i * SCALE_BLOCK_K, 0) };
+                });
+            });
+        };
+        // One DMA block `i` (j = i mod 4): the barrier (vmcnt(0) first: it publishes A(i),
+        // loaded into LDS by every wave during the previous block, the previous block's SFA
+        // writes, and tells every wave that all have read the stage this block overwrites);
+        // the next block's B; A(i)'s fragments and this block's SFA from LDS; *then* A(i + 1)
+        // straight into the other stage (after every LDS read of the block, so that LLVM's
+        // wait for an LDS DMA before a possibly aliasing LDS access never delays this block);
+        // MFMAs; promotion.
+        macro_rules! step_dma {
+            ($i:expr, $j:expr, $bcur:expr, $bnext:expr) => {{
+                let (i, j): (u32, u32) = ($i, $j);
+                let (bcur, bnext): (&BRegs, &mut BRegs) = ($bcur, $bnext);
+                lds_barrier_vm();
+                if j == 0 {
+                    sfb = sfb_next;
+                }
+                if j == 1 {
+                    load_scales(i + 3, &mut sfa_ld, &mut sfb_next);
+                }
+                load_b(i + 1, bnext);
+                let mut af: ARegs<FM> = [[[0; 2]; FM]; 2];
+                read_a(j & 1, &mut af);
+                let mut s_a = [0f32; FM];
+                unroll!(fm < FM => {
+                    // SAFETY: inside this window's region, written before a barrier.
+                    s_a[fm] = f32::from_bits(unsafe { lds_read_b32(sfa_region(window & 1) + SFA_REGION * fm as u32 + sf_read + 64 * j) });
+                });
+                if j == 3 {
+                    write_scales((window + 1) & 1, &sfa_ld);
+                }
+                sched_fence();
+                load_dma(i + 1, (j + 1) & 1);
+                sched_fence();
+                let mut part = [[F32x4::zero(); FN]; FM];
+                mfmas(0, &af, bcur, &mut part);
+                mfmas(1, &af, bcur, &mut part);
+                sched_fence();
+                let s_b = f32::from_bits(readlane_dyn(sfb.to_bits(), 16 * j)) * tile::PROMOTION_DOWN;
+                unroll!(fm < FM => {
+                    let s = s_a[fm] * s_b;
+                    unroll!(f < FN => {
+                        acc[fm][f] = part[fm][f].fma_splat(s, acc[fm][f]);
+                    });
+                });
+                if j == 3 {
+                    window += 1;
+                }
+            }};
+        }
+
+        if DMA {
+            // Prologue: window 0's scales, B(0), A(0) into stage 0 (published by block 0's
+            // opening barrier).
+            load_scales(0, &mut sfa_ld, &mut sfb_next);
+            write_scales(0, &sfa_ld);
+            load_b(0, &mut b0);
+            load_dma(0, 0);
+            let mut i = 0;
+            while i < nkb {
+                step_dma!(i, 0, &b0, &mut b1);
+                if i + 1 >= nkb {
+                    break;
+                }
+                step_dma!(i + 1, 1, &b1, &mut b0);
+                if i + 2 >= nkb {
+                    break;
+                }
+                step_dma!(i + 2, 2, &b0, &mut b1);
+                if i + 3 >= nkb {
+                    break;
+                }
+                step_dma!(i + 3, 3, &b1, &mut b0);
+                i += 4;
+            }
+            unroll!(fm < FM => {
+                let row = row_of(fm);
+                unroll!(f < FN => {
+                    let col = n0 + 32 * wave + 16 * f as u32 + 4 * (lane >> 4);
+                    epi.store(row, col, col < n && keep[fm], acc[fm][f]);
+                });
+            });
+            return;
+        }
+
         // A is written to LDS `W` blocks ahead of its MFMAs (AHEAD: its fragments are read one
         // block ahead, so the stage must be ready a block earlier) and loaded from global
         // memory `L` blocks ahead (A2: one block earlier than it is written).
@@ -334,6 +463,7 @@ pub(crate) mod imp {
             }};
         }
 
+
         let mut i = 0;
         while i < nkb {
             step!(i, 0, &b0, &mut b1, &mut ga0, &ga1, &a0, &mut a1);
@@ -365,29 +495,29 @@ pub(crate) mod imp {
     /// The dense bs kernels: the dense grid and tile order ([`dense_job`]) over the
     /// pre-shuffled B.
     #[inline(always)]
-    pub fn gemm_bs<const FM: usize, const A2: bool, const AHEAD: bool>(args: DenseGemmArgs) {
+    pub fn gemm_bs<const FM: usize, const A2: bool, const AHEAD: bool, const DMA: bool>(args: DenseGemmArgs) {
         let Some((mut job, epi)) = dense_job(&args, 16 * FM as u32, 128) else { return };
         job.rs_b = BufferResource::new(args.b.addr(), tile::shuffled_b_bytes(args.n as u64, args.k as u64) as u32);
-        tile_gemm_bs::<FM, A2, AHEAD, _>(&job, |_| true, &epi);
+        tile_gemm_bs_with::<FM, A2, AHEAD, DMA, _>(&job, |_| true, &epi);
     }
 }
 
 /// bs (pre-shuffled B) 32 × 128 tile: small M.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_bs_bm32_bn128(args: DenseGemmArgs) {
-    imp::gemm_bs::<2, true, true>(args)
+    imp::gemm_bs::<2, false, false, true>(args)
 }
 
 /// bs (pre-shuffled B) 64 × 128 tile: medium M.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_bs_bm64_bn128(args: DenseGemmArgs) {
-    imp::gemm_bs::<4, true, false>(args)
+    imp::gemm_bs::<4, false, false, true>(args)
 }
 
 /// bs (pre-shuffled B) 128 × 128 tile: large M.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_bs_bm128_bn128(args: DenseGemmArgs) {
-    imp::gemm_bs::<8, true, false>(args)
+    imp::gemm_bs::<8, false, false, true>(args)
 }
 
 /// bs split-K, 32 × 128 tile (decode: few tiles, long K; the split-K protocol of
