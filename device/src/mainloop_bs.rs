@@ -276,13 +276,11 @@ pub(crate) mod imp {
         // (−rot(row)) mod 8 for row & 3 = 0, 1, 2, 3 (rot = 0, 1, 4, 5) as nibbles of a constant: a
         // subtraction here became `v_subrev_u16`, which the emulator does not implement.
         let dma_chunk = (((lane & 31) >> 2) + ((0x3470 >> (4 * (dma_row & 3))) & 15)) & 7;
-        let mut dma_voff = [[0u32; 4]; FM];
-        unroll!(p < FM / 2 => {
-            unroll!(h < 4 => {
-                let q = 4 * p + h;
-                dma_voff[p][h] = (m0 + 8 * q as u32 + dma_row) * lda + k0 + 16 * dma_chunk + 4 * (lane & 3);
-            });
-        });
+        // One per-lane base offset; each load adds its row group and block as one wave-uniform
+        // value (readfirstlane: kept opaque so that LLVM does not hoist 2·FM loop-invariant
+        // per-lane sums into 2·FM VGPRs, which spilled at FM = 8). The whole offset stays in
+        // voffset (the range check ignores soffset).
+        let dma_base = (m0 + dma_row) * lda + k0 + 16 * dma_chunk + 4 * (lane & 3);
         let load_dma = #[inline(always)]
         |i: u32, st: u32| {
             unroll!(p < FM / 2 => {
@@ -295,7 +293,7 @@ pub(crate) mod imp {
                     // nobody reads it before the next `lds_barrier_vm`. rs_a covers exactly the
                     // problem's A; the whole offset is in voffset, so tail rows and blocks past
                     // the job's end on the last row read 0, others in-range bytes of A.
-                    unsafe { buffer_load_lds_b32(rs_a, st * stage + (8 * q as u32 + 2 * wave) * ROW, dma_voff[p][h] + i * SCALE_BLOCK_K, 0) };
+                    unsafe { buffer_load_lds_b32(rs_a, st * stage + (8 * q as u32 + 2 * wave) * ROW, dma_base + readfirstlane_u32(8 * q as u32 * lda + i * SCALE_BLOCK_K), 0) };
                 });
             });
         };
@@ -505,18 +503,38 @@ pub(crate) mod imp {
 /// bs (pre-shuffled B) 32 × 128 tile: small M.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_bs_bm32_bn128(args: DenseGemmArgs) {
-    imp::gemm_bs::<2, false, false, true>(args)
+    imp::gemm_bs::<2, true, true, false>(args)
 }
 
 /// bs (pre-shuffled B) 64 × 128 tile: medium M.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_bs_bm64_bn128(args: DenseGemmArgs) {
-    imp::gemm_bs::<4, false, false, true>(args)
+    imp::gemm_bs::<4, true, false, false>(args)
 }
 
 /// bs (pre-shuffled B) 128 × 128 tile: large M.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_bs_bm128_bn128(args: DenseGemmArgs) {
+    imp::gemm_bs::<8, true, false, false>(args)
+}
+
+/// bs 32 × 128 tile with **direct-to-LDS A** (module docs, "Direct-to-LDS A"): an experiment,
+/// selected only by `config::force_bs_dma` / `FP8GEMM_BS_DMA=1` (slower than the default on
+/// the measured shapes).
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn fp8_gemm_nt_bs_dma_bm32_bn128(args: DenseGemmArgs) {
+    imp::gemm_bs::<2, false, false, true>(args)
+}
+
+/// bs 64 × 128 tile with direct-to-LDS A (experiment, as [`fp8_gemm_nt_bs_dma_bm32_bn128`]).
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn fp8_gemm_nt_bs_dma_bm64_bn128(args: DenseGemmArgs) {
+    imp::gemm_bs::<4, false, false, true>(args)
+}
+
+/// bs 128 × 128 tile with direct-to-LDS A (experiment, as [`fp8_gemm_nt_bs_dma_bm32_bn128`]).
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn fp8_gemm_nt_bs_dma_bm128_bn128(args: DenseGemmArgs) {
     imp::gemm_bs::<8, false, false, true>(args)
 }
 
