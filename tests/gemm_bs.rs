@@ -105,7 +105,7 @@ fn every_bs_dma_tile_matches_both_references_and_the_logical_kernels() {
     for (m, n, k) in [(1usize, 132usize, 384usize), (33, 196, 640), (130, 260, 1152), (200, 2112, 256)] {
         let c = case(m, n, k, (m * 5 + n + k) as u64);
         let (logical, _) = forced(None, Some(1), || run_on(&ctx, &stream, &c, WeightLayout::Logical));
-        for tile in BS_TILES {
+        for tile in [(32, 128), (64, 128)] {
             let what = format!("{m}x{n}x{k} bs dma tile {}x{}", tile.0, tile.1);
             config::force_bs_dma(Some(true));
             let (got, r) = forced(Some(tile), Some(1), || run_on(&ctx, &stream, &c, WeightLayout::Preshuffled));
@@ -116,6 +116,16 @@ fn every_bs_dma_tile_matches_both_references_and_the_logical_kernels() {
             assert_same_bits(&what, &got, &logical);
         }
     }
+    // No 128-row direct-to-LDS kernel: forcing it is a typed error naming the tile.
+    let c = case(130, 260, 384, 7);
+    config::force_bs_dma(Some(true));
+    let db = DeviceWeights::upload_with_layout(&ctx, &c.qb, WeightLayout::Preshuffled).unwrap();
+    let da = DeviceActivations::upload(&ctx, &c.qa).unwrap();
+    let mut dd = ctx.upload(&vec![bf16::ZERO; c.m * c.n]).unwrap();
+    let e = forced(Some((128, 128)), Some(1), || fp8_gemm_nt(&stream, &da, &db, &mut dd)).unwrap_err();
+    config::force_bs_dma(None);
+    let msg = e.to_string();
+    assert!(msg.contains("128x128 with direct-to-LDS A") && msg.contains("32x128, 64x128"), "{msg}");
     stream.synchronize().unwrap();
 }
 

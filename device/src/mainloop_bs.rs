@@ -532,12 +532,6 @@ pub fn fp8_gemm_nt_bs_dma_bm64_bn128(args: DenseGemmArgs) {
     imp::gemm_bs::<4, false, false, true>(args)
 }
 
-/// bs 128 × 128 tile with direct-to-LDS A (experiment, as [`fp8_gemm_nt_bs_dma_bm32_bn128`]).
-#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
-pub fn fp8_gemm_nt_bs_dma_bm128_bn128(args: DenseGemmArgs) {
-    imp::gemm_bs::<8, false, false, true>(args)
-}
-
 /// bs split-K, 32 × 128 tile (decode: few tiles, long K; the split-K protocol of
 /// [`crate::dense`], "Split-K").
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]

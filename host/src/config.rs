@@ -62,7 +62,7 @@ use std::sync::{Mutex, OnceLock};
 
 use fp8gemm_device::args::{DenseGemmArgs, DenseSplitKArgs, MGroupedContiguousArgs, MGroupedMaskedArgs};
 use fp8gemm_device::mainloop_bs::{
-    FP8_GEMM_NT_BS_BM128_BN128, FP8_GEMM_NT_BS_BM32_BN128, FP8_GEMM_NT_BS_BM64_BN128, FP8_GEMM_NT_BS_DMA_BM128_BN128,
+    FP8_GEMM_NT_BS_BM128_BN128, FP8_GEMM_NT_BS_BM32_BN128, FP8_GEMM_NT_BS_BM64_BN128,
     FP8_GEMM_NT_BS_DMA_BM32_BN128, FP8_GEMM_NT_BS_DMA_BM64_BN128, FP8_GEMM_NT_SPLITK_BS_BM128_BN128,
     FP8_GEMM_NT_SPLITK_BS_BM32_BN128, FP8_GEMM_NT_SPLITK_BS_BM64_BN128,
 };
@@ -1342,7 +1342,12 @@ pub fn get_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(G
         let name = if splits > 1 {
             tile::DENSE_SPLITK_BS_TILES[i].name
         } else if forced_bs_dma() {
-            tile::DENSE_BS_DMA_TILES[i].name
+            let d = tile::DENSE_BS_DMA_TILES.iter().find(|d| (d.block_m, d.block_n) == (t.block_m, t.block_n));
+            d.ok_or_else(|| ConfigError::ForcedTile {
+                tile: format!("{}x{} with direct-to-LDS A (FP8GEMM_BS_DMA or config::force_bs_dma)", t.block_m, t.block_n),
+                available: "32x128, 64x128 (direct-to-LDS A)",
+            })?
+            .name
         } else {
             t.name
         };
@@ -1400,7 +1405,6 @@ pub fn dense_bs_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<DenseGemmA
         FP8_GEMM_NT_BS_BM128_BN128,
         FP8_GEMM_NT_BS_DMA_BM32_BN128,
         FP8_GEMM_NT_BS_DMA_BM64_BN128,
-        FP8_GEMM_NT_BS_DMA_BM128_BN128,
     ]
     .into_iter()
     .find(|s| s.name == config.kernel)
