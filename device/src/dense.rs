@@ -173,8 +173,8 @@
 //!
 //! AMD's pre-shuffled 128 × 128 asm kernel on the same model: 875.7 TFLOPS at 4096×2048×7168 on
 //! MI325X (measured on an MI325X: 923.6); the bs kernels reach 751 there, the logical ones 657.
-//! The bs rule (`config::get_bs_config_for_workspace`): 64 × 128 from 8 of its tiles per CU,
-//! else 32 × 128, split-K (the bs split-K twins `fp8_gemm_nt_splitk_bs_*`, this module's
+//! The bs rule (`config::get_bs_config_for_workspace`): 64 × 128 from 8 of its tiles per CU or
+//! where its rounds are modelled shorter, else 32 × 128, split-K (the bs split-K twins `fp8_gemm_nt_splitk_bs_*`, this module's
 //! protocol over the bs loop) up to one workgroup per CU when there are fewer tiles than CUs.
 //! Slower than the logical kernels: 128×2112×7168 (5 %), and 4096×7168×2048 had the 32-row tile
 //! been chosen.

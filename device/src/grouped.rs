@@ -93,6 +93,30 @@
 //! arbitration 18 %, barrier 14 %; VMEM/L1 72 % and L2 78 % busy) — the loop, not the grouped
 //! wrapper, is where the remaining time is.
 
+//!
+//! # Pre-shuffled B: the grouped bs kernels
+//!
+//! `m_grouped_fp8_gemm_nt_{contiguous,masked}_bs_bm{32,64,128}_bn128` take B pre-shuffled per
+//! group (group `g` at byte `g · shuffled_b_bytes(n, k)`) and run the bs loop
+//! ([`crate::mainloop_bs`]) on the same per-tile jobs (`BS = true` in `contiguous` / `masked`;
+//! the existing kernels are unchanged, `BS = false`). Bit-identical to the logical kernels
+//! (`tests/gemm_bs.rs`). Timing model (*modelled*, `fp8gemm profile --layout … --scope xcd`,
+//! `FP8GEMM_PRESHUFFLED=1` for bs, the configs' choices), TFLOPS, MI300X / MI325X:
+//!
+//! | problem (groups × rows, n, k) | logical | bs (tile) |
+//! |---|---|---|
+//! | contiguous 4 × 8192, 4096, 7168 | 817 / 817 | **860 / 860** (64) |
+//! | contiguous 8 × 4096, 4096, 7168 | 818 / 818 | **860 / 860** (64) |
+//! | contiguous 4 × 8192, 7168, 2048 | **710 / 711** | 710 / 706 (64) |
+//! | contiguous 8 × 4096, 7168, 2048 | **710 / 710** | 704 / 704 (64) |
+//! | masked 1 × 1024, 4096, 7168 | 608 / 610 | **671 / 670** (64) |
+//! | masked 2 × 512, 4096, 7168 | 351 / 351 | **444 / 444** (64) |
+//! | masked 4 × 256, 4096, 7168 | 355 / 355 | **443 / 443** (64) |
+//! | masked 1 × 1024, 7168, 2048 | 483 / 484 | **498 / 502** (32) |
+//! | masked 4 × 256, 7168, 2048 | 337 / 337 | **471 / 471** (32) |
+//!
+//! Issue 12's contiguous goal (≥ 900 TFLOPS) is not reached: 860.
+
 use crate::amdgpu_kernel;
 use crate::args::{MGroupedContiguousArgs, MGroupedMaskedArgs};
 

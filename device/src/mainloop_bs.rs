@@ -2,8 +2,8 @@
 //! straight from global memory into the MFMA operand registers, only A staged in LDS, and the
 //! dense kernels `fp8_gemm_nt_bs_bm{32,64,128}_bn128` built on it (arguments: [`DenseGemmArgs`]
 //! with `b` pointing at the pre-shuffled B, [`crate::tile::shuffled_b_bytes`] bytes; tiles:
-//! [`crate::tile::DENSE_BS_TILES`], split-K twins [`crate::tile::DENSE_SPLITK_BS_TILES`]). The host
-//! runs them for a pre-shuffled `WeightsView`.
+//! [`crate::tile::DENSE_BS_TILES`], split-K twins [`crate::tile::DENSE_SPLITK_BS_TILES`]; the
+//! m-grouped twins are in [`crate::grouped`]). The host runs them for pre-shuffled weights.
 //!
 //! # Structure of one workgroup (256 work-items = 4 waves, **1 × 4** over a `BM × 128` tile)
 //!

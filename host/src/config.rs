@@ -1212,7 +1212,7 @@ fn print_once(desc: &GemmDesc, config: &GemmConfig, why: Choice, limited: Option
         let why = match why {
             Choice::Forced => "forced tile / split / stream-K (FP8GEMM_FORCE_TILE, FP8GEMM_FORCE_SPLIT, FP8GEMM_FORCE_STREAMK)".to_string(),
             Choice::BsRule(per_cu) => format!(
-                "pre-shuffled B: bs rule ({per_cu:.2} tiles per CU; 64-row tile from {BS_BM64_TILES_PER_CU} of its tiles per CU, split-K below 1)"
+                "pre-shuffled B: bs rule ({per_cu:.2} tiles per CU; 64-row tile from {BS_BM64_TILES_PER_CU} of its tiles per CU or where its rounds are shorter, split-K below 1)"
             ),
             Choice::GroupedBsRule(r32, r64) => format!(
                 "pre-shuffled B: m-grouped bs rule (rows on the busiest CU: {r32} with 32-row tiles, {r64} with 64-row tiles; 64-row tiles count {BS_BM64_GAIN}× faster when each CU gets at least 2 of them)"
@@ -1285,9 +1285,27 @@ pub fn masked_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<MGroupedMask
         .find(|s| s.name == config.kernel)
 }
 
-/// bs tile choice: the 64-row tile once it has at least this many tiles per CU, else the
-/// 32-row tile (see [`get_bs_config`]).
-const BS_BM64_TILES_PER_CU: u32 = 8;
+/// bs tile choice: the 64-row tile once it has at least this many tiles per CU (see
+/// [`bs_tile_rule`]).
+pub const BS_BM64_TILES_PER_CU: u32 = 8;
+
+/// The bs tile (index into the bs tile tables: 0 = 32 × 128, 1 = 64 × 128) for a problem of
+/// `tiles32` / `tiles64` working tiles of each on `cus` CUs. With at least
+/// [`BS_BM64_TILES_PER_CU`] 64-row tiles per CU (many rounds: throughput, where the 64-row
+/// tile's operand reuse wins) the 64-row tile; below, the smaller of the per-round estimates
+/// `⌈tiles32 / (3·CUs)⌉ · 0.95` and `⌈tiles64 / (2·CUs)⌉ · (1.52 with two workgroups per CU,
+/// 1.1 alone)` — modelled µs per 128-K block of one round of each tile (3 and 2 workgroups per
+/// CU by registers), read off the timing model at 4096×2048×7168, 1024×2048×7168 and the masked
+/// 1 × 1024 × 4096 × 7168 (MI300X/MI325X). The 128-row tile (1 wave per SIMD) is never chosen.
+pub fn bs_tile_rule(tiles32: u64, tiles64: u64, cus: u32) -> usize {
+    let cus = u64::from(cus);
+    if tiles64 >= u64::from(BS_BM64_TILES_PER_CU) * cus {
+        return 1;
+    }
+    let est32 = tiles32.div_ceil(3 * cus) as f64 * 0.95;
+    let est64 = tiles64.div_ceil(2 * cus) as f64 * if tiles64 > cus { 1.52 } else { 1.1 };
+    usize::from(est64 < est32)
+}
 
 /// Chooses the bs kernel (B pre-shuffled straight to registers, [`fp8gemm_device::mainloop_bs`])
 /// of a dense problem, as [`get_bs_config_for_workspace`] with unlimited workspace.
@@ -1299,13 +1317,10 @@ pub fn get_bs_config(desc: &GemmDesc) -> Result<GemmConfig, ConfigError> {
 /// workspace.
 ///
 /// **Tile**: the one forced with [`force_tile`] / `FP8GEMM_FORCE_TILE` (32x128, 64x128 or
-/// 128x128), else the 64 × 128 tile when the problem has at least 8 of them per CU and the
-/// 32 × 128 tile otherwise. A rule read off the timing model (`fp8gemm profile`, MI300X,
-/// modelled TFLOPS 32 / 64 / 128-row tile): 4096×7168×2048 (11.8 bm64 tiles per CU) 637 / 688
-/// / 561, 4096×2112×7168 (3.6) 717 / 727 / 614, 4096×2048×7168 (3.4) 742 / 706 / 595,
-/// 1024×2048×7168 (0.8) 599 / 487 / 295: the 32-row tile runs 3 workgroups per CU and wins
-/// until the 64-row tile's better operand reuse pays with many rounds; the 128-row tile (1 wave
-/// per SIMD) never wins. Until the tuned table has bs rows.
+/// 128x128), else [`bs_tile_rule`]'s. Modelled TFLOPS (MI300X, 32 / 64 / 128-row tile):
+/// 4096×7168×2048 (11.8 bm64 tiles per CU) 637 / 688 / 561, 4096×2112×7168 (3.6) 717 / 727 /
+/// 614, 4096×2048×7168 (3.4) 742 / 706 / 595, 1024×2048×7168 (0.8) 599 / 487 / 295. Until the
+/// tuned table has bs rows.
 ///
 /// **Split-K** (the bs split-K kernels, [`fp8gemm_device::dense`]'s protocol): the count forced
 /// with [`force_split`] / `FP8GEMM_FORCE_SPLIT` (`≤ min(k/128, MAX_SPLITS)`, at most
@@ -1330,8 +1345,8 @@ pub fn get_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(G
             .position(|t| (t.block_m, t.block_n) == (bm, bn))
             .ok_or_else(|| ConfigError::ForcedTile { tile: format!("{bm}x{bn}"), available: "32x128, 64x128, 128x128 (pre-shuffled B)" })?,
         None => {
-            let tiles64 = u64::from(tile::DENSE_BS_TILES[1].grid(desc.m, desc.n));
-            usize::from(tiles64 >= u64::from(BS_BM64_TILES_PER_CU * spec.cus))
+            let tiles = |t: &tile::BsTile| u64::from(t.grid(desc.m, desc.n));
+            bs_tile_rule(tiles(&tile::DENSE_BS_TILES[0]), tiles(&tile::DENSE_BS_TILES[1]), spec.cus)
         }
     };
     let t = tile::DENSE_BS_TILES[i];
