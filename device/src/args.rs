@@ -49,8 +49,8 @@ pub struct AddOneArgs {
     pub n: u32,
 }
 
-/// Arguments of `lds_load_test` ([`crate::test_kernels::lds_load_test`]), a one-workgroup test
-/// of the direct-to-LDS buffer load ([`crate::intrinsics`]'s `buffer_load_lds_b32`).
+/// Arguments of `lds_load_test` ([`crate::test_kernels::LDS_LOAD_TEST`]), a one-workgroup test
+/// of the direct-to-LDS buffer load (`intrinsics::buffer_load_lds_b32`, device-only).
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct LdsLoadArgs {

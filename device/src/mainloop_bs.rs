@@ -71,6 +71,48 @@
 //! | `fp8_gemm_nt_splitk_bs_bm128_bn128` | yes / no  | 292 | 36 | 0 | 0 | 36 KiB | 1 | 1 |
 //!
 //! Modelled figures and the steps that led here: [`crate::dense`], "B straight to registers".
+//!
+//! # Direct-to-LDS A (`DMA`, experiment kernels `fp8_gemm_nt_bs_dma_bm{32,64}_bn128`)
+//!
+//! `tile_gemm_bs_with::<FM, false, false, true, _>` loads A with `buffer_load_dword … lds`
+//! (`intrinsics::buffer_load_lds_b32`, an IR shim over `llvm.amdgcn.raw.buffer.load.lds`:
+//! each lane's dword lands at `M0 + 4·lane`, no VGPR, no `ds_write`): per block each wave issues
+//! `2·FM` of them, load `q` filling rows `8q + 2w + (l >> 5)` of the stage. The LDS layout is
+//! the register path's ([`crate::tile::block_swizzle`]) — lane `l` loads the dword of the
+//! logical chunk that the rotation puts at its physical position — so the fragment reads and
+//! their bank behaviour are unchanged. Order per block: barrier with `vmcnt(0)` first
+//! (`intrinsics::lds_barrier_vm`: A(i), loaded by every wave during the previous block,
+//! is then in LDS), B(i + 1), A(i)'s fragments and the block's SFA from LDS, **then** A(i + 1)
+//! into the other stage, MFMAs, promotion. The DMA is issued after every LDS read of the block
+//! because LLVM's wait-count insertion makes an LDS read wait (`vmcnt`) for every LDS DMA in
+//! flight that it cannot prove does not alias it (no alias metadata reaches these accesses from
+//! Rust) — which also means A can be in flight for only one block (a third stage loaded two
+//! blocks ahead would be waited for at the next block's fragment reads), against two blocks
+//! for the register path's `A2`. The per-lane offsets are one base plus a `readfirstlane`d
+//! uniform term per load (16 per-lane sums hoisted by LLVM spilled to scratch at 128 rows).
+//! Same result bit for bit (`tests/gemm_bs.rs`,
+//! `every_bs_dma_tile_matches_both_references_and_the_logical_kernels`); selected only with
+//! `config::force_bs_dma` / `FP8GEMM_BS_DMA=1`.
+//!
+//! Modelled (`FP8GEMM_PRESHUFFLED=1 [FP8GEMM_BS_DMA=1] FP8GEMM_FORCE_TILE=BMx128 fp8gemm profile
+//! … --scope xcd`), TFLOPS, register path → direct-to-LDS:
+//!
+//! | tile | 4096×2048×7168 MI325X | 4096×7168×2048 MI300X | 4096×2112×7168 MI300X | registers (VGPR+AGPR total) |
+//! |---|---|---|---|---|
+//! | 32 × 128 | 750.5 → 740.5 | 641.7 → 649.9 | 740.4 → 729.2 | 158 → 136 (3 waves/SIMD either way) |
+//! | 64 × 128 | 703.2 → 670.6 | 686.4 → 658.6 | 750.7 → 712.4 | 238 → 228 (2 waves/SIMD either way) |
+//! | 128 × 128 | 595.4 → 580.8 | 561 → 542.3 | 614 → 617.1 | 420 → 400, 7 SGPR spills (not shipped) |
+//!
+//! (Register path re-measured on this branch except the 128-row tile's two MI300X shapes, which
+//! are the [`crate::dense`] table's; the 128-row DMA figures are from a build before that kernel
+//! was dropped. First 128-row attempt, per-load offsets in VGPRs: 132 B scratch, 298 TFLOPS.)
+//! Only the 32-row tile at 4096×7168×2048 gains (+1.3 %), so the default kernels keep the
+//! register path. What limits the DMA path (profile, 64 rows, 4096×2048×7168 MI325X): `vmcnt`
+//! waits 17 % of stalls at the block-opening `vmcnt(0)` (A has one block to arrive, not two),
+//! barrier 15 %, `lgkmcnt` 16 % (the in-block fragment reads). The freed registers change no
+//! tile's waves per SIMD (table), so the read-ahead variants they were meant to enable (64
+//! rows with A fragments a block ahead at 2 waves/SIMD, 128 rows at 2 waves/SIMD) were not
+//! tried; nor was `sched_group_barrier` interleaving.
 
 use crate::amdgpu_kernel;
 use crate::args::{DenseGemmArgs, DenseSplitKArgs};
@@ -526,7 +568,7 @@ pub fn fp8_gemm_nt_bs_dma_bm32_bn128(args: DenseGemmArgs) {
     imp::gemm_bs::<2, false, false, true>(args)
 }
 
-/// bs 64 × 128 tile with direct-to-LDS A (experiment, as [`fp8_gemm_nt_bs_dma_bm32_bn128`]).
+/// bs 64 × 128 tile with direct-to-LDS A (experiment, as `fp8_gemm_nt_bs_dma_bm32_bn128`).
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_bs_dma_bm64_bn128(args: DenseGemmArgs) {
     imp::gemm_bs::<4, false, false, true>(args)
