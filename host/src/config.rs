@@ -11,7 +11,8 @@
 //! `fp8gemm tune` writes (modelled MI300X times, not measurements):
 //! 1. a tile forced with [`force_tile`] or `FP8GEMM_FORCE_TILE=BMxBN` and/or a split count
 //!    forced with [`force_split`] or `FP8GEMM_FORCE_SPLIT=S`, or a stream-K schedule forced
-//!    with [`force_stream_k`] or `FP8GEMM_FORCE_STREAMK=G[/DP]` (experiments, tuning);
+//!    with [`force_stream_k`] or `FP8GEMM_FORCE_STREAMK=G[/DP]` (experiments, tuning); the
+//!    direct-to-LDS A bs kernels with [`force_bs_dma`] or `FP8GEMM_BS_DMA=1` (an experiment);
 //! 2. else, for a problem in the table (`best` rows: DeepSeek-V3's dense and MoE shapes), the
 //!    tile the timing model found fastest for exactly that problem — or its `split` row (the
 //!    fastest dense split-K config, [`fp8gemm_device::dense`]) or `streamk` row (the fastest
