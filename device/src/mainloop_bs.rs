@@ -84,11 +84,11 @@
 //! (`intrinsics::lds_barrier_vm`: A(i), loaded by every wave during the previous block,
 //! is then in LDS), B(i + 1), A(i)'s fragments and the block's SFA from LDS, **then** A(i + 1)
 //! into the other stage, MFMAs, promotion. The DMA is issued after every LDS read of the block
-//! because LLVM's wait-count insertion makes an LDS read wait (`vmcnt`) for every LDS DMA in
-//! flight that it cannot prove does not alias it (no alias metadata reaches these accesses from
-//! Rust) — which also means A can be in flight for only one block (a third stage loaded two
-//! blocks ahead would be waited for at the next block's fragment reads), against two blocks
-//! for the register path's `A2`. The per-lane offsets are one base plus a `readfirstlane`d
+//! because LLVM's wait-count insertion (`SIInsertWaitcnts`) makes an LDS access wait (`vmcnt`)
+//! for an LDS DMA in flight unless alias information proves them disjoint, and none reaches
+//! these accesses from Rust. For the same reason A is in flight for one block only (against
+//! two for the register path's `A2`): a third stage loaded two blocks ahead would, by that
+//! rule, be waited for at the next block's fragment reads (not built or measured). The per-lane offsets are one base plus a `readfirstlane`d
 //! uniform term per load (16 per-lane sums hoisted by LLVM spilled to scratch at 128 rows).
 //! Same result bit for bit (`tests/gemm_bs.rs`,
 //! `every_bs_dma_tile_matches_both_references_and_the_logical_kernels`); selected only with
