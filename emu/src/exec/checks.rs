@@ -204,6 +204,9 @@ impl InstInfo {
                 // address only with SVE; MUBUF reads vaddr only with offen/idxen.
                 (Enc::Global, Field::Addr) if inst.src[2] != 0x7f => width = 1,
                 (Enc::Scratch, Field::Addr) if !inst.has_flag(flag::SVE) => continue,
+                // A MUBUF load to LDS has no VGPR data operand (the vdata field is ignored;
+                // CDNA3 ISA guide §9.1.9): it neither reads nor writes that register.
+                (Enc::Mubuf, Field::Data | Field::Dst) if inst.has_flag(flag::LDS) => continue,
                 (Enc::Mubuf, Field::Addr) => {
                     let n = u8::from(inst.has_flag(flag::OFFEN)) + u8::from(inst.has_flag(flag::IDXEN));
                     if n == 0 {
