@@ -61,11 +61,11 @@ fn every_bs_dma_tile_matches_both_references_and_the_logical_kernels() {
     let stream = Stream::new(&ctx).unwrap();
     for (m, n, k) in [(1usize, 132usize, 384usize), (33, 196, 640), (130, 260, 1152), (200, 2112, 256)] {
         let c = case(m, n, k, (m * 5 + n + k) as u64);
-        let (logical, _) = forced(None, Some(1), || run_on(&ctx, &stream, &c, WeightLayout::Logical));
+        let (logical, _) = forced(None, Some(1), || run_with_layout(&ctx, &stream, &c, WeightLayout::Logical));
         for tile in [(32, 128), (64, 128)] {
             let what = format!("{m}x{n}x{k} bs dma tile {}x{}", tile.0, tile.1);
             config::force_bs_dma(Some(true));
-            let (got, r) = forced(Some(tile), Some(1), || run_on(&ctx, &stream, &c, WeightLayout::Preshuffled));
+            let (got, r) = forced(Some(tile), Some(1), || run_with_layout(&ctx, &stream, &c, WeightLayout::Preshuffled));
             config::force_bs_dma(None);
             let cfg = r.config.unwrap();
             assert_eq!(cfg.kernel, format!("fp8_gemm_nt_bs_dma_bm{}_bn128", tile.0), "{what}");
