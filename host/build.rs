@@ -17,10 +17,7 @@ fn main() {
         println!("cargo::rerun-if-env-changed=ROCM_PATH");
     }
 
-    let mut builder = amdgpu_builder::KernelBuilder::new(&device).watch(device.join("macros/src")).watch(root.join("rust-toolchain.toml"))
-        // The direct-to-LDS buffer load (`intrinsics::buffer_load_lds_b32`): rustc cannot declare
-        // intrinsics with address-space pointer arguments (shared/reference/toolchain.md §4).
-        .shim(device.join("shims/lds_load.ll"));
+    let mut builder = amdgpu_builder::KernelBuilder::new(&device).watch(device.join("macros/src")).watch(root.join("rust-toolchain.toml"));
     for arch in ARCHS {
         builder = builder.arch(arch);
     }

@@ -50,42 +50,6 @@ fn every_bs_tile_matches_both_references_and_the_logical_kernels() {
     stream.synchronize().unwrap();
 }
 
-/// The direct-to-LDS A kernels (`fp8_gemm_nt_bs_dma_*`, forced with `config::force_bs_dma`):
-/// every tile against both references and bit for bit against the logical kernels, on the tail
-/// shapes above (tail rows and blocks past the end read 0 through the range check straight into
-/// LDS; the emulator's race, uninitialised-LDS and late-arrival checks cover the vmcnt + barrier
-/// hand-off).
-#[test]
-fn every_bs_dma_tile_matches_both_references_and_the_logical_kernels() {
-    let ctx = checked_context();
-    let stream = Stream::new(&ctx).unwrap();
-    for (m, n, k) in [(1usize, 132usize, 384usize), (33, 196, 640), (130, 260, 1152), (200, 2112, 256)] {
-        let c = case(m, n, k, (m * 5 + n + k) as u64);
-        let (logical, _) = forced(None, Some(1), || run_with_layout(&ctx, &stream, &c, WeightLayout::Logical));
-        for tile in [(32, 128), (64, 128)] {
-            let what = format!("{m}x{n}x{k} bs dma tile {}x{}", tile.0, tile.1);
-            config::force_bs_dma(Some(true));
-            let (got, r) = forced(Some(tile), Some(1), || run_with_layout(&ctx, &stream, &c, WeightLayout::Preshuffled));
-            config::force_bs_dma(None);
-            let cfg = r.config.unwrap();
-            assert_eq!(cfg.kernel, format!("fp8_gemm_nt_bs_dma_bm{}_bn128", tile.0), "{what}");
-            assert_accurate(&what, &c, &got);
-            assert_same_bits(&what, &got, &logical);
-        }
-    }
-    // No 128-row direct-to-LDS kernel: forcing it is a typed error naming the tile.
-    let c = case(130, 260, 384, 7);
-    config::force_bs_dma(Some(true));
-    let db = DeviceWeights::upload_with_layout(&ctx, &c.qb, WeightLayout::Preshuffled).unwrap();
-    let da = DeviceActivations::upload(&ctx, &c.qa).unwrap();
-    let mut dd = ctx.upload(&vec![bf16::ZERO; c.m * c.n]).unwrap();
-    let e = forced(Some((128, 128)), Some(1), || fp8_gemm_nt(&stream, &da, &db, &mut dd)).unwrap_err();
-    config::force_bs_dma(None);
-    let msg = e.to_string();
-    assert!(msg.contains("128x128 with direct-to-LDS A") && msg.contains("32x128, 64x128"), "{msg}");
-    stream.synchronize().unwrap();
-}
-
 proptest! {
     #![proptest_config(ProptestConfig { cases: 8, ..ProptestConfig::default() })]
     /// Any valid shape, the config chosen for pre-shuffled weights: a bs kernel (split-K for

@@ -15,7 +15,7 @@ use std::mem::offset_of;
 
 use amdgpu_emu::hip as emu;
 use fp8gemm::codeobj::GFX942;
-use fp8gemm_device::args::{AddOneArgs, GlobalPtr, LdsLoadArgs};
+use fp8gemm_device::args::{AddOneArgs, GlobalPtr};
 use rocm_rs::hip::{self, DeviceMemory, Dim3, Event, Module, Stream};
 
 const N: usize = 1000;
@@ -224,52 +224,4 @@ fn concurrent_launches_keep_their_own_outcomes() {
             });
         }
     });
-}
-
-/// Runs `lds_load_test` over a 1024-byte source of which the resource covers `src_bytes`.
-fn run_lds_load(src_bytes: u32, shift: u32) -> Vec<u32> {
-    let module = Module::load_data(GFX942).expect("load the embedded gfx942 code object");
-    let host_src: Vec<u32> = (0..256u32 + 64).map(|i| 0x5a00_0000 ^ (i * 0x9e37)).collect();
-    let mut src = DeviceMemory::<u32>::new(host_src.len()).unwrap();
-    src.copy_from_host(&host_src).unwrap();
-    let out = DeviceMemory::<u32>::new(256).unwrap();
-    let f = module.get_function("lds_load_test").unwrap();
-    let mut args = LdsLoadArgs { src: GlobalPtr::new(src.as_ptr() as u64), out: GlobalPtr::new(out.as_ptr() as u64), src_bytes, shift };
-    let mut params = [(&raw mut args).cast::<c_void>()];
-    f.launch(Dim3::new_1d(1), Dim3::new_1d(256), 1024, None, &mut params)
-        .unwrap_or_else(|e| panic!("launch failed: {e}; emulator: {:?}", emu::last_launch_error()));
-    assert_eq!(emu::last_launch_error(), None);
-    let mut got = vec![0u32; 256];
-    out.copy_to_host(&mut got).unwrap();
-    // Expected: LDS dword d was written by wave w = 3 − d / 64, lane l = d % 64, from source
-    // byte shift + 4·((7·l) mod 64) + 256·w (0 at or past src_bytes); out[t] = LDS dword t ^ 64.
-    let expect = |t: usize| {
-        let d = t ^ 64;
-        let (w, l) = (3 - d / 64, d % 64);
-        let byte = shift as usize + 4 * ((7 * l) % 64) + 256 * w;
-        if byte < src_bytes as usize { host_src[byte / 4] } else { 0 }
-    };
-    for (t, &g) in got.iter().enumerate() {
-        assert_eq!(g, expect(t), "out[{t}] (LDS dword {})", t ^ 64);
-    }
-    got
-}
-
-/// `buffer_load_dword … lds` (the IR shim `device/shims/lds_load.ll`): every lane's dword lands
-/// at M0 + 4·lane, visible to other waves after `vmcnt(0)` + the barrier (the emulator's race and
-/// uninitialised-read checks are on).
-#[test]
-fn buffer_load_to_lds_lands_at_m0_plus_4_lane() {
-    let got = run_lds_load(1024, 0);
-    assert!(got.iter().all(|&v| v != 0), "a whole in-range source gives no zero");
-}
-
-/// Past the resource's end the raw buffer range check gives 0 in LDS (voffset ≥ num_records),
-/// with a shifted voffset straddling the end.
-#[test]
-fn buffer_load_to_lds_reads_zero_past_the_resource() {
-    let got = run_lds_load(1000, 64);
-    let zeros = got.iter().filter(|&&v| v == 0).count();
-    // Bytes ≥ 1000 of shift + [0, 1024): 1088 − 1000 = 88 bytes = 22 dwords.
-    assert_eq!(zeros, 22);
 }

@@ -49,21 +49,6 @@ pub struct AddOneArgs {
     pub n: u32,
 }
 
-/// Arguments of `lds_load_test` ([`crate::test_kernels::LDS_LOAD_TEST`]), a one-workgroup test
-/// of the direct-to-LDS buffer load (`intrinsics::buffer_load_lds_b32`, device-only).
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct LdsLoadArgs {
-    /// Source bytes (the buffer resource covers `src_bytes` of them).
-    pub src: GlobalPtr<u32>,
-    /// Output: 256 dwords, `out[t]` = LDS dword `t ^ 64` after the barrier.
-    pub out: GlobalPtr<u32>,
-    /// Bytes the source's buffer resource covers (voffsets at or past it read 0).
-    pub src_bytes: u32,
-    /// Added to every lane's voffset.
-    pub shift: u32,
-}
-
 /// Arguments of `register_pressure` ([`crate::test_kernels::REGISTER_PRESSURE`]), a kernel that keeps 48 MFMA
 /// accumulators live (used to prove the launch bound reaches the register allocator).
 #[repr(C)]

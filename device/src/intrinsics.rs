@@ -445,44 +445,6 @@ pub fn dynamic_lds() -> *mut U32x4 {
     core::intrinsics::gpu::gpu_launch_sized_workgroup_mem::<U32x4>()
 }
 
-unsafe extern "unadjusted" {
-    /// Defined by the IR shim `device/shims/lds_load.ll` (linked by `host/build.rs`).
-    fn fp8gemm_buffer_load_lds_b32(rsrc: I32x4, lds: *mut U32x4, voffset: i32, soffset: i32);
-}
-
-/// `buffer_load_dword … offen lds`: every lane `l` of the wave reads the dword at
-/// `voffset + soffset` of `rsrc` (0 when `voffset` is past the resource's end: the raw buffer
-/// range check, which ignores `soffset`) and the hardware writes it to LDS byte
-/// `lds_off + 4·l` of the dynamic LDS (M0 = the LDS address; no VGPR is written). The write
-/// completes with **vmcnt**, not lgkmcnt: wait with [`lds_barrier_vm`] (or
-/// `s_waitcnt vmcnt`) before anything reads the bytes. CDNA3 ISA guide §9.1.9 (MUBUF "LDS"
-/// bit); LLVM `llvm.amdgcn.raw.buffer.load.lds`.
-///
-/// # Safety
-/// `rsrc` describes memory readable for the whole launch; `lds_off` is wave-uniform, 4-byte
-/// aligned and `lds_off + 256 ≤ sharedMemBytes` of the launch (all 64 lanes' bytes, whichever
-/// lanes are active); no other work-item accesses those 256 bytes until the next
-/// [`lds_barrier_vm`].
-#[inline(always)]
-pub unsafe fn buffer_load_lds_b32(rsrc: BufferResource, lds_off: u32, voffset: u32, soffset: u32) {
-    // SAFETY: the caller guarantees the LDS range and the resource; the shim only forwards
-    // its arguments to the intrinsic (size 4, no instruction offset, no cache bits).
-    unsafe { fp8gemm_buffer_load_lds_b32(rsrc.0, dynamic_lds().byte_add(lds_off as usize), voffset as i32, soffset as i32) }
-}
-
-/// [`lds_barrier`] that also waits for the wave's vector-memory operations (`vmcnt(0)`), so the
-/// bytes of every [`buffer_load_lds_b32`] issued before it by any wave of the workgroup are in
-/// LDS and visible after it.
-#[inline(always)]
-pub fn lds_barrier_vm() {
-    use core::sync::atomic::{compiler_fence, Ordering};
-    compiler_fence(Ordering::SeqCst);
-    s_waitcnt::<{ waitcnt::VMCNT0 }>();
-    s_waitcnt::<{ waitcnt::LGKMCNT0 }>();
-    s_barrier();
-    compiler_fence(Ordering::SeqCst);
-}
-
 /// `ds_read_b128` of the 16 bytes at byte offset `byte_off` of the dynamic LDS.
 ///
 /// # Safety

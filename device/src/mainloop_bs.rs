@@ -72,47 +72,19 @@
 //!
 //! Modelled figures and the steps that led here: [`crate::dense`], "B straight to registers".
 //!
-//! # Direct-to-LDS A (`DMA`, experiment kernels `fp8_gemm_nt_bs_dma_bm{32,64}_bn128`)
-//!
-//! `tile_gemm_bs_with::<FM, false, false, true, _>` loads A with `buffer_load_dword … lds`
-//! (`intrinsics::buffer_load_lds_b32`, an IR shim over `llvm.amdgcn.raw.buffer.load.lds`:
-//! each lane's dword lands at `M0 + 4·lane`, no VGPR, no `ds_write`): per block each wave issues
-//! `2·FM` of them, load `q` filling rows `8q + 2w + (l >> 5)` of the stage. The LDS layout is
-//! the register path's ([`crate::tile::block_swizzle`]) — lane `l` loads the dword of the
-//! logical chunk that the rotation puts at its physical position — so the fragment reads and
-//! their bank behaviour are unchanged. Order per block: barrier with `vmcnt(0)` first
-//! (`intrinsics::lds_barrier_vm`: A(i), loaded by every wave during the previous block,
-//! is then in LDS), B(i + 1), A(i)'s fragments and the block's SFA from LDS, **then** A(i + 1)
-//! into the other stage, MFMAs, promotion. The DMA is issued after every LDS read of the block
-//! because LLVM's wait-count insertion (`SIInsertWaitcnts`) makes an LDS access wait (`vmcnt`)
-//! for an LDS DMA in flight unless alias information proves them disjoint, and none reaches
-//! these accesses from Rust. For the same reason A is in flight for one block only (against
-//! two for the register path's `A2`): a third stage loaded two blocks ahead would, by that
-//! rule, be waited for at the next block's fragment reads (not built or measured). The per-lane offsets are one base plus a `readfirstlane`d
-//! uniform term per load (16 per-lane sums hoisted by LLVM spilled to scratch at 128 rows).
-//! Same result bit for bit (`tests/gemm_bs.rs`,
-//! `every_bs_dma_tile_matches_both_references_and_the_logical_kernels`); selected only with
-//! `config::force_bs_dma` / `FP8GEMM_BS_DMA=1`.
-//!
-//! Modelled (`FP8GEMM_PRESHUFFLED=1 [FP8GEMM_BS_DMA=1] FP8GEMM_FORCE_TILE=BMx128 fp8gemm profile
-//! … --scope xcd`), TFLOPS, register path → direct-to-LDS:
-//!
-//! | tile | 4096×2048×7168 MI325X | 4096×7168×2048 MI300X | 4096×2112×7168 MI300X | registers (VGPR+AGPR total) |
-//! |---|---|---|---|---|
-//! | 32 × 128 | 750.5 → 740.5 | 641.7 → 649.9 | 740.4 → 729.2 | 158 → 136 (3 waves/SIMD either way) |
-//! | 64 × 128 | 703.2 → 670.6 | 686.4 → 658.6 | 750.7 → 712.4 | 238 → 228 (2 waves/SIMD either way) |
-//! | 128 × 128 | 595.4 → 580.8 | 561 → 542.3 | 614 → 617.1 | 420 → 400, 7 SGPR spills (not shipped) |
-//!
-//! (Register path re-measured on this branch except the 128-row tile's two MI300X shapes, which
-//! are the [`crate::dense`] table's; the 128-row DMA figures are from a build before that kernel
-//! was dropped. First 128-row attempt, per-load offsets in VGPRs: 132 B scratch, 298 TFLOPS.)
-//! Only the 32-row tile at 4096×7168×2048 gains (+1.3 %), so the default kernels keep the
-//! register path. What limits the DMA path (profile, 64 rows, 4096×2048×7168 MI325X): `vmcnt`
-//! waits 17 % of stalls at the block-opening `vmcnt(0)` (A has one block to arrive, not two),
-//! barrier 15 %, `lgkmcnt` 16 % (the in-block fragment reads). The freed registers change no
-//! tile's waves per SIMD (table), so the read-ahead variants they were meant to enable (64
-//! rows with A fragments a block ahead at 2 waves/SIMD, 128 rows at 2 waves/SIMD) were not
-//! tried; nor was `sched_group_barrier` interleaving.
+//! **Direct-to-LDS A (tried, not shipped).** Loading A with `buffer_load_dword … lds` (through an
+//! LLVM IR shim over `llvm.amdgcn.raw.buffer.load.lds`, each lane's dword chosen so the rotation
+//! swizzle lands in LDS) was built and exact (bit for bit the logical kernels, all emulator checks
+//! on), but modelled slower on 8 of 9 points: TFLOPS register path → direct-to-LDS, 32 / 64 / 128-row
+//! tile, 4096×2048×7168 MI325X 750.5 → 740.5 / 703.2 → 670.6 / 595.4 → 580.8; 4096×7168×2048
+//! MI300X 641.7 → 649.9 / 686.4 → 658.6 / 561 → 542.3; 4096×2112×7168 MI300X 740.4 → 729.2 /
+//! 750.7 → 712.4 / 614 → 617.1. LLVM makes every LDS access wait for an LDS DMA in flight, which
+//! limits A to one block in flight (two on the register path). The kernels were also not
+//! shippable as built: the shim is an external call when rustc optimizes the crate, so the
+//! kernels lost the `amdgpu-no-*` and `amdgpu-agpr-alloc` facts (320-byte kernarg segment with
+//! hidden arguments, AGPRs allowed against their declaration; `codeobj` artifact tests). The code
+//! is on branch `s-lds` (8e7ff78); the emulator fix it needed (a MUBUF load to LDS has no VGPR
+//! data operand) is kept in `amdgpu_emu`.
 
 use crate::amdgpu_kernel;
 use crate::args::{DenseGemmArgs, DenseSplitKArgs};
@@ -160,20 +132,7 @@ pub(crate) mod imp {
         keep_row: impl Fn(u32) -> bool,
         epi: &E,
     ) {
-        tile_gemm_bs_with::<FM, A2, AHEAD, false, E>(job, keep_row, epi)
-    }
-
-    /// [`tile_gemm_bs`] with the A path chosen by `DMA`: `false` stages A through registers
-    /// (`A2`, `AHEAD` as documented); `true` loads it straight into LDS with
-    /// `buffer_load_dword … lds` (module docs, "Direct-to-LDS A"; `A2`, `AHEAD` must be false).
-    #[inline(always)]
-    pub(crate) fn tile_gemm_bs_with<const FM: usize, const A2: bool, const AHEAD: bool, const DMA: bool, E: Epilogue>(
-        job: &TileJob,
-        keep_row: impl Fn(u32) -> bool,
-        epi: &E,
-    ) {
         const { assert!(FM == 2 || FM == 4 || FM == 8) };
-        const { assert!(!DMA || (!A2 && !AHEAD)) };
         let bm = 16 * FM as u32;
         let stage = bm * ROW;
         let (n, m0, n0, lda, ldsf, nkb) = (job.n, job.m0, job.n0, job.lda, job.ldsf, job.nkb);
@@ -308,120 +267,6 @@ pub(crate) mod imp {
         let (mut b0, mut b1) = (zb(), zb());
         let (mut ga0, mut ga1) = ([U32x4([0; 4]); FM], [U32x4([0; 4]); FM]);
         let (mut a0, mut a1): (ARegs<FM>, ARegs<FM>) = ([[[0; 2]; FM]; 2], [[[0; 2]; FM]; 2]);
-        // Direct-to-LDS A (DMA): wave w's load q (0 .. 2·FM) writes LDS rows 8q + 2w + (l >> 5)
-        // of a stage, lane l the dword at physical byte 4·(l & 31) of its row, i.e. physical
-        // chunk pc = (l & 31) >> 2, which holds logical chunk (pc − rot(row)) & 7 of
-        // `block_swizzle` (rot(row) depends on row & 3 = (2w + (l >> 5)) & 3 only, the same for
-        // every q): the lane loads that chunk's dword l & 3 from global memory, so the stage
-        // holds exactly the layout the register path writes and `read_a` is unchanged.
-        let dma_row = 2 * wave + (lane >> 5);
-        // (−rot(row)) mod 8 for row & 3 = 0, 1, 2, 3 (rot = 0, 1, 4, 5) as nibbles of a constant: a
-        // subtraction here became `v_subrev_u16`, which the emulator does not implement.
-        let dma_chunk = (((lane & 31) >> 2) + ((0x3470 >> (4 * (dma_row & 3))) & 15)) & 7;
-        // One per-lane base offset; each load adds its row group and block as one wave-uniform
-        // value (readfirstlane: kept opaque so that LLVM does not hoist 2·FM loop-invariant
-        // per-lane sums into 2·FM VGPRs, which spilled at FM = 8). The whole offset stays in
-        // voffset (the range check ignores soffset).
-        let dma_base = (m0 + dma_row) * lda + k0 + 16 * dma_chunk + 4 * (lane & 3);
-        let load_dma = #[inline(always)]
-        |i: u32, st: u32| {
-            unroll!(p < FM / 2 => {
-                unroll!(h < 4 => {
-                    let q = 4 * p + h;
-                    // SAFETY: the LDS offset is wave-uniform (wave is readfirstlane'd), 4-byte
-                    // aligned, and its 256 bytes (rows 8q + 2w, 8q + 2w + 1) lie inside stage st
-                    // (8q + 2w + 2 ≤ 16·FM rows), so below 2·stage ≤ the launch's sharedMemBytes;
-                    // every wave has passed the barrier after its last read of this stage and
-                    // nobody reads it before the next `lds_barrier_vm`. rs_a covers exactly the
-                    // problem's A; the whole offset is in voffset, so tail rows and blocks past
-                    // the job's end on the last row read 0, others in-range bytes of A.
-                    unsafe { buffer_load_lds_b32(rs_a, st * stage + (8 * q as u32 + 2 * wave) * ROW, dma_base + readfirstlane_u32(8 * q as u32 * lda + i * SCALE_BLOCK_K), 0) };
-                });
-            });
-        };
-        // One DMA block `i` (j = i mod 4): the barrier (vmcnt(0) first: it publishes A(i),
-        // loaded into LDS by every wave during the previous block, the previous block's SFA
-        // writes, and tells every wave that all have read the stage this block overwrites);
-        // the next block's B; A(i)'s fragments and this block's SFA from LDS; *then* A(i + 1)
-        // straight into the other stage (after every LDS read of the block, so that LLVM's
-        // wait for an LDS DMA before a possibly aliasing LDS access never delays this block);
-        // MFMAs; promotion.
-        macro_rules! step_dma {
-            ($i:expr, $j:expr, $bcur:expr, $bnext:expr) => {{
-                let (i, j): (u32, u32) = ($i, $j);
-                let (bcur, bnext): (&BRegs, &mut BRegs) = ($bcur, $bnext);
-                lds_barrier_vm();
-                if j == 0 {
-                    sfb = sfb_next;
-                }
-                if j == 1 {
-                    load_scales(i + 3, &mut sfa_ld, &mut sfb_next);
-                }
-                load_b(i + 1, bnext);
-                let mut af: ARegs<FM> = [[[0; 2]; FM]; 2];
-                read_a(j & 1, &mut af);
-                let mut s_a = [0f32; FM];
-                unroll!(fm < FM => {
-                    // SAFETY: inside this window's region, written before a barrier.
-                    s_a[fm] = f32::from_bits(unsafe { lds_read_b32(sfa_region(window & 1) + SFA_REGION * fm as u32 + sf_read + 64 * j) });
-                });
-                if j == 3 {
-                    write_scales((window + 1) & 1, &sfa_ld);
-                }
-                sched_fence();
-                load_dma(i + 1, (j + 1) & 1);
-                sched_fence();
-                let mut part = [[F32x4::zero(); FN]; FM];
-                mfmas(0, &af, bcur, &mut part);
-                mfmas(1, &af, bcur, &mut part);
-                sched_fence();
-                let s_b = f32::from_bits(readlane_dyn(sfb.to_bits(), 16 * j)) * tile::PROMOTION_DOWN;
-                unroll!(fm < FM => {
-                    let s = s_a[fm] * s_b;
-                    unroll!(f < FN => {
-                        acc[fm][f] = part[fm][f].fma_splat(s, acc[fm][f]);
-                    });
-                });
-                if j == 3 {
-                    window += 1;
-                }
-            }};
-        }
-
-        if DMA {
-            // Prologue: window 0's scales, B(0), A(0) into stage 0 (published by block 0's
-            // opening barrier).
-            load_scales(0, &mut sfa_ld, &mut sfb_next);
-            write_scales(0, &sfa_ld);
-            load_b(0, &mut b0);
-            load_dma(0, 0);
-            let mut i = 0;
-            while i < nkb {
-                step_dma!(i, 0, &b0, &mut b1);
-                if i + 1 >= nkb {
-                    break;
-                }
-                step_dma!(i + 1, 1, &b1, &mut b0);
-                if i + 2 >= nkb {
-                    break;
-                }
-                step_dma!(i + 2, 2, &b0, &mut b1);
-                if i + 3 >= nkb {
-                    break;
-                }
-                step_dma!(i + 3, 3, &b1, &mut b0);
-                i += 4;
-            }
-            unroll!(fm < FM => {
-                let row = row_of(fm);
-                unroll!(f < FN => {
-                    let col = n0 + 32 * wave + 16 * f as u32 + 4 * (lane >> 4);
-                    epi.store(row, col, col < n && keep[fm], acc[fm][f]);
-                });
-            });
-            return;
-        }
-
         // A is written to LDS `W` blocks ahead of its MFMAs (AHEAD: its fragments are read one
         // block ahead, so the stage must be ready a block earlier) and loaded from global
         // memory `L` blocks ahead (A2: one block earlier than it is written).
@@ -503,7 +348,6 @@ pub(crate) mod imp {
             }};
         }
 
-
         let mut i = 0;
         while i < nkb {
             step!(i, 0, &b0, &mut b1, &mut ga0, &ga1, &a0, &mut a1);
@@ -535,43 +379,29 @@ pub(crate) mod imp {
     /// The dense bs kernels: the dense grid and tile order ([`dense_job`]) over the
     /// pre-shuffled B.
     #[inline(always)]
-    pub fn gemm_bs<const FM: usize, const A2: bool, const AHEAD: bool, const DMA: bool>(args: DenseGemmArgs) {
+    pub fn gemm_bs<const FM: usize, const A2: bool, const AHEAD: bool>(args: DenseGemmArgs) {
         let Some((mut job, epi)) = dense_job(&args, 16 * FM as u32, 128) else { return };
         job.rs_b = BufferResource::new(args.b.addr(), tile::shuffled_b_bytes(args.n as u64, args.k as u64) as u32);
-        tile_gemm_bs_with::<FM, A2, AHEAD, DMA, _>(&job, |_| true, &epi);
+        tile_gemm_bs::<FM, A2, AHEAD, _>(&job, |_| true, &epi);
     }
 }
 
 /// bs (pre-shuffled B) 32 × 128 tile: small M.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_bs_bm32_bn128(args: DenseGemmArgs) {
-    imp::gemm_bs::<2, true, true, false>(args)
+    imp::gemm_bs::<2, true, true>(args)
 }
 
 /// bs (pre-shuffled B) 64 × 128 tile: medium M.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_bs_bm64_bn128(args: DenseGemmArgs) {
-    imp::gemm_bs::<4, true, false, false>(args)
+    imp::gemm_bs::<4, true, false>(args)
 }
 
 /// bs (pre-shuffled B) 128 × 128 tile: large M.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_bs_bm128_bn128(args: DenseGemmArgs) {
-    imp::gemm_bs::<8, true, false, false>(args)
-}
-
-/// bs 32 × 128 tile with **direct-to-LDS A** (module docs, "Direct-to-LDS A"): an experiment,
-/// selected only by `config::force_bs_dma` / `FP8GEMM_BS_DMA=1` (slower than the default on
-/// the measured shapes).
-#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
-pub fn fp8_gemm_nt_bs_dma_bm32_bn128(args: DenseGemmArgs) {
-    imp::gemm_bs::<2, false, false, true>(args)
-}
-
-/// bs 64 × 128 tile with direct-to-LDS A (experiment, as `fp8_gemm_nt_bs_dma_bm32_bn128`).
-#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
-pub fn fp8_gemm_nt_bs_dma_bm64_bn128(args: DenseGemmArgs) {
-    imp::gemm_bs::<4, false, false, true>(args)
+    imp::gemm_bs::<8, true, false>(args)
 }
 
 /// bs split-K, 32 × 128 tile (decode: few tiles, long K; the split-K protocol of

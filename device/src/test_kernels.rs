@@ -2,7 +2,7 @@
 //! public GEMM API.
 
 use crate::amdgpu_kernel;
-use crate::args::{AddOneArgs, LdsLoadArgs, RegisterPressureArgs};
+use crate::args::{AddOneArgs, RegisterPressureArgs};
 
 /// `out[i] = inp[i] + 1.0` over a 1-D grid of 256-wide workgroups.
 #[amdgpu_kernel(workgroup_size = 256)]
@@ -59,26 +59,4 @@ pub fn register_pressure(args: RegisterPressureArgs) {
         }
         j += 1;
     }
-}
-
-/// The direct-to-LDS buffer load on its own: wave `w`, lane `l` loads the source dword at byte
-/// `shift + 4·((7·l) mod 64) + 256·w` into LDS byte `1024 − 256·(w + 1) + 4·l` (waves in reverse
-/// order), then, after [`crate::intrinsics::lds_barrier_vm`], work-item `t` writes LDS dword
-/// `t ^ 64` (written by the other wave of its pair) to `out[t]`. One workgroup of 256.
-#[amdgpu_kernel(workgroup_size = 256)]
-pub fn lds_load_test(args: LdsLoadArgs) {
-    use crate::intrinsics::*;
-    let tid = workitem_id_x();
-    let (lane, wave) = (tid & 63, readfirstlane_u32(tid >> 6));
-    let rs = BufferResource::new(args.src.addr(), args.src_bytes);
-    // SAFETY: the LDS offset is wave-uniform, 4-byte aligned, and its 256 bytes lie inside the
-    // launch's 1024 bytes of dynamic LDS (the host launches with 1024); each wave writes its own
-    // 256 bytes and nobody reads them before the barrier. The resource covers src_bytes of a
-    // live allocation; voffsets past it read 0.
-    unsafe { buffer_load_lds_b32(rs, 1024 - 256 * (wave + 1), args.shift + 4 * ((7 * lane) & 63) + 256 * wave, 0) };
-    lds_barrier_vm();
-    // SAFETY: inside the 1024 bytes, written by buffer_load_lds_b32 and published by the barrier.
-    let v = unsafe { lds_read_b32(4 * (tid ^ 64)) };
-    // SAFETY: the host allocates 256 dwords for out.
-    unsafe { *args.out.as_mut_ptr().add(tid as usize) = v };
 }

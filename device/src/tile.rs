@@ -205,14 +205,6 @@ pub const DENSE_BS_TILES: [BsTile; 3] = [
     BsTile { name: "fp8_gemm_nt_bs_bm128_bn128", block_m: 128, block_n: 128 },
 ];
 
-/// The dense bs kernels with direct-to-LDS A (`fp8_gemm_nt_bs_dma_bm*_bn128`, an experiment
-/// selected only when forced): the 32- and 64-row tiles of [`DENSE_BS_TILES`] (the 128-row one
-/// spilled SGPRs and was slower: `crate::mainloop_bs`, "Direct-to-LDS A").
-pub const DENSE_BS_DMA_TILES: [BsTile; 2] = [
-    BsTile { name: "fp8_gemm_nt_bs_dma_bm32_bn128", block_m: 32, block_n: 128 },
-    BsTile { name: "fp8_gemm_nt_bs_dma_bm64_bn128", block_m: 64, block_n: 128 },
-];
-
 /// The dense bs split-K kernels (`fp8_gemm_nt_splitk_bs_bm*_bn128`), same tiles as
 /// [`DENSE_BS_TILES`].
 pub const DENSE_SPLITK_BS_TILES: [BsTile; 3] = [

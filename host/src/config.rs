@@ -11,8 +11,7 @@
 //! `fp8gemm tune` writes (modelled MI300X times, not measurements):
 //! 1. a tile forced with [`force_tile`] or `FP8GEMM_FORCE_TILE=BMxBN` and/or a split count
 //!    forced with [`force_split`] or `FP8GEMM_FORCE_SPLIT=S`, or a stream-K schedule forced
-//!    with [`force_stream_k`] or `FP8GEMM_FORCE_STREAMK=G[/DP]` (experiments, tuning); the
-//!    direct-to-LDS A bs kernels with [`force_bs_dma`] or `FP8GEMM_BS_DMA=1` (an experiment);
+//!    with [`force_stream_k`] or `FP8GEMM_FORCE_STREAMK=G[/DP]` (experiments, tuning);
 //! 2. else, for a problem in the table (`best` rows: DeepSeek-V3's dense and MoE shapes), the
 //!    tile the timing model found fastest for exactly that problem — or its `split` row (the
 //!    fastest dense split-K config, [`fp8gemm_device::dense`]) or `streamk` row (the fastest
@@ -63,8 +62,7 @@ use std::sync::{Mutex, OnceLock};
 
 use fp8gemm_device::args::{DenseGemmArgs, DenseSplitKArgs, MGroupedContiguousArgs, MGroupedMaskedArgs};
 use fp8gemm_device::mainloop_bs::{
-    FP8_GEMM_NT_BS_BM128_BN128, FP8_GEMM_NT_BS_BM32_BN128, FP8_GEMM_NT_BS_BM64_BN128,
-    FP8_GEMM_NT_BS_DMA_BM32_BN128, FP8_GEMM_NT_BS_DMA_BM64_BN128, FP8_GEMM_NT_SPLITK_BS_BM128_BN128,
+    FP8_GEMM_NT_BS_BM128_BN128, FP8_GEMM_NT_BS_BM32_BN128, FP8_GEMM_NT_BS_BM64_BN128, FP8_GEMM_NT_SPLITK_BS_BM128_BN128,
     FP8_GEMM_NT_SPLITK_BS_BM32_BN128, FP8_GEMM_NT_SPLITK_BS_BM64_BN128,
 };
 use fp8gemm_device::streamk::DenseStreamKArgs;
@@ -465,24 +463,6 @@ thread_local! {
 /// [`ConfigError::ForcedTile`].
 pub fn force_tile(tile: Option<(u32, u32)>) {
     FORCED.with(|f| f.set(tile.map(Some)));
-}
-
-thread_local! {
-    /// Whether this thread's unsplit dense bs configs use the direct-to-LDS A kernels; `None` =
-    /// not set here, fall back to `FP8GEMM_BS_DMA=1`.
-    static FORCED_BS_DMA: std::cell::Cell<Option<bool>> = const { std::cell::Cell::new(None) };
-}
-
-/// Makes this thread's unsplit dense bs configs ([`get_bs_config`]) name the direct-to-LDS A
-/// kernels `fp8_gemm_nt_bs_dma_bm*_bn128` (`Some(true)`), the default ones (`Some(false)`), or
-/// follow `FP8GEMM_BS_DMA=1` again (`None`). An experiment switch: the DMA kernels are slower
-/// on the measured shapes (`fp8gemm_device::mainloop_bs`, "Direct-to-LDS A").
-pub fn force_bs_dma(on: Option<bool>) {
-    FORCED_BS_DMA.with(|f| f.set(on));
-}
-
-fn forced_bs_dma() -> bool {
-    FORCED_BS_DMA.with(|f| f.get()).unwrap_or_else(|| std::env::var("FP8GEMM_BS_DMA").is_ok_and(|v| v == "1"))
 }
 
 thread_local! {
@@ -1419,18 +1399,7 @@ pub fn get_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(G
     let make = |splits: u32| -> Result<GemmConfig, ConfigError> {
         let grid = u64::from(tiles) * u64::from(splits);
         let grid = u32::try_from(grid).map_err(|_| ConfigError::TooLarge { tensor: "grid", bytes: grid, limit: u64::from(u32::MAX) })?;
-        let name = if splits > 1 {
-            tile::DENSE_SPLITK_BS_TILES[i].name
-        } else if forced_bs_dma() {
-            let d = tile::DENSE_BS_DMA_TILES.iter().find(|d| (d.block_m, d.block_n) == (t.block_m, t.block_n));
-            d.ok_or_else(|| ConfigError::ForcedTile {
-                tile: format!("{}x{} with direct-to-LDS A (FP8GEMM_BS_DMA or config::force_bs_dma)", t.block_m, t.block_n),
-                available: "32x128, 64x128 (direct-to-LDS A)",
-            })?
-            .name
-        } else {
-            t.name
-        };
+        let name = if splits > 1 { tile::DENSE_SPLITK_BS_TILES[i].name } else { t.name };
         Ok(GemmConfig {
             block_m: t.block_m,
             block_n: t.block_n,
@@ -1491,16 +1460,7 @@ pub fn get_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(G
 
 /// The launch spec of a dense bs config's kernel (B pre-shuffled).
 pub fn dense_bs_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<DenseGemmArgs>> {
-    spec_named(
-        [
-            FP8_GEMM_NT_BS_BM32_BN128,
-            FP8_GEMM_NT_BS_BM64_BN128,
-            FP8_GEMM_NT_BS_BM128_BN128,
-            FP8_GEMM_NT_BS_DMA_BM32_BN128,
-            FP8_GEMM_NT_BS_DMA_BM64_BN128,
-        ],
-        config,
-    )
+    spec_named([FP8_GEMM_NT_BS_BM32_BN128, FP8_GEMM_NT_BS_BM64_BN128, FP8_GEMM_NT_BS_BM128_BN128], config)
 }
 
 /// How much more work per cycle a CU does with 64-row bs tiles than with 32-row ones once at
