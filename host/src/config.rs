@@ -1387,7 +1387,8 @@ pub fn get_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(G
     if desc.kind != GemmKind::Dense {
         return Err(ConfigError::NoKernel { kind: desc.kind, arch: desc.arch });
     }
-    let spec = arch_spec(desc.arch);
+    // The device's own CU count (GemmDesc::with_cus), not the architecture's.
+    let spec = ArchSpec { cus: desc.cus.max(1), ..arch_spec(desc.arch) };
     let nkb = desc.k / tile::SCALE_BLOCK_K;
     let (forced_t, forced_s) = (forced_tile()?, forced_split()?);
     if forced_s == Some(0) {
@@ -1503,7 +1504,8 @@ pub fn get_grouped_bs_config(desc: &GemmDesc) -> Result<GemmConfig, ConfigError>
     if let Some(s) = forced_split()?.filter(|&s| s != 1) {
         return Err(ConfigError::ForcedSplit { splits: s.to_string(), expected: format!("1 (no split-K kernel for the {} layout with pre-shuffled B)", desc.kind) });
     }
-    let spec = arch_spec(desc.arch);
+    // The device's own CU count (GemmDesc::with_cus), not the architecture's.
+    let spec = ArchSpec { cus: desc.cus.max(1), ..arch_spec(desc.arch) };
     let find = |bm: u32| tiles.iter().position(|t| (t.block_m, t.block_n) == (bm, 128));
     let (i, why) = match forced_tile()? {
         Some((bm, bn)) => {
@@ -1590,6 +1592,15 @@ mod tests {
         (200, 192, 384),
         (127, 4, 128),
     ];
+
+    #[test]
+    fn bs_configs_follow_the_device_cu_count() {
+        // 64×4096×7168: 64 tiles of 32×128, fewer than the CUs either way, so the split count
+        // comes from the estimate over the CU count of the device (80 on an MI308X).
+        let desc = GemmDesc::dense(64, 4096, 7168, Arch::Gfx942);
+        let (full, small) = (get_bs_config(&desc).unwrap(), get_bs_config(&desc.with_cus(80)).unwrap());
+        assert!(small.splits < full.splits, "80 CUs: {} splits, 304 CUs: {}", small.splits, full.splits);
+    }
 
     #[test]
     fn every_config_names_an_existing_kernel_and_covers_the_problem() {

@@ -480,7 +480,7 @@ pub fn m_grouped_fp8_gemm_nt_contiguous<'a, F: Fp8Format>(
     check_tensor_bytes("b", g64.saturating_mul(b_group_bytes(b.layout, n64, k64)))?;
     check_tensor_bytes("d", m64.saturating_mul(n64).saturating_mul(2))?;
 
-    let desc = GemmDesc::m_grouped_contiguous(m32, n as u32, k as u32, g32, ctx.arch());
+    let desc = GemmDesc::m_grouped_contiguous(m32, n as u32, k as u32, g32, ctx.arch()).with_cus(ctx.compute_units());
     let (cfg, spec) = grouped_config(&desc, b.layout, "contiguous", config::contiguous_kernel_spec, config::contiguous_bs_kernel_spec)?;
     let args = MGroupedContiguousArgs {
         a: a.data.device_ptr(),
@@ -556,7 +556,7 @@ pub fn m_grouped_fp8_gemm_nt_masked<'a, F: Fp8Format>(
     check_tensor_bytes("d", r64.saturating_mul(n64).saturating_mul(2))?;
 
     let expected = u32::try_from(expected_m).unwrap_or(u32::MAX);
-    let desc = GemmDesc::m_grouped_masked(m32, n as u32, k as u32, g32, expected, ctx.arch());
+    let desc = GemmDesc::m_grouped_masked(m32, n as u32, k as u32, g32, expected, ctx.arch()).with_cus(ctx.compute_units());
     let (cfg, spec) = grouped_config(&desc, b.layout, "masked", config::masked_kernel_spec, config::masked_bs_kernel_spec)?;
     let args = MGroupedMaskedArgs {
         a: a.data.device_ptr(),
