@@ -300,7 +300,9 @@ fn capture_once_replay_with_new_data() {
     let mut d2 = ctx.alloc_zeroed::<bf16>(rows * n).unwrap();
     let mut d3 = ctx.alloc_zeroed::<bf16>(rows * n).unwrap();
 
-    stream.begin_capture(CaptureMode::Global).unwrap();
+    // Thread-local: a global-mode capture would forbid the allocations of the other tests of
+    // this binary running at the same time (HIP semantics, modelled by the emulator).
+    stream.begin_capture(CaptureMode::ThreadLocal).unwrap();
     {
         let av = ActivationsView::<E4M3Fnuz>::new(a_data.as_slice(), a_scales.as_slice(), rows, k).unwrap();
         fp8_gemm_nt(&stream, av.clone(), &db, &mut d1).unwrap();

@@ -150,7 +150,10 @@ pub fn captured_launch_replays_twice(m: usize, n: usize, launch: impl FnOnce(Lau
     let da = DeviceActivations::upload(&ctx, &c.qa).unwrap();
     let db = DeviceWeights::upload(&ctx, &c.qb).unwrap();
     let mut dd = ctx.alloc_zeroed::<bf16>(m * n).unwrap();
-    stream.begin_capture(CaptureMode::Global).unwrap();
+    // Thread-local, as an engine captures: a global-mode capture forbids allocations on every
+    // thread of the process (HIP semantics, modelled by the emulator), so it would fail the other
+    // tests of this binary running at the same time.
+    stream.begin_capture(CaptureMode::ThreadLocal).unwrap();
     launch((&stream, &da, &db, &mut dd));
     let exec = stream.end_capture().unwrap().instantiate().unwrap();
     let fill = vec![bf16::from_f32(99.0); m * n];
