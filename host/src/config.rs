@@ -71,7 +71,7 @@ use fp8gemm_device::dense::{
     FP8_GEMM_NT_SPLITK_BM64_BN128, FP8_GEMM_NT_SPLITK_BM64_BN64,
 };
 use fp8gemm_device::streamk::{
-    StreamKSchedule, STREAMK_TILES, FP8_GEMM_NT_STREAMK_BM128_BN128, FP8_GEMM_NT_STREAMK_BM64_BN128, FP8_GEMM_NT_STREAMK_BM64_BN64,
+    StreamKSchedule, STREAMK_BS_TILES, STREAMK_TILES, FP8_GEMM_NT_STREAMK_BS_BM32_BN128, FP8_GEMM_NT_STREAMK_BS_BM64_BN128, FP8_GEMM_NT_STREAMK_BM128_BN128, FP8_GEMM_NT_STREAMK_BM64_BN128, FP8_GEMM_NT_STREAMK_BM64_BN64,
 };
 use fp8gemm_device::grouped::{
     M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM128_BN128, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM64_BN128,
@@ -923,6 +923,8 @@ enum Choice {
     Forced,
     /// The bs rule ([`get_bs_config_for_workspace`]) with this many of the chosen tiles per CU.
     BsRule(f64),
+    /// The bs choice took a stream-K candidate: its estimate and the data-parallel tile's (µs).
+    BsStreamK(f64, f64),
     /// The m-grouped bs rule: rows per busiest CU with 32- and with 64-row tiles.
     GroupedBsRule(u64, u64),
     Table(f64),
@@ -1198,6 +1200,9 @@ fn print_once(desc: &GemmDesc, config: &GemmConfig, why: Choice, limited: Option
             Choice::BsRule(per_cu) => format!(
                 "pre-shuffled B: bs rule ({per_cu:.2} tiles per CU; 64-row tile from {BS_BM64_TILES_PER_CU} of its tiles per CU or where its rounds are shorter, split-K below 1)"
             ),
+            Choice::BsStreamK(us, dp_us) => format!(
+                "pre-shuffled B: bs stream-K estimated {us:.2} µs against {dp_us:.2} µs for the data-parallel tile (FP8GEMM_PRINT_CONFIGS=2 lists the candidates)"
+            ),
             Choice::GroupedBsRule(r32, r64) => format!(
                 "pre-shuffled B: m-grouped bs rule (rows on the busiest CU: {r32} with 32-row tiles, {r64} with 64-row tiles; 64-row tiles count {BS_BM64_GAIN}× faster when each CU gets at least 2 of them)"
             ),
@@ -1390,61 +1395,89 @@ pub fn get_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(G
     // The device's own CU count (GemmDesc::with_cus), not the architecture's.
     let spec = ArchSpec { cus: desc.cus.max(1), ..arch_spec(desc.arch) };
     let nkb = desc.k / tile::SCALE_BLOCK_K;
-    let (forced_t, forced_s) = (forced_tile()?, forced_split()?);
+    let (forced_t, forced_s, forced_sk) = (forced_tile()?, forced_split()?, forced_stream_k()?);
     if forced_s == Some(0) {
         return Err(ConfigError::ForcedSplit { splits: "0".into(), expected: "at least 1".into() });
     }
-    let i = match forced_t {
-        Some((bm, bn)) => tile::DENSE_BS_TILES
-            .iter()
-            .position(|t| (t.block_m, t.block_n) == (bm, bn))
-            .ok_or_else(|| ConfigError::ForcedTile { tile: format!("{bm}x{bn}"), available: "32x128, 64x128, 128x128 (pre-shuffled B)" })?,
-        None => {
-            let tiles = |t: &tile::BsTile| u64::from(t.grid(desc.m, desc.n));
-            bs_tile_rule(tiles(&tile::DENSE_BS_TILES[0]), tiles(&tile::DENSE_BS_TILES[1]), spec.cus)
-        }
+    let forced_i = match forced_t {
+        Some((bm, bn)) => Some(
+            tile::DENSE_BS_TILES
+                .iter()
+                .position(|t| (t.block_m, t.block_n) == (bm, bn))
+                .ok_or_else(|| ConfigError::ForcedTile { tile: format!("{bm}x{bn}"), available: "32x128, 64x128, 128x128 (pre-shuffled B)" })?,
+        ),
+        None => None,
     };
-    let t = tile::DENSE_BS_TILES[i];
-    let tiles = t.grid(desc.m, desc.n);
-    let make = |splits: u32| -> Result<GemmConfig, ConfigError> {
-        let grid = u64::from(tiles) * u64::from(splits);
-        let grid = u32::try_from(grid).map_err(|_| ConfigError::TooLarge { tensor: "grid", bytes: grid, limit: u64::from(u32::MAX) })?;
-        let name = if splits > 1 { tile::DENSE_SPLITK_BS_TILES[i].name } else { t.name };
-        Ok(GemmConfig {
-            block_m: t.block_m,
-            block_n: t.block_n,
-            block_k: tile::SCALE_BLOCK_K,
-            workgroup_size: tile::THREADS,
-            lds_bytes: t.lds_bytes(),
-            kernel: name,
-            grid,
-            splits,
-            stream_k: None,
-            remap: Remap::Xcd { xcds: spec.xcds },
-            arch: desc.arch,
-        })
-    };
+    let tiles_of = |i: usize| tile::DENSE_BS_TILES[i].grid(desc.m, desc.n);
+    let make = |c: BsCandidate| bs_config(desc, spec, c);
+    let estimate = |c: &BsCandidate| bs_estimate(c, tiles_of(c.tile), nkb, spec.cus);
     let max_splits = nkb.min(MAX_SPLITS);
-    let tiles_per_cu = f64::from(tiles) / f64::from(spec.cus);
     let mut limited = None;
-    let (config, why) = match forced_s {
-        Some(s) if s > 1 => {
-            if s > max_splits {
-                return Err(ConfigError::ForcedSplit { splits: s.to_string(), expected: format!("at most {max_splits} (k/128 = {nkb} blocks, MAX_SPLITS = {MAX_SPLITS})") });
-            }
-            if tiles > tile::SPLITK_MAX_TILES {
-                let expected = format!("1 ({}×{} is more than {} output tiles of {}×{})", desc.m, desc.n, tile::SPLITK_MAX_TILES, t.block_m, t.block_n);
-                return Err(ConfigError::ForcedSplit { splits: s.to_string(), expected });
-            }
-            (make(s)?, Choice::Forced)
+    let (config, why) = if let Some((g, dp)) = forced_sk {
+        // A forced stream-K schedule: on the forced tile, else on the bs stream-K tile of least
+        // estimate among those the schedule is valid for.
+        let schedule = match dp {
+            Some(dp) => format!("{g}/{dp}"),
+            None => g.to_string(),
+        };
+        let err = |expected: String| ConfigError::ForcedStreamK { schedule: schedule.clone(), expected };
+        if forced_s.is_some_and(|s| s > 1) {
+            return Err(err("no forced split-K at the same time (FP8GEMM_FORCE_SPLIT > 1)".into()));
         }
-        _ if forced_t.is_some() || forced_s.is_some() => (make(1)?, Choice::Forced),
-        _ => {
-            // The split count of least estimated time (ties: fewer splits), overall and among
-            // the counts whose workspace fits (`s = 1` always fits).
-            // Only launches of fewer tiles than CUs split (the estimate was fitted there; with
-            // more tiles it would trade rounds for splits it has never been checked on).
-            let most = if tiles < spec.cus && tiles <= tile::SPLITK_MAX_TILES { max_splits.max(1) } else { 1 };
+        if let Some(i) = forced_i
+            && i >= STREAMK_BS_TILES.len()
+        {
+            let t = tile::DENSE_BS_TILES[i];
+            return Err(err(format!("a bs stream-K tile: 32x128 or 64x128 (no stream-K kernel for the pre-shuffled {}x{} tile)", t.block_m, t.block_n)));
+        }
+        let mut best: Option<(f64, BsCandidate)> = None;
+        let mut why_not = Vec::new();
+        for i in 0..STREAMK_BS_TILES.len() {
+            if forced_i.is_some_and(|f| f != i) {
+                continue;
+            }
+            let tiles = tiles_of(i);
+            let dp = dp.unwrap_or_else(|| streamk_default_dp(tiles, spec.cus * BS_SLOTS[i]));
+            match StreamKSchedule::new(tiles, nkb, dp, g) {
+                Ok(_) => {
+                    let c = BsCandidate { tile: i, schedule: BsSchedule::StreamK { dp, g } };
+                    let e = estimate(&c);
+                    if best.is_none_or(|(b, _)| e < b) {
+                        best = Some((e, c));
+                    }
+                }
+                Err(e) => why_not.push(format!("{}x128: {tiles} tiles, {dp} data-parallel: {}", 16 * [2, 4][i], streamk_error_text(e, tiles, dp, nkb))),
+            }
+        }
+        let c = best.ok_or_else(|| err(why_not.join("; ")))?.1;
+        (make(c)?, Choice::Forced)
+    } else if let Some(s) = forced_s.filter(|&s| s > 1) {
+        let i = forced_i.unwrap_or(0);
+        let t = tile::DENSE_BS_TILES[i];
+        if s > max_splits {
+            return Err(ConfigError::ForcedSplit { splits: s.to_string(), expected: format!("at most {max_splits} (k/128 = {nkb} blocks, MAX_SPLITS = {MAX_SPLITS})") });
+        }
+        if tiles_of(i) > tile::SPLITK_MAX_TILES {
+            let expected = format!("1 ({}×{} is more than {} output tiles of {}×{})", desc.m, desc.n, tile::SPLITK_MAX_TILES, t.block_m, t.block_n);
+            return Err(ConfigError::ForcedSplit { splits: s.to_string(), expected });
+        }
+        (make(BsCandidate { tile: i, schedule: BsSchedule::Split(s) })?, Choice::Forced)
+    } else if forced_t.is_some() || forced_s.is_some() {
+        let i = match forced_i {
+            Some(i) => i,
+            None => bs_tile_rule(u64::from(tiles_of(0)), u64::from(tiles_of(1)), spec.cus),
+        };
+        (make(BsCandidate { tile: i, schedule: BsSchedule::DataParallel })?, Choice::Forced)
+    } else {
+        let i = bs_tile_rule(u64::from(tiles_of(0)), u64::from(tiles_of(1)), spec.cus);
+        let tiles = tiles_of(i);
+        let tiles_per_cu = f64::from(tiles) / f64::from(spec.cus);
+        if tiles < spec.cus {
+            // Fewer tiles than CUs (decode): the split count of least `bs_split_estimate` (ties:
+            // fewer splits), overall and among the counts whose workspace fits (`s = 1` always
+            // fits). Only launches of fewer tiles than CUs split this way (the estimate was
+            // fitted there).
+            let most = if tiles <= tile::SPLITK_MAX_TILES { max_splits.max(1) } else { 1 };
             let best = |fits: &dyn Fn(u32) -> Result<bool, ConfigError>| -> Result<u32, ConfigError> {
                 let mut best = (1, bs_split_estimate(tiles, nkb, 1, spec.cus));
                 for s in 2..=most {
@@ -1455,17 +1488,200 @@ pub fn get_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(G
                 }
                 Ok(best.0)
             };
+            let cand = |s: u32| BsCandidate { tile: i, schedule: if s > 1 { BsSchedule::Split(s) } else { BsSchedule::DataParallel } };
             let want = best(&|_| Ok(true))?;
-            let s = best(&|s| Ok(make(s)?.workspace_floats() <= available))?;
+            let s = best(&|s| Ok(make(cand(s))?.workspace_floats() <= available))?;
             if s != want {
-                let preferred = make(want)?;
+                let preferred = make(cand(want))?;
                 limited = Some(WorkspaceLimit { needed: preferred.workspace_floats(), preferred, available });
             }
-            (make(s)?, Choice::BsRule(tiles_per_cu))
+            (make(cand(s))?, Choice::BsRule(tiles_per_cu))
+        } else {
+            // At least one tile per CU: the rule's data-parallel tile against every bs stream-K
+            // candidate (bs_streamk_candidates), by `bs_estimate`; stream-K must win by
+            // BS_STREAMK_MIN_GAIN.
+            let dp = BsCandidate { tile: i, schedule: BsSchedule::DataParallel };
+            let dp_us = estimate(&dp);
+            let sks = bs_streamk_candidates(desc, spec.cus);
+            if verbose_candidates() {
+                for c in std::iter::once(&dp).chain(&sks) {
+                    eprintln!("fp8gemm bs candidate: m={} n={} k={}: {}: {:.2} µs estimated", desc.m, desc.n, desc.k, c, estimate(c));
+                }
+            }
+            let best_sk = |fits: &dyn Fn(&BsCandidate) -> Result<bool, ConfigError>| -> Result<Option<(f64, BsCandidate)>, ConfigError> {
+                let mut best: Option<(f64, BsCandidate)> = None;
+                for c in &sks {
+                    let e = estimate(c);
+                    if e < dp_us * (1.0 - BS_STREAMK_MIN_GAIN) && best.is_none_or(|(b, _)| e < b) && fits(c)? {
+                        best = Some((e, *c));
+                    }
+                }
+                Ok(best)
+            };
+            let want = best_sk(&|_| Ok(true))?;
+            let got = best_sk(&|c| Ok(make(*c)?.workspace_floats() <= available))?;
+            if let Some((_, w)) = want
+                && got.is_none_or(|(_, g)| g != w)
+            {
+                let preferred = make(w)?;
+                limited = Some(WorkspaceLimit { needed: preferred.workspace_floats(), preferred, available });
+            }
+            match got {
+                Some((us, c)) => (make(c)?, Choice::BsStreamK(us, dp_us)),
+                None => (make(dp)?, Choice::BsRule(tiles_per_cu)),
+            }
         }
     };
     print_once(desc, &config, why, limited.as_ref());
     Ok((config, limited))
+}
+
+/// Workgroups per CU of the bs kernels of [`tile::DENSE_BS_TILES`] (32 / 64 / 128 rows: 3 / 2 /
+/// 1, set by their registers; `tests/dense_kernel.rs` checks the data-parallel, split-K and
+/// stream-K twins keep them).
+const BS_SLOTS: [u32; 3] = [3, 2, 1];
+
+/// How a bs launch schedules its tiles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum BsSchedule {
+    /// One workgroup per tile.
+    DataParallel,
+    /// Split-K with this many splits.
+    Split(u32),
+    /// Stream-K: `dp` data-parallel tiles, then `g` workgroups over the rest.
+    StreamK { dp: u32, g: u32 },
+}
+
+/// A bs candidate: tile index into [`tile::DENSE_BS_TILES`] and schedule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct BsCandidate {
+    tile: usize,
+    schedule: BsSchedule,
+}
+
+impl fmt::Display for BsCandidate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let t = tile::DENSE_BS_TILES[self.tile];
+        match self.schedule {
+            BsSchedule::DataParallel => write!(f, "{}x{} data-parallel", t.block_m, t.block_n),
+            BsSchedule::Split(s) => write!(f, "{}x{} split-K {s}", t.block_m, t.block_n),
+            BsSchedule::StreamK { dp, g } => write!(f, "{}x{} stream-K {dp}+{g}", t.block_m, t.block_n),
+        }
+    }
+}
+
+/// The launch config of a bs candidate.
+fn bs_config(desc: &GemmDesc, spec: ArchSpec, c: BsCandidate) -> Result<GemmConfig, ConfigError> {
+    let t = tile::DENSE_BS_TILES[c.tile];
+    let tiles = t.grid(desc.m, desc.n);
+    let nkb = desc.k / tile::SCALE_BLOCK_K;
+    let (grid, splits, name, stream_k) = match c.schedule {
+        BsSchedule::DataParallel => (u64::from(tiles), 1, t.name, None),
+        BsSchedule::Split(s) => (u64::from(tiles) * u64::from(s), s, tile::DENSE_SPLITK_BS_TILES[c.tile].name, None),
+        BsSchedule::StreamK { dp, g } => {
+            let sk = STREAMK_BS_TILES.get(c.tile).ok_or(ConfigError::NoKernel { kind: desc.kind, arch: desc.arch })?;
+            (u64::from(dp) + u64::from(g), 1, sk.name, Some(StreamK { tiles, nkb, dp_tiles: dp, sk_wgs: g }))
+        }
+    };
+    let grid = u32::try_from(grid).map_err(|_| ConfigError::TooLarge { tensor: "grid", bytes: grid, limit: u64::from(u32::MAX) })?;
+    Ok(GemmConfig {
+        block_m: t.block_m,
+        block_n: t.block_n,
+        block_k: tile::SCALE_BLOCK_K,
+        workgroup_size: tile::THREADS,
+        lds_bytes: t.lds_bytes(),
+        kernel: name,
+        grid,
+        splits,
+        stream_k,
+        remap: Remap::Xcd { xcds: spec.xcds },
+        arch: desc.arch,
+    })
+}
+
+/// Why a forced stream-K schedule is invalid, in words.
+fn streamk_error_text(e: fp8gemm_device::streamk::StreamKScheduleError, tiles: u32, dp: u32, nkb: u32) -> String {
+    use fp8gemm_device::streamk::StreamKScheduleError as E;
+    match e {
+        E::NoTail => "data-parallel tiles below the tile count".to_string(),
+        E::TooManyTiles => format!("at most {} stream-K tiles", tile::SPLITK_MAX_TILES),
+        E::Workgroups => format!(
+            "{} ..= {} workgroups (the tail's tiles ..= its K iterations)",
+            tiles.saturating_sub(dp),
+            u64::from(tiles.saturating_sub(dp)) * u64::from(nkb)
+        ),
+        E::Overflow => "a tail that fits in 32-bit counts".to_string(),
+    }
+}
+
+/// The bs stream-K candidates of a dense problem: each bs stream-K tile
+/// ([`STREAMK_BS_TILES`]) with a data-parallel head of the default whole waves
+/// ([`streamk_default_dp`] over `CUs · slots`) and `g = CUs · s` workgroups, `s = 1 ..= slots`,
+/// where the schedule is valid.
+fn bs_streamk_candidates(desc: &GemmDesc, cus: u32) -> Vec<BsCandidate> {
+    let nkb = desc.k / tile::SCALE_BLOCK_K;
+    let mut v = Vec::new();
+    for (i, t) in STREAMK_BS_TILES.iter().enumerate() {
+        let tiles = t.grid(desc.m, desc.n);
+        let dp = streamk_default_dp(tiles, cus * BS_SLOTS[i]);
+        for s in 1..=BS_SLOTS[i] {
+            let g = cus * s;
+            if StreamKSchedule::new(tiles, nkb, dp, g).is_ok() {
+                v.push(BsCandidate { tile: i, schedule: BsSchedule::StreamK { dp, g } });
+            }
+        }
+    }
+    v
+}
+
+/// The least relative gain (estimated) for which a bs stream-K candidate replaces the
+/// data-parallel tile (the timing model's code-layout noise, as [`STREAMK_MIN_GAIN`]).
+const BS_STREAMK_MIN_GAIN: f64 = 0.03;
+
+/// Modelled µs per 128-K block of a bs workgroup of tile `i` (32 / 64 rows) when 1, 2, 3 of
+/// them share a CU, [`bs_estimate`] (fit table there).
+const BS_BLOCK_US: [[f64; 3]; 2] = [[0.487, 0.875, 1.18], [0.80, 1.56, 1.56]];
+/// How much slower a block of a stream-K tail runs when tiles are split ([`bs_estimate`]).
+const BS_STREAMK_TAIL_FACTOR: f64 = 1.2;
+/// Fixed µs of a split stream-K tail: the partial stores, the hand-off and the reduction
+/// ([`bs_estimate`]).
+const BS_STREAMK_FIXED_US: f64 = 3.0;
+
+/// µs per block of tile `i` at `sharing` workgroups per CU (clamped to `1 ..= slots`).
+fn bs_block_us(i: usize, sharing: u64) -> f64 {
+    let slots = u64::from(BS_SLOTS[i]);
+    BS_BLOCK_US[i][(sharing.clamp(1, slots) - 1) as usize]
+}
+
+/// Estimated µs (launch overhead excluded) of a bs candidate with `tiles` tiles of `nkb`
+/// blocks on `cus` CUs.
+fn bs_estimate(c: &BsCandidate, tiles: u32, nkb: u32, cus: u32) -> f64 {
+    let i = c.tile.min(1);
+    let (cus, slots, nkb) = (u64::from(cus.max(1)), u64::from(BS_SLOTS[i]), u64::from(nkb));
+    let wave = cus * slots;
+    // Whole rounds of `wgs` workgroups of `blocks` blocks: full rounds at `slots` per CU, the
+    // last at its own sharing.
+    let rounds = |wgs: u64, blocks: f64| {
+        let (full, rest) = (wgs / wave, wgs % wave);
+        full as f64 * blocks * bs_block_us(i, slots) + if rest == 0 { 0.0 } else { blocks * bs_block_us(i, rest.div_ceil(cus)) }
+    };
+    match c.schedule {
+        BsSchedule::DataParallel => rounds(u64::from(tiles), nkb as f64),
+        BsSchedule::Split(s) => bs_split_estimate(tiles, nkb as u32, s, cus as u32),
+        BsSchedule::StreamK { dp, g } => {
+            let (dp, g) = (u64::from(dp), u64::from(g));
+            let iters = (u64::from(tiles) - dp.min(u64::from(tiles))) * nkb;
+            let per = iters.div_ceil(g.max(1));
+            let split = !(iters.is_multiple_of(g.max(1)) && per.is_multiple_of(nkb.max(1)));
+            let tail = per as f64 * bs_block_us(i, g.div_ceil(cus));
+            rounds(dp, nkb as f64) + if split { tail * BS_STREAMK_TAIL_FACTOR + BS_STREAMK_FIXED_US } else { tail }
+        }
+    }
+}
+
+/// The launch spec of a dense bs stream-K config's kernel (B pre-shuffled).
+pub fn dense_streamk_bs_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<DenseStreamKArgs>> {
+    spec_named([FP8_GEMM_NT_STREAMK_BS_BM32_BN128, FP8_GEMM_NT_STREAMK_BS_BM64_BN128], config)
 }
 
 /// The launch spec of a dense bs config's kernel (B pre-shuffled).

@@ -437,7 +437,7 @@ fn dense<'a, F: Fp8Format>(
     let d_ptr = GlobalPtr::new(d.data.device_ptr().addr());
     let (m, n, k, lda, ldd) = (m as u32, n as u32, k as u32, a.lda as u32, d.ldd as u32);
     if let Some(sk) = cfg.stream_k {
-        let spec = config::dense_streamk_kernel_spec(&cfg)
+        let spec = if preshuffled { config::dense_streamk_bs_kernel_spec(&cfg) } else { config::dense_streamk_kernel_spec(&cfg) }
             .ok_or_else(|| Error::Unsupported(format!("configuration {cfg} has no dense stream-K kernel")))?;
         // The config choice only makes valid schedules (a forced one is checked there).
         if sk.schedule().is_none() {
