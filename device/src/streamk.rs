@@ -65,11 +65,17 @@
 //! bit-identical to the data-parallel one; it is within the same accuracy, and bit-identical
 //! run to run.
 //!
-//! The main loop is reached through the `imp::TileLoop` trait (today `imp::DenseLoop` over
-//! `dense::imp::tile_gemm`), so another main loop offering the same `TileJob` / `Epilogue`
-//! interface can be instantiated here unchanged. The partial slot layout is a function of the
-//! position in the tile only (`frag_offset`), so it does not depend on which lanes of which
-//! loop hold which accumulators.
+//! The main loop is reached through the `imp::TileLoop` trait: `imp::DenseLoop` over
+//! `dense::imp::tile_gemm` (the logical-B kernels above) and `imp::BsLoop` over
+//! `mainloop_bs::imp::tile_gemm_bs` (B pre-shuffled straight to registers, 1 × 4 waves: the
+//! **bs stream-K kernels** `fp8_gemm_nt_streamk_bs_bm{32,64}_bn128`, [`STREAMK_BS_TILES`], the
+//! same loop variants as their split-K twins — `A2`, and `AHEAD` for the 32-row tile). The bs
+//! loop is called only as `tile_gemm_bs(&job, keep_row, &epi)`, so a new bs loop behind that
+//! interface is scheduled here unchanged. With `BS` the tile is `16·FM × 64·FN`, `rs_b` covers
+//! the pre-shuffled B ([`tile::shuffled_b_bytes`]) and the partial slots and the reduction
+//! use split-K's `BS` fragment order (wave `w` owns all rows and columns `32·w ..`). The
+//! partial slot layout is a function of the position in the tile only (`frag_offset`), so it
+//! does not depend on which lanes of which loop hold which accumulators.
 //!
 //! # Code objects (LLVM 22.1.4; `tests/dense_kernel.rs` re-checks them)
 //!
@@ -78,6 +84,12 @@
 //! | `fp8_gemm_nt_streamk_bm64_bn64`   | 104 | 0 | 0 | 0 | 16 KiB | 4 | 4 |
 //! | `fp8_gemm_nt_streamk_bm64_bn128`  | 146 | 0 | 0 | 0 | 24 KiB | 3 | 2 |
 //! | `fp8_gemm_nt_streamk_bm128_bn128` | 224 | 0 | 0 | 0 | 32 KiB | 2 | 2 |
+//! | `fp8_gemm_nt_streamk_bs_bm32_bn128` | 136 | 0 | 0 | 0 | 9 KiB | 3 | 7 |
+//! | `fp8_gemm_nt_streamk_bs_bm64_bn128` | 188 | 0 | 0 | 0 | 18 KiB | 2 | 3 |
+//!
+//! (The bs stream-K kernels keep the waves per SIMD of the data-parallel bs kernels, 158 and
+//! 238 VGPRs: 3 and 2 workgroups per CU; `tests/dense_kernel.rs`
+//! `bs_streamk_kernels_meet_the_resource_goals`.)
 //!
 //! (A loop over pieces instead of the two straight-line pieces: 124 / 168 / 260 + 4 AGPRs —
 //! one workgroup per CU at 128 × 128; with `waves_per_eu = 2` it spilled.) The kernel holds

@@ -923,7 +923,8 @@ enum Choice {
     Forced,
     /// The bs rule ([`get_bs_config_for_workspace`]) with this many of the chosen tiles per CU.
     BsRule(f64),
-    /// The bs choice took a stream-K candidate: its estimate and the data-parallel tile's (µs).
+    /// The bs choice took a stream-K or split-K candidate above one tile per CU: its estimate
+    /// and the data-parallel tile's (µs).
     BsStreamK(f64, f64),
     /// The m-grouped bs rule: rows per busiest CU with 32- and with 64-row tiles.
     GroupedBsRule(u64, u64),
@@ -1201,7 +1202,7 @@ fn print_once(desc: &GemmDesc, config: &GemmConfig, why: Choice, limited: Option
                 "pre-shuffled B: bs rule ({per_cu:.2} tiles per CU; 64-row tile from {BS_BM64_TILES_PER_CU} of its tiles per CU or where its rounds are shorter, split-K below 1)"
             ),
             Choice::BsStreamK(us, dp_us) => format!(
-                "pre-shuffled B: bs stream-K estimated {us:.2} µs against {dp_us:.2} µs for the data-parallel tile (FP8GEMM_PRINT_CONFIGS=2 lists the candidates)"
+                "pre-shuffled B: bs estimate {us:.2} µs against {dp_us:.2} µs for the data-parallel tile of the bs rule (FP8GEMM_PRINT_CONFIGS=2 lists the candidates)"
             ),
             Choice::GroupedBsRule(r32, r64) => format!(
                 "pre-shuffled B: m-grouped bs rule (rows on the busiest CU: {r32} with 32-row tiles, {r64} with 64-row tiles; 64-row tiles count {BS_BM64_GAIN}× faster when each CU gets at least 2 of them)"
@@ -1502,7 +1503,8 @@ pub fn get_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(G
             // BS_STREAMK_MIN_GAIN.
             let dp = BsCandidate { tile: i, schedule: BsSchedule::DataParallel };
             let dp_us = estimate(&dp);
-            let sks = bs_streamk_candidates(desc, spec.cus);
+            let mut sks = bs_streamk_candidates(desc, spec.cus);
+            sks.extend(bs_split_candidates(desc, spec.cus));
             if verbose_candidates() {
                 for c in std::iter::once(&dp).chain(&sks) {
                     eprintln!("fp8gemm bs candidate: m={} n={} k={}: {}: {:.2} µs estimated", desc.m, desc.n, desc.k, c, estimate(c));
@@ -1615,66 +1617,142 @@ fn streamk_error_text(e: fp8gemm_device::streamk::StreamKScheduleError, tiles: u
 }
 
 /// The bs stream-K candidates of a dense problem: each bs stream-K tile
-/// ([`STREAMK_BS_TILES`]) with a data-parallel head of the default whole waves
-/// ([`streamk_default_dp`] over `CUs · slots`) and `g = CUs · s` workgroups, `s = 1 ..= slots`,
-/// where the schedule is valid.
+/// ([`STREAMK_BS_TILES`]) with a data-parallel head of whole waves of `s_h` workgroups per CU
+/// (`dp = ⌊(tiles − 1) / (CUs · s_h)⌋ · CUs · s_h`, `s_h = 1 ..= slots`; heads of 0 tiles are
+/// left out: a tail of every tile, all workgroups at staggered K offsets, loses the L2 sharing
+/// and was modelled up to 1.8× slower than the data-parallel kernel, e.g. 1280×2048×7168 on
+/// 32 × 128 tiles with g = 912: 120.0 against 67.8 µs) and `g = CUs · s_t` workgroups
+/// (`s_t = 1 ..= slots`), where the schedule is valid.
 fn bs_streamk_candidates(desc: &GemmDesc, cus: u32) -> Vec<BsCandidate> {
     let nkb = desc.k / tile::SCALE_BLOCK_K;
     let mut v = Vec::new();
     for (i, t) in STREAMK_BS_TILES.iter().enumerate() {
         let tiles = t.grid(desc.m, desc.n);
-        let dp = streamk_default_dp(tiles, cus * BS_SLOTS[i]);
-        for s in 1..=BS_SLOTS[i] {
-            let g = cus * s;
-            if StreamKSchedule::new(tiles, nkb, dp, g).is_ok() {
-                v.push(BsCandidate { tile: i, schedule: BsSchedule::StreamK { dp, g } });
+        let mut dps: Vec<u32> = (1..=BS_SLOTS[i]).map(|s| streamk_default_dp(tiles, cus * s)).filter(|&dp| dp > 0).collect();
+        dps.sort_unstable();
+        dps.dedup();
+        for dp in dps {
+            let tail = tiles - dp;
+            // g: whole waves of 1 ..= slots per CU, and `c` contributors per tail tile while
+            // that stays within one wave.
+            let mut gs: Vec<u32> = (1..=BS_SLOTS[i]).map(|s| cus * s).collect();
+            gs.extend(BS_STREAMK_CONTRIBUTORS.iter().map(|&c| tail.saturating_mul(c)).filter(|&g| g <= cus * BS_SLOTS[i]));
+            gs.sort_unstable();
+            gs.dedup();
+            for g in gs {
+                if g <= tail.saturating_mul(BS_STREAMK_MAX_CONTRIBUTORS) && StreamKSchedule::new(tiles, nkb, dp, g).is_ok() {
+                    v.push(BsCandidate { tile: i, schedule: BsSchedule::StreamK { dp, g } });
+                }
             }
         }
     }
     v
 }
 
+/// Contributors per tail tile of the `g = T · c` stream-K candidates ([`bs_streamk_candidates`]):
+/// a small tail spread over a whole wave has dozens of contributors per tile, whose hand-off
+/// and reduction cost more than the blocks they save (1856×2048×7168, 32 × 128, head 912, 16
+/// tail tiles: g = 608 80.7 µs modelled, g = 128 74.3).
+const BS_STREAMK_CONTRIBUTORS: [u32; 7] = [2, 3, 4, 6, 8, 12, 16];
+
+/// The bs split-K candidates above one tile per CU: the 32-row tile with `s ≥ 2` splits while
+/// all `tiles · s` workgroups fit in one wave (`CUs · 3`; beyond, splitting only adds
+/// reduction work: 1472×2048×7168 in 2 splits is modelled at 72.1 µs against 67.5 unsplit).
+fn bs_split_candidates(desc: &GemmDesc, cus: u32) -> Vec<BsCandidate> {
+    let nkb = desc.k / tile::SCALE_BLOCK_K;
+    let tiles = u64::from(tile::DENSE_BS_TILES[0].grid(desc.m, desc.n));
+    if tiles > u64::from(tile::SPLITK_MAX_TILES) {
+        return Vec::new();
+    }
+    (2..=nkb.min(MAX_SPLITS))
+        .take_while(|&s| tiles * u64::from(s) <= u64::from(cus * BS_SLOTS[0]))
+        .map(|s| BsCandidate { tile: 0, schedule: BsSchedule::Split(s) })
+        .collect()
+}
+
 /// The least relative gain (estimated) for which a bs stream-K candidate replaces the
-/// data-parallel tile (the timing model's code-layout noise, as [`STREAMK_MIN_GAIN`]).
-const BS_STREAMK_MIN_GAIN: f64 = 0.03;
+/// data-parallel tile: the estimate's error on the fit (table at [`bs_estimate`]) and the timing
+/// model's code-layout noise (±2 %).
+const BS_STREAMK_MIN_GAIN: f64 = 0.05;
 
 /// Modelled µs per 128-K block of a bs workgroup of tile `i` (32 / 64 rows) when 1, 2, 3 of
-/// them share a CU, [`bs_estimate`] (fit table there).
-const BS_BLOCK_US: [[f64; 3]; 2] = [[0.487, 0.875, 1.18], [0.80, 1.56, 1.56]];
-/// How much slower a block of a stream-K tail runs when tiles are split ([`bs_estimate`]).
-const BS_STREAMK_TAIL_FACTOR: f64 = 1.2;
-/// Fixed µs of a split stream-K tail: the partial stores, the hand-off and the reduction
+/// them share a CU (`fp8gemm profile --machine mi325x --scope xcd`, data-parallel, launch
+/// overhead of 2 µs taken off): 32 rows 480 / 1216 / 1792 × 2048 × 7168 (1 / 2 / 3 tiles per
+/// CU), 64 rows 1664 × 768 × 7168 (156 tiles) and 6144 × 768 × 7168 (576 tiles).
+const BS_BLOCK_US: [[f64; 3]; 2] = [[0.487, 0.875, 1.18], [1.068, 1.56, 1.56]];
+/// How much longer a block of a stream-K tail piece takes than a data-parallel block when the
+/// tail workgroups start at staggered K offsets (`g` not a multiple of the tail tiles: the
+/// workgroups running together share less of the L2), fitted ([`bs_estimate`]).
+const BS_STREAMK_STAGGER_FACTOR: f64 = 1.8;
+/// Blocks' worth of work every split tail workgroup adds (prologue, partial stores, hand-off),
+/// fitted ([`bs_estimate`]).
+const BS_STREAMK_FIXED_BLOCKS: f64 = 1.0;
+/// µs the last arriver's reduction adds per contributor of a tile, after the tail, fitted
 /// ([`bs_estimate`]).
-const BS_STREAMK_FIXED_US: f64 = 3.0;
+const BS_STREAMK_REDUCE_US: f64 = 0.2;
+/// Most contributors per tail tile a stream-K candidate may have ([`bs_streamk_candidates`]).
+const BS_STREAMK_MAX_CONTRIBUTORS: u32 = 16;
 
-/// µs per block of tile `i` at `sharing` workgroups per CU (clamped to `1 ..= slots`).
-fn bs_block_us(i: usize, sharing: u64) -> f64 {
-    let slots = u64::from(BS_SLOTS[i]);
-    BS_BLOCK_US[i][(sharing.clamp(1, slots) - 1) as usize]
+/// Blocks' worth of work a split-K workgroup adds per split of its tile (the hand-off and the
+/// last arriver's reduction), fitted ([`bs_estimate`]).
+const BS_SPLIT_BLOCKS_PER_SPLIT: f64 = 1.0;
+
+/// The time (µs) of the busiest CU running `head` workgroups of `head_blocks` blocks then
+/// `tail` of `tail_blocks`, at most `slots` at once, each running at the per-block time of
+/// the current number of workgroups on the CU ([`BS_BLOCK_US`]: processor sharing).
+fn bs_cu_time(i: usize, head: u64, head_blocks: f64, tail: u64, tail_blocks: f64) -> f64 {
+    let slots = BS_SLOTS[i] as usize;
+    let mut queue = std::iter::repeat_n(head_blocks, head as usize).chain(std::iter::repeat_n(tail_blocks, tail as usize));
+    let mut active: Vec<f64> = queue.by_ref().take(slots).collect();
+    let mut t = 0.0;
+    while !active.is_empty() {
+        let per_block = BS_BLOCK_US[i][active.len().min(3) - 1];
+        let step = active.iter().copied().fold(f64::INFINITY, f64::min);
+        t += step * per_block;
+        active.retain_mut(|w| {
+            *w -= step;
+            *w > 1e-9
+        });
+        while active.len() < slots {
+            match queue.next() {
+                Some(w) => active.push(w),
+                None => break,
+            }
+        }
+    }
+    t
 }
 
 /// Estimated µs (launch overhead excluded) of a bs candidate with `tiles` tiles of `nkb`
-/// blocks on `cus` CUs.
+/// blocks on `cus` CUs: the busiest CU (`⌈wgs / CUs⌉` of each kind) under processor sharing,
+/// [`bs_cu_time`]. A stream-K tail workgroup of `per = ⌈T·nkb / g⌉` blocks counts
+/// `per · BS_STREAMK_TAIL_FACTOR + BS_STREAMK_PER_CONTRIBUTOR · c` blocks when tiles are split
+/// (`c` the most contributors a tile has); split-K: [`bs_split_estimate`].
 fn bs_estimate(c: &BsCandidate, tiles: u32, nkb: u32, cus: u32) -> f64 {
     let i = c.tile.min(1);
-    let (cus, slots, nkb) = (u64::from(cus.max(1)), u64::from(BS_SLOTS[i]), u64::from(nkb));
-    let wave = cus * slots;
-    // Whole rounds of `wgs` workgroups of `blocks` blocks: full rounds at `slots` per CU, the
-    // last at its own sharing.
-    let rounds = |wgs: u64, blocks: f64| {
-        let (full, rest) = (wgs / wave, wgs % wave);
-        full as f64 * blocks * bs_block_us(i, slots) + if rest == 0 { 0.0 } else { blocks * bs_block_us(i, rest.div_ceil(cus)) }
-    };
+    let (cus64, nkb64) = (u64::from(cus.max(1)), u64::from(nkb));
     match c.schedule {
-        BsSchedule::DataParallel => rounds(u64::from(tiles), nkb as f64),
-        BsSchedule::Split(s) => bs_split_estimate(tiles, nkb as u32, s, cus as u32),
+        BsSchedule::DataParallel => bs_cu_time(i, u64::from(tiles).div_ceil(cus64), f64::from(nkb), 0, 0.0),
+        BsSchedule::Split(s) => {
+            let blocks = f64::from(nkb.div_ceil(s.max(1))) + BS_SPLIT_BLOCKS_PER_SPLIT * f64::from(s);
+            bs_cu_time(i, (u64::from(tiles) * u64::from(s)).div_ceil(cus64), blocks, 0, 0.0)
+        }
         BsSchedule::StreamK { dp, g } => {
-            let (dp, g) = (u64::from(dp), u64::from(g));
-            let iters = (u64::from(tiles) - dp.min(u64::from(tiles))) * nkb;
-            let per = iters.div_ceil(g.max(1));
-            let split = !(iters.is_multiple_of(g.max(1)) && per.is_multiple_of(nkb.max(1)));
-            let tail = per as f64 * bs_block_us(i, g.div_ceil(cus));
-            rounds(dp, nkb as f64) + if split { tail * BS_STREAMK_TAIL_FACTOR + BS_STREAMK_FIXED_US } else { tail }
+            let (dp, g) = (u64::from(dp), u64::from(g).max(1));
+            let iters = (u64::from(tiles) - dp.min(u64::from(tiles))) * nkb64;
+            let per = iters.div_ceil(g);
+            let split = !(iters.is_multiple_of(g) && per.is_multiple_of(nkb64.max(1)));
+            let tail_tiles = iters / nkb64.max(1);
+            let (tail_blocks, reduce) = if split {
+                // Aligned pieces (every tail tile split in g / T equal parts, each workgroup
+                // one piece) run in lock-step across tiles like split-K; otherwise staggered.
+                let factor = if g.is_multiple_of(tail_tiles.max(1)) { 1.0 } else { BS_STREAMK_STAGGER_FACTOR };
+                let most = (nkb64.div_ceil((iters / g).max(1)) + 1).min(g);
+                (per as f64 * factor + BS_STREAMK_FIXED_BLOCKS, BS_STREAMK_REDUCE_US * most as f64)
+            } else {
+                (per as f64, 0.0)
+            };
+            bs_cu_time(i, dp.div_ceil(cus64), f64::from(nkb), g.div_ceil(cus64), tail_blocks) + reduce
         }
     }
 }
