@@ -2133,6 +2133,44 @@ mod tests {
     }
 
     #[test]
+    fn bs_estimates_by_hand() {
+        let e = |tile: usize, schedule, tiles, nkb| bs_estimate(&BsCandidate { tile, schedule }, tiles, nkb, 304);
+        let close = |a: f64, b: f64| assert!((a - b).abs() < 1e-9, "{a} vs {b}");
+        // 1280×2048×7168 on 32 × 128: 640 tiles of 56 blocks, the busiest CU runs 3 at 1.18
+        // µs per block.
+        close(e(0, BsSchedule::DataParallel, 640, 56), 56.0 * 1.18);
+        // Stream-K, head 608 (2 per CU), 32 tail tiles over g = 192 (6 aligned pieces each of
+        // ⌈1792/192⌉ = 10 blocks, + 1 fixed): the tail piece runs at 3 per CU, then the head's
+        // remaining 45 blocks at 2 per CU; the reduction of ⌈56/9⌉ + 1 = 8 contributors.
+        close(e(0, BsSchedule::StreamK { dp: 608, g: 192 }, 640, 56), 11.0 * 1.18 + 45.0 * 0.875 + 8.0 * 0.2);
+        // Staggered (g = 304, not a multiple of 32): ⌈1792/304⌉ = 6 blocks × 1.8 + 1; up to
+        // ⌈56/5⌉ + 1 = 13 contributors.
+        close(e(0, BsSchedule::StreamK { dp: 608, g: 304 }, 640, 56), 11.8 * 1.18 + 44.2 * 0.875 + 13.0 * 0.2);
+        // 256×7168×16384: 448 tiles of 128 blocks in 2 splits: 896 workgroups, 3 on the busiest
+        // CU, each 64 blocks + 2 (one per split).
+        close(e(0, BsSchedule::Split(2), 448, 128), 66.0 * 1.18);
+        // The 64-row tile, 464 tiles: head 304, g = 304 over 160 tiles (staggered).
+        let per = (160.0f64 * 56.0 / 304.0).ceil();
+        let most = (56f64 / (160.0 * 56.0 / 304.0f64).floor()).ceil() + 1.0;
+        close(e(1, BsSchedule::StreamK { dp: 304, g: 304 }, 464, 56), (per * 1.8 + 1.0) * 1.56 + (56.0 - per * 1.8 - 1.0) * 1.068 + 0.2 * most);
+        // The bs candidates above one tile per CU: no head of 0 tiles, at most 16 contributors
+        // per tile, split-K only within one wave.
+        let d = GemmDesc::dense(1280, 2048, 7168, Arch::Gfx942);
+        let sk = bs_streamk_candidates(&d, 304);
+        assert!(!sk.is_empty());
+        for c in &sk {
+            let BsSchedule::StreamK { dp, g } = c.schedule else { panic!("{c}") };
+            let tiles = tile::DENSE_BS_TILES[c.tile].grid(1280, 2048);
+            assert!(dp > 0 && g <= 16 * (tiles - dp), "{c}");
+        }
+        assert!(bs_split_candidates(&d, 304).is_empty(), "640 tiles × 2 splits exceed one wave of 912");
+        let d = GemmDesc::dense(256, 7168, 16384, Arch::Gfx942);
+        assert_eq!(bs_split_candidates(&d, 304), vec![BsCandidate { tile: 0, schedule: BsSchedule::Split(2) }]);
+        let c = get_bs_config(&d).unwrap();
+        assert_eq!((c.kernel, c.splits), ("fp8_gemm_nt_splitk_bs_bm32_bn128", 2));
+    }
+
+    #[test]
     fn split_k_model_numbers_by_hand() {
         // 64 × 2112 × 7168 on 64 × 64: 33 tiles, 56 blocks. 8 splits: 264 workgroups in one
         // round on 304 CUs, one per CU, 7 blocks each, plus the hand-off and the reduction of
