@@ -1388,6 +1388,25 @@ pub fn get_bs_config(desc: &GemmDesc) -> Result<GemmConfig, ConfigError> {
 /// [`WorkspaceLimit`]). It replaced "one workgroup per CU" (`⌈CUs / tiles⌉` splits): modelled
 /// 64×2112×7168 9 splits 14.51 µs → 8: 13.22; 128×2112×7168 5: 18.58 → 4: 15.06;
 /// 128×7168×2048 2: 15.32 → 1 (no split): 14.62 (table in the docs of the private `bs_split_estimate`).
+///
+/// **Stream-K** (the bs stream-K kernels, [`fp8gemm_device::streamk`] over the bs loop): the
+/// schedule forced with [`force_stream_k`] / `FP8GEMM_FORCE_STREAMK=G[/DP]` (on the forced
+/// tile, 32x128 or 64x128, else on the bs stream-K tile of least estimate the schedule is valid
+/// for; an invalid schedule, a forced split at the same time or the 128x128 tile is a
+/// [`ConfigError::ForcedStreamK`]; never reduced for lack of workspace).
+///
+/// **At least one tile per CU** (no forcing): a model-driven comparison instead of the rule's
+/// wave quantization — the rule's data-parallel tile against every bs stream-K candidate
+/// (32- and 64-row tiles, heads of whole waves, `g` of whole waves or `c ≤ 16` contributors per
+/// tail tile) and every one-wave split-K candidate of the 32-row tile, by the private
+/// `bs_estimate` (processor sharing on the busiest CU, fitted to forced timing-model runs; fit
+/// table and where it cannot be trusted there). A stream-K or split-K candidate replaces the
+/// data-parallel tile only when its estimate is [`BS_STREAMK_MIN_GAIN`] (5 %) lower, among
+/// those whose workspace fits `available` (a smaller choice than the unlimited one is reported
+/// as a [`WorkspaceLimit`]). `FP8GEMM_PRINT_CONFIGS=1` prints the choice and both estimates,
+/// `=2` every candidate's.
+///
+/// BS_COMPARE_TABLE
 pub fn get_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(GemmConfig, Option<WorkspaceLimit>), ConfigError> {
     validate(desc)?;
     if desc.kind != GemmKind::Dense {
@@ -1724,10 +1743,105 @@ fn bs_cu_time(i: usize, head: u64, head_blocks: f64, tail: u64, tail_blocks: f64
 }
 
 /// Estimated µs (launch overhead excluded) of a bs candidate with `tiles` tiles of `nkb`
-/// blocks on `cus` CUs: the busiest CU (`⌈wgs / CUs⌉` of each kind) under processor sharing,
-/// [`bs_cu_time`]. A stream-K tail workgroup of `per = ⌈T·nkb / g⌉` blocks counts
-/// `per · BS_STREAMK_TAIL_FACTOR + BS_STREAMK_PER_CONTRIBUTOR · c` blocks when tiles are split
-/// (`c` the most contributors a tile has); split-K: [`bs_split_estimate`].
+/// blocks on `cus` CUs: the busiest CU (`⌈wgs / CUs⌉` workgroups of each kind, in dispatch
+/// order) under processor sharing, [`bs_cu_time`], at the data-parallel per-block costs
+/// [`BS_BLOCK_US`]:
+/// * data-parallel: `⌈tiles / CUs⌉` workgroups of `nkb` blocks;
+/// * split-K (`s` splits): `⌈tiles·s / CUs⌉` workgroups of `⌈nkb/s⌉ + s ·`
+///   [`BS_SPLIT_BLOCKS_PER_SPLIT`] blocks;
+/// * stream-K (head `dp`, `g` workgroups over `T = tiles − dp` tiles): `⌈dp / CUs⌉` head
+///   workgroups of `nkb` blocks, then `⌈g / CUs⌉` tail workgroups of `per = ⌈T·nkb / g⌉`
+///   blocks — when tiles are split, `per · f + `[`BS_STREAMK_FIXED_BLOCKS`] with `f = 1` if
+///   `g` is a multiple of `T` (every workgroup one aligned piece: the tail runs in lock-step
+///   across tiles, like split-K) and [`BS_STREAMK_STAGGER_FACTOR`] otherwise — plus
+///   [`BS_STREAMK_REDUCE_US`] per contributor of the most-shared tile (the last arriver's
+///   reduction).
+///
+/// The constants were fitted (grid search on the summed squared log error) to forced runs
+/// through the timing model: `FP8GEMM_PRESHUFFLED=1 FP8GEMM_FORCE_TILE=BMx128
+/// FP8GEMM_FORCE_STREAMK=G/DP` (or `FP8GEMM_FORCE_SPLIT=S`) `fp8gemm profile --machine mi325x
+/// --scope xcd`, *modelled* µs, launch overhead (2 µs) included in both columns. Only the
+/// candidate family of [`bs_streamk_candidates`] / [`bs_split_candidates`] was fitted: heads of
+/// 0 tiles (all-tail, staggered: 1280×2048×7168 g = 912 120.0 µs modelled vs 88.7 estimated),
+/// more than 16 contributors per tile (640×2048×7168 head 304 + 304: 42.6 vs 36.6) and split-K
+/// beyond one wave (1472×2048×7168 in 2 splits: 72.1 vs 63.6) were estimated too optimistically
+/// and are not candidates. Median |log error| 0.038, worst 0.27:
+///
+/// | shape (m×n×k) | tile rows | schedule (head + g, or split) | modelled | estimate | ratio |
+/// |---|---|---|---|---|---|
+/// | 1280×2048×7168 | 32 | data-parallel | 67.8 | 68.1 | 1.00 |
+/// | 1280×2048×7168 | 32 | 304 + 608 | 83.8 | 69.4 | 0.83 |
+/// | 1280×2048×7168 | 32 | 304 + 912 | 76.5 | 74.2 | 0.97 |
+/// | 1280×2048×7168 | 32 | 608 + 304 | 58.9 | 57.2 | 0.97 |
+/// | 1280×2048×7168 | 64 | data-parallel | 88.7 | 89.4 | 1.01 |
+/// | 1856×2048×7168 | 32 | data-parallel | 98.2 | 95.4 | 0.97 |
+/// | 1856×2048×7168 | 32 | 304 + 912 | 126.1 | 113.9 | 0.90 |
+/// | 1856×2048×7168 | 32 | 608 + 608 | 89.9 | 95.0 | 1.06 |
+/// | 1856×2048×7168 | 32 | 608 + 912 | 84.8 | 93.9 | 1.11 |
+/// | 1856×2048×7168 | 64 | data-parallel | 88.7 | 89.4 | 1.01 |
+/// | 1856×2048×7168 | 64 | 304 + 304 | 78.5 | 89.5 | 1.14 |
+/// | 1856×2048×7168 | 64 | 304 + 608 | 83.9 | 90.4 | 1.08 |
+/// | 1856×2048×7168 | 64 | 304 + 912 | 87.5 | 92.0 | 1.05 |
+/// | 1664×768×7168 | 32 | data-parallel | 50.4 | 51.0 | 1.01 |
+/// | 1664×768×7168 | 64 | data-parallel | 61.8 | 61.8 | 1.00 |
+/// | 2048×768×7168 | 32 | data-parallel | 50.3 | 51.0 | 1.01 |
+/// | 2048×768×7168 | 32 | 304 + 304 | 41.1 | 41.1 | 1.00 |
+/// | 2048×768×7168 | 32 | 304 + 608 | 41.2 | 41.7 | 1.01 |
+/// | 2048×768×7168 | 32 | 304 + 912 | 42.9 | 43.1 | 1.00 |
+/// | 2048×768×7168 | 64 | data-parallel | 61.8 | 61.8 | 1.00 |
+/// | 1472×2048×7168 | 32 | data-parallel | 67.5 | 68.1 | 1.01 |
+/// | 1472×2048×7168 | 32 | 304 + 608 | 91.2 | 83.6 | 0.92 |
+/// | 1472×2048×7168 | 32 | 304 + 912 | 77.2 | 88.0 | 1.14 |
+/// | 1472×2048×7168 | 32 | 608 + 304 | 60.4 | 65.3 | 1.08 |
+/// | 1472×2048×7168 | 32 | 608 + 608 | 64.4 | 66.2 | 1.03 |
+/// | 1472×2048×7168 | 32 | 608 + 912 | 62.8 | 66.9 | 1.06 |
+/// | 1472×2048×7168 | 64 | data-parallel | 90.0 | 89.4 | 0.99 |
+/// | 1472×2048×7168 | 64 | 304 + 304 | 70.2 | 74.3 | 1.06 |
+/// | 1472×2048×7168 | 64 | 304 + 608 | 70.6 | 76.0 | 1.08 |
+/// | 1472×2048×7168 | 64 | 304 + 912 | 71.6 | 77.9 | 1.09 |
+/// | 256×7168×16384 | 32 | data-parallel | 106.0 | 114.0 | 1.08 |
+/// | 256×7168×16384 | 32 | 304 + 304 | 136.4 | 108.1 | 0.79 |
+/// | 256×7168×16384 | 32 | 304 + 608 | 137.7 | 104.9 | 0.76 |
+/// | 256×7168×16384 | 32 | 304 + 912 | 124.2 | 107.9 | 0.87 |
+/// | 256×7168×16384 | 64 | data-parallel | 130.8 | 138.7 | 1.06 |
+/// | 1856×2048×7168 | 32 | 912 + 32 | 83.8 | 82.8 | 0.99 |
+/// | 1856×2048×7168 | 32 | 912 + 64 | 77.0 | 76.4 | 0.99 |
+/// | 1856×2048×7168 | 32 | 912 + 128 | 74.3 | 73.8 | 0.99 |
+/// | 1856×2048×7168 | 32 | 912 + 224 | 74.9 | 73.5 | 0.98 |
+/// | 1280×2048×7168 | 32 | 608 + 64 | 58.2 | 60.4 | 1.04 |
+/// | 1280×2048×7168 | 32 | 608 + 128 | 54.9 | 56.6 | 1.03 |
+/// | 1280×2048×7168 | 32 | 608 + 192 | 54.5 | 56.0 | 1.03 |
+/// | 256×7168×16384 | 32 | split 2 | 77.4 | 79.9 | 1.03 |
+/// | 256×7168×16384 | 32 | split 3 | 88.5 | 96.5 | 1.09 |
+/// | 1664×768×7168 | 32 | split 2 | 40.7 | 37.4 | 0.92 |
+/// | 2048×768×7168 | 32 | split 2 | 41.4 | 37.4 | 0.90 |
+/// | 1280×2048×7168 | 32 | split 2 | 61.4 | 63.6 | 1.04 |
+/// | 1472×2048×7168 | 32 | split 2 | 72.1 | 63.6 | 0.88 |
+/// | 1856×2048×7168 | 64 | split 2 | 90.7 | 95.6 | 1.05 |
+/// | 256×7168×16384 | 64 | split 2 | 105.0 | 105.0 | 1.00 |
+/// | 256×7168×16384 | 64 | split 4 | 87.7 | 96.6 | 1.10 |
+/// | 1472×2048×7168 | 32 | 608 + 256 | 57.9 | 60.4 | 1.04 |
+/// | 1472×2048×7168 | 32 | 608 + 512 | 59.6 | 61.1 | 1.03 |
+/// | 1664×768×7168 | 32 | 304 + 32 | 38.1 | 36.1 | 0.95 |
+/// | 1664×768×7168 | 32 | 304 + 64 | 38.3 | 34.2 | 0.89 |
+/// | 2048×768×7168 | 32 | 304 + 160 | 38.9 | 41.1 | 1.06 |
+/// | 640×2048×7168 | 32 | data-parallel | 50.2 | 51.0 | 1.01 |
+/// | 640×2048×7168 | 32 | 304 + 64 | 38.2 | 36.1 | 0.94 |
+/// | 1856×2048×7168 | 64 | 304 + 320 | 95.4 | 92.1 | 0.97 |
+/// | 4096×768×7168 | 32 | data-parallel | 67.2 | 68.1 | 1.01 |
+/// | 4096×768×7168 | 32 | 608 + 304 | 63.7 | 68.4 | 1.07 |
+/// | 4096×768×7168 | 32 | 608 + 320 | 71.0 | 69.7 | 0.98 |
+/// | 4096×768×7168 | 32 | 608 + 608 | 67.2 | 69.1 | 1.03 |
+/// | 8192×2048×7168 | 32 | data-parallel | 303.4 | 315.3 | 1.04 |
+/// | 8192×2048×7168 | 32 | 3648 + 896 | 299.1 | 301.1 | 1.01 |
+/// | 8192×2048×7168 | 32 | 3648 + 608 | 316.8 | 333.9 | 1.05 |
+///
+/// Where the estimate cannot be trusted: stream-K on long-K, wide-N shapes (256×7168×16384:
+/// every head-304 schedule estimated 0.76–0.87× of its modelled time — there split-K, estimated
+/// within 3 %, wins anyway), and staggered tails running beside a head of one workgroup per CU
+/// (1280×2048×7168 head 304 + 608: 0.83×). The choice therefore demands a gain of
+/// [`BS_STREAMK_MIN_GAIN`] over the data-parallel estimate. (Split-K below one tile per CU
+/// keeps its own estimate, [`bs_split_estimate`].)
 fn bs_estimate(c: &BsCandidate, tiles: u32, nkb: u32, cus: u32) -> f64 {
     let i = c.tile.min(1);
     let (cus64, nkb64) = (u64::from(cus.max(1)), u64::from(nkb));
