@@ -129,6 +129,27 @@
 //!
 //! The model therefore chooses stream-K only where its estimate wins (`config`).
 //!
+//! # The bs stream-K kernels on the timing model (*modelled*, MI325X, `--scope xcd`, µs)
+//!
+//! Forced (`FP8GEMM_PRESHUFFLED=1 FP8GEMM_FORCE_TILE=32x128 FP8GEMM_FORCE_STREAMK=G/DP`), the
+//! cliffs of the data-parallel bs kernels (more tiles than two 32-row workgroups per CU):
+//!
+//! | shape | data-parallel | head 0, all tail | head + g (best forced) |
+//! |---|---|---|---|
+//! | 1280×2048×7168 (640 tiles) | 67.8 | g 912: 120.0 | 608 + 192: 54.5; 608 + 608: 57.4 |
+//! | 1472×2048×7168 (736) | 67.5 | g 912: 127.5 | 608 + 256: 57.9; 608 + 304: 60.4 |
+//! | 1856×2048×7168 (928) | 98.2 (64 × 128: 88.7) | – | 912 + 128: 74.3; 912 + 608: 80.7 |
+//! | 1664×768×7168 (312) | 50.4 | g 608: 39.5 | 304 + 32: 38.1 |
+//! | 640×2048×7168 (320) | 50.3 | – | 304 + 64: 38.2; 304 + 304: 42.6 |
+//! | 256×7168×16384 (448) | 106.0 | g 912: 136.0 | 304 + 912: 124.2 (split-K 2: 77.4) |
+//!
+//! A tail of every tile (no head) is the worst: the workgroups running together start at
+//! staggered K offsets, so they share little of the L2 (HBM traffic 174 against 138 MB at
+//! 1280×2048×7168) — the 32-row tile re-reads B for every 32 rows and lives on that sharing. A
+//! head of whole waves and a short tail, best with few contributors per tile (`g` a small
+//! multiple of the tail tiles: aligned pieces that run in lock-step across tiles), removes the
+//! cliffs. `config::get_bs_config_for_workspace` chooses among these by a fitted estimate.
+//!
 //! # `fp8gemm compare --set peers` before → after (*modelled* MI325X µs vs AMD's measured)
 //!
 //! Every row of `measured_mi325x.csv`, the library's own choice with the stream's default

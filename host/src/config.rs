@@ -1692,7 +1692,7 @@ fn bs_split_candidates(desc: &GemmDesc, cus: u32) -> Vec<BsCandidate> {
 /// The least relative gain (estimated) for which a bs stream-K candidate replaces the
 /// data-parallel tile: the estimate's error on the fit (table at [`bs_estimate`]) and the timing
 /// model's code-layout noise (±2 %).
-const BS_STREAMK_MIN_GAIN: f64 = 0.05;
+const BS_STREAMK_MIN_GAIN: f64 = 0.08;
 
 /// Modelled µs per 128-K block of a bs workgroup of tile `i` (32 / 64 rows) when 1, 2, 3 of
 /// them share a CU (`fp8gemm profile --machine mi325x --scope xcd`, data-parallel, launch
