@@ -1401,7 +1401,7 @@ pub fn get_bs_config(desc: &GemmDesc) -> Result<GemmConfig, ConfigError> {
 /// tail tile) and every one-wave split-K candidate of the 32-row tile, by the private
 /// `bs_estimate` (processor sharing on the busiest CU, fitted to forced timing-model runs; fit
 /// table and where it cannot be trusted there). A stream-K or split-K candidate replaces the
-/// data-parallel tile only when its estimate is [`BS_STREAMK_MIN_GAIN`] (5 %) lower, among
+/// data-parallel tile only when its estimate is `BS_STREAMK_MIN_GAIN` = 8 % lower, among
 /// those whose workspace fits `available` (a smaller choice than the unlimited one is reported
 /// as a [`WorkspaceLimit`]). `FP8GEMM_PRINT_CONFIGS=1` prints the choice and both estimates,
 /// `=2` every candidate's.
@@ -1689,9 +1689,13 @@ fn bs_split_candidates(desc: &GemmDesc, cus: u32) -> Vec<BsCandidate> {
         .collect()
 }
 
-/// The least relative gain (estimated) for which a bs stream-K candidate replaces the
-/// data-parallel tile: the estimate's error on the fit (table at [`bs_estimate`]) and the timing
-/// model's code-layout noise (±2 %).
+/// The least relative gain (estimated) for which a bs stream-K or split-K candidate replaces
+/// the data-parallel tile: the estimate's error on the fit (table at [`bs_estimate`]) and the
+/// timing model's code-layout noise (±2 %). At 5 % the choice took stream-K at
+/// 1536×2048×7168 (head 608 + 480, estimated 62.2 against 66.1 µs) and 1600×2048×7168 (608 +
+/// 576), modelled 68.3 and 74.9 µs against 67.5 and 67.6 data-parallel; at 8 % it keeps
+/// every gain of the compare table but those of 4096×2048×7168 (155.5 against 161.8) and
+/// 6144×2048×7168 (225.9 against 240.1), whose estimated gains are 5–8 %.
 const BS_STREAMK_MIN_GAIN: f64 = 0.08;
 
 /// Modelled µs per 128-K block of a bs workgroup of tile `i` (32 / 64 rows) when 1, 2, 3 of
