@@ -1406,7 +1406,53 @@ pub fn get_bs_config(desc: &GemmDesc) -> Result<GemmConfig, ConfigError> {
 /// as a [`WorkspaceLimit`]). `FP8GEMM_PRINT_CONFIGS=1` prints the choice and both estimates,
 /// `=2` every candidate's.
 ///
-/// BS_COMPARE_TABLE
+/// `FP8GEMM_PEERS_DIR=… FP8GEMM_PRESHUFFLED=1 fp8gemm compare --set peers` (*modelled*
+/// MI325X µs, and the ratio to AMD's measured TFLOPS), before (`docs/perf/compare_preshuffled.txt`,
+/// the rule alone) → after, every row that moved by 1 % or more (no row got slower):
+///
+/// | shape (m×n×k) | before | after | choice |
+/// |---|---|---|---|
+/// | 1664×768×7168 | 50.99 (0.63×) | 38.21 (0.84×) | stream-K 32×128, 304 + 64 |
+/// | 1728×768×7168 | 51.04 (0.64×) | 38.35 (0.85×) | stream-K 32×128, 304 + 160 |
+/// | 1792×768×7168 | 50.96 (0.64×) | 38.84 (0.84×) | stream-K 32×128, 304 + 256 |
+/// | 1856×768×7168 | 51.09 (0.65×) | 40.26 (0.82×) | stream-K 32×128, 304 + 264 |
+/// | 1920×768×7168 | 51.06 (0.65×) | 38.34 (0.86×) | stream-K 32×128, 304 + 224 |
+/// | 1984×768×7168 | 50.92 (0.67×) | 38.81 (0.88×) | stream-K 32×128, 304 + 272 |
+/// | 2048×768×7168 | 50.11 (0.68×) | 39.90 (0.85×) | stream-K 32×128, 304 + 240 |
+/// | 640×2048×7168 | 50.76 (0.60×) | 38.17 (0.80×) | stream-K 32×128, 304 + 128 |
+/// | 672×2048×7168 | 51.29 (0.63×) | 39.66 (0.81×) | stream-K 32×128, 304 + 256 |
+/// | 704×2048×7168 | 51.39 (0.62×) | 40.87 (0.78×) | stream-K 32×128, 304 + 288 |
+/// | 736×2048×7168 | 51.42 (0.64×) | 38.73 (0.84×) | stream-K 32×128, 304 + 256 |
+/// | 768×2048×7168 | 50.94 (0.64×) | 40.00 (0.81×) | stream-K 32×128, 304 + 240 |
+/// | 800×2048×7168 | 51.10 (0.62×) | 40.39 (0.78×) | stream-K 32×128, 304 + 288 |
+/// | 832×2048×7168 | 51.14 (0.66×) | 40.52 (0.83×) | split-K 32×128 / 2 |
+/// | 864×2048×7168 | 51.45 (0.67×) | 40.59 (0.85×) | split-K 32×128 / 2 |
+/// | 896×2048×7168 | 50.78 (0.67×) | 40.74 (0.83×) | split-K 32×128 / 2 |
+/// | 928×2048×7168 | 51.28 (0.76×) | 48.79 (0.80×) | stream-K 32×128, 304 + 480 |
+/// | 960×2048×7168 | 50.88 (0.73×) | 49.09 (0.76×) | stream-K 32×128, 304 + 528 |
+/// | 992×2048×7168 | 50.83 (0.73×) | 49.61 (0.75×) | stream-K 32×128, 304 + 576 |
+/// | 1024×2048×7168 | 50.91 (0.78×) | 48.57 (0.81×) | stream-K 32×128, 304 + 832 |
+/// | 1280×2048×7168 | 68.19 (0.67×) | 55.28 (0.82×) | stream-K 32×128, 608 + 256 |
+/// | 1344×2048×7168 | 67.89 (0.72×) | 55.54 (0.88×) | stream-K 32×128, 608 + 256 |
+/// | 1408×2048×7168 | 67.79 (0.73×) | 59.49 (0.83×) | stream-K 32×128, 608 + 288 |
+/// | 1472×2048×7168 | 68.03 (0.73×) | 58.09 (0.86×) | stream-K 32×128, 608 + 256 |
+/// | 1856×2048×7168 | 89.17 (0.77×) | 74.68 (0.91×) | stream-K 32×128, 912 + 128 |
+/// | 1920×2048×7168 | 89.35 (0.76×) | 87.88 (0.77×) | stream-K 32×128, 912 + 288 |
+/// | 1984×2048×7168 | 89.41 (0.79×) | 85.42 (0.83×) | stream-K 32×128, 912 + 240 |
+/// | 2048×2048×7168 | 89.23 (0.79×) | 84.78 (0.83×) | stream-K 32×128, 912 + 896 |
+/// | 10240×2048×7168 | 370.15 (0.81×) | 362.33 (0.83×) | stream-K 64×128, 2432 + 512 |
+/// | 12288×2048×7168 | 449.11 (0.80×) | 425.82 (0.84×) | stream-K 64×128, 3040 + 256 |
+///
+/// Geometric mean over the 47 shapes 0.738× → 0.827× AMD's measured TFLOPS (goal 1.1×), lowest
+/// 0.603× (640×2048×7168) → 0.749× (992×2048×7168). The wave-quantization cliffs are gone:
+/// 1216 → 1280 rows at N = 2048 was 51.1 → 68.2 µs, now 51.1 → 55.3; 1792 → 1856 was
+/// 69.8 → 89.2, now 69.8 → 74.7; N = 768 from 1664 rows 50–51 µs, now 38–40.
+/// `--set deepseek` (MI300X): 4096×2112×7168 173.24 → 162.12 µs (0.85× → 0.91× AITER;
+/// stream-K 32×128, 2128 + 288), 64×24576×1536 17.58 → 16.91 (stream-K 32×128, 304 + 240);
+/// every other row within ±0.5 % but 128×7168×16384, 61.67 → 55.36, whose choice (below one
+/// tile per CU: split-K 32×128 / 4, `bs_split_estimate`) this does not touch (the same forced
+/// config under `fp8gemm profile --scope full` is 60.12; not investigated). Whole tables:
+/// `docs/perf/compare_preshuffled_streamk.txt`.
 pub fn get_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(GemmConfig, Option<WorkspaceLimit>), ConfigError> {
     validate(desc)?;
     if desc.kind != GemmKind::Dense {
