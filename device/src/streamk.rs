@@ -666,6 +666,16 @@ mod tests {
         }
     }
 
+    #[test]
+    fn bs_specs_match_the_bs_tile_table() {
+        let specs = [FP8_GEMM_NT_STREAMK_BS_BM32_BN128, FP8_GEMM_NT_STREAMK_BS_BM64_BN128];
+        for ((spec, t), d) in specs.iter().zip(STREAMK_BS_TILES).zip(tile::DENSE_BS_TILES) {
+            assert_eq!(spec.name, t.name);
+            assert_eq!(spec.workgroup_size, tile::THREADS);
+            assert_eq!((t.block_m, t.block_n, t.lds_bytes()), (d.block_m, d.block_n, d.lds_bytes()));
+        }
+    }
+
     /// Walks every stream-K workgroup's pieces as the kernel does and checks the schedule:
     /// every tail iteration covered exactly once, contributors and slots as documented, slots
     /// unique, contiguous per tile in K order and inside the workspace.
