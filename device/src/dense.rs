@@ -70,8 +70,24 @@
 //!    last one reads all `splits` partial slots with device-scope loads (`sc1`; issued after
 //!    the counter's value is known, so they cannot see older data), sums them in split order
 //!    0, 1, …, splits − 1 (deterministic whatever the arrival order), multiplies by `2^60`,
-//!    rounds to bf16 and stores D (`ldd`, tails as the non-split epilogue), then sets the
-//!    counter back to 0 so the next launch (or graph replay) finds it armed.
+//!    rounds to bf16, stages the tile in LDS and stores D from there along rows (16 bytes per
+//!    work-item, consecutive lanes on consecutive bytes: a wave's store covers whole rows
+//!    instead of one 8-byte piece of 16 rows per fragment; `ldd`, tails as the non-split
+//!    epilogue), then sets the counter back to 0 so the next launch (or graph replay) finds it
+//!    armed. For the bs 32-row tile all (up to 8) splits' loads are issued before the first
+//!    add waits.
+//!
+//!    Why (timing model, 64×2112×7168, bs 32 × 128, 8 splits; per-workgroup timelines): the
+//!    non-reducing workgroups end at ≈ 7.5k cycles, the reducing ones ≈ 6k cycles later. Of
+//!    that, the bf16 stores straight from the fragments took ≈ 1.8k cycles to drain (each
+//!    `buffer_store_dwordx2` puts its 64 lanes on 16 rows, which the model — coalescing only
+//!    lanes that are neighbours in a line — charges as 64 line requests, 2 texture-path cycles
+//!    each), the partial loads ≈ 2k (8 × 16 KiB through one CU's texture path at 64 B/clk: the
+//!    bound of a reduction by one workgroup), the reduction's instructions (a wave issues one
+//!    per 4 cycles) and the hand-off (partial store acknowledged, counter) the rest. A variant
+//!    that kept the workgroup's own partial in registers instead of re-loading it cost more in
+//!    per-value selects than the one load saved, and raised the larger tiles' VGPRs (the
+//!    logical 128 × 128 to 1 wave per SIMD); not kept.
 //!
 //! Memory ordering on gfx942 (LLVM AMDGPUUsage, "Memory Model GFX942"): the XCDs' L2 caches are
 //! not coherent with each other for ordinary accesses; a monotonic agent-scope atomic store or
@@ -109,9 +125,9 @@
 //! | `fp8_gemm_nt_bm64_bn128`  | 134 | 0 | 42 | 0 | 0 | 24 KiB | 3 | 2 |
 //! | `fp8_gemm_nt_bm128_bn128` | 220 | 0 | 42 | 0 | 0 | 32 KiB | 2 | 2 |
 //!
-//! | `fp8_gemm_nt_splitk_bm64_bn64`   | 102 | 0 | 52 | 0 | 0 | 16 KiB | 4 | 4 |
-//! | `fp8_gemm_nt_splitk_bm64_bn128`  | 136 | 0 | 54 | 0 | 0 | 24 KiB | 3 | 2 |
-//! | `fp8_gemm_nt_splitk_bm128_bn128` | 222 | 0 | 54 | 0 | 0 | 32 KiB | 2 | 2 |
+//! | `fp8_gemm_nt_splitk_bm64_bn64`   | 104 | 0 | 50 | 0 | 0 | 16 KiB | 4 | 4 |
+//! | `fp8_gemm_nt_splitk_bm64_bn128`  | 140 | 0 | 52 | 0 | 0 | 24 KiB | 3 | 2 |
+//! | `fp8_gemm_nt_splitk_bm128_bn128` | 224 | 0 | 53 | 0 | 0 | 32 KiB | 2 | 2 |
 //!
 //! `agprs = false`: with AccVGPRs allowed LLVM keeps the partial sums in AGPRs and copies them out
 //! with `v_accvgpr_read` for every promotion (measured on the previous loop: bm128_bn128 224
@@ -424,6 +440,24 @@ pub(crate) mod imp {
         }
     }
 
+    /// Bytes of padding after each row of the reduction's bf16 staging area in LDS (`bm` rows
+    /// of `2·bn + pad` bytes, see `gemm_splitk`): 16 (the 16 rows one write instruction touches
+    /// then start on different banks) where the LDS the host launches the tile with
+    /// (`tile::lds_bytes` / `BsTile::lds_bytes`) has room, else 0 (the 128 × 128 logical tile,
+    /// exactly 32 KiB), or `u32::MAX` when even the unpadded area does not fit (rejected at
+    /// compile time).
+    const fn reduce_pad(fm: usize, fnn: usize, bs: bool) -> u32 {
+        let (bm, bn) = if bs { (16 * fm as u32, 64 * fnn as u32) } else { (32 * fm as u32, 32 * fnn as u32) };
+        let lds = if bs { tile::BsTile { name: "", block_m: bm, block_n: bn }.lds_bytes() } else { tile::lds_bytes(bm, bn) };
+        if bm * (2 * bn + 16) <= lds {
+            16
+        } else if bm * 2 * bn <= lds {
+            0
+        } else {
+            u32::MAX
+        }
+    }
+
     /// The dense split-K kernels: workgroup → (tile, split); the split's K blocks into the
     /// tile's partial slot; the last workgroup of a tile to arrive reduces all partial slots in
     /// split order into bf16 D and re-arms the tile's counter.
@@ -514,18 +548,19 @@ pub(crate) mod imp {
         // completed at device scope before their increments); device-scope loads read them.
         // Reduction in fixed split order 0, 1, …, splits − 1 (independent of arrival order, so
         // the result is deterministic), then ×2^60 and bf16 as the non-split epilogue.
-        let rs_d = BufferResource::new(args.d.addr(), ((m - 1) * ldd + n) * 2);
-        // Work-item (wave, lane) reduces the values it would have stored itself: fragment
-        // (fm, fn) at frag_offset order, i.e. 1 KiB contiguous per wave and fragment.
+        // Work-item (wave, lane) reduces the values it holds itself: fragment (fm, fn) at
+        // frag_offset order, i.e. 1 KiB contiguous per wave and fragment.
         let lane = tid & 63;
         let wave = tid >> 6;
         let (wm, wn) = if BS { (0, wave) } else { (wave & 1, wave >> 1) };
         let lane_base = (wave * (FM * FN) as u32 * 64 + lane) * 16;
         // Splits are read CHUNK at a time: all CHUNK · FM · FN loads are issued before the
-        // first add waits (one memory latency per chunk instead of per split). CHUNK keeps the
-        // loads in flight within the tile's register budget (16 / 32 / 32 `dwordx4`).
-        const CHUNK: usize = 4;
-        let chunk = if FM * FN >= 16 { 2 } else { CHUNK };
+        // first add waits (one memory latency per chunk instead of per split; the adds wait
+        // for one split at a time). CHUNK keeps the loads in flight within the tile's register
+        // budget: 8 splits (32 `dwordx4`) for the bs 32-row tile, whose reduction is on the
+        // critical path of decode; 4 / 2 for the larger tiles.
+        const CHUNK: usize = 8;
+        let chunk = if BS && FM * FN <= 4 { 8 } else if FM * FN >= 16 { 2 } else { 4 };
         let mut sum = [[F32x4::zero(); FN]; FM];
         let mut s0 = 0;
         while s0 < splits.get() {
@@ -561,13 +596,53 @@ pub(crate) mod imp {
             }
             s0 += chunk as u32;
         }
-        let out = Bf16Store { rs_d, ldd };
+
+        // Output through LDS: each lane's values (4 columns of 16 rows per fragment) are one
+        // row-piece of 8 bytes; a global store straight from the fragments would put every
+        // lane of an instruction on another row of D. Staged as bf16 in LDS (`bm` rows of
+        // `2·bn + pad` bytes: the pad spreads the 16 rows a write instruction touches over the
+        // banks), read back 16 bytes per work-item along rows, so each store instruction of a
+        // wave covers whole rows of the tile (consecutive lanes, consecutive bytes).
+        const { assert!(reduce_pad(FM, FN, BS) != u32::MAX, "the reduction's staging area does not fit the tile's LDS") };
+        let pitch = 2 * bn + reduce_pad(FM, FN, BS);
+        // Every wave has read the arrival word (LDS 0..16) before anyone overwrites it.
+        lds_barrier();
         for fm in 0..FM {
-            let row = m0 + 16 * (wm * FM as u32 + fm as u32) + (lane & 15);
+            let row = 16 * (wm * FM as u32 + fm as u32) + (lane & 15);
             for fnn in 0..FN {
-                let col = n0 + 16 * (wn * FN as u32 + fnn as u32) + 4 * (lane >> 4);
-                out.store(row, col, col < n, sum[fm][fnn]);
+                let col = 16 * (wn * FN as u32 + fnn as u32) + 4 * (lane >> 4);
+                let v = sum[fm][fnn].to_array();
+                let v = [v[0] * tile::PROMOTION_UP, v[1] * tile::PROMOTION_UP, v[2] * tile::PROMOTION_UP, v[3] * tile::PROMOTION_UP];
+                let data = U32x2([tile::pack_bf16x2(v[0], v[1]), tile::pack_bf16x2(v[2], v[3])]);
+                // SAFETY: row < bm, col + 4 ≤ bn: inside the staging area, which fits the
+                // launch's LDS (reduce_stage_fits); 8-byte aligned (pitch and col·2 are); each
+                // (row, col) is written by one work-item; the barrier above ordered every
+                // earlier LDS access, the one below orders the reads.
+                unsafe { lds_write_b64(row * pitch + 2 * col, data.to_u64()) };
             }
+        }
+        lds_barrier();
+        let rs_d = BufferResource::new(args.d.addr(), ((m - 1) * ldd + n) * 2);
+        let per_row = bn / 8; // 16-byte pieces (8 columns) per row
+        let mut q = tid;
+        while q < bm * per_row {
+            let (r, c) = (q / per_row, 8 * (q % per_row));
+            // SAFETY: r < bm, c + 8 ≤ bn: inside the staging area, 16-byte aligned, written
+            // before the barrier above.
+            let w = unsafe { lds_read_b128(r * pitch + 2 * c) }.to_array();
+            let (row, col) = (m0 + r, n0 + c);
+            // Two 8-byte halves (4 columns each): n is a multiple of 4, so a half is either
+            // wholly inside the row or wholly past n (parked out of range); rows past m fall
+            // outside rs_d and are dropped.
+            let lo = if col < n { (row * ldd + col) * 2 } else { PARKED };
+            let hi = if col + 4 < n { (row * ldd + col + 4) * 2 } else { PARKED };
+            // SAFETY: rs_d covers the problem's D; offsets 8-byte aligned (ldd % 4 == 0,
+            // col % 4 == 0); invalid columns parked, rows past m out of range.
+            unsafe {
+                buffer_store_b64(U32x2([w[0], w[1]]), rs_d, lo, 0);
+                buffer_store_b64(U32x2([w[2], w[3]]), rs_d, hi, 0);
+            }
+            q += tile::THREADS;
         }
         // Re-arm the counter for the next launch that uses this workspace (all `splits`
         // increments of this launch have happened: this workgroup saw the last one).
