@@ -203,26 +203,29 @@
 //! (the profile's "useful work" line, no tile padding), against AITER CK's published MI300X
 //! figures (`shared/reference/deepgemm.md`):
 //!
-//! | shape (m×n×k) | before (split) | after (split) | AITER | after / AITER | goal |
-//! |---|---|---|---|---|---|
-//! | 64×2112×7168  | 14.51 µs, 133.5 (9) | 13.22 µs, **146.6** (8) | 118 | 1.24× | 2× (236) — not met |
-//! | 64×7168×2048  | 11.77 µs, 159.6 (3) | 11.57 µs, **162.3** (2) | 170 | 0.95× | 2× (340) — not met |
-//! | 128×2112×7168 | 18.58 µs, 208.6 (5) | 15.06 µs, **257.3** (4) | 196 | 1.31× | 1× — met |
-//! | 128×7168×2048 | 15.32 µs, 245.3 (2) | 14.62 µs, **257.0** (1) | 321 | 0.80× | 1× — not met |
+//! | shape (m×n×k) | first rule (split) | fitted rule (split) | LDS-staged reduction, re-fit (split) | AITER | now / AITER | goal |
+//! |---|---|---|---|---|---|---|
+//! | 64×2112×7168  | 14.51 µs, 133.5 (9) | 13.22 µs, 146.6 (8) | 12.18 µs, **159.1** (8) | 118 | 1.35× | 2× (236) — not met |
+//! | 64×7168×2048  | 11.77 µs, 159.6 (3) | 11.57 µs, 162.3 (2) | 11.05 µs, **170.0** (2) | 170 | 1.00× | 2× (340) — not met |
+//! | 128×2112×7168 | 18.58 µs, 208.6 (5) | 15.06 µs, 257.3 (4) | 14.55 µs, **266.4** (4) | 196 | 1.36× | 1× — met |
+//! | 128×7168×2048 | 15.32 µs, 245.3 (2) | 14.62 µs, 257.0 (1) | 14.11 µs, **266.3** (4) | 321 | 0.83× | 1× — not met |
 //!
-//! What limits (profile at 64×2112×7168, 8 splits): every time includes the model's 2 µs launch
-//! overhead; HBM streams 20 MB at 1.5 TB/s of 5.3 (43 % busy), CUs occupied 54 %, MFMA 12 %;
-//! stalls vmcnt 32 % / lgkmcnt 30 % / barrier 16 %. The main loop at one workgroup per CU is a
-//! serial chain per 128-K block (B loaded one block ahead, A through LDS, one barrier), about
-//! 1 µs per block: 64×2112×896 unsplit (34 workgroups of 7 blocks) is modelled at 9.72 µs. Split
-//! counts only trade that chain length against the hand-off and the last arriver's serial
-//! reduction (fitted ≈ 3.2 µs + 0.6 µs per split), so no split count reaches 2×: the best forced
-//! split of each shape is within 0.4 % of the rule's at M = 64 (table in `config::bs_split_estimate`). Reaching 2× needs a shorter chain
-//! per block at low occupancy (B two or more blocks ahead, A direct-to-LDS, more waves per
-//! workgroup splitting K inside the workgroup) and a cheaper reduction. Reading the reduction in
-//! 8 splits per chunk instead of 4 (one memory round trip fewer at 8 splits) was tried: 13.22 →
-//! 12.97 µs at 64×2112×7168 but ±2 % elsewhere and the logical 64 × 64 split-K kernel from 102
-//! to 134 VGPRs (4 → 3 workgroups per CU); not kept.
+//! (`FP8GEMM_PRESHUFFLED=1 fp8gemm compare --set deepseek --scope full` prints the last column.)
+//! What limits (64×2112×7168, 8 splits, per-workgroup timelines of the model, cycles at
+//! 1.2 GHz): every time includes the model's 2 µs launch overhead. The workgroups start within
+//! ≈ 560 cycles of each other and finish their 7 blocks of main loop at ≈ 7.2k (≈ 0.8 µs per
+//! block: at one workgroup per CU the loop is a serial chain per 128-K block — B loaded one
+//! block ahead, A through LDS, one barrier). The reducing workgroup of a tile then spends ≈ 0.8k
+//! on the hand-off (partial stores acknowledged, counter round trip, LDS broadcast), ≈ 2.05k on
+//! the 8 partial loads (128 KiB through its CU's texture path at 64 B/clk: the floor of a
+//! reduction by one workgroup) and ≈ 2k on the last adds, the bf16 conversion (≈ 145
+//! instructions per wave at one per 4 cycles), the LDS staging and the stores' acknowledgement:
+//! ≈ 12.05k cycles = 10.05 µs + 2 µs launch. So the split-K overhead is now ≈ 3.9k cycles
+//! (3.3 µs) at 8 splits, ≈ 2.6 µs of it the reduction proper; the main loop's chain is the
+//! larger share and the one that has to shrink for 2× (B two or more blocks ahead, A
+//! direct-to-LDS, more waves per workgroup splitting K inside the workgroup). A two-level
+//! (tree) reduction does not pay at 8 splits in this model: its extra hand-off (store,
+//! acknowledgement, counter ≈ 0.8k) costs about what halving the loads saves.
 //!
 //! How it got there (MI325X, 4096×2048×7168, bs 32 / 64 / 128-row tile, TFLOPS):
 //!
