@@ -70,8 +70,24 @@
 //!    last one reads all `splits` partial slots with device-scope loads (`sc1`; issued after
 //!    the counter's value is known, so they cannot see older data), sums them in split order
 //!    0, 1, …, splits − 1 (deterministic whatever the arrival order), multiplies by `2^60`,
-//!    rounds to bf16 and stores D (`ldd`, tails as the non-split epilogue), then sets the
-//!    counter back to 0 so the next launch (or graph replay) finds it armed.
+//!    rounds to bf16, stages the tile in LDS and stores D from there along rows (16 bytes per
+//!    work-item, consecutive lanes on consecutive bytes: a wave's store covers whole rows
+//!    instead of one 8-byte piece of 16 rows per fragment; `ldd`, tails as the non-split
+//!    epilogue), then sets the counter back to 0 so the next launch (or graph replay) finds it
+//!    armed. For the bs 32-row tile all (up to 8) splits' loads are issued before the first
+//!    add waits.
+//!
+//!    Why (timing model, 64×2112×7168, bs 32 × 128, 8 splits; per-workgroup timelines): the
+//!    non-reducing workgroups end at ≈ 7.5k cycles, the reducing ones ≈ 6k cycles later. Of
+//!    that, the bf16 stores straight from the fragments took ≈ 1.8k cycles to drain (each
+//!    `buffer_store_dwordx2` puts its 64 lanes on 16 rows, which the model — coalescing only
+//!    lanes that are neighbours in a line — charges as 64 line requests, 2 texture-path cycles
+//!    each), the partial loads ≈ 2k (8 × 16 KiB through one CU's texture path at 64 B/clk: the
+//!    bound of a reduction by one workgroup), the reduction's instructions (a wave issues one
+//!    per 4 cycles) and the hand-off (partial store acknowledged, counter) the rest. A variant
+//!    that kept the workgroup's own partial in registers instead of re-loading it cost more in
+//!    per-value selects than the one load saved, and raised the larger tiles' VGPRs (the
+//!    logical 128 × 128 to 1 wave per SIMD); not kept.
 //!
 //! Memory ordering on gfx942 (LLVM AMDGPUUsage, "Memory Model GFX942"): the XCDs' L2 caches are
 //! not coherent with each other for ordinary accesses; a monotonic agent-scope atomic store or
@@ -109,9 +125,9 @@
 //! | `fp8_gemm_nt_bm64_bn128`  | 134 | 0 | 42 | 0 | 0 | 24 KiB | 3 | 2 |
 //! | `fp8_gemm_nt_bm128_bn128` | 220 | 0 | 42 | 0 | 0 | 32 KiB | 2 | 2 |
 //!
-//! | `fp8_gemm_nt_splitk_bm64_bn64`   | 102 | 0 | 52 | 0 | 0 | 16 KiB | 4 | 4 |
-//! | `fp8_gemm_nt_splitk_bm64_bn128`  | 136 | 0 | 54 | 0 | 0 | 24 KiB | 3 | 2 |
-//! | `fp8_gemm_nt_splitk_bm128_bn128` | 222 | 0 | 54 | 0 | 0 | 32 KiB | 2 | 2 |
+//! | `fp8_gemm_nt_splitk_bm64_bn64`   | 104 | 0 | 50 | 0 | 0 | 16 KiB | 4 | 4 |
+//! | `fp8_gemm_nt_splitk_bm64_bn128`  | 140 | 0 | 52 | 0 | 0 | 24 KiB | 3 | 2 |
+//! | `fp8_gemm_nt_splitk_bm128_bn128` | 224 | 0 | 53 | 0 | 0 | 32 KiB | 2 | 2 |
 //!
 //! `agprs = false`: with AccVGPRs allowed LLVM keeps the partial sums in AGPRs and copies them out
 //! with `v_accvgpr_read` for every promotion (measured on the previous loop: bm128_bn128 224
@@ -187,26 +203,29 @@
 //! (the profile's "useful work" line, no tile padding), against AITER CK's published MI300X
 //! figures (`shared/reference/deepgemm.md`):
 //!
-//! | shape (m×n×k) | before (split) | after (split) | AITER | after / AITER | goal |
-//! |---|---|---|---|---|---|
-//! | 64×2112×7168  | 14.51 µs, 133.5 (9) | 13.22 µs, **146.6** (8) | 118 | 1.24× | 2× (236) — not met |
-//! | 64×7168×2048  | 11.77 µs, 159.6 (3) | 11.57 µs, **162.3** (2) | 170 | 0.95× | 2× (340) — not met |
-//! | 128×2112×7168 | 18.58 µs, 208.6 (5) | 15.06 µs, **257.3** (4) | 196 | 1.31× | 1× — met |
-//! | 128×7168×2048 | 15.32 µs, 245.3 (2) | 14.62 µs, **257.0** (1) | 321 | 0.80× | 1× — not met |
+//! | shape (m×n×k) | first rule (split) | fitted rule (split) | LDS-staged reduction, re-fit (split) | AITER | now / AITER | goal |
+//! |---|---|---|---|---|---|---|
+//! | 64×2112×7168  | 14.51 µs, 133.5 (9) | 13.22 µs, 146.6 (8) | 12.18 µs, **159.1** (8) | 118 | 1.35× | 2× (236) — not met |
+//! | 64×7168×2048  | 11.77 µs, 159.6 (3) | 11.57 µs, 162.3 (2) | 11.05 µs, **170.0** (2) | 170 | 1.00× | 2× (340) — not met |
+//! | 128×2112×7168 | 18.58 µs, 208.6 (5) | 15.06 µs, 257.3 (4) | 14.55 µs, **266.4** (4) | 196 | 1.36× | 1× — met |
+//! | 128×7168×2048 | 15.32 µs, 245.3 (2) | 14.62 µs, 257.0 (1) | 14.11 µs, **266.3** (4) | 321 | 0.83× | 1× — not met |
 //!
-//! What limits (profile at 64×2112×7168, 8 splits): every time includes the model's 2 µs launch
-//! overhead; HBM streams 20 MB at 1.5 TB/s of 5.3 (43 % busy), CUs occupied 54 %, MFMA 12 %;
-//! stalls vmcnt 32 % / lgkmcnt 30 % / barrier 16 %. The main loop at one workgroup per CU is a
-//! serial chain per 128-K block (B loaded one block ahead, A through LDS, one barrier), about
-//! 1 µs per block: 64×2112×896 unsplit (34 workgroups of 7 blocks) is modelled at 9.72 µs. Split
-//! counts only trade that chain length against the hand-off and the last arriver's serial
-//! reduction (fitted ≈ 3.2 µs + 0.6 µs per split), so no split count reaches 2×: the best forced
-//! split of each shape is within 0.4 % of the rule's at M = 64 (table in `config::bs_split_estimate`). Reaching 2× needs a shorter chain
-//! per block at low occupancy (B two or more blocks ahead, A direct-to-LDS, more waves per
-//! workgroup splitting K inside the workgroup) and a cheaper reduction. Reading the reduction in
-//! 8 splits per chunk instead of 4 (one memory round trip fewer at 8 splits) was tried: 13.22 →
-//! 12.97 µs at 64×2112×7168 but ±2 % elsewhere and the logical 64 × 64 split-K kernel from 102
-//! to 134 VGPRs (4 → 3 workgroups per CU); not kept.
+//! (`FP8GEMM_PRESHUFFLED=1 fp8gemm compare --set deepseek --scope full` prints the last column.)
+//! What limits (64×2112×7168, 8 splits, per-workgroup timelines of the model, cycles at
+//! 1.2 GHz): every time includes the model's 2 µs launch overhead. The workgroups start within
+//! ≈ 560 cycles of each other and finish their 7 blocks of main loop at ≈ 7.2k (≈ 0.8 µs per
+//! block: at one workgroup per CU the loop is a serial chain per 128-K block — B loaded one
+//! block ahead, A through LDS, one barrier). The reducing workgroup of a tile then spends ≈ 0.8k
+//! on the hand-off (partial stores acknowledged, counter round trip, LDS broadcast), ≈ 2.05k on
+//! the 8 partial loads (128 KiB through its CU's texture path at 64 B/clk: the floor of a
+//! reduction by one workgroup) and ≈ 2k on the last adds, the bf16 conversion (≈ 145
+//! instructions per wave at one per 4 cycles), the LDS staging and the stores' acknowledgement:
+//! ≈ 12.05k cycles = 10.05 µs + 2 µs launch. So the split-K overhead is now ≈ 3.9k cycles
+//! (3.3 µs) at 8 splits, ≈ 2.6 µs of it the reduction proper; the main loop's chain is the
+//! larger share and the one that has to shrink for 2× (B two or more blocks ahead, A
+//! direct-to-LDS, more waves per workgroup splitting K inside the workgroup). A two-level
+//! (tree) reduction does not pay at 8 splits in this model: its extra hand-off (store,
+//! acknowledgement, counter ≈ 0.8k) costs about what halving the loads saves.
 //!
 //! How it got there (MI325X, 4096×2048×7168, bs 32 / 64 / 128-row tile, TFLOPS):
 //!
@@ -424,6 +443,24 @@ pub(crate) mod imp {
         }
     }
 
+    /// Bytes of padding after each row of the reduction's bf16 staging area in LDS (`bm` rows
+    /// of `2·bn + pad` bytes, see `gemm_splitk`): 16 (the 16 rows one write instruction touches
+    /// then start on different banks) where the LDS the host launches the tile with
+    /// (`tile::lds_bytes` / `BsTile::lds_bytes`) has room, else 0 (the 128 × 128 logical tile,
+    /// exactly 32 KiB), or `u32::MAX` when even the unpadded area does not fit (rejected at
+    /// compile time).
+    const fn reduce_pad(fm: usize, fnn: usize, bs: bool) -> u32 {
+        let (bm, bn) = if bs { (16 * fm as u32, 64 * fnn as u32) } else { (32 * fm as u32, 32 * fnn as u32) };
+        let lds = if bs { tile::BsTile { name: "", block_m: bm, block_n: bn }.lds_bytes() } else { tile::lds_bytes(bm, bn) };
+        if bm * (2 * bn + 16) <= lds {
+            16
+        } else if bm * 2 * bn <= lds {
+            0
+        } else {
+            u32::MAX
+        }
+    }
+
     /// The dense split-K kernels: workgroup → (tile, split); the split's K blocks into the
     /// tile's partial slot; the last workgroup of a tile to arrive reduces all partial slots in
     /// split order into bf16 D and re-arms the tile's counter.
@@ -514,18 +551,19 @@ pub(crate) mod imp {
         // completed at device scope before their increments); device-scope loads read them.
         // Reduction in fixed split order 0, 1, …, splits − 1 (independent of arrival order, so
         // the result is deterministic), then ×2^60 and bf16 as the non-split epilogue.
-        let rs_d = BufferResource::new(args.d.addr(), ((m - 1) * ldd + n) * 2);
-        // Work-item (wave, lane) reduces the values it would have stored itself: fragment
-        // (fm, fn) at frag_offset order, i.e. 1 KiB contiguous per wave and fragment.
+        // Work-item (wave, lane) reduces the values it holds itself: fragment (fm, fn) at
+        // frag_offset order, i.e. 1 KiB contiguous per wave and fragment.
         let lane = tid & 63;
         let wave = tid >> 6;
         let (wm, wn) = if BS { (0, wave) } else { (wave & 1, wave >> 1) };
         let lane_base = (wave * (FM * FN) as u32 * 64 + lane) * 16;
         // Splits are read CHUNK at a time: all CHUNK · FM · FN loads are issued before the
-        // first add waits (one memory latency per chunk instead of per split). CHUNK keeps the
-        // loads in flight within the tile's register budget (16 / 32 / 32 `dwordx4`).
-        const CHUNK: usize = 4;
-        let chunk = if FM * FN >= 16 { 2 } else { CHUNK };
+        // first add waits (one memory latency per chunk instead of per split; the adds wait
+        // for one split at a time). CHUNK keeps the loads in flight within the tile's register
+        // budget: 8 splits (32 `dwordx4`) for the bs 32-row tile, whose reduction is on the
+        // critical path of decode; 4 / 2 for the larger tiles.
+        const CHUNK: usize = 8;
+        let chunk = if BS && FM * FN <= 4 { 8 } else if FM * FN >= 16 { 2 } else { 4 };
         let mut sum = [[F32x4::zero(); FN]; FM];
         let mut s0 = 0;
         while s0 < splits.get() {
@@ -561,13 +599,53 @@ pub(crate) mod imp {
             }
             s0 += chunk as u32;
         }
-        let out = Bf16Store { rs_d, ldd };
+
+        // Output through LDS: each lane's values (4 columns of 16 rows per fragment) are one
+        // row-piece of 8 bytes; a global store straight from the fragments would put every
+        // lane of an instruction on another row of D. Staged as bf16 in LDS (`bm` rows of
+        // `2·bn + pad` bytes: the pad spreads the 16 rows a write instruction touches over the
+        // banks), read back 16 bytes per work-item along rows, so each store instruction of a
+        // wave covers whole rows of the tile (consecutive lanes, consecutive bytes).
+        const { assert!(reduce_pad(FM, FN, BS) != u32::MAX, "the reduction's staging area does not fit the tile's LDS") };
+        let pitch = 2 * bn + reduce_pad(FM, FN, BS);
+        // Every wave has read the arrival word (LDS 0..16) before anyone overwrites it.
+        lds_barrier();
         for fm in 0..FM {
-            let row = m0 + 16 * (wm * FM as u32 + fm as u32) + (lane & 15);
+            let row = 16 * (wm * FM as u32 + fm as u32) + (lane & 15);
             for fnn in 0..FN {
-                let col = n0 + 16 * (wn * FN as u32 + fnn as u32) + 4 * (lane >> 4);
-                out.store(row, col, col < n, sum[fm][fnn]);
+                let col = 16 * (wn * FN as u32 + fnn as u32) + 4 * (lane >> 4);
+                let v = sum[fm][fnn].to_array();
+                let v = [v[0] * tile::PROMOTION_UP, v[1] * tile::PROMOTION_UP, v[2] * tile::PROMOTION_UP, v[3] * tile::PROMOTION_UP];
+                let data = U32x2([tile::pack_bf16x2(v[0], v[1]), tile::pack_bf16x2(v[2], v[3])]);
+                // SAFETY: row < bm, col + 4 ≤ bn: inside the staging area, which fits the
+                // launch's LDS (reduce_stage_fits); 8-byte aligned (pitch and col·2 are); each
+                // (row, col) is written by one work-item; the barrier above ordered every
+                // earlier LDS access, the one below orders the reads.
+                unsafe { lds_write_b64(row * pitch + 2 * col, data.to_u64()) };
             }
+        }
+        lds_barrier();
+        let rs_d = BufferResource::new(args.d.addr(), ((m - 1) * ldd + n) * 2);
+        let per_row = bn / 8; // 16-byte pieces (8 columns) per row
+        let mut q = tid;
+        while q < bm * per_row {
+            let (r, c) = (q / per_row, 8 * (q % per_row));
+            // SAFETY: r < bm, c + 8 ≤ bn: inside the staging area, 16-byte aligned, written
+            // before the barrier above.
+            let w = unsafe { lds_read_b128(r * pitch + 2 * c) }.to_array();
+            let (row, col) = (m0 + r, n0 + c);
+            // Two 8-byte halves (4 columns each): n is a multiple of 4, so a half is either
+            // wholly inside the row or wholly past n (parked out of range); rows past m fall
+            // outside rs_d and are dropped.
+            let lo = if col < n { (row * ldd + col) * 2 } else { PARKED };
+            let hi = if col + 4 < n { (row * ldd + col + 4) * 2 } else { PARKED };
+            // SAFETY: rs_d covers the problem's D; offsets 8-byte aligned (ldd % 4 == 0,
+            // col % 4 == 0); invalid columns parked, rows past m out of range.
+            unsafe {
+                buffer_store_b64(U32x2([w[0], w[1]]), rs_d, lo, 0);
+                buffer_store_b64(U32x2([w[2], w[3]]), rs_d, hi, 0);
+            }
+            q += tile::THREADS;
         }
         // Re-arm the counter for the next launch that uses this workspace (all `splits`
         // increments of this launch have happened: this workgroup saw the last one).

@@ -96,6 +96,35 @@ fn vector_carries_under_exec_mask() {
 }
 
 #[test]
+fn sixteen_bit_add_sub_subrev_wrap_and_zero_the_high_half() {
+    // VOP2 opcodes 38 / 39 / 40 (gfx9): v_add_u16, v_sub_u16, v_subrev_u16 (LLVM emits the
+    // last for `b - a` on u16 when a is the VGPR operand).
+    let p = program(&[vop2(38, 2, V, 1), vop2(39, 3, V, 1), vop2(40, 4, V, 1)]);
+    assert_eq!(disasm(&p), ["v_add_u16_e32 v2, v0, v1", "v_sub_u16_e32 v3, v0, v1", "v_subrev_u16_e32 v4, v0, v1"]);
+    let mut st = WaveState::new(256);
+    st.set_exec(u64::MAX >> 1);
+    for l in 0..64 {
+        // High halves set to check they are ignored on input and zeroed on output.
+        st.vgpr[0][l] = 0xABCD_0000 | (l as u32 * 1000) & 0xFFFF;
+        st.vgpr[1][l] = 0x1234_0000 | (0xFFF0 + l as u32) & 0xFFFF;
+        for r in 2..5 {
+            st.vgpr[r][l] = 0xDEAD_BEEF;
+        }
+    }
+    run(&p, &mut st);
+    for l in 0..64 {
+        let (x, y) = ((l as u32 * 1000) as u16, (0xFFF0 + l as u32) as u16);
+        let got = [st.vgpr[2][l], st.vgpr[3][l], st.vgpr[4][l]];
+        if l < 63 {
+            let want = [x.wrapping_add(y) as u32, x.wrapping_sub(y) as u32, y.wrapping_sub(x) as u32];
+            assert_eq!(got, want, "lane {l}");
+        } else {
+            assert_eq!(got, [0xDEAD_BEEF; 3], "inactive lane {l} untouched");
+        }
+    }
+}
+
+#[test]
 fn vop3b_carry_to_sgpr_pair_and_64bit_mad() {
     // v_mad_u64_u32 v[10:11], s[20:21], v12, v13, v[14:15]
     let p = program(&[vop3(488, 10, 20, V + 12, V + 13, V + 14, 0)]);

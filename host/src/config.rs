@@ -1301,58 +1301,59 @@ pub fn bs_tile_rule(tiles32: u64, tiles64: u64, cus: u32) -> usize {
 
 /// Modelled time (µs, timing model on MI300X, `--scope full`, launch overhead excluded) per
 /// 128-K block of one 32 × 128 bs workgroup when 1, 2 or 3 of them share a CU (the most that fit:
-/// 3 waves per SIMD), [`bs_split_estimate`].
-const BS_SPLIT_BLOCK_US: [f64; 3] = [0.97, 1.66, 2.69];
-/// Fixed modelled cost (µs) of the bs split-K hand-off (partial store, release, counter), per
-/// round of workgroups, [`bs_split_estimate`].
-const BS_SPLIT_FIXED_US: f64 = 3.16;
-/// Modelled cost (µs) per split of the last arriver's serial reduction (one 16 KiB partial tile
-/// of 32 × 128 FP32 each), [`bs_split_estimate`].
-const BS_SPLIT_PER_SPLIT_US: f64 = 0.63;
+/// 3 waves per SIMD), [`bs_split_estimate`] (fitted).
+const BS_SPLIT_BLOCK_US: [f64; 3] = [0.62, 1.07, 1.41];
+/// Fixed modelled cost (µs) of the bs split-K hand-off (partial store, release, counter, the
+/// reduced tile's store), per round of workgroups, [`bs_split_estimate`] (fitted).
+const BS_SPLIT_FIXED_US: f64 = 1.90;
+/// Modelled cost (µs) per split of the last arriver's reduction (one 16 KiB partial tile of
+/// 32 × 128 FP32 each through its CU's texture path), [`bs_split_estimate`] (fitted).
+const BS_SPLIT_PER_SPLIT_US: f64 = 0.45;
 
 /// Estimated time (µs, excluding the launch overhead) of `tiles` bs 32 × 128 tiles over `nkb`
 /// 128-K blocks in `splits` splits on `cus` CUs: `rounds · (⌈nkb / splits⌉ · block(sharing) +
 /// fixed + per_split · splits)` (the last two only when split), where up to 3 workgroups share
 /// a CU (`sharing = min(3, ⌈tiles · splits / cus⌉)`, `rounds = ⌈tiles · splits / (3 · cus)⌉`).
 ///
-/// The constants are fitted, not derived: a random search minimising the summed log ratio of
-/// the chosen split's time to the best split's over a sweep of forced split counts through the
-/// timing model (`FP8GEMM_PRESHUFFLED=1 FP8GEMM_FORCE_TILE=32x128 FP8GEMM_FORCE_SPLIT=s fp8gemm
-/// profile --scope full`, MI300X, 1 ≤ s ≤ 16, M ∈ {16, 64, 128, 256} × DeepSeek-V3 (N, K) pairs and 16×256×{1024, 4096};
-/// *modelled*, not measured). They are for the 32-row tile: the only tile
-/// [`get_bs_config_for_workspace`]'s rule splits (it takes the 64-row tile only from 8 of its
-/// tiles per CU, where nothing splits). On that sweep (µs; old rule = `⌈CUs / tiles⌉` splits,
-/// one workgroup per CU):
+/// The constants are fitted, not derived: a random search (over values of two decimals)
+/// minimising the summed log ratio of the chosen split's time to the best split's over a sweep
+/// of forced split counts through the timing model (`FP8GEMM_PRESHUFFLED=1
+/// FP8GEMM_FORCE_TILE=32x128 FP8GEMM_FORCE_SPLIT=s fp8gemm profile --scope full`, MI300X,
+/// s ∈ {1, 2, 3, 4, 5, 6, 8, 10, 12, 16}, M ∈ {16, 64, 128, 256} × DeepSeek-V3 (N, K) pairs and
+/// 16×256×{1024, 4096}; *modelled*, not measured), with the split-K reduction that stages the
+/// reduced tile in LDS (`fp8gemm_device::dense`, split-K). They are for the 32-row tile: the
+/// only tile [`get_bs_config_for_workspace`]'s rule splits (it takes the 64-row tile only from
+/// 8 of its tiles per CU, where nothing splits). The summed log ratio is 0.48 (previous
+/// constants `[0.97, 1.66, 2.69]`, 3.16, 0.63, fitted on the previous reduction: 0.54); on that
+/// sweep (µs; bold where this fit chooses better than the previous one):
 ///
-/// | shape (m×n×k) | old rule | this estimate | best forced split |
+/// | shape (m×n×k) | previous fit | this fit | best forced split |
 /// |---|---|---|---|
-/// | 16×256×1024 | 8: 8.72 | 4: 7.98 | 4: 7.98 |
-/// | 16×256×4096 | 32 splits | 8: 10.32 | 8: 10.32 |
-/// | 16×2112×7168 | 18 splits | 8: 12.27 | 8: 12.27 |
-/// | 16×4096×7168 | 10: 15.57 | 8: 14.73 | 5: 14.19 |
-/// | 16×7168×2048 | 6: 10.23 | 4: 10.37 | 3: 10.12 |
-/// | 16×7168×16384 | 6: 35.16 | 10: 35.79 | 3: 34.47 |
-/// | 16×24576×1536 | 2: 16.29 | 1: 14.19 | 1: 14.19 |
-/// | 64×2112×7168 | 9: 14.51 | 8: 13.22 | 8: 13.22 |
-/// | 64×4096×7168 | 5: 16.40 | 4: 15.44 | 4: 15.44 |
-/// | 64×7168×2048 | 3: 11.77 | 2: 11.57 | 5: 11.53 |
-/// | 64×7168×16384 | 3: 39.89 | 5: 37.37 | 5: 37.37 |
-/// | 128×2112×7168 | 5: 18.58 | 4: 15.06 | 8: 14.98 |
-/// | 128×4096×7168 | 3: 21.71 | 4: 18.82 | 4: 18.82 |
-/// | 128×7168×2048 | 2: 15.32 | 1: 14.62 | 3: 13.35 |
-/// | 128×7168×16384 | 2: 56.10 | 4: 60.12 | 3: 52.14 |
-/// | 256×2112×7168 | 3: 21.89 | 4: 19.00 | 4: 19.00 |
-/// | 256×4096×7168 | 2: 29.45 | 2: 29.45 | 3: 27.71 |
-/// | 256×7168×16384 | 1: 106.56 | 1: 106.56 | 2: 78.16 |
+/// | 16×256×1024 | 4: 8.23 | 4: 8.23 | 5: 7.81 |
+/// | 16×256×4096 | 8: 10.00 | 8: 10.00 | 8: 10.00 |
+/// | 16×2112×7168 | 8: 11.96 | 8: 11.96 | 8: 11.96 |
+/// | 16×4096×7168 | 8: 14.65 | 8: 14.65 | 5: 14.38 |
+/// | 16×7168×2048 | 4: 10.64 | 4: 10.64 | 6: 10.12 |
+/// | 16×7168×16384 | 10: 35.78 | **5: 34.81** | 3: 34.72 |
+/// | 16×24576×1536 | 1: 14.22 | 1: 14.22 | 1: 14.22 |
+/// | 64×2112×7168 | 8: 12.18 | 8: 12.18 | 8: 12.18 |
+/// | 64×4096×7168 | 4: 14.99 | 4: 14.99 | 4: 14.99 |
+/// | 64×7168×2048 | 2: 11.05 | 2: 11.05 | 5: 10.55 |
+/// | 64×7168×16384 | 5: 36.38 | 8: 38.04 | 5: 36.38 |
+/// | 128×2112×7168 | 4: 14.55 | 4: 14.55 | 8: 13.91 |
+/// | 128×4096×7168 | 4: 18.26 | 4: 18.26 | 4: 18.26 |
+/// | 128×7168×2048 | 1: 14.65 | **4: 14.11** | 3: 12.84 |
+/// | 128×7168×16384 | 4: 58.52 | 4: 58.52 | 3: 51.55 |
+/// | 256×2112×7168 | 4: 18.25 | 4: 18.25 | 4: 18.25 |
+/// | 256×4096×7168 | 2: 28.23 | **3: 27.11** | 3: 27.11 |
 ///
 /// (64×24576×1536, 64×32768×512, 128×24576×1536, 256×7168×2048: at least one tile per CU, no
-/// split under both rules, which is also the best.) Worse than the old rule only at
-/// 128×7168×16384 (7 %), 16×7168×2048 (1 %) and 16×7168×16384 (2 %). 256×7168×16384 (448
-/// tiles, 1.5 per CU) shows that splitting also pays above one tile per CU when it evens out
-/// the workgroups per CU (2 splits: 896 workgroups in the 912 slots); the rule does not split
-/// there yet (not swept widely enough to trust the estimate). The modelled timing is sensitive to code layout
-/// by about ±2 % (an unrelated register change moved these points that much), so differences of
-/// that size are noise.
+/// split.) Worse than the previous fit only at 64×7168×16384 (5 %). The sweep's curves are not
+/// smooth in the split count (128×7168×2048: 2 splits 14.08, 3 12.84, 4 14.11 µs: uneven block
+/// ranges and workgroups per CU), which no estimate of this form follows; the fit's choices are
+/// sensitive to its constants at the second decimal (rounding the unrounded optimum moved the
+/// summed log ratio from 0.48 to 0.59), hence the search over rounded values. The modelled
+/// timing is sensitive to code layout by about ±2 %, so differences of that size are noise.
 fn bs_split_estimate(tiles: u32, nkb: u32, splits: u32, cus: u32) -> f64 {
     const SLOTS: u64 = 3;
     let (splits, cus) = (splits.max(1), u64::from(cus.max(1)));

@@ -1892,6 +1892,7 @@ impl Cx<'_, '_> {
             // 16-bit integer ops on the low half (upper half zeroed, gfx9 behaviour without op_sel).
             Op::v_add_u16 => map2!(a!(), bb!(), |x, y| (x as u16).wrapping_add(y as u16) as u32),
             Op::v_sub_u16 => map2!(a!(), bb!(), |x, y| (x as u16).wrapping_sub(y as u16) as u32),
+            Op::v_subrev_u16 => map2!(a!(), bb!(), |x, y| (y as u16).wrapping_sub(x as u16) as u32),
             Op::v_mul_lo_u16 => map2!(a!(), bb!(), |x, y| (x as u16).wrapping_mul(y as u16) as u32),
             Op::v_lshlrev_b16 => map2!(a!(), bb!(), |x, y| ((y as u16) << (x & 15)) as u32),
             Op::v_lshrrev_b16 => map2!(a!(), bb!(), |x, y| ((y as u16) >> (x & 15)) as u32),
