@@ -138,6 +138,7 @@ fn explicit_workspace_too_small_is_a_typed_error() {
         assert_eq!(need, SPLITK_COUNTER_FLOATS + 14 * 32 * 128);
         let desc = GemmDesc::dense(m as u32, n as u32, k as u32, ctx.arch()).with_cus(ctx.compute_units());
         assert_eq!(config::get_bs_config(&desc).unwrap().workspace_floats(), need);
+        assert_eq!(fp8gemm::workspace_floats_preshuffled(m, n, k) as u64, need);
         let fill = bf16::from_f32(3.0);
         let mut dd = ctx.upload(&vec![fill; m * n]).unwrap();
         let mut small = Workspace::new(&ctx, need as usize - 1).unwrap();
@@ -162,6 +163,9 @@ fn a_stream_workspace_too_small_falls_back_and_says_so() {
     let desc = GemmDesc::dense(1280, 2048, 7168, ctx.arch()).with_cus(ctx.compute_units());
     let preferred = config::get_bs_config(&desc).unwrap();
     assert!(preferred.stream_k.is_some() && preferred.kernel.starts_with("fp8_gemm_nt_streamk_bs_"), "the bs choice should be stream-K here: {preferred}");
+    // The pre-shuffled need, not the logical one (which is a data-parallel or other config).
+    assert_eq!(fp8gemm::workspace_floats_preshuffled(1280, 2048, 7168) as u64, preferred.workspace_floats());
+    assert!(preferred.workspace_floats() > 0);
     let (fit, limit) = config::get_bs_config_for_workspace(&desc, 1000).unwrap();
     assert!(fit.workspace_floats() <= 1000 && fit.stream_k.is_none() && fit.kernel.starts_with("fp8_gemm_nt_bs_"), "{fit}");
     let limit = limit.expect("the fallback is reported");
