@@ -376,6 +376,263 @@ pub(crate) mod imp {
         });
     }
 
+    /// One block's B operands of a wave in the pipelined loop: indexed by block mod 4.
+    type BSets = [BRegs; 4];
+
+    /// The pipelined bs loop for one workgroup per CU (module docs, "Pipelined loop"): the
+    /// same tile, operands, MFMA chains and promotion as [`tile_gemm_bs`] (so the same result
+    /// bit for bit), scheduled so that the MFMAs never wait. B is loaded `BA` blocks ahead,
+    /// A's fragments one block ahead (read during the previous block's MFMAs), A from global
+    /// memory three blocks ahead and written to LDS two ahead; each MFMA is followed by at most
+    /// two other memory instructions or one output pair's promotion, in a fixed source order
+    /// held by `sched_fence`s; the promotion of an output pair runs after the next pair's
+    /// MFMAs (the last pair's in the next block), so no VALU waits on an MFMA result; the
+    /// per-window SFA loads are straight-line (wave `w` loads fragments `4q + w`).
+    /// `FM` ∈ {4, 8}.
+    #[inline(always)]
+    pub(crate) fn tile_gemm_bs_pipe<const FM: usize, const BA: u32, E: Epilogue>(
+        job: &TileJob,
+        keep_row: impl Fn(u32) -> bool,
+        epi: &E,
+    ) {
+        const { assert!(FM == 4 || FM == 8) };
+        const { assert!(BA == 1 || BA == 2) };
+        let bm = 16 * FM as u32;
+        let stage = bm * ROW;
+        let (n, m0, n0, lda, ldsf, nkb) = (job.n, job.m0, job.n0, job.lda, job.ldsf, job.nkb);
+        let (rs_a, rs_b, rs_sfa, rs_sfb) = (job.rs_a, job.rs_b, job.rs_sfa, job.rs_sfb);
+        let (k0, sf0) = (job.kb0 * SCALE_BLOCK_K, job.kb0 * 4);
+
+        let tid = workitem_id_x();
+        let lane = tid & 63;
+        let wave = readfirstlane_u32(tid >> 6);
+
+        // A copy: work-item t moves chunk (t & 7) of row (t >> 3) + 32·pass, FM/2 passes.
+        let (copy_row, copy_chunk) = (tid >> 3, tid & 7);
+        let mut a_voff = [0u32; FM];
+        unroll!(p < FM / 2 => {
+            a_voff[p] = (m0 + 32 * p as u32 + copy_row) * lda + k0 + 16 * copy_chunk;
+        });
+        let copy_lds = block_swizzle(copy_row, copy_chunk);
+        let frag_lds = [block_swizzle(lane & 15, frag_chunk(lane >> 4, 0)), block_swizzle(lane & 15, frag_chunk(lane >> 4, 1))];
+
+        let mut b_voff = [0u32; FN];
+        unroll!(f < FN => {
+            b_voff[f] = tile::shuffled_b_offset(n0 / 16 + 2 * wave + f as u32, job.kb0, ldsf, 0, lane);
+        });
+
+        let row_of = |fm: usize| m0 + 16 * fm as u32 + (lane & 15);
+        let grp = lane >> 4;
+        let mut keep = [true; FM];
+        unroll!(fm < FM => {
+            keep[fm] = keep_row(row_of(fm));
+        });
+        // SFA: this wave loads the windows of fragments 4q + wave (q < FM/4) — no branch on
+        // the wave, so the wait before the LDS write is a counted `vmcnt(N)`.
+        let mut sfa_voff = [0u32; FM];
+        unroll!(q < FM / 4 => {
+            sfa_voff[q] = (m0 + 16 * (4 * q as u32 + wave) + (lane & 15)) * ldsf * 4 + sf0 + 4 * grp;
+        });
+        let sfb_voff = (n0 / SCALE_BLOCK_N) * ldsf * 4 + sf0 + 4 * grp;
+        let sfa_region = |w: u32| 2 * stage + w * SFA_REGION * FM as u32;
+        let sf_read = 4 * (lane & 15);
+
+        let load_a = #[inline(always)]
+        |i: u32, p: usize| -> U32x4 {
+            // SAFETY: as in tile_gemm_bs: rs_a covers the problem's A; the whole offset is in
+            // voffset (range-checked, 0 past the end); 16-byte aligned.
+            unsafe { buffer_load_b128(rs_a, a_voff[p] + i * SCALE_BLOCK_K, 0) }
+        };
+        let load_b = #[inline(always)]
+        |i: u32, f: usize, r: usize| -> U32x4 {
+            // SAFETY: as in tile_gemm_bs: rs_b covers the pre-shuffled B; the whole offset is
+            // in voffset (0 past the end); 16-byte aligned.
+            unsafe { buffer_load_b128(rs_b, b_voff[f] + i * SHUFFLED_UNIT + 1024 * r as u32, 0) }
+        };
+        let write_a = #[inline(always)]
+        |st: u32, p: usize, v: U32x4| {
+            // SAFETY: inside stage st (< 2·stage ≤ the launch's sharedMemBytes), 16-byte
+            // aligned; every wave has passed the barrier after its last read of this stage.
+            unsafe { lds_write_b128(st * stage + copy_lds + 32 * p as u32 * ROW, v) };
+        };
+        let read_a = #[inline(always)]
+        |st: u32, r: usize, fm: usize| -> [u64; 2] {
+            // SAFETY: inside stage st, written and published by a barrier before.
+            unsafe { lds_read_b128(st * stage + frag_lds[r] + fm as u32 * 16 * ROW) }.to_u64x2()
+        };
+        let load_sfa = #[inline(always)]
+        |i: u32, q: usize| -> f32 {
+            // SAFETY: rs_sfa covers the problem's SFA; the whole offset is in voffset, so
+            // offsets past its end read 0 (never-used lanes may read other rows' scales).
+            unsafe { buffer_load_f32(rs_sfa, sfa_voff[q] + i * 4, 0) }
+        };
+        let load_sfb = #[inline(always)]
+        |i: u32| -> f32 {
+            // SAFETY: rs_sfb covers the problem's SFB; offsets past its end read 0.
+            unsafe { buffer_load_f32(rs_sfb, sfb_voff + i * 4, 0) }
+        };
+        let write_sfa = #[inline(always)]
+        |w: u32, q: usize, v: f32| {
+            // SAFETY: inside region w & 1 (< lds_bytes), 4-byte aligned; every wave passed the
+            // barrier after its last read of this region (one window ago).
+            unsafe { lds_write_b32(sfa_region(w) + SFA_REGION * (4 * q as u32 + wave) + 4 * lane, v.to_bits()) };
+        };
+
+        // SAFETY: all-zero bits are a valid [[F32x4; FN]; FM] (+0.0 in every lane).
+        let mut acc: [[F32x4; FN]; FM] = unsafe { core::mem::zeroed() };
+        let mut sfa_ld = [0f32; FM];
+        let mut sfb = 0f32;
+        let mut window = 0u32;
+
+        let zb = || [[U32x4([0; 4]); 2]; FN];
+        let mut b: BSets = [zb(), zb(), zb(), zb()];
+        let mut ga = [[U32x4([0; 4]); FM]; 2];
+        let mut a: [ARegs<FM>; 2] = [[[[0; 2]; FM]; 2]; 2];
+        // The last output pair's partial sums and scale, promoted during the next block.
+        let mut pend = [F32x4::zero(); FN];
+        let mut pend_s = 0f32;
+
+        // Prologue: window 0's scales; B(0 .. BA); A(0), A(1) into stages 0, 1; A(2) into
+        // registers; A(0)'s fragments.
+        unroll!(q < FM / 4 => {
+            sfa_ld[q] = load_sfa(0, q);
+        });
+        let mut sfb_next = load_sfb(0);
+        unroll!(q < FM / 4 => {
+            write_sfa(0, q, sfa_ld[q]);
+        });
+        unroll!(f < FN => {
+            unroll!(r < 2 => {
+                b[0][f][r] = load_b(0, f, r);
+                if BA == 2 {
+                    b[1][f][r] = load_b(1, f, r);
+                }
+            });
+        });
+        unroll!(st < 2 => {
+            unroll!(p < FM / 2 => {
+                let v = load_a(st as u32, p);
+                write_a(st as u32, p, v);
+            });
+        });
+        unroll!(p < FM / 2 => {
+            ga[1][p] = load_a(2, p);
+        });
+        lds_barrier();
+        unroll!(r < 2 => {
+            unroll!(fm < FM => {
+                a[0][r][fm] = read_a(0, r, fm);
+            });
+        });
+
+        // Block i (j = i mod 4, static in each unrolled copy): barrier; SFA of block i; then
+        // the 8·FM MFMAs (pair fm = outputs (fm, 0..2), order (r, s, f) inside the pair), the
+        // extra instructions after MFMA g: A(i + 1) fragment reads after the even g, global
+        // loads (A(i + 3), B(i + BA), at j = 1 the next window's scales) after the odd g,
+        // promotion of the previous block's last pair after g = 4 and of pair fm − 1 after
+        // g = 8·fm + 4, A(i + 2)'s LDS writes after the odd g from 8·FM / 2 + 1; at j = 3 the
+        // next window's SFA write.
+        macro_rules! step {
+            ($i:expr, $j:expr) => {{
+                let (i, j): (u32, u32) = ($i, $j);
+                const J: usize = $j;
+                lds_barrier();
+                if j == 0 {
+                    sfb = sfb_next;
+                }
+                let mut s_a = [0f32; FM];
+                unroll!(fm < FM => {
+                    // SAFETY: inside this window's region, written before a barrier.
+                    s_a[fm] = f32::from_bits(unsafe { lds_read_b32(sfa_region(window & 1) + SFA_REGION * fm as u32 + sf_read + 64 * j) });
+                });
+                let s_b = f32::from_bits(readlane_dyn(sfb.to_bits(), 16 * j)) * tile::PROMOTION_DOWN;
+                sched_fence();
+                let mut part = [[F32x4::zero(); FN]; FM];
+                let n_a_loads = FM / 2;
+                let n_g = n_a_loads + 2 * FN + if J == 1 { FM / 4 + 1 } else { 0 };
+                unroll!(fm < FM => {
+                    unroll!(t < 8 => {
+                        let g = 8 * fm + t;
+                        let (r, s, f) = (t / 4, (t / 2) % 2, t % 2);
+                        let c = if r == 0 && s == 0 { F32x4::zero() } else { part[fm][f] };
+                        part[fm][f] = mfma_f32_16x16x32_fp8_fp8(b[J][f][r].to_u64x2()[s], a[J & 1][r][fm][s], c);
+                        if g % 2 == 0 && g / 2 < 2 * FM {
+                            let (rr, ff) = ((g / 2) / FM, (g / 2) % FM);
+                            a[(J + 1) & 1][rr][ff] = read_a((j + 1) & 1, rr, ff);
+                        }
+                        if g % 2 == 1 && g / 2 < n_g {
+                            let x = g / 2;
+                            if x < n_a_loads {
+                                ga[J & 1][x] = load_a(i + 3, x);
+                            } else if x < n_a_loads + 2 * FN {
+                                let y = x - n_a_loads;
+                                b[(J + BA as usize) % 4][y / 2][y % 2] = load_b(i + BA, y / 2, y % 2);
+                            } else if x < n_a_loads + 2 * FN + FM / 4 {
+                                let q = x - n_a_loads - 2 * FN;
+                                sfa_ld[q] = load_sfa(i + 3, q);
+                            } else {
+                                sfb_next = load_sfb(i + 3);
+                            }
+                        }
+                        if g == 4 {
+                            unroll!(ff < FN => {
+                                acc[FM - 1][ff] = pend[ff].fma_splat(pend_s, acc[FM - 1][ff]);
+                            });
+                        }
+                        if t == 4 && fm >= 1 {
+                            let s = s_a[fm - 1] * s_b;
+                            unroll!(ff < FN => {
+                                acc[fm - 1][ff] = part[fm - 1][ff].fma_splat(s, acc[fm - 1][ff]);
+                            });
+                        }
+                        if g % 2 == 1 && g > 4 * FM && (g - 4 * FM) / 2 < FM / 2 {
+                            let p = (g - 4 * FM) / 2;
+                            write_a(j & 1, p, ga[(J + 1) & 1][p]);
+                        }
+                        sched_fence();
+                    });
+                });
+                pend = part[FM - 1];
+                pend_s = s_a[FM - 1] * s_b;
+                if j == 3 {
+                    window += 1;
+                    unroll!(q < FM / 4 => {
+                        write_sfa(window & 1, q, sfa_ld[q]);
+                    });
+                }
+            }};
+        }
+
+        let mut i = 0;
+        while i < nkb {
+            step!(i, 0);
+            if i + 1 >= nkb {
+                break;
+            }
+            step!(i + 1, 1);
+            if i + 2 >= nkb {
+                break;
+            }
+            step!(i + 2, 2);
+            if i + 3 >= nkb {
+                break;
+            }
+            step!(i + 3, 3);
+            i += 4;
+        }
+        unroll!(ff < FN => {
+            acc[FM - 1][ff] = pend[ff].fma_splat(pend_s, acc[FM - 1][ff]);
+        });
+
+        unroll!(fm < FM => {
+            let row = row_of(fm);
+            unroll!(f < FN => {
+                let col = n0 + 32 * wave + 16 * f as u32 + 4 * (lane >> 4);
+                epi.store(row, col, col < n && keep[fm], acc[fm][f]);
+            });
+        });
+    }
+
     /// The dense bs kernels: the dense grid and tile order ([`dense_job`]) over the
     /// pre-shuffled B.
     #[inline(always)]
@@ -383,6 +640,14 @@ pub(crate) mod imp {
         let Some((mut job, epi)) = dense_job(&args, 16 * FM as u32, 128) else { return };
         job.rs_b = BufferResource::new(args.b.addr(), tile::shuffled_b_bytes(args.n as u64, args.k as u64) as u32);
         tile_gemm_bs::<FM, A2, AHEAD, _>(&job, |_| true, &epi);
+    }
+
+    /// The dense bs kernels on the pipelined loop ([`tile_gemm_bs_pipe`]).
+    #[inline(always)]
+    pub fn gemm_bs_pipe<const FM: usize, const BA: u32>(args: DenseGemmArgs) {
+        let Some((mut job, epi)) = dense_job(&args, 16 * FM as u32, 128) else { return };
+        job.rs_b = BufferResource::new(args.b.addr(), tile::shuffled_b_bytes(args.n as u64, args.k as u64) as u32);
+        tile_gemm_bs_pipe::<FM, BA, _>(&job, |_| true, &epi);
     }
 }
 
@@ -395,7 +660,7 @@ pub fn fp8_gemm_nt_bs_bm32_bn128(args: DenseGemmArgs) {
 /// bs (pre-shuffled B) 64 × 128 tile: medium M.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_bs_bm64_bn128(args: DenseGemmArgs) {
-    imp::gemm_bs::<4, true, false>(args)
+    imp::gemm_bs_pipe::<4, 2>(args)
 }
 
 /// bs (pre-shuffled B) 128 × 128 tile: large M.
