@@ -40,7 +40,9 @@ fn every_bs_tile_matches_both_references_and_the_logical_kernels() {
             let (got, r) = forced(Some(tile), None, || run_with_layout(&ctx, &stream, &c, WeightLayout::Preshuffled));
             let cfg = r.config.unwrap();
             assert_eq!((cfg.block_m, cfg.block_n, cfg.splits), (tile.0, tile.1, 1), "{what}");
-            assert_eq!(cfg.kernel, format!("fp8_gemm_nt_bs_bm{}_bn128", tile.0), "{what}");
+            // The 64-row tile below 8 tiles per CU: the pipelined one-workgroup-per-CU kernel.
+            let want = if tile.0 == 64 { "fp8_gemm_nt_bs_pipe_bm64_bn128".to_string() } else { format!("fp8_gemm_nt_bs_bm{}_bn128", tile.0) };
+            assert_eq!(cfg.kernel, want, "{what}");
             assert_eq!(cfg.grid, (m as u32).div_ceil(tile.0) * (n as u32).div_ceil(128), "{what}");
             assert!(r.workspace_limit.is_none());
             assert_accurate(&what, &c, &got);
@@ -80,11 +82,22 @@ fn bs_config_choice() {
     // Every unsplit choice is a bs kernel with the dense grid of its tile.
     for (m, n, k) in [(1024u32, 2048u32, 7168u32), (4096, 7168, 2048), (4096, 2112, 7168)] {
         let cfg = get_bs_config(&GemmDesc::dense(m, n, k, arch)).unwrap();
-        assert!(cfg.kernel.starts_with("fp8_gemm_nt_bs_bm"), "{m}x{n}x{k}: {}", cfg.kernel);
+        assert!(cfg.kernel.starts_with("fp8_gemm_nt_bs_"), "{m}x{n}x{k}: {}", cfg.kernel);
         assert_eq!((cfg.block_n, cfg.splits, cfg.grid), (128, 1, m.div_ceil(cfg.block_m) * n.div_ceil(128)), "{m}x{n}x{k}");
-        let tile = fp8gemm_device::tile::DENSE_BS_TILES.iter().find(|t| t.name == cfg.kernel).unwrap();
-        assert_eq!(cfg.lds_bytes, tile.lds_bytes());
+        let pipe = fp8gemm_device::tile::DENSE_BS_PIPE_BM64;
+        let tile = fp8gemm_device::tile::DENSE_BS_TILES.iter().chain([&pipe]).find(|t| t.name == cfg.kernel).unwrap();
+        assert_eq!((cfg.block_m, cfg.lds_bytes), (tile.block_m, tile.lds_bytes()));
     }
+    // Below one 64-row tile per CU but at least one 32-row tile per CU: the pipelined 64-row
+    // kernel, unsplit (modelled 1024×2048×7168 MI325X: 41.1 µs, the 32-row tile 50.3).
+    let c = get_bs_config(&GemmDesc::dense(1024, 2048, 7168, arch)).unwrap();
+    assert_eq!((c.block_m, c.splits, c.kernel, c.grid), (64, 1, "fp8_gemm_nt_bs_pipe_bm64_bn128", 256));
+    let c = get_bs_config(&GemmDesc::dense(2048, 768, 7168, arch)).unwrap();
+    assert_eq!((c.block_m, c.splits, c.kernel), (64, 1, "fp8_gemm_nt_bs_pipe_bm64_bn128"));
+    // 256×7168×2048: 448 tiles of 32 rows, 224 of 64 (modelled MI300X: 19.90 µs with the
+    // 32-row tile, 18.01 with the pipelined 64-row kernel).
+    let c = get_bs_config(&GemmDesc::dense(256, 7168, 2048, arch)).unwrap();
+    assert_eq!((c.block_m, c.splits, c.kernel), (64, 1, "fp8_gemm_nt_bs_pipe_bm64_bn128"));
     // Small M: the 32-row tile, the split count of least estimated time (34 tiles × 8 splits of
     // 7 blocks each; 9 splits, one workgroup per CU, was modelled 14.51 vs 13.22 µs).
     let c = get_bs_config(&GemmDesc::dense(64, 2112, 7168, arch)).unwrap();
@@ -92,7 +105,7 @@ fn bs_config_choice() {
     assert_eq!(c.grid, 2 * 17 * 8);
     // The other DeepSeek-V3 decode points of the estimate's docs (config::get_bs_config_for_workspace):
     // (m, n, k) → (splits, kernel).
-    for (m, n, k, splits) in [(64u32, 7168u32, 2048u32, 2u32), (128, 2112, 7168, 4), (128, 7168, 2048, 1), (64, 7168, 16384, 5), (16, 24576, 1536, 1), (256, 2112, 7168, 4), (256, 7168, 2048, 1), (16, 256, 1024, 4)] {
+    for (m, n, k, splits) in [(64u32, 7168u32, 2048u32, 2u32), (128, 2112, 7168, 4), (128, 7168, 2048, 1), (64, 7168, 16384, 5), (16, 24576, 1536, 1), (256, 2112, 7168, 4), (16, 256, 1024, 4)] {
         let c = get_bs_config(&GemmDesc::dense(m, n, k, arch)).unwrap();
         let kernel = if splits > 1 { "fp8_gemm_nt_splitk_bs_bm32_bn128" } else { "fp8_gemm_nt_bs_bm32_bn128" };
         assert_eq!((c.block_m, c.splits, c.kernel), (32, splits, kernel), "{m}x{n}x{k}");
@@ -109,7 +122,7 @@ fn bs_config_choice() {
     assert!(lim.is_some());
     // Large M: no split, the 64-row tile from 8 of its tiles per CU.
     let c = get_bs_config(&GemmDesc::dense(4096, 7168, 2048, arch)).unwrap();
-    assert_eq!((c.block_m, c.splits), (64, 1));
+    assert_eq!((c.block_m, c.splits, c.kernel), (64, 1, "fp8_gemm_nt_bs_bm64_bn128"));
     assert_eq!(get_bs_config(&GemmDesc::dense(4096, 2048, 7168, arch)).unwrap().block_m, 32);
     // Forcing: any bs tile, any split count up to min(k/128, MAX_SPLITS); a dense-only tile or
     // too many splits is a typed error naming what is allowed.
@@ -292,13 +305,14 @@ proptest! {
         let c = config::get_bs_config(&desc).unwrap();
         let tiles = m.div_ceil(c.block_m) * n.div_ceil(128);
         let (tiles32, tiles64) = (u64::from(m.div_ceil(32) * n.div_ceil(128)), u64::from(m.div_ceil(64) * n.div_ceil(128)));
-        let bm = [32, 64][config::bs_tile_rule(tiles32, tiles64, 304)];
+        let i = config::bs_tile_rule(tiles32, tiles64, 304);
+        let bm = [32, 64][i];
         prop_assert_eq!(c.block_m, bm);
         prop_assert!(c.splits >= 1 && c.splits <= (k / 128).min(config::MAX_SPLITS), "{} splits", c.splits);
         prop_assert!(c.splits == 1 || tiles < 304, "{} tiles split {}", tiles, c.splits);
         // Only the 32-row tile is ever split (the 64-row tile is chosen only above one tile per CU).
         prop_assert!(c.splits == 1 || bm == 32, "{}-row tile split {}", bm, c.splits);
-        let want = if c.splits > 1 { format!("fp8_gemm_nt_splitk_bs_bm{bm}_bn128") } else { format!("fp8_gemm_nt_bs_bm{bm}_bn128") };
+        let want = if c.splits > 1 { format!("fp8_gemm_nt_splitk_bs_bm{bm}_bn128") } else { config::bs_kernel(i, tiles, 304).name.to_string() };
         prop_assert_eq!(c.kernel, want.as_str());
         prop_assert_eq!(c.grid, tiles * c.splits);
         let available = (c.workspace_floats() as f64 * avail_frac) as u64;

@@ -65,12 +65,68 @@
 //! |---|---|---|---|---|---|---|---|---|
 //! | `fp8_gemm_nt_bs_bm32_bn128`  | yes / yes | 158 | 0   | 0 | 0 | 9 KiB  | 3 | 3 |
 //! | `fp8_gemm_nt_bs_bm64_bn128`  | yes / no  | 238 | 0   | 0 | 0 | 18 KiB | 2 | 2 |
+//! | `fp8_gemm_nt_bs_pipe_bm64_bn128` | pipelined, B 2 ahead | 308 | 52 | 0 | 0 | 18 KiB | 1 | 1 |
 //! | `fp8_gemm_nt_bs_bm128_bn128` | yes / no  | 420 | 164 | 0 | 0 | 36 KiB | 1 | 1 |
 //! | `fp8_gemm_nt_splitk_bs_bm32_bn128`  | yes / yes | 136 | 0  | 0 | 0 | 9 KiB  | 3 | 3 |
 //! | `fp8_gemm_nt_splitk_bs_bm64_bn128`  | yes / no  | 186 | 0  | 0 | 0 | 18 KiB | 2 | 2 |
 //! | `fp8_gemm_nt_splitk_bs_bm128_bn128` | yes / no  | 292 | 36 | 0 | 0 | 36 KiB | 1 | 1 |
 //!
 //! Modelled figures and the steps that led here: [`crate::dense`], "B straight to registers".
+//!
+//! # Pipelined loop (`tile_gemm_bs_pipe`, the kernel `fp8_gemm_nt_bs_pipe_bm64_bn128`)
+//!
+//! At one workgroup per CU (few tiles: 640–1216 × 2048 × 7168, 1664–2048 × 768 × 7168) the loop
+//! above is a serial chain per block: the A fragments are read at the block's start and the
+//! first MFMA waits for them (`lgkmcnt`); the SFA `ds_read` issued after them and used early
+//! turns that into `lgkmcnt(0)`; the per-window SFA loads under `if fm % 4 == wave` become
+//! branches whose join LLVM closes with `s_waitcnt vmcnt(0)` (waiting for the B and A loads
+//! just issued); loads, MFMAs, promotion and LDS writes run as separate phases. Modelled
+//! (1024×2048×7168, MI325X, 64-row tile): 61.8 µs, stalls lgkmcnt 33 %, barrier 15 %, vmcnt 13 %.
+//!
+//! The pipelined loop keeps the same tile, operands, LDS layout, MFMA chains and promotion
+//! arithmetic (so the same result bit for bit) and reorders the rest:
+//! * **A fragments one block ahead** (`AHEAD`'s two register sets, stages as above: block `i`
+//!   reads A(i + 1) from its stage and writes A(i + 2) into A(i)'s), **B two blocks ahead**
+//!   (four register sets indexed by block mod 4, three live), A loaded three blocks ahead;
+//! * **one instruction stream in a fixed order**: the block's `8·FM` MFMAs (output pair `fm`
+//!   = outputs `(fm, 0..2)`, order `(r, s, f)` inside it, so consecutive MFMAs of a chain are
+//!   one apart), each followed by at most one other instruction — the next block's A fragment
+//!   reads after the even MFMAs, the global loads (A, B, at the window's second block the next
+//!   window's scales) after the odd ones, A's LDS writes after the odd ones of the second half
+//!   — each group closed by a `sched_fence` so LLVM keeps the order (with
+//!   `sched_group_barrier` it is free to move the loads together again);
+//! * **promotion one pair behind**: pair `fm − 1` is promoted after pair `fm`'s fourth MFMA,
+//!   the last pair during the next block (after the whole loop for the last block), so no VALU
+//!   ever waits on an MFMA result (no `s_nop`); the SFA `ds_read`s are the block's first LDS
+//!   instructions, so the wait before the first promotion is a counted `lgkmcnt(N)`;
+//! * **straight-line SFA loads**: wave `w` loads the windows of fragments `4q + w`
+//!   (`q < FM / 4`), no branch on the wave.
+//!
+//! It needs 308 registers (52 of them AGPRs, LLVM's choice), so one workgroup per CU: the host
+//! takes it for the 64-row tile below `BS_BM64_TILES_PER_CU` = 8 tiles per CU
+//! (`fp8gemm::config::bs_kernel`), where one workgroup per CU is what the grid gives anyway, and
+//! keeps the two-per-CU kernel above (with only 16 blocks per tile, one workgroup per CU leaves
+//! each tile's prologue and epilogue exposed). Forced into 256 registers (`waves_per_eu = 2`)
+//! it spills (26–55 registers, scratch): not shippable.
+//!
+//! Modelled µs (timing model, `FP8GEMM_PRESHUFFLED=1 FP8GEMM_FORCE_TILE=64x128 fp8gemm profile
+//! --scope xcd`; MI325X unless stated):
+//!
+//! | 64-row loop | regs (AGPR) | 1024×2048×7168 | 2048×768×7168 | 4096×2048×7168 | 4096×7168×2048 MI300X |
+//! |---|---|---|---|---|---|
+//! | phases (`fp8_gemm_nt_bs_bm64_bn128`, 2 WGs/CU) | 238 (0) | 61.81 | 61.81 | 171.01 | **175.21** |
+//! | phases + `AHEAD` (1 WG/CU) | 275 (19) | 61.16 | 61.16 | – | – |
+//! | pipelined, B one block ahead | 282 (26) | 42.32 | 42.31 | 160.55 | 181.09 |
+//! | **pipelined, B two blocks ahead** (shipped) | 308 (52) | **41.13** | **41.13** | **157.90** | 191.63 |
+//! | pipelined, B two ahead, `waves_per_eu = 2` | 256 + 55 spilled | 53.76 | 53.85 | 164.94 | 170.94 |
+//! | pipelined, B one ahead, `waves_per_eu = 2` | 256 + 26 spilled | 53.57 | 53.51 | 162.68 | 171.10 |
+//! | *AMD's `BpreShuffle_64x128` on the same model* | 512 | *39.39* | | | |
+//! | *the 32-row tile (3 WGs/CU), for reference* | 158 | *50.25* | *50.27* | *160.24* | *187.40* |
+//!
+//! Profile of the shipped variant at 1024×2048×7168: MFMA 51 % busy (83 % of CUs occupied),
+//! stalls "MFMA pipe busy" 82.5 %, vmcnt 10.2 % (mostly the prologue), barrier 5.5 %, lgkmcnt
+//! 1.0 % (before: 37.6 / 13.2 / 14.8 / 33.1 %). Not done: the 32- and 128-row tiles and the
+//! split-K / m-grouped twins on this loop, 48/80/96-row tiles (`FM` = 3/5/6), more LDS stages.
 //!
 //! **Direct-to-LDS A (tried, not shipped).** Loading A with `buffer_load_dword … lds` (through an
 //! LLVM IR shim over `llvm.amdgcn.raw.buffer.load.lds`, each lane's dword chosen so the rotation
@@ -657,9 +713,16 @@ pub fn fp8_gemm_nt_bs_bm32_bn128(args: DenseGemmArgs) {
     imp::gemm_bs::<2, true, true>(args)
 }
 
-/// bs (pre-shuffled B) 64 × 128 tile: medium M.
+/// bs (pre-shuffled B) 64 × 128 tile, two workgroups per CU: medium M with many tiles per CU.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_bs_bm64_bn128(args: DenseGemmArgs) {
+    imp::gemm_bs::<4, true, false>(args)
+}
+
+/// bs (pre-shuffled B) 64 × 128 tile on the pipelined loop (`imp::tile_gemm_bs_pipe`), one
+/// workgroup per CU: medium M with few tiles per CU.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn fp8_gemm_nt_bs_pipe_bm64_bn128(args: DenseGemmArgs) {
     imp::gemm_bs_pipe::<4, 2>(args)
 }
 

@@ -205,6 +205,12 @@ pub const DENSE_BS_TILES: [BsTile; 3] = [
     BsTile { name: "fp8_gemm_nt_bs_bm128_bn128", block_m: 128, block_n: 128 },
 ];
 
+/// The dense bs 64 × 128 kernel on the pipelined loop (`fp8_gemm_nt_bs_pipe_bm64_bn128`,
+/// [`crate::mainloop_bs`], "Pipelined loop"): one workgroup per CU, the host's choice for the
+/// 64-row tile below `BS_BM64_TILES_PER_CU` tiles per CU (`fp8gemm::config`); same tile, LDS
+/// and result as [`DENSE_BS_TILES`]`[1]`.
+pub const DENSE_BS_PIPE_BM64: BsTile = BsTile { name: "fp8_gemm_nt_bs_pipe_bm64_bn128", block_m: 64, block_n: 128 };
+
 /// The dense bs split-K kernels (`fp8_gemm_nt_splitk_bs_bm*_bn128`), same tiles as
 /// [`DENSE_BS_TILES`].
 pub const DENSE_SPLITK_BS_TILES: [BsTile; 3] = [

@@ -62,7 +62,7 @@ use std::sync::{Mutex, OnceLock};
 
 use fp8gemm_device::args::{DenseGemmArgs, DenseSplitKArgs, MGroupedContiguousArgs, MGroupedMaskedArgs};
 use fp8gemm_device::mainloop_bs::{
-    FP8_GEMM_NT_BS_BM128_BN128, FP8_GEMM_NT_BS_BM32_BN128, FP8_GEMM_NT_BS_BM64_BN128, FP8_GEMM_NT_SPLITK_BS_BM128_BN128,
+    FP8_GEMM_NT_BS_BM128_BN128, FP8_GEMM_NT_BS_BM32_BN128, FP8_GEMM_NT_BS_BM64_BN128, FP8_GEMM_NT_BS_PIPE_BM64_BN128, FP8_GEMM_NT_SPLITK_BS_BM128_BN128,
     FP8_GEMM_NT_SPLITK_BS_BM32_BN128, FP8_GEMM_NT_SPLITK_BS_BM64_BN128,
 };
 use fp8gemm_device::streamk::DenseStreamKArgs;
@@ -1278,19 +1278,35 @@ pub const BS_BM64_TILES_PER_CU: u32 = 8;
 /// The bs tile (index into the bs tile tables: 0 = 32 × 128, 1 = 64 × 128) for a problem of
 /// `tiles32` / `tiles64` working tiles of each on `cus` CUs. With at least
 /// [`BS_BM64_TILES_PER_CU`] 64-row tiles per CU (many rounds: throughput, where the 64-row
-/// tile's operand reuse wins) the 64-row tile; below, the smaller of the per-round estimates
-/// `⌈tiles32 / (3·CUs)⌉ · 0.95` and `⌈tiles64 / (2·CUs)⌉ · (1.52 with two workgroups per CU,
-/// 1.1 alone)` — modelled µs per 128-K block of one round of each tile (3 and 2 workgroups per
-/// CU by registers), read off the timing model at 4096×2048×7168, 1024×2048×7168 and the masked
-/// 1 × 1024 × 4096 × 7168 (MI300X/MI325X). The 128-row tile (1 wave per SIMD) is never chosen.
+/// tile's operand reuse wins) the 64-row tile; with fewer 32-row tiles than CUs the 32-row tile
+/// (it splits K there, [`get_bs_config_for_workspace`]); between, the smaller of the per-round
+/// estimates `⌈tiles32 / (3·CUs)⌉ · 0.95` and `⌈tiles64 / CUs⌉ · 0.75` — modelled µs per 128-K
+/// block of one round of each tile (3 workgroups per CU for the 32-row tile; the 64-row tile
+/// there is the pipelined one-workgroup-per-CU kernel, [`bs_kernel`]), read off the timing
+/// model at 4096×2048×7168 and 1024×2048×7168 (MI300X/MI325X; the pipelined 64-row kernel:
+/// (41.1 − 2) µs / 56 blocks = 0.70 at 1024×2048×7168 on MI325X). The 128-row tile (1 wave per
+/// SIMD) is never chosen.
 pub fn bs_tile_rule(tiles32: u64, tiles64: u64, cus: u32) -> usize {
     let cus = u64::from(cus);
     if tiles64 >= u64::from(BS_BM64_TILES_PER_CU) * cus {
         return 1;
     }
+    if tiles32 < cus {
+        return 0;
+    }
     let est32 = tiles32.div_ceil(3 * cus) as f64 * 0.95;
-    let est64 = tiles64.div_ceil(2 * cus) as f64 * if tiles64 > cus { 1.52 } else { 1.1 };
+    let est64 = tiles64.div_ceil(cus) as f64 * 0.75;
     usize::from(est64 < est32)
+}
+
+/// The unsplit dense bs kernel of tile `i` of [`tile::DENSE_BS_TILES`] for `tiles` working
+/// tiles on `cus` CUs: the 64-row tile runs the pipelined one-workgroup-per-CU kernel
+/// ([`tile::DENSE_BS_PIPE_BM64`]) below [`BS_BM64_TILES_PER_CU`] tiles per CU and the
+/// two-per-CU kernel from there (modelled, MI300X 4096×7168×2048, 11.8 tiles per CU: 175.2 µs
+/// two per CU, 191.6 µs pipelined — with 16 blocks per tile one workgroup per CU leaves each
+/// tile's prologue and epilogue exposed); the others have one kernel each.
+pub fn bs_kernel(i: usize, tiles: u32, cus: u32) -> tile::BsTile {
+    if i == 1 && u64::from(tiles) < u64::from(BS_BM64_TILES_PER_CU) * u64::from(cus) { tile::DENSE_BS_PIPE_BM64 } else { tile::DENSE_BS_TILES[i] }
 }
 
 /// Modelled time (µs, timing model on MI300X, `--scope full`, launch overhead excluded) per
@@ -1409,7 +1425,7 @@ pub fn get_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(G
     let make = |splits: u32| -> Result<GemmConfig, ConfigError> {
         let grid = u64::from(tiles) * u64::from(splits);
         let grid = u32::try_from(grid).map_err(|_| ConfigError::TooLarge { tensor: "grid", bytes: grid, limit: u64::from(u32::MAX) })?;
-        let name = if splits > 1 { tile::DENSE_SPLITK_BS_TILES[i].name } else { t.name };
+        let name = if splits > 1 { tile::DENSE_SPLITK_BS_TILES[i].name } else { bs_kernel(i, tiles, spec.cus).name };
         Ok(GemmConfig {
             block_m: t.block_m,
             block_n: t.block_n,
@@ -1444,7 +1460,10 @@ pub fn get_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(G
             // the counts whose workspace fits (`s = 1` always fits).
             // Only launches of fewer tiles than CUs split (the estimate was fitted there; with
             // more tiles it would trade rounds for splits it has never been checked on).
-            let most = if tiles < spec.cus && tiles <= tile::SPLITK_MAX_TILES { max_splits.max(1) } else { 1 };
+            // The estimate is the 32-row tile's: the rule takes the 64-row tile below one
+            // tile per CU only where the 32-row tile has at least one per CU, and runs it
+            // unsplit (the pipelined kernel, one workgroup per CU).
+            let most = if i == 0 && tiles < spec.cus && tiles <= tile::SPLITK_MAX_TILES { max_splits.max(1) } else { 1 };
             let best = |fits: &dyn Fn(u32) -> Result<bool, ConfigError>| -> Result<u32, ConfigError> {
                 let mut best = (1, bs_split_estimate(tiles, nkb, 1, spec.cus));
                 for s in 2..=most {
@@ -1470,7 +1489,7 @@ pub fn get_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(G
 
 /// The launch spec of a dense bs config's kernel (B pre-shuffled).
 pub fn dense_bs_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<DenseGemmArgs>> {
-    spec_named([FP8_GEMM_NT_BS_BM32_BN128, FP8_GEMM_NT_BS_BM64_BN128, FP8_GEMM_NT_BS_BM128_BN128], config)
+    spec_named([FP8_GEMM_NT_BS_BM32_BN128, FP8_GEMM_NT_BS_BM64_BN128, FP8_GEMM_NT_BS_PIPE_BM64_BN128, FP8_GEMM_NT_BS_BM128_BN128], config)
 }
 
 /// How much more work per cycle a CU does with 64-row bs tiles than with 32-row ones once at
