@@ -432,6 +432,21 @@ pub(crate) mod imp {
         });
     }
 
+    /// Bytes of one A stage of the pipelined loop: `32·⌈FM/2⌉` rows (the copy moves 32 rows per
+    /// pass; odd `FM` pads 16 rows), as in [`tile::bs_pipe_lds_bytes`].
+    const fn pipe_stage_bytes(fm: u32) -> u32 {
+        32 * fm.div_ceil(2) * ROW
+    }
+    /// SFA slots (of [`SFA_REGION`] bytes) per window region of the pipelined loop: `4·⌈FM/4⌉`
+    /// (wave `w` writes slots `4q + w`).
+    const fn pipe_sfa_slots(fm: u32) -> u32 {
+        4 * fm.div_ceil(4)
+    }
+    const _: () = assert!(2 * pipe_stage_bytes(4) + 2 * SFA_REGION * pipe_sfa_slots(4) == tile::bs_pipe_lds_bytes(64));
+    const _: () = assert!(2 * pipe_stage_bytes(3) + 2 * SFA_REGION * pipe_sfa_slots(3) == tile::bs_pipe_lds_bytes(48));
+    const _: () = assert!(2 * pipe_stage_bytes(5) + 2 * SFA_REGION * pipe_sfa_slots(5) == tile::bs_pipe_lds_bytes(80));
+    const _: () = assert!(2 * pipe_stage_bytes(6) + 2 * SFA_REGION * pipe_sfa_slots(6) == tile::bs_pipe_lds_bytes(96));
+
     /// One block's B operands of a wave in the pipelined loop: indexed by block mod 4.
     type BSets = [BRegs; 4];
 
@@ -444,17 +459,16 @@ pub(crate) mod imp {
     /// held by `sched_fence`s; the promotion of an output pair runs after the next pair's
     /// MFMAs (the last pair's in the next block), so no VALU waits on an MFMA result; the
     /// per-window SFA loads are straight-line (wave `w` loads fragments `4q + w`).
-    /// `FM` ∈ {4, 8}.
+    /// `FM` ∈ 3..=8 (the dense kernels use 3, 4, 5, 6).
     #[inline(always)]
     pub(crate) fn tile_gemm_bs_pipe<const FM: usize, const BA: u32, E: Epilogue>(
         job: &TileJob,
         keep_row: impl Fn(u32) -> bool,
         epi: &E,
     ) {
-        const { assert!(FM == 4 || FM == 8) };
+        const { assert!(FM >= 3 && FM <= 8) };
         const { assert!(BA == 1 || BA == 2) };
-        let bm = 16 * FM as u32;
-        let stage = bm * ROW;
+        let stage = pipe_stage_bytes(FM as u32);
         let (n, m0, n0, lda, ldsf, nkb) = (job.n, job.m0, job.n0, job.lda, job.ldsf, job.nkb);
         let (rs_a, rs_b, rs_sfa, rs_sfb) = (job.rs_a, job.rs_b, job.rs_sfa, job.rs_sfb);
         let (k0, sf0) = (job.kb0 * SCALE_BLOCK_K, job.kb0 * 4);
@@ -463,10 +477,12 @@ pub(crate) mod imp {
         let lane = tid & 63;
         let wave = readfirstlane_u32(tid >> 6);
 
-        // A copy: work-item t moves chunk (t & 7) of row (t >> 3) + 32·pass, FM/2 passes.
+        // A copy: work-item t moves chunk (t & 7) of row (t >> 3) + 32·pass, ⌈FM/2⌉ passes (odd
+        // FM: the last pass's upper 16 rows are other rows of A, or 0, written to the stage's
+        // padding rows, never read).
         let (copy_row, copy_chunk) = (tid >> 3, tid & 7);
         let mut a_voff = [0u32; FM];
-        unroll!(p < FM / 2 => {
+        unroll!(p < FM.div_ceil(2) => {
             a_voff[p] = (m0 + 32 * p as u32 + copy_row) * lda + k0 + 16 * copy_chunk;
         });
         let copy_lds = block_swizzle(copy_row, copy_chunk);
@@ -483,14 +499,15 @@ pub(crate) mod imp {
         unroll!(fm < FM => {
             keep[fm] = keep_row(row_of(fm));
         });
-        // SFA: this wave loads the windows of fragments 4q + wave (q < FM/4) — no branch on
-        // the wave, so the wait before the LDS write is a counted `vmcnt(N)`.
+        // SFA: this wave loads the windows of fragments 4q + wave (q < ⌈FM/4⌉) — no branch on
+        // the wave, so the wait before the LDS write is a counted `vmcnt(N)`; slots 4q + wave
+        // ≥ FM load other rows' scales (or 0) into LDS slots nobody reads.
         let mut sfa_voff = [0u32; FM];
-        unroll!(q < FM / 4 => {
+        unroll!(q < FM.div_ceil(4) => {
             sfa_voff[q] = (m0 + 16 * (4 * q as u32 + wave) + (lane & 15)) * ldsf * 4 + sf0 + 4 * grp;
         });
         let sfb_voff = (n0 / SCALE_BLOCK_N) * ldsf * 4 + sf0 + 4 * grp;
-        let sfa_region = |w: u32| 2 * stage + w * SFA_REGION * FM as u32;
+        let sfa_region = |w: u32| 2 * stage + w * SFA_REGION * pipe_sfa_slots(FM as u32);
         let sf_read = 4 * (lane & 15);
 
         let load_a = #[inline(always)]
@@ -550,11 +567,11 @@ pub(crate) mod imp {
 
         // Prologue: window 0's scales; B(0 .. BA); A(0), A(1) into stages 0, 1; A(2) into
         // registers; A(0)'s fragments.
-        unroll!(q < FM / 4 => {
+        unroll!(q < FM.div_ceil(4) => {
             sfa_ld[q] = load_sfa(0, q);
         });
         let mut sfb_next = load_sfb(0);
-        unroll!(q < FM / 4 => {
+        unroll!(q < FM.div_ceil(4) => {
             write_sfa(0, q, sfa_ld[q]);
         });
         unroll!(f < FN => {
@@ -566,12 +583,12 @@ pub(crate) mod imp {
             });
         });
         unroll!(st < 2 => {
-            unroll!(p < FM / 2 => {
+            unroll!(p < FM.div_ceil(2) => {
                 let v = load_a(st as u32, p);
                 write_a(st as u32, p, v);
             });
         });
-        unroll!(p < FM / 2 => {
+        unroll!(p < FM.div_ceil(2) => {
             ga[1][p] = load_a(2, p);
         });
         lds_barrier();
@@ -604,8 +621,8 @@ pub(crate) mod imp {
                 let s_b = f32::from_bits(readlane_dyn(sfb.to_bits(), 16 * j)) * tile::PROMOTION_DOWN;
                 sched_fence();
                 let mut part = [[F32x4::zero(); FN]; FM];
-                let n_a_loads = FM / 2;
-                let n_g = n_a_loads + 2 * FN + if J == 1 { FM / 4 + 1 } else { 0 };
+                let n_a_loads = FM.div_ceil(2);
+                let n_g = n_a_loads + 2 * FN + if J == 1 { FM.div_ceil(4) + 1 } else { 0 };
                 unroll!(fm < FM => {
                     unroll!(t < 8 => {
                         let g = 8 * fm + t;
@@ -623,7 +640,7 @@ pub(crate) mod imp {
                             } else if x < n_a_loads + 2 * FN {
                                 let y = x - n_a_loads;
                                 b[(J + BA as usize) % 4][y / 2][y % 2] = load_b(i + BA, y / 2, y % 2);
-                            } else if x < n_a_loads + 2 * FN + FM / 4 {
+                            } else if x < n_a_loads + 2 * FN + FM.div_ceil(4) {
                                 let q = x - n_a_loads - 2 * FN;
                                 sfa_ld[q] = load_sfa(i + 3, q);
                             } else {
@@ -641,7 +658,7 @@ pub(crate) mod imp {
                                 acc[fm - 1][ff] = part[fm - 1][ff].fma_splat(s, acc[fm - 1][ff]);
                             });
                         }
-                        if g % 2 == 1 && g > 4 * FM && (g - 4 * FM) / 2 < FM / 2 {
+                        if g % 2 == 1 && g > 4 * FM && (g - 4 * FM) / 2 < FM.div_ceil(2) {
                             let p = (g - 4 * FM) / 2;
                             write_a(j & 1, p, ga[(J + 1) & 1][p]);
                         }
@@ -652,7 +669,7 @@ pub(crate) mod imp {
                 pend_s = s_a[FM - 1] * s_b;
                 if j == 3 {
                     window += 1;
-                    unroll!(q < FM / 4 => {
+                    unroll!(q < FM.div_ceil(4) => {
                         write_sfa(window & 1, q, sfa_ld[q]);
                     });
                 }
@@ -724,6 +741,24 @@ pub fn fp8_gemm_nt_bs_bm64_bn128(args: DenseGemmArgs) {
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_bs_pipe_bm64_bn128(args: DenseGemmArgs) {
     imp::gemm_bs_pipe::<4, 2>(args)
+}
+
+/// bs (pre-shuffled B) 48 × 128 tile on the pipelined loop, one workgroup per CU.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn fp8_gemm_nt_bs_pipe_bm48_bn128(args: DenseGemmArgs) {
+    imp::gemm_bs_pipe::<3, 2>(args)
+}
+
+/// bs (pre-shuffled B) 80 × 128 tile on the pipelined loop, one workgroup per CU.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn fp8_gemm_nt_bs_pipe_bm80_bn128(args: DenseGemmArgs) {
+    imp::gemm_bs_pipe::<5, 2>(args)
+}
+
+/// bs (pre-shuffled B) 96 × 128 tile on the pipelined loop, one workgroup per CU.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn fp8_gemm_nt_bs_pipe_bm96_bn128(args: DenseGemmArgs) {
+    imp::gemm_bs_pipe::<6, 2>(args)
 }
 
 /// bs (pre-shuffled B) 128 × 128 tile: large M.

@@ -62,7 +62,7 @@ use std::sync::{Mutex, OnceLock};
 
 use fp8gemm_device::args::{DenseGemmArgs, DenseSplitKArgs, MGroupedContiguousArgs, MGroupedMaskedArgs};
 use fp8gemm_device::mainloop_bs::{
-    FP8_GEMM_NT_BS_BM128_BN128, FP8_GEMM_NT_BS_BM32_BN128, FP8_GEMM_NT_BS_BM64_BN128, FP8_GEMM_NT_BS_PIPE_BM64_BN128, FP8_GEMM_NT_SPLITK_BS_BM128_BN128,
+    FP8_GEMM_NT_BS_BM128_BN128, FP8_GEMM_NT_BS_BM32_BN128, FP8_GEMM_NT_BS_BM64_BN128, FP8_GEMM_NT_BS_PIPE_BM48_BN128, FP8_GEMM_NT_BS_PIPE_BM64_BN128, FP8_GEMM_NT_BS_PIPE_BM80_BN128, FP8_GEMM_NT_BS_PIPE_BM96_BN128, FP8_GEMM_NT_SPLITK_BS_BM128_BN128,
     FP8_GEMM_NT_SPLITK_BS_BM32_BN128, FP8_GEMM_NT_SPLITK_BS_BM64_BN128,
 };
 use fp8gemm_device::streamk::DenseStreamKArgs;
@@ -1278,35 +1278,85 @@ pub const BS_BM64_TILES_PER_CU: u32 = 8;
 /// The bs tile (index into the bs tile tables: 0 = 32 × 128, 1 = 64 × 128) for a problem of
 /// `tiles32` / `tiles64` working tiles of each on `cus` CUs. With at least
 /// [`BS_BM64_TILES_PER_CU`] 64-row tiles per CU (many rounds: throughput, where the 64-row
-/// tile's operand reuse wins) the 64-row tile; with fewer 32-row tiles than CUs the 32-row tile
-/// (it splits K there, [`get_bs_config_for_workspace`]); between, the smaller of the per-round
-/// estimates `⌈tiles32 / (3·CUs)⌉ · 0.95` and `⌈tiles64 / CUs⌉ · 0.75` — modelled µs per 128-K
-/// block of one round of each tile (3 workgroups per CU for the 32-row tile; the 64-row tile
-/// there is the pipelined one-workgroup-per-CU kernel, [`bs_kernel`]), read off the timing
-/// model at 4096×2048×7168 and 1024×2048×7168 (MI300X/MI325X; the pipelined 64-row kernel:
-/// (41.1 − 2) µs / 56 blocks = 0.70 at 1024×2048×7168 on MI325X). The 128-row tile (1 wave per
-/// SIMD) is never chosen.
+/// tile's operand reuse wins) the 64-row tile; below, the smaller of the per-round estimates
+/// `⌈tiles32 / (3·CUs)⌉ · 0.95` and `⌈tiles64 / (2·CUs)⌉ · (1.52 with two workgroups per CU,
+/// 1.1 alone)` — modelled µs per 128-K block of one round of each tile (3 and 2 workgroups per
+/// CU by registers), read off the timing model at 4096×2048×7168, 1024×2048×7168 and the masked
+/// 1 × 1024 × 4096 × 7168 (MI300X/MI325X). The 128-row tile (1 wave per SIMD) is never chosen.
 pub fn bs_tile_rule(tiles32: u64, tiles64: u64, cus: u32) -> usize {
     let cus = u64::from(cus);
     if tiles64 >= u64::from(BS_BM64_TILES_PER_CU) * cus {
         return 1;
     }
-    if tiles32 < cus {
-        return 0;
-    }
     let est32 = tiles32.div_ceil(3 * cus) as f64 * 0.95;
-    let est64 = tiles64.div_ceil(cus) as f64 * 0.75;
+    let est64 = tiles64.div_ceil(2 * cus) as f64 * if tiles64 > cus { 1.52 } else { 1.1 };
     usize::from(est64 < est32)
 }
 
-/// The unsplit dense bs kernel of tile `i` of [`tile::DENSE_BS_TILES`] for `tiles` working
-/// tiles on `cus` CUs: the 64-row tile runs the pipelined one-workgroup-per-CU kernel
-/// ([`tile::DENSE_BS_PIPE_BM64`]) below [`BS_BM64_TILES_PER_CU`] tiles per CU and the
-/// two-per-CU kernel from there (modelled, MI300X 4096×7168×2048, 11.8 tiles per CU: 175.2 µs
-/// two per CU, 191.6 µs pipelined — with 16 blocks per tile one workgroup per CU leaves each
-/// tile's prologue and epilogue exposed); the others have one kernel each.
+/// A forced 64 × 128 bs tile's kernel (`FP8GEMM_FORCE_TILE=64x128`) for `tiles` tiles on
+/// `cus` CUs: the pipelined one-workgroup-per-CU kernel ([`tile::DENSE_BS_PIPE_BM64`]) below
+/// [`BS_BM64_TILES_PER_CU`] tiles per CU, the two-per-CU kernel from there (modelled, MI300X
+/// 4096×7168×2048, 11.8 tiles per CU: 175.2 µs two per CU, 191.6 µs pipelined — with 16 blocks
+/// per tile one workgroup per CU leaves each tile's prologue and epilogue exposed). Other tiles
+/// (index `i` of [`tile::DENSE_BS_TILES`]) have one kernel each.
 pub fn bs_kernel(i: usize, tiles: u32, cus: u32) -> tile::BsTile {
     if i == 1 && u64::from(tiles) < u64::from(BS_BM64_TILES_PER_CU) * u64::from(cus) { tile::DENSE_BS_PIPE_BM64 } else { tile::DENSE_BS_TILES[i] }
+}
+
+/// Modelled µs per 128-K block of one round of the pipelined bs kernels
+/// ([`tile::DENSE_BS_PIPE_TILES`]: 48, 64, 80, 96 rows): `(workgroups per CU, one per CU, CUs
+/// shared)`. Read off the timing model (MI325X, `--scope xcd`, `(t − 2 µs) / blocks / rounds`):
+/// 48 rows 640×2048×7168 36.11 µs (alone), 1408×2048×7168 60.98 (2 per CU on most CUs);
+/// 64 rows 1024×2048×7168 41.13; 80 rows 1408×2048×7168 52.30; 96 rows 1664×2048×7168 60.03.
+/// The 48-row kernel fits two workgroups per CU (250 registers), the others one.
+const BS_PIPE_BLOCK_US: [(u64, f64, f64); 4] = [(2, 0.61, 1.05), (1, 0.70, 0.70), (1, 0.90, 0.90), (1, 1.04, 1.04)];
+/// The pipelined bs kernels are considered from this many 128-K blocks on: with fewer, one
+/// workgroup per CU leaves the prologue and epilogue exposed (modelled MI300X 128×32768×512, 4
+/// blocks: 20.57 µs pipelined 64-row, 17.37 the two-per-CU 64-row kernel).
+pub const BS_PIPE_MIN_BLOCKS: u32 = 8;
+
+/// Per-block estimate (µs, same units as [`BS_PIPE_BLOCK_US`]) of the bs rule's unsplit choice
+/// `i` (0 = 32 rows, 1 = 64 rows two per CU): the 32-row tile within one round of 3 per CU by
+/// how many share a CU (modelled MI325X 1024×2048×7168 0.86 with 2, 1664×2048×7168 1.18 with
+/// 3; 384×2048×7168 alone 0.63), else [`bs_tile_rule`]'s per-round figures.
+fn bs_base_estimate(i: usize, tiles32: u64, tiles64: u64, cus: u64) -> f64 {
+    if i == 1 {
+        return tiles64.div_ceil(2 * cus) as f64 * if tiles64 > cus { 1.52 } else { 1.1 };
+    }
+    if tiles32 <= 3 * cus {
+        [0.63, 0.86, 1.18][(tiles32.div_ceil(cus).max(1) - 1) as usize]
+    } else {
+        tiles32.div_ceil(3 * cus) as f64 * 0.95
+    }
+}
+
+/// The pipelined bs tile (index into [`tile::DENSE_BS_PIPE_TILES`]) that replaces the bs rule's
+/// unsplit choice `base` ([`bs_tile_rule`]) for an `m × n` problem of `nkb` 128-K blocks on `cus`
+/// CUs, if any: the one of least `⌈tiles / (slots·CUs)⌉ · per-block` ([`BS_PIPE_BLOCK_US`]) when
+/// that is below the base's estimate (`bs_base_estimate`), from [`BS_PIPE_MIN_BLOCKS`] blocks on
+/// and below [`BS_BM64_TILES_PER_CU`] 64-row tiles per CU (where the two-per-CU 64-row kernel
+/// is the throughput choice). Modelled effect (MI325X; before → after, µs): 640×2048×7168 50.8
+/// (32 rows) → 36.1 (48), 1024×2048×7168 50.3 → 41.1 (64), 1408×2048×7168 67.8 → 52.3 (80),
+/// 1664×2048×7168 68.2 → 60.0 (96), 4096×2048×7168 160.2 → 151.6 (80); MI300X 4096×2112×7168
+/// 172.6 → 152.0 (80), 256×7168×2048 19.9 → 18.0 (64).
+pub fn bs_pipe_rule(m: u32, n: u32, nkb: u32, cus: u32, base: usize) -> Option<usize> {
+    let cus = u64::from(cus.max(1));
+    let tiles = |bm: u32| u64::from(m.div_ceil(bm)) * u64::from(n.div_ceil(128));
+    let (t32, t64) = (tiles(32), tiles(64));
+    if nkb < BS_PIPE_MIN_BLOCKS || t64 >= u64::from(BS_BM64_TILES_PER_CU) * cus || (base == 0 && t32 < cus) {
+        return None;
+    }
+    let base_est = bs_base_estimate(base, t32, t64, cus);
+    let mut best: Option<(usize, f64)> = None;
+    for (p, t) in tile::DENSE_BS_PIPE_TILES.iter().enumerate() {
+        let (slots, alone, shared) = BS_PIPE_BLOCK_US[p];
+        let n_t = tiles(t.block_m);
+        let e = n_t.div_ceil(slots * cus) as f64 * if n_t > cus { shared } else { alone };
+        if e < base_est && best.is_none_or(|(_, b)| e < b) {
+            best = Some((p, e));
+        }
+    }
+    best.map(|(p, _)| p)
 }
 
 /// Modelled time (µs, timing model on MI300X, `--scope full`, launch overhead excluded) per
@@ -1410,22 +1460,49 @@ pub fn get_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(G
     if forced_s == Some(0) {
         return Err(ConfigError::ForcedSplit { splits: "0".into(), expected: "at least 1".into() });
     }
+    // A forced pipelined-only tile (48, 80, 96 rows): that kernel, unsplit.
+    if let Some((bm, bn)) = forced_t
+        && let Some(t) = tile::DENSE_BS_PIPE_TILES.iter().find(|t| (t.block_m, t.block_n) == (bm, bn) && !tile::DENSE_BS_TILES.iter().any(|d| d.block_m == bm))
+    {
+        if let Some(s) = forced_s.filter(|&s| s > 1) {
+            return Err(ConfigError::ForcedSplit { splits: s.to_string(), expected: format!("1 (no split-K kernel for the pre-shuffled {bm}x{bn} tile)") });
+        }
+        let config = bs_pipe_config(desc, &spec, *t)?;
+        print_once(desc, &config, Choice::Forced, None);
+        return Ok((config, None));
+    }
     let i = match forced_t {
-        Some((bm, bn)) => tile::DENSE_BS_TILES
-            .iter()
-            .position(|t| (t.block_m, t.block_n) == (bm, bn))
-            .ok_or_else(|| ConfigError::ForcedTile { tile: format!("{bm}x{bn}"), available: "32x128, 64x128, 128x128 (pre-shuffled B)" })?,
+        Some((bm, bn)) => tile::DENSE_BS_TILES.iter().position(|t| (t.block_m, t.block_n) == (bm, bn)).ok_or_else(|| ConfigError::ForcedTile {
+            tile: format!("{bm}x{bn}"),
+            available: "32x128, 64x128, 128x128 (pre-shuffled B; also 48x128, 80x128, 96x128 unsplit)",
+        })?,
         None => {
             let tiles = |t: &tile::BsTile| u64::from(t.grid(desc.m, desc.n));
             bs_tile_rule(tiles(&tile::DENSE_BS_TILES[0]), tiles(&tile::DENSE_BS_TILES[1]), spec.cus)
         }
     };
+    // Unforced: a pipelined tile where it is estimated faster than the rule's unsplit choice.
+    if forced_t.is_none()
+        && forced_s.is_none()
+        && let Some(p) = bs_pipe_rule(desc.m, desc.n, nkb, spec.cus, i)
+    {
+        let t = tile::DENSE_BS_PIPE_TILES[p];
+        let config = bs_pipe_config(desc, &spec, t)?;
+        print_once(desc, &config, Choice::BsRule(f64::from(config.grid) / f64::from(spec.cus)), None);
+        return Ok((config, None));
+    }
     let t = tile::DENSE_BS_TILES[i];
     let tiles = t.grid(desc.m, desc.n);
     let make = |splits: u32| -> Result<GemmConfig, ConfigError> {
         let grid = u64::from(tiles) * u64::from(splits);
         let grid = u32::try_from(grid).map_err(|_| ConfigError::TooLarge { tensor: "grid", bytes: grid, limit: u64::from(u32::MAX) })?;
-        let name = if splits > 1 { tile::DENSE_SPLITK_BS_TILES[i].name } else { bs_kernel(i, tiles, spec.cus).name };
+        // A forced 64-row tile runs the pipelined kernel below 8 tiles per CU (`bs_kernel`);
+        // unforced, `bs_pipe_rule` above has already taken the pipelined tiles it prefers.
+        let name = match (splits > 1, forced_t.is_some()) {
+            (true, _) => tile::DENSE_SPLITK_BS_TILES[i].name,
+            (false, true) => bs_kernel(i, tiles, spec.cus).name,
+            (false, false) => t.name,
+        };
         Ok(GemmConfig {
             block_m: t.block_m,
             block_n: t.block_n,
@@ -1460,10 +1537,7 @@ pub fn get_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(G
             // the counts whose workspace fits (`s = 1` always fits).
             // Only launches of fewer tiles than CUs split (the estimate was fitted there; with
             // more tiles it would trade rounds for splits it has never been checked on).
-            // The estimate is the 32-row tile's: the rule takes the 64-row tile below one
-            // tile per CU only where the 32-row tile has at least one per CU, and runs it
-            // unsplit (the pipelined kernel, one workgroup per CU).
-            let most = if i == 0 && tiles < spec.cus && tiles <= tile::SPLITK_MAX_TILES { max_splits.max(1) } else { 1 };
+            let most = if tiles < spec.cus && tiles <= tile::SPLITK_MAX_TILES { max_splits.max(1) } else { 1 };
             let best = |fits: &dyn Fn(u32) -> Result<bool, ConfigError>| -> Result<u32, ConfigError> {
                 let mut best = (1, bs_split_estimate(tiles, nkb, 1, spec.cus));
                 for s in 2..=most {
@@ -1487,9 +1561,38 @@ pub fn get_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(G
     Ok((config, limited))
 }
 
+/// The unsplit config of a pipelined bs tile ([`tile::DENSE_BS_PIPE_TILES`]).
+fn bs_pipe_config(desc: &GemmDesc, spec: &ArchSpec, t: tile::BsTile) -> Result<GemmConfig, ConfigError> {
+    let grid = t.grid(desc.m, desc.n);
+    Ok(GemmConfig {
+        block_m: t.block_m,
+        block_n: t.block_n,
+        block_k: tile::SCALE_BLOCK_K,
+        workgroup_size: tile::THREADS,
+        lds_bytes: t.lds_bytes(),
+        kernel: t.name,
+        grid,
+        splits: 1,
+        stream_k: None,
+        remap: Remap::Xcd { xcds: spec.xcds },
+        arch: desc.arch,
+    })
+}
+
 /// The launch spec of a dense bs config's kernel (B pre-shuffled).
 pub fn dense_bs_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<DenseGemmArgs>> {
-    spec_named([FP8_GEMM_NT_BS_BM32_BN128, FP8_GEMM_NT_BS_BM64_BN128, FP8_GEMM_NT_BS_PIPE_BM64_BN128, FP8_GEMM_NT_BS_BM128_BN128], config)
+    spec_named(
+        [
+            FP8_GEMM_NT_BS_BM32_BN128,
+            FP8_GEMM_NT_BS_BM64_BN128,
+            FP8_GEMM_NT_BS_PIPE_BM48_BN128,
+            FP8_GEMM_NT_BS_PIPE_BM64_BN128,
+            FP8_GEMM_NT_BS_PIPE_BM80_BN128,
+            FP8_GEMM_NT_BS_PIPE_BM96_BN128,
+            FP8_GEMM_NT_BS_BM128_BN128,
+        ],
+        config,
+    )
 }
 
 /// How much more work per cycle a CU does with 64-row bs tiles than with 32-row ones once at
