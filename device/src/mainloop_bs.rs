@@ -3,7 +3,10 @@
 //! dense kernels `fp8_gemm_nt_bs_bm{32,64,128}_bn128` built on it (arguments: [`DenseGemmArgs`]
 //! with `b` pointing at the pre-shuffled B, [`crate::tile::shuffled_b_bytes`] bytes; tiles:
 //! [`crate::tile::DENSE_BS_TILES`], split-K twins [`crate::tile::DENSE_SPLITK_BS_TILES`]; the
-//! m-grouped twins are in [`crate::grouped`]). The host runs them for pre-shuffled weights.
+//! m-grouped twins are in [`crate::grouped`]), and the one-workgroup-per-CU kernels
+//! `fp8_gemm_nt_bs_pipe_bm{48,64,80,96}_bn128` on its pipelined form
+//! ([`crate::tile::DENSE_BS_PIPE_TILES`], "Pipelined loop" below). The host runs them for
+//! pre-shuffled weights.
 //!
 //! # Structure of one workgroup (256 work-items = 4 waves, **1 × 4** over a `BM × 128` tile)
 //!
@@ -65,7 +68,10 @@
 //! |---|---|---|---|---|---|---|---|---|
 //! | `fp8_gemm_nt_bs_bm32_bn128`  | yes / yes | 158 | 0   | 0 | 0 | 9 KiB  | 3 | 3 |
 //! | `fp8_gemm_nt_bs_bm64_bn128`  | yes / no  | 238 | 0   | 0 | 0 | 18 KiB | 2 | 2 |
+//! | `fp8_gemm_nt_bs_pipe_bm48_bn128` | pipelined, B 2 ahead | 250 | 0 | 0 | 0 | 18 KiB | 2 | 2 |
 //! | `fp8_gemm_nt_bs_pipe_bm64_bn128` | pipelined, B 2 ahead | 308 | 52 | 0 | 0 | 18 KiB | 1 | 1 |
+//! | `fp8_gemm_nt_bs_pipe_bm80_bn128` | pipelined, B 2 ahead | 366 | 110 | 0 | 0 | 28 KiB | 1 | 1 |
+//! | `fp8_gemm_nt_bs_pipe_bm96_bn128` | pipelined, B 2 ahead | 414 | 158 | 0 | 0 | 28 KiB | 1 | 1 |
 //! | `fp8_gemm_nt_bs_bm128_bn128` | yes / no  | 420 | 164 | 0 | 0 | 36 KiB | 1 | 1 |
 //! | `fp8_gemm_nt_splitk_bs_bm32_bn128`  | yes / yes | 136 | 0  | 0 | 0 | 9 KiB  | 3 | 3 |
 //! | `fp8_gemm_nt_splitk_bs_bm64_bn128`  | yes / no  | 186 | 0  | 0 | 0 | 18 KiB | 2 | 2 |
@@ -73,7 +79,7 @@
 //!
 //! Modelled figures and the steps that led here: [`crate::dense`], "B straight to registers".
 //!
-//! # Pipelined loop (`tile_gemm_bs_pipe`, the kernel `fp8_gemm_nt_bs_pipe_bm64_bn128`)
+//! # Pipelined loop (`tile_gemm_bs_pipe`, the kernels `fp8_gemm_nt_bs_pipe_bm{48,64,80,96}_bn128`)
 //!
 //! At one workgroup per CU (few tiles: 640–1216 × 2048 × 7168, 1664–2048 × 768 × 7168) the loop
 //! above is a serial chain per block: the A fragments are read at the block's start and the
@@ -102,12 +108,34 @@
 //! * **straight-line SFA loads**: wave `w` loads the windows of fragments `4q + w`
 //!   (`q < FM / 4`), no branch on the wave.
 //!
-//! It needs 308 registers (52 of them AGPRs, LLVM's choice), so one workgroup per CU: the host
-//! takes it for the 64-row tile below `BS_BM64_TILES_PER_CU` = 8 tiles per CU
-//! (`fp8gemm::config::bs_kernel`), where one workgroup per CU is what the grid gives anyway, and
-//! keeps the two-per-CU kernel above (with only 16 blocks per tile, one workgroup per CU leaves
-//! each tile's prologue and epilogue exposed). Forced into 256 registers (`waves_per_eu = 2`)
-//! it spills (26–55 registers, scratch): not shippable.
+//! The 64-row kernel needs 308 registers (52 of them AGPRs, LLVM's choice), so one workgroup
+//! per CU: the host keeps the two-per-CU 64-row kernel from `BS_BM64_TILES_PER_CU` = 8 tiles per
+//! CU and for fewer than 8 K blocks (one workgroup per CU leaves each tile's prologue and
+//! epilogue exposed: MI300X 4096×7168×2048 191.6 µs pipelined vs 175.2, 128×32768×512 20.6 vs
+//! 17.3). Forced into 256 registers (`waves_per_eu = 2`) it spills (26–55 registers, scratch):
+//! not shippable.
+//!
+//! **48/80/96 rows** (`FM` = 3, 5, 6; AMD picks these heights for 640–1800-row shapes so that
+//! the tile count stays within one wave of CUs): the A copy moves 32 rows per pass, so odd `FM`
+//! pads each stage to `32·⌈FM/2⌉` rows (the last pass's upper 16 rows are other rows of A, or 0,
+//! written to padding nobody reads), and the SFA regions have `4·⌈FM/4⌉` slots (wave `w` loads
+//! and writes slots `4q + w`; slots past `FM` hold unused scales):
+//! [`crate::tile::bs_pipe_lds_bytes`]. The host's choice among them is
+//! `fp8gemm::config::bs_pipe_rule` (a per-round estimate per tile from the figures below).
+//!
+//! | pipelined tile, modelled µs (MI325X) | 640×2048×7168 | 1024×2048×7168 | 1408×2048×7168 | 1664×2048×7168 | 2048×2048×7168 | 4096×2048×7168 | 4096×768×7168 |
+//! |---|---|---|---|---|---|---|---|
+//! | 48 rows (2 WGs/CU) | **36.11** | 61.31 | 60.98 | 61.36 | | | |
+//! | 64 rows | 41.13 | **41.13** | 79.89 | 80.23 | **80.45** | 157.90 | |
+//! | 80 rows | 51.79 | 51.69 | **52.30** | 101.34 | 101.48 | **151.60** | |
+//! | 96 rows | | 59.54 | | **60.03** | 116.98 | 174.20 | **59.94** |
+//! | before (main's choice) | 50.76 (32) | 50.91 (32) | 67.79 (32) | 68.23 (32) | 89.23 (64) | 161.81 (32) | 67.98 (32) |
+//! | *AMD, measured* | *30.63 (48)* | *39.54 (64)* | *49.63 (80)* | *57.17 (96)* | *70.19 (128)* | *130.20 (128)* | *57.16 (96)* |
+//!
+//! MI300X: 4096×2112×7168 32 rows 172.59 µs → 48 / 64 / 80 rows 147.41 / 158.01 / 152.03;
+//! 128×24576×1536 21.84 → 20.45 (48); 256×7168×2048 19.90 → 18.01 (64). The 128-row tile on
+//! this loop (`FM` = 8) was tried: 512 registers with 4–24 spilled, 1024×2048×7168 88 µs,
+//! 4096×2048×7168 174 µs (old loop: 101.9 / 202.0): not shipped.
 //!
 //! Modelled µs (timing model, `FP8GEMM_PRESHUFFLED=1 FP8GEMM_FORCE_TILE=64x128 fp8gemm profile
 //! --scope xcd`; MI325X unless stated):
@@ -125,8 +153,8 @@
 //!
 //! Profile of the shipped variant at 1024×2048×7168: MFMA 51 % busy (83 % of CUs occupied),
 //! stalls "MFMA pipe busy" 82.5 %, vmcnt 10.2 % (mostly the prologue), barrier 5.5 %, lgkmcnt
-//! 1.0 % (before: 37.6 / 13.2 / 14.8 / 33.1 %). Not done: the 32- and 128-row tiles and the
-//! split-K / m-grouped twins on this loop, 48/80/96-row tiles (`FM` = 3/5/6), more LDS stages.
+//! 1.0 % (before: 37.6 / 13.2 / 14.8 / 33.1 %). Not done: the 32-row tile, the split-K /
+//! m-grouped / stream-K twins on this loop, more LDS stages with a barrier every 2 blocks.
 //!
 //! **Direct-to-LDS A (tried, not shipped).** Loading A with `buffer_load_dword … lds` (through an
 //! LLVM IR shim over `llvm.amdgcn.raw.buffer.load.lds`, each lane's dword chosen so the rotation

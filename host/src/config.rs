@@ -1332,7 +1332,7 @@ fn bs_base_estimate(i: usize, tiles32: u64, tiles64: u64, cus: u64) -> f64 {
 
 /// The pipelined bs tile (index into [`tile::DENSE_BS_PIPE_TILES`]) that replaces the bs rule's
 /// unsplit choice `base` ([`bs_tile_rule`]) for an `m × n` problem of `nkb` 128-K blocks on `cus`
-/// CUs, if any: the one of least `⌈tiles / (slots·CUs)⌉ · per-block` ([`BS_PIPE_BLOCK_US`]) when
+/// CUs, if any: the one of least `⌈tiles / (slots·CUs)⌉ · per-block` (`BS_PIPE_BLOCK_US`) when
 /// that is below the base's estimate (`bs_base_estimate`), from [`BS_PIPE_MIN_BLOCKS`] blocks on
 /// and below [`BS_BM64_TILES_PER_CU`] 64-row tiles per CU (where the two-per-CU 64-row kernel
 /// is the throughput choice). Modelled effect (MI325X; before → after, µs): 640×2048×7168 50.8
