@@ -1434,7 +1434,9 @@ pub fn get_bs_config(desc: &GemmDesc) -> Result<GemmConfig, ConfigError> {
 /// workspace.
 ///
 /// **Tile**: the one forced with [`force_tile`] / `FP8GEMM_FORCE_TILE` (32x128, 64x128 or
-/// 128x128), else [`bs_tile_rule`]'s. Modelled TFLOPS (MI300X, 32 / 64 / 128-row tile):
+/// 128x128 — a forced 64x128 runs [`bs_kernel`]'s kernel; or 48x128, 80x128, 96x128, the
+/// pipelined kernels, unsplit), else [`bs_tile_rule`]'s, replaced by a pipelined tile
+/// ([`tile::DENSE_BS_PIPE_TILES`]) where [`bs_pipe_rule`] estimates one faster. Modelled TFLOPS (MI300X, 32 / 64 / 128-row tile):
 /// 4096×7168×2048 (11.8 bm64 tiles per CU) 637 / 688 / 561, 4096×2112×7168 (3.6) 717 / 727 /
 /// 614, 4096×2048×7168 (3.4) 742 / 706 / 595, 1024×2048×7168 (0.8) 599 / 487 / 295. Until the
 /// tuned table has bs rows.
