@@ -1333,9 +1333,11 @@ fn bs_base_estimate(i: usize, tiles32: u64, tiles64: u64, cus: u64) -> f64 {
 /// The pipelined bs tile (index into [`tile::DENSE_BS_PIPE_TILES`]) that replaces the bs rule's
 /// unsplit choice `base` ([`bs_tile_rule`]) for an `m × n` problem of `nkb` 128-K blocks on `cus`
 /// CUs, if any: the one of least `⌈tiles / (slots·CUs)⌉ · per-block` (`BS_PIPE_BLOCK_US`) when
-/// that is below the base's estimate (`bs_base_estimate`), from [`BS_PIPE_MIN_BLOCKS`] blocks on
-/// and below [`BS_BM64_TILES_PER_CU`] 64-row tiles per CU (where the two-per-CU 64-row kernel
-/// is the throughput choice). Modelled effect (MI325X; before → after, µs): 640×2048×7168 50.8
+/// that is below the base's estimate (`bs_base_estimate`), from [`BS_PIPE_MIN_BLOCKS`] blocks on,
+/// below [`BS_BM64_TILES_PER_CU`] 64-row tiles per CU (where the two-per-CU 64-row kernel is the
+/// throughput choice) and above 64 rows (a single row of tiles: modelled MI300X 64×24576×1536,
+/// 12 blocks, 17.67 µs with the 32-row tile, 18.21 pipelined 64-row; the estimate there said
+/// otherwise). Modelled effect (MI325X; before → after, µs): 640×2048×7168 50.8
 /// (32 rows) → 36.1 (48), 1024×2048×7168 50.3 → 41.1 (64), 1408×2048×7168 67.8 → 52.3 (80),
 /// 1664×2048×7168 68.2 → 60.0 (96), 4096×2048×7168 160.2 → 151.6 (80); MI300X 4096×2112×7168
 /// 172.6 → 152.0 (80), 256×7168×2048 19.9 → 18.0 (64).
@@ -1343,7 +1345,7 @@ pub fn bs_pipe_rule(m: u32, n: u32, nkb: u32, cus: u32, base: usize) -> Option<u
     let cus = u64::from(cus.max(1));
     let tiles = |bm: u32| u64::from(m.div_ceil(bm)) * u64::from(n.div_ceil(128));
     let (t32, t64) = (tiles(32), tiles(64));
-    if nkb < BS_PIPE_MIN_BLOCKS || t64 >= u64::from(BS_BM64_TILES_PER_CU) * cus || (base == 0 && t32 < cus) {
+    if m <= 64 || nkb < BS_PIPE_MIN_BLOCKS || t64 >= u64::from(BS_BM64_TILES_PER_CU) * cus || (base == 0 && t32 < cus) {
         return None;
     }
     let base_est = bs_base_estimate(base, t32, t64, cus);
