@@ -132,6 +132,11 @@
 //! | before (main's choice) | 50.76 (32) | 50.91 (32) | 67.79 (32) | 68.23 (32) | 89.23 (64) | 161.81 (32) | 67.98 (32) |
 //! | *AMD, measured* | *30.63 (48)* | *39.54 (64)* | *49.63 (80)* | *57.17 (96)* | *70.19 (128)* | *130.20 (128)* | *57.16 (96)* |
 //!
+//! (Table before the prologue change; after it, one memory round trip instead of five before
+//! the first block: 48 rows 640×2048×7168 35.63, 4096×2048×7168 146.42; 64 rows
+//! 1024×2048×7168 40.47; 80 rows 1408×2048×7168 51.39, 4096×2048×7168 149.15; 96 rows
+//! 1664×2048×7168 59.86, 4096×2048×7168 173.65.)
+//!
 //! MI300X: 4096×2112×7168 32 rows 172.59 µs → 48 / 64 / 80 rows 147.41 / 158.01 / 152.03;
 //! 128×24576×1536 21.84 → 20.45 (48); 256×7168×2048 19.90 → 18.01 (64). The 128-row tile on
 //! this loop (`FM` = 8) was tried: 512 registers with 4–24 spilled, 1024×2048×7168 88 µs,
@@ -145,7 +150,8 @@
 //! | phases (`fp8_gemm_nt_bs_bm64_bn128`, 2 WGs/CU) | 238 (0) | 61.81 | 61.81 | 171.01 | **175.21** |
 //! | phases + `AHEAD` (1 WG/CU) | 275 (19) | 61.16 | 61.16 | – | – |
 //! | pipelined, B one block ahead | 282 (26) | 42.32 | 42.31 | 160.55 | 181.09 |
-//! | **pipelined, B two blocks ahead** (shipped) | 308 (52) | **41.13** | **41.13** | **157.90** | 191.63 |
+//! | pipelined, B two blocks ahead | 308 (52) | 41.13 | 41.13 | 157.90 | 191.63 |
+//! | **+ prologue: all loads before the LDS writes** (shipped) | 304 (48) | **40.47** | | **155.05** | |
 //! | pipelined, B two ahead, `waves_per_eu = 2` | 256 + 55 spilled | 53.76 | 53.85 | 164.94 | 170.94 |
 //! | pipelined, B one ahead, `waves_per_eu = 2` | 256 + 26 spilled | 53.57 | 53.51 | 162.68 | 171.10 |
 //! | *AMD's `BpreShuffle_64x128` on the same model* | 512 | *39.39* | | | |
@@ -593,14 +599,18 @@ pub(crate) mod imp {
         let mut pend = [F32x4::zero(); FN];
         let mut pend_s = 0f32;
 
-        // Prologue: window 0's scales; B(0 .. BA); A(0), A(1) into stages 0, 1; A(2) into
-        // registers; A(0)'s fragments.
+        // Prologue: window 0's scales; A(0), A(1) for stages 0, 1; B(0 .. BA); A(2) into
+        // registers — all loads issued first, then the LDS writes (each waits only for its own
+        // load: one memory round trip instead of one per write); then A(0)'s fragments.
         unroll!(q < FM.div_ceil(4) => {
             sfa_ld[q] = load_sfa(0, q);
         });
         let mut sfb_next = load_sfb(0);
-        unroll!(q < FM.div_ceil(4) => {
-            write_sfa(0, q, sfa_ld[q]);
+        let mut a01 = [[U32x4([0; 4]); FM]; 2];
+        unroll!(st < 2 => {
+            unroll!(p < FM.div_ceil(2) => {
+                a01[st][p] = load_a(st as u32, p);
+            });
         });
         unroll!(f < FN => {
             unroll!(r < 2 => {
@@ -610,14 +620,17 @@ pub(crate) mod imp {
                 }
             });
         });
-        unroll!(st < 2 => {
-            unroll!(p < FM.div_ceil(2) => {
-                let v = load_a(st as u32, p);
-                write_a(st as u32, p, v);
-            });
-        });
         unroll!(p < FM.div_ceil(2) => {
             ga[1][p] = load_a(2, p);
+        });
+        sched_fence();
+        unroll!(q < FM.div_ceil(4) => {
+            write_sfa(0, q, sfa_ld[q]);
+        });
+        unroll!(st < 2 => {
+            unroll!(p < FM.div_ceil(2) => {
+                write_a(st as u32, p, a01[st][p]);
+            });
         });
         lds_barrier();
         unroll!(r < 2 => {
