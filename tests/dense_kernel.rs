@@ -736,13 +736,17 @@ fn bs_kernels_meet_the_resource_goals() {
     for (arch, bytes) in [("gfx942", fp8gemm::codeobj::GFX942), ("gfx950", fp8gemm::codeobj::GFX950)] {
         let co = CodeObject::parse(bytes).expect("code object parses");
         use fp8gemm_device::tile::{CONTIGUOUS_BS_TILES, DENSE_BS_TILES, DENSE_SPLITK_BS_TILES, MASKED_BS_TILES};
-        let tiles = DENSE_BS_TILES.into_iter().chain(DENSE_SPLITK_BS_TILES).chain(CONTIGUOUS_BS_TILES).chain(MASKED_BS_TILES);
+        use fp8gemm_device::tile::DENSE_BS_PIPE_TILES;
+        let tiles = DENSE_BS_TILES.into_iter().chain(DENSE_BS_PIPE_TILES).chain(DENSE_SPLITK_BS_TILES).chain(CONTIGUOUS_BS_TILES).chain(MASKED_BS_TILES);
         for tile in tiles {
             let k = co.kernel(tile.name).unwrap_or_else(|| panic!("{arch}: {} missing", tile.name));
             let what = format!("{arch} {}", tile.name);
             // The unified VGPR + AGPR count alone sets the waves per SIMD.
             let (regs, waves) = common_resource_goals(&what, &k.meta);
+            // The pipelined kernels run one workgroup per CU by design (the host takes them only
+            // below 8 64-row tiles per CU, config::bs_pipe_rule).
             let want_waves = match tile.block_m {
+                _ if tile.name.starts_with("fp8_gemm_nt_bs_pipe_") => 1,
                 32 => 3,
                 64 => 2,
                 _ => 1,

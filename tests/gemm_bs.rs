@@ -13,8 +13,10 @@ use fp8gemm::{fp8_gemm_nt, DeviceActivations, DeviceWeights, Error, Stream};
 use half::bf16;
 use proptest::prelude::*;
 
-/// The bs tiles, `(block_m, block_n)`.
-const BS_TILES: [(u32, u32); 3] = [(32, 128), (64, 128), (128, 128)];
+/// The bs tiles, `(block_m, block_n)` (48, 80 and 96 rows: the pipelined kernels only).
+const BS_TILES: [(u32, u32); 6] = [(32, 128), (48, 128), (64, 128), (80, 128), (96, 128), (128, 128)];
+/// The bs tiles that also have split-K and m-grouped kernels.
+const BS_SPLIT_TILES: [(u32, u32); 3] = [(32, 128), (64, 128), (128, 128)];
 
 /// The bs kernels run the dense loop's MFMAs in the same order on the same bytes and promote
 /// the same way, so their result is the logical-layout (unsplit) kernels' bit for bit.
@@ -40,7 +42,13 @@ fn every_bs_tile_matches_both_references_and_the_logical_kernels() {
             let (got, r) = forced(Some(tile), None, || run_with_layout(&ctx, &stream, &c, WeightLayout::Preshuffled));
             let cfg = r.config.unwrap();
             assert_eq!((cfg.block_m, cfg.block_n, cfg.splits), (tile.0, tile.1, 1), "{what}");
-            assert_eq!(cfg.kernel, format!("fp8_gemm_nt_bs_bm{}_bn128", tile.0), "{what}");
+            // The 64-row tile below 8 tiles per CU and the 48/80/96-row tiles: the pipelined
+            // one-workgroup-per-CU kernels.
+            let want = match tile.0 {
+                48 | 64 | 80 | 96 => format!("fp8_gemm_nt_bs_pipe_bm{}_bn128", tile.0),
+                _ => format!("fp8_gemm_nt_bs_bm{}_bn128", tile.0),
+            };
+            assert_eq!(cfg.kernel, want, "{what}");
             assert_eq!(cfg.grid, (m as u32).div_ceil(tile.0) * (n as u32).div_ceil(128), "{what}");
             assert!(r.workspace_limit.is_none());
             assert_accurate(&what, &c, &got);
@@ -80,22 +88,46 @@ fn bs_config_choice() {
     // Every unsplit choice is a bs kernel with the dense grid of its tile.
     for (m, n, k) in [(1216u32, 2048u32, 7168u32), (4096, 7168, 2048), (4096, 2048, 7168)] {
         let cfg = get_bs_config(&GemmDesc::dense(m, n, k, arch)).unwrap();
-        assert!(cfg.kernel.starts_with("fp8_gemm_nt_bs_bm"), "{m}x{n}x{k}: {}", cfg.kernel);
+        assert!(cfg.kernel.starts_with("fp8_gemm_nt_bs_"), "{m}x{n}x{k}: {}", cfg.kernel);
         assert_eq!((cfg.block_n, cfg.splits, cfg.grid), (128, 1, m.div_ceil(cfg.block_m) * n.div_ceil(128)), "{m}x{n}x{k}");
-        let tile = fp8gemm_device::tile::DENSE_BS_TILES.iter().find(|t| t.name == cfg.kernel).unwrap();
-        assert_eq!(cfg.lds_bytes, tile.lds_bytes());
+        let tile = fp8gemm_device::tile::DENSE_BS_TILES.iter().chain(&fp8gemm_device::tile::DENSE_BS_PIPE_TILES).find(|t| t.name == cfg.kernel).unwrap();
+        assert_eq!((cfg.block_m, cfg.lds_bytes), (tile.block_m, tile.lds_bytes()));
     }
-    // Above one tile per CU where the last round of whole tiles is short (the bs estimate's
-    // stream-K candidates, config::get_bs_config_for_workspace): 1024×2048×7168 (512 tiles of
-    // 32 × 128), 4096×2112×7168 and 256×7168×2048 (448 tiles; modelled 17.7 µs against 19.9
-    // unsplit) run the bs stream-K kernel with a head of whole waves.
-    for (m, n, k) in [(1024u32, 2048u32, 7168u32), (4096, 2112, 7168), (256, 7168, 2048)] {
+    // Above one tile per CU where the last round of whole tiles is short and no pipelined tile
+    // is estimated faster (the bs estimate's stream-K candidates must beat the data-parallel
+    // baseline by 8 %, config::get_bs_config_for_workspace): 1856×2048×7168 (928 tiles of
+    // 32 × 128; modelled MI325X 74.4 µs, 89.2 data-parallel 64-row) and 10240×2048×7168 (64-row,
+    // 2560 tiles; 363.0 against 370.2) run the bs stream-K kernel with a head of whole waves.
+    for (m, n, k) in [(1856u32, 2048u32, 7168u32), (10240, 2048, 7168)] {
         let cfg = get_bs_config(&GemmDesc::dense(m, n, k, arch)).unwrap();
         let sk = cfg.stream_k.unwrap_or_else(|| panic!("{m}x{n}x{k}: {cfg}"));
         assert_eq!(cfg.kernel, format!("fp8_gemm_nt_streamk_bs_bm{}_bn128", cfg.block_m), "{m}x{n}x{k}");
         assert_eq!((cfg.splits, cfg.grid, sk.tiles), (1, sk.dp_tiles + sk.sk_wgs, m.div_ceil(cfg.block_m) * n.div_ceil(128)), "{m}x{n}x{k}");
         assert!(sk.dp_tiles > 0 && sk.schedule().is_some(), "{m}x{n}x{k}: {cfg}");
     }
+    // Below one 64-row tile per CU but at least one 32-row tile per CU: the pipelined 64-row
+    // kernel, unsplit (modelled 1024×2048×7168 MI325X: 40.5 µs; the 32-row tile 50.3, its best
+    // stream-K schedule 48.6).
+    let c = get_bs_config(&GemmDesc::dense(1024, 2048, 7168, arch)).unwrap();
+    assert_eq!((c.block_m, c.splits, c.kernel, c.grid), (64, 1, "fp8_gemm_nt_bs_pipe_bm64_bn128", 256));
+    // The other pipelined tiles where their one round beats the 32-row tile (modelled MI325X,
+    // µs, 32 rows → pipelined): 48 rows 2048×768×7168 50.3 → 36.1, 640×2048×7168 50.8 → 36.1;
+    // 80 rows 1408×2048×7168 67.8 → 52.3, 4096×2048×7168 160.2 → 151.6; 96 rows
+    // 1664×2048×7168 68.2 → 60.0, 4096×768×7168 68.0 → 59.9; MI300X 4096×2112×7168 162.1
+    // (stream-K 32-row) → 152.0 (80).
+    for (m, n, bm) in [(2048u32, 768u32, 48u32), (640, 2048, 48), (1408, 2048, 80), (4096, 2048, 80), (1664, 2048, 96), (4096, 768, 96), (4096, 2112, 80)] {
+        let c = get_bs_config(&GemmDesc::dense(m, n, 7168, arch)).unwrap();
+        assert_eq!((c.block_m, c.splits, c.kernel.to_string(), c.grid), (bm, 1, format!("fp8_gemm_nt_bs_pipe_bm{bm}_bn128"), m.div_ceil(bm) * n.div_ceil(128)), "{m}x{n}x7168");
+        assert_eq!(c.lds_bytes, fp8gemm_device::tile::bs_pipe_lds_bytes(bm));
+    }
+    // Short K (4 blocks): the two-per-CU 64-row kernel stays (modelled MI300X 128×32768×512:
+    // 17.3 µs, 20.6 pipelined).
+    let c = get_bs_config(&GemmDesc::dense(128, 32768, 512, arch)).unwrap();
+    assert_eq!((c.block_m, c.kernel), (64, "fp8_gemm_nt_bs_bm64_bn128"));
+    // 256×7168×2048: 448 tiles of 32 rows, 224 of 64 (modelled MI300X: 19.90 µs with the
+    // 32-row tile, 18.01 with the pipelined 64-row kernel).
+    let c = get_bs_config(&GemmDesc::dense(256, 7168, 2048, arch)).unwrap();
+    assert_eq!((c.block_m, c.splits, c.kernel), (64, 1, "fp8_gemm_nt_bs_pipe_bm64_bn128"));
     // Small M: the 32-row tile, the split count of least estimated time (34 tiles × 8 splits of
     // 7 blocks each; 9 splits, one workgroup per CU, was modelled 14.51 vs 13.22 µs).
     let c = get_bs_config(&GemmDesc::dense(64, 2112, 7168, arch)).unwrap();
@@ -120,8 +152,8 @@ fn bs_config_choice() {
     assert!(lim.is_some());
     // Large M: no split, the 64-row tile from 8 of its tiles per CU.
     let c = get_bs_config(&GemmDesc::dense(4096, 7168, 2048, arch)).unwrap();
-    assert_eq!((c.block_m, c.splits), (64, 1));
-    assert_eq!(get_bs_config(&GemmDesc::dense(4096, 2048, 7168, arch)).unwrap().block_m, 32);
+    assert_eq!((c.block_m, c.splits, c.kernel), (64, 1, "fp8_gemm_nt_bs_bm64_bn128"));
+    assert_eq!(get_bs_config(&GemmDesc::dense(4096, 4096, 7168, arch)).unwrap().block_m, 32);
     // Forcing: any bs tile, any split count up to min(k/128, MAX_SPLITS); a dense-only tile or
     // too many splits is a typed error naming what is allowed.
     let f = |t, s| forced(t, s, || get_bs_config(&GemmDesc::dense(256, 256, 256, arch)));
@@ -130,6 +162,13 @@ fn bs_config_choice() {
     assert!(e.to_string().contains("64x64") && e.to_string().contains("32x128, 64x128, 128x128"), "{e}");
     let c = f(Some((128, 128)), Some(2)).unwrap();
     assert_eq!((c.kernel, c.splits, c.grid), ("fp8_gemm_nt_splitk_bs_bm128_bn128", 2, 2 * 2 * 2));
+    // The pipelined-only tiles: forced, that kernel unsplit; with a split count, a typed error.
+    for bm in [48u32, 80, 96] {
+        let c = f(Some((bm, 128)), None).unwrap();
+        assert_eq!((c.kernel.to_string(), c.splits, c.grid), (format!("fp8_gemm_nt_bs_pipe_bm{bm}_bn128"), 1, 256u32.div_ceil(bm) * 2));
+        let e = f(Some((bm, 128)), Some(2)).unwrap_err();
+        assert!(e.to_string().contains(&format!("{bm}x128")) && e.to_string().contains("no split-K kernel"), "{e}");
+    }
     let e = f(None, Some(3)).unwrap_err();
     assert!(e.to_string().contains("at most 2"), "{e}");
     assert_eq!(f(None, Some(1)).unwrap().splits, 1);
@@ -142,7 +181,7 @@ fn every_bs_split_config_matches_both_references_and_the_unsplit_bs_kernel() {
     for (m, n, k) in [(1usize, 132usize, 384usize), (65, 196, 640), (130, 260, 1152)] {
         let c = case(m, n, k, (m * 5 + n + k) as u64);
         let nkb = (k / 128) as u32;
-        for tile in BS_TILES {
+        for tile in BS_SPLIT_TILES {
             let (unsplit, r) = forced(Some(tile), Some(1), || run_with_layout(&ctx, &stream, &c, WeightLayout::Preshuffled));
             assert_eq!(r.config.unwrap().splits, 1);
             for splits in [2, 3, nkb] {
@@ -272,7 +311,7 @@ fn grouped_bs_kernels_match_the_logical_grouped_kernels_on_every_tile() {
     };
     let ((want_c, _), (want_m, _)) = run(&DeviceGroupedWeights::upload(&ctx, &gw).unwrap());
     let pre = DeviceGroupedWeights::upload_preshuffled(&ctx, &gw).unwrap();
-    for tile in BS_TILES {
+    for tile in BS_SPLIT_TILES {
         let what = format!("bs tile {}x{}", tile.0, tile.1);
         let ((got_c, rc), (got_m, rm)) = forced(Some(tile), None, || run(&pre));
         assert_eq!(rc.config.unwrap().kernel, format!("m_grouped_fp8_gemm_nt_contiguous_bs_bm{}_bn128", tile.0), "{what}");
@@ -305,7 +344,7 @@ proptest! {
         let c = config::get_bs_config(&desc).unwrap();
         let tiles = m.div_ceil(c.block_m) * n.div_ceil(128);
         let (tiles32, tiles64) = (u64::from(m.div_ceil(32) * n.div_ceil(128)), u64::from(m.div_ceil(64) * n.div_ceil(128)));
-        let bm = [32, 64][config::bs_tile_rule(tiles32, tiles64, 304)];
+        let i = config::bs_tile_rule(tiles32, tiles64, 304);
         prop_assert!(c.splits >= 1 && c.splits <= (k / 128).min(config::MAX_SPLITS), "{} splits", c.splits);
         if let Some(sk) = c.stream_k {
             prop_assert!(tiles32 >= 304, "stream-K below one tile per CU: {}", c);
@@ -315,11 +354,21 @@ proptest! {
             prop_assert_eq!((c.splits, sk.tiles, c.grid), (1, tiles, sk.dp_tiles + sk.sk_wgs));
             prop_assert!(sk.dp_tiles > 0 && sk.schedule().is_some(), "{}", c);
         } else {
+            // Unsplit from one tile per CU on: the pipelined tile where bs_pipe_rule takes one,
+            // else the rule's tile; split-K only on the 32-row tile.
+            let pipe = if c.splits == 1 && [tiles32, tiles64][i] >= 304 { config::bs_pipe_rule(m, n, k / 128, 304, i) } else { None };
+            let bm = match pipe {
+                _ if c.splits > 1 => 32,
+                Some(p) => fp8gemm_device::tile::DENSE_BS_PIPE_TILES[p].block_m,
+                None => [32, 64][i],
+            };
             prop_assert_eq!(c.block_m, bm);
             prop_assert!(c.splits == 1 || tiles < 304 || tiles * c.splits <= 3 * 304, "{} tiles split {}", tiles, c.splits);
-            // Only the 32-row tile is ever split (the 64-row tile is chosen only above one tile per CU).
-            prop_assert!(c.splits == 1 || bm == 32, "{}-row tile split {}", bm, c.splits);
-            let want = if c.splits > 1 { format!("fp8_gemm_nt_splitk_bs_bm{bm}_bn128") } else { format!("fp8_gemm_nt_bs_bm{bm}_bn128") };
+            let want = match pipe {
+                _ if c.splits > 1 => format!("fp8_gemm_nt_splitk_bs_bm{bm}_bn128"),
+                Some(p) => fp8gemm_device::tile::DENSE_BS_PIPE_TILES[p].name.to_string(),
+                None => format!("fp8_gemm_nt_bs_bm{bm}_bn128"),
+            };
             prop_assert_eq!(c.kernel, want.as_str());
             prop_assert_eq!(c.grid, tiles * c.splits);
         }

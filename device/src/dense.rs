@@ -247,6 +247,13 @@
 //! LLVM holds both A-fragment reads and all partial sums) whose MFMAs LLVM does not interleave
 //! with the loads (MFMA 40 % busy). Next: a hand-scheduled single-wave 128-row loop
 //! (`sched_group_barrier`), direct-to-LDS A loads, tuned-table rows for the bs kernels.
+//!
+//! **Pipelined bs kernels** (issue 12 part 2, [`crate::mainloop_bs`], "Pipelined loop"): the
+//! loop rescheduled for one workgroup per CU (A fragments a block ahead, B two ahead, one memory
+//! instruction per MFMA in a fixed order, promotion one output pair behind) in 48/64/80/96-row
+//! tiles, chosen by `config::bs_pipe_rule` where one round of them beats the rule's tile:
+//! modelled MI325X 1024×2048×7168 50.9 → 41.1 µs, 4096×2048×7168 161.8 → 151.6 µs (806
+//! TFLOPS); MI300X 4096×2112×7168 172.6 → 152.0 µs (854 TFLOPS); 4096×7168×2048 unchanged.
 
 use crate::amdgpu_kernel;
 use crate::args::{DenseGemmArgs, DenseSplitKArgs};

@@ -3,7 +3,10 @@
 //! dense kernels `fp8_gemm_nt_bs_bm{32,64,128}_bn128` built on it (arguments: [`DenseGemmArgs`]
 //! with `b` pointing at the pre-shuffled B, [`crate::tile::shuffled_b_bytes`] bytes; tiles:
 //! [`crate::tile::DENSE_BS_TILES`], split-K twins [`crate::tile::DENSE_SPLITK_BS_TILES`]; the
-//! m-grouped twins are in [`crate::grouped`]). The host runs them for pre-shuffled weights.
+//! m-grouped twins are in [`crate::grouped`]), and the one-workgroup-per-CU kernels
+//! `fp8_gemm_nt_bs_pipe_bm{48,64,80,96}_bn128` on its pipelined form
+//! ([`crate::tile::DENSE_BS_PIPE_TILES`], "Pipelined loop" below). The host runs them for
+//! pre-shuffled weights.
 //!
 //! # Structure of one workgroup (256 work-items = 4 waves, **1 × 4** over a `BM × 128` tile)
 //!
@@ -65,12 +68,99 @@
 //! |---|---|---|---|---|---|---|---|---|
 //! | `fp8_gemm_nt_bs_bm32_bn128`  | yes / yes | 158 | 0   | 0 | 0 | 9 KiB  | 3 | 3 |
 //! | `fp8_gemm_nt_bs_bm64_bn128`  | yes / no  | 238 | 0   | 0 | 0 | 18 KiB | 2 | 2 |
+//! | `fp8_gemm_nt_bs_pipe_bm48_bn128` | pipelined, B 2 ahead | 250 | 0 | 0 | 0 | 18 KiB | 2 | 2 |
+//! | `fp8_gemm_nt_bs_pipe_bm64_bn128` | pipelined, B 2 ahead | 308 | 52 | 0 | 0 | 18 KiB | 1 | 1 |
+//! | `fp8_gemm_nt_bs_pipe_bm80_bn128` | pipelined, B 2 ahead | 366 | 110 | 0 | 0 | 28 KiB | 1 | 1 |
+//! | `fp8_gemm_nt_bs_pipe_bm96_bn128` | pipelined, B 2 ahead | 414 | 158 | 0 | 0 | 28 KiB | 1 | 1 |
 //! | `fp8_gemm_nt_bs_bm128_bn128` | yes / no  | 420 | 164 | 0 | 0 | 36 KiB | 1 | 1 |
 //! | `fp8_gemm_nt_splitk_bs_bm32_bn128`  | yes / yes | 136 | 0  | 0 | 0 | 9 KiB  | 3 | 3 |
 //! | `fp8_gemm_nt_splitk_bs_bm64_bn128`  | yes / no  | 186 | 0  | 0 | 0 | 18 KiB | 2 | 2 |
 //! | `fp8_gemm_nt_splitk_bs_bm128_bn128` | yes / no  | 292 | 36 | 0 | 0 | 36 KiB | 1 | 1 |
 //!
 //! Modelled figures and the steps that led here: [`crate::dense`], "B straight to registers".
+//!
+//! # Pipelined loop (`tile_gemm_bs_pipe`, the kernels `fp8_gemm_nt_bs_pipe_bm{48,64,80,96}_bn128`)
+//!
+//! At one workgroup per CU (few tiles: 640–1216 × 2048 × 7168, 1664–2048 × 768 × 7168) the loop
+//! above is a serial chain per block: the A fragments are read at the block's start and the
+//! first MFMA waits for them (`lgkmcnt`); the SFA `ds_read` issued after them and used early
+//! turns that into `lgkmcnt(0)`; the per-window SFA loads under `if fm % 4 == wave` become
+//! branches whose join LLVM closes with `s_waitcnt vmcnt(0)` (waiting for the B and A loads
+//! just issued); loads, MFMAs, promotion and LDS writes run as separate phases. Modelled
+//! (1024×2048×7168, MI325X, 64-row tile): 61.8 µs, stalls lgkmcnt 33 %, barrier 15 %, vmcnt 13 %.
+//!
+//! The pipelined loop keeps the same tile, operands, LDS layout, MFMA chains and promotion
+//! arithmetic (so the same result bit for bit) and reorders the rest:
+//! * **A fragments one block ahead** (`AHEAD`'s two register sets, stages as above: block `i`
+//!   reads A(i + 1) from its stage and writes A(i + 2) into A(i)'s), **B two blocks ahead**
+//!   (four register sets indexed by block mod 4, three live), A loaded three blocks ahead;
+//! * **one instruction stream in a fixed order**: the block's `8·FM` MFMAs (output pair `fm`
+//!   = outputs `(fm, 0..2)`, order `(r, s, f)` inside it, so consecutive MFMAs of a chain are
+//!   one apart), each followed by at most one other instruction — the next block's A fragment
+//!   reads after the even MFMAs, the global loads (A, B, at the window's second block the next
+//!   window's scales) after the odd ones, A's LDS writes after the odd ones of the second half
+//!   — each group closed by a `sched_fence` so LLVM keeps the order (with
+//!   `sched_group_barrier` it is free to move the loads together again);
+//! * **promotion one pair behind**: pair `fm − 1` is promoted after pair `fm`'s fourth MFMA,
+//!   the last pair during the next block (after the whole loop for the last block), so no VALU
+//!   ever waits on an MFMA result (no `s_nop`); the SFA `ds_read`s are the block's first LDS
+//!   instructions, so the wait before the first promotion is a counted `lgkmcnt(N)`;
+//! * **straight-line SFA loads**: wave `w` loads the windows of fragments `4q + w`
+//!   (`q < FM / 4`), no branch on the wave.
+//!
+//! The 64-row kernel needs 308 registers (52 of them AGPRs, LLVM's choice), so one workgroup
+//! per CU: the host keeps the two-per-CU 64-row kernel from `BS_BM64_TILES_PER_CU` = 8 tiles per
+//! CU and for fewer than 8 K blocks (one workgroup per CU leaves each tile's prologue and
+//! epilogue exposed: MI300X 4096×7168×2048 191.6 µs pipelined vs 175.2, 128×32768×512 20.6 vs
+//! 17.3). Forced into 256 registers (`waves_per_eu = 2`) it spills (26–55 registers, scratch):
+//! not shippable.
+//!
+//! **48/80/96 rows** (`FM` = 3, 5, 6; AMD picks these heights for 640–1800-row shapes so that
+//! the tile count stays within one wave of CUs): the A copy moves 32 rows per pass, so odd `FM`
+//! pads each stage to `32·⌈FM/2⌉` rows (the last pass's upper 16 rows are other rows of A, or 0,
+//! written to padding nobody reads), and the SFA regions have `4·⌈FM/4⌉` slots (wave `w` loads
+//! and writes slots `4q + w`; slots past `FM` hold unused scales):
+//! [`crate::tile::bs_pipe_lds_bytes`]. The host's choice among them is
+//! `fp8gemm::config::bs_pipe_rule` (a per-round estimate per tile from the figures below).
+//!
+//! | pipelined tile, modelled µs (MI325X) | 640×2048×7168 | 1024×2048×7168 | 1408×2048×7168 | 1664×2048×7168 | 2048×2048×7168 | 4096×2048×7168 | 4096×768×7168 |
+//! |---|---|---|---|---|---|---|---|
+//! | 48 rows (2 WGs/CU) | **36.11** | 61.31 | 60.98 | 61.36 | | | |
+//! | 64 rows | 41.13 | **41.13** | 79.89 | 80.23 | **80.45** | 157.90 | |
+//! | 80 rows | 51.79 | 51.69 | **52.30** | 101.34 | 101.48 | **151.60** | |
+//! | 96 rows | | 59.54 | | **60.03** | 116.98 | 174.20 | **59.94** |
+//! | before (main's choice) | 50.76 (32) | 50.91 (32) | 67.79 (32) | 68.23 (32) | 89.23 (64) | 161.81 (32) | 67.98 (32) |
+//! | *AMD, measured* | *30.63 (48)* | *39.54 (64)* | *49.63 (80)* | *57.17 (96)* | *70.19 (128)* | *130.20 (128)* | *57.16 (96)* |
+//!
+//! (Table before the prologue change; after it, one memory round trip instead of five before
+//! the first block: 48 rows 640×2048×7168 35.63, 4096×2048×7168 146.42; 64 rows
+//! 1024×2048×7168 40.47; 80 rows 1408×2048×7168 51.39, 4096×2048×7168 149.15; 96 rows
+//! 1664×2048×7168 59.86, 4096×2048×7168 173.65.)
+//!
+//! MI300X: 4096×2112×7168 32 rows 172.59 µs → 48 / 64 / 80 rows 147.41 / 158.01 / 152.03;
+//! 128×24576×1536 21.84 → 20.45 (48); 256×7168×2048 19.90 → 18.01 (64). The 128-row tile on
+//! this loop (`FM` = 8) was tried: 512 registers with 4–24 spilled, 1024×2048×7168 88 µs,
+//! 4096×2048×7168 174 µs (old loop: 101.9 / 202.0): not shipped.
+//!
+//! Modelled µs (timing model, `FP8GEMM_PRESHUFFLED=1 FP8GEMM_FORCE_TILE=64x128 fp8gemm profile
+//! --scope xcd`; MI325X unless stated):
+//!
+//! | 64-row loop | regs (AGPR) | 1024×2048×7168 | 2048×768×7168 | 4096×2048×7168 | 4096×7168×2048 MI300X |
+//! |---|---|---|---|---|---|
+//! | phases (`fp8_gemm_nt_bs_bm64_bn128`, 2 WGs/CU) | 238 (0) | 61.81 | 61.81 | 171.01 | **175.21** |
+//! | phases + `AHEAD` (1 WG/CU) | 275 (19) | 61.16 | 61.16 | – | – |
+//! | pipelined, B one block ahead | 282 (26) | 42.32 | 42.31 | 160.55 | 181.09 |
+//! | pipelined, B two blocks ahead | 308 (52) | 41.13 | 41.13 | 157.90 | 191.63 |
+//! | **+ prologue: all loads before the LDS writes** (shipped) | 304 (48) | **40.47** | | **155.05** | |
+//! | pipelined, B two ahead, `waves_per_eu = 2` | 256 + 55 spilled | 53.76 | 53.85 | 164.94 | 170.94 |
+//! | pipelined, B one ahead, `waves_per_eu = 2` | 256 + 26 spilled | 53.57 | 53.51 | 162.68 | 171.10 |
+//! | *AMD's `BpreShuffle_64x128` on the same model* | 512 | *39.39* | | | |
+//! | *the 32-row tile (3 WGs/CU), for reference* | 158 | *50.25* | *50.27* | *160.24* | *187.40* |
+//!
+//! Profile of the shipped variant at 1024×2048×7168: MFMA 51 % busy (83 % of CUs occupied),
+//! stalls "MFMA pipe busy" 82.5 %, vmcnt 10.2 % (mostly the prologue), barrier 5.5 %, lgkmcnt
+//! 1.0 % (before: 37.6 / 13.2 / 14.8 / 33.1 %). Not done: the 32-row tile, the split-K /
+//! m-grouped / stream-K twins on this loop, more LDS stages with a barrier every 2 blocks.
 //!
 //! **Direct-to-LDS A (tried, not shipped).** Loading A with `buffer_load_dword … lds` (through an
 //! LLVM IR shim over `llvm.amdgcn.raw.buffer.load.lds`, each lane's dword chosen so the rotation
@@ -376,6 +466,287 @@ pub(crate) mod imp {
         });
     }
 
+    /// Bytes of one A stage of the pipelined loop: `32·⌈FM/2⌉` rows (the copy moves 32 rows per
+    /// pass; odd `FM` pads 16 rows), as in [`tile::bs_pipe_lds_bytes`].
+    const fn pipe_stage_bytes(fm: u32) -> u32 {
+        32 * fm.div_ceil(2) * ROW
+    }
+    /// SFA slots (of [`SFA_REGION`] bytes) per window region of the pipelined loop: `4·⌈FM/4⌉`
+    /// (wave `w` writes slots `4q + w`).
+    const fn pipe_sfa_slots(fm: u32) -> u32 {
+        4 * fm.div_ceil(4)
+    }
+    const _: () = assert!(2 * pipe_stage_bytes(4) + 2 * SFA_REGION * pipe_sfa_slots(4) == tile::bs_pipe_lds_bytes(64));
+    const _: () = assert!(2 * pipe_stage_bytes(3) + 2 * SFA_REGION * pipe_sfa_slots(3) == tile::bs_pipe_lds_bytes(48));
+    const _: () = assert!(2 * pipe_stage_bytes(5) + 2 * SFA_REGION * pipe_sfa_slots(5) == tile::bs_pipe_lds_bytes(80));
+    const _: () = assert!(2 * pipe_stage_bytes(6) + 2 * SFA_REGION * pipe_sfa_slots(6) == tile::bs_pipe_lds_bytes(96));
+
+    /// One block's B operands of a wave in the pipelined loop: indexed by block mod 4.
+    type BSets = [BRegs; 4];
+
+    /// The pipelined bs loop for one workgroup per CU (module docs, "Pipelined loop"): the
+    /// same tile, operands, MFMA chains and promotion as [`tile_gemm_bs`] (so the same result
+    /// bit for bit), scheduled so that the MFMAs never wait. B is loaded `BA` blocks ahead,
+    /// A's fragments one block ahead (read during the previous block's MFMAs), A from global
+    /// memory three blocks ahead and written to LDS two ahead; each MFMA is followed by at most
+    /// two other memory instructions or one output pair's promotion, in a fixed source order
+    /// held by `sched_fence`s; the promotion of an output pair runs after the next pair's
+    /// MFMAs (the last pair's in the next block), so no VALU waits on an MFMA result; the
+    /// per-window SFA loads are straight-line (wave `w` loads fragments `4q + w`).
+    /// `FM` ∈ 3..=8 (the dense kernels use 3, 4, 5, 6).
+    #[inline(always)]
+    pub(crate) fn tile_gemm_bs_pipe<const FM: usize, const BA: u32, E: Epilogue>(
+        job: &TileJob,
+        keep_row: impl Fn(u32) -> bool,
+        epi: &E,
+    ) {
+        const { assert!(FM >= 3 && FM <= 8) };
+        const { assert!(BA == 1 || BA == 2) };
+        let stage = pipe_stage_bytes(FM as u32);
+        let (n, m0, n0, lda, ldsf, nkb) = (job.n, job.m0, job.n0, job.lda, job.ldsf, job.nkb);
+        let (rs_a, rs_b, rs_sfa, rs_sfb) = (job.rs_a, job.rs_b, job.rs_sfa, job.rs_sfb);
+        let (k0, sf0) = (job.kb0 * SCALE_BLOCK_K, job.kb0 * 4);
+
+        let tid = workitem_id_x();
+        let lane = tid & 63;
+        let wave = readfirstlane_u32(tid >> 6);
+
+        // A copy: work-item t moves chunk (t & 7) of row (t >> 3) + 32·pass, ⌈FM/2⌉ passes (odd
+        // FM: the last pass's upper 16 rows are other rows of A, or 0, written to the stage's
+        // padding rows, never read).
+        let (copy_row, copy_chunk) = (tid >> 3, tid & 7);
+        let mut a_voff = [0u32; FM];
+        unroll!(p < FM.div_ceil(2) => {
+            a_voff[p] = (m0 + 32 * p as u32 + copy_row) * lda + k0 + 16 * copy_chunk;
+        });
+        let copy_lds = block_swizzle(copy_row, copy_chunk);
+        let frag_lds = [block_swizzle(lane & 15, frag_chunk(lane >> 4, 0)), block_swizzle(lane & 15, frag_chunk(lane >> 4, 1))];
+
+        let mut b_voff = [0u32; FN];
+        unroll!(f < FN => {
+            b_voff[f] = tile::shuffled_b_offset(n0 / 16 + 2 * wave + f as u32, job.kb0, ldsf, 0, lane);
+        });
+
+        let row_of = |fm: usize| m0 + 16 * fm as u32 + (lane & 15);
+        let grp = lane >> 4;
+        let mut keep = [true; FM];
+        unroll!(fm < FM => {
+            keep[fm] = keep_row(row_of(fm));
+        });
+        // SFA: this wave loads the windows of fragments 4q + wave (q < ⌈FM/4⌉) — no branch on
+        // the wave, so the wait before the LDS write is a counted `vmcnt(N)`; slots 4q + wave
+        // ≥ FM load other rows' scales (or 0) into LDS slots nobody reads.
+        let mut sfa_voff = [0u32; FM];
+        unroll!(q < FM.div_ceil(4) => {
+            sfa_voff[q] = (m0 + 16 * (4 * q as u32 + wave) + (lane & 15)) * ldsf * 4 + sf0 + 4 * grp;
+        });
+        let sfb_voff = (n0 / SCALE_BLOCK_N) * ldsf * 4 + sf0 + 4 * grp;
+        let sfa_region = |w: u32| 2 * stage + w * SFA_REGION * pipe_sfa_slots(FM as u32);
+        let sf_read = 4 * (lane & 15);
+
+        let load_a = #[inline(always)]
+        |i: u32, p: usize| -> U32x4 {
+            // SAFETY: as in tile_gemm_bs: rs_a covers the problem's A; the whole offset is in
+            // voffset (range-checked, 0 past the end); 16-byte aligned.
+            unsafe { buffer_load_b128(rs_a, a_voff[p] + i * SCALE_BLOCK_K, 0) }
+        };
+        let load_b = #[inline(always)]
+        |i: u32, f: usize, r: usize| -> U32x4 {
+            // SAFETY: as in tile_gemm_bs: rs_b covers the pre-shuffled B; the whole offset is
+            // in voffset (0 past the end); 16-byte aligned.
+            unsafe { buffer_load_b128(rs_b, b_voff[f] + i * SHUFFLED_UNIT + 1024 * r as u32, 0) }
+        };
+        let write_a = #[inline(always)]
+        |st: u32, p: usize, v: U32x4| {
+            // SAFETY: inside stage st (< 2·stage ≤ the launch's sharedMemBytes), 16-byte
+            // aligned; every wave has passed the barrier after its last read of this stage.
+            unsafe { lds_write_b128(st * stage + copy_lds + 32 * p as u32 * ROW, v) };
+        };
+        let read_a = #[inline(always)]
+        |st: u32, r: usize, fm: usize| -> [u64; 2] {
+            // SAFETY: inside stage st, written and published by a barrier before.
+            unsafe { lds_read_b128(st * stage + frag_lds[r] + fm as u32 * 16 * ROW) }.to_u64x2()
+        };
+        let load_sfa = #[inline(always)]
+        |i: u32, q: usize| -> f32 {
+            // SAFETY: rs_sfa covers the problem's SFA; the whole offset is in voffset, so
+            // offsets past its end read 0 (never-used lanes may read other rows' scales).
+            unsafe { buffer_load_f32(rs_sfa, sfa_voff[q] + i * 4, 0) }
+        };
+        let load_sfb = #[inline(always)]
+        |i: u32| -> f32 {
+            // SAFETY: rs_sfb covers the problem's SFB; offsets past its end read 0.
+            unsafe { buffer_load_f32(rs_sfb, sfb_voff + i * 4, 0) }
+        };
+        let write_sfa = #[inline(always)]
+        |w: u32, q: usize, v: f32| {
+            // SAFETY: inside region w & 1 (< lds_bytes), 4-byte aligned; every wave passed the
+            // barrier after its last read of this region (one window ago).
+            unsafe { lds_write_b32(sfa_region(w) + SFA_REGION * (4 * q as u32 + wave) + 4 * lane, v.to_bits()) };
+        };
+
+        // SAFETY: all-zero bits are a valid [[F32x4; FN]; FM] (+0.0 in every lane).
+        let mut acc: [[F32x4; FN]; FM] = unsafe { core::mem::zeroed() };
+        let mut sfa_ld = [0f32; FM];
+        let mut sfb = 0f32;
+        let mut window = 0u32;
+
+        let zb = || [[U32x4([0; 4]); 2]; FN];
+        let mut b: BSets = [zb(), zb(), zb(), zb()];
+        let mut ga = [[U32x4([0; 4]); FM]; 2];
+        let mut a: [ARegs<FM>; 2] = [[[[0; 2]; FM]; 2]; 2];
+        // The last output pair's partial sums and scale, promoted during the next block.
+        let mut pend = [F32x4::zero(); FN];
+        let mut pend_s = 0f32;
+
+        // Prologue: window 0's scales; A(0), A(1) for stages 0, 1; B(0 .. BA); A(2) into
+        // registers — all loads issued first, then the LDS writes (each waits only for its own
+        // load: one memory round trip instead of one per write); then A(0)'s fragments.
+        unroll!(q < FM.div_ceil(4) => {
+            sfa_ld[q] = load_sfa(0, q);
+        });
+        let mut sfb_next = load_sfb(0);
+        let mut a01 = [[U32x4([0; 4]); FM]; 2];
+        unroll!(st < 2 => {
+            unroll!(p < FM.div_ceil(2) => {
+                a01[st][p] = load_a(st as u32, p);
+            });
+        });
+        unroll!(f < FN => {
+            unroll!(r < 2 => {
+                b[0][f][r] = load_b(0, f, r);
+                if BA == 2 {
+                    b[1][f][r] = load_b(1, f, r);
+                }
+            });
+        });
+        unroll!(p < FM.div_ceil(2) => {
+            ga[1][p] = load_a(2, p);
+        });
+        sched_fence();
+        unroll!(q < FM.div_ceil(4) => {
+            write_sfa(0, q, sfa_ld[q]);
+        });
+        unroll!(st < 2 => {
+            unroll!(p < FM.div_ceil(2) => {
+                write_a(st as u32, p, a01[st][p]);
+            });
+        });
+        lds_barrier();
+        unroll!(r < 2 => {
+            unroll!(fm < FM => {
+                a[0][r][fm] = read_a(0, r, fm);
+            });
+        });
+
+        // Block i (j = i mod 4, static in each unrolled copy): barrier; SFA of block i; then
+        // the 8·FM MFMAs (pair fm = outputs (fm, 0..2), order (r, s, f) inside the pair), the
+        // extra instructions after MFMA g: A(i + 1) fragment reads after the even g, global
+        // loads (A(i + 3), B(i + BA), at j = 1 the next window's scales) after the odd g,
+        // promotion of the previous block's last pair after g = 4 and of pair fm − 1 after
+        // g = 8·fm + 4, A(i + 2)'s LDS writes after the odd g from 8·FM / 2 + 1; at j = 3 the
+        // next window's SFA write.
+        macro_rules! step {
+            ($i:expr, $j:expr) => {{
+                let (i, j): (u32, u32) = ($i, $j);
+                const J: usize = $j;
+                lds_barrier();
+                if j == 0 {
+                    sfb = sfb_next;
+                }
+                let mut s_a = [0f32; FM];
+                unroll!(fm < FM => {
+                    // SAFETY: inside this window's region, written before a barrier.
+                    s_a[fm] = f32::from_bits(unsafe { lds_read_b32(sfa_region(window & 1) + SFA_REGION * fm as u32 + sf_read + 64 * j) });
+                });
+                let s_b = f32::from_bits(readlane_dyn(sfb.to_bits(), 16 * j)) * tile::PROMOTION_DOWN;
+                sched_fence();
+                let mut part = [[F32x4::zero(); FN]; FM];
+                let n_a_loads = FM.div_ceil(2);
+                let n_g = n_a_loads + 2 * FN + if J == 1 { FM.div_ceil(4) + 1 } else { 0 };
+                unroll!(fm < FM => {
+                    unroll!(t < 8 => {
+                        let g = 8 * fm + t;
+                        let (r, s, f) = (t / 4, (t / 2) % 2, t % 2);
+                        let c = if r == 0 && s == 0 { F32x4::zero() } else { part[fm][f] };
+                        part[fm][f] = mfma_f32_16x16x32_fp8_fp8(b[J][f][r].to_u64x2()[s], a[J & 1][r][fm][s], c);
+                        if g % 2 == 0 && g / 2 < 2 * FM {
+                            let (rr, ff) = ((g / 2) / FM, (g / 2) % FM);
+                            a[(J + 1) & 1][rr][ff] = read_a((j + 1) & 1, rr, ff);
+                        }
+                        if g % 2 == 1 && g / 2 < n_g {
+                            let x = g / 2;
+                            if x < n_a_loads {
+                                ga[J & 1][x] = load_a(i + 3, x);
+                            } else if x < n_a_loads + 2 * FN {
+                                let y = x - n_a_loads;
+                                b[(J + BA as usize) % 4][y / 2][y % 2] = load_b(i + BA, y / 2, y % 2);
+                            } else if x < n_a_loads + 2 * FN + FM.div_ceil(4) {
+                                let q = x - n_a_loads - 2 * FN;
+                                sfa_ld[q] = load_sfa(i + 3, q);
+                            } else {
+                                sfb_next = load_sfb(i + 3);
+                            }
+                        }
+                        if g == 4 {
+                            unroll!(ff < FN => {
+                                acc[FM - 1][ff] = pend[ff].fma_splat(pend_s, acc[FM - 1][ff]);
+                            });
+                        }
+                        if t == 4 && fm >= 1 {
+                            let s = s_a[fm - 1] * s_b;
+                            unroll!(ff < FN => {
+                                acc[fm - 1][ff] = part[fm - 1][ff].fma_splat(s, acc[fm - 1][ff]);
+                            });
+                        }
+                        if g % 2 == 1 && g > 4 * FM && (g - 4 * FM) / 2 < FM.div_ceil(2) {
+                            let p = (g - 4 * FM) / 2;
+                            write_a(j & 1, p, ga[(J + 1) & 1][p]);
+                        }
+                        sched_fence();
+                    });
+                });
+                pend = part[FM - 1];
+                pend_s = s_a[FM - 1] * s_b;
+                if j == 3 {
+                    window += 1;
+                    unroll!(q < FM.div_ceil(4) => {
+                        write_sfa(window & 1, q, sfa_ld[q]);
+                    });
+                }
+            }};
+        }
+
+        let mut i = 0;
+        while i < nkb {
+            step!(i, 0);
+            if i + 1 >= nkb {
+                break;
+            }
+            step!(i + 1, 1);
+            if i + 2 >= nkb {
+                break;
+            }
+            step!(i + 2, 2);
+            if i + 3 >= nkb {
+                break;
+            }
+            step!(i + 3, 3);
+            i += 4;
+        }
+        unroll!(ff < FN => {
+            acc[FM - 1][ff] = pend[ff].fma_splat(pend_s, acc[FM - 1][ff]);
+        });
+
+        unroll!(fm < FM => {
+            let row = row_of(fm);
+            unroll!(f < FN => {
+                let col = n0 + 32 * wave + 16 * f as u32 + 4 * (lane >> 4);
+                epi.store(row, col, col < n && keep[fm], acc[fm][f]);
+            });
+        });
+    }
+
     /// The dense bs kernels: the dense grid and tile order ([`dense_job`]) over the
     /// pre-shuffled B.
     #[inline(always)]
@@ -383,6 +754,14 @@ pub(crate) mod imp {
         let Some((mut job, epi)) = dense_job(&args, 16 * FM as u32, 128) else { return };
         job.rs_b = BufferResource::new(args.b.addr(), tile::shuffled_b_bytes(args.n as u64, args.k as u64) as u32);
         tile_gemm_bs::<FM, A2, AHEAD, _>(&job, |_| true, &epi);
+    }
+
+    /// The dense bs kernels on the pipelined loop ([`tile_gemm_bs_pipe`]).
+    #[inline(always)]
+    pub fn gemm_bs_pipe<const FM: usize, const BA: u32>(args: DenseGemmArgs) {
+        let Some((mut job, epi)) = dense_job(&args, 16 * FM as u32, 128) else { return };
+        job.rs_b = BufferResource::new(args.b.addr(), tile::shuffled_b_bytes(args.n as u64, args.k as u64) as u32);
+        tile_gemm_bs_pipe::<FM, BA, _>(&job, |_| true, &epi);
     }
 }
 
@@ -392,10 +771,35 @@ pub fn fp8_gemm_nt_bs_bm32_bn128(args: DenseGemmArgs) {
     imp::gemm_bs::<2, true, true>(args)
 }
 
-/// bs (pre-shuffled B) 64 × 128 tile: medium M.
+/// bs (pre-shuffled B) 64 × 128 tile, two workgroups per CU: medium M with many tiles per CU.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_bs_bm64_bn128(args: DenseGemmArgs) {
     imp::gemm_bs::<4, true, false>(args)
+}
+
+/// bs (pre-shuffled B) 64 × 128 tile on the pipelined loop (`imp::tile_gemm_bs_pipe`), one
+/// workgroup per CU: medium M with few tiles per CU.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn fp8_gemm_nt_bs_pipe_bm64_bn128(args: DenseGemmArgs) {
+    imp::gemm_bs_pipe::<4, 2>(args)
+}
+
+/// bs (pre-shuffled B) 48 × 128 tile on the pipelined loop, one workgroup per CU.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn fp8_gemm_nt_bs_pipe_bm48_bn128(args: DenseGemmArgs) {
+    imp::gemm_bs_pipe::<3, 2>(args)
+}
+
+/// bs (pre-shuffled B) 80 × 128 tile on the pipelined loop, one workgroup per CU.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn fp8_gemm_nt_bs_pipe_bm80_bn128(args: DenseGemmArgs) {
+    imp::gemm_bs_pipe::<5, 2>(args)
+}
+
+/// bs (pre-shuffled B) 96 × 128 tile on the pipelined loop, one workgroup per CU.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn fp8_gemm_nt_bs_pipe_bm96_bn128(args: DenseGemmArgs) {
+    imp::gemm_bs_pipe::<6, 2>(args)
 }
 
 /// bs (pre-shuffled B) 128 × 128 tile: large M.

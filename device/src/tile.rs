@@ -190,6 +190,11 @@ impl BsTile {
     /// Dynamic LDS the kernel needs: two stages of `block_m` rows of one 128-K block of A,
     /// then two regions of the SFA of one 4-block window (`block_m` rows × 4 blocks × f32).
     pub const fn lds_bytes(&self) -> u32 {
+        if !matches!(self.block_m, 32 | 64 | 128) {
+            // The pipelined 48/80/96-row kernels (their stages padded to whole 32-row copy
+            // passes, 4·⌈FM/4⌉ SFA slots).
+            return bs_pipe_lds_bytes(self.block_m);
+        }
         LDS_STAGES * self.block_m * SCALE_BLOCK_K + 2 * self.block_m * 4 * 4
     }
     /// Workgroups of the 1-D grid for an `m × n` output.
@@ -204,6 +209,36 @@ pub const DENSE_BS_TILES: [BsTile; 3] = [
     BsTile { name: "fp8_gemm_nt_bs_bm64_bn128", block_m: 64, block_n: 128 },
     BsTile { name: "fp8_gemm_nt_bs_bm128_bn128", block_m: 128, block_n: 128 },
 ];
+
+/// The dense bs 64 × 128 kernel on the pipelined loop (`fp8_gemm_nt_bs_pipe_bm64_bn128`,
+/// [`crate::mainloop_bs`], "Pipelined loop"): one workgroup per CU, the host's choice for the
+/// 64-row tile below `BS_BM64_TILES_PER_CU` tiles per CU (`fp8gemm::config`); same tile, LDS
+/// and result as [`DENSE_BS_TILES`]`[1]`.
+pub const DENSE_BS_PIPE_BM64: BsTile = BsTile { name: "fp8_gemm_nt_bs_pipe_bm64_bn128", block_m: 64, block_n: 128 };
+
+/// The dense bs kernels on the pipelined loop (one workgroup per CU), smallest first: 48, 64,
+/// 80 and 96 rows (`FM` = 3 … 6). Their LDS: [`bs_pipe_lds_bytes`].
+pub const DENSE_BS_PIPE_TILES: [BsTile; 4] = [
+    BsTile { name: "fp8_gemm_nt_bs_pipe_bm48_bn128", block_m: 48, block_n: 128 },
+    DENSE_BS_PIPE_BM64,
+    BsTile { name: "fp8_gemm_nt_bs_pipe_bm80_bn128", block_m: 80, block_n: 128 },
+    BsTile { name: "fp8_gemm_nt_bs_pipe_bm96_bn128", block_m: 96, block_n: 128 },
+];
+
+/// Dynamic LDS of a pipelined bs kernel of `block_m` rows: two A stages of `32·⌈FM/2⌉` rows
+/// (`FM = block_m / 16`; the A copy moves 32 rows per pass) and two SFA window regions of
+/// `4·⌈FM/4⌉` slots of 256 bytes. The same as [`BsTile::lds_bytes`] for 64 rows.
+pub const fn bs_pipe_lds_bytes(block_m: u32) -> u32 {
+    let fm = block_m / 16;
+    LDS_STAGES * 32 * fm.div_ceil(2) * SCALE_BLOCK_K + 2 * 256 * 4 * fm.div_ceil(4)
+}
+const _: () = {
+    let mut i = 0;
+    while i < DENSE_BS_PIPE_TILES.len() {
+        assert!(DENSE_BS_PIPE_TILES[i].lds_bytes() == bs_pipe_lds_bytes(DENSE_BS_PIPE_TILES[i].block_m));
+        i += 1;
+    }
+};
 
 /// The dense bs split-K kernels (`fp8_gemm_nt_splitk_bs_bm*_bn128`), same tiles as
 /// [`DENSE_BS_TILES`].

@@ -62,7 +62,7 @@ use std::sync::{Mutex, OnceLock};
 
 use fp8gemm_device::args::{DenseGemmArgs, DenseSplitKArgs, MGroupedContiguousArgs, MGroupedMaskedArgs};
 use fp8gemm_device::mainloop_bs::{
-    FP8_GEMM_NT_BS_BM128_BN128, FP8_GEMM_NT_BS_BM32_BN128, FP8_GEMM_NT_BS_BM64_BN128, FP8_GEMM_NT_SPLITK_BS_BM128_BN128,
+    FP8_GEMM_NT_BS_BM128_BN128, FP8_GEMM_NT_BS_BM32_BN128, FP8_GEMM_NT_BS_BM64_BN128, FP8_GEMM_NT_BS_PIPE_BM48_BN128, FP8_GEMM_NT_BS_PIPE_BM64_BN128, FP8_GEMM_NT_BS_PIPE_BM80_BN128, FP8_GEMM_NT_BS_PIPE_BM96_BN128, FP8_GEMM_NT_SPLITK_BS_BM128_BN128,
     FP8_GEMM_NT_SPLITK_BS_BM32_BN128, FP8_GEMM_NT_SPLITK_BS_BM64_BN128,
 };
 use fp8gemm_device::streamk::DenseStreamKArgs;
@@ -1299,6 +1299,85 @@ pub fn bs_tile_rule(tiles32: u64, tiles64: u64, cus: u32) -> usize {
     usize::from(est64 < est32)
 }
 
+/// A forced 64 × 128 bs tile's kernel (`FP8GEMM_FORCE_TILE=64x128`) for `tiles` tiles on
+/// `cus` CUs: the pipelined one-workgroup-per-CU kernel ([`tile::DENSE_BS_PIPE_BM64`]) below
+/// [`BS_BM64_TILES_PER_CU`] tiles per CU, the two-per-CU kernel from there (modelled, MI300X
+/// 4096×7168×2048, 11.8 tiles per CU: 175.2 µs two per CU, 191.6 µs pipelined — with 16 blocks
+/// per tile one workgroup per CU leaves each tile's prologue and epilogue exposed). Other tiles
+/// (index `i` of [`tile::DENSE_BS_TILES`]) have one kernel each.
+pub fn bs_kernel(i: usize, tiles: u32, cus: u32) -> tile::BsTile {
+    if i == 1 && u64::from(tiles) < u64::from(BS_BM64_TILES_PER_CU) * u64::from(cus) { tile::DENSE_BS_PIPE_BM64 } else { tile::DENSE_BS_TILES[i] }
+}
+
+/// Modelled µs per 128-K block of one round of the pipelined bs kernels
+/// ([`tile::DENSE_BS_PIPE_TILES`]: 48, 64, 80, 96 rows): `(workgroups per CU, one per CU, CUs
+/// shared)`. Read off the timing model (MI325X, `--scope xcd`, `(t − 2 µs) / blocks / rounds`):
+/// 48 rows 640×2048×7168 36.11 µs (alone), 1408×2048×7168 60.98 (2 per CU on most CUs);
+/// 64 rows 1024×2048×7168 41.13; 80 rows 1408×2048×7168 52.30; 96 rows 1664×2048×7168 60.03.
+/// The 48-row kernel fits two workgroups per CU (250 registers), the others one.
+const BS_PIPE_BLOCK_US: [(u64, f64, f64); 4] = [(2, 0.61, 1.05), (1, 0.70, 0.70), (1, 0.90, 0.90), (1, 1.04, 1.04)];
+/// The pipelined bs kernels are considered from this many 128-K blocks on: with fewer, one
+/// workgroup per CU leaves the prologue and epilogue exposed (modelled MI300X 128×32768×512, 4
+/// blocks: 20.57 µs pipelined 64-row, 17.37 the two-per-CU 64-row kernel).
+pub const BS_PIPE_MIN_BLOCKS: u32 = 8;
+
+/// Per-block estimate (µs, same units as [`BS_PIPE_BLOCK_US`]) of the bs rule's unsplit choice
+/// `i` (0 = 32 rows, 1 = 64 rows two per CU): the 32-row tile within one round of 3 per CU by
+/// how many share a CU (modelled MI325X 1024×2048×7168 0.86 with 2, 1664×2048×7168 1.18 with
+/// 3; 384×2048×7168 alone 0.63), else [`bs_tile_rule`]'s per-round figures.
+fn bs_base_estimate(i: usize, tiles32: u64, tiles64: u64, cus: u64) -> f64 {
+    if i == 1 {
+        return tiles64.div_ceil(2 * cus) as f64 * if tiles64 > cus { 1.52 } else { 1.1 };
+    }
+    if tiles32 <= 3 * cus {
+        [0.63, 0.86, 1.18][(tiles32.div_ceil(cus).max(1) - 1) as usize]
+    } else {
+        tiles32.div_ceil(3 * cus) as f64 * 0.95
+    }
+}
+
+/// The pipelined bs tile (index into [`tile::DENSE_BS_PIPE_TILES`]) that replaces the bs rule's
+/// unsplit choice `base` ([`bs_tile_rule`]) for an `m × n` problem of `nkb` 128-K blocks on `cus`
+/// CUs, if any: the one of least `⌈tiles / (slots·CUs)⌉ · per-block` (`BS_PIPE_BLOCK_US`) when
+/// that is below the base's estimate (`bs_base_estimate`), from [`BS_PIPE_MIN_BLOCKS`] blocks on,
+/// below [`BS_BM64_TILES_PER_CU`] 64-row tiles per CU (where the two-per-CU 64-row kernel is the
+/// throughput choice) and above 64 rows (a single row of tiles: modelled MI300X 64×24576×1536,
+/// 12 blocks, 17.67 µs with the 32-row tile, 18.21 pipelined 64-row; the estimate there said
+/// otherwise). Modelled effect (MI325X; before → after, µs): 640×2048×7168 50.8
+/// (32 rows) → 36.1 (48), 1024×2048×7168 50.3 → 41.1 (64), 1408×2048×7168 67.8 → 52.3 (80),
+/// 1664×2048×7168 68.2 → 60.0 (96), 4096×2048×7168 160.2 → 151.6 (80); MI300X 4096×2112×7168
+/// 172.6 → 152.0 (80), 256×7168×2048 19.9 → 18.0 (64).
+pub fn bs_pipe_rule(m: u32, n: u32, nkb: u32, cus: u32, base: usize) -> Option<usize> {
+    let cus = u64::from(cus.max(1));
+    let tiles = |bm: u32| u64::from(m.div_ceil(bm)) * u64::from(n.div_ceil(128));
+    let (t32, t64) = (tiles(32), tiles(64));
+    if m <= 64 || nkb < BS_PIPE_MIN_BLOCKS || t64 >= u64::from(BS_BM64_TILES_PER_CU) * cus || (base == 0 && t32 < cus) {
+        return None;
+    }
+    let base_est = bs_base_estimate(base, t32, t64, cus);
+    let mut best: Option<(usize, f64)> = None;
+    for (p, t) in tile::DENSE_BS_PIPE_TILES.iter().enumerate() {
+        let (slots, alone, shared) = BS_PIPE_BLOCK_US[p];
+        let n_t = tiles(t.block_m);
+        let e = n_t.div_ceil(slots * cus) as f64 * if n_t > cus { shared } else { alone };
+        if e < base_est && best.is_none_or(|(_, b)| e < b) {
+            best = Some((p, e));
+        }
+    }
+    best.map(|(p, _)| p)
+}
+
+/// Estimated µs (launch overhead excluded) of the pipelined bs tile `p`
+/// ([`tile::DENSE_BS_PIPE_TILES`]) over an `m × n` problem of `nkb` 128-K blocks on `cus` CUs:
+/// `⌈tiles / (slots·CUs)⌉ · per-block · nkb` ([`bs_pipe_rule`]'s estimate in µs, the unit of
+/// `bs_estimate`, against which stream-K and split-K candidates are weighed).
+fn bs_pipe_estimate(p: usize, m: u32, n: u32, nkb: u32, cus: u32) -> f64 {
+    let cus = u64::from(cus.max(1));
+    let (slots, alone, shared) = BS_PIPE_BLOCK_US[p];
+    let tiles = u64::from(tile::DENSE_BS_PIPE_TILES[p].grid(m, n));
+    tiles.div_ceil(slots * cus) as f64 * if tiles > cus { shared } else { alone } * f64::from(nkb)
+}
+
 /// Modelled time (µs, timing model on MI300X, `--scope full`, launch overhead excluded) per
 /// 128-K block of one 32 × 128 bs workgroup when 1, 2 or 3 of them share a CU (the most that fit:
 /// 3 waves per SIMD), [`bs_split_estimate`] (fitted).
@@ -1375,7 +1454,11 @@ pub fn get_bs_config(desc: &GemmDesc) -> Result<GemmConfig, ConfigError> {
 /// workspace.
 ///
 /// **Tile**: the one forced with [`force_tile`] / `FP8GEMM_FORCE_TILE` (32x128, 64x128 or
-/// 128x128), else [`bs_tile_rule`]'s. Modelled TFLOPS (MI300X, 32 / 64 / 128-row tile):
+/// 128x128 — a forced 64x128 runs [`bs_kernel`]'s kernel; or 48x128, 80x128, 96x128, the
+/// pipelined kernels, unsplit), else [`bs_tile_rule`]'s; from one tile per CU on, the
+/// data-parallel baseline is the pipelined tile ([`tile::DENSE_BS_PIPE_TILES`]) where
+/// [`bs_pipe_rule`] estimates one faster than the rule's, and the stream-K / split-K candidates
+/// below must beat that baseline. Modelled TFLOPS of the rule's tiles (MI300X, 32 / 64 / 128-row tile):
 /// 4096×7168×2048 (11.8 bm64 tiles per CU) 637 / 688 / 561, 4096×2112×7168 (3.6) 717 / 727 /
 /// 614, 4096×2048×7168 (3.4) 742 / 706 / 595, 1024×2048×7168 (0.8) 599 / 487 / 295. Until the
 /// tuned table has bs rows.
@@ -1466,13 +1549,29 @@ pub fn get_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(G
     if forced_s == Some(0) {
         return Err(ConfigError::ForcedSplit { splits: "0".into(), expected: "at least 1".into() });
     }
+    // A forced pipelined-only tile (48, 80, 96 rows): that kernel, unsplit.
+    if let Some((bm, bn)) = forced_t
+        && let Some(t) = tile::DENSE_BS_PIPE_TILES.iter().find(|t| (t.block_m, t.block_n) == (bm, bn) && !tile::DENSE_BS_TILES.iter().any(|d| d.block_m == bm))
+    {
+        if let Some(s) = forced_s.filter(|&s| s > 1) {
+            return Err(ConfigError::ForcedSplit { splits: s.to_string(), expected: format!("1 (no split-K kernel for the pre-shuffled {bm}x{bn} tile)") });
+        }
+        if let Some((g, dp)) = forced_sk {
+            let schedule = match dp {
+                Some(dp) => format!("{g}/{dp}"),
+                None => g.to_string(),
+            };
+            return Err(ConfigError::ForcedStreamK { schedule, expected: format!("a bs stream-K tile: 32x128 or 64x128 (no stream-K kernel for the pre-shuffled {bm}x{bn} tile)") });
+        }
+        let config = bs_pipe_config(desc, &spec, *t)?;
+        print_once(desc, &config, Choice::Forced, None);
+        return Ok((config, None));
+    }
     let forced_i = match forced_t {
-        Some((bm, bn)) => Some(
-            tile::DENSE_BS_TILES
-                .iter()
-                .position(|t| (t.block_m, t.block_n) == (bm, bn))
-                .ok_or_else(|| ConfigError::ForcedTile { tile: format!("{bm}x{bn}"), available: "32x128, 64x128, 128x128 (pre-shuffled B)" })?,
-        ),
+        Some((bm, bn)) => Some(tile::DENSE_BS_TILES.iter().position(|t| (t.block_m, t.block_n) == (bm, bn)).ok_or_else(|| ConfigError::ForcedTile {
+            tile: format!("{bm}x{bn}"),
+            available: "32x128, 64x128, 128x128 (pre-shuffled B; also 48x128, 80x128, 96x128 unsplit)",
+        })?),
         None => None,
     };
     let tiles_of = |i: usize| tile::DENSE_BS_TILES[i].grid(desc.m, desc.n);
@@ -1534,7 +1633,10 @@ pub fn get_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(G
             Some(i) => i,
             None => bs_tile_rule(u64::from(tiles_of(0)), u64::from(tiles_of(1)), spec.cus),
         };
-        (make(BsCandidate { tile: i, schedule: BsSchedule::DataParallel })?, Choice::Forced)
+        // A forced 64-row tile runs the pipelined kernel below 8 tiles per CU (`bs_kernel`).
+        let k = bs_kernel(i, tiles_of(i), spec.cus);
+        let config = if k.name != tile::DENSE_BS_TILES[i].name { bs_pipe_config(desc, &spec, k)? } else { make(BsCandidate { tile: i, schedule: BsSchedule::DataParallel })? };
+        (config, Choice::Forced)
     } else {
         let i = bs_tile_rule(u64::from(tiles_of(0)), u64::from(tiles_of(1)), spec.cus);
         let tiles = tiles_of(i);
@@ -1568,7 +1670,19 @@ pub fn get_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(G
             // candidate (bs_streamk_candidates), by `bs_estimate`; stream-K must win by
             // BS_STREAMK_MIN_GAIN.
             let dp = BsCandidate { tile: i, schedule: BsSchedule::DataParallel };
-            let dp_us = estimate(&dp);
+            // The data-parallel baseline: the rule's tile, or the pipelined tile `bs_pipe_rule`
+            // estimates faster than it (its per-block-round estimate × blocks, the same µs).
+            let pipe = bs_pipe_rule(desc.m, desc.n, nkb, spec.cus, i).map(|p| (p, bs_pipe_estimate(p, desc.m, desc.n, nkb, spec.cus)));
+            let dp_us = match pipe {
+                Some((_, us)) => us,
+                None => estimate(&dp),
+            };
+            if verbose_candidates()
+                && let Some((p, us)) = pipe
+            {
+                let t = tile::DENSE_BS_PIPE_TILES[p];
+                eprintln!("fp8gemm bs candidate: m={} n={} k={}: {}x{} pipelined data-parallel: {us:.2} µs estimated", desc.m, desc.n, desc.k, t.block_m, t.block_n);
+            }
             let mut sks = bs_streamk_candidates(desc, spec.cus);
             sks.extend(bs_split_candidates(desc, spec.cus));
             if verbose_candidates() {
@@ -1594,9 +1708,14 @@ pub fn get_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(G
                 let preferred = make(w)?;
                 limited = Some(WorkspaceLimit { needed: preferred.workspace_floats(), preferred, available });
             }
-            match got {
-                Some((us, c)) => (make(c)?, Choice::BsStreamK(us, dp_us)),
-                None => (make(dp)?, Choice::BsRule(tiles_per_cu)),
+            match (got, pipe) {
+                (Some((us, c)), _) => (make(c)?, Choice::BsStreamK(us, dp_us)),
+                (None, Some((p, _))) => {
+                    let config = bs_pipe_config(desc, &spec, tile::DENSE_BS_PIPE_TILES[p])?;
+                    let per_cu = f64::from(config.grid) / f64::from(spec.cus);
+                    (config, Choice::BsRule(per_cu))
+                }
+                (None, None) => (make(dp)?, Choice::BsRule(tiles_per_cu)),
             }
         }
     };
@@ -1662,6 +1781,24 @@ fn bs_config(desc: &GemmDesc, spec: ArchSpec, c: BsCandidate) -> Result<GemmConf
         grid,
         splits,
         stream_k,
+        remap: Remap::Xcd { xcds: spec.xcds },
+        arch: desc.arch,
+    })
+}
+
+/// The unsplit config of a pipelined bs tile ([`tile::DENSE_BS_PIPE_TILES`]).
+fn bs_pipe_config(desc: &GemmDesc, spec: &ArchSpec, t: tile::BsTile) -> Result<GemmConfig, ConfigError> {
+    let grid = t.grid(desc.m, desc.n);
+    Ok(GemmConfig {
+        block_m: t.block_m,
+        block_n: t.block_n,
+        block_k: tile::SCALE_BLOCK_K,
+        workgroup_size: tile::THREADS,
+        lds_bytes: t.lds_bytes(),
+        kernel: t.name,
+        grid,
+        splits: 1,
+        stream_k: None,
         remap: Remap::Xcd { xcds: spec.xcds },
         arch: desc.arch,
     })
@@ -1930,7 +2067,18 @@ pub fn dense_streamk_bs_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<De
 
 /// The launch spec of a dense bs config's kernel (B pre-shuffled).
 pub fn dense_bs_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<DenseGemmArgs>> {
-    spec_named([FP8_GEMM_NT_BS_BM32_BN128, FP8_GEMM_NT_BS_BM64_BN128, FP8_GEMM_NT_BS_BM128_BN128], config)
+    spec_named(
+        [
+            FP8_GEMM_NT_BS_BM32_BN128,
+            FP8_GEMM_NT_BS_BM64_BN128,
+            FP8_GEMM_NT_BS_PIPE_BM48_BN128,
+            FP8_GEMM_NT_BS_PIPE_BM64_BN128,
+            FP8_GEMM_NT_BS_PIPE_BM80_BN128,
+            FP8_GEMM_NT_BS_PIPE_BM96_BN128,
+            FP8_GEMM_NT_BS_BM128_BN128,
+        ],
+        config,
+    )
 }
 
 /// How much more work per cycle a CU does with 64-row bs tiles than with 32-row ones once at
