@@ -54,7 +54,9 @@ fn every_bs_tile_and_schedule_matches_both_references_and_the_data_parallel_kern
         for tile in SK_BS_TILES {
             let (dp_ref, r) = forced_sk(Some(tile), None, || run_bs(&ctx, &stream, &c));
             let cfg = r.config.unwrap();
-            assert!(cfg.stream_k.is_none() && cfg.kernel.starts_with("fp8_gemm_nt_bs_bm"), "{cfg}");
+            // The forced 64-row data-parallel tile runs the pipelined kernel below 8 tiles per CU
+            // (config::bs_kernel), bit-exact with the two-per-CU one.
+            assert!(cfg.stream_k.is_none() && cfg.kernel.starts_with("fp8_gemm_nt_bs_"), "{cfg}");
             let tiles = (m as u32).div_ceil(tile.0) * (n as u32).div_ceil(tile.1);
             // (g, dp) with tail tiles ≤ g ≤ the tail's K iterations: one workgroup per tile
             // (whole tiles only), one more (pieces across tile boundaries), a head of half the
@@ -155,16 +157,17 @@ fn explicit_workspace_too_small_is_a_typed_error() {
 #[test]
 fn a_stream_workspace_too_small_falls_back_and_says_so() {
     // The bs choice prefers stream-K where the last round of whole tiles would be mostly empty
-    // (1280 × 2048 × 7168: 640 tiles of 32 × 128 on 304 CUs, 2 per CU and 32 more); a launch
+    // and no pipelined tile is estimated faster (1856 × 2048 × 7168: 928 tiles of 32 × 128 on
+    // 304 CUs, 3 per CU and 16 more); a launch
     // whose stream has too little workspace runs the best config that fits, reported. (Checked
     // on the choice for a given workspace, `config::get_bs_config_for_workspace`, without
     // emulating the large launch; the entry point's fallback is the same code for every kind.)
     let ctx = checked_context();
-    let desc = GemmDesc::dense(1280, 2048, 7168, ctx.arch()).with_cus(ctx.compute_units());
+    let desc = GemmDesc::dense(1856, 2048, 7168, ctx.arch()).with_cus(ctx.compute_units());
     let preferred = config::get_bs_config(&desc).unwrap();
     assert!(preferred.stream_k.is_some() && preferred.kernel.starts_with("fp8_gemm_nt_streamk_bs_"), "the bs choice should be stream-K here: {preferred}");
     // The pre-shuffled need, not the logical one (which is a data-parallel or other config).
-    assert_eq!(fp8gemm::workspace_floats_preshuffled(1280, 2048, 7168) as u64, preferred.workspace_floats());
+    assert_eq!(fp8gemm::workspace_floats_preshuffled(1856, 2048, 7168) as u64, preferred.workspace_floats());
     assert!(preferred.workspace_floats() > 0);
     let (fit, limit) = config::get_bs_config_for_workspace(&desc, 1000).unwrap();
     assert!(fit.workspace_floats() <= 1000 && fit.stream_k.is_none() && fit.kernel.starts_with("fp8_gemm_nt_bs_"), "{fit}");
