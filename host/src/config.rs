@@ -60,7 +60,7 @@ use std::collections::HashSet;
 use std::fmt;
 use std::sync::{Mutex, OnceLock};
 
-use fp8gemm_device::args::{DenseGemmArgs, DenseSplitKArgs, MGroupedContiguousArgs, MGroupedMaskedArgs};
+use fp8gemm_device::args::{DenseGemmArgs, DenseSplitKArgs, MGroupedContiguousArgs, MGroupedMaskedArgs, MGroupedMaskedSplitKArgs};
 use fp8gemm_device::mainloop_bs::{
     FP8_GEMM_NT_BS_BM128_BN128, FP8_GEMM_NT_BS_BM32_BN128, FP8_GEMM_NT_BS_BM64_BN128, FP8_GEMM_NT_SPLITK_BS_BM128_BN128,
     FP8_GEMM_NT_SPLITK_BS_BM32_BN128, FP8_GEMM_NT_SPLITK_BS_BM64_BN128,
@@ -79,7 +79,8 @@ use fp8gemm_device::grouped::{
     M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM32_BN128, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM64_BN128,
     M_GROUPED_FP8_GEMM_NT_MASKED_BM128_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BM64_BN64,
     M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM128_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM32_BN128,
-    M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM64_BN128,
+    M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_SPLITK_BS_BM32_BN128,
+    M_GROUPED_FP8_GEMM_NT_MASKED_SPLITK_BS_BM64_BN128,
 };
 use fp8gemm_device::tile::{self, DenseTile};
 use fp8gemm_device::KernelSpec;
@@ -925,6 +926,9 @@ enum Choice {
     BsRule(f64),
     /// The m-grouped bs rule: rows per busiest CU with 32- and with 64-row tiles.
     GroupedBsRule(u64, u64),
+    /// The m-grouped bs rule's tile, then the masked split-K estimate over this many working
+    /// tiles (from `expected_m`).
+    GroupedBsSplit(u64, u64, u64),
     Table(f64),
     /// The table's split row (µs) beat its best unsplit row (µs).
     TableSplit(f64, f64),
@@ -1200,6 +1204,10 @@ fn print_once(desc: &GemmDesc, config: &GemmConfig, why: Choice, limited: Option
             ),
             Choice::GroupedBsRule(r32, r64) => format!(
                 "pre-shuffled B: m-grouped bs rule (rows on the busiest CU: {r32} with 32-row tiles, {r64} with 64-row tiles; 64-row tiles count {BS_BM64_GAIN}× faster when each CU gets at least 2 of them)"
+            ),
+            Choice::GroupedBsSplit(r32, r64, w) => format!(
+                "pre-shuffled B: m-grouped bs rule (rows on the busiest CU: {r32} with 32-row tiles, {r64} with 64-row tiles), then masked split-K {} by the bs split estimate over {w} working tiles (from expected_m)",
+                config.splits
             ),
             Choice::Table(us) => format!("tuned table: fastest config for this problem, {us:.2} µs modelled"),
             Choice::TableSplit(us, unsplit) => {
@@ -1496,14 +1504,39 @@ const BS_BM64_GAIN: f64 = 1.08;
 /// The 128 × 128 tile (1 wave per SIMD) is never chosen: contiguous 4×8192 over 4096×7168
 /// runs 890 TFLOPS modelled with 64 × 128 tiles and 710 with 128 × 128.
 pub fn get_grouped_bs_config(desc: &GemmDesc) -> Result<GemmConfig, ConfigError> {
+    get_grouped_bs_config_for_workspace(desc, u64::MAX).map(|(c, _)| c)
+}
+
+/// [`get_grouped_bs_config`] for a launch with `available` FP32 elements of workspace, and
+/// **split-K for the masked layout** (the `m_grouped_fp8_gemm_nt_masked_splitk_bs_*` kernels,
+/// [`fp8gemm_device::grouped`]; contiguous launches never split).
+///
+/// The tile is chosen as [`get_grouped_bs_config`] says. Masked rows per group are known only
+/// on the device, so the split count comes from `expected_m`: with `w` working tiles (`G ·
+/// ⌈expected_m/BM⌉ · ⌈n/128⌉`) below the CU count (and at most `SPLITK_MAX_TILES` tiles in the
+/// whole grid, `G · ⌈m_max/BM⌉ · ⌈n/128⌉`), the count `1 ≤ s ≤ min(k/128, MAX_SPLITS)` of least
+/// `bs_split_estimate(w, k/128, s, CUs)` (the dense bs split estimate, private; ties: fewer
+/// splits) among those whose workspace fits `available` (a smaller choice than the unlimited
+/// one is reported as a [`WorkspaceLimit`]); the 128-row tile has no split kernel. The
+/// workspace covers every tile of the grid (any group may hold up to `m_max` rows).
+/// `FP8GEMM_FORCE_SPLIT` / [`force_split`] forces the count (`≤ min(k/128, MAX_SPLITS)`, a
+/// 32- or 64-row tile, never reduced for lack of workspace; other than 1 for contiguous is an
+/// error).
+pub fn get_grouped_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(GemmConfig, Option<WorkspaceLimit>), ConfigError> {
     validate(desc)?;
     let tiles: &[tile::BsTile] = match desc.kind {
         GemmKind::Dense => return Err(ConfigError::NoKernel { kind: desc.kind, arch: desc.arch }),
         GemmKind::MGroupedContiguous => &tile::CONTIGUOUS_BS_TILES,
         GemmKind::MGroupedMasked => &tile::MASKED_BS_TILES,
     };
-    if let Some(s) = forced_split()?.filter(|&s| s != 1) {
-        return Err(ConfigError::ForcedSplit { splits: s.to_string(), expected: format!("1 (no split-K kernel for the {} layout with pre-shuffled B)", desc.kind) });
+    let forced_s = forced_split()?;
+    if forced_s == Some(0) {
+        return Err(ConfigError::ForcedSplit { splits: "0".into(), expected: "at least 1".into() });
+    }
+    if desc.kind == GemmKind::MGroupedContiguous {
+        if let Some(s) = forced_s.filter(|&s| s != 1) {
+            return Err(ConfigError::ForcedSplit { splits: s.to_string(), expected: format!("1 (no split-K kernel for the {} layout with pre-shuffled B)", desc.kind) });
+        }
     }
     // The device's own CU count (GemmDesc::with_cus), not the architecture's.
     let spec = ArchSpec { cus: desc.cus.max(1), ..arch_spec(desc.arch) };
@@ -1531,22 +1564,82 @@ pub fn get_grouped_bs_config(desc: &GemmDesc) -> Result<GemmConfig, ConfigError>
         }
     };
     let t = tiles[i];
-    let (grid, _) = tile_grid_and_work(t.block_m, t.block_n, 1, desc)?;
-    let config = GemmConfig {
-        block_m: t.block_m,
-        block_n: t.block_n,
-        block_k: tile::SCALE_BLOCK_K,
-        workgroup_size: tile::THREADS,
-        lds_bytes: t.lds_bytes(),
-        kernel: t.name,
-        grid,
-        splits: 1,
-        stream_k: None,
-        remap: Remap::Xcd { xcds: spec.xcds },
-        arch: desc.arch,
+    let (grid, work) = tile_grid_and_work(t.block_m, t.block_n, 1, desc)?;
+    // The split kernel of this tile (masked 32- and 64-row tiles only).
+    let split_kernel = if desc.kind == GemmKind::MGroupedMasked {
+        tile::MASKED_SPLITK_BS_TILES.iter().find(|s| (s.block_m, s.block_n) == (t.block_m, t.block_n))
+    } else {
+        None
     };
-    print_once(desc, &config, why, None);
-    Ok(config)
+    let make = |splits: u32| -> Result<GemmConfig, ConfigError> {
+        let g = u64::from(grid) * u64::from(splits);
+        let g = u32::try_from(g).map_err(|_| ConfigError::TooLarge { tensor: "grid", bytes: g, limit: u64::from(u32::MAX) })?;
+        let kernel = match split_kernel {
+            Some(s) if splits > 1 => s.name,
+            _ => t.name,
+        };
+        Ok(GemmConfig {
+            block_m: t.block_m,
+            block_n: t.block_n,
+            block_k: tile::SCALE_BLOCK_K,
+            workgroup_size: tile::THREADS,
+            lds_bytes: t.lds_bytes(),
+            kernel,
+            grid: g,
+            splits,
+            stream_k: None,
+            remap: Remap::Xcd { xcds: spec.xcds },
+            arch: desc.arch,
+        })
+    };
+    let nkb = desc.k / tile::SCALE_BLOCK_K;
+    let max_splits = nkb.min(MAX_SPLITS);
+    let mut limited = None;
+    let (config, why) = match forced_s {
+        Some(s) if s > 1 => {
+            if split_kernel.is_none() {
+                let expected = format!("1 (no masked split-K kernel for the {}x{} tile; 32x128 and 64x128 have one)", t.block_m, t.block_n);
+                return Err(ConfigError::ForcedSplit { splits: s.to_string(), expected });
+            }
+            if s > max_splits {
+                return Err(ConfigError::ForcedSplit { splits: s.to_string(), expected: format!("at most {max_splits} (k/128 = {nkb} blocks, MAX_SPLITS = {MAX_SPLITS})") });
+            }
+            if grid > tile::SPLITK_MAX_TILES {
+                let expected = format!("1 ({grid} output tiles of {}x{}, more than {})", t.block_m, t.block_n, tile::SPLITK_MAX_TILES);
+                return Err(ConfigError::ForcedSplit { splits: s.to_string(), expected });
+            }
+            (make(s)?, Choice::Forced)
+        }
+        Some(_) => (make(1)?, Choice::Forced),
+        None if split_kernel.is_some() && work < u64::from(spec.cus) && grid <= tile::SPLITK_MAX_TILES => {
+            // `work` < CUs fits in u32.
+            let w = work as u32;
+            let best = |fits: &dyn Fn(u32) -> Result<bool, ConfigError>| -> Result<u32, ConfigError> {
+                let mut best = (1, bs_split_estimate(w, nkb, 1, spec.cus));
+                for s in 2..=max_splits {
+                    let e = bs_split_estimate(w, nkb, s, spec.cus);
+                    if e < best.1 && fits(s)? {
+                        best = (s, e);
+                    }
+                }
+                Ok(best.0)
+            };
+            let want = best(&|_| Ok(true))?;
+            let s = best(&|s| Ok(make(s)?.workspace_floats() <= available))?;
+            if s != want {
+                let preferred = make(want)?;
+                limited = Some(WorkspaceLimit { needed: preferred.workspace_floats(), preferred, available });
+            }
+            let why = match why {
+                Choice::GroupedBsRule(r32, r64) => Choice::GroupedBsSplit(r32, r64, work),
+                other => other,
+            };
+            (make(s)?, why)
+        }
+        None => (make(1)?, why),
+    };
+    print_once(desc, &config, why, limited.as_ref());
+    Ok((config, limited))
 }
 
 /// The launch spec of an m-grouped contiguous bs config's kernel (B pre-shuffled).
@@ -1557,6 +1650,11 @@ pub fn contiguous_bs_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<MGrou
 /// The launch spec of an m-grouped masked bs config's kernel (B pre-shuffled).
 pub fn masked_bs_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<MGroupedMaskedArgs>> {
     spec_named([M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM32_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM128_BN128], config)
+}
+
+/// The launch spec of an m-grouped masked bs split-K config's kernel (B pre-shuffled).
+pub fn masked_splitk_bs_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<MGroupedMaskedSplitKArgs>> {
+    spec_named([M_GROUPED_FP8_GEMM_NT_MASKED_SPLITK_BS_BM32_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_SPLITK_BS_BM64_BN128], config)
 }
 
 /// The launch spec of a dense bs split-K config's kernel (B pre-shuffled).
