@@ -1521,7 +1521,7 @@ pub fn get_grouped_bs_config(desc: &GemmDesc) -> Result<GemmConfig, ConfigError>
 /// workspace covers every tile of the grid (any group may hold up to `m_max` rows).
 /// `FP8GEMM_FORCE_SPLIT` / [`force_split`] forces the count (`≤ min(k/128, MAX_SPLITS)`, a
 /// 32- or 64-row tile, never reduced for lack of workspace; other than 1 for contiguous is an
-/// error).
+/// error); a tile forced without a split count runs unsplit.
 pub fn get_grouped_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(GemmConfig, Option<WorkspaceLimit>), ConfigError> {
     validate(desc)?;
     let tiles: &[tile::BsTile] = match desc.kind {
@@ -1541,7 +1541,8 @@ pub fn get_grouped_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> R
     // The device's own CU count (GemmDesc::with_cus), not the architecture's.
     let spec = ArchSpec { cus: desc.cus.max(1), ..arch_spec(desc.arch) };
     let find = |bm: u32| tiles.iter().position(|t| (t.block_m, t.block_n) == (bm, 128));
-    let (i, why) = match forced_tile()? {
+    let forced_t = forced_tile()?;
+    let (i, why) = match forced_t {
         Some((bm, bn)) => {
             let available = "32x128, 64x128, 128x128 (m-grouped, pre-shuffled B)";
             let i = tiles
@@ -1611,7 +1612,8 @@ pub fn get_grouped_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> R
             (make(s)?, Choice::Forced)
         }
         Some(_) => (make(1)?, Choice::Forced),
-        None if split_kernel.is_some() && work < u64::from(spec.cus) && grid <= tile::SPLITK_MAX_TILES => {
+        // A forced tile without a forced split does not split (as the dense bs choice).
+        None if forced_t.is_none() && split_kernel.is_some() && work < u64::from(spec.cus) && grid <= tile::SPLITK_MAX_TILES => {
             // `work` < CUs fits in u32.
             let w = work as u32;
             let best = |fits: &dyn Fn(u32) -> Result<bool, ConfigError>| -> Result<u32, ConfigError> {
