@@ -1507,17 +1507,44 @@ pub fn get_grouped_bs_config(desc: &GemmDesc) -> Result<GemmConfig, ConfigError>
     get_grouped_bs_config_for_workspace(desc, u64::MAX).map(|(c, _)| c)
 }
 
+/// Split counts the masked split-K choice considers (besides 1): the counts of the forced-split
+/// sweep it was fitted on ([`get_grouped_bs_config_for_workspace`]).
+const MASKED_SPLITS: [u32; 5] = [2, 3, 4, 6, 8];
+/// HBM bandwidth (TB/s) of the masked split-K choice's memory floor (fitted; the timing model
+/// shows the memory-bound masked launches at 3.1–3.9 TB/s on MI300X).
+const MASKED_SPLIT_HBM_TBPS: f64 = 3.5;
+/// Least estimated gain (relative) for which the masked choice takes more splits.
+const MASKED_SPLIT_MIN_GAIN: f64 = 0.05;
+
+/// Working tiles of a masked launch for the split choice: `G · ⌈rows/BM⌉ · ⌈n/128⌉` with
+/// `rows = min(expected_m + BM/2, m_max)` (real counts scatter around `expected_m`, and a count
+/// just past a multiple of `BM` adds a whole tile: `BM/2` is that tile's average share).
+fn masked_split_work(desc: &GemmDesc, bm: u32) -> u64 {
+    let rows = (desc.expected_m.clamp(1, desc.m.max(1)) + bm / 2).min(desc.m.max(1));
+    u64::from(desc.groups) * u64::from(rows.div_ceil(bm)) * u64::from(desc.n.div_ceil(128))
+}
+
 /// [`get_grouped_bs_config`] for a launch with `available` FP32 elements of workspace, and
 /// **split-K for the masked layout** (the `m_grouped_fp8_gemm_nt_masked_splitk_bs_*` kernels,
 /// [`fp8gemm_device::grouped`]; contiguous launches never split).
 ///
 /// The tile is chosen as [`get_grouped_bs_config`] says. Masked rows per group are known only
-/// on the device, so the split count comes from `expected_m`: with `w` working tiles (`G ·
-/// ⌈expected_m/BM⌉ · ⌈n/128⌉`) below the CU count (and at most `SPLITK_MAX_TILES` tiles in the
-/// whole grid, `G · ⌈m_max/BM⌉ · ⌈n/128⌉`), the count `1 ≤ s ≤ min(k/128, MAX_SPLITS)` of least
-/// `bs_split_estimate(w, k/128, s, CUs)` (the dense bs split estimate, private; ties: fewer
-/// splits) among those whose workspace fits `available` (a smaller choice than the unlimited
-/// one is reported as a [`WorkspaceLimit`]); the 128-row tile has no split kernel. The
+/// on the device, so the split count comes from `expected_m`: with `w` working tiles
+/// (`G · ⌈min(expected_m + BM/2, m_max)/BM⌉ · ⌈n/128⌉`, see `masked_split_work`) below 1.5 × the
+/// CU count (and at most `SPLITK_MAX_TILES` tiles in the whole grid, `G · ⌈m_max/BM⌉ · ⌈n/128⌉`),
+/// the count `s ∈ {1, 2, 3, 4, 6, 8}`, `s ≤ k/128`, of least
+/// `max(bs_split_estimate(w, k/128, s, CUs), G·|B| / 3.5 TB/s)` (the dense bs split estimate,
+/// private, floored by streaming every group's B once; a larger count must gain ≥ 5 %)
+/// among those whose workspace fits `available` (a smaller choice than the unlimited
+/// one is reported as a [`WorkspaceLimit`]); the 128-row tile has no split kernel.
+///
+/// Fitted on a forced-split sweep through the timing model (MI300X, `fp8gemm profile --layout
+/// masked --scope full`, masked G×m over (4096, 7168) and (7168, 2048), G×m ∈ {1×64, 2×64,
+/// 4×32, 8×16, 2×128, 4×64}, s ∈ {1, 2, 3, 4, 6, 8}): the summed log ratio of the chosen
+/// split's time to the best one's is 0.23 (plain `bs_split_estimate` over `G·⌈expected_m/BM⌉`
+/// tiles below the CU count: 1.16; never splitting: 2.26). Twelve points, five choices
+/// (the `BM/2`, the floor, the 1.5, the 5 %, the candidate set): treat it as a heuristic; the
+/// table is in [`fp8gemm_device::grouped`]. The
 /// workspace covers every tile of the grid (any group may hold up to `m_max` rows).
 /// `FP8GEMM_FORCE_SPLIT` / [`force_split`] forces the count (`≤ min(k/128, MAX_SPLITS)`, a
 /// 32- or 64-row tile, never reduced for lack of workspace; other than 1 for contiguous is an
@@ -1565,7 +1592,7 @@ pub fn get_grouped_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> R
         }
     };
     let t = tiles[i];
-    let (grid, work) = tile_grid_and_work(t.block_m, t.block_n, 1, desc)?;
+    let (grid, _) = tile_grid_and_work(t.block_m, t.block_n, 1, desc)?;
     // The split kernel of this tile (masked 32- and 64-row tiles only).
     let split_kernel = if desc.kind == GemmKind::MGroupedMasked {
         tile::MASKED_SPLITK_BS_TILES.iter().find(|s| (s.block_m, s.block_n) == (t.block_m, t.block_n))
@@ -1613,14 +1640,23 @@ pub fn get_grouped_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> R
         }
         Some(_) => (make(1)?, Choice::Forced),
         // A forced tile without a forced split does not split (as the dense bs choice).
-        None if forced_t.is_none() && split_kernel.is_some() && work < u64::from(spec.cus) && grid <= tile::SPLITK_MAX_TILES => {
-            // `work` < CUs fits in u32.
-            let w = work as u32;
+        None if forced_t.is_none()
+            && split_kernel.is_some()
+            && 2 * masked_split_work(desc, t.block_m) < 3 * u64::from(spec.cus)
+            && grid <= tile::SPLITK_MAX_TILES =>
+        {
+            let w = masked_split_work(desc, t.block_m);
+            // `w` < 1.5 · CUs fits in u32.
+            let w32 = w as u32;
+            // The launch cannot beat streaming every group's B once from HBM.
+            let b_bytes = f64::from(desc.groups) * tile::shuffled_b_bytes(u64::from(desc.n), u64::from(desc.k)) as f64;
+            let floor = b_bytes / (MASKED_SPLIT_HBM_TBPS * 1e6);
+            let estimate = |s: u32| bs_split_estimate(w32, nkb, s, spec.cus).max(floor);
             let best = |fits: &dyn Fn(u32) -> Result<bool, ConfigError>| -> Result<u32, ConfigError> {
-                let mut best = (1, bs_split_estimate(w, nkb, 1, spec.cus));
-                for s in 2..=max_splits {
-                    let e = bs_split_estimate(w, nkb, s, spec.cus);
-                    if e < best.1 && fits(s)? {
+                let mut best = (1, estimate(1));
+                for s in MASKED_SPLITS.into_iter().filter(|&s| s <= max_splits) {
+                    let e = estimate(s);
+                    if e < best.1 * (1.0 - MASKED_SPLIT_MIN_GAIN) && fits(s)? {
                         best = (s, e);
                     }
                 }
@@ -1633,7 +1669,7 @@ pub fn get_grouped_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> R
                 limited = Some(WorkspaceLimit { needed: preferred.workspace_floats(), preferred, available });
             }
             let why = match why {
-                Choice::GroupedBsRule(r32, r64) => Choice::GroupedBsSplit(r32, r64, work),
+                Choice::GroupedBsRule(r32, r64) => Choice::GroupedBsSplit(r32, r64, w),
                 other => other,
             };
             (make(s)?, why)
