@@ -117,6 +117,60 @@
 //!
 //! Issue 12's contiguous goal (≥ 900 TFLOPS) is not reached: 860.
 
+//!
+//! # Split-K for the masked layout (`m_grouped_fp8_gemm_nt_masked_splitk_bs_bm{32,64}_bn128`)
+//!
+//! Decode MoE (a few rows per expert, long K) launches too few masked tiles to fill the device:
+//! 2 groups × 64 rows over n = 4096 are 128 working 32 × 128 tiles on 304 CUs. These kernels
+//! (arguments [`MGroupedMaskedSplitKArgs`], B pre-shuffled) deal each tile's K blocks to
+//! `splits` workgroups: the grid is `groups · ⌈m_max/BM⌉ · ⌈n/128⌉ · splits` (the masked tile
+//! grid with the split index fastest, XCD-remapped), and each workgroup runs the bs loop over its
+//! blocks into its partial slot and then the dense split-K protocol (`crate::dense`, "Split-K":
+//! device-scope partial stores, release, arrival counter, the last arriver reduces in split
+//! order — deterministic — stages bf16 in LDS, stores D along rows, re-arms the counter), the
+//! same code (`dense::imp::splitk_finish`). The workspace is the dense one
+//! (`tile::splitk_workspace_floats` over all `groups · ⌈m_max/BM⌉ · ⌈n/128⌉` tiles, at most
+//! `tile::SPLITK_MAX_TILES`), so launches of any kind share a stream's workspace.
+//!
+//! `masked_m` is read on the device: a tile at or past its group's clamped count returns
+//! before its main loop, and since all splits of a tile read the same count, either all of
+//! them arrive at its counter or none touches it (0 rows: nothing computed, counter still 0).
+//! The reduction's D resource covers the group's first `rows` rows, so rows past the count are
+//! never written (also with more rows than `expected_m`, up to `m_max`). The host chooses the
+//! split count from `expected_m` (`fp8gemm::config::get_grouped_bs_config_for_workspace`).
+//!
+//! Resources (`fp8gemm info`, gfx942; 0 spills, 0 scratch; `tests/dense_kernel.rs`
+//! `bs_kernels_meet_the_resource_goals`): `…_splitk_bs_bm32_bn128` 134 VGPR, 0 AGPR, 52 SGPR,
+//! 9 KiB LDS, 3 waves/SIMD; `…_splitk_bs_bm64_bn128` 182, 0, 54, 18 KiB, 2 (the dense bs split-K
+//! kernels' counts).
+//!
+//! Before / after, **modelled** (timing model, MI300X, `FP8GEMM_PRESHUFFLED=1 fp8gemm profile
+//! --layout masked --groups G --m m --n N --k K --scope full`: `m` = expected_m, m_max = ⌈1.3·m⌉,
+//! counts drawn in 0.7…1.3·m); before = the unsplit bs kernel (`FP8GEMM_FORCE_SPLIT=1`), after
+//! = the configuration's choice; µs (TFLOPS of the useful work). The choice is 32 × 128 on every
+//! row:
+//!
+//! | G × m over (N, K) | before | after (splits) | best forced split (s ∈ 1,2,3,4,6,8) |
+//! |---|---|---|---|
+//! | 1×64 over (4096, 7168)  | 36.93 (101.8) | **16.57 (226.8)** (3) | 15.98 (6) |
+//! | 2×64 over (4096, 7168)  | 36.98 (203.2) | **22.68 (331.4)** (3) | 22.68 (3) |
+//! | 4×32 over (4096, 7168)  | 38.12 (197.2) | 38.12 (197.2) (1)     | 37.07 (2) |
+//! | 8×16 over (4096, 7168)  | 61.49 (122.2) | 61.49 (122.2) (1)     | 61.49 (1) |
+//! | 2×128 over (4096, 7168) | 49.91 (301.2) | **38.26 (392.9)** (2) | 37.38 (4) |
+//! | 4×64 over (4096, 7168)  | 49.89 (301.3) | **39.30 (382.5)** (2) | 39.30 (2) |
+//! | 1×64 over (7168, 2048)  | 14.56         | **13.37 (140.6)** (4) | 11.72 (3) |
+//! | 2×64 over (7168, 2048)  | 19.91         | **17.20 (218.5)** (2) | 17.20 (2) |
+//! | 4×32 over (7168, 2048)  | 22.13 (169.8) | 22.13 (169.8) (1)     | 22.13 (1) |
+//! | 8×16 over (7168, 2048)  | 33.44 (112.4) | 33.44 (112.4) (1)     | 33.44 (1) |
+//! | 2×128 over (7168, 2048) | 25.10 (299.5) | 25.10 (299.5) (1)     | 24.75 (2) |
+//! | 4×64 over (7168, 2048)  | 24.99 (300.8) | 24.99 (300.8) (1)     | 24.99 (1) |
+//!
+//! 4×32 and 8×16 are HBM-bound unsplit (3.1 and 3.9 TB/s modelled: every group streams its whole
+//! B for a few rows), so splitting only adds partial traffic; the choice's HBM floor keeps them
+//! unsplit. 1×1024, 2×512 and 4×256 (≥ 1000 working tiles) never split. The 64-row split kernel
+//! is not chosen: forced, it beats the 32-row choice only at 2×128 over (4096, 7168) (3 splits
+//! 35.50 µs vs 38.26) and loses elsewhere (4×64: 49.58 at 2 splits; 2×64: 29.50 at 4).
+
 use crate::amdgpu_kernel;
 use crate::args::{MGroupedContiguousArgs, MGroupedMaskedArgs, MGroupedMaskedSplitKArgs};
 

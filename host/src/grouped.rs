@@ -515,6 +515,16 @@ pub fn m_grouped_fp8_gemm_nt_contiguous<'a, F: Fp8Format>(
 /// Other requirements as [`m_grouped_fp8_gemm_nt_contiguous`]. The launch is queued on `stream`
 /// (asynchronous, capture-safe); `masked_m` is read when it runs, so a graph replays with the
 /// counts current at each replay.
+///
+/// Pre-shuffled weights with few working tiles (decode: small `expected_m`, long `k`) may run
+/// **split-K** (`m_grouped_fp8_gemm_nt_masked_splitk_bs_*`, [`fp8gemm_device::grouped`]; split
+/// count from `expected_m` by [`crate::config::get_grouped_bs_config_for_workspace`],
+/// `FP8GEMM_FORCE_SPLIT` forces it) with the stream's workspace, under the dense split-K rules
+/// of [`crate::workspace`]: deterministic, capture-safe, correct for any `masked_m`; if the
+/// preferred split does not fit the stream's workspace the best one that fits runs and
+/// [`GemmRun::workspace_limit`] says so; a forced split that does not fit is an
+/// [`Error::Workspace`]. A split result is within the kernels' accuracy but not bit-identical to
+/// the unsplit (logical-B) kernels' result.
 pub fn m_grouped_fp8_gemm_nt_masked<'a, F: Fp8Format>(
     stream: &Stream,
     a: impl Into<ActivationsView<'a, F>>,
