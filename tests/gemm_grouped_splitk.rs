@@ -54,8 +54,11 @@ fn sentinel(c: &Case) -> Vec<bf16> {
     vec![bf16::from_bits(SENTINEL); c.groups * c.m_max * c.n]
 }
 
+/// A forced `(tile, split count)` (`None`: the configuration's choice).
+type Force = (Option<(u32, u32)>, Option<u32>);
+
 /// Runs the masked GEMM on `stream` into a sentinel-filled D with `(tile, splits)` forced.
-fn run(ctx: &Context, stream: &Stream, c: &Case, ops: &Operands, masked_m: &[i32], expected_m: usize, tile: Option<(u32, u32)>, splits: Option<u32>) -> (Vec<bf16>, GemmRun) {
+fn run(ctx: &Context, stream: &Stream, c: &Case, ops: &Operands, masked_m: &[i32], expected_m: usize, (tile, splits): Force) -> (Vec<bf16>, GemmRun) {
     let dm = ctx.upload(masked_m).unwrap();
     let mut dd = ctx.upload(&sentinel(c)).unwrap();
     let r = forced(tile, splits, || m_grouped_fp8_gemm_nt_masked(stream, &ops.a, &ops.b, &mut dd, &dm, expected_m))
@@ -107,7 +110,7 @@ fn masked_split_k_matches_both_references_for_every_tile_and_any_count() {
     let masked_m = [0, 17, 80, i32::MAX, -3];
     for (tile, splits) in [((32, 128), 2), ((32, 128), 6), ((64, 128), 3), ((64, 128), 4)] {
         let what = format!("tile {}x{}, {splits} splits", tile.0, tile.1);
-        let (got, r) = run(&ctx, &stream, &c, &ops, &masked_m, 24, Some(tile), Some(splits));
+        let (got, r) = run(&ctx, &stream, &c, &ops, &masked_m, 24, (Some(tile), Some(splits)));
         let cfg = r.config.unwrap();
         assert_eq!(cfg.kernel, format!("m_grouped_fp8_gemm_nt_masked_splitk_bs_bm{}_bn128", tile.0), "{what}");
         assert_eq!((cfg.splits, cfg.grid), (splits, 5 * 80u32.div_ceil(tile.0) * 2 * splits), "{what}");
@@ -124,7 +127,7 @@ fn the_model_splits_decode_shapes_and_the_result_is_accurate() {
     let c = case(2, 96, 512, 4096, 2);
     let ops = upload(&ctx, &c);
     let masked_m = [90, 5];
-    let (got, r) = run(&ctx, &stream, &c, &ops, &masked_m, 64, None, None);
+    let (got, r) = run(&ctx, &stream, &c, &ops, &masked_m, 64, (None, None));
     let cfg = r.config.unwrap();
     assert!(cfg.splits > 1 && cfg.kernel.contains("masked_splitk_bs"), "{cfg}");
     assert!(r.workspace_limit.is_none());
@@ -141,18 +144,18 @@ fn masked_split_k_is_deterministic_and_leaves_the_counters_armed() {
     let c = case(3, 64, 128, 1024, 3);
     let ops = upload(&ctx, &c);
     let masked_m = [64, 33, 1];
-    let (first, _) = run(&ctx, &stream, &c, &ops, &masked_m, 16, Some((32, 128)), Some(8));
+    let (first, _) = run(&ctx, &stream, &c, &ops, &masked_m, 16, (Some((32, 128)), Some(8)));
     check(&c, &masked_m, &first, "first run");
-    let (none, _) = run(&ctx, &stream, &c, &ops, &[0, 0, 0], 16, Some((32, 128)), Some(8));
+    let (none, _) = run(&ctx, &stream, &c, &ops, &[0, 0, 0], 16, (Some((32, 128)), Some(8)));
     check(&c, &[0, 0, 0], &none, "all masked");
     #[cfg(feature = "emu")]
     {
         let r = fp8gemm::runtime::last_emulator_report().unwrap();
         assert_eq!(r.count(amdgpu_emu::exec::Class::Mfma), 0, "masked-out split tiles must do no MFMA work");
     }
-    let (other, _) = run(&ctx, &stream, &c, &ops, &[7, 64, 0], 16, Some((32, 128)), Some(5));
+    let (other, _) = run(&ctx, &stream, &c, &ops, &[7, 64, 0], 16, (Some((32, 128)), Some(5)));
     check(&c, &[7, 64, 0], &other, "other counts, 5 splits");
-    let (again, _) = run(&ctx, &stream, &c, &ops, &masked_m, 16, Some((32, 128)), Some(8));
+    let (again, _) = run(&ctx, &stream, &c, &ops, &masked_m, 16, (Some((32, 128)), Some(8)));
     let same = first.iter().zip(&again).all(|(x, y)| x.to_bits() == y.to_bits());
     assert!(same, "split-K reruns differ");
 }
@@ -220,7 +223,7 @@ fn a_stream_workspace_too_small_falls_back_and_a_forced_split_errors() {
         let mut stream = Stream::new(&ctx).unwrap();
         let had = ws.as_ref().map_or(0, |w| w.len() as u64);
         stream.set_workspace(ws).unwrap();
-        let (got, r) = run(&ctx, &stream, &c, &ops, &masked_m, 32, None, None);
+        let (got, r) = run(&ctx, &stream, &c, &ops, &masked_m, 32, (None, None));
         let cfg = r.config.unwrap();
         assert_eq!(cfg.splits, 1, "{cfg}");
         let limit = r.workspace_limit.expect("the fallback is reported");

@@ -1560,10 +1560,8 @@ pub fn get_grouped_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> R
     if forced_s == Some(0) {
         return Err(ConfigError::ForcedSplit { splits: "0".into(), expected: "at least 1".into() });
     }
-    if desc.kind == GemmKind::MGroupedContiguous {
-        if let Some(s) = forced_s.filter(|&s| s != 1) {
-            return Err(ConfigError::ForcedSplit { splits: s.to_string(), expected: format!("1 (no split-K kernel for the {} layout with pre-shuffled B)", desc.kind) });
-        }
+    if let (GemmKind::MGroupedContiguous, Some(s)) = (desc.kind, forced_s.filter(|&s| s != 1)) {
+        return Err(ConfigError::ForcedSplit { splits: s.to_string(), expected: format!("1 (no split-K kernel for the {} layout with pre-shuffled B)", desc.kind) });
     }
     // The device's own CU count (GemmDesc::with_cus), not the architecture's.
     let spec = ArchSpec { cus: desc.cus.max(1), ..arch_spec(desc.arch) };
