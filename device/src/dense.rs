@@ -89,6 +89,10 @@
 //!    per-value selects than the one load saved, and raised the larger tiles' VGPRs (the
 //!    logical 128 × 128 to 1 wave per SIMD); not kept.
 //!
+//! Steps 2 and 3 (everything after the partial store) are `imp::splitk_finish`, shared with the
+//! m-grouped masked split-K kernels of [`crate::grouped`]; factoring it out left the dense
+//! split-K kernels' instruction counts and register counts unchanged.
+//!
 //! Memory ordering on gfx942 (LLVM AMDGPUUsage, "Memory Model GFX942"): the XCDs' L2 caches are
 //! not coherent with each other for ordinary accesses; a monotonic agent-scope atomic store or
 //! load is a plain store / load with `sc1`, and the release of a set of stores to agent scope is
