@@ -259,3 +259,51 @@ fn the_choice_for_the_decode_table_shapes() {
         }
     }
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+    /// The masked split choice over random decode-to-prefill shapes: the unsplit tile of the
+    /// grouped bs rule, a split count in {1, 2, 3, 4, 6, 8} within `k/128`, splits only for the
+    /// 32/64-row tiles, below 1.5 working tiles per CU and `SPLITK_MAX_TILES` tiles, the split
+    /// kernel exactly when split, grid = tiles · splits; with less workspace the choice fits it
+    /// and a smaller choice is reported with the unlimited one as preferred.
+    #[test]
+    fn masked_split_rule_bounds(
+        groups in 1u32..=16, m_max in 1u32..=512, expected in 0u32..=600, n in 1u32..=64, k in 1u32..=128, avail_frac in 0.0f64..1.0,
+    ) {
+        use proptest::prelude::*;
+        let (n, k) = (n * 128, k * 128);
+        let arch = fp8gemm::codeobj::Arch::Gfx942;
+        let desc = GemmDesc::m_grouped_masked(m_max, n, k, groups, expected, arch);
+        let c = config::get_grouped_bs_config(&desc).unwrap();
+        config::force_split(Some(1));
+        let unsplit = config::get_grouped_bs_config(&desc).unwrap();
+        config::force_split(None);
+        prop_assert_eq!(unsplit.splits, 1);
+        prop_assert_eq!(c.block_m, unsplit.block_m);
+        let tiles = groups * m_max.div_ceil(c.block_m) * n.div_ceil(128);
+        prop_assert!([1, 2, 3, 4, 6, 8].contains(&c.splits) && c.splits <= k / 128, "{} splits", c.splits);
+        if c.splits > 1 {
+            prop_assert!(c.block_m <= 64 && tiles <= fp8gemm_device::tile::SPLITK_MAX_TILES);
+            let rows = (expected.clamp(1, m_max) + c.block_m / 2).min(m_max);
+            let work = groups * rows.div_ceil(c.block_m) * n.div_ceil(128);
+            prop_assert!(2 * work < 3 * 304, "{} working tiles split {}", work, c.splits);
+            let want = format!("m_grouped_fp8_gemm_nt_masked_splitk_bs_bm{}_bn128", c.block_m);
+            prop_assert_eq!(c.kernel, want.as_str());
+        } else {
+            prop_assert_eq!(c.kernel, unsplit.kernel);
+        }
+        prop_assert_eq!(c.grid, tiles * c.splits);
+        let available = (c.workspace_floats() as f64 * avail_frac) as u64;
+        let (l, lim) = config::get_grouped_bs_config_for_workspace(&desc, available).unwrap();
+        prop_assert!(l.splits <= c.splits);
+        prop_assert!(l.splits == 1 || l.workspace_floats() <= available);
+        match lim {
+            Some(lim) => {
+                prop_assert!(l.splits < c.splits);
+                prop_assert_eq!((lim.preferred.splits, lim.needed, lim.available), (c.splits, c.workspace_floats(), available));
+            }
+            None => prop_assert_eq!(l.splits, c.splits),
+        }
+    }
+}
