@@ -778,3 +778,33 @@ fn bs_kernels_meet_the_resource_goals() {
         }
     }
 }
+
+#[test]
+fn bs_streamk_kernels_meet_the_resource_goals() {
+    // The bs stream-K kernels (`fp8gemm_device::streamk` over the bs loop: the head's whole
+    // tile and per piece a whole and a partial copy of the loop, the partial store and the
+    // reduction): no spills, no scratch, all LDS dynamic, launch bound 256, the waves per SIMD
+    // of the data-parallel bs kernel of the same height (3 / 2: stream-K costs no occupancy),
+    // and every main-loop copy's MFMAs unchanged (16x16x32 FP8, a multiple of one 4-block trip
+    // of 8·FM per block, at least two copies in the decoded range).
+    for (arch, bytes) in [("gfx942", fp8gemm::codeobj::GFX942), ("gfx950", fp8gemm::codeobj::GFX950)] {
+        let co = CodeObject::parse(bytes).expect("code object parses");
+        for tile in fp8gemm_device::streamk::STREAMK_BS_TILES {
+            let k = co.kernel(tile.name).unwrap_or_else(|| panic!("{arch}: {} missing", tile.name));
+            let what = format!("{arch} {}", tile.name);
+            let (regs, waves) = common_resource_goals(&what, &k.meta);
+            let dense = DENSE_BS_TILES.iter().find(|d| d.block_m == tile.block_m).expect("a dense bs tile of the same height");
+            let dense_waves = waves_per_simd(co.kernel(dense.name).unwrap().meta.vgpr_count);
+            assert!(waves >= dense_waves, "{what}: {regs} registers → {waves} waves/SIMD < {dense_waves} ({})", dense.name);
+            assert_eq!(tile.lds_bytes(), dense.lds_bytes(), "{what}: LDS");
+            if arch == "gfx942" {
+                let body = main_loop(&co, tile.name);
+                let mfma: Vec<_> = body.iter().filter(|i| amdgpu_emu::decode::is_mai(i.op)).collect();
+                let per_trip = 4 * 8 * (tile.block_m / 16);
+                assert!(mfma.iter().all(|i| i.op.name() == "v_mfma_f32_16x16x32_fp8_fp8"), "{what}");
+                assert!(mfma.len() as u32 >= 2 * per_trip && (mfma.len() as u32).is_multiple_of(per_trip), "{what}: {} MFMAs, trip {per_trip}", mfma.len());
+            }
+            eprintln!("{what}: vgpr {regs} (agpr {}) sgpr {}", k.meta.agpr_count, k.meta.sgpr_count);
+        }
+    }
+}

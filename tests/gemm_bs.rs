@@ -78,12 +78,23 @@ fn bs_config_choice() {
     use config::{get_bs_config, GemmDesc};
     let arch = fp8gemm::codeobj::Arch::Gfx942;
     // Every unsplit choice is a bs kernel with the dense grid of its tile.
-    for (m, n, k) in [(1024u32, 2048u32, 7168u32), (4096, 7168, 2048), (4096, 2112, 7168)] {
+    for (m, n, k) in [(1216u32, 2048u32, 7168u32), (4096, 7168, 2048), (4096, 2048, 7168)] {
         let cfg = get_bs_config(&GemmDesc::dense(m, n, k, arch)).unwrap();
         assert!(cfg.kernel.starts_with("fp8_gemm_nt_bs_bm"), "{m}x{n}x{k}: {}", cfg.kernel);
         assert_eq!((cfg.block_n, cfg.splits, cfg.grid), (128, 1, m.div_ceil(cfg.block_m) * n.div_ceil(128)), "{m}x{n}x{k}");
         let tile = fp8gemm_device::tile::DENSE_BS_TILES.iter().find(|t| t.name == cfg.kernel).unwrap();
         assert_eq!(cfg.lds_bytes, tile.lds_bytes());
+    }
+    // Above one tile per CU where the last round of whole tiles is short (the bs estimate's
+    // stream-K candidates, config::get_bs_config_for_workspace): 1024×2048×7168 (512 tiles of
+    // 32 × 128), 4096×2112×7168 and 256×7168×2048 (448 tiles; modelled 17.7 µs against 19.9
+    // unsplit) run the bs stream-K kernel with a head of whole waves.
+    for (m, n, k) in [(1024u32, 2048u32, 7168u32), (4096, 2112, 7168), (256, 7168, 2048)] {
+        let cfg = get_bs_config(&GemmDesc::dense(m, n, k, arch)).unwrap();
+        let sk = cfg.stream_k.unwrap_or_else(|| panic!("{m}x{n}x{k}: {cfg}"));
+        assert_eq!(cfg.kernel, format!("fp8_gemm_nt_streamk_bs_bm{}_bn128", cfg.block_m), "{m}x{n}x{k}");
+        assert_eq!((cfg.splits, cfg.grid, sk.tiles), (1, sk.dp_tiles + sk.sk_wgs, m.div_ceil(cfg.block_m) * n.div_ceil(128)), "{m}x{n}x{k}");
+        assert!(sk.dp_tiles > 0 && sk.schedule().is_some(), "{m}x{n}x{k}: {cfg}");
     }
     // Small M: the 32-row tile, the split count of least estimated time (34 tiles × 8 splits of
     // 7 blocks each; 9 splits, one workgroup per CU, was modelled 14.51 vs 13.22 µs).
@@ -92,7 +103,7 @@ fn bs_config_choice() {
     assert_eq!(c.grid, 2 * 17 * 8);
     // The other DeepSeek-V3 decode points of the estimate's docs (config::get_bs_config_for_workspace):
     // (m, n, k) → (splits, kernel).
-    for (m, n, k, splits) in [(64u32, 7168u32, 2048u32, 2u32), (128, 2112, 7168, 4), (128, 7168, 2048, 4), (64, 7168, 16384, 8), (16, 24576, 1536, 1), (256, 2112, 7168, 4), (256, 7168, 2048, 1), (16, 256, 1024, 4)] {
+    for (m, n, k, splits) in [(64u32, 7168u32, 2048u32, 2u32), (128, 2112, 7168, 4), (128, 7168, 2048, 4), (64, 7168, 16384, 8), (16, 24576, 1536, 1), (256, 2112, 7168, 4), (16, 256, 1024, 4)] {
         let c = get_bs_config(&GemmDesc::dense(m, n, k, arch)).unwrap();
         let kernel = if splits > 1 { "fp8_gemm_nt_splitk_bs_bm32_bn128" } else { "fp8_gemm_nt_bs_bm32_bn128" };
         assert_eq!((c.block_m, c.splits, c.kernel), (32, splits, kernel), "{m}x{n}x{k}");
@@ -279,11 +290,13 @@ fn grouped_bs_kernels_match_the_logical_grouped_kernels_on_every_tile() {
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
-    /// The bs split rule over random small-M shapes: the tile of `config::bs_tile_rule` (the
+    /// The bs choice over random small-M shapes: the tile of `config::bs_tile_rule` (the
     /// 32-row tile wherever fewer tiles than CUs could split), a split count within
-    /// `1 ..= min(k/128, MAX_SPLITS)`, split only below one tile per CU,
-    /// the split-K twin exactly when split, grid = tiles · splits; with less workspace the
-    /// choice fits it and a smaller choice is reported with the unlimited one as preferred.
+    /// `1 ..= min(k/128, MAX_SPLITS)`, split below one tile per CU or, above, only while all
+    /// `tiles · splits` workgroups fit in one wave (3 per CU); stream-K (either bs stream-K tile,
+    /// a head of at least one tile) only above one tile per CU; the split-K twin exactly when
+    /// split, grid = tiles · splits (stream-K: head + g); with less workspace the choice fits it
+    /// and a different choice is reported with the unlimited one as preferred.
     #[test]
     fn bs_split_rule_bounds(m in 1u32..=512, n in 1u32..=64, k in 1u32..=128, avail_frac in 0.0f64..1.0) {
         let (n, k) = (n * 128, k * 128);
@@ -293,24 +306,33 @@ proptest! {
         let tiles = m.div_ceil(c.block_m) * n.div_ceil(128);
         let (tiles32, tiles64) = (u64::from(m.div_ceil(32) * n.div_ceil(128)), u64::from(m.div_ceil(64) * n.div_ceil(128)));
         let bm = [32, 64][config::bs_tile_rule(tiles32, tiles64, 304)];
-        prop_assert_eq!(c.block_m, bm);
         prop_assert!(c.splits >= 1 && c.splits <= (k / 128).min(config::MAX_SPLITS), "{} splits", c.splits);
-        prop_assert!(c.splits == 1 || tiles < 304, "{} tiles split {}", tiles, c.splits);
-        // Only the 32-row tile is ever split (the 64-row tile is chosen only above one tile per CU).
-        prop_assert!(c.splits == 1 || bm == 32, "{}-row tile split {}", bm, c.splits);
-        let want = if c.splits > 1 { format!("fp8_gemm_nt_splitk_bs_bm{bm}_bn128") } else { format!("fp8_gemm_nt_bs_bm{bm}_bn128") };
-        prop_assert_eq!(c.kernel, want.as_str());
-        prop_assert_eq!(c.grid, tiles * c.splits);
+        if let Some(sk) = c.stream_k {
+            prop_assert!(tiles32 >= 304, "stream-K below one tile per CU: {}", c);
+            prop_assert!(c.block_m == 32 || c.block_m == 64);
+            let want = format!("fp8_gemm_nt_streamk_bs_bm{}_bn128", c.block_m);
+            prop_assert_eq!(c.kernel, want.as_str());
+            prop_assert_eq!((c.splits, sk.tiles, c.grid), (1, tiles, sk.dp_tiles + sk.sk_wgs));
+            prop_assert!(sk.dp_tiles > 0 && sk.schedule().is_some(), "{}", c);
+        } else {
+            prop_assert_eq!(c.block_m, bm);
+            prop_assert!(c.splits == 1 || tiles < 304 || tiles * c.splits <= 3 * 304, "{} tiles split {}", tiles, c.splits);
+            // Only the 32-row tile is ever split (the 64-row tile is chosen only above one tile per CU).
+            prop_assert!(c.splits == 1 || bm == 32, "{}-row tile split {}", bm, c.splits);
+            let want = if c.splits > 1 { format!("fp8_gemm_nt_splitk_bs_bm{bm}_bn128") } else { format!("fp8_gemm_nt_bs_bm{bm}_bn128") };
+            prop_assert_eq!(c.kernel, want.as_str());
+            prop_assert_eq!(c.grid, tiles * c.splits);
+        }
         let available = (c.workspace_floats() as f64 * avail_frac) as u64;
         let (l, lim) = config::get_bs_config_for_workspace(&desc, available).unwrap();
-        prop_assert!(l.splits <= c.splits);
-        prop_assert!(l.splits == 1 || l.workspace_floats() <= available);
+        prop_assert!(l.splits <= c.splits || c.stream_k.is_some());
+        prop_assert!(l.workspace_floats() == 0 || l.workspace_floats() <= available, "{}", l);
         match lim {
             Some(lim) => {
-                prop_assert!(l.splits < c.splits);
-                prop_assert_eq!((lim.preferred.splits, lim.needed, lim.available), (c.splits, c.workspace_floats(), available));
+                prop_assert!(l != c && c.workspace_floats() > available);
+                prop_assert_eq!((lim.preferred, lim.needed, lim.available), (c, c.workspace_floats(), available));
             }
-            None => prop_assert_eq!(l.splits, c.splits),
+            None => prop_assert_eq!(l, c),
         }
     }
 }

@@ -65,11 +65,17 @@
 //! bit-identical to the data-parallel one; it is within the same accuracy, and bit-identical
 //! run to run.
 //!
-//! The main loop is reached through the `imp::TileLoop` trait (today `imp::DenseLoop` over
-//! `dense::imp::tile_gemm`), so another main loop offering the same `TileJob` / `Epilogue`
-//! interface can be instantiated here unchanged. The partial slot layout is a function of the
-//! position in the tile only (`frag_offset`), so it does not depend on which lanes of which
-//! loop hold which accumulators.
+//! The main loop is reached through the `imp::TileLoop` trait: `imp::DenseLoop` over
+//! `dense::imp::tile_gemm` (the logical-B kernels above) and `imp::BsLoop` over
+//! `mainloop_bs::imp::tile_gemm_bs` (B pre-shuffled straight to registers, 1 × 4 waves: the
+//! **bs stream-K kernels** `fp8_gemm_nt_streamk_bs_bm{32,64}_bn128`, [`STREAMK_BS_TILES`], the
+//! same loop variants as their split-K twins — `A2`, and `AHEAD` for the 32-row tile). The bs
+//! loop is called only as `tile_gemm_bs(&job, keep_row, &epi)`, so a new bs loop behind that
+//! interface is scheduled here unchanged. With `BS` the tile is `16·FM × 64·FN`, `rs_b` covers
+//! the pre-shuffled B ([`tile::shuffled_b_bytes`]) and the partial slots and the reduction
+//! use split-K's `BS` fragment order (wave `w` owns all rows and columns `32·w ..`). The
+//! partial slot layout is a function of the position in the tile only (`frag_offset`), so it
+//! does not depend on which lanes of which loop hold which accumulators.
 //!
 //! # Code objects (LLVM 22.1.4; `tests/dense_kernel.rs` re-checks them)
 //!
@@ -78,6 +84,12 @@
 //! | `fp8_gemm_nt_streamk_bm64_bn64`   | 104 | 0 | 0 | 0 | 16 KiB | 4 | 4 |
 //! | `fp8_gemm_nt_streamk_bm64_bn128`  | 146 | 0 | 0 | 0 | 24 KiB | 3 | 2 |
 //! | `fp8_gemm_nt_streamk_bm128_bn128` | 224 | 0 | 0 | 0 | 32 KiB | 2 | 2 |
+//! | `fp8_gemm_nt_streamk_bs_bm32_bn128` | 136 | 0 | 0 | 0 | 9 KiB | 3 | 7 |
+//! | `fp8_gemm_nt_streamk_bs_bm64_bn128` | 188 | 0 | 0 | 0 | 18 KiB | 2 | 3 |
+//!
+//! (The bs stream-K kernels keep the waves per SIMD of the data-parallel bs kernels, 158 and
+//! 238 VGPRs: 3 and 2 workgroups per CU; `tests/dense_kernel.rs`
+//! `bs_streamk_kernels_meet_the_resource_goals`.)
 //!
 //! (A loop over pieces instead of the two straight-line pieces: 124 / 168 / 260 + 4 AGPRs —
 //! one workgroup per CU at 128 × 128; with `waves_per_eu = 2` it spilled.) The kernel holds
@@ -116,6 +128,27 @@
 //! shape shows is worth 4 %). Busy % ("CUs occupied") 97–99 % in both.
 //!
 //! The model therefore chooses stream-K only where its estimate wins (`config`).
+//!
+//! # The bs stream-K kernels on the timing model (*modelled*, MI325X, `--scope xcd`, µs)
+//!
+//! Forced (`FP8GEMM_PRESHUFFLED=1 FP8GEMM_FORCE_TILE=32x128 FP8GEMM_FORCE_STREAMK=G/DP`), the
+//! cliffs of the data-parallel bs kernels (more tiles than two 32-row workgroups per CU):
+//!
+//! | shape | data-parallel | head 0, all tail | head + g (best forced) |
+//! |---|---|---|---|
+//! | 1280×2048×7168 (640 tiles) | 67.8 | g 912: 120.0 | 608 + 192: 54.5; 608 + 608: 57.4 |
+//! | 1472×2048×7168 (736) | 67.5 | g 912: 127.5 | 608 + 256: 57.9; 608 + 304: 60.4 |
+//! | 1856×2048×7168 (928) | 98.2 (64 × 128: 88.7) | – | 912 + 128: 74.3; 912 + 608: 80.7 |
+//! | 1664×768×7168 (312) | 50.4 | g 608: 39.5 | 304 + 32: 38.1 |
+//! | 640×2048×7168 (320) | 50.3 | – | 304 + 64: 38.2; 304 + 304: 42.6 |
+//! | 256×7168×16384 (448) | 106.0 | g 912: 136.0 | 304 + 912: 124.2 (split-K 2: 77.4) |
+//!
+//! A tail of every tile (no head) is the worst: the workgroups running together start at
+//! staggered K offsets, so they share little of the L2 (HBM traffic 174 against 138 MB at
+//! 1280×2048×7168) — the 32-row tile re-reads B for every 32 rows and lives on that sharing. A
+//! head of whole waves and a short tail, best with few contributors per tile (`g` a small
+//! multiple of the tail tiles: aligned pieces that run in lock-step across tiles), removes the
+//! cliffs. `config::get_bs_config_for_workspace` chooses among these by a fitted estimate.
 //!
 //! # `fp8gemm compare --set peers` before → after (*modelled* MI325X µs vs AMD's measured)
 //!
@@ -305,6 +338,13 @@ impl StreamKSchedule {
     }
 }
 
+/// The bs stream-K kernels (B pre-shuffled, `fp8_gemm_nt_streamk_bs_bm*_bn128`), the 32- and
+/// 64-row tiles of [`tile::DENSE_BS_TILES`] (the same loop variants as their split-K twins).
+pub const STREAMK_BS_TILES: [tile::BsTile; 2] = [
+    tile::BsTile { name: "fp8_gemm_nt_streamk_bs_bm32_bn128", block_m: 32, block_n: 128 },
+    tile::BsTile { name: "fp8_gemm_nt_streamk_bs_bm64_bn128", block_m: 64, block_n: 128 },
+];
+
 /// The dense stream-K kernels, same tiles as [`tile::DENSE_TILES`].
 pub const STREAMK_TILES: [DenseTile; 3] = [
     DenseTile { name: "fp8_gemm_nt_streamk_bm64_bn64", block_m: 64, block_n: 64 },
@@ -318,6 +358,7 @@ pub(crate) mod imp {
 
     use super::{DenseStreamKArgs, StreamKSchedule};
     use crate::dense::imp::{tile_gemm, Bf16Store, Epilogue, PartialStore, TileJob};
+    use crate::mainloop_bs::imp::tile_gemm_bs;
     use crate::intrinsics::*;
     use crate::tile::{self, NUM_XCDS, SCALE_BLOCK_K, SCALE_BLOCK_N};
 
@@ -341,15 +382,28 @@ pub(crate) mod imp {
         }
     }
 
-    /// The epilogue of one piece: bf16 to D (a whole tile) or FP32 partial to the workspace.
-    /// One call site of the main loop serves both (a wave-uniform branch per store).
-    struct PieceStore<const FM: usize, const FN: usize> {
-        partial: bool,
-        direct: Bf16Store,
-        part: PartialStore<FM, FN, false>,
+    /// The bs main loop (`mainloop_bs::imp::tile_gemm_bs`: B pre-shuffled, straight to
+    /// registers; `16·FM × 128` tiles, 1 × 4 waves), as the bs split-K kernels run it (`A2`,
+    /// and `AHEAD` for the 32-row tile). Called only through `tile_gemm_bs(&job, keep_row,
+    /// &epi)`, so any loop behind that interface is scheduled unchanged.
+    pub(crate) struct BsLoop<const FM: usize, const AHEAD: bool>;
+
+    impl<const FM: usize, const AHEAD: bool> TileLoop for BsLoop<FM, AHEAD> {
+        #[inline(always)]
+        fn run<E: Epilogue>(job: &TileJob, epi: &E) {
+            tile_gemm_bs::<FM, true, AHEAD, E>(job, |_| true, epi)
+        }
     }
 
-    impl<const FM: usize, const FN: usize> Epilogue for PieceStore<FM, FN> {
+    /// The epilogue of one piece: bf16 to D (a whole tile) or FP32 partial to the workspace.
+    /// One call site of the main loop serves both (a wave-uniform branch per store).
+    struct PieceStore<const FM: usize, const FN: usize, const BS: bool> {
+        partial: bool,
+        direct: Bf16Store,
+        part: PartialStore<FM, FN, BS>,
+    }
+
+    impl<const FM: usize, const FN: usize, const BS: bool> Epilogue for PieceStore<FM, FN, BS> {
         #[inline(always)]
         fn store(&self, row: u32, col: u32, valid: bool, acc: F32x4) {
             if self.partial {
@@ -360,17 +414,27 @@ pub(crate) mod imp {
         }
     }
 
-    /// Sums `count` partial slots of `32·FM × 32·FN` f32 (fragment order) starting at byte
-    /// `base` of `rs_ws`, **in slot order**, and stores the bf16 result of tile `(m0, n0)` to D
-    /// (the split-K reduction, [`crate::dense`]). Work-item (wave, lane) reads back the values
-    /// at the fragment positions it owns: 1 KiB contiguous per wave and fragment.
+    /// `(BM, BN)` of the tile of a `FM × FN`-fragment wave: `32·FM × 32·FN` for the 2 × 2
+    /// waves of the dense loop, `16·FM × 64·FN` for the 1 × 4 waves of the bs loop (`BS`), as
+    /// split-K's.
     #[inline(always)]
-    fn reduce_slots<const FM: usize, const FN: usize>(rs_ws: BufferResource, base: u32, count: u32, m0: u32, n0: u32, n: u32, out: &Bf16Store) {
-        let slot = 32 * FM as u32 * 32 * FN as u32 * 4;
+    const fn tile_dims<const FM: usize, const FN: usize, const BS: bool>() -> (u32, u32) {
+        if BS { (16 * FM as u32, 64 * FN as u32) } else { (32 * FM as u32, 32 * FN as u32) }
+    }
+
+    /// Sums `count` partial slots of one tile ([`tile_dims`], f32 in fragment order) starting
+    /// at byte `base` of `rs_ws`, **in slot order**, and stores the bf16 result of tile
+    /// `(m0, n0)` to D (the split-K reduction, [`crate::dense`]). Work-item (wave, lane) reads
+    /// back the values at the fragment positions it owns: 1 KiB contiguous per wave and
+    /// fragment (with `BS` wave `w` owns all rows and column block `w`).
+    #[inline(always)]
+    fn reduce_slots<const FM: usize, const FN: usize, const BS: bool>(rs_ws: BufferResource, base: u32, count: u32, m0: u32, n0: u32, n: u32, out: &Bf16Store) {
+        let (bm, bn) = tile_dims::<FM, FN, BS>();
+        let slot = bm * bn * 4;
         let tid = workitem_id_x();
         let lane = tid & 63;
         let wave = tid >> 6;
-        let (wm, wn) = (wave & 1, wave >> 1);
+        let (wm, wn) = if BS { (0, wave) } else { (wave & 1, wave >> 1) };
         let lane_base = (wave * (FM * FN) as u32 * 64 + lane) * 16;
         // Slots are read CHUNK at a time: all of a chunk's loads are issued before the first
         // add waits (one memory latency per chunk), within the tile's register budget
@@ -422,11 +486,11 @@ pub(crate) mod imp {
     }
 
     /// The dense stream-K kernels (module docs): data-parallel head, then the stream-K tail,
-    /// over the main loop `L` of `32·FM × 32·FN` tiles.
+    /// over the main loop `L` of [`tile_dims`] tiles. `BS`: `L` is a bs loop (B pre-shuffled,
+    /// `args.b` holds [`tile::shuffled_b_bytes`], 1 × 4 waves).
     #[inline(always)]
-    pub(crate) fn gemm_streamk<L: TileLoop, const FM: usize, const FN: usize>(args: DenseStreamKArgs) {
-        let bm = 32 * FM as u32;
-        let bn = 32 * FN as u32;
+    pub(crate) fn gemm_streamk<L: TileLoop, const FM: usize, const FN: usize, const BS: bool>(args: DenseStreamKArgs) {
+        let (bm, bn) = tile_dims::<FM, FN, BS>();
         let (m, n, k, lda, ldd) = (args.m, args.n, args.k, args.lda, args.ldd);
         let nkb = k / SCALE_BLOCK_K;
         let tiles_m = m.div_ceil(bm);
@@ -451,7 +515,7 @@ pub(crate) mod imp {
         let job = TileJob {
             rs_a: BufferResource::new(args.a.addr(), (m - 1) * lda + k),
             rs_sfa: BufferResource::new(args.sfa.addr(), m * nkb * 4),
-            rs_b: BufferResource::new(args.b.addr(), n * k),
+            rs_b: BufferResource::new(args.b.addr(), if BS { tile::shuffled_b_bytes(n as u64, k as u64) as u32 } else { n * k }),
             rs_sfb: BufferResource::new(args.sfb.addr(), n.div_ceil(SCALE_BLOCK_N) * nkb * 4),
             n,
             lda,
@@ -499,7 +563,7 @@ pub(crate) mod imp {
                 L::run(&TileJob { kb0: 0, nkb, ..job }, &direct);
                 return stop;
             }
-            let epi = PieceStore::<FM, FN> {
+            let epi = PieceStore::<FM, FN, BS> {
                 partial: !whole,
                 direct,
                 part: PartialStore { rs_ws, base: counters * 4 + (w + t) * slot, m0, n0 },
@@ -536,7 +600,7 @@ pub(crate) mod imp {
             }
             // Acquire: every other contributor's partial is stored (their stores completed at
             // device scope before their increments); device-scope loads read them, in K order.
-            reduce_slots::<FM, FN>(rs_ws, counters * 4 + (w_first + t) * slot, w_last - w_first + 1, m0, n0, n, &direct);
+            reduce_slots::<FM, FN, BS>(rs_ws, counters * 4 + (w_first + t) * slot, w_last - w_first + 1, m0, n0, n, &direct);
             // Re-arm the counter (all contributions of this launch have arrived).
             if tid == 0 {
                 // SAFETY: as for the increment above.
@@ -556,19 +620,32 @@ pub(crate) mod imp {
 /// Stream-K, 64 × 64 tiles.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_streamk_bm64_bn64(args: DenseStreamKArgs) {
-    imp::gemm_streamk::<imp::DenseLoop<2, 2, { STREAMK_TILES[0].prefetch_depth() }>, 2, 2>(args)
+    imp::gemm_streamk::<imp::DenseLoop<2, 2, { STREAMK_TILES[0].prefetch_depth() }>, 2, 2, false>(args)
 }
 
 /// Stream-K, 64 × 128 tiles.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_streamk_bm64_bn128(args: DenseStreamKArgs) {
-    imp::gemm_streamk::<imp::DenseLoop<2, 4, { STREAMK_TILES[1].prefetch_depth() }>, 2, 4>(args)
+    imp::gemm_streamk::<imp::DenseLoop<2, 4, { STREAMK_TILES[1].prefetch_depth() }>, 2, 4, false>(args)
 }
 
 /// Stream-K, 128 × 128 tiles.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_streamk_bm128_bn128(args: DenseStreamKArgs) {
-    imp::gemm_streamk::<imp::DenseLoop<4, 4, { STREAMK_TILES[2].prefetch_depth() }>, 4, 4>(args)
+    imp::gemm_streamk::<imp::DenseLoop<4, 4, { STREAMK_TILES[2].prefetch_depth() }>, 4, 4, false>(args)
+}
+
+/// bs stream-K (B pre-shuffled, [`crate::mainloop_bs`]'s loop), 32 × 128 tiles: arguments
+/// [`DenseStreamKArgs`] with `b` the pre-shuffled B ([`tile::shuffled_b_bytes`] bytes).
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn fp8_gemm_nt_streamk_bs_bm32_bn128(args: DenseStreamKArgs) {
+    imp::gemm_streamk::<imp::BsLoop<2, true>, 2, 2, true>(args)
+}
+
+/// bs stream-K, 64 × 128 tiles.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn fp8_gemm_nt_streamk_bs_bm64_bn128(args: DenseStreamKArgs) {
+    imp::gemm_streamk::<imp::BsLoop<4, false>, 4, 2, true>(args)
 }
 
 #[cfg(test)]
@@ -586,6 +663,16 @@ mod tests {
         }
         for (s, d) in STREAMK_TILES.iter().zip(tile::DENSE_TILES) {
             assert_eq!((s.block_m, s.block_n, s.prefetch_depth()), (d.block_m, d.block_n, d.prefetch_depth()));
+        }
+    }
+
+    #[test]
+    fn bs_specs_match_the_bs_tile_table() {
+        let specs = [FP8_GEMM_NT_STREAMK_BS_BM32_BN128, FP8_GEMM_NT_STREAMK_BS_BM64_BN128];
+        for ((spec, t), d) in specs.iter().zip(STREAMK_BS_TILES).zip(tile::DENSE_BS_TILES) {
+            assert_eq!(spec.name, t.name);
+            assert_eq!(spec.workgroup_size, tile::THREADS);
+            assert_eq!((t.block_m, t.block_n, t.lds_bytes()), (d.block_m, d.block_n, d.lds_bytes()));
         }
     }
 

@@ -71,7 +71,7 @@ use fp8gemm_device::dense::{
     FP8_GEMM_NT_SPLITK_BM64_BN128, FP8_GEMM_NT_SPLITK_BM64_BN64,
 };
 use fp8gemm_device::streamk::{
-    StreamKSchedule, STREAMK_TILES, FP8_GEMM_NT_STREAMK_BM128_BN128, FP8_GEMM_NT_STREAMK_BM64_BN128, FP8_GEMM_NT_STREAMK_BM64_BN64,
+    StreamKSchedule, STREAMK_BS_TILES, STREAMK_TILES, FP8_GEMM_NT_STREAMK_BS_BM32_BN128, FP8_GEMM_NT_STREAMK_BS_BM64_BN128, FP8_GEMM_NT_STREAMK_BM128_BN128, FP8_GEMM_NT_STREAMK_BM64_BN128, FP8_GEMM_NT_STREAMK_BM64_BN64,
 };
 use fp8gemm_device::grouped::{
     M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM128_BN128, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM64_BN128,
@@ -924,6 +924,9 @@ enum Choice {
     Forced,
     /// The bs rule ([`get_bs_config_for_workspace`]) with this many of the chosen tiles per CU.
     BsRule(f64),
+    /// The bs choice took a stream-K or split-K candidate above one tile per CU: its estimate
+    /// and the data-parallel tile's (µs).
+    BsStreamK(f64, f64),
     /// The m-grouped bs rule: rows per busiest CU with 32- and with 64-row tiles.
     GroupedBsRule(u64, u64),
     /// The m-grouped bs rule's tile, then the masked split-K estimate over this many working
@@ -1202,6 +1205,9 @@ fn print_once(desc: &GemmDesc, config: &GemmConfig, why: Choice, limited: Option
             Choice::BsRule(per_cu) => format!(
                 "pre-shuffled B: bs rule ({per_cu:.2} tiles per CU; 64-row tile from {BS_BM64_TILES_PER_CU} of its tiles per CU or where its rounds are shorter, split-K below 1)"
             ),
+            Choice::BsStreamK(us, dp_us) => format!(
+                "pre-shuffled B: bs estimate {us:.2} µs against {dp_us:.2} µs for the data-parallel tile of the bs rule (FP8GEMM_PRINT_CONFIGS=2 lists the candidates)"
+            ),
             Choice::GroupedBsRule(r32, r64) => format!(
                 "pre-shuffled B: m-grouped bs rule (rows on the busiest CU: {r32} with 32-row tiles, {r64} with 64-row tiles; 64-row tiles count {BS_BM64_GAIN}× faster when each CU gets at least 2 of them)"
             ),
@@ -1391,6 +1397,71 @@ pub fn get_bs_config(desc: &GemmDesc) -> Result<GemmConfig, ConfigError> {
 /// [`WorkspaceLimit`]). It replaced "one workgroup per CU" (`⌈CUs / tiles⌉` splits): modelled
 /// 64×2112×7168 9 splits 14.51 µs → 8: 13.22; 128×2112×7168 5: 18.58 → 4: 15.06;
 /// 128×7168×2048 2: 15.32 → 1 (no split): 14.62 (table in the docs of the private `bs_split_estimate`).
+///
+/// **Stream-K** (the bs stream-K kernels, [`fp8gemm_device::streamk`] over the bs loop): the
+/// schedule forced with [`force_stream_k`] / `FP8GEMM_FORCE_STREAMK=G[/DP]` (on the forced
+/// tile, 32x128 or 64x128, else on the bs stream-K tile of least estimate the schedule is valid
+/// for; an invalid schedule, a forced split at the same time or the 128x128 tile is a
+/// [`ConfigError::ForcedStreamK`]; never reduced for lack of workspace).
+///
+/// **At least one tile per CU** (no forcing): a model-driven comparison instead of the rule's
+/// wave quantization — the rule's data-parallel tile against every bs stream-K candidate
+/// (32- and 64-row tiles, heads of whole waves, `g` of whole waves or `c ≤ 16` contributors per
+/// tail tile) and every one-wave split-K candidate of the 32-row tile, by the private
+/// `bs_estimate` (processor sharing on the busiest CU, fitted to forced timing-model runs; fit
+/// table and where it cannot be trusted there). A stream-K or split-K candidate replaces the
+/// data-parallel tile only when its estimate is `BS_STREAMK_MIN_GAIN` = 8 % lower, among
+/// those whose workspace fits `available` (a smaller choice than the unlimited one is reported
+/// as a [`WorkspaceLimit`]). `FP8GEMM_PRINT_CONFIGS=1` prints the choice and both estimates,
+/// `=2` every candidate's.
+///
+/// `FP8GEMM_PEERS_DIR=… FP8GEMM_PRESHUFFLED=1 fp8gemm compare --set peers` (*modelled*
+/// MI325X µs, and the ratio to AMD's measured TFLOPS), before (`docs/perf/compare_preshuffled.txt`,
+/// the rule alone) → after, every row that moved by 1 % or more (no row got slower):
+///
+/// | shape (m×n×k) | before | after | choice |
+/// |---|---|---|---|
+/// | 1664×768×7168 | 50.99 (0.63×) | 38.21 (0.84×) | stream-K 32×128, 304 + 64 |
+/// | 1728×768×7168 | 51.04 (0.64×) | 38.35 (0.85×) | stream-K 32×128, 304 + 160 |
+/// | 1792×768×7168 | 50.96 (0.64×) | 38.84 (0.84×) | stream-K 32×128, 304 + 256 |
+/// | 1856×768×7168 | 51.09 (0.65×) | 40.26 (0.82×) | stream-K 32×128, 304 + 264 |
+/// | 1920×768×7168 | 51.06 (0.65×) | 38.34 (0.86×) | stream-K 32×128, 304 + 224 |
+/// | 1984×768×7168 | 50.92 (0.67×) | 38.81 (0.88×) | stream-K 32×128, 304 + 272 |
+/// | 2048×768×7168 | 50.11 (0.68×) | 39.90 (0.85×) | stream-K 32×128, 304 + 240 |
+/// | 640×2048×7168 | 50.76 (0.60×) | 38.17 (0.80×) | stream-K 32×128, 304 + 128 |
+/// | 672×2048×7168 | 51.29 (0.63×) | 39.66 (0.81×) | stream-K 32×128, 304 + 256 |
+/// | 704×2048×7168 | 51.39 (0.62×) | 40.87 (0.78×) | stream-K 32×128, 304 + 288 |
+/// | 736×2048×7168 | 51.42 (0.64×) | 38.73 (0.84×) | stream-K 32×128, 304 + 256 |
+/// | 768×2048×7168 | 50.94 (0.64×) | 40.00 (0.81×) | stream-K 32×128, 304 + 240 |
+/// | 800×2048×7168 | 51.10 (0.62×) | 40.39 (0.78×) | stream-K 32×128, 304 + 288 |
+/// | 832×2048×7168 | 51.14 (0.66×) | 40.52 (0.83×) | split-K 32×128 / 2 |
+/// | 864×2048×7168 | 51.45 (0.67×) | 40.59 (0.85×) | split-K 32×128 / 2 |
+/// | 896×2048×7168 | 50.78 (0.67×) | 40.74 (0.83×) | split-K 32×128 / 2 |
+/// | 928×2048×7168 | 51.28 (0.76×) | 48.79 (0.80×) | stream-K 32×128, 304 + 480 |
+/// | 960×2048×7168 | 50.88 (0.73×) | 49.09 (0.76×) | stream-K 32×128, 304 + 528 |
+/// | 992×2048×7168 | 50.83 (0.73×) | 49.61 (0.75×) | stream-K 32×128, 304 + 576 |
+/// | 1024×2048×7168 | 50.91 (0.78×) | 48.57 (0.81×) | stream-K 32×128, 304 + 832 |
+/// | 1280×2048×7168 | 68.19 (0.67×) | 55.28 (0.82×) | stream-K 32×128, 608 + 256 |
+/// | 1344×2048×7168 | 67.89 (0.72×) | 55.54 (0.88×) | stream-K 32×128, 608 + 256 |
+/// | 1408×2048×7168 | 67.79 (0.73×) | 59.49 (0.83×) | stream-K 32×128, 608 + 288 |
+/// | 1472×2048×7168 | 68.03 (0.73×) | 58.09 (0.86×) | stream-K 32×128, 608 + 256 |
+/// | 1856×2048×7168 | 89.17 (0.77×) | 74.68 (0.91×) | stream-K 32×128, 912 + 128 |
+/// | 1920×2048×7168 | 89.35 (0.76×) | 87.88 (0.77×) | stream-K 32×128, 912 + 288 |
+/// | 1984×2048×7168 | 89.41 (0.79×) | 85.42 (0.83×) | stream-K 32×128, 912 + 240 |
+/// | 2048×2048×7168 | 89.23 (0.79×) | 84.78 (0.83×) | stream-K 32×128, 912 + 896 |
+/// | 10240×2048×7168 | 370.15 (0.81×) | 362.33 (0.83×) | stream-K 64×128, 2432 + 512 |
+/// | 12288×2048×7168 | 449.11 (0.80×) | 425.82 (0.84×) | stream-K 64×128, 3040 + 256 |
+///
+/// Geometric mean over the 47 shapes 0.738× → 0.827× AMD's measured TFLOPS (goal 1.1×), lowest
+/// 0.603× (640×2048×7168) → 0.749× (992×2048×7168). The wave-quantization cliffs are gone:
+/// 1216 → 1280 rows at N = 2048 was 51.1 → 68.2 µs, now 51.1 → 55.3; 1792 → 1856 was
+/// 69.8 → 89.2, now 69.8 → 74.7; N = 768 from 1664 rows 50–51 µs, now 38–40.
+/// `--set deepseek` (MI300X): 4096×2112×7168 173.24 → 162.12 µs (0.85× → 0.91× AITER;
+/// stream-K 32×128, 2128 + 288), 64×24576×1536 17.58 → 16.91 (stream-K 32×128, 304 + 240);
+/// every other row within ±0.5 % but 128×7168×16384, 61.67 → 55.36, whose choice (below one
+/// tile per CU: split-K 32×128 / 4, `bs_split_estimate`) this does not touch (the same forced
+/// config under `fp8gemm profile --scope full` is 60.12; not investigated). Whole tables:
+/// `docs/perf/compare_preshuffled_streamk.txt`.
 pub fn get_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(GemmConfig, Option<WorkspaceLimit>), ConfigError> {
     validate(desc)?;
     if desc.kind != GemmKind::Dense {
@@ -1399,61 +1470,89 @@ pub fn get_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(G
     // The device's own CU count (GemmDesc::with_cus), not the architecture's.
     let spec = ArchSpec { cus: desc.cus.max(1), ..arch_spec(desc.arch) };
     let nkb = desc.k / tile::SCALE_BLOCK_K;
-    let (forced_t, forced_s) = (forced_tile()?, forced_split()?);
+    let (forced_t, forced_s, forced_sk) = (forced_tile()?, forced_split()?, forced_stream_k()?);
     if forced_s == Some(0) {
         return Err(ConfigError::ForcedSplit { splits: "0".into(), expected: "at least 1".into() });
     }
-    let i = match forced_t {
-        Some((bm, bn)) => tile::DENSE_BS_TILES
-            .iter()
-            .position(|t| (t.block_m, t.block_n) == (bm, bn))
-            .ok_or_else(|| ConfigError::ForcedTile { tile: format!("{bm}x{bn}"), available: "32x128, 64x128, 128x128 (pre-shuffled B)" })?,
-        None => {
-            let tiles = |t: &tile::BsTile| u64::from(t.grid(desc.m, desc.n));
-            bs_tile_rule(tiles(&tile::DENSE_BS_TILES[0]), tiles(&tile::DENSE_BS_TILES[1]), spec.cus)
-        }
+    let forced_i = match forced_t {
+        Some((bm, bn)) => Some(
+            tile::DENSE_BS_TILES
+                .iter()
+                .position(|t| (t.block_m, t.block_n) == (bm, bn))
+                .ok_or_else(|| ConfigError::ForcedTile { tile: format!("{bm}x{bn}"), available: "32x128, 64x128, 128x128 (pre-shuffled B)" })?,
+        ),
+        None => None,
     };
-    let t = tile::DENSE_BS_TILES[i];
-    let tiles = t.grid(desc.m, desc.n);
-    let make = |splits: u32| -> Result<GemmConfig, ConfigError> {
-        let grid = u64::from(tiles) * u64::from(splits);
-        let grid = u32::try_from(grid).map_err(|_| ConfigError::TooLarge { tensor: "grid", bytes: grid, limit: u64::from(u32::MAX) })?;
-        let name = if splits > 1 { tile::DENSE_SPLITK_BS_TILES[i].name } else { t.name };
-        Ok(GemmConfig {
-            block_m: t.block_m,
-            block_n: t.block_n,
-            block_k: tile::SCALE_BLOCK_K,
-            workgroup_size: tile::THREADS,
-            lds_bytes: t.lds_bytes(),
-            kernel: name,
-            grid,
-            splits,
-            stream_k: None,
-            remap: Remap::Xcd { xcds: spec.xcds },
-            arch: desc.arch,
-        })
-    };
+    let tiles_of = |i: usize| tile::DENSE_BS_TILES[i].grid(desc.m, desc.n);
+    let make = |c: BsCandidate| bs_config(desc, spec, c);
+    let estimate = |c: &BsCandidate| bs_estimate(c, tiles_of(c.tile), nkb, spec.cus);
     let max_splits = nkb.min(MAX_SPLITS);
-    let tiles_per_cu = f64::from(tiles) / f64::from(spec.cus);
     let mut limited = None;
-    let (config, why) = match forced_s {
-        Some(s) if s > 1 => {
-            if s > max_splits {
-                return Err(ConfigError::ForcedSplit { splits: s.to_string(), expected: format!("at most {max_splits} (k/128 = {nkb} blocks, MAX_SPLITS = {MAX_SPLITS})") });
-            }
-            if tiles > tile::SPLITK_MAX_TILES {
-                let expected = format!("1 ({}×{} is more than {} output tiles of {}×{})", desc.m, desc.n, tile::SPLITK_MAX_TILES, t.block_m, t.block_n);
-                return Err(ConfigError::ForcedSplit { splits: s.to_string(), expected });
-            }
-            (make(s)?, Choice::Forced)
+    let (config, why) = if let Some((g, dp)) = forced_sk {
+        // A forced stream-K schedule: on the forced tile, else on the bs stream-K tile of least
+        // estimate among those the schedule is valid for.
+        let schedule = match dp {
+            Some(dp) => format!("{g}/{dp}"),
+            None => g.to_string(),
+        };
+        let err = |expected: String| ConfigError::ForcedStreamK { schedule: schedule.clone(), expected };
+        if forced_s.is_some_and(|s| s > 1) {
+            return Err(err("no forced split-K at the same time (FP8GEMM_FORCE_SPLIT > 1)".into()));
         }
-        _ if forced_t.is_some() || forced_s.is_some() => (make(1)?, Choice::Forced),
-        _ => {
-            // The split count of least estimated time (ties: fewer splits), overall and among
-            // the counts whose workspace fits (`s = 1` always fits).
-            // Only launches of fewer tiles than CUs split (the estimate was fitted there; with
-            // more tiles it would trade rounds for splits it has never been checked on).
-            let most = if tiles < spec.cus && tiles <= tile::SPLITK_MAX_TILES { max_splits.max(1) } else { 1 };
+        if let Some(i) = forced_i
+            && i >= STREAMK_BS_TILES.len()
+        {
+            let t = tile::DENSE_BS_TILES[i];
+            return Err(err(format!("a bs stream-K tile: 32x128 or 64x128 (no stream-K kernel for the pre-shuffled {}x{} tile)", t.block_m, t.block_n)));
+        }
+        let mut best: Option<(f64, BsCandidate)> = None;
+        let mut why_not = Vec::new();
+        for i in 0..STREAMK_BS_TILES.len() {
+            if forced_i.is_some_and(|f| f != i) {
+                continue;
+            }
+            let tiles = tiles_of(i);
+            let dp = dp.unwrap_or_else(|| streamk_default_dp(tiles, spec.cus * BS_SLOTS[i]));
+            match StreamKSchedule::new(tiles, nkb, dp, g) {
+                Ok(_) => {
+                    let c = BsCandidate { tile: i, schedule: BsSchedule::StreamK { dp, g } };
+                    let e = estimate(&c);
+                    if best.is_none_or(|(b, _)| e < b) {
+                        best = Some((e, c));
+                    }
+                }
+                Err(e) => why_not.push(format!("{}x128: {tiles} tiles, {dp} data-parallel: {}", 16 * [2, 4][i], streamk_error_text(e, tiles, dp, nkb))),
+            }
+        }
+        let c = best.ok_or_else(|| err(why_not.join("; ")))?.1;
+        (make(c)?, Choice::Forced)
+    } else if let Some(s) = forced_s.filter(|&s| s > 1) {
+        let i = forced_i.unwrap_or(0);
+        let t = tile::DENSE_BS_TILES[i];
+        if s > max_splits {
+            return Err(ConfigError::ForcedSplit { splits: s.to_string(), expected: format!("at most {max_splits} (k/128 = {nkb} blocks, MAX_SPLITS = {MAX_SPLITS})") });
+        }
+        if tiles_of(i) > tile::SPLITK_MAX_TILES {
+            let expected = format!("1 ({}×{} is more than {} output tiles of {}×{})", desc.m, desc.n, tile::SPLITK_MAX_TILES, t.block_m, t.block_n);
+            return Err(ConfigError::ForcedSplit { splits: s.to_string(), expected });
+        }
+        (make(BsCandidate { tile: i, schedule: BsSchedule::Split(s) })?, Choice::Forced)
+    } else if forced_t.is_some() || forced_s.is_some() {
+        let i = match forced_i {
+            Some(i) => i,
+            None => bs_tile_rule(u64::from(tiles_of(0)), u64::from(tiles_of(1)), spec.cus),
+        };
+        (make(BsCandidate { tile: i, schedule: BsSchedule::DataParallel })?, Choice::Forced)
+    } else {
+        let i = bs_tile_rule(u64::from(tiles_of(0)), u64::from(tiles_of(1)), spec.cus);
+        let tiles = tiles_of(i);
+        let tiles_per_cu = f64::from(tiles) / f64::from(spec.cus);
+        if tiles < spec.cus {
+            // Fewer tiles than CUs (decode): the split count of least `bs_split_estimate` (ties:
+            // fewer splits), overall and among the counts whose workspace fits (`s = 1` always
+            // fits). Only launches of fewer tiles than CUs split this way (the estimate was
+            // fitted there).
+            let most = if tiles <= tile::SPLITK_MAX_TILES { max_splits.max(1) } else { 1 };
             let best = |fits: &dyn Fn(u32) -> Result<bool, ConfigError>| -> Result<u32, ConfigError> {
                 let mut best = (1, bs_split_estimate(tiles, nkb, 1, spec.cus));
                 for s in 2..=most {
@@ -1464,17 +1563,377 @@ pub fn get_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(G
                 }
                 Ok(best.0)
             };
+            let cand = |s: u32| BsCandidate { tile: i, schedule: if s > 1 { BsSchedule::Split(s) } else { BsSchedule::DataParallel } };
             let want = best(&|_| Ok(true))?;
-            let s = best(&|s| Ok(make(s)?.workspace_floats() <= available))?;
+            let s = best(&|s| Ok(make(cand(s))?.workspace_floats() <= available))?;
             if s != want {
-                let preferred = make(want)?;
+                let preferred = make(cand(want))?;
                 limited = Some(WorkspaceLimit { needed: preferred.workspace_floats(), preferred, available });
             }
-            (make(s)?, Choice::BsRule(tiles_per_cu))
+            (make(cand(s))?, Choice::BsRule(tiles_per_cu))
+        } else {
+            // At least one tile per CU: the rule's data-parallel tile against every bs stream-K
+            // candidate (bs_streamk_candidates), by `bs_estimate`; stream-K must win by
+            // BS_STREAMK_MIN_GAIN.
+            let dp = BsCandidate { tile: i, schedule: BsSchedule::DataParallel };
+            let dp_us = estimate(&dp);
+            let mut sks = bs_streamk_candidates(desc, spec.cus);
+            sks.extend(bs_split_candidates(desc, spec.cus));
+            if verbose_candidates() {
+                for c in std::iter::once(&dp).chain(&sks) {
+                    eprintln!("fp8gemm bs candidate: m={} n={} k={}: {}: {:.2} µs estimated", desc.m, desc.n, desc.k, c, estimate(c));
+                }
+            }
+            let best_sk = |fits: &dyn Fn(&BsCandidate) -> Result<bool, ConfigError>| -> Result<Option<(f64, BsCandidate)>, ConfigError> {
+                let mut best: Option<(f64, BsCandidate)> = None;
+                for c in &sks {
+                    let e = estimate(c);
+                    if e < dp_us * (1.0 - BS_STREAMK_MIN_GAIN) && best.is_none_or(|(b, _)| e < b) && fits(c)? {
+                        best = Some((e, *c));
+                    }
+                }
+                Ok(best)
+            };
+            let want = best_sk(&|_| Ok(true))?;
+            let got = best_sk(&|c| Ok(make(*c)?.workspace_floats() <= available))?;
+            if let Some((_, w)) = want
+                && got.is_none_or(|(_, g)| g != w)
+            {
+                let preferred = make(w)?;
+                limited = Some(WorkspaceLimit { needed: preferred.workspace_floats(), preferred, available });
+            }
+            match got {
+                Some((us, c)) => (make(c)?, Choice::BsStreamK(us, dp_us)),
+                None => (make(dp)?, Choice::BsRule(tiles_per_cu)),
+            }
         }
     };
     print_once(desc, &config, why, limited.as_ref());
     Ok((config, limited))
+}
+
+/// Workgroups per CU of the bs kernels of [`tile::DENSE_BS_TILES`] (32 / 64 / 128 rows: 3 / 2 /
+/// 1, set by their registers; `tests/dense_kernel.rs` checks the data-parallel, split-K and
+/// stream-K twins keep them).
+const BS_SLOTS: [u32; 3] = [3, 2, 1];
+
+/// How a bs launch schedules its tiles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum BsSchedule {
+    /// One workgroup per tile.
+    DataParallel,
+    /// Split-K with this many splits.
+    Split(u32),
+    /// Stream-K: `dp` data-parallel tiles, then `g` workgroups over the rest.
+    StreamK { dp: u32, g: u32 },
+}
+
+/// A bs candidate: tile index into [`tile::DENSE_BS_TILES`] and schedule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct BsCandidate {
+    tile: usize,
+    schedule: BsSchedule,
+}
+
+impl fmt::Display for BsCandidate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let t = tile::DENSE_BS_TILES[self.tile];
+        match self.schedule {
+            BsSchedule::DataParallel => write!(f, "{}x{} data-parallel", t.block_m, t.block_n),
+            BsSchedule::Split(s) => write!(f, "{}x{} split-K {s}", t.block_m, t.block_n),
+            BsSchedule::StreamK { dp, g } => write!(f, "{}x{} stream-K {dp}+{g}", t.block_m, t.block_n),
+        }
+    }
+}
+
+/// The launch config of a bs candidate.
+fn bs_config(desc: &GemmDesc, spec: ArchSpec, c: BsCandidate) -> Result<GemmConfig, ConfigError> {
+    let t = tile::DENSE_BS_TILES[c.tile];
+    let tiles = t.grid(desc.m, desc.n);
+    let nkb = desc.k / tile::SCALE_BLOCK_K;
+    let (grid, splits, name, stream_k) = match c.schedule {
+        BsSchedule::DataParallel => (u64::from(tiles), 1, t.name, None),
+        BsSchedule::Split(s) => (u64::from(tiles) * u64::from(s), s, tile::DENSE_SPLITK_BS_TILES[c.tile].name, None),
+        BsSchedule::StreamK { dp, g } => {
+            let sk = STREAMK_BS_TILES.get(c.tile).ok_or(ConfigError::NoKernel { kind: desc.kind, arch: desc.arch })?;
+            (u64::from(dp) + u64::from(g), 1, sk.name, Some(StreamK { tiles, nkb, dp_tiles: dp, sk_wgs: g }))
+        }
+    };
+    let grid = u32::try_from(grid).map_err(|_| ConfigError::TooLarge { tensor: "grid", bytes: grid, limit: u64::from(u32::MAX) })?;
+    Ok(GemmConfig {
+        block_m: t.block_m,
+        block_n: t.block_n,
+        block_k: tile::SCALE_BLOCK_K,
+        workgroup_size: tile::THREADS,
+        lds_bytes: t.lds_bytes(),
+        kernel: name,
+        grid,
+        splits,
+        stream_k,
+        remap: Remap::Xcd { xcds: spec.xcds },
+        arch: desc.arch,
+    })
+}
+
+/// Why a forced stream-K schedule is invalid, in words.
+fn streamk_error_text(e: fp8gemm_device::streamk::StreamKScheduleError, tiles: u32, dp: u32, nkb: u32) -> String {
+    use fp8gemm_device::streamk::StreamKScheduleError as E;
+    match e {
+        E::NoTail => "data-parallel tiles below the tile count".to_string(),
+        E::TooManyTiles => format!("at most {} stream-K tiles", tile::SPLITK_MAX_TILES),
+        E::Workgroups => format!(
+            "{} ..= {} workgroups (the tail's tiles ..= its K iterations)",
+            tiles.saturating_sub(dp),
+            u64::from(tiles.saturating_sub(dp)) * u64::from(nkb)
+        ),
+        E::Overflow => "a tail that fits in 32-bit counts".to_string(),
+    }
+}
+
+/// The bs stream-K candidates of a dense problem: each bs stream-K tile
+/// ([`STREAMK_BS_TILES`]) with a data-parallel head of whole waves of `s_h` workgroups per CU
+/// (`dp = ⌊(tiles − 1) / (CUs · s_h)⌋ · CUs · s_h`, `s_h = 1 ..= slots`; heads of 0 tiles are
+/// left out: a tail of every tile, all workgroups at staggered K offsets, loses the L2 sharing
+/// and was modelled up to 1.8× slower than the data-parallel kernel, e.g. 1280×2048×7168 on
+/// 32 × 128 tiles with g = 912: 120.0 against 67.8 µs) and `g = CUs · s_t` workgroups
+/// (`s_t = 1 ..= slots`), where the schedule is valid.
+fn bs_streamk_candidates(desc: &GemmDesc, cus: u32) -> Vec<BsCandidate> {
+    let nkb = desc.k / tile::SCALE_BLOCK_K;
+    let mut v = Vec::new();
+    for (i, t) in STREAMK_BS_TILES.iter().enumerate() {
+        let tiles = t.grid(desc.m, desc.n);
+        let mut dps: Vec<u32> = (1..=BS_SLOTS[i]).map(|s| streamk_default_dp(tiles, cus * s)).filter(|&dp| dp > 0).collect();
+        dps.sort_unstable();
+        dps.dedup();
+        for dp in dps {
+            let tail = tiles - dp;
+            // g: whole waves of 1 ..= slots per CU, and `c` contributors per tail tile while
+            // that stays within one wave.
+            let mut gs: Vec<u32> = (1..=BS_SLOTS[i]).map(|s| cus * s).collect();
+            gs.extend(BS_STREAMK_CONTRIBUTORS.iter().map(|&c| tail.saturating_mul(c)).filter(|&g| g <= cus * BS_SLOTS[i]));
+            gs.sort_unstable();
+            gs.dedup();
+            for g in gs {
+                if g <= tail.saturating_mul(BS_STREAMK_MAX_CONTRIBUTORS) && StreamKSchedule::new(tiles, nkb, dp, g).is_ok() {
+                    v.push(BsCandidate { tile: i, schedule: BsSchedule::StreamK { dp, g } });
+                }
+            }
+        }
+    }
+    v
+}
+
+/// Contributors per tail tile of the `g = T · c` stream-K candidates ([`bs_streamk_candidates`]):
+/// a small tail spread over a whole wave has dozens of contributors per tile, whose hand-off
+/// and reduction cost more than the blocks they save (1856×2048×7168, 32 × 128, head 912, 16
+/// tail tiles: g = 608 80.7 µs modelled, g = 128 74.3).
+const BS_STREAMK_CONTRIBUTORS: [u32; 7] = [2, 3, 4, 6, 8, 12, 16];
+
+/// The bs split-K candidates above one tile per CU: the 32-row tile with `s ≥ 2` splits while
+/// all `tiles · s` workgroups fit in one wave (`CUs · 3`; beyond, splitting only adds
+/// reduction work: 1472×2048×7168 in 2 splits is modelled at 72.1 µs against 67.5 unsplit).
+fn bs_split_candidates(desc: &GemmDesc, cus: u32) -> Vec<BsCandidate> {
+    let nkb = desc.k / tile::SCALE_BLOCK_K;
+    let tiles = u64::from(tile::DENSE_BS_TILES[0].grid(desc.m, desc.n));
+    if tiles > u64::from(tile::SPLITK_MAX_TILES) {
+        return Vec::new();
+    }
+    (2..=nkb.min(MAX_SPLITS))
+        .take_while(|&s| tiles * u64::from(s) <= u64::from(cus * BS_SLOTS[0]))
+        .map(|s| BsCandidate { tile: 0, schedule: BsSchedule::Split(s) })
+        .collect()
+}
+
+/// The least relative gain (estimated) for which a bs stream-K or split-K candidate replaces
+/// the data-parallel tile: the estimate's error on the fit (table at [`bs_estimate`]) and the
+/// timing model's code-layout noise (±2 %). At 5 % the choice took stream-K at
+/// 1536×2048×7168 (head 608 + 480, estimated 62.2 against 66.1 µs) and 1600×2048×7168 (608 +
+/// 576), modelled 68.3 and 74.9 µs against 67.5 and 67.6 data-parallel; at 8 % it keeps
+/// every gain of the compare table but those of 4096×2048×7168 (155.5 against 161.8) and
+/// 6144×2048×7168 (225.9 against 240.1), whose estimated gains are 5–8 %.
+const BS_STREAMK_MIN_GAIN: f64 = 0.08;
+
+/// Modelled µs per 128-K block of a bs workgroup of tile `i` (32 / 64 rows) when 1, 2, 3 of
+/// them share a CU (`fp8gemm profile --machine mi325x --scope xcd`, data-parallel, launch
+/// overhead of 2 µs taken off): 32 rows 480 / 1216 / 1792 × 2048 × 7168 (1 / 2 / 3 tiles per
+/// CU), 64 rows 1664 × 768 × 7168 (156 tiles) and 6144 × 768 × 7168 (576 tiles).
+const BS_BLOCK_US: [[f64; 3]; 2] = [[0.487, 0.875, 1.18], [1.068, 1.56, 1.56]];
+/// How much longer a block of a stream-K tail piece takes than a data-parallel block when the
+/// tail workgroups start at staggered K offsets (`g` not a multiple of the tail tiles: the
+/// workgroups running together share less of the L2), fitted ([`bs_estimate`]).
+const BS_STREAMK_STAGGER_FACTOR: f64 = 1.8;
+/// Blocks' worth of work every split tail workgroup adds (prologue, partial stores, hand-off),
+/// fitted ([`bs_estimate`]).
+const BS_STREAMK_FIXED_BLOCKS: f64 = 1.0;
+/// µs the last arriver's reduction adds per contributor of a tile, after the tail, fitted
+/// ([`bs_estimate`]).
+const BS_STREAMK_REDUCE_US: f64 = 0.2;
+/// Most contributors per tail tile a stream-K candidate may have ([`bs_streamk_candidates`]).
+const BS_STREAMK_MAX_CONTRIBUTORS: u32 = 16;
+
+/// µs a bs split-K launch above one tile per CU adds for the hand-off and the last arriver's
+/// reduction, fitted ([`bs_estimate`]; with it 256×7168×2048 is not split: 2 splits are
+/// modelled 3 % slower there, 20.5 against 19.9 µs on MI325X, 20.4 against 20.0 on MI300X).
+const BS_SPLIT_HANDOFF_US: f64 = 4.0;
+
+/// The time (µs) of the busiest CU running `head` workgroups of `head_blocks` blocks then
+/// `tail` of `tail_blocks`, at most `slots` at once, each running at the per-block time of
+/// the current number of workgroups on the CU ([`BS_BLOCK_US`]: processor sharing).
+fn bs_cu_time(i: usize, head: u64, head_blocks: f64, tail: u64, tail_blocks: f64) -> f64 {
+    let slots = BS_SLOTS[i] as usize;
+    let mut queue = std::iter::repeat_n(head_blocks, head as usize).chain(std::iter::repeat_n(tail_blocks, tail as usize));
+    let mut active: Vec<f64> = queue.by_ref().take(slots).collect();
+    let mut t = 0.0;
+    while !active.is_empty() {
+        let per_block = BS_BLOCK_US[i][active.len().min(3) - 1];
+        let step = active.iter().copied().fold(f64::INFINITY, f64::min);
+        t += step * per_block;
+        active.retain_mut(|w| {
+            *w -= step;
+            *w > 1e-9
+        });
+        while active.len() < slots {
+            match queue.next() {
+                Some(w) => active.push(w),
+                None => break,
+            }
+        }
+    }
+    t
+}
+
+/// Estimated µs (launch overhead excluded) of a bs candidate with `tiles` tiles of `nkb`
+/// blocks on `cus` CUs: the busiest CU (`⌈wgs / CUs⌉` workgroups of each kind, in dispatch
+/// order) under processor sharing, [`bs_cu_time`], at the data-parallel per-block costs
+/// [`BS_BLOCK_US`]:
+/// * data-parallel: `⌈tiles / CUs⌉` workgroups of `nkb` blocks;
+/// * split-K (`s` splits): `⌈tiles·s / CUs⌉` workgroups of `⌈nkb/s⌉` blocks, plus
+///   [`BS_SPLIT_HANDOFF_US`];
+/// * stream-K (head `dp`, `g` workgroups over `T = tiles − dp` tiles): `⌈dp / CUs⌉` head
+///   workgroups of `nkb` blocks, then `⌈g / CUs⌉` tail workgroups of `per = ⌈T·nkb / g⌉`
+///   blocks — when tiles are split, `per · f + `[`BS_STREAMK_FIXED_BLOCKS`] with `f = 1` if
+///   `g` is a multiple of `T` (every workgroup one aligned piece: the tail runs in lock-step
+///   across tiles, like split-K) and [`BS_STREAMK_STAGGER_FACTOR`] otherwise — plus
+///   [`BS_STREAMK_REDUCE_US`] per contributor of the most-shared tile (the last arriver's
+///   reduction).
+///
+/// The constants were fitted (grid search on the summed squared log error) to forced runs
+/// through the timing model: `FP8GEMM_PRESHUFFLED=1 FP8GEMM_FORCE_TILE=BMx128
+/// FP8GEMM_FORCE_STREAMK=G/DP` (or `FP8GEMM_FORCE_SPLIT=S`) `fp8gemm profile --machine mi325x
+/// --scope xcd`, *modelled* µs, launch overhead (2 µs) included in both columns. Only the
+/// candidate family of [`bs_streamk_candidates`] / [`bs_split_candidates`] was fitted: heads of
+/// 0 tiles (all-tail, staggered: 1280×2048×7168 g = 912 120.0 µs modelled vs 88.7 estimated),
+/// more than 16 contributors per tile (640×2048×7168 head 304 + 304: 42.6 vs 36.6) and split-K
+/// beyond one wave (1472×2048×7168 in 2 splits: 72.1 vs 63.5) were estimated too optimistically
+/// and are not candidates. Median |log error| 0.036, worst 0.27:
+///
+/// | shape (m×n×k) | tile rows | schedule (head + g, or split) | modelled | estimate | ratio |
+/// |---|---|---|---|---|---|
+/// | 1280×2048×7168 | 32 | data-parallel | 67.8 | 68.1 | 1.00 |
+/// | 1280×2048×7168 | 32 | 304 + 608 | 83.8 | 69.4 | 0.83 |
+/// | 1280×2048×7168 | 32 | 304 + 912 | 76.5 | 74.2 | 0.97 |
+/// | 1280×2048×7168 | 32 | 608 + 304 | 58.9 | 57.2 | 0.97 |
+/// | 1280×2048×7168 | 64 | data-parallel | 88.7 | 89.4 | 1.01 |
+/// | 1856×2048×7168 | 32 | data-parallel | 98.2 | 95.4 | 0.97 |
+/// | 1856×2048×7168 | 32 | 304 + 912 | 126.1 | 113.9 | 0.90 |
+/// | 1856×2048×7168 | 32 | 608 + 608 | 89.9 | 95.0 | 1.06 |
+/// | 1856×2048×7168 | 32 | 608 + 912 | 84.8 | 93.9 | 1.11 |
+/// | 1856×2048×7168 | 64 | data-parallel | 88.7 | 89.4 | 1.01 |
+/// | 1856×2048×7168 | 64 | 304 + 304 | 78.5 | 89.5 | 1.14 |
+/// | 1856×2048×7168 | 64 | 304 + 608 | 83.9 | 90.4 | 1.08 |
+/// | 1856×2048×7168 | 64 | 304 + 912 | 87.5 | 92.0 | 1.05 |
+/// | 1664×768×7168 | 32 | data-parallel | 50.4 | 51.0 | 1.01 |
+/// | 1664×768×7168 | 64 | data-parallel | 61.8 | 61.8 | 1.00 |
+/// | 2048×768×7168 | 32 | data-parallel | 50.3 | 51.0 | 1.01 |
+/// | 2048×768×7168 | 32 | 304 + 304 | 41.1 | 41.1 | 1.00 |
+/// | 2048×768×7168 | 32 | 304 + 608 | 41.2 | 41.7 | 1.01 |
+/// | 2048×768×7168 | 32 | 304 + 912 | 42.9 | 43.1 | 1.00 |
+/// | 2048×768×7168 | 64 | data-parallel | 61.8 | 61.8 | 1.00 |
+/// | 1472×2048×7168 | 32 | data-parallel | 67.5 | 68.1 | 1.01 |
+/// | 1472×2048×7168 | 32 | 304 + 608 | 91.2 | 83.6 | 0.92 |
+/// | 1472×2048×7168 | 32 | 304 + 912 | 77.2 | 88.0 | 1.14 |
+/// | 1472×2048×7168 | 32 | 608 + 304 | 60.4 | 65.3 | 1.08 |
+/// | 1472×2048×7168 | 32 | 608 + 608 | 64.4 | 66.2 | 1.03 |
+/// | 1472×2048×7168 | 32 | 608 + 912 | 62.8 | 66.9 | 1.06 |
+/// | 1472×2048×7168 | 64 | data-parallel | 90.0 | 89.4 | 0.99 |
+/// | 1472×2048×7168 | 64 | 304 + 304 | 70.2 | 74.3 | 1.06 |
+/// | 1472×2048×7168 | 64 | 304 + 608 | 70.6 | 76.0 | 1.08 |
+/// | 1472×2048×7168 | 64 | 304 + 912 | 71.6 | 77.9 | 1.09 |
+/// | 256×7168×16384 | 32 | data-parallel | 106.0 | 114.0 | 1.08 |
+/// | 256×7168×16384 | 32 | 304 + 304 | 136.4 | 108.1 | 0.79 |
+/// | 256×7168×16384 | 32 | 304 + 608 | 137.7 | 104.9 | 0.76 |
+/// | 256×7168×16384 | 32 | 304 + 912 | 124.2 | 107.9 | 0.87 |
+/// | 256×7168×16384 | 64 | data-parallel | 130.8 | 138.7 | 1.06 |
+/// | 1856×2048×7168 | 32 | 912 + 32 | 83.8 | 82.8 | 0.99 |
+/// | 1856×2048×7168 | 32 | 912 + 64 | 77.0 | 76.4 | 0.99 |
+/// | 1856×2048×7168 | 32 | 912 + 128 | 74.3 | 73.8 | 0.99 |
+/// | 1856×2048×7168 | 32 | 912 + 224 | 74.9 | 73.5 | 0.98 |
+/// | 1280×2048×7168 | 32 | 608 + 64 | 58.2 | 60.4 | 1.04 |
+/// | 1280×2048×7168 | 32 | 608 + 128 | 54.9 | 56.6 | 1.03 |
+/// | 1280×2048×7168 | 32 | 608 + 192 | 54.5 | 56.0 | 1.03 |
+/// | 256×7168×16384 | 32 | split 2 | 77.4 | 81.5 | 1.05 |
+/// | 256×7168×16384 | 32 | split 3 | 88.5 | 94.4 | 1.07 |
+/// | 1664×768×7168 | 32 | split 2 | 40.7 | 39.0 | 0.96 |
+/// | 2048×768×7168 | 32 | split 2 | 41.4 | 39.0 | 0.94 |
+/// | 1280×2048×7168 | 32 | split 2 | 61.4 | 63.5 | 1.04 |
+/// | 1472×2048×7168 | 32 | split 2 | 72.1 | 63.5 | 0.88 |
+/// | 1856×2048×7168 | 64 | split 2 | 90.7 | 93.4 | 1.03 |
+/// | 256×7168×16384 | 64 | split 2 | 105.0 | 105.8 | 1.01 |
+/// | 256×7168×16384 | 64 | split 4 | 87.7 | 90.1 | 1.03 |
+/// | 1472×2048×7168 | 32 | 608 + 256 | 57.9 | 60.4 | 1.04 |
+/// | 1472×2048×7168 | 32 | 608 + 512 | 59.6 | 61.1 | 1.03 |
+/// | 1664×768×7168 | 32 | 304 + 32 | 38.1 | 36.1 | 0.95 |
+/// | 1664×768×7168 | 32 | 304 + 64 | 38.3 | 34.2 | 0.89 |
+/// | 2048×768×7168 | 32 | 304 + 160 | 38.9 | 41.1 | 1.06 |
+/// | 640×2048×7168 | 32 | data-parallel | 50.2 | 51.0 | 1.01 |
+/// | 640×2048×7168 | 32 | 304 + 64 | 38.2 | 36.1 | 0.94 |
+/// | 1856×2048×7168 | 64 | 304 + 320 | 95.4 | 92.1 | 0.97 |
+/// | 4096×768×7168 | 32 | data-parallel | 67.2 | 68.1 | 1.01 |
+/// | 4096×768×7168 | 32 | 608 + 304 | 63.7 | 68.4 | 1.07 |
+/// | 4096×768×7168 | 32 | 608 + 320 | 71.0 | 69.7 | 0.98 |
+/// | 4096×768×7168 | 32 | 608 + 608 | 67.2 | 69.1 | 1.03 |
+/// | 8192×2048×7168 | 32 | data-parallel | 303.4 | 315.3 | 1.04 |
+/// | 8192×2048×7168 | 32 | 3648 + 896 | 299.1 | 301.1 | 1.01 |
+/// | 8192×2048×7168 | 32 | 3648 + 608 | 316.8 | 333.9 | 1.05 |
+///
+/// Where the estimate cannot be trusted: stream-K on long-K, wide-N shapes (256×7168×16384:
+/// every head-304 schedule estimated 0.76–0.87× of its modelled time — there split-K, estimated
+/// within 5 %, wins anyway), and staggered tails running beside a head of one workgroup per CU
+/// (1280×2048×7168 head 304 + 608: 0.83×). The choice therefore demands a gain of
+/// [`BS_STREAMK_MIN_GAIN`] over the data-parallel estimate. (Split-K below one tile per CU
+/// keeps its own estimate, [`bs_split_estimate`].)
+fn bs_estimate(c: &BsCandidate, tiles: u32, nkb: u32, cus: u32) -> f64 {
+    let i = c.tile.min(1);
+    let (cus64, nkb64) = (u64::from(cus.max(1)), u64::from(nkb));
+    match c.schedule {
+        BsSchedule::DataParallel => bs_cu_time(i, u64::from(tiles).div_ceil(cus64), f64::from(nkb), 0, 0.0),
+        BsSchedule::Split(s) => {
+            let blocks = f64::from(nkb.div_ceil(s.max(1)));
+            bs_cu_time(i, (u64::from(tiles) * u64::from(s)).div_ceil(cus64), blocks, 0, 0.0) + BS_SPLIT_HANDOFF_US
+        }
+        BsSchedule::StreamK { dp, g } => {
+            let (dp, g) = (u64::from(dp), u64::from(g).max(1));
+            let iters = (u64::from(tiles) - dp.min(u64::from(tiles))) * nkb64;
+            let per = iters.div_ceil(g);
+            let split = !(iters.is_multiple_of(g) && per.is_multiple_of(nkb64.max(1)));
+            let tail_tiles = iters / nkb64.max(1);
+            let (tail_blocks, reduce) = if split {
+                // Aligned pieces (every tail tile split in g / T equal parts, each workgroup
+                // one piece) run in lock-step across tiles like split-K; otherwise staggered.
+                let factor = if g.is_multiple_of(tail_tiles.max(1)) { 1.0 } else { BS_STREAMK_STAGGER_FACTOR };
+                let most = (nkb64.div_ceil((iters / g).max(1)) + 1).min(g);
+                (per as f64 * factor + BS_STREAMK_FIXED_BLOCKS, BS_STREAMK_REDUCE_US * most as f64)
+            } else {
+                (per as f64, 0.0)
+            };
+            bs_cu_time(i, dp.div_ceil(cus64), f64::from(nkb), g.div_ceil(cus64), tail_blocks) + reduce
+        }
+    }
+}
+
+/// The launch spec of a dense bs stream-K config's kernel (B pre-shuffled).
+pub fn dense_streamk_bs_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<DenseStreamKArgs>> {
+    spec_named([FP8_GEMM_NT_STREAMK_BS_BM32_BN128, FP8_GEMM_NT_STREAMK_BS_BM64_BN128], config)
 }
 
 /// The launch spec of a dense bs config's kernel (B pre-shuffled).
@@ -1971,6 +2430,53 @@ mod tests {
         assert!(!first_sighting(&seen, &b));
         assert!(first_sighting(&seen, &c));
         assert!(!first_sighting(&seen, &c));
+    }
+
+    #[test]
+    fn bs_estimates_by_hand() {
+        let e = |tile: usize, schedule, tiles, nkb| bs_estimate(&BsCandidate { tile, schedule }, tiles, nkb, 304);
+        let close = |a: f64, b: f64| assert!((a - b).abs() < 1e-9, "{a} vs {b}");
+        // 1280×2048×7168 on 32 × 128: 640 tiles of 56 blocks, the busiest CU runs 3 at 1.18
+        // µs per block.
+        close(e(0, BsSchedule::DataParallel, 640, 56), 56.0 * 1.18);
+        // Stream-K, head 608 (2 per CU), 32 tail tiles over g = 192 (6 aligned pieces each of
+        // ⌈1792/192⌉ = 10 blocks, + 1 fixed): the tail piece runs at 3 per CU, then the head's
+        // remaining 45 blocks at 2 per CU; the reduction of ⌈56/9⌉ + 1 = 8 contributors.
+        close(e(0, BsSchedule::StreamK { dp: 608, g: 192 }, 640, 56), 11.0 * 1.18 + 45.0 * 0.875 + 8.0 * 0.2);
+        // Staggered (g = 304, not a multiple of 32): ⌈1792/304⌉ = 6 blocks × 1.8 + 1; up to
+        // ⌈56/5⌉ + 1 = 13 contributors.
+        close(e(0, BsSchedule::StreamK { dp: 608, g: 304 }, 640, 56), 11.8 * 1.18 + 44.2 * 0.875 + 13.0 * 0.2);
+        // 256×7168×16384: 448 tiles of 128 blocks in 2 splits: 896 workgroups, 3 on the busiest
+        // CU, each 64 blocks, and the hand-off.
+        close(e(0, BsSchedule::Split(2), 448, 128), 64.0 * 1.18 + 4.0);
+        // The 64-row tile, 464 tiles: head 304, g = 304 over 160 tiles (staggered).
+        let per = (160.0f64 * 56.0 / 304.0).ceil();
+        let most = (56f64 / (160.0 * 56.0 / 304.0f64).floor()).ceil() + 1.0;
+        close(e(1, BsSchedule::StreamK { dp: 304, g: 304 }, 464, 56), (per * 1.8 + 1.0) * 1.56 + (56.0 - per * 1.8 - 1.0) * 1.068 + 0.2 * most);
+        // The bs candidates above one tile per CU: no head of 0 tiles, at most 16 contributors
+        // per tile, split-K only within one wave.
+        let d = GemmDesc::dense(1280, 2048, 7168, Arch::Gfx942);
+        let sk = bs_streamk_candidates(&d, 304);
+        assert!(!sk.is_empty());
+        for c in &sk {
+            let BsSchedule::StreamK { dp, g } = c.schedule else { panic!("{c}") };
+            let tiles = tile::DENSE_BS_TILES[c.tile].grid(1280, 2048);
+            assert!(dp > 0 && g <= 16 * (tiles - dp), "{c}");
+        }
+        assert!(bs_split_candidates(&d, 304).is_empty(), "640 tiles × 2 splits exceed one wave of 912");
+        let d = GemmDesc::dense(256, 7168, 16384, Arch::Gfx942);
+        assert_eq!(bs_split_candidates(&d, 304), vec![BsCandidate { tile: 0, schedule: BsSchedule::Split(2) }]);
+        let c = get_bs_config(&d).unwrap();
+        assert_eq!((c.kernel, c.splits), ("fp8_gemm_nt_splitk_bs_bm32_bn128", 2));
+        // 256×7168×2048 (16 blocks): the hand-off outweighs the halved blocks, no split (2
+        // splits modelled 20.5 against 19.9 µs unsplit); stream-K, 304 + 288 (two aligned
+        // pieces per tail tile), modelled 17.7.
+        let d = GemmDesc::dense(256, 7168, 2048, Arch::Gfx942);
+        let split = e(0, BsSchedule::Split(2), 448, 16);
+        assert!(split > 0.92 * e(0, BsSchedule::DataParallel, 448, 16), "{split}");
+        let c = get_bs_config(&d).unwrap();
+        assert_eq!((c.kernel, c.splits), ("fp8_gemm_nt_streamk_bs_bm32_bn128", 1));
+        assert_eq!(c.stream_k.map(|s| (s.dp_tiles, s.sk_wgs)), Some((304, 288)));
     }
 
     #[test]

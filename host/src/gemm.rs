@@ -314,8 +314,9 @@ pub(crate) fn check_nk(n: usize, k: usize) -> Result<()> {
 /// `b` may be in either [layout](crate::layout): logical weights run the dense kernels
 /// ([`fp8gemm_device::dense`], with split-K for small problems), **pre-shuffled** weights
 /// ([`DeviceWeights::upload_preshuffled`], [`DeviceWeights::to_preshuffled`]) run the bs kernels
-/// ([`fp8gemm_device::mainloop_bs`]: B straight from global memory into the MFMA operands; no
-/// split-K, so no workspace is used). Same result either way.
+/// ([`fp8gemm_device::mainloop_bs`]: B straight from global memory into the MFMA operands; with
+/// split-K or stream-K over the same loop where [`config::get_bs_config_for_workspace`] prefers
+/// them). Same result either way (up to the FP32 summation order when K is split).
 ///
 /// The launch is asynchronous and capture-safe: the result is in `d` once `stream` has reached
 /// it (synchronize the stream, or order another stream after it with an
@@ -437,7 +438,7 @@ fn dense<'a, F: Fp8Format>(
     let d_ptr = GlobalPtr::new(d.data.device_ptr().addr());
     let (m, n, k, lda, ldd) = (m as u32, n as u32, k as u32, a.lda as u32, d.ldd as u32);
     if let Some(sk) = cfg.stream_k {
-        let spec = config::dense_streamk_kernel_spec(&cfg)
+        let spec = if preshuffled { config::dense_streamk_bs_kernel_spec(&cfg) } else { config::dense_streamk_kernel_spec(&cfg) }
             .ok_or_else(|| Error::Unsupported(format!("configuration {cfg} has no dense stream-K kernel")))?;
         // The config choice only makes valid schedules (a forced one is checked there).
         if sk.schedule().is_none() {
@@ -459,7 +460,8 @@ fn dense<'a, F: Fp8Format>(
             sk_wgs: sk.sk_wgs,
             reserved: 0,
         };
-        // SAFETY: as for the split-K launch below: the operands as for the non-split launch, and
+        // SAFETY: as for the split-K launch below: the operands as for the non-split launch (B
+        // pre-shuffled, ⌈n/16⌉·16·k bytes checked above, for the bs stream-K kernels), and
         // `ws_ptr` addresses at least `needed` = StreamKSchedule::workspace_floats(…) f32
         // (checked above, below 2^31 bytes) kept live by its source and used by no other launch
         // until this one completes; its counters (the fixed region at its start, where no

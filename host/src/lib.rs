@@ -107,4 +107,4 @@ pub use quantize::{
 };
 pub use runtime::{Backend, CaptureMode, Context, DeviceBuffer, Event, Graph, GraphExec, Stream};
 pub use view::{ActivationsView, ActivationsViewMut, WeightsViewMut, DeviceSlice, DeviceSliceMut, GroupedWeightsView, IntoOutput, OutputViewMut, WeightsView};
-pub use workspace::{workspace_floats, Workspace};
+pub use workspace::{workspace_floats, workspace_floats_preshuffled, Workspace};

@@ -61,7 +61,9 @@
 //!   does not fit is an error instead.
 //! * **The caller's**: [`crate::fp8_gemm_nt_with_workspace`] takes a `&mut Workspace`; a
 //!   workspace smaller than [`workspace_floats`] of the problem is an
-//!   [`Error::Workspace`](crate::Error::Workspace), never a silent fallback.
+//!   [`Error::Workspace`](crate::Error::Workspace), never a silent fallback. Pre-shuffled
+//!   weights run the bs kernels, whose need is [`workspace_floats_preshuffled`] (their split-K
+//!   and stream-K choice differs from the logical kernels').
 //!
 //! A captured graph replays the workspace address it captured: keep that workspace (the
 //! stream, or the explicit one) alive while the graph is replayed, and do not replay it
@@ -86,6 +88,15 @@ pub const DEFAULT_STREAM_WORKSPACE_FLOATS: usize = 8 << 20;
 pub fn workspace_floats(m: usize, n: usize, k: usize) -> usize {
     let (Ok(m), Ok(n), Ok(k)) = (u32::try_from(m), u32::try_from(n), u32::try_from(k)) else { return 0 };
     config::get_best_config(&GemmDesc::dense(m, n, k, Arch::Gfx942)).map_or(0, |c| c.workspace_floats() as usize)
+}
+
+/// [`workspace_floats`] for **pre-shuffled** weights ([`crate::layout::WeightLayout::Preshuffled`]:
+/// the bs kernels, whose split-K and stream-K choice is [`crate::config::get_bs_config`]'s and
+/// whose need can differ from the logical layout's, e.g. 1280 × 2048 × 7168 runs bs stream-K).
+/// 0 when that configuration neither splits K nor runs stream-K, and for rejected shapes.
+pub fn workspace_floats_preshuffled(m: usize, n: usize, k: usize) -> usize {
+    let (Ok(m), Ok(n), Ok(k)) = (u32::try_from(m), u32::try_from(n), u32::try_from(k)) else { return 0 };
+    config::get_bs_config(&GemmDesc::dense(m, n, k, Arch::Gfx942)).map_or(0, |c| c.workspace_floats() as usize)
 }
 
 /// A device FP32 scratch buffer for split-K and stream-K launches (see the [module docs](self)).

@@ -1,0 +1,259 @@
+//! Stream-K over the **bs** loop (pre-shuffled B, `fp8_gemm_nt_streamk_bs_bm{32,64}_bn128`,
+//! `fp8gemm_device::streamk` generic over `mainloop_bs`'s loop) end to end on the emulator,
+//! every checking mode on: both bs stream-K tiles × several schedules `(g, dp)` on tail shapes
+//! against both CPU references (calc_diff and element-wise bounds) and against the bs
+//! data-parallel kernel (bit-identical where no tile is split), determinism and re-armed
+//! counters, the workspace rules (explicit too small: typed error; the stream's too small:
+//! reported fallback; forced and too small: typed error), graph replay, and the impossible
+//! forced schedules (typed errors).
+
+mod common;
+use common::*;
+use fp8gemm::config::{self, GemmDesc, StreamK};
+use fp8gemm::layout::WeightLayout;
+use fp8gemm::{fp8_gemm_nt, fp8_gemm_nt_with_workspace, CaptureMode, DeviceActivations, DeviceWeights, Error, Stream, Workspace};
+use fp8gemm_device::streamk::StreamKSchedule;
+use fp8gemm_device::tile::SPLITK_COUNTER_FLOATS;
+use half::bf16;
+
+/// The bs stream-K tiles, `(block_m, block_n)`.
+const SK_BS_TILES: [(u32, u32); 2] = [(32, 128), (64, 128)];
+
+/// Forces `tile` and the stream-K schedule `sk` (or, with `sk = None`, the data-parallel bs
+/// kernel: split 1) for this thread while `f` runs.
+fn forced_sk<T>(tile: Option<(u32, u32)>, sk: Option<(u32, Option<u32>)>, f: impl FnOnce() -> T) -> T {
+    config::force_stream_k(sk);
+    let r = forced(tile, if sk.is_none() { Some(1) } else { None }, f);
+    config::force_stream_k(None);
+    r
+}
+
+/// The case run with pre-shuffled weights ([`run_with_layout`]).
+fn run_bs(ctx: &fp8gemm::Context, stream: &Stream, c: &Case) -> (Vec<bf16>, fp8gemm::GemmRun) {
+    run_with_layout(ctx, stream, c, WeightLayout::Preshuffled)
+}
+
+/// Whether every stream-K workgroup's range is whole tiles (then no tile is split and the
+/// result must be bit-identical to the data-parallel kernel's).
+fn all_whole(s: &StreamKSchedule) -> bool {
+    (0..s.sk_wgs).all(|w| {
+        let (first, count) = s.range(w);
+        first % s.nkb == 0 && count % s.nkb == 0
+    })
+}
+
+#[test]
+fn every_bs_tile_and_schedule_matches_both_references_and_the_data_parallel_kernel() {
+    let ctx = checked_context();
+    let stream = Stream::new(&ctx).unwrap();
+    // Tails: m not a multiple of either tile height (and 1 row), n a multiple of 4 but not of 16
+    // or 128, block counts that are odd or not multiples of the 4-block scale window.
+    for (m, n, k) in [(1usize, 132usize, 384usize), (130, 196, 640), (65, 260, 1152)] {
+        let c = case(m, n, k, (m * 7 + n + k) as u64);
+        let nkb = (k / 128) as u32;
+        for tile in SK_BS_TILES {
+            let (dp_ref, r) = forced_sk(Some(tile), None, || run_bs(&ctx, &stream, &c));
+            let cfg = r.config.unwrap();
+            assert!(cfg.stream_k.is_none() && cfg.kernel.starts_with("fp8_gemm_nt_bs_bm"), "{cfg}");
+            let tiles = (m as u32).div_ceil(tile.0) * (n as u32).div_ceil(tile.1);
+            // (g, dp) with tail tiles ≤ g ≤ the tail's K iterations: one workgroup per tile
+            // (whole tiles only), one more (pieces across tile boundaries), a head of half the
+            // tiles with two workgroups more than the tail, twice the tiles, and one K block
+            // per workgroup after all but one tile.
+            let half = tiles / 2;
+            let mut schedules = vec![
+                (tiles, 0),
+                ((tiles + 1).min(tiles * nkb), 0),
+                ((tiles - half + 2).min((tiles - half) * nkb), half),
+                ((2 * tiles).min(tiles * nkb), 0),
+                (nkb, tiles - 1),
+            ];
+            schedules.dedup();
+            for (g, dp) in schedules {
+                let what = format!("{m}x{n}x{k} bs tile {}x{} stream-K g {g} dp {dp}", tile.0, tile.1);
+                let (got, r) = forced_sk(Some(tile), Some((g, Some(dp))), || run_bs(&ctx, &stream, &c));
+                let cfg = r.config.unwrap();
+                let sk = cfg.stream_k.unwrap_or_else(|| panic!("{what}: {cfg}"));
+                assert_eq!(sk, StreamK { tiles, nkb, dp_tiles: dp, sk_wgs: g }, "{what}");
+                assert_eq!(cfg.kernel, format!("fp8_gemm_nt_streamk_bs_bm{}_bn128", tile.0), "{what}");
+                assert_eq!((cfg.block_m, cfg.block_n, cfg.grid), (tile.0, tile.1, dp + g), "{what}");
+                assert_eq!(cfg.workspace_floats(), sk.schedule().unwrap().workspace_floats(tile.0, tile.1), "{what}");
+                assert_accurate(&what, &c, &got);
+                // The data-parallel bs kernel's result up to the summation order — exactly when
+                // no tile is split.
+                assert_elementwise(&format!("{what} vs data-parallel"), &got, &dp_ref);
+                if all_whole(&sk.schedule().unwrap()) {
+                    assert!(got.iter().zip(&dp_ref).all(|(x, y)| x.to_bits() == y.to_bits()), "{what}: whole tiles only, must be bit-identical");
+                }
+            }
+        }
+    }
+    stream.synchronize().unwrap();
+}
+
+#[test]
+fn bs_stream_k_results_are_deterministic_and_the_counters_re_armed() {
+    // The last contributor to arrive sums the pieces in K order, whichever it is; every launch
+    // leaves the counter region at 0.
+    let ctx = checked_context();
+    let stream = Stream::new(&ctx).unwrap();
+    let c = case(96, 256, 1280, 3);
+    let da = DeviceActivations::upload(&ctx, &c.qa).unwrap();
+    let db = DeviceWeights::upload_preshuffled(&ctx, &c.qb).unwrap();
+    let mut ws = Workspace::new(&ctx, 1 << 20).unwrap();
+    for tile in SK_BS_TILES {
+        let mut results = Vec::new();
+        for _ in 0..3 {
+            let mut dd = ctx.upload(&vec![bf16::from_f32(5.5); 96 * 256]).unwrap();
+            let r = forced_sk(Some(tile), Some((7, Some(1))), || fp8_gemm_nt_with_workspace(&stream, &da, &db, &mut dd, &mut ws)).unwrap();
+            let cfg = r.config.unwrap();
+            assert!(cfg.stream_k.is_some() && cfg.kernel.starts_with("fp8_gemm_nt_streamk_bs_"), "{cfg}");
+            results.push(dd.download(&stream).unwrap());
+            let all = ws.as_slice_mut();
+            let mut everything = vec![0f32; all.len()];
+            all.as_slice().copy_to_host(&stream, &mut everything).unwrap();
+            let counters = &everything[..SPLITK_COUNTER_FLOATS as usize];
+            assert!(counters.iter().all(|v| v.to_bits() == 0), "counters left armed: {:?}", counters.iter().position(|v| v.to_bits() != 0));
+            // The partial slots were used (the schedule splits tiles).
+            assert!(everything[SPLITK_COUNTER_FLOATS as usize..].iter().any(|v| *v != 0.0));
+        }
+        let what = format!("96x256x1280 bs {}x128 stream-K 7/1", tile.0);
+        assert!(results.iter().all(|r| r.iter().zip(&results[0]).all(|(x, y)| x.to_bits() == y.to_bits())), "{what}: result changed between runs");
+        assert_accurate(&what, &c, &results[0]);
+    }
+}
+
+#[test]
+fn explicit_workspace_too_small_is_a_typed_error() {
+    let ctx = checked_context();
+    let stream = Stream::new(&ctx).unwrap();
+    let (m, n, k) = (130usize, 196usize, 640usize);
+    let c = case(m, n, k, 5);
+    let da = DeviceActivations::upload(&ctx, &c.qa).unwrap();
+    let db = DeviceWeights::upload_preshuffled(&ctx, &c.qb).unwrap();
+    forced_sk(Some((32, 128)), Some((9, Some(4))), || {
+        // 5 × 2 = 10 tiles of 32 × 128, 4 data-parallel: 6 tail tiles over 9 workgroups → 14
+        // slots of 32 × 128 f32.
+        let need = StreamKSchedule::new(10, 5, 4, 9).unwrap().workspace_floats(32, 128);
+        assert_eq!(need, SPLITK_COUNTER_FLOATS + 14 * 32 * 128);
+        let desc = GemmDesc::dense(m as u32, n as u32, k as u32, ctx.arch()).with_cus(ctx.compute_units());
+        assert_eq!(config::get_bs_config(&desc).unwrap().workspace_floats(), need);
+        assert_eq!(fp8gemm::workspace_floats_preshuffled(m, n, k) as u64, need);
+        let fill = bf16::from_f32(3.0);
+        let mut dd = ctx.upload(&vec![fill; m * n]).unwrap();
+        let mut small = Workspace::new(&ctx, need as usize - 1).unwrap();
+        let e = fp8_gemm_nt_with_workspace(&stream, &da, &db, &mut dd, &mut small).unwrap_err();
+        assert!(matches!(e, Error::Workspace { arg: "workspace", needed, available } if needed == need && available == need - 1), "{e}");
+        assert!(dd.download(&stream).unwrap().iter().all(|v| v.to_bits() == fill.to_bits()), "nothing may be launched");
+        let mut exact = Workspace::new(&ctx, need as usize).unwrap();
+        let r = fp8_gemm_nt_with_workspace(&stream, &da, &db, &mut dd, &mut exact).unwrap();
+        assert_eq!(r.config.unwrap().kernel, "fp8_gemm_nt_streamk_bs_bm32_bn128");
+        assert_accurate("explicit workspace", &c, &dd.download(&stream).unwrap());
+    });
+}
+
+#[test]
+fn a_stream_workspace_too_small_falls_back_and_says_so() {
+    // The bs choice prefers stream-K where the last round of whole tiles would be mostly empty
+    // (1280 × 2048 × 7168: 640 tiles of 32 × 128 on 304 CUs, 2 per CU and 32 more); a launch
+    // whose stream has too little workspace runs the best config that fits, reported. (Checked
+    // on the choice for a given workspace, `config::get_bs_config_for_workspace`, without
+    // emulating the large launch; the entry point's fallback is the same code for every kind.)
+    let ctx = checked_context();
+    let desc = GemmDesc::dense(1280, 2048, 7168, ctx.arch()).with_cus(ctx.compute_units());
+    let preferred = config::get_bs_config(&desc).unwrap();
+    assert!(preferred.stream_k.is_some() && preferred.kernel.starts_with("fp8_gemm_nt_streamk_bs_"), "the bs choice should be stream-K here: {preferred}");
+    // The pre-shuffled need, not the logical one (which is a data-parallel or other config).
+    assert_eq!(fp8gemm::workspace_floats_preshuffled(1280, 2048, 7168) as u64, preferred.workspace_floats());
+    assert!(preferred.workspace_floats() > 0);
+    let (fit, limit) = config::get_bs_config_for_workspace(&desc, 1000).unwrap();
+    assert!(fit.workspace_floats() <= 1000 && fit.stream_k.is_none() && fit.kernel.starts_with("fp8_gemm_nt_bs_"), "{fit}");
+    let limit = limit.expect("the fallback is reported");
+    assert_eq!((limit.preferred, limit.needed, limit.available), (preferred, preferred.workspace_floats(), 1000));
+    // A forced stream-K that does not fit the stream's workspace is an error, not a fallback.
+    let (m, n, k) = (130usize, 196usize, 640usize);
+    let c = case(m, n, k, 6);
+    let mut stream = Stream::new(&ctx).unwrap();
+    stream.set_workspace(None).unwrap();
+    let da = DeviceActivations::upload(&ctx, &c.qa).unwrap();
+    let db = DeviceWeights::upload_preshuffled(&ctx, &c.qb).unwrap();
+    let fill = bf16::from_f32(2.5);
+    let mut d = ctx.upload(&vec![fill; m * n]).unwrap();
+    let e = forced_sk(None, Some((16, None)), || fp8_gemm_nt(&stream, &da, &db, &mut d)).unwrap_err();
+    assert!(matches!(e, Error::Workspace { available: 0, .. }), "{e}");
+    assert!(d.download(&stream).unwrap().iter().all(|v| v.to_bits() == fill.to_bits()), "nothing may be launched");
+    // With a workspace of exactly the need it runs.
+    let need = forced_sk(None, Some((16, None)), || config::get_bs_config(&GemmDesc::dense(m as u32, n as u32, k as u32, ctx.arch()).with_cus(ctx.compute_units())))
+        .unwrap()
+        .workspace_floats();
+    stream.set_workspace(Some(Workspace::new(&ctx, need as usize).unwrap())).unwrap();
+    let (got, r) = forced_sk(None, Some((16, None)), || run_bs(&ctx, &stream, &c));
+    let cfg = r.config.unwrap();
+    assert_eq!((cfg.workspace_floats(), cfg.stream_k.map(|s| s.sk_wgs)), (need, Some(16)));
+    assert_accurate("exact workspace", &c, &got);
+}
+
+#[test]
+fn a_captured_bs_stream_k_gemm_replays_twice() {
+    // The counters must be back at 0 after every launch, or the second replay's last
+    // contributor would never see all arrivals and D would keep the fill pattern.
+    let ctx = checked_context();
+    let stream = Stream::new(&ctx).unwrap();
+    let (m, n) = (64usize, 256usize);
+    let c = case(m, n, 1024, 31);
+    let da = DeviceActivations::upload(&ctx, &c.qa).unwrap();
+    let db = DeviceWeights::upload_preshuffled(&ctx, &c.qb).unwrap();
+    let mut dd = ctx.alloc_zeroed::<bf16>(m * n).unwrap();
+    // Thread-local: a global-mode capture forbids every thread's allocations.
+    stream.begin_capture(CaptureMode::ThreadLocal).unwrap();
+    let r = forced_sk(Some((32, 128)), Some((5, Some(1))), || fp8_gemm_nt(&stream, &da, &db, &mut dd)).unwrap();
+    let exec = stream.end_capture().unwrap().instantiate().unwrap();
+    let cfg = r.config.unwrap();
+    assert_eq!((cfg.kernel, cfg.stream_k.map(|s| (s.dp_tiles, s.sk_wgs))), ("fp8_gemm_nt_streamk_bs_bm32_bn128", Some((1, 5))));
+    let fill = vec![bf16::from_f32(99.0); m * n];
+    for replay in 0..2 {
+        dd.copy_from_host(&stream, &fill).unwrap();
+        // SAFETY: every buffer of the captured launch (operands, D, the stream's workspace) is
+        // alive and used by nothing else.
+        unsafe { exec.launch(&stream) }.unwrap();
+        assert_accurate(&format!("replay {replay}"), &c, &dd.download(&stream).unwrap());
+    }
+}
+
+#[test]
+fn impossible_forced_bs_schedules_are_typed_errors() {
+    let arch = fp8gemm::codeobj::Arch::Gfx942;
+    let bs = |m, n, k, tile, sk: (u32, Option<u32>)| forced_sk(tile, Some(sk), || config::get_bs_config(&GemmDesc::dense(m, n, k, arch)));
+    // 2 tiles of 32 × 128 × 3 blocks: at most 6 workgroups; a head must leave a tail.
+    let x = bs(64, 128, 384, Some((32, 128)), (7, Some(0))).unwrap_err();
+    assert!(matches!(&x, config::ConfigError::ForcedStreamK { expected, .. } if expected.contains("2 ..= 6 workgroups")), "{x}");
+    let x = bs(64, 128, 384, Some((32, 128)), (1, Some(2))).unwrap_err();
+    assert!(matches!(&x, config::ConfigError::ForcedStreamK { expected, .. } if expected.contains("below the tile count")), "{x}");
+    // No bs stream-K kernel for the 128-row tile.
+    let x = bs(256, 128, 384, Some((128, 128)), (2, None)).unwrap_err();
+    assert!(matches!(&x, config::ConfigError::ForcedStreamK { expected, .. } if expected.contains("128x128")), "{x}");
+    // A tile no bs kernel has.
+    let x = bs(256, 128, 384, Some((64, 64)), (2, None)).unwrap_err();
+    assert!(matches!(&x, config::ConfigError::ForcedTile { .. }), "{x}");
+    // No split-K at the same time.
+    config::force_split(Some(2));
+    config::force_stream_k(Some((4, None)));
+    let x = config::get_bs_config(&GemmDesc::dense(64, 128, 384, arch)).unwrap_err();
+    config::force_split(None);
+    config::force_stream_k(None);
+    assert!(matches!(&x, config::ConfigError::ForcedStreamK { expected, .. } if expected.contains("split")), "{x}");
+    // Without a forced tile, both bs stream-K tiles are tried and both reasons given: g = 7
+    // with no head fits neither 32 × 128 (2 tiles, at most 6 iterations) nor 64 × 128 (1 tile,
+    // at most 3).
+    let x = bs(64, 128, 384, None, (7, Some(0))).unwrap_err();
+    assert!(matches!(&x, config::ConfigError::ForcedStreamK { expected, .. } if expected.contains("32x128") && expected.contains("64x128")), "{x}");
+    // Through the entry point: a typed error, nothing launched.
+    let ctx = checked_context();
+    let stream = Stream::new(&ctx).unwrap();
+    let c = case(64, 128, 384, 1);
+    let da = DeviceActivations::upload(&ctx, &c.qa).unwrap();
+    let db = DeviceWeights::upload_preshuffled(&ctx, &c.qb).unwrap();
+    let mut d = ctx.alloc_zeroed::<bf16>(64 * 128).unwrap();
+    let x = forced_sk(Some((32, 128)), Some((7, Some(0))), || fp8_gemm_nt(&stream, &da, &db, &mut d)).unwrap_err();
+    assert!(x.to_string().contains("forced stream-K `7/0`"), "{x}");
+}
