@@ -735,9 +735,14 @@ fn bs_kernels_meet_the_resource_goals() {
     // (8·FM MFMAs per block), 4 B loads per block per wave (1 KiB each), one barrier per block.
     for (arch, bytes) in [("gfx942", fp8gemm::codeobj::GFX942), ("gfx950", fp8gemm::codeobj::GFX950)] {
         let co = CodeObject::parse(bytes).expect("code object parses");
-        use fp8gemm_device::tile::{CONTIGUOUS_BS_TILES, DENSE_BS_TILES, DENSE_SPLITK_BS_TILES, MASKED_BS_TILES};
-        use fp8gemm_device::tile::DENSE_BS_PIPE_TILES;
-        let tiles = DENSE_BS_TILES.into_iter().chain(DENSE_BS_PIPE_TILES).chain(DENSE_SPLITK_BS_TILES).chain(CONTIGUOUS_BS_TILES).chain(MASKED_BS_TILES);
+        use fp8gemm_device::tile::{CONTIGUOUS_BS_TILES, DENSE_BS_PIPE_TILES, DENSE_BS_TILES, DENSE_SPLITK_BS_TILES, MASKED_BS_TILES, MASKED_SPLITK_BS_TILES};
+        let tiles = DENSE_BS_TILES
+            .into_iter()
+            .chain(DENSE_BS_PIPE_TILES)
+            .chain(DENSE_SPLITK_BS_TILES)
+            .chain(CONTIGUOUS_BS_TILES)
+            .chain(MASKED_BS_TILES)
+            .chain(MASKED_SPLITK_BS_TILES);
         for tile in tiles {
             let k = co.kernel(tile.name).unwrap_or_else(|| panic!("{arch}: {} missing", tile.name));
             let what = format!("{arch} {}", tile.name);

@@ -239,6 +239,56 @@ pub struct MGroupedMaskedArgs {
     pub groups: u32,
 }
 
+/// Arguments of the m-grouped masked split-K FP8 GEMM kernels ([`crate::grouped`], symbols
+/// `m_grouped_fp8_gemm_nt_masked_splitk_bs_bm*_bn128`; MoE decode with few rows per group):
+/// the operands and requirements of [`MGroupedMaskedArgs`] (B pre-shuffled per group), plus
+/// `1 ≤ splits ≤ k/128`, at most [`crate::tile::SPLITK_MAX_TILES`] tiles
+/// (`groups·⌈m_max/BM⌉·⌈n/BN⌉`; a launch of more does no work) and a workspace of at least
+/// [`crate::tile::splitk_workspace_floats`] f32 for that tile count, whose arrival counters are
+/// 0 when the launch starts and 0 again when it completes (the dense split-K rules,
+/// [`DenseSplitKArgs`]). The grid is 1-D with `groups·⌈m_max/BM⌉·⌈n/BN⌉·splits` workgroups.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct MGroupedMaskedSplitKArgs {
+    /// A, `groups × m_max × k` FP8 bytes.
+    pub a: GlobalPtr<u8>,
+    /// B, `groups` pre-shuffled `n × k` FP8 matrices.
+    pub b: GlobalPtr<u8>,
+    /// SFA, `groups × m_max × ⌈k/128⌉` f32.
+    pub sfa: GlobalPtr<f32>,
+    /// SFB, `groups × ⌈n/128⌉ × ⌈k/128⌉` f32.
+    pub sfb: GlobalPtr<f32>,
+    /// D, `groups × m_max × n` bf16 (as raw `u16` bits).
+    pub d: GlobalPtr<u16>,
+    /// Valid rows of every group, `groups` i32.
+    pub masked_m: GlobalPtr<i32>,
+    /// Workspace: arrival counters (u32) followed by the FP32 partial tiles.
+    pub ws: GlobalPtr<f32>,
+    /// Rows per group of A and D (the capacity).
+    pub m_max: u32,
+    /// Rows of each group of B, columns of D.
+    pub n: u32,
+    /// Reduction length.
+    pub k: u32,
+    /// Number of groups.
+    pub groups: u32,
+    /// Workgroups per output tile (`1 ≤ splits ≤ k/128`).
+    pub splits: u32,
+    /// Reserved, must be 0 (keeps the struct a multiple of 8 bytes).
+    pub reserved: u32,
+}
+
+impl MGroupedMaskedSplitKArgs {
+    /// The struct's bytes: the kernel's kernarg segment.
+    pub fn as_bytes(&self) -> &[u8] {
+        // SAFETY: repr(C) of seven u64 wrappers followed by six u32: no padding (80 bytes,
+        // checked by the const assertion below), every byte initialized; borrows `self`.
+        unsafe { core::slice::from_raw_parts((self as *const Self).cast::<u8>(), core::mem::size_of::<Self>()) }
+    }
+}
+
+const _: () = assert!(core::mem::size_of::<MGroupedMaskedSplitKArgs>() == 80);
+
 impl MGroupedContiguousArgs {
     /// The struct's bytes: the kernel's kernarg segment.
     pub fn as_bytes(&self) -> &[u8] {

@@ -89,6 +89,10 @@
 //!    per-value selects than the one load saved, and raised the larger tiles' VGPRs (the
 //!    logical 128 × 128 to 1 wave per SIMD); not kept.
 //!
+//! Steps 2 and 3 (everything after the partial store) are `imp::splitk_finish`, shared with the
+//! m-grouped masked split-K kernels of [`crate::grouped`]; factoring it out left the dense
+//! split-K kernels' instruction counts and register counts unchanged.
+//!
 //! Memory ordering on gfx942 (LLVM AMDGPUUsage, "Memory Model GFX942"): the XCDs' L2 caches are
 //! not coherent with each other for ordinary accesses; a monotonic agent-scope atomic store or
 //! load is a plain store / load with `sc1`, and the release of a set of stores to agent scope is
@@ -534,11 +538,39 @@ pub(crate) mod imp {
             crate::mainloop_bs::imp::tile_gemm_bs::<FM, true, false, _>(&job, |_| true, &epi);
         }
 
+        let rs_d = || BufferResource::new(args.d.addr(), ((m - 1) * ldd + n) * 2);
+        splitk_finish::<FM, FN, BS>(args.ws.addr(), rs_ws, t, tile_base, slot, splits, rs_d, ldd, n, m0, n0);
+    }
+
+    /// The split-K protocol after a workgroup's main loop has stored its partial slot (shared
+    /// by the dense split-K kernels and the m-grouped masked split-K kernels of
+    /// [`crate::grouped`]): release, count in on tile `t`'s arrival counter (u32 `t` of the
+    /// workspace at `ws_addr`), and if this workgroup is the last of the `splits` to arrive,
+    /// reduce the tile's partial slots (`splits` slots of `slot` bytes from byte `tile_base`
+    /// of `rs_ws`) in split order into bf16 `D[m0.., n0..]` (the resource `rs_d()`, built only
+    /// by the reducing workgroup; row stride `ldd` elements, `n` columns; rows past its range
+    /// are dropped) and re-arm the counter.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    pub(crate) fn splitk_finish<const FM: usize, const FN: usize, const BS: bool>(
+        ws_addr: u64,
+        rs_ws: BufferResource,
+        t: u32,
+        tile_base: u32,
+        slot: u32,
+        splits: NonZeroU32,
+        rs_d: impl Fn() -> BufferResource,
+        ldd: u32,
+        n: u32,
+        m0: u32,
+        n0: u32,
+    ) {
+        let (bm, bn) = split_tile::<FM, FN, BS>();
         // Release: every wave's partial stores have completed at device scope before the
         // barrier; only then does one work-item count the workgroup in.
         release_barrier();
         let tid = workitem_id_x();
-        let counter = args.ws.addr() + u64::from(t) * 4;
+        let counter = ws_addr + u64::from(t) * 4;
         if tid == 0 {
             // SAFETY: the counter of tile t lies in the workspace's counter words (t < tiles),
             // 4-byte aligned, accessed only atomically during the launch.
@@ -632,7 +664,7 @@ pub(crate) mod imp {
             }
         }
         lds_barrier();
-        let rs_d = BufferResource::new(args.d.addr(), ((m - 1) * ldd + n) * 2);
+        let rs_d = rs_d();
         let per_row = bn / 8; // 16-byte pieces (8 columns) per row
         let mut q = tid;
         while q < bm * per_row {

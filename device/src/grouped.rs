@@ -117,15 +117,69 @@
 //!
 //! Issue 12's contiguous goal (≥ 900 TFLOPS) is not reached: 860.
 
+//!
+//! # Split-K for the masked layout (`m_grouped_fp8_gemm_nt_masked_splitk_bs_bm{32,64}_bn128`)
+//!
+//! Decode MoE (a few rows per expert, long K) launches too few masked tiles to fill the device:
+//! 2 groups × 64 rows over n = 4096 are 128 working 32 × 128 tiles on 304 CUs. These kernels
+//! (arguments [`MGroupedMaskedSplitKArgs`], B pre-shuffled) deal each tile's K blocks to
+//! `splits` workgroups: the grid is `groups · ⌈m_max/BM⌉ · ⌈n/128⌉ · splits` (the masked tile
+//! grid with the split index fastest, XCD-remapped), and each workgroup runs the bs loop over its
+//! blocks into its partial slot and then the dense split-K protocol (`crate::dense`, "Split-K":
+//! device-scope partial stores, release, arrival counter, the last arriver reduces in split
+//! order — deterministic — stages bf16 in LDS, stores D along rows, re-arms the counter), the
+//! same code (`dense::imp::splitk_finish`). The workspace is the dense one
+//! (`tile::splitk_workspace_floats` over all `groups · ⌈m_max/BM⌉ · ⌈n/128⌉` tiles, at most
+//! `tile::SPLITK_MAX_TILES`), so launches of any kind share a stream's workspace.
+//!
+//! `masked_m` is read on the device: a tile at or past its group's clamped count returns
+//! before its main loop, and since all splits of a tile read the same count, either all of
+//! them arrive at its counter or none touches it (0 rows: nothing computed, counter still 0).
+//! The reduction's D resource covers the group's first `rows` rows, so rows past the count are
+//! never written (also with more rows than `expected_m`, up to `m_max`). The host chooses the
+//! split count from `expected_m` (`fp8gemm::config::get_grouped_bs_config_for_workspace`).
+//!
+//! Resources (`fp8gemm info`, gfx942; 0 spills, 0 scratch; `tests/dense_kernel.rs`
+//! `bs_kernels_meet_the_resource_goals`): `…_splitk_bs_bm32_bn128` 134 VGPR, 0 AGPR, 52 SGPR,
+//! 9 KiB LDS, 3 waves/SIMD; `…_splitk_bs_bm64_bn128` 182, 0, 54, 18 KiB, 2 (the dense bs split-K
+//! kernels' counts).
+//!
+//! Before / after, **modelled** (timing model, MI300X, `FP8GEMM_PRESHUFFLED=1 fp8gemm profile
+//! --layout masked --groups G --m m --n N --k K --scope full`: `m` = expected_m, m_max = ⌈1.3·m⌉,
+//! counts drawn in 0.7…1.3·m); before = the unsplit bs kernel (`FP8GEMM_FORCE_SPLIT=1`), after
+//! = the configuration's choice; µs (TFLOPS of the useful work). The choice is 32 × 128 on every
+//! row:
+//!
+//! | G × m over (N, K) | before | after (splits) | best forced split (s ∈ 1,2,3,4,6,8) |
+//! |---|---|---|---|
+//! | 1×64 over (4096, 7168)  | 36.93 (101.8) | **16.57 (226.8)** (3) | 15.98 (6) |
+//! | 2×64 over (4096, 7168)  | 36.98 (203.2) | **22.68 (331.4)** (3) | 22.68 (3) |
+//! | 4×32 over (4096, 7168)  | 38.12 (197.2) | 38.12 (197.2) (1)     | 37.07 (2) |
+//! | 8×16 over (4096, 7168)  | 61.49 (122.2) | 61.49 (122.2) (1)     | 61.49 (1) |
+//! | 2×128 over (4096, 7168) | 49.91 (301.2) | **38.26 (392.9)** (2) | 37.38 (4) |
+//! | 4×64 over (4096, 7168)  | 49.89 (301.3) | **39.30 (382.5)** (2) | 39.30 (2) |
+//! | 1×64 over (7168, 2048)  | 14.56         | **13.37 (140.6)** (4) | 11.72 (3) |
+//! | 2×64 over (7168, 2048)  | 19.91         | **17.20 (218.5)** (2) | 17.20 (2) |
+//! | 4×32 over (7168, 2048)  | 22.13 (169.8) | 22.13 (169.8) (1)     | 22.13 (1) |
+//! | 8×16 over (7168, 2048)  | 33.44 (112.4) | 33.44 (112.4) (1)     | 33.44 (1) |
+//! | 2×128 over (7168, 2048) | 25.10 (299.5) | 25.10 (299.5) (1)     | 24.75 (2) |
+//! | 4×64 over (7168, 2048)  | 24.99 (300.8) | 24.99 (300.8) (1)     | 24.99 (1) |
+//!
+//! 4×32 and 8×16 are HBM-bound unsplit (3.1 and 3.9 TB/s modelled: every group streams its whole
+//! B for a few rows), so splitting only adds partial traffic; the choice's HBM floor keeps them
+//! unsplit. 1×1024, 2×512 and 4×256 (≥ 1000 working tiles) never split. The 64-row split kernel
+//! is not chosen: forced, it beats the 32-row choice only at 2×128 over (4096, 7168) (3 splits
+//! 35.50 µs vs 38.26) and loses elsewhere (4×64: 49.58 at 2 splits; 2×64: 29.50 at 4).
+
 use crate::amdgpu_kernel;
-use crate::args::{MGroupedContiguousArgs, MGroupedMaskedArgs};
+use crate::args::{MGroupedContiguousArgs, MGroupedMaskedArgs, MGroupedMaskedSplitKArgs};
 
 #[cfg(target_arch = "amdgpu")]
 mod imp {
     use core::num::NonZeroU32;
 
-    use crate::args::{MGroupedContiguousArgs, MGroupedMaskedArgs};
-    use crate::dense::imp::{tile_gemm, Bf16Store, TileJob};
+    use crate::args::{MGroupedContiguousArgs, MGroupedMaskedArgs, MGroupedMaskedSplitKArgs};
+    use crate::dense::imp::{splitk_finish, tile_gemm, Bf16Store, PartialStore, TileJob};
     use crate::intrinsics::*;
     use crate::tile::{self, NUM_XCDS, SCALE_BLOCK_K, SCALE_BLOCK_N};
 
@@ -262,6 +316,84 @@ mod imp {
         let epi = Bf16Store { rs_d: BufferResource::new(args.d.addr() + a_rows * u64::from(n * 2), rows * n * 2), ldd: n };
         run::<FM, FN, DEPTH, BS, _>(&job, |_| true, &epi);
     }
+
+    /// Masked layout, split-K (pre-shuffled B, the bs loop, `FN = 2`): workgroup → (tile of
+    /// [`masked`]'s grid, split); the split's K blocks into the tile's partial slot, then the
+    /// dense split-K protocol (`crate::dense::imp::splitk_finish`: release, arrival counter, the
+    /// last arriver reduces in split order and re-arms the counter).
+    ///
+    /// A tile at or past its group's clamped row count returns before touching anything: every
+    /// split of that tile reads the same `masked_m[g]` (read-only during the launch), so either
+    /// all of its splits arrive at its counter or none does, and a counter nobody touched stays
+    /// armed (0). The reduction's D resource covers the group's first `rows` rows, so the tile's
+    /// rows past them are dropped, as in [`masked`].
+    #[inline(always)]
+    pub fn masked_splitk<const FM: usize, const DEPTH: u32>(args: MGroupedMaskedSplitKArgs) {
+        let (bm, bn, b_bytes) = dims::<FM, 2, true>(args.n, args.k);
+        let (m_max, n, k, groups) = (args.m_max, args.n, args.k, args.groups);
+        let nkb = k / SCALE_BLOCK_K;
+        let nb = n.div_ceil(SCALE_BLOCK_N);
+
+        let tiles_m = m_max.div_ceil(bm);
+        let per_group = tiles_m * n.div_ceil(bn);
+        let (Some(tiles_m_nz), Some(per_group_nz), Some(splits)) =
+            (NonZeroU32::new(tiles_m), NonZeroU32::new(per_group), NonZeroU32::new(args.splits))
+        else {
+            return;
+        };
+        let tiles = groups * per_group;
+        // More splits than K blocks, or more tiles than the workspace has counters for: not
+        // what the host launches; no work.
+        if splits.get() > nkb || tiles > tile::SPLITK_MAX_TILES {
+            return;
+        }
+        let grid = tiles * splits.get();
+        let pid = workgroup_id_x();
+        if pid >= grid {
+            return;
+        }
+        // Split fastest (neighbouring logical ids, one XCD), as the dense split-K grid.
+        let id = tile::xcd_remap(pid, grid, NUM_XCDS);
+        let (t, j) = (id / splits, id % splits);
+        let (g, tm, tn) = tile::masked_tile_coords(t, tiles_m_nz, per_group_nz);
+        let (m0, n0) = (tm * bm, tn * bn);
+
+        let rs_mask = BufferResource::new(args.masked_m.addr(), groups * 4);
+        // SAFETY: rs_mask covers masked_m (groups i32, read-only during the launch); g < groups,
+        // so the wave-uniform offset is in range.
+        let count = unsafe { s_buffer_load_i32(rs_mask, g * 4) };
+        let rows = if count <= 0 { 0 } else { (count as u32).min(m_max) };
+        if m0 >= rows {
+            return;
+        }
+        let (kb0, nkb_j) = tile::split_range(j, splits.get(), nkb);
+        let g = u64::from(g);
+        let a_rows = u64::from(m_max) * g;
+        let sfb_bytes = nb * nkb * 4;
+        let job = TileJob {
+            rs_a: BufferResource::new(args.a.addr() + a_rows * u64::from(k), rows * k),
+            rs_sfa: BufferResource::new(args.sfa.addr() + a_rows * u64::from(nkb * 4), rows * nkb * 4),
+            rs_b: BufferResource::new(args.b.addr() + g * u64::from(b_bytes), b_bytes),
+            rs_sfb: BufferResource::new(args.sfb.addr() + g * u64::from(sfb_bytes), sfb_bytes),
+            n,
+            lda: k,
+            ldb: k,
+            ldsf: nkb,
+            kb0,
+            nkb: nkb_j,
+            m0,
+            n0,
+        };
+        // Workspace: the counters, then tiles × splits partial slots (the dense layout).
+        let ws_bytes = tile::splitk_workspace_floats(tiles, splits.get(), bm, bn) as u32 * 4;
+        let rs_ws = BufferResource::new(args.ws.addr(), ws_bytes);
+        let slot = bm * bn * 4;
+        let tile_base = tile::SPLITK_COUNTER_FLOATS as u32 * 4 + t * splits.get() * slot;
+        let epi = PartialStore::<FM, 2, true> { rs_ws, base: tile_base + j * slot, m0, n0 };
+        run::<FM, 2, DEPTH, true, _>(&job, |_| true, &epi);
+        let rs_d = || BufferResource::new(args.d.addr() + a_rows * u64::from(n * 2), rows * n * 2);
+        splitk_finish::<FM, 2, true>(args.ws.addr(), rs_ws, t, tile_base, slot, splits, rs_d, n, n, m0, n0);
+    }
 }
 
 /// Contiguous layout, 64 × 64 tiles: few rows per expert, or a small problem.
@@ -336,10 +468,22 @@ pub fn m_grouped_fp8_gemm_nt_masked_bs_bm128_bn128(args: MGroupedMaskedArgs) {
     imp::masked::<8, 2, 1, true>(args)
 }
 
+/// Masked layout, pre-shuffled B, split-K, 32 × 128 tiles: decode (few rows per group, long K).
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn m_grouped_fp8_gemm_nt_masked_splitk_bs_bm32_bn128(args: MGroupedMaskedSplitKArgs) {
+    imp::masked_splitk::<2, 2>(args)
+}
+
+/// Masked layout, pre-shuffled B, split-K, 64 × 128 tiles.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn m_grouped_fp8_gemm_nt_masked_splitk_bs_bm64_bn128(args: MGroupedMaskedSplitKArgs) {
+    imp::masked_splitk::<4, 1>(args)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tile::{CONTIGUOUS_BS_TILES, CONTIGUOUS_TILES, MASKED_BS_TILES, MASKED_TILES, THREADS};
+    use crate::tile::{CONTIGUOUS_BS_TILES, CONTIGUOUS_TILES, MASKED_BS_TILES, MASKED_SPLITK_BS_TILES, MASKED_TILES, THREADS};
 
     #[test]
     fn specs_match_the_tile_tables() {
@@ -372,6 +516,11 @@ mod tests {
             M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM128_BN128,
         ];
         for (spec, tile) in mb.iter().zip(MASKED_BS_TILES) {
+            assert_eq!(spec.name, tile.name);
+            assert_eq!(spec.workgroup_size, THREADS);
+        }
+        let ms = [M_GROUPED_FP8_GEMM_NT_MASKED_SPLITK_BS_BM32_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_SPLITK_BS_BM64_BN128];
+        for (spec, tile) in ms.iter().zip(MASKED_SPLITK_BS_TILES) {
             assert_eq!(spec.name, tile.name);
             assert_eq!(spec.workgroup_size, THREADS);
         }

@@ -263,6 +263,13 @@ pub const MASKED_BS_TILES: [BsTile; 3] = [
     BsTile { name: "m_grouped_fp8_gemm_nt_masked_bs_bm128_bn128", block_m: 128, block_n: 128 },
 ];
 
+/// The m-grouped masked bs split-K kernels (`m_grouped_fp8_gemm_nt_masked_splitk_bs_bm*_bn128`,
+/// [`crate::grouped`]), the 32- and 64-row tiles of [`MASKED_BS_TILES`].
+pub const MASKED_SPLITK_BS_TILES: [BsTile; 2] = [
+    BsTile { name: "m_grouped_fp8_gemm_nt_masked_splitk_bs_bm32_bn128", block_m: 32, block_n: 128 },
+    BsTile { name: "m_grouped_fp8_gemm_nt_masked_splitk_bs_bm64_bn128", block_m: 64, block_n: 128 },
+];
+
 /// K blocks `kb0 .. kb0 + count` of split `j` of `splits` over `nkb` blocks: the blocks are
 /// dealt as evenly as possible (the first `nkb mod splits` splits get one more), so every split
 /// has at least one block when `splits ≤ nkb`.

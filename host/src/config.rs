@@ -60,7 +60,7 @@ use std::collections::HashSet;
 use std::fmt;
 use std::sync::{Mutex, OnceLock};
 
-use fp8gemm_device::args::{DenseGemmArgs, DenseSplitKArgs, MGroupedContiguousArgs, MGroupedMaskedArgs};
+use fp8gemm_device::args::{DenseGemmArgs, DenseSplitKArgs, MGroupedContiguousArgs, MGroupedMaskedArgs, MGroupedMaskedSplitKArgs};
 use fp8gemm_device::mainloop_bs::{
     FP8_GEMM_NT_BS_BM128_BN128, FP8_GEMM_NT_BS_BM32_BN128, FP8_GEMM_NT_BS_BM64_BN128, FP8_GEMM_NT_BS_PIPE_BM48_BN128, FP8_GEMM_NT_BS_PIPE_BM64_BN128, FP8_GEMM_NT_BS_PIPE_BM80_BN128, FP8_GEMM_NT_BS_PIPE_BM96_BN128, FP8_GEMM_NT_SPLITK_BS_BM128_BN128,
     FP8_GEMM_NT_SPLITK_BS_BM32_BN128, FP8_GEMM_NT_SPLITK_BS_BM64_BN128,
@@ -79,7 +79,8 @@ use fp8gemm_device::grouped::{
     M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM32_BN128, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM64_BN128,
     M_GROUPED_FP8_GEMM_NT_MASKED_BM128_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BM64_BN64,
     M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM128_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM32_BN128,
-    M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM64_BN128,
+    M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_SPLITK_BS_BM32_BN128,
+    M_GROUPED_FP8_GEMM_NT_MASKED_SPLITK_BS_BM64_BN128,
 };
 use fp8gemm_device::tile::{self, DenseTile};
 use fp8gemm_device::KernelSpec;
@@ -928,6 +929,9 @@ enum Choice {
     BsStreamK(f64, f64),
     /// The m-grouped bs rule: rows per busiest CU with 32- and with 64-row tiles.
     GroupedBsRule(u64, u64),
+    /// The m-grouped bs rule's tile, then the masked split-K estimate over this many working
+    /// tiles (from `expected_m`).
+    GroupedBsSplit(u64, u64, u64),
     Table(f64),
     /// The table's split row (µs) beat its best unsplit row (µs).
     TableSplit(f64, f64),
@@ -1206,6 +1210,10 @@ fn print_once(desc: &GemmDesc, config: &GemmConfig, why: Choice, limited: Option
             ),
             Choice::GroupedBsRule(r32, r64) => format!(
                 "pre-shuffled B: m-grouped bs rule (rows on the busiest CU: {r32} with 32-row tiles, {r64} with 64-row tiles; 64-row tiles count {BS_BM64_GAIN}× faster when each CU gets at least 2 of them)"
+            ),
+            Choice::GroupedBsSplit(r32, r64, w) => format!(
+                "pre-shuffled B: m-grouped bs rule (rows on the busiest CU: {r32} with 32-row tiles, {r64} with 64-row tiles), then masked split-K {} by the bs split estimate over {w} working tiles (from expected_m)",
+                config.splits
             ),
             Choice::Table(us) => format!("tuned table: fastest config for this problem, {us:.2} µs modelled"),
             Choice::TableSplit(us, unsplit) => {
@@ -2103,19 +2111,70 @@ const BS_BM64_GAIN: f64 = 1.08;
 /// The 128 × 128 tile (1 wave per SIMD) is never chosen: contiguous 4×8192 over 4096×7168
 /// runs 890 TFLOPS modelled with 64 × 128 tiles and 710 with 128 × 128.
 pub fn get_grouped_bs_config(desc: &GemmDesc) -> Result<GemmConfig, ConfigError> {
+    get_grouped_bs_config_for_workspace(desc, u64::MAX).map(|(c, _)| c)
+}
+
+/// Split counts the masked split-K choice considers (besides 1): the counts of the forced-split
+/// sweep it was fitted on ([`get_grouped_bs_config_for_workspace`]).
+const MASKED_SPLITS: [u32; 5] = [2, 3, 4, 6, 8];
+/// HBM bandwidth (TB/s) of the masked split-K choice's memory floor (fitted; the timing model
+/// shows the memory-bound masked launches at 3.1–3.9 TB/s on MI300X).
+const MASKED_SPLIT_HBM_TBPS: f64 = 3.5;
+/// Least estimated gain (relative) for which the masked choice takes more splits.
+const MASKED_SPLIT_MIN_GAIN: f64 = 0.05;
+
+/// Working tiles of a masked launch for the split choice: `G · ⌈rows/BM⌉ · ⌈n/128⌉` with
+/// `rows = min(expected_m + BM/2, m_max)` (real counts scatter around `expected_m`, and a count
+/// just past a multiple of `BM` adds a whole tile: `BM/2` is that tile's average share).
+fn masked_split_work(desc: &GemmDesc, bm: u32) -> u64 {
+    let rows = (desc.expected_m.clamp(1, desc.m.max(1)) + bm / 2).min(desc.m.max(1));
+    u64::from(desc.groups) * u64::from(rows.div_ceil(bm)) * u64::from(desc.n.div_ceil(128))
+}
+
+/// [`get_grouped_bs_config`] for a launch with `available` FP32 elements of workspace, and
+/// **split-K for the masked layout** (the `m_grouped_fp8_gemm_nt_masked_splitk_bs_*` kernels,
+/// [`fp8gemm_device::grouped`]; contiguous launches never split).
+///
+/// The tile is chosen as [`get_grouped_bs_config`] says. Masked rows per group are known only
+/// on the device, so the split count comes from `expected_m`: with `w` working tiles
+/// (`G · ⌈min(expected_m + BM/2, m_max)/BM⌉ · ⌈n/128⌉`, see `masked_split_work`) below 1.5 × the
+/// CU count (and at most `SPLITK_MAX_TILES` tiles in the whole grid, `G · ⌈m_max/BM⌉ · ⌈n/128⌉`),
+/// the count `s ∈ {1, 2, 3, 4, 6, 8}`, `s ≤ k/128`, of least
+/// `max(bs_split_estimate(w, k/128, s, CUs), G·|B| / 3.5 TB/s)` (the dense bs split estimate,
+/// private, floored by streaming every group's B once; a larger count must gain ≥ 5 %)
+/// among those whose workspace fits `available` (a smaller choice than the unlimited
+/// one is reported as a [`WorkspaceLimit`]); the 128-row tile has no split kernel.
+///
+/// Fitted on a forced-split sweep through the timing model (MI300X, `fp8gemm profile --layout
+/// masked --scope full`, masked G×m over (4096, 7168) and (7168, 2048), G×m ∈ {1×64, 2×64,
+/// 4×32, 8×16, 2×128, 4×64}, s ∈ {1, 2, 3, 4, 6, 8}): the summed log ratio of the chosen
+/// split's time to the best one's is 0.23 (plain `bs_split_estimate` over `G·⌈expected_m/BM⌉`
+/// tiles below the CU count: 1.16; never splitting: 2.26). Twelve points, five choices
+/// (the `BM/2`, the floor, the 1.5, the 5 %, the candidate set): treat it as a heuristic; the
+/// table is in [`fp8gemm_device::grouped`]. The
+/// workspace covers every tile of the grid (any group may hold up to `m_max` rows).
+/// `FP8GEMM_FORCE_SPLIT` / [`force_split`] forces the count (`≤ min(k/128, MAX_SPLITS)`, a
+/// 32- or 64-row tile, never reduced for lack of workspace; other than 1 for contiguous is an
+/// error); a tile forced without a split count runs unsplit.
+pub fn get_grouped_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(GemmConfig, Option<WorkspaceLimit>), ConfigError> {
     validate(desc)?;
     let tiles: &[tile::BsTile] = match desc.kind {
         GemmKind::Dense => return Err(ConfigError::NoKernel { kind: desc.kind, arch: desc.arch }),
         GemmKind::MGroupedContiguous => &tile::CONTIGUOUS_BS_TILES,
         GemmKind::MGroupedMasked => &tile::MASKED_BS_TILES,
     };
-    if let Some(s) = forced_split()?.filter(|&s| s != 1) {
+    let forced_s = forced_split()?;
+    if forced_s == Some(0) {
+        return Err(ConfigError::ForcedSplit { splits: "0".into(), expected: "at least 1".into() });
+    }
+    if let (GemmKind::MGroupedContiguous, Some(s)) = (desc.kind, forced_s.filter(|&s| s != 1)) {
         return Err(ConfigError::ForcedSplit { splits: s.to_string(), expected: format!("1 (no split-K kernel for the {} layout with pre-shuffled B)", desc.kind) });
     }
     // The device's own CU count (GemmDesc::with_cus), not the architecture's.
     let spec = ArchSpec { cus: desc.cus.max(1), ..arch_spec(desc.arch) };
     let find = |bm: u32| tiles.iter().position(|t| (t.block_m, t.block_n) == (bm, 128));
-    let (i, why) = match forced_tile()? {
+    let forced_t = forced_tile()?;
+    let (i, why) = match forced_t {
         Some((bm, bn)) => {
             let available = "32x128, 64x128, 128x128 (m-grouped, pre-shuffled B)";
             let i = tiles
@@ -2139,21 +2198,91 @@ pub fn get_grouped_bs_config(desc: &GemmDesc) -> Result<GemmConfig, ConfigError>
     };
     let t = tiles[i];
     let (grid, _) = tile_grid_and_work(t.block_m, t.block_n, 1, desc)?;
-    let config = GemmConfig {
-        block_m: t.block_m,
-        block_n: t.block_n,
-        block_k: tile::SCALE_BLOCK_K,
-        workgroup_size: tile::THREADS,
-        lds_bytes: t.lds_bytes(),
-        kernel: t.name,
-        grid,
-        splits: 1,
-        stream_k: None,
-        remap: Remap::Xcd { xcds: spec.xcds },
-        arch: desc.arch,
+    // The split kernel of this tile (masked 32- and 64-row tiles only).
+    let split_kernel = if desc.kind == GemmKind::MGroupedMasked {
+        tile::MASKED_SPLITK_BS_TILES.iter().find(|s| (s.block_m, s.block_n) == (t.block_m, t.block_n))
+    } else {
+        None
     };
-    print_once(desc, &config, why, None);
-    Ok(config)
+    let make = |splits: u32| -> Result<GemmConfig, ConfigError> {
+        let g = u64::from(grid) * u64::from(splits);
+        let g = u32::try_from(g).map_err(|_| ConfigError::TooLarge { tensor: "grid", bytes: g, limit: u64::from(u32::MAX) })?;
+        let kernel = match split_kernel {
+            Some(s) if splits > 1 => s.name,
+            _ => t.name,
+        };
+        Ok(GemmConfig {
+            block_m: t.block_m,
+            block_n: t.block_n,
+            block_k: tile::SCALE_BLOCK_K,
+            workgroup_size: tile::THREADS,
+            lds_bytes: t.lds_bytes(),
+            kernel,
+            grid: g,
+            splits,
+            stream_k: None,
+            remap: Remap::Xcd { xcds: spec.xcds },
+            arch: desc.arch,
+        })
+    };
+    let nkb = desc.k / tile::SCALE_BLOCK_K;
+    let max_splits = nkb.min(MAX_SPLITS);
+    let mut limited = None;
+    let (config, why) = match forced_s {
+        Some(s) if s > 1 => {
+            if split_kernel.is_none() {
+                let expected = format!("1 (no masked split-K kernel for the {}x{} tile; 32x128 and 64x128 have one)", t.block_m, t.block_n);
+                return Err(ConfigError::ForcedSplit { splits: s.to_string(), expected });
+            }
+            if s > max_splits {
+                return Err(ConfigError::ForcedSplit { splits: s.to_string(), expected: format!("at most {max_splits} (k/128 = {nkb} blocks, MAX_SPLITS = {MAX_SPLITS})") });
+            }
+            if grid > tile::SPLITK_MAX_TILES {
+                let expected = format!("1 ({grid} output tiles of {}x{}, more than {})", t.block_m, t.block_n, tile::SPLITK_MAX_TILES);
+                return Err(ConfigError::ForcedSplit { splits: s.to_string(), expected });
+            }
+            (make(s)?, Choice::Forced)
+        }
+        Some(_) => (make(1)?, Choice::Forced),
+        // A forced tile without a forced split does not split (as the dense bs choice).
+        None if forced_t.is_none()
+            && split_kernel.is_some()
+            && 2 * masked_split_work(desc, t.block_m) < 3 * u64::from(spec.cus)
+            && grid <= tile::SPLITK_MAX_TILES =>
+        {
+            let w = masked_split_work(desc, t.block_m);
+            // `w` < 1.5 · CUs fits in u32.
+            let w32 = w as u32;
+            // The launch cannot beat streaming every group's B once from HBM.
+            let b_bytes = f64::from(desc.groups) * tile::shuffled_b_bytes(u64::from(desc.n), u64::from(desc.k)) as f64;
+            let floor = b_bytes / (MASKED_SPLIT_HBM_TBPS * 1e6);
+            let estimate = |s: u32| bs_split_estimate(w32, nkb, s, spec.cus).max(floor);
+            let best = |fits: &dyn Fn(u32) -> Result<bool, ConfigError>| -> Result<u32, ConfigError> {
+                let mut best = (1, estimate(1));
+                for s in MASKED_SPLITS.into_iter().filter(|&s| s <= max_splits) {
+                    let e = estimate(s);
+                    if e < best.1 * (1.0 - MASKED_SPLIT_MIN_GAIN) && fits(s)? {
+                        best = (s, e);
+                    }
+                }
+                Ok(best.0)
+            };
+            let want = best(&|_| Ok(true))?;
+            let s = best(&|s| Ok(make(s)?.workspace_floats() <= available))?;
+            if s != want {
+                let preferred = make(want)?;
+                limited = Some(WorkspaceLimit { needed: preferred.workspace_floats(), preferred, available });
+            }
+            let why = match why {
+                Choice::GroupedBsRule(r32, r64) => Choice::GroupedBsSplit(r32, r64, w),
+                other => other,
+            };
+            (make(s)?, why)
+        }
+        None => (make(1)?, why),
+    };
+    print_once(desc, &config, why, limited.as_ref());
+    Ok((config, limited))
 }
 
 /// The launch spec of an m-grouped contiguous bs config's kernel (B pre-shuffled).
@@ -2164,6 +2293,11 @@ pub fn contiguous_bs_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<MGrou
 /// The launch spec of an m-grouped masked bs config's kernel (B pre-shuffled).
 pub fn masked_bs_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<MGroupedMaskedArgs>> {
     spec_named([M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM32_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM128_BN128], config)
+}
+
+/// The launch spec of an m-grouped masked bs split-K config's kernel (B pre-shuffled).
+pub fn masked_splitk_bs_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<MGroupedMaskedSplitKArgs>> {
+    spec_named([M_GROUPED_FP8_GEMM_NT_MASKED_SPLITK_BS_BM32_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_SPLITK_BS_BM64_BN128], config)
 }
 
 /// The launch spec of a dense bs split-K config's kernel (B pre-shuffled).

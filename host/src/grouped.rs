@@ -53,7 +53,7 @@
 
 use std::marker::PhantomData;
 
-use fp8gemm_device::args::{GlobalPtr, MGroupedContiguousArgs, MGroupedMaskedArgs};
+use fp8gemm_device::args::{GlobalPtr, MGroupedContiguousArgs, MGroupedMaskedArgs, MGroupedMaskedSplitKArgs};
 use fp8gemm_device::tile;
 use fp8gemm_device::KernelSpec;
 
@@ -515,6 +515,16 @@ pub fn m_grouped_fp8_gemm_nt_contiguous<'a, F: Fp8Format>(
 /// Other requirements as [`m_grouped_fp8_gemm_nt_contiguous`]. The launch is queued on `stream`
 /// (asynchronous, capture-safe); `masked_m` is read when it runs, so a graph replays with the
 /// counts current at each replay.
+///
+/// Pre-shuffled weights with few working tiles (decode: small `expected_m`, long `k`) may run
+/// **split-K** (`m_grouped_fp8_gemm_nt_masked_splitk_bs_*`, [`fp8gemm_device::grouped`]; split
+/// count from `expected_m` by [`crate::config::get_grouped_bs_config_for_workspace`],
+/// `FP8GEMM_FORCE_SPLIT` forces it) with the stream's workspace, under the dense split-K rules
+/// of [`crate::workspace`]: deterministic, capture-safe, correct for any `masked_m`; if the
+/// preferred split does not fit the stream's workspace the best one that fits runs and
+/// [`GemmRun::workspace_limit`] says so; a forced split that does not fit is an
+/// [`Error::Workspace`]. A split result is within the kernels' accuracy but not bit-identical to
+/// the unsplit (logical-B) kernels' result.
 pub fn m_grouped_fp8_gemm_nt_masked<'a, F: Fp8Format>(
     stream: &Stream,
     a: impl Into<ActivationsView<'a, F>>,
@@ -557,7 +567,66 @@ pub fn m_grouped_fp8_gemm_nt_masked<'a, F: Fp8Format>(
 
     let expected = u32::try_from(expected_m).unwrap_or(u32::MAX);
     let desc = GemmDesc::m_grouped_masked(m32, n as u32, k as u32, g32, expected, ctx.arch()).with_cus(ctx.compute_units());
+    if b.layout == WeightLayout::Preshuffled {
+        // The bs kernels: maybe split-K (masked only), with the stream's workspace.
+        let addressable = tile::MAX_TENSOR_BYTES / 4 - 1;
+        let (ws_ptr, ws_len) = stream.workspace().map_or((0, 0), |w| (w.device_ptr().addr(), w.len() as u64));
+        let (cfg, workspace_limit) =
+            config::get_grouped_bs_config_for_workspace(&desc, ws_len.min(addressable)).map_err(|e| Error::Unsupported(e.to_string()))?;
+        if cfg.splits > 1 {
+            let needed = cfg.workspace_floats();
+            if needed > ws_len.min(addressable) {
+                return Err(Error::Workspace { arg: "the stream's workspace", needed, available: ws_len });
+            }
+            let spec = config::masked_splitk_bs_kernel_spec(&cfg)
+                .ok_or_else(|| Error::Unsupported(format!("configuration {cfg} has no m-grouped masked split-K kernel")))?;
+            let args = MGroupedMaskedSplitKArgs {
+                a: a.data.device_ptr(),
+                b: b.data.device_ptr(),
+                sfa: a.scales.device_ptr(),
+                sfb: b.scales.device_ptr(),
+                d: GlobalPtr::new(d.data.device_ptr().addr()),
+                masked_m: masked_m.device_ptr(),
+                ws: GlobalPtr::new(ws_ptr),
+                m_max: m32,
+                n: n as u32,
+                k: k as u32,
+                groups: g32,
+                splits: cfg.splits,
+                reserved: 0,
+            };
+            // SAFETY: the operands as for the unsplit launch below; plus the workspace: `ws_ptr`
+            // addresses at least `needed` = tile::splitk_workspace_floats(…) f32 (checked above,
+            // below 2^31 bytes) that the stream owns and keeps live; launches on this stream run
+            // in order, so no other launch uses it until this one completes; its counters (the
+            // fixed region at its start, where no partial sum is ever written) are 0 when the
+            // workspace is allocated (zeroed), and every completed split-K launch re-arms them.
+            unsafe { stream.launch(spec, [cfg.grid, 1, 1], cfg.lds_bytes, &args)? };
+            return Ok(GemmRun { config: Some(cfg), workspace_limit });
+        }
+        let spec = config::masked_bs_kernel_spec(&cfg)
+            .ok_or_else(|| Error::Unsupported(format!("configuration {cfg} has no m-grouped masked kernel for {} weights", b.layout)))?;
+        launch_masked(stream, spec, &cfg, &a, &b, &d, &masked_m, m32, g32)?;
+        return Ok(GemmRun { config: Some(cfg), workspace_limit });
+    }
     let (cfg, spec) = grouped_config(&desc, b.layout, "masked", config::masked_kernel_spec, config::masked_bs_kernel_spec)?;
+    launch_masked(stream, spec, &cfg, &a, &b, &d, &masked_m, m32, g32)?;
+    Ok(GemmRun { config: Some(cfg), workspace_limit: None })
+}
+
+/// Launches an unsplit masked kernel on operands [`m_grouped_fp8_gemm_nt_masked`] checked.
+#[allow(clippy::too_many_arguments)]
+fn launch_masked<F: Fp8Format>(
+    stream: &Stream,
+    spec: KernelSpec<MGroupedMaskedArgs>,
+    cfg: &config::GemmConfig,
+    a: &ActivationsView<'_, F>,
+    b: &GroupedWeightsView<'_, F>,
+    d: &OutputViewMut<'_>,
+    masked_m: &DeviceSlice<'_, i32>,
+    m32: u32,
+    g32: u32,
+) -> Result<()> {
     let args = MGroupedMaskedArgs {
         a: a.data.device_ptr(),
         b: b.data.device_ptr(),
@@ -566,18 +635,19 @@ pub fn m_grouped_fp8_gemm_nt_masked<'a, F: Fp8Format>(
         d: GlobalPtr::new(d.data.device_ptr().addr()),
         masked_m: masked_m.device_ptr(),
         m_max: m32,
-        n: n as u32,
-        k: k as u32,
+        n: b.n as u32,
+        k: a.k as u32,
         groups: g32,
     };
     // SAFETY: every pointer in `args` addresses memory the views borrow with at least the extent
     // the kernel's contract requires: A G·m_max·k bytes and SFA G·m_max·⌈k/128⌉ floats, B (in
     // the layout whose kernel was chosen) and SFB for G groups (checked by the view
-    // constructors for that layout, contiguous rows checked above), D
-    // G·m_max·n bf16 and masked_m G i32 (checked above); the kernel clamps every masked_m entry
-    // to 0..=m_max, so its accesses stay inside these extents. `d` is borrowed mutably.
+    // constructors for that layout, contiguous rows checked by the caller), D
+    // G·m_max·n bf16 and masked_m G i32 (checked by the caller); the kernel clamps every masked_m
+    // entry to 0..=m_max, so its accesses stay inside these extents. The caller borrows `d`
+    // mutably.
     unsafe { stream.launch(spec, [cfg.grid, 1, 1], cfg.lds_bytes, &args)? };
-    Ok(GemmRun { config: Some(cfg), workspace_limit: None })
+    Ok(())
 }
 
 #[cfg(test)]

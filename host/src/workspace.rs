@@ -12,6 +12,12 @@
 //! with D's row stride and sets the counter back to 0. One launch, no memset: the workspace is
 //! reusable by the next launch and inside captured graphs.
 //!
+//! The m-grouped **masked** GEMM with pre-shuffled weights splits K the same way for decode-sized
+//! launches ([`crate::m_grouped_fp8_gemm_nt_masked`], split count from `expected_m`), with the
+//! stream's workspace under the same rules (reported fallback, forced split too large: an
+//! error); its need covers every tile of the grid (`G · ⌈m_max/BM⌉ · ⌈n/128⌉`), since any group
+//! may hold up to `m_max` rows.
+//!
 //! Splitting changes the FP32 summation order of the K blocks (partial sums per split, then
 //! their sum), so a split result is not bit-identical to the unsplit one; both are within the
 //! kernels' accuracy (calc_diff < 1e-5 against the dequantized reference; `tests/gemm_splitk.rs`).

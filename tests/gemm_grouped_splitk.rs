@@ -1,0 +1,309 @@
+//! Split-K for the m-grouped masked layout (`m_grouped_fp8_gemm_nt_masked_splitk_bs_*`, B
+//! pre-shuffled) end to end on the emulator, every checking mode on: both CPU references over
+//! the rows each group defines (calc_diff and element-wise bounds), every row past a group's
+//! clamped count untouched bit for bit (0 rows, fewer than `expected_m`, more, up to and past the
+//! capacity, negative), deterministic reruns, graph replay with different `masked_m`, the
+//! workspace rules (too small: reported fallback, forced split: typed error) and the forced
+//! split counts the problem cannot use.
+
+mod common;
+use common::{assert_elementwise, checked_context, forced, randn_bf16};
+use fp8gemm::config::{self, GemmDesc};
+use fp8gemm::fp8::E4M3Fnuz;
+use fp8gemm::quant::{GroupedQuantizedWeights, QuantizedActivations};
+use fp8gemm::workspace::DEFAULT_STREAM_WORKSPACE_FLOATS;
+use fp8gemm::{m_grouped_fp8_gemm_nt_masked, reference, CaptureMode, Context, DeviceActivations, DeviceGroupedWeights, Error, GemmRun, Stream, Workspace};
+use half::bf16;
+use rand::{rngs::StdRng, SeedableRng};
+
+/// The largest finite bf16: a row holding it after the launch was not written.
+const SENTINEL: u16 = 0x7f7f;
+
+/// `groups` groups of `m_max` rows over `[groups, n, k]` weights.
+struct Case {
+    groups: usize,
+    m_max: usize,
+    n: usize,
+    k: usize,
+    a: Vec<f32>,
+    b: Vec<f32>,
+    qa: QuantizedActivations<E4M3Fnuz>,
+    qb: GroupedQuantizedWeights<E4M3Fnuz>,
+}
+
+fn case(groups: usize, m_max: usize, n: usize, k: usize, seed: u64) -> Case {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let a = randn_bf16(groups * m_max * k, &mut rng);
+    let b = randn_bf16(groups * n * k, &mut rng);
+    let qa = QuantizedActivations::quantize(&a, groups * m_max, k).unwrap();
+    let qb = GroupedQuantizedWeights::quantize(&b, groups, n, k).unwrap();
+    Case { groups, m_max, n, k, a, b, qa, qb }
+}
+
+/// The case's operands on the device (B pre-shuffled: the bs kernels).
+struct Operands {
+    a: DeviceActivations<E4M3Fnuz>,
+    b: DeviceGroupedWeights<E4M3Fnuz>,
+}
+
+fn upload(ctx: &Context, c: &Case) -> Operands {
+    Operands { a: DeviceActivations::upload(ctx, &c.qa).unwrap(), b: DeviceGroupedWeights::upload_preshuffled(ctx, &c.qb).unwrap() }
+}
+
+fn sentinel(c: &Case) -> Vec<bf16> {
+    vec![bf16::from_bits(SENTINEL); c.groups * c.m_max * c.n]
+}
+
+/// A forced `(tile, split count)` (`None`: the configuration's choice).
+type Force = (Option<(u32, u32)>, Option<u32>);
+
+/// Runs the masked GEMM on `stream` into a sentinel-filled D with `(tile, splits)` forced.
+fn run(ctx: &Context, stream: &Stream, c: &Case, ops: &Operands, masked_m: &[i32], expected_m: usize, (tile, splits): Force) -> (Vec<bf16>, GemmRun) {
+    let dm = ctx.upload(masked_m).unwrap();
+    let mut dd = ctx.upload(&sentinel(c)).unwrap();
+    let r = forced(tile, splits, || m_grouped_fp8_gemm_nt_masked(stream, &ops.a, &ops.b, &mut dd, &dm, expected_m))
+        .unwrap_or_else(|e| panic!("masked_m {masked_m:?}, tile {tile:?}, splits {splits:?}: {e}"));
+    (dd.download(stream).unwrap(), r)
+}
+
+/// `got` against both references: every row below group g's clamped count element-wise and by
+/// calc_diff, every other row still the sentinel bit for bit.
+fn check(c: &Case, masked_m: &[i32], got: &[bf16], what: &str) {
+    let (n, k, m_max) = (c.n, c.k, c.m_max);
+    let clamped: Vec<i32> = masked_m.iter().map(|&v| v.clamp(0, m_max as i32)).collect();
+    let mut want_q = sentinel(c);
+    reference::m_grouped_fp8_gemm_nt_masked(&c.qa, &c.qb, &clamped, &mut want_q).unwrap();
+    let (mut g_rows, mut q_rows, mut f_rows) = (Vec::new(), Vec::new(), Vec::new());
+    let mut exact = vec![0f32; n];
+    for i in 0..c.groups * m_max {
+        let (g, r) = (i / m_max, i % m_max);
+        let row = &got[i * n..(i + 1) * n];
+        if r >= clamped[g] as usize {
+            let bad = row.iter().position(|x| x.to_bits() != SENTINEL);
+            assert!(bad.is_none(), "{what}: row {r} of group {g} (count {}) was written", masked_m[g]);
+            continue;
+        }
+        g_rows.extend_from_slice(row);
+        q_rows.extend_from_slice(&want_q[i * n..(i + 1) * n]);
+        reference::gemm_nt_f32(&c.a[i * k..(i + 1) * k], &c.b[g * n * k..(g + 1) * n * k], 1, n, k, &mut exact).unwrap();
+        f_rows.extend_from_slice(&exact);
+    }
+    assert_eq!(g_rows.len() / n, clamped.iter().map(|&v| v as usize).sum::<usize>(), "{what}");
+    if g_rows.is_empty() {
+        return;
+    }
+    let dq = reference::calc_diff(&g_rows, &q_rows).unwrap();
+    let df = reference::calc_diff(&g_rows, &f_rows).unwrap();
+    assert!(dq < 1e-5, "{what}: calc_diff vs dequantized {dq:e}");
+    assert!(df < 1e-3, "{what}: calc_diff vs unquantized {df:e}");
+    assert_elementwise(what, &g_rows, &q_rows);
+}
+
+#[test]
+fn masked_split_k_matches_both_references_for_every_tile_and_any_count() {
+    let ctx = checked_context();
+    let stream = Stream::new(&ctx).unwrap();
+    // 5 groups of capacity 80, expected 24 rows: none, fewer than expected, the capacity, a count
+    // past the capacity (clamped to 80), a negative one; n = 256 (2 column tiles), 6 K blocks.
+    let c = case(5, 80, 256, 768, 1);
+    let ops = upload(&ctx, &c);
+    let masked_m = [0, 17, 80, i32::MAX, -3];
+    for (tile, splits) in [((32, 128), 2), ((32, 128), 6), ((64, 128), 3), ((64, 128), 4)] {
+        let what = format!("tile {}x{}, {splits} splits", tile.0, tile.1);
+        let (got, r) = run(&ctx, &stream, &c, &ops, &masked_m, 24, (Some(tile), Some(splits)));
+        let cfg = r.config.unwrap();
+        assert_eq!(cfg.kernel, format!("m_grouped_fp8_gemm_nt_masked_splitk_bs_bm{}_bn128", tile.0), "{what}");
+        assert_eq!((cfg.splits, cfg.grid), (splits, 5 * 80u32.div_ceil(tile.0) * 2 * splits), "{what}");
+        check(&c, &masked_m, &got, &what);
+    }
+}
+
+#[test]
+fn the_model_splits_decode_shapes_and_the_result_is_accurate() {
+    // 2 groups × 64 expected rows over n = 512, k = 4096 (32 blocks): 8 working tiles of 32 rows
+    // on 304 CUs, so the model splits; counts above and below the expected one.
+    let ctx = checked_context();
+    let stream = Stream::new(&ctx).unwrap();
+    let c = case(2, 96, 512, 4096, 2);
+    let ops = upload(&ctx, &c);
+    let masked_m = [90, 5];
+    let (got, r) = run(&ctx, &stream, &c, &ops, &masked_m, 64, (None, None));
+    let cfg = r.config.unwrap();
+    assert!(cfg.splits > 1 && cfg.kernel.contains("masked_splitk_bs"), "{cfg}");
+    assert!(r.workspace_limit.is_none());
+    check(&c, &masked_m, &got, &format!("model choice {cfg}"));
+}
+
+#[test]
+fn masked_split_k_is_deterministic_and_leaves_the_counters_armed() {
+    // Bit-identical reruns on one stream's workspace, with a launch in between whose tiles all
+    // return early (every count 0: no counter touched) and one with other counts: a counter
+    // left set would hand the reduction to the wrong workgroup of the next launch.
+    let ctx = checked_context();
+    let stream = Stream::new(&ctx).unwrap();
+    let c = case(3, 64, 128, 1024, 3);
+    let ops = upload(&ctx, &c);
+    let masked_m = [64, 33, 1];
+    let (first, _) = run(&ctx, &stream, &c, &ops, &masked_m, 16, (Some((32, 128)), Some(8)));
+    check(&c, &masked_m, &first, "first run");
+    let (none, _) = run(&ctx, &stream, &c, &ops, &[0, 0, 0], 16, (Some((32, 128)), Some(8)));
+    check(&c, &[0, 0, 0], &none, "all masked");
+    #[cfg(feature = "emu")]
+    {
+        let r = fp8gemm::runtime::last_emulator_report().unwrap();
+        assert_eq!(r.count(amdgpu_emu::exec::Class::Mfma), 0, "masked-out split tiles must do no MFMA work");
+    }
+    let (other, _) = run(&ctx, &stream, &c, &ops, &[7, 64, 0], 16, (Some((32, 128)), Some(5)));
+    check(&c, &[7, 64, 0], &other, "other counts, 5 splits");
+    let (again, _) = run(&ctx, &stream, &c, &ops, &masked_m, 16, (Some((32, 128)), Some(8)));
+    let same = first.iter().zip(&again).all(|(x, y)| x.to_bits() == y.to_bits());
+    assert!(same, "split-K reruns differ");
+}
+
+#[test]
+fn a_captured_masked_split_k_gemm_replays_with_new_counts() {
+    // masked_m is read when the graph runs: each replay computes the counts current then, and
+    // the counters re-arm after every replay.
+    let ctx = checked_context();
+    let stream = Stream::new(&ctx).unwrap();
+    let c = case(2, 64, 256, 1024, 4);
+    let ops = upload(&ctx, &c);
+    let mut dm = ctx.upload(&[64i32, 10]).unwrap();
+    let mut dd = ctx.upload(&sentinel(&c)).unwrap();
+    // Thread-local capture (a global one would fail the other tests of this binary, see
+    // common::captured_launch_replays_twice).
+    stream.begin_capture(CaptureMode::ThreadLocal).unwrap();
+    let r = forced(Some((32, 128)), Some(4), || m_grouped_fp8_gemm_nt_masked(&stream, &ops.a, &ops.b, &mut dd, &dm, 32)).unwrap();
+    let exec = stream.end_capture().unwrap().instantiate().unwrap();
+    assert_eq!(r.config.unwrap().splits, 4);
+    for counts in [[64i32, 10], [3, 64], [0, 40], [64, 10]] {
+        dm.copy_from_host(&stream, &counts).unwrap();
+        dd.copy_from_host(&stream, &sentinel(&c)).unwrap();
+        // SAFETY: every buffer of the captured launch (operands, D, masked_m, the stream's
+        // workspace) is alive and used by nothing else.
+        unsafe { exec.launch(&stream) }.unwrap();
+        check(&c, &counts, &dd.download(&stream).unwrap(), &format!("replay with {counts:?}"));
+    }
+}
+
+#[test]
+fn split_counts_the_problem_cannot_use_are_typed_errors() {
+    let ctx = Context::new().unwrap();
+    let stream = Stream::new(&ctx).unwrap();
+    let c = case(2, 32, 128, 384, 5);
+    let ops = upload(&ctx, &c);
+    let dm = ctx.upload(&[32i32, 32]).unwrap();
+    let mut dd = ctx.upload(&sentinel(&c)).unwrap();
+    let mut launch = |tile, splits| forced(tile, Some(splits), || m_grouped_fp8_gemm_nt_masked(&stream, &ops.a, &ops.b, &mut dd, &dm, 32));
+    // k = 384 has 3 blocks: 4 splits would leave one empty (rejected, not clamped).
+    let e = launch(Some((32, 128)), 4).unwrap_err();
+    assert!(matches!(&e, Error::Unsupported(s) if s.contains("at most 3")), "{e}");
+    // The 128-row tile has no split kernel.
+    let e = launch(Some((128, 128)), 2).unwrap_err();
+    assert!(matches!(&e, Error::Unsupported(s) if s.contains("no masked split-K kernel")), "{e}");
+    // 0 splits.
+    let e = launch(None, 0).unwrap_err();
+    assert!(matches!(&e, Error::Unsupported(s) if s.contains("at least 1")), "{e}");
+    // Contiguous stays unsplit: a forced split is rejected by the config.
+    config::force_split(Some(2));
+    let e = config::get_grouped_bs_config(&GemmDesc::m_grouped_contiguous(256, 128, 384, 2, ctx.arch())).unwrap_err();
+    config::force_split(None);
+    assert!(matches!(&e, config::ConfigError::ForcedSplit { expected, .. } if expected.contains("no split-K kernel")), "{e}");
+}
+
+#[test]
+fn a_stream_workspace_too_small_falls_back_and_a_forced_split_errors() {
+    let ctx = checked_context();
+    let c = case(2, 32, 256, 2048, 6);
+    let ops = upload(&ctx, &c);
+    let masked_m = [32, 20];
+    let preferred = config::get_grouped_bs_config(&GemmDesc::m_grouped_masked(32, 256, 2048, 2, 32, ctx.arch())).unwrap();
+    assert!(preferred.splits > 1, "{preferred}");
+    for ws in [Some(Workspace::new(&ctx, 100).unwrap()), None] {
+        let mut stream = Stream::new(&ctx).unwrap();
+        let had = ws.as_ref().map_or(0, |w| w.len() as u64);
+        stream.set_workspace(ws).unwrap();
+        let (got, r) = run(&ctx, &stream, &c, &ops, &masked_m, 32, (None, None));
+        let cfg = r.config.unwrap();
+        assert_eq!(cfg.splits, 1, "{cfg}");
+        let limit = r.workspace_limit.expect("the fallback is reported");
+        assert_eq!((limit.preferred, limit.needed, limit.available), (preferred, preferred.workspace_floats(), had));
+        check(&c, &masked_m, &got, "fallback");
+    }
+    let mut stream = Stream::new(&ctx).unwrap();
+    stream.set_workspace(None).unwrap();
+    let dm = ctx.upload(&masked_m).unwrap();
+    let mut dd = ctx.upload(&sentinel(&c)).unwrap();
+    let e = forced(None, Some(4), || m_grouped_fp8_gemm_nt_masked(&stream, &ops.a, &ops.b, &mut dd, &dm, 32)).unwrap_err();
+    assert!(matches!(e, Error::Workspace { available: 0, .. }), "{e}");
+}
+
+#[test]
+fn the_choice_for_the_decode_table_shapes() {
+    // The modelled table of fp8gemm_device::grouped: masked G × m over (4096, 7168) and
+    // (7168, 2048) with expected_m = m and m_max = ⌈1.3·m⌉ (as `fp8gemm profile --layout masked`
+    // runs them), the split counts the fitted choice makes there; the large-group shapes and
+    // contiguous do not split; every choice fits the stream's default workspace.
+    let arch = fp8gemm::codeobj::Arch::Gfx942;
+    let shapes = [(1u32, 64u32), (2, 64), (4, 32), (8, 16), (2, 128), (4, 64), (1, 1024), (2, 512), (4, 256)];
+    for ((n, k), want) in [((4096u32, 7168u32), [3u32, 3, 1, 1, 2, 2, 1, 1, 1]), ((7168, 2048), [4, 2, 1, 1, 1, 1, 1, 1, 1])] {
+        for ((g, m), want) in shapes.into_iter().zip(want) {
+            let m_max = (m * 13).div_ceil(10);
+            let cfg = config::get_grouped_bs_config(&GemmDesc::m_grouped_masked(m_max, n, k, g, m, arch)).unwrap();
+            eprintln!("masked {g}x{m} over ({n},{k}): {cfg}");
+            assert_eq!(cfg.splits, want, "masked {g}x{m} over ({n},{k}): {cfg}");
+            assert_eq!(cfg.splits > 1, cfg.kernel.contains("splitk"), "{cfg}");
+            assert!(cfg.workspace_floats() <= DEFAULT_STREAM_WORKSPACE_FLOATS as u64, "{cfg}");
+            let cont = config::get_grouped_bs_config(&GemmDesc::m_grouped_contiguous(g * m.max(128), n, k, g, arch)).unwrap();
+            assert_eq!(cont.splits, 1, "{cont}");
+        }
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+    /// The masked split choice over random decode-to-prefill shapes: the unsplit tile of the
+    /// grouped bs rule, a split count in {1, 2, 3, 4, 6, 8} within `k/128`, splits only for the
+    /// 32/64-row tiles, below 1.5 working tiles per CU and `SPLITK_MAX_TILES` tiles, the split
+    /// kernel exactly when split, grid = tiles · splits; with less workspace the choice fits it
+    /// and a smaller choice is reported with the unlimited one as preferred.
+    #[test]
+    fn masked_split_rule_bounds(
+        groups in 1u32..=16, m_max in 1u32..=512, expected in 0u32..=600, n in 1u32..=64, k in 1u32..=128, avail_frac in 0.0f64..1.0,
+    ) {
+        use proptest::prelude::*;
+        let (n, k) = (n * 128, k * 128);
+        let arch = fp8gemm::codeobj::Arch::Gfx942;
+        let desc = GemmDesc::m_grouped_masked(m_max, n, k, groups, expected, arch);
+        let c = config::get_grouped_bs_config(&desc).unwrap();
+        config::force_split(Some(1));
+        let unsplit = config::get_grouped_bs_config(&desc).unwrap();
+        config::force_split(None);
+        prop_assert_eq!(unsplit.splits, 1);
+        prop_assert_eq!(c.block_m, unsplit.block_m);
+        let tiles = groups * m_max.div_ceil(c.block_m) * n.div_ceil(128);
+        prop_assert!([1, 2, 3, 4, 6, 8].contains(&c.splits) && c.splits <= k / 128, "{} splits", c.splits);
+        if c.splits > 1 {
+            prop_assert!(c.block_m <= 64 && tiles <= fp8gemm_device::tile::SPLITK_MAX_TILES);
+            let rows = (expected.clamp(1, m_max) + c.block_m / 2).min(m_max);
+            let work = groups * rows.div_ceil(c.block_m) * n.div_ceil(128);
+            prop_assert!(2 * work < 3 * 304, "{} working tiles split {}", work, c.splits);
+            let want = format!("m_grouped_fp8_gemm_nt_masked_splitk_bs_bm{}_bn128", c.block_m);
+            prop_assert_eq!(c.kernel, want.as_str());
+        } else {
+            prop_assert_eq!(c.kernel, unsplit.kernel);
+        }
+        prop_assert_eq!(c.grid, tiles * c.splits);
+        let available = (c.workspace_floats() as f64 * avail_frac) as u64;
+        let (l, lim) = config::get_grouped_bs_config_for_workspace(&desc, available).unwrap();
+        prop_assert!(l.splits <= c.splits);
+        prop_assert!(l.splits == 1 || l.workspace_floats() <= available);
+        match lim {
+            Some(lim) => {
+                prop_assert!(l.splits < c.splits);
+                prop_assert_eq!((lim.preferred.splits, lim.needed, lim.available), (c.splits, c.workspace_floats(), available));
+            }
+            None => prop_assert_eq!(l.splits, c.splits),
+        }
+    }
+}
