@@ -153,6 +153,10 @@
 //! tile on this loop was tried too: 194 registers (2 per CU instead of 3), 1024×2048×7168
 //! 51.5 µs and 4096×2048×7168 172.6 (old loop 50.3 / 160.2): not shipped.
 //!
+//! Peers table (`FP8GEMM_PEERS_DIR=… FP8GEMM_PRESHUFFLED=1 fp8gemm compare --set peers`, ours
+//! modelled on MI325X vs AMD's measured): geometric mean 0.738× → 0.927× of AMD's TFLOPS, lowest
+//! 0.60× → 0.86× (1920×2048×7168, the 64-row kernel's second round); per row 0.86–1.03×.
+//!
 //! Modelled µs (timing model, `FP8GEMM_PRESHUFFLED=1 FP8GEMM_FORCE_TILE=64x128 fp8gemm profile
 //! --scope xcd`; MI325X unless stated):
 //!
