@@ -96,9 +96,9 @@ fn bs_config_choice() {
     // Above one tile per CU where the last round of whole tiles is short and no pipelined tile
     // is estimated faster (the bs estimate's stream-K candidates must beat the data-parallel
     // baseline by 8 %, config::get_bs_config_for_workspace): 1856×2048×7168 (928 tiles of
-    // 32 × 128; modelled MI325X 74.4 µs, 89.2 data-parallel 64-row) and 10240×2048×7168 (64-row,
-    // 2560 tiles; 363.0 against 370.2) run the bs stream-K kernel with a head of whole waves.
-    for (m, n, k) in [(1856u32, 2048u32, 7168u32), (10240, 2048, 7168)] {
+    // 32 × 128; modelled MI325X 74.4 µs, 89.2 data-parallel 64-row) runs the bs stream-K kernel
+    // with a head of whole waves.
+    for (m, n, k) in [(1856u32, 2048u32, 7168u32)] {
         let cfg = get_bs_config(&GemmDesc::dense(m, n, k, arch)).unwrap();
         let sk = cfg.stream_k.unwrap_or_else(|| panic!("{m}x{n}x{k}: {cfg}"));
         assert_eq!(cfg.kernel, format!("fp8_gemm_nt_streamk_bs_bm{}_bn128", cfg.block_m), "{m}x{n}x{k}");
@@ -112,10 +112,10 @@ fn bs_config_choice() {
     assert_eq!((c.block_m, c.splits, c.kernel, c.grid), (64, 1, "fp8_gemm_nt_bs_pipe_bm64_bn128", 256));
     // The other pipelined tiles where their one round beats the 32-row tile (modelled MI325X,
     // µs, 32 rows → pipelined): 48 rows 2048×768×7168 50.3 → 36.1, 640×2048×7168 50.8 → 36.1;
-    // 80 rows 1408×2048×7168 67.8 → 52.3, 4096×2048×7168 160.2 → 151.6; 96 rows
-    // 1664×2048×7168 68.2 → 60.0, 4096×768×7168 68.0 → 59.9; MI300X 4096×2112×7168 162.1
-    // (stream-K 32-row) → 152.0 (80).
-    for (m, n, bm) in [(2048u32, 768u32, 48u32), (640, 2048, 48), (1408, 2048, 80), (4096, 2048, 80), (1664, 2048, 96), (4096, 768, 96), (4096, 2112, 80)] {
+    // 80 rows 1408×2048×7168 67.8 → 51.4; 96 rows 1664×2048×7168 68.2 → 59.9, 4096×768×7168
+    // 68.0 → 59.4; several rounds of the 48-row kernel (two per CU): 4096×2048×7168 160.2 →
+    // 146.4, 6144×2048×7168 240.1 → 203.3, 10240×2048×7168 370.2 → 342.6.
+    for (m, n, bm) in [(2048u32, 768u32, 48u32), (640, 2048, 48), (1408, 2048, 80), (4096, 2048, 48), (6144, 2048, 48), (10240, 2048, 48), (1664, 2048, 96), (4096, 768, 96)] {
         let c = get_bs_config(&GemmDesc::dense(m, n, 7168, arch)).unwrap();
         assert_eq!((c.block_m, c.splits, c.kernel.to_string(), c.grid), (bm, 1, format!("fp8_gemm_nt_bs_pipe_bm{bm}_bn128"), m.div_ceil(bm) * n.div_ceil(128)), "{m}x{n}x7168");
         assert_eq!(c.lds_bytes, fp8gemm_device::tile::bs_pipe_lds_bytes(bm));
@@ -151,9 +151,14 @@ fn bs_config_choice() {
     assert_eq!((c.splits, c.kernel), (1, "fp8_gemm_nt_bs_bm32_bn128"));
     assert!(lim.is_some());
     // Large M: no split, the 64-row tile from 8 of its tiles per CU.
+    // (MI300X 4096×7168×2048: 175.2 µs two-per-CU 64-row kernel, 173.3 the 48-row one.)
     let c = get_bs_config(&GemmDesc::dense(4096, 7168, 2048, arch)).unwrap();
+    assert_eq!((c.block_m, c.splits, c.kernel), (48, 1, "fp8_gemm_nt_bs_pipe_bm48_bn128"));
+    // B beyond the L2 (7168×16384 = 112 MiB): the two-per-CU 64-row kernel (1049.6 µs; 1127.2
+    // with the 48-row one).
+    let c = get_bs_config(&GemmDesc::dense(4096, 7168, 16384, arch)).unwrap();
     assert_eq!((c.block_m, c.splits, c.kernel), (64, 1, "fp8_gemm_nt_bs_bm64_bn128"));
-    assert_eq!(get_bs_config(&GemmDesc::dense(4096, 4096, 7168, arch)).unwrap().block_m, 32);
+    assert_eq!(get_bs_config(&GemmDesc::dense(4096, 4096, 7168, arch)).unwrap().block_m, 48);
     // Forcing: any bs tile, any split count up to min(k/128, MAX_SPLITS); a dense-only tile or
     // too many splits is a typed error naming what is allowed.
     let f = |t, s| forced(t, s, || get_bs_config(&GemmDesc::dense(256, 256, 256, arch)));

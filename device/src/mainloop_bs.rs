@@ -108,11 +108,14 @@
 //! * **straight-line SFA loads**: wave `w` loads the windows of fragments `4q + w`
 //!   (`q < FM / 4`), no branch on the wave.
 //!
-//! The 64-row kernel needs 308 registers (52 of them AGPRs, LLVM's choice), so one workgroup
-//! per CU: the host keeps the two-per-CU 64-row kernel from `BS_BM64_TILES_PER_CU` = 8 tiles per
-//! CU and for fewer than 8 K blocks (one workgroup per CU leaves each tile's prologue and
-//! epilogue exposed: MI300X 4096×7168×2048 191.6 µs pipelined vs 175.2, 128×32768×512 20.6 vs
-//! 17.3). Forced into 256 registers (`waves_per_eu = 2`) it spills (26–55 registers, scratch):
+//! The 64-row kernel needs 304 registers (48 of them AGPRs, LLVM's choice), so one workgroup
+//! per CU; the 48-row kernel fits two per CU (250 registers) and is the pipelined kernel for
+//! many tiles. The host (`fp8gemm::config::bs_pipe_rule`) keeps the older kernels for fewer than
+//! 8 K blocks (one workgroup per CU leaves each tile's prologue and epilogue exposed: MI300X
+//! 128×32768×512 20.6 µs pipelined 64-row vs 17.3), for a single row of 64-row tiles, and from 8
+//! 64-row tiles per CU where B exceeds the L2 (MI300X 4096×7168×16384: 1049.6 µs two-per-CU
+//! 64-row, 1127.2 pipelined 48-row); the pipelined 64-row kernel alone at 4096×7168×2048 was
+//! 191.6 µs against 175.2 (48-row: 173.3). Forced into 256 registers (`waves_per_eu = 2`) it spills (26–55 registers, scratch):
 //! not shippable.
 //!
 //! **48/80/96 rows** (`FM` = 3, 5, 6; AMD picks these heights for 640–1800-row shapes so that
@@ -141,6 +144,18 @@
 //! 128×24576×1536 21.84 → 20.45 (48); 256×7168×2048 19.90 → 18.01 (64). The 128-row tile on
 //! this loop (`FM` = 8) was tried: 512 registers with 4–24 spilled, 1024×2048×7168 88 µs,
 //! 4096×2048×7168 174 µs (old loop: 101.9 / 202.0): not shipped.
+//!
+//! Several rounds of the 48-row kernel (two per CU), modelled µs, before (main's choice) →
+//! after: MI325X 4096×2048×7168 161.8 (32) → 146.4, 6144×2048×7168 240.1 (32) → 203.3,
+//! 8192×2048×7168 304.1 (32) → 261.6, 10240×2048×7168 370.2 (64) → 342.6, 16384×2048×7168
+//! 565.8 (64) → 511.3, 14336×768×7168 199.1 (32) → 175.6; MI300X 4096×2112×7168 172.6 (32) →
+//! 146.2, 4096×4096×7168 304.1 (32) → 285.8, 4096×7168×2048 175.2 (64) → 173.3. The 32-row
+//! tile on this loop was tried too: 194 registers (2 per CU instead of 3), 1024×2048×7168
+//! 51.5 µs and 4096×2048×7168 172.6 (old loop 50.3 / 160.2): not shipped.
+//!
+//! Peers table (`FP8GEMM_PEERS_DIR=… FP8GEMM_PRESHUFFLED=1 fp8gemm compare --set peers`, ours
+//! modelled on MI325X vs AMD's measured): geometric mean 0.738× → 0.927× of AMD's TFLOPS, lowest
+//! 0.60× → 0.86× (1920×2048×7168, the 64-row kernel's second round); per row 0.86–1.03×.
 //!
 //! Modelled µs (timing model, `FP8GEMM_PRESHUFFLED=1 FP8GEMM_FORCE_TILE=64x128 fp8gemm profile
 //! --scope xcd`; MI325X unless stated):

@@ -1324,6 +1324,15 @@ pub fn bs_kernel(i: usize, tiles: u32, cus: u32) -> tile::BsTile {
 /// 64 rows 1024×2048×7168 41.13; 80 rows 1408×2048×7168 52.30; 96 rows 1664×2048×7168 60.03.
 /// The 48-row kernel fits two workgroups per CU (250 registers), the others one.
 const BS_PIPE_BLOCK_US: [(u64, f64, f64); 4] = [(2, 0.61, 1.05), (1, 0.70, 0.70), (1, 0.90, 0.90), (1, 1.04, 1.04)];
+/// Modelled µs per 128-K block of one round of the 48-row pipelined kernel over several rounds
+/// (two per CU, rounds overlapping): MI325X 4096×2048×7168 146.4 µs in 3 rounds, MI300X
+/// 4096×2112×7168 147.4 µs in 3.
+const BS_PIPE48_ROUNDS_US: f64 = 0.87;
+/// The 48-row pipelined kernel replaces the two-per-CU 64-row kernel of the many-tiles regime
+/// only while B (`n·k` bytes) fits the device's L2 (8 × 4 MiB): its tiles read B 4/3 times as
+/// often. Modelled: 10240×2048×7168 MI325X 370.3 → 342.6 µs, 16384×2048×7168 566.3 → 511.3,
+/// MI300X 4096×7168×2048 175.2 → 173.3; but 4096×7168×16384 (B 112 MiB) 1049.6 → 1127.2.
+pub const BS_PIPE48_MAX_B_BYTES: u64 = 32 << 20;
 /// The pipelined bs kernels are considered from this many 128-K blocks on: with fewer, one
 /// workgroup per CU leaves the prologue and epilogue exposed (modelled MI300X 128×32768×512, 4
 /// blocks: 20.57 µs pipelined 64-row, 17.37 the two-per-CU 64-row kernel).
@@ -1347,9 +1356,10 @@ fn bs_base_estimate(i: usize, tiles32: u64, tiles64: u64, cus: u64) -> f64 {
 /// The pipelined bs tile (index into [`tile::DENSE_BS_PIPE_TILES`]) that replaces the bs rule's
 /// unsplit choice `base` ([`bs_tile_rule`]) for an `m × n` problem of `nkb` 128-K blocks on `cus`
 /// CUs, if any: the one of least `⌈tiles / (slots·CUs)⌉ · per-block` (`BS_PIPE_BLOCK_US`) when
-/// that is below the base's estimate (`bs_base_estimate`), from [`BS_PIPE_MIN_BLOCKS`] blocks on,
-/// below [`BS_BM64_TILES_PER_CU`] 64-row tiles per CU (where the two-per-CU 64-row kernel is the
-/// throughput choice) and above 64 rows (a single row of tiles: modelled MI300X 64×24576×1536,
+/// that is below the base's estimate (`bs_base_estimate`; the 48-row kernel over several rounds:
+/// `BS_PIPE48_ROUNDS_US` per round), from [`BS_PIPE_MIN_BLOCKS`] blocks on; from
+/// [`BS_BM64_TILES_PER_CU`] 64-row tiles per CU (the two-per-CU 64-row kernel's regime) only the
+/// 48-row kernel and only up to [`BS_PIPE48_MAX_B_BYTES`] of B; above 64 rows (a single row of tiles: modelled MI300X 64×24576×1536,
 /// 12 blocks, 17.67 µs with the 32-row tile, 18.21 pipelined 64-row; the estimate there said
 /// otherwise). Modelled effect (MI325X; before → after, µs): 640×2048×7168 50.8
 /// (32 rows) → 36.1 (48), 1024×2048×7168 50.3 → 41.1 (64), 1408×2048×7168 67.8 → 52.3 (80),
@@ -1359,15 +1369,18 @@ pub fn bs_pipe_rule(m: u32, n: u32, nkb: u32, cus: u32, base: usize) -> Option<u
     let cus = u64::from(cus.max(1));
     let tiles = |bm: u32| u64::from(m.div_ceil(bm)) * u64::from(n.div_ceil(128));
     let (t32, t64) = (tiles(32), tiles(64));
-    if m <= 64 || nkb < BS_PIPE_MIN_BLOCKS || t64 >= u64::from(BS_BM64_TILES_PER_CU) * cus || (base == 0 && t32 < cus) {
+    // Many tiles (the two-per-CU 64-row kernel's regime): only the 48-row kernel, two per CU.
+    let many = t64 >= u64::from(BS_BM64_TILES_PER_CU) * cus;
+    if m <= 64 || nkb < BS_PIPE_MIN_BLOCKS || (base == 0 && t32 < cus) || (many && u64::from(n) * u64::from(nkb) * 128 > BS_PIPE48_MAX_B_BYTES) {
         return None;
     }
     let base_est = bs_base_estimate(base, t32, t64, cus);
     let mut best: Option<(usize, f64)> = None;
     for (p, t) in tile::DENSE_BS_PIPE_TILES.iter().enumerate() {
-        let (slots, alone, shared) = BS_PIPE_BLOCK_US[p];
-        let n_t = tiles(t.block_m);
-        let e = n_t.div_ceil(slots * cus) as f64 * if n_t > cus { shared } else { alone };
+        if many && p != 0 {
+            continue;
+        }
+        let e = bs_pipe_round_estimate(p, tiles(t.block_m), cus);
         if e < base_est && best.is_none_or(|(_, b)| e < b) {
             best = Some((p, e));
         }
@@ -1375,15 +1388,26 @@ pub fn bs_pipe_rule(m: u32, n: u32, nkb: u32, cus: u32, base: usize) -> Option<u
     best.map(|(p, _)| p)
 }
 
-/// Estimated µs (launch overhead excluded) of the pipelined bs tile `p`
-/// ([`tile::DENSE_BS_PIPE_TILES`]) over an `m × n` problem of `nkb` 128-K blocks on `cus` CUs:
-/// `⌈tiles / (slots·CUs)⌉ · per-block · nkb` ([`bs_pipe_rule`]'s estimate in µs, the unit of
-/// `bs_estimate`, against which stream-K and split-K candidates are weighed).
-fn bs_pipe_estimate(p: usize, m: u32, n: u32, nkb: u32, cus: u32) -> f64 {
-    let cus = u64::from(cus.max(1));
+/// [`bs_pipe_rule`]'s estimate (µs per 128-K block, all rounds) of the pipelined bs tile `p`
+/// ([`tile::DENSE_BS_PIPE_TILES`]) with `tiles` tiles on `cus` CUs: one round alone, several
+/// rounds of the two-per-CU 48-row kernel at `BS_PIPE48_ROUNDS_US` each, else the rounds at
+/// the shared per-block figure of [`BS_PIPE_BLOCK_US`].
+fn bs_pipe_round_estimate(p: usize, tiles: u64, cus: u64) -> f64 {
     let (slots, alone, shared) = BS_PIPE_BLOCK_US[p];
+    let rounds = tiles.div_ceil(slots * cus.max(1));
+    match () {
+        _ if tiles <= cus => alone,
+        _ if rounds > 1 && slots > 1 => rounds as f64 * BS_PIPE48_ROUNDS_US,
+        _ => rounds as f64 * shared,
+    }
+}
+
+/// Estimated µs (launch overhead excluded) of the pipelined bs tile `p` over an `m × n`
+/// problem of `nkb` 128-K blocks on `cus` CUs: [`bs_pipe_round_estimate`] × `nkb` (the unit of
+/// `bs_estimate`, against which the stream-K and split-K candidates are weighed).
+fn bs_pipe_estimate(p: usize, m: u32, n: u32, nkb: u32, cus: u32) -> f64 {
     let tiles = u64::from(tile::DENSE_BS_PIPE_TILES[p].grid(m, n));
-    tiles.div_ceil(slots * cus) as f64 * if tiles > cus { shared } else { alone } * f64::from(nkb)
+    bs_pipe_round_estimate(p, tiles, u64::from(cus)) * f64::from(nkb)
 }
 
 /// Modelled time (µs, timing model on MI300X, `--scope full`, launch overhead excluded) per
