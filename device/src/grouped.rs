@@ -121,7 +121,7 @@ use crate::amdgpu_kernel;
 use crate::args::{MGroupedContiguousArgs, MGroupedMaskedArgs};
 
 #[cfg(target_arch = "amdgpu")]
-mod imp {
+pub(crate) mod imp {
     use core::num::NonZeroU32;
 
     use crate::args::{MGroupedContiguousArgs, MGroupedMaskedArgs};
@@ -158,9 +158,37 @@ mod imp {
         }
     }
 
-    /// Contiguous layout: one tile of `D[m_sum, n]` ([`dims`]) with the group of its block.
+    /// A main loop over one grouped tile job (the builders' last step; [`Loop`] is [`run`], the
+    /// pipelined bs kernels of `crate::grouped_pipe` bring their own).
+    pub(crate) trait TileLoop {
+        /// Runs the loop over `job`, storing through `epi` the rows `keep_row` accepts.
+        fn run<E: crate::dense::imp::Epilogue>(job: &TileJob, keep_row: impl Fn(u32) -> bool, epi: &E);
+    }
+
+    /// [`run`] as a [`TileLoop`].
+    pub(crate) struct Loop<const FM: usize, const FN: usize, const DEPTH: u32, const BS: bool>;
+    impl<const FM: usize, const FN: usize, const DEPTH: u32, const BS: bool> TileLoop for Loop<FM, FN, DEPTH, BS> {
+        #[inline(always)]
+        fn run<E: crate::dense::imp::Epilogue>(job: &TileJob, keep_row: impl Fn(u32) -> bool, epi: &E) {
+            run::<FM, FN, DEPTH, BS, E>(job, keep_row, epi)
+        }
+    }
+
+    /// Contiguous layout on [`run`] ([`contiguous_with`]).
     #[inline(always)]
     pub fn contiguous<const FM: usize, const FN: usize, const DEPTH: u32, const BS: bool>(args: MGroupedContiguousArgs) {
+        contiguous_with::<FM, FN, BS, Loop<FM, FN, DEPTH, BS>>(args)
+    }
+
+    /// Masked layout on [`run`] ([`masked_with`]).
+    #[inline(always)]
+    pub fn masked<const FM: usize, const FN: usize, const DEPTH: u32, const BS: bool>(args: MGroupedMaskedArgs) {
+        masked_with::<FM, FN, BS, Loop<FM, FN, DEPTH, BS>>(args)
+    }
+
+    /// Contiguous layout: one tile of `D[m_sum, n]` ([`dims`]) with the group of its block.
+    #[inline(always)]
+    pub(crate) fn contiguous_with<const FM: usize, const FN: usize, const BS: bool, L: TileLoop>(args: MGroupedContiguousArgs) {
         let (bm, bn, b_bytes) = dims::<FM, FN, BS>(args.n, args.k);
         let (m, n, k, groups) = (args.m_sum, args.n, args.k, args.groups);
         let nkb = k / SCALE_BLOCK_K;
@@ -204,7 +232,7 @@ mod imp {
         };
         let epi = Bf16Store { rs_d: BufferResource::new(args.d.addr(), m * n * 2), ldd: n };
         let g = g as i32;
-        run::<FM, FN, DEPTH, BS, _>(&job, |row| {
+        L::run(&job, |row| {
             // SAFETY: rs_idx as above; rows ≥ m_sum read 0, and their stores fall outside D's
             // resource anyway.
             unsafe { buffer_load_i32(rs_idx, row * 4, 0) == g }
@@ -213,7 +241,7 @@ mod imp {
 
     /// Masked layout: one tile ([`dims`]) of `D[g]` of one group, rows below `masked_m[g]`.
     #[inline(always)]
-    pub fn masked<const FM: usize, const FN: usize, const DEPTH: u32, const BS: bool>(args: MGroupedMaskedArgs) {
+    pub(crate) fn masked_with<const FM: usize, const FN: usize, const BS: bool, L: TileLoop>(args: MGroupedMaskedArgs) {
         let (bm, bn, b_bytes) = dims::<FM, FN, BS>(args.n, args.k);
         let (m_max, n, k, groups) = (args.m_max, args.n, args.k, args.groups);
         let nkb = k / SCALE_BLOCK_K;
@@ -260,7 +288,7 @@ mod imp {
             n0,
         };
         let epi = Bf16Store { rs_d: BufferResource::new(args.d.addr() + a_rows * u64::from(n * 2), rows * n * 2), ldd: n };
-        run::<FM, FN, DEPTH, BS, _>(&job, |_| true, &epi);
+        L::run(&job, |_| true, &epi);
     }
 }
 
