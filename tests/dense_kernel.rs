@@ -748,7 +748,7 @@ fn grouped_bs_pipe_kernels_meet_the_resource_goals() {
                 let mfma = body.iter().filter(|i| amdgpu_emu::decode::is_mai(i.op)).count() as u32;
                 let fp8 = body.iter().filter(|i| i.op.name() == "v_mfma_f32_16x16x32_fp8_fp8").count() as u32;
                 assert_eq!(mfma, fp8, "{what}");
-                assert!(mfma >= 4 * 8 * (tile.block_m / 16) && mfma % (8 * (tile.block_m / 16)) == 0, "{what}: {mfma} MFMAs in the loop");
+                assert!(mfma >= 4 * 8 * (tile.block_m / 16) && mfma.is_multiple_of(8 * (tile.block_m / 16)), "{what}: {mfma} MFMAs in the loop");
             }
             eprintln!("{what}: vgpr {} (agpr {}) sgpr {}", m.vgpr_count, m.agpr_count, m.sgpr_count);
         }

@@ -116,6 +116,10 @@
 //! | masked 4 × 256, 7168, 2048 | 337 / 337 | **471 / 471** (32) |
 //!
 //! Issue 12's contiguous goal (≥ 900 TFLOPS) is not reached: 860.
+//!
+//! The same jobs on the pipelined bs loop (one workgroup per CU, the host's choice from 40 K
+//! blocks on): [`crate::grouped_pipe`], through `imp::contiguous_with` and `imp::masked_with`,
+//! which take the main loop as a `TileLoop`.
 
 use crate::amdgpu_kernel;
 use crate::args::{MGroupedContiguousArgs, MGroupedMaskedArgs};

@@ -2092,7 +2092,8 @@ const BS_BM64_GAIN: f64 = 1.08;
 /// Chooses the m-grouped bs kernel (B pre-shuffled straight to registers,
 /// [`fp8gemm_device::grouped`] on [`fp8gemm_device::mainloop_bs`]) of a contiguous or masked
 /// problem: the tile forced with [`force_tile`] / `FP8GEMM_FORCE_TILE` (32x128, 64x128 or
-/// 128x128; a forced split count other than 1 is rejected, these kernels do not split K), else
+/// 128x128, and for masked 80x128, the pipelined kernel of [`fp8gemm_device::grouped_pipe`];
+/// a forced split count other than 1 is rejected, these kernels do not split K), else
 /// the 32- or 64-row tile by the rows of work on the busiest CU: with `w` working tiles of
 /// height `bm` (counted as for the logical-B kernels: contiguous without the expected
 /// all-padding tiles, masked with `expected_m` rows per group; see the [module docs](self)),
@@ -2104,7 +2105,9 @@ const BS_BM64_GAIN: f64 = 1.08;
 /// e.g. masked 1×1024 over 4096×7168 673 vs 606 TFLOPS) and [`get_bs_config`]'s dense points
 /// (4096×2048×7168 → 32 rows, 1024×2048×7168 → 32, 4096×2112×7168 and 4096×7168×2048 → 64).
 /// The 128 × 128 tile (1 wave per SIMD) is never chosen: contiguous 4×8192 over 4096×7168
-/// runs 890 TFLOPS modelled with 64 × 128 tiles and 710 with 128 × 128.
+/// runs 890 TFLOPS modelled with 64 × 128 tiles and 710 with 128 × 128. A 64-row tile (chosen
+/// or forced) then runs on the pipelined loop from [`GROUPED_BS_PIPE_MIN_BLOCKS`] K blocks on
+/// (`grouped_bs_pipe_rule`, its modelled table there).
 pub fn get_grouped_bs_config(desc: &GemmDesc) -> Result<GemmConfig, ConfigError> {
     validate(desc)?;
     let tiles: &[tile::BsTile] = match desc.kind {
@@ -2202,8 +2205,8 @@ fn grouped_bs_pipe_tiles(kind: GemmKind) -> &'static [tile::BsTile] {
 }
 
 /// Fewest 128-K blocks from which the m-grouped bs choice runs its 64-row tile on the pipelined
-/// loop ([`grouped_bs_pipe_rule`]).
-pub const GROUPED_BS_PIPE_MIN_BLOCKS: u32 = 48;
+/// loop (`grouped_bs_pipe_rule`, whose docs hold the modelled table).
+pub const GROUPED_BS_PIPE_MIN_BLOCKS: u32 = 40;
 
 /// The pipelined grouped bs tile ([`fp8gemm_device::grouped_pipe`]) that replaces the grouped bs
 /// choice `base` ([`get_grouped_bs_config`], forced or chosen), if any: the 64-row tile runs on
@@ -2219,10 +2222,15 @@ pub const GROUPED_BS_PIPE_MIN_BLOCKS: u32 = 48;
 /// | contiguous 4×8192 over 4096×7168 | 56 | 880.1 | **913.4** |
 /// | contiguous 8×4096 over 4096×7168 | 56 | 883.8 | **916.8** |
 /// | contiguous 4×8192 over 4096×6144 | 48 | 864.8 | **888.1** |
+/// | contiguous 4×8192 over 4096×5120 | 40 | 847.2 | **855.1** |
 /// | contiguous 4×8192 over 4096×4096 | 32 | **813.4** | 809.6 |
 /// | contiguous 4×8192 over 7168×2048 | 16 | **727.1** | 656.3 |
 /// | contiguous 8×4096 over 7168×2048 | 16 | **721.0** | 658.6 |
 /// | masked 1×1024 over 4096×7168 | 56 | 797.1 | **901.1** |
+///
+/// The cut lies between 32 blocks (pipelined 0.5 % slower) and 40 (0.9 % faster). The masked
+/// 80-row kernel is never chosen by this rule (no modelled point where it wins yet); it runs
+/// only forced (`FP8GEMM_FORCE_TILE=80x128`).
 fn grouped_bs_pipe_rule(desc: &GemmDesc, base: tile::BsTile) -> Option<tile::BsTile> {
     if base.block_m != 64 || desc.k / tile::SCALE_BLOCK_K < GROUPED_BS_PIPE_MIN_BLOCKS {
         return None;
