@@ -9,7 +9,38 @@
 //! Tiles: [`CONTIGUOUS_BS_PIPE_TILES`] (64 rows only: a contiguous tile must divide
 //! [`crate::tile::M_ALIGNMENT_CONTIGUOUS`] = 128 so that no tile spans two groups, which rules
 //! out 48, 80 and 96), [`MASKED_BS_PIPE_TILES`] (64 and 80 rows). The host's choice:
-//! `fp8gemm::config::grouped_bs_pipe_rule`.
+//! `fp8gemm::config::grouped_bs_pipe_rule` (a chosen or forced 64-row tile runs here from 40
+//! K blocks on; 80 rows only forced, `FP8GEMM_FORCE_TILE=80x128`, masked).
+//!
+//! Resources (`fp8gemm info`, gfx942 and gfx950 alike; VGPR = unified count; checked by
+//! `grouped_bs_pipe_kernels_meet_the_resource_goals` in `tests/dense_kernel.rs`): 0 spills,
+//! 0 scratch, all LDS dynamic, 1 wave per SIMD like the dense pipelined kernels.
+//!
+//! | kernel | VGPR | AGPR | SGPR | waves/SIMD |
+//! |---|---|---|---|---|
+//! | `m_grouped_fp8_gemm_nt_contiguous_bs_pipe_bm64_bn128` | 312 | 56 | 46 | 1 |
+//! | `m_grouped_fp8_gemm_nt_masked_bs_pipe_bm64_bn128` | 300 | 44 | 48 | 1 |
+//! | `m_grouped_fp8_gemm_nt_masked_bs_pipe_bm80_bn128` | 364 | 108 | 48 | 1 |
+//!
+//! `FP8GEMM_PRESHUFFLED=1 fp8gemm compare --set grouped` (timing model, MI300X, TFLOPS,
+//! *modelled*), before (the two-per-CU 64 × 128 bs kernel on every row) and after (the
+//! pipelined one where K ≥ 40 blocks):
+//!
+//! | problem | before | after |
+//! |---|---|---|
+//! | contiguous 4×8192 over 4096×7168 | 890.5 | **925.0** |
+//! | contiguous 8×4096 over 4096×7168 | 890.6 | **925.0** |
+//! | masked 1×1024 over 4096×7168 | 672.9 | **761.2** |
+//! | masked 2×512 over 4096×7168 | 673.4 | **761.1** |
+//! | masked 4×256 over 4096×7168 | 673.9 | **761.1** |
+//! | contiguous 4×8192 over 7168×2048 | 723.5 | 724.2 (unchanged kernel) |
+//! | contiguous 8×4096 over 7168×2048 | 725.1 | 723.0 (unchanged kernel) |
+//! | masked 1×1024 over 7168×2048 | 598.9 | 598.9 (unchanged kernel) |
+//! | masked 2×512 over 7168×2048 | 602.3 | 602.3 (unchanged kernel) |
+//! | masked 4×256 over 7168×2048 | 600.9 | 600.9 (unchanged kernel) |
+//!
+//! Issue 12's contiguous goal (≥ 900) is met at (4096, 7168), not at (7168, 2048) (16 K
+//! blocks: the pipelined loop is slower there, 656 vs 727 modelled).
 
 use crate::amdgpu_kernel;
 use crate::args::{MGroupedContiguousArgs, MGroupedMaskedArgs};
