@@ -726,6 +726,36 @@ fn grouped_bs_kernels_meet_the_resource_goals() {
 }
 
 #[test]
+fn grouped_bs_pipe_kernels_meet_the_resource_goals() {
+    // `fp8gemm_device::grouped_pipe`: no spills, no scratch, all LDS dynamic, launch bound 256;
+    // the waves per SIMD of the dense pipelined kernel of the same height (one workgroup per CU
+    // by design), its LDS, and one 4-block trip of 8·FM 16x16x32 FP8 MFMAs per block in the loop.
+    use fp8gemm_device::grouped_pipe::{CONTIGUOUS_BS_PIPE_TILES, MASKED_BS_PIPE_TILES};
+    use fp8gemm_device::tile::DENSE_BS_PIPE_TILES;
+    for (arch, bytes) in [("gfx942", fp8gemm::codeobj::GFX942), ("gfx950", fp8gemm::codeobj::GFX950)] {
+        let co = CodeObject::parse(bytes).expect("code object parses");
+        for tile in CONTIGUOUS_BS_PIPE_TILES.iter().chain(&MASKED_BS_PIPE_TILES) {
+            let what = format!("{arch} {}", tile.name);
+            let m = &co.kernel(tile.name).unwrap_or_else(|| panic!("{what} missing")).meta;
+            let (regs, waves) = common_resource_goals(&what, m);
+            let dense = DENSE_BS_PIPE_TILES.iter().find(|d| d.block_m == tile.block_m).expect("a dense pipelined tile of the same height");
+            let dm = &co.kernel(dense.name).unwrap().meta;
+            assert_eq!(waves, waves_per_simd(dm.vgpr_count), "{what}: vgpr {regs} vs {} ({})", dm.vgpr_count, dense.name);
+            assert!(waves >= 1, "{what}");
+            assert_eq!(tile.lds_bytes(), dense.lds_bytes(), "{what}: LDS");
+            if arch == "gfx942" {
+                let body = main_loop(&co, tile.name);
+                let mfma = body.iter().filter(|i| amdgpu_emu::decode::is_mai(i.op)).count() as u32;
+                let fp8 = body.iter().filter(|i| i.op.name() == "v_mfma_f32_16x16x32_fp8_fp8").count() as u32;
+                assert_eq!(mfma, fp8, "{what}");
+                assert!(mfma >= 4 * 8 * (tile.block_m / 16) && mfma.is_multiple_of(8 * (tile.block_m / 16)), "{what}: {mfma} MFMAs in the loop");
+            }
+            eprintln!("{what}: vgpr {} (agpr {}) sgpr {}", m.vgpr_count, m.agpr_count, m.sgpr_count);
+        }
+    }
+}
+
+#[test]
 fn bs_kernels_meet_the_resource_goals() {
     // The pre-shuffled-B kernels (fp8gemm_device::mainloop_bs), their split-K and m-grouped twins: no
     // spills, no scratch, all LDS

@@ -68,6 +68,8 @@ struct Outcome {
     /// Rows that had to be computed.
     computed: usize,
     kernel: Option<&'static str>,
+    /// D after the launch (every row, written or not).
+    d: Vec<bf16>,
 }
 
 impl Outcome {
@@ -124,7 +126,7 @@ fn run_contiguous(ctx: &Context, c: &Case, m_indices: &[i32], layout: WeightLayo
     let row_group: Vec<Option<usize>> = m_indices.iter().map(|&v| usize::try_from(v).ok()).collect();
     let (dq, df, computed) = compare(c, &got, &want_q, &row_group, what);
     assert_kernel_family(run.config.map(|c| c.kernel), layout, what);
-    Outcome { diff_dequantized: dq, diff_unquantized: df, computed, kernel: run.config.map(|c| c.kernel) }
+    Outcome { diff_dequantized: dq, diff_unquantized: df, computed, kernel: run.config.map(|c| c.kernel), d: got }
 }
 
 /// Contiguous case from per-group row counts (padded to the alignment by `contiguous_m_indices`),
@@ -286,7 +288,7 @@ fn run_masked(ctx: &Context, c: &Case, masked_m: &[i32], expected_m: usize, layo
         (0..c.rows).map(|i| (i / m_max, i % m_max)).map(|(g, r)| (r < clamped[g] as usize).then_some(g)).collect();
     let (dq, df, computed) = compare(c, &got, &want_q, &row_group, what);
     assert_kernel_family(run.config.map(|c| c.kernel), layout, what);
-    Outcome { diff_dequantized: dq, diff_unquantized: df, computed, kernel: run.config.map(|c| c.kernel) }
+    Outcome { diff_dequantized: dq, diff_unquantized: df, computed, kernel: run.config.map(|c| c.kernel), d: got }
 }
 
 #[test]
@@ -349,6 +351,48 @@ fn masked_rows_are_not_written_and_counts_are_clamped_on_the_device() {
             let r = fp8gemm::runtime::last_emulator_report().unwrap();
             assert_eq!(r.count(amdgpu_emu::exec::Class::Mfma), 0, "{layout}: masked-out tiles must do no MFMA work");
         }
+    }
+}
+
+/// Element-wise: the pipelined bs kernels run the logical kernels' MFMAs in the same order and
+/// promote the same way, so every element of D (computed rows and untouched ones) is the
+/// logical kernels' bit for bit.
+fn assert_same_bits(what: &str, got: &[bf16], want: &[bf16]) {
+    assert_eq!(got.len(), want.len(), "{what}");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert_eq!(g.to_bits(), w.to_bits(), "{what}: D[{i}] = {g}, the logical-layout kernel gave {w}");
+    }
+}
+
+#[test]
+fn pipelined_bs_kernels_match_both_references_and_the_logical_kernels() {
+    // `fp8gemm_device::grouped_pipe`: the 64-row tile (forced 64x128 at K ≥
+    // GROUPED_BS_PIPE_MIN_BLOCKS blocks runs it, `config::grouped_bs_pipe_rule`) and the masked
+    // 80-row tile (forced 80x128). K = 32 blocks + 1 (not a multiple of the 4-block scale window),
+    // n a multiple of 4 past 128 (a column tail), row tails inside the tiles, −1 padding rows and
+    // an all-padding block (contiguous), zero, clamped and negative counts (masked).
+    let ctx = checked_context();
+    let k = 128 * (fp8gemm::config::GROUPED_BS_PIPE_MIN_BLOCKS as usize + 1);
+    let n = 132;
+    let (c, m_indices) = contiguous_case(&[1, 129, 0, 70], &[2], n, k, 31);
+    let want = run_contiguous(&ctx, &c, &m_indices, WeightLayout::Logical, "contiguous pipelined (reference run)");
+    let out = forced(Some((64, 128)), None, || run_contiguous(&ctx, &c, &m_indices, WeightLayout::Preshuffled, "contiguous pipelined"));
+    assert_eq!(out.kernel, Some("m_grouped_fp8_gemm_nt_contiguous_bs_pipe_bm64_bn128"));
+    assert_eq!(out.computed, 200);
+    out.assert_accurate("contiguous pipelined 64");
+    assert_same_bits("contiguous pipelined 64", &out.d, &want.d);
+
+    let m_max = 100;
+    let c = case(5 * m_max, 5, n, k, 32);
+    let masked_m = [100, 0, 77, i32::MAX, -3];
+    let want = run_masked(&ctx, &c, &masked_m, 64, WeightLayout::Logical, "masked pipelined (reference run)");
+    for bm in [64u32, 80] {
+        let what = format!("masked pipelined {bm}");
+        let out = forced(Some((bm, 128)), None, || run_masked(&ctx, &c, &masked_m, 64, WeightLayout::Preshuffled, &what));
+        assert_eq!(out.kernel.unwrap(), format!("m_grouped_fp8_gemm_nt_masked_bs_pipe_bm{bm}_bn128"), "{what}");
+        assert_eq!(out.computed, 100 + 77 + 100, "{what}");
+        out.assert_accurate(&what);
+        assert_same_bits(&what, &out.d, &want.d);
     }
 }
 

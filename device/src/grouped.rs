@@ -116,6 +116,10 @@
 //! | masked 4 × 256, 7168, 2048 | 337 / 337 | **471 / 471** (32) |
 //!
 //! Issue 12's contiguous goal (≥ 900 TFLOPS) is not reached: 860.
+//!
+//! The same jobs on the pipelined bs loop (one workgroup per CU, the host's choice from 40 K
+//! blocks on): [`crate::grouped_pipe`], through `imp::contiguous_with` and `imp::masked_with`,
+//! which take the main loop as a `TileLoop`.
 
 //!
 //! # Split-K for the masked layout (`m_grouped_fp8_gemm_nt_masked_splitk_bs_bm{32,64}_bn128`)
@@ -175,7 +179,7 @@ use crate::amdgpu_kernel;
 use crate::args::{MGroupedContiguousArgs, MGroupedMaskedArgs, MGroupedMaskedSplitKArgs};
 
 #[cfg(target_arch = "amdgpu")]
-mod imp {
+pub(crate) mod imp {
     use core::num::NonZeroU32;
 
     use crate::args::{MGroupedContiguousArgs, MGroupedMaskedArgs, MGroupedMaskedSplitKArgs};
@@ -212,9 +216,37 @@ mod imp {
         }
     }
 
-    /// Contiguous layout: one tile of `D[m_sum, n]` ([`dims`]) with the group of its block.
+    /// A main loop over one grouped tile job (the builders' last step; [`Loop`] is [`run`], the
+    /// pipelined bs kernels of `crate::grouped_pipe` bring their own).
+    pub(crate) trait TileLoop {
+        /// Runs the loop over `job`, storing through `epi` the rows `keep_row` accepts.
+        fn run<E: crate::dense::imp::Epilogue>(job: &TileJob, keep_row: impl Fn(u32) -> bool, epi: &E);
+    }
+
+    /// [`run`] as a [`TileLoop`].
+    pub(crate) struct Loop<const FM: usize, const FN: usize, const DEPTH: u32, const BS: bool>;
+    impl<const FM: usize, const FN: usize, const DEPTH: u32, const BS: bool> TileLoop for Loop<FM, FN, DEPTH, BS> {
+        #[inline(always)]
+        fn run<E: crate::dense::imp::Epilogue>(job: &TileJob, keep_row: impl Fn(u32) -> bool, epi: &E) {
+            run::<FM, FN, DEPTH, BS, E>(job, keep_row, epi)
+        }
+    }
+
+    /// Contiguous layout on [`run`] ([`contiguous_with`]).
     #[inline(always)]
     pub fn contiguous<const FM: usize, const FN: usize, const DEPTH: u32, const BS: bool>(args: MGroupedContiguousArgs) {
+        contiguous_with::<FM, FN, BS, Loop<FM, FN, DEPTH, BS>>(args)
+    }
+
+    /// Masked layout on [`run`] ([`masked_with`]).
+    #[inline(always)]
+    pub fn masked<const FM: usize, const FN: usize, const DEPTH: u32, const BS: bool>(args: MGroupedMaskedArgs) {
+        masked_with::<FM, FN, BS, Loop<FM, FN, DEPTH, BS>>(args)
+    }
+
+    /// Contiguous layout: one tile of `D[m_sum, n]` ([`dims`]) with the group of its block.
+    #[inline(always)]
+    pub(crate) fn contiguous_with<const FM: usize, const FN: usize, const BS: bool, L: TileLoop>(args: MGroupedContiguousArgs) {
         let (bm, bn, b_bytes) = dims::<FM, FN, BS>(args.n, args.k);
         let (m, n, k, groups) = (args.m_sum, args.n, args.k, args.groups);
         let nkb = k / SCALE_BLOCK_K;
@@ -258,7 +290,7 @@ mod imp {
         };
         let epi = Bf16Store { rs_d: BufferResource::new(args.d.addr(), m * n * 2), ldd: n };
         let g = g as i32;
-        run::<FM, FN, DEPTH, BS, _>(&job, |row| {
+        L::run(&job, |row| {
             // SAFETY: rs_idx as above; rows ≥ m_sum read 0, and their stores fall outside D's
             // resource anyway.
             unsafe { buffer_load_i32(rs_idx, row * 4, 0) == g }
@@ -267,7 +299,7 @@ mod imp {
 
     /// Masked layout: one tile ([`dims`]) of `D[g]` of one group, rows below `masked_m[g]`.
     #[inline(always)]
-    pub fn masked<const FM: usize, const FN: usize, const DEPTH: u32, const BS: bool>(args: MGroupedMaskedArgs) {
+    pub(crate) fn masked_with<const FM: usize, const FN: usize, const BS: bool, L: TileLoop>(args: MGroupedMaskedArgs) {
         let (bm, bn, b_bytes) = dims::<FM, FN, BS>(args.n, args.k);
         let (m_max, n, k, groups) = (args.m_max, args.n, args.k, args.groups);
         let nkb = k / SCALE_BLOCK_K;
@@ -314,7 +346,7 @@ mod imp {
             n0,
         };
         let epi = Bf16Store { rs_d: BufferResource::new(args.d.addr() + a_rows * u64::from(n * 2), rows * n * 2), ldd: n };
-        run::<FM, FN, DEPTH, BS, _>(&job, |_| true, &epi);
+        L::run(&job, |_| true, &epi);
     }
 
     /// Masked layout, split-K (pre-shuffled B, the bs loop, `FN = 2`): workgroup → (tile of

@@ -82,6 +82,9 @@ use fp8gemm_device::grouped::{
     M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_SPLITK_BS_BM32_BN128,
     M_GROUPED_FP8_GEMM_NT_MASKED_SPLITK_BS_BM64_BN128,
 };
+use fp8gemm_device::grouped_pipe::{
+    M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_PIPE_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BS_PIPE_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BS_PIPE_BM80_BN128,
+};
 use fp8gemm_device::tile::{self, DenseTile};
 use fp8gemm_device::KernelSpec;
 
@@ -2121,7 +2124,8 @@ const BS_BM64_GAIN: f64 = 1.08;
 /// Chooses the m-grouped bs kernel (B pre-shuffled straight to registers,
 /// [`fp8gemm_device::grouped`] on [`fp8gemm_device::mainloop_bs`]) of a contiguous or masked
 /// problem: the tile forced with [`force_tile`] / `FP8GEMM_FORCE_TILE` (32x128, 64x128 or
-/// 128x128; a forced split count other than 1 is rejected, these kernels do not split K), else
+/// 128x128, and for masked 80x128, the pipelined kernel of [`fp8gemm_device::grouped_pipe`];
+/// a forced split count other than 1 is rejected, these kernels do not split K), else
 /// the 32- or 64-row tile by the rows of work on the busiest CU: with `w` working tiles of
 /// height `bm` (counted as for the logical-B kernels: contiguous without the expected
 /// all-padding tiles, masked with `expected_m` rows per group; see the [module docs](self)),
@@ -2133,7 +2137,9 @@ const BS_BM64_GAIN: f64 = 1.08;
 /// e.g. masked 1×1024 over 4096×7168 673 vs 606 TFLOPS) and [`get_bs_config`]'s dense points
 /// (4096×2048×7168 → 32 rows, 1024×2048×7168 → 32, 4096×2112×7168 and 4096×7168×2048 → 64).
 /// The 128 × 128 tile (1 wave per SIMD) is never chosen: contiguous 4×8192 over 4096×7168
-/// runs 890 TFLOPS modelled with 64 × 128 tiles and 710 with 128 × 128.
+/// runs 890 TFLOPS modelled with 64 × 128 tiles and 710 with 128 × 128. A 64-row tile (chosen
+/// or forced) then runs on the pipelined loop from [`GROUPED_BS_PIPE_MIN_BLOCKS`] K blocks on
+/// (`grouped_bs_pipe_rule`, its modelled table there).
 pub fn get_grouped_bs_config(desc: &GemmDesc) -> Result<GemmConfig, ConfigError> {
     get_grouped_bs_config_for_workspace(desc, u64::MAX).map(|(c, _)| c)
 }
@@ -2200,9 +2206,14 @@ pub fn get_grouped_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> R
     let forced_t = forced_tile()?;
     let (i, why) = match forced_t {
         Some((bm, bn)) => {
-            let available = "32x128, 64x128, 128x128 (m-grouped, pre-shuffled B)";
+            let available = match desc.kind {
+                GemmKind::MGroupedMasked => "32x128, 64x128, 128x128 and 80x128 (m-grouped masked, pre-shuffled B)",
+                _ => "32x128, 64x128, 128x128 (m-grouped contiguous, pre-shuffled B)",
+            };
+            // 80 rows exist only on the pipelined loop (masked): its index past `tiles`.
             let i = tiles
                 .iter()
+                .chain(grouped_bs_pipe_tiles(desc.kind))
                 .position(|t| (t.block_m, t.block_n) == (bm, bn))
                 .ok_or_else(|| ConfigError::ForcedTile { tile: format!("{bm}x{bn}"), available })?;
             (i, Choice::Forced)
@@ -2220,7 +2231,8 @@ pub fn get_grouped_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> R
             (i, Choice::GroupedBsRule(rows32, rows64))
         }
     };
-    let t = tiles[i];
+    let t = tiles.get(i).copied().unwrap_or_else(|| grouped_bs_pipe_tiles(desc.kind)[i - tiles.len()]);
+    let t = grouped_bs_pipe_rule(desc, t).unwrap_or(t);
     let (grid, _) = tile_grid_and_work(t.block_m, t.block_n, 1, desc)?;
     // The split kernel of this tile (masked 32- and 64-row tiles only).
     let split_kernel = if desc.kind == GemmKind::MGroupedMasked {
@@ -2311,12 +2323,72 @@ pub fn get_grouped_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> R
 
 /// The launch spec of an m-grouped contiguous bs config's kernel (B pre-shuffled).
 pub fn contiguous_bs_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<MGroupedContiguousArgs>> {
-    spec_named([M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM32_BN128, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM64_BN128, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM128_BN128], config)
+    spec_named(
+        [
+            M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM32_BN128,
+            M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM64_BN128,
+            M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM128_BN128,
+            M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_PIPE_BM64_BN128,
+        ],
+        config,
+    )
 }
 
 /// The launch spec of an m-grouped masked bs config's kernel (B pre-shuffled).
 pub fn masked_bs_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<MGroupedMaskedArgs>> {
-    spec_named([M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM32_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM128_BN128], config)
+    spec_named(
+        [
+            M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM32_BN128,
+            M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM64_BN128,
+            M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM128_BN128,
+            M_GROUPED_FP8_GEMM_NT_MASKED_BS_PIPE_BM64_BN128,
+            M_GROUPED_FP8_GEMM_NT_MASKED_BS_PIPE_BM80_BN128,
+        ],
+        config,
+    )
+}
+
+/// The m-grouped pipelined bs tiles of a layout ([`fp8gemm_device::grouped_pipe`]).
+fn grouped_bs_pipe_tiles(kind: GemmKind) -> &'static [tile::BsTile] {
+    match kind {
+        GemmKind::MGroupedContiguous => &fp8gemm_device::grouped_pipe::CONTIGUOUS_BS_PIPE_TILES,
+        GemmKind::MGroupedMasked => &fp8gemm_device::grouped_pipe::MASKED_BS_PIPE_TILES,
+        GemmKind::Dense => &[],
+    }
+}
+
+/// Fewest 128-K blocks from which the m-grouped bs choice runs its 64-row tile on the pipelined
+/// loop (`grouped_bs_pipe_rule`, whose docs hold the modelled table).
+pub const GROUPED_BS_PIPE_MIN_BLOCKS: u32 = 40;
+
+/// The pipelined grouped bs tile ([`fp8gemm_device::grouped_pipe`]) that replaces the grouped bs
+/// choice `base` ([`get_grouped_bs_config`], forced or chosen), if any: the 64-row tile runs on
+/// the pipelined loop (one workgroup per CU, B two blocks ahead) from
+/// [`GROUPED_BS_PIPE_MIN_BLOCKS`] 128-K blocks on; below, the two-per-CU 64-row kernel's
+/// overlap of two workgroups beats it. A forced 80-row (masked) tile is pipelined already.
+///
+/// Modelled (timing model, MI300X, `--scope xcd`, `FP8GEMM_PRESHUFFLED=1 fp8gemm profile`),
+/// TFLOPS of executed MFMA work, two-per-CU 64 × 128 → pipelined 64 × 128:
+///
+/// | problem | K blocks | two per CU | pipelined |
+/// |---|---|---|---|
+/// | contiguous 4×8192 over 4096×7168 | 56 | 880.1 | **913.4** |
+/// | contiguous 8×4096 over 4096×7168 | 56 | 883.8 | **916.8** |
+/// | contiguous 4×8192 over 4096×6144 | 48 | 864.8 | **888.1** |
+/// | contiguous 4×8192 over 4096×5120 | 40 | 847.2 | **855.1** |
+/// | contiguous 4×8192 over 4096×4096 | 32 | **813.4** | 809.6 |
+/// | contiguous 4×8192 over 7168×2048 | 16 | **727.1** | 656.3 |
+/// | contiguous 8×4096 over 7168×2048 | 16 | **721.0** | 658.6 |
+/// | masked 1×1024 over 4096×7168 | 56 | 797.1 | **901.1** |
+///
+/// The cut lies between 32 blocks (pipelined 0.5 % slower) and 40 (0.9 % faster). The masked
+/// 80-row kernel is never chosen by this rule (no modelled point where it wins yet); it runs
+/// only forced (`FP8GEMM_FORCE_TILE=80x128`).
+fn grouped_bs_pipe_rule(desc: &GemmDesc, base: tile::BsTile) -> Option<tile::BsTile> {
+    if base.block_m != 64 || desc.k / tile::SCALE_BLOCK_K < GROUPED_BS_PIPE_MIN_BLOCKS {
+        return None;
+    }
+    grouped_bs_pipe_tiles(desc.kind).iter().copied().find(|t| t.block_m == 64)
 }
 
 /// The launch spec of an m-grouped masked bs split-K config's kernel (B pre-shuffled).
@@ -2551,6 +2623,15 @@ mod tests {
                 assert_eq!(pick(GemmDesc::m_grouped_masked(r, n, k, g, r, Arch::Gfx942)), 64, "masked {g}x{r} {n}x{k}");
             }
         }
+        // The pipelined loop (grouped_bs_pipe_rule) from GROUPED_BS_PIPE_MIN_BLOCKS K blocks on.
+        for (k, pipe) in [(7168, true), (128 * GROUPED_BS_PIPE_MIN_BLOCKS, true), (128 * GROUPED_BS_PIPE_MIN_BLOCKS - 128, false), (2048, false)] {
+            for d in [GemmDesc::m_grouped_contiguous(32768, 4096, k, 4, Arch::Gfx942), GemmDesc::m_grouped_masked(1024, 4096, k, 1, 1024, Arch::Gfx942)] {
+                let c = get_grouped_bs_config(&d).unwrap();
+                assert_eq!((c.block_m, c.kernel.contains("_bs_pipe_")), (64, pipe), "k = {k}: {c}");
+                let groups = if d.kind == GemmKind::MGroupedMasked { d.groups } else { 1 };
+                assert_eq!(c.grid, groups * d.m.div_ceil(64) * 4096 / 128, "{c}");
+            }
+        }
     }
 
     #[test]
@@ -2568,6 +2649,18 @@ mod tests {
         }
         force_tile(Some((128, 128)));
         assert_eq!(get_grouped_bs_config(&desc).unwrap().kernel, "m_grouped_fp8_gemm_nt_masked_bs_bm128_bn128");
+        // 80 rows: the pipelined masked kernel; no contiguous kernel (80 does not divide 128).
+        force_tile(Some((80, 128)));
+        let c = get_grouped_bs_config(&desc).unwrap();
+        assert_eq!((c.kernel, c.grid, c.lds_bytes), ("m_grouped_fp8_gemm_nt_masked_bs_pipe_bm80_bn128", 4 * 4 * 32, tile::bs_pipe_lds_bytes(80)));
+        assert!(masked_bs_kernel_spec(&c).is_some());
+        let e = get_grouped_bs_config(&contiguous).unwrap_err();
+        assert!(matches!(e, ConfigError::ForcedTile { .. }) && e.to_string().contains("80x128"), "{e}");
+        // A forced 64-row tile follows the pipelined rule: K = 7168 (56 blocks) pipelined, 2048 not.
+        force_tile(Some((64, 128)));
+        assert_eq!(get_grouped_bs_config(&desc).unwrap().kernel, "m_grouped_fp8_gemm_nt_masked_bs_pipe_bm64_bn128");
+        let short = GemmDesc::m_grouped_masked(256, 4096, 2048, 4, 256, Arch::Gfx942);
+        assert_eq!(get_grouped_bs_config(&short).unwrap().kernel, "m_grouped_fp8_gemm_nt_masked_bs_bm64_bn128");
         force_split(Some(2));
         assert!(matches!(get_grouped_bs_config(&desc), Err(ConfigError::ForcedSplit { .. })));
         force_split(None);

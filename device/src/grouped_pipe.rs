@@ -1,0 +1,118 @@
+//! M-grouped bs kernels on the pipelined bs loop (`m_grouped_fp8_gemm_nt_{contiguous,masked}_bs_pipe_bm*_bn128`).
+//!
+//! The same per-tile jobs as the grouped bs kernels of [`crate::grouped`] (group lookup, skipped
+//! blocks, the contiguous per-row store predicate, the masked clamp, B's resource over the
+//! group's pre-shuffled slice: `crate::grouped`'s `contiguous_with` / `masked_with`), run on the
+//! pipelined loop of [`crate::mainloop_bs`] ("Pipelined loop", B two blocks ahead, one workgroup
+//! per CU), which computes the bs loop's result bit for bit.
+//!
+//! Tiles: [`CONTIGUOUS_BS_PIPE_TILES`] (64 rows only: a contiguous tile must divide
+//! [`crate::tile::M_ALIGNMENT_CONTIGUOUS`] = 128 so that no tile spans two groups, which rules
+//! out 48, 80 and 96), [`MASKED_BS_PIPE_TILES`] (64 and 80 rows). The host's choice:
+//! `fp8gemm::config::grouped_bs_pipe_rule` (a chosen or forced 64-row tile runs here from 40
+//! K blocks on; 80 rows only forced, `FP8GEMM_FORCE_TILE=80x128`, masked).
+//!
+//! Resources (`fp8gemm info`, gfx942 and gfx950 alike; VGPR = unified count; checked by
+//! `grouped_bs_pipe_kernels_meet_the_resource_goals` in `tests/dense_kernel.rs`): 0 spills,
+//! 0 scratch, all LDS dynamic, 1 wave per SIMD like the dense pipelined kernels.
+//!
+//! | kernel | VGPR | AGPR | SGPR | waves/SIMD |
+//! |---|---|---|---|---|
+//! | `m_grouped_fp8_gemm_nt_contiguous_bs_pipe_bm64_bn128` | 312 | 56 | 46 | 1 |
+//! | `m_grouped_fp8_gemm_nt_masked_bs_pipe_bm64_bn128` | 300 | 44 | 48 | 1 |
+//! | `m_grouped_fp8_gemm_nt_masked_bs_pipe_bm80_bn128` | 364 | 108 | 48 | 1 |
+//!
+//! `FP8GEMM_PRESHUFFLED=1 fp8gemm compare --set grouped` (timing model, MI300X, TFLOPS,
+//! *modelled*), before (the two-per-CU 64 × 128 bs kernel on every row) and after (the
+//! pipelined one where K ≥ 40 blocks):
+//!
+//! | problem | before | after |
+//! |---|---|---|
+//! | contiguous 4×8192 over 4096×7168 | 890.5 | **925.0** |
+//! | contiguous 8×4096 over 4096×7168 | 890.6 | **925.0** |
+//! | masked 1×1024 over 4096×7168 | 672.9 | **761.2** |
+//! | masked 2×512 over 4096×7168 | 673.4 | **761.1** |
+//! | masked 4×256 over 4096×7168 | 673.9 | **761.1** |
+//! | contiguous 4×8192 over 7168×2048 | 723.5 | 724.2 (unchanged kernel) |
+//! | contiguous 8×4096 over 7168×2048 | 725.1 | 723.0 (unchanged kernel) |
+//! | masked 1×1024 over 7168×2048 | 598.9 | 598.9 (unchanged kernel) |
+//! | masked 2×512 over 7168×2048 | 602.3 | 602.3 (unchanged kernel) |
+//! | masked 4×256 over 7168×2048 | 600.9 | 600.9 (unchanged kernel) |
+//!
+//! Issue 12's contiguous goal (≥ 900) is met at (4096, 7168), not at (7168, 2048) (16 K
+//! blocks: the pipelined loop is slower there, 656 vs 727 modelled).
+
+use crate::amdgpu_kernel;
+use crate::args::{MGroupedContiguousArgs, MGroupedMaskedArgs};
+use crate::tile::BsTile;
+
+/// The m-grouped contiguous kernels on the pipelined bs loop, smallest first.
+pub const CONTIGUOUS_BS_PIPE_TILES: [BsTile; 1] =
+    [BsTile { name: "m_grouped_fp8_gemm_nt_contiguous_bs_pipe_bm64_bn128", block_m: 64, block_n: 128 }];
+
+/// The m-grouped masked kernels on the pipelined bs loop, smallest first.
+pub const MASKED_BS_PIPE_TILES: [BsTile; 2] = [
+    BsTile { name: "m_grouped_fp8_gemm_nt_masked_bs_pipe_bm64_bn128", block_m: 64, block_n: 128 },
+    BsTile { name: "m_grouped_fp8_gemm_nt_masked_bs_pipe_bm80_bn128", block_m: 80, block_n: 128 },
+];
+
+const _: () = {
+    let mut i = 0;
+    while i < CONTIGUOUS_BS_PIPE_TILES.len() {
+        assert!(crate::tile::M_ALIGNMENT_CONTIGUOUS.is_multiple_of(CONTIGUOUS_BS_PIPE_TILES[i].block_m));
+        i += 1;
+    }
+};
+
+#[cfg(target_arch = "amdgpu")]
+mod imp {
+    use crate::dense::imp::{Epilogue, TileJob};
+    use crate::grouped::imp::TileLoop;
+
+    /// The pipelined bs loop (`FM` rows of 16 fragments, B two blocks ahead) as a grouped
+    /// [`TileLoop`].
+    pub(super) struct Pipe<const FM: usize>;
+    impl<const FM: usize> TileLoop for Pipe<FM> {
+        #[inline(always)]
+        fn run<E: Epilogue>(job: &TileJob, keep_row: impl Fn(u32) -> bool, epi: &E) {
+            crate::mainloop_bs::imp::tile_gemm_bs_pipe::<FM, 2, _>(job, keep_row, epi);
+        }
+    }
+}
+
+/// Contiguous layout, pre-shuffled B, 64 × 128 tiles on the pipelined loop (one workgroup per CU).
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn m_grouped_fp8_gemm_nt_contiguous_bs_pipe_bm64_bn128(args: MGroupedContiguousArgs) {
+    crate::grouped::imp::contiguous_with::<4, 2, true, imp::Pipe<4>>(args)
+}
+
+/// Masked layout, pre-shuffled B, 64 × 128 tiles on the pipelined loop.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn m_grouped_fp8_gemm_nt_masked_bs_pipe_bm64_bn128(args: MGroupedMaskedArgs) {
+    crate::grouped::imp::masked_with::<4, 2, true, imp::Pipe<4>>(args)
+}
+
+/// Masked layout, pre-shuffled B, 80 × 128 tiles on the pipelined loop.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn m_grouped_fp8_gemm_nt_masked_bs_pipe_bm80_bn128(args: MGroupedMaskedArgs) {
+    crate::grouped::imp::masked_with::<5, 2, true, imp::Pipe<5>>(args)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tile::THREADS;
+
+    #[test]
+    fn specs_match_the_tile_tables() {
+        for (spec, tile) in [M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_PIPE_BM64_BN128].iter().zip(CONTIGUOUS_BS_PIPE_TILES) {
+            assert_eq!(spec.name, tile.name);
+            assert_eq!(spec.workgroup_size, THREADS);
+        }
+        let m = [M_GROUPED_FP8_GEMM_NT_MASKED_BS_PIPE_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BS_PIPE_BM80_BN128];
+        for (spec, tile) in m.iter().zip(MASKED_BS_PIPE_TILES) {
+            assert_eq!(spec.name, tile.name);
+            assert_eq!(spec.workgroup_size, THREADS);
+        }
+    }
+}
