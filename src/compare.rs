@@ -71,7 +71,7 @@ impl Problem {
 
 /// Runs `p` once through the public API (the library's own config choice) with the timing
 /// model on; the operands are zeros (their values do not steer the kernels).
-fn model(ctx: &Context, p: Problem, machine: &Machine, scope: CompareScope) -> Result<(std::sync::Arc<TimingReport>, String), String> {
+fn model(ctx: &Context, p: Problem, machine: &Machine, scope: CompareScope) -> Result<(std::sync::Arc<TimingReport>, String, String), String> {
     let e = |x: fp8gemm::Error| x.to_string();
     // `FP8GEMM_PRESHUFFLED=1`: the operands' B is pre-shuffled, which the bs kernels run.
     let chosen = match (crate::gemm::preshuffled(), p) {
@@ -93,9 +93,25 @@ fn model(ctx: &Context, p: Problem, machine: &Machine, scope: CompareScope) -> R
     let run = ops.launch(&stream);
     emu::set_timing(None);
     let cfg = run.map_err(e)?.config.ok_or("nothing was launched")?;
-    let cfg = format!("{}{}x{}", if cfg.kernel.contains("_bs_") { "bs " } else { "" }, cfg.block_m, cfg.block_n);
+    let tile = format!("{}{}x{}", if cfg.kernel.contains("_bs_") { "bs " } else { "" }, cfg.block_m, cfg.block_n);
     let t = emu::last_launch_timing().ok_or("the timed launch left no report")?;
-    Ok((t, cfg))
+    Ok((t, tile, schedule(&cfg)))
+}
+
+/// The launch's schedule in a few characters: `sk DP+SK` for stream-K (`DP` data-parallel
+/// tiles, then `SK` workgroups sharing the rest), `split S` for split-K, `pipe` for the
+/// pipelined kernels, empty for a plain one-tile-per-workgroup launch.
+fn schedule(cfg: &fp8gemm::config::GemmConfig) -> String {
+    let mut parts = Vec::new();
+    if cfg.kernel.contains("_pipe_") {
+        parts.push("pipe".to_string());
+    }
+    if let Some(sk) = cfg.stream_k {
+        parts.push(format!("sk {}+{}", sk.dp_tiles, sk.sk_wgs));
+    } else if cfg.splits > 1 {
+        parts.push(format!("split {}", cfg.splits));
+    }
+    parts.join(" ")
 }
 
 /// One printed row.
@@ -104,7 +120,10 @@ struct Row {
     set: &'static str,
     machine: &'static str,
     problem: Problem,
+    /// The tile (`bs 32x128` for the pre-shuffled-B kernels).
     config: String,
+    /// [`schedule`] of the launch.
+    schedule: String,
     our_us: f64,
     /// The other implementation's time (µs) or TFLOPS, and where it comes from.
     other_us: Option<f64>,
@@ -167,8 +186,8 @@ pub fn run(set: Set, peers: Option<PathBuf>, scope: CompareScope, max_m: Option<
     let want = |s: Set| set == s || set == Set::All;
     let keep = |m: usize| max_m.is_none_or(|x| m <= x);
     let push = |set: &'static str, machine: &Machine, p: Problem, other_us: Option<f64>, other_tflops: Option<f64>, other: String| -> Result<Row, String> {
-        let (t, config) = model(&ctx, p, machine, scope)?;
-        let row = Row { set, machine: machine.name, problem: p, config, our_us: t.seconds * 1e6, other_us, other_tflops, other };
+        let (t, config, schedule) = model(&ctx, p, machine, scope)?;
+        let row = Row { set, machine: machine.name, problem: p, config, schedule, our_us: t.seconds * 1e6, other_us, other_tflops, other };
         print_row(&row, started.elapsed().as_secs_f64());
         Ok(row)
     };
@@ -226,10 +245,11 @@ fn print_row(r: &Row, elapsed: f64) {
         _ => format!("{:>23}", ""),
     };
     let ratio = r.ratio().map_or("      -".to_string(), |x| format!("{x:>6.2}×"));
+    let config = if r.schedule.is_empty() { r.config.clone() } else { format!("{} {}", r.config, r.schedule) };
     println!(
-        "{:<38} {:>8} {:>10.2} µs {:>7.1} TF modelled | {other} {:<28} | {ratio}   ({elapsed:.0} s)",
+        "{:<38} {:<24} {:>10.2} µs {:>7.1} TF modelled | {other} {:<28} | {ratio}   ({elapsed:.0} s)",
         r.problem.label(),
-        r.config,
+        config,
         r.our_us,
         r.our_tflops(),
         r.other
@@ -268,12 +288,12 @@ fn summarize(rows: &[Row]) {
 fn write_csv(path: &Path, rows: &[Row]) -> Result<(), String> {
     let mut s = String::new();
     let _ = writeln!(s, "# fp8gemm compare: `our_*` columns are MODELLED by the emulator's timing model; `other_*` are as labelled in `other`");
-    let _ = writeln!(s, "set,machine,problem,config,our_us,our_tflops,other,other_us,other_tflops,ratio");
+    let _ = writeln!(s, "set,machine,problem,config,our_us,our_tflops,other,other_us,other_tflops,ratio,schedule");
     for r in rows {
         let o = |x: Option<f64>| x.map_or(String::new(), |v| format!("{v:.2}"));
         let _ = writeln!(
             s,
-            "{},{},{},{},{:.3},{:.3},{},{},{},{}",
+            "{},{},{},{},{:.3},{:.3},{},{},{},{},{}",
             r.set,
             r.machine,
             r.problem.label(),
@@ -283,7 +303,8 @@ fn write_csv(path: &Path, rows: &[Row]) -> Result<(), String> {
             r.other,
             o(r.other_us),
             o(r.other_tflops),
-            r.ratio().map_or(String::new(), |v| format!("{v:.3}"))
+            r.ratio().map_or(String::new(), |v| format!("{v:.3}")),
+            r.schedule
         );
     }
     std::fs::write(path, s).map_err(|e| format!("{}: {e}", path.display()))

@@ -195,8 +195,25 @@ fn compare_tabulates_modelled_against_measured_and_writes_csv_and_plot() {
     assert!(out.contains("dense 128x256x256") && out.contains("BpreShuffle_32x128 measured"), "{out}");
     assert!(out.contains("peers: 2 shapes, geomean of our modelled TFLOPS / AMD's measured TFLOPS"), "{out}");
     let table = std::fs::read_to_string(&csv).unwrap();
+    assert!(table.lines().any(|l| l == "set,machine,problem,config,our_us,our_tflops,other,other_us,other_tflops,ratio,schedule"), "{table}");
     let rows: Vec<&str> = table.lines().filter(|l| l.starts_with("peers,mi325x,")).collect();
     assert_eq!(rows.len(), 2, "{table}");
+    // The schedule column is last: empty, `pipe`, `split S` or `sk DP+SK` (optionally after `pipe`).
+    for row in &rows {
+        let f: Vec<&str> = row.split(',').collect();
+        assert_eq!(f.len(), 11, "{row}");
+        let words: Vec<&str> = f[10].split(' ').filter(|w| !w.is_empty() && *w != "pipe").collect();
+        let ok = match words.as_slice() {
+            [] => true,
+            ["split", s] => s.parse::<u32>().is_ok_and(|s| s > 1),
+            ["sk", dp_sk] => dp_sk.split_once('+').is_some_and(|(a, b)| a.parse::<u32>().is_ok() && b.parse::<u32>().is_ok_and(|b| b > 0)),
+            _ => false,
+        };
+        assert!(ok, "schedule column `{}` of {row}", f[10]);
+        // The printed table shows the same tile and schedule.
+        let shown = if f[10].is_empty() { f[3].to_string() } else { format!("{} {}", f[3], f[10]) };
+        assert!(out.lines().any(|l| l.contains(f[2]) && l.contains(&format!(" {shown} "))), "`{shown}` not printed for {}:\n{out}", f[2]);
+    }
     // Each row's ratio is our TFLOPS over the measured one (columns: …, our_tflops, other, other_us, other_tflops, ratio).
     for row in rows {
         let f: Vec<&str> = row.split(',').collect();

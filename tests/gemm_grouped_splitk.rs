@@ -3,8 +3,9 @@
 //! the rows each group defines (calc_diff and element-wise bounds), every row past a group's
 //! clamped count untouched bit for bit (0 rows, fewer than `expected_m`, more, up to and past the
 //! capacity, negative), deterministic reruns, graph replay with different `masked_m`, the
-//! workspace rules (too small: reported fallback, forced split: typed error) and the forced
-//! split counts the problem cannot use.
+//! workspace rules (too small: reported fallback, forced split: typed error; an explicit
+//! workspace: used, or a typed error when too small) and the forced split counts the problem
+//! cannot use.
 
 mod common;
 use common::{assert_elementwise, checked_context, forced, randn_bf16};
@@ -12,7 +13,7 @@ use fp8gemm::config::{self, GemmDesc};
 use fp8gemm::fp8::E4M3Fnuz;
 use fp8gemm::quant::{GroupedQuantizedWeights, QuantizedActivations};
 use fp8gemm::workspace::DEFAULT_STREAM_WORKSPACE_FLOATS;
-use fp8gemm::{m_grouped_fp8_gemm_nt_masked, reference, CaptureMode, Context, DeviceActivations, DeviceGroupedWeights, Error, GemmRun, Stream, Workspace};
+use fp8gemm::{m_grouped_fp8_gemm_nt_masked, m_grouped_fp8_gemm_nt_masked_with_workspace, reference, CaptureMode, Context, DeviceActivations, DeviceGroupedWeights, Error, GemmRun, Stream, Workspace};
 use half::bf16;
 use rand::{rngs::StdRng, SeedableRng};
 
@@ -236,6 +237,50 @@ fn a_stream_workspace_too_small_falls_back_and_a_forced_split_errors() {
     let mut dd = ctx.upload(&sentinel(&c)).unwrap();
     let e = forced(None, Some(4), || m_grouped_fp8_gemm_nt_masked(&stream, &ops.a, &ops.b, &mut dd, &dm, 32)).unwrap_err();
     assert!(matches!(e, Error::Workspace { available: 0, .. }), "{e}");
+}
+
+#[test]
+fn an_explicit_workspace_runs_the_split_and_a_too_small_one_is_a_typed_error() {
+    let ctx = checked_context();
+    let c = case(2, 32, 256, 2048, 7);
+    let ops = upload(&ctx, &c);
+    let masked_m = [32, 20];
+    let dm = ctx.upload(&masked_m).unwrap();
+    // The stream has no workspace: a split can only come from the explicit one.
+    let mut stream = Stream::new(&ctx).unwrap();
+    stream.set_workspace(None).unwrap();
+    // The model's preferred split, with a workspace of exactly its need.
+    let preferred = config::get_grouped_bs_config(&GemmDesc::m_grouped_masked(32, 256, 2048, 2, 32, ctx.arch())).unwrap();
+    assert!(preferred.splits > 1, "{preferred}");
+    let mut ws = Workspace::new(&ctx, preferred.workspace_floats() as usize).unwrap();
+    let mut dd = ctx.upload(&sentinel(&c)).unwrap();
+    let r = m_grouped_fp8_gemm_nt_masked_with_workspace(&stream, &ops.a, &ops.b, &mut dd, &dm, 32, &mut ws).unwrap();
+    assert_eq!(r.config, Some(preferred));
+    assert!(r.workspace_limit.is_none());
+    check(&c, &masked_m, &dd.download(&stream).unwrap(), "explicit workspace, preferred split");
+    // A forced split with a workspace of exactly its need.
+    let forced_cfg = forced(None, Some(4), || config::get_grouped_bs_config(&GemmDesc::m_grouped_masked(32, 256, 2048, 2, 32, ctx.arch()))).unwrap();
+    assert_eq!(forced_cfg.splits, 4, "{forced_cfg}");
+    let mut ws4 = Workspace::new(&ctx, forced_cfg.workspace_floats() as usize).unwrap();
+    let mut dd = ctx.upload(&sentinel(&c)).unwrap();
+    let r = forced(None, Some(4), || m_grouped_fp8_gemm_nt_masked_with_workspace(&stream, &ops.a, &ops.b, &mut dd, &dm, 32, &mut ws4)).unwrap();
+    assert_eq!(r.config.unwrap().splits, 4);
+    check(&c, &masked_m, &dd.download(&stream).unwrap(), "explicit workspace, forced split 4");
+    // One float short of the forced split's need: the typed error naming `workspace`, nothing
+    // launched (D keeps its sentinel bit for bit).
+    let need = forced_cfg.workspace_floats();
+    let mut small = Workspace::new(&ctx, need as usize - 1).unwrap();
+    let mut dd = ctx.upload(&sentinel(&c)).unwrap();
+    let e = forced(None, Some(4), || m_grouped_fp8_gemm_nt_masked_with_workspace(&stream, &ops.a, &ops.b, &mut dd, &dm, 32, &mut small)).unwrap_err();
+    assert!(matches!(e, Error::Workspace { arg: "workspace", needed, available } if needed == need && available == need - 1), "{e}");
+    let untouched = dd.download(&stream).unwrap();
+    assert!(untouched.iter().all(|v| v.to_bits() == SENTINEL), "a rejected launch wrote D");
+    // Unforced, an explicit workspace short of the preferred split's need is the same error (as
+    // for dense `fp8_gemm_nt_with_workspace`: no silent fallback with a caller's workspace).
+    let mut small = Workspace::new(&ctx, 100).unwrap();
+    let e = m_grouped_fp8_gemm_nt_masked_with_workspace(&stream, &ops.a, &ops.b, &mut dd, &dm, 32, &mut small).unwrap_err();
+    assert!(matches!(e, Error::Workspace { arg: "workspace", needed, available: 100 } if needed == preferred.workspace_floats()), "{e}");
+    assert!(dd.download(&stream).unwrap().iter().all(|v| v.to_bits() == SENTINEL), "a rejected launch wrote D");
 }
 
 #[test]

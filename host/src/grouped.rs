@@ -65,6 +65,7 @@ use crate::layout::{WeightLayout, PRESHUFFLE_ROWS};
 use crate::quant::{blocks, GroupedQuantizedWeights, QuantizedWeights};
 use crate::runtime::{Context, DeviceBuffer, Stream};
 use crate::view::{ActivationsView, DeviceSlice, GroupedWeightsView, IntoOutput, OutputViewMut};
+use crate::workspace::Workspace;
 
 /// Row alignment of every group in the contiguous layout (DeepGEMM's
 /// `get_m_alignment_for_contiguous_layout()`): 128, a multiple of every contiguous kernel's
@@ -525,6 +526,7 @@ pub fn m_grouped_fp8_gemm_nt_contiguous<'a, F: Fp8Format>(
 /// [`GemmRun::workspace_limit`] says so; a forced split that does not fit is an
 /// [`Error::Workspace`]. A split result is within the kernels' accuracy but not bit-identical to
 /// the unsplit (logical-B) kernels' result.
+/// [`m_grouped_fp8_gemm_nt_masked_with_workspace`] takes the workspace explicitly.
 pub fn m_grouped_fp8_gemm_nt_masked<'a, F: Fp8Format>(
     stream: &Stream,
     a: impl Into<ActivationsView<'a, F>>,
@@ -533,7 +535,49 @@ pub fn m_grouped_fp8_gemm_nt_masked<'a, F: Fp8Format>(
     masked_m: impl Into<DeviceSlice<'a, i32>>,
     expected_m: usize,
 ) -> Result<GemmRun> {
-    let (a, b, masked_m) = (a.into(), b.into(), masked_m.into());
+    masked(stream, a.into(), b.into(), d, masked_m.into(), expected_m, WorkspaceSource::Stream)
+}
+
+/// [`m_grouped_fp8_gemm_nt_masked`] with an explicit split-K workspace, as
+/// [`crate::fp8_gemm_nt_with_workspace`] is to [`crate::fp8_gemm_nt`]: the configuration is the
+/// one the model prefers ([`crate::config::get_grouped_bs_config_for_workspace`] with no
+/// workspace limit; `FP8GEMM_FORCE_SPLIT` forces the split), and a `workspace` smaller than
+/// its need ([`crate::config::GemmConfig::workspace_floats`]) is an [`Error::Workspace`] naming
+/// `workspace` (nothing is launched). Only pre-shuffled weights ever split K, so logical ones
+/// run as [`m_grouped_fp8_gemm_nt_masked`] does and leave the workspace unused. The workspace
+/// must belong to the stream's context, and no other launch may use it until this one has
+/// completed (launches on one stream are ordered; across streams, order them with an
+/// [`Event`](crate::Event)).
+pub fn m_grouped_fp8_gemm_nt_masked_with_workspace<'a, F: Fp8Format>(
+    stream: &Stream,
+    a: impl Into<ActivationsView<'a, F>>,
+    b: impl Into<GroupedWeightsView<'a, F>>,
+    d: impl IntoOutput<'a>,
+    masked_m: impl Into<DeviceSlice<'a, i32>>,
+    expected_m: usize,
+    workspace: &mut Workspace,
+) -> Result<GemmRun> {
+    masked(stream, a.into(), b.into(), d, masked_m.into(), expected_m, WorkspaceSource::Explicit(workspace))
+}
+
+/// Where a masked launch's split-K workspace comes from.
+enum WorkspaceSource<'w> {
+    /// The stream's (a shortfall falls back to a config that fits, reported; a forced split
+    /// that does not fit is an error).
+    Stream,
+    /// The caller's (a shortfall is an error).
+    Explicit(&'w mut Workspace),
+}
+
+fn masked<'a, F: Fp8Format>(
+    stream: &Stream,
+    a: ActivationsView<'a, F>,
+    b: GroupedWeightsView<'a, F>,
+    d: impl IntoOutput<'a>,
+    masked_m: DeviceSlice<'a, i32>,
+    expected_m: usize,
+    ws: WorkspaceSource<'_>,
+) -> Result<GemmRun> {
     let (rows, n, k, groups) = (a.m, b.n, a.k, b.groups);
     let d = d.into_output(rows, n)?;
     check_common(stream, &a, &b, &d, "masked_m", &masked_m)?;
@@ -568,15 +612,25 @@ pub fn m_grouped_fp8_gemm_nt_masked<'a, F: Fp8Format>(
     let expected = u32::try_from(expected_m).unwrap_or(u32::MAX);
     let desc = GemmDesc::m_grouped_masked(m32, n as u32, k as u32, g32, expected, ctx.arch()).with_cus(ctx.compute_units());
     if b.layout == WeightLayout::Preshuffled {
-        // The bs kernels: maybe split-K (masked only), with the stream's workspace.
+        // The bs kernels: maybe split-K (masked only), with the stream's workspace or the
+        // caller's. The kernels address the workspace with 32-bit byte offsets.
         let addressable = tile::MAX_TENSOR_BYTES / 4 - 1;
-        let (ws_ptr, ws_len) = stream.workspace().map_or((0, 0), |w| (w.device_ptr().addr(), w.len() as u64));
-        let (cfg, workspace_limit) =
-            config::get_grouped_bs_config_for_workspace(&desc, ws_len.min(addressable)).map_err(|e| Error::Unsupported(e.to_string()))?;
+        let choose = |available: u64| config::get_grouped_bs_config_for_workspace(&desc, available).map_err(|e| Error::Unsupported(e.to_string()));
+        let (ws_ptr, ws_len, ws_arg, (cfg, workspace_limit)) = match ws {
+            WorkspaceSource::Stream => {
+                let (ptr, len) = stream.workspace().map_or((0, 0), |w| (w.device_ptr().addr(), w.len() as u64));
+                (ptr, len, "the stream's workspace", choose(len.min(addressable))?)
+            }
+            WorkspaceSource::Explicit(w) => {
+                ctx.check_owner("workspace", w.owner())?;
+                let (ptr, len) = (w.device_ptr().addr(), w.len() as u64);
+                (ptr, len, "workspace", (choose(u64::MAX)?.0, None))
+            }
+        };
         if cfg.splits > 1 {
             let needed = cfg.workspace_floats();
             if needed > ws_len.min(addressable) {
-                return Err(Error::Workspace { arg: "the stream's workspace", needed, available: ws_len });
+                return Err(Error::Workspace { arg: ws_arg, needed, available: ws_len });
             }
             let spec = config::masked_splitk_bs_kernel_spec(&cfg)
                 .ok_or_else(|| Error::Unsupported(format!("configuration {cfg} has no m-grouped masked split-K kernel")))?;
@@ -597,10 +651,12 @@ pub fn m_grouped_fp8_gemm_nt_masked<'a, F: Fp8Format>(
             };
             // SAFETY: the operands as for the unsplit launch below; plus the workspace: `ws_ptr`
             // addresses at least `needed` = tile::splitk_workspace_floats(…) f32 (checked above,
-            // below 2^31 bytes) that the stream owns and keeps live; launches on this stream run
-            // in order, so no other launch uses it until this one completes; its counters (the
-            // fixed region at its start, where no partial sum is ever written) are 0 when the
-            // workspace is allocated (zeroed), and every completed split-K launch re-arms them.
+            // below 2^31 bytes) that the source keeps live — the stream owns its workspace and
+            // runs its launches in order; an explicit one is borrowed mutably for the call and,
+            // by the function's contract, not used by another launch until this one completes.
+            // Its counters (the fixed region at its start, where no partial sum is ever written)
+            // are 0 when the workspace is allocated (zeroed), and every completed split-K launch
+            // re-arms them.
             unsafe { stream.launch(spec, [cfg.grid, 1, 1], cfg.lds_bytes, &args)? };
             return Ok(GemmRun { config: Some(cfg), workspace_limit });
         }

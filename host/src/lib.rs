@@ -96,7 +96,8 @@ pub use checkpoint::{Checkpoint, DeviceMlpWeights, DeviceMoeWeights, MlpWeights,
 pub use error::{Error, Result};
 pub use gemm::{fp8_gemm_nt, fp8_gemm_nt_with_workspace, DeviceActivations, DeviceWeights, GemmRun};
 pub use grouped::{
-    m_alignment_for_contiguous_layout, m_grouped_fp8_gemm_nt_contiguous, m_grouped_fp8_gemm_nt_masked, DeviceGroupedWeights,
+    m_alignment_for_contiguous_layout, m_grouped_fp8_gemm_nt_contiguous, m_grouped_fp8_gemm_nt_masked, m_grouped_fp8_gemm_nt_masked_with_workspace,
+    DeviceGroupedWeights,
 };
 pub use moe::{moe_reference, route_reference, MoeLayer, MoeLayout, MoeOptions, MoeRun, MoeScratch, MoeStage, MoeStatus};
 pub use layout::{preshuffle_weights, preshuffle_weights_on_device, unshuffle_weights, WeightLayout};
