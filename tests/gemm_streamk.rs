@@ -25,15 +25,6 @@ fn forced<T>(tile: Option<(u32, u32)>, sk: Option<(u32, Option<u32>)>, f: impl F
     r
 }
 
-/// Whether every stream-K workgroup's range is whole tiles (then no tile is split and the
-/// result must be bit-identical to the data-parallel kernel's).
-fn all_whole(s: &StreamKSchedule) -> bool {
-    (0..s.sk_wgs).all(|w| {
-        let (first, count) = s.range(w);
-        first % s.nkb == 0 && count % s.nkb == 0
-    })
-}
-
 #[test]
 fn every_tile_and_schedule_matches_both_references_and_the_data_parallel_kernel() {
     let ctx = checked_context();
@@ -46,20 +37,7 @@ fn every_tile_and_schedule_matches_both_references_and_the_data_parallel_kernel(
             let (dp_ref, r) = forced(Some(tile), None, || run_on(&ctx, &stream, &c));
             assert!(r.config.unwrap().stream_k.is_none());
             let tiles = (m as u32).div_ceil(tile.0) * (n as u32).div_ceil(tile.1);
-            // (g, dp) with tail tiles ≤ g ≤ the tail's K iterations: one workgroup per tile
-            // (whole tiles only), one more (pieces across tile boundaries), a head of half the
-            // tiles with two workgroups more than the tail, twice the tiles, and one K block
-            // per workgroup after all but one tile.
-            let half = tiles / 2;
-            let mut schedules = vec![
-                (tiles, 0),
-                ((tiles + 1).min(tiles * nkb), 0),
-                ((tiles - half + 2).min((tiles - half) * nkb), half),
-                ((2 * tiles).min(tiles * nkb), 0),
-                (nkb, tiles - 1),
-            ];
-            schedules.dedup();
-            for (g, dp) in schedules {
+            for (g, dp) in stream_k_test_schedules(tiles, nkb) {
                 let what = format!("{m}x{n}x{k} tile {}x{} stream-K g {g} dp {dp}", tile.0, tile.1);
                 let (got, r) = forced(Some(tile), Some((g, Some(dp))), || run_on(&ctx, &stream, &c));
                 let cfg = r.config.unwrap();

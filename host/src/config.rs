@@ -2661,8 +2661,13 @@ mod tests {
         assert_eq!(get_grouped_bs_config(&desc).unwrap().kernel, "m_grouped_fp8_gemm_nt_masked_bs_pipe_bm64_bn128");
         let short = GemmDesc::m_grouped_masked(256, 4096, 2048, 4, 256, Arch::Gfx942);
         assert_eq!(get_grouped_bs_config(&short).unwrap().kernel, "m_grouped_fp8_gemm_nt_masked_bs_bm64_bn128");
+        // A forced split: the masked split-K kernel of the forced tile (the pipelined loop has no
+        // split-K twin); contiguous never splits.
         force_split(Some(2));
-        assert!(matches!(get_grouped_bs_config(&desc), Err(ConfigError::ForcedSplit { .. })));
+        let c = get_grouped_bs_config(&desc).unwrap();
+        assert_eq!((c.kernel, c.splits), ("m_grouped_fp8_gemm_nt_masked_splitk_bs_bm64_bn128", 2));
+        let contiguous = GemmDesc::m_grouped_contiguous(256, 4096, 7168, 2, Arch::Gfx942);
+        assert!(matches!(get_grouped_bs_config(&contiguous), Err(ConfigError::ForcedSplit { .. })));
         force_split(None);
         force_tile(None);
     }

@@ -165,3 +165,30 @@ pub fn captured_launch_replays_twice(m: usize, n: usize, launch: impl FnOnce(Lau
         assert_accurate(&format!("replay {replay}"), &c, &dd.download(&stream).unwrap());
     }
 }
+
+/// Whether every stream-K workgroup's range is whole tiles (then no tile is split and the
+/// result must be bit-identical to the data-parallel kernel's).
+pub fn all_whole(s: &fp8gemm_device::streamk::StreamKSchedule) -> bool {
+    (0..s.sk_wgs).all(|w| {
+        let (first, count) = s.range(w);
+        first % s.nkb == 0 && count % s.nkb == 0
+    })
+}
+
+/// The forced stream-K schedules `(g, dp)` the stream-K tests run for `tiles` tiles of `nkb`
+/// blocks, each with tail tiles ≤ g ≤ the tail's K iterations: one workgroup per tile (whole
+/// tiles only), one more (pieces across tile boundaries), a head of half the tiles with two
+/// workgroups more than the tail, twice the tiles, and one K block per workgroup after all but
+/// one tile.
+pub fn stream_k_test_schedules(tiles: u32, nkb: u32) -> Vec<(u32, u32)> {
+    let half = tiles / 2;
+    let mut schedules = vec![
+        (tiles, 0),
+        ((tiles + 1).min(tiles * nkb), 0),
+        ((tiles - half + 2).min((tiles - half) * nkb), half),
+        ((2 * tiles).min(tiles * nkb), 0),
+        (nkb, tiles - 1),
+    ];
+    schedules.dedup();
+    schedules
+}
