@@ -8,10 +8,10 @@
 //!   criterion's `iter_custom`. The model is deterministic, so each shape is modelled once and
 //!   every iteration reports that time; it is a model's prediction, never a measurement.
 
-use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use fp8gemm::fp8::E4M3Fnuz;
 use fp8gemm::quant::{QuantizedActivations, QuantizedWeights};
-use fp8gemm::{fp8_gemm_nt, Context, DeviceActivations, DeviceWeights, Stream};
+use fp8gemm::{Context, DeviceActivations, DeviceWeights, Stream, fp8_gemm_nt};
 use half::bf16;
 use std::time::Duration;
 
@@ -25,8 +25,11 @@ fn wall(c: &mut Criterion) {
     let stream = Stream::new(&ctx).unwrap();
     let mut g = c.benchmark_group("fp8_gemm_nt");
     g.sample_size(10);
-    let shapes: &[(usize, usize, usize)] =
-        if cfg!(feature = "rocm") { &[(64, 2112, 7168), (128, 7168, 2048), (4096, 2112, 7168), (4096, 7168, 2048)] } else { &[(128, 512, 1024), (512, 512, 512)] };
+    let shapes: &[(usize, usize, usize)] = if cfg!(feature = "rocm") {
+        &[(64, 2112, 7168), (128, 7168, 2048), (4096, 2112, 7168), (4096, 7168, 2048)]
+    } else {
+        &[(128, 512, 1024), (512, 512, 512)]
+    };
     for &(m, n, k) in shapes {
         let qa = QuantizedActivations::<E4M3Fnuz>::quantize(&data(m * k, 1), m, k).unwrap();
         let qb = QuantizedWeights::<E4M3Fnuz>::quantize(&data(n * k, 2), n, k).unwrap();
@@ -48,7 +51,7 @@ fn wall(c: &mut Criterion) {
 /// their values do not steer the kernels).
 #[cfg(feature = "emu")]
 fn modelled(ctx: &Context, m: usize, n: usize, k: usize) -> Duration {
-    use amdgpu_emu::hip::{last_launch_timing, set_timing, TimingMode};
+    use amdgpu_emu::hip::{TimingMode, last_launch_timing, set_timing};
     use amdgpu_emu::timing::{Machine, SimOptions};
     let stream = Stream::new(ctx).unwrap();
     let a = DeviceActivations::<E4M3Fnuz>::alloc(ctx, m, k).unwrap();

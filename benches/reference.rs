@@ -78,13 +78,9 @@ fn bench(c: &mut Criterion) {
     group.throughput(Throughput::Elements((2 * m * n * k) as u64));
 
     let mut d = vec![bf16::ZERO; m * n];
-    group.bench_function("fp8_reference_dense", |bench| {
-        bench.iter(|| fp8_gemm_nt(black_box(&qa), black_box(&qb), &mut d).expect("valid shapes"))
-    });
+    group.bench_function("fp8_reference_dense", |bench| bench.iter(|| fp8_gemm_nt(black_box(&qa), black_box(&qb), &mut d).expect("valid shapes")));
     let mut df = vec![0.0f32; m * n];
-    group.bench_function("gemm_f32_plain", |bench| {
-        bench.iter(|| gemm_nt_f32(black_box(&a), black_box(&b), m, n, k, &mut df).expect("valid shapes"))
-    });
+    group.bench_function("gemm_f32_plain", |bench| bench.iter(|| gemm_nt_f32(black_box(&a), black_box(&b), m, n, k, &mut df).expect("valid shapes")));
     group.finish();
 }
 

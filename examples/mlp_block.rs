@@ -19,10 +19,10 @@
 //! Run: `cargo run --release --example mlp_block` (on the bundled gfx942 emulator).
 
 use fp8gemm::fp8::E4M3Fnuz;
-use fp8gemm::{fp8_gemm_nt, quantize_activations, quantize_weights, reference, silu_mul_quantize_activations};
 use fp8gemm::{CaptureMode, Context, DeviceActivations, DeviceWeights, Stream};
+use fp8gemm::{fp8_gemm_nt, quantize_activations, quantize_weights, reference, silu_mul_quantize_activations};
 use half::bf16;
-use rand::{rngs::StdRng, Rng, SeedableRng};
+use rand::{Rng, SeedableRng, rngs::StdRng};
 use rand_distr::StandardNormal;
 
 /// Tokens, hidden size, intermediate size.
@@ -91,7 +91,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         // alive and keeps its size until the replay completes (synchronized below).
         unsafe { graph.launch(&stream)? };
         let after = amdgpu_emu::hip::stream_stats(stream.as_raw().cast()).ok_or("no stream statistics")?;
-        let (launches, copies, syncs) = (after.launches - before.launches, after.host_copies() - before.host_copies(), after.synchronizations - before.synchronizations);
+        let (launches, copies, syncs) =
+            (after.launches - before.launches, after.host_copies() - before.host_copies(), after.synchronizations - before.synchronizations);
         if (launches, copies, syncs) != (4, 0, 0) {
             return Err(format!("replay {step}: {launches} launches, {copies} host copies, {syncs} synchronizations; expected 4, 0, 0").into());
         }

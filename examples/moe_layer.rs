@@ -34,12 +34,12 @@ use std::time::Instant;
 
 use amdgpu_emu::hip::TimingMode;
 use amdgpu_emu::timing::{Machine, Scope, SimOptions};
-use fp8gemm::checkpoint::{write_deepseek_moe, Checkpoint, DeviceMoeWeights, MlpF32, MoeLayerF32};
+use fp8gemm::checkpoint::{Checkpoint, DeviceMoeWeights, MlpF32, MoeLayerF32, write_deepseek_moe};
 use fp8gemm::fp8::E4M3Fnuz;
 use fp8gemm::moe::{MoeReferenceWeights, ReferenceActivations};
-use fp8gemm::{moe_reference, reference, Context, MoeLayout, MoeOptions, MoeScratch, MoeStage, Stream};
+use fp8gemm::{Context, MoeLayout, MoeOptions, MoeScratch, MoeStage, Stream, moe_reference, reference};
 use half::bf16;
-use rand::{rngs::StdRng, Rng, SeedableRng};
+use rand::{Rng, SeedableRng, rngs::StdRng};
 use rand_distr::StandardNormal;
 
 /// Routed experts, hidden size, intermediate size, shared expert's intermediate size, top-k.
@@ -126,14 +126,7 @@ fn main() -> Res<()> {
     let shared = device.shared.as_ref().ok_or("the checkpoint has a shared expert")?;
     let (s_gate_up, s_down) = (shared.gate_up.download(&stream)?.dequantize(), shared.down.download(&stream)?.dequantize());
     let layer = device.into_layer(&ctx, MoeOptions { top_k: TOP_K, masked_max_tokens: MASKED_MAX })?;
-    let ref_weights = MoeReferenceWeights {
-        experts: E,
-        hidden: H,
-        intermediate: I,
-        gate_up: &gate_up,
-        down: &down,
-        shared: Some((IS, &s_gate_up, &s_down)),
-    };
+    let ref_weights = MoeReferenceWeights { experts: E, hidden: H, intermediate: I, gate_up: &gate_up, down: &down, shared: Some((IS, &s_gate_up, &s_down)) };
 
     // 3. Scratch sized once for the largest T; the masked layout holds MASKED_MAX rows per
     //    expert (a token adds at most one row to an expert, so nothing is dropped).
@@ -141,10 +134,7 @@ fn main() -> Res<()> {
     let mut scratch = MoeScratch::new(&layer, max_t, MASKED_MAX)?;
     let machine = Machine::by_name("mi300x").ok_or("the timing model knows mi300x")?.clone();
 
-    println!(
-        "\n{:>5} {:>10} {:>13} {:>12} {:>15} {:>10}",
-        "T", "layout", "calc_diff f32", "max |err|", "calc_diff match", "emu wall"
-    );
+    println!("\n{:>5} {:>10} {:>13} {:>12} {:>15} {:>10}", "T", "layout", "calc_diff f32", "max |err|", "calc_diff match", "emu wall");
     let mut timings = Vec::new();
     for &t in &TOKENS {
         let x: Vec<bf16> = randn(t * H, 1.0, &mut rng).into_iter().map(bf16::from_f32).collect();
@@ -184,10 +174,8 @@ fn main() -> Res<()> {
         }
 
         // The same pass through the timing model (MFMA math skipped: timing only).
-        let mode = TimingMode {
-            machine: machine.clone(),
-            options: SimOptions { scope: Scope::Full, skip_mfma_math: true, checks: Default::default(), top: 0 },
-        };
+        let mode =
+            TimingMode { machine: machine.clone(), options: SimOptions { scope: Scope::Full, skip_mfma_math: true, checks: Default::default(), top: 0 } };
         let mut stages: BTreeMap<usize, (MoeStage, f64, usize)> = BTreeMap::new();
         let mut order = 0usize;
         amdgpu_emu::hip::set_timing(Some(mode));

@@ -25,10 +25,10 @@
 use std::path::Path;
 use std::time::Instant;
 
-use fp8gemm::checkpoint::{write_deepseek_moe, Checkpoint, DeviceMoeWeights, MlpF32, MoeLayerF32};
+use fp8gemm::checkpoint::{Checkpoint, DeviceMoeWeights, MlpF32, MoeLayerF32, write_deepseek_moe};
 use fp8gemm::fp8::E4M3Fnuz;
 use fp8gemm::{Context, WeightLayout};
-use rand::{rngs::StdRng, Rng, SeedableRng};
+use rand::{Rng, SeedableRng, rngs::StdRng};
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 

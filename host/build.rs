@@ -27,10 +27,7 @@ fn main() {
             for co in &out.code_objects {
                 let mut text = String::new();
                 for k in &co.kernels {
-                    text.push_str(&format!(
-                        "{} {} {} {} {}\n",
-                        k.name, k.workgroup_size, k.waves_per_eu, u8::from(k.agprs), k.kernarg_size
-                    ));
+                    text.push_str(&format!("{} {} {} {} {}\n", k.name, k.workgroup_size, k.waves_per_eu, u8::from(k.agprs), k.kernarg_size));
                 }
                 let path = co.path.with_extension("kernels");
                 if let Err(e) = std::fs::write(&path, text) {

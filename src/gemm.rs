@@ -5,9 +5,9 @@ use std::time::Instant;
 use fp8gemm::codeobj::Arch;
 use fp8gemm::fp8::{E4M3Fn, E4M3Fnuz, Fp8Format};
 use fp8gemm::quant::{QuantizedActivations, QuantizedWeights};
-use fp8gemm::{reference, Context, DeviceActivations, DeviceWeights, Stream};
+use fp8gemm::{Context, DeviceActivations, DeviceWeights, Stream, reference};
 use half::bf16;
-use rand::{rngs::StdRng, Rng, SeedableRng};
+use rand::{Rng, SeedableRng, rngs::StdRng};
 use rand_distr::StandardNormal;
 
 /// `count` standard-normal values rounded to BF16 (as DeepGEMM's tests draw them).
@@ -44,7 +44,10 @@ fn dense_with<F: Fp8Format>(ctx: &Context, m: usize, n: usize, k: usize, seed: u
     // workspace than a stream's default holds (stream-K at large M): say so.
     let need = fp8gemm::workspace_floats(m, n, k);
     if need > fp8gemm::workspace::DEFAULT_STREAM_WORKSPACE_FLOATS {
-        eprintln!("note: the stream's workspace is enlarged to {need} floats for this configuration (default {})", fp8gemm::workspace::DEFAULT_STREAM_WORKSPACE_FLOATS);
+        eprintln!(
+            "note: the stream's workspace is enlarged to {need} floats for this configuration (default {})",
+            fp8gemm::workspace::DEFAULT_STREAM_WORKSPACE_FLOATS
+        );
         stream.set_workspace(Some(fp8gemm::Workspace::new(ctx, need).map_err(|x| e(&x))?)).map_err(|x| e(&x))?;
     }
     let t0 = Instant::now();

@@ -17,9 +17,9 @@ use fp8gemm::fp8::{E4M3Fn, E4M3Fnuz, Fp8Format};
 use fp8gemm::grouped::upload_m_indices;
 use fp8gemm::quant::{GroupedQuantizedWeights, QuantizedActivations};
 use fp8gemm::reference::{self, contiguous_m_indices};
-use fp8gemm::{m_alignment_for_contiguous_layout, Context, DeviceActivations, DeviceGroupedWeights, GemmRun, Stream, WeightLayout};
+use fp8gemm::{Context, DeviceActivations, DeviceGroupedWeights, GemmRun, Stream, WeightLayout, m_alignment_for_contiguous_layout};
 use half::bf16;
-use rand::{rngs::StdRng, Rng, SeedableRng};
+use rand::{Rng, SeedableRng, rngs::StdRng};
 
 use crate::gemm::randn_bf16;
 
@@ -46,15 +46,7 @@ fn around(m: usize, rng: &mut StdRng) -> usize {
     (m as f64 * rng.random_range(0.7..1.3)) as usize
 }
 
-fn grouped_with<F: Fp8Format>(
-    ctx: &Context,
-    layout: Layout,
-    groups: usize,
-    m: usize,
-    n: usize,
-    k: usize,
-    seed: u64,
-) -> Result<(), String> {
+fn grouped_with<F: Fp8Format>(ctx: &Context, layout: Layout, groups: usize, m: usize, n: usize, k: usize, seed: u64) -> Result<(), String> {
     let e = |x: &dyn std::fmt::Display| x.to_string();
     if groups == 0 {
         return Err("--groups must be at least 1".into());
@@ -151,4 +143,3 @@ fn grouped_with<F: Fp8Format>(
     }
     Ok(())
 }
-

@@ -8,8 +8,8 @@ use std::time::Instant;
 use fp8gemm::codeobj::Arch;
 use fp8gemm::fp8::{E4M3Fn, E4M3Fnuz, Fp8Format};
 use fp8gemm::kgrouped::{reference_f32, reference_fp8, upload_ks};
-use fp8gemm::{k_grouped_fp8_gemm_tn_contiguous, Context, DeviceKGroupedOperand, KGroupedMnMajor};
-use rand::{rngs::StdRng, Rng, SeedableRng};
+use fp8gemm::{Context, DeviceKGroupedOperand, KGroupedMnMajor, k_grouped_fp8_gemm_tn_contiguous};
+use rand::{Rng, SeedableRng, rngs::StdRng};
 
 use crate::gemm::randn_bf16;
 
@@ -25,11 +25,8 @@ pub fn run_kgrouped(groups: usize, m: usize, n: usize, k: usize, uniform: bool, 
 fn with<F: Fp8Format>(ctx: &Context, groups: usize, m: usize, n: usize, k: usize, uniform: bool, seed: u64) -> Result<(), String> {
     let e = |x: &dyn std::fmt::Display| x.to_string();
     let mut rng = StdRng::seed_from_u64(seed);
-    let ks: Vec<usize> = if uniform {
-        vec![k; groups]
-    } else {
-        (0..groups).map(|_| ((k as f64 * rng.random_range(0.7..1.3)) as usize).div_ceil(128) * 128).collect()
-    };
+    let ks: Vec<usize> =
+        if uniform { vec![k; groups] } else { (0..groups).map(|_| ((k as f64 * rng.random_range(0.7..1.3)) as usize).div_ceil(128) * 128).collect() };
     let total: usize = ks.iter().sum();
     let a = randn_bf16(total * m, &mut rng);
     let b = randn_bf16(total * n, &mut rng);

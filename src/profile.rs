@@ -80,7 +80,13 @@ pub fn calibrate(dir: Option<std::path::PathBuf>, name: &str, scope: ScopeArg, r
     })
     .map_err(|e| e.to_string())?;
     let (med, worst) = cal::error_summary(&out);
-    println!("{} rows: median |error| {:.1} %, worst |error| {:.1} % (goal ≤ 10 % / ≤ 25 %); {:.0} s", out.len(), med * 100.0, worst * 100.0, started.elapsed().as_secs_f64());
+    println!(
+        "{} rows: median |error| {:.1} %, worst |error| {:.1} % (goal ≤ 10 % / ≤ 25 %); {:.0} s",
+        out.len(),
+        med * 100.0,
+        worst * 100.0,
+        started.elapsed().as_secs_f64()
+    );
     Ok(())
 }
 
@@ -102,6 +108,11 @@ pub fn end(m: usize, n: usize, k: usize, groups: usize) -> Result<bool, String> 
     let t = amdgpu_emu::hip::last_launch_timing().ok_or("the timing run produced no report (was a kernel launched?)")?;
     print!("{t}");
     let useful = 2.0 * (groups * m * n * k) as f64;
-    println!("  useful work {:.3} GFLOP → {:.1} TFLOPS modelled ({} FLOP executed by MFMAs incl. tile padding)", useful / 1e9, useful / t.seconds / 1e12, t.flops);
+    println!(
+        "  useful work {:.3} GFLOP → {:.1} TFLOPS modelled ({} FLOP executed by MFMAs incl. tile padding)",
+        useful / 1e9,
+        useful / t.seconds / 1e12,
+        t.flops
+    );
     Ok(true)
 }

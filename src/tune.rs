@@ -22,8 +22,8 @@ use amdgpu_emu::timing::{Machine, TimingReport};
 use fp8gemm::config::{self, GemmKind};
 
 use crate::operands;
-use fp8gemm::fp8::E4M3Fnuz;
 use fp8gemm::Context;
+use fp8gemm::fp8::E4M3Fnuz;
 
 /// One problem of the table: kind, groups, m (dense M, contiguous m_sum, masked m_max), n, k,
 /// expected_m.
@@ -120,7 +120,7 @@ fn time_streamk(ctx: &Context, p: Problem, mode: &TimingMode, configs: &[config:
 
 /// One K-grouped GEMM (G = 1, `k` tokens) of tile `tile`, modelled.
 fn time_kgrouped(ctx: &Context, m: usize, n: usize, k: usize, mode: &TimingMode, tile: (u32, u32)) -> Result<Arc<TimingReport>, String> {
-    use fp8gemm::kgrouped::{k_grouped_fp8_gemm_tn_contiguous, upload_ks, DeviceKGroupedOperand, KGroupedMnMajor};
+    use fp8gemm::kgrouped::{DeviceKGroupedOperand, KGroupedMnMajor, k_grouped_fp8_gemm_tn_contiguous, upload_ks};
     let e = |x: &dyn std::fmt::Display| x.to_string();
     let qa = KGroupedMnMajor::<E4M3Fnuz>::quantize(&vec![0f32; k * m], m, &[k]).map_err(|x| e(&x))?;
     let qb = KGroupedMnMajor::<E4M3Fnuz>::quantize(&vec![0f32; k * n], n, &[k]).map_err(|x| e(&x))?;
@@ -130,7 +130,9 @@ fn time_kgrouped(ctx: &Context, m: usize, n: usize, k: usize, mode: &TimingMode,
     let mut d = ctx.alloc_zeroed::<f32>(m * n).map_err(|x| e(&x))?;
     let stream = fp8gemm::Stream::new(ctx).map_err(|x| e(&x))?;
     // The queued launch runs (timed) when the stream is synchronized.
-    timed(mode, tile, 1, &mut || k_grouped_fp8_gemm_tn_contiguous(&stream, &da, &db, &mut d, &dks, total, None).and_then(|_| stream.synchronize()).map_err(|x| e(&x)))
+    timed(mode, tile, 1, &mut || {
+        k_grouped_fp8_gemm_tn_contiguous(&stream, &da, &db, &mut d, &dks, total, None).and_then(|_| stream.synchronize()).map_err(|x| e(&x))
+    })
 }
 
 /// Runs `launch` (which must synchronize its stream) with `tile` and `splits` forced and the
@@ -228,7 +230,8 @@ pub fn run(machine: Machine, options: amdgpu_emu::timing::SimOptions, out: Optio
     }
     let _ = writeln!(csv, "# best,kind,groups,m,n,k,expected_m,block_m,block_n,modelled_us,all tiles (modelled µs)");
     let _ = writeln!(csv, "# split,kind,groups,m,n,k,expected_m,block_m,block_n,splits,modelled_us,all split configs (tile/splits=modelled µs)");
-    let _ = writeln!(csv, "# streamk,kind,groups,m,n,k,expected_m,block_m,block_n,sk_workgroups,dp_tiles,modelled_us,all stream-K configs (tile/g+dp=modelled µs)");
+    let _ =
+        writeln!(csv, "# streamk,kind,groups,m,n,k,expected_m,block_m,block_n,sk_workgroups,dp_tiles,modelled_us,all stream-K configs (tile/g+dp=modelled µs)");
     for p in problems() {
         if quick && p.m * p.n * p.k * p.groups > 1 << 34 {
             continue;
@@ -246,7 +249,15 @@ pub fn run(machine: Machine, options: amdgpu_emu::timing::SimOptions, out: Optio
         let us = reports[best].seconds * 1e6;
         let _ = writeln!(csv, "best,{name},{},{},{},{},{},{bm},{bn},{us:.2},{}", p.groups, p.m, p.n, p.k, p.expected_m, all.join(" "));
         let tflops = 2.0 * (p.groups.max(1) * p.expected_m * p.n * p.k) as f64 / (us * 1e-6) / 1e12;
-        println!("{name:<10} g={:<2} m={:<6} n={:<6} k={:<6}: {bm}x{bn} {us:>9.2} µs {tflops:>7.1} TFLOPS modelled   [{}] ({:.0} s)", p.groups, p.m, p.n, p.k, all.join(" "), started.elapsed().as_secs_f64());
+        println!(
+            "{name:<10} g={:<2} m={:<6} n={:<6} k={:<6}: {bm}x{bn} {us:>9.2} µs {tflops:>7.1} TFLOPS modelled   [{}] ({:.0} s)",
+            p.groups,
+            p.m,
+            p.n,
+            p.k,
+            all.join(" "),
+            started.elapsed().as_secs_f64()
+        );
         if p.kind == GemmKind::Dense {
             let desc = config::GemmDesc::dense(p.m as u32, p.n as u32, p.k as u32, fp8gemm::codeobj::Arch::Gfx942).with_cus(machine.cus());
             let sks = config::streamk_schedules(&desc).map_err(|x| x.to_string())?;
@@ -262,7 +273,14 @@ pub fn run(machine: Machine, options: amdgpu_emu::timing::SimOptions, out: Optio
                 let ((bm, bn), g, dp) = sks[best];
                 let us_sk = reports[best].seconds * 1e6;
                 let _ = writeln!(csv, "streamk,{name},{},{},{},{},{},{bm},{bn},{g},{dp},{us_sk:.2},{}", p.groups, p.m, p.n, p.k, p.expected_m, all.join(" "));
-                println!("{name:<10} g={:<2} m={:<6} n={:<6} k={:<6}: {bm}x{bn} stream-K {dp}+{g} {us_sk:>9.2} µs modelled ({:.0} s)", p.groups, p.m, p.n, p.k, started.elapsed().as_secs_f64());
+                println!(
+                    "{name:<10} g={:<2} m={:<6} n={:<6} k={:<6}: {bm}x{bn} stream-K {dp}+{g} {us_sk:>9.2} µs modelled ({:.0} s)",
+                    p.groups,
+                    p.m,
+                    p.n,
+                    p.k,
+                    started.elapsed().as_secs_f64()
+                );
             }
         }
         let splits = split_configs(p, &machine);
@@ -281,7 +299,14 @@ pub fn run(machine: Machine, options: amdgpu_emu::timing::SimOptions, out: Optio
         let us_split = reports[best].seconds * 1e6;
         let _ = writeln!(csv, "split,{name},{},{},{},{},{},{bm},{bn},{sp},{us_split:.2},{}", p.groups, p.m, p.n, p.k, p.expected_m, all.join(" "));
         let tflops = 2.0 * (p.groups.max(1) * p.expected_m * p.n * p.k) as f64 / (us_split * 1e-6) / 1e12;
-        println!("{name:<10} g={:<2} m={:<6} n={:<6} k={:<6}: {bm}x{bn} split {sp} {us_split:>9.2} µs {tflops:>7.1} TFLOPS modelled ({:.0} s)", p.groups, p.m, p.n, p.k, started.elapsed().as_secs_f64());
+        println!(
+            "{name:<10} g={:<2} m={:<6} n={:<6} k={:<6}: {bm}x{bn} split {sp} {us_split:>9.2} µs {tflops:>7.1} TFLOPS modelled ({:.0} s)",
+            p.groups,
+            p.m,
+            p.n,
+            p.k,
+            started.elapsed().as_secs_f64()
+        );
     }
     if let Some(path) = out {
         std::fs::write(&path, csv).map_err(|e| format!("{}: {e}", path.display()))?;

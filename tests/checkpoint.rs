@@ -7,16 +7,15 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use fp8gemm::checkpoint::{
-    expert_prefix, shared_expert_prefix, write_deepseek_moe, write_fp8_linears, Checkpoint, DeviceMoeWeights, MlpF32,
-    MoeLayerF32, INDEX_FILE, SINGLE_FILE,
+    Checkpoint, DeviceMoeWeights, INDEX_FILE, MlpF32, MoeLayerF32, SINGLE_FILE, expert_prefix, shared_expert_prefix, write_deepseek_moe, write_fp8_linears,
 };
 use fp8gemm::fp8::{E4M3Fn, E4M3Fnuz, Fp8Format};
 use fp8gemm::quant::{GroupedQuantizedWeights, QuantizedWeights};
 use fp8gemm::{Context, DeviceGroupedWeights, Error, Stream};
 use proptest::prelude::*;
-use rand::{rngs::StdRng, Rng, SeedableRng};
-use safetensors::tensor::TensorView;
+use rand::{Rng, SeedableRng, rngs::StdRng};
 use safetensors::Dtype;
+use safetensors::tensor::TensorView;
 
 fn randn(count: usize, scale: f32, rng: &mut StdRng) -> Vec<f32> {
     common::randn_bf16(count, rng).into_iter().map(|v| v * scale).collect()
@@ -141,10 +140,7 @@ fn sharded_index_loads_like_a_single_file() {
     let index: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&files[4]).unwrap()).unwrap();
     let map = index["weight_map"].as_object().unwrap();
     assert_eq!(map.len(), (5 + 1) * 3 * 2);
-    assert!(
-        map.iter().filter(|(k, _)| k.ends_with(".weight")).any(|(k, v)| map[&format!("{k}_scale_inv")] != *v),
-        "expected a linear split across two shards"
-    );
+    assert!(map.iter().filter(|(k, _)| k.ends_with(".weight")).any(|(k, v)| map[&format!("{k}_scale_inv")] != *v), "expected a linear split across two shards");
 
     for path in [sharded.path().to_path_buf(), files[4].clone()] {
         let ckpt = Checkpoint::open(&path).unwrap();
@@ -165,7 +161,7 @@ fn sharded_index_loads_like_a_single_file() {
 #[test]
 fn checkpoint_layer_runs_in_both_layouts() {
     use fp8gemm::moe::{MoeReferenceWeights, ReferenceActivations};
-    use fp8gemm::{moe_reference, reference, MoeLayout, MoeOptions, MoeScratch};
+    use fp8gemm::{MoeLayout, MoeOptions, MoeScratch, moe_reference, reference};
     use half::bf16;
 
     let ctx = common::checked_context();
@@ -504,10 +500,7 @@ fn wrong_dtypes_are_named() {
     let mut w = raw_weight(&name, 128, 256, 0x38);
     w.dtype = Dtype::U8;
     let err = load_raw(replace(two_experts(), w)).unwrap_err();
-    assert!(
-        matches!(&err, Error::TensorDtype { tensor, expected: "F8_E4M3", actual } if *tensor == format!("{name}.weight") && actual == "U8"),
-        "{err}"
-    );
+    assert!(matches!(&err, Error::TensorDtype { tensor, expected: "F8_E4M3", actual } if *tensor == format!("{name}.weight") && actual == "U8"), "{err}");
     assert!(err.to_string().contains("expected dtype F8_E4M3, got U8"), "{err}");
     // E5M2 weights are not DeepSeek's format either.
     let mut w = raw_weight(&name, 128, 256, 0x38);
@@ -530,10 +523,7 @@ fn wrong_shapes_are_named() {
     let mut v: Vec<Raw> = two_experts().into_iter().filter(|t| !t.name.starts_with(&format!("{p1}.up_proj"))).collect();
     v.extend(raw_linear(&format!("{p1}.up_proj"), 256, 256));
     let err = load_raw(v).unwrap_err();
-    assert!(
-        matches!(&err, Error::TensorShape { tensor, actual, .. } if *tensor == format!("{p1}.up_proj.weight") && *actual == vec![256, 256]),
-        "{err}"
-    );
+    assert!(matches!(&err, Error::TensorShape { tensor, actual, .. } if *tensor == format!("{p1}.up_proj.weight") && *actual == vec![256, 256]), "{err}");
     assert!(err.to_string().contains("[128, 256]"), "{err}");
     // Expert 1 with another intermediate size than expert 0.
     let mut v = raw_expert(0);
@@ -586,10 +576,7 @@ fn fn_nan_bytes_are_rejected_with_their_position() {
         let mut w = raw_weight(&name, 256, 128, 0x38);
         w.bytes[200 * 128 + 77] = bits;
         let err = load_raw(replace(two_experts(), w)).unwrap_err();
-        assert!(
-            matches!(&err, Error::Fp8Nan { tensor, index: [200, 77], bits: b } if *tensor == format!("{name}.weight") && *b == bits),
-            "{err}"
-        );
+        assert!(matches!(&err, Error::Fp8Nan { tensor, index: [200, 77], bits: b } if *tensor == format!("{name}.weight") && *b == bits), "{err}");
     }
     // 0x80 (−0) and 0xFE (−448) are fine.
     let mut w = raw_weight(&name, 256, 128, 0x80);

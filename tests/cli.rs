@@ -13,7 +13,13 @@ fn info_lists_every_kernel_of_both_architectures() {
     assert!(ok, "{err}");
     assert!(out.starts_with("arch"), "{out}");
     for arch in ["gfx942", "gfx950"] {
-        for kernel in ["add_one_f32", "fp8_gemm_nt_bm64_bn64", "fp8_gemm_nt_bm128_bn128", "m_grouped_fp8_gemm_nt_masked_bm64_bn64", "k_grouped_fp8_gemm_tn_contiguous_bm128_bn128"] {
+        for kernel in [
+            "add_one_f32",
+            "fp8_gemm_nt_bm64_bn64",
+            "fp8_gemm_nt_bm128_bn128",
+            "m_grouped_fp8_gemm_nt_masked_bm64_bn64",
+            "k_grouped_fp8_gemm_tn_contiguous_bm128_bn128",
+        ] {
             let row = out.lines().find(|l| l.starts_with(arch) && l.split_whitespace().nth(1) == Some(kernel));
             let row = row.unwrap_or_else(|| panic!("no {arch} {kernel} row in\n{out}"));
             // vspill, sspill and scratch columns are 0; the launch bound column is 256.
@@ -144,7 +150,14 @@ fn huge_sizes_are_one_error_line() {
 fn profile_prints_the_timing_models_report_for_dense_and_grouped() {
     let (ok, out, err) = fp8gemm(&["profile", "--m", "200", "--n", "256", "--k", "512", "--machine", "mi325x"]);
     assert!(ok, "{out}\n{err}");
-    for want in ["modelled on mi325x (timing model, not measured)", "modelled time", "modelled busy: MFMA", "modelled stalls", "top stalled instructions", "TFLOPS modelled"] {
+    for want in [
+        "modelled on mi325x (timing model, not measured)",
+        "modelled time",
+        "modelled busy: MFMA",
+        "modelled stalls",
+        "top stalled instructions",
+        "TFLOPS modelled",
+    ] {
         assert!(out.contains(want), "missing `{want}` in\n{out}");
     }
     let (ok, out, err) = fp8gemm(&["profile", "--layout", "masked", "--groups", "2", "--m", "64", "--n", "256", "--k", "256", "--scope", "xcd"]);
@@ -157,7 +170,8 @@ fn profile_prints_the_timing_models_report_for_dense_and_grouped() {
 
 #[test]
 fn calibrate_compares_modelled_and_measured_rows() {
-    let dir = std::env::var("FP8GEMM_PEERS_DIR").unwrap_or_else(|_| panic!("FP8GEMM_PEERS_DIR is not set: the calibration needs AMD's peer code objects (.ci/run sets it to ../shared/peers)"));
+    let dir = std::env::var("FP8GEMM_PEERS_DIR")
+        .unwrap_or_else(|_| panic!("FP8GEMM_PEERS_DIR is not set: the calibration needs AMD's peer code objects (.ci/run sets it to ../shared/peers)"));
     let (ok, out, err) = fp8gemm(&["calibrate", "--peers", &dir, "--rows", "10", "--scope", "xcd"]);
     assert!(ok, "{out}\n{err}");
     let row = out.lines().find(|l| l.contains("BpreShuffle_32x128")).unwrap_or_else(|| panic!("no row in\n{out}"));
@@ -180,17 +194,8 @@ fn compare_tabulates_modelled_against_measured_and_writes_csv_and_plot() {
     )
     .unwrap();
     let (csv, svg) = (dir.join("rows.csv"), dir.join("plot.svg"));
-    let (ok, out, err) = fp8gemm(&[
-        "compare",
-        "--set",
-        "peers",
-        "--peers",
-        dir.to_str().unwrap(),
-        "--csv",
-        csv.to_str().unwrap(),
-        "--plot",
-        svg.to_str().unwrap(),
-    ]);
+    let (ok, out, err) =
+        fp8gemm(&["compare", "--set", "peers", "--peers", dir.to_str().unwrap(), "--csv", csv.to_str().unwrap(), "--plot", svg.to_str().unwrap()]);
     assert!(ok, "{out}\n{err}");
     assert!(out.contains("dense 128x256x256") && out.contains("BpreShuffle_32x128 measured"), "{out}");
     assert!(out.contains("peers: 2 shapes, geomean of our modelled TFLOPS / AMD's measured TFLOPS"), "{out}");

@@ -11,7 +11,7 @@ use amdgpu_emu::exec::{self, Checks, LaunchConfig};
 use amdgpu_emu::loader::CodeObject;
 use amdgpu_emu::memory::DeviceMemory;
 use fp8gemm_device::args::{DenseGemmArgs, GlobalPtr};
-use fp8gemm_device::tile::{DenseTile, DENSE_TILES, THREADS};
+use fp8gemm_device::tile::{DENSE_TILES, DenseTile, THREADS};
 
 /// E4M3FNUZ → f32 from the bit layout: sign 7, exponent 6:3 (bias 8), mantissa 2:0; exponent 0 is
 /// subnormal (m/8 · 2^-7); 0x80 is NaN; there is no −0 and no infinity.
@@ -169,14 +169,8 @@ fn run_with_grid(co: &CodeObject, tile: DenseTile, p: &Problem, grid: u32) -> (V
         ldd: p.n as u32,
         reserved: 0,
     };
-    let cfg = LaunchConfig {
-        grid: [grid, 1, 1],
-        block: [THREADS, 1, 1],
-        dynamic_lds_bytes: tile.lds_bytes(),
-        kernarg: args.as_bytes().to_vec(),
-    };
-    let report = exec::launch(co, kernel, &cfg, &mem, &Checks::all())
-        .unwrap_or_else(|e| panic!("{} m={} n={} k={}: {e}", tile.name, p.m, p.n, p.k));
+    let cfg = LaunchConfig { grid: [grid, 1, 1], block: [THREADS, 1, 1], dynamic_lds_bytes: tile.lds_bytes(), kernarg: args.as_bytes().to_vec() };
+    let report = exec::launch(co, kernel, &cfg, &mem, &Checks::all()).unwrap_or_else(|e| panic!("{} m={} n={} k={}: {e}", tile.name, p.m, p.n, p.k));
     let mut out = vec![0u8; d_len + GUARD];
     mem.read(d, &mut out).expect("read D");
     let dv = out[..d_len].chunks_exact(2).map(|c| bf16_to_f32(u16::from_le_bytes([c[0], c[1]]))).collect();
@@ -281,16 +275,10 @@ fn main_loop(co: &CodeObject, name: &str) -> Vec<amdgpu_emu::decode::Inst> {
     use amdgpu_emu::decode::{Op, Program};
     let kernel = co.kernel(name).expect("kernel exists");
     let prog = Program::decode(co, kernel).expect("decodes");
-    let insts: Vec<(u64, amdgpu_emu::decode::Inst)> =
-        prog.insts.into_iter().map(|(pc, r)| (pc, r.expect("every instruction decodes"))).collect();
-    let is_branch = |op: Op| {
-        matches!(op, Op::s_branch | Op::s_cbranch_scc0 | Op::s_cbranch_scc1 | Op::s_cbranch_vccz | Op::s_cbranch_vccnz)
-    };
-    let back: Vec<(u64, u64)> = insts
-        .iter()
-        .filter(|(pc, i)| is_branch(i.op) && i.branch_target(*pc) <= *pc)
-        .map(|(pc, i)| (i.branch_target(*pc), *pc))
-        .collect();
+    let insts: Vec<(u64, amdgpu_emu::decode::Inst)> = prog.insts.into_iter().map(|(pc, r)| (pc, r.expect("every instruction decodes"))).collect();
+    let is_branch = |op: Op| matches!(op, Op::s_branch | Op::s_cbranch_scc0 | Op::s_cbranch_scc1 | Op::s_cbranch_vccz | Op::s_cbranch_vccnz);
+    let back: Vec<(u64, u64)> =
+        insts.iter().filter(|(pc, i)| is_branch(i.op) && i.branch_target(*pc) <= *pc).map(|(pc, i)| (i.branch_target(*pc), *pc)).collect();
     assert!(!back.is_empty(), "{name}: no loop");
     let start = back.iter().map(|b| b.0).min().unwrap();
     let end = back.iter().map(|b| b.1).max().unwrap();
@@ -433,10 +421,7 @@ struct GroupedProblem {
 
 impl GroupedProblem {
     fn random(rows: usize, groups: usize, n: usize, k: usize, seed: u64) -> GroupedProblem {
-        GroupedProblem {
-            act: Problem::random(rows, n, k, seed),
-            weights: (0..groups).map(|g| Problem::random(1, n, k, seed * 31 + 1 + g as u64)).collect(),
-        }
+        GroupedProblem { act: Problem::random(rows, n, k, seed), weights: (0..groups).map(|g| Problem::random(1, n, k, seed * 31 + 1 + g as u64)).collect() }
     }
     fn b(&self) -> Vec<u8> {
         self.weights.iter().flat_map(|w| w.b.iter().copied()).collect()
@@ -497,12 +482,7 @@ fn run_grouped(
     let idx = put(&index.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>());
     let d_len = rows * n * 2;
     let d = put(&vec![POISON; d_len + GUARD]);
-    let cfg = LaunchConfig {
-        grid: [grid, 1, 1],
-        block: [THREADS, 1, 1],
-        dynamic_lds_bytes: lds_bytes,
-        kernarg: kernarg(a, b, sfa, sfb, d, idx),
-    };
+    let cfg = LaunchConfig { grid: [grid, 1, 1], block: [THREADS, 1, 1], dynamic_lds_bytes: lds_bytes, kernarg: kernarg(a, b, sfa, sfb, d, idx) };
     let report = exec::launch(co, kernel, &cfg, &mem, &Checks::all()).unwrap_or_else(|e| panic!("{name}: {e}"));
     let mut out = vec![0u8; d_len + GUARD];
     mem.read(d, &mut out).expect("read D");
@@ -671,8 +651,7 @@ fn grouped_contiguous_bs_kernels_match_the_definition_and_skip_padding() {
     let untouched: Vec<bool> = idx.iter().map(|&g| g < 0).collect();
     for tile in CONTIGUOUS_BS_TILES {
         let grid = tile.grid(512, n as u32);
-        let (got, untouched_ok, r) =
-            run_grouped(&co, (tile.name, tile.lds_bytes()), &b, &p, &idx, grid, contiguous_args(512, n, k, groups), &untouched);
+        let (got, untouched_ok, r) = run_grouped(&co, (tile.name, tile.lds_bytes()), &b, &p, &idx, grid, contiguous_args(512, n, k, groups), &untouched);
         assert!(untouched_ok, "{}: wrote a padding row or past D", tile.name);
         check_rows(&got, &p.reference_rows(0, 0, 70), 0, n, tile.name);
         check_rows(&got, &p.reference_rows(2, 256, 130), 256, n, tile.name);
@@ -694,8 +673,7 @@ fn grouped_masked_bs_kernels_match_the_definition_and_skip_masked_rows() {
     let untouched: Vec<bool> = (0..groups * m_max).map(|i| i % m_max >= masked[i / m_max] as usize).collect();
     for tile in MASKED_BS_TILES {
         let grid = groups as u32 * tile.grid(m_max as u32, n as u32);
-        let (got, untouched_ok, r) =
-            run_grouped(&co, (tile.name, tile.lds_bytes()), &b, &p, &masked, grid, masked_args(m_max, n, k, groups), &untouched);
+        let (got, untouched_ok, r) = run_grouped(&co, (tile.name, tile.lds_bytes()), &b, &p, &masked, grid, masked_args(m_max, n, k, groups), &untouched);
         assert!(untouched_ok, "{}: wrote a masked-out row or past D", tile.name);
         check_rows(&got, &p.reference_rows(0, 0, 150), 0, n, tile.name);
         check_rows(&got, &p.reference_rows(2, 2 * m_max, 65), 2 * m_max, n, tile.name);

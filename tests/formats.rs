@@ -33,46 +33,10 @@ struct Spec {
     has_inf: bool,
 }
 
-const E4M3FNUZ: Spec = Spec {
-    exp_bits: 4,
-    man_bits: 3,
-    bias: 8,
-    kind: Kind::Fnuz,
-    max: 240.0,
-    overflow_at: 248.0,
-    tie_to_max: false,
-    has_inf: false,
-};
-const E5M2FNUZ: Spec = Spec {
-    exp_bits: 5,
-    man_bits: 2,
-    bias: 16,
-    kind: Kind::Fnuz,
-    max: 57344.0,
-    overflow_at: 61440.0,
-    tie_to_max: false,
-    has_inf: false,
-};
-const E4M3FN: Spec = Spec {
-    exp_bits: 4,
-    man_bits: 3,
-    bias: 7,
-    kind: Kind::OcpE4m3,
-    max: 448.0,
-    overflow_at: 464.0,
-    tie_to_max: true,
-    has_inf: false,
-};
-const E5M2_: Spec = Spec {
-    exp_bits: 5,
-    man_bits: 2,
-    bias: 15,
-    kind: Kind::OcpE5m2,
-    max: 57344.0,
-    overflow_at: 61440.0,
-    tie_to_max: false,
-    has_inf: true,
-};
+const E4M3FNUZ: Spec = Spec { exp_bits: 4, man_bits: 3, bias: 8, kind: Kind::Fnuz, max: 240.0, overflow_at: 248.0, tie_to_max: false, has_inf: false };
+const E5M2FNUZ: Spec = Spec { exp_bits: 5, man_bits: 2, bias: 16, kind: Kind::Fnuz, max: 57344.0, overflow_at: 61440.0, tie_to_max: false, has_inf: false };
+const E4M3FN: Spec = Spec { exp_bits: 4, man_bits: 3, bias: 7, kind: Kind::OcpE4m3, max: 448.0, overflow_at: 464.0, tie_to_max: true, has_inf: false };
+const E5M2_: Spec = Spec { exp_bits: 5, man_bits: 2, bias: 15, kind: Kind::OcpE5m2, max: 57344.0, overflow_at: 61440.0, tie_to_max: false, has_inf: true };
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Decoded {

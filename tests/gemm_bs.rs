@@ -9,7 +9,7 @@ mod common;
 use common::*;
 use fp8gemm::config;
 use fp8gemm::layout::WeightLayout;
-use fp8gemm::{fp8_gemm_nt, DeviceActivations, DeviceWeights, Error, Stream};
+use fp8gemm::{DeviceActivations, DeviceWeights, Error, Stream, fp8_gemm_nt};
 use half::bf16;
 use proptest::prelude::*;
 
@@ -83,7 +83,7 @@ proptest! {
 
 #[test]
 fn bs_config_choice() {
-    use config::{get_bs_config, GemmDesc};
+    use config::{GemmDesc, get_bs_config};
     let arch = fp8gemm::codeobj::Arch::Gfx942;
     // Every unsplit choice is a bs kernel with the dense grid of its tile.
     for (m, n, k) in [(1216u32, 2048u32, 7168u32), (4096, 7168, 2048), (4096, 2048, 7168)] {
@@ -115,9 +115,15 @@ fn bs_config_choice() {
     // 80 rows 1408×2048×7168 67.8 → 51.4; 96 rows 1664×2048×7168 68.2 → 59.9, 4096×768×7168
     // 68.0 → 59.4; several rounds of the 48-row kernel (two per CU): 4096×2048×7168 160.2 →
     // 146.4, 6144×2048×7168 240.1 → 203.3, 10240×2048×7168 370.2 → 342.6.
-    for (m, n, bm) in [(2048u32, 768u32, 48u32), (640, 2048, 48), (1408, 2048, 80), (4096, 2048, 48), (6144, 2048, 48), (10240, 2048, 48), (1664, 2048, 96), (4096, 768, 96)] {
+    for (m, n, bm) in
+        [(2048u32, 768u32, 48u32), (640, 2048, 48), (1408, 2048, 80), (4096, 2048, 48), (6144, 2048, 48), (10240, 2048, 48), (1664, 2048, 96), (4096, 768, 96)]
+    {
         let c = get_bs_config(&GemmDesc::dense(m, n, 7168, arch)).unwrap();
-        assert_eq!((c.block_m, c.splits, c.kernel.to_string(), c.grid), (bm, 1, format!("fp8_gemm_nt_bs_pipe_bm{bm}_bn128"), m.div_ceil(bm) * n.div_ceil(128)), "{m}x{n}x7168");
+        assert_eq!(
+            (c.block_m, c.splits, c.kernel.to_string(), c.grid),
+            (bm, 1, format!("fp8_gemm_nt_bs_pipe_bm{bm}_bn128"), m.div_ceil(bm) * n.div_ceil(128)),
+            "{m}x{n}x7168"
+        );
         assert_eq!(c.lds_bytes, fp8gemm_device::tile::bs_pipe_lds_bytes(bm));
     }
     // Short K (4 blocks): the two-per-CU 64-row kernel stays (modelled MI300X 128×32768×512:
@@ -135,7 +141,15 @@ fn bs_config_choice() {
     assert_eq!(c.grid, 2 * 17 * 8);
     // The other DeepSeek-V3 decode points of the estimate's docs (config::get_bs_config_for_workspace):
     // (m, n, k) → (splits, kernel).
-    for (m, n, k, splits) in [(64u32, 7168u32, 2048u32, 2u32), (128, 2112, 7168, 4), (128, 7168, 2048, 4), (64, 7168, 16384, 8), (16, 24576, 1536, 1), (256, 2112, 7168, 4), (16, 256, 1024, 4)] {
+    for (m, n, k, splits) in [
+        (64u32, 7168u32, 2048u32, 2u32),
+        (128, 2112, 7168, 4),
+        (128, 7168, 2048, 4),
+        (64, 7168, 16384, 8),
+        (16, 24576, 1536, 1),
+        (256, 2112, 7168, 4),
+        (16, 256, 1024, 4),
+    ] {
         let c = get_bs_config(&GemmDesc::dense(m, n, k, arch)).unwrap();
         let kernel = if splits > 1 { "fp8_gemm_nt_splitk_bs_bm32_bn128" } else { "fp8_gemm_nt_bs_bm32_bn128" };
         assert_eq!((c.block_m, c.splits, c.kernel), (32, splits, kernel), "{m}x{n}x{k}");
@@ -288,7 +302,7 @@ fn grouped_bs_kernels_match_the_logical_grouped_kernels_on_every_tile() {
     // masked (counts 64, 100, 0, 7 of m_max 128): every bs tile gives the logical kernels'
     // result bit for bit, rows it must not write untouched (D pre-filled with a pattern).
     use fp8gemm::grouped::upload_m_indices;
-    use fp8gemm::{m_grouped_fp8_gemm_nt_contiguous, m_grouped_fp8_gemm_nt_masked, DeviceGroupedWeights};
+    use fp8gemm::{DeviceGroupedWeights, m_grouped_fp8_gemm_nt_contiguous, m_grouped_fp8_gemm_nt_masked};
     let ctx = checked_context();
     let stream = Stream::new(&ctx).unwrap();
     let (groups, n, k) = (4usize, 196usize, 640usize);
@@ -297,13 +311,15 @@ fn grouped_bs_kernels_match_the_logical_grouped_kernels_on_every_tile() {
     let per_group: Vec<_> = (0..groups).map(|g| fp8gemm::quant::QuantizedWeights::quantize(&c.b[g * n * k..(g + 1) * n * k], n, k).unwrap()).collect();
     let gw = fp8gemm::quant::GroupedQuantizedWeights::from_groups(&per_group).unwrap();
     let a = DeviceActivations::upload(&ctx, &c.qa).unwrap();
-    let idx: Vec<i32> = (0..512).map(|i| match i {
-        0..100 => 0,
-        128..188 => 2,
-        256..384 => 3,
-        384..400 => 1,
-        _ => -1,
-    }).collect();
+    let idx: Vec<i32> = (0..512)
+        .map(|i| match i {
+            0..100 => 0,
+            128..188 => 2,
+            256..384 => 3,
+            384..400 => 1,
+            _ => -1,
+        })
+        .collect();
     let idx = upload_m_indices(&ctx, &idx, groups).unwrap();
     let masked = ctx.upload(&[64i32, 100, 0, 7]).unwrap();
     let pattern = vec![bf16::from_f32(1234.5); 512 * n];

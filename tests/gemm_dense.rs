@@ -5,10 +5,10 @@ mod common;
 use common::*;
 use fp8gemm::fp8::{E4M3Fn, E4M3Fnuz};
 use fp8gemm::quant::{QuantizedActivations, QuantizedWeights};
-use fp8gemm::{fp8_gemm_nt, reference, Context, DeviceActivations, DeviceWeights, Error, Stream};
+use fp8gemm::{Context, DeviceActivations, DeviceWeights, Error, Stream, fp8_gemm_nt, reference};
 use half::bf16;
 use proptest::prelude::*;
-use rand::{rngs::StdRng, SeedableRng};
+use rand::{SeedableRng, rngs::StdRng};
 
 /// Runs the GEMM on the device and returns (calc_diff vs dequantized, vs unquantized).
 fn run(ctx: &Context, m: usize, n: usize, k: usize, seed: u64) -> (f64, f64) {
@@ -170,7 +170,12 @@ fn a_context_works_from_other_threads() {
     // HIP's current device is per thread; the context re-selects its device for each operation.
     let ctx = Context::new().unwrap();
     let results: Vec<(f64, f64)> = std::thread::scope(|s| {
-        let hs: Vec<_> = (0..3).map(|i| { let ctx = &ctx; s.spawn(move || run(ctx, 33 + i, 128, 256, i as u64)) }).collect();
+        let hs: Vec<_> = (0..3)
+            .map(|i| {
+                let ctx = &ctx;
+                s.spawn(move || run(ctx, 33 + i, 128, 256, i as u64))
+            })
+            .collect();
         hs.into_iter().map(|h| h.join().unwrap()).collect()
     });
     for (i, r) in results.into_iter().enumerate() {

@@ -12,11 +12,11 @@ use fp8gemm::grouped::{upload_m_indices, validate_m_indices};
 use fp8gemm::quant::{GroupedQuantizedWeights, QuantizedActivations};
 use fp8gemm::reference::{self, contiguous_m_indices};
 use fp8gemm::{
-    m_alignment_for_contiguous_layout, m_grouped_fp8_gemm_nt_contiguous, m_grouped_fp8_gemm_nt_masked, Context,
-    DeviceActivations, DeviceBuffer, DeviceGroupedWeights, Error, Stream, WeightLayout,
+    Context, DeviceActivations, DeviceBuffer, DeviceGroupedWeights, Error, Stream, WeightLayout, m_alignment_for_contiguous_layout,
+    m_grouped_fp8_gemm_nt_contiguous, m_grouped_fp8_gemm_nt_masked,
 };
 use half::bf16;
-use rand::{rngs::StdRng, Rng, SeedableRng};
+use rand::{Rng, SeedableRng, rngs::StdRng};
 
 /// The largest finite bf16: no GEMM of these inputs comes near it, so a row holding it after the
 /// launch was not written.
@@ -284,8 +284,7 @@ fn run_masked(ctx: &Context, c: &Case, masked_m: &[i32], expected_m: usize, layo
     let clamped: Vec<i32> = masked_m.iter().map(|&v| v.clamp(0, m_max as i32)).collect();
     let mut want_q = vec![bf16::from_bits(SENTINEL); c.rows * c.n];
     reference::m_grouped_fp8_gemm_nt_masked(&c.qa, &c.qb, &clamped, &mut want_q).unwrap();
-    let row_group: Vec<Option<usize>> =
-        (0..c.rows).map(|i| (i / m_max, i % m_max)).map(|(g, r)| (r < clamped[g] as usize).then_some(g)).collect();
+    let row_group: Vec<Option<usize>> = (0..c.rows).map(|i| (i / m_max, i % m_max)).map(|(g, r)| (r < clamped[g] as usize).then_some(g)).collect();
     let (dq, df, computed) = compare(c, &got, &want_q, &row_group, what);
     assert_kernel_family(run.config.map(|c| c.kernel), layout, what);
     Outcome { diff_dequantized: dq, diff_unquantized: df, computed, kernel: run.config.map(|c| c.kernel), d: got }
@@ -572,9 +571,9 @@ fn empty_problems_launch_nothing() {
 }
 
 mod random {
-    use super::{case, checked_context, contiguous_case, run_contiguous, run_masked, LAYOUTS};
+    use super::{LAYOUTS, case, checked_context, contiguous_case, run_contiguous, run_masked};
     use proptest::prelude::*;
-    use rand::{rngs::StdRng, Rng, SeedableRng};
+    use rand::{Rng, SeedableRng, rngs::StdRng};
 
     proptest! {
         #![proptest_config(ProptestConfig { cases: 8, ..ProptestConfig::default() })]

@@ -13,9 +13,12 @@ use fp8gemm::config::{self, GemmDesc};
 use fp8gemm::fp8::E4M3Fnuz;
 use fp8gemm::quant::{GroupedQuantizedWeights, QuantizedActivations};
 use fp8gemm::workspace::DEFAULT_STREAM_WORKSPACE_FLOATS;
-use fp8gemm::{m_grouped_fp8_gemm_nt_masked, m_grouped_fp8_gemm_nt_masked_with_workspace, reference, CaptureMode, Context, DeviceActivations, DeviceGroupedWeights, Error, GemmRun, Stream, Workspace};
+use fp8gemm::{
+    CaptureMode, Context, DeviceActivations, DeviceGroupedWeights, Error, GemmRun, Stream, Workspace, m_grouped_fp8_gemm_nt_masked,
+    m_grouped_fp8_gemm_nt_masked_with_workspace, reference,
+};
 use half::bf16;
-use rand::{rngs::StdRng, SeedableRng};
+use rand::{SeedableRng, rngs::StdRng};
 
 /// The largest finite bf16: a row holding it after the launch was not written.
 const SENTINEL: u16 = 0x7f7f;

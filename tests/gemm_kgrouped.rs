@@ -7,11 +7,11 @@
 mod common;
 use common::*;
 use fp8gemm::fp8::{E4M3Fn, E4M3Fnuz};
-use fp8gemm::kgrouped::{kgrouped_config, reference_f32, reference_fp8, upload_ks, KGroupedMnMajor};
+use fp8gemm::kgrouped::{KGroupedMnMajor, kgrouped_config, reference_f32, reference_fp8, upload_ks};
 use fp8gemm::reference::calc_diff;
-use fp8gemm::{k_grouped_fp8_gemm_tn_contiguous, Context, DeviceKGroupedOperand, Error};
+use fp8gemm::{Context, DeviceKGroupedOperand, Error, k_grouped_fp8_gemm_tn_contiguous};
 use proptest::prelude::*;
-use rand::{rngs::StdRng, SeedableRng};
+use rand::{SeedableRng, rngs::StdRng};
 
 /// One problem: unquantized and quantized operands and a C.
 struct Case {
@@ -63,14 +63,7 @@ fn assert_elementwise(c: &Case, got: &[f32], want: &[f32], what: &str) {
         for i in 0..m * n {
             let e = g * m * n + i;
             let bound = gamma * s[e];
-            assert!(
-                (got[e] - want[e]).abs() <= bound,
-                "{what}: D[{g}][{}][{}] = {} vs reference {} (bound {bound:e})",
-                i / n,
-                i % n,
-                got[e],
-                want[e]
-            );
+            assert!((got[e] - want[e]).abs() <= bound, "{what}: D[{g}][{}][{}] = {} vs reference {} (bound {bound:e})", i / n, i % n, got[e], want[e]);
         }
     }
 }

@@ -9,10 +9,7 @@ use fp8gemm::config::{self, GemmDesc};
 use fp8gemm::fp8::E4M3Fnuz;
 use fp8gemm::view::OutputViewMut;
 use fp8gemm::workspace::DEFAULT_STREAM_WORKSPACE_FLOATS;
-use fp8gemm::{
-    fp8_gemm_nt, fp8_gemm_nt_with_workspace, workspace_floats, Context, DeviceActivations, DeviceWeights,
-    Error, Stream, Workspace,
-};
+use fp8gemm::{Context, DeviceActivations, DeviceWeights, Error, Stream, Workspace, fp8_gemm_nt, fp8_gemm_nt_with_workspace, workspace_floats};
 use half::bf16;
 
 #[test]

@@ -8,10 +8,7 @@ mod common;
 use common::*;
 use fp8gemm::config::{self, GemmDesc, StreamK};
 use fp8gemm::view::OutputViewMut;
-use fp8gemm::{
-    fp8_gemm_nt, fp8_gemm_nt_with_workspace, workspace_floats, Context, DeviceActivations, DeviceWeights,
-    Error, Stream, Workspace,
-};
+use fp8gemm::{Context, DeviceActivations, DeviceWeights, Error, Stream, Workspace, fp8_gemm_nt, fp8_gemm_nt_with_workspace, workspace_floats};
 use fp8gemm_device::streamk::StreamKSchedule;
 use fp8gemm_device::tile::SPLITK_COUNTER_FLOATS;
 use half::bf16;
@@ -78,10 +75,8 @@ fn the_default_head_and_strided_operands() {
         let av = fp8gemm::ActivationsView::<fp8gemm::fp8::E4M3Fnuz>::with_row_stride(a_data.as_slice(), a_scales.as_slice(), m, k, lda).unwrap();
         let fill = bf16::from_f32(-7.25);
         let mut dd = ctx.upload(&vec![fill; m * ldd]).unwrap();
-        let r = forced(Some(tile), Some((30, None)), || {
-            fp8_gemm_nt(&stream, av, &db, OutputViewMut::with_row_stride(dd.as_slice_mut(), m, n, ldd).unwrap())
-        })
-        .unwrap();
+        let r = forced(Some(tile), Some((30, None)), || fp8_gemm_nt(&stream, av, &db, OutputViewMut::with_row_stride(dd.as_slice_mut(), m, n, ldd).unwrap()))
+            .unwrap();
         let sk = r.config.unwrap().stream_k.unwrap();
         // Fewer tiles than one wave of the device: no head.
         assert_eq!((sk.dp_tiles, sk.sk_wgs), (0, 30));

@@ -11,7 +11,7 @@ mod common;
 use common::*;
 use fp8gemm::config::{self, GemmDesc, StreamK};
 use fp8gemm::layout::WeightLayout;
-use fp8gemm::{fp8_gemm_nt, fp8_gemm_nt_with_workspace, CaptureMode, DeviceActivations, DeviceWeights, Error, Stream, Workspace};
+use fp8gemm::{CaptureMode, DeviceActivations, DeviceWeights, Error, Stream, Workspace, fp8_gemm_nt, fp8_gemm_nt_with_workspace};
 use fp8gemm_device::streamk::StreamKSchedule;
 use fp8gemm_device::tile::SPLITK_COUNTER_FLOATS;
 use half::bf16;
@@ -164,9 +164,10 @@ fn a_stream_workspace_too_small_falls_back_and_says_so() {
     assert!(matches!(e, Error::Workspace { available: 0, .. }), "{e}");
     assert!(d.download(&stream).unwrap().iter().all(|v| v.to_bits() == fill.to_bits()), "nothing may be launched");
     // With a workspace of exactly the need it runs.
-    let need = forced_sk(None, Some((16, None)), || config::get_bs_config(&GemmDesc::dense(m as u32, n as u32, k as u32, ctx.arch()).with_cus(ctx.compute_units())))
-        .unwrap()
-        .workspace_floats();
+    let need =
+        forced_sk(None, Some((16, None)), || config::get_bs_config(&GemmDesc::dense(m as u32, n as u32, k as u32, ctx.arch()).with_cus(ctx.compute_units())))
+            .unwrap()
+            .workspace_floats();
     stream.set_workspace(Some(Workspace::new(&ctx, need as usize).unwrap())).unwrap();
     let (got, r) = forced_sk(None, Some((16, None)), || run_bs(&ctx, &stream, &c));
     let cfg = r.config.unwrap();

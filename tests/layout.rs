@@ -12,19 +12,19 @@ use amdgpu_emu::loader::CodeObject;
 use amdgpu_emu::memory::DeviceMemory;
 use fp8gemm_device::args::{GlobalPtr, PreshuffleArgs};
 
-use fp8gemm::checkpoint::{write_deepseek_moe, Checkpoint, DeviceMlpWeights, DeviceMoeWeights, MlpF32, MoeLayerF32};
+use fp8gemm::checkpoint::{Checkpoint, DeviceMlpWeights, DeviceMoeWeights, MlpF32, MoeLayerF32, write_deepseek_moe};
 use fp8gemm::fp8::{E4M3Fnuz, Fp8Format};
-use fp8gemm::layout::{self, preshuffle_bytes, preshuffled_bytes, unshuffle_bytes, WeightLayout};
+use fp8gemm::layout::{self, WeightLayout, preshuffle_bytes, preshuffled_bytes, unshuffle_bytes};
 use fp8gemm::quant::{GroupedQuantizedWeights, QuantizedActivations, QuantizedWeights};
 use fp8gemm::{
-    fp8_gemm_nt, m_grouped_fp8_gemm_nt_contiguous, m_grouped_fp8_gemm_nt_masked, preshuffle_weights,
-    preshuffle_weights_on_device, quantize_weights, unshuffle_weights, DeviceActivations, DeviceBuffer, DeviceGroupedWeights, DeviceSlice,
-    DeviceSliceMut, DeviceWeights, Error, GroupedWeightsView, MoeLayer, MoeOptions, Stream, WeightsView, WeightsViewMut,
+    DeviceActivations, DeviceBuffer, DeviceGroupedWeights, DeviceSlice, DeviceSliceMut, DeviceWeights, Error, GroupedWeightsView, MoeLayer, MoeOptions, Stream,
+    WeightsView, WeightsViewMut, fp8_gemm_nt, m_grouped_fp8_gemm_nt_contiguous, m_grouped_fp8_gemm_nt_masked, preshuffle_weights, preshuffle_weights_on_device,
+    quantize_weights, unshuffle_weights,
 };
 use fp8gemm_device::tile::{shuffled_b_bytes, shuffled_b_index};
 use half::bf16;
 use proptest::prelude::*;
-use rand::{rngs::StdRng, Rng, SeedableRng};
+use rand::{Rng, SeedableRng, rngs::StdRng};
 
 fn random_bytes(len: usize, seed: u64) -> Vec<u8> {
     let mut rng = StdRng::seed_from_u64(seed);
@@ -313,7 +313,8 @@ fn grouped_upload_preshuffled_round_trips_and_upload_group_in_any_order() {
         // Expert by expert, in a scrambled order (and group 0 written twice, first with junk).
         let mut streamed = DeviceGroupedWeights::<E4M3Fnuz>::alloc_preshuffled(&ctx, g, n, k).unwrap();
         let sf = n.div_ceil(128) * k.div_ceil(128);
-        let group = |gi: usize| QuantizedWeights::from_parts(w.data[gi * n * k..(gi + 1) * n * k].to_vec(), w.scales[gi * sf..(gi + 1) * sf].to_vec(), n, k).unwrap();
+        let group =
+            |gi: usize| QuantizedWeights::from_parts(w.data[gi * n * k..(gi + 1) * n * k].to_vec(), w.scales[gi * sf..(gi + 1) * sf].to_vec(), n, k).unwrap();
         streamed.upload_group(&stream, 0, &random_weights(n, k, 999)).unwrap();
         let mut order: Vec<usize> = (0..g).collect();
         order.reverse();
@@ -543,7 +544,17 @@ fn entry_points_run_preshuffled_weights_like_logical_ones() {
     let groups = 2;
     let gw = random_grouped(groups, n, k, 2);
     let ga = DeviceActivations::upload(&ctx, &QuantizedActivations::<E4M3Fnuz>::quantize(&vec![0.5f32; 256 * k], 256, k).unwrap()).unwrap();
-    let idx: Vec<i32> = (0..256).map(|i| if i < 100 { 0 } else if i < 128 { -1 } else { 1 }).collect();
+    let idx: Vec<i32> = (0..256)
+        .map(|i| {
+            if i < 100 {
+                0
+            } else if i < 128 {
+                -1
+            } else {
+                1
+            }
+        })
+        .collect();
     let idx = fp8gemm::grouped::upload_m_indices(&ctx, &idx, groups).unwrap();
     let masked = ctx.upload(&[64i32, 100]).unwrap();
     let run = |b: &DeviceGroupedWeights<E4M3Fnuz>| {

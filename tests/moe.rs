@@ -12,18 +12,18 @@ mod common;
 use common::{checked_context, randn_bf16};
 use fp8gemm::fp8::E4M3Fnuz;
 use fp8gemm::moe::{
-    contiguous_rows_bound, moe_gather_quantize, moe_route_contiguous, moe_route_masked, moe_unpermute, route_reference, route_work_len,
-    MoeReferenceWeights, ReferenceActivations, RouteBuffers,
+    MoeReferenceWeights, ReferenceActivations, RouteBuffers, contiguous_rows_bound, moe_gather_quantize, moe_route_contiguous, moe_route_masked, moe_unpermute,
+    route_reference, route_work_len,
 };
 use fp8gemm::quant::{GroupedQuantizedWeights, QuantizedActivations, QuantizedWeights};
 use fp8gemm::{
-    moe_reference, reference, ActivationsViewMut, CaptureMode, Context, DeviceGroupedWeights, DeviceWeights, Error,
-    MoeLayer, MoeLayout, MoeOptions, MoeScratch, MoeStage, Stream, WeightLayout,
+    ActivationsViewMut, CaptureMode, Context, DeviceGroupedWeights, DeviceWeights, Error, MoeLayer, MoeLayout, MoeOptions, MoeScratch, MoeStage, Stream,
+    WeightLayout, moe_reference, reference,
 };
 use fp8gemm_device::moe::f32_to_bf16_bits;
 use half::bf16;
 use proptest::prelude::*;
-use rand::{rngs::StdRng, Rng, SeedableRng};
+use rand::{Rng, SeedableRng, rngs::StdRng};
 
 type F = E4M3Fnuz;
 
@@ -124,7 +124,22 @@ fn check_route(ctx: &Context, ids: &[i32], k: usize, experts: usize, masked: Opt
 #[test]
 fn bf16_rounding_is_half_s() {
     let mut rng = StdRng::seed_from_u64(1);
-    let specials = [0.0f32, -0.0, 1.0, f32::MAX, f32::MIN, f32::INFINITY, f32::NEG_INFINITY, f32::NAN, -f32::NAN, f32::from_bits(1), 3.0e38, f32::from_bits(0x3f80_8000), f32::from_bits(0x3f81_8000), f32::from_bits(0x7f7f_ffff)];
+    let specials = [
+        0.0f32,
+        -0.0,
+        1.0,
+        f32::MAX,
+        f32::MIN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        -f32::NAN,
+        f32::from_bits(1),
+        3.0e38,
+        f32::from_bits(0x3f80_8000),
+        f32::from_bits(0x3f81_8000),
+        f32::from_bits(0x7f7f_ffff),
+    ];
     let randoms = (0..100_000).map(|_| f32::from_bits(rng.random::<u32>()));
     for x in specials.into_iter().chain(randoms) {
         assert_eq!(f32_to_bf16_bits(x), bf16::from_f32(x).to_bits(), "{x:e} ({:#010x})", x.to_bits());
@@ -208,11 +223,7 @@ fn check_gather(ctx: &Context, tokens: usize, k: usize, experts: usize, h: usize
             assert!(gq.iter().all(|&b| b == 0x55) && gs.iter().all(|&s| s == -3.0), "{what}: written");
             continue;
         }
-        let want = if src >= 0 {
-            QuantizedActivations::<F>::quantize(&xb[src as usize * h..][..h], 1, h).unwrap()
-        } else {
-            zero.clone()
-        };
+        let want = if src >= 0 { QuantizedActivations::<F>::quantize(&xb[src as usize * h..][..h], 1, h).unwrap() } else { zero.clone() };
         let want_q: Vec<u8> = want.data.iter().map(|v| v.to_bits()).collect();
         assert_eq!(gq, &want_q[..], "{what}: values");
         assert_eq!(gs.iter().map(|s| s.to_bits()).collect::<Vec<_>>(), want.scales.iter().map(|s| s.to_bits()).collect::<Vec<_>>(), "{what}: scales");
@@ -343,7 +354,9 @@ fn random_layer_in(ctx: &Context, experts: usize, h: usize, i: usize, shared_i: 
         ctx,
         DeviceGroupedWeights::upload_with_layout(ctx, &gu, layout).unwrap(),
         DeviceGroupedWeights::upload_with_layout(ctx, &dn, layout).unwrap(),
-        shared.as_ref().map(|(_, a, b)| (DeviceWeights::upload_with_layout(ctx, a, layout).unwrap(), DeviceWeights::upload_with_layout(ctx, b, layout).unwrap())),
+        shared
+            .as_ref()
+            .map(|(_, a, b)| (DeviceWeights::upload_with_layout(ctx, a, layout).unwrap(), DeviceWeights::upload_with_layout(ctx, b, layout).unwrap())),
         options,
     )
     .unwrap();
@@ -658,10 +671,22 @@ fn bad_arguments_are_typed_errors() {
     assert_eq!(shape_arg(err), "topk_weights");
     let err = layer.forward(&stream, x4, ids.slice(..4 * k).unwrap(), w.slice(..4 * k).unwrap(), &mut out, &mut scratch).err().unwrap();
     assert_eq!(shape_arg(err), "out");
-    let err = layer.forward(&stream, x.slice(..h + 8).unwrap(), ids.slice(..k).unwrap(), w.slice(..k).unwrap(), out.slice_mut(..h + 8).unwrap(), &mut scratch).err().unwrap();
+    let err = layer
+        .forward(&stream, x.slice(..h + 8).unwrap(), ids.slice(..k).unwrap(), w.slice(..k).unwrap(), out.slice_mut(..h + 8).unwrap(), &mut scratch)
+        .err()
+        .unwrap();
     assert_eq!(shape_arg(err), "hidden");
     let err = layer
-        .forward_with(&stream, x4, ids.slice(..4 * k).unwrap(), w.slice(..4 * k).unwrap(), out.slice_mut(..4 * h).unwrap(), &mut scratch, MoeLayout::Masked, &mut |_| Ok(()))
+        .forward_with(
+            &stream,
+            x4,
+            ids.slice(..4 * k).unwrap(),
+            w.slice(..4 * k).unwrap(),
+            out.slice_mut(..4 * h).unwrap(),
+            &mut scratch,
+            MoeLayout::Masked,
+            &mut |_| Ok(()),
+        )
         .err()
         .unwrap();
     assert_eq!(shape_arg(err), "layout");
@@ -670,16 +695,26 @@ fn bad_arguments_are_typed_errors() {
     assert_eq!(shape_arg(err), "scratch");
     // The observer's error stops the pass.
     let err = layer
-        .forward_with(&stream, x4, ids.slice(..4 * k).unwrap(), w.slice(..4 * k).unwrap(), out.slice_mut(..4 * h).unwrap(), &mut scratch, MoeLayout::Contiguous, &mut |s| {
-            if s == MoeStage::GateUpGemm { Err(Error::Unsupported("stop".into())) } else { Ok(()) }
-        })
+        .forward_with(
+            &stream,
+            x4,
+            ids.slice(..4 * k).unwrap(),
+            w.slice(..4 * k).unwrap(),
+            out.slice_mut(..4 * h).unwrap(),
+            &mut scratch,
+            MoeLayout::Contiguous,
+            &mut |s| {
+                if s == MoeStage::GateUpGemm { Err(Error::Unsupported("stop".into())) } else { Ok(()) }
+            },
+        )
         .err()
         .unwrap();
     assert!(matches!(err, Error::Unsupported(ref m) if m == "stop"));
     // A buffer of another context.
     let ctx2 = Context::new().unwrap();
     let foreign = ctx2.alloc_zeroed::<bf16>(4 * h).unwrap();
-    let err = layer.forward(&stream, &foreign, ids.slice(..4 * k).unwrap(), w.slice(..4 * k).unwrap(), out.slice_mut(..4 * h).unwrap(), &mut scratch).err().unwrap();
+    let err =
+        layer.forward(&stream, &foreign, ids.slice(..4 * k).unwrap(), w.slice(..4 * k).unwrap(), out.slice_mut(..4 * h).unwrap(), &mut scratch).err().unwrap();
     assert!(matches!(err, Error::ForeignBuffer { .. }), "{err}");
 
     // The routing kernels' own entry points.
@@ -710,9 +745,21 @@ fn bad_arguments_are_typed_errors() {
     assert_eq!(shape_arg(route(4, 16, Some(8), 64).unwrap_err()), "row_src");
     assert_eq!(shape_arg(route(5, 20, Some(4), 64).unwrap_err()), "index");
     route(4, 32, Some(8), 64).unwrap();
-    let out = RouteBuffers { slots: slots.as_slice_mut(), row_src: row_src.as_slice_mut(), index: m_idx.as_slice_mut(), status: st.as_slice_mut(), work: work.as_slice_mut() };
+    let out = RouteBuffers {
+        slots: slots.as_slice_mut(),
+        row_src: row_src.as_slice_mut(),
+        index: m_idx.as_slice_mut(),
+        status: st.as_slice_mut(),
+        work: work.as_slice_mut(),
+    };
     assert_eq!(shape_arg(moe_route_contiguous(&stream, ids8.as_slice(), 3, 4, out).unwrap_err()), "topk_ids");
-    let out = RouteBuffers { slots: slots.as_slice_mut(), row_src: row_src.as_slice_mut(), index: m_idx.as_slice_mut(), status: st.slice_mut(..3).unwrap(), work: work.as_slice_mut() };
+    let out = RouteBuffers {
+        slots: slots.as_slice_mut(),
+        row_src: row_src.as_slice_mut(),
+        index: m_idx.as_slice_mut(),
+        status: st.slice_mut(..3).unwrap(),
+        work: work.as_slice_mut(),
+    };
     assert_eq!(shape_arg(moe_route_contiguous(&stream, ids8.as_slice(), 2, 4, out).unwrap_err()), "status");
     let y = ctx.alloc_zeroed::<bf16>(16 * 12).unwrap();
     let wts = ctx.alloc_zeroed::<f32>(8).unwrap();

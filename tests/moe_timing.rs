@@ -15,7 +15,7 @@ use fp8gemm::fp8::E4M3Fnuz;
 use fp8gemm::quant::{GroupedQuantizedWeights, QuantizedWeights};
 use fp8gemm::{DeviceGroupedWeights, DeviceWeights, MoeLayer, MoeLayout, MoeOptions, MoeScratch, MoeStage, Stream};
 use half::bf16;
-use rand::{rngs::StdRng, Rng, SeedableRng};
+use rand::{Rng, SeedableRng, rngs::StdRng};
 
 #[test]
 fn modelled_time_per_stage() {
@@ -60,7 +60,9 @@ fn modelled_time_per_stage() {
                 let entry = per_stage.entry(format!("{stage:?}")).or_default();
                 entry.0 += r.seconds;
                 entry.1.push(r.kernel.clone());
-                if std::env::var_os("MOE_TIMING_VERBOSE").is_some() { print!("{r}"); }
+                if std::env::var_os("MOE_TIMING_VERBOSE").is_some() {
+                    print!("{r}");
+                }
                 Ok(())
             },
         );
@@ -76,7 +78,11 @@ fn modelled_time_per_stage() {
         assert_eq!(names("Route"), route);
         assert_eq!(names("GatherQuantize"), ["moe_gather_quantize_bf16"]);
         assert_eq!(names("Unpermute"), ["moe_unpermute_bf16"]);
-        assert!(names("GateUpGemm")[0].starts_with(if layout == MoeLayout::Masked { "m_grouped_fp8_gemm_nt_masked" } else { "m_grouped_fp8_gemm_nt_contiguous" }));
+        assert!(names("GateUpGemm")[0].starts_with(if layout == MoeLayout::Masked {
+            "m_grouped_fp8_gemm_nt_masked"
+        } else {
+            "m_grouped_fp8_gemm_nt_contiguous"
+        }));
         assert_eq!(names("SharedExpert").len(), 4);
         println!("{layout:?} T={tokens} E={e} H={h} I={i} k={k} + shared Is=128, MI300X (modelled):");
         for (stage, (secs, kernels)) in &per_stage {

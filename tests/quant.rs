@@ -3,8 +3,7 @@
 
 use fp8gemm::fp8::{E4M3Fn, E4M3Fnuz, E5M2Fnuz, Fp8Format};
 use fp8gemm::quant::{
-    GroupedQuantizedWeights, KGroupedOperand, QuantError, QuantizedActivations, QuantizedWeights, e4m3fn_to_e4m3fnuz,
-    e4m3fn_to_e4m3fnuz_value,
+    GroupedQuantizedWeights, KGroupedOperand, QuantError, QuantizedActivations, QuantizedWeights, e4m3fn_to_e4m3fnuz, e4m3fn_to_e4m3fnuz_value,
 };
 use proptest::prelude::*;
 
@@ -97,10 +96,7 @@ fn bf16_inputs_are_accepted() {
 
 #[test]
 fn errors_name_the_argument() {
-    assert_eq!(
-        QuantizedActivations::<E4M3Fnuz>::quantize(&[0.0f32; 7], 2, 4).unwrap_err(),
-        QuantError::Length { arg: "x", expected: 8, actual: 7 }
-    );
+    assert_eq!(QuantizedActivations::<E4M3Fnuz>::quantize(&[0.0f32; 7], 2, 4).unwrap_err(), QuantError::Length { arg: "x", expected: 8, actual: 7 });
     let err = QuantizedActivations::<E4M3Fnuz>::quantize(&[0.0, f32::NAN, 1.0, 2.0], 2, 2).unwrap_err();
     assert!(matches!(err, QuantError::NonFinite { arg: "x", index: 1, .. }), "{err}");
     let err = QuantizedWeights::<E4M3Fnuz>::quantize(&[0.0, 0.0, f32::INFINITY], 1, 3).unwrap_err();
@@ -113,10 +109,7 @@ fn errors_name_the_argument() {
         QuantizedActivations::<E4M3Fnuz>::from_parts(vec![E4M3Fnuz::ZERO; 4], vec![1.0; 2], 2, 129).unwrap_err(),
         QuantError::Length { arg: "data", expected: 258, actual: 4 }
     );
-    assert!(matches!(
-        QuantizedActivations::<E4M3Fnuz>::quantize(&[0.0f32; 0], usize::MAX, 2).unwrap_err(),
-        QuantError::SizeOverflow { arg: "x", .. }
-    ));
+    assert!(matches!(QuantizedActivations::<E4M3Fnuz>::quantize(&[0.0f32; 0], usize::MAX, 2).unwrap_err(), QuantError::SizeOverflow { arg: "x", .. }));
     let msg = QuantError::Length { arg: "x", expected: 8, actual: 7 }.to_string();
     assert_eq!(msg, "`x` has 7 elements, expected 8");
 }
@@ -181,8 +174,7 @@ fn matrix(max_rows: usize, max_cols: usize) -> impl Strategy<Value = (usize, usi
         (
             Just(r),
             Just(c),
-            prop::collection::vec((-1.0f32..1.0, -7i32..5), r * c)
-                .prop_map(|v| v.into_iter().map(|(f, e)| f * 10f32.powi(e)).collect::<Vec<f32>>()),
+            prop::collection::vec((-1.0f32..1.0, -7i32..5), r * c).prop_map(|v| v.into_iter().map(|(f, e)| f * 10f32.powi(e)).collect::<Vec<f32>>()),
         )
     })
 }

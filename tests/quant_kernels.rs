@@ -11,14 +11,14 @@ use amdgpu_emu::memory::DeviceMemory;
 use fp8gemm::fp8::{E4M3Fn, E4M3Fnuz, Fp8Format};
 use fp8gemm::quant::{QuantError, QuantizedActivations, QuantizedWeights};
 use fp8gemm::{
-    fp8_gemm_nt, quantize_activations, quantize_activations_masked, quantize_weights, reference, silu_mul_quantize_activations,
-    silu_mul_quantize_activations_masked, Context, DeviceActivations, DeviceWeights, Error,
+    Context, DeviceActivations, DeviceWeights, Error, fp8_gemm_nt, quantize_activations, quantize_activations_masked, quantize_weights, reference,
+    silu_mul_quantize_activations, silu_mul_quantize_activations_masked,
 };
 use fp8gemm_device::args::{GlobalPtr, QuantActArgs, QuantWeightArgs};
 use fp8gemm_device::quant as dq;
 use half::bf16;
 use proptest::prelude::*;
-use rand::{rngs::StdRng, Rng, SeedableRng};
+use rand::{Rng, SeedableRng, rngs::StdRng};
 use rand_distr::StandardNormal;
 
 /// Random values with a per-row magnitude class (so whole 1×128 groups are large, tiny, zero…).
@@ -28,11 +28,11 @@ fn values(rows: usize, cols: usize, seed: u64) -> Vec<f32> {
     for _ in 0..rows {
         let class = rng.random_range(0..8u32);
         let mag = match class {
-            0 => 0.0,        // all-zero row: amax clamps to 1e-4
-            1 => 1e-30,      // tiny: amax below the floor
-            2 => 1e30,       // huge
-            3 => 3e-39,      // f32 subnormals
-            4 => 1e-5,       // around the floor
+            0 => 0.0,   // all-zero row: amax clamps to 1e-4
+            1 => 1e-30, // tiny: amax below the floor
+            2 => 1e30,  // huge
+            3 => 3e-39, // f32 subnormals
+            4 => 1e-5,  // around the floor
             _ => 1.0,
         };
         for _ in 0..cols {
@@ -556,15 +556,8 @@ fn gfx950_weights(co: &CodeObject, name: &str, w: &[f32], n: usize, k: usize) {
     let wr: Vec<f32> = if bf { to_bf16(w).iter().map(|v| v.to_f32()).collect() } else { w.to_vec() };
     let (nb, kb) = (n.div_ceil(128), k.div_ceil(128));
     let (xa, q, sf) = (put(&mem, &xbytes), put(&mem, &vec![0u8; n * k]), put(&mem, &vec![0u8; nb * kb * 4]));
-    let args = QuantWeightArgs {
-        x: GlobalPtr::new(xa),
-        q: GlobalPtr::new(q),
-        sf: GlobalPtr::new(sf),
-        n: n as u32,
-        k: k as u32,
-        fp8_max: E4M3Fn::MAX,
-        reserved: 0,
-    };
+    let args =
+        QuantWeightArgs { x: GlobalPtr::new(xa), q: GlobalPtr::new(q), sf: GlobalPtr::new(sf), n: n as u32, k: k as u32, fp8_max: E4M3Fn::MAX, reserved: 0 };
     let cfg = LaunchConfig { grid: [(nb * kb) as u32, 1, 1], block: [dq::WEIGHT_THREADS, 1, 1], dynamic_lds_bytes: 0, kernarg: args.as_bytes().to_vec() };
     exec::launch(co, kernel, &cfg, &mem, &Checks::all()).unwrap_or_else(|e| panic!("{name}: {e}"));
     let s: Vec<f32> = read(&mem, sf, nb * kb * 4).chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
@@ -617,7 +610,7 @@ fn counters_show_the_expected_memory_traffic() {
 #[test]
 fn masked_quantize_then_masked_gemm() {
     use fp8gemm::quant::GroupedQuantizedWeights;
-    use fp8gemm::{m_grouped_fp8_gemm_nt_masked, DeviceGroupedWeights};
+    use fp8gemm::{DeviceGroupedWeights, m_grouped_fp8_gemm_nt_masked};
     let ctx = Context::new().unwrap();
     let (groups, m_max, n, k) = (3usize, 40usize, 128usize, 256usize);
     let masked_m = [40i32, 0, 17];

@@ -5,9 +5,9 @@
 use fp8gemm::fp8::{E4M3Fn, E4M3Fnuz, E5M2Fnuz, Fp8Format};
 use fp8gemm::quant::{GroupedQuantizedWeights, KGroupedOperand, QuantizedActivations, QuantizedWeights};
 use fp8gemm::reference::{
-    ReferenceError, calc_diff, fp8_gemm_nt, fp8_gemm_nt_f32, gemm_nt_f32, k_grouped_fp8_gemm_nt_contiguous,
-    m_grouped_fp8_gemm_nt_contiguous, m_grouped_fp8_gemm_nt_contiguous_f32, m_grouped_fp8_gemm_nt_masked,
-    m_grouped_fp8_gemm_nt_masked_f32, contiguous_m_indices, validate_contiguous_layout, M_ALIGNMENT_CONTIGUOUS,
+    M_ALIGNMENT_CONTIGUOUS, ReferenceError, calc_diff, contiguous_m_indices, fp8_gemm_nt, fp8_gemm_nt_f32, gemm_nt_f32, k_grouped_fp8_gemm_nt_contiguous,
+    m_grouped_fp8_gemm_nt_contiguous, m_grouped_fp8_gemm_nt_contiguous_f32, m_grouped_fp8_gemm_nt_masked, m_grouped_fp8_gemm_nt_masked_f32,
+    validate_contiguous_layout,
 };
 use half::bf16;
 use proptest::prelude::*;
@@ -88,9 +88,7 @@ fn check_dense<F: Fp8Format>(m: usize, n: usize, k: usize, seed: u64) {
 #[test]
 fn dense_fixed_shapes_with_tails() {
     for (i, &(m, n, k)) in
-        [(1, 1, 1), (3, 5, 7), (2, 128, 128), (5, 129, 257), (130, 136, 128), (17, 260, 300), (1, 300, 640), (300, 130, 260)]
-            .iter()
-            .enumerate()
+        [(1, 1, 1), (3, 5, 7), (2, 128, 128), (5, 129, 257), (130, 136, 128), (17, 260, 300), (1, 300, 640), (300, 130, 260)].iter().enumerate()
     {
         check_dense::<E4M3Fnuz>(m, n, k, 10 + i as u64);
     }
@@ -132,26 +130,14 @@ fn dense_errors() {
     let mut d = vec![0.0f32; 12];
     assert_eq!(fp8_gemm_nt_f32(&a, &b, &mut d), Err(ReferenceError::Dimension { arg: "b.k", expected: 200, actual: 100 }));
     let b = QuantizedWeights::<E4M3Fnuz>::quantize(&random(3 * 200, 2), 3, 200).unwrap();
-    assert_eq!(
-        fp8_gemm_nt_f32(&a, &b, &mut d[..11]),
-        Err(ReferenceError::Length { arg: "d", expected: 12, actual: 11 })
-    );
+    assert_eq!(fp8_gemm_nt_f32(&a, &b, &mut d[..11]), Err(ReferenceError::Length { arg: "d", expected: 12, actual: 11 }));
     let mut bad = a.clone();
     bad.scales.pop();
-    assert_eq!(
-        fp8_gemm_nt_f32(&bad, &b, &mut d),
-        Err(ReferenceError::Length { arg: "a.scales", expected: 8, actual: 7 })
-    );
+    assert_eq!(fp8_gemm_nt_f32(&bad, &b, &mut d), Err(ReferenceError::Length { arg: "a.scales", expected: 8, actual: 7 }));
     let mut bad = b.clone();
     bad.data.push(E4M3Fnuz::ZERO);
-    assert_eq!(
-        fp8_gemm_nt_f32(&a, &bad, &mut d),
-        Err(ReferenceError::Length { arg: "b.data", expected: 600, actual: 601 })
-    );
-    assert_eq!(
-        ReferenceError::Dimension { arg: "b.k", expected: 200, actual: 100 }.to_string(),
-        "`b.k` is 100, expected 200"
-    );
+    assert_eq!(fp8_gemm_nt_f32(&a, &bad, &mut d), Err(ReferenceError::Length { arg: "b.data", expected: 600, actual: 601 }));
+    assert_eq!(ReferenceError::Dimension { arg: "b.k", expected: 200, actual: 100 }.to_string(), "`b.k` is 100, expected 200");
     // k = 0: an empty sum.
     let a0 = QuantizedActivations::<E4M3Fnuz>::quantize(&[0.0f32; 0], 2, 0).unwrap();
     let b0 = QuantizedWeights::<E4M3Fnuz>::quantize(&[0.0f32; 0], 3, 0).unwrap();
@@ -261,10 +247,7 @@ fn contiguous_layout_helpers() {
         validate_contiguous_layout(&[1, 1, 1, 1, -1, 1, 0], 2, 4),
         Err(ReferenceError::MixedBlock { block_start: 4, alignment: 4, index: 6, value: 0, expected: 1 })
     );
-    assert_eq!(
-        validate_contiguous_layout(&[0, 0, 2, 2], 2, 2),
-        Err(ReferenceError::GroupIndex { index: 2, value: 2, groups: 2 })
-    );
+    assert_eq!(validate_contiguous_layout(&[0, 0, 2, 2], 2, 2), Err(ReferenceError::GroupIndex { index: 2, value: 2, groups: 2 }));
 }
 
 #[test]
@@ -275,18 +258,9 @@ fn m_grouped_contiguous_all_padding_and_errors() {
     let mut d = vec![bf16::from_f32(-7.0); 4 * n];
     m_grouped_fp8_gemm_nt_contiguous(&a, &g.b, &[-1; 4], &mut d).unwrap();
     assert!(d.iter().all(|v| v.to_f32() == -7.0));
-    assert_eq!(
-        m_grouped_fp8_gemm_nt_contiguous(&a, &g.b, &[0, 1, 2, 0], &mut d),
-        Err(ReferenceError::GroupIndex { index: 2, value: 2, groups: 2 })
-    );
-    assert_eq!(
-        m_grouped_fp8_gemm_nt_contiguous(&a, &g.b, &[0, -2, 1, 0], &mut d),
-        Err(ReferenceError::GroupIndex { index: 1, value: -2, groups: 2 })
-    );
-    assert_eq!(
-        m_grouped_fp8_gemm_nt_contiguous(&a, &g.b, &[0, 1, 1], &mut d),
-        Err(ReferenceError::Length { arg: "m_indices", expected: 4, actual: 3 })
-    );
+    assert_eq!(m_grouped_fp8_gemm_nt_contiguous(&a, &g.b, &[0, 1, 2, 0], &mut d), Err(ReferenceError::GroupIndex { index: 2, value: 2, groups: 2 }));
+    assert_eq!(m_grouped_fp8_gemm_nt_contiguous(&a, &g.b, &[0, -2, 1, 0], &mut d), Err(ReferenceError::GroupIndex { index: 1, value: -2, groups: 2 }));
+    assert_eq!(m_grouped_fp8_gemm_nt_contiguous(&a, &g.b, &[0, 1, 1], &mut d), Err(ReferenceError::Length { arg: "m_indices", expected: 4, actual: 3 }));
     assert!(d.iter().all(|v| v.to_f32() == -7.0), "a failed call writes nothing");
 }
 
@@ -342,23 +316,11 @@ fn m_grouped_masked_errors() {
     let a = QuantizedActivations::<E4M3Fnuz>::quantize(&random(groups * m_max * k, 1), groups * m_max, k).unwrap();
     let g = grouped(groups, n, k, 2);
     let mut d = vec![bf16::ZERO; groups * m_max * n];
-    assert_eq!(
-        m_grouped_fp8_gemm_nt_masked(&a, &g.b, &[1, 4], &mut d),
-        Err(ReferenceError::MaskedM { group: 1, value: 4, m_max: 3 })
-    );
-    assert_eq!(
-        m_grouped_fp8_gemm_nt_masked(&a, &g.b, &[-1, 0], &mut d),
-        Err(ReferenceError::MaskedM { group: 0, value: -1, m_max: 3 })
-    );
-    assert_eq!(
-        m_grouped_fp8_gemm_nt_masked(&a, &g.b, &[1], &mut d),
-        Err(ReferenceError::Length { arg: "masked_m", expected: 2, actual: 1 })
-    );
+    assert_eq!(m_grouped_fp8_gemm_nt_masked(&a, &g.b, &[1, 4], &mut d), Err(ReferenceError::MaskedM { group: 1, value: 4, m_max: 3 }));
+    assert_eq!(m_grouped_fp8_gemm_nt_masked(&a, &g.b, &[-1, 0], &mut d), Err(ReferenceError::MaskedM { group: 0, value: -1, m_max: 3 }));
+    assert_eq!(m_grouped_fp8_gemm_nt_masked(&a, &g.b, &[1], &mut d), Err(ReferenceError::Length { arg: "masked_m", expected: 2, actual: 1 }));
     let a5 = QuantizedActivations::<E4M3Fnuz>::quantize(&random(5 * k, 1), 5, k).unwrap();
-    assert_eq!(
-        m_grouped_fp8_gemm_nt_masked(&a5, &g.b, &[1, 1], &mut d[..5 * n]),
-        Err(ReferenceError::MaskedRows { m: 5, groups: 2 })
-    );
+    assert_eq!(m_grouped_fp8_gemm_nt_masked(&a5, &g.b, &[1, 1], &mut d[..5 * n]), Err(ReferenceError::MaskedRows { m: 5, groups: 2 }));
     assert!(d.iter().all(|v| v.to_bits() == 0), "a failed call writes nothing");
 }
 
@@ -383,12 +345,7 @@ fn check_k_grouped(m: usize, n: usize, ks: &[usize], seed: u64) {
                     continue;
                 }
                 // B row j uses its own scale row j.
-                let (v, mag) = naive_dot(
-                    &av[i * k..(i + 1) * k],
-                    &ag.scales[i * kb..(i + 1) * kb],
-                    &bv[j * k..(j + 1) * k],
-                    &bg.scales[j * kb..(j + 1) * kb],
-                );
+                let (v, mag) = naive_dot(&av[i * k..(i + 1) * k], &ag.scales[i * kb..(i + 1) * kb], &bv[j * k..(j + 1) * k], &bg.scales[j * kb..(j + 1) * kb]);
                 let want = c0[e] as f64 + v;
                 assert_close(c[e], (want, mag + (c0[e] as f64).abs()), &format!("group {g} ({i}, {j})"));
             }
@@ -417,20 +374,11 @@ fn k_grouped_errors() {
     let mut c = vec![0.0f32; ks.len() * m * n];
     // Mismatched groups are rejected.
     let b2 = KGroupedOperand::<E4M3Fnuz>::quantize(&random(n * 130, 1), n, &[130]).unwrap();
-    assert_eq!(
-        k_grouped_fp8_gemm_nt_contiguous(&a, &b2, &mut c),
-        Err(ReferenceError::Length { arg: "b.ks", expected: 4, actual: 1 })
-    );
-    assert_eq!(
-        k_grouped_fp8_gemm_nt_contiguous(&a, &b, &mut c[1..]),
-        Err(ReferenceError::Length { arg: "c", expected: 4 * m * n, actual: 4 * m * n - 1 })
-    );
+    assert_eq!(k_grouped_fp8_gemm_nt_contiguous(&a, &b2, &mut c), Err(ReferenceError::Length { arg: "b.ks", expected: 4, actual: 1 }));
+    assert_eq!(k_grouped_fp8_gemm_nt_contiguous(&a, &b, &mut c[1..]), Err(ReferenceError::Length { arg: "c", expected: 4 * m * n, actual: 4 * m * n - 1 }));
     let ks3 = [130usize, 0, 64, 255];
     let b3 = KGroupedOperand::<E4M3Fnuz>::quantize(&random(n * (total - 1), 2), n, &ks3).unwrap();
-    assert_eq!(
-        k_grouped_fp8_gemm_nt_contiguous(&a, &b3, &mut c),
-        Err(ReferenceError::Dimension { arg: "b.ks[_]", expected: 256, actual: 255 })
-    );
+    assert_eq!(k_grouped_fp8_gemm_nt_contiguous(&a, &b3, &mut c), Err(ReferenceError::Dimension { arg: "b.ks[_]", expected: 256, actual: 255 }));
     assert!(c.iter().all(|&v| v == 0.0), "a failed call writes nothing");
 }
 

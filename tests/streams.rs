@@ -14,12 +14,11 @@ use fp8gemm::fp8::E4M3Fnuz;
 use fp8gemm::quant::{GroupedQuantizedWeights, QuantizedActivations, QuantizedWeights};
 use fp8gemm::reference::{self, contiguous_m_indices};
 use fp8gemm::{
-    fp8_gemm_nt, m_grouped_fp8_gemm_nt_contiguous, m_grouped_fp8_gemm_nt_masked, ActivationsView, CaptureMode, Context,
-    DeviceActivations, DeviceBuffer, DeviceGroupedWeights, DeviceSlice, DeviceSliceMut, DeviceWeights, Error, Event,
-    GroupedWeightsView, OutputViewMut, Stream, WeightsView,
+    ActivationsView, CaptureMode, Context, DeviceActivations, DeviceBuffer, DeviceGroupedWeights, DeviceSlice, DeviceSliceMut, DeviceWeights, Error, Event,
+    GroupedWeightsView, OutputViewMut, Stream, WeightsView, fp8_gemm_nt, m_grouped_fp8_gemm_nt_contiguous, m_grouped_fp8_gemm_nt_masked,
 };
 use half::bf16;
-use rand::{rngs::StdRng, Rng, SeedableRng};
+use rand::{Rng, SeedableRng, rngs::StdRng};
 use rand_distr::StandardNormal;
 
 static LOCK: Mutex<()> = Mutex::new(());
@@ -156,8 +155,7 @@ fn entry_points_check_views_against_the_problem_and_kernels() {
     let mask = ctx.upload(&[1i32]).unwrap();
     let e = m_grouped_fp8_gemm_nt_masked(&stream, av, &gb, d.slice_mut(..m * n).unwrap(), &mask, 1).unwrap_err();
     assert_eq!(shape_err(e).0, "lda");
-    let e = m_grouped_fp8_gemm_nt_masked(&stream, &a, &gb, OutputViewMut::with_row_stride(d.as_slice_mut(), m, n, n + 8).unwrap(), &mask, 1)
-        .unwrap_err();
+    let e = m_grouped_fp8_gemm_nt_masked(&stream, &a, &gb, OutputViewMut::with_row_stride(d.as_slice_mut(), m, n, n + 8).unwrap(), &mask, 1).unwrap_err();
     assert_eq!(shape_err(e).0, "ldd");
     // A view of another context's buffer, and a stream of another context.
     let other = Context::new().unwrap();
@@ -256,8 +254,9 @@ fn launch_paths_make_no_host_round_trip() {
     let (m, n, k, groups) = (128, 128, 256, 2);
     let da = DeviceActivations::upload(&ctx, &qa(m * groups, k, 31)).unwrap();
     let db = DeviceWeights::upload(&ctx, &qb(n, k, 32)).unwrap();
-    let gb = DeviceGroupedWeights::upload(&ctx, &GroupedQuantizedWeights::quantize(&randn(groups * n * k, &mut StdRng::seed_from_u64(33)), groups, n, k).unwrap())
-        .unwrap();
+    let gb =
+        DeviceGroupedWeights::upload(&ctx, &GroupedQuantizedWeights::quantize(&randn(groups * n * k, &mut StdRng::seed_from_u64(33)), groups, n, k).unwrap())
+            .unwrap();
     let idx = ctx.upload(&contiguous_m_indices(&[100, 128], 128)).unwrap();
     let mask = ctx.upload(&[60i32, 128]).unwrap();
     let mut d = ctx.alloc_zeroed::<bf16>(m * groups * n).unwrap();
@@ -410,8 +409,7 @@ fn dropping_everything_while_work_is_in_flight() {
         // after the stream is synchronized).
         unsafe {
             let stream = Stream::from_raw(&ctx, raw_stream.cast());
-            let av = ActivationsView::<E4M3Fnuz>::new(DeviceSlice::from_raw(pa, m * k).unwrap(), DeviceSlice::from_raw(psa, m * 2).unwrap(), m, k)
-                .unwrap();
+            let av = ActivationsView::<E4M3Fnuz>::new(DeviceSlice::from_raw(pa, m * k).unwrap(), DeviceSlice::from_raw(psa, m * 2).unwrap(), m, k).unwrap();
             let bv = WeightsView::<E4M3Fnuz>::new(DeviceSlice::from_raw(pb, n * k).unwrap(), DeviceSlice::from_raw(psb, 2).unwrap(), n, k).unwrap();
             let dv = DeviceSliceMut::<bf16>::from_raw(pd, m * n).unwrap();
             fp8_gemm_nt(&stream, av, bv, dv).unwrap();
@@ -571,7 +569,7 @@ fn capture_quantize_gemm_quantize_grouped_gemm_and_replay() {
 /// `ActivationsView`; the writable views validate their extents.
 #[test]
 fn quantize_into_views_of_engine_memory() {
-    use fp8gemm::{quantize_activations, quantize_weights, ActivationsViewMut, WeightsViewMut};
+    use fp8gemm::{ActivationsViewMut, WeightsViewMut, quantize_activations, quantize_weights};
     let _g = lock();
     let ctx = Context::new().unwrap();
     let stream = Stream::new(&ctx).unwrap();
@@ -589,8 +587,7 @@ fn quantize_into_views_of_engine_memory() {
     // stream synchronization below.
     let (qa_view, qb_view) = unsafe {
         (
-            ActivationsViewMut::<E4M3Fnuz>::new(DeviceSliceMut::from_raw(ba, m * k).unwrap(), DeviceSliceMut::from_raw(fa, m * 2).unwrap(), m, k)
-                .unwrap(),
+            ActivationsViewMut::<E4M3Fnuz>::new(DeviceSliceMut::from_raw(ba, m * k).unwrap(), DeviceSliceMut::from_raw(fa, m * 2).unwrap(), m, k).unwrap(),
             WeightsViewMut::<E4M3Fnuz>::new(
                 DeviceSliceMut::from_raw(ba + (m * k + 64) as u64, n * k).unwrap(),
                 DeviceSliceMut::from_raw(fa + (m * 2 + 8) as u64 * 4, 2).unwrap(),

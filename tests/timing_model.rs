@@ -8,11 +8,11 @@ use std::sync::{Arc, Mutex};
 use amdgpu_emu::exec::Checks;
 use amdgpu_emu::hip::{self as emu, TimingMode};
 use amdgpu_emu::peers::{self, PeerFamily};
-use amdgpu_emu::timing::calibrate::{error_summary, time_peer, CalRow};
+use amdgpu_emu::timing::calibrate::{CalRow, error_summary, time_peer};
 use amdgpu_emu::timing::{Machine, Scope, SimOptions, Stall, TimingReport};
 use fp8gemm::fp8::E4M3Fnuz;
 use fp8gemm::quant::{QuantizedActivations, QuantizedWeights};
-use fp8gemm::{fp8_gemm_nt, Context, DeviceActivations, DeviceWeights, Stream};
+use fp8gemm::{Context, DeviceActivations, DeviceWeights, Stream, fp8_gemm_nt};
 use half::bf16;
 
 /// Timing mode is process-wide: the tests of this file take turns.
@@ -218,7 +218,13 @@ fn modelled_time_does_not_depend_on_where_the_buffers_landed() {
         println!("{m}x{n}x{k} {scope:?}: modelled µs per shift {pads:?}: {:?}", t.iter().map(|x| x * 1e6).collect::<Vec<_>>());
         for (p, x) in pads.iter().zip(&t).skip(1) {
             let rel = x / t[0] - 1.0;
-            assert!(rel.abs() < 0.02, "{m}x{n}x{k} {scope:?}: buffers moved by {p} B changed the modelled time by {:+.2} % ({} vs {} µs)", rel * 100.0, x * 1e6, t[0] * 1e6);
+            assert!(
+                rel.abs() < 0.02,
+                "{m}x{n}x{k} {scope:?}: buffers moved by {p} B changed the modelled time by {:+.2} % ({} vs {} µs)",
+                rel * 100.0,
+                x * 1e6,
+                t[0] * 1e6
+            );
         }
     }
 }

@@ -268,13 +268,12 @@ pub(crate) mod imp {
 
     use crate::args::{DenseGemmArgs, DenseSplitKArgs};
     use crate::intrinsics::*;
-    use crate::tile::{self, block_swizzle, frag_chunk, NUM_XCDS, SCALE_BLOCK_K, SCALE_BLOCK_N};
+    use crate::tile::{self, NUM_XCDS, SCALE_BLOCK_K, SCALE_BLOCK_N, block_swizzle, frag_chunk};
 
     /// Bytes of one LDS row: one whole 128-K scale block of FP8.
     const ROW: u32 = SCALE_BLOCK_K;
     /// Scale blocks whose SFA/SFB one load covers (one per lane group of 16 lanes).
     const SF_BLOCKS: u32 = 4;
-
 
     /// Buffer offset that is out of range of every resource (all tensors are smaller than
     /// `tile::MAX_TENSOR_BYTES`): stores there are dropped.
@@ -602,7 +601,13 @@ pub(crate) mod imp {
         // budget: 8 splits (32 `dwordx4`) for the bs 32-row tile, whose reduction is on the
         // critical path of decode; 4 / 2 for the larger tiles.
         const CHUNK: usize = 8;
-        let chunk = if BS && FM * FN <= 4 { 8 } else if FM * FN >= 16 { 2 } else { 4 };
+        let chunk = if BS && FM * FN <= 4 {
+            8
+        } else if FM * FN >= 16 {
+            2
+        } else {
+            4
+        };
         let mut sum = [[F32x4::zero(); FN]; FM];
         let mut s0 = 0;
         while s0 < splits.get() {
@@ -705,11 +710,7 @@ pub(crate) mod imp {
     /// issues overlaps the prologue's), and a `false` row reaches the epilogue with
     /// `valid = false`.
     #[inline(always)]
-    pub(crate) fn tile_gemm<const FM: usize, const FN: usize, const DEPTH: u32, E: Epilogue>(
-        job: &TileJob,
-        keep_row: impl Fn(u32) -> bool,
-        epi: &E,
-    ) {
+    pub(crate) fn tile_gemm<const FM: usize, const FN: usize, const DEPTH: u32, E: Epilogue>(job: &TileJob, keep_row: impl Fn(u32) -> bool, epi: &E) {
         let bm = 32 * FM as u32;
         let (n, m0, n0, lda, ldb, ldsf) = (job.n, job.m0, job.n0, job.lda, job.ldb, job.ldsf);
         let nkb = job.nkb;

@@ -183,7 +183,7 @@ pub(crate) mod imp {
     use core::num::NonZeroU32;
 
     use crate::args::{MGroupedContiguousArgs, MGroupedMaskedArgs, MGroupedMaskedSplitKArgs};
-    use crate::dense::imp::{splitk_finish, tile_gemm, Bf16Store, PartialStore, TileJob};
+    use crate::dense::imp::{Bf16Store, PartialStore, TileJob, splitk_finish, tile_gemm};
     use crate::intrinsics::*;
     use crate::tile::{self, NUM_XCDS, SCALE_BLOCK_K, SCALE_BLOCK_N};
 
@@ -192,11 +192,7 @@ pub(crate) mod imp {
     /// `16·FM × 64·FN` over the pre-shuffled B (`shuffled_b_bytes(n, k)` per group).
     #[inline(always)]
     fn dims<const FM: usize, const FN: usize, const BS: bool>(n: u32, k: u32) -> (u32, u32, u32) {
-        if BS {
-            (16 * FM as u32, 64 * FN as u32, tile::shuffled_b_bytes(u64::from(n), u64::from(k)) as u32)
-        } else {
-            (32 * FM as u32, 32 * FN as u32, n * k)
-        }
+        if BS { (16 * FM as u32, 64 * FN as u32, tile::shuffled_b_bytes(u64::from(n), u64::from(k)) as u32) } else { (32 * FM as u32, 32 * FN as u32, n * k) }
     }
 
     /// The main loop over `job`: the dense `tile_gemm::<FM, FN, DEPTH>`, or with `BS`
@@ -290,11 +286,15 @@ pub(crate) mod imp {
         };
         let epi = Bf16Store { rs_d: BufferResource::new(args.d.addr(), m * n * 2), ldd: n };
         let g = g as i32;
-        L::run(&job, |row| {
-            // SAFETY: rs_idx as above; rows ≥ m_sum read 0, and their stores fall outside D's
-            // resource anyway.
-            unsafe { buffer_load_i32(rs_idx, row * 4, 0) == g }
-        }, &epi);
+        L::run(
+            &job,
+            |row| {
+                // SAFETY: rs_idx as above; rows ≥ m_sum read 0, and their stores fall outside D's
+                // resource anyway.
+                unsafe { buffer_load_i32(rs_idx, row * 4, 0) == g }
+            },
+            &epi,
+        );
     }
 
     /// Masked layout: one tile ([`dims`]) of `D[g]` of one group, rows below `masked_m[g]`.
@@ -368,9 +368,7 @@ pub(crate) mod imp {
 
         let tiles_m = m_max.div_ceil(bm);
         let per_group = tiles_m * n.div_ceil(bn);
-        let (Some(tiles_m_nz), Some(per_group_nz), Some(splits)) =
-            (NonZeroU32::new(tiles_m), NonZeroU32::new(per_group), NonZeroU32::new(args.splits))
-        else {
+        let (Some(tiles_m_nz), Some(per_group_nz), Some(splits)) = (NonZeroU32::new(tiles_m), NonZeroU32::new(per_group), NonZeroU32::new(args.splits)) else {
             return;
         };
         let tiles = groups * per_group;
@@ -519,11 +517,7 @@ mod tests {
 
     #[test]
     fn specs_match_the_tile_tables() {
-        let c = [
-            M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM64_BN64,
-            M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM64_BN128,
-            M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM128_BN128,
-        ];
+        let c = [M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM64_BN64, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM64_BN128, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM128_BN128];
         for (spec, tile) in c.iter().zip(CONTIGUOUS_TILES) {
             assert_eq!(spec.name, tile.name);
             assert_eq!(spec.workgroup_size, THREADS);
@@ -533,20 +527,13 @@ mod tests {
             assert_eq!(spec.name, tile.name);
             assert_eq!(spec.workgroup_size, THREADS);
         }
-        let cb = [
-            M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM32_BN128,
-            M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM64_BN128,
-            M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM128_BN128,
-        ];
+        let cb =
+            [M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM32_BN128, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM64_BN128, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM128_BN128];
         for (spec, tile) in cb.iter().zip(CONTIGUOUS_BS_TILES) {
             assert_eq!(spec.name, tile.name);
             assert_eq!(spec.workgroup_size, THREADS);
         }
-        let mb = [
-            M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM32_BN128,
-            M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM64_BN128,
-            M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM128_BN128,
-        ];
+        let mb = [M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM32_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM128_BN128];
         for (spec, tile) in mb.iter().zip(MASKED_BS_TILES) {
             assert_eq!(spec.name, tile.name);
             assert_eq!(spec.workgroup_size, THREADS);

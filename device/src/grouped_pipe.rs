@@ -47,8 +47,7 @@ use crate::args::{MGroupedContiguousArgs, MGroupedMaskedArgs};
 use crate::tile::BsTile;
 
 /// The m-grouped contiguous kernels on the pipelined bs loop, smallest first.
-pub const CONTIGUOUS_BS_PIPE_TILES: [BsTile; 1] =
-    [BsTile { name: "m_grouped_fp8_gemm_nt_contiguous_bs_pipe_bm64_bn128", block_m: 64, block_n: 128 }];
+pub const CONTIGUOUS_BS_PIPE_TILES: [BsTile; 1] = [BsTile { name: "m_grouped_fp8_gemm_nt_contiguous_bs_pipe_bm64_bn128", block_m: 64, block_n: 128 }];
 
 /// The m-grouped masked kernels on the pipelined bs loop, smallest first.
 pub const MASKED_BS_PIPE_TILES: [BsTile; 2] = [

@@ -2,9 +2,7 @@
 //! wrapper; kernels call these wrappers, never `llvm.*` names directly.
 #![allow(improper_ctypes)]
 
-pub use core::arch::amdgpu::{
-    readfirstlane_u32, s_barrier, workgroup_id_x, workgroup_id_y, workgroup_id_z, workitem_id_x,
-};
+pub use core::arch::amdgpu::{readfirstlane_u32, s_barrier, workgroup_id_x, workgroup_id_y, workgroup_id_z, workitem_id_x};
 
 /// `v_perm_b32`: byte `i` of the result is byte `sel[i]` of `src0:src1` (`0..=3` → `src1`,
 /// `4..=7` → `src0`; CDNA3 ISA, V_PERM_B32). A pure register operation.
@@ -134,12 +132,7 @@ impl BufferResource {
     /// dword1 are zero; a canonical device address fits in 48 bits).
     #[inline(always)]
     pub fn new(base: u64, num_bytes: u32) -> Self {
-        BufferResource(I32x4([
-            base as u32 as i32,
-            ((base >> 32) as u32 & 0xffff) as i32,
-            num_bytes as i32,
-            BUFFER_RSRC_DWORD3,
-        ]))
+        BufferResource(I32x4([base as u32 as i32, ((base >> 32) as u32 & 0xffff) as i32, num_bytes as i32, BUFFER_RSRC_DWORD3]))
     }
 }
 
@@ -383,7 +376,7 @@ pub unsafe fn atomic_store_u32(addr: u64, v: u32) {
 /// split-K hand-off in [`crate::dense`]).
 #[inline(always)]
 pub fn release_barrier() {
-    use core::sync::atomic::{compiler_fence, Ordering};
+    use core::sync::atomic::{Ordering, compiler_fence};
     compiler_fence(Ordering::SeqCst);
     s_waitcnt::<{ waitcnt::VMCNT0 }>();
     s_barrier();
@@ -432,7 +425,7 @@ pub fn s_setprio<const PRIO: i16>() {
 /// gfx942's back-off barrier does not wait for outstanding LDS writes).
 #[inline(always)]
 pub fn lds_barrier() {
-    use core::sync::atomic::{compiler_fence, Ordering};
+    use core::sync::atomic::{Ordering, compiler_fence};
     compiler_fence(Ordering::SeqCst);
     s_waitcnt::<{ waitcnt::LGKMCNT0 }>();
     s_barrier();

@@ -155,12 +155,7 @@ pub fn transpose_8x8(x: &[u64; 8], xor: u32, perm: impl Fn(u32, u32, u32) -> u32
             let t1 = perm(r(1), r(0), sel_hi);
             let t2 = perm(r(3), r(2), sel_lo);
             let t3 = perm(r(3), r(2), sel_hi);
-            let o = [
-                perm(t2, t0, 0x0504_0100),
-                perm(t2, t0, 0x0706_0302),
-                perm(t3, t1, 0x0504_0100),
-                perm(t3, t1, 0x0706_0302),
-            ];
+            let o = [perm(t2, t0, 0x0504_0100), perm(t2, t0, 0x0706_0302), perm(t3, t1, 0x0504_0100), perm(t3, t1, 0x0706_0302)];
             for (j, &oj) in o.iter().enumerate() {
                 y[4 * half_m + j] |= u64::from(oj) << (32 * half_k);
             }
@@ -176,7 +171,7 @@ mod imp {
     use super::{copy_unit, frag_lane_parts, frag_lds_offset, transpose_8x8, unit_lds_offset, unit_xor};
     use crate::args::KGroupedArgs;
     use crate::intrinsics::*;
-    use crate::tile::{self, stage_offset, NUM_XCDS, SCALE_BLOCK_K, STAGE_K};
+    use crate::tile::{self, NUM_XCDS, SCALE_BLOCK_K, STAGE_K, stage_offset};
 
     /// Buffer offset out of range of every resource (all tensors are smaller than
     /// `tile::MAX_TENSOR_BYTES`): loads there read 0, stores are dropped.
@@ -287,8 +282,7 @@ mod imp {
         // Copy roles (wave-uniform): waves 0..bm/64 copy A, the next bn/64 copy B.
         let copy_a = wave < bm / 64;
         let copy_any = wave < (bm + bn) / 64;
-        let (rs_op, dim, origin, region) =
-            if copy_a { (job.rs_a, m, m0, 0) } else { (job.rs_b, n, n0, bm * STAGE_K) };
+        let (rs_op, dim, origin, region) = if copy_a { (job.rs_a, m, m0, 0) } else { (job.rs_b, n, n0, bm * STAGE_K) };
         let (m8, k8) = if copy_a { copy_unit(tid, bm) } else { copy_unit(tid.wrapping_sub(bm), bn) };
         let col = origin + 8 * m8;
         // Columns past the operand's width read 0 (their outputs are never stored).
@@ -464,7 +458,7 @@ pub fn k_grouped_fp8_gemm_tn_contiguous_bm128_bn128(args: KGroupedArgs) {
 mod tests {
     extern crate std;
     use super::*;
-    use crate::tile::{lds_bytes, THREADS};
+    use crate::tile::{THREADS, lds_bytes};
     use std::vec::Vec;
 
     #[test]
@@ -551,9 +545,7 @@ mod tests {
         }
         // ds_read_b128 lane groups (as the dense kernels' test).
         let groups: [[u32; 8]; 4] =
-            [[0, 1, 2, 3, 20, 21, 22, 23], [4, 5, 6, 7, 16, 17, 18, 19], [8, 9, 10, 11, 28, 29, 30, 31], [
-                12, 13, 14, 15, 24, 25, 26, 27,
-            ]];
+            [[0, 1, 2, 3, 20, 21, 22, 23], [4, 5, 6, 7, 16, 17, 18, 19], [8, 9, 10, 11, 28, 29, 30, 31], [12, 13, 14, 15, 24, 25, 26, 27]];
         for frag_row0 in (0..256).step_by(16) {
             for half in [0, 32] {
                 for g in &groups {

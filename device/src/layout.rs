@@ -15,7 +15,7 @@
 
 use crate::amdgpu_kernel;
 use crate::args::PreshuffleArgs;
-use crate::tile::{frag_chunk, shuffled_b_offset, SCALE_BLOCK_K};
+use crate::tile::{SCALE_BLOCK_K, frag_chunk, shuffled_b_offset};
 
 /// Work-items per workgroup.
 pub const PRESHUFFLE_THREADS: u32 = 256;
@@ -39,7 +39,7 @@ pub const fn preshuffle_chunk(c: u32, nkb: u32) -> (u32, u32, u32) {
 
 #[cfg(target_arch = "amdgpu")]
 mod imp {
-    use super::{preshuffle_chunk, PRESHUFFLE_THREADS};
+    use super::{PRESHUFFLE_THREADS, preshuffle_chunk};
     use crate::args::PreshuffleArgs;
     use crate::intrinsics::*;
     use crate::tile::SCALE_BLOCK_K;

@@ -36,14 +36,14 @@ pub mod args;
 pub mod dense;
 pub mod grouped;
 pub mod grouped_pipe;
-pub mod quant;
-pub mod streamk;
 #[cfg(target_arch = "amdgpu")]
 pub mod intrinsics;
 pub mod kgrouped;
 pub mod layout;
 pub mod mainloop_bs;
 pub mod moe;
+pub mod quant;
+pub mod streamk;
 pub mod test_kernels;
 pub mod tile;
 

@@ -197,9 +197,9 @@ use crate::args::{DenseGemmArgs, DenseSplitKArgs};
 #[cfg(target_arch = "amdgpu")]
 pub(crate) mod imp {
     use crate::args::DenseGemmArgs;
-    use crate::dense::imp::{dense_job, Epilogue, TileJob};
+    use crate::dense::imp::{Epilogue, TileJob, dense_job};
     use crate::intrinsics::*;
-    use crate::tile::{self, block_swizzle, frag_chunk, SCALE_BLOCK_K, SCALE_BLOCK_N, SHUFFLED_UNIT};
+    use crate::tile::{self, SCALE_BLOCK_K, SCALE_BLOCK_N, SHUFFLED_UNIT, block_swizzle, frag_chunk};
 
     /// Bytes of one LDS row: one whole 128-K scale block of FP8.
     const ROW: u32 = SCALE_BLOCK_K;
@@ -232,11 +232,7 @@ pub(crate) mod imp {
     }
 
     #[inline(always)]
-    pub(crate) fn tile_gemm_bs<const FM: usize, const A2: bool, const AHEAD: bool, E: Epilogue>(
-        job: &TileJob,
-        keep_row: impl Fn(u32) -> bool,
-        epi: &E,
-    ) {
+    pub(crate) fn tile_gemm_bs<const FM: usize, const A2: bool, const AHEAD: bool, E: Epilogue>(job: &TileJob, keep_row: impl Fn(u32) -> bool, epi: &E) {
         const { assert!(FM == 2 || FM == 4 || FM == 8) };
         let bm = 16 * FM as u32;
         let stage = bm * ROW;
@@ -510,11 +506,7 @@ pub(crate) mod imp {
     /// per-window SFA loads are straight-line (wave `w` loads fragments `4q + w`).
     /// `FM` ∈ 3..=8 (the dense kernels use 3, 4, 5, 6).
     #[inline(always)]
-    pub(crate) fn tile_gemm_bs_pipe<const FM: usize, const BA: u32, E: Epilogue>(
-        job: &TileJob,
-        keep_row: impl Fn(u32) -> bool,
-        epi: &E,
-    ) {
+    pub(crate) fn tile_gemm_bs_pipe<const FM: usize, const BA: u32, E: Epilogue>(job: &TileJob, keep_row: impl Fn(u32) -> bool, epi: &E) {
         const { assert!(FM >= 3 && FM <= 8) };
         const { assert!(BA == 1 || BA == 2) };
         let stage = pipe_stage_bytes(FM as u32);

@@ -411,11 +411,7 @@ mod imp {
                 let (mut lo, mut hi) = (0u32, e_n - 1);
                 while lo < hi {
                     let mid = (lo + hi).div_ceil(2);
-                    if ld(mid) <= r {
-                        lo = mid
-                    } else {
-                        hi = mid - 1
-                    }
+                    if ld(mid) <= r { lo = mid } else { hi = mid - 1 }
                 }
                 if r - ld(lo) < *a.counts.as_ptr().add(lo as usize) as u32 {
                     *a.m_indices.as_mut_ptr().add(r as usize) = lo as i32;

@@ -91,11 +91,7 @@ pub fn exp_nonpositive(x: f32) -> f32 {
     let k = (t - 0.5) as i32;
     let kf = k as f32;
     let r = (x - kf * LN2_HI) - kf * LN2_LO;
-    let p = 1.0
-        + r * (1.0
-            + r * (0.5
-                + r * (1.0 / 6.0
-                    + r * (1.0 / 24.0 + r * (1.0 / 120.0 + r * (1.0 / 720.0 + r * (1.0 / 5040.0)))))));
+    let p = 1.0 + r * (1.0 + r * (0.5 + r * (1.0 / 6.0 + r * (1.0 / 24.0 + r * (1.0 / 120.0 + r * (1.0 / 720.0 + r * (1.0 / 5040.0)))))));
     // 2^k, k ∈ [−116, 0]: a normal number.
     let scale = f32::from_bits(((k + 127) as u32) << 23);
     p * scale
@@ -131,7 +127,7 @@ pub(crate) mod imp {
     use crate::args::{QuantActArgs, QuantWeightArgs};
     use crate::intrinsics::*;
 
-    use super::{silu_mul, AMAX_FLOOR, ELEMS_PER_LANE, GROUP};
+    use super::{AMAX_FLOOR, ELEMS_PER_LANE, GROUP, silu_mul};
 
     /// `|x|` bits of every element of `v` whose maximum is the group's `amax` (see module docs).
     #[inline(always)]
@@ -216,7 +212,13 @@ pub(crate) mod imp {
             // SAFETY: g < groups (unit < units = groups · rows · kb) and masked_m holds `groups`
             // i32 (checked by the host).
             let cnt = unsafe { *args.masked_m.as_ptr().add(g as usize) };
-            let cnt = if cnt < 0 { 0 } else if cnt as u32 > rows { rows } else { cnt as u32 };
+            let cnt = if cnt < 0 {
+                0
+            } else if cnt as u32 > rows {
+                rows
+            } else {
+                cnt as u32
+            };
             valid &= row % rows < cnt;
         }
         let (row64, col64, k64) = (row as u64, col as u64, k as u64);

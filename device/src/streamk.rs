@@ -357,9 +357,9 @@ pub(crate) mod imp {
     use core::num::NonZeroU32;
 
     use super::{DenseStreamKArgs, StreamKSchedule};
-    use crate::dense::imp::{tile_gemm, Bf16Store, Epilogue, PartialStore, TileJob};
-    use crate::mainloop_bs::imp::tile_gemm_bs;
+    use crate::dense::imp::{Bf16Store, Epilogue, PartialStore, TileJob, tile_gemm};
     use crate::intrinsics::*;
+    use crate::mainloop_bs::imp::tile_gemm_bs;
     use crate::tile::{self, NUM_XCDS, SCALE_BLOCK_K, SCALE_BLOCK_N};
 
     /// Out of range of every resource (all tensors are smaller than `MAX_TENSOR_BYTES`).
@@ -563,11 +563,7 @@ pub(crate) mod imp {
                 L::run(&TileJob { kb0: 0, nkb, ..job }, &direct);
                 return stop;
             }
-            let epi = PieceStore::<FM, FN, BS> {
-                partial: !whole,
-                direct,
-                part: PartialStore { rs_ws, base: counters * 4 + (w + t) * slot, m0, n0 },
-            };
+            let epi = PieceStore::<FM, FN, BS> { partial: !whole, direct, part: PartialStore { rs_ws, base: counters * 4 + (w + t) * slot, m0, n0 } };
             if !first_piece {
                 // Every wave has finished reading the previous piece's last block (and the
                 // arrival broadcast) before the next prologue writes LDS.

@@ -31,14 +31,8 @@ pub fn register_pressure(args: RegisterPressureArgs) {
     while it < args.iters as usize {
         let base = (it * 256 + lane) * 2;
         // SAFETY: the host allocates iters * 512 u64 for a and b.
-        let (a0, b0, a1, b1) = unsafe {
-            (
-                *args.a.as_ptr().add(base),
-                *args.b.as_ptr().add(base),
-                *args.a.as_ptr().add(base + 1),
-                *args.b.as_ptr().add(base + 1),
-            )
-        };
+        let (a0, b0, a1, b1) =
+            unsafe { (*args.a.as_ptr().add(base), *args.b.as_ptr().add(base), *args.a.as_ptr().add(base + 1), *args.b.as_ptr().add(base + 1)) };
         let mut j = 0;
         while j < 48 {
             let a = if j % 2 == 0 { a0 } else { a1 };

@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use crate::decode::{flag, sreg, DecodeError, Enc, Field, Inst, Op, Program, RegClass, AGPR0, LITERAL, VGPR0};
+use crate::decode::{AGPR0, DecodeError, Enc, Field, Inst, LITERAL, Op, Program, RegClass, VGPR0, flag, sreg};
 use crate::loader::{CodeObject, Kernel};
 
 /// Disassembles every instruction of `kernel`; the first undecodable word is an error.
@@ -69,7 +69,6 @@ pub fn operand(code: u16, width: u8, lit: u32) -> String {
     }
 }
 
-
 fn src_index(f: Field) -> Option<usize> {
     match f {
         Field::Src0 => Some(0),
@@ -101,11 +100,7 @@ fn hwreg(simm: u16) -> String {
         _ => None,
     };
     let id_s = name.map_or(id.to_string(), str::to_string);
-    if off == 0 && size == 32 {
-        format!("hwreg({id_s})")
-    } else {
-        format!("hwreg({id_s}, {off}, {size})")
-    }
+    if off == 0 && size == 32 { format!("hwreg({id_s})") } else { format!("hwreg({id_s}, {off}, {size})") }
 }
 
 fn waitcnt(simm: u16) -> String {

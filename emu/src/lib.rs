@@ -20,7 +20,6 @@
 //!   selects others (e.g. `AMDGPU_EMU_CHECKS=memcheck`; syntax of `exec::Checks::parse`).
 #![warn(missing_docs)]
 
-pub mod timing;
 pub mod decode;
 pub mod disasm;
 pub mod exec;
@@ -29,3 +28,4 @@ pub mod loader;
 pub mod memory;
 pub mod numerics;
 pub mod peers;
+pub mod timing;

@@ -171,10 +171,7 @@ impl KernelDescriptor {
     /// Decodes the 64 descriptor bytes.
     pub fn parse(kernel: &str, b: &[u8]) -> Result<KernelDescriptor, LoadError> {
         if b.len() < 64 {
-            return Err(LoadError::Descriptor {
-                kernel: kernel.into(),
-                msg: format!("kernel descriptor is {} bytes, expected 64", b.len()),
-            });
+            return Err(LoadError::Descriptor { kernel: kernel.into(), msg: format!("kernel descriptor is {} bytes, expected 64", b.len()) });
         }
         let u32_at = |o: usize| u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
         let u16_at = |o: usize| u16::from_le_bytes([b[o], b[o + 1]]);
@@ -302,8 +299,7 @@ impl CodeObject {
             while let Ok(Some(note)) = notes.next() {
                 if note.name() == b"AMDGPU" && note.n_type(endian).0 == NT_AMDGPU_METADATA {
                     let mut d = note.desc();
-                    let v = rmpv::decode::read_value(&mut d)
-                        .map_err(|e| LoadError::Metadata(format!("msgpack: {e}")))?;
+                    let v = rmpv::decode::read_value(&mut d).map_err(|e| LoadError::Metadata(format!("msgpack: {e}")))?;
                     meta_value = Some(v);
                 }
             }
@@ -314,17 +310,9 @@ impl CodeObject {
         if !target.is_empty() && !target.starts_with(&expected) {
             return Err(LoadError::WrongArch { found: format!("amdhsa.target {target:?} (e_flags say {arch})") });
         }
-        let version = map_get(&meta, "amdhsa.version")
-            .and_then(Value::as_array)
-            .and_then(|a| a.first())
-            .and_then(Value::as_u64)
-            .unwrap_or(0);
+        let version = map_get(&meta, "amdhsa.version").and_then(Value::as_array).and_then(|a| a.first()).and_then(Value::as_u64).unwrap_or(0);
         // amdhsa.version [1, 2] is code object v5, [1, 1] v4, [1, 3] v6.
-        let minor = map_get(&meta, "amdhsa.version")
-            .and_then(Value::as_array)
-            .and_then(|a| a.get(1))
-            .and_then(Value::as_u64)
-            .unwrap_or(0);
+        let minor = map_get(&meta, "amdhsa.version").and_then(Value::as_array).and_then(|a| a.get(1)).and_then(Value::as_u64).unwrap_or(0);
         let code_object_version = if version == 1 { (minor + 3) as u32 } else { 0 };
 
         // Allocated sections.
@@ -344,15 +332,10 @@ impl CodeObject {
             }
         }
 
-        let list = map_get(&meta, "amdhsa.kernels")
-            .and_then(Value::as_array)
-            .ok_or_else(|| LoadError::Metadata("amdhsa.kernels missing".into()))?;
+        let list = map_get(&meta, "amdhsa.kernels").and_then(Value::as_array).ok_or_else(|| LoadError::Metadata("amdhsa.kernels missing".into()))?;
         let mut kernels = Vec::new();
         for k in list {
-            let name = map_get(k, ".name")
-                .and_then(Value::as_str)
-                .ok_or_else(|| LoadError::Metadata("kernel without .name".into()))?
-                .to_string();
+            let name = map_get(k, ".name").and_then(Value::as_str).ok_or_else(|| LoadError::Metadata("kernel without .name".into()))?.to_string();
             let symbol = map_get(k, ".symbol").and_then(Value::as_str).map(str::to_string).unwrap_or(format!("{name}.kd"));
             let num = |key: &str| map_get(k, key).and_then(Value::as_u64).unwrap_or(0) as u32;
             let mut args = Vec::new();
@@ -380,22 +363,15 @@ impl CodeObject {
                 sgpr_spill_count: num(".sgpr_spill_count"),
                 vgpr_spill_count: num(".vgpr_spill_count"),
             };
-            let &(kd_addr, _) = syms.get(&symbol).ok_or_else(|| LoadError::Descriptor {
-                kernel: name.clone(),
-                msg: format!("descriptor symbol `{symbol}` not found"),
-            })?;
-            let kd_bytes = read_segments(&segments, kd_addr, 64).ok_or_else(|| LoadError::Descriptor {
-                kernel: name.clone(),
-                msg: format!("descriptor at {kd_addr:#x} is not inside an allocated section"),
-            })?;
+            let &(kd_addr, _) =
+                syms.get(&symbol).ok_or_else(|| LoadError::Descriptor { kernel: name.clone(), msg: format!("descriptor symbol `{symbol}` not found") })?;
+            let kd_bytes = read_segments(&segments, kd_addr, 64)
+                .ok_or_else(|| LoadError::Descriptor { kernel: name.clone(), msg: format!("descriptor at {kd_addr:#x} is not inside an allocated section") })?;
             let descriptor = KernelDescriptor::parse(&name, &kd_bytes)?;
             let entry = kd_addr.wrapping_add_signed(descriptor.kernel_code_entry_byte_offset);
             let code_size = syms.get(&name).map(|&(_, s)| s).unwrap_or(0);
             if read_segments(&segments, entry, 4).is_none() {
-                return Err(LoadError::Descriptor {
-                    kernel: name,
-                    msg: format!("code entry {entry:#x} is not inside an allocated section"),
-                });
+                return Err(LoadError::Descriptor { kernel: name, msg: format!("code entry {entry:#x} is not inside an allocated section") });
             }
             if descriptor.wave32 {
                 return Err(LoadError::Descriptor { kernel: name, msg: "wave32 kernels are not supported".into() });

@@ -319,7 +319,8 @@ pub fn measured_rows(dir: &Path) -> Result<Vec<MeasuredRow>, PeerError> {
         }
         let int = |j: usize, name: &str| f[j].trim().parse::<u32>().map_err(|e| err(i + 1, format!("{name} `{}`: {e}", f[j])));
         let flt = |j: usize, name: &str| f[j].trim().parse::<f64>().map_err(|e| err(i + 1, format!("{name} `{}`: {e}", f[j])));
-        let row = MeasuredRow { kernel: f[0].trim().to_string(), m: int(1, "M")?, n: int(2, "N")?, k: int(3, "K")?, us: flt(4, "us")?, tflops: flt(5, "tflops")? };
+        let row =
+            MeasuredRow { kernel: f[0].trim().to_string(), m: int(1, "M")?, n: int(2, "N")?, k: int(3, "K")?, us: flt(4, "us")?, tflops: flt(5, "tflops")? };
         if row.family().is_none() {
             return Err(err(i + 1, format!("kernel `{}` is not one of the peers", row.kernel)));
         }
@@ -484,7 +485,12 @@ pub fn preshuffle_offset(n: usize, k: usize, k_dim: usize) -> usize {
 /// Pre-shuffles logical row-major B (`n × k` bytes) into the peers' layout; `n` must be a
 /// multiple of 16 and `k` of 32, and `b` exactly `n · k` bytes.
 pub fn preshuffle_b(b: &[u8], n: usize, k: usize) -> Result<Vec<u8>, PeerError> {
-    let shape = |arg: &'static str, value: usize, expected: &str| PeerError::Shape { kernel: "preshuffle_b".into(), arg, value: value as u64, expected: expected.into() };
+    let shape = |arg: &'static str, value: usize, expected: &str| PeerError::Shape {
+        kernel: "preshuffle_b".into(),
+        arg,
+        value: value as u64,
+        expected: expected.into(),
+    };
     if !n.is_multiple_of(16) {
         return Err(shape("n", n, "a multiple of 16"));
     }
@@ -764,7 +770,8 @@ fn prepare_into(mem: &DeviceMemory, kernel: &PeerKernel, problem: &PeerProblem, 
             (bytemuck::bytes_of(&args).to_vec(), [problem.n / 128 * problem.ks, problem.m.div_ceil(f.tile_m()), 1])
         }
         PeerFamily::Flatmm => {
-            let args = FlatmmArgs { a: pa, b: pb, sa: psa, sb: psb, d_f16: pc, k: problem.k as i32, n: problem.n as i32, m: problem.m as i32, ..Default::default() };
+            let args =
+                FlatmmArgs { a: pa, b: pb, sa: psa, sb: psb, d_f16: pc, k: problem.k as i32, n: problem.n as i32, m: problem.m as i32, ..Default::default() };
             (bytemuck::bytes_of(&args).to_vec(), [problem.n / 256, problem.m.div_ceil(f.tile_m()), 1])
         }
     };
@@ -795,7 +802,9 @@ fn prepare_into(mem: &DeviceMemory, kernel: &PeerKernel, problem: &PeerProblem, 
 pub fn reference_f64(p: &PeerProblem) -> Result<Vec<f64>, PeerError> {
     let (m, n, k) = (p.m as usize, p.n as usize, p.k as usize);
     let kb = k.div_ceil(K_BLOCK as usize);
-    for (arg, got, expected) in [("a", p.a.len(), m * k), ("b", p.b.len(), n * k), ("sa", p.sa.len(), m * kb), ("sb", p.sb.len(), n.div_ceil(128) * kb), ("bias", p.bias.len(), n)] {
+    for (arg, got, expected) in
+        [("a", p.a.len(), m * k), ("b", p.b.len(), n * k), ("sa", p.sa.len(), m * kb), ("sb", p.sb.len(), n.div_ceil(128) * kb), ("bias", p.bias.len(), n)]
+    {
         if got != expected {
             return Err(PeerError::Length { arg, got, expected });
         }

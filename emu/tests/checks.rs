@@ -6,8 +6,8 @@
 
 use std::path::Path;
 
-use amdgpu_emu::exec::counters::{lds_cost, DsShape, Kind};
-use amdgpu_emu::exec::{launch, Checks, LaunchConfig, LaunchError, LaunchReport};
+use amdgpu_emu::exec::counters::{DsShape, Kind, lds_cost};
+use amdgpu_emu::exec::{Checks, LaunchConfig, LaunchError, LaunchReport, launch};
 use amdgpu_emu::loader::{CodeObject, Kernel};
 use amdgpu_emu::memory::DeviceMemory;
 

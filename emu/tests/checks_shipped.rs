@@ -2,12 +2,11 @@
 //! crate embeds; a dev-dependency, so it is always built) run clean under every checking mode
 //! ([`Checks::all`]), and their counters are what the kernels' structure implies.
 
-
-use amdgpu_emu::timing::bound as cost;
 use amdgpu_emu::exec::counters::Kind;
-use amdgpu_emu::exec::{launch, Checks, LaunchConfig, LaunchReport};
+use amdgpu_emu::exec::{Checks, LaunchConfig, LaunchReport, launch};
 use amdgpu_emu::loader::CodeObject;
 use amdgpu_emu::memory::DeviceMemory;
+use amdgpu_emu::timing::bound as cost;
 
 mod common;
 use common::{dense_launch, shipped};
@@ -142,6 +141,10 @@ fn dense_counters_512x2112x1024() {
     for (name, bm, bn) in [("fp8_gemm_nt_bm64_bn64", 64, 64), ("fp8_gemm_nt_bm64_bn128", 64, 128), ("fp8_gemm_nt_bm128_bn128", 128, 128)] {
         let r = gemm(&co, name, bm, bn, (512, 2112, 1024), &Checks::all());
         let mfma = r.counters.count(Kind::Mfma) as f64;
-        println!("{r}\n  LDS bank-conflict cycles per MFMA: {:.3}\n{}\n", r.counters.lds_conflict_cycles as f64 / mfma, cost::estimate(&r, &r.resources, r.grid));
+        println!(
+            "{r}\n  LDS bank-conflict cycles per MFMA: {:.3}\n{}\n",
+            r.counters.lds_conflict_cycles as f64 / mfma,
+            cost::estimate(&r, &r.resources, r.grid)
+        );
     }
 }

@@ -3,7 +3,7 @@
 
 use amdgpu_emu::decode::decode_one;
 use amdgpu_emu::disasm::format_inst;
-use amdgpu_emu::exec::{run_snippet, WaveState};
+use amdgpu_emu::exec::{WaveState, run_snippet};
 use amdgpu_emu::memory::DeviceMemory;
 
 struct Lcg(u64);
@@ -45,7 +45,7 @@ fn random_straight_line_vector_code_runs_or_errors() {
         let mut words = Vec::new();
         for _ in 0..4 {
             match rng.next() % 8 {
-                0 => words.push(rng.next() & 0x7fff_ffff),                                  // VOP2 / VOP1 / VOPC
+                0 => words.push(rng.next() & 0x7fff_ffff),                                 // VOP2 / VOP1 / VOPC
                 1 => words.extend([0xD000_0000 | (rng.next() & 0x03ff_ffff), rng.next()]), // VOP3
                 2 => words.extend([0xD380_0000 | (rng.next() & 0x007f_ffff), rng.next()]), // VOP3P
                 3 => words.extend([0xD800_0000 | (rng.next() & 0x03ff_ffff), rng.next()]), // DS

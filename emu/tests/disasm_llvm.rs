@@ -68,10 +68,8 @@ pub fn compare(path: &Path) -> usize {
     }
     assert!(bad.is_empty(), "{} of {n} instructions differ:\n{}", bad.len(), bad.join("\n"));
     // Labels are dword indices from one origin: every label's target minus 4 × its index agrees.
-    let origins: std::collections::BTreeSet<u64> = names
-        .iter()
-        .filter_map(|(name, t)| Some(t.wrapping_sub(4 * u64::from_str_radix(name.strip_prefix("label_")?, 16).ok()?)))
-        .collect();
+    let origins: std::collections::BTreeSet<u64> =
+        names.iter().filter_map(|(name, t)| Some(t.wrapping_sub(4 * u64::from_str_radix(name.strip_prefix("label_")?, 16).ok()?))).collect();
     assert!(origins.len() <= 1, "{}: branch labels imply several origins {origins:x?}", path.display());
     n
 }

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use amdgpu_emu::exec::{launch, Checks, Class, LaunchConfig, LaunchError};
+use amdgpu_emu::exec::{Checks, Class, LaunchConfig, LaunchError, launch};
 use amdgpu_emu::loader::{CodeObject, Kernel};
 use amdgpu_emu::memory::DeviceMemory;
 
@@ -63,7 +63,14 @@ fn download_u32(mem: &DeviceMemory, p: u64, n: usize) -> Vec<u32> {
 }
 
 #[allow(clippy::result_large_err)] // the executor's own error type, returned as is (cold path)
-fn run(co: &CodeObject, name: &str, args: &[&[u8]], grid: [u32; 3], block: [u32; 3], mem: &DeviceMemory) -> Result<amdgpu_emu::exec::LaunchReport, LaunchError> {
+fn run(
+    co: &CodeObject,
+    name: &str,
+    args: &[&[u8]],
+    grid: [u32; 3],
+    block: [u32; 3],
+    mem: &DeviceMemory,
+) -> Result<amdgpu_emu::exec::LaunchReport, LaunchError> {
     let k = co.kernel(name).unwrap_or_else(|| panic!("kernel {name}"));
     let cfg = LaunchConfig { grid, block, dynamic_lds_bytes: 0, kernarg: kernarg(k, args, grid, block) };
     launch(co, k, &cfg, mem, &Checks::default())
@@ -473,7 +480,7 @@ fn wide_ops_64bit_f64_packed_f16_swizzle_reduce_atomics() {
 
 #[test]
 fn quantization_like_kernel_matches_cpu() {
-    use amdgpu_emu::numerics::{f32_to_f8_rne, F8Kind};
+    use amdgpu_emu::numerics::{F8Kind, f32_to_f8_rne};
     let co = fixture();
     let mem = DeviceMemory::new();
     let x: Vec<f32> = (0..64).map(|i| ((i as f32) * 0.731).sin() * 37.5 + if i == 17 { -90.0 } else { 0.0 }).collect();

@@ -4,10 +4,10 @@
 
 use std::time::Instant;
 
-use amdgpu_emu::exec::{launch, Checks, Class, LaunchConfig};
+use amdgpu_emu::exec::{Checks, Class, LaunchConfig, launch};
 use amdgpu_emu::loader::CodeObject;
 use amdgpu_emu::memory::DeviceMemory;
-use amdgpu_emu::numerics::{f8_to_f32, F8Kind};
+use amdgpu_emu::numerics::{F8Kind, f8_to_f32};
 
 mod common;
 use common::{dense_launch, shipped, shipped_arch};
@@ -114,9 +114,7 @@ fn register_pressure_mfma_chain_matches_model() {
     let mem = DeviceMemory::new();
     let iters = 3usize;
     let mut rng = Lcg(99);
-    let mk = |rng: &mut Lcg| -> Vec<u64> {
-        (0..iters * 512).map(|_| (0..8).fold(0u64, |acc, i| acc | u64::from(rng.fp8()) << (8 * i))).collect()
-    };
+    let mk = |rng: &mut Lcg| -> Vec<u64> { (0..iters * 512).map(|_| (0..8).fold(0u64, |acc, i| acc | u64::from(rng.fp8()) << (8 * i))).collect() };
     let (a, b) = (mk(&mut rng), mk(&mut rng));
     let up = |v: &[u64]| {
         let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();

@@ -517,19 +517,13 @@ fn launch_validation() {
         err(launch(int_ops, [1, 1, 1], [64, 1, 1], 0, &mut []), hipErrorInvalidValue);
         let mut size = 24usize;
         let mut extra = [HIP_LAUNCH_PARAM_BUFFER_POINTER, args[0], HIP_LAUNCH_PARAM_BUFFER_SIZE, (&raw mut size).cast(), HIP_LAUNCH_PARAM_END];
-        err(
-            hipModuleLaunchKernel(int_ops, 1, 1, 1, 64, 1, 1, 0, null_mut(), args.as_mut_ptr(), extra.as_mut_ptr()),
-            hipErrorInvalidValue,
-        );
+        err(hipModuleLaunchKernel(int_ops, 1, 1, 1, 64, 1, 1, 0, null_mut(), args.as_mut_ptr(), extra.as_mut_ptr()), hipErrorInvalidValue);
         extra[4] = null_mut();
         err(hipModuleLaunchKernel(int_ops, 1, 1, 1, 64, 1, 1, 0, null_mut(), null_mut(), extra.as_mut_ptr()), hipErrorInvalidValue);
         // Handles.
         err(launch(0x30 as hipFunction_t, [1, 1, 1], [64, 1, 1], 0, &mut args), hipErrorInvalidHandle);
         err(launch(null_mut(), [1, 1, 1], [64, 1, 1], 0, &mut args), hipErrorInvalidHandle);
-        err(
-            hipModuleLaunchKernel(int_ops, 1, 1, 1, 64, 1, 1, 0, 0xabc0 as hipStream_t, args.as_mut_ptr(), null_mut()),
-            hipErrorInvalidHandle,
-        );
+        err(hipModuleLaunchKernel(int_ops, 1, 1, 1, 64, 1, 1, 0, 0xabc0 as hipStream_t, args.as_mut_ptr(), null_mut()), hipErrorInvalidHandle);
         assert!(last_launch_error().unwrap().contains("invalid stream"));
     }
     ok(hipFree(buf));
@@ -573,13 +567,7 @@ fn kernarg_marshalling() {
     packed.extend_from_slice(&3u32.to_le_bytes());
     packed.extend_from_slice(&5u32.to_le_bytes());
     let mut size = packed.len();
-    let mut extra = [
-        HIP_LAUNCH_PARAM_BUFFER_POINTER,
-        packed.as_mut_ptr().cast(),
-        HIP_LAUNCH_PARAM_BUFFER_SIZE,
-        (&raw mut size).cast(),
-        HIP_LAUNCH_PARAM_END,
-    ];
+    let mut extra = [HIP_LAUNCH_PARAM_BUFFER_POINTER, packed.as_mut_ptr().cast(), HIP_LAUNCH_PARAM_BUFFER_SIZE, (&raw mut size).cast(), HIP_LAUNCH_PARAM_END];
     // SAFETY: a well-formed `extra` array.
     let code2 = unsafe { hipModuleLaunchKernel(int_ops, 3, 2, 1, 64, 1, 1, 0, null_mut(), null_mut(), extra.as_mut_ptr()) };
     assert_eq!(code2, code, "both forms launch alike");

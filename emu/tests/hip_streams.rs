@@ -246,11 +246,14 @@ fn capture_forbids_unsafe_calls() {
     let hp = host.as_mut_ptr() as usize;
     let xa = x as usize;
     let calls: Vec<(&str, Forbidden)> = vec![
-        ("hipMalloc", Box::new(|| {
-            let mut p = null_mut();
-            // SAFETY: valid out-pointer.
-            unsafe { hipMalloc(&mut p, 16) }
-        })),
+        (
+            "hipMalloc",
+            Box::new(|| {
+                let mut p = null_mut();
+                // SAFETY: valid out-pointer.
+                unsafe { hipMalloc(&mut p, 16) }
+            }),
+        ),
         ("hipFree", Box::new(move || hipFree(xa as *mut c_void))),
         // SAFETY (closure bodies): `host` is valid for 64 bytes for the whole test.
         ("hipMemcpy", Box::new(move || unsafe { hipMemcpy(hp as *mut c_void, xa as *mut c_void, 64, hipMemcpyDeviceToHost) })),
@@ -258,11 +261,14 @@ fn capture_forbids_unsafe_calls() {
         ("hipMemset", Box::new(move || hipMemset(xa as *mut c_void, 0, 64))),
         ("hipDeviceSynchronize", Box::new(|| hipDeviceSynchronize())),
         ("hipStreamSynchronize(capturing)", Box::new(move || hipStreamSynchronize(s))),
-        ("hipMallocAsync(capturing)", Box::new(move || {
-            let mut p = null_mut();
-            // SAFETY: valid out-pointer.
-            unsafe { hipMallocAsync(&mut p, 16, s) }
-        })),
+        (
+            "hipMallocAsync(capturing)",
+            Box::new(move || {
+                let mut p = null_mut();
+                // SAFETY: valid out-pointer.
+                unsafe { hipMallocAsync(&mut p, 16, s) }
+            }),
+        ),
     ];
     for (what, call) in &calls {
         // SAFETY: valid out-pointers throughout.
@@ -284,9 +290,7 @@ fn capture_forbids_unsafe_calls() {
     assert_eq!(read_u32(x, 16), vec![0; 16], "nothing captured ran");
 
     // Global mode: another thread's allocation is forbidden; thread-local and relaxed: allowed.
-    for (mode, other_thread_allowed) in
-        [(hipStreamCaptureModeGlobal, false), (hipStreamCaptureModeThreadLocal, true), (hipStreamCaptureModeRelaxed, true)]
-    {
+    for (mode, other_thread_allowed) in [(hipStreamCaptureModeGlobal, false), (hipStreamCaptureModeThreadLocal, true), (hipStreamCaptureModeRelaxed, true)] {
         // SAFETY: valid out-pointers throughout.
         unsafe {
             ok(hipStreamBeginCapture(s, mode));

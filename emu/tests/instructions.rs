@@ -5,7 +5,7 @@
 
 use amdgpu_emu::decode::decode_one;
 use amdgpu_emu::disasm::format_inst;
-use amdgpu_emu::exec::{run_snippet, LaunchError, WaveState};
+use amdgpu_emu::exec::{LaunchError, WaveState, run_snippet};
 use amdgpu_emu::memory::DeviceMemory;
 
 const V: u32 = 256;
@@ -204,15 +204,12 @@ fn bit_manipulation() {
 #[test]
 fn compares_cndmask_and_cmpx() {
     let p = program(&[
-        vopc(0xcc, ic(10), 0),           // v_cmp_gt_u32_e32 vcc, 10, v0
-        vop2(0x00, 3, V + 1, 2),          // v_cndmask_b32_e32 v3, v1, v2, vcc
-        vopc(0xda, ic(3), 0),             // v_cmpx_eq_u32_e32 vcc, 3, v0 (writes EXEC too)
-        vop1(0x01, 4, ic(42)),            // v_mov_b32_e32 v4, 42
+        vopc(0xcc, ic(10), 0),   // v_cmp_gt_u32_e32 vcc, 10, v0
+        vop2(0x00, 3, V + 1, 2), // v_cndmask_b32_e32 v3, v1, v2, vcc
+        vopc(0xda, ic(3), 0),    // v_cmpx_eq_u32_e32 vcc, 3, v0 (writes EXEC too)
+        vop1(0x01, 4, ic(42)),   // v_mov_b32_e32 v4, 42
     ]);
-    assert_eq!(
-        disasm(&p),
-        ["v_cmp_gt_u32_e32 vcc, 10, v0", "v_cndmask_b32_e32 v3, v1, v2, vcc", "v_cmpx_eq_u32_e32 vcc, 3, v0", "v_mov_b32_e32 v4, 42"]
-    );
+    assert_eq!(disasm(&p), ["v_cmp_gt_u32_e32 vcc, 10, v0", "v_cndmask_b32_e32 v3, v1, v2, vcc", "v_cmpx_eq_u32_e32 vcc, 3, v0", "v_mov_b32_e32 v4, 42"]);
     let mut st = WaveState::new(256);
     st.set_exec(!(1u64 << 2)); // lane 2 inactive
     for l in 0..64 {
@@ -222,7 +219,13 @@ fn compares_cndmask_and_cmpx() {
     }
     run(&p, &mut st);
     for l in 0..64 {
-        let want = if l == 2 { 0 } else if l < 10 { 200 } else { 100 };
+        let want = if l == 2 {
+            0
+        } else if l < 10 {
+            200
+        } else {
+            100
+        };
         assert_eq!(st.vgpr[3][l], want, "lane {l}");
         assert_eq!(st.vgpr[4][l], if l == 3 { 42 } else { 0 }, "only lane 3 stays active");
     }
@@ -250,13 +253,13 @@ fn lane_access_ops() {
 #[test]
 fn scalar_alu_carries_shifts_and_exec() {
     let p = program(&[
-        sop2(0x00, 0, 10, ic(2)),       // s_add_u32 s0, s10, 2
-        sop2(0x04, 1, ic(0), ic(0)),    // s_addc_u32 s1, 0, 0
-        sop2(0x1d, 2, 4, ic(36)),       // s_lshl_b64 s[2:3], s[4:5], 36
-        sop2(0x25, 6, 7, 8),            // s_bfe_u32 s6, s7, s8
-        sop1(0x11, 9, 4),               // s_ff1_i32_b64 s9, s[4:5]
-        sop1(0x0d, 11, EXEC),           // s_bcnt1_i32_b64 s11, exec
-        sop1(0x20, 12, 14),             // s_and_saveexec_b64 s[12:13], s[14:15]
+        sop2(0x00, 0, 10, ic(2)),    // s_add_u32 s0, s10, 2
+        sop2(0x04, 1, ic(0), ic(0)), // s_addc_u32 s1, 0, 0
+        sop2(0x1d, 2, 4, ic(36)),    // s_lshl_b64 s[2:3], s[4:5], 36
+        sop2(0x25, 6, 7, 8),         // s_bfe_u32 s6, s7, s8
+        sop1(0x11, 9, 4),            // s_ff1_i32_b64 s9, s[4:5]
+        sop1(0x0d, 11, EXEC),        // s_bcnt1_i32_b64 s11, exec
+        sop1(0x20, 12, 14),          // s_and_saveexec_b64 s[12:13], s[14:15]
     ]);
     assert_eq!(
         disasm(&p),
@@ -294,16 +297,13 @@ fn scalar_alu_carries_shifts_and_exec() {
 #[test]
 fn scalar_loop_with_branches() {
     let p = program(&[
-        sop1(0x00, 0, ic(0)),     // s_mov_b32 s0, 0
-        sop2(0x00, 0, 0, ic(1)),  // s_add_u32 s0, s0, 1
-        sopc(0x0a, 0, ic(10)),    // s_cmp_lt_u32 s0, 10
-        sopp(0x05, -3),           // s_cbranch_scc1 back to the add
-        sop2(0x02, 1, 0, 0),      // s_add_i32 s1, s0, s0
+        sop1(0x00, 0, ic(0)),    // s_mov_b32 s0, 0
+        sop2(0x00, 0, 0, ic(1)), // s_add_u32 s0, s0, 1
+        sopc(0x0a, 0, ic(10)),   // s_cmp_lt_u32 s0, 10
+        sopp(0x05, -3),          // s_cbranch_scc1 back to the add
+        sop2(0x02, 1, 0, 0),     // s_add_i32 s1, s0, s0
     ]);
-    assert_eq!(
-        disasm(&p),
-        ["s_mov_b32 s0, 0", "s_add_u32 s0, s0, 1", "s_cmp_lt_u32 s0, 10", "s_cbranch_scc1 65533", "s_add_i32 s1, s0, s0"]
-    );
+    assert_eq!(disasm(&p), ["s_mov_b32 s0, 0", "s_add_u32 s0, s0, 1", "s_cmp_lt_u32 s0, 10", "s_cbranch_scc1 65533", "s_add_i32 s1, s0, s0"]);
     let mut st = WaveState::new(256);
     let mem = DeviceMemory::new();
     let r = run_snippet(&p, &mut st, &mut [], &mem).unwrap();
@@ -441,10 +441,7 @@ fn f32_denormal_modes() {
 fn vgpr_index_mode_offsets_enabled_operands() {
     // s_set_gpr_idx_on s0, gpr_idx(SRC0); v_mov_b32 v1, v2 (reads v2 + M0[7:0]); off; v_mov again.
     let p = program(&[sopc(0x11, 0, 1), vop1(0x01, 1, V + 2), sopp(0x1c, 0), vop1(0x01, 3, V + 2)]);
-    assert_eq!(
-        disasm(&p),
-        ["s_set_gpr_idx_on s0, gpr_idx(SRC0)", "v_mov_b32_e32 v1, v2", "s_set_gpr_idx_off", "v_mov_b32_e32 v3, v2"]
-    );
+    assert_eq!(disasm(&p), ["s_set_gpr_idx_on s0, gpr_idx(SRC0)", "v_mov_b32_e32 v1, v2", "s_set_gpr_idx_off", "v_mov_b32_e32 v3, v2"]);
     let mut st = WaveState::new(256);
     st.sgpr[0] = 3;
     for r in 0..8 {
@@ -505,15 +502,12 @@ fn scratch_is_per_lane_private_memory() {
 #[test]
 fn d16_loads_and_stores_keep_the_other_half() {
     let p = program(&[
-        ds(85, 8, 0, 1, 0, 0),                                           // ds_write_b16_d16_hi v0, v1 offset:8
-        ds(90, 8, 0, 0, 0, 2),                                           // ds_read_u16_d16 v2, v0 offset:8
-        ds(91, 8, 0, 0, 0, 3),                                           // ds_read_u16_d16_hi v3, v0 offset:8
+        ds(85, 8, 0, 1, 0, 0),                                            // ds_write_b16_d16_hi v0, v1 offset:8
+        ds(90, 8, 0, 0, 0, 2),                                            // ds_read_u16_d16 v2, v0 offset:8
+        ds(91, 8, 0, 0, 0, 3),                                            // ds_read_u16_d16_hi v3, v0 offset:8
         vec![0xDC00_0000 | 37 << 18 | 2 << 14, 4 | 0x7f << 16 | 5 << 24], // global_load_short_d16_hi v5, v[4:5]... (v5 is also the address high)
     ]);
-    assert_eq!(
-        disasm(&p)[..3],
-        ["ds_write_b16_d16_hi v0, v1 offset:8", "ds_read_u16_d16 v2, v0 offset:8", "ds_read_u16_d16_hi v3, v0 offset:8"]
-    );
+    assert_eq!(disasm(&p)[..3], ["ds_write_b16_d16_hi v0, v1 offset:8", "ds_read_u16_d16 v2, v0 offset:8", "ds_read_u16_d16_hi v3, v0 offset:8"]);
     let mem = DeviceMemory::new();
     let g = mem.alloc(8).unwrap();
     mem.write(g, &[0x34, 0x12, 0, 0, 0, 0, 0, 0]).unwrap();
@@ -554,7 +548,12 @@ fn mode_register_controls_denormals() {
     let p = program(&[getreg.clone(), setreg, getreg.clone().iter().map(|w| w & !(5 << 16) | 6 << 16).collect(), vop2(0x01, 2, V, 1)]);
     assert_eq!(
         disasm(&p),
-        ["s_getreg_b32 s5, hwreg(HW_REG_MODE, 4, 2)", "s_setreg_imm32_b32 hwreg(HW_REG_MODE, 4, 2), 0", "s_getreg_b32 s6, hwreg(HW_REG_MODE, 4, 2)", "v_add_f32_e32 v2, v0, v1"]
+        [
+            "s_getreg_b32 s5, hwreg(HW_REG_MODE, 4, 2)",
+            "s_setreg_imm32_b32 hwreg(HW_REG_MODE, 4, 2), 0",
+            "s_getreg_b32 s6, hwreg(HW_REG_MODE, 4, 2)",
+            "v_add_f32_e32 v2, v0, v1"
+        ]
     );
     let mut st = WaveState::new(256);
     st.vgpr[0] = [0x0000_0400; 64];

@@ -21,12 +21,7 @@ fn fixture_metadata_and_descriptors() {
     let names: Vec<_> = m.args.iter().take(4).map(|a| (a.name.as_deref(), a.offset, a.size, a.value_kind.as_str())).collect();
     assert_eq!(
         names,
-        [
-            (Some("out"), 0, 8, "global_buffer"),
-            (Some("in"), 8, 8, "global_buffer"),
-            (Some("n"), 16, 4, "by_value"),
-            (Some("s"), 20, 4, "by_value"),
-        ]
+        [(Some("out"), 0, 8, "global_buffer"), (Some("in"), 8, 8, "global_buffer"), (Some("n"), 16, 4, "by_value"), (Some("s"), 20, 4, "by_value"),]
     );
     assert_eq!(m.args[4].value_kind, "hidden_block_count_x");
     let d = &k.descriptor;

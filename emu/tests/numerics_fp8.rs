@@ -2,10 +2,7 @@
 //! decode, encode round trips, round-to-nearest-even ties (normal and subnormal range), overflow,
 //! saturation and NaN behaviour, stochastic rounding, and the instruction-level wrappers.
 
-use amdgpu_emu::numerics::fp8::{
-    F8Kind, cvt_f32_f8, cvt_pk_f8_f32, cvt_pk_f32_f8, cvt_sr_f8_f32, f8_to_f32, f32_to_f8_rne,
-    f32_to_f8_sr,
-};
+use amdgpu_emu::numerics::fp8::{F8Kind, cvt_f32_f8, cvt_pk_f8_f32, cvt_pk_f32_f8, cvt_sr_f8_f32, f8_to_f32, f32_to_f8_rne, f32_to_f8_sr};
 
 /// Format parameters written down from the specs (not taken from the crate):
 /// (exponent bits, mantissa bits, bias).
@@ -32,18 +29,10 @@ fn reference_decode(bits: u8, kind: F8Kind) -> f64 {
         return f64::NAN;
     }
     if kind == F8Kind::Bf8Ocp && exp == 31 {
-        return if man == 0.0 {
-            sign * f64::INFINITY
-        } else {
-            f64::NAN
-        };
+        return if man == 0.0 { sign * f64::INFINITY } else { f64::NAN };
     }
     let scale = f64::from(1u32 << mb);
-    if exp == 0 {
-        sign * (man / scale) * 2f64.powi(1 - bias)
-    } else {
-        sign * (1.0 + man / scale) * 2f64.powi(exp - bias)
-    }
+    if exp == 0 { sign * (man / scale) * 2f64.powi(1 - bias) } else { sign * (1.0 + man / scale) * 2f64.powi(exp - bias) }
 }
 
 fn is_nan_encoding(bits: u8, kind: F8Kind) -> bool {
@@ -60,10 +49,7 @@ fn max_finite(kind: F8Kind) -> f64 {
 
 /// Sorted (value, encoding) pairs of all finite, non-negative, non-(−0) encodings.
 fn nonneg_values(kind: F8Kind) -> Vec<(f64, u8)> {
-    let mut v: Vec<(f64, u8)> = (0u8..=0x7F)
-        .map(|b| (reference_decode(b, kind), b))
-        .filter(|(x, _)| x.is_finite())
-        .collect();
+    let mut v: Vec<(f64, u8)> = (0u8..=0x7F).map(|b| (reference_decode(b, kind), b)).filter(|(x, _)| x.is_finite()).collect();
     v.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap());
     v
 }
@@ -78,18 +64,10 @@ fn decode_all_256_patterns_match_field_reference() {
             if want.is_nan() {
                 nan_count += 1;
                 assert!(got.is_nan(), "{kind:?} {b:#04x}: got {got}, want NaN");
-                assert_eq!(
-                    got.to_bits(),
-                    0x7FC0_0000,
-                    "{kind:?} {b:#04x}: canonical NaN"
-                );
+                assert_eq!(got.to_bits(), 0x7FC0_0000, "{kind:?} {b:#04x}: canonical NaN");
             } else {
                 assert_eq!(f64::from(got), want, "{kind:?} {b:#04x}");
-                assert_eq!(
-                    got.is_sign_negative(),
-                    b & 0x80 != 0,
-                    "{kind:?} {b:#04x} sign"
-                );
+                assert_eq!(got.is_sign_negative(), b & 0x80 != 0, "{kind:?} {b:#04x} sign");
             }
         }
         let expected_nans = match kind {
@@ -131,12 +109,7 @@ fn decode_hand_checked_spot_values() {
     }
     assert_eq!(f8_to_f32(0x80, Fp8Ocp).to_bits(), 0x8000_0000); // OCP −0
     assert_eq!(f8_to_f32(0x80, Bf8Ocp).to_bits(), 0x8000_0000);
-    for (kind, b) in [
-        (Fp8Fnuz, 0x80),
-        (Bf8Fnuz, 0x80),
-        (Fp8Ocp, 0x7F),
-        (Fp8Ocp, 0xFF),
-    ] {
+    for (kind, b) in [(Fp8Fnuz, 0x80), (Bf8Fnuz, 0x80), (Fp8Ocp, 0x7F), (Fp8Ocp, 0xFF)] {
         assert!(f8_to_f32(b, kind).is_nan(), "{kind:?} {b:#04x}");
     }
     for b in [0x7D, 0x7E, 0x7F, 0xFD, 0xFE, 0xFF] {
@@ -144,11 +117,7 @@ fn decode_hand_checked_spot_values() {
     }
     // The same bit pattern is half the value in E4M3FNUZ as in E4M3FN (gfx942.md).
     for b in 0..0x7Fu8 {
-        assert_eq!(
-            f8_to_f32(b, Fp8Fnuz) * 2.0,
-            f8_to_f32(b, Fp8Ocp),
-            "{b:#04x}"
-        );
+        assert_eq!(f8_to_f32(b, Fp8Fnuz) * 2.0, f8_to_f32(b, Fp8Ocp), "{b:#04x}");
     }
 }
 
@@ -162,18 +131,10 @@ fn encode_round_trips_every_representable_value() {
             let x = f8_to_f32(b, kind);
             for clamp in [false, true] {
                 let want = if clamp && x.is_infinite() { b - 1 } else { b };
-                assert_eq!(
-                    f32_to_f8_rne(x, kind, clamp),
-                    want,
-                    "{kind:?} {b:#04x} clamp={clamp}"
-                );
+                assert_eq!(f32_to_f8_rne(x, kind, clamp), want, "{kind:?} {b:#04x} clamp={clamp}");
                 if x.is_finite() {
                     for rnd in [0, 1, 0x000F_FFFF, 0x001F_FFFF, 0xFFFF_FFFF, 0x9E37_79B9] {
-                        assert_eq!(
-                            f32_to_f8_sr(x, rnd, kind, clamp),
-                            b,
-                            "{kind:?} {b:#04x} sr rnd={rnd:#x}"
-                        );
+                        assert_eq!(f32_to_f8_sr(x, rnd, kind, clamp), b, "{kind:?} {b:#04x} sr rnd={rnd:#x}");
                     }
                 }
             }
@@ -204,45 +165,21 @@ fn rne_ties_and_near_ties_between_all_neighbours() {
             }
             for sign in [1.0f32, -1.0] {
                 let neg = sign < 0.0;
-                let signed = |b: u8| -> u8 {
-                    if neg && !(fnuz && b == 0) {
-                        b | 0x80
-                    } else {
-                        b
-                    }
-                };
+                let signed = |b: u8| -> u8 { if neg && !(fnuz && b == 0) { b | 0x80 } else { b } };
                 let x = sign * mid32;
-                assert_eq!(
-                    f32_to_f8_rne(x, kind, false),
-                    signed(winner),
-                    "{kind:?} tie {x}"
-                );
+                assert_eq!(f32_to_f8_rne(x, kind, false), signed(winner), "{kind:?} tie {x}");
                 let below = sign * f32::from_bits(mid32.to_bits() - 1);
                 let above = sign * f32::from_bits(mid32.to_bits() + 1);
-                assert_eq!(
-                    f32_to_f8_rne(below, kind, false),
-                    signed(lo.1),
-                    "{kind:?} {below}"
-                );
-                assert_eq!(
-                    f32_to_f8_rne(above, kind, false),
-                    signed(hi.1),
-                    "{kind:?} {above}"
-                );
+                assert_eq!(f32_to_f8_rne(below, kind, false), signed(lo.1), "{kind:?} {below}");
+                assert_eq!(f32_to_f8_rne(above, kind, false), signed(hi.1), "{kind:?} {above}");
             }
         }
         assert!(subnormal_ties >= 3, "{kind:?}: subnormal ties covered");
         // The tie between zero and the smallest subnormal goes to zero (even).
         let tiny = (vals[1].0 / 2.0) as f32;
         assert_eq!(f32_to_f8_rne(tiny, kind, false), 0);
-        assert_eq!(
-            f32_to_f8_rne(-tiny, kind, false),
-            if fnuz { 0x00 } else { 0x80 }
-        );
-        assert_eq!(
-            f32_to_f8_rne(f32::from_bits(tiny.to_bits() + 1), kind, false),
-            0x01
-        );
+        assert_eq!(f32_to_f8_rne(-tiny, kind, false), if fnuz { 0x00 } else { 0x80 });
+        assert_eq!(f32_to_f8_rne(f32::from_bits(tiny.to_bits() + 1), kind, false), 0x01);
         // f32 subnormal inputs round to zero.
         assert_eq!(f32_to_f8_rne(f32::from_bits(1), kind, false), 0);
     }
@@ -277,21 +214,13 @@ fn overflow_saturation_nan_and_infinity() {
         let tie_rounds_down = top.1 & 1 == 0;
         assert_eq!(tie_rounds_down, kind == Fp8Ocp);
         let want_tie = if tie_rounds_down { top.1 } else { ovf_pos };
-        assert_eq!(
-            f32_to_f8_rne(tie, kind, false),
-            want_tie,
-            "{kind:?} tie {tie}"
-        );
+        assert_eq!(f32_to_f8_rne(tie, kind, false), want_tie, "{kind:?} tie {tie}");
         // Above the halfway point: overflow → NaN (FNUZ, OCP E4M3) or ∞ (OCP E5M2); clamp → max.
         for x in [f32::from_bits(tie.to_bits() + 1), 1e6, 3.0e38, f32::MAX] {
             assert_eq!(f32_to_f8_rne(x, kind, false), ovf_pos, "{kind:?} {x}");
             assert_eq!(f32_to_f8_rne(-x, kind, false), ovf_neg, "{kind:?} {x}");
             assert_eq!(f32_to_f8_rne(x, kind, true), top.1, "{kind:?} {x} clamp");
-            assert_eq!(
-                f32_to_f8_rne(-x, kind, true),
-                top.1 | 0x80,
-                "{kind:?} {x} clamp"
-            );
+            assert_eq!(f32_to_f8_rne(-x, kind, true), top.1 | 0x80, "{kind:?} {x} clamp");
         }
         assert_eq!(f32_to_f8_rne(tie, kind, true), top.1, "{kind:?} tie clamp");
         // Infinities.
@@ -302,11 +231,7 @@ fn overflow_saturation_nan_and_infinity() {
         // NaN stays NaN with or without clamp, for both rounding modes.
         for clamp in [false, true] {
             for nan in [f32::NAN, -f32::NAN, f32::from_bits(0x7F80_0001)] {
-                let want = if nan.is_sign_negative() {
-                    nan_neg
-                } else {
-                    nan_pos
-                };
+                let want = if nan.is_sign_negative() { nan_neg } else { nan_pos };
                 assert_eq!(f32_to_f8_rne(nan, kind, clamp), want, "{kind:?}");
                 assert_eq!(f32_to_f8_sr(nan, 0x1234, kind, clamp), want, "{kind:?}");
             }
@@ -331,12 +256,7 @@ fn overflow_saturation_nan_and_infinity() {
 /// (OCP). The conversion model must reproduce these counts.
 #[test]
 fn overflow_counts_match_hardware_sweep() {
-    for (kind, want) in [
-        (F8Kind::Fp8Fnuz, 496),
-        (F8Kind::Bf8Fnuz, 120),
-        (F8Kind::Fp8Ocp, 436),
-        (F8Kind::Bf8Ocp, 120),
-    ] {
+    for (kind, want) in [(F8Kind::Fp8Fnuz, 496), (F8Kind::Bf8Fnuz, 120), (F8Kind::Fp8Ocp, 436), (F8Kind::Bf8Ocp, 120)] {
         let mut count = 0;
         for a in 0..=255u8 {
             for b in 0..=255u8 {
@@ -392,10 +312,7 @@ fn stochastic_rounding_probability_is_the_dropped_fraction() {
     let q = 2f32.powi(-10);
     let x = q * (1.0 + 2f32.powi(-21));
     assert_eq!(f32_to_f8_sr(x, 0xF_FFFF, F8Kind::Fp8Fnuz, false), 0x01);
-    assert_eq!(
-        f32_to_f8_sr(x + q * 2f32.powi(-20), 0xF_FFFF, F8Kind::Fp8Fnuz, false),
-        0x02
-    );
+    assert_eq!(f32_to_f8_sr(x + q * 2f32.powi(-20), 0xF_FFFF, F8Kind::Fp8Fnuz, false), 0x02);
     // SR overflow: 240 + anything rounds up into 256 → NaN without clamp, 240 with clamp.
     assert_eq!(f32_to_f8_sr(241.0, 0xF_FFFF, F8Kind::Fp8Fnuz, false), 0x80);
     assert_eq!(f32_to_f8_sr(241.0, 0xF_FFFF, F8Kind::Fp8Fnuz, true), 0x7F);
@@ -423,10 +340,7 @@ fn instruction_wrappers_select_and_preserve_bytes() {
     assert_eq!(cvt_pk_f8_f32(1.0, 2.0, old, true, false, k), 0x4840_BEEF);
     assert_eq!(cvt_pk_f8_f32(-0.5, 1e9, old, true, false, k), 0x80B8_BEEF);
     assert_eq!(cvt_pk_f8_f32(-0.5, 1e9, old, true, true, k), 0x7FB8_BEEF);
-    assert_eq!(
-        cvt_pk_f8_f32(1.0, 3.0, 0, false, false, F8Kind::Bf8Fnuz),
-        0x4640
-    );
+    assert_eq!(cvt_pk_f8_f32(1.0, 3.0, 0, false, false, F8Kind::Bf8Fnuz), 0x4640);
 
     for sel in 0..4u32 {
         let got = cvt_sr_f8_f32(2.0, 0x1234_5678, old, sel, false, k);
@@ -468,24 +382,19 @@ fn rne_matches_exhaustive_nearest_search() {
             let mag = (2f64.powf(lo + (hi - lo) * t)) as f32;
             let x = if r & 1 == 1 { -mag } else { mag };
             let a = f64::from(mag);
-            let want_mag: u8 =
-                if a > top.0 + ulp / 2.0 || (a == top.0 + ulp / 2.0 && top.1 & 1 == 1) {
-                    ovf
-                } else {
-                    let mut best = vals[0];
-                    for &v in &vals {
-                        let (d, db) = ((v.0 - a).abs(), (best.0 - a).abs());
-                        if d < db || (d == db && v.1 & 1 == 0) {
-                            best = v;
-                        }
-                    }
-                    best.1
-                };
-            let want = if x < 0.0 && !(fnuz && (want_mag == 0 || want_mag == 0x80)) {
-                want_mag | 0x80
+            let want_mag: u8 = if a > top.0 + ulp / 2.0 || (a == top.0 + ulp / 2.0 && top.1 & 1 == 1) {
+                ovf
             } else {
-                want_mag
+                let mut best = vals[0];
+                for &v in &vals {
+                    let (d, db) = ((v.0 - a).abs(), (best.0 - a).abs());
+                    if d < db || (d == db && v.1 & 1 == 0) {
+                        best = v;
+                    }
+                }
+                best.1
             };
+            let want = if x < 0.0 && !(fnuz && (want_mag == 0 || want_mag == 0x80)) { want_mag | 0x80 } else { want_mag };
             assert_eq!(f32_to_f8_rne(x, kind, false), want, "{kind:?} x={x:e}");
         }
     }

@@ -7,9 +7,8 @@
 
 use amdgpu_emu::numerics::fp8::{F8Kind, f8_to_f32};
 use amdgpu_emu::numerics::mfma::{
-    MfmaOp, mfma_f32_16x16x4_f32, mfma_f32_16x16x16_bf16, mfma_f32_16x16x16_f16,
-    mfma_f32_16x16x32_f8, mfma_f32_32x32x2_f32, mfma_f32_32x32x8_bf16, mfma_f32_32x32x8_f16,
-    mfma_f32_32x32x16_f8,
+    MfmaOp, mfma_f32_16x16x4_f32, mfma_f32_16x16x16_bf16, mfma_f32_16x16x16_f16, mfma_f32_16x16x32_f8, mfma_f32_32x32x2_f32, mfma_f32_32x32x8_bf16,
+    mfma_f32_32x32x8_f16, mfma_f32_32x32x16_f8,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -62,11 +61,7 @@ fn pack_f32(m: usize, k: usize, elem: impl Fn(usize, usize) -> f32) -> [f32; 64]
 
 /// (lane, register) of `D[i][j]` for M = 16 or 32.
 fn d_slot(m: usize, i: usize, j: usize) -> (usize, usize) {
-    if m == 16 {
-        (16 * (i / 4) + j, i % 4)
-    } else {
-        ((32 * (i / 4)) % 64 + j, 4 * (i / 8) + (i % 4))
-    }
+    if m == 16 { (16 * (i / 4) + j, i % 4) } else { ((32 * (i / 4)) % 64 + j, 4 * (i / 8) + (i % 4)) }
 }
 
 fn pack_acc<const R: usize>(m: usize, c: &[Vec<f32>]) -> [[f32; R]; 64] {
@@ -77,10 +72,7 @@ fn pack_acc<const R: usize>(m: usize, c: &[Vec<f32>]) -> [[f32; R]; 64] {
             out[l][r] = c[i][j];
         }
     }
-    assert!(
-        out.iter().flatten().all(|v| !v.is_nan()),
-        "C layout must fill every register"
-    );
+    assert!(out.iter().flatten().all(|v| !v.is_nan()), "C layout must fill every register");
     out
 }
 
@@ -172,14 +164,8 @@ fn run(case: &Case, x: &Inputs) -> Vec<Vec<f32>> {
     let a = pack_operand(m, k, w, |i, kk| x.a[i][kk]);
     let b = pack_operand(m, k, w, |j, kk| x.b[kk][j]);
     match (case.elem, m) {
-        (Elem::F8(ka, kb), 16) => unpack_acc(
-            16,
-            &mfma_f32_16x16x32_f8(&a, &b, &pack_acc::<4>(16, &x.c), ka, kb),
-        ),
-        (Elem::F8(ka, kb), _) => unpack_acc(
-            32,
-            &mfma_f32_32x32x16_f8(&a, &b, &pack_acc::<16>(32, &x.c), ka, kb),
-        ),
+        (Elem::F8(ka, kb), 16) => unpack_acc(16, &mfma_f32_16x16x32_f8(&a, &b, &pack_acc::<4>(16, &x.c), ka, kb)),
+        (Elem::F8(ka, kb), _) => unpack_acc(32, &mfma_f32_32x32x16_f8(&a, &b, &pack_acc::<16>(32, &x.c), ka, kb)),
         (Elem::Bf16, 16) => unpack_acc(16, &mfma_f32_16x16x16_bf16(&a, &b, &pack_acc(16, &x.c))),
         (Elem::Bf16, _) => unpack_acc(32, &mfma_f32_32x32x8_bf16(&a, &b, &pack_acc(32, &x.c))),
         (Elem::F16, 16) => unpack_acc(16, &mfma_f32_16x16x16_f16(&a, &b, &pack_acc(16, &x.c))),
@@ -191,49 +177,17 @@ fn run(case: &Case, x: &Inputs) -> Vec<Vec<f32>> {
 fn all_cases() -> Vec<Case> {
     use F8Kind::*;
     let mut v = Vec::new();
-    for (ka, kb) in [
-        (Fp8Fnuz, Fp8Fnuz),
-        (Fp8Fnuz, Bf8Fnuz),
-        (Bf8Fnuz, Fp8Fnuz),
-        (Bf8Fnuz, Bf8Fnuz),
-    ] {
-        v.push(Case {
-            op: MfmaOp::F32_16x16x32F8,
-            elem: Elem::F8(ka, kb),
-        });
-        v.push(Case {
-            op: MfmaOp::F32_32x32x16F8,
-            elem: Elem::F8(ka, kb),
-        });
+    for (ka, kb) in [(Fp8Fnuz, Fp8Fnuz), (Fp8Fnuz, Bf8Fnuz), (Bf8Fnuz, Fp8Fnuz), (Bf8Fnuz, Bf8Fnuz)] {
+        v.push(Case { op: MfmaOp::F32_16x16x32F8, elem: Elem::F8(ka, kb) });
+        v.push(Case { op: MfmaOp::F32_32x32x16F8, elem: Elem::F8(ka, kb) });
     }
-    v.push(Case {
-        op: MfmaOp::F32_16x16x32F8,
-        elem: Elem::F8(Fp8Ocp, Bf8Ocp),
-    });
-    v.push(Case {
-        op: MfmaOp::F32_16x16x16Bf16,
-        elem: Elem::Bf16,
-    });
-    v.push(Case {
-        op: MfmaOp::F32_32x32x8Bf16,
-        elem: Elem::Bf16,
-    });
-    v.push(Case {
-        op: MfmaOp::F32_16x16x16F16,
-        elem: Elem::F16,
-    });
-    v.push(Case {
-        op: MfmaOp::F32_32x32x8F16,
-        elem: Elem::F16,
-    });
-    v.push(Case {
-        op: MfmaOp::F32_16x16x4F32,
-        elem: Elem::F32,
-    });
-    v.push(Case {
-        op: MfmaOp::F32_32x32x2F32,
-        elem: Elem::F32,
-    });
+    v.push(Case { op: MfmaOp::F32_16x16x32F8, elem: Elem::F8(Fp8Ocp, Bf8Ocp) });
+    v.push(Case { op: MfmaOp::F32_16x16x16Bf16, elem: Elem::Bf16 });
+    v.push(Case { op: MfmaOp::F32_32x32x8Bf16, elem: Elem::Bf16 });
+    v.push(Case { op: MfmaOp::F32_16x16x16F16, elem: Elem::F16 });
+    v.push(Case { op: MfmaOp::F32_32x32x8F16, elem: Elem::F16 });
+    v.push(Case { op: MfmaOp::F32_16x16x4F32, elem: Elem::F32 });
+    v.push(Case { op: MfmaOp::F32_32x32x2F32, elem: Elem::F32 });
     v
 }
 
@@ -242,9 +196,7 @@ fn encode_exact(elem: Elem, x: f32, second: bool) -> u64 {
     match elem {
         Elem::F8(ka, kb) => {
             let k = if second { kb } else { ka };
-            let b = (0..=255u8)
-                .find(|&b| f8_to_f32(b, k) == x && !(x == 0.0 && b == 0x80))
-                .expect("exactly representable fp8 value");
+            let b = (0..=255u8).find(|&b| f8_to_f32(b, k) == x && !(x == 0.0 && b == 0x80)).expect("exactly representable fp8 value");
             u64::from(b)
         }
         Elem::Bf16 => {
@@ -252,9 +204,7 @@ fn encode_exact(elem: Elem, x: f32, second: bool) -> u64 {
             u64::from(x.to_bits() >> 16)
         }
         Elem::F16 => {
-            let h = (0..=0xFFFFu16)
-                .find(|&h| f16_reference(h) == f64::from(x) && !(x == 0.0 && h == 0x8000))
-                .expect("exactly representable f16 value");
+            let h = (0..=0xFFFFu16).find(|&h| f16_reference(h) == f64::from(x) && !(x == 0.0 && h == 0x8000)).expect("exactly representable f16 value");
             u64::from(h)
         }
         Elem::F32 => u64::from(x.to_bits()),
@@ -301,8 +251,7 @@ fn reference_f64(case: &Case, x: &Inputs) -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
             let mut s = c;
             let mut a_s = c.abs();
             for kk in 0..k {
-                let p = f64::from(value_a(case.elem, x.a[i][kk]))
-                    * f64::from(value_b(case.elem, x.b[kk][j]));
+                let p = f64::from(value_a(case.elem, x.a[i][kk])) * f64::from(value_b(case.elem, x.b[kk][j]));
                 s += p;
                 a_s += p.abs();
             }
@@ -333,19 +282,9 @@ fn reference_model(case: &Case, x: &Inputs) -> Vec<Vec<f32>> {
 fn random_inputs(case: &Case, rng: &mut Rng) -> Inputs {
     let (m, _, k) = case.op.shape();
     Inputs {
-        a: (0..m)
-            .map(|_| (0..k).map(|_| random_bits(case.elem, false, rng)).collect())
-            .collect(),
-        b: (0..k)
-            .map(|_| (0..m).map(|_| random_bits(case.elem, true, rng)).collect())
-            .collect(),
-        c: (0..m)
-            .map(|_| {
-                (0..m)
-                    .map(|_| (rng.below(2001) as f32 - 1000.0) * 0.25)
-                    .collect()
-            })
-            .collect(),
+        a: (0..m).map(|_| (0..k).map(|_| random_bits(case.elem, false, rng)).collect()).collect(),
+        b: (0..k).map(|_| (0..m).map(|_| random_bits(case.elem, true, rng)).collect()).collect(),
+        c: (0..m).map(|_| (0..m).map(|_| (rng.below(2001) as f32 - 1000.0) * 0.25).collect()).collect(),
     }
 }
 
@@ -353,47 +292,27 @@ fn random_inputs(case: &Case, rng: &mut Rng) -> Inputs {
 
 #[test]
 fn exact_small_integer_products_match_f64_reference() {
-    let small = [
-        0.0f32, 0.5, -0.5, 1.0, -1.0, 1.5, -1.5, 2.0, -2.0, 3.0, -3.0, 4.0, -4.0,
-    ];
+    let small = [0.0f32, 0.5, -0.5, 1.0, -1.0, 1.5, -1.5, 2.0, -2.0, 3.0, -3.0, 4.0, -4.0];
     let mut rng = Rng(1);
     for case in all_cases() {
         let (m, _, k) = case.op.shape();
-        let bits_a: Vec<u64> = small
-            .iter()
-            .map(|&v| encode_exact(case.elem, v, false))
-            .collect();
-        let bits_b: Vec<u64> = small
-            .iter()
-            .map(|&v| encode_exact(case.elem, v, true))
-            .collect();
+        let bits_a: Vec<u64> = small.iter().map(|&v| encode_exact(case.elem, v, false)).collect();
+        let bits_b: Vec<u64> = small.iter().map(|&v| encode_exact(case.elem, v, true)).collect();
         for _ in 0..3 {
             let pick = |rng: &mut Rng, second: bool| {
                 let idx = rng.below(small.len() as u64) as usize;
                 if second { bits_b[idx] } else { bits_a[idx] }
             };
             let x = Inputs {
-                a: (0..m)
-                    .map(|_| (0..k).map(|_| pick(&mut rng, false)).collect())
-                    .collect(),
-                b: (0..k)
-                    .map(|_| (0..m).map(|_| pick(&mut rng, true)).collect())
-                    .collect(),
-                c: (0..m)
-                    .map(|_| (0..m).map(|_| rng.below(201) as f32 - 100.0).collect())
-                    .collect(),
+                a: (0..m).map(|_| (0..k).map(|_| pick(&mut rng, false)).collect()).collect(),
+                b: (0..k).map(|_| (0..m).map(|_| pick(&mut rng, true)).collect()).collect(),
+                c: (0..m).map(|_| (0..m).map(|_| rng.below(201) as f32 - 100.0).collect()).collect(),
             };
             let d = run(&case, &x);
             let (want, _) = reference_f64(&case, &x);
             for i in 0..m {
                 for j in 0..m {
-                    assert_eq!(
-                        f64::from(d[i][j]),
-                        want[i][j],
-                        "{:?} {:?} D[{i}][{j}]",
-                        case.op,
-                        case.elem
-                    );
+                    assert_eq!(f64::from(d[i][j]), want[i][j], "{:?} {:?} D[{i}][{j}]", case.op, case.elem);
                 }
             }
         }
@@ -416,13 +335,7 @@ fn random_finite_inputs_match_model_and_f64_within_bound() {
             let gamma = n * u / (1.0 - n * u);
             for i in 0..m {
                 for j in 0..m {
-                    assert_eq!(
-                        d[i][j].to_bits(),
-                        model[i][j].to_bits(),
-                        "{:?} {:?} D[{i}][{j}] vs model",
-                        case.op,
-                        case.elem
-                    );
+                    assert_eq!(d[i][j].to_bits(), model[i][j].to_bits(), "{:?} {:?} D[{i}][{j}] vs model", case.op, case.elem);
                     let err = (f64::from(d[i][j]) - want[i][j]).abs();
                     assert!(
                         err <= gamma * abs[i][j],
@@ -455,13 +368,7 @@ fn single_element_influence_rows_and_columns() {
         for ii in 0..m {
             for kk in 0..k {
                 let x = Inputs {
-                    a: (0..m)
-                        .map(|i| {
-                            (0..k)
-                                .map(|q| if (i, q) == (ii, kk) { v_a } else { zero_a })
-                                .collect()
-                        })
-                        .collect(),
+                    a: (0..m).map(|i| (0..k).map(|q| if (i, q) == (ii, kk) { v_a } else { zero_a }).collect()).collect(),
                     b: vec![vec![one_b; m]; k],
                     c: c0.clone(),
                 };
@@ -478,13 +385,7 @@ fn single_element_influence_rows_and_columns() {
             for jj in 0..m {
                 let x = Inputs {
                     a: vec![vec![one_a; k]; m],
-                    b: (0..k)
-                        .map(|q| {
-                            (0..m)
-                                .map(|j| if (q, j) == (kk, jj) { v_b } else { zero_b })
-                                .collect()
-                        })
-                        .collect(),
+                    b: (0..k).map(|q| (0..m).map(|j| if (q, j) == (kk, jj) { v_b } else { zero_b }).collect()).collect(),
                     c: c0.clone(),
                 };
                 let d = run(&case, &x);
@@ -497,14 +398,8 @@ fn single_element_influence_rows_and_columns() {
             }
         }
         // C passes through unchanged when A = B = 0, element by element.
-        let c: Vec<Vec<f32>> = (0..m)
-            .map(|i| (0..m).map(|j| (i * 100 + j) as f32).collect())
-            .collect();
-        let x = Inputs {
-            a: vec![vec![zero_a; k]; m],
-            b: vec![vec![zero_b; m]; k],
-            c: c.clone(),
-        };
+        let c: Vec<Vec<f32>> = (0..m).map(|i| (0..m).map(|j| (i * 100 + j) as f32).collect()).collect();
+        let x = Inputs { a: vec![vec![zero_a; k]; m], b: vec![vec![zero_b; m]; k], c: c.clone() };
         assert_eq!(run(&case, &x), c, "{:?} C passthrough", case.op);
     }
 }
@@ -585,13 +480,7 @@ fn time_mfma_16x16x32_f8() {
     let iters = 200_000;
     let t = std::time::Instant::now();
     for _ in 0..iters {
-        c = mfma_f32_16x16x32_f8(
-            std::hint::black_box(&a),
-            std::hint::black_box(&b),
-            &c,
-            F8Kind::Fp8Fnuz,
-            F8Kind::Fp8Fnuz,
-        );
+        c = mfma_f32_16x16x32_f8(std::hint::black_box(&a), std::hint::black_box(&b), &c, F8Kind::Fp8Fnuz, F8Kind::Fp8Fnuz);
     }
     let per = t.elapsed().as_secs_f64() / f64::from(iters);
     std::hint::black_box(&c);
@@ -599,13 +488,7 @@ fn time_mfma_16x16x32_f8() {
     let mut c32 = [[0f32; 16]; 64];
     let t = std::time::Instant::now();
     for _ in 0..iters / 4 {
-        c32 = mfma_f32_32x32x16_f8(
-            std::hint::black_box(&a),
-            std::hint::black_box(&b),
-            &c32,
-            F8Kind::Fp8Fnuz,
-            F8Kind::Fp8Fnuz,
-        );
+        c32 = mfma_f32_32x32x16_f8(std::hint::black_box(&a), std::hint::black_box(&b), &c32, F8Kind::Fp8Fnuz, F8Kind::Fp8Fnuz);
     }
     let per = t.elapsed().as_secs_f64() / f64::from(iters / 4);
     std::hint::black_box(&c32);
@@ -626,29 +509,15 @@ fn time_mfma_16x16x32_f8() {
 #[test]
 fn bf16_out_of_range_products_are_fused() {
     let two_64 = 0x5F80u64; // bf16 2^64: exponent field 127 + 64 = 191
-    let mut x = Inputs {
-        a: vec![vec![0u64; 16]; 16],
-        b: vec![vec![0u64; 16]; 16],
-        c: vec![vec![0f32; 16]; 16],
-    };
+    let mut x = Inputs { a: vec![vec![0u64; 16]; 16], b: vec![vec![0u64; 16]; 16], c: vec![vec![0f32; 16]; 16] };
     x.a[0][0] = two_64;
     x.b[0][0] = two_64;
     x.c[0][0] = -1.5 * 2f32.powi(127);
-    let case = Case {
-        op: MfmaOp::F32_16x16x16Bf16,
-        elem: Elem::Bf16,
-    };
+    let case = Case { op: MfmaOp::F32_16x16x16Bf16, elem: Elem::Bf16 };
     let d = run(&case, &x);
     assert_eq!(d[0][0], 2f32.powi(126));
-    let case32 = Case {
-        op: MfmaOp::F32_32x32x8Bf16,
-        elem: Elem::Bf16,
-    };
-    let mut x32 = Inputs {
-        a: vec![vec![0u64; 8]; 32],
-        b: vec![vec![0u64; 32]; 8],
-        c: vec![vec![0f32; 32]; 32],
-    };
+    let case32 = Case { op: MfmaOp::F32_32x32x8Bf16, elem: Elem::Bf16 };
+    let mut x32 = Inputs { a: vec![vec![0u64; 8]; 32], b: vec![vec![0u64; 32]; 8], c: vec![vec![0f32; 32]; 32] };
     x32.a[31][7] = two_64;
     x32.b[7][30] = two_64 | 0x8000;
     x32.c[31][30] = 1.5 * 2f32.powi(127);

@@ -22,7 +22,7 @@
 //! independent MFMA and a buffer load, not VALU instructions, separate the read from its
 //! producer, so only issue cycles from a timing model could judge it.)
 
-use amdgpu_emu::exec::{launch, Checks, LaunchError};
+use amdgpu_emu::exec::{Checks, LaunchError, launch};
 use amdgpu_emu::memory::DeviceMemory;
 use amdgpu_emu::peers::*;
 
@@ -105,7 +105,11 @@ fn run_and_check(p: &PeerKernel, problem: &PeerProblem, padding: Padding) -> (f6
         OutputFormat::F16 => 1e-7,
     };
     assert!(diff < limit, "{shape}: calc_diff {diff:e} ≥ {limit:e}");
-    println!("{shape}: calc_diff {diff:.3e}, {matches}/{} outputs equal the exact value {}", c.len(), if p.family.output() == OutputFormat::Bf16 { "truncated to bf16" } else { "rounded to fp16" });
+    println!(
+        "{shape}: calc_diff {diff:.3e}, {matches}/{} outputs equal the exact value {}",
+        c.len(),
+        if p.family.output() == OutputFormat::Bf16 { "truncated to bf16" } else { "rounded to fp16" }
+    );
     l.free(&mem).unwrap();
     (diff, matches)
 }
@@ -171,7 +175,15 @@ fn bpreshuffle_split_k_accumulates_with_bf16_atomics() {
         let (k, kb) = (problem.k, problem.k / 128);
         let rows = |v: &[u8], r: u32| (0..r).flat_map(|i| v[(i * k + lo * 128) as usize..(i * k + lo * 128 + k / 2) as usize].to_vec()).collect::<Vec<u8>>();
         let scales = |v: &[f32], r: u32| (0..r).flat_map(|i| v[(i * kb + lo) as usize..(i * kb + lo + kb / 2) as usize].to_vec()).collect::<Vec<f32>>();
-        let part = PeerProblem { k: k / 2, a: rows(&problem.a, problem.m), b: rows(&problem.b, problem.n), sa: scales(&problem.sa, problem.m), sb: scales(&problem.sb, problem.n / 128), ks: 1, ..problem.clone() };
+        let part = PeerProblem {
+            k: k / 2,
+            a: rows(&problem.a, problem.m),
+            b: rows(&problem.b, problem.n),
+            sa: scales(&problem.sa, problem.m),
+            sb: scales(&problem.sb, problem.n / 128),
+            ks: 1,
+            ..problem.clone()
+        };
         reference_f64(&part).unwrap()
     };
     let (p0, p1) = (half_k(0), half_k(2));

@@ -6,7 +6,7 @@ mod common;
 use std::path::Path;
 use std::time::Instant;
 
-use amdgpu_emu::exec::{launch, Checks, LaunchConfig};
+use amdgpu_emu::exec::{Checks, LaunchConfig, launch};
 use amdgpu_emu::loader::CodeObject;
 use amdgpu_emu::memory::DeviceMemory;
 

@@ -1,12 +1,12 @@
 //! The throughput lower bound (`amdgpu_emu::timing::bound`) on hand-computed cases (all times
 //! are *modelled*), at the machine's clock and bandwidths.
 
-use amdgpu_emu::timing::bound::{estimate, occupancy, Bound, Resources};
 use amdgpu_emu::timing::Machine;
+use amdgpu_emu::timing::bound::{Bound, Resources, estimate, occupancy};
 
 const CLK: f64 = Machine::MI300X.clock_hz;
-use amdgpu_emu::exec::counters::Kind;
 use amdgpu_emu::exec::LaunchReport;
+use amdgpu_emu::exec::counters::Kind;
 
 fn res(vgprs: u32, agprs: u32, sgprs: u32, lds: u32, wg: u32) -> Resources {
     Resources { vgprs, agprs, sgprs, lds_bytes: lds, workgroup_size: wg }

@@ -12,7 +12,7 @@
 //! once as a macro, serves both.
 #![cfg_attr(not(any(feature = "emu", feature = "rocm")), allow(dead_code, unused_macros, unused_imports))]
 
-use std::ffi::{c_char, c_void, CStr};
+use std::ffi::{CStr, c_char, c_void};
 
 /// Which HIP runtime a [`Context`](crate::Context) uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -123,8 +123,7 @@ pub(crate) trait Api: Send + Sync {
     unsafe fn module_function(&self, module: Handle, name: &CStr) -> HipResult<Handle>;
     /// # Safety
     /// `function` is a live kernel; `params` is HIP's `kernelParams` for it; `stream` is live.
-    unsafe fn launch(&self, function: Handle, grid: [u32; 3], block: [u32; 3], lds: u32, stream: Handle, params: *mut *mut c_void)
-    -> HipResult<()>;
+    unsafe fn launch(&self, function: Handle, grid: [u32; 3], block: [u32; 3], lds: u32, stream: Handle, params: *mut *mut c_void) -> HipResult<()>;
     fn stream_create(&self, non_blocking: bool) -> HipResult<Handle>;
     /// # Safety
     /// `stream` is a stream this code created and nobody uses afterwards.
@@ -235,11 +234,7 @@ macro_rules! hip_api {
                     check(h::hipGetDevicePropertiesR0600(&mut props, device) as u32)?;
                     props
                 };
-                Ok(DeviceInfo {
-                    name: c_string(&props.name),
-                    arch_name: c_string(&props.gcnArchName),
-                    compute_units: props.multiProcessorCount.max(0) as u32,
-                })
+                Ok(DeviceInfo { name: c_string(&props.name), arch_name: c_string(&props.gcnArchName), compute_units: props.multiProcessorCount.max(0) as u32 })
             }
             fn device_synchronize(&self) -> HipResult<()> {
                 // SAFETY: no arguments.
@@ -300,15 +295,7 @@ macro_rules! hip_api {
                 check(unsafe { h::hipModuleGetFunction(&mut f, module.cast(), name.as_ptr()) } as u32)?;
                 Ok(f.cast())
             }
-            unsafe fn launch(
-                &self,
-                function: Handle,
-                grid: [u32; 3],
-                block: [u32; 3],
-                lds: u32,
-                stream: Handle,
-                params: *mut *mut c_void,
-            ) -> HipResult<()> {
+            unsafe fn launch(&self, function: Handle, grid: [u32; 3], block: [u32; 3], lds: u32, stream: Handle, params: *mut *mut c_void) -> HipResult<()> {
                 // SAFETY: caller contract.
                 check(unsafe {
                     h::hipModuleLaunchKernel(

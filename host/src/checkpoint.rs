@@ -101,11 +101,11 @@ use safetensors::{Dtype, SafeTensors};
 
 use crate::error::{Error, Result};
 use crate::fp8::{E4M3Fn, E4M3Fnuz, Fp8Format};
-use crate::gemm::{check_format, DeviceWeights};
+use crate::gemm::{DeviceWeights, check_format};
 use crate::grouped::DeviceGroupedWeights;
 use crate::layout::WeightLayout;
 use crate::moe::{MoeLayer, MoeOptions};
-use crate::quant::{blocks, e4m3fn_to_e4m3fnuz_value, GroupedQuantizedWeights, QuantizedWeights, BLOCK};
+use crate::quant::{BLOCK, GroupedQuantizedWeights, QuantizedWeights, blocks, e4m3fn_to_e4m3fnuz_value};
 use crate::runtime::{Context, Stream};
 
 /// The shard index of a sharded checkpoint directory.
@@ -164,10 +164,8 @@ impl Shard {
         let mmap = unsafe { Mmap::map(&file) }.map_err(io)?;
         let (header_len, metadata) = SafeTensors::read_metadata(&mmap[..])
             .map_err(|e| Error::CheckpointParse { path: path.to_path_buf(), detail: format!("not a valid safetensors file: {e}") })?;
-        let data_start = header_len.checked_add(8).ok_or_else(|| Error::CheckpointParse {
-            path: path.to_path_buf(),
-            detail: "header length overflows".into(),
-        })?;
+        let data_start =
+            header_len.checked_add(8).ok_or_else(|| Error::CheckpointParse { path: path.to_path_buf(), detail: "header length overflows".into() })?;
         Ok(Shard { mmap, data_start, metadata })
     }
 
@@ -252,16 +250,9 @@ impl Checkpoint {
             if single.is_file() {
                 return Self::open_file(&single);
             }
-            return Err(io(
-                path,
-                std::io::Error::new(std::io::ErrorKind::NotFound, format!("the directory holds neither {INDEX_FILE} nor {SINGLE_FILE}")),
-            ));
+            return Err(io(path, std::io::Error::new(std::io::ErrorKind::NotFound, format!("the directory holds neither {INDEX_FILE} nor {SINGLE_FILE}"))));
         }
-        if path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.ends_with(".json")) {
-            Self::open_index(path)
-        } else {
-            Self::open_file(path)
-        }
+        if path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.ends_with(".json")) { Self::open_index(path) } else { Self::open_file(path) }
     }
 
     fn open_file(path: &Path) -> Result<Checkpoint> {
@@ -285,9 +276,7 @@ impl Checkpoint {
         let mut file_ids: HashMap<&str, usize> = HashMap::new();
         let mut index = HashMap::with_capacity(map.len());
         for (name, file) in map {
-            let file = file
-                .as_str()
-                .ok_or_else(|| parse(format!("weight_map[\"{name}\"]: expected a shard file name (string), got {file}")))?;
+            let file = file.as_str().ok_or_else(|| parse(format!("weight_map[\"{name}\"]: expected a shard file name (string), got {file}")))?;
             let relative = Path::new(file);
             if file.is_empty() || !relative.components().all(|c| matches!(c, Component::Normal(_))) {
                 return Err(parse(format!(
@@ -408,13 +397,7 @@ impl Checkpoint {
             let value = f32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
             let converted = value * F::SCALE_FACTOR;
             if !tile::scale_supported(converted) {
-                return Err(Error::CheckpointScale {
-                    tensor: sname,
-                    index: [i / grid[1].max(1), i % grid[1].max(1)],
-                    value,
-                    converted,
-                    format: F::NAME,
-                });
+                return Err(Error::CheckpointScale { tensor: sname, index: [i / grid[1].max(1), i % grid[1].max(1)], value, converted, format: F::NAME });
             }
             scales.push(converted);
         }
@@ -491,11 +474,7 @@ impl Checkpoint {
     fn shared_expert<F: CheckpointFormat>(&self, layer: usize, hidden: usize) -> Result<Option<MlpWeights<F>>> {
         let shared_prefix = shared_expert_prefix(layer);
         let shared_dot = format!("{shared_prefix}.");
-        if self.index.keys().any(|n| n.starts_with(&shared_dot)) {
-            Ok(Some(self.mlp::<F>(&shared_prefix, Some(hidden), None)?))
-        } else {
-            Ok(None)
-        }
+        if self.index.keys().any(|n| n.starts_with(&shared_dot)) { Ok(Some(self.mlp::<F>(&shared_prefix, Some(hidden), None)?)) } else { Ok(None) }
     }
 
     /// Reads MoE layer `layer`: every routed expert `0..`[`Self::num_experts`] (each must be
@@ -736,12 +715,7 @@ fn linear_tensors(prefix: &str, w: &QuantizedWeights<E4M3Fn>) -> Result<[OwnedTe
         return Err(shape_err("w.scales", format!("⌈n/128⌉ · ⌈k/128⌉ = {} · {} scales", w.n_blocks(), w.k_blocks()), w.scales.len()));
     }
     Ok([
-        OwnedTensor {
-            name: format!("{prefix}.weight"),
-            dtype: Dtype::F8_E4M3,
-            shape: vec![w.n, w.k],
-            bytes: crate::fp8::as_bits(&w.data).to_vec(),
-        },
+        OwnedTensor { name: format!("{prefix}.weight"), dtype: Dtype::F8_E4M3, shape: vec![w.n, w.k], bytes: crate::fp8::as_bits(&w.data).to_vec() },
         OwnedTensor {
             name: format!("{prefix}.weight_scale_inv"),
             dtype: Dtype::F32,

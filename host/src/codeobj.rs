@@ -194,8 +194,7 @@ pub fn format_table(rows: &[KernelResources]) -> String {
     for r in rows {
         out.push_str(&format!(
             "{:<7} {:<w$} {:>5} {:>5} {:>5} {:>7} {:>7} {:>7} {:>6} {:>6} {:>7} {:>9}\n",
-            r.arch, r.name, r.vgpr, r.agpr, r.sgpr, r.vgpr_spills, r.sgpr_spills, r.scratch, r.lds,
-            r.max_workgroup_size, r.kernarg_size, r.occupancy
+            r.arch, r.name, r.vgpr, r.agpr, r.sgpr, r.vgpr_spills, r.sgpr_spills, r.scratch, r.lds, r.max_workgroup_size, r.kernarg_size, r.occupancy
         ));
     }
     out
@@ -277,12 +276,7 @@ mod artifact_tests {
                     .unwrap_or_else(|| panic!("{arch}: no definition of {}", d.name));
                 let group = def.rsplit(" #").next().and_then(|g| g.split_whitespace().next()).unwrap();
                 let attrs = ir.lines().find(|l| l.starts_with(&format!("attributes #{group} = "))).unwrap();
-                assert_eq!(
-                    !attrs.contains("\"amdgpu-agpr-alloc\"=\"0\""),
-                    d.agprs,
-                    "{arch} {}: AccVGPR permission must follow the declaration",
-                    d.name
-                );
+                assert_eq!(!attrs.contains("\"amdgpu-agpr-alloc\"=\"0\""), d.agprs, "{arch} {}: AccVGPR permission must follow the declaration", d.name);
                 let bound = format!("\"amdgpu-flat-work-group-size\"=\"{0},{0}\"", d.workgroup_size);
                 assert!(attrs.contains(&bound), "{arch} {}: launch bound attribute", d.name);
             }

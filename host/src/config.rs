@@ -60,33 +60,33 @@ use std::collections::HashSet;
 use std::fmt;
 use std::sync::{Mutex, OnceLock};
 
+use fp8gemm_device::KernelSpec;
 use fp8gemm_device::args::{DenseGemmArgs, DenseSplitKArgs, MGroupedContiguousArgs, MGroupedMaskedArgs, MGroupedMaskedSplitKArgs};
-use fp8gemm_device::mainloop_bs::{
-    FP8_GEMM_NT_BS_BM128_BN128, FP8_GEMM_NT_BS_BM32_BN128, FP8_GEMM_NT_BS_BM64_BN128, FP8_GEMM_NT_BS_PIPE_BM48_BN128, FP8_GEMM_NT_BS_PIPE_BM64_BN128, FP8_GEMM_NT_BS_PIPE_BM80_BN128, FP8_GEMM_NT_BS_PIPE_BM96_BN128, FP8_GEMM_NT_SPLITK_BS_BM128_BN128,
-    FP8_GEMM_NT_SPLITK_BS_BM32_BN128, FP8_GEMM_NT_SPLITK_BS_BM64_BN128,
-};
-use fp8gemm_device::streamk::DenseStreamKArgs;
 use fp8gemm_device::dense::{
-    FP8_GEMM_NT_BM128_BN128, FP8_GEMM_NT_BM64_BN128, FP8_GEMM_NT_BM64_BN64, FP8_GEMM_NT_SPLITK_BM128_BN128,
-    FP8_GEMM_NT_SPLITK_BM64_BN128, FP8_GEMM_NT_SPLITK_BM64_BN64,
-};
-use fp8gemm_device::streamk::{
-    StreamKSchedule, STREAMK_BS_TILES, STREAMK_TILES, FP8_GEMM_NT_STREAMK_BS_BM32_BN128, FP8_GEMM_NT_STREAMK_BS_BM64_BN128, FP8_GEMM_NT_STREAMK_BM128_BN128, FP8_GEMM_NT_STREAMK_BM64_BN128, FP8_GEMM_NT_STREAMK_BM64_BN64,
+    FP8_GEMM_NT_BM64_BN64, FP8_GEMM_NT_BM64_BN128, FP8_GEMM_NT_BM128_BN128, FP8_GEMM_NT_SPLITK_BM64_BN64, FP8_GEMM_NT_SPLITK_BM64_BN128,
+    FP8_GEMM_NT_SPLITK_BM128_BN128,
 };
 use fp8gemm_device::grouped::{
-    M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM128_BN128, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM64_BN128,
-    M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM64_BN64, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM128_BN128,
-    M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM32_BN128, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM64_BN128,
-    M_GROUPED_FP8_GEMM_NT_MASKED_BM128_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BM64_BN64,
-    M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM128_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM32_BN128,
-    M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_SPLITK_BS_BM32_BN128,
-    M_GROUPED_FP8_GEMM_NT_MASKED_SPLITK_BS_BM64_BN128,
+    M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM64_BN64, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM64_BN128, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM128_BN128,
+    M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM32_BN128, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM64_BN128, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM128_BN128,
+    M_GROUPED_FP8_GEMM_NT_MASKED_BM64_BN64, M_GROUPED_FP8_GEMM_NT_MASKED_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BM128_BN128,
+    M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM32_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM128_BN128,
+    M_GROUPED_FP8_GEMM_NT_MASKED_SPLITK_BS_BM32_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_SPLITK_BS_BM64_BN128,
 };
 use fp8gemm_device::grouped_pipe::{
     M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_PIPE_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BS_PIPE_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BS_PIPE_BM80_BN128,
 };
+use fp8gemm_device::mainloop_bs::{
+    FP8_GEMM_NT_BS_BM32_BN128, FP8_GEMM_NT_BS_BM64_BN128, FP8_GEMM_NT_BS_BM128_BN128, FP8_GEMM_NT_BS_PIPE_BM48_BN128, FP8_GEMM_NT_BS_PIPE_BM64_BN128,
+    FP8_GEMM_NT_BS_PIPE_BM80_BN128, FP8_GEMM_NT_BS_PIPE_BM96_BN128, FP8_GEMM_NT_SPLITK_BS_BM32_BN128, FP8_GEMM_NT_SPLITK_BS_BM64_BN128,
+    FP8_GEMM_NT_SPLITK_BS_BM128_BN128,
+};
+use fp8gemm_device::streamk::DenseStreamKArgs;
+use fp8gemm_device::streamk::{
+    FP8_GEMM_NT_STREAMK_BM64_BN64, FP8_GEMM_NT_STREAMK_BM64_BN128, FP8_GEMM_NT_STREAMK_BM128_BN128, FP8_GEMM_NT_STREAMK_BS_BM32_BN128,
+    FP8_GEMM_NT_STREAMK_BS_BM64_BN128, STREAMK_BS_TILES, STREAMK_TILES, StreamKSchedule,
+};
 use fp8gemm_device::tile::{self, DenseTile};
-use fp8gemm_device::KernelSpec;
 
 use crate::codeobj::Arch;
 
@@ -239,11 +239,7 @@ impl GemmConfig {
         if let Some(sk) = self.stream_k {
             return sk.schedule().map_or(u64::MAX, |s| s.workspace_floats(self.block_m, self.block_n));
         }
-        if self.splits <= 1 {
-            0
-        } else {
-            tile::splitk_workspace_floats(self.tiles(), self.splits, self.block_m, self.block_n)
-        }
+        if self.splits <= 1 { 0 } else { tile::splitk_workspace_floats(self.tiles(), self.splits, self.block_m, self.block_n) }
     }
 }
 
@@ -253,15 +249,7 @@ impl fmt::Display for GemmConfig {
         write!(
             f,
             "{} on {}: block {}x{}x{}, {} threads, {} B LDS, grid {} (XCD remap over {})",
-            self.kernel,
-            self.arch,
-            self.block_m,
-            self.block_n,
-            self.block_k,
-            self.workgroup_size,
-            self.lds_bytes,
-            self.grid,
-            xcds
+            self.kernel, self.arch, self.block_m, self.block_n, self.block_k, self.workgroup_size, self.lds_bytes, self.grid, xcds
         )?;
         if self.splits > 1 {
             write!(f, ", split-K {} ({} workspace floats)", self.splits, self.workspace_floats())?;
@@ -424,7 +412,12 @@ fn parse_tuned(text: &str) -> Result<Tuned, String> {
         let f: Vec<&str> = line.split(',').map(str::trim).collect();
         let bad = |what: &str| format!("tuned table line {}: {what}: `{line}`", i + 1);
         let u = |j: usize| f.get(j).and_then(|x| x.parse::<u32>().ok()).ok_or_else(|| bad(&format!("field {j} is not an unsigned integer")));
-        let x = |j: usize| f.get(j).and_then(|x| x.parse::<f64>().ok()).filter(|v| v.is_finite() && *v > 0.0).ok_or_else(|| bad(&format!("field {j} is not a positive number")));
+        let x = |j: usize| {
+            f.get(j)
+                .and_then(|x| x.parse::<f64>().ok())
+                .filter(|v| v.is_finite() && *v > 0.0)
+                .ok_or_else(|| bad(&format!("field {j} is not a positive number")))
+        };
         match f[0] {
             "cost" => t.costs.push((u(1)?, u(2)?, u(3)?, x(4)?)),
             "kcost" => t.kcosts.push((u(1)?, u(2)?, u(3)?, x(4)?)),
@@ -684,11 +677,7 @@ fn streamk_slots(arch: Arch, i: usize) -> u32 {
 /// The default data-parallel head of a stream-K launch of `tiles` tiles on `wave` workgroup
 /// slots (`CUs · slots per CU`): the whole waves that leave at least one tile for the tail.
 pub fn streamk_default_dp(tiles: u32, wave: u32) -> u32 {
-    if wave == 0 || tiles == 0 {
-        0
-    } else {
-        (tiles - 1) / wave * wave
-    }
+    if wave == 0 || tiles == 0 { 0 } else { (tiles - 1) / wave * wave }
 }
 
 /// How much slower a 128-K block of a stream-K tail runs than the `cost` rows say (the second
@@ -739,10 +728,7 @@ fn streamk_candidates(desc: &GemmDesc) -> Result<Vec<Candidate>, ConfigError> {
 /// The stream-K configurations the model weighs for `desc` (for `fp8gemm tune`): `(tile,
 /// sk_wgs, dp_tiles)` of every stream-K candidate (none for the m-grouped kinds).
 pub fn streamk_schedules(desc: &GemmDesc) -> Result<Vec<StreamKSchedule3>, ConfigError> {
-    Ok(streamk_candidates(desc)?
-        .into_iter()
-        .filter_map(|c| c.stream_k.map(|(dp, g)| ((c.tile.block_m, c.tile.block_n), g, dp)))
-        .collect())
+    Ok(streamk_candidates(desc)?.into_iter().filter_map(|c| c.stream_k.map(|(dp, g)| ((c.tile.block_m, c.tile.block_n), g, dp))).collect())
 }
 
 /// Modelled cycles of a stream-K candidate: the data-parallel head's rounds of whole tiles,
@@ -757,11 +743,7 @@ fn streamk_time(c: &Candidate, spec: ArchSpec, desc: &GemmDesc) -> Result<f64, C
     let Some((dp, g)) = c.stream_k else { return Err(ConfigError::Tuned("not a stream-K candidate".into())) };
     let (cus, slots) = (u64::from(spec.cus.max(1)), u64::from(c.slots_per_cu));
     let per_kb = |sharing: u64| {
-        if slots <= 1 {
-            cost[0]
-        } else {
-            cost[0] + (sharing.clamp(1, slots) - 1) as f64 / (slots - 1) as f64 * (cost[1] - cost[0])
-        }
+        if slots <= 1 { cost[0] } else { cost[0] + (sharing.clamp(1, slots) - 1) as f64 / (slots - 1) as f64 * (cost[1] - cost[0]) }
     };
     let nkb = u64::from(desc.k / tile::SCALE_BLOCK_K);
     let tiles = u64::from(c.tile.grid(desc.m, desc.n));
@@ -834,14 +816,8 @@ fn validate(desc: &GemmDesc) -> Result<(), ConfigError> {
         GemmKind::MGroupedContiguous => (1, g),
         GemmKind::MGroupedMasked => (g, g),
     };
-    let tensors = [
-        ("a", (m + max_tile) * k),
-        ("b", (n + max_tile) * k),
-        ("d", (m + max_tile) * n * 2),
-        ("a", ga * m * k),
-        ("b", gb * n * k),
-        ("d", ga * m * n * 2),
-    ];
+    let tensors =
+        [("a", (m + max_tile) * k), ("b", (n + max_tile) * k), ("d", (m + max_tile) * n * 2), ("a", ga * m * k), ("b", gb * n * k), ("d", ga * m * n * 2)];
     for (tensor, bytes) in tensors {
         if bytes >= limit {
             return Err(ConfigError::TooLarge { tensor, bytes, limit });
@@ -880,11 +856,7 @@ fn tile_grid_and_work(block_m: u32, block_n: u32, splits: u32, desc: &GemmDesc) 
         GemmKind::MGroupedMasked => {
             let g = u64::from(desc.groups);
             let grid = g * u64::from(t.grid(desc.m, desc.n));
-            let grid = u32::try_from(grid).map_err(|_| ConfigError::TooLarge {
-                tensor: "grid",
-                bytes: grid,
-                limit: u64::from(u32::MAX),
-            })?;
+            let grid = u32::try_from(grid).map_err(|_| ConfigError::TooLarge { tensor: "grid", bytes: grid, limit: u64::from(u32::MAX) })?;
             let expected = desc.expected_m.clamp(1, desc.m);
             (grid, g * u64::from(t.grid(expected, desc.n)))
         }
@@ -960,11 +932,7 @@ pub struct WorkspaceLimit {
 
 impl fmt::Display for WorkspaceLimit {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "split {} preferred ({}) but the workspace holds {} < {} floats",
-            self.preferred.splits, self.preferred.kernel, self.available, self.needed
-        )
+        write!(f, "split {} preferred ({}) but the workspace holds {} < {} floats", self.preferred.splits, self.preferred.kernel, self.available, self.needed)
     }
 }
 
@@ -1038,7 +1006,10 @@ pub fn get_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(Gemm
                     None if c.splits > 1 => format!("split-K {}", c.splits),
                     None => "data-parallel".to_string(),
                 };
-                eprintln!("fp8gemm candidate: {} m={} n={} k={}: {}x{} {how}: {t:.0} cycles estimated", desc.kind, desc.m, desc.n, desc.k, c.tile.block_m, c.tile.block_n);
+                eprintln!(
+                    "fp8gemm candidate: {} m={} n={} k={}: {}x{} {how}: {t:.0} cycles estimated",
+                    desc.kind, desc.m, desc.n, desc.k, c.tile.block_m, c.tile.block_n
+                );
             }
             if best.is_none_or(|(bt, bg, _)| t < bt || (t == bt && grid > bg)) {
                 best = Some((t, grid, *c));
@@ -1110,7 +1081,10 @@ pub fn get_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(Gemm
                 return Err(ConfigError::ForcedSplit { splits: s.to_string(), expected: format!("1 (no split-K kernel for the {} layout)", desc.kind) });
             }
             if s > nkb.min(MAX_SPLITS) {
-                return Err(ConfigError::ForcedSplit { splits: s.to_string(), expected: format!("at most {} (k/128 = {nkb} blocks, MAX_SPLITS = {MAX_SPLITS})", nkb.min(MAX_SPLITS)) });
+                return Err(ConfigError::ForcedSplit {
+                    splits: s.to_string(),
+                    expected: format!("at most {} (k/128 = {nkb} blocks, MAX_SPLITS = {MAX_SPLITS})", nkb.min(MAX_SPLITS)),
+                });
             }
             all_splits.iter().filter(|c| c.splits == s).copied().collect()
         };
@@ -1177,8 +1151,10 @@ pub fn get_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(Gemm
                     (all.1, Choice::Model(all.0))
                 } else {
                     limited = Some(WorkspaceLimit { preferred: make(&all.1)?, needed: need, available });
-                    let fit = model_best(&mut cands.iter().chain(splits.iter()).chain(sk_cands.iter()).filter(|c| make(c).is_ok_and(|g| g.workspace_floats() <= available)))?
-                        .ok_or_else(no_kernel)?;
+                    let fit = model_best(
+                        &mut cands.iter().chain(splits.iter()).chain(sk_cands.iter()).filter(|c| make(c).is_ok_and(|g| g.workspace_floats() <= available)),
+                    )?
+                    .ok_or_else(no_kernel)?;
                     (fit.1, Choice::Model(fit.0))
                 }
             }
@@ -1222,10 +1198,14 @@ fn print_once(desc: &GemmDesc, config: &GemmConfig, why: Choice, limited: Option
             Choice::TableSplit(us, unsplit) => {
                 format!("tuned table: split-K {} at {us:.2} µs modelled beats the fastest unsplit tile at {unsplit:.2} µs", config.splits)
             }
-            Choice::TableStreamK(us, unsplit) => format!("tuned table: stream-K at {us:.2} µs modelled beats the fastest data-parallel tile at {unsplit:.2} µs"),
+            Choice::TableStreamK(us, unsplit) => {
+                format!("tuned table: stream-K at {us:.2} µs modelled beats the fastest data-parallel tile at {unsplit:.2} µs")
+            }
             Choice::TableUnsplit(us) => format!("tuned table: fastest unsplit tile, {us:.2} µs modelled"),
             Choice::Model(cyc) if config.stream_k.is_some() => {
-                format!("timing-model cost estimate {cyc:.0} cycles with stream-K, below every data-parallel and split-K candidate (no tuned row for this problem)")
+                format!(
+                    "timing-model cost estimate {cyc:.0} cycles with stream-K, below every data-parallel and split-K candidate (no tuned row for this problem)"
+                )
             }
             Choice::Model(cyc) if config.splits > 1 => {
                 format!("timing-model cost estimate {cyc:.0} cycles with split-K {} (no tuned row for this problem)", config.splits)
@@ -1276,11 +1256,7 @@ pub fn dense_streamk_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<Dense
 
 /// The launch spec of an m-grouped contiguous config's kernel.
 pub fn contiguous_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<MGroupedContiguousArgs>> {
-    spec_named([
-        M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM64_BN64,
-        M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM64_BN128,
-        M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM128_BN128,
-    ], config)
+    spec_named([M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM64_BN64, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM64_BN128, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM128_BN128], config)
 }
 
 /// The launch spec of an m-grouped masked config's kernel.
@@ -1349,11 +1325,7 @@ fn bs_base_estimate(i: usize, tiles32: u64, tiles64: u64, cus: u64) -> f64 {
     if i == 1 {
         return tiles64.div_ceil(2 * cus) as f64 * if tiles64 > cus { 1.52 } else { 1.1 };
     }
-    if tiles32 <= 3 * cus {
-        [0.63, 0.86, 1.18][(tiles32.div_ceil(cus).max(1) - 1) as usize]
-    } else {
-        tiles32.div_ceil(3 * cus) as f64 * 0.95
-    }
+    if tiles32 <= 3 * cus { [0.63, 0.86, 1.18][(tiles32.div_ceil(cus).max(1) - 1) as usize] } else { tiles32.div_ceil(3 * cus) as f64 * 0.95 }
 }
 
 /// The pipelined bs tile (index into [`tile::DENSE_BS_PIPE_TILES`]) that replaces the bs rule's
@@ -1596,7 +1568,10 @@ pub fn get_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(G
                 Some(dp) => format!("{g}/{dp}"),
                 None => g.to_string(),
             };
-            return Err(ConfigError::ForcedStreamK { schedule, expected: format!("a bs stream-K tile: 32x128 or 64x128 (no stream-K kernel for the pre-shuffled {bm}x{bn} tile)") });
+            return Err(ConfigError::ForcedStreamK {
+                schedule,
+                expected: format!("a bs stream-K tile: 32x128 or 64x128 (no stream-K kernel for the pre-shuffled {bm}x{bn} tile)"),
+            });
         }
         let config = bs_pipe_config(desc, &spec, *t)?;
         print_once(desc, &config, Choice::Forced, None);
@@ -1656,7 +1631,10 @@ pub fn get_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(G
         let i = forced_i.unwrap_or(0);
         let t = tile::DENSE_BS_TILES[i];
         if s > max_splits {
-            return Err(ConfigError::ForcedSplit { splits: s.to_string(), expected: format!("at most {max_splits} (k/128 = {nkb} blocks, MAX_SPLITS = {MAX_SPLITS})") });
+            return Err(ConfigError::ForcedSplit {
+                splits: s.to_string(),
+                expected: format!("at most {max_splits} (k/128 = {nkb} blocks, MAX_SPLITS = {MAX_SPLITS})"),
+            });
         }
         if tiles_of(i) > tile::SPLITK_MAX_TILES {
             let expected = format!("1 ({}×{} is more than {} output tiles of {}×{})", desc.m, desc.n, tile::SPLITK_MAX_TILES, t.block_m, t.block_n);
@@ -1670,7 +1648,11 @@ pub fn get_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(G
         };
         // A forced 64-row tile runs the pipelined kernel below 8 tiles per CU (`bs_kernel`).
         let k = bs_kernel(i, tiles_of(i), spec.cus);
-        let config = if k.name != tile::DENSE_BS_TILES[i].name { bs_pipe_config(desc, &spec, k)? } else { make(BsCandidate { tile: i, schedule: BsSchedule::DataParallel })? };
+        let config = if k.name != tile::DENSE_BS_TILES[i].name {
+            bs_pipe_config(desc, &spec, k)?
+        } else {
+            make(BsCandidate { tile: i, schedule: BsSchedule::DataParallel })?
+        };
         (config, Choice::Forced)
     } else {
         let i = bs_tile_rule(u64::from(tiles_of(0)), u64::from(tiles_of(1)), spec.cus);
@@ -1716,7 +1698,10 @@ pub fn get_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(G
                 && let Some((p, us)) = pipe
             {
                 let t = tile::DENSE_BS_PIPE_TILES[p];
-                eprintln!("fp8gemm bs candidate: m={} n={} k={}: {}x{} pipelined data-parallel: {us:.2} µs estimated", desc.m, desc.n, desc.k, t.block_m, t.block_n);
+                eprintln!(
+                    "fp8gemm bs candidate: m={} n={} k={}: {}x{} pipelined data-parallel: {us:.2} µs estimated",
+                    desc.m, desc.n, desc.k, t.block_m, t.block_n
+                );
             }
             let mut sks = bs_streamk_candidates(desc, spec.cus);
             sks.extend(bs_split_candidates(desc, spec.cus));
@@ -2198,7 +2183,10 @@ pub fn get_grouped_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> R
         return Err(ConfigError::ForcedSplit { splits: "0".into(), expected: "at least 1".into() });
     }
     if let (GemmKind::MGroupedContiguous, Some(s)) = (desc.kind, forced_s.filter(|&s| s != 1)) {
-        return Err(ConfigError::ForcedSplit { splits: s.to_string(), expected: format!("1 (no split-K kernel for the {} layout with pre-shuffled B)", desc.kind) });
+        return Err(ConfigError::ForcedSplit {
+            splits: s.to_string(),
+            expected: format!("1 (no split-K kernel for the {} layout with pre-shuffled B)", desc.kind),
+        });
     }
     // The device's own CU count (GemmDesc::with_cus), not the architecture's.
     let spec = ArchSpec { cus: desc.cus.max(1), ..arch_spec(desc.arch) };
@@ -2271,7 +2259,10 @@ pub fn get_grouped_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> R
                 return Err(ConfigError::ForcedSplit { splits: s.to_string(), expected });
             }
             if s > max_splits {
-                return Err(ConfigError::ForcedSplit { splits: s.to_string(), expected: format!("at most {max_splits} (k/128 = {nkb} blocks, MAX_SPLITS = {MAX_SPLITS})") });
+                return Err(ConfigError::ForcedSplit {
+                    splits: s.to_string(),
+                    expected: format!("at most {max_splits} (k/128 = {nkb} blocks, MAX_SPLITS = {MAX_SPLITS})"),
+                });
             }
             if grid > tile::SPLITK_MAX_TILES {
                 let expected = format!("1 ({grid} output tiles of {}x{}, more than {})", t.block_m, t.block_n, tile::SPLITK_MAX_TILES);
@@ -2765,7 +2756,10 @@ mod tests {
         assert_eq!(modelled_time(&x, arch_spec(Arch::Gfx942), 264, 7168).unwrap(), 7.0 * 1000.0 * SPLITK_BLOCK_FACTOR + extra);
         // 9 blocks over 2 splits: the longer split (5 blocks) sets the time.
         let s2 = Candidate { splits: 2, ..x };
-        assert_eq!(modelled_time(&s2, arch_spec(Arch::Gfx942), 66, 9 * 128).unwrap(), 5.0 * 1000.0 * SPLITK_BLOCK_FACTOR + SPLITK_FIXED_CYCLES + 2.0 * 16384.0 / 64.0);
+        assert_eq!(
+            modelled_time(&s2, arch_spec(Arch::Gfx942), 66, 9 * 128).unwrap(),
+            5.0 * 1000.0 * SPLITK_BLOCK_FACTOR + SPLITK_FIXED_CYCLES + 2.0 * 16384.0 / 64.0
+        );
         // No split-K kernels for the m-grouped layouts; none beyond the block count.
         assert!(split_candidates(Arch::Gfx942, GemmKind::MGroupedMasked, 56).unwrap().is_empty());
         assert!(split_candidates(Arch::Gfx942, GemmKind::Dense, 1).unwrap().is_empty());
@@ -2808,10 +2802,7 @@ mod tests {
     #[test]
     fn display() {
         let c = get_best_config(&GemmDesc::dense(4096, 7168, 2048, Arch::Gfx942)).unwrap();
-        assert_eq!(
-            c.to_string(),
-            "fp8_gemm_nt_bm128_bn128 on gfx942: block 128x128x128, 256 threads, 32768 B LDS, grid 1792 (XCD remap over 8)"
-        );
+        assert_eq!(c.to_string(), "fp8_gemm_nt_bm128_bn128 on gfx942: block 128x128x128, 256 threads, 32768 B LDS, grid 1792 (XCD remap over 8)");
     }
 
     #[test]

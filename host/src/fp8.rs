@@ -125,15 +125,7 @@ pub trait Fp8Format: sealed::Sealed + Copy + Default + Pod + Send + Sync + fmt::
     /// Rounds to nearest-even with the given overflow behaviour.
     #[inline]
     fn from_f32_with(x: f32, overflow: Overflow) -> Self {
-        Self::from_bits(encode(
-            x,
-            overflow,
-            Self::MANTISSA_BITS,
-            Self::BIAS,
-            Self::SPECIALS,
-            Self::MAX,
-            Self::NAN_BITS,
-        ))
+        Self::from_bits(encode(x, overflow, Self::MANTISSA_BITS, Self::BIAS, Self::SPECIALS, Self::MAX, Self::NAN_BITS))
     }
 }
 
@@ -170,11 +162,7 @@ const fn decode_bits(bits: u8, exp_bits: u32, man_bits: u32, bias: i32, specials
         _ => {}
     }
     // value = significand × 2^(scale), with the significand an integer below 2^(man_bits + 1).
-    let (significand, scale) = if exp == 0 {
-        (man, 1 - bias - man_bits as i32)
-    } else {
-        (man | (1u32 << man_bits), exp as i32 - bias - man_bits as i32)
-    };
+    let (significand, scale) = if exp == 0 { (man, 1 - bias - man_bits as i32) } else { (man | (1u32 << man_bits), exp as i32 - bias - man_bits as i32) };
     let magnitude = significand as f32 * pow2(scale);
     if negative { -magnitude } else { magnitude }
 }

@@ -53,11 +53,7 @@ pub struct DeviceActivations<F> {
 /// quantized structs are public, so they can disagree).
 pub(crate) fn check_len(arg: &'static str, what: &str, len: usize, expected: usize, shape: &str) -> Result<()> {
     if len != expected {
-        return Err(Error::Shape {
-            arg,
-            expected: format!("{what} of {expected} elements for {shape}"),
-            actual: format!("{len} elements"),
-        });
+        return Err(Error::Shape { arg, expected: format!("{what} of {expected} elements for {shape}"), actual: format!("{len} elements") });
     }
     Ok(())
 }
@@ -89,13 +85,7 @@ impl<F: Fp8Format> DeviceActivations<F> {
         check_len("a", "data", a.data.len(), shape_product("a", &[a.m, a.k], "m · k")?, &shape)?;
         check_len("a", "scales", a.scales.len(), shape_product("a", &[a.m, a.k.div_ceil(128)], "m · ⌈k/128⌉")?, &shape)?;
         check_scales("a.scales", &a.scales)?;
-        Ok(DeviceActivations {
-            data: ctx.upload(crate::fp8::as_bits(&a.data))?,
-            scales: ctx.upload(&a.scales)?,
-            m: a.m,
-            k: a.k,
-            _f: PhantomData,
-        })
+        Ok(DeviceActivations { data: ctx.upload(crate::fp8::as_bits(&a.data))?, scales: ctx.upload(&a.scales)?, m: a.m, k: a.k, _f: PhantomData })
     }
     /// Allocates zeroed activations of `m × k` values and `m × ⌈k/128⌉` scales on the device, to
     /// be filled there (e.g. by [`crate::quantize::quantize_activations`]).
@@ -109,8 +99,7 @@ impl<F: Fp8Format> DeviceActivations<F> {
     pub fn download(&self, stream: &Stream) -> Result<QuantizedActivations<F>> {
         let data = self.data.download(stream)?.into_iter().map(F::from_bits).collect();
         let scales = self.scales.download(stream)?;
-        QuantizedActivations::from_parts(data, scales, self.m, self.k)
-            .map_err(|e| Error::Unsupported(format!("downloaded activations: {e}")))
+        QuantizedActivations::from_parts(data, scales, self.m, self.k).map_err(|e| Error::Unsupported(format!("downloaded activations: {e}")))
     }
     /// Rows.
     pub fn m(&self) -> usize {
@@ -122,8 +111,7 @@ impl<F: Fp8Format> DeviceActivations<F> {
     }
     /// A view of the activations (what the entry points take).
     pub fn view(&self) -> ActivationsView<'_, F> {
-        ActivationsView::new(self.data.as_slice(), self.scales.as_slice(), self.m, self.k)
-            .expect("an upload's buffers have exactly the lengths of its shape")
+        ActivationsView::new(self.data.as_slice(), self.scales.as_slice(), self.m, self.k).expect("an upload's buffers have exactly the lengths of its shape")
     }
 }
 

@@ -53,16 +53,16 @@
 
 use std::marker::PhantomData;
 
+use fp8gemm_device::KernelSpec;
 use fp8gemm_device::args::{GlobalPtr, MGroupedContiguousArgs, MGroupedMaskedArgs, MGroupedMaskedSplitKArgs};
 use fp8gemm_device::tile;
-use fp8gemm_device::KernelSpec;
 
 use crate::config::{self, GemmDesc};
 use crate::error::{Error, Result};
 use crate::fp8::Fp8Format;
-use crate::gemm::{check_format, check_nk, check_tensor_bytes, GemmRun};
-use crate::layout::{WeightLayout, PRESHUFFLE_ROWS};
-use crate::quant::{blocks, GroupedQuantizedWeights, QuantizedWeights};
+use crate::gemm::{GemmRun, check_format, check_nk, check_tensor_bytes};
+use crate::layout::{PRESHUFFLE_ROWS, WeightLayout};
+use crate::quant::{GroupedQuantizedWeights, QuantizedWeights, blocks};
 use crate::runtime::{Context, DeviceBuffer, Stream};
 use crate::view::{ActivationsView, DeviceSlice, GroupedWeightsView, IntoOutput, OutputViewMut};
 use crate::workspace::Workspace;
@@ -156,11 +156,7 @@ impl<F: Fp8Format> DeviceGroupedWeights<F> {
     /// ([`Error::ForeignBuffer`]).
     pub fn upload_group(&mut self, stream: &Stream, g: usize, w: &QuantizedWeights<F>) -> Result<()> {
         if g >= self.groups {
-            return Err(Error::Shape {
-                arg: "g",
-                expected: format!("a group index in 0..{} (the weights' group count)", self.groups),
-                actual: g.to_string(),
-            });
+            return Err(Error::Shape { arg: "g", expected: format!("a group index in 0..{} (the weights' group count)", self.groups), actual: g.to_string() });
         }
         if (w.n, w.k) != (self.n, self.k) {
             return Err(Error::Shape {
@@ -335,10 +331,7 @@ pub fn validate_m_indices(m_indices: &[i32], groups: usize) -> Result<()> {
             if v != -1 && (v != first || prev == -1) {
                 return Err(Error::Shape {
                     arg: "m_indices",
-                    expected: format!(
-                        "each {align}-row block to hold one group's rows followed by -1 padding (block at row {}, group {first})",
-                        b * align
-                    ),
+                    expected: format!("each {align}-row block to hold one group's rows followed by -1 padding (block at row {}, group {first})", b * align),
                     actual: format!("m_indices[{i}] = {v} after m_indices[{}] = {prev}", i.saturating_sub(1)),
                 });
             }
@@ -401,18 +394,10 @@ fn check_common<F: Fp8Format>(
         return Err(Error::Shape { arg: "b", expected: format!("k = {} columns (as a)", a.k), actual: format!("{} columns", b.k) });
     }
     if a.lda != a.k {
-        return Err(Error::Shape {
-            arg: "lda",
-            expected: format!("k = {} (the m-grouped kernels read contiguous rows)", a.k),
-            actual: a.lda.to_string(),
-        });
+        return Err(Error::Shape { arg: "lda", expected: format!("k = {} (the m-grouped kernels read contiguous rows)", a.k), actual: a.lda.to_string() });
     }
     if d.ldd != d.n {
-        return Err(Error::Shape {
-            arg: "ldd",
-            expected: format!("n = {} (the m-grouped kernels write contiguous rows)", d.n),
-            actual: d.ldd.to_string(),
-        });
+        return Err(Error::Shape { arg: "ldd", expected: format!("n = {} (the m-grouped kernels write contiguous rows)", d.n), actual: d.ldd.to_string() });
     }
     Ok(())
 }
@@ -588,11 +573,7 @@ fn masked<'a, F: Fp8Format>(
         return Ok(GemmRun { config: None, workspace_limit: None });
     }
     if !rows.is_multiple_of(groups) {
-        return Err(Error::Shape {
-            arg: "a",
-            expected: format!("G · m_max rows with G = {groups} (groups of b)"),
-            actual: format!("{rows} rows"),
-        });
+        return Err(Error::Shape { arg: "a", expected: format!("G · m_max rows with G = {groups} (groups of b)"), actual: format!("{rows} rows") });
     }
     let m_max = rows / groups;
     if m_max == 0 || n == 0 {

@@ -63,19 +63,17 @@
 
 use std::marker::PhantomData;
 
-use fp8gemm_device::args::{GlobalPtr, KGroupedArgs};
-use fp8gemm_device::kgrouped::{
-    K_GROUPED_FP8_GEMM_TN_CONTIGUOUS_BM128_BN128, K_GROUPED_FP8_GEMM_TN_CONTIGUOUS_BM64_BN64, KGROUPED_TILES, MN_ALIGN,
-};
-use fp8gemm_device::tile::{self, DenseTile};
 use fp8gemm_device::KernelSpec;
+use fp8gemm_device::args::{GlobalPtr, KGroupedArgs};
+use fp8gemm_device::kgrouped::{K_GROUPED_FP8_GEMM_TN_CONTIGUOUS_BM64_BN64, K_GROUPED_FP8_GEMM_TN_CONTIGUOUS_BM128_BN128, KGROUPED_TILES, MN_ALIGN};
+use fp8gemm_device::tile::{self, DenseTile};
 
 use crate::codeobj::Arch;
 use crate::config::{GemmConfig, Remap};
 use crate::error::{Error, Result};
 use crate::fp8::Fp8Format;
-use crate::gemm::{check_format, check_tensor_bytes, GemmRun};
-use crate::quant::{KGroupedOperand, BLOCK};
+use crate::gemm::{GemmRun, check_format, check_tensor_bytes};
+use crate::quant::{BLOCK, KGroupedOperand};
 use crate::runtime::{Context, DeviceBuffer, Stream};
 
 /// Alignment of every group's size along K (DeepGEMM's `get_mk_alignment_for_contiguous_layout()`
@@ -222,13 +220,7 @@ impl<F: Fp8Format> DeviceKGroupedOperand<F> {
     /// Copies an operand to the device after checking its lengths and group sizes.
     pub fn upload(ctx: &Context, op: &KGroupedMnMajor<F>) -> Result<Self> {
         let total_k = op.check()?;
-        Ok(DeviceKGroupedOperand {
-            data: ctx.upload(crate::fp8::as_bits(&op.data))?,
-            scales: ctx.upload(&op.scales)?,
-            cols: op.cols,
-            total_k,
-            _f: PhantomData,
-        })
+        Ok(DeviceKGroupedOperand { data: ctx.upload(crate::fp8::as_bits(&op.data))?, scales: ctx.upload(&op.scales)?, cols: op.cols, total_k, _f: PhantomData })
     }
     /// Columns (`m` for A, `n` for B).
     pub fn cols(&self) -> usize {
@@ -248,9 +240,7 @@ pub fn upload_ks(ctx: &Context, ks: &[usize]) -> Result<(DeviceBuffer<i32>, usiz
     let ks32 = ks
         .iter()
         .enumerate()
-        .map(|(g, &k)| {
-            i32::try_from(k).map_err(|_| Error::Shape { arg: "ks", expected: "sizes below 2^31".into(), actual: format!("ks[{g}] = {k}") })
-        })
+        .map(|(g, &k)| i32::try_from(k).map_err(|_| Error::Shape { arg: "ks", expected: "sizes below 2^31".into(), actual: format!("ks[{g}] = {k}") }))
         .collect::<Result<Vec<_>>>()?;
     Ok((ctx.upload(&ks32)?, total))
 }
@@ -273,9 +263,11 @@ const SLOTS: [u32; 2] = [4, 2];
 pub fn choose_tile(m: u32, n: u32, groups: u32, total_k: u64, arch: Arch) -> Result<DenseTile> {
     let cfg = |e: crate::config::ConfigError| Error::Unsupported(e.to_string());
     if let Some((bm, bn)) = crate::config::forced_tile().map_err(cfg)? {
-        return KGROUPED_TILES.iter().copied().find(|t| (t.block_m, t.block_n) == (bm, bn)).ok_or_else(|| {
-            Error::Unsupported(format!("forced tile {bm}x{bn} is not a K-grouped tile; expected 64x64 or 128x128"))
-        });
+        return KGROUPED_TILES
+            .iter()
+            .copied()
+            .find(|t| (t.block_m, t.block_n) == (bm, bn))
+            .ok_or_else(|| Error::Unsupported(format!("forced tile {bm}x{bn} is not a K-grouped tile; expected 64x64 or 128x128")));
     }
     let cus: u64 = match arch {
         Arch::Gfx942 => 304,
@@ -369,11 +361,7 @@ pub fn k_grouped_fp8_gemm_tn_contiguous<F: Fp8Format>(
     }
     for (arg, op) in [("a", a), ("b", b)] {
         if op.total_k != total_k {
-            return Err(Error::Shape {
-                arg: "total_k",
-                expected: format!("the rows of `{arg}` ({})", op.total_k),
-                actual: total_k.to_string(),
-            });
+            return Err(Error::Shape { arg: "total_k", expected: format!("the rows of `{arg}` ({})", op.total_k), actual: total_k.to_string() });
         }
     }
     if !total_k.is_multiple_of(K_ALIGNMENT) {
@@ -383,12 +371,18 @@ pub fn k_grouped_fp8_gemm_tn_contiguous<F: Fp8Format>(
     let out = groups.checked_mul(m).and_then(|x| x.checked_mul(n));
     let out = out.ok_or_else(|| Error::Unsupported(format!("G · m · n = {groups} · {m} · {n} overflows")))?;
     if d.len() != out {
-        return Err(Error::Shape { arg: "d", expected: format!("G · m · n = {groups} · {m} · {n} = {out} elements"), actual: format!("{} elements", d.len()) });
+        return Err(Error::Shape {
+            arg: "d", expected: format!("G · m · n = {groups} · {m} · {n} = {out} elements"), actual: format!("{} elements", d.len())
+        });
     }
     if let Some(c) = c
         && c.len() != out
     {
-        return Err(Error::Shape { arg: "c", expected: format!("G · m · n = {groups} · {m} · {n} = {out} elements (as d)"), actual: format!("{} elements", c.len()) });
+        return Err(Error::Shape {
+            arg: "c",
+            expected: format!("G · m · n = {groups} · {m} · {n} = {out} elements (as d)"),
+            actual: format!("{} elements", c.len()),
+        });
     }
     for (arg, v) in [("m", m), ("n", n)] {
         if !v.is_multiple_of(MN_ALIGN as usize) {
@@ -443,8 +437,11 @@ pub fn k_grouped_fp8_gemm_tn_contiguous<F: Fp8Format>(
 /// The dequantized CPU reference in this module's layouts: `c[g] += A_gᵀ · B_g` with the block
 /// scales ([`crate::reference::k_grouped_fp8_gemm_nt_contiguous`] on the K-major forms).
 pub fn reference_fp8<F: Fp8Format>(a: &KGroupedMnMajor<F>, b: &KGroupedMnMajor<F>, c: &mut [f32]) -> Result<()> {
-    crate::reference::k_grouped_fp8_gemm_nt_contiguous(&a.to_k_major()?, &b.to_k_major()?, c)
-        .map_err(|e| Error::Shape { arg: "reference", expected: "matching operands".into(), actual: e.to_string() })
+    crate::reference::k_grouped_fp8_gemm_nt_contiguous(&a.to_k_major()?, &b.to_k_major()?, c).map_err(|e| Error::Shape {
+        arg: "reference",
+        expected: "matching operands".into(),
+        actual: e.to_string(),
+    })
 }
 
 /// The unquantized CPU reference: `c[g] += A_gᵀ · B_g` in f32 (DeepGEMM's
@@ -459,8 +456,11 @@ pub fn reference_f32(a: &[f32], b: &[f32], m: usize, n: usize, ks: &[usize], c: 
         let (mut at, mut bt) = (vec![0f32; m * k], vec![0f32; n * k]);
         transpose(&a[off * m..(off + k) * m], k, m, &mut at);
         transpose(&b[off * n..(off + k) * n], k, n, &mut bt);
-        crate::reference::gemm_nt_f32(&at, &bt, m, n, k, &mut prod)
-            .map_err(|e| Error::Shape { arg: "reference", expected: "matching operands".into(), actual: e.to_string() })?;
+        crate::reference::gemm_nt_f32(&at, &bt, m, n, k, &mut prod).map_err(|e| Error::Shape {
+            arg: "reference",
+            expected: "matching operands".into(),
+            actual: e.to_string(),
+        })?;
         for (o, p) in c[g * m * n..(g + 1) * m * n].iter_mut().zip(&prod) {
             *o += p;
         }

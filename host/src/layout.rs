@@ -61,9 +61,9 @@ use rayon::prelude::*;
 use crate::error::{Error, Result};
 use crate::fp8::Fp8Format;
 use crate::gemm::check_format;
-use crate::quant::QuantizedWeights;
 #[allow(unused_imports)] // doc links
 use crate::quant::GroupedQuantizedWeights;
+use crate::quant::QuantizedWeights;
 use crate::runtime::Stream;
 #[allow(unused_imports)] // doc links
 use crate::view::GroupedWeightsView;
@@ -115,11 +115,7 @@ pub const PRESHUFFLE_ROWS: usize = 16;
 /// Checks that `k` suits the pre-shuffled layout (a multiple of 128), naming `arg`.
 pub(crate) fn check_preshuffle_k(arg: &'static str, k: usize) -> Result<()> {
     if !k.is_multiple_of(PRESHUFFLE_K_ALIGN) {
-        return Err(Error::Shape {
-            arg,
-            expected: format!("a multiple of {PRESHUFFLE_K_ALIGN} (the pre-shuffled layout's K block)"),
-            actual: k.to_string(),
-        });
+        return Err(Error::Shape { arg, expected: format!("a multiple of {PRESHUFFLE_K_ALIGN} (the pre-shuffled layout's K block)"), actual: k.to_string() });
     }
     Ok(())
 }
@@ -233,7 +229,9 @@ pub fn unshuffle_weights<F: Fp8Format>(shuffled: &[u8], scales: Vec<f32>, n: usi
     let logical = unshuffle_bytes(shuffled, n, k)?;
     let expected = crate::gemm::shape_product("scales", &[n.div_ceil(128), k.div_ceil(128)], "⌈n/128⌉ · ⌈k/128⌉")?;
     if scales.len() != expected {
-        return Err(Error::Shape { arg: "scales", expected: format!("⌈n/128⌉ · ⌈k/128⌉ = {expected} values"), actual: format!("{} values", scales.len()) });
+        return Err(Error::Shape {
+            arg: "scales", expected: format!("⌈n/128⌉ · ⌈k/128⌉ = {expected} values"), actual: format!("{} values", scales.len())
+        });
     }
     QuantizedWeights::from_parts(logical.into_iter().map(F::from_bits).collect(), scales, n, k).map_err(Error::from)
 }
@@ -264,10 +262,20 @@ pub fn preshuffle_weights_on_device<'a, F: Fp8Format>(
     ctx.check_owner("dst", dst.data.owner())?;
     ctx.check_owner("dst", dst.scales.owner())?;
     if src.layout() != WeightLayout::Logical {
-        return Err(Error::Layout { arg: "src", expected: WeightLayout::Logical, actual: src.layout(), reason: "preshuffle_weights_on_device converts logical weights" });
+        return Err(Error::Layout {
+            arg: "src",
+            expected: WeightLayout::Logical,
+            actual: src.layout(),
+            reason: "preshuffle_weights_on_device converts logical weights",
+        });
     }
     if dst.layout() != WeightLayout::Preshuffled {
-        return Err(Error::Layout { arg: "dst", expected: WeightLayout::Preshuffled, actual: dst.layout(), reason: "preshuffle_weights_on_device writes pre-shuffled weights" });
+        return Err(Error::Layout {
+            arg: "dst",
+            expected: WeightLayout::Preshuffled,
+            actual: dst.layout(),
+            reason: "preshuffle_weights_on_device writes pre-shuffled weights",
+        });
     }
     let dst_shape = (dst.n(), dst.k());
     launch_preshuffle(stream, &src.data, &mut dst.data, 1, src.n(), src.k(), dst_shape)?;

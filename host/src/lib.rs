@@ -94,18 +94,15 @@ pub mod workspace;
 
 pub use checkpoint::{Checkpoint, DeviceMlpWeights, DeviceMoeWeights, MlpWeights, MoeWeights};
 pub use error::{Error, Result};
-pub use gemm::{fp8_gemm_nt, fp8_gemm_nt_with_workspace, DeviceActivations, DeviceWeights, GemmRun};
+pub use gemm::{DeviceActivations, DeviceWeights, GemmRun, fp8_gemm_nt, fp8_gemm_nt_with_workspace};
 pub use grouped::{
-    m_alignment_for_contiguous_layout, m_grouped_fp8_gemm_nt_contiguous, m_grouped_fp8_gemm_nt_masked, m_grouped_fp8_gemm_nt_masked_with_workspace,
-    DeviceGroupedWeights,
+    DeviceGroupedWeights, m_alignment_for_contiguous_layout, m_grouped_fp8_gemm_nt_contiguous, m_grouped_fp8_gemm_nt_masked,
+    m_grouped_fp8_gemm_nt_masked_with_workspace,
 };
-pub use moe::{moe_reference, route_reference, MoeLayer, MoeLayout, MoeOptions, MoeRun, MoeScratch, MoeStage, MoeStatus};
-pub use layout::{preshuffle_weights, preshuffle_weights_on_device, unshuffle_weights, WeightLayout};
-pub use kgrouped::{k_grouped_fp8_gemm_tn_contiguous, upload_ks, DeviceKGroupedOperand, KGroupedMnMajor};
-pub use quantize::{
-    quantize_activations, quantize_activations_masked, quantize_weights, silu_mul_quantize_activations,
-    silu_mul_quantize_activations_masked,
-};
+pub use kgrouped::{DeviceKGroupedOperand, KGroupedMnMajor, k_grouped_fp8_gemm_tn_contiguous, upload_ks};
+pub use layout::{WeightLayout, preshuffle_weights, preshuffle_weights_on_device, unshuffle_weights};
+pub use moe::{MoeLayer, MoeLayout, MoeOptions, MoeRun, MoeScratch, MoeStage, MoeStatus, moe_reference, route_reference};
+pub use quantize::{quantize_activations, quantize_activations_masked, quantize_weights, silu_mul_quantize_activations, silu_mul_quantize_activations_masked};
 pub use runtime::{Backend, CaptureMode, Context, DeviceBuffer, Event, Graph, GraphExec, Stream};
-pub use view::{ActivationsView, ActivationsViewMut, WeightsViewMut, DeviceSlice, DeviceSliceMut, GroupedWeightsView, IntoOutput, OutputViewMut, WeightsView};
-pub use workspace::{workspace_floats, workspace_floats_preshuffled, Workspace};
+pub use view::{ActivationsView, ActivationsViewMut, DeviceSlice, DeviceSliceMut, GroupedWeightsView, IntoOutput, OutputViewMut, WeightsView, WeightsViewMut};
+pub use workspace::{Workspace, workspace_floats, workspace_floats_preshuffled};

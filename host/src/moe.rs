@@ -72,8 +72,8 @@ use half::bf16;
 
 use crate::error::{Error, Result};
 use crate::fp8::Fp8Format;
-use crate::gemm::{check_format, fp8_gemm_nt, shape_product, DeviceWeights};
-use crate::grouped::{m_grouped_fp8_gemm_nt_contiguous, m_grouped_fp8_gemm_nt_masked, DeviceGroupedWeights};
+use crate::gemm::{DeviceWeights, check_format, fp8_gemm_nt, shape_product};
+use crate::grouped::{DeviceGroupedWeights, m_grouped_fp8_gemm_nt_contiguous, m_grouped_fp8_gemm_nt_masked};
 use crate::quant::QuantizedActivations;
 use crate::quantize::{quantize_activations, silu_mul_quantize_activations, silu_mul_quantize_activations_masked};
 use crate::runtime::{Context, DeviceBuffer, Stream};
@@ -506,11 +506,7 @@ impl<F: Fp8Format> MoeLayer<F> {
         }
         let i = gate_up.n() / 2;
         if (down.groups(), down.n(), down.k()) != (e, h, i) {
-            return Err(shape_err(
-                "down",
-                format!("[E, H, I] = [{e}, {h}, {i}]"),
-                format!("[{}, {}, {}]", down.groups(), down.n(), down.k()),
-            ));
+            return Err(shape_err("down", format!("[E, H, I] = [{e}, {h}, {i}]"), format!("[{}, {}, {}]", down.groups(), down.n(), down.k())));
         }
         if !i.is_multiple_of(128) {
             return Err(shape_err("gate_up", "I (half its rows) a multiple of 128 (the down GEMM's k)", format!("I = {i}")));
@@ -518,7 +514,11 @@ impl<F: Fp8Format> MoeLayer<F> {
         if let Some((sgu, sd)) = &shared {
             let is = sgu.n() / 2;
             if sgu.k() != h || sgu.n() == 0 || !sgu.n().is_multiple_of(2) || !is.is_multiple_of(128) {
-                return Err(shape_err("shared", format!("gate_up [2·Is, H] with H = {h}, Is a positive multiple of 128"), format!("[{}, {}]", sgu.n(), sgu.k())));
+                return Err(shape_err(
+                    "shared",
+                    format!("gate_up [2·Is, H] with H = {h}, Is a positive multiple of 128"),
+                    format!("[{}, {}]", sgu.n(), sgu.k()),
+                ));
             }
             if (sd.n(), sd.k()) != (h, is) {
                 return Err(shape_err("shared", format!("down [H, Is] = [{h}, {is}]"), format!("[{}, {}]", sd.n(), sd.k())));
@@ -607,7 +607,11 @@ impl<F: Fp8Format> MoeLayer<F> {
         let (hidden, topk_ids, topk_weights, mut out) = (hidden.into(), topk_ids.into(), topk_weights.into(), out.into());
         let (e, h, i, k) = (self.experts(), self.hidden(), self.intermediate(), self.options.top_k);
         if scratch.shape != (e, h, i, k, self.shared_intermediate()) {
-            return Err(shape_err("scratch", format!("scratch made for this layer (E, H, I, k, Is) = {:?}", (e, h, i, k, self.shared_intermediate())), format!("{:?}", scratch.shape)));
+            return Err(shape_err(
+                "scratch",
+                format!("scratch made for this layer (E, H, I, k, Is) = {:?}", (e, h, i, k, self.shared_intermediate())),
+                format!("{:?}", scratch.shape),
+            ));
         }
         self.ctx.check_owner("scratch", scratch.status.as_slice().owner())?;
         stream.context().check_owner("scratch", scratch.status.as_slice().owner())?;
@@ -790,7 +794,14 @@ impl<F: Fp8Format> MoeScratch<F> {
     /// The slot (layout row) of every `(t, j)` of the last forward pass, `T · k` (−1: skipped
     /// or dropped); copies and synchronizes `stream`.
     pub fn slots(&self, stream: &Stream, tokens: usize) -> Result<Vec<i32>> {
-        let mut v = vec![0; tokens.checked_mul(self.shape.3).filter(|&p| p <= self.slots.len()).ok_or_else(|| shape_err("tokens", format!("at most {}", self.max_tokens), tokens))?];
+        let mut v = vec![
+            0;
+            tokens.checked_mul(self.shape.3).filter(|&p| p <= self.slots.len()).ok_or_else(|| shape_err(
+                "tokens",
+                format!("at most {}", self.max_tokens),
+                tokens
+            ))?
+        ];
         self.slots.slice(..v.len())?.copy_to_host(stream, &mut v)?;
         Ok(v)
     }
@@ -866,11 +877,8 @@ pub fn moe_reference<F: Fp8Format>(
         let mut g = vec![0f32; rows * 2 * inter];
         crate::reference::gemm_nt_f32(&xq, w1, rows, 2 * inter, h, &mut g).map_err(ref_err)?;
         round(&mut g);
-        let act = if matched {
-            QuantizedActivations::<F>::quantize_silu_mul(&g, rows, inter)?.dequantize()
-        } else {
-            crate::quant::silu_mul_rows(&g, rows, inter)?
-        };
+        let act =
+            if matched { QuantizedActivations::<F>::quantize_silu_mul(&g, rows, inter)?.dequantize() } else { crate::quant::silu_mul_rows(&g, rows, inter)? };
         let mut y = vec![0f32; rows * h];
         crate::reference::gemm_nt_f32(&act, w2, rows, h, inter, &mut y).map_err(ref_err)?;
         round(&mut y);

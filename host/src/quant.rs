@@ -108,10 +108,9 @@ pub enum QuantError {
 }
 
 fn product(arg: &'static str, dims: &[usize]) -> Result<usize, QuantError> {
-    dims.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d)).ok_or_else(|| QuantError::SizeOverflow {
-        arg,
-        dims: dims.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(" × "),
-    })
+    dims.iter()
+        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+        .ok_or_else(|| QuantError::SizeOverflow { arg, dims: dims.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(" × ") })
 }
 
 fn check_len(arg: &'static str, actual: usize, expected: usize) -> Result<(), QuantError> {
@@ -162,28 +161,26 @@ fn quantize_blocks<F: Fp8Format, X: Copy + Into<f32> + Sync>(x: &[X], k: usize, 
     if k == 0 {
         return;
     }
-    data.par_chunks_mut(BLOCK * k).zip(scales.par_chunks_mut(kb)).zip(x.par_chunks(BLOCK * k)).for_each(
-        |((q, s), xb)| {
-            let rows = xb.len() / k;
-            for (b, sf) in s.iter_mut().enumerate() {
-                let cols = b * BLOCK..((b + 1) * BLOCK).min(k);
-                let mut amax = 0.0f32;
-                for r in 0..rows {
-                    for v in &xb[r * k + cols.start..r * k + cols.end] {
-                        amax = amax.max((*v).into().abs());
-                    }
-                }
-                *sf = scale_for_amax::<F>(amax);
-                let inv = 1.0 / *sf;
-                for r in 0..rows {
-                    let span = r * k + cols.start..r * k + cols.end;
-                    for (qv, xv) in q[span.clone()].iter_mut().zip(&xb[span]) {
-                        *qv = quantize_with::<F>((*xv).into(), inv);
-                    }
+    data.par_chunks_mut(BLOCK * k).zip(scales.par_chunks_mut(kb)).zip(x.par_chunks(BLOCK * k)).for_each(|((q, s), xb)| {
+        let rows = xb.len() / k;
+        for (b, sf) in s.iter_mut().enumerate() {
+            let cols = b * BLOCK..((b + 1) * BLOCK).min(k);
+            let mut amax = 0.0f32;
+            for r in 0..rows {
+                for v in &xb[r * k + cols.start..r * k + cols.end] {
+                    amax = amax.max((*v).into().abs());
                 }
             }
-        },
-    );
+            *sf = scale_for_amax::<F>(amax);
+            let inv = 1.0 / *sf;
+            for r in 0..rows {
+                let span = r * k + cols.start..r * k + cols.end;
+                for (qv, xv) in q[span.clone()].iter_mut().zip(&xb[span]) {
+                    *qv = quantize_with::<F>((*xv).into(), inv);
+                }
+            }
+        }
+    });
 }
 
 /// Applies the device kernels' rule for non-finite input to an already quantized operand: every
@@ -482,10 +479,10 @@ pub struct KGroupedOperand<F> {
 impl<F: Fp8Format> KGroupedOperand<F> {
     /// Quantizes `G` row-major `[rows, k_g]` matrices stored back to back in `x`.
     pub fn quantize<X: Copy + Into<f32> + Sync>(x: &[X], rows: usize, ks: &[usize]) -> Result<Self, QuantError> {
-        let total_k = ks.iter().try_fold(0usize, |a, &k| a.checked_add(k)).ok_or_else(|| QuantError::SizeOverflow {
-            arg: "ks",
-            dims: format!("sum of {} group sizes", ks.len()),
-        })?;
+        let total_k = ks
+            .iter()
+            .try_fold(0usize, |a, &k| a.checked_add(k))
+            .ok_or_else(|| QuantError::SizeOverflow { arg: "ks", dims: format!("sum of {} group sizes", ks.len()) })?;
         check_len("x", x.len(), product("x", &[rows, total_k])?)?;
         check_finite("x", x)?;
         let total_kb: usize = ks.iter().map(|&k| blocks(k)).sum();
@@ -557,9 +554,7 @@ pub fn e4m3fn_to_e4m3fnuz(weights: &[E4M3Fn], scale_inv: &[f32]) -> Result<(Vec<
     let data = weights
         .iter()
         .enumerate()
-        .map(|(index, &w)| {
-            e4m3fn_to_e4m3fnuz_value(w).ok_or(QuantError::NanInput { arg: "weights", index, bits: w.to_bits() })
-        })
+        .map(|(index, &w)| e4m3fn_to_e4m3fnuz_value(w).ok_or(QuantError::NanInput { arg: "weights", index, bits: w.to_bits() }))
         .collect::<Result<Vec<_>, _>>()?;
     Ok((data, scales))
 }
@@ -586,9 +581,6 @@ mod tests {
 
     #[test]
     fn lengths_are_checked() {
-        assert_eq!(
-            QuantizedWeights::<E4M3Fnuz>::quantize(&[0.0f32; 5], 2, 3).unwrap_err(),
-            QuantError::Length { arg: "x", expected: 6, actual: 5 }
-        );
+        assert_eq!(QuantizedWeights::<E4M3Fnuz>::quantize(&[0.0f32; 5], 2, 3).unwrap_err(), QuantError::Length { arg: "x", expected: 6, actual: 5 });
     }
 }

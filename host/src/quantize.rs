@@ -46,16 +46,16 @@
 //! queued on the stream — asynchronous, no allocation, no host copy, no synchronization — so it
 //! can be captured into a graph with the GEMMs it feeds.
 
+use fp8gemm_device::KernelSpec;
 use fp8gemm_device::args::{GlobalPtr, QuantActArgs, QuantWeightArgs};
 use fp8gemm_device::quant as dq;
-use fp8gemm_device::KernelSpec;
 use half::bf16;
 
 use crate::error::{Error, Result};
 use crate::fp8::Fp8Format;
-use crate::gemm::{check_format, shape_product};
 #[allow(unused_imports)] // doc links
 use crate::gemm::{DeviceActivations, DeviceWeights};
+use crate::gemm::{check_format, shape_product};
 #[allow(unused_imports)] // doc links
 use crate::quant::{QuantizedActivations, QuantizedWeights};
 use crate::runtime::Stream;

@@ -114,9 +114,7 @@ pub enum ReferenceError {
     },
     /// An aligned block of `m_indices` mixes groups (the kernels' contiguous layout allows one group
     /// per block, plus −1 padding rows).
-    #[error(
-        "`m_indices[{index}]` is {value}, expected {expected} or -1 like the rest of its {alignment}-row block starting at row {block_start}"
-    )]
+    #[error("`m_indices[{index}]` is {value}, expected {expected} or -1 like the rest of its {alignment}-row block starting at row {block_start}")]
     MixedBlock {
         /// First row of the block.
         block_start: usize,
@@ -299,29 +297,14 @@ pub fn fp8_gemm_nt<F: Fp8Format>(a: &QuantizedActivations<F>, b: &QuantizedWeigh
     dense(a, b, d, store_bf16)
 }
 
-fn dense<F: Fp8Format, T: Send>(
-    a: &QuantizedActivations<F>,
-    b: &QuantizedWeights<F>,
-    d: &mut [T],
-    store: fn(&mut T, f64),
-) -> Result<()> {
+fn dense<F: Fp8Format, T: Send>(a: &QuantizedActivations<F>, b: &QuantizedWeights<F>, d: &mut [T], store: fn(&mut T, f64)) -> Result<()> {
     check_activations("a.data", "a.scales", a)?;
     check_dim("b.k", b.k, a.k)?;
     check_len("b.data", b.data.len(), product("b.data", &[b.n, b.k])?)?;
     check_len("b.scales", b.scales.len(), product("b.scales", &[blocks(b.n), blocks(b.k)])?)?;
     check_len("d", d.len(), product("d", &[a.m, b.n])?)?;
     let (av, bv) = rayon::join(|| to_f32_vec(&a.data), || to_f32_vec(&b.data));
-    let problem = Problem {
-        a: &av,
-        sfa: &a.scales,
-        b: &bv,
-        sfb: &b.scales,
-        b_scales: BScales::Block,
-        rows: a.m,
-        n: b.n,
-        k: a.k,
-        out_row: 0,
-    };
+    let problem = Problem { a: &av, sfa: &a.scales, b: &bv, sfb: &b.scales, b_scales: BScales::Block, rows: a.m, n: b.n, k: a.k, out_row: 0 };
     run(&[problem], b.n, d, store);
     Ok(())
 }
@@ -362,13 +345,7 @@ pub fn validate_contiguous_layout(m_indices: &[i32], groups: usize, alignment: u
     for (b, block) in m_indices.chunks(alignment).enumerate() {
         let Some(&expected) = block.iter().find(|&&v| v >= 0) else { continue };
         if let Some(off) = block.iter().position(|&v| v >= 0 && v != expected) {
-            return Err(ReferenceError::MixedBlock {
-                block_start: b * alignment,
-                alignment,
-                index: b * alignment + off,
-                value: block[off],
-                expected,
-            });
+            return Err(ReferenceError::MixedBlock { block_start: b * alignment, alignment, index: b * alignment + off, value: block[off], expected });
         }
     }
     Ok(())
@@ -382,10 +359,7 @@ fn contiguous_runs(m_indices: &[i32], groups: usize) -> Result<Vec<(usize, usize
         if value == -1 {
             continue;
         }
-        let g = usize::try_from(value)
-            .ok()
-            .filter(|&g| g < groups)
-            .ok_or(ReferenceError::GroupIndex { index, value, groups })?;
+        let g = usize::try_from(value).ok().filter(|&g| g < groups).ok_or(ReferenceError::GroupIndex { index, value, groups })?;
         match runs.last_mut() {
             Some((start, len, last)) if *last == g && *start + *len == index => *len += 1,
             _ => runs.push((index, 1, g)),
@@ -480,12 +454,7 @@ pub fn m_grouped_fp8_gemm_nt_masked_f32<F: Fp8Format>(
 
 /// M-grouped masked FP8 GEMM with a `bf16` result (`m_grouped_fp8_gemm_nt_masked`); see
 /// [`m_grouped_fp8_gemm_nt_masked_f32`]. Rows at or beyond `masked_m[g]` are left untouched.
-pub fn m_grouped_fp8_gemm_nt_masked<F: Fp8Format>(
-    a: &QuantizedActivations<F>,
-    b: &GroupedQuantizedWeights<F>,
-    masked_m: &[i32],
-    d: &mut [bf16],
-) -> Result<()> {
+pub fn m_grouped_fp8_gemm_nt_masked<F: Fp8Format>(a: &QuantizedActivations<F>, b: &GroupedQuantizedWeights<F>, masked_m: &[i32], d: &mut [bf16]) -> Result<()> {
     masked(a, b, masked_m, d, store_bf16)
 }
 
@@ -509,10 +478,7 @@ fn masked<F: Fp8Format, T: Send>(
         .iter()
         .enumerate()
         .map(|(group, &value)| {
-            let rows = usize::try_from(value)
-                .ok()
-                .filter(|&r| r <= m_max)
-                .ok_or(ReferenceError::MaskedM { group, value, m_max })?;
+            let rows = usize::try_from(value).ok().filter(|&r| r <= m_max).ok_or(ReferenceError::MaskedM { group, value, m_max })?;
             Ok((group * m_max, rows, group))
         })
         .collect::<Result<Vec<_>>>()?;
@@ -529,11 +495,7 @@ fn masked<F: Fp8Format, T: Send>(
 /// quantized ([`KGroupedOperand`] layout, same `ks`); `c` is `[G, m, n]` row-major. The block-scaled
 /// sum uses `sfb[j, kb]` (per-token scales on both sides). Each element is computed as
 /// `f32(c + Σ …)` with the sum in `f64`. Groups with `k_g = 0` leave `c[g]` unchanged.
-pub fn k_grouped_fp8_gemm_nt_contiguous<F: Fp8Format>(
-    a: &KGroupedOperand<F>,
-    b: &KGroupedOperand<F>,
-    c: &mut [f32],
-) -> Result<()> {
+pub fn k_grouped_fp8_gemm_nt_contiguous<F: Fp8Format>(a: &KGroupedOperand<F>, b: &KGroupedOperand<F>, c: &mut [f32]) -> Result<()> {
     check_len("b.ks", b.ks.len(), a.ks.len())?;
     for (&ka, &kb) in a.ks.iter().zip(&b.ks) {
         check_dim("b.ks[_]", kb, ka)?;

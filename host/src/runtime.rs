@@ -22,15 +22,15 @@
 //!   caller keeps it alive until the work using it has completed (see each `unsafe` constructor).
 
 use std::collections::HashMap;
-use std::ffi::{c_void, CString};
+use std::ffi::{CString, c_void};
 use std::marker::PhantomData;
 use std::ops::{Bound, RangeBounds};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytemuck::Pod;
-use fp8gemm_device::args::GlobalPtr;
 use fp8gemm_device::KernelSpec;
+use fp8gemm_device::args::GlobalPtr;
 
 pub use crate::backend::Backend;
 use crate::backend::{Api, Code, Handle};
@@ -142,11 +142,7 @@ impl Context {
             return Err(Error::NoDevice);
         }
         if device < 0 || device >= count {
-            return Err(Error::Shape {
-                arg: "device",
-                expected: format!("a device index in 0..{count}"),
-                actual: device.to_string(),
-            });
+            return Err(Error::Shape { arg: "device", expected: format!("a device index in 0..{count}"), actual: device.to_string() });
         }
         let _guard = DeviceGuard::enter(api, device).map_err(|c| hip_error(api, "hipSetDevice", c))?;
         let info = api.device_info(device).map_err(|c| hip_error(api, "hipGetDeviceProperties", c))?;
@@ -272,11 +268,7 @@ impl Context {
 pub(crate) fn byte_len<T>(arg: &'static str, len: usize) -> Result<usize> {
     len.checked_mul(size_of::<T>()).filter(|&b| b <= isize::MAX as usize).ok_or_else(|| Error::Shape {
         arg,
-        expected: format!(
-            "at most {} elements of {} bytes (isize::MAX bytes)",
-            isize::MAX as usize / size_of::<T>().max(1),
-            size_of::<T>()
-        ),
+        expected: format!("at most {} elements of {} bytes (isize::MAX bytes)", isize::MAX as usize / size_of::<T>().max(1), size_of::<T>()),
         actual: format!("{len} elements"),
     })
 }
@@ -397,8 +389,7 @@ impl Stream {
     pub fn wait(&self, event: &Event) -> Result<()> {
         let _g = self.ctx.enter()?;
         // SAFETY: both handles are live.
-        unsafe { self.ctx.api().stream_wait_event(self.handle(), event.raw as Handle) }
-            .map_err(|c| self.ctx.err("hipStreamWaitEvent", c))
+        unsafe { self.ctx.api().stream_wait_event(self.handle(), event.raw as Handle) }.map_err(|c| self.ctx.err("hipStreamWaitEvent", c))
     }
 
     /// Whether a capture is active on the stream.
@@ -454,8 +445,7 @@ impl Stream {
         let block = [spec.workgroup_size, 1, 1];
         // SAFETY: `f` is a kernel of the loaded module whose single argument is `A`; `params`
         // points to it; memory validity is the caller's contract.
-        unsafe { self.ctx.api().launch(f, grid, block, lds_bytes, self.handle(), params.as_mut_ptr()) }
-            .map_err(|c| self.ctx.err("launch", c))
+        unsafe { self.ctx.api().launch(f, grid, block, lds_bytes, self.handle(), params.as_mut_ptr()) }.map_err(|c| self.ctx.err("launch", c))
     }
 }
 
@@ -522,8 +512,7 @@ impl Event {
     pub fn elapsed_ms(&self, start: &Event) -> Result<f32> {
         let _g = self.ctx.enter()?;
         // SAFETY: both handles are live.
-        unsafe { self.ctx.api().event_elapsed_ms(start.raw as Handle, self.raw as Handle) }
-            .map_err(|c| self.ctx.err("hipEventElapsedTime", c))
+        unsafe { self.ctx.api().event_elapsed_ms(start.raw as Handle, self.raw as Handle) }.map_err(|c| self.ctx.err("hipEventElapsedTime", c))
     }
 }
 

@@ -29,7 +29,7 @@ use crate::error::{Error, Result};
 use crate::fp8::Fp8Format;
 use crate::layout::WeightLayout;
 use crate::quant::blocks;
-use crate::runtime::{byte_len, Stream};
+use crate::runtime::{Stream, byte_len};
 
 /// A read-only view of `len` elements of `T` in device memory.
 pub struct DeviceSlice<'a, T> {
@@ -72,11 +72,7 @@ fn check_raw<T>(arg: &'static str, addr: u64, len: usize) -> Result<()> {
         return Err(Error::Shape { arg, expected: "a non-null device pointer".into(), actual: "null".into() });
     }
     if !addr.is_multiple_of(align_of::<T>() as u64) {
-        return Err(Error::Shape {
-            arg,
-            expected: format!("a device pointer aligned to {} bytes", align_of::<T>()),
-            actual: format!("{addr:#x}"),
-        });
+        return Err(Error::Shape { arg, expected: format!("a device pointer aligned to {} bytes", align_of::<T>()), actual: format!("{addr:#x}") });
     }
     if addr.checked_add(bytes as u64).is_none() {
         return Err(Error::Shape { arg, expected: "a range inside the 64-bit address space".into(), actual: format!("{addr:#x} + {bytes} bytes") });
@@ -210,8 +206,7 @@ impl<'a, T: Pod> DeviceSliceMut<'a, T> {
         let _g = ctx.enter()?;
         // SAFETY: the view covers `len` elements of live device memory; `data` is readable for
         // them now and HIP (and the emulator) reads pageable host memory before returning.
-        unsafe { ctx.api().htod_async(self.addr, data.as_ptr().cast(), size_of_val(data), stream.handle()) }
-            .map_err(|c| ctx.err("hipMemcpyHtoDAsync", c))
+        unsafe { ctx.api().htod_async(self.addr, data.as_ptr().cast(), size_of_val(data), stream.handle()) }.map_err(|c| ctx.err("hipMemcpyHtoDAsync", c))
     }
 
     /// Copies `src` (same length) into the view, on `stream` (capture-safe, no host involvement).
@@ -226,8 +221,7 @@ impl<'a, T: Pod> DeviceSliceMut<'a, T> {
         let _g = ctx.enter()?;
         // SAFETY: both views cover `len` live elements; the borrows keep them alive for the call,
         // their constructors' contracts until the copy has run.
-        unsafe { ctx.api().dtod_async(self.addr, src.addr, self.len * size_of::<T>(), stream.handle()) }
-            .map_err(|c| ctx.err("hipMemcpyDtoDAsync", c))
+        unsafe { ctx.api().dtod_async(self.addr, src.addr, self.len * size_of::<T>(), stream.handle()) }.map_err(|c| ctx.err("hipMemcpyDtoDAsync", c))
     }
 
     /// Sets every byte of the view to zero, on `stream` (capture-safe).
@@ -239,8 +233,7 @@ impl<'a, T: Pod> DeviceSliceMut<'a, T> {
         let ctx = stream.context();
         let _g = ctx.enter()?;
         // SAFETY: the view covers `len` live elements.
-        unsafe { ctx.api().memset_async(self.addr, 0, self.len * size_of::<T>(), stream.handle()) }
-            .map_err(|c| ctx.err("hipMemsetAsync", c))
+        unsafe { ctx.api().memset_async(self.addr, 0, self.len * size_of::<T>(), stream.handle()) }.map_err(|c| ctx.err("hipMemsetAsync", c))
     }
 }
 
@@ -263,11 +256,7 @@ fn mul(arg: &'static str, what: &str, a: usize, b: usize) -> Result<usize> {
 
 fn need(arg: &'static str, what: &str, required: usize, have: usize, shape: &str) -> Result<()> {
     if have < required {
-        return Err(Error::Shape {
-            arg,
-            expected: format!("{what} of at least {required} elements for {shape}"),
-            actual: format!("{have} elements"),
-        });
+        return Err(Error::Shape { arg, expected: format!("{what} of at least {required} elements for {shape}"), actual: format!("{have} elements") });
     }
     Ok(())
 }
@@ -281,9 +270,11 @@ fn strided_extent(arg: &'static str, rows: usize, cols: usize, ld: usize) -> Res
     if rows == 0 {
         return Ok(0);
     }
-    mul(arg, "rows · stride", rows - 1, ld)?
-        .checked_add(cols)
-        .ok_or_else(|| Error::Shape { arg, expected: "an extent that fits in usize".into(), actual: format!("{rows} rows of stride {ld}") })
+    mul(arg, "rows · stride", rows - 1, ld)?.checked_add(cols).ok_or_else(|| Error::Shape {
+        arg,
+        expected: "an extent that fits in usize".into(),
+        actual: format!("{rows} rows of stride {ld}"),
+    })
 }
 
 /// FP8 activations `A` (`m × k`, row stride `lda` bytes) with their 1×128 scales

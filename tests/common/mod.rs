@@ -5,9 +5,9 @@ use fp8gemm::config;
 use fp8gemm::fp8::E4M3Fnuz;
 use fp8gemm::layout::WeightLayout;
 use fp8gemm::quant::{QuantizedActivations, QuantizedWeights};
-use fp8gemm::{fp8_gemm_nt, reference, CaptureMode, Context, DeviceActivations, DeviceBuffer, DeviceWeights, GemmRun, Stream};
+use fp8gemm::{CaptureMode, Context, DeviceActivations, DeviceBuffer, DeviceWeights, GemmRun, Stream, fp8_gemm_nt, reference};
 use half::bf16;
-use rand::{rngs::StdRng, Rng, SeedableRng};
+use rand::{Rng, SeedableRng, rngs::StdRng};
 use rand_distr::StandardNormal;
 
 /// A context whose launches run with every emulator check on.

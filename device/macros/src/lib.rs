@@ -25,10 +25,7 @@
 use proc_macro::TokenStream;
 use proc_macro2::Span;
 use quote::quote;
-use syn::{
-    parse::Parser, parse_macro_input, punctuated::Punctuated, Expr, ExprLit, FnArg, Ident, ItemFn,
-    Lit, MetaNameValue, Token, Type,
-};
+use syn::{Expr, ExprLit, FnArg, Ident, ItemFn, Lit, MetaNameValue, Token, Type, parse::Parser, parse_macro_input, punctuated::Punctuated};
 
 /// Prefix of the marker statics the builder looks for in the device LLVM IR.
 const ATTRS_PREFIX: &str = "__AMDGPU_KERNEL_ATTRS__";
@@ -87,15 +84,12 @@ fn expand(args: Punctuated<MetaNameValue, Token![,]>, func: ItemFn) -> syn::Resu
                 return Err(syn::Error::new_spanned(
                     &nv.path,
                     "unknown #[amdgpu_kernel] argument; expected `workgroup_size = N`, `waves_per_eu = W` or `agprs = BOOL`",
-                ))
+                ));
             }
         }
     }
     let Some(workgroup_size) = workgroup_size else {
-        return Err(syn::Error::new(
-            Span::call_site(),
-            "#[amdgpu_kernel] needs a launch bound: #[amdgpu_kernel(workgroup_size = 256)]",
-        ));
+        return Err(syn::Error::new(Span::call_site(), "#[amdgpu_kernel] needs a launch bound: #[amdgpu_kernel(workgroup_size = 256)]"));
     };
 
     let sig = &func.sig;
@@ -111,12 +105,7 @@ fn expand(args: Punctuated<MetaNameValue, Token![,]>, func: ItemFn) -> syn::Resu
             Some(FnArg::Typed(pt)) => (*pt.ty).clone(),
             _ => return Err(syn::Error::new_spanned(&sig.inputs, "a kernel takes one argument struct")),
         },
-        _ => {
-            return Err(syn::Error::new_spanned(
-                &sig.inputs,
-                "a kernel takes exactly one #[repr(C)] argument struct (shared with the host)",
-            ))
-        }
+        _ => return Err(syn::Error::new_spanned(&sig.inputs, "a kernel takes exactly one #[repr(C)] argument struct (shared with the host)")),
     };
 
     let name = &sig.ident;
@@ -127,16 +116,11 @@ fn expand(args: Punctuated<MetaNameValue, Token![,]>, func: ItemFn) -> syn::Resu
     let block = &func.block;
     let unsafety = &sig.unsafety;
     let marker = Ident::new(&format!("{ATTRS_PREFIX}{name_str}"), name.span());
-    let marker_text = format!(
-        "{name_str};workgroup_size={workgroup_size};waves_per_eu={waves_per_eu};agprs={}\0",
-        u8::from(agprs)
-    );
+    let marker_text = format!("{name_str};workgroup_size={workgroup_size};waves_per_eu={waves_per_eu};agprs={}\0", u8::from(agprs));
     let marker_bytes = syn::LitByteStr::new(marker_text.as_bytes(), Span::call_site());
     let marker_len = marker_text.len();
     let spec = Ident::new(&name_str.to_uppercase(), name.span());
-    let doc = format!(
-        "Launch spec of the `{name_str}` kernel: symbol, launch bound ({workgroup_size} work-items) and argument type."
-    );
+    let doc = format!("Launch spec of the `{name_str}` kernel: symbol, launch bound ({workgroup_size} work-items) and argument type.");
 
     Ok(quote! {
         #[cfg(target_arch = "amdgpu")]

@@ -417,8 +417,7 @@ pub fn decode_one(code: &[u8], pc: u64, kernel: &str) -> Result<Inst, DecodeErro
     };
     // Reads the literal dword if any scalar source is 255.
     let take_literal = |inst: &mut Inst| -> Result<(), DecodeError> {
-        let needs = inst.src.contains(&LITERAL)
-            || matches!(inst.op, Op::v_fmamk_f32 | Op::v_fmaak_f32 | Op::v_madmk_f16 | Op::v_madak_f16);
+        let needs = inst.src.contains(&LITERAL) || matches!(inst.op, Op::v_fmamk_f32 | Op::v_fmaak_f32 | Op::v_madmk_f16 | Op::v_madak_f16);
         if needs {
             let l = word(usize::from(inst.len / 4)).ok_or_else(truncated)?;
             inst.words[usize::from(inst.len / 4)] = l;
@@ -621,11 +620,7 @@ pub fn decode_one(code: &[u8], pc: u64, kernel: &str) -> Result<Inst, DecodeErro
                 inst.neg = bits(w1, 29, 3) as u8; // blgp
             } else {
                 inst.dst = reg_code(info, Field::Dst, bits(w0, 0, 8) as u16, true);
-                inst.src = [
-                    fix_vsrc(info, Field::Src0, s[0]),
-                    fix_vsrc(info, Field::Src1, s[1]),
-                    fix_vsrc(info, Field::Src2, s[2]),
-                ];
+                inst.src = [fix_vsrc(info, Field::Src0, s[0]), fix_vsrc(info, Field::Src1, s[1]), fix_vsrc(info, Field::Src2, s[2])];
                 inst.abs = bits(w0, 8, 3) as u8; // neg_hi
                 inst.opsel = bits(w0, 11, 3) as u8;
                 inst.opsel_hi = (bits(w1, 27, 2) | bits(w0, 14, 1) << 2) as u8;
@@ -763,11 +758,7 @@ fn reg_code(info: &OpInfo, field: Field, raw: u16, _vop3p: bool) -> u16 {
 /// A 9-bit VOP source: VGPR codes (256+) become AGPR codes when the table says AGPR
 /// (v_accvgpr_read_b32, v_accvgpr_mov_b32).
 fn fix_vsrc(info: &OpInfo, field: Field, raw: u16) -> u16 {
-    if raw >= VGPR0 && info.slots.iter().any(|s| s.field == field && s.class == RegClass::A) {
-        raw + 256
-    } else {
-        raw
-    }
+    if raw >= VGPR0 && info.slots.iter().any(|s| s.field == field && s.class == RegClass::A) { raw + 256 } else { raw }
 }
 
 /// Whether `op` is a SOPP branch whose 16-bit immediate is a pc-relative target (the jumps the
@@ -814,9 +805,7 @@ impl Program {
     /// Decodes every instruction of `kernel` by a linear sweep from its entry over the kernel
     /// symbol's size (or, without a size, to the end of the section).
     pub fn decode(co: &CodeObject, kernel: &Kernel) -> Result<Program, DecodeError> {
-        let code = co
-            .code_from(kernel.entry)
-            .ok_or_else(|| DecodeError::NoCode { kernel: kernel.name.clone(), entry: kernel.entry })?;
+        let code = co.code_from(kernel.entry).ok_or_else(|| DecodeError::NoCode { kernel: kernel.name.clone(), entry: kernel.entry })?;
         let size = if kernel.code_size > 0 { (kernel.code_size as usize).min(code.len()) } else { code.len() };
         let code = &code[..size];
         let mut insts = Vec::new();

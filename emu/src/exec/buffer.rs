@@ -73,13 +73,7 @@ impl Rsrc {
         let add_tid = d[3] >> 23 & 1 != 0;
         let stride_lo = u64::from(d[1] >> 16 & 0x3fff);
         let stride = if add_tid { stride_lo | u64::from(d[3] >> 15 & 0xf) << 14 } else { stride_lo };
-        Rsrc {
-            base: u64::from(d[0]) | u64::from(d[1] & 0xffff) << 32,
-            stride,
-            num_records: u64::from(d[2]),
-            swizzle: d[1] >> 31 != 0,
-            add_tid,
-        }
+        Rsrc { base: u64::from(d[0]) | u64::from(d[1] & 0xffff) << 32, stride, num_records: u64::from(d[2]), swizzle: d[1] >> 31 != 0, add_tid }
     }
 
     /// Whether this resource can be modelled.

@@ -62,10 +62,10 @@
 use std::collections::VecDeque;
 
 use super::buffer::Rsrc;
-use super::counters::{lds_cost, mfma_flops, mfma_passes, steady_state, Counters, DsShape, Kind, SteadyState};
+use super::counters::{Counters, DsShape, Kind, SteadyState, lds_cost, mfma_flops, mfma_passes, steady_state};
 use super::wave::Wave;
 use super::{Compiled, LaunchError};
-use crate::decode::{flag, Enc, Field, Inst, Op, RegClass, AGPR0, VGPR0};
+use crate::decode::{AGPR0, Enc, Field, Inst, Op, RegClass, VGPR0, flag};
 use crate::disasm::{format_inst, operand};
 
 /// A register range as operand codes: SGPR `s[n]` = n, VGPR `v[n]` = 256 + n, AccVGPR
@@ -169,7 +169,6 @@ pub(crate) struct Plan {
 fn in_file(code: u16) -> bool {
     code < 106 || (VGPR0..AGPR0 + 256).contains(&code)
 }
-
 
 impl InstInfo {
     fn of(inst: &Inst) -> InstInfo {
@@ -345,11 +344,8 @@ fn reg_name(r: Range) -> String {
 
 impl<'p> Probe<'p> {
     pub fn new(plan: &'p Plan, prog: &'p Compiled, wg: [u32; 3], n_waves: u32, lds_bytes: u32) -> Probe<'p> {
-        let waves = if plan.any_wave_check() {
-            (0..n_waves).map(|_| WaveProbe { pending: vec![0; REG_CODES], ..Default::default() }).collect()
-        } else {
-            Vec::new()
-        };
+        let waves =
+            if plan.any_wave_check() { (0..n_waves).map(|_| WaveProbe { pending: vec![0; REG_CODES], ..Default::default() }).collect() } else { Vec::new() };
         let shadow = if plan.race || plan.uninit { vec![Shadow::default(); lds_bytes as usize] } else { Vec::new() };
         Probe {
             plan,
@@ -462,7 +458,17 @@ impl<'p> Probe<'p> {
                     }
                     let idxen = inst.has_flag(flag::IDXEN);
                     let voff = if idxen { v(inst.src[0] + 1, l) } else { v(inst.src[0], l) };
-                    let a = rsrc.lane(idxen, inst.has_flag(flag::OFFEN), v(inst.src[0], l) as u32, voff as u32, inst.imm as u64, sval(inst.sdst) as u32, l, n, n >= 4);
+                    let a = rsrc.lane(
+                        idxen,
+                        inst.has_flag(flag::OFFEN),
+                        v(inst.src[0], l) as u32,
+                        voff as u32,
+                        inst.imm as u64,
+                        sval(inst.sdst) as u32,
+                        l,
+                        n,
+                        n >= 4,
+                    );
                     // Only the in-range bytes are accessed.
                     if a.in_range == 0 {
                         continue;
@@ -583,9 +589,23 @@ impl<'p> Probe<'p> {
         let (check, detail) = if shape.reads && self.plan.uninit && !shape.writes && s.w_epoch == 0 {
             ("uninit-lds", format!("reads LDS byte {b:#x}, which no wave of this workgroup has written"))
         } else if shape.reads && s.w_epoch == epoch && s.w_wave != wv {
-            ("racecheck", format!("reads LDS byte {b:#x} that wave {} wrote at {} with no s_barrier in between (read-after-write race)", s.w_wave, self.describe(s.w_idx)))
+            (
+                "racecheck",
+                format!(
+                    "reads LDS byte {b:#x} that wave {} wrote at {} with no s_barrier in between (read-after-write race)",
+                    s.w_wave,
+                    self.describe(s.w_idx)
+                ),
+            )
         } else if s.w_epoch == epoch && s.w_wave != wv {
-            ("racecheck", format!("writes LDS byte {b:#x} that wave {} also wrote at {} with no s_barrier in between (write-after-write race)", s.w_wave, self.describe(s.w_idx)))
+            (
+                "racecheck",
+                format!(
+                    "writes LDS byte {b:#x} that wave {} also wrote at {} with no s_barrier in between (write-after-write race)",
+                    s.w_wave,
+                    self.describe(s.w_idx)
+                ),
+            )
         } else {
             let who = if s.r_wave != wv { format!("wave {}", s.r_wave) } else { "another wave".to_string() };
             ("racecheck", format!("writes LDS byte {b:#x} that {who} read at {} with no s_barrier in between (write-after-read race)", self.describe(s.r_idx)))
@@ -616,7 +636,8 @@ impl<'p> Probe<'p> {
                             let need = u64::from(m.passes) + 3;
                             let since = now - m.t - 1;
                             if since < need {
-                                problem = Some((format!("reads {} which the {}-pass MFMA writes (read-after-write)", reg_name(r), m.passes), m.idx, since, need));
+                                problem =
+                                    Some((format!("reads {} which the {}-pass MFMA writes (read-after-write)", reg_name(r), m.passes), m.idx, since, need));
                             }
                             break 'reads;
                         }
@@ -629,7 +650,12 @@ impl<'p> Probe<'p> {
                             if overlaps(r, m.dst) {
                                 let need = u64::from(m.passes) + 3;
                                 if since < need {
-                                    problem = Some((format!("overwrites {} which the {}-pass MFMA writes (write-after-write)", reg_name(r), m.passes), m.idx, since, need));
+                                    problem = Some((
+                                        format!("overwrites {} which the {}-pass MFMA writes (write-after-write)", reg_name(r), m.passes),
+                                        m.idx,
+                                        since,
+                                        need,
+                                    ));
                                     break 'writes;
                                 }
                             }
@@ -643,7 +669,12 @@ impl<'p> Probe<'p> {
                                     _ => 15,
                                 };
                                 if since < need {
-                                    problem = Some((format!("overwrites {} which the {}-pass MFMA reads as SrcC (write-after-read)", reg_name(r), m.passes), m.idx, since, need));
+                                    problem = Some((
+                                        format!("overwrites {} which the {}-pass MFMA reads as SrcC (write-after-read)", reg_name(r), m.passes),
+                                        m.idx,
+                                        since,
+                                        need,
+                                    ));
                                     break 'writes;
                                 }
                             }
@@ -666,7 +697,12 @@ impl<'p> Probe<'p> {
                             };
                             if since < need {
                                 let what = if s < 2 { "SrcA/B" } else { "SrcC (partially overlapping)" };
-                                problem = Some((format!("MFMA reads {} as {what}, which the earlier {}-pass MFMA writes", reg_name(r), m.passes), m.idx, since, need));
+                                problem = Some((
+                                    format!("MFMA reads {} as {what}, which the earlier {}-pass MFMA writes", reg_name(r), m.passes),
+                                    m.idx,
+                                    since,
+                                    need,
+                                ));
                                 break 'src;
                             }
                             break;
@@ -727,7 +763,8 @@ impl<'p> Probe<'p> {
                         // A later load on the same in-order counter lands after it: fine.
                         let same_order = (info.mem == Mem::Vm && counter == "vmcnt") || (info.mem == Mem::Lds && counter == "lgkmcnt" && !smem);
                         if !same_order {
-                            problem = Some((format!("overwrites {} while a load into it is still in flight (the load would land later)", reg_name(r)), i, counter));
+                            problem =
+                                Some((format!("overwrites {} while a load into it is still in flight (the load would land later)", reg_name(r)), i, counter));
                             break;
                         }
                     }
@@ -772,7 +809,10 @@ impl<'p> Probe<'p> {
             }
             if info.mem != Mem::None {
                 // Loads: the destination is pending (stores count on the counter too).
-                let dst = if matches!(kind, Kind::VmemLoad | Kind::DsRead | Kind::Smem) || (kind == Kind::VmemStore && !info.writes.is_empty()) || (kind == Kind::DsWrite && !info.writes.is_empty()) {
+                let dst = if matches!(kind, Kind::VmemLoad | Kind::DsRead | Kind::Smem)
+                    || (kind == Kind::VmemStore && !info.writes.is_empty())
+                    || (kind == Kind::DsWrite && !info.writes.is_empty())
+                {
                     info.writes.first().copied()
                 } else {
                     None

@@ -53,8 +53,19 @@ impl Kind {
     /// Number of kinds.
     pub const COUNT: usize = 11;
     /// All kinds in index order.
-    pub const ALL: [Kind; Kind::COUNT] =
-        [Kind::Salu, Kind::Valu, Kind::Mfma, Kind::DsRead, Kind::DsWrite, Kind::VmemLoad, Kind::VmemStore, Kind::Smem, Kind::Branch, Kind::Waitcnt, Kind::NopOther];
+    pub const ALL: [Kind; Kind::COUNT] = [
+        Kind::Salu,
+        Kind::Valu,
+        Kind::Mfma,
+        Kind::DsRead,
+        Kind::DsWrite,
+        Kind::VmemLoad,
+        Kind::VmemStore,
+        Kind::Smem,
+        Kind::Branch,
+        Kind::Waitcnt,
+        Kind::NopOther,
+    ];
 
     /// Short label used by the `Display` of [`super::LaunchReport`].
     pub fn label(self) -> &'static str {
@@ -80,7 +91,13 @@ impl Kind {
             Enc::Sop1 | Enc::Sop2 | Enc::Sopc | Enc::Sopk => Kind::Salu,
             Enc::Sopp => match inst.op {
                 Op::s_waitcnt => Kind::Waitcnt,
-                Op::s_branch | Op::s_cbranch_scc0 | Op::s_cbranch_scc1 | Op::s_cbranch_vccz | Op::s_cbranch_vccnz | Op::s_cbranch_execz | Op::s_cbranch_execnz => Kind::Branch,
+                Op::s_branch
+                | Op::s_cbranch_scc0
+                | Op::s_cbranch_scc1
+                | Op::s_cbranch_vccz
+                | Op::s_cbranch_vccnz
+                | Op::s_cbranch_execz
+                | Op::s_cbranch_execnz => Kind::Branch,
                 _ => Kind::NopOther,
             },
             Enc::Smem => Kind::Smem,
@@ -133,7 +150,15 @@ fn mfma_shape(n: &str) -> Option<(u64, u64)> {
     let mut it = dims.split('x').map(|d| d.chars().take_while(char::is_ascii_digit).collect::<String>().parse::<u64>());
     let (m, nn, k) = (it.next()?.ok()?, it.next()?.ok()?, it.next()?.ok()?);
     // Block counts (e.g. 4x4x4_16b) are not distinguished; the dense shapes used here have 1.
-    let blocks = if n.contains("_16b") { 16 } else if n.contains("_4b") { 4 } else if n.contains("_2b") { 2 } else { 1 };
+    let blocks = if n.contains("_16b") {
+        16
+    } else if n.contains("_4b") {
+        4
+    } else if n.contains("_2b") {
+        2
+    } else {
+        1
+    };
     Some((m, 2 * m * nn * k * blocks))
 }
 
@@ -331,7 +356,8 @@ fn worst_bank_sorted(dwords: &mut [u32], nbanks: u32) -> u32 {
 }
 
 /// The lane groups a `ds_read_b128` services together (lanes 0-31; the same + 32 for 32-63).
-const READ128_GROUPS: [[usize; 8]; 4] = [[0, 1, 2, 3, 20, 21, 22, 23], [4, 5, 6, 7, 16, 17, 18, 19], [8, 9, 10, 11, 28, 29, 30, 31], [12, 13, 14, 15, 24, 25, 26, 27]];
+const READ128_GROUPS: [[usize; 8]; 4] =
+    [[0, 1, 2, 3, 20, 21, 22, 23], [4, 5, 6, 7, 16, 17, 18, 19], [8, 9, 10, 11, 28, 29, 30, 31], [12, 13, 14, 15, 24, 25, 26, 27]];
 
 /// Counters of one launch (summed over all workgroups and waves).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -18,8 +18,8 @@ pub mod counters;
 pub mod trace;
 mod wave;
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use rayon::prelude::*;
 
@@ -118,7 +118,7 @@ impl Checks {
                 other => {
                     return Err(format!(
                         "unknown check `{other}`: expected a comma-separated list of all, none, default, memcheck, mfma-hazard, racecheck, late-arrival, uninit-lds"
-                    ))
+                    ));
                 }
             }
         }
@@ -227,7 +227,9 @@ pub enum LaunchError {
         bytes: String,
     },
     /// A memcheck finding: an access outside live memory, LDS or the kernarg segment.
-    #[error("memcheck: kernel `{kernel}` pc {pc:#x} (`{text}`) workgroup {workgroup:?} wave {wave} lane {lane}: {space} access of {len} bytes at {addr:#x}: {detail}")]
+    #[error(
+        "memcheck: kernel `{kernel}` pc {pc:#x} (`{text}`) workgroup {workgroup:?} wave {wave} lane {lane}: {space} access of {len} bytes at {addr:#x}: {detail}"
+    )]
     Memory {
         /// Kernel.
         kernel: String,
@@ -265,7 +267,9 @@ pub enum LaunchError {
         wave: u32,
     },
     /// A wave exceeded [`Checks::max_wave_instructions`] (most likely a loop that never ends).
-    #[error("watchdog: kernel `{kernel}` workgroup {workgroup:?} wave {wave} executed more than {limit} instructions (now at pc {pc:#x}); a loop that never exits?")]
+    #[error(
+        "watchdog: kernel `{kernel}` workgroup {workgroup:?} wave {wave} executed more than {limit} instructions (now at pc {pc:#x}); a loop that never exits?"
+    )]
     Watchdog {
         /// Kernel.
         kernel: String,
@@ -386,15 +390,7 @@ impl Compiled {
                 aux[i] = wave::precompute(inst);
             }
         }
-        Ok(Compiled {
-            kernel: kernel.clone(),
-            pcs,
-            insts,
-            targets,
-            aux,
-            ocp: co.arch() == "gfx950",
-            initial_mode: mode_register(&kernel.descriptor),
-        })
+        Ok(Compiled { kernel: kernel.clone(), pcs, insts, targets, aux, ocp: co.arch() == "gfx950", initial_mode: mode_register(&kernel.descriptor) })
     }
 }
 
@@ -424,7 +420,13 @@ impl Drop for Prepared<'_> {
 }
 
 /// Validates a launch like HIP and sets it up (see [`Prepared`]).
-pub(crate) fn prepare<'a>(co: &CodeObject, kernel: &Kernel, cfg: &'a LaunchConfig, mem: &'a DeviceMemory, checks: &Checks) -> Result<Prepared<'a>, LaunchError> {
+pub(crate) fn prepare<'a>(
+    co: &CodeObject,
+    kernel: &Kernel,
+    cfg: &'a LaunchConfig,
+    mem: &'a DeviceMemory,
+    checks: &Checks,
+) -> Result<Prepared<'a>, LaunchError> {
     let name = || kernel.name.clone();
     for (what, dims) in [("grid", cfg.grid), ("block", cfg.block)] {
         if let Some(dim) = dims.iter().position(|&d| d == 0) {
@@ -447,7 +449,8 @@ pub(crate) fn prepare<'a>(co: &CodeObject, kernel: &Kernel, cfg: &'a LaunchConfi
     // Decoded once per kernel and code object; a kernel that is not this code object's own
     // (same entry, other name) is decoded afresh.
     let cached = co.decoded.get_or_try_insert(kernel.entry, || Compiled::new(co, kernel))?;
-    let program = if cached.kernel.name == kernel.name && cached.kernel.descriptor == kernel.descriptor { cached } else { Arc::new(Compiled::new(co, kernel)?) };
+    let program =
+        if cached.kernel.name == kernel.name && cached.kernel.descriptor == kernel.descriptor { cached } else { Arc::new(Compiled::new(co, kernel)?) };
     let plan = checks::Plan::new(&program, checks);
     let mut p = Prepared { program, plan, cfg, mem, checks: checks.clone(), kernarg_ptr: 0, packet: 0, queue: 0, lds: lds as u32 };
     let alloc = |size: u64| mem.alloc(size.max(1)).map_err(|source| LaunchError::Alloc { kernel: name(), source });
@@ -458,7 +461,13 @@ pub(crate) fn prepare<'a>(co: &CodeObject, kernel: &Kernel, cfg: &'a LaunchConfi
     // HSA kernel dispatch packet (for kernels that read the dispatch pointer) and a queue stub.
     p.packet = alloc(64)?;
     let mut pkt = [0u8; 64];
-    let dims = if cfg.grid[2] > 1 || cfg.block[2] > 1 { 3u16 } else if cfg.grid[1] > 1 || cfg.block[1] > 1 { 2 } else { 1 };
+    let dims = if cfg.grid[2] > 1 || cfg.block[2] > 1 {
+        3u16
+    } else if cfg.grid[1] > 1 || cfg.block[1] > 1 {
+        2
+    } else {
+        1
+    };
     pkt[2..4].copy_from_slice(&dims.to_le_bytes());
     for d in 0..3 {
         pkt[4 + 2 * d..6 + 2 * d].copy_from_slice(&(cfg.block[d] as u16).to_le_bytes());
@@ -536,25 +545,27 @@ pub fn launch(co: &CodeObject, kernel: &Kernel, cfg: &LaunchConfig, mem: &Device
     let totals: [AtomicU64; Class::COUNT + 3] = std::array::from_fn(|_| AtomicU64::new(0));
     // The reported error is the one of the lowest-numbered failing workgroup (deterministic
     // regardless of how rayon schedules the workgroups).
-    let result = (0..n_wg).into_par_iter().map(|i| {
-        let c = wave::run_workgroup(&setup, prep.workgroup_id(i))?;
-        for (k, v) in c.by_class.iter().enumerate() {
-            if *v != 0 {
-                totals[k].fetch_add(*v, Ordering::Relaxed);
+    let result = (0..n_wg)
+        .into_par_iter()
+        .map(|i| {
+            let c = wave::run_workgroup(&setup, prep.workgroup_id(i))?;
+            for (k, v) in c.by_class.iter().enumerate() {
+                if *v != 0 {
+                    totals[k].fetch_add(*v, Ordering::Relaxed);
+                }
             }
-        }
-        totals[Class::COUNT].fetch_add(c.waves, Ordering::Relaxed);
-        totals[Class::COUNT + 1].fetch_add(c.barriers, Ordering::Relaxed);
-        let mut a = agg.lock().unwrap_or_else(|p| p.into_inner());
-        a.0.merge(&c.counters);
-        for (x, y) in a.1.iter_mut().zip(&c.counts) {
-            *x += y;
-        }
-        a.2.union(c.lines);
-        Ok::<(), LaunchError>(())
-    })
-    .find_first(Result::is_err)
-    .unwrap_or(Ok(()));
+            totals[Class::COUNT].fetch_add(c.waves, Ordering::Relaxed);
+            totals[Class::COUNT + 1].fetch_add(c.barriers, Ordering::Relaxed);
+            let mut a = agg.lock().unwrap_or_else(|p| p.into_inner());
+            a.0.merge(&c.counters);
+            for (x, y) in a.1.iter_mut().zip(&c.counts) {
+                *x += y;
+            }
+            a.2.union(c.lines);
+            Ok::<(), LaunchError>(())
+        })
+        .find_first(Result::is_err)
+        .unwrap_or(Ok(()));
     result?;
     let mut r = LaunchReport { workgroups: n_wg, ..Default::default() };
     for k in 0..Class::COUNT {
@@ -626,7 +637,8 @@ pub fn run_snippet(words: &[u32], state: &mut WaveState, lds: &mut [u8], mem: &D
     // RSRC1: 512 VGPRs (granule 63), RSRC3: accum_offset.
     kd[48..52].copy_from_slice(&63u32.to_le_bytes());
     kd[44..48].copy_from_slice(&((state.accum_offset / 4).saturating_sub(1) & 0x3f).to_le_bytes());
-    let mut descriptor = crate::loader::KernelDescriptor::parse(&name, &kd).map_err(|e| LaunchError::Fault { kernel: name.clone(), pc: 0, msg: e.to_string() })?;
+    let mut descriptor =
+        crate::loader::KernelDescriptor::parse(&name, &kd).map_err(|e| LaunchError::Fault { kernel: name.clone(), pc: 0, msg: e.to_string() })?;
     descriptor.private_segment_fixed_size = state.private_bytes;
     let meta = crate::loader::KernelMeta {
         args: Vec::new(),

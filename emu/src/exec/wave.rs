@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use super::buffer::Rsrc;
 use super::{Compiled, LaunchError, PRIVATE_APERTURE, SHARED_APERTURE};
-use crate::decode::{dpp, flag, sdwa, sreg, Enc, Inst, Op, AGPR0, LITERAL, VGPR0};
+use crate::decode::{AGPR0, Enc, Inst, LITERAL, Op, VGPR0, dpp, flag, sdwa, sreg};
 use crate::disasm::format_inst;
 use crate::memory::{Allocation, DeviceMemory};
 use crate::numerics::{self, F8Kind};
@@ -141,7 +141,17 @@ pub(super) fn precompute(inst: &Inst) -> u32 {
         "neq" => (13, t),
         "nlt" => (14, t),
         "tru" | "t" => (15, t),
-        "class" => (0, T_CLASS | if t == T_F64 { 0x10 } else if t == T_F16 { 0x20 } else { 0 }),
+        "class" => (
+            0,
+            T_CLASS
+                | if t == T_F64 {
+                    0x10
+                } else if t == T_F16 {
+                    0x20
+                } else {
+                    0
+                },
+        ),
         _ => return 0,
     };
     0x8000_0000 | c | t << 4 | x << 12
@@ -317,7 +327,14 @@ pub(super) fn run_workgroup(st: &Setup<'_>, wg: [u32; 3]) -> Result<WgCounters, 
     Ok(ctr)
 }
 
-fn run_wave(st: &Setup<'_>, w: &mut Wave, lds: &mut [u8], wg: [u32; 3], ctr: &mut WgCounters, probe: &mut super::checks::Probe<'_>) -> Result<Flow, LaunchError> {
+fn run_wave(
+    st: &Setup<'_>,
+    w: &mut Wave,
+    lds: &mut [u8],
+    wg: [u32; 3],
+    ctr: &mut WgCounters,
+    probe: &mut super::checks::Probe<'_>,
+) -> Result<Flow, LaunchError> {
     let prog = &*st.program;
     loop {
         let idx = w.pc;
@@ -478,18 +495,7 @@ impl Cx<'_, '_> {
     }
     #[allow(clippy::too_many_arguments)]
     fn memerr(&self, inst: &Inst, w: &Wave, lane: u32, space: &'static str, addr: u64, len: u64, detail: String) -> LaunchError {
-        LaunchError::Memory {
-            kernel: self.kernel(),
-            pc: self.pc(),
-            text: format_inst(inst),
-            workgroup: self.wg,
-            wave: w.id,
-            lane,
-            space,
-            addr,
-            len,
-            detail,
-        }
+        LaunchError::Memory { kernel: self.kernel(), pc: self.pc(), text: format_inst(inst), workgroup: self.wg, wave: w.id, lane, space, addr, len, detail }
     }
 
     // ---------- operand access ----------
@@ -547,11 +553,7 @@ impl Cx<'_, '_> {
     }
     #[inline]
     fn vidx(&self, w: &Wave, code: u16) -> Result<usize, LaunchError> {
-        let i = if code >= AGPR0 {
-            self.st.program.kernel.descriptor.accum_offset as usize + usize::from(code - AGPR0)
-        } else {
-            usize::from(code - VGPR0)
-        };
+        let i = if code >= AGPR0 { self.st.program.kernel.descriptor.accum_offset as usize + usize::from(code - AGPR0) } else { usize::from(code - VGPR0) };
         if i >= w.v.len() {
             return Err(self.fault(format!(
                 "register {} (unified index {i}) is outside the {} VGPRs the kernel descriptor allocates",
@@ -564,11 +566,7 @@ impl Cx<'_, '_> {
     /// 32-bit vector operand, per lane.
     #[inline]
     fn vread(&self, w: &Wave, inst: &Inst, code: u16) -> Result<Lanes, LaunchError> {
-        if code >= VGPR0 {
-            Ok(w.v[self.vidx(w, code)?])
-        } else {
-            Ok([self.sread(w, inst, code); 64])
-        }
+        if code >= VGPR0 { Ok(w.v[self.vidx(w, code)?]) } else { Ok([self.sread(w, inst, code); 64]) }
     }
     /// Vector operand of a 16-bit float instruction: inline float constants are f16 values.
     fn vread16(&self, w: &Wave, inst: &Inst, code: u16) -> Result<Lanes, LaunchError> {
@@ -654,7 +652,8 @@ impl Cx<'_, '_> {
     fn fsrc(&self, w: &Wave, inst: &Inst, i: usize) -> Result<Lanes, LaunchError> {
         let mut v = self.vsrc_dpp(w, inst, i)?;
         if inst.has_flag(flag::SDWA) && inst.enc != Enc::Vop3 {
-            let (sel, sx) = if i == 0 { (sdwa::src0_sel(inst.sdwa), sdwa::src0_sext(inst.sdwa)) } else { (sdwa::src1_sel(inst.sdwa), sdwa::src1_sext(inst.sdwa)) };
+            let (sel, sx) =
+                if i == 0 { (sdwa::src0_sel(inst.sdwa), sdwa::src0_sext(inst.sdwa)) } else { (sdwa::src1_sel(inst.sdwa), sdwa::src1_sext(inst.sdwa)) };
             for x in v.iter_mut() {
                 *x = sdwa::select(*x, sel, sx);
             }
@@ -690,7 +689,8 @@ impl Cx<'_, '_> {
     fn isrc(&self, w: &Wave, inst: &Inst, i: usize) -> Result<Lanes, LaunchError> {
         let mut v = self.vsrc_dpp(w, inst, i)?;
         if inst.has_flag(flag::SDWA) {
-            let (sel, sx) = if i == 0 { (sdwa::src0_sel(inst.sdwa), sdwa::src0_sext(inst.sdwa)) } else { (sdwa::src1_sel(inst.sdwa), sdwa::src1_sext(inst.sdwa)) };
+            let (sel, sx) =
+                if i == 0 { (sdwa::src0_sel(inst.sdwa), sdwa::src0_sext(inst.sdwa)) } else { (sdwa::src1_sel(inst.sdwa), sdwa::src1_sext(inst.sdwa)) };
             for x in v.iter_mut() {
                 *x = sdwa::select(*x, sel, sx);
             }
@@ -856,17 +856,39 @@ fn bfe(v: u32, off: u32, width: u32, signed: bool) -> u32 {
 }
 
 fn f32_min(a: f32, b: f32) -> f32 {
-    if a.is_nan() { b } else if b.is_nan() { a } else if a == b { if a.is_sign_negative() { a } else { b } } else { a.min(b) }
+    if a.is_nan() {
+        b
+    } else if b.is_nan() {
+        a
+    } else if a == b {
+        if a.is_sign_negative() { a } else { b }
+    } else {
+        a.min(b)
+    }
 }
 fn f32_max(a: f32, b: f32) -> f32 {
-    if a.is_nan() { b } else if b.is_nan() { a } else if a == b { if a.is_sign_negative() { b } else { a } } else { a.max(b) }
+    if a.is_nan() {
+        b
+    } else if b.is_nan() {
+        a
+    } else if a == b {
+        if a.is_sign_negative() { b } else { a }
+    } else {
+        a.max(b)
+    }
 }
 fn f32_med3(a: f32, b: f32, c: f32) -> f32 {
     if a.is_nan() || b.is_nan() || c.is_nan() {
         return f32_min(f32_min(a, b), c);
     }
     let mx = f32_max(f32_max(a, b), c);
-    if mx == a { f32_max(b, c) } else if mx == b { f32_max(a, c) } else { f32_max(a, b) }
+    if mx == a {
+        f32_max(b, c)
+    } else if mx == b {
+        f32_max(a, c)
+    } else {
+        f32_max(a, b)
+    }
 }
 
 /// The FP8 encodings of `fp8` and `bf8`: FNUZ on gfx942, OCP on gfx950 (same opcodes).
@@ -884,7 +906,6 @@ fn f8kinds(op: Op, ocp: bool) -> (F8Kind, F8Kind) {
     let tail = &n[n.len() - 7..];
     (f8kind(&tail[..3] == "fp8", ocp), f8kind(&tail[4..] == "fp8", ocp))
 }
-
 
 macro_rules! map1 {
     ($a:expr, |$x:ident| $e:expr) => {{
@@ -961,7 +982,9 @@ impl Cx<'_, '_> {
         let t = self.st.program.targets[self.idx];
         let jump_if = |c: bool| if c { Flow::Jump(t) } else { Flow::Next };
         Ok(match inst.op {
-            Op::s_nop | Op::s_waitcnt | Op::s_setprio | Op::s_sleep | Op::s_icache_inv | Op::s_incperflevel | Op::s_decperflevel | Op::s_ttracedata => Flow::Next,
+            Op::s_nop | Op::s_waitcnt | Op::s_setprio | Op::s_sleep | Op::s_icache_inv | Op::s_incperflevel | Op::s_decperflevel | Op::s_ttracedata => {
+                Flow::Next
+            }
             Op::s_endpgm => Flow::End,
             Op::s_set_gpr_idx_off => {
                 w.gpr_idx_on = false;
@@ -1154,7 +1177,9 @@ impl Cx<'_, '_> {
                     let v = if inst.op == Op::s_setreg_imm32_b32 { inst.lit } else { dv };
                     w.mode = (w.mode & !(mask << off)) | ((v & mask) << off);
                     if w.mode & 0xf != 0 {
-                        return Err(self.fault(format!("MODE.FP_ROUND = {:#x}: rounding modes other than round-to-nearest-even are not modelled", w.mode & 0xf)));
+                        return Err(
+                            self.fault(format!("MODE.FP_ROUND = {:#x}: rounding modes other than round-to-nearest-even are not modelled", w.mode & 0xf))
+                        );
                     }
                 }
             }
@@ -1235,7 +1260,8 @@ impl Cx<'_, '_> {
                 if inst.op == Op::s_swappc_b64 {
                     Self::swrite64(w, d, self.pc() + u64::from(inst.len));
                 }
-                let idx = self.st.program.pcs.binary_search(&target).map_err(|_| self.fault(format!("jump to {target:#x}, not an instruction of this kernel")))?;
+                let idx =
+                    self.st.program.pcs.binary_search(&target).map_err(|_| self.fault(format!("jump to {target:#x}, not an instruction of this kernel")))?;
                 return Ok(Flow::Jump(idx as u32));
             }
             Op::s_and_saveexec_b64
@@ -1345,7 +1371,10 @@ impl Cx<'_, '_> {
         let base = inst.src[0] as usize;
         let mut buf = [0u8; 64];
         let bytes = &mut buf[..n * 4];
-        let buffer = matches!(inst.op, Op::s_buffer_load_dword | Op::s_buffer_load_dwordx2 | Op::s_buffer_load_dwordx4 | Op::s_buffer_load_dwordx8 | Op::s_buffer_load_dwordx16);
+        let buffer = matches!(
+            inst.op,
+            Op::s_buffer_load_dword | Op::s_buffer_load_dwordx2 | Op::s_buffer_load_dwordx4 | Op::s_buffer_load_dwordx8 | Op::s_buffer_load_dwordx16
+        );
         if buffer {
             let vbase = (u64::from(w.s[base & 127]) | u64::from(w.s[(base + 1) & 127] & 0xffff) << 32) as i64;
             let num = u64::from(w.s[(base + 2) & 127]);
@@ -1523,10 +1552,34 @@ impl Cx<'_, '_> {
                     let s = (z >> (8 * k)) & 0xff;
                     let v = match s {
                         0..=7 => ((bytes >> (8 * s)) & 0xff) as u32,
-                        8 => if (bytes >> 15) & 1 != 0 { 0xff } else { 0 },
-                        9 => if (bytes >> 31) & 1 != 0 { 0xff } else { 0 },
-                        10 => if (bytes >> 47) & 1 != 0 { 0xff } else { 0 },
-                        11 => if (bytes >> 63) & 1 != 0 { 0xff } else { 0 },
+                        8 => {
+                            if (bytes >> 15) & 1 != 0 {
+                                0xff
+                            } else {
+                                0
+                            }
+                        }
+                        9 => {
+                            if (bytes >> 31) & 1 != 0 {
+                                0xff
+                            } else {
+                                0
+                            }
+                        }
+                        10 => {
+                            if (bytes >> 47) & 1 != 0 {
+                                0xff
+                            } else {
+                                0
+                            }
+                        }
+                        11 => {
+                            if (bytes >> 63) & 1 != 0 {
+                                0xff
+                            } else {
+                                0
+                            }
+                        }
                         12 => 0,
                         _ => 0xff,
                     };
@@ -1646,8 +1699,24 @@ impl Cx<'_, '_> {
                     match op {
                         Op::v_add_f64 => p + q,
                         Op::v_mul_f64 => p * q,
-                        Op::v_min_f64 => if p.is_nan() { q } else if q.is_nan() { p } else { p.min(q) },
-                        Op::v_max_f64 => if p.is_nan() { q } else if q.is_nan() { p } else { p.max(q) },
+                        Op::v_min_f64 => {
+                            if p.is_nan() {
+                                q
+                            } else if q.is_nan() {
+                                p
+                            } else {
+                                p.min(q)
+                            }
+                        }
+                        Op::v_max_f64 => {
+                            if p.is_nan() {
+                                q
+                            } else if q.is_nan() {
+                                p
+                            } else {
+                                p.max(q)
+                            }
+                        }
                         Op::v_ldexp_f64 => p * 2f64.powi((yi[l] as i32).clamp(-2200, 2200)),
                         _ => p.mul_add(q, fd(z[l])),
                     }
@@ -1670,7 +1739,11 @@ impl Cx<'_, '_> {
                         Op::v_trunc_f64 => p.trunc(),
                         Op::v_rndne_f64 => p.round_ties_even(),
                         _ => {
-                            if p.is_infinite() { f64::NAN } else { (p - p.floor()).min(f64::from_bits(0x3fef_ffff_ffff_ffff)) }
+                            if p.is_infinite() {
+                                f64::NAN
+                            } else {
+                                (p - p.floor()).min(f64::from_bits(0x3fef_ffff_ffff_ffff))
+                            }
                         }
                     }
                     .to_bits()
@@ -1761,7 +1834,9 @@ impl Cx<'_, '_> {
             }
             Op::v_cvt_pkrtz_f16_f32 => map2!(fa!(), fb!(), |x, y| u32::from(f32_to_f16_rtz(f(x))) | u32::from(f32_to_f16_rtz(f(y))) << 16),
             Op::v_cvt_pk_u16_u32 => map2!(a!(), bb!(), |x, y| x.min(0xffff) | y.min(0xffff) << 16),
-            Op::v_cvt_pk_i16_i32 => map2!(a!(), bb!(), |x, y| ((x as i32).clamp(-32768, 32767) as u32 & 0xffff) | ((y as i32).clamp(-32768, 32767) as u32) << 16),
+            Op::v_cvt_pk_i16_i32 => {
+                map2!(a!(), bb!(), |x, y| ((x as i32).clamp(-32768, 32767) as u32 & 0xffff) | ((y as i32).clamp(-32768, 32767) as u32) << 16)
+            }
             Op::v_pack_b32_f16 => map2!(a!(), bb!(), |x, y| {
                 let lo = if inst.opsel & 1 != 0 { x >> 16 } else { x & 0xffff };
                 let hi = if inst.opsel & 2 != 0 { y >> 16 } else { y & 0xffff };
@@ -1769,12 +1844,14 @@ impl Cx<'_, '_> {
             }),
             Op::v_cvt_f64_f32 | Op::v_cvt_f64_i32 | Op::v_cvt_f64_u32 => {
                 let x = if op == Op::v_cvt_f64_f32 { fa!() } else { a!() };
-                let r: [u64; 64] = std::array::from_fn(|l| match op {
-                    Op::v_cvt_f64_f32 => f64::from(f(x[l])),
-                    Op::v_cvt_f64_i32 => f64::from(x[l] as i32),
-                    _ => f64::from(x[l]),
-                }
-                .to_bits());
+                let r: [u64; 64] = std::array::from_fn(|l| {
+                    match op {
+                        Op::v_cvt_f64_f32 => f64::from(f(x[l])),
+                        Op::v_cvt_f64_i32 => f64::from(x[l] as i32),
+                        _ => f64::from(x[l]),
+                    }
+                    .to_bits()
+                });
                 self.vwrite64(w, inst.dst, &r, exec)?;
                 return Ok(Flow::Next);
             }
@@ -1805,7 +1882,9 @@ impl Cx<'_, '_> {
             Op::v_cos_f32 => map1!(fa!(), |x| b((f(x) * std::f32::consts::TAU).cos())),
             Op::v_frexp_mant_f32 => map1!(fa!(), |x| {
                 let v = f(x);
-                if v == 0.0 || !v.is_finite() { x } else {
+                if v == 0.0 || !v.is_finite() {
+                    x
+                } else {
                     let e = frexp_exp(v);
                     b(v * 2f32.powi(-e))
                 }
@@ -1834,7 +1913,13 @@ impl Cx<'_, '_> {
                 // D = quotient estimate with the IEEE special cases of num / den.
                 let (q, d, n) = (f(q), f(den), f(num));
                 b(if n.is_nan() || d.is_nan() || (d == 0.0 && n == 0.0) || (d.is_infinite() && n.is_infinite()) {
-                    if n.is_nan() { n } else if d.is_nan() { d } else { f32::NAN }
+                    if n.is_nan() {
+                        n
+                    } else if d.is_nan() {
+                        d
+                    } else {
+                        f32::NAN
+                    }
                 } else if d == 0.0 || n.is_infinite() {
                     if (d.is_sign_negative()) ^ (n.is_sign_negative()) { f32::NEG_INFINITY } else { f32::INFINITY }
                 } else if d.is_infinite() {
@@ -1939,13 +2024,42 @@ impl Cx<'_, '_> {
         };
         let float_result = matches!(
             op,
-            Op::v_add_f32 | Op::v_sub_f32 | Op::v_subrev_f32 | Op::v_mul_f32 | Op::v_min_f32 | Op::v_max_f32 | Op::v_fmac_f32 | Op::v_fma_f32
-                | Op::v_fmamk_f32 | Op::v_fmaak_f32 | Op::v_min3_f32 | Op::v_max3_f32 | Op::v_med3_f32 | Op::v_ldexp_f32 | Op::v_cvt_f32_i32
-                | Op::v_cvt_f32_u32 | Op::v_fract_f32 | Op::v_trunc_f32 | Op::v_ceil_f32 | Op::v_rndne_f32 | Op::v_floor_f32 | Op::v_exp_f32
-                | Op::v_log_f32 | Op::v_rcp_f32 | Op::v_rcp_iflag_f32 | Op::v_rsq_f32 | Op::v_sqrt_f32 | Op::v_div_fmas_f32 | Op::v_div_fixup_f32
+            Op::v_add_f32
+                | Op::v_sub_f32
+                | Op::v_subrev_f32
+                | Op::v_mul_f32
+                | Op::v_min_f32
+                | Op::v_max_f32
+                | Op::v_fmac_f32
+                | Op::v_fma_f32
+                | Op::v_fmamk_f32
+                | Op::v_fmaak_f32
+                | Op::v_min3_f32
+                | Op::v_max3_f32
+                | Op::v_med3_f32
+                | Op::v_ldexp_f32
+                | Op::v_cvt_f32_i32
+                | Op::v_cvt_f32_u32
+                | Op::v_fract_f32
+                | Op::v_trunc_f32
+                | Op::v_ceil_f32
+                | Op::v_rndne_f32
+                | Op::v_floor_f32
+                | Op::v_exp_f32
+                | Op::v_log_f32
+                | Op::v_rcp_f32
+                | Op::v_rcp_iflag_f32
+                | Op::v_rsq_f32
+                | Op::v_sqrt_f32
+                | Op::v_div_fmas_f32
+                | Op::v_div_fixup_f32
                 | Op::v_mul_legacy_f32
         );
-        if float_result { self.fdst(w, inst, r, exec)? } else { self.idst(w, inst, r, exec)? }
+        if float_result {
+            self.fdst(w, inst, r, exec)?
+        } else {
+            self.idst(w, inst, r, exec)?
+        }
         Ok(Flow::Next)
     }
 
@@ -2279,7 +2393,8 @@ impl Cx<'_, '_> {
                 }
             }
             Op::ds_read_u8_d16 | Op::ds_read_u8_d16_hi | Op::ds_read_i8_d16 | Op::ds_read_i8_d16_hi | Op::ds_read_u16_d16 | Op::ds_read_u16_d16_hi => {
-                let tail = op.name().trim_start_matches("ds_").replace("read_u16", "load_short").replace("read_u8", "load_ubyte").replace("read_i8", "load_sbyte");
+                let tail =
+                    op.name().trim_start_matches("ds_").replace("read_u16", "load_short").replace("read_u8", "load_ubyte").replace("read_i8", "load_sbyte");
                 let shape = MemShape::parse(&tail).ok_or_else(|| self.unimpl(inst))?;
                 let old = self.vread(w, inst, inst.dst)?;
                 let mut out = [[0u32; 64]; 4];
@@ -2407,7 +2522,23 @@ impl Cx<'_, '_> {
                 let mut out = [0u32; 64];
                 let known = matches!(
                     base.as_str(),
-                    "add_u32" | "sub_u32" | "rsub_u32" | "inc_u32" | "dec_u32" | "min_i32" | "max_i32" | "min_u32" | "max_u32" | "and_b32" | "or_b32" | "xor_b32" | "wrxchg_b32" | "cmpst_b32" | "add_f32" | "min_f32" | "max_f32"
+                    "add_u32"
+                        | "sub_u32"
+                        | "rsub_u32"
+                        | "inc_u32"
+                        | "dec_u32"
+                        | "min_i32"
+                        | "max_i32"
+                        | "min_u32"
+                        | "max_u32"
+                        | "and_b32"
+                        | "or_b32"
+                        | "xor_b32"
+                        | "wrxchg_b32"
+                        | "cmpst_b32"
+                        | "add_f32"
+                        | "min_f32"
+                        | "max_f32"
                 );
                 if !known {
                     return Err(self.unimpl(inst));
@@ -2421,8 +2552,20 @@ impl Cx<'_, '_> {
                         "add_u32" => old.wrapping_add(x),
                         "sub_u32" => old.wrapping_sub(x),
                         "rsub_u32" => x.wrapping_sub(old),
-                        "inc_u32" => if old >= x { 0 } else { old + 1 },
-                        "dec_u32" => if old == 0 || old > x { x } else { old - 1 },
+                        "inc_u32" => {
+                            if old >= x {
+                                0
+                            } else {
+                                old + 1
+                            }
+                        }
+                        "dec_u32" => {
+                            if old == 0 || old > x {
+                                x
+                            } else {
+                                old - 1
+                            }
+                        }
                         "min_i32" => (old as i32).min(x as i32) as u32,
                         "max_i32" => (old as i32).max(x as i32) as u32,
                         "min_u32" => old.min(x),
@@ -2431,7 +2574,13 @@ impl Cx<'_, '_> {
                         "or_b32" => old | x,
                         "xor_b32" => old ^ x,
                         "wrxchg_b32" => x,
-                        "cmpst_b32" => if old == x { y } else { old },
+                        "cmpst_b32" => {
+                            if old == x {
+                                y
+                            } else {
+                                old
+                            }
+                        }
                         "add_f32" => b(f(old) + f(x)),
                         "min_f32" => b(f32_min(f(old), f(x))),
                         _ => b(f32_max(f(old), f(x))),
@@ -2566,7 +2715,22 @@ impl Cx<'_, '_> {
         }
         let known = matches!(
             base,
-            "atomic_add" | "atomic_sub" | "atomic_add_f32" | "atomic_pk_add_bf16" | "atomic_pk_add_f16" | "atomic_umax" | "atomic_umin" | "atomic_smax" | "atomic_smin" | "atomic_or" | "atomic_and" | "atomic_xor" | "atomic_swap" | "atomic_cmpswap" | "atomic_inc" | "atomic_dec"
+            "atomic_add"
+                | "atomic_sub"
+                | "atomic_add_f32"
+                | "atomic_pk_add_bf16"
+                | "atomic_pk_add_f16"
+                | "atomic_umax"
+                | "atomic_umin"
+                | "atomic_smax"
+                | "atomic_smin"
+                | "atomic_or"
+                | "atomic_and"
+                | "atomic_xor"
+                | "atomic_swap"
+                | "atomic_cmpswap"
+                | "atomic_inc"
+                | "atomic_dec"
         );
         if !known || (wide && matches!(base, "atomic_add_f32" | "atomic_pk_add_bf16" | "atomic_pk_add_f16")) {
             return Err(self.unimpl(inst));
@@ -2577,9 +2741,7 @@ impl Cx<'_, '_> {
             let mut buf = [0u8; 8];
             self.lane_access(w, inst, l, addrs[l], &mut buf[..n], false, scratch)?;
             let old = u64::from_le_bytes(buf);
-            let lane = |k: usize| -> u64 {
-                if wide { u64::from(data[2 * k][l]) | u64::from(data[2 * k + 1][l]) << 32 } else { u64::from(data[k][l]) }
-            };
+            let lane = |k: usize| -> u64 { if wide { u64::from(data[2 * k][l]) | u64::from(data[2 * k + 1][l]) << 32 } else { u64::from(data[k][l]) } };
             let x = lane(0);
             let mask = if wide { u64::MAX } else { u64::from(u32::MAX) };
             let sx = |v: u64| if wide { v as i64 } else { i64::from(v as u32 as i32) };
@@ -2594,16 +2756,46 @@ impl Cx<'_, '_> {
                 "atomic_pk_add_f16" => u64::from(pk16(old as u32, x as u32, |h| half::f16::from_bits(h).to_f32(), |v| half::f16::from_f32(v).to_bits())),
                 "atomic_umax" => old.max(x),
                 "atomic_umin" => old.min(x),
-                "atomic_smax" => if sx(x) > sx(old) { x } else { old },
-                "atomic_smin" => if sx(x) < sx(old) { x } else { old },
+                "atomic_smax" => {
+                    if sx(x) > sx(old) {
+                        x
+                    } else {
+                        old
+                    }
+                }
+                "atomic_smin" => {
+                    if sx(x) < sx(old) {
+                        x
+                    } else {
+                        old
+                    }
+                }
                 "atomic_or" => old | x,
                 "atomic_and" => old & x,
                 "atomic_xor" => old ^ x,
                 "atomic_swap" => x,
-                "atomic_inc" => if old >= x { 0 } else { old + 1 },
-                "atomic_dec" => if old == 0 || old > x { x } else { old - 1 },
+                "atomic_inc" => {
+                    if old >= x {
+                        0
+                    } else {
+                        old + 1
+                    }
+                }
+                "atomic_dec" => {
+                    if old == 0 || old > x {
+                        x
+                    } else {
+                        old - 1
+                    }
+                }
                 // data = {src, cmp}: store src if old == cmp.
-                _ => if old == lane(1) { x } else { old },
+                _ => {
+                    if old == lane(1) {
+                        x
+                    } else {
+                        old
+                    }
+                }
             };
             let mut nb = new.to_le_bytes();
             self.lane_access(w, inst, l, addrs[l], &mut nb[..n], true, scratch)?;

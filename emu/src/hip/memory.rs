@@ -358,13 +358,7 @@ pub unsafe extern "C" fn hipMemcpy(dst: *mut c_void, src: *const c_void, sizeByt
 /// # Safety
 /// As [`hipMemcpy`], and a host destination stays valid until the copy has run.
 #[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
-pub unsafe extern "C" fn hipMemcpyAsync(
-    dst: *mut c_void,
-    src: *const c_void,
-    sizeBytes: usize,
-    kind: hipMemcpyKind,
-    stream: hipStream_t,
-) -> hipError_t {
+pub unsafe extern "C" fn hipMemcpyAsync(dst: *mut c_void, src: *const c_void, sizeBytes: usize, kind: hipMemcpyKind, stream: hipStream_t) -> hipError_t {
     // SAFETY: forwarded caller contract.
     api(|| unsafe { copy_async(dst, src, sizeBytes, kind, stream) })
 }
@@ -374,13 +368,7 @@ pub unsafe extern "C" fn hipMemcpyAsync(
 /// # Safety
 /// As [`hipMemcpy`].
 #[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
-pub unsafe extern "C" fn hipMemcpyWithStream(
-    dst: *mut c_void,
-    src: *const c_void,
-    sizeBytes: usize,
-    kind: hipMemcpyKind,
-    stream: hipStream_t,
-) -> hipError_t {
+pub unsafe extern "C" fn hipMemcpyWithStream(dst: *mut c_void, src: *const c_void, sizeBytes: usize, kind: hipMemcpyKind, stream: hipStream_t) -> hipError_t {
     api(|| {
         // SAFETY: forwarded caller contract; the stream is synchronized before returning.
         unsafe { copy_async(dst, src, sizeBytes, kind, stream)? };

@@ -612,4 +612,3 @@ pub extern "C" fn hipGetLastError() -> hipError_t {
 pub extern "C" fn hipPeekAtLastError() -> hipError_t {
     LAST_ERROR.with(Cell::get)
 }
-

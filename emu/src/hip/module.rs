@@ -91,9 +91,8 @@ unsafe fn bundle_image_len(p: *const u8) -> Result<u64, hipError_t> {
         // SAFETY: entry headers (offset, size, triple length, triple) follow each other inside
         // the bundle the caller vouches for; this one starts where the previous one, found sane,
         // ended.
-        let (eoff, esize, tlen) = unsafe {
-            (u64::from_le_bytes(read_at(p, off)), u64::from_le_bytes(read_at(p, off + 8)), u64::from_le_bytes(read_at(p, off + 16)))
-        };
+        let (eoff, esize, tlen) =
+            unsafe { (u64::from_le_bytes(read_at(p, off)), u64::from_le_bytes(read_at(p, off + 8)), u64::from_le_bytes(read_at(p, off + 16))) };
         if tlen > 4096 || eoff > MAX_IMAGE_BYTES || esize > MAX_IMAGE_BYTES {
             return Err(hipErrorInvalidImage);
         }
@@ -262,12 +261,7 @@ pub unsafe extern "C" fn hipModuleGetFunction(function: *mut hipFunction_t, modu
         let mut guard = r.state();
         let state = &mut *guard;
         let entry = state.modules.get_mut(&handle_id(module)).ok_or(hipErrorInvalidHandle)?;
-        let index = entry
-            .code
-            .kernels()
-            .iter()
-            .position(|k| k.name.as_bytes() == name.to_bytes())
-            .ok_or(hipErrorNotFound)?;
+        let index = entry.code.kernels().iter().position(|k| k.name.as_bytes() == name.to_bytes()).ok_or(hipErrorNotFound)?;
         let id = match entry.functions.get(&index) {
             Some(&id) => id,
             None => {
@@ -324,9 +318,7 @@ pub unsafe extern "C" fn hipFuncGetAttribute(value: *mut c_int, attrib: hipFunct
             HIP_FUNC_ATTRIBUTE_NUM_REGS => m.vgpr_count,
             HIP_FUNC_ATTRIBUTE_PTX_VERSION | HIP_FUNC_ATTRIBUTE_BINARY_VERSION => 94,
             HIP_FUNC_ATTRIBUTE_CACHE_MODE_CA => 0,
-            HIP_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES => {
-                LDS_BYTES_PER_WORKGROUP.saturating_sub(m.group_segment_fixed_size)
-            }
+            HIP_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES => LDS_BYTES_PER_WORKGROUP.saturating_sub(m.group_segment_fixed_size),
             HIP_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT => 0,
             _ => return Err(hipErrorInvalidValue),
         };
@@ -385,10 +377,7 @@ unsafe fn build_kernarg(
     let explicit: Vec<_> = meta.args.iter().filter(|a| !a.value_kind.starts_with("hidden_")).collect();
     for a in &meta.args {
         if (a.offset as usize).checked_add(a.size as usize).is_none_or(|end| end > seg) {
-            return Err(format!(
-                "argument {:?} ({} bytes at offset {}) lies outside the {seg}-byte kernarg segment",
-                a.name, a.size, a.offset
-            ));
+            return Err(format!("argument {:?} ({} bytes at offset {}) lies outside the {seg}-byte kernarg segment", a.name, a.size, a.offset));
         }
     }
     if !kernel_params.is_null() {
@@ -421,10 +410,7 @@ unsafe fn build_kernarg(
         for a in &explicit {
             let (o, n) = (a.offset as usize, a.size as usize);
             if o + n > size {
-                return Err(format!(
-                    "extra buffer of {size} bytes does not cover argument {:?} ({n} bytes at offset {o})",
-                    a.name
-                ));
+                return Err(format!("extra buffer of {size} bytes does not cover argument {:?} ({n} bytes at offset {o})", a.name));
             }
             // SAFETY: `buf` is valid for `size` ≥ o + n bytes (caller contract); destination
             // checked against the segment above.
@@ -514,10 +500,7 @@ pub unsafe extern "C" fn hipModuleLaunchKernel(
         if threads > u64::from(bound) {
             return fail(
                 hipErrorLaunchFailure,
-                format!(
-                    "Launch params ({}, {}, {}) are larger than launch bounds ({bound}) (.max_flat_workgroup_size)",
-                    block[0], block[1], block[2]
-                ),
+                format!("Launch params ({}, {}, {}) are larger than launch bounds ({bound}) (.max_flat_workgroup_size)", block[0], block[1], block[2]),
             );
         }
         let lds = u64::from(kernel.meta.group_segment_fixed_size) + u64::from(sharedMemBytes);
@@ -568,10 +551,7 @@ fn run_launch_as_owner(func: &FunctionEntry, cfg: &LaunchConfig) -> Result<(), h
     let kernel = &func.code.kernels()[func.kernel];
     let name = &kernel.name;
     if !rt().state().modules.contains_key(&func.module) {
-        return Err(launch_failed(
-            hipErrorInvalidHandle,
-            format!("kernel `{name}`: its module was unloaded while the launch was queued"),
-        ));
+        return Err(launch_failed(hipErrorInvalidHandle, format!("kernel `{name}`: its module was unloaded while the launch was queued")));
     }
     let r = rt();
     let timing = r.timing.read().unwrap_or_else(|p| p.into_inner()).clone();
@@ -619,9 +599,6 @@ fn launch_error_code(e: &exec::LaunchError) -> hipError_t {
         E::ZeroDim { .. } | E::KernargSize { .. } => hipErrorInvalidValue,
         E::LdsTooLarge { .. } => hipErrorLaunchOutOfResources,
         E::Watchdog { .. } => hipErrorLaunchTimeOut,
-        E::BlockTooLarge { .. } | E::Decode(_) | E::Unimplemented { .. } | E::Trap { .. } | E::Fault { .. } | E::Check { .. } => {
-            hipErrorLaunchFailure
-        }
+        E::BlockTooLarge { .. } | E::Decode(_) | E::Unimplemented { .. } | E::Trap { .. } | E::Fault { .. } | E::Check { .. } => hipErrorLaunchFailure,
     }
 }
-

@@ -129,12 +129,7 @@ pub extern "C" fn hipStreamWaitEvent(stream: hipStream_t, event: hipEvent_t, fla
 /// `callback` is safe to call with `(stream, hipSuccess, userData)` from any thread until it has
 /// run.
 #[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
-pub unsafe extern "C" fn hipStreamAddCallback(
-    stream: hipStream_t,
-    callback: hipStreamCallback_t,
-    userData: *mut c_void,
-    flags: c_uint,
-) -> hipError_t {
+pub unsafe extern "C" fn hipStreamAddCallback(stream: hipStream_t, callback: hipStreamCallback_t, userData: *mut c_void, flags: c_uint) -> hipError_t {
     api(|| {
         check_stream(stream)?;
         let Some(cb) = callback else { return Err(hipErrorInvalidValue) };
@@ -196,12 +191,8 @@ pub unsafe extern "C" fn hipStreamGetDevice(stream: hipStream_t, device: *mut hi
 // Events
 // ---------------------------------------------------------------------------------------------
 
-const EVENT_FLAGS: c_uint = hipEventBlockingSync
-    | hipEventDisableTiming
-    | hipEventInterprocess
-    | hipEventDisableSystemFence
-    | hipEventReleaseToDevice
-    | hipEventReleaseToSystem;
+const EVENT_FLAGS: c_uint =
+    hipEventBlockingSync | hipEventDisableTiming | hipEventInterprocess | hipEventDisableSystemFence | hipEventReleaseToDevice | hipEventReleaseToSystem;
 
 fn create_event(event: *mut hipEvent_t, flags: c_uint) -> Result<(), hipError_t> {
     if event.is_null() || flags & !EVENT_FLAGS != 0 {
@@ -317,11 +308,7 @@ pub unsafe extern "C" fn hipEventElapsedTime(ms: *mut f32, start: hipEvent_t, st
             return Err(hipErrorInvalidHandle);
         }
         let (Some(t0), Some(t1)) = (a.recorded, b.recorded) else { return Err(hipErrorInvalidHandle) };
-        let elapsed = if t1 >= t0 {
-            t1.duration_since(t0).as_secs_f64() * 1e3
-        } else {
-            -(t0.duration_since(t1).as_secs_f64() * 1e3)
-        };
+        let elapsed = if t1 >= t0 { t1.duration_since(t0).as_secs_f64() * 1e3 } else { -(t0.duration_since(t1).as_secs_f64() * 1e3) };
         // SAFETY: non-null; caller contract.
         unsafe { ms.write(elapsed as f32) };
         Ok(())

@@ -71,8 +71,7 @@ pub type hipGraphExec_t = *mut hipGraphExec;
 /// HIP's `hipGraphNode_t`.
 pub type hipGraphNode_t = *mut hipGraphNode;
 /// HIP's `hipStreamCallback_t`.
-pub type hipStreamCallback_t =
-    Option<unsafe extern "C" fn(stream: hipStream_t, status: hipError_t, user_data: *mut c_void)>;
+pub type hipStreamCallback_t = Option<unsafe extern "C" fn(stream: hipStream_t, status: hipError_t, user_data: *mut c_void)>;
 
 /// `hipSuccess`.
 pub const hipSuccess: hipError_t = 0;
@@ -671,4 +670,3 @@ pub extern "C" fn hipGetErrorName(hip_error: hipError_t) -> *const c_char {
 pub extern "C" fn hipGetErrorString(hip_error: hipError_t) -> *const c_char {
     error_entry(hip_error).map_or(c"unknown error", |e| e.2).as_ptr()
 }
-

@@ -74,12 +74,7 @@ const F32_CANONICAL_NAN: u32 = 0x7FC0_0000;
 
 impl F8Kind {
     /// All four kinds, in declaration order.
-    pub const ALL: [F8Kind; 4] = [
-        F8Kind::Fp8Fnuz,
-        F8Kind::Bf8Fnuz,
-        F8Kind::Fp8Ocp,
-        F8Kind::Bf8Ocp,
-    ];
+    pub const ALL: [F8Kind; 4] = [F8Kind::Fp8Fnuz, F8Kind::Bf8Fnuz, F8Kind::Fp8Ocp, F8Kind::Bf8Ocp];
 
     /// The `fp8` (E4M3) kind of a target: FNUZ on gfx942 (`ocp == false`), OCP on gfx950.
     pub const fn fp8(ocp: bool) -> F8Kind {
@@ -176,11 +171,7 @@ const fn decode_to_f32_bits(bits: u8, kind: F8Kind) -> u32 {
         }
         F8Kind::Bf8Ocp => {
             if exp == 31 {
-                return if man == 0 {
-                    sign | 0x7F80_0000
-                } else {
-                    F32_CANONICAL_NAN
-                };
+                return if man == 0 { sign | 0x7F80_0000 } else { F32_CANONICAL_NAN };
             }
         }
     }
@@ -336,10 +327,7 @@ pub fn cvt_f32_f8(src: u32, byte_sel: u32, kind: F8Kind) -> f32 {
 /// Returns `[byte 2w, byte 2w+1]`: element 0 goes to `vdst`, element 1 to `vdst+1`.
 pub fn cvt_pk_f32_f8(src: u32, word_sel_hi: bool, kind: F8Kind) -> [f32; 2] {
     let half = if word_sel_hi { src >> 16 } else { src };
-    [
-        f8_to_f32(half as u8, kind),
-        f8_to_f32((half >> 8) as u8, kind),
-    ]
+    [f8_to_f32(half as u8, kind), f8_to_f32((half >> 8) as u8, kind)]
 }
 
 /// `v_cvt_pk_fp8_f32` / `v_cvt_pk_bf8_f32 vdst, a, b`: convert `a` and `b` with round to nearest
@@ -348,21 +336,9 @@ pub fn cvt_pk_f32_f8(src: u32, word_sel_hi: bool, kind: F8Kind) -> [f32; 2] {
 /// printed `op_sel:[0,0,1]`) of the old `vdst`
 /// value `old`; the other half keeps `old`'s bits (LLVM ties `vdst` to `vdst_in`). Source
 /// modifiers (neg/abs) must be applied by the caller.
-pub fn cvt_pk_f8_f32(
-    a: f32,
-    b: f32,
-    old: u32,
-    word_sel_hi: bool,
-    clamp: bool,
-    kind: F8Kind,
-) -> u32 {
-    let packed =
-        u32::from(f32_to_f8_rne(a, kind, clamp)) | (u32::from(f32_to_f8_rne(b, kind, clamp)) << 8);
-    if word_sel_hi {
-        (old & 0x0000_FFFF) | (packed << 16)
-    } else {
-        (old & 0xFFFF_0000) | packed
-    }
+pub fn cvt_pk_f8_f32(a: f32, b: f32, old: u32, word_sel_hi: bool, clamp: bool, kind: F8Kind) -> u32 {
+    let packed = u32::from(f32_to_f8_rne(a, kind, clamp)) | (u32::from(f32_to_f8_rne(b, kind, clamp)) << 8);
+    if word_sel_hi { (old & 0x0000_FFFF) | (packed << 16) } else { (old & 0xFFFF_0000) | packed }
 }
 
 /// `v_cvt_sr_fp8_f32` / `v_cvt_sr_bf8_f32 vdst, x, rnd`: convert `x` with stochastic rounding by

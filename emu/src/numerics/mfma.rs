@@ -62,10 +62,7 @@ impl MfmaOp {
     pub const fn passes(self) -> u32 {
         match self {
             MfmaOp::F32_16x16x32F8 | MfmaOp::F32_16x16x16Bf16 | MfmaOp::F32_16x16x16F16 => 4,
-            MfmaOp::F32_32x32x16F8
-            | MfmaOp::F32_32x32x8Bf16
-            | MfmaOp::F32_32x32x8F16
-            | MfmaOp::F32_16x16x4F32 => 8,
+            MfmaOp::F32_32x32x16F8 | MfmaOp::F32_32x32x8Bf16 | MfmaOp::F32_32x32x8F16 | MfmaOp::F32_16x16x4F32 => 8,
             MfmaOp::F32_32x32x2F32 => 16,
         }
     }
@@ -91,11 +88,7 @@ impl MfmaOp {
 /// `(i, j)` of accumulator register `r` of lane `l` for an `m`×`m` single-block result.
 #[inline(always)]
 fn d_index(m: usize, lane: usize, r: usize) -> (usize, usize) {
-    if m == 16 {
-        (4 * (lane / 16) + r, lane % 16)
-    } else {
-        (8 * (r / 4) + 4 * (lane / 32) + (r % 4), lane % 32)
-    }
+    if m == 16 { (4 * (lane / 16) + r, lane % 16) } else { (8 * (r / 4) + 4 * (lane / 32) + (r % 4), lane % 32) }
 }
 
 /// How each step `acc = fma(a, b, acc)` may be evaluated.
@@ -155,12 +148,7 @@ fn mfma_core<const M: usize, const K: usize, const N: usize, const R: usize>(
 
 /// `acc[i][j] = step(acc[i][j], at[i][k], bt[k][j])` for k in order, `G` rows at a time.
 #[inline(always)]
-fn accumulate_rows<const M: usize, const K: usize, const G: usize>(
-    acc: &mut [[f32; M]; M],
-    at: &[[f32; K]; M],
-    bt: &[[f32; M]; K],
-    step: Step,
-) {
+fn accumulate_rows<const M: usize, const K: usize, const G: usize>(acc: &mut [[f32; M]; M], at: &[[f32; K]; M], bt: &[[f32; M]; K], step: Step) {
     const { assert!(M.is_multiple_of(G)) };
     for i0 in (0..M).step_by(G) {
         let mut rows: [[f32; M]; G] = std::array::from_fn(|g| acc[i0 + g]);
@@ -188,13 +176,7 @@ fn accumulate_rows<const M: usize, const K: usize, const G: usize>(
 }
 
 #[inline(always)]
-fn mfma_f8<const M: usize, const K: usize, const R: usize>(
-    a: &[u64; 64],
-    b: &[u64; 64],
-    c: &[[f32; R]; 64],
-    ka: F8Kind,
-    kb: F8Kind,
-) -> [[f32; R]; 64] {
+fn mfma_f8<const M: usize, const K: usize, const R: usize>(a: &[u64; 64], b: &[u64; 64], c: &[[f32; R]; 64], ka: F8Kind, kb: F8Kind) -> [[f32; R]; 64] {
     let ta = decode_table_bits(ka);
     let tb = decode_table_bits(kb);
     // FP8 products have ≤ 8 significant bits and magnitudes in [2^-34, 2^32]: exact in f32.
@@ -214,13 +196,7 @@ fn mfma_f8<const M: usize, const K: usize, const R: usize>(
 /// FNUZ on gfx942). `c[l][r]`/result `[l][r]`: register `r` of lane `l` holds
 /// `(i, j) = (4·⌊l/16⌋ + r, l mod 16)`. Arithmetic per the module's accumulation model.
 /// `cbsz`/`abid`/`blgp` do not apply to FP8 MFMAs (must be 0).
-pub fn mfma_f32_16x16x32_f8(
-    a: &[u64; 64],
-    b: &[u64; 64],
-    c: &[[f32; 4]; 64],
-    ka: F8Kind,
-    kb: F8Kind,
-) -> [[f32; 4]; 64] {
+pub fn mfma_f32_16x16x32_f8(a: &[u64; 64], b: &[u64; 64], c: &[[f32; 4]; 64], ka: F8Kind, kb: F8Kind) -> [[f32; 4]; 64] {
     mfma_f8::<16, 32, 4>(a, b, c, ka, kb)
 }
 
@@ -229,13 +205,7 @@ pub fn mfma_f32_16x16x32_f8(
 /// `A[i][k]` is byte `k mod 8` of lane `32·⌊k/8⌋ + i`; `B[k][j]` byte `k mod 8` of lane
 /// `32·⌊k/8⌋ + j`. `D[i][j]` is register `4·⌊i/8⌋ + (i mod 4)` of lane `(32·⌊i/4⌋) mod 64 + j`;
 /// register `r` of lane `l` holds `(8·⌊r/4⌋ + 4·⌊l/32⌋ + r mod 4, l mod 32)`.
-pub fn mfma_f32_32x32x16_f8(
-    a: &[u64; 64],
-    b: &[u64; 64],
-    c: &[[f32; 16]; 64],
-    ka: F8Kind,
-    kb: F8Kind,
-) -> [[f32; 16]; 64] {
+pub fn mfma_f32_32x32x16_f8(a: &[u64; 64], b: &[u64; 64], c: &[[f32; 16]; 64], ka: F8Kind, kb: F8Kind) -> [[f32; 16]; 64] {
     mfma_f8::<32, 16, 16>(a, b, c, ka, kb)
 }
 
@@ -282,38 +252,16 @@ fn bf16_products_exact(a: &[u64; 64], b: &[u64; 64]) -> bool {
 }
 
 #[inline(always)]
-fn mfma_bf16<const M: usize, const K: usize, const R: usize>(
-    a: &[u64; 64],
-    b: &[u64; 64],
-    c: &[[f32; R]; 64],
-) -> [[f32; R]; 64] {
-    let step = if bf16_products_exact(a, b) {
-        Step::ExactProducts
-    } else {
-        Step::Fused
-    };
-    mfma_core::<M, K, 4, R>(
-        |lane, e| bf16_to_f32((a[lane] >> (16 * e)) as u16),
-        |lane, e| bf16_to_f32((b[lane] >> (16 * e)) as u16),
-        c,
-        step,
-    )
+fn mfma_bf16<const M: usize, const K: usize, const R: usize>(a: &[u64; 64], b: &[u64; 64], c: &[[f32; R]; 64]) -> [[f32; R]; 64] {
+    let step = if bf16_products_exact(a, b) { Step::ExactProducts } else { Step::Fused };
+    mfma_core::<M, K, 4, R>(|lane, e| bf16_to_f32((a[lane] >> (16 * e)) as u16), |lane, e| bf16_to_f32((b[lane] >> (16 * e)) as u16), c, step)
 }
 
 #[inline(always)]
-fn mfma_f16<const M: usize, const K: usize, const R: usize>(
-    a: &[u64; 64],
-    b: &[u64; 64],
-    c: &[[f32; R]; 64],
-) -> [[f32; R]; 64] {
+fn mfma_f16<const M: usize, const K: usize, const R: usize>(a: &[u64; 64], b: &[u64; 64], c: &[[f32; R]; 64]) -> [[f32; R]; 64] {
     // binary16 products have ≤ 22 significant bits and magnitudes in [2^-48, 2^32] (or are
     // ±0/∞/NaN): exact in f32.
-    mfma_core::<M, K, 4, R>(
-        |lane, e| f16_to_f32((a[lane] >> (16 * e)) as u16),
-        |lane, e| f16_to_f32((b[lane] >> (16 * e)) as u16),
-        c,
-        Step::ExactProducts,
-    )
+    mfma_core::<M, K, 4, R>(|lane, e| f16_to_f32((a[lane] >> (16 * e)) as u16), |lane, e| f16_to_f32((b[lane] >> (16 * e)) as u16), c, Step::ExactProducts)
 }
 
 /// `v_mfma_f32_16x16x16_bf16 D, A, B, C` (4 passes).

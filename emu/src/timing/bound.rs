@@ -31,8 +31,8 @@
 use std::fmt;
 
 use super::Machine;
-use crate::exec::counters::Kind;
 use crate::exec::LaunchReport;
+use crate::exec::counters::Kind;
 use crate::loader::Kernel;
 
 /// A kernel's resource use, which sets occupancy.
@@ -58,13 +58,7 @@ impl Resources {
         let total = d.vgprs;
         let (vgprs, agprs) = if d.accum_offset > 0 && d.accum_offset < total { (d.accum_offset, total - d.accum_offset) } else { (total, 0) };
         let fixed = d.group_segment_fixed_size.max(kernel.meta.group_segment_fixed_size);
-        Resources {
-            vgprs,
-            agprs,
-            sgprs: d.sgprs,
-            lds_bytes: fixed.saturating_add(dynamic_lds),
-            workgroup_size: block.iter().product(),
-        }
+        Resources { vgprs, agprs, sgprs: d.sgprs, lds_bytes: fixed.saturating_add(dynamic_lds), workgroup_size: block.iter().product() }
     }
 }
 
@@ -166,7 +160,8 @@ pub fn estimate_on(report: &LaunchReport, res: &Resources, grid: [u32; 3], m: &M
     let vmem_cycles = moved * share / m.ta_bytes_per_clk;
     let dram = if c.global_footprint_bytes > 0 { c.global_footprint_bytes as f64 } else { moved };
     let hbm_seconds = dram / m.hbm_bytes_per_s;
-    let (mfma_seconds, valu_seconds, lds_seconds, vmem_seconds) = (mfma_cycles / m.clock_hz, valu_cycles / m.clock_hz, lds_cycles / m.clock_hz, vmem_cycles / m.clock_hz);
+    let (mfma_seconds, valu_seconds, lds_seconds, vmem_seconds) =
+        (mfma_cycles / m.clock_hz, valu_cycles / m.clock_hz, lds_cycles / m.clock_hz, vmem_cycles / m.clock_hz);
     let mut bound_by = Bound::Mfma;
     let mut seconds = mfma_seconds;
     for (t, b) in [(valu_seconds, Bound::Valu), (lds_seconds, Bound::Lds), (vmem_seconds, Bound::Vmem), (hbm_seconds, Bound::Hbm)] {
@@ -176,13 +171,31 @@ pub fn estimate_on(report: &LaunchReport, res: &Resources, grid: [u32; 3], m: &M
         }
     }
     let tflops = if seconds > 0.0 { c.mfma_flops as f64 / seconds / 1e12 } else { 0.0 };
-    Estimate { seconds, tflops, bound_by, mfma_seconds, valu_seconds, lds_seconds, vmem_seconds, hbm_seconds, occupancy: occ, workgroups_per_busiest_cu: per_cu, flops: c.mfma_flops }
+    Estimate {
+        seconds,
+        tflops,
+        bound_by,
+        mfma_seconds,
+        valu_seconds,
+        lds_seconds,
+        vmem_seconds,
+        hbm_seconds,
+        occupancy: occ,
+        workgroups_per_busiest_cu: per_cu,
+        flops: c.mfma_flops,
+    }
 }
 
 impl fmt::Display for Estimate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let us = |s: f64| s * 1e6;
-        writeln!(f, "modelled MI300X throughput lower bound (not measured, not the timing model: no latency, no launch overhead): {:.2} us, {:.1} TFLOPS modelled, bound by {}", us(self.seconds), self.tflops, self.bound_by)?;
+        writeln!(
+            f,
+            "modelled MI300X throughput lower bound (not measured, not the timing model: no latency, no launch overhead): {:.2} us, {:.1} TFLOPS modelled, bound by {}",
+            us(self.seconds),
+            self.tflops,
+            self.bound_by
+        )?;
         writeln!(
             f,
             "  modelled pipes: MFMA {:.2} us, VALU {:.2} us, LDS {:.2} us, VMEM {:.2} us (busiest CU), HBM {:.2} us (device, distinct footprint)",
@@ -224,7 +237,14 @@ impl fmt::Display for LaunchReport {
             "  global memory: {} bytes read, {} bytes written, distinct footprint {} bytes; scalar loads {} bytes",
             c.global_read_bytes, c.global_write_bytes, c.global_footprint_bytes, c.scalar_read_bytes
         )?;
-        write!(f, "  MFMA: {} wave-instructions, {} passes, {} FLOP issued; MFMA share of all issued {:.1}%", mfma, c.mfma_passes, c.mfma_flops, 100.0 * mfma as f64 / self.instructions.max(1) as f64)?;
+        write!(
+            f,
+            "  MFMA: {} wave-instructions, {} passes, {} FLOP issued; MFMA share of all issued {:.1}%",
+            mfma,
+            c.mfma_passes,
+            c.mfma_flops,
+            100.0 * mfma as f64 / self.instructions.max(1) as f64
+        )?;
         if let Some(s) = &self.steady {
             write!(
                 f,

@@ -5,7 +5,7 @@
 use std::fmt;
 use std::path::Path;
 
-use super::{simulate, Machine, SimOptions, TimingReport};
+use super::{Machine, SimOptions, TimingReport, simulate};
 use crate::memory::DeviceMemory;
 use crate::peers::{self, MeasuredRow, Padding, PeerError, PeerKernel, PeerProblem};
 
@@ -53,7 +53,13 @@ pub enum CalError {
 
 /// Runs the model on every measured row of `dir` selected by `select(index)`, calling `each`
 /// after each row (for progress output).
-pub fn calibrate(dir: &Path, machine: &Machine, opts: &SimOptions, select: &dyn Fn(usize) -> bool, each: &mut dyn FnMut(usize, &CalRow)) -> Result<Vec<CalRow>, CalError> {
+pub fn calibrate(
+    dir: &Path,
+    machine: &Machine,
+    opts: &SimOptions,
+    select: &dyn Fn(usize) -> bool,
+    each: &mut dyn FnMut(usize, &CalRow),
+) -> Result<Vec<CalRow>, CalError> {
     let rows = peers::measured_rows(dir)?;
     let mut kernels: Vec<PeerKernel> = Vec::new();
     let mut out = Vec::new();
@@ -80,8 +86,13 @@ pub fn time_peer(kernel: &PeerKernel, m: u32, n: u32, k: u32, machine: &Machine,
     let problem = PeerProblem::generate(m, n, k, 1);
     let launch = peers::prepare(&mem, kernel, &problem, Padding::WholeTiles)?;
     drop(problem);
-    let r = simulate(&kernel.code_object, kernel.kernel(), &launch.config, &mem, machine, opts)
-        .map_err(|source| CalError::Launch { kernel: kernel.symbol.clone(), m, n, k, source })?;
+    let r = simulate(&kernel.code_object, kernel.kernel(), &launch.config, &mem, machine, opts).map_err(|source| CalError::Launch {
+        kernel: kernel.symbol.clone(),
+        m,
+        n,
+        k,
+        source,
+    })?;
     launch.free(&mem)?;
     Ok(r)
 }

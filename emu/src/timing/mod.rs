@@ -130,8 +130,17 @@ impl Stall {
     /// Number of reasons.
     pub const COUNT: usize = 9;
     /// All reasons in index order.
-    pub const ALL: [Stall; Stall::COUNT] =
-        [Stall::Vmcnt, Stall::Lgkmcnt, Stall::Barrier, Stall::MfmaDependency, Stall::MfmaPipe, Stall::VectorPort, Stall::IssueSlot, Stall::Nop, Stall::Dispatch];
+    pub const ALL: [Stall; Stall::COUNT] = [
+        Stall::Vmcnt,
+        Stall::Lgkmcnt,
+        Stall::Barrier,
+        Stall::MfmaDependency,
+        Stall::MfmaPipe,
+        Stall::VectorPort,
+        Stall::IssueSlot,
+        Stall::Nop,
+        Stall::Dispatch,
+    ];
 
     /// Short label.
     pub fn label(self) -> &'static str {
@@ -267,7 +276,14 @@ impl fmt::Display for TimingReport {
             self.workgroups_per_cu,
             if self.scope == Scope::OneXcd { format!(", {} simulated on one XCD", self.simulated_workgroups) } else { String::new() }
         )?;
-        writeln!(f, "  modelled time {:.2} µs, {:.1} TFLOPS, HBM {:.1} MB at {:.0} GB/s", self.seconds * 1e6, self.tflops(), self.hbm_bytes / 1e6, self.hbm_gbps())?;
+        writeln!(
+            f,
+            "  modelled time {:.2} µs, {:.1} TFLOPS, HBM {:.1} MB at {:.0} GB/s",
+            self.seconds * 1e6,
+            self.tflops(),
+            self.hbm_bytes / 1e6,
+            self.hbm_gbps()
+        )?;
         let b = &self.busy;
         writeln!(
             f,
@@ -301,15 +317,23 @@ impl fmt::Display for TimingReport {
 /// Runs `kernel` functionally on the emulator (tracing every wave) and models its time on
 /// `machine`. The launch's memory effects happen as with [`exec::launch`] (unless
 /// [`SimOptions::skip_mfma_math`], which leaves MFMA destinations unwritten).
-pub fn simulate(co: &CodeObject, kernel: &Kernel, cfg: &LaunchConfig, mem: &DeviceMemory, machine: &Machine, opts: &SimOptions) -> Result<TimingReport, LaunchError> {
+pub fn simulate(
+    co: &CodeObject,
+    kernel: &Kernel,
+    cfg: &LaunchConfig,
+    mem: &DeviceMemory,
+    machine: &Machine,
+    opts: &SimOptions,
+) -> Result<TimingReport, LaunchError> {
     let prep = exec::prepare(co, kernel, cfg, mem, &opts.checks)?;
     let program = prep.program.clone();
-    let statics: Vec<sim::Static> =
-        program.insts.iter().zip(&prep.plan.info).map(|(r, info)| sim::Static::of(r.as_ref().ok(), info, machine)).collect();
+    let statics: Vec<sim::Static> = program.insts.iter().zip(&prep.plan.info).map(|(r, info)| sim::Static::of(r.as_ref().ok(), info, machine)).collect();
     // Global (buffer/flat/global) atomics couple workgroups: see the trace provider below.
-    let sequential = program.insts.iter().zip(&prep.plan.info).any(|(r, info)| {
-        info.mem == crate::exec::checks::Mem::Vm && r.as_ref().is_ok_and(|i| i.op.name().contains("atomic"))
-    });
+    let sequential = program
+        .insts
+        .iter()
+        .zip(&prep.plan.info)
+        .any(|(r, info)| info.mem == crate::exec::checks::Mem::Vm && r.as_ref().is_ok_and(|i| i.op.name().contains("atomic")));
     let resources = crate::timing::bound::Resources::of(kernel, cfg.block, cfg.dynamic_lds_bytes);
     let n = prep.workgroups();
     let xcds = machine.xcds as u64;
@@ -410,12 +434,7 @@ pub fn simulate(co: &CodeObject, kernel: &Kernel, cfg: &LaunchConfig, mem: &Devi
     let top = sites
         .into_iter()
         .take(opts.top)
-        .map(|(i, cycles, reason)| StallSite {
-            pc: program.pcs[i],
-            text: program.insts[i].as_ref().map_or_else(|_| "?".into(), format_inst),
-            cycles,
-            reason,
-        })
+        .map(|(i, cycles, reason)| StallSite { pc: program.pcs[i], text: program.insts[i].as_ref().map_or_else(|_| "?".into(), format_inst), cycles, reason })
         .collect();
     Ok(TimingReport {
         machine: machine.name.to_string(),

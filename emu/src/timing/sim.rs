@@ -211,7 +211,16 @@ impl<'a> Sim<'a> {
             st,
             simds: (0..ncu * m.simds_per_cu as usize).map(|_| Simd { waves: Vec::new(), vec_free: 0, mfma_free: 0, next: NEVER }).collect(),
             cus: (0..ncu)
-                .map(|c| Cu { xcd: c / m.cus_per_xcd as usize, resident: 0, ta_free: 0.0, lds_free: 0, l1: SetAssoc::new(u64::from(m.l1_bytes), 16), rr: 0, busy_since: 0, busy: 0 })
+                .map(|c| Cu {
+                    xcd: c / m.cus_per_xcd as usize,
+                    resident: 0,
+                    ta_free: 0.0,
+                    lds_free: 0,
+                    l1: SetAssoc::new(u64::from(m.l1_bytes), 16),
+                    rr: 0,
+                    busy_since: 0,
+                    busy: 0,
+                })
                 .collect(),
             waves: Vec::new(),
             free_waves: Vec::new(),

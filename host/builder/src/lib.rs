@@ -34,7 +34,9 @@ pub const MARKER_PREFIX: &str = "__AMDGPU_KERNEL_ATTRS__";
 #[derive(Debug, thiserror::Error)]
 pub enum BuildError {
     /// A rustup component of the pinned toolchain is not installed.
-    #[error("the toolchain component `{component}` is missing ({missing} not found); install it with: rustup component add {component} --toolchain {toolchain}")]
+    #[error(
+        "the toolchain component `{component}` is missing ({missing} not found); install it with: rustup component add {component} --toolchain {toolchain}"
+    )]
     MissingComponent {
         /// Component name (`rust-src`, `llvm-tools`).
         component: &'static str,
@@ -205,9 +207,9 @@ impl KernelBuilder {
         let tools = Tools::locate()?;
         let out_dir = match &self.out_dir {
             Some(d) => d.clone(),
-            None => PathBuf::from(std::env::var_os("OUT_DIR").ok_or_else(|| {
-                BuildError::Ir("OUT_DIR is not set: call out_dir() outside a build script".into())
-            })?),
+            None => {
+                PathBuf::from(std::env::var_os("OUT_DIR").ok_or_else(|| BuildError::Ir("OUT_DIR is not set: call out_dir() outside a build script".into()))?)
+            }
         };
         let target_root = match &self.target_dir {
             Some(d) => d.clone(),
@@ -215,10 +217,7 @@ impl KernelBuilder {
         };
         std::fs::create_dir_all(&out_dir).map_err(io_err(&out_dir))?;
         let mut code_objects = Vec::new();
-        let mut rerun = vec![
-            self.crate_path.join("src"),
-            self.crate_path.join("Cargo.toml"),
-        ];
+        let mut rerun = vec![self.crate_path.join("src"), self.crate_path.join("Cargo.toml")];
         rerun.extend(self.shims.iter().cloned());
         rerun.extend(self.extra_watch.iter().cloned());
         for arch in &self.archs {
@@ -259,9 +258,21 @@ impl KernelBuilder {
                 || k.starts_with("CARGO_PROFILE_")
                 || matches!(
                     k.as_ref(),
-                    "RUSTFLAGS" | "RUSTC_WRAPPER" | "RUSTC_WORKSPACE_WRAPPER" | "TARGET" | "HOST" | "OUT_DIR"
-                        | "PROFILE" | "OPT_LEVEL" | "DEBUG" | "CARGO_MANIFEST_DIR" | "CARGO_MANIFEST_PATH"
-                        | "CARGO_PRIMARY_PACKAGE" | "CARGO_CRATE_NAME" | "RUSTDOC" | "RUSTC_LINKER"
+                    "RUSTFLAGS"
+                        | "RUSTC_WRAPPER"
+                        | "RUSTC_WORKSPACE_WRAPPER"
+                        | "TARGET"
+                        | "HOST"
+                        | "OUT_DIR"
+                        | "PROFILE"
+                        | "OPT_LEVEL"
+                        | "DEBUG"
+                        | "CARGO_MANIFEST_DIR"
+                        | "CARGO_MANIFEST_PATH"
+                        | "CARGO_PRIMARY_PACKAGE"
+                        | "CARGO_CRATE_NAME"
+                        | "RUSTDOC"
+                        | "RUSTC_LINKER"
                 )
             {
                 cmd.env_remove(&key);
@@ -282,11 +293,7 @@ impl KernelBuilder {
 /// The inner target directory: `<outer target dir>/amdgpu`, found by walking up from OUT_DIR to
 /// the directory cargo tags with CACHEDIR.TAG; `OUT_DIR/amdgpu` if there is none.
 fn default_target_dir(out_dir: &Path) -> PathBuf {
-    out_dir
-        .ancestors()
-        .find(|d| d.join("CACHEDIR.TAG").is_file())
-        .map(|d| d.join("amdgpu"))
-        .unwrap_or_else(|| out_dir.join("amdgpu"))
+    out_dir.ancestors().find(|d| d.join("CACHEDIR.TAG").is_file()).map(|d| d.join("amdgpu")).unwrap_or_else(|| out_dir.join("amdgpu"))
 }
 
 /// Compiles an LLVM IR file (plus optional IR shims) for `arch` into a code object at `out`
@@ -327,18 +334,12 @@ impl Tools {
         let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| OsString::from("rustc"));
         let cargo = PathBuf::from(std::env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo")));
         let run = |args: &[&str]| -> Result<String, BuildError> {
-            let out = Command::new(&rustc)
-                .args(args)
-                .output()
-                .map_err(|source| BuildError::Spawn { tool: rustc.to_string_lossy().into(), source })?;
+            let out = Command::new(&rustc).args(args).output().map_err(|source| BuildError::Spawn { tool: rustc.to_string_lossy().into(), source })?;
             Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
         };
         let sysroot = PathBuf::from(run(&["--print", "sysroot"])?);
         let toolchain = sysroot.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-        let host = run(&["-vV"])?
-            .lines()
-            .find_map(|l| l.strip_prefix("host: ").map(str::to_string))
-            .unwrap_or_else(|| "x86_64-unknown-linux-gnu".into());
+        let host = run(&["-vV"])?.lines().find_map(|l| l.strip_prefix("host: ").map(str::to_string)).unwrap_or_else(|| "x86_64-unknown-linux-gnu".into());
         let core_src = sysroot.join("lib/rustlib/src/rust/library/core/Cargo.toml");
         if !core_src.is_file() {
             return Err(BuildError::MissingComponent { component: "rust-src", missing: core_src, toolchain });
@@ -346,20 +347,13 @@ impl Tools {
         let bin = sysroot.join("lib/rustlib").join(&host).join("bin");
         let tool = |name: &str| -> Result<PathBuf, BuildError> {
             let p = bin.join(name);
-            if p.is_file() {
-                Ok(p)
-            } else {
-                Err(BuildError::MissingComponent { component: "llvm-tools", missing: p, toolchain: toolchain.clone() })
-            }
+            if p.is_file() { Ok(p) } else { Err(BuildError::MissingComponent { component: "llvm-tools", missing: p, toolchain: toolchain.clone() }) }
         };
         Ok(Tools { cargo, llc: tool("llc")?, llvm_link: tool("llvm-link")?, lld: tool("rust-lld")? })
     }
 
     fn run(&self, tool: &Path, args: &[&std::ffi::OsStr], arch: &str) -> Result<(), BuildError> {
-        let out = Command::new(tool)
-            .args(args)
-            .output()
-            .map_err(|source| BuildError::Spawn { tool: tool.display().to_string(), source })?;
+        let out = Command::new(tool).args(args).output().map_err(|source| BuildError::Spawn { tool: tool.display().to_string(), source })?;
         if !out.status.success() {
             return Err(BuildError::Tool {
                 tool: tool.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default(),
@@ -396,8 +390,7 @@ impl Tools {
             obj.as_os_str(),
         ];
         self.run(&self.llc, &llc_args, arch)?;
-        let lld_args: Vec<&std::ffi::OsStr> =
-            vec!["-flavor".as_ref(), "gnu".as_ref(), "-shared".as_ref(), obj.as_os_str(), "-o".as_ref(), out.as_os_str()];
+        let lld_args: Vec<&std::ffi::OsStr> = vec!["-flavor".as_ref(), "gnu".as_ref(), "-shared".as_ref(), obj.as_os_str(), "-o".as_ref(), out.as_os_str()];
         self.run(&self.lld, &lld_args, arch)
     }
 }
@@ -492,9 +485,7 @@ pub fn process_ir(ir: &str, launch_bounds: bool) -> Result<ProcessedIr, BuildErr
             kernarg_size = size;
         }
         // Attribute group.
-        let group_ref = new_line
-            .rfind(" #")
-            .and_then(|p| new_line[p + 2..].split_whitespace().next().and_then(|n| n.parse::<u32>().ok()).map(|n| (p, n)));
+        let group_ref = new_line.rfind(" #").and_then(|p| new_line[p + 2..].split_whitespace().next().and_then(|n| n.parse::<u32>().ok()).map(|n| (p, n)));
         let (pos, gnum) = group_ref.ok_or_else(|| BuildError::Ir(format!("kernel `{name}` has no attribute group")))?;
         let body = groups.get(&gnum).ok_or_else(|| BuildError::Ir(format!("kernel `{name}`: attribute group #{gnum} missing")))?;
         let mut attrs: Vec<String> = split_attrs(body)
@@ -524,10 +515,7 @@ pub fn process_ir(ir: &str, launch_bounds: bool) -> Result<ProcessedIr, BuildErr
         if let Some(p) = prologue {
             // Insert after the entry block's label, if it has one: either a bare
             // `label:` line or a `label:  ; preds = ...` line.
-            if i < lines.len()
-                && ((lines[i].ends_with(':') && !lines[i].starts_with(' '))
-                    || (lines[i].contains(':') && lines[i].contains("; preds")))
-            {
+            if i < lines.len() && ((lines[i].ends_with(':') && !lines[i].starts_with(' ')) || (lines[i].contains(':') && lines[i].contains("; preds"))) {
                 out.push(lines[i].clone());
                 i += 1;
             }
@@ -655,7 +643,9 @@ attributes #0 = { nounwind "amdgpu-agpr-alloc"="0" "target-cpu"="gfx942" "unifor
         assert!(!p.ir.contains(MARKER_PREFIX));
         assert!(!p.ir.contains("module asm"));
         assert!(!p.ir.contains("@llvm.used"));
-        assert!(p.ir.contains("define amdgpu_kernel void @k(ptr addrspace(4) noalias noundef readonly byref([24 x i8]) align 8 %args.kernarg) unnamed_addr #1 {"));
+        assert!(
+            p.ir.contains("define amdgpu_kernel void @k(ptr addrspace(4) noalias noundef readonly byref([24 x i8]) align 8 %args.kernarg) unnamed_addr #1 {")
+        );
         assert!(p.ir.contains("start:\n  %args = addrspacecast ptr addrspace(4) %args.kernarg to ptr\n"));
         let g1 = p.ir.lines().find(|l| l.starts_with("attributes #1")).unwrap();
         assert!(g1.contains("\"amdgpu-flat-work-group-size\"=\"128,128\""));
