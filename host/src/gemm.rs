@@ -340,12 +340,44 @@ pub fn fp8_gemm_nt_with_workspace<'a, F: Fp8Format>(
     dense(stream, a.into(), b.into(), d, WorkspaceSource::Explicit(workspace))
 }
 
-/// Where a dense launch's split-K workspace comes from.
-enum WorkspaceSource<'w> {
-    /// The stream's (a shortfall falls back to a config that fits, reported).
+/// Where a launch's split-K / stream-K workspace comes from (dense and m-grouped masked).
+pub(crate) enum WorkspaceSource<'w> {
+    /// The stream's (a shortfall falls back to a config that fits, reported; a forced split
+    /// that does not fit is an error).
     Stream,
     /// The caller's (a shortfall is an error).
     Explicit(&'w mut Workspace),
+}
+
+impl WorkspaceSource<'_> {
+    /// The workspace of a launch on `stream` and its config: `choose(available)` gets the
+    /// stream workspace's length (clamped to what the kernels' 32-bit byte offsets address),
+    /// or no limit for the caller's workspace (whose owner must be the stream's context).
+    /// Returns the workspace's device address, the config and its workspace limit, after
+    /// checking that the config's need fits (else [`Error::Workspace`] naming the source).
+    pub(crate) fn resolve(
+        self,
+        stream: &Stream,
+        choose: impl Fn(u64) -> Result<(GemmConfig, Option<config::WorkspaceLimit>)>,
+    ) -> Result<(u64, GemmConfig, Option<config::WorkspaceLimit>)> {
+        // The kernels address the workspace with 32-bit byte offsets.
+        let addressable = tile::MAX_TENSOR_BYTES / 4 - 1;
+        let (ptr, len, arg, (cfg, limit)) = match self {
+            WorkspaceSource::Stream => {
+                let (ptr, len) = stream.workspace().map_or((0, 0), |w| (w.device_ptr().addr(), w.len() as u64));
+                (ptr, len, "the stream's workspace", choose(len.min(addressable))?)
+            }
+            WorkspaceSource::Explicit(w) => {
+                stream.context().check_owner("workspace", w.owner())?;
+                (w.device_ptr().addr(), w.len() as u64, "workspace", (choose(u64::MAX)?.0, None))
+            }
+        };
+        let needed = cfg.workspace_floats();
+        if needed > len.min(addressable) {
+            return Err(Error::Workspace { arg, needed, available: len });
+        }
+        Ok((ptr, cfg, limit))
+    }
 }
 
 fn dense<'a, F: Fp8Format>(
@@ -404,24 +436,9 @@ fn dense<'a, F: Fp8Format>(
     // The config: the bs kernels for pre-shuffled B, the logical kernels otherwise.
     let choose = |available: u64| {
         if preshuffled { config::get_bs_config_for_workspace(&desc, available) } else { config::get_config_for_workspace(&desc, available) }
+            .map_err(|e| Error::Unsupported(e.to_string()))
     };
-    // The kernels address the workspace with 32-bit byte offsets.
-    let addressable = tile::MAX_TENSOR_BYTES / 4 - 1;
-    let (ws_ptr, ws_len, ws_arg, (cfg, workspace_limit)) = match ws {
-        WorkspaceSource::Stream => {
-            let (ptr, len) = stream.workspace().map_or((0, 0), |w| (w.device_ptr().addr(), w.len() as u64));
-            (ptr, len, "the stream's workspace", choose(len.min(addressable)).map_err(|e| Error::Unsupported(e.to_string()))?)
-        }
-        WorkspaceSource::Explicit(w) => {
-            ctx.check_owner("workspace", w.owner())?;
-            let (ptr, len) = (w.device_ptr().addr(), w.len() as u64);
-            (ptr, len, "workspace", (choose(u64::MAX).map_err(|e| Error::Unsupported(e.to_string()))?.0, None))
-        }
-    };
-    let needed = cfg.workspace_floats();
-    if needed > ws_len.min(addressable) {
-        return Err(Error::Workspace { arg: ws_arg, needed, available: ws_len });
-    }
+    let (ws_ptr, cfg, workspace_limit) = ws.resolve(stream, choose)?;
     let (a_ptr, b_ptr, sfa, sfb) = (a.data.device_ptr(), b.data.device_ptr(), a.scales.device_ptr(), b.scales.device_ptr());
     let d_ptr = GlobalPtr::new(d.data.device_ptr().addr());
     let (m, n, k, lda, ldd) = (m as u32, n as u32, k as u32, a.lda as u32, d.ldd as u32);
@@ -450,8 +467,8 @@ fn dense<'a, F: Fp8Format>(
         };
         // SAFETY: as for the split-K launch below: the operands as for the non-split launch (B
         // pre-shuffled, ⌈n/16⌉·16·k bytes checked above, for the bs stream-K kernels), and
-        // `ws_ptr` addresses at least `needed` = StreamKSchedule::workspace_floats(…) f32
-        // (checked above, below 2^31 bytes) kept live by its source and used by no other launch
+        // `ws_ptr` addresses at least the config's need = StreamKSchedule::workspace_floats(…) f32
+        // (checked by WorkspaceSource::resolve, below 2^31 bytes) kept live by its source and used by no other launch
         // until this one completes; its counters (the fixed region at its start, where no
         // partial sum is ever written) are 0 at launch and re-armed by every completed launch.
         unsafe { stream.launch(spec, [cfg.grid, 1, 1], cfg.lds_bytes, &args)? };
@@ -466,7 +483,7 @@ fn dense<'a, F: Fp8Format>(
             return Err(Error::Unsupported(format!("configuration {cfg}: split-K launches have at most {} output tiles", tile::SPLITK_MAX_TILES)));
         }
         // SAFETY: as for the non-split launch below, plus the workspace: `ws_ptr` addresses at
-        // least `needed` = tile::splitk_workspace_floats(…) f32 (checked above) that the source
+        // least the config's need = tile::splitk_workspace_floats(…) f32 (checked by WorkspaceSource::resolve) that the source
         // keeps live — the stream owns its workspace; an explicit one is borrowed mutably for
         // the call and, by this function's contract, not used by another launch until this one
         // completes. Its counters are 0 at launch: they live in the fixed region at its start

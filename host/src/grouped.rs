@@ -60,7 +60,7 @@ use fp8gemm_device::tile;
 use crate::config::{self, GemmDesc};
 use crate::error::{Error, Result};
 use crate::fp8::Fp8Format;
-use crate::gemm::{GemmRun, check_format, check_nk, check_tensor_bytes};
+use crate::gemm::{GemmRun, WorkspaceSource, check_format, check_nk, check_tensor_bytes};
 use crate::layout::{PRESHUFFLE_ROWS, WeightLayout};
 use crate::quant::{GroupedQuantizedWeights, QuantizedWeights, blocks};
 use crate::runtime::{Context, DeviceBuffer, Stream};
@@ -545,15 +545,6 @@ pub fn m_grouped_fp8_gemm_nt_masked_with_workspace<'a, F: Fp8Format>(
     masked(stream, a.into(), b.into(), d, masked_m.into(), expected_m, WorkspaceSource::Explicit(workspace))
 }
 
-/// Where a masked launch's split-K workspace comes from.
-enum WorkspaceSource<'w> {
-    /// The stream's (a shortfall falls back to a config that fits, reported; a forced split
-    /// that does not fit is an error).
-    Stream,
-    /// The caller's (a shortfall is an error).
-    Explicit(&'w mut Workspace),
-}
-
 fn masked<'a, F: Fp8Format>(
     stream: &Stream,
     a: ActivationsView<'a, F>,
@@ -594,25 +585,10 @@ fn masked<'a, F: Fp8Format>(
     let desc = GemmDesc::m_grouped_masked(m32, n as u32, k as u32, g32, expected, ctx.arch()).with_cus(ctx.compute_units());
     if b.layout == WeightLayout::Preshuffled {
         // The bs kernels: maybe split-K (masked only), with the stream's workspace or the
-        // caller's. The kernels address the workspace with 32-bit byte offsets.
-        let addressable = tile::MAX_TENSOR_BYTES / 4 - 1;
+        // caller's (checked to hold the config's need, which is 0 unsplit).
         let choose = |available: u64| config::get_grouped_bs_config_for_workspace(&desc, available).map_err(|e| Error::Unsupported(e.to_string()));
-        let (ws_ptr, ws_len, ws_arg, (cfg, workspace_limit)) = match ws {
-            WorkspaceSource::Stream => {
-                let (ptr, len) = stream.workspace().map_or((0, 0), |w| (w.device_ptr().addr(), w.len() as u64));
-                (ptr, len, "the stream's workspace", choose(len.min(addressable))?)
-            }
-            WorkspaceSource::Explicit(w) => {
-                ctx.check_owner("workspace", w.owner())?;
-                let (ptr, len) = (w.device_ptr().addr(), w.len() as u64);
-                (ptr, len, "workspace", (choose(u64::MAX)?.0, None))
-            }
-        };
+        let (ws_ptr, cfg, workspace_limit) = ws.resolve(stream, choose)?;
         if cfg.splits > 1 {
-            let needed = cfg.workspace_floats();
-            if needed > ws_len.min(addressable) {
-                return Err(Error::Workspace { arg: ws_arg, needed, available: ws_len });
-            }
             let spec = config::masked_splitk_bs_kernel_spec(&cfg)
                 .ok_or_else(|| Error::Unsupported(format!("configuration {cfg} has no m-grouped masked split-K kernel")))?;
             let args = MGroupedMaskedSplitKArgs {
@@ -631,7 +607,7 @@ fn masked<'a, F: Fp8Format>(
                 reserved: 0,
             };
             // SAFETY: the operands as for the unsplit launch below; plus the workspace: `ws_ptr`
-            // addresses at least `needed` = tile::splitk_workspace_floats(…) f32 (checked above,
+            // addresses at least the config's need = tile::splitk_workspace_floats(…) f32 (checked by WorkspaceSource::resolve,
             // below 2^31 bytes) that the source keeps live — the stream owns its workspace and
             // runs its launches in order; an explicit one is borrowed mutably for the call and,
             // by the function's contract, not used by another launch until this one completes.
