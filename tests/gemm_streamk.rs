@@ -42,13 +42,7 @@ fn every_tile_and_schedule_matches_both_references_and_the_data_parallel_kernel(
                 assert_eq!(sk, StreamK { tiles, nkb, dp_tiles: dp, sk_wgs: g }, "{what}");
                 assert!(cfg.kernel.starts_with("fp8_gemm_nt_streamk_"), "{what}: {}", cfg.kernel);
                 assert_eq!((cfg.block_m, cfg.block_n, cfg.grid), (tile.0, tile.1, dp + g), "{what}");
-                assert_accurate(&what, &c, &got);
-                // The data-parallel kernel's result up to the summation order — exactly when no
-                // tile is split.
-                assert_elementwise(&format!("{what} vs data-parallel"), &got, &dp_ref);
-                if all_whole(&sk.schedule().unwrap()) {
-                    assert!(got.iter().zip(&dp_ref).all(|(x, y)| x.to_bits() == y.to_bits()), "{what}: whole tiles only, must be bit-identical");
-                }
+                assert_stream_k_result(&what, &c, &got, &dp_ref, all_whole(&sk.schedule().unwrap()));
             }
         }
     }

@@ -58,13 +58,7 @@ fn every_bs_tile_and_schedule_matches_both_references_and_the_data_parallel_kern
                 assert_eq!(cfg.kernel, format!("fp8_gemm_nt_streamk_bs_bm{}_bn128", tile.0), "{what}");
                 assert_eq!((cfg.block_m, cfg.block_n, cfg.grid), (tile.0, tile.1, dp + g), "{what}");
                 assert_eq!(cfg.workspace_floats(), sk.schedule().unwrap().workspace_floats(tile.0, tile.1), "{what}");
-                assert_accurate(&what, &c, &got);
-                // The data-parallel bs kernel's result up to the summation order — exactly when
-                // no tile is split.
-                assert_elementwise(&format!("{what} vs data-parallel"), &got, &dp_ref);
-                if all_whole(&sk.schedule().unwrap()) {
-                    assert!(got.iter().zip(&dp_ref).all(|(x, y)| x.to_bits() == y.to_bits()), "{what}: whole tiles only, must be bit-identical");
-                }
+                assert_stream_k_result(&what, &c, &got, &dp_ref, all_whole(&sk.schedule().unwrap()));
             }
         }
     }

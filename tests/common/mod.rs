@@ -192,3 +192,14 @@ pub fn stream_k_test_schedules(tiles: u32, nkb: u32) -> Vec<(u32, u32)> {
     schedules.dedup();
     schedules
 }
+
+/// A stream-K result `got` against both CPU references ([`assert_accurate`]) and the
+/// data-parallel kernel's `dp_ref`: element-wise up to the summation order, and bit for bit
+/// when `whole` (no tile split, [`all_whole`]).
+pub fn assert_stream_k_result(what: &str, c: &Case, got: &[bf16], dp_ref: &[bf16], whole: bool) {
+    assert_accurate(what, c, got);
+    assert_elementwise(&format!("{what} vs data-parallel"), got, dp_ref);
+    if whole {
+        assert!(got.iter().zip(dp_ref).all(|(x, y)| x.to_bits() == y.to_bits()), "{what}: whole tiles only, must be bit-identical");
+    }
+}
