@@ -98,7 +98,8 @@ fn bs_config_choice() {
     // baseline by 8 %, config::get_bs_config_for_workspace): 1856×2048×7168 (928 tiles of
     // 32 × 128; modelled MI325X 74.4 µs, 89.2 data-parallel 64-row) runs the bs stream-K kernel
     // with a head of whole waves.
-    for (m, n, k) in [(1856u32, 2048u32, 7168u32)] {
+    {
+        let (m, n, k) = (1856u32, 2048u32, 7168u32);
         let cfg = get_bs_config(&GemmDesc::dense(m, n, k, arch)).unwrap();
         let sk = cfg.stream_k.unwrap_or_else(|| panic!("{m}x{n}x{k}: {cfg}"));
         assert_eq!(cfg.kernel, format!("fp8_gemm_nt_streamk_bs_bm{}_bn128", cfg.block_m), "{m}x{n}x{k}");
