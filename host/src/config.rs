@@ -2773,6 +2773,37 @@ mod tests {
     }
 
     #[test]
+    fn bs_pipe_rule_takes_the_128_row_kernel_where_its_rounds_win() {
+        let rule = |m: u32, n: u32, k: u32| {
+            let t = |bm: u32| u64::from(m.div_ceil(bm)) * u64::from(n.div_ceil(128));
+            let base = bs_tile_rule(t(32), t(64), 304);
+            bs_pipe_rule(m, n, k / 128, 304, base).map(|p| tile::DENSE_BS_PIPE_TILES[p].block_m)
+        };
+        let close = |a: f64, b: f64| assert!((a - b).abs() < 1e-9, "{a} vs {b}");
+        // Its estimate: one round alone or shared at 1.22 µs per block per round.
+        close(bs_pipe_round_estimate(BS_PIPE128, 240, 304), 1.22);
+        close(bs_pipe_round_estimate(BS_PIPE128, 512, 304), 2.0 * 1.22);
+        close(bs_pipe_estimate(BS_PIPE128, 14336, 2048, 56, 304), 6.0 * 1.22 * 56.0);
+        // Modelled MI325X, µs: 1856×2048×7168 70.2 (stream-K 32×128 74.4), 2048×2048×7168 70.1
+        // (64 rows 80.5), 4096×2048×7168 138.8 (48 rows 146.4: 3 rounds × 0.87 against 2 ×
+        // 1.22), 14336×2048×7168 411.5 (48 rows 454.4: 8 rounds ranked at 1.01 against 6 × 1.22);
+        // MI300X 4096×7168×2048 162.3 (48 rows 173.3).
+        for (m, n, k) in [(1856u32, 2048u32, 7168u32), (2048, 2048, 7168), (4096, 2048, 7168), (14336, 2048, 7168), (4096, 7168, 2048)] {
+            assert_eq!(rule(m, n, k), Some(128), "{m}x{n}x{k}");
+        }
+        // Not where one 128-row round is alone against a faster smaller tile (1024×2048×7168:
+        // 64 rows 40.5, 128 rows 70.1), where the 48-row kernel's rounds are still the cheaper
+        // (6144×2048×7168: 4 × 0.87 against 3 × 1.22; 10240×2048×7168: 6 × 1.01 against 5 ×
+        // 1.22), nor for B beyond the L2 (the many-tiles regime's limit).
+        assert_eq!(rule(1024, 2048, 7168), Some(64));
+        assert_eq!(rule(6144, 2048, 7168), Some(48));
+        assert_eq!(rule(10240, 2048, 7168), Some(48));
+        assert_eq!(rule(4096, 7168, 16384), None);
+        // A forced 128 × 128 tile runs this kernel, unsplit.
+        assert_eq!(bs_kernel(2, 512, 304), tile::DENSE_BS_PIPE_BM128);
+    }
+
+    #[test]
     fn split_k_model_numbers_by_hand() {
         // 64 × 2112 × 7168 on 64 × 64: 33 tiles, 56 blocks. 8 splits: 264 workgroups in one
         // round on 304 CUs, one per CU, 7 blocks each, plus the hand-off and the reduction of
