@@ -143,7 +143,8 @@
 //! MI300X: 4096×2112×7168 32 rows 172.59 µs → 48 / 64 / 80 rows 147.41 / 158.01 / 152.03;
 //! 128×24576×1536 21.84 → 20.45 (48); 256×7168×2048 19.90 → 18.01 (64). The 128-row tile on
 //! this loop (`FM` = 8) was tried: 512 registers with 4–24 spilled, 1024×2048×7168 88 µs,
-//! 4096×2048×7168 174 µs (old loop: 101.9 / 202.0): not shipped.
+//! 4096×2048×7168 174 µs (old loop: 101.9 / 202.0): not shipped; the 128-row tile now has its
+//! own loop, [`crate::mainloop_bs128`] (340 registers, 4096×2048×7168 138.8 µs).
 //!
 //! Several rounds of the 48-row kernel (two per CU), modelled µs, before (main's choice) →
 //! after: MI325X 4096×2048×7168 161.8 (32) → 146.4, 6144×2048×7168 240.1 (32) → 203.3,

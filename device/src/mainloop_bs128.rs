@@ -56,6 +56,24 @@
 //! | *48-row pipelined kernel, two per CU (main's choice)* | *250* | *0* | *146.42* |
 //! | *AMD's `BpreShuffle_128x128` on the same model (measured 130.20)* | *512* | | *137.32* |
 //!
+//! The shipped kernel against the host's choice before it (modelled µs; *AMD's asm kernels,
+//! measured on MI325X*, `shared/peers/measured_mi325x.csv`):
+//!
+//! | shape | before (main's choice) | 128-row pipelined | *AMD, measured* |
+//! |---|---|---|---|
+//! | MI325X 1024×2048×7168 (128 tiles, alone) | **40.47** (64 rows) | 70.08 | *39.54 (64)* |
+//! | MI325X 1856×2048×7168 | 74.4 (stream-K 32 rows) | **70.16** | *68.32 (128)* |
+//! | MI325X 2048×2048×7168 | 80.45 (64 rows) | **70.09** | *70.19 (128)* |
+//! | MI325X 4096×2048×7168 (2 rounds) | 146.42 (48 rows) | **138.77** | *130.20 (128)* |
+//! | MI325X 14336×2048×7168 (6 rounds) | 454.42 (48 rows) | **411.48** | *391.91 (128)* |
+//! | MI300X 4096×7168×2048 (16 blocks) | 173.28 (48 rows) | **162.33** | *AITER CK (`shared/reference/deepgemm.md`): 833 TFLOPS = 144.4* |
+//! | MI300X 4096×2112×7168 | 146.21 (48 rows; stream-K 32 rows 162.1 before that) | **138.81** | |
+//!
+//! The host takes it (`fp8gemm::config::bs_pipe_rule`) where its rounds (1.22 µs per block
+//! and round, fitted on the runs above) beat the other pipelined tiles' and the base choice's
+//! estimates; a forced `128x128` tile runs it unsplit (`config::bs_kernel`). Not done: the
+//! m-grouped contiguous / masked twins (`grouped_pipe`), split-K and stream-K on this loop.
+//!
 //! Block time, the issue budget: 64 MFMAs × 16 cycles = 1024 cycles per block and wave; the
 //! shipped loop issues ≈ 250 instructions per block (64 MFMAs, 64 `v_accvgpr_read_b32`, 32
 //! `v_pk_fma_f32`/`v_fma_f32`, 16 `ds_read_b128`, 8 + 3 buffer loads, 4 `ds_write_b128`, 4
