@@ -1357,7 +1357,7 @@ fn bs_base_estimate(i: usize, tiles32: u64, tiles64: u64, cus: u64) -> f64 {
 /// that is below the base's estimate (`bs_base_estimate`; the 48-row kernel over several rounds:
 /// `BS_PIPE48_ROUNDS_US` per round), from [`BS_PIPE_MIN_BLOCKS`] blocks on; from
 /// [`BS_BM64_TILES_PER_CU`] 64-row tiles per CU (the two-per-CU 64-row kernel's regime) only the
-/// 48-row kernel or the 128-row one (ranked with [`BS_PIPE48_MANY_ROUNDS_US`]) and only up to
+/// 48-row kernel or the 128-row one (ranked with `BS_PIPE48_MANY_ROUNDS_US`) and only up to
 /// [`BS_PIPE48_MAX_B_BYTES`] of B; above 64 rows (a single row of tiles: modelled MI300X 64×24576×1536,
 /// 12 blocks, 17.67 µs with the 32-row tile, 18.21 pipelined 64-row; the estimate there said
 /// otherwise). Modelled effect (MI325X; before → after, µs): 640×2048×7168 50.8
