@@ -151,12 +151,12 @@ const AITER_MI300X: [((usize, usize, usize), f64); 6] = [
 ];
 
 /// DeepSeek-V3's dense (N, K) pairs (DeepGEMM's benchmark shapes).
-const DEEPSEEK_NK: [(usize, usize); 6] = [(2112, 7168), (24576, 1536), (32768, 512), (7168, 16384), (4096, 7168), (7168, 2048)];
+pub(crate) const DEEPSEEK_NK: [(usize, usize); 6] = [(2112, 7168), (24576, 1536), (32768, 512), (7168, 16384), (4096, 7168), (7168, 2048)];
 
 /// One measured row: kernel (short name), M, N, K, µs, TFLOPS.
-type Measured = (String, usize, usize, usize, f64, f64);
+pub(crate) type Measured = (String, usize, usize, usize, f64, f64);
 
-fn peers_rows(dir: &Path) -> Result<Vec<Measured>, String> {
+pub(crate) fn peers_rows(dir: &Path) -> Result<Vec<Measured>, String> {
     let path = dir.join("measured_mi325x.csv");
     let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut out = Vec::new();

@@ -10,6 +10,7 @@ mod kgrouped;
 mod operands;
 mod profile;
 mod tune;
+mod tune_bs;
 
 use clap::{Parser, Subcommand};
 use fp8gemm::codeobj::{self, Arch};
@@ -186,6 +187,21 @@ enum Command {
         /// Skip the largest problems (quick look).
         #[arg(long)]
         quick: bool,
+        /// Write the bs table instead (`host/tuned/gfx942_bs.csv`: B pre-shuffled, dense; every
+        /// candidate tile / split-K / stream-K config of each problem against the rules' own
+        /// choice, on the machine of `compare`'s set: deepseek MI300X, peers MI325X; `--machine`
+        /// and `--scope` do not apply).
+        #[arg(long)]
+        bs: bool,
+        /// With `--bs`: which problems.
+        #[arg(long, value_enum, default_value = "deepseek")]
+        set: tune_bs::BsSet,
+        /// With `--bs --set peers|all`: the peers directory (default: $FP8GEMM_PEERS_DIR).
+        #[arg(long)]
+        peers: Option<std::path::PathBuf>,
+        /// With `--bs`: only problems of at most this many rows.
+        #[arg(long)]
+        max_m: Option<usize>,
     },
     /// Our kernels (as the library chooses them), *modelled* by the timing model, beside other
     /// implementations' numbers: AMD's asm kernels measured on MI325X (`peers`), AITER's CK
@@ -260,7 +276,8 @@ fn run(cli: Cli) -> Result<(), String> {
             check_dense_sizes(m, n, k)?;
             gemm::bench_dense(m, n, k, iters)
         }
-        Command::Tune { machine, scope, out, quick } => {
+        Command::Tune { bs: true, set, peers, out, max_m, .. } => tune_bs::run(set, peers, out, max_m),
+        Command::Tune { machine, scope, out, quick, .. } => {
             let (m, o) = profile::machine_and_options(&machine, scope)?;
             tune::run(m, o, out, quick)
         }

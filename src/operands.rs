@@ -56,8 +56,13 @@ impl Operands {
     /// With `FP8GEMM_PRESHUFFLED=1` the weights (dense and grouped) are allocated in the
     /// pre-shuffled layout, so the entry points run their bs kernels.
     pub fn new(ctx: &Context, p: Problem) -> Result<Operands> {
-        let ((n, k), rows) = (p.nk(), p.rows());
         let layout = if crate::gemm::preshuffled() { WeightLayout::Preshuffled } else { WeightLayout::Logical };
+        Self::with_layout(ctx, p, layout)
+    }
+
+    /// As [`Self::new`] with the weights in `layout`.
+    pub fn with_layout(ctx: &Context, p: Problem, layout: WeightLayout) -> Result<Operands> {
+        let ((n, k), rows) = (p.nk(), p.rows());
         let b = match p {
             Problem::Dense { .. } => Weights::Dense(DeviceWeights::alloc_with_layout(ctx, n, k, layout)?),
             Problem::Contiguous { groups, rows: r, .. } => {

@@ -354,6 +354,8 @@ struct Candidate {
 /// uses the gfx942 figures (a documented approximation, printed with the config).
 const TUNED_GFX942: &str = include_str!("../tuned/gfx942.csv");
 
+pub mod bs_table;
+
 /// One `best` row of the tuned table: the fastest modelled tile of one problem.
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct TunedBest {
@@ -908,6 +910,8 @@ enum Choice {
     /// The m-grouped bs rule's tile, then the masked split-K estimate over this many working
     /// tiles (from `expected_m`).
     GroupedBsSplit(u64, u64, u64),
+    /// The bs tuned table's row: its modelled µs, the rules' modelled µs, its forcing.
+    BsTable(f64, f64, bs_table::BsForcing),
     Table(f64),
     /// The table's split row (µs) beat its best unsplit row (µs).
     TableSplit(f64, f64),
@@ -1194,6 +1198,9 @@ fn print_once(desc: &GemmDesc, config: &GemmConfig, why: Choice, limited: Option
             Choice::GroupedBsSplit(r32, r64, w) => format!(
                 "pre-shuffled B: m-grouped bs rule (rows on the busiest CU: {r32} with 32-row tiles, {r64} with 64-row tiles), then masked split-K {} by the bs split estimate over {w} working tiles (from expected_m)",
                 config.splits
+            ),
+            Choice::BsTable(us, rule_us, f) => format!(
+                "pre-shuffled B: bs tuned table (host/tuned/gfx942_bs.csv): {f} at {us:.2} µs modelled, the rules' choice {rule_us:.2} µs modelled"
             ),
             Choice::Table(us) => format!("tuned table: fastest config for this problem, {us:.2} µs modelled"),
             Choice::TableSplit(us, unsplit) => {
@@ -1575,15 +1582,57 @@ pub fn get_bs_config(desc: &GemmDesc) -> Result<GemmConfig, ConfigError> {
 /// tile per CU: split-K 32×128 / 4, `bs_split_estimate`) this does not touch (the same forced
 /// config under `fp8gemm profile --scope full` is 60.12; not investigated). Whole tables:
 /// `docs/perf/compare_preshuffled_streamk.txt`.
+///
+/// **Tuned table** (`host/tuned/gfx942_bs.csv`, [`bs_table`]): with nothing forced, a problem
+/// with a row there (same shape and CU count) gets the row's config, replayed through the
+/// forced paths above; if its workspace does not fit `available`, the rules choose among what
+/// fits and the row's config is reported as the preferred one ([`WorkspaceLimit`]).
 pub fn get_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(GemmConfig, Option<WorkspaceLimit>), ConfigError> {
     validate(desc)?;
     if desc.kind != GemmKind::Dense {
         return Err(ConfigError::NoKernel { kind: desc.kind, arch: desc.arch });
     }
+    get_bs_config_with_table(desc, available, bs_table::table()?)
+}
+
+/// [`get_bs_config_for_workspace`] with the bs tuned table `rows`.
+fn get_bs_config_with_table(desc: &GemmDesc, available: u64, rows: &[bs_table::BsRow]) -> Result<(GemmConfig, Option<WorkspaceLimit>), ConfigError> {
+    let forced = (forced_tile()?, forced_split()?, forced_stream_k()?);
+    let row = match forced {
+        (None, None, None) => bs_table::lookup(rows, desc),
+        _ => None,
+    };
+    let (config, why, limited) = match row {
+        Some(row) => {
+            let f = row.forcing;
+            let replay = (Some(f.tile), Some(f.splits), f.stream_k);
+            let (tabled, _, _) = bs_choose(desc, u64::MAX, replay)
+                .map_err(|e| ConfigError::Tuned(format!("bs table row {} for {}x{}x{} does not resolve: {e}", f, desc.m, desc.n, desc.k)))?;
+            if tabled.workspace_floats() <= available {
+                (tabled, Choice::BsTable(row.us, row.rule_us, f), None)
+            } else {
+                let (config, why, _) = bs_choose(desc, available, (None, None, None))?;
+                (config, why, Some(WorkspaceLimit { needed: tabled.workspace_floats(), preferred: tabled, available }))
+            }
+        }
+        None => bs_choose(desc, available, forced)?,
+    };
+    print_once(desc, &config, why, limited.as_ref());
+    Ok((config, limited))
+}
+
+/// The bs choice of [`get_bs_config_for_workspace`] with the forcing `(tile, splits, stream-K)`
+/// given (from the thread / environment, or a tuned row's): the config, why, and the workspace
+/// limit it met.
+fn bs_choose(
+    desc: &GemmDesc,
+    available: u64,
+    forced: (Option<(u32, u32)>, Option<u32>, Option<ForcedStreamK>),
+) -> Result<(GemmConfig, Choice, Option<WorkspaceLimit>), ConfigError> {
     // The device's own CU count (GemmDesc::with_cus), not the architecture's.
     let spec = ArchSpec { cus: desc.cus.max(1), ..arch_spec(desc.arch) };
     let nkb = desc.k / tile::SCALE_BLOCK_K;
-    let (forced_t, forced_s, forced_sk) = (forced_tile()?, forced_split()?, forced_stream_k()?);
+    let (forced_t, forced_s, forced_sk) = forced;
     if forced_s == Some(0) {
         return Err(ConfigError::ForcedSplit { splits: "0".into(), expected: "at least 1".into() });
     }
@@ -1604,9 +1653,7 @@ pub fn get_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(G
                 expected: format!("a bs stream-K tile: 32x128 or 64x128 (no stream-K kernel for the pre-shuffled {bm}x{bn} tile)"),
             });
         }
-        let config = bs_pipe_config(desc, &spec, *t)?;
-        print_once(desc, &config, Choice::Forced, None);
-        return Ok((config, None));
+        return Ok((bs_pipe_config(desc, &spec, *t)?, Choice::Forced, None));
     }
     let forced_i = match forced_t {
         Some((bm, bn)) => Some(tile::DENSE_BS_TILES.iter().position(|t| (t.block_m, t.block_n) == (bm, bn)).ok_or_else(|| ConfigError::ForcedTile {
@@ -1770,8 +1817,7 @@ pub fn get_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(G
             }
         }
     };
-    print_once(desc, &config, why, limited.as_ref());
-    Ok((config, limited))
+    Ok((config, why, limited))
 }
 
 /// Workgroups per CU of the bs kernels of [`tile::DENSE_BS_TILES`] (32 / 64 / 128 rows: 3 / 2 /
