@@ -820,3 +820,34 @@ fn bs_streamk_kernels_meet_the_resource_goals() {
         }
     }
 }
+
+#[test]
+fn the_128_row_pipelined_bs_kernel_keeps_its_registers_and_its_issue_budget() {
+    // fp8gemm_device::mainloop_bs128: 0 spills / 0 scratch (common goals), one wave per SIMD,
+    // 36 KiB of LDS; its registers stay well below the 512 of the first attempts (340 with the
+    // loop without exits; 488–512 with an exit after every step), and its main loop (one trip =
+    // 4 blocks of 64 16x16x32 FP8 MFMAs) has none of the `v_accvgpr_write_b32` copies that
+    // the accumulators cost in every block with exits (32 per block), at most one
+    // `v_accvgpr_read_b32` per MFMA (the partial sums' promotion) and at most ~4 instructions
+    // per MFMA in all (the issue budget: 3 others fit under one MFMA per wave).
+    use fp8gemm_device::tile::DENSE_BS_PIPE_BM128;
+    for (arch, bytes) in [("gfx942", fp8gemm::codeobj::GFX942), ("gfx950", fp8gemm::codeobj::GFX950)] {
+        let co = CodeObject::parse(bytes).expect("code object parses");
+        let what = format!("{arch} {}", DENSE_BS_PIPE_BM128.name);
+        let k = co.kernel(DENSE_BS_PIPE_BM128.name).unwrap_or_else(|| panic!("{what} missing"));
+        let (regs, waves) = common_resource_goals(&what, &k.meta);
+        assert!(regs <= 384 && waves == 1, "{what}: {regs} registers ({} AGPRs), {waves} waves/SIMD", k.meta.agpr_count);
+        assert_eq!(DENSE_BS_PIPE_BM128.lds_bytes(), fp8gemm_device::tile::bs_pipe_lds_bytes(128), "{what}");
+        if arch == "gfx942" {
+            let body = main_loop(&co, DENSE_BS_PIPE_BM128.name);
+            let count = |name: &str| body.iter().filter(|i| i.op.name() == name).count();
+            let mfma = body.iter().filter(|i| amdgpu_emu::decode::is_mai(i.op)).count();
+            assert_eq!((mfma, count("v_mfma_f32_16x16x32_fp8_fp8")), (4 * 64, 4 * 64), "{what}: one trip = 4 blocks");
+            assert_eq!(count("v_accvgpr_write_b32"), 0, "{what}: accumulator copies through AGPRs in the loop");
+            assert!(count("v_accvgpr_read_b32") <= mfma, "{what}: {} AGPR reads", count("v_accvgpr_read_b32"));
+            assert_eq!(count("s_barrier"), 4, "{what}: one barrier per block");
+            assert!(body.len() <= 4 * mfma + 16, "{what}: {} instructions for {mfma} MFMAs", body.len());
+            eprintln!("{what}: {regs} registers ({} AGPRs), {} loop instructions for {mfma} MFMAs", k.meta.agpr_count, body.len());
+        }
+    }
+}

@@ -42,10 +42,10 @@ fn every_bs_tile_matches_both_references_and_the_logical_kernels() {
             let (got, r) = forced(Some(tile), None, || run_with_layout(&ctx, &stream, &c, WeightLayout::Preshuffled));
             let cfg = r.config.unwrap();
             assert_eq!((cfg.block_m, cfg.block_n, cfg.splits), (tile.0, tile.1, 1), "{what}");
-            // The 64-row tile below 8 tiles per CU and the 48/80/96-row tiles: the pipelined
-            // one-workgroup-per-CU kernels.
+            // The 64-row tile below 8 tiles per CU and the 48/80/96/128-row tiles: the
+            // pipelined one-workgroup-per-CU kernels.
             let want = match tile.0 {
-                48 | 64 | 80 | 96 => format!("fp8_gemm_nt_bs_pipe_bm{}_bn128", tile.0),
+                48 | 64 | 80 | 96 | 128 => format!("fp8_gemm_nt_bs_pipe_bm{}_bn128", tile.0),
                 _ => format!("fp8_gemm_nt_bs_bm{}_bn128", tile.0),
             };
             assert_eq!(cfg.kernel, want, "{what}");
@@ -93,18 +93,14 @@ fn bs_config_choice() {
         let tile = fp8gemm_device::tile::DENSE_BS_TILES.iter().chain(&fp8gemm_device::tile::DENSE_BS_PIPE_TILES).find(|t| t.name == cfg.kernel).unwrap();
         assert_eq!((cfg.block_m, cfg.lds_bytes), (tile.block_m, tile.lds_bytes()));
     }
-    // Above one tile per CU where the last round of whole tiles is short and no pipelined tile
-    // is estimated faster (the bs estimate's stream-K candidates must beat the data-parallel
-    // baseline by 8 %, config::get_bs_config_for_workspace): 1856×2048×7168 (928 tiles of
-    // 32 × 128; modelled MI325X 74.4 µs, 89.2 data-parallel 64-row) runs the bs stream-K kernel
-    // with a head of whole waves.
-    {
-        let (m, n, k) = (1856u32, 2048u32, 7168u32);
-        let cfg = get_bs_config(&GemmDesc::dense(m, n, k, arch)).unwrap();
-        let sk = cfg.stream_k.unwrap_or_else(|| panic!("{m}x{n}x{k}: {cfg}"));
-        assert_eq!(cfg.kernel, format!("fp8_gemm_nt_streamk_bs_bm{}_bn128", cfg.block_m), "{m}x{n}x{k}");
-        assert_eq!((cfg.splits, cfg.grid, sk.tiles), (1, sk.dp_tiles + sk.sk_wgs, m.div_ceil(cfg.block_m) * n.div_ceil(128)), "{m}x{n}x{k}");
-        assert!(sk.dp_tiles > 0 && sk.schedule().is_some(), "{m}x{n}x{k}: {cfg}");
+    // Between 0.7 and 2 128-row tiles per CU: the 128-row pipelined kernel (one or two rounds;
+    // config::bs_pipe_rule's BS_PIPE_BLOCK_US row), modelled MI325X µs before → after:
+    // 1856×2048×7168 74.4 (bs stream-K 32×128) → 70.2, 2048×2048×7168 80.5 (64 rows) → 70.1,
+    // 4096×2048×7168 146.4 (48 rows, two per CU) → 138.8.
+    for m in [1856u32, 1920, 2048, 4096] {
+        let cfg = get_bs_config(&GemmDesc::dense(m, 2048, 7168, arch)).unwrap();
+        assert_eq!((cfg.kernel, cfg.block_m, cfg.splits, cfg.stream_k.is_none()), ("fp8_gemm_nt_bs_pipe_bm128_bn128", 128, 1, true), "{m}x2048x7168");
+        assert_eq!((cfg.grid, cfg.lds_bytes), (m.div_ceil(128) * 16, fp8gemm_device::tile::bs_pipe_lds_bytes(128)), "{m}x2048x7168");
     }
     // Below one 64-row tile per CU but at least one 32-row tile per CU: the pipelined 64-row
     // kernel, unsplit (modelled 1024×2048×7168 MI325X: 40.5 µs; the 32-row tile 50.3, its best
@@ -114,10 +110,10 @@ fn bs_config_choice() {
     // The other pipelined tiles where their one round beats the 32-row tile (modelled MI325X,
     // µs, 32 rows → pipelined): 48 rows 2048×768×7168 50.3 → 36.1, 640×2048×7168 50.8 → 36.1;
     // 80 rows 1408×2048×7168 67.8 → 51.4; 96 rows 1664×2048×7168 68.2 → 59.9, 4096×768×7168
-    // 68.0 → 59.4; several rounds of the 48-row kernel (two per CU): 4096×2048×7168 160.2 →
-    // 146.4, 6144×2048×7168 240.1 → 203.3, 10240×2048×7168 370.2 → 342.6.
-    for (m, n, bm) in
-        [(2048u32, 768u32, 48u32), (640, 2048, 48), (1408, 2048, 80), (4096, 2048, 48), (6144, 2048, 48), (10240, 2048, 48), (1664, 2048, 96), (4096, 768, 96)]
+    // 68.0 → 59.4; several rounds of the 48-row kernel (two per CU): 6144×2048×7168 240.1 →
+    // 203.3, 10240×2048×7168 370.2 → 342.6 (the 128-row kernel's estimates there: 3 rounds ×
+    // 1.22 against 4 × 0.87, 5 × 1.22 against 6 × 1.01).
+    for (m, n, bm) in [(2048u32, 768u32, 48u32), (640, 2048, 48), (1408, 2048, 80), (6144, 2048, 48), (10240, 2048, 48), (1664, 2048, 96), (4096, 768, 96)]
     {
         let c = get_bs_config(&GemmDesc::dense(m, n, 7168, arch)).unwrap();
         assert_eq!(
@@ -165,10 +161,11 @@ fn bs_config_choice() {
     let (c, lim) = config::get_bs_config_for_workspace(&GemmDesc::dense(64, 2112, 7168, arch), 0).unwrap();
     assert_eq!((c.splits, c.kernel), (1, "fp8_gemm_nt_bs_bm32_bn128"));
     assert!(lim.is_some());
-    // Large M: no split, the 64-row tile from 8 of its tiles per CU.
-    // (MI300X 4096×7168×2048: 175.2 µs two-per-CU 64-row kernel, 173.3 the 48-row one.)
+    // Large M: no split; from 8 64-row tiles per CU the 48-row (two per CU) or the 128-row
+    // pipelined kernel (MI300X 4096×7168×2048: 175.2 µs two-per-CU 64-row kernel, 173.3 the
+    // 48-row one, 162.3 the 128-row one).
     let c = get_bs_config(&GemmDesc::dense(4096, 7168, 2048, arch)).unwrap();
-    assert_eq!((c.block_m, c.splits, c.kernel), (48, 1, "fp8_gemm_nt_bs_pipe_bm48_bn128"));
+    assert_eq!((c.block_m, c.splits, c.kernel), (128, 1, "fp8_gemm_nt_bs_pipe_bm128_bn128"));
     // B beyond the L2 (7168×16384 = 112 MiB): the two-per-CU 64-row kernel (1049.6 µs; 1127.2
     // with the 48-row one).
     let c = get_bs_config(&GemmDesc::dense(4096, 7168, 16384, arch)).unwrap();
@@ -293,8 +290,33 @@ fn device_preshuffled_weights_give_the_same_result() {
     let b = DeviceWeights::upload(&ctx, &c.qb).unwrap().to_preshuffled(&stream).unwrap();
     let mut d = ctx.alloc_zeroed::<bf16>(c.m * c.n).unwrap();
     let r = forced(Some((128, 128)), None, || fp8_gemm_nt(&stream, &a, &b, &mut d)).unwrap();
-    assert_eq!(r.config.unwrap().kernel, "fp8_gemm_nt_bs_bm128_bn128");
+    assert_eq!(r.config.unwrap().kernel, "fp8_gemm_nt_bs_pipe_bm128_bn128");
     assert_same_bits("to_preshuffled", &d.download(&stream).unwrap(), &logical);
+}
+
+#[test]
+fn the_128_row_pipelined_kernel_matches_on_tails_and_windows() {
+    // fp8_gemm_nt_bs_pipe_bm128_bn128 (fp8gemm_device::mainloop_bs128): its loop runs whole
+    // 4-block scale windows and then the last 0–3 blocks straight-line, so every remainder of
+    // the block count (1, 2, 3, 4, 5, 8 blocks: no window, a window and none, two windows),
+    // with M tails (1, 127, 129, 300 rows: partial and several row tiles) and N tails (a
+    // multiple of 4 but not of 16, a partial last 128-column tile); both CPU references and bit
+    // for bit the logical-layout kernels, every emulator check on.
+    let ctx = checked_context();
+    let stream = Stream::new(&ctx).unwrap();
+    for (m, n, k) in [(1usize, 132usize, 128usize), (127, 260, 256), (129, 196, 384), (300, 388, 512), (200, 132, 640), (129, 256, 1024)] {
+        let c = case(m, n, k, (3 * m + n + 7 * k) as u64);
+        let (logical, _) = forced(None, Some(1), || run_with_layout(&ctx, &stream, &c, WeightLayout::Logical));
+        let what = format!("{m}x{n}x{k} bs 128x128 pipelined");
+        let (got, r) = forced(Some((128, 128)), None, || run_with_layout(&ctx, &stream, &c, WeightLayout::Preshuffled));
+        let cfg = r.config.unwrap();
+        assert_eq!((cfg.kernel, cfg.block_m, cfg.splits), ("fp8_gemm_nt_bs_pipe_bm128_bn128", 128, 1), "{what}");
+        assert_eq!(cfg.grid, (m as u32).div_ceil(128) * (n as u32).div_ceil(128), "{what}");
+        assert_eq!(cfg.lds_bytes, fp8gemm_device::tile::bs_pipe_lds_bytes(128), "{what}");
+        assert_accurate(&what, &c, &got);
+        assert_same_bits(&what, &got, &logical);
+    }
+    stream.synchronize().unwrap();
 }
 
 #[test]

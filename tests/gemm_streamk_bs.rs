@@ -129,17 +129,18 @@ fn explicit_workspace_too_small_is_a_typed_error() {
 #[test]
 fn a_stream_workspace_too_small_falls_back_and_says_so() {
     // The bs choice prefers stream-K where the last round of whole tiles would be mostly empty
-    // and no pipelined tile is estimated faster (1856 × 2048 × 7168: 928 tiles of 32 × 128 on
-    // 304 CUs, 3 per CU and 16 more); a launch
+    // and no pipelined tile is estimated faster (2816 × 7168 × 7168: 2464 tiles of 64 × 128 on
+    // 304 CUs, 8 per CU and 32 more, B beyond the L2 so no pipelined tile; 1856 × 2048 × 7168,
+    // this test's shape before, now runs the 128-row pipelined kernel); a launch
     // whose stream has too little workspace runs the best config that fits, reported. (Checked
     // on the choice for a given workspace, `config::get_bs_config_for_workspace`, without
     // emulating the large launch; the entry point's fallback is the same code for every kind.)
     let ctx = checked_context();
-    let desc = GemmDesc::dense(1856, 2048, 7168, ctx.arch()).with_cus(ctx.compute_units());
+    let desc = GemmDesc::dense(2816, 7168, 7168, ctx.arch()).with_cus(ctx.compute_units());
     let preferred = config::get_bs_config(&desc).unwrap();
     assert!(preferred.stream_k.is_some() && preferred.kernel.starts_with("fp8_gemm_nt_streamk_bs_"), "the bs choice should be stream-K here: {preferred}");
     // The pre-shuffled need, not the logical one (which is a data-parallel or other config).
-    assert_eq!(fp8gemm::workspace_floats_preshuffled(1856, 2048, 7168) as u64, preferred.workspace_floats());
+    assert_eq!(fp8gemm::workspace_floats_preshuffled(2816, 7168, 7168) as u64, preferred.workspace_floats());
     assert!(preferred.workspace_floats() > 0);
     let (fit, limit) = config::get_bs_config_for_workspace(&desc, 1000).unwrap();
     assert!(fit.workspace_floats() <= 1000 && fit.stream_k.is_none() && fit.kernel.starts_with("fp8_gemm_nt_bs_"), "{fit}");

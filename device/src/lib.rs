@@ -41,6 +41,7 @@ pub mod intrinsics;
 pub mod kgrouped;
 pub mod layout;
 pub mod mainloop_bs;
+pub mod mainloop_bs128;
 pub mod moe;
 pub mod quant;
 pub mod streamk;

@@ -143,7 +143,8 @@
 //! MI300X: 4096×2112×7168 32 rows 172.59 µs → 48 / 64 / 80 rows 147.41 / 158.01 / 152.03;
 //! 128×24576×1536 21.84 → 20.45 (48); 256×7168×2048 19.90 → 18.01 (64). The 128-row tile on
 //! this loop (`FM` = 8) was tried: 512 registers with 4–24 spilled, 1024×2048×7168 88 µs,
-//! 4096×2048×7168 174 µs (old loop: 101.9 / 202.0): not shipped.
+//! 4096×2048×7168 174 µs (old loop: 101.9 / 202.0): not shipped; the 128-row tile now has its
+//! own loop, [`crate::mainloop_bs128`] (340 registers, 4096×2048×7168 138.8 µs).
 //!
 //! Several rounds of the 48-row kernel (two per CU), modelled µs, before (main's choice) →
 //! after: MI325X 4096×2048×7168 161.8 (32) → 146.4, 6144×2048×7168 240.1 (32) → 203.3,
@@ -202,16 +203,16 @@ pub(crate) mod imp {
     use crate::tile::{self, SCALE_BLOCK_K, SCALE_BLOCK_N, SHUFFLED_UNIT, block_swizzle, frag_chunk};
 
     /// Bytes of one LDS row: one whole 128-K scale block of FP8.
-    const ROW: u32 = SCALE_BLOCK_K;
+    pub(crate) const ROW: u32 = SCALE_BLOCK_K;
     /// B fragments per wave (32 columns).
-    const FN: usize = 2;
+    pub(crate) const FN: usize = 2;
     /// LDS bytes of one A fragment's SFA for one 4-block window (64 lanes × f32).
-    const SFA_REGION: u32 = 256;
+    pub(crate) const SFA_REGION: u32 = 256;
 
     /// One block's B operands of a wave: `[fragment][read]`, 16 bytes per lane each.
-    type BRegs = [[U32x4; 2]; FN];
+    pub(crate) type BRegs = [[U32x4; 2]; FN];
     /// One block's A fragments of a wave: `[read][fragment]` as the two MFMA k-steps.
-    type ARegs<const FM: usize> = [[[u64; 2]; FM]; 2];
+    pub(crate) type ARegs<const FM: usize> = [[[u64; 2]; FM]; 2];
 
     /// The GEMM of one `16·FM × 128` tile over the job's K blocks `kb0 .. kb0 + nkb` with B
     /// pre-shuffled (module docs), then `epi`. `keep_row` as for the dense `tile_gemm`.
@@ -479,12 +480,12 @@ pub(crate) mod imp {
 
     /// Bytes of one A stage of the pipelined loop: `32·⌈FM/2⌉` rows (the copy moves 32 rows per
     /// pass; odd `FM` pads 16 rows), as in [`tile::bs_pipe_lds_bytes`].
-    const fn pipe_stage_bytes(fm: u32) -> u32 {
+    pub(crate) const fn pipe_stage_bytes(fm: u32) -> u32 {
         32 * fm.div_ceil(2) * ROW
     }
     /// SFA slots (of [`SFA_REGION`] bytes) per window region of the pipelined loop: `4·⌈FM/4⌉`
     /// (wave `w` writes slots `4q + w`).
-    const fn pipe_sfa_slots(fm: u32) -> u32 {
+    pub(crate) const fn pipe_sfa_slots(fm: u32) -> u32 {
         4 * fm.div_ceil(4)
     }
     const _: () = assert!(2 * pipe_stage_bytes(4) + 2 * SFA_REGION * pipe_sfa_slots(4) == tile::bs_pipe_lds_bytes(64));
@@ -493,7 +494,7 @@ pub(crate) mod imp {
     const _: () = assert!(2 * pipe_stage_bytes(6) + 2 * SFA_REGION * pipe_sfa_slots(6) == tile::bs_pipe_lds_bytes(96));
 
     /// One block's B operands of a wave in the pipelined loop: indexed by block mod 4.
-    type BSets = [BRegs; 4];
+    pub(crate) type BSets = [BRegs; 4];
 
     /// The pipelined bs loop for one workgroup per CU (module docs, "Pipelined loop"): the
     /// same tile, operands, MFMA chains and promotion as [`tile_gemm_bs`] (so the same result

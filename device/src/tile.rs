@@ -216,13 +216,21 @@ pub const DENSE_BS_TILES: [BsTile; 3] = [
 /// and result as [`DENSE_BS_TILES`]`[1]`.
 pub const DENSE_BS_PIPE_BM64: BsTile = BsTile { name: "fp8_gemm_nt_bs_pipe_bm64_bn128", block_m: 64, block_n: 128 };
 
+/// The dense bs 128 × 128 kernel on the 128-row pipelined loop
+/// (`fp8_gemm_nt_bs_pipe_bm128_bn128`, [`crate::mainloop_bs128`]): one workgroup per CU, the
+/// host's kernel for the 128-row bs tile (unsplit); same tile, LDS and result as
+/// [`DENSE_BS_TILES`]`[2]`.
+pub const DENSE_BS_PIPE_BM128: BsTile = BsTile { name: "fp8_gemm_nt_bs_pipe_bm128_bn128", block_m: 128, block_n: 128 };
+
 /// The dense bs kernels on the pipelined loop (one workgroup per CU), smallest first: 48, 64,
-/// 80 and 96 rows (`FM` = 3 … 6). Their LDS: [`bs_pipe_lds_bytes`].
-pub const DENSE_BS_PIPE_TILES: [BsTile; 4] = [
+/// 80 and 96 rows (`FM` = 3 … 6), then 128 rows ([`DENSE_BS_PIPE_BM128`]). Their LDS:
+/// [`bs_pipe_lds_bytes`].
+pub const DENSE_BS_PIPE_TILES: [BsTile; 5] = [
     BsTile { name: "fp8_gemm_nt_bs_pipe_bm48_bn128", block_m: 48, block_n: 128 },
     DENSE_BS_PIPE_BM64,
     BsTile { name: "fp8_gemm_nt_bs_pipe_bm80_bn128", block_m: 80, block_n: 128 },
     BsTile { name: "fp8_gemm_nt_bs_pipe_bm96_bn128", block_m: 96, block_n: 128 },
+    DENSE_BS_PIPE_BM128,
 ];
 
 /// Dynamic LDS of a pipelined bs kernel of `block_m` rows: two A stages of `32·⌈FM/2⌉` rows

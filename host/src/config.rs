@@ -81,6 +81,7 @@ use fp8gemm_device::mainloop_bs::{
     FP8_GEMM_NT_BS_PIPE_BM80_BN128, FP8_GEMM_NT_BS_PIPE_BM96_BN128, FP8_GEMM_NT_SPLITK_BS_BM32_BN128, FP8_GEMM_NT_SPLITK_BS_BM64_BN128,
     FP8_GEMM_NT_SPLITK_BS_BM128_BN128,
 };
+use fp8gemm_device::mainloop_bs128::FP8_GEMM_NT_BS_PIPE_BM128_BN128;
 use fp8gemm_device::streamk::DenseStreamKArgs;
 use fp8gemm_device::streamk::{
     FP8_GEMM_NT_STREAMK_BM64_BN64, FP8_GEMM_NT_STREAMK_BM64_BN128, FP8_GEMM_NT_STREAMK_BM128_BN128, FP8_GEMM_NT_STREAMK_BS_BM32_BN128,
@@ -1299,8 +1300,16 @@ pub fn bs_tile_rule(tiles32: u64, tiles64: u64, cus: u32) -> usize {
 /// 4096×7168×2048, 11.8 tiles per CU: 175.2 µs two per CU, 191.6 µs pipelined — with 16 blocks
 /// per tile one workgroup per CU leaves each tile's prologue and epilogue exposed). Other tiles
 /// (index `i` of [`tile::DENSE_BS_TILES`]) have one kernel each.
+/// The 128-row tile (unsplit) runs its pipelined kernel ([`tile::DENSE_BS_PIPE_BM128`],
+/// `fp8gemm_device::mainloop_bs128`) at every tile count (modelled MI325X 4096×2048×7168:
+/// 138.8 µs, 202.0 the two-phase `fp8_gemm_nt_bs_bm128_bn128`, which stays for its split-K
+/// and stream-K twins' sake only).
 pub fn bs_kernel(i: usize, tiles: u32, cus: u32) -> tile::BsTile {
-    if i == 1 && u64::from(tiles) < u64::from(BS_BM64_TILES_PER_CU) * u64::from(cus) { tile::DENSE_BS_PIPE_BM64 } else { tile::DENSE_BS_TILES[i] }
+    match i {
+        1 if u64::from(tiles) < u64::from(BS_BM64_TILES_PER_CU) * u64::from(cus) => tile::DENSE_BS_PIPE_BM64,
+        2 => tile::DENSE_BS_PIPE_BM128,
+        _ => tile::DENSE_BS_TILES[i],
+    }
 }
 
 /// Modelled µs per 128-K block of one round of the pipelined bs kernels
@@ -1308,8 +1317,22 @@ pub fn bs_kernel(i: usize, tiles: u32, cus: u32) -> tile::BsTile {
 /// shared)`. Read off the timing model (MI325X, `--scope xcd`, `(t − 2 µs) / blocks / rounds`):
 /// 48 rows 640×2048×7168 36.11 µs (alone), 1408×2048×7168 60.98 (2 per CU on most CUs);
 /// 64 rows 1024×2048×7168 41.13; 80 rows 1408×2048×7168 52.30; 96 rows 1664×2048×7168 60.03.
-/// The 48-row kernel fits two workgroups per CU (250 registers), the others one.
-const BS_PIPE_BLOCK_US: [(u64, f64, f64); 4] = [(2, 0.61, 1.05), (1, 0.70, 0.70), (1, 0.90, 0.90), (1, 1.04, 1.04)];
+/// The 48-row kernel fits two workgroups per CU (250 registers), the others one. Appended: 128
+/// rows ([`tile::DENSE_BS_PIPE_BM128`], index [`BS_PIPE128`]), 1024×2048×7168 70.08 µs alone
+/// (1.22), 4096×2048×7168 138.77 in 2 rounds (1.22), 14336×2048×7168 411.48 in 6 (1.22).
+const BS_PIPE_BLOCK_US: [(u64, f64, f64); 5] = [(2, 0.61, 1.05), (1, 0.70, 0.70), (1, 0.90, 0.90), (1, 1.04, 1.04), (1, 1.22, 1.22)];
+/// Index of the 128-row kernel in [`tile::DENSE_BS_PIPE_TILES`] / [`BS_PIPE_BLOCK_US`].
+const BS_PIPE128: usize = 4;
+const _: () = assert!(tile::DENSE_BS_PIPE_TILES[BS_PIPE128].block_m == 128);
+/// Modelled µs per 128-K block of one round of the 48-row pipelined kernel from
+/// [`BS_PIPE48_MANY_ROUNDS`] rounds on, where its tiles' B traffic saturates the texture path
+/// (VMEM/L1 97 % busy): MI325X 10240×2048×7168 342.6 µs in 6 rounds (1.01), 14336×2048×7168
+/// 454.4 in 8 (1.01), 16384×2048×7168 511.3 in 9 (1.01). Used only to rank the 48-row
+/// kernel against the 128-row one in [`bs_pipe_rule`] (its estimate elsewhere, against the
+/// base and stream-K choices, stays [`BS_PIPE48_ROUNDS_US`]).
+const BS_PIPE48_MANY_ROUNDS_US: f64 = 1.01;
+/// See [`BS_PIPE48_MANY_ROUNDS_US`].
+const BS_PIPE48_MANY_ROUNDS: u64 = 6;
 /// Modelled µs per 128-K block of one round of the 48-row pipelined kernel over several rounds
 /// (two per CU, rounds overlapping): MI325X 4096×2048×7168 146.4 µs in 3 rounds, MI300X
 /// 4096×2112×7168 147.4 µs in 3.
@@ -1341,7 +1364,8 @@ fn bs_base_estimate(i: usize, tiles32: u64, tiles64: u64, cus: u64) -> f64 {
 /// that is below the base's estimate (`bs_base_estimate`; the 48-row kernel over several rounds:
 /// `BS_PIPE48_ROUNDS_US` per round), from [`BS_PIPE_MIN_BLOCKS`] blocks on; from
 /// [`BS_BM64_TILES_PER_CU`] 64-row tiles per CU (the two-per-CU 64-row kernel's regime) only the
-/// 48-row kernel and only up to [`BS_PIPE48_MAX_B_BYTES`] of B; above 64 rows (a single row of tiles: modelled MI300X 64×24576×1536,
+/// 48-row kernel or the 128-row one (ranked with `BS_PIPE48_MANY_ROUNDS_US`) and only up to
+/// [`BS_PIPE48_MAX_B_BYTES`] of B; above 64 rows (a single row of tiles: modelled MI300X 64×24576×1536,
 /// 12 blocks, 17.67 µs with the 32-row tile, 18.21 pipelined 64-row; the estimate there said
 /// otherwise). Modelled effect (MI325X; before → after, µs): 640×2048×7168 50.8
 /// (32 rows) → 36.1 (48), 1024×2048×7168 50.3 → 41.1 (64), 1408×2048×7168 67.8 → 52.3 (80),
@@ -1359,12 +1383,19 @@ pub fn bs_pipe_rule(m: u32, n: u32, nkb: u32, cus: u32, base: usize) -> Option<u
     let base_est = bs_base_estimate(base, t32, t64, cus);
     let mut best: Option<(usize, f64)> = None;
     for (p, t) in tile::DENSE_BS_PIPE_TILES.iter().enumerate() {
-        if many && p != 0 {
+        // Many tiles: the 48-row kernel, or the 128-row one (a quarter less B per row).
+        if many && p != 0 && p != BS_PIPE128 {
             continue;
         }
         let e = bs_pipe_round_estimate(p, tiles(t.block_m), cus);
-        if e < base_est && best.is_none_or(|(_, b)| e < b) {
-            best = Some((p, e));
+        // Ranked against the 128-row kernel, the 48-row one at many rounds costs its
+        // texture-bound figure (BS_PIPE48_MANY_ROUNDS_US).
+        let rank = match tiles(t.block_m).div_ceil(2 * cus) {
+            r if p == 0 && r >= BS_PIPE48_MANY_ROUNDS => r as f64 * BS_PIPE48_MANY_ROUNDS_US,
+            _ => e,
+        };
+        if e < base_est && best.is_none_or(|(_, b)| rank < b) {
+            best = Some((p, rank));
         }
     }
     best.map(|(p, _)| p)
@@ -2142,6 +2173,7 @@ pub fn dense_bs_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<DenseGemmA
             FP8_GEMM_NT_BS_PIPE_BM80_BN128,
             FP8_GEMM_NT_BS_PIPE_BM96_BN128,
             FP8_GEMM_NT_BS_BM128_BN128,
+            FP8_GEMM_NT_BS_PIPE_BM128_BN128,
         ],
         config,
     )
@@ -2784,6 +2816,37 @@ mod tests {
         assert!(split > 0.92 * e(0, BsSchedule::DataParallel, 448, 16), "{split}");
         let c = get_bs_config(&d).unwrap();
         assert_eq!((c.kernel, c.splits, c.stream_k), ("fp8_gemm_nt_bs_pipe_bm64_bn128", 1, None));
+    }
+
+    #[test]
+    fn bs_pipe_rule_takes_the_128_row_kernel_where_its_rounds_win() {
+        let rule = |m: u32, n: u32, k: u32| {
+            let t = |bm: u32| u64::from(m.div_ceil(bm)) * u64::from(n.div_ceil(128));
+            let base = bs_tile_rule(t(32), t(64), 304);
+            bs_pipe_rule(m, n, k / 128, 304, base).map(|p| tile::DENSE_BS_PIPE_TILES[p].block_m)
+        };
+        let close = |a: f64, b: f64| assert!((a - b).abs() < 1e-9, "{a} vs {b}");
+        // Its estimate: one round alone or shared at 1.22 µs per block per round.
+        close(bs_pipe_round_estimate(BS_PIPE128, 240, 304), 1.22);
+        close(bs_pipe_round_estimate(BS_PIPE128, 512, 304), 2.0 * 1.22);
+        close(bs_pipe_estimate(BS_PIPE128, 14336, 2048, 56, 304), 6.0 * 1.22 * 56.0);
+        // Modelled MI325X, µs: 1856×2048×7168 70.2 (stream-K 32×128 74.4), 2048×2048×7168 70.1
+        // (64 rows 80.5), 4096×2048×7168 138.8 (48 rows 146.4: 3 rounds × 0.87 against 2 ×
+        // 1.22), 14336×2048×7168 411.5 (48 rows 454.4: 8 rounds ranked at 1.01 against 6 × 1.22);
+        // MI300X 4096×7168×2048 162.3 (48 rows 173.3).
+        for (m, n, k) in [(1856u32, 2048u32, 7168u32), (2048, 2048, 7168), (4096, 2048, 7168), (14336, 2048, 7168), (4096, 7168, 2048)] {
+            assert_eq!(rule(m, n, k), Some(128), "{m}x{n}x{k}");
+        }
+        // Not where one 128-row round is alone against a faster smaller tile (1024×2048×7168:
+        // 64 rows 40.5, 128 rows 70.1), where the 48-row kernel's rounds are still the cheaper
+        // (6144×2048×7168: 4 × 0.87 against 3 × 1.22; 10240×2048×7168: 6 × 1.01 against 5 ×
+        // 1.22), nor for B beyond the L2 (the many-tiles regime's limit).
+        assert_eq!(rule(1024, 2048, 7168), Some(64));
+        assert_eq!(rule(6144, 2048, 7168), Some(48));
+        assert_eq!(rule(10240, 2048, 7168), Some(48));
+        assert_eq!(rule(4096, 7168, 16384), None);
+        // A forced 128 × 128 tile runs this kernel, unsplit.
+        assert_eq!(bs_kernel(2, 512, 304), tile::DENSE_BS_PIPE_BM128);
     }
 
     #[test]
