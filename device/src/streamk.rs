@@ -345,6 +345,14 @@ pub const STREAMK_BS_TILES: [tile::BsTile; 2] = [
     tile::BsTile { name: "fp8_gemm_nt_streamk_bs_bm64_bn128", block_m: 64, block_n: 128 },
 ];
 
+/// The bs stream-K kernels on the **pipelined** bs loop (`fp8_gemm_nt_streamk_bs_pipe_bm*_bn128`,
+/// [`crate::mainloop_bs`] "Pipelined loop"), the 48- and 64-row tiles of
+/// [`tile::DENSE_BS_PIPE_TILES`] (same LDS: [`tile::bs_pipe_lds_bytes`]).
+pub const STREAMK_BS_PIPE_TILES: [tile::BsTile; 2] = [
+    tile::BsTile { name: "fp8_gemm_nt_streamk_bs_pipe_bm48_bn128", block_m: 48, block_n: 128 },
+    tile::BsTile { name: "fp8_gemm_nt_streamk_bs_pipe_bm64_bn128", block_m: 64, block_n: 128 },
+];
+
 /// The dense stream-K kernels, same tiles as [`tile::DENSE_TILES`].
 pub const STREAMK_TILES: [DenseTile; 3] = [
     DenseTile { name: "fp8_gemm_nt_streamk_bm64_bn64", block_m: 64, block_n: 64 },
@@ -359,7 +367,7 @@ pub(crate) mod imp {
     use super::{DenseStreamKArgs, StreamKSchedule};
     use crate::dense::imp::{Bf16Store, Epilogue, PartialStore, TileJob, tile_gemm};
     use crate::intrinsics::*;
-    use crate::mainloop_bs::imp::tile_gemm_bs;
+    use crate::mainloop_bs::imp::{tile_gemm_bs, tile_gemm_bs_pipe};
     use crate::tile::{self, NUM_XCDS, SCALE_BLOCK_K, SCALE_BLOCK_N};
 
     /// Out of range of every resource (all tensors are smaller than `MAX_TENSOR_BYTES`).
@@ -392,6 +400,19 @@ pub(crate) mod imp {
         #[inline(always)]
         fn run<E: Epilogue>(job: &TileJob, epi: &E) {
             tile_gemm_bs::<FM, true, AHEAD, E>(job, |_| true, epi)
+        }
+    }
+
+    /// The pipelined bs loop (`mainloop_bs::imp::tile_gemm_bs_pipe`: `16·FM × 128` tiles, 1 × 4
+    /// waves, B `BA` blocks ahead), as the data-parallel `fp8_gemm_nt_bs_pipe_*` kernels run it.
+    /// Called only through `tile_gemm_bs_pipe(&job, keep_row, &epi)`: it honours the job's
+    /// `kb0` / `nkb`, so a piece is one run of the loop over its K blocks.
+    pub(crate) struct BsPipeLoop<const FM: usize, const BA: u32>;
+
+    impl<const FM: usize, const BA: u32> TileLoop for BsPipeLoop<FM, BA> {
+        #[inline(always)]
+        fn run<E: Epilogue>(job: &TileJob, epi: &E) {
+            tile_gemm_bs_pipe::<FM, BA, E>(job, |_| true, epi)
         }
     }
 
@@ -644,6 +665,19 @@ pub fn fp8_gemm_nt_streamk_bs_bm64_bn128(args: DenseStreamKArgs) {
     imp::gemm_streamk::<imp::BsLoop<4, false>, 4, 2, true>(args)
 }
 
+/// bs stream-K on the pipelined loop ([`crate::mainloop_bs`], "Pipelined loop"), 48 × 128
+/// tiles (two workgroups per CU): arguments [`DenseStreamKArgs`] with `b` the pre-shuffled B.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn fp8_gemm_nt_streamk_bs_pipe_bm48_bn128(args: DenseStreamKArgs) {
+    imp::gemm_streamk::<imp::BsPipeLoop<3, 2>, 3, 2, true>(args)
+}
+
+/// bs stream-K on the pipelined loop, 64 × 128 tiles (one workgroup per CU).
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn fp8_gemm_nt_streamk_bs_pipe_bm64_bn128(args: DenseStreamKArgs) {
+    imp::gemm_streamk::<imp::BsPipeLoop<4, 2>, 4, 2, true>(args)
+}
+
 #[cfg(test)]
 mod tests {
     extern crate std;
@@ -669,6 +703,18 @@ mod tests {
             assert_eq!(spec.name, t.name);
             assert_eq!(spec.workgroup_size, tile::THREADS);
             assert_eq!((t.block_m, t.block_n, t.lds_bytes()), (d.block_m, d.block_n, d.lds_bytes()));
+        }
+    }
+
+    #[test]
+    fn bs_pipe_specs_match_the_pipelined_tile_table() {
+        let specs = [FP8_GEMM_NT_STREAMK_BS_PIPE_BM48_BN128, FP8_GEMM_NT_STREAMK_BS_PIPE_BM64_BN128];
+        for (spec, t) in specs.iter().zip(STREAMK_BS_PIPE_TILES) {
+            assert_eq!(spec.name, t.name);
+            assert_eq!(spec.workgroup_size, tile::THREADS);
+            let d = tile::DENSE_BS_PIPE_TILES.iter().find(|d| d.block_m == t.block_m).unwrap();
+            assert_eq!((t.block_n, t.lds_bytes()), (d.block_n, d.lds_bytes()));
+            assert_eq!(t.lds_bytes(), tile::bs_pipe_lds_bytes(t.block_m));
         }
     }
 

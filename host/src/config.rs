@@ -84,7 +84,8 @@ use fp8gemm_device::mainloop_bs::{
 use fp8gemm_device::streamk::DenseStreamKArgs;
 use fp8gemm_device::streamk::{
     FP8_GEMM_NT_STREAMK_BM64_BN64, FP8_GEMM_NT_STREAMK_BM64_BN128, FP8_GEMM_NT_STREAMK_BM128_BN128, FP8_GEMM_NT_STREAMK_BS_BM32_BN128,
-    FP8_GEMM_NT_STREAMK_BS_BM64_BN128, STREAMK_BS_TILES, STREAMK_TILES, StreamKSchedule,
+    FP8_GEMM_NT_STREAMK_BS_BM64_BN128, FP8_GEMM_NT_STREAMK_BS_PIPE_BM48_BN128, FP8_GEMM_NT_STREAMK_BS_PIPE_BM64_BN128, STREAMK_BS_PIPE_TILES, STREAMK_BS_TILES,
+    STREAMK_TILES, StreamKSchedule,
 };
 use fp8gemm_device::tile::{self, DenseTile};
 
@@ -475,6 +476,28 @@ thread_local! {
 /// kernels) makes [`get_best_config`] fail with [`ConfigError::ForcedSplit`].
 pub fn force_split(splits: Option<u32>) {
     FORCED_SPLIT.with(|f| f.set(splits.map(Some)));
+}
+
+thread_local! {
+    /// Which loop a forced 64 × 128 bs tile runs for this thread; `None` = [`bs_kernel`]'s rule.
+    static FORCED_BS_PIPELINED: std::cell::Cell<Option<bool>> = const { std::cell::Cell::new(None) };
+}
+
+/// Pins the loop of a forced 64 × 128 bs tile ([`force_tile`] / `FP8GEMM_FORCE_TILE=64x128`
+/// with pre-shuffled B) for every subsequent bs config choice of this thread, data-parallel
+/// and stream-K alike: `Some(true)` the pipelined one-workgroup-per-CU kernels
+/// (`fp8_gemm_nt_bs_pipe_bm64_bn128`, `fp8_gemm_nt_streamk_bs_pipe_bm64_bn128`),
+/// `Some(false)` the two-per-CU ones (`fp8_gemm_nt_bs_bm64_bn128`,
+/// `fp8_gemm_nt_streamk_bs_bm64_bn128`), `None` [`bs_kernel`]'s rule again (pipelined below
+/// [`BS_BM64_TILES_PER_CU`] tiles per CU). No effect on other tiles or on unforced choices.
+pub fn force_bs_pipelined(pipelined: Option<bool>) {
+    FORCED_BS_PIPELINED.with(|f| f.set(pipelined));
+}
+
+/// Whether a forced 64 × 128 bs tile of `tiles` tiles on `cus` CUs runs the pipelined loop
+/// ([`force_bs_pipelined`], else [`bs_kernel`]'s rule).
+fn forced_bs64_pipelined(tiles: u32, cus: u32) -> bool {
+    FORCED_BS_PIPELINED.with(std::cell::Cell::get).unwrap_or_else(|| bs_kernel(1, tiles, cus).name != tile::DENSE_BS_TILES[1].name)
 }
 
 /// A forced stream-K schedule: `(sk_wgs, dp_tiles)`, `dp_tiles` `None` for the default head.
@@ -1563,17 +1586,11 @@ pub fn get_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(G
         if let Some(s) = forced_s.filter(|&s| s > 1) {
             return Err(ConfigError::ForcedSplit { splits: s.to_string(), expected: format!("1 (no split-K kernel for the pre-shuffled {bm}x{bn} tile)") });
         }
-        if let Some((g, dp)) = forced_sk {
-            let schedule = match dp {
-                Some(dp) => format!("{g}/{dp}"),
-                None => g.to_string(),
-            };
-            return Err(ConfigError::ForcedStreamK {
-                schedule,
-                expected: format!("a bs stream-K tile: 32x128 or 64x128 (no stream-K kernel for the pre-shuffled {bm}x{bn} tile)"),
-            });
-        }
-        let config = bs_pipe_config(desc, &spec, *t)?;
+        let config = match forced_sk {
+            // The 48-row tile has a stream-K kernel (pipelined); 80 and 96 rows do not.
+            Some(sk) => bs_forced_streamk(desc, spec, sk, forced_t, forced_s)?,
+            None => bs_pipe_config(desc, &spec, *t)?,
+        };
         print_once(desc, &config, Choice::Forced, None);
         return Ok((config, None));
     }
@@ -1586,47 +1603,11 @@ pub fn get_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(G
     };
     let tiles_of = |i: usize| tile::DENSE_BS_TILES[i].grid(desc.m, desc.n);
     let make = |c: BsCandidate| bs_config(desc, spec, c);
-    let estimate = |c: &BsCandidate| bs_estimate(c, tiles_of(c.tile), nkb, spec.cus);
+    let estimate = |c: &BsCandidate| bs_estimate(c, c.bs_tile().grid(desc.m, desc.n), nkb, spec.cus);
     let max_splits = nkb.min(MAX_SPLITS);
     let mut limited = None;
-    let (config, why) = if let Some((g, dp)) = forced_sk {
-        // A forced stream-K schedule: on the forced tile, else on the bs stream-K tile of least
-        // estimate among those the schedule is valid for.
-        let schedule = match dp {
-            Some(dp) => format!("{g}/{dp}"),
-            None => g.to_string(),
-        };
-        let err = |expected: String| ConfigError::ForcedStreamK { schedule: schedule.clone(), expected };
-        if forced_s.is_some_and(|s| s > 1) {
-            return Err(err("no forced split-K at the same time (FP8GEMM_FORCE_SPLIT > 1)".into()));
-        }
-        if let Some(i) = forced_i
-            && i >= STREAMK_BS_TILES.len()
-        {
-            let t = tile::DENSE_BS_TILES[i];
-            return Err(err(format!("a bs stream-K tile: 32x128 or 64x128 (no stream-K kernel for the pre-shuffled {}x{} tile)", t.block_m, t.block_n)));
-        }
-        let mut best: Option<(f64, BsCandidate)> = None;
-        let mut why_not = Vec::new();
-        for i in 0..STREAMK_BS_TILES.len() {
-            if forced_i.is_some_and(|f| f != i) {
-                continue;
-            }
-            let tiles = tiles_of(i);
-            let dp = dp.unwrap_or_else(|| streamk_default_dp(tiles, spec.cus * BS_SLOTS[i]));
-            match StreamKSchedule::new(tiles, nkb, dp, g) {
-                Ok(_) => {
-                    let c = BsCandidate { tile: i, schedule: BsSchedule::StreamK { dp, g } };
-                    let e = estimate(&c);
-                    if best.is_none_or(|(b, _)| e < b) {
-                        best = Some((e, c));
-                    }
-                }
-                Err(e) => why_not.push(format!("{}x128: {tiles} tiles, {dp} data-parallel: {}", 16 * [2, 4][i], streamk_error_text(e, tiles, dp, nkb))),
-            }
-        }
-        let c = best.ok_or_else(|| err(why_not.join("; ")))?.1;
-        (make(c)?, Choice::Forced)
+    let (config, why) = if let Some(sk) = forced_sk {
+        (bs_forced_streamk(desc, spec, sk, forced_t, forced_s)?, Choice::Forced)
     } else if let Some(s) = forced_s.filter(|&s| s > 1) {
         let i = forced_i.unwrap_or(0);
         let t = tile::DENSE_BS_TILES[i];
@@ -1646,8 +1627,13 @@ pub fn get_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(G
             Some(i) => i,
             None => bs_tile_rule(u64::from(tiles_of(0)), u64::from(tiles_of(1)), spec.cus),
         };
-        // A forced 64-row tile runs the pipelined kernel below 8 tiles per CU (`bs_kernel`).
-        let k = bs_kernel(i, tiles_of(i), spec.cus);
+        // A forced 64-row tile runs the pipelined kernel below 8 tiles per CU (`bs_kernel`),
+        // or as `force_bs_pipelined` says.
+        let k = if i == 1 && forced_t.is_some() {
+            if forced_bs64_pipelined(tiles_of(1), spec.cus) { tile::DENSE_BS_PIPE_BM64 } else { tile::DENSE_BS_TILES[1] }
+        } else {
+            bs_kernel(i, tiles_of(i), spec.cus)
+        };
         let config = if k.name != tile::DENSE_BS_TILES[i].name {
             bs_pipe_config(desc, &spec, k)?
         } else {
@@ -1704,6 +1690,7 @@ pub fn get_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(G
                 );
             }
             let mut sks = bs_streamk_candidates(desc, spec.cus);
+            sks.extend(bs_pipe_streamk_candidates(desc, spec.cus));
             sks.extend(bs_split_candidates(desc, spec.cus));
             if verbose_candidates() {
                 for c in std::iter::once(&dp).chain(&sks) {
@@ -1757,29 +1744,44 @@ enum BsSchedule {
     Split(u32),
     /// Stream-K: `dp` data-parallel tiles, then `g` workgroups over the rest.
     StreamK { dp: u32, g: u32 },
+    /// Stream-K on the pipelined loop ([`STREAMK_BS_PIPE_TILES`]): `dp` data-parallel tiles,
+    /// then `g` workgroups over the rest.
+    PipeStreamK { dp: u32, g: u32 },
 }
 
-/// A bs candidate: tile index into [`tile::DENSE_BS_TILES`] and schedule.
+/// A bs candidate: tile index into [`tile::DENSE_BS_TILES`] (into [`STREAMK_BS_PIPE_TILES`]
+/// for [`BsSchedule::PipeStreamK`]) and schedule.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct BsCandidate {
     tile: usize,
     schedule: BsSchedule,
 }
 
+impl BsCandidate {
+    /// The candidate's tile (its kernel's tile table entry).
+    fn bs_tile(&self) -> tile::BsTile {
+        match self.schedule {
+            BsSchedule::PipeStreamK { .. } => STREAMK_BS_PIPE_TILES[self.tile],
+            _ => tile::DENSE_BS_TILES[self.tile],
+        }
+    }
+}
+
 impl fmt::Display for BsCandidate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let t = tile::DENSE_BS_TILES[self.tile];
+        let t = self.bs_tile();
         match self.schedule {
             BsSchedule::DataParallel => write!(f, "{}x{} data-parallel", t.block_m, t.block_n),
             BsSchedule::Split(s) => write!(f, "{}x{} split-K {s}", t.block_m, t.block_n),
             BsSchedule::StreamK { dp, g } => write!(f, "{}x{} stream-K {dp}+{g}", t.block_m, t.block_n),
+            BsSchedule::PipeStreamK { dp, g } => write!(f, "{}x{} pipelined stream-K {dp}+{g}", t.block_m, t.block_n),
         }
     }
 }
 
 /// The launch config of a bs candidate.
 fn bs_config(desc: &GemmDesc, spec: ArchSpec, c: BsCandidate) -> Result<GemmConfig, ConfigError> {
-    let t = tile::DENSE_BS_TILES[c.tile];
+    let t = c.bs_tile();
     let tiles = t.grid(desc.m, desc.n);
     let nkb = desc.k / tile::SCALE_BLOCK_K;
     let (grid, splits, name, stream_k) = match c.schedule {
@@ -1789,6 +1791,7 @@ fn bs_config(desc: &GemmDesc, spec: ArchSpec, c: BsCandidate) -> Result<GemmConf
             let sk = STREAMK_BS_TILES.get(c.tile).ok_or(ConfigError::NoKernel { kind: desc.kind, arch: desc.arch })?;
             (u64::from(dp) + u64::from(g), 1, sk.name, Some(StreamK { tiles, nkb, dp_tiles: dp, sk_wgs: g }))
         }
+        BsSchedule::PipeStreamK { dp, g } => (u64::from(dp) + u64::from(g), 1, t.name, Some(StreamK { tiles, nkb, dp_tiles: dp, sk_wgs: g })),
     };
     let grid = u32::try_from(grid).map_err(|_| ConfigError::TooLarge { tensor: "grid", bytes: grid, limit: u64::from(u32::MAX) })?;
     Ok(GemmConfig {
@@ -1872,6 +1875,116 @@ fn bs_streamk_candidates(desc: &GemmDesc, cus: u32) -> Vec<BsCandidate> {
     v
 }
 
+/// The bs stream-K candidates on the pipelined loop ([`STREAMK_BS_PIPE_TILES`]: 48 rows two
+/// workgroups per CU, 64 rows one), where the pipelined data-parallel kernels are considered
+/// at all (`bs_pipe_rule`'s conditions: at least [`BS_PIPE_MIN_BLOCKS`] blocks, more than 64
+/// rows; the 64-row tile below [`BS_BM64_TILES_PER_CU`] tiles per CU, the 48-row tile there
+/// only while B fits [`BS_PIPE48_MAX_B_BYTES`]): heads of whole waves of `s_h` workgroups per
+/// CU (`s_h = 1 ..= slots`) **and the empty head** (with fewer tiles than workgroup slots there
+/// is no whole wave to run first: one partial round is the case stream-K exists for), `g` of
+/// whole waves (`CUs · s_t`, `s_t = 1 ..= slots`) or `c` contributors per tail tile
+/// ([`BS_STREAMK_CONTRIBUTORS`], within one wave), at most [`BS_STREAMK_MAX_CONTRIBUTORS`] per
+/// tile, where the schedule is valid.
+fn bs_pipe_streamk_candidates(desc: &GemmDesc, cus: u32) -> Vec<BsCandidate> {
+    let nkb = desc.k / tile::SCALE_BLOCK_K;
+    let cus64 = u64::from(cus.max(1));
+    let mut v = Vec::new();
+    if desc.m <= 64 || nkb < BS_PIPE_MIN_BLOCKS {
+        return v;
+    }
+    let many = u64::from(tile::DENSE_BS_TILES[1].grid(desc.m, desc.n)) >= u64::from(BS_BM64_TILES_PER_CU) * cus64;
+    for (p, t) in STREAMK_BS_PIPE_TILES.iter().enumerate() {
+        if many && (p != 0 || u64::from(desc.n) * u64::from(nkb) * 128 > BS_PIPE48_MAX_B_BYTES) {
+            continue;
+        }
+        let slots = BS_PIPE_SK_SLOTS[p];
+        let tiles = t.grid(desc.m, desc.n);
+        let mut dps: Vec<u32> = (1..=slots).map(|s| streamk_default_dp(tiles, cus * s)).collect();
+        dps.push(0);
+        dps.sort_unstable();
+        dps.dedup();
+        for dp in dps {
+            let tail = tiles - dp.min(tiles);
+            let mut gs: Vec<u32> = (1..=slots).map(|s| cus * s).collect();
+            gs.extend(BS_STREAMK_CONTRIBUTORS.iter().map(|&c| tail.saturating_mul(c)).filter(|&g| g <= cus * slots));
+            gs.sort_unstable();
+            gs.dedup();
+            for g in gs {
+                if g <= tail.saturating_mul(BS_STREAMK_MAX_CONTRIBUTORS) && StreamKSchedule::new(tiles, nkb, dp, g).is_ok() {
+                    v.push(BsCandidate { tile: p, schedule: BsSchedule::PipeStreamK { dp, g } });
+                }
+            }
+        }
+    }
+    v
+}
+
+/// A forced bs stream-K schedule `(g, dp)` ([`force_stream_k`]): on the forced tile's stream-K
+/// kernel (32 rows: the two-loop kernel; 48 rows: the pipelined one; 64 rows: the pipelined
+/// one or the two-per-CU one as [`force_bs_pipelined`] / [`bs_kernel`] say), else on the bs
+/// stream-K kernel of least [`bs_estimate`] among those the schedule is valid for.
+fn bs_forced_streamk(
+    desc: &GemmDesc,
+    spec: ArchSpec,
+    (g, dp): ForcedStreamK,
+    forced_t: Option<(u32, u32)>,
+    forced_s: Option<u32>,
+) -> Result<GemmConfig, ConfigError> {
+    let nkb = desc.k / tile::SCALE_BLOCK_K;
+    let schedule = match dp {
+        Some(dp) => format!("{g}/{dp}"),
+        None => g.to_string(),
+    };
+    let err = |expected: String| ConfigError::ForcedStreamK { schedule: schedule.clone(), expected };
+    if forced_s.is_some_and(|s| s > 1) {
+        return Err(err("no forced split-K at the same time (FP8GEMM_FORCE_SPLIT > 1)".into()));
+    }
+    // (tile index, pipelined) of the kernels to try.
+    let kernels: Vec<(usize, bool)> = match forced_t {
+        None => vec![(0, false), (1, false), (0, true), (1, true)],
+        Some((32, 128)) => vec![(0, false)],
+        Some((48, 128)) => vec![(0, true)],
+        Some((64, 128)) => vec![(1, forced_bs64_pipelined(tile::DENSE_BS_TILES[1].grid(desc.m, desc.n), spec.cus))],
+        Some((bm, bn)) if tile::DENSE_BS_TILES.iter().chain(&tile::DENSE_BS_PIPE_TILES).any(|t| (t.block_m, t.block_n) == (bm, bn)) => {
+            return Err(err(format!("a bs stream-K tile: 32x128, 48x128 or 64x128 (no stream-K kernel for the pre-shuffled {bm}x{bn} tile)")));
+        }
+        Some((bm, bn)) => {
+            return Err(ConfigError::ForcedTile {
+                tile: format!("{bm}x{bn}"),
+                available: "32x128, 64x128, 128x128 (pre-shuffled B; also 48x128, 80x128, 96x128 unsplit)",
+            });
+        }
+    };
+    let mut best: Option<(f64, BsCandidate)> = None;
+    let mut why_not = Vec::new();
+    for (i, pipe) in kernels {
+        let (t, slots) = if pipe { (STREAMK_BS_PIPE_TILES[i], BS_PIPE_SK_SLOTS[i]) } else { (STREAMK_BS_TILES[i], BS_SLOTS[i]) };
+        let tiles = t.grid(desc.m, desc.n);
+        let dp = dp.unwrap_or_else(|| streamk_default_dp(tiles, spec.cus * slots));
+        match StreamKSchedule::new(tiles, nkb, dp, g) {
+            Ok(_) => {
+                let c = BsCandidate { tile: i, schedule: if pipe { BsSchedule::PipeStreamK { dp, g } } else { BsSchedule::StreamK { dp, g } } };
+                let e = bs_estimate(&c, tiles, nkb, spec.cus);
+                if best.is_none_or(|(b, _)| e < b) {
+                    best = Some((e, c));
+                }
+            }
+            Err(e) => why_not.push(format!(
+                "{}x128{}: {tiles} tiles, {dp} data-parallel: {}",
+                t.block_m,
+                if pipe { " pipelined" } else { "" },
+                streamk_error_text(e, tiles, dp, nkb)
+            )),
+        }
+    }
+    let c = best.ok_or_else(|| err(why_not.join("; ")))?.1;
+    bs_config(desc, spec, c)
+}
+
+/// Workgroups per CU of the pipelined bs stream-K kernels ([`STREAMK_BS_PIPE_TILES`]: 48 / 64
+/// rows: 2 / 1, set by their registers; `tests/dense_kernel.rs` checks them).
+const BS_PIPE_SK_SLOTS: [u32; 2] = [2, 1];
+
 /// Contributors per tail tile of the `g = T · c` stream-K candidates ([`bs_streamk_candidates`]):
 /// a small tail spread over a whole wave has dozens of contributors per tile, whose hand-off
 /// and reduction cost more than the blocks they save (1856×2048×7168, 32 × 128, head 912, 16
@@ -1929,12 +2042,18 @@ const BS_SPLIT_HANDOFF_US: f64 = 4.0;
 /// `tail` of `tail_blocks`, at most `slots` at once, each running at the per-block time of
 /// the current number of workgroups on the CU ([`BS_BLOCK_US`]: processor sharing).
 fn bs_cu_time(i: usize, head: u64, head_blocks: f64, tail: u64, tail_blocks: f64) -> f64 {
-    let slots = BS_SLOTS[i] as usize;
+    bs_cu_time_at(&BS_BLOCK_US[i][..BS_SLOTS[i] as usize], head, head_blocks, tail, tail_blocks)
+}
+
+/// [`bs_cu_time`] for a kernel of `per_block.len()` workgroups per CU whose per-block µs with
+/// `j + 1` workgroups on the CU is `per_block[j]`.
+fn bs_cu_time_at(per_block: &[f64], head: u64, head_blocks: f64, tail: u64, tail_blocks: f64) -> f64 {
+    let slots = per_block.len();
     let mut queue = std::iter::repeat_n(head_blocks, head as usize).chain(std::iter::repeat_n(tail_blocks, tail as usize));
     let mut active: Vec<f64> = queue.by_ref().take(slots).collect();
     let mut t = 0.0;
     while !active.is_empty() {
-        let per_block = BS_BLOCK_US[i][active.len().min(3) - 1];
+        let per_block = per_block[active.len().min(slots) - 1];
         let step = active.iter().copied().fold(f64::INFINITY, f64::min);
         t += step * per_block;
         active.retain_mut(|w| {
@@ -2055,6 +2174,7 @@ fn bs_estimate(c: &BsCandidate, tiles: u32, nkb: u32, cus: u32) -> f64 {
     let i = c.tile.min(1);
     let (cus64, nkb64) = (u64::from(cus.max(1)), u64::from(nkb));
     match c.schedule {
+        BsSchedule::PipeStreamK { dp, g } => bs_pipe_streamk_estimate(i, tiles, nkb, cus, dp, g),
         BsSchedule::DataParallel => bs_cu_time(i, u64::from(tiles).div_ceil(cus64), f64::from(nkb), 0, 0.0),
         BsSchedule::Split(s) => {
             let blocks = f64::from(nkb.div_ceil(s.max(1)));
@@ -2080,9 +2200,45 @@ fn bs_estimate(c: &BsCandidate, tiles: u32, nkb: u32, cus: u32) -> f64 {
     }
 }
 
+/// Modelled µs per 128-K block of a pipelined bs stream-K workgroup ([`STREAMK_BS_PIPE_TILES`])
+/// with 1 (48 and 64 rows) or 2 (48 rows) of them on a CU, fitted ([`bs_pipe_streamk_estimate`]).
+const BS_PIPE_SK_BLOCK_US: [&[f64]; 2] = [&[0.61, 1.05], &[0.70]];
+/// Stagger factor of the pipelined stream-K tail blocks (as [`BS_STREAMK_STAGGER_FACTOR`]), fitted.
+const BS_PIPE_SK_STAGGER_FACTOR: f64 = 1.3;
+/// Blocks' worth of work every split pipelined tail workgroup adds (its exposed prologue and
+/// epilogue, partial stores, hand-off), fitted.
+const BS_PIPE_SK_FIXED_BLOCKS: f64 = 2.0;
+/// µs the last arriver's reduction adds per contributor of a tile, fitted.
+const BS_PIPE_SK_REDUCE_US: f64 = 0.2;
+
+/// Estimated µs (launch overhead excluded) of the pipelined bs stream-K kernel `p` (index into
+/// [`STREAMK_BS_PIPE_TILES`]) with `tiles` tiles of `nkb` blocks, head `dp`, `g` tail
+/// workgroups on `cus` CUs: [`bs_estimate`]'s stream-K form at the pipelined kernels' per-block
+/// costs ([`BS_PIPE_SK_BLOCK_US`], processor sharing on the busiest CU, [`bs_cu_time_at`]) with
+/// their own tail constants.
+fn bs_pipe_streamk_estimate(p: usize, tiles: u32, nkb: u32, cus: u32, dp: u32, g: u32) -> f64 {
+    let (cus64, nkb64) = (u64::from(cus.max(1)), u64::from(nkb).max(1));
+    let (dp, g) = (u64::from(dp), u64::from(g).max(1));
+    let iters = (u64::from(tiles) - dp.min(u64::from(tiles))) * nkb64;
+    let per = iters.div_ceil(g);
+    let split = !(iters.is_multiple_of(g) && per.is_multiple_of(nkb64));
+    let tail_tiles = iters / nkb64;
+    let (tail_blocks, reduce) = if split {
+        let factor = if g.is_multiple_of(tail_tiles.max(1)) { 1.0 } else { BS_PIPE_SK_STAGGER_FACTOR };
+        let most = (nkb64.div_ceil((iters / g).max(1)) + 1).min(g);
+        (per as f64 * factor + BS_PIPE_SK_FIXED_BLOCKS, BS_PIPE_SK_REDUCE_US * most as f64)
+    } else {
+        (per as f64, 0.0)
+    };
+    bs_cu_time_at(BS_PIPE_SK_BLOCK_US[p.min(1)], dp.div_ceil(cus64), f64::from(nkb), g.div_ceil(cus64), tail_blocks) + reduce
+}
+
 /// The launch spec of a dense bs stream-K config's kernel (B pre-shuffled).
 pub fn dense_streamk_bs_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<DenseStreamKArgs>> {
-    spec_named([FP8_GEMM_NT_STREAMK_BS_BM32_BN128, FP8_GEMM_NT_STREAMK_BS_BM64_BN128], config)
+    spec_named(
+        [FP8_GEMM_NT_STREAMK_BS_BM32_BN128, FP8_GEMM_NT_STREAMK_BS_BM64_BN128, FP8_GEMM_NT_STREAMK_BS_PIPE_BM48_BN128, FP8_GEMM_NT_STREAMK_BS_PIPE_BM64_BN128],
+        config,
+    )
 }
 
 /// The launch spec of a dense bs config's kernel (B pre-shuffled).
