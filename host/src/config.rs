@@ -1701,7 +1701,7 @@ pub fn get_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(G
                 let mut best: Option<(f64, BsCandidate)> = None;
                 for c in &sks {
                     let e = estimate(c);
-                    if e < dp_us * (1.0 - BS_STREAMK_MIN_GAIN) && best.is_none_or(|(b, _)| e < b) && fits(c)? {
+                    if e < dp_us * (1.0 - c.min_gain()) && best.is_none_or(|(b, _)| e < b) && fits(c)? {
                         best = Some((e, *c));
                     }
                 }
@@ -1758,6 +1758,16 @@ struct BsCandidate {
 }
 
 impl BsCandidate {
+    /// The least relative gain (estimated) over the data-parallel baseline for which the
+    /// candidate replaces it: [`BS_PIPE_SK_MIN_GAIN`] for the pipelined stream-K candidates
+    /// (their estimate's fit is tighter), [`BS_STREAMK_MIN_GAIN`] for the others.
+    fn min_gain(&self) -> f64 {
+        match self.schedule {
+            BsSchedule::PipeStreamK { .. } => BS_PIPE_SK_MIN_GAIN,
+            _ => BS_STREAMK_MIN_GAIN,
+        }
+    }
+
     /// The candidate's tile (its kernel's tile table entry).
     fn bs_tile(&self) -> tile::BsTile {
         match self.schedule {
@@ -1875,16 +1885,21 @@ fn bs_streamk_candidates(desc: &GemmDesc, cus: u32) -> Vec<BsCandidate> {
     v
 }
 
-/// The bs stream-K candidates on the pipelined loop ([`STREAMK_BS_PIPE_TILES`]: 48 rows two
-/// workgroups per CU, 64 rows one), where the pipelined data-parallel kernels are considered
+/// The bs stream-K candidates on the pipelined loop ([`STREAMK_BS_PIPE_TILES`]: 48 and 64
+/// rows, two workgroups per CU each), where the pipelined data-parallel kernels are considered
 /// at all (`bs_pipe_rule`'s conditions: at least [`BS_PIPE_MIN_BLOCKS`] blocks, more than 64
-/// rows; the 64-row tile below [`BS_BM64_TILES_PER_CU`] tiles per CU, the 48-row tile there
-/// only while B fits [`BS_PIPE48_MAX_B_BYTES`]): heads of whole waves of `s_h` workgroups per
-/// CU (`s_h = 1 ..= slots`) **and the empty head** (with fewer tiles than workgroup slots there
-/// is no whole wave to run first: one partial round is the case stream-K exists for), `g` of
-/// whole waves (`CUs · s_t`, `s_t = 1 ..= slots`) or `c` contributors per tail tile
-/// ([`BS_STREAMK_CONTRIBUTORS`], within one wave), at most [`BS_STREAMK_MAX_CONTRIBUTORS`] per
-/// tile, where the schedule is valid.
+/// rows, and from [`BS_BM64_TILES_PER_CU`] 64-row tiles per CU only while B fits
+/// [`BS_PIPE48_MAX_B_BYTES`]; both kernels run two workgroups per CU): heads of whole waves of `s_h` workgroups per
+/// CU (`s_h = 1, 2`) and the empty head, each with a tail of `g = T · c` workgroups for `c` in
+/// [`BS_PIPE_SK_CONTRIBUTORS`] within one wave (`g ≤ 2 · CUs`): **aligned** pieces only, every
+/// tail tile split into `c` equal K ranges that run in lock-step across tiles (`c = 1`: whole
+/// tiles — with the empty head, the data-parallel grid on the stream-K kernel, which for 64
+/// rows runs two workgroups per CU where the data-parallel kernel runs one). Staggered tails
+/// (`g` not a multiple of `T`) are left out: the workgroups running together read different
+/// K ranges and lose the L2 sharing (modelled MI325X 768×2048×7168, 48 rows, g = 304 over 256
+/// tiles: 54.7 µs against 35.2 for whole tiles; 1856×2048×7168, 64 rows, g = 608 over 464
+/// tiles: 116.7 against 69.4), and the few that won did so by under 5 % (1664×768×7168, 64
+/// rows, g = 304 over 156 tiles: 33.9 against 35.3 for the data-parallel 48-row kernel).
 fn bs_pipe_streamk_candidates(desc: &GemmDesc, cus: u32) -> Vec<BsCandidate> {
     let nkb = desc.k / tile::SCALE_BLOCK_K;
     let cus64 = u64::from(cus.max(1));
@@ -1893,10 +1908,10 @@ fn bs_pipe_streamk_candidates(desc: &GemmDesc, cus: u32) -> Vec<BsCandidate> {
         return v;
     }
     let many = u64::from(tile::DENSE_BS_TILES[1].grid(desc.m, desc.n)) >= u64::from(BS_BM64_TILES_PER_CU) * cus64;
+    if many && u64::from(desc.n) * u64::from(nkb) * 128 > BS_PIPE48_MAX_B_BYTES {
+        return v;
+    }
     for (p, t) in STREAMK_BS_PIPE_TILES.iter().enumerate() {
-        if many && (p != 0 || u64::from(desc.n) * u64::from(nkb) * 128 > BS_PIPE48_MAX_B_BYTES) {
-            continue;
-        }
         let slots = BS_PIPE_SK_SLOTS[p];
         let tiles = t.grid(desc.m, desc.n);
         let mut dps: Vec<u32> = (1..=slots).map(|s| streamk_default_dp(tiles, cus * s)).collect();
@@ -1905,12 +1920,9 @@ fn bs_pipe_streamk_candidates(desc: &GemmDesc, cus: u32) -> Vec<BsCandidate> {
         dps.dedup();
         for dp in dps {
             let tail = tiles - dp.min(tiles);
-            let mut gs: Vec<u32> = (1..=slots).map(|s| cus * s).collect();
-            gs.extend(BS_STREAMK_CONTRIBUTORS.iter().map(|&c| tail.saturating_mul(c)).filter(|&g| g <= cus * slots));
-            gs.sort_unstable();
-            gs.dedup();
-            for g in gs {
-                if g <= tail.saturating_mul(BS_STREAMK_MAX_CONTRIBUTORS) && StreamKSchedule::new(tiles, nkb, dp, g).is_ok() {
+            for c in BS_PIPE_SK_CONTRIBUTORS {
+                let g = tail.saturating_mul(c);
+                if g <= cus * slots && StreamKSchedule::new(tiles, nkb, dp, g).is_ok() {
                     v.push(BsCandidate { tile: p, schedule: BsSchedule::PipeStreamK { dp, g } });
                 }
             }
@@ -1981,9 +1993,14 @@ fn bs_forced_streamk(
     bs_config(desc, spec, c)
 }
 
+/// Contributors per tail tile of the pipelined stream-K candidates
+/// ([`bs_pipe_streamk_candidates`]; more were slower wherever they fit in one wave).
+const BS_PIPE_SK_CONTRIBUTORS: [u32; 3] = [1, 2, 4];
+
 /// Workgroups per CU of the pipelined bs stream-K kernels ([`STREAMK_BS_PIPE_TILES`]: 48 / 64
-/// rows: 2 / 1, set by their registers; `tests/dense_kernel.rs` checks them).
-const BS_PIPE_SK_SLOTS: [u32; 2] = [2, 1];
+/// rows, 183 / 209 registers: 2 each — the 64-row one fits two where its data-parallel twin,
+/// 304 registers, fits one; `tests/dense_kernel.rs` checks them).
+const BS_PIPE_SK_SLOTS: [u32; 2] = [2, 2];
 
 /// Contributors per tail tile of the `g = T · c` stream-K candidates ([`bs_streamk_candidates`]):
 /// a small tail spread over a whole wave has dozens of contributors per tile, whose hand-off
@@ -2200,37 +2217,149 @@ fn bs_estimate(c: &BsCandidate, tiles: u32, nkb: u32, cus: u32) -> f64 {
     }
 }
 
+/// The least relative gain (estimated) for which a pipelined stream-K candidate
+/// ([`bs_pipe_streamk_candidates`]) replaces the data-parallel baseline: the baseline's estimate
+/// (`bs_pipe_estimate`) and [`bs_pipe_streamk_estimate`] come from different fits and disagree
+/// by up to 4.7 % on the same work (640×2048×7168, 48-row tiles, whole tiles on either
+/// kernel: 34.2 against 32.6 µs; modelled 35.3 and 35.1), so a smaller estimated gain is
+/// within their disagreement; every estimated gain of 5 % or more on the fit shapes was real
+/// (table at [`bs_pipe_streamk_estimate`]).
+const BS_PIPE_SK_MIN_GAIN: f64 = 0.05;
+
 /// Modelled µs per 128-K block of a pipelined bs stream-K workgroup ([`STREAMK_BS_PIPE_TILES`])
-/// with 1 (48 and 64 rows) or 2 (48 rows) of them on a CU, fitted ([`bs_pipe_streamk_estimate`]).
-const BS_PIPE_SK_BLOCK_US: [&[f64]; 2] = [&[0.61, 1.05], &[0.70]];
-/// Stagger factor of the pipelined stream-K tail blocks (as [`BS_STREAMK_STAGGER_FACTOR`]), fitted.
-const BS_PIPE_SK_STAGGER_FACTOR: f64 = 1.3;
-/// Blocks' worth of work every split pipelined tail workgroup adds (its exposed prologue and
-/// epilogue, partial stores, hand-off), fitted.
-const BS_PIPE_SK_FIXED_BLOCKS: f64 = 2.0;
-/// µs the last arriver's reduction adds per contributor of a tile, fitted.
-const BS_PIPE_SK_REDUCE_US: f64 = 0.2;
+/// with 1 or 2 of them on a CU (48 rows, 64 rows), fitted ([`bs_pipe_streamk_estimate`]).
+const BS_PIPE_SK_BLOCK_US: [[f64; 2]; 2] = [[0.51, 0.90], [0.58, 1.05]];
+/// Blocks' worth of work every pipelined stream-K workgroup adds, whole tile or piece (its
+/// prologue before the first MFMA and its epilogue, exposed at these workgroup counts), fitted.
+const BS_PIPE_SK_WG_BLOCKS: f64 = 8.0;
+/// Blocks' worth of work a split (partial) piece adds on top (partial stores, release,
+/// arrival, the reduction of the last arriver), fitted.
+const BS_PIPE_SK_FIXED_BLOCKS: f64 = 4.0;
 
 /// Estimated µs (launch overhead excluded) of the pipelined bs stream-K kernel `p` (index into
 /// [`STREAMK_BS_PIPE_TILES`]) with `tiles` tiles of `nkb` blocks, head `dp`, `g` tail
-/// workgroups on `cus` CUs: [`bs_estimate`]'s stream-K form at the pipelined kernels' per-block
-/// costs ([`BS_PIPE_SK_BLOCK_US`], processor sharing on the busiest CU, [`bs_cu_time_at`]) with
-/// their own tail constants.
+/// workgroups on `cus` CUs, for the aligned candidates of [`bs_pipe_streamk_candidates`]: the
+/// busiest CU under processor sharing ([`bs_cu_time_at`]; `⌈dp / CUs⌉` head workgroups of
+/// `nkb` blocks, then `⌈g / CUs⌉` tail workgroups of `per = ⌈T·nkb / g⌉` blocks) at the
+/// per-block costs [`BS_PIPE_SK_BLOCK_US`], every workgroup `+` [`BS_PIPE_SK_WG_BLOCKS`],
+/// a split tail piece `+` [`BS_PIPE_SK_FIXED_BLOCKS`]. A staggered tail (not a candidate) is
+/// estimated as if aligned.
+///
+/// Fitted (grid search on the summed squared log error; all 96 runs, launch overhead of 2 µs
+/// included in both columns) to forced timing-model runs of the candidate family:
+/// `FP8GEMM_PRESHUFFLED=1 FP8GEMM_FORCE_TILE=BMx128 FP8GEMM_FORCE_STREAMK=G/DP fp8gemm profile
+/// --scope xcd`, MI325X for the peers' shapes and MI300X (304 CUs both) for the DeepSeek ones,
+/// *modelled* µs. Median |log error| 0.017, worst 0.090; the estimate is at most 8 % below the
+/// modelled time (the direction that would choose a loser). The fit's shapes were every other
+/// peer shape (below) and 4 DeepSeek shapes; the other peer shapes and DeepSeek shapes were
+/// held out (the `compare` tables in `fp8gemm_device::streamk`).
+///
+/// | shape (m×n×k) | tile rows | head + g | modelled | estimate | ratio |
+/// |---|---|---|---|---|---|
+/// | 1664×768×7168 | 48 | 0 + 210 | 35.2 | 34.6 | 0.98 |
+/// | 1664×768×7168 | 48 | 0 + 420 | 38.9 | 38.0 | 0.98 |
+/// | 1664×768×7168 | 64 | 0 + 156 | 39.4 | 39.1 | 0.99 |
+/// | 1664×768×7168 | 64 | 0 + 312 | 40.2 | 44.0 | 1.09 |
+/// | 1792×768×7168 | 48 | 0 + 228 | 35.2 | 34.6 | 0.98 |
+/// | 1792×768×7168 | 48 | 0 + 456 | 38.8 | 38.0 | 0.98 |
+/// | 1792×768×7168 | 64 | 0 + 168 | 39.9 | 39.1 | 0.98 |
+/// | 1792×768×7168 | 64 | 0 + 336 | 44.2 | 44.0 | 0.99 |
+/// | 1920×768×7168 | 48 | 0 + 240 | 35.2 | 34.6 | 0.98 |
+/// | 1920×768×7168 | 48 | 0 + 480 | 38.8 | 38.0 | 0.98 |
+/// | 1920×768×7168 | 64 | 0 + 180 | 39.4 | 39.1 | 0.99 |
+/// | 1920×768×7168 | 64 | 0 + 360 | 44.1 | 44.0 | 1.00 |
+/// | 2048×768×7168 | 48 | 0 + 258 | 35.1 | 34.6 | 0.99 |
+/// | 2048×768×7168 | 48 | 0 + 516 | 38.9 | 38.0 | 0.98 |
+/// | 2048×768×7168 | 64 | 0 + 192 | 39.4 | 39.1 | 0.99 |
+/// | 2048×768×7168 | 64 | 0 + 384 | 44.3 | 44.0 | 0.99 |
+/// | 4096×768×7168 | 48 | 0 + 516 | 60.0 | 59.6 | 0.99 |
+/// | 4096×768×7168 | 48 | 304 + 212 | 59.7 | 59.6 | 1.00 |
+/// | 4096×768×7168 | 48 | 304 + 424 | 65.5 | 67.8 | 1.03 |
+/// | 4096×768×7168 | 64 | 0 + 384 | 70.0 | 69.2 | 0.99 |
+/// | 4096×768×7168 | 64 | 304 + 80 | 69.3 | 69.2 | 1.00 |
+/// | 4096×768×7168 | 64 | 304 + 160 | 56.2 | 57.9 | 1.03 |
+/// | 4096×768×7168 | 64 | 304 + 320 | 59.8 | 63.6 | 1.06 |
+/// | 6144×768×7168 | 48 | 608 + 160 | 89.7 | 92.2 | 1.03 |
+/// | 6144×768×7168 | 48 | 608 + 320 | 95.8 | 95.6 | 1.00 |
+/// | 6144×768×7168 | 64 | 0 + 576 | 69.7 | 69.2 | 0.99 |
+/// | 6144×768×7168 | 64 | 304 + 272 | 69.5 | 69.2 | 1.00 |
+/// | 6144×768×7168 | 64 | 304 + 544 | 76.5 | 78.5 | 1.03 |
+/// | 640×2048×7168 | 48 | 0 + 224 | 35.1 | 34.6 | 0.99 |
+/// | 640×2048×7168 | 64 | 0 + 160 | 39.4 | 39.1 | 0.99 |
+/// | 768×2048×7168 | 48 | 0 + 256 | 35.2 | 34.6 | 0.99 |
+/// | 768×2048×7168 | 64 | 0 + 192 | 39.4 | 39.1 | 0.99 |
+/// | 896×2048×7168 | 48 | 0 + 304 | 35.9 | 34.6 | 0.97 |
+/// | 896×2048×7168 | 48 | 0 + 608 | 39.3 | 38.0 | 0.97 |
+/// | 896×2048×7168 | 64 | 0 + 224 | 39.4 | 39.1 | 0.99 |
+/// | 1024×2048×7168 | 48 | 0 + 352 | 60.4 | 59.6 | 0.99 |
+/// | 1024×2048×7168 | 48 | 304 + 48 | 60.6 | 59.6 | 0.98 |
+/// | 1024×2048×7168 | 48 | 304 + 96 | 48.1 | 50.2 | 1.04 |
+/// | 1024×2048×7168 | 48 | 304 + 192 | 43.8 | 44.8 | 1.02 |
+/// | 1024×2048×7168 | 64 | 0 + 256 | 39.4 | 39.1 | 0.99 |
+/// | 1216×2048×7168 | 48 | 0 + 416 | 60.2 | 59.6 | 0.99 |
+/// | 1216×2048×7168 | 48 | 304 + 112 | 60.3 | 59.6 | 0.99 |
+/// | 1216×2048×7168 | 48 | 304 + 224 | 48.2 | 50.2 | 1.04 |
+/// | 1216×2048×7168 | 48 | 304 + 448 | 52.5 | 54.9 | 1.05 |
+/// | 1216×2048×7168 | 64 | 0 + 304 | 40.0 | 39.1 | 0.98 |
+/// | 1216×2048×7168 | 64 | 0 + 608 | 45.2 | 44.0 | 0.97 |
+/// | 1472×2048×7168 | 48 | 0 + 496 | 60.4 | 59.6 | 0.99 |
+/// | 1472×2048×7168 | 48 | 304 + 192 | 60.1 | 59.6 | 0.99 |
+/// | 1472×2048×7168 | 48 | 304 + 384 | 64.4 | 67.8 | 1.05 |
+/// | 1472×2048×7168 | 64 | 0 + 368 | 70.2 | 69.2 | 0.99 |
+/// | 1472×2048×7168 | 64 | 304 + 64 | 70.2 | 69.2 | 0.99 |
+/// | 1472×2048×7168 | 64 | 304 + 128 | 56.3 | 57.9 | 1.03 |
+/// | 1472×2048×7168 | 64 | 304 + 256 | 50.1 | 51.3 | 1.03 |
+/// | 1728×2048×7168 | 48 | 0 + 576 | 60.3 | 59.6 | 0.99 |
+/// | 1728×2048×7168 | 48 | 304 + 272 | 60.0 | 59.6 | 0.99 |
+/// | 1728×2048×7168 | 48 | 304 + 544 | 68.0 | 67.8 | 1.00 |
+/// | 1728×2048×7168 | 64 | 0 + 432 | 69.2 | 69.2 | 1.00 |
+/// | 1728×2048×7168 | 64 | 304 + 128 | 69.0 | 69.2 | 1.00 |
+/// | 1728×2048×7168 | 64 | 304 + 256 | 56.3 | 57.9 | 1.03 |
+/// | 1728×2048×7168 | 64 | 304 + 512 | 65.1 | 63.6 | 0.98 |
+/// | 1856×2048×7168 | 48 | 608 + 16 | 90.0 | 92.2 | 1.02 |
+/// | 1856×2048×7168 | 48 | 608 + 32 | 78.0 | 80.0 | 1.03 |
+/// | 1856×2048×7168 | 48 | 608 + 64 | 72.0 | 72.9 | 1.01 |
+/// | 1856×2048×7168 | 64 | 0 + 464 | 69.4 | 69.2 | 1.00 |
+/// | 1856×2048×7168 | 64 | 304 + 160 | 69.0 | 69.2 | 1.00 |
+/// | 1856×2048×7168 | 64 | 304 + 320 | 76.6 | 78.5 | 1.02 |
+/// | 1984×2048×7168 | 48 | 608 + 64 | 89.3 | 92.2 | 1.03 |
+/// | 1984×2048×7168 | 48 | 608 + 128 | 77.9 | 80.0 | 1.03 |
+/// | 1984×2048×7168 | 48 | 608 + 256 | 72.7 | 72.9 | 1.00 |
+/// | 1984×2048×7168 | 64 | 0 + 496 | 69.5 | 69.2 | 1.00 |
+/// | 1984×2048×7168 | 64 | 304 + 192 | 69.0 | 69.2 | 1.00 |
+/// | 1984×2048×7168 | 64 | 304 + 384 | 76.6 | 78.5 | 1.02 |
+/// | 4096×2048×7168 | 48 | 1216 + 160 | 145.5 | 149.8 | 1.03 |
+/// | 4096×2048×7168 | 48 | 1216 + 320 | 151.0 | 153.2 | 1.01 |
+/// | 4096×2048×7168 | 64 | 608 + 416 | 132.4 | 136.4 | 1.03 |
+/// | 4096×2048×7168 | 64 | 912 + 112 | 132.4 | 136.4 | 1.03 |
+/// | 4096×2048×7168 | 64 | 912 + 224 | 119.9 | 125.1 | 1.04 |
+/// | 4096×2048×7168 | 64 | 912 + 448 | 123.0 | 130.8 | 1.06 |
+/// | 128×24576×1536 | 48 | 0 + 576 | 20.1 | 20.0 | 1.00 |
+/// | 128×24576×1536 | 48 | 304 + 272 | 20.1 | 20.0 | 1.00 |
+/// | 128×24576×1536 | 48 | 304 + 544 | 27.9 | 28.2 | 1.01 |
+/// | 128×24576×1536 | 64 | 0 + 384 | 24.0 | 23.0 | 0.96 |
+/// | 128×24576×1536 | 64 | 304 + 80 | 23.8 | 23.0 | 0.97 |
+/// | 128×24576×1536 | 64 | 304 + 160 | 24.0 | 22.1 | 0.92 |
+/// | 128×24576×1536 | 64 | 304 + 320 | 26.5 | 28.8 | 1.09 |
+/// | 4096×2112×7168 | 48 | 1216 + 246 | 145.2 | 149.8 | 1.03 |
+/// | 4096×2112×7168 | 48 | 1216 + 492 | 151.2 | 153.2 | 1.01 |
+/// | 4096×2112×7168 | 64 | 608 + 480 | 132.3 | 136.4 | 1.03 |
+/// | 4096×2112×7168 | 64 | 912 + 176 | 132.5 | 136.4 | 1.03 |
+/// | 4096×2112×7168 | 64 | 912 + 352 | 138.5 | 145.7 | 1.05 |
+/// | 4096×7168×2048 | 48 | 4256 + 560 | 168.6 | 174.8 | 1.04 |
+/// | 4096×7168×2048 | 48 | 4560 + 256 | 168.6 | 174.8 | 1.04 |
+/// | 4096×7168×2048 | 48 | 4560 + 512 | 174.8 | 183.0 | 1.05 |
+/// | 6144×2048×7168 | 48 | 1824 + 224 | 201.8 | 207.4 | 1.03 |
+/// | 6144×2048×7168 | 48 | 1824 + 448 | 208.5 | 210.8 | 1.01 |
 fn bs_pipe_streamk_estimate(p: usize, tiles: u32, nkb: u32, cus: u32, dp: u32, g: u32) -> f64 {
     let (cus64, nkb64) = (u64::from(cus.max(1)), u64::from(nkb).max(1));
     let (dp, g) = (u64::from(dp), u64::from(g).max(1));
     let iters = (u64::from(tiles) - dp.min(u64::from(tiles))) * nkb64;
     let per = iters.div_ceil(g);
     let split = !(iters.is_multiple_of(g) && per.is_multiple_of(nkb64));
-    let tail_tiles = iters / nkb64;
-    let (tail_blocks, reduce) = if split {
-        let factor = if g.is_multiple_of(tail_tiles.max(1)) { 1.0 } else { BS_PIPE_SK_STAGGER_FACTOR };
-        let most = (nkb64.div_ceil((iters / g).max(1)) + 1).min(g);
-        (per as f64 * factor + BS_PIPE_SK_FIXED_BLOCKS, BS_PIPE_SK_REDUCE_US * most as f64)
-    } else {
-        (per as f64, 0.0)
-    };
-    bs_cu_time_at(BS_PIPE_SK_BLOCK_US[p.min(1)], dp.div_ceil(cus64), f64::from(nkb), g.div_ceil(cus64), tail_blocks) + reduce
+    let tail_blocks = per as f64 + BS_PIPE_SK_WG_BLOCKS + if split { BS_PIPE_SK_FIXED_BLOCKS } else { 0.0 };
+    let head_blocks = f64::from(nkb) + BS_PIPE_SK_WG_BLOCKS;
+    bs_cu_time_at(&BS_PIPE_SK_BLOCK_US[p.min(1)], dp.div_ceil(cus64), head_blocks, g.div_ceil(cus64), tail_blocks)
 }
 
 /// The launch spec of a dense bs stream-K config's kernel (B pre-shuffled).
