@@ -1887,7 +1887,8 @@ fn bs_streamk_candidates(desc: &GemmDesc, cus: u32) -> Vec<BsCandidate> {
 
 /// The bs stream-K candidates on the pipelined loop ([`STREAMK_BS_PIPE_TILES`]: 48 and 64
 /// rows, two workgroups per CU each), where the pipelined data-parallel kernels are considered
-/// at all (`bs_pipe_rule`'s conditions: at least [`BS_PIPE_MIN_BLOCKS`] blocks, more than 64
+/// at all (`bs_pipe_rule`'s conditions: at least [`BS_PIPE_MIN_BLOCKS`] blocks — and at most
+/// [`BS_PIPE_SK_MAX_BLOCKS`] —, more than 64
 /// rows, and from [`BS_BM64_TILES_PER_CU`] 64-row tiles per CU only while B fits
 /// [`BS_PIPE48_MAX_B_BYTES`]; both kernels run two workgroups per CU): heads of whole waves of `s_h` workgroups per
 /// CU (`s_h = 1, 2`) and the empty head, each with a tail of `g = T · c` workgroups for `c` in
@@ -1904,7 +1905,7 @@ fn bs_pipe_streamk_candidates(desc: &GemmDesc, cus: u32) -> Vec<BsCandidate> {
     let nkb = desc.k / tile::SCALE_BLOCK_K;
     let cus64 = u64::from(cus.max(1));
     let mut v = Vec::new();
-    if desc.m <= 64 || nkb < BS_PIPE_MIN_BLOCKS {
+    if desc.m <= 64 || nkb < BS_PIPE_MIN_BLOCKS || nkb > BS_PIPE_SK_MAX_BLOCKS {
         return v;
     }
     let many = u64::from(tile::DENSE_BS_TILES[1].grid(desc.m, desc.n)) >= u64::from(BS_BM64_TILES_PER_CU) * cus64;
@@ -1992,6 +1993,13 @@ fn bs_forced_streamk(
     let c = best.ok_or_else(|| err(why_not.join("; ")))?.1;
     bs_config(desc, spec, c)
 }
+
+/// The pipelined stream-K candidates are made up to this many 128-K blocks, the range their
+/// estimate was fitted on (16–56 blocks): beyond it they compete with split-K on estimates
+/// that are off in opposite directions (256×7168×16384, 128 blocks: 64-row whole tiles
+/// estimated 80.9 µs, modelled 78.7; split-K 2 on the 32-row tile estimated 81.5, modelled
+/// 75.4).
+const BS_PIPE_SK_MAX_BLOCKS: u32 = 64;
 
 /// Contributors per tail tile of the pipelined stream-K candidates
 /// ([`bs_pipe_streamk_candidates`]; more were slower wherever they fit in one wave).
@@ -2976,6 +2984,128 @@ mod tests {
         assert!(!first_sighting(&seen, &b));
         assert!(first_sighting(&seen, &c));
         assert!(!first_sighting(&seen, &c));
+    }
+
+    #[test]
+    fn bs_pipe_streamk_candidates_are_aligned_and_within_one_wave() {
+        let arch = Arch::Gfx942;
+        for (m, n, k) in [(1856, 2048, 7168), (4096, 2048, 7168), (1664, 768, 7168), (8192, 2048, 7168), (12288, 2048, 7168), (1024, 2048, 1152)] {
+            let d = GemmDesc::dense(m, n, k, arch);
+            let nkb = k / 128;
+            let cands = bs_pipe_streamk_candidates(&d, 304);
+            assert!(!cands.is_empty(), "{m}x{n}x{k}");
+            for c in &cands {
+                let BsSchedule::PipeStreamK { dp, g } = c.schedule else { panic!("{c}") };
+                let tiles = STREAMK_BS_PIPE_TILES[c.tile].grid(m, n);
+                let t = tiles - dp;
+                // Heads of whole waves (one or two per CU) or none; g = T·c, c ∈ {1, 2, 4}, in one
+                // wave of two per CU; a valid schedule.
+                assert!(dp == 0 || dp % 304 == 0, "{m}x{n}x{k} {c}");
+                assert!(g % t == 0 && [1, 2, 4].contains(&(g / t)) && g <= 608, "{m}x{n}x{k} {c}");
+                assert!(StreamKSchedule::new(tiles, nkb, dp, g).is_ok(), "{m}x{n}x{k} {c}");
+                // The config is the pipelined stream-K kernel of that tile, with its LDS.
+                let cfg = bs_config(&d, arch_spec(arch), *c).unwrap();
+                let t = STREAMK_BS_PIPE_TILES[c.tile];
+                assert_eq!((cfg.kernel, cfg.block_m, cfg.lds_bytes, cfg.grid), (t.name, t.block_m, tile::bs_pipe_lds_bytes(t.block_m), dp + g), "{c}");
+                assert_eq!(cfg.stream_k, Some(StreamK { tiles, nkb, dp_tiles: dp, sk_wgs: g }), "{c}");
+            }
+        }
+        // 1856×2048×7168: 464 tiles of 64 rows: whole tiles (0 + 464) and 304 + 160 among them.
+        let c = bs_pipe_streamk_candidates(&GemmDesc::dense(1856, 2048, 7168, arch), 304);
+        for (dp, g) in [(0, 464), (304, 160), (304, 320)] {
+            assert!(c.contains(&BsCandidate { tile: 1, schedule: BsSchedule::PipeStreamK { dp, g } }), "{dp} + {g}");
+        }
+        // None: a single row of tiles, fewer than 8 or more than 64 blocks, B beyond the L2 with
+        // 8 or more 64-row tiles per CU.
+        for (m, n, k) in [(64, 24576, 1536), (1024, 2048, 896), (256, 7168, 16384), (4096, 7168, 16384)] {
+            assert!(bs_pipe_streamk_candidates(&GemmDesc::dense(m, n, k, arch), 304).is_empty(), "{m}x{n}x{k}");
+        }
+    }
+
+    #[test]
+    fn bs_pipe_streamk_estimates_by_hand() {
+        let e = |tile: usize, dp, g, tiles, nkb| bs_estimate(&BsCandidate { tile, schedule: BsSchedule::PipeStreamK { dp, g } }, tiles, nkb, 304);
+        let close = |a: f64, b: f64| assert!((a - b).abs() < 1e-9, "{a} vs {b}");
+        let [s48, s64] = BS_PIPE_SK_BLOCK_US;
+        let w = BS_PIPE_SK_WG_BLOCKS;
+        // 2048×2048×7168, 64 rows, whole tiles: 512 workgroups, two on the busiest CU, each
+        // 56 blocks + the per-workgroup overhead, at the shared rate.
+        close(e(1, 0, 512, 512, 56), (56.0 + w) * s64[1]);
+        // One alone (256 tiles): the alone rate.
+        close(e(1, 0, 256, 256, 56), (56.0 + w) * s64[0]);
+        // 4096×2048×7168, 64 rows: head 912 (three per CU on the busiest: two at once, then
+        // one), tail of 112 tiles over g = 224 (two aligned pieces of 28 blocks + the split
+        // piece's overhead), one per CU.
+        let head = 56.0 + w;
+        let tail = 28.0 + w + BS_PIPE_SK_FIXED_BLOCKS;
+        // Two head workgroups share the CU for `head` blocks; then the third head workgroup and
+        // the tail piece share it until the piece ends; then the head workgroup alone.
+        let want = head * s64[1] + tail * s64[1] + (head - tail) * s64[0];
+        close(e(1, 912, 224, 1024, 56), want);
+        // 48 rows use their own rates.
+        close(e(0, 0, 256, 256, 56), (56.0 + w) * s48[0]);
+        // The choice: 2048×2048×7168 and 4096×2048×7168 take the pipelined stream-K kernel
+        // (modelled MI325X 69.3 and 119.9 µs against 78.9 and 146.8 data-parallel);
+        // 640×2048×7168 keeps the data-parallel 48-row kernel (whole tiles on the stream-K
+        // kernel estimated 4.7 % faster, under BS_PIPE_SK_MIN_GAIN; modelled 35.1 vs 35.3).
+        let arch = Arch::Gfx942;
+        let c = get_bs_config(&GemmDesc::dense(2048, 2048, 7168, arch)).unwrap();
+        assert_eq!((c.kernel, c.stream_k.map(|s| (s.dp_tiles, s.sk_wgs))), ("fp8_gemm_nt_streamk_bs_pipe_bm64_bn128", Some((0, 512))));
+        let c = get_bs_config(&GemmDesc::dense(4096, 2048, 7168, arch)).unwrap();
+        assert_eq!((c.kernel, c.stream_k.map(|s| (s.dp_tiles, s.sk_wgs))), ("fp8_gemm_nt_streamk_bs_pipe_bm64_bn128", Some((912, 224))));
+        let c = get_bs_config(&GemmDesc::dense(640, 2048, 7168, arch)).unwrap();
+        assert_eq!((c.kernel, c.stream_k), ("fp8_gemm_nt_bs_pipe_bm48_bn128", None));
+    }
+
+    #[test]
+    fn forced_bs_stream_k_on_the_pipelined_kernels() {
+        let arch = Arch::Gfx942;
+        let d = GemmDesc::dense(1024, 2048, 7168, arch);
+        let forced_cfg = |t: (u32, u32), pipelined: Option<bool>, sk: Option<ForcedStreamK>| {
+            force_tile(Some(t));
+            force_stream_k(sk);
+            force_bs_pipelined(pipelined);
+            let c = get_bs_config(&d);
+            force_tile(None);
+            force_stream_k(None);
+            force_bs_pipelined(None);
+            c
+        };
+        // 48 rows: the pipelined stream-K kernel; the data-parallel one without stream-K.
+        let c = forced_cfg((48, 128), None, Some((352, Some(0)))).unwrap();
+        assert_eq!((c.kernel, c.grid, c.lds_bytes), ("fp8_gemm_nt_streamk_bs_pipe_bm48_bn128", 352, tile::bs_pipe_lds_bytes(48)));
+        assert_eq!(forced_cfg((48, 128), None, None).unwrap().kernel, "fp8_gemm_nt_bs_pipe_bm48_bn128");
+        // 64 rows, 256 tiles (below 8 per CU): pipelined by default, either loop when pinned,
+        // stream-K and data-parallel alike.
+        for (pipelined, sk, dp) in [
+            (None, "fp8_gemm_nt_streamk_bs_pipe_bm64_bn128", "fp8_gemm_nt_bs_pipe_bm64_bn128"),
+            (Some(true), "fp8_gemm_nt_streamk_bs_pipe_bm64_bn128", "fp8_gemm_nt_bs_pipe_bm64_bn128"),
+            (Some(false), "fp8_gemm_nt_streamk_bs_bm64_bn128", "fp8_gemm_nt_bs_bm64_bn128"),
+        ] {
+            let c = forced_cfg((64, 128), pipelined, Some((304, None))).unwrap();
+            assert_eq!((c.kernel, c.stream_k.map(|s| (s.dp_tiles, s.sk_wgs))), (sk, Some((0, 304))), "{pipelined:?}");
+            assert_eq!(forced_cfg((64, 128), pipelined, None).unwrap().kernel, dp, "{pipelined:?}");
+        }
+        // The default head of the pipelined kernels is whole waves of two per CU.
+        let c = forced_cfg((64, 128), None, Some((300, None))).unwrap();
+        assert_eq!(c.stream_k.map(|s| s.dp_tiles), Some(0), "256 tiles: no whole wave of 608");
+        let c = get_bs_config(&GemmDesc::dense(4096, 2048, 7168, arch)).unwrap();
+        assert!(c.stream_k.is_some());
+        force_tile(Some((64, 128)));
+        force_stream_k(Some((416, None)));
+        let c = get_bs_config(&GemmDesc::dense(4096, 2048, 7168, arch));
+        force_tile(None);
+        force_stream_k(None);
+        assert_eq!(c.unwrap().stream_k.map(|s| (s.dp_tiles, s.sk_wgs)), Some((608, 416)), "1024 tiles: one whole wave of 608");
+        // No pipelined stream-K kernel for 80 / 96 rows; a forced split with the 48-row tile.
+        for bm in [80, 96] {
+            let x = forced_cfg((bm, 128), None, Some((304, None))).unwrap_err();
+            assert!(matches!(&x, ConfigError::ForcedStreamK { expected, .. } if expected.contains(&format!("{bm}x128"))), "{x}");
+        }
+        force_split(Some(2));
+        let x = forced_cfg((48, 128), None, Some((304, None))).unwrap_err();
+        force_split(None);
+        assert!(matches!(&x, ConfigError::ForcedSplit { .. }), "{x}");
     }
 
     #[test]
