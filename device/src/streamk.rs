@@ -86,10 +86,25 @@
 //! | `fp8_gemm_nt_streamk_bm128_bn128` | 224 | 0 | 0 | 0 | 32 KiB | 2 | 2 |
 //! | `fp8_gemm_nt_streamk_bs_bm32_bn128` | 136 | 0 | 0 | 0 | 9 KiB | 3 | 7 |
 //! | `fp8_gemm_nt_streamk_bs_bm64_bn128` | 188 | 0 | 0 | 0 | 18 KiB | 2 | 3 |
+//! | `fp8_gemm_nt_streamk_bs_pipe_bm48_bn128` | 183 | 0 | 0 | 0 | 18 KiB | 2 | 3 |
+//! | `fp8_gemm_nt_streamk_bs_pipe_bm64_bn128` | 209 | 0 | 0 | 0 | 18 KiB | 2 | 3 |
 //!
 //! (The bs stream-K kernels keep the waves per SIMD of the data-parallel bs kernels, 158 and
 //! 238 VGPRs: 3 and 2 workgroups per CU; `tests/dense_kernel.rs`
 //! `bs_streamk_kernels_meet_the_resource_goals`.)
+//!
+//! The **pipelined bs stream-K kernels** `fp8_gemm_nt_streamk_bs_pipe_bm{48,64}_bn128`
+//! ([`STREAMK_BS_PIPE_TILES`], `imp::BsPipeLoop` over `mainloop_bs::imp::tile_gemm_bs_pipe`,
+//! B two blocks ahead as the data-parallel `fp8_gemm_nt_bs_pipe_*` kernels) run two workgroups
+//! per CU at 183 and 209 registers, no AGPRs — fewer than their data-parallel twins (250 and
+//! 304 + 48 AGPRs: the 64-row one runs one per CU) although the loop's source is the same and
+//! it is inlined five times here; LLVM's register allocation for the bigger kernel targets two
+//! waves per SIMD (not investigated further; `tests/dense_kernel.rs`
+//! `bs_pipe_streamk_kernels_meet_the_resource_goals` holds them at two). A whole tile costs the
+//! same on either kernel (1024×2048×7168, 256 tiles of 64 rows, one per CU: data-parallel
+//! 40.47 µs, stream-K `0 + 256` whole tiles 39.41, MI325X, *modelled*), so the stream-K kernel
+//! with whole tiles only (`g = T`) is the 64-row data-parallel grid at two per CU: from 1.5
+//! rounds of 64-row tiles on, it wins outright (2048×2048×7168: 69.3 against 78.9 µs).
 //!
 //! (A loop over pieces instead of the two straight-line pieces: 124 / 168 / 260 + 4 AGPRs —
 //! one workgroup per CU at 128 × 128; with `waves_per_eu = 2` it spilled.) The kernel holds

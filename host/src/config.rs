@@ -1674,8 +1674,13 @@ pub fn get_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(G
             // BS_STREAMK_MIN_GAIN.
             let dp = BsCandidate { tile: i, schedule: BsSchedule::DataParallel };
             // The data-parallel baseline: the rule's tile, or the pipelined tile `bs_pipe_rule`
-            // estimates faster than it (its per-block-round estimate × blocks, the same µs).
-            let pipe = bs_pipe_rule(desc.m, desc.n, nkb, spec.cus, i).map(|p| (p, bs_pipe_estimate(p, desc.m, desc.n, nkb, spec.cus)));
+            // estimates faster than it (its per-block-round estimate × blocks, the same µs; the
+            // 48-row kernel, two per CU like the pipelined stream-K kernels, by their estimate:
+            // `bs_pipe48_dp_estimate`).
+            let pipe = bs_pipe_rule(desc.m, desc.n, nkb, spec.cus, i).map(|p| {
+                let us = if p == 0 { bs_pipe48_dp_estimate(desc, nkb, spec.cus) } else { bs_pipe_estimate(p, desc.m, desc.n, nkb, spec.cus) };
+                (p, us)
+            });
             let dp_us = match pipe {
                 Some((_, us)) => us,
                 None => estimate(&dp),
@@ -2243,6 +2248,19 @@ const BS_PIPE_SK_WG_BLOCKS: f64 = 8.0;
 /// Blocks' worth of work a split (partial) piece adds on top (partial stores, release,
 /// arrival, the reduction of the last arriver), fitted.
 const BS_PIPE_SK_FIXED_BLOCKS: f64 = 4.0;
+
+/// Estimated µs (launch overhead excluded) of the data-parallel pipelined 48-row kernel
+/// (`fp8_gemm_nt_bs_pipe_bm48_bn128`, two per CU) as the stream-K candidates' baseline: the
+/// 48-row pipelined stream-K kernel's estimate with whole tiles only ([`bs_pipe_streamk_estimate`]
+/// with `dp = 0`, `g = tiles`: the same tile at the same occupancy; whole tiles cost the same on
+/// both kernels, modelled MI325X 640×2048×7168 35.3 data-parallel, 35.1 stream-K `0 + 224`).
+/// `bs_pipe_rule`'s per-round figure for it (`BS_PIPE48_ROUNDS_US`) was fitted on 3 rounds and
+/// is 16 % below the modelled time at 14336×768×7168 (148.2 against 174.9 µs, 3 rounds of
+/// 1794 tiles), which hid a 13 % stream-K gain there; this estimate gives 174.8.
+fn bs_pipe48_dp_estimate(desc: &GemmDesc, nkb: u32, cus: u32) -> f64 {
+    let tiles = STREAMK_BS_PIPE_TILES[0].grid(desc.m, desc.n);
+    bs_pipe_streamk_estimate(0, tiles, nkb, cus, 0, tiles)
+}
 
 /// Estimated µs (launch overhead excluded) of the pipelined bs stream-K kernel `p` (index into
 /// [`STREAMK_BS_PIPE_TILES`]) with `tiles` tiles of `nkb` blocks, head `dp`, `g` tail
