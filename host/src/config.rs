@@ -1910,7 +1910,7 @@ fn bs_pipe_streamk_candidates(desc: &GemmDesc, cus: u32) -> Vec<BsCandidate> {
     let nkb = desc.k / tile::SCALE_BLOCK_K;
     let cus64 = u64::from(cus.max(1));
     let mut v = Vec::new();
-    if desc.m <= 64 || nkb < BS_PIPE_MIN_BLOCKS || nkb > BS_PIPE_SK_MAX_BLOCKS {
+    if desc.m <= 64 || !(BS_PIPE_MIN_BLOCKS..=BS_PIPE_SK_MAX_BLOCKS).contains(&nkb) {
         return v;
     }
     let many = u64::from(tile::DENSE_BS_TILES[1].grid(desc.m, desc.n)) >= u64::from(BS_BM64_TILES_PER_CU) * cus64;
