@@ -165,6 +165,73 @@
 //! multiple of the tail tiles: aligned pieces that run in lock-step across tiles), removes the
 //! cliffs. `config::get_bs_config_for_workspace` chooses among these by a fitted estimate.
 //!
+//! # The pipelined bs stream-K kernels on the timing model (*modelled*, `--scope xcd`, µs)
+//!
+//! Forced (`FP8GEMM_PRESHUFFLED=1 FP8GEMM_FORCE_TILE=BMx128 FP8GEMM_FORCE_STREAMK=G/DP`; MI325X
+//! unless stated), against the pipelined data-parallel kernel the host chose before:
+//!
+//! | shape | data-parallel (before) | pipelined stream-K, `head + g` |
+//! |---|---|---|
+//! | 2048×2048×7168 (512 tiles of 64 rows) | 78.9 (64, one per CU) | 64: 0 + 512 (whole tiles, two per CU) 69.3; 48: 608 + 160 78.3 |
+//! | 1856×2048×7168 (464) | 74.7 (32-row stream-K 912 + 128) | 64: 0 + 464 69.4, 304 + 160 69.0, 304 + 320 76.6, 0 + 608 (staggered) 116.7 |
+//! | 4096×2048×7168 (1024) | 146.8 (48) | 64: 912 + 224 (112 tail tiles in 2 pieces) 119.9, 912 + 112 132.4, 912 + 448 123.0 |
+//! | 8192×2048×7168 (2048) | 262.8 (48) | 64: 1824 + 224 227.7; 48: 2432 + 304 258.6 |
+//! | 14336×768×7168 (1344) | 174.9 (48) | 64: 1216 + 256 152.0, 1216 + 128 164.3 |
+//! | 4096×4096×7168 MI300X (2048) | 285.9 (48) | 64: 1824 + 224 228.2 |
+//! | 1728×2048×7168 (432) | 59.8 (96) | 64: 304 + 256 56.3, 0 + 432 69.2 |
+//! | 1664×768×7168 (156 / 210) | 35.3 (48) | 64: 0 + 304 (staggered) 33.9, 0 + 312 40.2; 48: 0 + 304 42.8, 0 + 420 38.9 |
+//! | 768×2048×7168 (192 / 256) | 35.3 (48) | 48: 0 + 256 35.2, 0 + 304 54.7, 0 + 608 48.6; 64: 0 + 304 44.7 |
+//!
+//! What wins is **occupancy**, not balance: the 64-row stream-K kernel runs two workgroups per
+//! CU (209 registers) where the 64-row data-parallel kernel runs one (304), so whole tiles on
+//! it, after a head of whole waves, take the fractional rounds and the many-round shapes
+//! (4096–14336 rows) that the 48-row kernel ran before; a short tail split into 2–4 aligned
+//! pieces per tile evens out the last round. Stream-K proper — a tail dealt evenly over every
+//! CU — loses wherever the pieces are staggered: the workgroups running together read
+//! different K ranges and the L2 stops serving them (768×2048×7168: 54.7 µs for 304 workgroups
+//! against 35.2 for the 256 whole tiles; 1856×2048×7168 116.7 against 69.4). The one-partial-
+//! round shapes (640–896 × 2048, 1664–2048 × 768: 200–300 tiles of 48 rows on 304 CUs) stay
+//! data-parallel: a second workgroup on a CU adds little (48 rows: 0.51 µs per block alone,
+//! 0.90 for two), so splitting their tiles in aligned pieces does not pay (1664×768×7168 48
+//! rows 0 + 420: 38.9 against 35.3), and a staggered tail loses the L2. The candidates and
+//! their estimate: `fp8gemm::config` (`bs_pipe_streamk_candidates`, `bs_pipe_streamk_estimate`:
+//! aligned tails only, fit table there).
+//!
+//! `FP8GEMM_PEERS_DIR=… FP8GEMM_PRESHUFFLED=1 fp8gemm compare --set peers` (the library's
+//! choice, *modelled* MI325X µs, and the ratio to AMD's measured TFLOPS), before (main at
+//! d14831b, `docs/perf/compare_preshuffled.txt`) → after, every row that moved by 1 % or more
+//! (none got slower):
+//!
+//! | shape | before (config) | after (config) | ratio to AMD |
+//! |---|---|---|---|
+//! | 6144×768×7168 | 79.07 (bs 64x128 pipe) | 69.71 (bs 64x128 pipe sk 304+272) | 0.94 → 1.07 |
+//! | 14336×768×7168 | 174.94 (bs 48x128 pipe) | 152.04 (bs 64x128 pipe sk 1216+256) | 0.98 → 1.13 |
+//! | 928×2048×7168 | 40.42 (bs 64x128 pipe) | 39.17 (bs 64x128 pipe sk 0+240) | 0.96 → 0.99 |
+//! | 960×2048×7168 | 40.42 (bs 64x128 pipe) | 39.22 (bs 64x128 pipe sk 0+240) | 0.92 → 0.95 |
+//! | 992×2048×7168 | 40.44 (bs 64x128 pipe) | 39.18 (bs 64x128 pipe sk 0+256) | 0.92 → 0.95 |
+//! | 1024×2048×7168 | 40.44 (bs 64x128 pipe) | 39.25 (bs 64x128 pipe sk 0+256) | 0.98 → 1.01 |
+//! | 1152×2048×7168 | 40.74 (bs 64x128 pipe) | 39.61 (bs 64x128 pipe sk 0+288) | 0.97 → 1.00 |
+//! | 1216×2048×7168 | 40.95 (bs 64x128 pipe) | 39.81 (bs 64x128 pipe sk 0+304) | 1.03 → 1.06 |
+//! | 1856×2048×7168 | 74.68 (bs 32x128 sk 912+128) | 69.31 (bs 64x128 pipe sk 0+464) | 0.91 → 0.99 |
+//! | 1920×2048×7168 | 78.85 (bs 64x128 pipe) | 69.27 (bs 64x128 pipe sk 0+480) | 0.86 → 0.98 |
+//! | 1984×2048×7168 | 78.88 (bs 64x128 pipe) | 69.36 (bs 64x128 pipe sk 0+496) | 0.90 → 1.02 |
+//! | 2048×2048×7168 | 78.89 (bs 64x128 pipe) | 69.27 (bs 64x128 pipe sk 0+512) | 0.89 → 1.01 |
+//! | 4096×2048×7168 | 146.75 (bs 48x128 pipe) | 120.01 (bs 64x128 pipe sk 912+224) | 0.89 → 1.08 |
+//! | 6144×2048×7168 | 202.40 (bs 48x128 pipe) | 177.12 (bs 64x128 pipe sk 1520+64) | 0.94 → 1.07 |
+//! | 8192×2048×7168 | 262.80 (bs 48x128 pipe) | 227.71 (bs 64x128 pipe sk 1824+224) | 0.93 → 1.08 |
+//! | 10240×2048×7168 | 341.86 (bs 48x128 pipe) | 278.56 (bs 64x128 pipe sk 2432+256) | 0.88 → 1.08 |
+//! | 12288×2048×7168 | 398.75 (bs 48x128 pipe) | 335.28 (bs 64x128 pipe sk 3040+128) | 0.90 → 1.07 |
+//! | 14336×2048×7168 | 455.09 (bs 48x128 pipe) | 386.56 (bs 64x128 pipe sk 3344+240) | 0.86 → 1.01 |
+//! | 16384×2048×7168 | 519.88 (bs 48x128 pipe) | 438.49 (bs 64x128 pipe sk 3952+288) | 0.89 → 1.05 |
+//! | 32768×2048×7168 | 1020.60 (bs 48x128 pipe) | 863.26 (bs 64x128 pipe sk 7904+288) | 0.89 → 1.05 |
+//!
+//! Geometric mean over the 47 shapes 0.932× → 0.976× AMD's measured TFLOPS (goal 1.1×), lowest
+//! 0.86× (1920×2048×7168) → 0.87× (640×2048×7168, unchanged: one partial round of 48-row
+//! tiles, above). Shapes of the estimate's fit (`fp8gemm::config::bs_pipe_streamk_estimate`):
+//! 1664, 1792, 1920, 2048, 4096, 6144 × 768 and 640, 768, 896, 1024, 1216, 1472, 1728, 1856,
+//! 1984, 4096 × 2048 (× 7168); every other row here was held out — among them the gains at
+//! 928–1152, 1920, 2048 and 6144–32768 × 2048 and 14336 × 768.
+//!
 //! # `fp8gemm compare --set peers` before → after (*modelled* MI325X µs vs AMD's measured)
 //!
 //! Every row of `measured_mi325x.csv`, the library's own choice with the stream's default
