@@ -225,8 +225,8 @@
 //! | 16384×2048×7168 | 519.88 (bs 48x128 pipe) | 438.49 (bs 64x128 pipe sk 3952+288) | 0.89 → 1.05 |
 //! | 32768×2048×7168 | 1020.60 (bs 48x128 pipe) | 863.26 (bs 64x128 pipe sk 7904+288) | 0.89 → 1.05 |
 //!
-//! Geometric mean over the 47 shapes 0.932× → 0.976× AMD's measured TFLOPS (goal 1.1×), lowest
-//! 0.86× (1920×2048×7168) → 0.87× (640×2048×7168, unchanged: one partial round of 48-row
+//! Geometric mean over the 47 shapes 0.930× → 0.976× AMD's measured TFLOPS (goal 1.1×), lowest
+//! 0.860× (1920×2048×7168) → 0.867× (640×2048×7168, unchanged: one partial round of 48-row
 //! tiles, above). Shapes of the estimate's fit (`fp8gemm::config::bs_pipe_streamk_estimate`):
 //! 1664, 1792, 1920, 2048, 4096, 6144 × 768 and 640, 768, 896, 1024, 1216, 1472, 1728, 1856,
 //! 1984, 4096 × 2048 (× 7168); every other row here was held out — among them the gains at
