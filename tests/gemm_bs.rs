@@ -183,15 +183,20 @@ fn bs_config_choice() {
     let (c, lim) = config::get_bs_config_for_workspace(&GemmDesc::dense(64, 2112, 7168, arch), 0).unwrap();
     assert_eq!((c.splits, c.kernel), (1, "fp8_gemm_nt_bs_bm32_bn128"));
     assert!(lim.is_some());
-    // Large M: no split, the 64-row tile from 8 of its tiles per CU.
-    // (MI300X 4096×7168×2048: 175.2 µs two-per-CU 64-row kernel, 173.3 the 48-row one.)
+    // Large M: no split; from 8 64-row tiles per CU the pipelined 64-row stream-K kernel, two
+    // per CU, while B fits the L2 (MI300X 4096×7168×2048: 175.2 µs two-per-CU 64-row kernel,
+    // 168.1 the pipelined 48-row one, 148.0 the pipelined 64-row stream-K kernel 3040 + 544).
     let c = get_bs_config(&GemmDesc::dense(4096, 7168, 2048, arch)).unwrap();
-    assert_eq!((c.block_m, c.splits, c.kernel), (48, 1, "fp8_gemm_nt_bs_pipe_bm48_bn128"));
+    assert_eq!((c.block_m, c.splits, c.kernel), (64, 1, "fp8_gemm_nt_streamk_bs_pipe_bm64_bn128"));
+    assert_eq!(c.stream_k.map(|s| (s.dp_tiles, s.sk_wgs)), Some((3040, 544)));
     // B beyond the L2 (7168×16384 = 112 MiB): the two-per-CU 64-row kernel (1049.6 µs; 1127.2
     // with the 48-row one).
     let c = get_bs_config(&GemmDesc::dense(4096, 7168, 16384, arch)).unwrap();
     assert_eq!((c.block_m, c.splits, c.kernel), (64, 1, "fp8_gemm_nt_bs_bm64_bn128"));
-    assert_eq!(get_bs_config(&GemmDesc::dense(4096, 4096, 7168, arch)).unwrap().block_m, 48);
+    // MI300X 4096×4096×7168: 285.9 µs pipelined 48-row, 228.0 pipelined 64-row stream-K
+    // 1824 + 224 (whole tiles after three waves of two per CU).
+    let c = get_bs_config(&GemmDesc::dense(4096, 4096, 7168, arch)).unwrap();
+    assert_eq!((c.block_m, c.kernel, c.stream_k.map(|s| (s.dp_tiles, s.sk_wgs))), (64, "fp8_gemm_nt_streamk_bs_pipe_bm64_bn128", Some((1824, 224))));
     // Forcing: any bs tile, any split count up to min(k/128, MAX_SPLITS); a dense-only tile or
     // too many splits is a typed error naming what is allowed.
     let f = |t, s| forced(t, s, || get_bs_config(&GemmDesc::dense(256, 256, 256, arch)));
