@@ -236,6 +236,24 @@
 //! 1984, 4096 × 2048 (× 7168); every other row here was held out — among them the gains at
 //! 928–1152, 1920, 2048 and 6144–32768 × 2048 and 14336 × 768.
 //!
+//! `--set deepseek` (MI300X, *modelled* µs; ratio to AITER CK's published TFLOPS where there
+//! is one), rows that moved by 1 % or more:
+//!
+//! | shape | before (config) | after (config) | ratio to AITER |
+//! |---|---|---|---|
+//! | 4096×2112×7168 | 146.37 (bs 48x128 pipe) | 132.50 (bs 64x128 pipe sk 608+480) | 1.00 → 1.11 |
+//! | 4096×4096×7168 | 285.87 (bs 48x128 pipe) | 227.95 (bs 64x128 pipe sk 1824+224) | – |
+//! | 4096×7168×2048 | 168.05 (bs 48x128 pipe) | 147.97\* (bs 64x128 pipe sk 3040+544) | 0.86 → 0.98 |
+//! | 128×7168×16384 | 54.64 (bs 32x128 split 4) | 59.20 (bs 32x128 split 4, the same config) | – |
+//!
+//! (\*: as above, `profile`; `compare` ran 3344 + 240 at 147.85. 128×24576×1536 keeps the
+//! 48-row kernel, 19.89 by `profile`, 19.81 before. 128×7168×16384 is the split-K kernel this
+//! change does not touch, chosen as before; its modelled time moves with the code object's
+//! layout — main's notes record 61.67 → 55.36 → 60.12 for it across changes — and
+//! `profile --scope xcd` gives 47.9: not investigated.) All four DeepSeek shapes of 4096 rows
+//! that have an AITER figure are now ≥ 0.98×; 128×7168×2048 stays at 0.83× (split-K, below one
+//! tile per CU, untouched).
+//!
 //! # `fp8gemm compare --set peers` before → after (*modelled* MI325X µs vs AMD's measured)
 //!
 //! Every row of `measured_mi325x.csv`, the library's own choice with the stream's default
