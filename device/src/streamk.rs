@@ -250,9 +250,9 @@
 //! 48-row kernel, 19.89 by `profile`, 19.81 before. 128×7168×16384 is the split-K kernel this
 //! change does not touch, chosen as before; its modelled time moves with the code object's
 //! layout — main's notes record 61.67 → 55.36 → 60.12 for it across changes — and
-//! `profile --scope xcd` gives 47.9: not investigated.) All four DeepSeek shapes of 4096 rows
-//! that have an AITER figure are now ≥ 0.98×; 128×7168×2048 stays at 0.83× (split-K, below one
-//! tile per CU, untouched).
+//! `profile --scope xcd` gives 47.9: not investigated.) The two 4096-row shapes with an AITER
+//! figure are now at 1.11× and 0.98×; 128×7168×2048 stays at 0.83× (split-K, below one tile per
+//! CU, untouched).
 //!
 //! # `fp8gemm compare --set peers` before → after (*modelled* MI325X µs vs AMD's measured)
 //!
