@@ -143,9 +143,10 @@ fn explicit_workspace_too_small_is_a_typed_error() {
 
 #[test]
 fn a_stream_workspace_too_small_falls_back_and_says_so() {
-    // The bs choice prefers stream-K where the last round of whole tiles would be mostly empty
-    // and no pipelined tile is estimated faster (1856 × 2048 × 7168: 928 tiles of 32 × 128 on
-    // 304 CUs, 3 per CU and 16 more); a launch
+    // The bs choice prefers stream-K where the data-parallel rounds are short of whole
+    // (1856 × 2048 × 7168: 464 tiles of 64 rows, 1.5 rounds of one per CU for the pipelined
+    // data-parallel kernel; all of them at once, two per CU, on the pipelined stream-K kernel);
+    // a launch
     // whose stream has too little workspace runs the best config that fits, reported. (Checked
     // on the choice for a given workspace, `config::get_bs_config_for_workspace`, without
     // emulating the large launch; the entry point's fallback is the same code for every kind.)
