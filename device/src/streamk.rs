@@ -201,9 +201,9 @@
 //! tile or piece, costs its blocks plus about 8 blocks' worth (its exposed prologue and
 //! epilogue: 8 × 0.58 = 4.6 µs alone on a CU, 8 × 1.05 = 8.4 µs when two share it), and a
 //! partial piece about 4 blocks more (partial stores, release, arrival, the last arriver's
-//! reduction: 2.3 / 4.2 µs). A tile split in `c` pieces therefore pays `c − 1` extra prologues:
-//! pieces shorter than about 12 blocks do not pay (4096×2048×7168: 112 tail tiles in 2 pieces of
-//! 28 blocks 119.9 µs, in 4 of 14 blocks 123.0).
+//! reduction: 2.3 / 4.2 µs). A tile split in `c` pieces therefore pays `c − 1` extra prologues
+//! and `c` partial hand-offs, which short pieces do not earn back (4096×2048×7168: 112 tail
+//! tiles in 2 pieces of 28 blocks 119.9 µs, in 4 of 14 blocks 123.0).
 //!
 //! `FP8GEMM_PEERS_DIR=… FP8GEMM_PRESHUFFLED=1 fp8gemm compare --set peers` (the library's
 //! choice, *modelled* MI325X µs, and the ratio to AMD's measured TFLOPS), before (main at
