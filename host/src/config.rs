@@ -1520,6 +1520,15 @@ pub fn get_bs_config(desc: &GemmDesc) -> Result<GemmConfig, ConfigError> {
 /// as a [`WorkspaceLimit`]). `FP8GEMM_PRINT_CONFIGS=1` prints the choice and both estimates,
 /// `=2` every candidate's.
 ///
+/// The **pipelined bs stream-K** candidates (`fp8_gemm_nt_streamk_bs_pipe_bm{48,64}_bn128`, two
+/// workgroups per CU; private `bs_pipe_streamk_candidates`: aligned tails of `c ∈ {1, 2, 4}`
+/// pieces per tile after whole waves or no head, up to 64 K blocks) join them with their own
+/// fitted estimate (`bs_pipe_streamk_estimate`) and margin (`BS_PIPE_SK_MIN_GAIN` = 1 %),
+/// each weighed against the baseline as its own estimate sees it (the 48-row pipelined kernel by
+/// the pipelined estimate); the candidate of the largest estimated relative gain wins. Modelled
+/// effect (before → after, every row): `fp8gemm_device::streamk`, "The pipelined bs stream-K
+/// kernels on the timing model". (The table below is the two-loop stream-K candidates' step.)
+///
 /// `FP8GEMM_PEERS_DIR=… FP8GEMM_PRESHUFFLED=1 fp8gemm compare --set peers` (*modelled*
 /// MI325X µs, and the ratio to AMD's measured TFLOPS), before (`docs/perf/compare_preshuffled.txt`,
 /// the rule alone) → after, every row that moved by 1 % or more (no row got slower):
