@@ -251,11 +251,13 @@
 //! |---|---|---|---|
 //! | 4096×2112×7168 | 146.37 (bs 48x128 pipe) | 132.50 (bs 64x128 pipe sk 608+480) | 1.00 → 1.11 |
 //! | 4096×4096×7168 | 285.87 (bs 48x128 pipe) | 227.95 (bs 64x128 pipe sk 1824+224) | – |
-//! | 4096×7168×2048 | 168.05 (bs 48x128 pipe) | 147.97\* (bs 64x128 pipe sk 3040+544) | 0.86 → 0.98 |
+//! | 4096×7168×2048 | 168.05 (bs 48x128 pipe) | 147.85\* (bs 64x128 pipe sk 3344+240) | 0.86 → 0.98 |
 //! | 128×7168×16384 | 54.64 (bs 32x128 split 4) | 59.20 (bs 32x128 split 4, the same config) | – |
 //!
-//! (\*: as above, `profile`; `compare` ran 3344 + 240 at 147.85. 128×24576×1536 keeps the
-//! 48-row kernel, 19.89 by `profile`, 19.81 before. 128×7168×16384 is the split-K kernel this
+//! (\*: the stream's default 32 MiB workspace; with more, 3040 + 544, 147.97 by `profile`.
+//! 128×24576×1536 keeps the 48-row kernel, 19.89 by `profile` with the final choice rule,
+//! 19.81 before; the `compare` run above was made before that rule and had taken a two-loop
+//! stream-K, 27.63. 128×7168×16384 is the split-K kernel this
 //! change does not touch, chosen as before; its modelled time moves with the code object's
 //! layout — main's notes record 61.67 → 55.36 → 60.12 for it across changes — and
 //! `profile --scope xcd` gives 47.9: not investigated.) The two 4096-row shapes with an AITER
