@@ -792,6 +792,36 @@ fn bs_kernels_meet_the_resource_goals() {
 }
 
 #[test]
+fn bs_pipe_streamk_kernels_meet_the_resource_goals() {
+    // The stream-K kernels on the pipelined bs loop (`fp8gemm_device::streamk` over
+    // `tile_gemm_bs_pipe`: five inlined copies of the loop, the partial store and the
+    // reduction): no spills, no scratch, all LDS dynamic, launch bound 256, the pipelined tile's
+    // LDS, and two workgroups per CU (the host's `BS_PIPE_SK_SLOTS`: the 48-row data-parallel
+    // kernel's occupancy; the 64-row stream-K kernel fits two where its data-parallel twin,
+    // 304 registers, fits one); every main-loop copy's MFMAs unchanged (16x16x32 FP8, a
+    // multiple of one 4-block trip of 8·FM per block, at least two copies decoded).
+    for (arch, bytes) in [("gfx942", fp8gemm::codeobj::GFX942), ("gfx950", fp8gemm::codeobj::GFX950)] {
+        let co = CodeObject::parse(bytes).expect("code object parses");
+        for tile in fp8gemm_device::streamk::STREAMK_BS_PIPE_TILES {
+            let k = co.kernel(tile.name).unwrap_or_else(|| panic!("{arch}: {} missing", tile.name));
+            let what = format!("{arch} {}", tile.name);
+            let (regs, waves) = common_resource_goals(&what, &k.meta);
+            assert!(waves >= 2, "{what}: {regs} registers → {waves} waves/SIMD < 2");
+            assert_eq!(tile.lds_bytes(), fp8gemm_device::tile::bs_pipe_lds_bytes(tile.block_m), "{what}: LDS");
+            assert!(2 * tile.lds_bytes() <= 64 * 1024, "{what}: LDS for two workgroups per CU");
+            if arch == "gfx942" {
+                let body = main_loop(&co, tile.name);
+                let mfma: Vec<_> = body.iter().filter(|i| amdgpu_emu::decode::is_mai(i.op)).collect();
+                let per_trip = 4 * 8 * (tile.block_m / 16);
+                assert!(mfma.iter().all(|i| i.op.name() == "v_mfma_f32_16x16x32_fp8_fp8"), "{what}");
+                assert!(mfma.len() as u32 >= 2 * per_trip && (mfma.len() as u32).is_multiple_of(per_trip), "{what}: {} MFMAs, trip {per_trip}", mfma.len());
+            }
+            eprintln!("{what}: vgpr {regs} (agpr {}) sgpr {}", k.meta.agpr_count, k.meta.sgpr_count);
+        }
+    }
+}
+
+#[test]
 fn bs_streamk_kernels_meet_the_resource_goals() {
     // The bs stream-K kernels (`fp8gemm_device::streamk` over the bs loop: the head's whole
     // tile and per piece a whole and a partial copy of the loop, the partial store and the

@@ -85,36 +85,45 @@ proptest! {
 fn bs_config_choice() {
     use config::{GemmDesc, get_bs_config};
     let arch = fp8gemm::codeobj::Arch::Gfx942;
-    // Every unsplit choice is a bs kernel with the dense grid of its tile.
-    for (m, n, k) in [(1216u32, 2048u32, 7168u32), (4096, 7168, 2048), (4096, 2048, 7168)] {
+    // Every unsplit choice is a bs kernel with the dense grid of its tile, or a pipelined bs
+    // stream-K kernel with its tile's LDS and a grid of head + g over all of its tiles.
+    for (m, n, k) in [(1216u32, 2048u32, 7168u32), (4096, 7168, 2048), (4096, 2048, 7168), (1408, 2048, 7168), (640, 2048, 7168)] {
         let cfg = get_bs_config(&GemmDesc::dense(m, n, k, arch)).unwrap();
+        let tiles = m.div_ceil(cfg.block_m) * n.div_ceil(128);
+        assert_eq!((cfg.block_n, cfg.splits), (128, 1), "{m}x{n}x{k}");
+        if let Some(sk) = cfg.stream_k {
+            let tile = fp8gemm_device::streamk::STREAMK_BS_PIPE_TILES.iter().find(|t| t.name == cfg.kernel).unwrap_or_else(|| panic!("{m}x{n}x{k}: {cfg}"));
+            assert_eq!((cfg.block_m, cfg.lds_bytes, sk.tiles, cfg.grid), (tile.block_m, tile.lds_bytes(), tiles, sk.dp_tiles + sk.sk_wgs), "{m}x{n}x{k}");
+            assert!(sk.schedule().is_some(), "{m}x{n}x{k}: {cfg}");
+            continue;
+        }
         assert!(cfg.kernel.starts_with("fp8_gemm_nt_bs_"), "{m}x{n}x{k}: {}", cfg.kernel);
-        assert_eq!((cfg.block_n, cfg.splits, cfg.grid), (128, 1, m.div_ceil(cfg.block_m) * n.div_ceil(128)), "{m}x{n}x{k}");
+        assert_eq!(cfg.grid, tiles, "{m}x{n}x{k}");
         let tile = fp8gemm_device::tile::DENSE_BS_TILES.iter().chain(&fp8gemm_device::tile::DENSE_BS_PIPE_TILES).find(|t| t.name == cfg.kernel).unwrap();
         assert_eq!((cfg.block_m, cfg.lds_bytes), (tile.block_m, tile.lds_bytes()));
     }
-    // Between 0.7 and 2 128-row tiles per CU: the 128-row pipelined kernel (one or two rounds;
-    // config::bs_pipe_rule's BS_PIPE_BLOCK_US row), modelled MI325X µs before → after:
-    // 1856×2048×7168 74.4 (bs stream-K 32×128) → 70.2, 2048×2048×7168 80.5 (64 rows) → 70.1,
-    // 4096×2048×7168 146.4 (48 rows, two per CU) → 138.8.
-    for m in [1856u32, 1920, 2048, 4096] {
+    // Between 0.7 and 1 128-row tiles per CU: the 128-row pipelined kernel, one round
+    // (config::bs_pipe_rule's BS_PIPE_BLOCK_US row; the pipelined stream-K candidates meet it
+    // scaled into their own estimate's family and do not win by 1 %), modelled MI325X µs:
+    // 1856×2048×7168 70.2 (the 64-row stream-K kernel with whole tiles 69.4, the 32-row
+    // stream-K kernel 74.4), 2048×2048×7168 70.1 (69.3; 64 rows, one per CU, 80.5).
+    for m in [1856u32, 1920, 2048] {
         let cfg = get_bs_config(&GemmDesc::dense(m, 2048, 7168, arch)).unwrap();
         assert_eq!((cfg.kernel, cfg.block_m, cfg.splits, cfg.stream_k.is_none()), ("fp8_gemm_nt_bs_pipe_bm128_bn128", 128, 1, true), "{m}x2048x7168");
         assert_eq!((cfg.grid, cfg.lds_bytes), (m.div_ceil(128) * 16, fp8gemm_device::tile::bs_pipe_lds_bytes(128)), "{m}x2048x7168");
     }
-    // Below one 64-row tile per CU but at least one 32-row tile per CU: the pipelined 64-row
-    // kernel, unsplit (modelled 1024×2048×7168 MI325X: 40.5 µs; the 32-row tile 50.3, its best
-    // stream-K schedule 48.6).
+    // Below one 64-row tile per CU but at least one 32-row tile per CU: the 64-row tile, whole
+    // tiles on the pipelined stream-K kernel (modelled 1024×2048×7168 MI325X: 39.4 µs; the
+    // pipelined data-parallel kernel 40.5; the 32-row tile 50.3, its best stream-K schedule
+    // 48.6).
     let c = get_bs_config(&GemmDesc::dense(1024, 2048, 7168, arch)).unwrap();
-    assert_eq!((c.block_m, c.splits, c.kernel, c.grid), (64, 1, "fp8_gemm_nt_bs_pipe_bm64_bn128", 256));
+    assert_eq!((c.block_m, c.splits, c.kernel, c.grid), (64, 1, "fp8_gemm_nt_streamk_bs_pipe_bm64_bn128", 256));
+    assert_eq!(c.stream_k.map(|s| (s.dp_tiles, s.sk_wgs)), Some((0, 256)));
     // The other pipelined tiles where their one round beats the 32-row tile (modelled MI325X,
     // µs, 32 rows → pipelined): 48 rows 2048×768×7168 50.3 → 36.1, 640×2048×7168 50.8 → 36.1;
     // 80 rows 1408×2048×7168 67.8 → 51.4; 96 rows 1664×2048×7168 68.2 → 59.9, 4096×768×7168
-    // 68.0 → 59.4; several rounds of the 48-row kernel (two per CU): 6144×2048×7168 240.1 →
-    // 203.3, 10240×2048×7168 370.2 → 342.6 (the 128-row kernel's estimates there: 3 rounds ×
-    // 1.22 against 4 × 0.87, 5 × 1.22 against 6 × 1.01).
-    for (m, n, bm) in [(2048u32, 768u32, 48u32), (640, 2048, 48), (1408, 2048, 80), (6144, 2048, 48), (10240, 2048, 48), (1664, 2048, 96), (4096, 768, 96)]
-    {
+    // 68.0 → 59.4. (Several rounds: the pipelined 64-row stream-K kernel, two per CU, below.)
+    for (m, n, bm) in [(2048u32, 768u32, 48u32), (640, 2048, 48)] {
         let c = get_bs_config(&GemmDesc::dense(m, n, 7168, arch)).unwrap();
         assert_eq!(
             (c.block_m, c.splits, c.kernel.to_string(), c.grid),
@@ -122,6 +131,24 @@ fn bs_config_choice() {
             "{m}x{n}x7168"
         );
         assert_eq!(c.lds_bytes, fp8gemm_device::tile::bs_pipe_lds_bytes(bm));
+    }
+    // One round of 80- and 96-row tiles: a head of one wave of 64-row tiles on the pipelined
+    // stream-K kernel and a tail split in aligned pieces is faster (modelled MI325X, µs):
+    // 1408×2048×7168 51.3 → 49.9 (304 + 192: 48 tiles × 4), 1664×2048×7168 59.8 → 56.3
+    // (304 + 224: 112 × 2), 4096×768×7168 59.4 → 56.2 (304 + 160: 80 × 2).
+    for (m, n, dp, g) in [(1408u32, 2048u32, 304u32, 192u32), (1664, 2048, 304, 224), (4096, 768, 304, 160)] {
+        let c = get_bs_config(&GemmDesc::dense(m, n, 7168, arch)).unwrap();
+        assert_eq!((c.kernel, c.grid), ("fp8_gemm_nt_streamk_bs_pipe_bm64_bn128", dp + g), "{m}x{n}x7168");
+        assert_eq!(c.stream_k.map(|s| (s.dp_tiles, s.sk_wgs)), Some((dp, g)), "{m}x{n}x7168");
+    }
+    // Several rounds: the pipelined 64-row stream-K kernel (two per CU) with a head of whole
+    // waves and a short aligned tail (modelled MI325X, µs, pipelined 48-row data-parallel →
+    // stream-K): 4096×2048×7168 146.8 → 119.9 (912 + 224: 112 tail tiles in 2 pieces),
+    // 8192×2048×7168 262.8 → 227.7 (1824 + 224 whole), 14336×768×7168 174.9 → 152.0 (1216 + 256).
+    for (m, n, dp, g) in [(4096u32, 2048u32, 912u32, 224u32), (8192, 2048, 1824, 224), (14336, 768, 1216, 256)] {
+        let c = get_bs_config(&GemmDesc::dense(m, n, 7168, arch)).unwrap();
+        assert_eq!((c.kernel, c.block_m, c.grid), ("fp8_gemm_nt_streamk_bs_pipe_bm64_bn128", 64, dp + g), "{m}x{n}x7168");
+        assert_eq!(c.stream_k.map(|s| (s.tiles, s.dp_tiles, s.sk_wgs)), Some((m.div_ceil(64) * n.div_ceil(128), dp, g)), "{m}x{n}x7168");
     }
     // Short K (4 blocks): the two-per-CU 64-row kernel stays (modelled MI300X 128×32768×512:
     // 17.3 µs, 20.6 pipelined).
@@ -161,16 +188,20 @@ fn bs_config_choice() {
     let (c, lim) = config::get_bs_config_for_workspace(&GemmDesc::dense(64, 2112, 7168, arch), 0).unwrap();
     assert_eq!((c.splits, c.kernel), (1, "fp8_gemm_nt_bs_bm32_bn128"));
     assert!(lim.is_some());
-    // Large M: no split; from 8 64-row tiles per CU the 48-row (two per CU) or the 128-row
-    // pipelined kernel (MI300X 4096×7168×2048: 175.2 µs two-per-CU 64-row kernel, 173.3 the
-    // 48-row one, 162.3 the 128-row one).
+    // Large M: no split; from 8 64-row tiles per CU the pipelined 64-row stream-K kernel, two
+    // per CU, while B fits the L2 (MI300X 4096×7168×2048: 175.2 µs two-per-CU 64-row kernel,
+    // 168.1 the pipelined 48-row one, 148.0 the pipelined 64-row stream-K kernel 3040 + 544).
     let c = get_bs_config(&GemmDesc::dense(4096, 7168, 2048, arch)).unwrap();
-    assert_eq!((c.block_m, c.splits, c.kernel), (128, 1, "fp8_gemm_nt_bs_pipe_bm128_bn128"));
+    assert_eq!((c.block_m, c.splits, c.kernel), (64, 1, "fp8_gemm_nt_streamk_bs_pipe_bm64_bn128"));
+    assert_eq!(c.stream_k.map(|s| (s.dp_tiles, s.sk_wgs)), Some((3040, 544)));
     // B beyond the L2 (7168×16384 = 112 MiB): the two-per-CU 64-row kernel (1049.6 µs; 1127.2
     // with the 48-row one).
     let c = get_bs_config(&GemmDesc::dense(4096, 7168, 16384, arch)).unwrap();
     assert_eq!((c.block_m, c.splits, c.kernel), (64, 1, "fp8_gemm_nt_bs_bm64_bn128"));
-    assert_eq!(get_bs_config(&GemmDesc::dense(4096, 4096, 7168, arch)).unwrap().block_m, 48);
+    // MI300X 4096×4096×7168: 285.9 µs pipelined 48-row, 228.0 pipelined 64-row stream-K
+    // 1824 + 224 (whole tiles after three waves of two per CU).
+    let c = get_bs_config(&GemmDesc::dense(4096, 4096, 7168, arch)).unwrap();
+    assert_eq!((c.block_m, c.kernel, c.stream_k.map(|s| (s.dp_tiles, s.sk_wgs))), (64, "fp8_gemm_nt_streamk_bs_pipe_bm64_bn128", Some((1824, 224))));
     // Forcing: any bs tile, any split count up to min(k/128, MAX_SPLITS); a dense-only tile or
     // too many splits is a typed error naming what is allowed.
     let f = |t, s| forced(t, s, || get_bs_config(&GemmDesc::dense(256, 256, 256, arch)));
@@ -376,8 +407,9 @@ proptest! {
     /// The bs choice over random small-M shapes: the tile of `config::bs_tile_rule` (the
     /// 32-row tile wherever fewer tiles than CUs could split), a split count within
     /// `1 ..= min(k/128, MAX_SPLITS)`, split below one tile per CU or, above, only while all
-    /// `tiles · splits` workgroups fit in one wave (3 per CU); stream-K (either bs stream-K tile,
-    /// a head of at least one tile) only above one tile per CU; the split-K twin exactly when
+    /// `tiles · splits` workgroups fit in one wave (3 per CU); stream-K only above one tile per
+    /// CU (a two-loop bs stream-K tile with a head of at least one tile, or a pipelined one with
+    /// an aligned tail); the split-K twin exactly when
     /// split, grid = tiles · splits (stream-K: head + g); with less workspace the choice fits it
     /// and a different choice is reported with the unlimited one as preferred.
     #[test]
@@ -392,11 +424,23 @@ proptest! {
         prop_assert!(c.splits >= 1 && c.splits <= (k / 128).min(config::MAX_SPLITS), "{} splits", c.splits);
         if let Some(sk) = c.stream_k {
             prop_assert!(tiles32 >= 304, "stream-K below one tile per CU: {}", c);
-            prop_assert!(c.block_m == 32 || c.block_m == 64);
-            let want = format!("fp8_gemm_nt_streamk_bs_bm{}_bn128", c.block_m);
-            prop_assert_eq!(c.kernel, want.as_str());
             prop_assert_eq!((c.splits, sk.tiles, c.grid), (1, tiles, sk.dp_tiles + sk.sk_wgs));
-            prop_assert!(sk.dp_tiles > 0 && sk.schedule().is_some(), "{}", c);
+            prop_assert!(sk.schedule().is_some(), "{}", c);
+            if c.kernel.contains("_pipe_") {
+                // The pipelined stream-K kernels (48 / 64 rows): aligned tails (g = T·c,
+                // c ∈ {1, 2, 4}) within one wave of two per CU, heads of whole waves or none.
+                prop_assert!(c.block_m == 48 || c.block_m == 64);
+                let want = format!("fp8_gemm_nt_streamk_bs_pipe_bm{}_bn128", c.block_m);
+                prop_assert_eq!(c.kernel, want.as_str());
+                let t = tiles - sk.dp_tiles;
+                prop_assert!(sk.sk_wgs % t == 0 && [1, 2, 4].contains(&(sk.sk_wgs / t)) && sk.sk_wgs <= 608, "{}", c);
+                prop_assert!(sk.dp_tiles % 304 == 0, "{}", c);
+            } else {
+                prop_assert!(c.block_m == 32 || c.block_m == 64);
+                let want = format!("fp8_gemm_nt_streamk_bs_bm{}_bn128", c.block_m);
+                prop_assert_eq!(c.kernel, want.as_str());
+                prop_assert!(sk.dp_tiles > 0, "{}", c);
+            }
         } else {
             // Unsplit from one tile per CU on: the pipelined tile where bs_pipe_rule takes one,
             // else the rule's tile; split-K only on the 32-row tile.

@@ -1,6 +1,7 @@
-//! Stream-K over the **bs** loop (pre-shuffled B, `fp8_gemm_nt_streamk_bs_bm{32,64}_bn128`,
-//! `fp8gemm_device::streamk` generic over `mainloop_bs`'s loop) end to end on the emulator,
-//! every checking mode on: both bs stream-K tiles × several schedules `(g, dp)` on tail shapes
+//! Stream-K over the **bs** loops (pre-shuffled B, `fp8_gemm_nt_streamk_bs_bm{32,64}_bn128` and
+//! on the pipelined loop `fp8_gemm_nt_streamk_bs_pipe_bm{48,64}_bn128`, `fp8gemm_device::streamk`
+//! generic over `mainloop_bs`'s loops) end to end on the emulator, every checking mode on: every
+//! bs stream-K kernel × several schedules `(g, dp)` on tail shapes
 //! against both CPU references (calc_diff and element-wise bounds) and against the bs
 //! data-parallel kernel (bit-identical where no tile is split), determinism and re-armed
 //! counters, the workspace rules (explicit too small: typed error; the stream's too small:
@@ -16,8 +17,14 @@ use fp8gemm_device::streamk::StreamKSchedule;
 use fp8gemm_device::tile::SPLITK_COUNTER_FLOATS;
 use half::bf16;
 
-/// The bs stream-K tiles, `(block_m, block_n)`.
-const SK_BS_TILES: [(u32, u32); 2] = [(32, 128), (64, 128)];
+/// Every bs stream-K kernel: `(tile, the loop a forced 64-row tile runs` (`force_bs_pipelined`),
+/// kernel)`.
+const SK_BS_KERNELS: [((u32, u32), Option<bool>, &str); 4] = [
+    ((32, 128), None, "fp8_gemm_nt_streamk_bs_bm32_bn128"),
+    ((64, 128), Some(false), "fp8_gemm_nt_streamk_bs_bm64_bn128"),
+    ((48, 128), None, "fp8_gemm_nt_streamk_bs_pipe_bm48_bn128"),
+    ((64, 128), Some(true), "fp8_gemm_nt_streamk_bs_pipe_bm64_bn128"),
+];
 
 /// Forces `tile` and the stream-K schedule `sk` (or, with `sk = None`, the data-parallel bs
 /// kernel: split 1) for this thread while `f` runs.
@@ -25,6 +32,14 @@ fn forced_sk<T>(tile: Option<(u32, u32)>, sk: Option<(u32, Option<u32>)>, f: imp
     config::force_stream_k(sk);
     let r = forced(tile, if sk.is_none() { Some(1) } else { None }, f);
     config::force_stream_k(None);
+    r
+}
+
+/// [`forced_sk`] with the loop of a forced 64-row tile pinned (`config::force_bs_pipelined`).
+fn forced_sk_loop<T>(tile: Option<(u32, u32)>, pipelined: Option<bool>, sk: Option<(u32, Option<u32>)>, f: impl FnOnce() -> T) -> T {
+    config::force_bs_pipelined(pipelined);
+    let r = forced_sk(tile, sk, f);
+    config::force_bs_pipelined(None);
     r
 }
 
@@ -42,20 +57,20 @@ fn every_bs_tile_and_schedule_matches_both_references_and_the_data_parallel_kern
     for (m, n, k) in [(1usize, 132usize, 384usize), (130, 196, 640), (65, 260, 1152)] {
         let c = case(m, n, k, (m * 7 + n + k) as u64);
         let nkb = (k / 128) as u32;
-        for tile in SK_BS_TILES {
-            let (dp_ref, r) = forced_sk(Some(tile), None, || run_bs(&ctx, &stream, &c));
+        for (tile, pipelined, kernel) in SK_BS_KERNELS {
+            // The data-parallel kernel of the same tile and loop (the 48-row tile: pipelined).
+            let (dp_ref, r) = forced_sk_loop(Some(tile), pipelined, None, || run_bs(&ctx, &stream, &c));
             let cfg = r.config.unwrap();
-            // The forced 64-row data-parallel tile runs the pipelined kernel below 8 tiles per CU
-            // (config::bs_kernel), bit-exact with the two-per-CU one.
             assert!(cfg.stream_k.is_none() && cfg.kernel.starts_with("fp8_gemm_nt_bs_"), "{cfg}");
+            assert_eq!(cfg.kernel.contains("_pipe_"), kernel.contains("_pipe_"), "{cfg}");
             let tiles = (m as u32).div_ceil(tile.0) * (n as u32).div_ceil(tile.1);
             for (g, dp) in stream_k_test_schedules(tiles, nkb) {
-                let what = format!("{m}x{n}x{k} bs tile {}x{} stream-K g {g} dp {dp}", tile.0, tile.1);
-                let (got, r) = forced_sk(Some(tile), Some((g, Some(dp))), || run_bs(&ctx, &stream, &c));
+                let what = format!("{m}x{n}x{k} {kernel} stream-K g {g} dp {dp}");
+                let (got, r) = forced_sk_loop(Some(tile), pipelined, Some((g, Some(dp))), || run_bs(&ctx, &stream, &c));
                 let cfg = r.config.unwrap();
                 let sk = cfg.stream_k.unwrap_or_else(|| panic!("{what}: {cfg}"));
                 assert_eq!(sk, StreamK { tiles, nkb, dp_tiles: dp, sk_wgs: g }, "{what}");
-                assert_eq!(cfg.kernel, format!("fp8_gemm_nt_streamk_bs_bm{}_bn128", tile.0), "{what}");
+                assert_eq!(cfg.kernel, kernel, "{what}");
                 assert_eq!((cfg.block_m, cfg.block_n, cfg.grid), (tile.0, tile.1, dp + g), "{what}");
                 assert_eq!(cfg.workspace_floats(), sk.schedule().unwrap().workspace_floats(tile.0, tile.1), "{what}");
                 assert_stream_k_result(&what, &c, &got, &dp_ref, all_whole(&sk.schedule().unwrap()));
@@ -75,13 +90,13 @@ fn bs_stream_k_results_are_deterministic_and_the_counters_re_armed() {
     let da = DeviceActivations::upload(&ctx, &c.qa).unwrap();
     let db = DeviceWeights::upload_preshuffled(&ctx, &c.qb).unwrap();
     let mut ws = Workspace::new(&ctx, 1 << 20).unwrap();
-    for tile in SK_BS_TILES {
+    for (tile, pipelined, kernel) in SK_BS_KERNELS {
         let mut results = Vec::new();
         for _ in 0..3 {
             let mut dd = ctx.upload(&vec![bf16::from_f32(5.5); 96 * 256]).unwrap();
-            let r = forced_sk(Some(tile), Some((7, Some(1))), || fp8_gemm_nt_with_workspace(&stream, &da, &db, &mut dd, &mut ws)).unwrap();
+            let r = forced_sk_loop(Some(tile), pipelined, Some((7, Some(1))), || fp8_gemm_nt_with_workspace(&stream, &da, &db, &mut dd, &mut ws)).unwrap();
             let cfg = r.config.unwrap();
-            assert!(cfg.stream_k.is_some() && cfg.kernel.starts_with("fp8_gemm_nt_streamk_bs_"), "{cfg}");
+            assert!(cfg.stream_k.is_some() && cfg.kernel == kernel, "{cfg}");
             results.push(dd.download(&stream).unwrap());
             let all = ws.as_slice_mut();
             let mut everything = vec![0f32; all.len()];
@@ -91,7 +106,7 @@ fn bs_stream_k_results_are_deterministic_and_the_counters_re_armed() {
             // The partial slots were used (the schedule splits tiles).
             assert!(everything[SPLITK_COUNTER_FLOATS as usize..].iter().any(|v| *v != 0.0));
         }
-        let what = format!("96x256x1280 bs {}x128 stream-K 7/1", tile.0);
+        let what = format!("96x256x1280 {kernel} stream-K 7/1");
         assert!(results.iter().all(|r| r.iter().zip(&results[0]).all(|(x, y)| x.to_bits() == y.to_bits())), "{what}: result changed between runs");
         assert_accurate(&what, &c, &results[0]);
     }
@@ -209,6 +224,20 @@ fn impossible_forced_bs_schedules_are_typed_errors() {
     // No bs stream-K kernel for the 128-row tile.
     let x = bs(256, 128, 384, Some((128, 128)), (2, None)).unwrap_err();
     assert!(matches!(&x, config::ConfigError::ForcedStreamK { expected, .. } if expected.contains("128x128")), "{x}");
+    // Nor for the pipelined 80- and 96-row tiles (the 48-row one has one).
+    for bm in [80, 96] {
+        let x = bs(256, 128, 1024, Some((bm, 128)), (2, None)).unwrap_err();
+        assert!(
+            matches!(&x, config::ConfigError::ForcedStreamK { expected, .. } if expected.contains(&format!("{bm}x128")) && expected.contains("48x128")),
+            "{x}"
+        );
+    }
+    // The pipelined 48-row stream-K kernel's own schedule limits: 1 tile × 3 blocks.
+    let x = bs(48, 128, 384, Some((48, 128)), (4, Some(0))).unwrap_err();
+    assert!(
+        matches!(&x, config::ConfigError::ForcedStreamK { expected, .. } if expected.contains("48x128 pipelined") && expected.contains("1 ..= 3 workgroups")),
+        "{x}"
+    );
     // A tile no bs kernel has.
     let x = bs(256, 128, 384, Some((64, 64)), (2, None)).unwrap_err();
     assert!(matches!(&x, config::ConfigError::ForcedTile { .. }), "{x}");
@@ -219,11 +248,14 @@ fn impossible_forced_bs_schedules_are_typed_errors() {
     config::force_split(None);
     config::force_stream_k(None);
     assert!(matches!(&x, config::ConfigError::ForcedStreamK { expected, .. } if expected.contains("split")), "{x}");
-    // Without a forced tile, both bs stream-K tiles are tried and both reasons given: g = 7
-    // with no head fits neither 32 × 128 (2 tiles, at most 6 iterations) nor 64 × 128 (1 tile,
-    // at most 3).
+    // Without a forced tile, every bs stream-K kernel is tried and every reason given: g = 7
+    // with no head fits neither 32 × 128 (2 tiles, at most 6 iterations) nor 48 or 64 × 128 (1
+    // tile, at most 3), on either loop.
     let x = bs(64, 128, 384, None, (7, Some(0))).unwrap_err();
-    assert!(matches!(&x, config::ConfigError::ForcedStreamK { expected, .. } if expected.contains("32x128") && expected.contains("64x128")), "{x}");
+    assert!(
+        matches!(&x, config::ConfigError::ForcedStreamK { expected, .. } if ["32x128:", "64x128:", "48x128 pipelined:", "64x128 pipelined:"].iter().all(|t| expected.contains(t))),
+        "{x}"
+    );
     // Through the entry point: a typed error, nothing launched.
     let ctx = checked_context();
     let stream = Stream::new(&ctx).unwrap();

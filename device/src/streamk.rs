@@ -86,10 +86,25 @@
 //! | `fp8_gemm_nt_streamk_bm128_bn128` | 224 | 0 | 0 | 0 | 32 KiB | 2 | 2 |
 //! | `fp8_gemm_nt_streamk_bs_bm32_bn128` | 136 | 0 | 0 | 0 | 9 KiB | 3 | 7 |
 //! | `fp8_gemm_nt_streamk_bs_bm64_bn128` | 188 | 0 | 0 | 0 | 18 KiB | 2 | 3 |
+//! | `fp8_gemm_nt_streamk_bs_pipe_bm48_bn128` | 183 | 0 | 0 | 0 | 18 KiB | 2 | 3 |
+//! | `fp8_gemm_nt_streamk_bs_pipe_bm64_bn128` | 209 | 0 | 0 | 0 | 18 KiB | 2 | 3 |
 //!
 //! (The bs stream-K kernels keep the waves per SIMD of the data-parallel bs kernels, 158 and
 //! 238 VGPRs: 3 and 2 workgroups per CU; `tests/dense_kernel.rs`
 //! `bs_streamk_kernels_meet_the_resource_goals`.)
+//!
+//! The **pipelined bs stream-K kernels** `fp8_gemm_nt_streamk_bs_pipe_bm{48,64}_bn128`
+//! ([`STREAMK_BS_PIPE_TILES`], `imp::BsPipeLoop` over `mainloop_bs::imp::tile_gemm_bs_pipe`,
+//! B two blocks ahead as the data-parallel `fp8_gemm_nt_bs_pipe_*` kernels) run two workgroups
+//! per CU at 183 and 209 registers, no AGPRs — fewer than their data-parallel twins (250 and
+//! 304 + 48 AGPRs: the 64-row one runs one per CU) although the loop's source is the same and
+//! it is inlined five times here; LLVM's register allocation for the bigger kernel targets two
+//! waves per SIMD (not investigated further; `tests/dense_kernel.rs`
+//! `bs_pipe_streamk_kernels_meet_the_resource_goals` holds them at two). A whole tile costs the
+//! same on either kernel (1024×2048×7168, 256 tiles of 64 rows, one per CU: data-parallel
+//! 40.47 µs, stream-K `0 + 256` whole tiles 39.41, MI325X, *modelled*), so the stream-K kernel
+//! with whole tiles only (`g = T`) is the 64-row data-parallel grid at two per CU: from 1.5
+//! rounds of 64-row tiles on, it wins outright (2048×2048×7168: 69.3 against 78.9 µs).
 //!
 //! (A loop over pieces instead of the two straight-line pieces: 124 / 168 / 260 + 4 AGPRs —
 //! one workgroup per CU at 128 × 128; with `waves_per_eu = 2` it spilled.) The kernel holds
@@ -149,6 +164,113 @@
 //! head of whole waves and a short tail, best with few contributors per tile (`g` a small
 //! multiple of the tail tiles: aligned pieces that run in lock-step across tiles), removes the
 //! cliffs. `config::get_bs_config_for_workspace` chooses among these by a fitted estimate.
+//!
+//! # The pipelined bs stream-K kernels on the timing model (*modelled*, `--scope xcd`, µs)
+//!
+//! Forced (`FP8GEMM_PRESHUFFLED=1 FP8GEMM_FORCE_TILE=BMx128 FP8GEMM_FORCE_STREAMK=G/DP`; MI325X
+//! unless stated), against the pipelined data-parallel kernel the host chose before:
+//!
+//! | shape | data-parallel (before) | pipelined stream-K, `head + g` |
+//! |---|---|---|
+//! | 2048×2048×7168 (512 tiles of 64 rows) | 78.9 (64, one per CU) | 64: 0 + 512 (whole tiles, two per CU) 69.3; 48: 608 + 160 78.3 |
+//! | 1856×2048×7168 (464) | 74.7 (32-row stream-K 912 + 128) | 64: 0 + 464 69.4, 304 + 160 69.0, 304 + 320 76.6, 0 + 608 (staggered) 116.7 |
+//! | 4096×2048×7168 (1024) | 146.8 (48) | 64: 912 + 224 (112 tail tiles in 2 pieces) 119.9, 912 + 112 132.4, 912 + 448 123.0 |
+//! | 8192×2048×7168 (2048) | 262.8 (48) | 64: 1824 + 224 227.7; 48: 2432 + 304 258.6 |
+//! | 14336×768×7168 (1344) | 174.9 (48) | 64: 1216 + 256 152.0, 1216 + 128 164.3 |
+//! | 4096×4096×7168 MI300X (2048) | 285.9 (48) | 64: 1824 + 224 228.2 |
+//! | 1728×2048×7168 (432) | 59.8 (96) | 64: 304 + 256 56.3, 0 + 432 69.2 |
+//! | 1664×768×7168 (156 / 210) | 35.3 (48) | 64: 0 + 304 (staggered) 33.9, 0 + 312 40.2; 48: 0 + 304 42.8, 0 + 420 38.9 |
+//! | 768×2048×7168 (192 / 256) | 35.3 (48) | 48: 0 + 256 35.2, 0 + 304 54.7, 0 + 608 48.6; 64: 0 + 304 44.7 |
+//!
+//! What wins is **occupancy**, not balance: the 64-row stream-K kernel runs two workgroups per
+//! CU (209 registers) where the 64-row data-parallel kernel runs one (304), so whole tiles on
+//! it, after a head of whole waves, take the fractional rounds and the many-round shapes
+//! (4096–14336 rows) that the 48-row kernel ran before; a short tail split into 2–4 aligned
+//! pieces per tile evens out the last round. Stream-K proper — a tail dealt evenly over every
+//! CU — loses wherever the pieces are staggered: the workgroups running together read
+//! different K ranges and the L2 stops serving them (768×2048×7168: 54.7 µs for 304 workgroups
+//! against 35.2 for the 256 whole tiles; 1856×2048×7168 116.7 against 69.4). The one-partial-
+//! round shapes (640–896 × 2048, 1664–2048 × 768: 200–300 tiles of 48 rows on 304 CUs) stay
+//! data-parallel: a second workgroup on a CU adds little (48 rows: 0.51 µs per block alone,
+//! 0.90 for two), so splitting their tiles in aligned pieces does not pay (1664×768×7168 48
+//! rows 0 + 420: 38.9 against 35.3), and a staggered tail loses the L2. The candidates and
+//! their estimate: `fp8gemm::config` (`bs_pipe_streamk_candidates`, `bs_pipe_streamk_estimate`:
+//! aligned tails only, fit table there).
+//!
+//! **What a piece costs** (that fit, 95 forced runs): every workgroup of these kernels, whole
+//! tile or piece, costs its blocks plus about 8 blocks' worth (its exposed prologue and
+//! epilogue: 8 × 0.58 = 4.6 µs alone on a CU, 8 × 1.05 = 8.4 µs when two share it), and a
+//! partial piece about 4 blocks more (partial stores, release, arrival, the last arriver's
+//! reduction: 2.3 / 4.2 µs). A tile split in `c` pieces therefore pays `c − 1` extra prologues
+//! and `c` partial hand-offs, which short pieces do not earn back (4096×2048×7168: 112 tail
+//! tiles in 2 pieces of 28 blocks 119.9 µs, in 4 of 14 blocks 123.0).
+//!
+//! `FP8GEMM_PEERS_DIR=… FP8GEMM_PRESHUFFLED=1 fp8gemm compare --set peers` (the library's
+//! choice, *modelled* MI325X µs, and the ratio to AMD's measured TFLOPS), before (main at
+//! d14831b, `docs/perf/compare_preshuffled.txt`) → after, every row that moved by 1 % or more
+//! (none got slower; the choices under the stream's default 32 MiB workspace, which is what
+//! turns 6144×768 from `0 + 576` into `304 + 272` and 14336×2048 from `3040 + 544` into
+//! `3344 + 240`, each within 0.3 % of the other):
+//!
+//! | shape | before (config) | after (config) | ratio to AMD |
+//! |---|---|---|---|
+//! | 4096×768×7168 | 59.37 (bs 96x128 pipe) | 56.29 (bs 64x128 pipe sk 304+160) | 0.96 → 1.02 |
+//! | 6144×768×7168 | 79.07 (bs 64x128 pipe) | 69.71 (bs 64x128 pipe sk 304+272) | 0.94 → 1.07 |
+//! | 14336×768×7168 | 174.94 (bs 48x128 pipe) | 152.04 (bs 64x128 pipe sk 1216+256) | 0.98 → 1.13 |
+//! | 928×2048×7168 | 40.42 (bs 64x128 pipe) | 39.17 (bs 64x128 pipe sk 0+240) | 0.96 → 0.99 |
+//! | 960×2048×7168 | 40.42 (bs 64x128 pipe) | 39.22 (bs 64x128 pipe sk 0+240) | 0.92 → 0.95 |
+//! | 992×2048×7168 | 40.44 (bs 64x128 pipe) | 39.18 (bs 64x128 pipe sk 0+256) | 0.92 → 0.95 |
+//! | 1024×2048×7168 | 40.44 (bs 64x128 pipe) | 39.25 (bs 64x128 pipe sk 0+256) | 0.98 → 1.01 |
+//! | 1152×2048×7168 | 40.74 (bs 64x128 pipe) | 39.61 (bs 64x128 pipe sk 0+288) | 0.97 → 1.00 |
+//! | 1216×2048×7168 | 40.95 (bs 64x128 pipe) | 39.81 (bs 64x128 pipe sk 0+304) | 1.03 → 1.06 |
+//! | 1280×2048×7168 | 50.91 (bs 80x128 pipe) | 48.34 (bs 48x128 pipe sk 304+256) | 0.89 → 0.94 |
+//! | 1344×2048×7168 | 51.07 (bs 80x128 pipe) | 49.32 (bs 48x128 pipe sk 304+288) | 0.96 → 0.99 |
+//! | 1408×2048×7168 | 51.30 (bs 80x128 pipe) | 49.75 (bs 64x128 pipe sk 304+192) | 0.97 → 1.00 |
+//! | 1472×2048×7168 | 51.58 (bs 80x128 pipe) | 49.84 (bs 64x128 pipe sk 304+256) | 0.97 → 1.00 |
+//! | 1536×2048×7168 | 59.35 (bs 96x128 pipe) | 56.29 (bs 64x128 pipe sk 304+160) | 0.94 → 0.99 |
+//! | 1600×2048×7168 | 59.52 (bs 96x128 pipe) | 56.55 (bs 64x128 pipe sk 304+192) | 0.94 → 0.98 |
+//! | 1664×2048×7168 | 59.84 (bs 96x128 pipe) | 56.35 (bs 64x128 pipe sk 304+224) | 0.96 → 1.01 |
+//! | 1728×2048×7168 | 59.84 (bs 96x128 pipe) | 56.55 (bs 64x128 pipe sk 304+256) | 0.96 → 1.02 |
+//! | 1792×2048×7168 | 60.17 (bs 96x128 pipe) | 57.34 (bs 64x128 pipe sk 304+288) | 0.97 → 1.02 |
+//! | 1856×2048×7168 | 74.68 (bs 32x128 sk 912+128) | 69.31 (bs 64x128 pipe sk 0+464) | 0.91 → 0.99 |
+//! | 1920×2048×7168 | 78.85 (bs 64x128 pipe) | 69.27 (bs 64x128 pipe sk 0+480) | 0.86 → 0.98 |
+//! | 1984×2048×7168 | 78.88 (bs 64x128 pipe) | 69.36 (bs 64x128 pipe sk 0+496) | 0.90 → 1.02 |
+//! | 2048×2048×7168 | 78.89 (bs 64x128 pipe) | 69.27 (bs 64x128 pipe sk 0+512) | 0.89 → 1.01 |
+//! | 4096×2048×7168 | 146.75 (bs 48x128 pipe) | 120.01 (bs 64x128 pipe sk 912+224) | 0.89 → 1.08 |
+//! | 6144×2048×7168 | 202.40 (bs 48x128 pipe) | 177.12 (bs 64x128 pipe sk 1520+64) | 0.94 → 1.07 |
+//! | 8192×2048×7168 | 262.80 (bs 48x128 pipe) | 227.71 (bs 64x128 pipe sk 1824+224) | 0.93 → 1.08 |
+//! | 10240×2048×7168 | 341.86 (bs 48x128 pipe) | 278.56 (bs 64x128 pipe sk 2432+256) | 0.88 → 1.08 |
+//! | 12288×2048×7168 | 398.75 (bs 48x128 pipe) | 335.28 (bs 64x128 pipe sk 3040+128) | 0.90 → 1.07 |
+//! | 14336×2048×7168 | 455.09 (bs 48x128 pipe) | 386.56 (bs 64x128 pipe sk 3344+240) | 0.86 → 1.01 |
+//! | 16384×2048×7168 | 519.88 (bs 48x128 pipe) | 438.49 (bs 64x128 pipe sk 3952+288) | 0.89 → 1.05 |
+//! | 32768×2048×7168 | 1020.60 (bs 48x128 pipe) | 863.26 (bs 64x128 pipe sk 7904+288) | 0.89 → 1.05 |
+//!
+//! Geometric mean over the 47 shapes 0.930× → 0.986× AMD's measured TFLOPS (goal 1.1×), lowest
+//! 0.860× (1920×2048×7168) → 0.867× (640×2048×7168, unchanged: one partial round of 48-row
+//! tiles, above). Shapes of the estimate's fit (`fp8gemm::config::bs_pipe_streamk_estimate`):
+//! 1664, 1792, 1920, 2048, 4096, 6144 × 768 and 640, 768, 896, 1024, 1216, 1472, 1728, 1856,
+//! 1984, 4096 × 2048 (× 7168); every other row here was held out — among them the gains at
+//! 928–1152, 1920, 2048 and 6144–32768 × 2048 and 14336 × 768.
+//!
+//! `--set deepseek` (MI300X, *modelled* µs; ratio to AITER CK's published TFLOPS where there
+//! is one), rows that moved by 1 % or more:
+//!
+//! | shape | before (config) | after (config) | ratio to AITER |
+//! |---|---|---|---|
+//! | 4096×2112×7168 | 146.37 (bs 48x128 pipe) | 132.50 (bs 64x128 pipe sk 608+480) | 1.00 → 1.11 |
+//! | 4096×4096×7168 | 285.87 (bs 48x128 pipe) | 227.95 (bs 64x128 pipe sk 1824+224) | – |
+//! | 4096×7168×2048 | 168.05 (bs 48x128 pipe) | 147.85\* (bs 64x128 pipe sk 3344+240) | 0.86 → 0.98 |
+//! | 128×7168×16384 | 54.64 (bs 32x128 split 4) | 59.20 (bs 32x128 split 4, the same config) | – |
+//!
+//! (\*: the stream's default 32 MiB workspace; with more, 3040 + 544, 147.97 by `profile`.
+//! 128×24576×1536 keeps the 48-row kernel, 19.89 by `profile` with the final choice rule,
+//! 19.81 before; the `compare` run above was made before that rule and had taken a two-loop
+//! stream-K, 27.63. 128×7168×16384 is the split-K kernel this
+//! change does not touch, chosen as before; its modelled time moves with the code object's
+//! layout — main's notes record 61.67 → 55.36 → 60.12 for it across changes — and
+//! `profile --scope xcd` gives 47.9: not investigated.) The two 4096-row shapes with an AITER
+//! figure are now at 1.11× and 0.98×; 128×7168×2048 stays at 0.83× (split-K, below one tile per
+//! CU, untouched).
 //!
 //! # `fp8gemm compare --set peers` before → after (*modelled* MI325X µs vs AMD's measured)
 //!
@@ -345,6 +467,14 @@ pub const STREAMK_BS_TILES: [tile::BsTile; 2] = [
     tile::BsTile { name: "fp8_gemm_nt_streamk_bs_bm64_bn128", block_m: 64, block_n: 128 },
 ];
 
+/// The bs stream-K kernels on the **pipelined** bs loop (`fp8_gemm_nt_streamk_bs_pipe_bm*_bn128`,
+/// [`crate::mainloop_bs`] "Pipelined loop"), the 48- and 64-row tiles of
+/// [`tile::DENSE_BS_PIPE_TILES`] (same LDS: [`tile::bs_pipe_lds_bytes`]).
+pub const STREAMK_BS_PIPE_TILES: [tile::BsTile; 2] = [
+    tile::BsTile { name: "fp8_gemm_nt_streamk_bs_pipe_bm48_bn128", block_m: 48, block_n: 128 },
+    tile::BsTile { name: "fp8_gemm_nt_streamk_bs_pipe_bm64_bn128", block_m: 64, block_n: 128 },
+];
+
 /// The dense stream-K kernels, same tiles as [`tile::DENSE_TILES`].
 pub const STREAMK_TILES: [DenseTile; 3] = [
     DenseTile { name: "fp8_gemm_nt_streamk_bm64_bn64", block_m: 64, block_n: 64 },
@@ -359,7 +489,7 @@ pub(crate) mod imp {
     use super::{DenseStreamKArgs, StreamKSchedule};
     use crate::dense::imp::{Bf16Store, Epilogue, PartialStore, TileJob, tile_gemm};
     use crate::intrinsics::*;
-    use crate::mainloop_bs::imp::tile_gemm_bs;
+    use crate::mainloop_bs::imp::{tile_gemm_bs, tile_gemm_bs_pipe};
     use crate::tile::{self, NUM_XCDS, SCALE_BLOCK_K, SCALE_BLOCK_N};
 
     /// Out of range of every resource (all tensors are smaller than `MAX_TENSOR_BYTES`).
@@ -392,6 +522,19 @@ pub(crate) mod imp {
         #[inline(always)]
         fn run<E: Epilogue>(job: &TileJob, epi: &E) {
             tile_gemm_bs::<FM, true, AHEAD, E>(job, |_| true, epi)
+        }
+    }
+
+    /// The pipelined bs loop (`mainloop_bs::imp::tile_gemm_bs_pipe`: `16·FM × 128` tiles, 1 × 4
+    /// waves, B `BA` blocks ahead), as the data-parallel `fp8_gemm_nt_bs_pipe_*` kernels run it.
+    /// Called only through `tile_gemm_bs_pipe(&job, keep_row, &epi)`: it honours the job's
+    /// `kb0` / `nkb`, so a piece is one run of the loop over its K blocks.
+    pub(crate) struct BsPipeLoop<const FM: usize, const BA: u32>;
+
+    impl<const FM: usize, const BA: u32> TileLoop for BsPipeLoop<FM, BA> {
+        #[inline(always)]
+        fn run<E: Epilogue>(job: &TileJob, epi: &E) {
+            tile_gemm_bs_pipe::<FM, BA, E>(job, |_| true, epi)
         }
     }
 
@@ -644,6 +787,19 @@ pub fn fp8_gemm_nt_streamk_bs_bm64_bn128(args: DenseStreamKArgs) {
     imp::gemm_streamk::<imp::BsLoop<4, false>, 4, 2, true>(args)
 }
 
+/// bs stream-K on the pipelined loop ([`crate::mainloop_bs`], "Pipelined loop"), 48 × 128
+/// tiles (two workgroups per CU): arguments [`DenseStreamKArgs`] with `b` the pre-shuffled B.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn fp8_gemm_nt_streamk_bs_pipe_bm48_bn128(args: DenseStreamKArgs) {
+    imp::gemm_streamk::<imp::BsPipeLoop<3, 2>, 3, 2, true>(args)
+}
+
+/// bs stream-K on the pipelined loop, 64 × 128 tiles (one workgroup per CU).
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn fp8_gemm_nt_streamk_bs_pipe_bm64_bn128(args: DenseStreamKArgs) {
+    imp::gemm_streamk::<imp::BsPipeLoop<4, 2>, 4, 2, true>(args)
+}
+
 #[cfg(test)]
 mod tests {
     extern crate std;
@@ -669,6 +825,18 @@ mod tests {
             assert_eq!(spec.name, t.name);
             assert_eq!(spec.workgroup_size, tile::THREADS);
             assert_eq!((t.block_m, t.block_n, t.lds_bytes()), (d.block_m, d.block_n, d.lds_bytes()));
+        }
+    }
+
+    #[test]
+    fn bs_pipe_specs_match_the_pipelined_tile_table() {
+        let specs = [FP8_GEMM_NT_STREAMK_BS_PIPE_BM48_BN128, FP8_GEMM_NT_STREAMK_BS_PIPE_BM64_BN128];
+        for (spec, t) in specs.iter().zip(STREAMK_BS_PIPE_TILES) {
+            assert_eq!(spec.name, t.name);
+            assert_eq!(spec.workgroup_size, tile::THREADS);
+            let d = tile::DENSE_BS_PIPE_TILES.iter().find(|d| d.block_m == t.block_m).unwrap();
+            assert_eq!((t.block_n, t.lds_bytes()), (d.block_n, d.lds_bytes()));
+            assert_eq!(t.lds_bytes(), tile::bs_pipe_lds_bytes(t.block_m));
         }
     }
 

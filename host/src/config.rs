@@ -85,7 +85,8 @@ use fp8gemm_device::mainloop_bs128::FP8_GEMM_NT_BS_PIPE_BM128_BN128;
 use fp8gemm_device::streamk::DenseStreamKArgs;
 use fp8gemm_device::streamk::{
     FP8_GEMM_NT_STREAMK_BM64_BN64, FP8_GEMM_NT_STREAMK_BM64_BN128, FP8_GEMM_NT_STREAMK_BM128_BN128, FP8_GEMM_NT_STREAMK_BS_BM32_BN128,
-    FP8_GEMM_NT_STREAMK_BS_BM64_BN128, STREAMK_BS_TILES, STREAMK_TILES, StreamKSchedule,
+    FP8_GEMM_NT_STREAMK_BS_BM64_BN128, FP8_GEMM_NT_STREAMK_BS_PIPE_BM48_BN128, FP8_GEMM_NT_STREAMK_BS_PIPE_BM64_BN128, STREAMK_BS_PIPE_TILES, STREAMK_BS_TILES,
+    STREAMK_TILES, StreamKSchedule,
 };
 use fp8gemm_device::tile::{self, DenseTile};
 
@@ -478,6 +479,28 @@ thread_local! {
 /// kernels) makes [`get_best_config`] fail with [`ConfigError::ForcedSplit`].
 pub fn force_split(splits: Option<u32>) {
     FORCED_SPLIT.with(|f| f.set(splits.map(Some)));
+}
+
+thread_local! {
+    /// Which loop a forced 64 × 128 bs tile runs for this thread; `None` = [`bs_kernel`]'s rule.
+    static FORCED_BS_PIPELINED: std::cell::Cell<Option<bool>> = const { std::cell::Cell::new(None) };
+}
+
+/// Pins the loop of a forced 64 × 128 bs tile ([`force_tile`] / `FP8GEMM_FORCE_TILE=64x128`
+/// with pre-shuffled B) for every subsequent bs config choice of this thread, data-parallel
+/// and stream-K alike: `Some(true)` the pipelined one-workgroup-per-CU kernels
+/// (`fp8_gemm_nt_bs_pipe_bm64_bn128`, `fp8_gemm_nt_streamk_bs_pipe_bm64_bn128`),
+/// `Some(false)` the two-per-CU ones (`fp8_gemm_nt_bs_bm64_bn128`,
+/// `fp8_gemm_nt_streamk_bs_bm64_bn128`), `None` [`bs_kernel`]'s rule again (pipelined below
+/// [`BS_BM64_TILES_PER_CU`] tiles per CU). No effect on other tiles or on unforced choices.
+pub fn force_bs_pipelined(pipelined: Option<bool>) {
+    FORCED_BS_PIPELINED.with(|f| f.set(pipelined));
+}
+
+/// Whether a forced 64 × 128 bs tile of `tiles` tiles on `cus` CUs runs the pipelined loop
+/// ([`force_bs_pipelined`], else [`bs_kernel`]'s rule).
+fn forced_bs64_pipelined(tiles: u32, cus: u32) -> bool {
+    FORCED_BS_PIPELINED.with(std::cell::Cell::get).unwrap_or_else(|| bs_kernel(1, tiles, cus).name != tile::DENSE_BS_TILES[1].name)
 }
 
 /// A forced stream-K schedule: `(sk_wgs, dp_tiles)`, `dp_tiles` `None` for the default head.
@@ -1388,17 +1411,23 @@ pub fn bs_pipe_rule(m: u32, n: u32, nkb: u32, cus: u32, base: usize) -> Option<u
             continue;
         }
         let e = bs_pipe_round_estimate(p, tiles(t.block_m), cus);
-        // Ranked against the 128-row kernel, the 48-row one at many rounds costs its
-        // texture-bound figure (BS_PIPE48_MANY_ROUNDS_US).
-        let rank = match tiles(t.block_m).div_ceil(2 * cus) {
-            r if p == 0 && r >= BS_PIPE48_MANY_ROUNDS => r as f64 * BS_PIPE48_MANY_ROUNDS_US,
-            _ => e,
-        };
+        let rank = bs_pipe_rank_estimate(p, tiles(t.block_m), cus);
         if e < base_est && best.is_none_or(|(_, b)| rank < b) {
             best = Some((p, rank));
         }
     }
     best.map(|(p, _)| p)
+}
+
+/// The figure by which [`bs_pipe_rule`] ranks the pipelined tiles against each other (µs per
+/// 128-K block, all rounds): [`bs_pipe_round_estimate`], except that the 48-row kernel at
+/// [`BS_PIPE48_MANY_ROUNDS`] rounds or more costs its texture-bound figure
+/// ([`BS_PIPE48_MANY_ROUNDS_US`]) per round.
+fn bs_pipe_rank_estimate(p: usize, tiles: u64, cus: u64) -> f64 {
+    match tiles.div_ceil(2 * cus.max(1)) {
+        r if p == 0 && r >= BS_PIPE48_MANY_ROUNDS => r as f64 * BS_PIPE48_MANY_ROUNDS_US,
+        _ => bs_pipe_round_estimate(p, tiles, cus),
+    }
 }
 
 /// [`bs_pipe_rule`]'s estimate (µs per 128-K block, all rounds) of the pipelined bs tile `p`
@@ -1535,6 +1564,15 @@ pub fn get_bs_config(desc: &GemmDesc) -> Result<GemmConfig, ConfigError> {
 /// as a [`WorkspaceLimit`]). `FP8GEMM_PRINT_CONFIGS=1` prints the choice and both estimates,
 /// `=2` every candidate's.
 ///
+/// The **pipelined bs stream-K** candidates (`fp8_gemm_nt_streamk_bs_pipe_bm{48,64}_bn128`, two
+/// workgroups per CU; private `bs_pipe_streamk_candidates`: aligned tails of `c ∈ {1, 2, 4}`
+/// pieces per tile after whole waves or no head, up to 64 K blocks) join them with their own
+/// fitted estimate (`bs_pipe_streamk_estimate`) and margin (`BS_PIPE_SK_MIN_GAIN` = 1 %),
+/// each weighed against the baseline as its own estimate sees it (the 48-row pipelined kernel by
+/// the pipelined estimate); the candidate of the largest estimated relative gain wins. Modelled
+/// effect (before → after, every row): `fp8gemm_device::streamk`, "The pipelined bs stream-K
+/// kernels on the timing model". (The table below is the two-loop stream-K candidates' step.)
+///
 /// `FP8GEMM_PEERS_DIR=… FP8GEMM_PRESHUFFLED=1 fp8gemm compare --set peers` (*modelled*
 /// MI325X µs, and the ratio to AMD's measured TFLOPS), before (`docs/perf/compare_preshuffled.txt`,
 /// the rule alone) → after, every row that moved by 1 % or more (no row got slower):
@@ -1643,17 +1681,12 @@ fn bs_choose(
         if let Some(s) = forced_s.filter(|&s| s > 1) {
             return Err(ConfigError::ForcedSplit { splits: s.to_string(), expected: format!("1 (no split-K kernel for the pre-shuffled {bm}x{bn} tile)") });
         }
-        if let Some((g, dp)) = forced_sk {
-            let schedule = match dp {
-                Some(dp) => format!("{g}/{dp}"),
-                None => g.to_string(),
-            };
-            return Err(ConfigError::ForcedStreamK {
-                schedule,
-                expected: format!("a bs stream-K tile: 32x128 or 64x128 (no stream-K kernel for the pre-shuffled {bm}x{bn} tile)"),
-            });
-        }
-        return Ok((bs_pipe_config(desc, &spec, *t)?, Choice::Forced, None));
+        let config = match forced_sk {
+            // The 48-row tile has a stream-K kernel (pipelined); 80 and 96 rows do not.
+            Some(sk) => bs_forced_streamk(desc, spec, sk, forced_t, forced_s)?,
+            None => bs_pipe_config(desc, &spec, *t)?,
+        };
+        return Ok((config, Choice::Forced, None));
     }
     let forced_i = match forced_t {
         Some((bm, bn)) => Some(tile::DENSE_BS_TILES.iter().position(|t| (t.block_m, t.block_n) == (bm, bn)).ok_or_else(|| ConfigError::ForcedTile {
@@ -1664,47 +1697,11 @@ fn bs_choose(
     };
     let tiles_of = |i: usize| tile::DENSE_BS_TILES[i].grid(desc.m, desc.n);
     let make = |c: BsCandidate| bs_config(desc, spec, c);
-    let estimate = |c: &BsCandidate| bs_estimate(c, tiles_of(c.tile), nkb, spec.cus);
+    let estimate = |c: &BsCandidate| bs_estimate(c, c.bs_tile().grid(desc.m, desc.n), nkb, spec.cus);
     let max_splits = nkb.min(MAX_SPLITS);
     let mut limited = None;
-    let (config, why) = if let Some((g, dp)) = forced_sk {
-        // A forced stream-K schedule: on the forced tile, else on the bs stream-K tile of least
-        // estimate among those the schedule is valid for.
-        let schedule = match dp {
-            Some(dp) => format!("{g}/{dp}"),
-            None => g.to_string(),
-        };
-        let err = |expected: String| ConfigError::ForcedStreamK { schedule: schedule.clone(), expected };
-        if forced_s.is_some_and(|s| s > 1) {
-            return Err(err("no forced split-K at the same time (FP8GEMM_FORCE_SPLIT > 1)".into()));
-        }
-        if let Some(i) = forced_i
-            && i >= STREAMK_BS_TILES.len()
-        {
-            let t = tile::DENSE_BS_TILES[i];
-            return Err(err(format!("a bs stream-K tile: 32x128 or 64x128 (no stream-K kernel for the pre-shuffled {}x{} tile)", t.block_m, t.block_n)));
-        }
-        let mut best: Option<(f64, BsCandidate)> = None;
-        let mut why_not = Vec::new();
-        for i in 0..STREAMK_BS_TILES.len() {
-            if forced_i.is_some_and(|f| f != i) {
-                continue;
-            }
-            let tiles = tiles_of(i);
-            let dp = dp.unwrap_or_else(|| streamk_default_dp(tiles, spec.cus * BS_SLOTS[i]));
-            match StreamKSchedule::new(tiles, nkb, dp, g) {
-                Ok(_) => {
-                    let c = BsCandidate { tile: i, schedule: BsSchedule::StreamK { dp, g } };
-                    let e = estimate(&c);
-                    if best.is_none_or(|(b, _)| e < b) {
-                        best = Some((e, c));
-                    }
-                }
-                Err(e) => why_not.push(format!("{}x128: {tiles} tiles, {dp} data-parallel: {}", 16 * [2, 4][i], streamk_error_text(e, tiles, dp, nkb))),
-            }
-        }
-        let c = best.ok_or_else(|| err(why_not.join("; ")))?.1;
-        (make(c)?, Choice::Forced)
+    let (config, why) = if let Some(sk) = forced_sk {
+        (bs_forced_streamk(desc, spec, sk, forced_t, forced_s)?, Choice::Forced)
     } else if let Some(s) = forced_s.filter(|&s| s > 1) {
         let i = forced_i.unwrap_or(0);
         let t = tile::DENSE_BS_TILES[i];
@@ -1724,8 +1721,13 @@ fn bs_choose(
             Some(i) => i,
             None => bs_tile_rule(u64::from(tiles_of(0)), u64::from(tiles_of(1)), spec.cus),
         };
-        // A forced 64-row tile runs the pipelined kernel below 8 tiles per CU (`bs_kernel`).
-        let k = bs_kernel(i, tiles_of(i), spec.cus);
+        // A forced 64-row tile runs the pipelined kernel below 8 tiles per CU (`bs_kernel`),
+        // or as `force_bs_pipelined` says.
+        let k = if i == 1 && forced_t.is_some() {
+            if forced_bs64_pipelined(tiles_of(1), spec.cus) { tile::DENSE_BS_PIPE_BM64 } else { tile::DENSE_BS_TILES[1] }
+        } else {
+            bs_kernel(i, tiles_of(i), spec.cus)
+        };
         let config = if k.name != tile::DENSE_BS_TILES[i].name {
             bs_pipe_config(desc, &spec, k)?
         } else {
@@ -1772,6 +1774,29 @@ fn bs_choose(
                 Some((_, us)) => us,
                 None => estimate(&dp),
             };
+            // Each candidate is weighed against the baseline as its own estimate's family sees
+            // it: the pipelined stream-K candidates against the 48-row pipelined kernel by their
+            // estimate (`bs_pipe48_dp_estimate`: same tile, same occupancy), the others against
+            // `dp_us` (their fit's; `bs_pipe_rule`'s figure for the 48-row kernel is low at a
+            // single round of short K, where the two-loop stream-K estimate is low too —
+            // 128×24576×1536 MI300X: baseline 12.6 µs estimated, 17.8 modelled; the 32-row
+            // stream-K 608 + 480 estimated more than 8 % below 17.8, modelled 27.6). The winner is the
+            // candidate of the largest estimated relative gain over its baseline.
+            // Where the rule picked the 128-row kernel, the pipelined stream-K candidates meet
+            // the 48-row baseline of their own family scaled by the 128-row kernel's advantage
+            // over the 48-row one in the rule's ranking figures (the two fits have no shape in
+            // common; modelled MI300X 4096×7168×2048: 48 rows 168.1 µs, 128 rows 162.3, the
+            // 64-row stream-K kernel 3040 + 544 148.0).
+            let pipe_dp_us = match pipe {
+                Some((0, _)) => bs_pipe48_dp_estimate(desc, nkb, spec.cus),
+                Some((p, us)) if p == BS_PIPE128 => {
+                    let tiles48 = u64::from(tile::DENSE_BS_PIPE_TILES[0].grid(desc.m, desc.n));
+                    let rank48 = bs_pipe_rank_estimate(0, tiles48, u64::from(spec.cus)) * f64::from(nkb);
+                    bs_pipe48_dp_estimate(desc, nkb, spec.cus) * us / rank48
+                }
+                _ => dp_us,
+            };
+            let base_us = |c: &BsCandidate| if matches!(c.schedule, BsSchedule::PipeStreamK { .. }) { pipe_dp_us } else { dp_us };
             if verbose_candidates()
                 && let Some((p, us)) = pipe
             {
@@ -1782,6 +1807,7 @@ fn bs_choose(
                 );
             }
             let mut sks = bs_streamk_candidates(desc, spec.cus);
+            sks.extend(bs_pipe_streamk_candidates(desc, spec.cus));
             sks.extend(bs_split_candidates(desc, spec.cus));
             if verbose_candidates() {
                 for c in std::iter::once(&dp).chain(&sks) {
@@ -1789,14 +1815,16 @@ fn bs_choose(
                 }
             }
             let best_sk = |fits: &dyn Fn(&BsCandidate) -> Result<bool, ConfigError>| -> Result<Option<(f64, BsCandidate)>, ConfigError> {
-                let mut best: Option<(f64, BsCandidate)> = None;
+                // (relative estimated time against its baseline, estimate, candidate)
+                let mut best: Option<(f64, f64, BsCandidate)> = None;
                 for c in &sks {
                     let e = estimate(c);
-                    if e < dp_us * (1.0 - BS_STREAMK_MIN_GAIN) && best.is_none_or(|(b, _)| e < b) && fits(c)? {
-                        best = Some((e, *c));
+                    let rel = e / base_us(c);
+                    if rel < 1.0 - c.min_gain() && best.is_none_or(|(b, _, _)| rel < b) && fits(c)? {
+                        best = Some((rel, e, *c));
                     }
                 }
-                Ok(best)
+                Ok(best.map(|(_, e, c)| (e, c)))
             };
             let want = best_sk(&|_| Ok(true))?;
             let got = best_sk(&|c| Ok(make(*c)?.workspace_floats() <= available))?;
@@ -1807,7 +1835,7 @@ fn bs_choose(
                 limited = Some(WorkspaceLimit { needed: preferred.workspace_floats(), preferred, available });
             }
             match (got, pipe) {
-                (Some((us, c)), _) => (make(c)?, Choice::BsStreamK(us, dp_us)),
+                (Some((us, c)), _) => (make(c)?, Choice::BsStreamK(us, base_us(&c))),
                 (None, Some((p, _))) => {
                     let config = bs_pipe_config(desc, &spec, tile::DENSE_BS_PIPE_TILES[p])?;
                     let per_cu = f64::from(config.grid) / f64::from(spec.cus);
@@ -1834,29 +1862,54 @@ enum BsSchedule {
     Split(u32),
     /// Stream-K: `dp` data-parallel tiles, then `g` workgroups over the rest.
     StreamK { dp: u32, g: u32 },
+    /// Stream-K on the pipelined loop ([`STREAMK_BS_PIPE_TILES`]): `dp` data-parallel tiles,
+    /// then `g` workgroups over the rest.
+    PipeStreamK { dp: u32, g: u32 },
 }
 
-/// A bs candidate: tile index into [`tile::DENSE_BS_TILES`] and schedule.
+/// A bs candidate: tile index into [`tile::DENSE_BS_TILES`] (into [`STREAMK_BS_PIPE_TILES`]
+/// for [`BsSchedule::PipeStreamK`]) and schedule.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct BsCandidate {
     tile: usize,
     schedule: BsSchedule,
 }
 
+impl BsCandidate {
+    /// The least relative gain (estimated) over the data-parallel baseline for which the
+    /// candidate replaces it: [`BS_PIPE_SK_MIN_GAIN`] for the pipelined stream-K candidates
+    /// (their estimate's fit is tighter), [`BS_STREAMK_MIN_GAIN`] for the others.
+    fn min_gain(&self) -> f64 {
+        match self.schedule {
+            BsSchedule::PipeStreamK { .. } => BS_PIPE_SK_MIN_GAIN,
+            _ => BS_STREAMK_MIN_GAIN,
+        }
+    }
+
+    /// The candidate's tile (its kernel's tile table entry).
+    fn bs_tile(&self) -> tile::BsTile {
+        match self.schedule {
+            BsSchedule::PipeStreamK { .. } => STREAMK_BS_PIPE_TILES[self.tile],
+            _ => tile::DENSE_BS_TILES[self.tile],
+        }
+    }
+}
+
 impl fmt::Display for BsCandidate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let t = tile::DENSE_BS_TILES[self.tile];
+        let t = self.bs_tile();
         match self.schedule {
             BsSchedule::DataParallel => write!(f, "{}x{} data-parallel", t.block_m, t.block_n),
             BsSchedule::Split(s) => write!(f, "{}x{} split-K {s}", t.block_m, t.block_n),
             BsSchedule::StreamK { dp, g } => write!(f, "{}x{} stream-K {dp}+{g}", t.block_m, t.block_n),
+            BsSchedule::PipeStreamK { dp, g } => write!(f, "{}x{} pipelined stream-K {dp}+{g}", t.block_m, t.block_n),
         }
     }
 }
 
 /// The launch config of a bs candidate.
 fn bs_config(desc: &GemmDesc, spec: ArchSpec, c: BsCandidate) -> Result<GemmConfig, ConfigError> {
-    let t = tile::DENSE_BS_TILES[c.tile];
+    let t = c.bs_tile();
     let tiles = t.grid(desc.m, desc.n);
     let nkb = desc.k / tile::SCALE_BLOCK_K;
     let (grid, splits, name, stream_k) = match c.schedule {
@@ -1866,6 +1919,7 @@ fn bs_config(desc: &GemmDesc, spec: ArchSpec, c: BsCandidate) -> Result<GemmConf
             let sk = STREAMK_BS_TILES.get(c.tile).ok_or(ConfigError::NoKernel { kind: desc.kind, arch: desc.arch })?;
             (u64::from(dp) + u64::from(g), 1, sk.name, Some(StreamK { tiles, nkb, dp_tiles: dp, sk_wgs: g }))
         }
+        BsSchedule::PipeStreamK { dp, g } => (u64::from(dp) + u64::from(g), 1, t.name, Some(StreamK { tiles, nkb, dp_tiles: dp, sk_wgs: g })),
     };
     let grid = u32::try_from(grid).map_err(|_| ConfigError::TooLarge { tensor: "grid", bytes: grid, limit: u64::from(u32::MAX) })?;
     Ok(GemmConfig {
@@ -1949,6 +2003,131 @@ fn bs_streamk_candidates(desc: &GemmDesc, cus: u32) -> Vec<BsCandidate> {
     v
 }
 
+/// The bs stream-K candidates on the pipelined loop ([`STREAMK_BS_PIPE_TILES`]: 48 and 64
+/// rows, two workgroups per CU each), where the pipelined data-parallel kernels are considered
+/// at all (`bs_pipe_rule`'s conditions: at least [`BS_PIPE_MIN_BLOCKS`] blocks — and at most
+/// [`BS_PIPE_SK_MAX_BLOCKS`] —, more than 64
+/// rows, and from [`BS_BM64_TILES_PER_CU`] 64-row tiles per CU only while B fits
+/// [`BS_PIPE48_MAX_B_BYTES`]; both kernels run two workgroups per CU): heads of whole waves of `s_h` workgroups per
+/// CU (`s_h = 1, 2`) and the empty head, each with a tail of `g = T · c` workgroups for `c` in
+/// [`BS_PIPE_SK_CONTRIBUTORS`] within one wave (`g ≤ 2 · CUs`): **aligned** pieces only, every
+/// tail tile split into `c` equal K ranges that run in lock-step across tiles (`c = 1`: whole
+/// tiles — with the empty head, the data-parallel grid on the stream-K kernel, which for 64
+/// rows runs two workgroups per CU where the data-parallel kernel runs one). Staggered tails
+/// (`g` not a multiple of `T`) are left out: the workgroups running together read different
+/// K ranges and lose the L2 sharing (modelled MI325X 768×2048×7168, 48 rows, g = 304 over 256
+/// tiles: 54.7 µs against 35.2 for whole tiles; 1856×2048×7168, 64 rows, g = 608 over 464
+/// tiles: 116.7 against 69.4), and the few that won did so by under 5 % (1664×768×7168, 64
+/// rows, g = 304 over 156 tiles: 33.9 against 35.3 for the data-parallel 48-row kernel).
+fn bs_pipe_streamk_candidates(desc: &GemmDesc, cus: u32) -> Vec<BsCandidate> {
+    let nkb = desc.k / tile::SCALE_BLOCK_K;
+    let cus64 = u64::from(cus.max(1));
+    let mut v = Vec::new();
+    if desc.m <= 64 || !(BS_PIPE_MIN_BLOCKS..=BS_PIPE_SK_MAX_BLOCKS).contains(&nkb) {
+        return v;
+    }
+    let many = u64::from(tile::DENSE_BS_TILES[1].grid(desc.m, desc.n)) >= u64::from(BS_BM64_TILES_PER_CU) * cus64;
+    if many && u64::from(desc.n) * u64::from(nkb) * 128 > BS_PIPE48_MAX_B_BYTES {
+        return v;
+    }
+    for (p, t) in STREAMK_BS_PIPE_TILES.iter().enumerate() {
+        let slots = BS_PIPE_SK_SLOTS[p];
+        let tiles = t.grid(desc.m, desc.n);
+        let mut dps: Vec<u32> = (1..=slots).map(|s| streamk_default_dp(tiles, cus * s)).collect();
+        dps.push(0);
+        dps.sort_unstable();
+        dps.dedup();
+        for dp in dps {
+            let tail = tiles - dp.min(tiles);
+            for c in BS_PIPE_SK_CONTRIBUTORS {
+                let g = tail.saturating_mul(c);
+                if g <= cus * slots && StreamKSchedule::new(tiles, nkb, dp, g).is_ok() {
+                    v.push(BsCandidate { tile: p, schedule: BsSchedule::PipeStreamK { dp, g } });
+                }
+            }
+        }
+    }
+    v
+}
+
+/// A forced bs stream-K schedule `(g, dp)` ([`force_stream_k`]): on the forced tile's stream-K
+/// kernel (32 rows: the two-loop kernel; 48 rows: the pipelined one; 64 rows: the pipelined
+/// one or the two-per-CU one as [`force_bs_pipelined`] / [`bs_kernel`] say), else on the bs
+/// stream-K kernel of least [`bs_estimate`] among those the schedule is valid for.
+fn bs_forced_streamk(
+    desc: &GemmDesc,
+    spec: ArchSpec,
+    (g, dp): ForcedStreamK,
+    forced_t: Option<(u32, u32)>,
+    forced_s: Option<u32>,
+) -> Result<GemmConfig, ConfigError> {
+    let nkb = desc.k / tile::SCALE_BLOCK_K;
+    let schedule = match dp {
+        Some(dp) => format!("{g}/{dp}"),
+        None => g.to_string(),
+    };
+    let err = |expected: String| ConfigError::ForcedStreamK { schedule: schedule.clone(), expected };
+    if forced_s.is_some_and(|s| s > 1) {
+        return Err(err("no forced split-K at the same time (FP8GEMM_FORCE_SPLIT > 1)".into()));
+    }
+    // (tile index, pipelined) of the kernels to try.
+    let kernels: Vec<(usize, bool)> = match forced_t {
+        None => vec![(0, false), (1, false), (0, true), (1, true)],
+        Some((32, 128)) => vec![(0, false)],
+        Some((48, 128)) => vec![(0, true)],
+        Some((64, 128)) => vec![(1, forced_bs64_pipelined(tile::DENSE_BS_TILES[1].grid(desc.m, desc.n), spec.cus))],
+        Some((bm, bn)) if tile::DENSE_BS_TILES.iter().chain(&tile::DENSE_BS_PIPE_TILES).any(|t| (t.block_m, t.block_n) == (bm, bn)) => {
+            return Err(err(format!("a bs stream-K tile: 32x128, 48x128 or 64x128 (no stream-K kernel for the pre-shuffled {bm}x{bn} tile)")));
+        }
+        Some((bm, bn)) => {
+            return Err(ConfigError::ForcedTile {
+                tile: format!("{bm}x{bn}"),
+                available: "32x128, 64x128, 128x128 (pre-shuffled B; also 48x128, 80x128, 96x128 unsplit)",
+            });
+        }
+    };
+    let mut best: Option<(f64, BsCandidate)> = None;
+    let mut why_not = Vec::new();
+    for (i, pipe) in kernels {
+        let (t, slots) = if pipe { (STREAMK_BS_PIPE_TILES[i], BS_PIPE_SK_SLOTS[i]) } else { (STREAMK_BS_TILES[i], BS_SLOTS[i]) };
+        let tiles = t.grid(desc.m, desc.n);
+        let dp = dp.unwrap_or_else(|| streamk_default_dp(tiles, spec.cus * slots));
+        match StreamKSchedule::new(tiles, nkb, dp, g) {
+            Ok(_) => {
+                let c = BsCandidate { tile: i, schedule: if pipe { BsSchedule::PipeStreamK { dp, g } } else { BsSchedule::StreamK { dp, g } } };
+                let e = bs_estimate(&c, tiles, nkb, spec.cus);
+                if best.is_none_or(|(b, _)| e < b) {
+                    best = Some((e, c));
+                }
+            }
+            Err(e) => why_not.push(format!(
+                "{}x128{}: {tiles} tiles, {dp} data-parallel: {}",
+                t.block_m,
+                if pipe { " pipelined" } else { "" },
+                streamk_error_text(e, tiles, dp, nkb)
+            )),
+        }
+    }
+    let c = best.ok_or_else(|| err(why_not.join("; ")))?.1;
+    bs_config(desc, spec, c)
+}
+
+/// The pipelined stream-K candidates are made up to this many 128-K blocks, the range their
+/// estimate was fitted on (16–56 blocks): beyond it they compete with split-K on estimates
+/// that are off in opposite directions (256×7168×16384, 128 blocks: 64-row whole tiles
+/// estimated 80.9 µs, modelled 78.7; split-K 2 on the 32-row tile estimated 81.5, modelled
+/// 75.4).
+const BS_PIPE_SK_MAX_BLOCKS: u32 = 64;
+
+/// Contributors per tail tile of the pipelined stream-K candidates
+/// ([`bs_pipe_streamk_candidates`]; more were slower wherever they fit in one wave).
+const BS_PIPE_SK_CONTRIBUTORS: [u32; 3] = [1, 2, 4];
+
+/// Workgroups per CU of the pipelined bs stream-K kernels ([`STREAMK_BS_PIPE_TILES`]: 48 / 64
+/// rows, 183 / 209 registers: 2 each — the 64-row one fits two where its data-parallel twin,
+/// 304 registers, fits one; `tests/dense_kernel.rs` checks them).
+const BS_PIPE_SK_SLOTS: [u32; 2] = [2, 2];
+
 /// Contributors per tail tile of the `g = T · c` stream-K candidates ([`bs_streamk_candidates`]):
 /// a small tail spread over a whole wave has dozens of contributors per tile, whose hand-off
 /// and reduction cost more than the blocks they save (1856×2048×7168, 32 × 128, head 912, 16
@@ -2006,12 +2185,18 @@ const BS_SPLIT_HANDOFF_US: f64 = 4.0;
 /// `tail` of `tail_blocks`, at most `slots` at once, each running at the per-block time of
 /// the current number of workgroups on the CU ([`BS_BLOCK_US`]: processor sharing).
 fn bs_cu_time(i: usize, head: u64, head_blocks: f64, tail: u64, tail_blocks: f64) -> f64 {
-    let slots = BS_SLOTS[i] as usize;
+    bs_cu_time_at(&BS_BLOCK_US[i][..BS_SLOTS[i] as usize], head, head_blocks, tail, tail_blocks)
+}
+
+/// [`bs_cu_time`] for a kernel of `per_block.len()` workgroups per CU whose per-block µs with
+/// `j + 1` workgroups on the CU is `per_block[j]`.
+fn bs_cu_time_at(per_block: &[f64], head: u64, head_blocks: f64, tail: u64, tail_blocks: f64) -> f64 {
+    let slots = per_block.len();
     let mut queue = std::iter::repeat_n(head_blocks, head as usize).chain(std::iter::repeat_n(tail_blocks, tail as usize));
     let mut active: Vec<f64> = queue.by_ref().take(slots).collect();
     let mut t = 0.0;
     while !active.is_empty() {
-        let per_block = BS_BLOCK_US[i][active.len().min(3) - 1];
+        let per_block = per_block[active.len().min(slots) - 1];
         let step = active.iter().copied().fold(f64::INFINITY, f64::min);
         t += step * per_block;
         active.retain_mut(|w| {
@@ -2132,6 +2317,7 @@ fn bs_estimate(c: &BsCandidate, tiles: u32, nkb: u32, cus: u32) -> f64 {
     let i = c.tile.min(1);
     let (cus64, nkb64) = (u64::from(cus.max(1)), u64::from(nkb));
     match c.schedule {
+        BsSchedule::PipeStreamK { dp, g } => bs_pipe_streamk_estimate(i, tiles, nkb, cus, dp, g),
         BsSchedule::DataParallel => bs_cu_time(i, u64::from(tiles).div_ceil(cus64), f64::from(nkb), 0, 0.0),
         BsSchedule::Split(s) => {
             let blocks = f64::from(nkb.div_ceil(s.max(1)));
@@ -2157,9 +2343,176 @@ fn bs_estimate(c: &BsCandidate, tiles: u32, nkb: u32, cus: u32) -> f64 {
     }
 }
 
+/// The least relative gain (estimated) for which a pipelined stream-K candidate
+/// ([`bs_pipe_streamk_candidates`]) replaces the data-parallel baseline. Against the 48-row
+/// pipelined kernel both come from the same estimate (`bs_pipe48_dp_estimate`), so whole tiles
+/// on either kernel tie and never switch; against the 64/80/96-row ones (`bs_pipe_estimate`,
+/// another fit) the stream-K estimate tends high (pessimistic by 0–6 % on the several-round
+/// shapes it was checked on). Every shape of the peers and DeepSeek sets whose choice a margin
+/// between 0 and 5 % decides won in the timing model (MI325X, µs, data-parallel → pipelined
+/// stream-K): 4096×768×7168 59.4 → 56.2 (304 + 160), and × 2048 × 7168: 1280 50.9 → 48.4 (48
+/// rows, 304 + 256), 1344 51.1 → 49.0 (48, 304 + 288), 1408 51.3 → 49.9 (304 + 192), 1472 51.6
+/// → 50.1 (304 + 256), 1536 59.4 → 56.4, 1600 59.5 → 56.4, 1664 59.8 → 56.3, 1728 59.8 → 56.3,
+/// 1792 60.2 → 56.8; at 5 % none of them switched, at 0 % and 1 % all of them do (the same
+/// choices). 1 % keeps a tie from switching on rounding.
+const BS_PIPE_SK_MIN_GAIN: f64 = 0.01;
+
+/// Modelled µs per 128-K block of a pipelined bs stream-K workgroup ([`STREAMK_BS_PIPE_TILES`])
+/// with 1 or 2 of them on a CU (48 rows, 64 rows), fitted ([`bs_pipe_streamk_estimate`]).
+const BS_PIPE_SK_BLOCK_US: [[f64; 2]; 2] = [[0.51, 0.90], [0.58, 1.05]];
+/// Blocks' worth of work every pipelined stream-K workgroup adds, whole tile or piece (its
+/// prologue before the first MFMA and its epilogue, exposed at these workgroup counts), fitted.
+const BS_PIPE_SK_WG_BLOCKS: f64 = 8.0;
+/// Blocks' worth of work a split (partial) piece adds on top (partial stores, release,
+/// arrival, the reduction of the last arriver), fitted.
+const BS_PIPE_SK_FIXED_BLOCKS: f64 = 4.0;
+
+/// Estimated µs (launch overhead excluded) of the data-parallel pipelined 48-row kernel
+/// (`fp8_gemm_nt_bs_pipe_bm48_bn128`, two per CU) as the stream-K candidates' baseline: the
+/// 48-row pipelined stream-K kernel's estimate with whole tiles only ([`bs_pipe_streamk_estimate`]
+/// with `dp = 0`, `g = tiles`: the same tile at the same occupancy; whole tiles cost the same on
+/// both kernels, modelled MI325X 640×2048×7168 35.3 data-parallel, 35.1 stream-K `0 + 224`).
+/// `bs_pipe_rule`'s per-round figure for it (`BS_PIPE48_ROUNDS_US`) was fitted on 3 rounds and
+/// is 16 % below the modelled time at 14336×768×7168 (148.2 against 174.9 µs, 3 rounds of
+/// 1794 tiles), which hid a 13 % stream-K gain there; this estimate gives 174.8. Only the
+/// pipelined stream-K candidates are weighed against it (`get_bs_config_for_workspace`).
+fn bs_pipe48_dp_estimate(desc: &GemmDesc, nkb: u32, cus: u32) -> f64 {
+    let tiles = STREAMK_BS_PIPE_TILES[0].grid(desc.m, desc.n);
+    bs_pipe_streamk_estimate(0, tiles, nkb, cus, 0, tiles)
+}
+
+/// Estimated µs (launch overhead excluded) of the pipelined bs stream-K kernel `p` (index into
+/// [`STREAMK_BS_PIPE_TILES`]) with `tiles` tiles of `nkb` blocks, head `dp`, `g` tail
+/// workgroups on `cus` CUs, for the aligned candidates of [`bs_pipe_streamk_candidates`]: the
+/// busiest CU under processor sharing ([`bs_cu_time_at`]; `⌈dp / CUs⌉` head workgroups of
+/// `nkb` blocks, then `⌈g / CUs⌉` tail workgroups of `per = ⌈T·nkb / g⌉` blocks) at the
+/// per-block costs [`BS_PIPE_SK_BLOCK_US`], every workgroup `+` [`BS_PIPE_SK_WG_BLOCKS`],
+/// a split tail piece `+` [`BS_PIPE_SK_FIXED_BLOCKS`]. A staggered tail (not a candidate) is
+/// estimated as if aligned.
+///
+/// Fitted (grid search on the summed squared log error; all 96 runs, launch overhead of 2 µs
+/// included in both columns) to forced timing-model runs of the candidate family:
+/// `FP8GEMM_PRESHUFFLED=1 FP8GEMM_FORCE_TILE=BMx128 FP8GEMM_FORCE_STREAMK=G/DP fp8gemm profile
+/// --scope xcd`, MI325X for the peers' shapes and MI300X (304 CUs both) for the DeepSeek ones,
+/// *modelled* µs. Median |log error| 0.017, worst 0.090; the estimate is at most 8 % below the
+/// modelled time (the direction that would choose a loser). The fit's shapes were every other
+/// peer shape (below) and 4 DeepSeek shapes; the other peer shapes and DeepSeek shapes were
+/// held out (the `compare` tables in `fp8gemm_device::streamk`).
+///
+/// | shape (m×n×k) | tile rows | head + g | modelled | estimate | ratio |
+/// |---|---|---|---|---|---|
+/// | 1664×768×7168 | 48 | 0 + 210 | 35.2 | 34.6 | 0.98 |
+/// | 1664×768×7168 | 48 | 0 + 420 | 38.9 | 38.0 | 0.98 |
+/// | 1664×768×7168 | 64 | 0 + 156 | 39.4 | 39.1 | 0.99 |
+/// | 1664×768×7168 | 64 | 0 + 312 | 40.2 | 44.0 | 1.09 |
+/// | 1792×768×7168 | 48 | 0 + 228 | 35.2 | 34.6 | 0.98 |
+/// | 1792×768×7168 | 48 | 0 + 456 | 38.8 | 38.0 | 0.98 |
+/// | 1792×768×7168 | 64 | 0 + 168 | 39.9 | 39.1 | 0.98 |
+/// | 1792×768×7168 | 64 | 0 + 336 | 44.2 | 44.0 | 0.99 |
+/// | 1920×768×7168 | 48 | 0 + 240 | 35.2 | 34.6 | 0.98 |
+/// | 1920×768×7168 | 48 | 0 + 480 | 38.8 | 38.0 | 0.98 |
+/// | 1920×768×7168 | 64 | 0 + 180 | 39.4 | 39.1 | 0.99 |
+/// | 1920×768×7168 | 64 | 0 + 360 | 44.1 | 44.0 | 1.00 |
+/// | 2048×768×7168 | 48 | 0 + 258 | 35.1 | 34.6 | 0.99 |
+/// | 2048×768×7168 | 48 | 0 + 516 | 38.9 | 38.0 | 0.98 |
+/// | 2048×768×7168 | 64 | 0 + 192 | 39.4 | 39.1 | 0.99 |
+/// | 2048×768×7168 | 64 | 0 + 384 | 44.3 | 44.0 | 0.99 |
+/// | 4096×768×7168 | 48 | 0 + 516 | 60.0 | 59.6 | 0.99 |
+/// | 4096×768×7168 | 48 | 304 + 212 | 59.7 | 59.6 | 1.00 |
+/// | 4096×768×7168 | 48 | 304 + 424 | 65.5 | 67.8 | 1.03 |
+/// | 4096×768×7168 | 64 | 0 + 384 | 70.0 | 69.2 | 0.99 |
+/// | 4096×768×7168 | 64 | 304 + 80 | 69.3 | 69.2 | 1.00 |
+/// | 4096×768×7168 | 64 | 304 + 160 | 56.2 | 57.9 | 1.03 |
+/// | 4096×768×7168 | 64 | 304 + 320 | 59.8 | 63.6 | 1.06 |
+/// | 6144×768×7168 | 48 | 608 + 160 | 89.7 | 92.2 | 1.03 |
+/// | 6144×768×7168 | 48 | 608 + 320 | 95.8 | 95.6 | 1.00 |
+/// | 6144×768×7168 | 64 | 0 + 576 | 69.7 | 69.2 | 0.99 |
+/// | 6144×768×7168 | 64 | 304 + 272 | 69.5 | 69.2 | 1.00 |
+/// | 6144×768×7168 | 64 | 304 + 544 | 76.5 | 78.5 | 1.03 |
+/// | 640×2048×7168 | 48 | 0 + 224 | 35.1 | 34.6 | 0.99 |
+/// | 640×2048×7168 | 64 | 0 + 160 | 39.4 | 39.1 | 0.99 |
+/// | 768×2048×7168 | 48 | 0 + 256 | 35.2 | 34.6 | 0.99 |
+/// | 768×2048×7168 | 64 | 0 + 192 | 39.4 | 39.1 | 0.99 |
+/// | 896×2048×7168 | 48 | 0 + 304 | 35.9 | 34.6 | 0.97 |
+/// | 896×2048×7168 | 48 | 0 + 608 | 39.3 | 38.0 | 0.97 |
+/// | 896×2048×7168 | 64 | 0 + 224 | 39.4 | 39.1 | 0.99 |
+/// | 1024×2048×7168 | 48 | 0 + 352 | 60.4 | 59.6 | 0.99 |
+/// | 1024×2048×7168 | 48 | 304 + 48 | 60.6 | 59.6 | 0.98 |
+/// | 1024×2048×7168 | 48 | 304 + 96 | 48.1 | 50.2 | 1.04 |
+/// | 1024×2048×7168 | 48 | 304 + 192 | 43.8 | 44.8 | 1.02 |
+/// | 1024×2048×7168 | 64 | 0 + 256 | 39.4 | 39.1 | 0.99 |
+/// | 1216×2048×7168 | 48 | 0 + 416 | 60.2 | 59.6 | 0.99 |
+/// | 1216×2048×7168 | 48 | 304 + 112 | 60.3 | 59.6 | 0.99 |
+/// | 1216×2048×7168 | 48 | 304 + 224 | 48.2 | 50.2 | 1.04 |
+/// | 1216×2048×7168 | 48 | 304 + 448 | 52.5 | 54.9 | 1.05 |
+/// | 1216×2048×7168 | 64 | 0 + 304 | 40.0 | 39.1 | 0.98 |
+/// | 1216×2048×7168 | 64 | 0 + 608 | 45.2 | 44.0 | 0.97 |
+/// | 1472×2048×7168 | 48 | 0 + 496 | 60.4 | 59.6 | 0.99 |
+/// | 1472×2048×7168 | 48 | 304 + 192 | 60.1 | 59.6 | 0.99 |
+/// | 1472×2048×7168 | 48 | 304 + 384 | 64.4 | 67.8 | 1.05 |
+/// | 1472×2048×7168 | 64 | 0 + 368 | 70.2 | 69.2 | 0.99 |
+/// | 1472×2048×7168 | 64 | 304 + 64 | 70.2 | 69.2 | 0.99 |
+/// | 1472×2048×7168 | 64 | 304 + 128 | 56.3 | 57.9 | 1.03 |
+/// | 1472×2048×7168 | 64 | 304 + 256 | 50.1 | 51.3 | 1.03 |
+/// | 1728×2048×7168 | 48 | 0 + 576 | 60.3 | 59.6 | 0.99 |
+/// | 1728×2048×7168 | 48 | 304 + 272 | 60.0 | 59.6 | 0.99 |
+/// | 1728×2048×7168 | 48 | 304 + 544 | 68.0 | 67.8 | 1.00 |
+/// | 1728×2048×7168 | 64 | 0 + 432 | 69.2 | 69.2 | 1.00 |
+/// | 1728×2048×7168 | 64 | 304 + 128 | 69.0 | 69.2 | 1.00 |
+/// | 1728×2048×7168 | 64 | 304 + 256 | 56.3 | 57.9 | 1.03 |
+/// | 1728×2048×7168 | 64 | 304 + 512 | 65.1 | 63.6 | 0.98 |
+/// | 1856×2048×7168 | 48 | 608 + 16 | 90.0 | 92.2 | 1.02 |
+/// | 1856×2048×7168 | 48 | 608 + 32 | 78.0 | 80.0 | 1.03 |
+/// | 1856×2048×7168 | 48 | 608 + 64 | 72.0 | 72.9 | 1.01 |
+/// | 1856×2048×7168 | 64 | 0 + 464 | 69.4 | 69.2 | 1.00 |
+/// | 1856×2048×7168 | 64 | 304 + 160 | 69.0 | 69.2 | 1.00 |
+/// | 1856×2048×7168 | 64 | 304 + 320 | 76.6 | 78.5 | 1.02 |
+/// | 1984×2048×7168 | 48 | 608 + 64 | 89.3 | 92.2 | 1.03 |
+/// | 1984×2048×7168 | 48 | 608 + 128 | 77.9 | 80.0 | 1.03 |
+/// | 1984×2048×7168 | 48 | 608 + 256 | 72.7 | 72.9 | 1.00 |
+/// | 1984×2048×7168 | 64 | 0 + 496 | 69.5 | 69.2 | 1.00 |
+/// | 1984×2048×7168 | 64 | 304 + 192 | 69.0 | 69.2 | 1.00 |
+/// | 1984×2048×7168 | 64 | 304 + 384 | 76.6 | 78.5 | 1.02 |
+/// | 4096×2048×7168 | 48 | 1216 + 160 | 145.5 | 149.8 | 1.03 |
+/// | 4096×2048×7168 | 48 | 1216 + 320 | 151.0 | 153.2 | 1.01 |
+/// | 4096×2048×7168 | 64 | 608 + 416 | 132.4 | 136.4 | 1.03 |
+/// | 4096×2048×7168 | 64 | 912 + 112 | 132.4 | 136.4 | 1.03 |
+/// | 4096×2048×7168 | 64 | 912 + 224 | 119.9 | 125.1 | 1.04 |
+/// | 4096×2048×7168 | 64 | 912 + 448 | 123.0 | 130.8 | 1.06 |
+/// | 128×24576×1536 | 48 | 0 + 576 | 20.1 | 20.0 | 1.00 |
+/// | 128×24576×1536 | 48 | 304 + 272 | 20.1 | 20.0 | 1.00 |
+/// | 128×24576×1536 | 48 | 304 + 544 | 27.9 | 28.2 | 1.01 |
+/// | 128×24576×1536 | 64 | 0 + 384 | 24.0 | 23.0 | 0.96 |
+/// | 128×24576×1536 | 64 | 304 + 80 | 23.8 | 23.0 | 0.97 |
+/// | 128×24576×1536 | 64 | 304 + 160 | 24.0 | 22.1 | 0.92 |
+/// | 128×24576×1536 | 64 | 304 + 320 | 26.5 | 28.8 | 1.09 |
+/// | 4096×2112×7168 | 48 | 1216 + 246 | 145.2 | 149.8 | 1.03 |
+/// | 4096×2112×7168 | 48 | 1216 + 492 | 151.2 | 153.2 | 1.01 |
+/// | 4096×2112×7168 | 64 | 608 + 480 | 132.3 | 136.4 | 1.03 |
+/// | 4096×2112×7168 | 64 | 912 + 176 | 132.5 | 136.4 | 1.03 |
+/// | 4096×2112×7168 | 64 | 912 + 352 | 138.5 | 145.7 | 1.05 |
+/// | 4096×7168×2048 | 48 | 4256 + 560 | 168.6 | 174.8 | 1.04 |
+/// | 4096×7168×2048 | 48 | 4560 + 256 | 168.6 | 174.8 | 1.04 |
+/// | 4096×7168×2048 | 48 | 4560 + 512 | 174.8 | 183.0 | 1.05 |
+/// | 6144×2048×7168 | 48 | 1824 + 224 | 201.8 | 207.4 | 1.03 |
+/// | 6144×2048×7168 | 48 | 1824 + 448 | 208.5 | 210.8 | 1.01 |
+fn bs_pipe_streamk_estimate(p: usize, tiles: u32, nkb: u32, cus: u32, dp: u32, g: u32) -> f64 {
+    let (cus64, nkb64) = (u64::from(cus.max(1)), u64::from(nkb).max(1));
+    let (dp, g) = (u64::from(dp), u64::from(g).max(1));
+    let iters = (u64::from(tiles) - dp.min(u64::from(tiles))) * nkb64;
+    let per = iters.div_ceil(g);
+    let split = !(iters.is_multiple_of(g) && per.is_multiple_of(nkb64));
+    let tail_blocks = per as f64 + BS_PIPE_SK_WG_BLOCKS + if split { BS_PIPE_SK_FIXED_BLOCKS } else { 0.0 };
+    let head_blocks = f64::from(nkb) + BS_PIPE_SK_WG_BLOCKS;
+    bs_cu_time_at(&BS_PIPE_SK_BLOCK_US[p.min(1)], dp.div_ceil(cus64), head_blocks, g.div_ceil(cus64), tail_blocks)
+}
+
 /// The launch spec of a dense bs stream-K config's kernel (B pre-shuffled).
 pub fn dense_streamk_bs_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<DenseStreamKArgs>> {
-    spec_named([FP8_GEMM_NT_STREAMK_BS_BM32_BN128, FP8_GEMM_NT_STREAMK_BS_BM64_BN128], config)
+    spec_named(
+        [FP8_GEMM_NT_STREAMK_BS_BM32_BN128, FP8_GEMM_NT_STREAMK_BS_BM64_BN128, FP8_GEMM_NT_STREAMK_BS_PIPE_BM48_BN128, FP8_GEMM_NT_STREAMK_BS_PIPE_BM64_BN128],
+        config,
+    )
 }
 
 /// The launch spec of a dense bs config's kernel (B pre-shuffled).
@@ -2769,6 +3122,131 @@ mod tests {
         assert!(!first_sighting(&seen, &b));
         assert!(first_sighting(&seen, &c));
         assert!(!first_sighting(&seen, &c));
+    }
+
+    #[test]
+    fn bs_pipe_streamk_candidates_are_aligned_and_within_one_wave() {
+        let arch = Arch::Gfx942;
+        for (m, n, k) in [(1856, 2048, 7168), (4096, 2048, 7168), (1664, 768, 7168), (8192, 2048, 7168), (12288, 2048, 7168), (1024, 2048, 1152)] {
+            let d = GemmDesc::dense(m, n, k, arch);
+            let nkb = k / 128;
+            let cands = bs_pipe_streamk_candidates(&d, 304);
+            assert!(!cands.is_empty(), "{m}x{n}x{k}");
+            for c in &cands {
+                let BsSchedule::PipeStreamK { dp, g } = c.schedule else { panic!("{c}") };
+                let tiles = STREAMK_BS_PIPE_TILES[c.tile].grid(m, n);
+                let t = tiles - dp;
+                // Heads of whole waves (one or two per CU) or none; g = T·c, c ∈ {1, 2, 4}, in one
+                // wave of two per CU; a valid schedule.
+                assert!(dp == 0 || dp % 304 == 0, "{m}x{n}x{k} {c}");
+                assert!(g % t == 0 && [1, 2, 4].contains(&(g / t)) && g <= 608, "{m}x{n}x{k} {c}");
+                assert!(StreamKSchedule::new(tiles, nkb, dp, g).is_ok(), "{m}x{n}x{k} {c}");
+                // The config is the pipelined stream-K kernel of that tile, with its LDS.
+                let cfg = bs_config(&d, arch_spec(arch), *c).unwrap();
+                let t = STREAMK_BS_PIPE_TILES[c.tile];
+                assert_eq!((cfg.kernel, cfg.block_m, cfg.lds_bytes, cfg.grid), (t.name, t.block_m, tile::bs_pipe_lds_bytes(t.block_m), dp + g), "{c}");
+                assert_eq!(cfg.stream_k, Some(StreamK { tiles, nkb, dp_tiles: dp, sk_wgs: g }), "{c}");
+            }
+        }
+        // 1856×2048×7168: 464 tiles of 64 rows: whole tiles (0 + 464) and 304 + 160 among them.
+        let c = bs_pipe_streamk_candidates(&GemmDesc::dense(1856, 2048, 7168, arch), 304);
+        for (dp, g) in [(0, 464), (304, 160), (304, 320)] {
+            assert!(c.contains(&BsCandidate { tile: 1, schedule: BsSchedule::PipeStreamK { dp, g } }), "{dp} + {g}");
+        }
+        // None: a single row of tiles, fewer than 8 or more than 64 blocks, B beyond the L2 with
+        // 8 or more 64-row tiles per CU.
+        for (m, n, k) in [(64, 24576, 1536), (1024, 2048, 896), (256, 7168, 16384), (4096, 7168, 16384)] {
+            assert!(bs_pipe_streamk_candidates(&GemmDesc::dense(m, n, k, arch), 304).is_empty(), "{m}x{n}x{k}");
+        }
+    }
+
+    #[test]
+    fn bs_pipe_streamk_estimates_by_hand() {
+        let e = |tile: usize, dp, g, tiles, nkb| bs_estimate(&BsCandidate { tile, schedule: BsSchedule::PipeStreamK { dp, g } }, tiles, nkb, 304);
+        let close = |a: f64, b: f64| assert!((a - b).abs() < 1e-9, "{a} vs {b}");
+        let [s48, s64] = BS_PIPE_SK_BLOCK_US;
+        let w = BS_PIPE_SK_WG_BLOCKS;
+        // 2048×2048×7168, 64 rows, whole tiles: 512 workgroups, two on the busiest CU, each
+        // 56 blocks + the per-workgroup overhead, at the shared rate.
+        close(e(1, 0, 512, 512, 56), (56.0 + w) * s64[1]);
+        // One alone (256 tiles): the alone rate.
+        close(e(1, 0, 256, 256, 56), (56.0 + w) * s64[0]);
+        // 4096×2048×7168, 64 rows: head 912 (three per CU on the busiest: two at once, then
+        // one), tail of 112 tiles over g = 224 (two aligned pieces of 28 blocks + the split
+        // piece's overhead), one per CU.
+        let head = 56.0 + w;
+        let tail = 28.0 + w + BS_PIPE_SK_FIXED_BLOCKS;
+        // Two head workgroups share the CU for `head` blocks; then the third head workgroup and
+        // the tail piece share it until the piece ends; then the head workgroup alone.
+        let want = head * s64[1] + tail * s64[1] + (head - tail) * s64[0];
+        close(e(1, 912, 224, 1024, 56), want);
+        // 48 rows use their own rates.
+        close(e(0, 0, 256, 256, 56), (56.0 + w) * s48[0]);
+        // The choice: 4096×2048×7168 takes the pipelined stream-K kernel (modelled MI325X
+        // 119.9 µs against 146.8 data-parallel 48 rows, 138.8 the 128-row kernel);
+        // 2048×2048×7168 the 128-row pipelined kernel, one round (70.1; the 64-row stream-K
+        // kernel with whole tiles 69.3, within the 1 % margin once scaled, see
+        // `get_bs_config_for_workspace`); 640×2048×7168 keeps the data-parallel 48-row kernel
+        // (whole tiles on the 48-row stream-K kernel are estimated the same: a tie, not
+        // switched; modelled 35.1 vs 35.3).
+        let arch = Arch::Gfx942;
+        let c = get_bs_config(&GemmDesc::dense(2048, 2048, 7168, arch)).unwrap();
+        assert_eq!((c.kernel, c.stream_k), ("fp8_gemm_nt_bs_pipe_bm128_bn128", None));
+        let c = get_bs_config(&GemmDesc::dense(4096, 2048, 7168, arch)).unwrap();
+        assert_eq!((c.kernel, c.stream_k.map(|s| (s.dp_tiles, s.sk_wgs))), ("fp8_gemm_nt_streamk_bs_pipe_bm64_bn128", Some((912, 224))));
+        let c = get_bs_config(&GemmDesc::dense(640, 2048, 7168, arch)).unwrap();
+        assert_eq!((c.kernel, c.stream_k), ("fp8_gemm_nt_bs_pipe_bm48_bn128", None));
+    }
+
+    #[test]
+    fn forced_bs_stream_k_on_the_pipelined_kernels() {
+        let arch = Arch::Gfx942;
+        let d = GemmDesc::dense(1024, 2048, 7168, arch);
+        let forced_cfg = |t: (u32, u32), pipelined: Option<bool>, sk: Option<ForcedStreamK>| {
+            force_tile(Some(t));
+            force_stream_k(sk);
+            force_bs_pipelined(pipelined);
+            let c = get_bs_config(&d);
+            force_tile(None);
+            force_stream_k(None);
+            force_bs_pipelined(None);
+            c
+        };
+        // 48 rows: the pipelined stream-K kernel; the data-parallel one without stream-K.
+        let c = forced_cfg((48, 128), None, Some((352, Some(0)))).unwrap();
+        assert_eq!((c.kernel, c.grid, c.lds_bytes), ("fp8_gemm_nt_streamk_bs_pipe_bm48_bn128", 352, tile::bs_pipe_lds_bytes(48)));
+        assert_eq!(forced_cfg((48, 128), None, None).unwrap().kernel, "fp8_gemm_nt_bs_pipe_bm48_bn128");
+        // 64 rows, 256 tiles (below 8 per CU): pipelined by default, either loop when pinned,
+        // stream-K and data-parallel alike.
+        for (pipelined, sk, dp) in [
+            (None, "fp8_gemm_nt_streamk_bs_pipe_bm64_bn128", "fp8_gemm_nt_bs_pipe_bm64_bn128"),
+            (Some(true), "fp8_gemm_nt_streamk_bs_pipe_bm64_bn128", "fp8_gemm_nt_bs_pipe_bm64_bn128"),
+            (Some(false), "fp8_gemm_nt_streamk_bs_bm64_bn128", "fp8_gemm_nt_bs_bm64_bn128"),
+        ] {
+            let c = forced_cfg((64, 128), pipelined, Some((304, None))).unwrap();
+            assert_eq!((c.kernel, c.stream_k.map(|s| (s.dp_tiles, s.sk_wgs))), (sk, Some((0, 304))), "{pipelined:?}");
+            assert_eq!(forced_cfg((64, 128), pipelined, None).unwrap().kernel, dp, "{pipelined:?}");
+        }
+        // The default head of the pipelined kernels is whole waves of two per CU.
+        let c = forced_cfg((64, 128), None, Some((300, None))).unwrap();
+        assert_eq!(c.stream_k.map(|s| s.dp_tiles), Some(0), "256 tiles: no whole wave of 608");
+        let c = get_bs_config(&GemmDesc::dense(4096, 2048, 7168, arch)).unwrap();
+        assert!(c.stream_k.is_some());
+        force_tile(Some((64, 128)));
+        force_stream_k(Some((416, None)));
+        let c = get_bs_config(&GemmDesc::dense(4096, 2048, 7168, arch));
+        force_tile(None);
+        force_stream_k(None);
+        assert_eq!(c.unwrap().stream_k.map(|s| (s.dp_tiles, s.sk_wgs)), Some((608, 416)), "1024 tiles: one whole wave of 608");
+        // No pipelined stream-K kernel for 80 / 96 rows; a forced split with the 48-row tile.
+        for bm in [80, 96] {
+            let x = forced_cfg((bm, 128), None, Some((304, None))).unwrap_err();
+            assert!(matches!(&x, ConfigError::ForcedStreamK { expected, .. } if expected.contains(&format!("{bm}x128"))), "{x}");
+        }
+        force_split(Some(2));
+        let x = forced_cfg((48, 128), None, Some((304, None))).unwrap_err();
+        force_split(None);
+        assert!(matches!(&x, ConfigError::ForcedSplit { .. }), "{x}");
     }
 
     #[test]
