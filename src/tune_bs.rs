@@ -140,7 +140,8 @@ pub fn run(set: BsSet, peers: Option<PathBuf>, out: Option<PathBuf>, max_m: Opti
         let desc = GemmDesc::dense(m, n, k, Arch::Gfx942).with_cus(cus);
         let rule = config::get_bs_config(&desc).map_err(|x| x.to_string())?;
         let full = rule.grid <= 4 * cus;
-        let mode = TimingMode { machine: machine.clone(), options: SimOptions { scope: if full { Scope::Full } else { Scope::OneXcd }, ..SimOptions::default() } };
+        let mode =
+            TimingMode { machine: machine.clone(), options: SimOptions { scope: if full { Scope::Full } else { Scope::OneXcd }, ..SimOptions::default() } };
         let cands = candidates(m, n, k, cus);
         let mut stream = Stream::new(&ctx).map_err(e)?;
         // A workspace for the largest candidate (the stream's default may be smaller).

@@ -1222,9 +1222,9 @@ fn print_once(desc: &GemmDesc, config: &GemmConfig, why: Choice, limited: Option
                 "pre-shuffled B: m-grouped bs rule (rows on the busiest CU: {r32} with 32-row tiles, {r64} with 64-row tiles), then masked split-K {} by the bs split estimate over {w} working tiles (from expected_m)",
                 config.splits
             ),
-            Choice::BsTable(us, rule_us, f) => format!(
-                "pre-shuffled B: bs tuned table (host/tuned/gfx942_bs.csv): {f} at {us:.2} µs modelled, the rules' choice {rule_us:.2} µs modelled"
-            ),
+            Choice::BsTable(us, rule_us, f) => {
+                format!("pre-shuffled B: bs tuned table (host/tuned/gfx942_bs.csv): {f} at {us:.2} µs modelled, the rules' choice {rule_us:.2} µs modelled")
+            }
             Choice::Table(us) => format!("tuned table: fastest config for this problem, {us:.2} µs modelled"),
             Choice::TableSplit(us, unsplit) => {
                 format!("tuned table: split-K {} at {us:.2} µs modelled beats the fastest unsplit tile at {unsplit:.2} µs", config.splits)

@@ -89,7 +89,10 @@ pub fn parse(text: &str) -> Result<Vec<BsRow>, String> {
         let bad = |what: &str| format!("bs table line {}: {what}: `{line}`", i + 1);
         let u = |j: usize| f.get(j).and_then(|x| x.parse::<u32>().ok()).ok_or_else(|| bad(&format!("field {j} is not an unsigned integer")));
         let x = |j: usize| {
-            f.get(j).and_then(|x| x.parse::<f64>().ok()).filter(|v| v.is_finite() && *v > 0.0).ok_or_else(|| bad(&format!("field {j} is not a positive number")))
+            f.get(j)
+                .and_then(|x| x.parse::<f64>().ok())
+                .filter(|v| v.is_finite() && *v > 0.0)
+                .ok_or_else(|| bad(&format!("field {j} is not a positive number")))
         };
         if f[0] != "bs" {
             return Err(bad("unknown record type (expected bs)"));
@@ -141,9 +144,7 @@ pub fn table() -> Result<&'static [BsRow], ConfigError> {
 
 /// The row of `desc` in `rows`, if any: same kind, shape, groups, `expected_m` and CU count.
 pub fn lookup<'a>(rows: &'a [BsRow], desc: &GemmDesc) -> Option<&'a BsRow> {
-    rows.iter().find(|r| {
-        (r.kind, r.groups, r.m, r.n, r.k, r.expected_m, r.cus) == (desc.kind, desc.groups, desc.m, desc.n, desc.k, desc.expected_m, desc.cus)
-    })
+    rows.iter().find(|r| (r.kind, r.groups, r.m, r.n, r.k, r.expected_m, r.cus) == (desc.kind, desc.groups, desc.m, desc.n, desc.k, desc.expected_m, desc.cus))
 }
 
 #[cfg(test)]
