@@ -11,7 +11,7 @@
 //!
 //! Candidates: every bs tile unsplit (32, 48, 64, 80, 96, 128 rows × 128); split-K of the 32-,
 //! 64- and 128-row tiles into 2 … 16 (each split at least one K block, at most two rounds of
-//! workgroups) where the 32-row tiles are fewer than two per CU; stream-K of the 32- and
+//! workgroups) where the 32-row tiles are fewer than two per CU; stream-K of the 32-, 48- and
 //! 64-row tiles with `g` = 1 … slots whole waves of workgroups and a data-parallel head of 0
 //! or of the whole waves that leave a tail. A forcing the library rejects for the problem (an
 //! invalid schedule) is skipped and listed as `n/a`.
@@ -57,7 +57,9 @@ pub fn candidates(m: u32, n: u32, k: u32, cus: u32) -> Vec<BsForcing> {
             }
         }
     }
-    for (bm, slots) in [(32u32, 3u32), (64, 2)] {
+    // 32 and 64 rows: the bs stream-K kernels (a forced 64-row tile runs the pipelined one
+    // below 8 tiles per CU, `config::bs_kernel`); 48 rows: the pipelined one (two per CU).
+    for (bm, slots) in [(32u32, 3u32), (48, 2), (64, 2)] {
         let t = tiles(bm);
         let mut dps = vec![0, config::streamk_default_dp(t, cus * slots)];
         dps.dedup();

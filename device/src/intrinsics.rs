@@ -39,6 +39,19 @@ impl F32x4 {
         // every input (IEEE fused multiply-add per element).
         unsafe { core::intrinsics::simd::simd_fma(self, F32x4([s; 4]), acc) }
     }
+
+    /// [`Self::fma_splat`] with the splat written out (`[s, s, s, s]`): the same operation
+    /// element for element. The repeat expression `[s; 4]` becomes a 4-trip store loop in
+    /// rustc's IR, before which LLVM's IndVarSimplify sinks the code preceding it; in a
+    /// pipelined loop that gathers every promotion of a block into one lump
+    /// ([`crate::mainloop_bs`]). Written out, the promotions stay where the source puts them,
+    /// at some register cost (the 48-row pipelined kernel keeps `fma_splat`: 250 → 260
+    /// registers would cost its second workgroup per CU).
+    #[inline(always)]
+    pub fn fma_splat_in_place(self, s: f32, acc: F32x4) -> F32x4 {
+        // SAFETY: as in fma_splat.
+        unsafe { core::intrinsics::simd::simd_fma(self, F32x4([s, s, s, s]), acc) }
+    }
 }
 
 /// Four u32 lanes: 16 bytes moved by one `buffer_load_dwordx4` / `ds_read_b128` /

@@ -496,6 +496,19 @@ pub(crate) mod imp {
     /// One block's B operands of a wave in the pipelined loop: indexed by block mod 4.
     pub(crate) type BSets = [BRegs; 4];
 
+    /// The pipelined loop's promotion `part · s + acc`: [`F32x4::fma_splat_in_place`] from 64
+    /// rows on (the promotions stay interleaved with the MFMAs instead of one lump per block;
+    /// registers 64 / 80 / 96 rows 304 / 366 / 412 → 294 / 344 / 398, the 64-row stream-K
+    /// kernel 209 → 204; modelled MI325X µs: 1024×2048×7168 64-row data-parallel 40.47 →
+    /// 39.34, 64-row stream-K 1408×2048×7168 49.9 → 47.8, 1664×2048×7168 56.3 → 55.6,
+    /// 4096×768×7168 56.2 → 55.5, 4096×2048×7168 119.9 → 120.5; MI300X 4096×7168×2048
+    /// 148.0 → 147.5), `fma_splat` for 48 rows (the written-out splat costs it 10 registers
+    /// and its second workgroup per CU).
+    #[inline(always)]
+    fn promote<const FM: usize>(part: F32x4, s: f32, acc: F32x4) -> F32x4 {
+        if FM >= 4 { part.fma_splat_in_place(s, acc) } else { part.fma_splat(s, acc) }
+    }
+
     /// The pipelined bs loop for one workgroup per CU (module docs, "Pipelined loop"): the
     /// same tile, operands, MFMA chains and promotion as [`tile_gemm_bs`] (so the same result
     /// bit for bit), scheduled so that the MFMAs never wait. B is loaded `BA` blocks ahead,
@@ -698,13 +711,13 @@ pub(crate) mod imp {
                         }
                         if g == 4 {
                             unroll!(ff < FN => {
-                                acc[FM - 1][ff] = pend[ff].fma_splat(pend_s, acc[FM - 1][ff]);
+                                acc[FM - 1][ff] = promote::<FM>(pend[ff], pend_s, acc[FM - 1][ff]);
                             });
                         }
                         if t == 4 && fm >= 1 {
                             let s = s_a[fm - 1] * s_b;
                             unroll!(ff < FN => {
-                                acc[fm - 1][ff] = part[fm - 1][ff].fma_splat(s, acc[fm - 1][ff]);
+                                acc[fm - 1][ff] = promote::<FM>(part[fm - 1][ff], s, acc[fm - 1][ff]);
                             });
                         }
                         if g % 2 == 1 && g > 4 * FM && (g - 4 * FM) / 2 < FM.div_ceil(2) {
@@ -743,7 +756,7 @@ pub(crate) mod imp {
             i += 4;
         }
         unroll!(ff < FN => {
-            acc[FM - 1][ff] = pend[ff].fma_splat(pend_s, acc[FM - 1][ff]);
+            acc[FM - 1][ff] = promote::<FM>(pend[ff], pend_s, acc[FM - 1][ff]);
         });
 
         unroll!(fm < FM => {
