@@ -406,22 +406,45 @@ pub fn kind_name(kind: GemmKind) -> &'static str {
     }
 }
 
+/// The comma-separated fields of one record line of a tuned table (`table` names the table in
+/// errors, `no` is the 1-based line number).
+struct Record<'a> {
+    table: &'static str,
+    no: usize,
+    line: &'a str,
+    fields: Vec<&'a str>,
+}
+
+impl<'a> Record<'a> {
+    /// The records of `text`: every line but blank ones and `#` comments.
+    fn all(text: &'a str, table: &'static str) -> impl Iterator<Item = Record<'a>> {
+        text.lines().enumerate().filter_map(move |(i, line)| {
+            let line = line.trim();
+            (!line.is_empty() && !line.starts_with('#')).then(|| Record { table, no: i + 1, line, fields: line.split(',').map(str::trim).collect() })
+        })
+    }
+    /// An error naming the line.
+    fn bad(&self, what: &str) -> String {
+        format!("{} line {}: {what}: `{}`", self.table, self.no, self.line)
+    }
+    /// Field `j` as an unsigned integer.
+    fn u(&self, j: usize) -> Result<u32, String> {
+        self.fields.get(j).and_then(|x| x.parse::<u32>().ok()).ok_or_else(|| self.bad(&format!("field {j} is not an unsigned integer")))
+    }
+    /// Field `j` as a finite positive number.
+    fn x(&self, j: usize) -> Result<f64, String> {
+        self.fields
+            .get(j)
+            .and_then(|x| x.parse::<f64>().ok())
+            .filter(|v| v.is_finite() && *v > 0.0)
+            .ok_or_else(|| self.bad(&format!("field {j} is not a positive number")))
+    }
+}
+
 fn parse_tuned(text: &str) -> Result<Tuned, String> {
     let mut t = Tuned::default();
-    for (i, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let f: Vec<&str> = line.split(',').map(str::trim).collect();
-        let bad = |what: &str| format!("tuned table line {}: {what}: `{line}`", i + 1);
-        let u = |j: usize| f.get(j).and_then(|x| x.parse::<u32>().ok()).ok_or_else(|| bad(&format!("field {j} is not an unsigned integer")));
-        let x = |j: usize| {
-            f.get(j)
-                .and_then(|x| x.parse::<f64>().ok())
-                .filter(|v| v.is_finite() && *v > 0.0)
-                .ok_or_else(|| bad(&format!("field {j} is not a positive number")))
-        };
+    for r in Record::all(text, "tuned table") {
+        let (f, bad, u, x) = (&r.fields, |w: &str| r.bad(w), |j| r.u(j), |j| r.x(j));
         match f[0] {
             "cost" => t.costs.push((u(1)?, u(2)?, u(3)?, x(4)?)),
             "kcost" => t.kcosts.push((u(1)?, u(2)?, u(3)?, x(4)?)),

@@ -16,7 +16,7 @@
 //! with `tile` = `BMxBN`, `splits` ≥ 1 (1: no split-K), `stream_k` = `G/DP` or `-`, `cus` the
 //! CU count the row was modelled for (a device with another count uses the rules).
 
-use super::{ConfigError, ForcedStreamK, GemmDesc, GemmKind, parse_kind};
+use super::{ConfigError, ForcedStreamK, GemmDesc, GemmKind, Record, parse_kind};
 use std::sync::OnceLock;
 
 /// The least relative gain of a tabled config over the rules' choice for which the tuner writes
@@ -80,20 +80,8 @@ pub struct BsRow {
 /// Parses the table text (the record format of the module docs).
 pub fn parse(text: &str) -> Result<Vec<BsRow>, String> {
     let mut rows = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let f: Vec<&str> = line.split(',').map(str::trim).collect();
-        let bad = |what: &str| format!("bs table line {}: {what}: `{line}`", i + 1);
-        let u = |j: usize| f.get(j).and_then(|x| x.parse::<u32>().ok()).ok_or_else(|| bad(&format!("field {j} is not an unsigned integer")));
-        let x = |j: usize| {
-            f.get(j)
-                .and_then(|x| x.parse::<f64>().ok())
-                .filter(|v| v.is_finite() && *v > 0.0)
-                .ok_or_else(|| bad(&format!("field {j} is not a positive number")))
-        };
+    for r in Record::all(text, "bs table") {
+        let (f, bad, u, x) = (&r.fields, |w: &str| r.bad(w), |j| r.u(j), |j| r.x(j));
         if f[0] != "bs" {
             return Err(bad("unknown record type (expected bs)"));
         }
