@@ -1945,7 +1945,18 @@ fn bs_config(desc: &GemmDesc, spec: ArchSpec, c: BsCandidate) -> Result<GemmConf
         BsSchedule::PipeStreamK { dp, g } => (u64::from(dp) + u64::from(g), 1, t.name, Some(StreamK { tiles, nkb, dp_tiles: dp, sk_wgs: g })),
     };
     let grid = u32::try_from(grid).map_err(|_| ConfigError::TooLarge { tensor: "grid", bytes: grid, limit: u64::from(u32::MAX) })?;
-    Ok(GemmConfig {
+    Ok(bs_tile_config(desc, &spec, t, name, grid, splits, stream_k))
+}
+
+/// The unsplit config of a pipelined bs tile ([`tile::DENSE_BS_PIPE_TILES`]).
+fn bs_pipe_config(desc: &GemmDesc, spec: &ArchSpec, t: tile::BsTile) -> Result<GemmConfig, ConfigError> {
+    Ok(bs_tile_config(desc, spec, t, t.name, t.grid(desc.m, desc.n), 1, None))
+}
+
+/// The launch config of kernel `name` over the bs tile `t` (its shape and LDS) with `grid`
+/// workgroups, `splits` and `stream_k` as given.
+fn bs_tile_config(desc: &GemmDesc, spec: &ArchSpec, t: tile::BsTile, name: &'static str, grid: u32, splits: u32, stream_k: Option<StreamK>) -> GemmConfig {
+    GemmConfig {
         block_m: t.block_m,
         block_n: t.block_n,
         block_k: tile::SCALE_BLOCK_K,
@@ -1957,25 +1968,7 @@ fn bs_config(desc: &GemmDesc, spec: ArchSpec, c: BsCandidate) -> Result<GemmConf
         stream_k,
         remap: Remap::Xcd { xcds: spec.xcds },
         arch: desc.arch,
-    })
-}
-
-/// The unsplit config of a pipelined bs tile ([`tile::DENSE_BS_PIPE_TILES`]).
-fn bs_pipe_config(desc: &GemmDesc, spec: &ArchSpec, t: tile::BsTile) -> Result<GemmConfig, ConfigError> {
-    let grid = t.grid(desc.m, desc.n);
-    Ok(GemmConfig {
-        block_m: t.block_m,
-        block_n: t.block_n,
-        block_k: tile::SCALE_BLOCK_K,
-        workgroup_size: tile::THREADS,
-        lds_bytes: t.lds_bytes(),
-        kernel: t.name,
-        grid,
-        splits: 1,
-        stream_k: None,
-        remap: Remap::Xcd { xcds: spec.xcds },
-        arch: desc.arch,
-    })
+    }
 }
 
 /// Why a forced stream-K schedule is invalid, in words.
