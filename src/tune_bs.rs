@@ -75,19 +75,29 @@ pub fn candidates(m: u32, n: u32, k: u32, cus: u32) -> Vec<BsForcing> {
     v
 }
 
-/// The modelled µs and config of one launch of `ops` with `forcing` (None: the rules' choice).
-fn timed(ops: &mut Operands, stream: &Stream, mode: &TimingMode, forcing: Option<BsForcing>) -> Result<(f64, config::GemmConfig), String> {
+/// `body` with this thread's config choices forced to `forcing` (None: nothing forced), the
+/// forcing cleared after it.
+fn forced<T>(forcing: Option<BsForcing>, body: impl FnOnce() -> T) -> T {
     if let Some(f) = forcing {
         config::force_tile(Some(f.tile));
         config::force_split(Some(f.splits));
         config::force_stream_k(f.stream_k);
     }
-    emu::set_timing(Some(mode.clone()));
-    let run = ops.launch(stream);
-    emu::set_timing(None);
+    let r = body();
     config::force_tile(None);
     config::force_split(None);
     config::force_stream_k(None);
+    r
+}
+
+/// The modelled µs and config of one launch of `ops` with `forcing` (None: the rules' choice).
+fn timed(ops: &mut Operands, stream: &Stream, mode: &TimingMode, forcing: Option<BsForcing>) -> Result<(f64, config::GemmConfig), String> {
+    let run = forced(forcing, || {
+        emu::set_timing(Some(mode.clone()));
+        let run = ops.launch(stream);
+        emu::set_timing(None);
+        run
+    });
     match run {
         Ok(run) => {
             let cfg = run.config.ok_or("nothing was launched")?;
@@ -151,13 +161,7 @@ pub fn run(set: BsSet, peers: Option<PathBuf>, out: Option<PathBuf>, max_m: Opti
         let mut need = rule.workspace_floats();
         let mut valid = Vec::new();
         for f in &cands {
-            config::force_tile(Some(f.tile));
-            config::force_split(Some(f.splits));
-            config::force_stream_k(f.stream_k);
-            let c = config::get_bs_config(&desc);
-            config::force_tile(None);
-            config::force_split(None);
-            config::force_stream_k(None);
+            let c = forced(Some(*f), || config::get_bs_config(&desc));
             if let Ok(c) = &c {
                 need = need.max(c.workspace_floats());
             }
