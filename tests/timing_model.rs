@@ -12,7 +12,7 @@ use amdgpu_emu::timing::calibrate::{CalRow, error_summary, time_peer};
 use amdgpu_emu::timing::{Machine, Scope, SimOptions, Stall, TimingReport};
 use fp8gemm::fp8::E4M3Fnuz;
 use fp8gemm::quant::{QuantizedActivations, QuantizedWeights};
-use fp8gemm::{Context, DeviceActivations, DeviceWeights, Stream, fp8_gemm_nt};
+use fp8gemm::{Context, DeviceActivations, DeviceWeights, Stream, WeightLayout, fp8_gemm_nt};
 use half::bf16;
 
 /// Timing mode is process-wide: the tests of this file take turns.
@@ -24,11 +24,22 @@ fn opts(scope: Scope, skip: bool) -> SimOptions {
 
 /// Deterministic quantized operands of an `m × n × k` dense GEMM on `ctx`, and a zeroed D.
 fn operands(ctx: &Context, m: usize, n: usize, k: usize) -> (DeviceActivations<E4M3Fnuz>, DeviceWeights<E4M3Fnuz>, fp8gemm::DeviceBuffer<bf16>) {
+    operands_in(ctx, m, n, k, WeightLayout::Logical)
+}
+
+/// [`operands`] with the weights in `layout`.
+fn operands_in(
+    ctx: &Context,
+    m: usize,
+    n: usize,
+    k: usize,
+    layout: WeightLayout,
+) -> (DeviceActivations<E4M3Fnuz>, DeviceWeights<E4M3Fnuz>, fp8gemm::DeviceBuffer<bf16>) {
     let a: Vec<f32> = (0..m * k).map(|i| ((i * 7919 % 1000) as f32 - 500.0) / 250.0).collect();
     let b: Vec<f32> = (0..n * k).map(|i| ((i * 104729 % 997) as f32 - 498.0) / 250.0).collect();
     let qa = QuantizedActivations::<E4M3Fnuz>::quantize(&a, m, k).unwrap();
     let qb = QuantizedWeights::<E4M3Fnuz>::quantize(&b, n, k).unwrap();
-    (DeviceActivations::upload(ctx, &qa).unwrap(), DeviceWeights::upload(ctx, &qb).unwrap(), ctx.alloc_zeroed::<bf16>(m * n).unwrap())
+    (DeviceActivations::upload(ctx, &qa).unwrap(), DeviceWeights::upload_with_layout(ctx, &qb, layout).unwrap(), ctx.alloc_zeroed::<bf16>(m * n).unwrap())
 }
 
 /// One dense GEMM of the library, launched once per entry of `runs` (same buffers, so the same
@@ -190,10 +201,10 @@ fn calibration_table() {
 
 /// Like [`dense_runs`] for one run, with `pad` bytes allocated (and kept) before the operands,
 /// which moves every buffer of the launch by `pad` + the allocator's 4 KiB guard gap.
-fn dense_shifted(m: usize, n: usize, k: usize, pad: usize, machine: &Machine, o: &SimOptions) -> Arc<TimingReport> {
+fn dense_shifted(m: usize, n: usize, k: usize, pad: usize, layout: WeightLayout, machine: &Machine, o: &SimOptions) -> Arc<TimingReport> {
     let ctx = Context::new().expect("context");
     let _pad = (pad > 0).then(|| ctx.alloc_zeroed::<u8>(pad).expect("padding allocation"));
-    let (da, db, mut d) = operands(&ctx, m, n, k);
+    let (da, db, mut d) = operands_in(&ctx, m, n, k, layout);
     let stream = Stream::new(&ctx).unwrap();
     emu::set_timing(Some(TimingMode { machine: machine.clone(), options: o.clone() }));
     let run = fp8_gemm_nt(&stream, &da, &db, &mut d).and_then(|r| stream.synchronize().map(|()| r));
@@ -213,7 +224,7 @@ fn modelled_time_does_not_depend_on_where_the_buffers_landed() {
     // A split-K launch on all XCDs, and an unsplit one on XCD 0's share.
     for (m, n, k, scope, split) in [(64, 2112, 7168, Scope::Full, None), (1024, 2112, 7168, Scope::OneXcd, Some(1))] {
         fp8gemm::config::force_split(split);
-        let t: Vec<f64> = pads.iter().map(|&p| dense_shifted(m, n, k, p, &Machine::MI300X, &opts(scope, true)).seconds).collect();
+        let t: Vec<f64> = pads.iter().map(|&p| dense_shifted(m, n, k, p, WeightLayout::Logical, &Machine::MI300X, &opts(scope, true)).seconds).collect();
         fp8gemm::config::force_split(None);
         println!("{m}x{n}x{k} {scope:?}: modelled µs per shift {pads:?}: {:?}", t.iter().map(|x| x * 1e6).collect::<Vec<_>>());
         for (p, x) in pads.iter().zip(&t).skip(1) {
@@ -229,8 +240,9 @@ fn modelled_time_does_not_depend_on_where_the_buffers_landed() {
     }
 }
 
-/// Exploration aid: `SHAPES=MxNxK,... PADS=0,4096,... cargo test --release --test timing_model
-/// -- --ignored --nocapture address_sweep` prints the modelled time per shape and padding.
+/// Exploration aid: `SHAPES=MxNxK,... PADS=0,4096,... [PRESHUFFLED=1] cargo test --release --test
+/// timing_model -- --ignored --nocapture address_sweep` prints the modelled time per shape and
+/// padding (weights pre-shuffled with `PRESHUFFLED`; each run's whole report with `VERBOSE`).
 #[test]
 #[ignore = "exploration: prints modelled times of shapes under buffer shifts"]
 fn address_sweep() {
@@ -238,14 +250,18 @@ fn address_sweep() {
     let shapes = std::env::var("SHAPES").unwrap_or_else(|_| "64x2112x7168".into());
     let pads = std::env::var("PADS").unwrap_or_else(|_| "0,4096,1048576,33554432".into());
     let scope = if std::env::var("FULL").is_ok() { Scope::Full } else { Scope::OneXcd };
+    let layout = if std::env::var("PRESHUFFLED").is_ok() { WeightLayout::Preshuffled } else { WeightLayout::Logical };
     for s in shapes.split(',') {
         let v: Vec<usize> = s.split('x').map(|x| x.parse().expect("MxNxK")).collect();
         let mut times = Vec::new();
         for p in pads.split(',') {
             let pad: usize = p.parse().expect("pad bytes");
-            let r = dense_shifted(v[0], v[1], v[2], pad, &Machine::MI300X, &opts(scope, true));
+            let r = dense_shifted(v[0], v[1], v[2], pad, layout, &Machine::MI300X, &opts(scope, true));
             times.push(r.seconds * 1e6);
             println!("{s} pad {pad}: {:.2} µs  {}", r.seconds * 1e6, r.kernel);
+            if std::env::var("VERBOSE").is_ok() {
+                println!("{r}");
+            }
         }
         let (lo, hi) = times.iter().fold((f64::MAX, 0f64), |(a, b), &t| (a.min(t), b.max(t)));
         println!("{s}: spread {:.1} %", (hi / lo - 1.0) * 100.0);
