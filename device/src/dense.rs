@@ -270,15 +270,16 @@
 //!   13.33/**13.03**/15.05/14.61/15.54/16.38; 64×7168×2048 32-row splits 2/3/4/5/6
 //!   11.06/11.18/11.20/**10.97**/11.44. The split-K choice is within ≈ 1 % of the best
 //!   schedule the existing kernels offer at every decode shape.
-//! * *Tuned table check* (`fp8gemm tune --bs --set deepseek --max-m 128`, `compare`'s scope,
-//!   MI300X µs, chosen → best candidate): 64×2112×7168 12.13 → 12.13 (split 8), 64×7168×2048
-//!   11.04 → 10.96 (split 6), 64×7168×16384 37.14 → 37.14, 64×4096×7168 14.99 → 14.86,
-//!   128×2112×7168 13.89 → 13.89, 128×7168×2048 12.71 → 12.71 (split 3), 128×7168×16384
-//!   52.40 → 51.90, 128×4096×7168 18.41 → 18.12, 64/128×24576×1536 16.84 / 19.46,
-//!   64/128×32768×512 10.97 / 16.40 (unchanged): no gain of 2 % left, so the rows of
-//!   `host/tuned/gfx942_bs.csv` stand. (`tune --bs` times "the rules' choice" through the
-//!   public API, tuned table included, so a re-run against a table that has rows finds no
-//!   gain at those shapes and writes a table without them; the table was kept, not rewritten.)
+//! * *Tuned table* (`fp8gemm tune --bs --set deepseek --max-m 128`, `compare`'s scope, MI300X
+//!   µs, the rules' own choice → the best candidate): 64×2112×7168 12.13 → 12.13 (split 8),
+//!   64×7168×2048 11.04 → 10.96 (split 6), 64×7168×16384 37.74 (8) → 37.14 (4), 64×4096×7168
+//!   14.99 → 14.86, 128×2112×7168 14.55 (4) → **13.89** (8), 128×7168×2048 14.06 (4) →
+//!   **12.71** (3), 128×7168×16384 55.95 (4) → **51.90** (6), 128×4096×7168 18.41 → 18.12,
+//!   128×32768×512 17.15 → **16.40** (128-row pipelined), 64/128×24576×1536 16.84 / 19.46,
+//!   64×32768×512 10.97 (unchanged): the bold ones are the table's rows (a gain of at least
+//!   2 %); 64×7168×16384 lost its row (1.6 %). The tuner used to time "the rules' choice"
+//!   with the table applied, so a re-run found no gain at a tabled shape and dropped the row;
+//!   it now times it under `bs_table::without_table`.
 //!
 //! How it got there (MI325X, 4096×2048×7168, bs 32 / 64 / 128-row tile, TFLOPS):
 //!
