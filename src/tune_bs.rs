@@ -2,7 +2,8 @@
 //! `fp8gemm::config::bs_table`) from the emulator's timing model. Every figure in it is
 //! **modelled**, not measured.
 //!
-//! For each dense problem, B pre-shuffled: the rules' own choice (nothing forced) and every
+//! For each dense problem, B pre-shuffled: the rules' own choice (nothing forced, the tuned
+//! table ignored: `bs_table::without_table`, so a re-run keeps the rows it should) and every
 //! candidate config, each launched through the public API with its tile / split count /
 //! stream-K schedule forced and the timing model on (the scope `fp8gemm compare` uses: every
 //! XCD for grids of at most 4 workgroups per CU, XCD 0's share above). A row is written where
@@ -22,7 +23,7 @@ use std::path::PathBuf;
 use amdgpu_emu::hip::{self as emu, TimingMode};
 use amdgpu_emu::timing::{Machine, Scope, SimOptions};
 use fp8gemm::codeobj::Arch;
-use fp8gemm::config::bs_table::{BsForcing, TABLE_MIN_GAIN};
+use fp8gemm::config::bs_table::{self, BsForcing, TABLE_MIN_GAIN};
 use fp8gemm::config::{self, GemmDesc};
 use fp8gemm::{Context, Stream, WeightLayout};
 use fp8gemm_device::streamk::StreamKSchedule;
@@ -150,7 +151,8 @@ pub fn run(set: BsSet, peers: Option<PathBuf>, out: Option<PathBuf>, max_m: Opti
         total += 1;
         let cus = machine.cus();
         let desc = GemmDesc::dense(m, n, k, Arch::Gfx942).with_cus(cus);
-        let rule = config::get_bs_config(&desc).map_err(|x| x.to_string())?;
+        // The rules' own choice: the tuned table ignored (bs_table::without_table).
+        let rule = bs_table::without_table(|| config::get_bs_config(&desc)).map_err(|x| x.to_string())?;
         let full = rule.grid <= 4 * cus;
         let mode =
             TimingMode { machine: machine.clone(), options: SimOptions { scope: if full { Scope::Full } else { Scope::OneXcd }, ..SimOptions::default() } };
@@ -171,7 +173,7 @@ pub fn run(set: BsSet, peers: Option<PathBuf>, out: Option<PathBuf>, max_m: Opti
             stream.set_workspace(Some(fp8gemm::Workspace::new(&ctx, need as usize).map_err(e)?)).map_err(e)?;
         }
         let mut ops = Operands::with_layout(&ctx, Problem::Dense { m: m as usize, n: n as usize, k: k as usize }, WeightLayout::Preshuffled).map_err(e)?;
-        let (rule_us, rule_cfg) = timed(&mut ops, &stream, &mode, None)?;
+        let (rule_us, rule_cfg) = bs_table::without_table(|| timed(&mut ops, &stream, &mode, None))?;
         let mut best: Option<(f64, BsForcing)> = None;
         let mut all = Vec::new();
         for (f, ok) in cands.into_iter().zip(valid) {

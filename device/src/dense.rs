@@ -231,6 +231,56 @@
 //! (tree) reduction does not pay at 8 splits in this model: its extra hand-off (store,
 //! acknowledgement, counter ≈ 0.8k) costs about what halving the loads saves.
 //!
+//! **What bounds decode now, and what does not help** (`FP8GEMM_PRESHUFFLED=1 fp8gemm profile
+//! --machine mi300x --scope xcd`, *modelled* µs incl. the 2 µs launch; `--scope xcd` reads
+//! 5–7 % above `--scope full` at these shapes, so compare within one scope):
+//! * *Per-workgroup timeline*, 128×7168×2048, 32 × 128, 3 splits (12.74 µs; 84 workgroups on
+//!   XCD 0's 38 CUs, all resident from cycle ≈ 630): the 5-block and 6-block non-reducing
+//!   workgroups end at ≈ 8.2k / 8.6k cycles, the reducing ones at ≈ 11.0k on average, 12.9k
+//!   the last. The main loop is ≈ 1.4k cycles per block at 2–3 workgroups per CU (≈ 0.9k at
+//!   one per CU: 32×128 unsplit, 16 blocks, 14.08 µs), against 256 cycles of MFMA per wave
+//!   and block; the hand-off and reduction add ≈ 2.4k. The top stalls are the release's
+//!   `s_waitcnt vmcnt(0)` (partial stores acknowledged, ≈ 560 cycles per wave) and the barrier
+//!   behind the arrival atomic (≈ 355).
+//! * *Not bandwidth*: with `AMDGPU_EMU_MACHINE_OVERRIDES` the same launch is 12.74 µs at 10×
+//!   fabric bandwidth, 12.60 at 10× HBM bandwidth, 12.74 at 10× L2 bandwidth, 11.57 at 10×
+//!   the texture path, and still 11.18 with the texture path 10× wider *and* every memory
+//!   latency 10× shorter; the split-K partials (11 MB written and read back at 3 splits) are
+//!   not what limits. It is the per-block latency chain of the loop (B one block ahead, A
+//!   through LDS behind a barrier) times the 5–6 blocks per workgroup, plus the reducer's tail.
+//! * *Split-K over the pipelined loop* (48/64 rows, B two blocks ahead): the pipelined
+//!   stream-K kernels with aligned pieces (`g = T·c`, empty head) are exactly that schedule,
+//!   and lose at decode: 128×7168×2048 64-row `c = 2` 15.67, `c = 4` 17.31, whole tiles 16.97,
+//!   48-row `c = 2` 18.94, whole tiles 14.33 (vs 12.74); 128×2112×7168 64-row 238 / 272
+//!   workgroups 19.87 / 20.40, 48-row 204 / 306 17.94 / 22.88 (vs 15.09 chosen, 14.94 at 4 splits); 64×2112×7168
+//!   64-row 136 / 238 / 272 18.82 / 21.45 / 21.78 (vs 13.03); 64×7168×2048 64-row 112 / 224
+//!   15.59 / 15.18 (vs 11.06). The pipelined loop's prologue (A three blocks ahead, B two)
+//!   and its one workgroup per CU leave the few blocks per workgroup exposed (its own
+//!   estimate charges 8 blocks' worth per workgroup, `BS_PIPE_SK_WG_BLOCKS` in the host).
+//!   A 32-row (`FM = 2`) pipelined loop would need `tile_gemm_bs_pipe`'s `FM ≥ 3` bound
+//!   lifted (its schedule has room: 16 MFMAs per block for at most 7 loads and 4 fragment
+//!   reads, one A copy pass) and 10 KiB of LDS for the 32-row tile; tried as the 32-row
+//!   split-K kernel's loop (experiment, not kept): 64×7168×2048 2 splits 11.06 → 10.38,
+//!   128×2112×7168 4 splits 14.94 → 14.44, but 128×7168×2048 best 13.51 (2 splits) against
+//!   12.74, 64×2112×7168 13.21 against 13.03 — not a step that reaches the goals.
+//! * *Other schedules on the existing kernels* (same sweep): 128×7168×2048 32-row splits
+//!   1/2/3/4/5/6/7/8 14.08/13.55/**12.74**/14.21/16.27/15.81/17.71/18.67, 64-row 2/3/4
+//!   15.48/16.25/16.00, 128-row 2/3/4 23.55/20.41/19.72, 32-row stream-K 448 / 896
+//!   workgroups 16.20 / 15.90; 64×2112×7168 32-row splits 6/8/10/12/14/16
+//!   13.33/**13.03**/15.05/14.61/15.54/16.38; 64×7168×2048 32-row splits 2/3/4/5/6
+//!   11.06/11.18/11.20/**10.97**/11.44. The split-K choice is within ≈ 1 % of the best
+//!   schedule the existing kernels offer at every decode shape.
+//! * *Tuned table* (`fp8gemm tune --bs --set deepseek --max-m 128`, `compare`'s scope, MI300X
+//!   µs, the rules' own choice → the best candidate): 64×2112×7168 12.13 → 12.13 (split 8),
+//!   64×7168×2048 11.04 → 10.96 (split 6), 64×7168×16384 37.74 (8) → 37.14 (4), 64×4096×7168
+//!   14.99 → 14.86, 128×2112×7168 14.55 (4) → **13.89** (8), 128×7168×2048 14.06 (4) →
+//!   **12.71** (3), 128×7168×16384 55.95 (4) → **51.90** (6), 128×4096×7168 18.41 → 18.12,
+//!   128×32768×512 17.15 → **16.40** (128-row pipelined), 64/128×24576×1536 16.84 / 19.46,
+//!   64×32768×512 10.97 (unchanged): the bold ones are the table's rows (a gain of at least
+//!   2 %); 64×7168×16384 lost its row (1.6 %). The tuner used to time "the rules' choice"
+//!   with the table applied, so a re-run found no gain at a tabled shape and dropped the row;
+//!   it now times it under `bs_table::without_table`.
+//!
 //! How it got there (MI325X, 4096×2048×7168, bs 32 / 64 / 128-row tile, TFLOPS):
 //!
 //! | step | 32 | 64 | 128 |

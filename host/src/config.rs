@@ -1653,7 +1653,8 @@ pub fn get_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(G
     if desc.kind != GemmKind::Dense {
         return Err(ConfigError::NoKernel { kind: desc.kind, arch: desc.arch });
     }
-    get_bs_config_with_table(desc, available, bs_table::table()?)
+    let rows = if bs_table::ignored() { &[][..] } else { bs_table::table()? };
+    get_bs_config_with_table(desc, available, rows)
 }
 
 /// [`get_bs_config_for_workspace`] with the bs tuned table `rows`.

@@ -17,7 +17,34 @@
 //! CU count the row was modelled for (a device with another count uses the rules).
 
 use super::{ConfigError, ForcedStreamK, GemmDesc, GemmKind, Record, parse_kind};
+use std::cell::Cell;
 use std::sync::OnceLock;
+
+thread_local! {
+    /// Whether this thread's bs choices ignore the tuned table ([`without_table`]).
+    static IGNORED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// `body` with the tuned table ignored by this thread's bs choices (the rules decide for every
+/// problem, as for a problem without a row); the previous state is restored afterwards, also
+/// when `body` panics. `fp8gemm tune --bs` times "the rules' choice" this way: through the
+/// public API with the table applied, a re-run of the tuner against a table with rows would
+/// compare each tabled shape's candidates with its own row, find no gain and drop the row.
+pub fn without_table<T>(body: impl FnOnce() -> T) -> T {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            IGNORED.with(|c| c.set(self.0));
+        }
+    }
+    let _restore = Restore(IGNORED.with(|c| c.replace(true)));
+    body()
+}
+
+/// Whether this thread's bs choices currently ignore the tuned table ([`without_table`]).
+pub fn ignored() -> bool {
+    IGNORED.with(Cell::get)
+}
 
 /// The least relative gain of a tabled config over the rules' choice for which the tuner writes
 /// a row: the timing model moves by about ±2 % when only the code layout changes
@@ -233,6 +260,31 @@ mod tests {
         force_tile(None);
         let (c, _) = r.unwrap();
         assert_eq!((c.block_m, c.splits), (64, 1));
+    }
+
+    #[test]
+    fn without_table_gives_the_rules_choice_and_restores_the_table() {
+        use super::super::{get_bs_config, get_bs_config_with_table};
+        use crate::codeobj::Arch;
+        // 128×7168×2048 on 304 CUs has a row (32x128 split 3); the rules alone choose otherwise.
+        let desc = GemmDesc::dense(128, 7168, 2048, Arch::Gfx942).with_cus(304);
+        let row = lookup(table().unwrap(), &desc).expect("the embedded table has a row for 128x7168x2048 on 304 CUs");
+        let tabled = get_bs_config(&desc).unwrap();
+        assert_eq!((tabled.block_m, tabled.splits), (row.forcing.tile.0, row.forcing.splits));
+        let rules = get_bs_config_with_table(&desc, u64::MAX, &[]).unwrap().0;
+        assert_ne!(rules, tabled, "the row must differ from the rules' choice for this test to mean anything");
+        assert!(!ignored());
+        let untabled = without_table(|| {
+            assert!(ignored());
+            get_bs_config(&desc).unwrap()
+        });
+        assert_eq!(untabled, rules);
+        assert!(!ignored());
+        assert_eq!(get_bs_config(&desc).unwrap(), tabled);
+        // Restored after a panic inside, too.
+        let caught = std::panic::catch_unwind(|| without_table(|| panic!("inside")));
+        assert!(caught.is_err());
+        assert!(!ignored());
     }
 
     #[test]
