@@ -609,7 +609,7 @@ pub(crate) mod imp {
         // SAFETY: all-zero bits are a valid [[F32x4; FN]; FM] (+0.0 in every lane).
         let mut acc: [[F32x4; FN]; FM] = unsafe { core::mem::zeroed() };
         let mut sfa_ld = [0f32; FM];
-        let mut sfb = 0f32;
+        let mut sfb = [0u32; 4];
         let mut window = 0u32;
 
         let zb = || [[U32x4([0; 4]); 2]; FN];
@@ -673,14 +673,19 @@ pub(crate) mod imp {
                 const J: usize = $j;
                 lds_barrier();
                 if j == 0 {
-                    sfb = sfb_next;
+                    // The window's four SFB values into scalar registers now, so `sfb_next`
+                    // can be reloaded at j = 1 with no copy of it carried to the loop's latch
+                    // (such a copy made the latch wait `vmcnt(0)` for every load in flight).
+                    unroll!(jj < 4 => {
+                        sfb[jj] = readlane_dyn(sfb_next.to_bits(), 16 * jj as u32);
+                    });
                 }
                 let mut s_a = [0f32; FM];
                 unroll!(fm < FM => {
                     // SAFETY: inside this window's region, written before a barrier.
                     s_a[fm] = f32::from_bits(unsafe { lds_read_b32(sfa_region(window & 1) + SFA_REGION * fm as u32 + sf_read + 64 * j) });
                 });
-                let s_b = f32::from_bits(readlane_dyn(sfb.to_bits(), 16 * j)) * tile::PROMOTION_DOWN;
+                let s_b = f32::from_bits(sfb[J]) * tile::PROMOTION_DOWN;
                 sched_fence();
                 let mut part = [[F32x4::zero(); FN]; FM];
                 let n_a_loads = FM.div_ceil(2);
@@ -738,21 +743,27 @@ pub(crate) mod imp {
             }};
         }
 
+        // Nested conditions rather than `break`s between the unrolled steps: the loop's only
+        // exit is its header (one back edge, no exiting blocks inside the body), a shape LLVM's
+        // register allocator handles in fewer registers (module docs, "Loop shape").
         let mut i = 0;
         while i < nkb {
             step!(i, 0);
-            if i + 1 >= nkb {
-                break;
+            if i + 1 < nkb {
+                step!(i + 1, 1);
+                if i + 2 < nkb {
+                    step!(i + 2, 2);
+                    if i + 3 < nkb {
+                        step!(i + 3, 3);
+                    } else {
+                        s_waitcnt::<{ waitcnt::VMCNT0 }>();
+                    }
+                } else {
+                    s_waitcnt::<{ waitcnt::VMCNT0 }>();
+                }
+            } else {
+                s_waitcnt::<{ waitcnt::VMCNT0 }>();
             }
-            step!(i + 1, 1);
-            if i + 2 >= nkb {
-                break;
-            }
-            step!(i + 2, 2);
-            if i + 3 >= nkb {
-                break;
-            }
-            step!(i + 3, 3);
             i += 4;
         }
         unroll!(ff < FN => {
