@@ -2797,14 +2797,44 @@ fn grouped_bs_pipe_tiles(kind: GemmKind) -> &'static [tile::BsTile] {
 
 /// Fewest 128-K blocks from which the m-grouped bs choice runs its 64-row tile on the pipelined
 /// loop (`grouped_bs_pipe_rule`, whose docs hold the modelled table).
-pub const GROUPED_BS_PIPE_MIN_BLOCKS: u32 = 40;
+pub const GROUPED_BS_PIPE_MIN_BLOCKS: u32 = 2;
 
 /// The pipelined grouped bs tile ([`fp8gemm_device::grouped_pipe`]) that replaces the grouped bs
 /// choice `base` ([`get_grouped_bs_config`], forced or chosen), if any: the 64-row tile runs on
-/// the pipelined loop (one workgroup per CU, B two blocks ahead) from
-/// [`GROUPED_BS_PIPE_MIN_BLOCKS`] 128-K blocks on; below, the two-per-CU 64-row kernel's
-/// overlap of two workgroups beats it. A forced 80-row (masked) tile is pipelined already.
+/// the pipelined loop (two workgroups per CU since the loop's one-exit shape, B two blocks
+/// ahead) from [`GROUPED_BS_PIPE_MIN_BLOCKS`] 128-K blocks on; with a single block the
+/// two-phase 64-row kernel is 2 % faster. A forced 80-row (masked) tile is pipelined already.
 ///
+/// Modelled since the pipelined 64-row kernels run two per CU (timing model, MI300X, `--scope
+/// xcd`; the pipelined column with `GROUPED_BS_PIPE_MIN_BLOCKS` set to 1, the two-phase one with
+/// it above every K), TFLOPS, two-phase two-per-CU 64 × 128 → pipelined two-per-CU 64 × 128:
+///
+/// | problem | K blocks | two-phase | pipelined |
+/// |---|---|---|---|
+/// | contiguous 4×8192 over 7168×128 | 1 | **125.3** | 123.0 |
+/// | contiguous 4×8192 over 7168×256 | 2 | 218.9 | **226.6** |
+/// | masked 1×1024 over 7168×256 | 2 | **175.5** | 175.0 |
+/// | contiguous 4×8192 over 7168×512 | 4 | 368.0 | **389.9** |
+/// | masked 1×1024 over 7168×512 | 4 | 290.7 | **319.5** |
+/// | contiguous 4×8192 over 7168×1024 | 8 | 555.7 | **625.3** |
+/// | masked 1×1024 over 7168×1024 | 8 | 436.6 | **506.7** |
+/// | contiguous 4×8192 over 7168×1536 | 12 | 665.2 | **769.2** |
+/// | contiguous 4×8192 over 7168×2048 | 16 | 721.2 | **864.5** |
+/// | contiguous 8×4096 over 7168×2048 | 16 | 723.5 | **867.1** |
+/// | masked 1×1024 over 7168×2048 | 16 | 569.2 | **702.9** |
+/// | masked 2×512 over 7168×2048 | 16 | 601.2 | **747.5** |
+/// | masked 4×256 over 7168×2048 | 16 | 601.4 | **749.2** |
+/// | contiguous 4×8192 over 4096×1024 | 8 | 547.4 | **617.9** |
+/// | contiguous 4×8192 over 4096×4096 | 32 | 827.6 | **1018.9** |
+/// | contiguous 4×8192 over 4096×7168 (held out) | 56 | | **1127.3** |
+/// | masked 1×1024 over 4096×7168 (held out) | 56 | | **1041.4** |
+///
+/// (The cut at 2 blocks: 3.5 % faster contiguous, 0.3 % slower masked, both within the
+/// model's ±2 % layout noise at 1–2 blocks.) The forced 80-row masked kernel (now also two per
+/// CU, 256 registers) beats the 64-row one at masked 1×1024 over 7168×2048 (723.8 TFLOPS) but
+/// not over 4096×7168 (832.3 against 1041.4): not chosen by this rule.
+///
+/// Before (the pipelined 64-row kernels at one workgroup per CU, 300–312 registers):
 /// Modelled (timing model, MI300X, `--scope xcd`, `FP8GEMM_PRESHUFFLED=1 fp8gemm profile`),
 /// TFLOPS of executed MFMA work, two-per-CU 64 × 128 → pipelined 64 × 128:
 ///
@@ -2819,9 +2849,8 @@ pub const GROUPED_BS_PIPE_MIN_BLOCKS: u32 = 40;
 /// | contiguous 8×4096 over 7168×2048 | 16 | **721.0** | 658.6 |
 /// | masked 1×1024 over 4096×7168 | 56 | 797.1 | **901.1** |
 ///
-/// The cut lies between 32 blocks (pipelined 0.5 % slower) and 40 (0.9 % faster). The masked
-/// 80-row kernel is never chosen by this rule (no modelled point where it wins yet); it runs
-/// only forced (`FP8GEMM_FORCE_TILE=80x128`).
+/// The cut then lay between 32 blocks (pipelined 0.5 % slower) and 40 (0.9 % faster). The masked
+/// 80-row kernel runs only forced (`FP8GEMM_FORCE_TILE=80x128`).
 fn grouped_bs_pipe_rule(desc: &GemmDesc, base: tile::BsTile) -> Option<tile::BsTile> {
     if base.block_m != 64 || desc.k / tile::SCALE_BLOCK_K < GROUPED_BS_PIPE_MIN_BLOCKS {
         return None;
@@ -3062,7 +3091,7 @@ mod tests {
             }
         }
         // The pipelined loop (grouped_bs_pipe_rule) from GROUPED_BS_PIPE_MIN_BLOCKS K blocks on.
-        for (k, pipe) in [(7168, true), (128 * GROUPED_BS_PIPE_MIN_BLOCKS, true), (128 * GROUPED_BS_PIPE_MIN_BLOCKS - 128, false), (2048, false)] {
+        for (k, pipe) in [(7168, true), (128 * GROUPED_BS_PIPE_MIN_BLOCKS, true), (128 * GROUPED_BS_PIPE_MIN_BLOCKS - 128, false), (2048, true)] {
             for d in [GemmDesc::m_grouped_contiguous(32768, 4096, k, 4, Arch::Gfx942), GemmDesc::m_grouped_masked(1024, 4096, k, 1, 1024, Arch::Gfx942)] {
                 let c = get_grouped_bs_config(&d).unwrap();
                 assert_eq!((c.block_m, c.kernel.contains("_bs_pipe_")), (64, pipe), "k = {k}: {c}");
