@@ -102,15 +102,16 @@ fn bs_config_choice() {
         let tile = fp8gemm_device::tile::DENSE_BS_TILES.iter().chain(&fp8gemm_device::tile::DENSE_BS_PIPE_TILES).find(|t| t.name == cfg.kernel).unwrap();
         assert_eq!((cfg.block_m, cfg.lds_bytes), (tile.block_m, tile.lds_bytes()));
     }
-    // Between 0.7 and 1 128-row tiles per CU: the 128-row pipelined kernel, one round
-    // (config::bs_pipe_rule's BS_PIPE_BLOCK_US row; the pipelined stream-K candidates meet it
-    // scaled into their own estimate's family and do not win by 1 %), modelled MI325X µs:
-    // 1856×2048×7168 70.2 (the 64-row stream-K kernel with whole tiles 69.4, the 32-row
-    // stream-K kernel 74.4), 2048×2048×7168 70.1 (69.3; 64 rows, one per CU, 80.5).
+    // Between 0.7 and 1 128-row tiles per CU (one round of 64-row tiles at two per CU): the
+    // 64-row tile, whole tiles on the pipelined stream-K kernel, modelled MI325X µs:
+    // 1856×2048×7168 68.21 (the 64-row data-parallel pipelined kernel 68.05, the 128-row
+    // pipelined one 70.12), 1920×2048×7168 68.21 (128 rows 70.12), 2048×2048×7168 68.24
+    // (67.99; 70.03).
     for m in [1856u32, 1920, 2048] {
         let cfg = get_bs_config(&GemmDesc::dense(m, 2048, 7168, arch)).unwrap();
-        assert_eq!((cfg.kernel, cfg.block_m, cfg.splits, cfg.stream_k.is_none()), ("fp8_gemm_nt_bs_pipe_bm128_bn128", 128, 1, true), "{m}x2048x7168");
-        assert_eq!((cfg.grid, cfg.lds_bytes), (m.div_ceil(128) * 16, fp8gemm_device::tile::bs_pipe_lds_bytes(128)), "{m}x2048x7168");
+        assert_eq!((cfg.kernel, cfg.block_m, cfg.splits), ("fp8_gemm_nt_streamk_bs_pipe_bm64_bn128", 64, 1), "{m}x2048x7168");
+        assert_eq!(cfg.stream_k.map(|s| (s.dp_tiles, s.sk_wgs)), Some((0, m.div_ceil(64) * 16)), "{m}x2048x7168");
+        assert_eq!((cfg.grid, cfg.lds_bytes), (m.div_ceil(64) * 16, fp8gemm_device::tile::bs_pipe_lds_bytes(64)), "{m}x2048x7168");
     }
     // Below one 64-row tile per CU but at least one 32-row tile per CU: the 64-row tile, whole
     // tiles on the pipelined stream-K kernel (modelled 1024×2048×7168 MI325X: 39.4 µs; the
@@ -150,9 +151,9 @@ fn bs_config_choice() {
         assert_eq!((c.kernel, c.block_m, c.grid), ("fp8_gemm_nt_streamk_bs_pipe_bm64_bn128", 64, dp + g), "{m}x{n}x7168");
         assert_eq!(c.stream_k.map(|s| (s.tiles, s.dp_tiles, s.sk_wgs)), Some((m.div_ceil(64) * n.div_ceil(128), dp, g)), "{m}x{n}x7168");
     }
-    // Short K (4 blocks): the rules keep the two-per-CU 64-row kernel (modelled MI300X
-    // 128×32768×512: 17.3 µs, 20.6 pipelined 64 rows) — at 128×32768×512 itself the bs tuned
-    // table (host/tuned/gfx942_bs.csv) has a row: the 128-row pipelined kernel, 16.4 µs.
+    // Short K (4 blocks): at 128×32768×512 the bs tuned table (host/tuned/gfx942_bs.csv) has
+    // a row: the 128-row pipelined kernel, 16.4 µs (modelled MI300X; the 64-row pipelined
+    // kernel at two per CU 16.09, the two-phase 64-row kernel 17.3).
     let c = get_bs_config(&GemmDesc::dense(128, 32768, 512, arch)).unwrap();
     assert_eq!((c.block_m, c.kernel), (128, "fp8_gemm_nt_bs_pipe_bm128_bn128"));
     // 256×7168×2048: 448 tiles of 32 rows, 224 of 64 (modelled MI300X: 19.90 µs with the
@@ -193,16 +194,16 @@ fn bs_config_choice() {
     let (c, lim) = config::get_bs_config_for_workspace(&GemmDesc::dense(64, 2112, 7168, arch), 0).unwrap();
     assert_eq!((c.splits, c.kernel), (1, "fp8_gemm_nt_bs_bm32_bn128"));
     assert!(lim.is_some());
-    // Large M: no split; from 8 64-row tiles per CU the pipelined 64-row stream-K kernel, two
-    // per CU, while B fits the L2 (MI300X 4096×7168×2048: 175.2 µs two-per-CU 64-row kernel,
-    // 168.1 the pipelined 48-row one, 148.0 the pipelined 64-row stream-K kernel 3040 + 544).
+    // Large M: no split; from 8 64-row tiles per CU the pipelined 64-row data-parallel kernel,
+    // two per CU (MI300X 4096×7168×2048: 145.53 µs; the two-phase 64-row kernel 175.57, the
+    // pipelined 48-row one 168.1, the pipelined 64-row stream-K kernel 3040 + 544 144.77 — not
+    // estimated the better by its margin).
     let c = get_bs_config(&GemmDesc::dense(4096, 7168, 2048, arch)).unwrap();
-    assert_eq!((c.block_m, c.splits, c.kernel), (64, 1, "fp8_gemm_nt_streamk_bs_pipe_bm64_bn128"));
-    assert_eq!(c.stream_k.map(|s| (s.dp_tiles, s.sk_wgs)), Some((3040, 544)));
-    // B beyond the L2 (7168×16384 = 112 MiB): the two-per-CU 64-row kernel (1049.6 µs; 1127.2
-    // with the 48-row one).
+    assert_eq!((c.block_m, c.splits, c.kernel, c.stream_k), (64, 1, "fp8_gemm_nt_bs_pipe_bm64_bn128", None));
+    // B beyond the L2 (7168×16384 = 112 MiB): the 64-row tile, on its pipelined kernel (two
+    // per CU: 850.4 µs; the two-phase 64-row kernel 1034.0, the 48-row one 1127.2).
     let c = get_bs_config(&GemmDesc::dense(4096, 7168, 16384, arch)).unwrap();
-    assert_eq!((c.block_m, c.splits, c.kernel), (64, 1, "fp8_gemm_nt_bs_bm64_bn128"));
+    assert_eq!((c.block_m, c.splits, c.kernel), (64, 1, "fp8_gemm_nt_bs_pipe_bm64_bn128"));
     // MI300X 4096×4096×7168: 285.9 µs pipelined 48-row, 228.0 pipelined 64-row stream-K
     // 1824 + 224 (whole tiles after three waves of two per CU).
     let c = get_bs_config(&GemmDesc::dense(4096, 4096, 7168, arch)).unwrap();
@@ -394,8 +395,11 @@ fn grouped_bs_kernels_match_the_logical_grouped_kernels_on_every_tile() {
     for tile in BS_SPLIT_TILES {
         let what = format!("bs tile {}x{}", tile.0, tile.1);
         let ((got_c, rc), (got_m, rm)) = forced(Some(tile), None, || run(&pre));
-        assert_eq!(rc.config.unwrap().kernel, format!("m_grouped_fp8_gemm_nt_contiguous_bs_bm{}_bn128", tile.0), "{what}");
-        assert_eq!(rm.config.unwrap().kernel, format!("m_grouped_fp8_gemm_nt_masked_bs_bm{}_bn128", tile.0), "{what}");
+        // The 64-row tile runs on the pipelined loop from GROUPED_BS_PIPE_MIN_BLOCKS K blocks on
+        // (here 5 blocks), the others on the two-phase loop.
+        let pipe = if tile.0 == 64 && k / 128 >= fp8gemm::config::GROUPED_BS_PIPE_MIN_BLOCKS as usize { "_pipe" } else { "" };
+        assert_eq!(rc.config.unwrap().kernel, format!("m_grouped_fp8_gemm_nt_contiguous_bs{pipe}_bm{}_bn128", tile.0), "{what}");
+        assert_eq!(rm.config.unwrap().kernel, format!("m_grouped_fp8_gemm_nt_masked_bs{pipe}_bm{}_bn128", tile.0), "{what}");
         assert_same_bits(&format!("{what} contiguous"), &got_c, &want_c);
         assert_same_bits(&format!("{what} masked"), &got_m, &want_m);
     }
@@ -460,7 +464,8 @@ proptest! {
             let want = match pipe {
                 _ if c.splits > 1 => format!("fp8_gemm_nt_splitk_bs_bm{bm}_bn128"),
                 Some(p) => fp8gemm_device::tile::DENSE_BS_PIPE_TILES[p].name.to_string(),
-                None => format!("fp8_gemm_nt_bs_bm{bm}_bn128"),
+                // The rule's tile's data-parallel kernel (the 64-row tile: pipelined).
+                None => config::bs_kernel(i, tiles, 304).name.to_string(),
             };
             prop_assert_eq!(c.kernel, want.as_str());
             prop_assert_eq!(c.grid, tiles * c.splits);

@@ -3,24 +3,25 @@
 //! The same per-tile jobs as the grouped bs kernels of [`crate::grouped`] (group lookup, skipped
 //! blocks, the contiguous per-row store predicate, the masked clamp, B's resource over the
 //! group's pre-shuffled slice: `crate::grouped`'s `contiguous_with` / `masked_with`), run on the
-//! pipelined loop of [`crate::mainloop_bs`] ("Pipelined loop", B two blocks ahead, one workgroup
-//! per CU), which computes the bs loop's result bit for bit.
+//! pipelined loop of [`crate::mainloop_bs`] ("Pipelined loop", B two blocks ahead, two workgroups
+//! per CU since the loop's one-exit shape), which computes the bs loop's result bit for bit.
 //!
 //! Tiles: [`CONTIGUOUS_BS_PIPE_TILES`] (64 rows only: a contiguous tile must divide
 //! [`crate::tile::M_ALIGNMENT_CONTIGUOUS`] = 128 so that no tile spans two groups, which rules
 //! out 48, 80 and 96), [`MASKED_BS_PIPE_TILES`] (64 and 80 rows). The host's choice:
-//! `fp8gemm::config::grouped_bs_pipe_rule` (a chosen or forced 64-row tile runs here from 40
+//! `fp8gemm::config::grouped_bs_pipe_rule` (a chosen or forced 64-row tile runs here from 2
 //! K blocks on; 80 rows only forced, `FP8GEMM_FORCE_TILE=80x128`, masked).
 //!
 //! Resources (`fp8gemm info`, gfx942 and gfx950 alike; VGPR = unified count; checked by
 //! `grouped_bs_pipe_kernels_meet_the_resource_goals` in `tests/dense_kernel.rs`): 0 spills,
-//! 0 scratch, all LDS dynamic, 1 wave per SIMD like the dense pipelined kernels.
+//! 0 scratch, all LDS dynamic, 2 waves per SIMD (two workgroups per CU; before the loop's
+//! one-exit shape 300–312 and 364 registers, one).
 //!
 //! | kernel | VGPR | AGPR | SGPR | waves/SIMD |
 //! |---|---|---|---|---|
-//! | `m_grouped_fp8_gemm_nt_contiguous_bs_pipe_bm64_bn128` | 312 | 56 | 46 | 1 |
-//! | `m_grouped_fp8_gemm_nt_masked_bs_pipe_bm64_bn128` | 300 | 44 | 48 | 1 |
-//! | `m_grouped_fp8_gemm_nt_masked_bs_pipe_bm80_bn128` | 364 | 108 | 48 | 1 |
+//! | `m_grouped_fp8_gemm_nt_contiguous_bs_pipe_bm64_bn128` | 226 | 0 | 38 | 2 |
+//! | `m_grouped_fp8_gemm_nt_masked_bs_pipe_bm64_bn128` | 219 | 0 | 41 | 2 |
+//! | `m_grouped_fp8_gemm_nt_masked_bs_pipe_bm80_bn128` | 256 | 0 | 41 | 2 |
 //!
 //! `FP8GEMM_PRESHUFFLED=1 fp8gemm compare --set grouped` (timing model, MI300X, TFLOPS,
 //! *modelled*), before (the two-per-CU 64 × 128 bs kernel on every row) and after (the
@@ -40,7 +41,10 @@
 //! | masked 4×256 over 7168×2048 | 600.9 | 600.9 (unchanged kernel) |
 //!
 //! Issue 12's contiguous goal (≥ 900) is met at (4096, 7168), not at (7168, 2048) (16 K
-//! blocks: the pipelined loop is slower there, 656 vs 727 modelled).
+//! blocks: the pipelined loop at one workgroup per CU was slower there, 656 vs 727 modelled).
+//! With the pipelined kernels at two per CU it runs from 2 K blocks on: contiguous over
+//! (7168, 2048) 721 → 865 TFLOPS, masked 569–601 → 703–749, contiguous over (4096, 7168)
+//! 1127, masked 1041 (MI300X, modelled; table in `grouped_bs_pipe_rule`).
 
 use crate::amdgpu_kernel;
 use crate::args::{MGroupedContiguousArgs, MGroupedMaskedArgs};
@@ -79,7 +83,7 @@ mod imp {
     }
 }
 
-/// Contiguous layout, pre-shuffled B, 64 × 128 tiles on the pipelined loop (one workgroup per CU).
+/// Contiguous layout, pre-shuffled B, 64 × 128 tiles on the pipelined loop (two workgroups per CU).
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn m_grouped_fp8_gemm_nt_contiguous_bs_pipe_bm64_bn128(args: MGroupedContiguousArgs) {
     crate::grouped::imp::contiguous_with::<4, 2, true, imp::Pipe<4>>(args)

@@ -3,7 +3,7 @@
 //! dense kernels `fp8_gemm_nt_bs_bm{32,64,128}_bn128` built on it (arguments: [`DenseGemmArgs`]
 //! with `b` pointing at the pre-shuffled B, [`crate::tile::shuffled_b_bytes`] bytes; tiles:
 //! [`crate::tile::DENSE_BS_TILES`], split-K twins [`crate::tile::DENSE_SPLITK_BS_TILES`]; the
-//! m-grouped twins are in [`crate::grouped`]), and the one-workgroup-per-CU kernels
+//! m-grouped twins are in [`crate::grouped`]), and the pipelined kernels
 //! `fp8_gemm_nt_bs_pipe_bm{48,64,80,96}_bn128` on its pipelined form
 //! ([`crate::tile::DENSE_BS_PIPE_TILES`], "Pipelined loop" below). The host runs them for
 //! pre-shuffled weights.
@@ -68,10 +68,10 @@
 //! |---|---|---|---|---|---|---|---|---|
 //! | `fp8_gemm_nt_bs_bm32_bn128`  | yes / yes | 158 | 0   | 0 | 0 | 9 KiB  | 3 | 3 |
 //! | `fp8_gemm_nt_bs_bm64_bn128`  | yes / no  | 238 | 0   | 0 | 0 | 18 KiB | 2 | 2 |
-//! | `fp8_gemm_nt_bs_pipe_bm48_bn128` | pipelined, B 2 ahead | 250 | 0 | 0 | 0 | 18 KiB | 2 | 2 |
-//! | `fp8_gemm_nt_bs_pipe_bm64_bn128` | pipelined, B 2 ahead | 294 | 38 | 0 | 0 | 18 KiB | 1 | 1 |
-//! | `fp8_gemm_nt_bs_pipe_bm80_bn128` | pipelined, B 2 ahead | 344 | 88 | 0 | 0 | 28 KiB | 1 | 1 |
-//! | `fp8_gemm_nt_bs_pipe_bm96_bn128` | pipelined, B 2 ahead | 398 | 142 | 0 | 0 | 28 KiB | 1 | 1 |
+//! | `fp8_gemm_nt_bs_pipe_bm48_bn128` | pipelined, B 2 ahead | 211 | 0 | 0 | 0 | 18 KiB | 2 | 2 |
+//! | `fp8_gemm_nt_bs_pipe_bm64_bn128` | pipelined, B 2 ahead | 220 | 0 | 0 | 0 | 18 KiB | 2 | 2 |
+//! | `fp8_gemm_nt_bs_pipe_bm80_bn128` | pipelined, B 2 ahead | 257 | 1 | 0 | 0 | 28 KiB | 1 | 1 |
+//! | `fp8_gemm_nt_bs_pipe_bm96_bn128` | pipelined, B 2 ahead | 281 | 25 | 0 | 0 | 28 KiB | 1 | 1 |
 //! | `fp8_gemm_nt_bs_bm128_bn128` | yes / no  | 420 | 164 | 0 | 0 | 36 KiB | 1 | 1 |
 //! | `fp8_gemm_nt_splitk_bs_bm32_bn128`  | yes / yes | 134 | 0  | 0 | 0 | 9 KiB  | 3 | 3 |
 //! | `fp8_gemm_nt_splitk_bs_bm64_bn128`  | yes / no  | 182 | 0  | 0 | 0 | 18 KiB | 2 | 2 |
@@ -108,15 +108,35 @@
 //! * **straight-line SFA loads**: wave `w` loads the windows of fragments `4q + w`
 //!   (`q < FM / 4`), no branch on the wave.
 //!
-//! The 64-row kernel needs 294 registers (38 of them AGPRs, LLVM's choice; 304 before `promote`), so one workgroup
-//! per CU; the 48-row kernel fits two per CU (250 registers) and is the pipelined kernel for
-//! many tiles. The host (`fp8gemm::config::bs_pipe_rule`) keeps the older kernels for fewer than
-//! 8 K blocks (one workgroup per CU leaves each tile's prologue and epilogue exposed: MI300X
-//! 128×32768×512 20.6 µs pipelined 64-row vs 17.3), for a single row of 64-row tiles, and from 8
-//! 64-row tiles per CU where B exceeds the L2 (MI300X 4096×7168×16384: 1049.6 µs two-per-CU
-//! 64-row, 1127.2 pipelined 48-row); the pipelined 64-row kernel alone at 4096×7168×2048 was
-//! 191.6 µs against 175.2 (48-row: 173.3). Forced into 256 registers (`waves_per_eu = 2`) it spills (26–55 registers, scratch):
-//! not shippable.
+//! **Loop shape.** The loop's form decides LLVM's register allocation. The former
+//! `while i < nkb { step0; if i + 1 >= nkb { break } step1; …; i += 4 }` (an exit after every
+//! step) took 294 registers for the 64-row kernel (38 AGPRs; 300–312 for its grouped twins),
+//! so one workgroup per CU, while the same loop inlined into the stream-K kernel took 204.
+//! Nested conditions instead of `break`s (`step0; if i + 1 < nkb { step1; if i + 2 < nkb { … } }
+//! i += 4`: the loop's only exit is its header) take 211 / 220 / 257 / 281 registers for the
+//! 48 / 64 / 80 / 96-row kernels (226 / 219 / 256 the grouped contiguous 64, masked 64 and
+//! masked 80): the 48- and 64-row kernels, data-parallel, m-grouped and stream-K, all run two
+//! workgroups per CU, 0 spills, 0 scratch. (A loop without exits plus 0–3 remainder steps
+//! after it: 265–300, worse.) Two details keep that form from costing waits: the partial
+//! paths (a job whose block count is not a multiple of 4) reach the latch with loads in
+//! flight whose registers the next trip's header reuses, and the wait-count pass, which does
+//! not know those paths end the loop, made the header wait for them (`vmcnt(4)` before the
+//! first fragment read, `vmcnt(1)` before the first MFMA: 640×2048×7168 36.75 µs against
+//! 33.01 with the `break`s), so each partial path drains its loads (`s_waitcnt vmcnt(0)`,
+//! once per tile, at its end); and the SFB of a window is moved to scalar registers at its
+//! first block (`readlane` of the four blocks' values) instead of copying the vector register
+//! (`sfb = sfb_next` became a copy at the latch waiting `vmcnt(0)` for every load in flight).
+//! Modelled (MI325X, µs), `break`s → nested: 640×2048×7168 (48 rows) 33.01 → 32.86;
+//! 1024×2048×7168 64 rows data-parallel 40.47 → 38.28, stream-K `0 + 256` 38.52 → 38.60.
+//!
+//! At two per CU the 64-row kernel replaces the two-phase `fp8_gemm_nt_bs_bm64_bn128` at every
+//! tile count (`fp8gemm::config::bs_kernel`; MI300X 4096×7168×2048 175.57 → 145.53 µs,
+//! 4096×7168×16384 1034.02 → 850.44; MI325X 10240×2048×7168 367.43 → 285.16,
+//! 4096×2048×7168 129.79 against 138.8 for the 128-row tile). Before, at one per CU, the host
+//! kept the older kernels for fewer than 8 K blocks (MI300X 128×32768×512 20.6 µs pipelined
+//! 64-row vs 17.3; now 16.09) and from 8 64-row tiles per CU (4096×7168×2048 191.6 µs against
+//! 175.2); forced into 256 registers (`waves_per_eu = 2`) it spilled (26–55 registers, scratch).
+//! The tables below are from the one-per-CU kernels.
 //!
 //! **48/80/96 rows** (`FM` = 3, 5, 6; AMD picks these heights for 640–1800-row shapes so that
 //! the tile count stays within one wave of CUs): the A copy moves 32 rows per pass, so odd `FM`
@@ -175,7 +195,8 @@
 //!
 //! Profile of the shipped variant at 1024×2048×7168: MFMA 51 % busy (83 % of CUs occupied),
 //! stalls "MFMA pipe busy" 82.5 %, vmcnt 10.2 % (mostly the prologue), barrier 5.5 %, lgkmcnt
-//! 1.0 % (before: 37.6 / 13.2 / 14.8 / 33.1 %). Not done: the 32-row tile, the split-K /
+//! 1.0 % (before: 37.6 / 13.2 / 14.8 / 33.1 %). (At two per CU, 38.28 µs: stalls "MFMA pipe
+//! busy" 83.9 %, vmcnt 8.1 %, barrier 5.5 %.) Not done: the 32-row tile, the split-K /
 //! m-grouped / stream-K twins on this loop, more LDS stages with a barrier every 2 blocks.
 //!
 //! **Direct-to-LDS A (tried, not shipped).** Loading A with `buffer_load_dword … lds` (through an
@@ -509,7 +530,7 @@ pub(crate) mod imp {
         if FM >= 4 { part.fma_splat_in_place(s, acc) } else { part.fma_splat(s, acc) }
     }
 
-    /// The pipelined bs loop for one workgroup per CU (module docs, "Pipelined loop"): the
+    /// The pipelined bs loop (module docs, "Pipelined loop", "Loop shape"): the
     /// same tile, operands, MFMA chains and promotion as [`tile_gemm_bs`] (so the same result
     /// bit for bit), scheduled so that the MFMAs never wait. B is loaded `BA` blocks ahead,
     /// A's fragments one block ahead (read during the previous block's MFMAs), A from global
@@ -609,7 +630,7 @@ pub(crate) mod imp {
         // SAFETY: all-zero bits are a valid [[F32x4; FN]; FM] (+0.0 in every lane).
         let mut acc: [[F32x4; FN]; FM] = unsafe { core::mem::zeroed() };
         let mut sfa_ld = [0f32; FM];
-        let mut sfb = 0f32;
+        let mut sfb = [0u32; 4];
         let mut window = 0u32;
 
         let zb = || [[U32x4([0; 4]); 2]; FN];
@@ -673,14 +694,19 @@ pub(crate) mod imp {
                 const J: usize = $j;
                 lds_barrier();
                 if j == 0 {
-                    sfb = sfb_next;
+                    // The window's four SFB values into scalar registers now, so `sfb_next`
+                    // can be reloaded at j = 1 with no copy of it carried to the loop's latch
+                    // (such a copy made the latch wait `vmcnt(0)` for every load in flight).
+                    unroll!(jj < 4 => {
+                        sfb[jj] = readlane_dyn(sfb_next.to_bits(), 16 * jj as u32);
+                    });
                 }
                 let mut s_a = [0f32; FM];
                 unroll!(fm < FM => {
                     // SAFETY: inside this window's region, written before a barrier.
                     s_a[fm] = f32::from_bits(unsafe { lds_read_b32(sfa_region(window & 1) + SFA_REGION * fm as u32 + sf_read + 64 * j) });
                 });
-                let s_b = f32::from_bits(readlane_dyn(sfb.to_bits(), 16 * j)) * tile::PROMOTION_DOWN;
+                let s_b = f32::from_bits(sfb[J]) * tile::PROMOTION_DOWN;
                 sched_fence();
                 let mut part = [[F32x4::zero(); FN]; FM];
                 let n_a_loads = FM.div_ceil(2);
@@ -738,21 +764,27 @@ pub(crate) mod imp {
             }};
         }
 
+        // Nested conditions rather than `break`s between the unrolled steps: the loop's only
+        // exit is its header (one back edge, no exiting blocks inside the body), a shape LLVM's
+        // register allocator handles in fewer registers (module docs, "Loop shape").
         let mut i = 0;
         while i < nkb {
             step!(i, 0);
-            if i + 1 >= nkb {
-                break;
+            if i + 1 < nkb {
+                step!(i + 1, 1);
+                if i + 2 < nkb {
+                    step!(i + 2, 2);
+                    if i + 3 < nkb {
+                        step!(i + 3, 3);
+                    } else {
+                        s_waitcnt::<{ waitcnt::VMCNT0 }>();
+                    }
+                } else {
+                    s_waitcnt::<{ waitcnt::VMCNT0 }>();
+                }
+            } else {
+                s_waitcnt::<{ waitcnt::VMCNT0 }>();
             }
-            step!(i + 1, 1);
-            if i + 2 >= nkb {
-                break;
-            }
-            step!(i + 2, 2);
-            if i + 3 >= nkb {
-                break;
-            }
-            step!(i + 3, 3);
             i += 4;
         }
         unroll!(ff < FN => {
@@ -798,14 +830,14 @@ pub fn fp8_gemm_nt_bs_bm64_bn128(args: DenseGemmArgs) {
     imp::gemm_bs::<4, true, false>(args)
 }
 
-/// bs (pre-shuffled B) 64 × 128 tile on the pipelined loop (`imp::tile_gemm_bs_pipe`), one
-/// workgroup per CU: medium M with few tiles per CU.
+/// bs (pre-shuffled B) 64 × 128 tile on the pipelined loop (`imp::tile_gemm_bs_pipe`), two
+/// workgroups per CU: the host's 64-row data-parallel kernel at every tile count.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_bs_pipe_bm64_bn128(args: DenseGemmArgs) {
     imp::gemm_bs_pipe::<4, 2>(args)
 }
 
-/// bs (pre-shuffled B) 48 × 128 tile on the pipelined loop, one workgroup per CU.
+/// bs (pre-shuffled B) 48 × 128 tile on the pipelined loop, two workgroups per CU.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_bs_pipe_bm48_bn128(args: DenseGemmArgs) {
     imp::gemm_bs_pipe::<3, 2>(args)

@@ -86,8 +86,8 @@
 //! | `fp8_gemm_nt_streamk_bm128_bn128` | 224 | 0 | 0 | 0 | 32 KiB | 2 | 2 |
 //! | `fp8_gemm_nt_streamk_bs_bm32_bn128` | 136 | 0 | 0 | 0 | 9 KiB | 3 | 7 |
 //! | `fp8_gemm_nt_streamk_bs_bm64_bn128` | 188 | 0 | 0 | 0 | 18 KiB | 2 | 3 |
-//! | `fp8_gemm_nt_streamk_bs_pipe_bm48_bn128` | 183 | 0 | 0 | 0 | 18 KiB | 2 | 3 |
-//! | `fp8_gemm_nt_streamk_bs_pipe_bm64_bn128` | 209 | 0 | 0 | 0 | 18 KiB | 2 | 3 |
+//! | `fp8_gemm_nt_streamk_bs_pipe_bm48_bn128` | 214 | 0 | 0 | 0 | 18 KiB | 2 | 3 |
+//! | `fp8_gemm_nt_streamk_bs_pipe_bm64_bn128` | 224 | 0 | 0 | 0 | 18 KiB | 2 | 3 |
 //!
 //! (The bs stream-K kernels keep the waves per SIMD of the data-parallel bs kernels, 158 and
 //! 238 VGPRs: 3 and 2 workgroups per CU; `tests/dense_kernel.rs`
@@ -96,11 +96,11 @@
 //! The **pipelined bs stream-K kernels** `fp8_gemm_nt_streamk_bs_pipe_bm{48,64}_bn128`
 //! ([`STREAMK_BS_PIPE_TILES`], `imp::BsPipeLoop` over `mainloop_bs::imp::tile_gemm_bs_pipe`,
 //! B two blocks ahead as the data-parallel `fp8_gemm_nt_bs_pipe_*` kernels) run two workgroups
-//! per CU at 183 and 209 registers, no AGPRs — fewer than their data-parallel twins (250 and
-//! 304 + 48 AGPRs: the 64-row one runs one per CU) although the loop's source is the same and
-//! it is inlined five times here; LLVM's register allocation for the bigger kernel targets two
-//! waves per SIMD (not investigated further; `tests/dense_kernel.rs`
-//! `bs_pipe_streamk_kernels_meet_the_resource_goals` holds them at two). A whole tile costs the
+//! per CU at 214 and 224 registers, no AGPRs, as their data-parallel twins (211 and 220) since
+//! the loop's one-exit shape ([`crate::mainloop_bs`], "Loop shape"; with the former exit after
+//! every step these kernels took 183 and 209 registers, 204 after the `llc` option of the
+//! builder, their twins 250 and 294: one per CU); `tests/dense_kernel.rs`
+//! `bs_pipe_streamk_kernels_meet_the_resource_goals` holds them at two. A whole tile costs the
 //! same on either kernel (1024×2048×7168, 256 tiles of 64 rows, one per CU: data-parallel
 //! 40.47 µs, stream-K `0 + 256` whole tiles 39.41, MI325X, *modelled*), so the stream-K kernel
 //! with whole tiles only (`g = T`) is the 64-row data-parallel grid at two per CU: from 1.5
@@ -794,7 +794,7 @@ pub fn fp8_gemm_nt_streamk_bs_pipe_bm48_bn128(args: DenseStreamKArgs) {
     imp::gemm_streamk::<imp::BsPipeLoop<3, 2>, 3, 2, true>(args)
 }
 
-/// bs stream-K on the pipelined loop, 64 × 128 tiles (one workgroup per CU).
+/// bs stream-K on the pipelined loop, 64 × 128 tiles (two workgroups per CU).
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_streamk_bs_pipe_bm64_bn128(args: DenseStreamKArgs) {
     imp::gemm_streamk::<imp::BsPipeLoop<4, 2>, 4, 2, true>(args)

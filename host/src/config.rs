@@ -511,11 +511,11 @@ thread_local! {
 
 /// Pins the loop of a forced 64 × 128 bs tile ([`force_tile`] / `FP8GEMM_FORCE_TILE=64x128`
 /// with pre-shuffled B) for every subsequent bs config choice of this thread, data-parallel
-/// and stream-K alike: `Some(true)` the pipelined one-workgroup-per-CU kernels
+/// and stream-K alike: `Some(true)` the pipelined kernels
 /// (`fp8_gemm_nt_bs_pipe_bm64_bn128`, `fp8_gemm_nt_streamk_bs_pipe_bm64_bn128`),
 /// `Some(false)` the two-per-CU ones (`fp8_gemm_nt_bs_bm64_bn128`,
-/// `fp8_gemm_nt_streamk_bs_bm64_bn128`), `None` [`bs_kernel`]'s rule again (pipelined below
-/// [`BS_BM64_TILES_PER_CU`] tiles per CU). No effect on other tiles or on unforced choices.
+/// `fp8_gemm_nt_streamk_bs_bm64_bn128`), `None` [`bs_kernel`]'s rule again (pipelined). No
+/// effect on other tiles or on unforced choices.
 pub fn force_bs_pipelined(pipelined: Option<bool>) {
     FORCED_BS_PIPELINED.with(|f| f.set(pipelined));
 }
@@ -1340,19 +1340,22 @@ pub fn bs_tile_rule(tiles32: u64, tiles64: u64, cus: u32) -> usize {
     usize::from(est64 < est32)
 }
 
-/// A forced 64 × 128 bs tile's kernel (`FP8GEMM_FORCE_TILE=64x128`) for `tiles` tiles on
-/// `cus` CUs: the pipelined one-workgroup-per-CU kernel ([`tile::DENSE_BS_PIPE_BM64`]) below
-/// [`BS_BM64_TILES_PER_CU`] tiles per CU, the two-per-CU kernel from there (modelled, MI300X
-/// 4096×7168×2048, 11.8 tiles per CU: 175.2 µs two per CU, 191.6 µs pipelined — with 16 blocks
-/// per tile one workgroup per CU leaves each tile's prologue and epilogue exposed). Other tiles
-/// (index `i` of [`tile::DENSE_BS_TILES`]) have one kernel each.
+/// The data-parallel kernel of bs tile `i` (index of [`tile::DENSE_BS_TILES`]; also a forced
+/// tile's, `FP8GEMM_FORCE_TILE`) for `tiles` tiles on `cus` CUs. The 64 × 128 tile runs the
+/// pipelined kernel ([`tile::DENSE_BS_PIPE_BM64`]) at every tile count: since the loop's
+/// one-exit shape it runs two workgroups per CU (220 registers) like the two-phase
+/// `fp8_gemm_nt_bs_bm64_bn128`, and is modelled faster at every point measured (µs, two-phase
+/// → pipelined): MI300X 4096×7168×2048 (11.8 tiles per CU) 175.57 → 145.53, 4096×7168×16384
+/// 1034.02 → 850.44; MI325X 10240×2048×7168 367.43 → 285.16. (Before, at one workgroup per
+/// CU, it ran only below [`BS_BM64_TILES_PER_CU`] tiles per CU: 4096×7168×2048 191.6 µs.)
+/// `tiles` and `cus` are no longer consulted.
 /// The 128-row tile (unsplit) runs its pipelined kernel ([`tile::DENSE_BS_PIPE_BM128`],
 /// `fp8gemm_device::mainloop_bs128`) at every tile count (modelled MI325X 4096×2048×7168:
 /// 138.8 µs, 202.0 the two-phase `fp8_gemm_nt_bs_bm128_bn128`, which stays for its split-K
 /// and stream-K twins' sake only).
-pub fn bs_kernel(i: usize, tiles: u32, cus: u32) -> tile::BsTile {
+pub fn bs_kernel(i: usize, _tiles: u32, _cus: u32) -> tile::BsTile {
     match i {
-        1 if u64::from(tiles) < u64::from(BS_BM64_TILES_PER_CU) * u64::from(cus) => tile::DENSE_BS_PIPE_BM64,
+        1 => tile::DENSE_BS_PIPE_BM64,
         2 => tile::DENSE_BS_PIPE_BM128,
         _ => tile::DENSE_BS_TILES[i],
     }
@@ -1366,7 +1369,10 @@ pub fn bs_kernel(i: usize, tiles: u32, cus: u32) -> tile::BsTile {
 /// The 48-row kernel fits two workgroups per CU (250 registers), the others one. Appended: 128
 /// rows ([`tile::DENSE_BS_PIPE_BM128`], index [`BS_PIPE128`]), 1024×2048×7168 70.08 µs alone
 /// (1.22), 4096×2048×7168 138.77 in 2 rounds (1.22), 14336×2048×7168 411.48 in 6 (1.22).
-const BS_PIPE_BLOCK_US: [(u64, f64, f64); 5] = [(2, 0.61, 1.05), (1, 0.70, 0.70), (1, 0.90, 0.90), (1, 1.04, 1.04), (1, 1.22, 1.22)];
+const BS_PIPE_BLOCK_US: [(u64, f64, f64); 5] = [(2, 0.61, 1.05), (2, 0.70, 1.18), (1, 0.90, 0.90), (1, 1.04, 1.04), (1, 1.22, 1.22)];
+/// Modelled µs per 128-K block of one round of the 64-row pipelined kernel over several rounds
+/// (two per CU, rounds overlapping): MI325X 4096×2048×7168 129.79 µs in 2 rounds (1.14).
+const BS_PIPE64_ROUNDS_US: f64 = 1.14;
 /// Index of the 128-row kernel in [`tile::DENSE_BS_PIPE_TILES`] / [`BS_PIPE_BLOCK_US`].
 const BS_PIPE128: usize = 4;
 const _: () = assert!(tile::DENSE_BS_PIPE_TILES[BS_PIPE128].block_m == 128);
@@ -1399,7 +1405,8 @@ pub const BS_PIPE_MIN_BLOCKS: u32 = 8;
 /// 3; 384×2048×7168 alone 0.63), else [`bs_tile_rule`]'s per-round figures.
 fn bs_base_estimate(i: usize, tiles32: u64, tiles64: u64, cus: u64) -> f64 {
     if i == 1 {
-        return tiles64.div_ceil(2 * cus) as f64 * if tiles64 > cus { 1.52 } else { 1.1 };
+        // The 64-row tile runs its pipelined kernel (`bs_kernel`).
+        return bs_pipe_round_estimate(1, tiles64, cus);
     }
     if tiles32 <= 3 * cus { [0.63, 0.86, 1.18][(tiles32.div_ceil(cus).max(1) - 1) as usize] } else { tiles32.div_ceil(3 * cus) as f64 * 0.95 }
 }
@@ -1435,7 +1442,7 @@ pub fn bs_pipe_rule(m: u32, n: u32, nkb: u32, cus: u32, base: usize) -> Option<u
         }
         let e = bs_pipe_round_estimate(p, tiles(t.block_m), cus);
         let rank = bs_pipe_rank_estimate(p, tiles(t.block_m), cus);
-        if e < base_est && best.is_none_or(|(_, b)| rank < b) {
+        if e.max(rank) < base_est && best.is_none_or(|(_, b)| rank < b) {
             best = Some((p, rank));
         }
     }
@@ -1462,7 +1469,7 @@ fn bs_pipe_round_estimate(p: usize, tiles: u64, cus: u64) -> f64 {
     let rounds = tiles.div_ceil(slots * cus.max(1));
     match () {
         _ if tiles <= cus => alone,
-        _ if rounds > 1 && slots > 1 => rounds as f64 * BS_PIPE48_ROUNDS_US,
+        _ if rounds > 1 && slots > 1 => rounds as f64 * if p == 1 { BS_PIPE64_ROUNDS_US } else { BS_PIPE48_ROUNDS_US },
         _ => rounds as f64 * shared,
     }
 }
@@ -1865,6 +1872,8 @@ fn bs_choose(
                     let per_cu = f64::from(config.grid) / f64::from(spec.cus);
                     (config, Choice::BsRule(per_cu))
                 }
+                // The 64-row tile runs its pipelined kernel (`bs_kernel`).
+                (None, None) if dp.tile == 1 => (bs_pipe_config(desc, &spec, bs_kernel(1, tiles, spec.cus))?, Choice::BsRule(tiles_per_cu)),
                 (None, None) => (make(dp)?, Choice::BsRule(tiles_per_cu)),
             }
         }
@@ -2798,14 +2807,44 @@ fn grouped_bs_pipe_tiles(kind: GemmKind) -> &'static [tile::BsTile] {
 
 /// Fewest 128-K blocks from which the m-grouped bs choice runs its 64-row tile on the pipelined
 /// loop (`grouped_bs_pipe_rule`, whose docs hold the modelled table).
-pub const GROUPED_BS_PIPE_MIN_BLOCKS: u32 = 40;
+pub const GROUPED_BS_PIPE_MIN_BLOCKS: u32 = 2;
 
 /// The pipelined grouped bs tile ([`fp8gemm_device::grouped_pipe`]) that replaces the grouped bs
 /// choice `base` ([`get_grouped_bs_config`], forced or chosen), if any: the 64-row tile runs on
-/// the pipelined loop (one workgroup per CU, B two blocks ahead) from
-/// [`GROUPED_BS_PIPE_MIN_BLOCKS`] 128-K blocks on; below, the two-per-CU 64-row kernel's
-/// overlap of two workgroups beats it. A forced 80-row (masked) tile is pipelined already.
+/// the pipelined loop (two workgroups per CU since the loop's one-exit shape, B two blocks
+/// ahead) from [`GROUPED_BS_PIPE_MIN_BLOCKS`] 128-K blocks on; with a single block the
+/// two-phase 64-row kernel is 2 % faster. A forced 80-row (masked) tile is pipelined already.
 ///
+/// Modelled since the pipelined 64-row kernels run two per CU (timing model, MI300X, `--scope
+/// xcd`; the pipelined column with `GROUPED_BS_PIPE_MIN_BLOCKS` set to 1, the two-phase one with
+/// it above every K), TFLOPS, two-phase two-per-CU 64 × 128 → pipelined two-per-CU 64 × 128:
+///
+/// | problem | K blocks | two-phase | pipelined |
+/// |---|---|---|---|
+/// | contiguous 4×8192 over 7168×128 | 1 | **125.3** | 123.0 |
+/// | contiguous 4×8192 over 7168×256 | 2 | 218.9 | **226.6** |
+/// | masked 1×1024 over 7168×256 | 2 | **175.5** | 175.0 |
+/// | contiguous 4×8192 over 7168×512 | 4 | 368.0 | **389.9** |
+/// | masked 1×1024 over 7168×512 | 4 | 290.7 | **319.5** |
+/// | contiguous 4×8192 over 7168×1024 | 8 | 555.7 | **625.3** |
+/// | masked 1×1024 over 7168×1024 | 8 | 436.6 | **506.7** |
+/// | contiguous 4×8192 over 7168×1536 | 12 | 665.2 | **769.2** |
+/// | contiguous 4×8192 over 7168×2048 | 16 | 721.2 | **864.5** |
+/// | contiguous 8×4096 over 7168×2048 | 16 | 723.5 | **867.1** |
+/// | masked 1×1024 over 7168×2048 | 16 | 569.2 | **702.9** |
+/// | masked 2×512 over 7168×2048 | 16 | 601.2 | **747.5** |
+/// | masked 4×256 over 7168×2048 | 16 | 601.4 | **749.2** |
+/// | contiguous 4×8192 over 4096×1024 | 8 | 547.4 | **617.9** |
+/// | contiguous 4×8192 over 4096×4096 | 32 | 827.6 | **1018.9** |
+/// | contiguous 4×8192 over 4096×7168 (held out) | 56 | | **1127.3** |
+/// | masked 1×1024 over 4096×7168 (held out) | 56 | | **1041.4** |
+///
+/// (The cut at 2 blocks: 3.5 % faster contiguous, 0.3 % slower masked, both within the
+/// model's ±2 % layout noise at 1–2 blocks.) The forced 80-row masked kernel (now also two per
+/// CU, 256 registers) beats the 64-row one at masked 1×1024 over 7168×2048 (723.8 TFLOPS) but
+/// not over 4096×7168 (832.3 against 1041.4): not chosen by this rule.
+///
+/// Before (the pipelined 64-row kernels at one workgroup per CU, 300–312 registers):
 /// Modelled (timing model, MI300X, `--scope xcd`, `FP8GEMM_PRESHUFFLED=1 fp8gemm profile`),
 /// TFLOPS of executed MFMA work, two-per-CU 64 × 128 → pipelined 64 × 128:
 ///
@@ -2820,9 +2859,8 @@ pub const GROUPED_BS_PIPE_MIN_BLOCKS: u32 = 40;
 /// | contiguous 8×4096 over 7168×2048 | 16 | **721.0** | 658.6 |
 /// | masked 1×1024 over 4096×7168 | 56 | 797.1 | **901.1** |
 ///
-/// The cut lies between 32 blocks (pipelined 0.5 % slower) and 40 (0.9 % faster). The masked
-/// 80-row kernel is never chosen by this rule (no modelled point where it wins yet); it runs
-/// only forced (`FP8GEMM_FORCE_TILE=80x128`).
+/// The cut then lay between 32 blocks (pipelined 0.5 % slower) and 40 (0.9 % faster). The masked
+/// 80-row kernel runs only forced (`FP8GEMM_FORCE_TILE=80x128`).
 fn grouped_bs_pipe_rule(desc: &GemmDesc, base: tile::BsTile) -> Option<tile::BsTile> {
     if base.block_m != 64 || desc.k / tile::SCALE_BLOCK_K < GROUPED_BS_PIPE_MIN_BLOCKS {
         return None;
@@ -3063,7 +3101,7 @@ mod tests {
             }
         }
         // The pipelined loop (grouped_bs_pipe_rule) from GROUPED_BS_PIPE_MIN_BLOCKS K blocks on.
-        for (k, pipe) in [(7168, true), (128 * GROUPED_BS_PIPE_MIN_BLOCKS, true), (128 * GROUPED_BS_PIPE_MIN_BLOCKS - 128, false), (2048, false)] {
+        for (k, pipe) in [(7168, true), (128 * GROUPED_BS_PIPE_MIN_BLOCKS, true), (128 * GROUPED_BS_PIPE_MIN_BLOCKS - 128, false), (2048, true)] {
             for d in [GemmDesc::m_grouped_contiguous(32768, 4096, k, 4, Arch::Gfx942), GemmDesc::m_grouped_masked(1024, 4096, k, 1, 1024, Arch::Gfx942)] {
                 let c = get_grouped_bs_config(&d).unwrap();
                 assert_eq!((c.block_m, c.kernel.contains("_bs_pipe_")), (64, pipe), "k = {k}: {c}");
@@ -3095,10 +3133,13 @@ mod tests {
         assert!(masked_bs_kernel_spec(&c).is_some());
         let e = get_grouped_bs_config(&contiguous).unwrap_err();
         assert!(matches!(e, ConfigError::ForcedTile { .. }) && e.to_string().contains("80x128"), "{e}");
-        // A forced 64-row tile follows the pipelined rule: K = 7168 (56 blocks) pipelined, 2048 not.
+        // A forced 64-row tile follows the pipelined rule: K = 7168 (56 blocks) and 2048 (16)
+        // pipelined, 128 (one block) not.
         force_tile(Some((64, 128)));
         assert_eq!(get_grouped_bs_config(&desc).unwrap().kernel, "m_grouped_fp8_gemm_nt_masked_bs_pipe_bm64_bn128");
-        let short = GemmDesc::m_grouped_masked(256, 4096, 2048, 4, 256, Arch::Gfx942);
+        let k2048 = GemmDesc::m_grouped_masked(256, 4096, 2048, 4, 256, Arch::Gfx942);
+        assert_eq!(get_grouped_bs_config(&k2048).unwrap().kernel, "m_grouped_fp8_gemm_nt_masked_bs_pipe_bm64_bn128");
+        let short = GemmDesc::m_grouped_masked(256, 4096, 128, 4, 256, Arch::Gfx942);
         assert_eq!(get_grouped_bs_config(&short).unwrap().kernel, "m_grouped_fp8_gemm_nt_masked_bs_bm64_bn128");
         // A forced split: the masked split-K kernel of the forced tile (the pipelined loop has no
         // split-K twin); contiguous never splits.
@@ -3200,15 +3241,14 @@ mod tests {
         // 48 rows use their own rates.
         close(e(0, 0, 256, 256, 56), (56.0 + w) * s48[0]);
         // The choice: 4096×2048×7168 takes the pipelined stream-K kernel (modelled MI325X
-        // 119.9 µs against 146.8 data-parallel 48 rows, 138.8 the 128-row kernel);
-        // 2048×2048×7168 the 128-row pipelined kernel, one round (70.1; the 64-row stream-K
-        // kernel with whole tiles 69.3, within the 1 % margin once scaled, see
-        // `get_bs_config_for_workspace`); 640×2048×7168 keeps the data-parallel 48-row kernel
+        // 117.5 µs against 129.8 data-parallel 64 rows, 138.8 the 128-row kernel);
+        // 2048×2048×7168 the 64-row stream-K kernel with whole tiles, two per CU (68.24; the
+        // 64-row data-parallel kernel 67.99, the 128-row one 70.03); 640×2048×7168 keeps the data-parallel 48-row kernel
         // (whole tiles on the 48-row stream-K kernel are estimated the same: a tie, not
         // switched; modelled 35.1 vs 35.3).
         let arch = Arch::Gfx942;
         let c = get_bs_config(&GemmDesc::dense(2048, 2048, 7168, arch)).unwrap();
-        assert_eq!((c.kernel, c.stream_k), ("fp8_gemm_nt_bs_pipe_bm128_bn128", None));
+        assert_eq!((c.kernel, c.stream_k.map(|s| (s.dp_tiles, s.sk_wgs))), ("fp8_gemm_nt_streamk_bs_pipe_bm64_bn128", Some((0, 512))));
         let c = get_bs_config(&GemmDesc::dense(4096, 2048, 7168, arch)).unwrap();
         assert_eq!((c.kernel, c.stream_k.map(|s| (s.dp_tiles, s.sk_wgs))), ("fp8_gemm_nt_streamk_bs_pipe_bm64_bn128", Some((912, 224))));
         let c = get_bs_config(&GemmDesc::dense(640, 2048, 7168, arch)).unwrap();
@@ -3314,32 +3354,49 @@ mod tests {
     }
 
     #[test]
-    fn bs_pipe_rule_takes_the_128_row_kernel_where_its_rounds_win() {
+    fn bs_pipe_rule_prefers_the_64_row_kernel_at_two_per_cu() {
+        // The data-parallel kernel the bs rule ends with: the pipelined tile `bs_pipe_rule`
+        // picks, else the base tile's (`bs_kernel`: the 64-row tile runs pipelined).
         let rule = |m: u32, n: u32, k: u32| {
             let t = |bm: u32| u64::from(m.div_ceil(bm)) * u64::from(n.div_ceil(128));
             let base = bs_tile_rule(t(32), t(64), 304);
-            bs_pipe_rule(m, n, k / 128, 304, base).map(|p| tile::DENSE_BS_PIPE_TILES[p].block_m)
+            let dp = bs_pipe_rule(m, n, k / 128, 304, base).map(|p| tile::DENSE_BS_PIPE_TILES[p]).unwrap_or_else(|| bs_kernel(base, 0, 304));
+            dp.name
         };
         let close = |a: f64, b: f64| assert!((a - b).abs() < 1e-9, "{a} vs {b}");
-        // Its estimate: one round alone or shared at 1.22 µs per block per round.
+        // The 128-row kernel's estimate: one round alone or shared at 1.22 µs per block per round.
         close(bs_pipe_round_estimate(BS_PIPE128, 240, 304), 1.22);
         close(bs_pipe_round_estimate(BS_PIPE128, 512, 304), 2.0 * 1.22);
         close(bs_pipe_estimate(BS_PIPE128, 14336, 2048, 56, 304), 6.0 * 1.22 * 56.0);
-        // Modelled MI325X, µs: 1856×2048×7168 70.2 (stream-K 32×128 74.4), 2048×2048×7168 70.1
-        // (64 rows 80.5), 4096×2048×7168 138.8 (48 rows 146.4: 3 rounds × 0.87 against 2 ×
-        // 1.22), 14336×2048×7168 411.5 (48 rows 454.4: 8 rounds ranked at 1.01 against 6 × 1.22);
-        // MI300X 4096×7168×2048 162.3 (48 rows 173.3).
-        for (m, n, k) in [(1856u32, 2048u32, 7168u32), (2048, 2048, 7168), (4096, 2048, 7168), (14336, 2048, 7168), (4096, 7168, 2048)] {
-            assert_eq!(rule(m, n, k), Some(128), "{m}x{n}x{k}");
+        // The 64-row one's: alone 0.70, one shared round 1.18, several rounds 1.14 each.
+        close(bs_pipe_round_estimate(1, 256, 304), 0.70);
+        close(bs_pipe_round_estimate(1, 512, 304), 1.18);
+        close(bs_pipe_round_estimate(1, 1024, 304), 2.0 * 1.14);
+        // Since the 64-row pipelined kernel runs two per CU it beats the 128-row kernel's
+        // rounds and the 48-row kernel's from 3 rounds on. Modelled MI325X, µs, 64 rows
+        // (data-parallel, pipelined) against the former choice: 1856×2048×7168 68.05 (128 rows
+        // 70.12), 2048×2048×7168 67.99 (70.03), 4096×2048×7168 129.79 (138.8), 6144×2048×7168
+        // 191.77 (48 rows 203.3: 4 × 0.87 against 3 × 1.14), 1024×2048×7168 38.28 (alone);
+        // from 8 64-row tiles per CU, where the base is the 64-row tile itself, neither the
+        // 48-row kernel (ranked at 1.01 per round from 6 rounds) nor the 128-row one beats it:
+        // 14336×2048×7168 379.14 (128 rows 411.5), 10240×2048×7168 285.16 (48 rows 342.6);
+        // MI300X 4096×7168×2048 145.53 (128 rows 162.3), 4096×7168×16384 850.44 (B beyond the
+        // L2; the two-phase 64-row kernel 1034.02).
+        for (m, n, k) in [
+            (1856u32, 2048u32, 7168u32),
+            (2048, 2048, 7168),
+            (4096, 2048, 7168),
+            (6144, 2048, 7168),
+            (1024, 2048, 7168),
+            (14336, 2048, 7168),
+            (10240, 2048, 7168),
+            (4096, 7168, 2048),
+            (4096, 7168, 16384),
+        ] {
+            assert_eq!(rule(m, n, k), "fp8_gemm_nt_bs_pipe_bm64_bn128", "{m}x{n}x{k}");
         }
-        // Not where one 128-row round is alone against a faster smaller tile (1024×2048×7168:
-        // 64 rows 40.5, 128 rows 70.1), where the 48-row kernel's rounds are still the cheaper
-        // (6144×2048×7168: 4 × 0.87 against 3 × 1.22; 10240×2048×7168: 6 × 1.01 against 5 ×
-        // 1.22), nor for B beyond the L2 (the many-tiles regime's limit).
-        assert_eq!(rule(1024, 2048, 7168), Some(64));
-        assert_eq!(rule(6144, 2048, 7168), Some(48));
-        assert_eq!(rule(10240, 2048, 7168), Some(48));
-        assert_eq!(rule(4096, 7168, 16384), None);
+        // Where the 48-row kernel's single round is the cheaper (640×2048×7168: 32.86 µs).
+        assert_eq!(rule(640, 2048, 7168), "fp8_gemm_nt_bs_pipe_bm48_bn128");
         // A forced 128 × 128 tile runs this kernel, unsplit.
         assert_eq!(bs_kernel(2, 512, 304), tile::DENSE_BS_PIPE_BM128);
     }
