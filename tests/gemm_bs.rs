@@ -365,50 +365,54 @@ fn grouped_bs_kernels_match_the_logical_grouped_kernels_on_every_tile() {
     use fp8gemm::{DeviceGroupedWeights, m_grouped_fp8_gemm_nt_contiguous, m_grouped_fp8_gemm_nt_masked};
     let ctx = checked_context();
     let stream = Stream::new(&ctx).unwrap();
-    let (groups, n, k) = (4usize, 196usize, 640usize);
-    let c = case(512, n * groups, k, 21);
-    // Group g's weights: rows g·n .. (g+1)·n of the case's B, quantized per group.
-    let per_group: Vec<_> = (0..groups).map(|g| fp8gemm::quant::QuantizedWeights::quantize(&c.b[g * n * k..(g + 1) * n * k], n, k).unwrap()).collect();
-    let gw = fp8gemm::quant::GroupedQuantizedWeights::from_groups(&per_group).unwrap();
-    let a = DeviceActivations::upload(&ctx, &c.qa).unwrap();
-    let idx: Vec<i32> = (0..512)
-        .map(|i| match i {
-            0..100 => 0,
-            128..188 => 2,
-            256..384 => 3,
-            384..400 => 1,
-            _ => -1,
-        })
-        .collect();
-    let idx = upload_m_indices(&ctx, &idx, groups).unwrap();
-    let masked = ctx.upload(&[64i32, 100, 0, 7]).unwrap();
-    let pattern = vec![bf16::from_f32(1234.5); 512 * n];
-    let run = |b: &DeviceGroupedWeights<fp8gemm::fp8::E4M3Fnuz>| {
-        let mut cd = ctx.upload(&pattern).unwrap();
-        let rc = m_grouped_fp8_gemm_nt_contiguous(&stream, &a, b, &mut cd, &idx).unwrap();
-        let mut md = ctx.upload(&pattern).unwrap();
-        let rm = m_grouped_fp8_gemm_nt_masked(&stream, &a, b, &mut md, &masked, 64).unwrap();
-        ((cd.download(&stream).unwrap(), rc), (md.download(&stream).unwrap(), rm))
-    };
-    let ((want_c, _), (want_m, _)) = run(&DeviceGroupedWeights::upload(&ctx, &gw).unwrap());
-    let pre = DeviceGroupedWeights::upload_preshuffled(&ctx, &gw).unwrap();
-    for tile in BS_SPLIT_TILES {
-        let what = format!("bs tile {}x{}", tile.0, tile.1);
-        let ((got_c, rc), (got_m, rm)) = forced(Some(tile), None, || run(&pre));
-        // The 64-row tile runs on the pipelined loop from GROUPED_BS_PIPE_MIN_BLOCKS K blocks on
-        // (here 5 blocks), the others on the two-phase loop.
-        let pipe = if tile.0 == 64 && k / 128 >= fp8gemm::config::GROUPED_BS_PIPE_MIN_BLOCKS as usize { "_pipe" } else { "" };
-        assert_eq!(rc.config.unwrap().kernel, format!("m_grouped_fp8_gemm_nt_contiguous_bs{pipe}_bm{}_bn128", tile.0), "{what}");
-        assert_eq!(rm.config.unwrap().kernel, format!("m_grouped_fp8_gemm_nt_masked_bs{pipe}_bm{}_bn128", tile.0), "{what}");
-        assert_same_bits(&format!("{what} contiguous"), &got_c, &want_c);
-        assert_same_bits(&format!("{what} masked"), &got_m, &want_m);
+    // K = 640 (5 blocks: the 64-row tile on the pipelined loop) and K = 128 (1 block: the
+    // 64-row tile on the two-phase loop, below GROUPED_BS_PIPE_MIN_BLOCKS).
+    for k in [640usize, 128] {
+        let (groups, n) = (4usize, 196usize);
+        let c = case(512, n * groups, k, 21);
+        // Group g's weights: rows g·n .. (g+1)·n of the case's B, quantized per group.
+        let per_group: Vec<_> = (0..groups).map(|g| fp8gemm::quant::QuantizedWeights::quantize(&c.b[g * n * k..(g + 1) * n * k], n, k).unwrap()).collect();
+        let gw = fp8gemm::quant::GroupedQuantizedWeights::from_groups(&per_group).unwrap();
+        let a = DeviceActivations::upload(&ctx, &c.qa).unwrap();
+        let idx: Vec<i32> = (0..512)
+            .map(|i| match i {
+                0..100 => 0,
+                128..188 => 2,
+                256..384 => 3,
+                384..400 => 1,
+                _ => -1,
+            })
+            .collect();
+        let idx = upload_m_indices(&ctx, &idx, groups).unwrap();
+        let masked = ctx.upload(&[64i32, 100, 0, 7]).unwrap();
+        let pattern = vec![bf16::from_f32(1234.5); 512 * n];
+        let run = |b: &DeviceGroupedWeights<fp8gemm::fp8::E4M3Fnuz>| {
+            let mut cd = ctx.upload(&pattern).unwrap();
+            let rc = m_grouped_fp8_gemm_nt_contiguous(&stream, &a, b, &mut cd, &idx).unwrap();
+            let mut md = ctx.upload(&pattern).unwrap();
+            let rm = m_grouped_fp8_gemm_nt_masked(&stream, &a, b, &mut md, &masked, 64).unwrap();
+            ((cd.download(&stream).unwrap(), rc), (md.download(&stream).unwrap(), rm))
+        };
+        let ((want_c, _), (want_m, _)) = run(&DeviceGroupedWeights::upload(&ctx, &gw).unwrap());
+        let pre = DeviceGroupedWeights::upload_preshuffled(&ctx, &gw).unwrap();
+        for tile in BS_SPLIT_TILES {
+            let what = format!("bs tile {}x{}, k = {k}", tile.0, tile.1);
+            let ((got_c, rc), (got_m, rm)) = forced(Some(tile), None, || run(&pre));
+            // The 64-row tile runs on the pipelined loop from GROUPED_BS_PIPE_MIN_BLOCKS K blocks on,
+            // the others on the two-phase loop.
+            let pipe = if tile.0 == 64 && k / 128 >= fp8gemm::config::GROUPED_BS_PIPE_MIN_BLOCKS as usize { "_pipe" } else { "" };
+            assert_eq!(rc.config.unwrap().kernel, format!("m_grouped_fp8_gemm_nt_contiguous_bs{pipe}_bm{}_bn128", tile.0), "{what}");
+            assert_eq!(rm.config.unwrap().kernel, format!("m_grouped_fp8_gemm_nt_masked_bs{pipe}_bm{}_bn128", tile.0), "{what}");
+            assert_same_bits(&format!("{what} contiguous"), &got_c, &want_c);
+            assert_same_bits(&format!("{what} masked"), &got_m, &want_m);
+        }
+        // Padding rows and masked-out rows kept the pattern.
+        assert_eq!(want_c[100 * n], bf16::from_f32(1234.5));
+        assert_eq!(want_m[64 * n], bf16::from_f32(1234.5));
+        // A forced split count: no split-K for the grouped layouts.
+        let e = forced(None, Some(2), || m_grouped_fp8_gemm_nt_contiguous(&stream, &a, &pre, &mut ctx.upload(&pattern).unwrap(), &idx)).unwrap_err();
+        assert!(e.to_string().contains("no split-K kernel"), "{e}");
     }
-    // Padding rows and masked-out rows kept the pattern.
-    assert_eq!(want_c[100 * n], bf16::from_f32(1234.5));
-    assert_eq!(want_m[64 * n], bf16::from_f32(1234.5));
-    // A forced split count: no split-K for the grouped layouts.
-    let e = forced(None, Some(2), || m_grouped_fp8_gemm_nt_contiguous(&stream, &a, &pre, &mut ctx.upload(&pattern).unwrap(), &idx)).unwrap_err();
-    assert!(e.to_string().contains("no split-K kernel"), "{e}");
 }
 
 proptest! {
