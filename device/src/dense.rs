@@ -811,16 +811,23 @@ pub(crate) mod imp {
         let sfb_voff = (n0 / SCALE_BLOCK_N) * ldsf * 4 + sf0 + 4 * grp;
         let sf_src = 4 * (lane & 15);
 
-        let load = |kofs: u32, ga: &mut [U32x4; FM], gb: &mut [U32x4; FN]| {
+        // `live = false` moves every lane's voffset out of range: the loads then read 0 and touch
+        // no memory, so the loop can issue its prefetch on every block without a branch (a
+        // branch around the prefetch made the wait-count pass merge the path without it, where
+        // the scale loads are the newest, and wait for the prefetch before the promotion).
+        let load = |kofs: u32, live: bool, ga: &mut [U32x4; FM], gb: &mut [U32x4; FN]| {
+            let vo = |v: u32| if live { v } else { BUFFER_PAST_END };
+            let kofs = if live { kofs } else { 0 };
             for p in 0..FM {
                 // SAFETY: rs_a covers exactly the problem's A (readable for the launch); rows
                 // past it have voffset ≥ its size and read 0; offsets are 16-byte aligned
-                // (lda % 16 == 0, k % 128 == 0).
-                ga[p] = unsafe { buffer_load_b128(rs_a, a_voff[p], kofs) };
+                // (lda % 16 == 0, k % 128 == 0). When !live: voffset BUFFER_PAST_END and
+                // soffset 0, past the end of any buffer below 4 GiB − 16 bytes, else inside it.
+                ga[p] = unsafe { buffer_load_b128(rs_a, vo(a_voff[p]), kofs) };
             }
             for p in 0..FN {
                 // SAFETY: as above for the problem's B (n·k bytes).
-                gb[p] = unsafe { buffer_load_b128(rs_b, b_voff[p], kofs) };
+                gb[p] = unsafe { buffer_load_b128(rs_b, vo(b_voff[p]), kofs) };
             }
         };
         let store = |ga: &[U32x4; FM], gb: &[U32x4; FN]| {
@@ -884,9 +891,7 @@ pub(crate) mod imp {
                 // SAFETY: rs_sfb covers the problem's SFB; offsets past its end read 0.
                 sfb_raw = unsafe { buffer_load_f32(rs_sfb, sfb_voff + kb * 4, 0) };
             }
-            if kb + DEPTH < nkb {
-                load((kb + DEPTH) * SCALE_BLOCK_K, &mut next.0, &mut next.1);
-            }
+            load((kb + DEPTH) * SCALE_BLOCK_K, kb + DEPTH < nkb, &mut next.0, &mut next.1);
             // Issue the loads first: they have the longest latency.
             sched_fence();
 
@@ -906,25 +911,25 @@ pub(crate) mod imp {
                 }
             }
             // Keep the LDS stores (which wait for the global loads) behind the MFMAs, so the
-            // loads' latency is covered by this block's math.
+            // loads' latency is covered by this block's math. Unconditional (after the last
+            // block it writes a stage nobody reads): behind a branch, LLVM sank the prefetch
+            // loads into the branch, next to the stores, and exposed their whole latency.
             sched_fence();
-            if kb + 1 < nkb {
-                // Every wave is done reading the block before anyone overwrites it.
-                lds_barrier();
-                let r = if DEPTH == 1 { &*next } else { &*ready };
-                store(&r.0, &r.1);
-                lds_barrier();
-            }
+            // Every wave is done reading the block before anyone overwrites it.
+            lds_barrier();
+            let r = if DEPTH == 1 { &*next } else { &*ready };
+            store(&r.0, &r.1);
+            lds_barrier();
         };
 
         let zero = || ([U32x4([0; 4]); FM], [U32x4([0; 4]); FN]);
         let (mut set0, mut set1) = (zero(), zero());
         // Prologue: block 0 into LDS; with DEPTH = 2, block 1 into registers.
-        load(0, &mut set0.0, &mut set0.1);
+        load(0, true, &mut set0.0, &mut set0.1);
         store(&set0.0, &set0.1);
         lds_barrier();
         if DEPTH == 2 && nkb > 1 {
-            load(SCALE_BLOCK_K, &mut set1.0, &mut set1.1);
+            load(SCALE_BLOCK_K, true, &mut set1.0, &mut set1.1);
         }
 
         // DEPTH = 2: set1 holds block kb + 1 at even kb, set0 at odd kb (two steps per trip so

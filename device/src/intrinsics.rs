@@ -396,6 +396,11 @@ pub fn release_barrier() {
     compiler_fence(Ordering::SeqCst);
 }
 
+/// A raw-buffer `voffset` for a 16-byte access that reads 0 without touching memory: at or past
+/// `num_records` of every buffer resource below `0xFFFF_FFF0` bytes (the range check covers
+/// voffset + instruction offset, not soffset). For a larger buffer it lies inside it.
+pub const BUFFER_PAST_END: u32 = 0xFFFF_FFF0;
+
 /// `s_buffer_load_dword`: a wave-uniform f32 through the scalar cache (0.0 out of range).
 ///
 /// # Safety
