@@ -469,7 +469,7 @@ proptest! {
                 _ if c.splits > 1 => format!("fp8_gemm_nt_splitk_bs_bm{bm}_bn128"),
                 Some(p) => fp8gemm_device::tile::DENSE_BS_PIPE_TILES[p].name.to_string(),
                 // The rule's tile's data-parallel kernel (the 64-row tile: pipelined).
-                None => config::bs_kernel(i, tiles, 304).name.to_string(),
+                None => config::bs_kernel(i).name.to_string(),
             };
             prop_assert_eq!(c.kernel, want.as_str());
             prop_assert_eq!(c.grid, tiles * c.splits);

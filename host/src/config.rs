@@ -520,10 +520,10 @@ pub fn force_bs_pipelined(pipelined: Option<bool>) {
     FORCED_BS_PIPELINED.with(|f| f.set(pipelined));
 }
 
-/// Whether a forced 64 × 128 bs tile of `tiles` tiles on `cus` CUs runs the pipelined loop
-/// ([`force_bs_pipelined`], else [`bs_kernel`]'s rule).
-fn forced_bs64_pipelined(tiles: u32, cus: u32) -> bool {
-    FORCED_BS_PIPELINED.with(std::cell::Cell::get).unwrap_or_else(|| bs_kernel(1, tiles, cus).name != tile::DENSE_BS_TILES[1].name)
+/// Whether a forced 64 × 128 bs tile runs the pipelined loop ([`force_bs_pipelined`], else
+/// [`bs_kernel`]'s rule).
+fn forced_bs64_pipelined() -> bool {
+    FORCED_BS_PIPELINED.with(std::cell::Cell::get).unwrap_or_else(|| bs_kernel(1).name != tile::DENSE_BS_TILES[1].name)
 }
 
 /// A forced stream-K schedule: `(sk_wgs, dp_tiles)`, `dp_tiles` `None` for the default head.
@@ -1341,19 +1341,18 @@ pub fn bs_tile_rule(tiles32: u64, tiles64: u64, cus: u32) -> usize {
 }
 
 /// The data-parallel kernel of bs tile `i` (index of [`tile::DENSE_BS_TILES`]; also a forced
-/// tile's, `FP8GEMM_FORCE_TILE`) for `tiles` tiles on `cus` CUs. The 64 × 128 tile runs the
+/// tile's, `FP8GEMM_FORCE_TILE`), whatever the tile count. The 64 × 128 tile runs the
 /// pipelined kernel ([`tile::DENSE_BS_PIPE_BM64`]) at every tile count: since the loop's
 /// one-exit shape it runs two workgroups per CU (220 registers) like the two-phase
 /// `fp8_gemm_nt_bs_bm64_bn128`, and is modelled faster at every point measured (µs, two-phase
 /// → pipelined): MI300X 4096×7168×2048 (11.8 tiles per CU) 175.57 → 145.53, 4096×7168×16384
 /// 1034.02 → 850.44; MI325X 10240×2048×7168 367.43 → 285.16. (Before, at one workgroup per
 /// CU, it ran only below [`BS_BM64_TILES_PER_CU`] tiles per CU: 4096×7168×2048 191.6 µs.)
-/// `tiles` and `cus` are no longer consulted.
 /// The 128-row tile (unsplit) runs its pipelined kernel ([`tile::DENSE_BS_PIPE_BM128`],
 /// `fp8gemm_device::mainloop_bs128`) at every tile count (modelled MI325X 4096×2048×7168:
 /// 138.8 µs, 202.0 the two-phase `fp8_gemm_nt_bs_bm128_bn128`, which stays for its split-K
 /// and stream-K twins' sake only).
-pub fn bs_kernel(i: usize, _tiles: u32, _cus: u32) -> tile::BsTile {
+pub fn bs_kernel(i: usize) -> tile::BsTile {
     match i {
         1 => tile::DENSE_BS_PIPE_BM64,
         2 => tile::DENSE_BS_PIPE_BM128,
@@ -1752,13 +1751,10 @@ fn bs_choose(
             Some(i) => i,
             None => bs_tile_rule(u64::from(tiles_of(0)), u64::from(tiles_of(1)), spec.cus),
         };
-        // A forced 64-row tile runs the pipelined kernel below 8 tiles per CU (`bs_kernel`),
-        // or as `force_bs_pipelined` says.
-        let k = if i == 1 && forced_t.is_some() {
-            if forced_bs64_pipelined(tiles_of(1), spec.cus) { tile::DENSE_BS_PIPE_BM64 } else { tile::DENSE_BS_TILES[1] }
-        } else {
-            bs_kernel(i, tiles_of(i), spec.cus)
-        };
+        // A forced 64-row tile runs the pipelined kernel (`bs_kernel`), or as
+        // `force_bs_pipelined` says.
+        let k =
+            if i == 1 && forced_t.is_some() { if forced_bs64_pipelined() { tile::DENSE_BS_PIPE_BM64 } else { tile::DENSE_BS_TILES[1] } } else { bs_kernel(i) };
         let config = if k.name != tile::DENSE_BS_TILES[i].name {
             bs_pipe_config(desc, &spec, k)?
         } else {
@@ -1873,7 +1869,7 @@ fn bs_choose(
                     (config, Choice::BsRule(per_cu))
                 }
                 // The 64-row tile runs its pipelined kernel (`bs_kernel`).
-                (None, None) if dp.tile == 1 => (bs_pipe_config(desc, &spec, bs_kernel(1, tiles, spec.cus))?, Choice::BsRule(tiles_per_cu)),
+                (None, None) if dp.tile == 1 => (bs_pipe_config(desc, &spec, bs_kernel(1))?, Choice::BsRule(tiles_per_cu)),
                 (None, None) => (make(dp)?, Choice::BsRule(tiles_per_cu)),
             }
         }
@@ -2101,7 +2097,7 @@ fn bs_forced_streamk(
         None => vec![(0, false), (1, false), (0, true), (1, true)],
         Some((32, 128)) => vec![(0, false)],
         Some((48, 128)) => vec![(0, true)],
-        Some((64, 128)) => vec![(1, forced_bs64_pipelined(tile::DENSE_BS_TILES[1].grid(desc.m, desc.n), spec.cus))],
+        Some((64, 128)) => vec![(1, forced_bs64_pipelined())],
         Some((bm, bn)) if tile::DENSE_BS_TILES.iter().chain(&tile::DENSE_BS_PIPE_TILES).any(|t| (t.block_m, t.block_n) == (bm, bn)) => {
             return Err(err(format!("a bs stream-K tile: 32x128, 48x128 or 64x128 (no stream-K kernel for the pre-shuffled {bm}x{bn} tile)")));
         }
@@ -3360,7 +3356,7 @@ mod tests {
         let rule = |m: u32, n: u32, k: u32| {
             let t = |bm: u32| u64::from(m.div_ceil(bm)) * u64::from(n.div_ceil(128));
             let base = bs_tile_rule(t(32), t(64), 304);
-            let dp = bs_pipe_rule(m, n, k / 128, 304, base).map(|p| tile::DENSE_BS_PIPE_TILES[p]).unwrap_or_else(|| bs_kernel(base, 0, 304));
+            let dp = bs_pipe_rule(m, n, k / 128, 304, base).map(|p| tile::DENSE_BS_PIPE_TILES[p]).unwrap_or_else(|| bs_kernel(base));
             dp.name
         };
         let close = |a: f64, b: f64| assert!((a - b).abs() < 1e-9, "{a} vs {b}");
@@ -3398,7 +3394,7 @@ mod tests {
         // Where the 48-row kernel's single round is the cheaper (640×2048×7168: 32.86 µs).
         assert_eq!(rule(640, 2048, 7168), "fp8_gemm_nt_bs_pipe_bm48_bn128");
         // A forced 128 × 128 tile runs this kernel, unsplit.
-        assert_eq!(bs_kernel(2, 512, 304), tile::DENSE_BS_PIPE_BM128);
+        assert_eq!(bs_kernel(2), tile::DENSE_BS_PIPE_BM128);
     }
 
     #[test]
