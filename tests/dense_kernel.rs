@@ -269,20 +269,40 @@ fn dense_kernels_issue_exactly_the_mfmas_the_tile_needs() {
     }
 }
 
-/// Steady-state main loop of a kernel: the instructions from the earliest backward-branch
-/// target to the last backward branch (the `kb` loop including its prefetch/store tail).
-fn main_loop(co: &CodeObject, name: &str) -> Vec<amdgpu_emu::decode::Inst> {
+/// Decoded instructions with their pcs.
+type Decoded = Vec<(u64, amdgpu_emu::decode::Inst)>;
+
+/// A kernel's decoded instructions with their pcs, and its backward branches as
+/// `(target, branch pc)` spans.
+fn decode_with_loops(co: &CodeObject, name: &str) -> (Decoded, Vec<(u64, u64)>) {
     use amdgpu_emu::decode::{Op, Program};
     let kernel = co.kernel(name).expect("kernel exists");
     let prog = Program::decode(co, kernel).expect("decodes");
-    let insts: Vec<(u64, amdgpu_emu::decode::Inst)> = prog.insts.into_iter().map(|(pc, r)| (pc, r.expect("every instruction decodes"))).collect();
+    let insts: Decoded = prog.insts.into_iter().map(|(pc, r)| (pc, r.expect("every instruction decodes"))).collect();
     let is_branch = |op: Op| matches!(op, Op::s_branch | Op::s_cbranch_scc0 | Op::s_cbranch_scc1 | Op::s_cbranch_vccz | Op::s_cbranch_vccnz);
     let back: Vec<(u64, u64)> =
         insts.iter().filter(|(pc, i)| is_branch(i.op) && i.branch_target(*pc) <= *pc).map(|(pc, i)| (i.branch_target(*pc), *pc)).collect();
     assert!(!back.is_empty(), "{name}: no loop");
+    (insts, back)
+}
+
+/// Steady-state main loop of a kernel: the instructions from the earliest backward-branch
+/// target to the last backward branch (the `kb` loop including its prefetch/store tail).
+fn main_loop(co: &CodeObject, name: &str) -> Vec<amdgpu_emu::decode::Inst> {
+    let (insts, back) = decode_with_loops(co, name);
     let start = back.iter().map(|b| b.0).min().unwrap();
     let end = back.iter().map(|b| b.1).max().unwrap();
     insts.into_iter().filter(|(pc, _)| (start..=end).contains(pc)).map(|(_, i)| i).collect()
+}
+
+/// The stream-K kernels' main-loop copies keep the data-parallel loop's MFMAs: all 16x16x32
+/// FP8, a multiple of one 4-block trip of 8·FM per block, at least two copies decoded.
+fn assert_streamk_loops_are_whole_trips(co: &CodeObject, name: &str, block_m: u32, what: &str) {
+    let body = main_loop(co, name);
+    let mfma: Vec<_> = body.iter().filter(|i| amdgpu_emu::decode::is_mai(i.op)).collect();
+    let per_trip = 4 * 8 * (block_m / 16);
+    assert!(mfma.iter().all(|i| i.op.name() == "v_mfma_f32_16x16x32_fp8_fp8"), "{what}");
+    assert!(mfma.len() as u32 >= 2 * per_trip && (mfma.len() as u32).is_multiple_of(per_trip), "{what}: {} MFMAs, trip {per_trip}", mfma.len());
 }
 
 /// The waves per SIMD `regs` unified vector registers allow (512 per SIMD lane, allocated in
@@ -813,11 +833,7 @@ fn bs_pipe_streamk_kernels_meet_the_resource_goals() {
             assert_eq!(tile.lds_bytes(), fp8gemm_device::tile::bs_pipe_lds_bytes(tile.block_m), "{what}: LDS");
             assert!(2 * tile.lds_bytes() <= 64 * 1024, "{what}: LDS for two workgroups per CU");
             if arch == "gfx942" {
-                let body = main_loop(&co, tile.name);
-                let mfma: Vec<_> = body.iter().filter(|i| amdgpu_emu::decode::is_mai(i.op)).collect();
-                let per_trip = 4 * 8 * (tile.block_m / 16);
-                assert!(mfma.iter().all(|i| i.op.name() == "v_mfma_f32_16x16x32_fp8_fp8"), "{what}");
-                assert!(mfma.len() as u32 >= 2 * per_trip && (mfma.len() as u32).is_multiple_of(per_trip), "{what}: {} MFMAs, trip {per_trip}", mfma.len());
+                assert_streamk_loops_are_whole_trips(&co, tile.name, tile.block_m, &what);
             }
             eprintln!("{what}: vgpr {regs} (agpr {}) sgpr {}", k.meta.agpr_count, k.meta.sgpr_count);
         }
@@ -843,11 +859,7 @@ fn bs_streamk_kernels_meet_the_resource_goals() {
             assert!(waves >= dense_waves, "{what}: {regs} registers → {waves} waves/SIMD < {dense_waves} ({})", dense.name);
             assert_eq!(tile.lds_bytes(), dense.lds_bytes(), "{what}: LDS");
             if arch == "gfx942" {
-                let body = main_loop(&co, tile.name);
-                let mfma: Vec<_> = body.iter().filter(|i| amdgpu_emu::decode::is_mai(i.op)).collect();
-                let per_trip = 4 * 8 * (tile.block_m / 16);
-                assert!(mfma.iter().all(|i| i.op.name() == "v_mfma_f32_16x16x32_fp8_fp8"), "{what}");
-                assert!(mfma.len() as u32 >= 2 * per_trip && (mfma.len() as u32).is_multiple_of(per_trip), "{what}: {} MFMAs, trip {per_trip}", mfma.len());
+                assert_streamk_loops_are_whole_trips(&co, tile.name, tile.block_m, &what);
             }
             eprintln!("{what}: vgpr {regs} (agpr {}) sgpr {}", k.meta.agpr_count, k.meta.sgpr_count);
         }
@@ -893,23 +905,15 @@ fn the_128_row_pipelined_bs_kernel_keeps_its_registers_and_its_issue_budget() {
 /// 640×2048×7168 35.63 → 33.01 µs).
 #[test]
 fn bs_pipe_loops_never_drain_the_memory_counter() {
-    use amdgpu_emu::decode::{Op, Program};
+    use amdgpu_emu::decode::Op;
     let co = code_object();
     for tile in fp8gemm_device::tile::DENSE_BS_PIPE_TILES {
         // The K loop: the backward branch whose span holds the most MFMAs (other backward
         // branches are the loop's exit paths jumping back to shared code).
-        let kernel = co.kernel(tile.name).expect("kernel exists");
-        let insts: Vec<(u64, amdgpu_emu::decode::Inst)> =
-            Program::decode(&co, kernel).expect("decodes").insts.into_iter().map(|(pc, r)| (pc, r.expect("every instruction decodes"))).collect();
-        let is_branch = |op: Op| matches!(op, Op::s_branch | Op::s_cbranch_scc0 | Op::s_cbranch_scc1 | Op::s_cbranch_vccz | Op::s_cbranch_vccnz);
+        let (insts, back) = decode_with_loops(&co, tile.name);
         let span = |(lo, hi): (u64, u64)| insts.iter().filter(move |(pc, _)| (lo..=hi).contains(pc));
         let mfmas = |b: (u64, u64)| span(b).filter(|(_, i)| amdgpu_emu::decode::is_mai(i.op)).count();
-        let k_loop = insts
-            .iter()
-            .filter(|(pc, i)| is_branch(i.op) && i.branch_target(*pc) <= *pc)
-            .map(|(pc, i)| (i.branch_target(*pc), *pc))
-            .max_by_key(|&b| mfmas(b))
-            .unwrap_or_else(|| panic!("{}: no loop", tile.name));
+        let k_loop = back.iter().copied().max_by_key(|&b| mfmas(b)).expect("at least one loop");
         assert!(mfmas(k_loop) > 0, "{}: the loop holds no MFMA", tile.name);
         let waits: Vec<(u64, u32)> = span(k_loop).filter(|(_, i)| i.op == Op::s_waitcnt).map(|(pc, i)| (*pc, i.imm as u32)).collect();
         // gfx9 `s_waitcnt` simm16: vmcnt = bits 3:0 | bits 15:14 << 4.
