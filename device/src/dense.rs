@@ -812,9 +812,9 @@ pub(crate) mod imp {
         let sf_src = 4 * (lane & 15);
 
         // `live = false` moves every lane's voffset out of range: the loads then read 0 and touch
-        // no memory, so the loop can issue its prefetch on every block without a branch (a
-        // branch around the prefetch made the wait-count pass merge the path without it, where
-        // the scale loads are the newest, and wait for the prefetch before the promotion).
+        // no memory, so the loop issues its prefetch on every block without a branch (with the
+        // builder's `-structurizecfg-skip-uniform-regions`, LLVM sank prefetch loads behind a
+        // branch into the conditional LDS hand-off, next to the stores that wait for them).
         let load = |kofs: u32, live: bool, ga: &mut [U32x4; FM], gb: &mut [U32x4; FN]| {
             let vo = |v: u32| if live { v } else { BUFFER_PAST_END };
             let kofs = if live { kofs } else { 0 };
