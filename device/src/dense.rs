@@ -48,8 +48,10 @@
 //!   The supported scale range is [`crate::tile::MIN_SCALE`] (the host rejects other host-side
 //!   scales). Cost: one `v_mul_f32` per block and one multiply per output value. SFB is
 //!   wave-uniform (a tile never straddles a 128-column scale block: `BN ≤ 128` divides 128).
-//! * **Epilogue**: round to BF16 (nearest even), `buffer_store_dwordx2`; rows past `m` fall outside
-//!   D's resource and are dropped by the hardware, columns past `n` are parked out of range.
+//! * **Epilogue** (`imp::Bf16Store`, every kernel family): round to BF16 (nearest even), stage
+//!   the tile in LDS, then store D along rows (`buffer_store_dwordx2`, consecutive lanes on
+//!   consecutive bytes, each instruction whole rows of the tile); rows past `m` fall outside D's
+//!   resource and are dropped by the hardware, columns past `n` are parked out of range.
 //!
 //! Supported shapes: any `m ≥ 1`, `n % 4 == 0`, `k % 128 == 0` (see [`DenseGemmArgs`]).
 //!
@@ -70,10 +72,9 @@
 //!    last one reads all `splits` partial slots with device-scope loads (`sc1`; issued after
 //!    the counter's value is known, so they cannot see older data), sums them in split order
 //!    0, 1, …, splits − 1 (deterministic whatever the arrival order), multiplies by `2^60`,
-//!    rounds to bf16, stages the tile in LDS and stores D from there along rows (16 bytes per
-//!    work-item, consecutive lanes on consecutive bytes: a wave's store covers whole rows
-//!    instead of one 8-byte piece of 16 rows per fragment; `ldd`, tails as the non-split
-//!    epilogue), then sets the counter back to 0 so the next launch (or graph replay) finds it
+//!    rounds to bf16 and stores D through the LDS-staged epilogue of every kernel
+//!    (`imp::Bf16Store`: a wave's store covers whole rows instead of one 8-byte piece of 16
+//!    rows per fragment), then sets the counter back to 0 so the next launch (or graph replay) finds it
 //!    armed. For the bs 32-row tile all (up to 8) splits' loads are issued before the first
 //!    add waits.
 //!
@@ -87,7 +88,8 @@
 //!    per 4 cycles) and the hand-off (partial store acknowledged, counter) the rest. A variant
 //!    that kept the workgroup's own partial in registers instead of re-loading it cost more in
 //!    per-value selects than the one load saved, and raised the larger tiles' VGPRs (the
-//!    logical 128 × 128 to 1 wave per SIMD); not kept.
+//!    logical 128 × 128 to 1 wave per SIMD); not kept. (The LDS staging began here, in the
+//!    reduction; it is now the epilogue of every kernel, `imp::Bf16Store`.)
 //!
 //! Steps 2 and 3 (everything after the partial store) are `imp::splitk_finish`, shared with the
 //! m-grouped masked split-K kernels of [`crate::grouped`]; factoring it out left the dense
@@ -118,7 +120,7 @@
 //! The main loop is one generic function, `imp::tile_gemm`, over an `imp::TileJob` (buffer
 //! resources of one problem's operands, their row strides, the tile origin and the range of
 //! 128-K blocks to run), a per-row store predicate and an `imp::Epilogue` that consumes the
-//! accumulators (`imp::Bf16Store`: today's bf16 store); the dense kernels and the m-grouped
+//! accumulators (`imp::Bf16Store`: the LDS-staged bf16 store); the dense kernels and the m-grouped
 //! kernels of [`crate::grouped`] only differ in how they build the job and the epilogue.
 //!
 //! # Measured on the code objects (LLVM 22.1.4; `tests/dense_kernel.rs` re-checks them)
@@ -370,9 +372,14 @@ pub(crate) mod imp {
         pub n0: u32,
     }
 
-    /// What a tile does with its accumulators once the main loop is done: called once per
-    /// (fragment row, 4-column group) a lane owns, i.e. `FM · FN` times per lane.
+    /// What a tile does with its accumulators once the main loop is done. Every work-item of
+    /// the workgroup calls [`Epilogue::begin`] once, then [`Epilogue::store`] once per
+    /// (fragment row, 4-column group) it owns (`FM · FN` times), then [`Epilogue::finish`]
+    /// once, all in wave-uniform control flow (`begin` and `finish` may hold a barrier).
     pub(crate) trait Epilogue {
+        /// Before the first `store`: the main loop's LDS reads are done in this work-item.
+        #[inline(always)]
+        fn begin(&self) {}
         /// Consumes the FP32 accumulators of `D[row, col .. col + 4]` (`col % 4 == 0`),
         /// **in the promotion domain** (`D · 2^-PROMOTION_EXP`, see [`tile::PROMOTION_EXP`]:
         /// multiply by [`tile::PROMOTION_UP`] for the value of D). `valid` is false when the
@@ -380,37 +387,151 @@ pub(crate) mod imp {
         /// then not store them (rows past the problem's end are the epilogue's own business,
         /// typically dropped by its resource's range check).
         fn store(&self, row: u32, col: u32, valid: bool, acc: F32x4);
+        /// After the last `store`; `keep_row` is the tile's row predicate (the one that made
+        /// `valid` false), for an epilogue that stores rows other than the ones it was given.
+        #[inline(always)]
+        fn finish(&self, keep_row: impl Fn(u32) -> bool) {
+            let _ = keep_row;
+        }
     }
 
-    /// The default epilogue: `D[row, col..col+4] = bf16(acc · 2^60)` (round to nearest even),
-    /// one `buffer_store_dwordx2`.
+    /// Bytes of padding after each row of the bf16 staging area of [`Bf16Store`] in LDS (`bm`
+    /// rows of `2·bn + pad` bytes): 16 (the 16 rows one `ds_write_b64` touches then start on
+    /// different banks) where the LDS the host launches the tile with (`tile::lds_bytes` /
+    /// `BsTile::lds_bytes`) has room, else 0 (the 128 × 128 logical tile, exactly 32 KiB), or
+    /// `u32::MAX` when even the unpadded area does not fit (rejected at compile time).
+    const fn stage_pad(fm: usize, fnn: usize, bs: bool) -> u32 {
+        let (bm, bn) = tile_dims(fm, fnn, bs);
+        let lds = if bs { tile::BsTile { name: "", block_m: bm, block_n: bn }.lds_bytes() } else { tile::lds_bytes(bm, bn) };
+        if bm * (2 * bn + 16) <= lds {
+            16
+        } else if bm * 2 * bn <= lds {
+            0
+        } else {
+            u32::MAX
+        }
+    }
+
+    /// The bf16 epilogue of one `bm × bn` tile at `(m0, n0)`: `D[row, col..col+4] =
+    /// bf16(acc · 2^60)` (round to nearest even), **staged through LDS** so that every store
+    /// instruction covers whole rows of D.
+    ///
+    /// A lane's accumulators are 4 columns of 16 different rows per fragment (the transposed
+    /// MFMA layout), so a `buffer_store_dwordx2` straight from them puts the 64 lanes of an
+    /// instruction on 16 rows of D: 64 line requests for 512 bytes in the timing model
+    /// (which coalesces only neighbouring lanes in one 128-byte line), 2 texture-path cycles
+    /// and one L2 line each. At 640×2048×7168 (48-row tile, one tile per CU) the stores of a
+    /// tile then took ≈ 2.2k cycles to drain after its last instruction, and at 4096×7168×2048
+    /// they were as much L2 traffic as the operand loads. Staged: `begin` waits for every
+    /// wave to leave the main loop's LDS (a barrier), `store` writes its 8 bytes to row
+    /// `row − m0` of the staging area (`bm` rows of `pitch = 2·bn + stage_pad` bytes from LDS
+    /// byte 0), and `finish` (after a barrier) has work-item `t` store the 8-byte pieces
+    /// `t + 256·i` in row order: each instruction covers `512 / (2·bn)` whole rows,
+    /// consecutive lanes on consecutive bytes (4 lines for the 128-column tiles).
+    ///
+    /// Rows: rows past the problem's end fall outside `rs_d` and are dropped; `finish` asks
+    /// `keep_row` for the rows it stores. Columns past `n` (a multiple of 4, so a piece is
+    /// wholly inside or wholly past) are parked out of range.
     #[derive(Clone, Copy)]
     pub(crate) struct Bf16Store {
         /// D of the problem (`rows × n` bf16): `D[r, j]` at byte `(r·ldd + j)·2`.
         pub rs_d: BufferResource,
         /// Row stride of D in elements (`≥ n`, a multiple of 4).
         pub ldd: u32,
+        /// Columns of D (a multiple of 4).
+        pub n: u32,
+        /// First row and column of the tile.
+        pub m0: u32,
+        pub n0: u32,
+        /// Tile rows and columns (`bn` a multiple of 4 with `bm · bn` a multiple of 1024).
+        pub bm: u32,
+        pub bn: u32,
+        /// Bytes per staged row (`2·bn + stage_pad`, a multiple of 8).
+        pub pitch: u32,
+    }
+
+    impl Bf16Store {
+        /// The epilogue of the `FM × FN`-fragment tile ([`tile_dims`]; `BS`: the
+        /// bs loops' 1 × 4 waves) at `(m0, n0)`, staged in the LDS that tile is launched with.
+        #[inline(always)]
+        pub(crate) fn tile<const FM: usize, const FN: usize, const BS: bool>(rs_d: BufferResource, ldd: u32, n: u32, m0: u32, n0: u32) -> Bf16Store {
+            const { assert!(stage_pad(FM, FN, BS) != u32::MAX, "the bf16 staging area does not fit the tile's LDS") };
+            let (bm, bn) = tile_dims(FM, FN, BS);
+            const { assert!(tile_dims(FM, FN, BS).0 * tile_dims(FM, FN, BS).1 % 1024 == 0 && tile_dims(FM, FN, BS).0 * tile_dims(FM, FN, BS).1 <= 16 * 1024) };
+            Bf16Store { rs_d, ldd, n, m0, n0, bm, bn, pitch: 2 * bn + stage_pad(FM, FN, BS) }
+        }
+
+        /// The same epilogue for another tile of the same launch.
+        #[inline(always)]
+        pub(crate) fn at(&self, m0: u32, n0: u32) -> Bf16Store {
+            Bf16Store { m0, n0, ..*self }
+        }
     }
 
     impl Epilogue for Bf16Store {
         #[inline(always)]
-        fn store(&self, row: u32, col: u32, valid: bool, acc: F32x4) {
-            let voff = if valid { (row * self.ldd + col) * 2 } else { PARKED };
+        fn begin(&self) {
+            // Every wave has done its last LDS read of the main loop (or of whatever ran before
+            // the epilogue) before any wave overwrites LDS with the staging area.
+            lds_barrier();
+        }
+
+        #[inline(always)]
+        fn store(&self, row: u32, col: u32, _valid: bool, acc: F32x4) {
             let v = acc.to_array();
             let v = [v[0] * tile::PROMOTION_UP, v[1] * tile::PROMOTION_UP, v[2] * tile::PROMOTION_UP, v[3] * tile::PROMOTION_UP];
             let data = U32x2([tile::pack_bf16x2(v[0], v[1]), tile::pack_bf16x2(v[2], v[3])]);
-            // SAFETY: rs_d covers the problem's D; rows past it are out of range and dropped,
-            // invalid columns / rows are parked out of range; offsets are 8-byte aligned
-            // (n % 4 == 0, ldd % 4 == 0).
-            unsafe { buffer_store_b64(data, self.rs_d, voff, 0) };
+            // SAFETY: row − m0 < bm and col − n0 + 4 ≤ bn (the caller's tile): inside the
+            // staging area, which fits the launch's LDS (Bf16Store::tile); 8-byte aligned (pitch
+            // and the column's 8 bytes are); each (row, col) is written by one work-item; begin's
+            // barrier ordered every earlier LDS access, finish's orders the reads.
+            unsafe { lds_write_b64((row - self.m0) * self.pitch + 2 * (col - self.n0), data.to_u64()) };
+        }
+
+        #[inline(always)]
+        fn finish(&self, keep_row: impl Fn(u32) -> bool) {
+            // Pieces per work-item: bm·bn/4 pieces over 256 work-items (≤ 16: 128 × 128).
+            const MAX: usize = 16;
+            let per_row = self.bn / 4; // 8-byte pieces (4 columns) per row
+            let pieces = self.bm * per_row / tile::THREADS;
+            let tid = workitem_id_x();
+            let rc = |i: usize| {
+                let q = tid + tile::THREADS * i as u32;
+                (q / per_row, 4 * (q % per_row))
+            };
+            // The row predicate first, for every piece (it may load: the loads are all issued
+            // before the barrier's wait instead of one round trip per store).
+            let mut keep = [true; MAX];
+            for (i, k) in keep.iter_mut().enumerate() {
+                if (i as u32) < pieces {
+                    *k = keep_row(self.m0 + rc(i).0);
+                }
+            }
+            lds_barrier();
+            for (i, &k) in keep.iter().enumerate() {
+                if (i as u32) < pieces {
+                    let (r, c) = rc(i);
+                    // SAFETY: r < bm, c + 4 ≤ bn: inside the staging area, 8-byte aligned,
+                    // written before the barrier above.
+                    let data = unsafe { lds_read_b64(r * self.pitch + 2 * c) };
+                    let (row, col) = (self.m0 + r, self.n0 + c);
+                    let voff = if (col < self.n) & k { (row * self.ldd + col) * 2 } else { PARKED };
+                    // SAFETY: rs_d covers the problem's D; rows past it are out of range and
+                    // dropped, invalid columns / rows are parked out of range; offsets are
+                    // 8-byte aligned (n % 4 == 0, ldd % 4 == 0).
+                    unsafe { buffer_store_b64(data, self.rs_d, voff, 0) };
+                }
+            }
         }
     }
 
-    /// The job and bf16 epilogue of this workgroup's `bm × bn` tile of a dense launch over the
-    /// whole operands (XCD-aware tile order, see tile.rs), or `None` for a workgroup past the
-    /// tile count (not what the host launches). `rs_b` covers the logical B (`n·k` bytes).
+    /// The job and bf16 epilogue of this workgroup's tile ([`tile_dims`] of `FM × FN`
+    /// fragments, `BS`: the bs loops' 1 × 4 waves) of a dense launch over the whole operands
+    /// (XCD-aware tile order, see tile.rs), or `None` for a workgroup past the tile count (not
+    /// what the host launches). `rs_b` covers the logical B (`n·k` bytes).
     #[inline(always)]
-    pub(crate) fn dense_job(args: &DenseGemmArgs, bm: u32, bn: u32) -> Option<(TileJob, Bf16Store)> {
+    pub(crate) fn dense_job<const FM: usize, const FN: usize, const BS: bool>(args: &DenseGemmArgs) -> Option<(TileJob, Bf16Store)> {
+        let (bm, bn) = tile_dims(FM, FN, BS);
         let (m, n, k, lda, ldd) = (args.m, args.n, args.k, args.lda, args.ldd);
         let nkb = k / SCALE_BLOCK_K;
 
@@ -442,14 +563,14 @@ pub(crate) mod imp {
             m0: tm * bm,
             n0: tn * bn,
         };
-        let epi = Bf16Store { rs_d: BufferResource::new(args.d.addr(), ((m - 1) * ldd + n) * 2), ldd };
+        let epi = Bf16Store::tile::<FM, FN, BS>(BufferResource::new(args.d.addr(), ((m - 1) * ldd + n) * 2), ldd, n, job.m0, job.n0);
         Some((job, epi))
     }
 
     /// The dense kernels: pick the tile of this workgroup and run it over the whole operands.
     #[inline(always)]
     pub fn gemm<const FM: usize, const FN: usize, const DEPTH: u32>(args: DenseGemmArgs) {
-        let Some((job, epi)) = dense_job(&args, 32 * FM as u32, 32 * FN as u32) else { return };
+        let Some((job, epi)) = dense_job::<FM, FN, false>(&args) else { return };
         tile_gemm::<FM, FN, DEPTH, _>(&job, |_| true, &epi);
     }
 
@@ -472,12 +593,13 @@ pub(crate) mod imp {
         (((wave * fm_n + fm) * fn_n + fnn) * 64 + lo + 16 * hi) * 16
     }
 
-    /// `(BM, BN)` of a split-K tile: `32·FM × 32·FN` (2 × 2 waves), with `BS` `16·FM × 64·FN`
-    /// (1 × 4 waves).
-    #[inline(always)]
-    const fn split_tile<const FM: usize, const FN: usize, const BS: bool>() -> (u32, u32) {
-        if BS { (16 * FM as u32, 64 * FN as u32) } else { (32 * FM as u32, 32 * FN as u32) }
+    /// `(BM, BN)` of the tile of an `fm × fnn`-fragment wave: `32·fm × 32·fnn` for the 2 × 2
+    /// waves of the dense loop, with `bs` `16·fm × 64·fnn` for the 1 × 4 waves of the bs loops
+    /// (every kernel family's tile, split-K and stream-K included).
+    pub(crate) const fn tile_dims(fm: usize, fnn: usize, bs: bool) -> (u32, u32) {
+        if bs { (16 * fm as u32, 64 * fnn as u32) } else { (32 * fm as u32, 32 * fnn as u32) }
     }
+
 
     /// Split-K epilogue: the tile's FP32 accumulators (promotion domain) to its partial slot in
     /// the workspace (`bm · bn` f32 from byte `base`, in [`frag_offset`] order), at device
@@ -503,24 +625,6 @@ pub(crate) mod imp {
         }
     }
 
-    /// Bytes of padding after each row of the reduction's bf16 staging area in LDS (`bm` rows
-    /// of `2·bn + pad` bytes, see `gemm_splitk`): 16 (the 16 rows one write instruction touches
-    /// then start on different banks) where the LDS the host launches the tile with
-    /// (`tile::lds_bytes` / `BsTile::lds_bytes`) has room, else 0 (the 128 × 128 logical tile,
-    /// exactly 32 KiB), or `u32::MAX` when even the unpadded area does not fit (rejected at
-    /// compile time).
-    const fn reduce_pad(fm: usize, fnn: usize, bs: bool) -> u32 {
-        let (bm, bn) = if bs { (16 * fm as u32, 64 * fnn as u32) } else { (32 * fm as u32, 32 * fnn as u32) };
-        let lds = if bs { tile::BsTile { name: "", block_m: bm, block_n: bn }.lds_bytes() } else { tile::lds_bytes(bm, bn) };
-        if bm * (2 * bn + 16) <= lds {
-            16
-        } else if bm * 2 * bn <= lds {
-            0
-        } else {
-            u32::MAX
-        }
-    }
-
     /// The dense split-K kernels: workgroup → (tile, split); the split's K blocks into the
     /// tile's partial slot; the last workgroup of a tile to arrive reduces all partial slots in
     /// split order into bf16 D and re-arms the tile's counter.
@@ -531,7 +635,7 @@ pub(crate) mod imp {
     /// block ahead).
     #[inline(always)]
     pub fn gemm_splitk<const FM: usize, const FN: usize, const DEPTH: u32, const BS: bool>(args: DenseSplitKArgs) {
-        let (bm, bn) = split_tile::<FM, FN, BS>();
+        let (bm, bn) = tile_dims(FM, FN, BS);
         let (m, n, k, lda, ldd) = (args.m, args.n, args.k, args.lda, args.ldd);
         let nkb = k / SCALE_BLOCK_K;
         let tiles_m = m.div_ceil(bm);
@@ -614,7 +718,7 @@ pub(crate) mod imp {
         m0: u32,
         n0: u32,
     ) {
-        let (bm, bn) = split_tile::<FM, FN, BS>();
+        let (bm, bn) = tile_dims(FM, FN, BS);
         // Release: every wave's partial stores have completed at device scope before the
         // barrier; only then does one work-item count the workgroup in.
         release_barrier();
@@ -694,53 +798,18 @@ pub(crate) mod imp {
             s0 += chunk as u32;
         }
 
-        // Output through LDS: each lane's values (4 columns of 16 rows per fragment) are one
-        // row-piece of 8 bytes; a global store straight from the fragments would put every
-        // lane of an instruction on another row of D. Staged as bf16 in LDS (`bm` rows of
-        // `2·bn + pad` bytes: the pad spreads the 16 rows a write instruction touches over the
-        // banks), read back 16 bytes per work-item along rows, so each store instruction of a
-        // wave covers whole rows of the tile (consecutive lanes, consecutive bytes).
-        const { assert!(reduce_pad(FM, FN, BS) != u32::MAX, "the reduction's staging area does not fit the tile's LDS") };
-        let pitch = 2 * bn + reduce_pad(FM, FN, BS);
-        // Every wave has read the arrival word (LDS 0..16) before anyone overwrites it.
-        lds_barrier();
+        // Output through LDS (`Bf16Store`: each store instruction covers whole rows of D).
+        let out = Bf16Store::tile::<FM, FN, BS>(rs_d(), ldd, n, m0, n0);
+        // begin: every wave has read the arrival word (LDS 0..16) before anyone overwrites it.
+        out.begin();
         for fm in 0..FM {
-            let row = 16 * (wm * FM as u32 + fm as u32) + (lane & 15);
+            let row = m0 + 16 * (wm * FM as u32 + fm as u32) + (lane & 15);
             for fnn in 0..FN {
-                let col = 16 * (wn * FN as u32 + fnn as u32) + 4 * (lane >> 4);
-                let v = sum[fm][fnn].to_array();
-                let v = [v[0] * tile::PROMOTION_UP, v[1] * tile::PROMOTION_UP, v[2] * tile::PROMOTION_UP, v[3] * tile::PROMOTION_UP];
-                let data = U32x2([tile::pack_bf16x2(v[0], v[1]), tile::pack_bf16x2(v[2], v[3])]);
-                // SAFETY: row < bm, col + 4 ≤ bn: inside the staging area, which fits the
-                // launch's LDS (reduce_stage_fits); 8-byte aligned (pitch and col·2 are); each
-                // (row, col) is written by one work-item; the barrier above ordered every
-                // earlier LDS access, the one below orders the reads.
-                unsafe { lds_write_b64(row * pitch + 2 * col, data.to_u64()) };
+                let col = n0 + 16 * (wn * FN as u32 + fnn as u32) + 4 * (lane >> 4);
+                out.store(row, col, col < n, sum[fm][fnn]);
             }
         }
-        lds_barrier();
-        let rs_d = rs_d();
-        let per_row = bn / 8; // 16-byte pieces (8 columns) per row
-        let mut q = tid;
-        while q < bm * per_row {
-            let (r, c) = (q / per_row, 8 * (q % per_row));
-            // SAFETY: r < bm, c + 8 ≤ bn: inside the staging area, 16-byte aligned, written
-            // before the barrier above.
-            let w = unsafe { lds_read_b128(r * pitch + 2 * c) }.to_array();
-            let (row, col) = (m0 + r, n0 + c);
-            // Two 8-byte halves (4 columns each): n is a multiple of 4, so a half is either
-            // wholly inside the row or wholly past n (parked out of range); rows past m fall
-            // outside rs_d and are dropped.
-            let lo = if col < n { (row * ldd + col) * 2 } else { PARKED };
-            let hi = if col + 4 < n { (row * ldd + col + 4) * 2 } else { PARKED };
-            // SAFETY: rs_d covers the problem's D; offsets 8-byte aligned (ldd % 4 == 0,
-            // col % 4 == 0); invalid columns parked, rows past m out of range.
-            unsafe {
-                buffer_store_b64(U32x2([w[0], w[1]]), rs_d, lo, 0);
-                buffer_store_b64(U32x2([w[2], w[3]]), rs_d, hi, 0);
-            }
-            q += tile::THREADS;
-        }
+        out.finish(|_| true);
         // Re-arm the counter for the next launch that uses this workspace (all `splits`
         // increments of this launch have happened: this workgroup saw the last one).
         if tid == 0 {
@@ -949,6 +1018,7 @@ pub(crate) mod imp {
             kb += 1;
         }
 
+        epi.begin();
         // Epilogue: lane holds rows `row_of(fm)`, columns n0 + 16·(wn·FN + fn) + 4·(l >> 4) + 0..4.
         for fm in 0..FM {
             let row = row_of(fm);
@@ -957,6 +1027,7 @@ pub(crate) mod imp {
                 epi.store(row, col, col < n && keep[fm], acc[fm][fnn]);
             }
         }
+        epi.finish(keep_row);
     }
 }
 

@@ -284,7 +284,7 @@ pub(crate) mod imp {
             m0,
             n0,
         };
-        let epi = Bf16Store { rs_d: BufferResource::new(args.d.addr(), m * n * 2), ldd: n };
+        let epi = Bf16Store::tile::<FM, FN, BS>(BufferResource::new(args.d.addr(), m * n * 2), n, n, m0, n0);
         let g = g as i32;
         L::run(
             &job,
@@ -345,7 +345,7 @@ pub(crate) mod imp {
             m0,
             n0,
         };
-        let epi = Bf16Store { rs_d: BufferResource::new(args.d.addr() + a_rows * u64::from(n * 2), rows * n * 2), ldd: n };
+        let epi = Bf16Store::tile::<FM, FN, BS>(BufferResource::new(args.d.addr() + a_rows * u64::from(n * 2), rows * n * 2), n, n, m0, n0);
         L::run(&job, |_| true, &epi);
     }
 

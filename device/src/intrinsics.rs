@@ -467,6 +467,20 @@ pub unsafe fn lds_read_b128(byte_off: u32) -> U32x4 {
     unsafe { *dynamic_lds().byte_add(byte_off as usize) }
 }
 
+/// `ds_read_b64` of the 8 bytes at byte offset `byte_off` of the dynamic LDS.
+///
+/// # Safety
+/// `byte_off + 8 ≤ sharedMemBytes` of the launch, 8-byte aligned, and the bytes were written
+/// (and made visible with [`lds_barrier`]) before.
+#[inline(always)]
+pub unsafe fn lds_read_b64(byte_off: u32) -> U32x2 {
+    // SAFETY: the caller guarantees the offset lies inside the launch's LDS allocation and is
+    // 8-byte aligned (the base is 16-byte aligned); read as one u64 so the access is one
+    // 8-byte-aligned `ds_read_b64`, then 8 bytes of plain integers reinterpreted as 8 bytes of
+    // plain integers.
+    unsafe { core::mem::transmute::<u64, U32x2>(*dynamic_lds().byte_add(byte_off as usize).cast::<u64>()) }
+}
+
 /// `ds_read_b32` of the 4 bytes at byte offset `byte_off` of the dynamic LDS.
 ///
 /// # Safety

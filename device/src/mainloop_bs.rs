@@ -490,6 +490,7 @@ pub(crate) mod imp {
         }
 
         // Epilogue: lane holds rows row_of(fm), columns n0 + 32·wave + 16·f + 4·(l >> 4) + 0..4.
+        epi.begin();
         unroll!(fm < FM => {
             let row = row_of(fm);
             unroll!(f < FN => {
@@ -497,6 +498,7 @@ pub(crate) mod imp {
                 epi.store(row, col, col < n && keep[fm], acc[fm][f]);
             });
         });
+        epi.finish(keep_row);
     }
 
     /// Bytes of one A stage of the pipelined loop: `32·⌈FM/2⌉` rows (the copy moves 32 rows per
@@ -791,6 +793,7 @@ pub(crate) mod imp {
             acc[FM - 1][ff] = promote::<FM>(pend[ff], pend_s, acc[FM - 1][ff]);
         });
 
+        epi.begin();
         unroll!(fm < FM => {
             let row = row_of(fm);
             unroll!(f < FN => {
@@ -798,13 +801,14 @@ pub(crate) mod imp {
                 epi.store(row, col, col < n && keep[fm], acc[fm][f]);
             });
         });
+        epi.finish(keep_row);
     }
 
     /// The dense bs kernels: the dense grid and tile order ([`dense_job`]) over the
     /// pre-shuffled B.
     #[inline(always)]
     pub fn gemm_bs<const FM: usize, const A2: bool, const AHEAD: bool>(args: DenseGemmArgs) {
-        let Some((mut job, epi)) = dense_job(&args, 16 * FM as u32, 128) else { return };
+        let Some((mut job, epi)) = dense_job::<FM, 2, true>(&args) else { return };
         job.rs_b = BufferResource::new(args.b.addr(), tile::shuffled_b_bytes(args.n as u64, args.k as u64) as u32);
         tile_gemm_bs::<FM, A2, AHEAD, _>(&job, |_| true, &epi);
     }
@@ -812,7 +816,7 @@ pub(crate) mod imp {
     /// The dense bs kernels on the pipelined loop ([`tile_gemm_bs_pipe`]).
     #[inline(always)]
     pub fn gemm_bs_pipe<const FM: usize, const BA: u32>(args: DenseGemmArgs) {
-        let Some((mut job, epi)) = dense_job(&args, 16 * FM as u32, 128) else { return };
+        let Some((mut job, epi)) = dense_job::<FM, 2, true>(&args) else { return };
         job.rs_b = BufferResource::new(args.b.addr(), tile::shuffled_b_bytes(args.n as u64, args.k as u64) as u32);
         tile_gemm_bs_pipe::<FM, BA, _>(&job, |_| true, &epi);
     }

@@ -394,6 +394,7 @@ pub(crate) mod imp {
             });
         });
 
+        epi.begin();
         unroll!(fm < FM => {
             let row = row_of(fm);
             unroll!(f < FN => {
@@ -401,13 +402,14 @@ pub(crate) mod imp {
                 epi.store(row, col, col < n && keep[fm], join(acc[fm][f]));
             });
         });
+        epi.finish(keep_row);
     }
 
     /// The dense kernel on [`tile_gemm_bs_pipe128`]: the dense grid and tile order
     /// (`dense_job`) over the pre-shuffled B.
     #[inline(always)]
     pub fn gemm_bs_pipe128<const BA: u32>(args: DenseGemmArgs) {
-        let Some((mut job, epi)) = dense_job(&args, 128, 128) else { return };
+        let Some((mut job, epi)) = dense_job::<8, 2, true>(&args) else { return };
         job.rs_b = BufferResource::new(args.b.addr(), tile::shuffled_b_bytes(args.n as u64, args.k as u64) as u32);
         tile_gemm_bs_pipe128::<8, BA, _>(&job, |_| true, &epi);
     }

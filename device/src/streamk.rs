@@ -487,7 +487,7 @@ pub(crate) mod imp {
     use core::num::NonZeroU32;
 
     use super::{DenseStreamKArgs, StreamKSchedule};
-    use crate::dense::imp::{Bf16Store, Epilogue, PartialStore, TileJob, tile_gemm};
+    use crate::dense::imp::{Bf16Store, Epilogue, PartialStore, TileJob, tile_dims, tile_gemm};
     use crate::intrinsics::*;
     use crate::mainloop_bs::imp::{tile_gemm_bs, tile_gemm_bs_pipe};
     use crate::tile::{self, NUM_XCDS, SCALE_BLOCK_K, SCALE_BLOCK_N};
@@ -548,6 +548,20 @@ pub(crate) mod imp {
 
     impl<const FM: usize, const FN: usize, const BS: bool> Epilogue for PieceStore<FM, FN, BS> {
         #[inline(always)]
+        fn begin(&self) {
+            if !self.partial {
+                self.direct.begin();
+            }
+        }
+
+        #[inline(always)]
+        fn finish(&self, keep_row: impl Fn(u32) -> bool) {
+            if !self.partial {
+                self.direct.finish(keep_row);
+            }
+        }
+
+        #[inline(always)]
         fn store(&self, row: u32, col: u32, valid: bool, acc: F32x4) {
             if self.partial {
                 self.part.store(row, col, valid, acc);
@@ -557,14 +571,6 @@ pub(crate) mod imp {
         }
     }
 
-    /// `(BM, BN)` of the tile of a `FM × FN`-fragment wave: `32·FM × 32·FN` for the 2 × 2
-    /// waves of the dense loop, `16·FM × 64·FN` for the 1 × 4 waves of the bs loop (`BS`), as
-    /// split-K's.
-    #[inline(always)]
-    const fn tile_dims<const FM: usize, const FN: usize, const BS: bool>() -> (u32, u32) {
-        if BS { (16 * FM as u32, 64 * FN as u32) } else { (32 * FM as u32, 32 * FN as u32) }
-    }
-
     /// Sums `count` partial slots of one tile ([`tile_dims`], f32 in fragment order) starting
     /// at byte `base` of `rs_ws`, **in slot order**, and stores the bf16 result of tile
     /// `(m0, n0)` to D (the split-K reduction, [`crate::dense`]). Work-item (wave, lane) reads
@@ -572,7 +578,7 @@ pub(crate) mod imp {
     /// fragment (with `BS` wave `w` owns all rows and column block `w`).
     #[inline(always)]
     fn reduce_slots<const FM: usize, const FN: usize, const BS: bool>(rs_ws: BufferResource, base: u32, count: u32, m0: u32, n0: u32, n: u32, out: &Bf16Store) {
-        let (bm, bn) = tile_dims::<FM, FN, BS>();
+        let (bm, bn) = tile_dims(FM, FN, BS);
         let slot = bm * bn * 4;
         let tid = workitem_id_x();
         let lane = tid & 63;
@@ -619,6 +625,9 @@ pub(crate) mod imp {
             }
             s0 += chunk as u32;
         }
+        let out = out.at(m0, n0);
+        // begin: every wave has read the arrival word (LDS 0..16) before anyone overwrites it.
+        out.begin();
         for fm in 0..FM {
             let row = m0 + 16 * (wm * FM as u32 + fm as u32) + (lane & 15);
             for fnn in 0..FN {
@@ -626,6 +635,7 @@ pub(crate) mod imp {
                 out.store(row, col, col < n, sum[fm][fnn]);
             }
         }
+        out.finish(|_| true);
     }
 
     /// The dense stream-K kernels (module docs): data-parallel head, then the stream-K tail,
@@ -633,7 +643,7 @@ pub(crate) mod imp {
     /// `args.b` holds [`tile::shuffled_b_bytes`], 1 × 4 waves).
     #[inline(always)]
     pub(crate) fn gemm_streamk<L: TileLoop, const FM: usize, const FN: usize, const BS: bool>(args: DenseStreamKArgs) {
-        let (bm, bn) = tile_dims::<FM, FN, BS>();
+        let (bm, bn) = tile_dims(FM, FN, BS);
         let (m, n, k, lda, ldd) = (args.m, args.n, args.k, args.lda, args.ldd);
         let nkb = k / SCALE_BLOCK_K;
         let tiles_m = m.div_ceil(bm);
@@ -654,7 +664,8 @@ pub(crate) mod imp {
             return;
         }
         let rs_ws = BufferResource::new(args.ws.addr(), ws_floats as u32 * 4);
-        let direct = Bf16Store { rs_d: BufferResource::new(args.d.addr(), ((m - 1) * ldd + n) * 2), ldd };
+        // The bf16 epilogue of tile (0, 0); `at` moves it to each tile.
+        let direct = Bf16Store::tile::<FM, FN, BS>(BufferResource::new(args.d.addr(), ((m - 1) * ldd + n) * 2), ldd, n, 0, 0);
         let job = TileJob {
             rs_a: BufferResource::new(args.a.addr(), (m - 1) * lda + k),
             rs_sfa: BufferResource::new(args.sfa.addr(), m * nkb * 4),
@@ -677,7 +688,7 @@ pub(crate) mod imp {
             let p = tile::xcd_remap(pid, dp, NUM_XCDS);
             let (tm, tn) = tile::tile_coords(p, tiles_m, tiles_n);
             let head = TileJob { kb0: 0, nkb, m0: tm * bm, n0: tn * bn, ..job };
-            L::run(&head, &direct);
+            L::run(&head, &direct.at(head.m0, head.n0));
             return;
         }
         // The tail: this workgroup's iterations [it, end), where the tail's tile t is tile
@@ -703,10 +714,10 @@ pub(crate) mod imp {
                 if !first_piece {
                     lds_barrier();
                 }
-                L::run(&TileJob { kb0: 0, nkb, ..job }, &direct);
+                L::run(&TileJob { kb0: 0, nkb, ..job }, &direct.at(m0, n0));
                 return stop;
             }
-            let epi = PieceStore::<FM, FN, BS> { partial: !whole, direct, part: PartialStore { rs_ws, base: counters * 4 + (w + t) * slot, m0, n0 } };
+            let epi = PieceStore::<FM, FN, BS> { partial: !whole, direct: direct.at(m0, n0), part: PartialStore { rs_ws, base: counters * 4 + (w + t) * slot, m0, n0 } };
             if !first_piece {
                 // Every wave has finished reading the previous piece's last block (and the
                 // arrival broadcast) before the next prologue writes LDS.
