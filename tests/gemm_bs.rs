@@ -487,3 +487,52 @@ proptest! {
         }
     }
 }
+
+/// The emulator's store line requests of the last launch on this thread and the bytes it wrote.
+fn store_requests() -> (u64, u64) {
+    let r = amdgpu_emu::hip::last_launch_report().expect("the GEMM's launch report");
+    (r.counters.global_store_requests, r.counters.global_write_bytes)
+}
+
+#[test]
+fn bf16_epilogues_store_whole_lines() {
+    // Every kernel stores D through the LDS-staged epilogue (device dense.rs `Bf16Store`): each
+    // store instruction covers whole rows of the tile, consecutive lanes on consecutive bytes.
+    // With n a multiple of 64 (rows of D start on 128-byte lines) every line request of a store
+    // is a whole line; a store straight from the MFMA fragments made 16 requests per line.
+    let ctx = checked_context();
+    let stream = Stream::new(&ctx).unwrap();
+    let (m, n, k) = (256, 512, 512);
+    let c = case(m, n, k, 5);
+    for tile in BS_TILES {
+        let what = format!("bs tile {}x{}", tile.0, tile.1);
+        let (got, r) = forced(Some(tile), Some(1), || run_with_layout(&ctx, &stream, &c, WeightLayout::Preshuffled));
+        assert_accurate(&what, &c, &got);
+        let (requests, bytes) = store_requests();
+        assert_eq!(bytes, (m * n * 2) as u64, "{what} ({})", r.config.unwrap().kernel);
+        assert_eq!(requests * 128, bytes, "{what} ({}): {requests} store line requests for {bytes} bytes", r.config.unwrap().kernel);
+    }
+    for tile in [(64, 64), (64, 128), (128, 128)] {
+        let what = format!("logical tile {}x{}", tile.0, tile.1);
+        let (got, r) = forced(Some(tile), Some(1), || run_with_layout(&ctx, &stream, &c, WeightLayout::Logical));
+        assert_accurate(&what, &c, &got);
+        let (requests, bytes) = store_requests();
+        assert_eq!(requests * 128, bytes, "{what} ({}): {requests} store line requests for {bytes} bytes", r.config.unwrap().kernel);
+    }
+    // Split-K: the partial slots (1 KiB contiguous per wave and fragment), D through the same
+    // epilogue, plus per tile one arrival atomic per split and one counter re-arm (4 bytes
+    // each, one request each): every other request is a whole line.
+    for tile in BS_SPLIT_TILES {
+        let what = format!("bs split-K 3, tile {}x{}", tile.0, tile.1);
+        let (got, r) = forced(Some(tile), Some(3), || run_with_layout(&ctx, &stream, &c, WeightLayout::Preshuffled));
+        assert_accurate(&what, &c, &got);
+        let cfg = r.config.unwrap();
+        assert_eq!(cfg.splits, 3, "{what}");
+        let tiles = (m as u64).div_ceil(u64::from(tile.0)) * (n as u64).div_ceil(u64::from(tile.1));
+        let (requests, bytes) = store_requests();
+        let whole = (m * n * 2) as u64 + 3 * tiles * u64::from(tile.0 * tile.1) * 4;
+        let words = (3 + 1) * tiles;
+        assert_eq!((bytes, requests * 128), (whole + 4 * words, whole + 128 * words), "{what} ({}): {requests} store line requests for {bytes} bytes", cfg.kernel);
+    }
+    stream.synchronize().unwrap();
+}

@@ -413,7 +413,8 @@ impl<'p> Probe<'p> {
             }
         }
         if info.vmem_bytes != 0 {
-            self.global_lines(w, inst, u64::from(info.vmem_bytes));
+            let store = info.kind == Some(Kind::VmemStore);
+            self.global_lines(w, inst, u64::from(info.vmem_bytes), store);
             if inst.enc == Enc::Mubuf && inst.has_flag(flag::LDS) && !self.shadow.is_empty() {
                 self.lds_dma(w, inst, idx)?;
             }
@@ -426,8 +427,9 @@ impl<'p> Probe<'p> {
 
     /// Records the global memory lines a FLAT/GLOBAL/MUBUF instruction's active lanes touch
     /// (addresses as the executor forms them; buffer lanes failing the range check and FLAT
-    /// addresses in the LDS / private apertures are skipped).
-    fn global_lines(&mut self, w: &Wave, inst: &Inst, n: u64) {
+    /// addresses in the LDS / private apertures are skipped), and counts its line requests
+    /// (`store`: into [`Counters::global_store_requests`], else the load requests).
+    fn global_lines(&mut self, w: &Wave, inst: &Inst, n: u64, store: bool) {
         let exec = u64::from(w.s[126]) | u64::from(w.s[127]) << 32;
         let v = |code: u16, l: usize| -> u64 {
             let i = usize::from(code.wrapping_sub(VGPR0));
@@ -441,6 +443,7 @@ impl<'p> Probe<'p> {
             }
         };
         let mut last = u64::MAX;
+        let mut requests = 0;
         let mut m = exec;
         while m != 0 {
             let l = m.trailing_zeros() as usize;
@@ -486,9 +489,15 @@ impl<'p> Probe<'p> {
                     if self.tracing {
                         self.cur_lines.push(line);
                     }
+                    requests += 1;
                     last = line;
                 }
             }
+        }
+        if store {
+            self.counters.global_store_requests += requests;
+        } else {
+            self.counters.global_load_requests += requests;
         }
     }
 

@@ -373,6 +373,13 @@ pub struct Counters {
     pub global_read_bytes: u64,
     /// Bytes written to global memory by vector memory instructions (stores and atomics).
     pub global_write_bytes: u64,
+    /// Line requests of vector memory loads (and atomics): per instruction, the runs of
+    /// consecutive active lanes that fall in one 128-byte line — what the timing model charges
+    /// the texture path and the L2 for ([`crate::timing`], "memory"). A fully coalesced
+    /// instruction makes `bytes / 128` of them.
+    pub global_load_requests: u64,
+    /// Line requests of vector memory stores, as [`Counters::global_load_requests`].
+    pub global_store_requests: u64,
     /// Bytes read by scalar memory loads (kernarg and constants).
     pub scalar_read_bytes: u64,
     /// Distinct global memory footprint of the vector memory instructions: distinct 128-byte
@@ -398,6 +405,8 @@ impl Counters {
         self.lds_conflict_cycles += o.lds_conflict_cycles;
         self.global_read_bytes += o.global_read_bytes;
         self.global_write_bytes += o.global_write_bytes;
+        self.global_load_requests += o.global_load_requests;
+        self.global_store_requests += o.global_store_requests;
         self.scalar_read_bytes += o.scalar_read_bytes;
         self.mfma_passes += o.mfma_passes;
         self.mfma_flops += o.mfma_flops;

@@ -237,6 +237,14 @@ impl fmt::Display for LaunchReport {
             "  global memory: {} bytes read, {} bytes written, distinct footprint {} bytes; scalar loads {} bytes",
             c.global_read_bytes, c.global_write_bytes, c.global_footprint_bytes, c.scalar_read_bytes
         )?;
+        writeln!(
+            f,
+            "  line requests (per instruction, runs of neighbouring lanes in one 128-byte line): {} loads, {} stores; whole-line share {:.2} / {:.2}",
+            c.global_load_requests,
+            c.global_store_requests,
+            c.global_read_bytes as f64 / 128.0 / c.global_load_requests.max(1) as f64,
+            c.global_write_bytes as f64 / 128.0 / c.global_store_requests.max(1) as f64
+        )?;
         write!(
             f,
             "  MFMA: {} wave-instructions, {} passes, {} FLOP issued; MFMA share of all issued {:.1}%",
