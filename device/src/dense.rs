@@ -31,9 +31,10 @@
 //!   waves done reading), the `ds_write_b128` of block `kb + 1` from registers, and a barrier.
 //!   Two workgroups per CU (one for 64×64 … four) overlap each other's barriers and waits.
 //! * **Scales**: one load covers 4 blocks: lane group `g = l >> 4` loads the scale of block
-//!   `kb + g` of its row (SFA, one `buffer_load_dword` per A fragment every 4 blocks: the 16
-//!   rows' lines are touched once per 4 blocks instead of every block) and of the tile's SFB row;
-//!   block `kb` takes its SFA from lane group `kb & 3` with a `ds_bpermute_b32` per fragment and
+//!   `kb + g` of the tile's SFB row, and lane `l` the scale of block `kb + (l & 3)` of fragment
+//!   row `l >> 2` (SFA, one `buffer_load_dword` per A fragment every 4 blocks: the 16 rows' lines
+//!   are touched once per 4 blocks instead of every block, four neighbouring lanes on one row's
+//!   16 bytes); block `kb` takes its SFA from lane `4·(l & 15) + (kb & 3)` with a `ds_bpermute_b32` per fragment and
 //!   its SFB with one `v_readlane_b32`. The scale loads are issued *before* the operand prefetch
 //!   (vector memory retires in order, so waiting for the scales does not wait for the prefetch).
 //!   The whole offset is in `voffset`, so the range check reads 0 past the end of SFA/SFB (a
@@ -867,18 +868,19 @@ pub(crate) mod imp {
         // in the epilogue rather than kept live across the loop: holding them makes LLVM
         // rematerialize the SFA offsets inside the loop instead.)
         let row_of = |fm: usize| m0 + 16 * (wm * FM as u32 + fm as u32) + (lane & 15);
-        // Scales of 4 blocks per load: lane group g = l >> 4 reads block kb + g of its rows (one
-        // 16-byte piece of each row's scale line instead of one dword per block), and each block
-        // takes its scales from lane group kb & 3 with a lane permute.
+        // Scales of 4 blocks per load: lane l reads block kb + (l & 3) of fragment row l >> 2
+        // (one 16-byte piece of each row's scale line instead of one dword per block; four
+        // neighbouring lanes on one piece, so a load is 16 line requests, not 64), and lane
+        // (row r, block kb) takes its scale from lane 4·r + (kb & 3) with a lane permute.
         let grp = lane >> 4;
         let mut sfa_voff = [0u32; FM];
         let mut keep = [true; FM];
         for fm in 0..FM {
-            sfa_voff[fm] = row_of(fm) * ldsf * 4 + sf0 + 4 * grp;
+            sfa_voff[fm] = (row_of(fm) - (lane & 15) + (lane >> 2)) * ldsf * 4 + sf0 + 4 * (lane & 3);
             keep[fm] = keep_row(row_of(fm));
         }
         let sfb_voff = (n0 / SCALE_BLOCK_N) * ldsf * 4 + sf0 + 4 * grp;
-        let sf_src = 4 * (lane & 15);
+        let sf_src = 16 * (lane & 15);
 
         // `live = false` moves every lane's voffset out of range: the loads then read 0 and touch
         // no memory, so the loop issues its prefetch on every block without a branch (with the
@@ -973,7 +975,7 @@ pub(crate) mod imp {
             let j = kb % SF_BLOCKS;
             let sfb = f32::from_bits(readlane_dyn(sfb_raw.to_bits(), 16 * j)) * tile::PROMOTION_DOWN;
             for fm in 0..FM {
-                let sfa = f32::from_bits(ds_bpermute(sf_src + 64 * j, sfa_raw[fm].to_bits()));
+                let sfa = f32::from_bits(ds_bpermute(sf_src + 4 * j, sfa_raw[fm].to_bits()));
                 let s = sfa * sfb;
                 for fnn in 0..FN {
                     acc[fm][fnn] = part[fm][fnn].fma_splat(s, acc[fm][fnn]);

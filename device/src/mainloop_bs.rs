@@ -227,8 +227,28 @@ pub(crate) mod imp {
     pub(crate) const ROW: u32 = SCALE_BLOCK_K;
     /// B fragments per wave (32 columns).
     pub(crate) const FN: usize = 2;
-    /// LDS bytes of one A fragment's SFA for one 4-block window (64 lanes × f32).
+    /// LDS bytes of one A fragment's SFA for one 4-block window (64 lanes × f32), laid out
+    /// `[block j][row r]` (`4·(16·j + r)`).
     pub(crate) const SFA_REGION: u32 = 256;
+
+    /// The SFA window load of every bs loop: lane `l` loads block `l & 3` of the window of
+    /// fragment row `l >> 2`, returned as `(row, block)`. Four neighbouring lanes read one
+    /// row's 16 contiguous bytes, so a load instruction is 16 line requests; with the row
+    /// fastest (lane `l`: row `l & 15`, block `l >> 4`) it was 64, one per lane, which at
+    /// K = 7168 was a quarter of the texture path's cycles in the timing model
+    /// (4096×2048×7168, 64-row tile: VMEM/L1 81 % → 67 % busy).
+    #[inline(always)]
+    pub(crate) fn sfa_lane(lane: u32) -> (u32, u32) {
+        (lane >> 2, lane & 3)
+    }
+
+    /// Byte offset inside a fragment's [`SFA_REGION`] of the scale lane `lane` loaded
+    /// ([`sfa_lane`]).
+    #[inline(always)]
+    pub(crate) fn sfa_slot_byte(lane: u32) -> u32 {
+        let (r, j) = sfa_lane(lane);
+        4 * (16 * j + r)
+    }
 
     /// One block's B operands of a wave: `[fragment][read]`, 16 bytes per lane each.
     pub(crate) type BRegs = [[U32x4; 2]; FN];
@@ -283,16 +303,16 @@ pub(crate) mod imp {
 
         let row_of = |fm: usize| m0 + 16 * fm as u32 + (lane & 15);
         // SFA through LDS: wave w loads the 4-block windows of the A fragments fm ≡ w (mod 4)
-        // (lane group g = l >> 4 reads block kb + g of row 16·fm + (l & 15): one 16-byte piece
-        // of each row's scale line) and writes them to the window's LDS region (fragment fm's
-        // 64 values at `sfa_region + 256·fm + 4·l`); every wave reads its scale of block j of
-        // the window at `4·(16·j + (l & 15))`. Each row's scale line is loaded once per
-        // workgroup instead of once per wave (the texture path's cost of SFA ÷ 4).
+        // (lanes as `sfa_lane`) and writes them to the window's LDS region (fragment fm's 64
+        // values at `sfa_region + 256·fm + sfa_slot_byte(l)`); every wave reads its scale of
+        // block j of the window at `4·(16·j + (l & 15))`. Each row's scale line is loaded once
+        // per workgroup instead of once per wave (the texture path's cost of SFA ÷ 4).
         let grp = lane >> 4;
+        let (sfa_row, sfa_blk) = sfa_lane(lane);
         let mut sfa_voff = [0u32; FM];
         let mut keep = [true; FM];
         unroll!(fm < FM => {
-            sfa_voff[fm] = row_of(fm) * ldsf * 4 + sf0 + 4 * grp;
+            sfa_voff[fm] = (m0 + 16 * fm as u32 + sfa_row) * ldsf * 4 + sf0 + 4 * sfa_blk;
             keep[fm] = keep_row(row_of(fm));
         });
         let sfb_voff = (n0 / SCALE_BLOCK_N) * ldsf * 4 + sf0 + 4 * grp;
@@ -380,7 +400,7 @@ pub(crate) mod imp {
                 if fm as u32 % 4 == wave {
                     // SAFETY: inside region w & 1 (< lds_bytes), 4-byte aligned; every wave
                     // passed the barrier after its last read of this region (one window ago).
-                    unsafe { lds_write_b32(sfa_region(w) + SFA_REGION * fm as u32 + 4 * lane, sa[fm].to_bits()) };
+                    unsafe { lds_write_b32(sfa_region(w) + SFA_REGION * fm as u32 + sfa_slot_byte(lane), sa[fm].to_bits()) };
                 }
             });
         };
@@ -579,10 +599,11 @@ pub(crate) mod imp {
         });
         // SFA: this wave loads the windows of fragments 4q + wave (q < ⌈FM/4⌉) — no branch on
         // the wave, so the wait before the LDS write is a counted `vmcnt(N)`; slots 4q + wave
-        // ≥ FM load other rows' scales (or 0) into LDS slots nobody reads.
+        // ≥ FM load other rows' scales (or 0) into LDS slots nobody reads. Lanes as `sfa_lane`.
+        let (sfa_row, sfa_blk) = sfa_lane(lane);
         let mut sfa_voff = [0u32; FM];
         unroll!(q < FM.div_ceil(4) => {
-            sfa_voff[q] = (m0 + 16 * (4 * q as u32 + wave) + (lane & 15)) * ldsf * 4 + sf0 + 4 * grp;
+            sfa_voff[q] = (m0 + 16 * (4 * q as u32 + wave) + sfa_row) * ldsf * 4 + sf0 + 4 * sfa_blk;
         });
         let sfb_voff = (n0 / SCALE_BLOCK_N) * ldsf * 4 + sf0 + 4 * grp;
         let sfa_region = |w: u32| 2 * stage + w * SFA_REGION * pipe_sfa_slots(FM as u32);
@@ -626,7 +647,7 @@ pub(crate) mod imp {
         |w: u32, q: usize, v: f32| {
             // SAFETY: inside region w & 1 (< lds_bytes), 4-byte aligned; every wave passed the
             // barrier after its last read of this region (one window ago).
-            unsafe { lds_write_b32(sfa_region(w) + SFA_REGION * (4 * q as u32 + wave) + 4 * lane, v.to_bits()) };
+            unsafe { lds_write_b32(sfa_region(w) + SFA_REGION * (4 * q as u32 + wave) + sfa_slot_byte(lane), v.to_bits()) };
         };
 
         // SAFETY: all-zero bits are a valid [[F32x4; FN]; FM] (+0.0 in every lane).

@@ -94,7 +94,7 @@ pub(crate) mod imp {
     use crate::args::DenseGemmArgs;
     use crate::dense::imp::{Epilogue, TileJob, dense_job};
     use crate::intrinsics::*;
-    use crate::mainloop_bs::imp::{ARegs, BSets, FN, ROW, SFA_REGION, pipe_sfa_slots, pipe_stage_bytes};
+    use crate::mainloop_bs::imp::{ARegs, BSets, FN, ROW, SFA_REGION, pipe_sfa_slots, pipe_stage_bytes, sfa_lane, sfa_slot_byte};
     use crate::tile::{self, SCALE_BLOCK_K, SCALE_BLOCK_N, SHUFFLED_UNIT, block_swizzle, frag_chunk};
 
     macro_rules! unroll {
@@ -178,7 +178,7 @@ pub(crate) mod imp {
         // ≥ FM load other rows' scales (or 0) into LDS slots nobody reads.
         let mut sfa_voff = [0u32; FM];
         unroll!(q < FM.div_ceil(4) => {
-            sfa_voff[q] = (m0 + 16 * (4 * q as u32 + wave) + (lane & 15)) * ldsf * 4 + sf0 + 4 * grp;
+            sfa_voff[q] = (m0 + 16 * (4 * q as u32 + wave) + sfa_lane(lane).0) * ldsf * 4 + sf0 + 4 * sfa_lane(lane).1;
         });
         let sfb_voff = (n0 / SCALE_BLOCK_N) * ldsf * 4 + sf0 + 4 * grp;
         let sfa_region = |w: u32| 2 * stage + w * SFA_REGION * pipe_sfa_slots(FM as u32);
@@ -222,7 +222,7 @@ pub(crate) mod imp {
         |w: u32, q: usize, v: f32| {
             // SAFETY: inside region w & 1 (< lds_bytes), 4-byte aligned; every wave passed the
             // barrier after its last read of this region (one window ago).
-            unsafe { lds_write_b32(sfa_region(w) + SFA_REGION * (4 * q as u32 + wave) + 4 * lane, v.to_bits()) };
+            unsafe { lds_write_b32(sfa_region(w) + SFA_REGION * (4 * q as u32 + wave) + sfa_slot_byte(lane), v.to_bits()) };
         };
 
         // SAFETY: all-zero bits are a valid [[[F32x2; 2]; FN]; FM] (+0.0 in every lane).
