@@ -241,7 +241,11 @@ pub(crate) mod imp {
 
         // Prologue: window 0's scales; A(0), A(1) for stages 0, 1; B(0 .. BA); A(2) into
         // registers — all loads issued first, then the LDS writes (each waits only for its own
-        // load: one memory round trip instead of one per write); then A(0)'s fragments.
+        // load: one memory round trip instead of one per write); then A(0)'s fragments. The
+        // fence after A(0), A(1) keeps LLVM from moving their second copy pass behind B's loads:
+        // the LDS writes then wait for A alone and the first MFMA for B(0)'s first load, not
+        // for the whole burst (at one tile per CU the first blocks' loads queue on the XCD's
+        // fabric link: MI300X 128×7168×2048, 48 rows, 12.34 → 11.90 µs modelled).
         unroll!(q < FM.div_ceil(4) => {
             sfa_ld[q] = load_sfa(0, q);
         });
@@ -252,6 +256,7 @@ pub(crate) mod imp {
                 a01[st][p] = load_a(st as u32, p);
             });
         });
+        sched_fence();
         unroll!(f < FN => {
             unroll!(r < 2 => {
                 b[0][f][r] = load_b(0, f, r);
