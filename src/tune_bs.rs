@@ -142,7 +142,11 @@ pub fn run(set: BsSet, peers: Option<PathBuf>, out: Option<PathBuf>, max_m: Opti
     let ctx = Context::new().map_err(e)?;
     let started = std::time::Instant::now();
     let mut csv = String::new();
-    let _ = writeln!(csv, "# fp8gemm bs config table (B pre-shuffled) for gfx942, written by `fp8gemm tune --bs --set {}`.", set_name(set));
+    let limit = match max_m {
+        Some(x) => format!(" --max-m {x}` (problems with M > {x} not run: no rows for them)"),
+        None => "`".to_string(),
+    };
+    let _ = writeln!(csv, "# fp8gemm bs config table (B pre-shuffled) for gfx942, written by `fp8gemm tune --bs --set {}{limit}.", set_name(set));
     let _ = writeln!(csv, "# Every figure is MODELLED by the emulator's timing model (amdgpu_emu::timing), not measured.");
     let _ = writeln!(csv, "# A row only where the fastest candidate beats the rules' choice by {:.0} %.", TABLE_MIN_GAIN * 100.0);
     let _ = writeln!(csv, "# bs,kind,groups,m,n,k,expected_m,cus,tile,splits,stream_k,modelled_us,rule_us,machine: all candidates (forcing=modelled µs)");

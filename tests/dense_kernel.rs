@@ -783,6 +783,12 @@ fn bs_kernels_meet_the_resource_goals() {
             // one-exit shape, `mainloop_bs` "Loop shape"), the taller ones one.
             let want_waves = match tile.block_m {
                 48 | 64 if tile.name.starts_with("fp8_gemm_nt_bs_pipe_") => 2,
+                // The 32-row split-K kernel runs the pipelined loop with B two blocks ahead
+                // (170 registers): two per CU, against three for the phase loop, which the
+                // decode grids it serves (one workgroup per CU or fewer) do not use, and
+                // modelled faster where they do (`fp8gemm_device::mainloop_bs`, "Split-K on
+                // the pipelined loop").
+                32 if tile.name == "fp8_gemm_nt_splitk_bs_bm32_bn128" => 2,
                 _ if tile.name.starts_with("fp8_gemm_nt_bs_pipe_") => 1,
                 32 => 3,
                 64 => 2,

@@ -12,6 +12,12 @@ use rand::{SeedableRng, rngs::StdRng};
 
 /// Runs the GEMM on the device and returns (calc_diff vs dequantized, vs unquantized).
 fn run(ctx: &Context, m: usize, n: usize, k: usize, seed: u64) -> (f64, f64) {
+    run_with_floor(ctx, m, n, k, seed).0
+}
+
+/// [`run`], and the quantization's own error on this input: calc_diff of the exact product of
+/// the dequantized inputs against the unquantized reference.
+fn run_with_floor(ctx: &Context, m: usize, n: usize, k: usize, seed: u64) -> ((f64, f64), f64) {
     let c = case(m, n, k, seed);
     let da = DeviceActivations::upload(ctx, &c.qa).unwrap();
     let db = DeviceWeights::upload(ctx, &c.qb).unwrap();
@@ -20,7 +26,9 @@ fn run(ctx: &Context, m: usize, n: usize, k: usize, seed: u64) -> (f64, f64) {
     let r = fp8_gemm_nt(&stream(ctx), &da, &db, &mut dd).unwrap_or_else(|e| panic!("{m}x{n}x{k}: {e}"));
     assert!(r.config.is_some());
     let d = dd.download(&stream(ctx)).unwrap();
-    (reference::calc_diff(&d, &c.want_dequantized()).unwrap(), reference::calc_diff(&d, &c.want_unquantized()).unwrap())
+    let (want_dq, want_uq) = (c.want_dequantized(), c.want_unquantized());
+    let floor = reference::calc_diff(&want_dq, &want_uq).unwrap();
+    ((reference::calc_diff(&d, &want_dq).unwrap(), reference::calc_diff(&d, &want_uq).unwrap()), floor)
 }
 
 fn assert_accurate(m: usize, n: usize, k: usize, (dq, df): (f64, f64)) {
@@ -44,14 +52,39 @@ fn shape_grid_matches_both_references() {
     }
 }
 
+/// Random shapes down to a handful of outputs. The kernel must match the dequantized
+/// reference tightly everywhere; against the unquantized reference the 10⁻³ goal is DeepGEMM's
+/// for real shapes, and on a few outputs the quantization alone can exceed it (see
+/// `tiny_output_quantization_error`): there the kernel may not add to it.
+fn assert_accurate_random(m: usize, n: usize, k: usize, ((dq, df), floor): ((f64, f64), f64)) {
+    assert!(dq < 1e-5, "{m}x{n}x{k}: calc_diff vs dequantized reference {dq:e}");
+    if floor < 1e-3 {
+        assert!(df < 1e-3, "{m}x{n}x{k}: calc_diff vs unquantized reference {df:e} (quantization alone {floor:e})");
+    } else {
+        assert!(df <= floor * (1.0 + 1e-3), "{m}x{n}x{k}: calc_diff vs unquantized reference {df:e}, above the quantization's own {floor:e}");
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
     #[test]
     fn random_valid_shapes(m in 1usize..300, n4 in 1usize..80, kb in 1usize..4, seed in any::<u64>()) {
         let ctx = Context::new().unwrap();
         let (n, k) = (4 * n4, 128 * kb);
-        assert_accurate(m, n, k, run(&ctx, m, n, k, seed));
+        assert_accurate_random(m, n, k, run_with_floor(&ctx, m, n, k, seed));
     }
+}
+
+/// The case proptest found (2 × 4 × 256, 8 outputs): the exact product of the dequantized FP8
+/// inputs is itself 1.574·10⁻³ from the unquantized reference, so no kernel can meet the
+/// 10⁻³ goal on it; ours equals that product to < 10⁻⁵.
+#[test]
+fn tiny_output_quantization_error() {
+    let ctx = Context::new().unwrap();
+    let ((dq, df), floor) = run_with_floor(&ctx, 2, 4, 256, 7068120668682515867);
+    assert!((floor - 1.574e-3).abs() < 1e-6, "quantization error {floor:e}");
+    assert!(dq < 1e-5, "calc_diff vs dequantized {dq:e}");
+    assert!((df - floor).abs() < 1e-5, "calc_diff vs unquantized {df:e}, quantization alone {floor:e}");
 }
 
 /// Larger DeepSeek-V3 shapes; minutes on the emulator: `cargo test --release -- --ignored`.

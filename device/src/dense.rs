@@ -601,7 +601,6 @@ pub(crate) mod imp {
         if bs { (16 * fm as u32, 64 * fnn as u32) } else { (32 * fm as u32, 32 * fnn as u32) }
     }
 
-
     /// Split-K epilogue: the tile's FP32 accumulators (promotion domain) to its partial slot in
     /// the workspace (`bm · bn` f32 from byte `base`, in [`frag_offset`] order), at device
     /// scope. Every value is stored (also columns past `n` and rows past `m`: the reduction
@@ -630,12 +629,29 @@ pub(crate) mod imp {
     /// tile's partial slot; the last workgroup of a tile to arrive reduces all partial slots in
     /// split order into bf16 D and re-arms the tile's counter.
     ///
-    /// `BS = false`: the logical B and `tile_gemm::<FM, FN, DEPTH>`. `BS = true` (the bs
-    /// split-K kernels): B pre-shuffled, `FN = 2`, the main loop
+    /// `BS = false`: the logical B and `tile_gemm::<FM, FN, DEPTH>`. `BS = true` (the 128-row
+    /// bs split-K kernel; the 32- and 64-row ones run the pipelined loop through
+    /// [`gemm_splitk_with`]): B pre-shuffled, `FN = 2`, the main loop
     /// `mainloop_bs::imp::tile_gemm_bs::<FM, true, DEPTH == 2>` (DEPTH 2: A fragments read a
     /// block ahead).
     #[inline(always)]
     pub fn gemm_splitk<const FM: usize, const FN: usize, const DEPTH: u32, const BS: bool>(args: DenseSplitKArgs) {
+        gemm_splitk_with::<FM, FN, BS>(args, |job, epi| {
+            if !BS {
+                tile_gemm::<FM, FN, DEPTH, _>(job, |_| true, epi);
+            } else if DEPTH == 2 {
+                crate::mainloop_bs::imp::tile_gemm_bs::<FM, true, true, _>(job, |_| true, epi);
+            } else {
+                crate::mainloop_bs::imp::tile_gemm_bs::<FM, true, false, _>(job, |_| true, epi);
+            }
+        });
+    }
+
+    /// [`gemm_splitk`] over the main loop `main` (the split's job and its partial-slot
+    /// epilogue): the bs split-K kernels on the pipelined loop pass
+    /// `mainloop_bs::imp::tile_gemm_bs_pipe`.
+    #[inline(always)]
+    pub fn gemm_splitk_with<const FM: usize, const FN: usize, const BS: bool>(args: DenseSplitKArgs, main: impl FnOnce(&TileJob, &PartialStore<FM, FN, BS>)) {
         let (bm, bn) = tile_dims(FM, FN, BS);
         let (m, n, k, lda, ldd) = (args.m, args.n, args.k, args.lda, args.ldd);
         let nkb = k / SCALE_BLOCK_K;
@@ -684,13 +700,7 @@ pub(crate) mod imp {
         let slot = bm * bn * 4;
         let tile_base = counters * 4 + t * splits.get() * slot;
         let epi = PartialStore::<FM, FN, BS> { rs_ws, base: tile_base + j * slot, m0, n0 };
-        if !BS {
-            tile_gemm::<FM, FN, DEPTH, _>(&job, |_| true, &epi);
-        } else if DEPTH == 2 {
-            crate::mainloop_bs::imp::tile_gemm_bs::<FM, true, true, _>(&job, |_| true, &epi);
-        } else {
-            crate::mainloop_bs::imp::tile_gemm_bs::<FM, true, false, _>(&job, |_| true, &epi);
-        }
+        main(&job, &epi);
 
         let rs_d = || BufferResource::new(args.d.addr(), ((m - 1) * ldd + n) * 2);
         splitk_finish::<FM, FN, BS>(args.ws.addr(), rs_ws, t, tile_base, slot, splits, rs_d, ldd, n, m0, n0);

@@ -68,13 +68,13 @@
 //! |---|---|---|---|---|---|---|---|---|
 //! | `fp8_gemm_nt_bs_bm32_bn128`  | yes / yes | 158 | 0   | 0 | 0 | 9 KiB  | 3 | 3 |
 //! | `fp8_gemm_nt_bs_bm64_bn128`  | yes / no  | 238 | 0   | 0 | 0 | 18 KiB | 2 | 2 |
-//! | `fp8_gemm_nt_bs_pipe_bm48_bn128` | pipelined, B 2 ahead | 211 | 0 | 0 | 0 | 18 KiB | 2 | 2 |
+//! | `fp8_gemm_nt_bs_pipe_bm48_bn128` | pipelined, B 2 ahead | 195 | 0 | 0 | 0 | 18 KiB | 2 | 2 |
 //! | `fp8_gemm_nt_bs_pipe_bm64_bn128` | pipelined, B 2 ahead | 220 | 0 | 0 | 0 | 18 KiB | 2 | 2 |
 //! | `fp8_gemm_nt_bs_pipe_bm80_bn128` | pipelined, B 2 ahead | 257 | 1 | 0 | 0 | 28 KiB | 1 | 1 |
 //! | `fp8_gemm_nt_bs_pipe_bm96_bn128` | pipelined, B 2 ahead | 281 | 25 | 0 | 0 | 28 KiB | 1 | 1 |
 //! | `fp8_gemm_nt_bs_bm128_bn128` | yes / no  | 420 | 164 | 0 | 0 | 36 KiB | 1 | 1 |
-//! | `fp8_gemm_nt_splitk_bs_bm32_bn128`  | yes / yes | 134 | 0  | 0 | 0 | 9 KiB  | 3 | 3 |
-//! | `fp8_gemm_nt_splitk_bs_bm64_bn128`  | yes / no  | 182 | 0  | 0 | 0 | 18 KiB | 2 | 2 |
+//! | `fp8_gemm_nt_splitk_bs_bm32_bn128`  | pipelined, B 2 ahead | 170 | 0  | 0 | 0 | 10 KiB | 2 | 2 |
+//! | `fp8_gemm_nt_splitk_bs_bm64_bn128`  | pipelined, B 2 ahead | 221 | 0  | 0 | 0 | 18 KiB | 2 | 2 |
 //! | `fp8_gemm_nt_splitk_bs_bm128_bn128` | yes / no  | 290 | 34 | 0 | 0 | 36 KiB | 1 | 1 |
 //!
 //! Modelled figures and the steps that led here: [`crate::dense`], "B straight to registers".
@@ -196,8 +196,38 @@
 //! Profile of the shipped variant at 1024×2048×7168: MFMA 51 % busy (83 % of CUs occupied),
 //! stalls "MFMA pipe busy" 82.5 %, vmcnt 10.2 % (mostly the prologue), barrier 5.5 %, lgkmcnt
 //! 1.0 % (before: 37.6 / 13.2 / 14.8 / 33.1 %). (At two per CU, 38.28 µs: stalls "MFMA pipe
-//! busy" 83.9 %, vmcnt 8.1 %, barrier 5.5 %.) Not done: the 32-row tile, the split-K /
-//! m-grouped / stream-K twins on this loop, more LDS stages with a barrier every 2 blocks.
+//! busy" 83.9 %, vmcnt 8.1 %, barrier 5.5 %.) Not done: more LDS stages with a barrier every
+//! 2 blocks.
+//!
+//! **Filling the MFMA shadows.** A trace of one wave of the 48-row kernel in the timing model
+//! (MI300X 128×7168×2048, one workgroup per CU) showed ~560 cycles per block against 384 of
+//! MFMA pipe: with one wave per SIMD nothing covers an instruction group that outlasts the
+//! 16-cycle MFMA it follows. Three groups did: (1) the promotions, which LLVM gathered into one
+//! lump of 12 `v_pk_fma` per block (the 48-row kernel used `fma_splat`, whose repeat-array
+//! splat lets IndVarSimplify sink them; `fma_splat_in_place` no longer costs it registers: 211
+//! → 195); (2) a pair's two promotions after one MFMA (now one output after `t = 4`, the other
+//! after `t = 6`, even MFMAs that carry no global load); (3) the next window's SFA write and
+//! its region arithmetic after the block's last MFMA, in the loop latch (164 cycles between
+//! the blocks across the latch against 64 elsewhere; now after MFMA `8·FM − 3` of the window's
+//! last block, a free odd slot). Modelled (`fp8gemm compare --set deepseek`, MI300X, full
+//! scope), before → after: 128×7168×2048 (48 rows) 11.82 → 11.37 µs, 128×24576×1536 (48)
+//! 16.08 → 15.45, 128×32768×512 (64) 10.84 → 10.65, 4096×2112×7168 (64) 119.63 → 112.25,
+//! 4096×24576×1536 297.24 → 284.44, 4096×7168×16384 761.51 → 713.81, 4096×7168×2048 113.84 →
+//! 109.12, 4096×4096×7168 (stream-K) 204.50 → 192.79. Tried and not kept: the block's barrier
+//! after its first MFMA (11.70 → 11.73 µs) and four MFMAs before the block's end (→ 12.11): an
+//! in-order wave waiting at `s_waitcnt lgkmcnt(0)` + `s_barrier` issues no MFMA either, and the
+//! waves' skew mid-block is larger than at the block's start.
+//!
+//! **Split-K on the pipelined loop.** The bs split-K kernels of 32 and 64 rows run this loop
+//! (`dense::imp::gemm_splitk_with` with `tile_gemm_bs_pipe::<2 or 4, 2>`; `FM = 2` is allowed
+//! for them: 16 MFMAs per block have the slots for its 1 + 4 + 2 loads and one A write). At 32
+//! rows it takes 170 registers, two workgroups per CU instead of the phase loop's three, which
+//! the decode grids do not use (one per CU or fewer); with B one block ahead it fits three
+//! (154) but the decode shapes lose 5 %: modelled `--scope xcd`, MI300X, B two ahead / one
+//! ahead: 64×2112×7168 split 8 13.04 / 13.76 µs, 128×2112×7168 split 8 15.34 / 16.15,
+//! 128×7168×16384 split 6 56.97 / 46.73 but split 2 46.49 with B two ahead (the tuned table
+//! picks the split). Against the phase loop (`compare --set deepseek`, full scope):
+//! 64×7168×2048 split 2 11.27 → 9.90 µs, 64×2112×7168 split 8 11.81 → 11.60.
 //!
 //! **Direct-to-LDS A (tried, not shipped).** Loading A with `buffer_load_dword … lds` (through an
 //! LLVM IR shim over `llvm.amdgcn.raw.buffer.load.lds`, each lane's dword chosen so the rotation
@@ -531,6 +561,7 @@ pub(crate) mod imp {
     pub(crate) const fn pipe_sfa_slots(fm: u32) -> u32 {
         4 * fm.div_ceil(4)
     }
+    const _: () = assert!(2 * pipe_stage_bytes(2) + 2 * SFA_REGION * pipe_sfa_slots(2) == tile::bs_pipe_lds_bytes(32));
     const _: () = assert!(2 * pipe_stage_bytes(4) + 2 * SFA_REGION * pipe_sfa_slots(4) == tile::bs_pipe_lds_bytes(64));
     const _: () = assert!(2 * pipe_stage_bytes(3) + 2 * SFA_REGION * pipe_sfa_slots(3) == tile::bs_pipe_lds_bytes(48));
     const _: () = assert!(2 * pipe_stage_bytes(5) + 2 * SFA_REGION * pipe_sfa_slots(5) == tile::bs_pipe_lds_bytes(80));
@@ -549,7 +580,7 @@ pub(crate) mod imp {
     /// and its second workgroup per CU).
     #[inline(always)]
     fn promote<const FM: usize>(part: F32x4, s: f32, acc: F32x4) -> F32x4 {
-        if FM >= 4 { part.fma_splat_in_place(s, acc) } else { part.fma_splat(s, acc) }
+        if FM >= 3 { part.fma_splat_in_place(s, acc) } else { part.fma_splat(s, acc) }
     }
 
     /// The pipelined bs loop (module docs, "Pipelined loop", "Loop shape"): the
@@ -561,10 +592,11 @@ pub(crate) mod imp {
     /// held by `sched_fence`s; the promotion of an output pair runs after the next pair's
     /// MFMAs (the last pair's in the next block), so no VALU waits on an MFMA result; the
     /// per-window SFA loads are straight-line (wave `w` loads fragments `4q + w`).
-    /// `FM` ∈ 3..=8 (the dense kernels use 3, 4, 5, 6).
+    /// `FM` ∈ 2..=8 (the dense data-parallel kernels use 3, 4, 5, 6; the split-K kernels 2
+    /// and 4).
     #[inline(always)]
     pub(crate) fn tile_gemm_bs_pipe<const FM: usize, const BA: u32, E: Epilogue>(job: &TileJob, keep_row: impl Fn(u32) -> bool, epi: &E) {
-        const { assert!(FM >= 3 && FM <= 8) };
+        const { assert!(FM >= 2 && FM <= 8) };
         const { assert!(BA == 1 || BA == 2) };
         let stage = pipe_stage_bytes(FM as u32);
         let (n, m0, n0, lda, ldsf, nkb) = (job.n, job.m0, job.n0, job.lda, job.ldsf, job.nkb);
@@ -763,20 +795,30 @@ pub(crate) mod imp {
                                 sfb_next = load_sfb(i + 3);
                             }
                         }
-                        if g == 4 {
-                            unroll!(ff < FN => {
-                                acc[FM - 1][ff] = promote::<FM>(pend[ff], pend_s, acc[FM - 1][ff]);
-                            });
+                        // Promotions one output (two `v_pk_fma`) per MFMA, after the even
+                        // ones (t = 4, 6: no global load there), so that no group outlasts
+                        // the MFMA it follows.
+                        if g == 4 || g == 6 {
+                            let ff = (g - 4) / 2;
+                            acc[FM - 1][ff] = promote::<FM>(pend[ff], pend_s, acc[FM - 1][ff]);
                         }
-                        if t == 4 && fm >= 1 {
+                        if (t == 4 || t == 6) && fm >= 1 {
+                            let ff = (t - 4) / 2;
                             let s = s_a[fm - 1] * s_b;
-                            unroll!(ff < FN => {
-                                acc[fm - 1][ff] = promote::<FM>(part[fm - 1][ff], s, acc[fm - 1][ff]);
-                            });
+                            acc[fm - 1][ff] = promote::<FM>(part[fm - 1][ff], s, acc[fm - 1][ff]);
                         }
                         if g % 2 == 1 && g > 4 * FM && (g - 4 * FM) / 2 < FM.div_ceil(2) {
                             let p = (g - 4 * FM) / 2;
                             write_a(j & 1, p, ga[(J + 1) & 1][p]);
+                        }
+                        if j == 3 && g == 8 * FM - 3 {
+                            // The next window's SFA into LDS, in a free slot after an odd
+                            // MFMA (after the loop body it lengthened the latch): its region
+                            // was last read in the previous window, before this block's
+                            // barrier.
+                            unroll!(q < FM.div_ceil(4) => {
+                                write_sfa((window + 1) & 1, q, sfa_ld[q]);
+                            });
                         }
                         sched_fence();
                     });
@@ -785,9 +827,6 @@ pub(crate) mod imp {
                 pend_s = s_a[FM - 1] * s_b;
                 if j == 3 {
                     window += 1;
-                    unroll!(q < FM.div_ceil(4) => {
-                        write_sfa(window & 1, q, sfa_ld[q]);
-                    });
                 }
             }};
         }
@@ -892,16 +931,17 @@ pub fn fp8_gemm_nt_bs_bm128_bn128(args: DenseGemmArgs) {
 }
 
 /// bs split-K, 32 × 128 tile (decode: few tiles, long K; the split-K protocol of
-/// [`crate::dense`], "Split-K").
+/// [`crate::dense`], "Split-K") on the pipelined loop (`imp::tile_gemm_bs_pipe`, B two blocks
+/// ahead; module docs, "Split-K on the pipelined loop").
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_splitk_bs_bm32_bn128(args: DenseSplitKArgs) {
-    crate::dense::imp::gemm_splitk::<2, 2, 2, true>(args)
+    crate::dense::imp::gemm_splitk_with::<2, 2, true>(args, |job, epi| imp::tile_gemm_bs_pipe::<2, 2, _>(job, |_| true, epi))
 }
 
-/// bs split-K, 64 × 128 tile.
+/// bs split-K, 64 × 128 tile, on the pipelined loop.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_splitk_bs_bm64_bn128(args: DenseSplitKArgs) {
-    crate::dense::imp::gemm_splitk::<4, 2, 1, true>(args)
+    crate::dense::imp::gemm_splitk_with::<4, 2, true>(args, |job, epi| imp::tile_gemm_bs_pipe::<4, 2, _>(job, |_| true, epi))
 }
 
 /// bs split-K, 128 × 128 tile.

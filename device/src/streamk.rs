@@ -717,7 +717,11 @@ pub(crate) mod imp {
                 L::run(&TileJob { kb0: 0, nkb, ..job }, &direct.at(m0, n0));
                 return stop;
             }
-            let epi = PieceStore::<FM, FN, BS> { partial: !whole, direct: direct.at(m0, n0), part: PartialStore { rs_ws, base: counters * 4 + (w + t) * slot, m0, n0 } };
+            let epi = PieceStore::<FM, FN, BS> {
+                partial: !whole,
+                direct: direct.at(m0, n0),
+                part: PartialStore { rs_ws, base: counters * 4 + (w + t) * slot, m0, n0 },
+            };
             if !first_piece {
                 // Every wave has finished reading the previous piece's last block (and the
                 // arrival broadcast) before the next prologue writes LDS.

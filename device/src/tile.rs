@@ -189,10 +189,13 @@ pub struct BsTile {
 impl BsTile {
     /// Dynamic LDS the kernel needs: two stages of `block_m` rows of one 128-K block of A,
     /// then two regions of the SFA of one 4-block window (`block_m` rows × 4 blocks × f32).
+    /// The pipelined loop's layout ([`bs_pipe_lds_bytes`]) for every height but 128: the
+    /// 48/80/96-row kernels pad their stages to whole 32-row copy passes, and its SFA regions
+    /// have 4·⌈FM/4⌉ slots, which at 32 rows (the split-K kernel runs that loop) is 1 KiB
+    /// more than the phase loop's 32-row kernels use (harmless: their occupancy is set by
+    /// registers); at 64 rows both layouts are the same size.
     pub const fn lds_bytes(&self) -> u32 {
-        if !matches!(self.block_m, 32 | 64 | 128) {
-            // The pipelined 48/80/96-row kernels (their stages padded to whole 32-row copy
-            // passes, 4·⌈FM/4⌉ SFA slots).
+        if self.block_m != 128 {
             return bs_pipe_lds_bytes(self.block_m);
         }
         LDS_STAGES * self.block_m * SCALE_BLOCK_K + 2 * self.block_m * 4 * 4
