@@ -1494,8 +1494,9 @@ const BS_SPLIT_PER_SPLIT_US: f64 = 0.45;
 
 /// Estimated time (µs, excluding the launch overhead) of `tiles` bs 32 × 128 tiles over `nkb`
 /// 128-K blocks in `splits` splits on `cus` CUs: `rounds · (⌈nkb / splits⌉ · block(sharing) +
-/// fixed + per_split · splits)` (the last two only when split), where up to 3 workgroups share
-/// a CU (`sharing = min(3, ⌈tiles · splits / cus⌉)`, `rounds = ⌈tiles · splits / (3 · cus)⌉`).
+/// fixed + per_split · splits)` (the last two only when split), where up to `slots` workgroups
+/// share a CU (`sharing = min(slots, ⌈tiles · splits / cus⌉)`, `rounds = ⌈tiles · splits /
+/// (slots · cus)⌉`).
 ///
 /// The constants are fitted, not derived: a random search (over values of two decimals)
 /// minimising the summed log ratio of the chosen split's time to the best split's over a sweep
@@ -1536,12 +1537,17 @@ const BS_SPLIT_PER_SPLIT_US: f64 = 0.45;
 /// sensitive to its constants at the second decimal (rounding the unrounded optimum moved the
 /// summed log ratio from 0.48 to 0.59), hence the search over rounded values. The modelled
 /// timing is sensitive to code layout by about ±2 %, so differences of that size are noise.
-fn bs_split_estimate(tiles: u32, nkb: u32, splits: u32, cus: u32) -> f64 {
-    const SLOTS: u64 = 3;
+///
+/// `slots`: workgroups per CU of the kernel (3 for the phase-loop 32-row kernels the constants
+/// were fitted on, the masked split-K ones; [`BS_SPLITK32_SLOTS`] for the dense split-K kernel,
+/// which runs the pipelined loop — its per-block constants are the phase loop's, an
+/// overestimate: refitting them on that kernel is open).
+fn bs_split_estimate(tiles: u32, nkb: u32, splits: u32, cus: u32, slots: u32) -> f64 {
+    let slots = u64::from(slots.clamp(1, 3));
     let (splits, cus) = (splits.max(1), u64::from(cus.max(1)));
     let wgs = u64::from(tiles) * u64::from(splits);
-    let rounds = wgs.div_ceil(SLOTS * cus) as f64;
-    let sharing = wgs.div_ceil(cus).clamp(1, SLOTS) as usize;
+    let rounds = wgs.div_ceil(slots * cus) as f64;
+    let sharing = wgs.div_ceil(cus).clamp(1, slots) as usize;
     let blocks = f64::from(nkb.div_ceil(splits));
     let extra = if splits > 1 { BS_SPLIT_FIXED_US + BS_SPLIT_PER_SPLIT_US * f64::from(splits) } else { 0.0 };
     rounds * (blocks * BS_SPLIT_BLOCK_US[sharing - 1] + extra)
@@ -1772,9 +1778,9 @@ fn bs_choose(
             // fitted there).
             let most = if tiles <= tile::SPLITK_MAX_TILES { max_splits.max(1) } else { 1 };
             let best = |fits: &dyn Fn(u32) -> Result<bool, ConfigError>| -> Result<u32, ConfigError> {
-                let mut best = (1, bs_split_estimate(tiles, nkb, 1, spec.cus));
+                let mut best = (1, bs_split_estimate(tiles, nkb, 1, spec.cus, BS_SPLITK32_SLOTS));
                 for s in 2..=most {
-                    let e = bs_split_estimate(tiles, nkb, s, spec.cus);
+                    let e = bs_split_estimate(tiles, nkb, s, spec.cus, BS_SPLITK32_SLOTS);
                     if e < best.1 && fits(s)? {
                         best = (s, e);
                     }
@@ -1881,6 +1887,9 @@ fn bs_choose(
 /// 1, set by their registers; `tests/dense_kernel.rs` checks the data-parallel, split-K and
 /// stream-K twins keep them).
 const BS_SLOTS: [u32; 3] = [3, 2, 1];
+/// Workgroups per CU of the dense bs split-K 32-row kernel (`fp8_gemm_nt_splitk_bs_bm32_bn128`:
+/// the pipelined loop, 170 registers; `tests/dense_kernel.rs` checks it).
+const BS_SPLITK32_SLOTS: u32 = 2;
 
 /// How a bs launch schedules its tiles.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -2157,7 +2166,7 @@ const BS_PIPE_SK_SLOTS: [u32; 2] = [2, 2];
 const BS_STREAMK_CONTRIBUTORS: [u32; 7] = [2, 3, 4, 6, 8, 12, 16];
 
 /// The bs split-K candidates above one tile per CU: the 32-row tile with `s ≥ 2` splits while
-/// all `tiles · s` workgroups fit in one wave (`CUs · 3`; beyond, splitting only adds
+/// all `tiles · s` workgroups fit in one wave (`CUs · 2`, [`BS_SPLITK32_SLOTS`]; beyond, splitting only adds
 /// reduction work: 1472×2048×7168 in 2 splits is modelled at 72.1 µs against 67.5 unsplit).
 fn bs_split_candidates(desc: &GemmDesc, cus: u32) -> Vec<BsCandidate> {
     let nkb = desc.k / tile::SCALE_BLOCK_K;
@@ -2166,7 +2175,7 @@ fn bs_split_candidates(desc: &GemmDesc, cus: u32) -> Vec<BsCandidate> {
         return Vec::new();
     }
     (2..=nkb.min(MAX_SPLITS))
-        .take_while(|&s| tiles * u64::from(s) <= u64::from(cus * BS_SLOTS[0]))
+        .take_while(|&s| tiles * u64::from(s) <= u64::from(cus * BS_SPLITK32_SLOTS))
         .map(|s| BsCandidate { tile: 0, schedule: BsSchedule::Split(s) })
         .collect()
 }
@@ -2736,7 +2745,7 @@ pub fn get_grouped_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> R
             // The launch cannot beat streaming every group's B once from HBM.
             let b_bytes = f64::from(desc.groups) * tile::shuffled_b_bytes(u64::from(desc.n), u64::from(desc.k)) as f64;
             let floor = b_bytes / (MASKED_SPLIT_HBM_TBPS * 1e6);
-            let estimate = |s: u32| bs_split_estimate(w32, nkb, s, spec.cus).max(floor);
+            let estimate = |s: u32| bs_split_estimate(w32, nkb, s, spec.cus, BS_SLOTS[0]).max(floor);
             let best = |fits: &dyn Fn(u32) -> Result<bool, ConfigError>| -> Result<u32, ConfigError> {
                 let mut best = (1, estimate(1));
                 for s in MASKED_SPLITS.into_iter().filter(|&s| s <= max_splits) {
@@ -3336,11 +3345,16 @@ mod tests {
             let tiles = tile::DENSE_BS_TILES[c.tile].grid(1280, 2048);
             assert!(dp > 0 && g <= 16 * (tiles - dp), "{c}");
         }
-        assert!(bs_split_candidates(&d, 304).is_empty(), "640 tiles × 2 splits exceed one wave of 912");
+        assert!(bs_split_candidates(&d, 304).is_empty(), "640 tiles × 2 splits exceed one wave of 608");
+        // 256×7168×16384: 448 tiles × 2 splits exceed the split-K kernel's wave (2 per CU): the
+        // pipelined 64-row tile, 224 tiles (modelled MI300X `--scope xcd` 69.16 µs; 2 splits
+        // forced, two rounds: 91.84).
         let d = GemmDesc::dense(256, 7168, 16384, Arch::Gfx942);
-        assert_eq!(bs_split_candidates(&d, 304), vec![BsCandidate { tile: 0, schedule: BsSchedule::Split(2) }]);
+        assert!(bs_split_candidates(&d, 304).is_empty());
         let c = get_bs_config(&d).unwrap();
-        assert_eq!((c.kernel, c.splits), ("fp8_gemm_nt_splitk_bs_bm32_bn128", 2));
+        assert_eq!((c.kernel, c.splits), ("fp8_gemm_nt_bs_pipe_bm64_bn128", 1));
+        let d = GemmDesc::dense(480, 2048, 7168, Arch::Gfx942);
+        assert_eq!(bs_split_candidates(&d, 304), vec![BsCandidate { tile: 0, schedule: BsSchedule::Split(2) }], "240 tiles × 2 splits fit, × 3 do not");
         // 256×7168×2048 (16 blocks): the hand-off outweighs the halved blocks, no split (2
         // splits modelled 20.5 against 19.9 µs unsplit); the pipelined 64-row tile (224 tiles,
         // modelled 17.5 µs MI325X) is the baseline, which stream-K (304 + 288, modelled 17.7)
