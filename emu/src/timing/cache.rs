@@ -1,7 +1,9 @@
 //! Line-granular cache models for the timing model: a set-associative LRU cache (vector L1,
-//! L2) and a large first-touch cache with FIFO eviction (the Infinity Cache / MALL).
+//! L2; the L2 also tracks when each line's fill arrives, so a request that hits a line still
+//! being fetched waits for it) and a large first-touch cache with FIFO eviction (the Infinity
+//! Cache / MALL, which tracks its fills the same way).
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 
 /// A set-associative cache of 128-byte lines with true LRU replacement.
 pub(crate) struct SetAssoc {
@@ -11,6 +13,10 @@ pub(crate) struct SetAssoc {
     tags: Vec<u64>,
     /// Last-use stamp per way.
     stamp: Vec<u64>,
+    /// Per way: when its line's data is present (a fill still in flight is later than now).
+    ready: Vec<f64>,
+    /// Slot of the last [`Self::access_ready`].
+    last: usize,
     clock: u64,
 }
 
@@ -20,12 +26,38 @@ impl SetAssoc {
         let ways = ways.max(1) as usize;
         let lines = (bytes / 128).max(ways as u64);
         let sets = (lines / ways as u64).max(1);
-        SetAssoc { sets, ways, tags: vec![0; sets as usize * ways], stamp: vec![0; sets as usize * ways], clock: 0 }
+        let n = sets as usize * ways;
+        SetAssoc { sets, ways, tags: vec![0; n], stamp: vec![0; n], ready: vec![0.0; n], last: 0, clock: 0 }
+    }
+
+    /// [`Self::access`] that also tracks fills: a hit returns `Some(when the line's data is
+    /// present)` (later than the caller's time while the fill that brought it is in flight);
+    /// a miss allocates the line, returns `None`, and the caller states with [`Self::filled`]
+    /// when its data arrives.
+    pub(crate) fn access_ready(&mut self, line: u64) -> Option<f64> {
+        let (hit, slot) = self.touch(line);
+        self.last = slot;
+        if hit { Some(self.ready[slot]) } else { None }
+    }
+
+    /// The data of the line of the last [`Self::access_ready`] miss is present from `t`.
+    pub(crate) fn filled(&mut self, t: f64) {
+        self.ready[self.last] = t;
     }
 
     /// Looks `line` up; a miss allocates it (evicting the least recently used way). Returns
     /// whether it hit.
     pub(crate) fn access(&mut self, line: u64) -> bool {
+        let (hit, slot) = self.touch(line);
+        if !hit {
+            // Untracked fills are present at once.
+            self.ready[slot] = 0.0;
+        }
+        hit
+    }
+
+    /// Looks `line` up (allocating it on a miss): whether it hit, and its way's slot.
+    fn touch(&mut self, line: u64) -> (bool, usize) {
         self.clock += 1;
         // Spread consecutive lines over sets (hardware hashes the address bits).
         let set = (line ^ (line >> 11) ^ (line >> 19)) % self.sets;
@@ -34,12 +66,12 @@ impl SetAssoc {
         let ways = &mut self.tags[base..base + self.ways];
         if let Some(w) = ways.iter().position(|&t| t == tag) {
             self.stamp[base + w] = self.clock;
-            return true;
+            return (true, base + w);
         }
         let victim = (0..self.ways).min_by_key(|&w| self.stamp[base + w]).unwrap_or(0);
         self.tags[base + victim] = tag;
         self.stamp[base + victim] = self.clock;
-        false
+        (false, base + victim)
     }
 }
 
@@ -47,29 +79,32 @@ impl SetAssoc {
 /// `capacity` newer lines have been brought in (FIFO eviction).
 pub(crate) struct Fifo {
     capacity: usize,
-    present: HashSet<u64>,
+    /// Present lines and when their data arrives (a fill in flight is later than now).
+    present: HashMap<u64, f64>,
     order: VecDeque<u64>,
 }
 
 impl Fifo {
     /// A cache of `bytes` bytes of 128-byte lines.
     pub(crate) fn new(bytes: u64) -> Fifo {
-        Fifo { capacity: (bytes / 128).max(1) as usize, present: HashSet::new(), order: VecDeque::new() }
+        Fifo { capacity: (bytes / 128).max(1) as usize, present: HashMap::new(), order: VecDeque::new() }
     }
 
-    /// Looks `line` up; a miss brings it in. Returns whether it hit.
-    pub(crate) fn access(&mut self, line: u64) -> bool {
-        if self.present.contains(&line) {
-            return true;
+    /// Looks `line` up; a miss brings it in, its data present from `fill` (the caller's
+    /// arrival time of the fetch). A hit returns `Some(when its data is present)`, which is
+    /// later than the caller's time while the fill that brought it is in flight.
+    pub(crate) fn access(&mut self, line: u64, fill: impl FnOnce() -> f64) -> Option<f64> {
+        if let Some(&t) = self.present.get(&line) {
+            return Some(t);
         }
         if self.order.len() == self.capacity
             && let Some(old) = self.order.pop_front()
         {
             self.present.remove(&old);
         }
-        self.present.insert(line);
+        self.present.insert(line, fill());
         self.order.push_back(line);
-        false
+        None
     }
 }
 
@@ -91,12 +126,25 @@ mod tests {
     }
 
     #[test]
+    fn a_hit_during_a_fill_waits_for_it() {
+        // Line 5 misses and its data arrives at t = 900: a second request that hits while the
+        // fill is in flight gets the line at 900, not at its own hit latency; an untracked
+        // access (`access`) leaves lines present at once.
+        let mut c = SetAssoc::new(64 * 128, 4);
+        assert_eq!(c.access_ready(5), None);
+        c.filled(900.0);
+        assert_eq!(c.access_ready(5), Some(900.0));
+        assert!(!c.access(6));
+        assert_eq!(c.access_ready(6), Some(0.0));
+    }
+
+    #[test]
     fn fifo_evicts_the_oldest_line_at_capacity() {
         let mut c = Fifo::new(2 * 128);
-        assert!(!c.access(7));
-        assert!(!c.access(8));
-        assert!(c.access(7));
-        assert!(!c.access(9));
-        assert!(!c.access(7), "7 was the oldest of three lines in a two-line cache");
+        assert_eq!(c.access(7, || 10.0), None);
+        assert_eq!(c.access(8, || 20.0), None);
+        assert_eq!(c.access(7, || 99.0), Some(10.0), "a hit returns when the fill that brought the line arrives");
+        assert_eq!(c.access(9, || 30.0), None);
+        assert_eq!(c.access(7, || 40.0), None, "7 was the oldest of three lines in a two-line cache");
     }
 }

@@ -659,29 +659,40 @@ impl<'a> Sim<'a> {
         }
         let s = self.l2_bw[xcd].serve(t, 128.0);
         self.stats.l2_bytes += 128.0;
-        let hit = self.l2[xcd].access(line);
         let lat_l2 = lat_l1 + f64::from(m.l2_latency);
-        if hit {
-            return s + lat_l2;
+        if let Some(ready) = self.l2[xcd].access_ready(line) {
+            // A hit on a line whose fill is still in flight waits for that fill.
+            return (s + lat_l2).max(ready);
         }
         let f = self.fab[xcd].serve(s, 128.0);
         self.stats.fabric_bytes += 128.0;
         let ms = self.mall_bw.serve(f, 128.0);
-        let mall_hit = self.mall.access(line);
+        let lat_mall = lat_l2 + self.mall_lat;
         if store {
             // Write-back: the line's bytes reach HBM eventually; charge the bandwidth now, the
-            // store is acknowledged by the L2.
+            // store is acknowledged by the L2 (and its data is there for later reads).
+            // The MALL keeps the line from here on, present at once.
+            let _ = self.mall.access(line, || 0.0);
             self.hbm.serve(ms, 128.0);
             self.stats.hbm_bytes += 128.0;
+            self.l2[xcd].filled(s + lat_l2);
             return s + lat_l2;
         }
-        let lat_mall = lat_l2 + self.mall_lat;
-        if mall_hit {
-            return ms + lat_mall;
-        }
-        let h = self.hbm.serve(ms, 128.0);
-        self.stats.hbm_bytes += 128.0;
-        h + lat_mall + self.hbm_lat
+        // A MALL hit on a line another XCD's miss is still fetching waits for that fetch.
+        let (hbm, hbm_lat, stats) = (&mut self.hbm, self.hbm_lat, &mut self.stats);
+        let mut fetched = None;
+        let arrive = match self.mall.access(line, || {
+            let h = hbm.serve(ms, 128.0);
+            stats.hbm_bytes += 128.0;
+            let t = h + lat_mall + hbm_lat;
+            fetched = Some(t);
+            t
+        }) {
+            Some(ready) => (ms + lat_mall).max(ready),
+            None => fetched.unwrap_or(ms + lat_mall),
+        };
+        self.l2[xcd].filled(arrive);
+        arrive
     }
 }
 
