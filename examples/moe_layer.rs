@@ -174,8 +174,10 @@ fn main() -> Res<()> {
         }
 
         // The same pass through the timing model (MFMA math skipped: timing only).
-        let mode =
-            TimingMode { machine: machine.clone(), options: SimOptions { scope: Scope::Full, skip_mfma_math: true, checks: Default::default(), top: 0 } };
+        let mode = TimingMode {
+            machine: machine.clone(),
+            options: SimOptions { scope: Scope::Full, skip_mfma_math: true, checks: Default::default(), top: 0, trace_workgroup: None },
+        };
         let mut stages: BTreeMap<usize, (MoeStage, f64, usize)> = BTreeMap::new();
         let mut order = 0usize;
         amdgpu_emu::hip::set_timing(Some(mode));

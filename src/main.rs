@@ -147,6 +147,11 @@ enum Command {
         /// kernels, whose control flow does not depend on them).
         #[arg(long)]
         full_math: bool,
+        /// Print the issue cycle of every instruction of this workgroup's first wave (a
+        /// simulated workgroup: with `--scope xcd`, a multiple of 8), to find the instructions
+        /// that keep the MFMA pipe idle.
+        #[arg(long)]
+        trace_workgroup: Option<u64>,
         /// Random seed.
         #[arg(long, default_value_t = 0)]
         seed: u64,
@@ -283,13 +288,13 @@ fn run(cli: Cli) -> Result<(), String> {
         }
         Command::Compare { set, peers, scope, max_m, csv, plot } => compare::run(set, peers, scope, max_m, csv, plot),
         Command::Calibrate { peers, machine, scope, rows, verbose } => profile::calibrate(peers, &machine, scope, &rows, verbose),
-        Command::Profile { m, n, k, layout, groups, kgrouped, machine, scope, full_math, seed } => {
+        Command::Profile { m, n, k, layout, groups, kgrouped, machine, scope, full_math, trace_workgroup, seed } => {
             match layout {
                 None if kgrouped => check_kgrouped_sizes(groups, m, n, k)?,
                 None => check_dense_sizes(m, n, k)?,
                 Some(_) => check_grouped_sizes(groups, m, n, k)?,
             }
-            profile::enable(&machine, scope, full_math)?;
+            profile::enable(&machine, scope, full_math, trace_workgroup)?;
             match layout {
                 None if kgrouped => kgrouped::run_kgrouped(groups, m, n, k, true, seed),
                 None => gemm::run_dense(m, n, k, seed),

@@ -36,7 +36,7 @@ fn base_machine(name: &str) -> Result<&'static Machine, String> {
     })
 }
 
-fn options(scope: ScopeArg, full_math: bool) -> SimOptions {
+fn options(scope: ScopeArg, full_math: bool, trace_workgroup: Option<u64>) -> SimOptions {
     SimOptions {
         scope: match scope {
             ScopeArg::Full => Scope::Full,
@@ -45,18 +45,20 @@ fn options(scope: ScopeArg, full_math: bool) -> SimOptions {
         skip_mfma_math: !full_math,
         checks: amdgpu_emu::exec::Checks::default(),
         top: 8,
+        trace_workgroup,
     }
 }
 
 /// The machine (with `AMDGPU_EMU_MACHINE_OVERRIDES` applied) and timing-only options.
 pub fn machine_and_options(name: &str, scope: ScopeArg) -> Result<(Machine, SimOptions), String> {
-    Ok((machine(name)?, options(scope, false)))
+    Ok((machine(name)?, options(scope, false, None)))
 }
 
-/// Turns profiling on for this process: the demos' GEMM launch is timed on `machine`.
-pub fn enable(name: &str, scope: ScopeArg, full_math: bool) -> Result<(), String> {
+/// Turns profiling on for this process: the demos' GEMM launch is timed on `machine`
+/// (`trace_workgroup`: print that workgroup's first wave's issue trace).
+pub fn enable(name: &str, scope: ScopeArg, full_math: bool, trace_workgroup: Option<u64>) -> Result<(), String> {
     let machine = machine(name)?;
-    MODE.set(TimingMode { machine, options: options(scope, full_math) }).map_err(|_| "profiling enabled twice".to_string())
+    MODE.set(TimingMode { machine, options: options(scope, full_math, trace_workgroup) }).map_err(|_| "profiling enabled twice".to_string())
 }
 
 /// `fp8gemm calibrate`: the model against the measured MI325X rows.
@@ -72,7 +74,7 @@ pub fn calibrate(dir: Option<std::path::PathBuf>, name: &str, scope: ScopeArg, r
     println!("{}", cal::HEADER);
     let started = std::time::Instant::now();
     let select = |i: usize| rows.is_empty() || rows.contains(&i);
-    let out = cal::calibrate(&dir, &machine, &options(scope, false), &select, &mut |_, r| {
+    let out = cal::calibrate(&dir, &machine, &options(scope, false, None), &select, &mut |_, r| {
         println!("{r}");
         if verbose {
             print!("{}", r.report);

@@ -43,7 +43,7 @@ fn modelled_time_per_stage() {
     let mut out = ctx.alloc_zeroed::<bf16>(t * h).unwrap();
     for (layout, tokens) in [(MoeLayout::Contiguous, t), (MoeLayout::Masked, 8)] {
         let mut per_stage: BTreeMap<String, (f64, Vec<String>)> = BTreeMap::new();
-        let options = SimOptions { scope: Scope::Full, skip_mfma_math: true, checks: Checks::default(), top: 3 };
+        let options = SimOptions { scope: Scope::Full, skip_mfma_math: true, checks: Checks::default(), top: 3, trace_workgroup: None };
         emu::set_timing(Some(TimingMode { machine: Machine::MI300X.clone(), options }));
         let run = layer.forward_with(
             &stream,

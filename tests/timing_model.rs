@@ -19,7 +19,7 @@ use half::bf16;
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn opts(scope: Scope, skip: bool) -> SimOptions {
-    SimOptions { scope, skip_mfma_math: skip, checks: Checks::default(), top: 5 }
+    SimOptions { scope, skip_mfma_math: skip, checks: Checks::default(), top: 5, trace_workgroup: None }
 }
 
 /// Deterministic quantized operands of an `m × n × k` dense GEMM on `ctx`, and a zeroed D.
@@ -91,6 +91,36 @@ fn dense_timing_is_deterministic_and_independent_of_mfma_math() {
     assert!(full.top.iter().all(|s| s.cycles > 0 && !s.text.is_empty()));
     let shown = format!("{full}");
     assert!(shown.contains("modelled") && shown.contains("TFLOPS"), "{shown}");
+}
+
+#[test]
+fn workgroup_spans_and_the_issue_trace_cover_the_launch() {
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let mi = &Machine::MI300X;
+    fp8gemm::config::force_split(Some(1));
+    let traced = SimOptions { trace_workgroup: Some(1), ..opts(Scope::Full, true) };
+    let (r, _) = dense_runs(300, 512, 1024, &[(mi, traced), (mi, opts(Scope::Full, true))]);
+    fp8gemm::config::force_split(None);
+    let (t, plain) = (&r[0], &r[1]);
+    // Tracing observes: the same modelled launch.
+    assert_eq!((t.cycles, t.issued, t.stalls), (plain.cycles, plain.issued, plain.stalls));
+    // One span per simulated workgroup, each inside the launch; the last one ends it.
+    assert_eq!(t.spans.len() as u64, t.simulated_workgroups);
+    let mut ids: Vec<u64> = t.spans.iter().map(|s| s.workgroup).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, (0..t.workgroups).collect::<Vec<_>>());
+    assert!(t.spans.iter().all(|s| s.start < s.end && s.end <= t.cycles), "{:?}", t.spans);
+    assert_eq!(t.spans.iter().map(|s| s.end).max(), Some(t.cycles));
+    assert!(plain.trace.is_empty());
+    // The trace: workgroup 1's first wave from its first instruction to `s_endpgm`, in issue
+    // order, inside its span.
+    let span = t.spans.iter().find(|s| s.workgroup == 1).expect("workgroup 1 ran");
+    let (first, last) = (t.trace.first().expect("a trace"), t.trace.last().expect("a trace"));
+    assert!(t.trace.windows(2).all(|w| w[0].cycle < w[1].cycle), "issue cycles increase");
+    assert!(first.cycle >= span.start && last.cycle <= span.end, "{first:?} {last:?} {span:?}");
+    assert_eq!(last.text, "s_endpgm");
+    let shown = format!("{t}");
+    assert!(shown.contains("workgroup durations") && shown.contains("issue trace"), "{shown}");
 }
 
 #[test]

@@ -200,7 +200,8 @@
 //! 2 blocks.
 //!
 //! **Filling the MFMA shadows.** A trace of one wave of the 48-row kernel in the timing model
-//! (MI300X 128×7168×2048, one workgroup per CU) showed ~560 cycles per block against 384 of
+//! (`FP8GEMM_PRESHUFFLED=1 fp8gemm profile --m 128 --n 7168 --k 2048 --scope xcd
+//! --trace-workgroup 144`: MI300X, one workgroup per CU) showed ~560 cycles per block against 384 of
 //! MFMA pipe: with one wave per SIMD nothing covers an instruction group that outlasts the
 //! 16-cycle MFMA it follows. Three groups did: (1) the promotions, which LLVM gathered into one
 //! lump of 12 `v_pk_fma` per block (the 48-row kernel used `fma_splat`, whose repeat-array

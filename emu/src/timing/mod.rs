@@ -178,12 +178,40 @@ pub struct SimOptions {
     pub checks: Checks,
     /// How many stalled instructions to list.
     pub top: usize,
+    /// Record the issue cycle of every instruction of this workgroup's first wave
+    /// ([`TimingReport::trace`]); it must be a simulated workgroup (with [`Scope::OneXcd`], a
+    /// multiple of the XCD count), else the trace stays empty.
+    pub trace_workgroup: Option<u64>,
 }
 
 impl Default for SimOptions {
     fn default() -> Self {
-        SimOptions { scope: Scope::Full, skip_mfma_math: false, checks: Checks::default(), top: 8 }
+        SimOptions { scope: Scope::Full, skip_mfma_math: false, checks: Checks::default(), top: 8, trace_workgroup: None }
     }
+}
+
+/// When one simulated workgroup ran.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WorkgroupSpan {
+    /// Linear workgroup id.
+    pub workgroup: u64,
+    /// CU it ran on (index over the simulated XCDs).
+    pub cu: u32,
+    /// Cycle its waves were launched.
+    pub start: u64,
+    /// Cycle its last wave ended (its memory traffic landed).
+    pub end: u64,
+}
+
+/// One issued instruction of the traced wave ([`SimOptions::trace_workgroup`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TraceEntry {
+    /// Issue cycle.
+    pub cycle: u64,
+    /// Address of the instruction.
+    pub pc: u64,
+    /// Disassembly.
+    pub text: String,
 }
 
 /// One of the most stalled instructions.
@@ -251,6 +279,10 @@ pub struct TimingReport {
     pub issued: u64,
     /// The most stalled instructions.
     pub top: Vec<StallSite>,
+    /// Every simulated workgroup's launch and end, in order of ending.
+    pub spans: Vec<WorkgroupSpan>,
+    /// The traced wave's instructions ([`SimOptions::trace_workgroup`]), in issue order.
+    pub trace: Vec<TraceEntry>,
 }
 
 impl TimingReport {
@@ -310,6 +342,30 @@ impl fmt::Display for TimingReport {
                 writeln!(f, "    {:#8x}  {:>12}  {:<18} {}", s.pc, s.cycles, s.reason.label(), s.text)?;
             }
         }
+        if !self.spans.is_empty() {
+            let mut d: Vec<u64> = self.spans.iter().map(|s| s.end - s.start).collect();
+            d.sort_unstable();
+            let last = self.spans.iter().max_by_key(|s| s.end).copied().unwrap_or(self.spans[0]);
+            writeln!(
+                f,
+                "  workgroup durations (cycles): min {}, median {}, max {}; the last ends at {} (workgroup {}, CU {}, launched at {})",
+                d[0],
+                d[d.len() / 2],
+                d[d.len() - 1],
+                last.end,
+                last.workgroup,
+                last.cu,
+                last.start
+            )?;
+        }
+        if !self.trace.is_empty() {
+            writeln!(f, "  issue trace of the traced workgroup's first wave (cycle, cycles since the previous issue, pc, instruction):")?;
+            let mut prev = self.trace[0].cycle;
+            for e in &self.trace {
+                writeln!(f, "    {:>8} {:>+6}  {:#8x}  {}", e.cycle, e.cycle - prev, e.pc, e.text)?;
+                prev = e.cycle;
+            }
+        }
         Ok(())
     }
 }
@@ -362,6 +418,7 @@ pub fn simulate(
         v
     };
     let mut s = sim::Sim::new(machine, &statics, &resources, queues, share);
+    s.trace_workgroup = opts.trace_workgroup;
     let batch = (machine.cus() as usize * sim::workgroups_per_cu(machine, &resources) as usize).clamp(64, 4096);
     let mut ready: HashMap<u64, Vec<exec::trace::WaveTrace>> = HashMap::new();
     let mut next = 0usize;
@@ -452,5 +509,11 @@ pub fn simulate(
         stalls: st.stalls,
         issued: st.issued,
         top,
+        spans: st.spans.iter().map(|&(workgroup, cu, start, end)| WorkgroupSpan { workgroup, cu, start, end }).collect(),
+        trace: st
+            .trace
+            .iter()
+            .map(|&(cycle, i)| TraceEntry { cycle, pc: program.pcs[i], text: program.insts[i].as_ref().map_or_else(|_| "?".into(), format_inst) })
+            .collect(),
     })
 }

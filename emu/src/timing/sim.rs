@@ -125,6 +125,9 @@ struct WgSim {
     alive: u32,
     arrived: u32,
     cu: usize,
+    /// Workgroup id (linear) and the cycle its waves were launched.
+    id: u64,
+    start: u64,
 }
 
 struct Simd {
@@ -163,6 +166,11 @@ pub(crate) struct Stats {
     pub hbm_bytes: f64,
     pub cu_busy: u64,
     pub simulated_workgroups: u64,
+    /// Every simulated workgroup: (id, CU, launch cycle, end cycle), in order of ending.
+    pub spans: Vec<(u64, u32, u64, u64)>,
+    /// (issue cycle, instruction index) of every instruction of the traced workgroup's first
+    /// wave ([`Sim::trace_workgroup`]).
+    pub trace: Vec<(u64, usize)>,
 }
 
 /// The simulator over one launch (or one XCD's share of it).
@@ -191,6 +199,8 @@ pub(crate) struct Sim<'a> {
     hbm_lat: f64,
     slots_per_cu: u32,
     age: u64,
+    /// The workgroup whose first wave's issue cycles go to [`Stats::trace`].
+    pub(crate) trace_workgroup: Option<u64>,
     pub(crate) stats: Stats,
 }
 
@@ -239,6 +249,7 @@ impl<'a> Sim<'a> {
             hbm_lat: m.hbm_latency_ns * 1e-9 * clock,
             slots_per_cu: workgroups_per_cu(m, r),
             age: 0,
+            trace_workgroup: None,
             stats: Stats { stall_by_inst: vec![[0; Stall::COUNT]; st.len()], ..Default::default() },
         }
     }
@@ -291,12 +302,12 @@ impl<'a> Sim<'a> {
             self.dispatch_free[xcd] = td + u64::from(self.m.wg_dispatch_cycles);
             let start_t = td + u64::from(self.m.wave_launch_cycles);
             let wtraces = traces(id)?;
-            self.start_wg(cu, start_t, wtraces);
+            self.start_wg(cu, start_t, wtraces, id);
         }
         Ok(())
     }
 
-    fn start_wg(&mut self, cu: usize, t: u64, traces: Vec<WaveTrace>) {
+    fn start_wg(&mut self, cu: usize, t: u64, traces: Vec<WaveTrace>, id: u64) {
         self.stats.simulated_workgroups += 1;
         let c = &mut self.cus[cu];
         if c.resident == 0 {
@@ -304,7 +315,7 @@ impl<'a> Sim<'a> {
         }
         c.resident += 1;
         let wg = self.free_wgs.pop().unwrap_or_else(|| {
-            self.wgs.push(WgSim { waves: Vec::new(), alive: 0, arrived: 0, cu: 0 });
+            self.wgs.push(WgSim { waves: Vec::new(), alive: 0, arrived: 0, cu: 0, id: 0, start: 0 });
             self.wgs.len() - 1
         });
         let simds = self.m.simds_per_cu as usize;
@@ -358,7 +369,7 @@ impl<'a> Sim<'a> {
             }
         }
         let alive = ids.iter().filter(|&&i| !self.waves[i].done).count() as u32;
-        self.wgs[wg] = WgSim { waves: ids, alive, arrived: 0, cu };
+        self.wgs[wg] = WgSim { waves: ids, alive, arrived: 0, cu, id, start: t };
         let _ = n;
         if alive == 0 {
             self.finish_wg(wg, t);
@@ -376,6 +387,7 @@ impl<'a> Sim<'a> {
 
     fn finish_wg(&mut self, wg: usize, t: u64) {
         let cu = self.wgs[wg].cu;
+        self.stats.spans.push((self.wgs[wg].id, cu as u32, self.wgs[wg].start, t));
         for &w in &self.wgs[wg].waves {
             self.free_waves.push(w);
         }
@@ -464,6 +476,12 @@ impl<'a> Sim<'a> {
                 continue;
             }
             used[cat] = true;
+            if let Some(id) = self.trace_workgroup {
+                let g = &self.wgs[self.waves[w].wg];
+                if g.id == id && g.waves.first() == Some(&w) {
+                    self.stats.trace.push((t, rec.idx as usize));
+                }
+            }
             if self.issue(w, t, rec.idx as usize, rec.aux, traces)? {
                 ended = true;
             }
