@@ -52,8 +52,10 @@
 //! `Epilogue` interface of the dense `tile_gemm` (so split-K / stream-K can wrap it), where
 //! `job.rs_b` is the problem's **pre-shuffled** B and `job.ldsf` (the problem's K blocks) its
 //! units per fragment; `job.ldb` is unused. The split-K twins `fp8_gemm_nt_splitk_bs_*`
-//! ([`DenseSplitKArgs`]) run it through the dense split-K protocol (`dense::imp::gemm_splitk`
-//! with `BS = true`: partial slots in the 1 × 4 waves' fragment order).
+//! ([`DenseSplitKArgs`]) run the dense split-K protocol (partial slots in the 1 × 4 waves'
+//! fragment order): the 128-row one over this loop (`dense::imp::gemm_splitk` with
+//! `BS = true`), the 32- and 64-row ones over the pipelined loop below
+//! (`dense::imp::gemm_splitk_with`, "Split-K on the pipelined loop").
 //!
 //! Code-generation notes (each measured on the code object): every register-array loop is
 //! expanded by the `unroll!` macro (literal indices) and the per-block step is a macro rather
