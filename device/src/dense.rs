@@ -457,8 +457,11 @@ pub(crate) mod imp {
         #[inline(always)]
         pub(crate) fn tile<const FM: usize, const FN: usize, const BS: bool>(rs_d: BufferResource, ldd: u32, n: u32, m0: u32, n0: u32) -> Bf16Store {
             const { assert!(stage_pad(FM, FN, BS) != u32::MAX, "the bf16 staging area does not fit the tile's LDS") };
+            const {
+                let (bm, bn) = tile_dims(FM, FN, BS);
+                assert!(bm * bn % 1024 == 0 && bm * bn <= 16 * 1024, "finish stores 1..=16 whole 8-byte pieces per work-item");
+            };
             let (bm, bn) = tile_dims(FM, FN, BS);
-            const { assert!(tile_dims(FM, FN, BS).0 * tile_dims(FM, FN, BS).1 % 1024 == 0 && tile_dims(FM, FN, BS).0 * tile_dims(FM, FN, BS).1 <= 16 * 1024) };
             Bf16Store { rs_d, ldd, n, m0, n0, bm, bn, pitch: 2 * bn + stage_pad(FM, FN, BS) }
         }
 
@@ -636,15 +639,25 @@ pub(crate) mod imp {
     /// block ahead).
     #[inline(always)]
     pub fn gemm_splitk<const FM: usize, const FN: usize, const DEPTH: u32, const BS: bool>(args: DenseSplitKArgs) {
-        gemm_splitk_with::<FM, FN, BS>(args, |job, epi| {
-            if !BS {
-                tile_gemm::<FM, FN, DEPTH, _>(job, |_| true, epi);
-            } else if DEPTH == 2 {
-                crate::mainloop_bs::imp::tile_gemm_bs::<FM, true, true, _>(job, |_| true, epi);
-            } else {
-                crate::mainloop_bs::imp::tile_gemm_bs::<FM, true, false, _>(job, |_| true, epi);
-            }
-        });
+        gemm_splitk_with::<FM, FN, BS>(args, |job, epi| run_loop::<FM, FN, DEPTH, BS, _>(job, |_| true, epi));
+    }
+
+    /// The phase loops over `job` (every kernel but the pipelined ones): the dense
+    /// `tile_gemm::<FM, FN, DEPTH>`, or with `BS` `mainloop_bs::imp::tile_gemm_bs::<FM, true,
+    /// DEPTH == 2>` (`FN = 2`).
+    #[inline(always)]
+    pub(crate) fn run_loop<const FM: usize, const FN: usize, const DEPTH: u32, const BS: bool, E: Epilogue>(
+        job: &TileJob,
+        keep_row: impl Fn(u32) -> bool,
+        epi: &E,
+    ) {
+        if !BS {
+            tile_gemm::<FM, FN, DEPTH, _>(job, keep_row, epi);
+        } else if DEPTH == 2 {
+            crate::mainloop_bs::imp::tile_gemm_bs::<FM, true, true, _>(job, keep_row, epi);
+        } else {
+            crate::mainloop_bs::imp::tile_gemm_bs::<FM, true, false, _>(job, keep_row, epi);
+        }
     }
 
     /// [`gemm_splitk`] over the main loop `main` (the split's job and its partial-slot

@@ -183,7 +183,7 @@ pub(crate) mod imp {
     use core::num::NonZeroU32;
 
     use crate::args::{MGroupedContiguousArgs, MGroupedMaskedArgs, MGroupedMaskedSplitKArgs};
-    use crate::dense::imp::{Bf16Store, PartialStore, TileJob, splitk_finish, tile_gemm};
+    use crate::dense::imp::{Bf16Store, PartialStore, TileJob, run_loop, splitk_finish, tile_dims};
     use crate::intrinsics::*;
     use crate::tile::{self, NUM_XCDS, SCALE_BLOCK_K, SCALE_BLOCK_N};
 
@@ -192,49 +192,33 @@ pub(crate) mod imp {
     /// `16·FM × 64·FN` over the pre-shuffled B (`shuffled_b_bytes(n, k)` per group).
     #[inline(always)]
     fn dims<const FM: usize, const FN: usize, const BS: bool>(n: u32, k: u32) -> (u32, u32, u32) {
-        if BS { (16 * FM as u32, 64 * FN as u32, tile::shuffled_b_bytes(u64::from(n), u64::from(k)) as u32) } else { (32 * FM as u32, 32 * FN as u32, n * k) }
+        let (bm, bn) = tile_dims(FM, FN, BS);
+        (bm, bn, if BS { tile::shuffled_b_bytes(u64::from(n), u64::from(k)) as u32 } else { n * k })
     }
 
-    /// The main loop over `job`: the dense `tile_gemm::<FM, FN, DEPTH>`, or with `BS`
-    /// `tile_gemm_bs::<FM, true, DEPTH == 2>` (`FN = 2`).
-    #[inline(always)]
-    fn run<const FM: usize, const FN: usize, const DEPTH: u32, const BS: bool, E: crate::dense::imp::Epilogue>(
-        job: &TileJob,
-        keep_row: impl Fn(u32) -> bool,
-        epi: &E,
-    ) {
-        if !BS {
-            tile_gemm::<FM, FN, DEPTH, _>(job, keep_row, epi);
-        } else if DEPTH == 2 {
-            crate::mainloop_bs::imp::tile_gemm_bs::<FM, true, true, _>(job, keep_row, epi);
-        } else {
-            crate::mainloop_bs::imp::tile_gemm_bs::<FM, true, false, _>(job, keep_row, epi);
-        }
-    }
-
-    /// A main loop over one grouped tile job (the builders' last step; [`Loop`] is [`run`], the
+    /// A main loop over one grouped tile job (the builders' last step; [`Loop`] is [`run_loop`], the
     /// pipelined bs kernels of `crate::grouped_pipe` bring their own).
     pub(crate) trait TileLoop {
         /// Runs the loop over `job`, storing through `epi` the rows `keep_row` accepts.
         fn run<E: crate::dense::imp::Epilogue>(job: &TileJob, keep_row: impl Fn(u32) -> bool, epi: &E);
     }
 
-    /// [`run`] as a [`TileLoop`].
+    /// [`run_loop`] as a [`TileLoop`].
     pub(crate) struct Loop<const FM: usize, const FN: usize, const DEPTH: u32, const BS: bool>;
     impl<const FM: usize, const FN: usize, const DEPTH: u32, const BS: bool> TileLoop for Loop<FM, FN, DEPTH, BS> {
         #[inline(always)]
         fn run<E: crate::dense::imp::Epilogue>(job: &TileJob, keep_row: impl Fn(u32) -> bool, epi: &E) {
-            run::<FM, FN, DEPTH, BS, E>(job, keep_row, epi)
+            run_loop::<FM, FN, DEPTH, BS, E>(job, keep_row, epi)
         }
     }
 
-    /// Contiguous layout on [`run`] ([`contiguous_with`]).
+    /// Contiguous layout on [`run_loop`] ([`contiguous_with`]).
     #[inline(always)]
     pub fn contiguous<const FM: usize, const FN: usize, const DEPTH: u32, const BS: bool>(args: MGroupedContiguousArgs) {
         contiguous_with::<FM, FN, BS, Loop<FM, FN, DEPTH, BS>>(args)
     }
 
-    /// Masked layout on [`run`] ([`masked_with`]).
+    /// Masked layout on [`run_loop`] ([`masked_with`]).
     #[inline(always)]
     pub fn masked<const FM: usize, const FN: usize, const DEPTH: u32, const BS: bool>(args: MGroupedMaskedArgs) {
         masked_with::<FM, FN, BS, Loop<FM, FN, DEPTH, BS>>(args)
@@ -420,7 +404,7 @@ pub(crate) mod imp {
         let slot = bm * bn * 4;
         let tile_base = tile::SPLITK_COUNTER_FLOATS as u32 * 4 + t * splits.get() * slot;
         let epi = PartialStore::<FM, 2, true> { rs_ws, base: tile_base + j * slot, m0, n0 };
-        run::<FM, 2, DEPTH, true, _>(&job, |_| true, &epi);
+        run_loop::<FM, 2, DEPTH, true, _>(&job, |_| true, &epi);
         let rs_d = || BufferResource::new(args.d.addr() + a_rows * u64::from(n * 2), rows * n * 2);
         splitk_finish::<FM, 2, true>(args.ws.addr(), rs_ws, t, tile_base, slot, splits, rs_d, n, n, m0, n0);
     }

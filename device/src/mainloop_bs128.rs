@@ -179,10 +179,11 @@ pub(crate) mod imp {
         });
         // SFA: this wave loads the windows of fragments 4q + wave (q < ⌈FM/4⌉) — no branch on
         // the wave, so the wait before the LDS write is a counted `vmcnt(N)`; slots 4q + wave
-        // ≥ FM load other rows' scales (or 0) into LDS slots nobody reads.
+        // ≥ FM load other rows' scales (or 0) into LDS slots nobody reads. Lanes as `sfa_lane`.
+        let (sfa_row, sfa_blk) = sfa_lane(lane);
         let mut sfa_voff = [0u32; FM];
         unroll!(q < FM.div_ceil(4) => {
-            sfa_voff[q] = (m0 + 16 * (4 * q as u32 + wave) + sfa_lane(lane).0) * ldsf * 4 + sf0 + 4 * sfa_lane(lane).1;
+            sfa_voff[q] = (m0 + 16 * (4 * q as u32 + wave) + sfa_row) * ldsf * 4 + sf0 + 4 * sfa_blk;
         });
         let sfb_voff = (n0 / SCALE_BLOCK_N) * ldsf * 4 + sf0 + 4 * grp;
         let sfa_region = |w: u32| 2 * stage + w * SFA_REGION * pipe_sfa_slots(FM as u32);
