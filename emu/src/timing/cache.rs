@@ -15,9 +15,22 @@ pub(crate) struct SetAssoc {
     stamp: Vec<u64>,
     /// Per way: when its line's data is present (a fill still in flight is later than now).
     ready: Vec<f64>,
-    /// Slot of the last [`Self::access_ready`].
-    last: usize,
     clock: u64,
+}
+
+/// The way a [`SetAssoc::lookup`] miss allocated, to state its fill's arrival with
+/// [`SetAssoc::filled`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Way(usize);
+
+/// What [`SetAssoc::lookup`] found.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Lookup {
+    /// The line is present from this time (later than the caller's while its fill is in
+    /// flight).
+    Hit(f64),
+    /// The line was allocated in this way; its data arrives when the caller's fetch does.
+    Miss(Way),
 }
 
 impl SetAssoc {
@@ -27,30 +40,28 @@ impl SetAssoc {
         let lines = (bytes / 128).max(ways as u64);
         let sets = (lines / ways as u64).max(1);
         let n = sets as usize * ways;
-        SetAssoc { sets, ways, tags: vec![0; n], stamp: vec![0; n], ready: vec![0.0; n], last: 0, clock: 0 }
+        SetAssoc { sets, ways, tags: vec![0; n], stamp: vec![0; n], ready: vec![0.0; n], clock: 0 }
     }
 
-    /// [`Self::access`] that also tracks fills: a hit returns `Some(when the line's data is
-    /// present)` (later than the caller's time while the fill that brought it is in flight);
-    /// a miss allocates the line, returns `None`, and the caller states with [`Self::filled`]
-    /// when its data arrives.
-    pub(crate) fn access_ready(&mut self, line: u64) -> Option<f64> {
-        let (hit, slot) = self.touch(line);
-        self.last = slot;
-        if hit { Some(self.ready[slot]) } else { None }
+    /// Looks `line` up with its fill time tracked: a miss allocates it (evicting the least
+    /// recently used way), and the caller states with [`Self::filled`] when its data arrives.
+    pub(crate) fn lookup(&mut self, line: u64) -> Lookup {
+        match self.touch(line) {
+            (true, slot) => Lookup::Hit(self.ready[slot]),
+            (false, slot) => Lookup::Miss(Way(slot)),
+        }
     }
 
-    /// The data of the line of the last [`Self::access_ready`] miss is present from `t`.
-    pub(crate) fn filled(&mut self, t: f64) {
-        self.ready[self.last] = t;
+    /// The data of the line a [`Self::lookup`] miss allocated in `way` is present from `t`.
+    pub(crate) fn filled(&mut self, way: Way, t: f64) {
+        self.ready[way.0] = t;
     }
 
-    /// Looks `line` up; a miss allocates it (evicting the least recently used way). Returns
-    /// whether it hit.
+    /// Looks `line` up; a miss allocates it (evicting the least recently used way), its data
+    /// present at once (no fill time tracked). Returns whether it hit.
     pub(crate) fn access(&mut self, line: u64) -> bool {
         let (hit, slot) = self.touch(line);
         if !hit {
-            // Untracked fills are present at once.
             self.ready[slot] = 0.0;
         }
         hit
@@ -90,21 +101,23 @@ impl Fifo {
         Fifo { capacity: (bytes / 128).max(1) as usize, present: HashMap::new(), order: VecDeque::new() }
     }
 
-    /// Looks `line` up; a miss brings it in, its data present from `fill` (the caller's
-    /// arrival time of the fetch). A hit returns `Some(when its data is present)`, which is
-    /// later than the caller's time while the fill that brought it is in flight.
-    pub(crate) fn access(&mut self, line: u64, fill: impl FnOnce() -> f64) -> Option<f64> {
-        if let Some(&t) = self.present.get(&line) {
-            return Some(t);
-        }
+    /// When the data of `line` is present (`None`: not in the cache); later than the caller's
+    /// time while the fill that brought it is in flight.
+    pub(crate) fn ready(&self, line: u64) -> Option<f64> {
+        self.present.get(&line).copied()
+    }
+
+    /// Brings `line` (not present) in, its data present from `t`, evicting the oldest line at
+    /// capacity.
+    pub(crate) fn insert(&mut self, line: u64, t: f64) {
+        debug_assert!(!self.present.contains_key(&line), "line {line} is already present");
         if self.order.len() == self.capacity
             && let Some(old) = self.order.pop_front()
         {
             self.present.remove(&old);
         }
-        self.present.insert(line, fill());
+        self.present.insert(line, t);
         self.order.push_back(line);
-        None
     }
 }
 
@@ -131,20 +144,23 @@ mod tests {
         // fill is in flight gets the line at 900, not at its own hit latency; an untracked
         // access (`access`) leaves lines present at once.
         let mut c = SetAssoc::new(64 * 128, 4);
-        assert_eq!(c.access_ready(5), None);
-        c.filled(900.0);
-        assert_eq!(c.access_ready(5), Some(900.0));
+        let Lookup::Miss(way) = c.lookup(5) else { panic!("line 5 is not in an empty cache") };
+        c.filled(way, 900.0);
+        assert_eq!(c.lookup(5), Lookup::Hit(900.0));
         assert!(!c.access(6));
-        assert_eq!(c.access_ready(6), Some(0.0));
+        assert_eq!(c.lookup(6), Lookup::Hit(0.0));
     }
 
     #[test]
     fn fifo_evicts_the_oldest_line_at_capacity() {
         let mut c = Fifo::new(2 * 128);
-        assert_eq!(c.access(7, || 10.0), None);
-        assert_eq!(c.access(8, || 20.0), None);
-        assert_eq!(c.access(7, || 99.0), Some(10.0), "a hit returns when the fill that brought the line arrives");
-        assert_eq!(c.access(9, || 30.0), None);
-        assert_eq!(c.access(7, || 40.0), None, "7 was the oldest of three lines in a two-line cache");
+        assert_eq!(c.ready(7), None);
+        c.insert(7, 10.0);
+        assert_eq!(c.ready(8), None);
+        c.insert(8, 20.0);
+        assert_eq!(c.ready(7), Some(10.0), "a hit returns when the fill that brought the line arrives");
+        assert_eq!(c.ready(9), None);
+        c.insert(9, 30.0);
+        assert_eq!(c.ready(7), None, "7 was the oldest of three lines in a two-line cache");
     }
 }

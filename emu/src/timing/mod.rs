@@ -342,10 +342,9 @@ impl fmt::Display for TimingReport {
                 writeln!(f, "    {:#8x}  {:>12}  {:<18} {}", s.pc, s.cycles, s.reason.label(), s.text)?;
             }
         }
-        if !self.spans.is_empty() {
+        if let Some(last) = self.spans.iter().max_by_key(|s| s.end) {
             let mut d: Vec<u64> = self.spans.iter().map(|s| s.end - s.start).collect();
             d.sort_unstable();
-            let last = self.spans.iter().max_by_key(|s| s.end).copied().unwrap_or(self.spans[0]);
             writeln!(
                 f,
                 "  workgroup durations (cycles): min {}, median {}, max {}; the last ends at {} (workgroup {}, CU {}, launched at {})",

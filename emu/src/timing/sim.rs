@@ -4,7 +4,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-use super::cache::{Fifo, SetAssoc};
+use super::cache::{Fifo, Lookup, SetAssoc};
 use super::server::Server;
 use super::{Machine, Stall};
 use crate::decode::{Inst, Op};
@@ -678,10 +678,11 @@ impl<'a> Sim<'a> {
         let s = self.l2_bw[xcd].serve(t, 128.0);
         self.stats.l2_bytes += 128.0;
         let lat_l2 = lat_l1 + f64::from(m.l2_latency);
-        if let Some(ready) = self.l2[xcd].access_ready(line) {
+        let way = match self.l2[xcd].lookup(line) {
             // A hit on a line whose fill is still in flight waits for that fill.
-            return (s + lat_l2).max(ready);
-        }
+            Lookup::Hit(ready) => return (s + lat_l2).max(ready),
+            Lookup::Miss(way) => way,
+        };
         let f = self.fab[xcd].serve(s, 128.0);
         self.stats.fabric_bytes += 128.0;
         let ms = self.mall_bw.serve(f, 128.0);
@@ -690,26 +691,26 @@ impl<'a> Sim<'a> {
             // Write-back: the line's bytes reach HBM eventually; charge the bandwidth now, the
             // store is acknowledged by the L2 (and its data is there for later reads).
             // The MALL keeps the line from here on, present at once.
-            let _ = self.mall.access(line, || 0.0);
+            if self.mall.ready(line).is_none() {
+                self.mall.insert(line, 0.0);
+            }
             self.hbm.serve(ms, 128.0);
             self.stats.hbm_bytes += 128.0;
-            self.l2[xcd].filled(s + lat_l2);
+            self.l2[xcd].filled(way, s + lat_l2);
             return s + lat_l2;
         }
-        // A MALL hit on a line another XCD's miss is still fetching waits for that fetch.
-        let (hbm, hbm_lat, stats) = (&mut self.hbm, self.hbm_lat, &mut self.stats);
-        let mut fetched = None;
-        let arrive = match self.mall.access(line, || {
-            let h = hbm.serve(ms, 128.0);
-            stats.hbm_bytes += 128.0;
-            let t = h + lat_mall + hbm_lat;
-            fetched = Some(t);
-            t
-        }) {
+        let arrive = match self.mall.ready(line) {
+            // A MALL hit on a line another XCD's miss is still fetching waits for that fetch.
             Some(ready) => (ms + lat_mall).max(ready),
-            None => fetched.unwrap_or(ms + lat_mall),
+            None => {
+                let h = self.hbm.serve(ms, 128.0);
+                self.stats.hbm_bytes += 128.0;
+                let t = h + lat_mall + self.hbm_lat;
+                self.mall.insert(line, t);
+                t
+            }
         };
-        self.l2[xcd].filled(arrive);
+        self.l2[xcd].filled(way, arrive);
         arrive
     }
 }
