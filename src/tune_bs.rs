@@ -10,9 +10,10 @@
 //! the fastest candidate beats the rules' choice by `bs_table::TABLE_MIN_GAIN`; the row keeps
 //! every candidate's modelled µs for review.
 //!
-//! Candidates: every bs tile unsplit (32, 48, 64, 80, 96, 128 rows × 128); split-K of the 32-,
-//! 64- and 128-row tiles into 2 … 16 (each split at least one K block, at most two rounds of
-//! workgroups) where the 32-row tiles are fewer than two per CU; stream-K of the 32-, 48- and
+//! Candidates: every bs tile unsplit (32, 48, 64, 80, 96, 128 rows × 128, and 32 × 64); split-K
+//! of the 32-, 64- and 128-row tiles into 2 … 16 (each split at least one K block, at most two
+//! rounds of workgroups) where the 32-row tiles are fewer than two per CU, and of the 32 × 64
+//! tile where its tiles are fewer than two per CU; stream-K of the 32-, 48- and
 //! 64-row tiles with `g` = 1 … slots whole waves of workgroups and a data-parallel head of 0
 //! or of the whole waves that leave a tail. A forcing the library rejects for the problem (an
 //! invalid schedule) is skipped and listed as `n/a`.
@@ -70,6 +71,17 @@ pub fn candidates(m: u32, n: u32, k: u32, cus: u32) -> Vec<BsForcing> {
                 if StreamKSchedule::new(t, nkb, dp, g).is_ok() {
                     v.push(BsForcing { tile: (bm, 128), splits: 1, stream_k: Some((g, Some(dp))) });
                 }
+            }
+        }
+    }
+    // The narrow 32 × 64 tile (four workgroups per CU): unsplit, and split where its tiles are
+    // fewer than two per CU.
+    let tiles64 = m.div_ceil(32) * n.div_ceil(64);
+    v.push(BsForcing { tile: (32, 64), splits: 1, stream_k: None });
+    if tiles64 < 2 * cus {
+        for s in [2u32, 3, 4, 6, 8, 12, 16] {
+            if s <= nkb && s <= config::MAX_SPLITS && tiles64 * s <= 2 * cus * 4 && tiles64 <= fp8gemm_device::tile::SPLITK_MAX_TILES {
+                v.push(BsForcing { tile: (32, 64), splits: s, stream_k: None });
             }
         }
     }
@@ -255,7 +267,8 @@ mod tests {
     fn candidates_cover_tiles_splits_and_stream_k_where_they_apply() {
         // Decode: every tile, splits, and stream-K schedules.
         let c = candidates(64, 2112, 7168, 304);
-        assert_eq!(c.iter().filter(|f| f.splits == 1 && f.stream_k.is_none()).count(), 6);
+        assert_eq!(c.iter().filter(|f| f.splits == 1 && f.stream_k.is_none()).count(), 7);
+        assert!(c.contains(&BsForcing { tile: (32, 64), splits: 4, stream_k: None }));
         assert!(c.contains(&BsForcing { tile: (32, 128), splits: 8, stream_k: None }));
         assert!(c.iter().all(|f| f.splits <= config::MAX_SPLITS));
         // Large M: no split-K; stream-K schedules are valid ones.

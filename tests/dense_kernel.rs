@@ -822,6 +822,42 @@ fn bs_kernels_meet_the_resource_goals() {
 }
 
 #[test]
+fn bs_narrow_kernels_meet_the_resource_goals() {
+    // The 32 × 64 kernels (the pipelined loop with one B fragment per wave, data-parallel and
+    // split-K): no spills, no scratch, all LDS dynamic, launch bound 256; four workgroups per
+    // CU (the host's tuned decode configs launch one per CU or fewer, but the registers leave
+    // room); the 32-row pipelined LDS; per 4-block trip 4 × 8 MFMAs (16x16x32 FP8: 2 A
+    // fragments × 1 B fragment × 4 K steps per block) and, in the data-parallel kernel, one
+    // barrier per block and per block 2 B loads (1 KiB each) + 1 A load.
+    use fp8gemm_device::tile::{DENSE_BS_PIPE_BM32_BN64, DENSE_SPLITK_BS_BM32_BN64, bs_pipe_lds_bytes};
+    for (arch, bytes) in [("gfx942", fp8gemm::codeobj::GFX942), ("gfx950", fp8gemm::codeobj::GFX950)] {
+        let co = CodeObject::parse(bytes).expect("code object parses");
+        for tile in [DENSE_BS_PIPE_BM32_BN64, DENSE_SPLITK_BS_BM32_BN64] {
+            let k = co.kernel(tile.name).unwrap_or_else(|| panic!("{arch}: {} missing", tile.name));
+            let what = format!("{arch} {}", tile.name);
+            let (regs, waves) = common_resource_goals(&what, &k.meta);
+            assert!(waves >= 4, "{what}: {regs} registers → {waves} waves/SIMD < 4");
+            assert_eq!((tile.block_m, tile.block_n), (32, 64), "{what}");
+            assert_eq!(tile.lds_bytes(), bs_pipe_lds_bytes(32), "{what}: LDS");
+            assert!(4 * tile.lds_bytes() <= 64 * 1024, "{what}: LDS for four workgroups per CU");
+            if arch == "gfx942" {
+                let body = main_loop(&co, tile.name);
+                let count = |name: &str| body.iter().filter(|i| i.op.name() == name).count() as u32;
+                let mfma = body.iter().filter(|i| amdgpu_emu::decode::is_mai(i.op)).count() as u32;
+                assert_eq!((mfma, count("v_mfma_f32_16x16x32_fp8_fp8")), (32, 32), "{what}: MFMAs per trip of 4 blocks");
+                if tile.name == DENSE_BS_PIPE_BM32_BN64.name {
+                    let barriers = count("s_barrier");
+                    assert!((4..=5).contains(&barriers), "{what}: {barriers} barriers per trip of 4 blocks");
+                    let loads = count("buffer_load_dwordx4");
+                    assert!((12..=16).contains(&loads), "{what}: {loads} 16-byte loads per trip");
+                }
+            }
+            eprintln!("{what}: vgpr {regs} (agpr {}) sgpr {}", k.meta.agpr_count, k.meta.sgpr_count);
+        }
+    }
+}
+
+#[test]
 fn bs_pipe_streamk_kernels_meet_the_resource_goals() {
     // The stream-K kernels on the pipelined bs loop (`fp8gemm_device::streamk` over
     // `tile_gemm_bs_pipe`: five inlined copies of the loop, the partial store and the
@@ -913,7 +949,7 @@ fn the_128_row_pipelined_bs_kernel_keeps_its_registers_and_its_issue_budget() {
 fn bs_pipe_loops_never_drain_the_memory_counter() {
     use amdgpu_emu::decode::Op;
     let co = code_object();
-    for tile in fp8gemm_device::tile::DENSE_BS_PIPE_TILES {
+    for tile in fp8gemm_device::tile::DENSE_BS_PIPE_TILES.into_iter().chain([fp8gemm_device::tile::DENSE_BS_PIPE_BM32_BN64]) {
         // The K loop: the backward branch whose span holds the most MFMAs (other backward
         // branches are the loop's exit paths jumping back to shared code).
         let (insts, back) = decode_with_loops(&co, tile.name);

@@ -13,10 +13,13 @@ use fp8gemm::{DeviceActivations, DeviceWeights, Error, Stream, fp8_gemm_nt};
 use half::bf16;
 use proptest::prelude::*;
 
-/// The bs tiles, `(block_m, block_n)` (48, 80 and 96 rows: the pipelined kernels only).
-const BS_TILES: [(u32, u32); 6] = [(32, 128), (48, 128), (64, 128), (80, 128), (96, 128), (128, 128)];
+/// The bs tiles, `(block_m, block_n)` (48, 80 and 96 rows: the pipelined kernels only; 32 × 64:
+/// the narrow decode tile, one B fragment per wave).
+const BS_TILES: [(u32, u32); 7] = [(32, 128), (48, 128), (64, 128), (80, 128), (96, 128), (128, 128), (32, 64)];
 /// The bs tiles that also have split-K and m-grouped kernels.
 const BS_SPLIT_TILES: [(u32, u32); 3] = [(32, 128), (64, 128), (128, 128)];
+/// The bs tiles with a dense split-K kernel.
+const BS_DENSE_SPLIT_TILES: [(u32, u32); 4] = [(32, 128), (64, 128), (128, 128), (32, 64)];
 
 /// The bs kernels run the dense loop's MFMAs in the same order on the same bytes and promote
 /// the same way, so their result is the logical-layout (unsplit) kernels' bit for bit.
@@ -44,12 +47,12 @@ fn every_bs_tile_matches_both_references_and_the_logical_kernels() {
             assert_eq!((cfg.block_m, cfg.block_n, cfg.splits), (tile.0, tile.1, 1), "{what}");
             // The 64-row tile below 8 tiles per CU and the 48/80/96/128-row tiles: the
             // pipelined one-workgroup-per-CU kernels.
-            let want = match tile.0 {
-                48 | 64 | 80 | 96 | 128 => format!("fp8_gemm_nt_bs_pipe_bm{}_bn128", tile.0),
+            let want = match tile {
+                (48 | 64 | 80 | 96 | 128, _) | (32, 64) => format!("fp8_gemm_nt_bs_pipe_bm{}_bn{}", tile.0, tile.1),
                 _ => format!("fp8_gemm_nt_bs_bm{}_bn128", tile.0),
             };
             assert_eq!(cfg.kernel, want, "{what}");
-            assert_eq!(cfg.grid, (m as u32).div_ceil(tile.0) * (n as u32).div_ceil(128), "{what}");
+            assert_eq!(cfg.grid, (m as u32).div_ceil(tile.0) * (n as u32).div_ceil(tile.1), "{what}");
             assert!(r.workspace_limit.is_none());
             assert_accurate(&what, &c, &got);
             assert_same_bits(&what, &got, &logical);
@@ -161,22 +164,39 @@ fn bs_config_choice() {
     // 32-row tile, 18.01 with the pipelined 64-row kernel).
     let c = get_bs_config(&GemmDesc::dense(256, 7168, 2048, arch)).unwrap();
     assert_eq!((c.block_m, c.splits, c.kernel), (64, 1, "fp8_gemm_nt_bs_pipe_bm64_bn128"));
-    // Small M: the 32-row tile, the split count of least estimated time (34 tiles × 8 splits of
-    // 7 blocks each; 9 splits, one workgroup per CU, was modelled 14.51 vs 13.22 µs).
+    // Small M, tabled (host/tuned/gfx942_bs.csv, the forced sweep's best, modelled MI300X): the
+    // narrow 32 × 64 split-K kernel, 66 tiles × 4 splits, 10.23 µs against the rules' 11.70.
     let c = get_bs_config(&GemmDesc::dense(64, 2112, 7168, arch)).unwrap();
+    assert_eq!((c.block_m, c.block_n, c.splits, c.kernel), (32, 64, 4, "fp8_gemm_nt_splitk_bs_bm32_bn64"));
+    assert_eq!(c.grid, 2 * 33 * 4);
+    // The rules alone: the 32-row tile, the split count of least estimated time (34 tiles × 8
+    // splits of 7 blocks each; 9 splits, one workgroup per CU, was modelled 14.51 vs 13.22 µs).
+    let c = config::bs_table::without_table(|| get_bs_config(&GemmDesc::dense(64, 2112, 7168, arch))).unwrap();
     assert_eq!((c.block_m, c.splits, c.kernel), (32, 8, "fp8_gemm_nt_splitk_bs_bm32_bn128"));
     assert_eq!(c.grid, 2 * 17 * 8);
+    // Short K with 0.6–4 narrow tiles per CU: the 32 × 64 data-parallel kernel
+    // (`config::bs_narrow_rule`; modelled MI300X µs, the choice before → now: 64×7168×2048
+    // 9.83 → 8.70, 16×24576×1536 14.11 → 12.92, 128×7168×2048 11.38 (the 48-row pipelined
+    // kernel, tabled then) → 10.91, 64×32768×512 9.18 → 8.66).
+    for (m, n, k) in [(64u32, 7168u32, 2048u32), (16, 24576, 1536), (128, 7168, 2048), (64, 32768, 512)] {
+        let c = get_bs_config(&GemmDesc::dense(m, n, k, arch)).unwrap();
+        assert_eq!((c.block_m, c.block_n, c.splits, c.kernel), (32, 64, 1, "fp8_gemm_nt_bs_pipe_bm32_bn64"), "{m}x{n}x{k}");
+        assert_eq!(c.grid, m.div_ceil(32) * n.div_ceil(64), "{m}x{n}x{k}");
+        assert!(config::bs_narrow_rule(m, n, k / 128, 304).is_some(), "{m}x{n}x{k}");
+    }
+    // Above 2 narrow tiles per CU with more than 64 rows, or long K: not the narrow rule's
+    // (128×16384×1024, 3.4 per CU: 9.86 µs on the 64-row pipelined kernel, 11.59 narrow).
+    assert!(config::bs_narrow_rule(128, 16384, 8, 304).is_none());
+    assert!(config::bs_narrow_rule(64, 7168, 128, 304).is_none());
     // The other DeepSeek-V3 decode points of the estimate's docs (config::get_bs_config_for_workspace):
     // (m, n, k) → (splits, kernel).
     for (m, n, k, splits) in [
-        (64u32, 7168u32, 2048u32, 2u32),
-        // The rules' choice, also the forced sweep's best (`fp8gemm tune --bs`: 11.93 µs
+        // The rules' choice, also the forced sweep's best (`fp8gemm tune --bs`: 12.19 µs
         // modelled MI300X; tabled at 8 splits before the split-K kernels ran the pipelined loop).
-        (128, 2112, 7168, 4),
+        (128u32, 2112u32, 7168u32, 4u32),
         // Tabled in host/tuned/gfx942_bs.csv (the forced sweep's best, modelled MI300X µs): the
-        // rules' 8 splits 40.36 µs, the table's 2 at 35.05.
+        // rules' 5 splits 35.12 µs, the table's 2 at 34.34.
         (64, 7168, 16384, 2),
-        (16, 24576, 1536, 1),
         (256, 2112, 7168, 4),
         (16, 256, 1024, 4),
     ] {
@@ -185,18 +205,22 @@ fn bs_config_choice() {
         assert_eq!((c.block_m, c.splits, c.kernel), (32, splits, kernel), "{m}x{n}x{k}");
         assert_eq!(c.grid, m.div_ceil(32) * n.div_ceil(128) * splits, "{m}x{n}x{k}");
     }
-    // Tabled: 128×7168×2048 on the pipelined 48-row kernel, one round of 168 tiles (11.37 µs
-    // modelled MI300X against the rules' 4 splits of the 32-row tile at 16.05 and 2 splits at
-    // 12.50).
-    let c = get_bs_config(&GemmDesc::dense(128, 7168, 2048, arch)).unwrap();
-    assert_eq!((c.block_m, c.splits, c.kernel, c.grid), (48, 1, "fp8_gemm_nt_bs_pipe_bm48_bn128", 3 * 56));
-    // Without the workspace for it: the largest split count that fits, reported.
+    // Without the workspace for it (the rules alone): the largest split count that fits,
+    // reported.
+    let desc = GemmDesc::dense(64, 2112, 7168, arch);
     let need = |s: u32| fp8gemm_device::tile::splitk_workspace_floats(34, s, 32, 128);
-    let (c, lim) = config::get_bs_config_for_workspace(&GemmDesc::dense(64, 2112, 7168, arch), need(4)).unwrap();
+    let (c, lim) = config::bs_table::without_table(|| config::get_bs_config_for_workspace(&desc, need(4))).unwrap();
     assert_eq!(c.splits, 4);
     let lim = lim.expect("a workspace limit");
     assert_eq!((lim.preferred.splits, lim.needed, lim.available), (8, need(8), need(4)));
-    let (c, lim) = config::get_bs_config_for_workspace(&GemmDesc::dense(64, 2112, 7168, arch), 0).unwrap();
+    // A tabled config whose workspace does not fit: the rules' choice among what fits, the
+    // row's config reported as preferred.
+    let need64 = fp8gemm_device::tile::splitk_workspace_floats(66, 4, 32, 64);
+    let (c, lim) = config::get_bs_config_for_workspace(&desc, need64 - 1).unwrap();
+    let lim = lim.expect("a workspace limit");
+    assert_eq!((lim.preferred.kernel, lim.preferred.splits, lim.needed, lim.available), ("fp8_gemm_nt_splitk_bs_bm32_bn64", 4, need64, need64 - 1));
+    assert!(c.workspace_floats() < need64 && c.kernel == "fp8_gemm_nt_splitk_bs_bm32_bn128", "{c}");
+    let (c, lim) = config::get_bs_config_for_workspace(&desc, 0).unwrap();
     assert_eq!((c.splits, c.kernel), (1, "fp8_gemm_nt_bs_bm32_bn128"));
     assert!(lim.is_some());
     // Large M: no split; from 8 64-row tiles per CU the pipelined 64-row data-parallel kernel,
@@ -240,15 +264,15 @@ fn every_bs_split_config_matches_both_references_and_the_unsplit_bs_kernel() {
     for (m, n, k) in [(1usize, 132usize, 384usize), (65, 196, 640), (130, 260, 1152)] {
         let c = case(m, n, k, (m * 5 + n + k) as u64);
         let nkb = (k / 128) as u32;
-        for tile in BS_SPLIT_TILES {
+        for tile in BS_DENSE_SPLIT_TILES {
             let (unsplit, r) = forced(Some(tile), Some(1), || run_with_layout(&ctx, &stream, &c, WeightLayout::Preshuffled));
             assert_eq!(r.config.unwrap().splits, 1);
             for splits in [2, 3, nkb] {
                 let what = format!("{m}x{n}x{k} bs tile {}x{} split {splits}", tile.0, tile.1);
                 let (got, r) = forced(Some(tile), Some(splits), || run_with_layout(&ctx, &stream, &c, WeightLayout::Preshuffled));
                 let cfg = r.config.unwrap();
-                assert_eq!(cfg.kernel, format!("fp8_gemm_nt_splitk_bs_bm{}_bn128", tile.0), "{what}");
-                assert_eq!((cfg.splits, cfg.grid), (splits, (m as u32).div_ceil(tile.0) * (n as u32).div_ceil(128) * splits), "{what}");
+                assert_eq!(cfg.kernel, format!("fp8_gemm_nt_splitk_bs_bm{}_bn{}", tile.0, tile.1), "{what}");
+                assert_eq!((cfg.splits, cfg.grid), (splits, (m as u32).div_ceil(tile.0) * (n as u32).div_ceil(tile.1) * splits), "{what}");
                 assert_accurate(&what, &c, &got);
                 // The unsplit bs result up to the summation order.
                 assert_elementwise(&format!("{what} vs unsplit"), &got, &unsplit);
@@ -436,6 +460,20 @@ proptest! {
         let arch = fp8gemm::codeobj::Arch::Gfx942;
         let desc = config::GemmDesc::dense(m, n, k, arch);
         let c = config::get_bs_config(&desc).unwrap();
+        if c.block_n == 64 {
+            // The narrow 32 × 64 tile: unsplit by `config::bs_narrow_rule`, split only from a
+            // tuned row (host/tuned/gfx942_bs.csv).
+            let t64 = m.div_ceil(32) * n.div_ceil(64);
+            prop_assert_eq!(c.block_m, 32);
+            if c.splits == 1 {
+                prop_assert!(config::bs_narrow_rule(m, n, k / 128, 304).is_some(), "{}", c);
+                prop_assert_eq!((c.kernel, c.grid, c.stream_k), ("fp8_gemm_nt_bs_pipe_bm32_bn64", t64, None));
+            } else {
+                prop_assert_eq!((c.kernel, c.grid), ("fp8_gemm_nt_splitk_bs_bm32_bn64", t64 * c.splits));
+            }
+            return Ok(());
+        }
+        prop_assert!(config::bs_narrow_rule(m, n, k / 128, 304).is_none(), "{}", c);
         let tiles = m.div_ceil(c.block_m) * n.div_ceil(128);
         let (tiles32, tiles64) = (u64::from(m.div_ceil(32) * n.div_ceil(128)), u64::from(m.div_ceil(64) * n.div_ceil(128)));
         let i = config::bs_tile_rule(tiles32, tiles64, 304);

@@ -78,7 +78,7 @@ mod imp {
     impl<const FM: usize> TileLoop for Pipe<FM> {
         #[inline(always)]
         fn run<E: Epilogue>(job: &TileJob, keep_row: impl Fn(u32) -> bool, epi: &E) {
-            crate::mainloop_bs::imp::tile_gemm_bs_pipe::<FM, 2, _>(job, keep_row, epi);
+            crate::mainloop_bs::imp::tile_gemm_bs_pipe::<FM, 2, 2, _>(job, keep_row, epi);
         }
     }
 }

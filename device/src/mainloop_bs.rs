@@ -12,6 +12,8 @@
 //!
 //! * **Waves**: wave `w` owns all `BM = 16·FM` rows of the tile × columns `32·w .. 32·w + 32`:
 //!   `FM` A fragments × 2 B fragments = `2·FM` 16×16 outputs, `8·FM` MFMAs per 128-K block
+//!   (the pipelined loop also runs one B fragment per wave, columns `16·w .. 16·w + 16` of a
+//!   `BM × 64` tile: "Narrow tiles" below)
 //!   (the transposed `v_mfma_f32_16x16x32_fp8_fp8` mapping, K permutation, MFMA order and
 //!   promotion of [`crate::dense`], so the result is the dense kernels' bit for bit; a tile
 //!   never straddles a 128-column SFB block).
@@ -78,6 +80,8 @@
 //! | `fp8_gemm_nt_splitk_bs_bm32_bn128`  | pipelined, B 2 ahead | 170 | 0  | 0 | 0 | 10 KiB | 2 | 2 |
 //! | `fp8_gemm_nt_splitk_bs_bm64_bn128`  | pipelined, B 2 ahead | 221 | 0  | 0 | 0 | 18 KiB | 2 | 2 |
 //! | `fp8_gemm_nt_splitk_bs_bm128_bn128` | yes / no  | 290 | 34 | 0 | 0 | 36 KiB | 1 | 1 |
+//! | `fp8_gemm_nt_bs_pipe_bm32_bn64` | pipelined, 1 B fragment, B 2 ahead, A 4 ahead | 117 | 0 | 0 | 0 | 10 KiB | 4 | 4 |
+//! | `fp8_gemm_nt_splitk_bs_bm32_bn64` | pipelined, 1 B fragment, B 2 ahead, A 4 ahead | 117 | 0 | 0 | 0 | 10 KiB | 4 | 4 |
 //!
 //! Modelled figures and the steps that led here: [`crate::dense`], "B straight to registers".
 //!
@@ -231,6 +235,41 @@
 //! 128×7168×16384 split 6 56.97 / 46.73 but split 2 46.49 with B two ahead (the tuned table
 //! picks the split). Against the phase loop (`compare --set deepseek`, full scope):
 //! 64×7168×2048 split 2 11.27 → 9.90 µs, 64×2112×7168 split 8 11.81 → 11.60.
+//!
+//! **Narrow tiles: 32 × 64** (`fp8_gemm_nt_bs_pipe_bm32_bn64`, `fp8_gemm_nt_splitk_bs_bm32_bn64`:
+//! `tile_gemm_bs_pipe::<2, 1, 2, _>`, one B fragment of 16 columns per wave). At decode
+//! (M ≤ 128) the 32 × 128 tile's workgroup moves 16 KiB of B and 4 KiB of A per block through
+//! one CU's texture path and, split, reduces 16 KiB partial slots on one CU; the 32 × 64 tile
+//! moves 8 + 4 KiB for half the outputs, so twice as many workgroups share the same B bytes and
+//! its slots are 8 KiB: at 64×2112×7168 the 32 × 128 split-8 reducer spent ~4.3k cycles
+//! reading 8 slots against ~2k for the 32 × 64 split-4 one, and 64×7168×2048 fills 224 CUs
+//! without splitting. With `NF = 1` a block is 8 MFMAs per wave, so the loop's other slots move:
+//! the global loads go after every MFMA (not the odd ones: 1 A + 2 B + at the window's second
+//! block 2 scale loads need 5 slots), A's fragment reads after each of the first `2·FM`
+//! (before: the even ones, which left the last read's latency to the next barrier's
+//! `lgkmcnt(0)`: 64×7168×2048 9.08 → 8.70 µs), and A is loaded four blocks ahead instead of
+//! three (one block of 8 MFMAs between a load and its LDS write left the write waiting:
+//! 64×2112×7168 split 4 10.72 → 10.22 µs); B three blocks ahead instead of two was slower
+//! (10.72 → 10.84). 117 registers: four workgroups per CU. A 64 × 64 tile (`FM = 4`, 180
+//! registers) was built and modelled slower than the choices below on every decode shape
+//! (64×2112×7168 best 11.88 µs, 128×2112×7168 13.52, 128×7168×2048 11.73): not shipped.
+//! Modelled µs (MI300X, full scope; `FP8GEMM_PRESHUFFLED=1 FP8GEMM_FORCE_TILE=32x64
+//! FP8GEMM_FORCE_SPLIT=S fp8gemm profile`), against the choice before:
+//!
+//! | shape | before | 32 × 64 |
+//! |---|---|---|
+//! | 64×2112×7168 | 11.70 (32 × 128 split 8) | **10.22** (split 4; split 8 10.75) |
+//! | 64×7168×2048 | 9.83 (32 × 128 split 2) | **8.70** (unsplit) |
+//! | 64×24576×1536 | 14.94 (32 × 128 stream-K) | **13.62** (unsplit) |
+//! | 64×32768×512 | 9.18 (32 × 128) | **8.66** (unsplit) |
+//! | 64×4096×7168 | 13.79 (32 × 128 split 3) | **13.15** (split 4) |
+//! | 128×7168×2048 | 11.38 (48 × 128) | **10.91** (unsplit) |
+//! | 64×7168×16384 | **34.34** (32 × 128 split 2) | 34.80 (split 4) |
+//! | 128×2112×7168 | **12.19** (32 × 128 split 4) | 13.01 (split 4) |
+//! | 128×4096×7168 | **16.39** (32 × 128 split 2) | 17.70 (split 2) |
+//!
+//! The tuned table (`host/tuned/gfx942_bs.csv`) picks the 32 × 64 configs where they win; the
+//! rules for shapes outside it do not choose this tile yet.
 //!
 //! **Direct-to-LDS A (tried, not shipped).** Loading A with `buffer_load_dword … lds` (through an
 //! LLVM IR shim over `llvm.amdgcn.raw.buffer.load.lds`, each lane's dword chosen so the rotation
@@ -596,11 +635,13 @@ pub(crate) mod imp {
     /// MFMAs (the last pair's in the next block), so no VALU waits on an MFMA result; the
     /// per-window SFA loads are straight-line (wave `w` loads fragments `4q + w`).
     /// `FM` ∈ 2..=8 (the dense data-parallel kernels use 3, 4, 5, 6; the split-K kernels 2
-    /// and 4).
+    /// and 4); `NF` ∈ {1, 2} B fragments per wave (tile `16·FM × 64·NF`; 1: the 32 × 64
+    /// kernels, module docs "Narrow tiles"); `BA` ∈ 1..=3 blocks of B ahead.
     #[inline(always)]
-    pub(crate) fn tile_gemm_bs_pipe<const FM: usize, const BA: u32, E: Epilogue>(job: &TileJob, keep_row: impl Fn(u32) -> bool, epi: &E) {
+    pub(crate) fn tile_gemm_bs_pipe<const FM: usize, const NF: usize, const BA: u32, E: Epilogue>(job: &TileJob, keep_row: impl Fn(u32) -> bool, epi: &E) {
         const { assert!(FM >= 2 && FM <= 8) };
-        const { assert!(BA == 1 || BA == 2) };
+        const { assert!(BA >= 1 && BA <= 3) };
+        const { assert!(NF == 1 || NF == 2) };
         let stage = pipe_stage_bytes(FM as u32);
         let (n, m0, n0, lda, ldsf, nkb) = (job.n, job.m0, job.n0, job.lda, job.ldsf, job.nkb);
         let (rs_a, rs_b, rs_sfa, rs_sfb) = (job.rs_a, job.rs_b, job.rs_sfa, job.rs_sfb);
@@ -621,9 +662,9 @@ pub(crate) mod imp {
         let copy_lds = block_swizzle(copy_row, copy_chunk);
         let frag_lds = [block_swizzle(lane & 15, frag_chunk(lane >> 4, 0)), block_swizzle(lane & 15, frag_chunk(lane >> 4, 1))];
 
-        let mut b_voff = [0u32; FN];
-        unroll!(f < FN => {
-            b_voff[f] = tile::shuffled_b_offset(n0 / 16 + 2 * wave + f as u32, job.kb0, ldsf, 0, lane);
+        let mut b_voff = [0u32; NF];
+        unroll!(f < NF => {
+            b_voff[f] = tile::shuffled_b_offset(n0 / 16 + NF as u32 * wave + f as u32, job.kb0, ldsf, 0, lane);
         });
 
         let row_of = |fm: usize| m0 + 16 * fm as u32 + (lane & 15);
@@ -685,18 +726,26 @@ pub(crate) mod imp {
             unsafe { lds_write_b32(sfa_region(w) + SFA_REGION * (4 * q as u32 + wave) + sfa_slot_byte(lane), v.to_bits()) };
         };
 
-        // SAFETY: all-zero bits are a valid [[F32x4; FN]; FM] (+0.0 in every lane).
-        let mut acc: [[F32x4; FN]; FM] = unsafe { core::mem::zeroed() };
+        // SAFETY: all-zero bits are a valid [[F32x4; NF]; FM] (+0.0 in every lane).
+        let mut acc: [[F32x4; NF]; FM] = unsafe { core::mem::zeroed() };
         let mut sfa_ld = [0f32; FM];
         let mut sfb = [0u32; 4];
         let mut window = 0u32;
 
-        let zb = || [[U32x4([0; 4]); 2]; FN];
-        let mut b: BSets = [zb(), zb(), zb(), zb()];
-        let mut ga = [[U32x4([0; 4]); FM]; 2];
+        let zb = || [[U32x4([0; 4]); 2]; NF];
+        // B operands by block mod 4: [fragment][read].
+        let mut b: [[[U32x4; 2]; NF]; 4] = [zb(), zb(), zb(), zb()];
+        // A from global memory: block i loads A(i + la) into register set `ga_set(i + la)` and
+        // writes A(i + 2) (loaded la − 2 blocks before) into LDS. Three ahead with two B
+        // fragments per wave; four with one (a block is then half as many MFMAs, and one block
+        // between the load and its LDS write left the write waiting for it: modelled MI300X
+        // 64×2112×7168, 32 × 64 split 4, 10.72 → 10.22 µs).
+        let la: u32 = if NF == 1 { 4 } else { 3 };
+        let ga_set = |blk: usize| if NF == 1 { blk % 4 } else { (blk + 1) % 2 };
+        let mut ga = [[U32x4([0; 4]); FM]; 4];
         let mut a: [ARegs<FM>; 2] = [[[[0; 2]; FM]; 2]; 2];
         // The last output pair's partial sums and scale, promoted during the next block.
-        let mut pend = [F32x4::zero(); FN];
+        let mut pend = [F32x4::zero(); NF];
         let mut pend_s = 0f32;
 
         // Prologue: window 0's scales; A(0), A(1) for stages 0, 1; B(0 .. BA); A(2) into
@@ -717,16 +766,22 @@ pub(crate) mod imp {
             });
         });
         sched_fence();
-        unroll!(f < FN => {
+        unroll!(f < NF => {
             unroll!(r < 2 => {
                 b[0][f][r] = load_b(0, f, r);
-                if BA == 2 {
+                if BA >= 2 {
                     b[1][f][r] = load_b(1, f, r);
+                }
+                if BA == 3 {
+                    b[2][f][r] = load_b(2, f, r);
                 }
             });
         });
         unroll!(p < FM.div_ceil(2) => {
-            ga[1][p] = load_a(2, p);
+            ga[ga_set(2)][p] = load_a(2, p);
+            if NF == 1 {
+                ga[ga_set(3)][p] = load_a(3, p);
+            }
         });
         sched_fence();
         unroll!(q < FM.div_ceil(4) => {
@@ -745,12 +800,13 @@ pub(crate) mod imp {
         });
 
         // Block i (j = i mod 4, static in each unrolled copy): barrier; SFA of block i; then
-        // the 8·FM MFMAs (pair fm = outputs (fm, 0..2), order (r, s, f) inside the pair), the
-        // extra instructions after MFMA g: A(i + 1) fragment reads after the even g, global
-        // loads (A(i + 3), B(i + BA), at j = 1 the next window's scales) after the odd g,
-        // promotion of the previous block's last pair after g = 4 and of pair fm − 1 after
-        // g = 8·fm + 4, A(i + 2)'s LDS writes after the odd g from 8·FM / 2 + 1; at j = 3 the
-        // next window's SFA write.
+        // the 4·NF·FM MFMAs (group fm = outputs (fm, 0..NF), order (r, s, f) inside it), the
+        // extra instructions after MFMA g (NF = 2; with NF = 1 the reads and loads go after
+        // every g): A(i + 1) fragment reads after the even g, global loads (A(i + la),
+        // B(i + BA), at j = 1 the next window's scales) after the odd g, promotion of the
+        // previous block's last group after g = 2·NF (+2) and of group fm − 1 after
+        // g = 4·NF·fm + 2·NF (+2), A(i + 2)'s LDS writes after the odd g from 2·NF·FM + 1; at
+        // j = 3 the next window's SFA write.
         macro_rules! step {
             ($i:expr, $j:expr) => {{
                 let (i, j): (u32, u32) = ($i, $j);
@@ -771,50 +827,58 @@ pub(crate) mod imp {
                 });
                 let s_b = f32::from_bits(sfb[J]) * tile::PROMOTION_DOWN;
                 sched_fence();
-                let mut part = [[F32x4::zero(); FN]; FM];
+                let mut part = [[F32x4::zero(); NF]; FM];
                 let n_a_loads = FM.div_ceil(2);
-                let n_g = n_a_loads + 2 * FN + if J == 1 { FM.div_ceil(4) + 1 } else { 0 };
+                let n_g = n_a_loads + 2 * NF + if J == 1 { FM.div_ceil(4) + 1 } else { 0 };
                 unroll!(fm < FM => {
-                    unroll!(t < 8 => {
-                        let g = 8 * fm + t;
-                        let (r, s, f) = (t / 4, (t / 2) % 2, t % 2);
+                    unroll!(t < 4 * NF => {
+                        let g = 4 * NF * fm + t;
+                        let (r, s, f) = (t / (2 * NF), (t / NF) % 2, t % NF);
                         let c = if r == 0 && s == 0 { F32x4::zero() } else { part[fm][f] };
                         part[fm][f] = mfma_f32_16x16x32_fp8_fp8(b[J][f][r].to_u64x2()[s], a[J & 1][r][fm][s], c);
-                        if g % 2 == 0 && g / 2 < 2 * FM {
-                            let (rr, ff) = ((g / 2) / FM, (g / 2) % FM);
+                        // A(i + 1) fragment read slot: after the even MFMAs with two B
+                        // fragments per wave, after each of the first 2·FM with one (the
+                        // block's last MFMAs then cover the reads' latency before the next
+                        // block's barrier waits for them).
+                        let (a_slot, ax) = if NF == 2 { (g % 2 == 0, g / 2) } else { (true, g) };
+                        if a_slot && ax < 2 * FM {
+                            let (rr, ff) = (ax / FM, ax % FM);
                             a[(J + 1) & 1][rr][ff] = read_a((j + 1) & 1, rr, ff);
                         }
-                        if g % 2 == 1 && g / 2 < n_g {
-                            let x = g / 2;
+                        // Global-load slot x: after the odd MFMAs with two B fragments, after
+                        // every MFMA with one (half the MFMAs for the same A and scale loads).
+                        let (slot, x) = if NF == 2 { (g % 2 == 1, g / 2) } else { (true, g) };
+                        if slot && x < n_g {
                             if x < n_a_loads {
-                                ga[J & 1][x] = load_a(i + 3, x);
-                            } else if x < n_a_loads + 2 * FN {
+                                ga[ga_set(J + la as usize)][x] = load_a(i + la, x);
+                            } else if x < n_a_loads + 2 * NF {
                                 let y = x - n_a_loads;
                                 b[(J + BA as usize) % 4][y / 2][y % 2] = load_b(i + BA, y / 2, y % 2);
-                            } else if x < n_a_loads + 2 * FN + FM.div_ceil(4) {
-                                let q = x - n_a_loads - 2 * FN;
+                            } else if x < n_a_loads + 2 * NF + FM.div_ceil(4) {
+                                let q = x - n_a_loads - 2 * NF;
                                 sfa_ld[q] = load_sfa(i + 3, q);
                             } else {
                                 sfb_next = load_sfb(i + 3);
                             }
                         }
                         // Promotions one output (two `v_pk_fma`) per MFMA, after the even
-                        // ones (t = 4, 6: no global load there), so that no group outlasts
-                        // the MFMA it follows.
-                        if g == 4 || g == 6 {
-                            let ff = (g - 4) / 2;
+                        // ones of a pair's second half (t = 4, 6 with two B fragments: no
+                        // global load there; t = 2 with one), so that no group outlasts the
+                        // MFMA it follows.
+                        if g >= 2 * NF && g < 4 * NF && g % 2 == 0 {
+                            let ff = (g - 2 * NF) / 2;
                             acc[FM - 1][ff] = promote::<FM>(pend[ff], pend_s, acc[FM - 1][ff]);
                         }
-                        if (t == 4 || t == 6) && fm >= 1 {
-                            let ff = (t - 4) / 2;
+                        if t >= 2 * NF && t % 2 == 0 && fm >= 1 {
+                            let ff = (t - 2 * NF) / 2;
                             let s = s_a[fm - 1] * s_b;
                             acc[fm - 1][ff] = promote::<FM>(part[fm - 1][ff], s, acc[fm - 1][ff]);
                         }
-                        if g % 2 == 1 && g > 4 * FM && (g - 4 * FM) / 2 < FM.div_ceil(2) {
-                            let p = (g - 4 * FM) / 2;
-                            write_a(j & 1, p, ga[(J + 1) & 1][p]);
+                        if g % 2 == 1 && g > 2 * NF * FM && (g - 2 * NF * FM) / 2 < FM.div_ceil(2) {
+                            let p = (g - 2 * NF * FM) / 2;
+                            write_a(j & 1, p, ga[ga_set(J + 2)][p]);
                         }
-                        if j == 3 && g == 8 * FM - 3 {
+                        if j == 3 && g == 4 * NF * FM - 3 {
                             // The next window's SFA into LDS, in a free slot after an odd
                             // MFMA (after the loop body it lengthened the latch): its region
                             // was last read in the previous window, before this block's
@@ -857,15 +921,15 @@ pub(crate) mod imp {
             }
             i += 4;
         }
-        unroll!(ff < FN => {
+        unroll!(ff < NF => {
             acc[FM - 1][ff] = promote::<FM>(pend[ff], pend_s, acc[FM - 1][ff]);
         });
 
         epi.begin();
         unroll!(fm < FM => {
             let row = row_of(fm);
-            unroll!(f < FN => {
-                let col = n0 + 32 * wave + 16 * f as u32 + 4 * (lane >> 4);
+            unroll!(f < NF => {
+                let col = n0 + 16 * NF as u32 * wave + 16 * f as u32 + 4 * (lane >> 4);
                 epi.store(row, col, col < n && keep[fm], acc[fm][f]);
             });
         });
@@ -883,10 +947,10 @@ pub(crate) mod imp {
 
     /// The dense bs kernels on the pipelined loop ([`tile_gemm_bs_pipe`]).
     #[inline(always)]
-    pub fn gemm_bs_pipe<const FM: usize, const BA: u32>(args: DenseGemmArgs) {
-        let Some((mut job, epi)) = dense_job::<FM, 2, true>(&args) else { return };
+    pub fn gemm_bs_pipe<const FM: usize, const NF: usize, const BA: u32>(args: DenseGemmArgs) {
+        let Some((mut job, epi)) = dense_job::<FM, NF, true>(&args) else { return };
         job.rs_b = BufferResource::new(args.b.addr(), tile::shuffled_b_bytes(args.n as u64, args.k as u64) as u32);
-        tile_gemm_bs_pipe::<FM, BA, _>(&job, |_| true, &epi);
+        tile_gemm_bs_pipe::<FM, NF, BA, _>(&job, |_| true, &epi);
     }
 }
 
@@ -906,25 +970,25 @@ pub fn fp8_gemm_nt_bs_bm64_bn128(args: DenseGemmArgs) {
 /// workgroups per CU: the host's 64-row data-parallel kernel at every tile count.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_bs_pipe_bm64_bn128(args: DenseGemmArgs) {
-    imp::gemm_bs_pipe::<4, 2>(args)
+    imp::gemm_bs_pipe::<4, 2, 2>(args)
 }
 
 /// bs (pre-shuffled B) 48 × 128 tile on the pipelined loop, two workgroups per CU.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_bs_pipe_bm48_bn128(args: DenseGemmArgs) {
-    imp::gemm_bs_pipe::<3, 2>(args)
+    imp::gemm_bs_pipe::<3, 2, 2>(args)
 }
 
 /// bs (pre-shuffled B) 80 × 128 tile on the pipelined loop, one workgroup per CU.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_bs_pipe_bm80_bn128(args: DenseGemmArgs) {
-    imp::gemm_bs_pipe::<5, 2>(args)
+    imp::gemm_bs_pipe::<5, 2, 2>(args)
 }
 
 /// bs (pre-shuffled B) 96 × 128 tile on the pipelined loop, one workgroup per CU.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_bs_pipe_bm96_bn128(args: DenseGemmArgs) {
-    imp::gemm_bs_pipe::<6, 2>(args)
+    imp::gemm_bs_pipe::<6, 2, 2>(args)
 }
 
 /// bs (pre-shuffled B) 128 × 128 tile: large M.
@@ -938,13 +1002,27 @@ pub fn fp8_gemm_nt_bs_bm128_bn128(args: DenseGemmArgs) {
 /// ahead; module docs, "Split-K on the pipelined loop").
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_splitk_bs_bm32_bn128(args: DenseSplitKArgs) {
-    crate::dense::imp::gemm_splitk_with::<2, 2, true>(args, |job, epi| imp::tile_gemm_bs_pipe::<2, 2, _>(job, |_| true, epi))
+    crate::dense::imp::gemm_splitk_with::<2, 2, true>(args, |job, epi| imp::tile_gemm_bs_pipe::<2, 2, 2, _>(job, |_| true, epi))
+}
+
+/// bs split-K, 32 × 64 tile (decode: one B fragment per wave, so half the texture-path bytes
+/// per block of the 32 × 128 tile and half its partial slot), on the pipelined loop.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn fp8_gemm_nt_splitk_bs_bm32_bn64(args: DenseSplitKArgs) {
+    crate::dense::imp::gemm_splitk_with::<2, 1, true>(args, |job, epi| imp::tile_gemm_bs_pipe::<2, 1, 2, _>(job, |_| true, epi))
+}
+
+/// bs (pre-shuffled B) 32 × 64 tile on the pipelined loop (decode shapes whose 32 × 64 tiles
+/// fill the device without splitting K).
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn fp8_gemm_nt_bs_pipe_bm32_bn64(args: DenseGemmArgs) {
+    imp::gemm_bs_pipe::<2, 1, 2>(args)
 }
 
 /// bs split-K, 64 × 128 tile, on the pipelined loop.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_splitk_bs_bm64_bn128(args: DenseSplitKArgs) {
-    crate::dense::imp::gemm_splitk_with::<4, 2, true>(args, |job, epi| imp::tile_gemm_bs_pipe::<4, 2, _>(job, |_| true, epi))
+    crate::dense::imp::gemm_splitk_with::<4, 2, true>(args, |job, epi| imp::tile_gemm_bs_pipe::<4, 2, 2, _>(job, |_| true, epi))
 }
 
 /// bs split-K, 128 × 128 tile.

@@ -534,7 +534,7 @@ pub(crate) mod imp {
     impl<const FM: usize, const BA: u32> TileLoop for BsPipeLoop<FM, BA> {
         #[inline(always)]
         fn run<E: Epilogue>(job: &TileJob, epi: &E) {
-            tile_gemm_bs_pipe::<FM, BA, E>(job, |_| true, epi)
+            tile_gemm_bs_pipe::<FM, 2, BA, E>(job, |_| true, epi)
         }
     }
 

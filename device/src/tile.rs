@@ -182,7 +182,8 @@ pub struct BsTile {
     pub name: &'static str,
     /// Rows of D per workgroup (`16·FM`).
     pub block_m: u32,
-    /// Columns of D per workgroup (always 128: 4 waves × 2 fragments).
+    /// Columns of D per workgroup (`64·NF`: 4 waves × `NF` fragments of 16 columns; 128
+    /// everywhere but the 32 × 64 decode kernels).
     pub block_n: u32,
 }
 
@@ -250,6 +251,15 @@ const _: () = {
         i += 1;
     }
 };
+
+/// The dense bs 32 × 64 kernel on the pipelined loop (`fp8_gemm_nt_bs_pipe_bm32_bn64`: one B
+/// fragment per wave, [`crate::mainloop_bs`], "Narrow tiles"): decode shapes with enough
+/// 32 × 64 tiles to fill the device unsplit.
+pub const DENSE_BS_PIPE_BM32_BN64: BsTile = BsTile { name: "fp8_gemm_nt_bs_pipe_bm32_bn64", block_m: 32, block_n: 64 };
+
+/// The dense bs split-K 32 × 64 kernel (`fp8_gemm_nt_splitk_bs_bm32_bn64`, the pipelined loop
+/// with one B fragment per wave): decode shapes with long K.
+pub const DENSE_SPLITK_BS_BM32_BN64: BsTile = BsTile { name: "fp8_gemm_nt_splitk_bs_bm32_bn64", block_m: 32, block_n: 64 };
 
 /// The dense bs split-K kernels (`fp8_gemm_nt_splitk_bs_bm*_bn128`), same tiles as
 /// [`DENSE_BS_TILES`].

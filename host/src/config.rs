@@ -77,9 +77,9 @@ use fp8gemm_device::grouped_pipe::{
     M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_PIPE_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BS_PIPE_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BS_PIPE_BM80_BN128,
 };
 use fp8gemm_device::mainloop_bs::{
-    FP8_GEMM_NT_BS_BM32_BN128, FP8_GEMM_NT_BS_BM64_BN128, FP8_GEMM_NT_BS_BM128_BN128, FP8_GEMM_NT_BS_PIPE_BM48_BN128, FP8_GEMM_NT_BS_PIPE_BM64_BN128,
-    FP8_GEMM_NT_BS_PIPE_BM80_BN128, FP8_GEMM_NT_BS_PIPE_BM96_BN128, FP8_GEMM_NT_SPLITK_BS_BM32_BN128, FP8_GEMM_NT_SPLITK_BS_BM64_BN128,
-    FP8_GEMM_NT_SPLITK_BS_BM128_BN128,
+    FP8_GEMM_NT_BS_BM32_BN128, FP8_GEMM_NT_BS_BM64_BN128, FP8_GEMM_NT_BS_BM128_BN128, FP8_GEMM_NT_BS_PIPE_BM32_BN64, FP8_GEMM_NT_BS_PIPE_BM48_BN128,
+    FP8_GEMM_NT_BS_PIPE_BM64_BN128, FP8_GEMM_NT_BS_PIPE_BM80_BN128, FP8_GEMM_NT_BS_PIPE_BM96_BN128, FP8_GEMM_NT_SPLITK_BS_BM32_BN64,
+    FP8_GEMM_NT_SPLITK_BS_BM32_BN128, FP8_GEMM_NT_SPLITK_BS_BM64_BN128, FP8_GEMM_NT_SPLITK_BS_BM128_BN128,
 };
 use fp8gemm_device::mainloop_bs128::FP8_GEMM_NT_BS_PIPE_BM128_BN128;
 use fp8gemm_device::streamk::DenseStreamKArgs;
@@ -948,6 +948,8 @@ enum Choice {
     Forced,
     /// The bs rule ([`get_bs_config_for_workspace`]) with this many of the chosen tiles per CU.
     BsRule(f64),
+    /// The bs narrow-tile rule ([`bs_narrow_rule`]) with this many 32 × 64 tiles per CU.
+    BsNarrow(f64),
     /// The bs choice took a stream-K or split-K candidate above one tile per CU: its estimate
     /// and the data-parallel tile's (µs).
     BsStreamK(f64, f64),
@@ -1235,6 +1237,9 @@ fn print_once(desc: &GemmDesc, config: &GemmConfig, why: Choice, limited: Option
             Choice::BsRule(per_cu) => format!(
                 "pre-shuffled B: bs rule ({per_cu:.2} tiles per CU; 64-row tile from {BS_BM64_TILES_PER_CU} of its tiles per CU or where its rounds are shorter, split-K below 1)"
             ),
+            Choice::BsNarrow(per_cu) => {
+                format!("pre-shuffled B: bs narrow-tile rule ({per_cu:.2} tiles of 32x64 per CU, at most 16 K blocks: config::bs_narrow_rule)")
+            }
             Choice::BsStreamK(us, dp_us) => format!(
                 "pre-shuffled B: bs estimate {us:.2} µs against {dp_us:.2} µs for the data-parallel tile of the bs rule (FP8GEMM_PRINT_CONFIGS=2 lists the candidates)"
             ),
@@ -1321,6 +1326,30 @@ pub fn masked_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<MGroupedMask
 /// bs tile choice: the 64-row tile once it has at least this many tiles per CU (see
 /// [`bs_tile_rule`]).
 pub const BS_BM64_TILES_PER_CU: u32 = 8;
+
+/// The narrow-tile rule of [`get_bs_config_for_workspace`]: the 32 × 64 data-parallel kernel
+/// ([`tile::DENSE_BS_PIPE_BM32_BN64`], four workgroups per CU) for a problem of at most 256
+/// rows and 16 K blocks (K ≤ 2048) whose 32 × 64 tiles number from 0.6 per CU up to 4 per CU
+/// (one round) with at most 64 rows, or up to 2 per CU above 64 rows; `Some(tiles per CU)`
+/// where it applies.
+///
+/// Where it comes from (modelled MI300X µs, full scope, the choice before → the 32 × 64
+/// kernel; `FP8GEMM_PRESHUFFLED=1 fp8gemm profile`, with `FP8GEMM_FORCE_TILE=32x64`):
+/// chosen — 16×16384×2048 14.24 → 11.85, 32×16384×2048 14.23 → 11.91, 64×7168×2048 9.83 →
+/// 8.70, 64×8192×1024 9.05 → 6.45, 64×12288×2048 12.67 → 11.36, 64×16384×256 6.18 → 5.63,
+/// 64×20480×1024 10.99 → 9.88, 64×24576×1536 14.94 → 13.62, 64×32768×512 9.18 → 8.66,
+/// 96×4096×1024 9.04 → 6.27, 128×4096×2048 9.04 → 8.60, 128×7168×2048 11.38 → 10.91,
+/// 128×8192×1024 9.08 → 7.78, 192×4096×2048 10.91 → 10.91, 256×2048×2048 8.93 → 8.57,
+/// 256×4096×1536 11.06 → 9.41; left out — 128×16384×1024 (3.4 per CU) 9.86 → 11.59,
+/// 128×24576×1536 (5.1) 15.27 → 21.31, 200×6000×1024 (2.2) 9.57 → 9.75, 256×7168×2048 (2.9)
+/// 13.30 → 15.16, and K beyond 2048 (64×7168×16384 unsplit 40.47 against 34.34 split;
+/// the tuned table holds the split 32 × 64 configs of DeepSeek's long-K shapes).
+pub fn bs_narrow_rule(m: u32, n: u32, nkb: u32, cus: u32) -> Option<f64> {
+    let tiles = tile::DENSE_BS_PIPE_BM32_BN64.grid(m, n);
+    let per_cu = f64::from(tiles) / f64::from(cus.max(1));
+    let most = if m <= 64 { 4.0 } else { 2.0 };
+    (m <= 256 && nkb <= 16 && (0.6..=most).contains(&per_cu)).then_some(per_cu)
+}
 
 /// The bs tile (index into the bs tile tables: 0 = 32 × 128, 1 = 64 × 128) for a problem of
 /// `tiles32` / `tiles64` working tiles of each on `cus` CUs. With at least
@@ -1564,7 +1593,9 @@ pub fn get_bs_config(desc: &GemmDesc) -> Result<GemmConfig, ConfigError> {
 ///
 /// **Tile**: the one forced with [`force_tile`] / `FP8GEMM_FORCE_TILE` (32x128, 64x128 or
 /// 128x128 — a forced 64x128 runs [`bs_kernel`]'s kernel; or 48x128, 80x128, 96x128, the
-/// pipelined kernels, unsplit), else [`bs_tile_rule`]'s; from one tile per CU on, the
+/// pipelined kernels, unsplit; or 32x64, the narrow kernels, split with a forced split count),
+/// else the 32 × 64 data-parallel kernel where [`bs_narrow_rule`] applies (short K, 0.6–4
+/// narrow tiles per CU), else [`bs_tile_rule`]'s; from one tile per CU on, the
 /// data-parallel baseline is the pipelined tile ([`tile::DENSE_BS_PIPE_TILES`]) where
 /// [`bs_pipe_rule`] estimates one faster than the rule's, and the stream-K / split-K candidates
 /// below must beat that baseline. Modelled TFLOPS of the rule's tiles (MI300X, 32 / 64 / 128-row tile):
@@ -1710,6 +1741,33 @@ fn bs_choose(
     if forced_s == Some(0) {
         return Err(ConfigError::ForcedSplit { splits: "0".into(), expected: "at least 1".into() });
     }
+    // The narrow 32 × 64 tile: its split-K kernel when a split is forced, else its
+    // data-parallel pipelined kernel.
+    if forced_t == Some((32, 64)) {
+        if let Some((g, dp)) = forced_sk {
+            let schedule = match dp {
+                Some(dp) => format!("{g}/{dp}"),
+                None => g.to_string(),
+            };
+            return Err(ConfigError::ForcedStreamK { schedule, expected: "no stream-K schedule (no stream-K kernel for the pre-shuffled 32x64 tile)".into() });
+        }
+        let (t, dp) = (tile::DENSE_SPLITK_BS_BM32_BN64, tile::DENSE_BS_PIPE_BM32_BN64);
+        let config = match forced_s.filter(|&s| s > 1) {
+            Some(s) => {
+                let tiles = t.grid(desc.m, desc.n);
+                let max_splits = nkb.min(MAX_SPLITS);
+                if s > max_splits || tiles > tile::SPLITK_MAX_TILES {
+                    return Err(ConfigError::ForcedSplit {
+                        splits: s.to_string(),
+                        expected: format!("at most {max_splits} over at most {} tiles of 32x64", tile::SPLITK_MAX_TILES),
+                    });
+                }
+                bs_tile_config(desc, &spec, t, t.name, tiles * s, s, None)
+            }
+            None => bs_pipe_config(desc, &spec, dp)?,
+        };
+        return Ok((config, Choice::Forced, None));
+    }
     // A forced pipelined-only tile (48, 80, 96 rows): that kernel, unsplit.
     if let Some((bm, bn)) = forced_t
         && let Some(t) = tile::DENSE_BS_PIPE_TILES.iter().find(|t| (t.block_m, t.block_n) == (bm, bn) && !tile::DENSE_BS_TILES.iter().any(|d| d.block_m == bm))
@@ -1727,7 +1785,7 @@ fn bs_choose(
     let forced_i = match forced_t {
         Some((bm, bn)) => Some(tile::DENSE_BS_TILES.iter().position(|t| (t.block_m, t.block_n) == (bm, bn)).ok_or_else(|| ConfigError::ForcedTile {
             tile: format!("{bm}x{bn}"),
-            available: "32x128, 64x128, 128x128 (pre-shuffled B; also 48x128, 80x128, 96x128 unsplit)",
+            available: "32x128, 64x128, 128x128, 32x64 (pre-shuffled B; also 48x128, 80x128, 96x128 unsplit)",
         })?),
         None => None,
     };
@@ -1767,6 +1825,8 @@ fn bs_choose(
             make(BsCandidate { tile: i, schedule: BsSchedule::DataParallel })?
         };
         (config, Choice::Forced)
+    } else if let Some(per_cu) = bs_narrow_rule(desc.m, desc.n, nkb, spec.cus) {
+        (bs_pipe_config(desc, &spec, tile::DENSE_BS_PIPE_BM32_BN64)?, Choice::BsNarrow(per_cu))
     } else {
         let i = bs_tile_rule(u64::from(tiles_of(0)), u64::from(tiles_of(1)), spec.cus);
         let tiles = tiles_of(i);
@@ -2113,7 +2173,7 @@ fn bs_forced_streamk(
         Some((bm, bn)) => {
             return Err(ConfigError::ForcedTile {
                 tile: format!("{bm}x{bn}"),
-                available: "32x128, 64x128, 128x128 (pre-shuffled B; also 48x128, 80x128, 96x128 unsplit)",
+                available: "32x128, 64x128, 128x128, 32x64 (pre-shuffled B; also 48x128, 80x128, 96x128 unsplit)",
             });
         }
     };
@@ -2558,6 +2618,7 @@ pub fn dense_bs_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<DenseGemmA
             FP8_GEMM_NT_BS_PIPE_BM96_BN128,
             FP8_GEMM_NT_BS_BM128_BN128,
             FP8_GEMM_NT_BS_PIPE_BM128_BN128,
+            FP8_GEMM_NT_BS_PIPE_BM32_BN64,
         ],
         config,
     )
@@ -2880,7 +2941,7 @@ pub fn masked_splitk_bs_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<MG
 
 /// The launch spec of a dense bs split-K config's kernel (B pre-shuffled).
 pub fn dense_splitk_bs_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<DenseSplitKArgs>> {
-    spec_named([FP8_GEMM_NT_SPLITK_BS_BM32_BN128, FP8_GEMM_NT_SPLITK_BS_BM64_BN128, FP8_GEMM_NT_SPLITK_BS_BM128_BN128], config)
+    spec_named([FP8_GEMM_NT_SPLITK_BS_BM32_BN128, FP8_GEMM_NT_SPLITK_BS_BM64_BN128, FP8_GEMM_NT_SPLITK_BS_BM128_BN128, FP8_GEMM_NT_SPLITK_BS_BM32_BN64], config)
 }
 
 #[cfg(test)]
@@ -2915,11 +2976,11 @@ mod tests {
 
     #[test]
     fn bs_configs_follow_the_device_cu_count() {
-        // 64×2112×7168: 34 tiles of 32×128, fewer than the CUs either way, so the split count
-        // comes from the estimate over the CU count of the device (80 on an MI308X; the bs
-        // tuned table has no row for this problem).
+        // 64×2112×7168: 34 tiles of 32×128, fewer than the CUs either way, so the rules' split
+        // count comes from the estimate over the CU count of the device (80 on an MI308X; the
+        // bs tuned table's row for this problem is for 304 CUs, left out here).
         let desc = GemmDesc::dense(64, 2112, 7168, Arch::Gfx942);
-        let (full, small) = (get_bs_config(&desc).unwrap(), get_bs_config(&desc.with_cus(80)).unwrap());
+        let (full, small) = bs_table::without_table(|| (get_bs_config(&desc).unwrap(), get_bs_config(&desc.with_cus(80)).unwrap()));
         assert!(small.splits < full.splits, "80 CUs: {} splits, 304 CUs: {}", small.splits, full.splits);
     }
 

@@ -266,9 +266,9 @@ mod tests {
     fn without_table_gives_the_rules_choice_and_restores_the_table() {
         use super::super::{get_bs_config, get_bs_config_with_table};
         use crate::codeobj::Arch;
-        // 128×7168×2048 on 304 CUs has a row (32x128 split 3); the rules alone choose otherwise.
-        let desc = GemmDesc::dense(128, 7168, 2048, Arch::Gfx942).with_cus(304);
-        let row = lookup(table().unwrap(), &desc).expect("the embedded table has a row for 128x7168x2048 on 304 CUs");
+        // 64×2112×7168 on 304 CUs has a row (32x64 split 4); the rules alone choose otherwise.
+        let desc = GemmDesc::dense(64, 2112, 7168, Arch::Gfx942).with_cus(304);
+        let row = lookup(table().unwrap(), &desc).expect("the embedded table has a row for 64x2112x7168 on 304 CUs");
         let tabled = get_bs_config(&desc).unwrap();
         assert_eq!((tabled.block_m, tabled.splits), (row.forcing.tile.0, row.forcing.splits));
         let rules = get_bs_config_with_table(&desc, u64::MAX, &[]).unwrap().0;
