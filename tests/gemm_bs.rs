@@ -169,11 +169,19 @@ fn bs_config_choice() {
     let c = get_bs_config(&GemmDesc::dense(64, 2112, 7168, arch)).unwrap();
     assert_eq!((c.block_m, c.block_n, c.splits, c.kernel), (32, 64, 4, "fp8_gemm_nt_splitk_bs_bm32_bn64"));
     assert_eq!(c.grid, 2 * 33 * 4);
-    // The rules alone: the 32-row tile, the split count of least estimated time (34 tiles × 8
-    // splits of 7 blocks each; 9 splits, one workgroup per CU, was modelled 14.51 vs 13.22 µs).
+    // The rules alone: the narrow split rule (`config::bs_narrow_split_rule`: 66 tiles, the
+    // largest count of {2, 3, 4, 6, 8} within two workgroups per CU: 8 splits, 10.75 µs).
     let c = config::bs_table::without_table(|| get_bs_config(&GemmDesc::dense(64, 2112, 7168, arch))).unwrap();
-    assert_eq!((c.block_m, c.splits, c.kernel), (32, 8, "fp8_gemm_nt_splitk_bs_bm32_bn128"));
-    assert_eq!(c.grid, 2 * 17 * 8);
+    assert_eq!((c.block_m, c.block_n, c.splits, c.kernel), (32, 64, 8, "fp8_gemm_nt_splitk_bs_bm32_bn64"));
+    assert_eq!(c.grid, 2 * 33 * 8);
+    assert_eq!(config::bs_narrow_split_rule(64, 2112, 56, 304), Some(8));
+    // More than 64 rows, fewer than 32 K blocks, or 32 × 64 tiles beyond one CU each split in
+    // two: not the narrow split rule's.
+    assert_eq!(config::bs_narrow_split_rule(128, 2112, 56, 304), None);
+    assert_eq!(config::bs_narrow_split_rule(64, 2112, 16, 304), None);
+    assert_eq!(config::bs_narrow_split_rule(64, 24576, 56, 304), None);
+    // Fewer CUs, fewer splits (80 CUs: 66 tiles × 2).
+    assert_eq!(config::bs_narrow_split_rule(64, 2112, 56, 80), Some(2));
     // Short K with 0.6–4 narrow tiles per CU: the 32 × 64 data-parallel kernel
     // (`config::bs_narrow_rule`; modelled MI300X µs, the choice before → now: 64×7168×2048
     // 9.83 → 8.70, 16×24576×1536 14.11 → 12.92, 128×7168×2048 11.38 (the 48-row pipelined
@@ -195,7 +203,7 @@ fn bs_config_choice() {
         // modelled MI300X; tabled at 8 splits before the split-K kernels ran the pipelined loop).
         (128u32, 2112u32, 7168u32, 4u32),
         // Tabled in host/tuned/gfx942_bs.csv (the forced sweep's best, modelled MI300X µs): the
-        // rules' 5 splits 35.12 µs, the table's 2 at 34.34.
+        // rules' narrow split 2 35.20 µs, the table's 32 × 128 split 2 at 34.34.
         (64, 7168, 16384, 2),
         (256, 2112, 7168, 4),
         (16, 256, 1024, 4),
@@ -205,14 +213,22 @@ fn bs_config_choice() {
         assert_eq!((c.block_m, c.splits, c.kernel), (32, splits, kernel), "{m}x{n}x{k}");
         assert_eq!(c.grid, m.div_ceil(32) * n.div_ceil(128) * splits, "{m}x{n}x{k}");
     }
-    // Without the workspace for it (the rules alone): the largest split count that fits,
-    // reported.
-    let desc = GemmDesc::dense(64, 2112, 7168, arch);
-    let need = |s: u32| fp8gemm_device::tile::splitk_workspace_floats(34, s, 32, 128);
-    let (c, lim) = config::bs_table::without_table(|| config::get_bs_config_for_workspace(&desc, need(4))).unwrap();
-    assert_eq!(c.splits, 4);
+    // Without the workspace for it (the rules alone, 128 × 2112 × 7168, no narrow split above
+    // 64 rows): the largest split count that fits, reported.
+    let desc = GemmDesc::dense(128, 2112, 7168, arch);
+    let need = |s: u32| fp8gemm_device::tile::splitk_workspace_floats(68, s, 32, 128);
+    let (c, lim) = config::bs_table::without_table(|| config::get_bs_config_for_workspace(&desc, need(3))).unwrap();
+    assert_eq!(c.splits, 3);
     let lim = lim.expect("a workspace limit");
-    assert_eq!((lim.preferred.splits, lim.needed, lim.available), (8, need(8), need(4)));
+    assert_eq!((lim.preferred.splits, lim.needed, lim.available), (4, need(4), need(3)));
+    // The narrow split rule's config without its workspace: the rules' choice among what fits,
+    // the narrow config reported as preferred.
+    let desc = GemmDesc::dense(64, 2112, 7168, arch);
+    let need8 = fp8gemm_device::tile::splitk_workspace_floats(66, 8, 32, 64);
+    let (c, lim) = config::bs_table::without_table(|| config::get_bs_config_for_workspace(&desc, need8 - 1)).unwrap();
+    let lim = lim.expect("a workspace limit");
+    assert_eq!((lim.preferred.kernel, lim.preferred.splits, lim.needed), ("fp8_gemm_nt_splitk_bs_bm32_bn64", 8, need8));
+    assert!(c.workspace_floats() < need8, "{c}");
     // A tabled config whose workspace does not fit: the rules' choice among what fits, the
     // row's config reported as preferred.
     let need64 = fp8gemm_device::tile::splitk_workspace_floats(66, 4, 32, 64);
@@ -469,11 +485,22 @@ proptest! {
                 prop_assert!(config::bs_narrow_rule(m, n, k / 128, 304).is_some(), "{}", c);
                 prop_assert_eq!((c.kernel, c.grid, c.stream_k), ("fp8_gemm_nt_bs_pipe_bm32_bn64", t64, None));
             } else {
+                // The narrow split rule's count (or a tuned row's), within two per CU.
+                let rule = config::bs_narrow_split_rule(m, n, k / 128, 304);
+                prop_assert!(rule == Some(c.splits) || t64 * c.splits <= 608, "{} (rule {:?})", c, rule);
                 prop_assert_eq!((c.kernel, c.grid), ("fp8_gemm_nt_splitk_bs_bm32_bn64", t64 * c.splits));
+            }
+            let available = (c.workspace_floats() as f64 * avail_frac) as u64;
+            let (l, lim) = config::get_bs_config_for_workspace(&desc, available).unwrap();
+            prop_assert!(l.workspace_floats() == 0 || l.workspace_floats() <= available, "{}", l);
+            match lim {
+                Some(lim) => prop_assert_eq!((lim.preferred, lim.needed, lim.available), (c, c.workspace_floats(), available)),
+                None => prop_assert_eq!(l, c),
             }
             return Ok(());
         }
         prop_assert!(config::bs_narrow_rule(m, n, k / 128, 304).is_none(), "{}", c);
+        prop_assert!(config::bs_narrow_split_rule(m, n, k / 128, 304).is_none(), "{}", c);
         let tiles = m.div_ceil(c.block_m) * n.div_ceil(128);
         let (tiles32, tiles64) = (u64::from(m.div_ceil(32) * n.div_ceil(128)), u64::from(m.div_ceil(64) * n.div_ceil(128)));
         let i = config::bs_tile_rule(tiles32, tiles64, 304);

@@ -268,8 +268,9 @@
 //! | 128×2112×7168 | **12.19** (32 × 128 split 4) | 13.01 (split 4) |
 //! | 128×4096×7168 | **16.39** (32 × 128 split 2) | 17.70 (split 2) |
 //!
-//! The tuned table (`host/tuned/gfx942_bs.csv`) picks the 32 × 64 configs where they win; the
-//! rules for shapes outside it do not choose this tile yet.
+//! The host picks them by `fp8gemm::config::bs_narrow_rule` (unsplit, short K),
+//! `fp8gemm::config::bs_narrow_split_rule` (split, long K, at most 64 rows) and the tuned
+//! table (`host/tuned/gfx942_bs.csv`).
 //!
 //! **Direct-to-LDS A (tried, not shipped).** Loading A with `buffer_load_dword … lds` (through an
 //! LLVM IR shim over `llvm.amdgcn.raw.buffer.load.lds`, each lane's dword chosen so the rotation

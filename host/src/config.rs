@@ -950,6 +950,8 @@ enum Choice {
     BsRule(f64),
     /// The bs narrow-tile rule ([`bs_narrow_rule`]) with this many 32 × 64 tiles per CU.
     BsNarrow(f64),
+    /// The bs narrow split rule ([`bs_narrow_split_rule`]) with this many splits.
+    BsNarrowSplit(u32),
     /// The bs choice took a stream-K or split-K candidate above one tile per CU: its estimate
     /// and the data-parallel tile's (µs).
     BsStreamK(f64, f64),
@@ -1240,6 +1242,9 @@ fn print_once(desc: &GemmDesc, config: &GemmConfig, why: Choice, limited: Option
             Choice::BsNarrow(per_cu) => {
                 format!("pre-shuffled B: bs narrow-tile rule ({per_cu:.2} tiles of 32x64 per CU, at most 16 K blocks: config::bs_narrow_rule)")
             }
+            Choice::BsNarrowSplit(splits) => {
+                format!("pre-shuffled B: bs narrow split rule ({splits} splits of the 32x64 tile, at most two workgroups per CU: config::bs_narrow_split_rule)")
+            }
             Choice::BsStreamK(us, dp_us) => format!(
                 "pre-shuffled B: bs estimate {us:.2} µs against {dp_us:.2} µs for the data-parallel tile of the bs rule (FP8GEMM_PRINT_CONFIGS=2 lists the candidates)"
             ),
@@ -1360,9 +1365,9 @@ mod tests {
 
     #[test]
     fn bs_configs_follow_the_device_cu_count() {
-        // 64×2112×7168: 34 tiles of 32×128, fewer than the CUs either way, so the rules' split
-        // count comes from the estimate over the CU count of the device (80 on an MI308X; the
-        // bs tuned table's row for this problem is for 304 CUs, left out here).
+        // 64×2112×7168: 66 tiles of 32×64, fewer than the CUs either way, so the rules' split
+        // count (the narrow split rule's) follows the CU count of the device (80 on an MI308X;
+        // the bs tuned table's row for this problem is for 304 CUs, left out here).
         let desc = GemmDesc::dense(64, 2112, 7168, Arch::Gfx942);
         let (full, small) = bs_table::without_table(|| (get_bs_config(&desc).unwrap(), get_bs_config(&desc.with_cus(80)).unwrap()));
         assert!(small.splits < full.splits, "80 CUs: {} splits, 304 CUs: {}", small.splits, full.splits);

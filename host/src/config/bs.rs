@@ -33,6 +33,37 @@ pub fn bs_narrow_rule(m: u32, n: u32, nkb: u32, cus: u32) -> Option<f64> {
     (m <= 256 && nkb <= 16 && (0.6..=most).contains(&per_cu)).then_some(per_cu)
 }
 
+/// The narrow split rule of [`get_bs_config_for_workspace`]: for a decode problem of at most 64
+/// rows and at least 32 K blocks (K ≥ 4096) whose 32 × 64 tiles split in two fit two
+/// workgroups per CU, the 32 × 64 split-K kernel ([`tile::DENSE_SPLITK_BS_BM32_BN64`]) with the
+/// largest split count of {2, 3, 4, 6, 8} (at most `k/128` and [`MAX_SPLITS`]) whose
+/// workgroups fit two per CU; `Some(splits)` where it applies.
+///
+/// Where it comes from (modelled MI300X µs, full scope, the rules' choice before → this rule's
+/// count; `FP8GEMM_PRESHUFFLED=1 fp8gemm profile`, with `FP8GEMM_FORCE_TILE=32x64
+/// FP8GEMM_FORCE_SPLIT=S`): 16×4096×7168 14.52 → 13.07 (8), 32×2112×7168 11.52 → 9.90 (8),
+/// 32×4096×7168 14.59 → 13.23 (8), 32×7168×16384 34.90 → 33.50 (4), 48×2048×8192 11.63 →
+/// 10.06 (8), 64×512×7168 10.15 → 8.22 (8), 64×1024×7168 10.35 → 8.34 (8), 64×1536×7168
+/// 10.74 → 9.54 (8), 64×2112×4096 9.78 → 8.87 (8), 64×2112×7168 11.70 → 10.75 (8),
+/// 64×3072×7168 12.51 → 11.26 (6), 64×4096×4096 10.79 → 9.89 (4), 64×4096×7168 14.26 → 13.15
+/// (4), 64×4096×16384 24.88 → 21.98 (4), 64×6144×7168 17.25 → 16.60 (3), 64×7168×7168 19.81 →
+/// 19.03 (2), 64×8192×4096 14.91 → 14.31 (2). Every point is faster, not always at the best
+/// count (64×2112×7168: 4 splits 10.23, tabled; 64×1536×7168: 6 splits 8.84).
+pub fn bs_narrow_split_rule(m: u32, n: u32, nkb: u32, cus: u32) -> Option<u32> {
+    let tiles = tile::DENSE_SPLITK_BS_BM32_BN64.grid(m, n);
+    let wave = 2 * u64::from(cus.max(1));
+    if m > 64 || nkb < 32 || tiles > tile::SPLITK_MAX_TILES {
+        return None;
+    }
+    [2u32, 3, 4, 6, 8].into_iter().filter(|&s| s <= nkb.min(MAX_SPLITS) && u64::from(tiles) * u64::from(s) <= wave).max()
+}
+
+/// The config of the narrow split-K kernel with `splits` splits.
+fn bs_narrow_split_config(desc: &GemmDesc, spec: &ArchSpec, splits: u32) -> GemmConfig {
+    let t = tile::DENSE_SPLITK_BS_BM32_BN64;
+    bs_tile_config(desc, spec, t, t.name, t.grid(desc.m, desc.n) * splits, splits, None)
+}
+
 /// The bs tile (index into the bs tile tables: 0 = 32 × 128, 1 = 64 × 128) for a problem of
 /// `tiles32` / `tiles64` working tiles of each on `cus` CUs. With at least
 /// [`BS_BM64_TILES_PER_CU`] 64-row tiles per CU (many rounds: throughput, where the 64-row
@@ -277,7 +308,10 @@ pub fn get_bs_config(desc: &GemmDesc) -> Result<GemmConfig, ConfigError> {
 /// 128x128 — a forced 64x128 runs [`bs_kernel`]'s kernel; or 48x128, 80x128, 96x128, the
 /// pipelined kernels, unsplit; or 32x64, the narrow kernels, split with a forced split count),
 /// else the 32 × 64 data-parallel kernel where [`bs_narrow_rule`] applies (short K, 0.6–4
-/// narrow tiles per CU), else [`bs_tile_rule`]'s; from one tile per CU on, the
+/// narrow tiles per CU), else the 32 × 64 split-K kernel where [`bs_narrow_split_rule`]
+/// applies (at most 64 rows, K ≥ 4096; its split count; when its workspace does not fit
+/// `available`, the rules below choose among what fits and it is reported as preferred), else
+/// [`bs_tile_rule`]'s; from one tile per CU on, the
 /// data-parallel baseline is the pipelined tile ([`tile::DENSE_BS_PIPE_TILES`]) where
 /// [`bs_pipe_rule`] estimates one faster than the rule's, and the stream-K / split-K candidates
 /// below must beat that baseline. Modelled TFLOPS of the rule's tiles (MI300X, 32 / 64 / 128-row tile):
@@ -444,7 +478,7 @@ fn bs_choose(
                         expected: format!("at most {max_splits} over at most {} tiles of 32x64", tile::SPLITK_MAX_TILES),
                     });
                 }
-                bs_tile_config(desc, &spec, t, t.name, tiles * s, s, None)
+                bs_narrow_split_config(desc, &spec, s)
             }
             None => bs_pipe_config(desc, &spec, dp)?,
         };
@@ -476,6 +510,12 @@ fn bs_choose(
     let estimate = |c: &BsCandidate| bs_estimate(c, c.bs_tile().grid(desc.m, desc.n), nkb, spec.cus);
     let max_splits = nkb.min(MAX_SPLITS);
     let mut limited = None;
+    // The narrow split rule's config (nothing forced), used where its workspace fits.
+    let narrow_split = if forced_t.is_none() && forced_s.is_none() && forced_sk.is_none() {
+        bs_narrow_split_rule(desc.m, desc.n, nkb, spec.cus).map(|s| (s, bs_narrow_split_config(desc, &spec, s)))
+    } else {
+        None
+    };
     let (config, why) = if let Some(sk) = forced_sk {
         (bs_forced_streamk(desc, spec, sk, forced_t, forced_s)?, Choice::Forced)
     } else if let Some(s) = forced_s.filter(|&s| s > 1) {
@@ -509,6 +549,8 @@ fn bs_choose(
         (config, Choice::Forced)
     } else if let Some(per_cu) = bs_narrow_rule(desc.m, desc.n, nkb, spec.cus) {
         (bs_pipe_config(desc, &spec, tile::DENSE_BS_PIPE_BM32_BN64)?, Choice::BsNarrow(per_cu))
+    } else if let Some((s, c)) = narrow_split.filter(|(_, c)| c.workspace_floats() <= available) {
+        (c, Choice::BsNarrowSplit(s))
     } else {
         let i = bs_tile_rule(u64::from(tiles_of(0)), u64::from(tiles_of(1)), spec.cus);
         let tiles = tiles_of(i);
@@ -622,6 +664,13 @@ fn bs_choose(
             }
         }
     };
+    // The narrow split was preferred but its workspace did not fit: it is the preferred config
+    // (what unlimited workspace chooses), whatever the rules below it reported.
+    if let Some((_, c)) = narrow_split
+        && c.workspace_floats() > available
+    {
+        limited = Some(WorkspaceLimit { needed: c.workspace_floats(), preferred: c, available });
+    }
     Ok((config, why, limited))
 }
 
