@@ -271,6 +271,15 @@ fn bs_config_choice() {
     let e = f(None, Some(3)).unwrap_err();
     assert!(e.to_string().contains("at most 2"), "{e}");
     assert_eq!(f(None, Some(1)).unwrap().splits, 1);
+    // The narrow tile: the same split bound, and no stream-K kernel.
+    let e = f(Some((32, 64)), Some(3)).unwrap_err();
+    assert!(e.to_string().contains("at most 2"), "{e}");
+    assert_eq!(f(Some((32, 64)), Some(2)).unwrap().kernel, "fp8_gemm_nt_splitk_bs_bm32_bn64");
+    config::force_stream_k(Some((4, None)));
+    let e = f(Some((32, 64)), None);
+    config::force_stream_k(None);
+    let e = e.unwrap_err();
+    assert!(e.to_string().contains("no stream-K kernel for the pre-shuffled 32x64 tile"), "{e}");
 }
 
 #[test]

@@ -637,11 +637,11 @@ pub(crate) mod imp {
     /// per-window SFA loads are straight-line (wave `w` loads fragments `4q + w`).
     /// `FM` ∈ 2..=8 (the dense data-parallel kernels use 3, 4, 5, 6; the split-K kernels 2
     /// and 4); `NF` ∈ {1, 2} B fragments per wave (tile `16·FM × 64·NF`; 1: the 32 × 64
-    /// kernels, module docs "Narrow tiles"); `BA` ∈ 1..=3 blocks of B ahead.
+    /// kernels, module docs "Narrow tiles"); `BA` ∈ {1, 2} blocks of B ahead.
     #[inline(always)]
     pub(crate) fn tile_gemm_bs_pipe<const FM: usize, const NF: usize, const BA: u32, E: Epilogue>(job: &TileJob, keep_row: impl Fn(u32) -> bool, epi: &E) {
         const { assert!(FM >= 2 && FM <= 8) };
-        const { assert!(BA >= 1 && BA <= 3) };
+        const { assert!(BA == 1 || BA == 2) };
         const { assert!(NF == 1 || NF == 2) };
         let stage = pipe_stage_bytes(FM as u32);
         let (n, m0, n0, lda, ldsf, nkb) = (job.n, job.m0, job.n0, job.lda, job.ldsf, job.nkb);
@@ -770,11 +770,8 @@ pub(crate) mod imp {
         unroll!(f < NF => {
             unroll!(r < 2 => {
                 b[0][f][r] = load_b(0, f, r);
-                if BA >= 2 {
+                if BA == 2 {
                     b[1][f][r] = load_b(1, f, r);
-                }
-                if BA == 3 {
-                    b[2][f][r] = load_b(2, f, r);
                 }
             });
         });

@@ -58,6 +58,24 @@ pub fn bs_narrow_split_rule(m: u32, n: u32, nkb: u32, cus: u32) -> Option<u32> {
     [2u32, 3, 4, 6, 8].into_iter().filter(|&s| s <= nkb.min(MAX_SPLITS) && u64::from(tiles) * u64::from(s) <= wave).max()
 }
 
+/// A forced split count `s > 1` of bs tile `t` over `nkb` K blocks: at most
+/// `min(k/128, MAX_SPLITS)` splits and at most `SPLITK_MAX_TILES` tiles, else a typed error
+/// saying which.
+fn check_forced_split(desc: &GemmDesc, t: tile::BsTile, s: u32, nkb: u32) -> Result<(), ConfigError> {
+    let max_splits = nkb.min(MAX_SPLITS);
+    if s > max_splits {
+        return Err(ConfigError::ForcedSplit {
+            splits: s.to_string(),
+            expected: format!("at most {max_splits} (k/128 = {nkb} blocks, MAX_SPLITS = {MAX_SPLITS})"),
+        });
+    }
+    if t.grid(desc.m, desc.n) > tile::SPLITK_MAX_TILES {
+        let expected = format!("1 ({}×{} is more than {} output tiles of {}×{})", desc.m, desc.n, tile::SPLITK_MAX_TILES, t.block_m, t.block_n);
+        return Err(ConfigError::ForcedSplit { splits: s.to_string(), expected });
+    }
+    Ok(())
+}
+
 /// The config of the narrow split-K kernel with `splits` splits.
 fn bs_narrow_split_config(desc: &GemmDesc, spec: &ArchSpec, splits: u32) -> GemmConfig {
     let t = tile::DENSE_SPLITK_BS_BM32_BN64;
@@ -460,27 +478,14 @@ fn bs_choose(
     // The narrow 32 × 64 tile: its split-K kernel when a split is forced, else its
     // data-parallel pipelined kernel.
     if forced_t == Some((32, 64)) {
-        if let Some((g, dp)) = forced_sk {
-            let schedule = match dp {
-                Some(dp) => format!("{g}/{dp}"),
-                None => g.to_string(),
-            };
-            return Err(ConfigError::ForcedStreamK { schedule, expected: "no stream-K schedule (no stream-K kernel for the pre-shuffled 32x64 tile)".into() });
-        }
-        let (t, dp) = (tile::DENSE_SPLITK_BS_BM32_BN64, tile::DENSE_BS_PIPE_BM32_BN64);
-        let config = match forced_s.filter(|&s| s > 1) {
-            Some(s) => {
-                let tiles = t.grid(desc.m, desc.n);
-                let max_splits = nkb.min(MAX_SPLITS);
-                if s > max_splits || tiles > tile::SPLITK_MAX_TILES {
-                    return Err(ConfigError::ForcedSplit {
-                        splits: s.to_string(),
-                        expected: format!("at most {max_splits} over at most {} tiles of 32x64", tile::SPLITK_MAX_TILES),
-                    });
-                }
+        let config = match (forced_sk, forced_s.filter(|&s| s > 1)) {
+            // No stream-K kernel for this tile: bs_forced_streamk's error.
+            (Some(sk), _) => bs_forced_streamk(desc, spec, sk, forced_t, forced_s)?,
+            (None, Some(s)) => {
+                check_forced_split(desc, tile::DENSE_SPLITK_BS_BM32_BN64, s, nkb)?;
                 bs_narrow_split_config(desc, &spec, s)
             }
-            None => bs_pipe_config(desc, &spec, dp)?,
+            (None, None) => bs_pipe_config(desc, &spec, tile::DENSE_BS_PIPE_BM32_BN64)?,
         };
         return Ok((config, Choice::Forced, None));
     }
@@ -520,17 +525,7 @@ fn bs_choose(
         (bs_forced_streamk(desc, spec, sk, forced_t, forced_s)?, Choice::Forced)
     } else if let Some(s) = forced_s.filter(|&s| s > 1) {
         let i = forced_i.unwrap_or(0);
-        let t = tile::DENSE_BS_TILES[i];
-        if s > max_splits {
-            return Err(ConfigError::ForcedSplit {
-                splits: s.to_string(),
-                expected: format!("at most {max_splits} (k/128 = {nkb} blocks, MAX_SPLITS = {MAX_SPLITS})"),
-            });
-        }
-        if tiles_of(i) > tile::SPLITK_MAX_TILES {
-            let expected = format!("1 ({}×{} is more than {} output tiles of {}×{})", desc.m, desc.n, tile::SPLITK_MAX_TILES, t.block_m, t.block_n);
-            return Err(ConfigError::ForcedSplit { splits: s.to_string(), expected });
-        }
+        check_forced_split(desc, tile::DENSE_BS_TILES[i], s, nkb)?;
         (make(BsCandidate { tile: i, schedule: BsSchedule::Split(s) })?, Choice::Forced)
     } else if forced_t.is_some() || forced_s.is_some() {
         let i = match forced_i {
@@ -898,7 +893,13 @@ fn bs_forced_streamk(
         Some((32, 128)) => vec![(0, false)],
         Some((48, 128)) => vec![(0, true)],
         Some((64, 128)) => vec![(1, forced_bs64_pipelined())],
-        Some((bm, bn)) if tile::DENSE_BS_TILES.iter().chain(&tile::DENSE_BS_PIPE_TILES).any(|t| (t.block_m, t.block_n) == (bm, bn)) => {
+        Some((bm, bn))
+            if tile::DENSE_BS_TILES
+                .iter()
+                .chain(&tile::DENSE_BS_PIPE_TILES)
+                .chain(&[tile::DENSE_BS_PIPE_BM32_BN64])
+                .any(|t| (t.block_m, t.block_n) == (bm, bn)) =>
+        {
             return Err(err(format!("a bs stream-K tile: 32x128, 48x128 or 64x128 (no stream-K kernel for the pre-shuffled {bm}x{bn} tile)")));
         }
         Some((bm, bn)) => {
