@@ -824,30 +824,37 @@ fn bs_kernels_meet_the_resource_goals() {
 #[test]
 fn bs_narrow_kernels_meet_the_resource_goals() {
     // The 32 × 64 kernels (the pipelined loop with one B fragment per wave, data-parallel and
-    // split-K): no spills, no scratch, all LDS dynamic, launch bound 256; four workgroups per
-    // CU (the host's tuned decode configs launch one per CU or fewer, but the registers leave
-    // room); the 32-row pipelined LDS; per 4-block trip 4 × 8 MFMAs (16x16x32 FP8: 2 A
-    // fragments × 1 B fragment × 4 K steps per block) and, in the data-parallel kernel, one
-    // barrier per block and per block 2 B loads (1 KiB each) + 1 A load.
-    use fp8gemm_device::tile::{DENSE_BS_PIPE_BM32_BN64, DENSE_SPLITK_BS_BM32_BN64, bs_pipe_lds_bytes};
+    // split-K): no spills, no scratch, all LDS dynamic, launch bound 256; registers for four
+    // workgroups per CU; per 4-block trip 4 × 8 MFMAs (16x16x32 FP8: 2 A fragments × 1 B
+    // fragment × 4 K steps per block). The kernels with one barrier per two blocks (the
+    // data-parallel default and the split-K kernel): four A stages (18 KiB, three workgroups
+    // per CU by LDS) and 2 barriers per trip in the data-parallel loop; the data-parallel
+    // kernel with one barrier per block: two stages (10 KiB, four per CU) and 4 barriers per
+    // trip; both data-parallel loops 2 B loads (1 KiB each) + 1 A load per block.
+    use fp8gemm_device::tile::{DENSE_BS_PIPE_B1_BM32_BN64, DENSE_BS_PIPE_BM32_BN64, DENSE_SPLITK_BS_BM32_BN64, bs_narrow_lds_bytes, bs_pipe_lds_bytes};
     for (arch, bytes) in [("gfx942", fp8gemm::codeobj::GFX942), ("gfx950", fp8gemm::codeobj::GFX950)] {
         let co = CodeObject::parse(bytes).expect("code object parses");
-        for tile in [DENSE_BS_PIPE_BM32_BN64, DENSE_SPLITK_BS_BM32_BN64] {
+        for tile in [DENSE_BS_PIPE_BM32_BN64, DENSE_BS_PIPE_B1_BM32_BN64, DENSE_SPLITK_BS_BM32_BN64] {
             let k = co.kernel(tile.name).unwrap_or_else(|| panic!("{arch}: {} missing", tile.name));
             let what = format!("{arch} {}", tile.name);
             let (regs, waves) = common_resource_goals(&what, &k.meta);
             assert!(waves >= 4, "{what}: {regs} registers → {waves} waves/SIMD < 4");
             assert_eq!((tile.block_m, tile.block_n), (32, 64), "{what}");
-            assert_eq!(tile.lds_bytes(), bs_pipe_lds_bytes(32), "{what}: LDS");
-            assert!(4 * tile.lds_bytes() <= 64 * 1024, "{what}: LDS for four workgroups per CU");
+            let one_per_block = tile.name == DENSE_BS_PIPE_B1_BM32_BN64.name;
+            let (stages, per_cu, barriers) = if one_per_block { (2, 4, 4..=5) } else { (4, 3, 2..=3) };
+            assert_eq!(tile.lds_stages, stages, "{what}: A stages");
+            assert_eq!(tile.lds_bytes(), bs_narrow_lds_bytes(stages), "{what}: LDS");
+            assert_eq!(bs_narrow_lds_bytes(2), bs_pipe_lds_bytes(32), "the two-stage narrow LDS is the 32-row pipelined loop's");
+            let by_lds = 64 * 1024 / tile.lds_bytes();
+            assert!(if one_per_block { by_lds >= per_cu } else { by_lds == per_cu }, "{what}: {by_lds} workgroups per CU by LDS, expected {per_cu}");
             if arch == "gfx942" {
                 let body = main_loop(&co, tile.name);
                 let count = |name: &str| body.iter().filter(|i| i.op.name() == name).count() as u32;
                 let mfma = body.iter().filter(|i| amdgpu_emu::decode::is_mai(i.op)).count() as u32;
                 assert_eq!((mfma, count("v_mfma_f32_16x16x32_fp8_fp8")), (32, 32), "{what}: MFMAs per trip of 4 blocks");
-                if tile.name == DENSE_BS_PIPE_BM32_BN64.name {
-                    let barriers = count("s_barrier");
-                    assert!((4..=5).contains(&barriers), "{what}: {barriers} barriers per trip of 4 blocks");
+                if tile.name != DENSE_SPLITK_BS_BM32_BN64.name {
+                    let n = count("s_barrier");
+                    assert!(barriers.contains(&n), "{what}: {n} barriers per trip of 4 blocks, expected {barriers:?}");
                     let loads = count("buffer_load_dwordx4");
                     assert!((12..=16).contains(&loads), "{what}: {loads} 16-byte loads per trip");
                 }
@@ -949,7 +956,10 @@ fn the_128_row_pipelined_bs_kernel_keeps_its_registers_and_its_issue_budget() {
 fn bs_pipe_loops_never_drain_the_memory_counter() {
     use amdgpu_emu::decode::Op;
     let co = code_object();
-    for tile in fp8gemm_device::tile::DENSE_BS_PIPE_TILES.into_iter().chain([fp8gemm_device::tile::DENSE_BS_PIPE_BM32_BN64]) {
+    for tile in fp8gemm_device::tile::DENSE_BS_PIPE_TILES
+        .into_iter()
+        .chain([fp8gemm_device::tile::DENSE_BS_PIPE_BM32_BN64, fp8gemm_device::tile::DENSE_BS_PIPE_B1_BM32_BN64])
+    {
         // The K loop: the backward branch whose span holds the most MFMAs (other backward
         // branches are the loop's exit paths jumping back to shared code).
         let (insts, back) = decode_with_loops(&co, tile.name);

@@ -57,6 +57,18 @@ fn every_bs_tile_matches_both_references_and_the_logical_kernels() {
             assert_accurate(&what, &c, &got);
             assert_same_bits(&what, &got, &logical);
         }
+        // The 32 × 64 tile's two data-parallel kernels, pinned: one barrier per block (the
+        // rule's for more than three tiles per CU) and per two blocks (the default above).
+        for (blocks, want) in [(1, "fp8_gemm_nt_bs_pipe_b1_bm32_bn64"), (2, "fp8_gemm_nt_bs_pipe_bm32_bn64")] {
+            let what = format!("{m}x{n}x{k} bs tile 32x64, {blocks} blocks per barrier");
+            config::force_bs_narrow_barrier(Some(blocks));
+            let (got, r) = forced(Some((32, 64)), None, || run_with_layout(&ctx, &stream, &c, WeightLayout::Preshuffled));
+            config::force_bs_narrow_barrier(None);
+            let cfg = r.config.unwrap();
+            assert_eq!((cfg.kernel, cfg.splits, cfg.lds_bytes), (want, 1, fp8gemm_device::tile::bs_narrow_lds_bytes(2 * blocks)), "{what}");
+            assert_accurate(&what, &c, &got);
+            assert_same_bits(&what, &got, &logical);
+        }
     }
     stream.synchronize().unwrap();
 }
@@ -188,10 +200,29 @@ fn bs_config_choice() {
     // kernel, tabled then) → 10.91, 64×32768×512 9.18 → 8.66).
     for (m, n, k) in [(64u32, 7168u32, 2048u32), (16, 24576, 1536), (128, 7168, 2048), (64, 32768, 512)] {
         let c = get_bs_config(&GemmDesc::dense(m, n, k, arch)).unwrap();
-        assert_eq!((c.block_m, c.block_n, c.splits, c.kernel), (32, 64, 1, "fp8_gemm_nt_bs_pipe_bm32_bn64"), "{m}x{n}x{k}");
+        let want = if (m, n) == (64, 32768) { "fp8_gemm_nt_bs_pipe_b1_bm32_bn64" } else { "fp8_gemm_nt_bs_pipe_bm32_bn64" };
+        assert_eq!((c.block_m, c.block_n, c.splits, c.kernel), (32, 64, 1, want), "{m}x{n}x{k}");
         assert_eq!(c.grid, m.div_ceil(32) * n.div_ceil(64), "{m}x{n}x{k}");
         assert!(config::bs_narrow_rule(m, n, k / 128, 304).is_some(), "{m}x{n}x{k}");
     }
+    // The narrow data-parallel kernel: one barrier per two blocks (18 KiB of LDS, three
+    // workgroups per CU) while its tiles fit one round at three per CU, else one per block (10
+    // KiB, four per CU): 64×32768×512 is 1024 tiles on 304 CUs (8.66 µs modelled against 9.22).
+    let narrow = |m: u32, n: u32, cus: u32| config::bs_narrow_kernel(m, n, cus, 64 * 1024).name;
+    assert_eq!(narrow(64, 7168, 304), "fp8_gemm_nt_bs_pipe_bm32_bn64");
+    assert_eq!(narrow(64, 29184, 304), "fp8_gemm_nt_bs_pipe_bm32_bn64");
+    assert_eq!(narrow(64, 29248, 304), "fp8_gemm_nt_bs_pipe_b1_bm32_bn64");
+    assert_eq!(narrow(64, 7680, 80), "fp8_gemm_nt_bs_pipe_bm32_bn64");
+    assert_eq!(narrow(64, 7744, 80), "fp8_gemm_nt_bs_pipe_b1_bm32_bn64");
+    let c = get_bs_config(&GemmDesc::dense(64, 32768, 512, arch)).unwrap();
+    assert_eq!((c.kernel, c.lds_bytes), ("fp8_gemm_nt_bs_pipe_b1_bm32_bn64", 10 * 1024));
+    let c = get_bs_config(&GemmDesc::dense(64, 7168, 2048, arch)).unwrap();
+    assert_eq!((c.kernel, c.lds_bytes), ("fp8_gemm_nt_bs_pipe_bm32_bn64", 18 * 1024));
+    // A forced count other than 1 or 2: a typed error.
+    config::force_bs_narrow_barrier(Some(3));
+    let e = forced(Some((32, 64)), None, || get_bs_config(&GemmDesc::dense(64, 7168, 2048, arch))).unwrap_err();
+    config::force_bs_narrow_barrier(None);
+    assert!(matches!(e, config::ConfigError::ForcedTile { .. }) && e.to_string().contains("3 blocks per barrier"), "{e}");
     // Above 2 narrow tiles per CU with more than 64 rows, or long K: not the narrow rule's
     // (128×16384×1024, 3.4 per CU: 9.86 µs on the 64-row pipelined kernel, 11.59 narrow).
     assert!(config::bs_narrow_rule(128, 16384, 8, 304).is_none());

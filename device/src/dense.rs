@@ -403,7 +403,7 @@ pub(crate) mod imp {
     /// `u32::MAX` when even the unpadded area does not fit (rejected at compile time).
     const fn stage_pad(fm: usize, fnn: usize, bs: bool) -> u32 {
         let (bm, bn) = tile_dims(fm, fnn, bs);
-        let lds = if bs { tile::BsTile { name: "", block_m: bm, block_n: bn }.lds_bytes() } else { tile::lds_bytes(bm, bn) };
+        let lds = if bs { tile::BsTile { name: "", block_m: bm, block_n: bn, lds_stages: 2 }.lds_bytes() } else { tile::lds_bytes(bm, bn) };
         if bm * (2 * bn + 16) <= lds {
             16
         } else if bm * 2 * bn <= lds {

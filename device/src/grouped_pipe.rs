@@ -51,12 +51,13 @@ use crate::args::{MGroupedContiguousArgs, MGroupedMaskedArgs};
 use crate::tile::BsTile;
 
 /// The m-grouped contiguous kernels on the pipelined bs loop, smallest first.
-pub const CONTIGUOUS_BS_PIPE_TILES: [BsTile; 1] = [BsTile { name: "m_grouped_fp8_gemm_nt_contiguous_bs_pipe_bm64_bn128", block_m: 64, block_n: 128 }];
+pub const CONTIGUOUS_BS_PIPE_TILES: [BsTile; 1] =
+    [BsTile { name: "m_grouped_fp8_gemm_nt_contiguous_bs_pipe_bm64_bn128", block_m: 64, block_n: 128, lds_stages: 2 }];
 
 /// The m-grouped masked kernels on the pipelined bs loop, smallest first.
 pub const MASKED_BS_PIPE_TILES: [BsTile; 2] = [
-    BsTile { name: "m_grouped_fp8_gemm_nt_masked_bs_pipe_bm64_bn128", block_m: 64, block_n: 128 },
-    BsTile { name: "m_grouped_fp8_gemm_nt_masked_bs_pipe_bm80_bn128", block_m: 80, block_n: 128 },
+    BsTile { name: "m_grouped_fp8_gemm_nt_masked_bs_pipe_bm64_bn128", block_m: 64, block_n: 128, lds_stages: 2 },
+    BsTile { name: "m_grouped_fp8_gemm_nt_masked_bs_pipe_bm80_bn128", block_m: 80, block_n: 128, lds_stages: 2 },
 ];
 
 const _: () = {
@@ -78,7 +79,7 @@ mod imp {
     impl<const FM: usize> TileLoop for Pipe<FM> {
         #[inline(always)]
         fn run<E: Epilogue>(job: &TileJob, keep_row: impl Fn(u32) -> bool, epi: &E) {
-            crate::mainloop_bs::imp::tile_gemm_bs_pipe::<FM, 2, 2, _>(job, keep_row, epi);
+            crate::mainloop_bs::imp::tile_gemm_bs_pipe::<FM, 2, 2, 1, _>(job, keep_row, epi);
         }
     }
 }

@@ -80,8 +80,9 @@
 //! | `fp8_gemm_nt_splitk_bs_bm32_bn128`  | pipelined, B 2 ahead | 170 | 0  | 0 | 0 | 10 KiB | 2 | 2 |
 //! | `fp8_gemm_nt_splitk_bs_bm64_bn128`  | pipelined, B 2 ahead | 221 | 0  | 0 | 0 | 18 KiB | 2 | 2 |
 //! | `fp8_gemm_nt_splitk_bs_bm128_bn128` | yes / no  | 290 | 34 | 0 | 0 | 36 KiB | 1 | 1 |
-//! | `fp8_gemm_nt_bs_pipe_bm32_bn64` | pipelined, 1 B fragment, B 2 ahead, A 4 ahead | 117 | 0 | 0 | 0 | 10 KiB | 4 | 4 |
-//! | `fp8_gemm_nt_splitk_bs_bm32_bn64` | pipelined, 1 B fragment, B 2 ahead, A 4 ahead | 117 | 0 | 0 | 0 | 10 KiB | 4 | 4 |
+//! | `fp8_gemm_nt_bs_pipe_bm32_bn64` | pipelined, 1 B fragment, B 2 ahead, A 5 ahead, 1 barrier per 2 blocks | 117 | 0 | 0 | 0 | 18 KiB | 4 | 3 |
+//! | `fp8_gemm_nt_bs_pipe_b1_bm32_bn64` | pipelined, 1 B fragment, B 2 ahead, A 4 ahead | 117 | 0 | 0 | 0 | 10 KiB | 4 | 4 |
+//! | `fp8_gemm_nt_splitk_bs_bm32_bn64` | pipelined, 1 B fragment, B 2 ahead, A 5 ahead, 1 barrier per 2 blocks | 117 | 0 | 0 | 0 | 18 KiB | 4 | 3 |
 //!
 //! Modelled figures and the steps that led here: [`crate::dense`], "B straight to registers".
 //!
@@ -267,6 +268,25 @@
 //! | 64×7168×16384 | **34.34** (32 × 128 split 2) | 34.80 (split 4) |
 //! | 128×2112×7168 | **12.19** (32 × 128 split 4) | 13.01 (split 4) |
 //! | 128×4096×7168 | **16.39** (32 × 128 split 2) | 17.70 (split 2) |
+//!
+//! **One barrier per two blocks** (`BB = 2`, the shipped 32 × 64 kernels). Even so the narrow
+//! loop ran ~330 cycles per block at one workgroup per CU against 128 of MFMA per wave (trace
+//! of 64×2112×7168): each block was one barrier, then the first MFMA waiting for the block's
+//! A fragment reads and scale read, then the wait for every LDS access before the next barrier.
+//! With four A stages (stage = block mod 4) and a barrier only before the even blocks, A is
+//! written to LDS three blocks ahead of its MFMAs (one more) and loaded from global memory five
+//! ahead: the barrier before block `i` (even) publishes A(i + 1) and A(i + 2), written during
+//! blocks `i − 2` and `i − 1`, and the stage block `i` (or `i + 1`) overwrites held A(i − 1)
+//! (A(i)), whose fragments were read during block `i − 2` (`i − 1`), before that barrier. LDS
+//! 10 → 18 KiB (three workgroups per CU). Modelled MI300X µs, one barrier per block → per two:
+//! 64×2112×7168 split 4 10.23 → 9.94, 64×7168×2048 8.70 → 8.10, 64×24576×1536 13.62 → 13.23,
+//! 128×7168×2048 10.91 → 10.76, 64×4096×7168 split 4 13.14 → 13.10; 64×32768×512 (1024 tiles,
+//! 3.4 per CU: a second round at three per CU) 8.68 → 9.22, so the one-barrier-per-block
+//! kernel stays (`fp8_gemm_nt_bs_pipe_b1_bm32_bn64`, 10 KiB, four per CU) for more than three
+//! tiles per CU (`fp8gemm::config::bs_narrow_kernel`). Not kept: B three blocks ahead on top
+//! (64×2112×7168 9.94 → 10.05 µs, 64×7168×2048 8.10 → 8.08); the same two-block barrier for the
+//! 32 × 128 split-K kernel (`NF = 2`): 128×2112×7168 split 4 12.19 → 12.04, 64×7168×16384 split
+//! 2 34.34 → 34.45, 128×4096×7168 split 4 16.36 → 16.49.
 //!
 //! The host picks them by `fp8gemm::config::bs_narrow_rule` (unsplit, short K),
 //! `fp8gemm::config::bs_narrow_split_rule` (split, long K, at most 64 rows) and the tuned
@@ -605,6 +625,8 @@ pub(crate) mod imp {
         4 * fm.div_ceil(4)
     }
     const _: () = assert!(2 * pipe_stage_bytes(2) + 2 * SFA_REGION * pipe_sfa_slots(2) == tile::bs_pipe_lds_bytes(32));
+    const _: () = assert!(4 * pipe_stage_bytes(2) + 2 * SFA_REGION * pipe_sfa_slots(2) == tile::bs_narrow_lds_bytes(4));
+    const _: () = assert!(2 * pipe_stage_bytes(2) + 2 * SFA_REGION * pipe_sfa_slots(2) == tile::bs_narrow_lds_bytes(2));
     const _: () = assert!(2 * pipe_stage_bytes(4) + 2 * SFA_REGION * pipe_sfa_slots(4) == tile::bs_pipe_lds_bytes(64));
     const _: () = assert!(2 * pipe_stage_bytes(3) + 2 * SFA_REGION * pipe_sfa_slots(3) == tile::bs_pipe_lds_bytes(48));
     const _: () = assert!(2 * pipe_stage_bytes(5) + 2 * SFA_REGION * pipe_sfa_slots(5) == tile::bs_pipe_lds_bytes(80));
@@ -637,13 +659,22 @@ pub(crate) mod imp {
     /// per-window SFA loads are straight-line (wave `w` loads fragments `4q + w`).
     /// `FM` ∈ 2..=8 (the dense data-parallel kernels use 3, 4, 5, 6; the split-K kernels 2
     /// and 4); `NF` ∈ {1, 2} B fragments per wave (tile `16·FM × 64·NF`; 1: the 32 × 64
-    /// kernels, module docs "Narrow tiles"); `BA` ∈ {1, 2} blocks of B ahead.
+    /// kernels, module docs "Narrow tiles"); `BA` ∈ {1, 2} blocks of B ahead; `BB` ∈ {1, 2}
+    /// blocks per barrier (2: four A stages, A written to LDS three blocks ahead; only with
+    /// `NF = 1`, module docs "One barrier per two blocks").
     #[inline(always)]
-    pub(crate) fn tile_gemm_bs_pipe<const FM: usize, const NF: usize, const BA: u32, E: Epilogue>(job: &TileJob, keep_row: impl Fn(u32) -> bool, epi: &E) {
+    pub(crate) fn tile_gemm_bs_pipe<const FM: usize, const NF: usize, const BA: u32, const BB: u32, E: Epilogue>(
+        job: &TileJob,
+        keep_row: impl Fn(u32) -> bool,
+        epi: &E,
+    ) {
         const { assert!(FM >= 2 && FM <= 8) };
         const { assert!(BA == 1 || BA == 2) };
         const { assert!(NF == 1 || NF == 2) };
+        const { assert!(BB == 1 || (BB == 2 && NF == 1)) };
         let stage = pipe_stage_bytes(FM as u32);
+        // LDS stages of one block of A each: 2·BB (BB blocks per barrier).
+        let nst = 2 * BB;
         let (n, m0, n0, lda, ldsf, nkb) = (job.n, job.m0, job.n0, job.lda, job.ldsf, job.nkb);
         let (rs_a, rs_b, rs_sfa, rs_sfb) = (job.rs_a, job.rs_b, job.rs_sfa, job.rs_sfb);
         let (k0, sf0) = (job.kb0 * SCALE_BLOCK_K, job.kb0 * 4);
@@ -683,7 +714,7 @@ pub(crate) mod imp {
             sfa_voff[q] = (m0 + 16 * (4 * q as u32 + wave) + sfa_row) * ldsf * 4 + sf0 + 4 * sfa_blk;
         });
         let sfb_voff = (n0 / SCALE_BLOCK_N) * ldsf * 4 + sf0 + 4 * grp;
-        let sfa_region = |w: u32| 2 * stage + w * SFA_REGION * pipe_sfa_slots(FM as u32);
+        let sfa_region = |w: u32| nst * stage + w * SFA_REGION * pipe_sfa_slots(FM as u32);
         let sf_read = 4 * (lane & 15);
 
         let load_a = #[inline(always)]
@@ -741,7 +772,7 @@ pub(crate) mod imp {
         // fragments per wave; four with one (a block is then half as many MFMAs, and one block
         // between the load and its LDS write left the write waiting for it: modelled MI300X
         // 64×2112×7168, 32 × 64 split 4, 10.72 → 10.22 µs).
-        let la: u32 = if NF == 1 { 4 } else { 3 };
+        let la: u32 = if NF == 1 { 3 + BB } else { 3 };
         let ga_set = |blk: usize| if NF == 1 { blk % 4 } else { (blk + 1) % 2 };
         let mut ga = [[U32x4([0; 4]); FM]; 4];
         let mut a: [ARegs<FM>; 2] = [[[[0; 2]; FM]; 2]; 2];
@@ -766,6 +797,13 @@ pub(crate) mod imp {
                 a01[st][p] = load_a(st as u32, p);
             });
         });
+        // With two blocks per barrier, A(2) for stage 2 as well.
+        let mut a2 = [U32x4([0; 4]); FM];
+        if BB == 2 {
+            unroll!(p < FM.div_ceil(2) => {
+                a2[p] = load_a(2, p);
+            });
+        }
         sched_fence();
         unroll!(f < NF => {
             unroll!(r < 2 => {
@@ -776,9 +814,9 @@ pub(crate) mod imp {
             });
         });
         unroll!(p < FM.div_ceil(2) => {
-            ga[ga_set(2)][p] = load_a(2, p);
+            ga[ga_set(1 + BB as usize)][p] = load_a(1 + BB, p);
             if NF == 1 {
-                ga[ga_set(3)][p] = load_a(3, p);
+                ga[ga_set(2 + BB as usize)][p] = load_a(2 + BB, p);
             }
         });
         sched_fence();
@@ -790,6 +828,11 @@ pub(crate) mod imp {
                 write_a(st as u32, p, a01[st][p]);
             });
         });
+        if BB == 2 {
+            unroll!(p < FM.div_ceil(2) => {
+                write_a(2, p, a2[p]);
+            });
+        }
         lds_barrier();
         unroll!(r < 2 => {
             unroll!(fm < FM => {
@@ -809,7 +852,9 @@ pub(crate) mod imp {
             ($i:expr, $j:expr) => {{
                 let (i, j): (u32, u32) = ($i, $j);
                 const J: usize = $j;
-                lds_barrier();
+                if J % BB as usize == 0 {
+                    lds_barrier();
+                }
                 if j == 0 {
                     // The window's four SFB values into scalar registers now, so `sfb_next`
                     // can be reloaded at j = 1 with no copy of it carried to the loop's latch
@@ -841,7 +886,7 @@ pub(crate) mod imp {
                         let (a_slot, ax) = if NF == 2 { (g % 2 == 0, g / 2) } else { (true, g) };
                         if a_slot && ax < 2 * FM {
                             let (rr, ff) = (ax / FM, ax % FM);
-                            a[(J + 1) & 1][rr][ff] = read_a((j + 1) & 1, rr, ff);
+                            a[(J + 1) & 1][rr][ff] = read_a(if BB == 1 { (j + 1) & 1 } else { (j + 1) % nst }, rr, ff);
                         }
                         // Global-load slot x: after the odd MFMAs with two B fragments, after
                         // every MFMA with one (half the MFMAs for the same A and scale loads).
@@ -874,7 +919,7 @@ pub(crate) mod imp {
                         }
                         if g % 2 == 1 && g > 2 * NF * FM && (g - 2 * NF * FM) / 2 < FM.div_ceil(2) {
                             let p = (g - 2 * NF * FM) / 2;
-                            write_a(j & 1, p, ga[ga_set(J + 2)][p]);
+                            write_a(if BB == 1 { j & 1 } else { (j + 1 + BB) % nst }, p, ga[ga_set(J + 1 + BB as usize)][p]);
                         }
                         if j == 3 && g == 4 * NF * FM - 3 {
                             // The next window's SFA into LDS, in a free slot after an odd
@@ -945,10 +990,10 @@ pub(crate) mod imp {
 
     /// The dense bs kernels on the pipelined loop ([`tile_gemm_bs_pipe`]).
     #[inline(always)]
-    pub fn gemm_bs_pipe<const FM: usize, const NF: usize, const BA: u32>(args: DenseGemmArgs) {
+    pub fn gemm_bs_pipe<const FM: usize, const NF: usize, const BA: u32, const BB: u32>(args: DenseGemmArgs) {
         let Some((mut job, epi)) = dense_job::<FM, NF, true>(&args) else { return };
         job.rs_b = BufferResource::new(args.b.addr(), tile::shuffled_b_bytes(args.n as u64, args.k as u64) as u32);
-        tile_gemm_bs_pipe::<FM, NF, BA, _>(&job, |_| true, &epi);
+        tile_gemm_bs_pipe::<FM, NF, BA, BB, _>(&job, |_| true, &epi);
     }
 }
 
@@ -968,25 +1013,25 @@ pub fn fp8_gemm_nt_bs_bm64_bn128(args: DenseGemmArgs) {
 /// workgroups per CU: the host's 64-row data-parallel kernel at every tile count.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_bs_pipe_bm64_bn128(args: DenseGemmArgs) {
-    imp::gemm_bs_pipe::<4, 2, 2>(args)
+    imp::gemm_bs_pipe::<4, 2, 2, 1>(args)
 }
 
 /// bs (pre-shuffled B) 48 × 128 tile on the pipelined loop, two workgroups per CU.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_bs_pipe_bm48_bn128(args: DenseGemmArgs) {
-    imp::gemm_bs_pipe::<3, 2, 2>(args)
+    imp::gemm_bs_pipe::<3, 2, 2, 1>(args)
 }
 
 /// bs (pre-shuffled B) 80 × 128 tile on the pipelined loop, one workgroup per CU.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_bs_pipe_bm80_bn128(args: DenseGemmArgs) {
-    imp::gemm_bs_pipe::<5, 2, 2>(args)
+    imp::gemm_bs_pipe::<5, 2, 2, 1>(args)
 }
 
 /// bs (pre-shuffled B) 96 × 128 tile on the pipelined loop, one workgroup per CU.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_bs_pipe_bm96_bn128(args: DenseGemmArgs) {
-    imp::gemm_bs_pipe::<6, 2, 2>(args)
+    imp::gemm_bs_pipe::<6, 2, 2, 1>(args)
 }
 
 /// bs (pre-shuffled B) 128 × 128 tile: large M.
@@ -1000,27 +1045,34 @@ pub fn fp8_gemm_nt_bs_bm128_bn128(args: DenseGemmArgs) {
 /// ahead; module docs, "Split-K on the pipelined loop").
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_splitk_bs_bm32_bn128(args: DenseSplitKArgs) {
-    crate::dense::imp::gemm_splitk_with::<2, 2, true>(args, |job, epi| imp::tile_gemm_bs_pipe::<2, 2, 2, _>(job, |_| true, epi))
+    crate::dense::imp::gemm_splitk_with::<2, 2, true>(args, |job, epi| imp::tile_gemm_bs_pipe::<2, 2, 2, 1, _>(job, |_| true, epi))
 }
 
 /// bs split-K, 32 × 64 tile (decode: one B fragment per wave, so half the texture-path bytes
 /// per block of the 32 × 128 tile and half its partial slot), on the pipelined loop.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_splitk_bs_bm32_bn64(args: DenseSplitKArgs) {
-    crate::dense::imp::gemm_splitk_with::<2, 1, true>(args, |job, epi| imp::tile_gemm_bs_pipe::<2, 1, 2, _>(job, |_| true, epi))
+    crate::dense::imp::gemm_splitk_with::<2, 1, true>(args, |job, epi| imp::tile_gemm_bs_pipe::<2, 1, 2, 2, _>(job, |_| true, epi))
 }
 
 /// bs (pre-shuffled B) 32 × 64 tile on the pipelined loop (decode shapes whose 32 × 64 tiles
 /// fill the device without splitting K).
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_bs_pipe_bm32_bn64(args: DenseGemmArgs) {
-    imp::gemm_bs_pipe::<2, 1, 2>(args)
+    imp::gemm_bs_pipe::<2, 1, 2, 2>(args)
+}
+
+/// bs (pre-shuffled B) 32 × 64 tile on the pipelined loop with one barrier per block (two A
+/// stages, 10 KiB of LDS: four workgroups per CU), for more than three 32 × 64 tiles per CU.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn fp8_gemm_nt_bs_pipe_b1_bm32_bn64(args: DenseGemmArgs) {
+    imp::gemm_bs_pipe::<2, 1, 2, 1>(args)
 }
 
 /// bs split-K, 64 × 128 tile, on the pipelined loop.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_splitk_bs_bm64_bn128(args: DenseSplitKArgs) {
-    crate::dense::imp::gemm_splitk_with::<4, 2, true>(args, |job, epi| imp::tile_gemm_bs_pipe::<4, 2, 2, _>(job, |_| true, epi))
+    crate::dense::imp::gemm_splitk_with::<4, 2, true>(args, |job, epi| imp::tile_gemm_bs_pipe::<4, 2, 2, 1, _>(job, |_| true, epi))
 }
 
 /// bs split-K, 128 × 128 tile.

@@ -463,16 +463,16 @@ impl StreamKSchedule {
 /// The bs stream-K kernels (B pre-shuffled, `fp8_gemm_nt_streamk_bs_bm*_bn128`), the 32- and
 /// 64-row tiles of [`tile::DENSE_BS_TILES`] (the same loop variants as their split-K twins).
 pub const STREAMK_BS_TILES: [tile::BsTile; 2] = [
-    tile::BsTile { name: "fp8_gemm_nt_streamk_bs_bm32_bn128", block_m: 32, block_n: 128 },
-    tile::BsTile { name: "fp8_gemm_nt_streamk_bs_bm64_bn128", block_m: 64, block_n: 128 },
+    tile::BsTile { name: "fp8_gemm_nt_streamk_bs_bm32_bn128", block_m: 32, block_n: 128, lds_stages: 2 },
+    tile::BsTile { name: "fp8_gemm_nt_streamk_bs_bm64_bn128", block_m: 64, block_n: 128, lds_stages: 2 },
 ];
 
 /// The bs stream-K kernels on the **pipelined** bs loop (`fp8_gemm_nt_streamk_bs_pipe_bm*_bn128`,
 /// [`crate::mainloop_bs`] "Pipelined loop"), the 48- and 64-row tiles of
 /// [`tile::DENSE_BS_PIPE_TILES`] (same LDS: [`tile::bs_pipe_lds_bytes`]).
 pub const STREAMK_BS_PIPE_TILES: [tile::BsTile; 2] = [
-    tile::BsTile { name: "fp8_gemm_nt_streamk_bs_pipe_bm48_bn128", block_m: 48, block_n: 128 },
-    tile::BsTile { name: "fp8_gemm_nt_streamk_bs_pipe_bm64_bn128", block_m: 64, block_n: 128 },
+    tile::BsTile { name: "fp8_gemm_nt_streamk_bs_pipe_bm48_bn128", block_m: 48, block_n: 128, lds_stages: 2 },
+    tile::BsTile { name: "fp8_gemm_nt_streamk_bs_pipe_bm64_bn128", block_m: 64, block_n: 128, lds_stages: 2 },
 ];
 
 /// The dense stream-K kernels, same tiles as [`tile::DENSE_TILES`].
@@ -534,7 +534,7 @@ pub(crate) mod imp {
     impl<const FM: usize, const BA: u32> TileLoop for BsPipeLoop<FM, BA> {
         #[inline(always)]
         fn run<E: Epilogue>(job: &TileJob, epi: &E) {
-            tile_gemm_bs_pipe::<FM, 2, BA, E>(job, |_| true, epi)
+            tile_gemm_bs_pipe::<FM, 2, BA, 1, E>(job, |_| true, epi)
         }
     }
 

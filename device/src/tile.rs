@@ -185,6 +185,9 @@ pub struct BsTile {
     /// Columns of D per workgroup (`64·NF`: 4 waves × `NF` fragments of 16 columns; 128
     /// everywhere but the 32 × 64 decode kernels).
     pub block_n: u32,
+    /// LDS stages of A, one 128-K block each: 2 (one barrier per block) everywhere but the
+    /// 32 × 64 kernels with one barrier per two blocks, which have 4.
+    pub lds_stages: u32,
 }
 
 impl BsTile {
@@ -196,6 +199,9 @@ impl BsTile {
     /// more than the phase loop's 32-row kernels use (harmless: their occupancy is set by
     /// registers); at 64 rows both layouts are the same size.
     pub const fn lds_bytes(&self) -> u32 {
+        if self.lds_stages != LDS_STAGES {
+            return bs_pipe_lds_bytes_staged(self.block_m, self.lds_stages);
+        }
         if self.block_m != 128 {
             return bs_pipe_lds_bytes(self.block_m);
         }
@@ -209,31 +215,31 @@ impl BsTile {
 
 /// The dense bs kernels (`fp8_gemm_nt_bs_bm*_bn128`, [`crate::mainloop_bs`]), smallest first.
 pub const DENSE_BS_TILES: [BsTile; 3] = [
-    BsTile { name: "fp8_gemm_nt_bs_bm32_bn128", block_m: 32, block_n: 128 },
-    BsTile { name: "fp8_gemm_nt_bs_bm64_bn128", block_m: 64, block_n: 128 },
-    BsTile { name: "fp8_gemm_nt_bs_bm128_bn128", block_m: 128, block_n: 128 },
+    BsTile { name: "fp8_gemm_nt_bs_bm32_bn128", block_m: 32, block_n: 128, lds_stages: 2 },
+    BsTile { name: "fp8_gemm_nt_bs_bm64_bn128", block_m: 64, block_n: 128, lds_stages: 2 },
+    BsTile { name: "fp8_gemm_nt_bs_bm128_bn128", block_m: 128, block_n: 128, lds_stages: 2 },
 ];
 
 /// The dense bs 64 × 128 kernel on the pipelined loop (`fp8_gemm_nt_bs_pipe_bm64_bn128`,
 /// [`crate::mainloop_bs`], "Pipelined loop"): one workgroup per CU, the host's choice for the
 /// 64-row tile below `BS_BM64_TILES_PER_CU` tiles per CU (`fp8gemm::config`); same tile, LDS
 /// and result as [`DENSE_BS_TILES`]`[1]`.
-pub const DENSE_BS_PIPE_BM64: BsTile = BsTile { name: "fp8_gemm_nt_bs_pipe_bm64_bn128", block_m: 64, block_n: 128 };
+pub const DENSE_BS_PIPE_BM64: BsTile = BsTile { name: "fp8_gemm_nt_bs_pipe_bm64_bn128", block_m: 64, block_n: 128, lds_stages: 2 };
 
 /// The dense bs 128 × 128 kernel on the 128-row pipelined loop
 /// (`fp8_gemm_nt_bs_pipe_bm128_bn128`, [`crate::mainloop_bs128`]): one workgroup per CU, the
 /// host's kernel for the 128-row bs tile (unsplit); same tile, LDS and result as
 /// [`DENSE_BS_TILES`]`[2]`.
-pub const DENSE_BS_PIPE_BM128: BsTile = BsTile { name: "fp8_gemm_nt_bs_pipe_bm128_bn128", block_m: 128, block_n: 128 };
+pub const DENSE_BS_PIPE_BM128: BsTile = BsTile { name: "fp8_gemm_nt_bs_pipe_bm128_bn128", block_m: 128, block_n: 128, lds_stages: 2 };
 
 /// The dense bs kernels on the pipelined loop (one workgroup per CU), smallest first: 48, 64,
 /// 80 and 96 rows (`FM` = 3 … 6), then 128 rows ([`DENSE_BS_PIPE_BM128`]). Their LDS:
 /// [`bs_pipe_lds_bytes`].
 pub const DENSE_BS_PIPE_TILES: [BsTile; 5] = [
-    BsTile { name: "fp8_gemm_nt_bs_pipe_bm48_bn128", block_m: 48, block_n: 128 },
+    BsTile { name: "fp8_gemm_nt_bs_pipe_bm48_bn128", block_m: 48, block_n: 128, lds_stages: 2 },
     DENSE_BS_PIPE_BM64,
-    BsTile { name: "fp8_gemm_nt_bs_pipe_bm80_bn128", block_m: 80, block_n: 128 },
-    BsTile { name: "fp8_gemm_nt_bs_pipe_bm96_bn128", block_m: 96, block_n: 128 },
+    BsTile { name: "fp8_gemm_nt_bs_pipe_bm80_bn128", block_m: 80, block_n: 128, lds_stages: 2 },
+    BsTile { name: "fp8_gemm_nt_bs_pipe_bm96_bn128", block_m: 96, block_n: 128, lds_stages: 2 },
     DENSE_BS_PIPE_BM128,
 ];
 
@@ -241,8 +247,13 @@ pub const DENSE_BS_PIPE_TILES: [BsTile; 5] = [
 /// (`FM = block_m / 16`; the A copy moves 32 rows per pass) and two SFA window regions of
 /// `4·⌈FM/4⌉` slots of 256 bytes. The same as [`BsTile::lds_bytes`] for 64 rows.
 pub const fn bs_pipe_lds_bytes(block_m: u32) -> u32 {
+    bs_pipe_lds_bytes_staged(block_m, LDS_STAGES)
+}
+
+/// [`bs_pipe_lds_bytes`] with `stages` A stages (4: the loops with one barrier per two blocks).
+pub const fn bs_pipe_lds_bytes_staged(block_m: u32, stages: u32) -> u32 {
     let fm = block_m / 16;
-    LDS_STAGES * 32 * fm.div_ceil(2) * SCALE_BLOCK_K + 2 * 256 * 4 * fm.div_ceil(4)
+    stages * 32 * fm.div_ceil(2) * SCALE_BLOCK_K + 2 * 256 * 4 * fm.div_ceil(4)
 }
 const _: () = {
     let mut i = 0;
@@ -252,43 +263,55 @@ const _: () = {
     }
 };
 
+/// Dynamic LDS of a 32 × 64 bs kernel with `stages` A stages ([`crate::mainloop_bs`], "Narrow
+/// tiles": 4 with one barrier per two blocks, 2 with one per block) of 32 rows of one 128-K
+/// block, then two SFA window regions of 4 slots of 256 bytes.
+pub const fn bs_narrow_lds_bytes(stages: u32) -> u32 {
+    bs_pipe_lds_bytes_staged(32, stages)
+}
+
 /// The dense bs 32 × 64 kernel on the pipelined loop (`fp8_gemm_nt_bs_pipe_bm32_bn64`: one B
 /// fragment per wave, [`crate::mainloop_bs`], "Narrow tiles"): decode shapes with enough
 /// 32 × 64 tiles to fill the device unsplit.
-pub const DENSE_BS_PIPE_BM32_BN64: BsTile = BsTile { name: "fp8_gemm_nt_bs_pipe_bm32_bn64", block_m: 32, block_n: 64 };
+pub const DENSE_BS_PIPE_BM32_BN64: BsTile = BsTile { name: "fp8_gemm_nt_bs_pipe_bm32_bn64", block_m: 32, block_n: 64, lds_stages: 4 };
+
+/// The same 32 × 64 kernel with one barrier per block (`fp8_gemm_nt_bs_pipe_b1_bm32_bn64`: two A
+/// stages, 10 KiB of LDS, so four workgroups per CU instead of three): for more than three
+/// 32 × 64 tiles per CU.
+pub const DENSE_BS_PIPE_B1_BM32_BN64: BsTile = BsTile { name: "fp8_gemm_nt_bs_pipe_b1_bm32_bn64", block_m: 32, block_n: 64, lds_stages: 2 };
 
 /// The dense bs split-K 32 × 64 kernel (`fp8_gemm_nt_splitk_bs_bm32_bn64`, the pipelined loop
 /// with one B fragment per wave): decode shapes with long K.
-pub const DENSE_SPLITK_BS_BM32_BN64: BsTile = BsTile { name: "fp8_gemm_nt_splitk_bs_bm32_bn64", block_m: 32, block_n: 64 };
+pub const DENSE_SPLITK_BS_BM32_BN64: BsTile = BsTile { name: "fp8_gemm_nt_splitk_bs_bm32_bn64", block_m: 32, block_n: 64, lds_stages: 4 };
 
 /// The dense bs split-K kernels (`fp8_gemm_nt_splitk_bs_bm*_bn128`), same tiles as
 /// [`DENSE_BS_TILES`].
 pub const DENSE_SPLITK_BS_TILES: [BsTile; 3] = [
-    BsTile { name: "fp8_gemm_nt_splitk_bs_bm32_bn128", block_m: 32, block_n: 128 },
-    BsTile { name: "fp8_gemm_nt_splitk_bs_bm64_bn128", block_m: 64, block_n: 128 },
-    BsTile { name: "fp8_gemm_nt_splitk_bs_bm128_bn128", block_m: 128, block_n: 128 },
+    BsTile { name: "fp8_gemm_nt_splitk_bs_bm32_bn128", block_m: 32, block_n: 128, lds_stages: 2 },
+    BsTile { name: "fp8_gemm_nt_splitk_bs_bm64_bn128", block_m: 64, block_n: 128, lds_stages: 2 },
+    BsTile { name: "fp8_gemm_nt_splitk_bs_bm128_bn128", block_m: 128, block_n: 128, lds_stages: 2 },
 ];
 
 /// The m-grouped contiguous bs kernels (pre-shuffled B, [`crate::grouped`]), same tiles as
 /// [`DENSE_BS_TILES`] (each divides [`M_ALIGNMENT_CONTIGUOUS`]).
 pub const CONTIGUOUS_BS_TILES: [BsTile; 3] = [
-    BsTile { name: "m_grouped_fp8_gemm_nt_contiguous_bs_bm32_bn128", block_m: 32, block_n: 128 },
-    BsTile { name: "m_grouped_fp8_gemm_nt_contiguous_bs_bm64_bn128", block_m: 64, block_n: 128 },
-    BsTile { name: "m_grouped_fp8_gemm_nt_contiguous_bs_bm128_bn128", block_m: 128, block_n: 128 },
+    BsTile { name: "m_grouped_fp8_gemm_nt_contiguous_bs_bm32_bn128", block_m: 32, block_n: 128, lds_stages: 2 },
+    BsTile { name: "m_grouped_fp8_gemm_nt_contiguous_bs_bm64_bn128", block_m: 64, block_n: 128, lds_stages: 2 },
+    BsTile { name: "m_grouped_fp8_gemm_nt_contiguous_bs_bm128_bn128", block_m: 128, block_n: 128, lds_stages: 2 },
 ];
 
 /// The m-grouped masked bs kernels (pre-shuffled B, [`crate::grouped`]).
 pub const MASKED_BS_TILES: [BsTile; 3] = [
-    BsTile { name: "m_grouped_fp8_gemm_nt_masked_bs_bm32_bn128", block_m: 32, block_n: 128 },
-    BsTile { name: "m_grouped_fp8_gemm_nt_masked_bs_bm64_bn128", block_m: 64, block_n: 128 },
-    BsTile { name: "m_grouped_fp8_gemm_nt_masked_bs_bm128_bn128", block_m: 128, block_n: 128 },
+    BsTile { name: "m_grouped_fp8_gemm_nt_masked_bs_bm32_bn128", block_m: 32, block_n: 128, lds_stages: 2 },
+    BsTile { name: "m_grouped_fp8_gemm_nt_masked_bs_bm64_bn128", block_m: 64, block_n: 128, lds_stages: 2 },
+    BsTile { name: "m_grouped_fp8_gemm_nt_masked_bs_bm128_bn128", block_m: 128, block_n: 128, lds_stages: 2 },
 ];
 
 /// The m-grouped masked bs split-K kernels (`m_grouped_fp8_gemm_nt_masked_splitk_bs_bm*_bn128`,
 /// [`crate::grouped`]), the 32- and 64-row tiles of [`MASKED_BS_TILES`].
 pub const MASKED_SPLITK_BS_TILES: [BsTile; 2] = [
-    BsTile { name: "m_grouped_fp8_gemm_nt_masked_splitk_bs_bm32_bn128", block_m: 32, block_n: 128 },
-    BsTile { name: "m_grouped_fp8_gemm_nt_masked_splitk_bs_bm64_bn128", block_m: 64, block_n: 128 },
+    BsTile { name: "m_grouped_fp8_gemm_nt_masked_splitk_bs_bm32_bn128", block_m: 32, block_n: 128, lds_stages: 2 },
+    BsTile { name: "m_grouped_fp8_gemm_nt_masked_splitk_bs_bm64_bn128", block_m: 64, block_n: 128, lds_stages: 2 },
 ];
 
 /// K blocks `kb0 .. kb0 + count` of split `j` of `splits` over `nkb` blocks: the blocks are

@@ -77,9 +77,9 @@ use fp8gemm_device::grouped_pipe::{
     M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_PIPE_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BS_PIPE_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BS_PIPE_BM80_BN128,
 };
 use fp8gemm_device::mainloop_bs::{
-    FP8_GEMM_NT_BS_BM32_BN128, FP8_GEMM_NT_BS_BM64_BN128, FP8_GEMM_NT_BS_BM128_BN128, FP8_GEMM_NT_BS_PIPE_BM32_BN64, FP8_GEMM_NT_BS_PIPE_BM48_BN128,
-    FP8_GEMM_NT_BS_PIPE_BM64_BN128, FP8_GEMM_NT_BS_PIPE_BM80_BN128, FP8_GEMM_NT_BS_PIPE_BM96_BN128, FP8_GEMM_NT_SPLITK_BS_BM32_BN64,
-    FP8_GEMM_NT_SPLITK_BS_BM32_BN128, FP8_GEMM_NT_SPLITK_BS_BM64_BN128, FP8_GEMM_NT_SPLITK_BS_BM128_BN128,
+    FP8_GEMM_NT_BS_BM32_BN128, FP8_GEMM_NT_BS_BM64_BN128, FP8_GEMM_NT_BS_BM128_BN128, FP8_GEMM_NT_BS_PIPE_B1_BM32_BN64, FP8_GEMM_NT_BS_PIPE_BM32_BN64,
+    FP8_GEMM_NT_BS_PIPE_BM48_BN128, FP8_GEMM_NT_BS_PIPE_BM64_BN128, FP8_GEMM_NT_BS_PIPE_BM80_BN128, FP8_GEMM_NT_BS_PIPE_BM96_BN128,
+    FP8_GEMM_NT_SPLITK_BS_BM32_BN64, FP8_GEMM_NT_SPLITK_BS_BM32_BN128, FP8_GEMM_NT_SPLITK_BS_BM64_BN128, FP8_GEMM_NT_SPLITK_BS_BM128_BN128,
 };
 use fp8gemm_device::mainloop_bs128::FP8_GEMM_NT_BS_PIPE_BM128_BN128;
 use fp8gemm_device::streamk::DenseStreamKArgs;
@@ -518,6 +518,29 @@ thread_local! {
 /// effect on other tiles or on unforced choices.
 pub fn force_bs_pipelined(pipelined: Option<bool>) {
     FORCED_BS_PIPELINED.with(|f| f.set(pipelined));
+}
+
+thread_local! {
+    /// Blocks per barrier of a forced 32 × 64 data-parallel bs tile for this thread; `None` =
+    /// [`bs_narrow_kernel`]'s rule.
+    static FORCED_BS_NARROW_BARRIER: std::cell::Cell<Option<u32>> = const { std::cell::Cell::new(None) };
+}
+
+/// Pins the kernel of a forced 32 × 64 data-parallel bs tile ([`force_tile`] /
+/// `FP8GEMM_FORCE_TILE=32x64` with pre-shuffled B, no split) for every subsequent bs config
+/// choice of this thread: `Some(2)` the kernel with one barrier per two blocks
+/// (`fp8_gemm_nt_bs_pipe_bm32_bn64`), `Some(1)` the one with one barrier per block
+/// (`fp8_gemm_nt_bs_pipe_b1_bm32_bn64`), `None` the rule of the unforced choice again (the
+/// first while its tiles fit one round at three workgroups per CU). Any other count makes the
+/// choice fail with [`ConfigError::ForcedTile`]. No effect on other tiles or on unforced
+/// choices.
+pub fn force_bs_narrow_barrier(blocks: Option<u32>) {
+    FORCED_BS_NARROW_BARRIER.with(|f| f.set(blocks));
+}
+
+/// The forced blocks per barrier of a 32 × 64 tile ([`force_bs_narrow_barrier`]).
+fn forced_bs_narrow_barrier() -> Option<u32> {
+    FORCED_BS_NARROW_BARRIER.with(std::cell::Cell::get)
 }
 
 /// Whether a forced 64 × 128 bs tile runs the pipelined loop ([`force_bs_pipelined`], else

@@ -10,7 +10,8 @@ use super::*;
 pub const BS_BM64_TILES_PER_CU: u32 = 8;
 
 /// The narrow-tile rule of [`get_bs_config_for_workspace`]: the 32 × 64 data-parallel kernel
-/// ([`tile::DENSE_BS_PIPE_BM32_BN64`], four workgroups per CU) for a problem of at most 256
+/// ([`bs_narrow_kernel`]: one barrier per two blocks, or per block above three tiles per CU)
+/// for a problem of at most 256
 /// rows and 16 K blocks (K ≤ 2048) whose 32 × 64 tiles number from 0.6 per CU up to 4 per CU
 /// (one round) with at most 64 rows, or up to 2 per CU above 64 rows; `Some(tiles per CU)`
 /// where it applies.
@@ -25,7 +26,9 @@ pub const BS_BM64_TILES_PER_CU: u32 = 8;
 /// 256×4096×1536 11.06 → 9.41; left out — 128×16384×1024 (3.4 per CU) 9.86 → 11.59,
 /// 128×24576×1536 (5.1) 15.27 → 21.31, 200×6000×1024 (2.2) 9.57 → 9.75, 256×7168×2048 (2.9)
 /// 13.30 → 15.16, and K beyond 2048 (64×7168×16384 unsplit 40.47 against 34.34 split;
-/// the tuned table holds the split 32 × 64 configs of DeepSeek's long-K shapes).
+/// the tuned table holds the split 32 × 64 configs of DeepSeek's long-K shapes). Those figures
+/// are of the kernel with one barrier per block; [`bs_narrow_kernel`] lists the gains of the
+/// one with one barrier per two blocks.
 pub fn bs_narrow_rule(m: u32, n: u32, nkb: u32, cus: u32) -> Option<f64> {
     let tiles = tile::DENSE_BS_PIPE_BM32_BN64.grid(m, n);
     let per_cu = f64::from(tiles) / f64::from(cus.max(1));
@@ -56,6 +59,21 @@ pub fn bs_narrow_split_rule(m: u32, n: u32, nkb: u32, cus: u32) -> Option<u32> {
         return None;
     }
     [2u32, 3, 4, 6, 8].into_iter().filter(|&s| s <= nkb.min(MAX_SPLITS) && u64::from(tiles) * u64::from(s) <= wave).max()
+}
+
+/// The data-parallel 32 × 64 kernel for an `m × n` output on `cus` CUs of `lds_per_cu` bytes of
+/// LDS: the one with one barrier per two blocks ([`tile::DENSE_BS_PIPE_BM32_BN64`], 18 KiB of LDS) while
+/// its tiles fit one round at its occupancy (three workgroups per CU), else the one with one
+/// barrier per block ([`tile::DENSE_BS_PIPE_B1_BM32_BN64`], 10 KiB, four per CU).
+///
+/// Modelled MI300X µs (`FP8GEMM_PRESHUFFLED=1 fp8gemm profile`, full scope), one barrier per
+/// block → per two: 64×7168×2048 (0.7 tiles per CU) 8.70 → 8.10, 64×24576×1536 (2.5)
+/// 13.62 → 13.23, 128×7168×2048 (1.5) 10.91 → 10.76; 64×32768×512 (3.4 per CU) 8.68 →
+/// 9.22, the second round at three per CU.
+pub fn bs_narrow_kernel(m: u32, n: u32, cus: u32, lds_per_cu: u32) -> tile::BsTile {
+    let t = tile::DENSE_BS_PIPE_BM32_BN64;
+    let per_cu = (lds_per_cu / t.lds_bytes()).max(1);
+    if u64::from(t.grid(m, n)) <= u64::from(per_cu) * u64::from(cus.max(1)) { t } else { tile::DENSE_BS_PIPE_B1_BM32_BN64 }
 }
 
 /// A forced split count `s > 1` of bs tile `t` over `nkb` K blocks: at most
@@ -485,7 +503,20 @@ fn bs_choose(
                 check_forced_split(desc, tile::DENSE_SPLITK_BS_BM32_BN64, s, nkb)?;
                 bs_narrow_split_config(desc, &spec, s)
             }
-            (None, None) => bs_pipe_config(desc, &spec, tile::DENSE_BS_PIPE_BM32_BN64)?,
+            (None, None) => {
+                let t = match forced_bs_narrow_barrier() {
+                    None => bs_narrow_kernel(desc.m, desc.n, spec.cus, spec.lds_per_cu),
+                    Some(2) => tile::DENSE_BS_PIPE_BM32_BN64,
+                    Some(1) => tile::DENSE_BS_PIPE_B1_BM32_BN64,
+                    Some(b) => {
+                        return Err(ConfigError::ForcedTile {
+                            tile: format!("32x64 with {b} blocks per barrier (config::force_bs_narrow_barrier)"),
+                            available: "32x64 with 1 or 2 blocks per barrier",
+                        });
+                    }
+                };
+                bs_pipe_config(desc, &spec, t)?
+            }
         };
         return Ok((config, Choice::Forced, None));
     }
@@ -543,7 +574,7 @@ fn bs_choose(
         };
         (config, Choice::Forced)
     } else if let Some(per_cu) = bs_narrow_rule(desc.m, desc.n, nkb, spec.cus) {
-        (bs_pipe_config(desc, &spec, tile::DENSE_BS_PIPE_BM32_BN64)?, Choice::BsNarrow(per_cu))
+        (bs_pipe_config(desc, &spec, bs_narrow_kernel(desc.m, desc.n, spec.cus, spec.lds_per_cu))?, Choice::BsNarrow(per_cu))
     } else if let Some((s, c)) = narrow_split.filter(|(_, c)| c.workspace_floats() <= available) {
         (c, Choice::BsNarrowSplit(s))
     } else {
@@ -746,6 +777,8 @@ pub(super) fn bs_config(desc: &GemmDesc, spec: ArchSpec, c: BsCandidate) -> Resu
         BsSchedule::PipeStreamK { dp, g } => (u64::from(dp) + u64::from(g), 1, t.name, Some(StreamK { tiles, nkb, dp_tiles: dp, sk_wgs: g })),
     };
     let grid = u32::try_from(grid).map_err(|_| ConfigError::TooLarge { tensor: "grid", bytes: grid, limit: u64::from(u32::MAX) })?;
+    // The launched kernel's own tile entry (its LDS): the split-K kernel's for a split.
+    let t = if let BsSchedule::Split(_) = c.schedule { tile::DENSE_SPLITK_BS_TILES[c.tile] } else { t };
     Ok(bs_tile_config(desc, &spec, t, name, grid, splits, stream_k))
 }
 
@@ -1351,6 +1384,7 @@ pub fn dense_bs_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<DenseGemmA
             FP8_GEMM_NT_BS_BM128_BN128,
             FP8_GEMM_NT_BS_PIPE_BM128_BN128,
             FP8_GEMM_NT_BS_PIPE_BM32_BN64,
+            FP8_GEMM_NT_BS_PIPE_B1_BM32_BN64,
         ],
         config,
     )
