@@ -396,6 +396,19 @@ pub fn release_barrier() {
     compiler_fence(Ordering::SeqCst);
 }
 
+/// Release of this wave's global stores: it waits until its vector memory operations have
+/// completed (`s_waitcnt vmcnt(0)`: a store with device scope is then visible to the whole
+/// device); compiler fences keep LLVM from moving memory accesses across it. After it, one of
+/// the wave's lanes publishes the stores with an atomic ([`crate::dense`], the per-wave split-K
+/// protocol).
+#[inline(always)]
+pub fn release_wave() {
+    use core::sync::atomic::{Ordering, compiler_fence};
+    compiler_fence(Ordering::SeqCst);
+    s_waitcnt::<{ waitcnt::VMCNT0 }>();
+    compiler_fence(Ordering::SeqCst);
+}
+
 /// A raw-buffer `voffset` for a 16-byte access that reads 0 without touching memory: at or past
 /// `num_records` of every buffer resource below `0xFFFF_FFF0` bytes (the range check covers
 /// voffset + instruction offset, not soffset). For a larger buffer it lies inside it.

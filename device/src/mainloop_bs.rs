@@ -82,7 +82,7 @@
 //! | `fp8_gemm_nt_splitk_bs_bm128_bn128` | yes / no  | 290 | 34 | 0 | 0 | 36 KiB | 1 | 1 |
 //! | `fp8_gemm_nt_bs_pipe_bm32_bn64` | pipelined, 1 B fragment, B 2 ahead, A 5 ahead, 1 barrier per 2 blocks | 117 | 0 | 0 | 0 | 18 KiB | 4 | 3 |
 //! | `fp8_gemm_nt_bs_pipe_b1_bm32_bn64` | pipelined, 1 B fragment, B 2 ahead, A 4 ahead | 117 | 0 | 0 | 0 | 10 KiB | 4 | 4 |
-//! | `fp8_gemm_nt_splitk_bs_bm32_bn64` | pipelined, 1 B fragment, B 2 ahead, A 5 ahead, 1 barrier per 2 blocks | 117 | 0 | 0 | 0 | 18 KiB | 4 | 3 |
+//! | `fp8_gemm_nt_splitk_bs_bm32_bn64` | pipelined, 1 B fragment, B 2 ahead, A 5 ahead, 1 barrier per 2 blocks, per-wave split-K | 120 | 0 | 0 | 0 | 18 KiB | 4 | 3 |
 //!
 //! Modelled figures and the steps that led here: [`crate::dense`], "B straight to registers".
 //!
@@ -1045,14 +1045,15 @@ pub fn fp8_gemm_nt_bs_bm128_bn128(args: DenseGemmArgs) {
 /// ahead; module docs, "Split-K on the pipelined loop").
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_splitk_bs_bm32_bn128(args: DenseSplitKArgs) {
-    crate::dense::imp::gemm_splitk_with::<2, 2, true>(args, |job, epi| imp::tile_gemm_bs_pipe::<2, 2, 2, 1, _>(job, |_| true, epi))
+    crate::dense::imp::gemm_splitk_units::<2, 2, true, true>(args, |job, epi| imp::tile_gemm_bs_pipe::<2, 2, 2, 1, _>(job, |_| true, epi))
 }
 
 /// bs split-K, 32 × 64 tile (decode: one B fragment per wave, so half the texture-path bytes
-/// per block of the 32 × 128 tile and half its partial slot), on the pipelined loop.
+/// per block of the 32 × 128 tile and half its partial slot), on the pipelined loop, with the
+/// per-wave split-K protocol (`dense::imp::splitk_finish_waves`).
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_splitk_bs_bm32_bn64(args: DenseSplitKArgs) {
-    crate::dense::imp::gemm_splitk_with::<2, 1, true>(args, |job, epi| imp::tile_gemm_bs_pipe::<2, 1, 2, 2, _>(job, |_| true, epi))
+    crate::dense::imp::gemm_splitk_units::<2, 1, true, true>(args, |job, epi| imp::tile_gemm_bs_pipe::<2, 1, 2, 2, _>(job, |_| true, epi))
 }
 
 /// bs (pre-shuffled B) 32 × 64 tile on the pipelined loop (decode shapes whose 32 × 64 tiles
@@ -1072,7 +1073,7 @@ pub fn fp8_gemm_nt_bs_pipe_b1_bm32_bn64(args: DenseGemmArgs) {
 /// bs split-K, 64 × 128 tile, on the pipelined loop.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_splitk_bs_bm64_bn128(args: DenseSplitKArgs) {
-    crate::dense::imp::gemm_splitk_with::<4, 2, true>(args, |job, epi| imp::tile_gemm_bs_pipe::<4, 2, 2, 1, _>(job, |_| true, epi))
+    crate::dense::imp::gemm_splitk_units::<4, 2, true, true>(args, |job, epi| imp::tile_gemm_bs_pipe::<4, 2, 2, 1, _>(job, |_| true, epi))
 }
 
 /// bs split-K, 128 × 128 tile.

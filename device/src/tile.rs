@@ -331,6 +331,18 @@ pub const fn split_range(j: u32, splits: u32, nkb: u32) -> (u32, u32) {
 /// of more tiles, and the kernels do no work for one.
 pub const SPLITK_MAX_TILES: u32 = 4096;
 
+/// Most output tiles of a split-K launch with one arrival counter per wave (the bs split-K
+/// kernels on the pipelined loop, four counters per tile in the same counter region): a
+/// quarter of [`SPLITK_MAX_TILES`].
+pub const SPLITK_WAVES_MAX_TILES: u32 = SPLITK_MAX_TILES / 4;
+
+/// Most output tiles of a launch of the dense bs split-K kernel of `block_m` rows: the kernels
+/// on the pipelined loop (32 and 64 rows, the 32 × 64 one too) count arrivals per wave
+/// ([`SPLITK_WAVES_MAX_TILES`]), the 128-row one per workgroup ([`SPLITK_MAX_TILES`]).
+pub const fn bs_splitk_max_tiles(block_m: u32) -> u32 {
+    if block_m == 128 { SPLITK_MAX_TILES } else { SPLITK_WAVES_MAX_TILES }
+}
+
 /// Words at the start of every split-K workspace that hold the per-tile arrival counters (one
 /// u32 per output tile, [`SPLITK_MAX_TILES`] of them = 16 KiB). The region is the same for
 /// every launch, whatever its tile count: partial sums (which start after it) therefore never

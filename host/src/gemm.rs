@@ -478,9 +478,12 @@ fn dense<'a, F: Fp8Format>(
         let spec = if preshuffled { config::dense_splitk_bs_kernel_spec(&cfg) } else { config::dense_splitk_kernel_spec(&cfg) }
             .ok_or_else(|| Error::Unsupported(format!("configuration {cfg} has no dense split-K kernel")))?;
         let args = DenseSplitKArgs { a: a_ptr, b: b_ptr, sfa, sfb, d: d_ptr, ws: GlobalPtr::new(ws_ptr), m, n, k, lda, ldd, splits: cfg.splits };
-        if cfg.tiles() > tile::SPLITK_MAX_TILES {
+        // The bs split-K kernels on the pipelined loop count arrivals per wave (four counters
+        // per tile).
+        let max_tiles = if preshuffled { tile::bs_splitk_max_tiles(cfg.block_m) } else { tile::SPLITK_MAX_TILES };
+        if cfg.tiles() > max_tiles {
             // The config choice never makes one; a forced split is rejected there too.
-            return Err(Error::Unsupported(format!("configuration {cfg}: split-K launches have at most {} output tiles", tile::SPLITK_MAX_TILES)));
+            return Err(Error::Unsupported(format!("configuration {cfg}: split-K launches of this kernel have at most {max_tiles} output tiles")));
         }
         // SAFETY: as for the non-split launch below, plus the workspace: `ws_ptr` addresses at
         // least the config's need = tile::splitk_workspace_floats(…) f32 (checked by WorkspaceSource::resolve) that the source

@@ -51,11 +51,14 @@ pub fn bs_narrow_rule(m: u32, n: u32, nkb: u32, cus: u32) -> Option<f64> {
 /// 64×3072×7168 12.51 → 11.26 (6), 64×4096×4096 10.79 → 9.89 (4), 64×4096×7168 14.26 → 13.15
 /// (4), 64×4096×16384 24.88 → 21.98 (4), 64×6144×7168 17.25 → 16.60 (3), 64×7168×7168 19.81 →
 /// 19.03 (2), 64×8192×4096 14.91 → 14.31 (2). Every point is faster, not always at the best
-/// count (64×2112×7168: 4 splits 10.23, tabled; 64×1536×7168: 6 splits 8.84).
+/// count (64×2112×7168: 4 splits 10.23, tabled; 64×1536×7168: 6 splits 8.84). Those figures
+/// are of the split-K loop with one barrier per block; with one per two blocks (the shipped
+/// kernel, [`fp8gemm_device::mainloop_bs`], "One barrier per two blocks") 64×2112×7168 split 4
+/// is 9.94 and 64×4096×7168 split 4 13.10.
 pub fn bs_narrow_split_rule(m: u32, n: u32, nkb: u32, cus: u32) -> Option<u32> {
     let tiles = tile::DENSE_SPLITK_BS_BM32_BN64.grid(m, n);
     let wave = 2 * u64::from(cus.max(1));
-    if m > 64 || nkb < 32 || tiles > tile::SPLITK_MAX_TILES {
+    if m > 64 || nkb < 32 || tiles > tile::SPLITK_WAVES_MAX_TILES {
         return None;
     }
     [2u32, 3, 4, 6, 8].into_iter().filter(|&s| s <= nkb.min(MAX_SPLITS) && u64::from(tiles) * u64::from(s) <= wave).max()
@@ -77,7 +80,7 @@ pub fn bs_narrow_kernel(m: u32, n: u32, cus: u32, lds_per_cu: u32) -> tile::BsTi
 }
 
 /// A forced split count `s > 1` of bs tile `t` over `nkb` K blocks: at most
-/// `min(k/128, MAX_SPLITS)` splits and at most `SPLITK_MAX_TILES` tiles, else a typed error
+/// `min(k/128, MAX_SPLITS)` splits and at most `tile::bs_splitk_max_tiles` tiles, else a typed error
 /// saying which.
 fn check_forced_split(desc: &GemmDesc, t: tile::BsTile, s: u32, nkb: u32) -> Result<(), ConfigError> {
     let max_splits = nkb.min(MAX_SPLITS);
@@ -87,8 +90,10 @@ fn check_forced_split(desc: &GemmDesc, t: tile::BsTile, s: u32, nkb: u32) -> Res
             expected: format!("at most {max_splits} (k/128 = {nkb} blocks, MAX_SPLITS = {MAX_SPLITS})"),
         });
     }
-    if t.grid(desc.m, desc.n) > tile::SPLITK_MAX_TILES {
-        let expected = format!("1 ({}×{} is more than {} output tiles of {}×{})", desc.m, desc.n, tile::SPLITK_MAX_TILES, t.block_m, t.block_n);
+    // The split-K kernels on the pipelined loop count arrivals per wave: four counters per tile.
+    let max_tiles = tile::bs_splitk_max_tiles(t.block_m);
+    if t.grid(desc.m, desc.n) > max_tiles {
+        let expected = format!("1 ({}×{} is more than {} output tiles of {}×{})", desc.m, desc.n, max_tiles, t.block_m, t.block_n);
         return Err(ConfigError::ForcedSplit { splits: s.to_string(), expected });
     }
     Ok(())
@@ -357,7 +362,7 @@ pub fn get_bs_config(desc: &GemmDesc) -> Result<GemmConfig, ConfigError> {
 ///
 /// **Split-K** (the bs split-K kernels, [`fp8gemm_device::dense`]'s protocol): the count forced
 /// with [`force_split`] / `FP8GEMM_FORCE_SPLIT` (`≤ min(k/128, MAX_SPLITS)`, at most
-/// `SPLITK_MAX_TILES` tiles, never reduced for lack of workspace), else the count
+/// `tile::bs_splitk_max_tiles` tiles, never reduced for lack of workspace), else the count
 /// `1 ≤ s ≤ min(k/128, MAX_SPLITS)` of least `bs_split_estimate` (private, `host/src/config/bs.rs`) when the tile count is below
 /// the CU count (else 1; ties: fewer splits), among the counts whose workspace fits `available` (no
 /// split always fits; a smaller choice than the unlimited one is reported as a
@@ -586,7 +591,7 @@ fn bs_choose(
             // fewer splits), overall and among the counts whose workspace fits (`s = 1` always
             // fits). Only launches of fewer tiles than CUs split this way (the estimate was
             // fitted there).
-            let most = if tiles <= tile::SPLITK_MAX_TILES { max_splits.max(1) } else { 1 };
+            let most = if tiles <= tile::bs_splitk_max_tiles(tile::DENSE_BS_TILES[i].block_m) { max_splits.max(1) } else { 1 };
             let best = |fits: &dyn Fn(u32) -> Result<bool, ConfigError>| -> Result<u32, ConfigError> {
                 let mut best = (1, bs_split_estimate(tiles, nkb, 1, spec.cus, BS_SPLITK32_SLOTS));
                 for s in 2..=most {
@@ -996,7 +1001,7 @@ const BS_STREAMK_CONTRIBUTORS: [u32; 7] = [2, 3, 4, 6, 8, 12, 16];
 pub(super) fn bs_split_candidates(desc: &GemmDesc, cus: u32) -> Vec<BsCandidate> {
     let nkb = desc.k / tile::SCALE_BLOCK_K;
     let tiles = u64::from(tile::DENSE_BS_TILES[0].grid(desc.m, desc.n));
-    if tiles > u64::from(tile::SPLITK_MAX_TILES) {
+    if tiles > u64::from(tile::bs_splitk_max_tiles(32)) {
         return Vec::new();
     }
     (2..=nkb.min(MAX_SPLITS))
