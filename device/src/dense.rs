@@ -92,15 +92,18 @@
 //!    logical 128 × 128 to 1 wave per SIMD); not kept. (The LDS staging began here, in the
 //!    reduction; it is now the epilogue of every kernel, `imp::Bf16Store`.)
 //!
-//! **Per wave** (the 32 × 64 bs split-K kernel, `imp::splitk_finish_waves`): there wave `w` of
-//! every split owns the same 16 columns, so steps 2 and 3 run per wave with no barrier and no
-//! LDS: the wave's own `s_waitcnt vmcnt(0)` is its release, one lane counts the wave in on the
+//! **Per wave** (the bs split-K kernels on the pipelined loop, 32 × 64, 32 × 128 and 64 × 128:
+//! `imp::splitk_finish_waves`): in their 1 × 4 waves wave `w` of every split owns the same
+//! columns, so steps 2 and 3 run per wave with no barrier and no LDS: the wave's own `s_waitcnt vmcnt(0)` is its release, one lane counts the wave in on the
 //! counter of unit `(t, w)` (u32 `4·t + w`, so at most `tile::SPLITK_WAVES_MAX_TILES` = 1024
 //! tiles), and the wave that counts in last for its unit reduces that unit (the same slots,
 //! order and arithmetic: the same result bit for bit) and stores it through a lane permute
 //! (`ds_bpermute`: the 4 lanes of one row's 32 bytes become neighbours, 16 line requests per
-//! store instead of 64). Modelled MI300X (64×2112×7168, split 4): 9.94 → 9.63 µs; 64×4096×7168
-//! split 4 13.11 → 12.72. The reducer's tail from its loop's end: partial stores acknowledged
+//! store instead of 64). Modelled MI300X µs: 64×2112×7168 (32 × 64, split 4) 9.94 → 9.65;
+//! 64×4096×7168 (split 4) 13.11 → 12.80; 128×2112×7168 (32 × 128, split 4) 12.19 → 11.81;
+//! 128×7168×16384 (64 × 128, split 2) 40.10 → 39.79. The slot-reading loop is the same as
+//! `splitk_finish`'s and the stream-K fix-up's; a shared helper changed LLVM's code for eleven
+//! kernels (fewer loads in flight in the split-K reductions), so the three copies stay. The reducer's tail from its loop's end: partial stores acknowledged
 //! ~330 cycles, counter ~200, the 4 slots ~1000 (32 KiB through one CU's texture path, the
 //! last workgroup's four waves all reducing), conversion and stores ~400; before, ~2.6k with
 //! the release barrier, the LDS broadcast of the counter and the staged epilogue's two
@@ -751,13 +754,13 @@ pub(crate) mod imp {
         }
     }
 
-    /// The split-K protocol of the 32 × 64 bs split-K kernel, per wave: wave `w` of every split
-    /// owns the same 16 columns of the tile (its `FM` fragments, 1 × 4 waves, one B fragment
-    /// each), so the waves count in and reduce on their own. After its main loop a wave waits
+    /// The split-K protocol of the bs split-K kernels on the pipelined loop, per wave: wave `w`
+    /// of every split owns the same `16·FN` columns of the tile (its `FM × FN` fragments, 1 × 4
+    /// waves), so the waves count in and reduce on their own. After its main loop a wave waits
     /// for its own partial stores (release at device scope, no workgroup barrier), one lane
     /// adds 1 to the counter of unit `(t, w)` (u32 `4·t + w` of the workspace, so at most
     /// [`tile::SPLITK_WAVES_MAX_TILES`] tiles), and the wave that counts in last for its unit
-    /// reduces that unit's `FM` fragments of the `splits` partial slots in split order (the same
+    /// reduces that unit's fragments of the `splits` partial slots in split order (the same
     /// values, order and arithmetic as [`splitk_finish`], so the same result bit for bit),
     /// converts them to bf16 and stores them through a lane permute (`ds_bpermute`: lanes
     /// `4r .. 4r + 3` take row `r`'s 16 columns, so the 4 lanes of one 32-byte row piece are

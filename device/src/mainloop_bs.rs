@@ -77,8 +77,8 @@
 //! | `fp8_gemm_nt_bs_pipe_bm80_bn128` | pipelined, B 2 ahead | 257 | 1 | 0 | 0 | 28 KiB | 1 | 1 |
 //! | `fp8_gemm_nt_bs_pipe_bm96_bn128` | pipelined, B 2 ahead | 281 | 25 | 0 | 0 | 28 KiB | 1 | 1 |
 //! | `fp8_gemm_nt_bs_bm128_bn128` | yes / no  | 420 | 164 | 0 | 0 | 36 KiB | 1 | 1 |
-//! | `fp8_gemm_nt_splitk_bs_bm32_bn128`  | pipelined, B 2 ahead | 170 | 0  | 0 | 0 | 10 KiB | 2 | 2 |
-//! | `fp8_gemm_nt_splitk_bs_bm64_bn128`  | pipelined, B 2 ahead | 221 | 0  | 0 | 0 | 18 KiB | 2 | 2 |
+//! | `fp8_gemm_nt_splitk_bs_bm32_bn128`  | pipelined, B 2 ahead, per-wave split-K | 172 | 0  | 0 | 0 | 10 KiB | 2 | 2 |
+//! | `fp8_gemm_nt_splitk_bs_bm64_bn128`  | pipelined, B 2 ahead, per-wave split-K | 224 | 0  | 0 | 0 | 18 KiB | 2 | 2 |
 //! | `fp8_gemm_nt_splitk_bs_bm128_bn128` | yes / no  | 290 | 34 | 0 | 0 | 36 KiB | 1 | 1 |
 //! | `fp8_gemm_nt_bs_pipe_bm32_bn64` | pipelined, 1 B fragment, B 2 ahead, A 5 ahead, 1 barrier per 2 blocks | 117 | 0 | 0 | 0 | 18 KiB | 4 | 3 |
 //! | `fp8_gemm_nt_bs_pipe_b1_bm32_bn64` | pipelined, 1 B fragment, B 2 ahead, A 4 ahead | 117 | 0 | 0 | 0 | 10 KiB | 4 | 4 |
@@ -1042,7 +1042,7 @@ pub fn fp8_gemm_nt_bs_bm128_bn128(args: DenseGemmArgs) {
 
 /// bs split-K, 32 × 128 tile (decode: few tiles, long K; the split-K protocol of
 /// [`crate::dense`], "Split-K") on the pipelined loop (`imp::tile_gemm_bs_pipe`, B two blocks
-/// ahead; module docs, "Split-K on the pipelined loop").
+/// ahead; module docs, "Split-K on the pipelined loop"), counted per wave (`dense::imp::splitk_finish_waves`).
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_splitk_bs_bm32_bn128(args: DenseSplitKArgs) {
     crate::dense::imp::gemm_splitk_units::<2, 2, true, true>(args, |job, epi| imp::tile_gemm_bs_pipe::<2, 2, 2, 1, _>(job, |_| true, epi))
@@ -1070,7 +1070,8 @@ pub fn fp8_gemm_nt_bs_pipe_b1_bm32_bn64(args: DenseGemmArgs) {
     imp::gemm_bs_pipe::<2, 1, 2, 1>(args)
 }
 
-/// bs split-K, 64 × 128 tile, on the pipelined loop.
+/// bs split-K, 64 × 128 tile, on the pipelined loop, counted per wave
+/// (`dense::imp::splitk_finish_waves`).
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_splitk_bs_bm64_bn128(args: DenseSplitKArgs) {
     crate::dense::imp::gemm_splitk_units::<4, 2, true, true>(args, |job, epi| imp::tile_gemm_bs_pipe::<4, 2, 2, 1, _>(job, |_| true, epi))
