@@ -93,22 +93,22 @@
 //!    reduction; it is now the epilogue of every kernel, `imp::Bf16Store`.)
 //!
 //! **Per wave** (the bs split-K kernels on the pipelined loop, 32 × 64, 32 × 128 and 64 × 128:
-//! `imp::splitk_finish_waves`): in their 1 × 4 waves wave `w` of every split owns the same
-//! columns, so steps 2 and 3 run per wave with no barrier and no LDS: the wave's own `s_waitcnt vmcnt(0)` is its release, one lane counts the wave in on the
-//! counter of unit `(t, w)` (u32 `4·t + w`, so at most `tile::SPLITK_WAVES_MAX_TILES` = 1024
-//! tiles), and the wave that counts in last for its unit reduces that unit (the same slots,
-//! order and arithmetic: the same result bit for bit) and stores it through a lane permute
-//! (`ds_bpermute`: the 4 lanes of one row's 32 bytes become neighbours, 16 line requests per
-//! store instead of 64). Modelled MI300X µs: 64×2112×7168 (32 × 64, split 4) 9.94 → 9.65;
-//! 64×4096×7168 (split 4) 13.11 → 12.80; 128×2112×7168 (32 × 128, split 4) 12.19 → 11.81;
-//! 128×7168×16384 (64 × 128, split 2) 40.10 → 39.79. The slot-reading loop is the same as
-//! `splitk_finish`'s and the stream-K fix-up's; a shared helper changed LLVM's code for eleven
-//! kernels (fewer loads in flight in the split-K reductions), so the three copies stay. The reducer's tail from its loop's end: partial stores acknowledged
-//! ~330 cycles, counter ~200, the 4 slots ~1000 (32 KiB through one CU's texture path, the
-//! last workgroup's four waves all reducing), conversion and stores ~400; before, ~2.6k with
-//! the release barrier, the LDS broadcast of the counter and the staged epilogue's two
-//! barriers. (Per-wave counters with bf16 stores straight from the fragments, 64 line
-//! requests each, were slower than the workgroup protocol: 10.23 → 10.31 µs.)
+//! `imp::splitk_finish_waves`): in their 1 × 4 waves wave `w` of every split owns the same columns,
+//! so steps 2 and 3 run per wave with no barrier and no LDS: the wave's own `s_waitcnt vmcnt(0)` is
+//! its release, one lane counts the wave in on the counter of unit `(t, w)` (u32 `4·t + w`, so at
+//! most `tile::SPLITK_WAVES_MAX_TILES` = 1024 tiles), and the wave that counts in last for its unit
+//! reduces that unit (the same slots, order and arithmetic: the same result bit for bit) and stores
+//! it through a lane permute (`ds_bpermute`: the 4 lanes of one row's 32 bytes become neighbours,
+//! 16 line requests per store instead of 64). Modelled MI300X µs: 64×2112×7168 (32 × 64, split 4)
+//! 9.94 → 9.65; 64×4096×7168 (split 4) 13.11 → 12.80; 128×2112×7168 (32 × 128, split 4) 12.19 →
+//! 11.81; 128×7168×16384 (64 × 128, split 2) 40.10 → 39.79. The slot-reading loop is
+//! `imp::sum_slots`, shared with `splitk_finish` and the stream-K fix-up (generic over the chunk
+//! array's size: one size for all three changed LLVM's code for eleven kernels). The reducer's tail
+//! from its loop's end: partial stores acknowledged ~330 cycles, counter ~200, the 4 slots ~1000
+//! (32 KiB through one CU's texture path, the last workgroup's four waves all reducing), conversion
+//! and stores ~400; before, ~2.6k with the release barrier, the LDS broadcast of the counter and
+//! the staged epilogue's two barriers. (Per-wave counters with bf16 stores straight from the
+//! fragments, 64 line requests each, were slower than the workgroup protocol: 10.23 → 10.31 µs.)
 //!
 //! Steps 2 and 3 (everything after the partial store) are `imp::splitk_finish`, shared with the
 //! m-grouped masked split-K kernels of [`crate::grouped`]; factoring it out left the dense
@@ -754,6 +754,61 @@ pub(crate) mod imp {
         }
     }
 
+    /// The sum, in slot order 0, 1, …, `count − 1`, of `count` FP32 partial slots of `slot`
+    /// bytes at byte `tile_base` of `rs_ws` onwards: at byte `lane_base` of a slot this
+    /// work-item's `FM × FN` fragments ([`frag_offset`] order, 1 KiB apart). Slots are read
+    /// `chunk` (≤ `CHUNK`) at a time: all of a chunk's loads are issued before the first add
+    /// waits (one memory latency per chunk instead of per slot), `chunk` keeping the loads in
+    /// flight within the caller's register budget. Slots past `count` read nothing (parked out
+    /// of range) and are not added. The reduction of the split-K protocols ([`splitk_finish`],
+    /// [`splitk_finish_waves`]) and of the stream-K fix-up.
+    #[inline(always)]
+    pub(crate) fn sum_slots<const FM: usize, const FN: usize, const CHUNK: usize>(
+        rs_ws: BufferResource,
+        tile_base: u32,
+        lane_base: u32,
+        slot: u32,
+        count: u32,
+        chunk: usize,
+    ) -> [[F32x4; FN]; FM] {
+        let mut sum = [[F32x4::zero(); FN]; FM];
+        let mut s0 = 0;
+        while s0 < count {
+            let mut v = [[[F32x4::zero(); FN]; FM]; CHUNK];
+            #[allow(clippy::needless_range_loop)] // constant trip count: fully unrolled, no scratch
+            for c in 0..CHUNK {
+                if c >= chunk {
+                    continue;
+                }
+                let s = s0 + c as u32;
+                let base = tile_base + s * slot + lane_base;
+                for fm in 0..FM {
+                    for fnn in 0..FN {
+                        let p = (fm * FN + fnn) as u32;
+                        let voff = if s < count { base + p * 64 * 16 } else { PARKED };
+                        // SAFETY: inside slot s of the caller's workspace resource (rs_ws covers
+                        // the launch's workspace, checked by the host), 16-byte aligned, or
+                        // parked out of range (reads 0).
+                        v[c][fm][fnn] = unsafe { buffer_load_b128_device(rs_ws, voff, 0) }.to_f32x4();
+                    }
+                }
+            }
+            #[allow(clippy::needless_range_loop)]
+            for c in 0..CHUNK {
+                let s = s0 + c as u32;
+                if c < chunk && s < count {
+                    for fm in 0..FM {
+                        for fnn in 0..FN {
+                            sum[fm][fnn] = if s == 0 { v[c][fm][fnn] } else { sum[fm][fnn].add(v[c][fm][fnn]) };
+                        }
+                    }
+                }
+            }
+            s0 += chunk as u32;
+        }
+        sum
+    }
+
     /// The split-K protocol of the bs split-K kernels on the pipelined loop, per wave: wave `w`
     /// of every split owns the same `16·FN` columns of the tile (its `FM × FN` fragments, 1 × 4
     /// waves), so the waves count in and reduce on their own. After its main loop a wave waits
@@ -795,45 +850,11 @@ pub(crate) mod imp {
             return;
         }
         // Acquire: every other split's wave `w` stored its fragments before its increment;
-        // device-scope loads read them, 1 KiB contiguous per fragment and split, CHUNK splits
+        // device-scope loads read them, 1 KiB contiguous per fragment and split, `chunk` splits
         // at a time (8 for up to 4 fragments per wave, else 2: the loads in flight within the
         // tile's registers).
         let lane_base = (wave * (FM * FN) as u32 * 64 + lane) * 16;
-        const CHUNK: usize = 8;
-        let chunk = if FM * FN <= 4 { 8 } else { 2 };
-        let mut sum = [[F32x4::zero(); FN]; FM];
-        let mut s0 = 0;
-        while s0 < splits.get() {
-            let mut v = [[[F32x4::zero(); FN]; FM]; CHUNK];
-            #[allow(clippy::needless_range_loop)] // constant trip count: fully unrolled, no scratch
-            for c in 0..CHUNK {
-                if c >= chunk {
-                    continue;
-                }
-                let s = s0 + c as u32;
-                for fm in 0..FM {
-                    for fnn in 0..FN {
-                        let p = (fm * FN + fnn) as u32;
-                        let voff = if s < splits.get() { tile_base + s * slot + lane_base + p * 64 * 16 } else { PARKED };
-                        // SAFETY: inside slot s of tile t of the workspace (rs_ws), 16-byte
-                        // aligned, or parked out of range (reads 0).
-                        v[c][fm][fnn] = unsafe { buffer_load_b128_device(rs_ws, voff, 0) }.to_f32x4();
-                    }
-                }
-            }
-            #[allow(clippy::needless_range_loop)]
-            for c in 0..CHUNK {
-                let s = s0 + c as u32;
-                if c < chunk && s < splits.get() {
-                    for fm in 0..FM {
-                        for fnn in 0..FN {
-                            sum[fm][fnn] = if s == 0 { v[c][fm][fnn] } else { sum[fm][fnn].add(v[c][fm][fnn]) };
-                        }
-                    }
-                }
-            }
-            s0 += chunk as u32;
-        }
+        let sum = sum_slots::<FM, FN, 8>(rs_ws, tile_base, lane_base, slot, splits.get(), if FM * FN <= 4 { 8 } else { 2 });
         // Lane l holds row 16·fm + (l & 15), columns 4·(l >> 4) .. + 4 of fragment (fm, fn);
         // lane 4r + c stores row 16·fm + r, columns 4c .. 4c + 4 of it, taken from lane r + 16c.
         let rs_d = rs_d();
@@ -914,12 +935,9 @@ pub(crate) mod imp {
         let wave = tid >> 6;
         let (wm, wn) = if BS { (0, wave) } else { (wave & 1, wave >> 1) };
         let lane_base = (wave * (FM * FN) as u32 * 64 + lane) * 16;
-        // Splits are read CHUNK at a time: all CHUNK · FM · FN loads are issued before the
-        // first add waits (one memory latency per chunk instead of per split; the adds wait
-        // for one split at a time). CHUNK keeps the loads in flight within the tile's register
-        // budget: 8 splits (32 `dwordx4`) for the bs 32-row tile, whose reduction is on the
-        // critical path of decode; 4 / 2 for the larger tiles.
-        const CHUNK: usize = 8;
+        // Splits are read `chunk` at a time (`sum_slots`): 8 splits (32 `dwordx4`) for the bs
+        // 32-row tile, whose reduction is on the critical path of decode; 4 / 2 for the larger
+        // tiles.
         let chunk = if BS && FM * FN <= 4 {
             8
         } else if FM * FN >= 16 {
@@ -927,41 +945,7 @@ pub(crate) mod imp {
         } else {
             4
         };
-        let mut sum = [[F32x4::zero(); FN]; FM];
-        let mut s0 = 0;
-        while s0 < splits.get() {
-            let mut v = [[[F32x4::zero(); FN]; FM]; CHUNK];
-            #[allow(clippy::needless_range_loop)] // constant trip count: fully unrolled, no scratch
-            for c in 0..CHUNK {
-                if c >= chunk {
-                    continue;
-                }
-                let s = s0 + c as u32;
-                // Splits past the last read nothing (parked out of range) and are not added.
-                let base = tile_base + s * slot + lane_base;
-                for fm in 0..FM {
-                    for fnn in 0..FN {
-                        let p = (fm * FN + fnn) as u32;
-                        let voff = if s < splits.get() { base + p * 64 * 16 } else { PARKED };
-                        // SAFETY: inside slot s of tile t of the workspace (rs_ws), 16-byte
-                        // aligned, or parked out of range (reads 0).
-                        v[c][fm][fnn] = unsafe { buffer_load_b128_device(rs_ws, voff, 0) }.to_f32x4();
-                    }
-                }
-            }
-            #[allow(clippy::needless_range_loop)]
-            for c in 0..CHUNK {
-                let s = s0 + c as u32;
-                if c < chunk && s < splits.get() {
-                    for fm in 0..FM {
-                        for fnn in 0..FN {
-                            sum[fm][fnn] = if s == 0 { v[c][fm][fnn] } else { sum[fm][fnn].add(v[c][fm][fnn]) };
-                        }
-                    }
-                }
-            }
-            s0 += chunk as u32;
-        }
+        let sum = sum_slots::<FM, FN, 8>(rs_ws, tile_base, lane_base, slot, splits.get(), chunk);
 
         // Output through LDS (`Bf16Store`: each store instruction covers whole rows of D).
         let out = Bf16Store::tile::<FM, FN, BS>(rs_d(), ldd, n, m0, n0);

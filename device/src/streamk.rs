@@ -588,43 +588,7 @@ pub(crate) mod imp {
         // Slots are read CHUNK at a time: all of a chunk's loads are issued before the first
         // add waits (one memory latency per chunk), within the tile's register budget
         // (16 / 32 / 32 `dwordx4`, as split-K).
-        const CHUNK: usize = 4;
-        let chunk = if FM * FN >= 16 { 2 } else { CHUNK };
-        let mut sum = [[F32x4::zero(); FN]; FM];
-        let mut s0 = 0;
-        while s0 < count {
-            let mut v = [[[F32x4::zero(); FN]; FM]; CHUNK];
-            #[allow(clippy::needless_range_loop)] // constant trip count: fully unrolled, no scratch
-            for c in 0..CHUNK {
-                if c >= chunk {
-                    continue;
-                }
-                let s = s0 + c as u32;
-                let at = base + s * slot + lane_base;
-                for fm in 0..FM {
-                    for fnn in 0..FN {
-                        let p = (fm * FN + fnn) as u32;
-                        let voff = if s < count { at + p * 64 * 16 } else { PARKED };
-                        // SAFETY: inside slot s of the tile's contributors (rs_ws covers the
-                        // launch's workspace, checked by the host), 16-byte aligned, or parked
-                        // out of range (reads 0).
-                        v[c][fm][fnn] = unsafe { buffer_load_b128_device(rs_ws, voff, 0) }.to_f32x4();
-                    }
-                }
-            }
-            #[allow(clippy::needless_range_loop)]
-            for c in 0..CHUNK {
-                let s = s0 + c as u32;
-                if c < chunk && s < count {
-                    for fm in 0..FM {
-                        for fnn in 0..FN {
-                            sum[fm][fnn] = if s == 0 { v[c][fm][fnn] } else { sum[fm][fnn].add(v[c][fm][fnn]) };
-                        }
-                    }
-                }
-            }
-            s0 += chunk as u32;
-        }
+        let sum = crate::dense::imp::sum_slots::<FM, FN, 4>(rs_ws, base, lane_base, slot, count, if FM * FN >= 16 { 2 } else { 4 });
         let out = out.at(m0, n0);
         // begin: every wave has read the arrival word (LDS 0..16) before anyone overwrites it.
         out.begin();
