@@ -974,3 +974,74 @@ fn bs_pipe_loops_never_drain_the_memory_counter() {
         assert!(!waits.is_empty(), "{}: a K loop without any wait (did the loop detection find it?)", tile.name);
     }
 }
+
+// ---- split-K kernels with divisors the host would never pass -------------------------------
+
+/// A split-K launch whose `FastDiv` fields are not the launch's (the host always builds them
+/// with `DenseSplitKArgs::new`) must stay in bounds: a tile-row divisor of the wrong count does
+/// no work at all, and a corrupted multiplier gives wrong tiles and splits that the kernel
+/// bounds before they address anything (every emulator check on, D's guard untouched).
+#[test]
+fn splitk_launches_with_foreign_divisors_stay_in_bounds() {
+    use fp8gemm_device::args::DenseSplitKArgs;
+    use fp8gemm_device::tile::{DENSE_SPLITK_TILES, FastDiv, SPLITK_COUNTER_FLOATS, splitk_workspace_floats};
+    use std::num::NonZeroU32;
+    let co = code_object();
+    let tile = DENSE_SPLITK_TILES[0];
+    let (m, n, k, splits) = (96usize, 136usize, 512usize, 3u32);
+    let p = Problem::random(m, n, k, 77);
+    let nz = |x: u32| NonZeroU32::new(x).unwrap();
+    let tiles_m = (m as u32).div_ceil(tile.block_m);
+    let tiles = tiles_m * (n as u32).div_ceil(tile.block_n);
+    let mut corrupt = FastDiv::new(nz(splits));
+    corrupt.magic ^= 0x5a5a_5a5a;
+    corrupt.shift2 = 7;
+    for (what, split_div, tiles_m_div) in [
+        ("tile-row divisor of another count", FastDiv::new(nz(splits)), FastDiv::new(nz(tiles_m + 1))),
+        ("corrupted split multiplier", corrupt, FastDiv::new(nz(tiles_m))),
+    ] {
+        let mem = DeviceMemory::new();
+        let put = |bytes: &[u8]| {
+            let addr = mem.alloc(bytes.len() as u64).expect("alloc");
+            mem.write(addr, bytes).expect("write");
+            addr
+        };
+        let (a, b, sfa, sfb) = (put(&p.a), put(&p.b), put(&to_bytes(&p.sfa)), put(&to_bytes(&p.sfb)));
+        let d_len = m * n * 2;
+        let d = put(&vec![POISON; d_len + GUARD]);
+        let ws_floats = splitk_workspace_floats(tiles, splits, tile.block_m, tile.block_n) as usize;
+        let ws = put(&vec![0u8; ws_floats * 4]);
+        let mut args = DenseSplitKArgs::new(
+            GlobalPtr::new(a),
+            GlobalPtr::new(b),
+            GlobalPtr::new(sfa),
+            GlobalPtr::new(sfb),
+            GlobalPtr::new(d),
+            GlobalPtr::new(ws),
+            m as u32,
+            n as u32,
+            k as u32,
+            k as u32,
+            n as u32,
+            nz(splits),
+            nz(tile.block_m),
+        );
+        (args.splits, args.tiles_m) = (split_div, tiles_m_div);
+        let cfg = LaunchConfig { grid: [tiles * splits, 1, 1], block: [THREADS, 1, 1], dynamic_lds_bytes: tile.lds_bytes(), kernarg: args.as_bytes().to_vec() };
+        let report = exec::launch(&co, co.kernel(tile.name).unwrap(), &cfg, &mem, &Checks::all()).unwrap_or_else(|e| panic!("{}, {what}: {e}", tile.name));
+        let mut out = vec![0u8; d_len + GUARD];
+        mem.read(d, &mut out).expect("read D");
+        assert!(out[d_len..].iter().all(|&x| x == POISON), "{what}: wrote past the end of D");
+        if what.starts_with("tile-row") {
+            assert!(out[..d_len].iter().all(|&x| x == POISON), "{what}: D was written");
+            let mut counters = vec![0u8; SPLITK_COUNTER_FLOATS as usize * 4];
+            mem.read(ws, &mut counters).expect("read counters");
+            assert!(counters.iter().all(|&x| x == 0), "{what}: a counter was touched");
+            assert_eq!(report.count(exec::Class::Mfma), 0, "{what}");
+        } else {
+            // Ids 0, 1, 2 still map to tile 0's three splits (quotient 0 below 128): some work
+            // is done, the rest of the grid is bounded out.
+            assert!(report.count(exec::Class::Mfma) > 0, "{what}: no workgroup ran");
+        }
+    }
+}

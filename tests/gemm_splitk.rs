@@ -1,7 +1,8 @@
 //! Split-K dense GEMMs (`fp8_gemm_nt_splitk_*`) end to end on the emulator, every checking mode
 //! on: every split tile against both CPU references (calc_diff and element-wise bounds) and
 //! against the unsplit kernels, tail shapes, determinism, the workspace rules (explicit and
-//! stream-owned, too small, two streams at once) and graph replay (the arrival counters re-arm).
+//! stream-owned, too small, two streams at once) and graph replay (the arrival counters re-arm);
+//! and the prologue's division by the launch's split and tile-row counts (`tile::FastDiv`).
 
 mod common;
 use common::*;
@@ -10,7 +11,10 @@ use fp8gemm::fp8::E4M3Fnuz;
 use fp8gemm::view::OutputViewMut;
 use fp8gemm::workspace::DEFAULT_STREAM_WORKSPACE_FLOATS;
 use fp8gemm::{Context, DeviceActivations, DeviceWeights, Error, Stream, Workspace, fp8_gemm_nt, fp8_gemm_nt_with_workspace, workspace_floats};
+use fp8gemm_device::tile::{FastDiv, split_range, split_range_div};
 use half::bf16;
+use proptest::prelude::*;
+use std::num::NonZeroU32;
 
 #[test]
 fn every_split_config_matches_both_references_and_the_unsplit_kernel() {
@@ -259,4 +263,25 @@ fn split_k_is_never_used_for_more_tiles_than_the_counter_region_holds() {
     // Unforced: the choice for such a problem never splits.
     let cfg = config::get_best_config(&config::GemmDesc::dense(m as u32, n as u32, k as u32, ctx.arch())).unwrap();
     assert_eq!(cfg.splits, 1, "{cfg}");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(4096))]
+
+    /// The split-K prologues' division by a launch-fixed divisor (`tile::FastDiv`, the split
+    /// and tile-row counts) is exact for every dividend and divisor: small ones (what the
+    /// kernels see) and the whole `u32` range; so are the K ranges it gives.
+    #[test]
+    fn fast_division_is_exact(n in any::<u32>(), d in 1u32.., small_n in 0u32..1 << 16, small_d in 1u32..600) {
+        for (n, d) in [(n, d), (small_n, small_d), (n, small_d), (small_n, d)] {
+            let f = FastDiv::new(NonZeroU32::new(d).unwrap());
+            prop_assert_eq!(f.div_rem(n), (n / d, n % d), "{} / {}", n, d);
+        }
+        let nkb = small_n % 512 + 1;
+        let splits = small_d.min(nkb);
+        let f = FastDiv::new(NonZeroU32::new(splits).unwrap());
+        for j in 0..splits {
+            prop_assert_eq!(split_range_div(j, f, nkb), split_range(j, splits, nkb));
+        }
+    }
 }

@@ -2,6 +2,9 @@
 //! these structs are the kernel's whole kernarg segment (see `amdgpu-builder`).
 
 use core::marker::PhantomData;
+use core::num::NonZeroU32;
+
+use crate::tile::FastDiv;
 
 /// A device (global-memory) address of `T` elements, 8 bytes, usable on both sides.
 #[repr(transparent)]
@@ -150,20 +153,48 @@ pub struct DenseSplitKArgs {
     pub lda: u32,
     /// Row stride of D in elements (`≥ n`, a multiple of 4).
     pub ldd: u32,
-    /// Workgroups per output tile (`1 ≤ splits ≤ k/128`).
-    pub splits: u32,
+    /// Workgroups per output tile (`1 ≤ splits ≤ k/128`), as [`FastDiv::new`]`(splits)`: the
+    /// kernel divides its workgroup id and the K blocks by it.
+    pub splits: FastDiv,
+    /// [`FastDiv::new`]`(⌈m/BM⌉)`, the tile rows (a launch whose divisor is not the kernel's
+    /// `⌈m/BM⌉` does no work).
+    pub tiles_m: FastDiv,
+    /// Reserved, must be 0 (keeps the struct a multiple of 8 bytes).
+    pub reserved: u32,
 }
 
 impl DenseSplitKArgs {
+    /// The arguments of a launch: `splits` and `block_m` give the [`FastDiv`] fields.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        a: GlobalPtr<u8>,
+        b: GlobalPtr<u8>,
+        sfa: GlobalPtr<f32>,
+        sfb: GlobalPtr<f32>,
+        d: GlobalPtr<u16>,
+        ws: GlobalPtr<f32>,
+        m: u32,
+        n: u32,
+        k: u32,
+        lda: u32,
+        ldd: u32,
+        splits: NonZeroU32,
+        block_m: NonZeroU32,
+    ) -> Self {
+        let tiles_m = NonZeroU32::new(m.div_ceil(block_m.get())).unwrap_or(NonZeroU32::MIN);
+        DenseSplitKArgs { a, b, sfa, sfb, d, ws, m, n, k, lda, ldd, splits: FastDiv::new(splits), tiles_m: FastDiv::new(tiles_m), reserved: 0 }
+    }
+
     /// The struct's bytes: the kernel's kernarg segment.
     pub fn as_bytes(&self) -> &[u8] {
-        // SAFETY: repr(C) of six u64 wrappers followed by six u32: no padding (72 bytes,
-        // checked by the const assertion below), every byte initialized; borrows `self`.
+        // SAFETY: repr(C) of six u64 wrappers followed by five u32, two FastDiv (four u32
+        // each) and one u32: no padding (104 bytes, checked by the const assertion below),
+        // every byte initialized; borrows `self`.
         unsafe { core::slice::from_raw_parts((self as *const Self).cast::<u8>(), core::mem::size_of::<Self>()) }
     }
 }
 
-const _: () = assert!(core::mem::size_of::<DenseSplitKArgs>() == 72);
+const _: () = assert!(core::mem::size_of::<DenseSplitKArgs>() == 104);
 
 /// Arguments of the m-grouped contiguous FP8 GEMM kernels ([`crate::grouped`], symbols
 /// `m_grouped_fp8_gemm_nt_contiguous_bm*_bn*`; MoE prefill): row `i` of `A` is multiplied with

@@ -61,7 +61,16 @@
 //! For problems with too few tiles to fill the device (decode) the K blocks of every tile are
 //! dealt to `splits` workgroups ([`crate::tile::split_range`]: contiguous, as even as
 //! possible). The grid is `tiles · splits`, XCD-remapped like the dense grid with the split
-//! index fastest, so a tile's splits are neighbouring logical ids on one XCD. Each workgroup:
+//! index fastest, so a tile's splits are neighbouring logical ids on one XCD. The prologue
+//! divides by the split count (id → tile and split, K blocks → blocks per split) and by the tile
+//! rows (tile → row and column) with the host's multipliers ([`crate::tile::FastDiv`] in the
+//! arguments: seven scalar instructions each instead of LLVM's ~25-instruction expansion), and
+//! tests every argument once, after all of its arithmetic, so the argument loads are issued
+//! together; a launch whose divisors are not its own does no work, and whatever their bits the
+//! tile and split are bounded before they address the workspace. Modelled MI300X: the first
+//! load of a 64×2112×7168 workgroup at cycle 1113 instead of 1209 after dispatch, 128×7168×16384
+//! 39.79 → 39.43 µs, 128×2112×7168 11.81 → 11.74, 64×4096×7168 12.80 → 12.77; at M = 64 the
+//! loop is near the model's HBM rate, so 64×2112×7168 gains little (9.65 → 9.64). Each workgroup:
 //! 1. runs the shared main loop over its blocks (`TileJob::kb0`, `nkb`) and stores its FP32
 //!    accumulators (promotion domain) to its own partial slot of the workspace, `BM · BN` f32
 //!    in fragment order (`frag_offset`: each store instruction of a wave writes 1 KiB
@@ -699,29 +708,30 @@ pub(crate) mod imp {
         let nkb = k / SCALE_BLOCK_K;
         let tiles_m = m.div_ceil(bm);
         let tiles = tiles_m * n.div_ceil(bn);
-        // Invalid split counts (the host never launches them) do no work; NonZeroU32 removes
-        // the division-by-zero panic paths.
-        let (Some(splits), Some(tiles_m_nz)) = (NonZeroU32::new(args.splits), NonZeroU32::new(tiles_m)) else {
+        // Split fastest: the splits of one tile are neighbouring logical ids, which the XCD
+        // remap keeps on one XCD (one L2) except at the boundaries of its ranges. The divisions
+        // by the launch's split and tile-row counts use the host's multipliers (tile::FastDiv).
+        let sp = args.splits.d;
+        let grid = tiles.wrapping_mul(sp);
+        let pid = workgroup_id_x();
+        let id = tile::xcd_remap(pid, grid, NUM_XCDS);
+        let (t, j) = args.splits.div_rem(id);
+        let (tn, tm) = args.tiles_m.div_rem(t);
+        let (kb0, count) = tile::split_range_div(j, args.splits, nkb);
+        // A launch the host never makes does no work: divisors that are not this launch's, an
+        // invalid split count, more tiles than the workspace has counters for
+        // (tile::SPLITK_MAX_TILES, a quarter of it with a counter per wave:
+        // tile::SPLITK_WAVES_MAX_TILES), a workgroup past the grid; and whatever the divisors,
+        // the tile and split are bounded before they address the workspace. One test after all
+        // of the arithmetic (wrapping, nothing above can fault), so that the kernel argument
+        // loads are issued together instead of one round trip per early exit.
+        let max_tiles = if WAVES { tile::SPLITK_WAVES_MAX_TILES } else { tile::SPLITK_MAX_TILES };
+        let valid = (args.tiles_m.d == tiles_m) & (sp <= nkb) & (tiles <= max_tiles) & (pid < grid) & (t < tiles) & (j < sp);
+        // NonZeroU32 removes the division-by-zero panic paths of the reduction's math.
+        let (Some(splits), true) = (NonZeroU32::new(sp), valid) else {
             return;
         };
-        // Neither do more tiles than the workspace has counters for (tile::SPLITK_MAX_TILES, a
-        // quarter of it with a counter per wave: tile::SPLITK_WAVES_MAX_TILES).
-        let max_tiles = if WAVES { tile::SPLITK_WAVES_MAX_TILES } else { tile::SPLITK_MAX_TILES };
-        if splits.get() > nkb || tiles > max_tiles {
-            return;
-        }
-        let grid = tiles * splits.get();
-        let pid = workgroup_id_x();
-        if pid >= grid {
-            return;
-        }
-        // Split fastest: the splits of one tile are neighbouring logical ids, which the XCD
-        // remap keeps on one XCD (one L2) except at the boundaries of its ranges.
-        let id = tile::xcd_remap(pid, grid, NUM_XCDS);
-        let (t, j) = (id / splits, id % splits);
-        let (tm, tn) = (t % tiles_m_nz, t / tiles_m_nz);
-        let (m0, n0) = (tm * bm, tn * bn);
-        let (kb0, count) = tile::split_range(j, splits.get(), nkb);
+        let (m0, n0) = (tm.wrapping_mul(bm), tn.wrapping_mul(bn));
 
         let job = TileJob {
             rs_a: BufferResource::new(args.a.addr(), (m - 1) * lda + k),
@@ -772,41 +782,62 @@ pub(crate) mod imp {
         chunk: usize,
     ) -> [[F32x4; FN]; FM] {
         let mut sum = [[F32x4::zero(); FN]; FM];
-        let mut s0 = 0;
+        // The first chunk is written outside the loop: it always runs (the callers' counts are
+        // at least 1), and peeling it by hand keeps LLVM from deciding per kernel whether to,
+        // which changed the reducers' code whenever unrelated code changed.
+        add_chunk::<FM, FN, CHUNK>(&mut sum, rs_ws, tile_base, lane_base, slot, 0, count, chunk);
+        let mut s0 = chunk as u32;
         while s0 < count {
-            let mut v = [[[F32x4::zero(); FN]; FM]; CHUNK];
-            #[allow(clippy::needless_range_loop)] // constant trip count: fully unrolled, no scratch
-            for c in 0..CHUNK {
-                if c >= chunk {
-                    continue;
-                }
-                let s = s0 + c as u32;
-                let base = tile_base + s * slot + lane_base;
-                for fm in 0..FM {
-                    for fnn in 0..FN {
-                        let p = (fm * FN + fnn) as u32;
-                        let voff = if s < count { base + p * 64 * 16 } else { PARKED };
-                        // SAFETY: inside slot s of the caller's workspace resource (rs_ws covers
-                        // the launch's workspace, checked by the host), 16-byte aligned, or
-                        // parked out of range (reads 0).
-                        v[c][fm][fnn] = unsafe { buffer_load_b128_device(rs_ws, voff, 0) }.to_f32x4();
-                    }
-                }
-            }
-            #[allow(clippy::needless_range_loop)]
-            for c in 0..CHUNK {
-                let s = s0 + c as u32;
-                if c < chunk && s < count {
-                    for fm in 0..FM {
-                        for fnn in 0..FN {
-                            sum[fm][fnn] = if s == 0 { v[c][fm][fnn] } else { sum[fm][fnn].add(v[c][fm][fnn]) };
-                        }
-                    }
-                }
-            }
+            add_chunk::<FM, FN, CHUNK>(&mut sum, rs_ws, tile_base, lane_base, slot, s0, count, chunk);
             s0 += chunk as u32;
         }
         sum
+    }
+
+    /// Step of [`sum_slots`]: adds slots `s0 .. s0 + chunk` (those below `count`) to `sum`, in
+    /// order, all of their loads issued before the first add waits.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn add_chunk<const FM: usize, const FN: usize, const CHUNK: usize>(
+        sum: &mut [[F32x4; FN]; FM],
+        rs_ws: BufferResource,
+        tile_base: u32,
+        lane_base: u32,
+        slot: u32,
+        s0: u32,
+        count: u32,
+        chunk: usize,
+    ) {
+        let mut v = [[[F32x4::zero(); FN]; FM]; CHUNK];
+        #[allow(clippy::needless_range_loop)] // constant trip count: fully unrolled, no scratch
+        for c in 0..CHUNK {
+            if c >= chunk {
+                continue;
+            }
+            let s = s0 + c as u32;
+            let base = tile_base + s * slot + lane_base;
+            for fm in 0..FM {
+                for fnn in 0..FN {
+                    let p = (fm * FN + fnn) as u32;
+                    let voff = if s < count { base + p * 64 * 16 } else { PARKED };
+                    // SAFETY: inside slot s of the caller's workspace resource (rs_ws covers
+                    // the launch's workspace, checked by the host), 16-byte aligned, or
+                    // parked out of range (reads 0).
+                    v[c][fm][fnn] = unsafe { buffer_load_b128_device(rs_ws, voff, 0) }.to_f32x4();
+                }
+            }
+        }
+        #[allow(clippy::needless_range_loop)]
+        for c in 0..CHUNK {
+            let s = s0 + c as u32;
+            if c < chunk && s < count {
+                for fm in 0..FM {
+                    for fnn in 0..FN {
+                        sum[fm][fnn] = if s == 0 { v[c][fm][fnn] } else { sum[fm][fnn].add(v[c][fm][fnn]) };
+                    }
+                }
+            }
+        }
     }
 
     /// The split-K protocol of the bs split-K kernels on the pipelined loop, per wave: wave `w`

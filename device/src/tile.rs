@@ -314,13 +314,67 @@ pub const MASKED_SPLITK_BS_TILES: [BsTile; 2] = [
     BsTile { name: "m_grouped_fp8_gemm_nt_masked_splitk_bs_bm64_bn128", block_m: 64, block_n: 128, lds_stages: 2 },
 ];
 
+/// Division of `u32`s by a divisor fixed for a launch, by one multiply-high and two shifts: the
+/// "round-up" method of Granlund and Montgomery, *Division by Invariant Integers using
+/// Multiplication* (PLDI 1994), figure 4.1, exact for every `n` and every divisor `d ≥ 1`. The
+/// host computes it ([`FastDiv::new`]) and passes it in the kernel arguments; the device divides
+/// with [`FastDiv::div_rem`] (seven scalar instructions with the remainder, against about 25 for
+/// LLVM's expansion of a division by a runtime value, which goes through `v_rcp_f32` and a Newton
+/// step). The split-K prologues divide two or three times, each on the path to their first load.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FastDiv {
+    /// The divisor `d`.
+    pub d: u32,
+    /// `⌊2^32·(2^l − d) / d⌋ + 1` with `l = ⌈log2 d⌉`.
+    pub magic: u32,
+    /// `min(l, 1)`.
+    pub shift1: u32,
+    /// `max(l − 1, 0)`.
+    pub shift2: u32,
+}
+
+impl FastDiv {
+    /// The multiplier and shifts for divisor `d`.
+    pub const fn new(d: NonZeroU32) -> FastDiv {
+        let d = d.get();
+        // l = ⌈log2 d⌉ (0 for d = 1), 0..=32.
+        let l = 32 - (d - 1).leading_zeros();
+        // 2^(l−1) < d ≤ 2^l, so 0 ≤ 2^l − d < d and the quotient is below 2^32.
+        let magic = ((((1u64 << l) - d as u64) << 32) / d as u64 + 1) as u32;
+        FastDiv { d, magic, shift1: if l > 0 { 1 } else { 0 }, shift2: if l > 0 { l - 1 } else { 0 } }
+    }
+
+    /// `(n / d, n % d)`, for every `n`, when the struct is [`FastDiv::new`]`(d)`. (Of any other
+    /// bits it returns some pair, with no undefined behaviour: callers that index with the
+    /// results bound them first.)
+    #[inline(always)]
+    pub const fn div_rem(self, n: u32) -> (u32, u32) {
+        let t1 = ((self.magic as u64 * n as u64) >> 32) as u32;
+        // t1 ≤ n (magic < 2^32), and t1 + (n − t1)/2 < 2^32.
+        let q = t1.wrapping_add(n.wrapping_sub(t1).wrapping_shr(self.shift1)).wrapping_shr(self.shift2);
+        (q, n.wrapping_sub(q.wrapping_mul(self.d)))
+    }
+}
+
 /// K blocks `kb0 .. kb0 + count` of split `j` of `splits` over `nkb` blocks: the blocks are
 /// dealt as evenly as possible (the first `nkb mod splits` splits get one more), so every split
 /// has at least one block when `splits ≤ nkb`.
 #[inline(always)]
 pub const fn split_range(j: u32, splits: u32, nkb: u32) -> (u32, u32) {
-    let q = nkb / splits;
-    let r = nkb % splits;
+    split_range_qr(j, nkb / splits, nkb % splits)
+}
+
+/// [`split_range`] with the division done by a [`FastDiv`] of `splits` (the kernels).
+#[inline(always)]
+pub const fn split_range_div(j: u32, splits: FastDiv, nkb: u32) -> (u32, u32) {
+    let (q, r) = splits.div_rem(nkb);
+    split_range_qr(j, q, r)
+}
+
+/// [`split_range`] from `q = nkb / splits` and `r = nkb mod splits`.
+#[inline(always)]
+const fn split_range_qr(j: u32, q: u32, r: u32) -> (u32, u32) {
     let kb0 = j * q + if j < r { j } else { r };
     (kb0, q + if j < r { 1 } else { 0 })
 }
@@ -655,6 +709,29 @@ mod tests {
         }
         assert_eq!(masked_tile_coords(7, nz(2), nz(6)), (1, 1, 0));
         assert_eq!(masked_grid(&t, u32::MAX, 1 << 20, 1 << 20), u32::MAX);
+    }
+
+    #[test]
+    fn fast_division_is_exact() {
+        let nz = |d| NonZeroU32::new(d).unwrap();
+        #[rustfmt::skip]
+        let ds = [1u32, 2, 3, 5, 6, 7, 31, 33, 63, 64, 65, 127, 1000, 4095, 4097, 65535, 65537, 0x7fff_ffff, 0x8000_0000, 0x8000_0001, 0xffff_fffe, 0xffff_ffff, 12345, 3 * 7 * 11 * 13 * 17 * 19];
+        let ns = [0u32, 1, 2, 3, 62, 63, 64, 65, 4095, 4096, 65535, 65536, 0x00ff_ffff, 0x7fff_ffff, 0x8000_0000, 0xffff_fffe, 0xffff_ffff];
+        for &d in ds.iter().chain(&[9, 10, 11, 12, 13, 14, 15, 16, 17, 100, 255, 256, 257]) {
+            let f = FastDiv::new(nz(d));
+            assert_eq!(f.d, d);
+            for &n in ns.iter().chain(&[d.wrapping_sub(1), d, d.wrapping_add(1), d.wrapping_mul(2), d.wrapping_mul(3).wrapping_sub(1)]) {
+                assert_eq!(f.div_rem(n), (n / d, n % d), "{n} / {d}");
+            }
+        }
+        // Every divisor the kernels see in practice (splits, tile counts) against every id.
+        for d in 1..=300u32 {
+            let f = FastDiv::new(nz(d));
+            for n in 0..5000u32 {
+                assert_eq!(f.div_rem(n), (n / d, n % d), "{n} / {d}");
+            }
+            assert_eq!(split_range_div(d / 2, f, 7168 / 128), split_range(d / 2, d, 7168 / 128));
+        }
     }
 
     #[test]

@@ -17,6 +17,7 @@
 //! * D: `m × n` BF16 with row stride `ldd ≥ n`.
 
 use std::marker::PhantomData;
+use std::num::NonZeroU32;
 
 use fp8gemm_device::args::{DenseGemmArgs, DenseSplitKArgs, GlobalPtr};
 use fp8gemm_device::streamk::DenseStreamKArgs;
@@ -477,7 +478,10 @@ fn dense<'a, F: Fp8Format>(
     if cfg.splits > 1 {
         let spec = if preshuffled { config::dense_splitk_bs_kernel_spec(&cfg) } else { config::dense_splitk_kernel_spec(&cfg) }
             .ok_or_else(|| Error::Unsupported(format!("configuration {cfg} has no dense split-K kernel")))?;
-        let args = DenseSplitKArgs { a: a_ptr, b: b_ptr, sfa, sfb, d: d_ptr, ws: GlobalPtr::new(ws_ptr), m, n, k, lda, ldd, splits: cfg.splits };
+        let (Some(splits), Some(block_m)) = (NonZeroU32::new(cfg.splits), NonZeroU32::new(cfg.block_m)) else {
+            return Err(Error::Unsupported(format!("configuration {cfg}: split-K needs a split count and a tile height of at least 1")));
+        };
+        let args = DenseSplitKArgs::new(a_ptr, b_ptr, sfa, sfb, d_ptr, GlobalPtr::new(ws_ptr), m, n, k, lda, ldd, splits, block_m);
         // The bs split-K kernels on the pipelined loop count arrivals per wave (four counters
         // per tile).
         let max_tiles = if preshuffled { tile::bs_splitk_max_tiles(cfg.block_m) } else { tile::SPLITK_MAX_TILES };
