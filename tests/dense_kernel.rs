@@ -726,9 +726,9 @@ fn grouped_bs_kernels_meet_the_resource_goals() {
 #[test]
 fn grouped_bs_pipe_kernels_meet_the_resource_goals() {
     // `fp8gemm_device::grouped_pipe`: no spills, no scratch, all LDS dynamic, launch bound 256;
-    // at least the waves per SIMD of the dense pipelined kernel of the same height, two for the
+    // at least the waves per SIMD of the dense pipelined kernel of the same shape, two for the
     // 64-row tiles (two workgroups per CU, as the dense 64-row pipelined kernel), its LDS, and
-    // one 4-block trip of 8·FM 16x16x32 FP8 MFMAs per block in the loop.
+    // one 4-block trip of 4·FM·FN 16x16x32 FP8 MFMAs per block in the loop.
     use fp8gemm_device::grouped_pipe::{CONTIGUOUS_BS_PIPE_TILES, MASKED_BS_PIPE_TILES};
     use fp8gemm_device::tile::DENSE_BS_PIPE_TILES;
     for (arch, bytes) in [("gfx942", fp8gemm::codeobj::GFX942), ("gfx950", fp8gemm::codeobj::GFX950)] {
@@ -737,7 +737,11 @@ fn grouped_bs_pipe_kernels_meet_the_resource_goals() {
             let what = format!("{arch} {}", tile.name);
             let m = &co.kernel(tile.name).unwrap_or_else(|| panic!("{what} missing")).meta;
             let (regs, waves) = common_resource_goals(&what, m);
-            let dense = DENSE_BS_PIPE_TILES.iter().find(|d| d.block_m == tile.block_m).expect("a dense pipelined tile of the same height");
+            let dense = DENSE_BS_PIPE_TILES
+                .iter()
+                .chain([&fp8gemm_device::tile::DENSE_BS_PIPE_BM32_BN64])
+                .find(|d| (d.block_m, d.block_n) == (tile.block_m, tile.block_n))
+                .expect("a dense pipelined tile of the same shape");
             let dm = &co.kernel(dense.name).unwrap().meta;
             assert!(waves >= waves_per_simd(dm.vgpr_count), "{what}: vgpr {regs} vs {} ({})", dm.vgpr_count, dense.name);
             if tile.block_m == 64 {
@@ -749,7 +753,9 @@ fn grouped_bs_pipe_kernels_meet_the_resource_goals() {
                 let mfma = body.iter().filter(|i| amdgpu_emu::decode::is_mai(i.op)).count() as u32;
                 let fp8 = body.iter().filter(|i| i.op.name() == "v_mfma_f32_16x16x32_fp8_fp8").count() as u32;
                 assert_eq!(mfma, fp8, "{what}");
-                assert!(mfma >= 4 * 8 * (tile.block_m / 16) && mfma.is_multiple_of(8 * (tile.block_m / 16)), "{what}: {mfma} MFMAs in the loop");
+                // 4 k-steps per block for each of the wave's (block_m/16) × (block_n/64) fragments.
+                let per_block = 4 * (tile.block_m / 16) * (tile.block_n / 64);
+                assert!(mfma >= 4 * per_block && mfma.is_multiple_of(per_block), "{what}: {mfma} MFMAs in the loop");
             }
             eprintln!("{what}: vgpr {} (agpr {}) sgpr {}", m.vgpr_count, m.agpr_count, m.sgpr_count);
         }

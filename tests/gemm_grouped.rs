@@ -367,7 +367,8 @@ fn assert_same_bits(what: &str, got: &[bf16], want: &[bf16]) {
 fn pipelined_bs_kernels_match_both_references_and_the_logical_kernels() {
     // `fp8gemm_device::grouped_pipe`: the 64-row tile (forced 64x128 at K ≥
     // GROUPED_BS_PIPE_MIN_BLOCKS blocks runs it, `config::grouped_bs_pipe_rule`) and the masked
-    // 80-row tile (forced 80x128). K = 32 blocks + 1 (not a multiple of the 4-block scale window),
+    // 80-row tile (forced 80x128) and narrow 32 × 64 tile (forced 32x64: one barrier per two K
+    // blocks, here over an odd block count). K = 32 blocks + 1 (not a multiple of the 4-block scale window),
     // n a multiple of 4 past 128 (a column tail), row tails inside the tiles, −1 padding rows and
     // an all-padding block (contiguous), zero, clamped and negative counts (masked).
     let ctx = checked_context();
@@ -385,10 +386,10 @@ fn pipelined_bs_kernels_match_both_references_and_the_logical_kernels() {
     let c = case(5 * m_max, 5, n, k, 32);
     let masked_m = [100, 0, 77, i32::MAX, -3];
     let want = run_masked(&ctx, &c, &masked_m, 64, WeightLayout::Logical, "masked pipelined (reference run)");
-    for bm in [64u32, 80] {
-        let what = format!("masked pipelined {bm}");
-        let out = forced(Some((bm, 128)), None, || run_masked(&ctx, &c, &masked_m, 64, WeightLayout::Preshuffled, &what));
-        assert_eq!(out.kernel.unwrap(), format!("m_grouped_fp8_gemm_nt_masked_bs_pipe_bm{bm}_bn128"), "{what}");
+    for (bm, bn) in [(32u32, 64u32), (64, 128), (80, 128)] {
+        let what = format!("masked pipelined {bm}x{bn}");
+        let out = forced(Some((bm, bn)), None, || run_masked(&ctx, &c, &masked_m, 64, WeightLayout::Preshuffled, &what));
+        assert_eq!(out.kernel.unwrap(), format!("m_grouped_fp8_gemm_nt_masked_bs_pipe_bm{bm}_bn{bn}"), "{what}");
         assert_eq!(out.computed, 100 + 77 + 100, "{what}");
         out.assert_accurate(&what);
         assert_same_bits(&what, &out.d, &want.d);

@@ -217,11 +217,13 @@ fn split_counts_the_problem_cannot_use_are_typed_errors() {
 
 #[test]
 fn a_stream_workspace_too_small_falls_back_and_a_forced_split_errors() {
+    // 17 K blocks: past `config::MASKED_NARROW_SHORT_BLOCKS`, so the model splits these two
+    // one-tile groups (with 16 or fewer it runs the narrow tile unsplit).
     let ctx = checked_context();
-    let c = case(2, 32, 256, 2048, 6);
+    let c = case(2, 32, 256, 2176, 6);
     let ops = upload(&ctx, &c);
     let masked_m = [32, 20];
-    let preferred = config::get_grouped_bs_config(&GemmDesc::m_grouped_masked(32, 256, 2048, 2, 32, ctx.arch())).unwrap();
+    let preferred = config::get_grouped_bs_config(&GemmDesc::m_grouped_masked(32, 256, 2176, 2, 32, ctx.arch())).unwrap();
     assert!(preferred.splits > 1, "{preferred}");
     for ws in [Some(Workspace::new(&ctx, 100).unwrap()), None] {
         let mut stream = Stream::new(&ctx).unwrap();
@@ -245,7 +247,7 @@ fn a_stream_workspace_too_small_falls_back_and_a_forced_split_errors() {
 #[test]
 fn an_explicit_workspace_runs_the_split_and_a_too_small_one_is_a_typed_error() {
     let ctx = checked_context();
-    let c = case(2, 32, 256, 2048, 7);
+    let c = case(2, 32, 256, 2176, 7);
     let ops = upload(&ctx, &c);
     let masked_m = [32, 20];
     let dm = ctx.upload(&masked_m).unwrap();
@@ -253,7 +255,7 @@ fn an_explicit_workspace_runs_the_split_and_a_too_small_one_is_a_typed_error() {
     let mut stream = Stream::new(&ctx).unwrap();
     stream.set_workspace(None).unwrap();
     // The model's preferred split, with a workspace of exactly its need.
-    let preferred = config::get_grouped_bs_config(&GemmDesc::m_grouped_masked(32, 256, 2048, 2, 32, ctx.arch())).unwrap();
+    let preferred = config::get_grouped_bs_config(&GemmDesc::m_grouped_masked(32, 256, 2176, 2, 32, ctx.arch())).unwrap();
     assert!(preferred.splits > 1, "{preferred}");
     let mut ws = Workspace::new(&ctx, preferred.workspace_floats() as usize).unwrap();
     let mut dd = ctx.upload(&sentinel(&c)).unwrap();
@@ -262,7 +264,7 @@ fn an_explicit_workspace_runs_the_split_and_a_too_small_one_is_a_typed_error() {
     assert!(r.workspace_limit.is_none());
     check(&c, &masked_m, &dd.download(&stream).unwrap(), "explicit workspace, preferred split");
     // A forced split with a workspace of exactly its need.
-    let forced_cfg = forced(None, Some(4), || config::get_grouped_bs_config(&GemmDesc::m_grouped_masked(32, 256, 2048, 2, 32, ctx.arch()))).unwrap();
+    let forced_cfg = forced(None, Some(4), || config::get_grouped_bs_config(&GemmDesc::m_grouped_masked(32, 256, 2176, 2, 32, ctx.arch()))).unwrap();
     assert_eq!(forced_cfg.splits, 4, "{forced_cfg}");
     let mut ws4 = Workspace::new(&ctx, forced_cfg.workspace_floats() as usize).unwrap();
     let mut dd = ctx.upload(&sentinel(&c)).unwrap();
@@ -293,13 +295,17 @@ fn the_choice_for_the_decode_table_shapes() {
     // runs them), the split counts the fitted choice makes there; the large-group shapes and
     // contiguous do not split; every choice fits the stream's default workspace.
     let arch = fp8gemm::codeobj::Arch::Gfx942;
+    // 0: the narrow 32 × 64 tile, unsplit (`config::masked_narrow_rule`, whose table these
+    // shapes are part of).
     let shapes = [(1u32, 64u32), (2, 64), (4, 32), (8, 16), (2, 128), (4, 64), (1, 1024), (2, 512), (4, 256)];
-    for ((n, k), want) in [((4096u32, 7168u32), [3u32, 3, 1, 1, 2, 2, 1, 1, 1]), ((7168, 2048), [4, 2, 1, 1, 1, 1, 1, 1, 1])] {
+    for ((n, k), want) in [((4096u32, 7168u32), [3u32, 3, 0, 0, 2, 2, 1, 1, 1]), ((7168, 2048), [0, 0, 0, 0, 1, 1, 1, 1, 1])] {
         for ((g, m), want) in shapes.into_iter().zip(want) {
             let m_max = (m * 13).div_ceil(10);
             let cfg = config::get_grouped_bs_config(&GemmDesc::m_grouped_masked(m_max, n, k, g, m, arch)).unwrap();
             eprintln!("masked {g}x{m} over ({n},{k}): {cfg}");
-            assert_eq!(cfg.splits, want, "masked {g}x{m} over ({n},{k}): {cfg}");
+            let narrow = cfg.kernel == "m_grouped_fp8_gemm_nt_masked_bs_pipe_bm32_bn64";
+            assert_eq!(narrow, want == 0, "masked {g}x{m} over ({n},{k}): {cfg}");
+            assert_eq!(cfg.splits, want.max(1), "masked {g}x{m} over ({n},{k}): {cfg}");
             assert_eq!(cfg.splits > 1, cfg.kernel.contains("splitk"), "{cfg}");
             assert!(cfg.workspace_floats() <= DEFAULT_STREAM_WORKSPACE_FLOATS as u64, "{cfg}");
             let cont = config::get_grouped_bs_config(&GemmDesc::m_grouped_contiguous(g * m.max(128), n, k, g, arch)).unwrap();
@@ -329,7 +335,10 @@ proptest::proptest! {
         config::force_split(None);
         prop_assert_eq!(unsplit.splits, 1);
         prop_assert_eq!(c.block_m, unsplit.block_m);
-        let tiles = groups * m_max.div_ceil(c.block_m) * n.div_ceil(128);
+        let tiles = groups * m_max.div_ceil(c.block_m) * n.div_ceil(c.block_n);
+        // The narrow tile exactly where its rule says, over the 32-row tile, unsplit.
+        let narrow = config::masked_narrow_rule(&desc, 304, 64 * 1024).is_some() && unsplit.block_m == 32;
+        prop_assert_eq!(c.kernel == "m_grouped_fp8_gemm_nt_masked_bs_pipe_bm32_bn64", narrow, "{}", c);
         prop_assert!([1, 2, 3, 4, 6, 8].contains(&c.splits) && c.splits <= k / 128, "{} splits", c.splits);
         if c.splits > 1 {
             prop_assert!(c.block_m <= 64 && tiles <= fp8gemm_device::tile::SPLITK_MAX_TILES);
@@ -338,7 +347,7 @@ proptest::proptest! {
             prop_assert!(2 * work < 3 * 304, "{} working tiles split {}", work, c.splits);
             let want = format!("m_grouped_fp8_gemm_nt_masked_splitk_bs_bm{}_bn128", c.block_m);
             prop_assert_eq!(c.kernel, want.as_str());
-        } else {
+        } else if !narrow {
             prop_assert_eq!(c.kernel, unsplit.kernel);
         }
         prop_assert_eq!(c.grid, tiles * c.splits);

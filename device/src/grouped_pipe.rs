@@ -8,9 +8,21 @@
 //!
 //! Tiles: [`CONTIGUOUS_BS_PIPE_TILES`] (64 rows only: a contiguous tile must divide
 //! [`crate::tile::M_ALIGNMENT_CONTIGUOUS`] = 128 so that no tile spans two groups, which rules
-//! out 48, 80 and 96), [`MASKED_BS_PIPE_TILES`] (64 and 80 rows). The host's choice:
+//! out 48, 80 and 96), [`MASKED_BS_PIPE_TILES`] (32 × 64, 64 and 80 rows). The host's choice:
 //! `fp8gemm::config::grouped_bs_pipe_rule` (a chosen or forced 64-row tile runs here from 2
-//! K blocks on; 80 rows only forced, `FP8GEMM_FORCE_TILE=80x128`, masked).
+//! K blocks on; 80 rows only forced, `FP8GEMM_FORCE_TILE=80x128`, masked) and
+//! `fp8gemm::config::masked_narrow_rule` (MoE decode: the masked 32 × 64 tile, unsplit, over
+//! the 32-row tile and its split-K; `FP8GEMM_FORCE_TILE=32x64` forces it).
+//!
+//! **Masked 32 × 64** (`m_grouped_fp8_gemm_nt_masked_bs_pipe_bm32_bn64`): the dense narrow
+//! tile's loop (`mainloop_bs`, "Narrow tiles": one B fragment per wave, four A stages, one
+//! barrier per two K blocks) over the masked job. Twice the workgroups of the 32 × 128 tile,
+//! each streaming half its B bytes per block: the decode launches that left CUs idle or split
+//! K to fill them. Modelled MI300X µs (`FP8GEMM_PRESHUFFLED=1 fp8gemm profile --layout masked`),
+//! the previous choice → the narrow tile: 1×16 over 7168×2048 11.03 (32 × 128 split 4) → 8.08;
+//! 2×32 over 7168×2048 16.42 (split 4) → 11.60; 2×64 over 7168×2048 17.05 (split 2) → 14.26;
+//! 2×16 over 4096×7168 21.11 (split 3) → 18.24; 4×32 over 4096×7168 34.42 → 32.48 (the whole
+//! table and where it loses: `masked_narrow_rule`).
 //!
 //! Resources (`fp8gemm info`, gfx942 and gfx950 alike; VGPR = unified count; checked by
 //! `grouped_bs_pipe_kernels_meet_the_resource_goals` in `tests/dense_kernel.rs`): 0 spills,
@@ -19,9 +31,10 @@
 //!
 //! | kernel | VGPR | AGPR | SGPR | waves/SIMD |
 //! |---|---|---|---|---|
+//! | `m_grouped_fp8_gemm_nt_masked_bs_pipe_bm32_bn64` | 117 | 0 | 40 | 4 (LDS: 3 per CU) |
 //! | `m_grouped_fp8_gemm_nt_contiguous_bs_pipe_bm64_bn128` | 226 | 0 | 38 | 2 |
 //! | `m_grouped_fp8_gemm_nt_masked_bs_pipe_bm64_bn128` | 219 | 0 | 41 | 2 |
-//! | `m_grouped_fp8_gemm_nt_masked_bs_pipe_bm80_bn128` | 256 | 0 | 41 | 2 |
+//! | `m_grouped_fp8_gemm_nt_masked_bs_pipe_bm80_bn128` | 257 | 1 | 42 | 1 (was 256 and 2: grown since, unnoticed; only forced) |
 //!
 //! `FP8GEMM_PRESHUFFLED=1 fp8gemm compare --set grouped` (timing model, MI300X, TFLOPS,
 //! *modelled*), before (the two-per-CU 64 × 128 bs kernel on every row) and after (the
@@ -55,7 +68,8 @@ pub const CONTIGUOUS_BS_PIPE_TILES: [BsTile; 1] =
     [BsTile { name: "m_grouped_fp8_gemm_nt_contiguous_bs_pipe_bm64_bn128", block_m: 64, block_n: 128, lds_stages: 2 }];
 
 /// The m-grouped masked kernels on the pipelined bs loop, smallest first.
-pub const MASKED_BS_PIPE_TILES: [BsTile; 2] = [
+pub const MASKED_BS_PIPE_TILES: [BsTile; 3] = [
+    BsTile { name: "m_grouped_fp8_gemm_nt_masked_bs_pipe_bm32_bn64", block_m: 32, block_n: 64, lds_stages: 4 },
     BsTile { name: "m_grouped_fp8_gemm_nt_masked_bs_pipe_bm64_bn128", block_m: 64, block_n: 128, lds_stages: 2 },
     BsTile { name: "m_grouped_fp8_gemm_nt_masked_bs_pipe_bm80_bn128", block_m: 80, block_n: 128, lds_stages: 2 },
 ];
@@ -76,6 +90,16 @@ mod imp {
     /// The pipelined bs loop (`FM` rows of 16 fragments, B two blocks ahead) as a grouped
     /// [`TileLoop`].
     pub(super) struct Pipe<const FM: usize>;
+
+    /// The narrow pipelined bs loop (32 × 64: one B fragment per wave, four A stages, one
+    /// barrier per two K blocks: `mainloop_bs`, "Narrow tiles") as a grouped [`TileLoop`].
+    pub(super) struct PipeNarrow;
+    impl TileLoop for PipeNarrow {
+        #[inline(always)]
+        fn run<E: Epilogue>(job: &TileJob, keep_row: impl Fn(u32) -> bool, epi: &E) {
+            crate::mainloop_bs::imp::tile_gemm_bs_pipe::<2, 1, 2, 2, _>(job, keep_row, epi);
+        }
+    }
     impl<const FM: usize> TileLoop for Pipe<FM> {
         #[inline(always)]
         fn run<E: Epilogue>(job: &TileJob, keep_row: impl Fn(u32) -> bool, epi: &E) {
@@ -88,6 +112,13 @@ mod imp {
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn m_grouped_fp8_gemm_nt_contiguous_bs_pipe_bm64_bn128(args: MGroupedContiguousArgs) {
     crate::grouped::imp::contiguous_with::<4, 2, true, imp::Pipe<4>>(args)
+}
+
+/// Masked layout, pre-shuffled B, 32 × 64 tiles on the narrow pipelined loop (MoE decode: twice
+/// the workgroups of the 32 × 128 tile, each with half its texture-path bytes per block).
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn m_grouped_fp8_gemm_nt_masked_bs_pipe_bm32_bn64(args: MGroupedMaskedArgs) {
+    crate::grouped::imp::masked_with::<2, 1, true, imp::PipeNarrow>(args)
 }
 
 /// Masked layout, pre-shuffled B, 64 × 128 tiles on the pipelined loop.
@@ -113,7 +144,8 @@ mod tests {
             assert_eq!(spec.name, tile.name);
             assert_eq!(spec.workgroup_size, THREADS);
         }
-        let m = [M_GROUPED_FP8_GEMM_NT_MASKED_BS_PIPE_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BS_PIPE_BM80_BN128];
+        let m =
+            [M_GROUPED_FP8_GEMM_NT_MASKED_BS_PIPE_BM32_BN64, M_GROUPED_FP8_GEMM_NT_MASKED_BS_PIPE_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BS_PIPE_BM80_BN128];
         for (spec, tile) in m.iter().zip(MASKED_BS_PIPE_TILES) {
             assert_eq!(spec.name, tile.name);
             assert_eq!(spec.workgroup_size, THREADS);

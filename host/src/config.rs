@@ -74,7 +74,8 @@ use fp8gemm_device::grouped::{
     M_GROUPED_FP8_GEMM_NT_MASKED_SPLITK_BS_BM32_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_SPLITK_BS_BM64_BN128,
 };
 use fp8gemm_device::grouped_pipe::{
-    M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_PIPE_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BS_PIPE_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BS_PIPE_BM80_BN128,
+    M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_PIPE_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BS_PIPE_BM32_BN64, M_GROUPED_FP8_GEMM_NT_MASKED_BS_PIPE_BM64_BN128,
+    M_GROUPED_FP8_GEMM_NT_MASKED_BS_PIPE_BM80_BN128,
 };
 use fp8gemm_device::mainloop_bs::{
     FP8_GEMM_NT_BS_BM32_BN128, FP8_GEMM_NT_BS_BM64_BN128, FP8_GEMM_NT_BS_BM128_BN128, FP8_GEMM_NT_BS_PIPE_B1_BM32_BN64, FP8_GEMM_NT_BS_PIPE_BM32_BN64,
@@ -983,6 +984,8 @@ enum Choice {
     /// The m-grouped bs rule's tile, then the masked split-K estimate over this many working
     /// tiles (from `expected_m`).
     GroupedBsSplit(u64, u64, u64),
+    /// The masked narrow rule ([`masked_narrow_rule`]) over this many working 32 × 64 tiles.
+    MaskedNarrow(u64),
     /// The bs tuned table's row: its modelled µs, the rules' modelled µs, its forcing.
     BsTable(f64, f64, bs_table::BsForcing),
     Table(f64),
@@ -1278,6 +1281,9 @@ fn print_once(desc: &GemmDesc, config: &GemmConfig, why: Choice, limited: Option
                 "pre-shuffled B: m-grouped bs rule (rows on the busiest CU: {r32} with 32-row tiles, {r64} with 64-row tiles), then masked split-K {} by the bs split estimate over {w} working tiles (from expected_m)",
                 config.splits
             ),
+            Choice::MaskedNarrow(w) => format!(
+                "pre-shuffled B: masked narrow rule ({w} working 32x64 tiles from expected_m, unsplit, one barrier per two K blocks: config::masked_narrow_rule)"
+            ),
             Choice::BsTable(us, rule_us, f) => {
                 format!("pre-shuffled B: bs tuned table (host/tuned/gfx942_bs.csv): {f} at {us:.2} µs modelled, the rules' choice {rule_us:.2} µs modelled")
             }
@@ -1550,7 +1556,9 @@ mod tests {
             for (m_max, groups, expected) in [(1024, 1, 1024), (512, 2, 512), (256, 4, 256), (4096, 8, 7), (100, 3, 0)] {
                 let c = get_grouped_bs_config(&GemmDesc::m_grouped_masked(m_max, 7168, 2048, groups, expected, arch)).unwrap();
                 assert!(masked_bs_kernel_spec(&c).is_some() && masked_kernel_spec(&c).is_none(), "{c}");
-                assert_eq!(c.grid, groups * m_max.div_ceil(c.block_m) * 7168 / 128, "{c}");
+                // (4096, 8, 7) and (100, 3, 0): decode, the narrow 32 × 64 tile (masked_narrow_rule).
+                assert_eq!(c.block_n, if expected <= 7 { 64 } else { 128 }, "{c}");
+                assert_eq!(c.grid, groups * m_max.div_ceil(c.block_m) * 7168 / c.block_n, "{c}");
             }
             // Dense problems have no grouped bs kernel.
             let e = get_grouped_bs_config(&GemmDesc::dense(128, 128, 128, arch)).unwrap_err();

@@ -97,7 +97,7 @@ pub fn get_grouped_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> R
     let (i, why) = match forced_t {
         Some((bm, bn)) => {
             let available = match desc.kind {
-                GemmKind::MGroupedMasked => "32x128, 64x128, 128x128 and 80x128 (m-grouped masked, pre-shuffled B)",
+                GemmKind::MGroupedMasked => "32x128, 64x128, 128x128, 32x64 and 80x128 (m-grouped masked, pre-shuffled B)",
                 _ => "32x128, 64x128, 128x128 (m-grouped contiguous, pre-shuffled B)",
             };
             // 80 rows exist only on the pipelined loop (masked): its index past `tiles`.
@@ -123,6 +123,15 @@ pub fn get_grouped_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> R
     };
     let t = tiles.get(i).copied().unwrap_or_else(|| grouped_bs_pipe_tiles(desc.kind)[i - tiles.len()]);
     let t = grouped_bs_pipe_rule(desc, t).unwrap_or(t);
+    // Masked decode: the narrow pipelined tile, unsplit, where `masked_narrow_rule` says.
+    let narrow = match (desc.kind, forced_t, forced_s) {
+        (GemmKind::MGroupedMasked, None, None) if t.block_m == 32 => masked_narrow_rule(desc, spec.cus, spec.lds_per_cu),
+        _ => None,
+    };
+    let (t, why) = match narrow {
+        Some(w) => (fp8gemm_device::grouped_pipe::MASKED_BS_PIPE_TILES[0], Choice::MaskedNarrow(w)),
+        None => (t, why),
+    };
     let (grid, _) = tile_grid_and_work(t.block_m, t.block_n, 1, desc)?;
     // The split kernel of this tile (masked 32- and 64-row tiles only).
     let split_kernel = if desc.kind == GemmKind::MGroupedMasked {
@@ -175,6 +184,7 @@ pub fn get_grouped_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> R
         Some(_) => (make(1)?, Choice::Forced),
         // A forced tile without a forced split does not split (as the dense bs choice).
         None if forced_t.is_none()
+            && narrow.is_none()
             && split_kernel.is_some()
             && 2 * masked_split_work(desc, t.block_m) < 3 * u64::from(spec.cus)
             && grid <= tile::SPLITK_MAX_TILES =>
@@ -234,11 +244,71 @@ pub fn masked_bs_kernel_spec(config: &GemmConfig) -> Option<KernelSpec<MGroupedM
             M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM32_BN128,
             M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM64_BN128,
             M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM128_BN128,
+            M_GROUPED_FP8_GEMM_NT_MASKED_BS_PIPE_BM32_BN64,
             M_GROUPED_FP8_GEMM_NT_MASKED_BS_PIPE_BM64_BN128,
             M_GROUPED_FP8_GEMM_NT_MASKED_BS_PIPE_BM80_BN128,
         ],
         config,
     )
+}
+
+/// K blocks up to which [`masked_narrow_rule`] prefers the narrow masked tile to split-K.
+pub const MASKED_NARROW_SHORT_BLOCKS: u32 = 16;
+
+/// Whether a masked launch for which the m-grouped bs rule chose the 32-row tile (no tile or
+/// split forced) runs, unsplit, the narrow pipelined kernel `m_grouped_fp8_gemm_nt_masked_bs_pipe_bm32_bn64`
+/// instead (32 × 64 tiles, one B fragment per wave, one barrier per two K blocks; MoE decode);
+/// `Some(w)` with its working tiles `w`. With `rows = min(expected_m, m_max)` expected rows per
+/// group, `w = G · ⌈rows/32⌉ · ⌈n/64⌉` and `p` the
+/// workgroups a CU holds at the kernel's LDS (three on gfx942): the narrow tile when `w ≤ p · CUs`
+/// (one round) and either
+/// * K ≤ 16 blocks ([`MASKED_NARROW_SHORT_BLOCKS`]) and (`w ≤ 1.5 · CUs` or each group's rows fit
+///   one 32-row tile): with so few blocks per split, split-K's reduction costs more than the
+///   narrow tile's idle CUs; or
+/// * longer K, each group's rows fit one tile and `w ≥ 0.4 · CUs` (enough workgroups without
+///   splitting).
+///
+/// Fitted on a sweep through the timing model (MI300X, `FP8GEMM_PRESHUFFLED=1 fp8gemm profile
+/// --layout masked --groups G --m M`: `expected_m = M`, `m_max = ⌈1.3·M⌉`, `masked_m` drawn
+/// around `M`; the narrow column with
+/// `FP8GEMM_FORCE_TILE=32x64`), µs modelled, the previous choice and the narrow tile, **bold**:
+/// this rule's pick:
+///
+/// | G × M over N × K | w | previous choice | narrow |
+/// |---|---|---|---|
+/// | 1 × 16 over 7168 × 2048 | 112 | 11.03 (32x128 split 4) | **8.08** |
+/// | 1 × 32 over 7168 × 2048 | 112 | 11.27 (split 2) | **8.08** |
+/// | 2 × 32 over 7168 × 2048 | 224 | 16.42 (split 4) | **11.60** |
+/// | 1 × 64 over 7168 × 2048 | 224 | 12.80 (split 4) | **10.73** |
+/// | 2 × 64 over 7168 × 2048 | 448 | 17.05 (split 2) | **14.26** |
+/// | 1 × 128 over 7168 × 2048 | 448 | 16.31 | **14.28** |
+/// | 4 × 32 over 7168 × 2048 | 448 | 19.56 | **18.31** |
+/// | 8 × 16 over 7168 × 2048 | 896 | 32.75 | **31.98** |
+/// | 4 × 64 over 7168 × 2048 | 896 | **22.05** | 25.76 |
+/// | 16 × 8 over 7168 × 2048 | 1792 | **60.27** | 60.01 |
+/// | 32 × 4 over 7168 × 2048 | 3584 | **116.22** | 115.66 |
+/// | 2 × 16 over 4096 × 7168 | 128 | 21.11 (split 3) | **18.24** |
+/// | 4 × 32 over 4096 × 7168 | 256 | 34.42 | **32.48** |
+/// | 8 × 16 over 4096 × 7168 | 512 | 60.96 | **59.75** |
+/// | 1 × 32 over 4096 × 7168 | 64 | **14.84** (split 4) | 17.08 |
+/// | 1 × 64 over 4096 × 7168 | 128 | **16.52** (split 3) | 17.27 |
+/// | 2 × 64 over 4096 × 7168 | 256 | **21.96** (split 3) | 26.33 |
+/// | 4 × 64 over 4096 × 7168 | 512 | **38.84** (split 2) | 37.53 |
+/// | 16 × 8 over 4096 × 7168 | 1024 | **117.28** | 119.68 |
+///
+/// Nineteen points, four choices (the 16 blocks, the 1.5, the one-tile test, the 0.4): a
+/// heuristic, right on every point but one (4 × 64 over 4096 × 7168: 3 % left on the table).
+pub fn masked_narrow_rule(desc: &GemmDesc, cus: u32, lds_per_cu: u32) -> Option<u64> {
+    let narrow = fp8gemm_device::grouped_pipe::MASKED_BS_PIPE_TILES[0];
+    let m_max = desc.m.max(1);
+    let rows = desc.expected_m.clamp(1, m_max);
+    let single = rows <= narrow.block_m;
+    let w = u64::from(desc.groups) * u64::from(rows.div_ceil(narrow.block_m)) * u64::from(desc.n.div_ceil(narrow.block_n));
+    let cus = u64::from(cus.max(1));
+    let per_cu = u64::from((lds_per_cu / narrow.lds_bytes()).max(1));
+    let short = desc.k / tile::SCALE_BLOCK_K <= MASKED_NARROW_SHORT_BLOCKS;
+    let take = w <= per_cu * cus && if short { 2 * w <= 3 * cus || single } else { single && 5 * w >= 2 * cus };
+    take.then_some(w)
 }
 
 /// The m-grouped pipelined bs tiles of a layout ([`fp8gemm_device::grouped_pipe`]).
