@@ -354,10 +354,11 @@ pub const GROUPED_BS_PIPE_MIN_BLOCKS: u32 = 2;
 /// | contiguous 4×8192 over 4096×7168 (held out) | 56 | | **1127.3** |
 /// | masked 1×1024 over 4096×7168 (held out) | 56 | | **1041.4** |
 ///
-/// (The cut at 2 blocks: 3.5 % faster contiguous, 0.3 % slower masked, both within the
-/// model's ±2 % layout noise at 1–2 blocks.) The forced 80-row masked kernel (now also two per
-/// CU, 256 registers) beats the 64-row one at masked 1×1024 over 7168×2048 (723.8 TFLOPS) but
-/// not over 4096×7168 (832.3 against 1041.4): not chosen by this rule.
+/// (The cut at 2 blocks: 3.5 % faster contiguous, 0.3 % slower masked, both within the model's ±2 %
+/// layout noise at 1–2 blocks.) The forced 80-row masked kernel (two per CU at 256 registers when
+/// this was measured; 257 since, so one per CU: `fp8gemm info`) beat the 64-row one at masked
+/// 1×1024 over 7168×2048 (723.8 TFLOPS) but not over 4096×7168 (832.3 against 1041.4): not chosen
+/// by this rule.
 ///
 /// Before (the pipelined 64-row kernels at one workgroup per CU, 300–312 registers):
 /// Modelled (timing model, MI300X, `--scope xcd`, `FP8GEMM_PRESHUFFLED=1 fp8gemm profile`),
