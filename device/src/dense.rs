@@ -757,10 +757,11 @@ pub(crate) mod imp {
         main(&job, &epi);
 
         let rs_d = || BufferResource::new(args.d.addr(), ((m - 1) * ldd + n) * 2);
+        let unit = SplitKUnit { ws_addr: args.ws.addr(), rs_ws, t, tile_base, slot, splits, rs_d, ldd, n, m0, n0 };
         if WAVES {
-            splitk_finish_waves::<FM, FN>(args.ws.addr(), rs_ws, t, tile_base, slot, splits, rs_d, ldd, n, m0, n0);
+            splitk_finish_waves::<FM, FN>(unit);
         } else {
-            splitk_finish::<FM, FN, BS>(args.ws.addr(), rs_ws, t, tile_base, slot, splits, rs_d, ldd, n, m0, n0);
+            splitk_finish::<FM, FN, BS>(unit);
         }
     }
 
@@ -840,6 +841,25 @@ pub(crate) mod imp {
         }
     }
 
+    /// What the split-K protocol's steps 2 and 3 ([`splitk_finish`], [`splitk_finish_waves`])
+    /// know of a workgroup's unit of work: the workspace (`ws_addr`, its counters; `rs_ws`, its
+    /// resource), output tile `t` whose `splits` partial slots of `slot` bytes start at byte
+    /// `tile_base` of `rs_ws`, and bf16 `D[m0.., n0..]` through the resource `rs_d()` (built
+    /// only by the reducer), `ldd` elements a row, `n` columns.
+    pub(crate) struct SplitKUnit<D> {
+        pub ws_addr: u64,
+        pub rs_ws: BufferResource,
+        pub t: u32,
+        pub tile_base: u32,
+        pub slot: u32,
+        pub splits: NonZeroU32,
+        pub rs_d: D,
+        pub ldd: u32,
+        pub n: u32,
+        pub m0: u32,
+        pub n0: u32,
+    }
+
     /// The split-K protocol of the bs split-K kernels on the pipelined loop, per wave: wave `w`
     /// of every split owns the same `16·FN` columns of the tile (its `FM × FN` fragments, 1 × 4
     /// waves), so the waves count in and reduce on their own. After its main loop a wave waits
@@ -852,21 +872,9 @@ pub(crate) mod imp {
     /// `4r .. 4r + 3` take row `r`'s 16 columns, so the 4 lanes of one 32-byte row piece are
     /// neighbours and an instruction writes 16 whole row pieces), then re-arms the counter.
     /// No barrier and no LDS: the other waves of the workgroup may still be in their main loop.
-    #[allow(clippy::too_many_arguments)]
     #[inline(always)]
-    pub(crate) fn splitk_finish_waves<const FM: usize, const FN: usize>(
-        ws_addr: u64,
-        rs_ws: BufferResource,
-        t: u32,
-        tile_base: u32,
-        slot: u32,
-        splits: NonZeroU32,
-        rs_d: impl Fn() -> BufferResource,
-        ldd: u32,
-        n: u32,
-        m0: u32,
-        n0: u32,
-    ) {
+    pub(crate) fn splitk_finish_waves<const FM: usize, const FN: usize>(u: SplitKUnit<impl Fn() -> BufferResource>) {
+        let SplitKUnit { ws_addr, rs_ws, t, tile_base, slot, splits, rs_d, ldd, n, m0, n0 } = u;
         release_wave();
         let tid = workitem_id_x();
         let lane = tid & 63;
@@ -920,21 +928,9 @@ pub(crate) mod imp {
     /// of `rs_ws`) in split order into bf16 `D[m0.., n0..]` (the resource `rs_d()`, built only
     /// by the reducing workgroup; row stride `ldd` elements, `n` columns; rows past its range
     /// are dropped) and re-arm the counter.
-    #[allow(clippy::too_many_arguments)]
     #[inline(always)]
-    pub(crate) fn splitk_finish<const FM: usize, const FN: usize, const BS: bool>(
-        ws_addr: u64,
-        rs_ws: BufferResource,
-        t: u32,
-        tile_base: u32,
-        slot: u32,
-        splits: NonZeroU32,
-        rs_d: impl Fn() -> BufferResource,
-        ldd: u32,
-        n: u32,
-        m0: u32,
-        n0: u32,
-    ) {
+    pub(crate) fn splitk_finish<const FM: usize, const FN: usize, const BS: bool>(u: SplitKUnit<impl Fn() -> BufferResource>) {
+        let SplitKUnit { ws_addr, rs_ws, t, tile_base, slot, splits, rs_d, ldd, n, m0, n0 } = u;
         let (bm, bn) = tile_dims(FM, FN, BS);
         // Release: every wave's partial stores have completed at device scope before the
         // barrier; only then does one work-item count the workgroup in.

@@ -183,7 +183,7 @@ pub(crate) mod imp {
     use core::num::NonZeroU32;
 
     use crate::args::{MGroupedContiguousArgs, MGroupedMaskedArgs, MGroupedMaskedSplitKArgs};
-    use crate::dense::imp::{Bf16Store, PartialStore, TileJob, run_loop, splitk_finish, tile_dims};
+    use crate::dense::imp::{Bf16Store, PartialStore, SplitKUnit, TileJob, run_loop, splitk_finish, tile_dims};
     use crate::intrinsics::*;
     use crate::tile::{self, NUM_XCDS, SCALE_BLOCK_K, SCALE_BLOCK_N};
 
@@ -406,7 +406,7 @@ pub(crate) mod imp {
         let epi = PartialStore::<FM, 2, true> { rs_ws, base: tile_base + j * slot, m0, n0 };
         run_loop::<FM, 2, DEPTH, true, _>(&job, |_| true, &epi);
         let rs_d = || BufferResource::new(args.d.addr() + a_rows * u64::from(n * 2), rows * n * 2);
-        splitk_finish::<FM, 2, true>(args.ws.addr(), rs_ws, t, tile_base, slot, splits, rs_d, n, n, m0, n0);
+        splitk_finish::<FM, 2, true>(SplitKUnit { ws_addr: args.ws.addr(), rs_ws, t, tile_base, slot, splits, rs_d, ldd: n, n, m0, n0 });
     }
 }
 
