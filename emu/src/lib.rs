@@ -9,6 +9,8 @@
 //!   (memcheck, mfma-hazard, racecheck, late-arrival, uninit-lds) and per-launch counters;
 //! * [`peers`]: AMD's production FP8 GEMM code objects (read from a directory outside the repo):
 //!   their launch contracts, operand layouts, an f64 reference and the measured MI325X times;
+//! * [`peers_moe`]: AMD's FP8 block-scale MoE code objects (stage 1 and 1-stage fused): the
+//!   routing/sorting contract, launch builders per configuration and element-wise references;
 //! * [`timing`]: the cycle-level timing model of MI300X / MI325X (the project's performance
 //!   model; every figure *modelled*), its calibration against measured times, and the
 //!   throughput lower bound [`timing::bound`];
@@ -28,4 +30,5 @@ pub mod loader;
 pub mod memory;
 pub mod numerics;
 pub mod peers;
+pub mod peers_moe;
 pub mod timing;

@@ -704,6 +704,7 @@ pub fn run_snippet(words: &[u32], state: &mut WaveState, lds: &mut [u8], mem: &D
         private_size: state.private_bytes,
         cached: None,
         gpr_idx_on: false,
+        vskip: false,
         mode: setup.program.initial_mode,
         executed: 0,
         trace: trace::WaveTrace::default(),

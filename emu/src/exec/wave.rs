@@ -173,6 +173,9 @@ pub(super) struct Wave {
     pub cached: Option<Arc<Allocation>>,
     /// VGPR index mode (s_set_gpr_idx_on): M0[7:0] offsets the VGPR operands M0[15:12] selects.
     pub gpr_idx_on: bool,
+    /// VSKIP mode (`s_setvskip`): while set, the wave issues no vector instruction (VOP*, MFMA,
+    /// DS, MUBUF, FLAT/GLOBAL/SCRATCH); see [`vskipped`].
+    pub vskip: bool,
     /// Instructions this wave has executed (for the watchdog).
     pub executed: u64,
     /// HW_REG_MODE (round and denorm modes, DX10_CLAMP, IEEE; s_getreg / s_setreg).
@@ -217,6 +220,7 @@ pub(super) fn run_workgroup(st: &Setup<'_>, wg: [u32; 3]) -> Result<WgCounters, 
             private_size: d.private_segment_fixed_size,
             cached: None,
             gpr_idx_on: false,
+            vskip: false,
             mode: prog.initial_mode,
             executed: 0,
             trace: super::trace::WaveTrace::default(),
@@ -349,7 +353,10 @@ fn run_wave(
             Ok(i) => i,
             Err(e) => return Err(LaunchError::Decode(e.clone())),
         };
-        ctr.by_class[Class::of(inst) as usize] += 1;
+        let skipped = vskipped(w, inst);
+        if !skipped {
+            ctr.by_class[Class::of(inst) as usize] += 1;
+        }
         w.executed += 1;
         if w.executed > st.max_wave_instructions {
             return Err(LaunchError::Watchdog {
@@ -359,6 +366,12 @@ fn run_wave(
                 wave: w.id,
                 limit: st.max_wave_instructions,
             });
+        }
+        if skipped {
+            // Not issued: no operand is read, no register, memory or waitcnt counter changes,
+            // so neither the checks nor the timing trace see it.
+            w.pc = idx + 1;
+            continue;
         }
         probe.before(w, inst, idx)?;
         if st.trace {
@@ -382,6 +395,16 @@ fn run_wave(
             Flow::End => return Ok(Flow::End),
         }
     }
+}
+
+/// Whether VSKIP mode suppresses `inst`. CDNA3 ISA reference guide, §12.4 "SOPC Instructions",
+/// S_SETVSKIP (opcode 16): "When VSKIP is enabled, no VOP*/M*BUF/MIMG/DS/FLAT instructions are
+/// issued. Note that VSKIPped memory instructions do not manipulate the waitcnt counters"
+/// (wording as in the CDNA3/CDNA4 guides' instruction chapter). Scalar ALU, scalar memory and
+/// program control (SOPP) still execute, so `s_setvskip 0, 0` can end the mode.
+#[inline]
+fn vskipped(w: &Wave, inst: &Inst) -> bool {
+    w.vskip && !matches!(inst.enc, Enc::Sop1 | Enc::Sop2 | Enc::Sopc | Enc::Sopk | Enc::Sopp | Enc::Smem)
 }
 
 struct Cx<'a, 'b> {
@@ -1312,6 +1335,8 @@ impl Cx<'_, '_> {
             Op::s_bitcmp1_b32 => w.scc = (s0 >> (s1 & 31)) & 1 == 1,
             Op::s_bitcmp0_b64 => w.scc = (s64(self, w, 0) >> (s1 & 63)) & 1 == 0,
             Op::s_bitcmp1_b64 => w.scc = (s64(self, w, 0) >> (s1 & 63)) & 1 == 1,
+            // CDNA3 ISA §12.4, S_SETVSKIP: `VSKIP = S0.u32[S1.u32[4:0]]`; SCC is not written.
+            Op::s_setvskip => w.vskip = (s0 >> (s1 & 31)) & 1 == 1,
             _ => return Err(self.unimpl(inst)),
         }
         Ok(Flow::Next)
