@@ -242,6 +242,10 @@ pub mod dpp {
             0x141 => Some((l & !7) | (7 - (l & 7))),
             0x142 => (l >= 16).then(|| row - 1),
             0x143 => (l >= 32).then_some(31),
+            // row_newbcast:n (gfx90a+, DPP_ROW_NEWBCAST 0x150..=0x15f): "Broadcast a thread
+            // within a row to the whole row" (LLVM AMDGPUModifierSyntax, DPP controls) — every
+            // lane reads lane n of its own row of 16.
+            0x150..=0x15f => Some(row | n),
             _ => None,
         }
     }
