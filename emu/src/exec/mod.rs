@@ -70,6 +70,14 @@ pub struct Checks {
     /// ([`LaunchError::Watchdog`]) instead of looping forever (a kernel bug must fail a test, not
     /// hang it). Default [`Checks::DEFAULT_MAX_WAVE_INSTRUCTIONS`].
     pub max_wave_instructions: u64,
+    /// Wave schedule inside a workgroup (not a check; it rides with the launch options).
+    /// `false` (default): each wave runs to its next `s_barrier` before the next wave starts.
+    /// `true`: the waves take turns one instruction at a time between barriers, the way the
+    /// SIMDs of a CU issue them concurrently. Race-free kernels compute the same either way;
+    /// kernels that rely on timing across an LDS write-after-read between barriers (AMD's
+    /// 1-stage MoE kernels reuse their amax exchange slot without a barrier, see
+    /// `peers_moe::fused`) compute what hardware computes only when interleaved.
+    pub interleave_waves: bool,
 }
 
 impl Default for Checks {
@@ -81,6 +89,7 @@ impl Default for Checks {
             late_arrival: false,
             uninit_lds: false,
             max_wave_instructions: Checks::DEFAULT_MAX_WAVE_INSTRUCTIONS,
+            interleave_waves: false,
         }
     }
 }
@@ -495,6 +504,7 @@ impl Prepared<'_> {
             mem: self.mem,
             memcheck: self.checks.memcheck,
             max_wave_instructions: self.checks.max_wave_instructions,
+            interleave_waves: self.checks.interleave_waves,
             kernarg_ptr: self.kernarg_ptr,
             dispatch_ptr: self.packet,
             queue_ptr: self.queue,
@@ -683,6 +693,7 @@ pub fn run_snippet(words: &[u32], state: &mut WaveState, lds: &mut [u8], mem: &D
         mem,
         memcheck: true,
         max_wave_instructions: Checks::DEFAULT_MAX_WAVE_INSTRUCTIONS,
+        interleave_waves: false,
         kernarg_ptr: 0,
         dispatch_ptr: 0,
         queue_ptr: 0,

@@ -59,6 +59,9 @@ pub(super) struct Setup<'a> {
     pub memcheck: bool,
     /// Per-wave instruction budget (watchdog).
     pub max_wave_instructions: u64,
+    /// Round-robin the workgroup's waves one instruction at a time between barriers
+    /// ([`super::Checks::interleave_waves`]).
+    pub interleave_waves: bool,
     pub kernarg_ptr: u64,
     pub dispatch_ptr: u64,
     pub queue_ptr: u64,
@@ -305,20 +308,31 @@ pub(super) fn run_workgroup(st: &Setup<'_>, wg: [u32; 3]) -> Result<WgCounters, 
     let mut probe = super::checks::Probe::new(st.plan, prog, wg, n_waves, st.lds_bytes);
     probe.tracing = st.trace;
     let _ = st.grid;
+    // Each pass gives every wave that is neither done nor waiting at the barrier a turn: up to
+    // the barrier (serial schedule) or one instruction (interleaved). When no wave can run, the
+    // barrier releases the waiting ones (or all are done).
+    let budget = if st.interleave_waves { 1 } else { u64::MAX };
+    let mut waiting = vec![false; waves.len()];
     loop {
-        let mut running = 0;
-        for w in waves.iter_mut() {
-            if w.done {
+        let mut progressed = false;
+        for (w, wait) in waves.iter_mut().zip(waiting.iter_mut()) {
+            if w.done || *wait {
                 continue;
             }
-            match run_wave(st, w, &mut lds, wg, &mut ctr, &mut probe)? {
+            progressed = true;
+            match run_wave(st, w, &mut lds, wg, &mut ctr, &mut probe, budget)? {
                 Flow::End => w.done = true,
-                _ => running += 1,
+                Flow::Barrier => *wait = true,
+                Flow::Next | Flow::Jump(_) => {}
             }
         }
-        if running == 0 {
+        if progressed {
+            continue;
+        }
+        if !waiting.iter().any(|&x| x) {
             break;
         }
+        waiting.iter_mut().for_each(|x| *x = false);
         ctr.barriers += 1;
         probe.barrier();
     }
@@ -338,9 +352,16 @@ fn run_wave(
     wg: [u32; 3],
     ctr: &mut WgCounters,
     probe: &mut super::checks::Probe<'_>,
+    budget: u64,
 ) -> Result<Flow, LaunchError> {
     let prog = &*st.program;
+    let mut turns = 0u64;
     loop {
+        if turns == budget {
+            // Turn over (interleaved schedule): the wave continues at `w.pc` next time.
+            return Ok(Flow::Next);
+        }
+        turns += 1;
         let idx = w.pc;
         let Some(r) = prog.insts.get(idx) else {
             return Err(LaunchError::Fault {
@@ -2368,6 +2389,9 @@ impl Cx<'_, '_> {
                 _ => return Err(self.unimpl(inst)),
             }
         };
+        if std::env::var_os("DBG_MFMA").is_some() && self.wg == [0, 0, 0] && w.id == 0 && w.executed < 3000 {
+            eprintln!("DBG pc {:#x} a {:#018x} b {:#018x} c {} out {} {}", self.pc(), a[0], bm[0], c16[0][0], out[0][0], out[17][1]);
+        }
         for r in 0..nreg {
             let v: Lanes = std::array::from_fn(|l| b(out[l][r]));
             self.vwrite(w, inst.dst + r as u16, &v, u64::MAX)?;
@@ -2994,7 +3018,7 @@ pub(super) fn run_single(st: &Setup<'_>, w: &mut Wave, lds: &mut [u8]) -> Result
     let mut ctr = WgCounters { waves: 1, ..Default::default() };
     let mut probe = super::checks::Probe::new(st.plan, &st.program, [0; 3], 1, lds.len() as u32);
     loop {
-        match run_wave(st, w, lds, [0; 3], &mut ctr, &mut probe)? {
+        match run_wave(st, w, lds, [0; 3], &mut ctr, &mut probe, u64::MAX)? {
             Flow::End => {
                 ctr.counters = probe.counters;
                 ctr.counts = probe.counts;

@@ -151,7 +151,8 @@ fn prepare_into(
     let px = up.upload_tail(&p.x, t * d, 128)?;
     let pgu = up.upload_tail(&shuffle_experts(&p.w1, e, 2 * i, d)?, e * 2 * i * d, 16 * 128)?;
     let pxc = up.upload(bytes_of(&sorting.num_valid_ids), 8)?;
-    let pd = up.upload_tail(&shuffle_experts(&p.w2, e, d, i)?, e * d * i, 16 * 128)?;
+    // The down loop walks D in chunks of rows and prefetches the chunk after the last one.
+    let pd = up.upload_tail(&shuffle_experts(&p.w2, e, d, i)?, e * d * i, 64 * i)?;
     let mut xq = vec![0f32; db * t];
     for tok in 0..t {
         for b in 0..db {
@@ -160,7 +161,8 @@ fn prepare_into(
     }
     let pxq = up.upload_tail(bytes_of(&xq), xq.len() * 4, t * 4)?;
     let pguq = up.upload_tail(bytes_of(&p.w1_scale), p.w1_scale.len() * 4, 4)?;
-    let pdq = up.upload_tail(bytes_of(&p.w2_scale), p.w2_scale.len() * 4, 4)?;
+    // DQ is prefetched for the D chunk after the last one too: whole rows of I/128 scales.
+    let pdq = up.upload_tail(bytes_of(&p.w2_scale), p.w2_scale.len() * 4, 2 * (i / 128) * 4)?;
     let pstp = up.upload(bytes_of(&sorting.sorted_token_ids), sorting.sorted_token_ids.len() * 4)?;
     let psw = up.upload(bytes_of(&sorting.sorted_weights), sorting.sorted_weights.len() * 4)?;
     let psep = up.upload(bytes_of(&sorting.sorted_expert_ids), sorting.sorted_expert_ids.len() * 4)?;
