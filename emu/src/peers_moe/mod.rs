@@ -235,6 +235,18 @@ impl MoeKernelSpec {
             .copied()
             .ok_or_else(|| MoeError::UnknownKernel(kernel.to_string()))
     }
+    /// What D must be a multiple of. Stage 1: 128. 1-stage: the down projection walks D in
+    /// chunks, 512 columns for the 32x256 kernels and 256 for the others; other D values make
+    /// the padding rows' atomics escape the VSKIP/EXEC guard (writes at row T, found with
+    /// D = 128, 384, 640) or give wrong sums (32x256 at D = 768). Every configuration AMD timed
+    /// has D = 6144 or 7168, multiples of 512.
+    pub fn model_dim_multiple(&self) -> u32 {
+        match (self.family, self.tm, self.tn) {
+            (MoeFamily::Stage1, ..) => BLOCK,
+            (MoeFamily::OneStage, 32, 256) => 512,
+            (MoeFamily::OneStage, ..) => 256,
+        }
+    }
     /// All thirteen, stage 1 first.
     pub fn all() -> Vec<MoeKernelSpec> {
         STAGE1_KERNELS.iter().chain(ONE_STAGE_KERNELS.iter()).copied().collect()
@@ -298,16 +310,17 @@ pub struct MoeConfig {
 }
 
 impl MoeConfig {
-    /// Checks the dimensions against `spec`'s contract: D and I positive multiples of 128 (I of
-    /// TN), 1 ≤ topk ≤ E, block_m = TM, T ≥ 1, T and E small enough for the 24-bit token field
+    /// Checks the dimensions against `spec`'s contract: D a positive multiple of
+    /// [`MoeKernelSpec::model_dim_multiple`], I of TN, 1 ≤ topk ≤ E, block_m = TM, T ≥ 1, T and E small enough for the 24-bit token field
     /// of the sorted ids and the 8-bit slot field.
     pub fn validate(&self, spec: &MoeKernelSpec) -> Result<(), MoeError> {
         let shape = |arg: &'static str, value: u32, expected: String| MoeError::Shape { kernel: spec.name.to_string(), arg, value: value.into(), expected };
         if self.tokens == 0 || self.tokens >= 1 << 24 {
             return Err(shape("tokens", self.tokens, "1 ..= 2^24 − 1 (24-bit token field)".into()));
         }
-        if self.model_dim == 0 || !self.model_dim.is_multiple_of(BLOCK) {
-            return Err(shape("model_dim", self.model_dim, format!("a positive multiple of {BLOCK}")));
+        let dm = spec.model_dim_multiple();
+        if self.model_dim == 0 || !self.model_dim.is_multiple_of(dm) {
+            return Err(shape("model_dim", self.model_dim, format!("a positive multiple of {dm}")));
         }
         if self.inter_dim == 0 || !self.inter_dim.is_multiple_of(spec.tn) {
             return Err(shape("inter_dim", self.inter_dim, format!("a positive multiple of the kernel's TN = {}", spec.tn)));
@@ -342,15 +355,15 @@ impl MoeConfig {
     }
 
     /// The configuration with tokens, model_dim, inter_dim and experts divided by `div` (rounded
-    /// up to the contract's multiples: D and I of 128 and of `tn`, tokens and experts ≥ 1, experts
-    /// ≥ topk): a cheaper problem of the same shape class.
-    pub fn scaled(&self, div: u32, tn: u32) -> MoeConfig {
+    /// up to `spec`'s multiples: D of [`MoeKernelSpec::model_dim_multiple`], I of TN, tokens and
+    /// experts ≥ 1, experts ≥ topk): a cheaper problem of the same shape class.
+    pub fn scaled(&self, div: u32, spec: &MoeKernelSpec) -> MoeConfig {
         let div = div.max(1);
         let round = |x: u32, m: u32| x.div_ceil(div).div_ceil(m).max(1) * m;
         MoeConfig {
             tokens: self.tokens.div_ceil(div).max(1),
-            model_dim: round(self.model_dim, BLOCK),
-            inter_dim: round(self.inter_dim, tn.max(BLOCK)),
+            model_dim: round(self.model_dim, spec.model_dim_multiple()),
+            inter_dim: round(self.inter_dim, spec.tn.max(BLOCK)),
             experts: self.experts.div_ceil(div).max(self.topk),
             ..*self
         }
@@ -599,19 +612,28 @@ pub(crate) fn u32s(v: u32) -> U32Slot {
 
 /// Size of the operand allocations.
 ///
-/// Every MoE peer prefetches along its reduction dimension past the last K block (pipelines of
-/// depth 2-3): the activation-scale buffer (XQ) has num_records = T·4 from a base that advances
+/// With short reductions (D ≤ 256, two 128-K blocks) every MoE peer prefetches past the end of
+/// an operand: the activation-scale buffer (XQ) has num_records = T·4 from a base that advances
 /// T·4 bytes per 128-K block, and the weight buffers are unbounded (num_records 0xfffffff0), so
 /// the loads of the blocks after the last one pass the buffer range check and read past the end
-/// of the operands (the values are never used). On hardware that is an out-of-bounds read into
-/// whatever follows; memcheck reports it with [`MoePadding::Exact`].
+/// (the values are never used). From D = 384 (stage 1) / 512 (1-stage) on, the kernels stop
+/// advancing their pointers at the end of the loop (`s_cselect_b32 …, 0`) and stay inside: every
+/// configuration AMD timed (D ≥ 6144) runs with [`MoePadding::Exact`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MoePadding {
-    /// Exactly the operands' sizes (memcheck then reports the prefetch reads).
+    /// Exactly the operands' sizes (memcheck reports the short-D prefetch reads).
     Exact,
     /// [`PREFETCH_TAIL_BLOCKS`] zeroed 128-K blocks' worth of bytes after X, XQ, the weights and
     /// their scales, so the prefetches stay inside (conformance and timing runs).
     PrefetchTail,
+}
+
+impl MoePadding {
+    /// [`MoePadding::Exact`] for D ≥ 512 (the kernels stay in bounds), else
+    /// [`MoePadding::PrefetchTail`].
+    pub fn for_model_dim(model_dim: u32) -> MoePadding {
+        if model_dim >= 512 { MoePadding::Exact } else { MoePadding::PrefetchTail }
+    }
 }
 
 /// K blocks of zeros [`MoePadding::PrefetchTail`] appends to the operands the kernels prefetch.
@@ -743,17 +765,19 @@ pub(crate) fn launch_config(kernel: &MoeKernel, kernarg: Vec<u8>, grid: [u32; 3]
 /// [`MoeConfig::scaled`]; 1 = as timed) with `seed`, and prepares its launch in `mem`: what a
 /// conformance or timing run of one configurations row needs. `cus` is the CU count the
 /// persistent 1-stage kernels size their grid for ([`TIMED_CUS`] as AMD timed them).
-/// Operands are padded with [`MoePadding::PrefetchTail`].
+/// Operands are allocated exactly ([`MoePadding::Exact`]) when D ≥ 512, with
+/// [`MoePadding::PrefetchTail`] below (a heavily scaled row).
 pub fn prepare_row(mem: &DeviceMemory, kernel: &MoeKernel, row: &ShapeRow, scale_div: u32, seed: u64, cus: u32) -> Result<(MoeProblem, MoeLaunch), MoeError> {
     if kernel.spec != row.spec {
         return Err(MoeError::Contract { kernel: kernel.spec.name.into(), what: format!("row is for `{}`", row.spec.name) });
     }
-    let config = row.config.scaled(scale_div, kernel.spec.tn);
+    let config = row.config.scaled(scale_div, &kernel.spec);
     config.validate(&kernel.spec)?;
     let problem = MoeProblem::generate(config, kernel.spec.family == MoeFamily::OneStage, seed);
+    let padding = MoePadding::for_model_dim(config.model_dim);
     let launch = match kernel.spec.family {
-        MoeFamily::Stage1 => stage1::prepare(mem, kernel, &problem, MoePadding::PrefetchTail)?,
-        MoeFamily::OneStage => fused::prepare(mem, kernel, &problem, cus, MoePadding::PrefetchTail)?,
+        MoeFamily::Stage1 => stage1::prepare(mem, kernel, &problem, padding)?,
+        MoeFamily::OneStage => fused::prepare(mem, kernel, &problem, cus, padding)?,
     };
     Ok((problem, launch))
 }
@@ -800,10 +824,13 @@ mod tests {
     #[test]
     fn scaled_configs_stay_valid() {
         let c = MoeConfig { tokens: 16384, model_dim: 7168, inter_dim: 2048, experts: 33, topk: 9, block_m: 64 };
-        let s = c.scaled(64, 256);
+        let s = c.scaled(64, &STAGE1_KERNELS[4]);
         assert_eq!(s, MoeConfig { tokens: 256, model_dim: 128, inter_dim: 256, experts: 9, topk: 9, block_m: 64 });
         s.validate(&STAGE1_KERNELS[4]).unwrap();
-        assert_eq!(c.scaled(1, 256), c);
+        assert_eq!(c.scaled(1, &STAGE1_KERNELS[4]), c);
+        let one = MoeConfig { block_m: 32, ..c };
+        assert_eq!(one.scaled(8, &ONE_STAGE_KERNELS[2]).model_dim, 1024);
+        assert!(matches!(MoeConfig { model_dim: 768, ..one }.validate(&ONE_STAGE_KERNELS[2]), Err(MoeError::Shape { arg: "model_dim", .. })));
     }
 
     #[test]
