@@ -32,6 +32,7 @@ use bytemuck::{Pod, Zeroable};
 use rayon::prelude::*;
 
 use super::stage1::{decode_table, gate_up, quant_block};
+use super::within;
 use super::{
     CheckReport, FP8_MAX, MoeError, MoeFamily, MoeKernel, MoeLaunch, MoePadding, MoeProblem, MoeSorting, PtrSlot, Schedule, U32Slot, Uploader, bytes_of,
     launch_config, moe_sorting, ptr, shuffle_experts, u32s,
@@ -307,7 +308,7 @@ pub fn check(problem: &MoeProblem, sorting: &MoeSorting, tn: u32, out: &[f32], s
                 if out[t * d + n] == half::bf16::from_f64(want).to_f32() {
                     rep.exact += 1;
                 }
-                if !((got - want).abs() <= bound) {
+                if !within(got - want, bound) {
                     rep.violation(|| format!("O[t {t}][d {n}] = {got:e}, reference {want:e} ± {bound:e} ({} contributions)", contribs.len()));
                 }
                 xy += got * want;

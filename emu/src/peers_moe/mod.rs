@@ -754,7 +754,7 @@ pub(crate) fn launch_config(kernel: &MoeKernel, kernarg: Vec<u8>, grid: [u32; 3]
             what: format!("metadata kernarg_segment_size is {}, the contract's argument block is {} bytes", k.meta.kernarg_segment_size, kernarg.len()),
         });
     }
-    if grid.iter().any(|&g| g == 0) {
+    if grid.contains(&0) {
         return Err(MoeError::Shape { kernel: kernel.spec.name.into(), arg: "grid", value: 0, expected: "every dimension ≥ 1".into() });
     }
     // The kernels use exactly their static LDS (group_segment_fixed_size); no dynamic LDS.
@@ -780,6 +780,12 @@ pub fn prepare_row(mem: &DeviceMemory, kernel: &MoeKernel, row: &ShapeRow, scale
         MoeFamily::OneStage => fused::prepare(mem, kernel, &problem, cus, padding)?,
     };
     Ok((problem, launch))
+}
+
+/// `|x| ≤ bound`, false for NaN (a NaN output is a violation).
+#[inline]
+pub(crate) fn within(x: f64, bound: f64) -> bool {
+    matches!(x.abs().partial_cmp(&bound), Some(std::cmp::Ordering::Less | std::cmp::Ordering::Equal))
 }
 
 /// FP8 value of `x` rounded to nearest even (saturating; for reference intervals).

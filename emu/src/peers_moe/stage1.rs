@@ -33,7 +33,7 @@ use rayon::prelude::*;
 
 use super::{
     AMAX_FLOOR_BITS, CheckReport, FP8_MAX, MoeError, MoeFamily, MoeKernel, MoeLaunch, MoePadding, MoeProblem, MoeSorting, PtrSlot, U32Slot, Uploader, bytes_of,
-    fp8_round, launch_config, moe_sorting, ptr, shuffle_experts, u32s,
+    fp8_round, launch_config, moe_sorting, ptr, shuffle_experts, u32s, within,
 };
 use crate::memory::DeviceMemory;
 use crate::numerics::{F8Kind, f8_to_f32, f32_to_f8_rne};
@@ -297,7 +297,7 @@ pub fn check(problem: &MoeProblem, sorting: &MoeSorting, out: &Stage1Output, sam
                 let scale = out.scale[(t * k + s) * ib + b];
                 let want = qb.amax / f64::from(FP8_MAX);
                 let bound = (qb.amax_err + qb.amax * 2f64.powi(-21)) / f64::from(FP8_MAX) * 1.01;
-                if !((f64::from(scale) - want).abs() <= bound) {
+                if !within(f64::from(scale) - want, bound) {
                     rep.violation(|| format!("scale[t {t}][s {s}][block {b}] = {scale:e}, reference amax/240 = {want:e} ± {bound:e}"));
                 }
                 for (jj, &(lo, hi, code)) in qb.q.iter().enumerate() {
