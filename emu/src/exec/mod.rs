@@ -109,8 +109,9 @@ impl Checks {
         Checks { memcheck: false, ..Checks::default() }
     }
     /// Parses a comma-separated list of modes: `all`, `none`, `default`, `memcheck`,
-    /// `mfma-hazard`, `racecheck`, `late-arrival`, `uninit-lds` (applied left to right, starting
-    /// from no modes), e.g. `memcheck,racecheck`. This is the syntax of the `AMDGPU_EMU_CHECKS`
+    /// `mfma-hazard`, `racecheck`, `late-arrival`, `uninit-lds`, and the schedule option
+    /// `interleave-waves` ([`Checks::interleave_waves`]) (applied left to right, starting from no
+    /// modes), e.g. `memcheck,racecheck`. This is the syntax of the `AMDGPU_EMU_CHECKS`
     /// environment variable the HIP runtime reads.
     pub fn parse(s: &str) -> Result<Checks, String> {
         let mut c = Checks::none();
@@ -124,9 +125,10 @@ impl Checks {
                 "racecheck" => c.racecheck = true,
                 "late-arrival" => c.late_arrival = true,
                 "uninit-lds" => c.uninit_lds = true,
+                "interleave-waves" => c.interleave_waves = true,
                 other => {
                     return Err(format!(
-                        "unknown check `{other}`: expected a comma-separated list of all, none, default, memcheck, mfma-hazard, racecheck, late-arrival, uninit-lds"
+                        "unknown check `{other}`: expected a comma-separated list of all, none, default, memcheck, mfma-hazard, racecheck, late-arrival, uninit-lds, interleave-waves"
                     ));
                 }
             }
