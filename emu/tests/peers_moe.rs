@@ -47,16 +47,16 @@ fn load(spec: MoeKernelSpec) -> MoeKernel {
 
 /// The 1-stage kernels whose cross-wave amax exchange races (TN = 256).
 fn races(spec: &MoeKernelSpec) -> bool {
-    spec.family == MoeFamily::OneStage && spec.tn == 256
+    spec.amax_slot_race()
 }
 /// The 1-stage kernels that read LDS results without waiting (32x256).
 fn reads_unwaited(spec: &MoeKernelSpec) -> bool {
-    spec.family == MoeFamily::OneStage && spec.tm == 32 && spec.tn == 256
+    spec.unwaited_lds_reads()
 }
 
 /// Every mode except the documented findings (module docs), waves interleaved.
 fn value_checks(spec: &MoeKernelSpec) -> Checks {
-    Checks { mfma_hazard: false, racecheck: !races(spec), late_arrival: !reads_unwaited(spec), interleave_waves: true, ..Checks::all() }
+    spec.clean_checks()
 }
 
 /// Prepares, launches and checks one problem; returns the report (already asserted clean).

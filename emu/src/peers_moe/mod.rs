@@ -17,8 +17,9 @@
 //! uniformly random top-k subset, drawn with a fixed seed).
 //!
 //! Use: [`load_moe_kernel`] (or [`load_moe_kernels`]) → [`MoeProblem::generate`] →
-//! [`stage1::prepare`] / [`fused::prepare`] → [`crate::exec::launch`] → read the output →
-//! [`stage1::check`] / [`fused::check`]. [`shape_rows`] parses the timed configurations
+//! [`stage1::prepare`] / [`fused::prepare`] → [`crate::exec::launch`] with
+//! [`MoeKernelSpec::clean_checks`] (waves interleaved: the TN = 256 1-stage kernels depend on
+//! it) → read the output → [`stage1::check`] / [`fused::check`]. [`shape_rows`] parses the timed configurations
 //! (`shapes_fmoe_stage1.csv`, `shapes_fmoe_1stage.csv`) and [`prepare_row`] builds the launch for
 //! one of them (optionally scaled down), for conformance and timing runs alike.
 //!
@@ -245,6 +246,29 @@ impl MoeKernelSpec {
             (MoeFamily::Stage1, ..) => BLOCK,
             (MoeFamily::OneStage, 32, 256) => 512,
             (MoeFamily::OneStage, ..) => 256,
+        }
+    }
+    /// Whether the kernel exchanges per-row amax values through one LDS slot reused without a
+    /// barrier (the 1-stage kernels with TN = 256): right only when the workgroup's waves run
+    /// interleaved ([`crate::exec::Checks::interleave_waves`]), as on hardware.
+    pub fn amax_slot_race(&self) -> bool {
+        self.family == MoeFamily::OneStage && self.tn == 256
+    }
+    /// Whether the kernel feeds its output atomics from `ds_read_b32` results without an
+    /// `s_waitcnt lgkmcnt` (the 1-stage 32x256 kernels; a late-arrival finding).
+    pub fn unwaited_lds_reads(&self) -> bool {
+        self.family == MoeFamily::OneStage && self.tm == 32 && self.tn == 256
+    }
+    /// The launch options under which the kernel computes what hardware computes and runs clean:
+    /// every check but mfma-hazard (see `tests/peers.rs` for the GEMM peers' finding) and the
+    /// two findings above, waves interleaved. Conformance and timing runs use these.
+    pub fn clean_checks(&self) -> crate::exec::Checks {
+        crate::exec::Checks {
+            mfma_hazard: false,
+            racecheck: !self.amax_slot_race(),
+            late_arrival: !self.unwaited_lds_reads(),
+            interleave_waves: true,
+            ..crate::exec::Checks::all()
         }
     }
     /// All thirteen, stage 1 first.

@@ -162,8 +162,7 @@ pub fn moe_sorting(routing: &Routing, block_m: u32) -> Result<MoeSorting, MoeErr
         eids.extend(std::iter::repeat_n(ex as u32, blocks));
     }
     let valid = ids.len() as u32;
-    // Never exceeds the allocation: Σ ⌈c_e/bm⌉·bm ≤ Σ c_e + (used experts)·(bm − 1) ≤ T·topk + E·bm − topk
-    // when at least one... (checked rather than assumed).
+    // Σ ⌈c_e/bm⌉·bm ≤ T·topk + (used experts)·(bm − 1) fits max_num_tokens_padded; checked anyway.
     if ids.len() > total || eids.len() > max_num_m_blocks as usize {
         return Err(MoeError::Overflow { what: "sorted rows exceed max_num_m_blocks · block_m" });
     }
