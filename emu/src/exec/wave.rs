@@ -2389,9 +2389,6 @@ impl Cx<'_, '_> {
                 _ => return Err(self.unimpl(inst)),
             }
         };
-        if std::env::var_os("DBG_MFMA").is_some() && self.wg == [0, 0, 0] && w.id == 0 && w.executed < 3000 {
-            eprintln!("DBG pc {:#x} a {:#018x} b {:#018x} c {} out {} {}", self.pc(), a[0], bm[0], c16[0][0], out[0][0], out[17][1]);
-        }
         for r in 0..nreg {
             let v: Lanes = std::array::from_fn(|l| b(out[l][r]));
             self.vwrite(w, inst.dst + r as u16, &v, u64::MAX)?;
