@@ -651,26 +651,16 @@ pub fn force_stream_k(schedule: Option<ForcedStreamK>) {
     update(|o| o.stream_k = schedule);
 }
 
-/// The stream-K schedule forced for this choice, if any.
+/// The stream-K schedule forced for this choice, if any (checked against the problem by the
+/// choice itself).
 pub(crate) fn forced_stream_k() -> Result<Option<ForcedStreamK>, ConfigError> {
-    match current().stream_k {
-        Some((0, dp)) => Err(ConfigError::ForcedStreamK {
-            schedule: match dp {
-                Some(dp) => format!("0/{dp}"),
-                None => "0".into(),
-            },
-            expected: "at least one stream-K workgroup".into(),
-        }),
-        other => Ok(other),
-    }
+    Ok(current().stream_k)
 }
 
-/// The split count forced for this choice, if any.
+/// The split count forced for this choice, if any (checked against the problem by the choice
+/// itself).
 pub(crate) fn forced_split() -> Result<Option<u32>, ConfigError> {
-    match current().split {
-        Some(0) => Err(ConfigError::ForcedSplit { splits: "0".into(), expected: "a positive integer".into() }),
-        other => Ok(other),
-    }
+    Ok(current().split)
 }
 
 /// Largest split count the model considers (and the most `FP8GEMM_FORCE_SPLIT` may ask for

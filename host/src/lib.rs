@@ -74,6 +74,12 @@
 //! * [`checkpoint`]: DeepSeek-V3/R1 FP8 checkpoints (safetensors) into MoE / MLP weights.
 #![warn(missing_docs)]
 
+/// The README's Rust snippets, compiled and run as doctests (its example checks against the CPU
+/// reference, so it needs the `reference` feature).
+#[cfg(all(doctest, feature = "reference"))]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;
+
 pub mod backend;
 #[cfg(feature = "checkpoint")]
 pub mod checkpoint;
