@@ -19,7 +19,13 @@
 //!   `acc = Σ_k A[m,k]·B[n,k]` exact in i32 (`v_mfma_i32_16x16x32_i8`), `f32(acc)` rounded to
 //!   nearest even (`v_cvt_f32_i32`), the product rounded once (`v_pk_mul_f32`), the fused
 //!   multiply-add rounded once (`v_fma_f32` / `v_pk_fma_f32`) and the upper half kept
-//!   (`v_perm_b32` selector 0x07060302: truncation). [`reference`] computes exactly this.
+//!   (`v_perm_b32` selector 0x07060302: truncation). That is the order of the TN = 128 tiles;
+//!   **112×256 multiplies by the scales the other way round**, `fma(f32(acc)·SA[m], SB[n],
+//!   bias[n])` ([`ScaleOrder`]): its `v_pk_mul_f32` takes the SA values (`buffer_load_dword v116`
+//!   from the kernarg-0x30 resource) and its `v_pk_fma_f32` the SB and bias values broadcast per
+//!   row with `v_mov_b32_dpp … row_newbcast` (from v130 / v131, loaded through the 0x40 / 0x50
+//!   resources). The two orders round differently in about one element in 10^5 after
+//!   truncation. [`reference`] computes exactly what each tile does.
 //! * Split-K (ks > 1, every tile but 112×256): split s covers K range
 //!   `[s·c, min((s+1)·c, K))` with `c = ⌈⌈K/ks⌉/128⌉·128` ([`split_ranges`]); each split stores
 //!   its own truncated partial with `global_atomic_pk_add_bf16` onto a zeroed C; bias is added
@@ -416,18 +422,38 @@ pub fn bf16_trunc_bits(x: f32) -> u16 {
     (x.to_bits() >> 16) as u16
 }
 
-/// The epilogue of one output element: `fma(f32(acc)·sb, sa, bias)` in f32 (`v_cvt_f32_i32`
-/// rounds to nearest even, as Rust's `as f32`; one rounding for the product, one for the fused
-/// multiply-add).
+/// Which scale an I8gemm epilogue multiplies the converted accumulator by first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScaleOrder {
+    /// `fma(f32(acc)·SB[n], SA[m], bias[n])` (the TN = 128 tiles).
+    SbThenSa,
+    /// `fma(f32(acc)·SA[m], SB[n], bias[n])` (112×256).
+    SaThenSb,
+}
+
+impl I8Tile {
+    /// The order of the scale multiplications in this tile's epilogue (from the disassembly, see
+    /// the module docs).
+    pub fn scale_order(self) -> ScaleOrder {
+        if self.tn == 256 { ScaleOrder::SaThenSb } else { ScaleOrder::SbThenSa }
+    }
+}
+
+/// The epilogue of one output element in f32: `v_cvt_f32_i32` (round to nearest even, as
+/// Rust's `as f32`), one rounded product by the first scale, then one fused multiply-add by the
+/// second scale plus the bias.
 #[inline]
-pub fn epilogue(acc: i32, sa: f32, sb: f32, bias: f32) -> f32 {
-    (acc as f32 * sb).mul_add(sa, bias)
+pub fn epilogue(acc: i32, sa: f32, sb: f32, bias: f32, order: ScaleOrder) -> f32 {
+    match order {
+        ScaleOrder::SbThenSa => (acc as f32 * sb).mul_add(sa, bias),
+        ScaleOrder::SaThenSb => (acc as f32 * sa).mul_add(sb, bias),
+    }
 }
 
 /// The exact result of an I8gemm launch: for each split, the bf16 partial it stores.
 #[derive(Clone, Debug)]
 pub struct I8Reference {
-    /// `partials[s][m·n + j]`: split s's `bf16_trunc(epilogue(acc_s, SA[m], SB[j], bias_s[j]))`
+    /// `partials[s][m·n + j]`: split s's `bf16_trunc(epilogue(acc_s, SA[m], SB[j], bias_s[j], order))`
     /// with `bias_s` = bias for s = 0 and 0 otherwise. With ks = 1 this is C.
     pub partials: Vec<Vec<u16>>,
 }
@@ -472,10 +498,11 @@ pub fn bf16_add(a: u16, b: u16) -> u16 {
     half::bf16::from_f32(half::bf16::from_bits(a).to_f32() + half::bf16::from_bits(b).to_f32()).to_bits()
 }
 
-/// The bit-exact result of `p` ([`I8Reference`]), rows `rows` only (`0..m` for all of C):
-/// exact i32 dot products per split, then [`epilogue`] and truncation. Parallel over rows;
-/// O(|rows|·N·K).
-pub fn reference_rows(p: &I8Problem, rows: Range<u32>) -> Result<I8Reference, PeerError> {
+/// The bit-exact result of `p` on `tile` ([`I8Reference`]), rows `rows` only (`0..m` for all of
+/// C): exact i32 dot products per split, then [`epilogue`] in the tile's [`ScaleOrder`] and
+/// truncation. Parallel over rows; O(|rows|·N·K).
+pub fn reference_rows(p: &I8Problem, tile: I8Tile, rows: Range<u32>) -> Result<I8Reference, PeerError> {
+    let order = tile.scale_order();
     let (n, k) = (p.n as usize, p.k as usize);
     for (arg, got, expected) in
         [("a", p.a.len(), p.m as usize * k), ("b", p.b.len(), n * k), ("sa", p.sa.len(), p.m as usize), ("sb", p.sb.len(), n), ("bias", p.bias.len(), n)]
@@ -499,7 +526,7 @@ pub fn reference_rows(p: &I8Problem, rows: Range<u32>) -> Result<I8Reference, Pe
                 let b = &p.b[j * k + lo..j * k + hi];
                 let acc = a.iter().zip(b).fold(0i32, |s, (&x, &y)| s.wrapping_add(i32::from(x) * i32::from(y)));
                 let bias = if s == 0 { p.bias[j] } else { 0.0 };
-                *o = bf16_trunc_bits(epilogue(acc, p.sa[mi], p.sb[j], bias));
+                *o = bf16_trunc_bits(epilogue(acc, p.sa[mi], p.sb[j], bias, order));
             }
         });
     }
@@ -507,8 +534,8 @@ pub fn reference_rows(p: &I8Problem, rows: Range<u32>) -> Result<I8Reference, Pe
 }
 
 /// [`reference_rows`] over all of C.
-pub fn reference(p: &I8Problem) -> Result<I8Reference, PeerError> {
-    reference_rows(p, 0..p.m)
+pub fn reference(p: &I8Problem, tile: I8Tile) -> Result<I8Reference, PeerError> {
+    reference_rows(p, tile, 0..p.m)
 }
 
 /// One row of [`I8_MEASURED_CSV`]: an I8gemm kernel time measured on an MI325X.
@@ -627,20 +654,27 @@ mod tests {
     #[test]
     fn epilogue_rounds_in_the_kernels_order() {
         // f32(2^24 + 1) rounds to 2^24 (nearest even).
-        assert_eq!(epilogue((1 << 24) + 1, 1.0, 1.0, 0.0), 16_777_216.0);
+        assert_eq!(epilogue((1 << 24) + 1, 1.0, 1.0, 0.0, ScaleOrder::SbThenSa), 16_777_216.0);
         // Truncation, not rounding: 1 + 2^-8 + 2^-9 keeps the upper half 0x3F80.
         assert_eq!(bf16_trunc_bits(1.0 + 2f32.powi(-8) + 2f32.powi(-9)), 0x3F80);
         assert_eq!(bf16_trunc_bits(-1.5), 0xBFC0);
         // One rounding for the FMA: x·sa + bias with x·sa not representable.
-        let x = epilogue(3, 1.0 / 3.0, 1.0, 1.0);
+        let x = epilogue(3, 1.0 / 3.0, 1.0, 1.0, ScaleOrder::SbThenSa);
         assert_eq!(x, (3.0f32).mul_add(1.0 / 3.0, 1.0));
+        // The two orders differ: (7·0.1)·0.3 and (7·0.3)·0.1 round differently in f32.
+        let (a, b) = (epilogue(7, 0.3, 0.1, 0.0, ScaleOrder::SbThenSa), epilogue(7, 0.3, 0.1, 0.0, ScaleOrder::SaThenSb));
+        assert_eq!(a, (7.0f32 * 0.1) * 0.3);
+        assert_eq!(b, (7.0f32 * 0.3) * 0.1);
+        assert_eq!(I8Tile { tm: 112, tn: 256 }.scale_order(), ScaleOrder::SaThenSb);
+        assert_eq!(I8Tile { tm: 16, tn: 128 }.scale_order(), ScaleOrder::SbThenSa);
     }
 
     #[test]
     fn reference_is_exact_on_a_small_problem() {
         let mut p = I8Problem::generate(3, 128, 256, 5);
         p.bias = (0..128).map(|j| j as f32 / 8.0).collect();
-        let r = reference(&p).unwrap();
+        let t = I8Tile { tm: 16, tn: 128 };
+        let r = reference(&p, t).unwrap();
         for mi in 0..3 {
             for j in 0..128 {
                 let acc: i64 = (0..256).map(|kk| i64::from(p.a[mi * 256 + kk]) * i64::from(p.b[j * 256 + kk])).sum();
@@ -650,7 +684,7 @@ mod tests {
         }
         assert!(p.a.iter().all(|&x| x >= -127) && p.a.iter().any(|&x| x == 127 || x == -127));
         p.ks = 2;
-        let r2 = reference(&p).unwrap();
+        let r2 = reference(&p, t).unwrap();
         assert_eq!(r2.partials.len(), 2);
         assert_eq!(r2.split_candidates(5), vec![r2.c_bits().unwrap()[5]]);
     }
