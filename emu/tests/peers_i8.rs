@@ -281,7 +281,7 @@ fn measured_shapes_are_bit_exact_at_small_m() {
     for r in &rows {
         let m = if r.m <= 256 { r.m } else { 2 * r.tile.tm + 7 };
         if done.insert((r.kernel.clone(), m, r.n, r.k, r.lda_bytes, r.split_k)) {
-            run_measured(r, m, &[0..m]);
+            run_measured(r, m, std::slice::from_ref(&(0..m)));
         }
     }
 }

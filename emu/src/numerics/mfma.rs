@@ -399,10 +399,10 @@ mod tests {
                     })
                 });
                 let d = mfma_i32_16x16x32_i8(&a, &b, &c);
-                for l in 0..64 {
-                    for r in 0..4 {
+                for (l, regs) in d.iter().enumerate() {
+                    for (r, &v) in regs.iter().enumerate() {
                         let (i, j) = d_index(16, l, r);
-                        assert_eq!(d[l][r], want(i, j), "16x16 D[{i}][{j}]");
+                        assert_eq!(v, want(i, j), "16x16 D[{i}][{j}]");
                     }
                 }
             } else {
@@ -413,10 +413,10 @@ mod tests {
                     })
                 });
                 let d = mfma_i32_32x32x16_i8(&a, &b, &c);
-                for l in 0..64 {
-                    for r in 0..16 {
+                for (l, regs) in d.iter().enumerate() {
+                    for (r, &v) in regs.iter().enumerate() {
                         let (i, j) = d_index(32, l, r);
-                        assert_eq!(d[l][r], want(i, j), "32x32 D[{i}][{j}]");
+                        assert_eq!(v, want(i, j), "32x32 D[{i}][{j}]");
                     }
                 }
             }
