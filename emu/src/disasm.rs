@@ -499,6 +499,7 @@ fn format_dpp(inst: &Inst) -> String {
         0x141 => "row_half_mirror".into(),
         0x142 => "row_bcast:15".into(),
         0x143 => "row_bcast:31".into(),
+        0x150..=0x15f => format!("row_newbcast:{}", c & 15),
         other => format!("<dpp_ctrl {other:#x}>"),
     };
     let _ = write!(s, " {ctrl} row_mask:{:#x} bank_mask:{:#x}", dpp::row_mask(w), dpp::bank_mask(w));

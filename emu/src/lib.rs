@@ -9,6 +9,8 @@
 //!   (memcheck, mfma-hazard, racecheck, late-arrival, uninit-lds) and per-launch counters;
 //! * [`peers`]: AMD's production FP8 GEMM code objects (read from a directory outside the repo):
 //!   their launch contracts, operand layouts, an f64 reference and the measured MI325X times;
+//! * [`peers_i8`]: the same for AMD's int8 GEMM code objects (bit-exact reference);
+//! * [`peers_gfx950`]: the gfx950 builds of the FP8 peers (OCP E4M3FN operands);
 //! * [`timing`]: the cycle-level timing model of MI300X / MI325X (the project's performance
 //!   model; every figure *modelled*), its calibration against measured times, and the
 //!   throughput lower bound [`timing::bound`];
@@ -28,4 +30,6 @@ pub mod loader;
 pub mod memory;
 pub mod numerics;
 pub mod peers;
+pub mod peers_gfx950;
+pub mod peers_i8;
 pub mod timing;

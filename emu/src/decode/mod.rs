@@ -242,6 +242,10 @@ pub mod dpp {
             0x141 => Some((l & !7) | (7 - (l & 7))),
             0x142 => (l >= 16).then(|| row - 1),
             0x143 => (l >= 32).then_some(31),
+            // row_newbcast:n (gfx90a+, dpp_ctrl 0x150 + n): every lane of a row reads lane n of
+            // its row (LLVM `AMDGPUModifierSyntax.rst`, GFX90A DPP: "Broadcast a thread within
+            // a row to the whole row"; `SIDefines.h` DppCtrl::ROW_NEWBCAST_FIRST = 0x150).
+            0x150..=0x15f => Some(row | n),
             _ => None,
         }
     }

@@ -356,7 +356,8 @@ pub struct Compiled {
     pub(crate) targets: Vec<u32>,
     /// Per-instruction precomputed helper (e.g. the compare spec of v_cmp).
     pub(crate) aux: Vec<u32>,
-    /// FP8 operands use the OCP encodings (gfx950) instead of FNUZ (gfx942).
+    /// FP8 operands use the OCP encodings (gfx950) instead of FNUZ (gfx942): the code object's
+    /// [`crate::loader::Target::fp8_ocp`].
     pub(crate) ocp: bool,
     /// Initial HW_REG_MODE of every wave (round and denorm modes, DX10_CLAMP, IEEE) from RSRC1.
     pub(crate) initial_mode: u32,
@@ -390,7 +391,7 @@ impl Compiled {
                 aux[i] = wave::precompute(inst);
             }
         }
-        Ok(Compiled { kernel: kernel.clone(), pcs, insts, targets, aux, ocp: co.arch() == "gfx950", initial_mode: mode_register(&kernel.descriptor) })
+        Ok(Compiled { kernel: kernel.clone(), pcs, insts, targets, aux, ocp: co.target().fp8_ocp(), initial_mode: mode_register(&kernel.descriptor) })
     }
 }
 

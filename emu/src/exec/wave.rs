@@ -301,20 +301,39 @@ pub(super) fn run_workgroup(st: &Setup<'_>, wg: [u32; 3]) -> Result<WgCounters, 
     let mut probe = super::checks::Probe::new(st.plan, prog, wg, n_waves, st.lds_bytes);
     probe.tracing = st.trace;
     let _ = st.grid;
+    // Waves issue round-robin, ISSUE_QUANTUM instructions each, until every wave has reached
+    // the barrier or ended; then the barrier releases them all together. On hardware the waves
+    // of a workgroup run concurrently on the CU's SIMDs and leave a barrier together, so an
+    // instruction a few slots after a barrier in one wave precedes one many slots later in
+    // another. Running each wave to its barrier in turn would instead let wave 0 finish a whole
+    // barrier interval before wave 1 starts it, an order no hardware schedule produces. Kernels
+    // free of LDS races between barriers (racecheck) give the same result under any order; a
+    // kernel that relies on this issue order (AMD's I8gemm 112x256 epilogue overwrites an LDS
+    // exchange buffer some 20 instructions after the barrier that publishes it, while the other
+    // waves read it right after that barrier) gets the hardware's result.
+    let mut at_barrier = vec![false; waves.len()];
     loop {
-        let mut running = 0;
-        for w in waves.iter_mut() {
-            if w.done {
-                continue;
+        loop {
+            let mut issued = false;
+            for (w, parked) in waves.iter_mut().zip(at_barrier.iter_mut()) {
+                if w.done || *parked {
+                    continue;
+                }
+                issued = true;
+                match run_wave(st, w, &mut lds, wg, &mut ctr, &mut probe, ISSUE_QUANTUM)? {
+                    Flow::End => w.done = true,
+                    Flow::Barrier => *parked = true,
+                    Flow::Next | Flow::Jump(_) => {}
+                }
             }
-            match run_wave(st, w, &mut lds, wg, &mut ctr, &mut probe)? {
-                Flow::End => w.done = true,
-                _ => running += 1,
+            if !issued {
+                break;
             }
         }
-        if running == 0 {
+        if waves.iter().all(|w| w.done) {
             break;
         }
+        at_barrier.iter_mut().for_each(|b| *b = false);
         ctr.barriers += 1;
         probe.barrier();
     }
@@ -334,9 +353,10 @@ fn run_wave(
     wg: [u32; 3],
     ctr: &mut WgCounters,
     probe: &mut super::checks::Probe<'_>,
+    quantum: u64,
 ) -> Result<Flow, LaunchError> {
     let prog = &*st.program;
-    loop {
+    for _ in 0..quantum {
         let idx = w.pc;
         let Some(r) = prog.insts.get(idx) else {
             return Err(LaunchError::Fault {
@@ -382,7 +402,12 @@ fn run_wave(
             Flow::End => return Ok(Flow::End),
         }
     }
+    Ok(Flow::Next)
 }
+
+/// Instructions a wave issues before the next wave of its workgroup gets its turn
+/// ([`run_workgroup`]'s round-robin).
+const ISSUE_QUANTUM: u64 = 1;
 
 struct Cx<'a, 'b> {
     st: &'a Setup<'b>,
@@ -2315,16 +2340,36 @@ impl Cx<'_, '_> {
         let nreg = if rows16 { 4 } else { 16 };
         let a = self.vread64(w, inst, inst.src[0], false)?;
         let bm = self.vread64(w, inst, inst.src[1], false)?;
-        let mut c16 = [[0f32; 16]; 64];
+        let mut craw = [[0u32; 16]; 64];
         for r in 0..nreg {
             let v = self.vread(w, inst, if inst.src[2] >= VGPR0 { inst.src[2] + r as u16 } else { inst.src[2] })?;
             for l in 0..64 {
-                c16[l][r] = f(v[l]);
+                craw[l][r] = v[l];
             }
         }
         if inst.abs != 0 || inst.opsel != 0 || inst.neg != 0 {
             return Err(self.unimpl(inst));
         }
+        if matches!(op, Op::v_mfma_i32_16x16x32_i8 | Op::v_mfma_i32_32x32x16_i8) {
+            // Integer MFMA: i32 accumulators, exact (CDNA3 ISA opcodes 87 / 86). The clamp bit
+            // (saturation) is not modelled: a typed error, not a silent wrap.
+            if inst.has_flag(flag::CLAMP) {
+                return Err(self.unimpl(inst));
+            }
+            let out: Vec<[i32; 16]> = if rows16 {
+                let c: [[i32; 4]; 64] = std::array::from_fn(|l| std::array::from_fn(|r| craw[l][r] as i32));
+                numerics::mfma_i32_16x16x32_i8(&a, &bm, &c).iter().map(|x| std::array::from_fn(|r| if r < 4 { x[r] } else { 0 })).collect()
+            } else {
+                let c: [[i32; 16]; 64] = std::array::from_fn(|l| craw[l].map(|x| x as i32));
+                numerics::mfma_i32_32x32x16_i8(&a, &bm, &c).to_vec()
+            };
+            for r in 0..nreg {
+                let v: Lanes = std::array::from_fn(|l| out[l][r] as u32);
+                self.vwrite(w, inst.dst + r as u16, &v, u64::MAX)?;
+            }
+            return Ok(());
+        }
+        let c16: [[f32; 16]; 64] = std::array::from_fn(|l| craw[l].map(f));
         let out: Vec<[f32; 16]> = if name.ends_with("fp8_fp8") || name.ends_with("fp8_bf8") || name.ends_with("bf8_fp8") || name.ends_with("bf8_bf8") {
             let (ka, kb) = f8kinds(op, self.st.program.ocp);
             if rows16 {
@@ -2978,17 +3023,18 @@ pub(super) fn run_single(st: &Setup<'_>, w: &mut Wave, lds: &mut [u8]) -> Result
     let mut ctr = WgCounters { waves: 1, ..Default::default() };
     let mut probe = super::checks::Probe::new(st.plan, &st.program, [0; 3], 1, lds.len() as u32);
     loop {
-        match run_wave(st, w, lds, [0; 3], &mut ctr, &mut probe)? {
+        match run_wave(st, w, lds, [0; 3], &mut ctr, &mut probe, u64::MAX)? {
             Flow::End => {
                 ctr.counters = probe.counters;
                 ctr.counts = probe.counts;
                 ctr.lines = probe.lines;
                 return Ok(ctr);
             }
-            _ => {
+            Flow::Barrier => {
                 ctr.barriers += 1;
                 probe.barrier();
             }
+            Flow::Next | Flow::Jump(_) => {}
         }
     }
 }

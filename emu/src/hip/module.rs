@@ -160,7 +160,9 @@ fn load_module(bytes: &[u8]) -> Result<u64, hipError_t> {
             _ => hipErrorInvalidImage,
         }
     })?;
-    if code.arch() != "gfx942" {
+    // The emulated HIP device is a gfx942 (MI300X); a code object for another target has no
+    // binary for it, as on hardware. (exec::launch runs any loaded target directly.)
+    if code.target() != crate::loader::Target::Gfx942 {
         eprintln!("amdgpu-emu: hipModuleLoadData: code object is for {}, the device is gfx942", code.arch());
         return Err(hipErrorNoBinaryForGpu);
     }
