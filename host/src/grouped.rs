@@ -13,7 +13,7 @@
 //! in the pre-shuffled [layout](crate::layout), with the "bs" main loop
 //! ([`fp8gemm_device::mainloop_bs`]: B straight from global memory into registers; the kernels
 //! `m_grouped_fp8_gemm_nt_{contiguous,masked}_bs_*`, chosen by
-//! [`crate::config::get_grouped_bs_config`]). The layout travels with the weights' view.
+//! `crate::config::get_grouped_bs_config`). The layout travels with the weights' view.
 //!
 //! Device layouts (row-major, no padding): `A` and SFA as [`ActivationsView`] (`m = m_sum`, or
 //! `m = G · m_max` with group `g`'s rows at `g·m_max ..`), `B` `[G, n, k]` FP8 and SFB
@@ -26,7 +26,7 @@
 //!   layout is valid (see [`validate_m_indices`]). The −1 padding rows at the end of a group's
 //!   last aligned block (DeepGEMM's "mixed" blocks) are computed by the kernel with that group's
 //!   weights but **not stored**: like all-padding blocks (which do no work at all), they keep
-//!   whatever D held. This matches [`crate::reference::m_grouped_fp8_gemm_nt_contiguous`].
+//!   whatever D held. This matches `crate::reference::m_grouped_fp8_gemm_nt_contiguous`.
 //! * Masked: rows `0..min(masked_m[g], m_max)` of each group; the rest keep what D held.
 //!
 //! # Validation: what is checked where
@@ -144,7 +144,7 @@ impl<F: Fp8Format> DeviceGroupedWeights<F> {
     /// pre-shuffled layout are shuffled on the host on the way, in bounded chunks), in order on
     /// `stream`. `w` is read (staged)
     /// before this returns, so it may be dropped or reused at once: a layer loads expert by
-    /// expert with one expert on the host ([`crate::checkpoint::DeviceMoeWeights::load`]). Work
+    /// expert with one expert on the host (`crate::checkpoint::DeviceMoeWeights::load`). Work
     /// on other streams that reads the weights must be ordered after `stream` (an
     /// [`crate::Event`], or `stream.synchronize()`). Not on a capturing stream
     /// ([`Error::Capturing`]).
@@ -429,7 +429,7 @@ fn check_len(arg: &'static str, what: String, expected: usize, actual: usize) ->
 /// and D (`lda = k`, `ldd = n`). `b` may be in either [layout](crate::layout): pre-shuffled
 /// weights run the bs kernels (B straight from global memory into the MFMA operands,
 /// [`fp8gemm_device::grouped`]; 32-, 64- or 128-row tiles, chosen by
-/// [`crate::config::get_grouped_bs_config`]), logical ones the LDS-staged kernels; the result
+/// `crate::config::get_grouped_bs_config`), logical ones the LDS-staged kernels; the result
 /// is the same, bit for bit. With `G = 0` every row must be padding and nothing is launched.
 /// The launch is queued on `stream`: asynchronous and capture-safe, as [`crate::fp8_gemm_nt`]'s.
 pub fn m_grouped_fp8_gemm_nt_contiguous<'a, F: Fp8Format>(
@@ -506,7 +506,7 @@ pub fn m_grouped_fp8_gemm_nt_contiguous<'a, F: Fp8Format>(
 ///
 /// Pre-shuffled weights with few working tiles (decode: small `expected_m`, long `k`) may run
 /// **split-K** (`m_grouped_fp8_gemm_nt_masked_splitk_bs_*`, [`fp8gemm_device::grouped`]; split
-/// count from `expected_m` by [`crate::config::get_grouped_bs_config_for_workspace`],
+/// count from `expected_m` by `crate::config::get_grouped_bs_config_for_workspace`,
 /// `FP8GEMM_FORCE_SPLIT` forces it) with the stream's workspace, under the dense split-K rules
 /// of [`crate::workspace`]: deterministic, capture-safe, correct for any `masked_m`; if the
 /// preferred split does not fit the stream's workspace the best one that fits runs and
@@ -527,9 +527,9 @@ pub fn m_grouped_fp8_gemm_nt_masked<'a, F: Fp8Format>(
 
 /// [`m_grouped_fp8_gemm_nt_masked`] with an explicit split-K workspace, as
 /// [`crate::fp8_gemm_nt_with_workspace`] is to [`crate::fp8_gemm_nt`]: the configuration is the
-/// one the model prefers ([`crate::config::get_grouped_bs_config_for_workspace`] with no
+/// one the model prefers (`crate::config::get_grouped_bs_config_for_workspace` with no
 /// workspace limit; `FP8GEMM_FORCE_SPLIT` forces the split), and a `workspace` smaller than
-/// its need ([`crate::config::GemmConfig::workspace_floats`]) is an [`Error::Workspace`] naming
+/// its need (`crate::config::GemmConfig::workspace_floats`) is an [`Error::Workspace`] naming
 /// `workspace` (nothing is launched). Only pre-shuffled weights ever split K, so logical ones
 /// run as [`m_grouped_fp8_gemm_nt_masked`] does and leave the workspace unused. The workspace
 /// must belong to the stream's context, and no other launch may use it until this one has

@@ -22,7 +22,7 @@
 //!
 //! # Who reads what
 //!
-//! * The CPU reference ([`crate::reference`]), the host-side [`QuantizedWeights`] /
+//! * The CPU reference (`crate::reference`), the host-side [`QuantizedWeights`] /
 //!   [`GroupedQuantizedWeights`], checkpoint files and `download()` of the owned device weights
 //!   are always **logical**.
 //! * The device quantization kernel ([`crate::quantize_weights`]) writes logical weights;
@@ -46,7 +46,7 @@
 //!   [`DeviceGroupedWeights::alloc_preshuffled`](crate::DeviceGroupedWeights::alloc_preshuffled) +
 //!   [`upload_group`](crate::DeviceGroupedWeights::upload_group) (the shuffle is done on the
 //!   host in bounded chunks); checkpoints with
-//!   [`DeviceMoeWeights::load_with_layout`](crate::DeviceMoeWeights::load_with_layout).
+//!   `DeviceMoeWeights::load_with_layout` (feature `checkpoint`).
 //! * On the device: [`preshuffle_weights_on_device`], or
 //!   [`DeviceWeights::to_preshuffled`](crate::DeviceWeights::to_preshuffled) /
 //!   [`DeviceGroupedWeights::to_preshuffled`](crate::DeviceGroupedWeights::to_preshuffled).

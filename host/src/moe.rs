@@ -33,11 +33,11 @@
 //!   (1×128) with DeepGEMM's recipe (bit-identical to [`crate::quant`]); GEMM outputs are bf16.
 //!
 //! # Accuracy
-//! Against the f32 reference from the dequantized FP8 weights ([`moe_reference`] with
-//! [`ReferenceActivations::F32`]) the layer's calc_diff is ≈ 9.2e-4 (E = 8…16, H = 256…1024,
+//! Against the f32 reference from the dequantized FP8 weights (`moe_reference` with
+//! `ReferenceActivations::F32`, feature `reference`) the layer's calc_diff is ≈ 9.2e-4 (E = 8…16, H = 256…1024,
 //! T ≥ 40; measured on the CPU between the two reference variants): that is the error of
 //! quantizing two activations per token to FP8, which the device path does exactly as the
-//! device-matched reference ([`ReferenceActivations::DeviceMatched`], calc_diff ≈ 1e-9, element
+//! device-matched reference (`ReferenceActivations::DeviceMatched`, calc_diff ≈ 1e-9, element
 //! differences ≤ 0.005 rms). The goal `< 1e-3` is therefore met with little margin, and a
 //! small sample (a few tokens, where the statistic fluctuates) can exceed it (1.016e-3 seen on
 //! 12 tokens with a shared expert).
@@ -849,7 +849,7 @@ pub enum ReferenceActivations {
 /// is `[T, H]` (use the bf16 values the device reads); returns `[T, H]` f32 (with
 /// [`ReferenceActivations::DeviceMatched`], already rounded to bf16 like the device's output).
 /// The experts' GEMMs run per expert on the gathered rows through
-/// [`crate::reference::gemm_nt_f32`]. Errors name the argument whose length or values are wrong
+/// `crate::reference::gemm_nt_f32`. Errors name the argument whose length or values are wrong
 /// (a non-finite activation in `DeviceMatched` mode is a quantization error).
 pub fn moe_reference<F: Fp8Format>(
     weights: &MoeReferenceWeights<'_>,
