@@ -91,6 +91,7 @@ fn stage_name(s: MoeStage) -> &'static str {
         MoeStage::DownGemm => "down GEMM",
         MoeStage::SharedExpert => "shared expert",
         MoeStage::Unpermute => "unpermute",
+        _ => "other stage",
     }
 }
 
@@ -163,6 +164,7 @@ fn main() -> Res<()> {
         let layout = match run.layout {
             MoeLayout::Masked => "masked",
             MoeLayout::Contiguous => "contiguous",
+            _ => "other layout",
         };
         let mark = if diff < 1e-3 { ' ' } else { '!' };
         println!("{t:>5} {layout:>10} {diff:>12.2e}{mark} {max_err:>12.3e} {diff_matched:>15.2e} {wall:>9.2}s");

@@ -191,11 +191,18 @@ pub fn run(set: Set, peers: Option<PathBuf>, scope: CompareScope, max_m: Option<
         print_row(&row, started.elapsed().as_secs_f64());
         Ok(row)
     };
-    if want(Set::Peers) {
-        let dir = match &peers {
-            Some(d) => d.clone(),
-            None => amdgpu_emu::peers::peers_dir().map_err(|e| e.to_string())?,
-        };
+    // `--set all` without AMD's peers directory prints the tables it can; `--set peers` needs it.
+    let peers_dir = match &peers {
+        Some(d) => Ok(d.clone()),
+        None => amdgpu_emu::peers::peers_dir().map_err(|e| e.to_string()),
+    };
+    if set == Set::All
+        && let Err(why) = &peers_dir
+    {
+        println!("## peers: skipped ({why}); pass --peers DIR for AMD's measured MI325X rows");
+    }
+    if set == Set::Peers || (set == Set::All && peers_dir.is_ok()) {
+        let dir = peers_dir?;
         println!("## peers: our kernels (modelled, mi325x) vs AMD's asm kernels (measured on MI325X, {})", dir.join("measured_mi325x.csv").display());
         for (kernel, m, n, k, us, tf) in peers_rows(&dir)? {
             if keep(m) {

@@ -26,6 +26,7 @@ pub fn run_dense(m: usize, n: usize, k: usize, seed: u64) -> Result<(), String> 
     match ctx.arch() {
         Arch::Gfx942 => dense_with::<E4M3Fnuz>(&ctx, m, n, k, seed),
         Arch::Gfx950 => dense_with::<E4M3Fn>(&ctx, m, n, k, seed),
+        other => Err(format!("no demo for {other}")),
     }
 }
 
@@ -123,6 +124,7 @@ pub fn bench_dense(m: usize, n: usize, k: usize, iters: u32) -> Result<(), Strin
     match ctx.arch() {
         Arch::Gfx942 => bench_with::<E4M3Fnuz>(&ctx, m, n, k, iters),
         Arch::Gfx950 => bench_with::<E4M3Fn>(&ctx, m, n, k, iters),
+        other => Err(format!("no demo for {other}")),
     }
 }
 

@@ -38,6 +38,7 @@ pub fn run_grouped(layout: Layout, groups: usize, m: usize, n: usize, k: usize, 
     match ctx.arch() {
         Arch::Gfx942 => grouped_with::<E4M3Fnuz>(&ctx, layout, groups, m, n, k, seed),
         Arch::Gfx950 => grouped_with::<E4M3Fn>(&ctx, layout, groups, m, n, k, seed),
+        other => Err(format!("no demo for {other}")),
     }
 }
 

@@ -19,6 +19,7 @@ pub fn run_kgrouped(groups: usize, m: usize, n: usize, k: usize, uniform: bool, 
     match ctx.arch() {
         Arch::Gfx942 => with::<E4M3Fnuz>(&ctx, groups, m, n, k, uniform, seed),
         Arch::Gfx950 => with::<E4M3Fn>(&ctx, groups, m, n, k, uniform, seed),
+        other => Err(format!("no demo for {other}")),
     }
 }
 

@@ -4,6 +4,7 @@
 use std::process::ExitCode;
 
 mod compare;
+mod env;
 mod gemm;
 mod grouped;
 mod kgrouped;
@@ -11,6 +12,7 @@ mod operands;
 mod profile;
 mod tune;
 mod tune_bs;
+mod validate;
 
 use clap::{Parser, Subcommand};
 use fp8gemm::codeobj::{self, Arch};
@@ -24,6 +26,50 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// The hardware validation kit: every dense kernel the library selects (with `--all-tiles`,
+    /// every tile forced) at a set of shapes on the present backend, each result checked
+    /// against the CPU reference, each launch timed as AMD's tuner times kernels (warm-up,
+    /// operands rotated through copies so caches are cold, events around each launch, outliers
+    /// dropped), written to one CSV (and SVG) of measured vs modelled time. On the emulator the
+    /// "measured" column is the timing model, labelled so. Exits non-zero if any result is wrong.
+    Validate {
+        /// Shape set.
+        #[arg(long, value_enum, default_value = "small")]
+        set: validate::ValidateSet,
+        /// Explicit shapes instead of a set: `MxNxK[,MxNxK…]`.
+        #[arg(long)]
+        shapes: Option<String>,
+        /// Directory with `measured_mi325x.csv` for `--set peers` (default `$FP8GEMM_PEERS_DIR`).
+        #[arg(long)]
+        peers: Option<std::path::PathBuf>,
+        /// Weight layouts.
+        #[arg(long, value_enum, default_value = "both")]
+        layout: validate::LayoutArg,
+        /// Also force every registered tile (not only the selector's choice).
+        #[arg(long)]
+        all_tiles: bool,
+        /// Untimed launches before timing.
+        #[arg(long, default_value_t = 10)]
+        warmup: u32,
+        /// Timed launches per kernel and shape (hardware).
+        #[arg(long, default_value_t = 101)]
+        iters: u32,
+        /// Timing-model machine of the modelled column.
+        #[arg(long, default_value = "mi300x")]
+        machine: String,
+        /// Largest calc_diff against the dequantized CPU reference that counts as correct.
+        #[arg(long, default_value_t = 1e-5)]
+        max_diff: f64,
+        /// Where to write the CSV.
+        #[arg(long, default_value = "validate.csv")]
+        csv: std::path::PathBuf,
+        /// Where to write the SVG plot (measured vs modelled).
+        #[arg(long)]
+        plot: Option<std::path::PathBuf>,
+        /// Seed of the random operands.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
     /// Print the resource table (registers, spills, scratch, LDS, launch bound, occupancy) of
     /// every embedded kernel.
     Info {
@@ -301,6 +347,9 @@ fn run(cli: Cli) -> Result<(), String> {
                 Some(l) => grouped::run_grouped(l, groups, m, n, k, seed),
             }
         }
+        Command::Validate { set, shapes, peers, layout, all_tiles, warmup, iters, machine, max_diff, csv, plot, seed } => {
+            validate::run(validate::Options { set, shapes, peers, layout, all_tiles, warmup, iters, machine, max_diff, csv, plot, seed })
+        }
         Command::Disasm { kernel, arch } => {
             let a = parse_arch(&arch)?;
             let co = amdgpu_emu::loader::CodeObject::parse(a.code_object()).map_err(|e| format!("{a}: {e}"))?;
@@ -368,7 +417,8 @@ fn check_kgrouped_sizes(groups: usize, m: usize, n: usize, k: usize) -> Result<(
 }
 
 fn main() -> ExitCode {
-    match run(Cli::parse()) {
+    let cli = Cli::parse();
+    match env::apply().and_then(|()| run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("fp8gemm: {e}");

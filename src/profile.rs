@@ -18,6 +18,11 @@ pub enum ScopeArg {
     Xcd,
 }
 
+/// The timing model's machine `name` (with `AMDGPU_EMU_MACHINE_OVERRIDES` applied).
+pub fn machine_by_name(name: &str) -> Result<Machine, String> {
+    machine(name)
+}
+
 fn machine(name: &str) -> Result<Machine, String> {
     let base = base_machine(name)?;
     match std::env::var(Machine::OVERRIDES_ENV) {

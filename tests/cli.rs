@@ -170,21 +170,6 @@ fn profile_prints_the_timing_models_report_for_dense_and_grouped() {
 }
 
 #[test]
-fn calibrate_compares_modelled_and_measured_rows() {
-    let dir = std::env::var("FP8GEMM_PEERS_DIR")
-        .unwrap_or_else(|_| panic!("FP8GEMM_PEERS_DIR is not set: the calibration needs AMD's peer code objects (.ci/run sets it to ../shared/peers)"));
-    let (ok, out, err) = fp8gemm(&["calibrate", "--peers", &dir, "--rows", "10", "--scope", "xcd"]);
-    assert!(ok, "{out}\n{err}");
-    let row = out.lines().find(|l| l.contains("BpreShuffle_32x128")).unwrap_or_else(|| panic!("no row in\n{out}"));
-    let cols: Vec<&str> = row.split_whitespace().collect();
-    assert_eq!(&cols[1..5], &["480", "2048", "7168", "27.14"], "{row}");
-    assert!(out.contains("1 rows: median |error|"), "{out}");
-    let (ok, _, err) = fp8gemm(&["calibrate", "--peers", "/nonexistent/peers"]);
-    assert!(!ok);
-    assert!(err.contains("/nonexistent/peers"), "{err}");
-}
-
-#[test]
 fn compare_tabulates_modelled_against_measured_and_writes_csv_and_plot() {
     // A peers directory with a two-row measured table (small shapes keep the test quick).
     let dir = std::env::temp_dir().join(format!("fp8gemm-compare-{}", std::process::id()));
@@ -234,5 +219,49 @@ fn compare_tabulates_modelled_against_measured_and_writes_csv_and_plot() {
     let (ok, _, err) = fp8gemm(&["compare", "--set", "peers", "--peers", empty.to_str().unwrap()]);
     assert!(!ok);
     assert!(err.contains("measured_mi325x.csv"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `fp8gemm validate` on the emulator: every selected kernel at the given shapes, both layouts,
+/// a CSV with the documented columns (the "measured" column labelled as the emulator's timing
+/// model), and a wrong result reported (here: a correctness threshold no result can meet) with
+/// a non-zero exit naming the kernel.
+#[test]
+fn validate_writes_the_csv_and_reports_wrong_results() {
+    let dir = std::env::temp_dir().join(format!("fp8gemm-validate-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (csv, svg) = (dir.join("v.csv"), dir.join("v.svg"));
+    let args = ["validate", "--shapes", "64x256x512,1x128x256", "--csv", csv.to_str().unwrap(), "--plot", svg.to_str().unwrap()];
+    let (ok, out, err) = fp8gemm(&args);
+    assert!(ok, "{out}\n{err}");
+    assert!(out.contains("NOT a measurement"), "{out}");
+    let table = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = table.lines();
+    assert_eq!(
+        lines.next(),
+        Some(
+            "backend,measured_source,kernel,layout,m,n,k,overrides,kept,measured_us,measured_min_us,measured_max_us,modelled_us,modelled_over_measured,calc_diff,max_abs_err,correct"
+        )
+    );
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 4, "2 shapes × 2 layouts:\n{table}");
+    for r in &rows {
+        assert_eq!(r.len(), 17, "{r:?}");
+        assert_eq!((r[0], r[1]), ("emulator", "emulator timing model"));
+        assert!(r[2].starts_with("fp8_gemm_nt_"), "{r:?}");
+        let (measured, modelled, diff): (f64, f64, f64) = (r[9].parse().unwrap(), r[12].parse().unwrap(), r[14].parse().unwrap());
+        assert!(measured > 0.0 && modelled > 0.0, "{r:?}");
+        // On the emulator both columns are the same model of the same launch.
+        assert!((measured - modelled).abs() <= 0.02 * modelled, "{r:?}");
+        assert!(diff < 1e-5, "{r:?}");
+        assert_eq!(r[16], "true");
+    }
+    assert!(rows.iter().any(|r| r[3] == "logical") && rows.iter().any(|r| r[3] == "pre-shuffled"));
+    assert!(std::fs::read_to_string(&svg).unwrap().contains("MODELLED"));
+    // An impossible threshold: every result is reported wrong, with its kernel, and the run fails.
+    let (ok, out, err) = fp8gemm(&["validate", "--shapes", "64x256x512", "--layout", "logical", "--max-diff", "0", "--csv", csv.to_str().unwrap()]);
+    assert!(!ok, "{out}");
+    assert!(err.contains("1 of 1 results are wrong against the CPU reference") && err.contains("fp8_gemm_nt_"), "{err}");
+    assert!(std::fs::read_to_string(&csv).unwrap().lines().nth(1).unwrap().ends_with(",false"));
     std::fs::remove_dir_all(&dir).unwrap();
 }

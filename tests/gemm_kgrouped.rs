@@ -81,7 +81,7 @@ fn run_case(ctx: &Context, c: &Case, what: &str) -> Option<&'static str> {
     // Separate C: D is pre-filled with garbage that must be overwritten everywhere, C unchanged.
     let dc = ctx.upload(&c.c).unwrap();
     let mut dd = ctx.upload(&vec![f32::MAX; c.c.len()]).unwrap();
-    let run = k_grouped_fp8_gemm_tn_contiguous(&stream(ctx), &da, &db, &mut dd, &dks, total, Some(&dc)).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let run = k_grouped_fp8_gemm_tn_contiguous(&stream(ctx), &da, &db, &mut dd, &dks, total, Some(dc.as_slice())).unwrap_or_else(|e| panic!("{what}: {e}"));
     let got = dd.download(&stream(ctx)).unwrap();
     assert_eq!(dc.download(&stream(ctx)).unwrap(), c.c, "{what}: C must not be written");
     assert_elementwise(c, &got, &want, what);
@@ -238,7 +238,7 @@ fn rejected_inputs_are_typed_errors() {
     let mut small = ctx.alloc_zeroed::<f32>(64 * 72).unwrap();
     assert_eq!(shape_arg(k_grouped_fp8_gemm_tn_contiguous(&stream(&ctx), &da, &db, &mut small, &dks, 384, None).unwrap_err()), "d");
     let cbad = ctx.alloc_zeroed::<f32>(3 * 64 * 72).unwrap();
-    assert_eq!(shape_arg(k_grouped_fp8_gemm_tn_contiguous(&stream(&ctx), &da, &db, &mut dd, &dks, 384, Some(&cbad)).unwrap_err()), "c");
+    assert_eq!(shape_arg(k_grouped_fp8_gemm_tn_contiguous(&stream(&ctx), &da, &db, &mut dd, &dks, 384, Some(cbad.as_slice())).unwrap_err()), "c");
     // ks of another length than D's groups.
     let (dks3, _) = upload_ks(&ctx, &[128, 256, 0]).unwrap();
     assert_eq!(shape_arg(k_grouped_fp8_gemm_tn_contiguous(&stream(&ctx), &da, &db, &mut dd, &dks3, 384, None).unwrap_err()), "d");

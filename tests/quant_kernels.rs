@@ -16,7 +16,7 @@ use fp8gemm::{
 };
 use fp8gemm_device::args::{GlobalPtr, QuantActArgs, QuantWeightArgs};
 use fp8gemm_device::quant as dq;
-use half::bf16;
+use half::{bf16, f16};
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use rand_distr::StandardNormal;
@@ -99,6 +99,43 @@ fn dense_bf16_and_f32_match_the_cpu_recipe_on_a_shape_grid() {
             assert_same_act(&format!("f32 {m}x{k}"), &device_act(&ctx, &x, m, k), &want);
         }
     }
+}
+
+/// [`values`] as f16: finite (overflow clamped to ±60000), with f16 subnormals and zeros where
+/// the f32 magnitudes fall below f16's range.
+fn to_f16(x: &[f32]) -> Vec<f16> {
+    x.iter().map(|&v| f16::from_f32(v.clamp(-60000.0, 60000.0))).collect()
+}
+
+/// f16 inputs (`QuantInput for f16`): every kernel reads them exactly (f16 → f32 is exact, f16
+/// subnormals included) and matches the CPU recipe on the same values bit for bit.
+#[test]
+fn f16_inputs_match_the_cpu_recipe_in_every_kernel() {
+    let ctx = Context::new().unwrap();
+    for &(m, k) in &[(1usize, 8usize), (17, 136), (64, 1000), (3, 7168)] {
+        let x = to_f16(&values(m, k, (m * 131 + k) as u64));
+        assert!(x.iter().any(|v| v.is_finite() && !v.is_normal() && v.to_bits() & 0x7fff != 0) || m < 17, "{m}x{k}: the data should reach f16 subnormals");
+        let want = QuantizedActivations::<E4M3Fnuz>::quantize(&x, m, k).unwrap();
+        assert_same_act(&format!("f16 {m}x{k}"), &device_act(&ctx, &x, m, k), &want);
+    }
+    for &(n, k) in &[(129usize, 136usize), (256, 384)] {
+        let x = to_f16(&values(n, k, (n * 7 + k) as u64));
+        assert_same_weights(&format!("f16 weights {n}x{k}"), &device_weights(&ctx, &x, n, k), &QuantizedWeights::quantize(&x, n, k).unwrap());
+    }
+    let (m, i) = (5usize, 136usize);
+    let x = to_f16(&silu_values(m, 2 * i, 5));
+    let dx = ctx.upload(&x).unwrap();
+    let mut out = DeviceActivations::<E4M3Fnuz>::alloc(&ctx, m, i).unwrap();
+    silu_mul_quantize_activations(&stream(&ctx), &dx, &mut out).unwrap();
+    let want = QuantizedActivations::<E4M3Fnuz>::quantize_silu_mul(&x, m, i).unwrap();
+    assert_same_act("silu f16", &out.download(&stream(&ctx)).unwrap(), &want);
+    let (groups, m_max, k) = (3, 6, 264);
+    let x = to_f16(&values(groups * m_max, k, 21));
+    let (got, want) = masked_case(&ctx, &x, groups, m_max, k, &[6, -1, 4], false);
+    assert_same_act("masked f16", &got, &want);
+    let x = to_f16(&silu_values(groups * m_max, 2 * k, 22));
+    let (got, want) = masked_case(&ctx, &x, groups, m_max, k, &[2, 6, 0], true);
+    assert_same_act("silu masked f16", &got, &want);
 }
 
 #[test]

@@ -637,3 +637,69 @@ fn quantize_into_views_of_engine_memory() {
     let e = WeightsViewMut::<E4M3Fnuz>::new(bytes.slice_mut(..1).unwrap(), floats.slice_mut(..2).unwrap(), usize::MAX, 2).unwrap_err();
     assert!(shape_err(e).1.contains("fit in usize"));
 }
+
+/// `Stream::alloc_zeroed` / `Stream::upload` allocate in stream order: no host round trip (the
+/// emulator counts none), the zeroing and the copy are ordered before later work on the stream,
+/// and a GEMM on the buffers gives the reference result. Forbidden while capturing.
+#[test]
+fn stream_ordered_allocation_and_upload() {
+    let _g = lock();
+    let ctx = Context::new().unwrap();
+    let stream = Stream::new(&ctx).unwrap();
+    let (m, n, k) = (32, 128, 256);
+    let (a, b) = (qa(m, k, 41), qb(n, k, 42));
+    let db = DeviceWeights::upload(&ctx, &b).unwrap();
+    let raw = stream.as_raw().cast();
+    let (s0, t0) = (emu::stream_stats(raw).unwrap(), emu::thread_stats());
+    let a_data = stream.upload(fp8gemm::fp8::as_bits(&a.data)).unwrap();
+    let a_scales = stream.upload(&a.scales).unwrap();
+    let zeros = stream.alloc_zeroed::<f32>(1000).unwrap();
+    let mut d = stream.alloc_zeroed::<bf16>(m * n).unwrap();
+    let view = ActivationsView::<E4M3Fnuz>::new(a_data.as_slice(), a_scales.as_slice(), m, k).unwrap();
+    fp8_gemm_nt(&stream, view, &db, &mut d).unwrap();
+    let (s1, t1) = (emu::stream_stats(raw).unwrap(), emu::thread_stats());
+    assert_eq!(s1.synchronizations, s0.synchronizations, "stream synchronizations");
+    assert_eq!((s1.host_to_device - s0.host_to_device, s1.fills - s0.fills), (2, 2), "two uploads and two zero fills, on the stream");
+    assert_eq!(t1.device_synchronizations, t0.device_synchronizations, "device synchronizations");
+    assert_eq!(t1.synchronous_transfers, t0.synchronous_transfers, "synchronous copies or memsets");
+    let got = d.download(&stream).unwrap();
+    assert_close(&got, &want_dense(&a, &b), "GEMM on stream-uploaded operands");
+    let z = zeros.download(&stream).unwrap();
+    assert!(z.iter().all(|&v| v.to_bits() == 0), "alloc_zeroed: every element zero");
+    stream.begin_capture(CaptureMode::ThreadLocal).unwrap();
+    assert!(matches!(stream.alloc_zeroed::<f32>(8), Err(Error::Capturing { .. })));
+    assert!(matches!(stream.upload(&[1f32; 8]), Err(Error::Capturing { .. })));
+    let _ = stream.end_capture().unwrap();
+    assert!(matches!(stream.alloc_zeroed::<f32>(usize::MAX), Err(Error::Shape { arg: "len", .. })));
+}
+
+/// A stream's selector overrides pin the configuration of its launches and nothing else's; an
+/// override the problem cannot use is a typed error, not a fallback.
+#[test]
+fn stream_overrides_pin_the_tile_and_bad_ones_are_errors() {
+    let _g = lock();
+    let ctx = Context::new().unwrap();
+    let (m, n, k) = (64, 256, 512);
+    let (a, b) = (qa(m, k, 43), qb(n, k, 44));
+    let (da, db) = (DeviceActivations::upload(&ctx, &a).unwrap(), DeviceWeights::upload(&ctx, &b).unwrap());
+    let want = want_dense(&a, &b);
+    for (bm, bn) in [(64, 64), (64, 128), (128, 128)] {
+        let mut stream = Stream::new(&ctx).unwrap();
+        stream.set_overrides(fp8gemm::Overrides::NONE.with_tile(bm, bn));
+        let mut d = ctx.alloc_zeroed::<bf16>(m * n).unwrap();
+        let run = fp8_gemm_nt(&stream, &da, &db, &mut d).unwrap();
+        let cfg = run.config.unwrap();
+        assert_eq!((cfg.block_m, cfg.block_n), (bm, bn));
+        assert_close(&d.download(&stream).unwrap(), &want, &format!("forced {bm}x{bn}"));
+    }
+    // Another stream is not affected, and an impossible tile fails with the config error.
+    let mut stream = Stream::new(&ctx).unwrap();
+    stream.set_overrides(fp8gemm::Overrides::NONE.with_tile(96, 96));
+    let mut d = ctx.alloc_zeroed::<bf16>(m * n).unwrap();
+    let e = fp8_gemm_nt(&stream, &da, &db, &mut d).unwrap_err();
+    assert!(e.to_string().contains("forced tile `96x96`"), "{e}");
+    let plain = Stream::new(&ctx).unwrap();
+    assert!(fp8_gemm_nt(&plain, &da, &db, &mut d).is_ok());
+    assert_eq!(stream.overrides().tile, Some((96, 96)));
+    assert_eq!(plain.overrides(), fp8gemm::Overrides::NONE);
+}

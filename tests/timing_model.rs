@@ -1,5 +1,5 @@
 //! The timing model (`amdgpu_emu::timing`) through the library's real launch path (HIP timing
-//! mode), and against AMD's asm kernels with measured MI325X times (`FP8GEMM_PEERS_DIR`).
+//! mode). The calibration against AMD's measured times is `tests/peers.rs` (it needs their kernels).
 //! Every time asserted on here is *modelled*.
 #![cfg(feature = "emu")]
 
@@ -7,8 +7,6 @@ use std::sync::{Arc, Mutex};
 
 use amdgpu_emu::exec::Checks;
 use amdgpu_emu::hip::{self as emu, TimingMode};
-use amdgpu_emu::peers::{self, PeerFamily};
-use amdgpu_emu::timing::calibrate::{CalRow, error_summary, time_peer};
 use amdgpu_emu::timing::{Machine, Scope, SimOptions, Stall, TimingReport};
 use fp8gemm::fp8::E4M3Fnuz;
 use fp8gemm::quant::{QuantizedActivations, QuantizedWeights};
@@ -175,58 +173,6 @@ fn one_xcd_scope_stays_close_to_the_full_simulation() {
         assert_eq!(one.simulated_workgroups, full.workgroups.div_ceil(8));
         assert!(err.abs() < 0.10, "{m}x{n}x{k}: one-XCD shortcut off by {:.1} %", err * 100.0);
     }
-}
-
-fn peers_dir() -> std::path::PathBuf {
-    peers::peers_dir().unwrap_or_else(|e| panic!("{e} (the peer-kernel timing tests need AMD's code objects; .ci/run sets it to ../shared/peers)"))
-}
-
-#[test]
-fn peer_kernel_timing_is_independent_of_mfma_math() {
-    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let dir = peers_dir();
-    let kernel = peers::load_peer(&dir, PeerFamily::BpreShuffle { tm: 64 }).unwrap();
-    let full = time_peer(&kernel, 200, 256, 1024, &Machine::MI325X, &opts(Scope::Full, false)).unwrap();
-    let skip = time_peer(&kernel, 200, 256, 1024, &Machine::MI325X, &opts(Scope::Full, true)).unwrap();
-    assert_eq!((full.cycles, full.issued, full.stalls), (skip.cycles, skip.issued, skip.stalls));
-    assert_eq!(full.flops, (2 * 4 * 64 * 2 * 128 * 1024) as f64, "⌈200/64⌉ × 2 tiles of 64×128×1024");
-}
-
-/// A few measured MI325X rows (both N, small and large tiles) as a regression guard of the
-/// calibration; the whole table is `fp8gemm calibrate` (and the ignored test below).
-#[test]
-fn calibration_rows_stay_within_the_goal() {
-    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let dir = peers_dir();
-    let rows = peers::measured_rows(&dir).unwrap();
-    let pick = [0usize, 7, 10, 16, 24, 38];
-    let mut out = Vec::new();
-    for &i in &pick {
-        let row = rows[i].clone();
-        let kernel = peers::load_peer(&dir, row.family().unwrap()).unwrap();
-        let report = time_peer(&kernel, row.m, row.n, row.k, &Machine::MI325X, &opts(Scope::OneXcd, true)).unwrap();
-        let r = CalRow { measured: row, report };
-        println!("{r}");
-        assert!(r.rel_err().abs() <= 0.25, "row {i}: modelled {:.2} µs vs measured {:.2} µs", r.modelled_us(), r.measured.us);
-        out.push(r);
-    }
-    let (median, worst) = error_summary(&out);
-    println!("median |error| {:.1} %, worst {:.1} %", median * 100.0, worst * 100.0);
-    assert!(median <= 0.10);
-}
-
-/// The whole calibration table (47 rows, one-XCD scope): `cargo test --release --test
-/// timing_model -- --ignored --nocapture`.
-#[test]
-#[ignore = "minutes: the whole measured table"]
-fn calibration_table() {
-    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let dir = peers_dir();
-    let out = amdgpu_emu::timing::calibrate::calibrate(&dir, &Machine::MI325X, &opts(Scope::OneXcd, true), &|_| true, &mut |_, r| println!("{r}")).unwrap();
-    let (median, worst) = error_summary(&out);
-    println!("{} rows: median |error| {:.1} %, worst {:.1} %", out.len(), median * 100.0, worst * 100.0);
-    assert_eq!(out.len(), peers::MEASURED_ROWS);
-    assert!(median <= 0.10 && worst <= 0.25, "median {median}, worst {worst}");
 }
 
 /// Like [`dense_runs`] for one run, with `pad` bytes allocated (and kept) before the operands,

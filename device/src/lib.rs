@@ -20,6 +20,7 @@
         gpu_launch_sized_workgroup_mem,
         gpu_intrinsics,
         core_intrinsics,
+        f16,
         stmt_expr_attributes
     )
 )]

@@ -446,7 +446,7 @@ mod imp {
         if load && in_cols {
             // SAFETY: src < tokens, col + 8 ≤ k (k % 8 == 0): inside the tokens × k bf16 input,
             // 16-byte aligned.
-            v = unsafe { load8::<false>(a.x.addr(), src as u64 * k as u64 + col as u64) };
+            v = unsafe { load8::<{ crate::quant::IN_BF16 }>(a.x.addr(), src as u64 * k as u64 + col as u64) };
         }
         let amax_bits = row16_umax(if load && in_cols { abs_bits_max(&v) } else { 0 });
         let (sf, inv, bad) = scale_of(amax_bits, a.fp8_max);
@@ -482,7 +482,7 @@ mod imp {
             let (s, w) = unsafe { (*a.slots.as_ptr().add(p), *a.weights.as_ptr().add(p)) };
             if s >= 0 && (s as u32) < a.rows {
                 // SAFETY: s < rows, col + 8 ≤ hidden: inside the rows × hidden bf16 y, aligned.
-                let y = unsafe { load8::<false>(a.y.addr(), s as u64 * h + col as u64) };
+                let y = unsafe { load8::<{ crate::quant::IN_BF16 }>(a.y.addr(), s as u64 * h + col as u64) };
                 for i in 0..8 {
                     acc[i] = acc[i] + w * y[i];
                 }
@@ -491,7 +491,7 @@ mod imp {
         let at = t as u64 * h + col as u64;
         if a.shared.addr() != 0 {
             // SAFETY: t < tokens: inside the tokens × hidden bf16 shared output, aligned.
-            let s = unsafe { load8::<false>(a.shared.addr(), at) };
+            let s = unsafe { load8::<{ crate::quant::IN_BF16 }>(a.shared.addr(), at) };
             for i in 0..8 {
                 acc[i] = acc[i] + s[i];
             }

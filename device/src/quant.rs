@@ -54,6 +54,13 @@ use crate::args::{QuantActArgs, QuantWeightArgs};
 pub const AMAX_FLOOR: f32 = 1e-4;
 /// Width of a scaling group along K (and height of a weight block).
 pub const GROUP: u32 = 128;
+/// Input type of a quantization kernel: bf16 (`load8`'s `IN`).
+pub const IN_BF16: u8 = 0;
+/// Input type of a quantization kernel: IEEE binary16.
+pub const IN_F16: u8 = 1;
+/// Input type of a quantization kernel: f32.
+pub const IN_F32: u8 = 2;
+
 /// Elements each work-item converts per group row (one 16-byte bf16 load).
 pub const ELEMS_PER_LANE: u32 = 8;
 /// The kernels' requirement on K: a multiple of this (every lane's 8 elements are all in range
@@ -139,14 +146,16 @@ pub(crate) mod imp {
         m
     }
 
-    /// 8 consecutive input values at element `elem` of `base`, as f32.
+    /// 8 consecutive input values at element `elem` of `base`, as f32 (exactly: every bf16 and
+    /// f16 value is an f32 value). `IN` is the input type ([`super::IN_BF16`], [`super::IN_F16`],
+    /// [`super::IN_F32`]).
     ///
     /// # Safety
     /// `base + elem · size` must be 16-byte aligned and the 8 elements inside a live allocation.
     #[inline(always)]
-    pub(crate) unsafe fn load8<const F32: bool>(base: u64, elem: u64) -> [f32; 8] {
+    pub(crate) unsafe fn load8<const IN: u8>(base: u64, elem: u64) -> [f32; 8] {
         let mut out = [0f32; 8];
-        if F32 {
+        if IN == super::IN_F32 {
             let p = (base + elem * 4) as usize as *const U32x4;
             // SAFETY: the caller guarantees 32 aligned, readable bytes at p.
             let (a, b) = unsafe { ((*p).to_array(), (*p.add(1)).to_array()) };
@@ -159,8 +168,14 @@ pub(crate) mod imp {
             // SAFETY: the caller guarantees 16 aligned, readable bytes at p.
             let w = unsafe { (*p).to_array() };
             for i in 0..4 {
-                out[2 * i] = f32::from_bits(w[i] << 16);
-                out[2 * i + 1] = f32::from_bits(w[i] & 0xffff_0000);
+                if IN == super::IN_F16 {
+                    // `fpext half to float` (v_cvt_f32_f16): exact, subnormals and NaN included.
+                    out[2 * i] = f16::from_bits(w[i] as u16) as f32;
+                    out[2 * i + 1] = f16::from_bits((w[i] >> 16) as u16) as f32;
+                } else {
+                    out[2 * i] = f32::from_bits(w[i] << 16);
+                    out[2 * i + 1] = f32::from_bits(w[i] & 0xffff_0000);
+                }
             }
         }
         out
@@ -192,7 +207,7 @@ pub(crate) mod imp {
 
     /// Activation kernels: one 1×128 group per 16 lanes (see the module docs).
     #[inline(always)]
-    pub fn act<const IN_F32: bool, const MASKED: bool, const SILU: bool>(args: QuantActArgs) {
+    pub fn act<const IN: u8, const MASKED: bool, const SILU: bool>(args: QuantActArgs) {
         let tid = workitem_id_x();
         let (k, rows, groups) = (args.k, args.rows, args.groups);
         let kb = k.div_ceil(GROUP);
@@ -229,13 +244,13 @@ pub(crate) mod imp {
                 // SAFETY: row < groups · rows and col + 8 ≤ k (k % 8 == 0): both 8-element runs
                 // lie inside the `groups · rows × 2k` input, 16-byte aligned (k % 8 == 0, base
                 // aligned; checked by the host).
-                let (g, u) = unsafe { (load8::<IN_F32>(args.x.addr(), base), load8::<IN_F32>(args.x.addr(), base + k64)) };
+                let (g, u) = unsafe { (load8::<IN>(args.x.addr(), base), load8::<IN>(args.x.addr(), base + k64)) };
                 for i in 0..8 {
                     v[i] = silu_mul(g[i], u[i]);
                 }
             } else {
                 // SAFETY: as above for the `groups · rows × k` input.
-                v = unsafe { load8::<IN_F32>(args.x.addr(), row64 * k64 + col64) };
+                v = unsafe { load8::<IN>(args.x.addr(), row64 * k64 + col64) };
             }
         }
         // Every lane takes part in the reduction (invalid lanes contribute 0).
@@ -255,7 +270,7 @@ pub(crate) mod imp {
 
     /// Weight kernels: one wave per 128×128 block (see the module docs).
     #[inline(always)]
-    pub fn weight<const IN_F32: bool>(args: QuantWeightArgs) {
+    pub fn weight<const IN: u8>(args: QuantWeightArgs) {
         let lane = workitem_id_x();
         let (n, k) = (args.n, args.k);
         let (nb, kb) = (n.div_ceil(GROUP), k.div_ceil(GROUP));
@@ -274,7 +289,7 @@ pub(crate) mod imp {
             let row = row_at(rr);
             if col < k && row < n {
                 // SAFETY: row < n, col + 8 ≤ k: inside the n × k input, 16-byte aligned.
-                let v = unsafe { load8::<IN_F32>(args.x.addr(), row as u64 * k64 + col64) };
+                let v = unsafe { load8::<IN>(args.x.addr(), row as u64 * k64 + col64) };
                 m = m.max(abs_bits_max(&v));
             }
         }
@@ -286,7 +301,7 @@ pub(crate) mod imp {
             if col < k && row < n {
                 let off = row as u64 * k64 + col64;
                 // SAFETY: as in the first pass.
-                let v = unsafe { load8::<IN_F32>(args.x.addr(), off) };
+                let v = unsafe { load8::<IN>(args.x.addr(), off) };
                 let p = (args.q.addr() + off) as usize as *mut U32x2;
                 // SAFETY: 8 bytes inside the n × k output, 8-byte aligned.
                 unsafe { *p = convert8(&v, inv, args.fp8_max, bad) };
@@ -302,52 +317,77 @@ pub(crate) mod imp {
 /// bf16 activations → FP8 + 1×128 scales (dense and contiguous layouts).
 #[amdgpu_kernel(workgroup_size = 256)]
 pub fn quantize_act_bf16(args: QuantActArgs) {
-    imp::act::<false, false, false>(args)
+    imp::act::<IN_BF16, false, false>(args)
 }
 /// f32 activations → FP8 + 1×128 scales (dense and contiguous layouts).
 #[amdgpu_kernel(workgroup_size = 256)]
 pub fn quantize_act_f32(args: QuantActArgs) {
-    imp::act::<true, false, false>(args)
+    imp::act::<IN_F32, false, false>(args)
 }
 /// bf16 activations → FP8 + 1×128 scales, masked layout (`masked_m` read on the device).
 #[amdgpu_kernel(workgroup_size = 256)]
 pub fn quantize_act_masked_bf16(args: QuantActArgs) {
-    imp::act::<false, true, false>(args)
+    imp::act::<IN_BF16, true, false>(args)
 }
 /// f32 activations → FP8 + 1×128 scales, masked layout.
 #[amdgpu_kernel(workgroup_size = 256)]
 pub fn quantize_act_masked_f32(args: QuantActArgs) {
-    imp::act::<true, true, false>(args)
+    imp::act::<IN_F32, true, false>(args)
 }
 /// bf16 `[gate | up]` rows → `silu(gate)·up` → FP8 + 1×128 scales (dense and contiguous).
 #[amdgpu_kernel(workgroup_size = 256)]
 pub fn quantize_act_silu_mul_bf16(args: QuantActArgs) {
-    imp::act::<false, false, true>(args)
+    imp::act::<IN_BF16, false, true>(args)
 }
 /// f32 `[gate | up]` rows → `silu(gate)·up` → FP8 + 1×128 scales (dense and contiguous).
 #[amdgpu_kernel(workgroup_size = 256)]
 pub fn quantize_act_silu_mul_f32(args: QuantActArgs) {
-    imp::act::<true, false, true>(args)
+    imp::act::<IN_F32, false, true>(args)
 }
 /// bf16 `[gate | up]` rows → `silu(gate)·up` → FP8 + 1×128 scales, masked layout.
 #[amdgpu_kernel(workgroup_size = 256)]
 pub fn quantize_act_silu_mul_masked_bf16(args: QuantActArgs) {
-    imp::act::<false, true, true>(args)
+    imp::act::<IN_BF16, true, true>(args)
 }
 /// f32 `[gate | up]` rows → `silu(gate)·up` → FP8 + 1×128 scales, masked layout.
 #[amdgpu_kernel(workgroup_size = 256)]
 pub fn quantize_act_silu_mul_masked_f32(args: QuantActArgs) {
-    imp::act::<true, true, true>(args)
+    imp::act::<IN_F32, true, true>(args)
 }
 /// bf16 weights → FP8 + 128×128 block scales.
 #[amdgpu_kernel(workgroup_size = 64)]
 pub fn quantize_weight_bf16(args: QuantWeightArgs) {
-    imp::weight::<false>(args)
+    imp::weight::<IN_BF16>(args)
 }
 /// f32 weights → FP8 + 128×128 block scales.
 #[amdgpu_kernel(workgroup_size = 64)]
 pub fn quantize_weight_f32(args: QuantWeightArgs) {
-    imp::weight::<true>(args)
+    imp::weight::<IN_F32>(args)
+}
+/// f16 activations → FP8 + 1×128 scales (dense and contiguous layouts).
+#[amdgpu_kernel(workgroup_size = 256)]
+pub fn quantize_act_f16(args: QuantActArgs) {
+    imp::act::<IN_F16, false, false>(args)
+}
+/// f16 activations → FP8 + 1×128 scales, masked layout.
+#[amdgpu_kernel(workgroup_size = 256)]
+pub fn quantize_act_masked_f16(args: QuantActArgs) {
+    imp::act::<IN_F16, true, false>(args)
+}
+/// f16 `[gate | up]` rows → `silu(gate)·up` → FP8 + 1×128 scales (dense and contiguous).
+#[amdgpu_kernel(workgroup_size = 256)]
+pub fn quantize_act_silu_mul_f16(args: QuantActArgs) {
+    imp::act::<IN_F16, false, true>(args)
+}
+/// f16 `[gate | up]` rows → `silu(gate)·up` → FP8 + 1×128 scales, masked layout.
+#[amdgpu_kernel(workgroup_size = 256)]
+pub fn quantize_act_silu_mul_masked_f16(args: QuantActArgs) {
+    imp::act::<IN_F16, true, true>(args)
+}
+/// f16 weights → FP8 + 128×128 block scales.
+#[amdgpu_kernel(workgroup_size = 64)]
+pub fn quantize_weight_f16(args: QuantWeightArgs) {
+    imp::weight::<IN_F16>(args)
 }
 
 #[cfg(test)]

@@ -342,3 +342,18 @@ fn measured_shapes_are_correct() {
         l.free(&mem).unwrap();
     }
 }
+
+#[path = "common/objdump.rs"]
+mod objdump;
+
+/// AMD's peer code objects (`$FP8GEMM_PEERS_DIR`, see `amdgpu_emu::peers`) decode and print
+/// exactly as llvm-objdump prints them.
+#[test]
+fn peer_code_objects_match_llvm_objdump() {
+    let dir = amdgpu_emu::peers::peers_dir().unwrap_or_else(|e| panic!("{e}"));
+    let mut total = 0;
+    for f in amdgpu_emu::peers::PeerFamily::all() {
+        total += objdump::compare(&dir.join(f.file_name()));
+    }
+    assert!(total > 5000, "only {total} instructions in the seven peers");
+}

@@ -16,6 +16,7 @@ use std::ffi::{CStr, c_char, c_void};
 
 /// Which HIP runtime a [`Context`](crate::Context) uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Backend {
     /// The bundled gfx942 emulator (crate feature `emu`).
     Emulator,
@@ -93,7 +94,12 @@ pub(crate) trait Api: Send + Sync {
     fn set_device(&self, device: i32) -> HipResult<()>;
     fn device_info(&self, device: i32) -> HipResult<DeviceInfo>;
     fn device_synchronize(&self) -> HipResult<()>;
+    /// `hipRuntimeGetVersion`: HIP_VERSION of the runtime (major·10⁷ + minor·10⁵ + patch).
+    fn runtime_version(&self) -> HipResult<i32>;
     fn malloc(&self, bytes: usize) -> HipResult<u64>;
+    /// # Safety
+    /// `stream` is a live stream of the current device.
+    unsafe fn malloc_async(&self, bytes: usize, stream: Handle) -> HipResult<u64>;
     /// # Safety
     /// `addr` is null or a live allocation of this backend, not used by any work afterwards.
     unsafe fn free(&self, addr: u64) -> HipResult<()>;
@@ -189,8 +195,6 @@ fn c_string(chars: &[c_char]) -> String {
 
 /// `hipErrorNotReady`.
 const NOT_READY: u32 = 600;
-/// `hipErrorNoDevice`: no usable GPU (what `hipGetDeviceCount` returns on a machine without one).
-pub(crate) const NO_DEVICE: u32 = 100;
 
 /// The emulator's sticky fault of `device`, if `code` is it.
 #[cfg(feature = "emu")]
@@ -267,10 +271,22 @@ macro_rules! hip_api {
                 // SAFETY: no arguments.
                 check(unsafe { h::hipDeviceSynchronize() } as u32)
             }
+            fn runtime_version(&self) -> HipResult<i32> {
+                let mut v = 0;
+                // SAFETY: valid out-pointer.
+                check(unsafe { h::hipRuntimeGetVersion(&mut v) } as u32)?;
+                Ok(v)
+            }
             fn malloc(&self, bytes: usize) -> HipResult<u64> {
                 let mut p = std::ptr::null_mut();
                 // SAFETY: valid out-pointer.
                 check(unsafe { h::hipMalloc(&mut p, bytes) } as u32)?;
+                Ok(p as usize as u64)
+            }
+            unsafe fn malloc_async(&self, bytes: usize, stream: Handle) -> HipResult<u64> {
+                let mut p = std::ptr::null_mut();
+                // SAFETY: valid out-pointer; the stream is the caller's contract.
+                check(unsafe { h::hipMallocAsync(&mut p, bytes, stream.cast()) } as u32)?;
                 Ok(p as usize as u64)
             }
             unsafe fn free(&self, addr: u64) -> HipResult<()> {

@@ -1,7 +1,8 @@
 //! The embedded GPU code objects and their per-kernel resource table.
 //!
-//! `build.rs` compiles the device crate once per architecture (see `amdgpu-builder`) and this
-//! module embeds the results. [`inspect`] reads a code object's ELF, `amdhsa.kernels` metadata
+//! The code objects are the prebuilt ones checked in under `host/kernels/`, or, with the
+//! `build-kernels` feature, the device crate compiled from source by `build.rs` (see
+//! `amdgpu-builder`); this module embeds whichever the build chose. [`inspect`] reads a code object's ELF, `amdhsa.kernels` metadata
 //! and kernel descriptors (through `amdgpu_emu::loader`, the same parser the emulator runs) and
 //! reports what each kernel costs: registers, spills, scratch, LDS, launch bound and occupancy.
 
@@ -10,15 +11,16 @@ use std::fmt;
 use amdgpu_emu::loader::{CodeObject, Kernel};
 
 /// The gfx942 (MI300X, FP8 = E4M3FNUZ/E5M2FNUZ) code object.
-pub static GFX942: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/gfx942.hsaco"));
+pub static GFX942: &[u8] = include_bytes!(concat!(env!("FP8GEMM_KERNELS_DIR"), "/gfx942.hsaco"));
 /// The gfx950 (MI350, FP8 = OCP E4M3FN/E5M2) code object.
-pub static GFX950: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/gfx950.hsaco"));
+pub static GFX950: &[u8] = include_bytes!(concat!(env!("FP8GEMM_KERNELS_DIR"), "/gfx950.hsaco"));
 
-const GFX942_DECLARED: &str = include_str!(concat!(env!("OUT_DIR"), "/gfx942.kernels"));
-const GFX950_DECLARED: &str = include_str!(concat!(env!("OUT_DIR"), "/gfx950.kernels"));
+const GFX942_DECLARED: &str = include_str!(concat!(env!("FP8GEMM_KERNELS_DIR"), "/gfx942.kernels"));
+const GFX950_DECLARED: &str = include_str!(concat!(env!("FP8GEMM_KERNELS_DIR"), "/gfx950.kernels"));
 
 /// A GPU architecture with an embedded code object.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Arch {
     /// CDNA3, MI300X/MI300A/MI325X.
     Gfx942,
@@ -102,6 +104,7 @@ impl DeclaredKernel {
 
 /// Errors reading a code object.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum CodeObjectError {
     /// The ELF, metadata or a descriptor is malformed (the loader says where).
     #[error("code object: {0}")]
@@ -238,11 +241,6 @@ mod tests {
 #[cfg(test)]
 mod artifact_tests {
     use super::*;
-    use std::path::{Path, PathBuf};
-
-    fn out_dir() -> PathBuf {
-        PathBuf::from(env!("OUT_DIR"))
-    }
 
     #[test]
     fn every_kernel_has_its_declared_bound_no_spills_no_scratch_and_v5() {
@@ -265,50 +263,61 @@ mod artifact_tests {
         }
     }
 
-    #[test]
-    fn kernels_declared_with_agprs_are_compiled_with_accvgprs_allowed() {
-        for arch in Arch::ALL {
-            let ir = std::fs::read_to_string(out_dir().join(format!("{arch}.ll"))).unwrap();
-            for d in arch.declared_kernels() {
-                let def = ir
-                    .lines()
-                    .find(|l| l.starts_with("define ") && l.contains(&format!("@{}(", d.name)))
-                    .unwrap_or_else(|| panic!("{arch}: no definition of {}", d.name));
-                let group = def.rsplit(" #").next().and_then(|g| g.split_whitespace().next()).unwrap();
-                let attrs = ir.lines().find(|l| l.starts_with(&format!("attributes #{group} = "))).unwrap();
-                assert_eq!(!attrs.contains("\"amdgpu-agpr-alloc\"=\"0\""), d.agprs, "{arch} {}: AccVGPR permission must follow the declaration", d.name);
-                let bound = format!("\"amdgpu-flat-work-group-size\"=\"{0},{0}\"", d.workgroup_size);
-                assert!(attrs.contains(&bound), "{arch} {}: launch bound attribute", d.name);
+    /// The IR-level checks need the build's intermediate files: only with `build-kernels`.
+    #[cfg(feature = "build-kernels")]
+    mod from_source {
+        use super::*;
+        use std::path::{Path, PathBuf};
+
+        fn out_dir() -> PathBuf {
+            PathBuf::from(env!("OUT_DIR"))
+        }
+
+        #[test]
+        fn kernels_declared_with_agprs_are_compiled_with_accvgprs_allowed() {
+            for arch in Arch::ALL {
+                let ir = std::fs::read_to_string(out_dir().join(format!("{arch}.ll"))).unwrap();
+                for d in arch.declared_kernels() {
+                    let def = ir
+                        .lines()
+                        .find(|l| l.starts_with("define ") && l.contains(&format!("@{}(", d.name)))
+                        .unwrap_or_else(|| panic!("{arch}: no definition of {}", d.name));
+                    let group = def.rsplit(" #").next().and_then(|g| g.split_whitespace().next()).unwrap();
+                    let attrs = ir.lines().find(|l| l.starts_with(&format!("attributes #{group} = "))).unwrap();
+                    assert_eq!(!attrs.contains("\"amdgpu-agpr-alloc\"=\"0\""), d.agprs, "{arch} {}: AccVGPR permission must follow the declaration", d.name);
+                    let bound = format!("\"amdgpu-flat-work-group-size\"=\"{0},{0}\"", d.workgroup_size);
+                    assert!(attrs.contains(&bound), "{arch} {}: launch bound attribute", d.name);
+                }
             }
         }
-    }
 
-    fn compile_variant(arch: Arch, bounds: bool, dir: &Path) -> Vec<KernelResources> {
-        let raw = std::fs::read_to_string(out_dir().join(format!("{arch}.raw.ll"))).unwrap();
-        let processed = amdgpu_builder::process_ir(&raw, bounds).unwrap();
-        let ir = dir.join(format!("{arch}-{bounds}.ll"));
-        std::fs::write(&ir, processed.ir).unwrap();
-        let out = dir.join(format!("{arch}-{bounds}.hsaco"));
-        amdgpu_builder::compile_ir(&ir, &[], arch.name(), &out, dir).unwrap();
-        inspect(&std::fs::read(&out).unwrap()).unwrap()
-    }
+        fn compile_variant(arch: Arch, bounds: bool, dir: &Path) -> Vec<KernelResources> {
+            let raw = std::fs::read_to_string(out_dir().join(format!("{arch}.raw.ll"))).unwrap();
+            let processed = amdgpu_builder::process_ir(&raw, bounds).unwrap();
+            let ir = dir.join(format!("{arch}-{bounds}.ll"));
+            std::fs::write(&ir, processed.ir).unwrap();
+            let out = dir.join(format!("{arch}-{bounds}.hsaco"));
+            amdgpu_builder::compile_ir(&ir, &[], arch.name(), &out, dir).unwrap();
+            inspect(&std::fs::read(&out).unwrap()).unwrap()
+        }
 
-    /// The register-heavy test kernel (48 live MFMA accumulators) fits without spilling only
-    /// because the builder passes its launch bound to the compiler.
-    #[test]
-    fn the_launch_bound_is_what_avoids_spills() {
-        let dir = std::env::temp_dir().join(format!("fp8gemm-bound-test-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let arch = Arch::Gfx942;
-        let find = |rows: &[KernelResources]| rows.iter().find(|r| r.name == "register_pressure").cloned().unwrap();
-        let with = find(&compile_variant(arch, true, &dir));
-        let without = find(&compile_variant(arch, false, &dir));
-        let _ = std::fs::remove_dir_all(&dir);
-        assert_eq!(with.max_workgroup_size, 256);
-        assert_eq!((with.vgpr_spills, with.scratch), (0, 0), "bounded: {with:?}");
-        assert!(with.vgpr > 128, "bounded kernel uses more than the 1024-thread budget: {with:?}");
-        assert_eq!(without.max_workgroup_size, 1024);
-        assert!(without.vgpr <= 128, "unbounded budget is 128 VGPRs: {without:?}");
-        assert!(without.vgpr_spills > 0 && without.scratch > 0, "unbounded kernel must spill: {without:?}");
+        /// The register-heavy test kernel (48 live MFMA accumulators) fits without spilling only
+        /// because the builder passes its launch bound to the compiler.
+        #[test]
+        fn the_launch_bound_is_what_avoids_spills() {
+            let dir = std::env::temp_dir().join(format!("fp8gemm-bound-test-{}", std::process::id()));
+            std::fs::create_dir_all(&dir).unwrap();
+            let arch = Arch::Gfx942;
+            let find = |rows: &[KernelResources]| rows.iter().find(|r| r.name == "register_pressure").cloned().unwrap();
+            let with = find(&compile_variant(arch, true, &dir));
+            let without = find(&compile_variant(arch, false, &dir));
+            let _ = std::fs::remove_dir_all(&dir);
+            assert_eq!(with.max_workgroup_size, 256);
+            assert_eq!((with.vgpr_spills, with.scratch), (0, 0), "bounded: {with:?}");
+            assert!(with.vgpr > 128, "bounded kernel uses more than the 1024-thread budget: {with:?}");
+            assert_eq!(without.max_workgroup_size, 1024);
+            assert!(without.vgpr <= 128, "unbounded budget is 128 VGPRs: {without:?}");
+            assert!(without.vgpr_spills > 0 && without.scratch > 0, "unbounded kernel must spill: {without:?}");
+        }
     }
 }

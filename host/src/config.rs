@@ -296,7 +296,7 @@ pub enum ConfigError {
         limit: u64,
     },
     /// The forced tile (`FP8GEMM_FORCE_TILE` / [`force_tile`]) is not one of the kind's tiles.
-    #[error("forced tile `{tile}` (FP8GEMM_FORCE_TILE or config::force_tile) is not available; expected one of {available}")]
+    #[error("forced tile `{tile}` (Overrides::tile) is not available; expected one of {available}")]
     ForcedTile {
         /// The tile asked for.
         tile: String,
@@ -305,7 +305,7 @@ pub enum ConfigError {
     },
     /// The forced split count (`FP8GEMM_FORCE_SPLIT` / [`force_split`]) cannot be used for this
     /// problem.
-    #[error("forced split-K `{splits}` (FP8GEMM_FORCE_SPLIT or config::force_split): expected {expected}")]
+    #[error("forced split-K `{splits}` (Overrides::split): expected {expected}")]
     ForcedSplit {
         /// The split count asked for.
         splits: String,
@@ -314,7 +314,7 @@ pub enum ConfigError {
     },
     /// The forced stream-K schedule (`FP8GEMM_FORCE_STREAMK` / [`force_stream_k`]) cannot be
     /// used for this problem.
-    #[error("forced stream-K `{schedule}` (FP8GEMM_FORCE_STREAMK or config::force_stream_k): expected {expected}")]
+    #[error("forced stream-K `{schedule}` (Overrides::stream_k): expected {expected}")]
     ForcedStreamK {
         /// The schedule asked for (`G` or `G/DP`).
         schedule: String,
@@ -476,78 +476,161 @@ fn tuned(arch: Arch) -> Result<&'static Tuned, ConfigError> {
     GFX942.get_or_init(|| parse_tuned(TUNED_GFX942)).as_ref().map_err(|e| ConfigError::Tuned(e.clone()))
 }
 
+/// Explicit choices that replace the selector's own for the launches of one [`Stream`]
+/// ([`Stream::set_overrides`](crate::Stream::set_overrides)): for experiments, benchmarks and
+/// tests. Every field is `None` by default (the selector chooses). An override the problem cannot
+/// use is a typed error at launch ([`ConfigError::ForcedTile`], [`ConfigError::ForcedSplit`],
+/// [`ConfigError::ForcedStreamK`]), never a silent fallback. The library reads no environment
+/// variable for them (the `fp8gemm` CLI maps `FP8GEMM_FORCE_TILE`, `FP8GEMM_FORCE_SPLIT` and
+/// `FP8GEMM_FORCE_STREAMK` onto this struct).
+///
+/// [`Stream`]: crate::Stream
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct Overrides {
+    /// The output tile `(block_m, block_n)`.
+    pub tile: Option<(u32, u32)>,
+    /// Workgroups per output tile (split-K); `Some(1)` never splits.
+    pub split: Option<u32>,
+    /// A stream-K schedule: `(g, None)` runs `g` stream-K workgroups after the default
+    /// data-parallel head, `(g, Some(dp))` pins the head to `dp` tiles.
+    pub stream_k: Option<ForcedStreamK>,
+    /// With pre-shuffled B and a 64 × 128 tile: the pipelined loop (`true`) or the
+    /// two-workgroups-per-CU one (`false`).
+    pub bs_pipelined: Option<bool>,
+    /// With pre-shuffled B and a 32 × 64 data-parallel tile: blocks per barrier (1 or 2).
+    pub bs_narrow_barrier: Option<u32>,
+}
+
+impl Overrides {
+    /// No override: the selector chooses everything.
+    pub const NONE: Overrides = Overrides { tile: None, split: None, stream_k: None, bs_pipelined: None, bs_narrow_barrier: None };
+    /// These overrides with the tile `block_m × block_n`.
+    pub fn with_tile(mut self, block_m: u32, block_n: u32) -> Self {
+        self.tile = Some((block_m, block_n));
+        self
+    }
+    /// These overrides with `splits` workgroups per tile.
+    pub fn with_split(mut self, splits: u32) -> Self {
+        self.split = Some(splits);
+        self
+    }
+    /// These overrides with a stream-K schedule of `sk_wgs` workgroups after `dp_tiles`
+    /// data-parallel tiles (`None`: the default head).
+    pub fn with_stream_k(mut self, sk_wgs: u32, dp_tiles: Option<u32>) -> Self {
+        self.stream_k = Some((sk_wgs, dp_tiles));
+        self
+    }
+    /// These overrides with the 64 × 128 bs loop pinned.
+    pub fn with_bs_pipelined(mut self, pipelined: bool) -> Self {
+        self.bs_pipelined = Some(pipelined);
+        self
+    }
+    /// These overrides with the 32 × 64 bs kernel's blocks per barrier pinned.
+    pub fn with_bs_narrow_barrier(mut self, blocks: u32) -> Self {
+        self.bs_narrow_barrier = Some(blocks);
+        self
+    }
+    /// Each field of `self` that is set, else `base`'s.
+    fn over(self, base: Overrides) -> Overrides {
+        Overrides {
+            tile: self.tile.or(base.tile),
+            split: self.split.or(base.split),
+            stream_k: self.stream_k.or(base.stream_k),
+            bs_pipelined: self.bs_pipelined.or(base.bs_pipelined),
+            bs_narrow_barrier: self.bs_narrow_barrier.or(base.bs_narrow_barrier),
+        }
+    }
+}
+
 thread_local! {
-    /// A tile forced for this thread's config choices (experiments, tuning); `None` = not set
-    /// here, fall back to `FP8GEMM_FORCE_TILE=BMxBN` (e.g. `64x128`) for every thread.
-    static FORCED: std::cell::Cell<Option<Option<(u32, u32)>>> = const { std::cell::Cell::new(None) };
+    /// The overrides in force for this thread's config choices: the thread's defaults (the
+    /// `force_*` hooks) with the launching stream's [`Overrides`] on top while an entry point
+    /// chooses ([`apply`]).
+    static CURRENT: std::cell::Cell<Overrides> = const { std::cell::Cell::new(Overrides::NONE) };
+}
+
+fn current() -> Overrides {
+    CURRENT.with(std::cell::Cell::get)
+}
+
+fn update(f: impl FnOnce(&mut Overrides)) {
+    CURRENT.with(|c| {
+        let mut o = c.get();
+        f(&mut o);
+        c.set(o);
+    });
+}
+
+/// Restores the thread's overrides when an entry point's choice is done.
+pub(crate) struct Applied(Overrides);
+
+impl Drop for Applied {
+    fn drop(&mut self) {
+        CURRENT.with(|c| c.set(self.0));
+    }
+}
+
+/// Puts `o` on top of this thread's overrides until the guard drops (entry points call it
+/// with their stream's overrides around the config choice).
+pub(crate) fn apply(o: Overrides) -> Applied {
+    let prev = current();
+    CURRENT.with(|c| c.set(o.over(prev)));
+    Applied(prev)
+}
+
+/// Sets this thread's default overrides (under every stream's own): the CLI's and the tests'
+/// hook. Prefer [`Stream::set_overrides`](crate::Stream::set_overrides).
+pub fn set_thread_overrides(o: Overrides) {
+    CURRENT.with(|c| c.set(o));
 }
 
 /// Forces the tile `(block_m, block_n)` for every subsequent config choice made by this thread
-/// (`None`: choose normally again; `FP8GEMM_FORCE_TILE` still applies). A forced tile that no
-/// kernel of the requested kind has makes [`get_best_config`] fail with
-/// [`ConfigError::ForcedTile`].
+/// (`None`: choose normally again). A forced tile that no kernel of the requested kind has
+/// makes [`get_best_config`] fail with [`ConfigError::ForcedTile`].
 pub fn force_tile(tile: Option<(u32, u32)>) {
-    FORCED.with(|f| f.set(tile.map(Some)));
-}
-
-thread_local! {
-    /// A split count forced for this thread's config choices; `None` = not set here, fall back
-    /// to `FP8GEMM_FORCE_SPLIT=s`.
-    static FORCED_SPLIT: std::cell::Cell<Option<Option<u32>>> = const { std::cell::Cell::new(None) };
+    update(|o| o.tile = tile);
 }
 
 /// Forces `splits` workgroups per output tile (split-K) for every subsequent config choice of
-/// this thread (`Some(1)`: never split; `None`: choose normally again, `FP8GEMM_FORCE_SPLIT`
-/// still applies). Combined with a forced tile ([`force_tile`]) it pins the whole config. A
-/// split count the problem cannot use (more than its `k/128` blocks, or a kind without split-K
-/// kernels) makes [`get_best_config`] fail with [`ConfigError::ForcedSplit`].
+/// this thread (`Some(1)`: never split; `None`: choose normally again). Combined with a forced
+/// tile ([`force_tile`]) it pins the whole config. A split count the problem cannot use (more
+/// than its `k/128` blocks, or a kind without split-K kernels) makes [`get_best_config`] fail
+/// with [`ConfigError::ForcedSplit`].
 pub fn force_split(splits: Option<u32>) {
-    FORCED_SPLIT.with(|f| f.set(splits.map(Some)));
+    update(|o| o.split = splits);
 }
 
-thread_local! {
-    /// Which loop a forced 64 × 128 bs tile runs for this thread; `None` = [`bs_kernel`]'s rule.
-    static FORCED_BS_PIPELINED: std::cell::Cell<Option<bool>> = const { std::cell::Cell::new(None) };
-}
-
-/// Pins the loop of a forced 64 × 128 bs tile ([`force_tile`] / `FP8GEMM_FORCE_TILE=64x128`
-/// with pre-shuffled B) for every subsequent bs config choice of this thread, data-parallel
-/// and stream-K alike: `Some(true)` the pipelined kernels
-/// (`fp8_gemm_nt_bs_pipe_bm64_bn128`, `fp8_gemm_nt_streamk_bs_pipe_bm64_bn128`),
-/// `Some(false)` the two-per-CU ones (`fp8_gemm_nt_bs_bm64_bn128`,
-/// `fp8_gemm_nt_streamk_bs_bm64_bn128`), `None` [`bs_kernel`]'s rule again (pipelined). No
-/// effect on other tiles or on unforced choices.
+/// Pins the loop of a forced 64 × 128 bs tile ([`force_tile`] with pre-shuffled B) for every
+/// subsequent bs config choice of this thread, data-parallel and stream-K alike: `Some(true)`
+/// the pipelined kernels (`fp8_gemm_nt_bs_pipe_bm64_bn128`,
+/// `fp8_gemm_nt_streamk_bs_pipe_bm64_bn128`), `Some(false)` the two-per-CU ones
+/// (`fp8_gemm_nt_bs_bm64_bn128`, `fp8_gemm_nt_streamk_bs_bm64_bn128`), `None` [`bs_kernel`]'s
+/// rule again (pipelined). No effect on other tiles or on unforced choices.
 pub fn force_bs_pipelined(pipelined: Option<bool>) {
-    FORCED_BS_PIPELINED.with(|f| f.set(pipelined));
+    update(|o| o.bs_pipelined = pipelined);
 }
 
-thread_local! {
-    /// Blocks per barrier of a forced 32 × 64 data-parallel bs tile for this thread; `None` =
-    /// [`bs_narrow_kernel`]'s rule.
-    static FORCED_BS_NARROW_BARRIER: std::cell::Cell<Option<u32>> = const { std::cell::Cell::new(None) };
-}
-
-/// Pins the kernel of a forced 32 × 64 data-parallel bs tile ([`force_tile`] /
-/// `FP8GEMM_FORCE_TILE=32x64` with pre-shuffled B, no split) for every subsequent bs config
-/// choice of this thread: `Some(2)` the kernel with one barrier per two blocks
-/// (`fp8_gemm_nt_bs_pipe_bm32_bn64`), `Some(1)` the one with one barrier per block
-/// (`fp8_gemm_nt_bs_pipe_b1_bm32_bn64`), `None` the rule of the unforced choice again (the
-/// first while its tiles fit one round at three workgroups per CU). Any other count makes the
-/// choice fail with [`ConfigError::ForcedTile`]. No effect on other tiles or on unforced
-/// choices.
+/// Pins the kernel of a forced 32 × 64 data-parallel bs tile ([`force_tile`] with pre-shuffled
+/// B, no split) for every subsequent bs config choice of this thread: `Some(2)` the kernel with
+/// one barrier per two blocks (`fp8_gemm_nt_bs_pipe_bm32_bn64`), `Some(1)` the one with one
+/// barrier per block (`fp8_gemm_nt_bs_pipe_b1_bm32_bn64`), `None` the rule of the unforced
+/// choice again (the first while its tiles fit one round at three workgroups per CU). Any other
+/// count makes the choice fail with [`ConfigError::ForcedTile`]. No effect on other tiles or on
+/// unforced choices.
 pub fn force_bs_narrow_barrier(blocks: Option<u32>) {
-    FORCED_BS_NARROW_BARRIER.with(|f| f.set(blocks));
+    update(|o| o.bs_narrow_barrier = blocks);
 }
 
 /// The forced blocks per barrier of a 32 × 64 tile ([`force_bs_narrow_barrier`]).
 fn forced_bs_narrow_barrier() -> Option<u32> {
-    FORCED_BS_NARROW_BARRIER.with(std::cell::Cell::get)
+    current().bs_narrow_barrier
 }
 
 /// Whether a forced 64 × 128 bs tile runs the pipelined loop ([`force_bs_pipelined`], else
 /// [`bs_kernel`]'s rule).
 fn forced_bs64_pipelined() -> bool {
-    FORCED_BS_PIPELINED.with(std::cell::Cell::get).unwrap_or_else(|| bs_kernel(1).name != tile::DENSE_BS_TILES[1].name)
+    current().bs_pipelined.unwrap_or_else(|| bs_kernel(1).name != tile::DENSE_BS_TILES[1].name)
 }
 
 /// A forced stream-K schedule: `(sk_wgs, dp_tiles)`, `dp_tiles` `None` for the default head.
@@ -556,52 +639,28 @@ pub type ForcedStreamK = (u32, Option<u32>);
 /// A stream-K configuration of `fp8gemm tune`: `((block_m, block_n), sk_wgs, dp_tiles)`.
 pub type StreamKSchedule3 = ((u32, u32), u32, u32);
 
-thread_local! {
-    /// A stream-K schedule forced for this thread's config choices; `None` = not set here, fall
-    /// back to `FP8GEMM_FORCE_STREAMK=G[/DP]`.
-    static FORCED_STREAMK: std::cell::Cell<Option<Option<ForcedStreamK>>> = const { std::cell::Cell::new(None) };
-}
-
 /// Forces a stream-K launch ([`fp8gemm_device::streamk`]) for every subsequent dense config
 /// choice of this thread: `Some((g, None))` runs `g` stream-K workgroups after the default
 /// data-parallel head (the whole waves of `CUs · slots` tiles that leave at least one tile for
-/// the tail), `Some((g, Some(dp)))` pins the head to `dp` tiles; `None` chooses normally again
-/// (`FP8GEMM_FORCE_STREAMK=G` or `G/DP` still applies). Combined with a forced tile
-/// ([`force_tile`]) it pins the whole config. A schedule the problem cannot use (`dp` not below
-/// the tile count, `g` more than the tail's K iterations, more than
-/// [`tile::SPLITK_MAX_TILES`] tail tiles, a forced split, a kind without stream-K kernels)
-/// makes [`get_best_config`] fail with [`ConfigError::ForcedStreamK`].
+/// the tail), `Some((g, Some(dp)))` pins the head to `dp` tiles; `None` chooses normally again.
+/// Combined with a forced tile ([`force_tile`]) it pins the whole config. A schedule the problem
+/// cannot use (`g` = 0, `dp` not below the tile count, `g` more than the tail's K iterations,
+/// more than [`tile::SPLITK_MAX_TILES`] tail tiles, a forced split, a kind without stream-K
+/// kernels) makes [`get_best_config`] fail with [`ConfigError::ForcedStreamK`].
 pub fn force_stream_k(schedule: Option<ForcedStreamK>) {
-    FORCED_STREAMK.with(|f| f.set(schedule.map(Some)));
+    update(|o| o.stream_k = schedule);
 }
 
-/// The stream-K schedule forced for this thread or by `FP8GEMM_FORCE_STREAMK`, if any.
+/// The stream-K schedule forced for this choice, if any (checked against the problem by the
+/// choice itself).
 pub(crate) fn forced_stream_k() -> Result<Option<ForcedStreamK>, ConfigError> {
-    if let Some(t) = FORCED_STREAMK.with(std::cell::Cell::get) {
-        return Ok(t);
-    }
-    let Ok(v) = std::env::var("FP8GEMM_FORCE_STREAMK") else { return Ok(None) };
-    let bad = || ConfigError::ForcedStreamK { schedule: v.clone(), expected: "G or G/DP (stream-K workgroups ≥ 1, data-parallel tiles)".into() };
-    let (g, dp) = match v.split_once('/') {
-        Some((g, dp)) => (g.trim().parse::<u32>().map_err(|_| bad())?, Some(dp.trim().parse::<u32>().map_err(|_| bad())?)),
-        None => (v.trim().parse::<u32>().map_err(|_| bad())?, None),
-    };
-    if g == 0 {
-        return Err(bad());
-    }
-    Ok(Some((g, dp)))
+    Ok(current().stream_k)
 }
 
-/// The split count forced for this thread or by `FP8GEMM_FORCE_SPLIT`, if any.
+/// The split count forced for this choice, if any (checked against the problem by the choice
+/// itself).
 pub(crate) fn forced_split() -> Result<Option<u32>, ConfigError> {
-    if let Some(t) = FORCED_SPLIT.with(std::cell::Cell::get) {
-        return Ok(t);
-    }
-    let Ok(v) = std::env::var("FP8GEMM_FORCE_SPLIT") else { return Ok(None) };
-    match v.trim().parse::<u32>() {
-        Ok(s) if s >= 1 => Ok(Some(s)),
-        _ => Err(ConfigError::ForcedSplit { splits: v, expected: "a positive integer".into() }),
-    }
+    Ok(current().split)
 }
 
 /// Largest split count the model considers (and the most `FP8GEMM_FORCE_SPLIT` may ask for
@@ -647,17 +706,9 @@ pub(crate) fn kgrouped_cycles_per_kb(arch: Arch, block_m: u32, block_n: u32, sha
     Ok(one + f * (full - one))
 }
 
-/// The tile forced for this thread or by `FP8GEMM_FORCE_TILE`, if any.
+/// The tile forced for this choice, if any.
 pub(crate) fn forced_tile() -> Result<Option<(u32, u32)>, ConfigError> {
-    if let Some(t) = FORCED.with(std::cell::Cell::get) {
-        return Ok(t);
-    }
-    let Ok(v) = std::env::var("FP8GEMM_FORCE_TILE") else { return Ok(None) };
-    let parsed = v.split_once('x').and_then(|(a, b)| Some((a.trim().parse().ok()?, b.trim().parse().ok()?)));
-    match parsed {
-        Some(t) => Ok(Some(t)),
-        None => Err(ConfigError::ForcedTile { tile: v, available: "64x64, 64x128, 128x128" }),
-    }
+    Ok(current().tile)
 }
 
 /// Architecture description for the heuristic.
@@ -1112,7 +1163,7 @@ pub fn get_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(Gemm
             return Err(err(format!("no stream-K (no stream-K kernel for the {} layout)", desc.kind)));
         }
         if forced_s.is_some_and(|s| s > 1) {
-            return Err(err("no forced split-K at the same time (FP8GEMM_FORCE_SPLIT > 1)".into()));
+            return Err(err("no forced split-K at the same time (Overrides::split > 1)".into()));
         }
         let mut pool = Vec::new();
         let mut why_not = Vec::new();
@@ -1246,22 +1297,36 @@ pub fn get_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(Gemm
     Ok((config, limited))
 }
 
-/// `FP8GEMM_PRINT_CONFIGS=2`: also print every candidate the cost estimate weighs (each time).
-fn verbose_candidates() -> bool {
-    static V: OnceLock<bool> = OnceLock::new();
-    *V.get_or_init(|| std::env::var("FP8GEMM_PRINT_CONFIGS").is_ok_and(|v| v == "2"))
+/// How much of its choice the selector prints to stderr: 0 nothing (the library's default), 1
+/// each distinct configuration once with why it was chosen, 2 also every candidate's estimate.
+static PRINT_CONFIGS: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+/// Makes the selector print its choices to stderr (a diagnostic for the `fp8gemm` CLI's
+/// `FP8GEMM_PRINT_CONFIGS`; see [`PRINT_CONFIGS`]): 0 off, 1 each configuration once, 2 also
+/// every candidate's estimate.
+pub fn set_print_configs(level: u8) {
+    PRINT_CONFIGS.store(level, std::sync::atomic::Ordering::Relaxed);
 }
 
-/// Prints `config` once per process if `FP8GEMM_PRINT_CONFIGS=1` (or `2`).
+/// Whether [`set_print_configs`] asked for any printing.
+pub(crate) fn printing_configs() -> bool {
+    PRINT_CONFIGS.load(std::sync::atomic::Ordering::Relaxed) > 0
+}
+
+/// Level 2 of [`set_print_configs`]: also print every candidate the cost estimate weighs.
+fn verbose_candidates() -> bool {
+    PRINT_CONFIGS.load(std::sync::atomic::Ordering::Relaxed) >= 2
+}
+
+/// Prints `config` once per process at level 1 or 2 of [`set_print_configs`].
 fn print_once(desc: &GemmDesc, config: &GemmConfig, why: Choice, limited: Option<&WorkspaceLimit>) {
-    static ENABLED: OnceLock<bool> = OnceLock::new();
     static SEEN: OnceLock<Mutex<HashSet<GemmConfig>>> = OnceLock::new();
-    if !*ENABLED.get_or_init(|| std::env::var("FP8GEMM_PRINT_CONFIGS").is_ok_and(|v| v == "1" || v == "2")) {
+    if PRINT_CONFIGS.load(std::sync::atomic::Ordering::Relaxed) == 0 {
         return;
     }
     if first_sighting(SEEN.get_or_init(|| Mutex::new(HashSet::new())), config) {
         let why = match why {
-            Choice::Forced => "forced tile / split / stream-K (FP8GEMM_FORCE_TILE, FP8GEMM_FORCE_SPLIT, FP8GEMM_FORCE_STREAMK)".to_string(),
+            Choice::Forced => "forced tile / split / stream-K (Overrides)".to_string(),
             Choice::BsRule(per_cu) => format!(
                 "pre-shuffled B: bs rule ({per_cu:.2} tiles per CU; 64-row tile from {BS_BM64_TILES_PER_CU} of its tiles per CU or where its rounds are shorter, split-K below 1)"
             ),

@@ -2,8 +2,9 @@
 
 use crate::codeobj::Arch;
 
-/// Everything the fp8gemm API can report.
+/// Everything the fp8gemm API can report. New variants may be added in minor releases.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// A HIP runtime call failed. `detail` carries the emulator's full fault report (kernel, pc,
     /// lane, address) when the failing call was a kernel launch on the emulator.
@@ -35,9 +36,17 @@ pub enum Error {
         /// address); on ROCm, HIP's description of the code.
         finding: String,
     },
-    /// No HIP device is present (HIP's `hipErrorNoDevice`, or a device count of 0).
+    /// No HIP device is present (`hipErrorNoDevice`, or a device count of 0).
     #[error("no HIP device found")]
     NoDevice,
+    /// The HIP runtime is older than the one the `rocm` backend's bindings need.
+    #[error("the HIP runtime is version {found}; fp8gemm's `rocm` backend needs HIP {required} or newer (ROCm 6.3+)")]
+    HipVersion {
+        /// The version `hipRuntimeGetVersion` reported (`major.minor.patch`).
+        found: String,
+        /// The oldest supported version.
+        required: String,
+    },
     /// The device's architecture has no embedded code object.
     #[error("unsupported GPU architecture `{found}`; fp8gemm ships code objects for gfx942 and gfx950")]
     UnsupportedArch {

@@ -38,6 +38,7 @@ use bytemuck::{Pod, Zeroable};
 
 /// How a format uses its special bit patterns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Specials {
     /// "Finite, NaN = unsigned zero": `0x80` is the only NaN, no infinities, no negative zero.
     Fnuz,
@@ -49,6 +50,7 @@ pub enum Specials {
 
 /// What [`Fp8Format::from_f32_with`] does with magnitudes above `MAX` and with infinities.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Overflow {
     /// Clamp to ±`MAX` (infinities too). NaN stays NaN.
     Saturate,

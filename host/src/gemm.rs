@@ -388,6 +388,8 @@ fn dense<'a, F: Fp8Format>(
     d: impl IntoOutput<'a>,
     ws: WorkspaceSource<'_>,
 ) -> Result<GemmRun> {
+    // The stream's selector overrides, for this choice only.
+    let _overrides = config::apply(stream.overrides());
     let ctx = stream.context();
     check_format::<F>(ctx, "a")?;
     ctx.check_owner("a", a.data.owner())?;

@@ -440,6 +440,8 @@ pub fn m_grouped_fp8_gemm_nt_contiguous<'a, F: Fp8Format>(
     let (m_sum, n, k, groups) = (a.m, b.n, a.k, b.groups);
     let d = d.into_output(m_sum, n)?;
     check_common(stream, &a, &b, &d, "m_indices", &m_indices)?;
+    // The stream's selector overrides, for this choice only.
+    let _overrides = config::apply(stream.overrides());
     let ctx = stream.context();
     check_len("m_indices", format!("m_sum = {m_sum} (rows of a)"), m_sum, m_indices.len())?;
     let align = m_alignment_for_contiguous_layout();
@@ -554,6 +556,8 @@ fn masked<'a, F: Fp8Format>(
     let (rows, n, k, groups) = (a.m, b.n, a.k, b.groups);
     let d = d.into_output(rows, n)?;
     check_common(stream, &a, &b, &d, "masked_m", &masked_m)?;
+    // The stream's selector overrides, for this choice only.
+    let _overrides = config::apply(stream.overrides());
     let ctx = stream.context();
     check_len("masked_m", format!("G = {groups} (groups of b)"), groups, masked_m.len())?;
     if groups == 0 {
@@ -660,7 +664,8 @@ fn launch_masked<F: Fp8Format>(
     Ok(())
 }
 
-#[cfg(test)]
+// The test compares with the CPU reference's alignment constant.
+#[cfg(all(test, feature = "reference"))]
 mod tests {
     use super::*;
     use crate::reference::contiguous_m_indices;

@@ -75,6 +75,7 @@ use crate::fp8::Fp8Format;
 use crate::gemm::{GemmRun, check_format, check_tensor_bytes};
 use crate::quant::{BLOCK, KGroupedOperand};
 use crate::runtime::{Context, DeviceBuffer, Stream};
+use crate::view::{DeviceSlice, DeviceSliceMut};
 
 /// Alignment of every group's size along K (DeepGEMM's `get_mk_alignment_for_contiguous_layout()`
 /// for this GEMM): one scale block.
@@ -232,6 +233,70 @@ impl<F: Fp8Format> DeviceKGroupedOperand<F> {
     }
 }
 
+impl<F: Fp8Format> DeviceKGroupedOperand<F> {
+    /// A view of the whole operand (what [`k_grouped_fp8_gemm_tn_contiguous`] takes).
+    pub fn view(&self) -> KGroupedOperandView<'_, F> {
+        KGroupedOperandView { data: self.data.as_slice(), scales: self.scales.as_slice(), cols: self.cols, total_k: self.total_k, _f: PhantomData }
+    }
+}
+
+impl<'a, F: Fp8Format> From<&'a DeviceKGroupedOperand<F>> for KGroupedOperandView<'a, F> {
+    fn from(op: &'a DeviceKGroupedOperand<F>) -> Self {
+        op.view()
+    }
+}
+
+/// A K-grouped operand in device memory, MN-major: `[total_k, cols]` FP8 (tokens outermost,
+/// `cols` = `m` for A, `n` for B) and `[total_k / 128, cols]` f32 scales, both contiguous. Built
+/// from a [`DeviceKGroupedOperand`] or from [`DeviceSlice`]s of memory an engine owns.
+pub struct KGroupedOperandView<'a, F> {
+    data: DeviceSlice<'a, u8>,
+    scales: DeviceSlice<'a, f32>,
+    cols: usize,
+    total_k: usize,
+    _f: PhantomData<F>,
+}
+
+impl<F> Clone for KGroupedOperandView<'_, F> {
+    fn clone(&self) -> Self {
+        KGroupedOperandView { data: self.data, scales: self.scales, cols: self.cols, total_k: self.total_k, _f: PhantomData }
+    }
+}
+
+impl<F: Fp8Format> std::fmt::Debug for KGroupedOperandView<'_, F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "KGroupedOperandView<{}>[{} x {}]", F::NAME, self.total_k, self.cols)
+    }
+}
+
+impl<'a, F: Fp8Format> KGroupedOperandView<'a, F> {
+    /// A view of `total_k × cols` FP8 bytes and their `total_k / 128 × cols` scales. `total_k`
+    /// must be a multiple of 128 and the slices exactly that long (checked, overflow included).
+    pub fn new(data: DeviceSlice<'a, u8>, scales: DeviceSlice<'a, f32>, cols: usize, total_k: usize) -> Result<Self> {
+        if !total_k.is_multiple_of(K_ALIGNMENT) {
+            return Err(Error::Shape { arg: "total_k", expected: format!("a multiple of {K_ALIGNMENT}"), actual: total_k.to_string() });
+        }
+        let want = |arg: &'static str, rows: usize, len: usize| -> Result<()> {
+            match rows.checked_mul(cols) {
+                Some(n) if n == len => Ok(()),
+                Some(n) => Err(Error::Shape { arg, expected: format!("{rows} · {cols} = {n} elements"), actual: format!("{len} elements") }),
+                None => Err(Error::Shape { arg, expected: format!("{rows} · {cols} elements (overflows)"), actual: format!("{len} elements") }),
+            }
+        };
+        want("data", total_k, data.len())?;
+        want("scales", total_k / K_ALIGNMENT, scales.len())?;
+        Ok(KGroupedOperandView { data, scales, cols, total_k, _f: PhantomData })
+    }
+    /// Columns (`m` for A, `n` for B).
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+    /// Rows (tokens of all groups).
+    pub fn total_k(&self) -> usize {
+        self.total_k
+    }
+}
+
 /// Checks group sizes on the host (each a non-negative multiple of 128 that fits in `i32`) and
 /// copies them to the device; returns the buffer and the total to pass to
 /// [`k_grouped_fp8_gemm_tn_contiguous`].
@@ -255,8 +320,8 @@ fn kernels() -> [(DenseTile, KernelSpec<KGroupedArgs>); 2] {
 /// bm128_bn128 256 VGPRs (2 → 2, LDS 32 KiB allows 2).
 const SLOTS: [u32; 2] = [4, 2];
 
-/// Chooses the tile for a K-grouped problem: a forced tile (`config::force_tile`,
-/// `FP8GEMM_FORCE_TILE`), else the smallest modelled time — rounds of workgroups over the CUs ×
+/// Chooses the tile for a K-grouped problem: a forced tile ([`crate::config::Overrides::tile`]),
+/// else the smallest modelled time — rounds of workgroups over the CUs ×
 /// 128-token blocks × the timing model's cycles per block at that many workgroups per CU
 /// (`kcost` rows of the tuned table, written by `fp8gemm tune`) — with the average group size
 /// `total_k / G` as the K of every tile (the real sizes are on the device).
@@ -312,14 +377,13 @@ pub fn kgrouped_config(m: u32, n: u32, groups: u32, total_k: u64, arch: Arch) ->
     Ok(config)
 }
 
-/// With `FP8GEMM_PRINT_CONFIGS=1`, prints each distinct configuration once per process (as
-/// [`crate::config::get_best_config`] does for the other entry points).
+/// At [`crate::config::set_print_configs`] level 1 or more, prints each distinct
+/// configuration once per process (as the other entry points' choice does).
 fn print_once(config: &GemmConfig, m: u32, n: u32, groups: u32, total_k: u64) {
     use std::collections::HashSet;
     use std::sync::{Mutex, OnceLock};
-    static ENABLED: OnceLock<bool> = OnceLock::new();
     static SEEN: OnceLock<Mutex<HashSet<GemmConfig>>> = OnceLock::new();
-    if !*ENABLED.get_or_init(|| std::env::var("FP8GEMM_PRINT_CONFIGS").is_ok_and(|v| v == "1")) {
+    if !crate::config::printing_configs() {
         return;
     }
     // A poisoned lock only means another thread panicked while printing; the set is still valid.
@@ -332,22 +396,25 @@ fn print_once(config: &GemmConfig, m: u32, n: u32, groups: u32, total_k: u64) {
 /// K-grouped `D[g] = C[g] + A_gᵀ · B_g` with per-128-token scales on both operands (DeepGEMM's
 /// `k_grouped_fp8_gemm_tn_contiguous`; layouts and validation in the [module docs](self)).
 ///
-/// `a` is `[total_k, m]`, `b` `[total_k, n]`, `d` holds `G · m · n` f32, `ks` the `G` group
-/// sizes on the device and `total_k` their host-side sum (must equal both operands' rows).
-/// `c = None` accumulates into `d` in place; `Some(c)` reads `C` from a separate buffer of the
-/// same size. Requirements: `m % 8 == 0`, `n % 8 == 0`, `total_k % 128 == 0`, the device's FP8
+/// `a` is `[total_k, m]`, `b` `[total_k, n]` ([`KGroupedOperandView`]s, or the owned
+/// [`DeviceKGroupedOperand`]s), `d` holds `G · m · n` f32, `ks` the `G` group sizes on the device
+/// and `total_k` their host-side sum (must equal both operands' rows). `c = None` accumulates
+/// into `d` in place; `Some(c)` reads `C` from a separate range of the same size. Requirements: `m % 8 == 0`, `n % 8 == 0`, `total_k % 128 == 0`, the device's FP8
 /// format; every buffer belongs to the stream's context. With `G = 0`, `m = 0` or `n = 0`
 /// nothing is launched. The launch is queued on `stream` (asynchronous, capture-safe, as
 /// [`crate::fp8_gemm_nt`]'s).
-pub fn k_grouped_fp8_gemm_tn_contiguous<F: Fp8Format>(
+pub fn k_grouped_fp8_gemm_tn_contiguous<'a, F: Fp8Format>(
     stream: &Stream,
-    a: &DeviceKGroupedOperand<F>,
-    b: &DeviceKGroupedOperand<F>,
-    d: &mut DeviceBuffer<f32>,
-    ks: &DeviceBuffer<i32>,
+    a: impl Into<KGroupedOperandView<'a, F>>,
+    b: impl Into<KGroupedOperandView<'a, F>>,
+    d: impl Into<DeviceSliceMut<'a, f32>>,
+    ks: impl Into<DeviceSlice<'a, i32>>,
     total_k: usize,
-    c: Option<&DeviceBuffer<f32>>,
+    c: Option<DeviceSlice<'a, f32>>,
 ) -> Result<GemmRun> {
+    let (a, b, d, ks) = (&a.into(), &b.into(), d.into(), ks.into());
+    // The stream's selector overrides, for this choice only.
+    let _overrides = crate::config::apply(stream.overrides());
     let ctx = stream.context();
     check_format::<F>(ctx, "a")?;
     for (arg, op) in [("a", a), ("b", b)] {
@@ -356,7 +423,7 @@ pub fn k_grouped_fp8_gemm_tn_contiguous<F: Fp8Format>(
     }
     ctx.check_owner("d", d.owner())?;
     ctx.check_owner("ks", ks.owner())?;
-    if let Some(c) = c {
+    if let Some(c) = &c {
         ctx.check_owner("c", c.owner())?;
     }
     for (arg, op) in [("a", a), ("b", b)] {
@@ -375,7 +442,7 @@ pub fn k_grouped_fp8_gemm_tn_contiguous<F: Fp8Format>(
             arg: "d", expected: format!("G · m · n = {groups} · {m} · {n} = {out} elements"), actual: format!("{} elements", d.len())
         });
     }
-    if let Some(c) = c
+    if let Some(c) = &c
         && c.len() != out
     {
         return Err(Error::Shape {
@@ -434,6 +501,7 @@ pub fn k_grouped_fp8_gemm_tn_contiguous<F: Fp8Format>(
     Ok(GemmRun { config: Some(cfg), workspace_limit: None })
 }
 
+#[cfg(feature = "reference")]
 /// The dequantized CPU reference in this module's layouts: `c[g] += A_gᵀ · B_g` with the block
 /// scales ([`crate::reference::k_grouped_fp8_gemm_nt_contiguous`] on the K-major forms).
 pub fn reference_fp8<F: Fp8Format>(a: &KGroupedMnMajor<F>, b: &KGroupedMnMajor<F>, c: &mut [f32]) -> Result<()> {
@@ -444,6 +512,7 @@ pub fn reference_fp8<F: Fp8Format>(a: &KGroupedMnMajor<F>, b: &KGroupedMnMajor<F
     })
 }
 
+#[cfg(feature = "reference")]
 /// The unquantized CPU reference: `c[g] += A_gᵀ · B_g` in f32 (DeepGEMM's
 /// `c[i] + a[start:end].T @ b[start:end]`), `a` `[Σ ks, m]`, `b` `[Σ ks, n]`, `c` `[G, m, n]`.
 pub fn reference_f32(a: &[f32], b: &[f32], m: usize, n: usize, ks: &[usize], c: &mut [f32]) -> Result<()> {

@@ -72,6 +72,7 @@ use crate::view::{WeightsView, WeightsViewMut};
 /// How the FP8 values of weights `B` (`n × k`) are arranged in device memory. The scales
 /// (`⌈n/128⌉ × ⌈k/128⌉` f32, row-major) are the same in both layouts.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum WeightLayout {
     /// Row-major `n × k` bytes, the public contract: what the host-side quantized types, the CPU
     /// reference, checkpoints and the device quantization kernel use, and what every GEMM

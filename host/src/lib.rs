@@ -74,34 +74,57 @@
 //! * [`checkpoint`]: DeepSeek-V3/R1 FP8 checkpoints (safetensors) into MoE / MLP weights.
 #![warn(missing_docs)]
 
+/// The README's Rust snippets, compiled and run as doctests (its example checks against the CPU
+/// reference, so it needs the `reference` feature).
+#[cfg(all(doctest, feature = "reference"))]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;
+
 pub mod backend;
+#[cfg(feature = "checkpoint")]
 pub mod checkpoint;
 pub mod codeobj;
+/// The kernel selector's internals (rules, cost estimates, tuned tables, forcing hooks): public
+/// only with the `internals` feature, for this workspace's CLI and tests, with no stability
+/// promise. The stable surface is re-exported at the crate root ([`GemmConfig`], [`Overrides`],
+/// [`Stream::set_overrides`]).
+#[cfg(feature = "internals")]
 pub mod config;
+// Without `internals` its tuning and forcing hooks have no caller.
+#[cfg(not(feature = "internals"))]
+#[allow(dead_code)]
+mod config;
 pub mod error;
 pub mod fp8;
 pub mod gemm;
 pub mod grouped;
 pub mod kgrouped;
 pub mod layout;
+#[cfg(feature = "moe")]
 pub mod moe;
 pub mod quant;
 pub mod quantize;
+#[cfg(feature = "reference")]
 pub mod reference;
 pub mod runtime;
 pub mod view;
 pub mod workspace;
 
+#[cfg(feature = "checkpoint")]
 pub use checkpoint::{Checkpoint, DeviceMlpWeights, DeviceMoeWeights, MlpWeights, MoeWeights};
+pub use config::{ConfigError, ForcedStreamK, GemmConfig, Overrides, Remap, StreamK, WorkspaceLimit};
 pub use error::{Error, Result};
 pub use gemm::{DeviceActivations, DeviceWeights, GemmRun, fp8_gemm_nt, fp8_gemm_nt_with_workspace};
 pub use grouped::{
     DeviceGroupedWeights, m_alignment_for_contiguous_layout, m_grouped_fp8_gemm_nt_contiguous, m_grouped_fp8_gemm_nt_masked,
     m_grouped_fp8_gemm_nt_masked_with_workspace,
 };
-pub use kgrouped::{DeviceKGroupedOperand, KGroupedMnMajor, k_grouped_fp8_gemm_tn_contiguous, upload_ks};
+pub use kgrouped::{DeviceKGroupedOperand, KGroupedMnMajor, KGroupedOperandView, k_grouped_fp8_gemm_tn_contiguous, upload_ks};
 pub use layout::{WeightLayout, preshuffle_weights, preshuffle_weights_on_device, unshuffle_weights};
-pub use moe::{MoeLayer, MoeLayout, MoeOptions, MoeRun, MoeScratch, MoeStage, MoeStatus, moe_reference, route_reference};
+#[cfg(all(feature = "moe", feature = "reference"))]
+pub use moe::moe_reference;
+#[cfg(feature = "moe")]
+pub use moe::{MoeLayer, MoeLayout, MoeOptions, MoeRun, MoeScratch, MoeStage, MoeStatus, route_reference};
 pub use quantize::{quantize_activations, quantize_activations_masked, quantize_weights, silu_mul_quantize_activations, silu_mul_quantize_activations_masked};
 pub use runtime::{Backend, CaptureMode, Context, DeviceBuffer, Event, Graph, GraphExec, Stream};
 pub use view::{ActivationsView, ActivationsViewMut, DeviceSlice, DeviceSliceMut, GroupedWeightsView, IntoOutput, OutputViewMut, WeightsView, WeightsViewMut};

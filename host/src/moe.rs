@@ -74,6 +74,7 @@ use crate::error::{Error, Result};
 use crate::fp8::Fp8Format;
 use crate::gemm::{DeviceWeights, check_format, fp8_gemm_nt, shape_product};
 use crate::grouped::{DeviceGroupedWeights, m_grouped_fp8_gemm_nt_contiguous, m_grouped_fp8_gemm_nt_masked};
+#[cfg(feature = "reference")]
 use crate::quant::QuantizedActivations;
 use crate::quantize::{quantize_activations, silu_mul_quantize_activations, silu_mul_quantize_activations_masked};
 use crate::runtime::{Context, DeviceBuffer, Stream};
@@ -81,6 +82,7 @@ use crate::view::{ActivationsView, ActivationsViewMut, DeviceSlice, DeviceSliceM
 
 /// Which MoE layout a forward pass uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum MoeLayout {
     /// Prefill: the routed rows of all experts stacked, each expert's rows padded to 128
     /// (`m_indices`, −1 padding); [`crate::m_grouped_fp8_gemm_nt_contiguous`].
@@ -94,6 +96,7 @@ pub enum MoeLayout {
 /// The stages of a forward pass, as reported to [`MoeLayer::forward_with`]'s observer after
 /// each kernel launch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum MoeStage {
     /// Routing: per-expert counts, offsets / `masked_m`, `m_indices`, the slot of every
     /// `(token, j)`.
@@ -806,6 +809,7 @@ impl<F: Fp8Format> MoeScratch<F> {
         Ok(v)
     }
 }
+#[cfg(feature = "reference")]
 /// The CPU reference's weights: everything dequantized to `f32` (e.g.
 /// [`crate::quant::GroupedQuantizedWeights::dequantize`]).
 #[derive(Clone, Copy, Debug)]
@@ -824,8 +828,10 @@ pub struct MoeReferenceWeights<'a> {
     pub shared: Option<(usize, &'a [f32], &'a [f32])>,
 }
 
+#[cfg(feature = "reference")]
 /// How [`moe_reference`] treats activations.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ReferenceActivations {
     /// Everything in `f32` (the model the device path approximates; the issue's
     /// `calc_diff < 1e-3` bar is against this).
@@ -836,6 +842,7 @@ pub enum ReferenceActivations {
     DeviceMatched,
 }
 
+#[cfg(feature = "reference")]
 /// The whole layer on the CPU: `out[t] = Σ_j w[t,j] · down_e(silu(gate_e(x_t)) · up_e(x_t))`
 /// with `e = topk_ids[t,j]` (−1 and other ids outside `0..E` skipped, duplicates counted
 /// twice, as the device does), plus the shared expert's output after the routed sum. `hidden`
@@ -1015,6 +1022,7 @@ pub fn route_reference(topk_ids: &[i32], top_k: usize, experts: usize, rows: usi
 
 const ROW_UNUSED_REF: i32 = dm::ROW_UNUSED;
 
+#[cfg(feature = "reference")]
 fn ref_err(e: crate::reference::ReferenceError) -> Error {
     Error::Unsupported(format!("reference GEMM: {e}"))
 }

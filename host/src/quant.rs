@@ -55,6 +55,7 @@ pub const fn blocks(x: usize) -> usize {
 
 /// Errors from quantization and conversion; each names the offending argument and what was expected.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum QuantError {
     /// A slice has the wrong number of elements.
     #[error("`{arg}` has {actual} elements, expected {expected}")]

@@ -4,11 +4,11 @@
 //!
 //! | entry point | input (device) | output | CPU twin |
 //! |---|---|---|---|
-//! | [`quantize_activations`] | `[m, k]` bf16/f32 | [`DeviceActivations`] `m × k`, 1×128 scales | [`QuantizedActivations::quantize`] |
+//! | [`quantize_activations`] | `[m, k]` bf16/f16/f32 | [`DeviceActivations`] `m × k`, 1×128 scales | [`QuantizedActivations::quantize`] |
 //! | [`quantize_activations_masked`] | `[G, m_max, k]` + `masked_m[G]` | `G·m_max × k`, first `masked_m[g]` rows of each group | the same, per valid row |
 //! | [`silu_mul_quantize_activations`] | `[m, 2·i]` (`gate ‖ up`) | `m × i` | [`QuantizedActivations::quantize_silu_mul`] |
 //! | [`silu_mul_quantize_activations_masked`] | `[G, m_max, 2·i]` + `masked_m[G]` | `G·m_max × i` | the same, per valid row |
-//! | [`quantize_weights`] | `[n, k]` bf16/f32 | [`DeviceWeights`] `n × k`, 128×128 scales | [`QuantizedWeights::quantize`] |
+//! | [`quantize_weights`] | `[n, k]` bf16/f16/f32 | [`DeviceWeights`] `n × k`, 128×128 scales | [`QuantizedWeights::quantize`] |
 //!
 //! The contiguous MoE layout is the dense one over `m_sum` rows: use [`quantize_activations`].
 //! Output shapes come from the output operand: `&mut` [`DeviceActivations`] / [`DeviceWeights`]
@@ -64,19 +64,25 @@ use crate::view::{ActivationsViewMut, DeviceSlice, WeightsViewMut};
 mod sealed {
     pub trait Sealed {}
     impl Sealed for half::bf16 {}
+    impl Sealed for half::f16 {}
     impl Sealed for f32 {}
 }
 
-/// Element types the quantization kernels read: `bf16` and `f32`.
+/// Element types the quantization kernels read: `bf16`, `f16` and `f32` (each converted to
+/// `f32` exactly, then quantized by the same recipe).
 pub trait QuantInput: bytemuck::Pod + sealed::Sealed {
-    /// Whether the kernels read 4-byte `f32` (else 2-byte `bf16`).
-    const IS_F32: bool;
+    /// The kernels' input code (`fp8gemm_device::quant::IN_*`).
+    #[doc(hidden)]
+    const KERNEL_INPUT: u8;
 }
 impl QuantInput for bf16 {
-    const IS_F32: bool = false;
+    const KERNEL_INPUT: u8 = dq::IN_BF16;
+}
+impl QuantInput for half::f16 {
+    const KERNEL_INPUT: u8 = dq::IN_F16;
 }
 impl QuantInput for f32 {
-    const IS_F32: bool = true;
+    const KERNEL_INPUT: u8 = dq::IN_F32;
 }
 
 fn shape_err(arg: &'static str, expected: String, actual: String) -> Error {
@@ -149,15 +155,19 @@ fn launch_act<F: Fp8Format, X: QuantInput>(
         return Err(Error::Unsupported(format!("{units} 1×128 groups: at most {} per launch", u32::MAX - dq::ACT_GROUPS_PER_WG)));
     }
     let grid = (units as u32).div_ceil(dq::ACT_GROUPS_PER_WG);
-    let spec: KernelSpec<QuantActArgs> = match (X::IS_F32, masked_m.is_some(), silu) {
-        (false, false, false) => dq::QUANTIZE_ACT_BF16,
-        (true, false, false) => dq::QUANTIZE_ACT_F32,
-        (false, true, false) => dq::QUANTIZE_ACT_MASKED_BF16,
-        (true, true, false) => dq::QUANTIZE_ACT_MASKED_F32,
-        (false, false, true) => dq::QUANTIZE_ACT_SILU_MUL_BF16,
-        (true, false, true) => dq::QUANTIZE_ACT_SILU_MUL_F32,
-        (false, true, true) => dq::QUANTIZE_ACT_SILU_MUL_MASKED_BF16,
-        (true, true, true) => dq::QUANTIZE_ACT_SILU_MUL_MASKED_F32,
+    let spec: KernelSpec<QuantActArgs> = match (X::KERNEL_INPUT, masked_m.is_some(), silu) {
+        (dq::IN_BF16, false, false) => dq::QUANTIZE_ACT_BF16,
+        (dq::IN_BF16, true, false) => dq::QUANTIZE_ACT_MASKED_BF16,
+        (dq::IN_BF16, false, true) => dq::QUANTIZE_ACT_SILU_MUL_BF16,
+        (dq::IN_BF16, true, true) => dq::QUANTIZE_ACT_SILU_MUL_MASKED_BF16,
+        (dq::IN_F16, false, false) => dq::QUANTIZE_ACT_F16,
+        (dq::IN_F16, true, false) => dq::QUANTIZE_ACT_MASKED_F16,
+        (dq::IN_F16, false, true) => dq::QUANTIZE_ACT_SILU_MUL_F16,
+        (dq::IN_F16, true, true) => dq::QUANTIZE_ACT_SILU_MUL_MASKED_F16,
+        (_, false, false) => dq::QUANTIZE_ACT_F32,
+        (_, true, false) => dq::QUANTIZE_ACT_MASKED_F32,
+        (_, false, true) => dq::QUANTIZE_ACT_SILU_MUL_F32,
+        (_, true, true) => dq::QUANTIZE_ACT_SILU_MUL_MASKED_F32,
     };
     let args = QuantActArgs {
         x: GlobalPtr::new(x.device_ptr().addr()),
@@ -255,7 +265,11 @@ pub fn quantize_weights<'a, F: Fp8Format, X: QuantInput>(
     let (n32, k32) = (to_u32("n", n)?, to_u32("k", k)?);
     let blocks = (n.div_ceil(128) as u64) * (k.div_ceil(128) as u64);
     let grid = u32::try_from(blocks).map_err(|_| Error::Unsupported(format!("{blocks} 128×128 blocks: at most 2^32 − 1 per launch")))?;
-    let spec = if X::IS_F32 { dq::QUANTIZE_WEIGHT_F32 } else { dq::QUANTIZE_WEIGHT_BF16 };
+    let spec = match X::KERNEL_INPUT {
+        dq::IN_BF16 => dq::QUANTIZE_WEIGHT_BF16,
+        dq::IN_F16 => dq::QUANTIZE_WEIGHT_F16,
+        _ => dq::QUANTIZE_WEIGHT_F32,
+    };
     ctx.check_owner("out", out.data.owner())?;
     ctx.check_owner("out", out.scales.owner())?;
     let args = QuantWeightArgs {

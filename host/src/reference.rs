@@ -57,6 +57,7 @@ const TILE_N: usize = BLOCK;
 
 /// Errors from the reference GEMMs; each names the offending argument and what was expected.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ReferenceError {
     /// A slice has the wrong number of elements.
     #[error("`{arg}` has {actual} elements, expected {expected}")]

@@ -170,6 +170,11 @@ impl Context {
     /// [`Error::DeviceFault`].
     pub fn with_backend(backend: Backend, device: i32) -> Result<Context> {
         let api = backend.api().ok_or(Error::BackendNotBuilt { backend })?;
+        let version = api.runtime_version().map_err(|c| hip_error(api, device, "hipRuntimeGetVersion", c))?;
+        if version < MIN_HIP_VERSION {
+            return Err(Error::HipVersion { found: hip_version_string(version), required: hip_version_string(MIN_HIP_VERSION) });
+        }
+        // hipErrorNoDevice is Error::NoDevice (hip_error maps it on every call).
         let count = api.device_count().map_err(|c| hip_error(api, device, "hipGetDeviceCount", c))?;
         if count <= 0 {
             return Err(Error::NoDevice);
@@ -320,6 +325,20 @@ impl Context {
     }
 }
 
+/// The oldest HIP runtime the bindings work with: `rocm-rs` 0.4.2 binds HIP 6.3 (it calls
+/// `hipGetDevicePropertiesR0600`, absent before 6.0). In `HIP_VERSION` form, major·10⁷ +
+/// minor·10⁵ + patch.
+pub const MIN_HIP_VERSION: i32 = 60_300_000;
+
+/// `hipErrorNoDevice`: `hipGetDeviceCount` on a machine without a GPU (or without its driver);
+/// [`Error::NoDevice`] from any call.
+const HIP_ERROR_NO_DEVICE: u32 = 100;
+
+/// `60342133` → `6.3.42133`.
+fn hip_version_string(v: i32) -> String {
+    format!("{}.{}.{}", v / 10_000_000, v / 100_000 % 100, v % 100_000)
+}
+
 /// `len` elements of `T` in bytes, or a typed error naming `arg` when that exceeds `isize::MAX`
 /// bytes (the most any allocation can hold).
 pub(crate) fn byte_len<T>(arg: &'static str, len: usize) -> Result<usize> {
@@ -334,7 +353,7 @@ pub(crate) fn byte_len<T>(arg: &'static str, len: usize) -> Result<usize> {
 /// ([`Error::DeviceFault`]), no device ([`Error::NoDevice`]) or an ordinary failure
 /// ([`Error::Hip`]).
 pub(crate) fn hip_error(api: &dyn Api, device: i32, call: &'static str, code: Code) -> Error {
-    if code.0 == crate::backend::NO_DEVICE {
+    if code.0 == HIP_ERROR_NO_DEVICE {
         return Error::NoDevice;
     }
     let fault = api.device_fault(device, call, code.0);
@@ -346,7 +365,7 @@ pub(crate) fn hip_error(api: &dyn Api, device: i32, call: &'static str, code: Co
 /// fault, `detail` the backend's launch report.
 fn error_for(call: &'static str, code: u32, name: String, fault: Option<String>, detail: Option<String>) -> Error {
     match fault {
-        _ if code == crate::backend::NO_DEVICE => Error::NoDevice,
+        _ if code == HIP_ERROR_NO_DEVICE => Error::NoDevice,
         Some(finding) => Error::DeviceFault { call, code, name, finding },
         None => Error::Hip { call, code, name, detail },
     }
@@ -355,6 +374,7 @@ fn error_for(call: &'static str, code: u32, name: String, fault: Option<String>,
 /// How a stream capture restricts other HIP calls while it is active (HIP's
 /// `hipStreamCaptureMode`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CaptureMode {
     /// Potentially unsafe calls (allocation, free, synchronous copies, synchronization) are
     /// forbidden in every thread.
@@ -381,6 +401,7 @@ pub struct Stream {
     owned: bool,
     ctx: Context,
     workspace: Option<crate::workspace::Workspace>,
+    overrides: crate::config::Overrides,
 }
 
 // SAFETY: a HIP stream handle may be used from any host thread (HIP's streams are thread-safe);
@@ -401,7 +422,7 @@ impl Stream {
         let _g = ctx.enter()?;
         let raw = ctx.api().stream_create(true).map_err(|c| ctx.err("hipStreamCreateWithFlags", c))?;
         // Owned from here on: an allocation failure below destroys it on drop.
-        let mut stream = Stream { raw: raw as usize, owned: true, ctx: ctx.clone(), workspace: None };
+        let mut stream = Stream { raw: raw as usize, owned: true, ctx: ctx.clone(), workspace: None, overrides: crate::config::Overrides::NONE };
         stream.workspace = Some(crate::workspace::Workspace::new(ctx, crate::workspace::DEFAULT_STREAM_WORKSPACE_FLOATS)?);
         Ok(stream)
     }
@@ -421,9 +442,21 @@ impl Stream {
         Ok(std::mem::replace(&mut self.workspace, workspace))
     }
 
+    /// The overrides of the kernel selector for launches on this stream (none by default).
+    pub fn overrides(&self) -> crate::config::Overrides {
+        self.overrides
+    }
+
+    /// Replaces the selector's own choices for later launches on this stream with `overrides`
+    /// (a tile, a split count, a stream-K schedule): for experiments, benchmarks and tests. An
+    /// override a launch's problem cannot use fails that launch with a typed error.
+    pub fn set_overrides(&mut self, overrides: crate::config::Overrides) {
+        self.overrides = overrides;
+    }
+
     /// The device's legacy null stream (synchronous with every blocking stream).
     pub fn null(ctx: &Context) -> Stream {
-        Stream { raw: 0, owned: false, ctx: ctx.clone(), workspace: None }
+        Stream { raw: 0, owned: false, ctx: ctx.clone(), workspace: None, overrides: crate::config::Overrides::NONE }
     }
 
     /// Wraps a stream the caller (e.g. an inference engine) owns; it is not destroyed on drop.
@@ -433,7 +466,7 @@ impl Stream {
     /// stays live until the returned `Stream` is dropped and all work submitted through it has
     /// completed.
     pub unsafe fn from_raw(ctx: &Context, raw: *mut c_void) -> Stream {
-        Stream { raw: raw as usize, owned: false, ctx: ctx.clone(), workspace: None }
+        Stream { raw: raw as usize, owned: false, ctx: ctx.clone(), workspace: None, overrides: crate::config::Overrides::NONE }
     }
 
     /// The raw `hipStream_t` (for the engine's own HIP calls, or the emulator's counters).
@@ -448,6 +481,38 @@ impl Stream {
 
     pub(crate) fn handle(&self) -> Handle {
         self.raw as Handle
+    }
+
+    /// Allocates `len` zeroed elements in stream order (`hipMallocAsync` + `hipMemsetAsync`):
+    /// nothing synchronizes, and the zeroing is ordered before later work on this stream (other
+    /// streams must wait for it through an [`Event`]). The buffer is freed, synchronously, when
+    /// dropped, or in stream order with [`DeviceBuffer::free_async`]. Not on a capturing stream
+    /// ([`Error::Capturing`]).
+    pub fn alloc_zeroed<T: Pod>(&self, len: usize) -> Result<DeviceBuffer<T>> {
+        let mut buf = self.alloc_uninit::<T>(len)?;
+        buf.as_slice_mut().zero(self)?;
+        Ok(buf)
+    }
+
+    /// Allocates a buffer holding a copy of `data` in stream order (`hipMallocAsync` +
+    /// `hipMemcpyHtoDAsync`): `data` is read (staged) before this returns, the device copy is
+    /// ordered before later work on this stream, and nothing synchronizes. Not on a capturing
+    /// stream ([`Error::Capturing`]).
+    pub fn upload<T: Pod>(&self, data: &[T]) -> Result<DeviceBuffer<T>> {
+        let mut buf = self.alloc_uninit::<T>(data.len())?;
+        buf.as_slice_mut().copy_from_host(self, data)?;
+        Ok(buf)
+    }
+
+    /// A stream-ordered allocation whose contents are unspecified until written (crate-internal:
+    /// device memory is never handed out unwritten).
+    fn alloc_uninit<T: Pod>(&self, len: usize) -> Result<DeviceBuffer<T>> {
+        let bytes = byte_len::<T>("len", len)?;
+        self.forbid_capture("stream-ordered allocation")?;
+        let _g = self.ctx.enter()?;
+        // SAFETY: the stream handle is live (constructor contracts).
+        let addr = unsafe { self.ctx.api().malloc_async(bytes, self.handle()) }.map_err(|c| self.ctx.err("hipMallocAsync", c))?;
+        Ok(DeviceBuffer { addr, len, ctx: self.ctx.clone(), _t: PhantomData })
     }
 
     /// Waits until all work submitted to the stream has completed, and returns the first error of

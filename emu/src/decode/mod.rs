@@ -518,7 +518,9 @@ pub fn decode_one(code: &[u8], pc: u64, kernel: &str) -> Result<Inst, DecodeErro
             inst.src[0] = fix_vsrc(info, Field::Src0, inst.src[0]);
             inst.abs = (bits(w1, 21, 1) | bits(w1, 29, 1) << 1) as u8;
             inst.neg = (bits(w1, 20, 1) | bits(w1, 28, 1) << 1) as u8;
-            inst.omod = bits(w1, 14, 2) as u8;
+            // VOPC's SDWA dword holds SD/SDST in bits 15:8, where VOP1/VOP2 hold OMOD (15:14)
+            // and CLAMP (13): a compare has neither (CDNA3 ISA, "SDWA" microcode format).
+            inst.omod = if enc == Enc::Vopc { 0 } else { bits(w1, 14, 2) as u8 };
             if bits(w1, 13, 1) != 0 && enc != Enc::Vopc {
                 inst.flags |= flag::CLAMP;
             }

@@ -575,6 +575,19 @@ impl Cx<'_, '_> {
             _ => self.vread(w, inst, code),
         }
     }
+    /// Source `i` of a 16-bit operation: [`Self::vread16`], with an SDWA instruction's source
+    /// select applied (`src0_sel:WORD_1` reads the high half into the low one).
+    fn vsrc16(&self, w: &Wave, inst: &Inst, i: usize) -> Result<Lanes, LaunchError> {
+        let mut v = self.vread16(w, inst, inst.src[i])?;
+        if inst.has_flag(flag::SDWA) && inst.enc != Enc::Vop3 {
+            let (sel, sx) =
+                if i == 0 { (sdwa::src0_sel(inst.sdwa), sdwa::src0_sext(inst.sdwa)) } else { (sdwa::src1_sel(inst.sdwa), sdwa::src1_sext(inst.sdwa)) };
+            for x in v.iter_mut() {
+                *x = sdwa::select(*x, sel, sx);
+            }
+        }
+        Ok(v)
+    }
     fn vread64(&self, w: &Wave, inst: &Inst, code: u16, float64: bool) -> Result<[u64; 64], LaunchError> {
         if code >= VGPR0 {
             let lo = w.v[self.vidx(w, code)?];
@@ -1793,8 +1806,8 @@ impl Cx<'_, '_> {
             }
             Op::v_cvt_f16_u16 => map1!(a!(), |x| u32::from(f32_to_f16(f32::from(x as u16)))),
             Op::v_cvt_f16_i16 => map1!(a!(), |x| u32::from(f32_to_f16(f32::from(x as u16 as i16)))),
-            Op::v_cvt_u16_f16 => map1!(self.vread16(w, inst, inst.src[0])?, |x| f16_to_f32(x as u16) as u16 as u32),
-            Op::v_cvt_i16_f16 => map1!(self.vread16(w, inst, inst.src[0])?, |x| f16_to_f32(x as u16) as i16 as u16 as u32),
+            Op::v_cvt_u16_f16 => map1!(self.vsrc16(w, inst, 0)?, |x| f16_to_f32(x as u16) as u16 as u32),
+            Op::v_cvt_i16_f16 => map1!(self.vsrc16(w, inst, 0)?, |x| f16_to_f32(x as u16) as i16 as u16 as u32),
             Op::v_cvt_f32_i32 => map1!(a!(), |x| b(x as i32 as f32)),
             Op::v_cvt_f32_u32 => map1!(a!(), |x| b(x as f32)),
             // Float → int conversions saturate and map NaN to 0 (CDNA3 ISA V_CVT_I32_F32).
@@ -1818,7 +1831,7 @@ impl Cx<'_, '_> {
             }
             Op::v_cvt_f32_f16 => {
                 let hi = inst.opsel & 1 != 0;
-                let x = self.vread16(w, inst, inst.src[0])?;
+                let x = self.vsrc16(w, inst, 0)?;
                 let r = map1!(x, |v| {
                     let h = if hi { (v >> 16) as u16 } else { v as u16 };
                     let mut g = f16_to_f32(h);
@@ -1988,7 +2001,7 @@ impl Cx<'_, '_> {
             Op::v_min_i16 => map2!(a!(), bb!(), |x, y| (x as i16).min(y as i16) as u16 as u32),
             Op::v_add_f16 | Op::v_sub_f16 | Op::v_mul_f16 | Op::v_max_f16 | Op::v_min_f16 | Op::v_fma_f16 => {
                 let h = |c: &Self, i: usize| -> Result<[f32; 64], LaunchError> {
-                    let v = c.vread16(w, inst, inst.src[i])?;
+                    let v = c.vsrc16(w, inst, i)?;
                     let hi = inst.enc == Enc::Vop3 && inst.opsel >> i & 1 != 0;
                     Ok(std::array::from_fn(|l| {
                         let mut g = f16_to_f32(if hi { (v[l] >> 16) as u16 } else { v[l] as u16 });
@@ -2067,11 +2080,7 @@ impl Cx<'_, '_> {
         let c = aux & 15;
         let t = (aux >> 4) & 0xff;
         // Inline float constants of 16-bit operands are f16 values.
-        let (x, y) = if t == T_F16 {
-            (self.vread16(w, inst, inst.src[0])?, self.vread16(w, inst, inst.src[1])?)
-        } else {
-            (self.isrc(w, inst, 0)?, self.isrc(w, inst, 1)?)
-        };
+        let (x, y) = if t == T_F16 { (self.vsrc16(w, inst, 0)?, self.vsrc16(w, inst, 1)?) } else { (self.isrc(w, inst, 0)?, self.isrc(w, inst, 1)?) };
         let mut bits = 0u64;
         let mods = |v: f64, i: usize| {
             let v = if inst.abs >> i & 1 != 0 { v.abs() } else { v };

@@ -1,0 +1,93 @@
+//! The suites that need AMD's peer kernels (`FP8GEMM_PEERS_DIR`, `../shared/peers` beside the
+//! checkout): the timing model's calibration against their measured MI325X times, and the CLI's
+//! `calibrate`. Not part of `cargo test --workspace` (a fresh clone has no peers directory); run
+//! it with `FP8GEMM_PEERS_DIR=../shared/peers cargo test --release --test peers` (`.ci/run` does).
+//! Without the variable every test here fails, naming it. Every time asserted on is *modelled*.
+#![cfg(feature = "emu")]
+
+use std::process::Command;
+use std::sync::Mutex;
+
+use amdgpu_emu::exec::Checks;
+use amdgpu_emu::peers::{self, PeerFamily};
+use amdgpu_emu::timing::calibrate::{CalRow, error_summary, time_peer};
+use amdgpu_emu::timing::{Machine, Scope, SimOptions};
+
+/// Timing mode is process-wide: the tests of this file take turns.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn opts(scope: Scope, skip: bool) -> SimOptions {
+    SimOptions { scope, skip_mfma_math: skip, checks: Checks::default(), top: 5, trace_workgroup: None }
+}
+
+fn fp8gemm(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_fp8gemm")).args(args).output().expect("run fp8gemm");
+    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+fn peers_dir() -> std::path::PathBuf {
+    peers::peers_dir().unwrap_or_else(|e| panic!("{e} (the peer-kernel timing tests need AMD's code objects; .ci/run sets it to ../shared/peers)"))
+}
+
+#[test]
+fn peer_kernel_timing_is_independent_of_mfma_math() {
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = peers_dir();
+    let kernel = peers::load_peer(&dir, PeerFamily::BpreShuffle { tm: 64 }).unwrap();
+    let full = time_peer(&kernel, 200, 256, 1024, &Machine::MI325X, &opts(Scope::Full, false)).unwrap();
+    let skip = time_peer(&kernel, 200, 256, 1024, &Machine::MI325X, &opts(Scope::Full, true)).unwrap();
+    assert_eq!((full.cycles, full.issued, full.stalls), (skip.cycles, skip.issued, skip.stalls));
+    assert_eq!(full.flops, (2 * 4 * 64 * 2 * 128 * 1024) as f64, "⌈200/64⌉ × 2 tiles of 64×128×1024");
+}
+
+/// A few measured MI325X rows (both N, small and large tiles) as a regression guard of the
+/// calibration; the whole table is `fp8gemm calibrate` (and the ignored test below).
+#[test]
+fn calibration_rows_stay_within_the_goal() {
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = peers_dir();
+    let rows = peers::measured_rows(&dir).unwrap();
+    let pick = [0usize, 7, 10, 16, 24, 38];
+    let mut out = Vec::new();
+    for &i in &pick {
+        let row = rows[i].clone();
+        let kernel = peers::load_peer(&dir, row.family().unwrap()).unwrap();
+        let report = time_peer(&kernel, row.m, row.n, row.k, &Machine::MI325X, &opts(Scope::OneXcd, true)).unwrap();
+        let r = CalRow { measured: row, report };
+        println!("{r}");
+        assert!(r.rel_err().abs() <= 0.25, "row {i}: modelled {:.2} µs vs measured {:.2} µs", r.modelled_us(), r.measured.us);
+        out.push(r);
+    }
+    let (median, worst) = error_summary(&out);
+    println!("median |error| {:.1} %, worst {:.1} %", median * 100.0, worst * 100.0);
+    assert!(median <= 0.10);
+}
+
+/// The whole calibration table (47 rows, one-XCD scope): `cargo test --release --test
+/// timing_model -- --ignored --nocapture`.
+#[test]
+#[ignore = "minutes: the whole measured table"]
+fn calibration_table() {
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = peers_dir();
+    let out = amdgpu_emu::timing::calibrate::calibrate(&dir, &Machine::MI325X, &opts(Scope::OneXcd, true), &|_| true, &mut |_, r| println!("{r}")).unwrap();
+    let (median, worst) = error_summary(&out);
+    println!("{} rows: median |error| {:.1} %, worst {:.1} %", out.len(), median * 100.0, worst * 100.0);
+    assert_eq!(out.len(), peers::MEASURED_ROWS);
+    assert!(median <= 0.10 && worst <= 0.25, "median {median}, worst {worst}");
+}
+
+#[test]
+fn calibrate_compares_modelled_and_measured_rows() {
+    let dir = std::env::var("FP8GEMM_PEERS_DIR")
+        .unwrap_or_else(|_| panic!("FP8GEMM_PEERS_DIR is not set: the calibration needs AMD's peer code objects (.ci/run sets it to ../shared/peers)"));
+    let (ok, out, err) = fp8gemm(&["calibrate", "--peers", &dir, "--rows", "10", "--scope", "xcd"]);
+    assert!(ok, "{out}\n{err}");
+    let row = out.lines().find(|l| l.contains("BpreShuffle_32x128")).unwrap_or_else(|| panic!("no row in\n{out}"));
+    let cols: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(&cols[1..5], &["480", "2048", "7168", "27.14"], "{row}");
+    assert!(out.contains("1 rows: median |error|"), "{out}");
+    let (ok, _, err) = fp8gemm(&["calibrate", "--peers", "/nonexistent/peers"]);
+    assert!(!ok);
+    assert!(err.contains("/nonexistent/peers"), "{err}");
+}
