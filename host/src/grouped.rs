@@ -60,7 +60,7 @@ use fp8gemm_device::tile;
 use crate::config::{self, GemmDesc};
 use crate::error::{Error, Result};
 use crate::fp8::Fp8Format;
-use crate::gemm::{GemmRun, WorkspaceSource, check_format, check_nk, check_tensor_bytes};
+use crate::gemm::{GemmRun, WorkspaceSource, check_format, check_nk, check_tensor_bytes, shape_product};
 use crate::layout::{PRESHUFFLE_ROWS, WeightLayout};
 use crate::quant::{GroupedQuantizedWeights, QuantizedWeights, blocks};
 use crate::runtime::{Context, DeviceBuffer, Stream};
@@ -129,7 +129,7 @@ impl<F: Fp8Format> DeviceGroupedWeights<F> {
         }
         crate::gemm::check_scales("b.scales", &b.scales)?;
         let mut w = Self::alloc_with_layout(ctx, b.groups, b.n, b.k, layout)?;
-        let (per_v, per_s) = (b.n * b.k, blocks(b.n) * blocks(b.k));
+        let (per_v, per_s) = (shape_product("b", &[b.n, b.k], "n · k")?, shape_product("b", &[blocks(b.n), blocks(b.k)], "⌈n/128⌉ · ⌈k/128⌉")?);
         let stream = Stream::null(ctx);
         for g in 0..b.groups {
             // In range: the lengths were checked above to be exactly `G` groups of each.
@@ -165,7 +165,7 @@ impl<F: Fp8Format> DeviceGroupedWeights<F> {
                 actual: format!("{} × {}", w.n, w.k),
             });
         }
-        let (per_v, per_s) = (self.n * self.k, blocks(self.n) * blocks(self.k));
+        let (per_v, per_s) = (shape_product("w", &[self.n, self.k], "n · k")?, shape_product("w", &[blocks(self.n), blocks(self.k)], "⌈n/128⌉ · ⌈k/128⌉")?);
         let shape = format!("group {g}, n = {}, k = {}", self.n, self.k);
         crate::gemm::check_len("w", "data", w.data.len(), per_v, &shape)?;
         crate::gemm::check_len("w", "scales", w.scales.len(), per_s, &shape)?;
@@ -174,14 +174,11 @@ impl<F: Fp8Format> DeviceGroupedWeights<F> {
     }
 
     /// Device bytes and scales per group: `n · k` (logical) or `⌈n/16⌉·16·k` (pre-shuffled), and
-    /// `⌈n/128⌉ · ⌈k/128⌉` (no overflow: [`Self::alloc_with_layout`] checked the `G`-fold
-    /// products).
-    fn per_group(&self) -> (usize, usize) {
-        let bytes = match self.layout {
-            WeightLayout::Logical => self.n * self.k,
-            WeightLayout::Preshuffled => self.n.div_ceil(PRESHUFFLE_ROWS) * PRESHUFFLE_ROWS * self.k,
-        };
-        (bytes, blocks(self.n) * blocks(self.k))
+    /// `⌈n/128⌉ · ⌈k/128⌉` ([`Self::alloc_with_layout`] checked the `G`-fold products; checked
+    /// again here so no length is ever computed unchecked).
+    fn per_group(&self) -> Result<(usize, usize)> {
+        let bytes = self.layout.data_bytes(self.n, self.k)?;
+        Ok((bytes, shape_product("w", &[blocks(self.n), blocks(self.k)], "⌈n/128⌉ · ⌈k/128⌉")?))
     }
 
     /// THE place where host values and scales of group `g` enter the device buffers (every
@@ -192,7 +189,7 @@ impl<F: Fp8Format> DeviceGroupedWeights<F> {
     /// the group. The callers checked `g < G` and the lengths; the sub-ranges are
     /// bounds-checked again.
     fn write_group(&mut self, stream: &Stream, g: usize, data: &[F], scales: &[f32]) -> Result<()> {
-        let (per_v, per_s) = self.per_group();
+        let (per_v, per_s) = self.per_group()?;
         let mut dst = self.data.slice_mut(g * per_v..(g + 1) * per_v)?;
         match self.layout {
             WeightLayout::Logical => dst.copy_from_host(stream, crate::fp8::as_bits(data))?,
@@ -232,8 +229,8 @@ impl<F: Fp8Format> DeviceGroupedWeights<F> {
     /// [`Self::alloc`] or [`Self::alloc_preshuffled`], by `layout`.
     pub fn alloc_with_layout(ctx: &Context, groups: usize, n: usize, k: usize, layout: WeightLayout) -> Result<Self> {
         let per = layout.data_bytes(n, k)?;
-        let values = crate::gemm::shape_product("groups", &[groups, per], "G · (bytes per group)")?;
-        let scales = crate::gemm::shape_product("groups", &[groups, blocks(n), blocks(k)], "G · ⌈n/128⌉ · ⌈k/128⌉")?;
+        let values = shape_product("groups", &[groups, per], "G · (bytes per group)")?;
+        let scales = shape_product("groups", &[groups, blocks(n), blocks(k)], "G · ⌈n/128⌉ · ⌈k/128⌉")?;
         Ok(DeviceGroupedWeights { data: ctx.alloc_zeroed(values)?, scales: ctx.alloc_zeroed(scales)?, groups, n, k, layout, _f: PhantomData })
     }
     /// These weights in the pre-shuffled layout, converted on the device (one launch over all
@@ -262,8 +259,8 @@ impl<F: Fp8Format> DeviceGroupedWeights<F> {
         let data = match self.layout {
             WeightLayout::Logical => bytes,
             WeightLayout::Preshuffled => {
-                let (per_v, _) = self.per_group();
-                let mut logical = Vec::with_capacity(self.groups * self.n * self.k);
+                let (per_v, _) = self.per_group()?;
+                let mut logical = Vec::with_capacity(shape_product("self", &[self.groups, self.n, self.k], "G · n · k")?);
                 for g in 0..self.groups {
                     logical.extend(crate::layout::unshuffle_bytes(&bytes[g * per_v..(g + 1) * per_v], self.n, self.k)?);
                 }

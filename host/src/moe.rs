@@ -860,7 +860,7 @@ pub fn moe_reference<F: Fp8Format>(
     activations: ReferenceActivations,
 ) -> Result<Vec<f32>> {
     let (e_n, h, i) = (weights.experts, weights.hidden, weights.intermediate);
-    check_eq("weights.gate_up", "E · 2I · H", shape_product("weights.gate_up", &[e_n, 2 * i, h], "E · 2I · H")?, weights.gate_up.len())?;
+    check_eq("weights.gate_up", "E · 2I · H", shape_product("weights.gate_up", &[e_n, 2, i, h], "E · 2I · H")?, weights.gate_up.len())?;
     check_eq("weights.down", "E · H · I", shape_product("weights.down", &[e_n, h, i], "E · H · I")?, weights.down.len())?;
     if h == 0 || !hidden.len().is_multiple_of(h) {
         return Err(shape_err("hidden", format!("T · H elements with H = {h} ≥ 1"), format!("{} elements", hidden.len())));
@@ -869,8 +869,9 @@ pub fn moe_reference<F: Fp8Format>(
     if top_k == 0 {
         return Err(shape_err("top_k", "at least 1", 0));
     }
-    check_eq("topk_ids", "T · top_k", t_n * top_k, topk_ids.len())?;
-    check_eq("topk_weights", "T · top_k", t_n * top_k, topk_weights.len())?;
+    let pairs = shape_product("top_k", &[t_n, top_k], "T · top_k")?;
+    check_eq("topk_ids", "T · top_k", pairs, topk_ids.len())?;
+    check_eq("topk_weights", "T · top_k", pairs, topk_weights.len())?;
     let matched = activations == ReferenceActivations::DeviceMatched;
     let round = |v: &mut [f32]| {
         if matched {
@@ -915,8 +916,8 @@ pub fn moe_reference<F: Fp8Format>(
     let shared = match weights.shared {
         None => None,
         Some((is, w1, w2)) => {
-            check_eq("weights.shared", "2·Is · H (gate_up)", 2 * is * h, w1.len())?;
-            check_eq("weights.shared", "H · Is (down)", h * is, w2.len())?;
+            check_eq("weights.shared", "2·Is · H (gate_up)", shape_product("weights.shared", &[2, is, h], "2·Is · H")?, w1.len())?;
+            check_eq("weights.shared", "H · Is (down)", shape_product("weights.shared", &[h, is], "H · Is")?, w2.len())?;
             Some(mlp(hidden, t_n, w1, w2, is)?)
         }
     };
