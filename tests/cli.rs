@@ -256,7 +256,7 @@ fn validate_writes_the_csv_and_reports_wrong_results() {
         assert!(diff < 1e-5, "{r:?}");
         assert_eq!(r[16], "true");
     }
-    assert!(rows.iter().any(|r| r[3] == "logical") && rows.iter().any(|r| r[3] == "preshuffled"));
+    assert!(rows.iter().any(|r| r[3] == "logical") && rows.iter().any(|r| r[3] == "pre-shuffled"));
     assert!(std::fs::read_to_string(&svg).unwrap().contains("MODELLED"));
     // An impossible threshold: every result is reported wrong, with its kernel, and the run fails.
     let (ok, out, err) = fp8gemm(&["validate", "--shapes", "64x256x512", "--layout", "logical", "--max-diff", "0", "--csv", csv.to_str().unwrap()]);

@@ -210,6 +210,19 @@ fn host_shuffle_errors_name_the_argument() {
     assert_eq!(shape_arg(&e), "scales");
     // Overflow is an error, not a wrap.
     assert_eq!(shape_arg(&preshuffled_bytes(usize::MAX / 64, 1 << 20).unwrap_err()), "n");
+    // Regression: padding n to whole 16-row fragments overflows by itself near usize::MAX
+    // (⌈n/16⌉·16 wrapped to 0, so these returned Ok(0)).
+    for n in [usize::MAX, usize::MAX - 1, usize::MAX - 14] {
+        assert_eq!(shape_arg(&preshuffled_bytes(n, 128).unwrap_err()), "n", "n = {n}");
+        assert_eq!(shape_arg(&WeightLayout::Preshuffled.data_bytes(n, 128).unwrap_err()), "n", "n = {n}");
+        assert_eq!(shape_arg(&preshuffle_bytes(&[], n, 128).unwrap_err()), "n", "n = {n}");
+        assert_eq!(shape_arg(&unshuffle_bytes(&[], n, 128).unwrap_err()), "n", "n = {n}");
+    }
+    // The largest n whose padding fits is no error by itself (an empty K gives 0 bytes); a small
+    // n is exact.
+    assert_eq!(preshuffled_bytes(17, 128).unwrap(), 32 * 128);
+    assert_eq!(WeightLayout::Preshuffled.data_bytes(usize::MAX - 15, 0).unwrap(), 0);
+    assert_eq!(shape_arg(&WeightLayout::Logical.data_bytes(usize::MAX, 2).unwrap_err()), "n");
     // Display of the layouts (used in error messages).
     assert_eq!(WeightLayout::default(), WeightLayout::Logical);
     assert_eq!((WeightLayout::Logical.to_string(), WeightLayout::Preshuffled.to_string()), ("logical".into(), "pre-shuffled".into()));

@@ -11,6 +11,8 @@
 //!   their launch contracts, operand layouts, an f64 reference and the measured MI325X times;
 //! * [`peers_moe`]: AMD's FP8 block-scale MoE code objects (stage 1 and 1-stage fused): the
 //!   routing/sorting contract, launch builders per configuration and element-wise references;
+//! * [`peers_i8`]: the same for AMD's int8 GEMM code objects (bit-exact reference);
+//! * [`peers_gfx950`]: the gfx950 builds of the FP8 peers (OCP E4M3FN operands);
 //! * [`timing`]: the cycle-level timing model of MI300X / MI325X (the project's performance
 //!   model; every figure *modelled*), its calibration against measured times, and the
 //!   throughput lower bound [`timing::bound`];
@@ -30,5 +32,7 @@ pub mod loader;
 pub mod memory;
 pub mod numerics;
 pub mod peers;
+pub mod peers_gfx950;
+pub mod peers_i8;
 pub mod peers_moe;
 pub mod timing;

@@ -237,10 +237,46 @@ pub struct Kernel {
     pub code_size: u64,
 }
 
+/// The processor a code object is built for, from the machine byte of its ELF `e_flags`
+/// (`EF_AMDGPU_MACH`, LLVM `AMDGPUUsage.rst` "AMDGPU ELF Header": gfx942 = 0x04c, gfx950 =
+/// 0x04f). The executor models the device of the code object's target: the two differ (for
+/// what this emulator covers) in the 8-bit float encodings, which [`Target::fp8_ocp`] gives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Target {
+    /// gfx942 (CDNA3: MI300X / MI325X).
+    Gfx942,
+    /// gfx950 (CDNA4: MI350X / MI355X).
+    Gfx950,
+}
+
+impl Target {
+    /// The target from an ELF header's `e_flags`, if it is one this emulator models.
+    pub fn from_e_flags(e_flags: u32) -> Option<Target> {
+        match e_flags & EF_AMDGPU_MACH {
+            EF_AMDGPU_MACH_GFX942 => Some(Target::Gfx942),
+            EF_AMDGPU_MACH_GFX950 => Some(Target::Gfx950),
+            _ => None,
+        }
+    }
+    /// The processor name (`gfx942`, `gfx950`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Target::Gfx942 => "gfx942",
+            Target::Gfx950 => "gfx950",
+        }
+    }
+    /// Whether `fp8` / `bf8` operands (FP8 MFMAs and conversions) are the OCP encodings E4M3FN /
+    /// E5M2 (gfx950) rather than E4M3FNUZ / E5M2FNUZ (gfx942). CDNA3 ISA guide: the FP8/BF8
+    /// formats of MI300 are the FNUZ variants; CDNA4 ISA guide: MI350 uses the OCP OFP8 formats.
+    pub fn fp8_ocp(self) -> bool {
+        self == Target::Gfx950
+    }
+}
+
 /// A parsed AMDGPU code object.
 #[derive(Clone, Debug)]
 pub struct CodeObject {
-    arch: String,
+    target: Target,
     code_object_version: u32,
     kernels: Vec<Kernel>,
     /// Allocated sections: virtual address → bytes.
@@ -285,12 +321,11 @@ impl CodeObject {
         if machine != EM_AMDGPU {
             return Err(LoadError::NotAmdgpu { found: machine });
         }
-        let mach = hdr.e_flags(endian).0 & EF_AMDGPU_MACH;
-        let arch = match mach {
-            EF_AMDGPU_MACH_GFX942 => "gfx942",
-            EF_AMDGPU_MACH_GFX950 => "gfx950",
-            other => return Err(LoadError::WrongArch { found: format!("e_flags mach {other:#x}") }),
+        let e_flags = hdr.e_flags(endian).0;
+        let Some(processor) = Target::from_e_flags(e_flags) else {
+            return Err(LoadError::WrongArch { found: format!("e_flags mach {:#x}", e_flags & EF_AMDGPU_MACH) });
         };
+        let arch = processor.name();
 
         // Metadata note.
         let mut meta_value = None;
@@ -378,12 +413,17 @@ impl CodeObject {
             }
             kernels.push(Kernel { name, meta: km, descriptor, descriptor_address: kd_addr, entry, code_size });
         }
-        Ok(CodeObject { arch: arch.to_string(), code_object_version, kernels, segments, decoded: DecodeCache::default() })
+        Ok(CodeObject { target: processor, code_object_version, kernels, segments, decoded: DecodeCache::default() })
     }
 
-    /// Target processor: `gfx942` or `gfx950`.
+    /// Target processor name: `gfx942` or `gfx950` ([`CodeObject::target`]'s name).
     pub fn arch(&self) -> &str {
-        &self.arch
+        self.target.name()
+    }
+
+    /// Target processor, from the ELF `e_flags` machine byte.
+    pub fn target(&self) -> Target {
+        self.target
     }
 
     /// Code object version from `amdhsa.version` (5 for what this project ships).

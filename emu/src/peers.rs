@@ -798,8 +798,14 @@ fn prepare_into(mem: &DeviceMemory, kernel: &PeerKernel, problem: &PeerProblem, 
 /// The exact product `C[m][n] = Σ_kb SA(m,kb)·SB(n/128,kb)·Σ_{k∈kb} A[m][k]·B[n][k] + bias[n]`
 /// in f64 (`m × n`, row-major). Each 128-long FP8 dot product is exact in f64 (products of two
 /// E4M3 values have ≤ 8 significant bits; 128 of them fit in 53), so the only roundings are the
-/// f64 scale multiplications and block sums. Parallel over rows; O(M·N·K).
+/// f64 scale multiplications and block sums. Parallel over rows; O(M·N·K). A and B are
+/// E4M3FNUZ (gfx942); [`reference_f64_kind`] takes the encoding.
 pub fn reference_f64(p: &PeerProblem) -> Result<Vec<f64>, PeerError> {
+    reference_f64_kind(p, F8Kind::Fp8Fnuz)
+}
+
+/// [`reference_f64`] with A and B decoded as `kind` (E4M3FN for the gfx950 builds).
+pub fn reference_f64_kind(p: &PeerProblem, kind: F8Kind) -> Result<Vec<f64>, PeerError> {
     let (m, n, k) = (p.m as usize, p.n as usize, p.k as usize);
     let kb = k.div_ceil(K_BLOCK as usize);
     for (arg, got, expected) in
@@ -809,7 +815,7 @@ pub fn reference_f64(p: &PeerProblem) -> Result<Vec<f64>, PeerError> {
             return Err(PeerError::Length { arg, got, expected });
         }
     }
-    let dec = |x: u8| f64::from(f8_to_f32(x, F8Kind::Fp8Fnuz));
+    let dec = |x: u8| f64::from(f8_to_f32(x, kind));
     let bf: Vec<f64> = p.b.par_iter().map(|&x| dec(x)).collect();
     let mut out = vec![0f64; m * n];
     out.par_chunks_mut(n.max(1)).enumerate().for_each(|(r, row)| {

@@ -143,13 +143,14 @@ fn lds_race_between_waves_is_reported_with_both_waves() {
     let e = run("lds_race", &[&out.to_le_bytes()], 128, &mem, &only(|c| c.racecheck = true)).unwrap_err();
     let write = pc_of("lds_race", "ds_write_b32");
     let read = pc_of("lds_race", "ds_read_b32");
-    // Wave 0 runs first: it writes words 0..63 and reads words 64..127. Wave 1 then writes word
-    // 64 (lane 0, byte 0x100), which wave 0 read in the same barrier interval.
+    // The waves issue round-robin, one instruction each: wave 0 writes words 0..63, wave 1 words
+    // 64..127, then wave 0 reads words 64..127: word 64 (lane 0, byte 0x100) was written by
+    // wave 1 in the same barrier interval.
     match &e {
         LaunchError::Check { check, pc, wave, lane, addr, detail, .. } => {
             assert_eq!(*check, "racecheck");
-            assert_eq!((*pc, *wave, *lane, *addr), (write, 1, Some(0), Some(0x100)), "{e}");
-            assert!(detail.contains("wave 0") && detail.contains(&format!("pc {read:#x}")) && detail.contains("write-after-read"), "{e}");
+            assert_eq!((*pc, *wave, *lane, *addr), (read, 0, Some(0), Some(0x100)), "{e}");
+            assert!(detail.contains("wave 1") && detail.contains(&format!("pc {write:#x}")) && detail.contains("read-after-write"), "{e}");
         }
         other => panic!("expected a racecheck finding, got {other}"),
     }

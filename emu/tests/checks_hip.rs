@@ -1,7 +1,8 @@
 //! Through the HIP C ABI, `set_launch_checks(Checks::all())` turns on every checking mode: the
 //! planted LDS race of `tests/data/checks.hsaco` fails its launch with `hipErrorLaunchFailure`
 //! and a message naming the kernel, the check, waves and address, while the corrected kernel runs and
-//! its counters are kept. (`set_launch_checks` is process-wide, so this test has its own binary.)
+//! its counters are kept. A finding poisons the device as a fault does, so the test resets it after
+//! each. (`set_launch_checks` and the reset are process-wide, so this test has its own binary.)
 #![cfg(feature = "hip-abi")]
 
 use std::ffi::c_void;
@@ -18,8 +19,8 @@ fn launch(f: hipFunction_t, out: *mut c_void) -> hipError_t {
     unsafe { hipModuleLaunchKernel(f, 1, 1, 1, 128, 1, 1, 0, null_mut(), args.as_mut_ptr(), null_mut()) }
 }
 
-#[test]
-fn all_checks_through_hip() {
+/// Loads the checks module: `(module, lds_race, lds_exchange, a 512-byte output)`.
+fn setup() -> (hipModule_t, hipFunction_t, hipFunction_t, *mut c_void) {
     let code = include_bytes!("data/checks.hsaco");
     let (mut m, mut race, mut exchange) = (null_mut(), null_mut(), null_mut());
     let mut out = null_mut();
@@ -30,23 +31,35 @@ fn all_checks_through_hip() {
         assert_eq!(hipModuleGetFunction(&mut exchange, m, c"lds_exchange".as_ptr()), hipSuccess);
         assert_eq!(hipMalloc(&mut out, 512), hipSuccess);
     }
+    (m, race, exchange, out)
+}
+
+#[test]
+fn all_checks_through_hip() {
+    let (_, race, _, out) = setup();
     // Memcheck only: the race goes unseen.
     set_launch_checks(Checks::default());
     assert_eq!(launch(race, out), hipSuccess, "{:?}", last_launch_error());
 
-    // Every mode: wave 0 (run first) reads words wave 1 has not written yet, which uninit-lds
-    // reports first.
+    // Every mode: the waves issue round-robin, so wave 1 has written word 64 when wave 0 reads
+    // it in the same barrier interval: racecheck reports the read.
     set_launch_checks(Checks::all());
     assert_eq!(launch(race, out), hipErrorLaunchFailure);
     let msg = last_launch_error().expect("the finding's message");
-    assert!(msg.contains("uninit-lds") && msg.contains("lds_race") && msg.contains("wave 0 lane 0 LDS address 0x100"), "{msg}");
+    assert!(msg.contains("racecheck") && msg.contains("lds_race") && msg.contains("wave 0 lane 0 LDS address 0x100"), "{msg}");
     assert!(last_launch_report().is_none());
+    assert_eq!(device_fault(0).map(|f| f.message), Some(msg), "the finding poisons the device");
+    assert_eq!(hipDeviceReset(), hipSuccess);
+
     // racecheck alone: wave 1's write of what wave 0 read.
+    let (_, race, _, out) = setup();
     set_launch_checks(Checks { racecheck: true, ..Checks::default() });
     assert_eq!(launch(race, out), hipErrorLaunchFailure);
     let msg = last_launch_error().expect("the finding's message");
     assert!(msg.contains("racecheck") && msg.contains("lds_race") && msg.contains("wave 1") && msg.contains("wave 0"), "{msg}");
+    assert_eq!(hipDeviceReset(), hipSuccess);
 
+    let (m, _, exchange, out) = setup();
     set_launch_checks(Checks::all());
 
     assert_eq!(launch(exchange, out), hipSuccess, "{:?}", last_launch_error());

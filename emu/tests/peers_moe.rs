@@ -16,10 +16,9 @@
 //!   through the same LDS slot: the second block's `ds_write` follows the first block's reads in
 //!   other waves with no `s_barrier` in between (a write-after-read race,
 //!   [`one_stage_tn256_amax_exchange_races`]). On hardware the readers issue right after the
-//!   barrier, about a hundred instructions before the writer gets there; the emulator computes
-//!   the same only with `interleave_waves` (waves round-robin one instruction at a time),
-//!   which every value run here uses, and gets them wrong with the serial schedule
-//!   ([`one_stage_tn256_is_wrong_under_the_serial_schedule`]). racecheck is off for them;
+//!   barrier, about a hundred instructions before the writer gets there; the executor's
+//!   round-robin issue order (one instruction per wave per turn) gives the same order, and the
+//!   outputs are right. racecheck is off for them in the value runs;
 //! * the four 1-stage 32x256 kernels feed the output atomics from `ds_read_b32` results with no
 //!   `s_waitcnt lgkmcnt` in the ~300 instructions between
 //!   ([`one_stage_32x256_reads_lds_results_without_waitcnt`]); late-arrival is off for them.
@@ -54,7 +53,7 @@ fn reads_unwaited(spec: &MoeKernelSpec) -> bool {
     spec.unwaited_lds_reads()
 }
 
-/// Every mode except the documented findings (module docs), waves interleaved.
+/// Every mode except the documented findings (module docs).
 fn value_checks(spec: &MoeKernelSpec) -> Checks {
     spec.clean_checks()
 }
@@ -143,22 +142,6 @@ fn one_stage_persistent_kernels_loop_over_blocks() {
         println!("{} at 16 CUs: {} elements, {} violations, calc_diff {:.3e}", spec.name, rep.elements, rep.violations, rep.calc_diff);
         assert_eq!(rep.violations, 0, "{}: {:#?}", spec.name, rep.first);
     }
-}
-
-#[test]
-fn one_stage_tn256_is_wrong_under_the_serial_schedule() {
-    let spec = ONE_STAGE_KERNELS.into_iter().find(|s| s.name.ends_with("novs_silu_1tg_32x256")).unwrap();
-    let k = load(spec);
-    let p = MoeProblem::generate(small_configs(&spec)[0], true, 21);
-    let mem = DeviceMemory::new();
-    let l = fused::prepare(&mem, &k, &p, TIMED_CUS, MoePadding::Exact).unwrap();
-    let serial = Checks { interleave_waves: false, ..value_checks(&spec) };
-    launch(&k.code_object, k.kernel(), &l.config, &mem, &serial).unwrap();
-    let rep = fused::check(&p, &l.sorting, spec.tn, &fused::read_output(&mem, &l, &p).unwrap(), 1);
-    println!("serial schedule: {} of {} outside the bound, calc_diff {:.3e}", rep.violations, rep.elements, rep.calc_diff);
-    // Wave 0 overwrites the shared amax slot with its second block's value before waves 1-3
-    // read the first: their first block is quantised with the wrong scale.
-    assert!(rep.violations * 2 > rep.elements, "{} violations of {}", rep.violations, rep.elements);
 }
 
 #[test]
@@ -390,36 +373,4 @@ fn moe_code_objects_match_llvm_objdump() {
         assert!(bad.is_empty(), "{}: {} instructions differ:\n{}", spec.name, bad.len(), bad.join("\n"));
     }
     assert!(total > 20000, "only {total} instructions in the thirteen MoE peers");
-}
-
-/// The interleaved schedule changes nothing for race-free kernels: stage 1 and a GEMM peer give
-/// the same output bits under both schedules.
-#[test]
-fn interleaved_schedule_matches_serial_for_race_free_kernels() {
-    assert!(Checks::parse("memcheck,interleave-waves").unwrap().interleave_waves);
-    let spec = STAGE1_KERNELS[3];
-    let k = load(spec);
-    let p = MoeProblem::generate(small_configs(&spec)[1], false, 9);
-    let mut outs = Vec::new();
-    for interleave in [false, true] {
-        let mem = DeviceMemory::new();
-        let l = stage1::prepare(&mem, &k, &p, MoePadding::PrefetchTail).unwrap();
-        launch(&k.code_object, k.kernel(), &l.config, &mem, &Checks { interleave_waves: interleave, ..value_checks(&spec) }).unwrap();
-        let mut raw = vec![0u8; l.out_bytes as usize];
-        mem.read(l.out, &mut raw).unwrap();
-        outs.push(raw);
-    }
-    assert!(outs[0] == outs[1], "stage 1 output differs between schedules");
-    let d = dir();
-    let g = amdgpu_emu::peers::load_peer(&d, amdgpu_emu::peers::PeerFamily::BpreShuffle { tm: 64 }).unwrap();
-    let problem = amdgpu_emu::peers::PeerProblem::generate(100, 256, 512, 3);
-    let mut cs = Vec::new();
-    for interleave in [false, true] {
-        let mem = DeviceMemory::new();
-        let l = amdgpu_emu::peers::prepare(&mem, &g, &problem, amdgpu_emu::peers::Padding::WholeTiles).unwrap();
-        let checks = Checks { mfma_hazard: false, interleave_waves: interleave, ..Checks::all() };
-        launch(&g.code_object, g.kernel(), &l.config, &mem, &checks).unwrap();
-        cs.push(l.read_c(&mem).unwrap().iter().map(|x| x.to_bits()).collect::<Vec<u32>>());
-    }
-    assert!(cs[0] == cs[1], "BpreShuffle output differs between schedules");
 }

@@ -85,6 +85,10 @@ pub(crate) trait Api: Send + Sync {
     fn error_name(&self, code: u32) -> String;
     /// The backend's description of the calling thread's last failed launch, if it has one.
     fn launch_detail(&self) -> Option<String>;
+    /// If `code`, returned by HIP call `call` while `device` was current, is a kernel fault that
+    /// poisoned the device (HIP's sticky error): the finding's description. `None` for an
+    /// ordinary failure of that call alone.
+    fn device_fault(&self, device: i32, call: &'static str, code: u32) -> Option<String>;
     fn device_count(&self) -> HipResult<i32>;
     fn get_device(&self) -> HipResult<i32>;
     fn set_device(&self, device: i32) -> HipResult<()>;
@@ -192,9 +196,27 @@ fn c_string(chars: &[c_char]) -> String {
 /// `hipErrorNotReady`.
 const NOT_READY: u32 = 600;
 
+/// The emulator's sticky fault of `device`, if `code` is it.
+#[cfg(feature = "emu")]
+fn emu_device_fault(device: i32, _call: &'static str, code: u32) -> Option<String> {
+    amdgpu_emu::hip::device_fault(device).filter(|f| f.code == code).map(|f| f.message)
+}
+
+/// On ROCm, the codes of a fault in a kernel that ran (HIP keeps them sticky on the context):
+/// `hipErrorIllegalAddress` (700), `hipErrorLaunchTimeOut` (702), `hipErrorAssert` (710),
+/// `hipErrorECCNotCorrectable` (214), `hipErrorPriorLaunchFailure` (53), and
+/// `hipErrorLaunchFailure` (719) except from the launch call itself, where HIP uses it for a
+/// rejected launch (block larger than the kernel's launch bound) that poisons nothing.
+#[cfg(feature = "rocm")]
+fn hip_device_fault(_device: i32, call: &'static str, code: u32) -> Option<String> {
+    let sticky = matches!(code, 700 | 702 | 710 | 214 | 53) || (code == 719 && call != "launch");
+    // SAFETY: hipGetErrorString returns a static NUL-terminated string for any code.
+    sticky.then(|| unsafe { CStr::from_ptr(rocm_rs::hip::bindings::hipGetErrorString(code as _)) }.to_string_lossy().into_owned())
+}
+
 /// Implements [`Api`] for a unit struct over a module of HIP's C functions (`$m::hipMalloc`, ...).
 macro_rules! hip_api {
-    ($ty:ident, $backend:expr, $m:path, $detail:expr) => {
+    ($ty:ident, $backend:expr, $m:path, $detail:expr, $fault:path) => {
         use super::*;
         use $m as h;
 
@@ -215,6 +237,9 @@ macro_rules! hip_api {
             }
             fn launch_detail(&self) -> Option<String> {
                 $detail
+            }
+            fn device_fault(&self, device: i32, call: &'static str, code: u32) -> Option<String> {
+                $fault(device, call, code)
             }
             fn device_count(&self) -> HipResult<i32> {
                 let mut n = 0;
@@ -421,12 +446,12 @@ macro_rules! hip_api {
 
 #[cfg(feature = "emu")]
 mod emu {
-    hip_api!(Emu, Backend::Emulator, amdgpu_emu::hip, amdgpu_emu::hip::last_launch_error());
+    hip_api!(Emu, Backend::Emulator, amdgpu_emu::hip, amdgpu_emu::hip::last_launch_error(), super::emu_device_fault);
     pub(crate) static EMU: Emu = Emu;
 }
 
 #[cfg(feature = "rocm")]
 mod rocm {
-    hip_api!(Rocm, Backend::Hip, rocm_rs::hip::bindings, None);
+    hip_api!(Rocm, Backend::Hip, rocm_rs::hip::bindings, None, super::hip_device_fault);
     pub(crate) static ROCM: Rocm = Rocm;
 }

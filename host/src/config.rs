@@ -295,7 +295,7 @@ pub enum ConfigError {
         /// The limit.
         limit: u64,
     },
-    /// The forced tile (`FP8GEMM_FORCE_TILE` / [`force_tile`]) is not one of the kind's tiles.
+    /// The forced tile ([`Overrides::tile`]) is not one of the kind's tiles.
     #[error("forced tile `{tile}` (Overrides::tile) is not available; expected one of {available}")]
     ForcedTile {
         /// The tile asked for.
@@ -303,7 +303,7 @@ pub enum ConfigError {
         /// The tiles that exist.
         available: &'static str,
     },
-    /// The forced split count (`FP8GEMM_FORCE_SPLIT` / [`force_split`]) cannot be used for this
+    /// The forced split count ([`Overrides::split`]) cannot be used for this
     /// problem.
     #[error("forced split-K `{splits}` (Overrides::split): expected {expected}")]
     ForcedSplit {
@@ -312,7 +312,7 @@ pub enum ConfigError {
         /// What is accepted for this problem.
         expected: String,
     },
-    /// The forced stream-K schedule (`FP8GEMM_FORCE_STREAMK` / [`force_stream_k`]) cannot be
+    /// The forced stream-K schedule ([`Overrides::stream_k`]) cannot be
     /// used for this problem.
     #[error("forced stream-K `{schedule}` (Overrides::stream_k): expected {expected}")]
     ForcedStreamK {
@@ -651,26 +651,16 @@ pub fn force_stream_k(schedule: Option<ForcedStreamK>) {
     update(|o| o.stream_k = schedule);
 }
 
-/// The stream-K schedule forced for this choice, if any.
+/// The stream-K schedule forced for this choice, if any (checked against the problem by the
+/// choice itself).
 pub(crate) fn forced_stream_k() -> Result<Option<ForcedStreamK>, ConfigError> {
-    match current().stream_k {
-        Some((0, dp)) => Err(ConfigError::ForcedStreamK {
-            schedule: match dp {
-                Some(dp) => format!("0/{dp}"),
-                None => "0".into(),
-            },
-            expected: "at least one stream-K workgroup".into(),
-        }),
-        other => Ok(other),
-    }
+    Ok(current().stream_k)
 }
 
-/// The split count forced for this choice, if any.
+/// The split count forced for this choice, if any (checked against the problem by the choice
+/// itself).
 pub(crate) fn forced_split() -> Result<Option<u32>, ConfigError> {
-    match current().split {
-        Some(0) => Err(ConfigError::ForcedSplit { splits: "0".into(), expected: "a positive integer".into() }),
-        other => Ok(other),
-    }
+    Ok(current().split)
 }
 
 /// Largest split count the model considers (and the most `FP8GEMM_FORCE_SPLIT` may ask for
@@ -1060,8 +1050,8 @@ enum Choice {
 }
 
 /// The model preferred a split-K config whose workspace the launch did not have, so a config
-/// that fits was chosen instead (see [`get_config_for_workspace`]; `FP8GEMM_PRINT_CONFIGS=1`
-/// prints it, and the entry points report it in their `GemmRun`).
+/// that fits was chosen instead (the entry points report it in their `GemmRun`; the `fp8gemm` CLI
+/// prints it with `FP8GEMM_PRINT_CONFIGS=1`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct WorkspaceLimit {
     /// The config the model prefers.

@@ -19,6 +19,23 @@ pub enum Error {
         /// Further detail (the emulator's launch report), if any.
         detail: Option<String>,
     },
+    /// A kernel fault poisoned the device (HIP's sticky error: a memory fault, memcheck violation,
+    /// trap, illegal instruction, checker finding or watchdog timeout while a kernel ran). The
+    /// call that observes it fails with this error, and so does every later call of the same
+    /// [`Context`](crate::Context): the device has to be reset (HIP's `hipDeviceReset`, which
+    /// invalidates everything on it) before it can be used again.
+    #[error("device fault: HIP {call} failed with {name} (code {code}); the device is unusable until it is reset: {finding}")]
+    DeviceFault {
+        /// The HIP call that reported the fault first on this context.
+        call: &'static str,
+        /// The sticky `hipError_t` (`hipErrorIllegalAddress`, `hipErrorLaunchFailure`, ...).
+        code: u32,
+        /// The error's name.
+        name: String,
+        /// What faulted: on the emulator the finding (kernel, check, pc, workgroup, wave, lane,
+        /// address); on ROCm, HIP's description of the code.
+        finding: String,
+    },
     /// No HIP device is present (`hipErrorNoDevice`, or a device count of 0).
     #[error("no HIP device found")]
     NoDevice,

@@ -64,7 +64,7 @@ mod sealed {
 
 /// An 8-bit floating-point format. Implemented by [`E4M3Fnuz`], [`E5M2Fnuz`], [`E4M3Fn`] and [`E5M2`].
 ///
-/// Quantization ([`crate::quant`]) and the CPU reference ([`crate::reference`]) are generic over it.
+/// Quantization ([`crate::quant`]) and the CPU reference (`crate::reference`) are generic over it.
 /// The trait is sealed: the reference and the kernels rely on the exact formats listed here.
 pub trait Fp8Format: sealed::Sealed + Copy + Default + Pod + Send + Sync + fmt::Debug + 'static {
     /// The PyTorch dtype suffix of the format (`"e4m3fnuz"`, `"e5m2fnuz"`, `"e4m3fn"`, `"e5m2"`).

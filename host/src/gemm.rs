@@ -304,7 +304,7 @@ pub(crate) fn check_nk(n: usize, k: usize) -> Result<()> {
 /// ([`fp8gemm_device::dense`], with split-K for small problems), **pre-shuffled** weights
 /// ([`DeviceWeights::upload_preshuffled`], [`DeviceWeights::to_preshuffled`]) run the bs kernels
 /// ([`fp8gemm_device::mainloop_bs`]: B straight from global memory into the MFMA operands; with
-/// split-K or stream-K over the same loop where [`config::get_bs_config_for_workspace`] prefers
+/// split-K or stream-K over the same loop where `config::get_bs_config_for_workspace` prefers
 /// them). Same result either way (up to the FP32 summation order when K is split).
 ///
 /// The launch is asynchronous and capture-safe: the result is in `d` once `stream` has reached
@@ -326,7 +326,7 @@ pub fn fp8_gemm_nt<'a, F: Fp8Format>(
 }
 
 /// [`fp8_gemm_nt`] with an explicit workspace: the configuration is the one the model prefers
-/// ([`crate::config::get_best_config`]), and a `workspace` smaller than its need
+/// (`crate::config::get_best_config`), and a `workspace` smaller than its need
 /// ([`crate::workspace_floats`]) is an [`Error::Workspace`] (nothing is launched). The
 /// workspace must belong to the stream's context, and no other launch may use it until this
 /// one has completed (launches on one stream are ordered; across streams, order them with an

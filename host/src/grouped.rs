@@ -13,7 +13,7 @@
 //! in the pre-shuffled [layout](crate::layout), with the "bs" main loop
 //! ([`fp8gemm_device::mainloop_bs`]: B straight from global memory into registers; the kernels
 //! `m_grouped_fp8_gemm_nt_{contiguous,masked}_bs_*`, chosen by
-//! [`crate::config::get_grouped_bs_config`]). The layout travels with the weights' view.
+//! `crate::config::get_grouped_bs_config`). The layout travels with the weights' view.
 //!
 //! Device layouts (row-major, no padding): `A` and SFA as [`ActivationsView`] (`m = m_sum`, or
 //! `m = G · m_max` with group `g`'s rows at `g·m_max ..`), `B` `[G, n, k]` FP8 and SFB
@@ -26,7 +26,7 @@
 //!   layout is valid (see [`validate_m_indices`]). The −1 padding rows at the end of a group's
 //!   last aligned block (DeepGEMM's "mixed" blocks) are computed by the kernel with that group's
 //!   weights but **not stored**: like all-padding blocks (which do no work at all), they keep
-//!   whatever D held. This matches [`crate::reference::m_grouped_fp8_gemm_nt_contiguous`].
+//!   whatever D held. This matches `crate::reference::m_grouped_fp8_gemm_nt_contiguous`.
 //! * Masked: rows `0..min(masked_m[g], m_max)` of each group; the rest keep what D held.
 //!
 //! # Validation: what is checked where
@@ -60,7 +60,7 @@ use fp8gemm_device::tile;
 use crate::config::{self, GemmDesc};
 use crate::error::{Error, Result};
 use crate::fp8::Fp8Format;
-use crate::gemm::{GemmRun, WorkspaceSource, check_format, check_nk, check_tensor_bytes};
+use crate::gemm::{GemmRun, WorkspaceSource, check_format, check_nk, check_tensor_bytes, shape_product};
 use crate::layout::{PRESHUFFLE_ROWS, WeightLayout};
 use crate::quant::{GroupedQuantizedWeights, QuantizedWeights, blocks};
 use crate::runtime::{Context, DeviceBuffer, Stream};
@@ -129,7 +129,7 @@ impl<F: Fp8Format> DeviceGroupedWeights<F> {
         }
         crate::gemm::check_scales("b.scales", &b.scales)?;
         let mut w = Self::alloc_with_layout(ctx, b.groups, b.n, b.k, layout)?;
-        let (per_v, per_s) = (b.n * b.k, blocks(b.n) * blocks(b.k));
+        let (per_v, per_s) = (shape_product("b", &[b.n, b.k], "n · k")?, shape_product("b", &[blocks(b.n), blocks(b.k)], "⌈n/128⌉ · ⌈k/128⌉")?);
         let stream = Stream::null(ctx);
         for g in 0..b.groups {
             // In range: the lengths were checked above to be exactly `G` groups of each.
@@ -144,7 +144,7 @@ impl<F: Fp8Format> DeviceGroupedWeights<F> {
     /// pre-shuffled layout are shuffled on the host on the way, in bounded chunks), in order on
     /// `stream`. `w` is read (staged)
     /// before this returns, so it may be dropped or reused at once: a layer loads expert by
-    /// expert with one expert on the host ([`crate::checkpoint::DeviceMoeWeights::load`]). Work
+    /// expert with one expert on the host (`crate::checkpoint::DeviceMoeWeights::load`). Work
     /// on other streams that reads the weights must be ordered after `stream` (an
     /// [`crate::Event`], or `stream.synchronize()`). Not on a capturing stream
     /// ([`Error::Capturing`]).
@@ -165,7 +165,7 @@ impl<F: Fp8Format> DeviceGroupedWeights<F> {
                 actual: format!("{} × {}", w.n, w.k),
             });
         }
-        let (per_v, per_s) = (self.n * self.k, blocks(self.n) * blocks(self.k));
+        let (per_v, per_s) = (shape_product("w", &[self.n, self.k], "n · k")?, shape_product("w", &[blocks(self.n), blocks(self.k)], "⌈n/128⌉ · ⌈k/128⌉")?);
         let shape = format!("group {g}, n = {}, k = {}", self.n, self.k);
         crate::gemm::check_len("w", "data", w.data.len(), per_v, &shape)?;
         crate::gemm::check_len("w", "scales", w.scales.len(), per_s, &shape)?;
@@ -174,14 +174,11 @@ impl<F: Fp8Format> DeviceGroupedWeights<F> {
     }
 
     /// Device bytes and scales per group: `n · k` (logical) or `⌈n/16⌉·16·k` (pre-shuffled), and
-    /// `⌈n/128⌉ · ⌈k/128⌉` (no overflow: [`Self::alloc_with_layout`] checked the `G`-fold
-    /// products).
-    fn per_group(&self) -> (usize, usize) {
-        let bytes = match self.layout {
-            WeightLayout::Logical => self.n * self.k,
-            WeightLayout::Preshuffled => self.n.div_ceil(PRESHUFFLE_ROWS) * PRESHUFFLE_ROWS * self.k,
-        };
-        (bytes, blocks(self.n) * blocks(self.k))
+    /// `⌈n/128⌉ · ⌈k/128⌉` ([`Self::alloc_with_layout`] checked the `G`-fold products; checked
+    /// again here so no length is ever computed unchecked).
+    fn per_group(&self) -> Result<(usize, usize)> {
+        let bytes = self.layout.data_bytes(self.n, self.k)?;
+        Ok((bytes, shape_product("w", &[blocks(self.n), blocks(self.k)], "⌈n/128⌉ · ⌈k/128⌉")?))
     }
 
     /// THE place where host values and scales of group `g` enter the device buffers (every
@@ -192,7 +189,7 @@ impl<F: Fp8Format> DeviceGroupedWeights<F> {
     /// the group. The callers checked `g < G` and the lengths; the sub-ranges are
     /// bounds-checked again.
     fn write_group(&mut self, stream: &Stream, g: usize, data: &[F], scales: &[f32]) -> Result<()> {
-        let (per_v, per_s) = self.per_group();
+        let (per_v, per_s) = self.per_group()?;
         let mut dst = self.data.slice_mut(g * per_v..(g + 1) * per_v)?;
         match self.layout {
             WeightLayout::Logical => dst.copy_from_host(stream, crate::fp8::as_bits(data))?,
@@ -232,8 +229,8 @@ impl<F: Fp8Format> DeviceGroupedWeights<F> {
     /// [`Self::alloc`] or [`Self::alloc_preshuffled`], by `layout`.
     pub fn alloc_with_layout(ctx: &Context, groups: usize, n: usize, k: usize, layout: WeightLayout) -> Result<Self> {
         let per = layout.data_bytes(n, k)?;
-        let values = crate::gemm::shape_product("groups", &[groups, per], "G · (bytes per group)")?;
-        let scales = crate::gemm::shape_product("groups", &[groups, blocks(n), blocks(k)], "G · ⌈n/128⌉ · ⌈k/128⌉")?;
+        let values = shape_product("groups", &[groups, per], "G · (bytes per group)")?;
+        let scales = shape_product("groups", &[groups, blocks(n), blocks(k)], "G · ⌈n/128⌉ · ⌈k/128⌉")?;
         Ok(DeviceGroupedWeights { data: ctx.alloc_zeroed(values)?, scales: ctx.alloc_zeroed(scales)?, groups, n, k, layout, _f: PhantomData })
     }
     /// These weights in the pre-shuffled layout, converted on the device (one launch over all
@@ -262,8 +259,8 @@ impl<F: Fp8Format> DeviceGroupedWeights<F> {
         let data = match self.layout {
             WeightLayout::Logical => bytes,
             WeightLayout::Preshuffled => {
-                let (per_v, _) = self.per_group();
-                let mut logical = Vec::with_capacity(self.groups * self.n * self.k);
+                let (per_v, _) = self.per_group()?;
+                let mut logical = Vec::with_capacity(shape_product("self", &[self.groups, self.n, self.k], "G · n · k")?);
                 for g in 0..self.groups {
                     logical.extend(crate::layout::unshuffle_bytes(&bytes[g * per_v..(g + 1) * per_v], self.n, self.k)?);
                 }
@@ -429,7 +426,7 @@ fn check_len(arg: &'static str, what: String, expected: usize, actual: usize) ->
 /// and D (`lda = k`, `ldd = n`). `b` may be in either [layout](crate::layout): pre-shuffled
 /// weights run the bs kernels (B straight from global memory into the MFMA operands,
 /// [`fp8gemm_device::grouped`]; 32-, 64- or 128-row tiles, chosen by
-/// [`crate::config::get_grouped_bs_config`]), logical ones the LDS-staged kernels; the result
+/// `crate::config::get_grouped_bs_config`), logical ones the LDS-staged kernels; the result
 /// is the same, bit for bit. With `G = 0` every row must be padding and nothing is launched.
 /// The launch is queued on `stream`: asynchronous and capture-safe, as [`crate::fp8_gemm_nt`]'s.
 pub fn m_grouped_fp8_gemm_nt_contiguous<'a, F: Fp8Format>(
@@ -506,7 +503,7 @@ pub fn m_grouped_fp8_gemm_nt_contiguous<'a, F: Fp8Format>(
 ///
 /// Pre-shuffled weights with few working tiles (decode: small `expected_m`, long `k`) may run
 /// **split-K** (`m_grouped_fp8_gemm_nt_masked_splitk_bs_*`, [`fp8gemm_device::grouped`]; split
-/// count from `expected_m` by [`crate::config::get_grouped_bs_config_for_workspace`],
+/// count from `expected_m` by `crate::config::get_grouped_bs_config_for_workspace`,
 /// `FP8GEMM_FORCE_SPLIT` forces it) with the stream's workspace, under the dense split-K rules
 /// of [`crate::workspace`]: deterministic, capture-safe, correct for any `masked_m`; if the
 /// preferred split does not fit the stream's workspace the best one that fits runs and
@@ -527,9 +524,9 @@ pub fn m_grouped_fp8_gemm_nt_masked<'a, F: Fp8Format>(
 
 /// [`m_grouped_fp8_gemm_nt_masked`] with an explicit split-K workspace, as
 /// [`crate::fp8_gemm_nt_with_workspace`] is to [`crate::fp8_gemm_nt`]: the configuration is the
-/// one the model prefers ([`crate::config::get_grouped_bs_config_for_workspace`] with no
+/// one the model prefers (`crate::config::get_grouped_bs_config_for_workspace` with no
 /// workspace limit; `FP8GEMM_FORCE_SPLIT` forces the split), and a `workspace` smaller than
-/// its need ([`crate::config::GemmConfig::workspace_floats`]) is an [`Error::Workspace`] naming
+/// its need (`crate::config::GemmConfig::workspace_floats`) is an [`Error::Workspace`] naming
 /// `workspace` (nothing is launched). Only pre-shuffled weights ever split K, so logical ones
 /// run as [`m_grouped_fp8_gemm_nt_masked`] does and leave the workspace unused. The workspace
 /// must belong to the stream's context, and no other launch may use it until this one has

@@ -31,7 +31,7 @@
 //!
 //! Per 128-token block the kernel accumulates exact FP8 products in f32 (MFMA), then adds
 //! `partial · (sfa · sfb)` (f32 FMA) to an f32 accumulator; the epilogue adds `C` once. The CPU
-//! reference ([`crate::reference::k_grouped_fp8_gemm_nt_contiguous`], fed by
+//! reference (`crate::reference::k_grouped_fp8_gemm_nt_contiguous`, fed by
 //! [`KGroupedMnMajor::to_k_major`]) sums the scaled partials in f64, so the two differ only by
 //! f32 rounding of the promotion and of the `C` addition.
 
@@ -320,7 +320,7 @@ fn kernels() -> [(DenseTile, KernelSpec<KGroupedArgs>); 2] {
 /// bm128_bn128 256 VGPRs (2 → 2, LDS 32 KiB allows 2).
 const SLOTS: [u32; 2] = [4, 2];
 
-/// Chooses the tile for a K-grouped problem: a forced tile ([`crate::config::Overrides::tile`]),
+/// Chooses the tile for a K-grouped problem: a forced tile (`crate::config::Overrides::tile`),
 /// else the smallest modelled time — rounds of workgroups over the CUs ×
 /// 128-token blocks × the timing model's cycles per block at that many workgroups per CU
 /// (`kcost` rows of the tuned table, written by `fp8gemm tune`) — with the average group size
@@ -377,7 +377,7 @@ pub fn kgrouped_config(m: u32, n: u32, groups: u32, total_k: u64, arch: Arch) ->
     Ok(config)
 }
 
-/// At [`crate::config::set_print_configs`] level 1 or more, prints each distinct
+/// At `crate::config::set_print_configs` level 1 or more, prints each distinct
 /// configuration once per process (as the other entry points' choice does).
 fn print_once(config: &GemmConfig, m: u32, n: u32, groups: u32, total_k: u64) {
     use std::collections::HashSet;
@@ -503,7 +503,7 @@ pub fn k_grouped_fp8_gemm_tn_contiguous<'a, F: Fp8Format>(
 
 #[cfg(feature = "reference")]
 /// The dequantized CPU reference in this module's layouts: `c[g] += A_gᵀ · B_g` with the block
-/// scales ([`crate::reference::k_grouped_fp8_gemm_nt_contiguous`] on the K-major forms).
+/// scales (`crate::reference::k_grouped_fp8_gemm_nt_contiguous` on the K-major forms).
 pub fn reference_fp8<F: Fp8Format>(a: &KGroupedMnMajor<F>, b: &KGroupedMnMajor<F>, c: &mut [f32]) -> Result<()> {
     crate::reference::k_grouped_fp8_gemm_nt_contiguous(&a.to_k_major()?, &b.to_k_major()?, c).map_err(|e| Error::Shape {
         arg: "reference",

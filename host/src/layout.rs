@@ -22,7 +22,7 @@
 //!
 //! # Who reads what
 //!
-//! * The CPU reference ([`crate::reference`]), the host-side [`QuantizedWeights`] /
+//! * The CPU reference (`crate::reference`), the host-side [`QuantizedWeights`] /
 //!   [`GroupedQuantizedWeights`], checkpoint files and `download()` of the owned device weights
 //!   are always **logical**.
 //! * The device quantization kernel ([`crate::quantize_weights`]) writes logical weights;
@@ -46,7 +46,7 @@
 //!   [`DeviceGroupedWeights::alloc_preshuffled`](crate::DeviceGroupedWeights::alloc_preshuffled) +
 //!   [`upload_group`](crate::DeviceGroupedWeights::upload_group) (the shuffle is done on the
 //!   host in bounded chunks); checkpoints with
-//!   [`DeviceMoeWeights::load_with_layout`](crate::DeviceMoeWeights::load_with_layout).
+//!   `DeviceMoeWeights::load_with_layout` (feature `checkpoint`).
 //! * On the device: [`preshuffle_weights_on_device`], or
 //!   [`DeviceWeights::to_preshuffled`](crate::DeviceWeights::to_preshuffled) /
 //!   [`DeviceGroupedWeights::to_preshuffled`](crate::DeviceGroupedWeights::to_preshuffled).
@@ -126,8 +126,8 @@ pub(crate) fn check_preshuffle_k(arg: &'static str, k: usize) -> Result<()> {
 /// 128 ([`Error::Shape`], argument `k`); a size that overflows `usize` (argument `n`).
 pub fn preshuffled_bytes(n: usize, k: usize) -> Result<usize> {
     check_preshuffle_k("k", k)?;
-    let padded = n.div_ceil(PRESHUFFLE_ROWS) * PRESHUFFLE_ROWS;
-    let bytes = crate::gemm::shape_product("n", &[padded, k], "⌈n/16⌉·16 · k")?;
+    // ⌈n/16⌉·16 itself overflows for n within 15 of usize::MAX: checked like the product.
+    let bytes = crate::gemm::shape_product("n", &[n.div_ceil(PRESHUFFLE_ROWS), PRESHUFFLE_ROWS, k], "⌈n/16⌉·16 · k")?;
     debug_assert_eq!(bytes as u64, tile::shuffled_b_bytes(n as u64, k as u64));
     Ok(bytes)
 }
@@ -205,7 +205,7 @@ pub fn preshuffle_bytes(logical: &[u8], n: usize, k: usize) -> Result<Vec<u8>> {
 pub fn unshuffle_bytes(shuffled: &[u8], n: usize, k: usize) -> Result<Vec<u8>> {
     let bytes = preshuffled_bytes(n, k)?;
     check_bytes("shuffled", "a pre-shuffled weight (⌈n/16⌉·16·k)", shuffled.len(), bytes, &format!("n = {n}, k = {k}"))?;
-    let mut out = vec![0u8; n * k];
+    let mut out = vec![0u8; crate::gemm::shape_product("n", &[n, k], "n · k")?];
     unshuffle_into(shuffled, n, k, &mut out);
     Ok(out)
 }
@@ -302,7 +302,7 @@ pub(crate) fn launch_preshuffle(
         return Err(Error::Shape { arg: "dst", expected: format!("n × k = {n} × {k} (as src)"), actual: format!("{} × {}", dst_shape.0, dst_shape.1) });
     }
     let per_dst = preshuffled_bytes(n, k)?;
-    let per_src = n * k; // fits: the source view's constructor checked it
+    let per_src = crate::gemm::shape_product("src", &[n, k], "n · k")?;
     let need_src = crate::gemm::shape_product("src", &[groups, per_src], "G · n · k")?;
     let need_dst = crate::gemm::shape_product("dst", &[groups, per_dst], "G · ⌈n/16⌉·16 · k")?;
     if src.len() < need_src {

@@ -67,12 +67,18 @@
 //! * [`fp8`], [`quant`]: FP8 formats and DeepGEMM's quantization recipes (1×128 activation
 //!   scales, 128×128 weight scales);
 //! * [`quantize`]: the same recipes as GPU kernels, writing the GEMMs' operands on the device;
-//! * [`reference`](mod@reference): CPU reference GEMMs and DeepGEMM's `calc_diff`;
+//! * `reference`: CPU reference GEMMs and DeepGEMM's `calc_diff`;
 //! * [`moe`]: the MoE expert layer ([`MoeLayer`]) and its routing kernels;
-//! * [`config`]: `GemmDesc → GemmConfig` per architecture;
+//! * `config`: `GemmDesc → GemmConfig` per architecture;
 //! * [`codeobj`]: the embedded code objects and their resource table;
-//! * [`checkpoint`]: DeepSeek-V3/R1 FP8 checkpoints (safetensors) into MoE / MLP weights.
+//! * `checkpoint`: DeepSeek-V3/R1 FP8 checkpoints (safetensors) into MoE / MLP weights.
 #![warn(missing_docs)]
+
+/// The README's Rust snippets, compiled and run as doctests (its example checks against the CPU
+/// reference, so it needs the `reference` feature).
+#[cfg(all(doctest, feature = "reference"))]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;
 
 pub mod backend;
 #[cfg(feature = "checkpoint")]

@@ -33,11 +33,11 @@
 //!   (1×128) with DeepGEMM's recipe (bit-identical to [`crate::quant`]); GEMM outputs are bf16.
 //!
 //! # Accuracy
-//! Against the f32 reference from the dequantized FP8 weights ([`moe_reference`] with
-//! [`ReferenceActivations::F32`]) the layer's calc_diff is ≈ 9.2e-4 (E = 8…16, H = 256…1024,
+//! Against the f32 reference from the dequantized FP8 weights (`moe_reference` with
+//! `ReferenceActivations::F32`, feature `reference`) the layer's calc_diff is ≈ 9.2e-4 (E = 8…16, H = 256…1024,
 //! T ≥ 40; measured on the CPU between the two reference variants): that is the error of
 //! quantizing two activations per token to FP8, which the device path does exactly as the
-//! device-matched reference ([`ReferenceActivations::DeviceMatched`], calc_diff ≈ 1e-9, element
+//! device-matched reference (`ReferenceActivations::DeviceMatched`, calc_diff ≈ 1e-9, element
 //! differences ≤ 0.005 rms). The goal `< 1e-3` is therefore met with little margin, and a
 //! small sample (a few tokens, where the statistic fluctuates) can exceed it (1.016e-3 seen on
 //! 12 tokens with a shared expert).
@@ -849,7 +849,7 @@ pub enum ReferenceActivations {
 /// is `[T, H]` (use the bf16 values the device reads); returns `[T, H]` f32 (with
 /// [`ReferenceActivations::DeviceMatched`], already rounded to bf16 like the device's output).
 /// The experts' GEMMs run per expert on the gathered rows through
-/// [`crate::reference::gemm_nt_f32`]. Errors name the argument whose length or values are wrong
+/// `crate::reference::gemm_nt_f32`. Errors name the argument whose length or values are wrong
 /// (a non-finite activation in `DeviceMatched` mode is a quantization error).
 pub fn moe_reference<F: Fp8Format>(
     weights: &MoeReferenceWeights<'_>,
@@ -860,7 +860,7 @@ pub fn moe_reference<F: Fp8Format>(
     activations: ReferenceActivations,
 ) -> Result<Vec<f32>> {
     let (e_n, h, i) = (weights.experts, weights.hidden, weights.intermediate);
-    check_eq("weights.gate_up", "E · 2I · H", shape_product("weights.gate_up", &[e_n, 2 * i, h], "E · 2I · H")?, weights.gate_up.len())?;
+    check_eq("weights.gate_up", "E · 2I · H", shape_product("weights.gate_up", &[e_n, 2, i, h], "E · 2I · H")?, weights.gate_up.len())?;
     check_eq("weights.down", "E · H · I", shape_product("weights.down", &[e_n, h, i], "E · H · I")?, weights.down.len())?;
     if h == 0 || !hidden.len().is_multiple_of(h) {
         return Err(shape_err("hidden", format!("T · H elements with H = {h} ≥ 1"), format!("{} elements", hidden.len())));
@@ -869,8 +869,9 @@ pub fn moe_reference<F: Fp8Format>(
     if top_k == 0 {
         return Err(shape_err("top_k", "at least 1", 0));
     }
-    check_eq("topk_ids", "T · top_k", t_n * top_k, topk_ids.len())?;
-    check_eq("topk_weights", "T · top_k", t_n * top_k, topk_weights.len())?;
+    let pairs = shape_product("top_k", &[t_n, top_k], "T · top_k")?;
+    check_eq("topk_ids", "T · top_k", pairs, topk_ids.len())?;
+    check_eq("topk_weights", "T · top_k", pairs, topk_weights.len())?;
     let matched = activations == ReferenceActivations::DeviceMatched;
     let round = |v: &mut [f32]| {
         if matched {
@@ -915,8 +916,8 @@ pub fn moe_reference<F: Fp8Format>(
     let shared = match weights.shared {
         None => None,
         Some((is, w1, w2)) => {
-            check_eq("weights.shared", "2·Is · H (gate_up)", 2 * is * h, w1.len())?;
-            check_eq("weights.shared", "H · Is (down)", h * is, w2.len())?;
+            check_eq("weights.shared", "2·Is · H (gate_up)", shape_product("weights.shared", &[2, is, h], "2·Is · H")?, w1.len())?;
+            check_eq("weights.shared", "H · Is (down)", shape_product("weights.shared", &[h, is], "H · Is")?, w2.len())?;
             Some(mlp(hidden, t_n, w1, w2, is)?)
         }
     };

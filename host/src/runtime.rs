@@ -20,6 +20,17 @@
 //!   invalidated).
 //! * Memory the library does not own (views from raw pointers, streams from raw handles): the
 //!   caller keeps it alive until the work using it has completed (see each `unsafe` constructor).
+//!
+//! # Device faults
+//! A kernel that faults (memory fault, memcheck violation, trap, illegal instruction, a
+//! checker's finding, the watchdog) poisons its device, as HIP does: the call that observes it
+//! — the launch on the null stream, or the synchronization, copy or query that follows a queued
+//! launch — fails with [`Error::DeviceFault`] carrying the finding, and so does every later
+//! operation of that [`Context`] and of everything created from it (streams, events, buffers,
+//! graphs), without calling HIP again. Other contexts on the same device see the fault from the
+//! backend (HIP keeps the error sticky on the device until `hipDeviceReset`). Dropping objects of
+//! a poisoned context still hands their handles back to HIP (which may refuse; the reset frees
+//! everything).
 
 use std::collections::HashMap;
 use std::ffi::{CString, c_void};
@@ -51,6 +62,24 @@ struct Inner {
     functions: Mutex<HashMap<&'static str, usize>>,
     /// The loaded `hipModule_t`.
     module: usize,
+    /// The device fault that poisoned this context, once one was seen (see the module
+    /// documentation).
+    fault: Mutex<Option<Fault>>,
+}
+
+/// A recorded device fault: what [`Error::DeviceFault`] repeats on every later call.
+#[derive(Clone)]
+struct Fault {
+    call: &'static str,
+    code: u32,
+    name: String,
+    finding: String,
+}
+
+impl Fault {
+    fn error(&self) -> Error {
+        Error::DeviceFault { call: self.call, code: self.code, name: self.name.clone(), finding: self.finding.clone() }
+    }
 }
 
 impl Drop for Inner {
@@ -135,27 +164,28 @@ impl Context {
 
     /// Opens device `device` of `backend`, reads its architecture and compute-unit count from
     /// the device and loads the matching embedded code object once.
+    ///
+    /// A machine without a usable GPU (`hipErrorNoDevice`, or no device counted) is
+    /// [`Error::NoDevice`]; a device poisoned by an earlier kernel fault (of another context) is
+    /// [`Error::DeviceFault`].
     pub fn with_backend(backend: Backend, device: i32) -> Result<Context> {
         let api = backend.api().ok_or(Error::BackendNotBuilt { backend })?;
-        let version = api.runtime_version().map_err(|c| hip_error(api, "hipRuntimeGetVersion", c))?;
+        let version = api.runtime_version().map_err(|c| hip_error(api, device, "hipRuntimeGetVersion", c))?;
         if version < MIN_HIP_VERSION {
             return Err(Error::HipVersion { found: hip_version_string(version), required: hip_version_string(MIN_HIP_VERSION) });
         }
-        let count = match api.device_count() {
-            Ok(n) => n,
-            Err(Code(HIP_ERROR_NO_DEVICE)) => return Err(Error::NoDevice),
-            Err(c) => return Err(hip_error(api, "hipGetDeviceCount", c)),
-        };
+        // hipErrorNoDevice is Error::NoDevice (hip_error maps it on every call).
+        let count = api.device_count().map_err(|c| hip_error(api, device, "hipGetDeviceCount", c))?;
         if count <= 0 {
             return Err(Error::NoDevice);
         }
         if device < 0 || device >= count {
             return Err(Error::Shape { arg: "device", expected: format!("a device index in 0..{count}"), actual: device.to_string() });
         }
-        let _guard = DeviceGuard::enter(api, device).map_err(|c| hip_error(api, "hipSetDevice", c))?;
-        let info = api.device_info(device).map_err(|c| hip_error(api, "hipGetDeviceProperties", c))?;
+        let _guard = DeviceGuard::enter(api, device).map_err(|c| hip_error(api, device, "hipSetDevice", c))?;
+        let info = api.device_info(device).map_err(|c| hip_error(api, device, "hipGetDeviceProperties", c))?;
         let arch = Arch::from_name(&info.arch_name).ok_or(Error::UnsupportedArch { found: info.arch_name })?;
-        let module = api.module_load(arch.code_object()).map_err(|c| hip_error(api, "hipModuleLoadData", c))?;
+        let module = api.module_load(arch.code_object()).map_err(|c| hip_error(api, device, "hipModuleLoadData", c))?;
         Ok(Context {
             inner: Arc::new(Inner {
                 id: NEXT_CONTEXT_ID.fetch_add(1, Ordering::Relaxed),
@@ -166,6 +196,7 @@ impl Context {
                 compute_units: info.compute_units,
                 functions: Mutex::new(HashMap::new()),
                 module: module as usize,
+                fault: Mutex::new(None),
             }),
         })
     }
@@ -203,13 +234,36 @@ impl Context {
         self.inner.id
     }
 
-    /// Makes this context's device current until the guard drops (then the caller's is restored).
+    /// Makes this context's device current until the guard drops (then the caller's is
+    /// restored). Every operation starts here: on a context poisoned by a device fault it fails
+    /// with that [`Error::DeviceFault`] instead.
     pub(crate) fn enter(&self) -> Result<DeviceGuard> {
+        if let Some(fault) = self.fault() {
+            return Err(fault);
+        }
+        self.enter_unchecked()
+    }
+
+    /// [`Context::enter`] even on a poisoned context: for handing resources back on drop.
+    pub(crate) fn enter_unchecked(&self) -> Result<DeviceGuard> {
         DeviceGuard::enter(self.inner.api, self.inner.device).map_err(|c| self.err("hipSetDevice", c))
     }
 
+    /// The device fault that poisoned this context, if one did: the [`Error::DeviceFault`] every
+    /// operation of the context now fails with.
+    pub fn fault(&self) -> Option<Error> {
+        self.inner.fault.lock().unwrap_or_else(|p| p.into_inner()).as_ref().map(Fault::error)
+    }
+
+    /// The error for HIP call `call` failing with `code`; a device fault poisons the context.
     pub(crate) fn err(&self, call: &'static str, code: Code) -> Error {
-        hip_error(self.inner.api, call, code)
+        let e = hip_error(self.inner.api, self.inner.device, call, code);
+        if let Error::DeviceFault { call, code, name, finding } = &e {
+            let mut fault = self.inner.fault.lock().unwrap_or_else(|p| p.into_inner());
+            // The first fault stays: later ones are its consequences.
+            return fault.get_or_insert_with(|| Fault { call, code: *code, name: name.clone(), finding: finding.clone() }).error();
+        }
+        e
     }
 
     /// Waits until all work on the device is complete (every stream). Forbidden during a
@@ -276,7 +330,8 @@ impl Context {
 /// minor·10⁵ + patch.
 pub const MIN_HIP_VERSION: i32 = 60_300_000;
 
-/// `hipErrorNoDevice`: `hipGetDeviceCount` on a machine without a GPU (or without its driver).
+/// `hipErrorNoDevice`: `hipGetDeviceCount` on a machine without a GPU (or without its driver);
+/// [`Error::NoDevice`] from any call.
 const HIP_ERROR_NO_DEVICE: u32 = 100;
 
 /// `60342133` → `6.3.42133`.
@@ -294,9 +349,26 @@ pub(crate) fn byte_len<T>(arg: &'static str, len: usize) -> Result<usize> {
     })
 }
 
-pub(crate) fn hip_error(api: &dyn Api, call: &'static str, code: Code) -> Error {
-    let detail = if call == "launch" || call == "hipStreamSynchronize" { api.launch_detail() } else { None };
-    Error::Hip { call, code: code.0, name: api.error_name(code.0), detail }
+/// The error for HIP call `call` failing with `code` while `device` was current: a device fault
+/// ([`Error::DeviceFault`]), no device ([`Error::NoDevice`]) or an ordinary failure
+/// ([`Error::Hip`]).
+pub(crate) fn hip_error(api: &dyn Api, device: i32, call: &'static str, code: Code) -> Error {
+    if code.0 == HIP_ERROR_NO_DEVICE {
+        return Error::NoDevice;
+    }
+    let fault = api.device_fault(device, call, code.0);
+    let detail = if fault.is_none() && (call == "launch" || call == "hipStreamSynchronize") { api.launch_detail() } else { None };
+    error_for(call, code.0, api.error_name(code.0), fault, detail)
+}
+
+/// [`hip_error`] once the backend has been asked: `fault` is the finding if the code is a device
+/// fault, `detail` the backend's launch report.
+fn error_for(call: &'static str, code: u32, name: String, fault: Option<String>, detail: Option<String>) -> Error {
+    match fault {
+        _ if code == HIP_ERROR_NO_DEVICE => Error::NoDevice,
+        Some(finding) => Error::DeviceFault { call, code, name, finding },
+        None => Error::Hip { call, code, name, detail },
+    }
 }
 
 /// How a stream capture restricts other HIP calls while it is active (HIP's
@@ -519,7 +591,7 @@ impl Stream {
 impl Drop for Stream {
     fn drop(&mut self) {
         if self.owned
-            && let Ok(_g) = self.ctx.enter()
+            && let Ok(_g) = self.ctx.enter_unchecked()
         {
             // SAFETY: the stream was created by `Stream::new` and is not used after this.
             let _ = unsafe { self.ctx.api().stream_destroy(self.handle()) };
@@ -585,7 +657,7 @@ impl Event {
 
 impl Drop for Event {
     fn drop(&mut self) {
-        if let Ok(_g) = self.ctx.enter() {
+        if let Ok(_g) = self.ctx.enter_unchecked() {
             // SAFETY: created by `Event::new`, not used after this.
             let _ = unsafe { self.ctx.api().event_destroy(self.raw as Handle) };
         }
@@ -617,7 +689,7 @@ impl Graph {
 
 impl Drop for Graph {
     fn drop(&mut self) {
-        if let Ok(_g) = self.ctx.enter() {
+        if let Ok(_g) = self.ctx.enter_unchecked() {
             // SAFETY: created by `end_capture`, not used after this.
             let _ = unsafe { self.ctx.api().graph_destroy(self.raw as Handle) };
         }
@@ -659,7 +731,7 @@ impl GraphExec {
 
 impl Drop for GraphExec {
     fn drop(&mut self) {
-        if let Ok(_g) = self.ctx.enter() {
+        if let Ok(_g) = self.ctx.enter_unchecked() {
             // SAFETY: created by `instantiate`, not used after this (launches already submitted
             // still run, as in HIP).
             let _ = unsafe { self.ctx.api().graph_exec_destroy(self.raw as Handle) };
@@ -693,7 +765,7 @@ impl<T> std::fmt::Debug for DeviceBuffer<T> {
 impl<T> Drop for DeviceBuffer<T> {
     fn drop(&mut self) {
         if self.addr != 0
-            && let Ok(_g) = self.ctx.enter()
+            && let Ok(_g) = self.ctx.enter_unchecked()
         {
             // SAFETY: the allocation is owned by this buffer; hipFree synchronizes the device
             // first, so no queued work uses it afterwards.
@@ -780,7 +852,9 @@ impl<T: Pod> DeviceBuffer<T> {
     }
 
     /// Frees the buffer in stream order: the memory is released when `stream` reaches this
-    /// point, without synchronizing the device.
+    /// point, without synchronizing the device. If that fails (e.g. on a stream of another
+    /// device or backend), the error is returned and the buffer is freed as on drop
+    /// (`hipFree`, after a device synchronization), never leaked.
     ///
     /// # Safety
     /// All work that uses the buffer is ordered before this point of `stream` (submitted to it
@@ -790,11 +864,23 @@ impl<T: Pod> DeviceBuffer<T> {
         if addr == 0 {
             return Ok(());
         }
-        let _g = self.ctx.enter()?;
+        // On any failure the buffer takes its allocation back, so that dropping it (at the end
+        // of this call) frees it with `hipFree` — which synchronizes the device first — instead
+        // of leaking it.
+        let _g = match self.ctx.enter() {
+            Ok(g) => g,
+            Err(e) => {
+                self.addr = addr;
+                return Err(e);
+            }
+        };
         let api = self.ctx.api();
         // SAFETY: `addr` is the allocation this buffer owned (now forgotten by it); the caller
         // orders every use before this point of the stream.
-        unsafe { api.free_async(addr, stream.handle()) }.map_err(|c| self.ctx.err("hipFreeAsync", c))
+        unsafe { api.free_async(addr, stream.handle()) }.map_err(|c| {
+            self.addr = addr;
+            self.ctx.err("hipFreeAsync", c)
+        })
     }
 }
 
@@ -803,4 +889,27 @@ impl<T: Pod> DeviceBuffer<T> {
 #[cfg(feature = "emu")]
 pub fn last_emulator_report() -> Option<std::sync::Arc<amdgpu_emu::exec::LaunchReport>> {
     amdgpu_emu::hip::last_launch_report()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `hipErrorNoDevice` (what `hipGetDeviceCount` returns on a machine without a GPU) is
+    /// [`Error::NoDevice`] from any call; a fault is [`Error::DeviceFault`] with its finding;
+    /// anything else [`Error::Hip`].
+    #[test]
+    fn hip_codes_map_to_typed_errors() {
+        let name = || "n".to_string();
+        assert!(matches!(error_for("hipGetDeviceCount", 100, name(), None, None), Error::NoDevice));
+        assert!(matches!(error_for("hipSetDevice", 100, name(), None, None), Error::NoDevice));
+        match error_for("hipStreamSynchronize", 700, name(), Some("kernel `k`: memcheck".into()), None) {
+            Error::DeviceFault { call, code, finding, .. } => assert_eq!((call, code, finding.as_str()), ("hipStreamSynchronize", 700, "kernel `k`: memcheck")),
+            e => panic!("expected a device fault, got {e:?}"),
+        }
+        match error_for("launch", 719, name(), None, Some("launch bounds".into())) {
+            Error::Hip { call, code, detail, .. } => assert_eq!((call, code, detail.as_deref()), ("launch", 719, Some("launch bounds"))),
+            e => panic!("expected a plain HIP error, got {e:?}"),
+        }
+    }
 }

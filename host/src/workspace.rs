@@ -3,7 +3,7 @@
 //! # Split-K
 //!
 //! When a dense problem has too few output tiles to fill the device (decode: `m` = 64 or 128
-//! against 304 CUs) but a long K, the model ([`crate::config`]) may split each tile's K blocks
+//! against 304 CUs) but a long K, the model (`crate::config`) may split each tile's K blocks
 //! over `s` workgroups (`fp8_gemm_nt_splitk_*`, [`fp8gemm_device::dense`]). Each workgroup
 //! writes its FP32 partial tile to a **workspace**, counts itself in on the tile's arrival
 //! counter (an atomic add, the only atomic: no float atomics, no bf16 atomics of partial
@@ -37,7 +37,7 @@
 //! # Layout
 //!
 //! For a config of `T` output tiles of `BM × BN` and `s` splits
-//! ([`crate::config::GemmConfig::workspace_floats`], [`fp8gemm_device::tile::splitk_workspace_floats`]):
+//! (`crate::config::GemmConfig::workspace_floats`, [`fp8gemm_device::tile::splitk_workspace_floats`]):
 //! a fixed region of [`SPLITK_MAX_TILES`](fp8gemm_device::tile::SPLITK_MAX_TILES) u32 arrival
 //! counters (16 KiB, the same for every launch), then `T · s` partial tiles of `BM · BN` f32
 //! (`T ≤ SPLITK_MAX_TILES`: larger problems never split). The counters must be 0 when a launch
@@ -82,7 +82,7 @@ use fp8gemm_device::args::GlobalPtr;
 pub const DEFAULT_STREAM_WORKSPACE_FLOATS: usize = 8 << 20;
 
 /// FP32 elements of workspace a dense `m × n × k` GEMM needs with the configuration the model
-/// prefers for it ([`crate::config::get_best_config`] on gfx942, whose figures gfx950 shares;
+/// prefers for it (`crate::config::get_best_config` on gfx942, whose figures gfx950 shares;
 /// a forced tile or split, `FP8GEMM_FORCE_TILE` / `FP8GEMM_FORCE_SPLIT`, counts). 0 when that
 /// configuration does not split K, and for shapes the GEMM rejects.
 pub fn workspace_floats(m: usize, n: usize, k: usize) -> usize {
@@ -91,7 +91,7 @@ pub fn workspace_floats(m: usize, n: usize, k: usize) -> usize {
 }
 
 /// [`workspace_floats`] for **pre-shuffled** weights ([`crate::layout::WeightLayout::Preshuffled`]:
-/// the bs kernels, whose split-K and stream-K choice is [`crate::config::get_bs_config`]'s and
+/// the bs kernels, whose split-K and stream-K choice is `crate::config::get_bs_config`'s and
 /// whose need can differ from the logical layout's, e.g. 1280 × 2048 × 7168 runs bs stream-K).
 /// 0 when that configuration neither splits K nor runs stream-K, and for rejected shapes.
 pub fn workspace_floats_preshuffled(m: usize, n: usize, k: usize) -> usize {

@@ -15,3 +15,7 @@ if [ -n "$exported" ]; then
     echo "consumer: the binary exports HIP symbols:"; echo "$exported"; exit 1
 fi
 echo "consumer: no hip* symbol exported"
+# The `rocm` feature as a consumer sets it up (README, "The ROCm backend"): rocm-rs's shipped
+# bindings (SKIP_BINDGEN=1), compiled on stable; linking needs libamdhip64, which this machine lacks.
+SKIP_BINDGEN=1 cargo +stable check --manifest-path "$here/Cargo.toml" --features rocm
+echo "consumer: --features rocm compiles on stable"

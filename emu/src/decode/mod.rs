@@ -242,9 +242,9 @@ pub mod dpp {
             0x141 => Some((l & !7) | (7 - (l & 7))),
             0x142 => (l >= 16).then(|| row - 1),
             0x143 => (l >= 32).then_some(31),
-            // row_newbcast:n (gfx90a+, DPP_ROW_NEWBCAST 0x150..=0x15f): "Broadcast a thread
-            // within a row to the whole row" (LLVM AMDGPUModifierSyntax, DPP controls) — every
-            // lane reads lane n of its own row of 16.
+            // row_newbcast:n (gfx90a+, dpp_ctrl 0x150 + n): every lane of a row reads lane n of
+            // its row (LLVM `AMDGPUModifierSyntax.rst`, GFX90A DPP: "Broadcast a thread within
+            // a row to the whole row"; `SIDefines.h` DppCtrl::ROW_NEWBCAST_FIRST = 0x150).
             0x150..=0x15f => Some(row | n),
             _ => None,
         }
@@ -522,7 +522,9 @@ pub fn decode_one(code: &[u8], pc: u64, kernel: &str) -> Result<Inst, DecodeErro
             inst.src[0] = fix_vsrc(info, Field::Src0, inst.src[0]);
             inst.abs = (bits(w1, 21, 1) | bits(w1, 29, 1) << 1) as u8;
             inst.neg = (bits(w1, 20, 1) | bits(w1, 28, 1) << 1) as u8;
-            inst.omod = bits(w1, 14, 2) as u8;
+            // VOPC's SDWA dword holds SD/SDST in bits 15:8, where VOP1/VOP2 hold OMOD (15:14)
+            // and CLAMP (13): a compare has neither (CDNA3 ISA, "SDWA" microcode format).
+            inst.omod = if enc == Enc::Vopc { 0 } else { bits(w1, 14, 2) as u8 };
             if bits(w1, 13, 1) != 0 && enc != Enc::Vopc {
                 inst.flags |= flag::CLAMP;
             }

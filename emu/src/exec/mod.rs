@@ -70,14 +70,6 @@ pub struct Checks {
     /// ([`LaunchError::Watchdog`]) instead of looping forever (a kernel bug must fail a test, not
     /// hang it). Default [`Checks::DEFAULT_MAX_WAVE_INSTRUCTIONS`].
     pub max_wave_instructions: u64,
-    /// Wave schedule inside a workgroup (not a check; it rides with the launch options).
-    /// `false` (default): each wave runs to its next `s_barrier` before the next wave starts.
-    /// `true`: the waves take turns one instruction at a time between barriers, the way the
-    /// SIMDs of a CU issue them concurrently. Race-free kernels compute the same either way;
-    /// kernels that rely on timing across an LDS write-after-read between barriers (AMD's
-    /// 1-stage MoE kernels reuse their amax exchange slot without a barrier, see
-    /// `peers_moe::fused`) compute what hardware computes only when interleaved.
-    pub interleave_waves: bool,
 }
 
 impl Default for Checks {
@@ -89,7 +81,6 @@ impl Default for Checks {
             late_arrival: false,
             uninit_lds: false,
             max_wave_instructions: Checks::DEFAULT_MAX_WAVE_INSTRUCTIONS,
-            interleave_waves: false,
         }
     }
 }
@@ -109,9 +100,8 @@ impl Checks {
         Checks { memcheck: false, ..Checks::default() }
     }
     /// Parses a comma-separated list of modes: `all`, `none`, `default`, `memcheck`,
-    /// `mfma-hazard`, `racecheck`, `late-arrival`, `uninit-lds`, and the schedule option
-    /// `interleave-waves` ([`Checks::interleave_waves`]) (applied left to right, starting from no
-    /// modes), e.g. `memcheck,racecheck`. This is the syntax of the `AMDGPU_EMU_CHECKS`
+    /// `mfma-hazard`, `racecheck`, `late-arrival`, `uninit-lds` (applied left to right, starting
+    /// from no modes), e.g. `memcheck,racecheck`. This is the syntax of the `AMDGPU_EMU_CHECKS`
     /// environment variable the HIP runtime reads.
     pub fn parse(s: &str) -> Result<Checks, String> {
         let mut c = Checks::none();
@@ -125,10 +115,9 @@ impl Checks {
                 "racecheck" => c.racecheck = true,
                 "late-arrival" => c.late_arrival = true,
                 "uninit-lds" => c.uninit_lds = true,
-                "interleave-waves" => c.interleave_waves = true,
                 other => {
                     return Err(format!(
-                        "unknown check `{other}`: expected a comma-separated list of all, none, default, memcheck, mfma-hazard, racecheck, late-arrival, uninit-lds, interleave-waves"
+                        "unknown check `{other}`: expected a comma-separated list of all, none, default, memcheck, mfma-hazard, racecheck, late-arrival, uninit-lds"
                     ));
                 }
             }
@@ -367,7 +356,8 @@ pub struct Compiled {
     pub(crate) targets: Vec<u32>,
     /// Per-instruction precomputed helper (e.g. the compare spec of v_cmp).
     pub(crate) aux: Vec<u32>,
-    /// FP8 operands use the OCP encodings (gfx950) instead of FNUZ (gfx942).
+    /// FP8 operands use the OCP encodings (gfx950) instead of FNUZ (gfx942): the code object's
+    /// [`crate::loader::Target::fp8_ocp`].
     pub(crate) ocp: bool,
     /// Initial HW_REG_MODE of every wave (round and denorm modes, DX10_CLAMP, IEEE) from RSRC1.
     pub(crate) initial_mode: u32,
@@ -401,7 +391,7 @@ impl Compiled {
                 aux[i] = wave::precompute(inst);
             }
         }
-        Ok(Compiled { kernel: kernel.clone(), pcs, insts, targets, aux, ocp: co.arch() == "gfx950", initial_mode: mode_register(&kernel.descriptor) })
+        Ok(Compiled { kernel: kernel.clone(), pcs, insts, targets, aux, ocp: co.target().fp8_ocp(), initial_mode: mode_register(&kernel.descriptor) })
     }
 }
 
@@ -506,7 +496,6 @@ impl Prepared<'_> {
             mem: self.mem,
             memcheck: self.checks.memcheck,
             max_wave_instructions: self.checks.max_wave_instructions,
-            interleave_waves: self.checks.interleave_waves,
             kernarg_ptr: self.kernarg_ptr,
             dispatch_ptr: self.packet,
             queue_ptr: self.queue,
@@ -695,7 +684,6 @@ pub fn run_snippet(words: &[u32], state: &mut WaveState, lds: &mut [u8], mem: &D
         mem,
         memcheck: true,
         max_wave_instructions: Checks::DEFAULT_MAX_WAVE_INSTRUCTIONS,
-        interleave_waves: false,
         kernarg_ptr: 0,
         dispatch_ptr: 0,
         queue_ptr: 0,

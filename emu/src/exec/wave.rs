@@ -59,9 +59,6 @@ pub(super) struct Setup<'a> {
     pub memcheck: bool,
     /// Per-wave instruction budget (watchdog).
     pub max_wave_instructions: u64,
-    /// Round-robin the workgroup's waves one instruction at a time between barriers
-    /// ([`super::Checks::interleave_waves`]).
-    pub interleave_waves: bool,
     pub kernarg_ptr: u64,
     pub dispatch_ptr: u64,
     pub queue_ptr: u64,
@@ -308,31 +305,39 @@ pub(super) fn run_workgroup(st: &Setup<'_>, wg: [u32; 3]) -> Result<WgCounters, 
     let mut probe = super::checks::Probe::new(st.plan, prog, wg, n_waves, st.lds_bytes);
     probe.tracing = st.trace;
     let _ = st.grid;
-    // Each pass gives every wave that is neither done nor waiting at the barrier a turn: up to
-    // the barrier (serial schedule) or one instruction (interleaved). When no wave can run, the
-    // barrier releases the waiting ones (or all are done).
-    let budget = if st.interleave_waves { 1 } else { u64::MAX };
-    let mut waiting = vec![false; waves.len()];
+    // Waves issue round-robin, ISSUE_QUANTUM instructions each, until every wave has reached
+    // the barrier or ended; then the barrier releases them all together. On hardware the waves
+    // of a workgroup run concurrently on the CU's SIMDs and leave a barrier together, so an
+    // instruction a few slots after a barrier in one wave precedes one many slots later in
+    // another. Running each wave to its barrier in turn would instead let wave 0 finish a whole
+    // barrier interval before wave 1 starts it, an order no hardware schedule produces. Kernels
+    // free of LDS races between barriers (racecheck) give the same result under any order; a
+    // kernel that relies on this issue order (AMD's I8gemm 112x256 epilogue overwrites an LDS
+    // exchange buffer some 20 instructions after the barrier that publishes it, while the other
+    // waves read it right after that barrier) gets the hardware's result.
+    let mut at_barrier = vec![false; waves.len()];
     loop {
-        let mut progressed = false;
-        for (w, wait) in waves.iter_mut().zip(waiting.iter_mut()) {
-            if w.done || *wait {
-                continue;
+        loop {
+            let mut issued = false;
+            for (w, parked) in waves.iter_mut().zip(at_barrier.iter_mut()) {
+                if w.done || *parked {
+                    continue;
+                }
+                issued = true;
+                match run_wave(st, w, &mut lds, wg, &mut ctr, &mut probe, ISSUE_QUANTUM)? {
+                    Flow::End => w.done = true,
+                    Flow::Barrier => *parked = true,
+                    Flow::Next | Flow::Jump(_) => {}
+                }
             }
-            progressed = true;
-            match run_wave(st, w, &mut lds, wg, &mut ctr, &mut probe, budget)? {
-                Flow::End => w.done = true,
-                Flow::Barrier => *wait = true,
-                Flow::Next | Flow::Jump(_) => {}
+            if !issued {
+                break;
             }
         }
-        if progressed {
-            continue;
-        }
-        if !waiting.iter().any(|&x| x) {
+        if waves.iter().all(|w| w.done) {
             break;
         }
-        waiting.iter_mut().for_each(|x| *x = false);
+        at_barrier.iter_mut().for_each(|b| *b = false);
         ctr.barriers += 1;
         probe.barrier();
     }
@@ -352,16 +357,10 @@ fn run_wave(
     wg: [u32; 3],
     ctr: &mut WgCounters,
     probe: &mut super::checks::Probe<'_>,
-    budget: u64,
+    quantum: u64,
 ) -> Result<Flow, LaunchError> {
     let prog = &*st.program;
-    let mut turns = 0u64;
-    loop {
-        if turns == budget {
-            // Turn over (interleaved schedule): the wave continues at `w.pc` next time.
-            return Ok(Flow::Next);
-        }
-        turns += 1;
+    for _ in 0..quantum {
         let idx = w.pc;
         let Some(r) = prog.insts.get(idx) else {
             return Err(LaunchError::Fault {
@@ -416,6 +415,7 @@ fn run_wave(
             Flow::End => return Ok(Flow::End),
         }
     }
+    Ok(Flow::Next)
 }
 
 /// Whether VSKIP mode suppresses `inst`. CDNA3 ISA reference guide, §12.4 "SOPC Instructions",
@@ -427,6 +427,9 @@ fn run_wave(
 fn vskipped(w: &Wave, inst: &Inst) -> bool {
     w.vskip && !matches!(inst.enc, Enc::Sop1 | Enc::Sop2 | Enc::Sopc | Enc::Sopk | Enc::Sopp | Enc::Smem)
 }
+/// Instructions a wave issues before the next wave of its workgroup gets its turn
+/// ([`run_workgroup`]'s round-robin).
+const ISSUE_QUANTUM: u64 = 1;
 
 struct Cx<'a, 'b> {
     st: &'a Setup<'b>,
@@ -618,6 +621,19 @@ impl Cx<'_, '_> {
             240..=248 => Ok([u32::from(f32_to_f16(inline_f64(code).unwrap_or(0.0) as f32)); 64]),
             _ => self.vread(w, inst, code),
         }
+    }
+    /// Source `i` of a 16-bit operation: [`Self::vread16`], with an SDWA instruction's source
+    /// select applied (`src0_sel:WORD_1` reads the high half into the low one).
+    fn vsrc16(&self, w: &Wave, inst: &Inst, i: usize) -> Result<Lanes, LaunchError> {
+        let mut v = self.vread16(w, inst, inst.src[i])?;
+        if inst.has_flag(flag::SDWA) && inst.enc != Enc::Vop3 {
+            let (sel, sx) =
+                if i == 0 { (sdwa::src0_sel(inst.sdwa), sdwa::src0_sext(inst.sdwa)) } else { (sdwa::src1_sel(inst.sdwa), sdwa::src1_sext(inst.sdwa)) };
+            for x in v.iter_mut() {
+                *x = sdwa::select(*x, sel, sx);
+            }
+        }
+        Ok(v)
     }
     fn vread64(&self, w: &Wave, inst: &Inst, code: u16, float64: bool) -> Result<[u64; 64], LaunchError> {
         if code >= VGPR0 {
@@ -1839,8 +1855,8 @@ impl Cx<'_, '_> {
             }
             Op::v_cvt_f16_u16 => map1!(a!(), |x| u32::from(f32_to_f16(f32::from(x as u16)))),
             Op::v_cvt_f16_i16 => map1!(a!(), |x| u32::from(f32_to_f16(f32::from(x as u16 as i16)))),
-            Op::v_cvt_u16_f16 => map1!(self.vread16(w, inst, inst.src[0])?, |x| f16_to_f32(x as u16) as u16 as u32),
-            Op::v_cvt_i16_f16 => map1!(self.vread16(w, inst, inst.src[0])?, |x| f16_to_f32(x as u16) as i16 as u16 as u32),
+            Op::v_cvt_u16_f16 => map1!(self.vsrc16(w, inst, 0)?, |x| f16_to_f32(x as u16) as u16 as u32),
+            Op::v_cvt_i16_f16 => map1!(self.vsrc16(w, inst, 0)?, |x| f16_to_f32(x as u16) as i16 as u16 as u32),
             Op::v_cvt_f32_i32 => map1!(a!(), |x| b(x as i32 as f32)),
             Op::v_cvt_f32_u32 => map1!(a!(), |x| b(x as f32)),
             // Float → int conversions saturate and map NaN to 0 (CDNA3 ISA V_CVT_I32_F32).
@@ -1864,7 +1880,7 @@ impl Cx<'_, '_> {
             }
             Op::v_cvt_f32_f16 => {
                 let hi = inst.opsel & 1 != 0;
-                let x = self.vread16(w, inst, inst.src[0])?;
+                let x = self.vsrc16(w, inst, 0)?;
                 let r = map1!(x, |v| {
                     let h = if hi { (v >> 16) as u16 } else { v as u16 };
                     let mut g = f16_to_f32(h);
@@ -2034,7 +2050,7 @@ impl Cx<'_, '_> {
             Op::v_min_i16 => map2!(a!(), bb!(), |x, y| (x as i16).min(y as i16) as u16 as u32),
             Op::v_add_f16 | Op::v_sub_f16 | Op::v_mul_f16 | Op::v_max_f16 | Op::v_min_f16 | Op::v_fma_f16 => {
                 let h = |c: &Self, i: usize| -> Result<[f32; 64], LaunchError> {
-                    let v = c.vread16(w, inst, inst.src[i])?;
+                    let v = c.vsrc16(w, inst, i)?;
                     let hi = inst.enc == Enc::Vop3 && inst.opsel >> i & 1 != 0;
                     Ok(std::array::from_fn(|l| {
                         let mut g = f16_to_f32(if hi { (v[l] >> 16) as u16 } else { v[l] as u16 });
@@ -2113,11 +2129,7 @@ impl Cx<'_, '_> {
         let c = aux & 15;
         let t = (aux >> 4) & 0xff;
         // Inline float constants of 16-bit operands are f16 values.
-        let (x, y) = if t == T_F16 {
-            (self.vread16(w, inst, inst.src[0])?, self.vread16(w, inst, inst.src[1])?)
-        } else {
-            (self.isrc(w, inst, 0)?, self.isrc(w, inst, 1)?)
-        };
+        let (x, y) = if t == T_F16 { (self.vsrc16(w, inst, 0)?, self.vsrc16(w, inst, 1)?) } else { (self.isrc(w, inst, 0)?, self.isrc(w, inst, 1)?) };
         let mut bits = 0u64;
         let mods = |v: f64, i: usize| {
             let v = if inst.abs >> i & 1 != 0 { v.abs() } else { v };
@@ -2352,16 +2364,36 @@ impl Cx<'_, '_> {
         let nreg = if rows16 { 4 } else { 16 };
         let a = self.vread64(w, inst, inst.src[0], false)?;
         let bm = self.vread64(w, inst, inst.src[1], false)?;
-        let mut c16 = [[0f32; 16]; 64];
+        let mut craw = [[0u32; 16]; 64];
         for r in 0..nreg {
             let v = self.vread(w, inst, if inst.src[2] >= VGPR0 { inst.src[2] + r as u16 } else { inst.src[2] })?;
             for l in 0..64 {
-                c16[l][r] = f(v[l]);
+                craw[l][r] = v[l];
             }
         }
         if inst.abs != 0 || inst.opsel != 0 || inst.neg != 0 {
             return Err(self.unimpl(inst));
         }
+        if matches!(op, Op::v_mfma_i32_16x16x32_i8 | Op::v_mfma_i32_32x32x16_i8) {
+            // Integer MFMA: i32 accumulators, exact (CDNA3 ISA opcodes 87 / 86). The clamp bit
+            // (saturation) is not modelled: a typed error, not a silent wrap.
+            if inst.has_flag(flag::CLAMP) {
+                return Err(self.unimpl(inst));
+            }
+            let out: Vec<[i32; 16]> = if rows16 {
+                let c: [[i32; 4]; 64] = std::array::from_fn(|l| std::array::from_fn(|r| craw[l][r] as i32));
+                numerics::mfma_i32_16x16x32_i8(&a, &bm, &c).iter().map(|x| std::array::from_fn(|r| if r < 4 { x[r] } else { 0 })).collect()
+            } else {
+                let c: [[i32; 16]; 64] = std::array::from_fn(|l| craw[l].map(|x| x as i32));
+                numerics::mfma_i32_32x32x16_i8(&a, &bm, &c).to_vec()
+            };
+            for r in 0..nreg {
+                let v: Lanes = std::array::from_fn(|l| out[l][r] as u32);
+                self.vwrite(w, inst.dst + r as u16, &v, u64::MAX)?;
+            }
+            return Ok(());
+        }
+        let c16: [[f32; 16]; 64] = std::array::from_fn(|l| craw[l].map(f));
         let out: Vec<[f32; 16]> = if name.ends_with("fp8_fp8") || name.ends_with("fp8_bf8") || name.ends_with("bf8_fp8") || name.ends_with("bf8_bf8") {
             let (ka, kb) = f8kinds(op, self.st.program.ocp);
             if rows16 {
@@ -3022,10 +3054,11 @@ pub(super) fn run_single(st: &Setup<'_>, w: &mut Wave, lds: &mut [u8]) -> Result
                 ctr.lines = probe.lines;
                 return Ok(ctr);
             }
-            _ => {
+            Flow::Barrier => {
                 ctr.barriers += 1;
                 probe.barrier();
             }
+            Flow::Next | Flow::Jump(_) => {}
         }
     }
 }

@@ -162,13 +162,15 @@ pub extern "C" fn hipGraphLaunch(graphExec: hipGraphExec_t, stream: hipStream_t)
     api(|| {
         check_stream(stream)?;
         let ops = rt().state().graph_execs.get(&handle_id(graphExec)).cloned().ok_or(hipErrorInvalidHandle)?;
-        // The replayed launches belong to the thread that launches the graph.
+        // The replayed launches belong to the thread that launches the graph, on its device.
         let me = std::thread::current().id();
+        OUTCOME_GUARD.with(|_| ());
+        let device = CURRENT_DEVICE.with(Cell::get);
         let ops: Vec<Op> = ops
             .iter()
             .cloned()
             .map(|op| match op {
-                Op::Launch { func, cfg, .. } => Op::Launch { func, cfg, submitter: me },
+                Op::Launch { func, cfg, .. } => Op::Launch { func, cfg, submitter: me, device },
                 other => other,
             })
             .collect();

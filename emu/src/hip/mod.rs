@@ -36,17 +36,32 @@
 //!   fail during a capture with `hipErrorStreamCaptureUnsupported`, as in HIP.
 //! * Event timestamps are taken from the host's monotonic clock when the record completes, so
 //!   [`hipEventElapsedTime`] measures **emulator wall time**, not GPU time.
-//! * Kernel faults (memcheck violations, traps, unimplemented instructions) make the launch
-//!   itself return an error (`hipErrorIllegalAddress` for memory faults,
-//!   `hipErrorLaunchFailure` otherwise); the full message — kernel, pc, lane, address — is
-//!   printed to stderr and kept for [`last_launch_error`]. Unlike a real device, a fault does
-//!   not poison later calls.
+//! * **A kernel fault poisons its device, as on HIP.** A fault while a kernel runs — a memory
+//!   fault or memcheck violation (`hipErrorIllegalAddress`), a trap, an undecodable or
+//!   unimplemented instruction or another checker's finding (`hipErrorLaunchFailure`), the
+//!   watchdog (`hipErrorLaunchTimeOut`) — fails the call that ran it (the launch on the null
+//!   stream, the synchronization of a queued launch) and makes the fault *sticky*: every later
+//!   HIP call made while that device is current returns the same code, and no further kernel of
+//!   that device runs, until [`hipDeviceReset`]. HIP documents this state as a prior launch
+//!   failure that "affected the current HIP context state" and may need a device reset
+//!   (`hipErrorPriorLaunchFailure`, ROCm/HIP `docs/reference/error_codes.rst`), and ROCm returns
+//!   the kernel's error from every later API call (JuliaGPU/AMDGPU.jl pull request 914, "Drain
+//!   sticky HIP error"). Exempt, so a program can still inspect and recover: the
+//!   error queries ([`hipGetLastError`], [`hipPeekAtLastError`], [`hipGetErrorName`],
+//!   [`hipGetErrorString`]), version and device-count queries, [`hipGetDevice`] /
+//!   [`hipSetDevice`] and [`hipDeviceReset`]. The full message — kernel, pc, lane, address — is
+//!   kept for [`device_fault`] (any thread) and [`last_launch_error`] (the submitting thread);
+//!   the library never prints. Launch *validation* failures (bad geometry, arguments, handles)
+//!   are returned by the launch and poison nothing, as in HIP.
 //! * The "last error" of [`hipGetLastError`] / [`hipPeekAtLastError`] is per thread: a failing
 //!   call stores its code, `hipGetLastError` returns and clears it. So is the current device
 //!   and the launch outcome read by [`last_launch_error`] / [`last_launch_report`].
 //!
 //! # Rust-side accessors
-//! For the host library and tests (not part of HIP): [`last_launch_error`],
+//! For the host library and tests (not part of HIP): [`device_fault`] (a device's sticky
+//! fault and its message), [`last_error_detail`] (the message behind the calling thread's last
+//! failure, e.g. why a code object was rejected), [`live_objects`] (counts of everything alive
+//! on the emulated device, for leak tests), [`last_launch_error`],
 //! [`last_launch_report`] and [`last_launch_kernarg`] describe the calling thread's most recent
 //! [`hipModuleLaunchKernel`]; [`set_launch_checks`] selects the executor's checks (every mode —
 //! memcheck, mfma-hazard, racecheck, late-arrival, uninit-lds — on by default; the environment
@@ -132,6 +147,22 @@ thread_local! {
     /// While this thread runs a queued launch: the thread that submitted it (its outcome is
     /// recorded for that thread).
     static LAUNCH_OWNER: Cell<Option<std::thread::ThreadId>> = const { Cell::new(None) };
+    /// The message behind the thread's last failure ([`last_error_detail`]).
+    static LAST_DETAIL: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+    /// Removes the thread's entry of [`LAST_LAUNCH`] when the thread exits.
+    static OUTCOME_GUARD: OutcomeGuard = OutcomeGuard(std::thread::current().id());
+}
+
+/// Dropped when its thread exits: forgets that thread's launch outcome, so a process that
+/// launches from short-lived threads does not keep one outcome (report, kernarg) per thread
+/// it ever ran. Holds the thread's id (`thread::current` is not available while thread-locals
+/// are being destroyed).
+struct OutcomeGuard(std::thread::ThreadId);
+
+impl Drop for OutcomeGuard {
+    fn drop(&mut self) {
+        LAST_LAUNCH.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.0);
+    }
 }
 
 /// The outcome of each thread's most recent launch, by the thread that *submitted* it: a
@@ -147,21 +178,26 @@ fn with_outcome<T>(f: impl FnOnce(&LaunchOutcome) -> Option<T>) -> Option<T> {
 /// Records the outcome of a launch for its owner: the submitter while a queued launch runs,
 /// else the calling thread.
 fn set_outcome(outcome: LaunchOutcome) {
-    let owner = LAUNCH_OWNER.get().unwrap_or_else(|| std::thread::current().id());
+    let owner = LAUNCH_OWNER.get().unwrap_or_else(|| {
+        // The owner is this thread: make sure its entry goes when it exits. (A queued launch
+        // run by another thread records for its submitter, which registered at submission.)
+        OUTCOME_GUARD.with(|_| ());
+        std::thread::current().id()
+    });
     LAST_LAUNCH.lock().unwrap_or_else(|p| p.into_inner()).insert(owner, outcome);
 }
 
 struct ModuleEntry {
-    code: Arc<CodeObject>,
+    code: Arc<module::LoadedCode>,
     /// Function handles already handed out for this module, by kernel index.
     functions: HashMap<usize, u64>,
 }
 
 #[derive(Clone)]
 struct FunctionEntry {
-    /// Keeps the code object alive even after `hipModuleUnload` (for attribute queries; a
-    /// launch of a function whose module was unloaded fails).
-    code: Arc<CodeObject>,
+    /// The module's code object (shared with the module; a queued launch or a captured graph
+    /// keeps it alive until it has run or been destroyed, even after `hipModuleUnload`).
+    code: Arc<module::LoadedCode>,
     /// The module handle it came from.
     module: u64,
     kernel: usize,
@@ -210,6 +246,19 @@ struct Runtime {
     checks: RwLock<Checks>,
     /// When set, launches run through the timing model ([`crate::timing::simulate`]).
     timing: RwLock<Option<TimingMode>>,
+    /// The sticky kernel fault of each poisoned device ordinal (see [`device_fault`]).
+    faults: Mutex<HashMap<c_int, DeviceFault>>,
+}
+
+/// A kernel fault that poisoned a device: every later HIP call on it returns [`Self::code`]
+/// until [`hipDeviceReset`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceFault {
+    /// The sticky `hipError_t` (`hipErrorIllegalAddress`, `hipErrorLaunchFailure`,
+    /// `hipErrorLaunchTimeOut`).
+    pub code: hipError_t,
+    /// The finding: kernel, check, pc, workgroup, wave, lane, address.
+    pub message: String,
 }
 
 /// Launches run through the timing model: the machine and the simulation options.
@@ -230,22 +279,34 @@ static RUNTIME: LazyLock<Runtime> = LazyLock::new(|| Runtime {
     window_hi: AtomicU64::new(0),
     checks: RwLock::new(checks_from_env()),
     timing: RwLock::new(None),
+    faults: Mutex::new(HashMap::new()),
 });
+
+/// Why `AMDGPU_EMU_CHECKS` could not be parsed, if it could not (see [`checks_env_error`]).
+static CHECKS_ENV_ERROR: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
 /// The checks a new process starts with: every mode ([`Checks::all`]: memcheck, mfma-hazard,
 /// racecheck, late-arrival, uninit-lds), or the modes listed in the `AMDGPU_EMU_CHECKS`
 /// environment variable (read once, at the first HIP call), e.g. `AMDGPU_EMU_CHECKS=memcheck`
 /// for the fastest checked runs or `AMDGPU_EMU_CHECKS=memcheck,racecheck` (syntax of
-/// [`Checks::parse`]). An unparsable value is reported on stderr and every mode is used.
+/// [`Checks::parse`]). With an unparsable value every mode is used and the parse error is kept
+/// for [`checks_env_error`] (the library does not print).
 /// (All modes cost about 1.5x emulation time on the dense GEMM kernels.)
 fn checks_from_env() -> Checks {
     match std::env::var("AMDGPU_EMU_CHECKS") {
         Ok(v) => Checks::parse(&v).unwrap_or_else(|e| {
-            eprintln!("amdgpu-emu: AMDGPU_EMU_CHECKS={v:?}: {e}; using every check");
+            let _ = CHECKS_ENV_ERROR.set(format!("AMDGPU_EMU_CHECKS={v:?}: {e}; using every check"));
             Checks::all()
         }),
         Err(_) => Checks::all(),
     }
+}
+
+/// Why the `AMDGPU_EMU_CHECKS` environment variable was rejected (every check is then on), if it
+/// was. Read once, when the runtime starts (the first HIP call).
+pub fn checks_env_error() -> Option<String> {
+    let _ = rt();
+    CHECKS_ENV_ERROR.get().cloned()
 }
 
 impl Runtime {
@@ -269,6 +330,86 @@ fn rt() -> &'static Runtime {
 /// The emulated device's memory (the allocations `hipMalloc` made), for Rust-side inspection.
 pub fn device_memory() -> &'static DeviceMemory {
     &rt().memory
+}
+
+/// The sticky fault of device `device`, if a kernel fault has poisoned it since the process
+/// started or since the last [`hipDeviceReset`] (see the module documentation). Any thread may
+/// ask: this is how a host library reports the finding on every later failing call.
+pub fn device_fault(device: c_int) -> Option<DeviceFault> {
+    rt().faults.lock().unwrap_or_else(|p| p.into_inner()).get(&device).cloned()
+}
+
+/// Poisons `device` with a kernel fault (the first fault stays: later ones are its consequences).
+fn poison(device: c_int, code: hipError_t, message: &str) {
+    rt().faults.lock().unwrap_or_else(|p| p.into_inner()).entry(device).or_insert_with(|| DeviceFault { code, message: message.to_string() });
+}
+
+/// `Err(sticky code)` if the calling thread's current device is poisoned.
+fn check_poison() -> Result<(), hipError_t> {
+    let device = CURRENT_DEVICE.with(Cell::get);
+    match rt().faults.lock().unwrap_or_else(|p| p.into_inner()).get(&device) {
+        Some(f) => Err(f.code),
+        None => Ok(()),
+    }
+}
+
+/// How many objects of each kind are alive on the emulated device (every device ordinal; they
+/// share one runtime). For leak tests: after everything a program created is destroyed, every
+/// count is back where it started.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LiveObjects {
+    /// Loaded modules.
+    pub modules: usize,
+    /// Function handles (each belongs to a loaded module).
+    pub functions: usize,
+    /// Code objects in memory: held by modules, function handles, queued launches and graphs.
+    pub code_objects: usize,
+    /// Created streams.
+    pub streams: usize,
+    /// Events.
+    pub events: usize,
+    /// Captured graphs.
+    pub graphs: usize,
+    /// Instantiated graphs.
+    pub graph_execs: usize,
+    /// `hipMalloc` allocations.
+    pub allocations: usize,
+    /// `hipHostMalloc` allocations.
+    pub host_allocations: usize,
+    /// Threads with a kept launch outcome ([`last_launch_error`] and friends); an entry goes
+    /// with its thread.
+    pub launch_outcomes: usize,
+}
+
+/// Counts of everything alive on the emulated device (see [`LiveObjects`]).
+pub fn live_objects() -> LiveObjects {
+    let launch_outcomes = LAST_LAUNCH.lock().unwrap_or_else(|p| p.into_inner()).len();
+    let s = rt().state();
+    LiveObjects {
+        modules: s.modules.len(),
+        functions: s.functions.len(),
+        code_objects: module::live_code_objects(),
+        streams: s.streams.len(),
+        events: s.events.len(),
+        graphs: s.graphs.len(),
+        graph_execs: s.graph_execs.len(),
+        allocations: s.allocations.len(),
+        host_allocations: s.host_allocations.len(),
+        launch_outcomes,
+    }
+}
+
+/// The message behind the calling thread's most recent failed HIP call, when the emulator has
+/// more to say than the code: why a code object was rejected, a kernel's fault or launch
+/// validation failure, an internal error. Cleared by [`hipDeviceReset`]; not cleared by success.
+pub fn last_error_detail() -> Option<String> {
+    LAST_DETAIL.with(|d| d.borrow().clone())
+}
+
+/// Records the message behind a failure for [`last_error_detail`].
+fn set_detail(msg: impl Into<String>) {
+    let msg = msg.into();
+    LAST_DETAIL.with(|d| *d.borrow_mut() = Some(msg));
 }
 
 /// Replaces the checks (memcheck, ...) applied to every subsequent kernel launch in the process.
@@ -318,9 +459,19 @@ pub fn last_launch_timing() -> Option<Arc<crate::timing::TimingReport>> {
     with_outcome(|o| o.timing.clone())
 }
 
-/// Runs one API call: stores a failure as the thread's last error, and turns a panic (an
-/// emulator bug) into `hipErrorUnknown` instead of unwinding into C.
+/// Runs one API call on the current device: fails with the device's sticky fault code if it is
+/// poisoned, stores a failure as the thread's last error, and turns a panic (an emulator bug)
+/// into `hipErrorUnknown` instead of unwinding into C.
 fn api(f: impl FnOnce() -> Result<(), hipError_t>) -> hipError_t {
+    api_unchecked(|| {
+        check_poison()?;
+        f()
+    })
+}
+
+/// [`api`] without the poison check: for the calls HIP still answers on a poisoned device
+/// (device selection, counts, versions, reset).
+fn api_unchecked(f: impl FnOnce() -> Result<(), hipError_t>) -> hipError_t {
     let code = match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(())) => hipSuccess,
         Ok(Err(code)) => code,
@@ -330,7 +481,7 @@ fn api(f: impl FnOnce() -> Result<(), hipError_t>) -> hipError_t {
                 .map(|s| s.to_string())
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "unknown panic".into());
-            eprintln!("amdgpu-emu: internal error in a HIP call: {msg}");
+            set_detail(format!("internal error in a HIP call: {msg}"));
             hipErrorUnknown
         }
     };
@@ -390,7 +541,7 @@ unsafe fn put<T>(out: *mut T, value: T) -> Result<(), hipError_t> {
 /// `hipError_t hipInit(unsigned int flags)`: `flags` must be 0.
 #[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub extern "C" fn hipInit(flags: c_uint) -> hipError_t {
-    api(|| if flags == 0 { Ok(()) } else { Err(hipErrorInvalidValue) })
+    api_unchecked(|| if flags == 0 { Ok(()) } else { Err(hipErrorInvalidValue) })
 }
 
 /// `hipError_t hipDriverGetVersion(int*)`: [`EMULATED_HIP_VERSION`].
@@ -400,7 +551,7 @@ pub extern "C" fn hipInit(flags: c_uint) -> hipError_t {
 #[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub unsafe extern "C" fn hipDriverGetVersion(driverVersion: *mut c_int) -> hipError_t {
     // SAFETY: caller contract (null is rejected by `put`).
-    api(|| unsafe { put(driverVersion, EMULATED_HIP_VERSION) })
+    api_unchecked(|| unsafe { put(driverVersion, EMULATED_HIP_VERSION) })
 }
 
 /// `hipError_t hipRuntimeGetVersion(int*)`: [`EMULATED_HIP_VERSION`].
@@ -410,7 +561,7 @@ pub unsafe extern "C" fn hipDriverGetVersion(driverVersion: *mut c_int) -> hipEr
 #[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub unsafe extern "C" fn hipRuntimeGetVersion(runtimeVersion: *mut c_int) -> hipError_t {
     // SAFETY: caller contract (null is rejected by `put`).
-    api(|| unsafe { put(runtimeVersion, EMULATED_HIP_VERSION) })
+    api_unchecked(|| unsafe { put(runtimeVersion, EMULATED_HIP_VERSION) })
 }
 
 /// `hipError_t hipGetDeviceCount(int*)`: 1.
@@ -420,7 +571,7 @@ pub unsafe extern "C" fn hipRuntimeGetVersion(runtimeVersion: *mut c_int) -> hip
 #[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub unsafe extern "C" fn hipGetDeviceCount(count: *mut c_int) -> hipError_t {
     // SAFETY: caller contract (null is rejected by `put`).
-    api(|| unsafe { put(count, DEVICE_COUNT.load(Ordering::Relaxed)) })
+    api_unchecked(|| unsafe { put(count, DEVICE_COUNT.load(Ordering::Relaxed)) })
 }
 
 /// `hipError_t hipGetDevice(int*)`: the calling thread's current device (always 0).
@@ -431,13 +582,13 @@ pub unsafe extern "C" fn hipGetDeviceCount(count: *mut c_int) -> hipError_t {
 pub unsafe extern "C" fn hipGetDevice(deviceId: *mut c_int) -> hipError_t {
     let current = CURRENT_DEVICE.with(Cell::get);
     // SAFETY: caller contract (null is rejected by `put`).
-    api(|| unsafe { put(deviceId, current) })
+    api_unchecked(|| unsafe { put(deviceId, current) })
 }
 
 /// `hipError_t hipSetDevice(int)`: only device 0 exists (`hipErrorInvalidDevice` otherwise).
 #[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub extern "C" fn hipSetDevice(deviceId: c_int) -> hipError_t {
-    api(|| {
+    api_unchecked(|| {
         check_device(deviceId)?;
         CURRENT_DEVICE.with(|c| c.set(deviceId));
         Ok(())
@@ -557,14 +708,17 @@ pub extern "C" fn hipDeviceSynchronize() -> hipError_t {
 
 /// `hipError_t hipDeviceReset(void)`: destroys everything the process created on the device —
 /// allocations, modules, functions, streams (their queued work is dropped, not run), captures,
-/// graphs, events, pinned host buffers — and clears the
-/// thread's last error. Handles and pointers from before the reset become invalid (and are
+/// graphs, events, pinned host buffers — clears the sticky fault of every device ordinal (they
+/// share everything, see [`set_device_count`]) and the thread's last error and
+/// [`last_error_detail`]. Handles and pointers from before the reset become invalid (and are
 /// reported as such, not dereferenced).
 #[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub extern "C" fn hipDeviceReset() -> hipError_t {
-    let code = api(|| {
+    let code = api_unchecked(|| {
         let r = rt();
         sched::reset();
+        r.faults.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        LAST_DETAIL.with(|d| d.borrow_mut().take());
         let old = std::mem::take(&mut *r.state());
         for addr in old.allocations {
             let _ = r.memory.free(addr);

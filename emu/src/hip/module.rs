@@ -152,28 +152,62 @@ fn select_code_object(bytes: &[u8]) -> Result<&[u8], hipError_t> {
     Err(hipErrorNoBinaryForGpu)
 }
 
+/// Code objects alive (see [`LoadedCode`]).
+static LIVE_CODE_OBJECTS: AtomicU64 = AtomicU64::new(0);
+
+/// The number of loaded code objects still in memory (for [`super::live_objects`]).
+pub(super) fn live_code_objects() -> usize {
+    LIVE_CODE_OBJECTS.load(Ordering::Relaxed) as usize
+}
+
+/// A loaded code object (with its decode cache), counted while alive so that leak tests can see
+/// that it goes with the last module, function handle, queued launch or graph holding it.
+pub(super) struct LoadedCode(CodeObject);
+
+impl LoadedCode {
+    fn new(code: CodeObject) -> LoadedCode {
+        LIVE_CODE_OBJECTS.fetch_add(1, Ordering::Relaxed);
+        LoadedCode(code)
+    }
+}
+
+impl Drop for LoadedCode {
+    fn drop(&mut self) {
+        LIVE_CODE_OBJECTS.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl std::ops::Deref for LoadedCode {
+    type Target = CodeObject;
+    fn deref(&self) -> &CodeObject {
+        &self.0
+    }
+}
+
 fn load_module(bytes: &[u8]) -> Result<u64, hipError_t> {
     let code = CodeObject::parse(bytes).map_err(|e| {
-        eprintln!("amdgpu-emu: hipModuleLoadData: {e}");
+        set_detail(format!("hipModuleLoadData: {e}"));
         match e {
             crate::loader::LoadError::WrongArch { .. } => hipErrorNoBinaryForGpu,
             _ => hipErrorInvalidImage,
         }
     })?;
-    if code.arch() != "gfx942" {
-        eprintln!("amdgpu-emu: hipModuleLoadData: code object is for {}, the device is gfx942", code.arch());
+    // The emulated HIP device is a gfx942 (MI300X); a code object for another target has no
+    // binary for it, as on hardware. (exec::launch runs any loaded target directly.)
+    if code.target() != crate::loader::Target::Gfx942 {
+        set_detail(format!("hipModuleLoadData: code object is for {}, the device is gfx942", code.arch()));
         return Err(hipErrorNoBinaryForGpu);
     }
     let r = rt();
     let id = r.new_handle();
-    r.state().modules.insert(id, ModuleEntry { code: Arc::new(code), functions: HashMap::new() });
+    r.state().modules.insert(id, ModuleEntry { code: Arc::new(LoadedCode::new(code)), functions: HashMap::new() });
     Ok(id)
 }
 
 /// `hipError_t hipModuleLoadData(hipModule_t*, const void* image)`: loads a gfx942 code object
 /// (an AMDGPU ELF, or a clang offload bundle holding one). A malformed image is
 /// `hipErrorInvalidImage`; a code object for another GPU `hipErrorNoBinaryForGpu` (the loader's
-/// message goes to stderr).
+/// message is kept for [`last_error_detail`]).
 ///
 /// # Safety
 /// `module` is null or writable; `image` is null or points to a complete code object (its
@@ -236,11 +270,21 @@ pub unsafe extern "C" fn hipModuleLoad(module: *mut hipModule_t, fname: *const c
     })
 }
 
-/// `hipError_t hipModuleUnload(hipModule_t)`: the module handle becomes invalid. Function
-/// handles obtained from it stay valid (they keep the code object alive).
+/// `hipError_t hipModuleUnload(hipModule_t)`: the module handle and every function handle
+/// obtained from it become invalid (`hipErrorInvalidHandle` on any later use, as the functions of
+/// an unloaded module are gone in HIP), and the code object is freed — at once, or when the last
+/// queued launch or captured graph that still refers to it is done with it (such a launch fails
+/// with `hipErrorInvalidHandle` instead of running).
 #[cfg_attr(feature = "hip-abi", unsafe(no_mangle))]
 pub extern "C" fn hipModuleUnload(module: hipModule_t) -> hipError_t {
-    api(|| rt().state().modules.remove(&handle_id(module)).map(|_| ()).ok_or(hipErrorInvalidHandle))
+    api(|| {
+        let mut state = rt().state();
+        let entry = state.modules.remove(&handle_id(module)).ok_or(hipErrorInvalidHandle)?;
+        for id in entry.functions.values() {
+            state.functions.remove(id);
+        }
+        Ok(())
+    })
 }
 
 /// `hipError_t hipModuleGetFunction(hipFunction_t*, hipModule_t, const char* kname)`: the same
@@ -427,9 +471,10 @@ unsafe fn build_kernarg(
     Ok(kernarg)
 }
 
-/// Records a launch failure message (stderr + [`last_launch_error`]) and returns `code`.
+/// Records a launch failure message ([`last_launch_error`], [`last_error_detail`]) and returns
+/// `code`.
 fn launch_failed(code: hipError_t, msg: String) -> hipError_t {
-    eprintln!("amdgpu-emu: {msg}");
+    set_detail(msg.clone());
     set_last_launch(Some(msg), None, None);
     code
 }
@@ -441,10 +486,11 @@ fn launch_failed(code: hipError_t, msg: String) -> hipError_t {
 /// Validates the launch and builds its kernarg segment now, then submits it to `stream` (grid in
 /// workgroups, as in HIP): on the null stream it runs to completion inside the call, on a created
 /// stream when that stream's work runs, in a capture when the graph is replayed. See the module
-/// documentation for argument marshalling, validation and the error codes. On a kernel fault the
-/// message is on stderr and in the running thread's [`last_launch_error`] (and a queued launch's
-/// error code is returned by the next synchronization); on success [`last_launch_report`] has the
-/// launch's counters. A function whose module was unloaded cannot be launched
+/// documentation for argument marshalling, validation and the error codes. A kernel fault poisons
+/// the device (see the module documentation): its message is kept for [`device_fault`] and the
+/// submitter's [`last_launch_error`], and its code is returned by this call (null stream) or the
+/// next synchronization (queued launch) and every later call. On success [`last_launch_report`]
+/// has the launch's counters. A function whose module was unloaded cannot be launched
 /// (`hipErrorInvalidHandle`, also if the unload happens while the launch is queued).
 ///
 /// # Safety
@@ -524,7 +570,11 @@ pub unsafe extern "C" fn hipModuleLaunchKernel(
         let cfg = LaunchConfig { grid, block, dynamic_lds_bytes: sharedMemBytes, kernarg };
         let kernarg = cfg.kernarg.clone();
         let submitter = std::thread::current().id();
-        match submit(stream, vec![Op::Launch { func: func.clone(), cfg: Arc::new(cfg), submitter }]) {
+        // The outcome is recorded for this thread (by whichever thread runs the launch); the
+        // guard forgets it when this thread exits.
+        OUTCOME_GUARD.with(|_| ());
+        let device = CURRENT_DEVICE.with(Cell::get);
+        match submit(stream, vec![Op::Launch { func: func.clone(), cfg: Arc::new(cfg), submitter, device }]) {
             Ok((_, 0)) => Ok(()),
             Ok(_) => {
                 // Queued: the outcome is known when it runs.
@@ -536,20 +586,25 @@ pub unsafe extern "C" fn hipModuleLaunchKernel(
     })
 }
 
-/// Runs a launch validated (and queued) by [`hipModuleLaunchKernel`]: fails with
-/// `hipErrorInvalidHandle` if the kernel's module was unloaded in the meantime (the code a real
-/// device would run is gone), otherwise executes it and records the outcome for the running
-/// thread's [`last_launch_error`] / [`last_launch_report`].
-pub(super) fn run_launch(func: &FunctionEntry, cfg: &LaunchConfig, submitter: std::thread::ThreadId) -> Result<(), hipError_t> {
+/// Runs a launch validated (and queued) by [`hipModuleLaunchKernel`] on device `device`: fails
+/// with the device's sticky code if a fault poisoned it in the meantime (the kernel does not
+/// run), with `hipErrorInvalidHandle` if the kernel's module was unloaded (the code a real device
+/// would run is gone), otherwise executes it and records the outcome for the submitter's
+/// [`last_launch_error`] / [`last_launch_report`]. A kernel fault poisons `device`.
+pub(super) fn run_launch(func: &FunctionEntry, cfg: &LaunchConfig, submitter: std::thread::ThreadId, device: c_int) -> Result<(), hipError_t> {
     let previous = LAUNCH_OWNER.replace(Some(submitter));
-    let result = run_launch_as_owner(func, cfg);
+    let result = run_launch_as_owner(func, cfg, device);
     LAUNCH_OWNER.set(previous);
     result
 }
 
-fn run_launch_as_owner(func: &FunctionEntry, cfg: &LaunchConfig) -> Result<(), hipError_t> {
+fn run_launch_as_owner(func: &FunctionEntry, cfg: &LaunchConfig, device: c_int) -> Result<(), hipError_t> {
     let kernel = &func.code.kernels()[func.kernel];
     let name = &kernel.name;
+    if let Some(f) = device_fault(device) {
+        set_last_launch(Some(format!("kernel `{name}` not run: device {device} is poisoned by an earlier fault: {}", f.message)), None, None);
+        return Err(f.code);
+    }
     if !rt().state().modules.contains_key(&func.module) {
         return Err(launch_failed(hipErrorInvalidHandle, format!("kernel `{name}`: its module was unloaded while the launch was queued")));
     }
@@ -564,9 +619,7 @@ fn run_launch_as_owner(func: &FunctionEntry, cfg: &LaunchConfig) -> Result<(), h
             Err(e) => {
                 let code = launch_error_code(&e);
                 let msg = format!("kernel `{name}` (timing run): {e}");
-                eprintln!("amdgpu-emu: {msg}");
-                set_last_launch(Some(msg), None, Some(cfg.kernarg.clone()));
-                Err(code)
+                Err(launch_faulted(device, &e, code, msg, cfg))
             }
         };
     }
@@ -580,10 +633,32 @@ fn run_launch_as_owner(func: &FunctionEntry, cfg: &LaunchConfig) -> Result<(), h
             let code = launch_error_code(&e);
             let text = e.to_string();
             let msg = if text.contains(name.as_str()) { text } else { format!("kernel `{name}`: {text}") };
-            eprintln!("amdgpu-emu: {msg}");
-            set_last_launch(Some(msg), None, Some(cfg.kernarg.clone()));
-            Err(code)
+            Err(launch_faulted(device, &e, code, msg, cfg))
         }
+    }
+}
+
+/// Records a launch that failed while running: poisons `device` if the error is a kernel fault
+/// ([`is_kernel_fault`]), keeps the message for the submitter and the running thread, returns
+/// `code`.
+fn launch_faulted(device: c_int, e: &exec::LaunchError, code: hipError_t, msg: String, cfg: &LaunchConfig) -> hipError_t {
+    if is_kernel_fault(e) {
+        poison(device, code, &msg);
+    }
+    set_detail(msg.clone());
+    set_last_launch(Some(msg), None, Some(cfg.kernarg.clone()));
+    code
+}
+
+/// Whether an executor error is a fault of the running kernel (memory fault or memcheck
+/// violation, trap, undecodable or unimplemented instruction, a checker's finding, the watchdog),
+/// which poisons the device as on HIP — rather than a launch the executor refused to start
+/// (geometry, resources), which fails alone.
+fn is_kernel_fault(e: &exec::LaunchError) -> bool {
+    use exec::LaunchError as E;
+    match e {
+        E::Memory { .. } | E::Watchdog { .. } | E::Decode(_) | E::Unimplemented { .. } | E::Trap { .. } | E::Fault { .. } | E::Check { .. } => true,
+        E::Alloc { .. } | E::ZeroDim { .. } | E::KernargSize { .. } | E::LdsTooLarge { .. } | E::BlockTooLarge { .. } => false,
     }
 }
 

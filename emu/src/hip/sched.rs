@@ -36,7 +36,7 @@ pub(super) struct HostPtr(pub(super) usize);
 pub(super) enum Op {
     /// A validated kernel launch (kernarg segment built at submission) and the thread that
     /// submitted it (whose `last_launch_*` it updates when it runs).
-    Launch { func: FunctionEntry, cfg: Arc<LaunchConfig>, submitter: std::thread::ThreadId },
+    Launch { func: FunctionEntry, cfg: Arc<LaunchConfig>, submitter: std::thread::ThreadId, device: c_int },
     /// Host-to-device copy of bytes staged at submission (the caller's buffer may be reused at once).
     HtoD { dst: u64, data: Arc<Vec<u8>> },
     /// Host-to-device copy read from host memory when it runs (captured into a graph: every replay
@@ -115,6 +115,9 @@ pub(super) struct Capture {
 
 pub(super) struct Queue {
     pub(super) blocking: bool,
+    /// The device ordinal current when the stream was created (the null stream: `None`, every
+    /// device's).
+    device: Option<c_int>,
     ops: VecDeque<(u64, Op)>,
     /// Sequence number of the last submitted op (ops are numbered from 1).
     submitted: u64,
@@ -126,8 +129,8 @@ pub(super) struct Queue {
 }
 
 impl Queue {
-    pub(super) fn new(blocking: bool) -> Queue {
-        Queue { blocking, ops: VecDeque::new(), submitted: 0, done: 0, error: None, stats: StreamStats::default(), capture: None }
+    pub(super) fn new(blocking: bool, device: Option<c_int>) -> Queue {
+        Queue { blocking, device, ops: VecDeque::new(), submitted: 0, done: 0, error: None, stats: StreamStats::default(), capture: None }
     }
     pub(super) fn idle(&self) -> bool {
         self.ops.is_empty()
@@ -140,7 +143,7 @@ pub(super) struct Sched {
 
 impl Sched {
     fn new() -> Sched {
-        Sched { queues: HashMap::from([(NULL_STREAM, Queue::new(true))]) }
+        Sched { queues: HashMap::from([(NULL_STREAM, Queue::new(true, None))]) }
     }
 }
 
@@ -300,7 +303,7 @@ fn exec_op(g: &mut Sched, _key: u64, op: Op) -> Result<(), hipError_t> {
     let r = rt();
     let mem = |res: Result<(), crate::memory::MemError>| res.map_err(|_| hipErrorIllegalAddress);
     match op {
-        Op::Launch { func, cfg, submitter } => run_launch(&func, &cfg, submitter),
+        Op::Launch { func, cfg, submitter, device } => run_launch(&func, &cfg, submitter, device),
         Op::HtoD { dst, data } => mem(r.memory.write(dst, &data)),
         Op::HtoDLive { dst, src, len } => {
             // SAFETY: the submitter's contract (HIP's): the host source stays valid for `len`
@@ -401,14 +404,16 @@ pub(super) fn synchronize_stream(stream: hipStream_t) -> Result<(), hipError_t> 
     take_error(g, key)
 }
 
-/// `hipDeviceSynchronize`: completes all work and returns the first sticky error of any stream.
+/// `hipDeviceSynchronize`: completes all work and returns the first sticky error of any stream
+/// of the current device (the streams created while it was current, and the null stream).
 pub(super) fn synchronize_device() -> Result<(), hipError_t> {
     let mut guard = sched()?;
     let g = &mut *guard;
     capture_guard(g)?;
     count(|t| t.device_synchronizations += 1);
     drain_all(g);
-    let mut keys: Vec<u64> = g.queues.keys().copied().collect();
+    let device = CURRENT_DEVICE.with(Cell::get);
+    let mut keys: Vec<u64> = g.queues.iter().filter(|(_, q)| q.device.is_none_or(|d| d == device)).map(|(k, _)| *k).collect();
     keys.sort_unstable();
     let mut first = Ok(());
     for k in keys {
@@ -427,9 +432,10 @@ pub(super) fn stream_busy(stream: hipStream_t) -> Result<bool, hipError_t> {
     Ok(!q.idle())
 }
 
-/// Registers a created stream's queue.
+/// Registers a created stream's queue (of the calling thread's current device).
 pub(super) fn add_queue(id: u64, blocking: bool) -> Result<(), hipError_t> {
-    sched()?.queues.insert(id, Queue::new(blocking));
+    let device = CURRENT_DEVICE.with(Cell::get);
+    sched()?.queues.insert(id, Queue::new(blocking, Some(device)));
     Ok(())
 }
 

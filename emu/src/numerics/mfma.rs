@@ -49,6 +49,10 @@ pub enum MfmaOp {
     F32_16x16x4F32,
     /// `v_mfma_f32_32x32x2_f32` (single block, `32x32x2f32`).
     F32_32x32x2F32,
+    /// `v_mfma_i32_16x16x32_i8` (gfx940+).
+    I32_16x16x32I8,
+    /// `v_mfma_i32_32x32x16_i8` (gfx940+).
+    I32_32x32x16I8,
 }
 
 impl MfmaOp {
@@ -61,8 +65,8 @@ impl MfmaOp {
     /// matrix 256 FLOP).
     pub const fn passes(self) -> u32 {
         match self {
-            MfmaOp::F32_16x16x32F8 | MfmaOp::F32_16x16x16Bf16 | MfmaOp::F32_16x16x16F16 => 4,
-            MfmaOp::F32_32x32x16F8 | MfmaOp::F32_32x32x8Bf16 | MfmaOp::F32_32x32x8F16 | MfmaOp::F32_16x16x4F32 => 8,
+            MfmaOp::F32_16x16x32F8 | MfmaOp::F32_16x16x16Bf16 | MfmaOp::F32_16x16x16F16 | MfmaOp::I32_16x16x32I8 => 4,
+            MfmaOp::F32_32x32x16F8 | MfmaOp::F32_32x32x8Bf16 | MfmaOp::F32_32x32x8F16 | MfmaOp::F32_16x16x4F32 | MfmaOp::I32_32x32x16I8 => 8,
             MfmaOp::F32_32x32x2F32 => 16,
         }
     }
@@ -75,8 +79,8 @@ impl MfmaOp {
     /// `(M, N, K)` of the instruction.
     pub const fn shape(self) -> (usize, usize, usize) {
         match self {
-            MfmaOp::F32_16x16x32F8 => (16, 16, 32),
-            MfmaOp::F32_32x32x16F8 => (32, 32, 16),
+            MfmaOp::F32_16x16x32F8 | MfmaOp::I32_16x16x32I8 => (16, 16, 32),
+            MfmaOp::F32_32x32x16F8 | MfmaOp::I32_32x32x16I8 => (32, 32, 16),
             MfmaOp::F32_16x16x16Bf16 | MfmaOp::F32_16x16x16F16 => (16, 16, 16),
             MfmaOp::F32_32x32x8Bf16 | MfmaOp::F32_32x32x8F16 => (32, 32, 8),
             MfmaOp::F32_16x16x4F32 => (16, 16, 4),
@@ -209,6 +213,53 @@ pub fn mfma_f32_32x32x16_f8(a: &[u64; 64], b: &[u64; 64], c: &[[f32; 16]; 64], k
     mfma_f8::<32, 16, 16>(a, b, c, ka, kb)
 }
 
+/// Shared single-block kernel of the integer MFMAs: `M`×`M`×`K` with 8 signed bytes per lane
+/// (`K = 8·64/M`), `R = M·M/64` i32 accumulator registers. Exact: every product of two int8
+/// values and every partial sum is an integer, added in two's complement (wrapping at 2^32, the
+/// only behaviour an i32 adder has; reaching it needs more than 2^31 / 2^14 = 131072 products
+/// of magnitude 2^14 in one accumulator).
+#[inline(always)]
+fn mfma_i8<const M: usize, const K: usize, const R: usize>(a: &[u64; 64], b: &[u64; 64], c: &[[i32; R]; 64]) -> [[i32; R]; 64] {
+    const { assert!(K * M == 8 * 64 && R * 64 == M * M) };
+    let mut at = [[0i32; K]; M];
+    let mut bt = [[0i32; M]; K];
+    for lane in 0..64 {
+        let row = lane % M;
+        let k0 = 8 * (lane / M);
+        for e in 0..8 {
+            at[row][k0 + e] = i32::from((a[lane] >> (8 * e)) as u8 as i8);
+            bt[k0 + e][row] = i32::from((b[lane] >> (8 * e)) as u8 as i8);
+        }
+    }
+    let mut out = [[0i32; R]; 64];
+    for (lane, regs) in out.iter_mut().enumerate() {
+        for (r, v) in regs.iter_mut().enumerate() {
+            let (i, j) = d_index(M, lane, r);
+            let dot = (0..K).fold(0i32, |s, k| s.wrapping_add(at[i][k] * bt[k][j]));
+            *v = c[lane][r].wrapping_add(dot);
+        }
+    }
+    out
+}
+
+/// `v_mfma_i32_16x16x32_i8 D, A, B, C` (4 passes, 16 cycles; CDNA3 ISA opcode 87).
+///
+/// Layout as [`mfma_f32_16x16x32_f8`] with signed bytes: `A[i][k]` is byte `k mod 8` of lane
+/// `16·⌊k/8⌋ + i`, `B[k][j]` byte `k mod 8` of lane `16·⌊k/8⌋ + j` (AMD matrix instruction
+/// calculator, `-a cdna3 -i v_mfma_i32_16x16x32_i8 -d`: Src0/Src1 int8, Src2/Vdst int32, 2 GPRs
+/// per input, 16 cycles). `c[l][r]`/result: i32 register `r` of lane `l` holds
+/// `(4·⌊l/16⌋ + r, l mod 16)`. `D = C + Σ_k A·B` exactly (see [`mfma_i8`] for overflow).
+pub fn mfma_i32_16x16x32_i8(a: &[u64; 64], b: &[u64; 64], c: &[[i32; 4]; 64]) -> [[i32; 4]; 64] {
+    mfma_i8::<16, 32, 4>(a, b, c)
+}
+
+/// `v_mfma_i32_32x32x16_i8 D, A, B, C` (8 passes, 32 cycles; CDNA3 ISA opcode 86).
+///
+/// Layout as [`mfma_f32_32x32x16_f8`] with signed bytes and i32 accumulators.
+pub fn mfma_i32_32x32x16_i8(a: &[u64; 64], b: &[u64; 64], c: &[[i32; 16]; 64]) -> [[i32; 16]; 64] {
+    mfma_i8::<32, 16, 16>(a, b, c)
+}
+
 /// bf16 bits → f32 (exact).
 #[inline(always)]
 fn bf16_to_f32(h: u16) -> f32 {
@@ -324,6 +375,59 @@ mod tests {
         assert_eq!(f16_to_f32(0x03FF), 1023.0 * 2f32.powi(-24));
         assert_eq!(f16_to_f32(0x7C00), f32::INFINITY);
         assert!(f16_to_f32(0x7E00).is_nan());
+    }
+
+    #[test]
+    fn i8_mfma_is_the_exact_integer_product() {
+        // A[i][k] = (i·7 + k·3) mod 256 − 128, B[k][j] = (k·5 + j·11 + 1) mod 256 − 128, packed
+        // in the calculator's layout; C[i][j] = i·1000 − j.
+        let av = |i: usize, k: usize| ((i * 7 + k * 3) % 256) as i32 - 128;
+        let bv = |k: usize, j: usize| ((k * 5 + j * 11 + 1) % 256) as i32 - 128;
+        for m in [16usize, 32] {
+            let kdim = 512 / m;
+            let pack = |f: &dyn Fn(usize, usize) -> i32| -> [u64; 64] {
+                std::array::from_fn(|lane| (0..8).fold(0u64, |w, e| w | u64::from(f(lane % m, 8 * (lane / m) + e) as i8 as u8) << (8 * e)))
+            };
+            let a = pack(&|i, k| av(i, k));
+            let b = pack(&|j, k| bv(k, j));
+            let want = |i: usize, j: usize| (i * 1000) as i32 - j as i32 + (0..kdim).map(|k| av(i, k) * bv(k, j)).sum::<i32>();
+            if m == 16 {
+                let c: [[i32; 4]; 64] = std::array::from_fn(|l| {
+                    std::array::from_fn(|r| {
+                        let (i, j) = d_index(16, l, r);
+                        (i * 1000) as i32 - j as i32
+                    })
+                });
+                let d = mfma_i32_16x16x32_i8(&a, &b, &c);
+                for (l, regs) in d.iter().enumerate() {
+                    for (r, &v) in regs.iter().enumerate() {
+                        let (i, j) = d_index(16, l, r);
+                        assert_eq!(v, want(i, j), "16x16 D[{i}][{j}]");
+                    }
+                }
+            } else {
+                let c: [[i32; 16]; 64] = std::array::from_fn(|l| {
+                    std::array::from_fn(|r| {
+                        let (i, j) = d_index(32, l, r);
+                        (i * 1000) as i32 - j as i32
+                    })
+                });
+                let d = mfma_i32_32x32x16_i8(&a, &b, &c);
+                for (l, regs) in d.iter().enumerate() {
+                    for (r, &v) in regs.iter().enumerate() {
+                        let (i, j) = d_index(32, l, r);
+                        assert_eq!(v, want(i, j), "32x32 D[{i}][{j}]");
+                    }
+                }
+            }
+        }
+        // Extremes: −128·−128 = 2^14 summed 32 times (2^19) onto i32::MAX − 2^19 reaches
+        // i32::MAX exactly; one more wraps to i32::MIN (two's complement).
+        let a = [0x8080_8080_8080_8080u64; 64];
+        let c = [[i32::MAX - (1 << 19); 4]; 64];
+        assert!(mfma_i32_16x16x32_i8(&a, &a, &c).iter().all(|r| r.iter().all(|&v| v == i32::MAX)));
+        let c = [[i32::MAX - (1 << 19) + 1; 4]; 64];
+        assert!(mfma_i32_16x16x32_i8(&a, &a, &c).iter().all(|r| r.iter().all(|&v| v == i32::MIN)));
     }
 
     #[test]

@@ -18,10 +18,10 @@
 //!
 //! Use: [`load_moe_kernel`] (or [`load_moe_kernels`]) → [`MoeProblem::generate`] →
 //! [`stage1::prepare`] / [`fused::prepare`] → [`crate::exec::launch`] with
-//! [`MoeKernelSpec::clean_checks`] (waves interleaved: the TN = 256 1-stage kernels depend on
-//! it) → read the output → [`stage1::check`] / [`fused::check`]. [`shape_rows`] parses the timed configurations
-//! (`shapes_fmoe_stage1.csv`, `shapes_fmoe_1stage.csv`) and [`prepare_row`] builds the launch for
-//! one of them (optionally scaled down), for conformance and timing runs alike.
+//! [`MoeKernelSpec::clean_checks`] → read the output → [`stage1::check`] / [`fused::check`].
+//! [`shape_rows`] parses the timed configurations (`shapes_fmoe_stage1.csv`,
+//! `shapes_fmoe_1stage.csv`) and [`prepare_row`] builds the launch for one of them (optionally
+//! scaled down), for conformance and timing runs alike.
 //!
 //! **Data** follows the contract's generator: activations and weights are `randn/10` (a
 //! deterministic SplitMix64 + Box–Muller stream, not PyTorch's), quantised to E4M3FNUZ with
@@ -249,8 +249,11 @@ impl MoeKernelSpec {
         }
     }
     /// Whether the kernel exchanges per-row amax values through one LDS slot reused without a
-    /// barrier (the 1-stage kernels with TN = 256): right only when the workgroup's waves run
-    /// interleaved ([`crate::exec::Checks::interleave_waves`]), as on hardware.
+    /// barrier (the 1-stage kernels with TN = 256): a racecheck finding (write-after-read). The
+    /// result is right when the readers issue right after the barrier, about a hundred
+    /// instructions before the writer reaches the second write — as on hardware and under the
+    /// executor's round-robin issue order (one instruction per wave per turn); a schedule that
+    /// ran each wave to its next barrier would quantise with the wrong scale.
     pub fn amax_slot_race(&self) -> bool {
         self.family == MoeFamily::OneStage && self.tn == 256
     }
@@ -261,15 +264,9 @@ impl MoeKernelSpec {
     }
     /// The launch options under which the kernel computes what hardware computes and runs clean:
     /// every check but mfma-hazard (see `tests/peers.rs` for the GEMM peers' finding) and the
-    /// two findings above, waves interleaved. Conformance and timing runs use these.
+    /// two findings above. Conformance and timing runs use these.
     pub fn clean_checks(&self) -> crate::exec::Checks {
-        crate::exec::Checks {
-            mfma_hazard: false,
-            racecheck: !self.amax_slot_race(),
-            late_arrival: !self.unwaited_lds_reads(),
-            interleave_waves: true,
-            ..crate::exec::Checks::all()
-        }
+        crate::exec::Checks { mfma_hazard: false, racecheck: !self.amax_slot_race(), late_arrival: !self.unwaited_lds_reads(), ..crate::exec::Checks::all() }
     }
     /// All thirteen, stage 1 first.
     pub fn all() -> Vec<MoeKernelSpec> {
