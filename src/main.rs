@@ -26,7 +26,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// The hardware validation kit: every dense kernel the library selects (with `--all-tiles`,
+    /// The hardware validation kit: every dense and m-grouped kernel the library selects (with `--all-tiles`,
     /// every tile forced) at a set of shapes on the present backend, each result checked
     /// against the CPU reference, each launch timed as AMD's tuner times kernels (warm-up,
     /// operands rotated through copies so caches are cold, events around each launch, outliers

@@ -1,5 +1,5 @@
-//! `fp8gemm validate`: the hardware validation kit. Every dense kernel the library selects (and,
-//! with `--all-tiles`, every registered tile forced) runs at a set of shapes on whatever backend
+//! `fp8gemm validate`: the hardware validation kit. Every dense and m-grouped kernel the library
+//! selects (and, with `--all-tiles`, every registered tile forced) runs at a set of shapes on whatever backend
 //! is present; each result is checked against the CPU reference, each launch is timed the way
 //! AMD's tuner times its kernels, and one CSV (plus an SVG) puts the time beside the timing
 //! model's prediction for the same launch.
@@ -22,8 +22,13 @@ use std::path::{Path, PathBuf};
 
 use fp8gemm::codeobj::Arch;
 use fp8gemm::fp8::{E4M3Fn, E4M3Fnuz, Fp8Format};
-use fp8gemm::quant::{QuantizedActivations, QuantizedWeights};
-use fp8gemm::{Backend, Context, DeviceActivations, DeviceWeights, Event, Overrides, Stream, WeightLayout, reference};
+use fp8gemm::grouped::upload_m_indices;
+use fp8gemm::quant::{GroupedQuantizedWeights, QuantizedActivations, QuantizedWeights};
+use fp8gemm::reference::contiguous_m_indices;
+use fp8gemm::{
+    Backend, Context, DeviceActivations, DeviceGroupedWeights, DeviceWeights, Event, GemmRun, Overrides, Stream, WeightLayout,
+    m_alignment_for_contiguous_layout, reference,
+};
 use half::bf16;
 use rand::{SeedableRng, rngs::StdRng};
 
@@ -32,12 +37,15 @@ use crate::gemm::randn_bf16;
 /// Which shapes `validate` runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum ValidateSet {
-    /// A few small shapes covering every tile and schedule family (seconds on the emulator).
+    /// A few small dense and m-grouped problems covering the tile and schedule families
+    /// (seconds on the emulator).
     Small,
     /// DeepSeek-V3's dense shapes (M ∈ {64, 128, 4096} × six (N, K)), as `compare`.
     Deepseek,
     /// The shapes of `measured_mi325x.csv` (needs `--peers`/`FP8GEMM_PEERS_DIR`), as `compare`.
     Peers,
+    /// DeepGEMM's m-grouped contiguous and masked benchmark shapes, as `compare`.
+    Grouped,
 }
 
 /// Which weight layouts `validate` runs.
@@ -67,32 +75,85 @@ pub struct Options {
     pub seed: u64,
 }
 
-/// The shapes of `--shapes 64x2112x7168,128x4096x512`.
-fn parse_shapes(spec: &str) -> Result<Vec<(usize, usize, usize)>, String> {
+/// One problem: dense, or m-grouped with `groups` groups of `rows` rows each (contiguous: each
+/// group padded to the layout's alignment; masked: `masked_m = m_max = rows`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Problem {
+    Dense { m: usize, n: usize, k: usize },
+    Contiguous { groups: usize, rows: usize, n: usize, k: usize },
+    Masked { groups: usize, rows: usize, n: usize, k: usize },
+}
+
+impl Problem {
+    fn label(&self) -> String {
+        match *self {
+            Problem::Dense { m, n, k } => format!("dense {m}x{n}x{k}"),
+            Problem::Contiguous { groups, rows, n, k } => format!("contiguous {groups}x{rows} over {n}x{k}"),
+            Problem::Masked { groups, rows, n, k } => format!("masked {groups}x{rows} over {n}x{k}"),
+        }
+    }
+    fn kind(&self) -> &'static str {
+        match self {
+            Problem::Dense { .. } => "dense",
+            Problem::Contiguous { .. } => "contiguous",
+            Problem::Masked { .. } => "masked",
+        }
+    }
+    /// (rows of A, per-group rows, groups, n, k).
+    fn dims(&self) -> (usize, usize, usize, usize) {
+        match *self {
+            Problem::Dense { m, n, k } => (m, 1, n, k),
+            Problem::Contiguous { groups, rows, n, k } | Problem::Masked { groups, rows, n, k } => (rows, groups, n, k),
+        }
+    }
+}
+
+/// The shapes of `--shapes 64x2112x7168,128x4096x512` (dense).
+fn parse_shapes(spec: &str) -> Result<Vec<Problem>, String> {
     spec.split(',')
         .map(|s| {
             let d: Vec<Option<usize>> = s.trim().split('x').map(|v| v.trim().parse().ok()).collect();
             match d.as_slice() {
-                [Some(m), Some(n), Some(k)] if *m > 0 && *n > 0 && *k > 0 => Ok((*m, *n, *k)),
+                [Some(m), Some(n), Some(k)] if *m > 0 && *n > 0 && *k > 0 => Ok(Problem::Dense { m: *m, n: *n, k: *k }),
                 _ => Err(format!("--shapes: `{s}` is not MxNxK with positive sizes")),
             }
         })
         .collect()
 }
 
-fn shapes(o: &Options) -> Result<Vec<(usize, usize, usize)>, String> {
+fn problems(o: &Options) -> Result<Vec<Problem>, String> {
     if let Some(spec) = &o.shapes {
         return parse_shapes(spec);
     }
+    let dense = |(m, n, k): (usize, usize, usize)| Problem::Dense { m, n, k };
     Ok(match o.set {
-        ValidateSet::Small => vec![(1, 256, 512), (64, 512, 1024), (200, 384, 384), (512, 1024, 256)],
-        ValidateSet::Deepseek => [64, 128, 4096].into_iter().flat_map(|m| crate::compare::DEEPSEEK_NK.map(|(n, k)| (m, n, k))).collect(),
+        ValidateSet::Small => vec![
+            dense((1, 256, 512)),
+            dense((64, 512, 1024)),
+            dense((200, 384, 384)),
+            dense((512, 1024, 256)),
+            Problem::Contiguous { groups: 2, rows: 100, n: 256, k: 384 },
+            Problem::Masked { groups: 2, rows: 32, n: 256, k: 1024 },
+        ],
+        ValidateSet::Deepseek => [64, 128, 4096].into_iter().flat_map(|m| crate::compare::DEEPSEEK_NK.map(|(n, k)| dense((m, n, k)))).collect(),
         ValidateSet::Peers => {
             let dir = match &o.peers {
                 Some(d) => d.clone(),
                 None => amdgpu_emu::peers::peers_dir().map_err(|e| e.to_string())?,
             };
-            crate::compare::peers_rows(&dir)?.into_iter().map(|(_, m, n, k, _, _)| (m, n, k)).collect()
+            crate::compare::peers_rows(&dir)?.into_iter().map(|(_, m, n, k, _, _)| dense((m, n, k))).collect()
+        }
+        ValidateSet::Grouped => {
+            let mut v = Vec::new();
+            for (n, k) in [(4096, 7168), (7168, 2048)] {
+                for (groups, rows) in [(4, 8192), (8, 4096)] {
+                    v.push(Problem::Contiguous { groups, rows, n, k });
+                }
+                for (groups, rows) in [(1, 1024), (2, 512), (4, 256)] {
+                    v.push(Problem::Masked { groups, rows, n, k });
+                }
+            }
+            v
         }
     })
 }
@@ -103,7 +164,7 @@ struct Row {
     source: &'static str,
     kernel: String,
     layout: WeightLayout,
-    shape: (usize, usize, usize),
+    problem: Problem,
     overrides: String,
     kept: usize,
     measured_us: f64,
@@ -115,17 +176,18 @@ struct Row {
     correct: bool,
 }
 
-const HEADER: &str = "backend,measured_source,kernel,layout,m,n,k,overrides,kept,measured_us,measured_min_us,measured_max_us,modelled_us,modelled_over_measured,calc_diff,max_abs_err,correct";
+const HEADER: &str = "backend,measured_source,problem,kernel,layout,groups,m,n,k,overrides,kept,measured_us,measured_min_us,measured_max_us,modelled_us,modelled_over_measured,calc_diff,max_abs_err,correct";
 
 impl Row {
     fn csv(&self) -> String {
-        let (m, n, k) = self.shape;
+        let (m, groups, n, k) = self.problem.dims();
         let modelled = self.modelled_us.map_or(String::new(), |v| format!("{v:.3}"));
         let ratio = self.modelled_us.map_or(String::new(), |v| format!("{:.4}", v / self.measured_us));
         format!(
-            "{},{},{},{},{m},{n},{k},{},{},{:.3},{:.3},{:.3},{modelled},{ratio},{:.3e},{:.3e},{}",
+            "{},{},{},{},{},{groups},{m},{n},{k},{},{},{:.3},{:.3},{:.3},{modelled},{ratio},{:.3e},{:.3e},{}",
             self.backend,
             self.source,
+            self.problem.kind(),
             self.kernel,
             self.layout,
             self.overrides,
@@ -164,24 +226,112 @@ fn overrides_label(o: &Overrides) -> String {
     }
 }
 
-/// The candidate plans of one shape: the selector's, and every tile forced with `--all-tiles`.
-fn plans(all_tiles: bool, layout: WeightLayout) -> Vec<Overrides> {
+/// The candidate plans of one problem: the selector's, and every tile forced with `--all-tiles`.
+fn plans(all_tiles: bool, layout: WeightLayout, p: Problem) -> Vec<Overrides> {
     let mut out = vec![Overrides::NONE];
     if all_tiles {
         // Every tile the selector can be forced to (its ConfigError::ForcedTile lists them).
-        let tiles: Vec<(u32, u32)> = match layout {
-            WeightLayout::Logical => fp8gemm_device::tile::DENSE_TILES.iter().map(|t| (t.block_m, t.block_n)).collect(),
-            _ => vec![(32, 64), (32, 128), (48, 128), (64, 128), (80, 128), (96, 128), (128, 128)],
+        let tiles: Vec<(u32, u32)> = match (layout, p) {
+            (WeightLayout::Logical, _) => fp8gemm_device::tile::DENSE_TILES.iter().map(|t| (t.block_m, t.block_n)).collect(),
+            (_, Problem::Dense { .. }) => vec![(32, 64), (32, 128), (48, 128), (64, 128), (80, 128), (96, 128), (128, 128)],
+            _ => vec![(32, 64), (32, 128), (64, 128), (80, 128), (128, 128)],
         };
-        let mut seen = Vec::new();
-        for t in tiles {
-            if !seen.contains(&t) {
-                seen.push(t);
-                out.push(Overrides::NONE.with_tile(t.0, t.1));
-            }
-        }
+        out.extend(tiles.into_iter().map(|(bm, bn)| Overrides::NONE.with_tile(bm, bn)));
     }
     out
+}
+
+/// A problem's operands on the host, its reference and which output rows are defined.
+struct HostCase<F: Fp8Format> {
+    qa: QuantizedActivations<F>,
+    qb: HostB<F>,
+    /// `m_indices` (contiguous) or `masked_m` (masked).
+    index: Vec<i32>,
+    want: Vec<bf16>,
+    valid: Vec<bool>,
+}
+
+enum HostB<F: Fp8Format> {
+    Dense(QuantizedWeights<F>),
+    Grouped(GroupedQuantizedWeights<F>),
+}
+
+/// The same on a device.
+struct DevCase<F: Fp8Format> {
+    a: DeviceActivations<F>,
+    b: DevB<F>,
+    index: Option<fp8gemm::DeviceBuffer<i32>>,
+    d: fp8gemm::DeviceBuffer<bf16>,
+}
+
+enum DevB<F: Fp8Format> {
+    Dense(DeviceWeights<F>),
+    Grouped(DeviceGroupedWeights<F>),
+}
+
+fn host_case<F: Fp8Format>(p: Problem, seed: u64) -> Result<HostCase<F>, String> {
+    let e = |x: &dyn std::fmt::Display| x.to_string();
+    let (rows, groups, n, k) = p.dims();
+    let mut rng = StdRng::seed_from_u64(seed ^ (rows * 31 + n * 7 + k + groups) as u64);
+    let (m_total, index, valid): (usize, Vec<i32>, Vec<bool>) = match p {
+        Problem::Dense { m, .. } => (m, Vec::new(), vec![true; m]),
+        Problem::Contiguous { .. } => {
+            let idx = contiguous_m_indices(&vec![rows; groups], m_alignment_for_contiguous_layout());
+            let valid = idx.iter().map(|&g| g >= 0).collect();
+            (idx.len(), idx, valid)
+        }
+        Problem::Masked { .. } => (groups * rows, vec![rows as i32; groups], vec![true; groups * rows]),
+    };
+    let a = randn_bf16(m_total * k, &mut rng);
+    let b = randn_bf16(groups * n * k, &mut rng);
+    let qa = QuantizedActivations::<F>::quantize(&a, m_total, k).map_err(|x| e(&x))?;
+    let mut want = vec![bf16::ZERO; m_total * n];
+    let qb = match p {
+        Problem::Dense { .. } => {
+            let qb = QuantizedWeights::<F>::quantize(&b, n, k).map_err(|x| e(&x))?;
+            reference::fp8_gemm_nt(&qa, &qb, &mut want).map_err(|x| e(&x))?;
+            HostB::Dense(qb)
+        }
+        Problem::Contiguous { .. } => {
+            let qb = GroupedQuantizedWeights::<F>::quantize(&b, groups, n, k).map_err(|x| e(&x))?;
+            reference::m_grouped_fp8_gemm_nt_contiguous(&qa, &qb, &index, &mut want).map_err(|x| e(&x))?;
+            HostB::Grouped(qb)
+        }
+        Problem::Masked { .. } => {
+            let qb = GroupedQuantizedWeights::<F>::quantize(&b, groups, n, k).map_err(|x| e(&x))?;
+            reference::m_grouped_fp8_gemm_nt_masked(&qa, &qb, &index, &mut want).map_err(|x| e(&x))?;
+            HostB::Grouped(qb)
+        }
+    };
+    Ok(HostCase { qa, qb, index, want, valid })
+}
+
+fn upload<F: Fp8Format>(ctx: &Context, h: &HostCase<F>, layout: WeightLayout, p: Problem) -> fp8gemm::Result<DevCase<F>> {
+    let a = DeviceActivations::upload(ctx, &h.qa)?;
+    let b = match &h.qb {
+        HostB::Dense(qb) => DevB::Dense(match layout {
+            WeightLayout::Logical => DeviceWeights::upload(ctx, qb)?,
+            _ => DeviceWeights::upload_preshuffled(ctx, qb)?,
+        }),
+        HostB::Grouped(qb) => DevB::Grouped(DeviceGroupedWeights::upload_with_layout(ctx, qb, layout)?),
+    };
+    let index = match p {
+        Problem::Dense { .. } => None,
+        Problem::Contiguous { groups, .. } => Some(upload_m_indices(ctx, &h.index, groups)?),
+        Problem::Masked { .. } => Some(ctx.upload(&h.index)?),
+    };
+    let d = ctx.alloc_zeroed::<bf16>(h.want.len())?;
+    Ok(DevCase { a, b, index, d })
+}
+
+/// One launch of `p` on `stream` into `d` (A and B from `ops`, which may be a rotated copy).
+fn launch<F: Fp8Format>(stream: &Stream, p: Problem, ops: &DevCase<F>, d: &mut fp8gemm::DeviceBuffer<bf16>) -> fp8gemm::Result<GemmRun> {
+    match (&ops.b, p, &ops.index) {
+        (DevB::Dense(b), _, _) => fp8gemm::fp8_gemm_nt(stream, &ops.a, b, d),
+        (DevB::Grouped(b), Problem::Contiguous { .. }, Some(i)) => fp8gemm::m_grouped_fp8_gemm_nt_contiguous(stream, &ops.a, b, d, i),
+        (DevB::Grouped(b), Problem::Masked { rows, .. }, Some(i)) => fp8gemm::m_grouped_fp8_gemm_nt_masked(stream, &ops.a, b, d, i, rows),
+        _ => Err(fp8gemm::Error::Unsupported("validate: operands do not match the problem".into())),
+    }
 }
 
 /// `fp8gemm validate`.
@@ -195,7 +345,6 @@ pub fn run(o: Options) -> Result<(), String> {
 }
 
 fn run_with<F: Fp8Format>(ctx: &Context, o: &Options) -> Result<(), String> {
-    let e = |x: &dyn std::fmt::Display| x.to_string();
     let on_emulator = ctx.backend() == Backend::Emulator;
     let (backend, source) = if on_emulator { ("emulator", "emulator timing model") } else { ("hip", "hip events") };
     let machine = crate::profile::machine_by_name(&o.machine)?;
@@ -214,29 +363,24 @@ fn run_with<F: Fp8Format>(ctx: &Context, o: &Options) -> Result<(), String> {
     };
     let mut rows = Vec::new();
     let mut failures = Vec::new();
-    for (m, n, k) in shapes(o)? {
-        let mut rng = StdRng::seed_from_u64(o.seed ^ (m * 31 + n * 7 + k) as u64);
-        let a = randn_bf16(m * k, &mut rng);
-        let b = randn_bf16(n * k, &mut rng);
-        let qa = QuantizedActivations::<F>::quantize(&a, m, k).map_err(|x| e(&x))?;
-        let qb = QuantizedWeights::<F>::quantize(&b, n, k).map_err(|x| e(&x))?;
-        let mut want = vec![bf16::ZERO; m * n];
-        reference::fp8_gemm_nt(&qa, &qb, &mut want).map_err(|x| e(&x))?;
+    for p in problems(o)? {
+        let host = host_case::<F>(p, o.seed)?;
         for &layout in layouts {
-            for plan in plans(o.all_tiles, layout) {
+            for plan in plans(o.all_tiles, layout, p) {
                 let label = overrides_label(&plan);
-                let r = match validate_one(ctx, o, &machine, &qa, &qb, &want, layout, plan, (m, n, k)) {
+                let r = match validate_one(ctx, o, &machine, &host, layout, plan, p) {
                     Ok(r) => r,
                     // A forced tile some problems cannot use (e.g. no such bs kernel) is reported, not fatal.
                     Err(msg) if plan.tile.is_some() => {
-                        println!("{m}x{n}x{k} {layout} {label}: not applicable ({msg})");
+                        println!("{} {layout} {label}: not applicable ({msg})", p.label());
                         continue;
                     }
-                    Err(msg) => return Err(format!("{m}x{n}x{k} {layout} {label}: {msg}")),
+                    Err(msg) => return Err(format!("{} {layout} {label}: {msg}", p.label())),
                 };
                 let r = Row { backend, source, ..r };
                 println!(
-                    "{m:>6}x{n}x{k} {layout:<11} {:<44} {:<9} measured {:>9.2} µs ({} kept)  modelled {:>9}  calc_diff {:.2e}  {}",
+                    "{:<32} {layout:<12} {:<48} {:<9} measured {:>9.2} µs ({} kept)  modelled {:>9}  calc_diff {:.2e}  {}",
+                    p.label(),
                     r.kernel,
                     label,
                     r.measured_us,
@@ -246,7 +390,7 @@ fn run_with<F: Fp8Format>(ctx: &Context, o: &Options) -> Result<(), String> {
                     if r.correct { "ok" } else { "WRONG" }
                 );
                 if !r.correct {
-                    failures.push(format!("{m}x{n}x{k} {layout} {} ({label}): calc_diff {:.3e}, max |error| {:.3e}", r.kernel, r.calc_diff, r.max_abs_err));
+                    failures.push(format!("{} {layout} {} ({label}): calc_diff {:.3e}, max |error| {:.3e}", p.label(), r.kernel, r.calc_diff, r.max_abs_err));
                 }
                 rows.push(r);
             }
@@ -254,9 +398,9 @@ fn run_with<F: Fp8Format>(ctx: &Context, o: &Options) -> Result<(), String> {
     }
     write_csv(&o.csv, &rows)?;
     println!("wrote {} ({} rows)", o.csv.display(), rows.len());
-    if let Some(p) = &o.plot {
-        plot_svg(p, &rows, source)?;
-        println!("wrote {}", p.display());
+    if let Some(path) = &o.plot {
+        plot_svg(path, &rows, source)?;
+        println!("wrote {}", path.display());
     }
     if failures.is_empty() {
         Ok(())
@@ -265,58 +409,64 @@ fn run_with<F: Fp8Format>(ctx: &Context, o: &Options) -> Result<(), String> {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+/// A stream with `plan` and a workspace large enough for any split-K / stream-K plan of `p`.
+fn stream_for(ctx: &Context, plan: Overrides, p: Problem) -> Result<Stream, String> {
+    let e = |x: &dyn std::fmt::Display| x.to_string();
+    let mut stream = Stream::new(ctx).map_err(|x| e(&x))?;
+    stream.set_overrides(plan);
+    if let Problem::Dense { m, n, k } = p {
+        let need = fp8gemm::workspace_floats(m, n, k).max(fp8gemm::workspace_floats_preshuffled(m, n, k));
+        if need > fp8gemm::workspace::DEFAULT_STREAM_WORKSPACE_FLOATS {
+            stream.set_workspace(Some(fp8gemm::Workspace::new(ctx, need).map_err(|x| e(&x))?)).map_err(|x| e(&x))?;
+        }
+    }
+    Ok(stream)
+}
+
 fn validate_one<F: Fp8Format>(
     ctx: &Context,
     o: &Options,
     machine: &amdgpu_emu::timing::Machine,
-    qa: &QuantizedActivations<F>,
-    qb: &QuantizedWeights<F>,
-    want: &[bf16],
+    host: &HostCase<F>,
     layout: WeightLayout,
     plan: Overrides,
-    (m, n, k): (usize, usize, usize),
+    p: Problem,
 ) -> Result<Row, String> {
     let e = |x: &dyn std::fmt::Display| x.to_string();
-    let mut stream = Stream::new(ctx).map_err(|x| e(&x))?;
-    stream.set_overrides(plan);
-    let need = fp8gemm::workspace_floats(m, n, k).max(fp8gemm::workspace_floats_preshuffled(m, n, k));
-    if need > fp8gemm::workspace::DEFAULT_STREAM_WORKSPACE_FLOATS {
-        stream.set_workspace(Some(fp8gemm::Workspace::new(ctx, need).map_err(|x| e(&x))?)).map_err(|x| e(&x))?;
-    }
-    let upload_b = |ctx: &Context| match layout {
-        WeightLayout::Logical => DeviceWeights::upload(ctx, qb),
-        _ => DeviceWeights::upload_preshuffled(ctx, qb),
-    };
-    // Correctness: one launch on real data against the dequantized CPU reference.
-    let da = DeviceActivations::upload(ctx, qa).map_err(|x| e(&x))?;
-    let db = upload_b(ctx).map_err(|x| e(&x))?;
-    let mut dd = ctx.alloc_zeroed::<bf16>(m * n).map_err(|x| e(&x))?;
-    let run = fp8gemm::fp8_gemm_nt(&stream, &da, &db, &mut dd).map_err(|x| e(&x))?;
-    let got = dd.download(&stream).map_err(|x| e(&x))?;
+    let stream = stream_for(ctx, plan, p)?;
+    // Correctness: one launch on real data against the dequantized CPU reference, over the
+    // defined rows (contiguous padding rows are not written).
+    let mut dev = upload(ctx, host, layout, p).map_err(|x| e(&x))?;
+    let mut d = std::mem::replace(&mut dev.d, ctx.alloc_zeroed::<bf16>(0).map_err(|x| e(&x))?);
+    let run = launch(&stream, p, &dev, &mut d).map_err(|x| e(&x))?;
+    let got = d.download(&stream).map_err(|x| e(&x))?;
     let kernel = run.config.map_or_else(|| "(nothing launched)".to_string(), |c| c.kernel.to_string());
-    let calc_diff = reference::calc_diff(&got, want).map_err(|x| e(&x))?;
-    let max_abs_err = got.iter().zip(want).map(|(g, w)| f64::from((g.to_f32() - w.to_f32()).abs())).fold(0.0, f64::max);
+    let n = p.dims().2;
+    let (mut g, mut w) = (Vec::new(), Vec::new());
+    for (r, &ok) in host.valid.iter().enumerate() {
+        if ok {
+            g.extend_from_slice(&got[r * n..(r + 1) * n]);
+            w.extend_from_slice(&host.want[r * n..(r + 1) * n]);
+        }
+    }
+    let calc_diff = reference::calc_diff(&g, &w).map_err(|x| e(&x))?;
+    let max_abs_err = g.iter().zip(&w).map(|(a, b)| f64::from((a.to_f32() - b.to_f32()).abs())).fold(0.0, f64::max);
     let correct = calc_diff.is_finite() && calc_diff < o.max_diff;
 
     // Timing.
-    let (samples, kept) = if ctx.backend() == Backend::Emulator {
-        let t = model_time(ctx, &da, &db, &mut dd, plan, machine, stream.workspace().map(|w| w.len()))?;
-        (vec![t], 1)
+    let samples = if ctx.backend() == Backend::Emulator {
+        vec![model_time(ctx, &dev, &mut d, plan, machine, p)?]
     } else {
-        let s = time_on_device(ctx, &stream, qa, &upload_b, (o.warmup, o.iters), qb.data.len() + qb.scales.len() * 4, m * n)?;
-        let kept = s.len();
-        (s, kept)
+        time_on_device(ctx, &stream, host, layout, p, (o.warmup, o.iters), &mut d)?
     };
-    let (measured_us, measured_min_us, measured_max_us, kept) =
-        robust_mean(&samples).map_or((f64::NAN, f64::NAN, f64::NAN, 0), |(a, b, c, d)| (a, b, c, d.min(kept)));
-    let modelled_us = modelled(ctx, qa, qb, layout, plan, machine, (m, n, k))?;
+    let (measured_us, measured_min_us, measured_max_us, kept) = robust_mean(&samples).unwrap_or((f64::NAN, f64::NAN, f64::NAN, 0));
+    let modelled_us = if ctx.backend() == Backend::Emulator { Some(measured_us) } else { modelled(ctx, host, layout, plan, machine, p)? };
     Ok(Row {
         backend: "",
         source: "",
         kernel,
         layout,
-        shape: (m, n, k),
+        problem: p,
         overrides: overrides_label(&plan),
         kept,
         measured_us,
@@ -333,32 +483,33 @@ fn validate_one<F: Fp8Format>(
 fn time_on_device<F: Fp8Format>(
     ctx: &Context,
     stream: &Stream,
-    qa: &QuantizedActivations<F>,
-    upload_b: &dyn Fn(&Context) -> fp8gemm::Result<DeviceWeights<F>>,
+    host: &HostCase<F>,
+    layout: WeightLayout,
+    p: Problem,
     (warmup, iters): (u32, u32),
-    b_bytes: usize,
-    d_len: usize,
+    d: &mut fp8gemm::DeviceBuffer<bf16>,
 ) -> Result<Vec<f64>, String> {
     let e = |x: &dyn std::fmt::Display| x.to_string();
     // Enough copies that their bytes exceed twice the last-level caches (MI300X/MI325X: 4 MB L2
     // per XCD × 8 + 256 MB Infinity Cache), as AITER rotates up to 101 copies.
-    let bytes = (qa.data.len() + qa.scales.len() * 4 + b_bytes).max(1) as f64;
+    let b_bytes = match &host.qb {
+        HostB::Dense(b) => b.data.len() + 4 * b.scales.len(),
+        HostB::Grouped(b) => b.data.len() + 4 * b.scales.len(),
+    };
+    let bytes = (host.qa.data.len() + 4 * host.qa.scales.len() + b_bytes).max(1) as f64;
     let copies = ((2.0 * 288e6 / bytes).ceil() as usize).clamp(1, iters.max(1) as usize);
     let mut ops = Vec::with_capacity(copies);
     for _ in 0..copies {
-        ops.push((DeviceActivations::upload(ctx, qa).map_err(|x| e(&x))?, upload_b(ctx).map_err(|x| e(&x))?));
+        ops.push(upload(ctx, host, layout, p).map_err(|x| e(&x))?);
     }
-    let mut d = ctx.alloc_zeroed::<bf16>(d_len).map_err(|x| e(&x))?;
     for i in 0..warmup as usize {
-        let (a, b) = &ops[i % copies];
-        fp8gemm::fp8_gemm_nt(stream, a, b, &mut d).map_err(|x| e(&x))?;
+        launch(stream, p, &ops[i % copies], d).map_err(|x| e(&x))?;
     }
     let mut events = Vec::with_capacity(iters as usize);
     for i in 0..iters as usize {
-        let (a, b) = &ops[i % copies];
         let (start, stop) = (Event::new(ctx).map_err(|x| e(&x))?, Event::new(ctx).map_err(|x| e(&x))?);
         start.record(stream).map_err(|x| e(&x))?;
-        fp8gemm::fp8_gemm_nt(stream, a, b, &mut d).map_err(|x| e(&x))?;
+        launch(stream, p, &ops[i % copies], d).map_err(|x| e(&x))?;
         stop.record(stream).map_err(|x| e(&x))?;
         events.push((start, stop));
     }
@@ -366,22 +517,17 @@ fn time_on_device<F: Fp8Format>(
     events.iter().map(|(a, b)| b.elapsed_ms(a).map(|ms| f64::from(ms) * 1e3).map_err(|x| e(&x))).collect()
 }
 
-/// The timing model's time of the launch on this (emulator) context, µs.
+/// The timing model's time of one launch on this (emulator) context, µs.
 fn model_time<F: Fp8Format>(
     ctx: &Context,
-    da: &DeviceActivations<F>,
-    db: &DeviceWeights<F>,
-    dd: &mut fp8gemm::DeviceBuffer<bf16>,
+    ops: &DevCase<F>,
+    d: &mut fp8gemm::DeviceBuffer<bf16>,
     plan: Overrides,
     machine: &amdgpu_emu::timing::Machine,
-    workspace: Option<usize>,
+    p: Problem,
 ) -> Result<f64, String> {
     let e = |x: &dyn std::fmt::Display| x.to_string();
-    let mut stream = Stream::new(ctx).map_err(|x| e(&x))?;
-    stream.set_overrides(plan);
-    if let Some(len) = workspace.filter(|&l| l > fp8gemm::workspace::DEFAULT_STREAM_WORKSPACE_FLOATS) {
-        stream.set_workspace(Some(fp8gemm::Workspace::new(ctx, len).map_err(|x| e(&x))?)).map_err(|x| e(&x))?;
-    }
+    let stream = stream_for(ctx, plan, p)?;
     let opts = amdgpu_emu::timing::SimOptions {
         scope: amdgpu_emu::timing::Scope::Full,
         skip_mfma_math: true,
@@ -390,38 +536,30 @@ fn model_time<F: Fp8Format>(
         trace_workgroup: None,
     };
     amdgpu_emu::hip::set_timing(Some(amdgpu_emu::hip::TimingMode { machine: machine.clone(), options: opts }));
-    let r = fp8gemm::fp8_gemm_nt(&stream, da, db, dd).and_then(|_| stream.synchronize());
+    let r = launch(&stream, p, ops, d).and_then(|_| stream.synchronize());
     amdgpu_emu::hip::set_timing(None);
     r.map_err(|x| e(&x))?;
     let t = amdgpu_emu::hip::last_launch_timing().ok_or("the timing run produced no report")?;
     Ok(t.seconds * 1e6)
 }
 
-/// The modelled column: on the emulator backend the same launch through the timing model; on
-/// HIP, the same plan on an emulator context (when the emulator is built in).
+/// The modelled column on HIP: the same plan on an emulator context.
 fn modelled<F: Fp8Format>(
     ctx: &Context,
-    qa: &QuantizedActivations<F>,
-    qb: &QuantizedWeights<F>,
+    host: &HostCase<F>,
     layout: WeightLayout,
     plan: Overrides,
     machine: &amdgpu_emu::timing::Machine,
-    (m, n, k): (usize, usize, usize),
+    p: Problem,
 ) -> Result<Option<f64>, String> {
     let e = |x: &dyn std::fmt::Display| x.to_string();
-    let emu = if ctx.backend() == Backend::Emulator { ctx.clone() } else { Context::with_backend(Backend::Emulator, 0).map_err(|x| e(&x))? };
+    let Ok(emu) = Context::with_backend(Backend::Emulator, 0) else { return Ok(None) };
     if emu.arch() != ctx.arch() {
         return Ok(None);
     }
-    let da = DeviceActivations::upload(&emu, qa).map_err(|x| e(&x))?;
-    let db = match layout {
-        WeightLayout::Logical => DeviceWeights::upload(&emu, qb),
-        _ => DeviceWeights::upload_preshuffled(&emu, qb),
-    }
-    .map_err(|x| e(&x))?;
-    let mut dd = emu.alloc_zeroed::<bf16>(m * n).map_err(|x| e(&x))?;
-    let ws = fp8gemm::workspace_floats(m, n, k).max(fp8gemm::workspace_floats_preshuffled(m, n, k));
-    model_time(&emu, &da, &db, &mut dd, plan, machine, Some(ws)).map(Some)
+    let mut dev = upload(&emu, host, layout, p).map_err(|x| e(&x))?;
+    let mut d = std::mem::replace(&mut dev.d, emu.alloc_zeroed::<bf16>(0).map_err(|x| e(&x))?);
+    model_time(&emu, &dev, &mut d, plan, machine, p).map(Some)
 }
 
 fn write_csv(path: &Path, rows: &[Row]) -> Result<(), String> {

@@ -222,17 +222,16 @@ fn compare_tabulates_modelled_against_measured_and_writes_csv_and_plot() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// `fp8gemm validate` on the emulator: every selected kernel at the given shapes, both layouts,
-/// a CSV with the documented columns (the "measured" column labelled as the emulator's timing
-/// model), and a wrong result reported (here: a correctness threshold no result can meet) with
-/// a non-zero exit naming the kernel.
+/// `fp8gemm validate` on the emulator: every selected kernel of the small set (dense, contiguous
+/// and masked m-grouped), both layouts, a CSV with the documented columns (the "measured" column
+/// labelled as the emulator's timing model), and a wrong result reported (here: a correctness
+/// threshold no result can meet) with a non-zero exit naming the kernel.
 #[test]
 fn validate_writes_the_csv_and_reports_wrong_results() {
     let dir = std::env::temp_dir().join(format!("fp8gemm-validate-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let (csv, svg) = (dir.join("v.csv"), dir.join("v.svg"));
-    let args = ["validate", "--shapes", "64x256x512,1x128x256", "--csv", csv.to_str().unwrap(), "--plot", svg.to_str().unwrap()];
-    let (ok, out, err) = fp8gemm(&args);
+    let (ok, out, err) = fp8gemm(&["validate", "--set", "small", "--csv", csv.to_str().unwrap(), "--plot", svg.to_str().unwrap()]);
     assert!(ok, "{out}\n{err}");
     assert!(out.contains("NOT a measurement"), "{out}");
     let table = std::fs::read_to_string(&csv).unwrap();
@@ -240,23 +239,33 @@ fn validate_writes_the_csv_and_reports_wrong_results() {
     assert_eq!(
         lines.next(),
         Some(
-            "backend,measured_source,kernel,layout,m,n,k,overrides,kept,measured_us,measured_min_us,measured_max_us,modelled_us,modelled_over_measured,calc_diff,max_abs_err,correct"
+            "backend,measured_source,problem,kernel,layout,groups,m,n,k,overrides,kept,measured_us,measured_min_us,measured_max_us,modelled_us,modelled_over_measured,calc_diff,max_abs_err,correct"
         )
     );
     let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
-    assert_eq!(rows.len(), 4, "2 shapes × 2 layouts:\n{table}");
+    assert_eq!(rows.len(), 12, "6 problems × 2 layouts:\n{table}");
     for r in &rows {
-        assert_eq!(r.len(), 17, "{r:?}");
+        assert_eq!(r.len(), 19, "{r:?}");
         assert_eq!((r[0], r[1]), ("emulator", "emulator timing model"));
-        assert!(r[2].starts_with("fp8_gemm_nt_"), "{r:?}");
-        let (measured, modelled, diff): (f64, f64, f64) = (r[9].parse().unwrap(), r[12].parse().unwrap(), r[14].parse().unwrap());
+        let prefix = match r[2] {
+            "dense" => "fp8_gemm_nt_",
+            "contiguous" => "m_grouped_fp8_gemm_nt_contiguous_",
+            "masked" => "m_grouped_fp8_gemm_nt_masked_",
+            other => panic!("problem kind {other}"),
+        };
+        assert!(r[3].starts_with(prefix), "{r:?}");
+        let (measured, modelled, diff): (f64, f64, f64) = (r[11].parse().unwrap(), r[14].parse().unwrap(), r[16].parse().unwrap());
         assert!(measured > 0.0 && modelled > 0.0, "{r:?}");
         // On the emulator both columns are the same model of the same launch.
         assert!((measured - modelled).abs() <= 0.02 * modelled, "{r:?}");
         assert!(diff < 1e-5, "{r:?}");
-        assert_eq!(r[16], "true");
+        assert_eq!(r[18], "true");
     }
-    assert!(rows.iter().any(|r| r[3] == "logical") && rows.iter().any(|r| r[3] == "pre-shuffled"));
+    for kind in ["dense", "contiguous", "masked"] {
+        for layout in ["logical", "pre-shuffled"] {
+            assert!(rows.iter().any(|r| r[2] == kind && r[4] == layout), "no {kind} {layout} row:\n{table}");
+        }
+    }
     assert!(std::fs::read_to_string(&svg).unwrap().contains("MODELLED"));
     // An impossible threshold: every result is reported wrong, with its kernel, and the run fails.
     let (ok, out, err) = fp8gemm(&["validate", "--shapes", "64x256x512", "--layout", "logical", "--max-diff", "0", "--csv", csv.to_str().unwrap()]);
