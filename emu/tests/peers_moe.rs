@@ -10,8 +10,10 @@
 //! kernels prefetch past their operands, [`short_reductions_prefetch_past_the_operands`]),
 //! racecheck, late-arrival and uninit-lds on, with three documented exceptions that are findings about the kernels, each asserted by its own
 //! test here:
-//! * mfma-hazard is off as for the GEMM peers (`tests/peers.rs` explains the LLVM rule it
-//!   implements and why AMD's kernels trip it);
+//! * mfma-hazard is off for the five stage-1 kernels, which read a 4-pass MFMA result with
+//!   `v_fma_f32` after 4-5 wait states where LLVM's gfx940 rule asks for 7 — the GEMM peers'
+//!   finding (`tests/peers.rs` explains the rule) — asserted by
+//!   [`stage1_mfma_hazard_finding`]; the 1-stage kernels pass it;
 //! * the six 1-stage kernels with TN = 256 exchange the per-row amax of two 128-column blocks
 //!   through the same LDS slot: the second block's `ds_write` follows the first block's reads in
 //!   other waves with no `s_barrier` in between (a write-after-read race,
@@ -373,4 +375,24 @@ fn moe_code_objects_match_llvm_objdump() {
         assert!(bad.is_empty(), "{}: {} instructions differ:\n{}", spec.name, bad.len(), bad.join("\n"));
     }
     assert!(total > 20000, "only {total} instructions in the thirteen MoE peers");
+}
+
+#[test]
+fn stage1_mfma_hazard_finding() {
+    for spec in STAGE1_KERNELS {
+        assert!(spec.mfma_hazard_finding());
+        let k = load(spec);
+        let p = MoeProblem::generate(small_configs(&spec)[0], false, 5);
+        let mem = DeviceMemory::new();
+        let l = stage1::prepare(&mem, &k, &p, MoePadding::PrefetchTail).unwrap();
+        let e = launch(&k.code_object, k.kernel(), &l.config, &mem, &Checks { mfma_hazard: true, ..value_checks(&spec) }).unwrap_err();
+        let LaunchError::Check { check, detail, text, .. } = &e else { panic!("{}: expected an mfma-hazard finding, got {e}", spec.name) };
+        assert_eq!(*check, "mfma-hazard", "{e}");
+        assert!(text.starts_with("v_fma_f32"), "{e}");
+        assert!(detail.contains("4-pass MFMA writes (read-after-write)") && detail.contains("gfx942 requires 7"), "{e}");
+        println!("{}: {e}", spec.name);
+    }
+    for spec in ONE_STAGE_KERNELS {
+        assert!(!spec.mfma_hazard_finding() && spec.clean_checks().mfma_hazard, "{}: value runs check mfma-hazard", spec.name);
+    }
 }
