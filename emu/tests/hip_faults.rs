@@ -141,7 +141,8 @@ fn a_kernel_fault_poisons_its_device_until_reset() {
     assert!(got[..100].iter().any(|&x| x != 0));
     ok(hipModuleUnload(m));
 
-    // 4. A checker's finding (here uninit-lds, hipErrorLaunchFailure) poisons the same way.
+    // 4. A checker's finding (here racecheck: with the waves interleaved, wave 0 reads what wave
+    //    1 wrote without a barrier; hipErrorLaunchFailure) poisons the same way.
     set_launch_checks(Checks::all());
     let (_m, race) = function(CHECKS, c"lds_race");
     let mut o = out;
@@ -150,7 +151,7 @@ fn a_kernel_fault_poisons_its_device_until_reset() {
     let code = unsafe { hipModuleLaunchKernel(race, 1, 1, 1, 128, 1, 1, 0, null_mut(), args.as_mut_ptr(), null_mut()) };
     assert_eq!(code, hipErrorLaunchFailure);
     let fault = device_fault(0).expect("poisoned by the finding");
-    assert!(fault.message.contains("uninit-lds") && fault.message.contains("lds_race"), "{}", fault.message);
+    assert!(fault.message.contains("racecheck") && fault.message.contains("lds_race"), "{}", fault.message);
     let mut p = null_mut();
     // SAFETY: valid out-pointer.
     assert_eq!(unsafe { hipMalloc(&mut p, 16) }, hipErrorLaunchFailure);
