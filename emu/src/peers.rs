@@ -254,16 +254,23 @@ fn check_dir(dir: &Path) -> Result<(), PeerError> {
     if dir.is_dir() { Ok(()) } else { Err(PeerError::DirMissing { path: dir.to_path_buf(), source_of: "argument".into() }) }
 }
 
-/// Loads one peer from `dir`.
-pub fn load_peer(dir: &Path, family: PeerFamily) -> Result<PeerKernel, PeerError> {
+/// Reads the code object `dir/relative` and finds `symbol` in it: the loader every peer family
+/// shares (`dir` must exist; every failure names the file).
+pub(crate) fn load_code_object(dir: &Path, relative: &Path, symbol: &str) -> Result<(PathBuf, CodeObject, Kernel), PeerError> {
     check_dir(dir)?;
-    let path = dir.join(family.file_name());
+    let path = dir.join(relative);
     let bytes = std::fs::read(&path).map_err(|source| PeerError::Io { path: path.clone(), source })?;
     let code_object = CodeObject::parse(&bytes).map_err(|source| PeerError::Load { path: path.clone(), source })?;
-    let symbol = family.symbol();
-    let Some(entry) = code_object.kernel(&symbol).cloned() else {
-        return Err(PeerError::MissingSymbol { path, symbol });
+    let Some(entry) = code_object.kernel(symbol).cloned() else {
+        return Err(PeerError::MissingSymbol { path, symbol: symbol.to_string() });
     };
+    Ok((path, code_object, entry))
+}
+
+/// Loads one peer from `dir`.
+pub fn load_peer(dir: &Path, family: PeerFamily) -> Result<PeerKernel, PeerError> {
+    let symbol = family.symbol();
+    let (path, code_object, entry) = load_code_object(dir, Path::new(&family.file_name()), &symbol)?;
     Ok(PeerKernel { family, path, symbol, code_object, entry })
 }
 

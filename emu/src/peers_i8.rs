@@ -149,16 +149,8 @@ impl I8PeerKernel {
 
 /// Loads the `tile` kernel of `revision` from the peers directory `dir`.
 pub fn load_i8_peer(dir: &Path, tile: I8Tile, revision: I8Revision) -> Result<I8PeerKernel, PeerError> {
-    if !dir.is_dir() {
-        return Err(PeerError::DirMissing { path: dir.to_path_buf(), source_of: "argument".into() });
-    }
-    let path = dir.join(revision.subdir()).join(tile.file_name());
-    let bytes = std::fs::read(&path).map_err(|source| PeerError::Io { path: path.clone(), source })?;
-    let code_object = CodeObject::parse(&bytes).map_err(|source| PeerError::Load { path: path.clone(), source })?;
     let symbol = tile.symbol();
-    let Some(entry) = code_object.kernel(&symbol).cloned() else {
-        return Err(PeerError::MissingSymbol { path, symbol });
-    };
+    let (path, code_object, entry) = crate::peers::load_code_object(dir, &Path::new(revision.subdir()).join(tile.file_name()), &symbol)?;
     Ok(I8PeerKernel { tile, revision, path, symbol, code_object, entry })
 }
 

@@ -37,7 +37,7 @@ use std::path::{Path, PathBuf};
 use bytemuck::Pod;
 use rayon::prelude::*;
 
-use crate::loader::{CodeObject, Kernel, LoadError};
+use crate::loader::{CodeObject, Kernel};
 use crate::memory::{DeviceMemory, MemError};
 use crate::numerics::{F8Kind, f8_to_f32, f32_to_f8_rne};
 use crate::peers::SplitMix64;
@@ -67,30 +67,6 @@ pub enum MoeError {
     /// The peers directory is missing (see [`crate::peers::peers_dir`]).
     #[error(transparent)]
     Peers(#[from] crate::peers::PeerError),
-    /// A file or directory could not be read.
-    #[error("cannot read {path}: {source}")]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// Cause.
-        source: std::io::Error,
-    },
-    /// A code object did not parse.
-    #[error("cannot load code object {path}: {source}")]
-    Load {
-        /// The file.
-        path: PathBuf,
-        /// Cause.
-        source: LoadError,
-    },
-    /// A code object lacks the kernel symbol its file name promises.
-    #[error("code object {path} has no kernel `{symbol}`")]
-    MissingSymbol {
-        /// The file.
-        path: PathBuf,
-        /// The expected symbol.
-        symbol: String,
-    },
     /// A configurations CSV is malformed.
     #[error("{path} line {line}: {msg}")]
     Csv {
@@ -305,16 +281,7 @@ impl MoeKernel {
 
 /// Loads one MoE peer from the peers directory `dir`.
 pub fn load_moe_kernel(dir: &Path, spec: MoeKernelSpec) -> Result<MoeKernel, MoeError> {
-    if !dir.is_dir() {
-        return Err(crate::peers::PeerError::DirMissing { path: dir.to_path_buf(), source_of: "argument".into() }.into());
-    }
-    let path = dir.join(spec.relative_path());
-    let bytes = std::fs::read(&path).map_err(|source| MoeError::Io { path: path.clone(), source })?;
-    let code_object = CodeObject::parse(&bytes).map_err(|source| MoeError::Load { path: path.clone(), source })?;
-    let symbol = spec.symbol();
-    let Some(entry) = code_object.kernel(&symbol).cloned() else {
-        return Err(MoeError::MissingSymbol { path, symbol });
-    };
+    let (path, code_object, entry) = crate::peers::load_code_object(dir, Path::new(&spec.relative_path()), &spec.symbol())?;
     Ok(MoeKernel { spec, path, code_object, entry })
 }
 
@@ -444,7 +411,7 @@ pub fn shape_rows(dir: &Path, family: MoeFamily) -> Result<Vec<ShapeRow>, MoeErr
         MoeFamily::OneStage => ONE_STAGE_CSV,
     };
     let path = dir.join(file);
-    let text = std::fs::read_to_string(&path).map_err(|source| MoeError::Io { path: path.clone(), source })?;
+    let text = std::fs::read_to_string(&path).map_err(|source| crate::peers::PeerError::Io { path: path.clone(), source })?;
     parse_shape_rows(&text, family, &path)
 }
 
