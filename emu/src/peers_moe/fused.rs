@@ -317,22 +317,7 @@ pub fn check(problem: &MoeProblem, sorting: &MoeSorting, tn: u32, out: &[f32], s
             (rep, xy, sq)
         })
         .collect();
-    let mut rep = CheckReport::default();
-    let (mut xy, mut sq) = (0f64, 0f64);
-    for (r, a, b) in parts {
-        rep.elements += r.elements;
-        rep.exact += r.exact;
-        rep.violations += r.violations;
-        for f in r.first {
-            if rep.first.len() < 8 {
-                rep.first.push(f);
-            }
-        }
-        xy += a;
-        sq += b;
-    }
-    rep.calc_diff = if sq == 0.0 { 0.0 } else { 1.0 - 2.0 * xy / sq };
-    rep
+    CheckReport::merge(parts)
 }
 
 #[cfg(test)]

@@ -708,6 +708,27 @@ pub struct CheckReport {
 }
 
 impl CheckReport {
+    /// One report from per-part reports and their `calc_diff` sums (Σ x·y, Σ x² + y²), which
+    /// give the whole output's `calc_diff = 1 − 2·Σxy / Σ(x² + y²)`.
+    pub(crate) fn merge(parts: Vec<(CheckReport, f64, f64)>) -> CheckReport {
+        let mut rep = CheckReport::default();
+        let (mut xy, mut sq) = (0f64, 0f64);
+        for (r, a, b) in parts {
+            rep.elements += r.elements;
+            rep.exact += r.exact;
+            rep.violations += r.violations;
+            for f in r.first {
+                if rep.first.len() < 8 {
+                    rep.first.push(f);
+                }
+            }
+            xy += a;
+            sq += b;
+        }
+        rep.calc_diff = if sq == 0.0 { 0.0 } else { 1.0 - 2.0 * xy / sq };
+        rep
+    }
+
     pub(crate) fn violation(&mut self, msg: impl FnOnce() -> String) {
         self.violations += 1;
         if self.first.len() < 8 {
