@@ -88,10 +88,11 @@ pub fn calibrate(dir: Option<std::path::PathBuf>, name: &str, scope: ScopeArg, r
     .map_err(|e| e.to_string())?;
     let (med, worst) = cal::error_summary(&out);
     println!(
-        "{} rows: median |error| {:.1} %, worst |error| {:.1} % (goal ≤ 10 % / ≤ 25 %); {:.0} s",
+        "{} rows: median |error| {:.1} %, worst |error| {:.1} %, median signed error {:+.1} % (modelled − measured; goal ≤ 10 % / ≤ 25 %); {:.0} s",
         out.len(),
         med * 100.0,
         worst * 100.0,
+        cal::median_signed_error(&out) * 100.0,
         started.elapsed().as_secs_f64()
     );
     Ok(())

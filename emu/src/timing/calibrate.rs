@@ -108,6 +108,18 @@ pub fn error_summary(rows: &[CalRow]) -> (f64, f64) {
     (med, e[e.len() - 1])
 }
 
+/// The median **signed** relative error of `rows` (positive: the model is too slow), the bias
+/// a median of |error| hides.
+pub fn median_signed_error(rows: &[CalRow]) -> f64 {
+    let mut e: Vec<f64> = rows.iter().map(CalRow::rel_err).collect();
+    e.sort_by(f64::total_cmp);
+    match e.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => e[n / 2],
+        n => (e[n / 2 - 1] + e[n / 2]) / 2.0,
+    }
+}
+
 impl fmt::Display for CalRow {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let name = self.measured.kernel.trim_start_matches("_ZN5aiter42").trim_start_matches("_ZN5aiter43").trim_end_matches('E');
