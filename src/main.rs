@@ -221,6 +221,10 @@ enum Command {
         /// Print each row's full timing report.
         #[arg(long)]
         verbose: bool,
+        /// Also write every row run to this CSV (file, kernel, M, N, K, measured and modelled
+        /// µs, signed error), for joining with other measurements.
+        #[arg(long)]
+        csv: Option<std::path::PathBuf>,
     },
     /// Write the config table (`host/tuned/gfx942.csv`) from the timing model: every tile's
     /// modelled cost per 128-K block and the fastest tile of DeepSeek-V3's dense and MoE shapes
@@ -333,7 +337,7 @@ fn run(cli: Cli) -> Result<(), String> {
             tune::run(m, o, out, quick)
         }
         Command::Compare { set, peers, scope, max_m, csv, plot } => compare::run(set, peers, scope, max_m, csv, plot),
-        Command::Calibrate { peers, machine, scope, rows, verbose } => profile::calibrate(peers, &machine, scope, &rows, verbose),
+        Command::Calibrate { peers, machine, scope, rows, verbose, csv } => profile::calibrate(peers, &machine, scope, &rows, verbose, csv.as_deref()),
         Command::Profile { m, n, k, layout, groups, kgrouped, machine, scope, full_math, trace_workgroup, seed } => {
             match layout {
                 None if kgrouped => check_kgrouped_sizes(groups, m, n, k)?,

@@ -67,7 +67,14 @@ pub fn enable(name: &str, scope: ScopeArg, full_math: bool, trace_workgroup: Opt
 }
 
 /// `fp8gemm calibrate`: the model against the measured MI325X rows.
-pub fn calibrate(dir: Option<std::path::PathBuf>, name: &str, scope: ScopeArg, rows: &[usize], verbose: bool) -> Result<(), String> {
+pub fn calibrate(
+    dir: Option<std::path::PathBuf>,
+    name: &str,
+    scope: ScopeArg,
+    rows: &[usize],
+    verbose: bool,
+    csv: Option<&std::path::Path>,
+) -> Result<(), String> {
     use amdgpu_emu::timing::calibrate as cal;
     let dir = match dir {
         Some(d) => d,
@@ -86,6 +93,28 @@ pub fn calibrate(dir: Option<std::path::PathBuf>, name: &str, scope: ScopeArg, r
         }
     })
     .map_err(|e| e.to_string())?;
+    if let Some(path) = csv {
+        let file = dir.join(amdgpu_emu::peers::MEASURED_CSV);
+        let mut text = String::from("file,kernel,m,n,k,measured_us,modelled_us,signed_error,machine,scope\n");
+        for r in &out {
+            let m = &r.measured;
+            text.push_str(&format!(
+                "{},{},{},{},{},{:.4},{:.4},{:+.5},{},{}\n",
+                file.display(),
+                m.kernel,
+                m.m,
+                m.n,
+                m.k,
+                m.us,
+                r.modelled_us(),
+                r.rel_err(),
+                machine.name,
+                if matches!(scope, ScopeArg::Full) { "full" } else { "xcd" }
+            ));
+        }
+        std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+        println!("wrote {} ({} rows, modelled figures)", path.display(), out.len());
+    }
     let (med, worst) = cal::error_summary(&out);
     println!(
         "{} rows: median |error| {:.1} %, worst |error| {:.1} %, median signed error {:+.1} % (modelled − measured; goal ≤ 10 % / ≤ 25 %); {:.0} s",
