@@ -261,7 +261,6 @@ struct DevCase<F: Fp8Format> {
     a: DeviceActivations<F>,
     b: DevB<F>,
     index: Option<fp8gemm::DeviceBuffer<i32>>,
-    d: fp8gemm::DeviceBuffer<bf16>,
 }
 
 enum DevB<F: Fp8Format> {
@@ -320,8 +319,7 @@ fn upload<F: Fp8Format>(ctx: &Context, h: &HostCase<F>, layout: WeightLayout, p:
         Problem::Contiguous { groups, .. } => Some(upload_m_indices(ctx, &h.index, groups)?),
         Problem::Masked { .. } => Some(ctx.upload(&h.index)?),
     };
-    let d = ctx.alloc_zeroed::<bf16>(h.want.len())?;
-    Ok(DevCase { a, b, index, d })
+    Ok(DevCase { a, b, index })
 }
 
 /// One launch of `p` on `stream` into `d` (A and B from `ops`, which may be a rotated copy).
@@ -436,8 +434,8 @@ fn validate_one<F: Fp8Format>(
     let stream = stream_for(ctx, plan, p)?;
     // Correctness: one launch on real data against the dequantized CPU reference, over the
     // defined rows (contiguous padding rows are not written).
-    let mut dev = upload(ctx, host, layout, p).map_err(|x| e(&x))?;
-    let mut d = std::mem::replace(&mut dev.d, ctx.alloc_zeroed::<bf16>(0).map_err(|x| e(&x))?);
+    let dev = upload(ctx, host, layout, p).map_err(|x| e(&x))?;
+    let mut d = ctx.alloc_zeroed::<bf16>(host.want.len()).map_err(|x| e(&x))?;
     let run = launch(&stream, p, &dev, &mut d).map_err(|x| e(&x))?;
     let got = d.download(&stream).map_err(|x| e(&x))?;
     let kernel = run.config.map_or_else(|| "(nothing launched)".to_string(), |c| c.kernel.to_string());
@@ -557,8 +555,8 @@ fn modelled<F: Fp8Format>(
     if emu.arch() != ctx.arch() {
         return Ok(None);
     }
-    let mut dev = upload(&emu, host, layout, p).map_err(|x| e(&x))?;
-    let mut d = std::mem::replace(&mut dev.d, emu.alloc_zeroed::<bf16>(0).map_err(|x| e(&x))?);
+    let dev = upload(&emu, host, layout, p).map_err(|x| e(&x))?;
+    let mut d = emu.alloc_zeroed::<bf16>(host.want.len()).map_err(|x| e(&x))?;
     model_time(&emu, &dev, &mut d, plan, machine, p).map(Some)
 }
 

@@ -5,10 +5,11 @@
 //! Without the variable every test here fails, naming it. Every time asserted on is *modelled*.
 #![cfg(feature = "emu")]
 
+mod common;
+
 use std::process::Command;
 use std::sync::Mutex;
 
-use amdgpu_emu::exec::Checks;
 use amdgpu_emu::peers::{self, PeerFamily};
 use amdgpu_emu::timing::calibrate::{CalRow, error_summary, time_peer};
 use amdgpu_emu::timing::{Machine, Scope, SimOptions};
@@ -17,7 +18,7 @@ use amdgpu_emu::timing::{Machine, Scope, SimOptions};
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn opts(scope: Scope, skip: bool) -> SimOptions {
-    SimOptions { scope, skip_mfma_math: skip, checks: Checks::default(), top: 5, trace_workgroup: None }
+    common::timing_opts(scope, skip)
 }
 
 fn fp8gemm(args: &[&str]) -> (bool, String, String) {

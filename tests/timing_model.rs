@@ -3,9 +3,10 @@
 //! Every time asserted on here is *modelled*.
 #![cfg(feature = "emu")]
 
+mod common;
+
 use std::sync::{Arc, Mutex};
 
-use amdgpu_emu::exec::Checks;
 use amdgpu_emu::hip::{self as emu, TimingMode};
 use amdgpu_emu::timing::{Machine, Scope, SimOptions, Stall, TimingReport};
 use fp8gemm::fp8::E4M3Fnuz;
@@ -17,7 +18,7 @@ use half::bf16;
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn opts(scope: Scope, skip: bool) -> SimOptions {
-    SimOptions { scope, skip_mfma_math: skip, checks: Checks::default(), top: 5, trace_workgroup: None }
+    common::timing_opts(scope, skip)
 }
 
 /// Deterministic quantized operands of an `m × n × k` dense GEMM on `ctx`, and a zeroed D.

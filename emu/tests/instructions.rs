@@ -3,8 +3,10 @@
 //! asserted too, so the encodings are documented in LLVM syntax (the printer is itself checked
 //! against llvm-objdump in `disasm_llvm.rs`).
 
-use amdgpu_emu::decode::decode_one;
-use amdgpu_emu::disasm::format_inst;
+#[path = "common/snippet.rs"]
+mod snippet;
+use snippet::{disasm, run};
+
 use amdgpu_emu::exec::{LaunchError, WaveState, run_snippet};
 use amdgpu_emu::memory::DeviceMemory;
 
@@ -45,24 +47,6 @@ fn ds(op: u32, offset: u32, addr: u32, d0: u32, d1: u32, vdst: u32) -> Vec<u32> 
 
 fn program(parts: &[Vec<u32>]) -> Vec<u32> {
     parts.concat()
-}
-
-fn disasm(words: &[u32]) -> Vec<String> {
-    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-    let mut off = 0;
-    let mut out = Vec::new();
-    while off < bytes.len() {
-        let i = decode_one(&bytes[off..], off as u64, "t").unwrap();
-        out.push(format_inst(&i));
-        off += usize::from(i.len);
-    }
-    out
-}
-
-fn run(words: &[u32], st: &mut WaveState) {
-    let mem = DeviceMemory::new();
-    let mut lds = vec![0u8; 256];
-    run_snippet(words, st, &mut lds, &mem).unwrap_or_else(|e| panic!("{e}"));
 }
 
 #[test]

@@ -6,30 +6,13 @@
 //! (`s_set_gpr_idx_on`: M0[7:0] is added to the VGPR number of the operands M0[15:12] selects,
 //! CDNA3 ISA "VGPR Indexing"), on the encodings the kernels use.
 
-use amdgpu_emu::decode::decode_one;
-use amdgpu_emu::disasm::format_inst;
-use amdgpu_emu::exec::{WaveState, run_snippet};
-use amdgpu_emu::memory::DeviceMemory;
+#[path = "common/snippet.rs"]
+mod snippet;
+use snippet::{disasm, run};
+
+use amdgpu_emu::exec::WaveState;
 
 const V: u32 = 256;
-
-fn disasm(words: &[u32]) -> Vec<String> {
-    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-    let mut off = 0;
-    let mut out = Vec::new();
-    while off < bytes.len() {
-        let i = decode_one(&bytes[off..], off as u64, "t").unwrap();
-        out.push(format_inst(&i));
-        off += usize::from(i.len);
-    }
-    out
-}
-
-fn run(words: &[u32], st: &mut WaveState) {
-    let mem = DeviceMemory::new();
-    let mut lds = vec![0u8; 256];
-    run_snippet(words, st, &mut lds, &mem).unwrap_or_else(|e| panic!("{e}"));
-}
 
 /// `v_mov_b32_dpp vdst, vsrc row_newbcast:n row_mask bank_mask:0xf`.
 fn mov_newbcast(vdst: u32, vsrc: u32, n: u32, row_mask: u32) -> Vec<u32> {

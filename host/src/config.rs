@@ -653,14 +653,14 @@ pub fn force_stream_k(schedule: Option<ForcedStreamK>) {
 
 /// The stream-K schedule forced for this choice, if any (checked against the problem by the
 /// choice itself).
-pub(crate) fn forced_stream_k() -> Result<Option<ForcedStreamK>, ConfigError> {
-    Ok(current().stream_k)
+pub(crate) fn forced_stream_k() -> Option<ForcedStreamK> {
+    current().stream_k
 }
 
 /// The split count forced for this choice, if any (checked against the problem by the choice
 /// itself).
-pub(crate) fn forced_split() -> Result<Option<u32>, ConfigError> {
-    Ok(current().split)
+pub(crate) fn forced_split() -> Option<u32> {
+    current().split
 }
 
 /// Largest split count the model considers (and the most `FP8GEMM_FORCE_SPLIT` may ask for
@@ -707,8 +707,8 @@ pub(crate) fn kgrouped_cycles_per_kb(arch: Arch, block_m: u32, block_n: u32, sha
 }
 
 /// The tile forced for this choice, if any.
-pub(crate) fn forced_tile() -> Result<Option<(u32, u32)>, ConfigError> {
-    Ok(current().tile)
+pub(crate) fn forced_tile() -> Option<(u32, u32)> {
+    current().tile
 }
 
 /// Architecture description for the heuristic.
@@ -1151,7 +1151,7 @@ pub fn get_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(Gemm
     };
     let no_kernel = || ConfigError::NoKernel { kind: desc.kind, arch: desc.arch };
     let tile_names = "64x64, 64x128, 128x128";
-    let (forced_t, forced_s, forced_sk) = (forced_tile()?, forced_split()?, forced_stream_k()?);
+    let (forced_t, forced_s, forced_sk) = (forced_tile(), forced_split(), forced_stream_k());
     let mut limited = None;
     let (c, why) = if let Some((g, dp)) = forced_sk {
         let schedule = match dp {

@@ -327,7 +327,7 @@ const SLOTS: [u32; 2] = [4, 2];
 /// `total_k / G` as the K of every tile (the real sizes are on the device).
 pub fn choose_tile(m: u32, n: u32, groups: u32, total_k: u64, arch: Arch) -> Result<DenseTile> {
     let cfg = |e: crate::config::ConfigError| Error::Unsupported(e.to_string());
-    if let Some((bm, bn)) = crate::config::forced_tile().map_err(cfg)? {
+    if let Some((bm, bn)) = crate::config::forced_tile() {
         return KGROUPED_TILES
             .iter()
             .copied()

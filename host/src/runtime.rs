@@ -353,9 +353,6 @@ pub(crate) fn byte_len<T>(arg: &'static str, len: usize) -> Result<usize> {
 /// ([`Error::DeviceFault`]), no device ([`Error::NoDevice`]) or an ordinary failure
 /// ([`Error::Hip`]).
 pub(crate) fn hip_error(api: &dyn Api, device: i32, call: &'static str, code: Code) -> Error {
-    if code.0 == HIP_ERROR_NO_DEVICE {
-        return Error::NoDevice;
-    }
     let fault = api.device_fault(device, call, code.0);
     let detail = if fault.is_none() && (call == "launch" || call == "hipStreamSynchronize") { api.launch_detail() } else { None };
     error_for(call, code.0, api.error_name(code.0), fault, detail)

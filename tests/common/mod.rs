@@ -10,6 +10,12 @@ use half::bf16;
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use rand_distr::StandardNormal;
 
+/// Timing-model options for the timing tests: `scope`, MFMA math skipped or not, default checks.
+#[cfg(feature = "emu")]
+pub fn timing_opts(scope: amdgpu_emu::timing::Scope, skip: bool) -> amdgpu_emu::timing::SimOptions {
+    amdgpu_emu::timing::SimOptions { scope, skip_mfma_math: skip, checks: amdgpu_emu::exec::Checks::default(), top: 5, trace_workgroup: None }
+}
+
 /// A context whose launches run with every emulator check on.
 pub fn checked_context() -> Context {
     #[cfg(feature = "emu")]

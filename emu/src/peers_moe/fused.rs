@@ -28,6 +28,7 @@
 //! zero is exact) by at most 2^-8 of the running sum, which is at most the sum of the k largest
 //! contribution magnitudes after k additions. The element-wise bound is the sum of these terms.
 
+use crate::peers::PeerError;
 use bytemuck::{Pod, Zeroable};
 use rayon::prelude::*;
 
@@ -108,22 +109,27 @@ pub struct FusedArgs {
 /// needs `total_tgs` to be a multiple of 8. Allocation sizes follow `padding`.
 pub fn prepare(mem: &DeviceMemory, kernel: &MoeKernel, problem: &MoeProblem, cus: u32, padding: MoePadding) -> Result<MoeLaunch, MoeError> {
     if kernel.spec.family != MoeFamily::OneStage {
-        return Err(MoeError::Contract { kernel: kernel.spec.name.into(), what: "not a 1-stage kernel".into() });
+        return Err(MoeError::from(PeerError::Contract { kernel: kernel.spec.name.into(), what: "not a 1-stage kernel".into() }));
     }
     problem.validate(&kernel.spec)?;
     let c = &problem.config;
     let ps_deno = c.inter_dim.div_ceil(kernel.spec.tn);
     let total_tgs = cus / ps_deno * ps_deno;
     if kernel.spec.schedule != Schedule::Grid && total_tgs == 0 {
-        return Err(MoeError::Shape { kernel: kernel.spec.name.into(), arg: "cus", value: cus.into(), expected: format!("at least ps_deno = {ps_deno}") });
+        return Err(MoeError::from(PeerError::Shape {
+            kernel: kernel.spec.name.into(),
+            arg: "cus",
+            value: cus.into(),
+            expected: format!("at least ps_deno = {ps_deno}"),
+        }));
     }
     if kernel.spec.schedule == Schedule::PersistentXcd && !total_tgs.is_multiple_of(8) {
-        return Err(MoeError::Shape {
+        return Err(MoeError::from(PeerError::Shape {
             kernel: kernel.spec.name.into(),
             arg: "cus",
             value: cus.into(),
             expected: "⌊cus/ps_deno⌋·ps_deno a multiple of 8 (XCD swizzle)".into(),
-        });
+        }));
     }
     let sorting = moe_sorting(&problem.routing, kernel.spec.tm)?;
     let mut up = Uploader::new(mem, padding);

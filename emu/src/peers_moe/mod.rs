@@ -40,6 +40,7 @@ use rayon::prelude::*;
 use crate::loader::{CodeObject, Kernel};
 use crate::memory::{DeviceMemory, MemError};
 use crate::numerics::{F8Kind, f8_to_f32, f32_to_f8_rne};
+use crate::peers::PeerError;
 use crate::peers::SplitMix64;
 
 pub use routing::{MoeSorting, Routing, moe_sorting};
@@ -64,61 +65,27 @@ pub const TIMED_CUS: u32 = 304;
 /// Why a MoE peer could not be found, loaded, prepared or checked.
 #[derive(Debug, thiserror::Error)]
 pub enum MoeError {
-    /// The peers directory is missing (see [`crate::peers::peers_dir`]).
+    /// What every peer family can report: a missing directory or file, a malformed CSV, an
+    /// argument or operand length the contract rejects, metadata that disagrees with the
+    /// contract, device memory.
     #[error(transparent)]
-    Peers(#[from] crate::peers::PeerError),
-    /// A configurations CSV is malformed.
-    #[error("{path} line {line}: {msg}")]
-    Csv {
-        /// The file.
-        path: PathBuf,
-        /// 1-based line number.
-        line: usize,
-        /// What is wrong.
-        msg: String,
-    },
+    Peers(#[from] PeerError),
     /// A kernel name that is not one of the thirteen MoE peers.
     #[error("`{0}` is not one of the MoE peer kernels")]
     UnknownKernel(String),
-    /// A configuration value violates the kernel's contract.
-    #[error("MoE peer `{kernel}`: argument {arg} = {value}, expected {expected}")]
-    Shape {
-        /// Kernel name.
-        kernel: String,
-        /// Argument name.
-        arg: &'static str,
-        /// Value given.
-        value: u64,
-        /// What the contract requires.
-        expected: String,
-    },
-    /// An operand has the wrong number of elements.
-    #[error("operand {arg} has {got} elements, expected {expected}")]
-    Length {
-        /// Operand name.
-        arg: &'static str,
-        /// Elements given.
-        got: usize,
-        /// Elements expected.
-        expected: usize,
-    },
     /// A size computed from the configuration overflows.
     #[error("size of {what} overflows")]
     Overflow {
         /// The size.
         what: &'static str,
     },
-    /// The kernel's metadata disagrees with the contract.
-    #[error("MoE peer `{kernel}`: {what}")]
-    Contract {
-        /// Kernel name.
-        kernel: String,
-        /// The disagreement.
-        what: String,
-    },
-    /// Device memory could not be allocated or accessed.
-    #[error("device memory: {0}")]
-    Mem(#[from] MemError),
+}
+
+/// Device memory errors arrive as the shared [`PeerError::Mem`].
+impl From<MemError> for MoeError {
+    fn from(e: MemError) -> Self {
+        MoeError::Peers(PeerError::Mem(e))
+    }
 }
 
 /// The two MoE launch contracts.
@@ -312,7 +279,9 @@ impl MoeConfig {
     /// [`MoeKernelSpec::model_dim_multiple`], I of TN, 1 ≤ topk ≤ E, block_m = TM, T ≥ 1, T and E small enough for the 24-bit token field
     /// of the sorted ids and the 8-bit slot field.
     pub fn validate(&self, spec: &MoeKernelSpec) -> Result<(), MoeError> {
-        let shape = |arg: &'static str, value: u32, expected: String| MoeError::Shape { kernel: spec.name.to_string(), arg, value: value.into(), expected };
+        let shape = |arg: &'static str, value: u32, expected: String| {
+            MoeError::from(PeerError::Shape { kernel: spec.name.to_string(), arg, value: value.into(), expected })
+        };
         if self.tokens == 0 || self.tokens >= 1 << 24 {
             return Err(shape("tokens", self.tokens, "1 ..= 2^24 − 1 (24-bit token field)".into()));
         }
@@ -411,13 +380,13 @@ pub fn shape_rows(dir: &Path, family: MoeFamily) -> Result<Vec<ShapeRow>, MoeErr
         MoeFamily::OneStage => ONE_STAGE_CSV,
     };
     let path = dir.join(file);
-    let text = std::fs::read_to_string(&path).map_err(|source| crate::peers::PeerError::Io { path: path.clone(), source })?;
+    let text = std::fs::read_to_string(&path).map_err(|source| PeerError::Io { path: path.clone(), source })?;
     parse_shape_rows(&text, family, &path)
 }
 
 /// [`shape_rows`] on text already read (`path` names it in errors).
 pub fn parse_shape_rows(text: &str, family: MoeFamily, path: &Path) -> Result<Vec<ShapeRow>, MoeError> {
-    let err = |line: usize, msg: String| MoeError::Csv { path: path.to_path_buf(), line, msg };
+    let err = |line: usize, msg: String| MoeError::from(PeerError::Csv { path: path.to_path_buf(), line, msg });
     let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
     let (_, header) = lines.next().ok_or_else(|| err(1, "empty file".into()))?;
     let cols: Vec<&str> = header.split(',').map(str::trim).collect();
@@ -573,24 +542,24 @@ impl MoeProblem {
         }
         for (arg, got, expected) in lens {
             if got != expected {
-                return Err(MoeError::Length { arg, got, expected });
+                return Err(MoeError::from(PeerError::Length { arg, got, expected }));
             }
         }
         if self.routing.tokens != c.tokens || self.routing.topk != c.topk {
-            return Err(MoeError::Shape {
+            return Err(MoeError::from(PeerError::Shape {
                 kernel: spec.name.into(),
                 arg: "routing",
                 value: self.routing.tokens.into(),
                 expected: format!("{} tokens × topk {}", c.tokens, c.topk),
-            });
+            }));
         }
         if let Some(&bad) = self.routing.experts.iter().find(|&&x| x >= c.experts) {
-            return Err(MoeError::Shape {
+            return Err(MoeError::from(PeerError::Shape {
                 kernel: spec.name.into(),
                 arg: "routing expert id",
                 value: bad.into(),
                 expected: format!("< experts = {}", c.experts),
-            });
+            }));
         }
         Ok(())
     }
@@ -768,13 +737,13 @@ impl MoeLaunch {
 pub(crate) fn launch_config(kernel: &MoeKernel, kernarg: Vec<u8>, grid: [u32; 3]) -> Result<crate::exec::LaunchConfig, MoeError> {
     let k = kernel.kernel();
     if k.meta.kernarg_segment_size as usize != kernarg.len() {
-        return Err(MoeError::Contract {
+        return Err(MoeError::from(PeerError::Contract {
             kernel: kernel.spec.name.into(),
             what: format!("metadata kernarg_segment_size is {}, the contract's argument block is {} bytes", k.meta.kernarg_segment_size, kernarg.len()),
-        });
+        }));
     }
     if grid.contains(&0) {
-        return Err(MoeError::Shape { kernel: kernel.spec.name.into(), arg: "grid", value: 0, expected: "every dimension ≥ 1".into() });
+        return Err(MoeError::from(PeerError::Shape { kernel: kernel.spec.name.into(), arg: "grid", value: 0, expected: "every dimension ≥ 1".into() }));
     }
     // The kernels use exactly their static LDS (group_segment_fixed_size); no dynamic LDS.
     Ok(crate::exec::LaunchConfig { grid, block: [BLOCK_THREADS, 1, 1], dynamic_lds_bytes: 0, kernarg })
@@ -788,7 +757,7 @@ pub(crate) fn launch_config(kernel: &MoeKernel, kernarg: Vec<u8>, grid: [u32; 3]
 /// [`MoePadding::PrefetchTail`] below (a heavily scaled row).
 pub fn prepare_row(mem: &DeviceMemory, kernel: &MoeKernel, row: &ShapeRow, scale_div: u32, seed: u64, cus: u32) -> Result<(MoeProblem, MoeLaunch), MoeError> {
     if kernel.spec != row.spec {
-        return Err(MoeError::Contract { kernel: kernel.spec.name.into(), what: format!("row is for `{}`", row.spec.name) });
+        return Err(MoeError::from(PeerError::Contract { kernel: kernel.spec.name.into(), what: format!("row is for `{}`", row.spec.name) }));
     }
     let config = row.config.scaled(scale_div, &kernel.spec);
     config.validate(&kernel.spec)?;
@@ -840,10 +809,10 @@ mod tests {
         assert_eq!(rows[0].config, MoeConfig { tokens: 1, model_dim: 6144, inter_dim: 256, experts: 257, topk: 9, block_m: 32 });
         assert_eq!(rows[0].extra, RowExtra::OneStage { memset_bytes: 12288 });
         let bad_m = ok.replace(",9,256,", ",10,256,");
-        assert!(matches!(parse_shape_rows(&bad_m, MoeFamily::OneStage, p), Err(MoeError::Csv { line: 2, .. })));
+        assert!(matches!(parse_shape_rows(&bad_m, MoeFamily::OneStage, p), Err(MoeError::Peers(PeerError::Csv { line: 2, .. }))));
         let bad_bm = ok.replace(",9,32,", ",9,64,");
-        assert!(matches!(parse_shape_rows(&bad_bm, MoeFamily::OneStage, p), Err(MoeError::Csv { line: 2, .. })));
-        assert!(matches!(parse_shape_rows(ok, MoeFamily::Stage1, p), Err(MoeError::Csv { line: 1, .. })));
+        assert!(matches!(parse_shape_rows(&bad_bm, MoeFamily::OneStage, p), Err(MoeError::Peers(PeerError::Csv { line: 2, .. }))));
+        assert!(matches!(parse_shape_rows(ok, MoeFamily::Stage1, p), Err(MoeError::Peers(PeerError::Csv { line: 1, .. }))));
     }
 
     #[test]
@@ -855,7 +824,7 @@ mod tests {
         assert_eq!(c.scaled(1, &STAGE1_KERNELS[4]), c);
         let one = MoeConfig { block_m: 32, ..c };
         assert_eq!(one.scaled(8, &ONE_STAGE_KERNELS[2]).model_dim, 1024);
-        assert!(matches!(MoeConfig { model_dim: 768, ..one }.validate(&ONE_STAGE_KERNELS[2]), Err(MoeError::Shape { arg: "model_dim", .. })));
+        assert!(matches!(MoeConfig { model_dim: 768, ..one }.validate(&ONE_STAGE_KERNELS[2]), Err(MoeError::Peers(PeerError::Shape { arg: "model_dim", .. }))));
     }
 
     #[test]

@@ -17,6 +17,7 @@
 //! `num_valid_ids[0]` exits), and the conformance tests would see it if they did.
 
 use super::{MoeError, Normal};
+use crate::peers::PeerError;
 
 /// Expert choices of every token.
 #[derive(Clone, Debug, PartialEq)]
@@ -116,7 +117,9 @@ impl MoeSorting {
 
 /// AITER's `moe_sorting` for `routing` with blocks of `block_m` rows (see the module docs).
 pub fn moe_sorting(routing: &Routing, block_m: u32) -> Result<MoeSorting, MoeError> {
-    let shape = |arg: &'static str, value: u64, expected: &str| MoeError::Shape { kernel: "moe_sorting".into(), arg, value, expected: expected.into() };
+    let shape = |arg: &'static str, value: u64, expected: &str| {
+        MoeError::from(PeerError::Shape { kernel: "moe_sorting".into(), arg, value, expected: expected.into() })
+    };
     let (t, e, k) = (routing.tokens, routing.num_experts, routing.topk);
     if block_m == 0 {
         return Err(shape("block_m", 0, "at least 1"));
@@ -129,7 +132,7 @@ pub fn moe_sorting(routing: &Routing, block_m: u32) -> Result<MoeSorting, MoeErr
     }
     let tk = (t as usize).checked_mul(k as usize).ok_or(MoeError::Overflow { what: "tokens · topk" })?;
     if routing.experts.len() != tk || routing.weights.len() != tk {
-        return Err(MoeError::Length { arg: "routing", got: routing.experts.len().min(routing.weights.len()), expected: tk });
+        return Err(MoeError::from(PeerError::Length { arg: "routing", got: routing.experts.len().min(routing.weights.len()), expected: tk }));
     }
     let padded = u64::from(t) * u64::from(k) + u64::from(e) * u64::from(block_m) - u64::from(k);
     let max_num_tokens_padded = u32::try_from(padded).map_err(|_| MoeError::Overflow { what: "max_num_tokens_padded" })?;

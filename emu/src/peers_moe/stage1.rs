@@ -28,6 +28,7 @@
 //! the only places where the contract cannot decide, and there either neighbour is accepted.
 //! The scale must be within `(Δamax + amax·2^-21)/240` of `amax/240`.
 
+use crate::peers::PeerError;
 use bytemuck::{Pod, Zeroable};
 use rayon::prelude::*;
 
@@ -101,7 +102,7 @@ pub fn out_bytes(tokens: u32, topk: u32, inter_dim: u32) -> Option<u64> {
 /// the launch.
 pub fn prepare(mem: &DeviceMemory, kernel: &MoeKernel, problem: &MoeProblem, padding: MoePadding) -> Result<MoeLaunch, MoeError> {
     if kernel.spec.family != MoeFamily::Stage1 {
-        return Err(MoeError::Contract { kernel: kernel.spec.name.into(), what: "not a stage-1 kernel".into() });
+        return Err(MoeError::from(PeerError::Contract { kernel: kernel.spec.name.into(), what: "not a stage-1 kernel".into() }));
     }
     problem.validate(&kernel.spec)?;
     let sorting = moe_sorting(&problem.routing, kernel.spec.tm)?;

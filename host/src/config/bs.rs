@@ -459,7 +459,7 @@ pub fn get_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(G
 
 /// [`get_bs_config_for_workspace`] with the bs tuned table `rows`.
 pub(super) fn get_bs_config_with_table(desc: &GemmDesc, available: u64, rows: &[bs_table::BsRow]) -> Result<(GemmConfig, Option<WorkspaceLimit>), ConfigError> {
-    let forced = (forced_tile()?, forced_split()?, forced_stream_k()?);
+    let forced = (forced_tile(), forced_split(), forced_stream_k());
     let row = match forced {
         (None, None, None) => bs_table::lookup(rows, desc),
         _ => None,

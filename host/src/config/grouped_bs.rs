@@ -80,7 +80,7 @@ pub fn get_grouped_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> R
         GemmKind::MGroupedContiguous => &tile::CONTIGUOUS_BS_TILES,
         GemmKind::MGroupedMasked => &tile::MASKED_BS_TILES,
     };
-    let forced_s = forced_split()?;
+    let forced_s = forced_split();
     if forced_s == Some(0) {
         return Err(ConfigError::ForcedSplit { splits: "0".into(), expected: "at least 1".into() });
     }
@@ -93,7 +93,7 @@ pub fn get_grouped_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> R
     // The device's own CU count (GemmDesc::with_cus), not the architecture's.
     let spec = ArchSpec { cus: desc.cus.max(1), ..arch_spec(desc.arch) };
     let find = |bm: u32| tiles.iter().position(|t| (t.block_m, t.block_n) == (bm, 128));
-    let forced_t = forced_tile()?;
+    let forced_t = forced_tile();
     let (i, why) = match forced_t {
         Some((bm, bn)) => {
             let available = match desc.kind {
