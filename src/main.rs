@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 mod compare;
 mod env;
+mod fit;
 mod gemm;
 mod grouped;
 mod kgrouped;
@@ -225,6 +226,16 @@ enum Command {
         /// µs, signed error), for joining with other measurements.
         #[arg(long)]
         csv: Option<std::path::PathBuf>,
+        /// Fit the machine's *fitted* parameters jointly over every measured MI325X row (the
+        /// BpreShuffle rows `--rows` selects and every i8gemm row), each traced once and
+        /// replayed over a grid inside the parameters' ranges; prints per-family errors and
+        /// leave-one-(N,K)-out cross-validation.
+        #[arg(long)]
+        fit: bool,
+        /// With `--fit`: leave out rows with M above this (their launches are the slowest to
+        /// trace).
+        #[arg(long)]
+        max_m: Option<u32>,
     },
     /// Write the config table (`host/tuned/gfx942.csv`) from the timing model: every tile's
     /// modelled cost per 128-K block and the fastest tile of DeepSeek-V3's dense and MoE shapes
@@ -337,7 +348,11 @@ fn run(cli: Cli) -> Result<(), String> {
             tune::run(m, o, out, quick)
         }
         Command::Compare { set, peers, scope, max_m, csv, plot } => compare::run(set, peers, scope, max_m, csv, plot),
-        Command::Calibrate { peers, machine, scope, rows, verbose, csv } => profile::calibrate(peers, &machine, scope, &rows, verbose, csv.as_deref()),
+        Command::Calibrate { peers, machine, scope, rows, verbose, csv, fit: true, max_m } => {
+            let _ = verbose;
+            profile::fit(peers, &machine, scope, &rows, max_m, csv.as_deref())
+        }
+        Command::Calibrate { peers, machine, scope, rows, verbose, csv, fit: false, max_m: _ } => profile::calibrate(peers, &machine, scope, &rows, verbose, csv.as_deref()),
         Command::Profile { m, n, k, layout, groups, kgrouped, machine, scope, full_math, trace_workgroup, seed } => {
             match layout {
                 None if kgrouped => check_kgrouped_sizes(groups, m, n, k)?,

@@ -66,7 +66,17 @@ pub fn enable(name: &str, scope: ScopeArg, full_math: bool, trace_workgroup: Opt
     MODE.set(TimingMode { machine, options: options(scope, full_math, trace_workgroup) }).map_err(|_| "profiling enabled twice".to_string())
 }
 
+/// `calibrate --fit`: see [`crate::fit::run`].
+pub fn fit(dir: Option<std::path::PathBuf>, name: &str, scope: ScopeArg, rows: &[usize], max_m: Option<u32>, csv: Option<&std::path::Path>) -> Result<(), String> {
+    let dir = match dir {
+        Some(d) => d,
+        None => amdgpu_emu::peers::peers_dir().map_err(|e| e.to_string())?,
+    };
+    crate::fit::run(&dir, &machine(name)?, &options(scope, false, None), rows, max_m, csv)
+}
+
 /// `fp8gemm calibrate`: the model against the measured MI325X rows.
+
 pub fn calibrate(
     dir: Option<std::path::PathBuf>,
     name: &str,

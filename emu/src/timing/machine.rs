@@ -3,10 +3,12 @@
 /// A gfx942 device as the timing model sees it. Machines are data: the CU count, clock and
 /// bandwidths are fields, and [`Machine::MI300X`] / [`Machine::MI325X`] are two instances.
 ///
-/// All cycle figures are shader-clock cycles at [`Machine::clock_hz`]. Where a figure is marked
-/// *fitted* it was chosen by the calibration against the measured MI325X times of AMD's asm
-/// kernels (`fp8gemm calibrate`, see the module docs of [`crate::timing`]); the other figures
-/// come from the sources named on each field.
+/// All cycle figures are shader-clock cycles at [`Machine::clock_hz`]. Every figure is either
+/// published (the source is named on the field; `hardware.md` is the project's table of
+/// published measurements, `../shared/reference/hardware.md`, main source the SC'25 artifact
+/// "Characterization of AMD Instinct MI300X and MI325X") or marked *fitted*: chosen by the
+/// calibration against measured times of AMD's asm kernels (`fp8gemm calibrate`, see the
+/// module docs of [`crate::timing`]), inside the published range where one exists.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Machine {
     /// Name, as printed and as accepted by [`Machine::by_name`].
@@ -26,8 +28,9 @@ pub struct Machine {
     pub sgprs_per_simd: u32,
     /// LDS bytes per CU (64 KiB).
     pub lds_per_cu: u32,
-    /// Shader clock under a sustained MFMA load, Hz. Peak is 2.1 GHz (AMD MI300X/MI325X
-    /// specifications); the sustained value is *fitted*.
+    /// Shader clock under a sustained GEMM load, Hz: the clock measured while real GEMMs run
+    /// at the 8-bit MFMA rate at the part's power cap (hardware.md "Clock": MI300X 1434 MHz at
+    /// 750 W, MI325X 1801 MHz at 1000 W; peak 2100 MHz).
     pub clock_hz: f64,
     /// A SIMD is offered an issue slot every this many cycles, and issues at most one
     /// instruction per wave and per category (vector, scalar, vector memory, LDS, scalar
@@ -39,51 +42,65 @@ pub struct Machine {
     /// Cycles of a quarter-rate transcendental VALU op (v_exp, v_log, v_rcp, v_rsq, v_sqrt,
     /// v_sin, v_cos): 16 (CDNA3 ISA guide, VALU rates).
     pub trans_cycles: u32,
-    /// Extra cycles after an MFMA's last pass before a dependent non-MFMA instruction can
-    /// read its result (LLVM `GCNHazardRecognizer` gfx940: N-pass XDL result read by VALU needs
-    /// N + 3 wait states, i.e. ~2 beyond the passes' 4·N cycles at one wait state per cycle is
-    /// rounded to the issue interval): 2.
+    /// Cycles after an MFMA's last pass before a dependent non-MFMA instruction (a VALU, a
+    /// store) can read its result: 12. LLVM `GCNHazardRecognizer` (gfx940): an N-pass XDL
+    /// write read by a VALU needs N + 3 wait states; a wait state is one issue opportunity of
+    /// the wave ([`Machine::issue_interval`] cycles) and a pass 4 cycles, so the result is
+    /// readable 4·N + 3·4 cycles after issue.
     pub mfma_result_latency: u32,
+    /// Cycles after an MFMA's last pass before the next MFMA of an accumulation chain (SrcC
+    /// exactly the previous result) can issue: *fitted* within [0, `mfma_result_latency`]
+    /// (0: the result is forwarded back to back; `mfma_result_latency`: no forwarding). LLVM
+    /// asks no software wait states for an exactly matching SrcC (the hardware interlocks it)
+    /// and does not say when the interlock releases. AMD's kernels measured on MI325X put it
+    /// well above 0: a chain of four dependent MFMAs added per wave and K step costs ~112
+    /// cycles at 1.8 GHz, not 4 × 16 (`measured_mi325x.csv`, tiles 32…128 × 128 at N = 2048).
+    pub mfma_chain_latency: u32,
     /// Cycles from an LDS instruction leaving the LDS pipe to its data being usable (lgkmcnt):
     /// *fitted*, prior 64 (CDNA3 ISA guide gives no figure; origami models LDS via MI latency).
     pub lds_latency: u32,
-    /// Scalar memory (constant cache hit) latency, cycles: *fitted*, prior 40 ("The MALL is
-    /// Open", SC'25: sL1 hit ≈ 20 ns on MI300X).
+    /// Scalar memory (constant cache hit) latency, cycles: 40 ("The MALL is Open", SC'25:
+    /// sL1 hit ≈ 20 ns on MI300X, ~41 cycles at the ~2.05 GHz of the measurement).
     pub smem_latency: u32,
     /// Bytes per cycle a CU's texture addresser / vector L1 moves (64 B/clk/CU, CDNA3 white
     /// paper "vector L1: 64 B/clk"); a wave64 instruction takes at least 4 cycles of it.
     pub ta_bytes_per_clk: f64,
     /// Vector L1 size per CU (32 KiB, `shared/reference/gfx942.md`).
     pub l1_bytes: u32,
-    /// Vector L1 hit latency, cycles: *fitted*, prior 120 (~57 ns class published figures).
+    /// Vector L1 hit latency (load to use), cycles: 115 (hardware.md "Latency": pointer chase
+    /// 114–118 cycles on MI300X and MI325X).
     pub l1_latency: u32,
     /// L2 size per XCD (4 MiB, 16-way, 128-byte lines: CDNA3 white paper).
     pub l2_bytes: u32,
     /// L2 associativity (16).
     pub l2_ways: u32,
-    /// L2 hit latency (beyond the L1), cycles: *fitted*, prior 230 (~118 ns, published
-    /// microbenchmarks of MI300X).
+    /// L2 hit latency beyond the L1, cycles: 93 (hardware.md: L2 pointer chase 206–211
+    /// cycles in all, the L1's 115 included).
     pub l2_latency: u32,
-    /// L2 bandwidth per XCD, bytes per cycle (16 channels × 128 B/clk = 2048: CDNA3 white
-    /// paper); *fitted* scale.
+    /// L2 bandwidth per XCD, bytes per cycle: 1200. hardware.md: ~19.5 TB/s L2-resident
+    /// aggregate on MI300X and MI325X, 2.44 TB/s per XCD, i.e. 1160–1350 B/clk for a clock
+    /// between 2.1 and 1.8 GHz (the peak of 16 channels × 128 B/clk = 2048 is not reached by
+    /// the streaming measurement).
     pub l2_bytes_per_clk: f64,
     /// Bandwidth of one XCD's link to the Infinity Fabric / MALL, bytes per second (fabric
-    /// clock domain, independent of the shader clock): *fitted* (origami's gfx942 constants
-    /// put MALL bandwidth at ~43 % of L2's).
+    /// clock domain, independent of the shader clock): 650 GB/s, an eighth of the 5.0–5.3 TB/s
+    /// MALL-resident aggregate (hardware.md "Bandwidth").
     pub fabric_bytes_per_s: f64,
     /// Infinity Cache (MALL) capacity (256 MiB).
     pub mall_bytes: u64,
-    /// MALL hit latency beyond L2, nanoseconds (memory-side clock domain): *fitted*, prior
-    /// 100 ns (~218 ns load-to-use for a MALL hit on MI300X, "The MALL is Open", SC'25).
+    /// MALL hit latency beyond the L2, nanoseconds (memory-side clock domain): 100 ns.
+    /// hardware.md: a MALL hit is 390–450 cycles (190–220 ns) load to use, the L2's 208
+    /// cycles (~101 ns at 2.05 GHz) included, leaving 89–119 ns.
     pub mall_latency_ns: f64,
     /// MALL peak bandwidth, bytes per second (17.2 TB/s, AMD CDNA3 white paper).
     pub mall_bytes_per_s: f64,
-    /// HBM latency beyond the MALL, nanoseconds: *fitted*, prior 100 ns (origami
-    /// `MAIN_MEMORY_LOAD_LATENCY` = 200 cycles).
+    /// HBM latency beyond the MALL, nanoseconds: 210 ns. hardware.md: HBM pointer chase
+    /// 839–870 cycles (~410–424 ns), of which a MALL hit is 190–220 ns: 190–234 ns.
     pub hbm_latency_ns: f64,
     /// HBM peak bandwidth, bytes per second (MI300X 5.3 TB/s, MI325X 6.0 TB/s: AMD specs).
     pub hbm_bytes_per_s: f64,
-    /// Fraction of HBM peak a streaming kernel achieves: *fitted*, prior 0.8.
+    /// Fraction of HBM peak a streaming read achieves: the stream-read figure over the
+    /// specification (hardware.md: MI300X 4.14 / 5.3 TB/s = 0.78, MI325X 5.09 / 6.0 = 0.85).
     pub hbm_efficiency: f64,
     /// Cycles from the last wave's arrival at `s_barrier` to the release: *fitted*, prior 16.
     pub barrier_latency: u32,
@@ -108,37 +125,37 @@ impl Machine {
         vgprs_per_simd: 512,
         sgprs_per_simd: 800,
         lds_per_cu: 65536,
-        // Re-fitted from 1.3 GHz when the shared bandwidth servers stopped serving requests in
-        // issue order (emu/src/timing/server.rs), same 14 calibration rows.
-        clock_hz: 1.2e9,
+        clock_hz: 1.434e9,
         issue_interval: 4,
         valu_cycles: 4,
         trans_cycles: 16,
-        mfma_result_latency: 2,
+        mfma_result_latency: 12,
+        mfma_chain_latency: 12,
         lds_latency: 64,
         smem_latency: 40,
         ta_bytes_per_clk: 64.0,
         l1_bytes: 32 * 1024,
-        l1_latency: 60,
+        l1_latency: 115,
         l2_bytes: 4 * 1024 * 1024,
         l2_ways: 16,
-        l2_latency: 120,
-        l2_bytes_per_clk: 2048.0,
-        fabric_bytes_per_s: 800e9,
+        l2_latency: 93,
+        l2_bytes_per_clk: 1200.0,
+        fabric_bytes_per_s: 650e9,
         mall_bytes: 256 * 1024 * 1024,
-        mall_latency_ns: 110.0,
+        mall_latency_ns: 100.0,
         mall_bytes_per_s: 17.2e12,
-        hbm_latency_ns: 95.0,
+        hbm_latency_ns: 210.0,
         hbm_bytes_per_s: 5.3e12,
-        hbm_efficiency: 0.8,
+        hbm_efficiency: 0.78,
         barrier_latency: 16,
         wg_dispatch_cycles: 8,
         wave_launch_cycles: 300,
         launch_overhead_s: 2e-6,
     };
 
-    /// MI325X (gfx942): the MI300X's compute die and clocks with HBM3E at 6.0 TB/s.
-    pub const MI325X: Machine = Machine { name: "mi325x", hbm_bytes_per_s: 6.0e12, ..Machine::MI300X };
+    /// MI325X (gfx942): the MI300X's compute die with HBM3E at 6.0 TB/s and a 1000 W power
+    /// cap, hence a higher clock under load.
+    pub const MI325X: Machine = Machine { name: "mi325x", clock_hz: 1.801e9, hbm_bytes_per_s: 6.0e12, hbm_efficiency: 0.85, ..Machine::MI300X };
 
     /// Every built-in machine.
     pub const ALL: [&'static Machine; 2] = [&Machine::MI300X, &Machine::MI325X];
@@ -184,6 +201,7 @@ impl Machine {
                 "valu_cycles" => m.valu_cycles = u()?,
                 "trans_cycles" => m.trans_cycles = u()?,
                 "mfma_result_latency" => m.mfma_result_latency = u()?,
+                "mfma_chain_latency" => m.mfma_chain_latency = u()?,
                 "lds_latency" => m.lds_latency = u()?,
                 "smem_latency" => m.smem_latency = u()?,
                 "ta_bytes_per_clk" => m.ta_bytes_per_clk = v,

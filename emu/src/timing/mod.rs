@@ -89,6 +89,7 @@
 pub mod bound;
 mod cache;
 pub mod calibrate;
+pub mod fit;
 mod machine;
 mod server;
 mod sim;
@@ -371,7 +372,9 @@ impl fmt::Display for TimingReport {
 
 /// Runs `kernel` functionally on the emulator (tracing every wave) and models its time on
 /// `machine`. The launch's memory effects happen as with [`exec::launch`] (unless
-/// [`SimOptions::skip_mfma_math`], which leaves MFMA destinations unwritten).
+/// [`SimOptions::skip_mfma_math`], which leaves MFMA destinations unwritten). Traces are
+/// produced and replayed in batches, so memory stays bounded; [`record`] and [`replay`] split
+/// the two halves for replaying one launch on many machines.
 pub fn simulate(
     co: &CodeObject,
     kernel: &Kernel,
@@ -381,138 +384,285 @@ pub fn simulate(
     opts: &SimOptions,
 ) -> Result<TimingReport, LaunchError> {
     let prep = exec::prepare(co, kernel, cfg, mem, &opts.checks)?;
-    let program = prep.program.clone();
-    let statics: Vec<sim::Static> = program.insts.iter().zip(&prep.plan.info).map(|(r, info)| sim::Static::of(r.as_ref().ok(), info, machine)).collect();
-    // Global (buffer/flat/global) atomics couple workgroups: see the trace provider below.
-    let sequential = program
-        .insts
-        .iter()
-        .zip(&prep.plan.info)
-        .any(|(r, info)| info.mem == crate::exec::checks::Mem::Vm && r.as_ref().is_ok_and(|i| i.op.name().contains("atomic")));
-    let resources = crate::timing::bound::Resources::of(kernel, cfg.block, cfg.dynamic_lds_bytes);
-    let n = prep.workgroups();
-    let xcds = machine.xcds as u64;
-    let (queues, share): (Vec<VecDeque<u64>>, f64) = match opts.scope {
-        Scope::Full => ((0..xcds).map(|x| (x..n).step_by(xcds as usize).collect()).collect(), 1.0),
-        Scope::OneXcd => (vec![(0..n).step_by(xcds as usize).collect()], 1.0 / xcds as f64),
-    };
-    // The workgroups whose traces the simulator replays.
-    let simulated = |id: u64| opts.scope == Scope::Full || id.is_multiple_of(xcds);
-    let order: Vec<u64> = if sequential && opts.scope == Scope::OneXcd {
-        // Coupled workgroups (see below) must all run functionally, or a split-K tile whose
-        // splits straddle XCDs would never be reduced on XCD 0: run the whole grid in the
-        // device's dispatch order (round-robin over the XCDs) and keep XCD 0's traces.
-        (0..n).collect()
-    } else {
-        // Dispatch order across XCDs: interleaved by position in each queue.
-        let mut v = Vec::with_capacity(n as usize);
-        let longest = queues.iter().map(VecDeque::len).max().unwrap_or(0);
-        for p in 0..longest {
-            for q in &queues {
-                if let Some(&id) = q.get(p) {
-                    v.push(id);
-                }
-            }
-        }
-        v
-    };
-    let mut s = sim::Sim::new(machine, &statics, &resources, queues, share);
-    s.trace_workgroup = opts.trace_workgroup;
-    let batch = (machine.cus() as usize * sim::workgroups_per_cu(machine, &resources) as usize).clamp(64, 4096);
+    let launch = Launch::of(&prep, kernel, cfg, machine.xcds, opts.scope);
     let mut ready: HashMap<u64, Vec<exec::trace::WaveTrace>> = HashMap::new();
     let mut next = 0usize;
-    let mut mfma_flops = 0u64;
-    let mut counts = vec![0u64; program.insts.len()];
+    let mut counts = vec![0u64; prep.program.insts.len()];
+    let batch = (machine.cus() as usize * sim::workgroups_per_cu(machine, &launch.resources) as usize).clamp(64, 4096);
     let mut provider = |id: u64| -> Result<Vec<exec::trace::WaveTrace>, LaunchError> {
-        while !ready.contains_key(&id) && next < order.len() {
+        while !ready.contains_key(&id) && next < launch.order.len() {
             // Trace the next batch in dispatch order (dispatch follows it, so `id` is in this
             // batch or, when other XCDs' workgroups only run functionally, a later one).
-            let end = (next + batch).min(order.len());
-            let ids = &order[next..end];
+            let end = (next + batch).min(launch.order.len());
+            launch.trace_batch(&prep, &launch.order[next..end], opts.skip_mfma_math, &mut counts, &mut |wg, t| {
+                ready.insert(wg, t);
+            })?;
             next = end;
-            // With global atomics one workgroup's path can depend on another's (split-K: the
-            // last of a tile to bump its counter reduces). Run those workgroups one at a time in
-            // dispatch order so the traces, and the modelled time, are the same on every run.
-            let runs = if sequential {
-                let mut v = Vec::with_capacity(ids.len());
-                for id in ids {
-                    v.extend(prep.run_traced(std::slice::from_ref(id), opts.skip_mfma_math)?);
-                }
-                v
-            } else {
-                prep.run_traced(ids, opts.skip_mfma_math)?
-            };
-            for (wg, run) in ids.iter().zip(runs).filter(|(wg, _)| simulated(**wg)) {
-                for (c, x) in counts.iter_mut().zip(&run.counts) {
-                    *c += x;
-                }
-                ready.insert(*wg, run.traces);
-            }
         }
         Ok(ready.remove(&id).unwrap_or_default())
     };
+    let statics = launch.statics(machine);
+    let mut s = sim::Sim::new(machine, &statics, &launch.resources, launch.queues(), launch.share());
+    s.trace_workgroup = opts.trace_workgroup;
     s.run(&mut provider)?;
-    for (i, &c) in counts.iter().enumerate() {
-        if c != 0
-            && let Ok(inst) = &program.insts[i]
-        {
-            mfma_flops += c * crate::exec::counters::mfma_flops(inst.op);
+    drop(provider);
+    Ok(launch.report(&s.stats, &counts, machine, opts))
+}
+
+/// A launch traced once by [`record`], to be timed on any number of machines by [`replay`]
+/// (a calibration fits machine parameters by replaying the same traces). It holds every
+/// simulated workgroup's trace, so it is as large as the launch's executed instruction
+/// stream.
+pub struct Recording {
+    launch: Launch,
+    traces: HashMap<u64, Vec<exec::trace::WaveTrace>>,
+    counts: Vec<u64>,
+}
+
+impl Recording {
+    /// Instructions recorded, over all simulated waves (a measure of its size).
+    pub fn instructions(&self) -> usize {
+        self.traces.values().flatten().map(|t| t.recs.len()).sum()
+    }
+}
+
+/// Why a [`Recording`] cannot be replayed on a machine.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ReplayError {
+    /// The machine's XCD count differs from the one the workgroups were assigned by.
+    #[error("recorded with workgroups dispatched over {recorded} XCDs, machine {machine} has {xcds}")]
+    Xcds {
+        /// XCDs at recording.
+        recorded: u32,
+        /// The machine's name.
+        machine: String,
+        /// The machine's XCDs.
+        xcds: u32,
+    },
+    /// The replay asks for another scope than the recording traced.
+    #[error("recorded with scope {recorded:?}, replay asks for {asked:?}")]
+    Scope {
+        /// Scope at recording.
+        recorded: Scope,
+        /// Scope asked.
+        asked: Scope,
+    },
+}
+
+/// Runs `kernel` functionally once, tracing the workgroups that `opts.scope` simulates on a
+/// machine of `machine.xcds` XCDs, and keeps the traces for [`replay`].
+pub fn record(co: &CodeObject, kernel: &Kernel, cfg: &LaunchConfig, mem: &DeviceMemory, machine: &Machine, opts: &SimOptions) -> Result<Recording, LaunchError> {
+    let prep = exec::prepare(co, kernel, cfg, mem, &opts.checks)?;
+    let launch = Launch::of(&prep, kernel, cfg, machine.xcds, opts.scope);
+    let mut traces = HashMap::new();
+    let mut counts = vec![0u64; prep.program.insts.len()];
+    for ids in launch.order.chunks(1024) {
+        launch.trace_batch(&prep, ids, opts.skip_mfma_math, &mut counts, &mut |wg, t| {
+            traces.insert(wg, t);
+        })?;
+    }
+    Ok(Recording { launch, traces, counts })
+}
+
+/// Times a [`Recording`] on `machine` (the same result [`simulate`] gives for the launch).
+pub fn replay(rec: &Recording, machine: &Machine, opts: &SimOptions) -> Result<TimingReport, ReplayError> {
+    let l = &rec.launch;
+    if machine.xcds != l.xcds {
+        return Err(ReplayError::Xcds { recorded: l.xcds, machine: machine.name.to_string(), xcds: machine.xcds });
+    }
+    if opts.scope != l.scope {
+        return Err(ReplayError::Scope { recorded: l.scope, asked: opts.scope });
+    }
+    let statics = l.statics(machine);
+    let mut s = sim::Sim::new(machine, &statics, &l.resources, l.queues(), l.share());
+    s.trace_workgroup = opts.trace_workgroup;
+    s.run(&mut |id| Ok::<_, std::convert::Infallible>(rec.traces.get(&id).cloned().unwrap_or_default())).unwrap_or_else(|e| match e {});
+    Ok(l.report(&s.stats, &rec.counts, machine, opts))
+}
+
+/// The machine-independent facts of one launch the simulator needs.
+struct Launch {
+    program: std::sync::Arc<exec::Compiled>,
+    info: Vec<crate::exec::checks::InstInfo>,
+    resources: bound::Resources,
+    kernel: String,
+    grid: [u32; 3],
+    workgroups: u64,
+    xcds: u32,
+    scope: Scope,
+    /// Global atomics couple workgroups: trace them one at a time in dispatch order.
+    sequential: bool,
+    /// The order workgroups are traced in.
+    order: Vec<u64>,
+}
+
+impl Launch {
+    fn of(prep: &exec::Prepared<'_>, kernel: &Kernel, cfg: &LaunchConfig, xcds: u32, scope: Scope) -> Launch {
+        let program = prep.program.clone();
+        // Global (buffer/flat/global) atomics couple workgroups: see `order` below.
+        let sequential = program
+            .insts
+            .iter()
+            .zip(&prep.plan.info)
+            .any(|(r, info)| info.mem == crate::exec::checks::Mem::Vm && r.as_ref().is_ok_and(|i| i.op.name().contains("atomic")));
+        let n = prep.workgroups();
+        let mut l = Launch {
+            program,
+            info: prep.plan.info.clone(),
+            resources: bound::Resources::of(kernel, cfg.block, cfg.dynamic_lds_bytes),
+            kernel: kernel.name.clone(),
+            grid: cfg.grid,
+            workgroups: n,
+            xcds,
+            scope,
+            sequential,
+            order: Vec::new(),
+        };
+        l.order = if sequential && scope == Scope::OneXcd {
+            // Coupled workgroups (split-K's tile counter decides which one reduces) must all
+            // run functionally, or a tile whose splits straddle XCDs would never be reduced on
+            // XCD 0: run the whole grid in the device's dispatch order (round-robin over the
+            // XCDs) and keep XCD 0's traces.
+            (0..n).collect()
+        } else {
+            // Dispatch order across XCDs: interleaved by position in each queue.
+            let queues = l.queues();
+            let mut v = Vec::with_capacity(n as usize);
+            let longest = queues.iter().map(VecDeque::len).max().unwrap_or(0);
+            for p in 0..longest {
+                for q in &queues {
+                    if let Some(&id) = q.get(p) {
+                        v.push(id);
+                    }
+                }
+            }
+            v
+        };
+        l
+    }
+
+    /// The workgroups dispatched to each simulated XCD, in order.
+    fn queues(&self) -> Vec<VecDeque<u64>> {
+        let (n, x) = (self.workgroups, u64::from(self.xcds));
+        match self.scope {
+            Scope::Full => (0..x).map(|i| (i..n).step_by(x as usize).collect()).collect(),
+            Scope::OneXcd => vec![(0..n).step_by(x as usize).collect()],
         }
     }
-    let st = &s.stats;
-    let scale = n as f64 / st.simulated_workgroups.max(1) as f64;
-    let cycles = st.end;
-    let seconds = cycles as f64 / machine.clock_hz + machine.launch_overhead_s;
-    let sim_cus = f64::from(machine.cus_per_xcd) * if opts.scope == Scope::Full { f64::from(machine.xcds) } else { 1.0 };
-    let simds = sim_cus * f64::from(machine.simds_per_cu);
-    let t = cycles.max(1) as f64;
-    let l2_bw = machine.l2_bytes_per_clk * sim_cus / f64::from(machine.cus_per_xcd);
-    let busy = Busy {
-        mfma: st.mfma_cycles as f64 / (simds * t),
-        valu: st.valu_cycles as f64 / (simds * t),
-        lds: st.lds_cycles as f64 / (sim_cus * t),
-        vmem: st.ta_cycles / (sim_cus * t),
-        l2: st.l2_bytes / (l2_bw * t),
-        hbm: st.hbm_bytes / (machine.hbm_bytes_per_s * machine.hbm_efficiency / machine.clock_hz * share * t),
-        cus: st.cu_busy as f64 / (sim_cus * t),
-    };
-    let mut sites: Vec<(usize, u64, Stall)> = st
-        .stall_by_inst
-        .iter()
-        .enumerate()
-        .map(|(i, r)| {
-            let (k, _) = r.iter().enumerate().max_by_key(|(_, v)| **v).unwrap_or((0, &0));
-            (i, r.iter().sum::<u64>(), Stall::ALL[k])
-        })
-        .filter(|x| x.1 > 0)
-        .collect();
-    sites.sort_by_key(|x| std::cmp::Reverse(x.1));
-    let top = sites
-        .into_iter()
-        .take(opts.top)
-        .map(|(i, cycles, reason)| StallSite { pc: program.pcs[i], text: program.insts[i].as_ref().map_or_else(|_| "?".into(), format_inst), cycles, reason })
-        .collect();
-    Ok(TimingReport {
-        machine: machine.name.to_string(),
-        kernel: kernel.name.clone(),
-        grid: cfg.grid,
-        scope: opts.scope,
-        workgroups: n,
-        simulated_workgroups: st.simulated_workgroups,
-        workgroups_per_cu: sim::workgroups_per_cu(machine, &resources),
-        cycles,
-        seconds,
-        flops: mfma_flops as f64 * scale,
-        hbm_bytes: st.hbm_bytes * scale,
-        busy,
-        stalls: st.stalls,
-        issued: st.issued,
-        top,
-        spans: st.spans.iter().map(|&(workgroup, cu, start, end)| WorkgroupSpan { workgroup, cu, start, end }).collect(),
-        trace: st
-            .trace
+
+    /// The simulated share of the device's shared MALL and HBM.
+    fn share(&self) -> f64 {
+        match self.scope {
+            Scope::Full => 1.0,
+            Scope::OneXcd => 1.0 / f64::from(self.xcds),
+        }
+    }
+
+    fn simulated(&self, id: u64) -> bool {
+        self.scope == Scope::Full || id.is_multiple_of(u64::from(self.xcds))
+    }
+
+    fn statics(&self, machine: &Machine) -> Vec<sim::Static> {
+        self.program.insts.iter().zip(&self.info).map(|(r, info)| sim::Static::of(r.as_ref().ok(), info, machine)).collect()
+    }
+
+    /// Traces the workgroups `ids` and hands each simulated one's traces to `keep`, adding its
+    /// executions per instruction to `counts`.
+    fn trace_batch(
+        &self,
+        prep: &exec::Prepared<'_>,
+        ids: &[u64],
+        skip_mfma_math: bool,
+        counts: &mut [u64],
+        keep: &mut dyn FnMut(u64, Vec<exec::trace::WaveTrace>),
+    ) -> Result<(), LaunchError> {
+        // With global atomics one workgroup's path can depend on another's (split-K: the last
+        // of a tile to bump its counter reduces). Run those workgroups one at a time in
+        // dispatch order so the traces, and the modelled time, are the same on every run.
+        let runs = if self.sequential {
+            let mut v = Vec::with_capacity(ids.len());
+            for id in ids {
+                v.extend(prep.run_traced(std::slice::from_ref(id), skip_mfma_math)?);
+            }
+            v
+        } else {
+            prep.run_traced(ids, skip_mfma_math)?
+        };
+        for (wg, run) in ids.iter().zip(runs).filter(|(wg, _)| self.simulated(**wg)) {
+            for (c, x) in counts.iter_mut().zip(&run.counts) {
+                *c += x;
+            }
+            keep(*wg, run.traces);
+        }
+        Ok(())
+    }
+
+    fn report(&self, st: &sim::Stats, counts: &[u64], machine: &Machine, opts: &SimOptions) -> TimingReport {
+        let program = &self.program;
+        let mut mfma_flops = 0u64;
+        for (i, &c) in counts.iter().enumerate() {
+            if c != 0
+                && let Ok(inst) = &program.insts[i]
+            {
+                mfma_flops += c * crate::exec::counters::mfma_flops(inst.op);
+            }
+        }
+        let n = self.workgroups;
+        let share = self.share();
+        let scale = n as f64 / st.simulated_workgroups.max(1) as f64;
+        let cycles = st.end;
+        let seconds = cycles as f64 / machine.clock_hz + machine.launch_overhead_s;
+        let sim_cus = f64::from(machine.cus_per_xcd) * if opts.scope == Scope::Full { f64::from(machine.xcds) } else { 1.0 };
+        let simds = sim_cus * f64::from(machine.simds_per_cu);
+        let t = cycles.max(1) as f64;
+        let l2_bw = machine.l2_bytes_per_clk * sim_cus / f64::from(machine.cus_per_xcd);
+        let busy = Busy {
+            mfma: st.mfma_cycles as f64 / (simds * t),
+            valu: st.valu_cycles as f64 / (simds * t),
+            lds: st.lds_cycles as f64 / (sim_cus * t),
+            vmem: st.ta_cycles / (sim_cus * t),
+            l2: st.l2_bytes / (l2_bw * t),
+            hbm: st.hbm_bytes / (machine.hbm_bytes_per_s * machine.hbm_efficiency / machine.clock_hz * share * t),
+            cus: st.cu_busy as f64 / (sim_cus * t),
+        };
+        let mut sites: Vec<(usize, u64, Stall)> = st
+            .stall_by_inst
             .iter()
-            .map(|&(cycle, i)| TraceEntry { cycle, pc: program.pcs[i], text: program.insts[i].as_ref().map_or_else(|_| "?".into(), format_inst) })
-            .collect(),
-    })
+            .enumerate()
+            .map(|(i, r)| {
+                let (k, _) = r.iter().enumerate().max_by_key(|(_, v)| **v).unwrap_or((0, &0));
+                (i, r.iter().sum::<u64>(), Stall::ALL[k])
+            })
+            .filter(|x| x.1 > 0)
+            .collect();
+        sites.sort_by_key(|x| std::cmp::Reverse(x.1));
+        let top = sites
+            .into_iter()
+            .take(opts.top)
+            .map(|(i, cycles, reason)| StallSite { pc: program.pcs[i], text: program.insts[i].as_ref().map_or_else(|_| "?".into(), format_inst), cycles, reason })
+            .collect();
+        TimingReport {
+            machine: machine.name.to_string(),
+            kernel: self.kernel.clone(),
+            grid: self.grid,
+            scope: opts.scope,
+            workgroups: n,
+            simulated_workgroups: st.simulated_workgroups,
+            workgroups_per_cu: sim::workgroups_per_cu(machine, &self.resources),
+            cycles,
+            seconds,
+            flops: mfma_flops as f64 * scale,
+            hbm_bytes: st.hbm_bytes * scale,
+            busy,
+            stalls: st.stalls,
+            issued: st.issued,
+            top,
+            spans: st.spans.iter().map(|&(workgroup, cu, start, end)| WorkgroupSpan { workgroup, cu, start, end }).collect(),
+            trace: st
+                .trace
+                .iter()
+                .map(|&(cycle, i)| TraceEntry { cycle, pc: program.pcs[i], text: program.insts[i].as_ref().map_or_else(|_| "?".into(), format_inst) })
+                .collect(),
+        }
+    }
 }

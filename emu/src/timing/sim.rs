@@ -419,14 +419,15 @@ impl<'a> Sim<'a> {
             }
         }
         // Dependencies on MFMA results still in flight (reads and overwrites). An MFMA whose
-        // SrcC is exactly an earlier MFMA's result accumulates back-to-back (no wait beyond the
-        // pipe, LLVM GCNHazardRecognizer gfx940: 0 wait states for the same range).
+        // SrcC is exactly an earlier MFMA's result (an accumulation chain) waits
+        // [`Machine::mfma_chain_latency`] after that MFMA's last pass instead of
+        // [`Machine::mfma_result_latency`].
+        let early = u64::from(self.m.mfma_result_latency.saturating_sub(self.m.mfma_chain_latency));
         for r in s.reads.iter().chain(&s.writes) {
-            if s.mfma && Some(*r) == s.mfma_src_c {
-                continue;
-            }
+            let chain = s.mfma && Some(*r) == s.mfma_src_c;
             for c in r.0..r.0 + u16::from(r.1) {
                 let t = wv.reg_ready[c as usize];
+                let t = if chain { t.saturating_sub(early) } else { t };
                 if t > ready {
                     ready = t;
                     reason = Stall::MfmaDependency;

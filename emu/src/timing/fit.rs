@@ -1,0 +1,299 @@
+//! The fitting procedure of the timing model: one joint fit of the *fitted* [`Machine`]
+//! parameters over every measured row given, with leave-one-(N,K)-out cross-validation.
+//!
+//! Each measured row's launch is traced once ([`super::record`]); the fit then replays the
+//! traces ([`super::replay`]) on every point of a grid over the fitted parameters, each inside
+//! its stated range ([`FitParam`]), so the functional emulation (most of the cost) runs once
+//! per row. The objective is the mean squared log error, ln(modelled / measured)², over all
+//! rows jointly: one parameter set for every kernel family, shape and chip (a row's chip
+//! decides only which [`Machine`] it runs on). Cross-validation refits on the rows of every
+//! (N, K) pair but one and predicts the held-out pair, for each pair, from the same grid of
+//! replays (the grid is evaluated once for all rows, so a refit is a minimum over a table).
+//!
+//! The fixed launch overhead ([`Machine::launch_overhead_s`]) adds to every modelled time
+//! and needs no replay; it is fitted over its own grid on top of each replay.
+
+use std::path::Path;
+
+use super::{Machine, Recording, ReplayError, SimOptions, record, replay};
+use crate::memory::DeviceMemory;
+use crate::peers::{self, Padding, PeerError, PeerProblem};
+use crate::peers_i8::{self, I8Problem, I8Revision};
+
+/// One measured row with its recorded launch.
+pub struct FitRow {
+    /// Where the row came from (file name), for reports.
+    pub source: String,
+    /// Kernel family label (e.g. `bpreshuffle`, `i8gemm`), for per-family summaries.
+    pub family: String,
+    /// Kernel name, for reports.
+    pub kernel: String,
+    /// Shape.
+    pub m: u32,
+    /// Shape.
+    pub n: u32,
+    /// Shape.
+    pub k: u32,
+    /// Measured time in microseconds.
+    pub measured_us: f64,
+    /// The machine (chip) the row was measured on; the grid's overrides apply on top of it.
+    pub machine: Machine,
+    /// The traced launch.
+    pub recording: Recording,
+}
+
+/// A fitted machine parameter and the grid it is searched over: `lo..=hi` in steps of
+/// `step`, a range the parameter's documentation justifies.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FitParam {
+    /// A [`Machine::with_overrides`] field name.
+    pub name: &'static str,
+    /// Lowest value.
+    pub lo: f64,
+    /// Highest value.
+    pub hi: f64,
+    /// Grid step.
+    pub step: f64,
+}
+
+impl FitParam {
+    /// The grid's values.
+    pub fn values(&self) -> Vec<f64> {
+        let n = ((self.hi - self.lo) / self.step).round().max(0.0) as usize;
+        (0..=n).map(|i| self.lo + self.step * i as f64).collect()
+    }
+}
+
+/// The parameters the fit searches by replaying: the MFMA accumulation-chain latency
+/// (between back-to-back forwarding and no forwarding, [`Machine::mfma_chain_latency`]).
+pub const REPLAYED: [FitParam; 1] = [FitParam { name: "mfma_chain_latency", lo: 0.0, hi: 12.0, step: 2.0 }];
+
+/// The launch overhead grid, seconds: 0 to 4 µs, the latter the hipEvent-timed cost of an
+/// empty kernel (`hardware.md` "Launch"), an upper bound of what a profiler's device time
+/// counts.
+pub const LAUNCH: FitParam = FitParam { name: "launch_overhead_s", lo: 0.0, hi: 4e-6, step: 0.25e-6 };
+
+/// Every row's modelled cycles-derived time (without launch overhead) at every grid point.
+pub struct Grid {
+    /// The replayed parameters.
+    pub params: Vec<FitParam>,
+    /// The points: one value per parameter.
+    pub points: Vec<Vec<f64>>,
+    /// `seconds[row][point]`: modelled time without the launch overhead.
+    pub seconds: Vec<Vec<f64>>,
+}
+
+/// Replays every row at every point of the grid over `params` (the cartesian product).
+pub fn evaluate(rows: &[FitRow], params: &[FitParam], opts: &SimOptions, progress: &mut dyn FnMut(usize, usize)) -> Result<Grid, FitError> {
+    let mut points: Vec<Vec<f64>> = vec![Vec::new()];
+    for p in params {
+        points = points.into_iter().flat_map(|pt| p.values().into_iter().map(move |v| [pt.clone(), vec![v]].concat())).collect();
+    }
+    let mut seconds = Vec::with_capacity(rows.len());
+    for (i, row) in rows.iter().enumerate() {
+        let mut per = Vec::with_capacity(points.len());
+        for pt in &points {
+            let m = overridden(&row.machine, params, pt, 0.0)?;
+            let r = replay(&row.recording, &m, opts)?;
+            per.push(r.cycles as f64 / m.clock_hz);
+        }
+        seconds.push(per);
+        progress(i + 1, rows.len());
+    }
+    Ok(Grid { params: params.to_vec(), points, seconds })
+}
+
+fn overridden(base: &Machine, params: &[FitParam], point: &[f64], launch: f64) -> Result<Machine, FitError> {
+    let spec: Vec<String> = params.iter().zip(point).map(|(p, v)| format!("{}={v}", p.name)).chain(std::iter::once(format!("launch_overhead_s={launch}"))).collect();
+    base.with_overrides(&spec.join(",")).map_err(FitError::Override)
+}
+
+/// Records every row of `measured_mi325x.csv` in `dir` that `select(index)` picks (AMD's FP8
+/// BpreShuffle kernels, family `bpreshuffle`), on `machine`.
+pub fn bpreshuffle_rows(dir: &Path, machine: &Machine, opts: &SimOptions, select: &dyn Fn(usize) -> bool, progress: &mut dyn FnMut(&FitRow)) -> Result<Vec<FitRow>, FitError> {
+    let mut kernels = Vec::new();
+    let mut out = Vec::new();
+    for (i, row) in peers::measured_rows(dir)?.into_iter().enumerate() {
+        if !select(i) {
+            continue;
+        }
+        let family = row.family().ok_or_else(|| PeerError::Contract { kernel: row.kernel.clone(), what: "not a peer kernel".into() })?;
+        if !kernels.iter().any(|k: &peers::PeerKernel| k.family == family) {
+            kernels.push(peers::load_peer(dir, family)?);
+        }
+        let Some(kernel) = kernels.iter().find(|k| k.family == family) else { continue };
+        let mem = DeviceMemory::new();
+        let launch = peers::prepare(&mem, kernel, &PeerProblem::generate(row.m, row.n, row.k, 1), Padding::WholeTiles)?;
+        let recording = record(&kernel.code_object, kernel.kernel(), &launch.config, &mem, machine, opts)
+            .map_err(|e| FitError::Launch(format!("{} at {}x{}x{}: {e}", row.kernel, row.m, row.n, row.k)))?;
+        launch.free(&mem)?;
+        let r = FitRow { source: "measured_mi325x.csv".into(), family: "bpreshuffle".into(), kernel: row.kernel, m: row.m, n: row.n, k: row.k, measured_us: row.us, machine: machine.clone(), recording };
+        progress(&r);
+        out.push(r);
+    }
+    Ok(out)
+}
+
+/// Records every row of `measured_i8gemm_mi325x.csv` in `dir` that `select(index)` picks (AMD's
+/// int8 GEMMs, family `i8gemm`), on `machine`.
+pub fn i8gemm_rows(dir: &Path, machine: &Machine, opts: &SimOptions, select: &dyn Fn(usize) -> bool, progress: &mut dyn FnMut(&FitRow)) -> Result<Vec<FitRow>, FitError> {
+    let mut out = Vec::new();
+    for (i, row) in peers_i8::i8_measured_rows(dir)?.into_iter().enumerate() {
+        if !select(i) {
+            continue;
+        }
+        let kernel = peers_i8::load_i8_peer(dir, row.tile, I8Revision::Measured)?;
+        let mem = DeviceMemory::new();
+        let mut p = I8Problem::generate(row.m, row.n, row.k, 1);
+        p.lda = row.lda_bytes;
+        p.ks = row.split_k;
+        let launch = peers_i8::prepare_i8(&mem, &kernel, &p)?;
+        drop(p);
+        let recording = record(&kernel.code_object, kernel.kernel(), &launch.config, &mem, machine, opts)
+            .map_err(|e| FitError::Launch(format!("{} at {}x{}x{}: {e}", row.kernel, row.m, row.n, row.k)))?;
+        launch.free(&mem)?;
+        let r = FitRow { source: "measured_i8gemm_mi325x.csv".into(), family: "i8gemm".into(), kernel: row.kernel, m: row.m, n: row.n, k: row.k, measured_us: row.us, machine: machine.clone(), recording };
+        progress(&r);
+        out.push(r);
+    }
+    Ok(out)
+}
+
+/// Why the fit failed.
+#[derive(Debug, thiserror::Error)]
+pub enum FitError {
+    /// Loading a peer kernel or its measured rows failed.
+    #[error(transparent)]
+    Peer(#[from] PeerError),
+    /// A launch failed on the emulator (kernel, shape and the emulator's error).
+    #[error("{0}")]
+    Launch(String),
+    /// A grid parameter is not a machine field.
+    #[error("{0}")]
+    Override(String),
+    /// A recording does not fit the machine.
+    #[error(transparent)]
+    Replay(#[from] ReplayError),
+    /// Nothing to fit.
+    #[error("no rows to fit")]
+    Empty,
+}
+
+/// The best grid point for a set of rows.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Fit {
+    /// Index into [`Grid::points`].
+    pub point: usize,
+    /// Values of the replayed parameters.
+    pub values: Vec<f64>,
+    /// Fitted launch overhead, seconds.
+    pub launch_s: f64,
+    /// Mean squared log error over the rows fitted.
+    pub objective: f64,
+}
+
+/// Fits the launch overhead at grid point `point`, minimising the mean squared log error over
+/// the rows `use_row` selects.
+pub fn fit_at(grid: &Grid, rows: &[FitRow], point: usize, use_row: &dyn Fn(usize) -> bool) -> Result<Fit, FitError> {
+    let chosen: Vec<usize> = (0..rows.len()).filter(|&i| use_row(i)).collect();
+    if chosen.is_empty() || point >= grid.points.len() {
+        return Err(FitError::Empty);
+    }
+    let mut best: Option<Fit> = None;
+    for launch in LAUNCH.values() {
+        let obj = chosen.iter().map(|&i| ((grid.seconds[i][point] + launch) * 1e6 / rows[i].measured_us).ln().powi(2)).sum::<f64>() / chosen.len() as f64;
+        if best.as_ref().is_none_or(|b| obj < b.objective) {
+            best = Some(Fit { point, values: grid.points[point].clone(), launch_s: launch, objective: obj });
+        }
+    }
+    best.ok_or(FitError::Empty)
+}
+
+/// Fits the grid point and launch overhead minimising the mean squared log error over the rows
+/// `use_row` selects.
+pub fn fit(grid: &Grid, rows: &[FitRow], use_row: &dyn Fn(usize) -> bool) -> Result<Fit, FitError> {
+    let mut best: Option<Fit> = None;
+    for p in 0..grid.points.len() {
+        let f = fit_at(grid, rows, p, use_row)?;
+        if best.as_ref().is_none_or(|b| f.objective < b.objective) {
+            best = Some(f);
+        }
+    }
+    best.ok_or(FitError::Empty)
+}
+
+/// Relative error (modelled / measured − 1) of row `i` at a fit.
+pub fn rel_err(grid: &Grid, rows: &[FitRow], fit: &Fit, i: usize) -> f64 {
+    (grid.seconds[i][fit.point] + fit.launch_s) * 1e6 / rows[i].measured_us - 1.0
+}
+
+/// Median |error|, worst |error| and median signed error of `errors`.
+pub fn summary(errors: &[f64]) -> (f64, f64, f64) {
+    let med = |mut v: Vec<f64>| -> f64 {
+        v.sort_by(f64::total_cmp);
+        match v.len() {
+            0 => 0.0,
+            n if n % 2 == 1 => v[n / 2],
+            n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+        }
+    };
+    let abs: Vec<f64> = errors.iter().map(|e| e.abs()).collect();
+    let worst = abs.iter().copied().fold(0.0, f64::max);
+    (med(abs), worst, med(errors.to_vec()))
+}
+
+/// One held-out (N, K) pair of the cross-validation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HeldOut {
+    /// Family of the rows held out.
+    pub family: String,
+    /// Chip (machine name).
+    pub chip: String,
+    /// The pair.
+    pub n: u32,
+    /// The pair.
+    pub k: u32,
+    /// Rows held out.
+    pub rows: usize,
+    /// The fit without them.
+    pub fit: Fit,
+    /// Their errors predicted by that fit.
+    pub errors: Vec<f64>,
+}
+
+/// Leave-one-(N,K)-out: for every (family, chip, N, K) group of rows, fit on all other rows and
+/// predict the group.
+pub fn leave_one_out(grid: &Grid, rows: &[FitRow]) -> Result<Vec<HeldOut>, FitError> {
+    let mut keys: Vec<(String, String, u32, u32)> = rows.iter().map(|r| (r.family.clone(), r.machine.name.to_string(), r.n, r.k)).collect();
+    keys.sort();
+    keys.dedup();
+    let mut out = Vec::new();
+    for (family, chip, n, k) in keys {
+        let held = |i: usize| rows[i].family == family && rows[i].machine.name == chip && rows[i].n == n && rows[i].k == k;
+        if (0..rows.len()).all(held) {
+            continue; // nothing left to fit on
+        }
+        let f = fit(grid, rows, &|i| !held(i))?;
+        let errors: Vec<f64> = (0..rows.len()).filter(|&i| held(i)).map(|i| rel_err(grid, rows, &f, i)).collect();
+        out.push(HeldOut { family, chip, n, k, rows: errors.len(), fit: f, errors });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grid_values_cover_the_range() {
+        assert_eq!(REPLAYED[0].values(), vec![0.0, 2.0, 4.0, 6.0, 8.0, 10.0, 12.0]);
+        assert_eq!(LAUNCH.values().len(), 17);
+        assert!((LAUNCH.values()[16] - 4e-6).abs() < 1e-12);
+    }
+
+    #[test]
+    fn summary_reports_bias() {
+        let (med, worst, signed) = summary(&[0.1, -0.02, 0.05, 0.03]);
+        assert!((med - 0.04).abs() < 1e-12 && (worst - 0.1).abs() < 1e-12 && (signed - 0.04).abs() < 1e-12);
+    }
+}

@@ -1,0 +1,81 @@
+//! `fp8gemm calibrate --fit`: the timing model's joint fit over every measured row, with
+//! per-family/chip error tables and leave-one-(N,K)-out cross-validation. Every time printed
+//! is modelled, beside the measured one it is compared with.
+
+use amdgpu_emu::timing::fit::{self, FitRow};
+use amdgpu_emu::timing::{Machine, SimOptions};
+
+/// Runs the fit over the rows of `dir`'s MI325X tables (`rows` selects BpreShuffle rows by
+/// index, all when empty; rows with M above `max_m` are left out and counted), prints the
+/// tables and writes every row to `csv` if given.
+pub fn run(dir: &std::path::Path, machine: &Machine, opts: &SimOptions, rows: &[usize], max_m: Option<u32>, csv: Option<&std::path::Path>) -> Result<(), String> {
+    let started = std::time::Instant::now();
+    println!("timing model fit on {} (modelled vs measured MI325X kernel times; modelled figures are not measurements)", machine.name);
+    let keep_m = |m: u32| max_m.is_none_or(|x| m <= x);
+    let bp_all = amdgpu_emu::peers::measured_rows(dir).map_err(|e| e.to_string())?;
+    let i8_all = amdgpu_emu::peers_i8::i8_measured_rows(dir).map_err(|e| e.to_string())?;
+    let skipped = bp_all.iter().enumerate().filter(|(i, r)| (rows.is_empty() || rows.contains(i)) && !keep_m(r.m)).count() + i8_all.iter().filter(|r| !keep_m(r.m)).count();
+    let mut progress = |r: &FitRow| println!("  traced {} {}x{}x{} ({} instructions)", r.family, r.m, r.n, r.k, r.recording.instructions());
+    let mut all = fit::bpreshuffle_rows(dir, machine, opts, &|i| (rows.is_empty() || rows.contains(&i)) && bp_all.get(i).is_some_and(|r| keep_m(r.m)), &mut progress).map_err(|e| e.to_string())?;
+    all.extend(fit::i8gemm_rows(dir, machine, opts, &|i| i8_all.get(i).is_some_and(|r| keep_m(r.m)), &mut progress).map_err(|e| e.to_string())?);
+    if skipped > 0 {
+        println!("  {skipped} rows with M > {} left out (--max-m)", max_m.unwrap_or(0));
+    }
+    let grid = fit::evaluate(&all, &fit::REPLAYED, opts, &mut |i, n| eprint!("\r  replayed {i}/{n} rows over the grid")).map_err(|e| e.to_string())?;
+    eprintln!();
+    let best = fit::fit(&grid, &all, &|_| true).map_err(|e| e.to_string())?;
+    let names: Vec<&str> = grid.params.iter().map(|p| p.name).collect();
+    println!("grid: {} (replayed) × launch_overhead_s {}..{} µs", names.join(", "), fit::LAUNCH.lo * 1e6, fit::LAUNCH.hi * 1e6);
+    for (p, values) in grid.points.iter().enumerate() {
+        let f = fit::fit_at(&grid, &all, p, &|_| true).map_err(|e| e.to_string())?;
+        println!("  {:?} → best launch {:.2} µs, rms log error {:.4}", values, f.launch_s * 1e6, f.objective.sqrt());
+    }
+    println!("fit: {} = {:?}, launch_overhead_s = {:.2} µs, rms log error {:.4}", names.join(", "), best.values, best.launch_s * 1e6, best.objective.sqrt());
+    println!("{:<12} {:<8} {:>6} {:>6} {:>6} {:>10} {:>10} {:>8}", "family", "chip", "M", "N", "K", "meas µs", "model µs", "error");
+    let errs: Vec<f64> = (0..all.len()).map(|i| fit::rel_err(&grid, &all, &best, i)).collect();
+    for (r, e) in all.iter().zip(&errs) {
+        println!("{:<12} {:<8} {:>6} {:>6} {:>6} {:>10.2} {:>10.2} {:>+7.1} %", r.family, r.machine.name, r.m, r.n, r.k, r.measured_us, r.measured_us * (1.0 + e), e * 100.0);
+    }
+    println!("per family and chip (modelled vs measured):");
+    let mut groups: Vec<(String, String)> = all.iter().map(|r| (r.family.clone(), r.machine.name.to_string())).collect();
+    groups.sort();
+    groups.dedup();
+    for (fam, chip) in &groups {
+        let e: Vec<f64> = all.iter().zip(&errs).filter(|(r, _)| &r.family == fam && r.machine.name == chip).map(|(_, e)| *e).collect();
+        let (med, worst, signed) = fit::summary(&e);
+        println!("  {fam:<12} {chip:<8} {:>3} rows: median |error| {:.1} %, worst {:.1} %, median signed {:+.1} %", e.len(), med * 100.0, worst * 100.0, signed * 100.0);
+    }
+    let (med, worst, signed) = fit::summary(&errs);
+    println!("  all {} rows: median |error| {:.1} %, worst {:.1} %, median signed {:+.1} %", errs.len(), med * 100.0, worst * 100.0, signed * 100.0);
+    println!("leave-one-(N,K)-out (fit without the pair, predict it):");
+    let held = fit::leave_one_out(&grid, &all).map_err(|e| e.to_string())?;
+    if held.is_empty() {
+        println!("  (one (N,K) pair only: nothing to cross-validate)");
+    }
+    for h in &held {
+        let (med, worst, signed) = fit::summary(&h.errors);
+        println!(
+            "  {:<12} {:<8} N {:>5} K {:>5}: {:>3} rows, fit {:?} launch {:.2} µs → median |error| {:.1} %, worst {:.1} %, median signed {:+.1} %",
+            h.family,
+            h.chip,
+            h.n,
+            h.k,
+            h.rows,
+            h.fit.values,
+            h.fit.launch_s * 1e6,
+            med * 100.0,
+            worst * 100.0,
+            signed * 100.0
+        );
+    }
+    if let Some(path) = csv {
+        let mut text = String::from("file,family,kernel,m,n,k,measured_us,modelled_us,signed_error,machine\n");
+        for (r, e) in all.iter().zip(&errs) {
+            text.push_str(&format!("{},{},{},{},{},{},{:.4},{:.4},{:+.5},{}\n", r.source, r.family, r.kernel, r.m, r.n, r.k, r.measured_us, r.measured_us * (1.0 + e), e, r.machine.name));
+        }
+        std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+        println!("wrote {} ({} rows, modelled figures)", path.display(), all.len());
+    }
+    println!("{:.0} s", started.elapsed().as_secs_f64());
+    Ok(())
+}
