@@ -1,10 +1,14 @@
-//! Decoder for the GFX9 / CDNA3 (gfx942) instruction encodings LLVM emits: SOP1/SOP2/SOPC/SOPK/
-//! SOPP, SMEM, VOP1/VOP2/VOPC/VOP3(a/b)/VOP3P (incl. MAI), DS, FLAT/GLOBAL/SCRATCH and MUBUF,
-//! with literal and inline constants (AMD "CDNA3 Instruction Set Architecture", chapter 13
-//! "Microcode Formats").
+//! Decoder for the GFX9 / CDNA3 (gfx942) and CDNA4 (gfx950) instruction encodings LLVM emits:
+//! SOP1/SOP2/SOPC/SOPK/SOPP, SMEM, VOP1/VOP2/VOPC/VOP3(a/b)/VOP3P (incl. MAI), DS,
+//! FLAT/GLOBAL/SCRATCH and MUBUF, with literal and inline constants (AMD "CDNA3 Instruction Set
+//! Architecture", chapter 13 "Microcode Formats"; CDNA4 keeps the formats and adds opcodes).
 //!
 //! Mnemonics and operand layouts come from the private `tables` module, generated from LLVM's
-//! own disassembler (`emu/tests/data/gen_tables.py`). A decoded [`Inst`] keeps every operand as a
+//! own disassembler (`emu/tests/data/gen_tables.py`) for `--mcpu=gfx942` and, as an overlay of
+//! the opcodes that differ, `--mcpu=gfx950`: [`decode_one_for`] takes the
+//! [`Target`] (a code object's, from its ELF `e_flags`); [`decode_one`] decodes gfx942.
+//! gfx950's block-scaled MFMAs (`v_mfma_scale_*`, a `v_mfma_ld_scale_b32` prefix fused with the
+//! MFMA that follows) are reported as [`DecodeError::Unsupported`]. A decoded [`Inst`] keeps every operand as a
 //! unified 10-bit *operand code* so the executor never re-parses bits:
 //! `0..=255` scalar source encoding (SGPRs, VCC, EXEC, M0, inline constants, 255 = literal),
 //! `256..=511` VGPR `v(code-256)`, `512..=767` AccVGPR `a(code-512)`.
@@ -13,7 +17,7 @@ mod tables;
 
 pub use tables::Op;
 
-use crate::loader::{CodeObject, Kernel};
+use crate::loader::{CodeObject, Kernel, Target};
 
 /// Operand code of the first VGPR.
 pub const VGPR0: u16 = 256;
@@ -327,7 +331,7 @@ impl Inst {
 /// Why bytes could not be decoded.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum DecodeError {
-    /// The opcode is not a gfx942 instruction (or not one this decoder knows).
+    /// The opcode is not an instruction of the target (or not one this decoder knows).
     #[error("kernel `{kernel}` pc {pc:#x}: unknown {enc} opcode {opcode} (bytes {bytes})")]
     UnknownOpcode {
         /// Kernel name.
@@ -386,8 +390,28 @@ fn sext(v: u32, n: u32) -> i32 {
     ((v << (32 - n)) as i32) >> (32 - n)
 }
 
-/// Decodes the instruction at the start of `code` (address `pc`, in kernel `kernel` for errors).
+/// The table row of `(enc, op)` on `target`: gfx950 rows that differ from gfx942 take
+/// precedence; gfx942 opcodes gfx950 dropped (the xf32 MFMAs) are unknown there.
+fn table_lookup(target: Target, enc: Enc, op: u16) -> Option<&'static OpInfo> {
+    match target {
+        Target::Gfx942 => tables::lookup(enc, op),
+        Target::Gfx950 => tables::lookup_gfx950(enc, op).or_else(|| if tables::removed_on_gfx950(enc, op) { None } else { tables::lookup(enc, op) }),
+    }
+}
+
+/// VOP3P opcode of gfx950's `v_mfma_ld_scale_b32`, the prefix of the block-scaled MFMAs
+/// (LLVM `VOP3PInstructions.td`, `V_MFMA_LD_SCALE_B32` 0x2c; `test/MC/AMDGPU/mai-gfx950.s`).
+const VOP3P_MFMA_LD_SCALE: u32 = 0x2c;
+
+/// Decodes the gfx942 instruction at the start of `code` (address `pc`, in kernel `kernel` for
+/// errors); [`decode_one_for`] with [`Target::Gfx942`].
 pub fn decode_one(code: &[u8], pc: u64, kernel: &str) -> Result<Inst, DecodeError> {
+    decode_one_for(Target::Gfx942, code, pc, kernel)
+}
+
+/// Decodes the instruction of `target` at the start of `code` (address `pc`, in kernel `kernel`
+/// for errors).
+pub fn decode_one_for(target: Target, code: &[u8], pc: u64, kernel: &str) -> Result<Inst, DecodeError> {
     let word = |i: usize| -> Option<u32> { code.get(i * 4..i * 4 + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])) };
     let truncated = || DecodeError::Truncated { kernel: kernel.to_string(), pc };
     let w0 = word(0).ok_or_else(truncated)?;
@@ -398,7 +422,7 @@ pub fn decode_one(code: &[u8], pc: u64, kernel: &str) -> Result<Inst, DecodeErro
         opcode: opcode as u16,
         bytes: hex_words(&(0..n).filter_map(word).collect::<Vec<_>>()),
     };
-    let lookup = |enc: Enc, opcode: u32, n: usize| tables::lookup(enc, opcode as u16).ok_or_else(|| unknown(enc, opcode, n));
+    let lookup = |enc: Enc, opcode: u32, n: usize| table_lookup(target, enc, opcode as u16).ok_or_else(|| unknown(enc, opcode, n));
     let mk = |info: &'static OpInfo, enc: Enc| Inst {
         op: info.op,
         info,
@@ -603,6 +627,25 @@ pub fn decode_one(code: &[u8], pc: u64, kernel: &str) -> Result<Inst, DecodeErro
         let w1 = word(1).ok_or_else(truncated)?;
         if top9 == 0x1A7 {
             // VOP3P (incl. MAI)
+            if target == Target::Gfx950 && bits(w0, 16, 7) == VOP3P_MFMA_LD_SCALE {
+                // The block-scaled MFMA: this prefix and an f8f6f4 MFMA with op_sel bit 0 (w0
+                // bit 11) set print as one `v_mfma_scale_f32_*_f8f6f4` (16 bytes). Not modelled.
+                let (w2, w3) = (word(2), word(3));
+                if let (Some(w2), Some(_)) = (w2, w3)
+                    && w2 >> 23 == 0x1A7
+                    && bits(w2, 11, 1) != 0
+                    && let Some(next) = table_lookup(target, Enc::Vop3p, bits(w2, 16, 7) as u16)
+                    && next.name.ends_with("_f8f6f4")
+                {
+                    return Err(DecodeError::Unsupported {
+                        kernel: kernel.to_string(),
+                        pc,
+                        what: "block-scaled MFMA (v_mfma_ld_scale_b32 prefix)".into(),
+                        mnemonic: next.name.replacen("v_mfma_", "v_mfma_scale_", 1),
+                        bytes: hex_words(&(0..4).filter_map(word).collect::<Vec<_>>()),
+                    });
+                }
+            }
             let info = lookup(Enc::Vop3p, bits(w0, 16, 7), 2)?;
             inst = mk(info, Enc::Vop3p);
             inst.len = 8;
@@ -624,6 +667,17 @@ pub fn decode_one(code: &[u8], pc: u64, kernel: &str) -> Result<Inst, DecodeErro
                 inst.abs = bits(w0, 8, 3) as u8; // cbsz
                 inst.opsel = bits(w0, 11, 4) as u8; // abid
                 inst.neg = bits(w1, 29, 3) as u8; // blgp
+                if is_f8f6f4(info.op) && inst.opsel != 0 {
+                    // Only the scale form (handled above) sets these bits; LLVM prints the bare
+                    // word as data.
+                    return Err(DecodeError::Unsupported {
+                        kernel: kernel.to_string(),
+                        pc,
+                        what: "op_sel bits on an f8f6f4 MFMA without the v_mfma_ld_scale_b32 prefix".into(),
+                        mnemonic: info.name.into(),
+                        bytes: hex_words(&[w0, w1]),
+                    });
+                }
             } else {
                 inst.dst = reg_code(info, Field::Dst, bits(w0, 0, 8) as u16, true);
                 inst.src = [fix_vsrc(info, Field::Src0, s[0]), fix_vsrc(info, Field::Src1, s[1]), fix_vsrc(info, Field::Src2, s[2])];
@@ -792,6 +846,59 @@ pub fn is_mai(op: Op) -> bool {
     n.starts_with("v_mfma") || n.starts_with("v_smfmac")
 }
 
+/// Whether `op` is one of gfx950's `v_mfma_f32_{16x16x128,32x32x64}_f8f6f4`, whose `cbsz` /
+/// `blgp` fields select the A / B operand formats ([`F8f6f4Format`]).
+pub fn is_f8f6f4(op: Op) -> bool {
+    matches!(op, Op::v_mfma_f32_16x16x128_f8f6f4 | Op::v_mfma_f32_32x32x64_f8f6f4)
+}
+
+/// Operand format of an f8f6f4 MFMA source, from its 3-bit `cbsz` (A) or `blgp` (B) field
+/// (LLVM `SIDefines.h` `MFMAScaleFormats`: 0 FP8 E4M3, 1 BF8 E5M2, 2 FP6 E2M3, 3 BF6 E3M2,
+/// 4 FP4 E2M1; AMD CDNA4 ISA, "Matrix Arithmetic Instructions").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum F8f6f4Format {
+    /// OCP FP8 E4M3FN (8 VGPRs of 32 values).
+    Fp8,
+    /// OCP BF8 E5M2 (8 VGPRs).
+    Bf8,
+    /// OCP FP6 E2M3 (6 VGPRs of 32 packed 6-bit values).
+    Fp6,
+    /// OCP BF6 E3M2 (6 VGPRs).
+    Bf6,
+    /// OCP FP4 E2M1 (4 VGPRs of 32 packed 4-bit values).
+    Fp4,
+}
+
+impl F8f6f4Format {
+    /// The format of field value `v` (`None` for the reserved 5..=7).
+    pub fn from_field(v: u8) -> Option<F8f6f4Format> {
+        Some(match v {
+            0 => F8f6f4Format::Fp8,
+            1 => F8f6f4Format::Bf8,
+            2 => F8f6f4Format::Fp6,
+            3 => F8f6f4Format::Bf6,
+            4 => F8f6f4Format::Fp4,
+            _ => return None,
+        })
+    }
+    /// VGPRs the operand occupies (what LLVM prints; the reserved values print as 8).
+    pub fn regs_of_field(v: u8) -> u8 {
+        match v {
+            2 | 3 => 6,
+            4 => 4,
+            _ => 8,
+        }
+    }
+    /// Bits per element.
+    pub fn bits(self) -> u32 {
+        match self {
+            F8f6f4Format::Fp8 | F8f6f4Format::Bf8 => 8,
+            F8f6f4Format::Fp6 | F8f6f4Format::Bf6 => 6,
+            F8f6f4Format::Fp4 => 4,
+        }
+    }
+}
+
 fn is_ds_two_offsets(name: &str) -> bool {
     name.contains("read2") || name.contains("write2") || name.contains("wrxchg2")
 }
@@ -809,7 +916,8 @@ pub struct Program {
 
 impl Program {
     /// Decodes every instruction of `kernel` by a linear sweep from its entry over the kernel
-    /// symbol's size (or, without a size, to the end of the section).
+    /// symbol's size (or, without a size, to the end of the section), for the code object's
+    /// target.
     pub fn decode(co: &CodeObject, kernel: &Kernel) -> Result<Program, DecodeError> {
         let code = co.code_from(kernel.entry).ok_or_else(|| DecodeError::NoCode { kernel: kernel.name.clone(), entry: kernel.entry })?;
         let size = if kernel.code_size > 0 { (kernel.code_size as usize).min(code.len()) } else { code.len() };
@@ -818,7 +926,7 @@ impl Program {
         let mut off = 0usize;
         while off + 4 <= code.len() {
             let pc = kernel.entry + off as u64;
-            match decode_one(&code[off..], pc, &kernel.name) {
+            match decode_one_for(co.target(), &code[off..], pc, &kernel.name) {
                 Ok(i) => {
                     off += usize::from(i.len);
                     insts.push((pc, Ok(i)));
