@@ -1,5 +1,6 @@
 //! The disassembler against the independent oracle: every instruction of every kernel must print
-//! exactly as the toolchain's `llvm-objdump -d --mcpu=gfx942` prints it (text before `//`).
+//! exactly as the toolchain's `llvm-objdump -d --mcpu=<target>` prints it (text before `//`), for
+//! gfx942 and gfx950.
 
 use std::path::Path;
 
@@ -25,6 +26,16 @@ fn shipped_code_objects_match_llvm_objdump() {
     let n = compare(&p);
     let _ = std::fs::remove_file(&p);
     assert!(n > 1000, "only {n} instructions in the shipped gfx942 code object");
+}
+
+#[test]
+fn shipped_gfx950_code_object_matches_llvm_objdump() {
+    // The gfx950 code object the `fp8gemm` crate embeds, against `--mcpu=gfx950`.
+    let p = std::env::temp_dir().join(format!("amdgpu-emu-disasm-gfx950-{}.hsaco", std::process::id()));
+    std::fs::write(&p, fp8gemm::codeobj::GFX950).unwrap_or_else(|e| panic!("writing {}: {e}", p.display()));
+    let n = compare(&p);
+    let _ = std::fs::remove_file(&p);
+    assert!(n > 1000, "only {n} instructions in the shipped gfx950 code object");
 }
 
 /// Every (encoding, opcode) the decoder knows, as probed from llvm-objdump (one instruction per

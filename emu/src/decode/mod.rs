@@ -18,6 +18,7 @@ mod tables;
 pub use tables::Op;
 
 use crate::loader::{CodeObject, Kernel, Target};
+pub use crate::numerics::mfma::F8f6f4Format;
 
 /// Operand code of the first VGPR.
 pub const VGPR0: u16 = 256;
@@ -850,53 +851,6 @@ pub fn is_mai(op: Op) -> bool {
 /// `blgp` fields select the A / B operand formats ([`F8f6f4Format`]).
 pub fn is_f8f6f4(op: Op) -> bool {
     matches!(op, Op::v_mfma_f32_16x16x128_f8f6f4 | Op::v_mfma_f32_32x32x64_f8f6f4)
-}
-
-/// Operand format of an f8f6f4 MFMA source, from its 3-bit `cbsz` (A) or `blgp` (B) field
-/// (LLVM `SIDefines.h` `MFMAScaleFormats`: 0 FP8 E4M3, 1 BF8 E5M2, 2 FP6 E2M3, 3 BF6 E3M2,
-/// 4 FP4 E2M1; AMD CDNA4 ISA, "Matrix Arithmetic Instructions").
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum F8f6f4Format {
-    /// OCP FP8 E4M3FN (8 VGPRs of 32 values).
-    Fp8,
-    /// OCP BF8 E5M2 (8 VGPRs).
-    Bf8,
-    /// OCP FP6 E2M3 (6 VGPRs of 32 packed 6-bit values).
-    Fp6,
-    /// OCP BF6 E3M2 (6 VGPRs).
-    Bf6,
-    /// OCP FP4 E2M1 (4 VGPRs of 32 packed 4-bit values).
-    Fp4,
-}
-
-impl F8f6f4Format {
-    /// The format of field value `v` (`None` for the reserved 5..=7).
-    pub fn from_field(v: u8) -> Option<F8f6f4Format> {
-        Some(match v {
-            0 => F8f6f4Format::Fp8,
-            1 => F8f6f4Format::Bf8,
-            2 => F8f6f4Format::Fp6,
-            3 => F8f6f4Format::Bf6,
-            4 => F8f6f4Format::Fp4,
-            _ => return None,
-        })
-    }
-    /// VGPRs the operand occupies (what LLVM prints; the reserved values print as 8).
-    pub fn regs_of_field(v: u8) -> u8 {
-        match v {
-            2 | 3 => 6,
-            4 => 4,
-            _ => 8,
-        }
-    }
-    /// Bits per element.
-    pub fn bits(self) -> u32 {
-        match self {
-            F8f6f4Format::Fp8 | F8f6f4Format::Bf8 => 8,
-            F8f6f4Format::Fp6 | F8f6f4Format::Bf6 => 6,
-            F8f6f4Format::Fp4 => 4,
-        }
-    }
 }
 
 fn is_ds_two_offsets(name: &str) -> bool {
