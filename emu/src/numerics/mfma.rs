@@ -415,7 +415,7 @@ impl F8f6f4Format {
     /// (OCP "Microscaling Formats (MX) v1.0", section 5.3) have no NaN or infinity:
     /// E2M3 bias 1, E3M2 bias 3, E2M1 bias 1, subnormals at exponent field 0.
     pub fn value(self, x: u32) -> f32 {
-        let (e_bits, m_bits, bias) = match self {
+        let (e_bits, m_bits, bias): (u32, u32, i32) = match self {
             F8f6f4Format::Fp8 => return f32::from_bits(decode_table_bits(F8Kind::Fp8Ocp)[(x & 0xFF) as usize]),
             F8f6f4Format::Bf8 => return f32::from_bits(decode_table_bits(F8Kind::Bf8Ocp)[(x & 0xFF) as usize]),
             F8f6f4Format::Fp6 => (2, 3, 1),
