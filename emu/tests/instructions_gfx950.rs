@@ -337,15 +337,57 @@ fn fp8_conversions_are_ocp_on_gfx950() {
 }
 
 #[test]
-fn scaled_conversions_decode_and_are_typed_errors() {
-    // v_cvt_scalef32_pk_fp8_f32 v2, v0, v1, v3 (VOP3 0x235) and v_cvt_scalef32_pk_f32_fp8
-    // v[4:5], v0, v1 (VOP3 0x239): decoded like LLVM, not executed (the scale semantics are not
-    // modelled yet).
+fn scaled_conversions_to_fp8_divide_by_the_scale() {
+    // v_cvt_scalef32_pk_fp8_f32 v2, v0, v1, v3 op_sel:[0,0,0,1] (VOP3 0x235, dst op_sel: high
+    // word) and v_cvt_scalef32_pk_bf8_f32 v4, v0, v1, v3 (0x236, low word): x / 2^k with k the
+    // scale's exponent. Lane 0: scale 8 (a = 8 → 1.0, b = −24 → −3.0); lane 1: scale 0.25
+    // (a = 0.25 → 1.0, b = −0.75 → −3.0); lane 2: a NaN scale (E8M0 0xFF) gives NaNs; lane 3:
+    // scale 12.0 uses its exponent only (2^3, as 8).
+    let p = vec![0xD235_4002, V | (V + 1) << 9 | (V + 3) << 18, 0xD236_0004, V | (V + 1) << 9 | (V + 3) << 18];
+    assert_eq!(disasm950(&p), ["v_cvt_scalef32_pk_fp8_f32 v2, v0, v1, v3 op_sel:[0,0,0,1]", "v_cvt_scalef32_pk_bf8_f32 v4, v0, v1, v3"]);
+    let mut st = state950();
+    st.set_exec(0b1111);
+    for (l, (a, b, scale)) in
+        [(8.0f32, -24.0f32, 8.0f32), (0.25, -0.75, 0.25), (1.0, 1.0, f32::from_bits(0x7F80_0000)), (8.0, -24.0, 12.0)].into_iter().enumerate()
+    {
+        st.vgpr[0][l] = a.to_bits();
+        st.vgpr[1][l] = b.to_bits();
+        st.vgpr[3][l] = scale.to_bits();
+        st.vgpr[2][l] = 0x0000_5555;
+        st.vgpr[4][l] = 0xAAAA_0000;
+    }
+    run950(&p, &mut st, &mut [0u8; 16]).unwrap();
+    // E4M3FN: 1.0 = 0x38, −3.0 = 0xC4, NaN 0x7F; E5M2: 1.0 = 0x3C, −3.0 = 0xC2, NaN 0x7F.
+    assert_eq!(st.vgpr[2][..4], [0xC438_5555, 0xC438_5555, 0x7F7F_5555, 0xC438_5555]);
+    assert_eq!(st.vgpr[4][..4], [0xAAAA_C23C, 0xAAAA_C23C, 0xAAAA_7F7F, 0xAAAA_C23C]);
+}
+
+#[test]
+fn scaled_conversions_from_fp8_multiply_by_the_scale() {
+    // v_cvt_scalef32_pk_f32_fp8 v[4:5], v0, v1 op_sel:[1,0,0] (VOP3 0x239; op_sel[0] = the
+    // source's high word) and v_cvt_scalef32_pk_f32_bf8 v[6:7], v2, v1 (0x23a, low word).
+    let p = vec![0xD239_0804, V | (V + 1) << 9, 0xD23A_0006, (V + 2) | (V + 1) << 9];
+    assert_eq!(disasm950(&p), ["v_cvt_scalef32_pk_f32_fp8 v[4:5], v0, v1 op_sel:[1,0,0]", "v_cvt_scalef32_pk_f32_bf8 v[6:7], v2, v1"]);
+    let mut st = state950();
+    st.set_exec(0b11);
+    // v0 high word: E4M3FN 0x38 (1.0), 0xC4 (−3.0); v2 low word: E5M2 0x40 (2.0), 0x3C (1.0).
+    st.vgpr[0] = [0xC438_0000; 64];
+    st.vgpr[2] = [0x0000_3C40; 64];
+    st.vgpr[1][0] = 0.5f32.to_bits();
+    st.vgpr[1][1] = 4.0f32.to_bits();
+    run950(&p, &mut st, &mut [0u8; 16]).unwrap();
+    let got = |r: usize, l: usize| f32::from_bits(st.vgpr[r][l]);
+    assert_eq!([got(4, 0), got(5, 0), got(4, 1), got(5, 1)], [0.5, -1.5, 4.0, -12.0]);
+    assert_eq!([got(6, 0), got(7, 0), got(6, 1), got(7, 1)], [1.0, 0.5, 8.0, 4.0]);
+}
+
+#[test]
+fn other_scaled_conversions_are_typed_errors() {
+    // v_cvt_scalef32_sr_fp8_f32 (stochastic rounding, VOP3 0x237) and v_cvt_scalef32_f32_fp8
+    // (0x23b) decode like LLVM and are not executed.
     for (p, text) in [
-        (vec![0xD235_0002, V | (V + 1) << 9 | (V + 3) << 18], "v_cvt_scalef32_pk_fp8_f32 v2, v0, v1, v3"),
-        (vec![0xD239_0004, V | (V + 1) << 9], "v_cvt_scalef32_pk_f32_fp8 v[4:5], v0, v1"),
-        (vec![0xD236_0002, V | (V + 1) << 9 | (V + 3) << 18], "v_cvt_scalef32_pk_bf8_f32 v2, v0, v1, v3"),
-        (vec![0xD23A_0004, V | (V + 1) << 9], "v_cvt_scalef32_pk_f32_bf8 v[4:5], v0, v1"),
+        (vec![0xD237_0002, V | (V + 1) << 9 | (V + 3) << 18], "v_cvt_scalef32_sr_fp8_f32 v2, v0, v1, v3"),
+        (vec![0xD23B_0004, V | (V + 1) << 9], "v_cvt_scalef32_f32_fp8 v4, v0, v1"),
     ] {
         assert_eq!(disasm950(&p), [text]);
         let e = run950(&p, &mut state950(), &mut [0u8; 16]).unwrap_err();

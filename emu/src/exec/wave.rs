@@ -2018,6 +2018,34 @@ impl Cx<'_, '_> {
                 self.vwrite(w, inst.dst, &r, exec)?;
                 return Ok(Flow::Next);
             }
+            Op::v_cvt_scalef32_pk_fp8_f32 | Op::v_cvt_scalef32_pk_bf8_f32 => {
+                // gfx950 only (OCP encodings); numerics::cvt_scalef32_pk_f8_f32.
+                let kind = f8kind(op == Op::v_cvt_scalef32_pk_fp8_f32, true);
+                let (x, y, sc) = (fa!(), fb!(), fc!());
+                let old = self.vread(w, inst, inst.dst)?;
+                let hi = inst.opsel & 8 != 0;
+                let clamp = inst.has_flag(flag::CLAMP);
+                let r: Lanes = std::array::from_fn(|l| numerics::cvt_scalef32_pk_f8_f32(f(x[l]), f(y[l]), f(sc[l]), old[l], hi, clamp, kind));
+                self.vwrite(w, inst.dst, &r, exec)?;
+                return Ok(Flow::Next);
+            }
+            Op::v_cvt_scalef32_pk_f32_fp8 | Op::v_cvt_scalef32_pk_f32_bf8 => {
+                // gfx950 only; op_sel bit 0 selects the source's high word (LLVM
+                // `int_amdgcn_cvt_scalef32_pk_f32_fp8` word_sel).
+                let kind = f8kind(op == Op::v_cvt_scalef32_pk_f32_fp8, true);
+                if inst.abs & 1 != 0 || inst.neg & 1 != 0 || inst.has_flag(flag::CLAMP) || inst.omod != 0 {
+                    return Err(self.unimpl(inst));
+                }
+                let x = self.vread(w, inst, inst.src[0])?;
+                let sc = self.fsrc(w, inst, 1)?;
+                let hi = inst.opsel & 1 != 0;
+                let r: [u64; 64] = std::array::from_fn(|l| {
+                    let p = numerics::cvt_scalef32_pk_f32_f8(x[l], f(sc[l]), hi, kind);
+                    u64::from(b(p[0])) | u64::from(b(p[1])) << 32
+                });
+                self.vwrite64(w, inst.dst, &r, exec)?;
+                return Ok(Flow::Next);
+            }
             Op::v_cvt_sr_fp8_f32 | Op::v_cvt_sr_bf8_f32 => {
                 let kind = f8kind(op == Op::v_cvt_sr_fp8_f32, self.st.program.ocp);
                 let (x, y) = (fa!(), bb!());

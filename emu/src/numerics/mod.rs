@@ -25,7 +25,10 @@
 pub mod fp8;
 pub mod mfma;
 
-pub use fp8::{F8Kind, cvt_f32_f8, cvt_pk_f8_f32, cvt_pk_f32_f8, cvt_sr_f8_f32, f8_to_f32, f32_to_f8_rne, f32_to_f8_sr};
+pub use fp8::{
+    F8Kind, cvt_f32_f8, cvt_pk_f8_f32, cvt_pk_f32_f8, cvt_scalef32_pk_f8_f32, cvt_scalef32_pk_f32_f8, cvt_sr_f8_f32, f8_to_f32, f32_to_f8_rne, f32_to_f8_sr,
+    scalef32_exponent,
+};
 pub use mfma::{
     F8f6f4Format, MfmaOp, mfma_f32_16x16x4_f32, mfma_f32_16x16x16_bf16, mfma_f32_16x16x16_f16, mfma_f32_16x16x32_f8, mfma_f32_16x16x128_f8f6f4,
     mfma_f32_32x32x2_f32, mfma_f32_32x32x8_bf16, mfma_f32_32x32x8_f16, mfma_f32_32x32x16_f8, mfma_f32_32x32x64_f8f6f4, mfma_i32_16x16x32_i8,
