@@ -126,7 +126,7 @@ fn waitcnt(simm: u16) -> String {
 /// Formats one instruction as llvm-objdump prints it (without the trailing comment).
 pub fn format_inst(inst: &Inst) -> String {
     let info = inst.info;
-    let mut s = String::from(info.name);
+    let mut s = String::from(inst.name());
     let mut ops: Vec<String> = Vec::new();
     match inst.enc {
         Enc::Sopp => {
@@ -315,6 +315,18 @@ pub fn format_inst(inst: &Inst) -> String {
         Enc::Vop3p => {
             let nsrc = info.slots.iter().filter(|sl| src_index(sl.field).is_some()).count();
             if crate::decode::is_mai(inst.op) {
+                if inst.has_flag(flag::MFMA_SCALE) {
+                    // v_mfma_scale_*: the scale operands follow C; the prefix's op_sel /
+                    // op_sel_hi, 3 entries each of which LLVM uses (and prints) the first two;
+                    // op_sel_hi is always printed.
+                    for (code, _) in inst.mfma_scale_srcs() {
+                        ops.push(operand(code, 1, 0));
+                    }
+                    if inst.offset1 & 3 != 0 {
+                        let _ = write!(s2, " op_sel:{}", bitlist(inst.offset1 & 3, 3));
+                    }
+                    let _ = write!(s2, " op_sel_hi:{}", bitlist(inst.opsel_hi & 3, 3));
+                }
                 if inst.abs != 0 {
                     let _ = write!(s2, " cbsz:{}", inst.abs);
                 }

@@ -162,6 +162,19 @@ fn f8f6f4_fp6_and_fp4_operands_and_mixed_formats() {
 }
 
 #[test]
+fn f8f6f4_passes_and_flops() {
+    use amdgpu_emu::decode::Op;
+    use amdgpu_emu::exec::counters::{mfma_flops, mfma_passes};
+    // FP8 rate of gfx950 (8192 FLOP/clk/CU = 2048 per SIMD): 32 and 64 cycles.
+    assert_eq!(mfma_passes(Op::v_mfma_f32_16x16x128_f8f6f4), Some(8));
+    assert_eq!(mfma_passes(Op::v_mfma_f32_32x32x64_f8f6f4), Some(16));
+    assert_eq!(mfma_flops(Op::v_mfma_f32_16x16x128_f8f6f4), 2 * 16 * 16 * 128);
+    assert_eq!(mfma_flops(Op::v_mfma_f32_32x32x64_f8f6f4), 2 * 32 * 32 * 64);
+    // The CDNA3 form keeps its rate on gfx950.
+    assert_eq!(mfma_passes(Op::v_mfma_f32_16x16x32_fp8_fp8), Some(4));
+}
+
+#[test]
 fn f8f6f4_nan_and_reserved_formats() {
     // An E4M3FN NaN (0x7F) in A row 0 poisons row 0 of D only.
     let mut st = state950();
@@ -415,17 +428,76 @@ fn opcodes_follow_the_target() {
 }
 
 #[test]
-fn block_scaled_mfma_is_a_typed_unsupported_error() {
+fn block_scaled_mfma_decodes_as_one_instruction() {
     // v_mfma_scale_f32_16x16x128_f8f6f4 v[0:3], v[4:11], v[12:19], v[20:23], v24, v25
-    // op_sel_hi:[0,0,0] (LLVM test/MC/AMDGPU/mai-gfx950.s encoding).
-    let w = bytes(&[0xD3AC_0000, 0x0002_3318, 0xD3AD_0800, 0x0452_1904]);
-    match decode_one_for(Target::Gfx950, &w, 0x40, "k") {
-        Err(DecodeError::Unsupported { mnemonic, pc, .. }) => {
-            assert_eq!(mnemonic, "v_mfma_scale_f32_16x16x128_f8f6f4");
-            assert_eq!(pc, 0x40);
-        }
-        other => panic!("{other:?}"),
+    // op_sel_hi:[0,0,0] (LLVM test/MC/AMDGPU/mai-gfx950.s encoding): 16 bytes.
+    let w = [0xD3AC_0000, 0x0002_3318, 0xD3AD_0800, 0x0452_1904];
+    let i = decode_one_for(Target::Gfx950, &bytes(&w), 0x40, "k").unwrap();
+    assert_eq!((i.len, i.name()), (16, "v_mfma_scale_f32_16x16x128_f8f6f4"));
+    assert_eq!(format_inst(&i), "v_mfma_scale_f32_16x16x128_f8f6f4 v[0:3], v[4:11], v[12:19], v[20:23], v24, v25 op_sel_hi:[0,0,0]");
+    // A bare prefix is not an instruction of its own here.
+    assert!(matches!(decode_one_for(Target::Gfx950, &bytes(&w[..2]), 0, "k"), Err(DecodeError::UnknownOpcode { .. })));
+}
+
+/// `v_mfma_scale_f32_16x16x128_f8f6f4 v[32:35], v[0:7], v[8:15], v[16:19], v40, v41` with
+/// `opsel_a` / `opsel_b` byte selects (op_sel[i] | op_sel_hi[i] << 1) and A/B formats.
+fn mfma_scale_words(m: usize, sel_a: u32, sel_b: u32, cbsz: u32, blgp: u32) -> Vec<u32> {
+    let op_sel = (sel_a & 1) | (sel_b & 1) << 1;
+    let hi = (sel_a >> 1) | (sel_b >> 1) << 1;
+    let pre = vec![0xD3AC_0000 | op_sel << 11, (V + 40) | (V + 41) << 9 | hi << 27];
+    let mut mf = mfma_words(m, cbsz, blgp);
+    mf[0] |= 1 << 11;
+    [pre, mf].concat()
+}
+
+#[test]
+fn block_scaled_mfma_with_lane_uniform_scales() {
+    let p = mfma_scale_words(16, 2, 1, 0, 4);
+    assert_eq!(disasm950(&p), ["v_mfma_scale_f32_16x16x128_f8f6f4 v[32:35], v[0:7], v[8:11], v[16:19], v40, v41 op_sel:[0,1,0] op_sel_hi:[1,0,0] blgp:4"]);
+    // A = FP8 1.0 everywhere, B = FP4 1.5 everywhere, C = 1. Scale A: byte 2 of v40 = 129
+    // (×4); scale B: byte 1 of v41 = 125 (×1/4). D = 1 + 128 · 1.5 = 193. The other bytes hold
+    // noise that must be ignored.
+    let mut st = state950();
+    pack(&mut st, 0, 0, 16, &|_, _| 0x38);
+    pack(&mut st, 8, 4, 16, &|_, _| 0x3);
+    for r in 16..20 {
+        st.vgpr[r] = [1.0f32.to_bits(); 64];
     }
+    st.vgpr[40] = [0x1281_3344; 64];
+    st.vgpr[41] = [0x9955_7D11; 64];
+    run950(&p, &mut st, &mut [0u8; 16]).unwrap_or_else(|e| panic!("{e}"));
+    assert!((32..36).all(|r| st.vgpr[r].iter().all(|&x| f32::from_bits(x) == 193.0)), "{}", f32::from_bits(st.vgpr[32][0]));
+    // Scale 127 on both (2^0) on the 32x32x64 form equals the unscaled instruction.
+    let p32 = mfma_scale_words(32, 0, 0, 0, 1);
+    let mut st2 = state950();
+    let (ca, cb) = (codes(0), codes(1));
+    pack(&mut st2, 0, 0, 32, &|i, k| ca[(i + 3 * k) % ca.len()].1);
+    pack(&mut st2, 8, 1, 32, &|j, k| cb[(5 * k + j) % cb.len()].1);
+    let mut st3 = st2.clone();
+    st2.vgpr[40] = [127; 64];
+    st2.vgpr[41] = [0x7F00_7F7F; 64];
+    run950(&p32, &mut st2, &mut [0u8; 16]).unwrap();
+    run950(&mfma_words(32, 0, 1), &mut st3, &mut [0u8; 16]).unwrap();
+    for r in 32..48 {
+        assert_eq!(st2.vgpr[r], st3.vgpr[r], "v{r}");
+    }
+}
+
+#[test]
+fn block_scaled_mfma_nan_and_lane_varying_scales() {
+    let p = mfma_scale_words(16, 0, 0, 0, 0);
+    let mut st = state950();
+    pack(&mut st, 0, 0, 16, &|_, _| 0x38);
+    pack(&mut st, 8, 0, 16, &|_, _| 0x38);
+    // E8M0 0xFF is NaN: every result NaN.
+    st.vgpr[40] = [0xFF; 64];
+    st.vgpr[41] = [127; 64];
+    run950(&p, &mut st, &mut [0u8; 16]).unwrap();
+    assert!((32..36).all(|r| st.vgpr[r].iter().all(|&x| f32::from_bits(x).is_nan())));
+    // Scales that differ between lanes: a typed error, not a guessed block assignment.
+    st.vgpr[40] = std::array::from_fn(|l| 120 + (l as u32 % 3));
+    let e = run950(&p, &mut st, &mut [0u8; 16]).unwrap_err();
+    assert!(matches!(*e, LaunchError::Unimplemented { .. }) && e.to_string().contains("differ between lanes"), "{e}");
 }
 
 #[test]

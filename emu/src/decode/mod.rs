@@ -8,7 +8,7 @@
 //! the opcodes that differ, `--mcpu=gfx950`: [`decode_one_for`] takes the
 //! [`Target`] (a code object's, from its ELF `e_flags`); [`decode_one`] decodes gfx942.
 //! gfx950's block-scaled MFMAs (`v_mfma_scale_*`, a `v_mfma_ld_scale_b32` prefix fused with the
-//! MFMA that follows) are reported as [`DecodeError::Unsupported`]. A decoded [`Inst`] keeps every operand as a
+//! MFMA that follows) decode as one 16-byte [`Inst`] flagged [`flag::MFMA_SCALE`]. A decoded [`Inst`] keeps every operand as a
 //! unified 10-bit *operand code* so the executor never re-parses bits:
 //! `0..=255` scalar source encoding (SGPRs, VCC, EXEC, M0, inline constants, 255 = literal),
 //! `256..=511` VGPR `v(code-256)`, `512..=767` AccVGPR `a(code-512)`.
@@ -166,6 +166,9 @@ pub mod flag {
     pub const SDWA: u16 = 4096;
     /// DPP form of a VOP1/VOP2/VOPC instruction ([`super::Inst::sdwa`] holds the DPP dword).
     pub const DPP: u16 = 8192;
+    /// gfx950 block-scaled f8f6f4 MFMA (`v_mfma_scale_f32_*_f8f6f4`: a `v_mfma_ld_scale_b32`
+    /// prefix fused with the MFMA, 16 bytes).
+    pub const MFMA_SCALE: u16 = 16384;
 }
 
 /// A decoded instruction.
@@ -177,10 +180,10 @@ pub struct Inst {
     pub info: &'static OpInfo,
     /// Encoding.
     pub enc: Enc,
-    /// Length in bytes (4, 8 or 12).
+    /// Length in bytes (4, 8, 12, or 16 for a block-scaled MFMA).
     pub len: u8,
     /// Raw words (unused words are 0).
-    pub words: [u32; 3],
+    pub words: [u32; 4],
     /// Destination operand code (VGPR/AGPR/SGPR per encoding; see module docs).
     pub dst: u16,
     /// Second (scalar) destination: VOP3b carry-out, v_cmp VOP3 destination, SMEM soffset.
@@ -190,9 +193,11 @@ pub struct Inst {
     pub src: [u16; 3],
     /// Literal constant (valid when an operand code is [`LITERAL`] or for fmamk/fmaak).
     pub lit: u32,
-    /// Signed immediate: SOPP/SOPK simm16, SMEM/FLAT/MUBUF offset, DS offset0 (or 16-bit offset).
+    /// Signed immediate: SOPP/SOPK simm16, SMEM/FLAT/MUBUF offset, DS offset0 (or 16-bit offset);
+    /// for a block-scaled MFMA ([`flag::MFMA_SCALE`]) the scale operands' codes, A's in bits
+    /// 15:0 and B's in bits 31:16 ([`Inst::mfma_scale_srcs`]).
     pub imm: i32,
-    /// DS offset1.
+    /// DS offset1; for a block-scaled MFMA its prefix's op_sel bits (bit i = op_sel[i]).
     pub offset1: u8,
     /// VOP3 abs bits (src0 = bit 0) / VOP3P neg_hi bits / MAI cbsz.
     pub abs: u8,
@@ -200,7 +205,7 @@ pub struct Inst {
     pub neg: u8,
     /// VOP3 op_sel (bit 3 = destination) / VOP3P op_sel / MAI abid.
     pub opsel: u8,
-    /// VOP3P op_sel_hi bits.
+    /// VOP3P op_sel_hi bits (for a block-scaled MFMA, its prefix's).
     pub opsel_hi: u8,
     /// VOP3 output modifier (0 none, 1 ×2, 2 ×4, 3 ÷2).
     pub omod: u8,
@@ -316,7 +321,21 @@ impl Inst {
 
     /// Mnemonic as LLVM prints it.
     pub fn name(&self) -> &'static str {
-        self.info.name
+        if self.has_flag(flag::MFMA_SCALE) {
+            match self.op {
+                Op::v_mfma_f32_16x16x128_f8f6f4 => "v_mfma_scale_f32_16x16x128_f8f6f4",
+                _ => "v_mfma_scale_f32_32x32x64_f8f6f4",
+            }
+        } else {
+            self.info.name
+        }
+    }
+    /// A block-scaled MFMA's scale operands: `(code, byte)` of A's and of B's scale (operand code
+    /// as for sources; byte = which byte of the 32-bit value holds the E8M0 scale: op_sel[i] |
+    /// op_sel_hi[i] << 1 of the prefix, as LLVM encodes the intrinsic's `opsel_a` / `opsel_b`).
+    pub fn mfma_scale_srcs(&self) -> [(u16, u8); 2] {
+        let codes = [(self.imm as u32 & 0xffff) as u16, (self.imm as u32 >> 16) as u16];
+        std::array::from_fn(|i| (codes[i], (self.offset1 >> i & 1) | (self.opsel_hi >> i & 1) << 1))
     }
     /// Whether a [`flag`] bit is set.
     #[inline]
@@ -429,7 +448,7 @@ pub fn decode_one_for(target: Target, code: &[u8], pc: u64, kernel: &str) -> Res
         info,
         enc,
         len: 4,
-        words: [w0, 0, 0],
+        words: [w0, 0, 0, 0],
         dst: 0,
         sdst: 0,
         src: [0; 3],
@@ -629,22 +648,34 @@ pub fn decode_one_for(target: Target, code: &[u8], pc: u64, kernel: &str) -> Res
         if top9 == 0x1A7 {
             // VOP3P (incl. MAI)
             if target == Target::Gfx950 && bits(w0, 16, 7) == VOP3P_MFMA_LD_SCALE {
-                // The block-scaled MFMA: this prefix and an f8f6f4 MFMA with op_sel bit 0 (w0
-                // bit 11) set print as one `v_mfma_scale_f32_*_f8f6f4` (16 bytes). Not modelled.
-                let (w2, w3) = (word(2), word(3));
-                if let (Some(w2), Some(_)) = (w2, w3)
+                // The block-scaled MFMA: this prefix (scale operands in src0 / src1, their byte
+                // selects in op_sel / op_sel_hi) and an f8f6f4 MFMA with op_sel bit 0 (w0 bit 11)
+                // set are one `v_mfma_scale_f32_*_f8f6f4` of 16 bytes (LLVM VOP3PX2 encoding,
+                // `test/MC/AMDGPU/mai-gfx950.s`). A bare prefix is not an instruction here.
+                if let (Some(w2), Some(w3)) = (word(2), word(3))
                     && w2 >> 23 == 0x1A7
                     && bits(w2, 11, 1) != 0
-                    && let Some(next) = table_lookup(target, Enc::Vop3p, bits(w2, 16, 7) as u16)
-                    && next.name.ends_with("_f8f6f4")
+                    && table_lookup(target, Enc::Vop3p, bits(w2, 16, 7) as u16).is_some_and(|i| is_f8f6f4(i.op))
                 {
-                    return Err(DecodeError::Unsupported {
-                        kernel: kernel.to_string(),
-                        pc,
-                        what: "block-scaled MFMA (v_mfma_ld_scale_b32 prefix)".into(),
-                        mnemonic: next.name.replacen("v_mfma_", "v_mfma_scale_", 1),
-                        bytes: hex_words(&(0..4).filter_map(word).collect::<Vec<_>>()),
-                    });
+                    let mfma_bytes: Vec<u8> = [w2 & !(1 << 11), w3].iter().flat_map(|w| w.to_le_bytes()).collect();
+                    let mut inst = decode_one_for(target, &mfma_bytes, pc, kernel)?;
+                    let (sa, sb) = (bits(w1, 0, 9), bits(w1, 9, 9));
+                    if sa == u32::from(LITERAL) || sb == u32::from(LITERAL) {
+                        return Err(DecodeError::Unsupported {
+                            kernel: kernel.to_string(),
+                            pc,
+                            what: "literal scale operand".into(),
+                            mnemonic: inst.name().into(),
+                            bytes: hex_words(&[w0, w1, w2, w3]),
+                        });
+                    }
+                    inst.len = 16;
+                    inst.words = [w0, w1, w2, w3];
+                    inst.flags |= flag::MFMA_SCALE;
+                    inst.imm = (sa | sb << 16) as i32;
+                    inst.offset1 = bits(w0, 11, 3) as u8;
+                    inst.opsel_hi = (bits(w1, 27, 2) | bits(w0, 14, 1) << 2) as u8;
+                    return Ok(inst);
                 }
             }
             let info = lookup(Enc::Vop3p, bits(w0, 16, 7), 2)?;

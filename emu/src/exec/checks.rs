@@ -213,6 +213,10 @@ impl InstInfo {
                     }
                     width = n;
                 }
+                // gfx950 f8f6f4 MFMA sources are as wide as their cbsz / blgp format (FP4 reads
+                // 4 VGPRs, FP6 6, FP8 8).
+                (Enc::Vop3p, Field::Src0) if crate::decode::is_f8f6f4(inst.op) => width = crate::decode::F8f6f4Format::regs_of_field(inst.abs),
+                (Enc::Vop3p, Field::Src1) if crate::decode::is_f8f6f4(inst.op) => width = crate::decode::F8f6f4Format::regs_of_field(inst.neg),
                 _ => {}
             }
             if !in_file(code) {
@@ -230,6 +234,14 @@ impl InstInfo {
                         _ => 2,
                     };
                     info.mfma_src[i] = Some(range);
+                }
+            }
+        }
+        // A block-scaled MFMA also reads its two scale operands.
+        if inst.has_flag(flag::MFMA_SCALE) {
+            for (code, _) in inst.mfma_scale_srcs() {
+                if in_file(code) {
+                    info.reads.push((code, 1));
                 }
             }
         }

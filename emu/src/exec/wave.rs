@@ -2470,6 +2470,30 @@ impl Cx<'_, '_> {
         if inst.opsel != 0 || inst.src[0] < VGPR0 || inst.src[1] < VGPR0 {
             return Err(self.unimpl(inst));
         }
+        // v_mfma_scale_*: E8M0 block scales of A and B, one byte per lane (op_sel-selected).
+        // Model: only scales that are the same in every lane are executed (then every K block
+        // of every row / column has that scale, whatever the lane ↔ block assignment is); the
+        // product of each element pair is multiplied by 2^(sa − 127) · 2^(sb − 127), which
+        // equals scaling each block's dot product before accumulation (the blog's "applied after
+        // the normal dot product and prior to accumulation") unless a scaled value leaves the
+        // f32 range. Per-lane-different scales are a typed error (their block assignment is not
+        // modelled yet).
+        let mut scale_exp = [0i32; 2];
+        if inst.has_flag(flag::MFMA_SCALE) {
+            for (k, (code, byte)) in inst.mfma_scale_srcs().into_iter().enumerate() {
+                let v = self.vread(w, inst, code)?;
+                let e = (v[0] >> (8 * byte)) & 0xff;
+                if v.iter().any(|&x| (x >> (8 * byte)) & 0xff != e) {
+                    let mut err = self.unimpl(inst);
+                    if let LaunchError::Unimplemented { text, .. } = &mut err {
+                        text.push_str(" (block scales that differ between lanes are not modelled)");
+                    }
+                    return Err(err);
+                }
+                // E8M0: 2^(e − 127); 0xFF is NaN (i32::MAX marks it).
+                scale_exp[k] = if e == 0xff { i32::MAX } else { e as i32 - 127 };
+            }
+        }
         let mut ops = [[[0u32; 8]; 64]; 2];
         for (k, code) in [inst.src[0], inst.src[1]].into_iter().enumerate() {
             for r in 0..usize::from(numerics::F8f6f4Format::regs_of_field(if k == 0 { inst.abs } else { inst.neg })) {
@@ -2483,9 +2507,9 @@ impl Cx<'_, '_> {
         let c16: [[f32; 16]; 64] = std::array::from_fn(|l| craw[l].map(f));
         let out: Vec<[f32; 16]> = if rows16 {
             let c: [[f32; 4]; 64] = std::array::from_fn(|l| [c16[l][0], c16[l][1], c16[l][2], c16[l][3]]);
-            numerics::mfma_f32_16x16x128_f8f6f4(&ops[0], &ops[1], &c, fa, fb).iter().map(pad16).collect()
+            numerics::mfma_scale_f32_16x16x128_f8f6f4(&ops[0], &ops[1], &c, fa, fb, scale_exp).iter().map(pad16).collect()
         } else {
-            numerics::mfma_f32_32x32x64_f8f6f4(&ops[0], &ops[1], &c16, fa, fb).to_vec()
+            numerics::mfma_scale_f32_32x32x64_f8f6f4(&ops[0], &ops[1], &c16, fa, fb, scale_exp).to_vec()
         };
         for r in 0..if rows16 { 4 } else { 16 } {
             let v: Lanes = std::array::from_fn(|l| b(out[l][r]));

@@ -53,6 +53,10 @@ pub enum MfmaOp {
     I32_16x16x32I8,
     /// `v_mfma_i32_32x32x16_i8` (gfx940+).
     I32_32x32x16I8,
+    /// gfx950 `v_mfma_f32_16x16x128_f8f6f4` (FP8/BF8 operands; FP6/FP4 take half the passes).
+    F32_16x16x128F8f6f4,
+    /// gfx950 `v_mfma_f32_32x32x64_f8f6f4` (FP8/BF8 operands; FP6/FP4 take half the passes).
+    F32_32x32x64F8f6f4,
 }
 
 impl MfmaOp {
@@ -62,9 +66,12 @@ impl MfmaOp {
     /// table: 16x16x32 fp8 16, 32x32x16 fp8 32, 16x16x16 f16/bf16_1k 16, 32x32x8 f16/bf16_1k 32,
     /// 16x16x4 f32 32, 32x32x2 f32 64 cycles), consistent with `gfx942.md` (fp8: 4 and 8 passes)
     /// and with MI300X's published peak rates per CU per clock (FP8 4096, BF16/F16 2048, F32
-    /// matrix 256 FLOP).
+    /// matrix 256 FLOP). gfx950's f8f6f4 forms with FP8 operands: 8 and 16 passes (32 / 64
+    /// cycles, 8192 FLOP/clk/CU; project `hardware.md`).
     pub const fn passes(self) -> u32 {
         match self {
+            MfmaOp::F32_16x16x128F8f6f4 => 8,
+            MfmaOp::F32_32x32x64F8f6f4 => 16,
             MfmaOp::F32_16x16x32F8 | MfmaOp::F32_16x16x16Bf16 | MfmaOp::F32_16x16x16F16 | MfmaOp::I32_16x16x32I8 => 4,
             MfmaOp::F32_32x32x16F8 | MfmaOp::F32_32x32x8Bf16 | MfmaOp::F32_32x32x8F16 | MfmaOp::F32_16x16x4F32 | MfmaOp::I32_32x32x16I8 => 8,
             MfmaOp::F32_32x32x2F32 => 16,
@@ -79,6 +86,8 @@ impl MfmaOp {
     /// `(M, N, K)` of the instruction.
     pub const fn shape(self) -> (usize, usize, usize) {
         match self {
+            MfmaOp::F32_16x16x128F8f6f4 => (16, 16, 128),
+            MfmaOp::F32_32x32x64F8f6f4 => (32, 32, 64),
             MfmaOp::F32_16x16x32F8 | MfmaOp::I32_16x16x32I8 => (16, 16, 32),
             MfmaOp::F32_32x32x16F8 | MfmaOp::I32_32x32x16I8 => (32, 32, 16),
             MfmaOp::F32_16x16x16Bf16 | MfmaOp::F32_16x16x16F16 => (16, 16, 16),
@@ -469,7 +478,12 @@ fn mfma_f8f6f4<const M: usize, const K: usize, const R: usize>(
     c: &[[f32; R]; 64],
     fa: F8f6f4Format,
     fb: F8f6f4Format,
+    scale_exp: [i32; 2],
 ) -> [[f32; R]; 64] {
+    // Uniform block scales: each operand's elements times 2^e (exact in f32 while in range);
+    // i32::MAX is the E8M0 NaN.
+    let factor = |e: i32| if e == i32::MAX { f32::NAN } else { (2f64).powi(e) as f32 };
+    let (sa, sb) = (factor(scale_exp[0]), factor(scale_exp[1]));
     // Inverse of f8f6f4_k per format: (lane group, element) holding logical k.
     let groups = 64 / M;
     let inv = |fmt: F8f6f4Format| -> [(usize, usize); K] {
@@ -489,11 +503,11 @@ fn mfma_f8f6f4<const M: usize, const K: usize, const R: usize>(
     mfma_core::<M, K, 32, R>(
         |lane, e| {
             let (g, e2) = ia[32 * (lane / M) + e];
-            f8f6f4_elem(&a[lane % M + M * g], fa, e2)
+            f8f6f4_elem(&a[lane % M + M * g], fa, e2) * sa
         },
         |lane, e| {
             let (g, e2) = ib[32 * (lane / M) + e];
-            f8f6f4_elem(&b[lane % M + M * g], fb, e2)
+            f8f6f4_elem(&b[lane % M + M * g], fb, e2) * sb
         },
         c,
         Step::ExactProducts,
@@ -510,7 +524,22 @@ fn mfma_f8f6f4<const M: usize, const K: usize, const R: usize>(
 /// (register `r` of lane `l` holds `(4·⌊l/16⌋ + r, l mod 16)`). Arithmetic per the module's
 /// accumulation model, in logical k order.
 pub fn mfma_f32_16x16x128_f8f6f4(a: &[[u32; 8]; 64], b: &[[u32; 8]; 64], c: &[[f32; 4]; 64], fa: F8f6f4Format, fb: F8f6f4Format) -> [[f32; 4]; 64] {
-    mfma_f8f6f4::<16, 128, 4>(a, b, c, fa, fb)
+    mfma_f8f6f4::<16, 128, 4>(a, b, c, fa, fb, [0, 0])
+}
+
+/// gfx950 `v_mfma_scale_f32_16x16x128_f8f6f4` with block scales the same in every lane: as
+/// [`mfma_f32_16x16x128_f8f6f4`] with every A element times `2^scale_exp[0]` and every B element
+/// times `2^scale_exp[1]` (`i32::MAX` = the E8M0 NaN scale, giving NaN). Exact scaling while the
+/// scaled values stay within f32's range.
+pub fn mfma_scale_f32_16x16x128_f8f6f4(
+    a: &[[u32; 8]; 64],
+    b: &[[u32; 8]; 64],
+    c: &[[f32; 4]; 64],
+    fa: F8f6f4Format,
+    fb: F8f6f4Format,
+    scale_exp: [i32; 2],
+) -> [[f32; 4]; 64] {
+    mfma_f8f6f4::<16, 128, 4>(a, b, c, fa, fb, scale_exp)
 }
 
 /// gfx950 `v_mfma_f32_32x32x64_f8f6f4 D, A, B, C` (CDNA4; VOP3P opcode 0x2e; 16 passes with FP8
@@ -519,7 +548,20 @@ pub fn mfma_f32_16x16x128_f8f6f4(a: &[[u32; 8]; 64], b: &[[u32; 8]; 64], c: &[[f
 /// As [`mfma_f32_16x16x128_f8f6f4`] with two lane groups (`A[i][k]` in lane `32·g + i`); the
 /// result layout is [`mfma_f32_32x32x16_f8`]'s.
 pub fn mfma_f32_32x32x64_f8f6f4(a: &[[u32; 8]; 64], b: &[[u32; 8]; 64], c: &[[f32; 16]; 64], fa: F8f6f4Format, fb: F8f6f4Format) -> [[f32; 16]; 64] {
-    mfma_f8f6f4::<32, 64, 16>(a, b, c, fa, fb)
+    mfma_f8f6f4::<32, 64, 16>(a, b, c, fa, fb, [0, 0])
+}
+
+/// gfx950 `v_mfma_scale_f32_32x32x64_f8f6f4` with lane-uniform block scales (see
+/// [`mfma_scale_f32_16x16x128_f8f6f4`]).
+pub fn mfma_scale_f32_32x32x64_f8f6f4(
+    a: &[[u32; 8]; 64],
+    b: &[[u32; 8]; 64],
+    c: &[[f32; 16]; 64],
+    fa: F8f6f4Format,
+    fb: F8f6f4Format,
+    scale_exp: [i32; 2],
+) -> [[f32; 16]; 64] {
+    mfma_f8f6f4::<32, 64, 16>(a, b, c, fa, fb, scale_exp)
 }
 
 #[cfg(test)]

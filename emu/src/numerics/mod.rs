@@ -32,5 +32,5 @@ pub use fp8::{
 pub use mfma::{
     F8f6f4Format, MfmaOp, mfma_f32_16x16x4_f32, mfma_f32_16x16x16_bf16, mfma_f32_16x16x16_f16, mfma_f32_16x16x32_f8, mfma_f32_16x16x128_f8f6f4,
     mfma_f32_32x32x2_f32, mfma_f32_32x32x8_bf16, mfma_f32_32x32x8_f16, mfma_f32_32x32x16_f8, mfma_f32_32x32x64_f8f6f4, mfma_i32_16x16x32_i8,
-    mfma_i32_32x32x16_i8,
+    mfma_i32_32x32x16_i8, mfma_scale_f32_16x16x128_f8f6f4, mfma_scale_f32_32x32x64_f8f6f4,
 };

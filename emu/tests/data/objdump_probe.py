@@ -92,6 +92,15 @@ def probes():
     if MCPU == "gfx950":
         for op in range(128):
             out.append(("MUBUF", op, "lds", [0xE0000000 | op << 18 | 1 << 16 | 1 << 12 | 8, 20 | 30 << 8 | (40 // 4) << 16 | 50 << 24]))
+        # Block-scaled MFMAs: v_mfma_ld_scale_b32 prefix (scales v50, v51; op_sel bits 11-13,
+        # op_sel_hi bit 14 and w1 bits 27-28) + the f8f6f4 MFMA with w0 bit 11 set.
+        for op in (0x2D, 0x2E):
+            for sel in range(16):
+                for hi01 in range(4):
+                    for fmt in ((0, 0), (4, 2)):
+                        pre = [0xD3AC0000 | (sel & 7) << 11 | (sel >> 3) << 14, (256 + 50) | (256 + 51) << 9 | hi01 << 27]
+                        mf = [0xD3800000 | op << 16 | 1 << 15 | 1 << 11 | fmt[0] << 8 | 10, (256 + 20) | (256 + 30) << 9 | (256 + 40) << 18 | fmt[1] << 29]
+                        out.append(("VOP3P", 0x2C, "scale%d_%d_%d_%d%d" % (op, sel, hi01, *fmt), pre + mf))
         for op in (0x2D, 0x2E):
             for cbsz in range(6):
                 for blgp in range(6):
