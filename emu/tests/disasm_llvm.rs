@@ -18,6 +18,15 @@ fn fixture_matches_llvm_objdump() {
 }
 
 #[test]
+fn gfx950_fixture_matches_llvm_objdump() {
+    // tests/data/gfx950.hsaco: what llc emits for the CDNA4 intrinsics (v_mfma_scale_*,
+    // ds_read_b64_tr_*, global_load_lds_dwordx4, v_cvt_scalef32_*).
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/gfx950.hsaco");
+    let n = compare(&p);
+    assert!(n > 100, "only {n} instructions");
+}
+
+#[test]
 fn shipped_code_objects_match_llvm_objdump() {
     // The gfx942 code object the `fp8gemm` crate embeds (a dev-dependency: always built),
     // written to a file for llvm-objdump.

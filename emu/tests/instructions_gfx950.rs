@@ -9,6 +9,10 @@ use amdgpu_emu::exec::{LaunchError, WaveState, max_lds_bytes, run_snippet};
 use amdgpu_emu::loader::Target;
 use amdgpu_emu::memory::DeviceMemory;
 
+#[path = "common/f8f6f4.rs"]
+mod f8f6f4;
+use f8f6f4::{codes, d_pos, pack_lanes};
+
 const V: u32 = 256;
 
 fn disasm950(words: &[u32]) -> Vec<String> {
@@ -38,64 +42,14 @@ fn run950(words: &[u32], st: &mut WaveState, lds: &mut [u8]) -> Result<(), Box<L
 // v_mfma_f32_{16x16x128,32x32x64}_f8f6f4
 // ---------------------------------------------------------------------------------------------
 
-/// `(value, encoding)` pairs of each f8f6f4 operand format (OCP FP8 E4M3FN, BF8 E5M2, MX FP6
-/// E2M3 / BF6 E3M2 / FP4 E2M1, in the `cbsz`/`blgp` order 0..=4), all exactly representable.
-fn codes(fmt: u32) -> &'static [(f64, u32)] {
-    match fmt {
-        0 => &[(1.0, 0x38), (2.0, 0x40), (-1.0, 0xB8), (0.5, 0x30), (1.5, 0x3C), (-3.0, 0xC4), (0.0, 0x00)],
-        1 => &[(1.0, 0x3C), (2.0, 0x40), (-1.0, 0xBC), (0.5, 0x38), (1.5, 0x3E), (-3.0, 0xC2), (0.0, 0x00)],
-        2 => &[(1.0, 0x08), (2.0, 0x10), (-1.0, 0x28), (0.5, 0x04), (1.5, 0x0C), (-3.0, 0x34), (0.0, 0x00)],
-        3 => &[(1.0, 0x0C), (2.0, 0x10), (-1.0, 0x2C), (0.5, 0x08), (1.5, 0x0E), (-3.0, 0x32), (0.0, 0x00)],
-        4 => &[(1.0, 0x2), (2.0, 0x4), (-1.0, 0xA), (0.5, 0x1), (1.5, 0x3), (-3.0, 0xD), (0.0, 0x0)],
-        _ => unreachable!(),
-    }
-}
-
-/// Lane group and element holding logical `k` of an `m`×`m` f8f6f4 operand in format `fmt`
-/// (AMD ROCm blog "Matrix Core Programming on AMD CDNA3 and CDNA4", §5.4/5.5): FP8/BF8 split K
-/// in two halves of 16·G (G = 64/m lane groups), 16 consecutive k per lane per half; FP6/FP4
-/// hold 32 consecutive k per lane.
-fn holder(fmt: u32, m: usize, k: usize) -> (usize, usize) {
-    let groups = 64 / m;
-    if fmt <= 1 {
-        let half = k / (16 * groups);
-        let r = k % (16 * groups);
-        (r / 16, 16 * half + r % 16)
-    } else {
-        (k / 32, k % 32)
-    }
-}
-
 /// Packs `x(row, k)` (row = i of A or j of B) into lanes' VGPRs `base..` of `st`.
 fn pack(st: &mut WaveState, base: usize, fmt: u32, m: usize, x: &dyn Fn(usize, usize) -> u32) {
-    let kdim = 2048 / m;
-    let bits = [8usize, 8, 6, 6, 4][fmt as usize];
-    let regs = bits; // 32 elements × bits / 32
-    let mut lanes = [[0u32; 8]; 64];
-    for row in 0..m {
-        for k in 0..kdim {
-            let (g, e) = holder(fmt, m, k);
-            let lane = row + m * g;
-            let code = u64::from(x(row, k));
-            let bit = e * bits;
-            let (w, s) = (bit / 32, bit % 32);
-            let v = code << s;
-            lanes[lane][w] |= v as u32;
-            if s + bits > 32 {
-                lanes[lane][w + 1] |= (v >> 32) as u32;
-            }
-        }
-    }
-    for (l, regs_of_lane) in lanes.iter().enumerate() {
-        for (r, &v) in regs_of_lane.iter().enumerate().take(regs) {
+    let regs = [8usize, 8, 6, 6, 4][fmt as usize];
+    for (l, lane) in pack_lanes(fmt, m, x).iter().enumerate() {
+        for (r, &v) in lane.iter().enumerate().take(regs) {
             st.vgpr[base + r][l] = v;
         }
     }
-}
-
-/// Register and lane of `D[i][j]` for an `m`×`m` result.
-fn d_pos(m: usize, i: usize, j: usize) -> (usize, usize) {
-    if m == 16 { (i % 4, 16 * (i / 4) + j) } else { (4 * (i / 8) + i % 4, 32 * ((i / 4) % 2) + j) }
 }
 
 fn mfma_words(m: usize, cbsz: u32, blgp: u32) -> Vec<u32> {

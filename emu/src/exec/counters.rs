@@ -149,6 +149,15 @@ pub fn mfma_passes(op: Op) -> Option<u32> {
     Some(((flops / rate) / 4).max(1) as u32)
 }
 
+/// Passes of the MFMA `inst` ([`mfma_passes`] of its operation), taking gfx950 f8f6f4 operand
+/// formats into account: with neither operand FP8/BF8 (`cbsz`, `blgp` ≥ 2: FP6/BF6/FP4) the
+/// f8f6f4 forms take half the passes (4 and 8; project `hardware.md`; LLVM's gfx950 hazard
+/// padding uses the same counts).
+pub fn mfma_passes_of(inst: &Inst) -> Option<u32> {
+    let p = mfma_passes(inst.op)?;
+    Some(if crate::decode::is_f8f6f4(inst.op) && inst.abs >= 2 && inst.neg >= 2 { p / 2 } else { p })
+}
+
 /// (M, FLOPs of one wave-instruction) from an MFMA mnemonic like `v_mfma_f32_16x16x32_fp8_fp8`.
 fn mfma_shape(n: &str) -> Option<(u64, u64)> {
     let dims = n.split('_').find(|p| p.matches('x').count() == 2 && p.starts_with(|c: char| c.is_ascii_digit()))?;
