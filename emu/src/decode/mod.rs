@@ -197,7 +197,7 @@ pub struct Inst {
     /// for a block-scaled MFMA ([`flag::MFMA_SCALE`]) the scale operands' codes, A's in bits
     /// 15:0 and B's in bits 31:16 ([`Inst::mfma_scale_srcs`]).
     pub imm: i32,
-    /// DS offset1; for a block-scaled MFMA its prefix's op_sel bits (bit i = op_sel[i]).
+    /// DS offset1; for a block-scaled MFMA its prefix's op_sel bits (bit `i` = `op_sel[i]`).
     pub offset1: u8,
     /// VOP3 abs bits (src0 = bit 0) / VOP3P neg_hi bits / MAI cbsz.
     pub abs: u8,
@@ -331,8 +331,9 @@ impl Inst {
         }
     }
     /// A block-scaled MFMA's scale operands: `(code, byte)` of A's and of B's scale (operand code
-    /// as for sources; byte = which byte of the 32-bit value holds the E8M0 scale: op_sel[i] |
-    /// op_sel_hi[i] << 1 of the prefix, as LLVM encodes the intrinsic's `opsel_a` / `opsel_b`).
+    /// as for sources; byte = which byte of the 32-bit value holds the E8M0 scale:
+    /// `op_sel[i] | op_sel_hi[i] << 1` of the prefix, as LLVM encodes the intrinsic's `opsel_a` /
+    /// `opsel_b`).
     pub fn mfma_scale_srcs(&self) -> [(u16, u8); 2] {
         let codes = [(self.imm as u32 & 0xffff) as u16, (self.imm as u32 >> 16) as u16];
         std::array::from_fn(|i| (codes[i], (self.offset1 >> i & 1) | (self.opsel_hi >> i & 1) << 1))
