@@ -128,6 +128,9 @@ fn device_as_gfx950() {
     // SAFETY: valid out-pointer.
     ok(unsafe { hipFuncGetAttribute(&mut v, HIP_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, f) });
     assert_eq!(v, 163_840 - 7168);
+    // SAFETY: valid out-pointer.
+    ok(unsafe { hipFuncGetAttribute(&mut v, HIP_FUNC_ATTRIBUTE_BINARY_VERSION, f) });
+    assert_eq!(v, 95, "gfx9.5");
     let r = launch_lds_barrier(f, buf, 100_000);
     assert_eq!(r, hipSuccess, "{:?}", last_launch_error()); // 107168 bytes: over gfx942's 64 KiB, within 160 KiB
     assert_eq!(last_launch_report().expect("report").kernel, "lds_barrier");

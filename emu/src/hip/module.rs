@@ -364,7 +364,7 @@ pub unsafe extern "C" fn hipFuncGetAttribute(value: *mut c_int, attrib: hipFunct
             HIP_FUNC_ATTRIBUTE_CONST_SIZE_BYTES => 0,
             HIP_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES => m.private_segment_fixed_size,
             HIP_FUNC_ATTRIBUTE_NUM_REGS => m.vgpr_count,
-            HIP_FUNC_ATTRIBUTE_PTX_VERSION | HIP_FUNC_ATTRIBUTE_BINARY_VERSION => 94,
+            HIP_FUNC_ATTRIBUTE_PTX_VERSION | HIP_FUNC_ATTRIBUTE_BINARY_VERSION => 90 + DeviceSpec::of(f.code.target()).minor as u32,
             HIP_FUNC_ATTRIBUTE_CACHE_MODE_CA => 0,
             HIP_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES => device_spec().lds_bytes_per_workgroup.saturating_sub(m.group_segment_fixed_size),
             HIP_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT => 0,
