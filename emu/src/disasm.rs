@@ -126,7 +126,7 @@ fn waitcnt(simm: u16) -> String {
 /// Formats one instruction as llvm-objdump prints it (without the trailing comment).
 pub fn format_inst(inst: &Inst) -> String {
     let info = inst.info;
-    let mut s = String::from(info.name);
+    let mut s = String::from(inst.name());
     let mut ops: Vec<String> = Vec::new();
     match inst.enc {
         Enc::Sopp => {
@@ -219,7 +219,13 @@ pub fn format_inst(inst: &Inst) -> String {
             }
             f => {
                 let code = inst.field_code(f).unwrap_or(0);
-                let mut t = operand(code, slot.width, inst.lit);
+                // gfx950 f8f6f4 MFMA sources are as wide as cbsz / blgp's format needs.
+                let width = match f {
+                    Field::Src0 if crate::decode::is_f8f6f4(inst.op) => crate::decode::F8f6f4Format::regs_of_field(inst.abs),
+                    Field::Src1 if crate::decode::is_f8f6f4(inst.op) => crate::decode::F8f6f4Format::regs_of_field(inst.neg),
+                    _ => slot.width,
+                };
+                let mut t = operand(code, width, inst.lit);
                 if let (Enc::Vop3, Some(i)) = (inst.enc, src_index(f)) {
                     if inst.abs >> i & 1 != 0 && info.mods >> i & 1 != 0 {
                         t = format!("|{t}|");
@@ -262,9 +268,37 @@ pub fn format_inst(inst: &Inst) -> String {
         }
         Enc::Vop3 => {
             let nsrc = info.slots.iter().filter(|sl| src_index(sl.field).is_some()).count();
+            if matches!(inst.op, Op::v_bitop3_b16 | Op::v_bitop3_b32) {
+                // gfx950 v_bitop3: the 8-bit truth table is spread over the neg (bits 2:0),
+                // abs (5:3) and omod (7:6) fields (LLVM `VOP3Instructions.td`, VOP3_BITOP3).
+                let t = u32::from(inst.neg) | u32::from(inst.abs) << 3 | u32::from(inst.omod) << 6;
+                if t != 0 {
+                    let _ = if t < 10 { write!(s2, " bitop3:{t}") } else { write!(s2, " bitop3:{t:#x}") };
+                }
+                if inst.opsel != 0 && info.opsel {
+                    let _ = write!(s2, " op_sel:{}", bitlist(opsel_print(inst.opsel, nsrc), nsrc + 1));
+                }
+                let mut s = finish(s, ops);
+                s.push_str(&s2);
+                return s;
+            }
+            if matches!(inst.op, Op::v_permlane16_swap_b32 | Op::v_permlane32_swap_b32) {
+                // gfx950 permlane swaps: op_sel bit 0 is `fi`, bit 1 `bound_ctrl` (LLVM
+                // `VOP3Instructions.td`, VOP3_PERMLANE_SWAP).
+                if inst.opsel & 2 != 0 {
+                    s2.push_str(" bound_ctrl:1");
+                }
+                if inst.opsel & 1 != 0 {
+                    s2.push_str(" fi:1");
+                }
+                let mut s = finish(s, ops);
+                s.push_str(&s2);
+                return s;
+            }
             if inst.opsel != 0 && info.opsel {
-                // v_cvt_sr_*: the tied old value counts as src2, so op_sel has 4 entries.
-                let sr = matches!(inst.op, Op::v_cvt_sr_fp8_f32 | Op::v_cvt_sr_bf8_f32);
+                // v_cvt_sr_* and gfx950's v_cvt_scalef32_pk_fp4_{f16,bf16}: the tied old value
+                // counts as src2, so op_sel has 4 entries.
+                let sr = matches!(inst.op, Op::v_cvt_sr_fp8_f32 | Op::v_cvt_sr_bf8_f32 | Op::v_cvt_scalef32_pk_fp4_f16 | Op::v_cvt_scalef32_pk_fp4_bf16);
                 let n = if sr { 3 } else { nsrc };
                 let _ = write!(s2, " op_sel:{}", bitlist(opsel_print(inst.opsel, n), n + 1));
             }
@@ -281,6 +315,18 @@ pub fn format_inst(inst: &Inst) -> String {
         Enc::Vop3p => {
             let nsrc = info.slots.iter().filter(|sl| src_index(sl.field).is_some()).count();
             if crate::decode::is_mai(inst.op) {
+                if inst.has_flag(flag::MFMA_SCALE) {
+                    // v_mfma_scale_*: the scale operands follow C; the prefix's op_sel /
+                    // op_sel_hi, 3 entries each of which LLVM uses (and prints) the first two;
+                    // op_sel_hi is always printed.
+                    for (code, _) in inst.mfma_scale_srcs() {
+                        ops.push(operand(code, 1, 0));
+                    }
+                    if inst.offset1 & 3 != 0 {
+                        let _ = write!(s2, " op_sel:{}", bitlist(inst.offset1 & 3, 3));
+                    }
+                    let _ = write!(s2, " op_sel_hi:{}", bitlist(inst.opsel_hi & 3, 3));
+                }
                 if inst.abs != 0 {
                     let _ = write!(s2, " cbsz:{}", inst.abs);
                 }

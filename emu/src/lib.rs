@@ -1,9 +1,14 @@
-//! `amdgpu-emu`: a gfx942 (CDNA3, MI300X) emulator that executes AMDGPU code objects on the CPU.
+//! `amdgpu-emu`: a gfx942 (CDNA3, MI300X) and gfx950 (CDNA4, MI355X) emulator that executes
+//! AMDGPU code objects on the CPU. The target comes from each code object's ELF `e_flags`
+//! ([`loader::Target`]); gfx950 adds the CDNA4 instructions an FP8 GEMM uses (f8f6f4 and
+//! block-scaled MFMAs, transposing LDS reads, wider LDS DMA, scaled FP8 conversions), 160 KiB of
+//! LDS and OCP FP8 numerics.
 //!
 //! Layers (bottom up):
 //! * [`memory`]: device allocations with bounds checking (memcheck);
 //! * [`loader`]: ELF code object, `amdhsa.kernels` metadata and kernel descriptors;
-//! * [`decode`] / [`disasm`]: the GFX9/CDNA3 instruction decoder and its LLVM-syntax printer;
+//! * [`decode`] / [`disasm`]: the GFX9/CDNA3/CDNA4 instruction decoder and its LLVM-syntax
+//!   printer;
 //! * [`numerics`]: FP8/BF8 (FNUZ and OCP) conversions and MFMA arithmetic, bit-exact;
 //! * [`exec`]: wave64 executor, workgroups with barriers and LDS, launches, checking modes
 //!   (memcheck, mfma-hazard, racecheck, late-arrival, uninit-lds) and per-launch counters;
@@ -19,8 +24,9 @@
 //! * [`hip`]: the HIP runtime API (`hipMalloc`, `hipModuleLaunchKernel`, …) with HIP's C
 //!   signatures, callable from Rust; with feature `hip-abi` they are also exported unmangled
 //!   (`#[no_mangle]`), so a binary whose HIP bindings (e.g. `rocm-rs`) link no `libamdhip64`
-//!   runs on the emulator. Without it the crate exports no HIP symbol. Its
-//!   launches run every checking mode unless the environment variable `AMDGPU_EMU_CHECKS`
+//!   runs on the emulator (the device is a gfx942 MI300X, or a gfx950 MI355X with
+//!   `AMDGPU_EMU_ARCH=gfx950` / [`hip::set_device_arch`]). Without it the crate exports no HIP
+//!   symbol. Its launches run every checking mode unless the environment variable `AMDGPU_EMU_CHECKS`
 //!   selects others (e.g. `AMDGPU_EMU_CHECKS=memcheck`; syntax of `exec::Checks::parse`).
 #![warn(missing_docs)]
 

@@ -240,7 +240,9 @@ pub struct Kernel {
 /// The processor a code object is built for, from the machine byte of its ELF `e_flags`
 /// (`EF_AMDGPU_MACH`, LLVM `AMDGPUUsage.rst` "AMDGPU ELF Header": gfx942 = 0x04c, gfx950 =
 /// 0x04f). The executor models the device of the code object's target: the two differ (for
-/// what this emulator covers) in the 8-bit float encodings, which [`Target::fp8_ocp`] gives.
+/// what this emulator covers) in the instruction set (gfx950 adds the CDNA4 opcodes, see
+/// [`crate::decode`]), the LDS size ([`crate::exec::max_lds_bytes`]) and the 8-bit float
+/// encodings, which [`Target::fp8_ocp`] gives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Target {
     /// gfx942 (CDNA3: MI300X / MI325X).

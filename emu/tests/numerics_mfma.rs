@@ -536,6 +536,9 @@ fn cycle_counts_of_all_ops() {
         (MfmaOp::F32_32x32x8F16, 32),
         (MfmaOp::F32_16x16x4F32, 32),
         (MfmaOp::F32_32x32x2F32, 64),
+        // gfx950 f8f6f4 with FP8 operands (8192 FLOP/clk/CU; project hardware.md).
+        (MfmaOp::F32_16x16x128F8f6f4, 32),
+        (MfmaOp::F32_32x32x64F8f6f4, 64),
     ] {
         assert_eq!(op.cycles(), cycles, "{op:?}");
         assert_eq!(op.passes() * 4, cycles, "{op:?}");

@@ -1,10 +1,14 @@
-//! Decoder for the GFX9 / CDNA3 (gfx942) instruction encodings LLVM emits: SOP1/SOP2/SOPC/SOPK/
-//! SOPP, SMEM, VOP1/VOP2/VOPC/VOP3(a/b)/VOP3P (incl. MAI), DS, FLAT/GLOBAL/SCRATCH and MUBUF,
-//! with literal and inline constants (AMD "CDNA3 Instruction Set Architecture", chapter 13
-//! "Microcode Formats").
+//! Decoder for the GFX9 / CDNA3 (gfx942) and CDNA4 (gfx950) instruction encodings LLVM emits:
+//! SOP1/SOP2/SOPC/SOPK/SOPP, SMEM, VOP1/VOP2/VOPC/VOP3(a/b)/VOP3P (incl. MAI), DS,
+//! FLAT/GLOBAL/SCRATCH and MUBUF, with literal and inline constants (AMD "CDNA3 Instruction Set
+//! Architecture", chapter 13 "Microcode Formats"; CDNA4 keeps the formats and adds opcodes).
 //!
 //! Mnemonics and operand layouts come from the private `tables` module, generated from LLVM's
-//! own disassembler (`emu/tests/data/gen_tables.py`). A decoded [`Inst`] keeps every operand as a
+//! own disassembler (`emu/tests/data/gen_tables.py`) for `--mcpu=gfx942` and, as an overlay of
+//! the opcodes that differ, `--mcpu=gfx950`: [`decode_one_for`] takes the
+//! [`Target`] (a code object's, from its ELF `e_flags`); [`decode_one`] decodes gfx942.
+//! gfx950's block-scaled MFMAs (`v_mfma_scale_*`, a `v_mfma_ld_scale_b32` prefix fused with the
+//! MFMA that follows) decode as one 16-byte [`Inst`] flagged [`flag::MFMA_SCALE`]. A decoded [`Inst`] keeps every operand as a
 //! unified 10-bit *operand code* so the executor never re-parses bits:
 //! `0..=255` scalar source encoding (SGPRs, VCC, EXEC, M0, inline constants, 255 = literal),
 //! `256..=511` VGPR `v(code-256)`, `512..=767` AccVGPR `a(code-512)`.
@@ -13,7 +17,8 @@ mod tables;
 
 pub use tables::Op;
 
-use crate::loader::{CodeObject, Kernel};
+use crate::loader::{CodeObject, Kernel, Target};
+pub use crate::numerics::mfma::F8f6f4Format;
 
 /// Operand code of the first VGPR.
 pub const VGPR0: u16 = 256;
@@ -161,6 +166,9 @@ pub mod flag {
     pub const SDWA: u16 = 4096;
     /// DPP form of a VOP1/VOP2/VOPC instruction ([`super::Inst::sdwa`] holds the DPP dword).
     pub const DPP: u16 = 8192;
+    /// gfx950 block-scaled f8f6f4 MFMA (`v_mfma_scale_f32_*_f8f6f4`: a `v_mfma_ld_scale_b32`
+    /// prefix fused with the MFMA, 16 bytes).
+    pub const MFMA_SCALE: u16 = 16384;
 }
 
 /// A decoded instruction.
@@ -172,10 +180,10 @@ pub struct Inst {
     pub info: &'static OpInfo,
     /// Encoding.
     pub enc: Enc,
-    /// Length in bytes (4, 8 or 12).
+    /// Length in bytes (4, 8, 12, or 16 for a block-scaled MFMA).
     pub len: u8,
     /// Raw words (unused words are 0).
-    pub words: [u32; 3],
+    pub words: [u32; 4],
     /// Destination operand code (VGPR/AGPR/SGPR per encoding; see module docs).
     pub dst: u16,
     /// Second (scalar) destination: VOP3b carry-out, v_cmp VOP3 destination, SMEM soffset.
@@ -185,9 +193,11 @@ pub struct Inst {
     pub src: [u16; 3],
     /// Literal constant (valid when an operand code is [`LITERAL`] or for fmamk/fmaak).
     pub lit: u32,
-    /// Signed immediate: SOPP/SOPK simm16, SMEM/FLAT/MUBUF offset, DS offset0 (or 16-bit offset).
+    /// Signed immediate: SOPP/SOPK simm16, SMEM/FLAT/MUBUF offset, DS offset0 (or 16-bit offset);
+    /// for a block-scaled MFMA ([`flag::MFMA_SCALE`]) the scale operands' codes, A's in bits
+    /// 15:0 and B's in bits 31:16 ([`Inst::mfma_scale_srcs`]).
     pub imm: i32,
-    /// DS offset1.
+    /// DS offset1; for a block-scaled MFMA its prefix's op_sel bits (bit `i` = `op_sel[i]`).
     pub offset1: u8,
     /// VOP3 abs bits (src0 = bit 0) / VOP3P neg_hi bits / MAI cbsz.
     pub abs: u8,
@@ -195,7 +205,7 @@ pub struct Inst {
     pub neg: u8,
     /// VOP3 op_sel (bit 3 = destination) / VOP3P op_sel / MAI abid.
     pub opsel: u8,
-    /// VOP3P op_sel_hi bits.
+    /// VOP3P op_sel_hi bits (for a block-scaled MFMA, its prefix's).
     pub opsel_hi: u8,
     /// VOP3 output modifier (0 none, 1 ×2, 2 ×4, 3 ÷2).
     pub omod: u8,
@@ -311,7 +321,22 @@ impl Inst {
 
     /// Mnemonic as LLVM prints it.
     pub fn name(&self) -> &'static str {
-        self.info.name
+        if self.has_flag(flag::MFMA_SCALE) {
+            match self.op {
+                Op::v_mfma_f32_16x16x128_f8f6f4 => "v_mfma_scale_f32_16x16x128_f8f6f4",
+                _ => "v_mfma_scale_f32_32x32x64_f8f6f4",
+            }
+        } else {
+            self.info.name
+        }
+    }
+    /// A block-scaled MFMA's scale operands: `(code, byte)` of A's and of B's scale (operand code
+    /// as for sources; byte = which byte of the 32-bit value holds the E8M0 scale:
+    /// `op_sel[i] | op_sel_hi[i] << 1` of the prefix, as LLVM encodes the intrinsic's `opsel_a` /
+    /// `opsel_b`).
+    pub fn mfma_scale_srcs(&self) -> [(u16, u8); 2] {
+        let codes = [(self.imm as u32 & 0xffff) as u16, (self.imm as u32 >> 16) as u16];
+        std::array::from_fn(|i| (codes[i], (self.offset1 >> i & 1) | (self.opsel_hi >> i & 1) << 1))
     }
     /// Whether a [`flag`] bit is set.
     #[inline]
@@ -327,7 +352,7 @@ impl Inst {
 /// Why bytes could not be decoded.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum DecodeError {
-    /// The opcode is not a gfx942 instruction (or not one this decoder knows).
+    /// The opcode is not an instruction of the target (or not one this decoder knows).
     #[error("kernel `{kernel}` pc {pc:#x}: unknown {enc} opcode {opcode} (bytes {bytes})")]
     UnknownOpcode {
         /// Kernel name.
@@ -386,8 +411,28 @@ fn sext(v: u32, n: u32) -> i32 {
     ((v << (32 - n)) as i32) >> (32 - n)
 }
 
-/// Decodes the instruction at the start of `code` (address `pc`, in kernel `kernel` for errors).
+/// The table row of `(enc, op)` on `target`: gfx950 rows that differ from gfx942 take
+/// precedence; gfx942 opcodes gfx950 dropped (the xf32 MFMAs) are unknown there.
+fn table_lookup(target: Target, enc: Enc, op: u16) -> Option<&'static OpInfo> {
+    match target {
+        Target::Gfx942 => tables::lookup(enc, op),
+        Target::Gfx950 => tables::lookup_gfx950(enc, op).or_else(|| if tables::removed_on_gfx950(enc, op) { None } else { tables::lookup(enc, op) }),
+    }
+}
+
+/// VOP3P opcode of gfx950's `v_mfma_ld_scale_b32`, the prefix of the block-scaled MFMAs
+/// (LLVM `VOP3PInstructions.td`, `V_MFMA_LD_SCALE_B32` 0x2c; `test/MC/AMDGPU/mai-gfx950.s`).
+const VOP3P_MFMA_LD_SCALE: u32 = 0x2c;
+
+/// Decodes the gfx942 instruction at the start of `code` (address `pc`, in kernel `kernel` for
+/// errors); [`decode_one_for`] with [`Target::Gfx942`].
 pub fn decode_one(code: &[u8], pc: u64, kernel: &str) -> Result<Inst, DecodeError> {
+    decode_one_for(Target::Gfx942, code, pc, kernel)
+}
+
+/// Decodes the instruction of `target` at the start of `code` (address `pc`, in kernel `kernel`
+/// for errors).
+pub fn decode_one_for(target: Target, code: &[u8], pc: u64, kernel: &str) -> Result<Inst, DecodeError> {
     let word = |i: usize| -> Option<u32> { code.get(i * 4..i * 4 + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])) };
     let truncated = || DecodeError::Truncated { kernel: kernel.to_string(), pc };
     let w0 = word(0).ok_or_else(truncated)?;
@@ -398,13 +443,13 @@ pub fn decode_one(code: &[u8], pc: u64, kernel: &str) -> Result<Inst, DecodeErro
         opcode: opcode as u16,
         bytes: hex_words(&(0..n).filter_map(word).collect::<Vec<_>>()),
     };
-    let lookup = |enc: Enc, opcode: u32, n: usize| tables::lookup(enc, opcode as u16).ok_or_else(|| unknown(enc, opcode, n));
+    let lookup = |enc: Enc, opcode: u32, n: usize| table_lookup(target, enc, opcode as u16).ok_or_else(|| unknown(enc, opcode, n));
     let mk = |info: &'static OpInfo, enc: Enc| Inst {
         op: info.op,
         info,
         enc,
         len: 4,
-        words: [w0, 0, 0],
+        words: [w0, 0, 0, 0],
         dst: 0,
         sdst: 0,
         src: [0; 3],
@@ -603,6 +648,37 @@ pub fn decode_one(code: &[u8], pc: u64, kernel: &str) -> Result<Inst, DecodeErro
         let w1 = word(1).ok_or_else(truncated)?;
         if top9 == 0x1A7 {
             // VOP3P (incl. MAI)
+            if target == Target::Gfx950 && bits(w0, 16, 7) == VOP3P_MFMA_LD_SCALE {
+                // The block-scaled MFMA: this prefix (scale operands in src0 / src1, their byte
+                // selects in op_sel / op_sel_hi) and an f8f6f4 MFMA with op_sel bit 0 (w0 bit 11)
+                // set are one `v_mfma_scale_f32_*_f8f6f4` of 16 bytes (LLVM VOP3PX2 encoding,
+                // `test/MC/AMDGPU/mai-gfx950.s`). A bare prefix is not an instruction here.
+                if let (Some(w2), Some(w3)) = (word(2), word(3))
+                    && w2 >> 23 == 0x1A7
+                    && bits(w2, 11, 1) != 0
+                    && table_lookup(target, Enc::Vop3p, bits(w2, 16, 7) as u16).is_some_and(|i| is_f8f6f4(i.op))
+                {
+                    let mfma_bytes: Vec<u8> = [w2 & !(1 << 11), w3].iter().flat_map(|w| w.to_le_bytes()).collect();
+                    let mut inst = decode_one_for(target, &mfma_bytes, pc, kernel)?;
+                    let (sa, sb) = (bits(w1, 0, 9), bits(w1, 9, 9));
+                    if sa == u32::from(LITERAL) || sb == u32::from(LITERAL) {
+                        return Err(DecodeError::Unsupported {
+                            kernel: kernel.to_string(),
+                            pc,
+                            what: "literal scale operand".into(),
+                            mnemonic: inst.name().into(),
+                            bytes: hex_words(&[w0, w1, w2, w3]),
+                        });
+                    }
+                    inst.len = 16;
+                    inst.words = [w0, w1, w2, w3];
+                    inst.flags |= flag::MFMA_SCALE;
+                    inst.imm = (sa | sb << 16) as i32;
+                    inst.offset1 = bits(w0, 11, 3) as u8;
+                    inst.opsel_hi = (bits(w1, 27, 2) | bits(w0, 14, 1) << 2) as u8;
+                    return Ok(inst);
+                }
+            }
             let info = lookup(Enc::Vop3p, bits(w0, 16, 7), 2)?;
             inst = mk(info, Enc::Vop3p);
             inst.len = 8;
@@ -624,6 +700,17 @@ pub fn decode_one(code: &[u8], pc: u64, kernel: &str) -> Result<Inst, DecodeErro
                 inst.abs = bits(w0, 8, 3) as u8; // cbsz
                 inst.opsel = bits(w0, 11, 4) as u8; // abid
                 inst.neg = bits(w1, 29, 3) as u8; // blgp
+                if is_f8f6f4(info.op) && inst.opsel != 0 {
+                    // Only the scale form (handled above) sets these bits; LLVM prints the bare
+                    // word as data.
+                    return Err(DecodeError::Unsupported {
+                        kernel: kernel.to_string(),
+                        pc,
+                        what: "op_sel bits on an f8f6f4 MFMA without the v_mfma_ld_scale_b32 prefix".into(),
+                        mnemonic: info.name.into(),
+                        bytes: hex_words(&[w0, w1]),
+                    });
+                }
             } else {
                 inst.dst = reg_code(info, Field::Dst, bits(w0, 0, 8) as u16, true);
                 inst.src = [fix_vsrc(info, Field::Src0, s[0]), fix_vsrc(info, Field::Src1, s[1]), fix_vsrc(info, Field::Src2, s[2])];
@@ -792,6 +879,12 @@ pub fn is_mai(op: Op) -> bool {
     n.starts_with("v_mfma") || n.starts_with("v_smfmac")
 }
 
+/// Whether `op` is one of gfx950's `v_mfma_f32_{16x16x128,32x32x64}_f8f6f4`, whose `cbsz` /
+/// `blgp` fields select the A / B operand formats ([`F8f6f4Format`]).
+pub fn is_f8f6f4(op: Op) -> bool {
+    matches!(op, Op::v_mfma_f32_16x16x128_f8f6f4 | Op::v_mfma_f32_32x32x64_f8f6f4)
+}
+
 fn is_ds_two_offsets(name: &str) -> bool {
     name.contains("read2") || name.contains("write2") || name.contains("wrxchg2")
 }
@@ -809,7 +902,8 @@ pub struct Program {
 
 impl Program {
     /// Decodes every instruction of `kernel` by a linear sweep from its entry over the kernel
-    /// symbol's size (or, without a size, to the end of the section).
+    /// symbol's size (or, without a size, to the end of the section), for the code object's
+    /// target.
     pub fn decode(co: &CodeObject, kernel: &Kernel) -> Result<Program, DecodeError> {
         let code = co.code_from(kernel.entry).ok_or_else(|| DecodeError::NoCode { kernel: kernel.name.clone(), entry: kernel.entry })?;
         let size = if kernel.code_size > 0 { (kernel.code_size as usize).min(code.len()) } else { code.len() };
@@ -818,7 +912,7 @@ impl Program {
         let mut off = 0usize;
         while off + 4 <= code.len() {
             let pc = kernel.entry + off as u64;
-            match decode_one(&code[off..], pc, &kernel.name) {
+            match decode_one_for(co.target(), &code[off..], pc, &kernel.name) {
                 Ok(i) => {
                     off += usize::from(i.len);
                     insts.push((pc, Ok(i)));

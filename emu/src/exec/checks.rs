@@ -37,6 +37,12 @@
 //! Every MFMA is treated as XDL (the FP64 DGEMM special cases and the VALU-writes-EXEC rule are
 //! not modelled).
 //!
+//! On gfx950 the read-after-write rule is `N + 4` for `N > 2` (LLVM adds one wait state with
+//! `hasGFX950Insts()`; the other rules keep their gfx940 values here), and an f8f6f4 MFMA's `N`
+//! depends on its operand formats ([`super::counters::mfma_passes_of`]: 8 / 16 passes with an
+//! FP8 or BF8 operand, half that when both are FP6/BF6/FP4 — what the pinned llc's s_nop
+//! padding for gfx950 shows: 12 wait states after a 16x16x128 FP8 MFMA, 8 after an FP4 one).
+//!
 //! # Wait counters
 //! gfx9 `s_waitcnt` simm16: vmcnt = bits 3:0 | bits 15:14 << 4, lgkmcnt = bits 11:8. VMEM loads,
 //! stores and atomics (MUBUF, GLOBAL, SCRATCH, FLAT) count on vmcnt and return in order: vmcnt(n)
@@ -62,7 +68,7 @@
 use std::collections::VecDeque;
 
 use super::buffer::Rsrc;
-use super::counters::{Counters, DsShape, Kind, SteadyState, lds_cost, mfma_flops, mfma_passes, steady_state};
+use super::counters::{Counters, DsShape, Kind, SteadyState, lds_cost, mfma_flops, steady_state};
 use super::wave::Wave;
 use super::{Compiled, LaunchError};
 use crate::decode::{AGPR0, Enc, Field, Inst, Op, RegClass, VGPR0, flag};
@@ -160,6 +166,8 @@ pub(crate) enum Mem {
 /// Which checking modes run, and the per-instruction facts they need; built once per launch.
 pub(crate) struct Plan {
     pub hazard: bool,
+    /// gfx950 wait-state rules (one more wait state after an XDL MFMA of more than 2 passes).
+    pub gfx950: bool,
     pub race: bool,
     pub late: bool,
     pub uninit: bool,
@@ -181,7 +189,7 @@ impl InstInfo {
             let imm = inst.imm as u32;
             info.waitcnt = Some(((imm & 0xf) | ((imm >> 14) & 3) << 4, (imm >> 8) & 0xf));
         }
-        info.passes = mfma_passes(inst.op).unwrap_or(0) as u8;
+        info.passes = super::counters::mfma_passes_of(inst).unwrap_or(0) as u8;
         if matches!(inst.enc, Enc::Flat | Enc::Global | Enc::Mubuf) {
             info.vmem_bytes = vmem_bytes(inst.op.name());
         }
@@ -213,6 +221,10 @@ impl InstInfo {
                     }
                     width = n;
                 }
+                // gfx950 f8f6f4 MFMA sources are as wide as their cbsz / blgp format (FP4 reads
+                // 4 VGPRs, FP6 6, FP8 8).
+                (Enc::Vop3p, Field::Src0) if crate::decode::is_f8f6f4(inst.op) => width = crate::decode::F8f6f4Format::regs_of_field(inst.abs),
+                (Enc::Vop3p, Field::Src1) if crate::decode::is_f8f6f4(inst.op) => width = crate::decode::F8f6f4Format::regs_of_field(inst.neg),
                 _ => {}
             }
             if !in_file(code) {
@@ -233,6 +245,14 @@ impl InstInfo {
                 }
             }
         }
+        // A block-scaled MFMA also reads its two scale operands.
+        if inst.has_flag(flag::MFMA_SCALE) {
+            for (code, _) in inst.mfma_scale_srcs() {
+                if in_file(code) {
+                    info.reads.push((code, 1));
+                }
+            }
+        }
         info
     }
 }
@@ -240,7 +260,14 @@ impl InstInfo {
 impl Plan {
     pub fn new(prog: &Compiled, checks: &super::Checks) -> Plan {
         let info = prog.insts.iter().map(|r| r.as_ref().map_or_else(|_| InstInfo::default(), InstInfo::of)).collect();
-        Plan { hazard: checks.mfma_hazard, race: checks.racecheck, late: checks.late_arrival, uninit: checks.uninit_lds, info }
+        Plan {
+            hazard: checks.mfma_hazard,
+            gfx950: prog.target == crate::loader::Target::Gfx950,
+            race: checks.racecheck,
+            late: checks.late_arrival,
+            uninit: checks.uninit_lds,
+            info,
+        }
     }
 
     fn any_wave_check(&self) -> bool {
@@ -415,8 +442,9 @@ impl<'p> Probe<'p> {
         if info.vmem_bytes != 0 {
             let store = info.kind == Some(Kind::VmemStore);
             self.global_lines(w, inst, u64::from(info.vmem_bytes), store);
-            if inst.enc == Enc::Mubuf && inst.has_flag(flag::LDS) && !self.shadow.is_empty() {
-                self.lds_dma(w, inst, idx)?;
+            let dma = (inst.enc == Enc::Mubuf && inst.has_flag(flag::LDS)) || (inst.enc == Enc::Global && inst.op.name().starts_with("global_load_lds_"));
+            if dma && !self.shadow.is_empty() {
+                self.lds_dma(w, inst, idx, u32::from(info.vmem_bytes))?;
             }
         }
         if !self.waves.is_empty() {
@@ -501,18 +529,19 @@ impl<'p> Probe<'p> {
         }
     }
 
-    /// A MUBUF load to LDS writes 4 bytes per active lane at `M0 + inst_offset + 4·lane` (CDNA3
-    /// ISA "LDS DMA"); the racecheck and uninit-lds shadow records them as LDS writes of this
-    /// wave, in the current barrier epoch (the write lands before the `s_waitcnt vmcnt` that
-    /// covers it, and other waves may only read it after a barrier).
-    fn lds_dma(&mut self, w: &Wave, inst: &Inst, idx: usize) -> Result<(), LaunchError> {
+    /// A load to LDS (MUBUF `lds`, GLOBAL `global_load_lds_*`) writes `bytes` (4; 12 or 16 on
+    /// gfx950) per active lane at `M0 + inst_offset + bytes·lane` (CDNA3 ISA "LDS DMA"); the
+    /// racecheck and uninit-lds shadow records them as LDS writes of this wave, in the current
+    /// barrier epoch (the write lands before the `s_waitcnt vmcnt` that covers it, and other
+    /// waves may only read it after a barrier).
+    fn lds_dma(&mut self, w: &Wave, inst: &Inst, idx: usize, bytes: u32) -> Result<(), LaunchError> {
         let exec = u64::from(w.s[126]) | u64::from(w.s[127]) << 32;
-        if exec == 0 {
+        if exec == 0 || bytes == 0 {
             return Ok(());
         }
         let base = w.s[crate::decode::sreg::M0 as usize].wrapping_add(inst.imm as u32);
-        let addr: [u32; 64] = std::array::from_fn(|l| base.wrapping_add(4 * l as u32));
-        let shape = DsShape { bytes: 4, offsets: [0, 0], count: 1, reads: false, writes: true };
+        let addr: [u32; 64] = std::array::from_fn(|l| base.wrapping_add(bytes * l as u32));
+        let shape = DsShape { bytes, offsets: [0, 0], count: 1, reads: false, writes: true };
         self.lds_access(w.id, inst, idx, &shape, &addr, exec)
     }
 
@@ -642,7 +671,11 @@ impl<'p> Probe<'p> {
                 'reads: for &r in &info.reads {
                     for m in wp.mfmas.iter().rev() {
                         if overlaps(r, m.dst) {
-                            let need = u64::from(m.passes) + 3;
+                            // gfx950: N + 4 for N > 2 (GCNHazardRecognizer
+                            // `GFX940_XDL_N_PassWriteVgprVALUMemExpReadWaitStates` with
+                            // `hasGFX950Insts()`; the pinned llc emits s_nop 7, not 6, between
+                            // a 4-pass MFMA and a VALU read of its result for gfx950).
+                            let need = u64::from(m.passes) + 3 + u64::from(plan.gfx950 && m.passes > 2);
                             let since = now - m.t - 1;
                             if since < need {
                                 problem =

@@ -124,7 +124,10 @@ impl Kind {
 /// Passes (4 cycles each) of an MFMA on gfx942, or `None` for a non-MFMA operation. FP8/BF8
 /// 16x16x32 = 4 passes, 32x32x16 = 8 passes (AMD matrix instruction calculator, CDNA3); the
 /// f16/bf16/f32 shapes follow from the CDNA3 peak rates per CU and clock (FP16/BF16 half the FP8
-/// rate, FP32 matrix 256 FLOP/clk/CU).
+/// rate, FP32 matrix 256 FLOP/clk/CU). gfx950's `v_mfma_f32_{16x16x128,32x32x64}_f8f6f4` run at
+/// 8192 FLOP/clk/CU with FP8/BF8 operands: 8 and 16 passes (32 and 64 cycles; project
+/// `hardware.md`, not LLVM's scheduling model, which lists half). With FP6/FP4 operands they
+/// take half that; the count here is by operation only, so those are counted at the FP8 rate.
 pub fn mfma_passes(op: Op) -> Option<u32> {
     let n = op.name();
     if !(n.starts_with("v_mfma") || n.starts_with("v_smfmac")) {
@@ -132,7 +135,9 @@ pub fn mfma_passes(op: Op) -> Option<u32> {
     }
     let (_, flops) = mfma_shape(n)?;
     // FLOP per cycle per SIMD by element type.
-    let rate = if n.contains("fp8") || n.contains("bf8") || n.contains("i8") {
+    let rate = if n.ends_with("_f8f6f4") {
+        2048
+    } else if n.contains("fp8") || n.contains("bf8") || n.contains("i8") {
         1024
     } else if n.contains("f16") || n.contains("bf16") {
         512
@@ -142,6 +147,15 @@ pub fn mfma_passes(op: Op) -> Option<u32> {
         64
     };
     Some(((flops / rate) / 4).max(1) as u32)
+}
+
+/// Passes of the MFMA `inst` ([`mfma_passes`] of its operation), taking gfx950 f8f6f4 operand
+/// formats into account: with neither operand FP8/BF8 (`cbsz`, `blgp` ≥ 2: FP6/BF6/FP4) the
+/// f8f6f4 forms take half the passes (4 and 8; project `hardware.md`; LLVM's gfx950 hazard
+/// padding uses the same counts).
+pub fn mfma_passes_of(inst: &Inst) -> Option<u32> {
+    let p = mfma_passes(inst.op)?;
+    Some(if crate::decode::is_f8f6f4(inst.op) && inst.abs >= 2 && inst.neg >= 2 { p / 2 } else { p })
 }
 
 /// (M, FLOPs of one wave-instruction) from an MFMA mnemonic like `v_mfma_f32_16x16x32_fp8_fp8`.
@@ -205,6 +219,9 @@ impl DsShape {
         let one = |bytes: u32, reads: bool, writes: bool| Some(DsShape { bytes, offsets: [off, 0], count: 1, reads, writes });
         if let Some(t) = n.strip_prefix("read_") {
             let bytes = match t.trim_end_matches("_d16_hi").trim_end_matches("_d16") {
+                // gfx950 transposing reads: each lane's address covers 8 (12) bytes.
+                "b64_tr_b4" | "b64_tr_b8" | "b64_tr_b16" => 8,
+                "b96_tr_b6" => 12,
                 "u8" | "i8" => 1,
                 "u16" | "i16" => 2,
                 "b32" => 4,

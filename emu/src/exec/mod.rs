@@ -1,5 +1,5 @@
-//! The gfx942 executor: wave64 with per-lane register arrays under EXEC, workgroups of up to 1024
-//! work-items with `s_barrier`, 64 KiB LDS, scalar/vector/buffer/scratch memory over
+//! The gfx942 / gfx950 executor: wave64 with per-lane register arrays under EXEC, workgroups of up
+//! to 1024 work-items with `s_barrier`, 64 KiB LDS (160 KiB on gfx950, [`max_lds_bytes`]), scalar/vector/buffer/scratch memory over
 //! [`DeviceMemory`] with memcheck, and launches that run workgroups in parallel (rayon).
 //!
 //! Initial wave state follows LLVM AMDGPUUsage "Initial Kernel Execution State": user SGPRs in
@@ -24,13 +24,25 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use rayon::prelude::*;
 
 use crate::decode::{DecodeError, Inst, Program};
-use crate::loader::{CodeObject, Kernel};
+use crate::loader::{CodeObject, Kernel, Target};
 use crate::memory::{DeviceMemory, MemError};
 
 pub use wave::Class;
 
 /// LDS available to one workgroup on gfx942.
 pub const MAX_LDS_BYTES: u32 = 64 * 1024;
+/// LDS available to one workgroup on gfx950 (MI350X / MI355X: 160 KiB per CU, all of it
+/// addressable by one workgroup; LLVM `AMDGPUUsage.rst` "LDS" / `GCNSubtarget` 163840 bytes for
+/// gfx950; the project's `hardware.md` parts table).
+pub const MAX_LDS_BYTES_GFX950: u32 = 160 * 1024;
+
+/// LDS available to one workgroup on `target`.
+pub const fn max_lds_bytes(target: Target) -> u32 {
+    match target {
+        Target::Gfx942 => MAX_LDS_BYTES,
+        Target::Gfx950 => MAX_LDS_BYTES_GFX950,
+    }
+}
 /// Base of the flat address aperture that maps to LDS (as `src_shared_base` reports it).
 pub const SHARED_APERTURE: u64 = 0x0001_0000_0000_0000;
 /// Base of the flat address aperture that maps to the lane's private (scratch) memory.
@@ -189,8 +201,8 @@ pub enum LaunchError {
         /// `.max_flat_workgroup_size`.
         max: u32,
     },
-    /// LDS request above 64 KiB.
-    #[error("launch of `{kernel}`: LDS of {bytes} bytes (static {fixed} + dynamic {dynamic}) exceeds 65536")]
+    /// LDS request above the target's [`max_lds_bytes`] (64 KiB gfx942, 160 KiB gfx950).
+    #[error("launch of `{kernel}`: LDS of {bytes} bytes (static {fixed} + dynamic {dynamic}) exceeds {max}")]
     LdsTooLarge {
         /// Kernel.
         kernel: String,
@@ -200,6 +212,8 @@ pub enum LaunchError {
         fixed: u32,
         /// Dynamic part.
         dynamic: u32,
+        /// The target's limit.
+        max: u32,
     },
     /// The kernarg bytes do not match `.kernarg_segment_size`.
     #[error("launch of `{kernel}`: kernarg is {got} bytes, kernel expects kernarg_segment_size {expected}")]
@@ -359,6 +373,8 @@ pub struct Compiled {
     /// FP8 operands use the OCP encodings (gfx950) instead of FNUZ (gfx942): the code object's
     /// [`crate::loader::Target::fp8_ocp`].
     pub(crate) ocp: bool,
+    /// The processor the code was decoded for.
+    pub(crate) target: Target,
     /// Initial HW_REG_MODE of every wave (round and denorm modes, DX10_CLAMP, IEEE) from RSRC1.
     pub(crate) initial_mode: u32,
 }
@@ -391,7 +407,8 @@ impl Compiled {
                 aux[i] = wave::precompute(inst);
             }
         }
-        Ok(Compiled { kernel: kernel.clone(), pcs, insts, targets, aux, ocp: co.target().fp8_ocp(), initial_mode: mode_register(&kernel.descriptor) })
+        let target = co.target();
+        Ok(Compiled { kernel: kernel.clone(), pcs, insts, targets, aux, ocp: target.fp8_ocp(), target, initial_mode: mode_register(&kernel.descriptor) })
     }
 }
 
@@ -441,8 +458,9 @@ pub(crate) fn prepare<'a>(
     }
     let fixed = kernel.descriptor.group_segment_fixed_size.max(kernel.meta.group_segment_fixed_size);
     let lds = u64::from(fixed) + u64::from(cfg.dynamic_lds_bytes);
-    if lds > u64::from(MAX_LDS_BYTES) {
-        return Err(LaunchError::LdsTooLarge { kernel: name(), bytes: lds, fixed, dynamic: cfg.dynamic_lds_bytes });
+    let max_lds = max_lds_bytes(co.target());
+    if lds > u64::from(max_lds) {
+        return Err(LaunchError::LdsTooLarge { kernel: name(), bytes: lds, fixed, dynamic: cfg.dynamic_lds_bytes, max: max_lds });
     }
     if cfg.kernarg.len() != kernel.meta.kernarg_segment_size as usize {
         return Err(LaunchError::KernargSize { kernel: name(), got: cfg.kernarg.len(), expected: kernel.meta.kernarg_segment_size });
@@ -601,6 +619,8 @@ pub struct WaveState {
     pub private_bytes: u32,
     /// FLOAT_DENORM_MODE_32 as in COMPUTE_PGM_RSRC1 (3 = keep f32 denormals, LLVM's gfx942 default).
     pub float_denorm_mode_32: u8,
+    /// The processor whose instructions and numerics the snippet uses (default gfx942).
+    pub target: Target,
 }
 
 impl WaveState {
@@ -609,7 +629,7 @@ impl WaveState {
         let mut sgpr = [0u32; 128];
         sgpr[126] = u32::MAX;
         sgpr[127] = u32::MAX;
-        WaveState { sgpr, vgpr: vec![[0; 64]; 512], accum_offset, scc: false, private_bytes: 0, float_denorm_mode_32: 3 }
+        WaveState { sgpr, vgpr: vec![[0; 64]; 512], accum_offset, scc: false, private_bytes: 0, float_denorm_mode_32: 3, target: Target::Gfx942 }
     }
     /// EXEC as a 64-bit mask.
     pub fn exec(&self) -> u64 {
@@ -626,8 +646,8 @@ impl WaveState {
     }
 }
 
-/// Runs raw gfx942 instruction words (little-endian dwords, as the hardware reads them) as one
-/// wave starting from `state`, until an `s_endpgm` (one is appended). LDS is `lds`; memory is
+/// Runs raw instruction words of `state.target` (little-endian dwords, as the hardware reads
+/// them) as one wave starting from `state`, until an `s_endpgm` (one is appended). LDS is `lds`; memory is
 /// `mem` with memcheck on. A unit-testing and debugging aid: instruction semantics are exactly
 /// those [`launch`] uses. Returns the counters.
 pub fn run_snippet(words: &[u32], state: &mut WaveState, lds: &mut [u8], mem: &DeviceMemory) -> Result<LaunchReport, LaunchError> {
@@ -660,7 +680,7 @@ pub fn run_snippet(words: &[u32], state: &mut WaveState, lds: &mut [u8], mem: &D
     let mut insts = Vec::new();
     let mut off = 0usize;
     while off + 4 <= code.len() {
-        let r = crate::decode::decode_one(&code[off..], off as u64, &name);
+        let r = crate::decode::decode_one_for(state.target, &code[off..], off as u64, &name);
         pcs.push(off as u64);
         off += r.as_ref().map_or(4, |i| usize::from(i.len));
         insts.push(r);
@@ -676,7 +696,7 @@ pub fn run_snippet(words: &[u32], state: &mut WaveState, lds: &mut [u8], mem: &D
         .collect();
     let aux = insts.iter().map(|r| r.as_ref().map_or(0, wave::precompute)).collect();
     let initial_mode = (u32::from(state.float_denorm_mode_32) << 4) | 3 << 6 | 3 << 8;
-    let program = Arc::new(Compiled { kernel, pcs, insts, targets, aux, ocp: false, initial_mode });
+    let program = Arc::new(Compiled { kernel, pcs, insts, targets, aux, ocp: state.target.fp8_ocp(), target: state.target, initial_mode });
     let plan = checks::Plan::new(&program, &Checks::default());
     let setup = wave::Setup {
         plan: &plan,

@@ -2018,6 +2018,34 @@ impl Cx<'_, '_> {
                 self.vwrite(w, inst.dst, &r, exec)?;
                 return Ok(Flow::Next);
             }
+            Op::v_cvt_scalef32_pk_fp8_f32 | Op::v_cvt_scalef32_pk_bf8_f32 => {
+                // gfx950 only (OCP encodings); numerics::cvt_scalef32_pk_f8_f32.
+                let kind = f8kind(op == Op::v_cvt_scalef32_pk_fp8_f32, true);
+                let (x, y, sc) = (fa!(), fb!(), fc!());
+                let old = self.vread(w, inst, inst.dst)?;
+                let hi = inst.opsel & 8 != 0;
+                let clamp = inst.has_flag(flag::CLAMP);
+                let r: Lanes = std::array::from_fn(|l| numerics::cvt_scalef32_pk_f8_f32(f(x[l]), f(y[l]), f(sc[l]), old[l], hi, clamp, kind));
+                self.vwrite(w, inst.dst, &r, exec)?;
+                return Ok(Flow::Next);
+            }
+            Op::v_cvt_scalef32_pk_f32_fp8 | Op::v_cvt_scalef32_pk_f32_bf8 => {
+                // gfx950 only; op_sel bit 0 selects the source's high word (LLVM
+                // `int_amdgcn_cvt_scalef32_pk_f32_fp8` word_sel).
+                let kind = f8kind(op == Op::v_cvt_scalef32_pk_f32_fp8, true);
+                if inst.abs & 1 != 0 || inst.neg & 1 != 0 || inst.has_flag(flag::CLAMP) || inst.omod != 0 {
+                    return Err(self.unimpl(inst));
+                }
+                let x = self.vread(w, inst, inst.src[0])?;
+                let sc = self.fsrc(w, inst, 1)?;
+                let hi = inst.opsel & 1 != 0;
+                let r: [u64; 64] = std::array::from_fn(|l| {
+                    let p = numerics::cvt_scalef32_pk_f32_f8(x[l], f(sc[l]), hi, kind);
+                    u64::from(b(p[0])) | u64::from(b(p[1])) << 32
+                });
+                self.vwrite64(w, inst.dst, &r, exec)?;
+                return Ok(Flow::Next);
+            }
             Op::v_cvt_sr_fp8_f32 | Op::v_cvt_sr_bf8_f32 => {
                 let kind = f8kind(op == Op::v_cvt_sr_fp8_f32, self.st.program.ocp);
                 let (x, y) = (fa!(), bb!());
@@ -2371,6 +2399,9 @@ impl Cx<'_, '_> {
                 craw[l][r] = v[l];
             }
         }
+        if crate::decode::is_f8f6f4(op) {
+            return self.mfma_f8f6f4(w, inst, &craw);
+        }
         if inst.abs != 0 || inst.opsel != 0 || inst.neg != 0 {
             return Err(self.unimpl(inst));
         }
@@ -2428,6 +2459,65 @@ impl Cx<'_, '_> {
         Ok(())
     }
 
+    /// gfx950 `v_mfma_f32_{16x16x128,32x32x64}_f8f6f4`: A / B formats from `cbsz` / `blgp`
+    /// ([`numerics::F8f6f4Format`]), each source as many VGPRs as its format needs; `craw` is C.
+    fn mfma_f8f6f4(&mut self, w: &mut Wave, inst: &Inst, craw: &[[u32; 16]; 64]) -> Result<(), LaunchError> {
+        let (Some(fa), Some(fb)) = (numerics::F8f6f4Format::from_field(inst.abs), numerics::F8f6f4Format::from_field(inst.neg)) else {
+            return Err(
+                self.fault(format!("{}: reserved operand format cbsz:{} blgp:{} (0..=4 are FP8, BF8, FP6, BF6, FP4)", inst.info.name, inst.abs, inst.neg))
+            );
+        };
+        if inst.opsel != 0 || inst.src[0] < VGPR0 || inst.src[1] < VGPR0 {
+            return Err(self.unimpl(inst));
+        }
+        // v_mfma_scale_*: E8M0 block scales of A and B, one byte per lane (op_sel-selected).
+        // Model: only scales that are the same in every lane are executed (then every K block
+        // of every row / column has that scale, whatever the lane ↔ block assignment is); the
+        // product of each element pair is multiplied by 2^(sa − 127) · 2^(sb − 127), which
+        // equals scaling each block's dot product before accumulation (the blog's "applied after
+        // the normal dot product and prior to accumulation") unless a scaled value leaves the
+        // f32 range. Per-lane-different scales are a typed error (their block assignment is not
+        // modelled yet).
+        let mut scale_exp = [0i32; 2];
+        if inst.has_flag(flag::MFMA_SCALE) {
+            for (k, (code, byte)) in inst.mfma_scale_srcs().into_iter().enumerate() {
+                let v = self.vread(w, inst, code)?;
+                let e = (v[0] >> (8 * byte)) & 0xff;
+                if v.iter().any(|&x| (x >> (8 * byte)) & 0xff != e) {
+                    let mut err = self.unimpl(inst);
+                    if let LaunchError::Unimplemented { text, .. } = &mut err {
+                        text.push_str(" (block scales that differ between lanes are not modelled)");
+                    }
+                    return Err(err);
+                }
+                // E8M0: 2^(e − 127); 0xFF is NaN (i32::MAX marks it).
+                scale_exp[k] = if e == 0xff { i32::MAX } else { e as i32 - 127 };
+            }
+        }
+        let mut ops = [[[0u32; 8]; 64]; 2];
+        for (k, code) in [inst.src[0], inst.src[1]].into_iter().enumerate() {
+            for r in 0..usize::from(numerics::F8f6f4Format::regs_of_field(if k == 0 { inst.abs } else { inst.neg })) {
+                let v = self.vread(w, inst, code + r as u16)?;
+                for l in 0..64 {
+                    ops[k][l][r] = v[l];
+                }
+            }
+        }
+        let rows16 = inst.op == Op::v_mfma_f32_16x16x128_f8f6f4;
+        let c16: [[f32; 16]; 64] = std::array::from_fn(|l| craw[l].map(f));
+        let out: Vec<[f32; 16]> = if rows16 {
+            let c: [[f32; 4]; 64] = std::array::from_fn(|l| [c16[l][0], c16[l][1], c16[l][2], c16[l][3]]);
+            numerics::mfma_scale_f32_16x16x128_f8f6f4(&ops[0], &ops[1], &c, fa, fb, scale_exp).iter().map(pad16).collect()
+        } else {
+            numerics::mfma_scale_f32_32x32x64_f8f6f4(&ops[0], &ops[1], &c16, fa, fb, scale_exp).to_vec()
+        };
+        for r in 0..if rows16 { 4 } else { 16 } {
+            let v: Lanes = std::array::from_fn(|l| b(out[l][r]));
+            self.vwrite(w, inst.dst + r as u16, &v, u64::MAX)?;
+        }
+        Ok(())
+    }
+
     fn lds_check(&self, w: &Wave, inst: &Inst, lane: usize, addr: u64, len: u64) -> Result<usize, LaunchError> {
         if addr.checked_add(len).is_none_or(|end| end > self.lds.len() as u64) {
             return Err(self.memerr(inst, w, lane as u32, "LDS", addr, len, format!("outside the launch's {} bytes of LDS", self.lds.len())));
@@ -2467,6 +2557,41 @@ impl Cx<'_, '_> {
                     };
                 });
                 for (k, o) in out.iter().enumerate().take(regs) {
+                    self.land(w, Counter::Lgkm, inst.dst + k as u16, o, exec)?;
+                }
+            }
+            Op::ds_read_b64_tr_b8 | Op::ds_read_b64_tr_b16 => {
+                // gfx950 transposing LDS reads (decoded only for gfx950). Within each group of
+                // 16 lanes, every lane addresses 8 bytes = E elements (E = 8 for b8, 4 for b16);
+                // the group's loads form an E×16 tile whose row r is the loads of lanes
+                // R·r .. R·r + R − 1 (R = 16 / E), and lane j receives column j: element r of
+                // its result is element j mod E of the load of lane R·r + ⌊j / E⌋. For b8 that
+                // is the two interleaved 8×8 byte transposes, for b16 the 4×16 tile of which
+                // each lane gets a column (LLVM `IntrinsicsAMDGPU.td` `int_amdgcn_ds_read_tr{8,16}_b64`;
+                // Modular's `ds_read_tr8_b64` / `ds_read_tr16_b64_row` documentation; AMD CDNA4
+                // ISA, "DS_READ_B64_TR_B8/B16").
+                // Model: lanes outside EXEC load nothing (their part of the tile reads as 0).
+                let (ebits, e) = if op == Op::ds_read_b64_tr_b8 { (8usize, 8usize) } else { (16, 4) };
+                let rows = 16 / e;
+                let mut loads = [0u64; 64];
+                lanes!(exec, |l| {
+                    let a = u64::from(addr[l].wrapping_add(off));
+                    let p = self.lds_check(w, inst, l, a, 8)?;
+                    loads[l] = u64::from_le_bytes(self.lds[p..p + 8].try_into().expect("8"));
+                });
+                let mask = (1u64 << ebits) - 1;
+                let mut out = [[0u32; 64]; 2];
+                for l in 0..64 {
+                    let (base, j) = (l & !15, l & 15);
+                    let mut v = 0u64;
+                    for r in 0..e {
+                        let src = loads[base + rows * r + j / e];
+                        v |= ((src >> (ebits * (j % e))) & mask) << (ebits * r);
+                    }
+                    out[0][l] = v as u32;
+                    out[1][l] = (v >> 32) as u32;
+                }
+                for (k, o) in out.iter().enumerate() {
                     self.land(w, Counter::Lgkm, inst.dst + k as u16, o, exec)?;
                 }
             }
@@ -2737,16 +2862,25 @@ impl Cx<'_, '_> {
         if op_tail.starts_with("atomic_") {
             return self.flat_atomic(w, inst, &addrs, op_tail, exec, scratch);
         }
-        if op_tail == "load_lds_dword" && inst.enc == Enc::Global {
-            // LDS address = M0 + inst_offset + TIDinWave * 4 (the offset applies to both
-            // addresses; CDNA3 ISA 9.1.9 and LLVM's global.load.lds documentation).
+        let lds_bytes = match op_tail {
+            "load_lds_dword" => 4,
+            // gfx950 only (the gfx942 decoder does not know these opcodes).
+            "load_lds_dwordx3" => 12,
+            "load_lds_dwordx4" => 16,
+            _ => 0,
+        };
+        if lds_bytes != 0 && inst.enc == Enc::Global {
+            // LDS address = M0 + inst_offset + TIDinWave * size (the offset applies to both
+            // addresses; CDNA3 ISA 9.1.9 for the dword form, LLVM `IntrinsicsAMDGPU.td`
+            // `int_amdgcn_global_load_lds`: data sizes 12 and 16 on gfx950 with the same
+            // lane-contiguous LDS layout).
             let m0 = u64::from(w.s[sreg::M0 as usize]);
             lanes!(exec, |l| {
-                let mut buf = [0u8; 4];
-                self.lane_access(w, inst, l, addrs[l], &mut buf, false, false)?;
-                let la = m0.wrapping_add_signed(i64::from(inst.imm)).wrapping_add(4 * l as u64);
-                let p = self.lds_check(w, inst, l, la, 4)?;
-                self.lds[p..p + 4].copy_from_slice(&buf);
+                let mut buf = [0u8; 16];
+                self.lane_access(w, inst, l, addrs[l], &mut buf[..lds_bytes], false, false)?;
+                let la = m0.wrapping_add_signed(i64::from(inst.imm)).wrapping_add((lds_bytes * l) as u64);
+                let p = self.lds_check(w, inst, l, la, lds_bytes as u64)?;
+                self.lds[p..p + lds_bytes].copy_from_slice(&buf[..lds_bytes]);
             });
             return Ok(Flow::Next);
         }
@@ -2895,10 +3029,13 @@ impl Cx<'_, '_> {
         let tail = name.strip_prefix("buffer_").unwrap_or("");
         let Some(shape) = MemShape::parse(tail) else { return Err(self.unimpl(inst)) };
         let (n, store) = (shape.n, shape.store);
-        // Loads to LDS: only the dword form is modelled (CDNA3 ISA 9.1.9 gives the LDS address
-        // as LDSbase + M0 + inst_offset + TIDinWave * 4).
+        // Loads to LDS: the dword form, and on gfx950 dwordx3 / dwordx4 (CDNA3 ISA 9.1.9 gives
+        // the LDS address as LDSbase + M0 + inst_offset + TIDinWave * 4; LLVM
+        // `IntrinsicsAMDGPU.td` `int_amdgcn_raw_ptr_buffer_load_lds` allows sizes 12 and 16 on
+        // gfx950, lane-contiguous: TIDinWave * size). The byte/short forms are not modelled.
         let to_lds = inst.has_flag(flag::LDS);
-        if to_lds && (store || n != 4 || shape.d16.is_some()) {
+        let wide_lds_ok = self.st.program.target == crate::loader::Target::Gfx950 && matches!(n, 12 | 16);
+        if to_lds && (store || !(n == 4 || wide_lds_ok) || shape.d16.is_some()) {
             return Err(self.unimpl(inst));
         }
         // V# and the addressing / range-checking rule: exec/buffer.rs (shared with checks.rs).
@@ -2942,9 +3079,9 @@ impl Cx<'_, '_> {
                     self.global_read(w, inst, l as u32, "buffer", a.addr, &mut buf[..k])?;
                 }
                 if to_lds {
-                    let la = u64::from(w.s[sreg::M0 as usize]) + inst.imm as u64 + 4 * l as u64;
-                    let p = self.lds_check(w, inst, l, la, 4)?;
-                    self.lds[p..p + 4].copy_from_slice(&buf[..4]);
+                    let la = u64::from(w.s[sreg::M0 as usize]) + inst.imm as u64 + (n * l) as u64;
+                    let p = self.lds_check(w, inst, l, la, n as u64)?;
+                    self.lds[p..p + n].copy_from_slice(&buf[..n]);
                 } else {
                     shape.load_result(&buf, old[l], &mut out, l);
                 }

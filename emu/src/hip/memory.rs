@@ -21,7 +21,7 @@ fn device_alloc(size: usize) -> Result<u64, hipError_t> {
     count(|t| t.allocations += 1);
     let r = rt();
     let size = size as u64;
-    let free = TOTAL_GLOBAL_MEM.saturating_sub(r.memory.bytes_live());
+    let free = device_spec().total_global_mem.saturating_sub(r.memory.bytes_live());
     if size > free || host_available_bytes().is_some_and(|avail| size > avail) {
         return Err(hipErrorOutOfMemory);
     }
@@ -143,11 +143,12 @@ pub unsafe extern "C" fn hipMemGetInfo(free: *mut usize, total: *mut usize) -> h
         if free.is_null() || total.is_null() {
             return Err(hipErrorInvalidValue);
         }
-        let f = TOTAL_GLOBAL_MEM.saturating_sub(rt().memory.bytes_live());
+        let total_bytes = device_spec().total_global_mem;
+        let f = total_bytes.saturating_sub(rt().memory.bytes_live());
         // SAFETY: both non-null; caller contract.
         unsafe {
             free.write(f as usize);
-            total.write(TOTAL_GLOBAL_MEM as usize);
+            total.write(total_bytes as usize);
         }
         Ok(())
     })

@@ -1,4 +1,5 @@
-//! The HIP C ABI of the emulated gfx942 device.
+//! The HIP C ABI of the emulated device: a gfx942 MI300X, or a gfx950 MI355X after
+//! [`set_device_arch`] (or with `AMDGPU_EMU_ARCH=gfx950` in the environment; [`DeviceSpec`]).
 //!
 //! Every `hip*` function here has the exact C signature HIP declares (checked against the
 //! bindings `rocm-rs` 0.4.2 ships, HIP 6.3). Rust code calls them directly (the `fp8gemm`
@@ -11,7 +12,10 @@
 //! # The emulated runtime
 //! * One device, ordinal 0 (or several identical ones sharing everything, see [`set_device_count`]): an "AMD Instinct MI300X (emulated)", `gfx942:sramecc+:xnack-`,
 //!   304 CUs, 64 KiB LDS per workgroup, wave64, 192 GiB of reported memory
-//!   ([`hipGetDevicePropertiesR0600`] lists every value).
+//!   ([`hipGetDevicePropertiesR0600`] lists every value); or, after [`set_device_arch`]
+//!   (`AMDGPU_EMU_ARCH=gfx950`), an "AMD Instinct MI355X (emulated)", `gfx950:sramecc+:xnack-`,
+//!   256 CUs, 160 KiB LDS per workgroup ([`DeviceSpec::MI355X`]). The device runs code objects
+//!   of its own processor only.
 //! * Device memory is [`crate::memory::DeviceMemory`]: bounds-checked allocations at 64-bit
 //!   device addresses handed out upward from `0x1000_0000_0000` (16 TiB) and never reused. A pointer
 //!   in the window of addresses ever allocated is a device pointer (live, or stale and rejected);
@@ -248,6 +252,8 @@ struct Runtime {
     timing: RwLock<Option<TimingMode>>,
     /// The sticky kernel fault of each poisoned device ordinal (see [`device_fault`]).
     faults: Mutex<HashMap<c_int, DeviceFault>>,
+    /// The processor the device is ([`set_device_arch`]).
+    arch: RwLock<crate::loader::Target>,
 }
 
 /// A kernel fault that poisoned a device: every later HIP call on it returns [`Self::code`]
@@ -280,7 +286,55 @@ static RUNTIME: LazyLock<Runtime> = LazyLock::new(|| Runtime {
     checks: RwLock::new(checks_from_env()),
     timing: RwLock::new(None),
     faults: Mutex::new(HashMap::new()),
+    arch: RwLock::new(arch_from_env()),
 });
+
+/// Why `AMDGPU_EMU_ARCH` could not be parsed, if it could not (see [`arch_env_error`]).
+static ARCH_ENV_ERROR: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// The processor a new process's device is: gfx942 (MI300X), or the one the `AMDGPU_EMU_ARCH`
+/// environment variable names (`gfx942` or `gfx950`; read once, at the first HIP call, and
+/// nowhere else). An unknown value keeps gfx942 and is reported by [`arch_env_error`].
+fn arch_from_env() -> crate::loader::Target {
+    use crate::loader::Target;
+    match std::env::var("AMDGPU_EMU_ARCH") {
+        Ok(v) => match v.trim() {
+            "gfx942" => Target::Gfx942,
+            "gfx950" => Target::Gfx950,
+            other => {
+                let _ = ARCH_ENV_ERROR.set(format!("AMDGPU_EMU_ARCH={other:?}: expected gfx942 or gfx950; the device is a gfx942"));
+                Target::Gfx942
+            }
+        },
+        Err(_) => Target::Gfx942,
+    }
+}
+
+/// Why the `AMDGPU_EMU_ARCH` environment variable was rejected (the device is then a gfx942), if
+/// it was.
+pub fn arch_env_error() -> Option<String> {
+    let _ = rt();
+    ARCH_ENV_ERROR.get().cloned()
+}
+
+/// Makes the emulated device a `target` part ([`DeviceSpec::of`]: gfx942 = MI300X, gfx950 =
+/// MI355X) for everything that follows: device properties, which code objects
+/// `hipModuleLoadData` accepts (the device's target only; others are `hipErrorNoBinaryForGpu`),
+/// LDS limits of launches. Modules loaded before keep their code; launching one whose target is
+/// not the device's is `hipErrorNoBinaryForGpu`. Process-wide, like the device itself.
+pub fn set_device_arch(target: crate::loader::Target) {
+    *rt().arch.write().unwrap_or_else(|p| p.into_inner()) = target;
+}
+
+/// The processor the emulated device is (see [`set_device_arch`]).
+pub fn device_arch() -> crate::loader::Target {
+    *rt().arch.read().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The part the emulated device is: [`DeviceSpec::of`] its [`device_arch`].
+pub fn device_spec() -> DeviceSpec {
+    DeviceSpec::of(device_arch())
+}
 
 /// Why `AMDGPU_EMU_CHECKS` could not be parsed, if it could not (see [`checks_env_error`]).
 static CHECKS_ENV_ERROR: std::sync::OnceLock<String> = std::sync::OnceLock::new();
@@ -634,11 +688,12 @@ pub unsafe extern "C" fn hipDeviceGetName(name: *mut c_char, len: c_int, device:
         if name.is_null() || len <= 0 {
             return Err(hipErrorInvalidValue);
         }
-        let n = DEVICE_NAME.len().min(len as usize - 1);
+        let dev_name = device_spec().name;
+        let n = dev_name.len().min(len as usize - 1);
         // SAFETY: `name` is valid for `len` > n bytes (caller contract); the source is our
         // static string of at least n bytes; the regions cannot overlap.
         unsafe {
-            std::ptr::copy_nonoverlapping(DEVICE_NAME.as_ptr().cast::<c_char>(), name, n);
+            std::ptr::copy_nonoverlapping(dev_name.as_ptr().cast::<c_char>(), name, n);
             name.add(n).write(0);
         }
         Ok(())
@@ -685,7 +740,7 @@ pub unsafe extern "C" fn hipDeviceGetAttribute(pi: *mut c_int, attr: hipDeviceAt
             84 => sat(p.totalGlobalMem),
             85 => p.unifiedAddressing,
             87 => p.warpSize,
-            10000 => CLOCK_RATE_KHZ,
+            10000 => p.clockRate,
             10002 => sat(p.maxSharedMemoryPerMultiProcessor),
             10011 => p.isLargeBar,
             10012 => p.asicRevision,

@@ -124,8 +124,8 @@ unsafe fn image_len(p: *const u8) -> Result<u64, hipError_t> {
 }
 
 /// The code object for this device in `bytes`: the bytes themselves for an ELF file, or the
-/// `hip*-amdgcn-amd-amdhsa--gfx942*` entry of a clang offload bundle
-/// (`hipErrorNoBinaryForGpu` if it has none).
+/// `hip*-amdgcn-amd-amdhsa--<device processor>*` entry of a clang offload bundle (`gfx942`, or
+/// `gfx950` after [`set_device_arch`]; `hipErrorNoBinaryForGpu` if it has none).
 fn select_code_object(bytes: &[u8]) -> Result<&[u8], hipError_t> {
     if !bytes.starts_with(BUNDLE_MAGIC) {
         return Ok(bytes);
@@ -135,6 +135,7 @@ fn select_code_object(bytes: &[u8]) -> Result<&[u8], hipError_t> {
         usize::try_from(u64::from_le_bytes(b.try_into().expect("8 bytes"))).map_err(|_| hipErrorInvalidImage)
     };
     let n = rd(24)?;
+    let device = device_arch().name();
     let mut off = 32usize;
     for _ in 0..n.min(1024) {
         let (eoff, esize, tlen) = (rd(off)?, rd(off + 8)?, rd(off + 16)?);
@@ -144,7 +145,7 @@ fn select_code_object(bytes: &[u8]) -> Result<&[u8], hipError_t> {
         off = tend;
         let triple = String::from_utf8_lossy(triple);
         let processor = triple.split_once("--").map(|(_, t)| t.split(':').next().unwrap_or(""));
-        if triple.starts_with("hip") && processor == Some("gfx942") && esize > 0 {
+        if triple.starts_with("hip") && processor == Some(device) && esize > 0 {
             let eend = eoff.checked_add(esize).ok_or(hipErrorInvalidImage)?;
             return bytes.get(eoff..eend).ok_or(hipErrorInvalidImage);
         }
@@ -192,10 +193,12 @@ fn load_module(bytes: &[u8]) -> Result<u64, hipError_t> {
             _ => hipErrorInvalidImage,
         }
     })?;
-    // The emulated HIP device is a gfx942 (MI300X); a code object for another target has no
-    // binary for it, as on hardware. (exec::launch runs any loaded target directly.)
-    if code.target() != crate::loader::Target::Gfx942 {
-        set_detail(format!("hipModuleLoadData: code object is for {}, the device is gfx942", code.arch()));
+    // The emulated HIP device is one processor (gfx942 unless `set_device_arch` /
+    // AMDGPU_EMU_ARCH chose gfx950); a code object for another target has no binary for it, as
+    // on hardware. (exec::launch runs any loaded target directly.)
+    let device = device_arch();
+    if code.target() != device {
+        set_detail(format!("hipModuleLoadData: code object is for {}, the device is {}", code.arch(), device.name()));
         return Err(hipErrorNoBinaryForGpu);
     }
     let r = rt();
@@ -204,7 +207,8 @@ fn load_module(bytes: &[u8]) -> Result<u64, hipError_t> {
     Ok(id)
 }
 
-/// `hipError_t hipModuleLoadData(hipModule_t*, const void* image)`: loads a gfx942 code object
+/// `hipError_t hipModuleLoadData(hipModule_t*, const void* image)`: loads a code object for the
+/// device's processor ([`device_arch`]: gfx942 unless set to gfx950)
 /// (an AMDGPU ELF, or a clang offload bundle holding one). A malformed image is
 /// `hipErrorInvalidImage`; a code object for another GPU `hipErrorNoBinaryForGpu` (the loader's
 /// message is kept for [`last_error_detail`]).
@@ -360,9 +364,9 @@ pub unsafe extern "C" fn hipFuncGetAttribute(value: *mut c_int, attrib: hipFunct
             HIP_FUNC_ATTRIBUTE_CONST_SIZE_BYTES => 0,
             HIP_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES => m.private_segment_fixed_size,
             HIP_FUNC_ATTRIBUTE_NUM_REGS => m.vgpr_count,
-            HIP_FUNC_ATTRIBUTE_PTX_VERSION | HIP_FUNC_ATTRIBUTE_BINARY_VERSION => 94,
+            HIP_FUNC_ATTRIBUTE_PTX_VERSION | HIP_FUNC_ATTRIBUTE_BINARY_VERSION => 90 + DeviceSpec::of(f.code.target()).minor as u32,
             HIP_FUNC_ATTRIBUTE_CACHE_MODE_CA => 0,
-            HIP_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES => LDS_BYTES_PER_WORKGROUP.saturating_sub(m.group_segment_fixed_size),
+            HIP_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES => device_spec().lds_bytes_per_workgroup.saturating_sub(m.group_segment_fixed_size),
             HIP_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT => 0,
             _ => return Err(hipErrorInvalidValue),
         };
@@ -532,8 +536,13 @@ pub unsafe extern "C" fn hipModuleLaunchKernel(
         if block.iter().any(|&b| b > MAX_THREADS_PER_BLOCK) || threads > u64::from(MAX_THREADS_PER_BLOCK) {
             return fail(hipErrorInvalidValue, format!("block {block:?} ({threads} work-items) exceeds 1024 work-items"));
         }
-        if sharedMemBytes > LDS_BYTES_PER_WORKGROUP {
-            return fail(hipErrorInvalidValue, format!("sharedMemBytes {sharedMemBytes} exceeds 65536"));
+        let spec = device_spec();
+        if func.code.target() != spec.target {
+            return fail(hipErrorNoBinaryForGpu, format!("its code object is for {}, the device is {}", func.code.arch(), spec.target.name()));
+        }
+        let lds_max = spec.lds_bytes_per_workgroup;
+        if sharedMemBytes > lds_max {
+            return fail(hipErrorInvalidValue, format!("sharedMemBytes {sharedMemBytes} exceeds {lds_max}"));
         }
         if !kernelParams.is_null() && !extra.is_null() {
             return fail(hipErrorInvalidValue, "both kernelParams and extra are given; pass exactly one".into());
@@ -550,11 +559,11 @@ pub unsafe extern "C" fn hipModuleLaunchKernel(
             );
         }
         let lds = u64::from(kernel.meta.group_segment_fixed_size) + u64::from(sharedMemBytes);
-        if lds > u64::from(LDS_BYTES_PER_WORKGROUP) {
+        if lds > u64::from(lds_max) {
             return fail(
                 hipErrorLaunchOutOfResources,
                 format!(
-                    "static LDS {} + dynamic LDS {sharedMemBytes} = {lds} bytes exceeds the 65536 bytes of a workgroup",
+                    "static LDS {} + dynamic LDS {sharedMemBytes} = {lds} bytes exceeds the {lds_max} bytes of a workgroup",
                     kernel.meta.group_segment_fixed_size
                 ),
             );

@@ -225,9 +225,68 @@ pub const EMULATED_HIP_VERSION: c_int = 60_342_133;
 // The emulated device's properties
 // ---------------------------------------------------------------------------------------------
 
-/// Device name reported by [`hipGetDevicePropertiesR0600`] and [`hipDeviceGetName`].
+/// The part the emulated HIP device is, by processor ([`DeviceSpec::of`]): what
+/// [`hipGetDevicePropertiesR0600`] reports and what the runtime accepts (code objects of
+/// [`DeviceSpec::target`] only; LDS per workgroup). Selected with [`set_device_arch`] or the
+/// `AMDGPU_EMU_ARCH` environment variable; the default is the gfx942 MI300X.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceSpec {
+    /// The processor whose code objects the device runs.
+    pub target: crate::loader::Target,
+    /// Device name (`hipDeviceGetName`).
+    pub name: &'static str,
+    /// `gcnArchName` (target id with its features).
+    pub gcn_arch_name: &'static str,
+    /// LDS bytes one workgroup may use (and per CU).
+    pub lds_bytes_per_workgroup: u32,
+    /// Compute units.
+    pub multiprocessor_count: c_int,
+    /// Device memory bytes.
+    pub total_global_mem: u64,
+    /// Peak engine clock in kHz.
+    pub clock_rate_khz: c_int,
+    /// `major.minor` of the gfx9 processor (9.4 gfx942, 9.5 gfx950).
+    pub minor: c_int,
+}
+
+impl DeviceSpec {
+    /// AMD Instinct MI300X (gfx942): 304 CUs, 64 KiB LDS, 192 GiB HBM3, 2100 MHz.
+    pub const MI300X: DeviceSpec = DeviceSpec {
+        target: crate::loader::Target::Gfx942,
+        name: DEVICE_NAME,
+        gcn_arch_name: GCN_ARCH_NAME,
+        lds_bytes_per_workgroup: LDS_BYTES_PER_WORKGROUP,
+        multiprocessor_count: MULTIPROCESSOR_COUNT,
+        total_global_mem: TOTAL_GLOBAL_MEM,
+        clock_rate_khz: CLOCK_RATE_KHZ,
+        minor: 4,
+    };
+    /// AMD Instinct MI355X (gfx950): 256 CUs (8 XCDs × 32), 160 KiB LDS per CU (all of it
+    /// available to one workgroup), 288 GiB HBM3E, 2400 MHz (AMD MI355X data sheet; the
+    /// project's `hardware.md` parts table).
+    pub const MI355X: DeviceSpec = DeviceSpec {
+        target: crate::loader::Target::Gfx950,
+        name: "AMD Instinct MI355X (emulated)",
+        gcn_arch_name: "gfx950:sramecc+:xnack-",
+        lds_bytes_per_workgroup: crate::exec::MAX_LDS_BYTES_GFX950,
+        multiprocessor_count: 256,
+        total_global_mem: 288 << 30,
+        clock_rate_khz: 2_400_000,
+        minor: 5,
+    };
+
+    /// The part emulated for `target`.
+    pub const fn of(target: crate::loader::Target) -> DeviceSpec {
+        match target {
+            crate::loader::Target::Gfx942 => DeviceSpec::MI300X,
+            crate::loader::Target::Gfx950 => DeviceSpec::MI355X,
+        }
+    }
+}
+
+/// Device name of the gfx942 device ([`DeviceSpec::MI300X`]).
 pub const DEVICE_NAME: &str = "AMD Instinct MI300X (emulated)";
-/// `gcnArchName` of the emulated device.
+/// `gcnArchName` of the gfx942 device.
 pub const GCN_ARCH_NAME: &str = "gfx942:sramecc+:xnack-";
 /// Reported device memory (MI300X: 192 GiB of HBM3).
 pub const TOTAL_GLOBAL_MEM: u64 = 192 << 30;
@@ -488,31 +547,36 @@ fn c_chars<const N: usize>(s: &str) -> [c_char; N] {
     out
 }
 
-/// The properties of the emulated device.
+/// The properties of the emulated device (the part [`device_spec`] selects).
 pub fn device_properties() -> hipDeviceProp_tR0600 {
+    device_properties_of(&device_spec())
+}
+
+/// The properties of the device `spec` describes.
+pub fn device_properties_of(spec: &DeviceSpec) -> hipDeviceProp_tR0600 {
     let i32max = i32::MAX;
     let arch_bits: u32 = (0..=16).filter(|&b| b != 14 && b != 16).fold(0, |acc, b| acc | (1 << b)); // no surfaces, no dynamic parallelism
     hipDeviceProp_tR0600 {
-        name: c_chars(DEVICE_NAME),
-        uuid: hipUUID { bytes: c_chars::<16>("GPU-emu-gfx942-0") },
+        name: c_chars(spec.name),
+        uuid: hipUUID { bytes: c_chars::<16>(&format!("GPU-emu-{}-0", spec.target.name())) },
         luid: [0; 8],
         luidDeviceNodeMask: 0,
-        totalGlobalMem: TOTAL_GLOBAL_MEM as usize,
-        sharedMemPerBlock: LDS_BYTES_PER_WORKGROUP as usize,
+        totalGlobalMem: spec.total_global_mem as usize,
+        sharedMemPerBlock: spec.lds_bytes_per_workgroup as usize,
         regsPerBlock: 512 * 64 * 2,
         warpSize: 64,
         memPitch: i32max as usize,
         maxThreadsPerBlock: MAX_THREADS_PER_BLOCK as c_int,
         maxThreadsDim: [1024, 1024, 1024],
         maxGridSize: [i32max, 65536, 65536],
-        clockRate: CLOCK_RATE_KHZ,
+        clockRate: spec.clock_rate_khz,
         totalConstMem: i32max as usize,
         major: 9,
-        minor: 4,
+        minor: spec.minor,
         textureAlignment: 256,
         texturePitchAlignment: 256,
         deviceOverlap: 1,
-        multiProcessorCount: MULTIPROCESSOR_COUNT,
+        multiProcessorCount: spec.multiprocessor_count,
         kernelExecTimeoutEnabled: 0,
         integrated: 0,
         canMapHostMemory: 0,
@@ -554,7 +618,7 @@ pub fn device_properties() -> hipDeviceProp_tR0600 {
         streamPrioritiesSupported: 1,
         globalL1CacheSupported: 1,
         localL1CacheSupported: 1,
-        sharedMemPerMultiprocessor: LDS_BYTES_PER_WORKGROUP as usize,
+        sharedMemPerMultiprocessor: spec.lds_bytes_per_workgroup as usize,
         regsPerMultiprocessor: 512 * 64 * 4,
         managedMemory: 0,
         isMultiGpuBoard: 0,
@@ -567,7 +631,7 @@ pub fn device_properties() -> hipDeviceProp_tR0600 {
         canUseHostPointerForRegisteredMem: 0,
         cooperativeLaunch: 0,
         cooperativeMultiDeviceLaunch: 0,
-        sharedMemPerBlockOptin: LDS_BYTES_PER_WORKGROUP as usize,
+        sharedMemPerBlockOptin: spec.lds_bytes_per_workgroup as usize,
         pageableMemoryAccessUsesHostPageTables: 0,
         directManagedMemAccessFromHost: 0,
         maxBlocksPerMultiProcessor: 32,
@@ -588,8 +652,8 @@ pub fn device_properties() -> hipDeviceProp_tR0600 {
         unifiedFunctionPointers: 0,
         reserved: [0; 63],
         hipReserved: [0; 32],
-        gcnArchName: c_chars(GCN_ARCH_NAME),
-        maxSharedMemoryPerMultiProcessor: LDS_BYTES_PER_WORKGROUP as usize,
+        gcnArchName: c_chars(spec.gcn_arch_name),
+        maxSharedMemoryPerMultiProcessor: spec.lds_bytes_per_workgroup as usize,
         clockInstructionRate: WALL_CLOCK_RATE_KHZ,
         arch: arch_bits,
         hdpMemFlushCntl: std::ptr::null_mut(),

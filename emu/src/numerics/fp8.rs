@@ -351,6 +351,50 @@ pub fn cvt_sr_f8_f32(x: f32, rnd: u32, old: u32, byte_sel: u32, clamp: bool, kin
     (old & !(0xFFu32 << shift)) | (u32::from(f32_to_f8_sr(x, rnd, kind, clamp)) << shift)
 }
 
+/// The power of two a gfx950 `v_cvt_scalef32_*` conversion scales by: the E8M0 exponent held in
+/// bits 30:23 of the f32 `scale` operand, `2^(e − 127)`, or `None` for `e = 0xFF` (the E8M0 NaN).
+///
+/// **Model.** Only the exponent field is used (the MX block scale is E8M0: OCP "Microscaling
+/// Formats (MX) v1.0" §5.4; callers pass `2^k` as an f32, e.g. composable_kernel and AMD's
+/// `hip_ext_ocp.h` `__amd_scale_to_float`); sign and mantissa bits are ignored.
+pub fn scalef32_exponent(scale: f32) -> Option<i32> {
+    let e = (scale.to_bits() >> 23) & 0xFF;
+    (e != 0xFF).then(|| e as i32 - 127)
+}
+
+/// gfx950 `v_cvt_scalef32_pk_{fp8,bf8}_f32 vdst, a, b, scale`: `a / 2^k` and `b / 2^k`
+/// (`k` = [`scalef32_exponent`]) converted as [`cvt_pk_f8_f32`] does (OCP `kind`, round to
+/// nearest even, `clamp` saturating) into the low (`word_sel_hi` false) or high 16 bits of
+/// `old`; a NaN scale gives NaN encodings.
+///
+/// The division is the MX quantization direction (AMD `hip_ext_ocp.h` host reference:
+/// `srcExp -= scale_exp` before rounding; users pass the block's `2^k` and store `x / 2^k`).
+/// **Model:** `x / 2^k` is formed in f64 and rounded once to f32 before the FP8 rounding; the
+/// f32 step is exact unless `x / 2^k` is below 2^-126 (far below the smallest FP8/BF8
+/// subnormal, so both round to zero) or overflows f32 (then ±∞, which converts as an overflow).
+pub fn cvt_scalef32_pk_f8_f32(a: f32, b: f32, scale: f32, old: u32, word_sel_hi: bool, clamp: bool, kind: F8Kind) -> u32 {
+    let (x, y) = match scalef32_exponent(scale) {
+        Some(k) => {
+            let s = 2f64.powi(-k);
+            ((f64::from(a) * s) as f32, (f64::from(b) * s) as f32)
+        }
+        None => (f32::NAN, f32::NAN),
+    };
+    cvt_pk_f8_f32(x, y, old, word_sel_hi, clamp, kind)
+}
+
+/// gfx950 `v_cvt_scalef32_pk_f32_{fp8,bf8} vdst[2], src, scale`: the two 8-bit values of the low
+/// (`word_sel_hi` false) or high 16 bits of `src` ([`cvt_pk_f32_f8`], OCP `kind`) times `2^k`
+/// (`k` = [`scalef32_exponent`]), rounded to f32 (±∞ on overflow, as AMD's `hip_ext_ocp.h`
+/// host reference notes for gfx950); a NaN scale gives NaN.
+pub fn cvt_scalef32_pk_f32_f8(src: u32, scale: f32, word_sel_hi: bool, kind: F8Kind) -> [f32; 2] {
+    let v = cvt_pk_f32_f8(src, word_sel_hi, kind);
+    match scalef32_exponent(scale) {
+        Some(k) => v.map(|x| (f64::from(x) * 2f64.powi(k)) as f32),
+        None => [f32::NAN; 2],
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -53,6 +53,10 @@ pub enum MfmaOp {
     I32_16x16x32I8,
     /// `v_mfma_i32_32x32x16_i8` (gfx940+).
     I32_32x32x16I8,
+    /// gfx950 `v_mfma_f32_16x16x128_f8f6f4` (FP8/BF8 operands; FP6/FP4 take half the passes).
+    F32_16x16x128F8f6f4,
+    /// gfx950 `v_mfma_f32_32x32x64_f8f6f4` (FP8/BF8 operands; FP6/FP4 take half the passes).
+    F32_32x32x64F8f6f4,
 }
 
 impl MfmaOp {
@@ -62,9 +66,12 @@ impl MfmaOp {
     /// table: 16x16x32 fp8 16, 32x32x16 fp8 32, 16x16x16 f16/bf16_1k 16, 32x32x8 f16/bf16_1k 32,
     /// 16x16x4 f32 32, 32x32x2 f32 64 cycles), consistent with `gfx942.md` (fp8: 4 and 8 passes)
     /// and with MI300X's published peak rates per CU per clock (FP8 4096, BF16/F16 2048, F32
-    /// matrix 256 FLOP).
+    /// matrix 256 FLOP). gfx950's f8f6f4 forms with FP8 operands: 8 and 16 passes (32 / 64
+    /// cycles, 8192 FLOP/clk/CU; project `hardware.md`).
     pub const fn passes(self) -> u32 {
         match self {
+            MfmaOp::F32_16x16x128F8f6f4 => 8,
+            MfmaOp::F32_32x32x64F8f6f4 => 16,
             MfmaOp::F32_16x16x32F8 | MfmaOp::F32_16x16x16Bf16 | MfmaOp::F32_16x16x16F16 | MfmaOp::I32_16x16x32I8 => 4,
             MfmaOp::F32_32x32x16F8 | MfmaOp::F32_32x32x8Bf16 | MfmaOp::F32_32x32x8F16 | MfmaOp::F32_16x16x4F32 | MfmaOp::I32_32x32x16I8 => 8,
             MfmaOp::F32_32x32x2F32 => 16,
@@ -79,6 +86,8 @@ impl MfmaOp {
     /// `(M, N, K)` of the instruction.
     pub const fn shape(self) -> (usize, usize, usize) {
         match self {
+            MfmaOp::F32_16x16x128F8f6f4 => (16, 16, 128),
+            MfmaOp::F32_32x32x64F8f6f4 => (32, 32, 64),
             MfmaOp::F32_16x16x32F8 | MfmaOp::I32_16x16x32I8 => (16, 16, 32),
             MfmaOp::F32_32x32x16F8 | MfmaOp::I32_32x32x16I8 => (32, 32, 16),
             MfmaOp::F32_16x16x16Bf16 | MfmaOp::F32_16x16x16F16 => (16, 16, 16),
@@ -360,6 +369,199 @@ pub fn mfma_f32_16x16x4_f32(a: &[f32; 64], b: &[f32; 64], c: &[[f32; 4]; 64]) ->
 /// layout as [`mfma_f32_32x32x16_f8`]. True FMA per step.
 pub fn mfma_f32_32x32x2_f32(a: &[f32; 64], b: &[f32; 64], c: &[[f32; 16]; 64]) -> [[f32; 16]; 64] {
     mfma_core::<32, 2, 1, 16>(|lane, _| a[lane], |lane, _| b[lane], c, Step::Fused)
+}
+
+/// Operand format of a gfx950 `v_mfma_f32_{16x16x128,32x32x64}_f8f6f4` source, from its 3-bit
+/// `cbsz` (A) or `blgp` (B) field (LLVM `SIDefines.h` `MFMAScaleFormats` and the
+/// `__builtin_amdgcn_mfma_scale_f32_*_f8f6f4` type codes: 0 FP8 E4M3, 1 BF8 E5M2, 2 FP6 E2M3,
+/// 3 BF6 E3M2, 4 FP4 E2M1; all OCP encodings, AMD "AMD Instinct MI300/CDNA4 ISA", "Matrix
+/// Arithmetic Instructions").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum F8f6f4Format {
+    /// OCP FP8 E4M3FN (8 VGPRs of 32 values).
+    Fp8,
+    /// OCP BF8 E5M2 (8 VGPRs).
+    Bf8,
+    /// OCP FP6 E2M3 (6 VGPRs of 32 packed 6-bit values).
+    Fp6,
+    /// OCP BF6 E3M2 (6 VGPRs).
+    Bf6,
+    /// OCP FP4 E2M1 (4 VGPRs of 32 packed 4-bit values).
+    Fp4,
+}
+
+impl F8f6f4Format {
+    /// The format of field value `v` (`None` for the reserved 5..=7).
+    pub fn from_field(v: u8) -> Option<F8f6f4Format> {
+        Some(match v {
+            0 => F8f6f4Format::Fp8,
+            1 => F8f6f4Format::Bf8,
+            2 => F8f6f4Format::Fp6,
+            3 => F8f6f4Format::Bf6,
+            4 => F8f6f4Format::Fp4,
+            _ => return None,
+        })
+    }
+    /// VGPRs an operand of field value `v` occupies, as LLVM's disassembler sizes the register
+    /// tuple (the reserved values 5..=7 print as 8).
+    pub fn regs_of_field(v: u8) -> u8 {
+        match v {
+            2 | 3 => 6,
+            4 => 4,
+            _ => 8,
+        }
+    }
+    /// Bits per element.
+    pub const fn bits(self) -> u32 {
+        match self {
+            F8f6f4Format::Fp8 | F8f6f4Format::Bf8 => 8,
+            F8f6f4Format::Fp6 | F8f6f4Format::Bf6 => 6,
+            F8f6f4Format::Fp4 => 4,
+        }
+    }
+    /// Exact value of the `bits()`-bit encoding `x` (low bits of `x`). FP8/BF8 as
+    /// [`F8Kind::Fp8Ocp`] / [`F8Kind::Bf8Ocp`] (NaN, ±∞ for BF8); the OCP MX FP6/FP4 formats
+    /// (OCP "Microscaling Formats (MX) v1.0", section 5.3) have no NaN or infinity:
+    /// E2M3 bias 1, E3M2 bias 3, E2M1 bias 1, subnormals at exponent field 0.
+    pub fn value(self, x: u32) -> f32 {
+        let (e_bits, m_bits, bias): (u32, u32, i32) = match self {
+            F8f6f4Format::Fp8 => return f32::from_bits(decode_table_bits(F8Kind::Fp8Ocp)[(x & 0xFF) as usize]),
+            F8f6f4Format::Bf8 => return f32::from_bits(decode_table_bits(F8Kind::Bf8Ocp)[(x & 0xFF) as usize]),
+            F8f6f4Format::Fp6 => (2, 3, 1),
+            F8f6f4Format::Bf6 => (3, 2, 3),
+            F8f6f4Format::Fp4 => (2, 1, 1),
+        };
+        let m = x & ((1 << m_bits) - 1);
+        let e = (x >> m_bits) & ((1 << e_bits) - 1);
+        let neg = (x >> (m_bits + e_bits)) & 1 != 0;
+        // value = m·2^(1−bias−m_bits) for e = 0, (2^m_bits + m)·2^(e−bias−m_bits) otherwise;
+        // every such value is exact in f32.
+        let (sig, exp) = if e == 0 { (m, 1 - bias - m_bits as i32) } else { (m | 1 << m_bits, e as i32 - bias - m_bits as i32) };
+        let v = sig as f32 * 2f32.powi(exp);
+        if neg { -v } else { v }
+    }
+}
+
+/// Logical K index of element `e` (0..32) of lane group `g` (`lane / M`) for an f8f6f4 MFMA
+/// operand of `fmt` in an `M`×`M` instruction (`G = 64 / M` lane groups):
+/// * FP8/BF8 (8 VGPRs): element `e` is byte `e`; bytes 0..16 hold `k = 16·g + e` and bytes
+///   16..32 hold `k = 16·G + 16·g + (e − 16)` (AMD ROCm blog "Matrix Core Programming on AMD
+///   CDNA3 and CDNA4 architecture", 2025, §5.4: for 32x32x64 FP8 lane `l` holds
+///   `A[l mod 32][32·i + 16·⌊l/32⌋ + j]` in byte `16·i + j`; the 16x16x128 form is the same
+///   split over its four lane groups);
+/// * FP6/BF6 (6 VGPRs) and FP4 (4 VGPRs): elements are packed low bits first across the lane's
+///   VGPRs and element `e` holds `k = 32·g + e` (same blog, §5.5: for 32x32x64 FP4 lane `l`
+///   holds `A[l mod 32][32·⌊l/32⌋ + e]`; FP6 packs the same 32 elements into 6 VGPRs).
+///
+/// The same map serves B (`B[k][j]`, `j = lane mod M`).
+#[inline]
+fn f8f6f4_k(fmt: F8f6f4Format, groups: usize, g: usize, e: usize) -> usize {
+    match fmt {
+        F8f6f4Format::Fp8 | F8f6f4Format::Bf8 => (e / 16) * 16 * groups + 16 * g + e % 16,
+        _ => 32 * g + e,
+    }
+}
+
+/// Element `e` (0..32) of a lane's f8f6f4 operand `regs` (its VGPRs, low first) in `fmt`.
+#[inline]
+fn f8f6f4_elem(regs: &[u32; 8], fmt: F8f6f4Format, e: usize) -> f32 {
+    let w = fmt.bits() as usize;
+    let bit = e * w;
+    let lo = u64::from(regs[bit / 32]) | u64::from(*regs.get(bit / 32 + 1).unwrap_or(&0)) << 32;
+    fmt.value(((lo >> (bit % 32)) & ((1 << w) - 1)) as u32)
+}
+
+#[inline(always)]
+fn mfma_f8f6f4<const M: usize, const K: usize, const R: usize>(
+    a: &[[u32; 8]; 64],
+    b: &[[u32; 8]; 64],
+    c: &[[f32; R]; 64],
+    fa: F8f6f4Format,
+    fb: F8f6f4Format,
+    scale_exp: [i32; 2],
+) -> [[f32; R]; 64] {
+    // Uniform block scales: each operand's elements times 2^e (exact in f32 while in range);
+    // i32::MAX is the E8M0 NaN.
+    let factor = |e: i32| if e == i32::MAX { f32::NAN } else { (2f64).powi(e) as f32 };
+    let (sa, sb) = (factor(scale_exp[0]), factor(scale_exp[1]));
+    // Inverse of f8f6f4_k per format: (lane group, element) holding logical k.
+    let groups = 64 / M;
+    let inv = |fmt: F8f6f4Format| -> [(usize, usize); K] {
+        let mut t = [(0, 0); K];
+        for g in 0..groups {
+            for e in 0..32 {
+                t[f8f6f4_k(fmt, groups, g, e)] = (g, e);
+            }
+        }
+        t
+    };
+    let (ia, ib) = (inv(fa), inv(fb));
+    // mfma_core reads logical element `k = 32·⌊lane/M⌋ + e` of row `lane mod M`; each operand
+    // maps that k to the lane and element holding it, so A and B pair on the same logical k and
+    // the accumulation runs in logical k order. Products of two FP8/FP6/FP4 values have ≤ 8
+    // significant bits and magnitudes within [2^-32, 2^32]: exact in f32.
+    mfma_core::<M, K, 32, R>(
+        |lane, e| {
+            let (g, e2) = ia[32 * (lane / M) + e];
+            f8f6f4_elem(&a[lane % M + M * g], fa, e2) * sa
+        },
+        |lane, e| {
+            let (g, e2) = ib[32 * (lane / M) + e];
+            f8f6f4_elem(&b[lane % M + M * g], fb, e2) * sb
+        },
+        c,
+        Step::ExactProducts,
+    )
+}
+
+/// gfx950 `v_mfma_f32_16x16x128_f8f6f4 D, A, B, C` (CDNA4; VOP3P opcode 0x2d; 8 passes with FP8
+/// operands).
+///
+/// `a[l]` / `b[l]`: lane `l`'s source VGPRs (8 for FP8/BF8, 6 for FP6/BF6, 4 for FP4; the rest
+/// ignored), `fa` / `fb` their formats (`cbsz` / `blgp`). `A[i][k]` is held by lane
+/// `16·g + i` and `B[k][j]` by lane `16·g + j`, with `(g, element)` from the logical-K map of
+/// [`F8f6f4Format`] operands (see `f8f6f4_k`). `c[l][r]`/result: as [`mfma_f32_16x16x32_f8`]
+/// (register `r` of lane `l` holds `(4·⌊l/16⌋ + r, l mod 16)`). Arithmetic per the module's
+/// accumulation model, in logical k order.
+pub fn mfma_f32_16x16x128_f8f6f4(a: &[[u32; 8]; 64], b: &[[u32; 8]; 64], c: &[[f32; 4]; 64], fa: F8f6f4Format, fb: F8f6f4Format) -> [[f32; 4]; 64] {
+    mfma_f8f6f4::<16, 128, 4>(a, b, c, fa, fb, [0, 0])
+}
+
+/// gfx950 `v_mfma_scale_f32_16x16x128_f8f6f4` with block scales the same in every lane: as
+/// [`mfma_f32_16x16x128_f8f6f4`] with every A element times `2^scale_exp[0]` and every B element
+/// times `2^scale_exp[1]` (`i32::MAX` = the E8M0 NaN scale, giving NaN). Exact scaling while the
+/// scaled values stay within f32's range.
+pub fn mfma_scale_f32_16x16x128_f8f6f4(
+    a: &[[u32; 8]; 64],
+    b: &[[u32; 8]; 64],
+    c: &[[f32; 4]; 64],
+    fa: F8f6f4Format,
+    fb: F8f6f4Format,
+    scale_exp: [i32; 2],
+) -> [[f32; 4]; 64] {
+    mfma_f8f6f4::<16, 128, 4>(a, b, c, fa, fb, scale_exp)
+}
+
+/// gfx950 `v_mfma_f32_32x32x64_f8f6f4 D, A, B, C` (CDNA4; VOP3P opcode 0x2e; 16 passes with FP8
+/// operands).
+///
+/// As [`mfma_f32_16x16x128_f8f6f4`] with two lane groups (`A[i][k]` in lane `32·g + i`); the
+/// result layout is [`mfma_f32_32x32x16_f8`]'s.
+pub fn mfma_f32_32x32x64_f8f6f4(a: &[[u32; 8]; 64], b: &[[u32; 8]; 64], c: &[[f32; 16]; 64], fa: F8f6f4Format, fb: F8f6f4Format) -> [[f32; 16]; 64] {
+    mfma_f8f6f4::<32, 64, 16>(a, b, c, fa, fb, [0, 0])
+}
+
+/// gfx950 `v_mfma_scale_f32_32x32x64_f8f6f4` with lane-uniform block scales (see
+/// [`mfma_scale_f32_16x16x128_f8f6f4`]).
+pub fn mfma_scale_f32_32x32x64_f8f6f4(
+    a: &[[u32; 8]; 64],
+    b: &[[u32; 8]; 64],
+    c: &[[f32; 16]; 64],
+    fa: F8f6f4Format,
+    fb: F8f6f4Format,
+    scale_exp: [i32; 2],
+) -> [[f32; 16]; 64] {
+    mfma_f8f6f4::<32, 64, 16>(a, b, c, fa, fb, scale_exp)
 }
 
 #[cfg(test)]

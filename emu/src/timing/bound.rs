@@ -7,13 +7,16 @@
 //! # Bound
 //! 1. **Occupancy.** Waves per SIMD = min(8, 512 / roundup(VGPRs + AGPRs, 8), 800 /
 //!    roundup(SGPRs, 16)); workgroups per CU = min(⌊4 · waves per SIMD / waves per workgroup⌋,
-//!    ⌊64 KiB / LDS per workgroup⌋), at least 1.
+//!    ⌊LDS per CU / LDS per workgroup⌋), at least 1 (LDS per CU is the machine's
+//!    [`Machine::lds_per_cu`]: 64 KiB on MI300X; an MI355X machine has 160 KiB,
+//!    [`crate::exec::MAX_LDS_BYTES_GFX950`]). [`Resources`] do not depend on the target.
 //! 2. **Wave quantization.** Workgroups are spread evenly over the CUs; the busiest CU runs
 //!    `⌈W / 304⌉` of the `W` workgroups, each costing the launch average. The SIMDs busy on that
 //!    CU are min(4, resident workgroups · waves per workgroup).
 //! 3. **Pipes per CU** (cycles of the busiest CU; they overlap, so the CU time is their max):
 //!    * MFMA: passes × 4 cycles ([`crate::exec::counters::mfma_passes`]: FP8 16x16x32 = 4
-//!      passes = 16 cycles, 32x32x16 = 8 passes = 32 cycles) divided over the busy SIMDs;
+//!      passes = 16 cycles, 32x32x16 = 8 passes = 32 cycles; gfx950 f8f6f4 16x16x128 = 8,
+//!      32x32x64 = 16 passes) divided over the busy SIMDs;
 //!    * VALU: 4 cycles per wave64 VALU instruction (16 lanes per cycle) over the busy SIMDs;
 //!    * LDS: the bank-model cycles of [`crate::exec::counters`] (one phase of up to 128 B per
 //!      cycle plus the bank-conflict cycles), one LDS per CU.

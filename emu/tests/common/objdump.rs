@@ -1,5 +1,5 @@
 //! The toolchain's `llvm-objdump` as the disassembler's oracle: every instruction of every kernel
-//! of a code object must print exactly as `llvm-objdump -d --mcpu=gfx942` prints it.
+//! of a code object must print exactly as `llvm-objdump -d --mcpu=<its target>` prints it.
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
@@ -16,8 +16,8 @@ fn objdump() -> PathBuf {
 }
 
 /// `pc -> text` as llvm-objdump prints it.
-fn llvm_listing(path: &Path) -> BTreeMap<u64, String> {
-    let out = Command::new(objdump()).args(["-d", "--mcpu=gfx942"]).arg(path).output().expect("run llvm-objdump");
+fn llvm_listing(path: &Path, mcpu: &str) -> BTreeMap<u64, String> {
+    let out = Command::new(objdump()).args(["-d", &format!("--mcpu={mcpu}")]).arg(path).output().expect("run llvm-objdump");
     assert!(out.status.success(), "llvm-objdump failed: {}", String::from_utf8_lossy(&out.stderr));
     let mut m = BTreeMap::new();
     for line in String::from_utf8(out.stdout).expect("utf8").lines() {
@@ -33,7 +33,7 @@ fn llvm_listing(path: &Path) -> BTreeMap<u64, String> {
 pub fn compare(path: &Path) -> usize {
     let bytes = std::fs::read(path).expect("read code object");
     let co = CodeObject::parse(&bytes).expect("parse code object");
-    let llvm = llvm_listing(path);
+    let llvm = llvm_listing(path, co.target().name());
     let mut n = 0;
     let mut bad = Vec::new();
     let mut names = std::collections::HashMap::<String, u64>::new();
