@@ -41,6 +41,71 @@ fn peer_kernel_timing_is_independent_of_mfma_math() {
     assert_eq!(full.flops, (2 * 4 * 64 * 2 * 128 * 1024) as f64, "⌈200/64⌉ × 2 tiles of 64×128×1024");
 }
 
+/// A recorded launch replayed gives exactly what `simulate` gives, on the machine it was
+/// recorded for and on one with other timing parameters; another XCD count or scope is a typed
+/// error, not a wrong answer.
+#[test]
+fn replay_of_a_recording_equals_simulate() {
+    use amdgpu_emu::memory::DeviceMemory;
+    use amdgpu_emu::timing::{ReplayError, record, replay, simulate};
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = peers_dir();
+    let kernel = peers::load_peer(&dir, PeerFamily::BpreShuffle { tm: 48 }).unwrap();
+    let mem = DeviceMemory::new();
+    let launch = peers::prepare(&mem, &kernel, &peers::PeerProblem::generate(200, 512, 1024, 1), peers::Padding::WholeTiles).unwrap();
+    let o = opts(Scope::OneXcd, true);
+    let rec = record(&kernel.code_object, kernel.kernel(), &launch.config, &mem, &Machine::MI325X, &o).unwrap();
+    assert!(rec.instructions() > 0);
+    let slower = Machine::MI325X.with_overrides("mfma_chain_latency=0,l2_latency=150,clock_hz=1.5e9").unwrap();
+    for m in [&Machine::MI325X, &slower] {
+        let direct = simulate(&kernel.code_object, kernel.kernel(), &launch.config, &mem, m, &o).unwrap();
+        let replayed = replay(&rec, m, &o).unwrap();
+        assert_eq!((replayed.cycles, replayed.issued, replayed.stalls), (direct.cycles, direct.issued, direct.stalls), "{}", m.name);
+        assert_eq!((replayed.flops, replayed.hbm_bytes, replayed.seconds), (direct.flops, direct.hbm_bytes, direct.seconds));
+    }
+    let other = Machine { xcds: 4, ..Machine::MI325X };
+    assert_eq!(replay(&rec, &other, &o).err(), Some(ReplayError::Xcds { recorded: 8, machine: "mi325x".into(), xcds: 4 }));
+    assert_eq!(replay(&rec, &Machine::MI325X, &opts(Scope::Full, true)).err(), Some(ReplayError::Scope { recorded: Scope::OneXcd, asked: Scope::Full }));
+    launch.free(&mem).unwrap();
+}
+
+/// The fit over two tiny families of rows picks the grid point whose replay matches them, and
+/// its cross-validation holds each (N, K) pair out in turn.
+#[test]
+fn fit_recovers_a_known_parameter() {
+    use amdgpu_emu::timing::fit::{self, FitParam, FitRow};
+    use amdgpu_emu::timing::{record, replay};
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = peers_dir();
+    let kernel = peers::load_peer(&dir, PeerFamily::BpreShuffle { tm: 64 }).unwrap();
+    let o = opts(Scope::OneXcd, true);
+    // "Measured" times made by the model itself at mfma_chain_latency = 6, launch 1 µs.
+    let truth = Machine::MI325X.with_overrides("mfma_chain_latency=6,launch_overhead_s=1e-6").unwrap();
+    let mut rows = Vec::new();
+    for (m, n, k) in [(128, 256, 1024), (256, 256, 1024), (128, 512, 2048), (320, 512, 2048)] {
+        let mem = amdgpu_emu::memory::DeviceMemory::new();
+        let launch = peers::prepare(&mem, &kernel, &peers::PeerProblem::generate(m, n, k, 1), peers::Padding::WholeTiles).unwrap();
+        let recording = record(&kernel.code_object, kernel.kernel(), &launch.config, &mem, &Machine::MI325X, &o).unwrap();
+        launch.free(&mem).unwrap();
+        let measured_us = replay(&recording, &truth, &o).unwrap().seconds * 1e6;
+        rows.push(FitRow { source: "test".into(), family: "bpreshuffle".into(), kernel: kernel.symbol.clone(), m, n, k, measured_us, machine: Machine::MI325X, recording });
+    }
+    let params = [FitParam { name: "mfma_chain_latency", lo: 0.0, hi: 12.0, step: 6.0 }];
+    let grid = fit::evaluate(&rows, &params, &o, &mut |_, _| {}).unwrap();
+    assert_eq!(grid.points, vec![vec![0.0], vec![6.0], vec![12.0]]);
+    let best = fit::fit(&grid, &rows, &|_| true).unwrap();
+    assert_eq!(best.values, vec![6.0]);
+    assert!((best.launch_s - 1e-6).abs() < 1e-12, "{}", best.launch_s);
+    assert!(best.objective < 1e-12);
+    for i in 0..rows.len() {
+        assert!(fit::rel_err(&grid, &rows, &best, i).abs() < 1e-9);
+    }
+    let held = fit::leave_one_out(&grid, &rows).unwrap();
+    let pairs: Vec<(u32, u32, usize)> = held.iter().map(|h| (h.n, h.k, h.rows)).collect();
+    assert_eq!(pairs, vec![(256, 1024, 2), (512, 2048, 2)]);
+    assert!(held.iter().all(|h| h.fit.values == vec![6.0] && h.errors.iter().all(|e| e.abs() < 1e-9)));
+}
+
 /// A few measured MI325X rows (both N, small and large tiles) as a regression guard of the
 /// calibration; the whole table is `fp8gemm calibrate` (and the ignored test below).
 #[test]
