@@ -100,7 +100,8 @@ fn calibrate_compares_modelled_and_measured_rows() {
     let cols: Vec<&str> = row.split_whitespace().collect();
     assert_eq!(&cols[..2], &["bpreshuffle", "mi325x"], "{row}");
     assert_eq!(&cols[3..7], &["480", "2048", "7168", "27.14"], "{row}");
-    let group = out.lines().find(|l| l.trim_start().starts_with("bpreshuffle ")).unwrap_or_else(|| panic!("no summary line in\n{out}"));
+    let group =
+        out.lines().find(|l| l.trim_start().starts_with("bpreshuffle ") && l.contains(" rows: ")).unwrap_or_else(|| panic!("no summary line in\n{out}"));
     let words: Vec<&str> = group.split_whitespace().collect();
     assert_eq!(&words[..5], &["bpreshuffle", "mi325x", "1", "rows:", "median"], "{group}");
     assert!(out.contains("1 rows: median |error|") && out.contains("median signed error"), "{out}");
