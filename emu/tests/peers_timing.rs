@@ -3,7 +3,8 @@
 //! ([`SimOptions::skip_mfma_math`]); these tests check that the modelled timing — cycles, issued
 //! instructions, stalls by reason, every workgroup's span — is identical with and without the
 //! skip, one small shape per family: BpreShuffle (gfx942 on MI325X, gfx950 on MI355X), I8gemm,
-//! MoE stage 1 and 1-stage (MI325X). Then the calibration's per-row path on one measured MI355X
+//! MoE stage 1 and 1-stage (MI325X); for the MoE families also with the calibration's timing
+//! operands (zero values, same routing). Then the calibration's per-row path on one measured MI355X
 //! row and one I8gemm row. Without the peers directory every test fails, naming it. Every time
 //! here is *modelled*; wall times are printed, never asserted.
 
@@ -75,16 +76,24 @@ fn moe_timing_is_independent_of_mfma_math() {
     let d = dir();
     for family in [MoeFamily::Stage1, MoeFamily::OneStage] {
         let rows = peers_moe::shape_rows(&d, family).unwrap();
-        let row = rows[0].clone();
-        let kernel = peers_moe::load_moe_kernel(&d, row.spec).unwrap();
-        // A small problem of the row's class (divisor 16, as the output would say).
-        same_with_and_without_math(&format!("{} scaled 1/16 on MI325X", row.spec.name), &|o| {
-            let mem = amdgpu_emu::memory::DeviceMemory::new();
-            let (_, launch) = peers_moe::prepare_row(&mem, &kernel, &row, 16, 1, Machine::MI325X.cus()).unwrap();
-            let r = amdgpu_emu::timing::simulate(&kernel.code_object, kernel.kernel(), &launch.config, &mem, &Machine::MI325X, o).unwrap();
-            launch.free(&mem).unwrap();
-            r
-        });
+        // The first row (one token) and the last (many tokens, the largest tile), made small
+        // (divisor 16 or 64, as the calibration's output would say).
+        for (row, div) in [(rows[0].clone(), 16), (rows[rows.len() - 1].clone(), 64)] {
+            let kernel = peers_moe::load_moe_kernel(&d, row.spec).unwrap();
+            let run = |o: &SimOptions, zeros: bool| {
+                let mem = amdgpu_emu::memory::DeviceMemory::new();
+                let prep = if zeros { peers_moe::prepare_row_for_timing } else { peers_moe::prepare_row };
+                let (_, launch) = prep(&mem, &kernel, &row, div, 1, Machine::MI325X.cus()).unwrap();
+                let r = amdgpu_emu::timing::simulate(&kernel.code_object, kernel.kernel(), &launch.config, &mem, &Machine::MI325X, o).unwrap();
+                launch.free(&mem).unwrap();
+                r
+            };
+            let random = same_with_and_without_math(&format!("{} scaled 1/{div} on MI325X", row.spec.name), &|o| run(o, false));
+            // The calibration's timing operands (same routing, zero values) time the same.
+            let zeros = run(&opts(Scope::Full, true), true);
+            assert_eq!((zeros.cycles, zeros.issued, zeros.stalls), (random.cycles, random.issued, random.stalls), "{}: timing operands", row.spec.name);
+            assert_eq!(zeros.spans, random.spans, "{}: timing operands", row.spec.name);
+        }
     }
 }
 

@@ -708,7 +708,7 @@ fn model_moe_row(
         Entry::Vacant(e) => e.insert(peers_moe::load_moe_kernel(dir, spec)?),
     };
     let mem = DeviceMemory::new();
-    let (problem, launch) = peers_moe::prepare_row(&mem, kernel, &row, scale_div, 1, machine.cus())?;
+    let (problem, launch) = peers_moe::prepare_row_for_timing(&mem, kernel, &row, scale_div, 1, machine.cus())?;
     let config = problem.config;
     drop(problem);
     let opts = SimOptions { checks: crate::exec::Checks { memcheck: opts.checks.memcheck, ..crate::exec::Checks::default() }, ..opts.clone() };
