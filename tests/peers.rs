@@ -110,6 +110,26 @@ fn calibrate_compares_modelled_and_measured_rows() {
     let (ok, out, err) = fp8gemm(&["calibrate", "--peers", &dir, "--files", "measured_mi325x.csv", "--rows", "measured_i8gemm_mi325x.csv:0"]);
     assert!(ok, "{out}\n{err}");
     assert!(out.contains("0 rows: median |error|"), "{out}");
+    // Shape-only MoE rows: modelled µs, empty measured columns, the scaling said in the note.
+    let csv = std::env::temp_dir().join(format!("fp8gemm-calibrate-moe-{}.csv", std::process::id()));
+    let args = ["calibrate", "--peers", &dir, "--moe-only", "--moe-rows", "0,15", "--moe-div", "16", "--scope", "xcd", "--csv", csv.to_str().unwrap()];
+    let (ok, out, err) = fp8gemm(&args);
+    assert!(ok, "{out}\n{err}");
+    assert!(out.contains("SCALED down by 16") && out.contains("2 MoE rows modelled"), "{out}");
+    let table = std::fs::read_to_string(&csv).unwrap();
+    let _ = std::fs::remove_file(&csv);
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(lines.len(), 3, "{table}");
+    for (line, file, family) in [(lines[1], "shapes_fmoe_stage1.csv", "fmoe-stage1"), (lines[2], "shapes_fmoe_1stage.csv", "fmoe-1stage")] {
+        let f: Vec<&str> = line.split(',').collect();
+        assert_eq!(f.len(), 12, "{line}");
+        assert!(f[0].ends_with(file), "{line}");
+        assert_eq!((f[5], f[7], f[8], f[9], f[10]), ("", "", "mi325x", "xcd", family), "{line}");
+        assert!(f[6].parse::<f64>().is_ok_and(|us| us > 0.0), "{line}");
+        assert!(f[11].contains("SCALED 1/16"), "{line}");
+    }
+    assert_eq!(&lines[1].split(',').collect::<Vec<_>>()[2..5], &["9", "4096", "7168"], "the row's own M, N, K");
+    assert!(lines[2].contains("zero-fill of O"), "the 1-stage time includes the output fill: {table}");
     let (ok, _, err) = fp8gemm(&["calibrate", "--peers", "/nonexistent/peers"]);
     assert!(!ok);
     assert!(err.contains("/nonexistent/peers"), "{err}");
