@@ -89,8 +89,9 @@ pub enum CalError {
     },
 }
 
-/// Runs the model on every measured row of `dir` selected by `select(index)`, calling `each`
-/// after each row (for progress output).
+/// Runs the model on every row of `dir`'s `measured_mi325x.csv` (the gfx942 BpreShuffle rows
+/// only) selected by `select(index)` on `machine`, calling `each` after each row (for progress
+/// output). [`run_given`] runs any set of measurement files, each row on its chip's machine.
 pub fn calibrate(
     dir: &Path,
     machine: &Machine,
