@@ -203,27 +203,39 @@ enum Command {
         #[arg(long, default_value_t = 0)]
         seed: u64,
     },
-    /// Validate the timing model against measured hardware times: run AMD's asm FP8 GEMMs
-    /// (the peers directory) at every shape of `measured_mi325x.csv` on the emulator, model
-    /// their time and print modelled vs measured per row, with the median and worst error.
+    /// Validate the timing model against measured hardware times: run AMD's asm kernels (the
+    /// peers directory) at every row of its `measured_*.csv` files on the emulator, each on the
+    /// machine of the chip its file names (`measured_mi325x.csv` → mi325x, `measured_mi355x.csv`
+    /// → mi355x with the gfx950 builds), and print modelled vs measured per row, then per kernel
+    /// family and chip the median and worst |error| and the median signed error. With `--moe`,
+    /// also model AMD's MoE kernels at every configuration of `shapes_fmoe_*.csv` (no times:
+    /// predictions only).
     Calibrate {
         /// The peers directory (default: $FP8GEMM_PEERS_DIR).
         #[arg(long)]
         peers: Option<std::path::PathBuf>,
-        /// Machine: mi300x, mi325x (the measurements are MI325X).
-        #[arg(long, default_value = "mi325x")]
-        machine: String,
+        /// Time every given row on this machine instead of its file's chip (mi300x, mi325x,
+        /// mi308x, mi355x, env).
+        #[arg(long)]
+        machine: Option<String>,
+        /// Only these measurement files (names in the peers directory or paths, comma-separated);
+        /// every `measured_*.csv` of the peers directory when omitted.
+        #[arg(long, value_delimiter = ',')]
+        files: Vec<String>,
         /// Simulate all XCDs (`full`) or XCD 0's share (`xcd`, 8× cheaper).
         #[arg(long, value_enum, default_value = "full")]
         scope: profile::ScopeArg,
-        /// Only these row numbers (0-based, comma-separated); all rows when omitted.
+        /// Only these rows (0-based data rows, comma-separated): `N` selects row N of every
+        /// file, `FILE:N` row N of that file (e.g. `measured_mi355x.csv:3`); all rows when
+        /// omitted.
         #[arg(long, value_delimiter = ',')]
-        rows: Vec<usize>,
+        rows: Vec<String>,
         /// Print each row's full timing report.
         #[arg(long)]
         verbose: bool,
         /// Also write every row run to this CSV (file, kernel, M, N, K, measured and modelled
-        /// µs, signed error), for joining with other measurements.
+        /// µs, signed error, machine, scope, family, note; shape-only rows have no measured µs),
+        /// for joining with other measurements.
         #[arg(long)]
         csv: Option<std::path::PathBuf>,
         /// Fit the machine's *fitted* parameters jointly over every measured MI325X row (the
@@ -236,6 +248,27 @@ enum Command {
         /// trace).
         #[arg(long)]
         max_m: Option<u32>,
+        /// Also model the MoE kernels at the configurations of `shapes_fmoe_stage1.csv` and
+        /// `shapes_fmoe_1stage.csv` (predictions: no measured times).
+        #[arg(long)]
+        moe: bool,
+        /// Only the MoE configurations, no given rows (implies --moe).
+        #[arg(long)]
+        moe_only: bool,
+        /// Only these MoE rows (0-based over stage 1's file then the 1-stage file).
+        #[arg(long, value_delimiter = ',')]
+        moe_rows: Vec<usize>,
+        /// Divide each MoE configuration's tokens, dimensions and experts by this (1 = as AMD
+        /// timed it); a scaled row is labelled SCALED in the output and the CSV.
+        #[arg(long, default_value_t = 1)]
+        moe_div: u32,
+        /// Machine of the MoE predictions (AMD timed them on a 304-CU gfx942: MI325X).
+        #[arg(long, default_value = "mi325x")]
+        moe_machine: String,
+        /// Compute MFMA results (slower; the default skips them, which leaves every peer's
+        /// modelled timing unchanged: `emu/tests/peers_timing.rs`).
+        #[arg(long)]
+        full_math: bool,
     },
     /// Write the config table (`host/tuned/gfx942.csv`) from the timing model: every tile's
     /// modelled cost per 128-K block and the fastest tile of DeepSeek-V3's dense and MoE shapes
@@ -348,11 +381,27 @@ fn run(cli: Cli) -> Result<(), String> {
             tune::run(m, o, out, quick)
         }
         Command::Compare { set, peers, scope, max_m, csv, plot } => compare::run(set, peers, scope, max_m, csv, plot),
-        Command::Calibrate { peers, machine, scope, rows, verbose, csv, fit: true, max_m } => {
-            let _ = verbose;
-            profile::fit(peers, &machine, scope, &rows, max_m, csv.as_deref())
+        Command::Calibrate { peers, machine, files, scope, rows, verbose, csv, moe, moe_only, moe_rows, moe_div, moe_machine, full_math, fit: true, max_m } => {
+            let _ = (files, verbose, moe, moe_only, moe_rows, moe_div, moe_machine, full_math);
+            profile::fit(peers, machine.as_deref().unwrap_or("mi325x"), scope, &rows, max_m, csv.as_deref())
         }
-        Command::Calibrate { peers, machine, scope, rows, verbose, csv, fit: false, max_m: _ } => profile::calibrate(peers, &machine, scope, &rows, verbose, csv.as_deref()),
+        Command::Calibrate { peers, machine, files, scope, rows, verbose, csv, moe, moe_only, moe_rows, moe_div, moe_machine, full_math, fit: false, max_m: _ } => {
+            profile::calibrate(profile::CalibrateArgs {
+                peers,
+                machine,
+                files,
+                scope,
+                rows,
+                verbose,
+                csv,
+                moe: moe || moe_only,
+                moe_only,
+                moe_rows,
+                moe_div,
+                moe_machine,
+                full_math,
+            })
+        }
         Command::Profile { m, n, k, layout, groups, kgrouped, machine, scope, full_math, trace_workgroup, seed } => {
             match layout {
                 None if kgrouped => check_kgrouped_sizes(groups, m, n, k)?,

@@ -66,74 +66,214 @@ pub fn enable(name: &str, scope: ScopeArg, full_math: bool, trace_workgroup: Opt
     MODE.set(TimingMode { machine, options: options(scope, full_math, trace_workgroup) }).map_err(|_| "profiling enabled twice".to_string())
 }
 
-/// `calibrate --fit`: see [`crate::fit::run`].
-pub fn fit(dir: Option<std::path::PathBuf>, name: &str, scope: ScopeArg, rows: &[usize], max_m: Option<u32>, csv: Option<&std::path::Path>) -> Result<(), String> {
+/// `calibrate --fit`: see [`crate::fit::run`]. `rows` selects BpreShuffle rows as `N` or
+/// `measured_mi325x.csv:N`.
+pub fn fit(dir: Option<std::path::PathBuf>, name: &str, scope: ScopeArg, rows: &[String], max_m: Option<u32>, csv: Option<&std::path::Path>) -> Result<(), String> {
     let dir = match dir {
         Some(d) => d,
         None => amdgpu_emu::peers::peers_dir().map_err(|e| e.to_string())?,
     };
-    crate::fit::run(&dir, &machine(name)?, &options(scope, false, None), rows, max_m, csv)
+    let mut picked = Vec::new();
+    for sel in parse_rows(rows)? {
+        match sel.file.as_deref() {
+            None => picked.push(sel.index),
+            Some(f) if f == amdgpu_emu::peers::MEASURED_CSV => picked.push(sel.index),
+            Some(f) => return Err(format!("--rows {f}:{}: with --fit, rows select {} only", sel.index, amdgpu_emu::peers::MEASURED_CSV)),
+        }
+    }
+    crate::fit::run(&dir, &machine(name)?, &options(scope, false, None), &picked, max_m, csv)
 }
 
-/// `fp8gemm calibrate`: the model against the measured MI325X rows.
+/// Arguments of `fp8gemm calibrate` (see its `--help`).
+pub struct CalibrateArgs {
+    /// Peers directory (default `$FP8GEMM_PEERS_DIR`).
+    pub peers: Option<std::path::PathBuf>,
+    /// Machine for every given row instead of each file's chip.
+    pub machine: Option<String>,
+    /// Measurement files (default: every `measured_*.csv`).
+    pub files: Vec<String>,
+    /// Scope.
+    pub scope: ScopeArg,
+    /// Row selectors `N` or `FILE:N`.
+    pub rows: Vec<String>,
+    /// Print full reports.
+    pub verbose: bool,
+    /// CSV output.
+    pub csv: Option<std::path::PathBuf>,
+    /// Also the MoE shape-only rows.
+    pub moe: bool,
+    /// Only the MoE rows.
+    pub moe_only: bool,
+    /// MoE row selection (empty: all).
+    pub moe_rows: Vec<usize>,
+    /// MoE scale divisor.
+    pub moe_div: u32,
+    /// Machine of the MoE rows.
+    pub moe_machine: String,
+    /// Compute MFMA results instead of skipping them.
+    pub full_math: bool,
+}
 
-pub fn calibrate(
-    dir: Option<std::path::PathBuf>,
-    name: &str,
-    scope: ScopeArg,
-    rows: &[usize],
-    verbose: bool,
-    csv: Option<&std::path::Path>,
-) -> Result<(), String> {
+/// A `--rows` selector: row `index` of every file, or of the file named `file`.
+#[derive(Debug, PartialEq)]
+struct RowSel {
+    file: Option<String>,
+    index: usize,
+}
+
+fn parse_rows(specs: &[String]) -> Result<Vec<RowSel>, String> {
+    specs
+        .iter()
+        .map(|s| {
+            let (file, n) = match s.rsplit_once(':') {
+                Some((f, n)) => (Some(f.trim().to_string()), n),
+                None => (None, s.as_str()),
+            };
+            let index = n.trim().parse().map_err(|e| format!("--rows `{s}`: {e} (expected N or FILE:N)"))?;
+            Ok(RowSel { file, index })
+        })
+        .collect()
+}
+
+fn selects(sel: &[RowSel], file: &std::path::Path, index: usize) -> bool {
+    sel.is_empty()
+        || sel.iter().any(|s| {
+            s.index == index
+                && s.file.as_deref().is_none_or(|f| {
+                    let p = std::path::Path::new(f);
+                    p == file || file.file_name() == p.file_name() && p.parent().is_none_or(|d| d.as_os_str().is_empty())
+                })
+        })
+}
+
+/// `fp8gemm calibrate`: the model against every measured row (each on its chip's machine), per
+/// family and chip error statistics, optionally the MoE shape-only predictions.
+pub fn calibrate(a: CalibrateArgs) -> Result<(), String> {
     use amdgpu_emu::timing::calibrate as cal;
-    let dir = match dir {
+    let dir = match a.peers {
         Some(d) => d,
         None => amdgpu_emu::peers::peers_dir().map_err(|e| e.to_string())?,
     };
-    let machine = machine(name)?;
-    println!("timing model calibration on {} (modelled vs measured MI325X kernel times; modelled figures are not measurements)", machine.name);
-    println!("{machine:?}");
-    println!("{}", cal::HEADER);
-    let started = std::time::Instant::now();
-    let select = |i: usize| rows.is_empty() || rows.contains(&i);
-    let out = cal::calibrate(&dir, &machine, &options(scope, false, None), &select, &mut |_, r| {
-        println!("{r}");
-        if verbose {
-            print!("{}", r.report);
-        }
-    })
-    .map_err(|e| e.to_string())?;
-    if let Some(path) = csv {
-        let file = dir.join(amdgpu_emu::peers::MEASURED_CSV);
-        let mut text = String::from("file,kernel,m,n,k,measured_us,modelled_us,signed_error,machine,scope\n");
-        for r in &out {
-            let m = &r.measured;
-            text.push_str(&format!(
-                "{},{},{},{},{},{:.4},{:.4},{:+.5},{},{}\n",
-                file.display(),
-                m.kernel,
-                m.m,
-                m.n,
-                m.k,
-                m.us,
-                r.modelled_us(),
-                r.rel_err(),
-                machine.name,
-                if matches!(scope, ScopeArg::Full) { "full" } else { "xcd" }
-            ));
-        }
-        std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;
-        println!("wrote {} ({} rows, modelled figures)", path.display(), out.len());
+    if !dir.is_dir() {
+        return Err(format!("peers directory {} does not exist", dir.display()));
     }
-    let (med, worst) = cal::error_summary(&out);
-    println!(
-        "{} rows: median |error| {:.1} %, worst |error| {:.1} %, median signed error {:+.1} % (modelled − measured; goal ≤ 10 % / ≤ 25 %); {:.0} s",
-        out.len(),
-        med * 100.0,
-        worst * 100.0,
-        cal::median_signed_error(&out) * 100.0,
-        started.elapsed().as_secs_f64()
-    );
+    let opts = options(a.scope, a.full_math, None);
+    let scope = if matches!(a.scope, ScopeArg::Full) { "full" } else { "xcd" };
+    let started = std::time::Instant::now();
+    let mut csv = String::from(cal::CSV_HEADER);
+    csv.push('\n');
+    let mut csv_rows = 0usize;
+    if !a.moe_only {
+        let files: Vec<std::path::PathBuf> = if a.files.is_empty() {
+            cal::measured_files(&dir).map_err(|e| e.to_string())?
+        } else {
+            a.files.iter().map(|f| if std::path::Path::new(f).is_absolute() { f.into() } else { dir.join(f) }).collect()
+        };
+        let sel = parse_rows(&a.rows)?;
+        let fixed = a.machine.as_deref().map(machine).transpose()?;
+        // CalError is large (it carries the emulator's LaunchError, as in amdgpu_emu::timing).
+        #[allow(clippy::result_large_err)]
+        let resolve = |row: &cal::GivenRow| -> Result<Machine, cal::CalError> {
+            match &fixed {
+                Some(m) => Ok(m.clone()),
+                // The chip's built-in machine, with AMDGPU_EMU_MACHINE_OVERRIDES applied.
+                None => match machine(&row.chip) {
+                    Ok(m) => Ok(m),
+                    Err(_) => cal::machine_for(row, None),
+                },
+            }
+        };
+        println!(
+            "timing model calibration: {} file(s) of measured kernel times, each row modelled on its chip's machine{}, MFMA math {} (modelled figures are not measurements)",
+            files.len(),
+            a.machine.as_deref().map(|m| format!(" (overridden: {m})")).unwrap_or_default(),
+            if a.full_math { "computed" } else { "skipped" }
+        );
+        for f in &files {
+            println!("  {}", f.display());
+        }
+        println!("{}", cal::ROW_HEADER);
+        let mut timings: Vec<f64> = Vec::new();
+        let mut last = std::time::Instant::now();
+        let out = cal::run_given(&dir, &files, &resolve, &opts, &|r| selects(&sel, &r.file, r.index), &mut |r| {
+            timings.push(last.elapsed().as_secs_f64());
+            last = std::time::Instant::now();
+            println!("{r}");
+            if a.verbose {
+                print!("{}", r.report);
+            }
+        })
+        .map_err(|e| e.to_string())?;
+        for r in &out {
+            let (m, n, k) = (r.row.m, r.row.n, r.row.k);
+            csv.push_str(&cal::csv_line(&r.row.file, &r.row.kernel, (m, n, k), Some(r.row.us), r.modelled_us(), &r.report.machine, scope, r.family, ""));
+            csv.push('\n');
+            csv_rows += 1;
+        }
+        println!("summary (modelled vs measured; error = modelled / measured − 1):");
+        for g in cal::summarize(&out) {
+            println!("  {g}");
+        }
+        let total: f64 = timings.iter().sum();
+        println!(
+            "{} rows: median |error| {:.1} %, worst |error| {:.1} %, median signed error {:+.1} %; {:.0} s ({:.1} s per row)",
+            out.len(),
+            cal::summarize(&out).last().map_or(0.0, |g| g.median_abs) * 100.0,
+            cal::summarize(&out).last().map_or(0.0, |g| g.worst_abs) * 100.0,
+            cal::summarize(&out).last().map_or(0.0, |g| g.median_signed) * 100.0,
+            total,
+            total / out.len().max(1) as f64
+        );
+    }
+    if a.moe {
+        let m = machine(&a.moe_machine)?;
+        println!(
+            "MoE predictions on {} (shape-only rows: AMD's times are not in the peers directory; modelled µs only){}",
+            m.name,
+            if a.moe_div > 1 { format!("; every problem SCALED down by {} (not the rows' problems)", a.moe_div) } else { String::new() }
+        );
+        println!("{:<5} {:<12} {:<62} {:>6} {:>5} {:>5}  {:>10}  note", "row", "family", "kernel", "M", "N", "K", "model µs");
+        let moe_started = std::time::Instant::now();
+        let sel = &a.moe_rows;
+        let out = cal::run_moe(&dir, &m, &opts, a.moe_div, &|i| sel.is_empty() || sel.contains(&i), &mut |i, r| {
+            println!(
+                "{:<5} {:<12} {:<62} {:>6} {:>5} {:>5}  {:>10.2}  {}",
+                i,
+                r.family().label(),
+                r.row.spec.symbol(),
+                r.row.m,
+                r.row.n,
+                r.row.k,
+                r.modelled_us(),
+                r.note()
+            );
+            if a.verbose {
+                print!("{}", r.report);
+            }
+        })
+        .map_err(|e| e.to_string())?;
+        for r in &out {
+            csv.push_str(&cal::csv_line(
+                &r.file,
+                &r.row.spec.symbol(),
+                (r.row.m, r.row.n, r.row.k),
+                None,
+                r.modelled_us(),
+                &r.report.machine,
+                scope,
+                r.family(),
+                &r.note(),
+            ));
+            csv.push('\n');
+            csv_rows += 1;
+        }
+        println!("{} MoE rows modelled in {:.0} s", out.len(), moe_started.elapsed().as_secs_f64());
+    }
+    if let Some(path) = &a.csv {
+        std::fs::write(path, csv).map_err(|e| format!("{}: {e}", path.display()))?;
+        println!("wrote {} ({csv_rows} rows, modelled figures)", path.display());
+    }
+    println!("total {:.0} s", started.elapsed().as_secs_f64());
     Ok(())
 }
 
@@ -162,4 +302,21 @@ pub fn end(m: usize, n: usize, k: usize, groups: usize) -> Result<bool, String> 
         t.flops
     );
     Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn row_selectors() {
+        let sel = parse_rows(&["3".into(), "measured_mi355x.csv:7".into()]).unwrap();
+        assert_eq!(sel, [RowSel { file: None, index: 3 }, RowSel { file: Some("measured_mi355x.csv".into()), index: 7 }]);
+        let f = std::path::Path::new("/p/measured_mi355x.csv");
+        let g = std::path::Path::new("/p/measured_mi325x.csv");
+        assert!(selects(&sel, f, 3) && selects(&sel, g, 3) && selects(&sel, f, 7));
+        assert!(!selects(&sel, g, 7) && !selects(&sel, f, 4));
+        assert!(selects(&[], g, 99));
+        assert!(parse_rows(&["x:y".into()]).is_err());
+    }
 }

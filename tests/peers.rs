@@ -148,23 +148,53 @@ fn calibrate_compares_modelled_and_measured_rows() {
     let dir = std::env::var("FP8GEMM_PEERS_DIR")
         .unwrap_or_else(|_| panic!("FP8GEMM_PEERS_DIR is not set: the calibration needs AMD's peer code objects (.ci/run sets it to ../shared/peers)"));
     let csv = std::env::temp_dir().join(format!("fp8gemm-calibrate-{}.csv", std::process::id()));
-    let (ok, out, err) = fp8gemm(&["calibrate", "--peers", &dir, "--rows", "10", "--scope", "xcd", "--csv", csv.to_str().unwrap()]);
+    let (ok, out, err) = fp8gemm(&["calibrate", "--peers", &dir, "--rows", "measured_mi325x.csv:10", "--scope", "xcd", "--csv", csv.to_str().unwrap()]);
     assert!(ok, "{out}\n{err}");
     let table = std::fs::read_to_string(&csv).unwrap();
     let _ = std::fs::remove_file(&csv);
     let lines: Vec<&str> = table.lines().collect();
-    assert_eq!(lines[0], "file,kernel,m,n,k,measured_us,modelled_us,signed_error,machine,scope");
+    assert_eq!(lines[0], "file,kernel,m,n,k,measured_us,modelled_us,signed_error,machine,scope,family,note");
     assert_eq!(lines.len(), 2, "{table}");
     let f: Vec<&str> = lines[1].split(',').collect();
     assert!(f[0].ends_with("measured_mi325x.csv") && f[1].ends_with("BpreShuffle_32x128E"), "{table}");
     assert_eq!(&f[2..6], &["480", "2048", "7168", "27.1378"], "{table}");
     let (measured, modelled, signed): (f64, f64, f64) = (f[5].parse().unwrap(), f[6].parse().unwrap(), f[7].parse().unwrap());
     assert!((signed - (modelled / measured - 1.0)).abs() < 1e-4, "{table}");
-    assert_eq!((f[8], f[9]), ("mi325x", "xcd"));
+    assert_eq!((f[8], f[9], f[10], f[11]), ("mi325x", "xcd", "bpreshuffle", ""));
     let row = out.lines().find(|l| l.contains("BpreShuffle_32x128")).unwrap_or_else(|| panic!("no row in\n{out}"));
     let cols: Vec<&str> = row.split_whitespace().collect();
-    assert_eq!(&cols[1..5], &["480", "2048", "7168", "27.14"], "{row}");
+    assert_eq!(&cols[..2], &["bpreshuffle", "mi325x"], "{row}");
+    assert_eq!(&cols[3..7], &["480", "2048", "7168", "27.14"], "{row}");
+    let group =
+        out.lines().find(|l| l.trim_start().starts_with("bpreshuffle ") && l.contains(" rows: ")).unwrap_or_else(|| panic!("no summary line in\n{out}"));
+    let words: Vec<&str> = group.split_whitespace().collect();
+    assert_eq!(&words[..5], &["bpreshuffle", "mi325x", "1", "rows:", "median"], "{group}");
     assert!(out.contains("1 rows: median |error|") && out.contains("median signed error"), "{out}");
+    // A row selector naming a file selects nothing elsewhere; a plain index selects that row of
+    // every file given.
+    let (ok, out, err) = fp8gemm(&["calibrate", "--peers", &dir, "--files", "measured_mi325x.csv", "--rows", "measured_i8gemm_mi325x.csv:0"]);
+    assert!(ok, "{out}\n{err}");
+    assert!(out.contains("0 rows: median |error|"), "{out}");
+    // Shape-only MoE rows: modelled µs, empty measured columns, the scaling said in the note.
+    let csv = std::env::temp_dir().join(format!("fp8gemm-calibrate-moe-{}.csv", std::process::id()));
+    let args = ["calibrate", "--peers", &dir, "--moe-only", "--moe-rows", "0,15", "--moe-div", "16", "--scope", "xcd", "--csv", csv.to_str().unwrap()];
+    let (ok, out, err) = fp8gemm(&args);
+    assert!(ok, "{out}\n{err}");
+    assert!(out.contains("SCALED down by 16") && out.contains("2 MoE rows modelled"), "{out}");
+    let table = std::fs::read_to_string(&csv).unwrap();
+    let _ = std::fs::remove_file(&csv);
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(lines.len(), 3, "{table}");
+    for (line, file, family) in [(lines[1], "shapes_fmoe_stage1.csv", "fmoe-stage1"), (lines[2], "shapes_fmoe_1stage.csv", "fmoe-1stage")] {
+        let f: Vec<&str> = line.split(',').collect();
+        assert_eq!(f.len(), 12, "{line}");
+        assert!(f[0].ends_with(file), "{line}");
+        assert_eq!((f[5], f[7], f[8], f[9], f[10]), ("", "", "mi325x", "xcd", family), "{line}");
+        assert!(f[6].parse::<f64>().is_ok_and(|us| us > 0.0), "{line}");
+        assert!(f[11].contains("SCALED 1/16"), "{line}");
+    }
+    assert_eq!(&lines[1].split(',').collect::<Vec<_>>()[2..5], &["9", "4096", "7168"], "the row's own M, N, K");
+    assert!(lines[2].contains("zero-fill of O"), "the 1-stage time includes the output fill: {table}");
     let (ok, _, err) = fp8gemm(&["calibrate", "--peers", "/nonexistent/peers"]);
     assert!(!ok);
     assert!(err.contains("/nonexistent/peers"), "{err}");

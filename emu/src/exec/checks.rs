@@ -68,7 +68,7 @@
 use std::collections::VecDeque;
 
 use super::buffer::Rsrc;
-use super::counters::{Counters, DsShape, Kind, SteadyState, lds_cost, mfma_flops, steady_state};
+use super::counters::{Counters, DsShape, Kind, SteadyState, lds_cost, mfma_flops, mfma_passes_of, steady_state};
 use super::wave::Wave;
 use super::{Compiled, LaunchError};
 use crate::decode::{AGPR0, Enc, Field, Inst, Op, RegClass, VGPR0, flag};
@@ -189,7 +189,7 @@ impl InstInfo {
             let imm = inst.imm as u32;
             info.waitcnt = Some(((imm & 0xf) | ((imm >> 14) & 3) << 4, (imm >> 8) & 0xf));
         }
-        info.passes = super::counters::mfma_passes_of(inst).unwrap_or(0) as u8;
+        info.passes = mfma_passes_of(inst).unwrap_or(0) as u8;
         if matches!(inst.enc, Enc::Flat | Enc::Global | Enc::Mubuf) {
             info.vmem_bytes = vmem_bytes(inst.op.name());
         }

@@ -129,7 +129,10 @@ impl Kind {
 /// `hardware.md`, not LLVM's scheduling model, which lists half). With FP6/FP4 operands they
 /// take half that; the count here is by operation only, so those are counted at the FP8 rate.
 pub fn mfma_passes(op: Op) -> Option<u32> {
-    let n = op.name();
+    mfma_passes_name(op.name())
+}
+
+fn mfma_passes_name(n: &str) -> Option<u32> {
     if !(n.starts_with("v_mfma") || n.starts_with("v_smfmac")) {
         return None;
     }
@@ -149,13 +152,32 @@ pub fn mfma_passes(op: Op) -> Option<u32> {
     Some(((flops / rate) / 4).max(1) as u32)
 }
 
-/// Passes of the MFMA `inst` ([`mfma_passes`] of its operation), taking gfx950 f8f6f4 operand
-/// formats into account: with neither operand FP8/BF8 (`cbsz`, `blgp` ≥ 2: FP6/BF6/FP4) the
-/// f8f6f4 forms take half the passes (4 and 8; project `hardware.md`; LLVM's gfx950 hazard
-/// padding uses the same counts).
-pub fn mfma_passes_of(inst: &Inst) -> Option<u32> {
-    let p = mfma_passes(inst.op)?;
-    Some(if crate::decode::is_f8f6f4(inst.op) && inst.abs >= 2 && inst.neg >= 2 { p / 2 } else { p })
+/// Passes of the MFMA `inst` (4 cycles each), or `None` for a non-MFMA: [`mfma_passes_named`] of
+/// its mnemonic and, for the gfx950 `f8f6f4` MFMAs, its operand formats (CBSZ, BLGP).
+pub fn mfma_passes_of(inst: &crate::decode::Inst) -> Option<u32> {
+    // The decoder keeps a MAI instruction's CBSZ in `abs` and BLGP in `neg`.
+    mfma_passes_named(inst.op.name(), inst.abs, inst.neg)
+}
+
+/// Passes (4 cycles each) of an MFMA by mnemonic, on gfx942 and gfx950, or `None` for a
+/// non-MFMA mnemonic. Every MFMA both instruction sets share keeps its CDNA3 rate on gfx950
+/// ([`mfma_passes`]; `shared/reference/hardware.md` "Matrix cores": the CDNA3 `16x16x32_fp8`
+/// still 4 passes). The gfx950 `v_mfma_*_f8f6f4` MFMAs run at 8192 FP8 FLOP per cycle per CU
+/// with FP8/BF8 operands: `16x16x128` 32 cycles (8 passes), `32x32x64` 64 cycles (16 passes);
+/// with FP6/FP4 operands in half that (hardware.md). Their operand formats are the
+/// instruction's CBSZ (A) and BLGP (B) fields: 0 FP8, 1 BF8, 2 FP6, 3 BF6, 4 FP4 (CDNA4 ISA
+/// guide, `V_MFMA_*_F8F6F4`). A mix of an 8-bit and a narrower operand is charged the 8-bit
+/// rate (the hardware.md figures cover only the uniform cases; the wider operand is assumed to
+/// set the pace).
+pub fn mfma_passes_named(name: &str, cbsz: u8, blgp: u8) -> Option<u32> {
+    if !name.contains("f8f6f4") {
+        return mfma_passes_name(name);
+    }
+    let (_, flops) = mfma_shape(name)?;
+    let eight_bit = |f: u8| f <= 1;
+    // FLOP per cycle per SIMD: 2048 (8192 per CU) with an 8-bit operand, twice that narrower.
+    let rate = if eight_bit(cbsz) || eight_bit(blgp) { 2048 } else { 4096 };
+    Some(((flops / rate) / 4).max(1) as u32)
 }
 
 /// (M, FLOPs of one wave-instruction) from an MFMA mnemonic like `v_mfma_f32_16x16x32_fp8_fp8`.
@@ -487,4 +509,33 @@ pub(crate) fn steady_state(pcs: &[u64], insts: &[Result<Inst, crate::decode::Dec
         }
     }
     Some(st)
+}
+
+#[cfg(test)]
+mod mfma_pass_tests {
+    use super::*;
+
+    #[test]
+    fn passes_of_cdna3_and_cdna4_mfmas() {
+        // CDNA3 FP8/i8/bf16 rates (hardware.md "Matrix cores"), the same on gfx950.
+        assert_eq!(mfma_passes(Op::v_mfma_f32_16x16x32_fp8_fp8), Some(4));
+        assert_eq!(mfma_passes(Op::v_mfma_f32_32x32x16_fp8_fp8), Some(8));
+        assert_eq!(mfma_passes(Op::v_mfma_i32_16x16x32_i8), Some(4));
+        assert_eq!(mfma_passes(Op::v_mfma_f32_16x16x16_bf16), Some(4));
+        assert_eq!(mfma_passes(Op::v_mfma_f32_32x32x8_bf16), Some(8));
+        assert_eq!(mfma_passes(Op::s_nop), None);
+        // CBSZ/BLGP are broadcast controls on CDNA3 MFMAs: no effect on the rate.
+        assert_eq!(mfma_passes_named("v_mfma_f32_16x16x32_fp8_fp8", 4, 4), Some(4));
+        // gfx950 f8f6f4 by mnemonic and operand formats (0 FP8, 1 BF8, 2 FP6, 3 BF6, 4 FP4).
+        for (a, b) in [(0, 0), (1, 1), (0, 1), (0, 4), (2, 1)] {
+            assert_eq!(mfma_passes_named("v_mfma_f32_16x16x128_f8f6f4", a, b), Some(8), "{a} {b}");
+            assert_eq!(mfma_passes_named("v_mfma_f32_32x32x64_f8f6f4", a, b), Some(16), "{a} {b}");
+        }
+        for (a, b) in [(2, 2), (3, 4), (4, 4), (2, 3)] {
+            assert_eq!(mfma_passes_named("v_mfma_f32_16x16x128_f8f6f4", a, b), Some(4), "{a} {b}");
+            assert_eq!(mfma_passes_named("v_mfma_f32_32x32x64_f8f6f4", a, b), Some(8), "{a} {b}");
+        }
+        assert_eq!(mfma_passes_named("v_mfma_scale_f32_16x16x128_f8f6f4", 0, 0), Some(8));
+        assert_eq!(mfma_passes_named("v_add_f32", 0, 0), None);
+    }
 }

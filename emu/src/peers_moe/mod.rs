@@ -523,6 +523,29 @@ impl MoeProblem {
         MoeProblem { config, x, x_scale, w1, w1_scale, w2, w2_scale, routing }
     }
 
+    /// The problem [`MoeProblem::generate`] draws with `seed`, same routing, but with every
+    /// operand value zero and every scale one: for timing runs, where only the routing (which
+    /// sets the sorted rows, the grid and every address) matters. The values feed only
+    /// arithmetic, never control flow or addresses (`tests/peers_timing.rs` checks that the
+    /// modelled timing equals [`MoeProblem::generate`]'s), and skipping the normal draws of
+    /// every expert's weights makes a large configuration's set-up seconds instead of minutes.
+    pub fn timing_operands(config: MoeConfig, with_down: bool, seed: u64) -> MoeProblem {
+        let (t, d, i, e) = (config.tokens as usize, config.model_dim as usize, config.inter_dim as usize, config.experts as usize);
+        let (db, ib) = (d / BLOCK as usize, i / BLOCK as usize);
+        let routing = Routing::random(config.tokens, config.experts, config.topk, seed.wrapping_mul(7).wrapping_add(4));
+        let (w2, w2_scale) = if with_down { (vec![0u8; e * d * i], vec![1.0; e * db * ib]) } else { (Vec::new(), Vec::new()) };
+        MoeProblem {
+            config,
+            x: vec![0; t * d],
+            x_scale: vec![1.0; t * db],
+            w1: vec![0; e * 2 * i * d],
+            w1_scale: vec![1.0; e * 2 * ib * db],
+            w2,
+            w2_scale,
+            routing,
+        }
+    }
+
     pub(crate) fn validate(&self, spec: &MoeKernelSpec) -> Result<(), MoeError> {
         self.config.validate(spec)?;
         let c = &self.config;
@@ -756,12 +779,37 @@ pub(crate) fn launch_config(kernel: &MoeKernel, kernarg: Vec<u8>, grid: [u32; 3]
 /// Operands are allocated exactly ([`MoePadding::Exact`]) when D ≥ 512, with
 /// [`MoePadding::PrefetchTail`] below (a heavily scaled row).
 pub fn prepare_row(mem: &DeviceMemory, kernel: &MoeKernel, row: &ShapeRow, scale_div: u32, seed: u64, cus: u32) -> Result<(MoeProblem, MoeLaunch), MoeError> {
+    prepare_row_with(mem, kernel, row, scale_div, seed, cus, MoeProblem::generate)
+}
+
+/// [`prepare_row`] with the operands of [`MoeProblem::timing_operands`] (same routing, zero
+/// values): the launch a timing run needs, set up without drawing every expert's weights.
+pub fn prepare_row_for_timing(
+    mem: &DeviceMemory,
+    kernel: &MoeKernel,
+    row: &ShapeRow,
+    scale_div: u32,
+    seed: u64,
+    cus: u32,
+) -> Result<(MoeProblem, MoeLaunch), MoeError> {
+    prepare_row_with(mem, kernel, row, scale_div, seed, cus, MoeProblem::timing_operands)
+}
+
+fn prepare_row_with(
+    mem: &DeviceMemory,
+    kernel: &MoeKernel,
+    row: &ShapeRow,
+    scale_div: u32,
+    seed: u64,
+    cus: u32,
+    make: fn(MoeConfig, bool, u64) -> MoeProblem,
+) -> Result<(MoeProblem, MoeLaunch), MoeError> {
     if kernel.spec != row.spec {
         return Err(MoeError::from(PeerError::Contract { kernel: kernel.spec.name.into(), what: format!("row is for `{}`", row.spec.name) }));
     }
     let config = row.config.scaled(scale_div, &kernel.spec);
     config.validate(&kernel.spec)?;
-    let problem = MoeProblem::generate(config, kernel.spec.family == MoeFamily::OneStage, seed);
+    let problem = make(config, kernel.spec.family == MoeFamily::OneStage, seed);
     let padding = MoePadding::for_model_dim(config.model_dim);
     let launch = match kernel.spec.family {
         MoeFamily::Stage1 => stage1::prepare(mem, kernel, &problem, padding)?,

@@ -1,7 +1,12 @@
 //! Machine descriptions for the timing model: every number the model uses, with its source.
 
-/// A gfx942 device as the timing model sees it. Machines are data: the CU count, clock and
-/// bandwidths are fields, and [`Machine::MI300X`] / [`Machine::MI325X`] are two instances.
+use crate::loader::Target;
+
+/// A gfx942 or gfx950 device as the timing model sees it. Machines are data: the CU count, clock
+/// and bandwidths are fields, and [`Machine::MI300X`], [`Machine::MI325X`], [`Machine::MI308X`]
+/// (gfx942) and [`Machine::MI355X`] (gfx950) are instances. What differs between the two
+/// instruction sets in timing (MFMA pass counts) is a property of the instruction and comes from
+/// it ([`crate::exec::counters::mfma_passes_of`]), not from the machine.
 ///
 /// All cycle figures are shader-clock cycles at [`Machine::clock_hz`]. Every figure is either
 /// published (the source is named on the field; `hardware.md` is the project's table of
@@ -13,10 +18,15 @@
 pub struct Machine {
     /// Name, as printed and as accepted by [`Machine::by_name`].
     pub name: &'static str,
+    /// The processor (instruction set) of its code objects: a peer kernel timed on this machine
+    /// is its build for this target (AMD: MI300X/MI325X/MI308X are gfx942, MI350X/MI355X gfx950;
+    /// LLVM `AMDGPUUsage.rst` processor table).
+    pub target: Target,
     /// XCDs (accelerator complex dies); workgroups are dispatched round-robin over them
-    /// (MI300X: 8; AMD CDNA3 white paper; `shared/reference/gfx942.md`).
+    /// (MI300X: 8; AMD CDNA3 white paper; `shared/reference/gfx942.md`; MI308X 4, MI355X 8: see
+    /// those machines).
     pub xcds: u32,
-    /// CUs per XCD (MI300X/MI325X: 38 → 304).
+    /// CUs per XCD (MI300X/MI325X: 38 → 304; MI308X: 20 → 80; MI355X: 32 → 256).
     pub cus_per_xcd: u32,
     /// SIMDs per CU (4, CDNA3 ISA guide ch. 1).
     pub simds_per_cu: u32,
@@ -26,8 +36,15 @@ pub struct Machine {
     pub vgprs_per_simd: u32,
     /// SGPRs per SIMD (800).
     pub sgprs_per_simd: u32,
-    /// LDS bytes per CU (64 KiB).
+    /// LDS bytes per CU (gfx942: 64 KiB; gfx950: 160 KiB; `shared/reference/hardware.md`
+    /// "Parts").
     pub lds_per_cu: u32,
+    /// Dense FP8 matrix FLOPs per cycle per CU at the fastest FP8 MFMA of the instruction set
+    /// (gfx942: 4096, `v_mfma_f32_16x16x32_fp8_fp8`; gfx950: 8192, `v_mfma_f32_16x16x128_f8f6f4`
+    /// with FP8 operands; `shared/reference/hardware.md` "Matrix cores", AMD matrix instruction
+    /// calculator). Only [`Machine::peak_fp8_flops`] uses it: the simulator charges each MFMA
+    /// its own passes.
+    pub fp8_flops_per_clk_cu: u32,
     /// Shader clock under a sustained GEMM load, Hz: the clock measured while real GEMMs run
     /// at the 8-bit MFMA rate at the part's power cap (hardware.md "Clock": MI300X 1434 MHz at
     /// 750 W, MI325X 1801 MHz at 1000 W; peak 2100 MHz).
@@ -118,6 +135,7 @@ impl Machine {
     /// MI300X (gfx942): 304 CUs, HBM3 5.3 TB/s.
     pub const MI300X: Machine = Machine {
         name: "mi300x",
+        target: Target::Gfx942,
         xcds: 8,
         cus_per_xcd: 38,
         simds_per_cu: 4,
@@ -125,6 +143,7 @@ impl Machine {
         vgprs_per_simd: 512,
         sgprs_per_simd: 800,
         lds_per_cu: 65536,
+        fp8_flops_per_clk_cu: 4096,
         clock_hz: 1.434e9,
         issue_interval: 4,
         valu_cycles: 4,
@@ -157,11 +176,50 @@ impl Machine {
     /// cap, hence a higher clock under load.
     pub const MI325X: Machine = Machine { name: "mi325x", clock_hz: 1.801e9, hbm_bytes_per_s: 6.0e12, hbm_efficiency: 0.85, ..Machine::MI300X };
 
+    /// MI308X (gfx942): the MI300X's CDNA3 XCDs cut down to 80 CUs, sold in China.
+    ///
+    /// Sourced figures:
+    /// * 4 XCDs × 20 CUs: in CPX mode (one compute partition per XCD, ROCm/rccl PR #1555
+    ///   "viewing each XCD as a disparate element") an MI308X partition has 20 CUs
+    ///   (ROCm/rocMLIR PR #2197, "MI308 CPX mode has 20 CU only"), so its 80 CUs are 4 XCDs of 20;
+    /// * 64 KiB LDS per CU (`shared/reference/hardware.md` "Parts"), gfx942.
+    ///
+    /// Not found in public sources, derived from MI300X: the peak engine clock (2.1 GHz assumed,
+    /// same CDNA3 XCD die); the L2 (4 MiB per XCD, same die); the MALL (256 MB) and its
+    /// bandwidth (same I/O dies); HBM bandwidth 5.3 TB/s (the part carries the MI300X's 192 GB
+    /// of HBM3, e.g. the MI308X deployment reports citing "192 GB HBM per card", so the same eight
+    /// stacks are assumed). Every parameter fitted on MI325X is *as MI325X (fitted there)*: the
+    /// fit has no MI308X rows.
+    pub const MI308X: Machine = Machine { name: "mi308x", xcds: 4, cus_per_xcd: 20, hbm_bytes_per_s: 5.3e12, ..Machine::MI325X };
+
+    /// MI355X (gfx950, CDNA4): 256 CUs in 8 XCDs of 32, 160 KiB LDS per CU, 4 MiB L2 per XCD,
+    /// 256 MB MALL, HBM3E at 8.0 TB/s (`shared/reference/hardware.md` "Parts"; the MALL's 256 MB
+    /// also per the CDNA4 white paper as quoted in nod-ai/amd-shark-ai PR #2005). Peak engine
+    /// clock 2.4 GHz (AMD specifications; hardware.md: 5.0 PF FP8 at 256 CUs and 2.4 GHz); no
+    /// clock under load has been published, so [`Machine::clock_hz`] is *as MI325X (fitted
+    /// there)*, as are all other fitted parameters. [`Machine::hbm_efficiency`] is the published
+    /// streaming figure instead: 5.8 of 8.0 TB/s (tile-lang/tilelang PR #2248, hardware.md) =
+    /// 0.725. MFMA rates are the instructions' own (CDNA3 `16x16x32_fp8` 4 passes, `f8f6f4` 8 or
+    /// 16 with FP8 operands: [`crate::exec::counters::mfma_passes_of`]). Not found for CDNA4, as
+    /// MI300X: the MALL bandwidth and the L1 (32 KiB; "CDNA4 keeps L1 mostly unchanged",
+    /// nod-ai/amd-shark-ai PR #2005 from the CDNA4 white paper).
+    pub const MI355X: Machine = Machine {
+        name: "mi355x",
+        target: Target::Gfx950,
+        xcds: 8,
+        cus_per_xcd: 32,
+        lds_per_cu: 160 * 1024,
+        fp8_flops_per_clk_cu: 8192,
+        hbm_bytes_per_s: 8.0e12,
+        hbm_efficiency: 5.8 / 8.0,
+        ..Machine::MI325X
+    };
+
     /// Every built-in machine.
-    pub const ALL: [&'static Machine; 2] = [&Machine::MI300X, &Machine::MI325X];
+    pub const ALL: [&'static Machine; 4] = [&Machine::MI300X, &Machine::MI325X, &Machine::MI308X, &Machine::MI355X];
 
     /// Environment variable that selects the machine of the emulator's timing runs
-    /// (`mi300x`, `mi325x`).
+    /// (`mi300x`, `mi325x`, `mi308x`, `mi355x`).
     pub const ENV: &'static str = "AMDGPU_EMU_MACHINE";
 
     /// The built-in machine called `name` (case-insensitive).
@@ -230,8 +288,57 @@ impl Machine {
     }
 
     /// Peak dense FP8 MFMA rate of the whole device at [`Machine::clock_hz`], FLOP/s
-    /// (1024 FLOP per cycle per SIMD).
+    /// ([`Machine::fp8_flops_per_clk_cu`] per CU).
     pub fn peak_fp8_flops(&self) -> f64 {
-        f64::from(self.cus() * self.simds_per_cu) * 1024.0 * self.clock_hz
+        f64::from(self.cus()) * f64::from(self.fp8_flops_per_clk_cu) * self.clock_hz
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn machines_by_name_and_their_sourced_fields() {
+        for m in Machine::ALL {
+            assert_eq!(Machine::by_name(m.name), Some(m));
+            assert_eq!(Machine::by_name(&m.name.to_uppercase()), Some(m));
+        }
+        assert_eq!(Machine::by_name("mi999x"), None);
+        let m = Machine::by_name(" MI308X ").unwrap();
+        assert_eq!((m.target, m.xcds, m.cus_per_xcd, m.cus(), m.lds_per_cu), (Target::Gfx942, 4, 20, 80, 65536));
+        assert_eq!((m.hbm_bytes_per_s, m.fp8_flops_per_clk_cu), (5.3e12, 4096));
+        let m = Machine::by_name("mi355x").unwrap();
+        assert_eq!((m.target, m.xcds, m.cus_per_xcd, m.cus(), m.lds_per_cu), (Target::Gfx950, 8, 32, 256, 160 * 1024));
+        assert_eq!((m.hbm_bytes_per_s, m.hbm_efficiency, m.fp8_flops_per_clk_cu), (8.0e12, 0.725, 8192));
+        assert_eq!((m.l2_bytes, m.mall_bytes), (4 << 20, 256 << 20));
+        // 5.0 PF FP8 at 2.4 GHz (hardware.md): 256 CUs × 8192 FLOP/clk.
+        assert!((Machine { clock_hz: 2.4e9, ..m.clone() }.peak_fp8_flops() - 5.033e15).abs() < 1e12);
+        assert_eq!(Machine::MI300X.peak_fp8_flops(), 304.0 * 4096.0 * Machine::MI300X.clock_hz);
+        // The MI325X is the MI300X with HBM3E; both gfx942, 304 CUs.
+        assert_eq!((Machine::MI325X.target, Machine::MI325X.cus(), Machine::MI325X.hbm_bytes_per_s), (Target::Gfx942, 304, 6.0e12));
+    }
+
+    #[test]
+    fn fitted_parameters_of_the_new_machines_are_mi325x_s() {
+        let f = |m: &Machine| {
+            (
+                m.clock_hz,
+                m.lds_latency,
+                m.smem_latency,
+                m.l1_latency,
+                m.l2_latency,
+                m.l2_bytes_per_clk,
+                m.fabric_bytes_per_s,
+                m.mall_latency_ns,
+                m.hbm_latency_ns,
+            )
+        };
+        let g = |m: &Machine| (m.barrier_latency, m.wg_dispatch_cycles, m.wave_launch_cycles, m.launch_overhead_s);
+        for m in [&Machine::MI308X, &Machine::MI355X] {
+            assert_eq!(f(m), f(&Machine::MI325X), "{}", m.name);
+            assert_eq!(g(m), g(&Machine::MI325X), "{}", m.name);
+        }
+        assert_eq!(Machine::MI308X.hbm_efficiency, Machine::MI325X.hbm_efficiency);
     }
 }

@@ -1,5 +1,5 @@
-//! A cycle-level timing model of a gfx942 device (MI300X, MI325X), driven by the instruction
-//! stream the emulator executes. Every figure it produces is **modelled**, not measured.
+//! A cycle-level timing model of a gfx942 or gfx950 device (MI300X, MI325X, MI308X, MI355X:
+//! [`Machine`]), driven by the instruction stream the emulator executes. Every figure it produces is **modelled**, not measured.
 //!
 //! # How it works
 //! 1. The executor runs the launch's workgroups functionally (the same code object, the same
@@ -9,7 +9,8 @@
 //!    ([`crate::exec::trace::WaveTrace`]). Traces are produced in batches, in dispatch order,
 //!    so memory stays bounded.
 //! 2. A discrete-event simulator replays them on a model of the device:
-//!    * **dispatch**: workgroup `i` goes to XCD `i mod 8`; each XCD's dispatcher places its
+//!    * **dispatch**: workgroup `i` goes to XCD `i mod xcds` ([`Machine::xcds`]: 8 on MI300X,
+//!      MI325X and MI355X, 4 on MI308X); each XCD's dispatcher places its
 //!      workgroups in order on the next CU (round-robin) with a free slot; slots per CU follow
 //!      from VGPR/AGPR/SGPR/LDS use (the occupancy rule of `shared/reference/gfx942.md`); a
 //!      dispatch costs [`Machine::wg_dispatch_cycles`] of the XCD's dispatcher and
@@ -21,7 +22,10 @@
 //!      once per slot;
 //!    * **pipes**: a VALU holds the SIMD's vector port [`Machine::valu_cycles`] (transcendentals
 //!      [`Machine::trans_cycles`]); an MFMA holds the port one issue interval and the matrix
-//!      pipe `4 · passes` cycles (16 for FP8 16x16x32, 32 for 32x32x16), so three 4-cycle VALU
+//!      pipe `4 · passes` cycles, the passes being the instruction's own
+//!      ([`crate::exec::counters::mfma_passes_of`]: 16 cycles for FP8 16x16x32, 32 for 32x32x16
+//!      on both instruction sets; gfx950's `f8f6f4` 32/64 with FP8 operands, half with FP6/FP4),
+//!      so three 4-cycle VALU
 //!      ops co-issue under one 16-cycle MFMA (`shared/reference/gfx942.md`); results of an MFMA
 //!      are readable `4 · passes + mfma_result_latency` cycles after issue, except as the exact
 //!      SrcC of the next MFMA (back-to-back accumulation);
@@ -53,8 +57,8 @@
 //!
 //! # Scope and speed
 //! [`Scope::Full`] simulates every workgroup on all XCDs. [`Scope::OneXcd`] simulates only
-//! XCD 0's workgroups (`i mod 8 = 0`) with the MALL and HBM scaled to one eighth: the XCDs are
-//! symmetric under round-robin dispatch, so this is 8× cheaper; its error against the full
+//! XCD 0's workgroups (`i mod xcds = 0`) with the MALL and HBM scaled to one XCD's share: the
+//! XCDs are symmetric under round-robin dispatch, so this is `xcds` times cheaper; its error against the full
 //! simulation is measured by the tests (`tests/timing_model.rs`: ≤ 1.5 % on the shapes there,
 //! split-K included). One known bias: XCD 0 alone cannot hit in the MALL on lines another
 //! XCD brought in, so the one-XCD scope reports up to 8× the full scope's HBM bytes for
@@ -77,8 +81,9 @@
 //!
 //! # Parameters
 //! See [`Machine`]: every field names its source or says *fitted*. The fitted ones were set by
-//! the calibration against the 47 measured MI325X times of AMD's asm kernels
-//! (`fp8gemm calibrate`), one parameter set for all kernels and shapes.
+//! the calibration against the measured MI325X times of AMD's asm kernels
+//! (`fp8gemm calibrate`), one parameter set for all kernels and shapes; MI308X and MI355X take
+//! MI325X's fitted values (no rows of theirs were fitted) and their own published figures.
 //!
 //! The throughput bound [`bound::estimate`] is kept as a clearly named lower bound next to the
 //! emulator's counters; this model is the project's performance model.
@@ -164,7 +169,7 @@ impl Stall {
 pub enum Scope {
     /// Every workgroup on every XCD.
     Full,
-    /// XCD 0's workgroups only (every 8th), shared MALL/HBM scaled to one XCD's share.
+    /// XCD 0's workgroups only (every `xcds`-th), shared MALL/HBM scaled to one XCD's share.
     OneXcd,
 }
 
