@@ -8,15 +8,25 @@ use amdgpu_emu::timing::{Machine, SimOptions};
 /// Runs the fit over the rows of `dir`'s MI325X tables (`rows` selects BpreShuffle rows by
 /// index, all when empty; rows with M above `max_m` are left out and counted), prints the
 /// tables and writes every row to `csv` if given.
-pub fn run(dir: &std::path::Path, machine: &Machine, opts: &SimOptions, rows: &[usize], max_m: Option<u32>, csv: Option<&std::path::Path>) -> Result<(), String> {
+pub fn run(
+    dir: &std::path::Path,
+    machine: &Machine,
+    opts: &SimOptions,
+    rows: &[usize],
+    max_m: Option<u32>,
+    csv: Option<&std::path::Path>,
+) -> Result<(), String> {
     let started = std::time::Instant::now();
     println!("timing model fit on {} (modelled vs measured MI325X kernel times; modelled figures are not measurements)", machine.name);
     let keep_m = |m: u32| max_m.is_none_or(|x| m <= x);
     let bp_all = amdgpu_emu::peers::measured_rows(dir).map_err(|e| e.to_string())?;
     let i8_all = amdgpu_emu::peers_i8::i8_measured_rows(dir).map_err(|e| e.to_string())?;
-    let skipped = bp_all.iter().enumerate().filter(|(i, r)| (rows.is_empty() || rows.contains(i)) && !keep_m(r.m)).count() + i8_all.iter().filter(|r| !keep_m(r.m)).count();
+    let skipped = bp_all.iter().enumerate().filter(|(i, r)| (rows.is_empty() || rows.contains(i)) && !keep_m(r.m)).count()
+        + i8_all.iter().filter(|r| !keep_m(r.m)).count();
     let mut progress = |r: &FitRow| println!("  traced {} {}x{}x{} ({} instructions)", r.family, r.m, r.n, r.k, r.recording.instructions());
-    let mut all = fit::bpreshuffle_rows(dir, machine, opts, &|i| (rows.is_empty() || rows.contains(&i)) && bp_all.get(i).is_some_and(|r| keep_m(r.m)), &mut progress).map_err(|e| e.to_string())?;
+    let mut all =
+        fit::bpreshuffle_rows(dir, machine, opts, &|i| (rows.is_empty() || rows.contains(&i)) && bp_all.get(i).is_some_and(|r| keep_m(r.m)), &mut progress)
+            .map_err(|e| e.to_string())?;
     all.extend(fit::i8gemm_rows(dir, machine, opts, &|i| i8_all.get(i).is_some_and(|r| keep_m(r.m)), &mut progress).map_err(|e| e.to_string())?);
     if skipped > 0 {
         println!("  {skipped} rows with M > {} left out (--max-m)", max_m.unwrap_or(0));
@@ -34,7 +44,17 @@ pub fn run(dir: &std::path::Path, machine: &Machine, opts: &SimOptions, rows: &[
     println!("{:<12} {:<8} {:>6} {:>6} {:>6} {:>10} {:>10} {:>8}", "family", "chip", "M", "N", "K", "meas µs", "model µs", "error");
     let errs: Vec<f64> = (0..all.len()).map(|i| fit::rel_err(&grid, &all, &best, i)).collect();
     for (r, e) in all.iter().zip(&errs) {
-        println!("{:<12} {:<8} {:>6} {:>6} {:>6} {:>10.2} {:>10.2} {:>+7.1} %", r.family, r.machine.name, r.m, r.n, r.k, r.measured_us, r.measured_us * (1.0 + e), e * 100.0);
+        println!(
+            "{:<12} {:<8} {:>6} {:>6} {:>6} {:>10.2} {:>10.2} {:>+7.1} %",
+            r.family,
+            r.machine.name,
+            r.m,
+            r.n,
+            r.k,
+            r.measured_us,
+            r.measured_us * (1.0 + e),
+            e * 100.0
+        );
     }
     println!("per family and chip (modelled vs measured):");
     let mut groups: Vec<(String, String)> = all.iter().map(|r| (r.family.clone(), r.machine.name.to_string())).collect();
@@ -43,7 +63,13 @@ pub fn run(dir: &std::path::Path, machine: &Machine, opts: &SimOptions, rows: &[
     for (fam, chip) in &groups {
         let e: Vec<f64> = all.iter().zip(&errs).filter(|(r, _)| &r.family == fam && r.machine.name == chip).map(|(_, e)| *e).collect();
         let (med, worst, signed) = fit::summary(&e);
-        println!("  {fam:<12} {chip:<8} {:>3} rows: median |error| {:.1} %, worst {:.1} %, median signed {:+.1} %", e.len(), med * 100.0, worst * 100.0, signed * 100.0);
+        println!(
+            "  {fam:<12} {chip:<8} {:>3} rows: median |error| {:.1} %, worst {:.1} %, median signed {:+.1} %",
+            e.len(),
+            med * 100.0,
+            worst * 100.0,
+            signed * 100.0
+        );
     }
     let (med, worst, signed) = fit::summary(&errs);
     println!("  all {} rows: median |error| {:.1} %, worst {:.1} %, median signed {:+.1} %", errs.len(), med * 100.0, worst * 100.0, signed * 100.0);
@@ -71,7 +97,19 @@ pub fn run(dir: &std::path::Path, machine: &Machine, opts: &SimOptions, rows: &[
     if let Some(path) = csv {
         let mut text = String::from("file,family,kernel,m,n,k,measured_us,modelled_us,signed_error,machine\n");
         for (r, e) in all.iter().zip(&errs) {
-            text.push_str(&format!("{},{},{},{},{},{},{:.4},{:.4},{:+.5},{}\n", r.source, r.family, r.kernel, r.m, r.n, r.k, r.measured_us, r.measured_us * (1.0 + e), e, r.machine.name));
+            text.push_str(&format!(
+                "{},{},{},{},{},{},{:.4},{:.4},{:+.5},{}\n",
+                r.source,
+                r.family,
+                r.kernel,
+                r.m,
+                r.n,
+                r.k,
+                r.measured_us,
+                r.measured_us * (1.0 + e),
+                e,
+                r.machine.name
+            ));
         }
         std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;
         println!("wrote {} ({} rows, modelled figures)", path.display(), all.len());

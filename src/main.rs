@@ -385,23 +385,37 @@ fn run(cli: Cli) -> Result<(), String> {
             let _ = (files, verbose, moe, moe_only, moe_rows, moe_div, moe_machine, full_math);
             profile::fit(peers, machine.as_deref().unwrap_or("mi325x"), scope, &rows, max_m, csv.as_deref())
         }
-        Command::Calibrate { peers, machine, files, scope, rows, verbose, csv, moe, moe_only, moe_rows, moe_div, moe_machine, full_math, fit: false, max_m: _ } => {
-            profile::calibrate(profile::CalibrateArgs {
-                peers,
-                machine,
-                files,
-                scope,
-                rows,
-                verbose,
-                csv,
-                moe: moe || moe_only,
-                moe_only,
-                moe_rows,
-                moe_div,
-                moe_machine,
-                full_math,
-            })
-        }
+        Command::Calibrate {
+            peers,
+            machine,
+            files,
+            scope,
+            rows,
+            verbose,
+            csv,
+            moe,
+            moe_only,
+            moe_rows,
+            moe_div,
+            moe_machine,
+            full_math,
+            fit: false,
+            max_m: _,
+        } => profile::calibrate(profile::CalibrateArgs {
+            peers,
+            machine,
+            files,
+            scope,
+            rows,
+            verbose,
+            csv,
+            moe: moe || moe_only,
+            moe_only,
+            moe_rows,
+            moe_div,
+            moe_machine,
+            full_math,
+        }),
         Command::Profile { m, n, k, layout, groups, kgrouped, machine, scope, full_math, trace_workgroup, seed } => {
             match layout {
                 None if kgrouped => check_kgrouped_sizes(groups, m, n, k)?,

@@ -68,7 +68,14 @@ pub fn enable(name: &str, scope: ScopeArg, full_math: bool, trace_workgroup: Opt
 
 /// `calibrate --fit`: see [`crate::fit::run`]. `rows` selects BpreShuffle rows as `N` or
 /// `measured_mi325x.csv:N`.
-pub fn fit(dir: Option<std::path::PathBuf>, name: &str, scope: ScopeArg, rows: &[String], max_m: Option<u32>, csv: Option<&std::path::Path>) -> Result<(), String> {
+pub fn fit(
+    dir: Option<std::path::PathBuf>,
+    name: &str,
+    scope: ScopeArg,
+    rows: &[String],
+    max_m: Option<u32>,
+    csv: Option<&std::path::Path>,
+) -> Result<(), String> {
     let dir = match dir {
         Some(d) => d,
         None => amdgpu_emu::peers::peers_dir().map_err(|e| e.to_string())?,

@@ -88,7 +88,17 @@ fn fit_recovers_a_known_parameter() {
         let recording = record(&kernel.code_object, kernel.kernel(), &launch.config, &mem, &Machine::MI325X, &o).unwrap();
         launch.free(&mem).unwrap();
         let measured_us = replay(&recording, &truth, &o).unwrap().seconds * 1e6;
-        rows.push(FitRow { source: "test".into(), family: "bpreshuffle".into(), kernel: kernel.symbol.clone(), m, n, k, measured_us, machine: Machine::MI325X, recording });
+        rows.push(FitRow {
+            source: "test".into(),
+            family: "bpreshuffle".into(),
+            kernel: kernel.symbol.clone(),
+            m,
+            n,
+            k,
+            measured_us,
+            machine: Machine::MI325X,
+            recording,
+        });
     }
     let params = [FitParam { name: "mfma_chain_latency", lo: 0.0, hi: 12.0, step: 6.0 }];
     let grid = fit::evaluate(&rows, &params, &o, &mut |_, _| {}).unwrap();

@@ -104,13 +104,20 @@ pub fn evaluate(rows: &[FitRow], params: &[FitParam], opts: &SimOptions, progres
 }
 
 fn overridden(base: &Machine, params: &[FitParam], point: &[f64], launch: f64) -> Result<Machine, FitError> {
-    let spec: Vec<String> = params.iter().zip(point).map(|(p, v)| format!("{}={v}", p.name)).chain(std::iter::once(format!("launch_overhead_s={launch}"))).collect();
+    let spec: Vec<String> =
+        params.iter().zip(point).map(|(p, v)| format!("{}={v}", p.name)).chain(std::iter::once(format!("launch_overhead_s={launch}"))).collect();
     base.with_overrides(&spec.join(",")).map_err(FitError::Override)
 }
 
 /// Records every row of `measured_mi325x.csv` in `dir` that `select(index)` picks (AMD's FP8
 /// BpreShuffle kernels, family `bpreshuffle`), on `machine`.
-pub fn bpreshuffle_rows(dir: &Path, machine: &Machine, opts: &SimOptions, select: &dyn Fn(usize) -> bool, progress: &mut dyn FnMut(&FitRow)) -> Result<Vec<FitRow>, FitError> {
+pub fn bpreshuffle_rows(
+    dir: &Path,
+    machine: &Machine,
+    opts: &SimOptions,
+    select: &dyn Fn(usize) -> bool,
+    progress: &mut dyn FnMut(&FitRow),
+) -> Result<Vec<FitRow>, FitError> {
     let mut kernels = Vec::new();
     let mut out = Vec::new();
     for (i, row) in peers::measured_rows(dir)?.into_iter().enumerate() {
@@ -127,7 +134,17 @@ pub fn bpreshuffle_rows(dir: &Path, machine: &Machine, opts: &SimOptions, select
         let recording = record(&kernel.code_object, kernel.kernel(), &launch.config, &mem, machine, opts)
             .map_err(|e| FitError::Launch(format!("{} at {}x{}x{}: {e}", row.kernel, row.m, row.n, row.k)))?;
         launch.free(&mem)?;
-        let r = FitRow { source: "measured_mi325x.csv".into(), family: "bpreshuffle".into(), kernel: row.kernel, m: row.m, n: row.n, k: row.k, measured_us: row.us, machine: machine.clone(), recording };
+        let r = FitRow {
+            source: "measured_mi325x.csv".into(),
+            family: "bpreshuffle".into(),
+            kernel: row.kernel,
+            m: row.m,
+            n: row.n,
+            k: row.k,
+            measured_us: row.us,
+            machine: machine.clone(),
+            recording,
+        };
         progress(&r);
         out.push(r);
     }
@@ -136,7 +153,13 @@ pub fn bpreshuffle_rows(dir: &Path, machine: &Machine, opts: &SimOptions, select
 
 /// Records every row of `measured_i8gemm_mi325x.csv` in `dir` that `select(index)` picks (AMD's
 /// int8 GEMMs, family `i8gemm`), on `machine`.
-pub fn i8gemm_rows(dir: &Path, machine: &Machine, opts: &SimOptions, select: &dyn Fn(usize) -> bool, progress: &mut dyn FnMut(&FitRow)) -> Result<Vec<FitRow>, FitError> {
+pub fn i8gemm_rows(
+    dir: &Path,
+    machine: &Machine,
+    opts: &SimOptions,
+    select: &dyn Fn(usize) -> bool,
+    progress: &mut dyn FnMut(&FitRow),
+) -> Result<Vec<FitRow>, FitError> {
     let mut out = Vec::new();
     for (i, row) in peers_i8::i8_measured_rows(dir)?.into_iter().enumerate() {
         if !select(i) {
@@ -152,7 +175,17 @@ pub fn i8gemm_rows(dir: &Path, machine: &Machine, opts: &SimOptions, select: &dy
         let recording = record(&kernel.code_object, kernel.kernel(), &launch.config, &mem, machine, opts)
             .map_err(|e| FitError::Launch(format!("{} at {}x{}x{}: {e}", row.kernel, row.m, row.n, row.k)))?;
         launch.free(&mem)?;
-        let r = FitRow { source: "measured_i8gemm_mi325x.csv".into(), family: "i8gemm".into(), kernel: row.kernel, m: row.m, n: row.n, k: row.k, measured_us: row.us, machine: machine.clone(), recording };
+        let r = FitRow {
+            source: "measured_i8gemm_mi325x.csv".into(),
+            family: "i8gemm".into(),
+            kernel: row.kernel,
+            m: row.m,
+            n: row.n,
+            k: row.k,
+            measured_us: row.us,
+            machine: machine.clone(),
+            recording,
+        };
         progress(&r);
         out.push(r);
     }

@@ -27,8 +27,11 @@
 //!      on both instruction sets; gfx950's `f8f6f4` 32/64 with FP8 operands, half with FP6/FP4),
 //!      so three 4-cycle VALU
 //!      ops co-issue under one 16-cycle MFMA (`shared/reference/gfx942.md`); results of an MFMA
-//!      are readable `4 · passes + mfma_result_latency` cycles after issue, except as the exact
-//!      SrcC of the next MFMA (back-to-back accumulation);
+//!      are readable by other instructions `4 · passes + mfma_result_latency` cycles after
+//!      issue, and by the next MFMA of an accumulation chain (SrcC exactly the result)
+//!      `4 · passes + mfma_chain_latency` cycles after issue: dependent MFMAs do not issue back
+//!      to back (the mechanism the measured AMD kernels demand once the clock is the measured
+//!      one, see [`Machine::mfma_chain_latency`]);
 //!    * **wait counters**: vector memory operations retire in order on vmcnt, LDS and scalar
 //!      loads on lgkmcnt; `s_waitcnt` blocks until the count holds (CDNA3 ISA guide
 //!      "Data dependency resolution"); `s_nop n` holds the wave `n + 1` cycles, `s_sleep n`
@@ -80,10 +83,14 @@
 //! so XCD 0 does its share of the reductions even when a tile's splits straddle XCDs.
 //!
 //! # Parameters
-//! See [`Machine`]: every field names its source or says *fitted*. The fitted ones were set by
-//! the calibration against the measured MI325X times of AMD's asm kernels
-//! (`fp8gemm calibrate`), one parameter set for all kernels and shapes; MI308X and MI355X take
-//! MI325X's fitted values (no rows of theirs were fitted) and their own published figures.
+//! See [`Machine`]: every field names its source or says *fitted*. Published figures
+//! (clocks under load, latencies, bandwidths: `../shared/reference/hardware.md`) are used as
+//! published; the few fitted ones (the MFMA chain latency, the launch overhead, LDS and barrier
+//! latencies, dispatch costs) stay inside stated ranges and were set by one joint fit
+//! ([`fit`], `fp8gemm calibrate --fit`) over the measured MI325X rows of AMD's FP8 BpreShuffle
+//! and int8 kernels: one parameter set for every kernel family and shape. MI308X and MI355X
+//! take MI325X's fitted values (no rows of theirs were fitted) and their own published
+//! figures.
 //!
 //! The throughput bound [`bound::estimate`] is kept as a clearly named lower bound next to the
 //! emulator's counters; this model is the project's performance model.
@@ -456,7 +463,14 @@ pub enum ReplayError {
 
 /// Runs `kernel` functionally once, tracing the workgroups that `opts.scope` simulates on a
 /// machine of `machine.xcds` XCDs, and keeps the traces for [`replay`].
-pub fn record(co: &CodeObject, kernel: &Kernel, cfg: &LaunchConfig, mem: &DeviceMemory, machine: &Machine, opts: &SimOptions) -> Result<Recording, LaunchError> {
+pub fn record(
+    co: &CodeObject,
+    kernel: &Kernel,
+    cfg: &LaunchConfig,
+    mem: &DeviceMemory,
+    machine: &Machine,
+    opts: &SimOptions,
+) -> Result<Recording, LaunchError> {
     let prep = exec::prepare(co, kernel, cfg, mem, &opts.checks)?;
     let launch = Launch::of(&prep, kernel, cfg, machine.xcds, opts.scope);
     let mut traces = HashMap::new();
@@ -644,7 +658,12 @@ impl Launch {
         let top = sites
             .into_iter()
             .take(opts.top)
-            .map(|(i, cycles, reason)| StallSite { pc: program.pcs[i], text: program.insts[i].as_ref().map_or_else(|_| "?".into(), format_inst), cycles, reason })
+            .map(|(i, cycles, reason)| StallSite {
+                pc: program.pcs[i],
+                text: program.insts[i].as_ref().map_or_else(|_| "?".into(), format_inst),
+                cycles,
+                reason,
+            })
             .collect();
         TimingReport {
             machine: machine.name.to_string(),
