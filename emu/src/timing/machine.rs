@@ -196,9 +196,12 @@ impl Machine {
     /// MI355X (gfx950, CDNA4): 256 CUs in 8 XCDs of 32, 160 KiB LDS per CU, 4 MiB L2 per XCD,
     /// 256 MB MALL, HBM3E at 8.0 TB/s (`shared/reference/hardware.md` "Parts"; the MALL's 256 MB
     /// also per the CDNA4 white paper as quoted in nod-ai/amd-shark-ai PR #2005). Peak engine
-    /// clock 2.4 GHz (AMD specifications; hardware.md: 5.0 PF FP8 at 256 CUs and 2.4 GHz); no
-    /// clock under load has been published, so [`Machine::clock_hz`] is *as MI325X (fitted
-    /// there)*, as are all other fitted parameters. [`Machine::hbm_efficiency`] is the published
+    /// clock 2.4 GHz (AMD specifications; hardware.md: 5.0 PF FP8 at 256 CUs and 2.4 GHz). No
+    /// clock under load has been published: [`Machine::clock_hz`] is the peak, the top of its
+    /// range, which is where AMD's gfx950 block-scale kernels (the CDNA3 MFMA at half CDNA4's
+    /// rate, far below the power cap) measured on MI355X put it (`fp8gemm calibrate --files
+    /// measured_mi355x.csv`). Kernels at the full CDNA4 rate will draw more power, and may
+    /// run slower. The other fitted parameters are *as MI325X (fitted there)*. [`Machine::hbm_efficiency`] is the published
     /// streaming figure instead: 5.8 of 8.0 TB/s (tile-lang/tilelang PR #2248, hardware.md) =
     /// 0.725. MFMA rates are the instructions' own (CDNA3 `16x16x32_fp8` 4 passes, `f8f6f4` 8 or
     /// 16 with FP8 operands: [`crate::exec::counters::mfma_passes_of`]). Not found for CDNA4, as
@@ -213,6 +216,7 @@ impl Machine {
         fp8_flops_per_clk_cu: 8192,
         hbm_bytes_per_s: 8.0e12,
         hbm_efficiency: 5.8 / 8.0,
+        clock_hz: 2.4e9,
         ..Machine::MI325X
     };
 
@@ -322,18 +326,10 @@ mod tests {
 
     #[test]
     fn fitted_parameters_of_the_new_machines_are_mi325x_s() {
+        assert_eq!(Machine::MI308X.clock_hz, Machine::MI325X.clock_hz);
+        assert_eq!(Machine::MI355X.clock_hz, 2.4e9, "the MI355X runs at its peak clock (no clock under load is published)");
         let f = |m: &Machine| {
-            (
-                m.clock_hz,
-                m.lds_latency,
-                m.smem_latency,
-                m.l1_latency,
-                m.l2_latency,
-                m.l2_bytes_per_clk,
-                m.fabric_bytes_per_s,
-                m.mall_latency_ns,
-                m.hbm_latency_ns,
-            )
+            (m.lds_latency, m.smem_latency, m.l1_latency, m.l2_latency, m.l2_bytes_per_clk, m.fabric_bytes_per_s, m.mall_latency_ns, m.hbm_latency_ns)
         };
         let g = |m: &Machine| (m.barrier_latency, m.wg_dispatch_cycles, m.wave_launch_cycles, m.launch_overhead_s);
         for m in [&Machine::MI308X, &Machine::MI355X] {

@@ -417,7 +417,6 @@ pub fn simulate(
     let mut s = sim::Sim::new(machine, &statics, &launch.resources, launch.queues(), launch.share());
     s.trace_workgroup = opts.trace_workgroup;
     s.run(&mut provider)?;
-    drop(provider);
     Ok(launch.report(&s.stats, &counts, machine, opts))
 }
 
