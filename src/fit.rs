@@ -2,34 +2,40 @@
 //! per-family/chip error tables and leave-one-(N,K)-out cross-validation. Every time printed
 //! is modelled, beside the measured one it is compared with.
 
+use amdgpu_emu::timing::SimOptions;
 use amdgpu_emu::timing::fit::{self, FitRow};
-use amdgpu_emu::timing::{Machine, SimOptions};
 
-/// Runs the fit over the rows of `dir`'s MI325X tables (`rows` selects BpreShuffle rows by
-/// index, all when empty; rows with M above `max_m` are left out and counted), prints the
-/// tables and writes every row to `csv` if given.
+/// Runs the fit over the rows of the measured tables `files` that `select(file, index)` picks
+/// (rows with M above `max_m` are left out and counted), prints the tables and writes every
+/// row to `csv` if given.
 pub fn run(
     dir: &std::path::Path,
-    machine: &Machine,
+    files: &[std::path::PathBuf],
     opts: &SimOptions,
-    rows: &[usize],
+    select: &dyn Fn(&std::path::Path, usize) -> bool,
     max_m: Option<u32>,
     csv: Option<&std::path::Path>,
 ) -> Result<(), String> {
     let started = std::time::Instant::now();
-    println!("timing model fit on {} (modelled vs measured MI325X kernel times; modelled figures are not measurements)", machine.name);
-    let keep_m = |m: u32| max_m.is_none_or(|x| m <= x);
-    let bp_all = amdgpu_emu::peers::measured_rows(dir).map_err(|e| e.to_string())?;
-    let i8_all = amdgpu_emu::peers_i8::i8_measured_rows(dir).map_err(|e| e.to_string())?;
-    let skipped = bp_all.iter().enumerate().filter(|(i, r)| (rows.is_empty() || rows.contains(i)) && !keep_m(r.m)).count()
-        + i8_all.iter().filter(|r| !keep_m(r.m)).count();
-    let mut progress = |r: &FitRow| println!("  traced {} {}x{}x{} ({} instructions)", r.family, r.m, r.n, r.k, r.recording.instructions());
-    let mut all =
-        fit::bpreshuffle_rows(dir, machine, opts, &|i| (rows.is_empty() || rows.contains(&i)) && bp_all.get(i).is_some_and(|r| keep_m(r.m)), &mut progress)
-            .map_err(|e| e.to_string())?;
-    all.extend(fit::i8gemm_rows(dir, machine, opts, &|i| i8_all.get(i).is_some_and(|r| keep_m(r.m)), &mut progress).map_err(|e| e.to_string())?);
+    println!("timing model fit (modelled vs measured kernel times, each row on its chip's machine; modelled figures are not measurements)");
+    let mut skipped = 0usize;
+    let mut keep = |file: &std::path::Path, index: usize, row: &amdgpu_emu::timing::calibrate::GivenRow| -> bool {
+        if !select(file, index) {
+            return false;
+        }
+        let ok = max_m.is_none_or(|x| row.m <= x);
+        skipped += usize::from(!ok);
+        ok
+    };
+    let all = fit::given_rows(dir, files, opts, &mut keep, &mut |r: &FitRow| {
+        println!("  traced {} {} {}x{}x{} ({} instructions)", r.machine.name, r.family, r.m, r.n, r.k, r.recording.instructions())
+    })
+    .map_err(|e| e.to_string())?;
     if skipped > 0 {
         println!("  {skipped} rows with M > {} left out (--max-m)", max_m.unwrap_or(0));
+    }
+    if all.is_empty() {
+        return Err("no rows selected".into());
     }
     let grid = fit::evaluate(&all, &fit::REPLAYED, opts, &mut |i, n| eprint!("\r  replayed {i}/{n} rows over the grid")).map_err(|e| e.to_string())?;
     eprintln!();

@@ -382,8 +382,13 @@ fn run(cli: Cli) -> Result<(), String> {
         }
         Command::Compare { set, peers, scope, max_m, csv, plot } => compare::run(set, peers, scope, max_m, csv, plot),
         Command::Calibrate { peers, machine, files, scope, rows, verbose, csv, moe, moe_only, moe_rows, moe_div, moe_machine, full_math, fit: true, max_m } => {
-            let _ = (files, verbose, moe, moe_only, moe_rows, moe_div, moe_machine, full_math);
-            profile::fit(peers, machine.as_deref().unwrap_or("mi325x"), scope, &rows, max_m, csv.as_deref())
+            if machine.is_some() || moe || moe_only || full_math {
+                return Err(
+                    "--fit fits every row on its own chip's machine, with MFMA math skipped; --machine, --moe, --moe-only and --full-math do not apply".into(),
+                );
+            }
+            let _ = (verbose, moe_rows, moe_div, moe_machine);
+            profile::fit(peers, &files, scope, &rows, max_m, csv.as_deref())
         }
         Command::Calibrate {
             peers,

@@ -66,11 +66,11 @@ pub fn enable(name: &str, scope: ScopeArg, full_math: bool, trace_workgroup: Opt
     MODE.set(TimingMode { machine, options: options(scope, full_math, trace_workgroup) }).map_err(|_| "profiling enabled twice".to_string())
 }
 
-/// `calibrate --fit`: see [`crate::fit::run`]. `rows` selects BpreShuffle rows as `N` or
-/// `measured_mi325x.csv:N`.
+/// `calibrate --fit`: see [`crate::fit::run`]; `files` and `rows` select the measured rows as
+/// for `calibrate`.
 pub fn fit(
     dir: Option<std::path::PathBuf>,
-    name: &str,
+    files: &[String],
     scope: ScopeArg,
     rows: &[String],
     max_m: Option<u32>,
@@ -80,15 +80,13 @@ pub fn fit(
         Some(d) => d,
         None => amdgpu_emu::peers::peers_dir().map_err(|e| e.to_string())?,
     };
-    let mut picked = Vec::new();
-    for sel in parse_rows(rows)? {
-        match sel.file.as_deref() {
-            None => picked.push(sel.index),
-            Some(f) if f == amdgpu_emu::peers::MEASURED_CSV => picked.push(sel.index),
-            Some(f) => return Err(format!("--rows {f}:{}: with --fit, rows select {} only", sel.index, amdgpu_emu::peers::MEASURED_CSV)),
-        }
-    }
-    crate::fit::run(&dir, &machine(name)?, &options(scope, false, None), &picked, max_m, csv)
+    let files: Vec<std::path::PathBuf> = if files.is_empty() {
+        amdgpu_emu::timing::calibrate::measured_files(&dir).map_err(|e| e.to_string())?
+    } else {
+        files.iter().map(|f| if std::path::Path::new(f).is_absolute() { f.into() } else { dir.join(f) }).collect()
+    };
+    let sel = parse_rows(rows)?;
+    crate::fit::run(&dir, &files, &options(scope, false, None), &|file, index| selects(&sel, file, index), max_m, csv)
 }
 
 /// Arguments of `fp8gemm calibrate` (see its `--help`).

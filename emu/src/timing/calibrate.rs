@@ -416,16 +416,25 @@ pub fn machine_for(row: &GivenRow, overrides: Option<&Machine>) -> Result<Machin
     }
 }
 
-/// Models one measured row on `machine` (its family follows from the row's kernel and the
-/// machine's target); code objects are loaded from `dir` once into `cache`.
-pub fn model_given(dir: &Path, row: &GivenRow, machine: &Machine, opts: &SimOptions, cache: &mut KernelCache) -> Result<RowResult, CalError> {
+/// Sets up the launch of one measured row on `machine` (its family follows from the row's
+/// kernel and the machine's target; code objects are loaded from `dir` once into `cache`),
+/// hands it to `f` and frees it.
+fn with_given<R>(
+    dir: &Path,
+    row: &GivenRow,
+    machine: &Machine,
+    cache: &mut KernelCache,
+    f: &mut dyn FnMut(&crate::loader::CodeObject, &crate::loader::Kernel, &crate::exec::LaunchConfig, &DeviceMemory) -> Result<R, crate::exec::LaunchError>,
+) -> Result<(RowFamily, R), CalError> {
     let unsupported = |what: String| CalError::Unsupported { file: row.file.clone(), index: row.index, what };
     let family = row.which.family(machine.target).ok_or_else(|| unsupported(format!("no {} build of `{}`", machine.target.name(), row.kernel)))?;
-    let report = match row.which {
+    if row.split_k != 1 {
+        return Err(unsupported(format!("splitK = {}: only split-K 1 is modelled (ks > 1 adds a memset to the time)", row.split_k)));
+    }
+    let launch_err = |symbol: &str, source| CalError::Launch { kernel: symbol.to_string(), m: row.m, n: row.n, k: row.k, source };
+    let mem = DeviceMemory::new();
+    let r = match row.which {
         RowKernel::BpreShuffle { tm } => {
-            if row.split_k != 1 {
-                return Err(unsupported(format!("splitK = {}: only split-K 1 is modelled (ks > 1 adds a memset to the time)", row.split_k)));
-            }
             let kernel = match cache.bpreshuffle.entry((tm, machine.target)) {
                 Entry::Occupied(e) => e.into_mut(),
                 Entry::Vacant(e) => e.insert(match machine.target {
@@ -433,20 +442,44 @@ pub fn model_given(dir: &Path, row: &GivenRow, machine: &Machine, opts: &SimOpti
                     Target::Gfx950 => crate::peers_gfx950::load_gfx950_peer(dir, tm)?,
                 }),
             };
-            time_peer(kernel, row.m, row.n, row.k, machine, opts)?
+            let launch = peers::prepare(&mem, kernel, &PeerProblem::generate(row.m, row.n, row.k, 1), Padding::WholeTiles)?;
+            let r = f(&kernel.code_object, kernel.kernel(), &launch.config, &mem).map_err(|e| launch_err(&kernel.symbol, e))?;
+            launch.free(&mem)?;
+            r
         }
         RowKernel::I8(tile) => {
-            if row.split_k != 1 {
-                return Err(unsupported(format!("splitK = {}: only split-K 1 is modelled (ks > 1 adds a memset to the time)", row.split_k)));
-            }
             let kernel = match cache.i8.entry(tile) {
                 Entry::Occupied(e) => e.into_mut(),
                 Entry::Vacant(e) => e.insert(crate::peers_i8::load_i8_peer(dir, tile, I8Revision::Measured)?),
             };
-            time_i8(kernel, row.m, row.n, row.k, row.lda.unwrap_or(row.k), machine, opts)?
+            let mut problem = I8Problem::generate(row.m, row.n, row.k, 1);
+            problem.lda = row.lda.unwrap_or(row.k);
+            let launch = crate::peers_i8::prepare_i8(&mem, kernel, &problem)?;
+            drop(problem);
+            let r = f(&kernel.code_object, kernel.kernel(), &launch.config, &mem).map_err(|e| launch_err(&kernel.symbol, e))?;
+            launch.free(&mem)?;
+            r
         }
     };
+    Ok((family, r))
+}
+
+/// Models one measured row on `machine` (its family follows from the row's kernel and the
+/// machine's target); code objects are loaded from `dir` once into `cache`.
+pub fn model_given(dir: &Path, row: &GivenRow, machine: &Machine, opts: &SimOptions, cache: &mut KernelCache) -> Result<RowResult, CalError> {
+    let (family, report) = with_given(dir, row, machine, cache, &mut |co, k, cfg, mem| simulate(co, k, cfg, mem, machine, opts))?;
     Ok(RowResult { row: row.clone(), family, report })
+}
+
+/// Traces one measured row for replays on machines like `machine` ([`super::record`]).
+pub fn record_given(
+    dir: &Path,
+    row: &GivenRow,
+    machine: &Machine,
+    opts: &SimOptions,
+    cache: &mut KernelCache,
+) -> Result<(RowFamily, super::Recording), CalError> {
+    with_given(dir, row, machine, cache, &mut |co, k, cfg, mem| super::record(co, k, cfg, mem, machine, opts))
 }
 
 /// Models an I8gemm peer at one shape with A's pitch `lda` bytes (split-K 1).

@@ -15,10 +15,9 @@
 
 use std::path::Path;
 
-use super::{Machine, Recording, ReplayError, SimOptions, record, replay};
-use crate::memory::DeviceMemory;
-use crate::peers::{self, Padding, PeerError, PeerProblem};
-use crate::peers_i8::{self, I8Problem, I8Revision};
+use super::calibrate;
+use super::{Machine, Recording, ReplayError, SimOptions, replay};
+use crate::peers::PeerError;
 
 /// One measured row with its recorded launch.
 pub struct FitRow {
@@ -109,85 +108,39 @@ fn overridden(base: &Machine, params: &[FitParam], point: &[f64], launch: f64) -
     base.with_overrides(&spec.join(",")).map_err(FitError::Override)
 }
 
-/// Records every row of `measured_mi325x.csv` in `dir` that `select(index)` picks (AMD's FP8
-/// BpreShuffle kernels, family `bpreshuffle`), on `machine`.
-pub fn bpreshuffle_rows(
+/// Records every row of the measured tables `files` that `select(file, index)` picks, each on
+/// its chip's machine ([`calibrate::machine_for`]) with its family's code object.
+pub fn given_rows(
     dir: &Path,
-    machine: &Machine,
+    files: &[std::path::PathBuf],
     opts: &SimOptions,
-    select: &dyn Fn(usize) -> bool,
+    select: &mut dyn FnMut(&Path, usize, &calibrate::GivenRow) -> bool,
     progress: &mut dyn FnMut(&FitRow),
 ) -> Result<Vec<FitRow>, FitError> {
-    let mut kernels = Vec::new();
+    let mut cache = calibrate::KernelCache::default();
     let mut out = Vec::new();
-    for (i, row) in peers::measured_rows(dir)?.into_iter().enumerate() {
-        if !select(i) {
-            continue;
+    for file in files {
+        for row in calibrate::read_given(file)? {
+            if !select(file, row.index, &row) {
+                continue;
+            }
+            let machine = calibrate::machine_for(&row, None).map_err(|e| FitError::Launch(e.to_string()))?;
+            let (family, recording) = calibrate::record_given(dir, &row, &machine, opts, &mut cache).map_err(|e| FitError::Launch(e.to_string()))?;
+            let source = file.file_name().map_or_else(|| file.display().to_string(), |n| n.to_string_lossy().into_owned());
+            let r = FitRow {
+                source,
+                family: family.label().to_string(),
+                kernel: row.kernel,
+                m: row.m,
+                n: row.n,
+                k: row.k,
+                measured_us: row.us,
+                machine,
+                recording,
+            };
+            progress(&r);
+            out.push(r);
         }
-        let family = row.family().ok_or_else(|| PeerError::Contract { kernel: row.kernel.clone(), what: "not a peer kernel".into() })?;
-        if !kernels.iter().any(|k: &peers::PeerKernel| k.family == family) {
-            kernels.push(peers::load_peer(dir, family)?);
-        }
-        let Some(kernel) = kernels.iter().find(|k| k.family == family) else { continue };
-        let mem = DeviceMemory::new();
-        let launch = peers::prepare(&mem, kernel, &PeerProblem::generate(row.m, row.n, row.k, 1), Padding::WholeTiles)?;
-        let recording = record(&kernel.code_object, kernel.kernel(), &launch.config, &mem, machine, opts)
-            .map_err(|e| FitError::Launch(format!("{} at {}x{}x{}: {e}", row.kernel, row.m, row.n, row.k)))?;
-        launch.free(&mem)?;
-        let r = FitRow {
-            source: "measured_mi325x.csv".into(),
-            family: "bpreshuffle".into(),
-            kernel: row.kernel,
-            m: row.m,
-            n: row.n,
-            k: row.k,
-            measured_us: row.us,
-            machine: machine.clone(),
-            recording,
-        };
-        progress(&r);
-        out.push(r);
-    }
-    Ok(out)
-}
-
-/// Records every row of `measured_i8gemm_mi325x.csv` in `dir` that `select(index)` picks (AMD's
-/// int8 GEMMs, family `i8gemm`), on `machine`.
-pub fn i8gemm_rows(
-    dir: &Path,
-    machine: &Machine,
-    opts: &SimOptions,
-    select: &dyn Fn(usize) -> bool,
-    progress: &mut dyn FnMut(&FitRow),
-) -> Result<Vec<FitRow>, FitError> {
-    let mut out = Vec::new();
-    for (i, row) in peers_i8::i8_measured_rows(dir)?.into_iter().enumerate() {
-        if !select(i) {
-            continue;
-        }
-        let kernel = peers_i8::load_i8_peer(dir, row.tile, I8Revision::Measured)?;
-        let mem = DeviceMemory::new();
-        let mut p = I8Problem::generate(row.m, row.n, row.k, 1);
-        p.lda = row.lda_bytes;
-        p.ks = row.split_k;
-        let launch = peers_i8::prepare_i8(&mem, &kernel, &p)?;
-        drop(p);
-        let recording = record(&kernel.code_object, kernel.kernel(), &launch.config, &mem, machine, opts)
-            .map_err(|e| FitError::Launch(format!("{} at {}x{}x{}: {e}", row.kernel, row.m, row.n, row.k)))?;
-        launch.free(&mem)?;
-        let r = FitRow {
-            source: "measured_i8gemm_mi325x.csv".into(),
-            family: "i8gemm".into(),
-            kernel: row.kernel,
-            m: row.m,
-            n: row.n,
-            k: row.k,
-            measured_us: row.us,
-            machine: machine.clone(),
-            recording,
-        };
-        progress(&r);
-        out.push(r);
     }
     Ok(out)
 }
@@ -198,7 +151,7 @@ pub enum FitError {
     /// Loading a peer kernel or its measured rows failed.
     #[error(transparent)]
     Peer(#[from] PeerError),
-    /// A launch failed on the emulator (kernel, shape and the emulator's error).
+    /// A row could not be set up or run on the emulator (file, row, kernel, shape and why).
     #[error("{0}")]
     Launch(String),
     /// A grid parameter is not a machine field.
