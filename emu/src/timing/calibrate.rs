@@ -416,16 +416,14 @@ pub fn machine_for(row: &GivenRow, overrides: Option<&Machine>) -> Result<Machin
     }
 }
 
+/// What [`with_given`] runs on a prepared launch (code object, kernel, config, memory).
+type OnLaunch<'a, R> =
+    dyn FnMut(&crate::loader::CodeObject, &crate::loader::Kernel, &crate::exec::LaunchConfig, &DeviceMemory) -> Result<R, crate::exec::LaunchError> + 'a;
+
 /// Sets up the launch of one measured row on `machine` (its family follows from the row's
 /// kernel and the machine's target; code objects are loaded from `dir` once into `cache`),
 /// hands it to `f` and frees it.
-fn with_given<R>(
-    dir: &Path,
-    row: &GivenRow,
-    machine: &Machine,
-    cache: &mut KernelCache,
-    f: &mut dyn FnMut(&crate::loader::CodeObject, &crate::loader::Kernel, &crate::exec::LaunchConfig, &DeviceMemory) -> Result<R, crate::exec::LaunchError>,
-) -> Result<(RowFamily, R), CalError> {
+fn with_given<R>(dir: &Path, row: &GivenRow, machine: &Machine, cache: &mut KernelCache, f: &mut OnLaunch<'_, R>) -> Result<(RowFamily, R), CalError> {
     let unsupported = |what: String| CalError::Unsupported { file: row.file.clone(), index: row.index, what };
     let family = row.which.family(machine.target).ok_or_else(|| unsupported(format!("no {} build of `{}`", machine.target.name(), row.kernel)))?;
     if row.split_k != 1 {
