@@ -450,7 +450,7 @@ fn contiguous_aligned_layouts_match_both_references_and_chunk_alike() {
             let mut dd = sentinel_d(&ctx, c.rows * n);
             let run = m_grouped_fp8_gemm_nt_contiguous_aligned(&st, &da, &db, &mut dd, &di, align).unwrap_or_else(|e| panic!("{what}: {e}"));
             let cfg = run.config.expect("a launch");
-            assert!((align as u32).is_multiple_of(cfg.block_m), "{what}: tile {}x{} for {align}-row groups", cfg.block_m, cfg.block_n);
+            assert_eq!(cfg.block_m as usize, align, "{what}: tile {}x{} for {align}-row groups", cfg.block_m, cfg.block_n);
             assert_kernel_family(Some(cfg.kernel), layout, &what);
             outs.push(dd.download(&st).unwrap());
         }

@@ -453,9 +453,10 @@ pub const CONTIGUOUS_ALIGNMENTS: [usize; 3] = [32, 64, 128];
 /// tile height of the kernel that will run it, so a group of `c` rows costs `⌈c/align⌉` tiles
 /// instead of `⌈c/128⌉·128/BM`.
 ///
-/// The kernel is chosen among the tiles whose height divides `align` (the selector's choice,
-/// or, when that is taller, the same choice with the tile height forced to `align`; logical
-/// weights have no 32-row kernel, so `align = 32` needs pre-shuffled ones: [`Error::Unsupported`]).
+/// The kernel's tile is `align` rows high when `align` is 32 or 64 (the selector's choice with
+/// its height set to `align`: the layout was padded for that tile; logical weights have no
+/// 32-row kernel, so `align = 32` needs pre-shuffled ones: [`Error::Unsupported`]), and the
+/// selector's choice for 128.
 /// Everything else (rows written, validation, capture safety) is as
 /// [`m_grouped_fp8_gemm_nt_contiguous`]'s, which is this function with `align = 128`.
 ///
@@ -482,17 +483,20 @@ fn contiguous_chunk_rows(n: u64, k: u64) -> u64 {
     ((tile::MAX_TENSOR_BYTES - 1) / widest).saturating_sub(128) / 128 * 128
 }
 
-/// The tile height the contiguous selector would choose for `m` rows of `n × k` over `groups`
-/// groups with weights in `layout` (the stream's overrides applied), at most `max_align` and
-/// one of [`CONTIGUOUS_ALIGNMENTS`]: the alignment the MoE layer routes its rows to.
-pub(crate) fn contiguous_tile_rows(stream: &Stream, layout: WeightLayout, m: usize, n: usize, k: usize, groups: usize, max_align: usize) -> Result<usize> {
+/// The tile height for a layout of `pairs` rows over `active` non-empty groups padded to that
+/// height, `n × k` per group, weights in `layout` (the stream's overrides applied), at most
+/// `max_align` and one of [`CONTIGUOUS_ALIGNMENTS`]: the alignment the MoE layer routes its rows
+/// to. The selector's choice for the rows such a layout holds on average (`pairs` plus half a
+/// 32-row tile per active group) as one group — the selector's own padding model assumes
+/// 128-row groups, whose all-padding tiles this layout does not have.
+pub(crate) fn contiguous_tile_rows(stream: &Stream, layout: WeightLayout, pairs: usize, active: usize, n: usize, k: usize, max_align: usize) -> Result<usize> {
     let _overrides = config::apply(stream.overrides());
     let ctx = stream.context();
     let chunk = contiguous_chunk_rows(n as u64, k as u64) as usize;
+    let m = pairs.saturating_add(active.saturating_mul(16));
     let m_sel = m.clamp(1, chunk.max(128)).next_multiple_of(128);
     let as_u32 = |v: usize, what: &str| u32::try_from(v).map_err(|_| Error::Unsupported(format!("{what} = {v}: dimensions must fit in 32 bits")));
-    let desc = GemmDesc::m_grouped_contiguous(as_u32(m_sel, "m")?, as_u32(n, "n")?, as_u32(k, "k")?, as_u32(groups.max(1), "groups")?, ctx.arch())
-        .with_cus(ctx.compute_units());
+    let desc = GemmDesc::m_grouped_contiguous(as_u32(m_sel, "m")?, as_u32(n, "n")?, as_u32(k, "k")?, 1, ctx.arch()).with_cus(ctx.compute_units());
     let unsupported = |e: config::ConfigError| Error::Unsupported(e.to_string());
     let bm = match layout {
         WeightLayout::Logical => config::get_best_config(&desc).map_err(unsupported)?.block_m,
@@ -549,11 +553,12 @@ fn contiguous<'a, F: Fp8Format>(
     }
 
     // One choice for every chunk: the selector's for a chunk's rows (m rounded up to the
-    // selector's 128), its tile height cut to `align` when taller.
+    // selector's 128), its tile height set to `align` when that is below 128 (the layout was
+    // padded for tiles of that height) and cut to it when taller.
     let m_sel = m_sum.min(chunk).next_multiple_of(128) as u32;
     let desc = GemmDesc::m_grouped_contiguous(m_sel, n as u32, k as u32, g32, ctx.arch()).with_cus(ctx.compute_units());
     let (mut cfg, mut spec) = grouped_config(&desc, b.layout, "contiguous", config::contiguous_kernel_spec, config::contiguous_bs_kernel_spec)?;
-    if !(align as u32).is_multiple_of(cfg.block_m) {
+    if cfg.block_m != align as u32 && (align < 128 || !(align as u32).is_multiple_of(cfg.block_m)) {
         let _forced = config::apply(config::Overrides::NONE.with_tile(align as u32, cfg.block_n));
         (cfg, spec) = grouped_config(&desc, b.layout, "contiguous", config::contiguous_kernel_spec, config::contiguous_bs_kernel_spec)
             .map_err(|e| Error::Unsupported(format!("no m-grouped contiguous kernel with a {align}-row tile for {} weights ({e})", b.layout)))?;

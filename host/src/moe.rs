@@ -642,7 +642,7 @@ impl<F: Fp8Format> MoeLayer<F> {
     /// The row alignment of the contiguous layout for `tokens` tokens: the tile height (32 or
     /// 64, at most [`MOE_MAX_ALIGN`]) the grouped GEMM selector chooses for the gate_up GEMM
     /// of `T·k` rows over `min(E, T·k)` experts (the stream's overrides applied). Both GEMMs run
-    /// tiles of at most this height, so every non-empty expert is padded only to whole tiles.
+    /// tiles of this height, so every non-empty expert is padded only to whole tiles.
     /// A pinned alignment ([`Self::set_contiguous_align`]) is returned as it is.
     pub fn contiguous_align(&self, stream: &Stream, tokens: usize) -> Result<usize> {
         if let Some(a) = self.pinned_align {
@@ -650,7 +650,7 @@ impl<F: Fp8Format> MoeLayer<F> {
         }
         let (e, h, i, k) = (self.experts(), self.hidden(), self.intermediate(), self.options.top_k);
         let pairs = tokens.checked_mul(k).ok_or_else(|| shape_err("tokens", "T · k that fits", tokens))?;
-        contiguous_tile_rows(stream, self.gate_up.layout(), pairs, 2 * i, h, e.min(pairs), MOE_MAX_ALIGN)
+        contiguous_tile_rows(stream, self.gate_up.layout(), pairs, e.min(pairs), 2 * i, h, MOE_MAX_ALIGN)
     }
 
     /// Pins the contiguous layout's row alignment to `align` (one of
