@@ -486,10 +486,17 @@ fn contiguous_chunk_rows(n: u64, k: u64) -> u64 {
 /// The tile height for a layout of `pairs` rows over `active` non-empty groups padded to that
 /// height, `n × k` per group, weights in `layout` (the stream's overrides applied), at most
 /// `max_align` and one of [`CONTIGUOUS_ALIGNMENTS`]: the alignment the MoE layer routes its rows
-/// to. The selector's choice for the rows such a layout holds on average (`pairs` plus half a
-/// 32-row tile per active group) as one group — the selector's own padding model assumes
-/// 128-row groups, whose all-padding tiles this layout does not have.
+/// to. Pre-shuffled weights with fewer than 64 rows per active group on average take the
+/// 32-row tile (a 64-row one would be mostly padding); otherwise it is the selector's choice
+/// for the rows such a layout holds on average (`pairs` plus half a 32-row tile per active
+/// group) as one group — the selector's own padding model assumes 128-row groups, whose
+/// all-padding tiles this layout does not have. Fitted on two modelled points (MI325X,
+/// `examples/moe_bench.rs`): 257 experts × 9216 pairs, 32-row tiles 556 µs vs 64-row 627;
+/// 32 experts × 8192 pairs, 64-row (pipelined) 825 µs vs 32-row 1022.
 pub(crate) fn contiguous_tile_rows(stream: &Stream, layout: WeightLayout, pairs: usize, active: usize, n: usize, k: usize, max_align: usize) -> Result<usize> {
+    if layout == WeightLayout::Preshuffled && pairs < 64 * active && stream.overrides().tile.is_none() && config::forced_tile().is_none() {
+        return Ok(32);
+    }
     let _overrides = config::apply(stream.overrides());
     let ctx = stream.context();
     let chunk = contiguous_chunk_rows(n as u64, k as u64) as usize;
