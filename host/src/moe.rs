@@ -76,6 +76,34 @@
 //! | down GEMM | 36.1 µs | 8.0 µs |
 //! | shared expert (4 launches) | 29.9 µs | 24.0 µs |
 //! | unpermute | 8.5 µs | 7.8 µs |
+//!
+//! ## At real expert counts (issue 31; MI325X, *modelled*)
+//! `cargo run --example moe_bench -- --machine mi325x --weights … --tokens 1,1024` (timing
+//! model, every figure *modelled*, not measured; all-zero weights, uniform top-k routing,
+//! contiguous layout, no shared expert). µs per stage, after tile-height padding; `align` the
+//! rows every active expert is padded to:
+//!
+//! | E, k, H, I | T | weights | align | route | gather+quant | gate_up | silu·mul | down | unpermute | total | total − route |
+//! |---|---|---|---|---|---|---|---|---|---|---|---|
+//! | 257, 9, 6144, 256 | 1 | logical | 64 | 13.5 | 5.9 | 44.1 | 5.9 | 9.4 | 8.2 | 86.9 | 73.4 |
+//! | 257, 9, 6144, 256 | 1 | pre-shuffled | 32 | 13.6 | 4.6 | 29.5 | 5.9 | 8.1 | 8.2 | 69.8 | 56.2 |
+//! | 257, 9, 6144, 256 | 1024 | logical | 64 | 38.1 | 103.1 | 268.6 | 18.5 | 224.3 | 30.3 | 682.9 | 644.8 |
+//! | 257, 9, 6144, 256 | 1024 | pre-shuffled | 32 | 38.1 | 78.0 | 228.8 | 16.1 | 164.8 | 30.3 | 556.0 | 517.9 |
+//! | 32, 8, 6144, 2048 | 1 | logical | 64 | 11.5 | 5.7 | 56.1 | 8.0 | 28.6 | 7.7 | 117.5 | 106.0 |
+//! | 32, 8, 6144, 2048 | 1 | pre-shuffled | 32 | 11.8 | 4.5 | 47.6 | 6.0 | 26.5 | 7.7 | 104.1 | 92.3 |
+//! | 32, 8, 6144, 2048 | 1024 | pre-shuffled | 64 | 27.5 | 50.9 | 412.7 | 68.4 | 237.4 | 27.7 | 824.5 | 797.0 |
+//!
+//! Against the 128-row layout (issue 31's figures, modelled the same way without the route:
+//! logical / pre-shuffled) the layer went, without the route, from 141.3 / 125.3 to 73.4 / 56.2
+//! (257 experts, T = 1), 904.4 / 797.8 to 644.8 / 517.9 (257, T = 1024), 216.2 / 181.5 to
+//! 106.0 / 92.3 (32, T = 1) and 873.1 to 797.0 pre-shuffled (32, T = 1024). Most of the gain at
+//! one token is the bound (the gather and the GEMM grids no longer cover `E·127` rows); at
+//! T = 1024 it is the padding (257 experts × ~36 rows: 17,184 rows at 32-row padding against
+//! 41,856). What remains is in the GEMMs: at one token the gate_up GEMM is a few dozen
+//! workgroups, each streaming all 48 K blocks of one expert (latency-bound, no split-K for the
+//! contiguous layout); at T = 1024 with 257 experts every expert's weights are read (808 MB of
+//! gate_up alone, 135 µs at the MI325X's 6 TB/s), which a fused single pass (issue 31, item 2)
+//! would not avoid either.
 
 use std::marker::PhantomData;
 
