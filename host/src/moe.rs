@@ -91,12 +91,13 @@
 //! | 257, 9, 6144, 256 | 1024 | pre-shuffled | 32 | 38.1 | 78.0 | 228.8 | 16.1 | 164.8 | 30.3 | 556.0 | 517.9 |
 //! | 32, 8, 6144, 2048 | 1 | logical | 64 | 11.5 | 5.7 | 56.1 | 8.0 | 28.6 | 7.7 | 117.5 | 106.0 |
 //! | 32, 8, 6144, 2048 | 1 | pre-shuffled | 32 | 11.8 | 4.5 | 47.6 | 6.0 | 26.5 | 7.7 | 104.1 | 92.3 |
+//! | 32, 8, 6144, 2048 | 1024 | logical | 64 | 27.5 | 50.9 | 646.4 | 68.4 | 363.7 | 27.7 | 1184.6 | 1157.1 |
 //! | 32, 8, 6144, 2048 | 1024 | pre-shuffled | 64 | 27.5 | 50.9 | 412.7 | 68.4 | 237.4 | 27.7 | 824.5 | 797.0 |
 //!
 //! Against the 128-row layout (issue 31's figures, modelled the same way without the route:
 //! logical / pre-shuffled) the layer went, without the route, from 141.3 / 125.3 to 73.4 / 56.2
 //! (257 experts, T = 1), 904.4 / 797.8 to 644.8 / 517.9 (257, T = 1024), 216.2 / 181.5 to
-//! 106.0 / 92.3 (32, T = 1) and 873.1 to 797.0 pre-shuffled (32, T = 1024). Most of the gain at
+//! 106.0 / 92.3 (32, T = 1) and 1252.4 / 873.1 to 1157.1 / 797.0 (32, T = 1024). Most of the gain at
 //! one token is the bound (the gather and the GEMM grids no longer cover `E·127` rows); at
 //! T = 1024 it is the padding (257 experts × ~36 rows: 17,184 rows at 32-row padding against
 //! 41,856). What remains is in the GEMMs: at one token the gate_up GEMM is a few dozen
