@@ -679,7 +679,10 @@ impl<F: Fp8Format> MoeLayer<F> {
         }
         let (e, h, i, k) = (self.experts(), self.hidden(), self.intermediate(), self.options.top_k);
         let pairs = tokens.checked_mul(k).ok_or_else(|| shape_err("tokens", "T · k that fits", tokens))?;
-        contiguous_tile_rows(stream, self.gate_up.layout(), pairs, e.min(pairs), 2 * i, h, MOE_MAX_ALIGN)
+        let align = contiguous_tile_rows(stream, self.gate_up.layout(), pairs, e.min(pairs), 2 * i, h, MOE_MAX_ALIGN)?;
+        // The down GEMM runs tiles of the same height: logical weights have none below 64 rows.
+        let logical = [self.gate_up.layout(), self.down.layout()].contains(&crate::layout::WeightLayout::Logical);
+        Ok(if logical { align.max(64) } else { align })
     }
 
     /// Pins the contiguous layout's row alignment to `align` (one of
