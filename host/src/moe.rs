@@ -106,6 +106,10 @@
 //! | 32, 8, 6144, 2048 | 64 | 32 | 1504 | 20.6 | 8.9 | 200.9 | 11.7 | 107.5 | 7.8 | 357.5 |
 //! | 32, 8, 6144, 2048 | 256 | 32 | 3040 | 21.9 | 16.7 | 266.1 | 22.3 | 132.3 | 9.7 | 469.0 |
 //!
+//! 257 experts at T = 16384 (logical weights, 64-row padding, 163,648 rows; the ignored test
+//! in `tests/moe_timing.rs`, 63 min of emulation) runs: route 275.8, gather+quant 809.5, gate_up
+//! 1275.3, silu·mul 137.7, down 1389.0, unpermute 424.5, total 4311.8 µs (*modelled*, MI325X).
+//!
 //! Against the 128-row layout (issue 31's figures, modelled the same way without the route:
 //! logical / pre-shuffled) the layer went, without the route, from 141.3 / 125.3 to 73.4 / 56.2
 //! (257 experts, T = 1), 904.4 / 797.8 to 644.8 / 517.9 (257, T = 1024), 216.2 / 181.5 to
