@@ -12,8 +12,8 @@ use fp8gemm::grouped::{upload_m_indices, validate_m_indices};
 use fp8gemm::quant::{GroupedQuantizedWeights, QuantizedActivations};
 use fp8gemm::reference::{self, contiguous_m_indices};
 use fp8gemm::{
-    Context, DeviceActivations, DeviceBuffer, DeviceGroupedWeights, Error, Stream, WeightLayout, m_alignment_for_contiguous_layout,
-    m_grouped_fp8_gemm_nt_contiguous, m_grouped_fp8_gemm_nt_masked,
+    Context, DeviceActivations, DeviceBuffer, DeviceGroupedWeights, Error, Overrides, Stream, WeightLayout, m_alignment_for_contiguous_layout,
+    m_grouped_fp8_gemm_nt_contiguous, m_grouped_fp8_gemm_nt_contiguous_aligned, m_grouped_fp8_gemm_nt_masked,
 };
 use half::bf16;
 use rand::{Rng, SeedableRng, rngs::StdRng};
@@ -416,6 +416,66 @@ fn rejects_m_indices_of_the_wrong_length() {
     let e = contiguous_err(&ctx, &a, &b, 128 * 64, &[0; 127]);
     assert!(matches!(e, Error::Shape { arg: "m_indices", .. }), "{e}");
     assert!(e.to_string().contains("m_sum = 128"), "{e}");
+}
+
+/// Groups padded to 32 or 64 rows (`m_grouped_fp8_gemm_nt_contiguous_aligned`, the MoE layer's
+/// layout): both references on the group rows, padding rows untouched, the kernel's tile height
+/// at most the alignment; the same bits when the launch is cut into 128-row chunks.
+#[test]
+fn contiguous_aligned_layouts_match_both_references_and_chunk_alike() {
+    let ctx = checked_context();
+    let (n, k) = (256, 384);
+    let rows = [5usize, 0, 40, 33, 1, 64, 70];
+    for (align, layout) in [(32usize, WeightLayout::Preshuffled), (64, WeightLayout::Logical), (64, WeightLayout::Preshuffled)] {
+        let m_indices: Vec<i32> = rows
+            .iter()
+            .enumerate()
+            .flat_map(|(g, &r)| {
+                let mut v = vec![g as i32; r];
+                v.resize(r.div_ceil(align) * align, -1);
+                v
+            })
+            .collect();
+        let what = format!("align {align} [{layout}]");
+        let c = case(m_indices.len(), rows.len(), n, k, 7 + align as u64);
+        let da = DeviceActivations::upload(&ctx, &c.qa).unwrap();
+        let db = upload_b(&ctx, &c, layout);
+        let di = ctx.upload(&m_indices).unwrap();
+        let mut outs = Vec::new();
+        for chunk in [None, Some(128u32)] {
+            let mut st = stream(&ctx);
+            if let Some(r) = chunk {
+                st.set_overrides(Overrides::NONE.with_contiguous_chunk_rows(r));
+            }
+            let mut dd = sentinel_d(&ctx, c.rows * n);
+            let run = m_grouped_fp8_gemm_nt_contiguous_aligned(&st, &da, &db, &mut dd, &di, align).unwrap_or_else(|e| panic!("{what}: {e}"));
+            let cfg = run.config.expect("a launch");
+            assert_eq!(cfg.block_m as usize, align, "{what}: tile {}x{} for {align}-row groups", cfg.block_m, cfg.block_n);
+            assert_kernel_family(Some(cfg.kernel), layout, &what);
+            outs.push(dd.download(&st).unwrap());
+        }
+        let mut want_q = vec![bf16::from_bits(SENTINEL); c.rows * n];
+        reference::m_grouped_fp8_gemm_nt_contiguous(&c.qa, &c.qb, &m_indices, &mut want_q).unwrap();
+        let row_group: Vec<Option<usize>> = m_indices.iter().map(|&v| usize::try_from(v).ok()).collect();
+        let (dq, df, computed) = compare(&c, &outs[0], &want_q, &row_group, &what);
+        assert_eq!(computed, rows.iter().sum::<usize>(), "{what}");
+        Outcome { diff_dequantized: dq, diff_unquantized: df, computed, kernel: None, d: Vec::new() }.assert_accurate(&what);
+        assert_same_bits(&format!("{what}: 128-row chunks"), &outs[1], &outs[0]);
+    }
+    // Alignments the kernels cannot serve are typed errors.
+    let (a, b) = device_operands(&ctx, 96, 2, 64, 128);
+    let mut d = ctx.alloc_zeroed::<bf16>(96 * 64).unwrap();
+    let di = ctx.upload(&[0i32; 96]).unwrap();
+    let e = m_grouped_fp8_gemm_nt_contiguous_aligned(&stream(&ctx), &a, &b, &mut d, &di, 48).unwrap_err();
+    assert!(matches!(e, Error::Shape { arg: "align", .. }), "{e}");
+    let e = m_grouped_fp8_gemm_nt_contiguous_aligned(&stream(&ctx), &a, &b, &mut d, &di, 64).unwrap_err();
+    assert!(matches!(e, Error::Shape { arg: "a", .. }) && e.to_string().contains("multiple of 64"), "{e}");
+    let e = m_grouped_fp8_gemm_nt_contiguous_aligned(&stream(&ctx), &a, &b, &mut d, &di, 32).unwrap_err();
+    assert!(matches!(e, Error::Unsupported(_)) && e.to_string().contains("32-row tile"), "logical weights have no 32-row kernel: {e}");
+    let mut st = stream(&ctx);
+    st.set_overrides(Overrides::NONE.with_contiguous_chunk_rows(100));
+    let e = m_grouped_fp8_gemm_nt_contiguous_aligned(&st, &a, &b, &mut d, &di, 32).unwrap_err();
+    assert!(matches!(e, Error::Shape { arg: "overrides", .. }), "{e}");
 }
 
 #[test]

@@ -91,3 +91,67 @@ fn modelled_time_per_stage() {
         }
     }
 }
+
+/// A GLM-5.1-class layer (257 experts, top-9, hidden 6144, expert width 256) at 16384 tokens:
+/// it runs — the contiguous layout pads each active expert only to the GEMMs' tile height, so
+/// the down GEMM's output is 163,648 × 6144 bf16 instead of 180,096 × 6144 (past the 2 GiB of
+/// 32-bit buffer offsets, which made it an `Error::Shape` before); larger ones run in row chunks
+/// (`m_grouped_fp8_gemm_nt_contiguous_aligned`). The routing (every `(t, j)`'s row) is checked
+/// against the CPU index math; the times printed are *modelled* (MI325X, MFMA math skipped, so
+/// the output itself is not checked). Long: `cargo test --release --test moe_timing -- --ignored`.
+#[test]
+#[ignore]
+fn glm_class_layer_runs_at_16384_tokens() {
+    let ctx = checked_context();
+    let (e, h, i, k, t) = (257usize, 6144usize, 256usize, 9usize, 16384usize);
+    let layer = MoeLayer::new(
+        &ctx,
+        DeviceGroupedWeights::<E4M3Fnuz>::alloc(&ctx, e, 2 * i, h).unwrap(),
+        DeviceGroupedWeights::<E4M3Fnuz>::alloc(&ctx, e, h, i).unwrap(),
+        None,
+        MoeOptions { top_k: k, masked_max_tokens: 0 },
+    )
+    .unwrap();
+    let mut scratch = MoeScratch::new(&layer, t, 0).unwrap();
+    let stream = Stream::new(&ctx).unwrap();
+    let mut rng = StdRng::seed_from_u64(16384);
+    let mut ids: Vec<i32> = Vec::with_capacity(t * k);
+    for _ in 0..t {
+        let mut row: Vec<i32> = Vec::with_capacity(k);
+        while row.len() < k {
+            let x = rng.random_range(0..e as i32);
+            if !row.contains(&x) {
+                row.push(x);
+            }
+        }
+        ids.extend(row);
+    }
+    let x = ctx.alloc_zeroed::<bf16>(t * h).unwrap();
+    let (d_ids, d_w) = (ctx.upload(&ids).unwrap(), ctx.upload(&vec![1.0f32 / k as f32; t * k]).unwrap());
+    let mut out = ctx.alloc_zeroed::<bf16>(t * h).unwrap();
+    let mut per_stage: BTreeMap<String, f64> = BTreeMap::new();
+    let options = SimOptions { scope: Scope::Full, skip_mfma_math: true, checks: Checks::default(), top: 0, trace_workgroup: None };
+    emu::set_timing(Some(TimingMode { machine: Machine::MI325X.clone(), options }));
+    let run = layer.forward_with(&stream, &x, &d_ids, &d_w, &mut out, &mut scratch, MoeLayout::Contiguous, &mut |stage: MoeStage| {
+        stream.synchronize()?;
+        let r = emu::last_launch_timing().expect("a timing report for the stage's launch");
+        *per_stage.entry(format!("{stage:?}")).or_default() += r.seconds;
+        Ok(())
+    });
+    emu::set_timing(None);
+    let run = run.unwrap();
+    let bound = fp8gemm::moe::contiguous_rows_bound_aligned(t, k, e, run.align).unwrap();
+    assert_eq!(run.rows, bound);
+    assert!((run.rows * h * 2) as u64 > 2_000_000_000, "the down GEMM's output is near the 2 GiB limit: {} rows", run.rows);
+    assert_eq!(scratch.status(&stream).unwrap(), Default::default());
+    let want = fp8gemm::moe::route_reference_aligned(&ids, k, e, run.rows, None, run.align);
+    let got = scratch.slots(&stream, t).unwrap();
+    for (p, (g, w)) in got.iter().zip(&want.slots).enumerate() {
+        assert_eq!(g, w, "slots[{p}] (expert {})", ids[p]);
+    }
+    println!("E=257 k=9 H=6144 I=256 T=16384, align {} ({} rows), MI325X (modelled):", run.align, run.rows);
+    for (stage, secs) in &per_stage {
+        assert!(*secs > 0.0, "{stage}: no modelled time");
+        println!("  {stage:<16} {:>10.1} µs", secs * 1e6);
+    }
+}

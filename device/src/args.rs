@@ -513,8 +513,9 @@ const _: () = assert!(core::mem::size_of::<KGroupedArgs>() == 72);
 /// Work memory (i32, written before read by the same sequence): `local_rank` `tokens · top_k`,
 /// `chunk_counts` `⌈tokens·top_k/256⌉ · (experts + 1)`, `offsets` `experts + 1`, `counts`
 /// `experts`. Requirements (checked by the host): `1 ≤ experts ≤`
-/// [`crate::moe::MAX_EXPERTS`], `top_k ≥ 1`, `tokens · top_k < 2^31`; contiguous:
-/// `rows ≥ tokens·top_k + 127·experts` rounded up to 128, `rows < 2^31`; masked: `m_max ≥ 1`,
+/// [`crate::moe::MAX_EXPERTS`], `top_k ≥ 1`, `tokens · top_k < 2^31`; contiguous: `align`
+/// (0 = 128) at most 128, `rows ≥ tokens·top_k + (align − 1)·min(experts, tokens·top_k)`
+/// rounded up to `align` (at most that many experts are non-empty), `rows < 2^31`; masked: `m_max ≥ 1`,
 /// `rows = experts · m_max < 2^31`. Grids (workgroups of 256, [`crate::moe::route_lds_bytes`]
 /// bytes of dynamic LDS): count `⌈tokens·top_k/256⌉` (not launched when 0), offsets 1, scatter
 /// `max(⌈tokens·top_k/256⌉, ⌈rows/256⌉)`.
@@ -552,8 +553,9 @@ pub struct MoeRouteArgs {
     pub rows: u32,
     /// Masked: rows per expert (capacity); contiguous: 0.
     pub m_max: u32,
-    /// Reserved, must be 0.
-    pub reserved: u32,
+    /// Contiguous: the row alignment of every expert's rows (each expert's block is padded to a
+    /// multiple of it; 0 means 128, DeepGEMM's alignment); masked: unused (0).
+    pub align: u32,
 }
 
 /// Arguments of the MoE gather kernel ([`crate::moe`], `moe_gather_quantize_bf16`): row `r` of

@@ -13,7 +13,9 @@
 //!    one counting invalid ids);
 //! 2. offsets (one workgroup): per column, the exclusive prefix over chunks (in place, loads
 //!    batched by 8) and the total; then a Hillis–Steele scan over the experts' sizes
-//!    (contiguous `⌈count/128⌉·128`, masked `m_max`) gives `offsets[e]`, the rows used, the
+//!    (contiguous `⌈count/align⌉·align`, `align` = [`MoeRouteArgs::align`]: 128 for DeepGEMM's
+//!    layout, or the grouped GEMM tile's height so that each non-empty expert is padded only
+//!    to whole tiles; masked `m_max`) gives `offsets[e]`, the rows used, the
 //!    dropped pairs (masked: `Σ max(count − m_max, 0)`) and `status`; `masked_m = min(count,
 //!    m_max)`;
 //! 3. scatter (one workgroup per chunk of pairs and per 256 rows): a pair's rank is its chunk's
@@ -38,6 +40,8 @@ use crate::args::{MoeGatherArgs, MoeRouteArgs, MoeUnpermuteArgs};
 
 /// Most experts the routing kernel supports (its LDS holds three words per expert).
 pub const MAX_EXPERTS: u32 = 1024;
+/// Largest contiguous row alignment ([`MoeRouteArgs::align`]; also what 0 means): DeepGEMM's 128.
+pub const MAX_ALIGN: u32 = 128;
 /// Work-items of the routing workgroup (pairs per chunk).
 pub const ROUTE_THREADS: u32 = 256;
 /// Work-items per unpermute workgroup (8 columns each).
@@ -133,7 +137,7 @@ mod imp {
     /// dividing by zero or indexing past the LDS layout).
     #[inline(always)]
     fn usable<const MASKED: bool>(a: &MoeRouteArgs) -> bool {
-        a.experts != 0 && a.experts <= MAX_EXPERTS && a.top_k != 0 && (!MASKED || a.m_max != 0)
+        a.experts != 0 && a.experts <= MAX_EXPERTS && a.top_k != 0 && (!MASKED || a.m_max != 0) && a.align <= MAX_ALIGN
     }
 
     /// Counts (see the module docs, step 1).
@@ -273,7 +277,8 @@ mod imp {
         let owners = e_n.div_ceil(per);
         let lo = (tid * per).min(e_n);
         let hi = (lo + per).min(e_n);
-        let size_of = |cnt: u32| if MASKED { a.m_max } else { cnt.div_ceil(128).saturating_mul(128) };
+        let align = if a.align == 0 { MAX_ALIGN } else { a.align };
+        let size_of = |cnt: u32| if MASKED { a.m_max } else { cnt.div_ceil(align).saturating_mul(align) };
         let (mut local, mut drop) = (0u32, 0u32);
         for e in lo..hi {
             // SAFETY: e < E, written before the barrier.

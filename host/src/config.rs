@@ -500,11 +500,16 @@ pub struct Overrides {
     pub bs_pipelined: Option<bool>,
     /// With pre-shuffled B and a 32 × 64 data-parallel tile: blocks per barrier (1 or 2).
     pub bs_narrow_barrier: Option<u32>,
+    /// Rows per launch of an m-grouped contiguous GEMM (a positive multiple of 128): cuts
+    /// every problem into row chunks as the 2 GiB buffer limit cuts the largest ones
+    /// ([`crate::m_grouped_fp8_gemm_nt_contiguous_aligned`]), to exercise that path on small
+    /// problems. A larger value than the limit's chunk has no effect.
+    pub contiguous_chunk_rows: Option<u32>,
 }
 
 impl Overrides {
     /// No override: the selector chooses everything.
-    pub const NONE: Overrides = Overrides { tile: None, split: None, stream_k: None, bs_pipelined: None, bs_narrow_barrier: None };
+    pub const NONE: Overrides = Overrides { tile: None, split: None, stream_k: None, bs_pipelined: None, bs_narrow_barrier: None, contiguous_chunk_rows: None };
     /// These overrides with the tile `block_m × block_n`.
     pub fn with_tile(mut self, block_m: u32, block_n: u32) -> Self {
         self.tile = Some((block_m, block_n));
@@ -531,6 +536,11 @@ impl Overrides {
         self.bs_narrow_barrier = Some(blocks);
         self
     }
+    /// These overrides with m-grouped contiguous GEMMs cut into launches of `rows` rows.
+    pub fn with_contiguous_chunk_rows(mut self, rows: u32) -> Self {
+        self.contiguous_chunk_rows = Some(rows);
+        self
+    }
     /// Each field of `self` that is set, else `base`'s.
     fn over(self, base: Overrides) -> Overrides {
         Overrides {
@@ -539,6 +549,7 @@ impl Overrides {
             stream_k: self.stream_k.or(base.stream_k),
             bs_pipelined: self.bs_pipelined.or(base.bs_pipelined),
             bs_narrow_barrier: self.bs_narrow_barrier.or(base.bs_narrow_barrier),
+            contiguous_chunk_rows: self.contiguous_chunk_rows.or(base.contiguous_chunk_rows),
         }
     }
 }
@@ -709,6 +720,11 @@ pub(crate) fn kgrouped_cycles_per_kb(arch: Arch, block_m: u32, block_n: u32, sha
 /// The tile forced for this choice, if any.
 pub(crate) fn forced_tile() -> Option<(u32, u32)> {
     current().tile
+}
+
+/// The rows per m-grouped contiguous launch forced for this launch, if any.
+pub(crate) fn forced_contiguous_chunk_rows() -> Option<u32> {
+    current().contiguous_chunk_rows
 }
 
 /// Architecture description for the heuristic.

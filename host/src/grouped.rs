@@ -3,7 +3,9 @@
 //! * [`m_grouped_fp8_gemm_nt_contiguous`] (prefill/training): the rows of all experts stacked in
 //!   one `A[m_sum, k]`, each expert's rows contiguous and padded to
 //!   [`m_alignment_for_contiguous_layout`] rows; `m_indices[m_sum]` (on the device) names each
-//!   row's expert, −1 for padding.
+//!   row's expert, −1 for padding. [`m_grouped_fp8_gemm_nt_contiguous_aligned`] takes groups
+//!   padded to 32 or 64 rows instead (the MoE layer's layout: each active expert padded only
+//!   to the tile height), and cuts problems whose A or D would pass 2 GiB into row chunks.
 //! * [`m_grouped_fp8_gemm_nt_masked`] (decode, CUDA-graph friendly): `A[G, m_max, k]`, of which
 //!   only the first `masked_m[g]` rows of each group are valid; `masked_m[G]` lives on the device
 //!   and is never read by the host; `expected_m` is a host-side hint for the kernel choice.
@@ -436,15 +438,99 @@ pub fn m_grouped_fp8_gemm_nt_contiguous<'a, F: Fp8Format>(
     d: impl IntoOutput<'a>,
     m_indices: impl Into<DeviceSlice<'a, i32>>,
 ) -> Result<GemmRun> {
-    let (a, b, m_indices) = (a.into(), b.into(), m_indices.into());
+    contiguous(stream, a.into(), b.into(), d, m_indices.into(), m_alignment_for_contiguous_layout())
+}
+
+/// Row alignments [`m_grouped_fp8_gemm_nt_contiguous_aligned`] accepts: the heights of the
+/// contiguous kernels' tiles (32 only with pre-shuffled weights, whose bs kernels have a 32-row
+/// tile) and DeepGEMM's 128.
+pub const CONTIGUOUS_ALIGNMENTS: [usize; 3] = [32, 64, 128];
+
+/// [`m_grouped_fp8_gemm_nt_contiguous`] for a layout whose groups are padded to `align` rows
+/// (one of [`CONTIGUOUS_ALIGNMENTS`]) instead of 128: `m_sum` a multiple of `align`, and
+/// `m_indices` constant over every aligned block of `align` rows (a non-empty group starts at
+/// a multiple of `align`). The MoE layer's routing produces this layout with `align` = the
+/// tile height of the kernel that will run it, so a group of `c` rows costs `⌈c/align⌉` tiles
+/// instead of `⌈c/128⌉·128/BM`.
+///
+/// The kernel's tile is `align` rows high when `align` is 32 or 64 (the selector's choice with
+/// its height set to `align`: the layout was padded for that tile; logical weights have no
+/// 32-row kernel, so `align = 32` needs pre-shuffled ones: [`Error::Unsupported`]), and the
+/// selector's choice for 128.
+/// Everything else (rows written, validation, capture safety) is as
+/// [`m_grouped_fp8_gemm_nt_contiguous`]'s, which is this function with `align = 128`.
+///
+/// **Large problems**: a launch addresses A and D with 32-bit buffer offsets, so when either
+/// would reach 2 GiB the rows are cut into chunks (multiples of 128 rows, each below the limit),
+/// one launch each with the same kernel, in order on `stream`; every block lies inside one
+/// chunk because chunk boundaries are multiples of `align`. The result is the same as one
+/// launch's; [`GemmRun::config`] describes the first chunk's launch.
+pub fn m_grouped_fp8_gemm_nt_contiguous_aligned<'a, F: Fp8Format>(
+    stream: &Stream,
+    a: impl Into<ActivationsView<'a, F>>,
+    b: impl Into<GroupedWeightsView<'a, F>>,
+    d: impl IntoOutput<'a>,
+    m_indices: impl Into<DeviceSlice<'a, i32>>,
+    align: usize,
+) -> Result<GemmRun> {
+    contiguous(stream, a.into(), b.into(), d, m_indices.into(), align)
+}
+
+/// Rows of one contiguous launch: the largest multiple of 128 whose A (`rows · k` bytes) and
+/// D (`rows · n` bf16), with the selector's 128-row slack, stay below the 32-bit buffer limit.
+fn contiguous_chunk_rows(n: u64, k: u64) -> u64 {
+    let widest = k.max(2 * n).max(1);
+    ((tile::MAX_TENSOR_BYTES - 1) / widest).saturating_sub(128) / 128 * 128
+}
+
+/// The tile height for a layout of `pairs` rows over `active` non-empty groups padded to that
+/// height, `n × k` per group, weights in `layout` (the stream's overrides applied), at most
+/// `max_align` and one of [`CONTIGUOUS_ALIGNMENTS`]: the alignment the MoE layer routes its rows
+/// to. Pre-shuffled weights with fewer than 64 rows per active group on average take the
+/// 32-row tile (a 64-row one would be mostly padding); otherwise it is the selector's choice
+/// for the rows such a layout holds on average (`pairs` plus half a 32-row tile per active
+/// group) as one group — the selector's own padding model assumes 128-row groups, whose
+/// all-padding tiles this layout does not have. Fitted on two modelled points (MI325X,
+/// `examples/moe_bench.rs`): 257 experts × 9216 pairs, 32-row tiles 556 µs vs 64-row 627;
+/// 32 experts × 8192 pairs, 64-row (pipelined) 825 µs vs 32-row 1022.
+pub(crate) fn contiguous_tile_rows(stream: &Stream, layout: WeightLayout, pairs: usize, active: usize, n: usize, k: usize, max_align: usize) -> Result<usize> {
+    if layout == WeightLayout::Preshuffled && pairs < 64 * active && stream.overrides().tile.is_none() && config::forced_tile().is_none() {
+        return Ok(32);
+    }
+    let _overrides = config::apply(stream.overrides());
+    let ctx = stream.context();
+    let chunk = contiguous_chunk_rows(n as u64, k as u64) as usize;
+    let m = pairs.saturating_add(active.saturating_mul(16));
+    let m_sel = m.clamp(1, chunk.max(128)).next_multiple_of(128);
+    let as_u32 = |v: usize, what: &str| u32::try_from(v).map_err(|_| Error::Unsupported(format!("{what} = {v}: dimensions must fit in 32 bits")));
+    let desc = GemmDesc::m_grouped_contiguous(as_u32(m_sel, "m")?, as_u32(n, "n")?, as_u32(k, "k")?, 1, ctx.arch()).with_cus(ctx.compute_units());
+    let unsupported = |e: config::ConfigError| Error::Unsupported(e.to_string());
+    let bm = match layout {
+        WeightLayout::Logical => config::get_best_config(&desc).map_err(unsupported)?.block_m,
+        WeightLayout::Preshuffled => config::get_grouped_bs_config(&desc).map_err(unsupported)?.block_m,
+    } as usize;
+    let floor = if layout == WeightLayout::Logical { 64 } else { 32 };
+    Ok(bm.clamp(floor, max_align.max(floor)))
+}
+
+fn contiguous<'a, F: Fp8Format>(
+    stream: &Stream,
+    a: ActivationsView<'a, F>,
+    b: GroupedWeightsView<'a, F>,
+    d: impl IntoOutput<'a>,
+    m_indices: DeviceSlice<'a, i32>,
+    align: usize,
+) -> Result<GemmRun> {
     let (m_sum, n, k, groups) = (a.m, b.n, a.k, b.groups);
-    let d = d.into_output(m_sum, n)?;
+    let mut d = d.into_output(m_sum, n)?;
     check_common(stream, &a, &b, &d, "m_indices", &m_indices)?;
     // The stream's selector overrides, for this choice only.
     let _overrides = config::apply(stream.overrides());
     let ctx = stream.context();
     check_len("m_indices", format!("m_sum = {m_sum} (rows of a)"), m_sum, m_indices.len())?;
-    let align = m_alignment_for_contiguous_layout();
+    if !CONTIGUOUS_ALIGNMENTS.contains(&align) {
+        return Err(Error::Shape { arg: "align", expected: format!("one of {CONTIGUOUS_ALIGNMENTS:?} rows"), actual: align.to_string() });
+    }
     if !m_sum.is_multiple_of(align) {
         return Err(Error::Shape {
             arg: "a",
@@ -457,36 +543,72 @@ pub fn m_grouped_fp8_gemm_nt_contiguous<'a, F: Fp8Format>(
     }
     check_nk(n, k)?;
     let too_big = |what: &str| Error::Unsupported(format!("{what}: dimensions must fit in 32 bits"));
-    let m32 = u32::try_from(m_sum).map_err(|_| too_big(&format!("m_sum = {m_sum}")))?;
+    u32::try_from(m_sum).map_err(|_| too_big(&format!("m_sum = {m_sum}")))?;
     let g32 = u32::try_from(groups).map_err(|_| too_big(&format!("groups = {groups}")))?;
-    let (m64, n64, k64, g64) = (m_sum as u64, n as u64, k as u64, groups as u64);
-    check_tensor_bytes("a", (m64 + 128).saturating_mul(k64))?;
+    let (n64, k64, g64) = (n as u64, k as u64, groups as u64);
     check_tensor_bytes("b", (n64 + 128).saturating_mul(k64))?;
     check_tensor_bytes("b", g64.saturating_mul(b_group_bytes(b.layout, n64, k64)))?;
-    check_tensor_bytes("d", m64.saturating_mul(n64).saturating_mul(2))?;
+    let mut chunk = contiguous_chunk_rows(n64, k64) as usize;
+    if let Some(forced) = config::forced_contiguous_chunk_rows() {
+        if forced == 0 || !forced.is_multiple_of(128) {
+            return Err(Error::Shape { arg: "overrides", expected: "contiguous_chunk_rows a positive multiple of 128".into(), actual: forced.to_string() });
+        }
+        chunk = chunk.min(forced as usize);
+    }
+    if chunk == 0 {
+        return Err(Error::Shape { arg: "b", expected: "128 rows of A and D below 2 GiB each".into(), actual: format!("n = {n}, k = {k}") });
+    }
 
-    let desc = GemmDesc::m_grouped_contiguous(m32, n as u32, k as u32, g32, ctx.arch()).with_cus(ctx.compute_units());
-    let (cfg, spec) = grouped_config(&desc, b.layout, "contiguous", config::contiguous_kernel_spec, config::contiguous_bs_kernel_spec)?;
-    let args = MGroupedContiguousArgs {
-        a: a.data.device_ptr(),
-        b: b.data.device_ptr(),
-        sfa: a.scales.device_ptr(),
-        sfb: b.scales.device_ptr(),
-        d: GlobalPtr::new(d.data.device_ptr().addr()),
-        m_indices: m_indices.device_ptr(),
-        m_sum: m32,
-        n: n as u32,
-        k: k as u32,
-        groups: g32,
-    };
-    // SAFETY: every pointer in `args` addresses memory the views borrow with at least the extent
-    // the kernel's contract requires: A m_sum·k bytes and SFA m_sum·⌈k/128⌉ floats, B G·n·k
-    // bytes (logical) or G·⌈n/16⌉·16·k (pre-shuffled, the layout that chose the bs kernel) and
-    // SFB G·⌈n/128⌉·⌈k/128⌉ floats (checked by the view constructors for its layout, contiguous rows
-    // checked above), D m_sum·n bf16 and m_indices m_sum i32 (checked above); the kernel bounds
-    // every access by these extents whatever m_indices holds. `d` is borrowed mutably.
-    unsafe { stream.launch(spec, [cfg.grid, 1, 1], cfg.lds_bytes, &args)? };
-    Ok(GemmRun { config: Some(cfg), workspace_limit: None })
+    // One choice for every chunk: the selector's for a chunk's rows (m rounded up to the
+    // selector's 128), its tile height set to `align` when that is below 128 (the layout was
+    // padded for tiles of that height) and cut to it when taller.
+    let m_sel = m_sum.min(chunk).next_multiple_of(128) as u32;
+    let desc = GemmDesc::m_grouped_contiguous(m_sel, n as u32, k as u32, g32, ctx.arch()).with_cus(ctx.compute_units());
+    let (mut cfg, mut spec) = grouped_config(&desc, b.layout, "contiguous", config::contiguous_kernel_spec, config::contiguous_bs_kernel_spec)?;
+    if cfg.block_m != align as u32 && (align < 128 || !(align as u32).is_multiple_of(cfg.block_m)) {
+        let _forced = config::apply(config::Overrides::NONE.with_tile(align as u32, cfg.block_n));
+        (cfg, spec) = grouped_config(&desc, b.layout, "contiguous", config::contiguous_kernel_spec, config::contiguous_bs_kernel_spec)
+            .map_err(|e| Error::Unsupported(format!("no m-grouped contiguous kernel with a {align}-row tile for {} weights ({e})", b.layout)))?;
+    }
+    let tile = tile::DenseTile { name: "", block_m: cfg.block_m, block_n: cfg.block_n };
+    let kb = k.div_ceil(128);
+    let mut first = None;
+    let mut r0 = 0;
+    while r0 < m_sum {
+        let rows = chunk.min(m_sum - r0);
+        // Chunks are multiples of 128 rows (the last one the rest, a multiple of `align`).
+        let a_c = ActivationsView::<F>::new(a.data.sub(r0 * k, rows * k)?, a.scales.sub(r0 * kb, rows * kb)?, rows, k)?;
+        let d_c = d.data.sub_mut(r0 * n, rows * n)?;
+        let idx = m_indices.sub(r0, rows)?;
+        let (m64, m32) = (rows as u64, rows as u32);
+        check_tensor_bytes("a", (m64 + 128).saturating_mul(k64))?;
+        check_tensor_bytes("d", m64.saturating_mul(n64).saturating_mul(2))?;
+        let launch = config::GemmConfig { grid: tile.grid(m32, n as u32), ..cfg };
+        let args = MGroupedContiguousArgs {
+            a: a_c.data.device_ptr(),
+            b: b.data.device_ptr(),
+            sfa: a_c.scales.device_ptr(),
+            sfb: b.scales.device_ptr(),
+            d: GlobalPtr::new(d_c.device_ptr().addr()),
+            m_indices: idx.device_ptr(),
+            m_sum: m32,
+            n: n as u32,
+            k: k as u32,
+            groups: g32,
+        };
+        // SAFETY: every pointer in `args` addresses memory the views borrow with at least the
+        // extent the kernel's contract requires: A rows·k bytes and SFA rows·⌈k/128⌉ floats (the
+        // chunk's sub-views of A, checked by their constructor), B G·n·k bytes (logical) or
+        // G·⌈n/16⌉·16·k (pre-shuffled, the layout that chose the bs kernel) and SFB
+        // G·⌈n/128⌉·⌈k/128⌉ floats (checked by the view constructors for its layout), D rows·n
+        // bf16 and m_indices rows i32 (sub-views of the checked full ones), every tensor below
+        // 2 GiB (checked above); the kernel bounds every access by these extents whatever
+        // m_indices holds. `d` is borrowed mutably.
+        unsafe { stream.launch(spec, [launch.grid, 1, 1], launch.lds_bytes, &args)? };
+        first.get_or_insert(launch);
+        r0 += rows;
+    }
+    Ok(GemmRun { config: first, workspace_limit: None })
 }
 
 /// M-grouped masked `D[g] = A[g] · B[g]ᵀ` for the first `masked_m[g]` rows of every group, with

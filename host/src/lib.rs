@@ -116,15 +116,15 @@ pub use config::{ConfigError, ForcedStreamK, GemmConfig, Overrides, Remap, Strea
 pub use error::{Error, Result};
 pub use gemm::{DeviceActivations, DeviceWeights, GemmRun, fp8_gemm_nt, fp8_gemm_nt_with_workspace};
 pub use grouped::{
-    DeviceGroupedWeights, m_alignment_for_contiguous_layout, m_grouped_fp8_gemm_nt_contiguous, m_grouped_fp8_gemm_nt_masked,
-    m_grouped_fp8_gemm_nt_masked_with_workspace,
+    CONTIGUOUS_ALIGNMENTS, DeviceGroupedWeights, m_alignment_for_contiguous_layout, m_grouped_fp8_gemm_nt_contiguous, m_grouped_fp8_gemm_nt_contiguous_aligned,
+    m_grouped_fp8_gemm_nt_masked, m_grouped_fp8_gemm_nt_masked_with_workspace,
 };
 pub use kgrouped::{DeviceKGroupedOperand, KGroupedMnMajor, KGroupedOperandView, k_grouped_fp8_gemm_tn_contiguous, upload_ks};
 pub use layout::{WeightLayout, preshuffle_weights, preshuffle_weights_on_device, unshuffle_weights};
 #[cfg(all(feature = "moe", feature = "reference"))]
 pub use moe::moe_reference;
 #[cfg(feature = "moe")]
-pub use moe::{MoeLayer, MoeLayout, MoeOptions, MoeRun, MoeScratch, MoeStage, MoeStatus, route_reference};
+pub use moe::{MoeLayer, MoeLayout, MoeOptions, MoeRun, MoeScratch, MoeStage, MoeStatus, route_reference, route_reference_aligned};
 pub use quantize::{quantize_activations, quantize_activations_masked, quantize_weights, silu_mul_quantize_activations, silu_mul_quantize_activations_masked};
 pub use runtime::{Backend, CaptureMode, Context, DeviceBuffer, Event, Graph, GraphExec, Stream};
 pub use view::{ActivationsView, ActivationsViewMut, DeviceSlice, DeviceSliceMut, GroupedWeightsView, IntoOutput, OutputViewMut, WeightsView, WeightsViewMut};

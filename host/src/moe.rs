@@ -7,11 +7,13 @@
 //!   ─ grouped GEMM down ─ unpermute (Σ_j w[t,j] · Y[slot(t,j)]) [+ shared expert] → out [T, H] bf16
 //! ```
 //!
-//! in either MoE layout ([`MoeLayout`]): contiguous (prefill: rows grouped by expert, each
-//! expert padded to 128 rows, `m_indices`) or masked (decode: `[E, m_max]` rows, `masked_m`).
-//! Nothing in `forward` allocates, copies to the host or synchronizes: the scratch
-//! ([`MoeScratch`]) is sized once for the bound `T·k + E·127` rows (rounded up to 128), so a
-//! forward pass can be captured into a graph and replayed (launches: 3 route (2 when
+//! in either MoE layout ([`MoeLayout`]): contiguous (rows grouped by expert, each non-empty
+//! expert padded only to the grouped GEMMs' tile height, 32 or 64 rows —
+//! [`MoeLayer::contiguous_align`] — with `m_indices`) or masked (`[E, m_max]` rows,
+//! `masked_m`). Nothing in `forward` allocates, copies to the host or synchronizes: the scratch
+//! ([`MoeScratch`]) is sized once for the bound `T·k + min(E, T·k)·63` rows
+//! ([`contiguous_rows_bound_aligned`]), so a forward pass can be captured into a graph and
+//! replayed (launches: 3 route (2 when
 //! `T·k ≤ 256`) + gather + 2 GEMMs + silu·mul + unpermute = 8 (7), plus 4 for a shared expert).
 //!
 //! # Semantics (decided here, tested in `tests/moe.rs`)
@@ -42,14 +44,26 @@
 //! small sample (a few tokens, where the statistic fluctuates) can exceed it (1.016e-3 seen on
 //! 12 tokens with a shared expert).
 //!
-//! # Cost
-//! Every launch covers the bound's rows (the host never learns the rows used); the blocks past
-//! the used rows exit early (GEMMs: −1 `m_indices`; gather: `row_src` −2; silu·mul: the used
-//! row count read on the device as a one-group `masked_m`). The padding rows inside a used
-//! 128-row block are quantized and multiplied (as in DeepGEMM) but never stored or read back.
-//! The route's offsets step is one workgroup.
+//! # Cost: work proportional to the routed rows
+//! The contiguous layout pads each **non-empty** expert to the tile height `a` of the kernels
+//! that run it (the route's `align`, [`moe_route_contiguous_aligned`]; DeepGEMM's 128-row
+//! layout stays available through [`moe_route_contiguous`]); empty experts take no rows. So
+//! the rows in use are at most `T·k + min(E, T·k)·(a − 1)`, and every launch is sized by that
+//! bound, not by `E` (the host never learns the rows used, so the grids cover the bound): at
+//! 257 experts, top-9 and one token the GEMMs see 9 blocks of 32 rows where the 128-row layout
+//! bounded 32,768 rows. The blocks past the used rows exit at once — the route marks them
+//! (`m_indices` −1, `row_src` −2), which is the device-side count of valid blocks the kernels
+//! read (GEMMs: the block's `m_indices`; gather: `row_src`; silu·mul: the used row count,
+//! read on the device as a one-group `masked_m`) — so a launch stays capture-safe with no host
+//! sync. The padding rows inside a used block (fewer than `a` per expert) are quantized and
+//! multiplied but never stored or read back. Buffers are sized by the same bound; where a
+//! GEMM's A or D would pass the 2 GiB of 32-bit buffer offsets (257 experts, H = 6144, 16384
+//! tokens: 163,647 rows × 6144 bf16 of down output) the grouped GEMM runs in row chunks
+//! ([`crate::m_grouped_fp8_gemm_nt_contiguous_aligned`]); the gather, silu·mul and unpermute
+//! kernels address rows with 64-bit offsets. The route's offsets step is one workgroup.
 //!
-//! Modelled MI300X times per stage (timing model, *not measured*; `tests/moe_timing.rs` shows
+//! Modelled MI300X times per stage before the tile-height padding (128-row layout; timing
+//! model, *not measured*; `tests/moe_timing.rs` shows
 //! how: [`MoeLayer::forward_with`]'s observer synchronizes and reads the emulator's report after
 //! each launch), E = 16, H = 1024, I = 512, k = 8, shared expert Is = 128:
 //!
@@ -62,6 +76,51 @@
 //! | down GEMM | 36.1 µs | 8.0 µs |
 //! | shared expert (4 launches) | 29.9 µs | 24.0 µs |
 //! | unpermute | 8.5 µs | 7.8 µs |
+//!
+//! ## At real expert counts (issue 31; MI325X, *modelled*)
+//! `cargo run --example moe_bench -- --machine mi325x --weights … --tokens 1,1024` (timing
+//! model, every figure *modelled*, not measured; all-zero weights, uniform top-k routing,
+//! contiguous layout, no shared expert). µs per stage, after tile-height padding; `align` the
+//! rows every active expert is padded to:
+//!
+//! | E, k, H, I | T | weights | align | route | gather+quant | gate_up | silu·mul | down | unpermute | total | total − route |
+//! |---|---|---|---|---|---|---|---|---|---|---|---|
+//! | 257, 9, 6144, 256 | 1 | logical | 64 | 13.5 | 5.9 | 44.1 | 5.9 | 9.4 | 8.2 | 86.9 | 73.4 |
+//! | 257, 9, 6144, 256 | 1 | pre-shuffled | 32 | 13.6 | 4.6 | 29.5 | 5.9 | 8.1 | 8.2 | 69.8 | 56.2 |
+//! | 257, 9, 6144, 256 | 1024 | logical | 64 | 38.1 | 103.1 | 268.6 | 18.5 | 224.3 | 30.3 | 682.9 | 644.8 |
+//! | 257, 9, 6144, 256 | 1024 | pre-shuffled | 32 | 38.1 | 78.0 | 228.8 | 16.1 | 164.8 | 30.3 | 556.0 | 517.9 |
+//! | 32, 8, 6144, 2048 | 1 | logical | 64 | 11.5 | 5.7 | 56.1 | 8.0 | 28.6 | 7.7 | 117.5 | 106.0 |
+//! | 32, 8, 6144, 2048 | 1 | pre-shuffled | 32 | 11.8 | 4.5 | 47.6 | 6.0 | 26.5 | 7.7 | 104.1 | 92.3 |
+//! | 32, 8, 6144, 2048 | 1024 | logical | 64 | 27.5 | 50.9 | 646.4 | 68.4 | 363.7 | 27.7 | 1184.6 | 1157.1 |
+//! | 32, 8, 6144, 2048 | 1024 | pre-shuffled | 64 | 27.5 | 50.9 | 412.7 | 68.4 | 237.4 | 27.7 | 824.5 | 797.0 |
+//!
+//! More token counts of `shapes_fmoe_1stage.csv`, pre-shuffled weights (same columns):
+//!
+//! | E, k, H, I | T | align | rows | route | gather+quant | gate_up | silu·mul | down | unpermute | total |
+//! |---|---|---|---|---|---|---|---|---|---|---|
+//! | 257, 9, 6144, 256 | 2 | 32 | 576 | 13.5 | 5.9 | 29.6 | 5.9 | 11.0 | 8.2 | 74.1 |
+//! | 257, 9, 6144, 256 | 32 | 32 | 8256 | 23.2 | 33.3 | 155.4 | 9.8 | 82.0 | 8.2 | 311.9 |
+//! | 257, 9, 6144, 256 | 128 | 32 | 9120 | 24.5 | 41.4 | 189.0 | 11.7 | 94.7 | 8.6 | 370.0 |
+//! | 257, 9, 6144, 256 | 512 | 32 | 12576 | 30.4 | 52.4 | 222.7 | 11.7 | 123.5 | 16.7 | 457.3 |
+//! | 32, 8, 6144, 2048 | 4 | 32 | 1024 | 11.5 | 6.7 | 155.9 | 9.7 | 73.9 | 7.7 | 265.4 |
+//! | 32, 8, 6144, 2048 | 64 | 32 | 1504 | 20.6 | 8.9 | 200.9 | 11.7 | 107.5 | 7.8 | 357.5 |
+//! | 32, 8, 6144, 2048 | 256 | 32 | 3040 | 21.9 | 16.7 | 266.1 | 22.3 | 132.3 | 9.7 | 469.0 |
+//!
+//! 257 experts at T = 16384 (logical weights, 64-row padding, 163,648 rows; the ignored test
+//! in `tests/moe_timing.rs`, 63 min of emulation) runs: route 275.8, gather+quant 809.5, gate_up
+//! 1275.3, silu·mul 137.7, down 1389.0, unpermute 424.5, total 4311.8 µs (*modelled*, MI325X).
+//!
+//! Against the 128-row layout (issue 31's figures, modelled the same way without the route:
+//! logical / pre-shuffled) the layer went, without the route, from 141.3 / 125.3 to 73.4 / 56.2
+//! (257 experts, T = 1), 904.4 / 797.8 to 644.8 / 517.9 (257, T = 1024), 216.2 / 181.5 to
+//! 106.0 / 92.3 (32, T = 1) and 1252.4 / 873.1 to 1157.1 / 797.0 (32, T = 1024). Most of the gain at
+//! one token is the bound (the gather and the GEMM grids no longer cover `E·127` rows); at
+//! T = 1024 it is the padding (257 experts × ~36 rows: 17,184 rows at 32-row padding against
+//! 41,856). What remains is in the GEMMs: at one token the gate_up GEMM is a few dozen
+//! workgroups, each streaming all 48 K blocks of one expert (latency-bound, no split-K for the
+//! contiguous layout); at T = 1024 with 257 experts every expert's weights are read (808 MB of
+//! gate_up alone, 135 µs at the MI325X's 6 TB/s), which a fused single pass (issue 31, item 2)
+//! would not avoid either.
 
 use std::marker::PhantomData;
 
@@ -73,7 +132,7 @@ use half::bf16;
 use crate::error::{Error, Result};
 use crate::fp8::Fp8Format;
 use crate::gemm::{DeviceWeights, check_format, fp8_gemm_nt, shape_product};
-use crate::grouped::{DeviceGroupedWeights, m_grouped_fp8_gemm_nt_contiguous, m_grouped_fp8_gemm_nt_masked};
+use crate::grouped::{DeviceGroupedWeights, contiguous_tile_rows, m_grouped_fp8_gemm_nt_contiguous_aligned, m_grouped_fp8_gemm_nt_masked};
 #[cfg(feature = "reference")]
 use crate::quant::QuantizedActivations;
 use crate::quantize::{quantize_activations, silu_mul_quantize_activations, silu_mul_quantize_activations_masked};
@@ -132,8 +191,12 @@ pub struct MoeRun {
     pub layout: MoeLayout,
     /// Tokens `T`.
     pub tokens: usize,
-    /// Rows of the grouped GEMMs' A (contiguous: the padded bound; masked: `E · m_max`).
+    /// Rows of the grouped GEMMs' A (contiguous: the padded bound
+    /// [`contiguous_rows_bound_aligned`]; masked: `E · m_max`).
     pub rows: usize,
+    /// Contiguous: the rows every non-empty expert is padded to (the grouped GEMMs' tile
+    /// height, 32 or 64); masked: 0.
+    pub align: usize,
 }
 
 /// Routing problems a forward pass found on the device, read back by [`MoeScratch::status`]
@@ -171,6 +234,23 @@ pub fn contiguous_rows_bound(tokens: usize, top_k: usize, experts: usize) -> Opt
     tokens.checked_mul(top_k)?.checked_add(experts.checked_mul(align - 1)?)?.checked_next_multiple_of(align)
 }
 
+/// Rows of the contiguous layout whose experts are padded to `align` rows (`1 ≤ align ≤ 128`),
+/// for `tokens · top_k` pairs over `experts` experts: at most `min(E, T·k)` experts are
+/// non-empty and each wastes at most `align − 1` rows, so the layout never needs more than
+/// `T·k + min(E, T·k)·(align − 1)` rows (rounded up to `align`). Proportional to the routed
+/// rows, whatever `E`.
+pub fn contiguous_rows_bound_aligned(tokens: usize, top_k: usize, experts: usize, align: usize) -> Option<usize> {
+    if align == 0 || align > dm::MAX_ALIGN as usize {
+        return None;
+    }
+    let pairs = tokens.checked_mul(top_k)?;
+    pairs.checked_add(experts.min(pairs).checked_mul(align - 1)?)?.checked_next_multiple_of(align)
+}
+
+/// The largest row alignment [`MoeLayer`]'s contiguous layout uses (the taller tiles, 128 rows,
+/// are not worth their padding for MoE row counts): the scratch is sized for it.
+pub const MOE_MAX_ALIGN: usize = 64;
+
 /// Length (i32 elements) of the routing work memory for `tokens · top_k` pairs and `experts`
 /// experts ([`fp8gemm_device::moe::route_work_len`]).
 pub fn route_work_len(tokens: usize, top_k: usize, experts: usize) -> Option<usize> {
@@ -194,11 +274,35 @@ pub struct RouteBuffers<'a> {
 }
 
 /// Routes `topk_ids` (`[T, top_k]`, on the device) into the **contiguous** layout of
-/// `row_src.len()` rows (at least [`contiguous_rows_bound`]): writes `slots`, `row_src`,
-/// `index` = `m_indices` and `status` (see [`fp8gemm_device::args::MoeRouteArgs`]). Three
-/// launches queued on `stream` (two when `T · top_k ≤ 256`).
+/// `row_src.len()` rows (at least [`contiguous_rows_bound_aligned`] with `align` 128): writes
+/// `slots`, `row_src`, `index` = `m_indices` and `status` (see
+/// [`fp8gemm_device::args::MoeRouteArgs`]), every expert padded to 128 rows (DeepGEMM's
+/// layout). Three launches queued on `stream` (two when `T · top_k ≤ 256`).
 pub fn moe_route_contiguous(stream: &Stream, topk_ids: DeviceSlice<'_, i32>, top_k: usize, experts: usize, out: RouteBuffers<'_>) -> Result<()> {
-    route(stream, topk_ids, top_k, experts, None, out, &mut || Ok(()))
+    moe_route_contiguous_aligned(stream, topk_ids, top_k, experts, crate::grouped::m_alignment_for_contiguous_layout(), out)
+}
+
+/// [`moe_route_contiguous`] with every non-empty expert padded to `align` rows (`1 ≤ align ≤
+/// 128`; the grouped GEMM's tile height, [`crate::m_grouped_fp8_gemm_nt_contiguous_aligned`])
+/// instead of 128: `row_src.len()` must be at least [`contiguous_rows_bound_aligned`]. Empty
+/// experts take no rows, and the rows past the used ones are marked unused (`m_indices` −1,
+/// `row_src` −2), so every later stage skips them.
+pub fn moe_route_contiguous_aligned(
+    stream: &Stream,
+    topk_ids: DeviceSlice<'_, i32>,
+    top_k: usize,
+    experts: usize,
+    align: usize,
+    out: RouteBuffers<'_>,
+) -> Result<()> {
+    route(stream, topk_ids, top_k, experts, Layout::Contiguous(align), out, &mut || Ok(()))
+}
+
+/// The layout a routing call produces: contiguous with its row alignment, or masked with `m_max`.
+#[derive(Clone, Copy)]
+enum Layout {
+    Contiguous(usize),
+    Masked(usize),
 }
 
 /// Routes `topk_ids` into the **masked** layout of `m_max` rows per expert (`row_src` holds
@@ -208,7 +312,7 @@ pub fn moe_route_masked(stream: &Stream, topk_ids: DeviceSlice<'_, i32>, top_k: 
     if m_max == 0 {
         return Err(shape_err("m_max", "at least 1 row per expert", 0));
     }
-    route(stream, topk_ids, top_k, experts, Some(m_max), out, &mut || Ok(()))
+    route(stream, topk_ids, top_k, experts, Layout::Masked(m_max), out, &mut || Ok(()))
 }
 
 /// Both routing entry points: checks, then the launches (three, or two for one chunk of pairs),
@@ -218,10 +322,14 @@ fn route(
     topk_ids: DeviceSlice<'_, i32>,
     top_k: usize,
     experts: usize,
-    masked: Option<usize>,
+    layout: Layout,
     out: RouteBuffers<'_>,
     after_launch: &mut dyn FnMut() -> Result<()>,
 ) -> Result<()> {
+    let (masked, align) = match layout {
+        Layout::Contiguous(align) => (None, align),
+        Layout::Masked(m_max) => (Some(m_max), 0),
+    };
     let ctx = stream.context();
     let RouteBuffers { slots, row_src, index, status, work } = out;
     for (arg, owner) in [
@@ -252,9 +360,17 @@ fn route(
     match masked {
         None => {
             check_eq("index", "rows (row_src's length, m_indices)", rows, index.len())?;
-            let bound = contiguous_rows_bound(tokens, top_k, experts).ok_or_else(|| shape_err("topk_ids", "T·k + 127·E that fits", tokens))?;
+            if align == 0 || align > dm::MAX_ALIGN as usize {
+                return Err(shape_err("align", format!("1..={} rows", dm::MAX_ALIGN), align));
+            }
+            let bound = contiguous_rows_bound_aligned(tokens, top_k, experts, align)
+                .ok_or_else(|| shape_err("topk_ids", "T·k + (align − 1)·min(E, T·k) that fits", tokens))?;
             if rows < bound {
-                return Err(shape_err("row_src", format!("at least T·k + 127·E rounded to 128 = {bound} rows"), format!("{rows} rows")));
+                return Err(shape_err(
+                    "row_src",
+                    format!("at least T·k + {}·min(E, T·k) rounded to {align} = {bound} rows", align - 1),
+                    format!("{rows} rows"),
+                ));
             }
         }
         Some(m_max) => {
@@ -293,7 +409,7 @@ fn route(
         experts: experts as u32,
         rows: rows32,
         m_max: masked.unwrap_or(0) as u32,
-        reserved: 0,
+        align: align as u32,
     };
     let lds = dm::route_lds_bytes(experts as u32);
     let (offsets, scatter) = match masked {
@@ -445,12 +561,16 @@ pub struct MoeLayer<F> {
     down: DeviceGroupedWeights<F>,
     shared: Option<(DeviceWeights<F>, DeviceWeights<F>)>,
     options: MoeOptions,
+    /// The contiguous layout's row alignment when pinned ([`MoeLayer::set_contiguous_align`]).
+    pinned_align: Option<usize>,
     ctx: Context,
 }
 
 /// Caller-owned device scratch of a [`MoeLayer`], sized once for at most `max_tokens` tokens:
-/// the contiguous layout's bound `T·k + E·127` rows (rounded up to 128) or the masked layout's
-/// `E · m_max` rows, whichever is larger (the two layouts share the buffers).
+/// the contiguous layout's bound `T·k + min(E, T·k)·63` rows (rounded up to 64;
+/// [`contiguous_rows_bound_aligned`] at [`MOE_MAX_ALIGN`]) or the masked layout's `E · m_max`
+/// rows, whichever is larger (the two layouts share the buffers); with a pinned alignment
+/// ([`MoeLayer::set_contiguous_align`]) the bound at that alignment.
 pub struct MoeScratch<F> {
     max_tokens: usize,
     masked_capacity: usize,
@@ -530,7 +650,7 @@ impl<F: Fp8Format> MoeLayer<F> {
         if options.top_k == 0 {
             return Err(shape_err("options.top_k", "at least 1", 0));
         }
-        Ok(MoeLayer { gate_up, down, shared, options, ctx: ctx.clone() })
+        Ok(MoeLayer { gate_up, down, shared, options, pinned_align: None, ctx: ctx.clone() })
     }
     /// Routed experts `E`.
     pub fn experts(&self) -> usize {
@@ -564,6 +684,49 @@ impl<F: Fp8Format> MoeLayer<F> {
     pub fn shared(&self) -> Option<&(DeviceWeights<F>, DeviceWeights<F>)> {
         self.shared.as_ref()
     }
+    /// The row alignment of the contiguous layout for `tokens` tokens: the tile height (32 or
+    /// 64, at most [`MOE_MAX_ALIGN`]) the grouped GEMM selector chooses for the gate_up GEMM
+    /// of `T·k` rows over `min(E, T·k)` experts (the stream's overrides applied). Both GEMMs run
+    /// tiles of this height, so every non-empty expert is padded only to whole tiles.
+    /// A pinned alignment ([`Self::set_contiguous_align`]) is returned as it is.
+    pub fn contiguous_align(&self, stream: &Stream, tokens: usize) -> Result<usize> {
+        if let Some(a) = self.pinned_align {
+            return Ok(a);
+        }
+        let (e, h, i, k) = (self.experts(), self.hidden(), self.intermediate(), self.options.top_k);
+        let pairs = tokens.checked_mul(k).ok_or_else(|| shape_err("tokens", "T · k that fits", tokens))?;
+        let align = contiguous_tile_rows(stream, self.gate_up.layout(), pairs, e.min(pairs), 2 * i, h, MOE_MAX_ALIGN)?;
+        // The down GEMM runs tiles of the same height: logical weights have none below 64 rows.
+        let logical = [self.gate_up.layout(), self.down.layout()].contains(&crate::layout::WeightLayout::Logical);
+        Ok(if logical { align.max(64) } else { align })
+    }
+
+    /// Pins the contiguous layout's row alignment to `align` (one of
+    /// [`crate::CONTIGUOUS_ALIGNMENTS`]; 128 is DeepGEMM's layout, every non-empty expert padded
+    /// to 128 rows; 32 needs pre-shuffled routed weights, whose kernels have a 32-row tile), or
+    /// with `None` lets [`Self::contiguous_align`] choose the tile height again (the default).
+    /// A scratch must be made after this call ([`MoeScratch::new`] sizes for the largest
+    /// alignment the layer may use; a smaller one is an [`Error::Shape`] naming `scratch`).
+    pub fn set_contiguous_align(&mut self, align: Option<usize>) -> Result<()> {
+        if let Some(a) = align {
+            if !crate::grouped::CONTIGUOUS_ALIGNMENTS.contains(&a) {
+                return Err(shape_err("align", format!("one of {:?} rows", crate::grouped::CONTIGUOUS_ALIGNMENTS), a));
+            }
+            let logical = [self.gate_up.layout(), self.down.layout()].contains(&crate::layout::WeightLayout::Logical);
+            if a < 64 && logical {
+                return Err(shape_err("align", "at least 64 rows with logical weights (their smallest contiguous tile)", a));
+            }
+        }
+        self.pinned_align = align;
+        Ok(())
+    }
+
+    /// The largest row alignment the contiguous layout may use: the pinned one, else
+    /// [`MOE_MAX_ALIGN`].
+    pub fn max_contiguous_align(&self) -> usize {
+        self.pinned_align.unwrap_or(MOE_MAX_ALIGN)
+    }
+
     /// The layout [`Self::forward`] uses for `tokens` tokens.
     pub fn layout_for(&self, tokens: usize) -> MoeLayout {
         if self.options.masked_max_tokens > 0 && tokens <= self.options.masked_max_tokens { MoeLayout::Masked } else { MoeLayout::Contiguous }
@@ -628,25 +791,37 @@ impl<F: Fp8Format> MoeLayer<F> {
         check_eq("topk_ids", &format!("T · k = {t} · {k}"), t * k, topk_ids.len())?;
         check_eq("topk_weights", &format!("T · k = {t} · {k}"), t * k, topk_weights.len())?;
         check_eq("out", &format!("T · H = {t} · {h}"), t * h, out.len())?;
-        let rows = match layout {
-            MoeLayout::Contiguous => contiguous_rows_bound(t, k, e).ok_or_else(|| shape_err("hidden", "T·k + 127·E rows that fit", t))?,
+        let (rows, align) = match layout {
+            MoeLayout::Contiguous => {
+                let align = self.contiguous_align(stream, t)?;
+                let rows =
+                    contiguous_rows_bound_aligned(t, k, e, align).ok_or_else(|| shape_err("hidden", "T·k + (align − 1)·min(E, T·k) rows that fit", t))?;
+                (rows, align)
+            }
             MoeLayout::Masked => {
                 if scratch.masked_capacity == 0 {
                     return Err(shape_err("layout", "Contiguous (the scratch has no masked capacity)", "Masked"));
                 }
-                e * scratch.masked_capacity
+                (e * scratch.masked_capacity, 0)
             }
         };
-        let run = MoeRun { layout, tokens: t, rows };
+        if rows > scratch.rows {
+            return Err(shape_err(
+                "scratch",
+                format!("a scratch of at least {rows} rows (made after the layer's alignment was pinned to {align})"),
+                format!("{} rows", scratch.rows),
+            ));
+        }
+        let run = MoeRun { layout, tokens: t, rows, align };
         if t == 0 {
             return Ok(run);
         }
         let s = scratch;
         let pairs = t * k;
         // 1. Route.
-        let (index, masked) = match layout {
-            MoeLayout::Contiguous => (s.m_indices.slice_mut(..rows)?, None),
-            MoeLayout::Masked => (s.masked_m.as_slice_mut(), Some(s.masked_capacity)),
+        let (index, route_layout) = match layout {
+            MoeLayout::Contiguous => (s.m_indices.slice_mut(..rows)?, Layout::Contiguous(align)),
+            MoeLayout::Masked => (s.masked_m.as_slice_mut(), Layout::Masked(s.masked_capacity)),
         };
         let buffers = RouteBuffers {
             slots: s.slots.slice_mut(..pairs)?,
@@ -655,7 +830,7 @@ impl<F: Fp8Format> MoeLayer<F> {
             status: s.status.as_slice_mut(),
             work: s.route_work.as_slice_mut(),
         };
-        route(stream, topk_ids, k, e, masked, buffers, &mut || observer(MoeStage::Route))?;
+        route(stream, topk_ids, k, e, route_layout, buffers, &mut || observer(MoeStage::Route))?;
         // 2. Gather + quantize.
         {
             let a = ActivationsViewMut::<F>::new(s.a_data.slice_mut(..rows * h)?, s.a_scales.slice_mut(..rows * (h / 128))?, rows, h)?;
@@ -668,7 +843,7 @@ impl<F: Fp8Format> MoeLayer<F> {
             let a = ActivationsView::<F>::new(s.a_data.slice(..rows * h)?, s.a_scales.slice(..rows * (h / 128))?, rows, h)?;
             let d = s.gate_up_out.slice_mut(..rows * 2 * i)?;
             match layout {
-                MoeLayout::Contiguous => m_grouped_fp8_gemm_nt_contiguous(stream, a, &self.gate_up, d, s.m_indices.slice(..rows)?)?,
+                MoeLayout::Contiguous => m_grouped_fp8_gemm_nt_contiguous_aligned(stream, a, &self.gate_up, d, s.m_indices.slice(..rows)?, align)?,
                 MoeLayout::Masked => m_grouped_fp8_gemm_nt_masked(stream, a, &self.gate_up, d, &s.masked_m, expected_m)?,
             };
         }
@@ -690,7 +865,7 @@ impl<F: Fp8Format> MoeLayer<F> {
             let a = ActivationsView::<F>::new(s.act_data.slice(..rows * i)?, s.act_scales.slice(..rows * (i / 128))?, rows, i)?;
             let d = s.y.slice_mut(..rows * h)?;
             match layout {
-                MoeLayout::Contiguous => m_grouped_fp8_gemm_nt_contiguous(stream, a, &self.down, d, s.m_indices.slice(..rows)?)?,
+                MoeLayout::Contiguous => m_grouped_fp8_gemm_nt_contiguous_aligned(stream, a, &self.down, d, s.m_indices.slice(..rows)?, align)?,
                 MoeLayout::Masked => m_grouped_fp8_gemm_nt_masked(stream, a, &self.down, d, &s.masked_m, expected_m)?,
             };
         }
@@ -738,7 +913,7 @@ impl<F: Fp8Format> MoeScratch<F> {
         let ctx = &layer.ctx;
         let (e, h, i, k) = (layer.experts(), layer.hidden(), layer.intermediate(), layer.options.top_k);
         let too_big = |arg: &'static str| shape_err(arg, "a scratch size that fits in 31-bit row counts", "overflow");
-        let contiguous = contiguous_rows_bound(max_tokens, k, e).ok_or_else(|| too_big("max_tokens"))?;
+        let contiguous = contiguous_rows_bound_aligned(max_tokens, k, e, layer.max_contiguous_align()).ok_or_else(|| too_big("max_tokens"))?;
         let masked = e.checked_mul(masked_capacity).ok_or_else(|| too_big("masked_capacity"))?;
         let rows = contiguous.max(masked);
         u32_of("max_tokens", rows)?;
@@ -784,8 +959,8 @@ impl<F: Fp8Format> MoeScratch<F> {
     pub fn masked_capacity(&self) -> usize {
         self.masked_capacity
     }
-    /// Rows allocated for the layouts (the larger of the contiguous bound for `max_tokens` and
-    /// `E · m_max`).
+    /// Rows allocated for the layouts (the larger of the contiguous bound for `max_tokens` at
+    /// [`MOE_MAX_ALIGN`] and `E · m_max`).
     pub fn rows(&self) -> usize {
         self.rows
     }
@@ -959,7 +1134,7 @@ pub struct RouteReference {
     pub invalid_ids: u32,
     /// Masked: pairs past `m_max`.
     pub dropped: u32,
-    /// Rows in use (contiguous: Σ of the 128-padded counts; masked: `E · m_max`).
+    /// Rows in use (contiguous: Σ of the counts padded to the alignment; masked: `E · m_max`).
     pub used_rows: usize,
 }
 
@@ -967,7 +1142,13 @@ pub struct RouteReference {
 /// `rows` rows (`masked_capacity = None`) or masked with `m_max = masked_capacity` rows per
 /// expert (`rows` is then `E · m_max`).
 pub fn route_reference(topk_ids: &[i32], top_k: usize, experts: usize, rows: usize, masked_capacity: Option<usize>) -> RouteReference {
-    let align = crate::grouped::m_alignment_for_contiguous_layout();
+    route_reference_aligned(topk_ids, top_k, experts, rows, masked_capacity, crate::grouped::m_alignment_for_contiguous_layout())
+}
+
+/// [`route_reference`] of the contiguous layout with every non-empty expert padded to `align`
+/// rows ([`moe_route_contiguous_aligned`]; `align ≥ 1`, unused for the masked layout).
+pub fn route_reference_aligned(topk_ids: &[i32], top_k: usize, experts: usize, rows: usize, masked_capacity: Option<usize>, align: usize) -> RouteReference {
+    let align = align.max(1);
     let valid = |id: i32| id >= 0 && (id as usize) < experts;
     let mut count = vec![0usize; experts];
     let mut invalid_ids = 0u32;

@@ -1,0 +1,212 @@
+//! Modelled per-stage times of [`MoeLayer`] at real MoE configurations: the rows of AMD's fused
+//! FP8 block-scale MoE kernel's configuration table (`shapes_fmoe_1stage.csv` in the peers
+//! directory: experts, top-k, hidden `model_dim`, expert width `inter_dim`, tokens), run through
+//! the emulator's timing model. **Every time printed is modelled, not measured.**
+//!
+//! The layer's weights are all-zero device allocations (the kernels' control flow and memory
+//! traffic do not depend on the values, and the model skips the MFMA math); each token is routed
+//! to `k` distinct experts drawn uniformly (seeded). The contiguous layout runs at every token
+//! count (`masked_max_tokens = 0`), with the row alignment the layer chooses (the grouped GEMMs'
+//! tile height) or pinned to DeepGEMM's 128 rows (`--align 128`, the layout before issue 31, with
+//! the tight `T·k + 127·min(E, T·k)` bound).
+//!
+//! ```text
+//! cargo run --release --example moe_bench -- --machine mi325x --weights both --align both --max-tokens 1024
+//! ```
+//!
+//! Options: `--csv PATH` (default `$FP8GEMM_PEERS_DIR/shapes_fmoe_1stage.csv`, else
+//! `../shared/peers/shapes_fmoe_1stage.csv`), `--machine mi300x|mi325x`, `--weights
+//! logical|preshuffled|both`, `--align auto|128|both`, `--max-tokens N`, `--tokens T,T,…`,
+//! `--experts E` (only rows with that many experts). Prints one Markdown table row per run.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use amdgpu_emu::hip::TimingMode;
+use amdgpu_emu::timing::{Machine, Scope, SimOptions};
+use fp8gemm::fp8::E4M3Fnuz;
+use fp8gemm::{Context, DeviceGroupedWeights, MoeLayer, MoeLayout, MoeOptions, MoeScratch, MoeStage, Stream, WeightLayout};
+use half::bf16;
+use rand::{Rng, SeedableRng, rngs::StdRng};
+
+type Res<T> = Result<T, Box<dyn std::error::Error>>;
+
+/// One configuration: experts, top-k, hidden, expert width, tokens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Config {
+    experts: usize,
+    top_k: usize,
+    hidden: usize,
+    inter: usize,
+    tokens: usize,
+}
+
+struct Args {
+    csv: PathBuf,
+    machine: String,
+    weights: Vec<WeightLayout>,
+    aligns: Vec<Option<usize>>,
+    max_tokens: usize,
+    tokens: Option<Vec<usize>>,
+    experts: Option<usize>,
+}
+
+fn parse_args() -> Res<Args> {
+    let peers = std::env::var_os("FP8GEMM_PEERS_DIR").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("../shared/peers"));
+    let mut a = Args {
+        csv: peers.join("shapes_fmoe_1stage.csv"),
+        machine: "mi325x".into(),
+        weights: vec![WeightLayout::Logical, WeightLayout::Preshuffled],
+        aligns: vec![None],
+        max_tokens: 1024,
+        tokens: None,
+        experts: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().ok_or_else(|| format!("{flag} needs a value"));
+        match flag.as_str() {
+            "--csv" => a.csv = PathBuf::from(value()?),
+            "--machine" => a.machine = value()?,
+            "--weights" => {
+                a.weights = match value()?.as_str() {
+                    "logical" => vec![WeightLayout::Logical],
+                    "preshuffled" => vec![WeightLayout::Preshuffled],
+                    "both" => vec![WeightLayout::Logical, WeightLayout::Preshuffled],
+                    v => return Err(format!("--weights {v}: expected logical, preshuffled or both").into()),
+                }
+            }
+            "--align" => {
+                a.aligns = match value()?.as_str() {
+                    "auto" => vec![None],
+                    "128" => vec![Some(128)],
+                    "both" => vec![Some(128), None],
+                    v => return Err(format!("--align {v}: expected auto, 128 or both").into()),
+                }
+            }
+            "--max-tokens" => a.max_tokens = value()?.parse()?,
+            "--tokens" => a.tokens = Some(value()?.split(',').map(str::parse).collect::<Result<_, _>>()?),
+            "--experts" => a.experts = Some(value()?.parse()?),
+            f => return Err(format!("unknown option {f} (see the example's docs)").into()),
+        }
+    }
+    Ok(a)
+}
+
+/// The distinct configurations of the CSV (columns by header name).
+fn read_configs(path: &PathBuf) -> Res<Vec<Config>> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e} (set FP8GEMM_PEERS_DIR to the peers directory)", path.display()))?;
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().ok_or("empty CSV")?.split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).ok_or_else(|| format!("{}: no column {name}", path.display()));
+    let (ct, cm, ci, ce, ck) = (col("token")?, col("model_dim")?, col("inter_dim")?, col("expert")?, col("topk")?);
+    let mut v = Vec::new();
+    for line in lines.filter(|l| !l.trim().is_empty()) {
+        let f: Vec<&str> = line.split(',').collect();
+        let get = |i: usize| -> Res<usize> { Ok(f.get(i).ok_or_else(|| format!("short row: {line}"))?.trim().parse()?) };
+        let c = Config { experts: get(ce)?, top_k: get(ck)?, hidden: get(cm)?, inter: get(ci)?, tokens: get(ct)? };
+        if !v.contains(&c) {
+            v.push(c);
+        }
+    }
+    Ok(v)
+}
+
+fn stage_name(s: MoeStage) -> &'static str {
+    match s {
+        MoeStage::Route => "route",
+        MoeStage::GatherQuantize => "gather",
+        MoeStage::GateUpGemm => "gate_up",
+        MoeStage::SiluMulQuantize => "silu",
+        MoeStage::DownGemm => "down",
+        MoeStage::SharedExpert => "shared",
+        MoeStage::Unpermute => "unpermute",
+        _ => "other",
+    }
+}
+
+const STAGES: [&str; 6] = ["route", "gather", "gate_up", "silu", "down", "unpermute"];
+
+fn main() -> Res<()> {
+    let args = parse_args()?;
+    let machine = Machine::by_name(&args.machine).ok_or_else(|| format!("unknown machine {} (mi300x, mi325x)", args.machine))?.clone();
+    let mut configs: Vec<Config> = read_configs(&args.csv)?
+        .into_iter()
+        .filter(|c| c.tokens <= args.max_tokens)
+        .filter(|c| args.tokens.as_ref().is_none_or(|t| t.contains(&c.tokens)))
+        .filter(|c| args.experts.is_none_or(|e| e == c.experts))
+        .collect();
+    configs.sort();
+    let ctx = Context::new()?;
+    let mut stream = Stream::new(&ctx)?;
+    println!("modelled {} times per stage (emulator timing model; modelled, not measured), µs:", machine.name);
+    println!("| E, k, H, I | T | weights | align | rows | route | gather+quant | gate_up | silu·mul | down | unpermute | total (modelled) |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    // Group by layer shape: one weight allocation per shape and weight layout.
+    let mut shapes: BTreeMap<(usize, usize, usize, usize), Vec<usize>> = BTreeMap::new();
+    for c in &configs {
+        shapes.entry((c.experts, c.top_k, c.hidden, c.inter)).or_default().push(c.tokens);
+    }
+    for ((e, k, h, i), tokens) in shapes {
+        for &wl in &args.weights {
+            let gate_up = DeviceGroupedWeights::<E4M3Fnuz>::alloc_with_layout(&ctx, e, 2 * i, h, wl)?;
+            let down = DeviceGroupedWeights::<E4M3Fnuz>::alloc_with_layout(&ctx, e, h, i, wl)?;
+            let mut layer = MoeLayer::new(&ctx, gate_up, down, None, MoeOptions { top_k: k, masked_max_tokens: 0 })?;
+            for &align in &args.aligns {
+                layer.set_contiguous_align(align)?;
+                for &t in &tokens {
+                    let mut rng = StdRng::seed_from_u64((e * 31 + t) as u64);
+                    let mut ids = Vec::with_capacity(t * k);
+                    for _ in 0..t {
+                        let mut row: Vec<i32> = Vec::with_capacity(k);
+                        while row.len() < k.min(e) {
+                            let x = rng.random_range(0..e as i32);
+                            if !row.contains(&x) {
+                                row.push(x);
+                            }
+                        }
+                        ids.extend(row);
+                    }
+                    let mut scratch = MoeScratch::new(&layer, t, 0)?;
+                    let x = ctx.alloc_zeroed::<bf16>(t * h)?;
+                    let d_ids = ctx.upload(&ids)?;
+                    let d_w = ctx.upload(&vec![1.0f32 / k as f32; t * k])?;
+                    let mut out = ctx.alloc_zeroed::<bf16>(t * h)?;
+                    stream.set_overrides(fp8gemm::Overrides::NONE);
+                    stream.synchronize()?;
+                    let options = SimOptions { scope: Scope::Full, skip_mfma_math: true, checks: Default::default(), top: 0, trace_workgroup: None };
+                    let mut per: BTreeMap<&str, (f64, usize)> = BTreeMap::new();
+                    let started = std::time::Instant::now();
+                    amdgpu_emu::hip::set_timing(Some(TimingMode { machine: machine.clone(), options }));
+                    let run = layer.forward_with(&stream, &x, &d_ids, &d_w, &mut out, &mut scratch, MoeLayout::Contiguous, &mut |stage| {
+                        stream.synchronize()?;
+                        let secs = amdgpu_emu::hip::last_launch_timing().map_or(0.0, |r| r.seconds);
+                        let slot = per.entry(stage_name(stage)).or_default();
+                        slot.0 += secs;
+                        slot.1 += 1;
+                        Ok(())
+                    });
+                    amdgpu_emu::hip::set_timing(None);
+                    let run = run?;
+                    let total: f64 = per.values().map(|v| v.0).sum();
+                    let cells: Vec<String> = STAGES.iter().map(|s| per.get(s).map_or("-".into(), |v| format!("{:.1}", v.0 * 1e6))).collect();
+                    println!(
+                        "| {e}, {k}, {h}, {i} | {t} | {} | {} | {} | {} | **{:.1}** |",
+                        if wl == WeightLayout::Logical { "logical" } else { "pre-shuffled" },
+                        run.align,
+                        run.rows,
+                        cells.join(" | "),
+                        total * 1e6
+                    );
+                    eprintln!(
+                        "  (E={e} T={t} {wl:?} align {}: {} launches, {:.1} s of emulation)",
+                        run.align,
+                        per.values().map(|v| v.1).sum::<usize>(),
+                        started.elapsed().as_secs_f64()
+                    );
+                }
+            }
+        }
+    }
+    Ok(())
+}
