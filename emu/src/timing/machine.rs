@@ -66,7 +66,8 @@ pub struct Machine {
     /// readable 4·N + 3·4 cycles after issue.
     pub mfma_result_latency: u32,
     /// Cycles after an MFMA's last pass before the next MFMA of an accumulation chain (SrcC
-    /// exactly the previous result) can issue: *fitted* within [0, `mfma_result_latency`]: 10
+    /// exactly the previous result) can issue: *fitted* within [0, `mfma_result_latency`]: 10 (the
+    /// joint fit over three families on two chips, `fp8gemm calibrate --fit`)
     /// (0: the result is forwarded back to back; `mfma_result_latency`: no forwarding). LLVM
     /// asks no software wait states for an exactly matching SrcC (the hardware interlocks it)
     /// and does not say when the interlock releases. AMD's kernels measured on MI325X put it
@@ -128,7 +129,8 @@ pub struct Machine {
     pub wave_launch_cycles: u32,
     /// Fixed launch overhead added to every kernel's modelled time, seconds: *fitted* within
     /// [0, 4 µs] (4 µs is an empty kernel's hipEvent-timed cost, hardware.md "Launch", an upper
-    /// bound of the profiler's device time AMD's tables use): 2.75 µs.
+    /// bound of the profiler's device time AMD's tables use): 1.75 µs (the joint fit over the
+    /// MI325X BpreShuffle and i8gemm rows and 31 MI355X rows).
     pub launch_overhead_s: f64,
 }
 
@@ -170,7 +172,7 @@ impl Machine {
         barrier_latency: 16,
         wg_dispatch_cycles: 8,
         wave_launch_cycles: 300,
-        launch_overhead_s: 2.75e-6,
+        launch_overhead_s: 1.75e-6,
     };
 
     /// MI325X (gfx942): the MI300X's compute die with HBM3E at 6.0 TB/s and a 1000 W power
