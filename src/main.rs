@@ -381,46 +381,32 @@ fn run(cli: Cli) -> Result<(), String> {
             tune::run(m, o, out, quick)
         }
         Command::Compare { set, peers, scope, max_m, csv, plot } => compare::run(set, peers, scope, max_m, csv, plot),
-        Command::Calibrate { peers, machine, files, scope, rows, verbose, csv, moe, moe_only, moe_rows, moe_div, moe_machine, full_math, fit: true, max_m } => {
-            if machine.is_some() || moe || moe_only || full_math {
-                return Err(
-                    "--fit fits every row on its own chip's machine, with MFMA math skipped; --machine, --moe, --moe-only and --full-math do not apply".into(),
-                );
+        Command::Calibrate { peers, machine, files, scope, rows, verbose, csv, moe, moe_only, moe_rows, moe_div, moe_machine, full_math, fit, max_m } => {
+            if fit {
+                if machine.is_some() || moe || moe_only || full_math {
+                    return Err(
+                        "--fit fits every row on its own chip's machine, with MFMA math skipped; --machine, --moe, --moe-only and --full-math do not apply"
+                            .into(),
+                    );
+                }
+                return profile::fit(peers, &files, scope, &rows, max_m, csv.as_deref());
             }
-            let _ = (verbose, moe_rows, moe_div, moe_machine);
-            profile::fit(peers, &files, scope, &rows, max_m, csv.as_deref())
+            profile::calibrate(profile::CalibrateArgs {
+                peers,
+                machine,
+                files,
+                scope,
+                rows,
+                verbose,
+                csv,
+                moe: moe || moe_only,
+                moe_only,
+                moe_rows,
+                moe_div,
+                moe_machine,
+                full_math,
+            })
         }
-        Command::Calibrate {
-            peers,
-            machine,
-            files,
-            scope,
-            rows,
-            verbose,
-            csv,
-            moe,
-            moe_only,
-            moe_rows,
-            moe_div,
-            moe_machine,
-            full_math,
-            fit: false,
-            max_m: _,
-        } => profile::calibrate(profile::CalibrateArgs {
-            peers,
-            machine,
-            files,
-            scope,
-            rows,
-            verbose,
-            csv,
-            moe: moe || moe_only,
-            moe_only,
-            moe_rows,
-            moe_div,
-            moe_machine,
-            full_math,
-        }),
         Command::Profile { m, n, k, layout, groups, kgrouped, machine, scope, full_math, trace_workgroup, seed } => {
             match layout {
                 None if kgrouped => check_kgrouped_sizes(groups, m, n, k)?,
