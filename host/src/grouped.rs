@@ -493,6 +493,7 @@ fn contiguous_chunk_rows(n: u64, k: u64) -> u64 {
 /// all-padding tiles this layout does not have. Fitted on two modelled points (MI325X,
 /// `examples/moe_bench.rs`): 257 experts × 9216 pairs, 32-row tiles 556 µs vs 64-row 627;
 /// 32 experts × 8192 pairs, 64-row (pipelined) 825 µs vs 32-row 1022.
+#[cfg(feature = "moe")]
 pub(crate) fn contiguous_tile_rows(stream: &Stream, layout: WeightLayout, pairs: usize, active: usize, n: usize, k: usize, max_align: usize) -> Result<usize> {
     if layout == WeightLayout::Preshuffled && pairs < 64 * active && stream.overrides().tile.is_none() && config::forced_tile().is_none() {
         return Ok(32);

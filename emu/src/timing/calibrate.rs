@@ -121,17 +121,35 @@ pub fn calibrate(
 
 /// Models one peer kernel at one shape (operands generated cheaply; padded to whole tiles).
 pub fn time_peer(kernel: &PeerKernel, m: u32, n: u32, k: u32, machine: &Machine, opts: &SimOptions) -> Result<TimingReport, CalError> {
+    on_peer_launch(kernel, m, n, k, &mut |co, kk, cfg, mem| simulate(co, kk, cfg, mem, machine, opts))
+}
+
+/// What [`on_peer_launch`] and [`on_i8_launch`] run on a prepared launch (code object,
+/// kernel, config, memory).
+type OnLaunch<'a, R> =
+    dyn FnMut(&crate::loader::CodeObject, &crate::loader::Kernel, &crate::exec::LaunchConfig, &DeviceMemory) -> Result<R, crate::exec::LaunchError> + 'a;
+
+/// Sets up `kernel` at one shape (operands generated cheaply; padded to whole tiles), hands
+/// the launch to `f` and frees it.
+fn on_peer_launch<R>(kernel: &PeerKernel, m: u32, n: u32, k: u32, f: &mut OnLaunch<'_, R>) -> Result<R, CalError> {
     let mem = DeviceMemory::new();
-    let problem = PeerProblem::generate(m, n, k, 1);
-    let launch = peers::prepare(&mem, kernel, &problem, Padding::WholeTiles)?;
+    let launch = peers::prepare(&mem, kernel, &PeerProblem::generate(m, n, k, 1), Padding::WholeTiles)?;
+    let r =
+        f(&kernel.code_object, kernel.kernel(), &launch.config, &mem).map_err(|source| CalError::Launch { kernel: kernel.symbol.clone(), m, n, k, source })?;
+    launch.free(&mem)?;
+    Ok(r)
+}
+
+/// Sets up the I8gemm `kernel` at one shape with A's pitch `lda` bytes (split-K 1), hands the
+/// launch to `f` and frees it.
+fn on_i8_launch<R>(kernel: &I8PeerKernel, m: u32, n: u32, k: u32, lda: u32, f: &mut OnLaunch<'_, R>) -> Result<R, CalError> {
+    let mem = DeviceMemory::new();
+    let mut problem = I8Problem::generate(m, n, k, 1);
+    problem.lda = lda;
+    let launch = crate::peers_i8::prepare_i8(&mem, kernel, &problem)?;
     drop(problem);
-    let r = simulate(&kernel.code_object, kernel.kernel(), &launch.config, &mem, machine, opts).map_err(|source| CalError::Launch {
-        kernel: kernel.symbol.clone(),
-        m,
-        n,
-        k,
-        source,
-    })?;
+    let r =
+        f(&kernel.code_object, kernel.kernel(), &launch.config, &mem).map_err(|source| CalError::Launch { kernel: kernel.symbol.clone(), m, n, k, source })?;
     launch.free(&mem)?;
     Ok(r)
 }
@@ -416,10 +434,6 @@ pub fn machine_for(row: &GivenRow, overrides: Option<&Machine>) -> Result<Machin
     }
 }
 
-/// What [`with_given`] runs on a prepared launch (code object, kernel, config, memory).
-type OnLaunch<'a, R> =
-    dyn FnMut(&crate::loader::CodeObject, &crate::loader::Kernel, &crate::exec::LaunchConfig, &DeviceMemory) -> Result<R, crate::exec::LaunchError> + 'a;
-
 /// Sets up the launch of one measured row on `machine` (its family follows from the row's
 /// kernel and the machine's target; code objects are loaded from `dir` once into `cache`),
 /// hands it to `f` and frees it.
@@ -429,8 +443,6 @@ fn with_given<R>(dir: &Path, row: &GivenRow, machine: &Machine, cache: &mut Kern
     if row.split_k != 1 {
         return Err(unsupported(format!("splitK = {}: only split-K 1 is modelled (ks > 1 adds a memset to the time)", row.split_k)));
     }
-    let launch_err = |symbol: &str, source| CalError::Launch { kernel: symbol.to_string(), m: row.m, n: row.n, k: row.k, source };
-    let mem = DeviceMemory::new();
     let r = match row.which {
         RowKernel::BpreShuffle { tm } => {
             let kernel = match cache.bpreshuffle.entry((tm, machine.target)) {
@@ -440,23 +452,14 @@ fn with_given<R>(dir: &Path, row: &GivenRow, machine: &Machine, cache: &mut Kern
                     Target::Gfx950 => crate::peers_gfx950::load_gfx950_peer(dir, tm)?,
                 }),
             };
-            let launch = peers::prepare(&mem, kernel, &PeerProblem::generate(row.m, row.n, row.k, 1), Padding::WholeTiles)?;
-            let r = f(&kernel.code_object, kernel.kernel(), &launch.config, &mem).map_err(|e| launch_err(&kernel.symbol, e))?;
-            launch.free(&mem)?;
-            r
+            on_peer_launch(kernel, row.m, row.n, row.k, f)?
         }
         RowKernel::I8(tile) => {
             let kernel = match cache.i8.entry(tile) {
                 Entry::Occupied(e) => e.into_mut(),
                 Entry::Vacant(e) => e.insert(crate::peers_i8::load_i8_peer(dir, tile, I8Revision::Measured)?),
             };
-            let mut problem = I8Problem::generate(row.m, row.n, row.k, 1);
-            problem.lda = row.lda.unwrap_or(row.k);
-            let launch = crate::peers_i8::prepare_i8(&mem, kernel, &problem)?;
-            drop(problem);
-            let r = f(&kernel.code_object, kernel.kernel(), &launch.config, &mem).map_err(|e| launch_err(&kernel.symbol, e))?;
-            launch.free(&mem)?;
-            r
+            on_i8_launch(kernel, row.m, row.n, row.k, row.lda.unwrap_or(row.k), f)?
         }
     };
     Ok((family, r))
@@ -482,20 +485,7 @@ pub fn record_given(
 
 /// Models an I8gemm peer at one shape with A's pitch `lda` bytes (split-K 1).
 pub fn time_i8(kernel: &I8PeerKernel, m: u32, n: u32, k: u32, lda: u32, machine: &Machine, opts: &SimOptions) -> Result<TimingReport, CalError> {
-    let mem = DeviceMemory::new();
-    let mut problem = I8Problem::generate(m, n, k, 1);
-    problem.lda = lda;
-    let launch = crate::peers_i8::prepare_i8(&mem, kernel, &problem)?;
-    drop(problem);
-    let r = simulate(&kernel.code_object, kernel.kernel(), &launch.config, &mem, machine, opts).map_err(|source| CalError::Launch {
-        kernel: kernel.symbol.clone(),
-        m,
-        n,
-        k,
-        source,
-    })?;
-    launch.free(&mem)?;
-    Ok(r)
+    on_i8_launch(kernel, m, n, k, lda, &mut |co, kk, cfg, mem| simulate(co, kk, cfg, mem, machine, opts))
 }
 
 /// Models every row of `files` selected by `select`, each on the machine `machine(row)` gives
