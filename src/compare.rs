@@ -79,6 +79,7 @@ fn model(ctx: &Context, p: Problem, machine: &Machine, scope: CompareScope) -> R
         (true, Problem::Dense { .. }) => config::get_bs_config(&p.desc()),
         (true, _) => config::get_grouped_bs_config(&p.desc()),
     };
+    // (Dense problems: both go through the generated selector, `fp8gemm::select`.)
     let grid = chosen.map(|c| c.grid).map_err(|x| x.to_string())?;
     let full = match scope {
         CompareScope::Full => true,

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 mod compare;
 mod env;
+mod eval;
 mod fit;
 mod gemm;
 mod grouped;
@@ -12,7 +13,7 @@ mod kgrouped;
 mod operands;
 mod profile;
 mod tune;
-mod tune_bs;
+mod tune_cost;
 mod validate;
 
 use clap::{Parser, Subcommand};
@@ -286,21 +287,62 @@ enum Command {
         /// Skip the largest problems (quick look).
         #[arg(long)]
         quick: bool,
-        /// Write the bs table instead (`host/tuned/gfx942_bs.csv`: B pre-shuffled, dense; every
-        /// candidate tile / split-K / stream-K config of each problem against the rules' own
-        /// choice, on the machine of `compare`'s set: deepseek MI300X, peers MI325X; `--machine`
-        /// and `--scope` do not apply).
+        /// Write the selector's cost model instead (`host/tuned/gfx942.<machine>.cost.csv`):
+        /// every registered dense kernel timed on `--samples` random shapes, coefficients fitted
+        /// (`fp8gemm::select`), on `--machine` (the shipped gfx942 file: mi325x).
         #[arg(long)]
-        bs: bool,
-        /// With `--bs`: which problems.
-        #[arg(long, value_enum, default_value = "deepseek")]
-        set: tune_bs::BsSet,
-        /// With `--bs --set peers|all`: the peers directory (default: $FP8GEMM_PEERS_DIR).
+        cost: bool,
+        /// With `--cost`: random shapes per kernel.
+        #[arg(long, default_value_t = 16)]
+        samples: usize,
+        /// With `--cost`: redraw shapes with more tiles × K blocks than this (simulation time).
+        #[arg(long, default_value_t = 40_000)]
+        max_blocks: u64,
+        /// With `--cost`: also write every timed sample here (refit later with --from-samples).
         #[arg(long)]
-        peers: Option<std::path::PathBuf>,
-        /// With `--bs`: only problems of at most this many rows.
+        samples_out: Option<std::path::PathBuf>,
+        /// With `--cost`: fit from these sample files (comma-separated) instead of timing.
+        #[arg(long, value_delimiter = ',')]
+        from_samples: Option<Vec<std::path::PathBuf>>,
+        /// With `--cost`: seed of the shape draws (another seed, another sample).
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// With `--cost`: only kernels whose symbol contains this (a new registry row), fitted
+        /// at the shipped model's bandwidth and merged into it.
         #[arg(long)]
-        max_m: Option<usize>,
+        only: Option<String>,
+    },
+    /// Judge the kernel selector on shapes it was never tuned on (public model configurations,
+    /// M from 1 to 32768): the chosen plan's modelled time against every candidate's, the
+    /// regret, and a cliff check at M + 16. Every time is modelled by the timing model.
+    Eval {
+        /// Timing-model machine.
+        #[arg(long, default_value = "mi325x")]
+        machine: String,
+        /// Weight layout of the problems.
+        #[arg(long, value_enum, default_value = "preshuffled")]
+        layout: validate::LayoutArg,
+        /// Time only candidates whose cost estimate is within this factor of the plan's.
+        #[arg(long, default_value_t = 1.5)]
+        prune: f64,
+        /// Skip shapes with more 64x128 tile-blocks than this (simulation time).
+        #[arg(long, default_value_t = 150_000)]
+        max_blocks: u64,
+        /// Only these (N, K) pairs (indices into the evaluation set, comma-separated).
+        #[arg(long, value_delimiter = ',')]
+        pairs: Vec<usize>,
+        /// Only these M values (comma-separated) instead of the set's.
+        #[arg(long, value_delimiter = ',')]
+        ms: Vec<u32>,
+        /// Write the rows to this CSV.
+        #[arg(long)]
+        csv: Option<std::path::PathBuf>,
+        /// Write an SVG plot of modelled TFLOPS vs M.
+        #[arg(long)]
+        plot: Option<std::path::PathBuf>,
+        /// Skip the M + 16 cliff check.
+        #[arg(long)]
+        no_cliff: bool,
     },
     /// Our kernels (as the library chooses them), *modelled* by the timing model, beside other
     /// implementations' numbers: AMD's asm kernels measured on MI325X (`peers`), AITER's CK
@@ -375,10 +417,20 @@ fn run(cli: Cli) -> Result<(), String> {
             check_dense_sizes(m, n, k)?;
             gemm::bench_dense(m, n, k, iters)
         }
-        Command::Tune { bs: true, set, peers, out, max_m, .. } => tune_bs::run(set, peers, out, max_m),
+        Command::Tune { cost: true, machine, out, samples, max_blocks, samples_out, from_samples, only, seed, .. } => {
+            tune_cost::run(tune_cost::CostArgs { machine, samples, max_blocks, out, samples_out, from_samples, only, seed })
+        }
         Command::Tune { machine, scope, out, quick, .. } => {
             let (m, o) = profile::machine_and_options(&machine, scope)?;
             tune::run(m, o, out, quick)
+        }
+        Command::Eval { machine, layout, prune, max_blocks, pairs, ms, csv, plot, no_cliff } => {
+            let layout = match layout {
+                validate::LayoutArg::Logical => fp8gemm::WeightLayout::Logical,
+                validate::LayoutArg::Preshuffled => fp8gemm::WeightLayout::Preshuffled,
+                validate::LayoutArg::Both => return Err("eval: --layout logical or preshuffled".into()),
+            };
+            eval::run(eval::EvalArgs { machine, layout, prune, max_blocks, pairs, ms, csv, plot, no_cliff })
         }
         Command::Compare { set, peers, scope, max_m, csv, plot } => compare::run(set, peers, scope, max_m, csv, plot),
         Command::Calibrate { peers, machine, files, scope, rows, verbose, csv, moe, moe_only, moe_rows, moe_div, moe_machine, full_math, fit, max_m } => {

@@ -88,4 +88,14 @@ impl Operands {
         stream.synchronize()?;
         Ok(run)
     }
+
+    /// Queues the dense GEMM with `plan` given (not chosen) on `stream` and synchronizes it.
+    pub fn launch_plan(&mut self, stream: &Stream, plan: &fp8gemm::select::Plan) -> Result<GemmRun> {
+        let Weights::Dense(b) = &self.b else {
+            return Err(fp8gemm::Error::Unsupported("a plan is launched on dense operands only".into()));
+        };
+        let run = fp8gemm::fp8_gemm_nt_with_plan(stream, &self.a, b, &mut self.d, plan, None)?;
+        stream.synchronize()?;
+        Ok(run)
+    }
 }

@@ -45,13 +45,14 @@ fn every_bs_tile_matches_both_references_and_the_logical_kernels() {
             let (got, r) = forced(Some(tile), None, || run_with_layout(&ctx, &stream, &c, WeightLayout::Preshuffled));
             let cfg = r.config.unwrap();
             assert_eq!((cfg.block_m, cfg.block_n, cfg.splits), (tile.0, tile.1, 1), "{what}");
-            // The 64-row tile below 8 tiles per CU and the 48/80/96/128-row tiles: the
-            // pipelined one-workgroup-per-CU kernels.
-            let want = match tile {
-                (48 | 64 | 80 | 96 | 128, _) | (32, 64) => format!("fp8_gemm_nt_bs_pipe_bm{}_bn{}", tile.0, tile.1),
-                _ => format!("fp8_gemm_nt_bs_bm{}_bn128", tile.0),
-            };
-            assert_eq!(cfg.kernel, want, "{what}");
+            // A forced tile runs one of its registered data-parallel bs kernels (the 64-row,
+            // 128-row and 32 × 64 tiles have two loop variants; the cost model picks).
+            let row = fp8gemm::registry::by_name(cfg.kernel).unwrap_or_else(|| panic!("{what}: {cfg}"));
+            assert_eq!(
+                (row.weights, row.schedule, row.block_m, row.block_n),
+                (WeightLayout::Preshuffled, fp8gemm::registry::ScheduleKind::DataParallel, tile.0, tile.1),
+                "{what}: {cfg}"
+            );
             assert_eq!(cfg.grid, (m as u32).div_ceil(tile.0) * (n as u32).div_ceil(tile.1), "{what}");
             assert!(r.workspace_limit.is_none());
             assert_accurate(&what, &c, &got);
@@ -99,233 +100,85 @@ proptest! {
 #[test]
 fn bs_config_choice() {
     use config::{GemmDesc, get_bs_config};
+    use fp8gemm::registry::{self, ScheduleKind};
     let arch = fp8gemm::codeobj::Arch::Gfx942;
-    // Every unsplit choice is a bs kernel with the dense grid of its tile, or a pipelined bs
-    // stream-K kernel with its tile's LDS and a grid of head + g over all of its tiles.
-    for (m, n, k) in [(1216u32, 2048u32, 7168u32), (4096, 7168, 2048), (4096, 2048, 7168), (1408, 2048, 7168), (640, 2048, 7168)] {
-        let cfg = get_bs_config(&GemmDesc::dense(m, n, k, arch)).unwrap();
-        let tiles = m.div_ceil(cfg.block_m) * n.div_ceil(128);
-        assert_eq!((cfg.block_n, cfg.splits), (128, 1), "{m}x{n}x{k}");
-        if let Some(sk) = cfg.stream_k {
-            let tile = fp8gemm_device::streamk::STREAMK_BS_PIPE_TILES.iter().find(|t| t.name == cfg.kernel).unwrap_or_else(|| panic!("{m}x{n}x{k}: {cfg}"));
-            assert_eq!((cfg.block_m, cfg.lds_bytes, sk.tiles, cfg.grid), (tile.block_m, tile.lds_bytes(), tiles, sk.dp_tiles + sk.sk_wgs), "{m}x{n}x{k}");
-            assert!(sk.schedule().is_some(), "{m}x{n}x{k}: {cfg}");
-            continue;
-        }
-        assert!(cfg.kernel.starts_with("fp8_gemm_nt_bs_"), "{m}x{n}x{k}: {}", cfg.kernel);
-        assert_eq!(cfg.grid, tiles, "{m}x{n}x{k}");
-        let tile = fp8gemm_device::tile::DENSE_BS_TILES.iter().chain(&fp8gemm_device::tile::DENSE_BS_PIPE_TILES).find(|t| t.name == cfg.kernel).unwrap();
-        assert_eq!((cfg.block_m, cfg.lds_bytes), (tile.block_m, tile.lds_bytes()));
-    }
-    // Between 0.7 and 1 128-row tiles per CU (one round of 64-row tiles at two per CU): the
-    // 64-row tile, whole tiles on the pipelined stream-K kernel, modelled MI325X µs:
-    // 1856×2048×7168 68.21 (the 64-row data-parallel pipelined kernel 68.05, the 128-row
-    // pipelined one 70.12), 1920×2048×7168 68.21 (128 rows 70.12), 2048×2048×7168 68.24
-    // (67.99; 70.03).
-    for m in [1856u32, 1920, 2048] {
-        let cfg = get_bs_config(&GemmDesc::dense(m, 2048, 7168, arch)).unwrap();
-        assert_eq!((cfg.kernel, cfg.block_m, cfg.splits), ("fp8_gemm_nt_streamk_bs_pipe_bm64_bn128", 64, 1), "{m}x2048x7168");
-        assert_eq!(cfg.stream_k.map(|s| (s.dp_tiles, s.sk_wgs)), Some((0, m.div_ceil(64) * 16)), "{m}x2048x7168");
-        assert_eq!((cfg.grid, cfg.lds_bytes), (m.div_ceil(64) * 16, fp8gemm_device::tile::bs_pipe_lds_bytes(64)), "{m}x2048x7168");
-    }
-    // Below one 64-row tile per CU but at least one 32-row tile per CU: the 64-row tile, whole
-    // tiles on the pipelined stream-K kernel (modelled 1024×2048×7168 MI325X: 39.4 µs; the
-    // pipelined data-parallel kernel 40.5; the 32-row tile 50.3, its best stream-K schedule
-    // 48.6).
-    let c = get_bs_config(&GemmDesc::dense(1024, 2048, 7168, arch)).unwrap();
-    assert_eq!((c.block_m, c.splits, c.kernel, c.grid), (64, 1, "fp8_gemm_nt_streamk_bs_pipe_bm64_bn128", 256));
-    assert_eq!(c.stream_k.map(|s| (s.dp_tiles, s.sk_wgs)), Some((0, 256)));
-    // The other pipelined tiles where their one round beats the 32-row tile (modelled MI325X,
-    // µs, 32 rows → pipelined): 48 rows 2048×768×7168 50.3 → 36.1, 640×2048×7168 50.8 → 36.1;
-    // 80 rows 1408×2048×7168 67.8 → 51.4; 96 rows 1664×2048×7168 68.2 → 59.9, 4096×768×7168
-    // 68.0 → 59.4. (Several rounds: the pipelined 64-row stream-K kernel, two per CU, below.)
-    for (m, n, bm) in [(2048u32, 768u32, 48u32), (640, 2048, 48)] {
-        let c = get_bs_config(&GemmDesc::dense(m, n, 7168, arch)).unwrap();
-        assert_eq!(
-            (c.block_m, c.splits, c.kernel.to_string(), c.grid),
-            (bm, 1, format!("fp8_gemm_nt_bs_pipe_bm{bm}_bn128"), m.div_ceil(bm) * n.div_ceil(128)),
-            "{m}x{n}x7168"
-        );
-        assert_eq!(c.lds_bytes, fp8gemm_device::tile::bs_pipe_lds_bytes(bm));
-    }
-    // One round of 80- and 96-row tiles: a head of one wave of 64-row tiles on the pipelined
-    // stream-K kernel and a tail split in aligned pieces is faster (modelled MI325X, µs):
-    // 1408×2048×7168 51.3 → 49.9 (304 + 192: 48 tiles × 4), 1664×2048×7168 59.8 → 56.3
-    // (304 + 224: 112 × 2), 4096×768×7168 59.4 → 56.2 (304 + 160: 80 × 2).
-    for (m, n, dp, g) in [(1408u32, 2048u32, 304u32, 192u32), (1664, 2048, 304, 224), (4096, 768, 304, 160)] {
-        let c = get_bs_config(&GemmDesc::dense(m, n, 7168, arch)).unwrap();
-        assert_eq!((c.kernel, c.grid), ("fp8_gemm_nt_streamk_bs_pipe_bm64_bn128", dp + g), "{m}x{n}x7168");
-        assert_eq!(c.stream_k.map(|s| (s.dp_tiles, s.sk_wgs)), Some((dp, g)), "{m}x{n}x7168");
-    }
-    // Several rounds: the pipelined 64-row stream-K kernel (two per CU) with a head of whole
-    // waves and a short aligned tail (modelled MI325X, µs, pipelined 48-row data-parallel →
-    // stream-K): 4096×2048×7168 146.8 → 119.9 (912 + 224: 112 tail tiles in 2 pieces),
-    // 8192×2048×7168 262.8 → 227.7 (1824 + 224 whole), 14336×768×7168 174.9 → 152.0 (1216 + 256).
-    for (m, n, dp, g) in [(4096u32, 2048u32, 912u32, 224u32), (8192, 2048, 1824, 224), (14336, 768, 1216, 256)] {
-        let c = get_bs_config(&GemmDesc::dense(m, n, 7168, arch)).unwrap();
-        assert_eq!((c.kernel, c.block_m, c.grid), ("fp8_gemm_nt_streamk_bs_pipe_bm64_bn128", 64, dp + g), "{m}x{n}x7168");
-        assert_eq!(c.stream_k.map(|s| (s.tiles, s.dp_tiles, s.sk_wgs)), Some((m.div_ceil(64) * n.div_ceil(128), dp, g)), "{m}x{n}x7168");
-    }
-    // Short K (4 blocks): at 128×32768×512 the rules' choice, the 64-row pipelined kernel at
-    // two per CU, is also the fastest candidate of `fp8gemm tune --bs` (11.48 µs modelled
-    // MI300X), so the bs tuned table has no row for it (before the LDS-staged epilogue it had
-    // one for the 128-row pipelined kernel, 16.4 µs against 16.09).
-    let c = get_bs_config(&GemmDesc::dense(128, 32768, 512, arch)).unwrap();
-    assert_eq!((c.block_m, c.kernel), (64, "fp8_gemm_nt_bs_pipe_bm64_bn128"));
-    // 256×7168×2048: 448 tiles of 32 rows, 224 of 64 (modelled MI300X: 19.90 µs with the
-    // 32-row tile, 18.01 with the pipelined 64-row kernel).
-    let c = get_bs_config(&GemmDesc::dense(256, 7168, 2048, arch)).unwrap();
-    assert_eq!((c.block_m, c.splits, c.kernel), (64, 1, "fp8_gemm_nt_bs_pipe_bm64_bn128"));
-    // 64×7168×16384: the narrow split rule's 32 × 64 split 2 (34.10 µs modelled MI300X; the
-    // forced sweep's best, 32 × 128 split 2 at 34.00, is within 2 %: no table row; it was
-    // tabled at 34.34 against 35.20 before the split-K kernels counted arrivals per wave).
-    let c = get_bs_config(&GemmDesc::dense(64, 7168, 16384, arch)).unwrap();
-    assert_eq!((c.block_m, c.block_n, c.splits, c.kernel), (32, 64, 2, "fp8_gemm_nt_splitk_bs_bm32_bn64"));
-    // Small M, tabled (host/tuned/gfx942_bs.csv, the forced sweep's best, modelled MI300X): the
-    // narrow 32 × 64 split-K kernel, 66 tiles × 4 splits, 9.65 µs against the rules' 10.41.
-    let c = get_bs_config(&GemmDesc::dense(64, 2112, 7168, arch)).unwrap();
-    assert_eq!((c.block_m, c.block_n, c.splits, c.kernel), (32, 64, 4, "fp8_gemm_nt_splitk_bs_bm32_bn64"));
-    assert_eq!(c.grid, 2 * 33 * 4);
-    // The rules alone: the narrow split rule (`config::bs_narrow_split_rule`: 66 tiles, the
-    // largest count of {2, 3, 4, 6, 8} within two workgroups per CU: 8 splits, 10.75 µs).
-    let c = config::bs_table::without_table(|| get_bs_config(&GemmDesc::dense(64, 2112, 7168, arch))).unwrap();
-    assert_eq!((c.block_m, c.block_n, c.splits, c.kernel), (32, 64, 8, "fp8_gemm_nt_splitk_bs_bm32_bn64"));
-    assert_eq!(c.grid, 2 * 33 * 8);
-    assert_eq!(config::bs_narrow_split_rule(64, 2112, 56, 304), Some(8));
-    // More than 64 rows, fewer than 32 K blocks, or 32 × 64 tiles beyond one CU each split in
-    // two: not the narrow split rule's.
-    assert_eq!(config::bs_narrow_split_rule(128, 2112, 56, 304), None);
-    assert_eq!(config::bs_narrow_split_rule(64, 2112, 16, 304), None);
-    assert_eq!(config::bs_narrow_split_rule(64, 24576, 56, 304), None);
-    // Fewer CUs, fewer splits (80 CUs: 66 tiles × 2).
-    assert_eq!(config::bs_narrow_split_rule(64, 2112, 56, 80), Some(2));
-    // Short K with 0.6–4 narrow tiles per CU: the 32 × 64 data-parallel kernel
-    // (`config::bs_narrow_rule`; modelled MI300X µs, the choice before → now: 64×7168×2048
-    // 9.83 → 8.70, 16×24576×1536 14.11 → 12.92, 128×7168×2048 11.38 (the 48-row pipelined
-    // kernel, tabled then) → 10.91, 64×32768×512 9.18 → 8.66).
-    for (m, n, k) in [(64u32, 7168u32, 2048u32), (16, 24576, 1536), (128, 7168, 2048), (64, 32768, 512)] {
-        let c = get_bs_config(&GemmDesc::dense(m, n, k, arch)).unwrap();
-        let want = if (m, n) == (64, 32768) { "fp8_gemm_nt_bs_pipe_b1_bm32_bn64" } else { "fp8_gemm_nt_bs_pipe_bm32_bn64" };
-        assert_eq!((c.block_m, c.block_n, c.splits, c.kernel), (32, 64, 1, want), "{m}x{n}x{k}");
-        assert_eq!(c.grid, m.div_ceil(32) * n.div_ceil(64), "{m}x{n}x{k}");
-        assert!(config::bs_narrow_rule(m, n, k / 128, 304).is_some(), "{m}x{n}x{k}");
-    }
-    // The narrow data-parallel kernel: one barrier per two blocks (18 KiB of LDS, three
-    // workgroups per CU) while its tiles fit one round at three per CU, else one per block (10
-    // KiB, four per CU): 64×32768×512 is 1024 tiles on 304 CUs (8.66 µs modelled against 9.22).
-    let narrow = |m: u32, n: u32, cus: u32| config::bs_narrow_kernel(m, n, cus, 64 * 1024).name;
-    assert_eq!(narrow(64, 7168, 304), "fp8_gemm_nt_bs_pipe_bm32_bn64");
-    assert_eq!(narrow(64, 29184, 304), "fp8_gemm_nt_bs_pipe_bm32_bn64");
-    assert_eq!(narrow(64, 29248, 304), "fp8_gemm_nt_bs_pipe_b1_bm32_bn64");
-    assert_eq!(narrow(64, 7680, 80), "fp8_gemm_nt_bs_pipe_bm32_bn64");
-    assert_eq!(narrow(64, 7744, 80), "fp8_gemm_nt_bs_pipe_b1_bm32_bn64");
-    let c = get_bs_config(&GemmDesc::dense(64, 32768, 512, arch)).unwrap();
-    assert_eq!((c.kernel, c.lds_bytes), ("fp8_gemm_nt_bs_pipe_b1_bm32_bn64", 10 * 1024));
-    let c = get_bs_config(&GemmDesc::dense(64, 7168, 2048, arch)).unwrap();
-    assert_eq!((c.kernel, c.lds_bytes), ("fp8_gemm_nt_bs_pipe_bm32_bn64", 18 * 1024));
-    // A forced count other than 1 or 2: a typed error.
-    config::force_bs_narrow_barrier(Some(3));
-    let e = forced(Some((32, 64)), None, || get_bs_config(&GemmDesc::dense(64, 7168, 2048, arch))).unwrap_err();
-    config::force_bs_narrow_barrier(None);
-    assert!(matches!(e, config::ConfigError::ForcedTile { .. }) && e.to_string().contains("3 blocks per barrier"), "{e}");
-    // Above 2 narrow tiles per CU with more than 64 rows, or long K: not the narrow rule's
-    // (128×16384×1024, 3.4 per CU: 9.86 µs on the 64-row pipelined kernel, 11.59 narrow).
-    assert!(config::bs_narrow_rule(128, 16384, 8, 304).is_none());
-    assert!(config::bs_narrow_rule(64, 7168, 128, 304).is_none());
-    // The other DeepSeek-V3 decode points of the estimate's docs (config::get_bs_config_for_workspace):
-    // (m, n, k) → (splits, kernel).
-    for (m, n, k, splits) in [
-        // The rules' choice, also the forced sweep's best (`fp8gemm tune --bs`: 11.81 µs
-        // modelled MI300X; tabled at 8 splits before the split-K kernels ran the pipelined loop).
-        (128u32, 2112u32, 7168u32, 4u32),
-        (256, 2112, 7168, 4),
-        (16, 256, 1024, 4),
+    // Every choice is a registered bs kernel whose grid, LDS and schedule agree with its row
+    // (the generated selector, `fp8gemm::select`; which kernel wins is judged by `fp8gemm eval`
+    // against the timing model, not asserted here).
+    for (m, n, k) in [
+        (1u32, 7168u32, 2048u32),
+        (16, 24576, 1536),
+        (64, 2112, 7168),
+        (64, 7168, 16384),
+        (128, 32768, 512),
+        (256, 7168, 2048),
+        (640, 2048, 7168),
+        (1024, 2048, 7168),
+        (1408, 2048, 7168),
+        (4096, 7168, 2048),
+        (4096, 4096, 7168),
+        (8192, 2048, 7168),
     ] {
-        let c = get_bs_config(&GemmDesc::dense(m, n, k, arch)).unwrap();
-        let kernel = if splits > 1 { "fp8_gemm_nt_splitk_bs_bm32_bn128" } else { "fp8_gemm_nt_bs_bm32_bn128" };
-        assert_eq!((c.block_m, c.splits, c.kernel), (32, splits, kernel), "{m}x{n}x{k}");
-        assert_eq!(c.grid, m.div_ceil(32) * n.div_ceil(128) * splits, "{m}x{n}x{k}");
+        let cfg = get_bs_config(&GemmDesc::dense(m, n, k, arch)).unwrap();
+        let row = registry::by_name(cfg.kernel).unwrap_or_else(|| panic!("{m}x{n}x{k}: {cfg} is not registered"));
+        assert_eq!(row.weights, fp8gemm::WeightLayout::Preshuffled, "{m}x{n}x{k}: {cfg}");
+        assert_eq!((cfg.block_m, cfg.block_n, cfg.lds_bytes), (row.block_m, row.block_n, row.lds_bytes), "{m}x{n}x{k}");
+        let tiles = m.div_ceil(cfg.block_m) * n.div_ceil(cfg.block_n);
+        match row.schedule {
+            ScheduleKind::DataParallel => assert_eq!((cfg.grid, cfg.splits, cfg.stream_k), (tiles, 1, None), "{m}x{n}x{k}"),
+            ScheduleKind::SplitK => {
+                assert!(cfg.splits >= 2 && cfg.splits <= (k / 128).min(32), "{m}x{n}x{k}: {cfg}");
+                assert_eq!(cfg.grid, tiles * cfg.splits, "{m}x{n}x{k}");
+            }
+            ScheduleKind::StreamK => {
+                let sk = cfg.stream_k.unwrap_or_else(|| panic!("{m}x{n}x{k}: {cfg}"));
+                assert_eq!((sk.tiles, cfg.grid), (tiles, sk.dp_tiles + sk.sk_wgs), "{m}x{n}x{k}");
+                assert!(sk.schedule().is_some(), "{m}x{n}x{k}: {cfg}");
+            }
+        }
     }
-    // Without the workspace for it (the rules alone, 128 × 2112 × 7168, no narrow split above
-    // 64 rows): the largest split count that fits, reported.
-    let desc = GemmDesc::dense(128, 2112, 7168, arch);
-    let need = |s: u32| fp8gemm_device::tile::splitk_workspace_floats(68, s, 32, 128);
-    let (c, lim) = config::bs_table::without_table(|| config::get_bs_config_for_workspace(&desc, need(3))).unwrap();
-    assert_eq!(c.splits, 3);
-    let lim = lim.expect("a workspace limit");
-    assert_eq!((lim.preferred.splits, lim.needed, lim.available), (4, need(4), need(3)));
-    // The narrow split rule's config without its workspace: the rules' choice among what fits,
-    // the narrow config reported as preferred.
+    // Without workspace: only plans that need none, and the preferred one reported if it needed some.
     let desc = GemmDesc::dense(64, 2112, 7168, arch);
-    let need8 = fp8gemm_device::tile::splitk_workspace_floats(66, 8, 32, 64);
-    let (c, lim) = config::bs_table::without_table(|| config::get_bs_config_for_workspace(&desc, need8 - 1)).unwrap();
-    let lim = lim.expect("a workspace limit");
-    assert_eq!((lim.preferred.kernel, lim.preferred.splits, lim.needed), ("fp8_gemm_nt_splitk_bs_bm32_bn64", 8, need8));
-    assert!(c.workspace_floats() < need8, "{c}");
-    // A tabled config whose workspace does not fit: the rules' choice among what fits, the
-    // row's config reported as preferred.
-    let need64 = fp8gemm_device::tile::splitk_workspace_floats(66, 4, 32, 64);
-    let (c, lim) = config::get_bs_config_for_workspace(&desc, need64 - 1).unwrap();
-    let lim = lim.expect("a workspace limit");
-    assert_eq!((lim.preferred.kernel, lim.preferred.splits, lim.needed, lim.available), ("fp8_gemm_nt_splitk_bs_bm32_bn64", 4, need64, need64 - 1));
-    assert!(c.workspace_floats() < need64 && c.kernel == "fp8_gemm_nt_splitk_bs_bm32_bn128", "{c}");
+    let (preferred, _) = config::get_bs_config_for_workspace(&desc, u64::MAX).unwrap();
     let (c, lim) = config::get_bs_config_for_workspace(&desc, 0).unwrap();
-    assert_eq!((c.splits, c.kernel), (1, "fp8_gemm_nt_bs_bm32_bn128"));
-    assert!(lim.is_some());
-    // Large M: no split; from 8 64-row tiles per CU the pipelined 64-row data-parallel kernel,
-    // two per CU (MI300X 4096×7168×2048: 145.53 µs; the two-phase 64-row kernel 175.57, the
-    // pipelined 48-row one 168.1, the pipelined 64-row stream-K kernel 3040 + 544 144.77 — not
-    // estimated the better by its margin).
-    let c = get_bs_config(&GemmDesc::dense(4096, 7168, 2048, arch)).unwrap();
-    assert_eq!((c.block_m, c.splits, c.kernel, c.stream_k), (64, 1, "fp8_gemm_nt_bs_pipe_bm64_bn128", None));
-    // B beyond the L2 (7168×16384 = 112 MiB): the 64-row tile, on its pipelined kernel (two
-    // per CU: 850.4 µs; the two-phase 64-row kernel 1034.0, the 48-row one 1127.2).
-    let c = get_bs_config(&GemmDesc::dense(4096, 7168, 16384, arch)).unwrap();
-    assert_eq!((c.block_m, c.splits, c.kernel), (64, 1, "fp8_gemm_nt_bs_pipe_bm64_bn128"));
-    // MI300X 4096×4096×7168: 285.9 µs pipelined 48-row, 228.0 pipelined 64-row stream-K
-    // 1824 + 224 (whole tiles after three waves of two per CU).
-    let c = get_bs_config(&GemmDesc::dense(4096, 4096, 7168, arch)).unwrap();
-    assert_eq!((c.block_m, c.kernel, c.stream_k.map(|s| (s.dp_tiles, s.sk_wgs))), (64, "fp8_gemm_nt_streamk_bs_pipe_bm64_bn128", Some((1824, 224))));
-    // Forcing: any bs tile, any split count up to min(k/128, MAX_SPLITS); a dense-only tile or
-    // too many splits is a typed error naming what is allowed.
+    assert_eq!(c.workspace_floats(), 0, "{c}");
+    assert_eq!(lim.is_some(), preferred.workspace_floats() > 0, "{preferred}");
+    if let Some(l) = lim {
+        assert_eq!((l.preferred, l.needed, l.available), (preferred, preferred.workspace_floats(), 0));
+    }
+    // Forcing: any bs tile, any split count up to min(k/128, 32) on a tile with a split-K kernel;
+    // a logical-only tile, a split on a tile without a split-K kernel, or too many splits is a
+    // typed error naming what is allowed.
     let f = |t, s| forced(t, s, || get_bs_config(&GemmDesc::dense(256, 256, 256, arch)));
     assert_eq!(f(Some((64, 128)), None).unwrap().block_m, 64);
     let e = f(Some((64, 64)), None).unwrap_err();
-    assert!(e.to_string().contains("64x64") && e.to_string().contains("32x128, 64x128, 128x128"), "{e}");
+    assert!(matches!(e, config::ConfigError::ForcedTile { .. }) && e.to_string().contains("64x64") && e.to_string().contains("32x128"), "{e}");
     let c = f(Some((128, 128)), Some(2)).unwrap();
     assert_eq!((c.kernel, c.splits, c.grid), ("fp8_gemm_nt_splitk_bs_bm128_bn128", 2, 2 * 2 * 2));
     // The 32 × 64 split-K kernel counts arrivals per wave (four counters per tile): at most
     // SPLITK_WAVES_MAX_TILES = 1024 tiles (64 × 32768: 1024; 64 × 32832: 1026).
     let narrow = |n: u32| forced(Some((32, 64)), Some(2), || get_bs_config(&GemmDesc::dense(64, n, 1024, arch)));
     assert_eq!(narrow(32768).unwrap().grid, 2 * 1024);
-    let e = narrow(32832).unwrap_err();
-    assert!(matches!(e, config::ConfigError::ForcedSplit { .. }) && e.to_string().contains("more than 1024 output tiles of 32×64"), "{e}");
-    // So do the 32- and 64-row split-K kernels of 128 columns (32 × 131072: 1024 tiles of
-    // 32 × 128; 32 × 131200: 1025), unlike the 128-row one (per workgroup, up to 4096 tiles).
-    let wide = |t: (u32, u32), n: u32| forced(Some(t), Some(2), || get_bs_config(&GemmDesc::dense(32, n, 1024, arch)));
-    assert_eq!(wide((32, 128), 131072).unwrap().grid, 2 * 1024);
-    let e = wide((32, 128), 131200).unwrap_err();
-    assert!(e.to_string().contains("more than 1024 output tiles of 32×128"), "{e}");
-    assert_eq!(wide((128, 128), 131200).unwrap().kernel, "fp8_gemm_nt_splitk_bs_bm128_bn128");
+    assert!(matches!(narrow(32832).unwrap_err(), config::ConfigError::ForcedSplit { .. }));
     // The pipelined-only tiles: forced, that kernel unsplit; with a split count, a typed error.
     for bm in [48u32, 80, 96] {
         let c = f(Some((bm, 128)), None).unwrap();
         assert_eq!((c.kernel.to_string(), c.splits, c.grid), (format!("fp8_gemm_nt_bs_pipe_bm{bm}_bn128"), 1, 256u32.div_ceil(bm) * 2));
-        let e = f(Some((bm, 128)), Some(2)).unwrap_err();
-        assert!(e.to_string().contains(&format!("{bm}x128")) && e.to_string().contains("no split-K kernel"), "{e}");
+        assert!(matches!(f(Some((bm, 128)), Some(2)).unwrap_err(), config::ConfigError::ForcedSplit { .. }));
     }
     let e = f(None, Some(3)).unwrap_err();
-    assert!(e.to_string().contains("at most 2"), "{e}");
+    assert!(e.to_string().contains("min(k/128 = 2"), "{e}");
     assert_eq!(f(None, Some(1)).unwrap().splits, 1);
-    // The narrow tile: the same split bound, and no stream-K kernel.
-    let e = f(Some((32, 64)), Some(3)).unwrap_err();
-    assert!(e.to_string().contains("at most 2"), "{e}");
-    assert_eq!(f(Some((32, 64)), Some(2)).unwrap().kernel, "fp8_gemm_nt_splitk_bs_bm32_bn64");
-    config::force_stream_k(Some((4, None)));
+    // The narrow tile has no stream-K kernel.
+    config::force_stream_k(Some((304, None)));
     let e = f(Some((32, 64)), None);
     config::force_stream_k(None);
-    let e = e.unwrap_err();
-    assert!(e.to_string().contains("no stream-K kernel for the pre-shuffled 32x64 tile"), "{e}");
+    assert!(matches!(e.unwrap_err(), config::ConfigError::ForcedStreamK { .. }));
+    // The narrow data-parallel kernel's barrier variant, forced: 1 or 2 blocks per barrier.
+    config::force_bs_narrow_barrier(Some(1));
+    let c = forced(Some((32, 64)), None, || get_bs_config(&GemmDesc::dense(64, 7168, 2048, arch)));
+    config::force_bs_narrow_barrier(None);
+    assert_eq!(c.unwrap().kernel, "fp8_gemm_nt_bs_pipe_b1_bm32_bn64");
 }
 
 #[test]
@@ -517,91 +370,50 @@ fn grouped_bs_kernels_match_the_logical_grouped_kernels_on_every_tile() {
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
-    /// The bs choice over random small-M shapes: the tile of `config::bs_tile_rule` (the
-    /// 32-row tile wherever fewer tiles than CUs could split), a split count within
-    /// `1 ..= min(k/128, MAX_SPLITS)`, split below one tile per CU or, above, only while all
-    /// `tiles · splits` workgroups fit in one wave (3 per CU); stream-K only above one tile per
-    /// CU (a two-loop bs stream-K tile with a head of at least one tile, or a pipelined one with
-    /// an aligned tail); the split-K twin exactly when
-    /// split, grid = tiles · splits (stream-K: head + g); with less workspace the choice fits it
-    /// and a different choice is reported with the unlimited one as preferred.
+    /// The bs choice over random shapes: a registered bs kernel whose grid is its schedule's
+    /// (data-parallel: its tiles; split-K: tiles · splits with 2 ≤ splits ≤ min(k/128,
+    /// MAX_SPLITS) and the pieces within two rounds of the device; stream-K: head + g over all
+    /// tiles, a valid schedule), the smallest cost-model estimate among the candidates; with
+    /// less workspace the choice fits it, and a different choice is reported with the unlimited
+    /// one as preferred.
     #[test]
-    fn bs_split_rule_bounds(m in 1u32..=512, n in 1u32..=64, k in 1u32..=128, avail_frac in 0.0f64..1.0) {
+    fn bs_choice_bounds(m in 1u32..=4096, n in 1u32..=64, k in 1u32..=128, avail_frac in 0.0f64..1.0) {
+        use fp8gemm::registry::ScheduleKind;
         let (n, k) = (n * 128, k * 128);
         let arch = fp8gemm::codeobj::Arch::Gfx942;
         let desc = config::GemmDesc::dense(m, n, k, arch);
         let c = config::get_bs_config(&desc).unwrap();
-        if c.block_n == 64 {
-            // The narrow 32 × 64 tile: unsplit by `config::bs_narrow_rule`, split only from a
-            // tuned row (host/tuned/gfx942_bs.csv).
-            let t64 = m.div_ceil(32) * n.div_ceil(64);
-            prop_assert_eq!(c.block_m, 32);
-            if c.splits == 1 {
-                prop_assert!(config::bs_narrow_rule(m, n, k / 128, 304).is_some(), "{}", c);
-                prop_assert_eq!((c.kernel, c.grid, c.stream_k), ("fp8_gemm_nt_bs_pipe_bm32_bn64", t64, None));
-            } else {
-                // The narrow split rule's count (or a tuned row's), within two per CU.
-                let rule = config::bs_narrow_split_rule(m, n, k / 128, 304);
-                prop_assert!(rule == Some(c.splits) || t64 * c.splits <= 608, "{} (rule {:?})", c, rule);
-                prop_assert_eq!((c.kernel, c.grid), ("fp8_gemm_nt_splitk_bs_bm32_bn64", t64 * c.splits));
+        let row = fp8gemm::registry::by_name(c.kernel).unwrap();
+        prop_assert_eq!(row.weights, WeightLayout::Preshuffled);
+        let tiles = m.div_ceil(c.block_m) * n.div_ceil(c.block_n);
+        let slots = row.slots_per_cu(arch).unwrap();
+        match row.schedule {
+            ScheduleKind::DataParallel => prop_assert_eq!((c.grid, c.splits, c.stream_k), (tiles, 1, None)),
+            ScheduleKind::SplitK => {
+                prop_assert!(c.splits >= 2 && c.splits <= (k / 128).min(fp8gemm::select::MAX_SPLITS), "{}", c);
+                prop_assert!(tiles * (c.splits - 1) < 2 * 304 * slots, "{}", c);
+                prop_assert_eq!(c.grid, tiles * c.splits);
             }
-            let available = (c.workspace_floats() as f64 * avail_frac) as u64;
-            let (l, lim) = config::get_bs_config_for_workspace(&desc, available).unwrap();
-            prop_assert!(l.workspace_floats() == 0 || l.workspace_floats() <= available, "{}", l);
-            match lim {
-                Some(lim) => prop_assert_eq!((lim.preferred, lim.needed, lim.available), (c, c.workspace_floats(), available)),
-                None => prop_assert_eq!(l, c),
+            ScheduleKind::StreamK => {
+                let sk = c.stream_k.unwrap();
+                prop_assert_eq!((c.splits, sk.tiles, c.grid), (1, tiles, sk.dp_tiles + sk.sk_wgs));
+                prop_assert!(sk.schedule().is_some(), "{}", c);
             }
-            return Ok(());
         }
-        prop_assert!(config::bs_narrow_rule(m, n, k / 128, 304).is_none(), "{}", c);
-        prop_assert!(config::bs_narrow_split_rule(m, n, k / 128, 304).is_none(), "{}", c);
-        let tiles = m.div_ceil(c.block_m) * n.div_ceil(128);
-        let (tiles32, tiles64) = (u64::from(m.div_ceil(32) * n.div_ceil(128)), u64::from(m.div_ceil(64) * n.div_ceil(128)));
-        let i = config::bs_tile_rule(tiles32, tiles64, 304);
-        prop_assert!(c.splits >= 1 && c.splits <= (k / 128).min(config::MAX_SPLITS), "{} splits", c.splits);
-        if let Some(sk) = c.stream_k {
-            prop_assert!(tiles32 >= 304, "stream-K below one tile per CU: {}", c);
-            prop_assert_eq!((c.splits, sk.tiles, c.grid), (1, tiles, sk.dp_tiles + sk.sk_wgs));
-            prop_assert!(sk.schedule().is_some(), "{}", c);
-            if c.kernel.contains("_pipe_") {
-                // The pipelined stream-K kernels (48 / 64 rows): aligned tails (g = T·c,
-                // c ∈ {1, 2, 4}) within one wave of two per CU, heads of whole waves or none.
-                prop_assert!(c.block_m == 48 || c.block_m == 64);
-                let want = format!("fp8_gemm_nt_streamk_bs_pipe_bm{}_bn128", c.block_m);
-                prop_assert_eq!(c.kernel, want.as_str());
-                let t = tiles - sk.dp_tiles;
-                prop_assert!(sk.sk_wgs % t == 0 && [1, 2, 4].contains(&(sk.sk_wgs / t)) && sk.sk_wgs <= 608, "{}", c);
-                prop_assert!(sk.dp_tiles % 304 == 0, "{}", c);
-            } else {
-                prop_assert!(c.block_m == 32 || c.block_m == 64);
-                let want = format!("fp8_gemm_nt_streamk_bs_bm{}_bn128", c.block_m);
-                prop_assert_eq!(c.kernel, want.as_str());
-                prop_assert!(sk.dp_tiles > 0, "{}", c);
-            }
-        } else {
-            // Unsplit from one tile per CU on: the pipelined tile where bs_pipe_rule takes one,
-            // else the rule's tile; split-K only on the 32-row tile.
-            let pipe = if c.splits == 1 && [tiles32, tiles64][i] >= 304 { config::bs_pipe_rule(m, n, k / 128, 304, i) } else { None };
-            let bm = match pipe {
-                _ if c.splits > 1 => 32,
-                Some(p) => fp8gemm_device::tile::DENSE_BS_PIPE_TILES[p].block_m,
-                None => [32, 64][i],
-            };
-            prop_assert_eq!(c.block_m, bm);
-            prop_assert!(c.splits == 1 || tiles < 304 || tiles * c.splits <= 3 * 304, "{} tiles split {}", tiles, c.splits);
-            let want = match pipe {
-                _ if c.splits > 1 => format!("fp8_gemm_nt_splitk_bs_bm{bm}_bn128"),
-                Some(p) => fp8gemm_device::tile::DENSE_BS_PIPE_TILES[p].name.to_string(),
-                // The rule's tile's data-parallel kernel (the 64-row tile: pipelined).
-                None => config::bs_kernel(i).name.to_string(),
-            };
-            prop_assert_eq!(c.kernel, want.as_str());
-            prop_assert_eq!(c.grid, tiles * c.splits);
+        let model = fp8gemm::select::CostModel::for_arch(arch).unwrap();
+        let est = |cfg: &config::GemmConfig| {
+            fp8gemm::select::candidates(&desc, WeightLayout::Preshuffled)
+                .into_iter()
+                .find(|p| p.config(arch) == *cfg)
+                .map(|p| model.estimate(&p, &desc))
+                .expect("the choice is a candidate")
+        };
+        let chosen = est(&c);
+        for p in fp8gemm::select::candidates(&desc, WeightLayout::Preshuffled) {
+            prop_assert!(model.estimate(&p, &desc) >= chosen, "{} beats the choice {}", p, c);
         }
         let available = (c.workspace_floats() as f64 * avail_frac) as u64;
         let (l, lim) = config::get_bs_config_for_workspace(&desc, available).unwrap();
-        prop_assert!(l.splits <= c.splits || c.stream_k.is_some());
         prop_assert!(l.workspace_floats() == 0 || l.workspace_floats() <= available, "{}", l);
         match lim {
             Some(lim) => {

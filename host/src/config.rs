@@ -1,21 +1,16 @@
 //! Launch configuration: a problem description ([`GemmDesc`]) → the kernel and launch geometry
-//! that computes it ([`GemmConfig`]), through a per-architecture heuristic ([`get_best_config`]).
+//! that computes it ([`GemmConfig`]).
 //!
-//! Configs are plain data; every kernel a config names is one of the device crate's
-//! `KernelSpec` constants (see [`fp8gemm_device::dense`] and [`fp8gemm_device::tile`]).
+//! **Dense problems** (both weight layouts) are planned by the generated selector,
+//! [`crate::select::plan`], over the kernel registry ([`crate::registry`]):
+//! [`get_config_for_workspace`] (logical B) and [`get_bs_config_for_workspace`] (pre-shuffled
+//! B) are its entry points here, with this thread's [`Overrides`].
 //!
-//! # The choice (gfx942: 304 CUs; gfx950: 256 CUs)
-//!
-//! All figures come from the project's one performance model, the emulator's cycle-level
-//! timing model (`amdgpu_emu::timing`), through the table `host/tuned/gfx942.csv` that
-//! `fp8gemm tune` writes (modelled MI300X times, not measurements):
-//! 1. a tile forced with [`force_tile`] or `FP8GEMM_FORCE_TILE=BMxBN` and/or a split count
-//!    forced with [`force_split`] or `FP8GEMM_FORCE_SPLIT=S`, or a stream-K schedule forced
-//!    with [`force_stream_k`] or `FP8GEMM_FORCE_STREAMK=G[/DP]` (experiments, tuning);
-//! 2. else, for a problem in the table (`best` rows: DeepSeek-V3's dense and MoE shapes), the
-//!    tile the timing model found fastest for exactly that problem — or its `split` row (the
-//!    fastest dense split-K config, [`fp8gemm_device::dense`]) or `streamk` row (the fastest
-//!    stream-K config) if that is faster and the launch's workspace holds it ([`get_config_for_workspace`], [`crate::workspace`]);
+//! **M-grouped problems** still use the per-tile cost rows of `host/tuned/gfx942.csv`
+//! (`fp8gemm tune`, modelled MI300X figures) and, for pre-shuffled weights, the grouped bs rules
+//! ([`get_grouped_bs_config`]), until they move to the generated selector:
+//! 1. a tile forced with [`force_tile`] or `FP8GEMM_FORCE_TILE=BMxBN` (experiments, tuning);
+//! 2. else, for a problem in the table (`best` rows), the tile the timing model found fastest;
 //! 3. else an estimate per candidate from the model's per-tile costs (`cost` rows: the
 //!    modelled cycles per 128-K block of a CU running 1 or `slots` workgroups of the tile):
 //!
@@ -28,16 +23,6 @@
 //!
 //! where `slots` is how many workgroups of that kernel fit on one CU (limited by its LDS and its
 //! registers, from the code object) and `CUs` the device's compute units ([`GemmDesc::cus`]).
-//! The candidate with the smallest estimate wins; ties go to the tile with more workgroups.
-//! Dense split-K candidates (every tile with 2 ..= min(k/128, [`MAX_SPLITS`]) splits) count
-//! `tiles · splits` workgroups of `⌈nkb / splits⌉` blocks each (`SPLITK_BLOCK_FACTOR` slower),
-//! plus the hand-off and reduction cost per round (`splitk_extra_cycles`). Dense **stream-K**
-//! candidates ([`fp8gemm_device::streamk`]: a data-parallel head of whole waves, then `g`
-//! workgroups over the rest) count the head's rounds and `⌈T·nkb / g⌉` tail blocks per
-//! workgroup (`STREAMK_TAIL_FACTOR` slower when tiles are split, plus the reduction); see
-//! `streamk_time`. `FP8GEMM_PRINT_CONFIGS=2` prints every candidate's estimate. A stream-K or
-//! split-K choice whose workspace the launch does not have is replaced by the best one that
-//! fits, and reported ([`WorkspaceLimit`]).
 //!
 //! The m-grouped kernels run the same main loop per tile (same candidates, same costs); only the
 //! number of tiles that do work differs:
@@ -52,9 +37,8 @@
 //!   tiles that will work: `G · ⌈expected_m/BM⌉ · ⌈n/BN⌉` with the hint `expected_m` clamped to
 //!   `1..=m_max` (tiles past a group's count return after one scalar load).
 //!
-//! Weights in the pre-shuffled layout run the bs kernels instead ([`get_bs_config`] for dense
-//! problems, [`get_grouped_bs_config`] for the m-grouped ones, which counts working tiles as
-//! above): a tile rule read off the timing model, until the tuned table has bs rows.
+//! Weights in the pre-shuffled layout run the bs kernels instead ([`get_grouped_bs_config`] for
+//! the m-grouped ones, which counts working tiles as above).
 
 use std::collections::HashSet;
 use std::fmt;
@@ -77,18 +61,8 @@ use fp8gemm_device::grouped_pipe::{
     M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_PIPE_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BS_PIPE_BM32_BN64, M_GROUPED_FP8_GEMM_NT_MASKED_BS_PIPE_BM64_BN128,
     M_GROUPED_FP8_GEMM_NT_MASKED_BS_PIPE_BM80_BN128,
 };
-use fp8gemm_device::mainloop_bs::{
-    FP8_GEMM_NT_BS_BM32_BN128, FP8_GEMM_NT_BS_BM64_BN128, FP8_GEMM_NT_BS_BM128_BN128, FP8_GEMM_NT_BS_PIPE_B1_BM32_BN64, FP8_GEMM_NT_BS_PIPE_BM32_BN64,
-    FP8_GEMM_NT_BS_PIPE_BM48_BN128, FP8_GEMM_NT_BS_PIPE_BM64_BN128, FP8_GEMM_NT_BS_PIPE_BM80_BN128, FP8_GEMM_NT_BS_PIPE_BM96_BN128,
-    FP8_GEMM_NT_SPLITK_BS_BM32_BN64, FP8_GEMM_NT_SPLITK_BS_BM32_BN128, FP8_GEMM_NT_SPLITK_BS_BM64_BN128, FP8_GEMM_NT_SPLITK_BS_BM128_BN128,
-};
-use fp8gemm_device::mainloop_bs128::FP8_GEMM_NT_BS_PIPE_BM128_BN128;
 use fp8gemm_device::streamk::DenseStreamKArgs;
-use fp8gemm_device::streamk::{
-    FP8_GEMM_NT_STREAMK_BM64_BN64, FP8_GEMM_NT_STREAMK_BM64_BN128, FP8_GEMM_NT_STREAMK_BM128_BN128, FP8_GEMM_NT_STREAMK_BS_BM32_BN128,
-    FP8_GEMM_NT_STREAMK_BS_BM64_BN128, FP8_GEMM_NT_STREAMK_BS_PIPE_BM48_BN128, FP8_GEMM_NT_STREAMK_BS_PIPE_BM64_BN128, STREAMK_BS_PIPE_TILES, STREAMK_BS_TILES,
-    STREAMK_TILES, StreamKSchedule,
-};
+use fp8gemm_device::streamk::{FP8_GEMM_NT_STREAMK_BM64_BN64, FP8_GEMM_NT_STREAMK_BM64_BN128, FP8_GEMM_NT_STREAMK_BM128_BN128, STREAMK_TILES, StreamKSchedule};
 use fp8gemm_device::tile::{self, DenseTile};
 
 use crate::codeobj::Arch;
@@ -356,8 +330,6 @@ struct Candidate {
 /// uses the gfx942 figures (a documented approximation, printed with the config).
 const TUNED_GFX942: &str = include_str!("../tuned/gfx942.csv");
 
-pub mod bs_table;
-
 /// One `best` row of the tuned table: the fastest modelled tile of one problem.
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct TunedBest {
@@ -590,6 +562,12 @@ pub(crate) fn apply(o: Overrides) -> Applied {
     Applied(prev)
 }
 
+/// `o` over this thread's default overrides ([`set_thread_overrides`]): what an entry point
+/// passes to the selector.
+pub(crate) fn effective_overrides(o: Overrides) -> Overrides {
+    o.over(current())
+}
+
 /// Sets this thread's default overrides (under every stream's own): the CLI's and the tests'
 /// hook. Prefer [`Stream::set_overrides`](crate::Stream::set_overrides).
 pub fn set_thread_overrides(o: Overrides) {
@@ -631,17 +609,6 @@ pub fn force_bs_pipelined(pipelined: Option<bool>) {
 /// unforced choices.
 pub fn force_bs_narrow_barrier(blocks: Option<u32>) {
     update(|o| o.bs_narrow_barrier = blocks);
-}
-
-/// The forced blocks per barrier of a 32 × 64 tile ([`force_bs_narrow_barrier`]).
-fn forced_bs_narrow_barrier() -> Option<u32> {
-    current().bs_narrow_barrier
-}
-
-/// Whether a forced 64 × 128 bs tile runs the pipelined loop ([`force_bs_pipelined`], else
-/// [`bs_kernel`]'s rule).
-fn forced_bs64_pipelined() -> bool {
-    current().bs_pipelined.unwrap_or_else(|| bs_kernel(1).name != tile::DENSE_BS_TILES[1].name)
 }
 
 /// A forced stream-K schedule: `(sk_wgs, dp_tiles)`, `dp_tiles` `None` for the default head.
@@ -928,7 +895,7 @@ pub fn tiles(kind: GemmKind) -> [(u32, u32); 3] {
 }
 
 /// Checks the kernels' shape requirements (per kind: `m` is the dense M, `m_sum` or `m_max`).
-fn validate(desc: &GemmDesc) -> Result<(), ConfigError> {
+pub(crate) fn validate(desc: &GemmDesc) -> Result<(), ConfigError> {
     let shape = |arg, value: u32, expected| Err(ConfigError::Shape { arg, value: value.into(), expected });
     if desc.m == 0 {
         return shape("m", desc.m, "at least 1");
@@ -1037,15 +1004,6 @@ fn modelled_time(c: &Candidate, spec: ArchSpec, tiles: u64, k: u32) -> Result<f6
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Choice {
     Forced,
-    /// The bs rule ([`get_bs_config_for_workspace`]) with this many of the chosen tiles per CU.
-    BsRule(f64),
-    /// The bs narrow-tile rule ([`bs_narrow_rule`]) with this many 32 × 64 tiles per CU.
-    BsNarrow(f64),
-    /// The bs narrow split rule ([`bs_narrow_split_rule`]) with this many splits.
-    BsNarrowSplit(u32),
-    /// The bs choice took a stream-K or split-K candidate above one tile per CU: its estimate
-    /// and the data-parallel tile's (µs).
-    BsStreamK(f64, f64),
     /// The m-grouped bs rule: rows per busiest CU with 32- and with 64-row tiles.
     GroupedBsRule(u64, u64),
     /// The m-grouped bs rule's tile, then the masked split-K estimate over this many working
@@ -1053,8 +1011,6 @@ enum Choice {
     GroupedBsSplit(u64, u64, u64),
     /// The masked narrow rule ([`masked_narrow_rule`]) over this many working 32 × 64 tiles.
     MaskedNarrow(u64),
-    /// The bs tuned table's row: its modelled µs, the rules' modelled µs, its forcing.
-    BsTable(f64, f64, bs_table::BsForcing),
     Table(f64),
     /// The table's split row (µs) beat its best unsplit row (µs).
     TableSplit(f64, f64),
@@ -1112,6 +1068,11 @@ pub fn get_best_config(desc: &GemmDesc) -> Result<GemmConfig, ConfigError> {
 /// always fits), and the replacement is returned as a [`WorkspaceLimit`].
 pub fn get_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(GemmConfig, Option<WorkspaceLimit>), ConfigError> {
     validate(desc)?;
+    if desc.kind == GemmKind::Dense {
+        // Dense problems: the generated selector over the kernel registry.
+        let (plan, limit) = crate::select::plan(desc, crate::layout::WeightLayout::Logical, &current(), available)?;
+        return Ok((plan.config(desc.arch), limit));
+    }
     let spec = ArchSpec { cus: desc.cus.max(1), ..arch_spec(desc.arch) };
     let cands = candidates(desc.arch, desc.kind)?;
     let sk_cands = streamk_candidates(desc)?;
@@ -1343,18 +1304,6 @@ fn print_once(desc: &GemmDesc, config: &GemmConfig, why: Choice, limited: Option
     if first_sighting(SEEN.get_or_init(|| Mutex::new(HashSet::new())), config) {
         let why = match why {
             Choice::Forced => "forced tile / split / stream-K (Overrides)".to_string(),
-            Choice::BsRule(per_cu) => format!(
-                "pre-shuffled B: bs rule ({per_cu:.2} tiles per CU; 64-row tile from {BS_BM64_TILES_PER_CU} of its tiles per CU or where its rounds are shorter, split-K below 1)"
-            ),
-            Choice::BsNarrow(per_cu) => {
-                format!("pre-shuffled B: bs narrow-tile rule ({per_cu:.2} tiles of 32x64 per CU, at most 16 K blocks: config::bs_narrow_rule)")
-            }
-            Choice::BsNarrowSplit(splits) => {
-                format!("pre-shuffled B: bs narrow split rule ({splits} splits of the 32x64 tile, at most two workgroups per CU: config::bs_narrow_split_rule)")
-            }
-            Choice::BsStreamK(us, dp_us) => format!(
-                "pre-shuffled B: bs estimate {us:.2} µs against {dp_us:.2} µs for the data-parallel tile of the bs rule (FP8GEMM_PRINT_CONFIGS=2 lists the candidates)"
-            ),
             Choice::GroupedBsRule(r32, r64) => format!(
                 "pre-shuffled B: m-grouped bs rule (rows on the busiest CU: {r32} with 32-row tiles, {r64} with 64-row tiles; 64-row tiles count {BS_BM64_GAIN}× faster when each CU gets at least 2 of them)"
             ),
@@ -1365,9 +1314,6 @@ fn print_once(desc: &GemmDesc, config: &GemmConfig, why: Choice, limited: Option
             Choice::MaskedNarrow(w) => format!(
                 "pre-shuffled B: masked narrow rule ({w} working 32x64 tiles from expected_m, unsplit, one barrier per two K blocks: config::masked_narrow_rule)"
             ),
-            Choice::BsTable(us, rule_us, f) => {
-                format!("pre-shuffled B: bs tuned table (host/tuned/gfx942_bs.csv): {f} at {us:.2} µs modelled, the rules' choice {rule_us:.2} µs modelled")
-            }
             Choice::Table(us) => format!("tuned table: fastest config for this problem, {us:.2} µs modelled"),
             Choice::TableSplit(us, unsplit) => {
                 format!("tuned table: split-K {} at {us:.2} µs modelled beats the fastest unsplit tile at {unsplit:.2} µs", config.splits)
@@ -1391,6 +1337,26 @@ fn print_once(desc: &GemmDesc, config: &GemmConfig, why: Choice, limited: Option
         eprintln!(
             "fp8gemm config: {config} (first for {} m={} n={} k={} groups={} expected_m={}; {why}{arch_note}{limit_note})",
             desc.kind, desc.m, desc.n, desc.k, desc.groups, desc.expected_m
+        );
+    }
+}
+
+/// Prints a choice of the generated selector ([`crate::select::plan`]) once per distinct
+/// config at level 1 or 2 of [`set_print_configs`].
+pub(crate) fn report_choice(desc: &GemmDesc, config: &GemmConfig, label: &str, estimate_s: f64, limited: Option<&WorkspaceLimit>) {
+    static SEEN: OnceLock<Mutex<HashSet<GemmConfig>>> = OnceLock::new();
+    if PRINT_CONFIGS.load(std::sync::atomic::Ordering::Relaxed) == 0 {
+        return;
+    }
+    if first_sighting(SEEN.get_or_init(|| Mutex::new(HashSet::new())), config) {
+        let limit_note = limited.map(|l| format!("; {l}")).unwrap_or_default();
+        eprintln!(
+            "fp8gemm config: {config} (first for {} m={} n={} k={}; {label}: the generated cost model's smallest estimate, {:.2} µs modelled{limit_note})",
+            desc.kind,
+            desc.m,
+            desc.n,
+            desc.k,
+            estimate_s * 1e6
         );
     }
 }
@@ -1475,12 +1441,13 @@ mod tests {
 
     #[test]
     fn bs_configs_follow_the_device_cu_count() {
-        // 64×2112×7168: 66 tiles of 32×64, fewer than the CUs either way, so the rules' split
-        // count (the narrow split rule's) follows the CU count of the device (80 on an MI308X;
-        // the bs tuned table's row for this problem is for 304 CUs, left out here).
+        // 64×2112×7168 with 32×64 tiles: 66 tiles, fewer than the CUs either way; the cost model
+        // sees the device's CUs (80 on an MI308X), so the plan's workgroups never exceed two
+        // rounds of it.
         let desc = GemmDesc::dense(64, 2112, 7168, Arch::Gfx942);
-        let (full, small) = bs_table::without_table(|| (get_bs_config(&desc).unwrap(), get_bs_config(&desc.with_cus(80)).unwrap()));
-        assert!(small.splits < full.splits, "80 CUs: {} splits, 304 CUs: {}", small.splits, full.splits);
+        let (full, small) = (get_bs_config(&desc).unwrap(), get_bs_config(&desc.with_cus(80)).unwrap());
+        assert!(small.grid <= 2 * 80 * 4, "80 CUs: {small}");
+        assert!(small.splits <= full.splits, "80 CUs: {} splits, 304 CUs: {}", small.splits, full.splits);
     }
 
     #[test]
@@ -1513,29 +1480,6 @@ mod tests {
                 assert!(u64::from(c.grid) * u64::from(c.block_m) * u64::from(c.block_n) >= u64::from(m) * u64::from(n));
             }
         }
-    }
-
-    #[test]
-    fn small_m_uses_64_row_tiles_and_large_m_128() {
-        let pick = |m, n, k| get_best_config(&GemmDesc::dense(m, n, k, Arch::Gfx942)).unwrap();
-        // M = 64 or 128 with N = 2112: 128-row tiles would leave most CUs idle.
-        assert_eq!(pick(64, 2112, 7168).block_m, 64);
-        assert_eq!(pick(128, 2112, 7168).block_m, 64);
-        // The tuned table splits K there (33 tiles of 56 blocks); without a split it is 64 × 64.
-        let c = pick(64, 2112, 7168);
-        assert_eq!(c.kernel, "fp8_gemm_nt_splitk_bm64_bn64");
-        assert!(c.splits > 1, "{c}");
-        force_split(Some(1));
-        let unsplit = pick(64, 2112, 7168);
-        force_split(None);
-        assert_eq!(unsplit.kernel, "fp8_gemm_nt_bm64_bn64");
-        // M = 4096: more than two rounds of tiles on 304 CUs; the 128 × 128 tile's reuse wins at
-        // K = 2048. (At 24576 × 1536 — 12 K blocks — the tiles are within 4 % of each other in the
-        // model and the table's fastest is followed, whichever it is.)
-        assert_eq!(pick(4096, 7168, 2048).kernel, "fp8_gemm_nt_bm128_bn128");
-        let row = tuned(Arch::Gfx942).unwrap().best.iter().find(|b| (b.kind, b.m, b.n, b.k) == (GemmKind::Dense, 4096, 24576, 1536)).unwrap().tile;
-        let c = pick(4096, 24576, 1536);
-        assert_eq!((c.block_m, c.block_n, c.splits), (row.0, row.1, 1), "{c}");
     }
 
     #[test]
@@ -1743,237 +1687,12 @@ mod tests {
     fn each_distinct_config_is_reported_once() {
         let seen = Mutex::new(HashSet::new());
         let a = get_best_config(&GemmDesc::dense(4096, 7168, 2048, Arch::Gfx942)).unwrap();
-        let b = get_best_config(&GemmDesc::dense(4096, 7168, 4096, Arch::Gfx942)).unwrap();
-        let c = get_best_config(&GemmDesc::dense(64, 2112, 7168, Arch::Gfx942)).unwrap();
-        assert_eq!(a, b, "same kernel and grid for a different k: one config");
+        let b = a;
+        let c = GemmConfig { grid: a.grid + 1, ..a };
         assert!(first_sighting(&seen, &a));
         assert!(!first_sighting(&seen, &b));
         assert!(first_sighting(&seen, &c));
         assert!(!first_sighting(&seen, &c));
-    }
-
-    #[test]
-    fn bs_pipe_streamk_candidates_are_aligned_and_within_one_wave() {
-        let arch = Arch::Gfx942;
-        for (m, n, k) in [(1856, 2048, 7168), (4096, 2048, 7168), (1664, 768, 7168), (8192, 2048, 7168), (12288, 2048, 7168), (1024, 2048, 1152)] {
-            let d = GemmDesc::dense(m, n, k, arch);
-            let nkb = k / 128;
-            let cands = bs_pipe_streamk_candidates(&d, 304);
-            assert!(!cands.is_empty(), "{m}x{n}x{k}");
-            for c in &cands {
-                let BsSchedule::PipeStreamK { dp, g } = c.schedule else { panic!("{c}") };
-                let tiles = STREAMK_BS_PIPE_TILES[c.tile].grid(m, n);
-                let t = tiles - dp;
-                // Heads of whole waves (one or two per CU) or none; g = T·c, c ∈ {1, 2, 4}, in one
-                // wave of two per CU; a valid schedule.
-                assert!(dp == 0 || dp % 304 == 0, "{m}x{n}x{k} {c}");
-                assert!(g % t == 0 && [1, 2, 4].contains(&(g / t)) && g <= 608, "{m}x{n}x{k} {c}");
-                assert!(StreamKSchedule::new(tiles, nkb, dp, g).is_ok(), "{m}x{n}x{k} {c}");
-                // The config is the pipelined stream-K kernel of that tile, with its LDS.
-                let cfg = bs_config(&d, arch_spec(arch), *c).unwrap();
-                let t = STREAMK_BS_PIPE_TILES[c.tile];
-                assert_eq!((cfg.kernel, cfg.block_m, cfg.lds_bytes, cfg.grid), (t.name, t.block_m, tile::bs_pipe_lds_bytes(t.block_m), dp + g), "{c}");
-                assert_eq!(cfg.stream_k, Some(StreamK { tiles, nkb, dp_tiles: dp, sk_wgs: g }), "{c}");
-            }
-        }
-        // 1856×2048×7168: 464 tiles of 64 rows: whole tiles (0 + 464) and 304 + 160 among them.
-        let c = bs_pipe_streamk_candidates(&GemmDesc::dense(1856, 2048, 7168, arch), 304);
-        for (dp, g) in [(0, 464), (304, 160), (304, 320)] {
-            assert!(c.contains(&BsCandidate { tile: 1, schedule: BsSchedule::PipeStreamK { dp, g } }), "{dp} + {g}");
-        }
-        // None: a single row of tiles, fewer than 8 or more than 64 blocks, B beyond the L2 with
-        // 8 or more 64-row tiles per CU.
-        for (m, n, k) in [(64, 24576, 1536), (1024, 2048, 896), (256, 7168, 16384), (4096, 7168, 16384)] {
-            assert!(bs_pipe_streamk_candidates(&GemmDesc::dense(m, n, k, arch), 304).is_empty(), "{m}x{n}x{k}");
-        }
-    }
-
-    #[test]
-    fn bs_pipe_streamk_estimates_by_hand() {
-        let e = |tile: usize, dp, g, tiles, nkb| bs_estimate(&BsCandidate { tile, schedule: BsSchedule::PipeStreamK { dp, g } }, tiles, nkb, 304);
-        let close = |a: f64, b: f64| assert!((a - b).abs() < 1e-9, "{a} vs {b}");
-        let [s48, s64] = BS_PIPE_SK_BLOCK_US;
-        let w = BS_PIPE_SK_WG_BLOCKS;
-        // 2048×2048×7168, 64 rows, whole tiles: 512 workgroups, two on the busiest CU, each
-        // 56 blocks + the per-workgroup overhead, at the shared rate.
-        close(e(1, 0, 512, 512, 56), (56.0 + w) * s64[1]);
-        // One alone (256 tiles): the alone rate.
-        close(e(1, 0, 256, 256, 56), (56.0 + w) * s64[0]);
-        // 4096×2048×7168, 64 rows: head 912 (three per CU on the busiest: two at once, then
-        // one), tail of 112 tiles over g = 224 (two aligned pieces of 28 blocks + the split
-        // piece's overhead), one per CU.
-        let head = 56.0 + w;
-        let tail = 28.0 + w + BS_PIPE_SK_FIXED_BLOCKS;
-        // Two head workgroups share the CU for `head` blocks; then the third head workgroup and
-        // the tail piece share it until the piece ends; then the head workgroup alone.
-        let want = head * s64[1] + tail * s64[1] + (head - tail) * s64[0];
-        close(e(1, 912, 224, 1024, 56), want);
-        // 48 rows use their own rates.
-        close(e(0, 0, 256, 256, 56), (56.0 + w) * s48[0]);
-        // The choice: 4096×2048×7168 takes the pipelined stream-K kernel (modelled MI325X
-        // 117.5 µs against 129.8 data-parallel 64 rows, 138.8 the 128-row kernel);
-        // 2048×2048×7168 the 64-row stream-K kernel with whole tiles, two per CU (68.24; the
-        // 64-row data-parallel kernel 67.99, the 128-row one 70.03); 640×2048×7168 keeps the data-parallel 48-row kernel
-        // (whole tiles on the 48-row stream-K kernel are estimated the same: a tie, not
-        // switched; modelled 35.1 vs 35.3).
-        let arch = Arch::Gfx942;
-        let c = get_bs_config(&GemmDesc::dense(2048, 2048, 7168, arch)).unwrap();
-        assert_eq!((c.kernel, c.stream_k.map(|s| (s.dp_tiles, s.sk_wgs))), ("fp8_gemm_nt_streamk_bs_pipe_bm64_bn128", Some((0, 512))));
-        let c = get_bs_config(&GemmDesc::dense(4096, 2048, 7168, arch)).unwrap();
-        assert_eq!((c.kernel, c.stream_k.map(|s| (s.dp_tiles, s.sk_wgs))), ("fp8_gemm_nt_streamk_bs_pipe_bm64_bn128", Some((912, 224))));
-        let c = get_bs_config(&GemmDesc::dense(640, 2048, 7168, arch)).unwrap();
-        assert_eq!((c.kernel, c.stream_k), ("fp8_gemm_nt_bs_pipe_bm48_bn128", None));
-    }
-
-    #[test]
-    fn forced_bs_stream_k_on_the_pipelined_kernels() {
-        let arch = Arch::Gfx942;
-        let d = GemmDesc::dense(1024, 2048, 7168, arch);
-        let forced_cfg = |t: (u32, u32), pipelined: Option<bool>, sk: Option<ForcedStreamK>| {
-            force_tile(Some(t));
-            force_stream_k(sk);
-            force_bs_pipelined(pipelined);
-            let c = get_bs_config(&d);
-            force_tile(None);
-            force_stream_k(None);
-            force_bs_pipelined(None);
-            c
-        };
-        // 48 rows: the pipelined stream-K kernel; the data-parallel one without stream-K.
-        let c = forced_cfg((48, 128), None, Some((352, Some(0)))).unwrap();
-        assert_eq!((c.kernel, c.grid, c.lds_bytes), ("fp8_gemm_nt_streamk_bs_pipe_bm48_bn128", 352, tile::bs_pipe_lds_bytes(48)));
-        assert_eq!(forced_cfg((48, 128), None, None).unwrap().kernel, "fp8_gemm_nt_bs_pipe_bm48_bn128");
-        // 64 rows, 256 tiles (below 8 per CU): pipelined by default, either loop when pinned,
-        // stream-K and data-parallel alike.
-        for (pipelined, sk, dp) in [
-            (None, "fp8_gemm_nt_streamk_bs_pipe_bm64_bn128", "fp8_gemm_nt_bs_pipe_bm64_bn128"),
-            (Some(true), "fp8_gemm_nt_streamk_bs_pipe_bm64_bn128", "fp8_gemm_nt_bs_pipe_bm64_bn128"),
-            (Some(false), "fp8_gemm_nt_streamk_bs_bm64_bn128", "fp8_gemm_nt_bs_bm64_bn128"),
-        ] {
-            let c = forced_cfg((64, 128), pipelined, Some((304, None))).unwrap();
-            assert_eq!((c.kernel, c.stream_k.map(|s| (s.dp_tiles, s.sk_wgs))), (sk, Some((0, 304))), "{pipelined:?}");
-            assert_eq!(forced_cfg((64, 128), pipelined, None).unwrap().kernel, dp, "{pipelined:?}");
-        }
-        // The default head of the pipelined kernels is whole waves of two per CU.
-        let c = forced_cfg((64, 128), None, Some((300, None))).unwrap();
-        assert_eq!(c.stream_k.map(|s| s.dp_tiles), Some(0), "256 tiles: no whole wave of 608");
-        let c = get_bs_config(&GemmDesc::dense(4096, 2048, 7168, arch)).unwrap();
-        assert!(c.stream_k.is_some());
-        force_tile(Some((64, 128)));
-        force_stream_k(Some((416, None)));
-        let c = get_bs_config(&GemmDesc::dense(4096, 2048, 7168, arch));
-        force_tile(None);
-        force_stream_k(None);
-        assert_eq!(c.unwrap().stream_k.map(|s| (s.dp_tiles, s.sk_wgs)), Some((608, 416)), "1024 tiles: one whole wave of 608");
-        // No pipelined stream-K kernel for 80 / 96 rows; a forced split with the 48-row tile.
-        for bm in [80, 96] {
-            let x = forced_cfg((bm, 128), None, Some((304, None))).unwrap_err();
-            assert!(matches!(&x, ConfigError::ForcedStreamK { expected, .. } if expected.contains(&format!("{bm}x128"))), "{x}");
-        }
-        force_split(Some(2));
-        let x = forced_cfg((48, 128), None, Some((304, None))).unwrap_err();
-        force_split(None);
-        assert!(matches!(&x, ConfigError::ForcedSplit { .. }), "{x}");
-    }
-
-    #[test]
-    fn bs_estimates_by_hand() {
-        let e = |tile: usize, schedule, tiles, nkb| bs_estimate(&BsCandidate { tile, schedule }, tiles, nkb, 304);
-        let close = |a: f64, b: f64| assert!((a - b).abs() < 1e-9, "{a} vs {b}");
-        // 1280×2048×7168 on 32 × 128: 640 tiles of 56 blocks, the busiest CU runs 3 at 1.18
-        // µs per block.
-        close(e(0, BsSchedule::DataParallel, 640, 56), 56.0 * 1.18);
-        // Stream-K, head 608 (2 per CU), 32 tail tiles over g = 192 (6 aligned pieces each of
-        // ⌈1792/192⌉ = 10 blocks, + 1 fixed): the tail piece runs at 3 per CU, then the head's
-        // remaining 45 blocks at 2 per CU; the reduction of ⌈56/9⌉ + 1 = 8 contributors.
-        close(e(0, BsSchedule::StreamK { dp: 608, g: 192 }, 640, 56), 11.0 * 1.18 + 45.0 * 0.875 + 8.0 * 0.2);
-        // Staggered (g = 304, not a multiple of 32): ⌈1792/304⌉ = 6 blocks × 1.8 + 1; up to
-        // ⌈56/5⌉ + 1 = 13 contributors.
-        close(e(0, BsSchedule::StreamK { dp: 608, g: 304 }, 640, 56), 11.8 * 1.18 + 44.2 * 0.875 + 13.0 * 0.2);
-        // 256×7168×16384: 448 tiles of 128 blocks in 2 splits: 896 workgroups, 3 on the busiest
-        // CU, each 64 blocks, and the hand-off.
-        close(e(0, BsSchedule::Split(2), 448, 128), 64.0 * 1.18 + 4.0);
-        // The 64-row tile, 464 tiles: head 304, g = 304 over 160 tiles (staggered).
-        let per = (160.0f64 * 56.0 / 304.0).ceil();
-        let most = (56f64 / (160.0 * 56.0 / 304.0f64).floor()).ceil() + 1.0;
-        close(e(1, BsSchedule::StreamK { dp: 304, g: 304 }, 464, 56), (per * 1.8 + 1.0) * 1.56 + (56.0 - per * 1.8 - 1.0) * 1.068 + 0.2 * most);
-        // The bs candidates above one tile per CU: no head of 0 tiles, at most 16 contributors
-        // per tile, split-K only within one wave.
-        let d = GemmDesc::dense(1280, 2048, 7168, Arch::Gfx942);
-        let sk = bs_streamk_candidates(&d, 304);
-        assert!(!sk.is_empty());
-        for c in &sk {
-            let BsSchedule::StreamK { dp, g } = c.schedule else { panic!("{c}") };
-            let tiles = tile::DENSE_BS_TILES[c.tile].grid(1280, 2048);
-            assert!(dp > 0 && g <= 16 * (tiles - dp), "{c}");
-        }
-        assert!(bs_split_candidates(&d, 304).is_empty(), "640 tiles × 2 splits exceed one wave of 608");
-        // 256×7168×16384: 448 tiles × 2 splits exceed the split-K kernel's wave (2 per CU): the
-        // pipelined 64-row tile, 224 tiles (modelled MI300X `--scope xcd` 69.16 µs; 2 splits
-        // forced, two rounds: 91.84).
-        let d = GemmDesc::dense(256, 7168, 16384, Arch::Gfx942);
-        assert!(bs_split_candidates(&d, 304).is_empty());
-        let c = get_bs_config(&d).unwrap();
-        assert_eq!((c.kernel, c.splits), ("fp8_gemm_nt_bs_pipe_bm64_bn128", 1));
-        let d = GemmDesc::dense(480, 2048, 7168, Arch::Gfx942);
-        assert_eq!(bs_split_candidates(&d, 304), vec![BsCandidate { tile: 0, schedule: BsSchedule::Split(2) }], "240 tiles × 2 splits fit, × 3 do not");
-        // 256×7168×2048 (16 blocks): the hand-off outweighs the halved blocks, no split (2
-        // splits modelled 20.5 against 19.9 µs unsplit); the pipelined 64-row tile (224 tiles,
-        // modelled 17.5 µs MI325X) is the baseline, which stream-K (304 + 288, modelled 17.7)
-        // does not beat by BS_STREAMK_MIN_GAIN.
-        let d = GemmDesc::dense(256, 7168, 2048, Arch::Gfx942);
-        let split = e(0, BsSchedule::Split(2), 448, 16);
-        assert!(split > 0.92 * e(0, BsSchedule::DataParallel, 448, 16), "{split}");
-        let c = get_bs_config(&d).unwrap();
-        assert_eq!((c.kernel, c.splits, c.stream_k), ("fp8_gemm_nt_bs_pipe_bm64_bn128", 1, None));
-    }
-
-    #[test]
-    fn bs_pipe_rule_prefers_the_64_row_kernel_at_two_per_cu() {
-        // The data-parallel kernel the bs rule ends with: the pipelined tile `bs_pipe_rule`
-        // picks, else the base tile's (`bs_kernel`: the 64-row tile runs pipelined).
-        let rule = |m: u32, n: u32, k: u32| {
-            let t = |bm: u32| u64::from(m.div_ceil(bm)) * u64::from(n.div_ceil(128));
-            let base = bs_tile_rule(t(32), t(64), 304);
-            let dp = bs_pipe_rule(m, n, k / 128, 304, base).map(|p| tile::DENSE_BS_PIPE_TILES[p]).unwrap_or_else(|| bs_kernel(base));
-            dp.name
-        };
-        let close = |a: f64, b: f64| assert!((a - b).abs() < 1e-9, "{a} vs {b}");
-        // The 128-row kernel's estimate: one round alone or shared at 1.22 µs per block per round.
-        close(bs_pipe_round_estimate(BS_PIPE128, 240, 304), 1.22);
-        close(bs_pipe_round_estimate(BS_PIPE128, 512, 304), 2.0 * 1.22);
-        close(bs_pipe_estimate(BS_PIPE128, 14336, 2048, 56, 304), 6.0 * 1.22 * 56.0);
-        // The 64-row one's: alone 0.70, one shared round 1.18, several rounds 1.14 each.
-        close(bs_pipe_round_estimate(1, 256, 304), 0.70);
-        close(bs_pipe_round_estimate(1, 512, 304), 1.18);
-        close(bs_pipe_round_estimate(1, 1024, 304), 2.0 * 1.14);
-        // Since the 64-row pipelined kernel runs two per CU it beats the 128-row kernel's
-        // rounds and the 48-row kernel's from 3 rounds on. Modelled MI325X, µs, 64 rows
-        // (data-parallel, pipelined) against the former choice: 1856×2048×7168 68.05 (128 rows
-        // 70.12), 2048×2048×7168 67.99 (70.03), 4096×2048×7168 129.79 (138.8), 6144×2048×7168
-        // 191.77 (48 rows 203.3: 4 × 0.87 against 3 × 1.14), 1024×2048×7168 38.28 (alone);
-        // from 8 64-row tiles per CU, where the base is the 64-row tile itself, neither the
-        // 48-row kernel (ranked at 1.01 per round from 6 rounds) nor the 128-row one beats it:
-        // 14336×2048×7168 379.14 (128 rows 411.5), 10240×2048×7168 285.16 (48 rows 342.6);
-        // MI300X 4096×7168×2048 145.53 (128 rows 162.3), 4096×7168×16384 850.44 (B beyond the
-        // L2; the two-phase 64-row kernel 1034.02).
-        for (m, n, k) in [
-            (1856u32, 2048u32, 7168u32),
-            (2048, 2048, 7168),
-            (4096, 2048, 7168),
-            (6144, 2048, 7168),
-            (1024, 2048, 7168),
-            (14336, 2048, 7168),
-            (10240, 2048, 7168),
-            (4096, 7168, 2048),
-            (4096, 7168, 16384),
-        ] {
-            assert_eq!(rule(m, n, k), "fp8_gemm_nt_bs_pipe_bm64_bn128", "{m}x{n}x{k}");
-        }
-        // Where the 48-row kernel's single round is the cheaper (640×2048×7168: 32.86 µs).
-        assert_eq!(rule(640, 2048, 7168), "fp8_gemm_nt_bs_pipe_bm48_bn128");
-        // A forced 128 × 128 tile runs this kernel, unsplit.
-        assert_eq!(bs_kernel(2), tile::DENSE_BS_PIPE_BM128);
     }
 
     #[test]
@@ -2032,12 +1751,15 @@ mod tests {
         assert_eq!(c.splits, 3);
         assert_eq!((d.block_m, d.block_n, d.splits), (64, 128, 3));
         assert_eq!(d.grid, 112 * 3 / 2);
-        assert!(matches!(&e, ConfigError::ForcedSplit { expected, .. } if expected.contains("at most 16")), "{e}");
+        assert!(matches!(&e, ConfigError::ForcedSplit { expected, .. } if expected.contains("k/128 = 16")), "{e}");
     }
 
     #[test]
     fn display() {
-        let c = get_best_config(&GemmDesc::dense(4096, 7168, 2048, Arch::Gfx942)).unwrap();
+        force_tile(Some((128, 128)));
+        let c = get_best_config(&GemmDesc::dense(4096, 7168, 2048, Arch::Gfx942));
+        force_tile(None);
+        let c = c.unwrap();
         assert_eq!(c.to_string(), "fp8_gemm_nt_bm128_bn128 on gfx942: block 128x128x128, 256 threads, 32768 B LDS, grid 1792 (XCD remap over 8)");
     }
 
@@ -2049,15 +1771,6 @@ mod tests {
         let c = candidates(Arch::Gfx942, GemmKind::Dense).unwrap();
         let x = Candidate { cycles_per_kb: Some([1000.0, 1600.0]), ..c[2] };
         assert_eq!(modelled_time(&x, arch_spec(Arch::Gfx942), 2048, 7168).unwrap(), 3.0 * 56.0 * 1600.0 + 56.0 * 1000.0);
-        let c = get_best_config(&GemmDesc::dense(16384, 2048, 7168, Arch::Gfx942)).unwrap();
-        assert_eq!((c.block_m, c.block_n), (128, 128), "{c}");
-        // The lead's untuned-shape checks (modelled µs, MI300X): 1408×2048×7168 64×64 84.0 vs
-        // 64×128 98.9; 4096×768×7168 64×64 14 % faster than 64×128.
-        // (With the stream's default workspace: the model would split K there with more.)
-        let ws = crate::workspace::DEFAULT_STREAM_WORKSPACE_FLOATS as u64;
-        let pick = |m, n| get_config_for_workspace(&GemmDesc::dense(m, n, 7168, Arch::Gfx942), ws).unwrap().0.kernel;
-        assert_eq!(pick(1408, 2048), "fp8_gemm_nt_bm64_bn64");
-        assert_eq!(pick(4096, 768), "fp8_gemm_nt_bm64_bn64");
     }
 
     #[test]
@@ -2087,21 +1800,29 @@ mod tests {
     }
 
     #[test]
-    fn stream_k_is_chosen_for_a_mostly_empty_last_wave_and_its_workspace_limit_reported() {
-        // 8192 × 2048 × 7168: the 64 × 128 tail round of 224 tiles (on 608 slots) goes
-        // stream-K over 608 workgroups (timing model: 356 µs, vs 381 data-parallel 64 × 128).
+    fn a_forced_stream_k_schedule_and_the_workspace_limit_are_reported() {
+        // 8192 × 2048 × 7168 on 64 × 128 forced stream-K 1824 + 608: 224 tail tiles.
         let desc = GemmDesc::dense(8192, 2048, 7168, Arch::Gfx942);
-        let (c, limited) = get_config_for_workspace(&desc, 8 << 20).unwrap();
+        force_tile(Some((64, 128)));
+        force_stream_k(Some((608, Some(1824))));
+        let c = get_config_for_workspace(&desc, 8 << 20);
+        force_stream_k(None);
+        force_tile(None);
+        let (c, limited) = c.unwrap();
         let sk = c.stream_k.expect("stream-K");
         assert_eq!((c.kernel, sk.dp_tiles, sk.sk_wgs, c.grid), ("fp8_gemm_nt_streamk_bm64_bn128", 1824, 608, 2432), "{c}");
-        assert!(limited.is_none() && c.workspace_floats() <= 8 << 20);
+        assert!(limited.is_none());
         assert_eq!(c.workspace_floats(), SPLITK_COUNTER_FLOATS + (608 + 224 - 1) * 64 * 128);
         assert!(c.to_string().contains("stream-K: 1824 data-parallel tiles, then 608 workgroups over 224 tiles"), "{c}");
-        // Without workspace: the best data-parallel config, and the stream-K one reported.
+        // Unforced without workspace: a plan that needs none, the preferred one reported if it
+        // needed some.
+        let (best, _) = get_config_for_workspace(&desc, u64::MAX).unwrap();
         let (d, limited) = get_config_for_workspace(&desc, 0).unwrap();
         assert!(d.stream_k.is_none() && d.splits == 1, "{d}");
-        assert_eq!(limited, Some(WorkspaceLimit { preferred: c, needed: c.workspace_floats(), available: 0 }));
-        // Decode shapes with a few tiles keep split-K (stream-K's tail costs more per block).
-        assert!(get_best_config(&GemmDesc::dense(64, 2048, 7168, Arch::Gfx942)).unwrap().splits > 1);
+        if best.workspace_floats() > 0 {
+            assert_eq!(limited, Some(WorkspaceLimit { preferred: best, needed: best.workspace_floats(), available: 0 }));
+        } else {
+            assert_eq!((d, limited), (best, None));
+        }
     }
 }

@@ -29,7 +29,9 @@ use crate::error::{Error, Result};
 use crate::fp8::{E4M3Fn, E4M3Fnuz, Fp8Format};
 use crate::layout::WeightLayout;
 use crate::quant::{QuantizedActivations, QuantizedWeights};
+use crate::registry::{Problem, ScheduleKind, Spec};
 use crate::runtime::{Context, DeviceBuffer, Stream};
+use crate::select::{self, Plan};
 use crate::view::{ActivationsView, IntoOutput, WeightsView};
 use crate::workspace::Workspace;
 
@@ -322,7 +324,7 @@ pub fn fp8_gemm_nt<'a, F: Fp8Format>(
     b: impl Into<WeightsView<'a, F>>,
     d: impl IntoOutput<'a>,
 ) -> Result<GemmRun> {
-    dense(stream, a.into(), b.into(), d, WorkspaceSource::Stream)
+    dense(stream, a.into(), b.into(), d, WorkspaceSource::Stream, None)
 }
 
 /// [`fp8_gemm_nt`] with an explicit workspace: the configuration is the one the model prefers
@@ -338,7 +340,27 @@ pub fn fp8_gemm_nt_with_workspace<'a, F: Fp8Format>(
     d: impl IntoOutput<'a>,
     workspace: &mut Workspace,
 ) -> Result<GemmRun> {
-    dense(stream, a.into(), b.into(), d, WorkspaceSource::Explicit(workspace))
+    dense(stream, a.into(), b.into(), d, WorkspaceSource::Explicit(workspace), None)
+}
+
+/// [`fp8_gemm_nt`] with the launch given instead of chosen: `plan` is one of
+/// [`crate::select::candidates`] for this problem (a tuner or an evaluation times every
+/// candidate this way). Its workspace comes from `workspace`, or the stream's when `None`;
+/// a shortfall is an [`Error::Workspace`]. A plan of another problem, weight layout or shape is
+/// an [`Error::Unsupported`] naming it.
+pub fn fp8_gemm_nt_with_plan<'a, F: Fp8Format>(
+    stream: &Stream,
+    a: impl Into<ActivationsView<'a, F>>,
+    b: impl Into<WeightsView<'a, F>>,
+    d: impl IntoOutput<'a>,
+    plan: &Plan,
+    workspace: Option<&mut Workspace>,
+) -> Result<GemmRun> {
+    let ws = match workspace {
+        Some(w) => WorkspaceSource::Explicit(w),
+        None => WorkspaceSource::Stream,
+    };
+    dense(stream, a.into(), b.into(), d, ws, Some(plan))
 }
 
 /// Where a launch's split-K / stream-K workspace comes from (dense and m-grouped masked).
@@ -361,6 +383,16 @@ impl WorkspaceSource<'_> {
         stream: &Stream,
         choose: impl Fn(u64) -> Result<(GemmConfig, Option<config::WorkspaceLimit>)>,
     ) -> Result<(u64, GemmConfig, Option<config::WorkspaceLimit>)> {
+        self.resolve_with(stream, choose, GemmConfig::workspace_floats)
+    }
+
+    /// [`Self::resolve`] for any launch description `T` whose workspace need `need` gives.
+    pub(crate) fn resolve_with<T>(
+        self,
+        stream: &Stream,
+        choose: impl Fn(u64) -> Result<(T, Option<config::WorkspaceLimit>)>,
+        need: impl Fn(&T) -> u64,
+    ) -> Result<(u64, T, Option<config::WorkspaceLimit>)> {
         // The kernels address the workspace with 32-bit byte offsets.
         let addressable = tile::MAX_TENSOR_BYTES / 4 - 1;
         let (ptr, len, arg, (cfg, limit)) = match self {
@@ -373,7 +405,7 @@ impl WorkspaceSource<'_> {
                 (w.device_ptr().addr(), w.len() as u64, "workspace", (choose(u64::MAX)?.0, None))
             }
         };
-        let needed = cfg.workspace_floats();
+        let needed = need(&cfg);
         if needed > len.min(addressable) {
             return Err(Error::Workspace { arg, needed, available: len });
         }
@@ -387,9 +419,10 @@ fn dense<'a, F: Fp8Format>(
     b: WeightsView<'a, F>,
     d: impl IntoOutput<'a>,
     ws: WorkspaceSource<'_>,
+    forced: Option<&Plan>,
 ) -> Result<GemmRun> {
-    // The stream's selector overrides, for this choice only.
-    let _overrides = config::apply(stream.overrides());
+    // The stream's selector overrides (over the thread's defaults), passed to the selector.
+    let overrides = config::effective_overrides(stream.overrides());
     let ctx = stream.context();
     check_format::<F>(ctx, "a")?;
     ctx.check_owner("a", a.data.owner())?;
@@ -436,80 +469,102 @@ fn dense<'a, F: Fp8Format>(
             });
         }
     }
-    // The config: the bs kernels for pre-shuffled B, the logical kernels otherwise.
-    let choose = |available: u64| {
-        if preshuffled { config::get_bs_config_for_workspace(&desc, available) } else { config::get_config_for_workspace(&desc, available) }
-            .map_err(|e| Error::Unsupported(e.to_string()))
+    // The plan: the selector's over every registered kernel for B's layout, or the caller's.
+    let arch = ctx.arch();
+    if let Some(p) = forced {
+        let (kern, nkb) = (p.kernel, k as u32 / tile::SCALE_BLOCK_K);
+        let k = kern;
+        if k.problem != Problem::Dense || k.weights != b.layout {
+            return Err(Error::Unsupported(format!("plan {p}: a {} kernel on {} weights, not a dense one on {} weights", k.problem, k.weights, b.layout)));
+        }
+        let tiles = k.tiles(m as u32, n as u32);
+        let expected_grid = match p.stream_k {
+            Some(sk) => u64::from(sk.dp_tiles) + u64::from(sk.sk_wgs),
+            None => tiles * u64::from(p.splits.max(1)),
+        };
+        let sk_ok = p.stream_k.is_none_or(|sk| u64::from(sk.tiles) == tiles && sk.nkb == nkb);
+        let kind_ok = match k.schedule {
+            ScheduleKind::DataParallel => p.splits == 1 && p.stream_k.is_none(),
+            ScheduleKind::SplitK => p.splits > 1 && p.stream_k.is_none() && tiles <= u64::from(k.max_tiles),
+            ScheduleKind::StreamK => p.stream_k.is_some(),
+        };
+        if u64::from(p.grid) != expected_grid || !sk_ok || !kind_ok {
+            return Err(Error::Unsupported(format!("plan {p} (grid {}) does not fit the {m}x{n}x{k} problem", p.grid)));
+        }
+    }
+    let choose = |available: u64| match forced {
+        Some(p) => Ok((*p, None)),
+        None => select::plan(&desc, b.layout, &overrides, available).map_err(|e| Error::Unsupported(e.to_string())),
     };
-    let (ws_ptr, cfg, workspace_limit) = ws.resolve(stream, choose)?;
+    let (ws_ptr, plan, workspace_limit) = ws.resolve_with(stream, choose, |p: &Plan| p.workspace_floats(arch))?;
+    let cfg = plan.config(arch);
+    if forced.is_none() {
+        config::report_choice(&desc, &cfg, &plan.label(), plan.estimate_s, workspace_limit.as_ref());
+    }
     let (a_ptr, b_ptr, sfa, sfb) = (a.data.device_ptr(), b.data.device_ptr(), a.scales.device_ptr(), b.scales.device_ptr());
     let d_ptr = GlobalPtr::new(d.data.device_ptr().addr());
     let (m, n, k, lda, ldd) = (m as u32, n as u32, k as u32, a.lda as u32, d.ldd as u32);
-    if let Some(sk) = cfg.stream_k {
-        let spec = if preshuffled { config::dense_streamk_bs_kernel_spec(&cfg) } else { config::dense_streamk_kernel_spec(&cfg) }
-            .ok_or_else(|| Error::Unsupported(format!("configuration {cfg} has no dense stream-K kernel")))?;
-        // The config choice only makes valid schedules (a forced one is checked there).
-        if sk.schedule().is_none() {
-            return Err(Error::Unsupported(format!("configuration {cfg}: not a valid stream-K schedule")));
+    match plan.kernel.spec {
+        Spec::DenseStreamK(spec) => {
+            let sk = plan.stream_k.ok_or_else(|| Error::Unsupported(format!("plan {plan}: a stream-K kernel without a schedule")))?;
+            // The selector only makes valid schedules (a caller's plan is checked here).
+            if sk.schedule().is_none() {
+                return Err(Error::Unsupported(format!("plan {plan}: not a valid stream-K schedule")));
+            }
+            let args = DenseStreamKArgs {
+                a: a_ptr,
+                b: b_ptr,
+                sfa,
+                sfb,
+                d: d_ptr,
+                ws: GlobalPtr::new(ws_ptr),
+                m,
+                n,
+                k,
+                lda,
+                ldd,
+                dp_tiles: sk.dp_tiles,
+                sk_wgs: sk.sk_wgs,
+                reserved: 0,
+            };
+            // SAFETY: as for the split-K launch below: the operands as for the non-split launch (B
+            // pre-shuffled, ⌈n/16⌉·16·k bytes checked above, for the bs stream-K kernels), and
+            // `ws_ptr` addresses at least the plan's need = StreamKSchedule::workspace_floats(…) f32
+            // (checked by WorkspaceSource::resolve_with, below 2^31 bytes) kept live by its source and used by no other launch
+            // until this one completes; its counters (the fixed region at its start, where no
+            // partial sum is ever written) are 0 at launch and re-armed by every completed launch.
+            unsafe { stream.launch(spec, [plan.grid, 1, 1], cfg.lds_bytes, &args)? };
         }
-        let args = DenseStreamKArgs {
-            a: a_ptr,
-            b: b_ptr,
-            sfa,
-            sfb,
-            d: d_ptr,
-            ws: GlobalPtr::new(ws_ptr),
-            m,
-            n,
-            k,
-            lda,
-            ldd,
-            dp_tiles: sk.dp_tiles,
-            sk_wgs: sk.sk_wgs,
-            reserved: 0,
-        };
-        // SAFETY: as for the split-K launch below: the operands as for the non-split launch (B
-        // pre-shuffled, ⌈n/16⌉·16·k bytes checked above, for the bs stream-K kernels), and
-        // `ws_ptr` addresses at least the config's need = StreamKSchedule::workspace_floats(…) f32
-        // (checked by WorkspaceSource::resolve, below 2^31 bytes) kept live by its source and used by no other launch
-        // until this one completes; its counters (the fixed region at its start, where no
-        // partial sum is ever written) are 0 at launch and re-armed by every completed launch.
-        unsafe { stream.launch(spec, [cfg.grid, 1, 1], cfg.lds_bytes, &args)? };
-        return Ok(GemmRun { config: Some(cfg), workspace_limit });
-    }
-    if cfg.splits > 1 {
-        let spec = if preshuffled { config::dense_splitk_bs_kernel_spec(&cfg) } else { config::dense_splitk_kernel_spec(&cfg) }
-            .ok_or_else(|| Error::Unsupported(format!("configuration {cfg} has no dense split-K kernel")))?;
-        let (Some(splits), Some(block_m)) = (NonZeroU32::new(cfg.splits), NonZeroU32::new(cfg.block_m)) else {
-            return Err(Error::Unsupported(format!("configuration {cfg}: split-K needs a split count and a tile height of at least 1")));
-        };
-        let args = DenseSplitKArgs::new(a_ptr, b_ptr, sfa, sfb, d_ptr, GlobalPtr::new(ws_ptr), m, n, k, lda, ldd, splits, block_m);
-        // The bs split-K kernels on the pipelined loop count arrivals per wave (four counters
-        // per tile).
-        let max_tiles = if preshuffled { tile::bs_splitk_max_tiles(cfg.block_m) } else { tile::SPLITK_MAX_TILES };
-        if cfg.tiles() > max_tiles {
-            // The config choice never makes one; a forced split is rejected there too.
-            return Err(Error::Unsupported(format!("configuration {cfg}: split-K launches of this kernel have at most {max_tiles} output tiles")));
+        Spec::DenseSplitK(spec) => {
+            let (Some(splits), Some(block_m)) = (NonZeroU32::new(plan.splits), NonZeroU32::new(cfg.block_m)) else {
+                return Err(Error::Unsupported(format!("plan {plan}: split-K needs a split count and a tile height of at least 1")));
+            };
+            let args = DenseSplitKArgs::new(a_ptr, b_ptr, sfa, sfb, d_ptr, GlobalPtr::new(ws_ptr), m, n, k, lda, ldd, splits, block_m);
+            // The split-K kernels' counter region bounds their tile count (the registry row's
+            // `max_tiles`; the bs kernels on the pipelined loop count arrivals per wave).
+            if u64::from(cfg.tiles()) > u64::from(plan.kernel.max_tiles) {
+                return Err(Error::Unsupported(format!("plan {plan}: split-K launches of this kernel have at most {} output tiles", plan.kernel.max_tiles)));
+            }
+            // SAFETY: as for the non-split launch below, plus the workspace: `ws_ptr` addresses at
+            // least the plan's need = tile::splitk_workspace_floats(…) f32 (checked by WorkspaceSource::resolve_with) that the source
+            // keeps live — the stream owns its workspace; an explicit one is borrowed mutably for
+            // the call and, by this function's contract, not used by another launch until this one
+            // completes. Its counters are 0 at launch: they live in the fixed region at its start
+            // (tile::SPLITK_COUNTER_FLOATS, no partial sum is ever written there), are 0 when the
+            // workspace is allocated (zeroed), and every completed split-K launch re-arms them.
+            unsafe { stream.launch(spec, [plan.grid, 1, 1], cfg.lds_bytes, &args)? };
         }
-        // SAFETY: as for the non-split launch below, plus the workspace: `ws_ptr` addresses at
-        // least the config's need = tile::splitk_workspace_floats(…) f32 (checked by WorkspaceSource::resolve) that the source
-        // keeps live — the stream owns its workspace; an explicit one is borrowed mutably for
-        // the call and, by this function's contract, not used by another launch until this one
-        // completes. Its counters are 0 at launch: they live in the fixed region at its start
-        // (tile::SPLITK_COUNTER_FLOATS, no partial sum is ever written there), are 0 when the
-        // workspace is allocated (zeroed), and every completed split-K launch re-arms them.
-        unsafe { stream.launch(spec, [cfg.grid, 1, 1], cfg.lds_bytes, &args)? };
-        return Ok(GemmRun { config: Some(cfg), workspace_limit });
+        Spec::Dense(spec) => {
+            let args = DenseGemmArgs { a: a_ptr, b: b_ptr, sfa, sfb, d: d_ptr, m, n, k, lda, ldd, reserved: 0 };
+            // SAFETY: every pointer in `args` addresses memory the views borrow (live for the call; the
+            // buffers free only after synchronizing the device, raw views by their `unsafe` contract)
+            // with at least the extent the kernel's contract requires for (m, n, k, lda, ldd): A
+            // (m−1)·lda + k bytes, SFA m·⌈k/128⌉ floats, B n·k bytes (pre-shuffled, for the bs
+            // kernels: ⌈n/16⌉·16·k, checked above), SFB ⌈n/128⌉·⌈k/128⌉ floats, D (m−1)·ldd + n bf16
+            // (checked by the view constructors); `d` is borrowed mutably.
+            unsafe { stream.launch(spec, [plan.grid, 1, 1], cfg.lds_bytes, &args)? };
+        }
+        _ => return Err(Error::Unsupported(format!("plan {plan}: not a dense kernel"))),
     }
-    let spec = if preshuffled { config::dense_bs_kernel_spec(&cfg) } else { config::dense_kernel_spec(&cfg) }
-        .ok_or_else(|| Error::Unsupported(format!("configuration {cfg} has no dense kernel")))?;
-    let args = DenseGemmArgs { a: a_ptr, b: b_ptr, sfa, sfb, d: d_ptr, m, n, k, lda, ldd, reserved: 0 };
-    // SAFETY: every pointer in `args` addresses memory the views borrow (live for the call; the
-    // buffers free only after synchronizing the device, raw views by their `unsafe` contract)
-    // with at least the extent the kernel's contract requires for (m, n, k, lda, ldd): A
-    // (m−1)·lda + k bytes, SFA m·⌈k/128⌉ floats, B n·k bytes (pre-shuffled, for the bs
-    // kernels: ⌈n/16⌉·16·k, checked above), SFB ⌈n/128⌉·⌈k/128⌉ floats, D (m−1)·ldd + n bf16
-    // (checked by the view constructors); `d` is borrowed mutably.
-    unsafe { stream.launch(spec, [cfg.grid, 1, 1], cfg.lds_bytes, &args)? };
     Ok(GemmRun { config: Some(cfg), workspace_limit })
 }

@@ -106,7 +106,9 @@ pub mod quant;
 pub mod quantize;
 #[cfg(feature = "reference")]
 pub mod reference;
+pub mod registry;
 pub mod runtime;
+pub mod select;
 pub mod view;
 pub mod workspace;
 
@@ -114,7 +116,7 @@ pub mod workspace;
 pub use checkpoint::{Checkpoint, DeviceMlpWeights, DeviceMoeWeights, MlpWeights, MoeWeights};
 pub use config::{ConfigError, ForcedStreamK, GemmConfig, Overrides, Remap, StreamK, WorkspaceLimit};
 pub use error::{Error, Result};
-pub use gemm::{DeviceActivations, DeviceWeights, GemmRun, fp8_gemm_nt, fp8_gemm_nt_with_workspace};
+pub use gemm::{DeviceActivations, DeviceWeights, GemmRun, fp8_gemm_nt, fp8_gemm_nt_with_plan, fp8_gemm_nt_with_workspace};
 pub use grouped::{
     CONTIGUOUS_ALIGNMENTS, DeviceGroupedWeights, m_alignment_for_contiguous_layout, m_grouped_fp8_gemm_nt_contiguous, m_grouped_fp8_gemm_nt_contiguous_aligned,
     m_grouped_fp8_gemm_nt_masked, m_grouped_fp8_gemm_nt_masked_with_workspace,

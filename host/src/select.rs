@@ -1,0 +1,691 @@
+//! Kernel selection by a generated cost model: `plan(problem, arch, overrides, workspace)`.
+//!
+//! # Design
+//!
+//! The selector knows no tile and no shape. It enumerates every [`registry`] row that solves
+//! the problem, with every schedule the row allows ([`candidates`]: one tile per workgroup;
+//! split-K into 2 … [`MAX_SPLITS`] pieces while the split launch still fits in two rounds of the
+//! device; stream-K with 1 … slots waves of workgroups after a data-parallel head of 0 or of the
+//! whole waves), and ranks them by [`CostModel::estimate`], a small analytical model of how the
+//! timing model runs a launch:
+//!
+//! * **Workgroups on CUs.** A launch's workgroups are *jobs* of some number of 128-K blocks
+//!   (one tile: `k/128`; a split: its share; a stream-K workgroup: its iteration range). They are
+//!   dealt round-robin to the CUs, so the busiest CU gets `⌈jobs/CUs⌉` of each kind and runs
+//!   them in batches of at most `slots` (workgroups per CU from registers and LDS, from the code
+//!   object). A batch of `o` concurrent workgroups of `b` blocks costs `fixed[o] + b·block[o]`
+//!   cycles; a split or stream-K piece adds `partial` cycles for its partial tile and `reduce`
+//!   for each partial the finishing workgroup adds; a block whose B tile the CU reads first
+//!   (cold, from HBM: one in `⌈m/BM⌉` of the workgroups sharing that B tile) adds `cold`.
+//! * **Memory.** The launch moves at least its unique bytes (A, B, D, and the partial tiles)
+//!   through HBM at `hbm_bytes_per_s`.
+//! * `time = launch + max(busiest CU cycles / clock, bytes / bandwidth)`.
+//!
+//! Every coefficient is **generated**: `fp8gemm tune --cost` times each registered kernel with
+//! the timing model (`amdgpu_emu::timing`) on a seeded random sample of shapes, fits
+//! `block`, `fixed`, `partial` and `reduce` per kernel by non-negative least squares on relative
+//! error ([`fit_kernel`]), and writes them to `host/tuned/<arch>.<machine>.cost.csv`, which is
+//! embedded here ([`CostModel::for_arch`]). No coefficient is typed by hand; regenerate the file
+//! when the timing model or a kernel changes. `fp8gemm eval` judges the result on shapes the
+//! tuner never saw (regret against every candidate, timed through the model).
+//!
+//! Overrides are an explicit argument ([`Overrides`]: a tile, a split count, a stream-K
+//! schedule) that filter the candidates; a filter that leaves none is a typed error.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::OnceLock;
+
+use fp8gemm_device::streamk::StreamKSchedule;
+use fp8gemm_device::tile;
+
+use crate::codeobj::Arch;
+use crate::config::{ConfigError, GemmConfig, GemmDesc, GemmKind, Overrides, Remap, StreamK, WorkspaceLimit};
+use crate::layout::WeightLayout;
+use crate::registry::{self, KernelEntry, Problem, ScheduleKind};
+
+/// Most pieces a split-K launch cuts K into.
+pub const MAX_SPLITS: u32 = 32;
+
+/// A chosen kernel with its launch geometry: what an entry point launches.
+#[derive(Clone, Copy, Debug)]
+pub struct Plan {
+    /// The registered kernel.
+    pub kernel: &'static KernelEntry,
+    /// Workgroups in the 1-D grid.
+    pub grid: u32,
+    /// Workgroups per output tile (split-K); 1 otherwise.
+    pub splits: u32,
+    /// The stream-K schedule of a stream-K kernel.
+    pub stream_k: Option<StreamK>,
+    /// The cost model's estimate of the launch, seconds (*modelled*; `NaN` when the
+    /// architecture has no cost data).
+    pub estimate_s: f64,
+}
+
+impl Plan {
+    /// FP32 elements of workspace the launch needs.
+    pub fn workspace_floats(&self, arch: Arch) -> u64 {
+        self.config(arch).workspace_floats()
+    }
+
+    /// The launch as a [`GemmConfig`] (what entry points report).
+    pub fn config(&self, arch: Arch) -> GemmConfig {
+        let k = self.kernel;
+        GemmConfig {
+            block_m: k.block_m,
+            block_n: k.block_n,
+            block_k: tile::SCALE_BLOCK_K,
+            workgroup_size: k.spec.workgroup_size(),
+            lds_bytes: k.lds_bytes,
+            kernel: k.name(),
+            grid: self.grid,
+            splits: self.splits,
+            remap: Remap::Xcd { xcds: tile::NUM_XCDS },
+            arch,
+            stream_k: self.stream_k,
+        }
+    }
+
+    /// A short label: `bs 64x128 pipe split 4`.
+    pub fn label(&self) -> String {
+        let k = self.kernel;
+        let mut s = format!("{}{}x{}", if k.weights == WeightLayout::Preshuffled { "bs " } else { "" }, k.block_m, k.block_n);
+        if k.pipelined {
+            s.push_str(" pipe");
+        }
+        if k.name().contains("_b1_") {
+            s.push_str(" b1");
+        }
+        if k.schedule == ScheduleKind::DataParallel && k.weights == WeightLayout::Preshuffled && !k.pipelined && k.block_m == 64 {
+            s.push_str(" 2wg");
+        }
+        if let Some(sk) = self.stream_k {
+            s.push_str(&format!(" sk {}+{}", sk.dp_tiles, sk.sk_wgs));
+        } else if self.splits > 1 {
+            s.push_str(&format!(" split {}", self.splits));
+        }
+        s
+    }
+}
+
+impl fmt::Display for Plan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.kernel.name(), self.label())
+    }
+}
+
+fn problem_of(kind: GemmKind) -> Problem {
+    match kind {
+        GemmKind::Dense => Problem::Dense,
+        GemmKind::MGroupedContiguous => Problem::MGroupedContiguous,
+        GemmKind::MGroupedMasked => Problem::MGroupedMasked,
+    }
+}
+
+/// Every launch of a registered kernel that computes `desc` with weights in `weights`
+/// (dense problems; see the module docs for the schedules enumerated: split counts stop once
+/// the pieces fill two rounds of the device, unless forced).
+pub fn candidates(desc: &GemmDesc, weights: WeightLayout) -> Vec<Plan> {
+    candidates_with(desc, weights, false)
+}
+
+/// [`candidates`], with every split count `2 ..= min(k/128, MAX_SPLITS)` when `all_splits`
+/// (a forced split count is taken as given).
+fn candidates_with(desc: &GemmDesc, weights: WeightLayout, all_splits: bool) -> Vec<Plan> {
+    let problem = problem_of(desc.kind);
+    let cus = desc.cus.max(1);
+    let nkb = desc.k / tile::SCALE_BLOCK_K;
+    let mut v = Vec::new();
+    if problem != Problem::Dense {
+        return v;
+    }
+    for e in registry::candidates(problem, weights) {
+        let tiles64 = e.tiles(desc.m, desc.n);
+        let Ok(tiles) = u32::try_from(tiles64) else { continue };
+        let slots = e.slots_per_cu(desc.arch).unwrap_or(1);
+        let plan = |grid, splits, stream_k| Plan { kernel: e, grid, splits, stream_k, estimate_s: f64::NAN };
+        match e.schedule {
+            ScheduleKind::DataParallel => v.push(plan(tiles, 1, None)),
+            ScheduleKind::SplitK => {
+                if tiles > e.max_tiles {
+                    continue;
+                }
+                for s in 2..=nkb.min(MAX_SPLITS) {
+                    // Splitting only pays while the device has free slots: stop once the
+                    // pieces fill two rounds.
+                    if !all_splits && u64::from(tiles) * u64::from(s - 1) >= 2 * u64::from(cus * slots) {
+                        break;
+                    }
+                    if let Some(grid) = tiles.checked_mul(s) {
+                        v.push(plan(grid, s, None));
+                    }
+                }
+            }
+            ScheduleKind::StreamK => {
+                let mut dps = vec![0, crate::config::streamk_default_dp(tiles, cus * slots)];
+                dps.dedup();
+                for waves in 1..=slots {
+                    for &dp in &dps {
+                        let g = cus * waves;
+                        if StreamKSchedule::new(tiles, nkb, dp, g).is_ok() {
+                            let sk = StreamK { tiles, nkb, dp_tiles: dp, sk_wgs: g };
+                            v.push(plan(dp + g, 1, Some(sk)));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    v
+}
+
+/// Whether `p` is allowed by the overrides: the forced tile (data-parallel unless a split or
+/// stream-K schedule is forced too), split count, stream-K schedule and bs loop variants.
+fn passes(p: &Plan, o: &Overrides) -> bool {
+    if let Some(t) = o.tile {
+        if (p.kernel.block_m, p.kernel.block_n) != t {
+            return false;
+        }
+        // A forced tile alone runs it data-parallel (one workgroup per tile, the whole K).
+        if o.split.is_none() && o.stream_k.is_none() && p.kernel.schedule != ScheduleKind::DataParallel {
+            return false;
+        }
+    }
+    match (o.split, o.stream_k) {
+        (Some(s), _) if p.splits != s || (s > 1 && p.stream_k.is_some()) => return false,
+        (Some(1), None) if p.stream_k.is_some() => return false,
+        (_, Some((g, dp))) => {
+            let Some(sk) = p.stream_k else { return false };
+            if sk.sk_wgs != g || dp.is_some_and(|d| d != sk.dp_tiles) {
+                return false;
+            }
+        }
+        _ => {}
+    }
+    if let Some(pipe) = o.bs_pipelined
+        && p.kernel.weights == WeightLayout::Preshuffled
+        && p.kernel.block_m == 64
+        && p.kernel.schedule == ScheduleKind::DataParallel
+        && p.kernel.pipelined != pipe
+    {
+        return false;
+    }
+    if let Some(b) = o.bs_narrow_barrier
+        && p.kernel.block_n == 64
+        && p.kernel.weights == WeightLayout::Preshuffled
+        && p.kernel.schedule == ScheduleKind::DataParallel
+        && (b == 1) != p.kernel.name().contains("_b1_")
+    {
+        return false;
+    }
+    true
+}
+
+/// Chooses the launch of a dense problem: the candidate ([`candidates`]) the overrides allow
+/// with the smallest [`CostModel::estimate`] among those whose workspace need fits in
+/// `available` FP32 elements. If a faster candidate needed more workspace, it is reported as
+/// the [`WorkspaceLimit`]. A forced schedule whose workspace does not fit is still returned
+/// (the caller reports the shortfall as an error).
+pub fn plan(desc: &GemmDesc, weights: WeightLayout, overrides: &Overrides, available: u64) -> Result<(Plan, Option<WorkspaceLimit>), ConfigError> {
+    crate::config::validate(desc)?;
+    if overrides.split == Some(0) {
+        return Err(ConfigError::ForcedSplit { splits: "0".into(), expected: "at least 1".into() });
+    }
+    if overrides.split.is_some_and(|s| s > 1) && overrides.stream_k.is_some() {
+        return Err(ConfigError::ForcedSplit {
+            splits: overrides.split.unwrap_or(0).to_string(),
+            expected: "no split-K together with a forced stream-K schedule".into(),
+        });
+    }
+    let model = CostModel::for_arch(desc.arch)?;
+    let all_splits = overrides.split.is_some_and(|s| s > 1);
+    let mut all: Vec<Plan> = candidates_with(desc, weights, all_splits).into_iter().filter(|p| passes(p, overrides)).collect();
+    if all.is_empty() {
+        return Err(forced_error(desc, weights, overrides));
+    }
+    for p in &mut all {
+        p.estimate_s = model.estimate(p, desc);
+    }
+    let best_of = |ps: &mut dyn Iterator<Item = &Plan>| -> Option<Plan> { ps.min_by(|a, b| a.estimate_s.total_cmp(&b.estimate_s)).copied() };
+    let best = best_of(&mut all.iter()).ok_or_else(|| forced_error(desc, weights, overrides))?;
+    let forced = overrides.split.is_some_and(|s| s > 1) || overrides.stream_k.is_some();
+    if best.workspace_floats(desc.arch) <= available || forced {
+        return Ok((best, None));
+    }
+    let fitting = best_of(&mut all.iter().filter(|p| p.workspace_floats(desc.arch) <= available)).ok_or_else(|| forced_error(desc, weights, overrides))?;
+    let limit = WorkspaceLimit { preferred: best.config(desc.arch), needed: best.workspace_floats(desc.arch), available };
+    Ok((fitting, Some(limit)))
+}
+
+fn forced_error(desc: &GemmDesc, weights: WeightLayout, o: &Overrides) -> ConfigError {
+    let all = candidates(desc, weights);
+    if let Some((bm, bn)) = o.tile
+        && !all.iter().any(|p| (p.kernel.block_m, p.kernel.block_n) == (bm, bn))
+    {
+        return ConfigError::ForcedTile {
+            tile: format!("{bm}x{bn}"),
+            available: if weights == WeightLayout::Preshuffled { "32x64, 32x128, 48x128, 64x128, 80x128, 96x128, 128x128" } else { "64x64, 64x128, 128x128" },
+        };
+    }
+    if let Some((g, dp)) = o.stream_k {
+        return ConfigError::ForcedStreamK {
+            schedule: dp.map_or(format!("{g}"), |d| format!("{g}/{d}")),
+            expected:
+                "a stream-K schedule valid for the problem: G a whole number of waves of a stream-K tile's workgroups, the head whole waves leaving a tail"
+                    .into(),
+        };
+    }
+    let splits = o.split.unwrap_or(0);
+    ConfigError::ForcedSplit {
+        splits: splits.to_string(),
+        expected: format!(
+            "1, or 2 ..= min(k/128 = {}, {MAX_SPLITS}) for a tile with a split-K kernel whose tile count it can hold",
+            desc.k / tile::SCALE_BLOCK_K
+        ),
+    }
+}
+
+/// The generated coefficients of one kernel (see the module docs).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct KernelCost {
+    /// Cycles per 128-K block of one workgroup when `o` run on the CU at once, index `o − 1`.
+    pub block: Vec<f64>,
+    /// Fixed cycles of a batch of `o` workgroups (prologue, epilogue, dispatch), index `o − 1`.
+    pub fixed: Vec<f64>,
+    /// Cycles per partial tile a split-K / stream-K piece stores.
+    pub partial: f64,
+    /// Cycles per partial tile a finishing workgroup reads and adds.
+    pub reduce: f64,
+    /// Extra cycles per block whose B tile comes cold from HBM (its first reader among the
+    /// `⌈m/BM⌉` workgroups that share it).
+    pub cold: f64,
+}
+
+/// The generated cost model of one architecture (module docs).
+#[derive(Clone, Debug, Default)]
+pub struct CostModel {
+    /// Timing-model machine the coefficients were generated on.
+    pub machine: String,
+    /// Its shader clock, Hz.
+    pub clock_hz: f64,
+    /// Its launch overhead, seconds.
+    pub launch_s: f64,
+    /// The HBM bandwidth a streaming launch reaches on it, bytes per second (fitted).
+    pub hbm_bytes_per_s: f64,
+    /// Per kernel symbol.
+    pub kernels: HashMap<String, KernelCost>,
+}
+
+const COST_GFX942: &str = include_str!("../tuned/gfx942.mi325x.cost.csv");
+
+/// What a launch costs, broken down as the model sees it.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Features {
+    /// Blocks run by the busiest CU's workgroups at each concurrency `o` (index `o − 1`):
+    /// Σ over its batches at that concurrency of the batch's blocks per workgroup.
+    pub blocks: [f64; 8],
+    /// Batches of the busiest CU at each concurrency.
+    pub batches: [f64; 8],
+    /// Partial tiles the busiest CU's workgroups store.
+    pub partials: f64,
+    /// Partial tiles the busiest CU's finishing workgroups read.
+    pub reduces: f64,
+    /// The busiest CU's blocks whose B tile is read cold: its blocks / `⌈m/BM⌉`.
+    pub cold: f64,
+    /// Unique bytes the launch moves through HBM (A, B and D once each).
+    pub hbm_bytes: f64,
+}
+
+/// Adds `jobs` jobs of `blocks` blocks dealt round-robin over `cus` CUs (the busiest gets
+/// `⌈jobs/cus⌉`), run `slots` at a time.
+fn add_jobs(f: &mut Features, jobs: u64, blocks: f64, cus: u64, slots: u32) {
+    if jobs == 0 {
+        return;
+    }
+    let per_cu = jobs.div_ceil(cus);
+    let slots = u64::from(slots.clamp(1, 8));
+    let full = per_cu / slots;
+    let rest = per_cu % slots;
+    // With fewer jobs than CUs · slots, the busiest CU runs all of its jobs at once.
+    let o = slots as usize;
+    f.blocks[o - 1] += full as f64 * blocks;
+    f.batches[o - 1] += full as f64;
+    if rest > 0 {
+        f.blocks[rest as usize - 1] += blocks;
+        f.batches[rest as usize - 1] += 1.0;
+    }
+}
+
+impl Features {
+    /// The features of `plan` for `desc` on a device of `desc.cus` CUs.
+    pub fn of(plan: &Plan, desc: &GemmDesc) -> Features {
+        let k = plan.kernel;
+        let cus = u64::from(desc.cus.max(1));
+        let slots = k.slots_per_cu(desc.arch).unwrap_or(1);
+        let nkb = u64::from(desc.k / tile::SCALE_BLOCK_K);
+        let tiles = k.tiles(desc.m, desc.n);
+        let mut f = Features::default();
+        if let Some(sk) = plan.stream_k {
+            let dp = u64::from(sk.dp_tiles);
+            add_jobs(&mut f, dp, nkb as f64, cus, slots);
+            let g = u64::from(sk.sk_wgs.max(1));
+            let iters = (tiles - dp) * nkb;
+            let per = iters.div_ceil(g);
+            add_jobs(&mut f, g, per as f64, cus, slots);
+            // Each stream-K workgroup stores a partial for every tile it starts or ends in
+            // the middle of; the owners add them.
+            let pieces = (per as f64 / nkb as f64).ceil() + 1.0;
+            f.partials += g.div_ceil(cus) as f64 * pieces;
+            f.reduces += ((tiles - dp) as f64 / cus as f64).ceil() * (nkb as f64 / per as f64).ceil().max(1.0);
+        } else if plan.splits > 1 {
+            let s = u64::from(plan.splits);
+            let per = nkb.div_ceil(s);
+            add_jobs(&mut f, tiles * s, per as f64, cus, slots);
+            f.partials += (tiles * s).div_ceil(cus) as f64;
+            f.reduces += tiles.div_ceil(cus) as f64 * s as f64;
+        } else {
+            add_jobs(&mut f, tiles, nkb as f64, cus, slots);
+        }
+        let m_tiles = f64::from(desc.m.div_ceil(k.block_m).max(1));
+        f.cold = f.blocks.iter().sum::<f64>() / m_tiles;
+        let (m, n, kk) = (f64::from(desc.m), f64::from(desc.n), f64::from(desc.k));
+        // Partial tiles stay in the L2 / MALL (written, then read back by the finishing
+        // workgroup soon after): their cost is the `partial` / `reduce` terms, not HBM.
+        f.hbm_bytes = m * kk + n * kk + 2.0 * m * n;
+        f
+    }
+}
+
+impl CostModel {
+    /// The embedded cost model of `arch`: gfx942's is generated on the MI325X machine. gfx950
+    /// has no file of its own yet (its kernels are today the gfx942 code recompiled, and the
+    /// MI355X machine is not calibrated): it is planned with the gfx942 coefficients, scaled
+    /// by nothing — a documented stand-in until `fp8gemm tune --cost --machine mi355x` writes
+    /// `host/tuned/gfx950.mi355x.cost.csv`. A file that does not parse is
+    /// [`ConfigError::Tuned`].
+    pub fn for_arch(arch: Arch) -> Result<&'static CostModel, ConfigError> {
+        static GFX942: OnceLock<Result<CostModel, String>> = OnceLock::new();
+        let parsed = match arch {
+            Arch::Gfx942 | Arch::Gfx950 => GFX942.get_or_init(|| CostModel::parse(COST_GFX942)),
+        };
+        parsed.as_ref().map_err(|e| ConfigError::Tuned(format!("cost model {}: {e}", arch.name())))
+    }
+
+    /// Parses the CSV `fp8gemm tune --cost` writes.
+    pub fn parse(text: &str) -> Result<CostModel, String> {
+        let mut m = CostModel::default();
+        for (i, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let f: Vec<&str> = line.split(',').map(str::trim).collect();
+            let num = |j: usize| -> Result<f64, String> {
+                f.get(j).ok_or_else(|| format!("line {}: missing field {j}", i + 1))?.parse::<f64>().map_err(|e| format!("line {}: field {j}: {e}", i + 1))
+            };
+            match f[0] {
+                "machine" => {
+                    m.machine = f.get(1).ok_or_else(|| format!("line {}: machine name missing", i + 1))?.to_string();
+                    m.clock_hz = num(2)?;
+                    m.launch_s = num(3)?;
+                    m.hbm_bytes_per_s = num(4)?;
+                }
+                "kernel" => {
+                    let name = f.get(1).ok_or_else(|| format!("line {}: kernel name missing", i + 1))?.to_string();
+                    let slots = num(2)? as usize;
+                    if !(1..=8).contains(&slots) || f.len() != 6 + 2 * slots {
+                        return Err(format!("line {}: expected name, slots, partial, reduce, cold, then slots block and slots fixed figures", i + 1));
+                    }
+                    let (partial, reduce, cold) = (num(3)?, num(4)?, num(5)?);
+                    let block = (0..slots).map(|o| num(6 + o)).collect::<Result<Vec<_>, _>>()?;
+                    let fixed = (0..slots).map(|o| num(6 + slots + o)).collect::<Result<Vec<_>, _>>()?;
+                    m.kernels.insert(name, KernelCost { block, fixed, partial, reduce, cold });
+                }
+                other => return Err(format!("line {}: unknown row kind `{other}`", i + 1)),
+            }
+        }
+        if m.clock_hz <= 0.0 || m.hbm_bytes_per_s <= 0.0 {
+            return Err("no `machine` row".into());
+        }
+        Ok(m)
+    }
+
+    /// Writes the model in the format [`CostModel::parse`] reads.
+    pub fn to_csv(&self, header: &str) -> String {
+        let mut s = String::new();
+        for l in header.lines() {
+            s.push_str("# ");
+            s.push_str(l);
+            s.push('\n');
+        }
+        s.push_str("# machine,name,clock_hz,launch_s,hbm_bytes_per_s\n");
+        s.push_str(&format!("machine,{},{},{:e},{:e}\n", self.machine, self.clock_hz, self.launch_s, self.hbm_bytes_per_s));
+        s.push_str("# kernel,symbol,slots,partial_cycles,reduce_cycles,cold_block_cycles,block_cycles[slots],fixed_cycles[slots]\n");
+        let mut names: Vec<&String> = self.kernels.keys().collect();
+        names.sort();
+        for n in names {
+            let c = &self.kernels[n];
+            let fig = |v: &[f64]| v.iter().map(|x| format!("{x:.1}")).collect::<Vec<_>>().join(",");
+            s.push_str(&format!("kernel,{n},{},{:.1},{:.1},{:.1},{},{}\n", c.block.len(), c.partial, c.reduce, c.cold, fig(&c.block), fig(&c.fixed)));
+        }
+        s
+    }
+
+    /// The busiest CU's cycles for `f` under `c`.
+    pub fn cu_cycles(c: &KernelCost, f: &Features) -> f64 {
+        let mut t = c.partial * f.partials + c.reduce * f.reduces + c.cold * f.cold;
+        for o in 0..c.block.len().min(8) {
+            t += c.block[o] * f.blocks[o] + c.fixed[o] * f.batches[o];
+        }
+        // Concurrency above what the kernel was fitted at: scale the widest figures.
+        for o in c.block.len()..8 {
+            if f.batches[o] > 0.0 {
+                let w = c.block.len() - 1;
+                t += c.block[w] * f.blocks[o] + c.fixed[w] * f.batches[o];
+            }
+        }
+        t
+    }
+
+    /// The modelled seconds of `plan` on `desc` (`+∞` for a kernel without coefficients, so
+    /// it is chosen only when forced).
+    pub fn estimate(&self, plan: &Plan, desc: &GemmDesc) -> f64 {
+        let Some(c) = self.kernels.get(plan.kernel.name()) else { return f64::INFINITY };
+        let f = Features::of(plan, desc);
+        self.launch_s + (Self::cu_cycles(c, &f) / self.clock_hz).max(f.hbm_bytes / self.hbm_bytes_per_s)
+    }
+}
+
+/// One sample of the tuner: a launch's features and its modelled seconds.
+#[derive(Clone, Copy, Debug)]
+pub struct Sample {
+    /// The launch's features.
+    pub features: Features,
+    /// The timing model's seconds.
+    pub seconds: f64,
+}
+
+/// Fits one kernel's coefficients to `samples` (non-negative least squares on relative error,
+/// over the samples that the compute term explains: a sample whose bytes at `hbm_bytes_per_s`
+/// exceed the fitted compute time is memory-bound and left out, iterated to a fixed point).
+/// `slots` is the kernel's workgroups per CU.
+pub fn fit_kernel(samples: &[Sample], slots: u32, clock_hz: f64, launch_s: f64, hbm_bytes_per_s: f64) -> KernelCost {
+    let s = slots.clamp(1, 8) as usize;
+    let cols = 2 * s + 3;
+    let row = |x: &Features| -> Vec<f64> {
+        let mut r = vec![0.0; cols];
+        for o in 0..8 {
+            let oo = o.min(s - 1);
+            r[oo] += x.blocks[o];
+            r[s + oo] += x.batches[o];
+        }
+        r[2 * s] = x.partials;
+        r[2 * s + 1] = x.reduces;
+        r[2 * s + 2] = x.cold;
+        r
+    };
+    let mut use_: Vec<bool> = vec![true; samples.len()];
+    let mut coef = vec![0.0; cols];
+    for _ in 0..6 {
+        let mut a = Vec::new();
+        let mut b = Vec::new();
+        for (i, smp) in samples.iter().enumerate() {
+            if !use_[i] {
+                continue;
+            }
+            let cycles = (smp.seconds - launch_s).max(0.0) * clock_hz;
+            let w = 1.0 / cycles.max(1.0);
+            a.push(row(&smp.features).into_iter().map(|v| v * w).collect::<Vec<_>>());
+            b.push(cycles * w);
+        }
+        coef = nnls(&a, &b, cols);
+        let c = to_cost(&coef, s);
+        let mut changed = false;
+        for (i, smp) in samples.iter().enumerate() {
+            let compute = CostModel::cu_cycles(&c, &smp.features) / clock_hz;
+            let mem = smp.features.hbm_bytes / hbm_bytes_per_s;
+            let keep = compute >= mem;
+            if keep != use_[i] {
+                changed = true;
+                use_[i] = keep;
+            }
+        }
+        if !changed || use_.iter().filter(|&&u| u).count() < cols {
+            break;
+        }
+    }
+    to_cost(&coef, s)
+}
+
+fn to_cost(coef: &[f64], s: usize) -> KernelCost {
+    KernelCost { block: coef[..s].to_vec(), fixed: coef[s..2 * s].to_vec(), partial: coef[2 * s], reduce: coef[2 * s + 1], cold: coef[2 * s + 2] }
+}
+
+/// Non-negative least squares `min ‖A x − b‖², x ≥ 0` by cyclic coordinate descent on the
+/// normal equations (a handful of unknowns; converges for any positive semi-definite `AᵀA`).
+pub fn nnls(a: &[Vec<f64>], b: &[f64], cols: usize) -> Vec<f64> {
+    let mut ata = vec![vec![0.0; cols]; cols];
+    let mut atb = vec![0.0; cols];
+    for (r, &y) in a.iter().zip(b) {
+        for i in 0..cols {
+            atb[i] += r[i] * y;
+            for j in 0..cols {
+                ata[i][j] += r[i] * r[j];
+            }
+        }
+    }
+    let mut x = vec![0.0; cols];
+    for _ in 0..20_000 {
+        let mut delta: f64 = 0.0;
+        for i in 0..cols {
+            if ata[i][i] <= 0.0 {
+                continue;
+            }
+            let g: f64 = (0..cols).map(|j| ata[i][j] * x[j]).sum::<f64>() - atb[i];
+            let nx = (x[i] - g / ata[i][i]).max(0.0);
+            delta = delta.max((nx - x[i]).abs() / (1.0 + nx.abs()));
+            x[i] = nx;
+        }
+        if delta < 1e-12 {
+            break;
+        }
+    }
+    x
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nnls_recovers_a_nonnegative_solution_and_clamps_a_negative_one() {
+        // y = 2·x0 + 3·x1 exactly.
+        let a: Vec<Vec<f64>> = (0..10).map(|i| vec![f64::from(i), f64::from(10 - i) * 0.5]).collect();
+        let b: Vec<f64> = a.iter().map(|r| 2.0 * r[0] + 3.0 * r[1]).collect();
+        let x = nnls(&a, &b, 2);
+        assert!((x[0] - 2.0).abs() < 1e-6 && (x[1] - 3.0).abs() < 1e-6, "{x:?}");
+        // y = x0 − x1: the best non-negative fit has x1 = 0.
+        let b2: Vec<f64> = a.iter().map(|r| r[0] - r[1]).collect();
+        let x2 = nnls(&a, &b2, 2);
+        assert!(x2[1] == 0.0 && x2[0] > 0.0, "{x2:?}");
+    }
+
+    #[test]
+    fn fit_kernel_recovers_generated_coefficients() {
+        // Samples made by a known cost (compute-bound: a bandwidth no sample reaches) are
+        // fitted back to it.
+        let truth = KernelCost { block: vec![600.0, 900.0], fixed: vec![3000.0, 4000.0], partial: 500.0, reduce: 200.0, cold: 300.0 };
+        let (clock, launch) = (1.8e9, 2e-6);
+        let mut samples = Vec::new();
+        for i in 0..40u32 {
+            let mut f = Features::default();
+            add_jobs(&mut f, u64::from(50 + 37 * i), f64::from(2 + i % 13), 304, 2);
+            if i % 3 == 0 {
+                f.partials = f64::from(i % 5);
+                f.reduces = f64::from(i % 7);
+            }
+            f.cold = f.blocks.iter().sum::<f64>() / f64::from(1 + i % 4);
+            f.hbm_bytes = 1.0;
+            samples.push(Sample { features: f, seconds: launch + CostModel::cu_cycles(&truth, &f) / clock });
+        }
+        let got = fit_kernel(&samples, 2, clock, launch, 1e18);
+        let all = |c: &KernelCost| c.block.iter().chain(&c.fixed).chain([&c.partial, &c.reduce, &c.cold]).copied().collect::<Vec<f64>>();
+        for (g, t) in all(&got).into_iter().zip(all(&truth)) {
+            assert!((g - t).abs() <= 1e-3 * t.max(1.0), "{got:?} vs {truth:?}");
+        }
+    }
+
+    #[test]
+    fn jobs_are_dealt_round_robin_and_batched_by_slots() {
+        let mut f = Features::default();
+        // 10 jobs of 4 blocks on 4 CUs, 2 slots: the busiest CU gets 3 jobs: one batch of 2,
+        // one of 1.
+        add_jobs(&mut f, 10, 4.0, 4, 2);
+        assert_eq!((f.blocks[1], f.batches[1], f.blocks[0], f.batches[0]), (4.0, 1.0, 4.0, 1.0));
+        let mut g = Features::default();
+        add_jobs(&mut g, 3, 5.0, 4, 2);
+        assert_eq!((g.blocks[0], g.batches[0], g.batches[1]), (5.0, 1.0, 0.0));
+    }
+
+    #[test]
+    fn every_dense_kernel_has_candidates_and_coefficients() {
+        let model = CostModel::for_arch(Arch::Gfx942).expect("embedded gfx942 cost model parses");
+        for e in registry::KERNELS.iter().filter(|e| e.problem == Problem::Dense) {
+            let c = model.kernels.get(e.name()).unwrap_or_else(|| panic!("{} has no generated coefficients", e.name()));
+            assert_eq!(c.block.len() as u32, e.slots_per_cu(Arch::Gfx942).unwrap(), "{}: one figure per concurrency", e.name());
+        }
+        for weights in [WeightLayout::Logical, WeightLayout::Preshuffled] {
+            for (m, n, k) in [(1, 4096, 7168), (64, 2112, 7168), (1000, 7168, 2048), (4096, 24576, 1536)] {
+                let desc = GemmDesc::dense(m, n, k, Arch::Gfx942);
+                let c = candidates(&desc, weights);
+                assert!(c.iter().any(|p| p.kernel.schedule == ScheduleKind::DataParallel), "{m}x{n}x{k} {weights}");
+                let (p, _) = plan(&desc, weights, &Overrides::NONE, u64::MAX).expect("a plan");
+                assert!(p.estimate_s.is_finite() && p.estimate_s > 0.0, "{p}");
+                assert_eq!(p.kernel.weights, weights);
+                for q in &c {
+                    let est = model.estimate(q, &desc);
+                    assert!(est >= p.estimate_s, "{p} is not the smallest estimate: {q} {est}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn overrides_filter_the_candidates_or_fail_typed() {
+        let desc = GemmDesc::dense(256, 4096, 7168, Arch::Gfx942);
+        let (p, _) = plan(&desc, WeightLayout::Preshuffled, &Overrides::NONE.with_tile(48, 128), u64::MAX).unwrap();
+        assert_eq!((p.kernel.block_m, p.kernel.block_n), (48, 128));
+        let (p, _) = plan(&desc, WeightLayout::Logical, &Overrides::NONE.with_tile(64, 64).with_split(4), u64::MAX).unwrap();
+        assert_eq!((p.kernel.block_m, p.splits, p.kernel.schedule), (64, 4, ScheduleKind::SplitK));
+        assert!(matches!(plan(&desc, WeightLayout::Logical, &Overrides::NONE.with_tile(48, 128), u64::MAX), Err(ConfigError::ForcedTile { .. })));
+        assert!(matches!(plan(&desc, WeightLayout::Logical, &Overrides::NONE.with_split(999), u64::MAX), Err(ConfigError::ForcedSplit { .. })));
+        // No workspace: only unsplit plans, and the preferred split plan is reported.
+        let small = GemmDesc::dense(16, 2048, 16384, Arch::Gfx942);
+        let (p, limit) = plan(&small, WeightLayout::Preshuffled, &Overrides::NONE, 0).unwrap();
+        assert_eq!(p.workspace_floats(Arch::Gfx942), 0, "{p}");
+        if let Some(l) = limit {
+            assert!(l.needed > 0);
+        }
+    }
+}

@@ -1,0 +1,281 @@
+//! `fp8gemm tune --cost`: the selector's cost model (`host/tuned/<arch>.<machine>.cost.csv`,
+//! read by `fp8gemm::select`) generated from the emulator's timing model. Every figure in it is
+//! **modelled**, not measured.
+//!
+//! For every registered dense kernel (both weight layouts): `--samples` shapes drawn from a
+//! seeded random distribution — K = 128·b with b log-uniform in 2 … 64, N log-uniform in
+//! 256 … 32768 (a multiple of 64), M set so the kernel's tiles per CU are log-uniform over the
+//! range where its schedule applies (data-parallel 0.05 … 12, split-K 0.02 … 1.5, stream-K
+//! 0.3 … 12), any integer — with a random schedule among the selector's candidates for that
+//! shape; each is launched with its plan given ([`fp8gemm::fp8_gemm_nt_with_plan`]) and the
+//! timing model on (every XCD for grids of at most one workgroup per CU, XCD 0's share above), and shapes whose simulated work passes `--max-blocks` are redrawn.
+//! The samples are written to `--samples-out` so the fit can be redone without timing
+//! (`--from-samples`). The fit: for each candidate HBM bandwidth on a grid, every kernel's
+//! coefficients by non-negative least squares ([`fp8gemm::select::fit_kernel`]); the bandwidth
+//! with the smallest mean |log error| over all samples is kept. The evaluation shapes of
+//! `fp8gemm eval` are never drawn here (they come from public model configurations, not from
+//! this distribution).
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use amdgpu_emu::hip::{self as emu, TimingMode};
+use amdgpu_emu::timing::{Machine, Scope, SimOptions};
+use fp8gemm::codeobj::Arch;
+use fp8gemm::config::GemmDesc;
+use fp8gemm::registry::{self, KernelEntry, Problem, ScheduleKind};
+use fp8gemm::select::{self, CostModel, Features, Plan, Sample};
+use fp8gemm::{Context, Stream};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use crate::operands::{Operands, Problem as OpProblem};
+
+/// Arguments of `tune --cost`.
+pub struct CostArgs {
+    pub machine: String,
+    pub samples: usize,
+    pub max_blocks: u64,
+    pub out: Option<PathBuf>,
+    pub samples_out: Option<PathBuf>,
+    pub from_samples: Option<Vec<PathBuf>>,
+    pub only: Option<String>,
+    pub seed: u64,
+}
+
+/// One timed launch.
+#[derive(Clone, Debug)]
+pub struct Timed {
+    pub kernel: &'static str,
+    pub m: u32,
+    pub n: u32,
+    pub k: u32,
+    pub splits: u32,
+    pub dp: u32,
+    pub g: u32,
+    pub seconds: f64,
+}
+
+/// Times `plan` on `m × n × k` with the timing model of `machine`; returns modelled seconds.
+pub fn time_plan(ctx: &Context, machine: &Machine, plan: &Plan, m: u32, n: u32, k: u32) -> Result<f64, String> {
+    let e = |x: fp8gemm::Error| x.to_string();
+    let full = plan.grid <= machine.xcds * machine.cus_per_xcd;
+    let options = SimOptions { scope: if full { Scope::Full } else { Scope::OneXcd }, ..SimOptions::default() };
+    let mode = TimingMode { machine: machine.clone(), options };
+    let mut stream = Stream::new(ctx).map_err(e)?;
+    let ws = plan.workspace_floats(ctx.arch());
+    if ws > 0 {
+        stream.set_workspace(Some(fp8gemm::Workspace::new(ctx, ws as usize).map_err(e)?)).map_err(e)?;
+    }
+    let mut ops = Operands::with_layout(ctx, OpProblem::Dense { m: m as usize, n: n as usize, k: k as usize }, plan.kernel.weights).map_err(e)?;
+    emu::set_timing(Some(mode));
+    let run = ops.launch_plan(&stream, plan);
+    emu::set_timing(None);
+    run.map_err(e)?;
+    let t = emu::last_launch_timing().ok_or("the timed launch left no report")?;
+    Ok(t.seconds)
+}
+
+fn log_uniform(rng: &mut StdRng, lo: f64, hi: f64) -> f64 {
+    (lo.ln() + rng.random::<f64>() * (hi.ln() - lo.ln())).exp()
+}
+
+/// Draws a shape and a plan of `e` (module docs), or `None` if the draw gave no candidate.
+fn draw(rng: &mut StdRng, e: &'static KernelEntry, cus: u32, max_blocks: u64) -> Option<(GemmDesc, Plan)> {
+    let nkb = log_uniform(rng, 2.0, 64.0).round() as u32;
+    let n = ((log_uniform(rng, 256.0, 32768.0) / 64.0).round() as u32).max(1) * 64;
+    let (lo, hi) = match e.schedule {
+        ScheduleKind::DataParallel => (0.05, 12.0),
+        ScheduleKind::SplitK => (0.02, 1.5),
+        ScheduleKind::StreamK => (0.3, 12.0),
+    };
+    let per_cu = log_uniform(rng, lo, hi);
+    let tiles_n = n.div_ceil(e.block_n);
+    let tiles = (per_cu * f64::from(cus)).max(1.0);
+    let m_tiles = (tiles / f64::from(tiles_n)).max(1.0 / f64::from(e.block_m));
+    let m = ((m_tiles * f64::from(e.block_m)) * (0.75 + 0.5 * rng.random::<f64>())).round().max(1.0) as u32;
+    let desc = GemmDesc::dense(m, n, nkb * 128, Arch::Gfx942).with_cus(cus);
+    if e.tiles(m, n) * u64::from(nkb) > max_blocks {
+        return None;
+    }
+    let cands: Vec<Plan> = select::candidates(&desc, e.weights).into_iter().filter(|p| std::ptr::eq(p.kernel, e)).collect();
+    if cands.is_empty() {
+        return None;
+    }
+    let p = cands[rng.random_range(0..cands.len())];
+    Some((desc, p))
+}
+
+fn parse_samples(path: &Path) -> Result<Vec<Timed>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut v = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.starts_with('#') || line.trim().is_empty() {
+            continue;
+        }
+        let f: Vec<&str> = line.split(',').collect();
+        let bad = || format!("{}:{}: expected kernel,m,n,k,splits,dp,g,modelled_s", path.display(), i + 1);
+        if f.len() != 8 {
+            return Err(bad());
+        }
+        let kernel = registry::by_name(f[0]).ok_or_else(|| format!("{}:{}: unknown kernel {}", path.display(), i + 1, f[0]))?.name();
+        let u = |j: usize| f[j].trim().parse::<u32>().map_err(|_| bad());
+        v.push(Timed { kernel, m: u(1)?, n: u(2)?, k: u(3)?, splits: u(4)?, dp: u(5)?, g: u(6)?, seconds: f[7].trim().parse().map_err(|_| bad())? });
+    }
+    Ok(v)
+}
+
+/// The plan a sample row describes.
+pub fn plan_of(t: &Timed, cus: u32) -> Option<(GemmDesc, Plan)> {
+    let e = registry::by_name(t.kernel)?;
+    let desc = GemmDesc::dense(t.m, t.n, t.k, Arch::Gfx942).with_cus(cus);
+    select::candidates(&desc, e.weights)
+        .into_iter()
+        .find(|p| std::ptr::eq(p.kernel, e) && p.splits == t.splits && p.stream_k.map_or((0, 0), |s| (s.dp_tiles, s.sk_wgs)) == (t.dp, t.g))
+        .map(|p| (desc, p))
+}
+
+/// Runs `tune --cost`.
+pub fn run(a: CostArgs) -> Result<(), String> {
+    let machine = crate::profile::machine_by_name(&a.machine)?;
+    let cus = machine.xcds * machine.cus_per_xcd;
+    let ctx = Context::new().map_err(|e| e.to_string())?;
+    let kernels: Vec<&'static KernelEntry> =
+        registry::KERNELS.iter().filter(|e| e.problem == Problem::Dense && a.only.as_deref().is_none_or(|o| e.name().contains(o))).collect();
+    let timed: Vec<Timed> = match &a.from_samples {
+        Some(p) => p.iter().map(|f| parse_samples(f)).collect::<Result<Vec<_>, _>>()?.concat(),
+        None => {
+            let mut out = Vec::new();
+            let start = std::time::Instant::now();
+            for (ki, e) in kernels.iter().enumerate() {
+                let mut rng = StdRng::seed_from_u64(0x5eed_0000 + 1000 * a.seed + ki as u64);
+                let mut got = 0;
+                let mut tries = 0;
+                while got < a.samples && tries < 200 * a.samples {
+                    tries += 1;
+                    let Some((desc, p)) = draw(&mut rng, e, cus, a.max_blocks) else { continue };
+                    let s = time_plan(&ctx, &machine, &p, desc.m, desc.n, desc.k)?;
+                    let (dp, g) = p.stream_k.map_or((0, 0), |s| (s.dp_tiles, s.sk_wgs));
+                    eprintln!(
+                        "[{:>6.0} s] {:<44} {:>6}x{:<6}x{:<6} {:<22} {:>9.2} µs modelled",
+                        start.elapsed().as_secs_f64(),
+                        e.name(),
+                        desc.m,
+                        desc.n,
+                        desc.k,
+                        p.label(),
+                        s * 1e6
+                    );
+                    out.push(Timed { kernel: e.name(), m: desc.m, n: desc.n, k: desc.k, splits: p.splits, dp, g, seconds: s });
+                    got += 1;
+                }
+                if let Some(path) = &a.samples_out {
+                    write_samples(path, &machine, &out)?;
+                }
+            }
+            out
+        }
+    };
+    let model = match &a.only {
+        // One kernel (a new registry row): fitted at the shipped model's bandwidth and merged
+        // into it.
+        Some(_) => {
+            let mut base = CostModel::for_arch(Arch::Gfx942).map_err(|e| e.to_string())?.clone();
+            let fitted = fit_at(&timed, &machine, cus, base.hbm_bytes_per_s)?;
+            base.kernels.extend(fitted.kernels);
+            base
+        }
+        None => fit(&timed, &machine, cus)?,
+    };
+    report(&timed, &model, cus);
+    let header = format!(
+        "fp8gemm selector cost model for gfx942, written by `fp8gemm tune --cost --machine {}` from {} launches timed by the\n\
+         emulator's timing model (MODELLED, not measured). Regenerate when the timing model or a kernel changes.",
+        a.machine,
+        timed.len()
+    );
+    let csv = model.to_csv(&header);
+    match &a.out {
+        Some(p) => std::fs::write(p, csv).map_err(|e| format!("{}: {e}", p.display()))?,
+        None => print!("{csv}"),
+    }
+    Ok(())
+}
+
+fn write_samples(path: &Path, machine: &Machine, v: &[Timed]) -> Result<(), String> {
+    let mut s = format!("# tune --cost samples on {} (seconds MODELLED by the timing model)\n# kernel,m,n,k,splits,dp,g,modelled_s\n", machine.name);
+    for t in v {
+        let _ = writeln!(s, "{},{},{},{},{},{},{},{:e}", t.kernel, t.m, t.n, t.k, t.splits, t.dp, t.g, t.seconds);
+    }
+    std::fs::write(path, s).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Every kernel's coefficients at HBM bandwidth `bw`.
+fn fit_at(timed: &[Timed], machine: &Machine, cus: u32, bw: f64) -> Result<CostModel, String> {
+    let mut by_kernel: HashMap<&'static str, Vec<Sample>> = HashMap::new();
+    for t in timed {
+        let (desc, p) = plan_of(t, cus).ok_or_else(|| format!("sample {t:?} is not a candidate of the current selector"))?;
+        by_kernel.entry(t.kernel).or_default().push(Sample { features: Features::of(&p, &desc), seconds: t.seconds });
+    }
+    let mut model = CostModel {
+        machine: machine.name.to_string(),
+        clock_hz: machine.clock_hz,
+        launch_s: machine.launch_overhead_s,
+        hbm_bytes_per_s: bw,
+        kernels: HashMap::new(),
+    };
+    for (name, samples) in &by_kernel {
+        let e = registry::by_name(name).ok_or("unregistered kernel")?;
+        let slots = e.slots_per_cu(Arch::Gfx942).unwrap_or(1);
+        model.kernels.insert(name.to_string(), select::fit_kernel(samples, slots, machine.clock_hz, machine.launch_overhead_s, bw));
+    }
+    Ok(model)
+}
+
+/// Fits every kernel's coefficients (module docs): the bandwidth of least median error.
+pub fn fit(timed: &[Timed], machine: &Machine, cus: u32) -> Result<CostModel, String> {
+    let peak = machine.hbm_bytes_per_s;
+    let mut best: Option<(f64, CostModel)> = None;
+    for step in 0..=16 {
+        let bw = peak * (0.3 + 0.05 * f64::from(step));
+        let model = fit_at(timed, machine, cus, bw)?;
+        // Mean |log error| over every sample (a median would let the memory-bound tail go).
+        let errs: Vec<f64> = timed.iter().filter_map(|t| plan_of(t, cus).map(|(d, p)| (model.estimate(&p, &d) / t.seconds).ln().abs())).collect();
+        let med = errs.iter().sum::<f64>() / errs.len().max(1) as f64;
+        if best.as_ref().is_none_or(|(b, _)| med < *b) {
+            best = Some((med, model));
+        }
+    }
+    best.map(|(_, m)| m).ok_or_else(|| "no samples".to_string())
+}
+
+fn report(timed: &[Timed], model: &CostModel, cus: u32) {
+    println!("cost model fit (in-sample; every time MODELLED): HBM {:.2} TB/s", model.hbm_bytes_per_s / 1e12);
+    println!("{:<46} {:>4} {:>10} {:>10} {:>10}  worst row", "kernel", "n", "median|e|", "worst|e|", "median e");
+    let mut names: Vec<&str> = timed.iter().map(|t| t.kernel).collect();
+    names.sort_unstable();
+    names.dedup();
+    for name in names {
+        let mut e: Vec<f64> =
+            timed.iter().filter(|t| t.kernel == name).filter_map(|t| plan_of(t, cus).map(|(d, p)| model.estimate(&p, &d) / t.seconds - 1.0)).collect();
+        let worst_row = timed
+            .iter()
+            .filter(|t| t.kernel == name)
+            .filter_map(|t| plan_of(t, cus).map(|(d, p)| ((model.estimate(&p, &d) / t.seconds - 1.0).abs(), t, p.label())))
+            .max_by(|a, b| a.0.total_cmp(&b.0))
+            .map(|(_, t, l)| format!("{}x{}x{} {l}: {:.2} µs", t.m, t.n, t.k, t.seconds * 1e6))
+            .unwrap_or_default();
+        let mut abs: Vec<f64> = e.iter().map(|x| x.abs()).collect();
+        abs.sort_by(f64::total_cmp);
+        e.sort_by(f64::total_cmp);
+        println!(
+            "{:<46} {:>4} {:>9.1}% {:>9.1}% {:>+9.1}%  {worst_row}",
+            name,
+            e.len(),
+            100.0 * abs[abs.len() / 2],
+            100.0 * abs[abs.len() - 1],
+            100.0 * e[e.len() / 2]
+        );
+    }
+}
