@@ -111,7 +111,9 @@ fn judge(
             continue;
         }
         let est = model.estimate(&c, desc);
-        if !(est <= prune * plan.estimate_s) {
+        // (An estimate that is NaN or +∞ counts as beyond the bound.)
+        let within = est <= prune * plan.estimate_s;
+        if !within {
             pruned += 1;
             continue;
         }
@@ -188,7 +190,7 @@ pub fn run(a: EvalArgs) -> Result<(), String> {
     }
     summarize(&rows);
     if let Some(p) = &a.csv {
-        write_csv(p, &rows, &machine.name.to_string(), a.layout)?;
+        write_csv(p, &rows, machine.name, a.layout)?;
     }
     if let Some(p) = &a.plot {
         plot(p, &rows, a.layout)?;

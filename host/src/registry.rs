@@ -157,9 +157,6 @@ pub struct KernelEntry {
     pub block_m: u32,
     /// Columns of D per tile.
     pub block_n: u32,
-    /// Main-loop variant: `pipelined` loops prefetch B from global memory straight into the
-    /// MFMA operands several blocks ahead (`fp8gemm_device::mainloop_bs`, "Pipelined loop").
-    pub pipelined: bool,
     /// A stages in LDS.
     pub stages: u32,
     /// Dynamic LDS bytes of a launch.
@@ -172,6 +169,14 @@ impl KernelEntry {
     /// The kernel's symbol.
     pub fn name(&self) -> &'static str {
         self.spec.name()
+    }
+
+    /// A `_pipe_` kernel: the bs pipelined loop (`fp8gemm_device::mainloop_bs`, "Pipelined
+    /// loop": B prefetched from global memory straight into the MFMA operands blocks ahead) as
+    /// its own kernel beside a two-phase twin of the same tile. (The bs split-K kernels run the
+    /// pipelined loop too, without a twin.)
+    pub fn pipelined(&self) -> bool {
+        self.name().contains("_pipe_")
     }
 
     /// Output tiles of an `m × n` output.
@@ -214,18 +219,18 @@ fn resources(arch: Arch) -> &'static HashMap<String, (u32, u32)> {
         .get_or_init(|| codeobj::inspect(arch.code_object()).map(|rows| rows.into_iter().map(|r| (r.name, (r.occupancy, r.lds))).collect()).unwrap_or_default())
 }
 
+#[allow(clippy::too_many_arguments)] // One table row's fields, in the table's column order.
 const fn row(
     spec: Spec,
     problem: Problem,
     weights: WeightLayout,
     schedule: ScheduleKind,
     (block_m, block_n): (u32, u32),
-    pipelined: bool,
     stages: u32,
     lds_bytes: u32,
     max_tiles: u32,
 ) -> KernelEntry {
-    KernelEntry { spec, problem, weights, schedule, block_m, block_n, pipelined, stages, lds_bytes, max_tiles }
+    KernelEntry { spec, problem, weights, schedule, block_m, block_n, stages, lds_bytes, max_tiles }
 }
 
 use Problem::{Dense, KGrouped as KG, MGroupedContiguous as Contig, MGroupedMasked as Masked};
@@ -246,109 +251,67 @@ const fn bs(t: tile::BsTile) -> u32 {
 /// Every GEMM kernel of the code objects (gfx942 and gfx950 carry the same set).
 pub static KERNELS: &[KernelEntry] = &[
     // Dense, logical B: the LDS main loop (`fp8gemm_device::dense`).
-    row(Spec::Dense(FP8_GEMM_NT_BM64_BN64), Dense, L, DP, (64, 64), false, 1, dl(64, 64), NO_LIMIT),
-    row(Spec::Dense(FP8_GEMM_NT_BM64_BN128), Dense, L, DP, (64, 128), false, 1, dl(64, 128), NO_LIMIT),
-    row(Spec::Dense(FP8_GEMM_NT_BM128_BN128), Dense, L, DP, (128, 128), false, 1, dl(128, 128), NO_LIMIT),
-    row(Spec::DenseSplitK(FP8_GEMM_NT_SPLITK_BM64_BN64), Dense, L, SK, (64, 64), false, 1, dl(64, 64), tile::SPLITK_MAX_TILES),
-    row(Spec::DenseSplitK(FP8_GEMM_NT_SPLITK_BM64_BN128), Dense, L, SK, (64, 128), false, 1, dl(64, 128), tile::SPLITK_MAX_TILES),
-    row(Spec::DenseSplitK(FP8_GEMM_NT_SPLITK_BM128_BN128), Dense, L, SK, (128, 128), false, 1, dl(128, 128), tile::SPLITK_MAX_TILES),
-    row(Spec::DenseStreamK(FP8_GEMM_NT_STREAMK_BM64_BN64), Dense, L, STK, (64, 64), false, 1, dl(64, 64), NO_LIMIT),
-    row(Spec::DenseStreamK(FP8_GEMM_NT_STREAMK_BM64_BN128), Dense, L, STK, (64, 128), false, 1, dl(64, 128), NO_LIMIT),
-    row(Spec::DenseStreamK(FP8_GEMM_NT_STREAMK_BM128_BN128), Dense, L, STK, (128, 128), false, 1, dl(128, 128), NO_LIMIT),
+    row(Spec::Dense(FP8_GEMM_NT_BM64_BN64), Dense, L, DP, (64, 64), 1, dl(64, 64), NO_LIMIT),
+    row(Spec::Dense(FP8_GEMM_NT_BM64_BN128), Dense, L, DP, (64, 128), 1, dl(64, 128), NO_LIMIT),
+    row(Spec::Dense(FP8_GEMM_NT_BM128_BN128), Dense, L, DP, (128, 128), 1, dl(128, 128), NO_LIMIT),
+    row(Spec::DenseSplitK(FP8_GEMM_NT_SPLITK_BM64_BN64), Dense, L, SK, (64, 64), 1, dl(64, 64), tile::SPLITK_MAX_TILES),
+    row(Spec::DenseSplitK(FP8_GEMM_NT_SPLITK_BM64_BN128), Dense, L, SK, (64, 128), 1, dl(64, 128), tile::SPLITK_MAX_TILES),
+    row(Spec::DenseSplitK(FP8_GEMM_NT_SPLITK_BM128_BN128), Dense, L, SK, (128, 128), 1, dl(128, 128), tile::SPLITK_MAX_TILES),
+    row(Spec::DenseStreamK(FP8_GEMM_NT_STREAMK_BM64_BN64), Dense, L, STK, (64, 64), 1, dl(64, 64), NO_LIMIT),
+    row(Spec::DenseStreamK(FP8_GEMM_NT_STREAMK_BM64_BN128), Dense, L, STK, (64, 128), 1, dl(64, 128), NO_LIMIT),
+    row(Spec::DenseStreamK(FP8_GEMM_NT_STREAMK_BM128_BN128), Dense, L, STK, (128, 128), 1, dl(128, 128), NO_LIMIT),
     // Dense, pre-shuffled B (`fp8gemm_device::mainloop_bs`, `mainloop_bs128`).
-    row(Spec::Dense(FP8_GEMM_NT_BS_BM32_BN128), Dense, P, DP, (32, 128), false, 2, bs(tile::DENSE_BS_TILES[0]), NO_LIMIT),
-    row(Spec::Dense(FP8_GEMM_NT_BS_BM64_BN128), Dense, P, DP, (64, 128), false, 2, bs(tile::DENSE_BS_TILES[1]), NO_LIMIT),
-    row(Spec::Dense(FP8_GEMM_NT_BS_BM128_BN128), Dense, P, DP, (128, 128), false, 2, bs(tile::DENSE_BS_TILES[2]), NO_LIMIT),
-    row(Spec::Dense(FP8_GEMM_NT_BS_PIPE_BM32_BN64), Dense, P, DP, (32, 64), true, 4, bs(tile::DENSE_BS_PIPE_BM32_BN64), NO_LIMIT),
-    row(Spec::Dense(FP8_GEMM_NT_BS_PIPE_B1_BM32_BN64), Dense, P, DP, (32, 64), true, 2, bs(tile::DENSE_BS_PIPE_B1_BM32_BN64), NO_LIMIT),
-    row(Spec::Dense(FP8_GEMM_NT_BS_PIPE_BM48_BN128), Dense, P, DP, (48, 128), true, 2, pl(48), NO_LIMIT),
-    row(Spec::Dense(FP8_GEMM_NT_BS_PIPE_BM64_BN128), Dense, P, DP, (64, 128), true, 2, pl(64), NO_LIMIT),
-    row(Spec::Dense(FP8_GEMM_NT_BS_PIPE_BM80_BN128), Dense, P, DP, (80, 128), true, 2, pl(80), NO_LIMIT),
-    row(Spec::Dense(FP8_GEMM_NT_BS_PIPE_BM96_BN128), Dense, P, DP, (96, 128), true, 2, pl(96), NO_LIMIT),
-    row(Spec::Dense(FP8_GEMM_NT_BS_PIPE_BM128_BN128), Dense, P, DP, (128, 128), true, 2, bs(tile::DENSE_BS_PIPE_BM128), NO_LIMIT),
-    row(
-        Spec::DenseSplitK(FP8_GEMM_NT_SPLITK_BS_BM32_BN64),
-        Dense,
-        P,
-        SK,
-        (32, 64),
-        true,
-        4,
-        bs(tile::DENSE_SPLITK_BS_BM32_BN64),
-        tile::bs_splitk_max_tiles(32),
-    ),
-    row(
-        Spec::DenseSplitK(FP8_GEMM_NT_SPLITK_BS_BM32_BN128),
-        Dense,
-        P,
-        SK,
-        (32, 128),
-        true,
-        2,
-        bs(tile::DENSE_SPLITK_BS_TILES[0]),
-        tile::bs_splitk_max_tiles(32),
-    ),
-    row(
-        Spec::DenseSplitK(FP8_GEMM_NT_SPLITK_BS_BM64_BN128),
-        Dense,
-        P,
-        SK,
-        (64, 128),
-        true,
-        2,
-        bs(tile::DENSE_SPLITK_BS_TILES[1]),
-        tile::bs_splitk_max_tiles(64),
-    ),
-    row(
-        Spec::DenseSplitK(FP8_GEMM_NT_SPLITK_BS_BM128_BN128),
-        Dense,
-        P,
-        SK,
-        (128, 128),
-        false,
-        2,
-        bs(tile::DENSE_SPLITK_BS_TILES[2]),
-        tile::bs_splitk_max_tiles(128),
-    ),
-    row(Spec::DenseStreamK(FP8_GEMM_NT_STREAMK_BS_BM32_BN128), Dense, P, STK, (32, 128), true, 2, bs(fp8gemm_device::streamk::STREAMK_BS_TILES[0]), NO_LIMIT),
-    row(Spec::DenseStreamK(FP8_GEMM_NT_STREAMK_BS_BM64_BN128), Dense, P, STK, (64, 128), true, 2, bs(fp8gemm_device::streamk::STREAMK_BS_TILES[1]), NO_LIMIT),
-    row(Spec::DenseStreamK(FP8_GEMM_NT_STREAMK_BS_PIPE_BM48_BN128), Dense, P, STK, (48, 128), true, 2, pl(48), NO_LIMIT),
-    row(Spec::DenseStreamK(FP8_GEMM_NT_STREAMK_BS_PIPE_BM64_BN128), Dense, P, STK, (64, 128), true, 2, pl(64), NO_LIMIT),
+    row(Spec::Dense(FP8_GEMM_NT_BS_BM32_BN128), Dense, P, DP, (32, 128), 2, bs(tile::DENSE_BS_TILES[0]), NO_LIMIT),
+    row(Spec::Dense(FP8_GEMM_NT_BS_BM64_BN128), Dense, P, DP, (64, 128), 2, bs(tile::DENSE_BS_TILES[1]), NO_LIMIT),
+    row(Spec::Dense(FP8_GEMM_NT_BS_BM128_BN128), Dense, P, DP, (128, 128), 2, bs(tile::DENSE_BS_TILES[2]), NO_LIMIT),
+    row(Spec::Dense(FP8_GEMM_NT_BS_PIPE_BM32_BN64), Dense, P, DP, (32, 64), 4, bs(tile::DENSE_BS_PIPE_BM32_BN64), NO_LIMIT),
+    row(Spec::Dense(FP8_GEMM_NT_BS_PIPE_B1_BM32_BN64), Dense, P, DP, (32, 64), 2, bs(tile::DENSE_BS_PIPE_B1_BM32_BN64), NO_LIMIT),
+    row(Spec::Dense(FP8_GEMM_NT_BS_PIPE_BM48_BN128), Dense, P, DP, (48, 128), 2, pl(48), NO_LIMIT),
+    row(Spec::Dense(FP8_GEMM_NT_BS_PIPE_BM64_BN128), Dense, P, DP, (64, 128), 2, pl(64), NO_LIMIT),
+    row(Spec::Dense(FP8_GEMM_NT_BS_PIPE_BM80_BN128), Dense, P, DP, (80, 128), 2, pl(80), NO_LIMIT),
+    row(Spec::Dense(FP8_GEMM_NT_BS_PIPE_BM96_BN128), Dense, P, DP, (96, 128), 2, pl(96), NO_LIMIT),
+    row(Spec::Dense(FP8_GEMM_NT_BS_PIPE_BM128_BN128), Dense, P, DP, (128, 128), 2, bs(tile::DENSE_BS_PIPE_BM128), NO_LIMIT),
+    row(Spec::DenseSplitK(FP8_GEMM_NT_SPLITK_BS_BM32_BN64), Dense, P, SK, (32, 64), 4, bs(tile::DENSE_SPLITK_BS_BM32_BN64), tile::bs_splitk_max_tiles(32)),
+    row(Spec::DenseSplitK(FP8_GEMM_NT_SPLITK_BS_BM32_BN128), Dense, P, SK, (32, 128), 2, bs(tile::DENSE_SPLITK_BS_TILES[0]), tile::bs_splitk_max_tiles(32)),
+    row(Spec::DenseSplitK(FP8_GEMM_NT_SPLITK_BS_BM64_BN128), Dense, P, SK, (64, 128), 2, bs(tile::DENSE_SPLITK_BS_TILES[1]), tile::bs_splitk_max_tiles(64)),
+    row(Spec::DenseSplitK(FP8_GEMM_NT_SPLITK_BS_BM128_BN128), Dense, P, SK, (128, 128), 2, bs(tile::DENSE_SPLITK_BS_TILES[2]), tile::bs_splitk_max_tiles(128)),
+    row(Spec::DenseStreamK(FP8_GEMM_NT_STREAMK_BS_BM32_BN128), Dense, P, STK, (32, 128), 2, bs(fp8gemm_device::streamk::STREAMK_BS_TILES[0]), NO_LIMIT),
+    row(Spec::DenseStreamK(FP8_GEMM_NT_STREAMK_BS_BM64_BN128), Dense, P, STK, (64, 128), 2, bs(fp8gemm_device::streamk::STREAMK_BS_TILES[1]), NO_LIMIT),
+    row(Spec::DenseStreamK(FP8_GEMM_NT_STREAMK_BS_PIPE_BM48_BN128), Dense, P, STK, (48, 128), 2, pl(48), NO_LIMIT),
+    row(Spec::DenseStreamK(FP8_GEMM_NT_STREAMK_BS_PIPE_BM64_BN128), Dense, P, STK, (64, 128), 2, pl(64), NO_LIMIT),
     // M-grouped contiguous.
-    row(Spec::Contiguous(M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM64_BN64), Contig, L, DP, (64, 64), false, 1, dl(64, 64), NO_LIMIT),
-    row(Spec::Contiguous(M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM64_BN128), Contig, L, DP, (64, 128), false, 1, dl(64, 128), NO_LIMIT),
-    row(Spec::Contiguous(M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM128_BN128), Contig, L, DP, (128, 128), false, 1, dl(128, 128), NO_LIMIT),
-    row(Spec::Contiguous(M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM32_BN128), Contig, P, DP, (32, 128), false, 2, bs(tile::CONTIGUOUS_BS_TILES[0]), NO_LIMIT),
-    row(Spec::Contiguous(M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM64_BN128), Contig, P, DP, (64, 128), false, 2, bs(tile::CONTIGUOUS_BS_TILES[1]), NO_LIMIT),
-    row(Spec::Contiguous(M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM128_BN128), Contig, P, DP, (128, 128), false, 2, bs(tile::CONTIGUOUS_BS_TILES[2]), NO_LIMIT),
-    row(Spec::Contiguous(M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_PIPE_BM64_BN128), Contig, P, DP, (64, 128), true, 2, pl(64), NO_LIMIT),
+    row(Spec::Contiguous(M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM64_BN64), Contig, L, DP, (64, 64), 1, dl(64, 64), NO_LIMIT),
+    row(Spec::Contiguous(M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM64_BN128), Contig, L, DP, (64, 128), 1, dl(64, 128), NO_LIMIT),
+    row(Spec::Contiguous(M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM128_BN128), Contig, L, DP, (128, 128), 1, dl(128, 128), NO_LIMIT),
+    row(Spec::Contiguous(M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM32_BN128), Contig, P, DP, (32, 128), 2, bs(tile::CONTIGUOUS_BS_TILES[0]), NO_LIMIT),
+    row(Spec::Contiguous(M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM64_BN128), Contig, P, DP, (64, 128), 2, bs(tile::CONTIGUOUS_BS_TILES[1]), NO_LIMIT),
+    row(Spec::Contiguous(M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM128_BN128), Contig, P, DP, (128, 128), 2, bs(tile::CONTIGUOUS_BS_TILES[2]), NO_LIMIT),
+    row(Spec::Contiguous(M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_PIPE_BM64_BN128), Contig, P, DP, (64, 128), 2, pl(64), NO_LIMIT),
     // M-grouped masked.
-    row(Spec::Masked(M_GROUPED_FP8_GEMM_NT_MASKED_BM64_BN64), Masked, L, DP, (64, 64), false, 1, dl(64, 64), NO_LIMIT),
-    row(Spec::Masked(M_GROUPED_FP8_GEMM_NT_MASKED_BM64_BN128), Masked, L, DP, (64, 128), false, 1, dl(64, 128), NO_LIMIT),
-    row(Spec::Masked(M_GROUPED_FP8_GEMM_NT_MASKED_BM128_BN128), Masked, L, DP, (128, 128), false, 1, dl(128, 128), NO_LIMIT),
-    row(Spec::Masked(M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM32_BN128), Masked, P, DP, (32, 128), false, 2, bs(tile::MASKED_BS_TILES[0]), NO_LIMIT),
-    row(Spec::Masked(M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM64_BN128), Masked, P, DP, (64, 128), false, 2, bs(tile::MASKED_BS_TILES[1]), NO_LIMIT),
-    row(Spec::Masked(M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM128_BN128), Masked, P, DP, (128, 128), false, 2, bs(tile::MASKED_BS_TILES[2]), NO_LIMIT),
+    row(Spec::Masked(M_GROUPED_FP8_GEMM_NT_MASKED_BM64_BN64), Masked, L, DP, (64, 64), 1, dl(64, 64), NO_LIMIT),
+    row(Spec::Masked(M_GROUPED_FP8_GEMM_NT_MASKED_BM64_BN128), Masked, L, DP, (64, 128), 1, dl(64, 128), NO_LIMIT),
+    row(Spec::Masked(M_GROUPED_FP8_GEMM_NT_MASKED_BM128_BN128), Masked, L, DP, (128, 128), 1, dl(128, 128), NO_LIMIT),
+    row(Spec::Masked(M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM32_BN128), Masked, P, DP, (32, 128), 2, bs(tile::MASKED_BS_TILES[0]), NO_LIMIT),
+    row(Spec::Masked(M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM64_BN128), Masked, P, DP, (64, 128), 2, bs(tile::MASKED_BS_TILES[1]), NO_LIMIT),
+    row(Spec::Masked(M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM128_BN128), Masked, P, DP, (128, 128), 2, bs(tile::MASKED_BS_TILES[2]), NO_LIMIT),
     row(
         Spec::Masked(M_GROUPED_FP8_GEMM_NT_MASKED_BS_PIPE_BM32_BN64),
         Masked,
         P,
         DP,
         (32, 64),
-        true,
         4,
         bs(fp8gemm_device::grouped_pipe::MASKED_BS_PIPE_TILES[0]),
         NO_LIMIT,
     ),
-    row(Spec::Masked(M_GROUPED_FP8_GEMM_NT_MASKED_BS_PIPE_BM64_BN128), Masked, P, DP, (64, 128), true, 2, pl(64), NO_LIMIT),
-    row(Spec::Masked(M_GROUPED_FP8_GEMM_NT_MASKED_BS_PIPE_BM80_BN128), Masked, P, DP, (80, 128), true, 2, pl(80), NO_LIMIT),
+    row(Spec::Masked(M_GROUPED_FP8_GEMM_NT_MASKED_BS_PIPE_BM64_BN128), Masked, P, DP, (64, 128), 2, pl(64), NO_LIMIT),
+    row(Spec::Masked(M_GROUPED_FP8_GEMM_NT_MASKED_BS_PIPE_BM80_BN128), Masked, P, DP, (80, 128), 2, pl(80), NO_LIMIT),
     row(
         Spec::MaskedSplitK(M_GROUPED_FP8_GEMM_NT_MASKED_SPLITK_BS_BM32_BN128),
         Masked,
         P,
         SK,
         (32, 128),
-        true,
         2,
         bs(tile::MASKED_SPLITK_BS_TILES[0]),
         tile::bs_splitk_max_tiles(32),
@@ -359,14 +322,13 @@ pub static KERNELS: &[KernelEntry] = &[
         P,
         SK,
         (64, 128),
-        true,
         2,
         bs(tile::MASKED_SPLITK_BS_TILES[1]),
         tile::bs_splitk_max_tiles(64),
     ),
     // K-grouped (weight gradients; MN-major operands).
-    row(Spec::KGrouped(K_GROUPED_FP8_GEMM_TN_CONTIGUOUS_BM64_BN64), KG, L, DP, (64, 64), false, tile::LDS_STAGES, dl(64, 64), NO_LIMIT),
-    row(Spec::KGrouped(K_GROUPED_FP8_GEMM_TN_CONTIGUOUS_BM128_BN128), KG, L, DP, (128, 128), false, tile::LDS_STAGES, dl(128, 128), NO_LIMIT),
+    row(Spec::KGrouped(K_GROUPED_FP8_GEMM_TN_CONTIGUOUS_BM64_BN64), KG, L, DP, (64, 64), tile::LDS_STAGES, dl(64, 64), NO_LIMIT),
+    row(Spec::KGrouped(K_GROUPED_FP8_GEMM_TN_CONTIGUOUS_BM128_BN128), KG, L, DP, (128, 128), tile::LDS_STAGES, dl(128, 128), NO_LIMIT),
 ];
 
 /// The registered kernel named `name` (for reports and the CLI; launches carry their entry).

@@ -91,13 +91,13 @@ impl Plan {
     pub fn label(&self) -> String {
         let k = self.kernel;
         let mut s = format!("{}{}x{}", if k.weights == WeightLayout::Preshuffled { "bs " } else { "" }, k.block_m, k.block_n);
-        if k.pipelined {
+        if k.pipelined() || (k.schedule == ScheduleKind::SplitK && k.weights == WeightLayout::Preshuffled && k.block_m < 128) {
             s.push_str(" pipe");
         }
         if k.name().contains("_b1_") {
             s.push_str(" b1");
         }
-        if k.schedule == ScheduleKind::DataParallel && k.weights == WeightLayout::Preshuffled && !k.pipelined && k.block_m == 64 {
+        if k.schedule == ScheduleKind::DataParallel && k.weights == WeightLayout::Preshuffled && !k.pipelined() && k.block_m == 64 {
             s.push_str(" 2wg");
         }
         if let Some(sk) = self.stream_k {
@@ -180,6 +180,23 @@ fn candidates_with(desc: &GemmDesc, weights: WeightLayout, all_splits: bool) -> 
     v
 }
 
+/// The stream-K plans of a forced schedule `(g, dp)` (`dp` `None`: the whole waves of the
+/// kernel's slots that leave a tail), one per stream-K row it is valid for.
+fn forced_stream_k(desc: &GemmDesc, weights: WeightLayout, (g, dp): (u32, Option<u32>)) -> Vec<Plan> {
+    let nkb = desc.k / tile::SCALE_BLOCK_K;
+    let cus = desc.cus.max(1);
+    registry::candidates(problem_of(desc.kind), weights)
+        .filter(|e| e.schedule == ScheduleKind::StreamK)
+        .filter_map(|e| {
+            let tiles = u32::try_from(e.tiles(desc.m, desc.n)).ok()?;
+            let slots = e.slots_per_cu(desc.arch).unwrap_or(1);
+            let dp = dp.unwrap_or_else(|| crate::config::streamk_default_dp(tiles, cus * slots));
+            StreamKSchedule::new(tiles, nkb, dp, g).ok()?;
+            Some(Plan { kernel: e, grid: dp.checked_add(g)?, splits: 1, stream_k: Some(StreamK { tiles, nkb, dp_tiles: dp, sk_wgs: g }), estimate_s: f64::NAN })
+        })
+        .collect()
+}
+
 /// Whether `p` is allowed by the overrides: the forced tile (data-parallel unless a split or
 /// stream-K schedule is forced too), split count, stream-K schedule and bs loop variants.
 fn passes(p: &Plan, o: &Overrides) -> bool {
@@ -206,8 +223,8 @@ fn passes(p: &Plan, o: &Overrides) -> bool {
     if let Some(pipe) = o.bs_pipelined
         && p.kernel.weights == WeightLayout::Preshuffled
         && p.kernel.block_m == 64
-        && p.kernel.schedule == ScheduleKind::DataParallel
-        && p.kernel.pipelined != pipe
+        && p.kernel.schedule != ScheduleKind::SplitK
+        && p.kernel.pipelined() != pipe
     {
         return false;
     }
@@ -232,15 +249,21 @@ pub fn plan(desc: &GemmDesc, weights: WeightLayout, overrides: &Overrides, avail
     if overrides.split == Some(0) {
         return Err(ConfigError::ForcedSplit { splits: "0".into(), expected: "at least 1".into() });
     }
-    if overrides.split.is_some_and(|s| s > 1) && overrides.stream_k.is_some() {
-        return Err(ConfigError::ForcedSplit {
-            splits: overrides.split.unwrap_or(0).to_string(),
-            expected: "no split-K together with a forced stream-K schedule".into(),
+    if let (Some(s), Some((g, dp))) = (overrides.split, overrides.stream_k)
+        && s > 1
+    {
+        return Err(ConfigError::ForcedStreamK {
+            schedule: dp.map_or(format!("{g}"), |d| format!("{g}/{d}")),
+            expected: "no forced split-K at the same time (Overrides::split > 1)".into(),
         });
     }
     let model = CostModel::for_arch(desc.arch)?;
     let all_splits = overrides.split.is_some_and(|s| s > 1);
-    let mut all: Vec<Plan> = candidates_with(desc, weights, all_splits).into_iter().filter(|p| passes(p, overrides)).collect();
+    let mut all: Vec<Plan> = match overrides.stream_k {
+        Some(forced) => forced_stream_k(desc, weights, forced),
+        None => candidates_with(desc, weights, all_splits),
+    };
+    all.retain(|p| passes(p, overrides));
     if all.is_empty() {
         return Err(forced_error(desc, weights, overrides));
     }
@@ -265,25 +288,79 @@ fn forced_error(desc: &GemmDesc, weights: WeightLayout, o: &Overrides) -> Config
     {
         return ConfigError::ForcedTile {
             tile: format!("{bm}x{bn}"),
-            available: if weights == WeightLayout::Preshuffled { "32x64, 32x128, 48x128, 64x128, 80x128, 96x128, 128x128" } else { "64x64, 64x128, 128x128" },
+            available: if weights == WeightLayout::Preshuffled {
+                "32x64, 32x128, 48x128, 64x128, 80x128, 96x128, 128x128 (pre-shuffled weights)"
+            } else {
+                "64x64, 64x128, 128x128 (logical weights)"
+            },
         };
     }
     if let Some((g, dp)) = o.stream_k {
-        return ConfigError::ForcedStreamK {
-            schedule: dp.map_or(format!("{g}"), |d| format!("{g}/{d}")),
-            expected:
-                "a stream-K schedule valid for the problem: G a whole number of waves of a stream-K tile's workgroups, the head whole waves leaving a tail"
-                    .into(),
+        let nkb = desc.k / tile::SCALE_BLOCK_K;
+        let rows: Vec<&KernelEntry> = registry::candidates(problem_of(desc.kind), weights)
+            .filter(|e| e.schedule == ScheduleKind::StreamK && o.tile.is_none_or(|t| (e.block_m, e.block_n) == t))
+            .collect();
+        let expected = if rows.is_empty() {
+            let have: Vec<String> = registry::candidates(problem_of(desc.kind), weights)
+                .filter(|e| e.schedule == ScheduleKind::StreamK)
+                .map(|e| format!("{}x{}{}", e.block_m, e.block_n, if e.pipelined() { " pipelined" } else { "" }))
+                .collect();
+            match o.tile {
+                Some((bm, bn)) => format!("no stream-K kernel for the {weights} {bm}x{bn} tile (stream-K tiles: {})", have.join(", ")),
+                None => format!("no stream-K kernel for {weights} weights"),
+            }
+        } else {
+            rows.iter()
+                .map(|e| {
+                    let tiles = e.tiles(desc.m, desc.n).min(u64::from(u32::MAX)) as u32;
+                    let slots = e.slots_per_cu(desc.arch).unwrap_or(1);
+                    let d = dp.unwrap_or_else(|| crate::config::streamk_default_dp(tiles, desc.cus.max(1) * slots));
+                    let why = match StreamKSchedule::new(tiles, nkb, d, g) {
+                        Ok(_) => "valid".to_string(),
+                        Err(fp8gemm_device::streamk::StreamKScheduleError::NoTail) => "data-parallel tiles below the tile count".to_string(),
+                        Err(fp8gemm_device::streamk::StreamKScheduleError::TooManyTiles) => format!("at most {} stream-K tiles", tile::SPLITK_MAX_TILES),
+                        Err(fp8gemm_device::streamk::StreamKScheduleError::Workgroups) => {
+                            format!(
+                                "{} ..= {} workgroups (the tail's tiles ..= its K iterations)",
+                                tiles.saturating_sub(d),
+                                u64::from(tiles.saturating_sub(d)) * u64::from(nkb)
+                            )
+                        }
+                        Err(fp8gemm_device::streamk::StreamKScheduleError::Overflow) => "a tail that fits in 32-bit counts".to_string(),
+                    };
+                    format!("{}x{}{}: {tiles} tiles, {d} data-parallel: {why}", e.block_m, e.block_n, if e.pipelined() { " pipelined" } else { "" })
+                })
+                .collect::<Vec<_>>()
+                .join("; ")
         };
+        let expected = if o.split.is_some_and(|s| s > 1) { format!("no forced split-K at the same time; {expected}") } else { expected };
+        return ConfigError::ForcedStreamK { schedule: dp.map_or(format!("{g}"), |d| format!("{g}/{d}")), expected };
     }
     let splits = o.split.unwrap_or(0);
-    ConfigError::ForcedSplit {
-        splits: splits.to_string(),
-        expected: format!(
-            "1, or 2 ..= min(k/128 = {}, {MAX_SPLITS}) for a tile with a split-K kernel whose tile count it can hold",
-            desc.k / tile::SCALE_BLOCK_K
-        ),
-    }
+    let nkb = desc.k / tile::SCALE_BLOCK_K;
+    let most = nkb.min(MAX_SPLITS);
+    let split_rows: Vec<&KernelEntry> = registry::candidates(problem_of(desc.kind), weights)
+        .filter(|e| e.schedule == ScheduleKind::SplitK && o.tile.is_none_or(|t| (e.block_m, e.block_n) == t))
+        .collect();
+    let expected = if splits > most {
+        format!("at most {most} (k/128 = {nkb} blocks, MAX_SPLITS = {MAX_SPLITS})")
+    } else if split_rows.is_empty() {
+        match o.tile {
+            Some((bm, bn)) => format!("1 (no split-K kernel for the {bm}x{bn} tile on {weights} weights)"),
+            None => format!("1 (no split-K kernel for {weights} weights)"),
+        }
+    } else if let Some(e) = split_rows.iter().find(|e| e.tiles(desc.m, desc.n) > u64::from(e.max_tiles)) {
+        format!(
+            "1: {} tiles is more than {} output tiles of {}×{} (the split-K kernel's arrival counters)",
+            e.tiles(desc.m, desc.n),
+            e.max_tiles,
+            e.block_m,
+            e.block_n
+        )
+    } else {
+        format!("1, or 2 ..= {most} (k/128 = {nkb}) for a tile with a split-K kernel")
+    };
+    ConfigError::ForcedSplit { splits: splits.to_string(), expected }
 }
 
 /// The generated coefficients of one kernel (see the module docs).
