@@ -41,11 +41,21 @@
 //!
 //! # Kernels (`bm64_bn128`, data-parallel, one LDS stage, prefetch depth 1)
 //!
-//! | kernel | A major | B major | VGPR | SGPR | spills | scratch | LDS |
-//! |---|---|---|---|---|---|---|---|
-//! | `fp8_gemm_nn_bm64_bn128` | K | MN | see `fp8gemm info` | | 0 | 0 | 24 KiB |
-//! | `fp8_gemm_tn_bm64_bn128` | MN | MN | | | 0 | 0 | 24 KiB |
-//! | `fp8_gemm_tt_bm64_bn128` | MN | K | | | 0 | 0 | 24 KiB |
+//! Measured on the gfx942 code object (LLVM 22.1.4, `.vgpr_count` / `.sgpr_count` of the
+//! kernel metadata):
+//!
+//! | kernel | A major | B major | VGPR | AGPR | SGPR | spills | scratch | LDS | waves/SIMD (regs) | WGs/CU (LDS) |
+//! |---|---|---|---|---|---|---|---|---|---|---|
+//! | `fp8_gemm_nt_bm64_bn128` (for comparison) | K | K | 138 | 0 | 42 | 0 | 0 | 24 KiB | 3 | 2 |
+//! | `fp8_gemm_nn_bm64_bn128` | K | MN | 176 | 0 | 63 | 0 | 0 | 24 KiB | 2 | 2 |
+//! | `fp8_gemm_tn_bm64_bn128` | MN | MN | 210 | 0 | 80 | 0 | 0 | 24 KiB | 2 | 2 |
+//! | `fp8_gemm_tt_bm64_bn128` | MN | K | 190 | 0 | 67 | 0 | 0 | 24 KiB | 2 | 2 |
+//!
+//! The MN-major copy holds a 16 × 8-byte unit (32 VGPRs) between its loads and its LDS writes
+//! where the K-major copy holds 4 or 2 16-byte chunks; at 2 waves per SIMD the kernels still run
+//! the 2 workgroups per CU that the tile's LDS allows, as NT's does. (A first version indexed the
+//! unit's registers in `for` loops and LLVM kept them in scratch, 176–264 bytes; the copy now
+//! uses straight-line code, `unroll!`.)
 
 use crate::amdgpu_kernel;
 use crate::args::DenseGemmArgs;
