@@ -151,11 +151,17 @@
 //! accumulators (`imp::Bf16Store`: the LDS-staged bf16 store); the dense kernels and the m-grouped
 //! kernels of [`crate::grouped`] only differ in how they build the job and the epilogue.
 //!
+//! Each operand's global → LDS copy is chosen by its major (`imp::tile_gemm_majors`, type
+//! parameters `imp::KMajor` / `imp::MnMajor` implementing `imp::OperandMajor`): `tile_gemm` is
+//! the K-major copy of both operands (every NT kernel); the NN / TN / TT kernels of
+//! [`crate::dense_layouts`] run the same loop with an MN-major copy (16 K rows × 8 columns per
+//! work-item, transposed in registers) for A and/or B, into the same LDS rows.
+//!
 //! # Measured on the code objects (LLVM 22.1.4; `tests/dense_kernel.rs` re-checks them)
 //!
 //! | kernel | VGPR | AGPR | SGPR | spills | scratch | LDS (dynamic) | waves/SIMD (regs) | WGs/CU (LDS) |
 //! |---|---|---|---|---|---|---|---|---|
-//! | `fp8_gemm_nt_bm64_bn64`   | 106 | 0 | 42 | 0 | 0 | 16 KiB | 4 | 4 |
+//! | `fp8_gemm_nt_bm64_bn64`   | 102 | 0 | 42 | 0 | 0 | 16 KiB | 4 | 4 |
 //! | `fp8_gemm_nt_bm64_bn128`  | 134 | 0 | 42 | 0 | 0 | 24 KiB | 3 | 2 |
 //! | `fp8_gemm_nt_bm128_bn128` | 220 | 0 | 42 | 0 | 0 | 32 KiB | 2 | 2 |
 //!
@@ -358,6 +364,205 @@ pub(crate) mod imp {
     /// Buffer offset that is out of range of every resource (all tensors are smaller than
     /// `tile::MAX_TENSOR_BYTES`): stores there are dropped.
     const PARKED: u32 = tile::MAX_TENSOR_BYTES as u32;
+
+    /// `$body` for `$i` = 0, 1, …, `$n − 1` (`$n ≤ 16`) as straight-line code with constant
+    /// indices: the MN-major copy's register arrays then never live in memory (with `for`
+    /// loops over them LLVM kept the arrays in scratch and unrolled the loops only afterwards).
+    macro_rules! unroll {
+        ($i:ident < $n:expr => $body:block) => {{
+            const { assert!($n <= 16) };
+            unroll!(@ $i, $n, $body, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15)
+        }};
+        (@ $i:ident, $n:expr, $body:block, $($k:literal)*) => {
+            { $( { let $i: usize = $k; if $i < $n $body } )* }
+        };
+    }
+
+    /// How one operand's tile of one 128-K block travels from global memory into its LDS rows
+    /// (tile row `r` = one M or N index, holding the block's 128 K bytes in [`block_swizzle`]
+    /// order — the layout the fragment reads of [`tile_gemm_majors`] expect), held in registers in
+    /// between (the loop's prefetch).
+    pub(crate) trait OperandCopy: Copy {
+        /// One block of the copy in registers.
+        type Regs: Copy;
+        /// Registers holding no block (the loop's initial register sets).
+        fn zero() -> Self::Regs;
+        /// Issues the loads of the block at byte `kofs` of K past the job's first block (a
+        /// multiple of 128). `live = false`: loads that read 0 and touch no memory (the loop
+        /// prefetches past its last block without a branch).
+        fn load(&self, kofs: u32, live: bool, regs: &mut Self::Regs);
+        /// Writes a loaded block into the operand's LDS rows. Only between the barrier that
+        /// follows every wave's last read of the previous block and the barrier before the next
+        /// block's reads.
+        fn store(&self, regs: &Self::Regs);
+    }
+
+    /// How an operand is stored, as a type: which [`OperandCopy`] the main loop runs for it.
+    /// [`KMajor`]: rows of K contiguous bytes (both operands of NT); [`MnMajor`]: K rows of M (or
+    /// N) contiguous bytes (DeepGEMM's MN-major operands of NN, TN, TT).
+    pub(crate) trait OperandMajor {
+        /// Whether this is the MN-major layout.
+        const MN: bool;
+        /// The copy stage of an operand tile of `32·F` rows (M or N indices).
+        type Copy<const F: usize>: OperandCopy;
+        /// The copy of the operand tile whose first M (or N) index is `origin`, of an operand
+        /// with `extent` M (or N) indices in resource `rs` (`ld`: byte stride of its rows — M/N
+        /// rows for K-major, K rows for MN-major), starting at K byte `k0`, into the LDS rows
+        /// from byte `region`. An MN-major copy runs on work-items `first .. first + 32·F`
+        /// (`first` a multiple of 64; a K-major copy uses all 256 and ignores it).
+        fn copy<const F: usize>(rs: BufferResource, origin: u32, extent: u32, ld: u32, k0: u32, region: u32, first: u32) -> Self::Copy<F>;
+    }
+
+    /// The K-major operand (`rows × k` bytes, rows `ld` apart).
+    pub(crate) struct KMajor;
+
+    /// The copy of a K-major operand tile: work-item `t` moves 16-byte chunk `t & 7` of row
+    /// `(t >> 3) + 32·pass` with one `buffer_load_dwordx4` per pass (`F` passes): every load
+    /// instruction covers 8 whole 128-byte lines.
+    #[derive(Clone, Copy)]
+    pub(crate) struct KMajorCopy<const F: usize> {
+        rs: BufferResource,
+        /// Per pass: byte offset of the work-item's chunk in the job's first block.
+        voff: [u32; F],
+        /// LDS byte offset of the work-item's chunk in pass 0.
+        lds: u32,
+    }
+
+    impl OperandMajor for KMajor {
+        const MN: bool = false;
+        type Copy<const F: usize> = KMajorCopy<F>;
+        #[inline(always)]
+        fn copy<const F: usize>(rs: BufferResource, origin: u32, _extent: u32, ld: u32, k0: u32, region: u32, _first: u32) -> KMajorCopy<F> {
+            let tid = workitem_id_x();
+            let (copy_row, copy_chunk) = (tid >> 3, tid & 7);
+            let mut voff = [0u32; F];
+            for (p, v) in voff.iter_mut().enumerate() {
+                *v = (origin + 32 * p as u32 + copy_row) * ld + k0 + 16 * copy_chunk;
+            }
+            // Pass offsets (32 rows) leave `row & 7`, hence the swizzle term, unchanged.
+            KMajorCopy { rs, voff, lds: block_swizzle(copy_row, copy_chunk) + region }
+        }
+    }
+
+    impl<const F: usize> OperandCopy for KMajorCopy<F> {
+        type Regs = [U32x4; F];
+        #[inline(always)]
+        fn zero() -> [U32x4; F] {
+            [U32x4([0; 4]); F]
+        }
+        #[inline(always)]
+        fn load(&self, kofs: u32, live: bool, regs: &mut [U32x4; F]) {
+            let vo = |v: u32| if live { v } else { BUFFER_PAST_END };
+            let kofs = if live { kofs } else { 0 };
+            for p in 0..F {
+                // SAFETY: rs covers exactly the problem's operand (readable for the launch);
+                // rows past it have voffset ≥ its size and read 0; offsets are 16-byte aligned
+                // (ld % 16 == 0, k % 128 == 0). When !live: voffset BUFFER_PAST_END and
+                // soffset 0, past the end of any buffer below 4 GiB − 16 bytes, else inside it.
+                regs[p] = unsafe { buffer_load_b128(self.rs, vo(self.voff[p]), kofs) };
+            }
+        }
+        #[inline(always)]
+        fn store(&self, regs: &[U32x4; F]) {
+            for p in 0..F {
+                // SAFETY: the offset is inside the operand's region (< lds_bytes, the launch's
+                // sharedMemBytes), 16-byte aligned; ordered against the reads by the caller's
+                // barriers (OperandCopy::store).
+                unsafe { lds_write_b128(self.lds + 32 * p as u32 * ROW, regs[p]) };
+            }
+        }
+    }
+
+    /// The MN-major operand (`k × extent` bytes, K rows `ld` apart, `extent % 8 == 0`).
+    pub(crate) struct MnMajor;
+
+    /// The copy of an MN-major operand tile (`32·F` columns of the operand's K rows), transposed
+    /// on its way into LDS as the K-grouped kernels do ([`crate::kgrouped`]): work-item `u`
+    /// (`0 .. 32·F`, from `first`) owns the unit of 16 consecutive K rows × 8 consecutive
+    /// columns ([`crate::dense_layouts::mn_copy_unit`]: consecutive work-items on consecutive 8-byte pieces of one K
+    /// row), loads it with 16 `buffer_load_dwordx2`, transposes it with two
+    /// [`crate::kgrouped::transpose_8x8`] (64 `v_perm_b32`) and writes each column's 16 K bytes as
+    /// one `ds_write_b128` to that column's LDS row at chunk `k16` — the chunk the K-major copy
+    /// writes there. Output `j` is column `j ⊕ (m8 & 3)` of the unit (the rotation is free, in
+    /// the permute selectors), so the 8 lanes of a write phase start on 4 different rows modulo
+    /// 4, i.e. 4 different swizzle rotations (at most 2-way bank conflicts instead of 8-way).
+    #[derive(Clone, Copy)]
+    pub(crate) struct MnMajorCopy<const F: usize> {
+        rs: BufferResource,
+        /// Byte offset of the unit's first K row and column in the job's first block, or
+        /// `PARKED` for a unit past the operand's extent (read as 0).
+        voff: u32,
+        /// Byte stride of the K rows.
+        ld: u32,
+        /// Whether this work-item's wave copies (wave-uniform).
+        active: bool,
+        /// The column rotation `m8 & 3`.
+        xor: u32,
+        /// LDS byte offset of transposed output `j`.
+        lds: [u32; 8],
+    }
+
+    impl OperandMajor for MnMajor {
+        const MN: bool = true;
+        type Copy<const F: usize> = MnMajorCopy<F>;
+        #[inline(always)]
+        fn copy<const F: usize>(rs: BufferResource, origin: u32, extent: u32, ld: u32, k0: u32, region: u32, first: u32) -> MnMajorCopy<F> {
+            const { assert!(F == 2 || F == 4, "MN-major copies of 64 or 128 columns: 16 K rows × 8 columns per work-item") };
+            let width = 32 * F as u32;
+            let tid = workitem_id_x();
+            let wave = readfirstlane_u32(tid >> 6);
+            let active = wave.wrapping_sub(first / 64) < width / 64;
+            let (m8, k16) = crate::dense_layouts::mn_copy_unit(tid.wrapping_sub(first), width);
+            let col = origin + 8 * m8;
+            // Columns past the extent read 0 (their rows of D are never stored); parking them in
+            // voffset keeps voffset + soffset inside the operand for every other unit.
+            let voff = if col < extent { (k0 + 16 * k16) * ld + col } else { PARKED };
+            let xor = crate::dense_layouts::mn_unit_xor(m8);
+            let mut lds = [0u32; 8];
+            unroll!(j < 8 => {
+                lds[j] = region + crate::dense_layouts::mn_unit_lds_offset(m8, k16, j as u32);
+            });
+            MnMajorCopy { rs, voff, ld, active, xor, lds }
+        }
+    }
+
+    impl<const F: usize> OperandCopy for MnMajorCopy<F> {
+        /// The unit's 16 K rows, 8 bytes (columns) each.
+        type Regs = [u64; 16];
+        #[inline(always)]
+        fn zero() -> [u64; 16] {
+            [0; 16]
+        }
+        #[inline(always)]
+        fn load(&self, kofs: u32, live: bool, regs: &mut [u64; 16]) {
+            if self.active {
+                let (voff, kofs) = if live { (self.voff, kofs) } else { (PARKED, 0) };
+                unroll!(kk < 16 => {
+                    // SAFETY: rs covers the operand's (k − 1)·ld + extent bytes (readable for
+                    // the launch). A real unit's voffset + soffset is its K row · ld + its
+                    // column, with K row < k and column + 8 ≤ extent: inside; 8-byte aligned
+                    // (ld % 8 == 0, extent % 8 == 0). A parked unit (or !live): voffset
+                    // PARKED = 2^31 ≥ the resource's size, so the load reads 0 and touches no
+                    // memory; soffset < k·ld < 2^31, so the sum does not wrap either.
+                    regs[kk] = unsafe { buffer_load_b64(self.rs, voff, (kofs + kk as u32) * self.ld) }.to_u64();
+                });
+            }
+        }
+        #[inline(always)]
+        fn store(&self, regs: &[u64; 16]) {
+            if self.active {
+                let r = regs;
+                let lo = crate::kgrouped::transpose_8x8(&[r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]], self.xor, perm_b32);
+                let hi = crate::kgrouped::transpose_8x8(&[r[8], r[9], r[10], r[11], r[12], r[13], r[14], r[15]], self.xor, perm_b32);
+                unroll!(j < 8 => {
+                    // SAFETY: chunk k16 of a row of the operand's region (< lds_bytes), 16-byte
+                    // aligned; each (row, chunk) is written by one work-item; ordered against
+                    // the reads by the caller's barriers (OperandCopy::store).
+                    unsafe { lds_write_b128(self.lds[j], U32x4::from_u64x2([lo[j], hi[j]])) };
+                });
+            }
+        }
+    }
 
     /// One output tile of one block-scaled GEMM problem over a range of its 128-K scale blocks,
     /// as buffer resources over that problem's operands. Every kernel (dense, m-grouped, split-K)
@@ -603,6 +808,22 @@ pub(crate) mod imp {
     pub fn gemm<const FM: usize, const FN: usize, const DEPTH: u32>(args: DenseGemmArgs) {
         let Some((job, epi)) = dense_job::<FM, FN, false>(&args) else { return };
         tile_gemm::<FM, FN, DEPTH, _>(&job, |_| true, &epi);
+    }
+
+    /// The dense kernels of the other operand majors ([`crate::dense_layouts`]): the dense
+    /// job with an MN-major A's resource (`(k − 1)·lda + m` bytes, K rows `lda` apart) and an
+    /// MN-major B's row stride (`n`: B is `k × n`, the same `n·k` bytes), then
+    /// [`tile_gemm_majors`].
+    #[inline(always)]
+    pub fn gemm_majors<const FM: usize, const FN: usize, const DEPTH: u32, MA: OperandMajor, MB: OperandMajor>(args: DenseGemmArgs) {
+        let Some((mut job, epi)) = dense_job::<FM, FN, false>(&args) else { return };
+        if MA::MN {
+            job.rs_a = BufferResource::new(args.a.addr(), args.k.saturating_sub(1) * args.lda + args.m);
+        }
+        if MB::MN {
+            job.ldb = args.n;
+        }
+        tile_gemm_majors::<FM, FN, DEPTH, MA, MB, _>(&job, args.m, |_| true, &epi);
     }
 
     /// Byte offset inside a partial slot of the four accumulators of `D[m0 + r, n0 + c .. +4]`
@@ -1006,6 +1227,23 @@ pub(crate) mod imp {
     /// `valid = false`.
     #[inline(always)]
     pub(crate) fn tile_gemm<const FM: usize, const FN: usize, const DEPTH: u32, E: Epilogue>(job: &TileJob, keep_row: impl Fn(u32) -> bool, epi: &E) {
+        tile_gemm_majors::<FM, FN, DEPTH, KMajor, KMajor, E>(job, 0, keep_row, epi)
+    }
+
+    /// [`tile_gemm`] with each operand's copy stage chosen by its major (`MA` for A, `MB` for B:
+    /// [`KMajor`] or [`MnMajor`], see [`OperandMajor`]): the same LDS layout, fragment reads,
+    /// MFMAs, promotion and epilogue, so the majors differ only in how a block reaches LDS.
+    /// `m` is the problem's row count (A's extent along M; only an MN-major A reads it, to park
+    /// its columns past the end). For an MN-major operand `job.lda` / `job.ldb` is the byte
+    /// stride of its K rows (`≥` its M / N extent, a multiple of 8) and its resource covers
+    /// `(k − 1)·ld + extent` bytes.
+    #[inline(always)]
+    pub(crate) fn tile_gemm_majors<const FM: usize, const FN: usize, const DEPTH: u32, MA: OperandMajor, MB: OperandMajor, E: Epilogue>(
+        job: &TileJob,
+        m: u32,
+        keep_row: impl Fn(u32) -> bool,
+        epi: &E,
+    ) {
         let bm = 32 * FM as u32;
         let (n, m0, n0, lda, ldb, ldsf) = (job.n, job.m0, job.n0, job.lda, job.ldb, job.ldsf);
         let nkb = job.nkb;
@@ -1019,19 +1257,12 @@ pub(crate) mod imp {
         let wave = readfirstlane_u32(tid >> 6);
         let (wm, wn) = (wave & 1, wave >> 1);
 
-        // Global → LDS copy: work-item t moves chunk (t & 7) of row (t >> 3) + 32·pass.
-        let (copy_row, copy_chunk) = (tid >> 3, tid & 7);
-        let mut a_voff = [0u32; FM];
-        let mut b_voff = [0u32; FN];
-        for p in 0..FM {
-            a_voff[p] = (m0 + 32 * p as u32 + copy_row) * lda + k0 + 16 * copy_chunk;
-        }
-        for p in 0..FN {
-            b_voff[p] = (n0 + 32 * p as u32 + copy_row) * ldb + k0 + 16 * copy_chunk;
-        }
-        // Pass offsets (32 rows) leave `row & 7`, hence the swizzle term, unchanged.
-        let copy_lds = block_swizzle(copy_row, copy_chunk);
+        // Global → LDS copy of each operand (its major's `OperandCopy`): A into rows 0..bm, B
+        // into rows bm..bm + bn. MN-major copies run on work-items 0..bm (A) and after A's
+        // (B), so both fit in the workgroup when both operands are MN-major.
         let b_region = bm * ROW;
+        let copy_a = MA::copy::<FM>(rs_a, m0, m, lda, k0, 0, 0);
+        let copy_b = MB::copy::<FN>(rs_b, n0, n, ldb, k0, b_region, if MA::MN { bm } else { 0 });
 
         // Fragment reads: lane l reads row (l & 15) + 16·frag, logical chunk frag_chunk(l >> 4,
         // read). Fragment bases are multiples of 16 rows, which leave the swizzle term unchanged.
@@ -1061,32 +1292,16 @@ pub(crate) mod imp {
         // no memory, so the loop issues its prefetch on every block without a branch (with the
         // builder's `-structurizecfg-skip-uniform-regions`, LLVM sank prefetch loads behind a
         // branch into the conditional LDS hand-off, next to the stores that wait for them).
-        let load = |kofs: u32, live: bool, ga: &mut [U32x4; FM], gb: &mut [U32x4; FN]| {
-            let vo = |v: u32| if live { v } else { BUFFER_PAST_END };
-            let kofs = if live { kofs } else { 0 };
-            for p in 0..FM {
-                // SAFETY: rs_a covers exactly the problem's A (readable for the launch); rows
-                // past it have voffset ≥ its size and read 0; offsets are 16-byte aligned
-                // (lda % 16 == 0, k % 128 == 0). When !live: voffset BUFFER_PAST_END and
-                // soffset 0, past the end of any buffer below 4 GiB − 16 bytes, else inside it.
-                ga[p] = unsafe { buffer_load_b128(rs_a, vo(a_voff[p]), kofs) };
-            }
-            for p in 0..FN {
-                // SAFETY: as above for the problem's B (n·k bytes).
-                gb[p] = unsafe { buffer_load_b128(rs_b, vo(b_voff[p]), kofs) };
-            }
+        type Regs<M, const F: usize> = <<M as OperandMajor>::Copy<F> as OperandCopy>::Regs;
+        let load = |kofs: u32, live: bool, ga: &mut Regs<MA, FM>, gb: &mut Regs<MB, FN>| {
+            copy_a.load(kofs, live, ga);
+            copy_b.load(kofs, live, gb);
         };
-        let store = |ga: &[U32x4; FM], gb: &[U32x4; FN]| {
-            for p in 0..FM {
-                // SAFETY: the offset is inside the A region (< lds_bytes, the launch's
-                // sharedMemBytes), 16-byte aligned; every wave has passed the barrier after its
-                // last read of the previous block, and no wave reads before the next barrier.
-                unsafe { lds_write_b128(copy_lds + 32 * p as u32 * ROW, ga[p]) };
-            }
-            for p in 0..FN {
-                // SAFETY: as above, B region.
-                unsafe { lds_write_b128(copy_lds + b_region + 32 * p as u32 * ROW, gb[p]) };
-            }
+        let store = |ga: &Regs<MA, FM>, gb: &Regs<MB, FN>| {
+            // Every wave has passed the barrier after its last read of the previous block, and
+            // no wave reads before the next barrier (the callers below).
+            copy_a.store(ga);
+            copy_b.store(gb);
         };
         // MFMAs of fragment read `read` (K chunks 2g + read of the block held in LDS): two
         // k-steps; `read == 0` starts a new 128-K block (C = 0 for the first k-step).
@@ -1122,7 +1337,7 @@ pub(crate) mod imp {
         // in order, so the promotion's wait for the scales does not wait for them), MFMAs,
         // promotion, and the hand-off of block `kb + 1` (`ready`, loaded DEPTH − 1 blocks ago
         // — or `next` itself when DEPTH = 1) into LDS.
-        let mut step = |kb: u32, ready: &mut ([U32x4; FM], [U32x4; FN]), next: &mut ([U32x4; FM], [U32x4; FN])| {
+        let mut step = |kb: u32, ready: &mut (Regs<MA, FM>, Regs<MB, FN>), next: &mut (Regs<MA, FM>, Regs<MB, FN>)| {
             if kb % SF_BLOCKS == 0 {
                 for fm in 0..FM {
                     // SAFETY: rs_sfa covers the problem's SFA; the whole offset is in voffset, so
@@ -1168,7 +1383,7 @@ pub(crate) mod imp {
             lds_barrier();
         };
 
-        let zero = || ([U32x4([0; 4]); FM], [U32x4([0; 4]); FN]);
+        let zero = || (<MA::Copy<FM> as OperandCopy>::zero(), <MB::Copy<FN> as OperandCopy>::zero());
         let (mut set0, mut set1) = (zero(), zero());
         // Prologue: block 0 into LDS; with DEPTH = 2, block 1 into registers.
         load(0, true, &mut set0.0, &mut set0.1);

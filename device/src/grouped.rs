@@ -29,7 +29,7 @@
 //! | `m_grouped_fp8_gemm_nt_contiguous_bm64_bn64`   | 108 | 0 | 42 | 0 | 0 | 16 KiB | 4 |
 //! | `m_grouped_fp8_gemm_nt_contiguous_bm64_bn128`  | 136 | 0 | 42 | 0 | 0 | 24 KiB | 3 |
 //! | `m_grouped_fp8_gemm_nt_contiguous_bm128_bn128` | 224 | 0 | 42 | 0 | 0 | 32 KiB | 2 |
-//! | `m_grouped_fp8_gemm_nt_masked_bm64_bn64`       | 106 | 0 | 43 | 0 | 0 | 16 KiB | 4 |
+//! | `m_grouped_fp8_gemm_nt_masked_bm64_bn64`       | 102 | 0 | 42 | 0 | 0 | 16 KiB | 4 |
 //! | `m_grouped_fp8_gemm_nt_masked_bm64_bn128`      | 134 | 0 | 41 | 0 | 0 | 24 KiB | 3 |
 //! | `m_grouped_fp8_gemm_nt_masked_bm128_bn128`     | 220 | 0 | 41 | 0 | 0 | 32 KiB | 2 |
 //!

@@ -73,6 +73,12 @@ impl U32x4 {
         // SAFETY: 16 bytes of plain integers reinterpreted as 16 bytes of plain integers.
         unsafe { core::mem::transmute::<U32x4, [u64; 2]>(self) }
     }
+    /// Two u64 as 16 bytes (byte order preserved; the inverse of [`Self::to_u64x2`]).
+    #[inline(always)]
+    pub fn from_u64x2(v: [u64; 2]) -> U32x4 {
+        // SAFETY: 16 bytes of plain integers reinterpreted as 16 bytes of plain integers.
+        unsafe { core::mem::transmute::<[u64; 2], U32x4>(v) }
+    }
 }
 
 /// Two u32 lanes (the data of a `buffer_store_dwordx2`).

@@ -35,6 +35,7 @@ pub use fp8gemm_device_macros::amdgpu_kernel;
 
 pub mod args;
 pub mod dense;
+pub mod dense_layouts;
 pub mod grouped;
 pub mod grouped_pipe;
 #[cfg(target_arch = "amdgpu")]

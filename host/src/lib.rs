@@ -61,6 +61,7 @@
 //!   loaded once; the [`Backend`] is the bundled emulator or `libamdhip64`), [`Stream`],
 //!   [`Event`], [`Graph`], typed [`DeviceBuffer`]s;
 //! * [`view`]: typed views of device memory, what the entry points take;
+//! * [`dense_layouts`]: DeepGEMM's other dense layouts (NN, TN, TT: MN-major operands);
 //! * [`layout`]: the weight layouts ([`WeightLayout`]: logical, or pre-shuffled for the kernels
 //!   that read B straight into registers) and the conversions between them;
 //! * [`workspace`]: caller-owned FP32 scratch for kernels that need it (split-K, planned);
@@ -94,6 +95,7 @@ pub mod config;
 #[cfg(not(feature = "internals"))]
 #[allow(dead_code)]
 mod config;
+pub mod dense_layouts;
 pub mod error;
 pub mod fp8;
 pub mod gemm;
@@ -115,6 +117,10 @@ pub mod workspace;
 #[cfg(feature = "checkpoint")]
 pub use checkpoint::{Checkpoint, DeviceMlpWeights, DeviceMoeWeights, MlpWeights, MoeWeights};
 pub use config::{ConfigError, ForcedStreamK, GemmConfig, Overrides, Remap, StreamK, WorkspaceLimit};
+pub use dense_layouts::{
+    DeviceMnMajorActivations, DeviceMnMajorWeights, Major, MnMajorActivations, MnMajorActivationsView, MnMajorWeights, MnMajorWeightsView, fp8_gemm_nn,
+    fp8_gemm_tn, fp8_gemm_tt,
+};
 pub use error::{Error, Result};
 pub use gemm::{DeviceActivations, DeviceWeights, GemmRun, fp8_gemm_nt, fp8_gemm_nt_with_plan, fp8_gemm_nt_with_workspace};
 pub use grouped::{
