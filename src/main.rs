@@ -307,7 +307,8 @@ enum Command {
         /// With `--cost`: seed of the shape draws (another seed, another sample).
         #[arg(long, default_value_t = 0)]
         seed: u64,
-        /// With `--cost`: only kernels whose symbol contains this (a new registry row), fitted
+        /// With `--cost`: only kernels whose symbol contains one of these (comma-separated; new
+        /// registry rows), fitted
         /// at the shipped model's bandwidth and merged into it.
         #[arg(long)]
         only: Option<String>,
@@ -322,8 +323,9 @@ enum Command {
         /// Weight layout of the problems.
         #[arg(long, value_enum, default_value = "preshuffled")]
         layout: validate::LayoutArg,
-        /// Time only candidates whose cost estimate is within this factor of the plan's.
-        #[arg(long, default_value_t = 1.5)]
+        /// Time each kernel's best-estimated schedule only if its estimate is within this factor
+        /// of the plan's.
+        #[arg(long, default_value_t = 3.0)]
         prune: f64,
         /// Skip shapes with more 64x128 tile-blocks than this (simulation time).
         #[arg(long, default_value_t = 150_000)]

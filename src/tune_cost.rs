@@ -24,7 +24,8 @@ use amdgpu_emu::hip::{self as emu, TimingMode};
 use amdgpu_emu::timing::{Machine, Scope, SimOptions};
 use fp8gemm::codeobj::Arch;
 use fp8gemm::config::GemmDesc;
-use fp8gemm::registry::{self, KernelEntry, Problem, ScheduleKind};
+use fp8gemm::dense_layouts::{MnMajorActivationsView, MnMajorWeightsView};
+use fp8gemm::registry::{self, KernelEntry, Major, Problem, ScheduleKind};
 use fp8gemm::select::{self, CostModel, Features, Plan, Sample};
 use fp8gemm::{Context, Stream};
 use rand::rngs::StdRng;
@@ -68,11 +69,40 @@ pub fn time_plan(ctx: &Context, machine: &Machine, plan: &Plan, m: u32, n: u32, 
     if ws > 0 {
         stream.set_workspace(Some(fp8gemm::Workspace::new(ctx, ws as usize).map_err(e)?)).map_err(e)?;
     }
-    let mut ops = Operands::with_layout(ctx, OpProblem::Dense { m: m as usize, n: n as usize, k: k as usize }, plan.kernel.weights).map_err(e)?;
-    emu::set_timing(Some(mode));
-    let run = ops.launch_plan(&stream, plan);
-    emu::set_timing(None);
-    run.map_err(e)?;
+    if plan.kernel.majors != (Major::K, Major::K) {
+        // NN / TN / TT: zero operands in their majors, through their entry point (whose plan
+        // is this kernel: the only candidate of its layout).
+        let (mu, nu, ku) = (m as usize, n as usize, k as usize);
+        let nkb = ku / 128;
+        let a_data = ctx.alloc_zeroed::<u8>(mu * ku).map_err(e)?;
+        let a_scales = ctx.alloc_zeroed::<f32>(mu * nkb).map_err(e)?;
+        let b_data = ctx.alloc_zeroed::<u8>(nu * ku).map_err(e)?;
+        let b_scales = ctx.alloc_zeroed::<f32>(nu.div_ceil(128) * nkb).map_err(e)?;
+        let mut d = ctx.alloc_zeroed::<half::bf16>(mu * nu).map_err(e)?;
+        type F = fp8gemm::fp8::E4M3Fnuz;
+        let ak = || fp8gemm::ActivationsView::<F>::new(a_data.as_slice(), a_scales.as_slice(), mu, ku);
+        let am = || MnMajorActivationsView::<F>::new(a_data.as_slice(), a_scales.as_slice(), mu, ku);
+        let bk = || fp8gemm::WeightsView::<F>::new(b_data.as_slice(), b_scales.as_slice(), nu, ku);
+        let bm = || MnMajorWeightsView::<F>::new(b_data.as_slice(), b_scales.as_slice(), nu, ku);
+        emu::set_timing(Some(mode));
+        let run = match plan.kernel.majors {
+            (Major::K, Major::Mn) => ak().and_then(|a| bm().and_then(|b| fp8gemm::dense_layouts::fp8_gemm_nn(&stream, a, b, &mut d))),
+            (Major::Mn, Major::Mn) => am().and_then(|a| bm().and_then(|b| fp8gemm::dense_layouts::fp8_gemm_tn(&stream, a, b, &mut d))),
+            _ => am().and_then(|a| bk().and_then(|b| fp8gemm::dense_layouts::fp8_gemm_tt(&stream, a, b, &mut d))),
+        }
+        .and_then(|r| stream.synchronize().map(|_| r));
+        emu::set_timing(None);
+        let cfg = run.map_err(e)?.config.ok_or("nothing was launched")?;
+        if cfg.kernel != plan.kernel.name() {
+            return Err(format!("the {} entry point ran {} where {} was asked for", plan.label(), cfg.kernel, plan.kernel.name()));
+        }
+    } else {
+        let mut ops = Operands::with_layout(ctx, OpProblem::Dense { m: m as usize, n: n as usize, k: k as usize }, plan.kernel.weights).map_err(e)?;
+        emu::set_timing(Some(mode));
+        let run = ops.launch_plan(&stream, plan);
+        emu::set_timing(None);
+        run.map_err(e)?;
+    }
     let t = emu::last_launch_timing().ok_or("the timed launch left no report")?;
     Ok(t.seconds)
 }
@@ -94,12 +124,16 @@ fn draw(rng: &mut StdRng, e: &'static KernelEntry, cus: u32, max_blocks: u64) ->
     let tiles_n = n.div_ceil(e.block_n);
     let tiles = (per_cu * f64::from(cus)).max(1.0);
     let m_tiles = (tiles / f64::from(tiles_n)).max(1.0 / f64::from(e.block_m));
-    let m = ((m_tiles * f64::from(e.block_m)) * (0.75 + 0.5 * rng.random::<f64>())).round().max(1.0) as u32;
+    let mut m = ((m_tiles * f64::from(e.block_m)) * (0.75 + 0.5 * rng.random::<f64>())).round().max(1.0) as u32;
+    if e.majors.0 == Major::Mn {
+        // An MN-major A: M a multiple of 8 (`fp8gemm::dense_layouts::MN_ALIGN`).
+        m = m.div_ceil(8) * 8;
+    }
     let desc = GemmDesc::dense(m, n, nkb * 128, Arch::Gfx942).with_cus(cus);
     if e.tiles(m, n) * u64::from(nkb) > max_blocks {
         return None;
     }
-    let cands: Vec<Plan> = select::candidates(&desc, e.weights).into_iter().filter(|p| std::ptr::eq(p.kernel, e)).collect();
+    let cands: Vec<Plan> = select::candidates_with_majors(&desc, e.weights, e.majors).into_iter().filter(|p| std::ptr::eq(p.kernel, e)).collect();
     if cands.is_empty() {
         return None;
     }
@@ -130,7 +164,7 @@ fn parse_samples(path: &Path) -> Result<Vec<Timed>, String> {
 pub fn plan_of(t: &Timed, cus: u32) -> Option<(GemmDesc, Plan)> {
     let e = registry::by_name(t.kernel)?;
     let desc = GemmDesc::dense(t.m, t.n, t.k, Arch::Gfx942).with_cus(cus);
-    select::candidates(&desc, e.weights)
+    select::candidates_with_majors(&desc, e.weights, e.majors)
         .into_iter()
         .find(|p| std::ptr::eq(p.kernel, e) && p.splits == t.splits && p.stream_k.map_or((0, 0), |s| (s.dp_tiles, s.sk_wgs)) == (t.dp, t.g))
         .map(|p| (desc, p))
@@ -142,7 +176,7 @@ pub fn run(a: CostArgs) -> Result<(), String> {
     let cus = machine.xcds * machine.cus_per_xcd;
     let ctx = Context::new().map_err(|e| e.to_string())?;
     let kernels: Vec<&'static KernelEntry> =
-        registry::KERNELS.iter().filter(|e| e.problem == Problem::Dense && a.only.as_deref().is_none_or(|o| e.name().contains(o))).collect();
+        registry::KERNELS.iter().filter(|e| e.problem == Problem::Dense && a.only.as_deref().is_none_or(|o| o.split(',').any(|o| e.name().contains(o)))).collect();
     let timed: Vec<Timed> = match &a.from_samples {
         Some(p) => p.iter().map(|f| parse_samples(f)).collect::<Result<Vec<_>, _>>()?.concat(),
         None => {

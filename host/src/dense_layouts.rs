@@ -33,23 +33,20 @@
 //! Loader variants of the dense NT kernels ([`fp8gemm_device::dense_layouts`]): one main loop,
 //! the operand majors a type parameter of its copy stage. One kernel per layout for now,
 //! described by [`DenseLayoutKernel`] (problem dense, A major, B major, tile, schedule, stages)
-//! and chosen by [`layout_kernel`].
+//! registered in [`crate::registry`] and chosen by the selector ([`crate::select::plan_with_majors`]).
 
 use std::marker::PhantomData;
 
-use fp8gemm_device::KernelSpec;
 use fp8gemm_device::args::{DenseGemmArgs, GlobalPtr};
 pub use fp8gemm_device::dense_layouts::{DENSE_LAYOUT_KERNELS, DenseLayoutKernel, MN_ALIGN, Major, Schedule};
-use fp8gemm_device::dense_layouts::{FP8_GEMM_NN_BM64_BN128, FP8_GEMM_TN_BM64_BN128, FP8_GEMM_TT_BM64_BN128, NN_BM64_BN128, TN_BM64_BN128, TT_BM64_BN128};
-use fp8gemm_device::tile;
 
-use crate::codeobj::Arch;
-use crate::config::{GemmConfig, Remap};
+use crate::config::GemmDesc;
 use crate::error::{Error, Result};
 use crate::fp8::Fp8Format;
 use crate::gemm::{GemmRun, check_format, check_len, check_nk, check_scales, check_tensor_bytes, shape_product};
 use crate::layout::WeightLayout;
 use crate::quant::{BLOCK, QuantizedActivations, QuantizedWeights};
+use crate::registry::Spec;
 use crate::runtime::{Context, DeviceBuffer, Stream};
 use crate::view::{ActivationsView, DeviceSlice, IntoOutput, WeightsView};
 
@@ -289,38 +286,6 @@ impl<'a, F: Fp8Format> From<&'a DeviceMnMajorWeights<F>> for MnMajorWeightsView<
     }
 }
 
-/// The kernel of the dense layout with these operand majors, with its launch spec; `None` for
-/// NT (K, K), which [`crate::fp8_gemm_nt`] runs.
-///
-/// The kernel choice of these layouts, to be folded into the kernel registry and its selector:
-/// one data-parallel 64 × 128 kernel per layout, whatever the shape.
-pub fn layout_kernel(a: Major, b: Major) -> Option<(DenseLayoutKernel, KernelSpec<DenseGemmArgs>)> {
-    match (a, b) {
-        (Major::K, Major::Mn) => Some((NN_BM64_BN128, FP8_GEMM_NN_BM64_BN128)),
-        (Major::Mn, Major::Mn) => Some((TN_BM64_BN128, FP8_GEMM_TN_BM64_BN128)),
-        (Major::Mn, Major::K) => Some((TT_BM64_BN128, FP8_GEMM_TT_BM64_BN128)),
-        (Major::K, Major::K) => None,
-    }
-}
-
-/// The launch configuration of `kernel` for an `m × n` output on `arch` (what [`GemmRun`]
-/// reports).
-pub fn layout_config(kernel: &DenseLayoutKernel, m: u32, n: u32, arch: Arch) -> GemmConfig {
-    GemmConfig {
-        block_m: kernel.block_m,
-        block_n: kernel.block_n,
-        block_k: kernel.tile().block_k(),
-        workgroup_size: tile::THREADS,
-        lds_bytes: kernel.lds_bytes(),
-        kernel: kernel.name,
-        grid: kernel.grid(m, n),
-        splits: 1,
-        remap: Remap::Xcd { xcds: tile::NUM_XCDS },
-        arch,
-        stream_k: None,
-    }
-}
-
 /// One operand as the launch sees it.
 struct Operand<'a> {
     data: DeviceSlice<'a, u8>,
@@ -454,8 +419,18 @@ fn launch<'a, F: Fp8Format>(stream: &Stream, a: Operand<'a>, b: Operand<'a>, d: 
     check_tensor_bytes("d", (m64 + 128).saturating_mul(d.ldd as u64).saturating_mul(2))?;
     let _ = n64;
 
-    let (kernel, spec) = layout_kernel(a.major, b.major).ok_or_else(|| Error::Unsupported("the NT layout runs through fp8_gemm_nt".into()))?;
-    let cfg = layout_config(&kernel, m as u32, n as u32, ctx.arch());
+    if (a.major, b.major) == (Major::K, Major::K) {
+        return Err(Error::Unsupported("the NT layout runs through fp8_gemm_nt".into()));
+    }
+    // The plan: the selector's over the registry's kernels of these operand majors.
+    let desc = GemmDesc::dense(m as u32, n as u32, k as u32, ctx.arch()).with_cus(ctx.compute_units());
+    let overrides = crate::config::effective_overrides(stream.overrides());
+    let (plan, _) =
+        crate::select::plan_with_majors(&desc, WeightLayout::Logical, (a.major, b.major), &overrides, 0).map_err(|e| Error::Unsupported(e.to_string()))?;
+    let Spec::Dense(spec) = plan.kernel.spec else {
+        return Err(Error::Unsupported(format!("plan {plan}: not a dense one-tile-per-workgroup kernel")));
+    };
+    let cfg = plan.config(ctx.arch());
     let args = DenseGemmArgs {
         a: a.data.device_ptr(),
         b: b.data.device_ptr(),
@@ -515,16 +490,21 @@ mod tests {
     use crate::fp8::E4M3Fnuz;
 
     #[test]
-    fn every_layout_but_nt_has_one_kernel_with_its_majors() {
+    fn every_layout_but_nt_has_a_registered_kernel_with_its_majors() {
+        use crate::registry::{self, Problem, ScheduleKind};
         for (a, b) in [(Major::K, Major::Mn), (Major::Mn, Major::Mn), (Major::Mn, Major::K)] {
-            let (k, spec) = layout_kernel(a, b).unwrap();
-            assert_eq!((k.a, k.b, k.schedule, k.stages), (a, b, Schedule::DataParallel, 1));
-            assert_eq!(spec.name, k.name);
-            assert!(DENSE_LAYOUT_KERNELS.contains(&k));
+            let rows: Vec<_> = registry::candidates_with_majors(Problem::Dense, WeightLayout::Logical, (a, b)).collect();
+            assert!(!rows.is_empty(), "{a:?} {b:?}");
+            for e in rows {
+                let k = DENSE_LAYOUT_KERNELS.iter().find(|k| k.name == e.name()).expect("a layout kernel");
+                assert_eq!((k.a, k.b, k.schedule, k.stages), (a, b, Schedule::DataParallel, 1));
+                assert_eq!((e.schedule, e.block_m, e.block_n, e.lds_bytes), (ScheduleKind::DataParallel, k.block_m, k.block_n, k.lds_bytes()));
+            }
+            let desc = GemmDesc::dense(72, 136, 256, crate::codeobj::Arch::Gfx942);
+            let (p, _) = crate::select::plan_with_majors(&desc, WeightLayout::Logical, (a, b), &crate::config::Overrides::NONE, 0).unwrap();
+            let c = p.config(crate::codeobj::Arch::Gfx942);
+            assert_eq!((c.grid, c.lds_bytes, c.splits), (2 * 2, 24 * 1024, 1));
         }
-        assert!(layout_kernel(Major::K, Major::K).is_none());
-        let c = layout_config(&TN_BM64_BN128, 72, 136, Arch::Gfx942);
-        assert_eq!((c.grid, c.lds_bytes, c.splits), (2 * 2, 24 * 1024, 1));
     }
 
     #[test]

@@ -22,6 +22,8 @@ use fp8gemm_device::dense::{
     FP8_GEMM_NT_BM64_BN64, FP8_GEMM_NT_BM64_BN128, FP8_GEMM_NT_BM128_BN128, FP8_GEMM_NT_SPLITK_BM64_BN64, FP8_GEMM_NT_SPLITK_BM64_BN128,
     FP8_GEMM_NT_SPLITK_BM128_BN128,
 };
+pub use fp8gemm_device::dense_layouts::Major;
+use fp8gemm_device::dense_layouts::{FP8_GEMM_NN_BM64_BN128, FP8_GEMM_TN_BM64_BN128, FP8_GEMM_TT_BM64_BN128};
 use fp8gemm_device::grouped::{
     M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM64_BN64, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM64_BN128, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM128_BN128,
     M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM32_BN128, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM64_BN128, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM128_BN128,
@@ -151,6 +153,10 @@ pub struct KernelEntry {
     pub problem: Problem,
     /// Which weight layout it reads (logical row-major, or pre-shuffled for the bs kernels).
     pub weights: WeightLayout,
+    /// How A and B are stored: `(K, K)` for `fp8_gemm_nt`, `(K, Mn)` NN, `(Mn, Mn)` TN,
+    /// `(Mn, K)` TT (DeepGEMM's dense layouts; the m-grouped kernels are `(K, K)`, the
+    /// k-grouped ones read both MN-major and are described by their problem).
+    pub majors: (Major, Major),
     /// How its workgroups share the tiles.
     pub schedule: ScheduleKind,
     /// Rows of D per tile.
@@ -230,7 +236,27 @@ const fn row(
     lds_bytes: u32,
     max_tiles: u32,
 ) -> KernelEntry {
-    KernelEntry { spec, problem, weights, schedule, block_m, block_n, stages, lds_bytes, max_tiles }
+    let majors = match problem {
+        Problem::KGrouped => (Major::Mn, Major::Mn),
+        _ => (Major::K, Major::K),
+    };
+    KernelEntry { spec, problem, weights, majors, schedule, block_m, block_n, stages, lds_bytes, max_tiles }
+}
+
+/// A dense row of another operand layout (NN / TN / TT).
+const fn layout_row(spec: KernelSpec<DenseGemmArgs>, majors: (Major, Major), (block_m, block_n): (u32, u32), lds_bytes: u32) -> KernelEntry {
+    KernelEntry {
+        spec: Spec::Dense(spec),
+        problem: Problem::Dense,
+        weights: WeightLayout::Logical,
+        majors,
+        schedule: ScheduleKind::DataParallel,
+        block_m,
+        block_n,
+        stages: 1,
+        lds_bytes,
+        max_tiles: NO_LIMIT,
+    }
 }
 
 use Problem::{Dense, KGrouped as KG, MGroupedContiguous as Contig, MGroupedMasked as Masked};
@@ -279,6 +305,11 @@ pub static KERNELS: &[KernelEntry] = &[
     row(Spec::DenseStreamK(FP8_GEMM_NT_STREAMK_BS_BM64_BN128), Dense, P, STK, (64, 128), 2, bs(fp8gemm_device::streamk::STREAMK_BS_TILES[1]), NO_LIMIT),
     row(Spec::DenseStreamK(FP8_GEMM_NT_STREAMK_BS_PIPE_BM48_BN128), Dense, P, STK, (48, 128), 2, pl(48), NO_LIMIT),
     row(Spec::DenseStreamK(FP8_GEMM_NT_STREAMK_BS_PIPE_BM64_BN128), Dense, P, STK, (64, 128), 2, pl(64), NO_LIMIT),
+    // Dense, the other operand layouts (`fp8gemm_device::dense_layouts`: the same main loop,
+    // MN-major operands transposed on their way into LDS).
+    layout_row(FP8_GEMM_NN_BM64_BN128, (Major::K, Major::Mn), (64, 128), dl(64, 128)),
+    layout_row(FP8_GEMM_TN_BM64_BN128, (Major::Mn, Major::Mn), (64, 128), dl(64, 128)),
+    layout_row(FP8_GEMM_TT_BM64_BN128, (Major::Mn, Major::K), (64, 128), dl(64, 128)),
     // M-grouped contiguous.
     row(Spec::Contiguous(M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM64_BN64), Contig, L, DP, (64, 64), 1, dl(64, 64), NO_LIMIT),
     row(Spec::Contiguous(M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM64_BN128), Contig, L, DP, (64, 128), 1, dl(64, 128), NO_LIMIT),
@@ -336,9 +367,15 @@ pub fn by_name(name: &str) -> Option<&'static KernelEntry> {
     KERNELS.iter().find(|e| e.name() == name)
 }
 
-/// The kernels that solve `problem` on weights in `weights`.
+/// The kernels that solve `problem` on weights in `weights` with K-major operands (NT).
 pub fn candidates(problem: Problem, weights: WeightLayout) -> impl Iterator<Item = &'static KernelEntry> {
-    KERNELS.iter().filter(move |e| e.problem == problem && e.weights == weights)
+    let majors = if problem == Problem::KGrouped { (Major::Mn, Major::Mn) } else { (Major::K, Major::K) };
+    candidates_with_majors(problem, weights, majors)
+}
+
+/// The kernels that solve `problem` on weights in `weights` with operands stored as `majors`.
+pub fn candidates_with_majors(problem: Problem, weights: WeightLayout, majors: (Major, Major)) -> impl Iterator<Item = &'static KernelEntry> {
+    KERNELS.iter().filter(move |e| e.problem == problem && e.weights == weights && e.majors == majors)
 }
 
 #[cfg(test)]
@@ -376,6 +413,14 @@ mod tests {
         for e in KERNELS {
             let name = e.name();
             assert!(name.ends_with(&format!("bm{}_bn{}", e.block_m, e.block_n)), "{name}: tile {}x{}", e.block_m, e.block_n);
+            let layout = match e.majors {
+                _ if e.problem == Problem::KGrouped => "tn",
+                (Major::K, Major::K) => "nt",
+                (Major::K, Major::Mn) => "nn",
+                (Major::Mn, Major::Mn) => "tn",
+                (Major::Mn, Major::K) => "tt",
+            };
+            assert!(name.contains(&format!("fp8_gemm_{layout}_")), "{name}: majors {:?}", e.majors);
             assert_eq!(name.contains("_bs_"), e.weights == WeightLayout::Preshuffled, "{name}");
             assert_eq!(name.contains("splitk"), e.schedule == ScheduleKind::SplitK, "{name}");
             assert_eq!(name.contains("streamk"), e.schedule == ScheduleKind::StreamK, "{name}");

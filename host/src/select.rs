@@ -42,7 +42,7 @@ use fp8gemm_device::tile;
 use crate::codeobj::Arch;
 use crate::config::{ConfigError, GemmConfig, GemmDesc, GemmKind, Overrides, Remap, StreamK, WorkspaceLimit};
 use crate::layout::WeightLayout;
-use crate::registry::{self, KernelEntry, Problem, ScheduleKind};
+use crate::registry::{self, KernelEntry, Major, Problem, ScheduleKind};
 
 /// Most pieces a split-K launch cuts K into.
 pub const MAX_SPLITS: u32 = 32;
@@ -127,12 +127,17 @@ fn problem_of(kind: GemmKind) -> Problem {
 /// (dense problems; see the module docs for the schedules enumerated: split counts stop once
 /// the pieces fill two rounds of the device, unless forced).
 pub fn candidates(desc: &GemmDesc, weights: WeightLayout) -> Vec<Plan> {
-    candidates_with(desc, weights, false)
+    candidates_with(desc, weights, (Major::K, Major::K), false)
+}
+
+/// [`candidates`] for operands stored as `majors` (NN / TN / TT).
+pub fn candidates_with_majors(desc: &GemmDesc, weights: WeightLayout, majors: (Major, Major)) -> Vec<Plan> {
+    candidates_with(desc, weights, majors, false)
 }
 
 /// [`candidates`], with every split count `2 ..= min(k/128, MAX_SPLITS)` when `all_splits`
 /// (a forced split count is taken as given).
-fn candidates_with(desc: &GemmDesc, weights: WeightLayout, all_splits: bool) -> Vec<Plan> {
+fn candidates_with(desc: &GemmDesc, weights: WeightLayout, majors: (Major, Major), all_splits: bool) -> Vec<Plan> {
     let problem = problem_of(desc.kind);
     let cus = desc.cus.max(1);
     let nkb = desc.k / tile::SCALE_BLOCK_K;
@@ -140,7 +145,7 @@ fn candidates_with(desc: &GemmDesc, weights: WeightLayout, all_splits: bool) -> 
     if problem != Problem::Dense {
         return v;
     }
-    for e in registry::candidates(problem, weights) {
+    for e in registry::candidates_with_majors(problem, weights, majors) {
         let tiles64 = e.tiles(desc.m, desc.n);
         let Ok(tiles) = u32::try_from(tiles64) else { continue };
         let slots = e.slots_per_cu(desc.arch).unwrap_or(1);
@@ -245,6 +250,19 @@ fn passes(p: &Plan, o: &Overrides) -> bool {
 /// the [`WorkspaceLimit`]. A forced schedule whose workspace does not fit is still returned
 /// (the caller reports the shortfall as an error).
 pub fn plan(desc: &GemmDesc, weights: WeightLayout, overrides: &Overrides, available: u64) -> Result<(Plan, Option<WorkspaceLimit>), ConfigError> {
+    plan_with_majors(desc, weights, (Major::K, Major::K), overrides, available)
+}
+
+/// [`plan`] for operands stored as `majors` (`fp8_gemm_nn` / `_tn` / `_tt`). A kernel without
+/// generated coefficients is estimated at `+∞`: it is chosen only as the sole candidate (the
+/// other layouts have one tile each today) or when forced.
+pub fn plan_with_majors(
+    desc: &GemmDesc,
+    weights: WeightLayout,
+    majors: (Major, Major),
+    overrides: &Overrides,
+    available: u64,
+) -> Result<(Plan, Option<WorkspaceLimit>), ConfigError> {
     crate::config::validate(desc)?;
     if overrides.split == Some(0) {
         return Err(ConfigError::ForcedSplit { splits: "0".into(), expected: "at least 1".into() });
@@ -260,35 +278,39 @@ pub fn plan(desc: &GemmDesc, weights: WeightLayout, overrides: &Overrides, avail
     let model = CostModel::for_arch(desc.arch)?;
     let all_splits = overrides.split.is_some_and(|s| s > 1);
     let mut all: Vec<Plan> = match overrides.stream_k {
-        Some(forced) => forced_stream_k(desc, weights, forced),
-        None => candidates_with(desc, weights, all_splits),
+        Some(forced) if majors == (Major::K, Major::K) => forced_stream_k(desc, weights, forced),
+        Some(_) => Vec::new(),
+        None => candidates_with(desc, weights, majors, all_splits),
     };
     all.retain(|p| passes(p, overrides));
     if all.is_empty() {
-        return Err(forced_error(desc, weights, overrides));
+        return Err(forced_error(desc, weights, majors, overrides));
     }
     for p in &mut all {
         p.estimate_s = model.estimate(p, desc);
     }
     let best_of = |ps: &mut dyn Iterator<Item = &Plan>| -> Option<Plan> { ps.min_by(|a, b| a.estimate_s.total_cmp(&b.estimate_s)).copied() };
-    let best = best_of(&mut all.iter()).ok_or_else(|| forced_error(desc, weights, overrides))?;
+    let best = best_of(&mut all.iter()).ok_or_else(|| forced_error(desc, weights, majors, overrides))?;
     let forced = overrides.split.is_some_and(|s| s > 1) || overrides.stream_k.is_some();
     if best.workspace_floats(desc.arch) <= available || forced {
         return Ok((best, None));
     }
-    let fitting = best_of(&mut all.iter().filter(|p| p.workspace_floats(desc.arch) <= available)).ok_or_else(|| forced_error(desc, weights, overrides))?;
+    let fitting =
+        best_of(&mut all.iter().filter(|p| p.workspace_floats(desc.arch) <= available)).ok_or_else(|| forced_error(desc, weights, majors, overrides))?;
     let limit = WorkspaceLimit { preferred: best.config(desc.arch), needed: best.workspace_floats(desc.arch), available };
     Ok((fitting, Some(limit)))
 }
 
-fn forced_error(desc: &GemmDesc, weights: WeightLayout, o: &Overrides) -> ConfigError {
-    let all = candidates(desc, weights);
+fn forced_error(desc: &GemmDesc, weights: WeightLayout, majors: (Major, Major), o: &Overrides) -> ConfigError {
+    let all = candidates_with_majors(desc, weights, majors);
     if let Some((bm, bn)) = o.tile
         && !all.iter().any(|p| (p.kernel.block_m, p.kernel.block_n) == (bm, bn))
     {
         return ConfigError::ForcedTile {
             tile: format!("{bm}x{bn}"),
-            available: if weights == WeightLayout::Preshuffled {
+            available: if majors != (Major::K, Major::K) {
+                "64x128 (the NN / TN / TT layouts)"
+            } else if weights == WeightLayout::Preshuffled {
                 "32x64, 32x128, 48x128, 64x128, 80x128, 96x128, 128x128 (pre-shuffled weights)"
             } else {
                 "64x64, 64x128, 128x128 (logical weights)"
