@@ -8,7 +8,9 @@
 //! range where its schedule applies (data-parallel 0.05 … 12, split-K 0.02 … 1.5, stream-K
 //! 0.3 … 12), any integer — with a random schedule among the selector's candidates for that
 //! shape; each is launched with its plan given ([`fp8gemm::fp8_gemm_nt_with_plan`]) and the
-//! timing model on (every XCD for grids of at most one workgroup per CU, XCD 0's share above), and shapes whose simulated work passes `--max-blocks` are redrawn.
+//! timing model on (every XCD for grids of at most one workgroup per CU, XCD 0's share above), and
+//! shapes whose simulated work passes `--max-blocks` (tiles × K blocks in 64 × 128-tile
+//! equivalents) are redrawn.
 //! The samples are written to `--samples-out` so the fit can be redone without timing
 //! (`--from-samples`). The fit: for each candidate HBM bandwidth on a grid, every kernel's
 //! coefficients by non-negative least squares ([`fp8gemm::select::fit_kernel`]); the bandwidth
@@ -130,7 +132,8 @@ fn draw(rng: &mut StdRng, e: &'static KernelEntry, cus: u32, max_blocks: u64) ->
         m = m.div_ceil(8) * 8;
     }
     let desc = GemmDesc::dense(m, n, nkb * 128, Arch::Gfx942).with_cus(cus);
-    if e.tiles(m, n) * u64::from(nkb) > max_blocks {
+    // Simulation time grows with the MFMA work: count blocks in 64 × 128-tile equivalents.
+    if e.tiles(m, n) * u64::from(nkb) * u64::from(e.block_m * e.block_n) > max_blocks * 64 * 128 {
         return None;
     }
     let cands: Vec<Plan> = select::candidates_with_majors(&desc, e.weights, e.majors).into_iter().filter(|p| std::ptr::eq(p.kernel, e)).collect();
