@@ -135,6 +135,24 @@ pub fn run(
         }
         std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;
         println!("wrote {} ({} rows, modelled figures)", path.display(), all.len());
+        // Every row at every grid point (modelled µs without the launch overhead), for
+        // re-fitting other selections offline.
+        let grid_path = path.with_extension("grid.csv");
+        let mut text = String::from("file,family,kernel,m,n,k,measured_us,machine");
+        for pt in &grid.points {
+            let cols: Vec<String> = names.iter().zip(pt).map(|(n, v)| format!("{n}={v}")).collect();
+            text.push_str(&format!(",{}", cols.join(" ")));
+        }
+        text.push('\n');
+        for (i, r) in all.iter().enumerate() {
+            text.push_str(&format!("{},{},{},{},{},{},{:.4},{}", r.source, r.family, r.kernel, r.m, r.n, r.k, r.measured_us, r.machine.name));
+            for s in &grid.seconds[i] {
+                text.push_str(&format!(",{:.4}", s * 1e6));
+            }
+            text.push('\n');
+        }
+        std::fs::write(&grid_path, text).map_err(|e| format!("{}: {e}", grid_path.display()))?;
+        println!("wrote {} (every row at every grid point, modelled µs without the launch overhead)", grid_path.display());
     }
     println!("{:.0} s", started.elapsed().as_secs_f64());
     Ok(())
