@@ -238,9 +238,9 @@ enum Command {
         /// for joining with other measurements.
         #[arg(long)]
         csv: Option<std::path::PathBuf>,
-        /// Fit the machine's *fitted* parameters jointly over every measured MI325X row (the
-        /// BpreShuffle rows `--rows` selects and every i8gemm row), each traced once and
-        /// replayed over a grid inside the parameters' ranges; prints per-family errors and
+        /// Fit the machine's *fitted* parameters jointly over every measured row `--files` and
+        /// `--rows` select (each on its chip's machine), each traced once and replayed over a
+        /// grid inside the parameters' ranges; prints per-family/chip errors and
         /// leave-one-(N,K)-out cross-validation.
         #[arg(long)]
         fit: bool,

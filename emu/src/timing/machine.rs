@@ -216,7 +216,8 @@ impl Machine {
     /// range, which is where AMD's gfx950 block-scale kernels (the CDNA3 MFMA at half CDNA4's
     /// rate, far below the power cap) measured on MI355X put it (`fp8gemm calibrate --files
     /// measured_mi355x.csv`). Kernels at the full CDNA4 rate will draw more power, and may
-    /// run slower. The other fitted parameters are *as MI325X (fitted there)*. [`Machine::hbm_efficiency`] is the published
+    /// run slower. The other fitted parameters are the joint fit's, shared with MI325X (its rows
+    /// and 31 MI355X rows fitted together). [`Machine::hbm_efficiency`] is the published
     /// streaming figure instead: 5.8 of 8.0 TB/s (tile-lang/tilelang PR #2248, hardware.md) =
     /// 0.725. MFMA rates are the instructions' own (CDNA3 `16x16x32_fp8` 4 passes, `f8f6f4` 8 or
     /// 16 with FP8 operands: [`crate::exec::counters::mfma_passes_of`]). Not found for CDNA4, as

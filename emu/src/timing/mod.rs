@@ -75,7 +75,8 @@
 //! split-K included). One known bias: XCD 0 alone cannot hit in the MALL on lines another
 //! XCD brought in, so the one-XCD scope reports up to 8× the full scope's HBM bytes for
 //! operands all XCDs share (4096×2112×7168: 282 vs 63 MB); its time moves only when HBM
-//! bandwidth binds. Functional execution dominates
+//! bandwidth binds, which it does not on the calibration rows checked (the figures are in
+//! `docs/perf/timing_mechanisms.md`). Functional execution dominates
 //! the cost; [`SimOptions::skip_mfma_math`] skips computing MFMA results (the output is then
 //! garbage), valid for kernels whose control flow and addresses do not depend on MFMA results
 //! — the tests check that the traces are identical with and without it for every kernel family
@@ -93,13 +94,15 @@
 //!
 //! # Parameters
 //! See [`Machine`]: every field names its source or says *fitted*. Published figures
-//! (clocks under load, latencies, bandwidths: `../shared/reference/hardware.md`) are used as
-//! published; the few fitted ones (the MFMA chain latency, the launch overhead, LDS and barrier
-//! latencies, dispatch costs) stay inside stated ranges and were set by one joint fit
-//! ([`fit`], `fp8gemm calibrate --fit`) over the measured MI325X rows of AMD's FP8 BpreShuffle
-//! and int8 kernels: one parameter set for every kernel family and shape. MI308X and MI355X
-//! take MI325X's fitted values (no rows of theirs were fitted) and their own published
-//! figures.
+//! (clocks under load, latencies, bandwidths: `../shared/reference/hardware.md`; the MFMA
+//! co-issue and hazard rules from LLVM) are used as published; the few fitted ones (the MFMA
+//! chain latency, the launch overhead, LDS and barrier latencies, dispatch costs) stay inside
+//! stated ranges and were set by one joint fit ([`fit`], `fp8gemm calibrate --fit`) over the
+//! measured rows of AMD's FP8 BpreShuffle and int8 kernels on MI325X and the BpreShuffle
+//! kernels on MI355X: one parameter set for every kernel family, shape and chip. MI300X and
+//! MI308X take those fitted values (no rows of theirs were fitted) and their own published
+//! figures. The fit's tables, the mechanisms tried and what each changed are in
+//! `docs/perf/` (`calibrate_fit_joint.txt`, `timing_mechanisms.md`).
 //!
 //! The throughput bound [`bound::estimate`] is kept as a clearly named lower bound next to the
 //! emulator's counters; this model is the project's performance model.
