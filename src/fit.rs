@@ -6,12 +6,16 @@ use amdgpu_emu::timing::SimOptions;
 use amdgpu_emu::timing::fit::{self, FitRow};
 
 /// Runs the fit over the rows of the measured tables `files` that `select(file, index)` picks
-/// (rows with M above `max_m` are left out and counted), prints the tables and writes every
-/// row to `csv` if given.
+/// (rows with M above `max_m` are left out and counted), each on its chip's machine with
+/// `overrides` applied, replayed over the grid of `params` (and the launch overhead); prints
+/// the tables and writes every row to `csv` if given.
+#[allow(clippy::too_many_arguments)]
 pub fn run(
     dir: &std::path::Path,
     files: &[std::path::PathBuf],
     opts: &SimOptions,
+    overrides: &str,
+    params: &[fit::FitParam],
     select: &dyn Fn(&std::path::Path, usize) -> bool,
     max_m: Option<u32>,
     csv: Option<&std::path::Path>,
@@ -27,7 +31,10 @@ pub fn run(
         skipped += usize::from(!ok);
         ok
     };
-    let all = fit::given_rows(dir, files, opts, &mut keep, &mut |r: &FitRow| {
+    if !overrides.is_empty() {
+        println!("  machine overrides on every row: {overrides}");
+    }
+    let all = fit::given_rows(dir, files, opts, overrides, &mut keep, &mut |r: &FitRow| {
         println!("  traced {} {} {}x{}x{} ({} instructions)", r.machine.name, r.family, r.m, r.n, r.k, r.recording.instructions())
     })
     .map_err(|e| e.to_string())?;
@@ -37,14 +44,26 @@ pub fn run(
     if all.is_empty() {
         return Err("no rows selected".into());
     }
-    let grid = fit::evaluate(&all, &fit::REPLAYED, opts, &mut |i, n| eprint!("\r  replayed {i}/{n} rows over the grid")).map_err(|e| e.to_string())?;
+    let grid = fit::evaluate(&all, params, opts, &mut |i, n| eprint!("\r  replayed {i}/{n} rows over the grid")).map_err(|e| e.to_string())?;
     eprintln!();
     let best = fit::fit(&grid, &all, &|_| true).map_err(|e| e.to_string())?;
-    let names: Vec<&str> = grid.params.iter().map(|p| p.name).collect();
+    let names: Vec<&str> = grid.params.iter().map(|p| p.name.as_ref()).collect();
     println!("grid: {} (replayed) × launch_overhead_s {}..{} µs", names.join(", "), fit::LAUNCH.lo * 1e6, fit::LAUNCH.hi * 1e6);
+    let mut groups: Vec<(String, String)> = all.iter().map(|r| (r.family.clone(), r.machine.name.to_string())).collect();
+    groups.sort();
+    groups.dedup();
     for (p, values) in grid.points.iter().enumerate() {
         let f = fit::fit_at(&grid, &all, p, &|_| true).map_err(|e| e.to_string())?;
-        println!("  {:?} → best launch {:.2} µs, rms log error {:.4}", values, f.launch_s * 1e6, f.objective.sqrt());
+        let per: Vec<String> = groups
+            .iter()
+            .map(|(fam, chip)| {
+                let e: Vec<f64> =
+                    (0..all.len()).filter(|&i| &all[i].family == fam && all[i].machine.name == chip).map(|i| fit::rel_err(&grid, &all, &f, i)).collect();
+                let (med, worst, signed) = fit::summary(&e);
+                format!("{fam} {chip} {:.1}/{:.1}/{:+.1}", med * 100.0, worst * 100.0, signed * 100.0)
+            })
+            .collect();
+        println!("  {:?} → best launch {:.2} µs, rms log error {:.4}; median/worst/signed %: {}", values, f.launch_s * 1e6, f.objective.sqrt(), per.join(", "));
     }
     println!("fit: {} = {:?}, launch_overhead_s = {:.2} µs, rms log error {:.4}", names.join(", "), best.values, best.launch_s * 1e6, best.objective.sqrt());
     println!("{:<12} {:<8} {:>6} {:>6} {:>6} {:>10} {:>10} {:>8}", "family", "chip", "M", "N", "K", "meas µs", "model µs", "error");
@@ -63,9 +82,6 @@ pub fn run(
         );
     }
     println!("per family and chip (modelled vs measured):");
-    let mut groups: Vec<(String, String)> = all.iter().map(|r| (r.family.clone(), r.machine.name.to_string())).collect();
-    groups.sort();
-    groups.dedup();
     for (fam, chip) in &groups {
         let e: Vec<f64> = all.iter().zip(&errs).filter(|(r, _)| &r.family == fam && r.machine.name == chip).map(|(_, e)| *e).collect();
         let (med, worst, signed) = fit::summary(&e);
@@ -119,6 +135,24 @@ pub fn run(
         }
         std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;
         println!("wrote {} ({} rows, modelled figures)", path.display(), all.len());
+        // Every row at every grid point (modelled µs without the launch overhead), for
+        // re-fitting other selections offline.
+        let grid_path = path.with_extension("grid.csv");
+        let mut text = String::from("file,family,kernel,m,n,k,measured_us,machine");
+        for pt in &grid.points {
+            let cols: Vec<String> = names.iter().zip(pt).map(|(n, v)| format!("{n}={v}")).collect();
+            text.push_str(&format!(",{}", cols.join(" ")));
+        }
+        text.push('\n');
+        for (i, r) in all.iter().enumerate() {
+            text.push_str(&format!("{},{},{},{},{},{},{:.4},{}", r.source, r.family, r.kernel, r.m, r.n, r.k, r.measured_us, r.machine.name));
+            for s in &grid.seconds[i] {
+                text.push_str(&format!(",{:.4}", s * 1e6));
+            }
+            text.push('\n');
+        }
+        std::fs::write(&grid_path, text).map_err(|e| format!("{}: {e}", grid_path.display()))?;
+        println!("wrote {} (every row at every grid point, modelled µs without the launch overhead)", grid_path.display());
     }
     println!("{:.0} s", started.elapsed().as_secs_f64());
     Ok(())

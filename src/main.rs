@@ -239,12 +239,17 @@ enum Command {
         /// for joining with other measurements.
         #[arg(long)]
         csv: Option<std::path::PathBuf>,
-        /// Fit the machine's *fitted* parameters jointly over every measured MI325X row (the
-        /// BpreShuffle rows `--rows` selects and every i8gemm row), each traced once and
-        /// replayed over a grid inside the parameters' ranges; prints per-family errors and
+        /// Fit the machine's *fitted* parameters jointly over every measured row `--files` and
+        /// `--rows` select (each on its chip's machine), each traced once and replayed over a
+        /// grid inside the parameters' ranges; prints per-family/chip errors and
         /// leave-one-(N,K)-out cross-validation.
         #[arg(long)]
         fit: bool,
+        /// With `--fit`: the replayed grid, `FIELD=LO:HI:STEP` per machine field (repeatable;
+        /// the cartesian product is replayed); the fitted parameters' own grid when omitted.
+        /// `AMDGPU_EMU_MACHINE_OVERRIDES` applies to every row's machine under the grid.
+        #[arg(long)]
+        grid: Vec<String>,
         /// With `--fit`: leave out rows with M above this (their launches are the slowest to
         /// trace).
         #[arg(long)]
@@ -435,7 +440,7 @@ fn run(cli: Cli) -> Result<(), String> {
             eval::run(eval::EvalArgs { machine, layout, prune, max_blocks, pairs, ms, csv, plot, no_cliff })
         }
         Command::Compare { set, peers, scope, max_m, csv, plot } => compare::run(set, peers, scope, max_m, csv, plot),
-        Command::Calibrate { peers, machine, files, scope, rows, verbose, csv, moe, moe_only, moe_rows, moe_div, moe_machine, full_math, fit, max_m } => {
+        Command::Calibrate { peers, machine, files, scope, rows, verbose, csv, moe, moe_only, moe_rows, moe_div, moe_machine, full_math, fit, max_m, grid } => {
             if fit {
                 if machine.is_some() || moe || moe_only || full_math {
                     return Err(
@@ -443,7 +448,7 @@ fn run(cli: Cli) -> Result<(), String> {
                             .into(),
                     );
                 }
-                return profile::fit(peers, &files, scope, &rows, max_m, csv.as_deref());
+                return profile::fit(peers, &files, scope, &rows, max_m, csv.as_deref(), &grid);
             }
             profile::calibrate(profile::CalibrateArgs {
                 peers,

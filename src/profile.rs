@@ -75,7 +75,14 @@ pub fn fit(
     rows: &[String],
     max_m: Option<u32>,
     csv: Option<&std::path::Path>,
+    grid: &[String],
 ) -> Result<(), String> {
+    let params: Vec<amdgpu_emu::timing::fit::FitParam> = if grid.is_empty() {
+        amdgpu_emu::timing::fit::REPLAYED.to_vec()
+    } else {
+        grid.iter().map(|g| amdgpu_emu::timing::fit::FitParam::parse(g)).collect::<Result<_, _>>()?
+    };
+    let overrides = std::env::var(Machine::OVERRIDES_ENV).unwrap_or_default();
     let dir = match dir {
         Some(d) => d,
         None => amdgpu_emu::peers::peers_dir().map_err(|e| e.to_string())?,
@@ -86,7 +93,7 @@ pub fn fit(
         files.iter().map(|f| if std::path::Path::new(f).is_absolute() { f.into() } else { dir.join(f) }).collect()
     };
     let sel = parse_rows(rows)?;
-    crate::fit::run(&dir, &files, &options(scope, false, None), &|file, index| selects(&sel, file, index), max_m, csv)
+    crate::fit::run(&dir, &files, &options(scope, false, None), &overrides, &params, &|file, index| selects(&sel, file, index), max_m, csv)
 }
 
 /// Arguments of `fp8gemm calibrate` (see its `--help`).

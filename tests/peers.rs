@@ -100,7 +100,7 @@ fn fit_recovers_a_known_parameter() {
             recording,
         });
     }
-    let params = [FitParam { name: "mfma_chain_latency", lo: 0.0, hi: 12.0, step: 6.0 }];
+    let params = [FitParam { name: "mfma_chain_latency".into(), lo: 0.0, hi: 12.0, step: 6.0 }];
     let grid = fit::evaluate(&rows, &params, &o, &mut |_, _| {}).unwrap();
     assert_eq!(grid.points, vec![vec![0.0], vec![6.0], vec![12.0]]);
     let best = fit::fit(&grid, &rows, &|_| true).unwrap();

@@ -46,7 +46,7 @@ pub struct FitRow {
 #[derive(Clone, Debug, PartialEq)]
 pub struct FitParam {
     /// A [`Machine::with_overrides`] field name.
-    pub name: &'static str,
+    pub name: std::borrow::Cow<'static, str>,
     /// Lowest value.
     pub lo: f64,
     /// Highest value.
@@ -56,6 +56,21 @@ pub struct FitParam {
 }
 
 impl FitParam {
+    /// Parses `name=lo:hi:step` (a [`Machine::with_overrides`] field and its grid).
+    pub fn parse(spec: &str) -> Result<FitParam, String> {
+        let bad = || format!("grid `{spec}`: expected name=lo:hi:step with lo <= hi and step > 0");
+        let (name, range) = spec.split_once('=').ok_or_else(bad)?;
+        let v: Vec<f64> = range.split(':').map(|x| x.trim().parse::<f64>()).collect::<Result<_, _>>().map_err(|_| bad())?;
+        let [lo, hi, step] = v[..] else { return Err(bad()) };
+        if !(lo <= hi && step > 0.0) {
+            return Err(bad());
+        }
+        let name = name.trim();
+        // Only machine fields: checked by applying the lowest value to a machine.
+        Machine::MI325X.with_overrides(&format!("{name}={lo}"))?;
+        Ok(FitParam { name: name.to_string().into(), lo, hi, step })
+    }
+
     /// The grid's values.
     pub fn values(&self) -> Vec<f64> {
         let n = ((self.hi - self.lo) / self.step).round().max(0.0) as usize;
@@ -65,12 +80,12 @@ impl FitParam {
 
 /// The parameters the fit searches by replaying: the MFMA accumulation-chain latency
 /// (between back-to-back forwarding and no forwarding, [`Machine::mfma_chain_latency`]).
-pub const REPLAYED: [FitParam; 1] = [FitParam { name: "mfma_chain_latency", lo: 0.0, hi: 12.0, step: 2.0 }];
+pub const REPLAYED: [FitParam; 1] = [FitParam { name: std::borrow::Cow::Borrowed("mfma_chain_latency"), lo: 0.0, hi: 12.0, step: 2.0 }];
 
 /// The launch overhead grid, seconds: 0 to 4 µs, the latter the hipEvent-timed cost of an
 /// empty kernel (`hardware.md` "Launch"), an upper bound of what a profiler's device time
 /// counts.
-pub const LAUNCH: FitParam = FitParam { name: "launch_overhead_s", lo: 0.0, hi: 4e-6, step: 0.25e-6 };
+pub const LAUNCH: FitParam = FitParam { name: std::borrow::Cow::Borrowed("launch_overhead_s"), lo: 0.0, hi: 4e-6, step: 0.25e-6 };
 
 /// Every row's modelled cycles-derived time (without launch overhead) at every grid point.
 pub struct Grid {
@@ -109,11 +124,13 @@ fn overridden(base: &Machine, params: &[FitParam], point: &[f64], launch: f64) -
 }
 
 /// Records every row of the measured tables `files` that `select(file, index)` picks, each on
-/// its chip's machine ([`calibrate::machine_for`]) with its family's code object.
+/// its chip's machine ([`calibrate::machine_for`]) with `overrides` applied
+/// ([`Machine::with_overrides`]; empty for none) and its family's code object.
 pub fn given_rows(
     dir: &Path,
     files: &[std::path::PathBuf],
     opts: &SimOptions,
+    overrides: &str,
     select: &mut dyn FnMut(&Path, usize, &calibrate::GivenRow) -> bool,
     progress: &mut dyn FnMut(&FitRow),
 ) -> Result<Vec<FitRow>, FitError> {
@@ -125,6 +142,7 @@ pub fn given_rows(
                 continue;
             }
             let machine = calibrate::machine_for(&row, None).map_err(|e| FitError::Launch(e.to_string()))?;
+            let machine = machine.with_overrides(overrides).map_err(FitError::Override)?;
             let (family, recording) = calibrate::record_given(dir, &row, &machine, opts, &mut cache).map_err(|e| FitError::Launch(e.to_string()))?;
             let source = file.file_name().map_or_else(|| file.display().to_string(), |n| n.to_string_lossy().into_owned());
             let r = FitRow {
@@ -275,6 +293,16 @@ mod tests {
         assert_eq!(REPLAYED[0].values(), vec![0.0, 2.0, 4.0, 6.0, 8.0, 10.0, 12.0]);
         assert_eq!(LAUNCH.values().len(), 17);
         assert!((LAUNCH.values()[16] - 4e-6).abs() < 1e-12);
+    }
+
+    #[test]
+    fn grid_specs_parse_machine_fields_only() {
+        let p = FitParam::parse("mfma_chain_latency=4:10:3").unwrap();
+        assert_eq!((p.name.as_ref(), p.values()), ("mfma_chain_latency", vec![4.0, 7.0, 10.0]));
+        assert!(FitParam::parse("no_such_field=0:1:1").unwrap_err().contains("no_such_field"));
+        for bad in ["mfma_chain_latency", "mfma_chain_latency=4:10", "mfma_chain_latency=10:4:1", "mfma_chain_latency=0:4:0"] {
+            assert!(FitParam::parse(bad).unwrap_err().contains("expected name=lo:hi:step"), "{bad}");
+        }
     }
 
     #[test]

@@ -66,14 +66,23 @@ pub struct Machine {
     /// readable 4·N + 3·4 cycles after issue.
     pub mfma_result_latency: u32,
     /// Cycles after an MFMA's last pass before the next MFMA of an accumulation chain (SrcC
-    /// exactly the previous result) can issue: *fitted* within [0, `mfma_result_latency`]: 10 (the
-    /// joint fit over three families on two chips, `fp8gemm calibrate --fit`)
-    /// (0: the result is forwarded back to back; `mfma_result_latency`: no forwarding). LLVM
-    /// asks no software wait states for an exactly matching SrcC (the hardware interlocks it)
-    /// and does not say when the interlock releases. AMD's kernels measured on MI325X put it
-    /// well above 0: a chain of four dependent MFMAs added per wave and K step costs ~112
-    /// cycles at 1.8 GHz, not 4 × 16 (`measured_mi325x.csv`, tiles 32…128 × 128 at N = 2048).
+    /// exactly the previous result) can issue: *fitted* within [0, `mfma_result_latency`]: 10
+    /// (the joint fit over three families on two chips, `fp8gemm calibrate --fit`; 0: the result
+    /// is forwarded back to back, `mfma_result_latency`: no forwarding). Issue is slotted
+    /// ([`Machine::issue_interval`]), so for a 4-pass MFMA 10 and 12 both mean the 7th slot
+    /// after issue (passes + 3, as a VALU reading the result), 6 and 8 the 6th. LLVM asks no
+    /// software wait states for an exactly matching SrcC (the hardware interlocks it) and does
+    /// not say when the interlock releases. AMD's kernels measured on MI325X put it well above
+    /// 0: a chain of four dependent MFMAs added per wave and K step costs ~112 cycles at
+    /// 1.8 GHz, not 4 × 16 (`measured_mi325x.csv`, tiles 32…128 × 128 at N = 2048).
     pub mfma_chain_latency: u32,
+    /// Issue slots beyond an MFMA's passes before a packed-F32 VALU (`v_pk_{fma,mul,add}_f32`,
+    /// `v_pk_mov_b32`) or a DOT may issue on the SIMD after it: 2 (one more after an XDL with
+    /// an A source of 16 bytes or more). LLVM PR #233721 (`getPackedVALUIssueCycle`), rules
+    /// fitted to ATT thread traces of MI308X (gfx942) and MI350X (gfx950) for every MFMA family,
+    /// which also give the other VALU's hold after an XDL: `1 + (widest A/B source bytes) / 16`
+    /// slots (one slot for the 8-byte sources of the FP8/INT8 16x16x32 MFMAs).
+    pub mfma_pk_f32_slots: u32,
     /// Cycles from an LDS instruction leaving the LDS pipe to its data being usable (lgkmcnt):
     /// *fitted*, prior 64 (CDNA3 ISA guide gives no figure; origami models LDS via MI latency).
     pub lds_latency: u32,
@@ -81,7 +90,10 @@ pub struct Machine {
     /// sL1 hit ≈ 20 ns on MI300X, ~41 cycles at the ~2.05 GHz of the measurement).
     pub smem_latency: u32,
     /// Bytes per cycle a CU's texture addresser / vector L1 moves (64 B/clk/CU, CDNA3 white
-    /// paper "vector L1: 64 B/clk"); a wave64 instruction takes at least 4 cycles of it.
+    /// paper "vector L1: 64 B/clk"; hardware.md: L1-resident ~39 TB/s on MI300X, 61 B/clk/CU).
+    /// Every L1 access is for one cache line (rocprofiler-compute, "Vector L1 cache"): an
+    /// instruction takes a cycle per line it touches, or the bytes it moves in the line at this
+    /// rate if more, and a wave64 instruction at least one issue interval.
     pub ta_bytes_per_clk: f64,
     /// Vector L1 size per CU (32 KiB, `shared/reference/gfx942.md`).
     pub l1_bytes: u32,
@@ -129,8 +141,8 @@ pub struct Machine {
     pub wave_launch_cycles: u32,
     /// Fixed launch overhead added to every kernel's modelled time, seconds: *fitted* within
     /// [0, 4 µs] (4 µs is an empty kernel's hipEvent-timed cost, hardware.md "Launch", an upper
-    /// bound of the profiler's device time AMD's tables use): 1.75 µs (the joint fit over the
-    /// MI325X BpreShuffle and i8gemm rows and 31 MI355X rows).
+    /// bound of the profiler's device time AMD's tables use): 3.25 µs (the joint fit over the
+    /// MI325X BpreShuffle and i8gemm rows and 31 MI355X rows, `fp8gemm calibrate --fit`).
     pub launch_overhead_s: f64,
 }
 
@@ -153,6 +165,7 @@ impl Machine {
         trans_cycles: 16,
         mfma_result_latency: 12,
         mfma_chain_latency: 10,
+        mfma_pk_f32_slots: 2,
         lds_latency: 64,
         smem_latency: 40,
         ta_bytes_per_clk: 64.0,
@@ -172,7 +185,7 @@ impl Machine {
         barrier_latency: 16,
         wg_dispatch_cycles: 8,
         wave_launch_cycles: 300,
-        launch_overhead_s: 1.75e-6,
+        launch_overhead_s: 3.25e-6,
     };
 
     /// MI325X (gfx942): the MI300X's compute die with HBM3E at 6.0 TB/s and a 1000 W power
@@ -203,7 +216,8 @@ impl Machine {
     /// range, which is where AMD's gfx950 block-scale kernels (the CDNA3 MFMA at half CDNA4's
     /// rate, far below the power cap) measured on MI355X put it (`fp8gemm calibrate --files
     /// measured_mi355x.csv`). Kernels at the full CDNA4 rate will draw more power, and may
-    /// run slower. The other fitted parameters are *as MI325X (fitted there)*. [`Machine::hbm_efficiency`] is the published
+    /// run slower. The other fitted parameters are the joint fit's, shared with MI325X (its rows
+    /// and 31 MI355X rows fitted together). [`Machine::hbm_efficiency`] is the published
     /// streaming figure instead: 5.8 of 8.0 TB/s (tile-lang/tilelang PR #2248, hardware.md) =
     /// 0.725. MFMA rates are the instructions' own (CDNA3 `16x16x32_fp8` 4 passes, `f8f6f4` 8 or
     /// 16 with FP8 operands: [`crate::exec::counters::mfma_passes_of`]). Not found for CDNA4, as
@@ -267,6 +281,8 @@ impl Machine {
                 "trans_cycles" => m.trans_cycles = u()?,
                 "mfma_result_latency" => m.mfma_result_latency = u()?,
                 "mfma_chain_latency" => m.mfma_chain_latency = u()?,
+                "mfma_pk_f32_slots" => m.mfma_pk_f32_slots = u()?,
+
                 "lds_latency" => m.lds_latency = u()?,
                 "smem_latency" => m.smem_latency = u()?,
                 "ta_bytes_per_clk" => m.ta_bytes_per_clk = v,

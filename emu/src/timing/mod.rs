@@ -21,17 +21,22 @@
 //!      different wave, waves taken by `s_setprio` priority and then age; a wave issues at most
 //!      once per slot;
 //!    * **pipes**: a VALU holds the SIMD's vector port [`Machine::valu_cycles`] (transcendentals
-//!      [`Machine::trans_cycles`]); an MFMA holds the port one issue interval and the matrix
-//!      pipe `4 · passes` cycles, the passes being the instruction's own
-//!      ([`crate::exec::counters::mfma_passes_of`]: 16 cycles for FP8 16x16x32, 32 for 32x32x16
-//!      on both instruction sets; gfx950's `f8f6f4` 32/64 with FP8 operands, half with FP6/FP4),
-//!      so three 4-cycle VALU
-//!      ops co-issue under one 16-cycle MFMA (`shared/reference/gfx942.md`); results of an MFMA
-//!      are readable by other instructions `4 · passes + mfma_result_latency` cycles after
-//!      issue, and by the next MFMA of an accumulation chain (SrcC exactly the result)
-//!      `4 · passes + mfma_chain_latency` cycles after issue: dependent MFMAs do not issue back
-//!      to back (the mechanism the measured AMD kernels demand once the clock is the measured
-//!      one, see [`Machine::mfma_chain_latency`]);
+//!      [`Machine::trans_cycles`]); an MFMA holds the matrix pipe `4 · passes` cycles, the
+//!      passes being the instruction's own ([`crate::exec::counters::mfma_passes_of`]: 16
+//!      cycles for FP8 16x16x32, 32 for 32x32x16 on both instruction sets; gfx950's `f8f6f4`
+//!      32/64 with FP8 operands, half with FP6/FP4);
+//!    * **MFMA / VALU co-issue**: after an MFMA issues, the SIMD issues another VALU only
+//!      `1 + (widest A/B source bytes) / 16` issue slots later (one slot for the 8-byte sources
+//!      of the FP8/INT8 16x16x32 MFMAs, so three 4-cycle VALU ops co-issue under one 16-cycle
+//!      MFMA), and a packed-F32 VALU (`v_pk_{fma,mul,add}_f32`, `v_pk_mov_b32`) or a DOT only
+//!      `passes + 2` slots later, one more after an XDL with a 16-byte A source; SGEMM/DGEMM
+//!      hold every VALU `passes + 2` slots (LLVM PR #233721, rules fitted to ATT thread traces
+//!      of MI308X and MI350X; [`Machine::mfma_pk_f32_slots`]);
+//!    * **MFMA dependencies**: results of an MFMA are readable by other instructions
+//!      `4 · passes + mfma_result_latency` cycles after issue, and by the next MFMA of an
+//!      accumulation chain (SrcC exactly the result) `4 · passes + mfma_chain_latency` cycles
+//!      after issue: dependent MFMAs do not issue back to back (the mechanism the measured AMD
+//!      kernels demand once the clock is the measured one, see [`Machine::mfma_chain_latency`]);
 //!    * **wait counters**: vector memory operations retire in order on vmcnt, LDS and scalar
 //!      loads on lgkmcnt; `s_waitcnt` blocks until the count holds (CDNA3 ISA guide
 //!      "Data dependency resolution"); `s_nop n` holds the wave `n + 1` cycles, `s_sleep n`
@@ -40,14 +45,18 @@
 //!    * **LDS**: one pipe per CU, each DS instruction occupying it for its bank-model cycles
 //!      (the emulator's bank model, conflicts included), data usable after
 //!      [`Machine::lds_latency`];
-//!    * **memory**: a vector memory instruction occupies the CU's texture addresser / L1 for
-//!      `lines · 128 B / ta_bytes_per_clk` cycles (at least one issue interval); each line
+//!    * **memory**: a vector memory instruction occupies the CU's texture addresser / L1 one
+//!      cycle per 128-byte line it touches, or the bytes it moves in that line at
+//!      [`Machine::ta_bytes_per_clk`] if more (a wave64's lanes spread over its lines: a
+//!      coalesced dword load takes 4 cycles, a store scattering 8 bytes a lane over 64 rows 64
+//!      cycles, not the 128 of 64 whole lines), at least one issue interval; each line
 //!      looks up the CU's 32 KiB L1 (LRU), the XCD's 4 MiB 16-way L2 (LRU), the device's
 //!      256 MiB MALL (first touch, FIFO), then HBM; the L2 (per XCD), the XCD's fabric link,
 //!      the MALL and HBM are bandwidth servers (bytes per cycle, with a capacity calendar so a
 //!      request is served in order of arrival rather than of issue, `timing/server.rs`), each
-//!      level adds its latency; stores are acknowledged by the L2 and their bytes charged to
-//!      HBM (write-back). Cache sets are indexed by an XOR fold of the line number's bits; AMD
+//!      level adds its latency; stores are acknowledged by the L2 and charge the servers the
+//!      bytes they write (a load fills whole lines; the write-back L2 merges partial lines, so
+//!      only the data written reaches the fabric, the MALL and HBM). Cache sets are indexed by an XOR fold of the line number's bits; AMD
 //!      documents the L2 as 4 MiB, 16-way, 16 channels of 256 KiB (CDNA3 white paper, as quoted
 //!      in Fluid Numerics' "Working with the MI300A System") but not its set/channel hash, so the
 //!      fold is a neutral choice, and the L2's 16 channels are one aggregate server (a hash
@@ -66,7 +75,8 @@
 //! split-K included). One known bias: XCD 0 alone cannot hit in the MALL on lines another
 //! XCD brought in, so the one-XCD scope reports up to 8× the full scope's HBM bytes for
 //! operands all XCDs share (4096×2112×7168: 282 vs 63 MB); its time moves only when HBM
-//! bandwidth binds. Functional execution dominates
+//! bandwidth binds, which it does not on the calibration rows checked (the figures are in
+//! `docs/perf/timing_mechanisms.md`). Functional execution dominates
 //! the cost; [`SimOptions::skip_mfma_math`] skips computing MFMA results (the output is then
 //! garbage), valid for kernels whose control flow and addresses do not depend on MFMA results
 //! — the tests check that the traces are identical with and without it for every kernel family
@@ -84,13 +94,15 @@
 //!
 //! # Parameters
 //! See [`Machine`]: every field names its source or says *fitted*. Published figures
-//! (clocks under load, latencies, bandwidths: `../shared/reference/hardware.md`) are used as
-//! published; the few fitted ones (the MFMA chain latency, the launch overhead, LDS and barrier
-//! latencies, dispatch costs) stay inside stated ranges and were set by one joint fit
-//! ([`fit`], `fp8gemm calibrate --fit`) over the measured MI325X rows of AMD's FP8 BpreShuffle
-//! and int8 kernels: one parameter set for every kernel family and shape. MI308X and MI355X
-//! take MI325X's fitted values (no rows of theirs were fitted) and their own published
-//! figures.
+//! (clocks under load, latencies, bandwidths: `../shared/reference/hardware.md`; the MFMA
+//! co-issue and hazard rules from LLVM) are used as published; the few fitted ones (the MFMA
+//! chain latency, the launch overhead, LDS and barrier latencies, dispatch costs) stay inside
+//! stated ranges and were set by one joint fit ([`fit`], `fp8gemm calibrate --fit`) over the
+//! measured rows of AMD's FP8 BpreShuffle and int8 kernels on MI325X and the BpreShuffle
+//! kernels on MI355X: one parameter set for every kernel family, shape and chip. MI300X and
+//! MI308X take those fitted values (no rows of theirs were fitted) and their own published
+//! figures. The fit's tables, the mechanisms tried and what each changed are in
+//! `docs/perf/` (`calibrate_fit_joint.txt`, `timing_mechanisms.md`).
 //!
 //! The throughput bound [`bound::estimate`] is kept as a clearly named lower bound next to the
 //! emulator's counters; this model is the project's performance model.

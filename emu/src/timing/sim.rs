@@ -46,6 +46,15 @@ pub(crate) struct Static {
     cycles: u32,
     mfma: bool,
     store: bool,
+    /// A packed-F32 VALU (`v_pk_{fma,mul,add}_f32`, `v_pk_mov_b32`) or a DOT: held after an
+    /// MFMA for [`Static::pk_hold`] issue slots, not [`Static::valu_hold`].
+    pk_f32: bool,
+    /// MFMA: issue slots from its issue before another VALU may issue on the SIMD.
+    valu_hold: u32,
+    /// MFMA: issue slots from its issue before a packed-F32 VALU or DOT may issue on the SIMD.
+    pk_hold: u32,
+    /// Bytes one lane moves (vector memory).
+    lane_bytes: u32,
     special: Special,
     reads: Vec<Range>,
     writes: Vec<Range>,
@@ -84,10 +93,16 @@ impl Static {
             Kind::Valu => m.valu_cycles,
             _ => 0,
         };
+        let (valu_hold, pk_hold) = if kind == Kind::Mfma { mfma_valu_holds(name, info, m) } else { (0, 0) };
+        let pk_f32 = kind == Kind::Valu && (PK_F32.iter().any(|p| name.starts_with(p)) || name.starts_with("v_dot"));
         Static {
             cat,
             cycles,
             mfma: kind == Kind::Mfma,
+            pk_f32,
+            valu_hold,
+            pk_hold,
+            lane_bytes: u32::from(info.vmem_bytes),
             store: kind == Kind::VmemStore || (info.mem == Mem::Vm && name.contains("atomic")),
             special,
             reads: info.reads.iter().copied().filter(|r| r.0 < REG_CODES as u16).collect(),
@@ -95,6 +110,27 @@ impl Static {
             mfma_src_c: info.mfma_src[2],
         }
     }
+}
+
+/// Packed-F32 VALU mnemonics (LLVM PR #233721: they issue after an XDL like a DOT).
+const PK_F32: [&str; 4] = ["v_pk_fma_f32", "v_pk_mul_f32", "v_pk_add_f32", "v_pk_mov_b32"];
+
+/// Issue slots after an MFMA's issue before the SIMD issues (another wave's or its own) VALU,
+/// and before it issues a packed-F32 VALU or a DOT (LLVM PR #233721, rules fitted to ATT
+/// thread traces of MI308X and MI350X for every MFMA family): an XDL holds VALU off until
+/// slot `1 + (widest A/B source, bytes) / 16` and packed F32 / DOT until `passes + 2`, one
+/// more for an XDL with an A source of 16 bytes or more; SGEMM (`*_f32` sources) and DGEMM
+/// (`f64`) hold every VALU until `passes + 2`. [`Machine::mfma_pk_f32_slots`] is the `+ 2`.
+fn mfma_valu_holds(name: &str, info: &InstInfo, m: &Machine) -> (u32, u32) {
+    let passes = u32::from(info.passes);
+    let bytes = |r: Option<Range>| r.map_or(0, |r| u32::from(r.1) * 4);
+    let (a, b) = (bytes(info.mfma_src[0]), bytes(info.mfma_src[1]));
+    let non_xdl = name.contains("f64") || name.ends_with("_f32") || name.ends_with("xf32");
+    if non_xdl {
+        let hold = passes + m.mfma_pk_f32_slots;
+        return (hold, hold);
+    }
+    (1 + a.max(b) / 16, passes + m.mfma_pk_f32_slots + u32::from(a >= 16))
 }
 
 struct WaveSim {
@@ -133,6 +169,8 @@ struct WgSim {
 struct Simd {
     waves: Vec<usize>,
     vec_free: u64,
+    /// Earliest issue of a packed-F32 VALU or DOT (held by an earlier MFMA).
+    pk_free: u64,
     mfma_free: u64,
     /// Time of the pending event in the heap (NEVER if none).
     next: u64,
@@ -219,7 +257,7 @@ impl<'a> Sim<'a> {
         Sim {
             m,
             st,
-            simds: (0..ncu * m.simds_per_cu as usize).map(|_| Simd { waves: Vec::new(), vec_free: 0, mfma_free: 0, next: NEVER }).collect(),
+            simds: (0..ncu * m.simds_per_cu as usize).map(|_| Simd { waves: Vec::new(), vec_free: 0, pk_free: 0, mfma_free: 0, next: NEVER }).collect(),
             cus: (0..ncu)
                 .map(|c| Cu {
                     xcd: c / m.cus_per_xcd as usize,
@@ -468,6 +506,8 @@ impl<'a> Sim<'a> {
                 Some((sd.mfma_free, Stall::MfmaPipe))
             } else if s.cat == Cat::Vector && sd.vec_free > t {
                 Some((sd.vec_free, Stall::VectorPort))
+            } else if s.pk_f32 && sd.pk_free > t {
+                Some((sd.pk_free, Stall::VectorPort))
             } else {
                 None
             };
@@ -523,7 +563,9 @@ impl<'a> Sim<'a> {
         match s.cat {
             Cat::Vector if s.mfma => {
                 let sd = &mut self.simds[simd];
-                sd.vec_free = t + u64::from(m.issue_interval);
+                let iv = u64::from(m.issue_interval);
+                sd.vec_free = sd.vec_free.max(t + iv * u64::from(s.valu_hold.max(1)));
+                sd.pk_free = sd.pk_free.max(t + iv * u64::from(s.pk_hold));
                 sd.mfma_free = t + u64::from(s.cycles);
                 self.stats.mfma_cycles += u64::from(s.cycles);
                 let done = t + u64::from(s.cycles) + u64::from(m.mfma_result_latency);
@@ -561,16 +603,26 @@ impl<'a> Sim<'a> {
                 let n = aux as usize;
                 let lp = self.waves[w].line_pos;
                 self.waves[w].line_pos += n;
+                // Bytes a lane moves spread over the lines the instruction touches (at most a
+                // line each); unknown widths count whole lines.
+                let line_bytes = if n > 0 && s.lane_bytes > 0 { (64.0 * f64::from(s.lane_bytes) / n as f64).clamp(4.0, 128.0) } else { 128.0 };
+                // The vector L1 handles one cache line per cycle (every access is for one line:
+                // rocprofiler-compute, "Vector L1 cache") and moves `ta_bytes_per_clk` of data.
+                let per_line = (line_bytes / m.ta_bytes_per_clk).max(1.0);
                 let c = &mut self.cus[cu];
                 let start = (t as f64).max(c.ta_free);
-                let occ = (n as f64 * 128.0 / m.ta_bytes_per_clk).max(f64::from(m.issue_interval));
+                let occ = (n as f64 * per_line).max(f64::from(m.issue_interval));
                 c.ta_free = start + occ;
                 self.stats.ta_cycles += occ;
                 let xcd = self.cus[cu].xcd;
                 let mut done = start + occ + f64::from(m.l1_latency);
+                // A store moves only the bytes its lanes write: the L2 (write-back) merges the
+                // partial lines, so the fabric, MALL and HBM see the data written. A load fills
+                // whole lines.
+                let bytes = if s.store { line_bytes } else { 128.0 };
                 for k in 0..n {
                     let line = self.waves[w].trace.lines[lp + k];
-                    let d = self.line(cu, xcd, line, start + k as f64 * 128.0 / m.ta_bytes_per_clk, s.store);
+                    let d = self.line(cu, xcd, line, start + k as f64 * per_line, s.store, bytes);
                     done = done.max(d);
                 }
                 push_mono(&mut self.waves[w].vm, done.ceil() as u64);
@@ -669,24 +721,25 @@ impl<'a> Sim<'a> {
         Ok(())
     }
 
-    /// One 128-byte line through L1 → L2 → fabric → MALL → HBM; returns when it arrives.
-    fn line(&mut self, cu: usize, xcd: usize, line: u64, t: f64, store: bool) -> f64 {
+    /// One 128-byte line through L1 → L2 → fabric → MALL → HBM; returns when it arrives. A
+    /// store charges the bandwidth servers `bytes` (a load always a whole line).
+    fn line(&mut self, cu: usize, xcd: usize, line: u64, t: f64, store: bool, bytes: f64) -> f64 {
         let m = self.m;
         let lat_l1 = f64::from(m.l1_latency);
         if !store && self.cus[cu].l1.access(line) {
             return t + lat_l1;
         }
-        let s = self.l2_bw[xcd].serve(t, 128.0);
-        self.stats.l2_bytes += 128.0;
+        let s = self.l2_bw[xcd].serve(t, bytes);
+        self.stats.l2_bytes += bytes;
         let lat_l2 = lat_l1 + f64::from(m.l2_latency);
         let way = match self.l2[xcd].lookup(line) {
             // A hit on a line whose fill is still in flight waits for that fill.
             Lookup::Hit(ready) => return (s + lat_l2).max(ready),
             Lookup::Miss(way) => way,
         };
-        let f = self.fab[xcd].serve(s, 128.0);
-        self.stats.fabric_bytes += 128.0;
-        let ms = self.mall_bw.serve(f, 128.0);
+        let f = self.fab[xcd].serve(s, bytes);
+        self.stats.fabric_bytes += bytes;
+        let ms = self.mall_bw.serve(f, bytes);
         let lat_mall = lat_l2 + self.mall_lat;
         if store {
             // Write-back: the line's bytes reach HBM eventually; charge the bandwidth now, the
@@ -695,8 +748,8 @@ impl<'a> Sim<'a> {
             if self.mall.ready(line).is_none() {
                 self.mall.insert(line, 0.0);
             }
-            self.hbm.serve(ms, 128.0);
-            self.stats.hbm_bytes += 128.0;
+            self.hbm.serve(ms, bytes);
+            self.stats.hbm_bytes += bytes;
             self.l2[xcd].filled(way, s + lat_l2);
             return s + lat_l2;
         }
@@ -731,4 +784,91 @@ fn wait_until(q: &mut VecDeque<u64>, n: usize) -> Option<u64> {
 fn push_mono(q: &mut VecDeque<u64>, t: u64) {
     let t = q.back().map_or(t, |&b| b.max(t));
     q.push_back(t);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exec::trace::TraceRec;
+    use crate::timing::bound::Resources;
+
+    /// A static instruction of category `cat` with no operands.
+    fn plain(cat: Cat, cycles: u32, special: Special) -> Static {
+        Static {
+            cat,
+            cycles,
+            mfma: false,
+            store: false,
+            pk_f32: false,
+            valu_hold: 0,
+            pk_hold: 0,
+            lane_bytes: 0,
+            special,
+            reads: Vec::new(),
+            writes: Vec::new(),
+            mfma_src_c: None,
+        }
+    }
+
+    /// Issue cycles of one wave running `recs` over `st` on `m` (one workgroup of one wave),
+    /// and the run's statistics.
+    fn run_one(m: &Machine, st: &[Static], recs: &[(u32, u32)], lines: Vec<u64>) -> (Vec<u64>, Stats) {
+        let r = Resources { vgprs: 8, agprs: 0, sgprs: 16, lds_bytes: 0, workgroup_size: 64 };
+        let mut sim = Sim::new(m, st, &r, vec![VecDeque::from([0u64])], 1.0);
+        sim.trace_workgroup = Some(0);
+        let trace = WaveTrace { recs: recs.iter().map(|&(idx, aux)| TraceRec { idx, aux }).collect(), lines };
+        sim.run(&mut |_| Ok::<_, ()>(vec![trace.clone()])).unwrap();
+        (sim.stats.trace.iter().map(|&(t, _)| t).collect(), sim.stats)
+    }
+
+    #[test]
+    fn holds_after_an_xdl_follow_its_sources_and_passes() {
+        let m = &Machine::MI325X;
+        // v_mfma_f32_16x16x32_fp8_fp8: 4 passes, 8-byte A and B.
+        let info = InstInfo { passes: 4, mfma_src: [Some((512, 2)), Some((514, 2)), Some((256, 4))], ..Default::default() };
+        assert_eq!(mfma_valu_holds("v_mfma_f32_16x16x32_fp8_fp8", &info, m), (1, 6));
+        // v_mfma_f32_16x16x128_f8f6f4 with FP8 operands: 8 passes, 32-byte sources (XDL2x).
+        let info = InstInfo { passes: 8, mfma_src: [Some((512, 8)), Some((520, 8)), Some((256, 4))], ..Default::default() };
+        assert_eq!(mfma_valu_holds("v_mfma_f32_16x16x128_f8f6f4", &info, m), (3, 11));
+        // DGEMM holds every VALU until passes + 2.
+        let info = InstInfo { passes: 4, mfma_src: [Some((256, 2)), Some((258, 2)), Some((260, 8))], ..Default::default() };
+        assert_eq!(mfma_valu_holds("v_mfma_f64_16x16x4_f64", &info, m), (6, 6));
+    }
+
+    #[test]
+    fn a_packed_f32_valu_waits_for_the_mfma_passes_and_two_slots() {
+        let m = Machine::MI325X;
+        let mut mfma = plain(Cat::Vector, 16, Special::None);
+        (mfma.mfma, mfma.valu_hold, mfma.pk_hold) = (true, 1, 6);
+        let valu = plain(Cat::Vector, 4, Special::None);
+        let mut pk = plain(Cat::Vector, 4, Special::None);
+        pk.pk_f32 = true;
+        let end = plain(Cat::Ctrl, 0, Special::End);
+        let st = [mfma, valu, pk, end];
+        // MFMA, VALU, packed F32: the VALU one slot after the MFMA, the packed op 6 slots after.
+        let (t, _) = run_one(&m, &st, &[(0, 0), (1, 0), (2, 0), (3, 0)], Vec::new());
+        assert_eq!((t[1] - t[0], t[2] - t[0]), (4, 24), "{t:?}");
+        // MFMA then packed F32 directly: the same 24 cycles.
+        let (t, _) = run_one(&m, &st, &[(0, 0), (2, 0), (3, 0)], Vec::new());
+        assert_eq!(t[1] - t[0], 24, "{t:?}");
+    }
+
+    #[test]
+    fn scattered_stores_charge_a_cycle_per_line_and_the_bytes_written() {
+        // A wave64 store of 8 bytes a lane touching 64 distinct lines.
+        let mut store = plain(Cat::Vmem, 0, Special::None);
+        (store.store, store.lane_bytes) = (true, 8);
+        let end = plain(Cat::Ctrl, 0, Special::End);
+        let st = [store, end];
+        let lines: Vec<u64> = (0..64).map(|i| 1000 + 64 * i).collect();
+        let stats = run_one(&Machine::MI325X, &st, &[(0, 64), (1, 0)], lines.clone()).1;
+        // One L1 cycle per line (not the 2 a whole 128-byte line takes at 64 B/clk); 8 bytes of
+        // each line reach the L2 and, write-back, HBM.
+        assert_eq!((stats.ta_cycles, stats.l2_bytes, stats.hbm_bytes), (64.0, 64.0 * 8.0, 64.0 * 8.0));
+        // The same lanes loading: whole lines from the L2, one L1 cycle each.
+        let mut load = st.clone();
+        load[0].store = false;
+        let stats = run_one(&Machine::MI325X, &load, &[(0, 64), (1, 0)], lines).1;
+        assert_eq!((stats.ta_cycles, stats.l2_bytes), (64.0, 64.0 * 128.0));
+    }
 }
