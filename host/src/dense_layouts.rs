@@ -43,7 +43,7 @@ pub use fp8gemm_device::dense_layouts::{DENSE_LAYOUT_KERNELS, DenseLayoutKernel,
 use crate::config::GemmDesc;
 use crate::error::{Error, Result};
 use crate::fp8::Fp8Format;
-use crate::gemm::{GemmRun, check_format, check_len, check_nk, check_scales, check_tensor_bytes, shape_product};
+use crate::gemm::{GemmRun, check_format, check_len, check_scales, check_tensor_bytes, shape_product};
 use crate::layout::WeightLayout;
 use crate::quant::{BLOCK, QuantizedActivations, QuantizedWeights};
 use crate::registry::Spec;
@@ -371,23 +371,11 @@ pub fn fp8_gemm_tt<'a, F: Fp8Format>(
 fn launch<'a, F: Fp8Format>(stream: &Stream, a: Operand<'a>, b: Operand<'a>, d: impl IntoOutput<'a>) -> Result<GemmRun> {
     let ctx = stream.context();
     check_format::<F>(ctx, "a")?;
-    ctx.check_owner("a", a.data.owner())?;
-    ctx.check_owner("a", a.scales.owner())?;
-    ctx.check_owner("b", b.data.owner())?;
-    ctx.check_owner("b", b.scales.owner())?;
     let (m, n, k) = (a.rows, b.rows, a.k);
-    if b.k != k {
-        return Err(Error::Shape { arg: "b", expected: format!("k = {k} (as a)"), actual: format!("k = {}", b.k) });
-    }
-    let d = d.into_output(m, n)?;
-    ctx.check_owner("d", d.data.owner())?;
-    if m == 0 || n == 0 {
+    let owners = [("a", a.data.owner()), ("a", a.scales.owner()), ("b", b.data.owner()), ("b", b.scales.owner())];
+    let Some(d) = crate::checks::dense_operands(ctx, &owners, (m, n, k), b.k, d)? else {
         return Ok(GemmRun { config: None, workspace_limit: None });
-    }
-    check_nk(n, k)?;
-    if m > u32::MAX as usize {
-        return Err(Error::Unsupported(format!("m = {m}: dimensions must fit in 32 bits")));
-    }
+    };
     let align = MN_ALIGN as usize;
     match a.major {
         Major::K if !a.ld.is_multiple_of(16) => {

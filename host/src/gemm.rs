@@ -425,24 +425,12 @@ fn dense<'a, F: Fp8Format>(
     let overrides = config::effective_overrides(stream.overrides());
     let ctx = stream.context();
     check_format::<F>(ctx, "a")?;
-    ctx.check_owner("a", a.data.owner())?;
-    ctx.check_owner("a", a.scales.owner())?;
-    ctx.check_owner("b", b.data.owner())?;
-    ctx.check_owner("b", b.scales.owner())?;
     let preshuffled = b.layout == WeightLayout::Preshuffled;
     let (m, n, k) = (a.m, b.n, a.k);
-    if b.k != k {
-        return Err(Error::Shape { arg: "b", expected: format!("k = {k} columns (as a)"), actual: format!("{} columns", b.k) });
-    }
-    let d = d.into_output(m, n)?;
-    ctx.check_owner("d", d.data.owner())?;
-    if m == 0 || n == 0 {
+    let owners = [("a", a.data.owner()), ("a", a.scales.owner()), ("b", b.data.owner()), ("b", b.scales.owner())];
+    let Some(d) = crate::checks::dense_operands(ctx, &owners, (m, n, k), b.k, d)? else {
         return Ok(GemmRun { config: None, workspace_limit: None });
-    }
-    check_nk(n, k)?;
-    if m > u32::MAX as usize {
-        return Err(Error::Unsupported(format!("m = {m}: dimensions must fit in 32 bits")));
-    }
+    };
     if !a.lda.is_multiple_of(16) {
         return Err(Error::Shape { arg: "lda", expected: "a multiple of 16 bytes".into(), actual: a.lda.to_string() });
     }

@@ -84,6 +84,7 @@ struct ReadmeDoctests;
 pub mod backend;
 #[cfg(feature = "checkpoint")]
 pub mod checkpoint;
+mod checks;
 pub mod codeobj;
 /// The kernel selector's internals (rules, cost estimates, tuned tables, forcing hooks): public
 /// only with the `internals` feature, for this workspace's CLI and tests, with no stability
