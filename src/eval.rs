@@ -65,6 +65,8 @@ pub struct EvalArgs {
     pub csv: Option<PathBuf>,
     pub plot: Option<PathBuf>,
     pub no_cliff: bool,
+    pub shapes: Vec<(u32, u32, u32)>,
+    pub verbose: bool,
 }
 
 /// One evaluated shape.
@@ -101,10 +103,14 @@ fn judge(
     desc: &GemmDesc,
     layout: WeightLayout,
     prune: f64,
+    verbose: bool,
 ) -> Result<(Plan, f64, String, f64, usize, usize), String> {
     let (plan, _) = select::plan(desc, layout, &Overrides::NONE, u64::MAX).map_err(|e| e.to_string())?;
     let model = CostModel::for_arch(desc.arch).map_err(|e| e.to_string())?;
     let plan_s = time_plan(ctx, machine, &plan, desc.m, desc.n, desc.k)?;
+    if verbose {
+        println!("    plan {:<32} estimate {:>9.2} µs, modelled {:>9.2} µs", plan.label(), plan.estimate_s * 1e6, plan_s * 1e6);
+    }
     let (mut best_label, mut best_s) = (plan.label(), plan_s);
     let (mut timed, mut pruned) = (1, 0);
     let cands = select::candidates(desc, layout);
@@ -130,6 +136,9 @@ fn judge(
             continue;
         }
         let s = time_plan(ctx, machine, &c, desc.m, desc.n, desc.k)?;
+        if verbose {
+            println!("         {:<32} estimate {:>9.2} µs, modelled {:>9.2} µs", c.label(), est * 1e6, s * 1e6);
+        }
         timed += 1;
         if s < best_s {
             best_s = s;
@@ -146,6 +155,12 @@ pub fn run(a: EvalArgs) -> Result<(), String> {
     let ctx = Context::new().map_err(|e| e.to_string())?;
     let pairs: Vec<(u32, u32, &str)> = if a.pairs.is_empty() { PAIRS.to_vec() } else { a.pairs.iter().filter_map(|&i| PAIRS.get(i).copied()).collect() };
     let ms: Vec<u32> = if a.ms.is_empty() { MS.to_vec() } else { a.ms.clone() };
+    // Explicit shapes replace the set (one (N, K) "pair" per shape, its M alone).
+    let shapes: Vec<(u32, u32, u32, &str)> = if a.shapes.is_empty() {
+        pairs.iter().flat_map(|&(n, k, src)| ms.iter().map(move |&m| (m, n, k, src))).collect()
+    } else {
+        a.shapes.iter().map(|&(m, n, k)| (m, n, k, "--shapes")).collect()
+    };
     println!(
         "fp8gemm eval on {} ({} weights): the selector's plan against each kernel's best-estimated schedule within {:.2}× of its estimate — all times MODELLED by the timing model",
         machine.name, a.layout, a.prune
@@ -156,15 +171,15 @@ pub fn run(a: EvalArgs) -> Result<(), String> {
     );
     let mut rows = Vec::new();
     let start = std::time::Instant::now();
-    for &(n, k, source) in &pairs {
-        for &m in &ms {
+    {
+        for &(m, n, k, source) in &shapes {
             let desc = GemmDesc::dense(m, n, k, Arch::Gfx942).with_cus(cus);
             let work = u64::from(m.div_ceil(64)) * u64::from(n.div_ceil(128)) * u64::from(k / 128);
             if work > a.max_blocks {
                 println!("{m:>6} {n:>6} {k:>6} {source:<28} skipped: {work} 64x128 tile-blocks > --max-blocks {}", a.max_blocks);
                 continue;
             }
-            let (plan, plan_us, best, best_us, timed, pruned) = judge(&ctx, &machine, &desc, a.layout, a.prune)?;
+            let (plan, plan_us, best, best_us, timed, pruned) = judge(&ctx, &machine, &desc, a.layout, a.prune, a.verbose)?;
             let cliff = if a.no_cliff {
                 None
             } else {
@@ -173,7 +188,7 @@ pub fn run(a: EvalArgs) -> Result<(), String> {
                 let t2 = time_plan(&ctx, &machine, &p2, up.m, up.n, up.k)? * 1e6;
                 let ratio = t2 / plan_us;
                 let best_jumps = if ratio > 1.15 {
-                    let (_, _, _, b2, _, _) = judge(&ctx, &machine, &up, a.layout, a.prune)?;
+                    let (_, _, _, b2, _, _) = judge(&ctx, &machine, &up, a.layout, a.prune, false)?;
                     b2 / best_us > 1.15
                 } else {
                     false

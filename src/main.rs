@@ -350,6 +350,13 @@ enum Command {
         /// Skip the M + 16 cliff check.
         #[arg(long)]
         no_cliff: bool,
+        /// Explicit shapes instead of the set: `MxNxK[,MxNxK…]` (not the evaluation set: for
+        /// looking into one choice).
+        #[arg(long, value_delimiter = ',')]
+        shapes: Vec<String>,
+        /// Print every timed candidate's estimate and modelled time.
+        #[arg(long)]
+        verbose: bool,
     },
     /// Our kernels (as the library chooses them), *modelled* by the timing model, beside other
     /// implementations' numbers: AMD's asm kernels measured on MI325X (`peers`), AITER's CK
@@ -431,13 +438,23 @@ fn run(cli: Cli) -> Result<(), String> {
             let (m, o) = profile::machine_and_options(&machine, scope)?;
             tune::run(m, o, out, quick)
         }
-        Command::Eval { machine, layout, prune, max_blocks, pairs, ms, csv, plot, no_cliff } => {
+        Command::Eval { machine, layout, prune, max_blocks, pairs, ms, csv, plot, no_cliff, shapes, verbose } => {
+            let shapes = shapes
+                .iter()
+                .map(|s| {
+                    let d: Vec<u32> = s.split('x').filter_map(|x| x.parse().ok()).collect();
+                    match d[..] {
+                        [m, n, k] => Ok((m, n, k)),
+                        _ => Err(format!("--shapes: `{s}` is not MxNxK")),
+                    }
+                })
+                .collect::<Result<Vec<_>, String>>()?;
             let layout = match layout {
                 validate::LayoutArg::Logical => fp8gemm::WeightLayout::Logical,
                 validate::LayoutArg::Preshuffled => fp8gemm::WeightLayout::Preshuffled,
                 validate::LayoutArg::Both => return Err("eval: --layout logical or preshuffled".into()),
             };
-            eval::run(eval::EvalArgs { machine, layout, prune, max_blocks, pairs, ms, csv, plot, no_cliff })
+            eval::run(eval::EvalArgs { machine, layout, prune, max_blocks, pairs, ms, csv, plot, no_cliff, shapes, verbose })
         }
         Command::Compare { set, peers, scope, max_m, csv, plot } => compare::run(set, peers, scope, max_m, csv, plot),
         Command::Calibrate { peers, machine, files, scope, rows, verbose, csv, moe, moe_only, moe_rows, moe_div, moe_machine, full_math, fit, max_m, grid } => {

@@ -178,8 +178,10 @@ pub fn run(a: CostArgs) -> Result<(), String> {
     let machine = crate::profile::machine_by_name(&a.machine)?;
     let cus = machine.xcds * machine.cus_per_xcd;
     let ctx = Context::new().map_err(|e| e.to_string())?;
-    let kernels: Vec<&'static KernelEntry> =
-        registry::KERNELS.iter().filter(|e| e.problem == Problem::Dense && a.only.as_deref().is_none_or(|o| o.split(',').any(|o| e.name().contains(o)))).collect();
+    let kernels: Vec<&'static KernelEntry> = registry::KERNELS
+        .iter()
+        .filter(|e| e.problem == Problem::Dense && a.only.as_deref().is_none_or(|o| o.split(',').any(|o| e.name().contains(o))))
+        .collect();
     let timed: Vec<Timed> = match &a.from_samples {
         Some(p) => p.iter().map(|f| parse_samples(f)).collect::<Result<Vec<_>, _>>()?.concat(),
         None => {
