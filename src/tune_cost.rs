@@ -167,7 +167,7 @@ fn parse_samples(path: &Path) -> Result<Vec<Timed>, String> {
 pub fn plan_of(t: &Timed, cus: u32) -> Option<(GemmDesc, Plan)> {
     let e = registry::by_name(t.kernel)?;
     let desc = GemmDesc::dense(t.m, t.n, t.k, Arch::Gfx942).with_cus(cus);
-    select::candidates_with_majors(&desc, e.weights, e.majors)
+    select::candidates_all_splits(&desc, e.weights, e.majors)
         .into_iter()
         .find(|p| std::ptr::eq(p.kernel, e) && p.splits == t.splits && p.stream_k.map_or((0, 0), |s| (s.dp_tiles, s.sk_wgs)) == (t.dp, t.g))
         .map(|p| (desc, p))

@@ -4,7 +4,7 @@
 //!
 //! The selector knows no tile and no shape. It enumerates every [`registry`] row that solves
 //! the problem, with every schedule the row allows ([`candidates`]: one tile per workgroup;
-//! split-K into 2 … [`MAX_SPLITS`] pieces while the split launch still fits in two rounds of the
+//! split-K into 2 … [`MAX_SPLITS`] pieces while the split launch still fits in one round of the
 //! device; stream-K with 1 … slots waves of workgroups after a data-parallel head of 0 or of the
 //! whole waves), and ranks them by [`CostModel::estimate`], a small analytical model of how the
 //! timing model runs a launch:
@@ -125,7 +125,7 @@ fn problem_of(kind: GemmKind) -> Problem {
 
 /// Every launch of a registered kernel that computes `desc` with weights in `weights`
 /// (dense problems; see the module docs for the schedules enumerated: split counts stop once
-/// the pieces fill two rounds of the device, unless forced).
+/// the pieces fill one round of the device, unless forced).
 pub fn candidates(desc: &GemmDesc, weights: WeightLayout) -> Vec<Plan> {
     candidates_with(desc, weights, (Major::K, Major::K), false)
 }
@@ -133,6 +133,12 @@ pub fn candidates(desc: &GemmDesc, weights: WeightLayout) -> Vec<Plan> {
 /// [`candidates`] for operands stored as `majors` (NN / TN / TT).
 pub fn candidates_with_majors(desc: &GemmDesc, weights: WeightLayout, majors: (Major, Major)) -> Vec<Plan> {
     candidates_with(desc, weights, majors, false)
+}
+
+/// [`candidates_with_majors`] with every split count `2 ..= min(k/128, MAX_SPLITS)` (what a
+/// forced split count may choose from; the tuner's samples include them).
+pub fn candidates_all_splits(desc: &GemmDesc, weights: WeightLayout, majors: (Major, Major)) -> Vec<Plan> {
+    candidates_with(desc, weights, majors, true)
 }
 
 /// [`candidates`], with every split count `2 ..= min(k/128, MAX_SPLITS)` when `all_splits`
@@ -157,9 +163,9 @@ fn candidates_with(desc: &GemmDesc, weights: WeightLayout, majors: (Major, Major
                     continue;
                 }
                 for s in 2..=nkb.min(MAX_SPLITS) {
-                    // Splitting only pays while the device has free slots: stop once the
-                    // pieces fill two rounds.
-                    if !all_splits && u64::from(tiles) * u64::from(s - 1) >= 2 * u64::from(cus * slots) {
+                    // Splitting K fills slots the tiles leave idle: the pieces stay within one
+                    // round of the device (more pieces than slots only add a round).
+                    if !all_splits && u64::from(tiles) * u64::from(s) > u64::from(cus * slots) {
                         break;
                     }
                     if let Some(grid) = tiles.checked_mul(s) {
