@@ -113,21 +113,19 @@ fn judge(
     }
     let (mut best_label, mut best_s) = (plan.label(), plan_s);
     let (mut timed, mut pruned) = (1, 0);
-    let cands = select::candidates(desc, layout);
+    let cands: Vec<(Plan, f64)> = select::candidates(desc, layout).into_iter().map(|c| (c, model.estimate(&c, desc))).collect();
     // Per registered kernel, its best-estimated schedule; plus every schedule estimated
     // within `NEAR` of the plan.
     const NEAR: f64 = 1.1;
     let mut best_of_kernel: std::collections::HashMap<&'static str, f64> = std::collections::HashMap::new();
-    for c in &cands {
-        let est = model.estimate(c, desc);
+    for (c, est) in &cands {
         let e = best_of_kernel.entry(c.kernel.name()).or_insert(f64::INFINITY);
-        *e = e.min(est);
+        *e = e.min(*est);
     }
-    for c in cands {
+    for (c, est) in cands {
         if std::ptr::eq(c.kernel, plan.kernel) && c.splits == plan.splits && c.stream_k == plan.stream_k {
             continue;
         }
-        let est = model.estimate(&c, desc);
         // (An estimate that is NaN or +∞ counts as beyond the bound.)
         let kernel_best = best_of_kernel.get(c.kernel.name()).is_some_and(|&b| est <= b) && est <= prune * plan.estimate_s;
         let near = est <= NEAR * plan.estimate_s;

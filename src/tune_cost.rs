@@ -216,23 +216,24 @@ pub fn run(a: CostArgs) -> Result<(), String> {
             out
         }
     };
+    let launches = timed.len();
+    let samples = timed.into_iter().map(|t| Resolved::new(t, cus)).collect::<Result<Vec<_>, _>>()?;
     let model = match &a.only {
         // One kernel (a new registry row): fitted at the shipped model's bandwidth and merged
         // into it.
         Some(_) => {
             let mut base = CostModel::for_arch(Arch::Gfx942).map_err(|e| e.to_string())?.clone();
-            let fitted = fit_at(&timed, &machine, cus, base.hbm_bytes_per_s)?;
+            let fitted = fit_at(&samples, &machine, base.hbm_bytes_per_s)?;
             base.kernels.extend(fitted.kernels);
             base
         }
-        None => fit(&timed, &machine, cus)?,
+        None => fit(&samples, &machine)?,
     };
-    report(&timed, &model, cus);
+    report(&samples, &model);
     let header = format!(
         "fp8gemm selector cost model for gfx942, written by `fp8gemm tune --cost --machine {}` from {} launches timed by the\n\
          emulator's timing model (MODELLED, not measured). Regenerate when the timing model or a kernel changes.",
-        a.machine,
-        timed.len()
+        a.machine, launches
     );
     let csv = model.to_csv(&header);
     match &a.out {
@@ -250,12 +251,31 @@ fn write_samples(path: &Path, machine: &Machine, v: &[Timed]) -> Result<(), Stri
     std::fs::write(path, s).map_err(|e| format!("{}: {e}", path.display()))
 }
 
+/// A sample resolved once against the selector: its problem, plan and features.
+struct Resolved {
+    t: Timed,
+    desc: GemmDesc,
+    plan: Plan,
+    features: Features,
+}
+
+impl Resolved {
+    /// The sample with its plan (`plan_of`), or an error naming it.
+    fn new(t: Timed, cus: u32) -> Result<Resolved, String> {
+        let (desc, plan) = plan_of(&t, cus).ok_or_else(|| format!("sample {t:?} is not a candidate of the current selector"))?;
+        Ok(Resolved { features: Features::of(&plan, &desc), t, desc, plan })
+    }
+    /// The model's estimate over the sample's modelled time.
+    fn ratio(&self, model: &CostModel) -> f64 {
+        model.estimate(&self.plan, &self.desc) / self.t.seconds
+    }
+}
+
 /// Every kernel's coefficients at HBM bandwidth `bw`.
-fn fit_at(timed: &[Timed], machine: &Machine, cus: u32, bw: f64) -> Result<CostModel, String> {
+fn fit_at(samples: &[Resolved], machine: &Machine, bw: f64) -> Result<CostModel, String> {
     let mut by_kernel: HashMap<&'static str, Vec<Sample>> = HashMap::new();
-    for t in timed {
-        let (desc, p) = plan_of(t, cus).ok_or_else(|| format!("sample {t:?} is not a candidate of the current selector"))?;
-        by_kernel.entry(t.kernel).or_default().push(Sample { features: Features::of(&p, &desc), seconds: t.seconds });
+    for r in samples {
+        by_kernel.entry(r.t.kernel).or_default().push(Sample { features: r.features, seconds: r.t.seconds });
     }
     let mut model = CostModel {
         machine: machine.name.to_string(),
@@ -272,39 +292,36 @@ fn fit_at(timed: &[Timed], machine: &Machine, cus: u32, bw: f64) -> Result<CostM
     Ok(model)
 }
 
-/// Fits every kernel's coefficients (module docs): the bandwidth of least median error.
-pub fn fit(timed: &[Timed], machine: &Machine, cus: u32) -> Result<CostModel, String> {
+/// Fits every kernel's coefficients (module docs): the bandwidth of least mean |log error|.
+fn fit(samples: &[Resolved], machine: &Machine) -> Result<CostModel, String> {
     let peak = machine.hbm_bytes_per_s;
     let mut best: Option<(f64, CostModel)> = None;
     for step in 0..=16 {
         let bw = peak * (0.3 + 0.05 * f64::from(step));
-        let model = fit_at(timed, machine, cus, bw)?;
+        let model = fit_at(samples, machine, bw)?;
         // Mean |log error| over every sample (a median would let the memory-bound tail go).
-        let errs: Vec<f64> = timed.iter().filter_map(|t| plan_of(t, cus).map(|(d, p)| (model.estimate(&p, &d) / t.seconds).ln().abs())).collect();
-        let med = errs.iter().sum::<f64>() / errs.len().max(1) as f64;
-        if best.as_ref().is_none_or(|(b, _)| med < *b) {
-            best = Some((med, model));
+        let mean = samples.iter().map(|r| r.ratio(&model).ln().abs()).sum::<f64>() / samples.len().max(1) as f64;
+        if best.as_ref().is_none_or(|(b, _)| mean < *b) {
+            best = Some((mean, model));
         }
     }
     best.map(|(_, m)| m).ok_or_else(|| "no samples".to_string())
 }
 
-fn report(timed: &[Timed], model: &CostModel, cus: u32) {
+fn report(samples: &[Resolved], model: &CostModel) {
     println!("cost model fit (in-sample; every time MODELLED): HBM {:.2} TB/s", model.hbm_bytes_per_s / 1e12);
     println!("{:<46} {:>4} {:>10} {:>10} {:>10}  worst row", "kernel", "n", "median|e|", "worst|e|", "median e");
-    let mut names: Vec<&str> = timed.iter().map(|t| t.kernel).collect();
+    let mut names: Vec<&str> = samples.iter().map(|r| r.t.kernel).collect();
     names.sort_unstable();
     names.dedup();
     for name in names {
-        let mut e: Vec<f64> =
-            timed.iter().filter(|t| t.kernel == name).filter_map(|t| plan_of(t, cus).map(|(d, p)| model.estimate(&p, &d) / t.seconds - 1.0)).collect();
-        let worst_row = timed
+        let rows: Vec<(f64, &Resolved)> = samples.iter().filter(|r| r.t.kernel == name).map(|r| (r.ratio(model) - 1.0, r)).collect();
+        let worst_row = rows
             .iter()
-            .filter(|t| t.kernel == name)
-            .filter_map(|t| plan_of(t, cus).map(|(d, p)| ((model.estimate(&p, &d) / t.seconds - 1.0).abs(), t, p.label())))
-            .max_by(|a, b| a.0.total_cmp(&b.0))
-            .map(|(_, t, l)| format!("{}x{}x{} {l}: {:.2} µs", t.m, t.n, t.k, t.seconds * 1e6))
+            .max_by(|a, b| a.0.abs().total_cmp(&b.0.abs()))
+            .map(|(_, r)| format!("{}x{}x{} {}: {:.2} µs", r.t.m, r.t.n, r.t.k, r.plan.label(), r.t.seconds * 1e6))
             .unwrap_or_default();
+        let mut e: Vec<f64> = rows.iter().map(|x| x.0).collect();
         let mut abs: Vec<f64> = e.iter().map(|x| x.abs()).collect();
         abs.sort_by(f64::total_cmp);
         e.sort_by(f64::total_cmp);
