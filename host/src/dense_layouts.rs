@@ -48,7 +48,7 @@ use crate::layout::WeightLayout;
 use crate::quant::{BLOCK, QuantizedActivations, QuantizedWeights};
 use crate::registry::Spec;
 use crate::runtime::{Context, DeviceBuffer, Stream};
-use crate::view::{ActivationsView, DeviceSlice, IntoOutput, WeightsView};
+use crate::view::{ActivationsView, DeviceSlice, IntoOutput, WeightsView, need, strided_extent};
 
 /// `out[c·rows + r] = x[r·cols + c]` (row-major `rows × cols` → `cols × rows`).
 fn transpose<T: Copy + Default>(x: &[T], rows: usize, cols: usize) -> Vec<T> {
@@ -136,29 +136,6 @@ impl<F> Clone for MnMajorActivationsView<'_, F> {
     fn clone(&self) -> Self {
         MnMajorActivationsView { data: self.data, scales: self.scales, m: self.m, k: self.k, lda: self.lda, _f: PhantomData }
     }
-}
-
-/// `need ≤ have` for a view's slice, or a typed error naming `arg`.
-fn need(arg: &'static str, what: &str, required: usize, have: usize, shape: &str) -> Result<()> {
-    if have < required {
-        return Err(Error::Shape { arg, expected: format!("{what} of at least {required} elements for {shape}"), actual: format!("{have} elements") });
-    }
-    Ok(())
-}
-
-/// Elements spanned by `rows` rows of `cols` values, `ld` apart (`ld ≥ cols`, checked).
-fn strided_extent(arg: &'static str, rows: usize, cols: usize, ld: usize) -> Result<usize> {
-    if ld < cols {
-        return Err(Error::Shape { arg, expected: format!("a row stride of at least {cols} (the row length)"), actual: ld.to_string() });
-    }
-    if rows == 0 {
-        return Ok(0);
-    }
-    (rows - 1).checked_mul(ld).and_then(|x| x.checked_add(cols)).ok_or_else(|| Error::Shape {
-        arg,
-        expected: "an extent that fits in usize".into(),
-        actual: format!("{rows} rows of stride {ld}"),
-    })
 }
 
 impl<'a, F: Fp8Format> MnMajorActivationsView<'a, F> {

@@ -254,7 +254,8 @@ fn mul(arg: &'static str, what: &str, a: usize, b: usize) -> Result<usize> {
     a.checked_mul(b).ok_or_else(|| Error::Shape { arg, expected: format!("{what} to fit in usize"), actual: format!("{a} · {b} overflows") })
 }
 
-fn need(arg: &'static str, what: &str, required: usize, have: usize, shape: &str) -> Result<()> {
+/// `required ≤ have` for a view's slice, or a typed error naming `arg`.
+pub(crate) fn need(arg: &'static str, what: &str, required: usize, have: usize, shape: &str) -> Result<()> {
     if have < required {
         return Err(Error::Shape { arg, expected: format!("{what} of at least {required} elements for {shape}"), actual: format!("{have} elements") });
     }
@@ -263,7 +264,7 @@ fn need(arg: &'static str, what: &str, required: usize, have: usize, shape: &str
 
 /// Elements a row-major `rows × cols` matrix with row stride `ld` spans: `(rows − 1)·ld + cols`
 /// (0 for no rows).
-fn strided_extent(arg: &'static str, rows: usize, cols: usize, ld: usize) -> Result<usize> {
+pub(crate) fn strided_extent(arg: &'static str, rows: usize, cols: usize, ld: usize) -> Result<usize> {
     if ld < cols {
         return Err(Error::Shape { arg, expected: format!("a row stride of at least {cols} (the row length)"), actual: ld.to_string() });
     }
