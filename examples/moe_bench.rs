@@ -16,8 +16,9 @@
 //!
 //! Options: `--csv PATH` (default `$FP8GEMM_PEERS_DIR/shapes_fmoe_1stage.csv`, else
 //! `../shared/peers/shapes_fmoe_1stage.csv`), `--machine mi300x|mi325x`, `--weights
-//! logical|preshuffled|both`, `--align auto|128|both`, `--max-tokens N`, `--tokens T,T,…`,
-//! `--experts E` (only rows with that many experts). Prints one Markdown table row per run.
+//! logical|preshuffled|both`, `--align auto|128|both|ROWS`, `--max-tokens N`, `--tokens T,T,…`,
+//! `--experts E` (only rows with that many experts), `--verbose` (every launch's kernel, grid,
+//! modelled time and stall cycles on standard error). Prints one Markdown table row per run.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -49,6 +50,7 @@ struct Args {
     max_tokens: usize,
     tokens: Option<Vec<usize>>,
     experts: Option<usize>,
+    verbose: bool,
 }
 
 fn parse_args() -> Res<Args> {
@@ -61,6 +63,7 @@ fn parse_args() -> Res<Args> {
         max_tokens: 1024,
         tokens: None,
         experts: None,
+        verbose: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -81,12 +84,16 @@ fn parse_args() -> Res<Args> {
                     "auto" => vec![None],
                     "128" => vec![Some(128)],
                     "both" => vec![Some(128), None],
-                    v => return Err(format!("--align {v}: expected auto, 128 or both").into()),
+                    v => match v.parse::<usize>() {
+                        Ok(n) => vec![Some(n)],
+                        Err(_) => return Err(format!("--align {v}: expected auto, 128, both or a row count (32, 64, 128)").into()),
+                    },
                 }
             }
             "--max-tokens" => a.max_tokens = value()?.parse()?,
             "--tokens" => a.tokens = Some(value()?.split(',').map(str::parse).collect::<Result<_, _>>()?),
             "--experts" => a.experts = Some(value()?.parse()?),
+            "--verbose" => a.verbose = true,
             f => return Err(format!("unknown option {f} (see the example's docs)").into()),
         }
     }
@@ -129,6 +136,7 @@ const STAGES: [&str; 6] = ["route", "gather", "gate_up", "silu", "down", "unperm
 
 fn main() -> Res<()> {
     let args = parse_args()?;
+    let verbose = args.verbose;
     let machine = Machine::by_name(&args.machine).ok_or_else(|| format!("unknown machine {} (mi300x, mi325x)", args.machine))?.clone();
     let mut configs: Vec<Config> = read_configs(&args.csv)?
         .into_iter()
@@ -180,7 +188,22 @@ fn main() -> Res<()> {
                     amdgpu_emu::hip::set_timing(Some(TimingMode { machine: machine.clone(), options }));
                     let run = layer.forward_with(&stream, &x, &d_ids, &d_w, &mut out, &mut scratch, MoeLayout::Contiguous, &mut |stage| {
                         stream.synchronize()?;
-                        let secs = amdgpu_emu::hip::last_launch_timing().map_or(0.0, |r| r.seconds);
+                        let report = amdgpu_emu::hip::last_launch_timing();
+                        let secs = report.as_ref().map_or(0.0, |r| r.seconds);
+                        if verbose {
+                            if let Some(r) = &report {
+                                let stalls: Vec<String> =
+                                    amdgpu_emu::timing::Stall::ALL.iter().zip(r.stalls).filter(|(_, c)| *c > 0).map(|(s, c)| format!("{s:?} {c}")).collect();
+                                eprintln!(
+                                    "    {stage:?}: {} grid {:?}, {:.2} µs (modelled), {} cycles; stalls {}",
+                                    r.kernel,
+                                    r.grid,
+                                    r.seconds * 1e6,
+                                    r.cycles,
+                                    stalls.join(", ")
+                                );
+                            }
+                        }
                         let slot = per.entry(stage_name(stage)).or_default();
                         slot.0 += secs;
                         slot.1 += 1;

@@ -13,7 +13,7 @@ use fp8gemm::quant::{GroupedQuantizedWeights, QuantizedActivations};
 use fp8gemm::reference::{self, contiguous_m_indices};
 use fp8gemm::{
     Context, DeviceActivations, DeviceBuffer, DeviceGroupedWeights, Error, Overrides, Stream, WeightLayout, m_alignment_for_contiguous_layout,
-    m_grouped_fp8_gemm_nt_contiguous, m_grouped_fp8_gemm_nt_contiguous_aligned, m_grouped_fp8_gemm_nt_masked,
+    m_grouped_fp8_gemm_nt_contiguous, m_grouped_fp8_gemm_nt_contiguous_aligned, m_grouped_fp8_gemm_nt_contiguous_gathered, m_grouped_fp8_gemm_nt_masked,
 };
 use half::bf16;
 use rand::{Rng, SeedableRng, rngs::StdRng};
@@ -393,6 +393,111 @@ fn pipelined_bs_kernels_match_both_references_and_the_logical_kernels() {
         assert_eq!(out.computed, 100 + 77 + 100, "{what}");
         out.assert_accurate(&what);
         assert_same_bits(&what, &out.d, &want.d);
+    }
+}
+
+/// `m_grouped_fp8_gemm_nt_contiguous_gathered`: the token rows gathered inside the GEMM's A
+/// loads. Layout: groups of 5, 0, 40, 33 and 1 rows, each row a random token (repeats allowed),
+/// padded to the alignment with `row_src` −1 / `m_indices` −1, then an unused block (`row_src`
+/// −2, `m_indices` −1). Unsplit (forced split 1) it is bit for bit the aligned GEMM over the
+/// explicitly gathered activations (zero rows for padding); split-K (forced 3 of the 6 K
+/// blocks, and the selector's own choice) matches both references; padding rows keep the
+/// sentinel; bad inputs are typed errors.
+#[test]
+fn contiguous_gathered_matches_the_explicit_gather_and_both_references() {
+    let ctx = checked_context();
+    let (n, k, tokens) = (256, 768, 24);
+    let tok = case(tokens, 5, n, k, 41);
+    let mut rng = StdRng::seed_from_u64(42);
+    let group_rows = [5usize, 0, 40, 33, 1];
+    for align in [32usize, 64] {
+        let (mut m_indices, mut row_src) = (Vec::new(), Vec::new());
+        for (g, &r) in group_rows.iter().enumerate() {
+            for _ in 0..r {
+                m_indices.push(g as i32);
+                row_src.push(rng.random_range(0..tokens as i32));
+            }
+            let padded = r.div_ceil(align) * align;
+            m_indices.resize(m_indices.len() + padded - r, -1);
+            row_src.resize(row_src.len() + padded - r, -1);
+        }
+        m_indices.resize(m_indices.len() + align, -1);
+        row_src.resize(row_src.len() + align, -2);
+        let m_sum = m_indices.len();
+        // The explicit gather: token rows, zeros (scale 0) for padding.
+        let kb = k / 128;
+        let (mut data, mut scales) = (Vec::new(), Vec::new());
+        let mut a_f32 = Vec::new();
+        for &src in &row_src {
+            if src >= 0 {
+                let t = src as usize;
+                data.extend_from_slice(&tok.qa.data[t * k..(t + 1) * k]);
+                scales.extend_from_slice(&tok.qa.scales[t * kb..(t + 1) * kb]);
+                a_f32.extend_from_slice(&tok.a[t * k..(t + 1) * k]);
+            } else {
+                data.extend(std::iter::repeat_n(E4M3Fnuz::from_bits(0), k));
+                scales.extend(std::iter::repeat_n(0.0, kb));
+                a_f32.extend(std::iter::repeat_n(0.0, k));
+            }
+        }
+        let gathered = Case {
+            rows: m_sum,
+            groups: tok.groups,
+            n,
+            k,
+            a: a_f32,
+            b: tok.b.clone(),
+            qa: QuantizedActivations::from_parts(data, scales, m_sum, k).unwrap(),
+            qb: tok.qb.clone(),
+        };
+        let db = upload_b(&ctx, &tok, WeightLayout::Preshuffled);
+        let (da_tok, da_full) = (DeviceActivations::upload(&ctx, &tok.qa).unwrap(), DeviceActivations::upload(&ctx, &gathered.qa).unwrap());
+        let (di, ds) = (ctx.upload(&m_indices).unwrap(), ctx.upload(&row_src).unwrap());
+        let st = stream(&ctx);
+        let mut want = sentinel_d(&ctx, m_sum * n);
+        m_grouped_fp8_gemm_nt_contiguous_aligned(&st, &da_full, &db, &mut want, &di, align).unwrap();
+        let want = want.download(&st).unwrap();
+        let mut want_q = vec![bf16::from_bits(SENTINEL); m_sum * n];
+        reference::m_grouped_fp8_gemm_nt_contiguous(&gathered.qa, &gathered.qb, &m_indices, &mut want_q).unwrap();
+        let row_group: Vec<Option<usize>> = m_indices.iter().map(|&v| usize::try_from(v).ok()).collect();
+        for split in [Some(1u32), Some(3), None] {
+            let what = format!("gathered, align {align}, split {split:?}");
+            let mut st = stream(&ctx);
+            if let Some(s) = split {
+                st.set_overrides(Overrides::NONE.with_split(s));
+            }
+            let mut dd = sentinel_d(&ctx, m_sum * n);
+            let run = m_grouped_fp8_gemm_nt_contiguous_gathered(&st, &da_tok, &ds, &db, &mut dd, &di, align, group_rows.len())
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            let cfg = run.config.expect("a launch");
+            assert_eq!(cfg.kernel, format!("m_grouped_fp8_gemm_nt_contiguous_splitk_bs_bm{align}_bn128"), "{what}");
+            if let Some(s) = split {
+                assert_eq!(cfg.splits, s, "{what}");
+            }
+            let got = dd.download(&st).unwrap();
+            let (dq, df, computed) = compare(&gathered, &got, &want_q, &row_group, &what);
+            assert_eq!(computed, group_rows.iter().sum::<usize>(), "{what}");
+            Outcome { diff_dequantized: dq, diff_unquantized: df, computed, kernel: None, d: Vec::new() }.assert_accurate(&what);
+            if cfg.splits == 1 {
+                assert_same_bits(&what, &got, &want);
+            }
+            // Every element within a few bf16 ulps of the unsplit kernel's.
+            for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                let (g, w) = (g.to_f32(), w.to_f32());
+                assert!((g - w).abs() <= 0.02 * w.abs().max(1.0), "{what}: D[{i}] = {g}, unsplit {w}");
+            }
+        }
+        // Typed errors: logical weights, an alignment without a gathered kernel, row_src of the
+        // wrong length.
+        let dl = upload_b(&ctx, &tok, WeightLayout::Logical);
+        let mut dd = ctx.alloc_zeroed::<bf16>(m_sum * n).unwrap();
+        let e = m_grouped_fp8_gemm_nt_contiguous_gathered(&st, &da_tok, &ds, &dl, &mut dd, &di, align, 5).unwrap_err();
+        assert!(matches!(e, Error::Unsupported(_)) && e.to_string().contains("pre-shuffled"), "{e}");
+        let e = m_grouped_fp8_gemm_nt_contiguous_gathered(&st, &da_tok, &ds, &db, &mut dd, &di, 128, 5).unwrap_err();
+        assert!(matches!(e, Error::Shape { arg: "align", .. }), "{e}");
+        let short = ctx.upload(&row_src[..m_sum - 1]).unwrap();
+        let e = m_grouped_fp8_gemm_nt_contiguous_gathered(&st, &da_tok, &short, &db, &mut dd, &di, align, 5).unwrap_err();
+        assert!(matches!(e, Error::Shape { arg: "row_src", .. }), "{e}");
     }
 }
 

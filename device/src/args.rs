@@ -309,6 +309,65 @@ pub struct MGroupedMaskedSplitKArgs {
     pub reserved: u32,
 }
 
+/// Arguments of the m-grouped contiguous split-K / gathered FP8 GEMM kernels
+/// ([`crate::grouped`], symbols `m_grouped_fp8_gemm_nt_contiguous_splitk_bs_bm*_bn128`; MoE
+/// decode, and the MoE layer's gate·up GEMM reading the token rows in place): the operands
+/// and requirements of [`MGroupedContiguousArgs`] with B pre-shuffled per group, plus
+///
+/// * **split-K** (`splits ≥ 2`): the rules of [`MGroupedMaskedSplitKArgs`] (`splits ≤ k/128`,
+///   at most [`crate::tile::SPLITK_MAX_TILES`] tiles `(m_sum/BM)·⌈n/128⌉`, a workspace of
+///   [`crate::tile::splitk_workspace_floats`] f32 whose counters are 0 before and after);
+///   `splits = 1` is the data-parallel kernel and does not touch `ws`;
+/// * **gathered A** (`row_src` non-null): row `i` of the problem reads row `row_src[i]` of `A`
+///   and `SFA`, which hold `a_rows` rows (`row_src` has `m_sum` i32; an entry outside
+///   `0..a_rows` reads zeros). With a null `row_src`, `A` and `SFA` have `m_sum` rows and
+///   `a_rows` must equal `m_sum`.
+///
+/// The grid is 1-D with `(m_sum/BM)·⌈n/128⌉·splits` workgroups.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct MGroupedContiguousSplitKArgs {
+    /// A, `a_rows × k` FP8 bytes.
+    pub a: GlobalPtr<u8>,
+    /// B, `groups` pre-shuffled `n × k` FP8 matrices.
+    pub b: GlobalPtr<u8>,
+    /// SFA, `a_rows × ⌈k/128⌉` f32.
+    pub sfa: GlobalPtr<f32>,
+    /// SFB, `groups × ⌈n/128⌉ × ⌈k/128⌉` f32.
+    pub sfb: GlobalPtr<f32>,
+    /// D, `m_sum × n` bf16 (as raw `u16` bits).
+    pub d: GlobalPtr<u16>,
+    /// Group of every row of the problem, `m_sum` i32 (−1: padding).
+    pub m_indices: GlobalPtr<i32>,
+    /// Row of A of every row of the problem, `m_sum` i32, or null (row `i` is A's row `i`).
+    pub row_src: GlobalPtr<i32>,
+    /// Workspace: arrival counters (u32) followed by the FP32 partial tiles (split-K only).
+    pub ws: GlobalPtr<f32>,
+    /// Rows of the problem, D, `m_indices` and `row_src`.
+    pub m_sum: u32,
+    /// Rows of each group of B, columns of D.
+    pub n: u32,
+    /// Reduction length.
+    pub k: u32,
+    /// Number of groups.
+    pub groups: u32,
+    /// Workgroups per output tile (`1 ≤ splits ≤ k/128`).
+    pub splits: u32,
+    /// Rows of A and SFA.
+    pub a_rows: u32,
+}
+
+impl MGroupedContiguousSplitKArgs {
+    /// The struct's bytes: the kernel's kernarg segment.
+    pub fn as_bytes(&self) -> &[u8] {
+        // SAFETY: repr(C) of eight u64 wrappers followed by six u32: no padding (88 bytes,
+        // checked by the const assertion below), every byte initialized; borrows `self`.
+        unsafe { core::slice::from_raw_parts((self as *const Self).cast::<u8>(), core::mem::size_of::<Self>()) }
+    }
+}
+
+const _: () = assert!(core::mem::size_of::<MGroupedContiguousSplitKArgs>() == 88);
+
 impl MGroupedMaskedSplitKArgs {
     /// The struct's bytes: the kernel's kernarg segment.
     pub fn as_bytes(&self) -> &[u8] {

@@ -603,6 +603,23 @@ pub(crate) mod imp {
         pub m0: u32,
         /// First column of the tile (a multiple of the tile width, `< n`).
         pub n0: u32,
+        /// Gathered A ([`ARowMap`]): `None` (every kernel but the gathering ones) reads row `r`
+        /// of the problem from row `r` of `rs_a` / `rs_sfa`. Honoured only by the bs loop
+        /// (`crate::mainloop_bs::imp::tile_gemm_bs`); the other loops are never given one.
+        pub a_rows: Option<ARowMap>,
+    }
+
+    /// Where each row of a gathered A lives: row `r` of the problem reads row `rows[r]` (an i32
+    /// of `rs_rows`) of the resources `rs_a` / `rs_sfa`, which then cover `count` rows (the
+    /// tokens of an MoE layer, quantized once). An entry outside `0..count` (the padding rows of
+    /// an expert's last block, −1) parks the row's offsets past both resources, so it reads
+    /// zeros; a row past `rs_rows` reads entry 0 (such rows are never stored).
+    #[derive(Clone, Copy)]
+    pub(crate) struct ARowMap {
+        /// The row map, one i32 per row of the problem.
+        pub rs_rows: BufferResource,
+        /// Rows of `rs_a` / `rs_sfa`.
+        pub count: u32,
     }
 
     /// What a tile does with its accumulators once the main loop is done. Every work-item of
@@ -798,6 +815,7 @@ pub(crate) mod imp {
             nkb,
             m0: tm * bm,
             n0: tn * bn,
+            a_rows: None,
         };
         let epi = Bf16Store::tile::<FM, FN, BS>(BufferResource::new(args.d.addr(), ((m - 1) * ldd + n) * 2), ldd, n, job.m0, job.n0);
         Some((job, epi))
@@ -967,6 +985,7 @@ pub(crate) mod imp {
             nkb: count,
             m0,
             n0,
+            a_rows: None,
         };
         // Workspace: the fixed region of u32 arrival counters, then tiles × splits partial slots.
         let counters = tile::SPLITK_COUNTER_FLOATS as u32;
@@ -982,7 +1001,7 @@ pub(crate) mod imp {
         if WAVES {
             splitk_finish_waves::<FM, FN>(unit);
         } else {
-            splitk_finish::<FM, FN, BS>(unit);
+            splitk_finish::<FM, FN, BS>(unit, |_| true);
         }
     }
 
@@ -1148,9 +1167,10 @@ pub(crate) mod imp {
     /// reduce the tile's partial slots (`splits` slots of `slot` bytes from byte `tile_base`
     /// of `rs_ws`) in split order into bf16 `D[m0.., n0..]` (the resource `rs_d()`, built only
     /// by the reducing workgroup; row stride `ldd` elements, `n` columns; rows past its range
-    /// are dropped) and re-arm the counter.
+    /// are dropped; so are the rows `keep_row` rejects, as in the non-split epilogue) and
+    /// re-arm the counter.
     #[inline(always)]
-    pub(crate) fn splitk_finish<const FM: usize, const FN: usize, const BS: bool>(u: SplitKUnit<impl Fn() -> BufferResource>) {
+    pub(crate) fn splitk_finish<const FM: usize, const FN: usize, const BS: bool>(u: SplitKUnit<impl Fn() -> BufferResource>, keep_row: impl Fn(u32) -> bool) {
         let SplitKUnit { ws_addr, rs_ws, t, tile_base, slot, splits, rs_d, ldd, n, m0, n0 } = u;
         let (bm, bn) = tile_dims(FM, FN, BS);
         // Release: every wave's partial stores have completed at device scope before the
@@ -1206,7 +1226,7 @@ pub(crate) mod imp {
                 out.store(row, col, col < n, sum[fm][fnn]);
             }
         }
-        out.finish(|_| true);
+        out.finish(keep_row);
         // Re-arm the counter for the next launch that uses this workspace (all `splits`
         // increments of this launch have happened: this workgroup saw the last one).
         if tid == 0 {

@@ -174,16 +174,30 @@
 //! unsplit. 1×1024, 2×512 and 4×256 (≥ 1000 working tiles) never split. The 64-row split kernel
 //! is not chosen: forced, it beats the 32-row choice only at 2×128 over (4096, 7168) (3 splits
 //! 35.50 µs vs 38.26) and loses elsewhere (4×64: 49.58 at 2 splits; 2×64: 29.50 at 4).
+//!
+//! # Contiguous split-K and gathered A (`m_grouped_fp8_gemm_nt_contiguous_splitk_bs_bm{32,64}_bn128`)
+//!
+//! Arguments [`MGroupedContiguousSplitKArgs`], B pre-shuffled. The contiguous tile grid with a
+//! split index fastest (`(m_sum/BM)·⌈n/128⌉·splits` workgroups, XCD-remapped), the block's
+//! group from `m_indices` as in the contiguous kernels, then the bs loop over the split's K
+//! blocks and the masked split-K kernels' protocol (`dense::imp::splitk_finish`: partial
+//! slots, arrival counter, reduction in split order by the last arriver — deterministic —
+//! with the per-row store predicate of the contiguous kernels). `splits = 1` stores the tile
+//! directly (no workspace). With a non-null `row_src` the A loads are **gathered**: row `i`
+//! of the problem reads row `row_src[i]` of an A of `a_rows` rows (an MoE layer's tokens,
+//! quantized once), one buffer load per copied row before the main loop
+//! (`dense::imp::ARowMap`); entries outside `0..a_rows` park the row's A and SFA offsets past
+//! their resources, so padding rows read zeros. Everything inside the loop is the bs loop's.
 
 use crate::amdgpu_kernel;
-use crate::args::{MGroupedContiguousArgs, MGroupedMaskedArgs, MGroupedMaskedSplitKArgs};
+use crate::args::{MGroupedContiguousArgs, MGroupedContiguousSplitKArgs, MGroupedMaskedArgs, MGroupedMaskedSplitKArgs};
 
 #[cfg(target_arch = "amdgpu")]
 pub(crate) mod imp {
     use core::num::NonZeroU32;
 
-    use crate::args::{MGroupedContiguousArgs, MGroupedMaskedArgs, MGroupedMaskedSplitKArgs};
-    use crate::dense::imp::{Bf16Store, PartialStore, SplitKUnit, TileJob, run_loop, splitk_finish, tile_dims};
+    use crate::args::{MGroupedContiguousArgs, MGroupedContiguousSplitKArgs, MGroupedMaskedArgs, MGroupedMaskedSplitKArgs};
+    use crate::dense::imp::{ARowMap, Bf16Store, PartialStore, SplitKUnit, TileJob, run_loop, splitk_finish, tile_dims};
     use crate::intrinsics::*;
     use crate::tile::{self, NUM_XCDS, SCALE_BLOCK_K, SCALE_BLOCK_N};
 
@@ -267,6 +281,7 @@ pub(crate) mod imp {
             nkb,
             m0,
             n0,
+            a_rows: None,
         };
         let epi = Bf16Store::tile::<FM, FN, BS>(BufferResource::new(args.d.addr(), m * n * 2), n, n, m0, n0);
         let g = g as i32;
@@ -328,6 +343,7 @@ pub(crate) mod imp {
             nkb,
             m0,
             n0,
+            a_rows: None,
         };
         let epi = Bf16Store::tile::<FM, FN, BS>(BufferResource::new(args.d.addr() + a_rows * u64::from(n * 2), rows * n * 2), n, n, m0, n0);
         L::run(&job, |_| true, &epi);
@@ -397,6 +413,7 @@ pub(crate) mod imp {
             nkb: nkb_j,
             m0,
             n0,
+            a_rows: None,
         };
         // Workspace: the counters, then tiles × splits partial slots (the dense layout).
         let ws_bytes = tile::splitk_workspace_floats(tiles, splits.get(), bm, bn) as u32 * 4;
@@ -406,7 +423,93 @@ pub(crate) mod imp {
         let epi = PartialStore::<FM, 2, true> { rs_ws, base: tile_base + j * slot, m0, n0 };
         run_loop::<FM, 2, DEPTH, true, _>(&job, |_| true, &epi);
         let rs_d = || BufferResource::new(args.d.addr() + a_rows * u64::from(n * 2), rows * n * 2);
-        splitk_finish::<FM, 2, true>(SplitKUnit { ws_addr: args.ws.addr(), rs_ws, t, tile_base, slot, splits, rs_d, ldd: n, n, m0, n0 });
+        splitk_finish::<FM, 2, true>(SplitKUnit { ws_addr: args.ws.addr(), rs_ws, t, tile_base, slot, splits, rs_d, ldd: n, n, m0, n0 }, |_| true);
+    }
+
+    /// Contiguous layout, pre-shuffled B (the bs loop, `FN = 2`), split-K and/or gathered A
+    /// ([`MGroupedContiguousSplitKArgs`]): workgroup → (tile of [`contiguous`]'s grid, split).
+    /// The block's group comes from `m_indices` as in [`contiguous`] (a block outside `0..groups`
+    /// returns before touching anything; all splits of a tile read the same entry, so either
+    /// all of them arrive at its counter or none does). With `splits = 1` the tile is stored
+    /// straight through the bf16 epilogue; otherwise each split runs its K blocks into its
+    /// partial slot and the dense split-K protocol reduces them in split order (deterministic).
+    /// Either way a row is stored only if its own `m_indices` entry is the block's group.
+    #[inline(always)]
+    pub fn contiguous_splitk<const FM: usize, const DEPTH: u32>(args: MGroupedContiguousSplitKArgs) {
+        let (bm, bn, b_bytes) = dims::<FM, 2, true>(args.n, args.k);
+        let (m, n, k, groups) = (args.m_sum, args.n, args.k, args.groups);
+        let nkb = k / SCALE_BLOCK_K;
+        let nb = n.div_ceil(SCALE_BLOCK_N);
+
+        let tiles_m = m.div_ceil(bm);
+        let tiles_n = n.div_ceil(bn);
+        let (Some(splits), true) = (NonZeroU32::new(args.splits), tiles_m > 0) else {
+            return;
+        };
+        let tiles = tiles_m * tiles_n;
+        // More splits than K blocks, or (split) more tiles than the workspace has counters for:
+        // not what the host launches; no work.
+        if splits.get() > nkb || (splits.get() > 1 && tiles > tile::SPLITK_MAX_TILES) {
+            return;
+        }
+        let grid = tiles * splits.get();
+        let pid = workgroup_id_x();
+        if pid >= grid {
+            return;
+        }
+        // Split fastest (neighbouring logical ids, one XCD), as the dense split-K grid.
+        let id = tile::xcd_remap(pid, grid, NUM_XCDS);
+        let (t, j) = (id / splits, id % splits);
+        let (tm, tn) = tile::tile_coords(t, tiles_m, tiles_n);
+        let (m0, n0) = (tm * bm, tn * bn);
+
+        let rs_idx = BufferResource::new(args.m_indices.addr(), m * 4);
+        // SAFETY: rs_idx covers m_indices (m_sum i32, read-only during the launch); the offset is
+        // wave-uniform and in range (m0 < m_sum), 4-byte aligned.
+        let g = unsafe { s_buffer_load_i32(rs_idx, m0 * 4) };
+        if g < 0 || g as u32 >= groups {
+            return;
+        }
+        let g = g as u64;
+        let (kb0, nkb_j) = tile::split_range(j, splits.get(), nkb);
+        let sfb_bytes = nb * nkb * 4;
+        let gathered = args.row_src.addr() != 0;
+        let a_rows = if gathered { args.a_rows } else { m };
+        let job = TileJob {
+            rs_a: BufferResource::new(args.a.addr(), a_rows * k),
+            rs_sfa: BufferResource::new(args.sfa.addr(), a_rows * nkb * 4),
+            rs_b: BufferResource::new(args.b.addr() + g * u64::from(b_bytes), b_bytes),
+            rs_sfb: BufferResource::new(args.sfb.addr() + g * u64::from(sfb_bytes), sfb_bytes),
+            n,
+            lda: k,
+            ldb: k,
+            ldsf: nkb,
+            kb0,
+            nkb: nkb_j,
+            m0,
+            n0,
+            a_rows: if gathered { Some(ARowMap { rs_rows: BufferResource::new(args.row_src.addr(), m * 4), count: a_rows }) } else { None },
+        };
+        let g = g as i32;
+        let keep_row = |row: u32| {
+            // SAFETY: rs_idx as above; rows ≥ m_sum read 0, and their stores fall outside D's
+            // resource anyway.
+            unsafe { buffer_load_i32(rs_idx, row * 4, 0) == g }
+        };
+        let rs_d = || BufferResource::new(args.d.addr(), m * n * 2);
+        if splits.get() == 1 {
+            let epi = Bf16Store::tile::<FM, 2, true>(rs_d(), n, n, m0, n0);
+            run_loop::<FM, 2, DEPTH, true, _>(&job, keep_row, &epi);
+            return;
+        }
+        // Workspace: the counters, then tiles × splits partial slots (the dense layout).
+        let ws_bytes = tile::splitk_workspace_floats(tiles, splits.get(), bm, bn) as u32 * 4;
+        let rs_ws = BufferResource::new(args.ws.addr(), ws_bytes);
+        let slot = bm * bn * 4;
+        let tile_base = tile::SPLITK_COUNTER_FLOATS as u32 * 4 + t * splits.get() * slot;
+        let epi = PartialStore::<FM, 2, true> { rs_ws, base: tile_base + j * slot, m0, n0 };
+        run_loop::<FM, 2, DEPTH, true, _>(&job, |_| true, &epi);
+        splitk_finish::<FM, 2, true>(SplitKUnit { ws_addr: args.ws.addr(), rs_ws, t, tile_base, slot, splits, rs_d, ldd: n, n, m0, n0 }, keep_row);
     }
 }
 
@@ -492,6 +595,19 @@ pub fn m_grouped_fp8_gemm_nt_masked_splitk_bs_bm32_bn128(args: MGroupedMaskedSpl
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn m_grouped_fp8_gemm_nt_masked_splitk_bs_bm64_bn128(args: MGroupedMaskedSplitKArgs) {
     imp::masked_splitk::<4, 1>(args)
+}
+
+/// Contiguous layout, pre-shuffled B, split-K and/or gathered A, 32 × 128 tiles: MoE decode
+/// (few rows per expert, long K) and the MoE layer's gate·up GEMM over the token rows.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn m_grouped_fp8_gemm_nt_contiguous_splitk_bs_bm32_bn128(args: MGroupedContiguousSplitKArgs) {
+    imp::contiguous_splitk::<2, 2>(args)
+}
+
+/// Contiguous layout, pre-shuffled B, split-K and/or gathered A, 64 × 128 tiles.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn m_grouped_fp8_gemm_nt_contiguous_splitk_bs_bm64_bn128(args: MGroupedContiguousSplitKArgs) {
+    imp::contiguous_splitk::<4, 1>(args)
 }
 
 #[cfg(test)]

@@ -379,11 +379,33 @@ pub(crate) mod imp {
         let lane = tid & 63;
         let wave = readfirstlane_u32(tid >> 6);
 
+        // Gathered A (`job.a_rows`): the A / SFA row that row `r` of the problem reads, or
+        // `None` for a padding row (its offsets are parked past both resources: it reads 0).
+        // One buffer load per row this work-item copies or scales, before the main loop.
+        let a_row = #[inline(always)]
+        |r: u32| -> Option<u32> {
+            match job.a_rows {
+                None => Some(r),
+                Some(map) => {
+                    // SAFETY: map.rs_rows is a wave-uniform resource over the row map (read-only
+                    // during the launch); the whole offset is in voffset, so rows past it read 0.
+                    let src = unsafe { buffer_load_i32(map.rs_rows, r * 4, 0) };
+                    if src >= 0 && (src as u32) < map.count { Some(src as u32) } else { None }
+                }
+            }
+        };
+        // Past every A and SFA resource (both below tile::MAX_TENSOR_BYTES), with room for
+        // the K offsets added to it.
+        const PARKED: u32 = tile::MAX_TENSOR_BYTES as u32;
+
         // A copy: work-item t moves chunk (t & 7) of row (t >> 3) + 32·pass, FM/2 passes.
         let (copy_row, copy_chunk) = (tid >> 3, tid & 7);
         let mut a_voff = [0u32; FM];
         unroll!(p < FM / 2 => {
-            a_voff[p] = (m0 + 32 * p as u32 + copy_row) * lda + k0 + 16 * copy_chunk;
+            a_voff[p] = match a_row(m0 + 32 * p as u32 + copy_row) {
+                Some(r) => r * lda + k0 + 16 * copy_chunk,
+                None => PARKED + k0 + 16 * copy_chunk,
+            };
         });
         let copy_lds = block_swizzle(copy_row, copy_chunk);
         let frag_lds = [block_swizzle(lane & 15, frag_chunk(lane >> 4, 0)), block_swizzle(lane & 15, frag_chunk(lane >> 4, 1))];
@@ -405,7 +427,10 @@ pub(crate) mod imp {
         let mut sfa_voff = [0u32; FM];
         let mut keep = [true; FM];
         unroll!(fm < FM => {
-            sfa_voff[fm] = (m0 + 16 * fm as u32 + sfa_row) * ldsf * 4 + sf0 + 4 * sfa_blk;
+            sfa_voff[fm] = match a_row(m0 + 16 * fm as u32 + sfa_row) {
+                Some(r) => r * ldsf * 4 + sf0 + 4 * sfa_blk,
+                None => PARKED + sf0 + 4 * sfa_blk,
+            };
             keep[fm] = keep_row(row_of(fm));
         });
         let sfb_voff = (n0 / SCALE_BLOCK_N) * ldsf * 4 + sf0 + 4 * grp;

@@ -32,7 +32,8 @@
 //!
 //! # Unpermute (`moe_unpermute_bf16`; [`MoeUnpermuteArgs`])
 //! One work-item per 8 columns of one token: `acc = 0; for j in 0..k { acc = acc + w·y }` in
-//! f32 (separate multiply and add, in `j` order), then `acc + shared`, then one round to
+//! f32 (separate multiply and add, in `j` order; the loads of 8 experts at a time are issued
+//! together, [`UNPERMUTE_BATCH`]), then `acc + shared`, then one round to
 //! nearest even to bf16 ([`f32_to_bf16_bits`]). The host's CPU twin computes the same bits.
 
 use crate::amdgpu_kernel;
@@ -48,6 +49,8 @@ pub const ROUTE_THREADS: u32 = 256;
 pub const UNPERMUTE_THREADS: u32 = 256;
 /// Columns per unpermute work-item.
 pub const UNPERMUTE_COLS: u32 = 8;
+/// Experts whose rows an unpermute work-item loads before adding them (in `j` order).
+pub const UNPERMUTE_BATCH: u32 = 8;
 /// `row_src` value of a padding row the gather fills with the all-zero row.
 pub const ROW_PADDING: i32 = -1;
 /// `row_src` value of a row nothing reads (left untouched).
@@ -481,17 +484,37 @@ mod imp {
         let (t, col) = (u / h8, (u % h8) * UNPERMUTE_COLS);
         let h = a.hidden as u64;
         let mut acc = [0f32; 8];
-        for j in 0..a.top_k {
-            let p = (t * a.top_k + j) as usize;
-            // SAFETY: p < tokens · top_k, the length of slots and weights.
-            let (s, w) = unsafe { (*a.slots.as_ptr().add(p), *a.weights.as_ptr().add(p)) };
-            if s >= 0 && (s as u32) < a.rows {
-                // SAFETY: s < rows, col + 8 ≤ hidden: inside the rows × hidden bf16 y, aligned.
-                let y = unsafe { load8::<{ crate::quant::IN_BF16 }>(a.y.addr(), s as u64 * h + col as u64) };
-                for i in 0..8 {
-                    acc[i] = acc[i] + w * y[i];
+        // `UNPERMUTE_BATCH` experts at a time: all their slots and weights are loaded, then all
+        // their rows of y, then added in j order (the loads of a batch are independent, so
+        // they overlap instead of costing two memory round trips per expert).
+        let mut j0 = 0;
+        while j0 < a.top_k {
+            let nb = (a.top_k - j0).min(UNPERMUTE_BATCH);
+            let mut sw = [(-1i32, 0f32); UNPERMUTE_BATCH as usize];
+            for q in 0..UNPERMUTE_BATCH {
+                if q < nb {
+                    let p = (t * a.top_k + j0 + q) as usize;
+                    // SAFETY: p < tokens · top_k, the length of slots and weights.
+                    sw[q as usize] = unsafe { (*a.slots.as_ptr().add(p), *a.weights.as_ptr().add(p)) };
                 }
             }
+            let mut ys = [[0f32; 8]; UNPERMUTE_BATCH as usize];
+            for q in 0..UNPERMUTE_BATCH as usize {
+                let s = sw[q].0;
+                if (q as u32) < nb && s >= 0 && (s as u32) < a.rows {
+                    // SAFETY: s < rows, col + 8 ≤ hidden: inside the rows × hidden bf16 y, aligned.
+                    ys[q] = unsafe { load8::<{ crate::quant::IN_BF16 }>(a.y.addr(), s as u64 * h + col as u64) };
+                }
+            }
+            for q in 0..UNPERMUTE_BATCH as usize {
+                let (s, w) = sw[q];
+                if (q as u32) < nb && s >= 0 && (s as u32) < a.rows {
+                    for i in 0..8 {
+                        acc[i] = acc[i] + w * ys[q][i];
+                    }
+                }
+            }
+            j0 += nb;
         }
         let at = t as u64 * h + col as u64;
         if a.shared.addr() != 0 {

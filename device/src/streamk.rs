@@ -643,6 +643,7 @@ pub(crate) mod imp {
             nkb,
             m0: 0,
             n0: 0,
+            a_rows: None,
         };
 
         if pid < dp {

@@ -56,7 +56,7 @@
 use std::marker::PhantomData;
 
 use fp8gemm_device::KernelSpec;
-use fp8gemm_device::args::{GlobalPtr, MGroupedContiguousArgs, MGroupedMaskedArgs, MGroupedMaskedSplitKArgs};
+use fp8gemm_device::args::{GlobalPtr, MGroupedContiguousArgs, MGroupedContiguousSplitKArgs, MGroupedMaskedArgs, MGroupedMaskedSplitKArgs};
 use fp8gemm_device::tile;
 
 use crate::config::{self, GemmDesc};
@@ -610,6 +610,169 @@ fn contiguous<'a, F: Fp8Format>(
         r0 += rows;
     }
     Ok(GemmRun { config: first, workspace_limit: None })
+}
+
+/// [`m_grouped_fp8_gemm_nt_contiguous_aligned`] with A **gathered**: row `i` of the problem is
+/// row `row_src[i]` of `a` (so `a` holds each token once, quantized once, and the GEMM's A loads
+/// do the gather an MoE layer would otherwise do with a pass over every routed row), and
+/// `row_src[i]` outside `0..a.m` (the −1 padding of an expert's last block, or −2 past the rows
+/// in use) reads zeros. `row_src` and `m_indices` hold `m_sum` entries, `d` `m_sum · n`
+/// elements; `m_sum` a multiple of `align`, which must be 32 or 64 (the height of the kernel's
+/// tile). Weights must be pre-shuffled ([`Error::Unsupported`] otherwise): the kernels are the
+/// bs loop's (`m_grouped_fp8_gemm_nt_contiguous_splitk_bs_bm{32,64}_bn128`).
+///
+/// `active` is a bound on the non-empty groups (used only to choose the launch). Few working
+/// tiles (decode) split K over several workgroups per tile
+/// ([`crate::select::plan_contiguous_splitk`], the stream's workspace, the dense split-K rules
+/// of [`crate::workspace`]: deterministic, capture-safe; a forced split, [`crate::Overrides::split`],
+/// that the workspace cannot hold is an [`Error::Workspace`]). Rows written are those of
+/// [`m_grouped_fp8_gemm_nt_contiguous`]: a row whose own `m_indices` entry differs from its
+/// block's group is left untouched. Row chunks keep D below the 2 GiB of 32-bit offsets;
+/// `a` itself must be below it.
+#[allow(clippy::too_many_arguments)]
+pub fn m_grouped_fp8_gemm_nt_contiguous_gathered<'a, F: Fp8Format>(
+    stream: &Stream,
+    a: impl Into<ActivationsView<'a, F>>,
+    row_src: impl Into<DeviceSlice<'a, i32>>,
+    b: impl Into<GroupedWeightsView<'a, F>>,
+    d: impl IntoOutput<'a>,
+    m_indices: impl Into<DeviceSlice<'a, i32>>,
+    align: usize,
+    active: usize,
+) -> Result<GemmRun> {
+    contiguous_splitk(stream, a.into(), Some(row_src.into()), b.into(), d, m_indices.into(), align, active)
+}
+
+/// The launches of [`m_grouped_fp8_gemm_nt_contiguous_gathered`], or with `row_src = None` of
+/// the same kernels over an A of `m_sum` rows (the MoE layer's down GEMM: split-K at decode).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn contiguous_splitk<'a, F: Fp8Format>(
+    stream: &Stream,
+    a: ActivationsView<'a, F>,
+    row_src: Option<DeviceSlice<'a, i32>>,
+    b: GroupedWeightsView<'a, F>,
+    d: impl IntoOutput<'a>,
+    m_indices: DeviceSlice<'a, i32>,
+    align: usize,
+    active: usize,
+) -> Result<GemmRun> {
+    let (m_sum, n, k, groups) = (m_indices.len(), b.n, a.k, b.groups);
+    let mut d = d.into_output(m_sum, n)?;
+    check_common(stream, &a, &b, &d, "m_indices", &m_indices)?;
+    match &row_src {
+        Some(src) => {
+            stream.context().check_owner("row_src", src.owner())?;
+            check_len("row_src", format!("m_sum = {m_sum} (entries of m_indices)"), m_sum, src.len())?;
+        }
+        None => check_len("a", format!("m_sum = {m_sum} rows (entries of m_indices)"), m_sum, a.m)?,
+    }
+    if b.layout != WeightLayout::Preshuffled {
+        return Err(Error::Unsupported("the gathered m-grouped GEMM runs the bs kernels: b must be pre-shuffled (WeightLayout::Preshuffled)".into()));
+    }
+    if align != 32 && align != 64 {
+        return Err(Error::Shape { arg: "align", expected: "32 or 64 rows (the gathered kernels' tile heights)".into(), actual: align.to_string() });
+    }
+    if !m_sum.is_multiple_of(align) {
+        return Err(Error::Shape { arg: "m_indices", expected: format!("m_sum a multiple of {align} rows"), actual: format!("{m_sum} rows") });
+    }
+    if m_sum == 0 || n == 0 || groups == 0 {
+        return Ok(GemmRun { config: None, workspace_limit: None });
+    }
+    check_nk(n, k)?;
+    let too_big = |what: String| Error::Unsupported(format!("{what}: dimensions must fit in 32 bits"));
+    let a_rows = u32::try_from(a.m).map_err(|_| too_big(format!("a.m = {}", a.m)))?;
+    u32::try_from(m_sum).map_err(|_| too_big(format!("m_sum = {m_sum}")))?;
+    let g32 = u32::try_from(groups).map_err(|_| too_big(format!("groups = {groups}")))?;
+    let (n64, k64, g64) = (n as u64, k as u64, groups as u64);
+    if row_src.is_some() {
+        check_tensor_bytes("a", (a.m as u64 + 128).saturating_mul(k64))?;
+    }
+    check_tensor_bytes("b", (n64 + 128).saturating_mul(k64))?;
+    check_tensor_bytes("b", g64.saturating_mul(b_group_bytes(b.layout, n64, k64)))?;
+    // Chunks of whole aligned blocks keep D (and, not gathered, A) below 2 GiB.
+    let widest = if row_src.is_some() { 2 * n64 } else { (2 * n64).max(k64) };
+    let chunk = ((tile::MAX_TENSOR_BYTES - 1) / widest.max(1)).saturating_sub(128) / 128 * 128;
+    if chunk == 0 {
+        return Err(Error::Shape { arg: "b", expected: "128 rows of D below 2 GiB".into(), actual: format!("n = {n}") });
+    }
+    let chunk = chunk as usize;
+    let ctx = stream.context();
+    let overrides = config::effective_overrides(stream.overrides());
+    let active32 = u32::try_from(active.clamp(1, groups)).unwrap_or(u32::MAX);
+    let mut first = None;
+    let mut workspace_limit = None;
+    let mut r0 = 0;
+    while r0 < m_sum {
+        let rows = chunk.min(m_sum - r0);
+        let d_c = d.data.sub_mut(r0 * n, rows * n)?;
+        let idx = m_indices.sub(r0, rows)?;
+        // Gathered: the whole A, the chunk's row map; otherwise the chunk's rows of A.
+        let (a_c, src) = match &row_src {
+            Some(src) => (a.data.device_ptr(), Some(src.sub(r0, rows)?)),
+            None => (a.data.sub(r0 * k, rows * k)?.device_ptr(), None),
+        };
+        let sfa_c = match &row_src {
+            Some(_) => a.scales.device_ptr(),
+            None => a.scales.sub(r0 * (k / 128), rows * (k / 128))?.device_ptr(),
+        };
+        let a_rows = if row_src.is_some() { a_rows } else { rows as u32 };
+        let m32 = rows as u32;
+        check_tensor_bytes("d", (rows as u64).saturating_mul(n64).saturating_mul(2))?;
+        if row_src.is_none() {
+            check_tensor_bytes("a", (rows as u64 + 128).saturating_mul(k64))?;
+        }
+        let choose = |available: u64| -> Result<(crate::select::Plan, Option<config::WorkspaceLimit>)> {
+            let plan = |avail: u64| {
+                crate::select::plan_contiguous_splitk(align as u32, m32, n as u32, k as u32, active32, ctx.arch(), ctx.compute_units(), avail, overrides.split)
+                    .map_err(|e| Error::Unsupported(e.to_string()))
+            };
+            let best = plan(u64::MAX)?;
+            let need = best.workspace_floats(ctx.arch());
+            if need <= available || overrides.split.is_some() {
+                return Ok((best, None));
+            }
+            let fitted = plan(available)?;
+            Ok((fitted, Some(config::WorkspaceLimit { preferred: best.config(ctx.arch()), needed: need, available })))
+        };
+        let (ws_ptr, plan, limit) = WorkspaceSource::Stream.resolve_with(stream, choose, |p: &crate::select::Plan| p.workspace_floats(ctx.arch()))?;
+        workspace_limit = workspace_limit.or(limit);
+        let crate::registry::Spec::ContiguousSplitK(spec) = plan.kernel.spec else {
+            return Err(Error::Unsupported(format!("{} is not a contiguous split-K kernel", plan.kernel.name())));
+        };
+        let args = MGroupedContiguousSplitKArgs {
+            a: a_c,
+            b: b.data.device_ptr(),
+            sfa: sfa_c,
+            sfb: b.scales.device_ptr(),
+            d: GlobalPtr::new(d_c.device_ptr().addr()),
+            m_indices: idx.device_ptr(),
+            row_src: src.map_or(GlobalPtr::new(0), |s| s.device_ptr()),
+            ws: GlobalPtr::new(ws_ptr),
+            m_sum: m32,
+            n: n as u32,
+            k: k as u32,
+            groups: g32,
+            splits: plan.splits,
+            a_rows,
+        };
+        let cfg = plan.config(ctx.arch());
+        // SAFETY: every pointer in `args` addresses memory the views borrow with at least the
+        // extent the kernel's contract requires: A a_rows·k bytes and SFA a_rows·⌈k/128⌉ floats
+        // (the checked activations view, or its sub-view of the chunk's rows when not
+        // gathered, a_rows = rows), B G·⌈n/16⌉·16·k pre-shuffled bytes and SFB
+        // G·⌈n/128⌉·⌈k/128⌉ floats (the view's constructor for that layout), D rows·n bf16,
+        // m_indices and row_src rows i32 (sub-views of the checked full ones), every tensor
+        // below 2 GiB (checked above); the kernel bounds every A access by a_rows whatever
+        // row_src holds, and every B access by the group's slice whatever m_indices holds.
+        // Split-K: `ws_ptr` addresses at least the plan's workspace need (checked by
+        // resolve_with), whose counters are 0 (zeroed at allocation, re-armed by every
+        // completed split launch), used by this stream's launches in order only. `d` is
+        // borrowed mutably.
+        unsafe { stream.launch(spec, [plan.grid, 1, 1], cfg.lds_bytes, &args)? };
+        first.get_or_insert(cfg);
+        r0 += rows;
+    }
+    Ok(GemmRun { config: first, workspace_limit })
 }
 
 /// M-grouped masked `D[g] = A[g] · B[g]ᵀ` for the first `masked_m[g]` rows of every group, with

@@ -126,7 +126,7 @@ pub use error::{Error, Result};
 pub use gemm::{DeviceActivations, DeviceWeights, GemmRun, fp8_gemm_nt, fp8_gemm_nt_with_plan, fp8_gemm_nt_with_workspace};
 pub use grouped::{
     CONTIGUOUS_ALIGNMENTS, DeviceGroupedWeights, m_alignment_for_contiguous_layout, m_grouped_fp8_gemm_nt_contiguous, m_grouped_fp8_gemm_nt_contiguous_aligned,
-    m_grouped_fp8_gemm_nt_masked, m_grouped_fp8_gemm_nt_masked_with_workspace,
+    m_grouped_fp8_gemm_nt_contiguous_gathered, m_grouped_fp8_gemm_nt_masked, m_grouped_fp8_gemm_nt_masked_with_workspace,
 };
 pub use kgrouped::{DeviceKGroupedOperand, KGroupedMnMajor, KGroupedOperandView, k_grouped_fp8_gemm_tn_contiguous, upload_ks};
 pub use layout::{WeightLayout, preshuffle_weights, preshuffle_weights_on_device, unshuffle_weights};

@@ -7,6 +7,13 @@
 //!   ─ grouped GEMM down ─ unpermute (Σ_j w[t,j] · Y[slot(t,j)]) [+ shared expert] → out [T, H] bf16
 //! ```
 //!
+//! With pre-shuffled weights in the contiguous layout (32- or 64-row blocks) the second step
+//! quantizes only the `T` token rows, and the gate_up GEMM gathers its A rows through
+//! `row_src` inside its loads ([`crate::m_grouped_fp8_gemm_nt_contiguous_gathered`]): no pass
+//! over the `T·k` routed rows. Both grouped GEMMs then run the contiguous split-K kernels,
+//! which split K over several workgroups per tile when the routed rows leave CUs idle
+//! (decode), with the stream's workspace.
+//!
 //! in either MoE layout ([`MoeLayout`]): contiguous (rows grouped by expert, each non-empty
 //! expert padded only to the grouped GEMMs' tile height, 32 or 64 rows —
 //! [`MoeLayer::contiguous_align`] — with `m_indices`) or masked (`[E, m_max]` rows,
@@ -132,7 +139,11 @@ use half::bf16;
 use crate::error::{Error, Result};
 use crate::fp8::Fp8Format;
 use crate::gemm::{DeviceWeights, check_format, fp8_gemm_nt, shape_product};
-use crate::grouped::{DeviceGroupedWeights, contiguous_tile_rows, m_grouped_fp8_gemm_nt_contiguous_aligned, m_grouped_fp8_gemm_nt_masked};
+use crate::grouped::{
+    DeviceGroupedWeights, contiguous_splitk, contiguous_tile_rows, m_grouped_fp8_gemm_nt_contiguous_aligned, m_grouped_fp8_gemm_nt_contiguous_gathered,
+    m_grouped_fp8_gemm_nt_masked,
+};
+use crate::layout::WeightLayout;
 #[cfg(feature = "reference")]
 use crate::quant::QuantizedActivations;
 use crate::quantize::{quantize_activations, silu_mul_quantize_activations, silu_mul_quantize_activations_masked};
@@ -831,15 +842,26 @@ impl<F: Fp8Format> MoeLayer<F> {
             work: s.route_work.as_slice_mut(),
         };
         route(stream, topk_ids, k, e, route_layout, buffers, &mut || observer(MoeStage::Route))?;
-        // 2. Gather + quantize.
-        {
-            let a = ActivationsViewMut::<F>::new(s.a_data.slice_mut(..rows * h)?, s.a_scales.slice_mut(..rows * (h / 128))?, rows, h)?;
-            moe_gather_quantize(stream, hidden, s.row_src.slice(..rows)?, a)?;
-        }
-        observer(MoeStage::GatherQuantize)?;
-        // 3. Grouped gate_up GEMM.
+        // 2–3. Quantize and the grouped gate_up GEMM. Contiguous layout, pre-shuffled weights
+        // and 32/64-row blocks: the T token rows are quantized once and the GEMM gathers its A
+        // rows through `row_src`; otherwise every layout row is gathered and quantized first.
+        let gathered = layout == MoeLayout::Contiguous && self.gate_up.layout() == WeightLayout::Preshuffled && (align == 32 || align == 64);
         let expected_m = pairs.div_ceil(e).clamp(1, s.masked_capacity.max(1));
-        {
+        if gathered {
+            {
+                let xq = ActivationsViewMut::<F>::new(s.a_data.slice_mut(..t * h)?, s.a_scales.slice_mut(..t * (h / 128))?, t, h)?;
+                quantize_activations(stream, hidden, xq)?;
+            }
+            observer(MoeStage::GatherQuantize)?;
+            let a = ActivationsView::<F>::new(s.a_data.slice(..t * h)?, s.a_scales.slice(..t * (h / 128))?, t, h)?;
+            let d = s.gate_up_out.slice_mut(..rows * 2 * i)?;
+            m_grouped_fp8_gemm_nt_contiguous_gathered(stream, a, s.row_src.slice(..rows)?, &self.gate_up, d, s.m_indices.slice(..rows)?, align, e.min(pairs))?;
+        } else {
+            {
+                let a = ActivationsViewMut::<F>::new(s.a_data.slice_mut(..rows * h)?, s.a_scales.slice_mut(..rows * (h / 128))?, rows, h)?;
+                moe_gather_quantize(stream, hidden, s.row_src.slice(..rows)?, a)?;
+            }
+            observer(MoeStage::GatherQuantize)?;
             let a = ActivationsView::<F>::new(s.a_data.slice(..rows * h)?, s.a_scales.slice(..rows * (h / 128))?, rows, h)?;
             let d = s.gate_up_out.slice_mut(..rows * 2 * i)?;
             match layout {
@@ -865,6 +887,11 @@ impl<F: Fp8Format> MoeLayer<F> {
             let a = ActivationsView::<F>::new(s.act_data.slice(..rows * i)?, s.act_scales.slice(..rows * (i / 128))?, rows, i)?;
             let d = s.y.slice_mut(..rows * h)?;
             match layout {
+                // Pre-shuffled, 32/64-row blocks: the kernels of the gathered gate_up GEMM over
+                // the layout's own rows (split-K when few tiles would leave CUs idle).
+                MoeLayout::Contiguous if self.down.layout() == WeightLayout::Preshuffled && (align == 32 || align == 64) => {
+                    contiguous_splitk(stream, a, None, (&self.down).into(), d, s.m_indices.slice(..rows)?, align, e.min(pairs))?
+                }
                 MoeLayout::Contiguous => m_grouped_fp8_gemm_nt_contiguous_aligned(stream, a, &self.down, d, s.m_indices.slice(..rows)?, align)?,
                 MoeLayout::Masked => m_grouped_fp8_gemm_nt_masked(stream, a, &self.down, d, &s.masked_m, expected_m)?,
             };

@@ -17,7 +17,9 @@ use std::fmt;
 use std::sync::OnceLock;
 
 use fp8gemm_device::KernelSpec;
-use fp8gemm_device::args::{DenseGemmArgs, DenseSplitKArgs, KGroupedArgs, MGroupedContiguousArgs, MGroupedMaskedArgs, MGroupedMaskedSplitKArgs};
+use fp8gemm_device::args::{
+    DenseGemmArgs, DenseSplitKArgs, KGroupedArgs, MGroupedContiguousArgs, MGroupedContiguousSplitKArgs, MGroupedMaskedArgs, MGroupedMaskedSplitKArgs,
+};
 use fp8gemm_device::dense::{
     FP8_GEMM_NT_BM64_BN64, FP8_GEMM_NT_BM64_BN128, FP8_GEMM_NT_BM128_BN128, FP8_GEMM_NT_SPLITK_BM64_BN64, FP8_GEMM_NT_SPLITK_BM64_BN128,
     FP8_GEMM_NT_SPLITK_BM128_BN128,
@@ -27,9 +29,10 @@ use fp8gemm_device::dense_layouts::{FP8_GEMM_NN_BM64_BN128, FP8_GEMM_TN_BM64_BN1
 use fp8gemm_device::grouped::{
     M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM64_BN64, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM64_BN128, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM128_BN128,
     M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM32_BN128, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM64_BN128, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM128_BN128,
-    M_GROUPED_FP8_GEMM_NT_MASKED_BM64_BN64, M_GROUPED_FP8_GEMM_NT_MASKED_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BM128_BN128,
-    M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM32_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM128_BN128,
-    M_GROUPED_FP8_GEMM_NT_MASKED_SPLITK_BS_BM32_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_SPLITK_BS_BM64_BN128,
+    M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_SPLITK_BS_BM32_BN128, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_SPLITK_BS_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BM64_BN64,
+    M_GROUPED_FP8_GEMM_NT_MASKED_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BM128_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM32_BN128,
+    M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM128_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_SPLITK_BS_BM32_BN128,
+    M_GROUPED_FP8_GEMM_NT_MASKED_SPLITK_BS_BM64_BN128,
 };
 use fp8gemm_device::grouped_pipe::{
     M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_PIPE_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BS_PIPE_BM32_BN64, M_GROUPED_FP8_GEMM_NT_MASKED_BS_PIPE_BM64_BN128,
@@ -109,6 +112,8 @@ pub enum Spec {
     DenseStreamK(KernelSpec<DenseStreamKArgs>),
     /// M-grouped contiguous.
     Contiguous(KernelSpec<MGroupedContiguousArgs>),
+    /// M-grouped contiguous split-K, or over a gathered A (the MoE layer's token rows).
+    ContiguousSplitK(KernelSpec<MGroupedContiguousSplitKArgs>),
     /// M-grouped masked.
     Masked(KernelSpec<MGroupedMaskedArgs>),
     /// M-grouped masked split-K.
@@ -125,6 +130,7 @@ impl Spec {
             Spec::DenseSplitK(s) => s.name,
             Spec::DenseStreamK(s) => s.name,
             Spec::Contiguous(s) => s.name,
+            Spec::ContiguousSplitK(s) => s.name,
             Spec::Masked(s) => s.name,
             Spec::MaskedSplitK(s) => s.name,
             Spec::KGrouped(s) => s.name,
@@ -137,6 +143,7 @@ impl Spec {
             Spec::DenseSplitK(s) => s.workgroup_size,
             Spec::DenseStreamK(s) => s.workgroup_size,
             Spec::Contiguous(s) => s.workgroup_size,
+            Spec::ContiguousSplitK(s) => s.workgroup_size,
             Spec::Masked(s) => s.workgroup_size,
             Spec::MaskedSplitK(s) => s.workgroup_size,
             Spec::KGrouped(s) => s.workgroup_size,
@@ -318,6 +325,27 @@ pub static KERNELS: &[KernelEntry] = &[
     row(Spec::Contiguous(M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM64_BN128), Contig, P, DP, (64, 128), 2, bs(tile::CONTIGUOUS_BS_TILES[1]), NO_LIMIT),
     row(Spec::Contiguous(M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM128_BN128), Contig, P, DP, (128, 128), 2, bs(tile::CONTIGUOUS_BS_TILES[2]), NO_LIMIT),
     row(Spec::Contiguous(M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_PIPE_BM64_BN128), Contig, P, DP, (64, 128), 2, pl(64), NO_LIMIT),
+    // (Split count 1 runs these as data-parallel kernels; both read a gathered A too.)
+    row(
+        Spec::ContiguousSplitK(M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_SPLITK_BS_BM32_BN128),
+        Contig,
+        P,
+        SK,
+        (32, 128),
+        2,
+        bs(tile::CONTIGUOUS_SPLITK_BS_TILES[0]),
+        tile::SPLITK_MAX_TILES,
+    ),
+    row(
+        Spec::ContiguousSplitK(M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_SPLITK_BS_BM64_BN128),
+        Contig,
+        P,
+        SK,
+        (64, 128),
+        2,
+        bs(tile::CONTIGUOUS_SPLITK_BS_TILES[1]),
+        tile::SPLITK_MAX_TILES,
+    ),
     // M-grouped masked.
     row(Spec::Masked(M_GROUPED_FP8_GEMM_NT_MASKED_BM64_BN64), Masked, L, DP, (64, 64), 1, dl(64, 64), NO_LIMIT),
     row(Spec::Masked(M_GROUPED_FP8_GEMM_NT_MASKED_BM64_BN128), Masked, L, DP, (64, 128), 1, dl(64, 128), NO_LIMIT),

@@ -602,6 +602,89 @@ impl CostModel {
     }
 }
 
+/// The plan of an m-grouped contiguous split-K / gathered-A launch
+/// (`m_grouped_fp8_gemm_nt_contiguous_splitk_bs_*`, [`registry::Spec::ContiguousSplitK`]) over
+/// `rows` rows of `block_m`-row blocks (the bound the host knows: blocks past the rows in use
+/// return at once) for `active` groups of `n × k` pre-shuffled weights: the registered kernel
+/// of that tile height and the split count with the least [`CostModel`] estimate. Split counts
+/// run from 1 (data-parallel) while the split launch fits one round of the device (as for the
+/// dense problems), within [`MAX_SPLITS`], `k/128`, the kernel's tile limit and `available`
+/// f32 of workspace; `forced` pins the count (an impossible one is
+/// [`ConfigError::ForcedSplit`]).
+///
+/// The grouped kernels run the dense bs main loop on each tile, so the estimate uses the
+/// generated coefficients of the dense kernels with the same loop: per block and per batch
+/// those of the data-parallel bs kernel of the tile (`fp8_gemm_nt_bs_bm{BM}_bn128`), per
+/// partial and per reduced partial those of the dense bs split-K kernel of the tile
+/// (`fp8_gemm_nt_splitk_bs_bm{BM}_bn128`); the features are the grouped launch's own (every
+/// group's B read once from HBM, shared by that group's blocks only). Until the tuner samples
+/// grouped problems this stand-in is the model's whole knowledge of these kernels.
+#[allow(clippy::too_many_arguments)]
+pub fn plan_contiguous_splitk(
+    block_m: u32,
+    rows: u32,
+    n: u32,
+    k: u32,
+    active: u32,
+    arch: Arch,
+    cus: u32,
+    available: u64,
+    forced: Option<u32>,
+) -> Result<Plan, ConfigError> {
+    let entry = registry::KERNELS
+        .iter()
+        .find(|e| matches!(e.spec, registry::Spec::ContiguousSplitK(_)) && e.block_m == block_m)
+        .ok_or_else(|| ConfigError::ForcedTile { tile: format!("{block_m}x128"), available: "32x128, 64x128 (m-grouped contiguous split-K)" })?;
+    let model = CostModel::for_arch(arch)?;
+    let nkb = k / tile::SCALE_BLOCK_K;
+    let tiles = entry.tiles(rows, n);
+    let slots = entry.slots_per_cu(arch).unwrap_or(1);
+    let round = u64::from(cus.max(1)) * u64::from(slots);
+    let fits = |s: u32| -> bool {
+        s >= 1
+            && s <= nkb.max(1)
+            && (s == 1 || (tiles <= u64::from(entry.max_tiles) && tile::splitk_workspace_floats(tiles as u32, s, entry.block_m, entry.block_n) <= available))
+    };
+    let dp = format!("fp8_gemm_nt_bs_bm{block_m}_bn128");
+    let sk = format!("fp8_gemm_nt_splitk_bs_bm{block_m}_bn128");
+    let cost = match (model.kernels.get(&dp), model.kernels.get(&sk)) {
+        (Some(d), Some(s)) => Some(KernelCost { partial: s.partial, reduce: s.reduce, ..d.clone() }),
+        _ => None,
+    };
+    let desc = GemmDesc { cus, ..GemmDesc::m_grouped_contiguous(rows, n, k, active.max(1), arch) };
+    let estimate = |s: u32| -> f64 {
+        let Some(c) = &cost else { return f64::NAN };
+        let plan = Plan { kernel: entry, grid: 0, splits: s, stream_k: None, estimate_s: f64::NAN };
+        let mut f = Features::of(&plan, &desc);
+        let blocks_per_group = (f64::from(rows.div_ceil(block_m)) / f64::from(active.max(1))).max(1.0);
+        f.cold = f.blocks.iter().sum::<f64>() / blocks_per_group;
+        let (r, nn, kk) = (f64::from(rows), f64::from(n), f64::from(k));
+        f.hbm_bytes = r * kk + f64::from(active.max(1)) * nn * kk + 2.0 * r * nn;
+        model.launch_s + (CostModel::cu_cycles(c, &f) / model.clock_hz).max(f.hbm_bytes / model.hbm_bytes_per_s)
+    };
+    let grid = |s: u32| u32::try_from(tiles * u64::from(s)).ok();
+    let splits = match forced {
+        Some(s) => {
+            if !fits(s) || grid(s).is_none() {
+                return Err(ConfigError::ForcedSplit {
+                    splits: s.to_string(),
+                    expected: format!("1 ..= {} (k/128 = {nkb}), with at most {} tiles and the workspace's room", nkb.min(MAX_SPLITS), entry.max_tiles),
+                });
+            }
+            s
+        }
+        None => {
+            (1..=MAX_SPLITS.min(nkb.max(1)))
+                .filter(|&s| fits(s) && (s == 1 || tiles * u64::from(s) <= round) && grid(s).is_some())
+                .map(|s| (s, estimate(s)))
+                .fold((1, f64::INFINITY), |best, (s, t)| if t < best.1 { (s, t) } else { best })
+                .0
+        }
+    };
+    let grid = grid(splits).ok_or_else(|| ConfigError::ForcedSplit { splits: splits.to_string(), expected: "a grid below 2^32 workgroups".into() })?;
+    Ok(Plan { kernel: entry, grid, splits, stream_k: None, estimate_s: estimate(splits) })
+}
+
 /// One sample of the tuner: a launch's features and its modelled seconds.
 #[derive(Clone, Copy, Debug)]
 pub struct Sample {
