@@ -190,8 +190,8 @@ fn main() -> Res<()> {
                         stream.synchronize()?;
                         let report = amdgpu_emu::hip::last_launch_timing();
                         let secs = report.as_ref().map_or(0.0, |r| r.seconds);
-                        if verbose {
-                            if let Some(r) = &report {
+                        if let (true, Some(r)) = (verbose, &report) {
+                            {
                                 let stalls: Vec<String> =
                                     amdgpu_emu::timing::Stall::ALL.iter().zip(r.stalls).filter(|(_, c)| *c > 0).map(|(s, c)| format!("{s:?} {c}")).collect();
                                 eprintln!(

@@ -442,11 +442,28 @@ fn check_layer(l: &Layer, scratch: &mut MoeScratch<F>, layout: MoeLayout, x: &[f
     // Route: count, offsets, scatter; count and offsets fused when the pairs fit one chunk.
     let route_launches = if ids.len() <= 256 { 2 } else { 3 };
     let mut want_stages = vec![MoeStage::Route; route_launches];
-    want_stages.extend([MoeStage::GatherQuantize, MoeStage::GateUpGemm, MoeStage::SiluMulQuantize, MoeStage::DownGemm]);
-    if l.shared.is_some() {
-        want_stages.extend([MoeStage::SharedExpert; 4]);
+    // Pre-shuffled gate·up weights in the contiguous layout with 32/64-row blocks: the gate·up
+    // GEMM gathers the quantized tokens and does silu·mul in its launch; with pre-shuffled down
+    // weights too, the down GEMM's scatter epilogue does the unpermute, so the shared expert
+    // runs before it.
+    let gathered = layout == MoeLayout::Contiguous && l.layer.gate_up().layout() == WeightLayout::Preshuffled && (run.align == 32 || run.align == 64);
+    let fused = gathered && l.layer.down().layout() == WeightLayout::Preshuffled;
+    want_stages.extend([MoeStage::GatherQuantize, MoeStage::GateUpGemm]);
+    if !gathered {
+        want_stages.push(MoeStage::SiluMulQuantize);
     }
-    want_stages.push(MoeStage::Unpermute);
+    if fused {
+        if l.shared.is_some() {
+            want_stages.extend([MoeStage::SharedExpert; 4]);
+        }
+        want_stages.push(MoeStage::DownGemm);
+    } else {
+        want_stages.push(MoeStage::DownGemm);
+        if l.shared.is_some() {
+            want_stages.extend([MoeStage::SharedExpert; 4]);
+        }
+        want_stages.push(MoeStage::Unpermute);
+    }
     assert_eq!(stages, want_stages, "{what}");
     let status = scratch.status(&stream).unwrap();
     assert_eq!((status.invalid_ids, status.dropped), (0, 0), "{what}");
@@ -682,18 +699,32 @@ fn masked_overflow_is_dropped_deterministically_and_reported() {
 fn invalid_ids_are_skipped_and_counted() {
     let ctx = checked_context();
     let (e, h, i, k) = (4, 128, 128, 3);
-    let l = random_layer(&ctx, e, h, i, None, MoeOptions { top_k: k, masked_max_tokens: 0 }, 51);
-    let mut scratch = MoeScratch::new(&l.layer, 5, 0).unwrap();
-    let mut rng = StdRng::seed_from_u64(52);
-    let (x, mut ids, w) = inputs(5, h, k, e, false, &mut rng);
-    ids[1] = -1; // "no expert": skipped, not counted
-    ids[4] = 4; // == E
-    ids[8] = -9;
-    let (got, status) = forward_once(&l, &mut scratch, &x, &ids, &w);
-    assert_eq!((status.invalid_ids, status.dropped), (2, 0));
-    let want = l.reference(&x, &ids, &w, ReferenceActivations::DeviceMatched);
-    assert!(reference::calc_diff(&got, &want).unwrap() < 1e-6);
-    assert!(reference::calc_diff(&got, &l.reference(&x, &ids, &w, ReferenceActivations::F32)).unwrap() < 1e-3);
+    // Pre-shuffled weights run the down GEMM's scatter epilogue (a token without a valid
+    // expert is written by its fallback: 0 here, no shared expert).
+    for (layout, shared) in [(WeightLayout::Logical, None), (WeightLayout::Preshuffled, None), (WeightLayout::Preshuffled, Some(128))] {
+        let what = format!("{layout:?}, shared {shared:?}");
+        let l = random_layer_in(&ctx, e, h, i, shared, MoeOptions { top_k: k, masked_max_tokens: 0 }, 51, layout);
+        let mut scratch = MoeScratch::new(&l.layer, 5, 0).unwrap();
+        let mut rng = StdRng::seed_from_u64(52);
+        let (x, mut ids, w) = inputs(5, h, k, e, false, &mut rng);
+        ids[1] = -1; // "no expert": skipped, not counted
+        ids[4] = 4; // == E
+        ids[8] = -9;
+        // Token 3 has no expert at all.
+        ids[9..12].fill(-1);
+        let (got, status) = forward_once(&l, &mut scratch, &x, &ids, &w);
+        assert_eq!((status.invalid_ids, status.dropped), (2, 0), "{what}");
+        let want = l.reference(&x, &ids, &w, ReferenceActivations::DeviceMatched);
+        assert!(reference::calc_diff(&got, &want).unwrap() < 1e-6, "{what}");
+        assert!(reference::calc_diff(&got, &l.reference(&x, &ids, &w, ReferenceActivations::F32)).unwrap() < 1e-3, "{what}");
+        for (c, (&g, &m)) in got[3 * h..4 * h].iter().zip(&want[3 * h..4 * h]).enumerate() {
+            assert_eq!(g.to_bits(), m.to_bits(), "{what}: out[3, {c}] of the token without experts = {g}, reference {m}");
+        }
+        // Repeated: the same bits (the scatter counters were re-armed).
+        let (again, _) = forward_once(&l, &mut scratch, &x, &ids, &w);
+        let bad = got.iter().zip(&again).position(|(a, b)| a.to_bits() != b.to_bits());
+        assert!(bad.is_none(), "{what}: a repeated run differs at out[{bad:?}]");
+    }
 }
 
 /// The forward pass, captured once per layout into a graph, replayed on new inputs written into

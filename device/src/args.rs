@@ -368,6 +368,114 @@ impl MGroupedContiguousSplitKArgs {
 
 const _: () = assert!(core::mem::size_of::<MGroupedContiguousSplitKArgs>() == 88);
 
+/// The MoE scatter epilogue of the contiguous scatter kernels
+/// (`m_grouped_fp8_gemm_nt_contiguous_scatter_bs_bm*_bn128`, [`crate::grouped`]): the MoE
+/// layer's down GEMM computes `y` and, in the same launch, `out[t] = bf16(Σ_j w[t,j] ·
+/// y[slot(t,j)] + shared[t])` — the unpermute of [`MoeUnpermuteArgs`], same arithmetic, same
+/// bits. A workgroup stores its tile of `y` at device scope, then counts each stored row in on
+/// its token's counter for the tile's columns; the workgroup that brings a token's count to
+/// its number of valid slots (slots in `0..y_rows`) adds that token's rows in `j` order for
+/// those columns and re-arms the counter. Tokens without a valid slot get `bf16(0 + shared)`
+/// from the workgroup whose id is the token's index modulo the grid. Deterministic: the sum's
+/// order is fixed, whichever workgroup does it.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct MoeScatterArgs {
+    /// Output, `tokens × n` bf16 bits.
+    pub out: GlobalPtr<u16>,
+    /// The whole y, `y_rows × n` bf16 bits (the launch's `d` is its rows `row0 ..`).
+    pub y: GlobalPtr<u16>,
+    /// Token of every row of the launch (`m_sum` i32; negative or `≥ tokens`: none).
+    pub row_token: GlobalPtr<i32>,
+    /// Row of y of every `(t, j)`, `tokens · top_k` i32.
+    pub slots: GlobalPtr<i32>,
+    /// Router weight of every `(t, j)`, `tokens · top_k` f32.
+    pub weights: GlobalPtr<f32>,
+    /// The shared expert's output, `tokens × n` bf16 bits, or null.
+    pub shared: GlobalPtr<u16>,
+    /// Arrival counters, `tokens × ⌈n/128⌉` u32: 0 when the launch starts, 0 when it ends.
+    pub counters: GlobalPtr<u32>,
+    /// Tokens `T`.
+    pub tokens: u32,
+    /// Experts per token `k`.
+    pub top_k: u32,
+    /// Rows of the whole y.
+    pub y_rows: u32,
+    /// Row of y of the launch's first row.
+    pub row0: u32,
+}
+
+/// The MoE activation epilogue of the contiguous silu kernels
+/// (`m_grouped_fp8_gemm_nt_contiguous_splitk_silu_bs_bm*_bn128`, [`crate::grouped`]): the MoE
+/// layer's gate·up GEMM (`n = 2·inter`: gate columns `0 .. inter`, up columns `inter .. 2·inter`)
+/// also writes `act = FP8(silu(gate)·up)` with 1×128 scales (the recipe of the
+/// `quantize_act_silu_mul` kernels, same bits). A workgroup stores its tile of `d` at device
+/// scope, then counts in on the counter of its (row block, 128-column group of act) pair —
+/// gate tile `j` and up tile `j + inter/128` share one; the second to arrive reads both tiles'
+/// bf16 values back and writes the block's 128 act columns and scales, then re-arms the
+/// counter.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct MoeSiluArgs {
+    /// FP8 output `act`, `m_sum × inter` bytes (rows of this launch).
+    pub act: GlobalPtr<u8>,
+    /// Its scales, `m_sum × inter/128` f32.
+    pub act_sf: GlobalPtr<f32>,
+    /// Pair counters, `(m_sum/BM) × inter/128` u32: 0 when the launch starts, 0 when it ends.
+    pub counters: GlobalPtr<u32>,
+    /// `inter` (a multiple of 128; the GEMM's `n` is twice it).
+    pub inter: u32,
+    /// Largest finite value of the FP8 format.
+    pub fp8_max: f32,
+}
+
+/// Arguments of the contiguous silu kernels: the GEMM of [`MGroupedContiguousSplitKArgs`] and
+/// the epilogue of [`MoeSiluArgs`]. The grid is the GEMM's.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct MGroupedContiguousSiluArgs {
+    /// The GEMM.
+    pub gemm: MGroupedContiguousSplitKArgs,
+    /// The activation epilogue.
+    pub silu: MoeSiluArgs,
+}
+
+impl MGroupedContiguousSiluArgs {
+    /// The struct's bytes: the kernel's kernarg segment.
+    pub fn as_bytes(&self) -> &[u8] {
+        // SAFETY: repr(C) of two repr(C) structs without padding (88 + 32 = 120 bytes, checked
+        // below), every byte initialized; borrows `self`.
+        unsafe { core::slice::from_raw_parts((self as *const Self).cast::<u8>(), core::mem::size_of::<Self>()) }
+    }
+}
+
+const _: () = assert!(core::mem::size_of::<MoeSiluArgs>() == 32);
+const _: () = assert!(core::mem::size_of::<MGroupedContiguousSiluArgs>() == 120);
+
+/// Arguments of the contiguous scatter kernels: the GEMM of [`MGroupedContiguousSplitKArgs`]
+/// (its `d` is rows `row0 ..` of the scatter's `y`; `n` a multiple of 8) and the epilogue of
+/// [`MoeScatterArgs`]. The grid is the GEMM's.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct MGroupedContiguousScatterArgs {
+    /// The GEMM.
+    pub gemm: MGroupedContiguousSplitKArgs,
+    /// The scatter back to tokens.
+    pub scatter: MoeScatterArgs,
+}
+
+impl MGroupedContiguousScatterArgs {
+    /// The struct's bytes: the kernel's kernarg segment.
+    pub fn as_bytes(&self) -> &[u8] {
+        // SAFETY: repr(C) of two repr(C) structs without padding (88 + 72 = 160 bytes, checked
+        // below; both end on 8-byte boundaries), every byte initialized; borrows `self`.
+        unsafe { core::slice::from_raw_parts((self as *const Self).cast::<u8>(), core::mem::size_of::<Self>()) }
+    }
+}
+
+const _: () = assert!(core::mem::size_of::<MoeScatterArgs>() == 72);
+const _: () = assert!(core::mem::size_of::<MGroupedContiguousScatterArgs>() == 160);
+
 impl MGroupedMaskedSplitKArgs {
     /// The struct's bytes: the kernel's kernarg segment.
     pub fn as_bytes(&self) -> &[u8] {

@@ -698,6 +698,9 @@ pub(crate) mod imp {
         pub bn: u32,
         /// Bytes per staged row (`2·bn + stage_pad`, a multiple of 8).
         pub pitch: u32,
+        /// Store at device scope (`sc1`), for a reader on another XCD after a release (the MoE
+        /// scatter epilogue); `false` from [`Bf16Store::tile`].
+        pub device: bool,
     }
 
     impl Bf16Store {
@@ -711,7 +714,7 @@ pub(crate) mod imp {
                 assert!(bm * bn % 1024 == 0 && bm * bn <= 16 * 1024, "finish stores 1..=16 whole 8-byte pieces per work-item");
             };
             let (bm, bn) = tile_dims(FM, FN, BS);
-            Bf16Store { rs_d, ldd, n, m0, n0, bm, bn, pitch: 2 * bn + stage_pad(FM, FN, BS) }
+            Bf16Store { rs_d, ldd, n, m0, n0, bm, bn, pitch: 2 * bn + stage_pad(FM, FN, BS), device: false }
         }
 
         /// The same epilogue for another tile of the same launch.
@@ -772,7 +775,7 @@ pub(crate) mod imp {
                     // SAFETY: rs_d covers the problem's D; rows past it are out of range and
                     // dropped, invalid columns / rows are parked out of range; offsets are
                     // 8-byte aligned (n % 4 == 0, ldd % 4 == 0).
-                    unsafe { buffer_store_b64(data, self.rs_d, voff, 0) };
+                    unsafe { if self.device { buffer_store_b64_device(data, self.rs_d, voff, 0) } else { buffer_store_b64(data, self.rs_d, voff, 0) } };
                 }
             }
         }
@@ -1001,7 +1004,7 @@ pub(crate) mod imp {
         if WAVES {
             splitk_finish_waves::<FM, FN>(unit);
         } else {
-            splitk_finish::<FM, FN, BS>(unit, |_| true);
+            splitk_finish::<FM, FN, BS>(unit, |_| true, false);
         }
     }
 
@@ -1167,10 +1170,15 @@ pub(crate) mod imp {
     /// reduce the tile's partial slots (`splits` slots of `slot` bytes from byte `tile_base`
     /// of `rs_ws`) in split order into bf16 `D[m0.., n0..]` (the resource `rs_d()`, built only
     /// by the reducing workgroup; row stride `ldd` elements, `n` columns; rows past its range
-    /// are dropped; so are the rows `keep_row` rejects, as in the non-split epilogue) and
-    /// re-arm the counter.
+    /// are dropped; so are the rows `keep_row` rejects, as in the non-split epilogue; `device`:
+    /// stored at device scope, [`Bf16Store::device`]) and re-arm the counter. Returns whether
+    /// this workgroup was the one that stored the tile.
     #[inline(always)]
-    pub(crate) fn splitk_finish<const FM: usize, const FN: usize, const BS: bool>(u: SplitKUnit<impl Fn() -> BufferResource>, keep_row: impl Fn(u32) -> bool) {
+    pub(crate) fn splitk_finish<const FM: usize, const FN: usize, const BS: bool>(
+        u: SplitKUnit<impl Fn() -> BufferResource>,
+        keep_row: impl Fn(u32) -> bool,
+        device: bool,
+    ) -> bool {
         let SplitKUnit { ws_addr, rs_ws, t, tile_base, slot, splits, rs_d, ldd, n, m0, n0 } = u;
         let (bm, bn) = tile_dims(FM, FN, BS);
         // Release: every wave's partial stores have completed at device scope before the
@@ -1190,7 +1198,7 @@ pub(crate) mod imp {
         // SAFETY: written by work-item 0 before the barrier above.
         let arrived = readfirstlane_u32(unsafe { lds_read_b128(0) }.to_array()[0]);
         if arrived + 1 != splits.get() {
-            return;
+            return false;
         }
 
         // Acquire: the counter said every other split has stored its partial (their stores
@@ -1216,7 +1224,7 @@ pub(crate) mod imp {
         let sum = sum_slots::<FM, FN, 8>(rs_ws, tile_base, lane_base, slot, splits.get(), chunk);
 
         // Output through LDS (`Bf16Store`: each store instruction covers whole rows of D).
-        let out = Bf16Store::tile::<FM, FN, BS>(rs_d(), ldd, n, m0, n0);
+        let out = Bf16Store { device, ..Bf16Store::tile::<FM, FN, BS>(rs_d(), ldd, n, m0, n0) };
         // begin: every wave has read the arrival word (LDS 0..16) before anyone overwrites it.
         out.begin();
         for fm in 0..FM {
@@ -1233,6 +1241,7 @@ pub(crate) mod imp {
             // SAFETY: as for the increment above.
             unsafe { atomic_store_u32(counter, 0) };
         }
+        true
     }
 
     /// The GEMM of one tile of `32·FM × 32·FN` (each of the 2 × 2 waves owns `FM × FN` 16×16

@@ -190,13 +190,19 @@
 //! their resources, so padding rows read zeros. Everything inside the loop is the bs loop's.
 
 use crate::amdgpu_kernel;
-use crate::args::{MGroupedContiguousArgs, MGroupedContiguousSplitKArgs, MGroupedMaskedArgs, MGroupedMaskedSplitKArgs};
+use crate::args::{
+    MGroupedContiguousArgs, MGroupedContiguousScatterArgs, MGroupedContiguousSiluArgs, MGroupedContiguousSplitKArgs, MGroupedMaskedArgs,
+    MGroupedMaskedSplitKArgs,
+};
 
 #[cfg(target_arch = "amdgpu")]
 pub(crate) mod imp {
     use core::num::NonZeroU32;
 
-    use crate::args::{MGroupedContiguousArgs, MGroupedContiguousSplitKArgs, MGroupedMaskedArgs, MGroupedMaskedSplitKArgs};
+    use crate::args::{
+        MGroupedContiguousArgs, MGroupedContiguousScatterArgs, MGroupedContiguousSiluArgs, MGroupedContiguousSplitKArgs, MGroupedMaskedArgs,
+        MGroupedMaskedSplitKArgs, MoeScatterArgs, MoeSiluArgs,
+    };
     use crate::dense::imp::{ARowMap, Bf16Store, PartialStore, SplitKUnit, TileJob, run_loop, splitk_finish, tile_dims};
     use crate::intrinsics::*;
     use crate::tile::{self, NUM_XCDS, SCALE_BLOCK_K, SCALE_BLOCK_N};
@@ -423,7 +429,7 @@ pub(crate) mod imp {
         let epi = PartialStore::<FM, 2, true> { rs_ws, base: tile_base + j * slot, m0, n0 };
         run_loop::<FM, 2, DEPTH, true, _>(&job, |_| true, &epi);
         let rs_d = || BufferResource::new(args.d.addr() + a_rows * u64::from(n * 2), rows * n * 2);
-        splitk_finish::<FM, 2, true>(SplitKUnit { ws_addr: args.ws.addr(), rs_ws, t, tile_base, slot, splits, rs_d, ldd: n, n, m0, n0 }, |_| true);
+        splitk_finish::<FM, 2, true>(SplitKUnit { ws_addr: args.ws.addr(), rs_ws, t, tile_base, slot, splits, rs_d, ldd: n, n, m0, n0 }, |_| true, false);
     }
 
     /// Contiguous layout, pre-shuffled B (the bs loop, `FN = 2`), split-K and/or gathered A
@@ -436,6 +442,271 @@ pub(crate) mod imp {
     /// Either way a row is stored only if its own `m_indices` entry is the block's group.
     #[inline(always)]
     pub fn contiguous_splitk<const FM: usize, const DEPTH: u32>(args: MGroupedContiguousSplitKArgs) {
+        contiguous_splitk_with::<FM, DEPTH>(&args, Epi::None)
+    }
+
+    /// [`contiguous_splitk`] with the MoE scatter epilogue ([`MoeScatterArgs`]): the tile of
+    /// `y` is stored at device scope, then [`scatter_tile`] runs for it; afterwards (also in
+    /// workgroups that had no work) [`scatter_empty_tokens`].
+    #[inline(always)]
+    pub fn contiguous_scatter<const FM: usize, const DEPTH: u32>(args: MGroupedContiguousScatterArgs) {
+        contiguous_splitk_with::<FM, DEPTH>(&args.gemm, Epi::Scatter(&args.scatter));
+        let grid = args.gemm.m_sum.div_ceil(16 * FM as u32) * args.gemm.n.div_ceil(128) * args.gemm.splits.max(1);
+        // Once per layer pass: the first row chunk's launch.
+        if args.scatter.row0 == 0 {
+            scatter_empty_tokens(&args.scatter, args.gemm.n, grid);
+        }
+    }
+
+    /// The scatter epilogue of one stored tile of `y` (rows `m0 ..` of the launch, columns
+    /// `n0 .. n0 + 128`, tile column `tn`; [`MoeScatterArgs`]): after a release of the tile's
+    /// device-scope stores, work-item `i < bm` counts row `m0 + i` in on its token's counter for
+    /// these columns (if the row was stored and has a token); a row that completes its token's
+    /// count puts the token on an LDS list, and 16 work-items per listed token then add its
+    /// rows of y (device-scope loads: other workgroups stored them before counting in) in `j`
+    /// order into `out` (`weighted_rows_to`, the unpermute's arithmetic) and re-arm the counter.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn scatter_tile(sc: &MoeScatterArgs, bm: u32, m_sum: u32, n: u32, m0: u32, n0: u32, tn: u32, keep_row: impl Fn(u32) -> bool) {
+        release_barrier();
+        let tid = workitem_id_x();
+        let tiles_n = n.div_ceil(128);
+        let rs_tok = BufferResource::new(sc.row_token.addr(), m_sum * 4);
+        let counter = |t: u32| sc.counters.addr() + (u64::from(t) * u64::from(tiles_n) + u64::from(tn)) * 4;
+        let mut mine = -1i32;
+        if tid < bm {
+            let row = m0 + tid;
+            // SAFETY: rs_tok covers the launch's m_sum row tokens (read-only during the launch);
+            // row < m_sum (m_sum is a multiple of bm).
+            let t = unsafe { buffer_load_i32(rs_tok, row * 4, 0) };
+            if keep_row(row) && t >= 0 && (t as u32) < sc.tokens {
+                let t = t as u32;
+                let expected = valid_slots(sc, t);
+                // SAFETY: the counter of (t, tn) lies in the tokens × ⌈n/128⌉ counters, 4-byte
+                // aligned, accessed only atomically during the launch.
+                let old = unsafe { atomic_add_u32(counter(t), 1) };
+                if old + 1 == expected {
+                    mine = t as i32;
+                }
+            }
+        }
+        if tid < bm {
+            // SAFETY: word tid < bm ≤ 64 of LDS, free after the barrier of release_barrier (the
+            // tile's epilogue finished its LDS reads before its stores).
+            unsafe { lds_write_b32(4 * tid, mine as u32) };
+        }
+        lds_barrier();
+        let (slot_of, q) = (tid / 16, tid % 16);
+        let col = n0 + 8 * q;
+        for pass in 0..bm / 16 {
+            // SAFETY: written before the barrier above.
+            let t = unsafe { lds_read_b32(4 * (pass * 16 + slot_of)) } as i32;
+            if t >= 0 {
+                let t = t as u32;
+                let (y, n64) = (sc.y.addr(), u64::from(n));
+                if col < n {
+                    // SAFETY: t < tokens; slots and weights hold tokens · top_k, y y_rows × n,
+                    // shared (if any) and out tokens × n bf16, 16-byte aligned (n % 8 == 0,
+                    // host-checked); col + 8 ≤ n. The loads of y are device-scope
+                    // (load16_device): the rows were stored at device scope and released before
+                    // their counts.
+                    unsafe {
+                        crate::moe::imp::weighted_rows_to(
+                            sc.slots.as_ptr(),
+                            sc.weights.as_ptr(),
+                            t,
+                            sc.top_k,
+                            sc.y_rows,
+                            |row| bf16x8(load16_device(y + (row * n64 + u64::from(col)) * 2)),
+                            sc.shared.addr(),
+                            sc.out.addr(),
+                            n64,
+                            col,
+                        )
+                    };
+                }
+                if q == 0 {
+                    // SAFETY: as for the increment; every count of (t, tn) has happened.
+                    unsafe { atomic_store_u32(counter(t), 0) };
+                }
+            }
+        }
+    }
+
+    /// Valid slots of token `t` (`0 ≤ slot < y_rows`), loaded 8 at a time without branches.
+    #[inline(always)]
+    fn valid_slots(sc: &MoeScatterArgs, t: u32) -> u32 {
+        let (base, last) = (t * sc.top_k, t * sc.top_k + sc.top_k - 1);
+        let mut count = 0u32;
+        let mut j0 = 0;
+        while j0 < sc.top_k {
+            let mut s = [-1i32; 8];
+            for (q, v) in s.iter_mut().enumerate() {
+                // SAFETY: min(base + j0 + q, last) < tokens · top_k, the length of slots.
+                *v = unsafe { *sc.slots.as_ptr().add((base + j0 + q as u32).min(last) as usize) };
+            }
+            for (q, &v) in s.iter().enumerate() {
+                count += u32::from(j0 + (q as u32) < sc.top_k && v >= 0 && (v as u32) < sc.y_rows);
+            }
+            j0 += 8;
+        }
+        count
+    }
+
+    /// 16 bytes at device address `addr` (16-byte aligned) read at device scope: two relaxed
+    /// system-scope atomic 8-byte loads (`global_load_dwordx2 … sc0 sc1` on gfx942), which see
+    /// stores other workgroups made at device scope and released before an atomic this
+    /// workgroup observed. Unlike a volatile load, no wait follows each.
+    ///
+    /// # Safety
+    /// `addr` must be 16-byte aligned inside a live allocation this kernel may read.
+    #[inline(always)]
+    unsafe fn load16_device(addr: u64) -> U32x4 {
+        use core::sync::atomic::{AtomicU64, Ordering};
+        // SAFETY: the caller guarantees 16 aligned, readable bytes at addr.
+        let (lo, hi) = unsafe {
+            (
+                AtomicU64::from_ptr(addr as usize as *mut u64).load(Ordering::Relaxed),
+                AtomicU64::from_ptr((addr + 8) as usize as *mut u64).load(Ordering::Relaxed),
+            )
+        };
+        U32x4([lo as u32, (lo >> 32) as u32, hi as u32, (hi >> 32) as u32])
+    }
+
+    /// The 8 bf16 values of `v` as f32 (exact).
+    #[inline(always)]
+    fn bf16x8(v: U32x4) -> [f32; 8] {
+        let w = v.to_array();
+        let mut out = [0f32; 8];
+        for i in 0..4 {
+            out[2 * i] = f32::from_bits(w[i] << 16);
+            out[2 * i + 1] = f32::from_bits(w[i] & 0xffff_0000);
+        }
+        out
+    }
+
+    /// Tokens with no valid slot (every id −1 or invalid): nothing counts them in, so in the
+    /// launch of the first row chunk (`row0 = 0`) the workgroup whose id is `t` modulo `grid`
+    /// writes `out[t] = bf16(0 + shared[t])` (0 without
+    /// a shared expert), the unpermute's result for such a token.
+    #[inline(always)]
+    fn scatter_empty_tokens(sc: &MoeScatterArgs, n: u32, grid: u32) {
+        let tid = workitem_id_x();
+        let mut t = workgroup_id_x();
+        while t < sc.tokens && grid > 0 {
+            if valid_slots(sc, t) == 0 {
+                let mut col = 8 * tid;
+                while col < n {
+                    // SAFETY: as in scatter_tile; with no valid slot `load` is never called.
+                    unsafe {
+                        crate::moe::imp::weighted_rows_to(
+                            sc.slots.as_ptr(),
+                            sc.weights.as_ptr(),
+                            t,
+                            sc.top_k,
+                            0,
+                            |_| [0f32; 8],
+                            sc.shared.addr(),
+                            sc.out.addr(),
+                            u64::from(n),
+                            col,
+                        )
+                    };
+                    col += 8 * tile::THREADS;
+                }
+            }
+            t += grid;
+        }
+    }
+
+    /// [`contiguous_splitk`] with the MoE activation epilogue ([`MoeSiluArgs`]): the tile of
+    /// `d` (gate·up) is stored at device scope, then [`silu_tile`] runs for it.
+    #[inline(always)]
+    pub fn contiguous_silu<const FM: usize, const DEPTH: u32>(args: MGroupedContiguousSiluArgs) {
+        contiguous_splitk_with::<FM, DEPTH>(&args.gemm, Epi::Silu(&args.silu));
+    }
+
+    /// The activation epilogue of one stored tile (rows `m0 .. m0 + bm` = row block `tm`,
+    /// columns of tile `tn`; [`MoeSiluArgs`]): after a release of the tile's device-scope
+    /// stores, one work-item counts the tile in on the counter of (block `tm`, act group
+    /// `tn mod inter/128`); the second tile of the pair to arrive reads the block's gate and up
+    /// columns of that group back (device scope) and, 16 work-items per row, writes
+    /// `FP8(silu(gate)·up)` and the row's scale with the activation kernels' recipe, then
+    /// re-arms the counter.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn silu_tile(sc: &MoeSiluArgs, d: u64, bm: u32, m_sum: u32, n: u32, m0: u32, tm: u32, tn: u32) {
+        release_barrier();
+        let tid = workitem_id_x();
+        let groups = sc.inter / 128;
+        if groups == 0 || n != 2 * sc.inter {
+            return;
+        }
+        let jg = tn % groups;
+        let counter = sc.counters.addr() + (u64::from(tm) * u64::from(groups) + u64::from(jg)) * 4;
+        if tid == 0 {
+            // SAFETY: the counter of (tm, jg) lies in the (m_sum/bm) × groups counters, 4-byte
+            // aligned, accessed only atomically during the launch.
+            let old = unsafe { atomic_add_u32(counter, 1) };
+            // SAFETY: LDS word 0, free after release_barrier's barrier.
+            unsafe { lds_write_b32(0, old) };
+        }
+        lds_barrier();
+        // SAFETY: written by work-item 0 before the barrier.
+        let old = readfirstlane_u32(unsafe { lds_read_b32(0) });
+        if old != 1 {
+            return;
+        }
+        let (lane, r16) = (tid & 15, tid >> 4);
+        let (n64, i64_) = (u64::from(n), u64::from(sc.inter));
+        let col = jg * 128 + 8 * lane;
+        for pass in 0..bm / 16 {
+            let row = m0 + 16 * pass + r16;
+            let ok = row < m_sum;
+            let mut v = [0f32; 8];
+            if ok {
+                let at = d + (u64::from(row) * n64 + u64::from(col)) * 2;
+                // SAFETY: row < m_sum, col + 8 ≤ inter and inter + col + 8 ≤ n: both 16-byte
+                // runs inside this launch's m_sum × n bf16 d, stored at device scope and
+                // released before the counter said both tiles arrived.
+                let (g, u) = unsafe { (bf16x8(load16_device(at)), bf16x8(load16_device(at + i64_ * 2))) };
+                for i in 0..8 {
+                    v[i] = crate::quant::silu_mul(g[i], u[i]);
+                }
+            }
+            let amax_bits = row16_umax(if ok { crate::quant::imp::abs_bits_max(&v) } else { 0 });
+            let (sf, inv, bad) = crate::quant::imp::scale_of(amax_bits, sc.fp8_max);
+            if ok {
+                let data = crate::quant::imp::convert8(&v, inv, sc.fp8_max, bad);
+                let p = (sc.act.addr() + u64::from(row) * i64_ + u64::from(col)) as usize as *mut U32x2;
+                // SAFETY: 8 bytes inside the m_sum × inter act, 8-byte aligned.
+                unsafe { *p = data };
+                if lane == 0 {
+                    // SAFETY: (row, jg) indexes the m_sum × inter/128 scales.
+                    unsafe { *sc.act_sf.as_mut_ptr().add((u64::from(row) * u64::from(groups) + u64::from(jg)) as usize) = sf };
+                }
+            }
+        }
+        if tid == 0 {
+            // SAFETY: as for the increment; both increments of this pair have happened.
+            unsafe { atomic_store_u32(counter, 0) };
+        }
+    }
+
+    /// What a contiguous split-K workgroup does after its tile is stored.
+    #[derive(Clone, Copy)]
+    enum Epi<'a> {
+        /// Nothing.
+        None,
+        /// The MoE scatter ([`scatter_tile`]).
+        Scatter(&'a MoeScatterArgs),
+        /// The MoE activation ([`silu_tile`]).
+        Silu(&'a MoeSiluArgs),
+    }
+
+    /// The body of [`contiguous_splitk`], [`contiguous_scatter`] and [`contiguous_silu`].
+    #[inline(always)]
+    fn contiguous_splitk_with<const FM: usize, const DEPTH: u32>(args: &MGroupedContiguousSplitKArgs, epi_kind: Epi<'_>) {
         let (bm, bn, b_bytes) = dims::<FM, 2, true>(args.n, args.k);
         let (m, n, k, groups) = (args.m_sum, args.n, args.k, args.groups);
         let nkb = k / SCALE_BLOCK_K;
@@ -497,19 +768,28 @@ pub(crate) mod imp {
             unsafe { buffer_load_i32(rs_idx, row * 4, 0) == g }
         };
         let rs_d = || BufferResource::new(args.d.addr(), m * n * 2);
-        if splits.get() == 1 {
-            let epi = Bf16Store::tile::<FM, 2, true>(rs_d(), n, n, m0, n0);
-            run_loop::<FM, 2, DEPTH, true, _>(&job, keep_row, &epi);
-            return;
+        let device = !matches!(epi_kind, Epi::None);
+        let stored = if splits.get() == 1 {
+            let epi = Bf16Store { device, ..Bf16Store::tile::<FM, 2, true>(rs_d(), n, n, m0, n0) };
+            run_loop::<FM, 2, DEPTH, true, _>(&job, &keep_row, &epi);
+            true
+        } else {
+            // Workspace: the counters, then tiles × splits partial slots (the dense layout).
+            let ws_bytes = tile::splitk_workspace_floats(tiles, splits.get(), bm, bn) as u32 * 4;
+            let rs_ws = BufferResource::new(args.ws.addr(), ws_bytes);
+            let slot = bm * bn * 4;
+            let tile_base = tile::SPLITK_COUNTER_FLOATS as u32 * 4 + t * splits.get() * slot;
+            let epi = PartialStore::<FM, 2, true> { rs_ws, base: tile_base + j * slot, m0, n0 };
+            run_loop::<FM, 2, DEPTH, true, _>(&job, |_| true, &epi);
+            splitk_finish::<FM, 2, true>(SplitKUnit { ws_addr: args.ws.addr(), rs_ws, t, tile_base, slot, splits, rs_d, ldd: n, n, m0, n0 }, &keep_row, device)
+        };
+        if stored {
+            match epi_kind {
+                Epi::None => {}
+                Epi::Scatter(sc) => scatter_tile(sc, bm, m, n, m0, n0, tn, &keep_row),
+                Epi::Silu(sc) => silu_tile(sc, args.d.addr(), bm, m, n, m0, tm, tn),
+            }
         }
-        // Workspace: the counters, then tiles × splits partial slots (the dense layout).
-        let ws_bytes = tile::splitk_workspace_floats(tiles, splits.get(), bm, bn) as u32 * 4;
-        let rs_ws = BufferResource::new(args.ws.addr(), ws_bytes);
-        let slot = bm * bn * 4;
-        let tile_base = tile::SPLITK_COUNTER_FLOATS as u32 * 4 + t * splits.get() * slot;
-        let epi = PartialStore::<FM, 2, true> { rs_ws, base: tile_base + j * slot, m0, n0 };
-        run_loop::<FM, 2, DEPTH, true, _>(&job, |_| true, &epi);
-        splitk_finish::<FM, 2, true>(SplitKUnit { ws_addr: args.ws.addr(), rs_ws, t, tile_base, slot, splits, rs_d, ldd: n, n, m0, n0 }, keep_row);
     }
 }
 
@@ -608,6 +888,33 @@ pub fn m_grouped_fp8_gemm_nt_contiguous_splitk_bs_bm32_bn128(args: MGroupedConti
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn m_grouped_fp8_gemm_nt_contiguous_splitk_bs_bm64_bn128(args: MGroupedContiguousSplitKArgs) {
     imp::contiguous_splitk::<4, 1>(args)
+}
+
+/// Contiguous layout, pre-shuffled B, split-K, 32 × 128 tiles, with the MoE scatter epilogue
+/// ([`MGroupedContiguousScatterArgs`]): the MoE layer's down GEMM and its unpermute in one launch.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn m_grouped_fp8_gemm_nt_contiguous_splitk_scatter_bs_bm32_bn128(args: MGroupedContiguousScatterArgs) {
+    imp::contiguous_scatter::<2, 2>(args)
+}
+
+/// The scatter kernel with 64 × 128 tiles.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn m_grouped_fp8_gemm_nt_contiguous_splitk_scatter_bs_bm64_bn128(args: MGroupedContiguousScatterArgs) {
+    imp::contiguous_scatter::<4, 1>(args)
+}
+
+/// Contiguous layout, pre-shuffled B, split-K and/or gathered A, 32 × 128 tiles, with the MoE
+/// activation epilogue ([`MGroupedContiguousSiluArgs`]): the MoE layer's gate·up GEMM and its
+/// `silu(gate)·up` quantization in one launch.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn m_grouped_fp8_gemm_nt_contiguous_splitk_silu_bs_bm32_bn128(args: MGroupedContiguousSiluArgs) {
+    imp::contiguous_silu::<2, 2>(args)
+}
+
+/// The silu kernel with 64 × 128 tiles.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn m_grouped_fp8_gemm_nt_contiguous_splitk_silu_bs_bm64_bn128(args: MGroupedContiguousSiluArgs) {
+    imp::contiguous_silu::<4, 1>(args)
 }
 
 #[cfg(test)]

@@ -342,6 +342,17 @@ pub unsafe fn buffer_store_b64(data: U32x2, rsrc: BufferResource, voffset: u32, 
 /// (their L2s are not coherent with each other for ordinary accesses).
 const CPOL_SC1: i32 = 16;
 
+/// `buffer_store_dwordx2 … offen sc1`: as [`buffer_store_b64`] at device scope (once completed,
+/// visible to device-scope loads on every XCD; the MoE scatter epilogue's rows of y).
+///
+/// # Safety
+/// As [`buffer_store_b64`].
+#[inline(always)]
+pub unsafe fn buffer_store_b64_device(data: U32x2, rsrc: BufferResource, voffset: u32, soffset: u32) {
+    // SAFETY: the caller guarantees the resource; the hardware range-checks voffset.
+    unsafe { raw_buffer_store_v2i32(data, rsrc.0, voffset as i32, soffset as i32, CPOL_SC1) }
+}
+
 /// `buffer_store_dwordx4 … offen sc1`: as [`buffer_store_b128`] at device scope, so once the
 /// store has completed (`s_waitcnt vmcnt(0)`) a device-scope load by any workgroup on any XCD
 /// sees it (split-K partials, [`crate::dense`]).

@@ -84,7 +84,7 @@ pub fn f32_to_bf16_bits(x: f32) -> u16 {
 }
 
 #[cfg(target_arch = "amdgpu")]
-mod imp {
+pub(crate) mod imp {
     use super::*;
     use crate::intrinsics::*;
     use crate::quant::imp::{abs_bits_max, convert8, load8, scale_of};
@@ -470,6 +470,82 @@ mod imp {
         }
     }
 
+    /// `out[t, col .. col + 8] = bf16(Σ_j w[t,j] · y[slot(t,j), col ..] + shared[t, col ..])`
+    /// (valid slots only, `j` in order, separate multiply and add in f32, one final
+    /// round-to-nearest-even): the unpermute's arithmetic, shared by the unpermute kernel and the
+    /// grouped GEMM's scatter epilogue, so both give the same bits. `load(row)` loads the 8
+    /// values of y's `row` at `col`; `shared` is 0 for none; `rows` the rows of y.
+    ///
+    /// `UNPERMUTE_BATCH` experts at a time: all their slots and weights are loaded, then all
+    /// their rows of y, then added in j order. Every load is unconditional (an index past the
+    /// token's experts reads its last pair, an invalid slot reads row 0) and only the adds are
+    /// selected, so the loads of a batch are in flight together instead of one memory round
+    /// trip per expert behind a branch.
+    ///
+    /// # Safety
+    /// `slots` and `weights` hold at least `(t + 1)·top_k` elements (`top_k ≥ 1`); `load` may be
+    /// called with any row below `rows` (only when `rows ≥ 1`); `shared` (if not 0) and `out`
+    /// hold `(t + 1)·hidden` bf16 with `col + 8 ≤ hidden`, 16-byte aligned.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    pub(crate) unsafe fn weighted_rows_to(
+        slots: *const i32,
+        weights: *const f32,
+        t: u32,
+        top_k: u32,
+        rows: u32,
+        load: impl Fn(u64) -> [f32; 8],
+        shared: u64,
+        out: u64,
+        hidden: u64,
+        col: u32,
+    ) {
+        let h = hidden;
+        let mut acc = [0f32; 8];
+        let base = t * top_k;
+        let last = base + top_k - 1;
+        // With no rows of y no slot is valid (and row 0 does not exist): nothing to add.
+        let mut j0 = if rows == 0 { top_k } else { 0 };
+        while j0 < top_k {
+            let nb = (top_k - j0).min(UNPERMUTE_BATCH);
+            let mut sw = [(-1i32, 0f32); UNPERMUTE_BATCH as usize];
+            for (q, v) in sw.iter_mut().enumerate() {
+                let p = (base + j0 + q as u32).min(last) as usize;
+                // SAFETY: p ≤ last < (t + 1)·top_k, inside slots and weights (caller).
+                *v = unsafe { (*slots.add(p), *weights.add(p)) };
+            }
+            let mut ys = [[0f32; 8]; UNPERMUTE_BATCH as usize];
+            let mut ok = [false; UNPERMUTE_BATCH as usize];
+            for q in 0..UNPERMUTE_BATCH as usize {
+                let s = sw[q].0;
+                ok[q] = (q as u32) < nb && s >= 0 && (s as u32) < rows;
+                ys[q] = load(if ok[q] { s as u64 } else { 0 });
+            }
+            for q in 0..UNPERMUTE_BATCH as usize {
+                let w = sw[q].1;
+                for i in 0..8 {
+                    let sum = acc[i] + w * ys[q][i];
+                    acc[i] = if ok[q] { sum } else { acc[i] };
+                }
+            }
+            j0 += nb;
+        }
+        let at = t as u64 * h + col as u64;
+        if shared != 0 {
+            // SAFETY: inside the (t + 1) × hidden bf16 shared output, aligned (caller).
+            let s = unsafe { load8::<{ crate::quant::IN_BF16 }>(shared, at) };
+            for i in 0..8 {
+                acc[i] = acc[i] + s[i];
+            }
+        }
+        let mut w = [0u32; 4];
+        for i in 0..4 {
+            w[i] = f32_to_bf16_bits(acc[2 * i]) as u32 | (f32_to_bf16_bits(acc[2 * i + 1]) as u32) << 16;
+        }
+        // SAFETY: 16 bytes inside the (t + 1) × hidden bf16 output, 16-byte aligned (caller).
+        unsafe { *((out + at * 2) as usize as *mut U32x4) = U32x4(w) };
+    }
+
     #[inline(always)]
     pub fn unpermute(a: MoeUnpermuteArgs) {
         let h8 = a.hidden / UNPERMUTE_COLS;
@@ -483,53 +559,24 @@ mod imp {
         }
         let (t, col) = (u / h8, (u % h8) * UNPERMUTE_COLS);
         let h = a.hidden as u64;
-        let mut acc = [0f32; 8];
-        // `UNPERMUTE_BATCH` experts at a time: all their slots and weights are loaded, then all
-        // their rows of y, then added in j order (the loads of a batch are independent, so
-        // they overlap instead of costing two memory round trips per expert).
-        let mut j0 = 0;
-        while j0 < a.top_k {
-            let nb = (a.top_k - j0).min(UNPERMUTE_BATCH);
-            let mut sw = [(-1i32, 0f32); UNPERMUTE_BATCH as usize];
-            for q in 0..UNPERMUTE_BATCH {
-                if q < nb {
-                    let p = (t * a.top_k + j0 + q) as usize;
-                    // SAFETY: p < tokens · top_k, the length of slots and weights.
-                    sw[q as usize] = unsafe { (*a.slots.as_ptr().add(p), *a.weights.as_ptr().add(p)) };
-                }
-            }
-            let mut ys = [[0f32; 8]; UNPERMUTE_BATCH as usize];
-            for q in 0..UNPERMUTE_BATCH as usize {
-                let s = sw[q].0;
-                if (q as u32) < nb && s >= 0 && (s as u32) < a.rows {
-                    // SAFETY: s < rows, col + 8 ≤ hidden: inside the rows × hidden bf16 y, aligned.
-                    ys[q] = unsafe { load8::<{ crate::quant::IN_BF16 }>(a.y.addr(), s as u64 * h + col as u64) };
-                }
-            }
-            for q in 0..UNPERMUTE_BATCH as usize {
-                let (s, w) = sw[q];
-                if (q as u32) < nb && s >= 0 && (s as u32) < a.rows {
-                    for i in 0..8 {
-                        acc[i] = acc[i] + w * ys[q][i];
-                    }
-                }
-            }
-            j0 += nb;
+        let y = a.y.addr();
+        // SAFETY: t < tokens; slots and weights hold tokens · top_k (top_k ≥ 1, host-checked),
+        // y rows × hidden, shared (if any) and out tokens × hidden bf16, all 16-byte aligned;
+        // col + 8 ≤ hidden. Every row `load` gets is below rows.
+        unsafe {
+            weighted_rows_to(
+                a.slots.as_ptr(),
+                a.weights.as_ptr(),
+                t,
+                a.top_k,
+                a.rows,
+                |row| load8::<{ crate::quant::IN_BF16 }>(y, row * h + col as u64),
+                a.shared.addr(),
+                a.out.addr(),
+                h,
+                col,
+            )
         }
-        let at = t as u64 * h + col as u64;
-        if a.shared.addr() != 0 {
-            // SAFETY: t < tokens: inside the tokens × hidden bf16 shared output, aligned.
-            let s = unsafe { load8::<{ crate::quant::IN_BF16 }>(a.shared.addr(), at) };
-            for i in 0..8 {
-                acc[i] = acc[i] + s[i];
-            }
-        }
-        let mut w = [0u32; 4];
-        for i in 0..4 {
-            w[i] = f32_to_bf16_bits(acc[2 * i]) as u32 | (f32_to_bf16_bits(acc[2 * i + 1]) as u32) << 16;
-        }
-        // SAFETY: 16 bytes inside the tokens × hidden bf16 output, 16-byte aligned.
-        unsafe { *((a.out.addr() + at * 2) as usize as *mut U32x4) = U32x4(w) };
     }
 }
 

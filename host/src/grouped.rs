@@ -57,6 +57,8 @@ use std::marker::PhantomData;
 
 use fp8gemm_device::KernelSpec;
 use fp8gemm_device::args::{GlobalPtr, MGroupedContiguousArgs, MGroupedContiguousSplitKArgs, MGroupedMaskedArgs, MGroupedMaskedSplitKArgs};
+#[cfg(feature = "moe")]
+use fp8gemm_device::args::{MGroupedContiguousScatterArgs, MGroupedContiguousSiluArgs, MoeScatterArgs, MoeSiluArgs};
 use fp8gemm_device::tile;
 
 use crate::config::{self, GemmDesc};
@@ -640,8 +642,52 @@ pub fn m_grouped_fp8_gemm_nt_contiguous_gathered<'a, F: Fp8Format>(
     align: usize,
     active: usize,
 ) -> Result<GemmRun> {
-    contiguous_splitk(stream, a.into(), Some(row_src.into()), b.into(), d, m_indices.into(), align, active)
+    contiguous_splitk(stream, a.into(), Some(row_src.into()), b.into(), d, m_indices.into(), align, active, None)
 }
+
+/// The MoE scatter epilogue of [`contiguous_splitk`] (device contract: `MoeScatterArgs`):
+/// `out[t] = bf16(Σ_j weights[t,j] · d[slots[t,j]] + shared[t])`, computed in the GEMM's launch
+/// from the rows it stores.
+#[cfg(feature = "moe")]
+pub(crate) struct Scatter<'a> {
+    /// Output, `tokens × n` bf16.
+    pub out: crate::view::DeviceSliceMut<'a, half::bf16>,
+    /// Token of every row of the problem (`m_sum` i32, the route's `row_src`).
+    pub row_token: DeviceSlice<'a, i32>,
+    /// Row of every `(t, j)`, `tokens · top_k` i32.
+    pub slots: DeviceSlice<'a, i32>,
+    /// Router weights, `tokens · top_k` f32.
+    pub weights: DeviceSlice<'a, f32>,
+    /// The shared expert's output, `tokens × n` bf16.
+    pub shared: Option<DeviceSlice<'a, half::bf16>>,
+    /// Arrival counters, at least `tokens · ⌈n/128⌉` u32, all 0 (left 0).
+    pub counters: crate::view::DeviceSliceMut<'a, u32>,
+}
+/// The MoE activation epilogue of [`contiguous_splitk`] (device contract: `MoeSiluArgs`): with
+/// `n = 2·inter`, `act = FP8(silu(d[:, ..inter])·d[:, inter..])` and its 1×128 scales, computed in
+/// the GEMM's launch (the bits of [`crate::quantize::silu_mul_quantize_activations`] on `d`).
+#[cfg(feature = "moe")]
+pub(crate) struct Silu<'a> {
+    /// FP8 `act`, `m_sum × inter`.
+    pub act: crate::view::DeviceSliceMut<'a, u8>,
+    /// Its scales, `m_sum × inter/128`.
+    pub act_sf: crate::view::DeviceSliceMut<'a, f32>,
+    /// Pair counters, at least `(m_sum/align) × inter/128` u32, all 0 (left 0).
+    pub counters: crate::view::DeviceSliceMut<'a, u32>,
+    /// Largest finite value of the FP8 format.
+    pub fp8_max: f32,
+}
+
+/// What the MoE layer fuses into a contiguous split-K launch.
+#[cfg(feature = "moe")]
+pub(crate) enum MoeEpilogue<'a> {
+    /// The down GEMM's unpermute.
+    Scatter(Scatter<'a>),
+    /// The gate·up GEMM's activation.
+    Silu(Silu<'a>),
+}
+#[cfg(not(feature = "moe"))]
+pub(crate) enum MoeEpilogue {}
 
 /// The launches of [`m_grouped_fp8_gemm_nt_contiguous_gathered`], or with `row_src = None` of
 /// the same kernels over an A of `m_sum` rows (the MoE layer's down GEMM: split-K at decode).
@@ -655,10 +701,92 @@ pub(crate) fn contiguous_splitk<'a, F: Fp8Format>(
     m_indices: DeviceSlice<'a, i32>,
     align: usize,
     active: usize,
+    #[cfg(feature = "moe")] mut epi: Option<MoeEpilogue<'_>>,
+    #[cfg(not(feature = "moe"))] epi: Option<MoeEpilogue>,
 ) -> Result<GemmRun> {
     let (m_sum, n, k, groups) = (m_indices.len(), b.n, a.k, b.groups);
     let mut d = d.into_output(m_sum, n)?;
     check_common(stream, &a, &b, &d, "m_indices", &m_indices)?;
+    #[cfg(feature = "moe")]
+    let variant = match &epi {
+        None => crate::select::ContiguousVariant::Plain,
+        Some(MoeEpilogue::Scatter(_)) => crate::select::ContiguousVariant::Scatter,
+        Some(MoeEpilogue::Silu(_)) => crate::select::ContiguousVariant::Silu,
+    };
+    #[cfg(not(feature = "moe"))]
+    let variant = crate::select::ContiguousVariant::Plain;
+    #[cfg(feature = "moe")]
+    if let Some(MoeEpilogue::Silu(si)) = &epi {
+        let ctx = stream.context();
+        for (arg, owner) in [("act", si.act.owner()), ("act_sf", si.act_sf.owner()), ("counters", si.counters.owner())] {
+            ctx.check_owner(arg, owner)?;
+        }
+        if !n.is_multiple_of(256) {
+            return Err(Error::Shape {
+                arg: "b",
+                expected: "n = 2·inter with inter a multiple of 128 (the activation epilogue)".into(),
+                actual: n.to_string(),
+            });
+        }
+        let inter = n / 2;
+        check_len("act", format!("m_sum · inter = {m_sum} · {inter}"), m_sum * inter, si.act.len())?;
+        check_len("act_sf", format!("m_sum · inter/128 = {m_sum} · {}", inter / 128), m_sum * (inter / 128), si.act_sf.len())?;
+        let need = (m_sum / align.max(1)) * (inter / 128);
+        if si.counters.len() < need {
+            return Err(Error::Shape {
+                arg: "counters",
+                expected: format!("at least (m_sum/align)·inter/128 = {need} elements"),
+                actual: format!("{} elements", si.counters.len()),
+            });
+        }
+    }
+    #[cfg(feature = "moe")]
+    let scatter_dims = match &epi {
+        Some(MoeEpilogue::Silu(_)) | None => None,
+        Some(MoeEpilogue::Scatter(sc)) => {
+            let ctx = stream.context();
+            for (arg, owner) in [
+                ("out", sc.out.owner()),
+                ("row_token", sc.row_token.owner()),
+                ("slots", sc.slots.owner()),
+                ("weights", sc.weights.owner()),
+                ("counters", sc.counters.owner()),
+            ] {
+                ctx.check_owner(arg, owner)?;
+            }
+            if !n.is_multiple_of(8) {
+                return Err(Error::Shape { arg: "b", expected: "n a multiple of 8 (the scatter epilogue's 8-column pieces)".into(), actual: n.to_string() });
+            }
+            if !sc.out.len().is_multiple_of(n.max(1)) {
+                return Err(Error::Shape { arg: "out", expected: format!("T · n elements with n = {n}"), actual: format!("{} elements", sc.out.len()) });
+            }
+            let tokens = sc.out.len() / n.max(1);
+            check_len("weights", format!("slots' length {}", sc.slots.len()), sc.slots.len(), sc.weights.len())?;
+            if tokens == 0 || sc.slots.len() % tokens != 0 || sc.slots.is_empty() {
+                return Err(Error::Shape {
+                    arg: "slots",
+                    expected: format!("T · top_k elements with T = {tokens}, top_k ≥ 1"),
+                    actual: format!("{} elements", sc.slots.len()),
+                });
+            }
+            check_len("row_token", format!("m_sum = {m_sum}"), m_sum, sc.row_token.len())?;
+            if let Some(sh) = &sc.shared {
+                ctx.check_owner("shared", sh.owner())?;
+                check_len("shared", format!("T · n = {tokens} · {n}"), tokens * n, sh.len())?;
+            }
+            let need = tokens.checked_mul(n.div_ceil(128)).ok_or_else(|| Error::Unsupported("scatter counters: size overflows".into()))?;
+            if sc.counters.len() < need {
+                return Err(Error::Shape {
+                    arg: "counters",
+                    expected: format!("at least T · ⌈n/128⌉ = {need} elements"),
+                    actual: format!("{} elements", sc.counters.len()),
+                });
+            }
+            Some((tokens, sc.slots.len() / tokens))
+        }
+    };
+    #[cfg(not(feature = "moe"))]
+    let _ = &epi;
     match &row_src {
         Some(src) => {
             stream.context().check_owner("row_src", src.owner())?;
@@ -683,6 +811,8 @@ pub(crate) fn contiguous_splitk<'a, F: Fp8Format>(
     let a_rows = u32::try_from(a.m).map_err(|_| too_big(format!("a.m = {}", a.m)))?;
     u32::try_from(m_sum).map_err(|_| too_big(format!("m_sum = {m_sum}")))?;
     let g32 = u32::try_from(groups).map_err(|_| too_big(format!("groups = {groups}")))?;
+    #[cfg(feature = "moe")]
+    let m32_total = m_sum as u32;
     let (n64, k64, g64) = (n as u64, k as u64, groups as u64);
     if row_src.is_some() {
         check_tensor_bytes("a", (a.m as u64 + 128).saturating_mul(k64))?;
@@ -723,8 +853,19 @@ pub(crate) fn contiguous_splitk<'a, F: Fp8Format>(
         }
         let choose = |available: u64| -> Result<(crate::select::Plan, Option<config::WorkspaceLimit>)> {
             let plan = |avail: u64| {
-                crate::select::plan_contiguous_splitk(align as u32, m32, n as u32, k as u32, active32, ctx.arch(), ctx.compute_units(), avail, overrides.split)
-                    .map_err(|e| Error::Unsupported(e.to_string()))
+                crate::select::plan_contiguous_splitk(
+                    align as u32,
+                    m32,
+                    n as u32,
+                    k as u32,
+                    active32,
+                    ctx.arch(),
+                    ctx.compute_units(),
+                    avail,
+                    overrides.split,
+                    variant,
+                )
+                .map_err(|e| Error::Unsupported(e.to_string()))
             };
             let best = plan(u64::MAX)?;
             let need = best.workspace_floats(ctx.arch());
@@ -736,9 +877,6 @@ pub(crate) fn contiguous_splitk<'a, F: Fp8Format>(
         };
         let (ws_ptr, plan, limit) = WorkspaceSource::Stream.resolve_with(stream, choose, |p: &crate::select::Plan| p.workspace_floats(ctx.arch()))?;
         workspace_limit = workspace_limit.or(limit);
-        let crate::registry::Spec::ContiguousSplitK(spec) = plan.kernel.spec else {
-            return Err(Error::Unsupported(format!("{} is not a contiguous split-K kernel", plan.kernel.name())));
-        };
         let args = MGroupedContiguousSplitKArgs {
             a: a_c,
             b: b.data.device_ptr(),
@@ -768,7 +906,68 @@ pub(crate) fn contiguous_splitk<'a, F: Fp8Format>(
         // resolve_with), whose counters are 0 (zeroed at allocation, re-armed by every
         // completed split launch), used by this stream's launches in order only. `d` is
         // borrowed mutably.
-        unsafe { stream.launch(spec, [plan.grid, 1, 1], cfg.lds_bytes, &args)? };
+        match plan.kernel.spec {
+            crate::registry::Spec::ContiguousSplitK(spec) if variant == crate::select::ContiguousVariant::Plain => unsafe {
+                stream.launch(spec, [plan.grid, 1, 1], cfg.lds_bytes, &args)?
+            },
+            #[cfg(feature = "moe")]
+            crate::registry::Spec::ContiguousSilu(spec) => {
+                let Some(MoeEpilogue::Silu(si)) = epi.as_mut() else {
+                    return Err(Error::Unsupported(format!("{} needs an activation target", plan.kernel.name())));
+                };
+                let inter = n / 2;
+                let blocks0 = r0 / align;
+                let sargs = MGroupedContiguousSiluArgs {
+                    gemm: args,
+                    silu: MoeSiluArgs {
+                        act: GlobalPtr::new(si.act.sub_mut(r0 * inter, rows * inter)?.device_ptr().addr()),
+                        act_sf: GlobalPtr::new(si.act_sf.sub_mut(r0 * (inter / 128), rows * (inter / 128))?.device_ptr().addr()),
+                        counters: GlobalPtr::new(si.counters.sub_mut(blocks0 * (inter / 128), (rows / align) * (inter / 128))?.device_ptr().addr()),
+                        inter: inter as u32,
+                        fp8_max: si.fp8_max,
+                    },
+                };
+                // SAFETY: the GEMM's operands as above; the epilogue's: act rows·inter bytes,
+                // act_sf rows·inter/128 f32 and counters (rows/align)·inter/128 u32 of this
+                // chunk (sub-views of the checked ones), the counters 0 (the caller's contract;
+                // every completed launch re-arms them), n = 2·inter with inter % 128 == 0
+                // (checked above); the kernel reads back only the d rows of this launch.
+                unsafe { stream.launch(spec, [plan.grid, 1, 1], cfg.lds_bytes, &sargs)? }
+            }
+            #[cfg(feature = "moe")]
+            crate::registry::Spec::ContiguousScatter(spec) => {
+                let (Some(MoeEpilogue::Scatter(sc)), Some((tokens, top_k))) = (epi.as_mut(), scatter_dims) else {
+                    return Err(Error::Unsupported(format!("{} needs a scatter target", plan.kernel.name())));
+                };
+                let too_big = |what: &str, v: usize| Error::Unsupported(format!("{what} = {v}: must fit in 32 bits"));
+                let sargs = MGroupedContiguousScatterArgs {
+                    gemm: args,
+                    scatter: MoeScatterArgs {
+                        out: GlobalPtr::new(sc.out.device_ptr().addr()),
+                        y: GlobalPtr::new(d.data.device_ptr().addr()),
+                        row_token: sc.row_token.sub(r0, rows)?.device_ptr(),
+                        slots: sc.slots.device_ptr(),
+                        weights: sc.weights.device_ptr(),
+                        shared: GlobalPtr::new(sc.shared.as_ref().map_or(0, |s| s.device_ptr().addr())),
+                        counters: GlobalPtr::new(sc.counters.device_ptr().addr()),
+                        tokens: u32::try_from(tokens).map_err(|_| too_big("tokens", tokens))?,
+                        top_k: u32::try_from(top_k).map_err(|_| too_big("top_k", top_k))?,
+                        y_rows: m32_total,
+                        row0: r0 as u32,
+                    },
+                };
+                // SAFETY: the GEMM's operands as above; the scatter's: out and shared (if any)
+                // T·n bf16, slots and weights T·top_k, row_token the chunk's rows (sub-view of
+                // the checked m_sum), counters ≥ T·⌈n/128⌉ u32 that are 0 (the caller's
+                // contract; every completed launch re-arms them), y the whole D (m_sum·n bf16,
+                // of which this launch writes its chunk and reads rows other launches or
+                // workgroups stored before counting them in), n % 8 == 0 (all checked above);
+                // the kernel skips slots outside 0..m_sum. `out` and `counters` are borrowed
+                // mutably.
+                unsafe { stream.launch(spec, [plan.grid, 1, 1], cfg.lds_bytes, &sargs)? }
+            }
+            _ => return Err(Error::Unsupported(format!("{} is not a contiguous split-K kernel", plan.kernel.name()))),
+        };
         first.get_or_insert(cfg);
         r0 += rows;
     }

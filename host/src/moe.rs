@@ -140,7 +140,7 @@ use crate::error::{Error, Result};
 use crate::fp8::Fp8Format;
 use crate::gemm::{DeviceWeights, check_format, fp8_gemm_nt, shape_product};
 use crate::grouped::{
-    DeviceGroupedWeights, contiguous_splitk, contiguous_tile_rows, m_grouped_fp8_gemm_nt_contiguous_aligned, m_grouped_fp8_gemm_nt_contiguous_gathered,
+    DeviceGroupedWeights, MoeEpilogue, Scatter, Silu, contiguous_splitk, contiguous_tile_rows, m_grouped_fp8_gemm_nt_contiguous_aligned,
     m_grouped_fp8_gemm_nt_masked,
 };
 use crate::layout::WeightLayout;
@@ -599,6 +599,12 @@ pub struct MoeScratch<F> {
     act_data: DeviceBuffer<u8>,
     act_scales: DeviceBuffer<f32>,
     y: DeviceBuffer<bf16>,
+    /// Arrival counters of the down GEMM's scatter epilogue, `max_tokens · ⌈H/128⌉` u32 (0
+    /// between passes).
+    scatter_counters: DeviceBuffer<u32>,
+    /// Pair counters of the gate·up GEMM's activation epilogue, `rows/32 · I/128` u32 (0
+    /// between passes).
+    silu_counters: DeviceBuffer<u32>,
     shared: Option<SharedScratch>,
     _f: PhantomData<F>,
 }
@@ -855,7 +861,25 @@ impl<F: Fp8Format> MoeLayer<F> {
             observer(MoeStage::GatherQuantize)?;
             let a = ActivationsView::<F>::new(s.a_data.slice(..t * h)?, s.a_scales.slice(..t * (h / 128))?, t, h)?;
             let d = s.gate_up_out.slice_mut(..rows * 2 * i)?;
-            m_grouped_fp8_gemm_nt_contiguous_gathered(stream, a, s.row_src.slice(..rows)?, &self.gate_up, d, s.m_indices.slice(..rows)?, align, e.min(pairs))?;
+            // The activation epilogue: silu(gate)·up quantized in the same launch.
+            let silu = Silu {
+                act: s.act_data.slice_mut(..rows * i)?,
+                act_sf: s.act_scales.slice_mut(..rows * (i / 128))?,
+                counters: s.silu_counters.slice_mut(..(rows / align) * (i / 128))?,
+                fp8_max: F::MAX,
+            };
+            contiguous_splitk(
+                stream,
+                a,
+                Some(s.row_src.slice(..rows)?),
+                (&self.gate_up).into(),
+                d,
+                s.m_indices.slice(..rows)?,
+                align,
+                e.min(pairs),
+                Some(MoeEpilogue::Silu(silu)),
+            )?;
+            observer(MoeStage::GateUpGemm)?;
         } else {
             {
                 let a = ActivationsViewMut::<F>::new(s.a_data.slice_mut(..rows * h)?, s.a_scales.slice_mut(..rows * (h / 128))?, rows, h)?;
@@ -868,10 +892,10 @@ impl<F: Fp8Format> MoeLayer<F> {
                 MoeLayout::Contiguous => m_grouped_fp8_gemm_nt_contiguous_aligned(stream, a, &self.gate_up, d, s.m_indices.slice(..rows)?, align)?,
                 MoeLayout::Masked => m_grouped_fp8_gemm_nt_masked(stream, a, &self.gate_up, d, &s.masked_m, expected_m)?,
             };
+            observer(MoeStage::GateUpGemm)?;
         }
-        observer(MoeStage::GateUpGemm)?;
-        // 4. silu(gate)·up, quantized.
-        {
+        // 4. silu(gate)·up, quantized (in the gate·up launch when gathered).
+        if !gathered {
             let x = s.gate_up_out.slice(..rows * 2 * i)?;
             let act = ActivationsViewMut::<F>::new(s.act_data.slice_mut(..rows * i)?, s.act_scales.slice_mut(..rows * (i / 128))?, rows, i)?;
             match layout {
@@ -880,17 +904,48 @@ impl<F: Fp8Format> MoeLayer<F> {
                 MoeLayout::Contiguous => silu_mul_quantize_activations_masked(stream, x, s.status.slice(2..3)?, act)?,
                 MoeLayout::Masked => silu_mul_quantize_activations_masked(stream, x, &s.masked_m, act)?,
             }
+            observer(MoeStage::SiluMulQuantize)?;
         }
-        observer(MoeStage::SiluMulQuantize)?;
+        // The down GEMM with its scatter epilogue (the unpermute in the same launch) runs
+        // where the gathered gate_up does; the shared expert then goes first, since the
+        // epilogue adds its output.
+        let fused = gathered && self.down.layout() == WeightLayout::Preshuffled;
+        if fused {
+            self.shared_expert(stream, hidden, s, t, observer)?;
+            let a = ActivationsView::<F>::new(s.act_data.slice(..rows * i)?, s.act_scales.slice(..rows * (i / 128))?, rows, i)?;
+            let shared_out = match &s.shared {
+                Some(ss) => Some(ss.out.slice(..t * h)?),
+                None => None,
+            };
+            let scatter = Scatter {
+                out: out.reborrow(),
+                row_token: s.row_src.slice(..rows)?,
+                slots: s.slots.slice(..pairs)?,
+                weights: topk_weights,
+                shared: shared_out,
+                counters: s.scatter_counters.slice_mut(..t * h.div_ceil(128))?,
+            };
+            contiguous_splitk(
+                stream,
+                a,
+                None,
+                (&self.down).into(),
+                s.y.slice_mut(..rows * h)?,
+                s.m_indices.slice(..rows)?,
+                align,
+                e.min(pairs),
+                Some(MoeEpilogue::Scatter(scatter)),
+            )?;
+            observer(MoeStage::DownGemm)?;
+            return Ok(run);
+        }
         // 5. Grouped down GEMM.
         {
             let a = ActivationsView::<F>::new(s.act_data.slice(..rows * i)?, s.act_scales.slice(..rows * (i / 128))?, rows, i)?;
             let d = s.y.slice_mut(..rows * h)?;
             match layout {
-                // Pre-shuffled, 32/64-row blocks: the kernels of the gathered gate_up GEMM over
-                // the layout's own rows (split-K when few tiles would leave CUs idle).
                 MoeLayout::Contiguous if self.down.layout() == WeightLayout::Preshuffled && (align == 32 || align == 64) => {
-                    contiguous_splitk(stream, a, None, (&self.down).into(), d, s.m_indices.slice(..rows)?, align, e.min(pairs))?
+                    contiguous_splitk(stream, a, None, (&self.down).into(), d, s.m_indices.slice(..rows)?, align, e.min(pairs), None)?
                 }
                 MoeLayout::Contiguous => m_grouped_fp8_gemm_nt_contiguous_aligned(stream, a, &self.down, d, s.m_indices.slice(..rows)?, align)?,
                 MoeLayout::Masked => m_grouped_fp8_gemm_nt_masked(stream, a, &self.down, d, &s.masked_m, expected_m)?,
@@ -898,6 +953,27 @@ impl<F: Fp8Format> MoeLayer<F> {
         }
         observer(MoeStage::DownGemm)?;
         // 6. Shared expert (dense path).
+        self.shared_expert(stream, hidden, s, t, observer)?;
+        // 7. Unpermute (+ shared).
+        let shared_out = match &s.shared {
+            Some(ss) => Some(ss.out.slice(..t * h)?),
+            None => None,
+        };
+        moe_unpermute(stream, s.y.slice(..rows * h)?, s.slots.slice(..pairs)?, topk_weights, shared_out, out.reborrow(), h)?;
+        observer(MoeStage::Unpermute)?;
+        Ok(run)
+    }
+
+    /// The shared expert (dense GEMMs) into the scratch's shared output, if the layer has one.
+    fn shared_expert(
+        &self,
+        stream: &Stream,
+        hidden: DeviceSlice<'_, bf16>,
+        s: &mut MoeScratch<F>,
+        t: usize,
+        observer: &mut dyn FnMut(MoeStage) -> Result<()>,
+    ) -> Result<()> {
+        let h = self.hidden();
         if let (Some((sgu, sd)), Some(ss)) = (&self.shared, s.shared.as_mut()) {
             let is = sd.k();
             {
@@ -921,14 +997,7 @@ impl<F: Fp8Format> MoeLayer<F> {
             }
             observer(MoeStage::SharedExpert)?;
         }
-        // 7. Unpermute (+ shared).
-        let shared_out = match &s.shared {
-            Some(ss) => Some(ss.out.slice(..t * h)?),
-            None => None,
-        };
-        moe_unpermute(stream, s.y.slice(..rows * h)?, s.slots.slice(..pairs)?, topk_weights, shared_out, out.reborrow(), h)?;
-        observer(MoeStage::Unpermute)?;
-        Ok(run)
+        Ok(())
     }
 }
 
@@ -974,6 +1043,8 @@ impl<F: Fp8Format> MoeScratch<F> {
             act_data: ctx.alloc_zeroed(n(&[rows, i])?)?,
             act_scales: ctx.alloc_zeroed(n(&[rows, i / 128])?)?,
             y: ctx.alloc_zeroed(n(&[rows, h])?)?,
+            scatter_counters: ctx.alloc_zeroed(n(&[max_tokens, h.div_ceil(128)])?)?,
+            silu_counters: ctx.alloc_zeroed(n(&[rows.div_ceil(32), i / 128])?)?,
             shared,
             _f: PhantomData,
         })

@@ -18,7 +18,8 @@ use std::sync::OnceLock;
 
 use fp8gemm_device::KernelSpec;
 use fp8gemm_device::args::{
-    DenseGemmArgs, DenseSplitKArgs, KGroupedArgs, MGroupedContiguousArgs, MGroupedContiguousSplitKArgs, MGroupedMaskedArgs, MGroupedMaskedSplitKArgs,
+    DenseGemmArgs, DenseSplitKArgs, KGroupedArgs, MGroupedContiguousArgs, MGroupedContiguousScatterArgs, MGroupedContiguousSiluArgs,
+    MGroupedContiguousSplitKArgs, MGroupedMaskedArgs, MGroupedMaskedSplitKArgs,
 };
 use fp8gemm_device::dense::{
     FP8_GEMM_NT_BM64_BN64, FP8_GEMM_NT_BM64_BN128, FP8_GEMM_NT_BM128_BN128, FP8_GEMM_NT_SPLITK_BM64_BN64, FP8_GEMM_NT_SPLITK_BM64_BN128,
@@ -29,10 +30,12 @@ use fp8gemm_device::dense_layouts::{FP8_GEMM_NN_BM64_BN128, FP8_GEMM_TN_BM64_BN1
 use fp8gemm_device::grouped::{
     M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM64_BN64, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM64_BN128, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BM128_BN128,
     M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM32_BN128, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM64_BN128, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_BM128_BN128,
-    M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_SPLITK_BS_BM32_BN128, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_SPLITK_BS_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BM64_BN64,
-    M_GROUPED_FP8_GEMM_NT_MASKED_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BM128_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM32_BN128,
-    M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM128_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_SPLITK_BS_BM32_BN128,
-    M_GROUPED_FP8_GEMM_NT_MASKED_SPLITK_BS_BM64_BN128,
+    M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_SPLITK_BS_BM32_BN128, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_SPLITK_BS_BM64_BN128,
+    M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_SPLITK_SCATTER_BS_BM32_BN128, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_SPLITK_SCATTER_BS_BM64_BN128,
+    M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_SPLITK_SILU_BS_BM32_BN128, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_SPLITK_SILU_BS_BM64_BN128,
+    M_GROUPED_FP8_GEMM_NT_MASKED_BM64_BN64, M_GROUPED_FP8_GEMM_NT_MASKED_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BM128_BN128,
+    M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM32_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM128_BN128,
+    M_GROUPED_FP8_GEMM_NT_MASKED_SPLITK_BS_BM32_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_SPLITK_BS_BM64_BN128,
 };
 use fp8gemm_device::grouped_pipe::{
     M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_PIPE_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BS_PIPE_BM32_BN64, M_GROUPED_FP8_GEMM_NT_MASKED_BS_PIPE_BM64_BN128,
@@ -114,6 +117,12 @@ pub enum Spec {
     Contiguous(KernelSpec<MGroupedContiguousArgs>),
     /// M-grouped contiguous split-K, or over a gathered A (the MoE layer's token rows).
     ContiguousSplitK(KernelSpec<MGroupedContiguousSplitKArgs>),
+    /// M-grouped contiguous split-K with the MoE scatter epilogue (the MoE layer's down GEMM
+    /// and unpermute in one launch).
+    ContiguousScatter(KernelSpec<MGroupedContiguousScatterArgs>),
+    /// M-grouped contiguous split-K with the MoE activation epilogue (the MoE layer's gate·up
+    /// GEMM and its silu·mul quantization in one launch).
+    ContiguousSilu(KernelSpec<MGroupedContiguousSiluArgs>),
     /// M-grouped masked.
     Masked(KernelSpec<MGroupedMaskedArgs>),
     /// M-grouped masked split-K.
@@ -131,6 +140,8 @@ impl Spec {
             Spec::DenseStreamK(s) => s.name,
             Spec::Contiguous(s) => s.name,
             Spec::ContiguousSplitK(s) => s.name,
+            Spec::ContiguousScatter(s) => s.name,
+            Spec::ContiguousSilu(s) => s.name,
             Spec::Masked(s) => s.name,
             Spec::MaskedSplitK(s) => s.name,
             Spec::KGrouped(s) => s.name,
@@ -144,6 +155,8 @@ impl Spec {
             Spec::DenseStreamK(s) => s.workgroup_size,
             Spec::Contiguous(s) => s.workgroup_size,
             Spec::ContiguousSplitK(s) => s.workgroup_size,
+            Spec::ContiguousScatter(s) => s.workgroup_size,
+            Spec::ContiguousSilu(s) => s.workgroup_size,
             Spec::Masked(s) => s.workgroup_size,
             Spec::MaskedSplitK(s) => s.workgroup_size,
             Spec::KGrouped(s) => s.workgroup_size,
@@ -344,6 +357,46 @@ pub static KERNELS: &[KernelEntry] = &[
         (64, 128),
         2,
         bs(tile::CONTIGUOUS_SPLITK_BS_TILES[1]),
+        tile::SPLITK_MAX_TILES,
+    ),
+    row(
+        Spec::ContiguousScatter(M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_SPLITK_SCATTER_BS_BM32_BN128),
+        Contig,
+        P,
+        SK,
+        (32, 128),
+        2,
+        bs(tile::CONTIGUOUS_SCATTER_BS_TILES[0]),
+        tile::SPLITK_MAX_TILES,
+    ),
+    row(
+        Spec::ContiguousScatter(M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_SPLITK_SCATTER_BS_BM64_BN128),
+        Contig,
+        P,
+        SK,
+        (64, 128),
+        2,
+        bs(tile::CONTIGUOUS_SCATTER_BS_TILES[1]),
+        tile::SPLITK_MAX_TILES,
+    ),
+    row(
+        Spec::ContiguousSilu(M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_SPLITK_SILU_BS_BM32_BN128),
+        Contig,
+        P,
+        SK,
+        (32, 128),
+        2,
+        bs(tile::CONTIGUOUS_SILU_BS_TILES[0]),
+        tile::SPLITK_MAX_TILES,
+    ),
+    row(
+        Spec::ContiguousSilu(M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_SPLITK_SILU_BS_BM64_BN128),
+        Contig,
+        P,
+        SK,
+        (64, 128),
+        2,
+        bs(tile::CONTIGUOUS_SILU_BS_TILES[1]),
         tile::SPLITK_MAX_TILES,
     ),
     // M-grouped masked.

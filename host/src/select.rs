@@ -602,6 +602,17 @@ impl CostModel {
     }
 }
 
+/// Which kernel of the m-grouped contiguous split-K family [`plan_contiguous_splitk`] plans.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ContiguousVariant {
+    /// [`registry::Spec::ContiguousSplitK`].
+    Plain,
+    /// [`registry::Spec::ContiguousScatter`] (the MoE down GEMM with its unpermute).
+    Scatter,
+    /// [`registry::Spec::ContiguousSilu`] (the MoE gate·up GEMM with its activation).
+    Silu,
+}
+
 /// The plan of an m-grouped contiguous split-K / gathered-A launch
 /// (`m_grouped_fp8_gemm_nt_contiguous_splitk_bs_*`, [`registry::Spec::ContiguousSplitK`]) over
 /// `rows` rows of `block_m`-row blocks (the bound the host knows: blocks past the rows in use
@@ -610,7 +621,9 @@ impl CostModel {
 /// run from 1 (data-parallel) while the split launch fits one round of the device (as for the
 /// dense problems), within [`MAX_SPLITS`], `k/128`, the kernel's tile limit and `available`
 /// f32 of workspace; `forced` pins the count (an impossible one is
-/// [`ConfigError::ForcedSplit`]).
+/// [`ConfigError::ForcedSplit`]). `variant` picks the kernel with the MoE scatter or activation
+/// epilogue ([`registry::Spec::ContiguousScatter`], [`registry::Spec::ContiguousSilu`]),
+/// estimated as the plain kernel (the epilogues' cost is not in the model's features).
 ///
 /// The grouped kernels run the dense bs main loop on each tile, so the estimate uses the
 /// generated coefficients of the dense kernels with the same loop: per block and per batch
@@ -630,10 +643,18 @@ pub fn plan_contiguous_splitk(
     cus: u32,
     available: u64,
     forced: Option<u32>,
+    variant: ContiguousVariant,
 ) -> Result<Plan, ConfigError> {
     let entry = registry::KERNELS
         .iter()
-        .find(|e| matches!(e.spec, registry::Spec::ContiguousSplitK(_)) && e.block_m == block_m)
+        .find(|e| {
+            let kind = match variant {
+                ContiguousVariant::Plain => matches!(e.spec, registry::Spec::ContiguousSplitK(_)),
+                ContiguousVariant::Scatter => matches!(e.spec, registry::Spec::ContiguousScatter(_)),
+                ContiguousVariant::Silu => matches!(e.spec, registry::Spec::ContiguousSilu(_)),
+            };
+            kind && e.block_m == block_m
+        })
         .ok_or_else(|| ConfigError::ForcedTile { tile: format!("{block_m}x128"), available: "32x128, 64x128 (m-grouped contiguous split-K)" })?;
     let model = CostModel::for_arch(arch)?;
     let nkb = k / tile::SCALE_BLOCK_K;
