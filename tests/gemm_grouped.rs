@@ -470,7 +470,13 @@ fn contiguous_gathered_matches_the_explicit_gather_and_both_references() {
             let run = m_grouped_fp8_gemm_nt_contiguous_gathered(&st, &da_tok, &ds, &db, &mut dd, &di, align, group_rows.len())
                 .unwrap_or_else(|e| panic!("{what}: {e}"));
             let cfg = run.config.expect("a launch");
-            assert_eq!(cfg.kernel, format!("m_grouped_fp8_gemm_nt_contiguous_splitk_bs_bm{align}_bn128"), "{what}");
+            // The two-phase or (64 rows) the pipelined bs loop: the model's choice.
+            assert!(
+                cfg.kernel == format!("m_grouped_fp8_gemm_nt_contiguous_splitk_bs_bm{align}_bn128")
+                    || (align == 64 && cfg.kernel == "m_grouped_fp8_gemm_nt_contiguous_splitk_bs_pipe_bm64_bn128"),
+                "{what}: {}",
+                cfg.kernel
+            );
             if let Some(s) = split {
                 assert_eq!(cfg.splits, s, "{what}");
             }

@@ -447,12 +447,14 @@ fn check_layer(l: &Layer, scratch: &mut MoeScratch<F>, layout: MoeLayout, x: &[f
     // weights too, the down GEMM's scatter epilogue does the unpermute, so the shared expert
     // runs before it.
     let gathered = layout == MoeLayout::Contiguous && l.layer.gate_up().layout() == WeightLayout::Preshuffled && (run.align == 32 || run.align == 64);
-    let fused = gathered && l.layer.down().layout() == WeightLayout::Preshuffled;
+    assert_eq!(run.gathered, gathered, "{what}");
+    assert!(!run.fused_activation || gathered, "{what}");
+    assert!(!run.fused_unpermute || (gathered && l.layer.down().layout() == WeightLayout::Preshuffled), "{what}");
     want_stages.extend([MoeStage::GatherQuantize, MoeStage::GateUpGemm]);
-    if !gathered {
+    if !run.fused_activation {
         want_stages.push(MoeStage::SiluMulQuantize);
     }
-    if fused {
+    if run.fused_unpermute {
         if l.shared.is_some() {
             want_stages.extend([MoeStage::SharedExpert; 4]);
         }

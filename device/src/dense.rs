@@ -604,8 +604,9 @@ pub(crate) mod imp {
         /// First column of the tile (a multiple of the tile width, `< n`).
         pub n0: u32,
         /// Gathered A ([`ARowMap`]): `None` (every kernel but the gathering ones) reads row `r`
-        /// of the problem from row `r` of `rs_a` / `rs_sfa`. Honoured only by the bs loop
-        /// (`crate::mainloop_bs::imp::tile_gemm_bs`); the other loops are never given one.
+        /// of the problem from row `r` of `rs_a` / `rs_sfa`. Honoured only by the bs loops
+        /// (`crate::mainloop_bs::imp::tile_gemm_bs` and `tile_gemm_bs_pipe`); the other loops
+        /// are never given one.
         pub a_rows: Option<ARowMap>,
     }
 

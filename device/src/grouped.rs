@@ -188,6 +188,24 @@
 //! quantized once), one buffer load per copied row before the main loop
 //! (`dense::imp::ARowMap`); entries outside `0..a_rows` park the row's A and SFA offsets past
 //! their resources, so padding rows read zeros. Everything inside the loop is the bs loop's.
+//! The `_pipe_` 64-row variants run the same jobs on the pipelined bs loop ([`crate::grouped_pipe`]).
+//!
+//! ## MoE epilogues (`…_splitk_silu_bs_*`, `…_splitk_scatter_bs_*`)
+//!
+//! The same kernels with an epilogue that continues where the tile is stored (at device
+//! scope), counted in with arrival counters in the style of the split-K protocol — the last to
+//! arrive does the work, nobody waits, so the kernels run on an emulator that executes
+//! workgroups one after another as on hardware:
+//!
+//! * **activation** ([`MGroupedContiguousSiluArgs`]): gate tile `j` and up tile `j + inter/128`
+//!   of a row block share a counter; the second reads both back and writes
+//!   `FP8(silu(gate)·up)` with its 1×128 scales (the `quantize_act_silu_mul` recipe, bit for
+//!   bit), so the MoE layer's gate·up GEMM needs no separate activation launch;
+//! * **scatter** ([`MGroupedContiguousScatterArgs`]): each stored row counts in on its token's
+//!   counter for the tile's columns; the row that completes a token's count adds the token's
+//!   rows in `j` order into `out` (the unpermute's arithmetic, bit for bit) and re-arms the
+//!   counter; tokens without a valid slot are written by a fallback. The result does not depend
+//!   on which workgroup arrives last: deterministic, no float atomics.
 
 use crate::amdgpu_kernel;
 use crate::args::{
@@ -441,16 +459,16 @@ pub(crate) mod imp {
     /// partial slot and the dense split-K protocol reduces them in split order (deterministic).
     /// Either way a row is stored only if its own `m_indices` entry is the block's group.
     #[inline(always)]
-    pub fn contiguous_splitk<const FM: usize, const DEPTH: u32>(args: MGroupedContiguousSplitKArgs) {
-        contiguous_splitk_with::<FM, DEPTH>(&args, Epi::None)
+    pub fn contiguous_splitk<const FM: usize, L: TileLoop>(args: MGroupedContiguousSplitKArgs) {
+        contiguous_splitk_with::<FM, L>(&args, Epi::None)
     }
 
     /// [`contiguous_splitk`] with the MoE scatter epilogue ([`MoeScatterArgs`]): the tile of
     /// `y` is stored at device scope, then [`scatter_tile`] runs for it; afterwards (also in
     /// workgroups that had no work) [`scatter_empty_tokens`].
     #[inline(always)]
-    pub fn contiguous_scatter<const FM: usize, const DEPTH: u32>(args: MGroupedContiguousScatterArgs) {
-        contiguous_splitk_with::<FM, DEPTH>(&args.gemm, Epi::Scatter(&args.scatter));
+    pub fn contiguous_scatter<const FM: usize, L: TileLoop>(args: MGroupedContiguousScatterArgs) {
+        contiguous_splitk_with::<FM, L>(&args.gemm, Epi::Scatter(&args.scatter));
         let grid = args.gemm.m_sum.div_ceil(16 * FM as u32) * args.gemm.n.div_ceil(128) * args.gemm.splits.max(1);
         // Once per layer pass: the first row chunk's launch.
         if args.scatter.row0 == 0 {
@@ -622,8 +640,8 @@ pub(crate) mod imp {
     /// [`contiguous_splitk`] with the MoE activation epilogue ([`MoeSiluArgs`]): the tile of
     /// `d` (gate·up) is stored at device scope, then [`silu_tile`] runs for it.
     #[inline(always)]
-    pub fn contiguous_silu<const FM: usize, const DEPTH: u32>(args: MGroupedContiguousSiluArgs) {
-        contiguous_splitk_with::<FM, DEPTH>(&args.gemm, Epi::Silu(&args.silu));
+    pub fn contiguous_silu<const FM: usize, L: TileLoop>(args: MGroupedContiguousSiluArgs) {
+        contiguous_splitk_with::<FM, L>(&args.gemm, Epi::Silu(&args.silu));
     }
 
     /// The activation epilogue of one stored tile (rows `m0 .. m0 + bm` = row block `tm`,
@@ -706,7 +724,7 @@ pub(crate) mod imp {
 
     /// The body of [`contiguous_splitk`], [`contiguous_scatter`] and [`contiguous_silu`].
     #[inline(always)]
-    fn contiguous_splitk_with<const FM: usize, const DEPTH: u32>(args: &MGroupedContiguousSplitKArgs, epi_kind: Epi<'_>) {
+    fn contiguous_splitk_with<const FM: usize, L: TileLoop>(args: &MGroupedContiguousSplitKArgs, epi_kind: Epi<'_>) {
         let (bm, bn, b_bytes) = dims::<FM, 2, true>(args.n, args.k);
         let (m, n, k, groups) = (args.m_sum, args.n, args.k, args.groups);
         let nkb = k / SCALE_BLOCK_K;
@@ -771,7 +789,7 @@ pub(crate) mod imp {
         let device = !matches!(epi_kind, Epi::None);
         let stored = if splits.get() == 1 {
             let epi = Bf16Store { device, ..Bf16Store::tile::<FM, 2, true>(rs_d(), n, n, m0, n0) };
-            run_loop::<FM, 2, DEPTH, true, _>(&job, &keep_row, &epi);
+            L::run(&job, &keep_row, &epi);
             true
         } else {
             // Workspace: the counters, then tiles × splits partial slots (the dense layout).
@@ -780,7 +798,7 @@ pub(crate) mod imp {
             let slot = bm * bn * 4;
             let tile_base = tile::SPLITK_COUNTER_FLOATS as u32 * 4 + t * splits.get() * slot;
             let epi = PartialStore::<FM, 2, true> { rs_ws, base: tile_base + j * slot, m0, n0 };
-            run_loop::<FM, 2, DEPTH, true, _>(&job, |_| true, &epi);
+            L::run(&job, |_| true, &epi);
             splitk_finish::<FM, 2, true>(SplitKUnit { ws_addr: args.ws.addr(), rs_ws, t, tile_base, slot, splits, rs_d, ldd: n, n, m0, n0 }, &keep_row, device)
         };
         if stored {
@@ -881,26 +899,26 @@ pub fn m_grouped_fp8_gemm_nt_masked_splitk_bs_bm64_bn128(args: MGroupedMaskedSpl
 /// (few rows per expert, long K) and the MoE layer's gate·up GEMM over the token rows.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn m_grouped_fp8_gemm_nt_contiguous_splitk_bs_bm32_bn128(args: MGroupedContiguousSplitKArgs) {
-    imp::contiguous_splitk::<2, 2>(args)
+    imp::contiguous_splitk::<2, imp::Loop<2, 2, 2, true>>(args)
 }
 
 /// Contiguous layout, pre-shuffled B, split-K and/or gathered A, 64 × 128 tiles.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn m_grouped_fp8_gemm_nt_contiguous_splitk_bs_bm64_bn128(args: MGroupedContiguousSplitKArgs) {
-    imp::contiguous_splitk::<4, 1>(args)
+    imp::contiguous_splitk::<4, imp::Loop<4, 2, 1, true>>(args)
 }
 
 /// Contiguous layout, pre-shuffled B, split-K, 32 × 128 tiles, with the MoE scatter epilogue
 /// ([`MGroupedContiguousScatterArgs`]): the MoE layer's down GEMM and its unpermute in one launch.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn m_grouped_fp8_gemm_nt_contiguous_splitk_scatter_bs_bm32_bn128(args: MGroupedContiguousScatterArgs) {
-    imp::contiguous_scatter::<2, 2>(args)
+    imp::contiguous_scatter::<2, imp::Loop<2, 2, 2, true>>(args)
 }
 
 /// The scatter kernel with 64 × 128 tiles.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn m_grouped_fp8_gemm_nt_contiguous_splitk_scatter_bs_bm64_bn128(args: MGroupedContiguousScatterArgs) {
-    imp::contiguous_scatter::<4, 1>(args)
+    imp::contiguous_scatter::<4, imp::Loop<4, 2, 1, true>>(args)
 }
 
 /// Contiguous layout, pre-shuffled B, split-K and/or gathered A, 32 × 128 tiles, with the MoE
@@ -908,13 +926,32 @@ pub fn m_grouped_fp8_gemm_nt_contiguous_splitk_scatter_bs_bm64_bn128(args: MGrou
 /// `silu(gate)·up` quantization in one launch.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn m_grouped_fp8_gemm_nt_contiguous_splitk_silu_bs_bm32_bn128(args: MGroupedContiguousSiluArgs) {
-    imp::contiguous_silu::<2, 2>(args)
+    imp::contiguous_silu::<2, imp::Loop<2, 2, 2, true>>(args)
 }
 
 /// The silu kernel with 64 × 128 tiles.
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn m_grouped_fp8_gemm_nt_contiguous_splitk_silu_bs_bm64_bn128(args: MGroupedContiguousSiluArgs) {
-    imp::contiguous_silu::<4, 1>(args)
+    imp::contiguous_silu::<4, imp::Loop<4, 2, 1, true>>(args)
+}
+
+/// [`m_grouped_fp8_gemm_nt_contiguous_splitk_bs_bm64_bn128`] on the pipelined bs loop (B two
+/// blocks ahead, two workgroups per CU): many rows per expert.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn m_grouped_fp8_gemm_nt_contiguous_splitk_bs_pipe_bm64_bn128(args: MGroupedContiguousSplitKArgs) {
+    imp::contiguous_splitk::<4, crate::grouped_pipe::imp::Pipe<4>>(args)
+}
+
+/// [`m_grouped_fp8_gemm_nt_contiguous_splitk_scatter_bs_bm64_bn128`] on the pipelined bs loop.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn m_grouped_fp8_gemm_nt_contiguous_splitk_scatter_bs_pipe_bm64_bn128(args: MGroupedContiguousScatterArgs) {
+    imp::contiguous_scatter::<4, crate::grouped_pipe::imp::Pipe<4>>(args)
+}
+
+/// [`m_grouped_fp8_gemm_nt_contiguous_splitk_silu_bs_bm64_bn128`] on the pipelined bs loop.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn m_grouped_fp8_gemm_nt_contiguous_splitk_silu_bs_pipe_bm64_bn128(args: MGroupedContiguousSiluArgs) {
+    imp::contiguous_silu::<4, crate::grouped_pipe::imp::Pipe<4>>(args)
 }
 
 #[cfg(test)]

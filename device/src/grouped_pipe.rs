@@ -83,13 +83,13 @@ const _: () = {
 };
 
 #[cfg(target_arch = "amdgpu")]
-mod imp {
+pub(crate) mod imp {
     use crate::dense::imp::{Epilogue, TileJob};
     use crate::grouped::imp::TileLoop;
 
     /// The pipelined bs loop (`FM` rows of 16 fragments, B two blocks ahead) as a grouped
     /// [`TileLoop`].
-    pub(super) struct Pipe<const FM: usize>;
+    pub(crate) struct Pipe<const FM: usize>;
 
     /// The narrow pipelined bs loop (32 × 64: one B fragment per wave, four A stages, one
     /// barrier per two K blocks: `mainloop_bs`, "Narrow tiles") as a grouped [`TileLoop`].

@@ -711,10 +711,27 @@ pub(crate) mod imp {
         // A copy: work-item t moves chunk (t & 7) of row (t >> 3) + 32·pass, ⌈FM/2⌉ passes (odd
         // FM: the last pass's upper 16 rows are other rows of A, or 0, written to the stage's
         // padding rows, never read).
+        // Gathered A (`job.a_rows`): as in tile_gemm_bs.
+        let a_row = #[inline(always)]
+        |r: u32| -> Option<u32> {
+            match job.a_rows {
+                None => Some(r),
+                Some(map) => {
+                    // SAFETY: map.rs_rows is a wave-uniform resource over the row map (read-only
+                    // during the launch); the whole offset is in voffset, so rows past it read 0.
+                    let src = unsafe { buffer_load_i32(map.rs_rows, r * 4, 0) };
+                    if src >= 0 && (src as u32) < map.count { Some(src as u32) } else { None }
+                }
+            }
+        };
+        const PARKED: u32 = tile::MAX_TENSOR_BYTES as u32;
         let (copy_row, copy_chunk) = (tid >> 3, tid & 7);
         let mut a_voff = [0u32; FM];
         unroll!(p < FM.div_ceil(2) => {
-            a_voff[p] = (m0 + 32 * p as u32 + copy_row) * lda + k0 + 16 * copy_chunk;
+            a_voff[p] = match a_row(m0 + 32 * p as u32 + copy_row) {
+                Some(r) => r * lda + k0 + 16 * copy_chunk,
+                None => PARKED + k0 + 16 * copy_chunk,
+            };
         });
         let copy_lds = block_swizzle(copy_row, copy_chunk);
         let frag_lds = [block_swizzle(lane & 15, frag_chunk(lane >> 4, 0)), block_swizzle(lane & 15, frag_chunk(lane >> 4, 1))];
@@ -736,7 +753,10 @@ pub(crate) mod imp {
         let (sfa_row, sfa_blk) = sfa_lane(lane);
         let mut sfa_voff = [0u32; FM];
         unroll!(q < FM.div_ceil(4) => {
-            sfa_voff[q] = (m0 + 16 * (4 * q as u32 + wave) + sfa_row) * ldsf * 4 + sf0 + 4 * sfa_blk;
+            sfa_voff[q] = match a_row(m0 + 16 * (4 * q as u32 + wave) + sfa_row) {
+                Some(r) => r * ldsf * 4 + sf0 + 4 * sfa_blk,
+                None => PARKED + sf0 + 4 * sfa_blk,
+            };
         });
         let sfb_voff = (n0 / SCALE_BLOCK_N) * ldsf * 4 + sf0 + 4 * grp;
         let sfa_region = |w: u32| nst * stage + w * SFA_REGION * pipe_sfa_slots(FM as u32);

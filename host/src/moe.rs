@@ -208,6 +208,14 @@ pub struct MoeRun {
     /// Contiguous: the rows every non-empty expert is padded to (the grouped GEMMs' tile
     /// height, 32 or 64); masked: 0.
     pub align: usize,
+    /// The gate·up GEMM gathered the token rows in its A loads (the quantize step covered the
+    /// `T` tokens, not the routed rows).
+    pub gathered: bool,
+    /// `silu(gate)·up` was quantized in the gate·up GEMM's launch (no activation launch).
+    pub fused_activation: bool,
+    /// The unpermute ran in the down GEMM's launch (no unpermute launch; the shared expert ran
+    /// before the down GEMM).
+    pub fused_unpermute: bool,
 }
 
 /// Routing problems a forward pass found on the device, read back by [`MoeScratch::status`]
@@ -702,8 +710,10 @@ impl<F: Fp8Format> MoeLayer<F> {
         self.shared.as_ref()
     }
     /// The row alignment of the contiguous layout for `tokens` tokens: the tile height (32 or
-    /// 64, at most [`MOE_MAX_ALIGN`]) the grouped GEMM selector chooses for the gate_up GEMM
-    /// of `T·k` rows over `min(E, T·k)` experts (the stream's overrides applied). Both GEMMs run
+    /// 64, at most [`MOE_MAX_ALIGN`]) whose fused launches the generated cost model estimates
+    /// fastest when both routed weights are pre-shuffled (`fused_align`), else the one the
+    /// grouped GEMM selector chooses for the gate_up GEMM of `T·k` rows over `min(E, T·k)`
+    /// experts (the stream's overrides applied). Both GEMMs run
     /// tiles of this height, so every non-empty expert is padded only to whole tiles.
     /// A pinned alignment ([`Self::set_contiguous_align`]) is returned as it is.
     pub fn contiguous_align(&self, stream: &Stream, tokens: usize) -> Result<usize> {
@@ -712,10 +722,45 @@ impl<F: Fp8Format> MoeLayer<F> {
         }
         let (e, h, i, k) = (self.experts(), self.hidden(), self.intermediate(), self.options.top_k);
         let pairs = tokens.checked_mul(k).ok_or_else(|| shape_err("tokens", "T · k that fits", tokens))?;
+        if let Some(align) = self.fused_align(stream, pairs)? {
+            return Ok(align);
+        }
         let align = contiguous_tile_rows(stream, self.gate_up.layout(), pairs, e.min(pairs), 2 * i, h, MOE_MAX_ALIGN)?;
         // The down GEMM runs tiles of the same height: logical weights have none below 64 rows.
         let logical = [self.gate_up.layout(), self.down.layout()].contains(&crate::layout::WeightLayout::Logical);
         Ok(if logical { align.max(64) } else { align })
+    }
+
+    /// The alignment of the fused path (pre-shuffled routed weights, no forced tile): the tile
+    /// height, 32 or 64, whose two launches (the gate·up GEMM with its activation epilogue, the
+    /// down GEMM with its scatter) the generated cost model ([`crate::select::plan_contiguous_splitk`])
+    /// estimates fastest over the rows such a layout holds for `pairs` rows spread evenly over
+    /// `min(E, pairs)` experts. `None` where the fused path does not run or the model has no
+    /// estimate.
+    fn fused_align(&self, stream: &Stream, pairs: usize) -> Result<Option<usize>> {
+        use crate::select::{ContiguousVariant, plan_contiguous_splitk};
+        let pre = [self.gate_up.layout(), self.down.layout()].iter().all(|&l| l == WeightLayout::Preshuffled);
+        if !pre || pairs == 0 || stream.overrides().tile.is_some() || crate::config::forced_tile().is_some() {
+            return Ok(None);
+        }
+        let (e, h, i) = (self.experts(), self.hidden(), self.intermediate());
+        let active = e.min(pairs);
+        let ctx = stream.context();
+        let available = stream.workspace().map_or(0, |w| w.len() as u64);
+        let mut best: Option<(f64, usize)> = None;
+        for align in [32usize, 64].into_iter().filter(|&a| a <= MOE_MAX_ALIGN) {
+            let rows = active * pairs.div_ceil(active).div_ceil(align) * align;
+            let Ok(rows32) = u32::try_from(rows) else { continue };
+            let plan = |n: usize, kk: usize, v| {
+                plan_contiguous_splitk(align as u32, rows32, n as u32, kk as u32, active as u32, ctx.arch(), ctx.compute_units(), available, None, v)
+            };
+            let (Ok(gu), Ok(dn)) = (plan(2 * i, h, ContiguousVariant::Silu), plan(h, i, ContiguousVariant::Scatter)) else { continue };
+            let t = gu.estimate_s + dn.estimate_s;
+            if t.is_finite() && best.is_none_or(|b| t < b.0) {
+                best = Some((t, align));
+            }
+        }
+        Ok(best.map(|b| b.1))
     }
 
     /// Pins the contiguous layout's row alignment to `align` (one of
@@ -829,7 +874,13 @@ impl<F: Fp8Format> MoeLayer<F> {
                 format!("{} rows", scratch.rows),
             ));
         }
-        let run = MoeRun { layout, tokens: t, rows, align };
+        // The fused path (module docs): pre-shuffled gate·up weights, contiguous layout,
+        // 32/64-row blocks; each epilogue only where its launch fits one round of the device.
+        let gathered = layout == MoeLayout::Contiguous && self.gate_up.layout() == WeightLayout::Preshuffled && (align == 32 || align == 64);
+        let pairs_bound = t.checked_mul(k).ok_or_else(|| shape_err("hidden", "T · k that fits", t))?;
+        let fused_activation = gathered && self.one_round(stream, align, rows, 2 * i, h, e.min(pairs_bound))?;
+        let fused_unpermute = gathered && self.down.layout() == WeightLayout::Preshuffled && self.one_round(stream, align, rows, h, i, e.min(pairs_bound))?;
+        let run = MoeRun { layout, tokens: t, rows, align, gathered, fused_activation, fused_unpermute };
         if t == 0 {
             return Ok(run);
         }
@@ -851,7 +902,6 @@ impl<F: Fp8Format> MoeLayer<F> {
         // 2–3. Quantize and the grouped gate_up GEMM. Contiguous layout, pre-shuffled weights
         // and 32/64-row blocks: the T token rows are quantized once and the GEMM gathers its A
         // rows through `row_src`; otherwise every layout row is gathered and quantized first.
-        let gathered = layout == MoeLayout::Contiguous && self.gate_up.layout() == WeightLayout::Preshuffled && (align == 32 || align == 64);
         let expected_m = pairs.div_ceil(e).clamp(1, s.masked_capacity.max(1));
         if gathered {
             {
@@ -862,23 +912,16 @@ impl<F: Fp8Format> MoeLayer<F> {
             let a = ActivationsView::<F>::new(s.a_data.slice(..t * h)?, s.a_scales.slice(..t * (h / 128))?, t, h)?;
             let d = s.gate_up_out.slice_mut(..rows * 2 * i)?;
             // The activation epilogue: silu(gate)·up quantized in the same launch.
-            let silu = Silu {
-                act: s.act_data.slice_mut(..rows * i)?,
-                act_sf: s.act_scales.slice_mut(..rows * (i / 128))?,
-                counters: s.silu_counters.slice_mut(..(rows / align) * (i / 128))?,
-                fp8_max: F::MAX,
+            let silu = match fused_activation {
+                true => Some(MoeEpilogue::Silu(Silu {
+                    act: s.act_data.slice_mut(..rows * i)?,
+                    act_sf: s.act_scales.slice_mut(..rows * (i / 128))?,
+                    counters: s.silu_counters.slice_mut(..(rows / align) * (i / 128))?,
+                    fp8_max: F::MAX,
+                })),
+                false => None,
             };
-            contiguous_splitk(
-                stream,
-                a,
-                Some(s.row_src.slice(..rows)?),
-                (&self.gate_up).into(),
-                d,
-                s.m_indices.slice(..rows)?,
-                align,
-                e.min(pairs),
-                Some(MoeEpilogue::Silu(silu)),
-            )?;
+            contiguous_splitk(stream, a, Some(s.row_src.slice(..rows)?), (&self.gate_up).into(), d, s.m_indices.slice(..rows)?, align, e.min(pairs), silu)?;
             observer(MoeStage::GateUpGemm)?;
         } else {
             {
@@ -894,8 +937,8 @@ impl<F: Fp8Format> MoeLayer<F> {
             };
             observer(MoeStage::GateUpGemm)?;
         }
-        // 4. silu(gate)·up, quantized (in the gate·up launch when gathered).
-        if !gathered {
+        // 4. silu(gate)·up, quantized (unless the gate·up launch did it).
+        if !fused_activation {
             let x = s.gate_up_out.slice(..rows * 2 * i)?;
             let act = ActivationsViewMut::<F>::new(s.act_data.slice_mut(..rows * i)?, s.act_scales.slice_mut(..rows * (i / 128))?, rows, i)?;
             match layout {
@@ -909,8 +952,7 @@ impl<F: Fp8Format> MoeLayer<F> {
         // The down GEMM with its scatter epilogue (the unpermute in the same launch) runs
         // where the gathered gate_up does; the shared expert then goes first, since the
         // epilogue adds its output.
-        let fused = gathered && self.down.layout() == WeightLayout::Preshuffled;
-        if fused {
+        if fused_unpermute {
             self.shared_expert(stream, hidden, s, t, observer)?;
             let a = ActivationsView::<F>::new(s.act_data.slice(..rows * i)?, s.act_scales.slice(..rows * (i / 128))?, rows, i)?;
             let shared_out = match &s.shared {
@@ -962,6 +1004,37 @@ impl<F: Fp8Format> MoeLayer<F> {
         moe_unpermute(stream, s.y.slice(..rows * h)?, s.slots.slice(..pairs)?, topk_weights, shared_out, out.reborrow(), h)?;
         observer(MoeStage::Unpermute)?;
         Ok(run)
+    }
+
+    /// Whether the contiguous split-K launch the layer would make for `rows` rows of `n × k`
+    /// (the plan of [`crate::select::plan_contiguous_splitk`]) fits one round of the device
+    /// (every workgroup resident at once). The MoE epilogues pay a tail per workgroup (a
+    /// release, an atomic, loads of other workgroups' results) that the cost model does not
+    /// yet see: one round is where a separate launch's fixed cost outweighs it; past it the
+    /// tails add up over rounds and the separate launch wins.
+    #[allow(clippy::too_many_arguments)]
+    fn one_round(&self, stream: &Stream, align: usize, rows: usize, n: usize, k: usize, active: usize) -> Result<bool> {
+        let ctx = stream.context();
+        let (Ok(rows), Ok(n), Ok(k), Ok(active)) = (u32::try_from(rows), u32::try_from(n), u32::try_from(k), u32::try_from(active)) else {
+            return Ok(false);
+        };
+        let available = stream.workspace().map_or(0, |w| w.len() as u64);
+        let plan = crate::select::plan_contiguous_splitk(
+            align as u32,
+            rows,
+            n,
+            k,
+            active,
+            ctx.arch(),
+            ctx.compute_units(),
+            available,
+            stream.overrides().split,
+            crate::select::ContiguousVariant::Plain,
+        );
+        Ok(match plan {
+            Ok(p) => u64::from(p.grid) <= u64::from(ctx.compute_units()) * u64::from(p.kernel.slots_per_cu(ctx.arch()).unwrap_or(1)),
+            Err(_) => false,
+        })
     }
 
     /// The shared expert (dense GEMMs) into the scratch's shared output, if the layer has one.

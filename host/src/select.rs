@@ -645,9 +645,9 @@ pub fn plan_contiguous_splitk(
     forced: Option<u32>,
     variant: ContiguousVariant,
 ) -> Result<Plan, ConfigError> {
-    let entry = registry::KERNELS
+    let entries: Vec<&'static KernelEntry> = registry::KERNELS
         .iter()
-        .find(|e| {
+        .filter(|e| {
             let kind = match variant {
                 ContiguousVariant::Plain => matches!(e.spec, registry::Spec::ContiguousSplitK(_)),
                 ContiguousVariant::Scatter => matches!(e.spec, registry::Spec::ContiguousScatter(_)),
@@ -655,55 +655,63 @@ pub fn plan_contiguous_splitk(
             };
             kind && e.block_m == block_m
         })
-        .ok_or_else(|| ConfigError::ForcedTile { tile: format!("{block_m}x128"), available: "32x128, 64x128 (m-grouped contiguous split-K)" })?;
+        .collect();
+    if entries.is_empty() {
+        return Err(ConfigError::ForcedTile { tile: format!("{block_m}x128"), available: "32x128, 64x128 (m-grouped contiguous split-K)" });
+    }
     let model = CostModel::for_arch(arch)?;
     let nkb = k / tile::SCALE_BLOCK_K;
-    let tiles = entry.tiles(rows, n);
-    let slots = entry.slots_per_cu(arch).unwrap_or(1);
-    let round = u64::from(cus.max(1)) * u64::from(slots);
-    let fits = |s: u32| -> bool {
-        s >= 1
-            && s <= nkb.max(1)
-            && (s == 1 || (tiles <= u64::from(entry.max_tiles) && tile::splitk_workspace_floats(tiles as u32, s, entry.block_m, entry.block_n) <= available))
-    };
-    let dp = format!("fp8_gemm_nt_bs_bm{block_m}_bn128");
-    let sk = format!("fp8_gemm_nt_splitk_bs_bm{block_m}_bn128");
-    let cost = match (model.kernels.get(&dp), model.kernels.get(&sk)) {
-        (Some(d), Some(s)) => Some(KernelCost { partial: s.partial, reduce: s.reduce, ..d.clone() }),
-        _ => None,
-    };
     let desc = GemmDesc { cus, ..GemmDesc::m_grouped_contiguous(rows, n, k, active.max(1), arch) };
-    let estimate = |s: u32| -> f64 {
-        let Some(c) = &cost else { return f64::NAN };
-        let plan = Plan { kernel: entry, grid: 0, splits: s, stream_k: None, estimate_s: f64::NAN };
-        let mut f = Features::of(&plan, &desc);
-        let blocks_per_group = (f64::from(rows.div_ceil(block_m)) / f64::from(active.max(1))).max(1.0);
-        f.cold = f.blocks.iter().sum::<f64>() / blocks_per_group;
-        let (r, nn, kk) = (f64::from(rows), f64::from(n), f64::from(k));
-        f.hbm_bytes = r * kk + f64::from(active.max(1)) * nn * kk + 2.0 * r * nn;
-        model.launch_s + (CostModel::cu_cycles(c, &f) / model.clock_hz).max(f.hbm_bytes / model.hbm_bytes_per_s)
-    };
-    let grid = |s: u32| u32::try_from(tiles * u64::from(s)).ok();
-    let splits = match forced {
-        Some(s) => {
-            if !fits(s) || grid(s).is_none() {
-                return Err(ConfigError::ForcedSplit {
-                    splits: s.to_string(),
-                    expected: format!("1 ..= {} (k/128 = {nkb}), with at most {} tiles and the workspace's room", nkb.min(MAX_SPLITS), entry.max_tiles),
-                });
+    let mut best: Option<Plan> = None;
+    for entry in entries {
+        let tiles = entry.tiles(rows, n);
+        let slots = entry.slots_per_cu(arch).unwrap_or(1);
+        let round = u64::from(cus.max(1)) * u64::from(slots);
+        let fits = |s: u32| -> bool {
+            s >= 1
+                && s <= nkb.max(1)
+                && (s == 1
+                    || (tiles <= u64::from(entry.max_tiles) && tile::splitk_workspace_floats(tiles as u32, s, entry.block_m, entry.block_n) <= available))
+        };
+        // The dense kernels with the same main loop: the pipelined bs loop or the two-phase one.
+        let dp = if entry.pipelined() { format!("fp8_gemm_nt_bs_pipe_bm{block_m}_bn128") } else { format!("fp8_gemm_nt_bs_bm{block_m}_bn128") };
+        let sk = format!("fp8_gemm_nt_splitk_bs_bm{block_m}_bn128");
+        let cost = match (model.kernels.get(&dp), model.kernels.get(&sk)) {
+            (Some(d), Some(s)) => Some(KernelCost { partial: s.partial, reduce: s.reduce, ..d.clone() }),
+            _ => None,
+        };
+        let estimate = |s: u32| -> f64 {
+            let Some(c) = &cost else { return f64::NAN };
+            let plan = Plan { kernel: entry, grid: 0, splits: s, stream_k: None, estimate_s: f64::NAN };
+            let mut f = Features::of(&plan, &desc);
+            let blocks_per_group = (f64::from(rows.div_ceil(block_m)) / f64::from(active.max(1))).max(1.0);
+            f.cold = f.blocks.iter().sum::<f64>() / blocks_per_group;
+            let (r, nn, kk) = (f64::from(rows), f64::from(n), f64::from(k));
+            f.hbm_bytes = r * kk + f64::from(active.max(1)) * nn * kk + 2.0 * r * nn;
+            model.launch_s + (CostModel::cu_cycles(c, &f) / model.clock_hz).max(f.hbm_bytes / model.hbm_bytes_per_s)
+        };
+        let grid = |s: u32| u32::try_from(tiles * u64::from(s)).ok();
+        let counts: Vec<u32> = match forced {
+            Some(s) => {
+                if !fits(s) || grid(s).is_none() {
+                    continue;
+                }
+                vec![s]
             }
-            s
+            None => (1..=MAX_SPLITS.min(nkb.max(1))).filter(|&s| fits(s) && (s == 1 || tiles * u64::from(s) <= round) && grid(s).is_some()).collect(),
+        };
+        for s in counts {
+            let (Some(g), t) = (grid(s), estimate(s)) else { continue };
+            // NaN (no coefficients) never beats a number; the first candidate stands in.
+            if best.as_ref().is_none_or(|b| t < b.estimate_s || (b.estimate_s.is_nan() && !t.is_nan())) {
+                best = Some(Plan { kernel: entry, grid: g, splits: s, stream_k: None, estimate_s: t });
+            }
         }
-        None => {
-            (1..=MAX_SPLITS.min(nkb.max(1)))
-                .filter(|&s| fits(s) && (s == 1 || tiles * u64::from(s) <= round) && grid(s).is_some())
-                .map(|s| (s, estimate(s)))
-                .fold((1, f64::INFINITY), |best, (s, t)| if t < best.1 { (s, t) } else { best })
-                .0
-        }
-    };
-    let grid = grid(splits).ok_or_else(|| ConfigError::ForcedSplit { splits: splits.to_string(), expected: "a grid below 2^32 workgroups".into() })?;
-    Ok(Plan { kernel: entry, grid, splits, stream_k: None, estimate_s: estimate(splits) })
+    }
+    best.ok_or_else(|| ConfigError::ForcedSplit {
+        splits: forced.map_or_else(|| "-".into(), |s| s.to_string()),
+        expected: format!("1 ..= {} (k/128 = {nkb}), with at most {} tiles and the workspace's room", nkb.min(MAX_SPLITS), tile::SPLITK_MAX_TILES),
+    })
 }
 
 /// One sample of the tuner: a launch's features and its modelled seconds.
