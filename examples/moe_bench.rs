@@ -17,7 +17,9 @@
 //! Options: `--csv PATH` (default `$FP8GEMM_PEERS_DIR/shapes_fmoe_1stage.csv`, else
 //! `../shared/peers/shapes_fmoe_1stage.csv`), `--machine mi300x|mi325x`, `--weights
 //! logical|preshuffled|both`, `--align auto|128|both|ROWS`, `--max-tokens N`, `--tokens T,T,…`,
-//! `--experts E` (only rows with that many experts), `--verbose` (every launch's kernel, grid,
+//! `--experts E` (only rows with that many experts), `--layer E,k,H,I[,Is]` (instead of the CSV: a
+//! layer of `E` experts, top-`k`, hidden `H`, width `I`, a shared expert of width `Is`, at the
+//! `--tokens` counts; repeatable), `--verbose` (every launch's kernel, grid,
 //! modelled time and stall cycles on standard error). Prints one Markdown table row per run.
 
 use std::collections::BTreeMap;
@@ -26,7 +28,7 @@ use std::path::PathBuf;
 use amdgpu_emu::hip::TimingMode;
 use amdgpu_emu::timing::{Machine, Scope, SimOptions};
 use fp8gemm::fp8::E4M3Fnuz;
-use fp8gemm::{Context, DeviceGroupedWeights, MoeLayer, MoeLayout, MoeOptions, MoeScratch, MoeStage, Stream, WeightLayout};
+use fp8gemm::{Context, DeviceGroupedWeights, DeviceWeights, MoeLayer, MoeLayout, MoeOptions, MoeScratch, MoeStage, Stream, WeightLayout};
 use half::bf16;
 use rand::{Rng, SeedableRng, rngs::StdRng};
 
@@ -39,6 +41,8 @@ struct Config {
     top_k: usize,
     hidden: usize,
     inter: usize,
+    /// Shared expert width (0: none).
+    shared: usize,
     tokens: usize,
 }
 
@@ -51,6 +55,8 @@ struct Args {
     tokens: Option<Vec<usize>>,
     experts: Option<usize>,
     verbose: bool,
+    /// `--layer` shapes `(E, k, H, I, Is)` instead of the CSV's.
+    layers: Vec<(usize, usize, usize, usize, usize)>,
 }
 
 fn parse_args() -> Res<Args> {
@@ -64,6 +70,7 @@ fn parse_args() -> Res<Args> {
         tokens: None,
         experts: None,
         verbose: false,
+        layers: Vec::new(),
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -94,6 +101,14 @@ fn parse_args() -> Res<Args> {
             "--tokens" => a.tokens = Some(value()?.split(',').map(str::parse).collect::<Result<_, _>>()?),
             "--experts" => a.experts = Some(value()?.parse()?),
             "--verbose" => a.verbose = true,
+            "--layer" => {
+                let v: Vec<usize> = value()?.split(',').map(str::parse).collect::<Result<_, _>>()?;
+                match v[..] {
+                    [e, k, h, i] => a.layers.push((e, k, h, i, 0)),
+                    [e, k, h, i, is] => a.layers.push((e, k, h, i, is)),
+                    _ => return Err("--layer E,k,H,I[,Is]".into()),
+                }
+            }
             f => return Err(format!("unknown option {f} (see the example's docs)").into()),
         }
     }
@@ -111,7 +126,7 @@ fn read_configs(path: &PathBuf) -> Res<Vec<Config>> {
     for line in lines.filter(|l| !l.trim().is_empty()) {
         let f: Vec<&str> = line.split(',').collect();
         let get = |i: usize| -> Res<usize> { Ok(f.get(i).ok_or_else(|| format!("short row: {line}"))?.trim().parse()?) };
-        let c = Config { experts: get(ce)?, top_k: get(ck)?, hidden: get(cm)?, inter: get(ci)?, tokens: get(ct)? };
+        let c = Config { experts: get(ce)?, top_k: get(ck)?, hidden: get(cm)?, inter: get(ci)?, shared: 0, tokens: get(ct)? };
         if !v.contains(&c) {
             v.push(c);
         }
@@ -132,14 +147,21 @@ fn stage_name(s: MoeStage) -> &'static str {
     }
 }
 
-const STAGES: [&str; 6] = ["route", "gather", "gate_up", "silu", "down", "unpermute"];
+const STAGES: [&str; 7] = ["route", "gather", "gate_up", "silu", "shared", "down", "unpermute"];
 
 fn main() -> Res<()> {
     let args = parse_args()?;
     let verbose = args.verbose;
     let machine = Machine::by_name(&args.machine).ok_or_else(|| format!("unknown machine {} (mi300x, mi325x)", args.machine))?.clone();
-    let mut configs: Vec<Config> = read_configs(&args.csv)?
+    let from_csv = if args.layers.is_empty() { read_configs(&args.csv)? } else { Vec::new() };
+    let mut from_flags = Vec::new();
+    for &(experts, top_k, hidden, inter, shared) in &args.layers {
+        let tokens = args.tokens.clone().ok_or("--layer needs --tokens")?;
+        from_flags.extend(tokens.into_iter().map(|tokens| Config { experts, top_k, hidden, inter, shared, tokens }));
+    }
+    let mut configs: Vec<Config> = from_csv
         .into_iter()
+        .chain(from_flags)
         .filter(|c| c.tokens <= args.max_tokens)
         .filter(|c| args.tokens.as_ref().is_none_or(|t| t.contains(&c.tokens)))
         .filter(|c| args.experts.is_none_or(|e| e == c.experts))
@@ -148,18 +170,26 @@ fn main() -> Res<()> {
     let ctx = Context::new()?;
     let mut stream = Stream::new(&ctx)?;
     println!("modelled {} times per stage (emulator timing model; modelled, not measured), µs:", machine.name);
-    println!("| E, k, H, I | T | weights | align | rows | route | gather+quant | gate_up | silu·mul | down | unpermute | total (modelled) |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!(
+        "| E, k, H, I | T | weights | align | rows | route | gather+quant | gate_up | silu·mul | shared | down | unpermute | total (modelled) | launches |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     // Group by layer shape: one weight allocation per shape and weight layout.
-    let mut shapes: BTreeMap<(usize, usize, usize, usize), Vec<usize>> = BTreeMap::new();
+    let mut shapes: BTreeMap<(usize, usize, usize, usize, usize), Vec<usize>> = BTreeMap::new();
     for c in &configs {
-        shapes.entry((c.experts, c.top_k, c.hidden, c.inter)).or_default().push(c.tokens);
+        shapes.entry((c.experts, c.top_k, c.hidden, c.inter, c.shared)).or_default().push(c.tokens);
     }
-    for ((e, k, h, i), tokens) in shapes {
+    for ((e, k, h, i, is), tokens) in shapes {
         for &wl in &args.weights {
             let gate_up = DeviceGroupedWeights::<E4M3Fnuz>::alloc_with_layout(&ctx, e, 2 * i, h, wl)?;
             let down = DeviceGroupedWeights::<E4M3Fnuz>::alloc_with_layout(&ctx, e, h, i, wl)?;
-            let mut layer = MoeLayer::new(&ctx, gate_up, down, None, MoeOptions { top_k: k, masked_max_tokens: 0 })?;
+            let shared = match is {
+                0 => None,
+                is => {
+                    Some((DeviceWeights::<E4M3Fnuz>::alloc_with_layout(&ctx, 2 * is, h, wl)?, DeviceWeights::<E4M3Fnuz>::alloc_with_layout(&ctx, h, is, wl)?))
+                }
+            };
+            let mut layer = MoeLayer::new(&ctx, gate_up, down, shared, MoeOptions { top_k: k, masked_max_tokens: 0 })?;
             for &align in &args.aligns {
                 layer.set_contiguous_align(align)?;
                 for &t in &tokens {
@@ -213,8 +243,10 @@ fn main() -> Res<()> {
                     let run = run?;
                     let total: f64 = per.values().map(|v| v.0).sum();
                     let cells: Vec<String> = STAGES.iter().map(|s| per.get(s).map_or("-".into(), |v| format!("{:.1}", v.0 * 1e6))).collect();
+                    let launches: usize = per.values().map(|v| v.1).sum();
                     println!(
-                        "| {e}, {k}, {h}, {i} | {t} | {} | {} | {} | {} | **{:.1}** |",
+                        "| {e}, {k}, {h}, {i}{} | {t} | {} | {} | {} | {} | **{:.1}** | {launches} |",
+                        if is > 0 { format!(" + shared {is}") } else { String::new() },
                         if wl == WeightLayout::Logical { "logical" } else { "pre-shuffled" },
                         run.align,
                         run.rows,

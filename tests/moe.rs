@@ -450,7 +450,11 @@ fn check_layer(l: &Layer, scratch: &mut MoeScratch<F>, layout: MoeLayout, x: &[f
     assert_eq!(run.gathered, gathered, "{what}");
     assert!(!run.fused_activation || gathered, "{what}");
     assert!(!run.fused_unpermute || (gathered && l.layer.down().layout() == WeightLayout::Preshuffled), "{what}");
-    want_stages.extend([MoeStage::GatherQuantize, MoeStage::GateUpGemm]);
+    assert!(!run.quantized_in_gemm || run.fused_activation, "{what}");
+    if !run.quantized_in_gemm {
+        want_stages.push(MoeStage::GatherQuantize);
+    }
+    want_stages.push(MoeStage::GateUpGemm);
     if !run.fused_activation {
         want_stages.push(MoeStage::SiluMulQuantize);
     }

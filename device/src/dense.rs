@@ -621,6 +621,9 @@ pub(crate) mod imp {
         pub rs_rows: BufferResource,
         /// Rows of `rs_a` / `rs_sfa`.
         pub count: u32,
+        /// Largest finite value of the FP8 format: used only by the loop that quantizes a bf16
+        /// A itself (`crate::mainloop_bs::imp::tile_gemm_bs_q` with `QA`).
+        pub fp8_max: f32,
     }
 
     /// What a tile does with its accumulators once the main loop is done. Every work-item of

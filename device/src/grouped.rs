@@ -237,8 +237,22 @@ pub(crate) mod imp {
     /// A main loop over one grouped tile job (the builders' last step; [`Loop`] is [`run_loop`], the
     /// pipelined bs kernels of `crate::grouped_pipe` bring their own).
     pub(crate) trait TileLoop {
+        /// The loop reads a bf16 A and quantizes it itself
+        /// (`crate::mainloop_bs::imp::tile_gemm_bs_q`).
+        const QA: bool = false;
         /// Runs the loop over `job`, storing through `epi` the rows `keep_row` accepts.
         fn run<E: crate::dense::imp::Epilogue>(job: &TileJob, keep_row: impl Fn(u32) -> bool, epi: &E);
+    }
+
+    /// The two-phase bs loop over a bf16 A it quantizes itself, `FM` fragments, A fragments
+    /// read a block ahead.
+    pub(crate) struct LoopQa<const FM: usize>;
+    impl<const FM: usize> TileLoop for LoopQa<FM> {
+        const QA: bool = true;
+        #[inline(always)]
+        fn run<E: crate::dense::imp::Epilogue>(job: &TileJob, keep_row: impl Fn(u32) -> bool, epi: &E) {
+            crate::mainloop_bs::imp::tile_gemm_bs_q::<FM, true, true, true, _>(job, keep_row, epi)
+        }
     }
 
     /// [`run_loop`] as a [`TileLoop`].
@@ -764,20 +778,30 @@ pub(crate) mod imp {
         let sfb_bytes = nb * nkb * 4;
         let gathered = args.row_src.addr() != 0;
         let a_rows = if gathered { args.a_rows } else { m };
+        // A loop that quantizes a bf16 A itself (`L::QA`) reads 2 bytes per element and no
+        // SFA; it needs the row map (and the format's maximum, from the activation epilogue).
+        let ab = if L::QA { 2 } else { 1 };
+        let fp8_max = match epi_kind {
+            Epi::Silu(sc) => sc.fp8_max,
+            _ => 0.0,
+        };
+        if L::QA && (!gathered || fp8_max <= 0.0) {
+            return;
+        }
         let job = TileJob {
-            rs_a: BufferResource::new(args.a.addr(), a_rows * k),
-            rs_sfa: BufferResource::new(args.sfa.addr(), a_rows * nkb * 4),
+            rs_a: BufferResource::new(args.a.addr(), a_rows * k * ab),
+            rs_sfa: BufferResource::new(args.sfa.addr(), if L::QA { 0 } else { a_rows * nkb * 4 }),
             rs_b: BufferResource::new(args.b.addr() + g * u64::from(b_bytes), b_bytes),
             rs_sfb: BufferResource::new(args.sfb.addr() + g * u64::from(sfb_bytes), sfb_bytes),
             n,
-            lda: k,
+            lda: k * ab,
             ldb: k,
             ldsf: nkb,
             kb0,
             nkb: nkb_j,
             m0,
             n0,
-            a_rows: if gathered { Some(ARowMap { rs_rows: BufferResource::new(args.row_src.addr(), m * 4), count: a_rows }) } else { None },
+            a_rows: if gathered { Some(ARowMap { rs_rows: BufferResource::new(args.row_src.addr(), m * 4), count: a_rows, fp8_max }) } else { None },
         };
         let g = g as i32;
         let keep_row = |row: u32| {
@@ -952,6 +976,15 @@ pub fn m_grouped_fp8_gemm_nt_contiguous_splitk_scatter_bs_pipe_bm64_bn128(args: 
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn m_grouped_fp8_gemm_nt_contiguous_splitk_silu_bs_pipe_bm64_bn128(args: MGroupedContiguousSiluArgs) {
     imp::contiguous_silu::<4, crate::grouped_pipe::imp::Pipe<4>>(args)
+}
+
+/// [`m_grouped_fp8_gemm_nt_contiguous_splitk_silu_bs_bm32_bn128`] over the **bf16** token rows,
+/// quantized in the A loads (`mainloop_bs::imp::tile_gemm_bs_q`; `a` is `a_rows × k` bf16,
+/// `sfa` unused, `row_src` required): the MoE layer's decode gate·up GEMM without a quantize
+/// launch.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn m_grouped_fp8_gemm_nt_contiguous_splitk_silu_bs_qa_bm32_bn128(args: MGroupedContiguousSiluArgs) {
+    imp::contiguous_silu::<2, imp::LoopQa<2>>(args)
 }
 
 #[cfg(test)]

@@ -243,6 +243,22 @@ pub fn row16_umax(v: u32) -> u32 {
     }
 }
 
+/// The largest of `v` over the 8 lanes of this lane's half-row (lanes `8·h .. 8·h + 8`), in
+/// every lane of it: DPP `quad_perm:[1,0,3,2]`, `quad_perm:[2,3,0,1]`, then `row_half_mirror`
+/// (lane `i` of a half-row reads lane `7 − i`, so each quad meets the other's maximum). Every
+/// lane of the wave must be active.
+#[inline(always)]
+pub fn row8_umax(v: u32) -> u32 {
+    use core::arch::amdgpu::update_dpp;
+    // SAFETY: quad permutes and the half-row mirror are defined for every lane; controls are the
+    // GFX9 DPP encodings (quad_perm 0x00–0xff, row_half_mirror 0x141), all rows and banks on.
+    unsafe {
+        let v = v.max(update_dpp::<0xb1, 0xf, 0xf, false>(0, v));
+        let v = v.max(update_dpp::<0x4e, 0xf, 0xf, false>(0, v));
+        v.max(update_dpp::<0x141, 0xf, 0xf, false>(0, v))
+    }
+}
+
 /// The value of `v` in lane `LANE` of the wave (`v_readlane_b32`), wave-uniform.
 #[inline(always)]
 pub fn readlane<const LANE: u32>(v: u32) -> u32 {

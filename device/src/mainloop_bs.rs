@@ -343,6 +343,18 @@ pub(crate) mod imp {
         4 * (16 * j + r)
     }
 
+    /// The 8 bf16 values of `v` as f32 (exact).
+    #[inline(always)]
+    fn bf16x8(v: U32x4) -> [f32; 8] {
+        let w = v.to_array();
+        let mut out = [0f32; 8];
+        for i in 0..4 {
+            out[2 * i] = f32::from_bits(w[i] << 16);
+            out[2 * i + 1] = f32::from_bits(w[i] & 0xffff_0000);
+        }
+        out
+    }
+
     /// One block's B operands of a wave: `[fragment][read]`, 16 bytes per lane each.
     pub(crate) type BRegs = [[U32x4; 2]; FN];
     /// One block's A fragments of a wave: `[read][fragment]` as the two MFMA k-steps.
@@ -368,7 +380,27 @@ pub(crate) mod imp {
 
     #[inline(always)]
     pub(crate) fn tile_gemm_bs<const FM: usize, const A2: bool, const AHEAD: bool, E: Epilogue>(job: &TileJob, keep_row: impl Fn(u32) -> bool, epi: &E) {
+        tile_gemm_bs_q::<FM, A2, AHEAD, false, E>(job, keep_row, epi)
+    }
+
+    /// [`tile_gemm_bs`], and with `QA` over a **bf16** A quantized on its way into LDS: the
+    /// job's A resource holds bf16 rows (`lda` bytes apart; `job.a_rows` must be `Some`, its
+    /// `fp8_max` the format's), each work-item's 16 values of a 128-K block are reduced with the
+    /// 7 other work-items of the row (DPP) to the block's maximum, scaled and converted with the
+    /// activation kernels' recipe (`crate::quant`: the same bits as quantizing first), and the
+    /// row's scale goes straight to the promotion's LDS slot; no SFA is loaded.
+    #[inline(always)]
+    pub(crate) fn tile_gemm_bs_q<const FM: usize, const A2: bool, const AHEAD: bool, const QA: bool, E: Epilogue>(
+        job: &TileJob,
+        keep_row: impl Fn(u32) -> bool,
+        epi: &E,
+    ) {
         const { assert!(FM == 2 || FM == 4 || FM == 8) };
+        // Bytes of A per K element.
+        let ab: u32 = if QA { 2 } else { 1 };
+        let Some(qmax) = (if QA { job.a_rows.map(|m| m.fp8_max) } else { Some(0.0) }) else {
+            return;
+        };
         let bm = 16 * FM as u32;
         let stage = bm * ROW;
         let (n, m0, n0, lda, ldsf, nkb) = (job.n, job.m0, job.n0, job.lda, job.ldsf, job.nkb);
@@ -398,13 +430,14 @@ pub(crate) mod imp {
         // the K offsets added to it.
         const PARKED: u32 = tile::MAX_TENSOR_BYTES as u32;
 
-        // A copy: work-item t moves chunk (t & 7) of row (t >> 3) + 32·pass, FM/2 passes.
+        // A copy: work-item t moves chunk (t & 7) of row (t >> 3) + 32·pass, FM/2 passes (16
+        // elements: 16 bytes, or with QA 32 bytes of bf16).
         let (copy_row, copy_chunk) = (tid >> 3, tid & 7);
         let mut a_voff = [0u32; FM];
         unroll!(p < FM / 2 => {
             a_voff[p] = match a_row(m0 + 32 * p as u32 + copy_row) {
-                Some(r) => r * lda + k0 + 16 * copy_chunk,
-                None => PARKED + k0 + 16 * copy_chunk,
+                Some(r) => r * lda + ab * (k0 + 16 * copy_chunk),
+                None => PARKED + ab * (k0 + 16 * copy_chunk),
             };
         });
         let copy_lds = block_swizzle(copy_row, copy_chunk);
@@ -434,18 +467,20 @@ pub(crate) mod imp {
             keep[fm] = keep_row(row_of(fm));
         });
         let sfb_voff = (n0 / SCALE_BLOCK_N) * ldsf * 4 + sf0 + 4 * grp;
-        // The two SFA regions after the two A stages (window w uses region w & 1).
-        let sfa_region = |w: u32| 2 * stage + w * SFA_REGION * FM as u32;
         let sf_read = 4 * (lane & 15);
 
         let load_a = #[inline(always)]
-        |i: u32, ga: &mut [U32x4; FM]| {
+        |i: u32, ga: &mut [[U32x4; 2]; FM]| {
             unroll!(p < FM / 2 => {
                 // SAFETY: rs_a covers exactly the problem's A (readable for the launch); the
                 // whole offset is in voffset, so the range check reads 0 past it (tail rows,
                 // blocks past the job's end on the last row), others are in-range bytes of A;
                 // 16-byte aligned (lda % 16 == 0).
-                ga[p] = unsafe { buffer_load_b128(rs_a, a_voff[p] + i * SCALE_BLOCK_K, 0) };
+                ga[p][0] = unsafe { buffer_load_b128(rs_a, a_voff[p] + i * ab * SCALE_BLOCK_K, 0) };
+                if QA {
+                    // SAFETY: as above, the chunk's second 16 bytes of bf16.
+                    ga[p][1] = unsafe { buffer_load_b128(rs_a, a_voff[p] + i * ab * SCALE_BLOCK_K + 16, 0) };
+                }
             });
         };
         let load_b = #[inline(always)]
@@ -460,12 +495,34 @@ pub(crate) mod imp {
                 });
             });
         };
+        // The two SFA regions after the two A stages (window w uses region w & 1).
+        let sfa_region = |w: u32| 2 * stage + w * SFA_REGION * FM as u32;
+        // Block `blk` (relative to the job) of A into stage `st`; with QA quantized here, its
+        // scales into their promotion slots of window blk/4's region (the other windows'
+        // readers are past a barrier: the block is written at most two blocks ahead).
         let write_a = #[inline(always)]
-        |st: u32, ga: &[U32x4; FM]| {
+        |st: u32, ga: &[[U32x4; 2]; FM], blk: u32| {
             unroll!(p < FM / 2 => {
+                let data = if QA {
+                    let (v0, v1) = (bf16x8(ga[p][0]), bf16x8(ga[p][1]));
+                    let amax = row8_umax(crate::quant::imp::abs_bits_max(&v0).max(crate::quant::imp::abs_bits_max(&v1)));
+                    let (sf, inv, bad) = crate::quant::imp::scale_of(amax, qmax);
+                    let (d0, d1) = (crate::quant::imp::convert8(&v0, inv, qmax, bad), crate::quant::imp::convert8(&v1, inv, qmax, bad));
+                    if copy_chunk == 0 {
+                        let row = 32 * p as u32 + copy_row;
+                        let slot = sfa_region((blk / 4) & 1) + SFA_REGION * (row / 16) + 4 * (16 * (blk % 4) + row % 16);
+                        // SAFETY: inside the window's SFA region (< lds_bytes), 4-byte aligned;
+                        // its readers of two windows ago passed a barrier since.
+                        unsafe { lds_write_b32(slot, sf.to_bits()) };
+                    }
+                    let (lo, hi) = (d0.to_u64(), d1.to_u64());
+                    U32x4([lo as u32, (lo >> 32) as u32, hi as u32, (hi >> 32) as u32])
+                } else {
+                    ga[p][0]
+                };
                 // SAFETY: inside stage st (< 2·stage = the launch's sharedMemBytes), 16-byte
                 // aligned; every wave has passed the barrier after its last read of this stage.
-                unsafe { lds_write_b128(st * stage + copy_lds + 32 * p as u32 * ROW, ga[p]) };
+                unsafe { lds_write_b128(st * stage + copy_lds + 32 * p as u32 * ROW, data) };
             });
         };
         let read_a = #[inline(always)]
@@ -502,7 +559,7 @@ pub(crate) mod imp {
         let load_scales = #[inline(always)]
         |i: u32, sa: &mut [f32; FM], sb: &mut f32| {
             unroll!(fm < FM => {
-                if fm as u32 % 4 == wave {
+                if !QA && fm as u32 % 4 == wave {
                     // SAFETY: rs_sfa covers the problem's SFA; the whole offset is in voffset,
                     // so offsets past its end read 0 (lane groups past a row's last block read
                     // the next row's scales, which are never used).
@@ -515,7 +572,7 @@ pub(crate) mod imp {
         let write_scales = #[inline(always)]
         |w: u32, sa: &[f32; FM]| {
             unroll!(fm < FM => {
-                if fm as u32 % 4 == wave {
+                if !QA && fm as u32 % 4 == wave {
                     // SAFETY: inside region w & 1 (< lds_bytes), 4-byte aligned; every wave
                     // passed the barrier after its last read of this region (one window ago).
                     unsafe { lds_write_b32(sfa_region(w) + SFA_REGION * fm as u32 + sfa_slot_byte(lane), sa[fm].to_bits()) };
@@ -526,7 +583,7 @@ pub(crate) mod imp {
 
         let zb = || [[U32x4([0; 4]); 2]; FN];
         let (mut b0, mut b1) = (zb(), zb());
-        let (mut ga0, mut ga1) = ([U32x4([0; 4]); FM], [U32x4([0; 4]); FM]);
+        let (mut ga0, mut ga1) = ([[U32x4([0; 4]); 2]; FM], [[U32x4([0; 4]); 2]; FM]);
         let (mut a0, mut a1): (ARegs<FM>, ARegs<FM>) = ([[[0; 2]; FM]; 2], [[[0; 2]; FM]; 2]);
         // A is written to LDS `W` blocks ahead of its MFMAs (AHEAD: its fragments are read one
         // block ahead, so the stage must be ready a block earlier) and loaded from global
@@ -539,10 +596,10 @@ pub(crate) mod imp {
         write_scales(0, &sfa_ld);
         load_b(0, &mut b0);
         load_a(0, &mut ga0);
-        write_a(0, &ga0);
+        write_a(0, &ga0, 0);
         if AHEAD {
             load_a(1, &mut ga0);
-            write_a(1, &ga0);
+            write_a(1, &ga0, 1);
         }
         if A2 {
             load_a(w_ahead, &mut ga1);
@@ -601,7 +658,7 @@ pub(crate) mod imp {
                     });
                 });
                 sched_fence();
-                write_a((j + w_ahead) & 1, if A2 { $gwrite } else { &*$gload });
+                write_a((j + w_ahead) & 1, if A2 { $gwrite } else { &*$gload }, i + w_ahead);
                 if j == 3 {
                     window += 1;
                     write_scales(window & 1, &sfa_ld);

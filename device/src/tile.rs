@@ -336,6 +336,11 @@ pub const CONTIGUOUS_SILU_BS_TILES: [BsTile; 2] = [
     BsTile { name: "m_grouped_fp8_gemm_nt_contiguous_splitk_silu_bs_bm64_bn128", block_m: 64, block_n: 128, lds_stages: 2 },
 ];
 
+/// The silu kernel over bf16 token rows quantized in its A loads
+/// (`m_grouped_fp8_gemm_nt_contiguous_splitk_silu_bs_qa_bm32_bn128`): the LDS of the 32-row tile.
+pub const CONTIGUOUS_SILU_QA_BS_TILE: BsTile =
+    BsTile { name: "m_grouped_fp8_gemm_nt_contiguous_splitk_silu_bs_qa_bm32_bn128", block_m: 32, block_n: 128, lds_stages: 2 };
+
 /// Division of `u32`s by a divisor fixed for a launch, by one multiply-high and two shifts: the
 /// "round-up" method of Granlund and Montgomery, *Division by Invariant Integers using
 /// Multiplication* (PLDI 1994), figure 4.1, exact for every `n` and every divisor `d ≥ 1`. The

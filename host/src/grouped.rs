@@ -676,6 +676,10 @@ pub(crate) struct Silu<'a> {
     pub counters: crate::view::DeviceSliceMut<'a, u32>,
     /// Largest finite value of the FP8 format.
     pub fp8_max: f32,
+    /// The bf16 token rows (`a.m × k`) for the kernel that quantizes its A loads itself
+    /// ([`crate::registry::Spec::ContiguousSiluQa`]); then `a` gives only the shape and
+    /// nothing of its data or scales is read.
+    pub a_bf16: Option<DeviceSlice<'a, half::bf16>>,
 }
 
 /// What the MoE layer fuses into a contiguous split-K launch.
@@ -711,7 +715,8 @@ pub(crate) fn contiguous_splitk<'a, F: Fp8Format>(
     let variant = match &epi {
         None => crate::select::ContiguousVariant::Plain,
         Some(MoeEpilogue::Scatter(_)) => crate::select::ContiguousVariant::Scatter,
-        Some(MoeEpilogue::Silu(_)) => crate::select::ContiguousVariant::Silu,
+        Some(MoeEpilogue::Silu(Silu { a_bf16: None, .. })) => crate::select::ContiguousVariant::Silu,
+        Some(MoeEpilogue::Silu(Silu { a_bf16: Some(_), .. })) => crate::select::ContiguousVariant::SiluQa,
     };
     #[cfg(not(feature = "moe"))]
     let variant = crate::select::ContiguousVariant::Plain;
@@ -729,6 +734,13 @@ pub(crate) fn contiguous_splitk<'a, F: Fp8Format>(
             });
         }
         let inter = n / 2;
+        if let Some(x) = &si.a_bf16 {
+            ctx.check_owner("a_bf16", x.owner())?;
+            check_len("a_bf16", format!("a.m · k = {} · {k}", a.m), a.m * k, x.len())?;
+            if row_src.is_none() {
+                return Err(Error::Shape { arg: "row_src", expected: "a row map (the bf16 A is read gathered)".into(), actual: "none".into() });
+            }
+        }
         check_len("act", format!("m_sum · inter = {m_sum} · {inter}"), m_sum * inter, si.act.len())?;
         check_len("act_sf", format!("m_sum · inter/128 = {m_sum} · {}", inter / 128), m_sum * (inter / 128), si.act_sf.len())?;
         let need = (m_sum / align.max(1)) * (inter / 128);
@@ -911,14 +923,19 @@ pub(crate) fn contiguous_splitk<'a, F: Fp8Format>(
                 stream.launch(spec, [plan.grid, 1, 1], cfg.lds_bytes, &args)?
             },
             #[cfg(feature = "moe")]
-            crate::registry::Spec::ContiguousSilu(spec) => {
+            crate::registry::Spec::ContiguousSilu(spec) | crate::registry::Spec::ContiguousSiluQa(spec) => {
                 let Some(MoeEpilogue::Silu(si)) = epi.as_mut() else {
                     return Err(Error::Unsupported(format!("{} needs an activation target", plan.kernel.name())));
                 };
                 let inter = n / 2;
                 let blocks0 = r0 / align;
+                // The quantizing kernel reads the bf16 rows (and no scales).
+                let gemm = match &si.a_bf16 {
+                    Some(x) => MGroupedContiguousSplitKArgs { a: GlobalPtr::new(x.device_ptr().addr()), ..args },
+                    None => args,
+                };
                 let sargs = MGroupedContiguousSiluArgs {
-                    gemm: args,
+                    gemm,
                     silu: MoeSiluArgs {
                         act: GlobalPtr::new(si.act.sub_mut(r0 * inter, rows * inter)?.device_ptr().addr()),
                         act_sf: GlobalPtr::new(si.act_sf.sub_mut(r0 * (inter / 128), rows * (inter / 128))?.device_ptr().addr()),
@@ -927,7 +944,8 @@ pub(crate) fn contiguous_splitk<'a, F: Fp8Format>(
                         fp8_max: si.fp8_max,
                     },
                 };
-                // SAFETY: the GEMM's operands as above; the epilogue's: act rows·inter bytes,
+                // SAFETY: the GEMM's operands as above (with a_bf16: its a.m·k bf16 rows, checked,
+                // in place of A and SFA); the epilogue's: act rows·inter bytes,
                 // act_sf rows·inter/128 f32 and counters (rows/align)·inter/128 u32 of this
                 // chunk (sub-views of the checked ones), the counters 0 (the caller's contract;
                 // every completed launch re-arms them), n = 2·inter with inter % 128 == 0

@@ -211,6 +211,9 @@ pub struct MoeRun {
     /// The gate·up GEMM gathered the token rows in its A loads (the quantize step covered the
     /// `T` tokens, not the routed rows).
     pub gathered: bool,
+    /// The gate·up GEMM read the bf16 token rows and quantized them in its A loads (no
+    /// quantize launch).
+    pub quantized_in_gemm: bool,
     /// `silu(gate)·up` was quantized in the gate·up GEMM's launch (no activation launch).
     pub fused_activation: bool,
     /// The unpermute ran in the down GEMM's launch (no unpermute launch; the shared expert ran
@@ -880,7 +883,8 @@ impl<F: Fp8Format> MoeLayer<F> {
         let pairs_bound = t.checked_mul(k).ok_or_else(|| shape_err("hidden", "T · k that fits", t))?;
         let fused_activation = gathered && self.one_round(stream, align, rows, 2 * i, h, e.min(pairs_bound))?;
         let fused_unpermute = gathered && self.down.layout() == WeightLayout::Preshuffled && self.one_round(stream, align, rows, h, i, e.min(pairs_bound))?;
-        let run = MoeRun { layout, tokens: t, rows, align, gathered, fused_activation, fused_unpermute };
+        let quantized_in_gemm = fused_activation && align == 32;
+        let run = MoeRun { layout, tokens: t, rows, align, gathered, quantized_in_gemm, fused_activation, fused_unpermute };
         if t == 0 {
             return Ok(run);
         }
@@ -904,11 +908,14 @@ impl<F: Fp8Format> MoeLayer<F> {
         // rows through `row_src`; otherwise every layout row is gathered and quantized first.
         let expected_m = pairs.div_ceil(e).clamp(1, s.masked_capacity.max(1));
         if gathered {
-            {
+            // Within one round the 32-row activation kernel also quantizes the tokens itself
+            // (each workgroup its rows and K range; no quantize launch).
+            let quantize_in_gemm = run.quantized_in_gemm;
+            if !quantize_in_gemm {
                 let xq = ActivationsViewMut::<F>::new(s.a_data.slice_mut(..t * h)?, s.a_scales.slice_mut(..t * (h / 128))?, t, h)?;
                 quantize_activations(stream, hidden, xq)?;
+                observer(MoeStage::GatherQuantize)?;
             }
-            observer(MoeStage::GatherQuantize)?;
             let a = ActivationsView::<F>::new(s.a_data.slice(..t * h)?, s.a_scales.slice(..t * (h / 128))?, t, h)?;
             let d = s.gate_up_out.slice_mut(..rows * 2 * i)?;
             // The activation epilogue: silu(gate)·up quantized in the same launch.
@@ -918,6 +925,7 @@ impl<F: Fp8Format> MoeLayer<F> {
                     act_sf: s.act_scales.slice_mut(..rows * (i / 128))?,
                     counters: s.silu_counters.slice_mut(..(rows / align) * (i / 128))?,
                     fp8_max: F::MAX,
+                    a_bf16: quantize_in_gemm.then_some(hidden),
                 })),
                 false => None,
             };

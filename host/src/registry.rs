@@ -34,9 +34,10 @@ use fp8gemm_device::grouped::{
     M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_SPLITK_BS_PIPE_BM64_BN128, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_SPLITK_SCATTER_BS_BM32_BN128,
     M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_SPLITK_SCATTER_BS_BM64_BN128, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_SPLITK_SCATTER_BS_PIPE_BM64_BN128,
     M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_SPLITK_SILU_BS_BM32_BN128, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_SPLITK_SILU_BS_BM64_BN128,
-    M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_SPLITK_SILU_BS_PIPE_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BM64_BN64, M_GROUPED_FP8_GEMM_NT_MASKED_BM64_BN128,
-    M_GROUPED_FP8_GEMM_NT_MASKED_BM128_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM32_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM64_BN128,
-    M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM128_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_SPLITK_BS_BM32_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_SPLITK_BS_BM64_BN128,
+    M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_SPLITK_SILU_BS_PIPE_BM64_BN128, M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_SPLITK_SILU_BS_QA_BM32_BN128,
+    M_GROUPED_FP8_GEMM_NT_MASKED_BM64_BN64, M_GROUPED_FP8_GEMM_NT_MASKED_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BM128_BN128,
+    M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM32_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BS_BM128_BN128,
+    M_GROUPED_FP8_GEMM_NT_MASKED_SPLITK_BS_BM32_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_SPLITK_BS_BM64_BN128,
 };
 use fp8gemm_device::grouped_pipe::{
     M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_BS_PIPE_BM64_BN128, M_GROUPED_FP8_GEMM_NT_MASKED_BS_PIPE_BM32_BN64, M_GROUPED_FP8_GEMM_NT_MASKED_BS_PIPE_BM64_BN128,
@@ -124,6 +125,9 @@ pub enum Spec {
     /// M-grouped contiguous split-K with the MoE activation epilogue (the MoE layer's gate·up
     /// GEMM and its silu·mul quantization in one launch).
     ContiguousSilu(KernelSpec<MGroupedContiguousSiluArgs>),
+    /// [`Spec::ContiguousSilu`] over bf16 token rows it quantizes in its A loads (the MoE
+    /// layer's decode gate·up GEMM without a quantize launch).
+    ContiguousSiluQa(KernelSpec<MGroupedContiguousSiluArgs>),
     /// M-grouped masked.
     Masked(KernelSpec<MGroupedMaskedArgs>),
     /// M-grouped masked split-K.
@@ -143,6 +147,7 @@ impl Spec {
             Spec::ContiguousSplitK(s) => s.name,
             Spec::ContiguousScatter(s) => s.name,
             Spec::ContiguousSilu(s) => s.name,
+            Spec::ContiguousSiluQa(s) => s.name,
             Spec::Masked(s) => s.name,
             Spec::MaskedSplitK(s) => s.name,
             Spec::KGrouped(s) => s.name,
@@ -158,6 +163,7 @@ impl Spec {
             Spec::ContiguousSplitK(s) => s.workgroup_size,
             Spec::ContiguousScatter(s) => s.workgroup_size,
             Spec::ContiguousSilu(s) => s.workgroup_size,
+            Spec::ContiguousSiluQa(s) => s.workgroup_size,
             Spec::Masked(s) => s.workgroup_size,
             Spec::MaskedSplitK(s) => s.workgroup_size,
             Spec::KGrouped(s) => s.workgroup_size,
@@ -412,6 +418,16 @@ pub static KERNELS: &[KernelEntry] = &[
         tile::SPLITK_MAX_TILES,
     ),
     row(Spec::ContiguousSilu(M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_SPLITK_SILU_BS_PIPE_BM64_BN128), Contig, P, SK, (64, 128), 2, pl(64), tile::SPLITK_MAX_TILES),
+    row(
+        Spec::ContiguousSiluQa(M_GROUPED_FP8_GEMM_NT_CONTIGUOUS_SPLITK_SILU_BS_QA_BM32_BN128),
+        Contig,
+        P,
+        SK,
+        (32, 128),
+        2,
+        bs(tile::CONTIGUOUS_SILU_QA_BS_TILE),
+        tile::SPLITK_MAX_TILES,
+    ),
     // M-grouped masked.
     row(Spec::Masked(M_GROUPED_FP8_GEMM_NT_MASKED_BM64_BN64), Masked, L, DP, (64, 64), 1, dl(64, 64), NO_LIMIT),
     row(Spec::Masked(M_GROUPED_FP8_GEMM_NT_MASKED_BM64_BN128), Masked, L, DP, (64, 128), 1, dl(64, 128), NO_LIMIT),

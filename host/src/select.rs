@@ -611,6 +611,8 @@ pub enum ContiguousVariant {
     Scatter,
     /// [`registry::Spec::ContiguousSilu`] (the MoE gate·up GEMM with its activation).
     Silu,
+    /// [`registry::Spec::ContiguousSiluQa`] (the same over bf16 tokens it quantizes itself).
+    SiluQa,
 }
 
 /// The plan of an m-grouped contiguous split-K / gathered-A launch
@@ -652,6 +654,7 @@ pub fn plan_contiguous_splitk(
                 ContiguousVariant::Plain => matches!(e.spec, registry::Spec::ContiguousSplitK(_)),
                 ContiguousVariant::Scatter => matches!(e.spec, registry::Spec::ContiguousScatter(_)),
                 ContiguousVariant::Silu => matches!(e.spec, registry::Spec::ContiguousSilu(_)),
+                ContiguousVariant::SiluQa => matches!(e.spec, registry::Spec::ContiguousSiluQa(_)),
             };
             kind && e.block_m == block_m
         })
