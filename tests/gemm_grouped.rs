@@ -399,7 +399,8 @@ fn pipelined_bs_kernels_match_both_references_and_the_logical_kernels() {
 /// `m_grouped_fp8_gemm_nt_contiguous_gathered`: the token rows gathered inside the GEMM's A
 /// loads. Layout: groups of 5, 0, 40, 33 and 1 rows, each row a random token (repeats allowed),
 /// padded to the alignment with `row_src` −1 / `m_indices` −1, then an unused block (`row_src`
-/// −2, `m_indices` −1). Unsplit (forced split 1) it is bit for bit the aligned GEMM over the
+/// −2, `m_indices` −1); at 64 rows on both bs loops (forced). Unsplit (forced split 1) it is bit
+/// for bit the aligned GEMM over the
 /// explicitly gathered activations (zero rows for padding); split-K (forced 3 of the 6 K
 /// blocks, and the selector's own choice) matches both references; padding rows keep the
 /// sentinel; bad inputs are typed errors.
@@ -460,23 +461,30 @@ fn contiguous_gathered_matches_the_explicit_gather_and_both_references() {
         let mut want_q = vec![bf16::from_bits(SENTINEL); m_sum * n];
         reference::m_grouped_fp8_gemm_nt_contiguous(&gathered.qa, &gathered.qb, &m_indices, &mut want_q).unwrap();
         let row_group: Vec<Option<usize>> = m_indices.iter().map(|&v| usize::try_from(v).ok()).collect();
-        for split in [Some(1u32), Some(3), None] {
-            let what = format!("gathered, align {align}, split {split:?}");
+        let pipes: &[Option<bool>] = if align == 64 { &[None, Some(false), Some(true)] } else { &[None] };
+        for (split, pipe) in [Some(1u32), Some(3), None].into_iter().flat_map(|s| pipes.iter().map(move |&p| (s, p))) {
+            let what = format!("gathered, align {align}, split {split:?}, pipelined {pipe:?}");
             let mut st = stream(&ctx);
+            let mut o = Overrides::NONE;
             if let Some(s) = split {
-                st.set_overrides(Overrides::NONE.with_split(s));
+                o = o.with_split(s);
             }
+            if let Some(p) = pipe {
+                o = o.with_bs_pipelined(p);
+            }
+            st.set_overrides(o);
             let mut dd = sentinel_d(&ctx, m_sum * n);
             let run = m_grouped_fp8_gemm_nt_contiguous_gathered(&st, &da_tok, &ds, &db, &mut dd, &di, align, group_rows.len())
                 .unwrap_or_else(|e| panic!("{what}: {e}"));
             let cfg = run.config.expect("a launch");
-            // The two-phase or (64 rows) the pipelined bs loop: the model's choice.
-            assert!(
-                cfg.kernel == format!("m_grouped_fp8_gemm_nt_contiguous_splitk_bs_bm{align}_bn128")
-                    || (align == 64 && cfg.kernel == "m_grouped_fp8_gemm_nt_contiguous_splitk_bs_pipe_bm64_bn128"),
-                "{what}: {}",
-                cfg.kernel
-            );
+            // The two-phase or (64 rows) the pipelined bs loop: the model's choice, or forced.
+            let two_phase = format!("m_grouped_fp8_gemm_nt_contiguous_splitk_bs_bm{align}_bn128");
+            let pipelined = "m_grouped_fp8_gemm_nt_contiguous_splitk_bs_pipe_bm64_bn128";
+            match pipe {
+                None => assert!(cfg.kernel == two_phase || (align == 64 && cfg.kernel == pipelined), "{what}: {}", cfg.kernel),
+                Some(false) => assert_eq!(cfg.kernel, two_phase, "{what}"),
+                Some(true) => assert_eq!(cfg.kernel, pipelined, "{what}"),
+            }
             if let Some(s) = split {
                 assert_eq!(cfg.splits, s, "{what}");
             }

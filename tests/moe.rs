@@ -955,3 +955,68 @@ fn example_shape_sweep() {
         eprintln!("  T={t}: {:.1} s", started.elapsed().as_secs_f64());
     }
 }
+
+/// The fused path's kernels (pre-shuffled weights, contiguous layout): at 32- and 64-row
+/// alignment, on the two-phase and the pipelined bs loop, the gate·up GEMM with its activation
+/// epilogue (at 32 rows, over the bf16 tokens it quantizes itself) and the down GEMM with its
+/// scatter epilogue each run (checked by name on the emulator's launch reports), match the
+/// device-matched reference, and give the same bits as the logical layer's unfused launches;
+/// with a shared expert too, and repeated runs are bit-identical.
+#[test]
+fn fused_kernels_all_run_and_agree_with_the_unfused_layer() {
+    let ctx = checked_context();
+    let (e, h, i, k) = (8, 256, 256, 2);
+    let opts = MoeOptions { top_k: k, masked_max_tokens: 0 };
+    for shared in [None, Some(128)] {
+        let logical = random_layer_in(&ctx, e, h, i, shared, opts, 91, WeightLayout::Logical);
+        let mut pre = random_layer_in(&ctx, e, h, i, shared, opts, 91, WeightLayout::Preshuffled);
+        let mut rng = StdRng::seed_from_u64(92);
+        let (x, ids, w) = inputs(6, h, k, e, true, &mut rng);
+        let mut scratch_l = MoeScratch::new(&logical.layer, 6, 0).unwrap();
+        let want = forward_with_overrides(&logical, &mut scratch_l, &x, &ids, &w, fp8gemm::Overrides::NONE);
+        let matched = pre.reference(&x, &ids, &w, ReferenceActivations::DeviceMatched);
+        let mut seen: Vec<String> = Vec::new();
+        for (align, pipelined) in [(32, None), (64, Some(false)), (64, Some(true))] {
+            let what = format!("shared {shared:?}, align {align}, pipelined {pipelined:?}");
+            pre.layer.set_contiguous_align(Some(align)).unwrap();
+            let mut scratch = MoeScratch::new(&pre.layer, 6, 0).unwrap();
+            let mut stream = Stream::new(&ctx).unwrap();
+            if let Some(p) = pipelined {
+                stream.set_overrides(fp8gemm::Overrides::NONE.with_bs_pipelined(p));
+            }
+            let xb: Vec<bf16> = x.iter().map(|&v| bf16::from_f32(v)).collect();
+            let (d_x, d_ids, d_w) = (ctx.upload(&xb).unwrap(), ctx.upload(&ids).unwrap(), ctx.upload(&w).unwrap());
+            let mut out = ctx.alloc_zeroed::<bf16>(x.len()).unwrap();
+            let mut kernels = Vec::new();
+            let run = pre
+                .layer
+                .forward_with(&stream, &d_x, &d_ids, &d_w, &mut out, &mut scratch, MoeLayout::Contiguous, &mut |_| {
+                    stream.synchronize()?;
+                    kernels.push(amdgpu_emu::hip::last_launch_report().map(|r| r.kernel.clone()).unwrap_or_default());
+                    Ok(())
+                })
+                .unwrap();
+            assert!(run.gathered && run.fused_activation && run.fused_unpermute, "{what}: {run:?}");
+            assert_eq!(run.quantized_in_gemm, align == 32, "{what}");
+            let got: Vec<f32> = out.download(&stream).unwrap().iter().map(|v| v.to_f32()).collect();
+            let diff = reference::calc_diff(&got, &matched).unwrap();
+            assert!(diff < 2e-5, "{what}: calc_diff {diff:e} vs the device-matched reference");
+            let bad = got.iter().zip(&want).position(|(a, b)| a.to_bits() != b.to_bits());
+            assert!(bad.is_none(), "{what}: out[{bad:?}] differs from the logical layer's unfused result");
+            let gemms: Vec<&String> = kernels.iter().filter(|n| n.contains("m_grouped")).collect();
+            assert_eq!(gemms.len(), 2, "{what}: {kernels:?}");
+            let pipe = pipelined == Some(true);
+            let tile = |kind: &str| {
+                let qa = if kind == "silu" && align == 32 { "_qa" } else { "" };
+                format!("m_grouped_fp8_gemm_nt_contiguous_splitk_{kind}_bs{qa}{}_bm{align}_bn128", if pipe { "_pipe" } else { "" })
+            };
+            assert_eq!((gemms[0].as_str(), gemms[1].as_str()), (tile("silu").as_str(), tile("scatter").as_str()), "{what}");
+            seen.extend(gemms.into_iter().cloned());
+            let (again, _) = forward_once(&pre, &mut scratch, &x, &ids, &w);
+            let bad = got.iter().zip(&again).position(|(a, b)| a.to_bits() != b.to_bits());
+            assert!(bad.is_none(), "{what}: a repeated run differs at out[{bad:?}]");
+        }
+        pre.layer.set_contiguous_align(None).unwrap();
+        assert_eq!(seen.len(), 6, "{seen:?}");
+    }
+}

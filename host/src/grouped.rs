@@ -876,6 +876,7 @@ pub(crate) fn contiguous_splitk<'a, F: Fp8Format>(
                     avail,
                     overrides.split,
                     variant,
+                    overrides.bs_pipelined,
                 )
                 .map_err(|e| Error::Unsupported(e.to_string()))
             };

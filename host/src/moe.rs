@@ -755,7 +755,19 @@ impl<F: Fp8Format> MoeLayer<F> {
             let rows = active * pairs.div_ceil(active).div_ceil(align) * align;
             let Ok(rows32) = u32::try_from(rows) else { continue };
             let plan = |n: usize, kk: usize, v| {
-                plan_contiguous_splitk(align as u32, rows32, n as u32, kk as u32, active as u32, ctx.arch(), ctx.compute_units(), available, None, v)
+                plan_contiguous_splitk(
+                    align as u32,
+                    rows32,
+                    n as u32,
+                    kk as u32,
+                    active as u32,
+                    ctx.arch(),
+                    ctx.compute_units(),
+                    available,
+                    None,
+                    v,
+                    stream.overrides().bs_pipelined,
+                )
             };
             let (Ok(gu), Ok(dn)) = (plan(2 * i, h, ContiguousVariant::Silu), plan(h, i, ContiguousVariant::Scatter)) else { continue };
             let t = gu.estimate_s + dn.estimate_s;
@@ -1038,6 +1050,7 @@ impl<F: Fp8Format> MoeLayer<F> {
             available,
             stream.overrides().split,
             crate::select::ContiguousVariant::Plain,
+            stream.overrides().bs_pipelined,
         );
         Ok(match plan {
             Ok(p) => u64::from(p.grid) <= u64::from(ctx.compute_units()) * u64::from(p.kernel.slots_per_cu(ctx.arch()).unwrap_or(1)),

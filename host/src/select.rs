@@ -626,6 +626,8 @@ pub enum ContiguousVariant {
 /// [`ConfigError::ForcedSplit`]). `variant` picks the kernel with the MoE scatter or activation
 /// epilogue ([`registry::Spec::ContiguousScatter`], [`registry::Spec::ContiguousSilu`]),
 /// estimated as the plain kernel (the epilogues' cost is not in the model's features).
+/// `pipelined` keeps only the kernels on (`true`) or off (`false`) the pipelined bs loop
+/// ([`Overrides::bs_pipelined`]).
 ///
 /// The grouped kernels run the dense bs main loop on each tile, so the estimate uses the
 /// generated coefficients of the dense kernels with the same loop: per block and per batch
@@ -646,6 +648,7 @@ pub fn plan_contiguous_splitk(
     available: u64,
     forced: Option<u32>,
     variant: ContiguousVariant,
+    pipelined: Option<bool>,
 ) -> Result<Plan, ConfigError> {
     let entries: Vec<&'static KernelEntry> = registry::KERNELS
         .iter()
@@ -656,7 +659,7 @@ pub fn plan_contiguous_splitk(
                 ContiguousVariant::Silu => matches!(e.spec, registry::Spec::ContiguousSilu(_)),
                 ContiguousVariant::SiluQa => matches!(e.spec, registry::Spec::ContiguousSiluQa(_)),
             };
-            kind && e.block_m == block_m
+            kind && e.block_m == block_m && pipelined.is_none_or(|p| p == e.pipelined())
         })
         .collect();
     if entries.is_empty() {
