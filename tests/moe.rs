@@ -741,8 +741,14 @@ fn forward_captures_into_a_graph_and_replays() {
     let ctx = checked_context();
     let (e, h, i, k, t) = (8, 256, 128, 4, 12);
     let mut rng = StdRng::seed_from_u64(61);
-    for (layout, masked_max, with_shared) in [(MoeLayout::Contiguous, 0, false), (MoeLayout::Masked, t, true)] {
-        let l = random_layer(&ctx, e, h, i, with_shared.then_some(128), MoeOptions { top_k: k, masked_max_tokens: masked_max }, 62);
+    // The third case is the fused path (pre-shuffled weights: two GEMM launches with epilogues).
+    let cases = [
+        (MoeLayout::Contiguous, 0, false, WeightLayout::Logical),
+        (MoeLayout::Masked, t, true, WeightLayout::Logical),
+        (MoeLayout::Contiguous, 0, true, WeightLayout::Preshuffled),
+    ];
+    for (layout, masked_max, with_shared, weights) in cases {
+        let l = random_layer_in(&ctx, e, h, i, with_shared.then_some(128), MoeOptions { top_k: k, masked_max_tokens: masked_max }, 62, weights);
         assert_eq!(l.layer.layout_for(t), layout);
         let mut scratch = MoeScratch::new(&l.layer, t, t).unwrap();
         let mut check_scratch = MoeScratch::new(&l.layer, t, t).unwrap();
@@ -755,7 +761,10 @@ fn forward_captures_into_a_graph_and_replays() {
         let run = l.layer.forward(&stream, &d_x, &d_ids, &d_w, &mut out, &mut scratch).unwrap();
         let graph = stream.end_capture().unwrap().instantiate().unwrap();
         assert_eq!(run.layout, layout);
-        let launches = 7 + if with_shared { 4 } else { 0 }; // route (48 pairs): count + offsets, scatter
+        assert_eq!(run.fused_unpermute, weights == WeightLayout::Preshuffled, "{layout:?} {weights:?}: {run:?}");
+        // Route (48 pairs): count + offsets, scatter; then what the pass did not fuse.
+        let unfused = [!run.quantized_in_gemm, !run.fused_activation, !run.fused_unpermute].iter().filter(|&&u| u).count();
+        let launches = (2 + 2 + unfused + if with_shared { 4 } else { 0 }) as u64;
         for step in 0..2 {
             let (x, ids, w) = inputs(t, h, k, e, step == 1, &mut rng);
             let xb: Vec<bf16> = x.iter().map(|&v| bf16::from_f32(v)).collect();
@@ -770,7 +779,7 @@ fn forward_captures_into_a_graph_and_replays() {
             assert_eq!(
                 (after.launches - before.launches, after.host_copies() - before.host_copies(), after.synchronizations - before.synchronizations),
                 (launches, 0, 0),
-                "{layout:?} replay {step}: launches, host copies, synchronizations"
+                "{layout:?} {weights:?} replay {step}: launches, host copies, synchronizations"
             );
             let got: Vec<f32> = out.download(&stream).unwrap().iter().map(|v| v.to_f32()).collect();
             let (want, status) = forward_once(&l, &mut check_scratch, &x, &ids, &w);

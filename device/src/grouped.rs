@@ -605,18 +605,6 @@ pub(crate) mod imp {
         U32x4([lo as u32, (lo >> 32) as u32, hi as u32, (hi >> 32) as u32])
     }
 
-    /// The 8 bf16 values of `v` as f32 (exact).
-    #[inline(always)]
-    fn bf16x8(v: U32x4) -> [f32; 8] {
-        let w = v.to_array();
-        let mut out = [0f32; 8];
-        for i in 0..4 {
-            out[2 * i] = f32::from_bits(w[i] << 16);
-            out[2 * i + 1] = f32::from_bits(w[i] & 0xffff_0000);
-        }
-        out
-    }
-
     /// Tokens with no valid slot (every id −1 or invalid): nothing counts them in, so in the
     /// launch of the first row chunk (`row0 = 0`) the workgroup whose id is `t` modulo `grid`
     /// writes `out[t] = bf16(0 + shared[t])` (0 without

@@ -243,6 +243,18 @@ pub fn row16_umax(v: u32) -> u32 {
     }
 }
 
+/// The 8 bf16 values packed in `v` (element `2i` in the low half of word `i`) as f32, exactly.
+#[inline(always)]
+pub fn bf16x8(v: U32x4) -> [f32; 8] {
+    let w = v.to_array();
+    let mut out = [0f32; 8];
+    for i in 0..4 {
+        out[2 * i] = f32::from_bits(w[i] << 16);
+        out[2 * i + 1] = f32::from_bits(w[i] & 0xffff_0000);
+    }
+    out
+}
+
 /// The largest of `v` over the 8 lanes of this lane's half-row (lanes `8·h .. 8·h + 8`), in
 /// every lane of it: DPP `quad_perm:[1,0,3,2]`, `quad_perm:[2,3,0,1]`, then `row_half_mirror`
 /// (lane `i` of a half-row reads lane `7 − i`, so each quad meets the other's maximum). Every

@@ -343,16 +343,20 @@ pub(crate) mod imp {
         4 * (16 * j + r)
     }
 
-    /// The 8 bf16 values of `v` as f32 (exact).
+    /// The A / SFA row that row `r` of the problem reads for a job with a gathered A
+    /// (`job.a_rows`; `r` itself without), or `None` for a padding row (its offsets are parked
+    /// past both resources: it reads 0). One buffer load, before a main loop.
     #[inline(always)]
-    fn bf16x8(v: U32x4) -> [f32; 8] {
-        let w = v.to_array();
-        let mut out = [0f32; 8];
-        for i in 0..4 {
-            out[2 * i] = f32::from_bits(w[i] << 16);
-            out[2 * i + 1] = f32::from_bits(w[i] & 0xffff_0000);
+    pub(crate) fn a_row_of(job: &TileJob, r: u32) -> Option<u32> {
+        match job.a_rows {
+            None => Some(r),
+            Some(map) => {
+                // SAFETY: map.rs_rows is a wave-uniform resource over the row map (read-only
+                // during the launch); the whole offset is in voffset, so rows past it read 0.
+                let src = unsafe { buffer_load_i32(map.rs_rows, r * 4, 0) };
+                if src >= 0 && (src as u32) < map.count { Some(src as u32) } else { None }
+            }
         }
-        out
     }
 
     /// One block's B operands of a wave: `[fragment][read]`, 16 bytes per lane each.
@@ -411,21 +415,8 @@ pub(crate) mod imp {
         let lane = tid & 63;
         let wave = readfirstlane_u32(tid >> 6);
 
-        // Gathered A (`job.a_rows`): the A / SFA row that row `r` of the problem reads, or
-        // `None` for a padding row (its offsets are parked past both resources: it reads 0).
-        // One buffer load per row this work-item copies or scales, before the main loop.
-        let a_row = #[inline(always)]
-        |r: u32| -> Option<u32> {
-            match job.a_rows {
-                None => Some(r),
-                Some(map) => {
-                    // SAFETY: map.rs_rows is a wave-uniform resource over the row map (read-only
-                    // during the launch); the whole offset is in voffset, so rows past it read 0.
-                    let src = unsafe { buffer_load_i32(map.rs_rows, r * 4, 0) };
-                    if src >= 0 && (src as u32) < map.count { Some(src as u32) } else { None }
-                }
-            }
-        };
+        // Gathered A (`job.a_rows`): one row-map load per row this work-item copies or scales.
+        let a_row = |r: u32| a_row_of(job, r);
         // Past every A and SFA resource (both below tile::MAX_TENSOR_BYTES), with room for
         // the K offsets added to it.
         const PARKED: u32 = tile::MAX_TENSOR_BYTES as u32;
@@ -768,19 +759,8 @@ pub(crate) mod imp {
         // A copy: work-item t moves chunk (t & 7) of row (t >> 3) + 32·pass, ⌈FM/2⌉ passes (odd
         // FM: the last pass's upper 16 rows are other rows of A, or 0, written to the stage's
         // padding rows, never read).
-        // Gathered A (`job.a_rows`): as in tile_gemm_bs.
-        let a_row = #[inline(always)]
-        |r: u32| -> Option<u32> {
-            match job.a_rows {
-                None => Some(r),
-                Some(map) => {
-                    // SAFETY: map.rs_rows is a wave-uniform resource over the row map (read-only
-                    // during the launch); the whole offset is in voffset, so rows past it read 0.
-                    let src = unsafe { buffer_load_i32(map.rs_rows, r * 4, 0) };
-                    if src >= 0 && (src as u32) < map.count { Some(src as u32) } else { None }
-                }
-            }
-        };
+        // Gathered A (`job.a_rows`), as in tile_gemm_bs.
+        let a_row = |r: u32| a_row_of(job, r);
         const PARKED: u32 = tile::MAX_TENSOR_BYTES as u32;
         let (copy_row, copy_chunk) = (tid >> 3, tid & 7);
         let mut a_voff = [0u32; FM];

@@ -7,21 +7,44 @@
 //!   ─ grouped GEMM down ─ unpermute (Σ_j w[t,j] · Y[slot(t,j)]) [+ shared expert] → out [T, H] bf16
 //! ```
 //!
-//! With pre-shuffled weights in the contiguous layout (32- or 64-row blocks) the second step
-//! quantizes only the `T` token rows, and the gate_up GEMM gathers its A rows through
-//! `row_src` inside its loads ([`crate::m_grouped_fp8_gemm_nt_contiguous_gathered`]): no pass
-//! over the `T·k` routed rows. Both grouped GEMMs then run the contiguous split-K kernels,
-//! which split K over several workgroups per tile when the routed rows leave CUs idle
-//! (decode), with the stream's workspace.
-//!
 //! in either MoE layout ([`MoeLayout`]): contiguous (rows grouped by expert, each non-empty
 //! expert padded only to the grouped GEMMs' tile height, 32 or 64 rows —
 //! [`MoeLayer::contiguous_align`] — with `m_indices`) or masked (`[E, m_max]` rows,
 //! `masked_m`). Nothing in `forward` allocates, copies to the host or synchronizes: the scratch
 //! ([`MoeScratch`]) is sized once for the bound `T·k + min(E, T·k)·63` rows
 //! ([`contiguous_rows_bound_aligned`]), so a forward pass can be captured into a graph and
-//! replayed (launches: 3 route (2 when
-//! `T·k ≤ 256`) + gather + 2 GEMMs + silu·mul + unpermute = 8 (7), plus 4 for a shared expert).
+//! replayed (launches of the unfused path: 3 route (2 when `T·k ≤ 256`) + gather + 2 GEMMs +
+//! silu·mul + unpermute = 8 (7), plus 4 for a shared expert).
+//!
+//! # The fused path (pre-shuffled routed weights, contiguous layout)
+//!
+//! With pre-shuffled routed weights the contiguous layout runs the m-grouped contiguous split-K
+//! kernels ([`crate::registry::Spec::ContiguousSplitK`] and their epilogue variants), which fold
+//! the steps around the GEMMs into the GEMMs' own launches ([`MoeRun`] says which ran):
+//!
+//! * **Gather** ([`MoeRun::gathered`], always on this path): the `T` token rows are quantized
+//!   once and the gate·up GEMM reads its A rows through the route's `row_src` inside its loads
+//!   ([`crate::m_grouped_fp8_gemm_nt_contiguous_gathered`]); nothing passes over the `T·k`
+//!   routed rows.
+//! * **Quantize in the GEMM** ([`MoeRun::quantized_in_gemm`], 32-row tiles within one round):
+//!   the gate·up kernel reads the bf16 token rows and quantizes them in its A loads (the
+//!   activation kernels' recipe, the same bits), so there is no quantize launch.
+//! * **Activation epilogue** ([`MoeRun::fused_activation`]): the gate·up launch also writes
+//!   `FP8(silu(gate)·up)` and its scales (the second of each gate/up tile pair to finish does
+//!   it; same bits as the activation kernel).
+//! * **Scatter epilogue** ([`MoeRun::fused_unpermute`], pre-shuffled down weights too): the
+//!   down launch also does the unpermute: each stored row counts in on its token's counter
+//!   per 128 columns, and the row that completes a token adds its `k` rows in `j` order
+//!   (the unpermute's arithmetic, the same bits; no float atomics). The shared expert runs
+//!   before it, since the epilogue adds its output.
+//!
+//! Split counts and the 32-/64-row tile (two-phase or pipelined bs loop) come from the
+//! generated cost model ([`crate::select::plan_contiguous_splitk`]). The epilogues pay a tail
+//! per workgroup (a release, an atomic, reads of other workgroups' results) that the model's
+//! features do not include yet, so they run only where the launch fits one round of the
+//! device (every workgroup resident at once: decode), where the launch they replace costs
+//! more; past it the separate launches run. At one token the layer is then the route plus
+//! two launches.
 //!
 //! # Semantics (decided here, tested in `tests/moe.rs`)
 //! * **Row order** inside an expert is the order of `p = t·k + j` (a stable counting sort, no
@@ -69,65 +92,8 @@
 //! ([`crate::m_grouped_fp8_gemm_nt_contiguous_aligned`]); the gather, silu·mul and unpermute
 //! kernels address rows with 64-bit offsets. The route's offsets step is one workgroup.
 //!
-//! Modelled MI300X times per stage before the tile-height padding (128-row layout; timing
-//! model, *not measured*; `tests/moe_timing.rs` shows
-//! how: [`MoeLayer::forward_with`]'s observer synchronizes and reads the emulator's report after
-//! each launch), E = 16, H = 1024, I = 512, k = 8, shared expert Is = 128:
-//!
-//! | stage | T = 1000 contiguous | T = 8 masked |
-//! |---|---|---|
-//! | route (3 launches; 2 for T·k ≤ 256) | 25.5 µs | 10.4 µs |
-//! | gather + quantize | 10.4 µs | 3.6 µs |
-//! | gate_up GEMM | 55.6 µs | 12.0 µs |
-//! | silu·mul quantize | 18.7 µs | 5.5 µs |
-//! | down GEMM | 36.1 µs | 8.0 µs |
-//! | shared expert (4 launches) | 29.9 µs | 24.0 µs |
-//! | unpermute | 8.5 µs | 7.8 µs |
-//!
-//! ## At real expert counts (issue 31; MI325X, *modelled*)
-//! `cargo run --example moe_bench -- --machine mi325x --weights … --tokens 1,1024` (timing
-//! model, every figure *modelled*, not measured; all-zero weights, uniform top-k routing,
-//! contiguous layout, no shared expert). µs per stage, after tile-height padding; `align` the
-//! rows every active expert is padded to:
-//!
-//! | E, k, H, I | T | weights | align | route | gather+quant | gate_up | silu·mul | down | unpermute | total | total − route |
-//! |---|---|---|---|---|---|---|---|---|---|---|---|
-//! | 257, 9, 6144, 256 | 1 | logical | 64 | 13.5 | 5.9 | 44.1 | 5.9 | 9.4 | 8.2 | 86.9 | 73.4 |
-//! | 257, 9, 6144, 256 | 1 | pre-shuffled | 32 | 13.6 | 4.6 | 29.5 | 5.9 | 8.1 | 8.2 | 69.8 | 56.2 |
-//! | 257, 9, 6144, 256 | 1024 | logical | 64 | 38.1 | 103.1 | 268.6 | 18.5 | 224.3 | 30.3 | 682.9 | 644.8 |
-//! | 257, 9, 6144, 256 | 1024 | pre-shuffled | 32 | 38.1 | 78.0 | 228.8 | 16.1 | 164.8 | 30.3 | 556.0 | 517.9 |
-//! | 32, 8, 6144, 2048 | 1 | logical | 64 | 11.5 | 5.7 | 56.1 | 8.0 | 28.6 | 7.7 | 117.5 | 106.0 |
-//! | 32, 8, 6144, 2048 | 1 | pre-shuffled | 32 | 11.8 | 4.5 | 47.6 | 6.0 | 26.5 | 7.7 | 104.1 | 92.3 |
-//! | 32, 8, 6144, 2048 | 1024 | logical | 64 | 27.5 | 50.9 | 646.4 | 68.4 | 363.7 | 27.7 | 1184.6 | 1157.1 |
-//! | 32, 8, 6144, 2048 | 1024 | pre-shuffled | 64 | 27.5 | 50.9 | 412.7 | 68.4 | 237.4 | 27.7 | 824.5 | 797.0 |
-//!
-//! More token counts of `shapes_fmoe_1stage.csv`, pre-shuffled weights (same columns):
-//!
-//! | E, k, H, I | T | align | rows | route | gather+quant | gate_up | silu·mul | down | unpermute | total |
-//! |---|---|---|---|---|---|---|---|---|---|---|
-//! | 257, 9, 6144, 256 | 2 | 32 | 576 | 13.5 | 5.9 | 29.6 | 5.9 | 11.0 | 8.2 | 74.1 |
-//! | 257, 9, 6144, 256 | 32 | 32 | 8256 | 23.2 | 33.3 | 155.4 | 9.8 | 82.0 | 8.2 | 311.9 |
-//! | 257, 9, 6144, 256 | 128 | 32 | 9120 | 24.5 | 41.4 | 189.0 | 11.7 | 94.7 | 8.6 | 370.0 |
-//! | 257, 9, 6144, 256 | 512 | 32 | 12576 | 30.4 | 52.4 | 222.7 | 11.7 | 123.5 | 16.7 | 457.3 |
-//! | 32, 8, 6144, 2048 | 4 | 32 | 1024 | 11.5 | 6.7 | 155.9 | 9.7 | 73.9 | 7.7 | 265.4 |
-//! | 32, 8, 6144, 2048 | 64 | 32 | 1504 | 20.6 | 8.9 | 200.9 | 11.7 | 107.5 | 7.8 | 357.5 |
-//! | 32, 8, 6144, 2048 | 256 | 32 | 3040 | 21.9 | 16.7 | 266.1 | 22.3 | 132.3 | 9.7 | 469.0 |
-//!
-//! 257 experts at T = 16384 (logical weights, 64-row padding, 163,648 rows; the ignored test
-//! in `tests/moe_timing.rs`, 63 min of emulation) runs: route 275.8, gather+quant 809.5, gate_up
-//! 1275.3, silu·mul 137.7, down 1389.0, unpermute 424.5, total 4311.8 µs (*modelled*, MI325X).
-//!
-//! Against the 128-row layout (issue 31's figures, modelled the same way without the route:
-//! logical / pre-shuffled) the layer went, without the route, from 141.3 / 125.3 to 73.4 / 56.2
-//! (257 experts, T = 1), 904.4 / 797.8 to 644.8 / 517.9 (257, T = 1024), 216.2 / 181.5 to
-//! 106.0 / 92.3 (32, T = 1) and 1252.4 / 873.1 to 1157.1 / 797.0 (32, T = 1024). Most of the gain at
-//! one token is the bound (the gather and the GEMM grids no longer cover `E·127` rows); at
-//! T = 1024 it is the padding (257 experts × ~36 rows: 17,184 rows at 32-row padding against
-//! 41,856). What remains is in the GEMMs: at one token the gate_up GEMM is a few dozen
-//! workgroups, each streaming all 48 K blocks of one expert (latency-bound, no split-K for the
-//! contiguous layout); at T = 1024 with 257 experts every expert's weights are read (808 MB of
-//! gate_up alone, 135 µs at the MI325X's 6 TB/s), which a fused single pass (issue 31, item 2)
-//! would not avoid either.
+//! Modelled times per stage at real configurations (`examples/moe_bench.rs`; every figure
+//! *modelled* by the emulator's timing model, not measured) are in `docs/perf/moe.md`.
 
 use std::marker::PhantomData;
 
