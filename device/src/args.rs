@@ -204,7 +204,8 @@ const _: () = assert!(core::mem::size_of::<DenseSplitKArgs>() == 104);
 /// `groups × n × k` FP8, `SFB` `groups × ⌈n/128⌉ × ⌈k/128⌉` f32, `D` `m_sum × n` bf16,
 /// `m_indices` `m_sum` i32. Requirements (checked by the host before launch): the
 /// [`DenseGemmArgs`] ones for `m = m_sum`, `m_sum` a multiple of the tile height, and
-/// `groups · n · k` below [`crate::tile::MAX_TENSOR_BYTES`]. `m_indices` is read on the device
+/// each group's `n · k` below [`crate::tile::MAX_TENSOR_BYTES`] (a group is addressed from its own
+/// 64-bit base, so the whole `B` may be larger). `m_indices` is read on the device
 /// only and never trusted: each `BM`-row block takes the group of its first row; a block whose
 /// group is outside `0..groups` (−1 padding, or garbage) is skipped entirely, and inside a
 /// computed block a row is stored only if its own entry equals the block's group. The grid is 1-D
@@ -242,8 +243,9 @@ pub struct MGroupedContiguousArgs {
 /// `groups × m_max × ⌈k/128⌉` f32, `B` `groups × n × k` FP8, `SFB` `groups × ⌈n/128⌉ × ⌈k/128⌉` f32,
 /// `D` `groups × m_max × n` bf16, `masked_m` `groups` i32 (read on the device only). Rows at or
 /// past a group's clamped count are neither read nor written. Requirements (checked by the host):
-/// the [`DenseGemmArgs`] ones for `m = m_max`, and every whole tensor below
-/// [`crate::tile::MAX_TENSOR_BYTES`]. The grid is 1-D with `groups·⌈m_max/BM⌉·⌈n/BN⌉` workgroups;
+/// the [`DenseGemmArgs`] ones for `m = m_max`, and `A`, `D` and each group of `B` below
+/// [`crate::tile::MAX_TENSOR_BYTES`] (a group of `B` is addressed from its own 64-bit base).
+/// The grid is 1-D with `groups·⌈m_max/BM⌉·⌈n/BN⌉` workgroups;
 /// tiles past their group's row count return after one scalar load.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]

@@ -548,9 +548,10 @@ fn contiguous<'a, F: Fp8Format>(
     let too_big = |what: &str| Error::Unsupported(format!("{what}: dimensions must fit in 32 bits"));
     u32::try_from(m_sum).map_err(|_| too_big(&format!("m_sum = {m_sum}")))?;
     let g32 = u32::try_from(groups).map_err(|_| too_big(&format!("groups = {groups}")))?;
-    let (n64, k64, g64) = (n as u64, k as u64, groups as u64);
+    let (n64, k64) = (n as u64, k as u64);
     check_tensor_bytes("b", (n64 + 128).saturating_mul(k64))?;
-    check_tensor_bytes("b", g64.saturating_mul(b_group_bytes(b.layout, n64, k64)))?;
+    // One group of B below 2 GiB (the kernels address each group from its own 64-bit base).
+    check_tensor_bytes("b", b_group_bytes(b.layout, n64, k64))?;
     let mut chunk = contiguous_chunk_rows(n64, k64) as usize;
     if let Some(forced) = config::forced_contiguous_chunk_rows() {
         if forced == 0 || !forced.is_multiple_of(128) {
@@ -825,12 +826,13 @@ pub(crate) fn contiguous_splitk<'a, F: Fp8Format>(
     let g32 = u32::try_from(groups).map_err(|_| too_big(format!("groups = {groups}")))?;
     #[cfg(feature = "moe")]
     let m32_total = m_sum as u32;
-    let (n64, k64, g64) = (n as u64, k as u64, groups as u64);
+    let (n64, k64) = (n as u64, k as u64);
     if row_src.is_some() {
         check_tensor_bytes("a", (a.m as u64 + 128).saturating_mul(k64))?;
     }
     check_tensor_bytes("b", (n64 + 128).saturating_mul(k64))?;
-    check_tensor_bytes("b", g64.saturating_mul(b_group_bytes(b.layout, n64, k64)))?;
+    // One group of B below 2 GiB (the kernels address each group from its own 64-bit base).
+    check_tensor_bytes("b", b_group_bytes(b.layout, n64, k64))?;
     // Chunks of whole aligned blocks keep D (and, not gathered, A) below 2 GiB.
     let widest = if row_src.is_some() { 2 * n64 } else { (2 * n64).max(k64) };
     let chunk = ((tile::MAX_TENSOR_BYTES - 1) / widest.max(1)).saturating_sub(128) / 128 * 128;
@@ -1079,11 +1081,12 @@ fn masked<'a, F: Fp8Format>(
     let too_big = |what: &str| Error::Unsupported(format!("{what}: dimensions must fit in 32 bits"));
     let m32 = u32::try_from(m_max).map_err(|_| too_big(&format!("m_max = {m_max}")))?;
     let g32 = u32::try_from(groups).map_err(|_| too_big(&format!("groups = {groups}")))?;
-    let (r64, n64, k64, g64) = (rows as u64, n as u64, k as u64, groups as u64);
+    let (r64, n64, k64) = (rows as u64, n as u64, k as u64);
     check_tensor_bytes("a", r64.saturating_mul(k64))?;
     check_tensor_bytes("a", (m32 as u64 + 128).saturating_mul(k64))?;
     check_tensor_bytes("b", (n64 + 128).saturating_mul(k64))?;
-    check_tensor_bytes("b", g64.saturating_mul(b_group_bytes(b.layout, n64, k64)))?;
+    // One group of B below 2 GiB (the kernels address each group from its own 64-bit base).
+    check_tensor_bytes("b", b_group_bytes(b.layout, n64, k64))?;
     check_tensor_bytes("d", r64.saturating_mul(n64).saturating_mul(2))?;
 
     let expected = u32::try_from(expected_m).unwrap_or(u32::MAX);
