@@ -371,14 +371,15 @@ impl MGroupedContiguousSplitKArgs {
 const _: () = assert!(core::mem::size_of::<MGroupedContiguousSplitKArgs>() == 88);
 
 /// The MoE scatter epilogue of the contiguous scatter kernels
-/// (`m_grouped_fp8_gemm_nt_contiguous_scatter_bs_bm*_bn128`, [`crate::grouped`]): the MoE
+/// (`m_grouped_fp8_gemm_nt_contiguous_splitk_scatter_bs_*`, [`crate::grouped`]): the MoE
 /// layer's down GEMM computes `y` and, in the same launch, `out[t] = bf16(Σ_j w[t,j] ·
 /// y[slot(t,j)] + shared[t])` — the unpermute of [`MoeUnpermuteArgs`], same arithmetic, same
 /// bits. A workgroup stores its tile of `y` at device scope, then counts each stored row in on
 /// its token's counter for the tile's columns; the workgroup that brings a token's count to
 /// its number of valid slots (slots in `0..y_rows`) adds that token's rows in `j` order for
 /// those columns and re-arms the counter. Tokens without a valid slot get `bf16(0 + shared)`
-/// from the workgroup whose id is the token's index modulo the grid. Deterministic: the sum's
+/// from the workgroup whose id is the token's index modulo the grid, in the launch of the first
+/// row chunk (`row0 = 0`). Deterministic: the sum's
 /// order is fixed, whichever workgroup does it.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
