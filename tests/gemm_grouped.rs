@@ -495,6 +495,11 @@ fn contiguous_gathered_matches_the_explicit_gather_and_both_references() {
             if cfg.splits == 1 {
                 assert_same_bits(&what, &got, &want);
             }
+            // Cut into 128-row launches: the same bits.
+            st.set_overrides(o.with_contiguous_chunk_rows(128));
+            let mut dc = sentinel_d(&ctx, m_sum * n);
+            m_grouped_fp8_gemm_nt_contiguous_gathered(&st, &da_tok, &ds, &db, &mut dc, &di, align, group_rows.len()).unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert_same_bits(&format!("{what}, 128-row chunks"), &dc.download(&st).unwrap(), &got);
             // Every element within a few bf16 ulps of the unsplit kernel's.
             for (i, (g, w)) in got.iter().zip(&want).enumerate() {
                 let (g, w) = (g.to_f32(), w.to_f32());

@@ -1026,6 +1026,15 @@ fn fused_kernels_all_run_and_agree_with_the_unfused_layer() {
             let (again, _) = forward_once(&pre, &mut scratch, &x, &ids, &w);
             let bad = got.iter().zip(&again).position(|(a, b)| a.to_bits() != b.to_bits());
             assert!(bad.is_none(), "{what}: a repeated run differs at out[{bad:?}]");
+            // Launches cut into 128-row chunks (the epilogues' counters and outputs offset per
+            // chunk, the scatter reading rows of earlier chunks): the same bits.
+            let mut o = fp8gemm::Overrides::NONE.with_contiguous_chunk_rows(128);
+            if let Some(p) = pipelined {
+                o = o.with_bs_pipelined(p);
+            }
+            let chunked = forward_with_overrides(&pre, &mut scratch, &x, &ids, &w, o);
+            let bad = got.iter().zip(&chunked).position(|(a, b)| a.to_bits() != b.to_bits());
+            assert!(bad.is_none(), "{what}: 128-row chunks differ at out[{bad:?}]");
         }
         pre.layer.set_contiguous_align(None).unwrap();
         assert_eq!(seen.len(), 6, "{seen:?}");

@@ -839,12 +839,49 @@ pub(crate) fn contiguous_splitk<'a, F: Fp8Format>(
     if chunk == 0 {
         return Err(Error::Shape { arg: "b", expected: "128 rows of D below 2 GiB".into(), actual: format!("n = {n}") });
     }
+    let overrides = config::effective_overrides(stream.overrides());
+    // A forced chunk (Overrides::contiguous_chunk_rows, as for the aligned GEMM): smaller
+    // launches, the same result.
+    let chunk = match overrides.contiguous_chunk_rows {
+        Some(forced) if forced == 0 || !forced.is_multiple_of(128) => {
+            return Err(Error::Shape { arg: "overrides", expected: "contiguous_chunk_rows a positive multiple of 128".into(), actual: forced.to_string() });
+        }
+        Some(forced) => chunk.min(u64::from(forced)),
+        None => chunk,
+    };
     let chunk = chunk as usize;
     let ctx = stream.context();
-    let overrides = config::effective_overrides(stream.overrides());
     let active32 = u32::try_from(active.clamp(1, groups)).unwrap_or(u32::MAX);
     let mut first = None;
-    let mut workspace_limit = None;
+    // One plan for every chunk, made for the whole problem (a chunk's workspace need is at most
+    // the whole's): chunking never changes the split count, so never the result's bits.
+    let m_total = m_sum as u32;
+    let choose = |available: u64| -> Result<(crate::select::Plan, Option<config::WorkspaceLimit>)> {
+        let plan = |avail: u64| {
+            crate::select::plan_contiguous_splitk(
+                align as u32,
+                m_total,
+                n as u32,
+                k as u32,
+                active32,
+                ctx.arch(),
+                ctx.compute_units(),
+                avail,
+                overrides.split,
+                variant,
+                overrides.bs_pipelined,
+            )
+            .map_err(|e| Error::Unsupported(e.to_string()))
+        };
+        let best = plan(u64::MAX)?;
+        let need = best.workspace_floats(ctx.arch());
+        if need <= available || overrides.split.is_some() {
+            return Ok((best, None));
+        }
+        let fitted = plan(available)?;
+        Ok((fitted, Some(config::WorkspaceLimit { preferred: best.config(ctx.arch()), needed: need, available })))
+    };
+    let (ws_ptr, plan, workspace_limit) = WorkspaceSource::Stream.resolve_with(stream, choose, |p: &crate::select::Plan| p.workspace_floats(ctx.arch()))?;
     let mut r0 = 0;
     while r0 < m_sum {
         let rows = chunk.min(m_sum - r0);
@@ -865,33 +902,6 @@ pub(crate) fn contiguous_splitk<'a, F: Fp8Format>(
         if row_src.is_none() {
             check_tensor_bytes("a", (rows as u64 + 128).saturating_mul(k64))?;
         }
-        let choose = |available: u64| -> Result<(crate::select::Plan, Option<config::WorkspaceLimit>)> {
-            let plan = |avail: u64| {
-                crate::select::plan_contiguous_splitk(
-                    align as u32,
-                    m32,
-                    n as u32,
-                    k as u32,
-                    active32,
-                    ctx.arch(),
-                    ctx.compute_units(),
-                    avail,
-                    overrides.split,
-                    variant,
-                    overrides.bs_pipelined,
-                )
-                .map_err(|e| Error::Unsupported(e.to_string()))
-            };
-            let best = plan(u64::MAX)?;
-            let need = best.workspace_floats(ctx.arch());
-            if need <= available || overrides.split.is_some() {
-                return Ok((best, None));
-            }
-            let fitted = plan(available)?;
-            Ok((fitted, Some(config::WorkspaceLimit { preferred: best.config(ctx.arch()), needed: need, available })))
-        };
-        let (ws_ptr, plan, limit) = WorkspaceSource::Stream.resolve_with(stream, choose, |p: &crate::select::Plan| p.workspace_floats(ctx.arch()))?;
-        workspace_limit = workspace_limit.or(limit);
         let args = MGroupedContiguousSplitKArgs {
             a: a_c,
             b: b.data.device_ptr(),
@@ -908,7 +918,9 @@ pub(crate) fn contiguous_splitk<'a, F: Fp8Format>(
             splits: plan.splits,
             a_rows,
         };
-        let cfg = plan.config(ctx.arch());
+        let grid = u32::try_from(plan.kernel.tiles(m32, n as u32) * u64::from(plan.splits))
+            .map_err(|_| Error::Unsupported("grid of 2^32 workgroups or more".into()))?;
+        let cfg = config::GemmConfig { grid, ..plan.config(ctx.arch()) };
         // SAFETY: every pointer in `args` addresses memory the views borrow with at least the
         // extent the kernel's contract requires: A a_rows·k bytes and SFA a_rows·⌈k/128⌉ floats
         // (the checked activations view, or its sub-view of the chunk's rows when not
@@ -923,7 +935,7 @@ pub(crate) fn contiguous_splitk<'a, F: Fp8Format>(
         // borrowed mutably.
         match plan.kernel.spec {
             crate::registry::Spec::ContiguousSplitK(spec) if variant == crate::select::ContiguousVariant::Plain => unsafe {
-                stream.launch(spec, [plan.grid, 1, 1], cfg.lds_bytes, &args)?
+                stream.launch(spec, [grid, 1, 1], cfg.lds_bytes, &args)?
             },
             #[cfg(feature = "moe")]
             crate::registry::Spec::ContiguousSilu(spec) | crate::registry::Spec::ContiguousSiluQa(spec) => {
@@ -953,7 +965,7 @@ pub(crate) fn contiguous_splitk<'a, F: Fp8Format>(
                 // chunk (sub-views of the checked ones), the counters 0 (the caller's contract;
                 // every completed launch re-arms them), n = 2·inter with inter % 128 == 0
                 // (checked above); the kernel reads back only the d rows of this launch.
-                unsafe { stream.launch(spec, [plan.grid, 1, 1], cfg.lds_bytes, &sargs)? }
+                unsafe { stream.launch(spec, [grid, 1, 1], cfg.lds_bytes, &sargs)? }
             }
             #[cfg(feature = "moe")]
             crate::registry::Spec::ContiguousScatter(spec) => {
@@ -985,7 +997,7 @@ pub(crate) fn contiguous_splitk<'a, F: Fp8Format>(
                 // workgroups stored before counting them in), n % 8 == 0 (all checked above);
                 // the kernel skips slots outside 0..m_sum. `out` and `counters` are borrowed
                 // mutably.
-                unsafe { stream.launch(spec, [plan.grid, 1, 1], cfg.lds_bytes, &sargs)? }
+                unsafe { stream.launch(spec, [grid, 1, 1], cfg.lds_bytes, &sargs)? }
             }
             _ => return Err(Error::Unsupported(format!("{} is not a contiguous split-K kernel", plan.kernel.name()))),
         };
