@@ -374,7 +374,7 @@ fn launch<'a, F: Fp8Format>(stream: &Stream, a: Operand<'a>, b: Operand<'a>, d: 
     }
     // 32-bit buffer offsets: a K-major operand's tail tile addresses up to 128 rows past its
     // end (range-checked reads), an MN-major one stays inside its K rows (columns parked).
-    let (m64, n64, k64) = (m as u64, n as u64, k as u64);
+    let (m64, k64) = (m as u64, k as u64);
     let extent = |op: &Operand<'_>| match op.major {
         Major::K => (op.rows as u64 + 128).saturating_mul(op.ld as u64),
         Major::Mn => k64.saturating_mul(op.ld as u64),
@@ -382,7 +382,6 @@ fn launch<'a, F: Fp8Format>(stream: &Stream, a: Operand<'a>, b: Operand<'a>, d: 
     check_tensor_bytes("a", extent(&a))?;
     check_tensor_bytes("b", extent(&b))?;
     check_tensor_bytes("d", (m64 + 128).saturating_mul(d.ldd as u64).saturating_mul(2))?;
-    let _ = n64;
 
     if (a.major, b.major) == (Major::K, Major::K) {
         return Err(Error::Unsupported("the NT layout runs through fp8_gemm_nt".into()));

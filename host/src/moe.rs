@@ -858,16 +858,16 @@ impl<F: Fp8Format> MoeLayer<F> {
         // The fused path (module docs): pre-shuffled gate·up weights, contiguous layout,
         // 32/64-row blocks; each epilogue only where its launch fits one round of the device.
         let gathered = layout == MoeLayout::Contiguous && self.gate_up.layout() == WeightLayout::Preshuffled && (align == 32 || align == 64);
-        let pairs_bound = t.checked_mul(k).ok_or_else(|| shape_err("hidden", "T · k that fits", t))?;
-        let fused_activation = gathered && self.one_round(stream, align, rows, 2 * i, h, e.min(pairs_bound))?;
-        let fused_unpermute = gathered && self.down.layout() == WeightLayout::Preshuffled && self.one_round(stream, align, rows, h, i, e.min(pairs_bound))?;
+        // T · k: topk_ids' length (checked above; t ≤ max_tokens, whose T · k the scratch checked).
+        let pairs = t * k;
+        let fused_activation = gathered && self.one_round(stream, align, rows, 2 * i, h, e.min(pairs))?;
+        let fused_unpermute = gathered && self.down.layout() == WeightLayout::Preshuffled && self.one_round(stream, align, rows, h, i, e.min(pairs))?;
         let quantized_in_gemm = fused_activation && align == 32;
         let run = MoeRun { layout, tokens: t, rows, align, gathered, quantized_in_gemm, fused_activation, fused_unpermute };
         if t == 0 {
             return Ok(run);
         }
         let s = scratch;
-        let pairs = t * k;
         // 1. Route.
         let (index, route_layout) = match layout {
             MoeLayout::Contiguous => (s.m_indices.slice_mut(..rows)?, Layout::Contiguous(align)),
