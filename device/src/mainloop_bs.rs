@@ -343,6 +343,10 @@ pub(crate) mod imp {
         4 * (16 * j + r)
     }
 
+    /// A `voffset` past every A and SFA resource (all below `tile::MAX_TENSOR_BYTES`), with room
+    /// for the K offsets added to it: where a padding row of a gathered A reads (zeros).
+    const PARKED: u32 = tile::MAX_TENSOR_BYTES as u32;
+
     /// The A / SFA row that row `r` of the problem reads for a job with a gathered A
     /// (`job.a_rows`; `r` itself without), or `None` for a padding row (its offsets are parked
     /// past both resources: it reads 0). One buffer load, before a main loop.
@@ -417,9 +421,6 @@ pub(crate) mod imp {
 
         // Gathered A (`job.a_rows`): one row-map load per row this work-item copies or scales.
         let a_row = |r: u32| a_row_of(job, r);
-        // Past every A and SFA resource (both below tile::MAX_TENSOR_BYTES), with room for
-        // the K offsets added to it.
-        const PARKED: u32 = tile::MAX_TENSOR_BYTES as u32;
 
         // A copy: work-item t moves chunk (t & 7) of row (t >> 3) + 32·pass, FM/2 passes (16
         // elements: 16 bytes, or with QA 32 bytes of bf16).
@@ -761,7 +762,6 @@ pub(crate) mod imp {
         // padding rows, never read).
         // Gathered A (`job.a_rows`), as in tile_gemm_bs.
         let a_row = |r: u32| a_row_of(job, r);
-        const PARKED: u32 = tile::MAX_TENSOR_BYTES as u32;
         let (copy_row, copy_chunk) = (tid >> 3, tid & 7);
         let mut a_voff = [0u32; FM];
         unroll!(p < FM.div_ceil(2) => {

@@ -166,16 +166,16 @@ pub(crate) mod imp {
         } else {
             let p = (base + elem * 2) as usize as *const U32x4;
             // SAFETY: the caller guarantees 16 aligned, readable bytes at p.
-            let w = unsafe { (*p).to_array() };
-            for i in 0..4 {
-                if IN == super::IN_F16 {
+            let v = unsafe { *p };
+            if IN == super::IN_F16 {
+                let w = v.to_array();
+                for i in 0..4 {
                     // `fpext half to float` (v_cvt_f32_f16): exact, subnormals and NaN included.
                     out[2 * i] = f16::from_bits(w[i] as u16) as f32;
                     out[2 * i + 1] = f16::from_bits((w[i] >> 16) as u16) as f32;
-                } else {
-                    out[2 * i] = f32::from_bits(w[i] << 16);
-                    out[2 * i + 1] = f32::from_bits(w[i] & 0xffff_0000);
                 }
+            } else {
+                out = bf16x8(v);
             }
         }
         out
