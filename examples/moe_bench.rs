@@ -20,7 +20,8 @@
 //! `--experts E` (only rows with that many experts), `--layer E,k,H,I[,Is]` (instead of the CSV: a
 //! layer of `E` experts, top-`k`, hidden `H`, width `I`, a shared expert of width `Is`, at the
 //! `--tokens` counts; repeatable), `--verbose` (every launch's kernel, grid,
-//! modelled time and stall cycles on standard error). Prints one Markdown table row per run.
+//! modelled time, HBM traffic, busy pipes and stall cycles on standard error), `--one-xcd` (simulate
+//! XCD 0 only: 8× cheaper, the timing model's one-XCD scope). Prints one Markdown table row per run.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -55,6 +56,7 @@ struct Args {
     tokens: Option<Vec<usize>>,
     experts: Option<usize>,
     verbose: bool,
+    one_xcd: bool,
     /// `--layer` shapes `(E, k, H, I, Is)` instead of the CSV's.
     layers: Vec<(usize, usize, usize, usize, usize)>,
 }
@@ -70,6 +72,7 @@ fn parse_args() -> Res<Args> {
         tokens: None,
         experts: None,
         verbose: false,
+        one_xcd: false,
         layers: Vec::new(),
     };
     let mut it = std::env::args().skip(1);
@@ -101,6 +104,7 @@ fn parse_args() -> Res<Args> {
             "--tokens" => a.tokens = Some(value()?.split(',').map(str::parse).collect::<Result<_, _>>()?),
             "--experts" => a.experts = Some(value()?.parse()?),
             "--verbose" => a.verbose = true,
+            "--one-xcd" => a.one_xcd = true,
             "--layer" => {
                 let v: Vec<usize> = value()?.split(',').map(str::parse).collect::<Result<_, _>>()?;
                 match v[..] {
@@ -212,7 +216,13 @@ fn main() -> Res<()> {
                     let mut out = ctx.alloc_zeroed::<bf16>(t * h)?;
                     stream.set_overrides(fp8gemm::Overrides::NONE);
                     stream.synchronize()?;
-                    let options = SimOptions { scope: Scope::Full, skip_mfma_math: true, checks: Default::default(), top: 0, trace_workgroup: None };
+                    let options = SimOptions {
+                        scope: if args.one_xcd { Scope::OneXcd } else { Scope::Full },
+                        skip_mfma_math: true,
+                        checks: Default::default(),
+                        top: 0,
+                        trace_workgroup: None,
+                    };
                     let mut per: BTreeMap<&str, (f64, usize)> = BTreeMap::new();
                     let started = std::time::Instant::now();
                     amdgpu_emu::hip::set_timing(Some(TimingMode { machine: machine.clone(), options }));
@@ -225,13 +235,29 @@ fn main() -> Res<()> {
                                 let stalls: Vec<String> =
                                     amdgpu_emu::timing::Stall::ALL.iter().zip(r.stalls).filter(|(_, c)| *c > 0).map(|(s, c)| format!("{s:?} {c}")).collect();
                                 eprintln!(
-                                    "    {stage:?}: {} grid {:?}, {:.2} µs (modelled), {} cycles; stalls {}",
+                                    "    {stage:?}: {} grid {:?} ({} per CU), {:.2} µs (modelled), {} cycles, HBM {:.1} MB ({:.2} TB/s); busy MFMA {:.0} % VMEM {:.0} % L2 {:.0} % HBM {:.0} %; stalls {}",
                                     r.kernel,
                                     r.grid,
+                                    r.workgroups_per_cu,
                                     r.seconds * 1e6,
                                     r.cycles,
+                                    r.hbm_bytes / 1e6,
+                                    r.hbm_bytes / r.seconds / 1e12,
+                                    r.busy.mfma * 100.0,
+                                    r.busy.vmem * 100.0,
+                                    r.busy.l2 * 100.0,
+                                    r.busy.hbm * 100.0,
                                     stalls.join(", ")
                                 );
+                                let mut d: Vec<u64> = r.spans.iter().map(|s| s.end - s.start).collect();
+                                d.sort_unstable();
+                                if let (Some(&lo), Some(&hi)) = (d.first(), d.last()) {
+                                    let last_start = r.spans.iter().map(|s| s.start).max().unwrap_or(0);
+                                    eprintln!(
+                                        "      workgroups: cycles min {lo} median {} max {hi}; last start at cycle {last_start}",
+                                        d[d.len() / 2]
+                                    );
+                                }
                             }
                         }
                         let slot = per.entry(stage_name(stage)).or_default();

@@ -3,6 +3,8 @@
 //!
 //! * `peers`: every row of `measured_mi325x.csv` (AMD's asm FP8 GEMMs, **measured** on an
 //!   MI325X) against our **modelled** time on the MI325X machine;
+//! * `peers-mi355x`: every row of `measured_mi355x.csv` (AMD's gfx950 builds, **measured** on
+//!   MI350X/MI355X) against our gfx950 code object **modelled** on the MI355X machine;
 //! * `deepseek`: DeepSeek-V3's dense shapes (M ∈ {64, 128, 4096} × six (N, K)) modelled on the
 //!   MI300X, beside AITER's CK numbers on MI300X where `shared/reference/deepgemm.md` has one;
 //! * `grouped`: the m-grouped contiguous and masked benchmark shapes of DeepGEMM, modelled.
@@ -26,6 +28,10 @@ use crate::operands::{Operands, Problem};
 pub enum Set {
     /// The shapes of `measured_mi325x.csv`, ours modelled on MI325X vs AMD's measured times.
     Peers,
+    /// The shapes of `measured_mi355x.csv` (gfx950), ours run on an emulated gfx950 device
+    /// (the gfx950 code object, E4M3FN) and modelled on MI355X vs AMD's measured times. Not part
+    /// of `all` (the emulated device's architecture is process-wide).
+    PeersMi355x,
     /// DeepSeek-V3's dense shapes on MI300X vs AITER's CK numbers.
     Deepseek,
     /// DeepGEMM's m-grouped contiguous and masked benchmark shapes on MI300X.
@@ -59,8 +65,7 @@ impl Problem {
         }
     }
     /// The configuration the library chooses (to size the grid for the `auto` scope).
-    fn desc(&self) -> GemmDesc {
-        let a = Arch::Gfx942;
+    fn desc(&self, a: Arch) -> GemmDesc {
         match *self {
             Problem::Dense { m, n, k } => GemmDesc::dense(m as u32, n as u32, k as u32, a),
             Problem::Contiguous { groups, rows, n, k } => GemmDesc::m_grouped_contiguous((groups * rows) as u32, n as u32, k as u32, groups as u32, a),
@@ -74,10 +79,11 @@ impl Problem {
 fn model(ctx: &Context, p: Problem, machine: &Machine, scope: CompareScope) -> Result<(std::sync::Arc<TimingReport>, String, String), String> {
     let e = |x: fp8gemm::Error| x.to_string();
     // `FP8GEMM_PRESHUFFLED=1`: the operands' B is pre-shuffled, which the bs kernels run.
+    let desc = p.desc(ctx.arch());
     let chosen = match (crate::gemm::preshuffled(), p) {
-        (false, _) => config::get_best_config(&p.desc()),
-        (true, Problem::Dense { .. }) => config::get_bs_config(&p.desc()),
-        (true, _) => config::get_grouped_bs_config(&p.desc()),
+        (false, _) => config::get_best_config(&desc),
+        (true, Problem::Dense { .. }) => config::get_bs_config(&desc),
+        (true, _) => config::get_grouped_bs_config(&desc),
     };
     // (Dense problems: both go through the generated selector, `fp8gemm::select`.)
     let grid = chosen.map(|c| c.grid).map_err(|x| x.to_string())?;
@@ -158,15 +164,19 @@ pub(crate) const DEEPSEEK_NK: [(usize, usize); 6] = [(2112, 7168), (24576, 1536)
 pub(crate) type Measured = (String, usize, usize, usize, f64, f64);
 
 pub(crate) fn peers_rows(dir: &Path) -> Result<Vec<Measured>, String> {
-    let path = dir.join("measured_mi325x.csv");
-    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    measured_rows(&dir.join("measured_mi325x.csv"))
+}
+
+/// The rows of one `measured_*.csv` of the peers directory (`kernel,M,N,K,us,tflops[,…]`).
+pub(crate) fn measured_rows(path: &Path) -> Result<Vec<Measured>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate().skip(1) {
         if line.trim().is_empty() {
             continue;
         }
         let f: Vec<&str> = line.split(',').collect();
-        let bad = || format!("{}:{}: expected kernel,M,N,K,us,tflops,source", path.display(), i + 1);
+        let bad = || format!("{}:{}: expected kernel,M,N,K,us,tflops[,source]", path.display(), i + 1);
         if f.len() < 6 {
             return Err(bad());
         }
@@ -181,6 +191,10 @@ pub(crate) fn peers_rows(dir: &Path) -> Result<Vec<Measured>, String> {
 
 /// `fp8gemm compare`.
 pub fn run(set: Set, peers: Option<PathBuf>, scope: CompareScope, max_m: Option<usize>, csv: Option<PathBuf>, plot: Option<PathBuf>) -> Result<(), String> {
+    if set == Set::PeersMi355x {
+        // Before the first HIP call: the device is then an MI355X running the gfx950 object.
+        emu::set_device_arch(amdgpu_emu::loader::Target::Gfx950);
+    }
     let ctx = Context::new().map_err(|e| e.to_string())?;
     let started = std::time::Instant::now();
     let mut rows = Vec::new();
@@ -203,11 +217,21 @@ pub fn run(set: Set, peers: Option<PathBuf>, scope: CompareScope, max_m: Option<
         println!("## peers: skipped ({why}); pass --peers DIR for AMD's measured MI325X rows");
     }
     if set == Set::Peers || (set == Set::All && peers_dir.is_ok()) {
-        let dir = peers_dir?;
+        let dir = peers_dir.clone()?;
         println!("## peers: our kernels (modelled, mi325x) vs AMD's asm kernels (measured on MI325X, {})", dir.join("measured_mi325x.csv").display());
         for (kernel, m, n, k, us, tf) in peers_rows(&dir)? {
             if keep(m) {
                 rows.push(push("peers", &Machine::MI325X, Problem::Dense { m, n, k }, Some(us), Some(tf), format!("{kernel} measured"))?);
+            }
+        }
+    }
+    if set == Set::PeersMi355x {
+        let dir = peers_dir.clone()?;
+        let path = dir.join("measured_mi355x.csv");
+        println!("## peers-mi355x: our gfx950 kernels (modelled, mi355x) vs AMD's gfx950 asm kernels (measured on MI355X, {})", path.display());
+        for (kernel, m, n, k, us, tf) in measured_rows(&path)? {
+            if keep(m) {
+                rows.push(push("peers-mi355x", &Machine::MI355X, Problem::Dense { m, n, k }, Some(us), Some(tf), format!("{kernel} measured"))?);
             }
         }
     }
@@ -269,6 +293,20 @@ fn geomean(x: &[f64]) -> f64 {
 }
 
 fn summarize(rows: &[Row]) {
+    let gfx950: Vec<&Row> = rows.iter().filter(|r| r.set == "peers-mi355x").collect();
+    if !gfx950.is_empty() {
+        let ratios: Vec<f64> = gfx950.iter().filter_map(|r| r.ratio()).collect();
+        let worst = gfx950.iter().min_by(|a, b| a.ratio().partial_cmp(&b.ratio()).unwrap()).unwrap();
+        let best = gfx950.iter().map(|r| r.our_tflops()).fold(0.0, f64::max);
+        println!(
+            "peers-mi355x: {} shapes, geomean of our modelled TFLOPS / AMD's measured TFLOPS {:.3}× (goal ≥ 1.5×), lowest {:.3}× at {} (goal ≥ 1.2×); best {:.0} TFLOPS modelled",
+            ratios.len(),
+            geomean(&ratios),
+            worst.ratio().unwrap_or(f64::NAN),
+            worst.problem.label(),
+            best
+        );
+    }
     let peers: Vec<&Row> = rows.iter().filter(|r| r.set == "peers").collect();
     if !peers.is_empty() {
         let ratios: Vec<f64> = peers.iter().filter_map(|r| r.ratio()).collect();

@@ -1360,6 +1360,30 @@ pub(crate) mod imp {
             }
         };
 
+        // With the CDNA4 MFMA: both reads' fragments, then one 16x16x128 per output (the same
+        // four 32-deep chunks per lane, `mfma_f32_16x16x128_fp8`).
+        let compute_k128 = |part: &mut [[F32x4; FN]; FM]| {
+            let mut af = [[[0u64; 2]; FM]; 2];
+            let mut bf = [[[0u64; 2]; FN]; 2];
+            for read in 0..2 {
+                let base = frag_lds[read];
+                for fm in 0..FM {
+                    // SAFETY: inside the A region, written before the last barrier.
+                    af[read][fm] = unsafe { lds_read_b128(base + a_frag0 + fm as u32 * 16 * ROW) }.to_u64x2();
+                }
+                for fnn in 0..FN {
+                    // SAFETY: inside the B region, written before the last barrier.
+                    bf[read][fnn] = unsafe { lds_read_b128(base + b_frag0 + fnn as u32 * 16 * ROW) }.to_u64x2();
+                }
+            }
+            for fm in 0..FM {
+                for fnn in 0..FN {
+                    let (b, a) = ((bf[0][fnn], bf[1][fnn]), (af[0][fm], af[1][fm]));
+                    part[fm][fnn] = mfma_f32_16x16x128_fp8([b.0[0], b.0[1], b.1[0], b.1[1]], [a.0[0], a.0[1], a.1[0], a.1[1]], F32x4::zero());
+                }
+            }
+        };
+
         let mut acc = [[F32x4::zero(); FN]; FM];
         let mut part = [[F32x4::zero(); FN]; FM];
         let mut sfa_raw = [0f32; FM];
@@ -1389,8 +1413,12 @@ pub(crate) mod imp {
             // Issue the loads first: they have the longest latency.
             sched_fence();
 
-            compute(0, &mut part);
-            compute(1, &mut part);
+            if K128_MFMA {
+                compute_k128(&mut part);
+            } else {
+                compute(0, &mut part);
+                compute(1, &mut part);
+            }
             // The scale permutes wait for the scale loads: keep them behind the MFMAs.
             sched_fence();
             // Promotion in the 2^-60 domain (tile::PROMOTION_EXP): exact power-of-two scaling

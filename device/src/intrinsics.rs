@@ -186,6 +186,21 @@ pub fn sched_fence() {
     unsafe { core::arch::amdgpu::sched_barrier::<0>() }
 }
 
+/// Eight i32 lanes: the register operand of a gfx950 `f8f6f4` MFMA (32 FP8 values per lane).
+#[cfg(fp8gemm_gfx950)]
+#[repr(simd)]
+#[derive(Clone, Copy)]
+struct I32x8([i32; 8]);
+
+#[cfg(fp8gemm_gfx950)]
+unsafe extern "unadjusted" {
+    // With constant zero scales and op_sel, LLVM selects the unscaled
+    // `v_mfma_f32_16x16x128_f8f6f4` (checked with the pinned `llc -mcpu=gfx950`).
+    #[link_name = "llvm.amdgcn.mfma.scale.f32.16x16x128.f8f6f4.v8i32.v8i32"]
+    fn mfma_scale_f32_16x16x128_f8f6f4_raw(a: I32x8, b: I32x8, c: F32x4, cbsz: i32, blgp: i32, opsel_a: i32, scale_a: i32, opsel_b: i32, scale_b: i32)
+    -> F32x4;
+}
+
 unsafe extern "unadjusted" {
     #[link_name = "llvm.amdgcn.mfma.f32.16x16x32.fp8.fp8"]
     fn mfma_f32_16x16x32_fp8_fp8_raw(a: i64, b: i64, c: F32x4, cbsz: i32, abid: i32, blgp: i32) -> F32x4;
@@ -585,6 +600,44 @@ pub unsafe fn lds_write_b128(byte_off: u32, v: U32x4) {
     // SAFETY: the caller guarantees the offset lies inside the launch's LDS allocation.
     unsafe { *dynamic_lds().byte_add(byte_off as usize) = v }
 }
+
+/// One 128-deep FP8 block of a 16×16 output, `D = Σ_c A_c·B_c + C` over the four 32-deep
+/// chunks `c` whose operands `a[c]` / `b[c]` are laid out as [`mfma_f32_16x16x32_fp8_fp8`]
+/// takes them (lane `16·g + i` holds 8 values of row / column `i`).
+///
+/// On gfx950 (built with `--cfg fp8gemm_gfx950`) this is one CDNA4
+/// `v_mfma_f32_16x16x128_f8f6f4` with FP8 (E4M3FN) operands — 8 passes instead of four
+/// 4-pass MFMAs, twice the rate: lane `l` passes its four chunks concatenated as the
+/// instruction's 32 bytes for A and for B, so whatever logical-K order the instruction assigns
+/// to a lane's bytes (CDNA4 ISA guide, "Dense matrix layouts" of the `f8f6f4` MFMAs), the same
+/// permutation applies to A and B and the dot product over the block is unchanged. Elsewhere
+/// it is the four chained 16x16x32 MFMAs (`C` into the first).
+#[inline(always)]
+pub fn mfma_f32_16x16x128_fp8(a: [u64; 4], b: [u64; 4], c: F32x4) -> F32x4 {
+    #[cfg(fp8gemm_gfx950)]
+    {
+        // SAFETY: `[u64; 4]` and `I32x8` are 32 bytes of plain integers with the same byte
+        // order; the intrinsic is a pure register operation that exists on gfx950 (the only
+        // target built with this cfg); cbsz = blgp = 0 selects FP8 (E4M3) for both operands;
+        // zero op_sel and scales select the unscaled instruction.
+        unsafe {
+            let (a, b) = (core::mem::transmute::<[u64; 4], I32x8>(a), core::mem::transmute::<[u64; 4], I32x8>(b));
+            mfma_scale_f32_16x16x128_f8f6f4_raw(a, b, c, 0, 0, 0, 0, 0, 0)
+        }
+    }
+    #[cfg(not(fp8gemm_gfx950))]
+    {
+        let mut d = c;
+        for i in 0..4 {
+            d = mfma_f32_16x16x32_fp8_fp8(a[i], b[i], d);
+        }
+        d
+    }
+}
+
+/// Whether this build has the CDNA4 FP8 MFMA (`--cfg fp8gemm_gfx950`): main loops then issue
+/// one [`mfma_f32_16x16x128_fp8`] per 128-deep block and output instead of four 16x16x32s.
+pub const K128_MFMA: bool = cfg!(fp8gemm_gfx950);
 
 /// `v_mfma_f32_16x16x32_fp8_fp8`: D = A·B + C for a 16×16×32 FP8 tile; each lane supplies 8 FP8
 /// values of A and of B (layout in `shared/reference/gfx942.md`).

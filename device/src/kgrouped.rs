@@ -325,7 +325,7 @@ mod imp {
                 }
             }
         };
-        let compute = |stage: u32, first: bool, part: &mut [[F32x4; FN]; FM]| {
+        let compute = |stage: u32, first: bool, part: &mut [[F32x4; FN]; FM]| -> ([[u64; 2]; FM], [[u64; 2]; FN]) {
             let base = stage_offset(bm, bn, stage);
             let mut af = [[0u64; 2]; FM];
             let mut bf = [[0u64; 2]; FN];
@@ -341,14 +341,19 @@ mod imp {
                 // swizzle sees the same fragment bit), written before the last barrier.
                 *b = unsafe { lds_read_b128(base + b_region + off) }.to_u64x2();
             }
-            for s in 0..2 {
-                for fm in 0..FM {
-                    for fnn in 0..FN {
-                        let c = if first && s == 0 { F32x4::zero() } else { part[fm][fnn] };
-                        part[fm][fnn] = mfma_f32_16x16x32_fp8_fp8(bf[fnn][s], af[fm][s], c);
+            // With the CDNA4 MFMA the caller issues the block's MFMAs once it has both stages'
+            // fragments (`mfma_f32_16x16x128_fp8`); this returns them.
+            if !K128_MFMA {
+                for s in 0..2 {
+                    for fm in 0..FM {
+                        for fnn in 0..FN {
+                            let c = if first && s == 0 { F32x4::zero() } else { part[fm][fnn] };
+                            part[fm][fnn] = mfma_f32_16x16x32_fp8_fp8(bf[fnn][s], af[fm][s], c);
+                        }
                     }
                 }
             }
+            (af, bf)
         };
 
         // Scale offsets inside one block row. The hardware range-checks only voffset, not
@@ -394,7 +399,7 @@ mod imp {
                 }
                 sched_fence();
 
-                compute(0, true, &mut part);
+                let (af0, bf0) = compute(0, true, &mut part);
                 sched_fence();
                 store(1, &gx);
                 lds_barrier();
@@ -404,7 +409,15 @@ mod imp {
                     load(kofs + SCALE_BLOCK_K, &mut gx);
                 }
                 sched_fence();
-                compute(1, false, &mut part);
+                let (af1, bf1) = compute(1, false, &mut part);
+                if K128_MFMA {
+                    for fm in 0..FM {
+                        for fnn in 0..FN {
+                            let (b0, b1, a0, a1) = (bf0[fnn], bf1[fnn], af0[fm], af1[fm]);
+                            part[fm][fnn] = mfma_f32_16x16x128_fp8([b0[0], b0[1], b1[0], b1[1]], [a0[0], a0[1], a1[0], a1[1]], F32x4::zero());
+                        }
+                    }
+                }
                 for fm in 0..FM {
                     for fnn in 0..FN {
                         acc[fm][fnn] = part[fm][fnn].fma(sfb[fnn].mul_splat(sfa[fm]), acc[fm][fnn]);

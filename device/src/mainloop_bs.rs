@@ -527,8 +527,22 @@ pub(crate) mod imp {
             });
         };
         // Per fragment read (two k-steps each): `read == 0` starts the block (C = 0).
+        // With the CDNA4 MFMA (`K128_MFMA`) the whole block is one instruction per output, issued
+        // at the second read (both reads' fragments are in registers by then).
         let mfmas = #[inline(always)]
         |r: usize, af: &ARegs<FM>, bf: &BRegs, part: &mut [[F32x4; FN]; FM]| {
+            if K128_MFMA {
+                if r == 1 {
+                    unroll!(fm < FM => {
+                        unroll!(f < FN => {
+                            let (b0, b1) = (bf[f][0].to_u64x2(), bf[f][1].to_u64x2());
+                            let (a0, a1) = (af[0][fm], af[1][fm]);
+                            part[fm][f] = mfma_f32_16x16x128_fp8([b0[0], b0[1], b1[0], b1[1]], [a0[0], a0[1], a1[0], a1[1]], F32x4::zero());
+                        });
+                    });
+                }
+                return;
+            }
             unroll!(s < 2 => {
                 unroll!(fm < FM => {
                     unroll!(f < FN => {
@@ -959,8 +973,16 @@ pub(crate) mod imp {
                     unroll!(t < 4 * NF => {
                         let g = 4 * NF * fm + t;
                         let (r, s, f) = (t / (2 * NF), (t / NF) % 2, t % NF);
-                        let c = if r == 0 && s == 0 { F32x4::zero() } else { part[fm][f] };
-                        part[fm][f] = mfma_f32_16x16x32_fp8_fp8(b[J][f][r].to_u64x2()[s], a[J & 1][r][fm][s], c);
+                        if !K128_MFMA {
+                            let c = if r == 0 && s == 0 { F32x4::zero() } else { part[fm][f] };
+                            part[fm][f] = mfma_f32_16x16x32_fp8_fp8(b[J][f][r].to_u64x2()[s], a[J & 1][r][fm][s], c);
+                        } else if r == 1 && s == 1 {
+                            // The CDNA4 MFMA: the block's four chunks at the last one's slot (the
+                            // loads of this block write other register sets: b[J + BA], a[J + 1]).
+                            let (b0, b1) = (b[J][f][0].to_u64x2(), b[J][f][1].to_u64x2());
+                            let (a0, a1) = (a[J & 1][0][fm], a[J & 1][1][fm]);
+                            part[fm][f] = mfma_f32_16x16x128_fp8([b0[0], b0[1], b1[0], b1[1]], [a0[0], a0[1], a1[0], a1[1]], F32x4::zero());
+                        }
                         // A(i + 1) fragment read slot: after the even MFMAs with two B
                         // fragments per wave, after each of the first 2·FM with one (the
                         // block's last MFMAs then cover the reads' latency before the next

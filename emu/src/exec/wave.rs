@@ -990,6 +990,21 @@ macro_rules! map2 {
         r
     }};
 }
+/// The 8-bit truth table of a gfx950 `v_bitop3_*` (neg = bits 2:0, abs = 5:3, omod = 7:6;
+/// LLVM `VOP3Instructions.td`, VOP3_BITOP3).
+fn bitop3_table(inst: &Inst) -> u8 {
+    (inst.neg & 7) | (inst.abs & 7) << 3 | (inst.omod & 3) << 6
+}
+
+/// Bitwise three-input function by truth table: bit `i` of the result is bit
+/// `x[i]·4 + y[i]·2 + z[i]` of `table`.
+fn bitop3(table: u8, x: u32, y: u32, z: u32) -> u32 {
+    (0..8).filter(|m| table >> m & 1 != 0).fold(0u32, |r, m| {
+        let pick = |v: u32, bit: u32| if m >> bit & 1 != 0 { v } else { !v };
+        r | (pick(x, 2) & pick(y, 1) & pick(z, 0))
+    })
+}
+
 macro_rules! map3 {
     ($a:expr, $b:expr, $c:expr, |$x:ident, $y:ident, $z:ident| $e:expr) => {{
         let (a, bb, cc) = (&$a, &$b, &$c);
@@ -1602,6 +1617,13 @@ impl Cx<'_, '_> {
             Op::v_bfe_u32 => map3!(a!(), bb!(), c!(), |x, y, z| bfe(x, y, z, false)),
             Op::v_bfe_i32 => map3!(a!(), bb!(), c!(), |x, y, z| bfe(x, y, z, true)),
             Op::v_bfi_b32 => map3!(a!(), bb!(), c!(), |x, y, z| (x & y) | (!x & z)),
+            // gfx950 V_BITOP3_B32: bit i of D is the truth table's bit `S0[i]·4 + S1[i]·2 +
+            // S2[i]` (CDNA4 ISA guide, V_BITOP3_B32; LLVM's BitOp3 constants: S0 = 0xf0, S1 =
+            // 0xcc, S2 = 0xaa). The table sits in the neg (2:0), abs (5:3) and omod (7:6) fields.
+            Op::v_bitop3_b32 => {
+                let t = bitop3_table(inst);
+                map3!(a!(), bb!(), c!(), |x, y, z| bitop3(t, x, y, z))
+            }
             Op::v_bfm_b32 => map2!(a!(), bb!(), |x, y| ((1u32 << (x & 31)).wrapping_sub(1)) << (y & 31)),
             Op::v_alignbit_b32 => map3!(a!(), bb!(), c!(), |x, y, z| ((u64::from(x) << 32 | u64::from(y)) >> (z & 31)) as u32),
             Op::v_alignbyte_b32 => map3!(a!(), bb!(), c!(), |x, y, z| ((u64::from(x) << 32 | u64::from(y)) >> (8 * (z & 3))) as u32),
@@ -3211,4 +3233,32 @@ fn pk16(a: u32, b: u32, wide: impl Fn(u16) -> f32, narrow: impl Fn(f32) -> u16) 
 fn atomic_lock(addr: u64) -> std::sync::MutexGuard<'static, ()> {
     static LOCKS: [std::sync::Mutex<()>; 64] = [const { std::sync::Mutex::new(()) }; 64];
     LOCKS[((addr >> 3) & 63) as usize].lock().unwrap_or_else(|p| p.into_inner())
+}
+
+#[cfg(test)]
+mod bitop3_tests {
+    use super::{bitop3, bitop3_table};
+
+    #[test]
+    fn truth_tables_select_and_combine_the_three_sources() {
+        let (x, y, z) = (0xDEAD_BEEFu32, 0x1234_5678u32, 0x0F0F_33CCu32);
+        // LLVM's BitOp3 constants: S0 = 0xf0, S1 = 0xcc, S2 = 0xaa.
+        assert_eq!(bitop3(0xf0, x, y, z), x);
+        assert_eq!(bitop3(0xcc, x, y, z), y);
+        assert_eq!(bitop3(0xaa, x, y, z), z);
+        assert_eq!(bitop3(0x00, x, y, z), 0);
+        assert_eq!(bitop3(0xff, x, y, z), u32::MAX);
+        assert_eq!(bitop3(0x96, x, y, z), x ^ y ^ z);
+        assert_eq!(bitop3(0xc8, x, y, z), y & (x | z));
+        assert_eq!(bitop3(0xca, x, y, z), (x & y) | (!x & z), "v_bfi_b32's function");
+    }
+
+    #[test]
+    fn the_table_is_read_from_neg_abs_and_omod() {
+        // `v_bitop3_b32 v6, v6, s33, v8 bitop3:0xc8` as LLVM emitted it for gfx950.
+        let bytes: Vec<u8> = [0xD234_0106u32, 0x1C20_4306].iter().flat_map(|w| w.to_le_bytes()).collect();
+        let inst = crate::decode::decode_one_for(crate::loader::Target::Gfx950, &bytes, 0, "test").expect("decodes");
+        assert_eq!(inst.op, crate::decode::Op::v_bitop3_b32);
+        assert_eq!(bitop3_table(&inst), 0xc8);
+    }
 }

@@ -293,7 +293,10 @@ impl KernelBuilder {
                 cmd.env_remove(&key);
             }
         }
-        cmd.env("CARGO_ENCODED_RUSTFLAGS", format!("-Ctarget-cpu={arch}"));
+        // gfx950 builds also get `--cfg fp8gemm_gfx950`: the device crate's CDNA4 code paths
+        // (`intrinsics::mfma_f32_16x16x128_fp8`).
+        let flags = if arch == "gfx950" { format!("-Ctarget-cpu={arch}\x1f--cfg\x1ffp8gemm_gfx950") } else { format!("-Ctarget-cpu={arch}") };
+        cmd.env("CARGO_ENCODED_RUSTFLAGS", flags);
         cmd.stdout(Stdio::piped()).stderr(Stdio::inherit());
         let out = cmd.output().map_err(|source| BuildError::Spawn { tool: tools.cargo.to_string_lossy().into(), source })?;
         if !out.status.success() {
