@@ -3,7 +3,8 @@
 //! not steer the kernels, so zeros allocated on the device serve; nothing is quantized on the
 //! host).
 
-use fp8gemm::fp8::E4M3Fnuz;
+use fp8gemm::codeobj::Arch;
+use fp8gemm::fp8::{E4M3Fn, E4M3Fnuz, Fp8Format};
 use fp8gemm::grouped::upload_m_indices;
 use fp8gemm::{Context, DeviceActivations, DeviceBuffer, DeviceGroupedWeights, DeviceWeights, GemmRun, Result, Stream, WeightLayout};
 use half::bf16;
@@ -38,17 +39,73 @@ impl Problem {
 }
 
 /// B of a problem and what the grouped layouts add.
-enum Weights {
-    Dense(DeviceWeights<E4M3Fnuz>),
-    Contiguous(DeviceGroupedWeights<E4M3Fnuz>, DeviceBuffer<i32>),
-    Masked(DeviceGroupedWeights<E4M3Fnuz>, DeviceBuffer<i32>, usize),
+enum Weights<F: Fp8Format> {
+    Dense(DeviceWeights<F>),
+    Contiguous(DeviceGroupedWeights<F>, DeviceBuffer<i32>),
+    Masked(DeviceGroupedWeights<F>, DeviceBuffer<i32>, usize),
 }
 
-/// Zero operands of a [`Problem`], allocated once and launched any number of times.
-pub struct Operands {
-    a: DeviceActivations<E4M3Fnuz>,
-    b: Weights,
+/// The operands in one FP8 format.
+struct Typed<F: Fp8Format> {
+    a: DeviceActivations<F>,
+    b: Weights<F>,
     d: DeviceBuffer<bf16>,
+}
+
+/// Zero operands of a [`Problem`], allocated once and launched any number of times, in the FP8
+/// format of the context's architecture (E4M3FNUZ on gfx942, E4M3FN on gfx950).
+pub enum Operands {
+    /// gfx942.
+    Fnuz(Box<dyn Launchable<E4M3Fnuz>>),
+    /// gfx950.
+    Fn(Box<dyn Launchable<E4M3Fn>>),
+}
+
+/// What [`Operands`] does with its typed operands.
+pub trait Launchable<F: Fp8Format> {
+    /// See [`Operands::launch`].
+    fn launch(&mut self, stream: &Stream) -> Result<GemmRun>;
+    /// See [`Operands::launch_plan`].
+    fn launch_plan(&mut self, stream: &Stream, plan: &fp8gemm::select::Plan) -> Result<GemmRun>;
+}
+
+impl<F: Fp8Format> Typed<F> {
+    fn new(ctx: &Context, p: Problem, layout: WeightLayout) -> Result<Typed<F>> {
+        let ((n, k), rows) = (p.nk(), p.rows());
+        let b = match p {
+            Problem::Dense { .. } => Weights::Dense(DeviceWeights::alloc_with_layout(ctx, n, k, layout)?),
+            Problem::Contiguous { groups, rows: r, .. } => {
+                let idx: Vec<i32> = (0..rows).map(|i| (i / r) as i32).collect();
+                Weights::Contiguous(DeviceGroupedWeights::alloc_with_layout(ctx, groups, n, k, layout)?, upload_m_indices(ctx, &idx, groups)?)
+            }
+            Problem::Masked { groups, rows: r, .. } => {
+                Weights::Masked(DeviceGroupedWeights::alloc_with_layout(ctx, groups, n, k, layout)?, ctx.upload(&vec![r as i32; groups])?, r)
+            }
+        };
+        Ok(Typed { a: DeviceActivations::alloc(ctx, rows, k)?, b, d: ctx.alloc_zeroed(rows * n)? })
+    }
+}
+
+impl<F: Fp8Format> Launchable<F> for Typed<F> {
+    fn launch(&mut self, stream: &Stream) -> Result<GemmRun> {
+        let (a, d) = (&self.a, &mut self.d);
+        let run = match &self.b {
+            Weights::Dense(b) => fp8gemm::fp8_gemm_nt(stream, a, b, d)?,
+            Weights::Contiguous(b, idx) => fp8gemm::m_grouped_fp8_gemm_nt_contiguous(stream, a, b, d, idx)?,
+            Weights::Masked(b, masked, expected_m) => fp8gemm::m_grouped_fp8_gemm_nt_masked(stream, a, b, d, masked, *expected_m)?,
+        };
+        stream.synchronize()?;
+        Ok(run)
+    }
+
+    fn launch_plan(&mut self, stream: &Stream, plan: &fp8gemm::select::Plan) -> Result<GemmRun> {
+        let Weights::Dense(b) = &self.b else {
+            return Err(fp8gemm::Error::Unsupported("a plan is launched on dense operands only".into()));
+        };
+        let run = fp8gemm::fp8_gemm_nt_with_plan(stream, &self.a, b, &mut self.d, plan, None)?;
+        stream.synchronize()?;
+        Ok(run)
+    }
 }
 
 impl Operands {
@@ -62,40 +119,27 @@ impl Operands {
 
     /// As [`Self::new`] with the weights in `layout`.
     pub fn with_layout(ctx: &Context, p: Problem, layout: WeightLayout) -> Result<Operands> {
-        let ((n, k), rows) = (p.nk(), p.rows());
-        let b = match p {
-            Problem::Dense { .. } => Weights::Dense(DeviceWeights::alloc_with_layout(ctx, n, k, layout)?),
-            Problem::Contiguous { groups, rows: r, .. } => {
-                let idx: Vec<i32> = (0..rows).map(|i| (i / r) as i32).collect();
-                Weights::Contiguous(DeviceGroupedWeights::alloc_with_layout(ctx, groups, n, k, layout)?, upload_m_indices(ctx, &idx, groups)?)
-            }
-            Problem::Masked { groups, rows: r, .. } => {
-                Weights::Masked(DeviceGroupedWeights::alloc_with_layout(ctx, groups, n, k, layout)?, ctx.upload(&vec![r as i32; groups])?, r)
-            }
-        };
-        Ok(Operands { a: DeviceActivations::alloc(ctx, rows, k)?, b, d: ctx.alloc_zeroed(rows * n)? })
+        Ok(match ctx.arch() {
+            Arch::Gfx942 => Operands::Fnuz(Box::new(Typed::<E4M3Fnuz>::new(ctx, p, layout)?)),
+            Arch::Gfx950 => Operands::Fn(Box::new(Typed::<E4M3Fn>::new(ctx, p, layout)?)),
+            other => return Err(fp8gemm::Error::Unsupported(format!("operands for {other:?}: expected gfx942 or gfx950"))),
+        })
     }
 
     /// Queues the GEMM on `stream` and synchronizes it (launches are queued per stream and run
     /// — and are timed — when it is synchronized).
     pub fn launch(&mut self, stream: &Stream) -> Result<GemmRun> {
-        let (a, d) = (&self.a, &mut self.d);
-        let run = match &self.b {
-            Weights::Dense(b) => fp8gemm::fp8_gemm_nt(stream, a, b, d)?,
-            Weights::Contiguous(b, idx) => fp8gemm::m_grouped_fp8_gemm_nt_contiguous(stream, a, b, d, idx)?,
-            Weights::Masked(b, masked, expected_m) => fp8gemm::m_grouped_fp8_gemm_nt_masked(stream, a, b, d, masked, *expected_m)?,
-        };
-        stream.synchronize()?;
-        Ok(run)
+        match self {
+            Operands::Fnuz(o) => o.launch(stream),
+            Operands::Fn(o) => o.launch(stream),
+        }
     }
 
     /// Queues the dense GEMM with `plan` given (not chosen) on `stream` and synchronizes it.
     pub fn launch_plan(&mut self, stream: &Stream, plan: &fp8gemm::select::Plan) -> Result<GemmRun> {
-        let Weights::Dense(b) = &self.b else {
-            return Err(fp8gemm::Error::Unsupported("a plan is launched on dense operands only".into()));
-        };
-        let run = fp8gemm::fp8_gemm_nt_with_plan(stream, &self.a, b, &mut self.d, plan, None)?;
-        stream.synchronize()?;
-        Ok(run)
+        match self {
+            Operands::Fnuz(o) => o.launch_plan(stream, plan),
+            Operands::Fn(o) => o.launch_plan(stream, plan),
+        }
     }
 }

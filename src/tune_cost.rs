@@ -60,6 +60,26 @@ pub struct Timed {
     pub seconds: f64,
 }
 
+/// Launches the NN / TN / TT GEMM of `majors` on zero operands of format `F`.
+fn launch_layout<F: fp8gemm::fp8::Fp8Format>(
+    stream: &Stream,
+    majors: (Major, Major),
+    a: (fp8gemm::DeviceSlice<'_, u8>, fp8gemm::DeviceSlice<'_, f32>),
+    b: (fp8gemm::DeviceSlice<'_, u8>, fp8gemm::DeviceSlice<'_, f32>),
+    (m, n, k): (usize, usize, usize),
+    d: &mut fp8gemm::DeviceBuffer<half::bf16>,
+) -> Result<fp8gemm::GemmRun, fp8gemm::Error> {
+    let ak = || fp8gemm::ActivationsView::<F>::new(a.0, a.1, m, k);
+    let am = || MnMajorActivationsView::<F>::new(a.0, a.1, m, k);
+    let bk = || fp8gemm::WeightsView::<F>::new(b.0, b.1, n, k);
+    let bm = || MnMajorWeightsView::<F>::new(b.0, b.1, n, k);
+    match majors {
+        (Major::K, Major::Mn) => fp8gemm::dense_layouts::fp8_gemm_nn(stream, ak()?, bm()?, d),
+        (Major::Mn, Major::Mn) => fp8gemm::dense_layouts::fp8_gemm_tn(stream, am()?, bm()?, d),
+        _ => fp8gemm::dense_layouts::fp8_gemm_tt(stream, am()?, bk()?, d),
+    }
+}
+
 /// Times `plan` on `m × n × k` with the timing model of `machine`; returns modelled seconds.
 pub fn time_plan(ctx: &Context, machine: &Machine, plan: &Plan, m: u32, n: u32, k: u32) -> Result<f64, String> {
     let e = |x: fp8gemm::Error| x.to_string();
@@ -81,16 +101,12 @@ pub fn time_plan(ctx: &Context, machine: &Machine, plan: &Plan, m: u32, n: u32, 
         let b_data = ctx.alloc_zeroed::<u8>(nu * ku).map_err(e)?;
         let b_scales = ctx.alloc_zeroed::<f32>(nu.div_ceil(128) * nkb).map_err(e)?;
         let mut d = ctx.alloc_zeroed::<half::bf16>(mu * nu).map_err(e)?;
-        type F = fp8gemm::fp8::E4M3Fnuz;
-        let ak = || fp8gemm::ActivationsView::<F>::new(a_data.as_slice(), a_scales.as_slice(), mu, ku);
-        let am = || MnMajorActivationsView::<F>::new(a_data.as_slice(), a_scales.as_slice(), mu, ku);
-        let bk = || fp8gemm::WeightsView::<F>::new(b_data.as_slice(), b_scales.as_slice(), nu, ku);
-        let bm = || MnMajorWeightsView::<F>::new(b_data.as_slice(), b_scales.as_slice(), nu, ku);
+        let (a, b) = ((a_data.as_slice(), a_scales.as_slice()), (b_data.as_slice(), b_scales.as_slice()));
         emu::set_timing(Some(mode));
-        let run = match plan.kernel.majors {
-            (Major::K, Major::Mn) => ak().and_then(|a| bm().and_then(|b| fp8gemm::dense_layouts::fp8_gemm_nn(&stream, a, b, &mut d))),
-            (Major::Mn, Major::Mn) => am().and_then(|a| bm().and_then(|b| fp8gemm::dense_layouts::fp8_gemm_tn(&stream, a, b, &mut d))),
-            _ => am().and_then(|a| bk().and_then(|b| fp8gemm::dense_layouts::fp8_gemm_tt(&stream, a, b, &mut d))),
+        // The operands' FP8 format is the device's (E4M3FNUZ on gfx942, E4M3FN on gfx950).
+        let run = match ctx.arch() {
+            Arch::Gfx950 => launch_layout::<fp8gemm::fp8::E4M3Fn>(&stream, plan.kernel.majors, a, b, (mu, nu, ku), &mut d),
+            _ => launch_layout::<fp8gemm::fp8::E4M3Fnuz>(&stream, plan.kernel.majors, a, b, (mu, nu, ku), &mut d),
         }
         .and_then(|r| stream.synchronize().map(|_| r));
         emu::set_timing(None);
@@ -114,7 +130,7 @@ fn log_uniform(rng: &mut StdRng, lo: f64, hi: f64) -> f64 {
 }
 
 /// Draws a shape and a plan of `e` (module docs), or `None` if the draw gave no candidate.
-fn draw(rng: &mut StdRng, e: &'static KernelEntry, cus: u32, max_blocks: u64) -> Option<(GemmDesc, Plan)> {
+fn draw(rng: &mut StdRng, e: &'static KernelEntry, arch: Arch, cus: u32, max_blocks: u64) -> Option<(GemmDesc, Plan)> {
     let nkb = log_uniform(rng, 2.0, 64.0).round() as u32;
     let n = ((log_uniform(rng, 256.0, 32768.0) / 64.0).round() as u32).max(1) * 64;
     let (lo, hi) = match e.schedule {
@@ -131,7 +147,7 @@ fn draw(rng: &mut StdRng, e: &'static KernelEntry, cus: u32, max_blocks: u64) ->
         // An MN-major A: M a multiple of 8 (`fp8gemm::dense_layouts::MN_ALIGN`).
         m = m.div_ceil(8) * 8;
     }
-    let desc = GemmDesc::dense(m, n, nkb * 128, Arch::Gfx942).with_cus(cus);
+    let desc = GemmDesc::dense(m, n, nkb * 128, arch).with_cus(cus);
     // Simulation time grows with the MFMA work: count blocks in 64 × 128-tile equivalents.
     if e.tiles(m, n) * u64::from(nkb) * u64::from(e.block_m * e.block_n) > max_blocks * 64 * 128 {
         return None;
@@ -164,9 +180,9 @@ fn parse_samples(path: &Path) -> Result<Vec<Timed>, String> {
 }
 
 /// The plan a sample row describes.
-pub fn plan_of(t: &Timed, cus: u32) -> Option<(GemmDesc, Plan)> {
+pub fn plan_of(t: &Timed, arch: Arch, cus: u32) -> Option<(GemmDesc, Plan)> {
     let e = registry::by_name(t.kernel)?;
-    let desc = GemmDesc::dense(t.m, t.n, t.k, Arch::Gfx942).with_cus(cus);
+    let desc = GemmDesc::dense(t.m, t.n, t.k, arch).with_cus(cus);
     select::candidates_all_splits(&desc, e.weights, e.majors)
         .into_iter()
         .find(|p| std::ptr::eq(p.kernel, e) && p.splits == t.splits && p.stream_k.map_or((0, 0), |s| (s.dp_tiles, s.sk_wgs)) == (t.dp, t.g))
@@ -177,7 +193,19 @@ pub fn plan_of(t: &Timed, cus: u32) -> Option<(GemmDesc, Plan)> {
 pub fn run(a: CostArgs) -> Result<(), String> {
     let machine = crate::profile::machine_by_name(&a.machine)?;
     let cus = machine.xcds * machine.cus_per_xcd;
+    // The machine's chip decides the code object: a gfx950 machine runs on an emulated gfx950
+    // device (set before the first HIP call).
+    let arch = match machine.target {
+        amdgpu_emu::loader::Target::Gfx950 => {
+            emu::set_device_arch(amdgpu_emu::loader::Target::Gfx950);
+            Arch::Gfx950
+        }
+        _ => Arch::Gfx942,
+    };
     let ctx = Context::new().map_err(|e| e.to_string())?;
+    if ctx.arch() != arch {
+        return Err(format!("machine {} is a {} part, the device runs {}", machine.name, arch.name(), ctx.arch().name()));
+    }
     let kernels: Vec<&'static KernelEntry> = registry::KERNELS
         .iter()
         .filter(|e| e.problem == Problem::Dense && a.only.as_deref().is_none_or(|o| o.split(',').any(|o| e.name().contains(o))))
@@ -193,7 +221,7 @@ pub fn run(a: CostArgs) -> Result<(), String> {
                 let mut tries = 0;
                 while got < a.samples && tries < 200 * a.samples {
                     tries += 1;
-                    let Some((desc, p)) = draw(&mut rng, e, cus, a.max_blocks) else { continue };
+                    let Some((desc, p)) = draw(&mut rng, e, arch, cus, a.max_blocks) else { continue };
                     let s = time_plan(&ctx, &machine, &p, desc.m, desc.n, desc.k)?;
                     let (dp, g) = p.stream_k.map_or((0, 0), |s| (s.dp_tiles, s.sk_wgs));
                     eprintln!(
@@ -217,23 +245,25 @@ pub fn run(a: CostArgs) -> Result<(), String> {
         }
     };
     let launches = timed.len();
-    let samples = timed.into_iter().map(|t| Resolved::new(t, cus)).collect::<Result<Vec<_>, _>>()?;
+    let samples = timed.into_iter().map(|t| Resolved::new(t, arch, cus)).collect::<Result<Vec<_>, _>>()?;
     let model = match &a.only {
         // One kernel (a new registry row): fitted at the shipped model's bandwidth and merged
         // into it.
         Some(_) => {
-            let mut base = CostModel::for_arch(Arch::Gfx942).map_err(|e| e.to_string())?.clone();
-            let fitted = fit_at(&samples, &machine, base.hbm_bytes_per_s)?;
+            let mut base = CostModel::for_arch(arch).map_err(|e| e.to_string())?.clone();
+            let fitted = fit_at(&samples, &machine, arch, base.hbm_bytes_per_s)?;
             base.kernels.extend(fitted.kernels);
             base
         }
-        None => fit(&samples, &machine)?,
+        None => fit(&samples, &machine, arch)?,
     };
     report(&samples, &model);
     let header = format!(
-        "fp8gemm selector cost model for gfx942, written by `fp8gemm tune --cost --machine {}` from {} launches timed by the\n\
+        "fp8gemm selector cost model for {}, written by `fp8gemm tune --cost --machine {}` from {} launches timed by the\n\
          emulator's timing model (MODELLED, not measured). Regenerate when the timing model or a kernel changes.",
-        a.machine, launches
+        arch.name(),
+        a.machine,
+        launches
     );
     let csv = model.to_csv(&header);
     match &a.out {
@@ -261,8 +291,8 @@ struct Resolved {
 
 impl Resolved {
     /// The sample with its plan (`plan_of`), or an error naming it.
-    fn new(t: Timed, cus: u32) -> Result<Resolved, String> {
-        let (desc, plan) = plan_of(&t, cus).ok_or_else(|| format!("sample {t:?} is not a candidate of the current selector"))?;
+    fn new(t: Timed, arch: Arch, cus: u32) -> Result<Resolved, String> {
+        let (desc, plan) = plan_of(&t, arch, cus).ok_or_else(|| format!("sample {t:?} is not a candidate of the current selector"))?;
         Ok(Resolved { features: Features::of(&plan, &desc), t, desc, plan })
     }
     /// The model's estimate over the sample's modelled time.
@@ -272,7 +302,7 @@ impl Resolved {
 }
 
 /// Every kernel's coefficients at HBM bandwidth `bw`.
-fn fit_at(samples: &[Resolved], machine: &Machine, bw: f64) -> Result<CostModel, String> {
+fn fit_at(samples: &[Resolved], machine: &Machine, arch: Arch, bw: f64) -> Result<CostModel, String> {
     let mut by_kernel: HashMap<&'static str, Vec<Sample>> = HashMap::new();
     for r in samples {
         by_kernel.entry(r.t.kernel).or_default().push(Sample { features: r.features, seconds: r.t.seconds });
@@ -286,19 +316,19 @@ fn fit_at(samples: &[Resolved], machine: &Machine, bw: f64) -> Result<CostModel,
     };
     for (name, samples) in &by_kernel {
         let e = registry::by_name(name).ok_or("unregistered kernel")?;
-        let slots = e.slots_per_cu(Arch::Gfx942).unwrap_or(1);
+        let slots = e.slots_per_cu(arch).unwrap_or(1);
         model.kernels.insert(name.to_string(), select::fit_kernel(samples, slots, machine.clock_hz, machine.launch_overhead_s, bw));
     }
     Ok(model)
 }
 
 /// Fits every kernel's coefficients (module docs): the bandwidth of least mean |log error|.
-fn fit(samples: &[Resolved], machine: &Machine) -> Result<CostModel, String> {
+fn fit(samples: &[Resolved], machine: &Machine, arch: Arch) -> Result<CostModel, String> {
     let peak = machine.hbm_bytes_per_s;
     let mut best: Option<(f64, CostModel)> = None;
     for step in 0..=16 {
         let bw = peak * (0.3 + 0.05 * f64::from(step));
-        let model = fit_at(samples, machine, bw)?;
+        let model = fit_at(samples, machine, arch, bw)?;
         // Mean |log error| over every sample (a median would let the memory-bound tail go).
         let mean = samples.iter().map(|r| r.ratio(&model).ln().abs()).sum::<f64>() / samples.len().max(1) as f64;
         if best.as_ref().is_none_or(|(b, _)| mean < *b) {

@@ -10,8 +10,8 @@ use amdgpu_emu::decode::{Inst, Op, Program};
 use amdgpu_emu::loader::{CodeObject, Target};
 use fp8gemm::fp8::E4M3Fn;
 use fp8gemm::layout::WeightLayout;
-use fp8gemm::quant::{QuantizedActivations, QuantizedWeights};
-use fp8gemm::{Context, DeviceActivations, DeviceWeights, Overrides, Stream, fp8_gemm_nt, reference};
+use fp8gemm::quant::{GroupedQuantizedWeights, QuantizedActivations, QuantizedWeights};
+use fp8gemm::{Context, DeviceActivations, DeviceGroupedWeights, DeviceWeights, Overrides, Stream, fp8_gemm_nt, m_grouped_fp8_gemm_nt_contiguous, reference};
 use half::bf16;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -89,6 +89,69 @@ fn bs_tiles_on_gfx950_match_both_references() {
     }
 }
 
+#[test]
+fn logical_tiles_on_gfx950_match_both_references() {
+    // The logical-layout dense loop (`fp8gemm_device::dense`), every tile, split-K too.
+    let ctx = gfx950_context();
+    let mut stream = Stream::new(&ctx).unwrap();
+    for (m, n, k) in [(33usize, 196usize, 640usize), (130, 260, 1152)] {
+        let c = case(m, n, k, (m * 5 + n + k) as u64);
+        let da = DeviceActivations::upload(&ctx, &c.qa).unwrap();
+        let db = DeviceWeights::upload(&ctx, &c.qb).unwrap();
+        for (tile, split) in [((64u32, 64u32), 1u32), ((64, 128), 1), ((128, 128), 1), ((64, 64), 3)] {
+            let what = format!("gfx950 {m}x{n}x{k} logical tile {}x{} split {split}", tile.0, tile.1);
+            stream.set_overrides(Overrides::NONE.with_tile(tile.0, tile.1).with_split(split));
+            let mut dd = ctx.upload(&vec![bf16::from_f32(1234.5); m * n]).unwrap();
+            let run = fp8_gemm_nt(&stream, &da, &db, &mut dd).unwrap_or_else(|e| panic!("{what}: {e}"));
+            let cfg = run.config.unwrap();
+            assert_eq!((cfg.block_m, cfg.block_n, cfg.splits), (tile.0, tile.1, split), "{what}: {cfg}");
+            assert!(!cfg.kernel.contains("_bs_"), "{what}: {cfg}");
+            assert_accurate(&what, &c, &dd.download(&stream).unwrap());
+        }
+    }
+}
+
+#[test]
+fn m_grouped_contiguous_on_gfx950_matches_the_reference() {
+    // Three experts of 70, 0 and 150 rows in DeepGEMM's 128-row layout, both weight layouts.
+    let ctx = gfx950_context();
+    let stream = Stream::new(&ctx).unwrap();
+    let (groups, n, k) = (3usize, 256usize, 640usize);
+    let m_indices = reference::contiguous_m_indices(&[70, 0, 150], 128);
+    let rows = m_indices.len();
+    let mut rng = StdRng::seed_from_u64(950);
+    let mut draw = |count: usize| -> Vec<f32> { (0..count).map(|_| bf16::from_f32(rng.sample::<f32, _>(StandardNormal)).to_f32()).collect() };
+    let (a, b) = (draw(rows * k), draw(groups * n * k));
+    let qa = QuantizedActivations::<E4M3Fn>::quantize(&a, rows, k).unwrap();
+    let qb = GroupedQuantizedWeights::<E4M3Fn>::quantize(&b, groups, n, k).unwrap();
+    let mut want = vec![bf16::ZERO; rows * n];
+    reference::m_grouped_fp8_gemm_nt_contiguous(&qa, &qb, &m_indices, &mut want).unwrap();
+    let rms = (want.iter().map(|w| f64::from(w.to_f32()).powi(2)).sum::<f64>() / want.len() as f64).sqrt() as f32;
+    let da = DeviceActivations::upload(&ctx, &qa).unwrap();
+    let di = ctx.upload(&m_indices).unwrap();
+    for layout in [WeightLayout::Logical, WeightLayout::Preshuffled] {
+        let db = DeviceGroupedWeights::upload_with_layout(&ctx, &qb, layout).unwrap();
+        let mut dd = ctx.upload(&vec![bf16::from_f32(1234.5); rows * n]).unwrap();
+        let run = m_grouped_fp8_gemm_nt_contiguous(&stream, &da, &db, &mut dd, &di).unwrap_or_else(|e| panic!("{layout}: {e}"));
+        let got = dd.download(&stream).unwrap();
+        let what = format!("gfx950 contiguous [{layout}] {:?}", run.config.map(|c| c.kernel));
+        let (mut gs, mut ws) = (Vec::new(), Vec::new());
+        for (i, &g) in m_indices.iter().enumerate() {
+            if g >= 0 {
+                gs.extend_from_slice(&got[i * n..(i + 1) * n]);
+                ws.extend_from_slice(&want[i * n..(i + 1) * n]);
+            }
+        }
+        let dq = reference::calc_diff(&gs, &ws).unwrap();
+        assert!(dq < 1e-5, "{what}: calc_diff vs dequantized {dq:e}");
+        for (i, (g, w)) in gs.iter().zip(&ws).enumerate() {
+            let (g, w) = (g.to_f32(), w.to_f32());
+            let tol = w.abs() * 2f32.powi(-7) + rms * 1e-5;
+            assert!(g.is_finite() && (g - w).abs() <= tol, "{what}: routed element {i} = {g}, expected {w} (± {tol})");
+        }
+    }
+}
+
 /// The kernel's main loop: the instructions from the earliest backward-branch target to the
 /// last backward branch.
 fn main_loop(co: &CodeObject, name: &str) -> Vec<Inst> {
@@ -103,11 +166,19 @@ fn main_loop(co: &CodeObject, name: &str) -> Vec<Inst> {
 }
 
 #[test]
-fn gfx950_bs_main_loops_issue_only_the_cdna4_fp8_mfma() {
-    // On gfx950 the bs main loops issue v_mfma_f32_16x16x128_f8f6f4 (FP8 operands: cbsz = blgp
+fn gfx950_main_loops_issue_only_the_cdna4_fp8_mfma() {
+    // On gfx950 the main loops (bs, logical, k-grouped) issue v_mfma_f32_16x16x128_f8f6f4 (FP8 operands: cbsz = blgp
     // = 0), one per 128-deep block and 16×16 output: a quarter of gfx942's 16x16x32 count.
     let co = CodeObject::parse(fp8gemm::codeobj::GFX950).expect("the gfx950 code object parses");
-    for name in ["fp8_gemm_nt_bs_bm32_bn128", "fp8_gemm_nt_bs_bm64_bn128", "fp8_gemm_nt_bs_pipe_bm64_bn128", "fp8_gemm_nt_bs_bm128_bn128"] {
+    for name in [
+        "fp8_gemm_nt_bs_bm32_bn128",
+        "fp8_gemm_nt_bs_bm64_bn128",
+        "fp8_gemm_nt_bs_pipe_bm64_bn128",
+        "fp8_gemm_nt_bs_bm128_bn128",
+        "fp8_gemm_nt_bm64_bn64",
+        "fp8_gemm_nt_bm128_bn128",
+        "k_grouped_fp8_gemm_tn_contiguous_bm64_bn64",
+    ] {
         let body = main_loop(&co, name);
         let mfma: Vec<&Inst> = body.iter().filter(|i| amdgpu_emu::decode::is_mai(i.op)).collect();
         assert!(!mfma.is_empty(), "{name}: no MFMA in the main loop");
