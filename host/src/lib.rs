@@ -86,13 +86,13 @@ pub mod backend;
 pub mod checkpoint;
 mod checks;
 pub mod codeobj;
-/// The kernel selector's internals (rules, cost estimates, tuned tables, forcing hooks): public
+/// The kernel selector's internals (rules, cost estimates, tuned tables): public
 /// only with the `internals` feature, for this workspace's CLI and tests, with no stability
 /// promise. The stable surface is re-exported at the crate root ([`GemmConfig`], [`Overrides`],
 /// [`Stream::set_overrides`]).
 #[cfg(feature = "internals")]
 pub mod config;
-// Without `internals` its tuning and forcing hooks have no caller.
+// Without `internals` its tuning hooks have no caller.
 #[cfg(not(feature = "internals"))]
 #[allow(dead_code)]
 mod config;
