@@ -517,6 +517,22 @@ impl Overrides {
     }
 }
 
+/// The selector's overrides of a stream (the selector's per-stream state, kept in the stream's
+/// attachments: see [`Stream`](crate::Stream)).
+impl crate::Stream {
+    /// The overrides of the kernel selector for launches on this stream (none by default).
+    pub fn overrides(&self) -> Overrides {
+        self.attachment::<Overrides>().copied().unwrap_or(Overrides::NONE)
+    }
+
+    /// Replaces the selector's own choices for later launches on this stream with `overrides`
+    /// (a tile, a split count, a stream-K schedule): for experiments, benchmarks and tests. An
+    /// override a launch's problem cannot use fails that launch with a typed error.
+    pub fn set_overrides(&mut self, overrides: Overrides) {
+        self.replace_attachment(Some(overrides));
+    }
+}
+
 /// A forced stream-K schedule: `(sk_wgs, dp_tiles)`, `dp_tiles` `None` for the default head.
 pub type ForcedStreamK = (u32, Option<u32>);
 

@@ -72,7 +72,7 @@
 use crate::codeobj::Arch;
 use crate::config::{self, GemmDesc, Overrides};
 use crate::error::Result;
-use crate::runtime::{Context, DeviceBuffer};
+use crate::runtime::{Context, DeviceBuffer, Stream};
 use crate::view::DeviceSliceMut;
 use fp8gemm_device::args::GlobalPtr;
 
@@ -98,6 +98,39 @@ pub fn workspace_floats(m: usize, n: usize, k: usize, overrides: &Overrides) -> 
 pub fn workspace_floats_preshuffled(m: usize, n: usize, k: usize, overrides: &Overrides) -> usize {
     let (Ok(m), Ok(n), Ok(k)) = (u32::try_from(m), u32::try_from(n), u32::try_from(k)) else { return 0 };
     config::get_bs_config(&GemmDesc::dense(m, n, k, Arch::Gfx942), overrides).map_or(0, |c| c.workspace_floats() as usize)
+}
+
+/// The split-K workspace a stream owns: its attachment ([`Stream`] keeps it, this module alone
+/// reads it).
+struct StreamWorkspace(Workspace);
+
+/// Gives a new stream the default workspace of [`DEFAULT_STREAM_WORKSPACE_FLOATS`] (a
+/// `STREAM_SETUP` hook of the crate root, run by [`Stream::new`]).
+pub(crate) fn attach_default_workspace(stream: &mut Stream) -> Result<()> {
+    let w = Workspace::new(stream.context(), DEFAULT_STREAM_WORKSPACE_FLOATS)?;
+    stream.replace_attachment(Some(StreamWorkspace(w)));
+    Ok(())
+}
+
+/// The stream's split-K workspace (the GEMM layer's per-stream state, kept in the stream's
+/// attachments: see [`Stream`]).
+impl Stream {
+    /// The split-K workspace of the GEMMs launched on this stream, if any: [`Stream::new`] gives
+    /// one of [`DEFAULT_STREAM_WORKSPACE_FLOATS`]; wrapped and null streams have none until
+    /// [`Stream::set_workspace`].
+    pub fn workspace(&self) -> Option<&Workspace> {
+        self.attachment::<StreamWorkspace>().map(|w| &w.0)
+    }
+
+    /// Replaces the stream's split-K workspace (`None`: no workspace, so nothing launched on
+    /// the stream splits K) and returns the previous one. It must belong to the stream's
+    /// context (a typed error otherwise) and must not be used by launches on other streams.
+    pub fn set_workspace(&mut self, workspace: Option<Workspace>) -> Result<Option<Workspace>> {
+        if let Some(w) = &workspace {
+            self.context().check_owner("workspace", w.owner())?;
+        }
+        Ok(self.replace_attachment(workspace.map(StreamWorkspace)).map(|w| w.0))
+    }
 }
 
 /// A device FP32 scratch buffer for split-K and stream-K launches (see the [module docs](self)).
