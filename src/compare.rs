@@ -17,9 +17,9 @@ use std::path::{Path, PathBuf};
 
 use amdgpu_emu::hip::{self as emu, TimingMode};
 use amdgpu_emu::timing::{Machine, Scope, SimOptions, TimingReport};
+use fp8gemm::Context;
 use fp8gemm::codeobj::Arch;
 use fp8gemm::config::{self, GemmDesc};
-use fp8gemm::{Context, Stream};
 
 use crate::operands::{Operands, Problem};
 
@@ -79,11 +79,14 @@ impl Problem {
 fn model(ctx: &Context, p: Problem, machine: &Machine, scope: CompareScope) -> Result<(std::sync::Arc<TimingReport>, String, String), String> {
     let e = |x: fp8gemm::Error| x.to_string();
     // `FP8GEMM_PRESHUFFLED=1`: the operands' B is pre-shuffled, which the bs kernels run.
+    // The environment's selector overrides, for the choice here and the launch's stream.
+    let stream = crate::env::stream(ctx).map_err(e)?;
+    let overrides = stream.overrides();
     let desc = p.desc(ctx.arch());
-    let chosen = match (crate::gemm::preshuffled(), p) {
-        (false, _) => config::get_best_config(&desc),
-        (true, Problem::Dense { .. }) => config::get_bs_config(&desc),
-        (true, _) => config::get_grouped_bs_config(&desc),
+    let chosen = match (crate::env::get().preshuffled, p) {
+        (false, _) => config::get_best_config(&desc, &overrides),
+        (true, Problem::Dense { .. }) => config::get_bs_config(&desc, &overrides),
+        (true, _) => config::get_grouped_bs_config(&desc, &overrides),
     };
     // (Dense problems: both go through the generated selector, `fp8gemm::select`.)
     let grid = chosen.map(|c| c.grid).map_err(|x| x.to_string())?;
@@ -94,7 +97,6 @@ fn model(ctx: &Context, p: Problem, machine: &Machine, scope: CompareScope) -> R
     };
     let options = SimOptions { scope: if full { Scope::Full } else { Scope::OneXcd }, ..SimOptions::default() };
     let mode = TimingMode { machine: machine.clone(), options };
-    let stream = Stream::new(ctx).map_err(e)?;
     let mut ops = Operands::new(ctx, p).map_err(e)?;
     emu::set_timing(Some(mode));
     let run = ops.launch(&stream);

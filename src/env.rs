@@ -1,5 +1,7 @@
-//! The CLI's environment variables, read in this one place at start-up. The library reads none;
-//! these map onto its explicit hooks (the selector's [`Overrides`] and its diagnostic printing).
+//! The CLI's environment variables, read in this one place, once, at start-up ([`init`]). The
+//! library reads none: these map onto its explicit arguments (the selector's [`Overrides`],
+//! which the CLI sets on every stream it creates, [`stream`], and passes to the planning
+//! functions it calls; the selector's diagnostic printing; the weight layout of the demos).
 //!
 //! | variable | effect |
 //! |---|---|
@@ -7,9 +9,36 @@
 //! | `FP8GEMM_FORCE_SPLIT=S` | [`Overrides::split`] |
 //! | `FP8GEMM_FORCE_STREAMK=G` or `G/DP` | [`Overrides::stream_k`] |
 //! | `FP8GEMM_PRINT_CONFIGS=1` / `2` | [`config::set_print_configs`] |
+//! | `FP8GEMM_PRESHUFFLED=1` | the demos' and `compare`'s weights in the pre-shuffled layout ([`Env::preshuffled`]) |
+//! | `AMDGPU_EMU_MACHINE_OVERRIDES=…` | parameters replaced in the timing model's machine ([`Env::machine_overrides`]) |
+//!
+//! (The emulator reads its own variables, e.g. the `env` machine of `--machine env` and
+//! `FP8GEMM_PEERS_DIR`, in `amdgpu_emu`.)
 
+use std::sync::OnceLock;
+
+use amdgpu_emu::timing::Machine;
 use fp8gemm::config::{self, Overrides};
+use fp8gemm::{Context, Stream};
 
+/// What the environment asks for (see the [module docs](self)).
+#[derive(Clone, Debug, Default)]
+pub struct Env {
+    /// The selector overrides of every stream the CLI creates.
+    pub overrides: Overrides,
+    /// The selector's print level (0, 1 or 2).
+    pub print_configs: u8,
+    /// `FP8GEMM_PRESHUFFLED=1`: weights in the pre-shuffled layout (the bs kernels; experiments).
+    pub preshuffled: bool,
+    /// The machine-parameter overrides of the timing model (`AMDGPU_EMU_MACHINE_OVERRIDES`), if
+    /// set.
+    pub machine_overrides: Option<String>,
+}
+
+static ENV: OnceLock<Env> = OnceLock::new();
+
+/// The value of variable `name` parsed by `f` (`None` when unset; an error naming the variable
+/// and `expected` when `f` rejects it or it is not Unicode).
 fn parse<T>(name: &str, expected: &str, f: impl FnOnce(&str) -> Option<T>) -> Result<Option<T>, String> {
     match std::env::var(name) {
         Ok(v) => f(v.trim()).map(Some).ok_or_else(|| format!("{name}={v:?}: expected {expected}")),
@@ -18,8 +47,8 @@ fn parse<T>(name: &str, expected: &str, f: impl FnOnce(&str) -> Option<T>) -> Re
     }
 }
 
-/// The overrides the environment asks for.
-pub fn overrides() -> Result<Overrides, String> {
+/// The selector overrides the environment asks for.
+fn overrides() -> Result<Overrides, String> {
     let mut o = Overrides::NONE;
     let tile = parse("FP8GEMM_FORCE_TILE", "BMxBN, e.g. 64x128", |v| {
         let (a, b) = v.split_once('x')?;
@@ -44,11 +73,28 @@ pub fn overrides() -> Result<Overrides, String> {
     Ok(o)
 }
 
-/// Applies the environment to this process's main thread: the overrides as the thread's
-/// defaults, the print level.
-pub fn apply() -> Result<(), String> {
-    config::set_thread_overrides(overrides()?);
-    let level = parse("FP8GEMM_PRINT_CONFIGS", "0, 1 or 2", |v| v.parse::<u8>().ok().filter(|&l| l <= 2))?;
-    config::set_print_configs(level.unwrap_or(0));
+/// Reads the environment (once per process) and applies the selector's print level.
+pub fn init() -> Result<(), String> {
+    let env = Env {
+        overrides: overrides()?,
+        print_configs: parse("FP8GEMM_PRINT_CONFIGS", "0, 1 or 2", |v| v.parse::<u8>().ok().filter(|&l| l <= 2))?.unwrap_or(0),
+        preshuffled: std::env::var("FP8GEMM_PRESHUFFLED").is_ok_and(|v| v == "1"),
+        machine_overrides: parse(Machine::OVERRIDES_ENV, "machine parameter overrides", |v| Some(v.to_string()))?,
+    };
+    config::set_print_configs(env.print_configs);
+    // A second call keeps the first reading.
+    let _ = ENV.set(env);
     Ok(())
+}
+
+/// The environment [`init`] read (nothing set, [`Env::default`], before it ran).
+pub fn get() -> &'static Env {
+    ENV.get_or_init(Env::default)
+}
+
+/// A new stream on `ctx` with the environment's selector overrides.
+pub fn stream(ctx: &Context) -> fp8gemm::Result<Stream> {
+    let mut stream = Stream::new(ctx)?;
+    stream.set_overrides(get().overrides);
+    Ok(stream)
 }

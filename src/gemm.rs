@@ -5,7 +5,7 @@ use std::time::Instant;
 use fp8gemm::codeobj::Arch;
 use fp8gemm::fp8::{E4M3Fn, E4M3Fnuz, Fp8Format};
 use fp8gemm::quant::{QuantizedActivations, QuantizedWeights};
-use fp8gemm::{Context, DeviceActivations, DeviceWeights, Stream, reference};
+use fp8gemm::{Context, DeviceActivations, DeviceWeights, reference};
 use half::bf16;
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use rand_distr::StandardNormal;
@@ -13,12 +13,6 @@ use rand_distr::StandardNormal;
 /// `count` standard-normal values rounded to BF16 (as DeepGEMM's tests draw them).
 pub fn randn_bf16(count: usize, rng: &mut StdRng) -> Vec<f32> {
     (0..count).map(|_| bf16::from_f32(rng.sample::<f32, _>(StandardNormal)).to_f32()).collect()
-}
-
-/// Whether `FP8GEMM_PRESHUFFLED=1` asks for the weights in the pre-shuffled layout (the bs
-/// kernels; experiments).
-pub fn preshuffled() -> bool {
-    std::env::var("FP8GEMM_PRESHUFFLED").is_ok_and(|v| v == "1")
 }
 
 pub fn run_dense(m: usize, n: usize, k: usize, seed: u64) -> Result<(), String> {
@@ -40,10 +34,10 @@ fn dense_with<F: Fp8Format>(ctx: &Context, m: usize, n: usize, k: usize, seed: u
     let da = DeviceActivations::upload(ctx, &qa).map_err(|x| e(&x))?;
     let db = DeviceWeights::upload(ctx, &qb).map_err(|x| e(&x))?;
     let mut dd = ctx.alloc_zeroed::<bf16>(m * n).map_err(|x| e(&x))?;
-    let mut stream = Stream::new(ctx).map_err(|x| e(&x))?;
+    let mut stream = crate::env::stream(ctx).map_err(|x| e(&x))?;
     // The configuration the model prefers (or a forced one) runs even when it needs more
     // workspace than a stream's default holds (stream-K at large M): say so.
-    let need = fp8gemm::workspace_floats(m, n, k);
+    let need = fp8gemm::workspace_floats(m, n, k, &stream.overrides());
     if need > fp8gemm::workspace::DEFAULT_STREAM_WORKSPACE_FLOATS {
         eprintln!(
             "note: the stream's workspace is enlarged to {need} floats for this configuration (default {})",
@@ -54,7 +48,7 @@ fn dense_with<F: Fp8Format>(ctx: &Context, m: usize, n: usize, k: usize, seed: u
     let t0 = Instant::now();
     crate::profile::begin();
     // `FP8GEMM_PRESHUFFLED=1`: the same weights in the pre-shuffled layout (the bs kernels).
-    let db = if preshuffled() { DeviceWeights::upload_preshuffled(ctx, &qb).map_err(|x| e(&x))? } else { db };
+    let db = if crate::env::get().preshuffled { DeviceWeights::upload_preshuffled(ctx, &qb).map_err(|x| e(&x))? } else { db };
     let run = fp8gemm::fp8_gemm_nt(&stream, &da, &db, &mut dd).map_err(|x| e(&x))?;
     // The launch runs here (the emulator's streams are lazy queues): profile::end reads its timing.
     stream.synchronize().map_err(|x| e(&x))?;
@@ -136,7 +130,7 @@ fn bench_with<F: Fp8Format>(ctx: &Context, m: usize, n: usize, k: usize, iters: 
     let da = DeviceActivations::upload(ctx, &qa).map_err(|x| e(&x))?;
     let db = DeviceWeights::upload(ctx, &qb).map_err(|x| e(&x))?;
     let mut dd = ctx.alloc_zeroed::<bf16>(m * n).map_err(|x| e(&x))?;
-    let stream = Stream::new(ctx).map_err(|x| e(&x))?;
+    let stream = crate::env::stream(ctx).map_err(|x| e(&x))?;
     let run = fp8gemm::fp8_gemm_nt(&stream, &da, &db, &mut dd).map_err(|x| e(&x))?; // warm-up
     stream.synchronize().map_err(|x| e(&x))?;
     let mut times = Vec::with_capacity(iters as usize);

@@ -17,7 +17,7 @@ use fp8gemm::fp8::{E4M3Fn, E4M3Fnuz, Fp8Format};
 use fp8gemm::grouped::upload_m_indices;
 use fp8gemm::quant::{GroupedQuantizedWeights, QuantizedActivations};
 use fp8gemm::reference::{self, contiguous_m_indices};
-use fp8gemm::{Context, DeviceActivations, DeviceGroupedWeights, GemmRun, Stream, WeightLayout, m_alignment_for_contiguous_layout};
+use fp8gemm::{Context, DeviceActivations, DeviceGroupedWeights, GemmRun, WeightLayout, m_alignment_for_contiguous_layout};
 use half::bf16;
 use rand::{Rng, SeedableRng, rngs::StdRng};
 
@@ -73,13 +73,13 @@ fn grouped_with<F: Fp8Format>(ctx: &Context, layout: Layout, groups: usize, m: u
     let qb = GroupedQuantizedWeights::<F>::quantize(&b, groups, n, k).map_err(|x| e(&x))?;
     let da = DeviceActivations::upload(ctx, &qa).map_err(|x| e(&x))?;
     // `FP8GEMM_PRESHUFFLED=1`: the weights in the pre-shuffled layout (the bs kernels).
-    let b_layout = if crate::gemm::preshuffled() { WeightLayout::Preshuffled } else { WeightLayout::Logical };
+    let b_layout = if crate::env::get().preshuffled { WeightLayout::Preshuffled } else { WeightLayout::Logical };
     let db = DeviceGroupedWeights::upload_with_layout(ctx, &qb, b_layout).map_err(|x| e(&x))?;
     let mut dd = ctx.alloc_zeroed::<bf16>(rows * n).map_err(|x| e(&x))?;
 
     let idx: Vec<i32> = row_group.iter().map(|g| g.map_or(-1, |g| g as i32)).collect();
     let masked: Vec<i32> = sizes.iter().map(|&s| s as i32).collect();
-    let stream = Stream::new(ctx).map_err(|x| e(&x))?;
+    let stream = crate::env::stream(ctx).map_err(|x| e(&x))?;
     let t0 = Instant::now();
     crate::profile::begin();
     let (name, run): (&str, GemmRun) = match layout {

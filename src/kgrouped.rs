@@ -39,7 +39,7 @@ fn with<F: Fp8Format>(ctx: &Context, groups: usize, m: usize, n: usize, k: usize
     let (dks, total_k) = upload_ks(ctx, &ks).map_err(|x| e(&x))?;
     let mut dd = ctx.upload(&c).map_err(|x| e(&x))?;
 
-    let stream = fp8gemm::Stream::new(ctx).map_err(|x| e(&x))?;
+    let stream = crate::env::stream(ctx).map_err(|x| e(&x))?;
     let t0 = Instant::now();
     crate::profile::begin();
     let run = k_grouped_fp8_gemm_tn_contiguous(&stream, &da, &db, &mut dd, &dks, total_k, None).map_err(|x| e(&x))?;

@@ -567,7 +567,7 @@ fn check_kgrouped_sizes(groups: usize, m: usize, n: usize, k: usize) -> Result<(
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match env::apply().and_then(|()| run(cli)) {
+    match env::init().and_then(|()| run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("fp8gemm: {e}");

@@ -113,7 +113,7 @@ impl Operands {
     /// With `FP8GEMM_PRESHUFFLED=1` the weights (dense and grouped) are allocated in the
     /// pre-shuffled layout, so the entry points run their bs kernels.
     pub fn new(ctx: &Context, p: Problem) -> Result<Operands> {
-        let layout = if crate::gemm::preshuffled() { WeightLayout::Preshuffled } else { WeightLayout::Logical };
+        let layout = if crate::env::get().preshuffled { WeightLayout::Preshuffled } else { WeightLayout::Logical };
         Self::with_layout(ctx, p, layout)
     }
 

@@ -25,9 +25,9 @@ pub fn machine_by_name(name: &str) -> Result<Machine, String> {
 
 fn machine(name: &str) -> Result<Machine, String> {
     let base = base_machine(name)?;
-    match std::env::var(Machine::OVERRIDES_ENV) {
-        Ok(spec) => base.with_overrides(&spec).map_err(|e| format!("{}: {e}", Machine::OVERRIDES_ENV)),
-        Err(_) => Ok(base.clone()),
+    match &crate::env::get().machine_overrides {
+        Some(spec) => base.with_overrides(spec).map_err(|e| format!("{}: {e}", Machine::OVERRIDES_ENV)),
+        None => Ok(base.clone()),
     }
 }
 
@@ -82,7 +82,7 @@ pub fn fit(
     } else {
         grid.iter().map(|g| amdgpu_emu::timing::fit::FitParam::parse(g)).collect::<Result<_, _>>()?
     };
-    let overrides = std::env::var(Machine::OVERRIDES_ENV).unwrap_or_default();
+    let overrides = crate::env::get().machine_overrides.clone().unwrap_or_default();
     let dir = match dir {
         Some(d) => d,
         None => amdgpu_emu::peers::peers_dir().map_err(|e| e.to_string())?,

@@ -19,11 +19,11 @@ use std::sync::Arc;
 
 use amdgpu_emu::hip::{self as emu, TimingMode};
 use amdgpu_emu::timing::{Machine, TimingReport};
-use fp8gemm::config::{self, GemmKind};
+use fp8gemm::config::{self, GemmKind, Overrides};
 
 use crate::operands;
-use fp8gemm::Context;
 use fp8gemm::fp8::E4M3Fnuz;
+use fp8gemm::{Context, Stream};
 
 /// One problem of the table: kind, groups, m (dense M, contiguous m_sum, masked m_max), n, k,
 /// expected_m.
@@ -94,7 +94,7 @@ fn time_configs(ctx: &Context, p: Problem, mode: &TimingMode, configs: &[((u32, 
     if need > fp8gemm::workspace::DEFAULT_STREAM_WORKSPACE_FLOATS {
         stream.set_workspace(Some(fp8gemm::Workspace::new(ctx, need).map_err(|x| e(&x))?)).map_err(|x| e(&x))?;
     }
-    configs.iter().map(|&(t, splits)| timed(mode, t, splits, &mut || ops.launch(&stream).map(|_| ()).map_err(|x| e(&x)))).collect()
+    configs.iter().map(|&(t, splits)| timed(mode, &mut stream, t, splits, &mut |s| ops.launch(s).map(|_| ()).map_err(|x| e(&x)))).collect()
 }
 
 /// Runs dense `p` once per stream-K schedule `(tile, sk_wgs, dp_tiles)` with the timing model on
@@ -115,7 +115,7 @@ fn time_streamk(ctx: &Context, p: Problem, mode: &TimingMode, configs: &[config:
     if need > fp8gemm::workspace::DEFAULT_STREAM_WORKSPACE_FLOATS {
         stream.set_workspace(Some(fp8gemm::Workspace::new(ctx, need).map_err(|x| e(&x))?)).map_err(|x| e(&x))?;
     }
-    configs.iter().map(|&(t, g, dp)| timed_with(mode, t, None, Some((g, dp)), &mut || ops.launch(&stream).map(|_| ()).map_err(|x| e(&x)))).collect()
+    configs.iter().map(|&(t, g, dp)| timed_with(mode, &mut stream, t, None, Some((g, dp)), &mut |s| ops.launch(s).map(|_| ()).map_err(|x| e(&x)))).collect()
 }
 
 /// One K-grouped GEMM (G = 1, `k` tokens) of tile `tile`, modelled.
@@ -128,36 +128,43 @@ fn time_kgrouped(ctx: &Context, m: usize, n: usize, k: usize, mode: &TimingMode,
     let db = DeviceKGroupedOperand::upload(ctx, &qb).map_err(|x| e(&x))?;
     let (dks, total) = upload_ks(ctx, &[k]).map_err(|x| e(&x))?;
     let mut d = ctx.alloc_zeroed::<f32>(m * n).map_err(|x| e(&x))?;
-    let stream = fp8gemm::Stream::new(ctx).map_err(|x| e(&x))?;
+    let mut stream = fp8gemm::Stream::new(ctx).map_err(|x| e(&x))?;
     // The queued launch runs (timed) when the stream is synchronized.
-    timed(mode, tile, 1, &mut || {
-        k_grouped_fp8_gemm_tn_contiguous(&stream, &da, &db, &mut d, &dks, total, None).and_then(|_| stream.synchronize()).map_err(|x| e(&x))
+    timed(mode, &mut stream, tile, 1, &mut |s| {
+        k_grouped_fp8_gemm_tn_contiguous(s, &da, &db, &mut d, &dks, total, None).and_then(|_| s.synchronize()).map_err(|x| e(&x))
     })
 }
 
-/// Runs `launch` (which must synchronize its stream) with `tile` and `splits` forced and the
-/// timing model on, and returns the launch's modelled timing.
-fn timed(mode: &TimingMode, tile: (u32, u32), splits: u32, launch: &mut dyn FnMut() -> Result<(), String>) -> Result<Arc<TimingReport>, String> {
-    timed_with(mode, tile, Some(splits), None, launch)
+/// Runs `launch` on `stream` (it must synchronize the stream) with `tile` and `splits` forced
+/// through the stream's overrides and the timing model on, and returns the launch's modelled
+/// timing.
+fn timed(
+    mode: &TimingMode,
+    stream: &mut Stream,
+    tile: (u32, u32),
+    splits: u32,
+    launch: &mut dyn FnMut(&Stream) -> Result<(), String>,
+) -> Result<Arc<TimingReport>, String> {
+    timed_with(mode, stream, tile, Some(splits), None, launch)
 }
 
 /// As [`timed`] with a split count or a stream-K schedule `(sk_wgs, dp_tiles)` forced.
 fn timed_with(
     mode: &TimingMode,
+    stream: &mut Stream,
     tile: (u32, u32),
     splits: Option<u32>,
     stream_k: Option<(u32, u32)>,
-    launch: &mut dyn FnMut() -> Result<(), String>,
+    launch: &mut dyn FnMut(&Stream) -> Result<(), String>,
 ) -> Result<Arc<TimingReport>, String> {
-    config::force_tile(Some(tile));
-    config::force_split(splits);
-    config::force_stream_k(stream_k.map(|(g, dp)| (g, Some(dp))));
+    let mut forced = Overrides::NONE.with_tile(tile.0, tile.1);
+    forced.split = splits;
+    forced.stream_k = stream_k.map(|(g, dp)| (g, Some(dp)));
+    stream.set_overrides(forced);
     emu::set_timing(Some(mode.clone()));
-    let r = launch();
+    let r = launch(stream);
     emu::set_timing(None);
-    config::force_tile(None);
-    config::force_split(None);
-    config::force_stream_k(None);
+    stream.set_overrides(Overrides::NONE);
     r?;
     emu::last_launch_timing().ok_or_else(|| "the timed launch left no report".to_string())
 }

@@ -413,7 +413,7 @@ fn stream_for(ctx: &Context, plan: Overrides, p: Problem) -> Result<Stream, Stri
     let mut stream = Stream::new(ctx).map_err(|x| e(&x))?;
     stream.set_overrides(plan);
     if let Problem::Dense { m, n, k } = p {
-        let need = fp8gemm::workspace_floats(m, n, k).max(fp8gemm::workspace_floats_preshuffled(m, n, k));
+        let need = fp8gemm::workspace_floats(m, n, k, &plan).max(fp8gemm::workspace_floats_preshuffled(m, n, k, &plan));
         if need > fp8gemm::workspace::DEFAULT_STREAM_WORKSPACE_FLOATS {
             stream.set_workspace(Some(fp8gemm::Workspace::new(ctx, need).map_err(|x| e(&x))?)).map_err(|x| e(&x))?;
         }

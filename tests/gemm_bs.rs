@@ -32,17 +32,17 @@ fn assert_same_bits(what: &str, got: &[bf16], want: &[bf16]) {
 #[test]
 fn every_bs_tile_matches_both_references_and_the_logical_kernels() {
     let ctx = checked_context();
-    let stream = Stream::new(&ctx).unwrap();
+    let mut stream = Stream::new(&ctx).unwrap();
     // m: 1 row, tails of every tile height; n: multiples of 4 that are not of 16 (a padded last
     // fragment) or of 128 (a partial last tile); k: 3, 5 and 9 blocks (odd, and 9 spans three
     // 4-block scale windows with a partial last one).
     for (m, n, k) in [(1usize, 132usize, 384usize), (33, 196, 640), (130, 260, 1152), (200, 2112, 256)] {
         let c = case(m, n, k, (m * 7 + n + k) as u64);
-        let (logical, r) = forced(None, Some(1), || run_with_layout(&ctx, &stream, &c, WeightLayout::Logical));
+        let (logical, r) = forced(&mut stream, None, Some(1), |stream| run_with_layout(&ctx, stream, &c, WeightLayout::Logical));
         assert!(r.config.unwrap().kernel.starts_with("fp8_gemm_nt_bm"));
         for tile in BS_TILES {
             let what = format!("{m}x{n}x{k} bs tile {}x{}", tile.0, tile.1);
-            let (got, r) = forced(Some(tile), None, || run_with_layout(&ctx, &stream, &c, WeightLayout::Preshuffled));
+            let (got, r) = forced(&mut stream, Some(tile), None, |stream| run_with_layout(&ctx, stream, &c, WeightLayout::Preshuffled));
             let cfg = r.config.unwrap();
             assert_eq!((cfg.block_m, cfg.block_n, cfg.splits), (tile.0, tile.1, 1), "{what}");
             // A forced tile runs one of its registered data-parallel bs kernels (the 64-row,
@@ -62,9 +62,8 @@ fn every_bs_tile_matches_both_references_and_the_logical_kernels() {
         // rule's for more than three tiles per CU) and per two blocks (the default above).
         for (blocks, want) in [(1, "fp8_gemm_nt_bs_pipe_b1_bm32_bn64"), (2, "fp8_gemm_nt_bs_pipe_bm32_bn64")] {
             let what = format!("{m}x{n}x{k} bs tile 32x64, {blocks} blocks per barrier");
-            config::force_bs_narrow_barrier(Some(blocks));
-            let (got, r) = forced(Some((32, 64)), None, || run_with_layout(&ctx, &stream, &c, WeightLayout::Preshuffled));
-            config::force_bs_narrow_barrier(None);
+            let pinned = overrides(Some((32, 64)), None).with_bs_narrow_barrier(blocks);
+            let (got, r) = with_overrides(&mut stream, pinned, |stream| run_with_layout(&ctx, stream, &c, WeightLayout::Preshuffled));
             let cfg = r.config.unwrap();
             assert_eq!((cfg.kernel, cfg.splits, cfg.lds_bytes), (want, 1, fp8gemm_device::tile::bs_narrow_lds_bytes(2 * blocks)), "{what}");
             assert_accurate(&what, &c, &got);
@@ -81,10 +80,10 @@ proptest! {
     #[test]
     fn random_shapes_on_the_chosen_bs_tile(m in 1usize..300, n4 in 1usize..80, kb in 1usize..7, seed in any::<u64>()) {
         let ctx = checked_context();
-        let stream = Stream::new(&ctx).unwrap();
+        let mut stream = Stream::new(&ctx).unwrap();
         let (n, k) = (4 * n4, 128 * kb);
         let c = case(m, n, k, seed);
-        let (logical, _) = forced(None, Some(1), || run_with_layout(&ctx, &stream, &c, WeightLayout::Logical));
+        let (logical, _) = forced(&mut stream, None, Some(1), |stream| run_with_layout(&ctx, stream, &c, WeightLayout::Logical));
         let (got, r) = run_with_layout(&ctx, &stream, &c, WeightLayout::Preshuffled);
         let cfg = r.config.unwrap();
         let want = if cfg.splits > 1 { "fp8_gemm_nt_splitk_bs_" } else { "fp8_gemm_nt_bs_" };
@@ -119,7 +118,7 @@ fn bs_config_choice() {
         (4096, 4096, 7168),
         (8192, 2048, 7168),
     ] {
-        let cfg = get_bs_config(&GemmDesc::dense(m, n, k, arch)).unwrap();
+        let cfg = get_bs_config(&GemmDesc::dense(m, n, k, arch), &Overrides::NONE).unwrap();
         let row = registry::by_name(cfg.kernel).unwrap_or_else(|| panic!("{m}x{n}x{k}: {cfg} is not registered"));
         assert_eq!(row.weights, fp8gemm::WeightLayout::Preshuffled, "{m}x{n}x{k}: {cfg}");
         assert_eq!((cfg.block_m, cfg.block_n, cfg.lds_bytes), (row.block_m, row.block_n, row.lds_bytes), "{m}x{n}x{k}");
@@ -139,8 +138,8 @@ fn bs_config_choice() {
     }
     // Without workspace: only plans that need none, and the preferred one reported if it needed some.
     let desc = GemmDesc::dense(64, 2112, 7168, arch);
-    let (preferred, _) = config::get_bs_config_for_workspace(&desc, u64::MAX).unwrap();
-    let (c, lim) = config::get_bs_config_for_workspace(&desc, 0).unwrap();
+    let (preferred, _) = config::get_bs_config_for_workspace(&desc, &Overrides::NONE, u64::MAX).unwrap();
+    let (c, lim) = config::get_bs_config_for_workspace(&desc, &Overrides::NONE, 0).unwrap();
     assert_eq!(c.workspace_floats(), 0, "{c}");
     assert_eq!(lim.is_some(), preferred.workspace_floats() > 0, "{preferred}");
     if let Some(l) = lim {
@@ -149,7 +148,7 @@ fn bs_config_choice() {
     // Forcing: any bs tile, any split count up to min(k/128, 32) on a tile with a split-K kernel;
     // a logical-only tile, a split on a tile without a split-K kernel, or too many splits is a
     // typed error naming what is allowed.
-    let f = |t, s| forced(t, s, || get_bs_config(&GemmDesc::dense(256, 256, 256, arch)));
+    let f = |t, s| get_bs_config(&GemmDesc::dense(256, 256, 256, arch), &overrides(t, s));
     assert_eq!(f(Some((64, 128)), None).unwrap().block_m, 64);
     let e = f(Some((64, 64)), None).unwrap_err();
     assert!(matches!(e, config::ConfigError::ForcedTile { .. }) && e.to_string().contains("64x64") && e.to_string().contains("32x128"), "{e}");
@@ -157,7 +156,7 @@ fn bs_config_choice() {
     assert_eq!((c.kernel, c.splits, c.grid), ("fp8_gemm_nt_splitk_bs_bm128_bn128", 2, 2 * 2 * 2));
     // The 32 × 64 split-K kernel counts arrivals per wave (four counters per tile): at most
     // SPLITK_WAVES_MAX_TILES = 1024 tiles (64 × 32768: 1024; 64 × 32832: 1026).
-    let narrow = |n: u32| forced(Some((32, 64)), Some(2), || get_bs_config(&GemmDesc::dense(64, n, 1024, arch)));
+    let narrow = |n: u32| get_bs_config(&GemmDesc::dense(64, n, 1024, arch), &overrides(Some((32, 64)), Some(2)));
     assert_eq!(narrow(32768).unwrap().grid, 2 * 1024);
     assert!(matches!(narrow(32832).unwrap_err(), config::ConfigError::ForcedSplit { .. }));
     // The pipelined-only tiles: forced, that kernel unsplit; with a split count, a typed error.
@@ -170,30 +169,26 @@ fn bs_config_choice() {
     assert!(e.to_string().contains("at most 2"), "{e}");
     assert_eq!(f(None, Some(1)).unwrap().splits, 1);
     // The narrow tile has no stream-K kernel.
-    config::force_stream_k(Some((304, None)));
-    let e = f(Some((32, 64)), None);
-    config::force_stream_k(None);
+    let e = get_bs_config(&GemmDesc::dense(256, 256, 256, arch), &overrides(Some((32, 64)), None).with_stream_k(304, None));
     assert!(matches!(e.unwrap_err(), config::ConfigError::ForcedStreamK { .. }));
     // The narrow data-parallel kernel's barrier variant, forced: 1 or 2 blocks per barrier.
-    config::force_bs_narrow_barrier(Some(1));
-    let c = forced(Some((32, 64)), None, || get_bs_config(&GemmDesc::dense(64, 7168, 2048, arch)));
-    config::force_bs_narrow_barrier(None);
+    let c = get_bs_config(&GemmDesc::dense(64, 7168, 2048, arch), &overrides(Some((32, 64)), None).with_bs_narrow_barrier(1));
     assert_eq!(c.unwrap().kernel, "fp8_gemm_nt_bs_pipe_b1_bm32_bn64");
 }
 
 #[test]
 fn every_bs_split_config_matches_both_references_and_the_unsplit_bs_kernel() {
     let ctx = checked_context();
-    let stream = Stream::new(&ctx).unwrap();
+    let mut stream = Stream::new(&ctx).unwrap();
     for (m, n, k) in [(1usize, 132usize, 384usize), (65, 196, 640), (130, 260, 1152)] {
         let c = case(m, n, k, (m * 5 + n + k) as u64);
         let nkb = (k / 128) as u32;
         for tile in BS_DENSE_SPLIT_TILES {
-            let (unsplit, r) = forced(Some(tile), Some(1), || run_with_layout(&ctx, &stream, &c, WeightLayout::Preshuffled));
+            let (unsplit, r) = forced(&mut stream, Some(tile), Some(1), |stream| run_with_layout(&ctx, stream, &c, WeightLayout::Preshuffled));
             assert_eq!(r.config.unwrap().splits, 1);
             for splits in [2, 3, nkb] {
                 let what = format!("{m}x{n}x{k} bs tile {}x{} split {splits}", tile.0, tile.1);
-                let (got, r) = forced(Some(tile), Some(splits), || run_with_layout(&ctx, &stream, &c, WeightLayout::Preshuffled));
+                let (got, r) = forced(&mut stream, Some(tile), Some(splits), |stream| run_with_layout(&ctx, stream, &c, WeightLayout::Preshuffled));
                 let cfg = r.config.unwrap();
                 assert_eq!(cfg.kernel, format!("fp8_gemm_nt_splitk_bs_bm{}_bn{}", tile.0, tile.1), "{what}");
                 assert_eq!((cfg.splits, cfg.grid), (splits, (m as u32).div_ceil(tile.0) * (n as u32).div_ceil(tile.1) * splits), "{what}");
@@ -219,7 +214,7 @@ fn bs_split_k_workspace_rules() {
     let e = fp8gemm::fp8_gemm_nt_with_workspace(&stream, &a, &b, &mut d, &mut small).unwrap_err();
     assert!(matches!(e, Error::Workspace { arg: "workspace", .. }), "{e}");
     // Enough: runs split, accurate.
-    let need = config::get_bs_config(&config::GemmDesc::dense(16, 256, 1024, ctx.arch())).unwrap().workspace_floats();
+    let need = config::get_bs_config(&config::GemmDesc::dense(16, 256, 1024, ctx.arch()), &Overrides::NONE).unwrap().workspace_floats();
     assert!(need > 0);
     let mut ws = fp8gemm::Workspace::new(&ctx, need as usize).unwrap();
     let r = fp8gemm::fp8_gemm_nt_with_workspace(&stream, &a, &b, &mut d, &mut ws).unwrap();
@@ -239,7 +234,7 @@ fn bs_split_k_workspace_rules() {
 #[test]
 fn preshuffled_launch_errors_name_the_argument() {
     let ctx = checked_context();
-    let stream = Stream::new(&ctx).unwrap();
+    let mut stream = Stream::new(&ctx).unwrap();
     let c = case(8, 128, 256, 4);
     let a = DeviceActivations::upload(&ctx, &c.qa).unwrap();
     let b = DeviceWeights::upload_preshuffled(&ctx, &c.qb).unwrap();
@@ -254,10 +249,10 @@ fn preshuffled_launch_errors_name_the_argument() {
     let e = fp8_gemm_nt(&stream, &a, &b, &mut short).unwrap_err();
     assert!(matches!(e, Error::Shape { arg: "d", .. }), "{e}");
     // A forced split count beyond k/128.
-    let e = forced(None, Some(3), || fp8_gemm_nt(&stream, &a, &b, &mut d)).unwrap_err();
+    let e = forced(&mut stream, None, Some(3), |stream| fp8_gemm_nt(stream, &a, &b, &mut d)).unwrap_err();
     assert!(e.to_string().contains("k/128 = 2"), "{e}");
     // A forced dense-only tile.
-    let e = forced(Some((64, 64)), None, || fp8_gemm_nt(&stream, &a, &b, &mut d)).unwrap_err();
+    let e = forced(&mut stream, Some((64, 64)), None, |stream| fp8_gemm_nt(stream, &a, &b, &mut d)).unwrap_err();
     assert!(e.to_string().contains("pre-shuffled"), "{e}");
     // Nothing was launched: D untouched.
     assert!(d.download(&stream).unwrap().iter().all(|v| v.to_bits() == 0));
@@ -273,13 +268,13 @@ fn device_preshuffled_weights_give_the_same_result() {
     // give the logical kernels' result; D is exactly m·n elements (the emulator's memcheck
     // fails the launch on any store past it: rows past m of the last 128-row tile).
     let ctx = checked_context();
-    let stream = Stream::new(&ctx).unwrap();
+    let mut stream = Stream::new(&ctx).unwrap();
     let c = case(129, 256, 512, 11);
-    let (logical, _) = forced(None, Some(1), || run_with_layout(&ctx, &stream, &c, WeightLayout::Logical));
+    let (logical, _) = forced(&mut stream, None, Some(1), |stream| run_with_layout(&ctx, stream, &c, WeightLayout::Logical));
     let a = DeviceActivations::upload(&ctx, &c.qa).unwrap();
     let b = DeviceWeights::upload(&ctx, &c.qb).unwrap().to_preshuffled(&stream).unwrap();
     let mut d = ctx.alloc_zeroed::<bf16>(c.m * c.n).unwrap();
-    let r = forced(Some((128, 128)), None, || fp8_gemm_nt(&stream, &a, &b, &mut d)).unwrap();
+    let r = forced(&mut stream, Some((128, 128)), None, |stream| fp8_gemm_nt(stream, &a, &b, &mut d)).unwrap();
     assert_eq!(r.config.unwrap().kernel, "fp8_gemm_nt_bs_pipe_bm128_bn128");
     assert_same_bits("to_preshuffled", &d.download(&stream).unwrap(), &logical);
 }
@@ -293,12 +288,12 @@ fn the_128_row_pipelined_kernel_matches_on_tails_and_windows() {
     // multiple of 4 but not of 16, a partial last 128-column tile); both CPU references and bit
     // for bit the logical-layout kernels, every emulator check on.
     let ctx = checked_context();
-    let stream = Stream::new(&ctx).unwrap();
+    let mut stream = Stream::new(&ctx).unwrap();
     for (m, n, k) in [(1usize, 132usize, 128usize), (127, 260, 256), (129, 196, 384), (300, 388, 512), (200, 132, 640), (129, 256, 1024)] {
         let c = case(m, n, k, (3 * m + n + 7 * k) as u64);
-        let (logical, _) = forced(None, Some(1), || run_with_layout(&ctx, &stream, &c, WeightLayout::Logical));
+        let (logical, _) = forced(&mut stream, None, Some(1), |stream| run_with_layout(&ctx, stream, &c, WeightLayout::Logical));
         let what = format!("{m}x{n}x{k} bs 128x128 pipelined");
-        let (got, r) = forced(Some((128, 128)), None, || run_with_layout(&ctx, &stream, &c, WeightLayout::Preshuffled));
+        let (got, r) = forced(&mut stream, Some((128, 128)), None, |stream| run_with_layout(&ctx, stream, &c, WeightLayout::Preshuffled));
         let cfg = r.config.unwrap();
         assert_eq!((cfg.kernel, cfg.block_m, cfg.splits), ("fp8_gemm_nt_bs_pipe_bm128_bn128", 128, 1), "{what}");
         assert_eq!(cfg.grid, (m as u32).div_ceil(128) * (n as u32).div_ceil(128), "{what}");
@@ -317,7 +312,7 @@ fn grouped_bs_kernels_match_the_logical_grouped_kernels_on_every_tile() {
     use fp8gemm::grouped::upload_m_indices;
     use fp8gemm::{DeviceGroupedWeights, m_grouped_fp8_gemm_nt_contiguous, m_grouped_fp8_gemm_nt_masked};
     let ctx = checked_context();
-    let stream = Stream::new(&ctx).unwrap();
+    let mut stream = Stream::new(&ctx).unwrap();
     // K = 640 (5 blocks: the 64-row tile on the pipelined loop) and K = 128 (1 block: the
     // 64-row tile on the two-phase loop, below GROUPED_BS_PIPE_MIN_BLOCKS).
     for k in [640usize, 128] {
@@ -339,18 +334,18 @@ fn grouped_bs_kernels_match_the_logical_grouped_kernels_on_every_tile() {
         let idx = upload_m_indices(&ctx, &idx, groups).unwrap();
         let masked = ctx.upload(&[64i32, 100, 0, 7]).unwrap();
         let pattern = vec![bf16::from_f32(1234.5); 512 * n];
-        let run = |b: &DeviceGroupedWeights<fp8gemm::fp8::E4M3Fnuz>| {
+        let run = |stream: &Stream, b: &DeviceGroupedWeights<fp8gemm::fp8::E4M3Fnuz>| {
             let mut cd = ctx.upload(&pattern).unwrap();
-            let rc = m_grouped_fp8_gemm_nt_contiguous(&stream, &a, b, &mut cd, &idx).unwrap();
+            let rc = m_grouped_fp8_gemm_nt_contiguous(stream, &a, b, &mut cd, &idx).unwrap();
             let mut md = ctx.upload(&pattern).unwrap();
-            let rm = m_grouped_fp8_gemm_nt_masked(&stream, &a, b, &mut md, &masked, 64).unwrap();
-            ((cd.download(&stream).unwrap(), rc), (md.download(&stream).unwrap(), rm))
+            let rm = m_grouped_fp8_gemm_nt_masked(stream, &a, b, &mut md, &masked, 64).unwrap();
+            ((cd.download(stream).unwrap(), rc), (md.download(stream).unwrap(), rm))
         };
-        let ((want_c, _), (want_m, _)) = run(&DeviceGroupedWeights::upload(&ctx, &gw).unwrap());
+        let ((want_c, _), (want_m, _)) = run(&stream, &DeviceGroupedWeights::upload(&ctx, &gw).unwrap());
         let pre = DeviceGroupedWeights::upload_preshuffled(&ctx, &gw).unwrap();
         for tile in BS_SPLIT_TILES {
             let what = format!("bs tile {}x{}, k = {k}", tile.0, tile.1);
-            let ((got_c, rc), (got_m, rm)) = forced(Some(tile), None, || run(&pre));
+            let ((got_c, rc), (got_m, rm)) = forced(&mut stream, Some(tile), None, |stream| run(stream, &pre));
             // The 64-row tile runs on the pipelined loop from GROUPED_BS_PIPE_MIN_BLOCKS K blocks on,
             // the others on the two-phase loop.
             let pipe = if tile.0 == 64 && k / 128 >= fp8gemm::config::GROUPED_BS_PIPE_MIN_BLOCKS as usize { "_pipe" } else { "" };
@@ -363,7 +358,8 @@ fn grouped_bs_kernels_match_the_logical_grouped_kernels_on_every_tile() {
         assert_eq!(want_c[100 * n], bf16::from_f32(1234.5));
         assert_eq!(want_m[64 * n], bf16::from_f32(1234.5));
         // A forced split count: no split-K for the grouped layouts.
-        let e = forced(None, Some(2), || m_grouped_fp8_gemm_nt_contiguous(&stream, &a, &pre, &mut ctx.upload(&pattern).unwrap(), &idx)).unwrap_err();
+        let e = forced(&mut stream, None, Some(2), |stream| m_grouped_fp8_gemm_nt_contiguous(stream, &a, &pre, &mut ctx.upload(&pattern).unwrap(), &idx))
+            .unwrap_err();
         assert!(e.to_string().contains("no split-K kernel"), "{e}");
     }
 }
@@ -382,7 +378,7 @@ proptest! {
         let (n, k) = (n * 128, k * 128);
         let arch = fp8gemm::codeobj::Arch::Gfx942;
         let desc = config::GemmDesc::dense(m, n, k, arch);
-        let c = config::get_bs_config(&desc).unwrap();
+        let c = config::get_bs_config(&desc, &Overrides::NONE).unwrap();
         let row = fp8gemm::registry::by_name(c.kernel).unwrap();
         prop_assert_eq!(row.weights, WeightLayout::Preshuffled);
         let tiles = m.div_ceil(c.block_m) * n.div_ceil(c.block_n);
@@ -413,7 +409,7 @@ proptest! {
             prop_assert!(model.estimate(&p, &desc) >= chosen, "{} beats the choice {}", p, c);
         }
         let available = (c.workspace_floats() as f64 * avail_frac) as u64;
-        let (l, lim) = config::get_bs_config_for_workspace(&desc, available).unwrap();
+        let (l, lim) = config::get_bs_config_for_workspace(&desc, &Overrides::NONE, available).unwrap();
         prop_assert!(l.workspace_floats() == 0 || l.workspace_floats() <= available, "{}", l);
         match lim {
             Some(lim) => {
@@ -438,12 +434,12 @@ fn bf16_epilogues_store_whole_lines() {
     // With n a multiple of 64 (rows of D start on 128-byte lines) every line request of a store
     // is a whole line; a store straight from the MFMA fragments made 16 requests per line.
     let ctx = checked_context();
-    let stream = Stream::new(&ctx).unwrap();
+    let mut stream = Stream::new(&ctx).unwrap();
     let (m, n, k) = (256, 512, 512);
     let c = case(m, n, k, 5);
     for tile in BS_TILES {
         let what = format!("bs tile {}x{}", tile.0, tile.1);
-        let (got, r) = forced(Some(tile), Some(1), || run_with_layout(&ctx, &stream, &c, WeightLayout::Preshuffled));
+        let (got, r) = forced(&mut stream, Some(tile), Some(1), |stream| run_with_layout(&ctx, stream, &c, WeightLayout::Preshuffled));
         assert_accurate(&what, &c, &got);
         let (requests, bytes) = store_requests();
         assert_eq!(bytes, (m * n * 2) as u64, "{what} ({})", r.config.unwrap().kernel);
@@ -451,7 +447,7 @@ fn bf16_epilogues_store_whole_lines() {
     }
     for tile in [(64, 64), (64, 128), (128, 128)] {
         let what = format!("logical tile {}x{}", tile.0, tile.1);
-        let (got, r) = forced(Some(tile), Some(1), || run_with_layout(&ctx, &stream, &c, WeightLayout::Logical));
+        let (got, r) = forced(&mut stream, Some(tile), Some(1), |stream| run_with_layout(&ctx, stream, &c, WeightLayout::Logical));
         assert_accurate(&what, &c, &got);
         let (requests, bytes) = store_requests();
         assert_eq!(requests * 128, bytes, "{what} ({}): {requests} store line requests for {bytes} bytes", r.config.unwrap().kernel);
@@ -466,7 +462,7 @@ fn bf16_epilogues_store_whole_lines() {
     // straight from the fragments.
     for tile in BS_SPLIT_TILES.into_iter().chain([(32, 64)]) {
         let what = format!("bs split-K 3, tile {}x{}", tile.0, tile.1);
-        let (got, r) = forced(Some(tile), Some(3), || run_with_layout(&ctx, &stream, &c, WeightLayout::Preshuffled));
+        let (got, r) = forced(&mut stream, Some(tile), Some(3), |stream| run_with_layout(&ctx, stream, &c, WeightLayout::Preshuffled));
         assert_accurate(&what, &c, &got);
         let cfg = r.config.unwrap();
         assert_eq!(cfg.splits, 3, "{what}");

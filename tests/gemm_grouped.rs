@@ -113,14 +113,21 @@ fn sentinel_d(ctx: &Context, len: usize) -> DeviceBuffer<bf16> {
 /// documented kernel rule (a row is written iff its index is a valid group equal to its 64-row
 /// block's first index — for a valid layout: iff its index is ≥ 0).
 fn run_contiguous(ctx: &Context, c: &Case, m_indices: &[i32], layout: WeightLayout, what: &str) -> Outcome {
+    run_contiguous_with(ctx, Overrides::NONE, c, m_indices, layout, what)
+}
+
+/// [`run_contiguous`] on a stream with the selector overrides `o`.
+fn run_contiguous_with(ctx: &Context, o: Overrides, c: &Case, m_indices: &[i32], layout: WeightLayout, what: &str) -> Outcome {
     assert_eq!(m_indices.len(), c.rows);
     let what = &format!("{what} [{layout}]");
     let da = DeviceActivations::upload(ctx, &c.qa).unwrap();
     let db = upload_b(ctx, c, layout);
     let di = ctx.upload(m_indices).unwrap();
     let mut dd = sentinel_d(ctx, c.rows * c.n);
-    let run = m_grouped_fp8_gemm_nt_contiguous(&stream(ctx), &da, &db, &mut dd, &di).unwrap_or_else(|e| panic!("{what}: {e}"));
-    let got = dd.download(&stream(ctx)).unwrap();
+    let mut st = stream(ctx);
+    st.set_overrides(o);
+    let run = m_grouped_fp8_gemm_nt_contiguous(&st, &da, &db, &mut dd, &di).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let got = dd.download(&st).unwrap();
     let mut want_q = vec![bf16::from_bits(SENTINEL); c.rows * c.n];
     reference::m_grouped_fp8_gemm_nt_contiguous(&c.qa, &c.qb, m_indices, &mut want_q).unwrap();
     let row_group: Vec<Option<usize>> = m_indices.iter().map(|&v| usize::try_from(v).ok()).collect();
@@ -273,14 +280,21 @@ fn garbage_indices_case(ctx: &Context, c: &Case, m_indices: &[i32], layout: Weig
 /// Runs the masked GEMM; `masked_m` goes to the device as given, the references use the counts
 /// clamped to `0..=m_max` (the documented kernel behaviour).
 fn run_masked(ctx: &Context, c: &Case, masked_m: &[i32], expected_m: usize, layout: WeightLayout, what: &str) -> Outcome {
+    run_masked_with(ctx, Overrides::NONE, c, masked_m, expected_m, layout, what)
+}
+
+/// [`run_masked`] on a stream with the selector overrides `o`.
+fn run_masked_with(ctx: &Context, o: Overrides, c: &Case, masked_m: &[i32], expected_m: usize, layout: WeightLayout, what: &str) -> Outcome {
     let m_max = c.rows / c.groups;
     let what = &format!("{what} [{layout}]");
     let da = DeviceActivations::upload(ctx, &c.qa).unwrap();
     let db = upload_b(ctx, c, layout);
     let dm = ctx.upload(masked_m).unwrap();
     let mut dd = sentinel_d(ctx, c.rows * c.n);
-    let run = m_grouped_fp8_gemm_nt_masked(&stream(ctx), &da, &db, &mut dd, &dm, expected_m).unwrap_or_else(|e| panic!("{what}: {e}"));
-    let got = dd.download(&stream(ctx)).unwrap();
+    let mut st = stream(ctx);
+    st.set_overrides(o);
+    let run = m_grouped_fp8_gemm_nt_masked(&st, &da, &db, &mut dd, &dm, expected_m).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let got = dd.download(&st).unwrap();
     let clamped: Vec<i32> = masked_m.iter().map(|&v| v.clamp(0, m_max as i32)).collect();
     let mut want_q = vec![bf16::from_bits(SENTINEL); c.rows * c.n];
     reference::m_grouped_fp8_gemm_nt_masked(&c.qa, &c.qb, &clamped, &mut want_q).unwrap();
@@ -376,7 +390,7 @@ fn pipelined_bs_kernels_match_both_references_and_the_logical_kernels() {
     let n = 132;
     let (c, m_indices) = contiguous_case(&[1, 129, 0, 70], &[2], n, k, 31);
     let want = run_contiguous(&ctx, &c, &m_indices, WeightLayout::Logical, "contiguous pipelined (reference run)");
-    let out = forced(Some((64, 128)), None, || run_contiguous(&ctx, &c, &m_indices, WeightLayout::Preshuffled, "contiguous pipelined"));
+    let out = run_contiguous_with(&ctx, overrides(Some((64, 128)), None), &c, &m_indices, WeightLayout::Preshuffled, "contiguous pipelined");
     assert_eq!(out.kernel, Some("m_grouped_fp8_gemm_nt_contiguous_bs_pipe_bm64_bn128"));
     assert_eq!(out.computed, 200);
     out.assert_accurate("contiguous pipelined 64");
@@ -388,7 +402,7 @@ fn pipelined_bs_kernels_match_both_references_and_the_logical_kernels() {
     let want = run_masked(&ctx, &c, &masked_m, 64, WeightLayout::Logical, "masked pipelined (reference run)");
     for (bm, bn) in [(32u32, 64u32), (64, 128), (80, 128)] {
         let what = format!("masked pipelined {bm}x{bn}");
-        let out = forced(Some((bm, bn)), None, || run_masked(&ctx, &c, &masked_m, 64, WeightLayout::Preshuffled, &what));
+        let out = run_masked_with(&ctx, overrides(Some((bm, bn)), None), &c, &masked_m, 64, WeightLayout::Preshuffled, &what);
         assert_eq!(out.kernel.unwrap(), format!("m_grouped_fp8_gemm_nt_masked_bs_pipe_bm{bm}_bn{bn}"), "{what}");
         assert_eq!(out.computed, 100 + 77 + 100, "{what}");
         out.assert_accurate(&what);

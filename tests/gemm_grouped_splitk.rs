@@ -8,7 +8,7 @@
 //! cannot use.
 
 mod common;
-use common::{assert_elementwise, checked_context, forced, randn_bf16};
+use common::{Overrides, assert_elementwise, checked_context, forced, overrides, randn_bf16};
 use fp8gemm::config::{self, GemmDesc};
 use fp8gemm::fp8::E4M3Fnuz;
 use fp8gemm::quant::{GroupedQuantizedWeights, QuantizedActivations};
@@ -62,10 +62,10 @@ fn sentinel(c: &Case) -> Vec<bf16> {
 type Force = (Option<(u32, u32)>, Option<u32>);
 
 /// Runs the masked GEMM on `stream` into a sentinel-filled D with `(tile, splits)` forced.
-fn run(ctx: &Context, stream: &Stream, c: &Case, ops: &Operands, masked_m: &[i32], expected_m: usize, (tile, splits): Force) -> (Vec<bf16>, GemmRun) {
+fn run(ctx: &Context, stream: &mut Stream, c: &Case, ops: &Operands, masked_m: &[i32], expected_m: usize, (tile, splits): Force) -> (Vec<bf16>, GemmRun) {
     let dm = ctx.upload(masked_m).unwrap();
     let mut dd = ctx.upload(&sentinel(c)).unwrap();
-    let r = forced(tile, splits, || m_grouped_fp8_gemm_nt_masked(stream, &ops.a, &ops.b, &mut dd, &dm, expected_m))
+    let r = forced(stream, tile, splits, |stream| m_grouped_fp8_gemm_nt_masked(stream, &ops.a, &ops.b, &mut dd, &dm, expected_m))
         .unwrap_or_else(|e| panic!("masked_m {masked_m:?}, tile {tile:?}, splits {splits:?}: {e}"));
     (dd.download(stream).unwrap(), r)
 }
@@ -106,7 +106,7 @@ fn check(c: &Case, masked_m: &[i32], got: &[bf16], what: &str) {
 #[test]
 fn masked_split_k_matches_both_references_for_every_tile_and_any_count() {
     let ctx = checked_context();
-    let stream = Stream::new(&ctx).unwrap();
+    let mut stream = Stream::new(&ctx).unwrap();
     // 5 groups of capacity 80, expected 24 rows: none, fewer than expected, the capacity, a count
     // past the capacity (clamped to 80), a negative one; n = 256 (2 column tiles), 6 K blocks.
     let c = case(5, 80, 256, 768, 1);
@@ -114,7 +114,7 @@ fn masked_split_k_matches_both_references_for_every_tile_and_any_count() {
     let masked_m = [0, 17, 80, i32::MAX, -3];
     for (tile, splits) in [((32, 128), 2), ((32, 128), 6), ((64, 128), 3), ((64, 128), 4)] {
         let what = format!("tile {}x{}, {splits} splits", tile.0, tile.1);
-        let (got, r) = run(&ctx, &stream, &c, &ops, &masked_m, 24, (Some(tile), Some(splits)));
+        let (got, r) = run(&ctx, &mut stream, &c, &ops, &masked_m, 24, (Some(tile), Some(splits)));
         let cfg = r.config.unwrap();
         assert_eq!(cfg.kernel, format!("m_grouped_fp8_gemm_nt_masked_splitk_bs_bm{}_bn128", tile.0), "{what}");
         assert_eq!((cfg.splits, cfg.grid), (splits, 5 * 80u32.div_ceil(tile.0) * 2 * splits), "{what}");
@@ -127,11 +127,11 @@ fn the_model_splits_decode_shapes_and_the_result_is_accurate() {
     // 2 groups × 64 expected rows over n = 512, k = 4096 (32 blocks): 8 working tiles of 32 rows
     // on 304 CUs, so the model splits; counts above and below the expected one.
     let ctx = checked_context();
-    let stream = Stream::new(&ctx).unwrap();
+    let mut stream = Stream::new(&ctx).unwrap();
     let c = case(2, 96, 512, 4096, 2);
     let ops = upload(&ctx, &c);
     let masked_m = [90, 5];
-    let (got, r) = run(&ctx, &stream, &c, &ops, &masked_m, 64, (None, None));
+    let (got, r) = run(&ctx, &mut stream, &c, &ops, &masked_m, 64, (None, None));
     let cfg = r.config.unwrap();
     assert!(cfg.splits > 1 && cfg.kernel.contains("masked_splitk_bs"), "{cfg}");
     assert!(r.workspace_limit.is_none());
@@ -144,22 +144,22 @@ fn masked_split_k_is_deterministic_and_leaves_the_counters_armed() {
     // return early (every count 0: no counter touched) and one with other counts: a counter
     // left set would hand the reduction to the wrong workgroup of the next launch.
     let ctx = checked_context();
-    let stream = Stream::new(&ctx).unwrap();
+    let mut stream = Stream::new(&ctx).unwrap();
     let c = case(3, 64, 128, 1024, 3);
     let ops = upload(&ctx, &c);
     let masked_m = [64, 33, 1];
-    let (first, _) = run(&ctx, &stream, &c, &ops, &masked_m, 16, (Some((32, 128)), Some(8)));
+    let (first, _) = run(&ctx, &mut stream, &c, &ops, &masked_m, 16, (Some((32, 128)), Some(8)));
     check(&c, &masked_m, &first, "first run");
-    let (none, _) = run(&ctx, &stream, &c, &ops, &[0, 0, 0], 16, (Some((32, 128)), Some(8)));
+    let (none, _) = run(&ctx, &mut stream, &c, &ops, &[0, 0, 0], 16, (Some((32, 128)), Some(8)));
     check(&c, &[0, 0, 0], &none, "all masked");
     #[cfg(feature = "emu")]
     {
         let r = fp8gemm::runtime::last_emulator_report().unwrap();
         assert_eq!(r.count(amdgpu_emu::exec::Class::Mfma), 0, "masked-out split tiles must do no MFMA work");
     }
-    let (other, _) = run(&ctx, &stream, &c, &ops, &[7, 64, 0], 16, (Some((32, 128)), Some(5)));
+    let (other, _) = run(&ctx, &mut stream, &c, &ops, &[7, 64, 0], 16, (Some((32, 128)), Some(5)));
     check(&c, &[7, 64, 0], &other, "other counts, 5 splits");
-    let (again, _) = run(&ctx, &stream, &c, &ops, &masked_m, 16, (Some((32, 128)), Some(8)));
+    let (again, _) = run(&ctx, &mut stream, &c, &ops, &masked_m, 16, (Some((32, 128)), Some(8)));
     let same = first.iter().zip(&again).all(|(x, y)| x.to_bits() == y.to_bits());
     assert!(same, "split-K reruns differ");
 }
@@ -169,7 +169,7 @@ fn a_captured_masked_split_k_gemm_replays_with_new_counts() {
     // masked_m is read when the graph runs: each replay computes the counts current then, and
     // the counters re-arm after every replay.
     let ctx = checked_context();
-    let stream = Stream::new(&ctx).unwrap();
+    let mut stream = Stream::new(&ctx).unwrap();
     let c = case(2, 64, 256, 1024, 4);
     let ops = upload(&ctx, &c);
     let mut dm = ctx.upload(&[64i32, 10]).unwrap();
@@ -177,7 +177,7 @@ fn a_captured_masked_split_k_gemm_replays_with_new_counts() {
     // Thread-local capture (a global one would fail the other tests of this binary, see
     // common::captured_launch_replays_twice).
     stream.begin_capture(CaptureMode::ThreadLocal).unwrap();
-    let r = forced(Some((32, 128)), Some(4), || m_grouped_fp8_gemm_nt_masked(&stream, &ops.a, &ops.b, &mut dd, &dm, 32)).unwrap();
+    let r = forced(&mut stream, Some((32, 128)), Some(4), |stream| m_grouped_fp8_gemm_nt_masked(stream, &ops.a, &ops.b, &mut dd, &dm, 32)).unwrap();
     let exec = stream.end_capture().unwrap().instantiate().unwrap();
     assert_eq!(r.config.unwrap().splits, 4);
     for counts in [[64i32, 10], [3, 64], [0, 40], [64, 10]] {
@@ -193,12 +193,12 @@ fn a_captured_masked_split_k_gemm_replays_with_new_counts() {
 #[test]
 fn split_counts_the_problem_cannot_use_are_typed_errors() {
     let ctx = Context::new().unwrap();
-    let stream = Stream::new(&ctx).unwrap();
+    let mut stream = Stream::new(&ctx).unwrap();
     let c = case(2, 32, 128, 384, 5);
     let ops = upload(&ctx, &c);
     let dm = ctx.upload(&[32i32, 32]).unwrap();
     let mut dd = ctx.upload(&sentinel(&c)).unwrap();
-    let mut launch = |tile, splits| forced(tile, Some(splits), || m_grouped_fp8_gemm_nt_masked(&stream, &ops.a, &ops.b, &mut dd, &dm, 32));
+    let mut launch = |tile, splits| forced(&mut stream, tile, Some(splits), |stream| m_grouped_fp8_gemm_nt_masked(stream, &ops.a, &ops.b, &mut dd, &dm, 32));
     // k = 384 has 3 blocks: 4 splits would leave one empty (rejected, not clamped).
     let e = launch(Some((32, 128)), 4).unwrap_err();
     assert!(matches!(&e, Error::Unsupported(s) if s.contains("at most 3")), "{e}");
@@ -209,9 +209,7 @@ fn split_counts_the_problem_cannot_use_are_typed_errors() {
     let e = launch(None, 0).unwrap_err();
     assert!(matches!(&e, Error::Unsupported(s) if s.contains("at least 1")), "{e}");
     // Contiguous stays unsplit: a forced split is rejected by the config.
-    config::force_split(Some(2));
-    let e = config::get_grouped_bs_config(&GemmDesc::m_grouped_contiguous(256, 128, 384, 2, ctx.arch())).unwrap_err();
-    config::force_split(None);
+    let e = config::get_grouped_bs_config(&GemmDesc::m_grouped_contiguous(256, 128, 384, 2, ctx.arch()), &Overrides::NONE.with_split(2)).unwrap_err();
     assert!(matches!(&e, config::ConfigError::ForcedSplit { expected, .. } if expected.contains("no split-K kernel")), "{e}");
 }
 
@@ -223,13 +221,13 @@ fn a_stream_workspace_too_small_falls_back_and_a_forced_split_errors() {
     let c = case(2, 32, 256, 2176, 6);
     let ops = upload(&ctx, &c);
     let masked_m = [32, 20];
-    let preferred = config::get_grouped_bs_config(&GemmDesc::m_grouped_masked(32, 256, 2176, 2, 32, ctx.arch())).unwrap();
+    let preferred = config::get_grouped_bs_config(&GemmDesc::m_grouped_masked(32, 256, 2176, 2, 32, ctx.arch()), &Overrides::NONE).unwrap();
     assert!(preferred.splits > 1, "{preferred}");
     for ws in [Some(Workspace::new(&ctx, 100).unwrap()), None] {
         let mut stream = Stream::new(&ctx).unwrap();
         let had = ws.as_ref().map_or(0, |w| w.len() as u64);
         stream.set_workspace(ws).unwrap();
-        let (got, r) = run(&ctx, &stream, &c, &ops, &masked_m, 32, (None, None));
+        let (got, r) = run(&ctx, &mut stream, &c, &ops, &masked_m, 32, (None, None));
         let cfg = r.config.unwrap();
         assert_eq!(cfg.splits, 1, "{cfg}");
         let limit = r.workspace_limit.expect("the fallback is reported");
@@ -240,7 +238,7 @@ fn a_stream_workspace_too_small_falls_back_and_a_forced_split_errors() {
     stream.set_workspace(None).unwrap();
     let dm = ctx.upload(&masked_m).unwrap();
     let mut dd = ctx.upload(&sentinel(&c)).unwrap();
-    let e = forced(None, Some(4), || m_grouped_fp8_gemm_nt_masked(&stream, &ops.a, &ops.b, &mut dd, &dm, 32)).unwrap_err();
+    let e = forced(&mut stream, None, Some(4), |stream| m_grouped_fp8_gemm_nt_masked(stream, &ops.a, &ops.b, &mut dd, &dm, 32)).unwrap_err();
     assert!(matches!(e, Error::Workspace { available: 0, .. }), "{e}");
 }
 
@@ -255,7 +253,7 @@ fn an_explicit_workspace_runs_the_split_and_a_too_small_one_is_a_typed_error() {
     let mut stream = Stream::new(&ctx).unwrap();
     stream.set_workspace(None).unwrap();
     // The model's preferred split, with a workspace of exactly its need.
-    let preferred = config::get_grouped_bs_config(&GemmDesc::m_grouped_masked(32, 256, 2176, 2, 32, ctx.arch())).unwrap();
+    let preferred = config::get_grouped_bs_config(&GemmDesc::m_grouped_masked(32, 256, 2176, 2, 32, ctx.arch()), &Overrides::NONE).unwrap();
     assert!(preferred.splits > 1, "{preferred}");
     let mut ws = Workspace::new(&ctx, preferred.workspace_floats() as usize).unwrap();
     let mut dd = ctx.upload(&sentinel(&c)).unwrap();
@@ -264,11 +262,12 @@ fn an_explicit_workspace_runs_the_split_and_a_too_small_one_is_a_typed_error() {
     assert!(r.workspace_limit.is_none());
     check(&c, &masked_m, &dd.download(&stream).unwrap(), "explicit workspace, preferred split");
     // A forced split with a workspace of exactly its need.
-    let forced_cfg = forced(None, Some(4), || config::get_grouped_bs_config(&GemmDesc::m_grouped_masked(32, 256, 2176, 2, 32, ctx.arch()))).unwrap();
+    let forced_cfg = config::get_grouped_bs_config(&GemmDesc::m_grouped_masked(32, 256, 2176, 2, 32, ctx.arch()), &overrides(None, Some(4))).unwrap();
     assert_eq!(forced_cfg.splits, 4, "{forced_cfg}");
     let mut ws4 = Workspace::new(&ctx, forced_cfg.workspace_floats() as usize).unwrap();
     let mut dd = ctx.upload(&sentinel(&c)).unwrap();
-    let r = forced(None, Some(4), || m_grouped_fp8_gemm_nt_masked_with_workspace(&stream, &ops.a, &ops.b, &mut dd, &dm, 32, &mut ws4)).unwrap();
+    let r =
+        forced(&mut stream, None, Some(4), |stream| m_grouped_fp8_gemm_nt_masked_with_workspace(stream, &ops.a, &ops.b, &mut dd, &dm, 32, &mut ws4)).unwrap();
     assert_eq!(r.config.unwrap().splits, 4);
     check(&c, &masked_m, &dd.download(&stream).unwrap(), "explicit workspace, forced split 4");
     // One float short of the forced split's need: the typed error naming `workspace`, nothing
@@ -276,7 +275,8 @@ fn an_explicit_workspace_runs_the_split_and_a_too_small_one_is_a_typed_error() {
     let need = forced_cfg.workspace_floats();
     let mut small = Workspace::new(&ctx, need as usize - 1).unwrap();
     let mut dd = ctx.upload(&sentinel(&c)).unwrap();
-    let e = forced(None, Some(4), || m_grouped_fp8_gemm_nt_masked_with_workspace(&stream, &ops.a, &ops.b, &mut dd, &dm, 32, &mut small)).unwrap_err();
+    let e = forced(&mut stream, None, Some(4), |stream| m_grouped_fp8_gemm_nt_masked_with_workspace(stream, &ops.a, &ops.b, &mut dd, &dm, 32, &mut small))
+        .unwrap_err();
     assert!(matches!(e, Error::Workspace { arg: "workspace", needed, available } if needed == need && available == need - 1), "{e}");
     let untouched = dd.download(&stream).unwrap();
     assert!(untouched.iter().all(|v| v.to_bits() == SENTINEL), "a rejected launch wrote D");
@@ -301,14 +301,14 @@ fn the_choice_for_the_decode_table_shapes() {
     for ((n, k), want) in [((4096u32, 7168u32), [3u32, 3, 0, 0, 2, 2, 1, 1, 1]), ((7168, 2048), [0, 0, 0, 0, 1, 1, 1, 1, 1])] {
         for ((g, m), want) in shapes.into_iter().zip(want) {
             let m_max = (m * 13).div_ceil(10);
-            let cfg = config::get_grouped_bs_config(&GemmDesc::m_grouped_masked(m_max, n, k, g, m, arch)).unwrap();
+            let cfg = config::get_grouped_bs_config(&GemmDesc::m_grouped_masked(m_max, n, k, g, m, arch), &Overrides::NONE).unwrap();
             eprintln!("masked {g}x{m} over ({n},{k}): {cfg}");
             let narrow = cfg.kernel == "m_grouped_fp8_gemm_nt_masked_bs_pipe_bm32_bn64";
             assert_eq!(narrow, want == 0, "masked {g}x{m} over ({n},{k}): {cfg}");
             assert_eq!(cfg.splits, want.max(1), "masked {g}x{m} over ({n},{k}): {cfg}");
             assert_eq!(cfg.splits > 1, cfg.kernel.contains("splitk"), "{cfg}");
             assert!(cfg.workspace_floats() <= DEFAULT_STREAM_WORKSPACE_FLOATS as u64, "{cfg}");
-            let cont = config::get_grouped_bs_config(&GemmDesc::m_grouped_contiguous(g * m.max(128), n, k, g, arch)).unwrap();
+            let cont = config::get_grouped_bs_config(&GemmDesc::m_grouped_contiguous(g * m.max(128), n, k, g, arch), &Overrides::NONE).unwrap();
             assert_eq!(cont.splits, 1, "{cont}");
         }
     }
@@ -329,10 +329,8 @@ proptest::proptest! {
         let (n, k) = (n * 128, k * 128);
         let arch = fp8gemm::codeobj::Arch::Gfx942;
         let desc = GemmDesc::m_grouped_masked(m_max, n, k, groups, expected, arch);
-        let c = config::get_grouped_bs_config(&desc).unwrap();
-        config::force_split(Some(1));
-        let unsplit = config::get_grouped_bs_config(&desc).unwrap();
-        config::force_split(None);
+        let c = config::get_grouped_bs_config(&desc, &Overrides::NONE).unwrap();
+        let unsplit = config::get_grouped_bs_config(&desc, &Overrides::NONE.with_split(1)).unwrap();
         prop_assert_eq!(unsplit.splits, 1);
         prop_assert_eq!(c.block_m, unsplit.block_m);
         let tiles = groups * m_max.div_ceil(c.block_m) * n.div_ceil(c.block_n);
@@ -352,7 +350,7 @@ proptest::proptest! {
         }
         prop_assert_eq!(c.grid, tiles * c.splits);
         let available = (c.workspace_floats() as f64 * avail_frac) as u64;
-        let (l, lim) = config::get_grouped_bs_config_for_workspace(&desc, available).unwrap();
+        let (l, lim) = config::get_grouped_bs_config_for_workspace(&desc, &Overrides::NONE, available).unwrap();
         prop_assert!(l.splits <= c.splits);
         prop_assert!(l.splits == 1 || l.workspace_floats() <= available);
         match lim {

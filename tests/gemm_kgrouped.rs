@@ -279,7 +279,7 @@ fn rejected_inputs_are_typed_errors() {
 fn configs_cover_the_grid() {
     for arch in fp8gemm::codeobj::Arch::ALL {
         for (m, n, g) in [(128u32, 128u32, 1u32), (192, 2048, 4), (7168, 4096, 8), (2048, 7168, 4), (72, 200, 16)] {
-            let c = kgrouped_config(m, n, g, u64::from(g) * 4096, arch).unwrap();
+            let c = kgrouped_config(m, n, g, u64::from(g) * 4096, arch, &fp8gemm::Overrides::NONE).unwrap();
             assert_eq!(c.grid, g * m.div_ceil(c.block_m) * n.div_ceil(c.block_n), "{c}");
             assert_eq!(c.lds_bytes, 2 * (c.block_m + c.block_n) * 64);
             assert!(c.kernel.starts_with("k_grouped_fp8_gemm_tn_contiguous_"));
@@ -341,9 +341,11 @@ fn no_lds_bank_conflicts_and_exact_mfma_count() {
         let mut dd = ctx.upload(&c.c).unwrap();
         // Each kernel on purpose (the tile choice itself is the timing model's, tested elsewhere).
         let tile = if kernel.ends_with("bm64_bn64") { (64, 64) } else { (128, 128) };
-        fp8gemm::config::force_tile(Some(tile));
-        let run = k_grouped_fp8_gemm_tn_contiguous(&stream(&ctx), &da, &db, &mut dd, &dks, total, None);
-        fp8gemm::config::force_tile(None);
+        let mut st = stream(&ctx);
+        st.set_overrides(fp8gemm::Overrides::NONE.with_tile(tile.0, tile.1));
+        let run = k_grouped_fp8_gemm_tn_contiguous(&st, &da, &db, &mut dd, &dks, total, None);
+        // The queued launch runs (and leaves its report) when the stream is synchronized.
+        st.synchronize().unwrap();
         assert_eq!(run.unwrap().config.unwrap().kernel, kernel);
         let r = fp8gemm::runtime::last_emulator_report().expect("an emulator report");
         assert_eq!(r.kernel, kernel);

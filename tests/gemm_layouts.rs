@@ -63,12 +63,12 @@ const SHAPES: [(usize, usize, usize); 6] = [(8, 8, 128), (72, 136, 384), (136, 2
 #[test]
 fn every_layout_meets_both_references_and_matches_the_nt_kernel_bit_for_bit() {
     let ctx = checked_context();
-    let s = Stream::new(&ctx).unwrap();
+    let mut s = Stream::new(&ctx).unwrap();
     for (i, &(m, n, k)) in SHAPES.iter().enumerate() {
         let c = case(m, n, k, 1000 + i as u64);
         // The NT kernel of the same tile (64 × 128, no split): the same LDS contents, the same
         // arithmetic in the same order.
-        let (nt, run) = forced(Some((64, 128)), Some(1), || run_on(&ctx, &s, &c));
+        let (nt, run) = forced(&mut s, Some((64, 128)), Some(1), |s| run_on(&ctx, s, &c));
         assert_eq!(run.config.unwrap().kernel, "fp8_gemm_nt_bm64_bn128");
         let want = c.want_dequantized();
         for layout in LAYOUTS {

@@ -13,30 +13,34 @@ use fp8gemm_device::streamk::StreamKSchedule;
 use fp8gemm_device::tile::SPLITK_COUNTER_FLOATS;
 use half::bf16;
 
-/// Forces `tile` and the stream-K schedule `sk` (or, with `sk = None`, the data-parallel kernel:
-/// split 1) for this thread while `f` runs.
-fn forced<T>(tile: Option<(u32, u32)>, sk: Option<(u32, Option<u32>)>, f: impl FnOnce() -> T) -> T {
-    config::force_stream_k(sk);
-    let r = common::forced(tile, if sk.is_none() { Some(1) } else { None }, f);
-    config::force_stream_k(None);
-    r
+/// The overrides forcing `tile` and the stream-K schedule `sk` (or, with `sk = None`, the
+/// data-parallel kernel: split 1).
+fn sk_overrides(tile: Option<(u32, u32)>, sk: Option<(u32, Option<u32>)>) -> Overrides {
+    let mut o = overrides(tile, if sk.is_none() { Some(1) } else { None });
+    o.stream_k = sk;
+    o
+}
+
+/// Runs `f` on `stream` with [`sk_overrides`] as its overrides.
+fn forced<T>(stream: &mut Stream, tile: Option<(u32, u32)>, sk: Option<(u32, Option<u32>)>, f: impl FnOnce(&Stream) -> T) -> T {
+    with_overrides(stream, sk_overrides(tile, sk), f)
 }
 
 #[test]
 fn every_tile_and_schedule_matches_both_references_and_the_data_parallel_kernel() {
     let ctx = checked_context();
-    let stream = Stream::new(&ctx).unwrap();
+    let mut stream = Stream::new(&ctx).unwrap();
     // Tails: m not a multiple of any tile height, n % 64 != 0, block counts that do not divide.
     for (m, n, k) in [(1usize, 132usize, 384usize), (130, 196, 640), (65, 260, 1024)] {
         let c = case(m, n, k, (m * 7 + n + k) as u64);
         let nkb = (k / 128) as u32;
         for tile in config::tiles(config::GemmKind::Dense) {
-            let (dp_ref, r) = forced(Some(tile), None, || run_on(&ctx, &stream, &c));
+            let (dp_ref, r) = forced(&mut stream, Some(tile), None, |stream| run_on(&ctx, stream, &c));
             assert!(r.config.unwrap().stream_k.is_none());
             let tiles = (m as u32).div_ceil(tile.0) * (n as u32).div_ceil(tile.1);
             for (g, dp) in stream_k_test_schedules(tiles, nkb) {
                 let what = format!("{m}x{n}x{k} tile {}x{} stream-K g {g} dp {dp}", tile.0, tile.1);
-                let (got, r) = forced(Some(tile), Some((g, Some(dp))), || run_on(&ctx, &stream, &c));
+                let (got, r) = forced(&mut stream, Some(tile), Some((g, Some(dp))), |stream| run_on(&ctx, stream, &c));
                 let cfg = r.config.unwrap();
                 let sk = cfg.stream_k.unwrap_or_else(|| panic!("{what}: {cfg}"));
                 assert_eq!(sk, StreamK { tiles, nkb, dp_tiles: dp, sk_wgs: g }, "{what}");
@@ -54,7 +58,7 @@ fn the_default_head_and_strided_operands() {
     // `FP8GEMM_FORCE_STREAMK=G` without DP takes the whole waves that leave a tail; A and D
     // with row strides.
     let ctx = checked_context();
-    let stream = Stream::new(&ctx).unwrap();
+    let mut stream = Stream::new(&ctx).unwrap();
     let (m, n, k, lda, ldd) = (200usize, 320usize, 768usize, 768 + 128, 320 + 12);
     let c = case(m, n, k, 77);
     let mut bytes = vec![0x7fu8; m * lda];
@@ -69,8 +73,10 @@ fn the_default_head_and_strided_operands() {
         let av = fp8gemm::ActivationsView::<fp8gemm::fp8::E4M3Fnuz>::with_row_stride(a_data.as_slice(), a_scales.as_slice(), m, k, lda).unwrap();
         let fill = bf16::from_f32(-7.25);
         let mut dd = ctx.upload(&vec![fill; m * ldd]).unwrap();
-        let r = forced(Some(tile), Some((30, None)), || fp8_gemm_nt(&stream, av, &db, OutputViewMut::with_row_stride(dd.as_slice_mut(), m, n, ldd).unwrap()))
-            .unwrap();
+        let r = forced(&mut stream, Some(tile), Some((30, None)), |stream| {
+            fp8_gemm_nt(stream, av, &db, OutputViewMut::with_row_stride(dd.as_slice_mut(), m, n, ldd).unwrap())
+        })
+        .unwrap();
         let sk = r.config.unwrap().stream_k.unwrap();
         // Fewer tiles than one wave of the device: no head.
         assert_eq!((sk.dp_tiles, sk.sk_wgs), (0, 30));
@@ -92,7 +98,7 @@ fn stream_k_results_are_deterministic_and_the_counters_re_armed() {
     // The last contributor to arrive sums the pieces in K order, whichever it is; every launch
     // leaves the counter region at 0.
     let ctx = checked_context();
-    let stream = Stream::new(&ctx).unwrap();
+    let mut stream = Stream::new(&ctx).unwrap();
     let c = case(96, 192, 1280, 3);
     let da = DeviceActivations::upload(&ctx, &c.qa).unwrap();
     let db = DeviceWeights::upload(&ctx, &c.qb).unwrap();
@@ -100,7 +106,7 @@ fn stream_k_results_are_deterministic_and_the_counters_re_armed() {
     let mut results = Vec::new();
     for _ in 0..3 {
         let mut dd = ctx.upload(&vec![bf16::from_f32(5.5); 96 * 192]).unwrap();
-        let r = forced(Some((64, 64)), Some((7, Some(2))), || fp8_gemm_nt_with_workspace(&stream, &da, &db, &mut dd, &mut ws)).unwrap();
+        let r = forced(&mut stream, Some((64, 64)), Some((7, Some(2))), |stream| fp8_gemm_nt_with_workspace(stream, &da, &db, &mut dd, &mut ws)).unwrap();
         assert!(r.config.unwrap().stream_k.is_some());
         results.push(dd.download(&stream).unwrap());
         let mut counters = vec![1f32; SPLITK_COUNTER_FLOATS as usize];
@@ -119,13 +125,13 @@ fn stream_k_results_are_deterministic_and_the_counters_re_armed() {
 #[test]
 fn explicit_workspace_too_small_is_a_typed_error() {
     let ctx = checked_context();
-    let stream = Stream::new(&ctx).unwrap();
+    let mut stream = Stream::new(&ctx).unwrap();
     let (m, n, k) = (130usize, 196usize, 640usize);
     let c = case(m, n, k, 5);
     let da = DeviceActivations::upload(&ctx, &c.qa).unwrap();
     let db = DeviceWeights::upload(&ctx, &c.qb).unwrap();
-    forced(Some((64, 64)), Some((9, Some(4))), || {
-        let need = workspace_floats(m, n, k);
+    forced(&mut stream, Some((64, 64)), Some((9, Some(4))), |stream| {
+        let need = workspace_floats(m, n, k, &stream.overrides());
         // 12 tiles, 4 data-parallel: 8 tail tiles over 9 workgroups → 16 slots.
         let sched = StreamKSchedule::new(12, 5, 4, 9).unwrap();
         assert_eq!(need as u64, sched.workspace_floats(64, 64));
@@ -133,13 +139,13 @@ fn explicit_workspace_too_small_is_a_typed_error() {
         let fill = bf16::from_f32(3.0);
         let mut dd = ctx.upload(&vec![fill; m * n]).unwrap();
         let mut small = Workspace::new(&ctx, need - 1).unwrap();
-        let e = fp8_gemm_nt_with_workspace(&stream, &da, &db, &mut dd, &mut small).unwrap_err();
+        let e = fp8_gemm_nt_with_workspace(stream, &da, &db, &mut dd, &mut small).unwrap_err();
         assert!(matches!(e, Error::Workspace { arg: "workspace", needed, available } if needed == need as u64 && available == need as u64 - 1), "{e}");
-        assert!(dd.download(&stream).unwrap().iter().all(|v| v.to_bits() == fill.to_bits()), "nothing may be launched");
+        assert!(dd.download(stream).unwrap().iter().all(|v| v.to_bits() == fill.to_bits()), "nothing may be launched");
         let mut exact = Workspace::new(&ctx, need).unwrap();
-        let r = fp8_gemm_nt_with_workspace(&stream, &da, &db, &mut dd, &mut exact).unwrap();
+        let r = fp8_gemm_nt_with_workspace(stream, &da, &db, &mut dd, &mut exact).unwrap();
         assert!(r.config.unwrap().stream_k.is_some());
-        assert_accurate("explicit workspace", &c, &dd.download(&stream).unwrap());
+        assert_accurate("explicit workspace", &c, &dd.download(stream).unwrap());
     });
 }
 
@@ -156,10 +162,10 @@ fn a_stream_workspace_too_small_falls_back_and_says_so() {
     let (desc, preferred) = [(8192u32, 2048u32, 7168u32), (64, 2112, 7168), (16, 4096, 7168), (48, 256, 2048)]
         .into_iter()
         .map(|(m, n, k)| GemmDesc::dense(m, n, k, ctx.arch()).with_cus(ctx.compute_units()))
-        .map(|d| (d, config::get_best_config(&d).unwrap()))
+        .map(|d| (d, config::get_best_config(&d, &Overrides::NONE).unwrap()))
         .find(|(_, c)| c.workspace_floats() > 1000)
         .expect("some problem whose preferred plan needs workspace");
-    let (fit, limit) = config::get_config_for_workspace(&desc, 1000).unwrap();
+    let (fit, limit) = config::get_config_for_workspace(&desc, &Overrides::NONE, 1000).unwrap();
     assert!(fit.workspace_floats() <= 1000, "{fit}");
     let limit = limit.expect("the fallback is reported");
     assert_eq!((limit.preferred, limit.needed, limit.available), (preferred, preferred.workspace_floats(), 1000));
@@ -173,13 +179,13 @@ fn a_stream_workspace_too_small_falls_back_and_says_so() {
     let db = DeviceWeights::upload(&ctx, &c.qb).unwrap();
     let fill = bf16::from_f32(2.5);
     let mut d = ctx.upload(&vec![fill; m * n]).unwrap();
-    let e = forced(None, Some((16, None)), || fp8_gemm_nt(&stream, &da, &db, &mut d)).unwrap_err();
+    let e = forced(&mut stream, None, Some((16, None)), |stream| fp8_gemm_nt(stream, &da, &db, &mut d)).unwrap_err();
     assert!(matches!(e, Error::Workspace { available: 0, .. }), "{e}");
     assert!(d.download(&stream).unwrap().iter().all(|v| v.to_bits() == fill.to_bits()), "nothing may be launched");
     // With a workspace of exactly the need it runs.
-    let need = forced(None, Some((16, None)), || workspace_floats(m, n, k));
+    let need = workspace_floats(m, n, k, &sk_overrides(None, Some((16, None))));
     stream.set_workspace(Some(Workspace::new(&ctx, need).unwrap())).unwrap();
-    let (got, r) = forced(None, Some((16, None)), || run_on(&ctx, &stream, &c));
+    let (got, r) = forced(&mut stream, None, Some((16, None)), |stream| run_on(&ctx, stream, &c));
     assert_eq!(r.config.unwrap().workspace_floats(), need as u64);
     assert_accurate("exact workspace", &c, &got);
 }
@@ -187,13 +193,11 @@ fn a_stream_workspace_too_small_falls_back_and_says_so() {
 #[test]
 fn two_streams_run_stream_k_gemms_at_once() {
     // Each stream owns its workspace: concurrent stream-K launches share no counter or slot.
-    two_streams_at_once(|(s, a, b, d), rows| {
-        forced(Some((64, 64)), Some((5, None)), || {
-            for _ in 0..3 {
-                let r = fp8_gemm_nt(s, a, b, &mut *d).unwrap();
-                assert!(r.config.unwrap().stream_k.is_some(), "{rows} rows");
-            }
-        })
+    two_streams_at_once(sk_overrides(Some((64, 64)), Some((5, None))), |(s, a, b, d), rows| {
+        for _ in 0..3 {
+            let r = fp8_gemm_nt(s, a, b, &mut *d).unwrap();
+            assert!(r.config.unwrap().stream_k.is_some(), "{rows} rows");
+        }
     });
 }
 
@@ -201,8 +205,8 @@ fn two_streams_run_stream_k_gemms_at_once() {
 fn a_captured_stream_k_gemm_replays_twice() {
     // The counters must be back at 0 after every launch, or the second replay's last
     // contributor would never see all arrivals and D would keep the fill pattern.
-    captured_launch_replays_twice(64, 192, |(s, a, b, d)| {
-        let r = forced(Some((64, 64)), Some((5, Some(1))), || fp8_gemm_nt(s, a, b, d)).unwrap();
+    captured_launch_replays_twice(64, 192, sk_overrides(Some((64, 64)), Some((5, Some(1)))), |(s, a, b, d)| {
+        let r = fp8_gemm_nt(s, a, b, d).unwrap();
         assert_eq!(r.config.unwrap().stream_k.map(|s| (s.dp_tiles, s.sk_wgs)), Some((1, 5)));
     });
 }
@@ -210,28 +214,25 @@ fn a_captured_stream_k_gemm_replays_twice() {
 #[test]
 fn impossible_forced_schedules_are_typed_errors() {
     let arch = fp8gemm::codeobj::Arch::Gfx942;
-    let e = |m, n, k, sk: (u32, Option<u32>)| forced(Some((64, 64)), Some(sk), || config::get_best_config(&GemmDesc::dense(m, n, k, arch))).unwrap_err();
+    let e = |m, n, k, sk: (u32, Option<u32>)| config::get_best_config(&GemmDesc::dense(m, n, k, arch), &sk_overrides(Some((64, 64)), Some(sk))).unwrap_err();
     // 2 tiles × 3 blocks: at most 6 workgroups; a head must leave a tail.
     let x = e(64, 128, 384, (7, Some(0)));
     assert!(matches!(&x, config::ConfigError::ForcedStreamK { expected, .. } if expected.contains("2 ..= 6 workgroups")), "{x}");
     let x = e(64, 128, 384, (1, Some(2)));
     assert!(matches!(&x, config::ConfigError::ForcedStreamK { expected, .. } if expected.contains("below the tile count")), "{x}");
     // No split-K at the same time, no masked stream-K.
-    config::force_split(Some(2));
-    config::force_stream_k(Some((4, None)));
-    let x = config::get_best_config(&GemmDesc::dense(64, 128, 384, arch)).unwrap_err();
-    config::force_split(None);
-    let y = config::get_best_config(&GemmDesc::m_grouped_masked(64, 128, 384, 2, 8, arch)).unwrap_err();
-    config::force_stream_k(None);
+    let sk4 = Overrides::NONE.with_stream_k(4, None);
+    let x = config::get_best_config(&GemmDesc::dense(64, 128, 384, arch), &sk4.with_split(2)).unwrap_err();
+    let y = config::get_best_config(&GemmDesc::m_grouped_masked(64, 128, 384, 2, 8, arch), &sk4).unwrap_err();
     assert!(matches!(&x, config::ConfigError::ForcedStreamK { expected, .. } if expected.contains("split")), "{x}");
     assert!(matches!(&y, config::ConfigError::ForcedStreamK { expected, .. } if expected.contains("masked")), "{y}");
     // Through the entry point: a typed error, nothing launched.
     let ctx = Context::new().unwrap();
-    let stream = Stream::new(&ctx).unwrap();
+    let mut stream = Stream::new(&ctx).unwrap();
     let c = case(64, 128, 384, 1);
     let da = DeviceActivations::upload(&ctx, &c.qa).unwrap();
     let db = DeviceWeights::upload(&ctx, &c.qb).unwrap();
     let mut d = ctx.alloc_zeroed::<bf16>(64 * 128).unwrap();
-    let x = forced(Some((64, 64)), Some((7, Some(0))), || fp8_gemm_nt(&stream, &da, &db, &mut d)).unwrap_err();
+    let x = forced(&mut stream, Some((64, 64)), Some((7, Some(0))), |stream| fp8_gemm_nt(stream, &da, &db, &mut d)).unwrap_err();
     assert!(x.to_string().contains("forced stream-K `7/0`"), "{x}");
 }

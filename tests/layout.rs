@@ -533,17 +533,16 @@ fn grouped_entry_points_run_preshuffled_weights_as_the_logical_ones() {
 #[test]
 fn entry_points_run_preshuffled_weights_like_logical_ones() {
     let ctx = common::checked_context();
-    let stream = Stream::new(&ctx).unwrap();
+    let mut stream = Stream::new(&ctx).unwrap();
     let (m, n, k) = (64usize, 196usize, 384usize);
     let x: Vec<f32> = (0..m * k).map(|i| ((i * 37 % 17) as f32 - 8.0) / 4.0).collect();
     let a = DeviceActivations::upload(&ctx, &QuantizedActivations::<E4M3Fnuz>::quantize(&x, m, k).unwrap()).unwrap();
     let w = random_weights(n, k, 1);
+    // The dense calls on a stream that never splits K.
+    stream.set_overrides(fp8gemm::Overrides::NONE.with_split(1));
     let dense = |b: &DeviceWeights<E4M3Fnuz>| {
         let mut d = ctx.alloc_zeroed::<bf16>(m * n).unwrap();
-        fp8gemm::config::force_split(Some(1));
-        let r = fp8_gemm_nt(&stream, &a, b, &mut d);
-        fp8gemm::config::force_split(None);
-        r.unwrap();
+        fp8_gemm_nt(&stream, &a, b, &mut d).unwrap();
         d.download(&stream).unwrap()
     };
     let want = dense(&DeviceWeights::upload(&ctx, &w).unwrap());
@@ -554,6 +553,8 @@ fn entry_points_run_preshuffled_weights_like_logical_ones() {
         assert!(got.iter().zip(&want).all(|(x, y)| x.to_bits() == y.to_bits()), "fp8_gemm_nt, {what} weights");
     }
 
+    // The grouped calls with the selector's own choices.
+    stream.set_overrides(fp8gemm::Overrides::NONE);
     let groups = 2;
     let gw = random_grouped(groups, n, k, 2);
     let ga = DeviceActivations::upload(&ctx, &QuantizedActivations::<E4M3Fnuz>::quantize(&vec![0.5f32; 256 * k], 256, k).unwrap()).unwrap();

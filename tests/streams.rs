@@ -491,14 +491,14 @@ fn per_device_state_and_workspace() {
     }
 
     // Large M fills the device without splitting K; decode-sized M splits (tests/gemm_splitk.rs).
-    assert_eq!(fp8gemm::workspace_floats(4096, 7168, 2048), 0, "M = 4096 does not split K");
-    let need = fp8gemm::workspace_floats(128, 2112, 7168);
+    assert_eq!(fp8gemm::workspace_floats(4096, 7168, 2048, &fp8gemm::Overrides::NONE), 0, "M = 4096 does not split K");
+    let need = fp8gemm::workspace_floats(128, 2112, 7168, &fp8gemm::Overrides::NONE);
     assert!(need > 0, "128 × 2112 × 7168 splits K");
-    let mut ws = fp8gemm::Workspace::for_problems(&ctx, &[(128, 2112, 7168), (4096, 7168, 2048)]).unwrap();
-    assert!(ws.fits(4096, 7168, 2048) && ws.fits(128, 2112, 7168));
+    let mut ws = fp8gemm::Workspace::for_problems(&ctx, &[(128, 2112, 7168), (4096, 7168, 2048)], &fp8gemm::Overrides::NONE).unwrap();
+    assert!(ws.fits(4096, 7168, 2048, &fp8gemm::Overrides::NONE) && ws.fits(128, 2112, 7168, &fp8gemm::Overrides::NONE));
     let mut big = fp8gemm::Workspace::new(&ctx, 1024).unwrap();
     assert_eq!((big.len(), ws.len()), (1024, need));
-    assert!(!big.fits(128, 2112, 7168));
+    assert!(!big.fits(128, 2112, 7168, &fp8gemm::Overrides::NONE));
     assert_eq!(big.as_slice_mut().len(), 1024);
     assert_eq!(ws.as_slice_mut().len(), need);
     let mut empty = fp8gemm::Workspace::new(&ctx, 0).unwrap();

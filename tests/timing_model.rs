@@ -11,7 +11,7 @@ use amdgpu_emu::hip::{self as emu, TimingMode};
 use amdgpu_emu::timing::{Machine, Scope, SimOptions, Stall, TimingReport};
 use fp8gemm::fp8::E4M3Fnuz;
 use fp8gemm::quant::{QuantizedActivations, QuantizedWeights};
-use fp8gemm::{Context, DeviceActivations, DeviceWeights, Stream, WeightLayout, fp8_gemm_nt};
+use fp8gemm::{Context, DeviceActivations, DeviceWeights, Overrides, Stream, WeightLayout, fp8_gemm_nt};
 use half::bf16;
 
 /// Timing mode is process-wide: the tests of this file take turns.
@@ -41,12 +41,14 @@ fn operands_in(
     (DeviceActivations::upload(ctx, &qa).unwrap(), DeviceWeights::upload_with_layout(ctx, &qb, layout).unwrap(), ctx.alloc_zeroed::<bf16>(m * n).unwrap())
 }
 
-/// One dense GEMM of the library, launched once per entry of `runs` (same buffers, so the same
-/// addresses), each modelled on its machine; returns the reports and the config's tile.
-fn dense_runs(m: usize, n: usize, k: usize, runs: &[(&Machine, SimOptions)]) -> (Vec<Arc<TimingReport>>, (usize, usize)) {
+/// One dense GEMM of the library on a stream with the selector overrides `forced`, launched once
+/// per entry of `runs` (same buffers, so the same addresses), each modelled on its machine;
+/// returns the reports and the config's tile.
+fn dense_runs(m: usize, n: usize, k: usize, forced: Overrides, runs: &[(&Machine, SimOptions)]) -> (Vec<Arc<TimingReport>>, (usize, usize)) {
     let ctx = Context::new().expect("context");
     let (da, db, mut d) = operands(&ctx, m, n, k);
-    let stream = Stream::new(&ctx).unwrap();
+    let mut stream = Stream::new(&ctx).unwrap();
+    stream.set_overrides(forced);
     let mut out = Vec::new();
     let mut tile = (0, 0);
     for (machine, o) in runs {
@@ -67,9 +69,8 @@ fn dense_timing_is_deterministic_and_independent_of_mfma_math() {
     let (m, n, k) = (300, 512, 1024);
     let mi = &Machine::MI300X;
     // The unsplit kernels (the model would split this shape; split-K is timed below).
-    fp8gemm::config::force_split(Some(1));
-    let (r, tile) = dense_runs(m, n, k, &[(mi, opts(Scope::Full, false)), (mi, opts(Scope::Full, true)), (mi, opts(Scope::Full, true))]);
-    fp8gemm::config::force_split(None);
+    let unsplit = Overrides::NONE.with_split(1);
+    let (r, tile) = dense_runs(m, n, k, unsplit, &[(mi, opts(Scope::Full, false)), (mi, opts(Scope::Full, true)), (mi, opts(Scope::Full, true))]);
     let (full, skip, again) = (&r[0], &r[1], &r[2]);
     // The MFMA results do not steer our kernels: skipping their math must not change the
     // instruction stream or any modelled figure.
@@ -96,10 +97,8 @@ fn dense_timing_is_deterministic_and_independent_of_mfma_math() {
 fn workgroup_spans_and_the_issue_trace_cover_the_launch() {
     let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let mi = &Machine::MI300X;
-    fp8gemm::config::force_split(Some(1));
     let traced = SimOptions { trace_workgroup: Some(1), ..opts(Scope::Full, true) };
-    let (r, _) = dense_runs(300, 512, 1024, &[(mi, traced), (mi, opts(Scope::Full, true))]);
-    fp8gemm::config::force_split(None);
+    let (r, _) = dense_runs(300, 512, 1024, Overrides::NONE.with_split(1), &[(mi, traced), (mi, opts(Scope::Full, true))]);
     let (t, plain) = (&r[0], &r[1]);
     // Tracing observes: the same modelled launch.
     assert_eq!((t.cycles, t.issued, t.stalls), (plain.cycles, plain.issued, plain.stalls));
@@ -127,13 +126,10 @@ fn split_k_timing_counts_every_split_and_stays_stable() {
     let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let (m, n, k, splits) = (64, 512, 2048, 4);
     let mi = &Machine::MI300X;
-    fp8gemm::config::force_tile(Some((64, 64)));
-    fp8gemm::config::force_split(Some(splits));
-    let (r, _) = dense_runs(m, n, k, &[(mi, opts(Scope::Full, false)), (mi, opts(Scope::Full, true)), (mi, opts(Scope::Full, true))]);
-    fp8gemm::config::force_split(Some(1));
-    let (unsplit, _) = dense_runs(m, n, k, &[(mi, opts(Scope::Full, true))]);
-    fp8gemm::config::force_split(None);
-    fp8gemm::config::force_tile(None);
+    let tile64 = Overrides::NONE.with_tile(64, 64);
+    let (r, _) =
+        dense_runs(m, n, k, tile64.with_split(splits), &[(mi, opts(Scope::Full, false)), (mi, opts(Scope::Full, true)), (mi, opts(Scope::Full, true))]);
+    let (unsplit, _) = dense_runs(m, n, k, tile64.with_split(1), &[(mi, opts(Scope::Full, true))]);
     let tiles = (m / 64) * (n / 64);
     for x in &r {
         // Every (tile, split) workgroup ran; together they execute exactly the unsplit MFMA work.
@@ -155,7 +151,7 @@ fn more_bandwidth_never_makes_a_memory_bound_launch_slower() {
     let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     // 64 rows against a wide weight: weight streaming dominates.
     let slow = Machine { hbm_bytes_per_s: 1.0e12, ..Machine::MI300X };
-    let (r, _) = dense_runs(64, 2048, 2048, &[(&slow, opts(Scope::Full, true)), (&Machine::MI300X, opts(Scope::Full, true))]);
+    let (r, _) = dense_runs(64, 2048, 2048, Overrides::NONE, &[(&slow, opts(Scope::Full, true)), (&Machine::MI300X, opts(Scope::Full, true))]);
     let (a, b) = (&r[0], &r[1]);
     assert!(b.cycles <= a.cycles, "5.3 TB/s: {} cycles, 1 TB/s: {} cycles", b.cycles, a.cycles);
     assert!(a.stalls[Stall::Vmcnt as usize] > 0);
@@ -167,7 +163,7 @@ fn one_xcd_scope_stays_close_to_the_full_simulation() {
     // Mid-size shapes with several workgroups per XCD, and a split-K launch (64×2112×7168,
     // the config table's split) whose tiles' splits straddle XCDs.
     for (m, n, k) in [(1024, 2048, 1024), (512, 4096, 2048), (64, 2112, 7168)] {
-        let (r, _) = dense_runs(m, n, k, &[(&Machine::MI300X, opts(Scope::Full, true)), (&Machine::MI300X, opts(Scope::OneXcd, true))]);
+        let (r, _) = dense_runs(m, n, k, Overrides::NONE, &[(&Machine::MI300X, opts(Scope::Full, true)), (&Machine::MI300X, opts(Scope::OneXcd, true))]);
         let (full, one) = (&r[0], &r[1]);
         let err = one.seconds / full.seconds - 1.0;
         println!("{m}x{n}x{k}: full {:.2} µs, one XCD {:.2} µs ({:+.1} %)", full.seconds * 1e6, one.seconds * 1e6, err * 100.0);
@@ -178,11 +174,13 @@ fn one_xcd_scope_stays_close_to_the_full_simulation() {
 
 /// Like [`dense_runs`] for one run, with `pad` bytes allocated (and kept) before the operands,
 /// which moves every buffer of the launch by `pad` + the allocator's 4 KiB guard gap.
-fn dense_shifted(m: usize, n: usize, k: usize, pad: usize, layout: WeightLayout, machine: &Machine, o: &SimOptions) -> Arc<TimingReport> {
+#[allow(clippy::too_many_arguments)]
+fn dense_shifted(m: usize, n: usize, k: usize, pad: usize, layout: WeightLayout, forced: Overrides, machine: &Machine, o: &SimOptions) -> Arc<TimingReport> {
     let ctx = Context::new().expect("context");
     let _pad = (pad > 0).then(|| ctx.alloc_zeroed::<u8>(pad).expect("padding allocation"));
     let (da, db, mut d) = operands_in(&ctx, m, n, k, layout);
-    let stream = Stream::new(&ctx).unwrap();
+    let mut stream = Stream::new(&ctx).unwrap();
+    stream.set_overrides(forced);
     emu::set_timing(Some(TimingMode { machine: machine.clone(), options: o.clone() }));
     let run = fp8_gemm_nt(&stream, &da, &db, &mut d).and_then(|r| stream.synchronize().map(|()| r));
     emu::set_timing(None);
@@ -200,9 +198,10 @@ fn modelled_time_does_not_depend_on_where_the_buffers_landed() {
     let pads = [0usize, 4 << 10, 1 << 20, 32 << 20];
     // A split-K launch on all XCDs, and an unsplit one on XCD 0's share.
     for (m, n, k, scope, split) in [(64, 2112, 7168, Scope::Full, None), (1024, 2112, 7168, Scope::OneXcd, Some(1))] {
-        fp8gemm::config::force_split(split);
-        let t: Vec<f64> = pads.iter().map(|&p| dense_shifted(m, n, k, p, WeightLayout::Logical, &Machine::MI300X, &opts(scope, true)).seconds).collect();
-        fp8gemm::config::force_split(None);
+        let mut forced = Overrides::NONE;
+        forced.split = split;
+        let t: Vec<f64> =
+            pads.iter().map(|&p| dense_shifted(m, n, k, p, WeightLayout::Logical, forced, &Machine::MI300X, &opts(scope, true)).seconds).collect();
         println!("{m}x{n}x{k} {scope:?}: modelled µs per shift {pads:?}: {:?}", t.iter().map(|x| x * 1e6).collect::<Vec<_>>());
         for (p, x) in pads.iter().zip(&t).skip(1) {
             let rel = x / t[0] - 1.0;
@@ -233,7 +232,7 @@ fn address_sweep() {
         let mut times = Vec::new();
         for p in pads.split(',') {
             let pad: usize = p.parse().expect("pad bytes");
-            let r = dense_shifted(v[0], v[1], v[2], pad, layout, &Machine::MI300X, &opts(scope, true));
+            let r = dense_shifted(v[0], v[1], v[2], pad, layout, Overrides::NONE, &Machine::MI300X, &opts(scope, true));
             times.push(r.seconds * 1e6);
             println!("{s} pad {pad}: {:.2} µs  {}", r.seconds * 1e6, r.kernel);
             if std::env::var("VERBOSE").is_ok() {

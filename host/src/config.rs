@@ -4,12 +4,14 @@
 //! **Dense problems** (both weight layouts) are planned by the generated selector,
 //! [`crate::select::plan`], over the kernel registry ([`crate::registry`]):
 //! [`get_config_for_workspace`] (logical B) and [`get_bs_config_for_workspace`] (pre-shuffled
-//! B) are its entry points here, with this thread's [`Overrides`].
+//! B) are its entry points here. Every choice takes the caller's [`Overrides`] as an explicit
+//! argument (the entry points pass their stream's, [`crate::Stream::overrides`]); nothing here
+//! reads thread or process state, nor any environment variable.
 //!
 //! **M-grouped problems** still use the per-tile cost rows of `host/tuned/gfx942.csv`
 //! (`fp8gemm tune`, modelled MI300X figures) and, for pre-shuffled weights, the grouped bs rules
 //! ([`get_grouped_bs_config`]), until they move to the generated selector:
-//! 1. a tile forced with [`force_tile`] or `FP8GEMM_FORCE_TILE=BMxBN` (experiments, tuning);
+//! 1. a tile forced through [`Overrides::tile`] (experiments, tuning);
 //! 2. else, for a problem in the table (`best` rows), the tile the timing model found fastest;
 //! 3. else an estimate per candidate from the model's per-tile costs (`cost` rows: the
 //!    modelled cycles per 128-K block of a CU running 1 or `slots` workgroups of the tile):
@@ -513,102 +515,22 @@ impl Overrides {
         self.contiguous_chunk_rows = Some(rows);
         self
     }
-    /// Each field of `self` that is set, else `base`'s.
-    fn over(self, base: Overrides) -> Overrides {
-        Overrides {
-            tile: self.tile.or(base.tile),
-            split: self.split.or(base.split),
-            stream_k: self.stream_k.or(base.stream_k),
-            bs_pipelined: self.bs_pipelined.or(base.bs_pipelined),
-            bs_narrow_barrier: self.bs_narrow_barrier.or(base.bs_narrow_barrier),
-            contiguous_chunk_rows: self.contiguous_chunk_rows.or(base.contiguous_chunk_rows),
-        }
+}
+
+/// The selector's overrides of a stream (the selector's per-stream state, kept in the stream's
+/// attachments: see [`Stream`](crate::Stream)).
+impl crate::Stream {
+    /// The overrides of the kernel selector for launches on this stream (none by default).
+    pub fn overrides(&self) -> Overrides {
+        self.attachment::<Overrides>().copied().unwrap_or(Overrides::NONE)
     }
-}
 
-thread_local! {
-    /// The overrides in force for this thread's config choices: the thread's defaults (the
-    /// `force_*` hooks) with the launching stream's [`Overrides`] on top while an entry point
-    /// chooses ([`apply`]).
-    static CURRENT: std::cell::Cell<Overrides> = const { std::cell::Cell::new(Overrides::NONE) };
-}
-
-fn current() -> Overrides {
-    CURRENT.with(std::cell::Cell::get)
-}
-
-fn update(f: impl FnOnce(&mut Overrides)) {
-    CURRENT.with(|c| {
-        let mut o = c.get();
-        f(&mut o);
-        c.set(o);
-    });
-}
-
-/// Restores the thread's overrides when an entry point's choice is done.
-pub(crate) struct Applied(Overrides);
-
-impl Drop for Applied {
-    fn drop(&mut self) {
-        CURRENT.with(|c| c.set(self.0));
+    /// Replaces the selector's own choices for later launches on this stream with `overrides`
+    /// (a tile, a split count, a stream-K schedule): for experiments, benchmarks and tests. An
+    /// override a launch's problem cannot use fails that launch with a typed error.
+    pub fn set_overrides(&mut self, overrides: Overrides) {
+        self.replace_attachment(Some(overrides));
     }
-}
-
-/// Puts `o` on top of this thread's overrides until the guard drops (entry points call it
-/// with their stream's overrides around the config choice).
-pub(crate) fn apply(o: Overrides) -> Applied {
-    let prev = current();
-    CURRENT.with(|c| c.set(o.over(prev)));
-    Applied(prev)
-}
-
-/// `o` over this thread's default overrides ([`set_thread_overrides`]): what an entry point
-/// passes to the selector.
-pub(crate) fn effective_overrides(o: Overrides) -> Overrides {
-    o.over(current())
-}
-
-/// Sets this thread's default overrides (under every stream's own): the CLI's and the tests'
-/// hook. Prefer [`Stream::set_overrides`](crate::Stream::set_overrides).
-pub fn set_thread_overrides(o: Overrides) {
-    CURRENT.with(|c| c.set(o));
-}
-
-/// Forces the tile `(block_m, block_n)` for every subsequent config choice made by this thread
-/// (`None`: choose normally again). A forced tile that no kernel of the requested kind has
-/// makes [`get_best_config`] fail with [`ConfigError::ForcedTile`].
-pub fn force_tile(tile: Option<(u32, u32)>) {
-    update(|o| o.tile = tile);
-}
-
-/// Forces `splits` workgroups per output tile (split-K) for every subsequent config choice of
-/// this thread (`Some(1)`: never split; `None`: choose normally again). Combined with a forced
-/// tile ([`force_tile`]) it pins the whole config. A split count the problem cannot use (more
-/// than its `k/128` blocks, or a kind without split-K kernels) makes [`get_best_config`] fail
-/// with [`ConfigError::ForcedSplit`].
-pub fn force_split(splits: Option<u32>) {
-    update(|o| o.split = splits);
-}
-
-/// Pins the loop of a forced 64 × 128 bs tile ([`force_tile`] with pre-shuffled B) for every
-/// subsequent bs config choice of this thread, data-parallel and stream-K alike: `Some(true)`
-/// the pipelined kernels (`fp8_gemm_nt_bs_pipe_bm64_bn128`,
-/// `fp8_gemm_nt_streamk_bs_pipe_bm64_bn128`), `Some(false)` the two-per-CU ones
-/// (`fp8_gemm_nt_bs_bm64_bn128`, `fp8_gemm_nt_streamk_bs_bm64_bn128`), `None` [`bs_kernel`]'s
-/// rule again (pipelined). No effect on other tiles or on unforced choices.
-pub fn force_bs_pipelined(pipelined: Option<bool>) {
-    update(|o| o.bs_pipelined = pipelined);
-}
-
-/// Pins the kernel of a forced 32 × 64 data-parallel bs tile ([`force_tile`] with pre-shuffled
-/// B, no split) for every subsequent bs config choice of this thread: `Some(2)` the kernel with
-/// one barrier per two blocks (`fp8_gemm_nt_bs_pipe_bm32_bn64`), `Some(1)` the one with one
-/// barrier per block (`fp8_gemm_nt_bs_pipe_b1_bm32_bn64`), `None` the rule of the unforced
-/// choice again (the first while its tiles fit one round at three workgroups per CU). Any other
-/// count makes the choice fail with [`ConfigError::ForcedTile`]. No effect on other tiles or on
-/// unforced choices.
-pub fn force_bs_narrow_barrier(blocks: Option<u32>) {
-    update(|o| o.bs_narrow_barrier = blocks);
 }
 
 /// A forced stream-K schedule: `(sk_wgs, dp_tiles)`, `dp_tiles` `None` for the default head.
@@ -617,32 +539,8 @@ pub type ForcedStreamK = (u32, Option<u32>);
 /// A stream-K configuration of `fp8gemm tune`: `((block_m, block_n), sk_wgs, dp_tiles)`.
 pub type StreamKSchedule3 = ((u32, u32), u32, u32);
 
-/// Forces a stream-K launch ([`fp8gemm_device::streamk`]) for every subsequent dense config
-/// choice of this thread: `Some((g, None))` runs `g` stream-K workgroups after the default
-/// data-parallel head (the whole waves of `CUs · slots` tiles that leave at least one tile for
-/// the tail), `Some((g, Some(dp)))` pins the head to `dp` tiles; `None` chooses normally again.
-/// Combined with a forced tile ([`force_tile`]) it pins the whole config. A schedule the problem
-/// cannot use (`g` = 0, `dp` not below the tile count, `g` more than the tail's K iterations,
-/// more than [`tile::SPLITK_MAX_TILES`] tail tiles, a forced split, a kind without stream-K
-/// kernels) makes [`get_best_config`] fail with [`ConfigError::ForcedStreamK`].
-pub fn force_stream_k(schedule: Option<ForcedStreamK>) {
-    update(|o| o.stream_k = schedule);
-}
-
-/// The stream-K schedule forced for this choice, if any (checked against the problem by the
-/// choice itself).
-pub(crate) fn forced_stream_k() -> Option<ForcedStreamK> {
-    current().stream_k
-}
-
-/// The split count forced for this choice, if any (checked against the problem by the choice
-/// itself).
-pub(crate) fn forced_split() -> Option<u32> {
-    current().split
-}
-
-/// Largest split count the model considers (and the most `FP8GEMM_FORCE_SPLIT` may ask for
-/// is `k/128`, one block per split).
+/// Largest split count the model considers (and the most [`Overrides::split`] may ask for is
+/// `k/128`, one block per split).
 pub const MAX_SPLITS: u32 = 32;
 
 /// Fixed cost of a split-K tile's hand-off in modelled cycles, added once per round of
@@ -682,16 +580,6 @@ pub(crate) fn kgrouped_cycles_per_kb(arch: Arch, block_m: u32, block_n: u32, sha
     }
     let f = f64::from(sharing.clamp(1, slots) - 1) / f64::from(slots - 1);
     Ok(one + f * (full - one))
-}
-
-/// The tile forced for this choice, if any.
-pub(crate) fn forced_tile() -> Option<(u32, u32)> {
-    current().tile
-}
-
-/// The rows per m-grouped contiguous launch forced for this launch, if any.
-pub(crate) fn forced_contiguous_chunk_rows() -> Option<u32> {
-    current().contiguous_chunk_rows
 }
 
 /// Architecture description for the heuristic.
@@ -1040,20 +928,21 @@ impl fmt::Display for WorkspaceLimit {
     }
 }
 
-/// Chooses the kernel and launch geometry the model prefers for `desc`, whatever workspace it
-/// needs (see [`get_config_for_workspace`] for the rules and [`GemmConfig::workspace_floats`]
-/// for the need).
+/// Chooses the kernel and launch geometry the model prefers for `desc` under `overrides`,
+/// whatever workspace it needs (see [`get_config_for_workspace`] for the rules and
+/// [`GemmConfig::workspace_floats`] for the need).
 ///
-/// With `FP8GEMM_PRINT_CONFIGS=1` in the environment each distinct chosen config is printed
-/// once (to stderr) with the problem that first chose it and why.
-pub fn get_best_config(desc: &GemmDesc) -> Result<GemmConfig, ConfigError> {
-    get_config_for_workspace(desc, u64::MAX).map(|(c, _)| c)
+/// At level 1 or 2 of [`set_print_configs`] each distinct chosen config is printed once (to
+/// stderr) with the problem that first chose it and why.
+pub fn get_best_config(desc: &GemmDesc, overrides: &Overrides) -> Result<GemmConfig, ConfigError> {
+    get_config_for_workspace(desc, overrides, u64::MAX).map(|(c, _)| c)
 }
 
-/// Chooses the kernel and launch geometry for `desc` when the launch has `available` FP32
-/// elements of workspace:
-/// 1. a forced tile ([`force_tile`], `FP8GEMM_FORCE_TILE`) and/or split count
-///    ([`force_split`], `FP8GEMM_FORCE_SPLIT`): taken as given, the unforced half chosen by the
+/// Chooses the kernel and launch geometry for `desc` under `overrides` when the launch has
+/// `available` FP32 elements of workspace. Dense problems go to the generated selector
+/// ([`crate::select::plan`], logical B); the m-grouped ones are chosen here:
+/// 1. a forced tile ([`Overrides::tile`]) and/or split count ([`Overrides::split`]) or
+///    stream-K schedule ([`Overrides::stream_k`]): taken as given, the unforced half chosen by the
 ///    model (a forced tile alone means no split; a forced split count must be `≤ k/128`);
 ///    never replaced for lack of workspace (the caller reports the shortfall);
 /// 2. else the faster of the problem's `best` (no split) and `split` rows of the tuned table
@@ -1066,11 +955,11 @@ pub fn get_best_config(desc: &GemmDesc) -> Result<GemmConfig, ConfigError> {
 /// A split-K choice of 2. or 3. that needs more than `available` floats is replaced by the best
 /// choice that fits (the table's `best` row, or the model's best fitting candidate; no split
 /// always fits), and the replacement is returned as a [`WorkspaceLimit`].
-pub fn get_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(GemmConfig, Option<WorkspaceLimit>), ConfigError> {
+pub fn get_config_for_workspace(desc: &GemmDesc, overrides: &Overrides, available: u64) -> Result<(GemmConfig, Option<WorkspaceLimit>), ConfigError> {
     validate(desc)?;
     if desc.kind == GemmKind::Dense {
         // Dense problems: the generated selector over the kernel registry.
-        let (plan, limit) = crate::select::plan(desc, crate::layout::WeightLayout::Logical, &current(), available)?;
+        let (plan, limit) = crate::select::plan(desc, crate::layout::WeightLayout::Logical, overrides, available)?;
         return Ok((plan.config(desc.arch), limit));
     }
     let spec = ArchSpec { cus: desc.cus.max(1), ..arch_spec(desc.arch) };
@@ -1128,7 +1017,7 @@ pub fn get_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(Gemm
     };
     let no_kernel = || ConfigError::NoKernel { kind: desc.kind, arch: desc.arch };
     let tile_names = "64x64, 64x128, 128x128";
-    let (forced_t, forced_s, forced_sk) = (forced_tile(), forced_split(), forced_stream_k());
+    let (forced_t, forced_s, forced_sk) = (overrides.tile, overrides.split, overrides.stream_k);
     let mut limited = None;
     let (c, why) = if let Some((g, dp)) = forced_sk {
         let schedule = match dp {
@@ -1445,7 +1334,7 @@ mod tests {
         // sees the device's CUs (80 on an MI308X), so the plan's workgroups never exceed two
         // rounds of it.
         let desc = GemmDesc::dense(64, 2112, 7168, Arch::Gfx942);
-        let (full, small) = (get_bs_config(&desc).unwrap(), get_bs_config(&desc.with_cus(80)).unwrap());
+        let (full, small) = (get_bs_config(&desc, &Overrides::NONE).unwrap(), get_bs_config(&desc.with_cus(80), &Overrides::NONE).unwrap());
         assert!(small.grid <= 2 * 80 * 4, "80 CUs: {small}");
         assert!(small.splits <= full.splits, "80 CUs: {} splits, 304 CUs: {}", small.splits, full.splits);
     }
@@ -1454,7 +1343,7 @@ mod tests {
     fn every_config_names_an_existing_kernel_and_covers_the_problem() {
         for arch in Arch::ALL {
             for (m, n, k) in SHAPES {
-                let c = get_best_config(&GemmDesc::dense(m, n, k, arch)).unwrap();
+                let c = get_best_config(&GemmDesc::dense(m, n, k, arch), &Overrides::NONE).unwrap();
                 let size = if let Some(sk) = c.stream_k {
                     // Stream-K: a valid schedule over exactly the problem's tiles.
                     let sched = sk.schedule().unwrap_or_else(|| panic!("{c}: invalid schedule"));
@@ -1514,38 +1403,35 @@ mod tests {
 
     #[test]
     fn a_forced_tile_wins_and_an_unknown_one_is_an_error() {
-        force_tile(Some((64, 128)));
-        let c = get_best_config(&GemmDesc::dense(4096, 7168, 2048, Arch::Gfx942)).unwrap();
-        force_tile(Some((32, 32)));
-        let e = get_best_config(&GemmDesc::dense(4096, 7168, 2048, Arch::Gfx942)).unwrap_err();
-        force_tile(None);
+        let c = get_best_config(&GemmDesc::dense(4096, 7168, 2048, Arch::Gfx942), &Overrides::NONE.with_tile(64, 128)).unwrap();
+        let e = get_best_config(&GemmDesc::dense(4096, 7168, 2048, Arch::Gfx942), &Overrides::NONE.with_tile(32, 32)).unwrap_err();
         assert_eq!((c.block_m, c.block_n), (64, 128));
         assert!(matches!(e, ConfigError::ForcedTile { .. }), "{e}");
     }
 
     #[test]
     fn bad_shapes_are_typed_errors() {
-        let e = |m, n, k| get_best_config(&GemmDesc::dense(m, n, k, Arch::Gfx942)).unwrap_err();
+        let e = |m, n, k| get_best_config(&GemmDesc::dense(m, n, k, Arch::Gfx942), &Overrides::NONE).unwrap_err();
         assert_eq!(e(0, 128, 128), ConfigError::Shape { arg: "m", value: 0, expected: "at least 1" });
         assert!(matches!(e(64, 130, 128), ConfigError::Shape { arg: "n", value: 130, .. }));
         assert!(matches!(e(64, 128, 100), ConfigError::Shape { arg: "k", value: 100, .. }));
         assert!(matches!(e(1 << 20, 4096, 4096), ConfigError::TooLarge { tensor: "a", .. }));
-        let c = |m_sum, groups| get_best_config(&GemmDesc::m_grouped_contiguous(m_sum, 128, 128, groups, Arch::Gfx942));
+        let c = |m_sum, groups| get_best_config(&GemmDesc::m_grouped_contiguous(m_sum, 128, 128, groups, Arch::Gfx942), &Overrides::NONE);
         assert!(matches!(c(192, 2), Err(ConfigError::Shape { arg: "m", value: 192, .. })));
         assert!(matches!(c(256, 0), Err(ConfigError::Shape { arg: "groups", value: 0, .. })));
         // 80 experts of 4096 × 7168 FP8 weights: 2.35 GB, beyond 31-bit offsets.
         let big = GemmDesc::m_grouped_contiguous(128, 4096, 7168, 80, Arch::Gfx942);
-        assert!(matches!(get_best_config(&big), Err(ConfigError::TooLarge { tensor: "b", .. })));
+        assert!(matches!(get_best_config(&big, &Overrides::NONE), Err(ConfigError::TooLarge { tensor: "b", .. })));
         // 128 groups × 4096 rows × 7168: 3.8 GB of activations.
         let masked = GemmDesc::m_grouped_masked(4096, 4096, 7168, 128, 64, Arch::Gfx942);
-        assert!(matches!(get_best_config(&masked), Err(ConfigError::TooLarge { tensor: "a", .. })));
+        assert!(matches!(get_best_config(&masked, &Overrides::NONE), Err(ConfigError::TooLarge { tensor: "a", .. })));
     }
 
     #[test]
     fn grouped_configs_name_grouped_kernels_and_cover_the_grid() {
         for arch in Arch::ALL {
             for (m_sum, groups) in [(128, 1), (1024, 8), (8192, 4), (32768, 8)] {
-                let c = get_best_config(&GemmDesc::m_grouped_contiguous(m_sum, 4096, 7168, groups, arch)).unwrap();
+                let c = get_best_config(&GemmDesc::m_grouped_contiguous(m_sum, 4096, 7168, groups, arch), &Overrides::NONE).unwrap();
                 assert!(contiguous_kernel_spec(&c).is_some(), "{c}");
                 assert!(dense_kernel_spec(&c).is_none() && masked_kernel_spec(&c).is_none(), "{c}");
                 assert_eq!(c.grid, (m_sum / c.block_m) * 4096 / c.block_n, "{c}");
@@ -1560,7 +1446,7 @@ mod tests {
             let desc = GemmDesc::m_grouped_contiguous(256, 4096, 7168, 32, arch);
             assert_eq!(grid_and_work(&c[0], &desc).unwrap(), (4 * 64, 4 * 64 - 64));
             for (m_max, groups, expected) in [(1024, 1, 1024), (512, 2, 512), (256, 4, 256), (4096, 8, 7)] {
-                let c = get_best_config(&GemmDesc::m_grouped_masked(m_max, 7168, 2048, groups, expected, arch)).unwrap();
+                let c = get_best_config(&GemmDesc::m_grouped_masked(m_max, 7168, 2048, groups, expected, arch), &Overrides::NONE).unwrap();
                 assert!(masked_kernel_spec(&c).is_some(), "{c}");
                 assert_eq!(c.grid, groups * m_max.div_ceil(c.block_m) * 7168 / c.block_n, "{c}");
             }
@@ -1571,7 +1457,7 @@ mod tests {
     fn grouped_bs_configs_name_bs_kernels_and_cover_the_grid() {
         for arch in Arch::ALL {
             for (m_sum, groups) in [(128, 1), (1024, 8), (8192, 4), (32768, 8)] {
-                let c = get_grouped_bs_config(&GemmDesc::m_grouped_contiguous(m_sum, 4096, 7168, groups, arch)).unwrap();
+                let c = get_grouped_bs_config(&GemmDesc::m_grouped_contiguous(m_sum, 4096, 7168, groups, arch), &Overrides::NONE).unwrap();
                 assert!(contiguous_bs_kernel_spec(&c).is_some(), "{c}");
                 assert!(contiguous_kernel_spec(&c).is_none() && masked_bs_kernel_spec(&c).is_none(), "{c}");
                 // Two A stages and two SFA regions (4·⌈FM/4⌉ slots of 256 bytes below 128 rows).
@@ -1579,19 +1465,19 @@ mod tests {
                 assert_eq!((c.grid, c.lds_bytes, c.splits), ((m_sum / c.block_m) * 4096 / 128, lds, 1), "{c}");
             }
             for (m_max, groups, expected) in [(1024, 1, 1024), (512, 2, 512), (256, 4, 256), (4096, 8, 7), (100, 3, 0)] {
-                let c = get_grouped_bs_config(&GemmDesc::m_grouped_masked(m_max, 7168, 2048, groups, expected, arch)).unwrap();
+                let c = get_grouped_bs_config(&GemmDesc::m_grouped_masked(m_max, 7168, 2048, groups, expected, arch), &Overrides::NONE).unwrap();
                 assert!(masked_bs_kernel_spec(&c).is_some() && masked_kernel_spec(&c).is_none(), "{c}");
                 // (4096, 8, 7) and (100, 3, 0): decode, the narrow 32 × 64 tile (masked_narrow_rule).
                 assert_eq!(c.block_n, if expected <= 7 { 64 } else { 128 }, "{c}");
                 assert_eq!(c.grid, groups * m_max.div_ceil(c.block_m) * 7168 / c.block_n, "{c}");
             }
             // Dense problems have no grouped bs kernel.
-            let e = get_grouped_bs_config(&GemmDesc::dense(128, 128, 128, arch)).unwrap_err();
+            let e = get_grouped_bs_config(&GemmDesc::dense(128, 128, 128, arch), &Overrides::NONE).unwrap_err();
             assert!(matches!(e, ConfigError::NoKernel { kind: GemmKind::Dense, .. }), "{e}");
         }
         // The rule by hand (304 CUs). Decode-sized masked groups: 4·1·32 tiles of either
         // height, 1 per CU → 32 vs 64 rows: the 32-row tile.
-        let pick = |d: GemmDesc| get_grouped_bs_config(&d).unwrap().block_m;
+        let pick = |d: GemmDesc| get_grouped_bs_config(&d, &Overrides::NONE).unwrap().block_m;
         assert_eq!(pick(GemmDesc::m_grouped_masked(4096, 4096, 7168, 4, 8, Arch::Gfx942)), 32);
         // Masked 1×1024 over 4096×7168: 1024 tiles of 32 rows (4 per CU = 128 rows) or 512 of
         // 64 (2 per CU = 128 rows): a tie with 2 per CU → 64 (modelled 673 vs 540 TFLOPS).
@@ -1617,7 +1503,7 @@ mod tests {
         // The pipelined loop (grouped_bs_pipe_rule) from GROUPED_BS_PIPE_MIN_BLOCKS K blocks on.
         for (k, pipe) in [(7168, true), (128 * GROUPED_BS_PIPE_MIN_BLOCKS, true), (128 * GROUPED_BS_PIPE_MIN_BLOCKS - 128, false), (2048, true)] {
             for d in [GemmDesc::m_grouped_contiguous(32768, 4096, k, 4, Arch::Gfx942), GemmDesc::m_grouped_masked(1024, 4096, k, 1, 1024, Arch::Gfx942)] {
-                let c = get_grouped_bs_config(&d).unwrap();
+                let c = get_grouped_bs_config(&d, &Overrides::NONE).unwrap();
                 assert_eq!((c.block_m, c.kernel.contains("_bs_pipe_")), (64, pipe), "k = {k}: {c}");
                 let groups = if d.kind == GemmKind::MGroupedMasked { d.groups } else { 1 };
                 assert_eq!(c.grid, groups * d.m.div_ceil(64) * 4096 / 128, "{c}");
@@ -1627,48 +1513,43 @@ mod tests {
 
     #[test]
     fn grouped_bs_forced_tiles() {
-        force_tile(Some((32, 128)));
+        let tile = |bm, bn| Overrides::NONE.with_tile(bm, bn);
         let desc = GemmDesc::m_grouped_masked(256, 4096, 7168, 4, 256, Arch::Gfx942);
-        assert_eq!(get_grouped_bs_config(&desc).unwrap().kernel, "m_grouped_fp8_gemm_nt_masked_bs_bm32_bn128");
+        assert_eq!(get_grouped_bs_config(&desc, &tile(32, 128)).unwrap().kernel, "m_grouped_fp8_gemm_nt_masked_bs_bm32_bn128");
         let contiguous = GemmDesc::m_grouped_contiguous(256, 4096, 7168, 2, Arch::Gfx942);
-        assert_eq!(get_grouped_bs_config(&contiguous).unwrap().kernel, "m_grouped_fp8_gemm_nt_contiguous_bs_bm32_bn128");
+        assert_eq!(get_grouped_bs_config(&contiguous, &tile(32, 128)).unwrap().kernel, "m_grouped_fp8_gemm_nt_contiguous_bs_bm32_bn128");
         // No bs kernel has a 64-column tile.
-        force_tile(Some((64, 64)));
         for d in [desc, contiguous] {
-            let e = get_grouped_bs_config(&d).unwrap_err();
+            let e = get_grouped_bs_config(&d, &tile(64, 64)).unwrap_err();
             assert!(matches!(e, ConfigError::ForcedTile { .. }) && e.to_string().contains("32x128, 64x128, 128x128"), "{e}");
         }
-        force_tile(Some((128, 128)));
-        assert_eq!(get_grouped_bs_config(&desc).unwrap().kernel, "m_grouped_fp8_gemm_nt_masked_bs_bm128_bn128");
+        assert_eq!(get_grouped_bs_config(&desc, &tile(128, 128)).unwrap().kernel, "m_grouped_fp8_gemm_nt_masked_bs_bm128_bn128");
         // 80 rows: the pipelined masked kernel; no contiguous kernel (80 does not divide 128).
-        force_tile(Some((80, 128)));
-        let c = get_grouped_bs_config(&desc).unwrap();
+        let c = get_grouped_bs_config(&desc, &tile(80, 128)).unwrap();
         assert_eq!((c.kernel, c.grid, c.lds_bytes), ("m_grouped_fp8_gemm_nt_masked_bs_pipe_bm80_bn128", 4 * 4 * 32, tile::bs_pipe_lds_bytes(80)));
         assert!(masked_bs_kernel_spec(&c).is_some());
-        let e = get_grouped_bs_config(&contiguous).unwrap_err();
+        let e = get_grouped_bs_config(&contiguous, &tile(80, 128)).unwrap_err();
         assert!(matches!(e, ConfigError::ForcedTile { .. }) && e.to_string().contains("80x128"), "{e}");
         // A forced 64-row tile follows the pipelined rule: K = 7168 (56 blocks) and 2048 (16)
         // pipelined, 128 (one block) not.
-        force_tile(Some((64, 128)));
-        assert_eq!(get_grouped_bs_config(&desc).unwrap().kernel, "m_grouped_fp8_gemm_nt_masked_bs_pipe_bm64_bn128");
+        let t64 = tile(64, 128);
+        assert_eq!(get_grouped_bs_config(&desc, &t64).unwrap().kernel, "m_grouped_fp8_gemm_nt_masked_bs_pipe_bm64_bn128");
         let k2048 = GemmDesc::m_grouped_masked(256, 4096, 2048, 4, 256, Arch::Gfx942);
-        assert_eq!(get_grouped_bs_config(&k2048).unwrap().kernel, "m_grouped_fp8_gemm_nt_masked_bs_pipe_bm64_bn128");
+        assert_eq!(get_grouped_bs_config(&k2048, &t64).unwrap().kernel, "m_grouped_fp8_gemm_nt_masked_bs_pipe_bm64_bn128");
         let short = GemmDesc::m_grouped_masked(256, 4096, 128, 4, 256, Arch::Gfx942);
-        assert_eq!(get_grouped_bs_config(&short).unwrap().kernel, "m_grouped_fp8_gemm_nt_masked_bs_bm64_bn128");
+        assert_eq!(get_grouped_bs_config(&short, &t64).unwrap().kernel, "m_grouped_fp8_gemm_nt_masked_bs_bm64_bn128");
         // A forced split: the masked split-K kernel of the forced tile (the pipelined loop has no
         // split-K twin); contiguous never splits.
-        force_split(Some(2));
-        let c = get_grouped_bs_config(&desc).unwrap();
+        let split2 = t64.with_split(2);
+        let c = get_grouped_bs_config(&desc, &split2).unwrap();
         assert_eq!((c.kernel, c.splits), ("m_grouped_fp8_gemm_nt_masked_splitk_bs_bm64_bn128", 2));
         let contiguous = GemmDesc::m_grouped_contiguous(256, 4096, 7168, 2, Arch::Gfx942);
-        assert!(matches!(get_grouped_bs_config(&contiguous), Err(ConfigError::ForcedSplit { .. })));
-        force_split(None);
-        force_tile(None);
+        assert!(matches!(get_grouped_bs_config(&contiguous, &split2), Err(ConfigError::ForcedSplit { .. })));
     }
 
     #[test]
     fn masked_config_follows_expected_m_not_the_capacity() {
-        let pick = |expected| get_best_config(&GemmDesc::m_grouped_masked(4096, 4096, 7168, 4, expected, Arch::Gfx942)).unwrap();
+        let pick = |expected| get_best_config(&GemmDesc::m_grouped_masked(4096, 4096, 7168, 4, expected, Arch::Gfx942), &Overrides::NONE).unwrap();
         // Decode: a handful of tokens per expert → 64-row tiles (4 · 1 · 64 = 256 working tiles of
         // 64 × 64 fill the CUs better than 4 · 1 · 32 = 128 of 128 × 128).
         assert_eq!(pick(8).block_m, 64);
@@ -1686,7 +1567,7 @@ mod tests {
     #[test]
     fn each_distinct_config_is_reported_once() {
         let seen = Mutex::new(HashSet::new());
-        let a = get_best_config(&GemmDesc::dense(4096, 7168, 2048, Arch::Gfx942)).unwrap();
+        let a = get_best_config(&GemmDesc::dense(4096, 7168, 2048, Arch::Gfx942), &Overrides::NONE).unwrap();
         let b = a;
         let c = GemmConfig { grid: a.grid + 1, ..a };
         assert!(first_sighting(&seen, &a));
@@ -1725,29 +1606,25 @@ mod tests {
     fn the_model_splits_small_problems_with_long_k_and_the_workspace_limit_is_reported() {
         // 4 tiles of 16 blocks on 304 CUs: splitting wins in the model.
         let desc = GemmDesc::dense(48, 256, 2048, Arch::Gfx942);
-        let (c, limited) = get_config_for_workspace(&desc, u64::MAX).unwrap();
+        let (c, limited) = get_config_for_workspace(&desc, &Overrides::NONE, u64::MAX).unwrap();
         assert!(c.splits > 1 && c.kernel.starts_with("fp8_gemm_nt_splitk_"), "{c}");
         assert!(limited.is_none());
         assert_eq!(c.workspace_floats(), tile::splitk_workspace_floats(c.tiles(), c.splits, c.block_m, c.block_n));
         assert!(c.to_string().contains(&format!("split-K {}", c.splits)), "{c}");
         // Without workspace: the best config that needs none, and the preferred one reported.
-        let (d, limited) = get_config_for_workspace(&desc, 0).unwrap();
+        let (d, limited) = get_config_for_workspace(&desc, &Overrides::NONE, 0).unwrap();
         assert_eq!(d.splits, 1);
         assert_eq!(limited, Some(WorkspaceLimit { preferred: c, needed: c.workspace_floats(), available: 0 }));
         // Large M fills the device: no split.
-        assert_eq!(get_best_config(&GemmDesc::dense(4096, 7168, 2048, Arch::Gfx942)).unwrap().splits, 1);
+        assert_eq!(get_best_config(&GemmDesc::dense(4096, 7168, 2048, Arch::Gfx942), &Overrides::NONE).unwrap().splits, 1);
     }
 
     #[test]
     fn a_forced_split_wins_and_an_impossible_one_is_an_error() {
-        force_split(Some(3));
-        let c = get_best_config(&GemmDesc::dense(4096, 7168, 2048, Arch::Gfx942)).unwrap();
-        force_tile(Some((64, 128)));
-        let d = get_best_config(&GemmDesc::dense(64, 7168, 2048, Arch::Gfx942)).unwrap();
-        force_split(Some(17));
-        let e = get_best_config(&GemmDesc::dense(64, 7168, 2048, Arch::Gfx942)).unwrap_err();
-        force_split(None);
-        force_tile(None);
+        let split3 = Overrides::NONE.with_split(3);
+        let c = get_best_config(&GemmDesc::dense(4096, 7168, 2048, Arch::Gfx942), &split3).unwrap();
+        let d = get_best_config(&GemmDesc::dense(64, 7168, 2048, Arch::Gfx942), &split3.with_tile(64, 128)).unwrap();
+        let e = get_best_config(&GemmDesc::dense(64, 7168, 2048, Arch::Gfx942), &split3.with_tile(64, 128).with_split(17)).unwrap_err();
         assert_eq!(c.splits, 3);
         assert_eq!((d.block_m, d.block_n, d.splits), (64, 128, 3));
         assert_eq!(d.grid, 112 * 3 / 2);
@@ -1756,10 +1633,7 @@ mod tests {
 
     #[test]
     fn display() {
-        force_tile(Some((128, 128)));
-        let c = get_best_config(&GemmDesc::dense(4096, 7168, 2048, Arch::Gfx942));
-        force_tile(None);
-        let c = c.unwrap();
+        let c = get_best_config(&GemmDesc::dense(4096, 7168, 2048, Arch::Gfx942), &Overrides::NONE.with_tile(128, 128)).unwrap();
         assert_eq!(c.to_string(), "fp8_gemm_nt_bm128_bn128 on gfx942: block 128x128x128, 256 threads, 32768 B LDS, grid 1792 (XCD remap over 8)");
     }
 
@@ -1803,12 +1677,8 @@ mod tests {
     fn a_forced_stream_k_schedule_and_the_workspace_limit_are_reported() {
         // 8192 × 2048 × 7168 on 64 × 128 forced stream-K 1824 + 608: 224 tail tiles.
         let desc = GemmDesc::dense(8192, 2048, 7168, Arch::Gfx942);
-        force_tile(Some((64, 128)));
-        force_stream_k(Some((608, Some(1824))));
-        let c = get_config_for_workspace(&desc, 8 << 20);
-        force_stream_k(None);
-        force_tile(None);
-        let (c, limited) = c.unwrap();
+        let forced = Overrides::NONE.with_tile(64, 128).with_stream_k(608, Some(1824));
+        let (c, limited) = get_config_for_workspace(&desc, &forced, 8 << 20).unwrap();
         let sk = c.stream_k.expect("stream-K");
         assert_eq!((c.kernel, sk.dp_tiles, sk.sk_wgs, c.grid), ("fp8_gemm_nt_streamk_bm64_bn128", 1824, 608, 2432), "{c}");
         assert!(limited.is_none());
@@ -1816,8 +1686,8 @@ mod tests {
         assert!(c.to_string().contains("stream-K: 1824 data-parallel tiles, then 608 workgroups over 224 tiles"), "{c}");
         // Unforced without workspace: a plan that needs none, the preferred one reported if it
         // needed some.
-        let (best, _) = get_config_for_workspace(&desc, u64::MAX).unwrap();
-        let (d, limited) = get_config_for_workspace(&desc, 0).unwrap();
+        let (best, _) = get_config_for_workspace(&desc, &Overrides::NONE, u64::MAX).unwrap();
+        let (d, limited) = get_config_for_workspace(&desc, &Overrides::NONE, 0).unwrap();
         assert!(d.stream_k.is_none() && d.splits == 1, "{d}");
         if best.workspace_floats() > 0 {
             assert_eq!(limited, Some(WorkspaceLimit { preferred: best, needed: best.workspace_floats(), available: 0 }));

@@ -388,7 +388,7 @@ fn launch<'a, F: Fp8Format>(stream: &Stream, a: Operand<'a>, b: Operand<'a>, d: 
     }
     // The plan: the selector's over the registry's kernels of these operand majors.
     let desc = GemmDesc::dense(m as u32, n as u32, k as u32, ctx.arch()).with_cus(ctx.compute_units());
-    let overrides = crate::config::effective_overrides(stream.overrides());
+    let overrides = stream.overrides();
     let (plan, _) =
         crate::select::plan_with_majors(&desc, WeightLayout::Logical, (a.major, b.major), &overrides, 0).map_err(|e| Error::Unsupported(e.to_string()))?;
     let Spec::Dense(spec) = plan.kernel.spec else {

@@ -421,8 +421,8 @@ fn dense<'a, F: Fp8Format>(
     ws: WorkspaceSource<'_>,
     forced: Option<&Plan>,
 ) -> Result<GemmRun> {
-    // The stream's selector overrides (over the thread's defaults), passed to the selector.
-    let overrides = config::effective_overrides(stream.overrides());
+    // The stream's selector overrides, passed to the selector.
+    let overrides = stream.overrides();
     let ctx = stream.context();
     check_format::<F>(ctx, "a")?;
     let preshuffled = b.layout == WeightLayout::Preshuffled;

@@ -349,11 +349,12 @@ pub fn upload_m_indices(ctx: &Context, m_indices: &[i32], groups: usize) -> Resu
 }
 
 /// The configuration and kernel of an m-grouped launch (`kind`: "contiguous" or "masked") for
-/// weights in `layout`: the tuned/estimated choice and `logical`'s kernel for logical weights,
-/// the grouped bs choice and `bs`'s kernel for pre-shuffled ones. Both entry points choose
-/// this way.
+/// weights in `layout` under `overrides`: the tuned/estimated choice and `logical`'s kernel for
+/// logical weights, the grouped bs choice and `bs`'s kernel for pre-shuffled ones. Both entry
+/// points choose this way.
 fn grouped_config<A>(
     desc: &GemmDesc,
+    overrides: &config::Overrides,
     layout: WeightLayout,
     kind: &str,
     logical: fn(&config::GemmConfig) -> Option<KernelSpec<A>>,
@@ -362,11 +363,11 @@ fn grouped_config<A>(
     let unsupported = |e: config::ConfigError| Error::Unsupported(e.to_string());
     let (cfg, spec) = match layout {
         WeightLayout::Logical => {
-            let cfg = config::get_best_config(desc).map_err(unsupported)?;
+            let cfg = config::get_best_config(desc, overrides).map_err(unsupported)?;
             (cfg, logical(&cfg))
         }
         WeightLayout::Preshuffled => {
-            let cfg = config::get_grouped_bs_config(desc).map_err(unsupported)?;
+            let cfg = config::get_grouped_bs_config(desc, overrides).map_err(unsupported)?;
             (cfg, bs(&cfg))
         }
     };
@@ -497,10 +498,10 @@ fn contiguous_chunk_rows(n: u64, k: u64) -> u64 {
 /// 32 experts × 8192 pairs, 64-row (pipelined) 825 µs vs 32-row 1022.
 #[cfg(feature = "moe")]
 pub(crate) fn contiguous_tile_rows(stream: &Stream, layout: WeightLayout, pairs: usize, active: usize, n: usize, k: usize, max_align: usize) -> Result<usize> {
-    if layout == WeightLayout::Preshuffled && pairs < 64 * active && stream.overrides().tile.is_none() && config::forced_tile().is_none() {
+    let overrides = stream.overrides();
+    if layout == WeightLayout::Preshuffled && pairs < 64 * active && overrides.tile.is_none() {
         return Ok(32);
     }
-    let _overrides = config::apply(stream.overrides());
     let ctx = stream.context();
     let chunk = contiguous_chunk_rows(n as u64, k as u64) as usize;
     let m = pairs.saturating_add(active.saturating_mul(16));
@@ -509,8 +510,8 @@ pub(crate) fn contiguous_tile_rows(stream: &Stream, layout: WeightLayout, pairs:
     let desc = GemmDesc::m_grouped_contiguous(as_u32(m_sel, "m")?, as_u32(n, "n")?, as_u32(k, "k")?, 1, ctx.arch()).with_cus(ctx.compute_units());
     let unsupported = |e: config::ConfigError| Error::Unsupported(e.to_string());
     let bm = match layout {
-        WeightLayout::Logical => config::get_best_config(&desc).map_err(unsupported)?.block_m,
-        WeightLayout::Preshuffled => config::get_grouped_bs_config(&desc).map_err(unsupported)?.block_m,
+        WeightLayout::Logical => config::get_best_config(&desc, &overrides).map_err(unsupported)?.block_m,
+        WeightLayout::Preshuffled => config::get_grouped_bs_config(&desc, &overrides).map_err(unsupported)?.block_m,
     } as usize;
     let floor = if layout == WeightLayout::Logical { 64 } else { 32 };
     Ok(bm.clamp(floor, max_align.max(floor)))
@@ -527,8 +528,8 @@ fn contiguous<'a, F: Fp8Format>(
     let (m_sum, n, k, groups) = (a.m, b.n, a.k, b.groups);
     let mut d = d.into_output(m_sum, n)?;
     check_common(stream, &a, &b, &d, "m_indices", &m_indices)?;
-    // The stream's selector overrides, for this choice only.
-    let _overrides = config::apply(stream.overrides());
+    // The stream's selector overrides, passed to the choice.
+    let overrides = stream.overrides();
     let ctx = stream.context();
     check_len("m_indices", format!("m_sum = {m_sum} (rows of a)"), m_sum, m_indices.len())?;
     if !CONTIGUOUS_ALIGNMENTS.contains(&align) {
@@ -553,7 +554,7 @@ fn contiguous<'a, F: Fp8Format>(
     // One group of B below 2 GiB (the kernels address each group from its own 64-bit base).
     check_tensor_bytes("b", b_group_bytes(b.layout, n64, k64))?;
     let mut chunk = contiguous_chunk_rows(n64, k64) as usize;
-    if let Some(forced) = config::forced_contiguous_chunk_rows() {
+    if let Some(forced) = overrides.contiguous_chunk_rows {
         if forced == 0 || !forced.is_multiple_of(128) {
             return Err(Error::Shape { arg: "overrides", expected: "contiguous_chunk_rows a positive multiple of 128".into(), actual: forced.to_string() });
         }
@@ -568,10 +569,11 @@ fn contiguous<'a, F: Fp8Format>(
     // padded for tiles of that height) and cut to it when taller.
     let m_sel = m_sum.min(chunk).next_multiple_of(128) as u32;
     let desc = GemmDesc::m_grouped_contiguous(m_sel, n as u32, k as u32, g32, ctx.arch()).with_cus(ctx.compute_units());
-    let (mut cfg, mut spec) = grouped_config(&desc, b.layout, "contiguous", config::contiguous_kernel_spec, config::contiguous_bs_kernel_spec)?;
+    let (mut cfg, mut spec) = grouped_config(&desc, &overrides, b.layout, "contiguous", config::contiguous_kernel_spec, config::contiguous_bs_kernel_spec)?;
     if cfg.block_m != align as u32 && (align < 128 || !(align as u32).is_multiple_of(cfg.block_m)) {
-        let _forced = config::apply(config::Overrides::NONE.with_tile(align as u32, cfg.block_n));
-        (cfg, spec) = grouped_config(&desc, b.layout, "contiguous", config::contiguous_kernel_spec, config::contiguous_bs_kernel_spec)
+        // The stream's overrides with the tile height set to the alignment.
+        let forced = overrides.with_tile(align as u32, cfg.block_n);
+        (cfg, spec) = grouped_config(&desc, &forced, b.layout, "contiguous", config::contiguous_kernel_spec, config::contiguous_bs_kernel_spec)
             .map_err(|e| Error::Unsupported(format!("no m-grouped contiguous kernel with a {align}-row tile for {} weights ({e})", b.layout)))?;
     }
     let tile = tile::DenseTile { name: "", block_m: cfg.block_m, block_n: cfg.block_n };
@@ -839,7 +841,7 @@ pub(crate) fn contiguous_splitk<'a, F: Fp8Format>(
     if chunk == 0 {
         return Err(Error::Shape { arg: "b", expected: "128 rows of D below 2 GiB".into(), actual: format!("n = {n}") });
     }
-    let overrides = config::effective_overrides(stream.overrides());
+    let overrides = stream.overrides();
     // A forced chunk (Overrides::contiguous_chunk_rows, as for the aligned GEMM): smaller
     // launches, the same result.
     let chunk = match overrides.contiguous_chunk_rows {
@@ -1074,8 +1076,8 @@ fn masked<'a, F: Fp8Format>(
     let (rows, n, k, groups) = (a.m, b.n, a.k, b.groups);
     let d = d.into_output(rows, n)?;
     check_common(stream, &a, &b, &d, "masked_m", &masked_m)?;
-    // The stream's selector overrides, for this choice only.
-    let _overrides = config::apply(stream.overrides());
+    // The stream's selector overrides, passed to the choice.
+    let overrides = stream.overrides();
     let ctx = stream.context();
     check_len("masked_m", format!("G = {groups} (groups of b)"), groups, masked_m.len())?;
     if groups == 0 {
@@ -1106,7 +1108,7 @@ fn masked<'a, F: Fp8Format>(
     if b.layout == WeightLayout::Preshuffled {
         // The bs kernels: maybe split-K (masked only), with the stream's workspace or the
         // caller's (checked to hold the config's need, which is 0 unsplit).
-        let choose = |available: u64| config::get_grouped_bs_config_for_workspace(&desc, available).map_err(|e| Error::Unsupported(e.to_string()));
+        let choose = |available: u64| config::get_grouped_bs_config_for_workspace(&desc, &overrides, available).map_err(|e| Error::Unsupported(e.to_string()));
         let (ws_ptr, cfg, workspace_limit) = ws.resolve(stream, choose)?;
         if cfg.splits > 1 {
             let spec = config::masked_splitk_bs_kernel_spec(&cfg)
@@ -1142,7 +1144,7 @@ fn masked<'a, F: Fp8Format>(
         launch_masked(stream, spec, &cfg, &a, &b, &d, &masked_m, m32, g32)?;
         return Ok(GemmRun { config: Some(cfg), workspace_limit });
     }
-    let (cfg, spec) = grouped_config(&desc, b.layout, "masked", config::masked_kernel_spec, config::masked_bs_kernel_spec)?;
+    let (cfg, spec) = grouped_config(&desc, &overrides, b.layout, "masked", config::masked_kernel_spec, config::masked_bs_kernel_spec)?;
     launch_masked(stream, spec, &cfg, &a, &b, &d, &masked_m, m32, g32)?;
     Ok(GemmRun { config: Some(cfg), workspace_limit: None })
 }

@@ -69,7 +69,7 @@ use fp8gemm_device::kgrouped::{K_GROUPED_FP8_GEMM_TN_CONTIGUOUS_BM64_BN64, K_GRO
 use fp8gemm_device::tile::{self, DenseTile};
 
 use crate::codeobj::Arch;
-use crate::config::{GemmConfig, Remap};
+use crate::config::{GemmConfig, Overrides, Remap};
 use crate::error::{Error, Result};
 use crate::fp8::Fp8Format;
 use crate::gemm::{GemmRun, check_format, check_tensor_bytes};
@@ -320,14 +320,14 @@ fn kernels() -> [(DenseTile, KernelSpec<KGroupedArgs>); 2] {
 /// bm128_bn128 256 VGPRs (2 → 2, LDS 32 KiB allows 2).
 const SLOTS: [u32; 2] = [4, 2];
 
-/// Chooses the tile for a K-grouped problem: a forced tile (`crate::config::Overrides::tile`),
-/// else the smallest modelled time — rounds of workgroups over the CUs ×
+/// Chooses the tile for a K-grouped problem under `overrides`: a forced tile
+/// ([`Overrides::tile`]; the other fields do not apply to these kernels), else the smallest modelled time — rounds of workgroups over the CUs ×
 /// 128-token blocks × the timing model's cycles per block at that many workgroups per CU
 /// (`kcost` rows of the tuned table, written by `fp8gemm tune`) — with the average group size
 /// `total_k / G` as the K of every tile (the real sizes are on the device).
-pub fn choose_tile(m: u32, n: u32, groups: u32, total_k: u64, arch: Arch) -> Result<DenseTile> {
+pub fn choose_tile(m: u32, n: u32, groups: u32, total_k: u64, arch: Arch, overrides: &Overrides) -> Result<DenseTile> {
     let cfg = |e: crate::config::ConfigError| Error::Unsupported(e.to_string());
-    if let Some((bm, bn)) = crate::config::forced_tile() {
+    if let Some((bm, bn)) = overrides.tile {
         return KGROUPED_TILES
             .iter()
             .copied()
@@ -355,9 +355,10 @@ pub fn choose_tile(m: u32, n: u32, groups: u32, total_k: u64, arch: Arch) -> Res
     Ok(best.map_or(KGROUPED_TILES[1], |(_, t)| t))
 }
 
-/// The launch configuration [`k_grouped_fp8_gemm_tn_contiguous`] uses for a problem.
-pub fn kgrouped_config(m: u32, n: u32, groups: u32, total_k: u64, arch: Arch) -> Result<GemmConfig> {
-    let t = choose_tile(m, n, groups, total_k, arch)?;
+/// The launch configuration [`k_grouped_fp8_gemm_tn_contiguous`] uses for a problem under
+/// `overrides` (the launching stream's, [`crate::Stream::overrides`]).
+pub fn kgrouped_config(m: u32, n: u32, groups: u32, total_k: u64, arch: Arch, overrides: &Overrides) -> Result<GemmConfig> {
+    let t = choose_tile(m, n, groups, total_k, arch, overrides)?;
     let grid = u64::from(groups) * u64::from(t.grid(m, n));
     let grid = u32::try_from(grid).map_err(|_| Error::Unsupported(format!("grid of {grid} workgroups does not fit in 32 bits")))?;
     let config = GemmConfig {
@@ -413,8 +414,6 @@ pub fn k_grouped_fp8_gemm_tn_contiguous<'a, F: Fp8Format>(
     c: Option<DeviceSlice<'a, f32>>,
 ) -> Result<GemmRun> {
     let (a, b, d, ks) = (&a.into(), &b.into(), d.into(), ks.into());
-    // The stream's selector overrides, for this choice only.
-    let _overrides = crate::config::apply(stream.overrides());
     let ctx = stream.context();
     check_format::<F>(ctx, "a")?;
     for (arg, op) in [("a", a), ("b", b)] {
@@ -470,7 +469,7 @@ pub fn k_grouped_fp8_gemm_tn_contiguous<'a, F: Fp8Format>(
     // C[g] and D[g] are addressed from a 64-bit group base with 32-bit offsets inside.
     check_tensor_bytes("d", m64 * n64 * 4)?;
 
-    let cfg = kgrouped_config(m32, n32, g32, k64, ctx.arch())?;
+    let cfg = kgrouped_config(m32, n32, g32, k64, ctx.arch(), &stream.overrides())?;
     let spec = kernels()
         .into_iter()
         .find(|(t, _)| t.name == cfg.kernel)
@@ -577,11 +576,11 @@ mod tests {
     #[test]
     fn tile_choice() {
         // One 128 × 128 group: 64 × 64 tiles give 4 workgroups instead of 1.
-        assert_eq!(choose_tile(128, 128, 1, 4096, Arch::Gfx942).unwrap().block_m, 64);
+        assert_eq!(choose_tile(128, 128, 1, 4096, Arch::Gfx942, &Overrides::NONE).unwrap().block_m, 64);
         // DeepGEMM's wgrad shapes: thousands of 128 × 128 tiles, the bigger tile's reuse wins.
-        assert_eq!(choose_tile(7168, 4096, 8, 8 * 4096, Arch::Gfx942).unwrap().block_m, 128);
-        assert_eq!(choose_tile(2048, 7168, 4, 4 * 8192, Arch::Gfx942).unwrap().block_m, 128);
-        let c = kgrouped_config(192, 2048, 4, 512, Arch::Gfx942).unwrap();
+        assert_eq!(choose_tile(7168, 4096, 8, 8 * 4096, Arch::Gfx942, &Overrides::NONE).unwrap().block_m, 128);
+        assert_eq!(choose_tile(2048, 7168, 4, 4 * 8192, Arch::Gfx942, &Overrides::NONE).unwrap().block_m, 128);
+        let c = kgrouped_config(192, 2048, 4, 512, Arch::Gfx942, &Overrides::NONE).unwrap();
         assert_eq!(c.grid, 4 * 192u32.div_ceil(c.block_m) * 2048u32.div_ceil(c.block_n));
     }
 }

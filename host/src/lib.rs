@@ -64,7 +64,8 @@
 //! * [`dense_layouts`]: DeepGEMM's other dense layouts (NN, TN, TT: MN-major operands);
 //! * [`layout`]: the weight layouts ([`WeightLayout`]: logical, or pre-shuffled for the kernels
 //!   that read B straight into registers) and the conversions between them;
-//! * [`workspace`]: caller-owned FP32 scratch for kernels that need it (split-K, planned);
+//! * [`workspace`]: the FP32 scratch of the split-K and stream-K kernels (each stream's, kept as
+//!   the GEMM layer's per-stream state, or the caller's);
 //! * [`fp8`], [`quant`]: FP8 formats and DeepGEMM's quantization recipes (1×128 activation
 //!   scales, 128×128 weight scales);
 //! * [`quantize`]: the same recipes as GPU kernels, writing the GEMMs' operands on the device;
@@ -86,13 +87,13 @@ pub mod backend;
 pub mod checkpoint;
 mod checks;
 pub mod codeobj;
-/// The kernel selector's internals (rules, cost estimates, tuned tables, forcing hooks): public
+/// The kernel selector's internals (rules, cost estimates, tuned tables): public
 /// only with the `internals` feature, for this workspace's CLI and tests, with no stability
 /// promise. The stable surface is re-exported at the crate root ([`GemmConfig`], [`Overrides`],
 /// [`Stream::set_overrides`]).
 #[cfg(feature = "internals")]
 pub mod config;
-// Without `internals` its tuning and forcing hooks have no caller.
+// Without `internals` its tuning hooks have no caller.
 #[cfg(not(feature = "internals"))]
 #[allow(dead_code)]
 mod config;
@@ -138,3 +139,7 @@ pub use quantize::{quantize_activations, quantize_activations_masked, quantize_w
 pub use runtime::{Backend, CaptureMode, Context, DeviceBuffer, Event, Graph, GraphExec, Stream};
 pub use view::{ActivationsView, ActivationsViewMut, DeviceSlice, DeviceSliceMut, GroupedWeightsView, IntoOutput, OutputViewMut, WeightsView, WeightsViewMut};
 pub use workspace::{Workspace, workspace_floats, workspace_floats_preshuffled};
+
+/// What the layers above the runtime give every stream [`Stream::new`] creates, run in order
+/// (the runtime itself knows no operation, [`Stream`]): the GEMMs' default split-K workspace.
+pub(crate) const STREAM_SETUP: &[fn(&mut Stream) -> Result<()>] = &[workspace::attach_default_workspace];

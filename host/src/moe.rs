@@ -709,7 +709,7 @@ impl<F: Fp8Format> MoeLayer<F> {
     fn fused_align(&self, stream: &Stream, pairs: usize) -> Result<Option<usize>> {
         use crate::select::{ContiguousVariant, plan_contiguous_splitk};
         let pre = [self.gate_up.layout(), self.down.layout()].iter().all(|&l| l == WeightLayout::Preshuffled);
-        if !pre || pairs == 0 || stream.overrides().tile.is_some() || crate::config::forced_tile().is_some() {
+        if !pre || pairs == 0 || stream.overrides().tile.is_some() {
             return Ok(None);
         }
         let (e, h, i) = (self.experts(), self.hidden(), self.intermediate());

@@ -32,6 +32,7 @@
 //! a poisoned context still hands their handles back to HIP (which may refuse; the reset frees
 //! everything).
 
+use std::any::Any;
 use std::collections::HashMap;
 use std::ffi::{CString, c_void};
 use std::marker::PhantomData;
@@ -389,16 +390,39 @@ pub enum CaptureMode {
 /// stream) and destroys it on drop (HIP lets its queued work complete);
 /// [`Stream::from_raw`] wraps a stream the caller owns.
 ///
-/// A stream may own a split-K [`Workspace`](crate::Workspace) that the GEMMs launched on it
-/// use ([`crate::workspace`]): [`Stream::new`] allocates one of
-/// [`DEFAULT_STREAM_WORKSPACE_FLOATS`](crate::workspace::DEFAULT_STREAM_WORKSPACE_FLOATS);
-/// wrapped and null streams have none until [`Stream::set_workspace`].
+/// The runtime knows no operation. The layers above it keep their per-stream state in the
+/// stream's attachments (at most one value per type, dropped after the stream is destroyed) and
+/// give a new owned stream its initial state through the crate root's `STREAM_SETUP` hooks, which
+/// [`Stream::new`] runs (wrapped and null streams start without). That state and its accessors
+/// on `Stream` live with the layer that owns them: the GEMMs' split-K workspace
+/// ([`Stream::workspace`], [`crate::workspace`]) and the selector's overrides
+/// ([`Stream::overrides`], [`crate::Overrides`]).
 pub struct Stream {
     raw: usize,
     owned: bool,
     ctx: Context,
-    workspace: Option<crate::workspace::Workspace>,
-    overrides: crate::config::Overrides,
+    attachments: Attachments,
+}
+
+/// Per-stream values of the layers above the runtime, at most one per type: operation-agnostic
+/// storage (the runtime only keeps them and drops them after the stream is destroyed).
+#[derive(Default)]
+struct Attachments(Vec<Box<dyn Any + Send + Sync>>);
+
+impl Attachments {
+    /// The value of type `T`, if attached.
+    fn get<T: Any + Send + Sync>(&self) -> Option<&T> {
+        self.0.iter().find_map(|a| a.downcast_ref::<T>())
+    }
+
+    /// Attaches `value` (`None`: detaches) in place of the value of type `T`, which it returns.
+    fn replace<T: Any + Send + Sync>(&mut self, value: Option<T>) -> Option<T> {
+        let old = self.0.iter().position(|a| a.is::<T>()).and_then(|i| self.0.swap_remove(i).downcast::<T>().ok());
+        if let Some(v) = value {
+            self.0.push(Box::new(v));
+        }
+        old.map(|b| *b)
+    }
 }
 
 // SAFETY: a HIP stream handle may be used from any host thread (HIP's streams are thread-safe);
@@ -418,42 +442,28 @@ impl Stream {
     pub fn new(ctx: &Context) -> Result<Stream> {
         let _g = ctx.enter()?;
         let raw = ctx.api().stream_create(true).map_err(|c| ctx.err("hipStreamCreateWithFlags", c))?;
-        // Owned from here on: an allocation failure below destroys it on drop.
-        let mut stream = Stream { raw: raw as usize, owned: true, ctx: ctx.clone(), workspace: None, overrides: crate::config::Overrides::NONE };
-        stream.workspace = Some(crate::workspace::Workspace::new(ctx, crate::workspace::DEFAULT_STREAM_WORKSPACE_FLOATS)?);
+        // Owned from here on: a failure below destroys it on drop.
+        let mut stream = Stream { raw: raw as usize, owned: true, ctx: ctx.clone(), attachments: Attachments::default() };
+        for setup in crate::STREAM_SETUP {
+            setup(&mut stream)?;
+        }
         Ok(stream)
     }
 
-    /// The split-K workspace of the GEMMs launched on this stream, if any.
-    pub fn workspace(&self) -> Option<&crate::workspace::Workspace> {
-        self.workspace.as_ref()
+    /// The attached value of type `T` (see [`Stream`]), if any.
+    pub(crate) fn attachment<T: Any + Send + Sync>(&self) -> Option<&T> {
+        self.attachments.get()
     }
 
-    /// Replaces the stream's split-K workspace (`None`: no workspace, so nothing launched on
-    /// the stream splits K) and returns the previous one. It must belong to the stream's
-    /// context (a typed error otherwise) and must not be used by launches on other streams.
-    pub fn set_workspace(&mut self, workspace: Option<crate::workspace::Workspace>) -> Result<Option<crate::workspace::Workspace>> {
-        if let Some(w) = &workspace {
-            self.ctx.check_owner("workspace", w.owner())?;
-        }
-        Ok(std::mem::replace(&mut self.workspace, workspace))
-    }
-
-    /// The overrides of the kernel selector for launches on this stream (none by default).
-    pub fn overrides(&self) -> crate::config::Overrides {
-        self.overrides
-    }
-
-    /// Replaces the selector's own choices for later launches on this stream with `overrides`
-    /// (a tile, a split count, a stream-K schedule): for experiments, benchmarks and tests. An
-    /// override a launch's problem cannot use fails that launch with a typed error.
-    pub fn set_overrides(&mut self, overrides: crate::config::Overrides) {
-        self.overrides = overrides;
+    /// Attaches `value` (`None`: detaches) in place of the attached value of type `T`, which it
+    /// returns.
+    pub(crate) fn replace_attachment<T: Any + Send + Sync>(&mut self, value: Option<T>) -> Option<T> {
+        self.attachments.replace(value)
     }
 
     /// The device's legacy null stream (synchronous with every blocking stream).
     pub fn null(ctx: &Context) -> Stream {
-        Stream { raw: 0, owned: false, ctx: ctx.clone(), workspace: None, overrides: crate::config::Overrides::NONE }
+        Stream { raw: 0, owned: false, ctx: ctx.clone(), attachments: Attachments::default() }
     }
 
     /// Wraps a stream the caller (e.g. an inference engine) owns; it is not destroyed on drop.
@@ -463,7 +473,7 @@ impl Stream {
     /// stays live until the returned `Stream` is dropped and all work submitted through it has
     /// completed.
     pub unsafe fn from_raw(ctx: &Context, raw: *mut c_void) -> Stream {
-        Stream { raw: raw as usize, owned: false, ctx: ctx.clone(), workspace: None, overrides: crate::config::Overrides::NONE }
+        Stream { raw: raw as usize, owned: false, ctx: ctx.clone(), attachments: Attachments::default() }
     }
 
     /// The raw `hipStream_t` (for the engine's own HIP calls, or the emulator's counters).
@@ -891,6 +901,19 @@ pub fn last_emulator_report() -> Option<std::sync::Arc<amdgpu_emu::exec::LaunchR
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A stream's attachments hold one value per type: replacing returns the previous value of
+    /// that type only, detaching leaves the others.
+    #[test]
+    fn attachments_hold_one_value_per_type() {
+        let mut a = Attachments::default();
+        assert_eq!(a.replace(Some(1u32)), None);
+        assert_eq!(a.replace(Some("x")), None);
+        assert_eq!(a.replace(Some(2u32)), Some(1));
+        assert_eq!((a.get::<u32>(), a.get::<&str>(), a.get::<u64>()), (Some(&2), Some(&"x"), None));
+        assert_eq!(a.replace::<u32>(None), Some(2));
+        assert_eq!((a.get::<u32>(), a.get::<&str>()), (None, Some(&"x")));
+    }
 
     /// `hipErrorNoDevice` (what `hipGetDeviceCount` returns on a machine without a GPU) is
     /// [`Error::NoDevice`] from any call; a fault is [`Error::DeviceFault`] with its finding;

@@ -57,8 +57,8 @@
 //!   config needs more than the stream's workspace holds, the best config that fits runs
 //!   instead (no split always fits) — a documented, **reported** choice: the returned
 //!   [`GemmRun::workspace_limit`](crate::GemmRun) names the preferred config and both sizes,
-//!   and `FP8GEMM_PRINT_CONFIGS=1` prints it. A split forced with `FP8GEMM_FORCE_SPLIT` that
-//!   does not fit is an error instead.
+//!   and [`crate::config::set_print_configs`] prints it. A split forced through the stream's
+//!   [`Overrides`] that does not fit is an error instead.
 //! * **The caller's**: [`crate::fp8_gemm_nt_with_workspace`] takes a `&mut Workspace`; a
 //!   workspace smaller than [`workspace_floats`] of the problem is an
 //!   [`Error::Workspace`](crate::Error::Workspace), never a silent fallback. Pre-shuffled
@@ -70,9 +70,9 @@
 //! concurrently with other launches using the same workspace.
 
 use crate::codeobj::Arch;
-use crate::config::{self, GemmDesc};
+use crate::config::{self, GemmDesc, Overrides};
 use crate::error::Result;
-use crate::runtime::{Context, DeviceBuffer};
+use crate::runtime::{Context, DeviceBuffer, Stream};
 use crate::view::DeviceSliceMut;
 use fp8gemm_device::args::GlobalPtr;
 
@@ -82,21 +82,55 @@ use fp8gemm_device::args::GlobalPtr;
 pub const DEFAULT_STREAM_WORKSPACE_FLOATS: usize = 8 << 20;
 
 /// FP32 elements of workspace a dense `m × n × k` GEMM needs with the configuration the model
-/// prefers for it (`crate::config::get_best_config` on gfx942, whose figures gfx950 shares;
-/// a forced tile or split, `FP8GEMM_FORCE_TILE` / `FP8GEMM_FORCE_SPLIT`, counts). 0 when that
+/// prefers for it under `overrides` (`crate::config::get_best_config` on gfx942, whose figures
+/// gfx950 shares; pass the launching stream's overrides, [`crate::Stream::overrides`], so that a
+/// forced tile, split or stream-K schedule counts, or [`Overrides::NONE`]). 0 when that
 /// configuration does not split K, and for shapes the GEMM rejects.
-pub fn workspace_floats(m: usize, n: usize, k: usize) -> usize {
+pub fn workspace_floats(m: usize, n: usize, k: usize, overrides: &Overrides) -> usize {
     let (Ok(m), Ok(n), Ok(k)) = (u32::try_from(m), u32::try_from(n), u32::try_from(k)) else { return 0 };
-    config::get_best_config(&GemmDesc::dense(m, n, k, Arch::Gfx942)).map_or(0, |c| c.workspace_floats() as usize)
+    config::get_best_config(&GemmDesc::dense(m, n, k, Arch::Gfx942), overrides).map_or(0, |c| c.workspace_floats() as usize)
 }
 
 /// [`workspace_floats`] for **pre-shuffled** weights ([`crate::layout::WeightLayout::Preshuffled`]:
 /// the bs kernels, whose split-K and stream-K choice is `crate::config::get_bs_config`'s and
 /// whose need can differ from the logical layout's, e.g. 1280 × 2048 × 7168 runs bs stream-K).
 /// 0 when that configuration neither splits K nor runs stream-K, and for rejected shapes.
-pub fn workspace_floats_preshuffled(m: usize, n: usize, k: usize) -> usize {
+pub fn workspace_floats_preshuffled(m: usize, n: usize, k: usize, overrides: &Overrides) -> usize {
     let (Ok(m), Ok(n), Ok(k)) = (u32::try_from(m), u32::try_from(n), u32::try_from(k)) else { return 0 };
-    config::get_bs_config(&GemmDesc::dense(m, n, k, Arch::Gfx942)).map_or(0, |c| c.workspace_floats() as usize)
+    config::get_bs_config(&GemmDesc::dense(m, n, k, Arch::Gfx942), overrides).map_or(0, |c| c.workspace_floats() as usize)
+}
+
+/// The split-K workspace a stream owns: its attachment ([`Stream`] keeps it, this module alone
+/// reads it).
+struct StreamWorkspace(Workspace);
+
+/// Gives a new stream the default workspace of [`DEFAULT_STREAM_WORKSPACE_FLOATS`] (a
+/// `STREAM_SETUP` hook of the crate root, run by [`Stream::new`]).
+pub(crate) fn attach_default_workspace(stream: &mut Stream) -> Result<()> {
+    let w = Workspace::new(stream.context(), DEFAULT_STREAM_WORKSPACE_FLOATS)?;
+    stream.replace_attachment(Some(StreamWorkspace(w)));
+    Ok(())
+}
+
+/// The stream's split-K workspace (the GEMM layer's per-stream state, kept in the stream's
+/// attachments: see [`Stream`]).
+impl Stream {
+    /// The split-K workspace of the GEMMs launched on this stream, if any: [`Stream::new`] gives
+    /// one of [`DEFAULT_STREAM_WORKSPACE_FLOATS`]; wrapped and null streams have none until
+    /// [`Stream::set_workspace`].
+    pub fn workspace(&self) -> Option<&Workspace> {
+        self.attachment::<StreamWorkspace>().map(|w| &w.0)
+    }
+
+    /// Replaces the stream's split-K workspace (`None`: no workspace, so nothing launched on
+    /// the stream splits K) and returns the previous one. It must belong to the stream's
+    /// context (a typed error otherwise) and must not be used by launches on other streams.
+    pub fn set_workspace(&mut self, workspace: Option<Workspace>) -> Result<Option<Workspace>> {
+        if let Some(w) = &workspace {
+            self.context().check_owner("workspace", w.owner())?;
+        }
+        Ok(self.replace_attachment(workspace.map(StreamWorkspace)).map(|w| w.0))
+    }
 }
 
 /// A device FP32 scratch buffer for split-K and stream-K launches (see the [module docs](self)).
@@ -111,9 +145,10 @@ impl Workspace {
     pub fn new(ctx: &Context, floats: usize) -> Result<Workspace> {
         Ok(Workspace { buf: ctx.alloc_zeroed(floats)? })
     }
-    /// A workspace large enough for every problem in `shapes` (`(m, n, k)` triples).
-    pub fn for_problems(ctx: &Context, shapes: &[(usize, usize, usize)]) -> Result<Workspace> {
-        let floats = shapes.iter().map(|&(m, n, k)| workspace_floats(m, n, k)).max().unwrap_or(0);
+    /// A workspace large enough for every problem in `shapes` (`(m, n, k)` triples) under
+    /// `overrides` ([`workspace_floats`]).
+    pub fn for_problems(ctx: &Context, shapes: &[(usize, usize, usize)], overrides: &Overrides) -> Result<Workspace> {
+        let floats = shapes.iter().map(|&(m, n, k)| workspace_floats(m, n, k, overrides)).max().unwrap_or(0);
         Self::new(ctx, floats)
     }
     /// Capacity in FP32 elements.
@@ -124,9 +159,9 @@ impl Workspace {
     pub fn is_empty(&self) -> bool {
         self.buf.is_empty()
     }
-    /// Whether it can serve an `m × n × k` GEMM.
-    pub fn fits(&self, m: usize, n: usize, k: usize) -> bool {
-        workspace_floats(m, n, k) <= self.len()
+    /// Whether it can serve an `m × n × k` GEMM under `overrides` ([`workspace_floats`]).
+    pub fn fits(&self, m: usize, n: usize, k: usize, overrides: &Overrides) -> bool {
+        workspace_floats(m, n, k, overrides) <= self.len()
     }
     /// The scratch memory, as a view.
     pub fn as_slice_mut(&mut self) -> DeviceSliceMut<'_, f32> {

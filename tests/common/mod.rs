@@ -1,7 +1,7 @@
 //! Helpers shared by the GEMM integration tests.
 #![allow(dead_code)] // each test binary uses its own subset
 
-use fp8gemm::config;
+pub use fp8gemm::config::Overrides;
 use fp8gemm::fp8::E4M3Fnuz;
 use fp8gemm::layout::WeightLayout;
 use fp8gemm::quant::{QuantizedActivations, QuantizedWeights};
@@ -65,14 +65,29 @@ impl Case {
     }
 }
 
-/// Forces `(tile, splits)` for this thread while `f` runs.
-pub fn forced<T>(tile: Option<(u32, u32)>, splits: Option<u32>, f: impl FnOnce() -> T) -> T {
-    config::force_tile(tile);
-    config::force_split(splits);
-    let r = f();
-    config::force_tile(None);
-    config::force_split(None);
+/// The overrides that force `tile` and `splits` (`None`: the selector chooses), nothing else.
+pub fn overrides(tile: Option<(u32, u32)>, splits: Option<u32>) -> Overrides {
+    let mut o = Overrides::NONE;
+    o.tile = tile;
+    o.split = splits;
+    o
+}
+
+/// Runs `f` on `stream` with `o` as its selector overrides, then gives the stream its own back.
+pub fn with_overrides<T>(stream: &mut Stream, o: Overrides, f: impl FnOnce(&Stream) -> T) -> T {
+    let own = stream.overrides();
+    stream.set_overrides(o);
+    let r = f(stream);
+    stream.set_overrides(own);
     r
+}
+
+/// [`with_overrides`] forcing `(tile, splits)`: the stream's overrides with those two replaced.
+pub fn forced<T>(stream: &mut Stream, tile: Option<(u32, u32)>, splits: Option<u32>, f: impl FnOnce(&Stream) -> T) -> T {
+    let mut o = stream.overrides();
+    o.tile = tile;
+    o.split = splits;
+    with_overrides(stream, o, f)
 }
 
 /// Runs the GEMM on `stream` with B in `layout` into a D pre-filled with a pattern (so an
@@ -119,14 +134,16 @@ pub fn assert_elementwise(what: &str, got: &[bf16], want: &[bf16]) {
 /// The operands and output of one launch on a stream.
 pub type Launch<'a> = (&'a Stream, &'a DeviceActivations<E4M3Fnuz>, &'a DeviceWeights<E4M3Fnuz>, &'a mut DeviceBuffer<bf16>);
 
-/// Two streams, each owning its workspace, run `launch` (which forces its own config: forcing is
-/// per thread) at the same time on two problems (64×192×1024 and 40×128×1536), one thread per
-/// stream (the emulator runs a stream's queue when it is synchronized, so both streams' launches
-/// execute at once); both results must pass [`assert_accurate`]. `launch` gets the stream, the
-/// operands, D and the problem's row count (for messages).
-pub fn two_streams_at_once(launch: impl Fn(Launch<'_>, usize) + Sync) {
+/// Two streams, each owning its workspace and both with the selector overrides `o`, run `launch`
+/// at the same time on two problems (64×192×1024 and 40×128×1536), one thread per stream (the
+/// emulator runs a stream's queue when it is synchronized, so both streams' launches execute at
+/// once); both results must pass [`assert_accurate`]. `launch` gets the stream, the operands, D
+/// and the problem's row count (for messages).
+pub fn two_streams_at_once(o: Overrides, launch: impl Fn(Launch<'_>, usize) + Sync) {
     let ctx = checked_context();
-    let (s1, s2) = (Stream::new(&ctx).unwrap(), Stream::new(&ctx).unwrap());
+    let (mut s1, mut s2) = (Stream::new(&ctx).unwrap(), Stream::new(&ctx).unwrap());
+    s1.set_overrides(o);
+    s2.set_overrides(o);
     let (c1, c2) = (case(64, 192, 1024, 21), case(40, 128, 1536, 22));
     let up = |c: &Case| (DeviceActivations::upload(&ctx, &c.qa).unwrap(), DeviceWeights::upload(&ctx, &c.qb).unwrap());
     let ((a1, b1), (a2, b2)) = (up(&c1), up(&c2));
@@ -145,13 +162,14 @@ pub fn two_streams_at_once(launch: impl Fn(Launch<'_>, usize) + Sync) {
     assert_accurate("stream 2", &c2, &d2.download(&s2).unwrap());
 }
 
-/// Captures `launch` (which forces its config and checks the run it returns) of the
-/// `m × n × 1024` case drawn from seed 31 into a graph, then replays it twice into a D refilled
-/// with a pattern each time; both replays must pass [`assert_accurate`] (so the launch leaves
-/// whatever it needs, e.g. arrival counters, re-armed).
-pub fn captured_launch_replays_twice(m: usize, n: usize, launch: impl FnOnce(Launch<'_>)) {
+/// Captures `launch` (which checks the run it returns) of the `m × n × 1024` case drawn from
+/// seed 31, on a stream with the selector overrides `o`, into a graph, then replays it twice into
+/// a D refilled with a pattern each time; both replays must pass [`assert_accurate`] (so the
+/// launch leaves whatever it needs, e.g. arrival counters, re-armed).
+pub fn captured_launch_replays_twice(m: usize, n: usize, o: Overrides, launch: impl FnOnce(Launch<'_>)) {
     let ctx = checked_context();
-    let stream = Stream::new(&ctx).unwrap();
+    let mut stream = Stream::new(&ctx).unwrap();
+    stream.set_overrides(o);
     let c = case(m, n, 1024, 31);
     let da = DeviceActivations::upload(&ctx, &c.qa).unwrap();
     let db = DeviceWeights::upload(&ctx, &c.qb).unwrap();

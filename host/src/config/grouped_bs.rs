@@ -10,7 +10,7 @@ pub(super) const BS_BM64_GAIN: f64 = 1.08;
 
 /// Chooses the m-grouped bs kernel (B pre-shuffled straight to registers,
 /// [`fp8gemm_device::grouped`] on [`fp8gemm_device::mainloop_bs`]) of a contiguous or masked
-/// problem: the tile forced with [`force_tile`] / `FP8GEMM_FORCE_TILE` (32x128, 64x128 or
+/// problem under `overrides`: the tile forced with [`Overrides::tile`] (32x128, 64x128 or
 /// 128x128, and for masked 80x128, the pipelined kernel of [`fp8gemm_device::grouped_pipe`];
 /// a forced split count other than 1 is rejected, these kernels do not split K), else
 /// the 32- or 64-row tile by the rows of work on the busiest CU: with `w` working tiles of
@@ -27,8 +27,8 @@ pub(super) const BS_BM64_GAIN: f64 = 1.08;
 /// runs 890 TFLOPS modelled with 64 × 128 tiles and 710 with 128 × 128. A 64-row tile (chosen
 /// or forced) then runs on the pipelined loop from [`GROUPED_BS_PIPE_MIN_BLOCKS`] K blocks on
 /// (`grouped_bs_pipe_rule`, its modelled table there).
-pub fn get_grouped_bs_config(desc: &GemmDesc) -> Result<GemmConfig, ConfigError> {
-    get_grouped_bs_config_for_workspace(desc, u64::MAX).map(|(c, _)| c)
+pub fn get_grouped_bs_config(desc: &GemmDesc, overrides: &Overrides) -> Result<GemmConfig, ConfigError> {
+    get_grouped_bs_config_for_workspace(desc, overrides, u64::MAX).map(|(c, _)| c)
 }
 
 /// Split counts the masked split-K choice considers (besides 1): the counts of the forced-split
@@ -70,17 +70,21 @@ fn masked_split_work(desc: &GemmDesc, bm: u32) -> u64 {
 /// (the `BM/2`, the floor, the 1.5, the 5 %, the candidate set): treat it as a heuristic; the
 /// table is in [`fp8gemm_device::grouped`]. The
 /// workspace covers every tile of the grid (any group may hold up to `m_max` rows).
-/// `FP8GEMM_FORCE_SPLIT` / [`force_split`] forces the count (`≤ min(k/128, MAX_SPLITS)`, a
+/// [`Overrides::split`] forces the count (`≤ min(k/128, MAX_SPLITS)`, a
 /// 32- or 64-row tile, never reduced for lack of workspace; other than 1 for contiguous is an
 /// error); a tile forced without a split count runs unsplit.
-pub fn get_grouped_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> Result<(GemmConfig, Option<WorkspaceLimit>), ConfigError> {
+pub fn get_grouped_bs_config_for_workspace(
+    desc: &GemmDesc,
+    overrides: &Overrides,
+    available: u64,
+) -> Result<(GemmConfig, Option<WorkspaceLimit>), ConfigError> {
     validate(desc)?;
     let tiles: &[tile::BsTile] = match desc.kind {
         GemmKind::Dense => return Err(ConfigError::NoKernel { kind: desc.kind, arch: desc.arch }),
         GemmKind::MGroupedContiguous => &tile::CONTIGUOUS_BS_TILES,
         GemmKind::MGroupedMasked => &tile::MASKED_BS_TILES,
     };
-    let forced_s = forced_split();
+    let forced_s = overrides.split;
     if forced_s == Some(0) {
         return Err(ConfigError::ForcedSplit { splits: "0".into(), expected: "at least 1".into() });
     }
@@ -93,7 +97,7 @@ pub fn get_grouped_bs_config_for_workspace(desc: &GemmDesc, available: u64) -> R
     // The device's own CU count (GemmDesc::with_cus), not the architecture's.
     let spec = ArchSpec { cus: desc.cus.max(1), ..arch_spec(desc.arch) };
     let find = |bm: u32| tiles.iter().position(|t| (t.block_m, t.block_n) == (bm, 128));
-    let forced_t = forced_tile();
+    let forced_t = overrides.tile;
     let (i, why) = match forced_t {
         Some((bm, bn)) => {
             let available = match desc.kind {
