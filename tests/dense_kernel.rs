@@ -387,10 +387,13 @@ fn dense_kernels_meet_the_resource_goals() {
             assert!(waves >= 2, "{what}: {regs} registers → {waves} waves/SIMD");
             let body = main_loop(&co, tile.name);
             let mfma: Vec<_> = body.iter().filter(|i| amdgpu_emu::decode::is_mai(i.op)).collect();
-            assert!(mfma.iter().all(|i| i.op.name() == "v_mfma_f32_16x16x32_fp8_fp8"), "{what}");
+            // gfx942: four 16x16x32 FP8 MFMAs per 128-deep block and 16×16 output; gfx950: one
+            // CDNA4 16x16x128 (`intrinsics::mfma_f32_16x16x128_fp8`).
+            let (mnemonic, per_output) = if arch == "gfx950" { ("v_mfma_f32_16x16x128_f8f6f4", 1) } else { ("v_mfma_f32_16x16x32_fp8_fp8", 4) };
+            assert!(mfma.iter().all(|i| i.op.name() == mnemonic), "{what}");
             // The loop runs prefetch_depth() blocks per trip (unrolled so the register sets of
             // the operand prefetch never move).
-            let per_block = 4 * (tile.block_m / 32) * (tile.block_n / 32);
+            let per_block = per_output * (tile.block_m / 32) * (tile.block_n / 32);
             assert_eq!(mfma.len() as u32, per_block * tile.prefetch_depth(), "{what}: MFMAs per main-loop iteration");
             // LDS banks repeat every 128 bytes: the bank-conflict analysis of tile.rs (done on the
             // lane-dependent swizzled address) holds for the binary if every immediate offset
