@@ -46,7 +46,8 @@
 //! `expected_m` return at once), its K blocks per tile, the workgroups that share each group's
 //! B tile (one group's row tiles: the first reads it cold), and the unique bytes it moves through
 //! HBM (the rows of A and D in use and every active group's B once; f32 C and D for k-grouped).
-//! Estimates that the memory term bounds alike are ranked by their compute term. No time
+//! Estimates that the memory term bounds alike are ranked unsplit first, then by their
+//! compute term. No time
 //! constant is typed by hand; the stand-in holds until the tuner samples grouped launches.
 
 use std::collections::HashMap;
@@ -909,7 +910,7 @@ pub fn plan_grouped(desc: &GemmDesc, weights: WeightLayout, overrides: &Override
         if of_tile.is_empty() {
             let (bm, bn) = overrides.tile.unwrap_or_default();
             let have: Vec<String> = split_rows.iter().map(|e| format!("{}x{}", e.block_m, e.block_n)).collect();
-            return err(format!("1 (no {} split-K kernel for the {bm}x{bn} tile; {} have one)", desc.kind, have.join(" and ")));
+            return err(format!("1 (no {} split-K kernel for the {bm}x{bn} tile; {} have one)", crate::config::kind_name(desc.kind), have.join(" and ")));
         }
         let most = nkb.min(MAX_SPLITS);
         if s > most {
@@ -961,9 +962,12 @@ pub fn plan_grouped(desc: &GemmDesc, weights: WeightLayout, overrides: &Override
             available: grouped_tiles(desc.kind, weights),
         })
     };
-    // The least estimate; among equal ones (the same memory bound), the least compute term.
+    // The least estimate; among equal ones (the same memory bound), one that needs no
+    // workspace (splitting a memory-bound launch only adds partial tiles), then the least
+    // compute term.
+    let split_of = |p: &Plan| p.splits > 1;
     let best_of = |ps: &mut dyn Iterator<Item = &(Plan, f64)>| -> Option<Plan> {
-        ps.min_by(|a, b| a.0.estimate_s.total_cmp(&b.0.estimate_s).then(a.1.total_cmp(&b.1))).map(|x| x.0)
+        ps.min_by(|a, b| a.0.estimate_s.total_cmp(&b.0.estimate_s).then(split_of(&a.0).cmp(&split_of(&b.0))).then(a.1.total_cmp(&b.1))).map(|x| x.0)
     };
     let best = best_of(&mut all.iter()).ok_or_else(none)?;
     if best.workspace_floats(desc.arch) <= available || forced_split.is_some() {
