@@ -1190,13 +1190,16 @@ mod tests {
 
     #[test]
     fn every_grouped_kernel_has_a_dense_counterpart_with_coefficients() {
-        let model = CostModel::for_arch(Arch::Gfx942).expect("embedded gfx942 cost model parses");
-        for e in registry::KERNELS.iter().filter(|e| {
-            matches!(e.spec, registry::Spec::Contiguous(_) | registry::Spec::Masked(_) | registry::Spec::MaskedSplitK(_) | registry::Spec::KGrouped(_))
-        }) {
-            let d = dense_counterpart(e).unwrap_or_else(|| panic!("{e}: no dense counterpart"));
-            assert!(model.kernels.contains_key(d.name()), "{e}: {} has no coefficients", d.name());
-            assert_eq!((d.weights, d.problem), (e.weights, Problem::Dense), "{e} → {d}");
+        for arch in Arch::ALL {
+            let model = CostModel::for_arch(arch).expect("embedded cost model parses");
+            let grouped = registry::KERNELS.iter().filter(|e| {
+                matches!(e.spec, registry::Spec::Contiguous(_) | registry::Spec::Masked(_) | registry::Spec::MaskedSplitK(_) | registry::Spec::KGrouped(_))
+            });
+            for e in grouped {
+                let d = dense_counterpart(e).unwrap_or_else(|| panic!("{e}: no dense counterpart"));
+                assert!(model.kernels.contains_key(d.name()), "{}: {e}: {} has no coefficients", arch.name(), d.name());
+                assert_eq!((d.weights, d.problem), (e.weights, Problem::Dense), "{e} → {d}");
+            }
         }
         let name = |n: &str| dense_counterpart(registry::by_name(n).unwrap()).unwrap().name();
         assert_eq!(name("m_grouped_fp8_gemm_nt_masked_bs_pipe_bm32_bn64"), "fp8_gemm_nt_bs_pipe_bm32_bn64");
