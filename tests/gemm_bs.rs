@@ -313,8 +313,7 @@ fn grouped_bs_kernels_match_the_logical_grouped_kernels_on_every_tile() {
     use fp8gemm::{DeviceGroupedWeights, m_grouped_fp8_gemm_nt_contiguous, m_grouped_fp8_gemm_nt_masked};
     let ctx = checked_context();
     let mut stream = Stream::new(&ctx).unwrap();
-    // K = 640 (5 blocks: the 64-row tile on the pipelined loop) and K = 128 (1 block: the
-    // 64-row tile on the two-phase loop, below GROUPED_BS_PIPE_MIN_BLOCKS).
+    // K = 640 (5 blocks) and K = 128 (1 block), the 64-row tile on both of its loops.
     for k in [640usize, 128] {
         let (groups, n) = (4usize, 196usize);
         let c = case(512, n * groups, k, 21);
@@ -343,12 +342,16 @@ fn grouped_bs_kernels_match_the_logical_grouped_kernels_on_every_tile() {
         };
         let ((want_c, _), (want_m, _)) = run(&stream, &DeviceGroupedWeights::upload(&ctx, &gw).unwrap());
         let pre = DeviceGroupedWeights::upload_preshuffled(&ctx, &gw).unwrap();
-        for tile in BS_SPLIT_TILES {
-            let what = format!("bs tile {}x{}, k = {k}", tile.0, tile.1);
-            let ((got_c, rc), (got_m, rm)) = forced(&mut stream, Some(tile), None, |stream| run(stream, &pre));
-            // The 64-row tile runs on the pipelined loop from GROUPED_BS_PIPE_MIN_BLOCKS K blocks on,
-            // the others on the two-phase loop.
-            let pipe = if tile.0 == 64 && k / 128 >= fp8gemm::config::GROUPED_BS_PIPE_MIN_BLOCKS as usize { "_pipe" } else { "" };
+        // Every bs tile; the 64-row one on both of its loops (pinned with
+        // Overrides::bs_pipelined: the two-phase kernel and the pipelined one).
+        let variants = [((32, 128), None), ((64, 128), Some(false)), ((64, 128), Some(true)), ((128, 128), None)];
+        assert_eq!(variants.map(|(t, _)| t).into_iter().filter(|t| !BS_SPLIT_TILES.contains(t)).count(), 0);
+        for (tile, pipelined) in variants {
+            let what = format!("bs tile {}x{} (pipelined {pipelined:?}), k = {k}", tile.0, tile.1);
+            let mut o = overrides(Some(tile), None);
+            o.bs_pipelined = pipelined;
+            let ((got_c, rc), (got_m, rm)) = with_overrides(&mut stream, o, |stream| run(stream, &pre));
+            let pipe = if pipelined == Some(true) { "_pipe" } else { "" };
             assert_eq!(rc.config.unwrap().kernel, format!("m_grouped_fp8_gemm_nt_contiguous_bs{pipe}_bm{}_bn128", tile.0), "{what}");
             assert_eq!(rm.config.unwrap().kernel, format!("m_grouped_fp8_gemm_nt_masked_bs{pipe}_bm{}_bn128", tile.0), "{what}");
             assert_same_bits(&format!("{what} contiguous"), &got_c, &want_c);

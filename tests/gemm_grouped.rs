@@ -379,18 +379,18 @@ fn assert_same_bits(what: &str, got: &[bf16], want: &[bf16]) {
 
 #[test]
 fn pipelined_bs_kernels_match_both_references_and_the_logical_kernels() {
-    // `fp8gemm_device::grouped_pipe`: the 64-row tile (forced 64x128 at K ≥
-    // GROUPED_BS_PIPE_MIN_BLOCKS blocks runs it, `config::grouped_bs_pipe_rule`) and the masked
-    // 80-row tile (forced 80x128) and narrow 32 × 64 tile (forced 32x64: one barrier per two K
-    // blocks, here over an odd block count). K = 32 blocks + 1 (not a multiple of the 4-block scale window),
+    // `fp8gemm_device::grouped_pipe`: the 64-row tile (forced 64x128 with
+    // `Overrides::bs_pipelined` pinned to the pipelined loop) and the masked 80-row tile (forced 80x128) and narrow 32 × 64 tile (forced 32x64: one barrier per two K
+    // blocks, here over an odd block count). K = 3 blocks (not a multiple of the 4-block scale window),
     // n a multiple of 4 past 128 (a column tail), row tails inside the tiles, −1 padding rows and
     // an all-padding block (contiguous), zero, clamped and negative counts (masked).
     let ctx = checked_context();
-    let k = 128 * (fp8gemm::config::GROUPED_BS_PIPE_MIN_BLOCKS as usize + 1);
+    let k = 128 * 3;
     let n = 132;
     let (c, m_indices) = contiguous_case(&[1, 129, 0, 70], &[2], n, k, 31);
     let want = run_contiguous(&ctx, &c, &m_indices, WeightLayout::Logical, "contiguous pipelined (reference run)");
-    let out = run_contiguous_with(&ctx, overrides(Some((64, 128)), None), &c, &m_indices, WeightLayout::Preshuffled, "contiguous pipelined");
+    let pipelined = overrides(Some((64, 128)), None).with_bs_pipelined(true);
+    let out = run_contiguous_with(&ctx, pipelined, &c, &m_indices, WeightLayout::Preshuffled, "contiguous pipelined");
     assert_eq!(out.kernel, Some("m_grouped_fp8_gemm_nt_contiguous_bs_pipe_bm64_bn128"));
     assert_eq!(out.computed, 200);
     out.assert_accurate("contiguous pipelined 64");
@@ -402,7 +402,7 @@ fn pipelined_bs_kernels_match_both_references_and_the_logical_kernels() {
     let want = run_masked(&ctx, &c, &masked_m, 64, WeightLayout::Logical, "masked pipelined (reference run)");
     for (bm, bn) in [(32u32, 64u32), (64, 128), (80, 128)] {
         let what = format!("masked pipelined {bm}x{bn}");
-        let out = run_masked_with(&ctx, overrides(Some((bm, bn)), None), &c, &masked_m, 64, WeightLayout::Preshuffled, &what);
+        let out = run_masked_with(&ctx, overrides(Some((bm, bn)), None).with_bs_pipelined(true), &c, &masked_m, 64, WeightLayout::Preshuffled, &what);
         assert_eq!(out.kernel.unwrap(), format!("m_grouped_fp8_gemm_nt_masked_bs_pipe_bm{bm}_bn{bn}"), "{what}");
         assert_eq!(out.computed, 100 + 77 + 100, "{what}");
         out.assert_accurate(&what);

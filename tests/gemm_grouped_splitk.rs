@@ -11,6 +11,7 @@ mod common;
 use common::{Overrides, assert_elementwise, checked_context, forced, overrides, randn_bf16};
 use fp8gemm::config::{self, GemmDesc};
 use fp8gemm::fp8::E4M3Fnuz;
+use fp8gemm::layout::WeightLayout;
 use fp8gemm::quant::{GroupedQuantizedWeights, QuantizedActivations};
 use fp8gemm::workspace::DEFAULT_STREAM_WORKSPACE_FLOATS;
 use fp8gemm::{
@@ -215,8 +216,7 @@ fn split_counts_the_problem_cannot_use_are_typed_errors() {
 
 #[test]
 fn a_stream_workspace_too_small_falls_back_and_a_forced_split_errors() {
-    // 17 K blocks: past `config::MASKED_NARROW_SHORT_BLOCKS`, so the model splits these two
-    // one-tile groups (with 16 or fewer it runs the narrow tile unsplit).
+    // 17 K blocks over two one-tile groups: the cost model splits them (checked below).
     let ctx = checked_context();
     let c = case(2, 32, 256, 2176, 6);
     let ops = upload(&ctx, &c);
@@ -290,24 +290,33 @@ fn an_explicit_workspace_runs_the_split_and_a_too_small_one_is_a_typed_error() {
 
 #[test]
 fn the_choice_for_the_decode_table_shapes() {
-    // The modelled table of fp8gemm_device::grouped: masked G × m over (4096, 7168) and
-    // (7168, 2048) with expected_m = m and m_max = ⌈1.3·m⌉ (as `fp8gemm profile --layout masked`
-    // runs them), the split counts the fitted choice makes there; the large-group shapes and
-    // contiguous do not split; every choice fits the stream's default workspace.
+    // The shapes of the modelled table of fp8gemm_device::grouped: masked G × m over (4096, 7168)
+    // and (7168, 2048) with expected_m = m and m_max = ⌈1.3·m⌉ (as `fp8gemm profile --layout
+    // masked` runs them). The choice is the generated cost model's (`select::plan_grouped`):
+    // every grouped candidate is estimated, the chosen one has the least estimate, splits only
+    // on a masked split-K kernel, fits the stream's default workspace; contiguous never splits.
+    // Want: (tile, splits) per shape; `FP8GEMM_PRESHUFFLED=1 fp8gemm profile --machine mi325x`
+    // modelled the previous hand rules' choice and this one (the report of issue 28 lists both).
     let arch = fp8gemm::codeobj::Arch::Gfx942;
-    // 0: the narrow 32 × 64 tile, unsplit (`config::masked_narrow_rule`, whose table these
-    // shapes are part of).
     let shapes = [(1u32, 64u32), (2, 64), (4, 32), (8, 16), (2, 128), (4, 64), (1, 1024), (2, 512), (4, 256)];
-    for ((n, k), want) in [((4096u32, 7168u32), [3u32, 3, 0, 0, 2, 2, 1, 1, 1]), ((7168, 2048), [0, 0, 0, 0, 1, 1, 1, 1, 1])] {
-        for ((g, m), want) in shapes.into_iter().zip(want) {
+    let big = ((64, 128), 1);
+    type Choice = ((u32, u32), u32);
+    let wants: [((u32, u32), [Choice; 9]); 2] = [
+        ((4096, 7168), [((32, 128), 4), ((32, 128), 2), ((32, 64), 1), ((32, 64), 1), ((32, 64), 1), ((32, 64), 1), big, big, big]),
+        ((7168, 2048), [((32, 128), 2), ((32, 64), 1), ((32, 64), 1), ((32, 128), 1), big, big, big, big, big]),
+    ];
+    for ((n, k), want) in wants {
+        for ((g, m), (tile, splits)) in shapes.into_iter().zip(want) {
             let m_max = (m * 13).div_ceil(10);
-            let cfg = config::get_grouped_bs_config(&GemmDesc::m_grouped_masked(m_max, n, k, g, m, arch), &Overrides::NONE).unwrap();
+            let desc = GemmDesc::m_grouped_masked(m_max, n, k, g, m, arch);
+            let cfg = config::get_grouped_bs_config(&desc, &Overrides::NONE).unwrap();
             eprintln!("masked {g}x{m} over ({n},{k}): {cfg}");
-            let narrow = cfg.kernel == "m_grouped_fp8_gemm_nt_masked_bs_pipe_bm32_bn64";
-            assert_eq!(narrow, want == 0, "masked {g}x{m} over ({n},{k}): {cfg}");
-            assert_eq!(cfg.splits, want.max(1), "masked {g}x{m} over ({n},{k}): {cfg}");
+            assert_eq!(((cfg.block_m, cfg.block_n), cfg.splits), (tile, splits), "masked {g}x{m} over ({n},{k}): {cfg}");
             assert_eq!(cfg.splits > 1, cfg.kernel.contains("splitk"), "{cfg}");
             assert!(cfg.workspace_floats() <= DEFAULT_STREAM_WORKSPACE_FLOATS as u64, "{cfg}");
+            let (plan, _) = fp8gemm::select::plan_grouped(&desc, WeightLayout::Preshuffled, &Overrides::NONE, u64::MAX).unwrap();
+            assert_eq!(plan.config(arch), cfg);
+            assert!(plan.estimate_s.is_finite() && plan.estimate_s > 0.0, "{plan}");
             let cont = config::get_grouped_bs_config(&GemmDesc::m_grouped_contiguous(g * m.max(128), n, k, g, arch), &Overrides::NONE).unwrap();
             assert_eq!(cont.splits, 1, "{cont}");
         }
@@ -316,49 +325,51 @@ fn the_choice_for_the_decode_table_shapes() {
 
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
-    /// The masked split choice over random decode-to-prefill shapes: the unsplit tile of the
-    /// grouped bs rule, a split count in {1, 2, 3, 4, 6, 8} within `k/128`, splits only for the
-    /// 32/64-row tiles, below 1.5 working tiles per CU and `SPLITK_MAX_TILES` tiles, the split
-    /// kernel exactly when split, grid = tiles · splits; with less workspace the choice fits it
-    /// and a smaller choice is reported with the unlimited one as preferred.
+    /// The masked choice over random decode-to-prefill shapes: a split count within
+    /// `min(k/128, MAX_SPLITS)`, splits only on the 32/64-row masked split-K kernels with at most
+    /// their tile limit and with the working tiles' pieces in one round of the device, grid =
+    /// grid tiles · splits; no forced-split candidate has a smaller estimate than the choice;
+    /// with less workspace the choice fits it and a smaller choice is reported with the
+    /// unlimited one as preferred.
     #[test]
-    fn masked_split_rule_bounds(
+    fn masked_split_choice_bounds(
         groups in 1u32..=16, m_max in 1u32..=512, expected in 0u32..=600, n in 1u32..=64, k in 1u32..=128, avail_frac in 0.0f64..1.0,
     ) {
         use proptest::prelude::*;
         let (n, k) = (n * 128, k * 128);
         let arch = fp8gemm::codeobj::Arch::Gfx942;
         let desc = GemmDesc::m_grouped_masked(m_max, n, k, groups, expected, arch);
+        let (p, _) = fp8gemm::select::plan_grouped(&desc, WeightLayout::Preshuffled, &Overrides::NONE, u64::MAX).unwrap();
         let c = config::get_grouped_bs_config(&desc, &Overrides::NONE).unwrap();
+        prop_assert_eq!(p.config(arch), c);
         let unsplit = config::get_grouped_bs_config(&desc, &Overrides::NONE.with_split(1)).unwrap();
         prop_assert_eq!(unsplit.splits, 1);
-        prop_assert_eq!(c.block_m, unsplit.block_m);
         let tiles = groups * m_max.div_ceil(c.block_m) * n.div_ceil(c.block_n);
-        // The narrow tile exactly where its rule says, over the 32-row tile, unsplit.
-        let narrow = config::masked_narrow_rule(&desc, 304, 64 * 1024).is_some() && unsplit.block_m == 32;
-        prop_assert_eq!(c.kernel == "m_grouped_fp8_gemm_nt_masked_bs_pipe_bm32_bn64", narrow, "{}", c);
-        prop_assert!([1, 2, 3, 4, 6, 8].contains(&c.splits) && c.splits <= k / 128, "{} splits", c.splits);
+        prop_assert!(c.splits >= 1 && c.splits <= (k / 128).min(config::MAX_SPLITS), "{} splits", c.splits);
         if c.splits > 1 {
             prop_assert!(c.block_m <= 64 && tiles <= fp8gemm_device::tile::SPLITK_MAX_TILES);
-            let rows = (expected.clamp(1, m_max) + c.block_m / 2).min(m_max);
-            let work = groups * rows.div_ceil(c.block_m) * n.div_ceil(128);
-            prop_assert!(2 * work < 3 * 304, "{} working tiles split {}", work, c.splits);
+            let rows = expected.clamp(1, m_max);
+            let work = groups * rows.div_ceil(c.block_m) * n.div_ceil(c.block_n);
+            let slots = p.kernel.slots_per_cu(arch).unwrap();
+            prop_assert!(work * c.splits <= 304 * slots, "{} working tiles split {}", work, c.splits);
             let want = format!("m_grouped_fp8_gemm_nt_masked_splitk_bs_bm{}_bn128", c.block_m);
             prop_assert_eq!(c.kernel, want.as_str());
-        } else if !narrow {
-            prop_assert_eq!(c.kernel, unsplit.kernel);
         }
         prop_assert_eq!(c.grid, tiles * c.splits);
+        // Every unsplit tile is a candidate too: none has a smaller estimate than the choice.
+        for t in [(32, 128), (64, 128), (128, 128), (32, 64), (80, 128)] {
+            let (q, _) = fp8gemm::select::plan_grouped(&desc, WeightLayout::Preshuffled, &Overrides::NONE.with_tile(t.0, t.1), u64::MAX).unwrap();
+            prop_assert!(q.estimate_s >= p.estimate_s, "{} beats {}", q, p);
+        }
         let available = (c.workspace_floats() as f64 * avail_frac) as u64;
         let (l, lim) = config::get_grouped_bs_config_for_workspace(&desc, &Overrides::NONE, available).unwrap();
-        prop_assert!(l.splits <= c.splits);
         prop_assert!(l.splits == 1 || l.workspace_floats() <= available);
         match lim {
             Some(lim) => {
-                prop_assert!(l.splits < c.splits);
-                prop_assert_eq!((lim.preferred.splits, lim.needed, lim.available), (c.splits, c.workspace_floats(), available));
+                prop_assert!(l.workspace_floats() < c.workspace_floats());
+                prop_assert_eq!((lim.preferred, lim.needed, lim.available), (c, c.workspace_floats(), available));
             }
-            None => prop_assert_eq!(l.splits, c.splits),
+            None => prop_assert_eq!(l, c),
         }
     }
 }

@@ -51,7 +51,7 @@
 //! predicate, the masked clamp — is the logical kernels' code, and the results are bit for bit
 //! theirs (`tests/gemm_bs.rs`, `tests/layout.rs`, `tests/moe.rs`). Tiles:
 //! [`crate::tile::CONTIGUOUS_BS_TILES`], [`crate::tile::MASKED_BS_TILES`]; the host picks one
-//! with `fp8gemm::config::get_grouped_bs_config`.
+//! with its generated cost model (`fp8gemm::select::plan_grouped`).
 //!
 //! Resources (`fp8gemm info`, gfx942; VGPR = unified VGPR + AGPR count; 0 spills, 0 scratch,
 //! checked by `grouped_bs_kernels_meet_the_resource_goals`):
@@ -141,7 +141,7 @@
 //! them arrive at its counter or none touches it (0 rows: nothing computed, counter still 0).
 //! The reduction's D resource covers the group's first `rows` rows, so rows past the count are
 //! never written (also with more rows than `expected_m`, up to `m_max`). The host chooses the
-//! split count from `expected_m` (`fp8gemm::config::get_grouped_bs_config_for_workspace`).
+//! split count from `expected_m` with its generated cost model (`fp8gemm::select::plan_grouped`).
 //!
 //! Resources (`fp8gemm info`, gfx942; 0 spills, 0 scratch; `tests/dense_kernel.rs`
 //! `bs_kernels_meet_the_resource_goals`): `…_splitk_bs_bm32_bn128` 134 VGPR, 0 AGPR, 52 SGPR,

@@ -8,11 +8,10 @@
 //!
 //! Tiles: [`CONTIGUOUS_BS_PIPE_TILES`] (64 rows only: a contiguous tile must divide
 //! [`crate::tile::M_ALIGNMENT_CONTIGUOUS`] = 128 so that no tile spans two groups, which rules
-//! out 48, 80 and 96), [`MASKED_BS_PIPE_TILES`] (32 × 64, 64 and 80 rows). The host's choice:
-//! `fp8gemm::config::grouped_bs_pipe_rule` (a chosen or forced 64-row tile runs here from 2
-//! K blocks on; 80 rows only forced, `FP8GEMM_FORCE_TILE=80x128`, masked) and
-//! `fp8gemm::config::masked_narrow_rule` (MoE decode: the masked 32 × 64 tile, unsplit, over
-//! the 32-row tile and its split-K; `FP8GEMM_FORCE_TILE=32x64` forces it).
+//! out 48, 80 and 96), [`MASKED_BS_PIPE_TILES`] (32 × 64, 64 and 80 rows). The host chooses
+//! among them and the two-phase kernels with its generated cost model
+//! (`fp8gemm::select::plan_grouped`; `FP8GEMM_FORCE_TILE` forces a tile, and
+//! `Overrides::bs_pipelined` the 64-row tile's loop).
 //!
 //! **Masked 32 × 64** (`m_grouped_fp8_gemm_nt_masked_bs_pipe_bm32_bn64`): the dense narrow
 //! tile's loop (`mainloop_bs`, "Narrow tiles": one B fragment per wave, four A stages, one
@@ -21,8 +20,8 @@
 //! K to fill them. Modelled MI300X µs (`FP8GEMM_PRESHUFFLED=1 fp8gemm profile --layout masked`),
 //! the previous choice → the narrow tile: 1×16 over 7168×2048 11.03 (32 × 128 split 4) → 8.08;
 //! 2×32 over 7168×2048 16.42 (split 4) → 11.60; 2×64 over 7168×2048 17.05 (split 2) → 14.26;
-//! 2×16 over 4096×7168 21.11 (split 3) → 18.24; 4×32 over 4096×7168 34.42 → 32.48 (the whole
-//! table and where it loses: `masked_narrow_rule`).
+//! 2×16 over 4096×7168 21.11 (split 3) → 18.24; 4×32 over 4096×7168 34.42 → 32.48 (MI300X,
+//! modelled, when a hand rule chose it).
 //!
 //! Resources (`fp8gemm info`, gfx942 and gfx950 alike; VGPR = unified count; checked by
 //! `grouped_bs_pipe_kernels_meet_the_resource_goals` in `tests/dense_kernel.rs`): 0 spills,
@@ -57,7 +56,7 @@
 //! blocks: the pipelined loop at one workgroup per CU was slower there, 656 vs 727 modelled).
 //! With the pipelined kernels at two per CU it runs from 2 K blocks on: contiguous over
 //! (7168, 2048) 721 → 865 TFLOPS, masked 569–601 → 703–749, contiguous over (4096, 7168)
-//! 1127, masked 1041 (MI300X, modelled; table in `grouped_bs_pipe_rule`).
+//! 1127, masked 1041 (MI300X, modelled).
 
 use crate::amdgpu_kernel;
 use crate::args::{MGroupedContiguousArgs, MGroupedMaskedArgs};

@@ -99,9 +99,10 @@ use rayon::prelude::*;
 use safetensors::tensor::{Metadata, TensorView};
 use safetensors::{Dtype, SafeTensors};
 
+use crate::checks::check_format;
 use crate::error::{Error, Result};
 use crate::fp8::{E4M3Fn, E4M3Fnuz, Fp8Format};
-use crate::gemm::{DeviceWeights, check_format};
+use crate::gemm::DeviceWeights;
 use crate::grouped::DeviceGroupedWeights;
 use crate::layout::WeightLayout;
 use crate::moe::{MoeLayer, MoeOptions};

@@ -40,10 +40,11 @@ use std::marker::PhantomData;
 use fp8gemm_device::args::{DenseGemmArgs, GlobalPtr};
 pub use fp8gemm_device::dense_layouts::{DENSE_LAYOUT_KERNELS, DenseLayoutKernel, MN_ALIGN, Major, Schedule};
 
+use crate::checks::{check_format, check_len, check_scales, check_tensor_bytes, shape_product};
 use crate::config::GemmDesc;
 use crate::error::{Error, Result};
 use crate::fp8::Fp8Format;
-use crate::gemm::{GemmRun, check_format, check_len, check_scales, check_tensor_bytes, shape_product};
+use crate::gemm::GemmRun;
 use crate::layout::WeightLayout;
 use crate::quant::{BLOCK, QuantizedActivations, QuantizedWeights};
 use crate::registry::Spec;

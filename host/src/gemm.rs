@@ -23,6 +23,7 @@ use fp8gemm_device::args::{DenseGemmArgs, DenseSplitKArgs, GlobalPtr};
 use fp8gemm_device::streamk::DenseStreamKArgs;
 use fp8gemm_device::tile;
 
+use crate::checks::{check_format, check_len, check_scales, check_tensor_bytes, shape_product};
 use crate::codeobj::Arch;
 use crate::config::{self, GemmConfig, GemmDesc};
 use crate::error::{Error, Result};
@@ -50,32 +51,6 @@ pub struct DeviceActivations<F> {
     m: usize,
     k: usize,
     _f: PhantomData<F>,
-}
-
-/// Checks that a host operand's buffers have the lengths its shape implies (the fields of the
-/// quantized structs are public, so they can disagree).
-pub(crate) fn check_len(arg: &'static str, what: &str, len: usize, expected: usize, shape: &str) -> Result<()> {
-    if len != expected {
-        return Err(Error::Shape { arg, expected: format!("{what} of {expected} elements for {shape}"), actual: format!("{len} elements") });
-    }
-    Ok(())
-}
-
-/// Rejects scales outside the GEMM kernels' supported range ([`tile::scale_supported`]).
-pub(crate) fn check_scales(arg: &'static str, scales: &[f32]) -> Result<()> {
-    match scales.iter().position(|&s| !tile::scale_supported(s)) {
-        None => Ok(()),
-        Some(index) => Err(Error::ScaleRange { arg, index, value: scales[index] }),
-    }
-}
-
-/// `a · b` for a length derived from a shape, or a typed error naming `arg` and the shape.
-pub(crate) fn shape_product(arg: &'static str, dims: &[usize], what: &str) -> Result<usize> {
-    dims.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d)).ok_or_else(|| Error::Shape {
-        arg,
-        expected: format!("{what} that fits in usize"),
-        actual: format!("{} (overflows)", dims.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(" · ")),
-    })
 }
 
 impl<F: Fp8Format> DeviceActivations<F> {
@@ -256,39 +231,6 @@ pub struct GemmRun {
     /// Set when the model preferred a split-K configuration the stream's workspace could not
     /// hold, and `config` is the best one that fits instead (see [`crate::workspace`]).
     pub workspace_limit: Option<config::WorkspaceLimit>,
-}
-
-pub(crate) fn check_format<F: Fp8Format>(ctx: &Context, arg: &'static str) -> Result<()> {
-    let expected = fp8_format_name(ctx.arch());
-    if F::NAME != expected {
-        return Err(Error::Format { arg, arch: ctx.arch(), expected, actual: F::NAME });
-    }
-    Ok(())
-}
-
-pub(crate) fn check_tensor_bytes(arg: &'static str, bytes: u64) -> Result<()> {
-    if bytes >= tile::MAX_TENSOR_BYTES {
-        return Err(Error::Shape {
-            arg,
-            expected: format!("fewer than {} bytes (32-bit buffer offsets)", tile::MAX_TENSOR_BYTES),
-            actual: format!("{bytes} bytes"),
-        });
-    }
-    Ok(())
-}
-
-/// Checks the K and N limits of the FP8 kernels.
-pub(crate) fn check_nk(n: usize, k: usize) -> Result<()> {
-    if k == 0 || !k.is_multiple_of(tile::K_ALIGN as usize) {
-        return Err(Error::Shape { arg: "k", expected: format!("a positive multiple of {}", tile::K_ALIGN), actual: k.to_string() });
-    }
-    if !n.is_multiple_of(tile::N_ALIGN as usize) {
-        return Err(Error::Shape { arg: "n", expected: format!("a multiple of {}", tile::N_ALIGN), actual: n.to_string() });
-    }
-    if n > u32::MAX as usize || k > u32::MAX as usize {
-        return Err(Error::Unsupported(format!("n = {n}, k = {k}: dimensions must fit in 32 bits")));
-    }
-    Ok(())
 }
 
 /// Dense `D = A · Bᵀ` with block scales (DeepGEMM's `fp8_gemm_nt`), queued on `stream`:

@@ -61,10 +61,11 @@ use fp8gemm_device::args::{GlobalPtr, MGroupedContiguousArgs, MGroupedContiguous
 use fp8gemm_device::args::{MGroupedContiguousScatterArgs, MGroupedContiguousSiluArgs, MoeScatterArgs, MoeSiluArgs};
 use fp8gemm_device::tile;
 
+use crate::checks::{check_count, check_format, check_nk, check_tensor_bytes, shape_product};
 use crate::config::{self, GemmDesc};
 use crate::error::{Error, Result};
 use crate::fp8::Fp8Format;
-use crate::gemm::{GemmRun, WorkspaceSource, check_format, check_nk, check_tensor_bytes, shape_product};
+use crate::gemm::{GemmRun, WorkspaceSource};
 use crate::layout::{PRESHUFFLE_ROWS, WeightLayout};
 use crate::quant::{GroupedQuantizedWeights, QuantizedWeights, blocks};
 use crate::runtime::{Context, DeviceBuffer, Stream};
@@ -131,7 +132,7 @@ impl<F: Fp8Format> DeviceGroupedWeights<F> {
                 actual: format!("{} scales", b.scales.len()),
             });
         }
-        crate::gemm::check_scales("b.scales", &b.scales)?;
+        crate::checks::check_scales("b.scales", &b.scales)?;
         let mut w = Self::alloc_with_layout(ctx, b.groups, b.n, b.k, layout)?;
         let (per_v, per_s) = (shape_product("b", &[b.n, b.k], "n · k")?, shape_product("b", &[blocks(b.n), blocks(b.k)], "⌈n/128⌉ · ⌈k/128⌉")?);
         let stream = Stream::null(ctx);
@@ -171,9 +172,9 @@ impl<F: Fp8Format> DeviceGroupedWeights<F> {
         }
         let (per_v, per_s) = (shape_product("w", &[self.n, self.k], "n · k")?, shape_product("w", &[blocks(self.n), blocks(self.k)], "⌈n/128⌉ · ⌈k/128⌉")?);
         let shape = format!("group {g}, n = {}, k = {}", self.n, self.k);
-        crate::gemm::check_len("w", "data", w.data.len(), per_v, &shape)?;
-        crate::gemm::check_len("w", "scales", w.scales.len(), per_s, &shape)?;
-        crate::gemm::check_scales("w.scales", &w.scales)?;
+        crate::checks::check_len("w", "data", w.data.len(), per_v, &shape)?;
+        crate::checks::check_len("w", "scales", w.scales.len(), per_s, &shape)?;
+        crate::checks::check_scales("w.scales", &w.scales)?;
         self.write_group(stream, g, &w.data, &w.scales)
     }
 
@@ -247,7 +248,7 @@ impl<F: Fp8Format> DeviceGroupedWeights<F> {
         }
         stream.forbid_capture("allocating pre-shuffled weights")?;
         let ctx = stream.context();
-        crate::gemm::check_format::<F>(ctx, "self")?;
+        crate::checks::check_format::<F>(ctx, "self")?;
         ctx.check_owner("self", self.data.as_slice().owner())?;
         let mut out = Self::alloc_preshuffled(ctx, self.groups, self.n, self.k)?;
         crate::layout::launch_preshuffle(stream, &self.data.as_slice(), &mut out.data.as_slice_mut(), self.groups, self.n, self.k, (self.n, self.k))?;
@@ -412,13 +413,6 @@ fn b_group_bytes(layout: WeightLayout, n: u64, k: u64) -> u64 {
     }
 }
 
-fn check_len(arg: &'static str, what: String, expected: usize, actual: usize) -> Result<()> {
-    if expected != actual {
-        return Err(Error::Shape { arg, expected: format!("{what} = {expected} elements"), actual: format!("{actual} elements") });
-    }
-    Ok(())
-}
-
 /// M-grouped contiguous `D = A · B[m_indices]ᵀ` with block scales (DeepGEMM's
 /// `m_grouped_fp8_gemm_nt_contiguous`): row `i` of `d` becomes row `i` of `A · B[m_indices[i]]ᵀ`.
 ///
@@ -430,8 +424,8 @@ fn check_len(arg: &'static str, what: String, expected: usize, actual: usize) ->
 /// positive multiple of 128, `n` a multiple of 4, the device's FP8 format, contiguous rows of A
 /// and D (`lda = k`, `ldd = n`). `b` may be in either [layout](crate::layout): pre-shuffled
 /// weights run the bs kernels (B straight from global memory into the MFMA operands,
-/// [`fp8gemm_device::grouped`]; 32-, 64- or 128-row tiles, chosen by
-/// `crate::config::get_grouped_bs_config`), logical ones the LDS-staged kernels; the result
+/// [`fp8gemm_device::grouped`]; 32-, 64- or 128-row tiles, chosen by the generated cost
+/// model, [`crate::select::plan_grouped`]), logical ones the LDS-staged kernels; the result
 /// is the same, bit for bit. With `G = 0` every row must be padding and nothing is launched.
 /// The launch is queued on `stream`: asynchronous and capture-safe, as [`crate::fp8_gemm_nt`]'s.
 pub fn m_grouped_fp8_gemm_nt_contiguous<'a, F: Fp8Format>(
@@ -531,7 +525,7 @@ fn contiguous<'a, F: Fp8Format>(
     // The stream's selector overrides, passed to the choice.
     let overrides = stream.overrides();
     let ctx = stream.context();
-    check_len("m_indices", format!("m_sum = {m_sum} (rows of a)"), m_sum, m_indices.len())?;
+    check_count("m_indices", &format!("m_sum = {m_sum} (rows of a)"), m_sum, m_indices.len())?;
     if !CONTIGUOUS_ALIGNMENTS.contains(&align) {
         return Err(Error::Shape { arg: "align", expected: format!("one of {CONTIGUOUS_ALIGNMENTS:?} rows"), actual: align.to_string() });
     }
@@ -739,13 +733,13 @@ pub(crate) fn contiguous_splitk<'a, F: Fp8Format>(
         let inter = n / 2;
         if let Some(x) = &si.a_bf16 {
             ctx.check_owner("a_bf16", x.owner())?;
-            check_len("a_bf16", format!("a.m · k = {} · {k}", a.m), a.m * k, x.len())?;
+            check_count("a_bf16", &format!("a.m · k = {} · {k}", a.m), a.m * k, x.len())?;
             if row_src.is_none() {
                 return Err(Error::Shape { arg: "row_src", expected: "a row map (the bf16 A is read gathered)".into(), actual: "none".into() });
             }
         }
-        check_len("act", format!("m_sum · inter = {m_sum} · {inter}"), m_sum * inter, si.act.len())?;
-        check_len("act_sf", format!("m_sum · inter/128 = {m_sum} · {}", inter / 128), m_sum * (inter / 128), si.act_sf.len())?;
+        check_count("act", &format!("m_sum · inter = {m_sum} · {inter}"), m_sum * inter, si.act.len())?;
+        check_count("act_sf", &format!("m_sum · inter/128 = {m_sum} · {}", inter / 128), m_sum * (inter / 128), si.act_sf.len())?;
         let need = (m_sum / align.max(1)) * (inter / 128);
         if si.counters.len() < need {
             return Err(Error::Shape {
@@ -776,7 +770,7 @@ pub(crate) fn contiguous_splitk<'a, F: Fp8Format>(
                 return Err(Error::Shape { arg: "out", expected: format!("T · n elements with n = {n}"), actual: format!("{} elements", sc.out.len()) });
             }
             let tokens = sc.out.len() / n.max(1);
-            check_len("weights", format!("slots' length {}", sc.slots.len()), sc.slots.len(), sc.weights.len())?;
+            check_count("weights", &format!("slots' length {}", sc.slots.len()), sc.slots.len(), sc.weights.len())?;
             if tokens == 0 || sc.slots.len() % tokens != 0 || sc.slots.is_empty() {
                 return Err(Error::Shape {
                     arg: "slots",
@@ -784,10 +778,10 @@ pub(crate) fn contiguous_splitk<'a, F: Fp8Format>(
                     actual: format!("{} elements", sc.slots.len()),
                 });
             }
-            check_len("row_token", format!("m_sum = {m_sum}"), m_sum, sc.row_token.len())?;
+            check_count("row_token", &format!("m_sum = {m_sum}"), m_sum, sc.row_token.len())?;
             if let Some(sh) = &sc.shared {
                 ctx.check_owner("shared", sh.owner())?;
-                check_len("shared", format!("T · n = {tokens} · {n}"), tokens * n, sh.len())?;
+                check_count("shared", &format!("T · n = {tokens} · {n}"), tokens * n, sh.len())?;
             }
             let need = tokens.checked_mul(n.div_ceil(128)).ok_or_else(|| Error::Unsupported("scatter counters: size overflows".into()))?;
             if sc.counters.len() < need {
@@ -805,9 +799,9 @@ pub(crate) fn contiguous_splitk<'a, F: Fp8Format>(
     match &row_src {
         Some(src) => {
             stream.context().check_owner("row_src", src.owner())?;
-            check_len("row_src", format!("m_sum = {m_sum} (entries of m_indices)"), m_sum, src.len())?;
+            check_count("row_src", &format!("m_sum = {m_sum} (entries of m_indices)"), m_sum, src.len())?;
         }
-        None => check_len("a", format!("m_sum = {m_sum} rows (entries of m_indices)"), m_sum, a.m)?,
+        None => check_count("a", &format!("m_sum = {m_sum} rows (entries of m_indices)"), m_sum, a.m)?,
     }
     if b.layout != WeightLayout::Preshuffled {
         return Err(Error::Unsupported("the gathered m-grouped GEMM runs the bs kernels: b must be pre-shuffled (WeightLayout::Preshuffled)".into()));
@@ -1023,7 +1017,7 @@ pub(crate) fn contiguous_splitk<'a, F: Fp8Format>(
 ///
 /// Pre-shuffled weights with few working tiles (decode: small `expected_m`, long `k`) may run
 /// **split-K** (`m_grouped_fp8_gemm_nt_masked_splitk_bs_*`, [`fp8gemm_device::grouped`]; split
-/// count from `expected_m` by `crate::config::get_grouped_bs_config_for_workspace`,
+/// count from `expected_m` by the generated cost model, [`crate::select::plan_grouped`],
 /// `FP8GEMM_FORCE_SPLIT` forces it) with the stream's workspace, under the dense split-K rules
 /// of [`crate::workspace`]: deterministic, capture-safe, correct for any `masked_m`; if the
 /// preferred split does not fit the stream's workspace the best one that fits runs and
@@ -1044,7 +1038,7 @@ pub fn m_grouped_fp8_gemm_nt_masked<'a, F: Fp8Format>(
 
 /// [`m_grouped_fp8_gemm_nt_masked`] with an explicit split-K workspace, as
 /// [`crate::fp8_gemm_nt_with_workspace`] is to [`crate::fp8_gemm_nt`]: the configuration is the
-/// one the model prefers (`crate::config::get_grouped_bs_config_for_workspace` with no
+/// one the model prefers ([`crate::select::plan_grouped`] with no
 /// workspace limit; `FP8GEMM_FORCE_SPLIT` forces the split), and a `workspace` smaller than
 /// its need (`crate::config::GemmConfig::workspace_floats`) is an [`Error::Workspace`] naming
 /// `workspace` (nothing is launched). Only pre-shuffled weights ever split K, so logical ones
@@ -1079,9 +1073,9 @@ fn masked<'a, F: Fp8Format>(
     // The stream's selector overrides, passed to the choice.
     let overrides = stream.overrides();
     let ctx = stream.context();
-    check_len("masked_m", format!("G = {groups} (groups of b)"), groups, masked_m.len())?;
+    check_count("masked_m", &format!("G = {groups} (groups of b)"), groups, masked_m.len())?;
     if groups == 0 {
-        check_len("a", "G · m_max rows with G = 0".into(), 0, rows)?;
+        check_count("a", "G · m_max rows with G = 0", 0, rows)?;
         return Ok(GemmRun { config: None, workspace_limit: None });
     }
     if !rows.is_multiple_of(groups) {

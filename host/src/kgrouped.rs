@@ -63,16 +63,16 @@
 
 use std::marker::PhantomData;
 
-use fp8gemm_device::KernelSpec;
 use fp8gemm_device::args::{GlobalPtr, KGroupedArgs};
-use fp8gemm_device::kgrouped::{K_GROUPED_FP8_GEMM_TN_CONTIGUOUS_BM64_BN64, K_GROUPED_FP8_GEMM_TN_CONTIGUOUS_BM128_BN128, KGROUPED_TILES, MN_ALIGN};
+use fp8gemm_device::kgrouped::{KGROUPED_TILES, MN_ALIGN};
 use fp8gemm_device::tile::{self, DenseTile};
 
+use crate::checks::{check_format, check_tensor_bytes};
 use crate::codeobj::Arch;
 use crate::config::{GemmConfig, Overrides, Remap};
 use crate::error::{Error, Result};
 use crate::fp8::Fp8Format;
-use crate::gemm::{GemmRun, check_format, check_tensor_bytes};
+use crate::gemm::GemmRun;
 use crate::quant::{BLOCK, KGroupedOperand};
 use crate::runtime::{Context, DeviceBuffer, Stream};
 use crate::view::{DeviceSlice, DeviceSliceMut};
@@ -310,49 +310,20 @@ pub fn upload_ks(ctx: &Context, ks: &[usize]) -> Result<(DeviceBuffer<i32>, usiz
     Ok((ctx.upload(&ks32)?, total))
 }
 
-/// The kernel candidates: tile and launch spec.
-fn kernels() -> [(DenseTile, KernelSpec<KGroupedArgs>); 2] {
-    [(KGROUPED_TILES[0], K_GROUPED_FP8_GEMM_TN_CONTIGUOUS_BM64_BN64), (KGROUPED_TILES[1], K_GROUPED_FP8_GEMM_TN_CONTIGUOUS_BM128_BN128)]
-}
-
-/// Workgroups per CU per candidate (index as [`KGROUPED_TILES`]), from the gfx942 code object
-/// (`fp8gemm info`): bm64_bn64 108 VGPRs (4 waves/SIMD → 4 workgroups/CU, LDS 16 KiB allows 4),
-/// bm128_bn128 256 VGPRs (2 → 2, LDS 32 KiB allows 2).
-const SLOTS: [u32; 2] = [4, 2];
-
 /// Chooses the tile for a K-grouped problem under `overrides`: a forced tile
-/// ([`Overrides::tile`]; the other fields do not apply to these kernels), else the smallest modelled time — rounds of workgroups over the CUs ×
-/// 128-token blocks × the timing model's cycles per block at that many workgroups per CU
-/// (`kcost` rows of the tuned table, written by `fp8gemm tune`) — with the average group size
-/// `total_k / G` as the K of every tile (the real sizes are on the device).
+/// ([`Overrides::tile`]; the other fields do not apply to these kernels), else the registered
+/// k-grouped kernel with the least estimate of the generated cost model
+/// ([`crate::select::plan_kgrouped`]: the coefficients of the dense kernel of the same tile
+/// stand in for the k-grouped main loop, with the average group size `total_k / G` as the K of
+/// every tile, the real sizes being on the device), on the architecture's full CU count.
 pub fn choose_tile(m: u32, n: u32, groups: u32, total_k: u64, arch: Arch, overrides: &Overrides) -> Result<DenseTile> {
-    let cfg = |e: crate::config::ConfigError| Error::Unsupported(e.to_string());
-    if let Some((bm, bn)) = overrides.tile {
-        return KGROUPED_TILES
-            .iter()
-            .copied()
-            .find(|t| (t.block_m, t.block_n) == (bm, bn))
-            .ok_or_else(|| Error::Unsupported(format!("forced tile {bm}x{bn} is not a K-grouped tile; expected 64x64 or 128x128")));
-    }
-    let cus: u64 = match arch {
-        Arch::Gfx942 => 304,
-        Arch::Gfx950 => 256,
-    };
-    let nkb = (total_k / u64::from(groups.max(1)) / BLOCK as u64).max(1) as f64;
-    let mut best: Option<(f64, DenseTile)> = None;
-    for (i, (t, _)) in kernels().into_iter().enumerate() {
-        let slots = SLOTS[i];
-        let tiles = u64::from(groups) * u64::from(t.grid(m, n));
-        let rounds = tiles.div_ceil(cus * u64::from(slots));
-        let sharing = u64::from(slots).min(tiles.div_ceil(cus)) as u32;
-        let per_kb = crate::config::kgrouped_cycles_per_kb(arch, t.block_m, t.block_n, sharing, slots).map_err(cfg)?;
-        let time = rounds as f64 * nkb * per_kb;
-        // Ties go to the larger tile (less operand traffic).
-        if best.is_none_or(|(bt, _)| time <= bt) {
-            best = Some((time, t));
-        }
-    }
-    Ok(best.map_or(KGROUPED_TILES[1], |(_, t)| t))
+    let cus = crate::config::GemmDesc::dense(1, 4, 128, arch).cus;
+    let plan = crate::select::plan_kgrouped(m, n, groups, total_k, arch, cus, overrides).map_err(|e| Error::Unsupported(e.to_string()))?;
+    KGROUPED_TILES
+        .iter()
+        .copied()
+        .find(|t| (t.block_m, t.block_n) == (plan.kernel.block_m, plan.kernel.block_n))
+        .ok_or_else(|| Error::Unsupported(format!("{}: not a k-grouped tile", plan.kernel.name())))
 }
 
 /// The launch configuration [`k_grouped_fp8_gemm_tn_contiguous`] uses for a problem under
@@ -470,11 +441,10 @@ pub fn k_grouped_fp8_gemm_tn_contiguous<'a, F: Fp8Format>(
     check_tensor_bytes("d", m64 * n64 * 4)?;
 
     let cfg = kgrouped_config(m32, n32, g32, k64, ctx.arch(), &stream.overrides())?;
-    let spec = kernels()
-        .into_iter()
-        .find(|(t, _)| t.name == cfg.kernel)
-        .map(|(_, s)| s)
-        .ok_or_else(|| Error::Unsupported(format!("configuration {cfg} has no K-grouped kernel")))?;
+    let spec = match crate::registry::by_name(cfg.kernel).map(|e| e.spec) {
+        Some(crate::registry::Spec::KGrouped(spec)) => spec,
+        _ => return Err(Error::Unsupported(format!("configuration {cfg} has no K-grouped kernel"))),
+    };
     let dptr = d.device_ptr().addr();
     let args = KGroupedArgs {
         a: a.data.device_ptr(),

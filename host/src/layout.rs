@@ -58,9 +58,9 @@ use fp8gemm_device::layout as dl;
 use fp8gemm_device::tile;
 use rayon::prelude::*;
 
+use crate::checks::check_format;
 use crate::error::{Error, Result};
 use crate::fp8::Fp8Format;
-use crate::gemm::check_format;
 #[allow(unused_imports)] // doc links
 use crate::quant::GroupedQuantizedWeights;
 use crate::quant::QuantizedWeights;
@@ -102,7 +102,7 @@ impl WeightLayout {
     /// ([`Error::Shape`], argument `k`).
     pub fn data_bytes(self, n: usize, k: usize) -> Result<usize> {
         match self {
-            WeightLayout::Logical => crate::gemm::shape_product("n", &[n, k], "n · k"),
+            WeightLayout::Logical => crate::checks::shape_product("n", &[n, k], "n · k"),
             WeightLayout::Preshuffled => preshuffled_bytes(n, k),
         }
     }
@@ -127,7 +127,7 @@ pub(crate) fn check_preshuffle_k(arg: &'static str, k: usize) -> Result<()> {
 pub fn preshuffled_bytes(n: usize, k: usize) -> Result<usize> {
     check_preshuffle_k("k", k)?;
     // ⌈n/16⌉·16 itself overflows for n within 15 of usize::MAX: checked like the product.
-    let bytes = crate::gemm::shape_product("n", &[n.div_ceil(PRESHUFFLE_ROWS), PRESHUFFLE_ROWS, k], "⌈n/16⌉·16 · k")?;
+    let bytes = crate::checks::shape_product("n", &[n.div_ceil(PRESHUFFLE_ROWS), PRESHUFFLE_ROWS, k], "⌈n/16⌉·16 · k")?;
     debug_assert_eq!(bytes as u64, tile::shuffled_b_bytes(n as u64, k as u64));
     Ok(bytes)
 }
@@ -193,7 +193,7 @@ fn unshuffle_into(shuffled: &[u8], n: usize, k: usize, logical: &mut [u8]) {
 /// `n·k` bytes (argument `logical`).
 pub fn preshuffle_bytes(logical: &[u8], n: usize, k: usize) -> Result<Vec<u8>> {
     let bytes = preshuffled_bytes(n, k)?;
-    check_bytes("logical", "a logical weight", logical.len(), crate::gemm::shape_product("n", &[n, k], "n · k")?, &format!("n = {n}, k = {k}"))?;
+    check_bytes("logical", "a logical weight", logical.len(), crate::checks::shape_product("n", &[n, k], "n · k")?, &format!("n = {n}, k = {k}"))?;
     let mut out = vec![0u8; bytes];
     shuffle_stripes(logical, n, k, 0..n.div_ceil(PRESHUFFLE_ROWS), &mut out);
     Ok(out)
@@ -205,7 +205,7 @@ pub fn preshuffle_bytes(logical: &[u8], n: usize, k: usize) -> Result<Vec<u8>> {
 pub fn unshuffle_bytes(shuffled: &[u8], n: usize, k: usize) -> Result<Vec<u8>> {
     let bytes = preshuffled_bytes(n, k)?;
     check_bytes("shuffled", "a pre-shuffled weight (⌈n/16⌉·16·k)", shuffled.len(), bytes, &format!("n = {n}, k = {k}"))?;
-    let mut out = vec![0u8; crate::gemm::shape_product("n", &[n, k], "n · k")?];
+    let mut out = vec![0u8; crate::checks::shape_product("n", &[n, k], "n · k")?];
     unshuffle_into(shuffled, n, k, &mut out);
     Ok(out)
 }
@@ -216,7 +216,7 @@ pub fn unshuffle_bytes(shuffled: &[u8], n: usize, k: usize) -> Result<Vec<u8>> {
 /// (argument `k`), `w.data` not `n·k` values (argument `w.data`).
 pub fn preshuffle_weights<F: Fp8Format>(w: &QuantizedWeights<F>) -> Result<Vec<u8>> {
     check_preshuffle_k("k", w.k)?;
-    let expected = crate::gemm::shape_product("w.data", &[w.n, w.k], "n · k")?;
+    let expected = crate::checks::shape_product("w.data", &[w.n, w.k], "n · k")?;
     if w.data.len() != expected {
         return Err(Error::Shape { arg: "w.data", expected: format!("n · k = {} · {} values", w.n, w.k), actual: format!("{} values", w.data.len()) });
     }
@@ -228,7 +228,7 @@ pub fn preshuffle_weights<F: Fp8Format>(w: &QuantizedWeights<F>) -> Result<Vec<u
 /// `shuffled` not `⌈n/16⌉·16·k` bytes, `scales` not `⌈n/128⌉·⌈k/128⌉` values.
 pub fn unshuffle_weights<F: Fp8Format>(shuffled: &[u8], scales: Vec<f32>, n: usize, k: usize) -> Result<QuantizedWeights<F>> {
     let logical = unshuffle_bytes(shuffled, n, k)?;
-    let expected = crate::gemm::shape_product("scales", &[n.div_ceil(128), k.div_ceil(128)], "⌈n/128⌉ · ⌈k/128⌉")?;
+    let expected = crate::checks::shape_product("scales", &[n.div_ceil(128), k.div_ceil(128)], "⌈n/128⌉ · ⌈k/128⌉")?;
     if scales.len() != expected {
         return Err(Error::Shape {
             arg: "scales", expected: format!("⌈n/128⌉ · ⌈k/128⌉ = {expected} values"), actual: format!("{} values", scales.len())
@@ -302,9 +302,9 @@ pub(crate) fn launch_preshuffle(
         return Err(Error::Shape { arg: "dst", expected: format!("n × k = {n} × {k} (as src)"), actual: format!("{} × {}", dst_shape.0, dst_shape.1) });
     }
     let per_dst = preshuffled_bytes(n, k)?;
-    let per_src = crate::gemm::shape_product("src", &[n, k], "n · k")?;
-    let need_src = crate::gemm::shape_product("src", &[groups, per_src], "G · n · k")?;
-    let need_dst = crate::gemm::shape_product("dst", &[groups, per_dst], "G · ⌈n/16⌉·16 · k")?;
+    let per_src = crate::checks::shape_product("src", &[n, k], "n · k")?;
+    let need_src = crate::checks::shape_product("src", &[groups, per_src], "G · n · k")?;
+    let need_dst = crate::checks::shape_product("dst", &[groups, per_dst], "G · ⌈n/16⌉·16 · k")?;
     if src.len() < need_src {
         return Err(Error::Shape { arg: "src", expected: format!("at least {need_src} bytes"), actual: format!("{} bytes", src.len()) });
     }
@@ -319,7 +319,7 @@ pub(crate) fn launch_preshuffle(
     if per_dst == 0 || groups == 0 {
         return Ok(());
     }
-    crate::gemm::check_tensor_bytes("dst", per_dst as u64)?;
+    crate::checks::check_tensor_bytes("dst", per_dst as u64)?;
     let chunks = per_dst / 16; // < 2^27: per_dst < 2^31
     let grid_x = (chunks as u32).div_ceil(dl::PRESHUFFLE_THREADS);
     let grid_y = u32::try_from(groups)

@@ -102,9 +102,10 @@ use fp8gemm_device::moe as dm;
 use fp8gemm_device::quant as dq;
 use half::bf16;
 
+use crate::checks::{check_count, check_format, shape_product};
 use crate::error::{Error, Result};
 use crate::fp8::Fp8Format;
-use crate::gemm::{DeviceWeights, check_format, fp8_gemm_nt, shape_product};
+use crate::gemm::{DeviceWeights, fp8_gemm_nt};
 use crate::grouped::{
     DeviceGroupedWeights, MoeEpilogue, Scatter, Silu, contiguous_splitk, contiguous_tile_rows, m_grouped_fp8_gemm_nt_contiguous_aligned,
     m_grouped_fp8_gemm_nt_masked,
@@ -202,13 +203,6 @@ pub struct MoeStatus {
 
 fn shape_err(arg: &'static str, expected: impl Into<String>, actual: impl ToString) -> Error {
     Error::Shape { arg, expected: expected.into(), actual: actual.to_string() }
-}
-
-fn check_eq(arg: &'static str, what: &str, expected: usize, actual: usize) -> Result<()> {
-    if expected != actual {
-        return Err(shape_err(arg, format!("{what} = {expected} elements"), format!("{actual} elements")));
-    }
-    Ok(())
 }
 
 fn u32_of(arg: &'static str, v: usize) -> Result<u32> {
@@ -342,12 +336,12 @@ fn route(
     let pairs = topk_ids.len();
     let tokens = pairs / top_k;
     u32_of("topk_ids", pairs)?;
-    check_eq("slots", "T · top_k (topk_ids' length)", pairs, slots.len())?;
-    check_eq("status", "4", 4, status.len())?;
+    check_count("slots", "T · top_k (topk_ids' length)", pairs, slots.len())?;
+    check_count("status", "4", 4, status.len())?;
     let rows = row_src.len();
     match masked {
         None => {
-            check_eq("index", "rows (row_src's length, m_indices)", rows, index.len())?;
+            check_count("index", "rows (row_src's length, m_indices)", rows, index.len())?;
             if align == 0 || align > dm::MAX_ALIGN as usize {
                 return Err(shape_err("align", format!("1..={} rows", dm::MAX_ALIGN), align));
             }
@@ -363,8 +357,8 @@ fn route(
         }
         Some(m_max) => {
             let want = experts.checked_mul(m_max).ok_or_else(|| shape_err("m_max", "E · m_max that fits", m_max))?;
-            check_eq("row_src", &format!("E · m_max = {experts} · {m_max}"), want, rows)?;
-            check_eq("index", "E (masked_m)", experts, index.len())?;
+            check_count("row_src", &format!("E · m_max = {experts} · {m_max}"), want, rows)?;
+            check_count("index", "E (masked_m)", experts, index.len())?;
         }
     }
     let rows32 = u32_of("row_src", rows)?;
@@ -444,7 +438,7 @@ pub fn moe_gather_quantize<F: Fp8Format>(
         ctx.check_owner(arg, owner)?;
     }
     let (rows, k) = (out.m(), out.k());
-    check_eq("row_src", "rows of out", rows, row_src.len())?;
+    check_count("row_src", "rows of out", rows, row_src.len())?;
     if k == 0 || !k.is_multiple_of(dq::K_ALIGN as usize) {
         return Err(shape_err("out", format!("k a positive multiple of {}", dq::K_ALIGN), k));
     }
@@ -503,9 +497,9 @@ pub fn moe_unpermute(
     if !y.len().is_multiple_of(hidden) {
         return Err(shape_err("y", format!("rows · hidden elements with hidden = {hidden}"), format!("{} elements", y.len())));
     }
-    check_eq("weights", "T · top_k (slots' length)", slots.len(), weights.len())?;
+    check_count("weights", "T · top_k (slots' length)", slots.len(), weights.len())?;
     if tokens == 0 {
-        return check_eq("slots", "0 (T = 0)", 0, slots.len());
+        return check_count("slots", "0 (T = 0)", 0, slots.len());
     }
     if slots.is_empty() || !slots.len().is_multiple_of(tokens) {
         return Err(shape_err("slots", format!("T · top_k elements with T = {tokens} (out's rows), top_k ≥ 1"), format!("{} elements", slots.len())));
@@ -513,7 +507,7 @@ pub fn moe_unpermute(
     let top_k = slots.len() / tokens;
     if let Some(s) = &shared {
         ctx.check_owner("shared", s.owner())?;
-        check_eq("shared", "T · hidden (out's length)", out.len(), s.len())?;
+        check_count("shared", "T · hidden (out's length)", out.len(), s.len())?;
     }
     let units = (tokens as u64) * (hidden as u64 / dm::UNPERMUTE_COLS as u64);
     if units > u64::from(u32::MAX - dm::UNPERMUTE_THREADS) {
@@ -831,9 +825,9 @@ impl<F: Fp8Format> MoeLayer<F> {
         if t > scratch.max_tokens {
             return Err(shape_err("hidden", format!("at most max_tokens = {} tokens (the scratch's size)", scratch.max_tokens), format!("{t} tokens")));
         }
-        check_eq("topk_ids", &format!("T · k = {t} · {k}"), t * k, topk_ids.len())?;
-        check_eq("topk_weights", &format!("T · k = {t} · {k}"), t * k, topk_weights.len())?;
-        check_eq("out", &format!("T · H = {t} · {h}"), t * h, out.len())?;
+        check_count("topk_ids", &format!("T · k = {t} · {k}"), t * k, topk_ids.len())?;
+        check_count("topk_weights", &format!("T · k = {t} · {k}"), t * k, topk_weights.len())?;
+        check_count("out", &format!("T · H = {t} · {h}"), t * h, out.len())?;
         let (rows, align) = match layout {
             MoeLayout::Contiguous => {
                 let align = self.contiguous_align(stream, t)?;
@@ -1193,8 +1187,8 @@ pub fn moe_reference<F: Fp8Format>(
     activations: ReferenceActivations,
 ) -> Result<Vec<f32>> {
     let (e_n, h, i) = (weights.experts, weights.hidden, weights.intermediate);
-    check_eq("weights.gate_up", "E · 2I · H", shape_product("weights.gate_up", &[e_n, 2, i, h], "E · 2I · H")?, weights.gate_up.len())?;
-    check_eq("weights.down", "E · H · I", shape_product("weights.down", &[e_n, h, i], "E · H · I")?, weights.down.len())?;
+    check_count("weights.gate_up", "E · 2I · H", shape_product("weights.gate_up", &[e_n, 2, i, h], "E · 2I · H")?, weights.gate_up.len())?;
+    check_count("weights.down", "E · H · I", shape_product("weights.down", &[e_n, h, i], "E · H · I")?, weights.down.len())?;
     if h == 0 || !hidden.len().is_multiple_of(h) {
         return Err(shape_err("hidden", format!("T · H elements with H = {h} ≥ 1"), format!("{} elements", hidden.len())));
     }
@@ -1203,8 +1197,8 @@ pub fn moe_reference<F: Fp8Format>(
         return Err(shape_err("top_k", "at least 1", 0));
     }
     let pairs = shape_product("top_k", &[t_n, top_k], "T · top_k")?;
-    check_eq("topk_ids", "T · top_k", pairs, topk_ids.len())?;
-    check_eq("topk_weights", "T · top_k", pairs, topk_weights.len())?;
+    check_count("topk_ids", "T · top_k", pairs, topk_ids.len())?;
+    check_count("topk_weights", "T · top_k", pairs, topk_weights.len())?;
     let matched = activations == ReferenceActivations::DeviceMatched;
     let round = |v: &mut [f32]| {
         if matched {
@@ -1249,8 +1243,8 @@ pub fn moe_reference<F: Fp8Format>(
     let shared = match weights.shared {
         None => None,
         Some((is, w1, w2)) => {
-            check_eq("weights.shared", "2·Is · H (gate_up)", shape_product("weights.shared", &[2, is, h], "2·Is · H")?, w1.len())?;
-            check_eq("weights.shared", "H · Is (down)", shape_product("weights.shared", &[h, is], "H · Is")?, w2.len())?;
+            check_count("weights.shared", "2·Is · H (gate_up)", shape_product("weights.shared", &[2, is, h], "2·Is · H")?, w1.len())?;
+            check_count("weights.shared", "H · Is (down)", shape_product("weights.shared", &[h, is], "H · Is")?, w2.len())?;
             Some(mlp(hidden, t_n, w1, w2, is)?)
         }
     };

@@ -51,11 +51,11 @@ use fp8gemm_device::args::{GlobalPtr, QuantActArgs, QuantWeightArgs};
 use fp8gemm_device::quant as dq;
 use half::bf16;
 
+use crate::checks::{check_format, shape_product};
 use crate::error::{Error, Result};
 use crate::fp8::Fp8Format;
 #[allow(unused_imports)] // doc links
 use crate::gemm::{DeviceActivations, DeviceWeights};
-use crate::gemm::{check_format, shape_product};
 #[allow(unused_imports)] // doc links
 use crate::quant::{QuantizedActivations, QuantizedWeights};
 use crate::runtime::Stream;

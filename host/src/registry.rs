@@ -428,7 +428,7 @@ pub static KERNELS: &[KernelEntry] = &[
         bs(tile::CONTIGUOUS_SILU_QA_BS_TILE),
         tile::SPLITK_MAX_TILES,
     ),
-    // M-grouped masked.
+    // M-grouped masked (the split-K kernels count arrivals per workgroup: `SPLITK_MAX_TILES` tiles).
     row(Spec::Masked(M_GROUPED_FP8_GEMM_NT_MASKED_BM64_BN64), Masked, L, DP, (64, 64), 1, dl(64, 64), NO_LIMIT),
     row(Spec::Masked(M_GROUPED_FP8_GEMM_NT_MASKED_BM64_BN128), Masked, L, DP, (64, 128), 1, dl(64, 128), NO_LIMIT),
     row(Spec::Masked(M_GROUPED_FP8_GEMM_NT_MASKED_BM128_BN128), Masked, L, DP, (128, 128), 1, dl(128, 128), NO_LIMIT),
@@ -455,7 +455,7 @@ pub static KERNELS: &[KernelEntry] = &[
         (32, 128),
         2,
         bs(tile::MASKED_SPLITK_BS_TILES[0]),
-        tile::bs_splitk_max_tiles(32),
+        tile::SPLITK_MAX_TILES,
     ),
     row(
         Spec::MaskedSplitK(M_GROUPED_FP8_GEMM_NT_MASKED_SPLITK_BS_BM64_BN128),
@@ -465,7 +465,7 @@ pub static KERNELS: &[KernelEntry] = &[
         (64, 128),
         2,
         bs(tile::MASKED_SPLITK_BS_TILES[1]),
-        tile::bs_splitk_max_tiles(64),
+        tile::SPLITK_MAX_TILES,
     ),
     // K-grouped (weight gradients; MN-major operands).
     row(Spec::KGrouped(K_GROUPED_FP8_GEMM_TN_CONTIGUOUS_BM64_BN64), KG, L, DP, (64, 64), tile::LDS_STAGES, dl(64, 64), NO_LIMIT),

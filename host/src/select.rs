@@ -31,6 +31,24 @@
 //!
 //! Overrides are an explicit argument ([`Overrides`]: a tile, a split count, a stream-K
 //! schedule) that filter the candidates; a filter that leaves none is a typed error.
+//!
+//! # Grouped problems
+//!
+//! The m-grouped (contiguous, masked; [`plan_grouped`]), k-grouped ([`plan_kgrouped`]) and
+//! contiguous split-K / gathered-A ([`plan_contiguous_splitk`]) launches are planned the same
+//! way: every registered kernel of the problem and weight layout, ranked by the same estimate.
+//! **Stand-in:** the tuner samples dense problems only, so a grouped kernel is estimated with the
+//! coefficients of the dense kernel whose main loop it runs on every tile
+//! ([`dense_counterpart`]: same tile, same LDS or bs loop, same schedule; the k-grouped kernels,
+//! which have no dense twin, take the dense LDS kernel of their tile, the nearest loop). The
+//! features are the grouped launch's own ([`Features::of_tiles`]): its *working* tiles (a
+//! contiguous layout's expected all-padding tiles and a masked layout's tiles past
+//! `expected_m` return at once), its K blocks per tile, the workgroups that share each group's
+//! B tile (one group's row tiles: the first reads it cold), and the unique bytes it moves through
+//! HBM (the rows of A and D in use and every active group's B once; f32 C and D for k-grouped).
+//! Estimates that the memory term bounds alike are ranked unsplit first, then by their
+//! compute term. No time
+//! constant is typed by hand; the stand-in holds until the tuner samples grouped launches.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -484,8 +502,23 @@ impl Features {
             let pieces = (per as f64 / nkb as f64).ceil() + 1.0;
             f.partials += g.div_ceil(cus) as f64 * pieces;
             f.reduces += ((tiles - dp) as f64 / cus as f64).ceil() * (nkb as f64 / per as f64).ceil().max(1.0);
-        } else if plan.splits > 1 {
-            let s = u64::from(plan.splits);
+            let m_tiles = f64::from(desc.m.div_ceil(k.block_m).max(1));
+            f.cold = f.blocks.iter().sum::<f64>() / m_tiles;
+            f.hbm_bytes = dense_bytes(desc);
+            f
+        } else {
+            Features::of_tiles(tiles, nkb, plan.splits, cus, slots, f64::from(desc.m.div_ceil(k.block_m).max(1)), dense_bytes(desc))
+        }
+    }
+
+    /// The features of `tiles` output tiles of `nkb` 128-K blocks each, cut into `splits`
+    /// pieces (1: whole tiles), dealt to `cus` CUs that hold `slots` workgroups each, where
+    /// `b_sharers` workgroups read each B tile (the first reads it cold) and the launch moves
+    /// `hbm_bytes` unique bytes: a data-parallel or split-K launch, dense or grouped.
+    pub fn of_tiles(tiles: u64, nkb: u64, splits: u32, cus: u64, slots: u32, b_sharers: f64, hbm_bytes: f64) -> Features {
+        let mut f = Features::default();
+        if splits > 1 {
+            let s = u64::from(splits);
             let per = nkb.div_ceil(s);
             add_jobs(&mut f, tiles * s, per as f64, cus, slots);
             f.partials += (tiles * s).div_ceil(cus) as f64;
@@ -493,14 +526,18 @@ impl Features {
         } else {
             add_jobs(&mut f, tiles, nkb as f64, cus, slots);
         }
-        let m_tiles = f64::from(desc.m.div_ceil(k.block_m).max(1));
-        f.cold = f.blocks.iter().sum::<f64>() / m_tiles;
-        let (m, n, kk) = (f64::from(desc.m), f64::from(desc.n), f64::from(desc.k));
+        f.cold = f.blocks.iter().sum::<f64>() / b_sharers.max(1.0);
         // Partial tiles stay in the L2 / MALL (written, then read back by the finishing
         // workgroup soon after): their cost is the `partial` / `reduce` terms, not HBM.
-        f.hbm_bytes = m * kk + n * kk + 2.0 * m * n;
+        f.hbm_bytes = hbm_bytes;
         f
     }
+}
+
+/// Unique bytes of a dense problem: A, B and D once each.
+fn dense_bytes(desc: &GemmDesc) -> f64 {
+    let (m, n, kk) = (f64::from(desc.m), f64::from(desc.n), f64::from(desc.k));
+    m * kk + n * kk + 2.0 * m * n
 }
 
 impl CostModel {
@@ -721,6 +758,262 @@ pub fn plan_contiguous_splitk(
     })
 }
 
+/// The dense kernel whose main loop a grouped kernel runs on each of its tiles, and whose
+/// generated coefficients therefore stand in for its own (module docs, "Grouped problems"):
+/// `m_grouped_fp8_gemm_nt_{contiguous,masked}_X` runs the loop of `fp8_gemm_nt_X` (same
+/// tile, same LDS or bs loop, same schedule: e.g. the masked bs split-K kernels the dense bs
+/// split-K ones, the masked narrow `…_bs_pipe_bm32_bn64` the dense narrow kernel). The
+/// k-grouped kernels have no dense twin (both operands MN-major, f32 C/D): they take the
+/// nearest main loop's, the dense LDS kernel of the same tile (`fp8_gemm_nt_bm{BM}_bn{BN}`).
+/// A dense kernel is its own counterpart; `None` where no registered dense kernel matches
+/// (the contiguous split-K epilogue kernels, planned by [`plan_contiguous_splitk`]).
+pub fn dense_counterpart(e: &KernelEntry) -> Option<&'static KernelEntry> {
+    let name = match e.problem {
+        Problem::Dense => return registry::by_name(e.name()),
+        Problem::MGroupedContiguous | Problem::MGroupedMasked => e.name().strip_prefix("m_grouped_")?.replacen("_contiguous", "", 1).replacen("_masked", "", 1),
+        Problem::KGrouped => format!("fp8_gemm_nt_bm{}_bn{}", e.block_m, e.block_n),
+    };
+    let schedule = if e.problem == Problem::KGrouped { ScheduleKind::DataParallel } else { e.schedule };
+    registry::by_name(&name).filter(|d| d.problem == Problem::Dense && d.weights == e.weights && d.schedule == schedule && d.majors == (Major::K, Major::K))
+}
+
+/// What the cost model needs of a grouped launch of one kernel (module docs, "Grouped
+/// problems").
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct GroupedWork {
+    /// Output tiles that do work (the model's jobs).
+    work: u64,
+    /// Output tiles of the grid (what is launched: masked grids are sized from `m_max`).
+    grid_tiles: u64,
+    /// 128-K blocks per tile.
+    nkb: u64,
+    /// Workgroups that read each B tile (one group's row tiles): one of them reads it cold.
+    b_sharers: f64,
+    /// Unique bytes through HBM: the rows of A and D in use, every active group's B once.
+    hbm_bytes: f64,
+}
+
+/// The [`GroupedWork`] of kernel `e` on the m-grouped problem `desc`:
+/// * contiguous: the grid is `(m_sum/BM) · ⌈n/BN⌉`; each of the `live = min(G, m_sum/128)`
+///   non-empty groups ends in a partly padded 128-row block, and with the padding length taken
+///   as uniform a `BM`-row tile of it is all padding `(128/BM − 1)/2` times on average (64: half
+///   the time; 32: 1.5 times), so `live · (128/BM − 1)/2 · ⌈n/BN⌉` tiles do no work; the rest
+///   share each group's B over `work rows / live` tiles;
+/// * masked: the grid is `G · ⌈m_max/BM⌉ · ⌈n/BN⌉`, the working tiles `G · ⌈r/BM⌉ · ⌈n/BN⌉`
+///   with `r` = `expected_m` clamped to `1 ..= m_max` (the counts live on the device; a tile
+///   past its group's count returns after one scalar load).
+fn grouped_work(e: &KernelEntry, desc: &GemmDesc) -> GroupedWork {
+    let (bm, bn) = (e.block_m.max(1), e.block_n.max(1));
+    let (n, k) = (u64::from(desc.n), u64::from(desc.k));
+    let n_tiles = n.div_ceil(u64::from(bn));
+    let nkb = k / u64::from(tile::SCALE_BLOCK_K);
+    let g = u64::from(desc.groups.max(1));
+    match desc.kind {
+        GemmKind::MGroupedMasked => {
+            let m_max = desc.m.max(1);
+            let r = u64::from(desc.expected_m.clamp(1, m_max));
+            let per_group = r.div_ceil(u64::from(bm));
+            GroupedWork {
+                work: g * per_group * n_tiles,
+                grid_tiles: g * u64::from(m_max.div_ceil(bm)) * n_tiles,
+                nkb,
+                b_sharers: per_group as f64,
+                hbm_bytes: (g * r * k + g * n * k + 2 * g * r * n) as f64,
+            }
+        }
+        _ => {
+            let align = tile::M_ALIGNMENT_CONTIGUOUS;
+            let m = u64::from(desc.m);
+            let m_tiles = m.div_ceil(u64::from(bm));
+            let live = u64::from(desc.groups.min(desc.m / align).max(1));
+            let skipped = if bm < align { (live * u64::from(align / bm - 1) / 2).min(m_tiles.saturating_sub(1)) } else { 0 };
+            let rows = m_tiles - skipped;
+            GroupedWork {
+                work: rows * n_tiles,
+                grid_tiles: m_tiles * n_tiles,
+                nkb,
+                b_sharers: rows as f64 / live as f64,
+                hbm_bytes: (m * k + live * n * k + 2 * m * n) as f64,
+            }
+        }
+    }
+}
+
+/// The modelled seconds of `tiles` tiles of kernel `e` in `splits` pieces (see
+/// [`Features::of_tiles`]) under the coefficients of its [`dense_counterpart`] (`+∞` without
+/// any, so such a kernel is chosen only when it is the only one left).
+/// Also returns the compute term alone (seconds of the busiest CU), which breaks ties between
+/// launches the memory term bounds alike.
+fn grouped_estimate(model: &CostModel, e: &KernelEntry, w: &GroupedWork, splits: u32, arch: Arch, cus: u32) -> (f64, f64) {
+    let Some(c) = dense_counterpart(e).and_then(|d| model.kernels.get(d.name())) else { return (f64::INFINITY, f64::INFINITY) };
+    let slots = e.slots_per_cu(arch).unwrap_or(1);
+    let f = Features::of_tiles(w.work, w.nkb, splits, u64::from(cus.max(1)), slots, w.b_sharers, w.hbm_bytes);
+    let compute = CostModel::cu_cycles(c, &f) / model.clock_hz;
+    (model.launch_s + compute.max(f.hbm_bytes / model.hbm_bytes_per_s), compute)
+}
+
+/// The tiles of an m-grouped layout's kernels, for [`ConfigError::ForcedTile`].
+fn grouped_tiles(kind: GemmKind, weights: WeightLayout) -> &'static str {
+    match (kind, weights) {
+        (GemmKind::MGroupedMasked, WeightLayout::Preshuffled) => "32x128, 64x128, 128x128, 32x64 and 80x128 (m-grouped masked, pre-shuffled B)",
+        (_, WeightLayout::Preshuffled) => "32x128, 64x128, 128x128 (m-grouped contiguous, pre-shuffled B)",
+        _ => "64x64, 64x128, 128x128 (m-grouped, logical B)",
+    }
+}
+
+/// Chooses the launch of an m-grouped problem (`desc.kind` contiguous or masked; DeepGEMM's
+/// `m_grouped_fp8_gemm_nt_{contiguous,masked}`) on weights in `weights`: every registered
+/// kernel of the problem and layout ([`registry::Spec::Contiguous`], [`registry::Spec::Masked`],
+/// [`registry::Spec::MaskedSplitK`]; not the gathered-A / epilogue family of
+/// [`plan_contiguous_splitk`]), the split-K ones with every split count `2 ..= min(k/128,
+/// MAX_SPLITS)` whose working tiles fill at most one round of the device, ranked by the
+/// generated cost model with the coefficients of each kernel's [`dense_counterpart`] and the
+/// features of the grouped launch (module docs, "Grouped problems"). Overrides filter as for
+/// [`plan`] (a tile alone runs unsplit; a forced split runs that count on a split-K kernel,
+/// never reduced for lack of workspace); the workspace limit is handled as [`plan`]'s.
+///
+/// Errors: a forced stream-K schedule ([`ConfigError::ForcedStreamK`], no grouped stream-K
+/// kernel), a tile the layout lacks ([`ConfigError::ForcedTile`]), a split count no split-K
+/// kernel of the layout / tile / grid takes ([`ConfigError::ForcedSplit`]), a grid past 32
+/// bits ([`ConfigError::TooLarge`]).
+pub fn plan_grouped(desc: &GemmDesc, weights: WeightLayout, overrides: &Overrides, available: u64) -> Result<(Plan, Option<WorkspaceLimit>), ConfigError> {
+    crate::config::validate(desc)?;
+    if desc.kind == GemmKind::Dense {
+        return Err(ConfigError::NoKernel { kind: desc.kind, arch: desc.arch });
+    }
+    if overrides.split == Some(0) {
+        return Err(ConfigError::ForcedSplit { splits: "0".into(), expected: "at least 1".into() });
+    }
+    if let Some((g, dp)) = overrides.stream_k {
+        return Err(ConfigError::ForcedStreamK {
+            schedule: dp.map_or(format!("{g}"), |d| format!("{g}/{d}")),
+            expected: format!("no stream-K (no stream-K kernel for the {} layout)", desc.kind),
+        });
+    }
+    let rows: Vec<&'static KernelEntry> = registry::candidates(problem_of(desc.kind), weights)
+        .filter(|e| matches!(e.spec, registry::Spec::Contiguous(_) | registry::Spec::Masked(_) | registry::Spec::MaskedSplitK(_)))
+        .collect();
+    if let Some((bm, bn)) = overrides.tile
+        && !rows.iter().any(|e| (e.block_m, e.block_n) == (bm, bn))
+    {
+        return Err(ConfigError::ForcedTile { tile: format!("{bm}x{bn}"), available: grouped_tiles(desc.kind, weights) });
+    }
+    let (nkb, cus) = (desc.k / tile::SCALE_BLOCK_K, desc.cus.max(1));
+    let forced_split = overrides.split.filter(|&s| s > 1);
+    if let Some(s) = forced_split {
+        let split_rows: Vec<&&KernelEntry> = rows.iter().filter(|e| e.schedule == ScheduleKind::SplitK).collect();
+        let of_tile: Vec<&&KernelEntry> = split_rows.iter().copied().filter(|e| overrides.tile.is_none_or(|t| t == (e.block_m, e.block_n))).collect();
+        let err = |expected: String| Err(ConfigError::ForcedSplit { splits: s.to_string(), expected });
+        if split_rows.is_empty() {
+            return err(format!("1 (no split-K kernel for the {} layout with {weights} B)", desc.kind));
+        }
+        if of_tile.is_empty() {
+            let (bm, bn) = overrides.tile.unwrap_or_default();
+            let have: Vec<String> = split_rows.iter().map(|e| format!("{}x{}", e.block_m, e.block_n)).collect();
+            return err(format!("1 (no {} split-K kernel for the {bm}x{bn} tile; {} have one)", crate::config::kind_name(desc.kind), have.join(" and ")));
+        }
+        let most = nkb.min(MAX_SPLITS);
+        if s > most {
+            return err(format!("at most {most} (k/128 = {nkb} blocks, MAX_SPLITS = {MAX_SPLITS})"));
+        }
+        if let Some(e) = of_tile.iter().find(|e| grouped_work(e, desc).grid_tiles > u64::from(e.max_tiles))
+            && of_tile.iter().all(|e| grouped_work(e, desc).grid_tiles > u64::from(e.max_tiles))
+        {
+            let tiles = grouped_work(e, desc).grid_tiles;
+            return err(format!("1 ({tiles} output tiles of {}x{}, more than {})", e.block_m, e.block_n, e.max_tiles));
+        }
+    }
+    let model = CostModel::for_arch(desc.arch)?;
+    let mut all = Vec::new();
+    let mut too_large = None;
+    for e in rows {
+        let w = grouped_work(e, desc);
+        let slots = e.slots_per_cu(desc.arch).unwrap_or(1);
+        let mut push = |splits: u32| {
+            let grid = w.grid_tiles * u64::from(splits);
+            match u32::try_from(grid) {
+                Ok(g) => {
+                    let (estimate_s, compute_s) = grouped_estimate(model, e, &w, splits, desc.arch, cus);
+                    all.push((Plan { kernel: e, grid: g, splits, stream_k: None, estimate_s }, compute_s));
+                }
+                Err(_) => too_large = Some(ConfigError::TooLarge { tensor: "grid", bytes: grid, limit: u64::from(u32::MAX) }),
+            }
+        };
+        match e.schedule {
+            ScheduleKind::DataParallel => push(1),
+            ScheduleKind::SplitK if w.grid_tiles <= u64::from(e.max_tiles) => {
+                for s in 2..=nkb.min(MAX_SPLITS) {
+                    // As for the dense problems: the pieces stay within one round of the device.
+                    if forced_split.is_none() && w.work * u64::from(s) > u64::from(cus) * u64::from(slots) {
+                        break;
+                    }
+                    if forced_split.is_none_or(|f| f == s) {
+                        push(s);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    all.retain(|(p, _)| passes(p, overrides));
+    let none = || {
+        too_large.clone().unwrap_or_else(|| ConfigError::ForcedTile {
+            tile: overrides.tile.map_or_else(|| "-".into(), |(bm, bn)| format!("{bm}x{bn}")),
+            available: grouped_tiles(desc.kind, weights),
+        })
+    };
+    // The least estimate; among equal ones (the same memory bound), one that needs no
+    // workspace (splitting a memory-bound launch only adds partial tiles), then the least
+    // compute term.
+    let split_of = |p: &Plan| p.splits > 1;
+    let best_of = |ps: &mut dyn Iterator<Item = &(Plan, f64)>| -> Option<Plan> {
+        ps.min_by(|a, b| a.0.estimate_s.total_cmp(&b.0.estimate_s).then(split_of(&a.0).cmp(&split_of(&b.0))).then(a.1.total_cmp(&b.1))).map(|x| x.0)
+    };
+    let best = best_of(&mut all.iter()).ok_or_else(none)?;
+    if best.workspace_floats(desc.arch) <= available || forced_split.is_some() {
+        return Ok((best, None));
+    }
+    let fitting = best_of(&mut all.iter().filter(|(p, _)| p.workspace_floats(desc.arch) <= available)).ok_or_else(none)?;
+    let limit = WorkspaceLimit { preferred: best.config(desc.arch), needed: best.workspace_floats(desc.arch), available };
+    Ok((fitting, Some(limit)))
+}
+
+/// Chooses the kernel of a k-grouped problem (DeepGEMM's `k_grouped_fp8_gemm_tn_contiguous`:
+/// `groups` groups of `m × n` f32 outputs over `total_k` tokens; the group sizes live on the
+/// device, so every group is taken to have `total_k / groups`) on `cus` CUs: the registered
+/// k-grouped kernel (the tile forced by [`Overrides::tile`], else every one) with the least
+/// cost-model estimate — `G · ⌈m/BM⌉ · ⌈n/BN⌉` tiles of `total_k/(128·G)` blocks under the
+/// coefficients of the [`dense_counterpart`] (the dense LDS kernel of the tile: the nearest
+/// main loop, a documented stand-in), each group's B tile shared by its `⌈m/BM⌉` row tiles, and
+/// A, B and the f32 C read and D written once through HBM. Ties go to the larger tile (less
+/// operand traffic). The other overrides do not apply to these kernels.
+pub fn plan_kgrouped(m: u32, n: u32, groups: u32, total_k: u64, arch: Arch, cus: u32, overrides: &Overrides) -> Result<Plan, ConfigError> {
+    let mut rows: Vec<&'static KernelEntry> = registry::candidates(Problem::KGrouped, WeightLayout::Logical).collect();
+    if let Some((bm, bn)) = overrides.tile {
+        rows.retain(|e| (e.block_m, e.block_n) == (bm, bn));
+        if rows.is_empty() {
+            return Err(ConfigError::ForcedTile { tile: format!("{bm}x{bn}"), available: "64x64, 128x128 (k-grouped)" });
+        }
+    }
+    let model = CostModel::for_arch(arch)?;
+    let g = u64::from(groups.max(1));
+    let nkb = (total_k / g / u64::from(tile::SCALE_BLOCK_K)).max(1);
+    let (mm, nn) = (u64::from(m), u64::from(n));
+    let mut best: Option<Plan> = None;
+    for e in rows {
+        let m_tiles = u64::from(m.div_ceil(e.block_m.max(1)));
+        let tiles = g * e.tiles(m, n);
+        let w = GroupedWork { work: tiles, grid_tiles: tiles, nkb, b_sharers: m_tiles as f64, hbm_bytes: (total_k * (mm + nn) + 8 * g * mm * nn) as f64 };
+        let (t, _) = grouped_estimate(model, e, &w, 1, arch, cus);
+        let grid = u32::try_from(tiles).map_err(|_| ConfigError::TooLarge { tensor: "grid", bytes: tiles, limit: u64::from(u32::MAX) })?;
+        let larger = |b: &Plan| e.block_m * e.block_n > b.kernel.block_m * b.kernel.block_n;
+        if best.as_ref().is_none_or(|b| t < b.estimate_s || (t == b.estimate_s && larger(b))) {
+            best = Some(Plan { kernel: e, grid, splits: 1, stream_k: None, estimate_s: t });
+        }
+    }
+    best.ok_or(ConfigError::ForcedTile { tile: "-".into(), available: "64x64, 128x128 (k-grouped)" })
+}
+
 /// One sample of the tuner: a launch's features and its modelled seconds.
 #[derive(Clone, Copy, Debug)]
 pub struct Sample {
@@ -893,6 +1186,100 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn every_grouped_kernel_has_a_dense_counterpart_with_coefficients() {
+        for arch in Arch::ALL {
+            let model = CostModel::for_arch(arch).expect("embedded cost model parses");
+            let grouped = registry::KERNELS.iter().filter(|e| {
+                matches!(e.spec, registry::Spec::Contiguous(_) | registry::Spec::Masked(_) | registry::Spec::MaskedSplitK(_) | registry::Spec::KGrouped(_))
+            });
+            for e in grouped {
+                let d = dense_counterpart(e).unwrap_or_else(|| panic!("{e}: no dense counterpart"));
+                assert!(model.kernels.contains_key(d.name()), "{}: {e}: {} has no coefficients", arch.name(), d.name());
+                assert_eq!((d.weights, d.problem), (e.weights, Problem::Dense), "{e} → {d}");
+            }
+        }
+        let name = |n: &str| dense_counterpart(registry::by_name(n).unwrap()).unwrap().name();
+        assert_eq!(name("m_grouped_fp8_gemm_nt_masked_bs_pipe_bm32_bn64"), "fp8_gemm_nt_bs_pipe_bm32_bn64");
+        assert_eq!(name("m_grouped_fp8_gemm_nt_masked_splitk_bs_bm64_bn128"), "fp8_gemm_nt_splitk_bs_bm64_bn128");
+        assert_eq!(name("m_grouped_fp8_gemm_nt_contiguous_bm64_bn64"), "fp8_gemm_nt_bm64_bn64");
+        assert_eq!(name("k_grouped_fp8_gemm_tn_contiguous_bm128_bn128"), "fp8_gemm_nt_bm128_bn128");
+    }
+
+    #[test]
+    fn grouped_work_by_hand() {
+        let e = |n: &str| registry::by_name(n).unwrap();
+        // 32 experts in 4096 rows: 64-row tiles skip 16 half-blocks per column tile (of 64),
+        // 128-row tiles none, 32-row ones 1.5 per group (48).
+        let desc = GemmDesc::m_grouped_contiguous(4096, 4096, 7168, 32, Arch::Gfx942);
+        let w = grouped_work(e("m_grouped_fp8_gemm_nt_contiguous_bm64_bn64"), &desc);
+        assert_eq!((w.grid_tiles, w.work, w.nkb), (64 * 64, (64 - 16) * 64, 56));
+        assert_eq!(w.b_sharers, 48.0 / 32.0);
+        assert_eq!(grouped_work(e("m_grouped_fp8_gemm_nt_contiguous_bm128_bn128"), &desc).work, 32 * 32);
+        assert_eq!(grouped_work(e("m_grouped_fp8_gemm_nt_contiguous_bs_bm32_bn128"), &desc).work, (128 - 48) * 32);
+        // Empty groups do not count: 32 experts but only 2 aligned blocks.
+        let small = GemmDesc::m_grouped_contiguous(256, 4096, 7168, 32, Arch::Gfx942);
+        assert_eq!(grouped_work(e("m_grouped_fp8_gemm_nt_contiguous_bm64_bn64"), &small).work, 4 * 64 - 64);
+        // Masked: the grid from m_max, the work from expected_m (clamped to 1 ..= m_max).
+        let masked = GemmDesc::m_grouped_masked(4096, 4096, 7168, 4, 8, Arch::Gfx942);
+        let w = grouped_work(e("m_grouped_fp8_gemm_nt_masked_bm64_bn64"), &masked);
+        assert_eq!((w.grid_tiles, w.work, w.b_sharers), (4 * 64 * 64, 4 * 64, 1.0));
+        assert_eq!(w.hbm_bytes, (4 * 8 * 7168 + 4 * 4096 * 7168 + 2 * 4 * 8 * 4096) as f64);
+        let zero = GemmDesc::m_grouped_masked(4096, 4096, 7168, 4, 0, Arch::Gfx942);
+        assert_eq!(grouped_work(e("m_grouped_fp8_gemm_nt_masked_bm64_bn64"), &zero).work, 4 * 64);
+    }
+
+    #[test]
+    fn grouped_plans_take_the_least_estimate_and_fail_typed() {
+        let arch = Arch::Gfx942;
+        for weights in [WeightLayout::Logical, WeightLayout::Preshuffled] {
+            for desc in [
+                GemmDesc::m_grouped_contiguous(32768, 4096, 7168, 4, arch),
+                GemmDesc::m_grouped_contiguous(1024, 7168, 2048, 8, arch),
+                GemmDesc::m_grouped_masked(84, 4096, 7168, 2, 64, arch),
+                GemmDesc::m_grouped_masked(1332, 7168, 2048, 1, 1024, arch),
+            ] {
+                let (p, _) = plan_grouped(&desc, weights, &Overrides::NONE, u64::MAX).unwrap();
+                assert!(p.estimate_s.is_finite() && p.estimate_s > 0.0, "{p}");
+                assert_eq!((p.kernel.problem, p.kernel.weights), (problem_of(desc.kind), weights));
+                for e in registry::candidates(problem_of(desc.kind), weights).filter(|e| e.schedule == ScheduleKind::DataParallel) {
+                    let (q, _) = plan_grouped(&desc, weights, &Overrides::NONE.with_tile(e.block_m, e.block_n), u64::MAX).unwrap();
+                    assert!(q.estimate_s >= p.estimate_s, "{desc:?}: {q} beats {p}");
+                }
+            }
+        }
+        let masked = GemmDesc::m_grouped_masked(84, 4096, 7168, 2, 64, arch);
+        let contiguous = GemmDesc::m_grouped_contiguous(256, 4096, 7168, 2, arch);
+        let plan = |d: &GemmDesc, w, o: Overrides| plan_grouped(d, w, &o, u64::MAX);
+        // Forced split: only the masked bs split-K kernels.
+        let (p, _) = plan(&masked, WeightLayout::Preshuffled, Overrides::NONE.with_tile(64, 128).with_split(3)).unwrap();
+        assert_eq!((p.kernel.name(), p.splits, p.grid), ("m_grouped_fp8_gemm_nt_masked_splitk_bs_bm64_bn128", 3, 2 * 2 * 32 * 3));
+        assert!(
+            matches!(plan(&contiguous, WeightLayout::Preshuffled, Overrides::NONE.with_split(2)), Err(ConfigError::ForcedSplit { expected, .. }) if expected.contains("no split-K kernel"))
+        );
+        assert!(
+            matches!(plan(&masked, WeightLayout::Logical, Overrides::NONE.with_split(2)), Err(ConfigError::ForcedSplit { expected, .. }) if expected.contains("masked"))
+        );
+        assert!(
+            matches!(plan(&masked, WeightLayout::Preshuffled, Overrides::NONE.with_tile(128, 128).with_split(2)), Err(ConfigError::ForcedSplit { expected, .. }) if expected.contains("128x128"))
+        );
+        assert!(
+            matches!(plan(&masked, WeightLayout::Preshuffled, Overrides::NONE.with_split(57)), Err(ConfigError::ForcedSplit { expected, .. }) if expected.contains("k/128 = 56"))
+        );
+        assert!(matches!(plan(&masked, WeightLayout::Preshuffled, Overrides::NONE.with_stream_k(304, None)), Err(ConfigError::ForcedStreamK { .. })));
+        assert!(matches!(plan(&contiguous, WeightLayout::Logical, Overrides::NONE.with_tile(32, 128)), Err(ConfigError::ForcedTile { .. })));
+        // No workspace: an unsplit plan, the preferred split reported.
+        let (best, _) = plan(&masked, WeightLayout::Preshuffled, Overrides::NONE).unwrap();
+        let (fit, limit) = plan_grouped(&masked, WeightLayout::Preshuffled, &Overrides::NONE, 0).unwrap();
+        assert_eq!(fit.workspace_floats(arch), 0, "{fit}");
+        assert_eq!(limit.map(|l| l.needed), (best.splits > 1).then(|| best.workspace_floats(arch)));
+        // K-grouped: one 128 × 128 group → 64 × 64 tiles (4 workgroups instead of 1); DeepGEMM's
+        // wgrad shapes → 128 × 128; a forced tile that does not exist is typed.
+        let kg = |m, n, g, k| plan_kgrouped(m, n, g, k, arch, 304, &Overrides::NONE).unwrap().kernel.block_m;
+        assert_eq!((kg(128, 128, 1, 4096), kg(7168, 4096, 8, 8 * 4096), kg(2048, 7168, 4, 4 * 8192)), (64, 128, 128));
+        assert!(matches!(plan_kgrouped(128, 128, 1, 4096, arch, 304, &Overrides::NONE.with_tile(64, 128)), Err(ConfigError::ForcedTile { .. })));
     }
 
     #[test]
