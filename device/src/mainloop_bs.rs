@@ -535,9 +535,7 @@ pub(crate) mod imp {
                 if r == 1 {
                     unroll!(fm < FM => {
                         unroll!(f < FN => {
-                            let (b0, b1) = (bf[f][0].to_u64x2(), bf[f][1].to_u64x2());
-                            let (a0, a1) = (af[0][fm], af[1][fm]);
-                            part[fm][f] = mfma_f32_16x16x128_fp8([b0[0], b0[1], b1[0], b1[1]], [a0[0], a0[1], a1[0], a1[1]], F32x4::zero());
+                            part[fm][f] = mfma_k128_frags(bf[f], [af[0][fm], af[1][fm]]);
                         });
                     });
                 }
@@ -979,9 +977,7 @@ pub(crate) mod imp {
                         } else if r == 1 && s == 1 {
                             // The CDNA4 MFMA: the block's four chunks at the last one's slot (the
                             // loads of this block write other register sets: b[J + BA], a[J + 1]).
-                            let (b0, b1) = (b[J][f][0].to_u64x2(), b[J][f][1].to_u64x2());
-                            let (a0, a1) = (a[J & 1][0][fm], a[J & 1][1][fm]);
-                            part[fm][f] = mfma_f32_16x16x128_fp8([b0[0], b0[1], b1[0], b1[1]], [a0[0], a0[1], a1[0], a1[1]], F32x4::zero());
+                            part[fm][f] = mfma_k128_frags(b[J][f], [a[J & 1][0][fm], a[J & 1][1][fm]]);
                         }
                         // A(i + 1) fragment read slot: after the even MFMAs with two B
                         // fragments per wave, after each of the first 2·FM with one (the

@@ -326,9 +326,7 @@ pub(crate) mod imp {
                             part[fm][f] = mfma_f32_16x16x32_fp8_fp8(b[J][f][r].to_u64x2()[s], a[J & 1][r][fm][s], c);
                         } else if r == 1 && s == 1 {
                             // The CDNA4 MFMA: the block's four chunks at the last one's slot.
-                            let (b0, b1) = (b[J][f][0].to_u64x2(), b[J][f][1].to_u64x2());
-                            let (a0, a1) = (a[J & 1][0][fm], a[J & 1][1][fm]);
-                            part[fm][f] = mfma_f32_16x16x128_fp8([b0[0], b0[1], b1[0], b1[1]], [a0[0], a0[1], a1[0], a1[1]], F32x4::zero());
+                            part[fm][f] = mfma_k128_frags(b[J][f], [a[J & 1][0][fm], a[J & 1][1][fm]]);
                         }
                         if t < 4 {
                             if fm < 4 {
