@@ -12,7 +12,6 @@ mod grouped;
 mod kgrouped;
 mod operands;
 mod profile;
-mod tune;
 mod tune_cost;
 mod validate;
 
@@ -276,25 +275,21 @@ enum Command {
         #[arg(long)]
         full_math: bool,
     },
-    /// Write the config table (`host/tuned/gfx942.csv`) from the timing model: every tile's
-    /// modelled cost per 128-K block and the fastest tile of DeepSeek-V3's dense and MoE shapes
-    /// (all figures modelled, not measured).
+    /// Write the selector's cost model (`host/tuned/<arch>.<machine>.cost.csv`) from the timing
+    /// model: every registered dense kernel timed on `--samples` random shapes on `--machine`
+    /// (a gfx950 machine runs the gfx950 code object on an emulated gfx950 device), coefficients
+    /// fitted (`fp8gemm::select`); all figures modelled, not measured.
     Tune {
-        /// Machine: mi300x, mi325x.
-        #[arg(long, default_value = "mi300x")]
+        /// Machine: mi300x, mi325x, mi308x, mi355x (the shipped files: mi325x for gfx942, mi355x
+        /// for gfx950).
+        #[arg(long, default_value = "mi325x")]
         machine: String,
-        /// Simulate all XCDs (`full`) or XCD 0's share (`xcd`, 8× cheaper).
-        #[arg(long, value_enum, default_value = "xcd")]
-        scope: profile::ScopeArg,
-        /// Write the table here (e.g. host/tuned/gfx942.csv); print it when omitted.
+        /// Write the cost model here (e.g. host/tuned/gfx942.mi325x.cost.csv); print it when
+        /// omitted.
         #[arg(long)]
         out: Option<std::path::PathBuf>,
-        /// Skip the largest problems (quick look).
-        #[arg(long)]
-        quick: bool,
-        /// Write the selector's cost model instead (`host/tuned/gfx942.<machine>.cost.csv`):
-        /// every registered dense kernel timed on `--samples` random shapes, coefficients fitted
-        /// (`fp8gemm::select`), on `--machine` (the shipped gfx942 file: mi325x).
+        /// Accepted for older scripts: `tune` writes the cost model (the per-tile table it once
+        /// wrote without this flag is retired; no choice read it).
         #[arg(long)]
         cost: bool,
         /// With `--cost`: random shapes per kernel.
@@ -431,12 +426,8 @@ fn run(cli: Cli) -> Result<(), String> {
             check_dense_sizes(m, n, k)?;
             gemm::bench_dense(m, n, k, iters)
         }
-        Command::Tune { cost: true, machine, out, samples, max_blocks, samples_out, from_samples, only, seed, .. } => {
+        Command::Tune { machine, out, samples, max_blocks, samples_out, from_samples, only, seed, cost: _ } => {
             tune_cost::run(tune_cost::CostArgs { machine, samples, max_blocks, out, samples_out, from_samples, only, seed })
-        }
-        Command::Tune { machine, scope, out, quick, .. } => {
-            let (m, o) = profile::machine_and_options(&machine, scope)?;
-            tune::run(m, o, out, quick)
         }
         Command::Eval { machine, layout, prune, max_blocks, pairs, ms, csv, plot, no_cliff, shapes, verbose } => {
             let shapes = shapes

@@ -54,11 +54,6 @@ fn options(scope: ScopeArg, full_math: bool, trace_workgroup: Option<u64>) -> Si
     }
 }
 
-/// The machine (with `AMDGPU_EMU_MACHINE_OVERRIDES` applied) and timing-only options.
-pub fn machine_and_options(name: &str, scope: ScopeArg) -> Result<(Machine, SimOptions), String> {
-    Ok((machine(name)?, options(scope, false, None)))
-}
-
 /// Turns profiling on for this process: the demos' GEMM launch is timed on `machine`
 /// (`trace_workgroup`: print that workgroup's first wave's issue trace).
 pub fn enable(name: &str, scope: ScopeArg, full_math: bool, trace_workgroup: Option<u64>) -> Result<(), String> {
