@@ -401,10 +401,15 @@ fn plot_svg(path: &Path, rows: &[Row]) -> Result<(), String> {
             Some(s) => s.1.push(pt),
             None => series.push((name, vec![pt], ours, c)),
         };
-        let who = if r.set == "peers" { "mi325x" } else { "mi300x" };
+        // The row's own machine (every set models ours on the machine its other figures come from).
+        let who = r.machine;
         add(format!("fp8gemm {n}x{k} ({who}, modelled)"), (m_of(r), r.our_tflops()), true);
         if let Some(tf) = r.other_tflops {
-            let src = if r.set == "peers" { "AMD asm, measured MI325X" } else { "AITER CK, MI300X" };
+            let src = match r.set {
+                "peers" => "AMD asm, measured MI325X",
+                "peers-mi355x" => "AMD asm, measured MI355X",
+                _ => "AITER CK, MI300X",
+            };
             add(format!("{src} {n}x{k}"), (m_of(r), tf), false);
         }
     }
