@@ -54,18 +54,11 @@ struct Typed<F: Fp8Format> {
 
 /// Zero operands of a [`Problem`], allocated once and launched any number of times, in the FP8
 /// format of the context's architecture (E4M3FNUZ on gfx942, E4M3FN on gfx950).
-pub enum Operands {
-    /// gfx942.
-    Fnuz(Box<dyn Launchable<E4M3Fnuz>>),
-    /// gfx950.
-    Fn(Box<dyn Launchable<E4M3Fn>>),
-}
+pub struct Operands(Box<dyn Launch>);
 
-/// What [`Operands`] does with its typed operands.
-pub trait Launchable<F: Fp8Format> {
-    /// See [`Operands::launch`].
+/// The launches of [`Typed`] operands, whatever their format.
+trait Launch {
     fn launch(&mut self, stream: &Stream) -> Result<GemmRun>;
-    /// See [`Operands::launch_plan`].
     fn launch_plan(&mut self, stream: &Stream, plan: &fp8gemm::select::Plan) -> Result<GemmRun>;
 }
 
@@ -86,7 +79,7 @@ impl<F: Fp8Format> Typed<F> {
     }
 }
 
-impl<F: Fp8Format> Launchable<F> for Typed<F> {
+impl<F: Fp8Format> Launch for Typed<F> {
     fn launch(&mut self, stream: &Stream) -> Result<GemmRun> {
         let (a, d) = (&self.a, &mut self.d);
         let run = match &self.b {
@@ -119,27 +112,21 @@ impl Operands {
 
     /// As [`Self::new`] with the weights in `layout`.
     pub fn with_layout(ctx: &Context, p: Problem, layout: WeightLayout) -> Result<Operands> {
-        Ok(match ctx.arch() {
-            Arch::Gfx942 => Operands::Fnuz(Box::new(Typed::<E4M3Fnuz>::new(ctx, p, layout)?)),
-            Arch::Gfx950 => Operands::Fn(Box::new(Typed::<E4M3Fn>::new(ctx, p, layout)?)),
+        Ok(Operands(match ctx.arch() {
+            Arch::Gfx942 => Box::new(Typed::<E4M3Fnuz>::new(ctx, p, layout)?),
+            Arch::Gfx950 => Box::new(Typed::<E4M3Fn>::new(ctx, p, layout)?),
             other => return Err(fp8gemm::Error::Unsupported(format!("operands for {other:?}: expected gfx942 or gfx950"))),
-        })
+        }))
     }
 
     /// Queues the GEMM on `stream` and synchronizes it (launches are queued per stream and run
     /// — and are timed — when it is synchronized).
     pub fn launch(&mut self, stream: &Stream) -> Result<GemmRun> {
-        match self {
-            Operands::Fnuz(o) => o.launch(stream),
-            Operands::Fn(o) => o.launch(stream),
-        }
+        self.0.launch(stream)
     }
 
     /// Queues the dense GEMM with `plan` given (not chosen) on `stream` and synchronizes it.
     pub fn launch_plan(&mut self, stream: &Stream, plan: &fp8gemm::select::Plan) -> Result<GemmRun> {
-        match self {
-            Operands::Fnuz(o) => o.launch_plan(stream, plan),
-            Operands::Fn(o) => o.launch_plan(stream, plan),
-        }
+        self.0.launch_plan(stream, plan)
     }
 }
