@@ -6,16 +6,18 @@
 //! main loops. Every test of this binary runs on the gfx950 device (the emulated device is
 //! process-wide, so gfx950 tests live in their own test binary).
 
+mod common;
+
 use amdgpu_emu::decode::{Inst, Op, Program};
 use amdgpu_emu::loader::{CodeObject, Target};
+use common::{assert_elementwise, randn_bf16};
 use fp8gemm::fp8::E4M3Fn;
 use fp8gemm::layout::WeightLayout;
 use fp8gemm::quant::{GroupedQuantizedWeights, QuantizedActivations, QuantizedWeights};
 use fp8gemm::{Context, DeviceActivations, DeviceGroupedWeights, DeviceWeights, Overrides, Stream, fp8_gemm_nt, m_grouped_fp8_gemm_nt_contiguous, reference};
 use half::bf16;
+use rand::SeedableRng;
 use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
-use rand_distr::StandardNormal;
 
 /// A context on the emulated gfx950 device with every launch check on.
 fn gfx950_context() -> Context {
@@ -39,8 +41,7 @@ struct Case {
 /// DeepGEMM's test recipe in E4M3FN: BF16-rounded normal operands, 1×128 / 128×128 scales.
 fn case(m: usize, n: usize, k: usize, seed: u64) -> Case {
     let mut rng = StdRng::seed_from_u64(seed);
-    let mut draw = |count: usize| -> Vec<f32> { (0..count).map(|_| bf16::from_f32(rng.sample::<f32, _>(StandardNormal)).to_f32()).collect() };
-    let (a, b) = (draw(m * k), draw(n * k));
+    let (a, b) = (randn_bf16(m * k, &mut rng), randn_bf16(n * k, &mut rng));
     let qa = QuantizedActivations::quantize(&a, m, k).unwrap();
     let qb = QuantizedWeights::quantize(&b, n, k).unwrap();
     Case { m, n, k, a, b, qa, qb }
@@ -58,12 +59,7 @@ fn assert_accurate(what: &str, c: &Case, got: &[bf16]) {
     let df = reference::calc_diff(got, &want_f).unwrap();
     assert!(dq < 1e-5, "{what}: calc_diff vs dequantized {dq:e}");
     assert!(df < 1e-3, "{what}: calc_diff vs unquantized {df:e}");
-    let rms = (want.iter().map(|w| f64::from(w.to_f32()).powi(2)).sum::<f64>() / want.len().max(1) as f64).sqrt() as f32;
-    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-        let (g, w) = (g.to_f32(), w.to_f32());
-        let tol = w.abs() * 2f32.powi(-7) + rms * 1e-5;
-        assert!(g.is_finite() && (g - w).abs() <= tol, "{what}: D[{i}] = {g}, expected {w} (± {tol})");
-    }
+    assert_elementwise(what, got, &want);
 }
 
 #[test]
@@ -120,8 +116,7 @@ fn m_grouped_contiguous_on_gfx950_matches_the_reference() {
     let m_indices = reference::contiguous_m_indices(&[70, 0, 150], 128);
     let rows = m_indices.len();
     let mut rng = StdRng::seed_from_u64(950);
-    let mut draw = |count: usize| -> Vec<f32> { (0..count).map(|_| bf16::from_f32(rng.sample::<f32, _>(StandardNormal)).to_f32()).collect() };
-    let (a, b) = (draw(rows * k), draw(groups * n * k));
+    let (a, b) = (randn_bf16(rows * k, &mut rng), randn_bf16(groups * n * k, &mut rng));
     let qa = QuantizedActivations::<E4M3Fn>::quantize(&a, rows, k).unwrap();
     let qb = GroupedQuantizedWeights::<E4M3Fn>::quantize(&b, groups, n, k).unwrap();
     let mut want = vec![bf16::ZERO; rows * n];
