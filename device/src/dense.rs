@@ -1378,8 +1378,7 @@ pub(crate) mod imp {
             }
             for fm in 0..FM {
                 for fnn in 0..FN {
-                    let (b, a) = ((bf[0][fnn], bf[1][fnn]), (af[0][fm], af[1][fm]));
-                    part[fm][fnn] = mfma_f32_16x16x128_fp8([b.0[0], b.0[1], b.1[0], b.1[1]], [a.0[0], a.0[1], a.1[0], a.1[1]], F32x4::zero());
+                    part[fm][fnn] = mfma_k128([bf[0][fnn], bf[1][fnn]], [af[0][fm], af[1][fm]]);
                 }
             }
         };

@@ -635,12 +635,17 @@ pub fn mfma_f32_16x16x128_fp8(a: [u64; 4], b: [u64; 4], c: F32x4) -> F32x4 {
     }
 }
 
-/// [`mfma_f32_16x16x128_fp8`] (C = 0) on one 128-deep block as the bs loops hold it: B as two
-/// 16-byte fragment reads `b[r]` (two 8-byte k-steps each), A as two reads `a[r]` of two k-steps.
+/// [`mfma_f32_16x16x128_fp8`] (C = 0) on one 128-deep block as the main loops hold it: two
+/// fragment reads `r` of two 8-byte k-steps each, for B (`b[r]`) and for A (`a[r]`).
+#[inline(always)]
+pub fn mfma_k128(b: [[u64; 2]; 2], a: [[u64; 2]; 2]) -> F32x4 {
+    mfma_f32_16x16x128_fp8([b[0][0], b[0][1], b[1][0], b[1][1]], [a[0][0], a[0][1], a[1][0], a[1][1]], F32x4::zero())
+}
+
+/// [`mfma_k128`] with B as the bs loops hold it: two 16-byte fragment reads.
 #[inline(always)]
 pub fn mfma_k128_frags(b: [U32x4; 2], a: [[u64; 2]; 2]) -> F32x4 {
-    let (b0, b1) = (b[0].to_u64x2(), b[1].to_u64x2());
-    mfma_f32_16x16x128_fp8([b0[0], b0[1], b1[0], b1[1]], [a[0][0], a[0][1], a[1][0], a[1][1]], F32x4::zero())
+    mfma_k128([b[0].to_u64x2(), b[1].to_u64x2()], a)
 }
 
 /// Whether this build has the CDNA4 FP8 MFMA (`--cfg fp8gemm_gfx950`): main loops then issue

@@ -413,8 +413,7 @@ mod imp {
                 if K128_MFMA {
                     for fm in 0..FM {
                         for fnn in 0..FN {
-                            let (b0, b1, a0, a1) = (bf0[fnn], bf1[fnn], af0[fm], af1[fm]);
-                            part[fm][fnn] = mfma_f32_16x16x128_fp8([b0[0], b0[1], b1[0], b1[1]], [a0[0], a0[1], a1[0], a1[1]], F32x4::zero());
+                            part[fm][fnn] = mfma_k128([bf0[fnn], bf1[fnn]], [af0[fm], af1[fm]]);
                         }
                     }
                 }
