@@ -203,6 +203,10 @@ fn read128_bank_conflicts_match_hand_computed_cycles() {
     }
 }
 
+fn lds_cost_942(shape: &DsShape, addr: &[u32; 64], exec: u64) -> (u64, u64) {
+    lds_cost(shape, addr, exec, false)
+}
+
 fn shape(bytes: u32, count: u8, reads: bool) -> DsShape {
     DsShape { bytes, offsets: [0, 0], count, reads, writes: !reads }
 }
@@ -212,28 +216,58 @@ fn bank_model_unit_cases() {
     let all = u64::MAX;
     // b32, consecutive dwords: 4 phases of 16 lanes, conflict-free.
     let lin: [u32; 64] = std::array::from_fn(|l| 4 * l as u32);
-    assert_eq!(lds_cost(&shape(4, 1, true), &lin, all), (4, 0));
+    assert_eq!(lds_cost_942(&shape(4, 1, true), &lin, all), (4, 0));
     // b32 with a 128-byte stride: all 16 lanes of a phase in bank 0 → 16 cycles per phase.
     let col: [u32; 64] = std::array::from_fn(|l| 128 * l as u32);
-    assert_eq!(lds_cost(&shape(4, 1, true), &col, all), (64, 60));
+    assert_eq!(lds_cost_942(&shape(4, 1, true), &col, all), (64, 60));
     // b32 broadcast: one address.
-    assert_eq!(lds_cost(&shape(4, 1, true), &[64; 64], all), (4, 0));
+    assert_eq!(lds_cost_942(&shape(4, 1, true), &[64; 64], all), (4, 0));
     // ds_write_b128 with consecutive 16-byte slots: 8 phases of 8 lanes = 32 banks each.
     let v16: [u32; 64] = std::array::from_fn(|l| 16 * l as u32);
-    assert_eq!(lds_cost(&shape(16, 1, false), &v16, all), (8, 0));
+    assert_eq!(lds_cost_942(&shape(16, 1, false), &v16, all), (8, 0));
     // ds_write_b128 at a 64-byte stride: lanes 0..7 of a phase hit banks {0-3, 16-19} four times.
     let v64: [u32; 64] = std::array::from_fn(|l| 64 * l as u32);
-    assert_eq!(lds_cost(&shape(16, 1, false), &v64, all), (32, 24));
+    assert_eq!(lds_cost_942(&shape(16, 1, false), &v64, all), (32, 24));
     // ds_read_b128 with 16-byte slots in lane order is conflict-free (groups pair lanes 0-3
     // with 20-23: dwords 0-15 and 80-95).
-    assert_eq!(lds_cost(&shape(16, 1, true), &v16, all), (8, 0));
+    assert_eq!(lds_cost_942(&shape(16, 1, true), &v16, all), (8, 0));
     // Only lane 5 active: one phase of one lane.
-    assert_eq!(lds_cost(&shape(16, 1, true), &v64, 1 << 5), (1, 0));
+    assert_eq!(lds_cost_942(&shape(16, 1, true), &v64, 1 << 5), (1, 0));
     // b64, 8 lanes per phase, consecutive: 16 dwords per phase, conflict-free.
     let v8: [u32; 64] = std::array::from_fn(|l| 8 * l as u32);
-    assert_eq!(lds_cost(&shape(8, 1, true), &v8, all), (8, 0));
+    assert_eq!(lds_cost_942(&shape(8, 1, true), &v8, all), (8, 0));
     // Nothing active: nothing.
-    assert_eq!(lds_cost(&shape(4, 1, true), &lin, 0), (0, 0));
+    assert_eq!(lds_cost_942(&shape(4, 1, true), &lin, 0), (0, 0));
+}
+
+#[test]
+fn bank_model_gfx950_reads() {
+    let all = u64::MAX;
+    let cdna4 = |bytes: u32, addr: &[u32; 64], exec: u64| lds_cost(&shape(bytes, 1, true), addr, exec, true);
+    // ds_read_b128, 16-byte slots in lane order: 4 phases of 16 lanes over 64 banks, each
+    // conflict-free (phase 0: lanes 0-3, 12-15, 20-23, 24-27 = dwords 0-15, 48-63, 80-111, banks
+    // 0-15, 48-63, 16-47), half the gfx942 cycles.
+    let v16: [u32; 64] = std::array::from_fn(|l| 16 * l as u32);
+    assert_eq!(cdna4(16, &v16, all), (4, 0));
+    assert_eq!(lds_cost_942(&shape(16, 1, true), &v16, all), (8, 0));
+    // Lanes 0-3 and 4-7 are in different phases on gfx950: 8 lanes at a 256-byte stride
+    // (all in banks 0-3) cost 4 in phase 0 (lanes 0-3) and 4 in phase 2 (lanes 4-7).
+    let s256: [u32; 64] = std::array::from_fn(|l| 256 * l as u32);
+    assert_eq!(cdna4(16, &s256, 0xff), (8, 6));
+    // ds_read_b64 in lane order: 2 phases of 32 lanes, 64 dwords each, conflict-free.
+    let v8: [u32; 64] = std::array::from_fn(|l| 8 * l as u32);
+    assert_eq!(cdna4(8, &v8, all), (2, 0));
+    // ds_read_b64 at a 256-byte stride: each phase's 32 lanes hit banks 0 and 1 with 32
+    // distinct dwords each.
+    assert_eq!(cdna4(8, &s256, all), (64, 62));
+    // A 128-byte stride conflicts on gfx950's 64 banks half as much as a 256-byte one.
+    let s128: [u32; 64] = std::array::from_fn(|l| 128 * l as u32);
+    assert_eq!(cdna4(8, &s128, all), (32, 30));
+    // Writes and 32-bit reads keep the gfx942 phases and 32 banks.
+    assert_eq!(lds_cost(&shape(16, 1, false), &v16, all, true), lds_cost_942(&shape(16, 1, false), &v16, all));
+    let lin: [u32; 64] = std::array::from_fn(|l| 4 * l as u32);
+    assert_eq!(lds_cost(&shape(4, 1, true), &lin, all, true), (4, 0));
+    assert_eq!(cdna4(16, &v16, 0), (0, 0));
 }
 
 #[test]
@@ -341,6 +375,6 @@ fn bank_model_matches_brute_force_on_random_patterns() {
         let jitter = next() % 2 == 0;
         let addr: [u32; 64] = std::array::from_fn(|l| (l as u32 * stride + if jitter { next() % 8 * bytes } else { 0 }) % 32768);
         let exec = if case % 5 == 0 { u64::from(next()) << 32 | u64::from(next()) } else { u64::MAX };
-        assert_eq!(lds_cost(&shape, &addr, exec), reference_cost(&shape, &addr, exec), "case {case}: {shape:?} stride {stride}");
+        assert_eq!(lds_cost_942(&shape, &addr, exec), reference_cost(&shape, &addr, exec), "case {case}: {shape:?} stride {stride}");
     }
 }

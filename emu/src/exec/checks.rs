@@ -430,7 +430,7 @@ impl<'p> Probe<'p> {
             let a = inst.src[0];
             if exec != 0 && (VGPR0..AGPR0).contains(&a) && usize::from(a - VGPR0) < w.v.len() {
                 let addr = &w.v[usize::from(a - VGPR0)];
-                let (c, k) = lds_cost(&shape, addr, exec);
+                let (c, k) = lds_cost(&shape, addr, exec, self.plan.gfx950);
                 self.last_lds_cycles = c.min(u64::from(u32::MAX)) as u32;
                 self.counters.lds_cycles += c;
                 self.counters.lds_conflict_cycles += k;

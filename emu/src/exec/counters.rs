@@ -15,6 +15,19 @@
 //! * every other width: 64 B per cycle, i.e. `64 / bytes-per-lane` consecutive lanes per phase
 //!   (b8/b16/b32: 16 lanes, b64 and `read2/write2_b32`: 8 lanes, `read2/write2_b64`: 4 lanes).
 //!
+//! # gfx950 (CDNA4)
+//! The LDS has 64 banks of 4 bytes (160 KiB: CDNA4 ISA guide §2.2.1, 64 banks × 640 entries,
+//! as cited in ROCm/llvm-project PR #4099; llvm/llvm-project PR #220632 "gfx950 doubled the
+//! bank count to 64"), and 64- and 128-bit reads use them: `ds_read_b128` in 4 phases of 16
+//! lanes with the lane groups {0-3, 12-15, 20-23, 24-27} {32-35, 44-47, 52-55, 56-59}
+//! {4-11, 16-19, 28-31} {36-43, 48-51, 60-63}, `ds_read_b64` (and the `_tr` 64-bit reads, assumed
+//! alike) in 2 phases of 32 consecutive lanes (measured on MI350X: nod-ai/amd-shark-ai
+//! `docs/empirical-lds/cdna4info.md`; AMD's rocRoller LDS bank model doubles the lanes per clock
+//! of exactly these two reads on gfx950, `shared/rocroller/lib/source/LDSBankModel.cpp`). Every
+//! other access — writes, `ds_read_b96`, 32-bit and narrower reads, `read2` — keeps the gfx942
+//! phases and 32 banks (rocRoller; a measurement that puts `ds_read_b32` in one 64-lane phase
+//! disagrees, and the model follows AMD's own).
+//!
 //! Phases without an active lane cost nothing. [`Counters::lds_cycles`] is the sum of the phase
 //! costs; [`Counters::lds_conflict_cycles`] is the part above one cycle per phase. LDS atomics
 //! count as 4-byte accesses; `ds_swizzle`/`ds_permute`/`ds_bpermute` do not access LDS banks
@@ -279,7 +292,12 @@ impl DsShape {
 
 /// Bank-conflict cost of one DS instruction: `(cycles, conflict_cycles)` for the active lanes of
 /// `exec` whose lane addresses (address VGPR) are `addr`, under the model in the module docs.
-pub fn lds_cost(shape: &DsShape, addr: &[u32; 64], exec: u64) -> (u64, u64) {
+///
+/// `gfx950` selects the CDNA4 phases and banks of 64- and 128-bit reads (module docs).
+pub fn lds_cost(shape: &DsShape, addr: &[u32; 64], exec: u64, gfx950: bool) -> (u64, u64) {
+    if gfx950 && shape.reads && !shape.writes && shape.count == 1 && matches!(shape.bytes, 8 | 16) {
+        return lds_cost_cdna4_read(shape, addr, exec);
+    }
     let per_lane = shape.bytes * u32::from(shape.count);
     let b128 = shape.bytes >= 12 && shape.count == 1;
     let lanes_per_phase: usize = if b128 { 8 } else { (64 / per_lane.max(1)).clamp(1, 64) as usize };
@@ -360,11 +378,57 @@ pub fn lds_cost(shape: &DsShape, addr: &[u32; 64], exec: u64) -> (u64, u64) {
     (cycles, conflicts)
 }
 
-/// The largest number of distinct values falling into one bank (`value mod banks`, banks ≤ 32).
+/// The lane groups a gfx950 `ds_read_b128` services together (module docs).
+const CDNA4_READ128_GROUPS: [[usize; 16]; 4] = [
+    [0, 1, 2, 3, 12, 13, 14, 15, 20, 21, 22, 23, 24, 25, 26, 27],
+    [32, 33, 34, 35, 44, 45, 46, 47, 52, 53, 54, 55, 56, 57, 58, 59],
+    [4, 5, 6, 7, 8, 9, 10, 11, 16, 17, 18, 19, 28, 29, 30, 31],
+    [36, 37, 38, 39, 40, 41, 42, 43, 48, 49, 50, 51, 60, 61, 62, 63],
+];
+
+/// [`lds_cost`] of a gfx950 `ds_read_b64` / `ds_read_b128` (64 banks; module docs).
+fn lds_cost_cdna4_read(shape: &DsShape, addr: &[u32; 64], exec: u64) -> (u64, u64) {
+    let b128 = shape.bytes == 16;
+    let (phases, per_phase) = if b128 { (4, 16) } else { (2, 32) };
+    let (mut cycles, mut conflicts) = (0u64, 0u64);
+    // At most 16 lanes × 4 dwords or 32 × 2 per phase.
+    let mut dwords = [0u32; 64];
+    for p in 0..phases {
+        let mut n = 0usize;
+        for j in 0..per_phase {
+            let l = if b128 { CDNA4_READ128_GROUPS[p][j] } else { p * per_phase + j };
+            if exec >> l & 1 == 0 {
+                continue;
+            }
+            let base = addr[l].wrapping_add(shape.offsets[0]);
+            let (first, last) = (base / 4, base.wrapping_add(shape.bytes - 1) / 4);
+            let mut d = first;
+            loop {
+                if n < dwords.len() {
+                    dwords[n] = d;
+                    n += 1;
+                }
+                if d == last {
+                    break;
+                }
+                d = d.wrapping_add(1);
+            }
+        }
+        if n == 0 {
+            continue;
+        }
+        let worst = u64::from(worst_bank(&mut dwords[..n], 64));
+        cycles += worst;
+        conflicts += worst - 1;
+    }
+    (cycles, conflicts)
+}
+
+/// The largest number of distinct values falling into one bank (`value mod banks`, banks ≤ 64).
 /// Fast path: track up to two distinct values per bank; a third distinct value in a bank falls
 /// back to sorting.
 fn worst_bank(dwords: &mut [u32], nbanks: u32) -> u32 {
-    let mut banks = [(0u32, 0u32, 0u8); 32];
+    let mut banks = [(0u32, 0u32, 0u8); 64];
     let mut worst = 1u8;
     for &d in dwords.iter() {
         let b = &mut banks[(d % nbanks) as usize];
@@ -383,7 +447,7 @@ fn worst_bank(dwords: &mut [u32], nbanks: u32) -> u32 {
 
 fn worst_bank_sorted(dwords: &mut [u32], nbanks: u32) -> u32 {
     dwords.sort_unstable();
-    let mut per_bank = [0u32; 32];
+    let mut per_bank = [0u32; 64];
     let mut prev = None;
     for &d in dwords.iter() {
         if prev != Some(d) {
