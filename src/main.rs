@@ -304,6 +304,12 @@ enum Command {
         /// With `--cost`: fit from these sample files (comma-separated) instead of timing.
         #[arg(long, value_delimiter = ',')]
         from_samples: Option<Vec<std::path::PathBuf>>,
+        /// With `--from-samples`: time every sample's launch again (same kernel, shape and
+        /// schedule) on the current timing model and code objects, instead of reusing the
+        /// files' times: regenerates the cost model on the same shapes after a kernel or model
+        /// change (`--samples-out` gets the new times).
+        #[arg(long, requires = "from_samples")]
+        retime: bool,
         /// With `--cost`: seed of the shape draws (another seed, another sample).
         #[arg(long, default_value_t = 0)]
         seed: u64,
@@ -426,8 +432,8 @@ fn run(cli: Cli) -> Result<(), String> {
             check_dense_sizes(m, n, k)?;
             gemm::bench_dense(m, n, k, iters)
         }
-        Command::Tune { machine, out, samples, max_blocks, samples_out, from_samples, only, seed, cost: _ } => {
-            tune_cost::run(tune_cost::CostArgs { machine, samples, max_blocks, out, samples_out, from_samples, only, seed })
+        Command::Tune { machine, out, samples, max_blocks, samples_out, from_samples, retime, only, seed, cost: _ } => {
+            tune_cost::run(tune_cost::CostArgs { machine, samples, max_blocks, out, samples_out, from_samples, retime, only, seed })
         }
         Command::Eval { machine, layout, prune, max_blocks, pairs, ms, csv, plot, no_cliff, shapes, verbose } => {
             let shapes = shapes

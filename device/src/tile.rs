@@ -579,6 +579,12 @@ pub const PANEL_M: u32 = 4;
 /// two whole N columns: each A tile and each B tile they load is shared by several of them
 /// through the XCD's L2, and the whole grid re-reads A `⌈tiles_n / …⌉` times less from the MALL
 /// and HBM than a plain M-fastest order (which streamed all of A once per N column).
+/// The last panel takes the `tiles_m mod PANEL_M` rows left over (a panel of 4 to 7 rows; the
+/// whole grid when `tiles_m < PANEL_M`): a thin last panel of one row spans every N column, and
+/// the XCDs whose id ranges fall in it each streamed several times the B columns of the others
+/// over their fabric link (timing model, MI325X 333×7168×18432 on the 80 × 128 bs tile, 5 M
+/// tiles: XCDs 6 and 7 read 25 and 35 B columns against 9 elsewhere and ran 234k cycles against
+/// 144k).
 /// A bijection of `0 .. tiles_m·tiles_n` (tested); ids past the grid give `tile_n ≥ tiles_n`.
 #[inline(always)]
 pub const fn tile_coords(id: u32, tiles_m: u32, tiles_n: u32) -> (u32, u32) {
@@ -586,21 +592,26 @@ pub const fn tile_coords(id: u32, tiles_m: u32, tiles_n: u32) -> (u32, u32) {
     if per_panel == 0 || tiles_m == 0 {
         return (0, tiles_n);
     }
-    let panel = id / per_panel;
+    // Full panels of PANEL_M rows except the last, which also takes the remainder.
+    let last = if tiles_m >= PANEL_M { tiles_m / PANEL_M - 1 } else { 0 };
+    let panel = if id / per_panel < last { id / per_panel } else { last };
     let first_m = panel * PANEL_M;
-    let rows = if tiles_m > first_m && tiles_m - first_m < PANEL_M { tiles_m - first_m } else { PANEL_M };
-    let local = id % per_panel;
-    // `rows` is 1 ..= PANEL_M = 4: shifts and a division by the constant 3 instead of a second
+    let rows = if panel == last { tiles_m - first_m } else { PANEL_M };
+    let local = id - first_m * tiles_n;
+    // `rows` is 1 ..= 2·PANEL_M − 1 = 7: shifts and divisions by constants instead of a second
     // division by a runtime value (about 20 scalar instructions in every workgroup's prologue).
     let (q, r) = match rows {
         4 => (local >> 2, local & 3),
         2 => (local >> 1, local & 1),
         1 => (local, 0),
-        _ => (local / 3, local % 3),
+        3 => (local / 3, local % 3),
+        5 => (local / 5, local % 5),
+        6 => (local / 6, local % 6),
+        _ => (local / 7, local % 7),
     };
     (first_m + r, q)
 }
-const _: () = assert!(PANEL_M == 4, "tile_coords divides by the panel's rows with a match on 1 ..= 4");
+const _: () = assert!(PANEL_M == 4, "tile_coords divides by the panel's rows with a match on 1 ..= 7");
 
 /// `f32` → `bf16` bits, round to nearest even; NaN stays a (quiet) NaN, ±inf stays ±inf.
 #[inline(always)]
@@ -661,6 +672,31 @@ mod tests {
         assert_eq!(shuffled_b_bytes(50, 256), 64 * 256);
     }
 
+    /// With [`xcd_remap`] over 8 XCDs, every XCD's contiguous id range spans at most about
+    /// twice the N columns of an even share (no thin last panel that puts one row's every
+    /// column on one or two XCDs).
+    #[test]
+    fn each_xcd_reads_a_fair_share_of_b_columns() {
+        for tm in 4..=40u32 {
+            for tn in [8u32, 17, 56, 57, 112] {
+                let grid = tm * tn;
+                let mut cols = [[false; 112]; 8];
+                for p in 0..grid {
+                    let (_, j) = tile_coords(xcd_remap(p, grid, 8), tm, tn);
+                    cols[(p % 8) as usize][j as usize] = true;
+                }
+                let per_xcd = grid.div_ceil(8);
+                // A range of `per_xcd` ids inside panels of 4..=7 rows covers at most
+                // ⌈per_xcd / 4⌉ + 2 columns (a partial column at each end and a panel edge).
+                let bound = per_xcd.div_ceil(4) + 3;
+                for (x, c) in cols.iter().enumerate() {
+                    let n = c.iter().filter(|&&b| b).count() as u32;
+                    assert!(n <= bound, "{tm}x{tn}: XCD {x} spans {n} columns, bound {bound}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn xcd_remap_is_a_bijection_for_every_grid() {
         for xcds in 1..=8 {
@@ -706,16 +742,22 @@ mod tests {
             }
         }
         // Panels of PANEL_M = 4 M tiles, M fastest inside: an 18 × 3 grid is rows 0..4 × 3
-        // columns (ids 0..12), rows 4..8 (ids 12..24), …, and a last panel of 2 rows.
+        // columns (ids 0..12), rows 4..8 (ids 12..24), …, rows 8..12 (ids 24..36), and a last
+        // panel of the 6 rows 12..18 (ids 36..54).
         assert_eq!(PANEL_M, 4);
         assert_eq!(tile_coords(0, 18, 3), (0, 0));
         assert_eq!(tile_coords(3, 18, 3), (3, 0));
         assert_eq!(tile_coords(4, 18, 3), (0, 1));
         assert_eq!(tile_coords(12, 18, 3), (4, 0));
-        assert_eq!(tile_coords(48, 18, 3), (16, 0));
-        assert_eq!(tile_coords(49, 18, 3), (17, 0));
-        assert_eq!(tile_coords(50, 18, 3), (16, 1));
+        assert_eq!(tile_coords(36, 18, 3), (12, 0));
+        assert_eq!(tile_coords(41, 18, 3), (17, 0));
+        assert_eq!(tile_coords(42, 18, 3), (12, 1));
         assert_eq!(tile_coords(53, 18, 3), (17, 2));
+        // Fewer rows than a panel: one panel of them.
+        assert_eq!(tile_coords(2, 3, 5), (2, 0));
+        assert_eq!(tile_coords(3, 3, 5), (0, 1));
+        // Past the grid: tile_n ≥ tiles_n.
+        assert!(tile_coords(54, 18, 3).1 >= 3 && tile_coords(15, 3, 5).1 >= 5);
         assert_eq!(BM128_BN128.grid(200, 192), 2 * 2);
         assert_eq!(BM64_BN64.grid(1, 128), 2);
     }

@@ -223,6 +223,15 @@ impl Machine {
     /// 16 with FP8 operands: [`crate::exec::counters::mfma_passes_of`]). Not found for CDNA4, as
     /// MI300X: the MALL bandwidth and the L1 (32 KiB; "CDNA4 keeps L1 mostly unchanged",
     /// nod-ai/amd-shark-ai PR #2005 from the CDNA4 white paper).
+    ///
+    /// The XCD's fabric link ([`Machine::fabric_bytes_per_s`]) is 900 GB/s: AMD's Hot Chips 2025
+    /// CDNA4 talk gives Infinity Fabric 4 "2 TB/s more bandwidth than IF 3" (two I/O dies
+    /// instead of four, wider die-to-die links), i.e. the MI300X's 5.0–5.3 TB/s MALL-resident
+    /// aggregate + 2 TB/s over 8 XCDs = 875–913 GB/s. A measured row bounds it from below: AMD's
+    /// `BpreShuffle_80x128` at 1024×2176×4096 (21.61 µs on MI355X, `measured_mi355x.csv`)
+    /// gives every XCD tiles of all 17 B columns and all A rows, so each link carries at least
+    /// the 13.1 MB of A and B in 18.4 µs (the launch overhead taken off): ≥ 714 GB/s, above the
+    /// MI325X figure of 650.
     pub const MI355X: Machine = Machine {
         name: "mi355x",
         target: Target::Gfx950,
@@ -233,6 +242,7 @@ impl Machine {
         hbm_bytes_per_s: 8.0e12,
         hbm_efficiency: 5.8 / 8.0,
         clock_hz: 2.4e9,
+        fabric_bytes_per_s: 900e9,
         ..Machine::MI325X
     };
 
@@ -347,7 +357,7 @@ mod tests {
         assert_eq!(Machine::MI308X.clock_hz, Machine::MI325X.clock_hz);
         assert_eq!(Machine::MI355X.clock_hz, 2.4e9, "the MI355X runs at its peak clock (no clock under load is published)");
         let f = |m: &Machine| {
-            (m.lds_latency, m.smem_latency, m.l1_latency, m.l2_latency, m.l2_bytes_per_clk, m.fabric_bytes_per_s, m.mall_latency_ns, m.hbm_latency_ns)
+            (m.lds_latency, m.smem_latency, m.l1_latency, m.l2_latency, m.l2_bytes_per_clk, m.mall_latency_ns, m.hbm_latency_ns)
         };
         let g = |m: &Machine| (m.barrier_latency, m.wg_dispatch_cycles, m.wave_launch_cycles, m.launch_overhead_s);
         for m in [&Machine::MI308X, &Machine::MI355X] {
@@ -355,5 +365,8 @@ mod tests {
             assert_eq!(g(m), g(&Machine::MI325X), "{}", m.name);
         }
         assert_eq!(Machine::MI308X.hbm_efficiency, Machine::MI325X.hbm_efficiency);
+        assert_eq!(Machine::MI308X.fabric_bytes_per_s, Machine::MI325X.fabric_bytes_per_s);
+        // MI355X: Infinity Fabric 4, 2 TB/s over IF 3's MALL-resident aggregate (Hot Chips 2025).
+        assert_eq!(Machine::MI355X.fabric_bytes_per_s, 900e9);
     }
 }

@@ -381,6 +381,17 @@ impl fmt::Display for TimingReport {
                 last.cu,
                 last.start
             )?;
+            // Stragglers (a workgroup 10 % over the median): which ones, where.
+            let median = d[d.len() / 2];
+            let mut slow: Vec<_> = self.spans.iter().filter(|s| (s.end - s.start) * 10 > median * 11).collect();
+            if !slow.is_empty() {
+                slow.sort_unstable_by_key(|s| std::cmp::Reverse(s.end - s.start));
+                write!(f, "  {} workgroups over 1.1 × the median; the slowest (workgroup@CU: cycles):", slow.len())?;
+                for s in slow.iter().take(6) {
+                    write!(f, " {}@{}: {}", s.workgroup, s.cu, s.end - s.start)?;
+                }
+                writeln!(f)?;
+            }
         }
         if !self.trace.is_empty() {
             writeln!(f, "  issue trace of the traced workgroup's first wave (cycle, cycles since the previous issue, pc, instruction):")?;
