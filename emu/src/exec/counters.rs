@@ -341,41 +341,44 @@ pub fn lds_cost(shape: &DsShape, addr: &[u32; 64], exec: u64, gfx950: bool) -> (
             return (cycles, conflicts);
         }
     }
-    // Per phase at most 8 lanes x 4 dwords, 16 lanes x 1 dword or 8 x 2 (read2): 32 dwords; 64
-    // covers every case.
-    let mut dwords = [0u32; 64];
+    // Per phase at most 8 lanes x 4 dwords, 16 lanes x 1 dword or 8 x 2 (read2): 32 dwords.
     for p in 0..phases {
-        let mut n = 0usize;
-        for j in 0..lanes_per_phase {
-            let l = if read128 { READ128_GROUPS[p % 4][j] + 32 * (p / 4) } else { p * lanes_per_phase + j };
-            if l >= 64 || exec >> l & 1 == 0 {
-                continue;
-            }
-            for a in 0..usize::from(shape.count) {
-                let base = addr[l].wrapping_add(shape.offsets[a]);
-                let first = base / 4;
-                let last = (base.wrapping_add(shape.bytes - 1)) / 4;
-                let mut d = first;
-                loop {
-                    if n < dwords.len() {
-                        dwords[n] = d;
-                        n += 1;
-                    }
-                    if d == last {
-                        break;
-                    }
-                    d = d.wrapping_add(1);
-                }
-            }
+        let lanes = (0..lanes_per_phase).map(|j| if read128 { READ128_GROUPS[p % 4][j] + 32 * (p / 4) } else { p * lanes_per_phase + j });
+        if let Some(worst) = phase_cost(shape, addr, exec, lanes, 32) {
+            cycles += worst;
+            conflicts += worst - 1;
         }
-        if n == 0 {
-            continue;
-        }
-        let worst = u64::from(worst_bank(&mut dwords[..n], 32));
-        cycles += worst;
-        conflicts += worst - 1;
     }
     (cycles, conflicts)
+}
+
+/// One phase of a DS instruction over `lanes` (the active ones of `exec`): the largest number
+/// of distinct dwords in one of `banks` banks, or `None` if no lane of the phase is active.
+fn phase_cost(shape: &DsShape, addr: &[u32; 64], exec: u64, lanes: impl Iterator<Item = usize>, banks: u32) -> Option<u64> {
+    // At most 16 lanes × 4 dwords or 32 × 2 (gfx950), 8 × 4 (gfx942) per phase.
+    let mut dwords = [0u32; 64];
+    let mut n = 0usize;
+    for l in lanes {
+        if l >= 64 || exec >> l & 1 == 0 {
+            continue;
+        }
+        for a in 0..usize::from(shape.count) {
+            let base = addr[l].wrapping_add(shape.offsets[a]);
+            let (first, last) = (base / 4, base.wrapping_add(shape.bytes - 1) / 4);
+            let mut d = first;
+            loop {
+                if n < dwords.len() {
+                    dwords[n] = d;
+                    n += 1;
+                }
+                if d == last {
+                    break;
+                }
+                d = d.wrapping_add(1);
+            }
+        }
+    }
+    (n > 0).then(|| u64::from(worst_bank(&mut dwords[..n], banks)))
 }
 
 /// The lane groups a gfx950 `ds_read_b128` services together (module docs).
@@ -391,35 +394,12 @@ fn lds_cost_cdna4_read(shape: &DsShape, addr: &[u32; 64], exec: u64) -> (u64, u6
     let b128 = shape.bytes == 16;
     let (phases, per_phase) = if b128 { (4, 16) } else { (2, 32) };
     let (mut cycles, mut conflicts) = (0u64, 0u64);
-    // At most 16 lanes × 4 dwords or 32 × 2 per phase.
-    let mut dwords = [0u32; 64];
     for p in 0..phases {
-        let mut n = 0usize;
-        for j in 0..per_phase {
-            let l = if b128 { CDNA4_READ128_GROUPS[p][j] } else { p * per_phase + j };
-            if exec >> l & 1 == 0 {
-                continue;
-            }
-            let base = addr[l].wrapping_add(shape.offsets[0]);
-            let (first, last) = (base / 4, base.wrapping_add(shape.bytes - 1) / 4);
-            let mut d = first;
-            loop {
-                if n < dwords.len() {
-                    dwords[n] = d;
-                    n += 1;
-                }
-                if d == last {
-                    break;
-                }
-                d = d.wrapping_add(1);
-            }
+        let lanes = (0..per_phase).map(|j| if b128 { CDNA4_READ128_GROUPS[p][j] } else { p * per_phase + j });
+        if let Some(worst) = phase_cost(shape, addr, exec, lanes, 64) {
+            cycles += worst;
+            conflicts += worst - 1;
         }
-        if n == 0 {
-            continue;
-        }
-        let worst = u64::from(worst_bank(&mut dwords[..n], 64));
-        cycles += worst;
-        conflicts += worst - 1;
     }
     (cycles, conflicts)
 }
