@@ -213,39 +213,9 @@ pub fn run(a: CostArgs) -> Result<(), String> {
         .filter(|e| e.problem == Problem::Dense && a.only.as_deref().is_none_or(|o| o.split(',').any(|o| e.name().contains(o))))
         .collect();
     let timed: Vec<Timed> = match &a.from_samples {
-        Some(p) if !a.retime => p.iter().map(|f| parse_samples(f)).collect::<Result<Vec<_>, _>>()?.concat(),
         Some(p) => {
-            // The same launches (kernel, shape, schedule) timed on the current model and code
-            // objects.
             let old = p.iter().map(|f| parse_samples(f)).collect::<Result<Vec<_>, _>>()?.concat();
-            let start = std::time::Instant::now();
-            let mut out = Vec::with_capacity(old.len());
-            for (i, t) in old.iter().enumerate() {
-                let (desc, plan) = plan_of(t, arch, cus).ok_or_else(|| {
-                    format!("sample {}x{}x{} of {} (splits {}, stream-K {}+{}) is no plan of this registry", t.m, t.n, t.k, t.kernel, t.splits, t.dp, t.g)
-                })?;
-                let s = time_plan(&ctx, &machine, &plan, desc.m, desc.n, desc.k)?;
-                eprintln!(
-                    "[{:>6.0} s] {:>4}/{} {:<44} {:>6}x{:<6}x{:<6} {:<22} {:>9.2} µs modelled (was {:.2})",
-                    start.elapsed().as_secs_f64(),
-                    i + 1,
-                    old.len(),
-                    t.kernel,
-                    t.m,
-                    t.n,
-                    t.k,
-                    plan.label(),
-                    s * 1e6,
-                    t.seconds * 1e6
-                );
-                out.push(Timed { seconds: s, ..t.clone() });
-                if let Some(path) = &a.samples_out
-                    && ((i + 1) % 16 == 0 || i + 1 == old.len())
-                {
-                    write_samples(path, &machine, &out)?;
-                }
-            }
-            out
+            if a.retime { retime(&ctx, &machine, arch, cus, &old, a.samples_out.as_deref())? } else { old }
         }
         None => {
             let mut out = Vec::new();
@@ -306,6 +276,39 @@ pub fn run(a: CostArgs) -> Result<(), String> {
         None => print!("{csv}"),
     }
     Ok(())
+}
+
+/// The launches of `old` (kernel, shape, schedule) timed again on the current timing model and
+/// code objects (`tune --retime`); written to `samples_out` every 16 launches and at the end.
+fn retime(ctx: &Context, machine: &Machine, arch: Arch, cus: u32, old: &[Timed], samples_out: Option<&Path>) -> Result<Vec<Timed>, String> {
+    let start = std::time::Instant::now();
+    let mut out = Vec::with_capacity(old.len());
+    for (i, t) in old.iter().enumerate() {
+        let (desc, plan) = plan_of(t, arch, cus).ok_or_else(|| {
+            format!("sample {}x{}x{} of {} (splits {}, stream-K {}+{}) is no plan of this registry", t.m, t.n, t.k, t.kernel, t.splits, t.dp, t.g)
+        })?;
+        let s = time_plan(ctx, machine, &plan, desc.m, desc.n, desc.k)?;
+        eprintln!(
+            "[{:>6.0} s] {:>4}/{} {:<44} {:>6}x{:<6}x{:<6} {:<22} {:>9.2} µs modelled (was {:.2})",
+            start.elapsed().as_secs_f64(),
+            i + 1,
+            old.len(),
+            t.kernel,
+            t.m,
+            t.n,
+            t.k,
+            plan.label(),
+            s * 1e6,
+            t.seconds * 1e6
+        );
+        out.push(Timed { seconds: s, ..t.clone() });
+        if let Some(path) = samples_out
+            && ((i + 1) % 16 == 0 || i + 1 == old.len())
+        {
+            write_samples(path, machine, &out)?;
+        }
+    }
+    Ok(out)
 }
 
 fn write_samples(path: &Path, machine: &Machine, v: &[Timed]) -> Result<(), String> {

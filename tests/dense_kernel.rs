@@ -290,6 +290,11 @@ fn decode_with_loops(co: &CodeObject, name: &str) -> (Decoded, Vec<(u64, u64)>) 
 /// target to the last backward branch (the `kb` loop including its prefetch/store tail).
 fn main_loop(co: &CodeObject, name: &str) -> Vec<amdgpu_emu::decode::Inst> {
     let (insts, back) = decode_with_loops(co, name);
+    loop_span(insts, &back)
+}
+
+/// The instructions from the earliest target of `back` to its last branch.
+fn loop_span(insts: Decoded, back: &[(u64, u64)]) -> Vec<amdgpu_emu::decode::Inst> {
     let start = back.iter().map(|b| b.0).min().unwrap();
     let end = back.iter().map(|b| b.1).max().unwrap();
     insts.into_iter().filter(|(pc, _)| (start..=end).contains(pc)).map(|(_, i)| i).collect()
@@ -307,9 +312,7 @@ fn main_loop_without_tail_jumps(co: &CodeObject, name: &str) -> Vec<amdgpu_emu::
     };
     let back: Vec<(u64, u64)> = back.into_iter().filter(|b| !next_is_end(b.1)).collect();
     assert!(!back.is_empty(), "{name}: no loop besides jumps before the end");
-    let start = back.iter().map(|b| b.0).min().unwrap();
-    let end = back.iter().map(|b| b.1).max().unwrap();
-    insts.into_iter().filter(|(pc, _)| (start..=end).contains(pc)).map(|(_, i)| i).collect()
+    loop_span(insts, &back)
 }
 
 /// The stream-K kernels' main-loop copies keep the data-parallel loop's MFMAs: all 16x16x32

@@ -370,11 +370,12 @@ impl fmt::Display for TimingReport {
         if let Some(last) = self.spans.iter().max_by_key(|s| s.end) {
             let mut d: Vec<u64> = self.spans.iter().map(|s| s.end - s.start).collect();
             d.sort_unstable();
+            let median = d[d.len() / 2];
             writeln!(
                 f,
                 "  workgroup durations (cycles): min {}, median {}, max {}; the last ends at {} (workgroup {}, CU {}, launched at {})",
                 d[0],
-                d[d.len() / 2],
+                median,
                 d[d.len() - 1],
                 last.end,
                 last.workgroup,
@@ -382,7 +383,6 @@ impl fmt::Display for TimingReport {
                 last.start
             )?;
             // Stragglers (a workgroup 10 % over the median): which ones, where.
-            let median = d[d.len() / 2];
             let mut slow: Vec<_> = self.spans.iter().filter(|s| (s.end - s.start) * 10 > median * 11).collect();
             if !slow.is_empty() {
                 slow.sort_unstable_by_key(|s| std::cmp::Reverse(s.end - s.start));
