@@ -356,9 +356,7 @@ mod tests {
     fn fitted_parameters_of_the_new_machines_are_mi325x_s() {
         assert_eq!(Machine::MI308X.clock_hz, Machine::MI325X.clock_hz);
         assert_eq!(Machine::MI355X.clock_hz, 2.4e9, "the MI355X runs at its peak clock (no clock under load is published)");
-        let f = |m: &Machine| {
-            (m.lds_latency, m.smem_latency, m.l1_latency, m.l2_latency, m.l2_bytes_per_clk, m.mall_latency_ns, m.hbm_latency_ns)
-        };
+        let f = |m: &Machine| (m.lds_latency, m.smem_latency, m.l1_latency, m.l2_latency, m.l2_bytes_per_clk, m.mall_latency_ns, m.hbm_latency_ns);
         let g = |m: &Machine| (m.barrier_latency, m.wg_dispatch_cycles, m.wave_launch_cycles, m.launch_overhead_s);
         for m in [&Machine::MI308X, &Machine::MI355X] {
             assert_eq!(f(m), f(&Machine::MI325X), "{}", m.name);
