@@ -67,6 +67,7 @@ pub struct EvalArgs {
     pub no_cliff: bool,
     pub shapes: Vec<(u32, u32, u32)>,
     pub verbose: bool,
+    pub estimates: bool,
 }
 
 /// One evaluated shape.
@@ -146,6 +147,19 @@ fn judge(
     Ok((plan, plan_s * 1e6, best_label, best_s * 1e6, timed, pruned))
 }
 
+/// Prints the plan and every candidate's estimate, least first (nothing is timed).
+fn print_estimates(desc: &GemmDesc, layout: WeightLayout) -> Result<(), String> {
+    let (plan, _) = select::plan(desc, layout, &Overrides::NONE, u64::MAX).map_err(|e| e.to_string())?;
+    let model = CostModel::for_arch(desc.arch).map_err(|e| e.to_string())?;
+    println!("{}x{}x{}: plan {} (estimate {:.2} µs)", desc.m, desc.n, desc.k, plan.label(), plan.estimate_s * 1e6);
+    let mut cands: Vec<(Plan, f64)> = select::candidates(desc, layout).into_iter().map(|c| (c, model.estimate(&c, desc))).collect();
+    cands.sort_by(|a, b| a.1.total_cmp(&b.1));
+    for (c, est) in cands {
+        println!("    {:<36} grid {:>6}  estimate {:>9.2} µs", c.label(), c.grid, est * 1e6);
+    }
+    Ok(())
+}
+
 /// Runs `eval`.
 pub fn run(a: EvalArgs) -> Result<(), String> {
     let machine = crate::profile::machine_by_name(&a.machine)?;
@@ -175,6 +189,10 @@ pub fn run(a: EvalArgs) -> Result<(), String> {
             let work = u64::from(m.div_ceil(64)) * u64::from(n.div_ceil(128)) * u64::from(k / 128);
             if work > a.max_blocks {
                 println!("{m:>6} {n:>6} {k:>6} {source:<28} skipped: {work} 64x128 tile-blocks > --max-blocks {}", a.max_blocks);
+                continue;
+            }
+            if a.estimates {
+                print_estimates(&desc, a.layout)?;
                 continue;
             }
             let (plan, plan_us, best, best_us, timed, pruned) = judge(&ctx, &machine, &desc, a.layout, a.prune, a.verbose)?;

@@ -358,6 +358,9 @@ enum Command {
         /// Print every timed candidate's estimate and modelled time.
         #[arg(long)]
         verbose: bool,
+        /// Only print every candidate's estimate, ranked (nothing is timed).
+        #[arg(long)]
+        estimates: bool,
     },
     /// Our kernels (as the library chooses them), *modelled* by the timing model, beside other
     /// implementations' numbers: AMD's asm kernels measured on MI325X (`peers`), AITER's CK
@@ -435,7 +438,7 @@ fn run(cli: Cli) -> Result<(), String> {
         Command::Tune { machine, out, samples, max_blocks, samples_out, from_samples, retime, only, seed, cost: _ } => {
             tune_cost::run(tune_cost::CostArgs { machine, samples, max_blocks, out, samples_out, from_samples, retime, only, seed })
         }
-        Command::Eval { machine, layout, prune, max_blocks, pairs, ms, csv, plot, no_cliff, shapes, verbose } => {
+        Command::Eval { machine, layout, prune, max_blocks, pairs, ms, csv, plot, no_cliff, shapes, verbose, estimates } => {
             let shapes = shapes
                 .iter()
                 .map(|s| {
@@ -451,7 +454,7 @@ fn run(cli: Cli) -> Result<(), String> {
                 validate::LayoutArg::Preshuffled => fp8gemm::WeightLayout::Preshuffled,
                 validate::LayoutArg::Both => return Err("eval: --layout logical or preshuffled".into()),
             };
-            eval::run(eval::EvalArgs { machine, layout, prune, max_blocks, pairs, ms, csv, plot, no_cliff, shapes, verbose })
+            eval::run(eval::EvalArgs { machine, layout, prune, max_blocks, pairs, ms, csv, plot, no_cliff, shapes, verbose, estimates })
         }
         Command::Compare { set, peers, scope, max_m, csv, plot } => compare::run(set, peers, scope, max_m, csv, plot),
         Command::Calibrate { peers, machine, files, scope, rows, verbose, csv, moe, moe_only, moe_rows, moe_div, moe_machine, full_math, fit, max_m, grid } => {

@@ -12,9 +12,10 @@
 //! shapes whose simulated work passes `--max-blocks` (tiles × K blocks in 64 × 128-tile
 //! equivalents) are redrawn.
 //! The samples are written to `--samples-out` so the fit can be redone without timing
-//! (`--from-samples`). The fit: for each candidate HBM bandwidth on a grid, every kernel's
-//! coefficients by non-negative least squares ([`fp8gemm::select::fit_kernel`]); the bandwidth
-//! with the smallest mean |log error| over all samples is kept. The evaluation shapes of
+//! (`--from-samples`). The fit: for each pair of candidate HBM and per-XCD L2 bandwidths on a
+//! grid (fractions of the machine's), every kernel's coefficients by non-negative least squares
+//! ([`fp8gemm::select::fit_kernel`]); the pair with the smallest mean |log error| over all
+//! samples is kept. The evaluation shapes of
 //! `fp8gemm eval` are never drawn here (they come from public model configurations, not from
 //! this distribution).
 
@@ -84,6 +85,11 @@ fn launch_layout<F: fp8gemm::fp8::Fp8Format>(
 
 /// Times `plan` on `m × n × k` with the timing model of `machine`; returns modelled seconds.
 pub fn time_plan(ctx: &Context, machine: &Machine, plan: &Plan, m: u32, n: u32, k: u32) -> Result<f64, String> {
+    Ok(profile_plan(ctx, machine, plan, m, n, k)?.seconds)
+}
+
+/// [`time_plan`]'s whole timing report.
+pub fn profile_plan(ctx: &Context, machine: &Machine, plan: &Plan, m: u32, n: u32, k: u32) -> Result<std::sync::Arc<amdgpu_emu::timing::TimingReport>, String> {
     let e = |x: fp8gemm::Error| x.to_string();
     let full = plan.grid <= machine.xcds * machine.cus_per_xcd;
     let options = SimOptions { scope: if full { Scope::Full } else { Scope::OneXcd }, ..SimOptions::default() };
@@ -123,8 +129,38 @@ pub fn time_plan(ctx: &Context, machine: &Machine, plan: &Plan, m: u32, n: u32, 
         emu::set_timing(None);
         run.map_err(e)?;
     }
-    let t = emu::last_launch_timing().ok_or("the timed launch left no report")?;
-    Ok(t.seconds)
+    emu::last_launch_timing().ok_or_else(|| "the timed launch left no report".to_string())
+}
+
+/// Kernel `e`'s L2 traffic per counted byte ([`select::KernelCost::l2_block_scale`] and
+/// `l2_other_scale`): the timing model's L2 bytes `T` of two launches (`4·BM × 16·BN` at
+/// K = 1024 and 4096, the kernel's first candidate schedule: data-parallel, split 2, or one wave
+/// of stream-K; grids whose workgroups divide evenly over the XCDs, so the busiest XCD's count
+/// is an eighth of the launch's) solved for `T = a·block + c·other` over what the features
+/// count ([`Features::l2_block_bytes`], [`Features::l2_other_bytes`]), `a, c ≥ 0`.
+fn l2_scales(ctx: &Context, machine: &Machine, e: &'static KernelEntry, arch: Arch, cus: u32) -> Result<(f64, f64), String> {
+    let xcds = f64::from(fp8gemm_device::tile::NUM_XCDS);
+    let mut rows = Vec::new();
+    for k in [1024, 4096] {
+        let (m, n) = (4 * e.block_m, 16 * e.block_n);
+        let desc = GemmDesc::dense(m, n, k, arch).with_cus(cus);
+        let plan = select::candidates_with_majors(&desc, e.weights, e.majors)
+            .into_iter()
+            .find(|p| std::ptr::eq(p.kernel, e))
+            .ok_or_else(|| format!("{}: no candidate at {m}x{n}x{k} to measure its L2 traffic on", e.name()))?;
+        let r = profile_plan(ctx, machine, &plan, m, n, k)?;
+        let f = Features::of(&plan, &desc);
+        rows.push((f.l2_block_bytes * xcds, f.l2_other_bytes * xcds, r.l2_bytes));
+    }
+    let [(p1, f1, t1), (p2, f2, t2)] = rows[..] else { unreachable!("two launches") };
+    let det = p1 * f2 - p2 * f1;
+    let (a, c) = if det.abs() > 1e-9 * p1 * f2 { ((t1 * f2 - t2 * f1) / det, (p1 * t2 - p2 * t1) / det) } else { (f64::NAN, f64::NAN) };
+    if a.is_finite() && c.is_finite() && a > 0.0 && c >= 0.0 {
+        Ok((a, c))
+    } else {
+        // The other bytes explain nothing here: all of the traffic per tile byte.
+        Ok(((t1 * p1 + t2 * p2) / (p1 * p1 + p2 * p2), 0.0))
+    }
 }
 
 fn log_uniform(rng: &mut StdRng, lo: f64, hi: f64) -> f64 {
@@ -251,16 +287,25 @@ pub fn run(a: CostArgs) -> Result<(), String> {
     };
     let launches = timed.len();
     let samples = timed.into_iter().map(|t| Resolved::new(t, arch, cus)).collect::<Result<Vec<_>, _>>()?;
+    let mut scales: HashMap<&'static str, (f64, f64)> = HashMap::new();
+    for r in &samples {
+        if !scales.contains_key(r.t.kernel) {
+            let e = r.plan.kernel;
+            let x = l2_scales(&ctx, &machine, e, arch, cus)?;
+            eprintln!("{:<44} L2 traffic {:.3}× the tile bytes + {:.3}× the output and partial bytes (modelled)", e.name(), x.0, x.1);
+            scales.insert(e.name(), x);
+        }
+    }
     let model = match &a.only {
         // One kernel (a new registry row): fitted at the shipped model's bandwidth and merged
         // into it.
         Some(_) => {
             let mut base = CostModel::for_arch(arch).map_err(|e| e.to_string())?.clone();
-            let fitted = fit_at(&samples, &machine, arch, base.hbm_bytes_per_s)?;
+            let fitted = fit_at(&samples, &scales, &machine, arch, base.hbm_bytes_per_s, base.l2_bytes_per_s)?;
             base.kernels.extend(fitted.kernels);
             base
         }
-        None => fit(&samples, &machine, arch)?,
+        None => fit(&samples, &scales, &machine, arch)?,
     };
     report(&samples, &model);
     let header = format!(
@@ -339,8 +384,9 @@ impl Resolved {
     }
 }
 
-/// Every kernel's coefficients at HBM bandwidth `bw`.
-fn fit_at(samples: &[Resolved], machine: &Machine, arch: Arch, bw: f64) -> Result<CostModel, String> {
+/// Every kernel's coefficients at HBM bandwidth `bw` and per-XCD L2 bandwidth `l2` (bytes/s).
+/// `scales`: each kernel's [`l2_scales`].
+fn fit_at(samples: &[Resolved], scales: &HashMap<&'static str, (f64, f64)>, machine: &Machine, arch: Arch, bw: f64, l2: f64) -> Result<CostModel, String> {
     let mut by_kernel: HashMap<&'static str, Vec<Sample>> = HashMap::new();
     for r in samples {
         by_kernel.entry(r.t.kernel).or_default().push(Sample { features: r.features, seconds: r.t.seconds });
@@ -350,34 +396,46 @@ fn fit_at(samples: &[Resolved], machine: &Machine, arch: Arch, bw: f64) -> Resul
         clock_hz: machine.clock_hz,
         launch_s: machine.launch_overhead_s,
         hbm_bytes_per_s: bw,
+        l2_bytes_per_s: l2,
         kernels: HashMap::new(),
     };
     for (name, samples) in &by_kernel {
         let e = registry::by_name(name).ok_or("unregistered kernel")?;
         let slots = e.slots_per_cu(arch).unwrap_or(1);
-        model.kernels.insert(name.to_string(), select::fit_kernel(samples, slots, machine.clock_hz, machine.launch_overhead_s, bw));
+        let scale = scales.get(name).copied().unwrap_or((1.0, 1.0));
+        model.kernels.insert(name.to_string(), select::fit_kernel(samples, slots, machine.clock_hz, machine.launch_overhead_s, bw, l2, scale));
     }
     Ok(model)
 }
 
-/// Fits every kernel's coefficients (module docs): the bandwidth of least mean |log error|.
-fn fit(samples: &[Resolved], machine: &Machine, arch: Arch) -> Result<CostModel, String> {
+/// Fits every kernel's coefficients (module docs): the HBM and L2 bandwidths (fractions of
+/// the machine's: 0.30 … 1.10 of its HBM peak, 0.40 … 1.00 of its L2's) of least mean
+/// |log error|.
+fn fit(samples: &[Resolved], scales: &HashMap<&'static str, (f64, f64)>, machine: &Machine, arch: Arch) -> Result<CostModel, String> {
     let peak = machine.hbm_bytes_per_s;
+    let l2_peak = machine.l2_bytes_per_clk * machine.clock_hz;
     let mut best: Option<(f64, CostModel)> = None;
     for step in 0..=16 {
-        let bw = peak * (0.3 + 0.05 * f64::from(step));
-        let model = fit_at(samples, machine, arch, bw)?;
-        // Mean |log error| over every sample (a median would let the memory-bound tail go).
-        let mean = samples.iter().map(|r| r.ratio(&model).ln().abs()).sum::<f64>() / samples.len().max(1) as f64;
-        if best.as_ref().is_none_or(|(b, _)| mean < *b) {
-            best = Some((mean, model));
+        for l2_step in 0..=12 {
+            let bw = peak * (0.3 + 0.05 * f64::from(step));
+            let l2 = l2_peak * (0.4 + 0.05 * f64::from(l2_step));
+            let model = fit_at(samples, scales, machine, arch, bw, l2)?;
+            // Mean |log error| over every sample (a median would let the memory-bound tail go).
+            let mean = samples.iter().map(|r| r.ratio(&model).ln().abs()).sum::<f64>() / samples.len().max(1) as f64;
+            if best.as_ref().is_none_or(|(b, _)| mean < *b) {
+                best = Some((mean, model));
+            }
         }
     }
     best.map(|(_, m)| m).ok_or_else(|| "no samples".to_string())
 }
 
 fn report(samples: &[Resolved], model: &CostModel) {
-    println!("cost model fit (in-sample; every time MODELLED): HBM {:.2} TB/s", model.hbm_bytes_per_s / 1e12);
+    println!(
+        "cost model fit (in-sample; every time MODELLED): HBM {:.2} TB/s, L2 {:.2} TB/s per XCD",
+        model.hbm_bytes_per_s / 1e12,
+        model.l2_bytes_per_s / 1e12
+    );
     println!("{:<46} {:>4} {:>10} {:>10} {:>10}  worst row", "kernel", "n", "median|e|", "worst|e|", "median e");
     let mut names: Vec<&str> = samples.iter().map(|r| r.t.kernel).collect();
     names.sort_unstable();

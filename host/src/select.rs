@@ -17,9 +17,13 @@
 //!   cycles; a split or stream-K piece adds `partial` cycles for its partial tile and `reduce`
 //!   for each partial the finishing workgroup adds; a block whose B tile the CU reads first
 //!   (cold, from HBM: one in `⌈m/BM⌉` of the workgroups sharing that B tile) adds `cold`.
-//! * **Memory.** The launch moves at least its unique bytes (A, B, D, and the partial tiles)
-//!   through HBM at `hbm_bytes_per_s`.
-//! * `time = launch + max(busiest CU cycles / clock, bytes / bandwidth)`.
+//! * **Memory.** The launch moves at least its unique bytes (A, B and D) through HBM at
+//!   `hbm_bytes_per_s`, and every workgroup's A and B tiles (and scales) for each K block it runs,
+//!   its output tile and partials through its XCD's L2: the busiest XCD (`⌈jobs/XCDs⌉` of each
+//!   kind, dealt round-robin) at `l2_bytes_per_s`. Small tiles over a long K re-read B and A from
+//!   the L2 many times; this bound is what makes them lose there.
+//! * `time = launch + max(busiest CU cycles / clock, HBM bytes / its bandwidth, L2 bytes / its
+//!   bandwidth)`.
 //!
 //! Every coefficient is **generated**: `fp8gemm tune --cost` times each registered kernel with
 //! the timing model (`amdgpu_emu::timing`) on a seeded random sample of shapes, fits
@@ -423,6 +427,19 @@ pub struct KernelCost {
     /// Extra cycles per block whose B tile comes cold from HBM (its first reader among the
     /// `⌈m/BM⌉` workgroups that share it).
     pub cold: f64,
+    /// The kernel's L2 traffic per byte of [`Features::l2_block_bytes`], as the timing model
+    /// measured it (`fp8gemm tune --cost` runs two launches per kernel, [`KernelCost::l2_bytes`]):
+    /// what the tiles' line granularity, scale reads and the waves' re-reads past the L1 add.
+    pub l2_block_scale: f64,
+    /// The same per byte of [`Features::l2_other_bytes`] (output tiles and partials).
+    pub l2_other_scale: f64,
+}
+
+impl KernelCost {
+    /// The bytes the busiest XCD's L2 serves for `f` under these coefficients.
+    pub fn l2_bytes(&self, f: &Features) -> f64 {
+        self.l2_block_scale * f.l2_block_bytes + self.l2_other_scale * f.l2_other_bytes
+    }
 }
 
 /// The generated cost model of one architecture (module docs).
@@ -436,6 +453,9 @@ pub struct CostModel {
     pub launch_s: f64,
     /// The HBM bandwidth a streaming launch reaches on it, bytes per second (fitted).
     pub hbm_bytes_per_s: f64,
+    /// The bandwidth one XCD's L2 reaches serving its workgroups' tile loads, bytes per second
+    /// (fitted as a fraction of the machine's L2 bandwidth).
+    pub l2_bytes_per_s: f64,
     /// Per kernel symbol.
     pub kernels: HashMap<String, KernelCost>,
 }
@@ -459,14 +479,44 @@ pub struct Features {
     pub cold: f64,
     /// Unique bytes the launch moves through HBM (A, B and D once each).
     pub hbm_bytes: f64,
+    /// Bytes the busiest XCD's L2 serves its workgroups' A and B tiles (with their scales) for
+    /// every K block they run. Workgroups are dealt to the [`tile::NUM_XCDS`] XCDs
+    /// round-robin, so the busiest gets `⌈jobs/XCDs⌉` of each kind.
+    pub l2_block_bytes: f64,
+    /// The same for their output tiles and partials (stored and read back).
+    pub l2_other_bytes: f64,
+}
+
+/// What one workgroup of a `bm × bn` tile moves through its XCD's L2.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TileBytes {
+    /// Per 128-K block: the A and B tiles in FP8 and their f32 scales.
+    pub block: f64,
+    /// The output tile (bf16).
+    pub out: f64,
+    /// A partial tile (f32), stored or read back.
+    pub partial: f64,
+}
+
+impl TileBytes {
+    /// The bytes of a `bm × bn` tile.
+    pub fn of(bm: u32, bn: u32) -> TileBytes {
+        let (bm, bn) = (f64::from(bm), f64::from(bn));
+        let k = f64::from(tile::SCALE_BLOCK_K);
+        TileBytes { block: (bm + bn) * k + 4.0 * bm + 4.0 * (bn / k).ceil(), out: 2.0 * bm * bn, partial: 4.0 * bm * bn }
+    }
 }
 
 /// Adds `jobs` jobs of `blocks` blocks dealt round-robin over `cus` CUs (the busiest gets
-/// `⌈jobs/cus⌉`), run `slots` at a time.
-fn add_jobs(f: &mut Features, jobs: u64, blocks: f64, cus: u64, slots: u32) {
+/// `⌈jobs/cus⌉`), run `slots` at a time, each moving `blocks · tb.block` tile bytes and
+/// `other` output or partial bytes through its XCD's L2.
+fn add_jobs(f: &mut Features, jobs: u64, blocks: f64, cus: u64, slots: u32, tb: TileBytes, other: f64) {
     if jobs == 0 {
         return;
     }
+    let per_xcd = jobs.div_ceil(u64::from(tile::NUM_XCDS)) as f64;
+    f.l2_block_bytes += per_xcd * blocks * tb.block;
+    f.l2_other_bytes += per_xcd * other;
     let per_cu = jobs.div_ceil(cus);
     let slots = u64::from(slots.clamp(1, 8));
     let full = per_cu / slots;
@@ -489,42 +539,49 @@ impl Features {
         let slots = k.slots_per_cu(desc.arch).unwrap_or(1);
         let nkb = u64::from(desc.k / tile::SCALE_BLOCK_K);
         let tiles = k.tiles(desc.m, desc.n);
+        let tb = TileBytes::of(k.block_m, k.block_n);
         let mut f = Features::default();
         if let Some(sk) = plan.stream_k {
             let dp = u64::from(sk.dp_tiles);
-            add_jobs(&mut f, dp, nkb as f64, cus, slots);
+            add_jobs(&mut f, dp, nkb as f64, cus, slots, tb, tb.out);
             let g = u64::from(sk.sk_wgs.max(1));
             let iters = (tiles - dp) * nkb;
             let per = iters.div_ceil(g);
-            add_jobs(&mut f, g, per as f64, cus, slots);
             // Each stream-K workgroup stores a partial for every tile it starts or ends in
             // the middle of; the owners add them.
             let pieces = (per as f64 / nkb as f64).ceil() + 1.0;
+            let adds = (nkb as f64 / per as f64).ceil().max(1.0);
+            add_jobs(&mut f, g, per as f64, cus, slots, tb, (pieces + adds) * tb.partial);
             f.partials += g.div_ceil(cus) as f64 * pieces;
-            f.reduces += ((tiles - dp) as f64 / cus as f64).ceil() * (nkb as f64 / per as f64).ceil().max(1.0);
+            f.reduces += ((tiles - dp) as f64 / cus as f64).ceil() * adds;
             let m_tiles = f64::from(desc.m.div_ceil(k.block_m).max(1));
             f.cold = f.blocks.iter().sum::<f64>() / m_tiles;
             f.hbm_bytes = dense_bytes(desc);
             f
         } else {
-            Features::of_tiles(tiles, nkb, plan.splits, cus, slots, f64::from(desc.m.div_ceil(k.block_m).max(1)), dense_bytes(desc))
+            Features::of_tiles(tiles, nkb, plan.splits, cus, slots, f64::from(desc.m.div_ceil(k.block_m).max(1)), dense_bytes(desc), tb)
         }
     }
 
     /// The features of `tiles` output tiles of `nkb` 128-K blocks each, cut into `splits`
     /// pieces (1: whole tiles), dealt to `cus` CUs that hold `slots` workgroups each, where
-    /// `b_sharers` workgroups read each B tile (the first reads it cold) and the launch moves
-    /// `hbm_bytes` unique bytes: a data-parallel or split-K launch, dense or grouped.
-    pub fn of_tiles(tiles: u64, nkb: u64, splits: u32, cus: u64, slots: u32, b_sharers: f64, hbm_bytes: f64) -> Features {
+    /// `b_sharers` workgroups read each B tile (the first reads it cold), the launch moves
+    /// `hbm_bytes` unique bytes and each tile `tb` through its XCD's L2: a data-parallel or
+    /// split-K launch, dense or grouped.
+    #[allow(clippy::too_many_arguments)]
+    pub fn of_tiles(tiles: u64, nkb: u64, splits: u32, cus: u64, slots: u32, b_sharers: f64, hbm_bytes: f64, tb: TileBytes) -> Features {
         let mut f = Features::default();
         if splits > 1 {
             let s = u64::from(splits);
             let per = nkb.div_ceil(s);
-            add_jobs(&mut f, tiles * s, per as f64, cus, slots);
+            // Each piece stores its partial; the finishing one reads the tile's `s` partials
+            // back (counted on every piece: which one finishes is not known) and stores D.
+            add_jobs(&mut f, tiles * s, per as f64, cus, slots, tb, tb.partial);
+            f.l2_other_bytes += tiles.div_ceil(u64::from(tile::NUM_XCDS)) as f64 * (s as f64 * tb.partial + tb.out);
             f.partials += (tiles * s).div_ceil(cus) as f64;
             f.reduces += tiles.div_ceil(cus) as f64 * s as f64;
         } else {
-            add_jobs(&mut f, tiles, nkb as f64, cus, slots);
+            add_jobs(&mut f, tiles, nkb as f64, cus, slots, tb, tb.out);
         }
         f.cold = f.blocks.iter().sum::<f64>() / b_sharers.max(1.0);
         // Partial tiles stay in the L2 / MALL (written, then read back by the finishing
@@ -573,23 +630,30 @@ impl CostModel {
                     m.clock_hz = num(2)?;
                     m.launch_s = num(3)?;
                     m.hbm_bytes_per_s = num(4)?;
+                    m.l2_bytes_per_s = num(5)?;
                 }
                 "kernel" => {
                     let name = f.get(1).ok_or_else(|| format!("line {}: kernel name missing", i + 1))?.to_string();
                     let slots = num(2)? as usize;
-                    if !(1..=8).contains(&slots) || f.len() != 6 + 2 * slots {
-                        return Err(format!("line {}: expected name, slots, partial, reduce, cold, then slots block and slots fixed figures", i + 1));
+                    if !(1..=8).contains(&slots) || f.len() != 8 + 2 * slots {
+                        return Err(format!(
+                            "line {}: expected name, slots, partial, reduce, cold, l2_block_scale, l2_other_scale, then slots block and slots fixed figures",
+                            i + 1
+                        ));
                     }
-                    let (partial, reduce, cold) = (num(3)?, num(4)?, num(5)?);
-                    let block = (0..slots).map(|o| num(6 + o)).collect::<Result<Vec<_>, _>>()?;
-                    let fixed = (0..slots).map(|o| num(6 + slots + o)).collect::<Result<Vec<_>, _>>()?;
-                    m.kernels.insert(name, KernelCost { block, fixed, partial, reduce, cold });
+                    let (partial, reduce, cold, l2_block_scale, l2_other_scale) = (num(3)?, num(4)?, num(5)?, num(6)?, num(7)?);
+                    if l2_block_scale <= 0.0 || l2_other_scale < 0.0 {
+                        return Err(format!("line {}: l2_block_scale must be positive and l2_other_scale not negative", i + 1));
+                    }
+                    let block = (0..slots).map(|o| num(8 + o)).collect::<Result<Vec<_>, _>>()?;
+                    let fixed = (0..slots).map(|o| num(8 + slots + o)).collect::<Result<Vec<_>, _>>()?;
+                    m.kernels.insert(name, KernelCost { block, fixed, partial, reduce, cold, l2_block_scale, l2_other_scale });
                 }
                 other => return Err(format!("line {}: unknown row kind `{other}`", i + 1)),
             }
         }
-        if m.clock_hz <= 0.0 || m.hbm_bytes_per_s <= 0.0 {
-            return Err("no `machine` row".into());
+        if m.clock_hz <= 0.0 || m.hbm_bytes_per_s <= 0.0 || m.l2_bytes_per_s <= 0.0 {
+            return Err("no `machine` row with a clock and HBM and L2 bandwidths".into());
         }
         Ok(m)
     }
@@ -602,15 +666,27 @@ impl CostModel {
             s.push_str(l);
             s.push('\n');
         }
-        s.push_str("# machine,name,clock_hz,launch_s,hbm_bytes_per_s\n");
-        s.push_str(&format!("machine,{},{},{:e},{:e}\n", self.machine, self.clock_hz, self.launch_s, self.hbm_bytes_per_s));
-        s.push_str("# kernel,symbol,slots,partial_cycles,reduce_cycles,cold_block_cycles,block_cycles[slots],fixed_cycles[slots]\n");
+        s.push_str("# machine,name,clock_hz,launch_s,hbm_bytes_per_s,l2_bytes_per_s_per_xcd\n");
+        s.push_str(&format!("machine,{},{},{:e},{:e},{:e}\n", self.machine, self.clock_hz, self.launch_s, self.hbm_bytes_per_s, self.l2_bytes_per_s));
+        s.push_str(
+            "# kernel,symbol,slots,partial_cycles,reduce_cycles,cold_block_cycles,l2_block_scale,l2_other_scale,block_cycles[slots],fixed_cycles[slots]\n",
+        );
         let mut names: Vec<&String> = self.kernels.keys().collect();
         names.sort();
         for n in names {
             let c = &self.kernels[n];
             let fig = |v: &[f64]| v.iter().map(|x| format!("{x:.1}")).collect::<Vec<_>>().join(",");
-            s.push_str(&format!("kernel,{n},{},{:.1},{:.1},{:.1},{},{}\n", c.block.len(), c.partial, c.reduce, c.cold, fig(&c.block), fig(&c.fixed)));
+            s.push_str(&format!(
+                "kernel,{n},{},{:.1},{:.1},{:.1},{:.3},{:.3},{},{}\n",
+                c.block.len(),
+                c.partial,
+                c.reduce,
+                c.cold,
+                c.l2_block_scale,
+                c.l2_other_scale,
+                fig(&c.block),
+                fig(&c.fixed)
+            ));
         }
         s
     }
@@ -636,7 +712,20 @@ impl CostModel {
     pub fn estimate(&self, plan: &Plan, desc: &GemmDesc) -> f64 {
         let Some(c) = self.kernels.get(plan.kernel.name()) else { return f64::INFINITY };
         let f = Features::of(plan, desc);
-        self.launch_s + (Self::cu_cycles(c, &f) / self.clock_hz).max(f.hbm_bytes / self.hbm_bytes_per_s)
+        self.launch_s + (Self::cu_cycles(c, &f) / self.clock_hz).max(self.memory_s(c, &f))
+    }
+
+    /// The seconds the memory hierarchy needs for `f` under `c` at the least: its unique bytes
+    /// through HBM or the busiest XCD's traffic ([`KernelCost::l2_bytes`]) through its L2,
+    /// whichever takes longer.
+    pub fn memory_s(&self, c: &KernelCost, f: &Features) -> f64 {
+        Self::memory_at(f.hbm_bytes, c.l2_bytes(f), self.hbm_bytes_per_s, self.l2_bytes_per_s)
+    }
+
+    /// [`CostModel::memory_s`] of `hbm` and `l2` bytes at the given bandwidths (bytes per
+    /// second; the L2's per XCD).
+    pub fn memory_at(hbm: f64, l2: f64, hbm_bytes_per_s: f64, l2_bytes_per_s: f64) -> f64 {
+        (hbm / hbm_bytes_per_s).max(l2 / l2_bytes_per_s)
     }
 }
 
@@ -732,7 +821,7 @@ pub fn plan_contiguous_splitk(
             f.cold = f.blocks.iter().sum::<f64>() / blocks_per_group;
             let (r, nn, kk) = (f64::from(rows), f64::from(n), f64::from(k));
             f.hbm_bytes = r * kk + f64::from(active.max(1)) * nn * kk + 2.0 * r * nn;
-            model.launch_s + (CostModel::cu_cycles(c, &f) / model.clock_hz).max(f.hbm_bytes / model.hbm_bytes_per_s)
+            model.launch_s + (CostModel::cu_cycles(c, &f) / model.clock_hz).max(model.memory_s(c, &f))
         };
         let grid = |s: u32| u32::try_from(tiles * u64::from(s)).ok();
         let counts: Vec<u32> = match forced {
@@ -847,9 +936,9 @@ fn grouped_work(e: &KernelEntry, desc: &GemmDesc) -> GroupedWork {
 fn grouped_estimate(model: &CostModel, e: &KernelEntry, w: &GroupedWork, splits: u32, arch: Arch, cus: u32) -> (f64, f64) {
     let Some(c) = dense_counterpart(e).and_then(|d| model.kernels.get(d.name())) else { return (f64::INFINITY, f64::INFINITY) };
     let slots = e.slots_per_cu(arch).unwrap_or(1);
-    let f = Features::of_tiles(w.work, w.nkb, splits, u64::from(cus.max(1)), slots, w.b_sharers, w.hbm_bytes);
+    let f = Features::of_tiles(w.work, w.nkb, splits, u64::from(cus.max(1)), slots, w.b_sharers, w.hbm_bytes, TileBytes::of(e.block_m, e.block_n));
     let compute = CostModel::cu_cycles(c, &f) / model.clock_hz;
-    (model.launch_s + compute.max(f.hbm_bytes / model.hbm_bytes_per_s), compute)
+    (model.launch_s + compute.max(model.memory_s(c, &f)), compute)
 }
 
 /// The tiles of an m-grouped layout's kernels, for [`ConfigError::ForcedTile`].
@@ -1025,9 +1114,19 @@ pub struct Sample {
 
 /// Fits one kernel's coefficients to `samples` (non-negative least squares on relative error,
 /// over the samples that the compute term explains: a sample whose bytes at `hbm_bytes_per_s`
-/// exceed the fitted compute time is memory-bound and left out, iterated to a fixed point).
-/// `slots` is the kernel's workgroups per CU.
-pub fn fit_kernel(samples: &[Sample], slots: u32, clock_hz: f64, launch_s: f64, hbm_bytes_per_s: f64) -> KernelCost {
+/// through HBM or, scaled by the kernel's measured `l2_scales` (block, other;
+/// [`KernelCost::l2_bytes`]), at `l2_bytes_per_s` through the busiest XCD's L2 exceed the
+/// fitted compute time is memory-bound and left out, iterated to a fixed point). `slots` is the
+/// kernel's workgroups per CU.
+pub fn fit_kernel(
+    samples: &[Sample],
+    slots: u32,
+    clock_hz: f64,
+    launch_s: f64,
+    hbm_bytes_per_s: f64,
+    l2_bytes_per_s: f64,
+    l2_scales: (f64, f64),
+) -> KernelCost {
     let s = slots.clamp(1, 8) as usize;
     let cols = 2 * s + 3;
     let row = |x: &Features| -> Vec<f64> {
@@ -1057,11 +1156,11 @@ pub fn fit_kernel(samples: &[Sample], slots: u32, clock_hz: f64, launch_s: f64, 
             b.push(cycles * w);
         }
         coef = nnls(&a, &b, cols);
-        let c = to_cost(&coef, s);
+        let c = to_cost(&coef, s, l2_scales);
         let mut changed = false;
         for (i, smp) in samples.iter().enumerate() {
             let compute = CostModel::cu_cycles(&c, &smp.features) / clock_hz;
-            let mem = smp.features.hbm_bytes / hbm_bytes_per_s;
+            let mem = CostModel::memory_at(smp.features.hbm_bytes, c.l2_bytes(&smp.features), hbm_bytes_per_s, l2_bytes_per_s);
             let keep = compute >= mem;
             if keep != use_[i] {
                 changed = true;
@@ -1072,11 +1171,19 @@ pub fn fit_kernel(samples: &[Sample], slots: u32, clock_hz: f64, launch_s: f64, 
             break;
         }
     }
-    to_cost(&coef, s)
+    to_cost(&coef, s, l2_scales)
 }
 
-fn to_cost(coef: &[f64], s: usize) -> KernelCost {
-    KernelCost { block: coef[..s].to_vec(), fixed: coef[s..2 * s].to_vec(), partial: coef[2 * s], reduce: coef[2 * s + 1], cold: coef[2 * s + 2] }
+fn to_cost(coef: &[f64], s: usize, (l2_block_scale, l2_other_scale): (f64, f64)) -> KernelCost {
+    KernelCost {
+        block: coef[..s].to_vec(),
+        fixed: coef[s..2 * s].to_vec(),
+        partial: coef[2 * s],
+        reduce: coef[2 * s + 1],
+        cold: coef[2 * s + 2],
+        l2_block_scale,
+        l2_other_scale,
+    }
 }
 
 /// Non-negative least squares `min ‖A x − b‖², x ≥ 0` by cyclic coordinate descent on the
@@ -1132,12 +1239,20 @@ mod tests {
     fn fit_kernel_recovers_generated_coefficients() {
         // Samples made by a known cost (compute-bound: a bandwidth no sample reaches) are
         // fitted back to it.
-        let truth = KernelCost { block: vec![600.0, 900.0], fixed: vec![3000.0, 4000.0], partial: 500.0, reduce: 200.0, cold: 300.0 };
+        let truth = KernelCost {
+            block: vec![600.0, 900.0],
+            fixed: vec![3000.0, 4000.0],
+            partial: 500.0,
+            reduce: 200.0,
+            cold: 300.0,
+            l2_block_scale: 1.0,
+            l2_other_scale: 1.0,
+        };
         let (clock, launch) = (1.8e9, 2e-6);
         let mut samples = Vec::new();
         for i in 0..40u32 {
             let mut f = Features::default();
-            add_jobs(&mut f, u64::from(50 + 37 * i), f64::from(2 + i % 13), 304, 2);
+            add_jobs(&mut f, u64::from(50 + 37 * i), f64::from(2 + i % 13), 304, 2, TileBytes::of(64, 128), 0.0);
             if i % 3 == 0 {
                 f.partials = f64::from(i % 5);
                 f.reduces = f64::from(i % 7);
@@ -1146,7 +1261,7 @@ mod tests {
             f.hbm_bytes = 1.0;
             samples.push(Sample { features: f, seconds: launch + CostModel::cu_cycles(&truth, &f) / clock });
         }
-        let got = fit_kernel(&samples, 2, clock, launch, 1e18);
+        let got = fit_kernel(&samples, 2, clock, launch, 1e18, 1e18, (1.0, 1.0));
         let all = |c: &KernelCost| c.block.iter().chain(&c.fixed).chain([&c.partial, &c.reduce, &c.cold]).copied().collect::<Vec<f64>>();
         for (g, t) in all(&got).into_iter().zip(all(&truth)) {
             assert!((g - t).abs() <= 1e-3 * t.max(1.0), "{got:?} vs {truth:?}");
@@ -1158,11 +1273,46 @@ mod tests {
         let mut f = Features::default();
         // 10 jobs of 4 blocks on 4 CUs, 2 slots: the busiest CU gets 3 jobs: one batch of 2,
         // one of 1.
-        add_jobs(&mut f, 10, 4.0, 4, 2);
+        let tb = TileBytes::of(64, 128);
+        add_jobs(&mut f, 10, 4.0, 4, 2, tb, 7.0);
         assert_eq!((f.blocks[1], f.batches[1], f.blocks[0], f.batches[0]), (4.0, 1.0, 4.0, 1.0));
+        // Over 8 XCDs the busiest gets 2 of the 10 jobs.
+        assert_eq!((f.l2_block_bytes, f.l2_other_bytes), (2.0 * 4.0 * tb.block, 2.0 * 7.0));
         let mut g = Features::default();
-        add_jobs(&mut g, 3, 5.0, 4, 2);
+        add_jobs(&mut g, 3, 5.0, 4, 2, tb, 0.0);
         assert_eq!((g.blocks[0], g.batches[0], g.batches[1]), (5.0, 1.0, 0.0));
+        assert_eq!(g.l2_block_bytes, 5.0 * tb.block);
+    }
+
+    #[test]
+    fn tile_bytes_by_hand() {
+        // 64x128: A 64·128 + B 128·128 FP8 bytes, 64 A scales and one B scale per block.
+        let tb = TileBytes::of(64, 128);
+        assert_eq!(tb.block, 192.0 * 128.0 + 4.0 * 64.0 + 4.0);
+        assert_eq!((tb.out, tb.partial), (2.0 * 64.0 * 128.0, 4.0 * 64.0 * 128.0));
+        // A split launch: 4 tiles × 2 pieces of 3 blocks (K = 6 blocks) over 8 XCDs: the busiest
+        // XCD runs one piece (its partial) and finishes one tile (2 partials read, D stored).
+        let f = Features::of_tiles(4, 6, 2, 304, 2, 1.0, 0.0, tb);
+        assert_eq!(f.l2_block_bytes, 3.0 * tb.block);
+        assert_eq!(f.l2_other_bytes, tb.partial + 2.0 * tb.partial + tb.out);
+    }
+
+    #[test]
+    fn the_l2_bound_takes_over_when_it_is_the_longer() {
+        let c = KernelCost { block: vec![1.0], fixed: vec![0.0], partial: 0.0, reduce: 0.0, cold: 0.0, l2_block_scale: 1.5, l2_other_scale: 2.0 };
+        let model = CostModel { machine: "t".into(), clock_hz: 1e9, launch_s: 1e-6, hbm_bytes_per_s: 1e18, l2_bytes_per_s: 1e9, kernels: HashMap::new() };
+        let f = Features { l2_block_bytes: 1000.0, l2_other_bytes: 10.0, ..Features::default() };
+        assert_eq!(c.l2_bytes(&f), 1520.0);
+        assert_eq!(model.memory_s(&c, &f), 1520.0 / 1e9);
+        // Written and read back, the model keeps its bandwidths and scales.
+        let mut m2 = model.clone();
+        m2.kernels.insert("k".into(), c.clone());
+        let back = CostModel::parse(&m2.to_csv("test")).expect("round trip");
+        assert_eq!(back.l2_bytes_per_s, 1e9);
+        assert_eq!((back.kernels["k"].l2_block_scale, back.kernels["k"].l2_other_scale), (1.5, 2.0));
+        // A non-positive block scale is refused, naming the field.
+        let bad = m2.to_csv("test").replace(",1.500,2.000,", ",0.000,2.000,");
+        assert!(CostModel::parse(&bad).unwrap_err().contains("l2_block_scale"));
     }
 
     #[test]

@@ -296,6 +296,10 @@ pub struct TimingReport {
     pub flops: f64,
     /// HBM bytes moved (whole launch).
     pub hbm_bytes: f64,
+    /// Bytes the L2s served to the CUs (whole launch; L1 misses and stores).
+    pub l2_bytes: f64,
+    /// Bytes the XCDs' fabric links moved (whole launch; L2 misses and write-backs).
+    pub fabric_bytes: f64,
     /// Busy fractions.
     pub busy: Busy,
     /// Wave-cycles lost per [`Stall`] reason.
@@ -340,6 +344,13 @@ impl fmt::Display for TimingReport {
             self.tflops(),
             self.hbm_bytes / 1e6,
             self.hbm_gbps()
+        )?;
+        writeln!(
+            f,
+            "  L2 served {:.1} MB ({:.2} MB per workgroup), fabric links moved {:.1} MB",
+            self.l2_bytes / 1e6,
+            self.l2_bytes / 1e6 / self.workgroups.max(1) as f64,
+            self.fabric_bytes / 1e6
         )?;
         let b = &self.busy;
         writeln!(
@@ -699,6 +710,8 @@ impl Launch {
             seconds,
             flops: mfma_flops as f64 * scale,
             hbm_bytes: st.hbm_bytes * scale,
+            l2_bytes: st.l2_bytes * scale,
+            fabric_bytes: st.fabric_bytes * scale,
             busy,
             stalls: st.stalls,
             issued: st.issued,
