@@ -300,6 +300,8 @@ pub struct TimingReport {
     pub l2_bytes: f64,
     /// Bytes the XCDs' fabric links moved (whole launch; L2 misses and write-backs).
     pub fabric_bytes: f64,
+    /// Bytes each simulated XCD's fabric link moved (one entry under [`Scope::OneXcd`]).
+    pub fabric_by_xcd: Vec<f64>,
     /// Busy fractions.
     pub busy: Busy,
     /// Wave-cycles lost per [`Stall`] reason.
@@ -393,6 +395,17 @@ impl fmt::Display for TimingReport {
                 last.cu,
                 last.start
             )?;
+            // Per XCD (workgroup `i` runs on XCD `i mod XCDs`): median duration and fabric bytes.
+            if self.fabric_by_xcd.len() > 1 {
+                let x = self.fabric_by_xcd.len() as u64;
+                write!(f, "  per XCD (median workgroup cycles, fabric MB):")?;
+                for (i, fb) in self.fabric_by_xcd.iter().enumerate() {
+                    let mut di: Vec<u64> = self.spans.iter().filter(|s| s.workgroup % x == i as u64).map(|s| s.end - s.start).collect();
+                    di.sort_unstable();
+                    write!(f, " {i}: {} {:.1}", di.get(di.len() / 2).copied().unwrap_or(0), fb / 1e6)?;
+                }
+                writeln!(f)?;
+            }
             // Stragglers (a workgroup 10 % over the median): which ones, where.
             let mut slow: Vec<_> = self.spans.iter().filter(|s| (s.end - s.start) * 10 > median * 11).collect();
             if !slow.is_empty() {
@@ -712,6 +725,7 @@ impl Launch {
             hbm_bytes: st.hbm_bytes * scale,
             l2_bytes: st.l2_bytes * scale,
             fabric_bytes: st.fabric_bytes * scale,
+            fabric_by_xcd: st.fabric_by_xcd.clone(),
             busy,
             stalls: st.stalls,
             issued: st.issued,

@@ -201,6 +201,8 @@ pub(crate) struct Stats {
     pub ta_cycles: f64,
     pub l2_bytes: f64,
     pub fabric_bytes: f64,
+    /// Fabric bytes per simulated XCD.
+    pub fabric_by_xcd: Vec<f64>,
     pub hbm_bytes: f64,
     pub cu_busy: u64,
     pub simulated_workgroups: u64,
@@ -288,7 +290,7 @@ impl<'a> Sim<'a> {
             slots_per_cu: workgroups_per_cu(m, r),
             age: 0,
             trace_workgroup: None,
-            stats: Stats { stall_by_inst: vec![[0; Stall::COUNT]; st.len()], ..Default::default() },
+            stats: Stats { stall_by_inst: vec![[0; Stall::COUNT]; st.len()], fabric_by_xcd: vec![0.0; xcds], ..Default::default() },
         }
     }
 
@@ -739,6 +741,7 @@ impl<'a> Sim<'a> {
         };
         let f = self.fab[xcd].serve(s, bytes);
         self.stats.fabric_bytes += bytes;
+        self.stats.fabric_by_xcd[xcd] += bytes;
         let ms = self.mall_bw.serve(f, bytes);
         let lat_mall = lat_l2 + self.mall_lat;
         if store {
