@@ -313,6 +313,9 @@ enum Command {
         /// With `--cost`: seed of the shape draws (another seed, another sample).
         #[arg(long, default_value_t = 0)]
         seed: u64,
+        /// With `--cost`: the range of K blocks (K / 128) the draws take, log-uniform: `LO,HI`.
+        #[arg(long, value_delimiter = ',', default_values_t = [2, 64])]
+        k_blocks: Vec<u32>,
         /// With `--cost`: only kernels whose symbol contains one of these (comma-separated; new
         /// registry rows), fitted
         /// at the shipped model's bandwidth and merged into it.
@@ -435,8 +438,12 @@ fn run(cli: Cli) -> Result<(), String> {
             check_dense_sizes(m, n, k)?;
             gemm::bench_dense(m, n, k, iters)
         }
-        Command::Tune { machine, out, samples, max_blocks, samples_out, from_samples, retime, only, seed, cost: _ } => {
-            tune_cost::run(tune_cost::CostArgs { machine, samples, max_blocks, out, samples_out, from_samples, retime, only, seed })
+        Command::Tune { machine, out, samples, max_blocks, samples_out, from_samples, retime, only, seed, k_blocks, cost: _ } => {
+            let k_blocks = match k_blocks[..] {
+                [lo, hi] if 1 <= lo && lo <= hi => (lo, hi),
+                _ => return Err(format!("--k-blocks: expected LO,HI with 1 ≤ LO ≤ HI, got {k_blocks:?}")),
+            };
+            tune_cost::run(tune_cost::CostArgs { machine, samples, max_blocks, out, samples_out, from_samples, retime, only, seed, k_blocks })
         }
         Command::Eval { machine, layout, prune, max_blocks, pairs, ms, csv, plot, no_cliff, shapes, verbose, estimates } => {
             let shapes = shapes

@@ -3,7 +3,7 @@
 //! **modelled**, not measured.
 //!
 //! For every registered dense kernel (both weight layouts): `--samples` shapes drawn from a
-//! seeded random distribution — K = 128·b with b log-uniform in 2 … 64, N log-uniform in
+//! seeded random distribution — K = 128·b with b log-uniform in 2 … 64 (`--k-blocks`), N log-uniform in
 //! 256 … 32768 (a multiple of 64), M set so the kernel's tiles per CU are log-uniform over the
 //! range where its schedule applies (data-parallel 0.05 … 12, split-K 0.02 … 1.5, stream-K
 //! 0.3 … 12), any integer — with a random schedule among the selector's candidates for that
@@ -48,6 +48,8 @@ pub struct CostArgs {
     pub retime: bool,
     pub only: Option<String>,
     pub seed: u64,
+    /// The K blocks (K / 128) the draws take, log-uniform between the two.
+    pub k_blocks: (u32, u32),
 }
 
 /// One timed launch.
@@ -168,8 +170,8 @@ fn log_uniform(rng: &mut StdRng, lo: f64, hi: f64) -> f64 {
 }
 
 /// Draws a shape and a plan of `e` (module docs), or `None` if the draw gave no candidate.
-fn draw(rng: &mut StdRng, e: &'static KernelEntry, arch: Arch, cus: u32, max_blocks: u64) -> Option<(GemmDesc, Plan)> {
-    let nkb = log_uniform(rng, 2.0, 64.0).round() as u32;
+fn draw(rng: &mut StdRng, e: &'static KernelEntry, arch: Arch, cus: u32, max_blocks: u64, (lo, hi): (u32, u32)) -> Option<(GemmDesc, Plan)> {
+    let nkb = log_uniform(rng, f64::from(lo), f64::from(hi)).round() as u32;
     let n = ((log_uniform(rng, 256.0, 32768.0) / 64.0).round() as u32).max(1) * 64;
     let (lo, hi) = match e.schedule {
         ScheduleKind::DataParallel => (0.05, 12.0),
@@ -262,7 +264,7 @@ pub fn run(a: CostArgs) -> Result<(), String> {
                 let mut tries = 0;
                 while got < a.samples && tries < 200 * a.samples {
                     tries += 1;
-                    let Some((desc, p)) = draw(&mut rng, e, arch, cus, a.max_blocks) else { continue };
+                    let Some((desc, p)) = draw(&mut rng, e, arch, cus, a.max_blocks, a.k_blocks) else { continue };
                     let s = time_plan(&ctx, &machine, &p, desc.m, desc.n, desc.k)?;
                     let (dp, g) = p.stream_k.map_or((0, 0), |s| (s.dp_tiles, s.sk_wgs));
                     eprintln!(

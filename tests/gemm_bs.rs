@@ -13,9 +13,26 @@ use fp8gemm::{DeviceActivations, DeviceWeights, Error, Stream, fp8_gemm_nt};
 use half::bf16;
 use proptest::prelude::*;
 
-/// The bs tiles, `(block_m, block_n)` (48, 80 and 96 rows: the pipelined kernels only; 32 × 64:
-/// the narrow decode tile, one B fragment per wave).
-const BS_TILES: [(u32, u32); 7] = [(32, 128), (48, 128), (64, 128), (80, 128), (96, 128), (128, 128), (32, 64)];
+/// The bs tiles, `(block_m, block_n)`: every tile of a registered dense data-parallel kernel
+/// on pre-shuffled weights (32 to 128 rows; 32 × 64: the narrow decode tile, one B fragment
+/// per wave), from the registry so that a new row is tested without touching this list.
+fn bs_tiles() -> Vec<(u32, u32)> {
+    use fp8gemm::registry::{self, Major, Problem, ScheduleKind};
+    let mut v: Vec<(u32, u32)> = registry::KERNELS
+        .iter()
+        .filter(|e| {
+            e.problem == Problem::Dense
+                && e.weights == WeightLayout::Preshuffled
+                && e.schedule == ScheduleKind::DataParallel
+                && e.majors == (Major::K, Major::K)
+        })
+        .map(|e| (e.block_m, e.block_n))
+        .collect();
+    v.sort_unstable();
+    v.dedup();
+    assert!(v.len() >= 8, "the registry lists {} bs tiles: {v:?}", v.len());
+    v
+}
 /// The bs tiles that also have split-K and m-grouped kernels.
 const BS_SPLIT_TILES: [(u32, u32); 3] = [(32, 128), (64, 128), (128, 128)];
 /// The bs tiles with a dense split-K kernel.
@@ -40,7 +57,7 @@ fn every_bs_tile_matches_both_references_and_the_logical_kernels() {
         let c = case(m, n, k, (m * 7 + n + k) as u64);
         let (logical, r) = forced(&mut stream, None, Some(1), |stream| run_with_layout(&ctx, stream, &c, WeightLayout::Logical));
         assert!(r.config.unwrap().kernel.starts_with("fp8_gemm_nt_bm"));
-        for tile in BS_TILES {
+        for tile in bs_tiles() {
             let what = format!("{m}x{n}x{k} bs tile {}x{}", tile.0, tile.1);
             let (got, r) = forced(&mut stream, Some(tile), None, |stream| run_with_layout(&ctx, stream, &c, WeightLayout::Preshuffled));
             let cfg = r.config.unwrap();
@@ -440,7 +457,7 @@ fn bf16_epilogues_store_whole_lines() {
     let mut stream = Stream::new(&ctx).unwrap();
     let (m, n, k) = (256, 512, 512);
     let c = case(m, n, k, 5);
-    for tile in BS_TILES {
+    for tile in bs_tiles() {
         let what = format!("bs tile {}x{}", tile.0, tile.1);
         let (got, r) = forced(&mut stream, Some(tile), Some(1), |stream| run_with_layout(&ctx, stream, &c, WeightLayout::Preshuffled));
         assert_accurate(&what, &c, &got);

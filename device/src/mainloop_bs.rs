@@ -76,6 +76,7 @@
 //! | `fp8_gemm_nt_bs_pipe_bm64_bn128` | pipelined, B 2 ahead | 220 | 0 | 0 | 0 | 18 KiB | 2 | 2 |
 //! | `fp8_gemm_nt_bs_pipe_bm80_bn128` | pipelined, B 2 ahead | 257 | 1 | 0 | 0 | 28 KiB | 1 | 1 |
 //! | `fp8_gemm_nt_bs_pipe_bm96_bn128` | pipelined, B 2 ahead | 281 | 25 | 0 | 0 | 28 KiB | 1 | 1 |
+//! | `fp8_gemm_nt_bs_pipe_bm112_bn128` | pipelined, B 2 ahead | 316 | 60 | 0 | 0 | 36 KiB | 1 | 1 |
 //! | `fp8_gemm_nt_bs_bm128_bn128` | yes / no  | 420 | 164 | 0 | 0 | 36 KiB | 1 | 1 |
 //! | `fp8_gemm_nt_splitk_bs_bm32_bn128`  | pipelined, B 2 ahead, per-wave split-K | 172 | 0  | 0 | 0 | 10 KiB | 2 | 2 |
 //! | `fp8_gemm_nt_splitk_bs_bm64_bn128`  | pipelined, B 2 ahead, per-wave split-K | 224 | 0  | 0 | 0 | 18 KiB | 2 | 2 |
@@ -86,7 +87,7 @@
 //!
 //! Modelled figures and the steps that led here: [`crate::dense`], "B straight to registers".
 //!
-//! # Pipelined loop (`tile_gemm_bs_pipe`, the kernels `fp8_gemm_nt_bs_pipe_bm{48,64,80,96}_bn128`)
+//! # Pipelined loop (`tile_gemm_bs_pipe`, the kernels `fp8_gemm_nt_bs_pipe_bm{48,64,80,96,112}_bn128`)
 //!
 //! At one workgroup per CU (few tiles: 640–1216 × 2048 × 7168, 1664–2048 × 768 × 7168) the loop
 //! above is a serial chain per block: the A fragments are read at the block's start and the
@@ -1132,6 +1133,12 @@ pub fn fp8_gemm_nt_bs_pipe_bm80_bn128(args: DenseGemmArgs) {
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_bs_pipe_bm96_bn128(args: DenseGemmArgs) {
     imp::gemm_bs_pipe::<6, 2, 2, 1>(args)
+}
+
+/// bs (pre-shuffled B) 112 × 128 tile on the pipelined loop, one workgroup per CU.
+#[amdgpu_kernel(workgroup_size = 256, agprs = false)]
+pub fn fp8_gemm_nt_bs_pipe_bm112_bn128(args: DenseGemmArgs) {
+    imp::gemm_bs_pipe::<7, 2, 2, 1>(args)
 }
 
 /// bs (pre-shuffled B) 128 × 128 tile: large M.

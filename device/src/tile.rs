@@ -233,13 +233,14 @@ pub const DENSE_BS_PIPE_BM64: BsTile = BsTile { name: "fp8_gemm_nt_bs_pipe_bm64_
 pub const DENSE_BS_PIPE_BM128: BsTile = BsTile { name: "fp8_gemm_nt_bs_pipe_bm128_bn128", block_m: 128, block_n: 128, lds_stages: 2 };
 
 /// The dense bs kernels on the pipelined loop (one workgroup per CU), smallest first: 48, 64,
-/// 80 and 96 rows (`FM` = 3 … 6), then 128 rows ([`DENSE_BS_PIPE_BM128`]). Their LDS:
+/// 80, 96 and 112 rows (`FM` = 3 … 7), then 128 rows ([`DENSE_BS_PIPE_BM128`]). Their LDS:
 /// [`bs_pipe_lds_bytes`].
-pub const DENSE_BS_PIPE_TILES: [BsTile; 5] = [
+pub const DENSE_BS_PIPE_TILES: [BsTile; 6] = [
     BsTile { name: "fp8_gemm_nt_bs_pipe_bm48_bn128", block_m: 48, block_n: 128, lds_stages: 2 },
     DENSE_BS_PIPE_BM64,
     BsTile { name: "fp8_gemm_nt_bs_pipe_bm80_bn128", block_m: 80, block_n: 128, lds_stages: 2 },
     BsTile { name: "fp8_gemm_nt_bs_pipe_bm96_bn128", block_m: 96, block_n: 128, lds_stages: 2 },
+    BsTile { name: "fp8_gemm_nt_bs_pipe_bm112_bn128", block_m: 112, block_n: 128, lds_stages: 2 },
     DENSE_BS_PIPE_BM128,
 ];
 
