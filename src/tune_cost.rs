@@ -399,13 +399,17 @@ fn fit_at(samples: &[Resolved], scales: &HashMap<&'static str, (f64, f64)>, mach
         launch_s: machine.launch_overhead_s,
         hbm_bytes_per_s: bw,
         l2_bytes_per_s: l2,
+        fabric_bytes_per_s: machine.fabric_bytes_per_s,
         kernels: HashMap::new(),
     };
     for (name, samples) in &by_kernel {
         let e = registry::by_name(name).ok_or("unregistered kernel")?;
         let slots = e.slots_per_cu(arch).unwrap_or(1);
         let scale = scales.get(name).copied().unwrap_or((1.0, 1.0));
-        model.kernels.insert(name.to_string(), select::fit_kernel(samples, slots, machine.clock_hz, machine.launch_overhead_s, bw, l2, scale));
+        model.kernels.insert(
+            name.to_string(),
+            select::fit_kernel(samples, slots, machine.clock_hz, machine.launch_overhead_s, bw, l2, machine.fabric_bytes_per_s, scale),
+        );
     }
     Ok(model)
 }

@@ -22,8 +22,11 @@
 //!   its output tile and partials through its XCD's L2: the busiest XCD (`⌈jobs/XCDs⌉` of each
 //!   kind, dealt round-robin) at `l2_bytes_per_s`. Small tiles over a long K re-read B and A from
 //!   the L2 many times; this bound is what makes them lose there.
+//!   A dense data-parallel or split-K launch also moves, over the busiest XCD's fabric link
+//!   (`fabric_bytes_per_s`, the machine's figure), the distinct A and B tiles of the tile ids
+//!   that XCD runs ([`fabric_bytes`]): what a small-M, long-K split launch spends its time on.
 //! * `time = launch + max(busiest CU cycles / clock, HBM bytes / its bandwidth, L2 bytes / its
-//!   bandwidth)`.
+//!   bandwidth, fabric bytes / its bandwidth)`.
 //!
 //! Every coefficient is **generated**: `fp8gemm tune --cost` times each registered kernel with
 //! the timing model (`amdgpu_emu::timing`) on a seeded random sample of shapes, fits
@@ -314,10 +317,19 @@ pub fn plan_with_majors(
     if all.is_empty() {
         return Err(forced_error(desc, weights, majors, overrides));
     }
-    for p in &mut all {
-        p.estimate_s = model.estimate(p, desc);
-    }
-    let best_of = |ps: &mut dyn Iterator<Item = &Plan>| -> Option<Plan> { ps.min_by(|a, b| a.estimate_s.total_cmp(&b.estimate_s)).copied() };
+    // Estimates with their compute terms: launches a memory bound estimates alike are ranked
+    // by the time their CUs need.
+    let mut ranked: Vec<(Plan, f64)> = all
+        .into_iter()
+        .map(|mut p| {
+            let (t, compute) = model.estimate_parts(&p, desc);
+            p.estimate_s = t;
+            (p, compute)
+        })
+        .collect();
+    ranked.sort_by(|a, b| a.0.estimate_s.total_cmp(&b.0.estimate_s).then(a.1.total_cmp(&b.1)));
+    let all: Vec<Plan> = ranked.into_iter().map(|(p, _)| p).collect();
+    let best_of = |ps: &mut dyn Iterator<Item = &Plan>| -> Option<Plan> { ps.next().copied() };
     let best = best_of(&mut all.iter()).ok_or_else(|| forced_error(desc, weights, majors, overrides))?;
     let forced = overrides.split.is_some_and(|s| s > 1) || overrides.stream_k.is_some();
     if best.workspace_floats(desc.arch) <= available || forced {
@@ -456,6 +468,9 @@ pub struct CostModel {
     /// The bandwidth one XCD's L2 reaches serving its workgroups' tile loads, bytes per second
     /// (fitted as a fraction of the machine's L2 bandwidth).
     pub l2_bytes_per_s: f64,
+    /// One XCD's fabric link to the MALL and HBM, bytes per second (the timing model's
+    /// machine figure).
+    pub fabric_bytes_per_s: f64,
     /// Per kernel symbol.
     pub kernels: HashMap<String, KernelCost>,
 }
@@ -485,6 +500,74 @@ pub struct Features {
     pub l2_block_bytes: f64,
     /// The same for their output tiles and partials (stored and read back).
     pub l2_other_bytes: f64,
+    /// Bytes the busiest XCD moves over its fabric link ([`fabric_bytes`]): the distinct A
+    /// and B tiles (over their K ranges) of the logical tile ids the XCD runs, read once each
+    /// (its workgroups share them in its L2), and its output tiles and partials. Counted for
+    /// dense data-parallel and split-K launches; 0 (no bound) for stream-K and grouped ones.
+    pub fabric_bytes: f64,
+}
+
+/// The bytes the busiest XCD moves over its fabric link for a dense launch of a
+/// `tiles_m × tiles_n` grid of `bm × bn` tiles over `nkb` K blocks in `splits` pieces:
+/// workgroup `p` runs on XCD `p mod 8` with logical id [`tile::xcd_remap`], so each XCD holds
+/// a contiguous id range. Data-parallel ids walk [`tile::tile_coords`]' panels (per panel the
+/// range covers some of its rows and a run of its columns: those A and B tiles are read once,
+/// over all of K); split-K ids are split-fastest over M-fastest tiles (a run of tiles: its
+/// distinct rows and columns, over the share of K its pieces cover). Output tiles (bf16) and,
+/// split, the partials stored and read back are added.
+pub fn fabric_bytes(tiles_m: u64, tiles_n: u64, nkb: u64, splits: u64, bm: u32, bn: u32) -> f64 {
+    let xcds = u64::from(tile::NUM_XCDS);
+    let (bm, bn) = (f64::from(bm), f64::from(bn));
+    let kb = f64::from(tile::SCALE_BLOCK_K);
+    // Per K block: an A tile with its scales, a B tile with its scale.
+    let (a_blk, b_blk) = (bm * kb + 4.0 * bm, bn * kb + 4.0);
+    let s = splits.max(1);
+    let grid = tiles_m * tiles_n * s;
+    if grid == 0 || nkb == 0 {
+        return 0.0;
+    }
+    let (q, r) = (grid / xcds, grid % xcds);
+    let mut worst = 0.0f64;
+    for x in 0..xcds.min(grid) {
+        let start = x * q + x.min(r);
+        let count = q + u64::from(x < r);
+        if count == 0 {
+            continue;
+        }
+        let end = start + count;
+        let mut bytes = 0.0;
+        if s == 1 {
+            let p = u64::from(tile::PANEL_M);
+            let last = if tiles_m >= p { tiles_m / p - 1 } else { 0 };
+            let panel_of = |id: u64| (id / (p * tiles_n)).min(last);
+            for panel in panel_of(start)..=panel_of(end - 1) {
+                let first = panel * p * tiles_n;
+                let rows = if panel == last { tiles_m - panel * p } else { p };
+                let lo = start.max(first) - first;
+                let hi = end.min(first + rows * tiles_n) - first;
+                if hi <= lo {
+                    continue;
+                }
+                let cols = (hi - 1) / rows - lo / rows + 1;
+                let used_rows = (hi - lo).min(rows);
+                bytes += (used_rows as f64 * a_blk + cols as f64 * b_blk) * nkb as f64;
+            }
+            bytes += count as f64 * 2.0 * bm * bn;
+        } else {
+            let (t0, t1) = (start / s, (end - 1) / s);
+            let run = t1 - t0 + 1;
+            let rows = run.min(tiles_m);
+            let cols = t1 / tiles_m - t0 / tiles_m + 1;
+            // The pieces cover `count / s` tiles' worth of K.
+            let k_share = (count as f64 / s as f64 / run as f64).min(1.0) * nkb as f64;
+            bytes += (rows as f64 * a_blk + cols as f64 * b_blk) * k_share;
+            // Each piece stores its partial (f32); each tile finished here reads its partials
+            // back and stores D.
+            bytes += count as f64 * 4.0 * bm * bn + (count as f64 / s as f64) * (s as f64 * 4.0 + 2.0) * bm * bn;
+        }
+        worst = worst.max(bytes);
+    }
+    worst
 }
 
 /// What one workgroup of a `bm × bn` tile moves through its XCD's L2.
@@ -559,7 +642,11 @@ impl Features {
             f.hbm_bytes = dense_bytes(desc);
             f
         } else {
-            Features::of_tiles(tiles, nkb, plan.splits, cus, slots, f64::from(desc.m.div_ceil(k.block_m).max(1)), dense_bytes(desc), tb)
+            let mut f = Features::of_tiles(tiles, nkb, plan.splits, cus, slots, f64::from(desc.m.div_ceil(k.block_m).max(1)), dense_bytes(desc), tb);
+            let tiles_m = u64::from(desc.m.div_ceil(k.block_m.max(1)));
+            let tiles_n = u64::from(desc.n.div_ceil(k.block_n.max(1)));
+            f.fabric_bytes = fabric_bytes(tiles_m, tiles_n, nkb, u64::from(plan.splits), k.block_m, k.block_n);
+            f
         }
     }
 
@@ -631,6 +718,7 @@ impl CostModel {
                     m.launch_s = num(3)?;
                     m.hbm_bytes_per_s = num(4)?;
                     m.l2_bytes_per_s = num(5)?;
+                    m.fabric_bytes_per_s = num(6)?;
                 }
                 "kernel" => {
                     let name = f.get(1).ok_or_else(|| format!("line {}: kernel name missing", i + 1))?.to_string();
@@ -652,8 +740,8 @@ impl CostModel {
                 other => return Err(format!("line {}: unknown row kind `{other}`", i + 1)),
             }
         }
-        if m.clock_hz <= 0.0 || m.hbm_bytes_per_s <= 0.0 || m.l2_bytes_per_s <= 0.0 {
-            return Err("no `machine` row with a clock and HBM and L2 bandwidths".into());
+        if m.clock_hz <= 0.0 || m.hbm_bytes_per_s <= 0.0 || m.l2_bytes_per_s <= 0.0 || m.fabric_bytes_per_s <= 0.0 {
+            return Err("no `machine` row with a clock and HBM, L2 and fabric bandwidths".into());
         }
         Ok(m)
     }
@@ -666,8 +754,11 @@ impl CostModel {
             s.push_str(l);
             s.push('\n');
         }
-        s.push_str("# machine,name,clock_hz,launch_s,hbm_bytes_per_s,l2_bytes_per_s_per_xcd\n");
-        s.push_str(&format!("machine,{},{},{:e},{:e},{:e}\n", self.machine, self.clock_hz, self.launch_s, self.hbm_bytes_per_s, self.l2_bytes_per_s));
+        s.push_str("# machine,name,clock_hz,launch_s,hbm_bytes_per_s,l2_bytes_per_s_per_xcd,fabric_bytes_per_s_per_xcd\n");
+        s.push_str(&format!(
+            "machine,{},{},{:e},{:e},{:e},{:e}\n",
+            self.machine, self.clock_hz, self.launch_s, self.hbm_bytes_per_s, self.l2_bytes_per_s, self.fabric_bytes_per_s
+        ));
         s.push_str(
             "# kernel,symbol,slots,partial_cycles,reduce_cycles,cold_block_cycles,l2_block_scale,l2_other_scale,block_cycles[slots],fixed_cycles[slots]\n",
         );
@@ -710,20 +801,27 @@ impl CostModel {
     /// The modelled seconds of `plan` on `desc` (`+∞` for a kernel without coefficients, so
     /// it is chosen only when forced).
     pub fn estimate(&self, plan: &Plan, desc: &GemmDesc) -> f64 {
-        let Some(c) = self.kernels.get(plan.kernel.name()) else { return f64::INFINITY };
+        self.estimate_parts(plan, desc).0
+    }
+
+    /// [`CostModel::estimate`] and its compute term alone (the busiest CU's seconds), which
+    /// ranks launches that a memory bound estimates alike.
+    pub fn estimate_parts(&self, plan: &Plan, desc: &GemmDesc) -> (f64, f64) {
+        let Some(c) = self.kernels.get(plan.kernel.name()) else { return (f64::INFINITY, f64::INFINITY) };
         let f = Features::of(plan, desc);
-        self.launch_s + (Self::cu_cycles(c, &f) / self.clock_hz).max(self.memory_s(c, &f))
+        let compute = Self::cu_cycles(c, &f) / self.clock_hz;
+        (self.launch_s + compute.max(self.memory_s(c, &f)), compute)
     }
 
     /// The seconds the memory hierarchy needs for `f` under `c` at the least: its unique bytes
     /// through HBM or the busiest XCD's traffic ([`KernelCost::l2_bytes`]) through its L2,
     /// whichever takes longer.
     pub fn memory_s(&self, c: &KernelCost, f: &Features) -> f64 {
-        Self::memory_at(f.hbm_bytes, c.l2_bytes(f), self.hbm_bytes_per_s, self.l2_bytes_per_s)
+        Self::memory_at(f.hbm_bytes, c.l2_bytes(f), self.hbm_bytes_per_s, self.l2_bytes_per_s).max(f.fabric_bytes / self.fabric_bytes_per_s)
     }
 
-    /// [`CostModel::memory_s`] of `hbm` and `l2` bytes at the given bandwidths (bytes per
-    /// second; the L2's per XCD).
+    /// The HBM and L2 terms of [`CostModel::memory_s`]: `hbm` and `l2` bytes at the given
+    /// bandwidths (bytes per second; the L2's per XCD).
     pub fn memory_at(hbm: f64, l2: f64, hbm_bytes_per_s: f64, l2_bytes_per_s: f64) -> f64 {
         (hbm / hbm_bytes_per_s).max(l2 / l2_bytes_per_s)
     }
@@ -1114,10 +1212,11 @@ pub struct Sample {
 
 /// Fits one kernel's coefficients to `samples` (non-negative least squares on relative error,
 /// over the samples that the compute term explains: a sample whose bytes at `hbm_bytes_per_s`
-/// through HBM or, scaled by the kernel's measured `l2_scales` (block, other;
-/// [`KernelCost::l2_bytes`]), at `l2_bytes_per_s` through the busiest XCD's L2 exceed the
-/// fitted compute time is memory-bound and left out, iterated to a fixed point). `slots` is the
+/// through HBM, or, scaled by the kernel's measured `l2_scales` (block, other;
+/// [`KernelCost::l2_bytes`]), at `l2_bytes_per_s` through the busiest XCD's L2, or its
+/// [`Features::fabric_bytes`] at `fabric_bytes_per_s` exceed the fitted compute time is memory-bound and left out, iterated to a fixed point). `slots` is the
 /// kernel's workgroups per CU.
+#[allow(clippy::too_many_arguments)]
 pub fn fit_kernel(
     samples: &[Sample],
     slots: u32,
@@ -1125,6 +1224,7 @@ pub fn fit_kernel(
     launch_s: f64,
     hbm_bytes_per_s: f64,
     l2_bytes_per_s: f64,
+    fabric_bytes_per_s: f64,
     l2_scales: (f64, f64),
 ) -> KernelCost {
     let s = slots.clamp(1, 8) as usize;
@@ -1160,7 +1260,8 @@ pub fn fit_kernel(
         let mut changed = false;
         for (i, smp) in samples.iter().enumerate() {
             let compute = CostModel::cu_cycles(&c, &smp.features) / clock_hz;
-            let mem = CostModel::memory_at(smp.features.hbm_bytes, c.l2_bytes(&smp.features), hbm_bytes_per_s, l2_bytes_per_s);
+            let mem = CostModel::memory_at(smp.features.hbm_bytes, c.l2_bytes(&smp.features), hbm_bytes_per_s, l2_bytes_per_s)
+                .max(smp.features.fabric_bytes / fabric_bytes_per_s);
             let keep = compute >= mem;
             if keep != use_[i] {
                 changed = true;
@@ -1261,7 +1362,7 @@ mod tests {
             f.hbm_bytes = 1.0;
             samples.push(Sample { features: f, seconds: launch + CostModel::cu_cycles(&truth, &f) / clock });
         }
-        let got = fit_kernel(&samples, 2, clock, launch, 1e18, 1e18, (1.0, 1.0));
+        let got = fit_kernel(&samples, 2, clock, launch, 1e18, 1e18, 1e18, (1.0, 1.0));
         let all = |c: &KernelCost| c.block.iter().chain(&c.fixed).chain([&c.partial, &c.reduce, &c.cold]).copied().collect::<Vec<f64>>();
         for (g, t) in all(&got).into_iter().zip(all(&truth)) {
             assert!((g - t).abs() <= 1e-3 * t.max(1.0), "{got:?} vs {truth:?}");
@@ -1298,9 +1399,35 @@ mod tests {
     }
 
     #[test]
+    fn fabric_bytes_by_hand() {
+        let (a, b) = (64.0 * 128.0 + 4.0 * 64.0, 128.0 * 128.0 + 4.0);
+        // Data-parallel, 4 × 16 tiles of 64 × 128 over 10 K blocks: 64 ids, 8 per XCD, all in
+        // the one panel (4 rows, M fastest): XCD 0 runs ids 0..8 = all 4 rows of columns 0 and 1.
+        let dp = fabric_bytes(4, 16, 10, 1, 64, 128);
+        assert_eq!(dp, (4.0 * a + 2.0 * b) * 10.0 + 8.0 * 2.0 * 64.0 * 128.0);
+        // Split 4 of a 2 × 9 grid (72 ids, 9 per XCD): XCD 0 runs tiles 0, 1 (all 4 pieces) and
+        // piece 0 of tile 2: rows 0 and 1 and columns 0 and 1, over 9/4 of 3 tiles' K.
+        let sk = fabric_bytes(2, 9, 8, 4, 64, 128);
+        let k_share = 9.0 / 4.0 / 3.0 * 8.0;
+        let out = 9.0 * 4.0 * 64.0 * 128.0 + 9.0 / 4.0 * (4.0 * 4.0 + 2.0) * 64.0 * 128.0;
+        assert!((sk - ((2.0 * a + 2.0 * b) * k_share + out)).abs() < 1e-6, "{sk}");
+        // The busiest XCD: one more id on the first XCDs when the grid does not divide.
+        assert!(fabric_bytes(4, 16, 10, 1, 64, 128) <= fabric_bytes(4, 17, 10, 1, 64, 128));
+        assert_eq!(fabric_bytes(0, 16, 10, 1, 64, 128), 0.0);
+    }
+
+    #[test]
     fn the_l2_bound_takes_over_when_it_is_the_longer() {
         let c = KernelCost { block: vec![1.0], fixed: vec![0.0], partial: 0.0, reduce: 0.0, cold: 0.0, l2_block_scale: 1.5, l2_other_scale: 2.0 };
-        let model = CostModel { machine: "t".into(), clock_hz: 1e9, launch_s: 1e-6, hbm_bytes_per_s: 1e18, l2_bytes_per_s: 1e9, kernels: HashMap::new() };
+        let model = CostModel {
+            machine: "t".into(),
+            clock_hz: 1e9,
+            launch_s: 1e-6,
+            hbm_bytes_per_s: 1e18,
+            l2_bytes_per_s: 1e9,
+            fabric_bytes_per_s: 1e18,
+            kernels: HashMap::new(),
+        };
         let f = Features { l2_block_bytes: 1000.0, l2_other_bytes: 10.0, ..Features::default() };
         assert_eq!(c.l2_bytes(&f), 1520.0);
         assert_eq!(model.memory_s(&c, &f), 1520.0 / 1e9);
@@ -1308,7 +1435,7 @@ mod tests {
         let mut m2 = model.clone();
         m2.kernels.insert("k".into(), c.clone());
         let back = CostModel::parse(&m2.to_csv("test")).expect("round trip");
-        assert_eq!(back.l2_bytes_per_s, 1e9);
+        assert_eq!((back.l2_bytes_per_s, back.fabric_bytes_per_s), (1e9, 1e18));
         assert_eq!((back.kernels["k"].l2_block_scale, back.kernels["k"].l2_other_scale), (1.5, 2.0));
         // A non-positive block scale is refused, naming the field.
         let bad = m2.to_csv("test").replace(",1.500,2.000,", ",0.000,2.000,");
