@@ -500,10 +500,12 @@ pub struct Features {
     pub l2_block_bytes: f64,
     /// The same for their output tiles and partials (stored and read back).
     pub l2_other_bytes: f64,
-    /// Bytes the busiest XCD moves over its fabric link ([`fabric_bytes`]): the distinct A
-    /// and B tiles (over their K ranges) of the logical tile ids the XCD runs, read once each
-    /// (its workgroups share them in its L2), and its output tiles and partials. Counted for
-    /// dense data-parallel and split-K launches; 0 (no bound) for stream-K and grouped ones.
+    /// Bytes the busiest XCD moves over its fabric link: for dense data-parallel and split-K
+    /// launches ([`fabric_bytes`]) the distinct A and B tiles (over their K ranges) of the
+    /// logical tile ids the XCD runs, read once each (its workgroups share them in its L2), and
+    /// its output tiles and partials; for grouped ones ([`Features::of_tiles`]) its pieces' A
+    /// tiles, their B tiles once per sharing workgroups, partials and outputs; 0 (no bound) for
+    /// stream-K.
     pub fabric_bytes: f64,
 }
 
@@ -575,6 +577,8 @@ pub fn fabric_bytes(tiles_m: u64, tiles_n: u64, nkb: u64, splits: u64, bm: u32, 
 pub struct TileBytes {
     /// Per 128-K block: the A and B tiles in FP8 and their f32 scales.
     pub block: f64,
+    /// The B tile's share of `block` (B and its scale).
+    pub b_block: f64,
     /// The output tile (bf16).
     pub out: f64,
     /// A partial tile (f32), stored or read back.
@@ -586,7 +590,8 @@ impl TileBytes {
     pub fn of(bm: u32, bn: u32) -> TileBytes {
         let (bm, bn) = (f64::from(bm), f64::from(bn));
         let k = f64::from(tile::SCALE_BLOCK_K);
-        TileBytes { block: (bm + bn) * k + 4.0 * bm + 4.0 * (bn / k).ceil(), out: 2.0 * bm * bn, partial: 4.0 * bm * bn }
+        let b_block = bn * k + 4.0 * (bn / k).ceil();
+        TileBytes { block: bm * k + 4.0 * bm + b_block, b_block, out: 2.0 * bm * bn, partial: 4.0 * bm * bn }
     }
 }
 
@@ -671,6 +676,18 @@ impl Features {
             add_jobs(&mut f, tiles, nkb as f64, cus, slots, tb, tb.out);
         }
         f.cold = f.blocks.iter().sum::<f64>() / b_sharers.max(1.0);
+        // Over the busiest XCD's fabric link (a grid order is not known here: the dense
+        // launches replace this with [`fabric_bytes`]): its pieces' A tiles each, their B tiles
+        // once per `b_sharers` workgroups that share them, its partials and output tiles.
+        let s = u64::from(splits.max(1));
+        let pieces = (tiles * s).div_ceil(u64::from(tile::NUM_XCDS)) as f64;
+        let kb = nkb.div_ceil(s) as f64;
+        let a_block = tb.block - tb.b_block;
+        f.fabric_bytes = pieces * kb * (a_block + tb.b_block / b_sharers.max(1.0).min(pieces.max(1.0)));
+        f.fabric_bytes += tiles.div_ceil(u64::from(tile::NUM_XCDS)) as f64 * tb.out;
+        if s > 1 {
+            f.fabric_bytes += pieces * tb.partial + tiles.div_ceil(u64::from(tile::NUM_XCDS)) as f64 * s as f64 * tb.partial;
+        }
         // Partial tiles stay in the L2 / MALL (written, then read back by the finishing
         // workgroup soon after): their cost is the `partial` / `reduce` terms, not HBM.
         f.hbm_bytes = hbm_bytes;
@@ -1391,11 +1408,16 @@ mod tests {
         let tb = TileBytes::of(64, 128);
         assert_eq!(tb.block, 192.0 * 128.0 + 4.0 * 64.0 + 4.0);
         assert_eq!((tb.out, tb.partial), (2.0 * 64.0 * 128.0, 4.0 * 64.0 * 128.0));
+        assert_eq!(tb.b_block, 128.0 * 128.0 + 4.0);
         // A split launch: 4 tiles × 2 pieces of 3 blocks (K = 6 blocks) over 8 XCDs: the busiest
         // XCD runs one piece (its partial) and finishes one tile (2 partials read, D stored).
         let f = Features::of_tiles(4, 6, 2, 304, 2, 1.0, 0.0, tb);
         assert_eq!(f.l2_block_bytes, 3.0 * tb.block);
         assert_eq!(f.l2_other_bytes, tb.partial + 2.0 * tb.partial + tb.out);
+        // Its fabric link: one piece's A and B (B shared by no one: one sharer), its partial,
+        // and the tile it finishes (2 partials read, D stored).
+        let a_block = tb.block - tb.b_block;
+        assert_eq!(f.fabric_bytes, 3.0 * (a_block + tb.b_block) + tb.out + tb.partial + 2.0 * tb.partial);
     }
 
     #[test]
