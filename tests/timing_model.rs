@@ -216,9 +216,10 @@ fn modelled_time_does_not_depend_on_where_the_buffers_landed() {
     }
 }
 
-/// Exploration aid: `SHAPES=MxNxK,... PADS=0,4096,... [PRESHUFFLED=1] cargo test --release --test
-/// timing_model -- --ignored --nocapture address_sweep` prints the modelled time per shape and
-/// padding (weights pre-shuffled with `PRESHUFFLED`; each run's whole report with `VERBOSE`).
+/// Exploration aid: `SHAPES=MxNxK,... PADS=0,4096,... [PRESHUFFLED=1] [MACHINE=mi325x] cargo test
+/// --release --test timing_model -- --ignored --nocapture address_sweep` prints the modelled time
+/// per shape and padding (weights pre-shuffled with `PRESHUFFLED`; on MI300X unless `MACHINE`
+/// names another; each run's whole report with `VERBOSE`).
 #[test]
 #[ignore = "exploration: prints modelled times of shapes under buffer shifts"]
 fn address_sweep() {
@@ -227,12 +228,14 @@ fn address_sweep() {
     let pads = std::env::var("PADS").unwrap_or_else(|_| "0,4096,1048576,33554432".into());
     let scope = if std::env::var("FULL").is_ok() { Scope::Full } else { Scope::OneXcd };
     let layout = if std::env::var("PRESHUFFLED").is_ok() { WeightLayout::Preshuffled } else { WeightLayout::Logical };
+    let name = std::env::var("MACHINE").unwrap_or_else(|_| "mi300x".into());
+    let machine = Machine::by_name(&name).unwrap_or_else(|| panic!("MACHINE={name}: not a timing-model machine"));
     for s in shapes.split(',') {
         let v: Vec<usize> = s.split('x').map(|x| x.parse().expect("MxNxK")).collect();
         let mut times = Vec::new();
         for p in pads.split(',') {
             let pad: usize = p.parse().expect("pad bytes");
-            let r = dense_shifted(v[0], v[1], v[2], pad, layout, Overrides::NONE, &Machine::MI300X, &opts(scope, true));
+            let r = dense_shifted(v[0], v[1], v[2], pad, layout, Overrides::NONE, machine, &opts(scope, true));
             times.push(r.seconds * 1e6);
             println!("{s} pad {pad}: {:.2} µs  {}", r.seconds * 1e6, r.kernel);
             if std::env::var("VERBOSE").is_ok() {
