@@ -26,12 +26,15 @@
 //!   (`fabric_bytes_per_s`, the machine's figure), the distinct A and B tiles of the tile ids
 //!   that XCD runs ([`fabric_bytes`]): what a small-M, long-K split launch spends its time on.
 //! * `time = launch + max(busiest CU cycles / clock, HBM bytes / its bandwidth, L2 bytes / its
-//!   bandwidth, fabric bytes / its bandwidth)`.
+//!   bandwidth, fabric bytes / its bandwidth)`; launches a memory bound estimates alike are
+//!   ranked by their compute term.
 //!
 //! Every coefficient is **generated**: `fp8gemm tune --cost` times each registered kernel with
-//! the timing model (`amdgpu_emu::timing`) on a seeded random sample of shapes, fits
-//! `block`, `fixed`, `partial` and `reduce` per kernel by non-negative least squares on relative
-//! error ([`fit_kernel`]), and writes them to `host/tuned/<arch>.<machine>.cost.csv`, which is
+//! the timing model (`amdgpu_emu::timing`) on a seeded random sample of shapes, measures each
+//! kernel's L2 traffic per counted byte on two launches (`l2_block_scale`, `l2_other_scale`),
+//! fits `block`, `fixed`, `partial` and `reduce` per kernel by non-negative least squares on
+//! relative error ([`fit_kernel`]) and the HBM and L2 bandwidths on a grid of fractions of the
+//! machine's (the fabric link's is the machine's figure), and writes them to `host/tuned/<arch>.<machine>.cost.csv`, which is
 //! embedded here ([`CostModel::for_arch`]). No coefficient is typed by hand; regenerate the file
 //! when the timing model or a kernel changes. `fp8gemm eval` judges the result on shapes the
 //! tuner never saw (regret against every candidate, timed through the model).
