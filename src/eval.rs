@@ -152,10 +152,20 @@ fn print_estimates(desc: &GemmDesc, layout: WeightLayout) -> Result<(), String> 
     let (plan, _) = select::plan(desc, layout, &Overrides::NONE, u64::MAX).map_err(|e| e.to_string())?;
     let model = CostModel::for_arch(desc.arch).map_err(|e| e.to_string())?;
     println!("{}x{}x{}: plan {} (estimate {:.2} µs)", desc.m, desc.n, desc.k, plan.label(), plan.estimate_s * 1e6);
-    let mut cands: Vec<(Plan, f64)> = select::candidates(desc, layout).into_iter().map(|c| (c, model.estimate(&c, desc))).collect();
-    cands.sort_by(|a, b| a.1.total_cmp(&b.1));
-    for (c, est) in cands {
-        println!("    {:<36} grid {:>6}  estimate {:>9.2} µs", c.label(), c.grid, est * 1e6);
+    let mut cands: Vec<(Plan, (f64, f64))> = select::candidates(desc, layout).into_iter().map(|c| (c, model.estimate_parts(&c, desc))).collect();
+    cands.sort_by(|a, b| a.1.0.total_cmp(&b.1.0).then(a.1.1.total_cmp(&b.1.1)));
+    for (c, (est, compute)) in cands {
+        // The bound that sets the estimate: the CUs, or the memory hierarchy.
+        let f = select::Features::of(&c, desc);
+        println!(
+            "    {:<36} grid {:>6}  estimate {:>9.2} µs (CUs {:>8.2}; fabric {:>7.1} MB, L2 {:>7.1} MB on the busiest XCD)",
+            c.label(),
+            c.grid,
+            est * 1e6,
+            (compute + model.launch_s) * 1e6,
+            f.fabric_bytes / 1e6,
+            f.l2_block_bytes / 1e6 + f.l2_other_bytes / 1e6
+        );
     }
     Ok(())
 }
