@@ -174,7 +174,19 @@ fn print_estimates(desc: &GemmDesc, layout: WeightLayout) -> Result<(), String> 
 pub fn run(a: EvalArgs) -> Result<(), String> {
     let machine = crate::profile::machine_by_name(&a.machine)?;
     let cus = machine.xcds * machine.cus_per_xcd;
+    // The machine's chip decides the code object (as for `tune`): a gfx950 machine runs on an
+    // emulated gfx950 device, set before the first HIP call.
+    let arch = match machine.target {
+        amdgpu_emu::loader::Target::Gfx950 => {
+            amdgpu_emu::hip::set_device_arch(amdgpu_emu::loader::Target::Gfx950);
+            Arch::Gfx950
+        }
+        _ => Arch::Gfx942,
+    };
     let ctx = Context::new().map_err(|e| e.to_string())?;
+    if ctx.arch() != arch {
+        return Err(format!("machine {} is a {} part, the device runs {}", machine.name, arch.name(), ctx.arch().name()));
+    }
     let pairs: Vec<(u32, u32, &str)> = if a.pairs.is_empty() { PAIRS.to_vec() } else { a.pairs.iter().filter_map(|&i| PAIRS.get(i).copied()).collect() };
     let ms: Vec<u32> = if a.ms.is_empty() { MS.to_vec() } else { a.ms.clone() };
     // Explicit shapes replace the set (one (N, K) "pair" per shape, its M alone).
@@ -195,7 +207,7 @@ pub fn run(a: EvalArgs) -> Result<(), String> {
     let start = std::time::Instant::now();
     {
         for &(m, n, k, source) in &shapes {
-            let desc = GemmDesc::dense(m, n, k, Arch::Gfx942).with_cus(cus);
+            let desc = GemmDesc::dense(m, n, k, arch).with_cus(cus);
             let work = u64::from(m.div_ceil(64)) * u64::from(n.div_ceil(128)) * u64::from(k / 128);
             if work > a.max_blocks {
                 println!("{m:>6} {n:>6} {k:>6} {source:<28} skipped: {work} 64x128 tile-blocks > --max-blocks {}", a.max_blocks);
@@ -209,7 +221,7 @@ pub fn run(a: EvalArgs) -> Result<(), String> {
             let cliff = if a.no_cliff {
                 None
             } else {
-                let up = GemmDesc::dense(m + 16, n, k, Arch::Gfx942).with_cus(cus);
+                let up = GemmDesc::dense(m + 16, n, k, arch).with_cus(cus);
                 let (p2, _) = select::plan(&up, a.layout, &Overrides::NONE, u64::MAX).map_err(|e| e.to_string())?;
                 let t2 = time_plan(&ctx, &machine, &p2, up.m, up.n, up.k)? * 1e6;
                 let ratio = t2 / plan_us;
