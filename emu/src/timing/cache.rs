@@ -70,8 +70,13 @@ impl SetAssoc {
     /// Looks `line` up (allocating it on a miss): whether it hit, and its way's slot.
     fn touch(&mut self, line: u64) -> (bool, usize) {
         self.clock += 1;
-        // Spread consecutive lines over sets (hardware hashes the address bits).
-        let set = (line ^ (line >> 11) ^ (line >> 19)) % self.sets;
+        // Spread lines over sets (hardware hashes the address bits; its function is not
+        // published): consecutive lines go to consecutive sets, and the bits above the low 11
+        // select a pseudo-random offset (a multiplicative mix), so runs of lines a large
+        // power-of-two stride apart (the K blocks of neighbouring B columns) land on unrelated
+        // sets instead of overlapping bands.
+        let mix = (line >> 11).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40;
+        let set = (line ^ mix) % self.sets;
         let base = set as usize * self.ways;
         let tag = line + 1;
         let ways = &mut self.tags[base..base + self.ways];
@@ -136,6 +141,32 @@ mod tests {
         assert!(!c.access(4));
         assert!(c.access(0));
         assert!(!c.access(1), "line 1 was the least recently used and must have been evicted");
+    }
+
+    #[test]
+    fn blocks_a_power_of_two_stride_apart_do_not_conflict() {
+        // The L2 of an XCD (4 MiB, 16 ways) under the pattern of 18 B columns of a long-K GEMM:
+        // column `c`'s K block `j` is 128 consecutive lines at `c · 2^14 + j · 128` (columns
+        // 2 MiB apart), and the workgroups sharing a column trail each other by up to 3 blocks.
+        // The live blocks (18 × 4 × 16 KiB = 1.1 MiB) fit with room to spare, so every line
+        // must miss exactly once. A set index that maps neighbouring columns' blocks onto
+        // overlapping bands of sets (an XOR fold of fixed bit fields) lost a third of them to
+        // conflicts and made such launches depend on where their buffers landed.
+        let mut c = SetAssoc::new(4 << 20, 16);
+        let (mut misses, mut lines) = (0u64, 0u64);
+        for j in 0..64u64 {
+            for lag in 0..4 {
+                let Some(jj) = j.checked_sub(lag) else { continue };
+                for col in 0..18u64 {
+                    for l in 0..128 {
+                        let line = (1 << 30) + col * (1 << 14) + jj * 128 + l;
+                        misses += u64::from(!c.access(line));
+                        lines += u64::from(lag == 0);
+                    }
+                }
+            }
+        }
+        assert_eq!(misses, lines, "{} conflict misses over {lines} lines", misses - lines);
     }
 
     #[test]

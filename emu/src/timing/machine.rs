@@ -298,6 +298,8 @@ impl Machine {
                 "ta_bytes_per_clk" => m.ta_bytes_per_clk = v,
                 "l1_latency" => m.l1_latency = u()?,
                 "l2_latency" => m.l2_latency = u()?,
+                "l2_bytes" => m.l2_bytes = u()?,
+                "l2_ways" => m.l2_ways = u()?.max(1),
                 "l2_bytes_per_clk" => m.l2_bytes_per_clk = v,
                 "fabric_bytes_per_s" => m.fabric_bytes_per_s = v,
                 "mall_latency_ns" => m.mall_latency_ns = v,

@@ -56,12 +56,17 @@
 //!      request is served in order of arrival rather than of issue, `timing/server.rs`), each
 //!      level adds its latency; stores are acknowledged by the L2 and charge the servers the
 //!      bytes they write (a load fills whole lines; the write-back L2 merges partial lines, so
-//!      only the data written reaches the fabric, the MALL and HBM). Cache sets are indexed by an XOR fold of the line number's bits; AMD
-//!      documents the L2 as 4 MiB, 16-way, 16 channels of 256 KiB (CDNA3 white paper, as quoted
-//!      in Fluid Numerics' "Working with the MI300A System") but not its set/channel hash, so the
-//!      fold is a neutral choice, and the L2's 16 channels are one aggregate server (a hash
-//!      spreads a stream's lines evenly over them). Moving a launch's buffers by 4 KiB, 1 MiB or
-//!      32 MiB moved its modelled time by ≤ 0.5 % (`tests/timing_model.rs` asserts < 2 %);
+//!      only the data written reaches the fabric, the MALL and HBM). Cache sets are indexed by the
+//!      line number's low bits XOR a multiplicative mix of its high bits; AMD documents the L2
+//!      as 4 MiB, 16-way, 16 channels of 256 KiB (CDNA3 white paper, as quoted in Fluid
+//!      Numerics' "Working with the MI300A System") but not its set/channel hash, so the index
+//!      is a neutral choice: it must not invent conflicts. (An XOR fold of fixed bit fields did:
+//!      the K blocks of B columns 2 MiB apart fell on overlapping bands of sets, and long-K
+//!      launches lost a third of their L2 lines to conflicts, their modelled time moving 33 %
+//!      with where the buffers landed; `cache.rs` tests the pattern.) The L2's 16 channels are
+//!      one aggregate server (a hash spreads a stream's lines evenly over them). Moving a
+//!      launch's buffers by 4 KiB, 1 MiB or 32 MiB moved its modelled time by ≤ 0.5 %
+//!      (`tests/timing_model.rs` asserts < 2 %);
 //!    * **launch**: a fixed [`Machine::launch_overhead_s`] is added to the simulated time.
 //! 3. The report ([`TimingReport`]) gives the modelled time, TFLOPS, HBM traffic and GB/s,
 //!    per-pipe busy fractions, the wave stall breakdown by reason and the most stalled
