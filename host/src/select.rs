@@ -332,14 +332,12 @@ pub fn plan_with_majors(
         .collect();
     ranked.sort_by(|a, b| a.0.estimate_s.total_cmp(&b.0.estimate_s).then(a.1.total_cmp(&b.1)));
     let all: Vec<Plan> = ranked.into_iter().map(|(p, _)| p).collect();
-    let best_of = |ps: &mut dyn Iterator<Item = &Plan>| -> Option<Plan> { ps.next().copied() };
-    let best = best_of(&mut all.iter()).ok_or_else(|| forced_error(desc, weights, majors, overrides))?;
+    let best = *all.first().ok_or_else(|| forced_error(desc, weights, majors, overrides))?;
     let forced = overrides.split.is_some_and(|s| s > 1) || overrides.stream_k.is_some();
     if best.workspace_floats(desc.arch) <= available || forced {
         return Ok((best, None));
     }
-    let fitting =
-        best_of(&mut all.iter().filter(|p| p.workspace_floats(desc.arch) <= available)).ok_or_else(|| forced_error(desc, weights, majors, overrides))?;
+    let fitting = *all.iter().find(|p| p.workspace_floats(desc.arch) <= available).ok_or_else(|| forced_error(desc, weights, majors, overrides))?;
     let limit = WorkspaceLimit { preferred: best.config(desc.arch), needed: best.workspace_floats(desc.arch), available };
     Ok((fitting, Some(limit)))
 }
@@ -513,19 +511,17 @@ pub struct Features {
 }
 
 /// The bytes the busiest XCD moves over its fabric link for a dense launch of a
-/// `tiles_m × tiles_n` grid of `bm × bn` tiles over `nkb` K blocks in `splits` pieces:
+/// `tiles_m × tiles_n` grid of tiles of bytes `tb` over `nkb` K blocks in `splits` pieces:
 /// workgroup `p` runs on XCD `p mod 8` with logical id [`tile::xcd_remap`], so each XCD holds
 /// a contiguous id range. Data-parallel ids walk [`tile::tile_coords`]' panels (per panel the
 /// range covers some of its rows and a run of its columns: those A and B tiles are read once,
 /// over all of K); split-K ids are split-fastest over M-fastest tiles (a run of tiles: its
 /// distinct rows and columns, over the share of K its pieces cover). Output tiles (bf16) and,
 /// split, the partials stored and read back are added.
-pub fn fabric_bytes(tiles_m: u64, tiles_n: u64, nkb: u64, splits: u64, bm: u32, bn: u32) -> f64 {
+pub fn fabric_bytes(tiles_m: u64, tiles_n: u64, nkb: u64, splits: u64, tb: TileBytes) -> f64 {
     let xcds = u64::from(tile::NUM_XCDS);
-    let (bm, bn) = (f64::from(bm), f64::from(bn));
-    let kb = f64::from(tile::SCALE_BLOCK_K);
     // Per K block: an A tile with its scales, a B tile with its scale.
-    let (a_blk, b_blk) = (bm * kb + 4.0 * bm, bn * kb + 4.0);
+    let (a_blk, b_blk) = (tb.block - tb.b_block, tb.b_block);
     let s = splits.max(1);
     let grid = tiles_m * tiles_n * s;
     if grid == 0 || nkb == 0 {
@@ -557,7 +553,7 @@ pub fn fabric_bytes(tiles_m: u64, tiles_n: u64, nkb: u64, splits: u64, bm: u32, 
                 let used_rows = (hi - lo).min(rows);
                 bytes += (used_rows as f64 * a_blk + cols as f64 * b_blk) * nkb as f64;
             }
-            bytes += count as f64 * 2.0 * bm * bn;
+            bytes += count as f64 * tb.out;
         } else {
             let (t0, t1) = (start / s, (end - 1) / s);
             let run = t1 - t0 + 1;
@@ -568,7 +564,7 @@ pub fn fabric_bytes(tiles_m: u64, tiles_n: u64, nkb: u64, splits: u64, bm: u32, 
             bytes += (rows as f64 * a_blk + cols as f64 * b_blk) * k_share;
             // Each piece stores its partial (f32); each tile finished here reads its partials
             // back and stores D.
-            bytes += count as f64 * 4.0 * bm * bn + (count as f64 / s as f64) * (s as f64 * 4.0 + 2.0) * bm * bn;
+            bytes += count as f64 * tb.partial + (count as f64 / s as f64) * (s as f64 * tb.partial + tb.out);
         }
         worst = worst.max(bytes);
     }
@@ -653,7 +649,7 @@ impl Features {
             let mut f = Features::of_tiles(tiles, nkb, plan.splits, cus, slots, f64::from(desc.m.div_ceil(k.block_m).max(1)), dense_bytes(desc), tb);
             let tiles_m = u64::from(desc.m.div_ceil(k.block_m.max(1)));
             let tiles_n = u64::from(desc.n.div_ceil(k.block_n.max(1)));
-            f.fabric_bytes = fabric_bytes(tiles_m, tiles_n, nkb, u64::from(plan.splits), k.block_m, k.block_n);
+            f.fabric_bytes = fabric_bytes(tiles_m, tiles_n, nkb, u64::from(plan.splits), tb);
             f
         }
     }
@@ -683,13 +679,14 @@ impl Features {
         // launches replace this with [`fabric_bytes`]): its pieces' A tiles each, their B tiles
         // once per `b_sharers` workgroups that share them, its partials and output tiles.
         let s = u64::from(splits.max(1));
-        let pieces = (tiles * s).div_ceil(u64::from(tile::NUM_XCDS)) as f64;
+        let xcds = u64::from(tile::NUM_XCDS);
+        let (pieces, tiles_here) = ((tiles * s).div_ceil(xcds) as f64, tiles.div_ceil(xcds) as f64);
         let kb = nkb.div_ceil(s) as f64;
         let a_block = tb.block - tb.b_block;
         f.fabric_bytes = pieces * kb * (a_block + tb.b_block / b_sharers.max(1.0).min(pieces.max(1.0)));
-        f.fabric_bytes += tiles.div_ceil(u64::from(tile::NUM_XCDS)) as f64 * tb.out;
+        f.fabric_bytes += tiles_here * tb.out;
         if s > 1 {
-            f.fabric_bytes += pieces * tb.partial + tiles.div_ceil(u64::from(tile::NUM_XCDS)) as f64 * s as f64 * tb.partial;
+            f.fabric_bytes += pieces * tb.partial + tiles_here * s as f64 * tb.partial;
         }
         // Partial tiles stay in the L2 / MALL (written, then read back by the finishing
         // workgroup soon after): their cost is the `partial` / `reduce` terms, not HBM.
@@ -837,13 +834,13 @@ impl CostModel {
     /// through HBM or the busiest XCD's traffic ([`KernelCost::l2_bytes`]) through its L2,
     /// whichever takes longer.
     pub fn memory_s(&self, c: &KernelCost, f: &Features) -> f64 {
-        Self::memory_at(f.hbm_bytes, c.l2_bytes(f), self.hbm_bytes_per_s, self.l2_bytes_per_s).max(f.fabric_bytes / self.fabric_bytes_per_s)
+        Self::memory_at(c, f, self.hbm_bytes_per_s, self.l2_bytes_per_s, self.fabric_bytes_per_s)
     }
 
-    /// The HBM and L2 terms of [`CostModel::memory_s`]: `hbm` and `l2` bytes at the given
-    /// bandwidths (bytes per second; the L2's per XCD).
-    pub fn memory_at(hbm: f64, l2: f64, hbm_bytes_per_s: f64, l2_bytes_per_s: f64) -> f64 {
-        (hbm / hbm_bytes_per_s).max(l2 / l2_bytes_per_s)
+    /// [`CostModel::memory_s`] at the given bandwidths (bytes per second; the L2's and the
+    /// fabric link's per XCD).
+    pub fn memory_at(c: &KernelCost, f: &Features, hbm_bytes_per_s: f64, l2_bytes_per_s: f64, fabric_bytes_per_s: f64) -> f64 {
+        (f.hbm_bytes / hbm_bytes_per_s).max(c.l2_bytes(f) / l2_bytes_per_s).max(f.fabric_bytes / fabric_bytes_per_s)
     }
 }
 
@@ -1280,8 +1277,7 @@ pub fn fit_kernel(
         let mut changed = false;
         for (i, smp) in samples.iter().enumerate() {
             let compute = CostModel::cu_cycles(&c, &smp.features) / clock_hz;
-            let mem = CostModel::memory_at(smp.features.hbm_bytes, c.l2_bytes(&smp.features), hbm_bytes_per_s, l2_bytes_per_s)
-                .max(smp.features.fabric_bytes / fabric_bytes_per_s);
+            let mem = CostModel::memory_at(&c, &smp.features, hbm_bytes_per_s, l2_bytes_per_s, fabric_bytes_per_s);
             let keep = compute >= mem;
             if keep != use_[i] {
                 changed = true;
@@ -1425,20 +1421,21 @@ mod tests {
 
     #[test]
     fn fabric_bytes_by_hand() {
+        let tb = TileBytes::of(64, 128);
         let (a, b) = (64.0 * 128.0 + 4.0 * 64.0, 128.0 * 128.0 + 4.0);
         // Data-parallel, 4 × 16 tiles of 64 × 128 over 10 K blocks: 64 ids, 8 per XCD, all in
         // the one panel (4 rows, M fastest): XCD 0 runs ids 0..8 = all 4 rows of columns 0 and 1.
-        let dp = fabric_bytes(4, 16, 10, 1, 64, 128);
+        let dp = fabric_bytes(4, 16, 10, 1, tb);
         assert_eq!(dp, (4.0 * a + 2.0 * b) * 10.0 + 8.0 * 2.0 * 64.0 * 128.0);
         // Split 4 of a 2 × 9 grid (72 ids, 9 per XCD): XCD 0 runs tiles 0, 1 (all 4 pieces) and
         // piece 0 of tile 2: rows 0 and 1 and columns 0 and 1, over 9/4 of 3 tiles' K.
-        let sk = fabric_bytes(2, 9, 8, 4, 64, 128);
+        let sk = fabric_bytes(2, 9, 8, 4, tb);
         let k_share = 9.0 / 4.0 / 3.0 * 8.0;
         let out = 9.0 * 4.0 * 64.0 * 128.0 + 9.0 / 4.0 * (4.0 * 4.0 + 2.0) * 64.0 * 128.0;
         assert!((sk - ((2.0 * a + 2.0 * b) * k_share + out)).abs() < 1e-6, "{sk}");
         // The busiest XCD: one more id on the first XCDs when the grid does not divide.
-        assert!(fabric_bytes(4, 16, 10, 1, 64, 128) <= fabric_bytes(4, 17, 10, 1, 64, 128));
-        assert_eq!(fabric_bytes(0, 16, 10, 1, 64, 128), 0.0);
+        assert!(fabric_bytes(4, 16, 10, 1, tb) <= fabric_bytes(4, 17, 10, 1, tb));
+        assert_eq!(fabric_bytes(0, 16, 10, 1, tb), 0.0);
     }
 
     #[test]

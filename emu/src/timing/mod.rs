@@ -729,7 +729,7 @@ impl Launch {
             flops: mfma_flops as f64 * scale,
             hbm_bytes: st.hbm_bytes * scale,
             l2_bytes: st.l2_bytes * scale,
-            fabric_bytes: st.fabric_bytes * scale,
+            fabric_bytes: st.fabric_by_xcd.iter().sum::<f64>() * scale,
             fabric_by_xcd: st.fabric_by_xcd.clone(),
             busy,
             stalls: st.stalls,

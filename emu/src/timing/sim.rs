@@ -200,7 +200,6 @@ pub(crate) struct Stats {
     pub lds_cycles: u64,
     pub ta_cycles: f64,
     pub l2_bytes: f64,
-    pub fabric_bytes: f64,
     /// Fabric bytes per simulated XCD.
     pub fabric_by_xcd: Vec<f64>,
     pub hbm_bytes: f64,
@@ -740,7 +739,6 @@ impl<'a> Sim<'a> {
             Lookup::Miss(way) => way,
         };
         let f = self.fab[xcd].serve(s, bytes);
-        self.stats.fabric_bytes += bytes;
         self.stats.fabric_by_xcd[xcd] += bytes;
         let ms = self.mall_bw.serve(f, bytes);
         let lat_mall = lat_l2 + self.mall_lat;
