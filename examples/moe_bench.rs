@@ -21,7 +21,9 @@
 //! layer of `E` experts, top-`k`, hidden `H`, width `I`, a shared expert of width `Is`, at the
 //! `--tokens` counts; repeatable), `--verbose` (every launch's kernel, grid,
 //! modelled time, HBM traffic, busy pipes and stall cycles on standard error), `--one-xcd` (simulate
-//! XCD 0 only: 8× cheaper, the timing model's one-XCD scope). Prints one Markdown table row per run.
+//! XCD 0 only: 8× cheaper, the timing model's one-XCD scope), `--split S` (force every GEMM's
+//! split-K count, [`fp8gemm::Overrides::with_split`], with a 256 MiB workspace; a count a launch
+//! cannot take is its error). Prints one Markdown table row per run.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -57,6 +59,8 @@ struct Args {
     experts: Option<usize>,
     verbose: bool,
     one_xcd: bool,
+    /// `--split S`: force every GEMM's split count (an explicit override, for experiments).
+    split: Option<u32>,
     /// `--layer` shapes `(E, k, H, I, Is)` instead of the CSV's.
     layers: Vec<(usize, usize, usize, usize, usize)>,
 }
@@ -73,6 +77,7 @@ fn parse_args() -> Res<Args> {
         experts: None,
         verbose: false,
         one_xcd: false,
+        split: None,
         layers: Vec::new(),
     };
     let mut it = std::env::args().skip(1);
@@ -105,6 +110,7 @@ fn parse_args() -> Res<Args> {
             "--experts" => a.experts = Some(value()?.parse()?),
             "--verbose" => a.verbose = true,
             "--one-xcd" => a.one_xcd = true,
+            "--split" => a.split = Some(value()?.parse()?),
             "--layer" => {
                 let v: Vec<usize> = value()?.split(',').map(str::parse).collect::<Result<_, _>>()?;
                 match v[..] {
@@ -214,7 +220,14 @@ fn main() -> Res<()> {
                     let d_ids = ctx.upload(&ids)?;
                     let d_w = ctx.upload(&vec![1.0f32 / k as f32; t * k])?;
                     let mut out = ctx.alloc_zeroed::<bf16>(t * h)?;
-                    stream.set_overrides(fp8gemm::Overrides::NONE);
+                    stream.set_overrides(match args.split {
+                        Some(s) => fp8gemm::Overrides::NONE.with_split(s),
+                        None => fp8gemm::Overrides::NONE,
+                    });
+                    if args.split.is_some() {
+                        // A forced split needs partials for every tile of the largest launch.
+                        stream.set_workspace(Some(fp8gemm::Workspace::new(&ctx, 64 << 20)?))?;
+                    }
                     stream.synchronize()?;
                     let options = SimOptions {
                         scope: if args.one_xcd { Scope::OneXcd } else { Scope::Full },
