@@ -345,6 +345,13 @@ pub struct MGroupedContiguousSplitKArgs {
     pub row_src: GlobalPtr<i32>,
     /// Workspace: arrival counters (u32) followed by the FP32 partial tiles (split-K only).
     pub ws: GlobalPtr<f32>,
+    /// The rows in use, or null (all `m_sum` rows): one i32 on the device, written by an
+    /// earlier launch (the MoE route's "rows used", a multiple of the tile height). This
+    /// launch's rows in use are its first `clamp(*valid_rows − valid_base, 0, m_sum)`; the rows
+    /// after them are padding, and the grid's first workgroups (spread over the XCDs by the
+    /// hardware's round-robin dispatch) take the tiles of the rows in use while the others
+    /// return at once — not the XCDs whose id ranges happen to fall on the rows in use.
+    pub valid_rows: GlobalPtr<i32>,
     /// Rows of the problem, D, `m_indices` and `row_src`.
     pub m_sum: u32,
     /// Rows of each group of B, columns of D.
@@ -357,18 +364,23 @@ pub struct MGroupedContiguousSplitKArgs {
     pub splits: u32,
     /// Rows of A and SFA.
     pub a_rows: u32,
+    /// Row of the whole problem at which this launch's rows start (a launch of one row chunk:
+    /// [`MGroupedContiguousSplitKArgs::valid_rows`] counts the whole problem's rows).
+    pub valid_base: u32,
+    /// Zero (keeps the struct a multiple of 8 bytes for the structs that embed it).
+    pub reserved: u32,
 }
 
 impl MGroupedContiguousSplitKArgs {
     /// The struct's bytes: the kernel's kernarg segment.
     pub fn as_bytes(&self) -> &[u8] {
-        // SAFETY: repr(C) of eight u64 wrappers followed by six u32: no padding (88 bytes,
+        // SAFETY: repr(C) of nine u64 wrappers followed by eight u32: no padding (104 bytes,
         // checked by the const assertion below), every byte initialized; borrows `self`.
         unsafe { core::slice::from_raw_parts((self as *const Self).cast::<u8>(), core::mem::size_of::<Self>()) }
     }
 }
 
-const _: () = assert!(core::mem::size_of::<MGroupedContiguousSplitKArgs>() == 88);
+const _: () = assert!(core::mem::size_of::<MGroupedContiguousSplitKArgs>() == 104);
 
 /// The MoE scatter epilogue of the contiguous scatter kernels
 /// (`m_grouped_fp8_gemm_nt_contiguous_splitk_scatter_bs_*`, [`crate::grouped`]): the MoE
@@ -446,14 +458,14 @@ pub struct MGroupedContiguousSiluArgs {
 impl MGroupedContiguousSiluArgs {
     /// The struct's bytes: the kernel's kernarg segment.
     pub fn as_bytes(&self) -> &[u8] {
-        // SAFETY: repr(C) of two repr(C) structs without padding (88 + 32 = 120 bytes, checked
+        // SAFETY: repr(C) of two repr(C) structs without padding (104 + 32 = 136 bytes, checked
         // below), every byte initialized; borrows `self`.
         unsafe { core::slice::from_raw_parts((self as *const Self).cast::<u8>(), core::mem::size_of::<Self>()) }
     }
 }
 
 const _: () = assert!(core::mem::size_of::<MoeSiluArgs>() == 32);
-const _: () = assert!(core::mem::size_of::<MGroupedContiguousSiluArgs>() == 120);
+const _: () = assert!(core::mem::size_of::<MGroupedContiguousSiluArgs>() == 136);
 
 /// Arguments of the contiguous scatter kernels: the GEMM of [`MGroupedContiguousSplitKArgs`]
 /// (its `d` is rows `row0 ..` of the scatter's `y`; `n` a multiple of 8) and the epilogue of
@@ -470,14 +482,14 @@ pub struct MGroupedContiguousScatterArgs {
 impl MGroupedContiguousScatterArgs {
     /// The struct's bytes: the kernel's kernarg segment.
     pub fn as_bytes(&self) -> &[u8] {
-        // SAFETY: repr(C) of two repr(C) structs without padding (88 + 72 = 160 bytes, checked
+        // SAFETY: repr(C) of two repr(C) structs without padding (104 + 72 = 176 bytes, checked
         // below; both end on 8-byte boundaries), every byte initialized; borrows `self`.
         unsafe { core::slice::from_raw_parts((self as *const Self).cast::<u8>(), core::mem::size_of::<Self>()) }
     }
 }
 
 const _: () = assert!(core::mem::size_of::<MoeScatterArgs>() == 72);
-const _: () = assert!(core::mem::size_of::<MGroupedContiguousScatterArgs>() == 160);
+const _: () = assert!(core::mem::size_of::<MGroupedContiguousScatterArgs>() == 176);
 
 impl MGroupedMaskedSplitKArgs {
     /// The struct's bytes: the kernel's kernarg segment.

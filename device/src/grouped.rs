@@ -190,6 +190,15 @@
 //! their resources, so padding rows read zeros. Everything inside the loop is the bs loop's.
 //! The `_pipe_` 64-row variants run the same jobs on the pipelined bs loop ([`crate::grouped_pipe`]).
 //!
+//! **Rows in use.** A non-null `valid_rows` (the MoE route's "rows used", written on the
+//! device) limits the tile grid to the rows in use: `⌈used/BM⌉·⌈n/128⌉·splits` logical tiles,
+//! XCD-remapped over that count, taken by the grid's first workgroups; the others return at
+//! once. The host launches the grid of the bound (`m_sum` rows, all it knows without a
+//! synchronisation); the padding the bound adds at the end of the layout (up to `(BM − 1)` rows
+//! per expert) then costs every XCD alike a few empty workgroups instead of leaving the XCDs
+//! whose id ranges fall on it idle while the others take all the work (257 experts at 1024
+//! tokens: a fifth of the bound's tiles are padding, all on the last XCDs).
+//!
 //! ## MoE epilogues (`…_splitk_silu_bs_*`, `…_splitk_scatter_bs_*`)
 //!
 //! The same kernels with an epilogue that continues where the tile is stored (at device
@@ -732,7 +741,19 @@ pub(crate) mod imp {
         let nkb = k / SCALE_BLOCK_K;
         let nb = n.div_ceil(SCALE_BLOCK_N);
 
-        let tiles_m = m.div_ceil(bm);
+        // The tiles of the rows in use only (`valid_rows`, when given): the grid's first
+        // workgroups, which the hardware deals round-robin to the XCDs, take them.
+        let rows_used = match args.valid_rows.addr() {
+            0 => m,
+            p => {
+                let rs_v = BufferResource::new(p, 4);
+                // SAFETY: valid_rows addresses one i32 (the host's contract), read-only during
+                // the launch; the offset 0 is wave-uniform and 4-byte aligned.
+                let v = unsafe { s_buffer_load_i32(rs_v, 0) };
+                (v.max(0) as u32).saturating_sub(args.valid_base).min(m)
+            }
+        };
+        let tiles_m = rows_used.div_ceil(bm);
         let tiles_n = n.div_ceil(bn);
         let (Some(splits), true) = (NonZeroU32::new(args.splits), tiles_m > 0) else {
             return;

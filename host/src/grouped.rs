@@ -639,7 +639,7 @@ pub fn m_grouped_fp8_gemm_nt_contiguous_gathered<'a, F: Fp8Format>(
     align: usize,
     active: usize,
 ) -> Result<GemmRun> {
-    contiguous_splitk(stream, a.into(), Some(row_src.into()), b.into(), d, m_indices.into(), align, active, None)
+    contiguous_splitk(stream, a.into(), Some(row_src.into()), b.into(), d, m_indices.into(), None, align, active, None)
 }
 
 /// The MoE scatter epilogue of [`contiguous_splitk`] (device contract: `MoeScatterArgs`):
@@ -692,6 +692,9 @@ pub(crate) enum MoeEpilogue {}
 
 /// The launches of [`m_grouped_fp8_gemm_nt_contiguous_gathered`], or with `row_src = None` of
 /// the same kernels over an A of `m_sum` rows (the MoE layer's down GEMM: split-K at decode).
+/// `rows_used`, one i32 on the device (the MoE route's "rows used": a multiple of `align`,
+/// the rows after it all padding), spreads the grid over the tiles of the rows in use
+/// (device contract: `MGroupedContiguousSplitKArgs::valid_rows`); `None`: every row.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn contiguous_splitk<'a, F: Fp8Format>(
     stream: &Stream,
@@ -700,6 +703,7 @@ pub(crate) fn contiguous_splitk<'a, F: Fp8Format>(
     b: GroupedWeightsView<'a, F>,
     d: impl IntoOutput<'a>,
     m_indices: DeviceSlice<'a, i32>,
+    rows_used: Option<DeviceSlice<'a, i32>>,
     align: usize,
     active: usize,
     #[cfg(feature = "moe")] mut epi: Option<MoeEpilogue<'_>>,
@@ -708,6 +712,12 @@ pub(crate) fn contiguous_splitk<'a, F: Fp8Format>(
     let (m_sum, n, k, groups) = (m_indices.len(), b.n, a.k, b.groups);
     let mut d = d.into_output(m_sum, n)?;
     check_common(stream, &a, &b, &d, "m_indices", &m_indices)?;
+    if let Some(u) = &rows_used {
+        if u.len() != 1 {
+            return Err(Error::Shape { arg: "rows_used", expected: "1 i32".into(), actual: format!("{} i32", u.len()) });
+        }
+        stream.context().check_owner("rows_used", u.owner())?;
+    }
     #[cfg(feature = "moe")]
     let variant = match &epi {
         None => crate::select::ContiguousVariant::Plain,
@@ -907,12 +917,15 @@ pub(crate) fn contiguous_splitk<'a, F: Fp8Format>(
             m_indices: idx.device_ptr(),
             row_src: src.map_or(GlobalPtr::new(0), |s| s.device_ptr()),
             ws: GlobalPtr::new(ws_ptr),
+            valid_rows: rows_used.as_ref().map_or(GlobalPtr::new(0), |u| u.device_ptr()),
             m_sum: m32,
             n: n as u32,
             k: k as u32,
             groups: g32,
             splits: plan.splits,
             a_rows,
+            valid_base: r0 as u32,
+            reserved: 0,
         };
         let grid = u32::try_from(plan.kernel.tiles(m32, n as u32) * u64::from(plan.splits))
             .map_err(|_| Error::Unsupported("grid of 2^32 workgroups or more".into()))?;

@@ -901,7 +901,20 @@ impl<F: Fp8Format> MoeLayer<F> {
                 })),
                 false => None,
             };
-            contiguous_splitk(stream, a, Some(s.row_src.slice(..rows)?), (&self.gate_up).into(), d, s.m_indices.slice(..rows)?, align, e.min(pairs), silu)?;
+            // The route's "rows used" (status[2]) spreads the launch over the rows in use.
+            let used = Some(s.status.slice(2..3)?);
+            contiguous_splitk(
+                stream,
+                a,
+                Some(s.row_src.slice(..rows)?),
+                (&self.gate_up).into(),
+                d,
+                s.m_indices.slice(..rows)?,
+                used,
+                align,
+                e.min(pairs),
+                silu,
+            )?;
             observer(MoeStage::GateUpGemm)?;
         } else {
             {
@@ -954,6 +967,7 @@ impl<F: Fp8Format> MoeLayer<F> {
                 (&self.down).into(),
                 s.y.slice_mut(..rows * h)?,
                 s.m_indices.slice(..rows)?,
+                Some(s.status.slice(2..3)?),
                 align,
                 e.min(pairs),
                 Some(MoeEpilogue::Scatter(scatter)),
@@ -966,9 +980,18 @@ impl<F: Fp8Format> MoeLayer<F> {
             let a = ActivationsView::<F>::new(s.act_data.slice(..rows * i)?, s.act_scales.slice(..rows * (i / 128))?, rows, i)?;
             let d = s.y.slice_mut(..rows * h)?;
             match layout {
-                MoeLayout::Contiguous if self.down.layout() == WeightLayout::Preshuffled && (align == 32 || align == 64) => {
-                    contiguous_splitk(stream, a, None, (&self.down).into(), d, s.m_indices.slice(..rows)?, align, e.min(pairs), None)?
-                }
+                MoeLayout::Contiguous if self.down.layout() == WeightLayout::Preshuffled && (align == 32 || align == 64) => contiguous_splitk(
+                    stream,
+                    a,
+                    None,
+                    (&self.down).into(),
+                    d,
+                    s.m_indices.slice(..rows)?,
+                    Some(s.status.slice(2..3)?),
+                    align,
+                    e.min(pairs),
+                    None,
+                )?,
                 MoeLayout::Contiguous => m_grouped_fp8_gemm_nt_contiguous_aligned(stream, a, &self.down, d, s.m_indices.slice(..rows)?, align)?,
                 MoeLayout::Masked => m_grouped_fp8_gemm_nt_masked(stream, a, &self.down, d, &s.masked_m, expected_m)?,
             };
