@@ -20,8 +20,7 @@
 //! `--experts E` (only rows with that many experts), `--layer E,k,H,I[,Is]` (instead of the CSV: a
 //! layer of `E` experts, top-`k`, hidden `H`, width `I`, a shared expert of width `Is`, at the
 //! `--tokens` counts; repeatable), `--verbose` (every launch's kernel, grid,
-//! modelled time, HBM traffic, busy pipes and stall cycles on standard error), `--one-xcd` (simulate
-//! XCD 0 only: 8× cheaper, the timing model's one-XCD scope), `--split S` (force every GEMM's
+//! modelled time, HBM traffic, busy pipes and stall cycles on standard error), `--split S` (force every GEMM's
 //! split-K count, [`fp8gemm::Overrides::with_split`], with a 256 MiB workspace; a count a launch
 //! cannot take is its error). Prints one Markdown table row per run.
 
@@ -58,7 +57,6 @@ struct Args {
     tokens: Option<Vec<usize>>,
     experts: Option<usize>,
     verbose: bool,
-    one_xcd: bool,
     /// `--split S`: force every GEMM's split count (an explicit override, for experiments).
     split: Option<u32>,
     /// `--layer` shapes `(E, k, H, I, Is)` instead of the CSV's.
@@ -76,7 +74,6 @@ fn parse_args() -> Res<Args> {
         tokens: None,
         experts: None,
         verbose: false,
-        one_xcd: false,
         split: None,
         layers: Vec::new(),
     };
@@ -109,7 +106,12 @@ fn parse_args() -> Res<Args> {
             "--tokens" => a.tokens = Some(value()?.split(',').map(str::parse).collect::<Result<_, _>>()?),
             "--experts" => a.experts = Some(value()?.parse()?),
             "--verbose" => a.verbose = true,
-            "--one-xcd" => a.one_xcd = true,
+            "--one-xcd" => {
+                return Err("--one-xcd: the one-XCD scope runs only XCD 0's workgroups functionally, and the layer's \
+                            later launches read what the others would have written (the route's rows steer the GEMMs); \
+                            the layer is timed with all XCDs"
+                    .into());
+            }
             "--split" => a.split = Some(value()?.parse()?),
             "--layer" => {
                 let v: Vec<usize> = value()?.split(',').map(str::parse).collect::<Result<_, _>>()?;
@@ -229,13 +231,7 @@ fn main() -> Res<()> {
                         stream.set_workspace(Some(fp8gemm::Workspace::new(&ctx, 64 << 20)?))?;
                     }
                     stream.synchronize()?;
-                    let options = SimOptions {
-                        scope: if args.one_xcd { Scope::OneXcd } else { Scope::Full },
-                        skip_mfma_math: true,
-                        checks: Default::default(),
-                        top: 0,
-                        trace_workgroup: None,
-                    };
+                    let options = SimOptions { scope: Scope::Full, skip_mfma_math: true, checks: Default::default(), top: 0, trace_workgroup: None };
                     let mut per: BTreeMap<&str, (f64, usize)> = BTreeMap::new();
                     let started = std::time::Instant::now();
                     amdgpu_emu::hip::set_timing(Some(TimingMode { machine: machine.clone(), options }));

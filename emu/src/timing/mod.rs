@@ -194,6 +194,10 @@ pub enum Scope {
     /// Every workgroup on every XCD.
     Full,
     /// XCD 0's workgroups only (every `xcds`-th), shared MALL/HBM scaled to one XCD's share.
+    /// Only they run functionally, unless the kernel has global atomics (then every workgroup
+    /// runs, in dispatch order): the other workgroups' stores do not happen. For timing one
+    /// launch whose results nothing reads; a sequence of launches that read each other's
+    /// results (the MoE layer: the route's rows steer the GEMMs) needs [`Scope::Full`].
     OneXcd,
 }
 
@@ -436,7 +440,9 @@ impl fmt::Display for TimingReport {
 
 /// Runs `kernel` functionally on the emulator (tracing every wave) and models its time on
 /// `machine`. The launch's memory effects happen as with [`exec::launch`] (unless
-/// [`SimOptions::skip_mfma_math`], which leaves MFMA destinations unwritten). Traces are
+/// [`SimOptions::skip_mfma_math`], which leaves MFMA destinations unwritten, or
+/// [`Scope::OneXcd`], under which only the simulated workgroups run when the kernel has no
+/// global atomics). Traces are
 /// produced and replayed in batches, so memory stays bounded; [`record`] and [`replay`] split
 /// the two halves for replaying one launch on many machines.
 pub fn simulate(
