@@ -552,13 +552,13 @@ pub(crate) mod imp {
                     // (load16_device): the rows were stored at device scope and released before
                     // their counts.
                     unsafe {
-                        crate::moe::imp::weighted_rows_to(
+                        crate::moe::imp::weighted_rows_to::<{ crate::moe::UNPERMUTE_BATCH as usize }>(
                             sc.slots.as_ptr(),
                             sc.weights.as_ptr(),
                             t,
                             sc.top_k,
                             sc.y_rows,
-                            |row| bf16x8(load16_device(y + (row * n64 + u64::from(col)) * 2)),
+                            |row| load16_device(y + (row * n64 + u64::from(col)) * 2),
                             sc.shared.addr(),
                             sc.out.addr(),
                             n64,
@@ -628,13 +628,13 @@ pub(crate) mod imp {
                 while col < n {
                     // SAFETY: as in scatter_tile; with no valid slot `load` is never called.
                     unsafe {
-                        crate::moe::imp::weighted_rows_to(
+                        crate::moe::imp::weighted_rows_to::<{ crate::moe::UNPERMUTE_BATCH as usize }>(
                             sc.slots.as_ptr(),
                             sc.weights.as_ptr(),
                             t,
                             sc.top_k,
                             0,
-                            |_| [0f32; 8],
+                            |_| U32x4([0; 4]),
                             sc.shared.addr(),
                             sc.out.addr(),
                             u64::from(n),

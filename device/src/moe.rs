@@ -33,7 +33,7 @@
 //! # Unpermute (`moe_unpermute_bf16`; [`MoeUnpermuteArgs`])
 //! One work-item per 8 columns of one token: `acc = 0; for j in 0..k { acc = acc + w·y }` in
 //! f32 (separate multiply and add, in `j` order; the loads of 8 experts at a time are issued
-//! together, [`UNPERMUTE_BATCH`]), then `acc + shared`, then one round to
+//! together, [`UNPERMUTE_BATCH`], or of all of them for a top-k of 9 to 16), then `acc + shared`, then one round to
 //! nearest even to bf16 ([`f32_to_bf16_bits`]). The host's CPU twin computes the same bits.
 
 use crate::amdgpu_kernel;
@@ -474,9 +474,9 @@ pub(crate) mod imp {
     /// (valid slots only, `j` in order, separate multiply and add in f32, one final
     /// round-to-nearest-even): the unpermute's arithmetic, shared by the unpermute kernel and the
     /// grouped GEMM's scatter epilogue, so both give the same bits. `load(row)` loads the 8
-    /// values of y's `row` at `col`; `shared` is 0 for none; `rows` the rows of y.
+    /// bf16 values (16 bytes) of y's `row` at `col`; `shared` is 0 for none; `rows` the rows of y.
     ///
-    /// `UNPERMUTE_BATCH` experts at a time: all their slots and weights are loaded, then all
+    /// `B` experts at a time: all their slots and weights are loaded, then all
     /// their rows of y, then added in j order. Every load is unconditional (an index past the
     /// token's experts reads its last pair, an invalid slot reads row 0) and only the adds are
     /// selected, so the loads of a batch are in flight together instead of one memory round
@@ -488,13 +488,13 @@ pub(crate) mod imp {
     /// hold `(t + 1)·hidden` bf16 with `col + 8 ≤ hidden`, 16-byte aligned.
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
-    pub(crate) unsafe fn weighted_rows_to(
+    pub(crate) unsafe fn weighted_rows_to<const B: usize>(
         slots: *const i32,
         weights: *const f32,
         t: u32,
         top_k: u32,
         rows: u32,
-        load: impl Fn(u64) -> [f32; 8],
+        load: impl Fn(u64) -> U32x4,
         shared: u64,
         out: u64,
         hidden: u64,
@@ -507,24 +507,26 @@ pub(crate) mod imp {
         // With no rows of y no slot is valid (and row 0 does not exist): nothing to add.
         let mut j0 = if rows == 0 { top_k } else { 0 };
         while j0 < top_k {
-            let nb = (top_k - j0).min(UNPERMUTE_BATCH);
-            let mut sw = [(-1i32, 0f32); UNPERMUTE_BATCH as usize];
+            let nb = (top_k - j0).min(B as u32);
+            let mut sw = [(-1i32, 0f32); B];
             for (q, v) in sw.iter_mut().enumerate() {
                 let p = (base + j0 + q as u32).min(last) as usize;
                 // SAFETY: p ≤ last < (t + 1)·top_k, inside slots and weights (caller).
                 *v = unsafe { (*slots.add(p), *weights.add(p)) };
             }
-            let mut ys = [[0f32; 8]; UNPERMUTE_BATCH as usize];
-            let mut ok = [false; UNPERMUTE_BATCH as usize];
-            for q in 0..UNPERMUTE_BATCH as usize {
+            // The rows' raw bf16 bits (4 registers a row), widened only where they are added.
+            let mut ys = [U32x4([0; 4]); B];
+            let mut ok = [false; B];
+            for q in 0..B {
                 let s = sw[q].0;
                 ok[q] = (q as u32) < nb && s >= 0 && (s as u32) < rows;
                 ys[q] = load(if ok[q] { s as u64 } else { 0 });
             }
-            for q in 0..UNPERMUTE_BATCH as usize {
+            for q in 0..B {
                 let w = sw[q].1;
+                let y = bf16x8(ys[q]);
                 for i in 0..8 {
-                    let sum = acc[i] + w * ys[q][i];
+                    let sum = acc[i] + w * y[i];
                     acc[i] = if ok[q] { sum } else { acc[i] };
                 }
             }
@@ -560,22 +562,21 @@ pub(crate) mod imp {
         let (t, col) = (u / h8, (u % h8) * UNPERMUTE_COLS);
         let h = a.hidden as u64;
         let y = a.y.addr();
+        let (slots, weights) = (a.slots.as_ptr(), a.weights.as_ptr());
+        // SAFETY: `load` is called with rows below a.rows only (weighted_rows_to's contract):
+        // inside y (rows × hidden bf16), 16-byte aligned.
+        let load = |row: u64| unsafe { *((y + (row * h + col as u64) * 2) as usize as *const U32x4) };
+        // Top-k up to 16 (GLM's 9, Qwen3's and DeepSeek's 8 …) in one batch of loads: one
+        // memory round trip per work-item, not two (a second batch of 8 for the ninth expert).
         // SAFETY: t < tokens; slots and weights hold tokens · top_k (top_k ≥ 1, host-checked),
         // y rows × hidden, shared (if any) and out tokens × hidden bf16, all 16-byte aligned;
         // col + 8 ≤ hidden. Every row `load` gets is below rows.
         unsafe {
-            weighted_rows_to(
-                a.slots.as_ptr(),
-                a.weights.as_ptr(),
-                t,
-                a.top_k,
-                a.rows,
-                |row| load8::<{ crate::quant::IN_BF16 }>(y, row * h + col as u64),
-                a.shared.addr(),
-                a.out.addr(),
-                h,
-                col,
-            )
+            if a.top_k > UNPERMUTE_BATCH && a.top_k <= 2 * UNPERMUTE_BATCH {
+                weighted_rows_to::<{ 2 * UNPERMUTE_BATCH as usize }>(slots, weights, t, a.top_k, a.rows, load, a.shared.addr(), a.out.addr(), h, col)
+            } else {
+                weighted_rows_to::<{ UNPERMUTE_BATCH as usize }>(slots, weights, t, a.top_k, a.rows, load, a.shared.addr(), a.out.addr(), h, col)
+            }
         }
     }
 }
