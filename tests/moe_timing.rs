@@ -155,3 +155,66 @@ fn glm_class_layer_runs_at_16384_tokens() {
         println!("  {stage:<16} {:>10.1} µs", secs * 1e6);
     }
 }
+
+/// The contiguous layout is sized by the route's bound, so the rows past the ones in use (up to
+/// `align − 1` per expert) are all at its end. The grouped GEMMs read the route's count of rows
+/// in use on the device and deal the tiles of those rows to the grid's first workgroups, which
+/// the hardware spreads over every XCD: each XCD's fabric link then carries a like share of the
+/// weights, where per-XCD id ranges over the bound gave the last XCD the padding and nothing to
+/// load (64 experts, top-8, 256 tokens: 928 of the bound's 4032 rows are padding).
+#[test]
+fn contiguous_gemms_spread_the_rows_in_use_over_every_xcd() {
+    use fp8gemm::WeightLayout;
+    let ctx = checked_context();
+    let (e, h, i, k, t) = (64usize, 1024usize, 256usize, 8usize, 256usize);
+    let layer = MoeLayer::new(
+        &ctx,
+        DeviceGroupedWeights::<E4M3Fnuz>::alloc_with_layout(&ctx, e, 2 * i, h, WeightLayout::Preshuffled).unwrap(),
+        DeviceGroupedWeights::<E4M3Fnuz>::alloc_with_layout(&ctx, e, h, i, WeightLayout::Preshuffled).unwrap(),
+        None,
+        MoeOptions { top_k: k, masked_max_tokens: 0 },
+    )
+    .unwrap();
+    let mut scratch = MoeScratch::new(&layer, t, 0).unwrap();
+    let stream = Stream::new(&ctx).unwrap();
+    let mut rng = StdRng::seed_from_u64(31);
+    let mut ids: Vec<i32> = Vec::with_capacity(t * k);
+    for _ in 0..t {
+        let mut row: Vec<i32> = Vec::with_capacity(k);
+        while row.len() < k {
+            let x = rng.random_range(0..e as i32);
+            if !row.contains(&x) {
+                row.push(x);
+            }
+        }
+        ids.extend(row);
+    }
+    let x = ctx.alloc_zeroed::<bf16>(t * h).unwrap();
+    let (d_ids, d_w) = (ctx.upload(&ids).unwrap(), ctx.upload(&vec![1.0f32 / k as f32; t * k]).unwrap());
+    let mut out = ctx.alloc_zeroed::<bf16>(t * h).unwrap();
+    let mut gemms: Vec<(String, Vec<f64>)> = Vec::new();
+    let options = SimOptions { scope: Scope::Full, skip_mfma_math: true, checks: Checks::default(), top: 0, trace_workgroup: None };
+    emu::set_timing(Some(TimingMode { machine: Machine::MI325X.clone(), options }));
+    let run = layer.forward_with(&stream, &x, &d_ids, &d_w, &mut out, &mut scratch, MoeLayout::Contiguous, &mut |stage: MoeStage| {
+        stream.synchronize()?;
+        let r = emu::last_launch_timing().expect("a timing report for the stage's launch");
+        if matches!(stage, MoeStage::GateUpGemm | MoeStage::DownGemm) {
+            gemms.push((r.kernel.clone(), r.fabric_by_xcd.clone()));
+        }
+        Ok(())
+    });
+    emu::set_timing(None);
+    let run = run.unwrap();
+    // The route used fewer rows than the bound the launches are sized by.
+    let used = scratch.status(&stream).unwrap();
+    let want = fp8gemm::moe::route_reference_aligned(&ids, k, e, run.rows, None, run.align);
+    assert!(want.used_rows * 5 <= run.rows * 4, "padding is at least a fifth of the bound: {} of {} rows used", want.used_rows, run.rows);
+    assert_eq!(used, Default::default());
+    assert_eq!(gemms.len(), 2, "{gemms:?}");
+    for (kernel, per_xcd) in &gemms {
+        assert!(kernel.starts_with("m_grouped_fp8_gemm_nt_contiguous_splitk"), "{kernel}");
+        assert_eq!(per_xcd.len(), 8, "{kernel}: {per_xcd:?}");
+        let (lo, hi) = per_xcd.iter().fold((f64::INFINITY, 0f64), |(lo, hi), &b| (lo.min(b), hi.max(b)));
+        assert!(lo >= 0.6 * hi, "{kernel}: fabric bytes per XCD {per_xcd:?} (least {lo}, most {hi})");
+    }
+}
