@@ -30,7 +30,6 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use fp8gemm::codeobj::Arch;
 use fp8gemm::config::{GemmDesc, Overrides};
 use fp8gemm::select::{self, CostModel, Plan};
 use fp8gemm::{Context, WeightLayout};
@@ -174,19 +173,7 @@ fn print_estimates(desc: &GemmDesc, layout: WeightLayout) -> Result<(), String> 
 pub fn run(a: EvalArgs) -> Result<(), String> {
     let machine = crate::profile::machine_by_name(&a.machine)?;
     let cus = machine.xcds * machine.cus_per_xcd;
-    // The machine's chip decides the code object (as for `tune`): a gfx950 machine runs on an
-    // emulated gfx950 device, set before the first HIP call.
-    let arch = match machine.target {
-        amdgpu_emu::loader::Target::Gfx950 => {
-            amdgpu_emu::hip::set_device_arch(amdgpu_emu::loader::Target::Gfx950);
-            Arch::Gfx950
-        }
-        _ => Arch::Gfx942,
-    };
-    let ctx = Context::new().map_err(|e| e.to_string())?;
-    if ctx.arch() != arch {
-        return Err(format!("machine {} is a {} part, the device runs {}", machine.name, arch.name(), ctx.arch().name()));
-    }
+    let (ctx, arch) = crate::profile::context_for(&machine)?;
     let pairs: Vec<(u32, u32, &str)> = if a.pairs.is_empty() { PAIRS.to_vec() } else { a.pairs.iter().filter_map(|&i| PAIRS.get(i).copied()).collect() };
     let ms: Vec<u32> = if a.ms.is_empty() { MS.to_vec() } else { a.ms.clone() };
     // Explicit shapes replace the set (one (N, K) "pair" per shape, its M alone).

@@ -23,6 +23,25 @@ pub fn machine_by_name(name: &str) -> Result<Machine, String> {
     machine(name)
 }
 
+/// The emulated device for timing runs on `machine`, and its architecture: the machine's chip
+/// decides the code object (a gfx950 machine runs on an emulated gfx950 device, selected here,
+/// before the first HIP call). An error if the device was already made for another chip.
+pub fn context_for(machine: &Machine) -> Result<(fp8gemm::Context, fp8gemm::codeobj::Arch), String> {
+    use fp8gemm::codeobj::Arch;
+    let arch = match machine.target {
+        amdgpu_emu::loader::Target::Gfx950 => {
+            amdgpu_emu::hip::set_device_arch(amdgpu_emu::loader::Target::Gfx950);
+            Arch::Gfx950
+        }
+        _ => Arch::Gfx942,
+    };
+    let ctx = fp8gemm::Context::new().map_err(|e| e.to_string())?;
+    if ctx.arch() != arch {
+        return Err(format!("machine {} is a {} part, the device runs {}", machine.name, arch.name(), ctx.arch().name()));
+    }
+    Ok((ctx, arch))
+}
+
 fn machine(name: &str) -> Result<Machine, String> {
     let base = base_machine(name)?;
     match &crate::env::get().machine_overrides {

@@ -233,19 +233,7 @@ pub fn plan_of(t: &Timed, arch: Arch, cus: u32) -> Option<(GemmDesc, Plan)> {
 pub fn run(a: CostArgs) -> Result<(), String> {
     let machine = crate::profile::machine_by_name(&a.machine)?;
     let cus = machine.xcds * machine.cus_per_xcd;
-    // The machine's chip decides the code object: a gfx950 machine runs on an emulated gfx950
-    // device (set before the first HIP call).
-    let arch = match machine.target {
-        amdgpu_emu::loader::Target::Gfx950 => {
-            emu::set_device_arch(amdgpu_emu::loader::Target::Gfx950);
-            Arch::Gfx950
-        }
-        _ => Arch::Gfx942,
-    };
-    let ctx = Context::new().map_err(|e| e.to_string())?;
-    if ctx.arch() != arch {
-        return Err(format!("machine {} is a {} part, the device runs {}", machine.name, arch.name(), ctx.arch().name()));
-    }
+    let (ctx, arch) = crate::profile::context_for(&machine)?;
     let kernels: Vec<&'static KernelEntry> = registry::KERNELS
         .iter()
         .filter(|e| e.problem == Problem::Dense && a.only.as_deref().is_none_or(|o| o.split(',').any(|o| e.name().contains(o))))
