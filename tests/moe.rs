@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{checked_context, randn_bf16};
+use common::{checked_context, randn_bf16, random_ids};
 use fp8gemm::fp8::E4M3Fnuz;
 use fp8gemm::moe::{
     MoeReferenceWeights, ReferenceActivations, RouteBuffers, contiguous_rows_bound, contiguous_rows_bound_aligned, moe_gather_quantize, moe_route_contiguous,
@@ -26,32 +26,6 @@ use proptest::prelude::*;
 use rand::{Rng, SeedableRng, rngs::StdRng};
 
 type F = E4M3Fnuz;
-
-/// Random top-k ids: each token's k experts drawn from `0..experts` (with repeats allowed when
-/// `dups`), a fraction `special` of them replaced by −1 or an invalid id.
-fn random_ids(tokens: usize, k: usize, experts: usize, rng: &mut StdRng, dups: bool, special: f64) -> Vec<i32> {
-    let mut ids = Vec::with_capacity(tokens * k);
-    for _ in 0..tokens {
-        let mut row: Vec<i32> = Vec::with_capacity(k);
-        while row.len() < k {
-            let e = rng.random_range(0..experts) as i32;
-            if dups || !row.contains(&e) || row.len() >= experts {
-                row.push(e);
-            }
-        }
-        for v in &mut row {
-            if rng.random_bool(special) {
-                *v = match rng.random_range(0..3) {
-                    0 => -1,
-                    1 => experts as i32 + rng.random_range(0..5),
-                    _ => -2 - rng.random_range(0..100),
-                };
-            }
-        }
-        ids.extend(row);
-    }
-    ids
-}
 
 struct Routed {
     slots: Vec<i32>,

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use amdgpu_emu::exec::Checks;
 use amdgpu_emu::hip::{self as emu, TimingMode};
 use amdgpu_emu::timing::{Machine, Scope, SimOptions};
-use common::{checked_context, randn_bf16};
+use common::{checked_context, randn_bf16, random_ids};
 use fp8gemm::fp8::E4M3Fnuz;
 use fp8gemm::quant::{GroupedQuantizedWeights, QuantizedWeights};
 use fp8gemm::{DeviceGroupedWeights, DeviceWeights, MoeLayer, MoeLayout, MoeOptions, MoeScratch, MoeStage, Stream};
@@ -114,18 +114,7 @@ fn glm_class_layer_runs_at_16384_tokens() {
     .unwrap();
     let mut scratch = MoeScratch::new(&layer, t, 0).unwrap();
     let stream = Stream::new(&ctx).unwrap();
-    let mut rng = StdRng::seed_from_u64(16384);
-    let mut ids: Vec<i32> = Vec::with_capacity(t * k);
-    for _ in 0..t {
-        let mut row: Vec<i32> = Vec::with_capacity(k);
-        while row.len() < k {
-            let x = rng.random_range(0..e as i32);
-            if !row.contains(&x) {
-                row.push(x);
-            }
-        }
-        ids.extend(row);
-    }
+    let ids = random_ids(t, k, e, &mut StdRng::seed_from_u64(16384), false, 0.0);
     let x = ctx.alloc_zeroed::<bf16>(t * h).unwrap();
     let (d_ids, d_w) = (ctx.upload(&ids).unwrap(), ctx.upload(&vec![1.0f32 / k as f32; t * k]).unwrap());
     let mut out = ctx.alloc_zeroed::<bf16>(t * h).unwrap();
@@ -161,7 +150,7 @@ fn glm_class_layer_runs_at_16384_tokens() {
 /// in use on the device and deal the tiles of those rows to the grid's first workgroups, which
 /// the hardware spreads over every XCD: each XCD's fabric link then carries a like share of the
 /// weights, where per-XCD id ranges over the bound gave the last XCD the padding and nothing to
-/// load (64 experts, top-8, 256 tokens: 928 of the bound's 4032 rows are padding).
+/// load (64 experts, top-8, 256 tokens: 1152 of the bound's 4032 rows are padding).
 #[test]
 fn contiguous_gemms_spread_the_rows_in_use_over_every_xcd() {
     use fp8gemm::WeightLayout;
@@ -177,18 +166,7 @@ fn contiguous_gemms_spread_the_rows_in_use_over_every_xcd() {
     .unwrap();
     let mut scratch = MoeScratch::new(&layer, t, 0).unwrap();
     let stream = Stream::new(&ctx).unwrap();
-    let mut rng = StdRng::seed_from_u64(31);
-    let mut ids: Vec<i32> = Vec::with_capacity(t * k);
-    for _ in 0..t {
-        let mut row: Vec<i32> = Vec::with_capacity(k);
-        while row.len() < k {
-            let x = rng.random_range(0..e as i32);
-            if !row.contains(&x) {
-                row.push(x);
-            }
-        }
-        ids.extend(row);
-    }
+    let ids = random_ids(t, k, e, &mut StdRng::seed_from_u64(31), false, 0.0);
     let x = ctx.alloc_zeroed::<bf16>(t * h).unwrap();
     let (d_ids, d_w) = (ctx.upload(&ids).unwrap(), ctx.upload(&vec![1.0f32 / k as f32; t * k]).unwrap());
     let mut out = ctx.alloc_zeroed::<bf16>(t * h).unwrap();

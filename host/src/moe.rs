@@ -88,8 +88,9 @@
 //! sync. The contiguous split-K GEMMs also read the used row count (the route's `status[2]`)
 //! and deal their grid's first workgroups the tiles of the used rows: the hardware spreads
 //! those over the XCDs, where an id range per XCD over the bound would leave the padding at
-//! the layout's end to the last XCDs and all the work to the others. The padding rows inside a used block (fewer than `a` per expert) are quantized and
-//! multiplied but never stored or read back. Buffers are sized by the same bound; where a
+//! the layout's end to the last XCDs and all the work to the others. The padding rows inside
+//! a used block (fewer than `a` per expert) are quantized and multiplied but never stored or
+//! read back. Buffers are sized by the same bound; where a
 //! GEMM's A or D would pass the 2 GiB of 32-bit buffer offsets (257 experts, H = 6144, 16384
 //! tokens: 163,647 rows × 6144 bf16 of down output) the grouped GEMM runs in row chunks
 //! ([`crate::m_grouped_fp8_gemm_nt_contiguous_aligned`]); the gather, silu·mul and unpermute

@@ -227,3 +227,29 @@ pub fn assert_stream_k_result(what: &str, c: &Case, got: &[bf16], dp_ref: &[bf16
         assert!(got.iter().zip(dp_ref).all(|(x, y)| x.to_bits() == y.to_bits()), "{what}: whole tiles only, must be bit-identical");
     }
 }
+
+/// Random top-k ids: each token's k experts drawn from `0..experts` (with repeats allowed when
+/// `dups`), a fraction `special` of them replaced by −1 or an invalid id.
+pub fn random_ids(tokens: usize, k: usize, experts: usize, rng: &mut StdRng, dups: bool, special: f64) -> Vec<i32> {
+    let mut ids = Vec::with_capacity(tokens * k);
+    for _ in 0..tokens {
+        let mut row: Vec<i32> = Vec::with_capacity(k);
+        while row.len() < k {
+            let e = rng.random_range(0..experts) as i32;
+            if dups || !row.contains(&e) || row.len() >= experts {
+                row.push(e);
+            }
+        }
+        for v in &mut row {
+            if rng.random_bool(special) {
+                *v = match rng.random_range(0..3) {
+                    0 => -1,
+                    1 => experts as i32 + rng.random_range(0..5),
+                    _ => -2 - rng.random_range(0..100),
+                };
+            }
+        }
+        ids.extend(row);
+    }
+    ids
+}
