@@ -508,22 +508,28 @@ pub(crate) mod imp {
         let mut j0 = if rows == 0 { top_k } else { 0 };
         while j0 < top_k {
             let nb = (top_k - j0).min(B as u32);
-            let mut sw = [(-1i32, 0f32); B];
-            for (q, v) in sw.iter_mut().enumerate() {
+            // Slots and weights in two arrays of scalars (an array of pairs was kept in scratch
+            // memory at B = 16).
+            let mut sl = [-1i32; B];
+            let mut wt = [0f32; B];
+            for q in 0..B {
                 let p = (base + j0 + q as u32).min(last) as usize;
                 // SAFETY: p ≤ last < (t + 1)·top_k, inside slots and weights (caller).
-                *v = unsafe { (*slots.add(p), *weights.add(p)) };
+                unsafe {
+                    sl[q] = *slots.add(p);
+                    wt[q] = *weights.add(p);
+                }
             }
             // The rows' raw bf16 bits (4 registers a row), widened only where they are added.
             let mut ys = [U32x4([0; 4]); B];
             let mut ok = [false; B];
             for q in 0..B {
-                let s = sw[q].0;
+                let s = sl[q];
                 ok[q] = (q as u32) < nb && s >= 0 && (s as u32) < rows;
                 ys[q] = load(if ok[q] { s as u64 } else { 0 });
             }
             for q in 0..B {
-                let w = sw[q].1;
+                let w = wt[q];
                 let y = bf16x8(ys[q]);
                 for i in 0..8 {
                     let sum = acc[i] + w * y[i];
