@@ -22,7 +22,8 @@
 //! `--tokens` counts; repeatable), `--verbose` (every launch's kernel, grid,
 //! modelled time, HBM traffic, busy pipes and stall cycles on standard error), `--split S` (force every GEMM's
 //! split-K count, [`fp8gemm::Overrides::with_split`], with a 256 MiB workspace; a count a launch
-//! cannot take is its error). Prints one Markdown table row per run.
+//! cannot take is its error), `--choices` (only the row alignment the layer chooses for each
+//! configuration, from the cost model: nothing is run). Prints one Markdown table row per run.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -61,6 +62,8 @@ struct Args {
     split: Option<u32>,
     /// `--layer` shapes `(E, k, H, I, Is)` instead of the CSV's.
     layers: Vec<(usize, usize, usize, usize, usize)>,
+    /// `--choices`: print the row alignment the layer chooses per configuration, run nothing.
+    choices: bool,
 }
 
 fn parse_args() -> Res<Args> {
@@ -76,6 +79,7 @@ fn parse_args() -> Res<Args> {
         verbose: false,
         split: None,
         layers: Vec::new(),
+        choices: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -106,6 +110,7 @@ fn parse_args() -> Res<Args> {
             "--tokens" => a.tokens = Some(value()?.split(',').map(str::parse).collect::<Result<_, _>>()?),
             "--experts" => a.experts = Some(value()?.parse()?),
             "--verbose" => a.verbose = true,
+            "--choices" => a.choices = true,
             "--one-xcd" => {
                 return Err("--one-xcd: the one-XCD scope runs only XCD 0's workgroups functionally, and the layer's \
                             later launches read what the others would have written (the route's rows steer the GEMMs); \
@@ -205,6 +210,27 @@ fn main() -> Res<()> {
             for &align in &args.aligns {
                 layer.set_contiguous_align(align)?;
                 for &t in &tokens {
+                    if args.choices {
+                        let wname = if wl == WeightLayout::Logical { "logical" } else { "pre-shuffled" };
+                        println!("| {e}, {k}, {h}, {i} | {t} | {wname} | {} (chosen, nothing run) |", layer.contiguous_align(&stream, t)?);
+                        for c in layer.fused_plans(&stream, t)? {
+                            println!(
+                                "    align {:>3}: {} experts, {} rows; gate_up {} ({}) est {:.1} µs, down {} ({}) est {:.1} µs, separate passes {:.1} µs, sum {:.1} µs (modelled estimates)",
+                                c.align,
+                                c.active,
+                                c.rows,
+                                c.gate_up.label(),
+                                c.gate_up.kernel.name(),
+                                c.gate_up.estimate_s * 1e6,
+                                c.down.label(),
+                                c.down.kernel.name(),
+                                c.down.estimate_s * 1e6,
+                                c.passes_s * 1e6,
+                                c.estimate_s * 1e6
+                            );
+                        }
+                        continue;
+                    }
                     let mut rng = StdRng::seed_from_u64((e * 31 + t) as u64);
                     let mut ids = Vec::with_capacity(t * k);
                     for _ in 0..t {
@@ -244,7 +270,7 @@ fn main() -> Res<()> {
                                 let stalls: Vec<String> =
                                     amdgpu_emu::timing::Stall::ALL.iter().zip(r.stalls).filter(|(_, c)| *c > 0).map(|(s, c)| format!("{s:?} {c}")).collect();
                                 eprintln!(
-                                    "    {stage:?}: {} grid {:?} ({} per CU), {:.2} µs (modelled), {} cycles, HBM {:.1} MB ({:.2} TB/s); busy MFMA {:.0} % VMEM {:.0} % L2 {:.0} % HBM {:.0} %; stalls {}",
+                                    "    {stage:?}: {} grid {:?} ({} per CU), {:.2} µs (modelled), {} cycles, HBM {:.1} MB ({:.2} TB/s), L2 {:.1} MB, fabric {:.1} MB; busy MFMA {:.0} % VMEM {:.0} % L2 {:.0} % HBM {:.0} %; stalls {}",
                                     r.kernel,
                                     r.grid,
                                     r.workgroups_per_cu,
@@ -252,6 +278,8 @@ fn main() -> Res<()> {
                                     r.cycles,
                                     r.hbm_bytes / 1e6,
                                     r.hbm_bytes / r.seconds / 1e12,
+                                    r.l2_bytes / 1e6,
+                                    r.fabric_bytes / 1e6,
                                     r.busy.mfma * 100.0,
                                     r.busy.vmem * 100.0,
                                     r.busy.l2 * 100.0,

@@ -107,7 +107,7 @@ fn judge(
 ) -> Result<(Plan, f64, String, f64, usize, usize), String> {
     let (plan, _) = select::plan(desc, layout, &Overrides::NONE, u64::MAX).map_err(|e| e.to_string())?;
     let model = CostModel::for_arch(desc.arch).map_err(|e| e.to_string())?;
-    let plan_s = time_plan(ctx, machine, &plan, desc.m, desc.n, desc.k)?;
+    let plan_s = time_plan(ctx, machine, &plan, desc)?;
     if verbose {
         println!("    plan {:<32} estimate {:>9.2} µs, modelled {:>9.2} µs", plan.label(), plan.estimate_s * 1e6, plan_s * 1e6);
     }
@@ -133,7 +133,7 @@ fn judge(
             pruned += 1;
             continue;
         }
-        let s = time_plan(ctx, machine, &c, desc.m, desc.n, desc.k)?;
+        let s = time_plan(ctx, machine, &c, desc)?;
         if verbose {
             println!("         {:<32} estimate {:>9.2} µs, modelled {:>9.2} µs", c.label(), est * 1e6, s * 1e6);
         }
@@ -210,7 +210,7 @@ pub fn run(a: EvalArgs) -> Result<(), String> {
             } else {
                 let up = GemmDesc::dense(m + 16, n, k, arch).with_cus(cus);
                 let (p2, _) = select::plan(&up, a.layout, &Overrides::NONE, u64::MAX).map_err(|e| e.to_string())?;
-                let t2 = time_plan(&ctx, &machine, &p2, up.m, up.n, up.k)? * 1e6;
+                let t2 = time_plan(&ctx, &machine, &p2, &up)? * 1e6;
                 let ratio = t2 / plan_us;
                 let best_jumps = if ratio > 1.15 {
                     let (_, _, _, b2, _, _) = judge(&ctx, &machine, &up, a.layout, a.prune, false)?;

@@ -276,7 +276,8 @@ enum Command {
         full_math: bool,
     },
     /// Write the selector's cost model (`host/tuned/<arch>.<machine>.cost.csv`) from the timing
-    /// model: every registered dense kernel timed on `--samples` random shapes on `--machine`
+    /// model: every registered dense kernel (and every plain m-grouped contiguous split-K kernel, on
+    /// random grouped problems) timed on `--samples` random shapes on `--machine`
     /// (a gfx950 machine runs the gfx950 code object on an emulated gfx950 device), coefficients
     /// fitted (`fp8gemm::select`); all figures modelled, not measured.
     Tune {

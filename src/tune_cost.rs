@@ -11,6 +11,11 @@
 //! timing model on (every XCD for grids of at most one workgroup per CU, XCD 0's share above), and
 //! shapes whose simulated work passes `--max-blocks` (tiles × K blocks in 64 × 128-tile
 //! equivalents) are redrawn.
+//! The plain m-grouped contiguous split-K kernels (the MoE layer's GEMMs; their epilogue
+//! variants take their coefficients) are sampled on grouped problems of their own
+//! ([`draw_contiguous`]: active groups, rows per group, N, K and a split count drawn at random)
+//! and launched through the gathered entry point ([`launch_contiguous`]); a sample row of theirs
+//! carries the group count as a ninth column.
 //! The samples are written to `--samples-out` so the fit can be redone without timing
 //! (`--from-samples`). The fit: for each pair of candidate HBM and per-XCD L2 bandwidths on a
 //! grid (fractions of the machine's), every kernel's coefficients by non-negative least squares
@@ -26,7 +31,7 @@ use std::path::{Path, PathBuf};
 use amdgpu_emu::hip::{self as emu, TimingMode};
 use amdgpu_emu::timing::{Machine, Scope, SimOptions};
 use fp8gemm::codeobj::Arch;
-use fp8gemm::config::GemmDesc;
+use fp8gemm::config::{GemmDesc, Overrides};
 use fp8gemm::dense_layouts::{MnMajorActivationsView, MnMajorWeightsView};
 use fp8gemm::registry::{self, KernelEntry, Major, Problem, ScheduleKind};
 use fp8gemm::select::{self, CostModel, Features, Plan, Sample};
@@ -62,6 +67,9 @@ pub struct Timed {
     pub splits: u32,
     pub dp: u32,
     pub g: u32,
+    /// Active groups of a contiguous split-K sample (`m` rows, `m / groups` per group); 0 for
+    /// a dense one.
+    pub groups: u32,
     pub seconds: f64,
 }
 
@@ -85,13 +93,15 @@ fn launch_layout<F: fp8gemm::fp8::Fp8Format>(
     }
 }
 
-/// Times `plan` on `m × n × k` with the timing model of `machine`; returns modelled seconds.
-pub fn time_plan(ctx: &Context, machine: &Machine, plan: &Plan, m: u32, n: u32, k: u32) -> Result<f64, String> {
-    Ok(profile_plan(ctx, machine, plan, m, n, k)?.seconds)
+/// Times `plan` on the problem `desc` (dense `m × n × k`; for the contiguous split-K family,
+/// [`launch_contiguous`]'s layout) with the timing model of `machine`; returns modelled seconds.
+pub fn time_plan(ctx: &Context, machine: &Machine, plan: &Plan, desc: &GemmDesc) -> Result<f64, String> {
+    Ok(profile_plan(ctx, machine, plan, desc)?.seconds)
 }
 
 /// [`time_plan`]'s whole timing report.
-pub fn profile_plan(ctx: &Context, machine: &Machine, plan: &Plan, m: u32, n: u32, k: u32) -> Result<std::sync::Arc<amdgpu_emu::timing::TimingReport>, String> {
+pub fn profile_plan(ctx: &Context, machine: &Machine, plan: &Plan, desc: &GemmDesc) -> Result<std::sync::Arc<amdgpu_emu::timing::TimingReport>, String> {
+    let (m, n, k) = (desc.m, desc.n, desc.k);
     let e = |x: fp8gemm::Error| x.to_string();
     let full = plan.grid <= machine.xcds * machine.cus_per_xcd;
     let options = SimOptions { scope: if full { Scope::Full } else { Scope::OneXcd }, ..SimOptions::default() };
@@ -101,7 +111,9 @@ pub fn profile_plan(ctx: &Context, machine: &Machine, plan: &Plan, m: u32, n: u3
     if ws > 0 {
         stream.set_workspace(Some(fp8gemm::Workspace::new(ctx, ws as usize).map_err(e)?)).map_err(e)?;
     }
-    if plan.kernel.majors != (Major::K, Major::K) {
+    if select::contiguous_splitk_twin(plan.kernel).is_some() {
+        launch_contiguous(ctx, &mut stream, plan, desc, mode)?;
+    } else if plan.kernel.majors != (Major::K, Major::K) {
         // NN / TN / TT: zero operands in their majors, through their entry point (whose plan
         // is this kernel: the only candidate of its layout).
         let (mu, nu, ku) = (m as usize, n as usize, k as usize);
@@ -134,6 +146,59 @@ pub fn profile_plan(ctx: &Context, machine: &Machine, plan: &Plan, m: u32, n: u3
     emu::last_launch_timing().ok_or_else(|| "the timed launch left no report".to_string())
 }
 
+/// Launches `plan` of the contiguous split-K family (its plain kernel, through
+/// [`fp8gemm::m_grouped_fp8_gemm_nt_contiguous_gathered`] with the plan's tile, loop and split
+/// count as the stream's overrides) on zero operands laid out as `desc` describes: `desc.m`
+/// rows, `desc.groups` groups of `m / groups` rows each (a multiple of the tile height), every
+/// row in use and read from its own row of A (the row map the identity), with the timing model
+/// `mode` on; checks that the entry point ran the plan.
+fn launch_contiguous(ctx: &Context, stream: &mut Stream, plan: &Plan, desc: &GemmDesc, mode: TimingMode) -> Result<(), String> {
+    let e = |x: fp8gemm::Error| x.to_string();
+    let kernel = plan.kernel;
+    let (m, n, k, g) = (desc.m as usize, desc.n as usize, desc.k as usize, desc.groups.max(1) as usize);
+    let bm = kernel.block_m as usize;
+    if !m.is_multiple_of(bm * g) {
+        return Err(format!("{}: {m} rows are not {g} groups of whole {bm}-row tiles", kernel.name()));
+    }
+    let per = m / g;
+    let nkb = k / 128;
+    let a_data = ctx.alloc_zeroed::<u8>(m * k).map_err(e)?;
+    let a_scales = ctx.alloc_zeroed::<f32>(m * nkb).map_err(e)?;
+    let rows: Vec<i32> = (0..m as i32).collect();
+    let groups: Vec<i32> = (0..m).map(|r| (r / per) as i32).collect();
+    let row_src = ctx.upload(&rows).map_err(e)?;
+    let m_indices = ctx.upload(&groups).map_err(e)?;
+    let mut d = ctx.alloc_zeroed::<half::bf16>(m * n).map_err(e)?;
+    stream.set_overrides(Overrides::NONE.with_split(plan.splits).with_bs_pipelined(kernel.pipelined()));
+    /// The launch with operands of the device's FP8 format `F`.
+    fn go<F: fp8gemm::fp8::Fp8Format>(
+        ctx: &Context,
+        stream: &Stream,
+        (a_data, a_scales): (&fp8gemm::DeviceBuffer<u8>, &fp8gemm::DeviceBuffer<f32>),
+        (row_src, m_indices): (&fp8gemm::DeviceBuffer<i32>, &fp8gemm::DeviceBuffer<i32>),
+        d: &mut fp8gemm::DeviceBuffer<half::bf16>,
+        (m, n, k, g, bm): (usize, usize, usize, usize, usize),
+    ) -> Result<fp8gemm::GemmRun, fp8gemm::Error> {
+        let b = fp8gemm::DeviceGroupedWeights::<F>::alloc_preshuffled(ctx, g, n, k)?;
+        let a = fp8gemm::ActivationsView::<F>::new(a_data.as_slice(), a_scales.as_slice(), m, k)?;
+        fp8gemm::m_grouped_fp8_gemm_nt_contiguous_gathered(stream, a, row_src.as_slice(), &b, d, m_indices.as_slice(), bm, g)
+    }
+    let (ops, maps, dims) = ((&a_data, &a_scales), (&row_src, &m_indices), (m, n, k, g, bm));
+    emu::set_timing(Some(mode));
+    // The operands' FP8 format is the device's (E4M3FNUZ on gfx942, E4M3FN on gfx950).
+    let run = match ctx.arch() {
+        Arch::Gfx950 => go::<fp8gemm::fp8::E4M3Fn>(ctx, stream, ops, maps, &mut d, dims),
+        _ => go::<fp8gemm::fp8::E4M3Fnuz>(ctx, stream, ops, maps, &mut d, dims),
+    }
+    .and_then(|r| stream.synchronize().map(|_| r));
+    emu::set_timing(None);
+    let cfg = run.map_err(e)?.config.ok_or("nothing was launched")?;
+    if cfg.kernel != kernel.name() || cfg.grid != plan.grid {
+        return Err(format!("the contiguous entry point ran {} (grid {}) where {} (grid {}) was asked for", cfg.kernel, cfg.grid, plan.label(), plan.grid));
+    }
+    Ok(())
+}
+
 /// Kernel `e`'s L2 traffic per counted byte ([`select::KernelCost::l2_block_scale`] and
 /// `l2_other_scale`): the timing model's L2 bytes `T` of two launches (`4·BM × 16·BN` at
 /// K = 1024 and 4096, the kernel's first candidate schedule: data-parallel, split 2, or one wave
@@ -145,12 +210,15 @@ fn l2_scales(ctx: &Context, machine: &Machine, e: &'static KernelEntry, arch: Ar
     let mut rows = Vec::new();
     for k in [1024, 4096] {
         let (m, n) = (4 * e.block_m, 16 * e.block_n);
-        let desc = GemmDesc::dense(m, n, k, arch).with_cus(cus);
-        let plan = select::candidates_with_majors(&desc, e.weights, e.majors)
-            .into_iter()
-            .find(|p| std::ptr::eq(p.kernel, e))
-            .ok_or_else(|| format!("{}: no candidate at {m}x{n}x{k} to measure its L2 traffic on", e.name()))?;
-        let r = profile_plan(ctx, machine, &plan, m, n, k)?;
+        // A contiguous split-K kernel: 4 groups of one row tile each.
+        let desc = if select::contiguous_splitk_twin(e).is_some() {
+            GemmDesc { cus, ..GemmDesc::m_grouped_contiguous(m, n, k, 4, arch) }
+        } else {
+            GemmDesc::dense(m, n, k, arch).with_cus(cus)
+        };
+        let plan =
+            candidates_of(e, &desc).into_iter().next().ok_or_else(|| format!("{}: no candidate at {m}x{n}x{k} to measure its L2 traffic on", e.name()))?;
+        let r = profile_plan(ctx, machine, &plan, &desc)?;
         let f = Features::of(&plan, &desc);
         rows.push((f.l2_block_bytes * xcds, f.l2_other_bytes * xcds, r.l2_bytes));
     }
@@ -163,6 +231,55 @@ fn l2_scales(ctx: &Context, machine: &Machine, e: &'static KernelEntry, arch: Ar
         // The other bytes explain nothing here: all of the traffic per tile byte.
         Ok(((t1 * p1 + t2 * p2) / (p1 * p1 + p2 * p2), 0.0))
     }
+}
+
+/// Every plan of kernel `e` for `desc` with every split count (dense: the selector's
+/// candidates of `e`'s layout and majors; the contiguous split-K family:
+/// [`select::contiguous_splitk_candidates`] of `e`'s tile and loop, `desc.groups` active
+/// groups).
+fn candidates_of(e: &'static KernelEntry, desc: &GemmDesc) -> Vec<Plan> {
+    let all = if select::contiguous_splitk_twin(e).is_some() {
+        select::contiguous_splitk_candidates(
+            Some(e.block_m),
+            desc.m,
+            desc.n,
+            desc.k,
+            desc.groups,
+            desc.arch,
+            desc.cus,
+            u64::MAX,
+            None,
+            select::ContiguousVariant::Plain,
+            Some(e.pipelined()),
+            None,
+        )
+    } else {
+        select::candidates_all_splits(desc, e.weights, e.majors)
+    };
+    all.into_iter().filter(|p| std::ptr::eq(p.kernel, e)).collect()
+}
+
+/// Draws a contiguous split-K problem and a plan of `e` (module docs): `G` active groups
+/// log-uniform in 1 … 512, rows per group log-uniform in 1 … 1024 rounded up to whole tiles,
+/// N log-uniform in 256 … 16384 (a multiple of 128), K as the dense draws; redrawn past
+/// 12 tiles per CU or `max_blocks` as those.
+fn draw_contiguous(rng: &mut StdRng, e: &'static KernelEntry, arch: Arch, cus: u32, max_blocks: u64, (lo, hi): (u32, u32)) -> Option<(GemmDesc, Plan)> {
+    let nkb = log_uniform(rng, f64::from(lo), f64::from(hi)).round() as u32;
+    let n = ((log_uniform(rng, 256.0, 16384.0) / 128.0).round() as u32).max(1) * 128;
+    let g = log_uniform(rng, 1.0, 512.0).round().max(1.0) as u32;
+    let per = (log_uniform(rng, 1.0, 1024.0).round() as u32).max(1).div_ceil(e.block_m) * e.block_m;
+    let m = g.checked_mul(per)?;
+    // At most 12 tiles per CU, as the dense data-parallel draws.
+    if e.tiles(m, n) > 12 * u64::from(cus) || e.tiles(m, n) * u64::from(nkb) * u64::from(e.block_m * e.block_n) > max_blocks * 64 * 128 {
+        return None;
+    }
+    let desc = GemmDesc { cus, ..GemmDesc::m_grouped_contiguous(m, n, nkb * 128, g, arch) };
+    let cands = candidates_of(e, &desc);
+    if cands.is_empty() {
+        return None;
+    }
+    let p = cands[rng.random_range(0..cands.len())];
+    Some((desc, p))
 }
 
 fn log_uniform(rng: &mut StdRng, lo: f64, hi: f64) -> f64 {
@@ -208,13 +325,14 @@ fn parse_samples(path: &Path) -> Result<Vec<Timed>, String> {
             continue;
         }
         let f: Vec<&str> = line.split(',').collect();
-        let bad = || format!("{}:{}: expected kernel,m,n,k,splits,dp,g,modelled_s", path.display(), i + 1);
-        if f.len() != 8 {
+        let bad = || format!("{}:{}: expected kernel,m,n,k,splits,dp,g,modelled_s[,groups]", path.display(), i + 1);
+        if f.len() != 8 && f.len() != 9 {
             return Err(bad());
         }
         let kernel = registry::by_name(f[0]).ok_or_else(|| format!("{}:{}: unknown kernel {}", path.display(), i + 1, f[0]))?.name();
         let u = |j: usize| f[j].trim().parse::<u32>().map_err(|_| bad());
-        v.push(Timed { kernel, m: u(1)?, n: u(2)?, k: u(3)?, splits: u(4)?, dp: u(5)?, g: u(6)?, seconds: f[7].trim().parse().map_err(|_| bad())? });
+        let groups = if f.len() == 9 { u(8)? } else { 0 };
+        v.push(Timed { kernel, m: u(1)?, n: u(2)?, k: u(3)?, splits: u(4)?, dp: u(5)?, g: u(6)?, groups, seconds: f[7].trim().parse().map_err(|_| bad())? });
     }
     Ok(v)
 }
@@ -222,10 +340,14 @@ fn parse_samples(path: &Path) -> Result<Vec<Timed>, String> {
 /// The plan a sample row describes.
 pub fn plan_of(t: &Timed, arch: Arch, cus: u32) -> Option<(GemmDesc, Plan)> {
     let e = registry::by_name(t.kernel)?;
-    let desc = GemmDesc::dense(t.m, t.n, t.k, arch).with_cus(cus);
-    select::candidates_all_splits(&desc, e.weights, e.majors)
+    let desc = if t.groups > 0 {
+        GemmDesc { cus, ..GemmDesc::m_grouped_contiguous(t.m, t.n, t.k, t.groups, arch) }
+    } else {
+        GemmDesc::dense(t.m, t.n, t.k, arch).with_cus(cus)
+    };
+    candidates_of(e, &desc)
         .into_iter()
-        .find(|p| std::ptr::eq(p.kernel, e) && p.splits == t.splits && p.stream_k.map_or((0, 0), |s| (s.dp_tiles, s.sk_wgs)) == (t.dp, t.g))
+        .find(|p| p.splits == t.splits && p.stream_k.map_or((0, 0), |s| (s.dp_tiles, s.sk_wgs)) == (t.dp, t.g))
         .map(|p| (desc, p))
 }
 
@@ -236,7 +358,12 @@ pub fn run(a: CostArgs) -> Result<(), String> {
     let (ctx, arch) = crate::profile::context_for(&machine)?;
     let kernels: Vec<&'static KernelEntry> = registry::KERNELS
         .iter()
-        .filter(|e| e.problem == Problem::Dense && a.only.as_deref().is_none_or(|o| o.split(',').any(|o| e.name().contains(o))))
+        .filter(|e| {
+            // Dense kernels and the plain contiguous split-K ones (their epilogue variants take
+            // the plain kernel's coefficients: `CostModel::cost_of`).
+            let sampled = e.problem == Problem::Dense || matches!(e.spec, registry::Spec::ContiguousSplitK(_));
+            sampled && a.only.as_deref().is_none_or(|o| o.split(',').any(|o| e.name().contains(o)))
+        })
         .collect();
     let timed: Vec<Timed> = match &a.from_samples {
         Some(p) => {
@@ -252,8 +379,13 @@ pub fn run(a: CostArgs) -> Result<(), String> {
                 let mut tries = 0;
                 while got < a.samples && tries < 200 * a.samples {
                     tries += 1;
-                    let Some((desc, p)) = draw(&mut rng, e, arch, cus, a.max_blocks, a.k_blocks) else { continue };
-                    let s = time_plan(&ctx, &machine, &p, desc.m, desc.n, desc.k)?;
+                    let drawn = if select::contiguous_splitk_twin(e).is_some() {
+                        draw_contiguous(&mut rng, e, arch, cus, a.max_blocks, a.k_blocks)
+                    } else {
+                        draw(&mut rng, e, arch, cus, a.max_blocks, a.k_blocks)
+                    };
+                    let Some((desc, p)) = drawn else { continue };
+                    let s = time_plan(&ctx, &machine, &p, &desc)?;
                     let (dp, g) = p.stream_k.map_or((0, 0), |s| (s.dp_tiles, s.sk_wgs));
                     eprintln!(
                         "[{:>6.0} s] {:<44} {:>6}x{:<6}x{:<6} {:<22} {:>9.2} µs modelled",
@@ -265,7 +397,8 @@ pub fn run(a: CostArgs) -> Result<(), String> {
                         p.label(),
                         s * 1e6
                     );
-                    out.push(Timed { kernel: e.name(), m: desc.m, n: desc.n, k: desc.k, splits: p.splits, dp, g, seconds: s });
+                    let groups = if select::contiguous_splitk_twin(e).is_some() { desc.groups } else { 0 };
+                    out.push(Timed { kernel: e.name(), m: desc.m, n: desc.n, k: desc.k, splits: p.splits, dp, g, groups, seconds: s });
                     got += 1;
                 }
                 if let Some(path) = &a.samples_out {
@@ -298,8 +431,9 @@ pub fn run(a: CostArgs) -> Result<(), String> {
         None => fit(&samples, &scales, &machine, arch)?,
     };
     report(&samples, &model);
+    let merged = a.only.as_ref().map_or(String::new(), |o| format!(" (kernels matching `--only {o}`, merged into the shipped model)"));
     let header = format!(
-        "fp8gemm selector cost model for {}, written by `fp8gemm tune --cost --machine {}` from {} launches timed by the\n\
+        "fp8gemm selector cost model for {}, written by `fp8gemm tune --cost --machine {}` from {} launches{merged} timed by the\n\
          emulator's timing model (MODELLED, not measured). Regenerate when the timing model or a kernel changes.",
         arch.name(),
         a.machine,
@@ -322,7 +456,7 @@ fn retime(ctx: &Context, machine: &Machine, arch: Arch, cus: u32, old: &[Timed],
         let (desc, plan) = plan_of(t, arch, cus).ok_or_else(|| {
             format!("sample {}x{}x{} of {} (splits {}, stream-K {}+{}) is no plan of this registry", t.m, t.n, t.k, t.kernel, t.splits, t.dp, t.g)
         })?;
-        let s = time_plan(ctx, machine, &plan, desc.m, desc.n, desc.k)?;
+        let s = time_plan(ctx, machine, &plan, &desc)?;
         eprintln!(
             "[{:>6.0} s] {:>4}/{} {:<44} {:>6}x{:<6}x{:<6} {:<22} {:>9.2} µs modelled (was {:.2})",
             start.elapsed().as_secs_f64(),
@@ -347,9 +481,13 @@ fn retime(ctx: &Context, machine: &Machine, arch: Arch, cus: u32, old: &[Timed],
 }
 
 fn write_samples(path: &Path, machine: &Machine, v: &[Timed]) -> Result<(), String> {
-    let mut s = format!("# tune --cost samples on {} (seconds MODELLED by the timing model)\n# kernel,m,n,k,splits,dp,g,modelled_s\n", machine.name);
+    let mut s = format!(
+        "# tune --cost samples on {} (seconds MODELLED by the timing model)\n# kernel,m,n,k,splits,dp,g,modelled_s[,groups: contiguous split-K]\n",
+        machine.name
+    );
     for t in v {
-        let _ = writeln!(s, "{},{},{},{},{},{},{},{:e}", t.kernel, t.m, t.n, t.k, t.splits, t.dp, t.g, t.seconds);
+        let _ = write!(s, "{},{},{},{},{},{},{},{:e}", t.kernel, t.m, t.n, t.k, t.splits, t.dp, t.g, t.seconds);
+        let _ = if t.groups > 0 { writeln!(s, ",{}", t.groups) } else { writeln!(s) };
     }
     std::fs::write(path, s).map_err(|e| format!("{}: {e}", path.display()))
 }

@@ -12,8 +12,8 @@ mod common;
 use common::{checked_context, randn_bf16, random_ids};
 use fp8gemm::fp8::E4M3Fnuz;
 use fp8gemm::moe::{
-    MoeReferenceWeights, ReferenceActivations, RouteBuffers, contiguous_rows_bound, contiguous_rows_bound_aligned, moe_gather_quantize, moe_route_contiguous,
-    moe_route_contiguous_aligned, moe_route_masked, moe_unpermute, route_reference, route_reference_aligned, route_work_len,
+    MoeReferenceWeights, ReferenceActivations, RouteBuffers, contiguous_rows_bound, contiguous_rows_bound_aligned, expected_layout, moe_gather_quantize,
+    moe_route_contiguous, moe_route_contiguous_aligned, moe_route_masked, moe_unpermute, route_reference, route_reference_aligned, route_work_len,
 };
 use fp8gemm::quant::{GroupedQuantizedWeights, QuantizedActivations, QuantizedWeights};
 use fp8gemm::{
@@ -141,6 +141,13 @@ fn bf16_rounding_is_half_s() {
 #[test]
 fn route_edge_cases() {
     let ctx = checked_context();
+    // No tokens: every layout routes nothing, with its status written (the tight contiguous
+    // bound has no rows at all: its scatter still runs one workgroup).
+    for align in [1, 32, 128] {
+        let r = check_route_aligned(&ctx, &[], 4, 8, None, align);
+        assert_eq!(r.used_rows, 0, "align {align}");
+    }
+    assert_eq!(check_route(&ctx, &[], 4, 8, Some(16)).masked_m, vec![0; 8]);
     // Experts with zero tokens; all tokens on one expert (more than one aligned block).
     let ids: Vec<i32> = (0..300).map(|_| 3).collect();
     let r = check_route(&ctx, &ids, 1, 8, None);
@@ -1012,5 +1019,35 @@ fn fused_kernels_all_run_and_agree_with_the_unfused_layer() {
         }
         pre.layer.set_contiguous_align(None).unwrap();
         assert_eq!(seen.len(), 6, "{seen:?}");
+    }
+}
+
+/// The layout the layer plans its launches for (`expected_layout`: uniform routing, every
+/// non-empty expert padded to whole tiles) against the mean of 40 seeded uniform routings,
+/// and its closed cases.
+#[test]
+fn expected_layout_is_the_mean_of_uniform_routings() {
+    assert_eq!(expected_layout(0, 8, 64, 32), (0, 0));
+    // Every token to every expert: T rows each, padded.
+    assert_eq!(expected_layout(100, 4, 4, 32), (4, 4 * 128));
+    for &(tokens, k, experts, align) in &[(1024, 9, 257, 32), (1024, 9, 257, 64), (64, 8, 256, 32), (4096, 8, 32, 64), (3, 8, 257, 32), (256, 8, 64, 32)] {
+        let (active, rows) = expected_layout(tokens, k, experts, align);
+        assert_eq!(rows % align, 0, "{tokens}x{k} over {experts}, align {align}: rows {rows}");
+        let mut rng = StdRng::seed_from_u64(7);
+        let (mut sum_active, mut sum_rows) = (0.0, 0.0);
+        let draws = 40;
+        for _ in 0..draws {
+            let ids = random_ids(tokens, k, experts, &mut rng, false, 0.0);
+            let mut count = vec![0usize; experts];
+            for &e in &ids {
+                count[e as usize] += 1;
+            }
+            sum_active += count.iter().filter(|&&c| c > 0).count() as f64;
+            sum_rows += count.iter().map(|&c| c.div_ceil(align) * align).sum::<usize>() as f64;
+        }
+        let (ma, mr) = (sum_active / draws as f64, sum_rows / draws as f64);
+        // Both rounded up by at most one expert / one tile.
+        assert!((active as f64 - ma).abs() <= 0.02 * ma + 1.0, "{tokens}x{k} over {experts}: {active} active experts, routings' mean {ma}");
+        assert!((rows as f64 - mr).abs() <= 0.02 * mr + align as f64, "{tokens}x{k} over {experts}, align {align}: {rows} rows, routings' mean {mr}");
     }
 }

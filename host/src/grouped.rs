@@ -483,19 +483,13 @@ fn contiguous_chunk_rows(n: u64, k: u64) -> u64 {
 /// The tile height for a layout of `pairs` rows over `active` non-empty groups padded to that
 /// height, `n × k` per group, weights in `layout` (the stream's overrides applied), at most
 /// `max_align` and one of [`CONTIGUOUS_ALIGNMENTS`]: the alignment the MoE layer routes its rows
-/// to. Pre-shuffled weights with fewer than 64 rows per active group on average take the
-/// 32-row tile (a 64-row one would be mostly padding); otherwise it is the selector's choice
-/// for the rows such a layout holds on average (`pairs` plus half a 32-row tile per active
-/// group) as one group — the selector's own padding model assumes 128-row groups, whose
-/// all-padding tiles this layout does not have. Fitted on two modelled points (MI325X,
-/// `examples/moe_bench.rs`): 257 experts × 9216 pairs, 32-row tiles 556 µs vs 64-row 627;
-/// 32 experts × 8192 pairs, 64-row (pipelined) 825 µs vs 32-row 1022.
+/// to when its fused path (which compares its own launches' estimates) does not run: the
+/// selector's choice for the rows such a layout holds on average (`pairs` plus half a 32-row
+/// tile per active group) as one group — the selector's own padding model assumes 128-row
+/// groups, whose all-padding tiles this layout does not have.
 #[cfg(feature = "moe")]
 pub(crate) fn contiguous_tile_rows(stream: &Stream, layout: WeightLayout, pairs: usize, active: usize, n: usize, k: usize, max_align: usize) -> Result<usize> {
     let overrides = stream.overrides();
-    if layout == WeightLayout::Preshuffled && pairs < 64 * active && overrides.tile.is_none() {
-        return Ok(32);
-    }
     let ctx = stream.context();
     let chunk = contiguous_chunk_rows(n as u64, k as u64) as usize;
     let m = pairs.saturating_add(active.saturating_mul(16));
@@ -862,6 +856,25 @@ pub(crate) fn contiguous_splitk<'a, F: Fp8Format>(
     // One plan for every chunk, made for the whole problem (a chunk's workspace need is at most
     // the whole's): chunking never changes the split count, so never the result's bits.
     let m_total = m_sum as u32;
+    // The launch's unique A and output bytes (the estimate's HBM term): a gathered A reads each
+    // token row once (bf16 where the kernel quantizes it itself); the epilogues write FP8
+    // activations and their scales, or the token rows (with the shared expert's read).
+    let (mf, nf, kf) = (m_sum as f64, n as f64, k as f64);
+    let a_elem = if variant == crate::select::ContiguousVariant::SiluQa { 2.0 } else { 1.0 };
+    let a_bytes = if row_src.is_some() { a.m as f64 * kf * a_elem } else { mf * kf };
+    #[cfg(feature = "moe")]
+    let scatter_out = scatter_dims.map(|(tokens, _)| {
+        let shared = matches!(&epi, Some(MoeEpilogue::Scatter(Scatter { shared: Some(_), .. })));
+        tokens as f64 * nf * 2.0 * if shared { 2.0 } else { 1.0 }
+    });
+    #[cfg(not(feature = "moe"))]
+    let scatter_out: Option<f64> = None;
+    let out_bytes = match variant {
+        crate::select::ContiguousVariant::Plain => 2.0 * mf * nf,
+        crate::select::ContiguousVariant::Silu | crate::select::ContiguousVariant::SiluQa => mf * nf / 2.0 + mf * (nf / 256.0).ceil() * 4.0,
+        crate::select::ContiguousVariant::Scatter => scatter_out.unwrap_or(2.0 * mf * nf),
+    };
+    let bytes = Some(crate::select::ContiguousBytes { a: a_bytes, out: out_bytes });
     let choose = |available: u64| -> Result<(crate::select::Plan, Option<config::WorkspaceLimit>)> {
         let plan = |avail: u64| {
             crate::select::plan_contiguous_splitk(
@@ -876,6 +889,7 @@ pub(crate) fn contiguous_splitk<'a, F: Fp8Format>(
                 overrides.split,
                 variant,
                 overrides.bs_pipelined,
+                bytes,
             )
             .map_err(|e| Error::Unsupported(e.to_string()))
         };

@@ -213,6 +213,59 @@ fn u32_of(arg: &'static str, v: usize) -> Result<u32> {
     u32::try_from(v).ok().filter(|&x| x < i32::MAX as u32).ok_or_else(|| shape_err(arg, "a value below 2^31", v))
 }
 
+/// The gathered path's launches at one row alignment ([`MoeLayer::fused_plans`]).
+#[derive(Clone, Copy, Debug)]
+pub struct FusedPlans {
+    /// Rows per tile, the alignment of every non-empty expert.
+    pub align: usize,
+    /// Non-empty experts the plans assume ([`expected_layout`]).
+    pub active: usize,
+    /// Rows of the layout the plans assume.
+    pub rows: usize,
+    /// The gate·up GEMM (with its activation epilogue where it fits one round).
+    pub gate_up: crate::select::Plan,
+    /// The down GEMM (with its scatter epilogue where it fits one round).
+    pub down: crate::select::Plan,
+    /// The separate activation and unpermute passes where the epilogues do not run, seconds
+    /// (their bytes at the cost model's HBM rate; modelled).
+    pub passes_s: f64,
+    /// The GEMMs' estimates and the passes, seconds (modelled).
+    pub estimate_s: f64,
+}
+
+/// The contiguous layout `tokens` tokens each routed to `top_k` distinct experts of `experts`
+/// drawn uniformly are expected to take when every non-empty expert is padded to whole
+/// `align`-row tiles: `(non-empty experts, rows)`, both rounded up (rows to a multiple of
+/// `align`). An expert's count `c` is Binomial(`tokens`, `top_k / experts`); it takes
+/// `⌈c/align⌉` tiles. (The layer's real counts live on the device; this is what its launch
+/// choice plans for.)
+pub fn expected_layout(tokens: usize, top_k: usize, experts: usize, align: usize) -> (usize, usize) {
+    let (t, e, a) = (tokens as f64, experts.max(1) as f64, align.max(1));
+    let p = (top_k as f64 / e).min(1.0);
+    if tokens == 0 || p <= 0.0 {
+        return (0, 0);
+    }
+    if p >= 1.0 {
+        return (experts, experts * tokens.div_ceil(a) * a);
+    }
+    // The pmf in the log domain (no underflow at large T): ln P(c) from ln P(c − 1).
+    let (lq, lr) = ((1.0 - p).ln(), (p / (1.0 - p)).ln());
+    let mean = t * p;
+    let mut lp = t * lq;
+    let (mut tiles, p0) = (0.0f64, lp.exp());
+    for c in 1..=tokens {
+        lp += ((t - c as f64 + 1.0) / c as f64).ln() + lr;
+        let pc = lp.exp();
+        tiles += pc * c.div_ceil(a) as f64;
+        if c as f64 > mean && pc < 1e-18 {
+            break;
+        }
+    }
+    let active = (e * (1.0 - p0)).ceil() as usize;
+    let rows = ((e * tiles).ceil() as usize).max(active) * a;
+    (active.min(experts), rows)
+}
+
 /// Rows of the contiguous layout for `tokens · top_k` pairs over `experts` experts: the bound
 /// `T·k + E·127` rounded up to the 128-row alignment (every expert's rows padded to 128).
 pub fn contiguous_rows_bound(tokens: usize, top_k: usize, experts: usize) -> Option<usize> {
@@ -402,7 +455,9 @@ fn route(
         None => (dm::MOE_ROUTE_OFFSETS_CONTIGUOUS, dm::MOE_ROUTE_SCATTER_CONTIGUOUS),
         Some(_) => (dm::MOE_ROUTE_OFFSETS_MASKED, dm::MOE_ROUTE_SCATTER_MASKED),
     };
-    let scatter_grid = chunks.max(rows.div_ceil(dm::ROUTE_THREADS as usize)) as u32;
+    // At least one workgroup: with no pairs and no rows (0 tokens, contiguous) the scatter
+    // still runs its status writes.
+    let scatter_grid = chunks.max(rows.div_ceil(dm::ROUTE_THREADS as usize)).max(1) as u32;
     // SAFETY (all three launches): topk_ids, slots hold T·top_k i32, row_src `rows`, the index
     // `rows` (contiguous) or E (masked), status 4 (checked above); the work memory holds
     // route_work_len i32 and is split exactly as MoeRouteArgs documents; rows ≥ the contiguous
@@ -701,24 +756,49 @@ impl<F: Fp8Format> MoeLayer<F> {
     /// The alignment of the fused path (pre-shuffled routed weights, no forced tile): the tile
     /// height, 32 or 64, whose two launches (the gate·up GEMM with its activation epilogue, the
     /// down GEMM with its scatter) the generated cost model ([`crate::select::plan_contiguous_splitk`])
-    /// estimates fastest over the rows such a layout holds for `pairs` rows spread evenly over
-    /// `min(E, pairs)` experts. `None` where the fused path does not run or the model has no
+    /// estimates fastest over the layout [`expected_layout`] gives for `pairs / k` tokens
+    /// routed uniformly. `None` where the fused path does not run or the model has no
     /// estimate.
     fn fused_align(&self, stream: &Stream, pairs: usize) -> Result<Option<usize>> {
-        use crate::select::{ContiguousVariant, plan_contiguous_splitk};
-        let pre = [self.gate_up.layout(), self.down.layout()].iter().all(|&l| l == WeightLayout::Preshuffled);
-        if !pre || pairs == 0 || stream.overrides().tile.is_some() {
-            return Ok(None);
-        }
-        let (e, h, i) = (self.experts(), self.hidden(), self.intermediate());
-        let active = e.min(pairs);
-        let ctx = stream.context();
-        let available = stream.workspace().map_or(0, |w| w.len() as u64);
+        let k = self.options.top_k.max(1);
         let mut best: Option<(f64, usize)> = None;
+        for c in self.fused_plans(stream, pairs / k)? {
+            if c.estimate_s.is_finite() && best.is_none_or(|b| c.estimate_s < b.0) {
+                best = Some((c.estimate_s, c.align));
+            }
+        }
+        Ok(best.map(|b| b.1))
+    }
+
+    /// The gathered path's launches at each row alignment it may take for `tokens` tokens
+    /// (none where it does not run: a routed weight not pre-shuffled, a forced tile, no
+    /// tokens), as [`Self::forward`] makes them: the GEMMs with their epilogues where a launch
+    /// fits one round of the device, else the plain GEMMs and the separate activation and
+    /// unpermute launches. Each GEMM is planned ([`crate::select::plan_contiguous_splitk`]) over
+    /// the layout [`expected_layout`] gives, with the bytes it moves
+    /// ([`crate::select::ContiguousBytes`]); the separate launches, memory-bound passes the
+    /// cost model has no kernels for, are estimated at its HBM rate. [`Self::contiguous_align`]
+    /// takes the alignment of the least total.
+    pub fn fused_plans(&self, stream: &Stream, tokens: usize) -> Result<Vec<FusedPlans>> {
+        use crate::select::{ContiguousBytes, ContiguousVariant, CostModel, plan_contiguous_splitk};
+        let pre = [self.gate_up.layout(), self.down.layout()].iter().all(|&l| l == WeightLayout::Preshuffled);
+        if !pre || tokens == 0 || stream.overrides().tile.is_some() {
+            return Ok(Vec::new());
+        }
+        let (e, h, i, k) = (self.experts(), self.hidden(), self.intermediate(), self.options.top_k.max(1));
+        let ctx = stream.context();
+        let model = CostModel::for_arch(ctx.arch()).map_err(|x| Error::Unsupported(x.to_string()))?;
+        let available = stream.workspace().map_or(0, |w| w.len() as u64);
+        let pairs = tokens.saturating_mul(k);
+        let mut out = Vec::new();
         for align in [32usize, 64].into_iter().filter(|&a| a <= MOE_MAX_ALIGN) {
-            let rows = active * pairs.div_ceil(active).div_ceil(align) * align;
+            let (active, rows) = expected_layout(tokens, k, e, align);
+            let Some(bound) = contiguous_rows_bound_aligned(tokens, k, e, align) else { continue };
             let Ok(rows32) = u32::try_from(rows) else { continue };
-            let plan = |n: usize, kk: usize, v| {
+            // The epilogues run where the launch over the bound fits one round (as `forward`).
+            let fused_activation = self.one_round(stream, align, bound, 2 * i, h, e.min(pairs))?;
+            let fused_unpermute = self.one_round(stream, align, bound, h, i, e.min(pairs))?;
+            let plan = |n: usize, kk: usize, v, bytes| {
                 plan_contiguous_splitk(
                     align as u32,
                     rows32,
@@ -731,15 +811,37 @@ impl<F: Fp8Format> MoeLayer<F> {
                     None,
                     v,
                     stream.overrides().bs_pipelined,
+                    Some(bytes),
                 )
             };
-            let (Ok(gu), Ok(dn)) = (plan(2 * i, h, ContiguousVariant::Silu), plan(h, i, ContiguousVariant::Scatter)) else { continue };
-            let t = gu.estimate_s + dn.estimate_s;
-            if t.is_finite() && best.is_none_or(|b| t < b.0) {
-                best = Some((t, align));
-            }
+            // The launches' own bytes (as `contiguous_splitk` counts them).
+            let (t, r) = (tokens as f64, rows as f64);
+            let (hf, i_f) = (h as f64, i as f64);
+            let act = r * i_f + r * (i_f / 128.0).ceil() * 4.0;
+            let shared = if self.shared.is_some() { 2.0 } else { 1.0 };
+            let (gu_variant, gu_bytes, silu_bytes) = match (fused_activation, align) {
+                // The bf16 tokens quantized in the A loads.
+                (true, 32) => (ContiguousVariant::SiluQa, ContiguousBytes { a: 2.0 * t * hf, out: act }, 0.0),
+                (true, _) => (ContiguousVariant::Silu, ContiguousBytes { a: t * hf, out: act }, 0.0),
+                // D in bf16, then the activation pass reads it and writes FP8.
+                (false, _) => (ContiguousVariant::Plain, ContiguousBytes { a: t * hf, out: r * 2.0 * i_f * 2.0 }, r * 2.0 * i_f * 2.0 + act),
+            };
+            let (dn_variant, dn_bytes, unpermute_bytes) = if fused_unpermute {
+                (ContiguousVariant::Scatter, ContiguousBytes { a: act, out: t * hf * 2.0 * shared }, 0.0)
+            } else {
+                // D in bf16 rows, then the unpermute reads the routed ones (T·k) and writes
+                // the token rows.
+                (ContiguousVariant::Plain, ContiguousBytes { a: act, out: r * hf * 2.0 }, pairs as f64 * hf * 2.0 + t * hf * 2.0 * shared)
+            };
+            let (Ok(gate_up), Ok(down)) = (plan(2 * i, h, gu_variant, gu_bytes), plan(h, i, dn_variant, dn_bytes)) else {
+                continue;
+            };
+            let pass = |bytes: f64| if bytes > 0.0 { model.launch_s + bytes / model.hbm_bytes_per_s } else { 0.0 };
+            let passes_s = pass(silu_bytes) + pass(unpermute_bytes);
+            let estimate_s = gate_up.estimate_s + down.estimate_s + passes_s;
+            out.push(FusedPlans { align, active, rows, gate_up, down, passes_s, estimate_s });
         }
-        Ok(best.map(|b| b.1))
+        Ok(out)
     }
 
     /// Pins the contiguous layout's row alignment to `align` (one of
@@ -1038,6 +1140,7 @@ impl<F: Fp8Format> MoeLayer<F> {
             stream.overrides().split,
             crate::select::ContiguousVariant::Plain,
             stream.overrides().bs_pipelined,
+            None,
         );
         Ok(match plan {
             Ok(p) => u64::from(p.grid) <= u64::from(ctx.compute_units()) * u64::from(p.kernel.slots_per_cu(ctx.arch()).unwrap_or(1)),

@@ -47,7 +47,13 @@
 //! The m-grouped (contiguous, masked; [`plan_grouped`]), k-grouped ([`plan_kgrouped`]) and
 //! contiguous split-K / gathered-A ([`plan_contiguous_splitk`]) launches are planned the same
 //! way: every registered kernel of the problem and weight layout, ranked by the same estimate.
-//! **Stand-in:** the tuner samples dense problems only, so a grouped kernel is estimated with the
+//! **Own samples:** the tuner samples the plain contiguous split-K kernels on grouped problems of
+//! their own (random active groups, rows per group, N and K: `fp8gemm tune --cost`), so those
+//! kernels and their MoE epilogue variants ([`contiguous_splitk_twin`], [`CostModel::cost_of`])
+//! are estimated with coefficients fitted on their own launches, over [`contiguous_features`]
+//! (every group's B read once from HBM and shared by that group's row tiles).
+//! **Stand-in:** every other grouped kernel (and a contiguous split-K kernel on an architecture
+//! whose file has no samples of it) is estimated with the
 //! coefficients of the dense kernel whose main loop it runs on every tile
 //! ([`dense_counterpart`]: same tile, same LDS or bs loop, same schedule; the k-grouped kernels,
 //! which have no dense twin, take the dense LDS kernel of their tile, the nearest loop). The
@@ -57,8 +63,7 @@
 //! B tile (one group's row tiles: the first reads it cold), and the unique bytes it moves through
 //! HBM (the rows of A and D in use and every active group's B once; f32 C and D for k-grouped).
 //! Estimates that the memory term bounds alike are ranked unsplit first, then by their
-//! compute term. No time
-//! constant is typed by hand; the stand-in holds until the tuner samples grouped launches.
+//! compute term. No time constant is typed by hand.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -645,6 +650,8 @@ impl Features {
             f.cold = f.blocks.iter().sum::<f64>() / m_tiles;
             f.hbm_bytes = dense_bytes(desc);
             f
+        } else if contiguous_splitk_twin(k).is_some() {
+            contiguous_features(plan, desc)
         } else {
             let mut f = Features::of_tiles(tiles, nkb, plan.splits, cus, slots, f64::from(desc.m.div_ceil(k.block_m).max(1)), dense_bytes(desc), tb);
             let tiles_m = u64::from(desc.m.div_ceil(k.block_m.max(1)));
@@ -824,10 +831,38 @@ impl CostModel {
     /// [`CostModel::estimate`] and its compute term alone (the busiest CU's seconds), which
     /// ranks launches that a memory bound estimates alike.
     pub fn estimate_parts(&self, plan: &Plan, desc: &GemmDesc) -> (f64, f64) {
-        let Some(c) = self.kernels.get(plan.kernel.name()) else { return (f64::INFINITY, f64::INFINITY) };
-        let f = Features::of(plan, desc);
-        let compute = Self::cu_cycles(c, &f) / self.clock_hz;
-        (self.launch_s + compute.max(self.memory_s(c, &f)), compute)
+        self.estimate_features(plan, &Features::of(plan, desc))
+    }
+
+    /// [`CostModel::estimate_parts`] of `plan` over the features `f` (the launch's own, when
+    /// they are not [`Features::of`]'s: [`contiguous_features`] with [`ContiguousBytes`]).
+    pub fn estimate_features(&self, plan: &Plan, f: &Features) -> (f64, f64) {
+        let Some(c) = self.cost_of(plan.kernel) else { return (f64::INFINITY, f64::INFINITY) };
+        let compute = Self::cu_cycles(&c, f) / self.clock_hz;
+        (self.launch_s + compute.max(self.memory_s(&c, f)), compute)
+    }
+
+    /// The coefficients that estimate kernel `e`: its own; for a kernel of the contiguous
+    /// split-K family without its own, those of its plain twin ([`contiguous_splitk_twin`]:
+    /// the epilogue variants run the same main loop on the same tiles; the epilogues' cost is
+    /// not in the features), else the stand-in of the dense kernels with the same loop (per
+    /// block and batch the data-parallel bs kernel of the tile, `fp8_gemm_nt_bs[_pipe]_bm{BM}_bn128`,
+    /// per partial and reduced partial the dense bs split-K kernel,
+    /// `fp8_gemm_nt_splitk_bs_bm{BM}_bn128`); `None` for a kernel the model has no data for.
+    pub fn cost_of(&self, e: &KernelEntry) -> Option<std::borrow::Cow<'_, KernelCost>> {
+        use std::borrow::Cow;
+        if let Some(c) = self.kernels.get(e.name()) {
+            return Some(Cow::Borrowed(c));
+        }
+        let twin = contiguous_splitk_twin(e)?;
+        if let Some(c) = self.kernels.get(twin.name()) {
+            return Some(Cow::Borrowed(c));
+        }
+        let bm = e.block_m;
+        let dp = if e.pipelined() { format!("fp8_gemm_nt_bs_pipe_bm{bm}_bn128") } else { format!("fp8_gemm_nt_bs_bm{bm}_bn128") };
+        let sk = format!("fp8_gemm_nt_splitk_bs_bm{bm}_bn128");
+        let (d, s) = (self.kernels.get(&dp)?, self.kernels.get(&sk)?);
+        Some(Cow::Owned(KernelCost { partial: s.partial, reduce: s.reduce, ..d.clone() }))
     }
 
     /// The seconds the memory hierarchy needs for `f` under `c` at the least: its unique bytes
@@ -857,27 +892,149 @@ pub enum ContiguousVariant {
     SiluQa,
 }
 
+/// The plain kernel of the contiguous split-K family ([`registry::Spec::ContiguousSplitK`]) with
+/// `e`'s tile and main loop: `e` itself, or the plain twin of an epilogue variant
+/// ([`registry::Spec::ContiguousScatter`], [`registry::Spec::ContiguousSilu`],
+/// [`registry::Spec::ContiguousSiluQa`]); `None` outside the family (or for a variant without a
+/// plain twin).
+pub fn contiguous_splitk_twin(e: &KernelEntry) -> Option<&'static KernelEntry> {
+    use registry::Spec;
+    if !matches!(e.spec, Spec::ContiguousSplitK(_) | Spec::ContiguousScatter(_) | Spec::ContiguousSilu(_) | Spec::ContiguousSiluQa(_)) {
+        return None;
+    }
+    registry::KERNELS
+        .iter()
+        .find(|t| matches!(t.spec, Spec::ContiguousSplitK(_)) && t.block_m == e.block_m && t.block_n == e.block_n && t.pipelined() == e.pipelined())
+}
+
+/// The features of a contiguous split-K / gathered-A launch `plan` on `desc`
+/// ([`GemmDesc::m_grouped_contiguous`]: `m` the layout's rows, each of the `groups` active
+/// groups padded to the kernel's tile height, so every tile works): [`Features::of_tiles`] over
+/// its tiles, each group's B shared by that group's row tiles (`⌈m/BM⌉ / groups` of them, the
+/// first reading it cold), unique HBM bytes the rows of A and D and every group's B once.
+pub fn contiguous_features(plan: &Plan, desc: &GemmDesc) -> Features {
+    contiguous_features_with(plan, desc, None)
+}
+
+/// The unique bytes a contiguous split-K launch reads of A and writes as its output, where they
+/// are not the plain launch's (A `rows · k` FP8 read, D `rows · n` bf16 written): the MoE
+/// layer's launches, whose gathered A reads each token row once and whose epilogues write FP8
+/// activations (`rows · n/2` bytes and their scales) or the token rows of the scatter
+/// (`T · n` bf16, plus the shared expert's rows read).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ContiguousBytes {
+    /// Bytes of A read from HBM.
+    pub a: f64,
+    /// Bytes the launch writes (and reads besides A and B: the shared expert's rows).
+    pub out: f64,
+}
+
+/// [`contiguous_features`] with the launch's own A and output bytes (`None`: the plain
+/// launch's).
+pub fn contiguous_features_with(plan: &Plan, desc: &GemmDesc, bytes: Option<ContiguousBytes>) -> Features {
+    let e = plan.kernel;
+    let (rows, n, k) = (desc.m, desc.n, desc.k);
+    let active = desc.groups.max(1);
+    let nkb = u64::from(k / tile::SCALE_BLOCK_K);
+    let slots = e.slots_per_cu(desc.arch).unwrap_or(1);
+    let per_group = (f64::from(rows.div_ceil(e.block_m.max(1))) / f64::from(active)).max(1.0);
+    let (r, nn, kk) = (f64::from(rows), f64::from(n), f64::from(k));
+    let io = bytes.unwrap_or(ContiguousBytes { a: r * kk, out: 2.0 * r * nn });
+    let hbm = io.a + f64::from(active) * nn * kk + io.out;
+    let tiles = e.tiles(rows, n);
+    let tb = TileBytes::of(e.block_m, e.block_n);
+    let mut f = Features::of_tiles(tiles, nkb, plan.splits, u64::from(desc.cus.max(1)), slots, per_group, hbm, tb);
+    // Over the busiest XCD's link, A is read at most once whatever its tiles' rows: a gathered
+    // A (its token rows shared by many tiles) is below the per-tile sum `of_tiles` counts.
+    let s = u64::from(plan.splits.max(1));
+    let pieces = (tiles * s).div_ceil(u64::from(tile::NUM_XCDS)) as f64;
+    let per_tile_a = pieces * nkb.div_ceil(s) as f64 * (tb.block - tb.b_block);
+    f.fabric_bytes -= per_tile_a - per_tile_a.min(io.a);
+    f
+}
+
+/// The registered kernels of the contiguous split-K family `variant` of height `block_m` (any
+/// when `None`) on (`Some(true)`) or off the pipelined bs loop (any when `None`).
+fn contiguous_entries(variant: ContiguousVariant, block_m: Option<u32>, pipelined: Option<bool>) -> impl Iterator<Item = &'static KernelEntry> {
+    registry::KERNELS.iter().filter(move |e| {
+        let kind = match variant {
+            ContiguousVariant::Plain => matches!(e.spec, registry::Spec::ContiguousSplitK(_)),
+            ContiguousVariant::Scatter => matches!(e.spec, registry::Spec::ContiguousScatter(_)),
+            ContiguousVariant::Silu => matches!(e.spec, registry::Spec::ContiguousSilu(_)),
+            ContiguousVariant::SiluQa => matches!(e.spec, registry::Spec::ContiguousSiluQa(_)),
+        };
+        kind && block_m.is_none_or(|b| e.block_m == b) && pipelined.is_none_or(|p| p == e.pipelined())
+    })
+}
+
+/// Every launch of the m-grouped contiguous split-K family `variant` over `rows` rows of
+/// `block_m`-row blocks (any registered height when `None`) for `active` groups of `n × k`
+/// pre-shuffled weights on `cus` CUs, with its [`CostModel`] estimate
+/// ([`contiguous_features_with`] the launch's `bytes`, [`CostModel::cost_of`]; `NaN` without
+/// coefficients): each kernel (filtered by `pipelined`,
+/// [`Overrides::bs_pipelined`]) at every split count from 1 (data-parallel) while the split
+/// launch fits one round of the device, within [`MAX_SPLITS`], `k/128`, the kernel's tile
+/// limit and `available` f32 of workspace; `forced` pins the count (kernels that cannot run it
+/// give nothing). The plans of [`plan_contiguous_splitk`] and the tuner's samples of this
+/// family.
+#[allow(clippy::too_many_arguments)]
+pub fn contiguous_splitk_candidates(
+    block_m: Option<u32>,
+    rows: u32,
+    n: u32,
+    k: u32,
+    active: u32,
+    arch: Arch,
+    cus: u32,
+    available: u64,
+    forced: Option<u32>,
+    variant: ContiguousVariant,
+    pipelined: Option<bool>,
+    bytes: Option<ContiguousBytes>,
+) -> Vec<Plan> {
+    let model = CostModel::for_arch(arch).ok();
+    let nkb = k / tile::SCALE_BLOCK_K;
+    let desc = GemmDesc { cus, ..GemmDesc::m_grouped_contiguous(rows, n, k, active.max(1), arch) };
+    let mut out = Vec::new();
+    for entry in contiguous_entries(variant, block_m, pipelined) {
+        let tiles = entry.tiles(rows, n);
+        let slots = entry.slots_per_cu(arch).unwrap_or(1);
+        let round = u64::from(cus.max(1)) * u64::from(slots);
+        let fits = |s: u32| -> bool {
+            s >= 1
+                && s <= nkb.max(1)
+                && (s == 1
+                    || (tiles <= u64::from(entry.max_tiles) && tile::splitk_workspace_floats(tiles as u32, s, entry.block_m, entry.block_n) <= available))
+        };
+        let grid = |s: u32| u32::try_from(tiles * u64::from(s)).ok();
+        let counts: Vec<u32> = match forced {
+            Some(s) => vec![s],
+            None => (1..=MAX_SPLITS.min(nkb.max(1))).filter(|&s| s == 1 || tiles * u64::from(s) <= round).collect(),
+        };
+        for s in counts {
+            let Some(g) = grid(s).filter(|_| fits(s)) else { continue };
+            let mut plan = Plan { kernel: entry, grid: g, splits: s, stream_k: None, estimate_s: f64::NAN };
+            if let Some(m) = model {
+                let (t, _) = m.estimate_features(&plan, &contiguous_features_with(&plan, &desc, bytes));
+                plan.estimate_s = if t.is_finite() { t } else { f64::NAN };
+            }
+            out.push(plan);
+        }
+    }
+    out
+}
+
 /// The plan of an m-grouped contiguous split-K / gathered-A launch
 /// (`m_grouped_fp8_gemm_nt_contiguous_splitk_bs_*`, [`registry::Spec::ContiguousSplitK`]) over
 /// `rows` rows of `block_m`-row blocks (the bound the host knows: blocks past the rows in use
-/// return at once) for `active` groups of `n × k` pre-shuffled weights: the registered kernel
-/// of that tile height and the split count with the least [`CostModel`] estimate. Split counts
-/// run from 1 (data-parallel) while the split launch fits one round of the device (as for the
-/// dense problems), within [`MAX_SPLITS`], `k/128`, the kernel's tile limit and `available`
-/// f32 of workspace; `forced` pins the count (an impossible one is
-/// [`ConfigError::ForcedSplit`]). `variant` picks the kernel with the MoE scatter or activation
-/// epilogue ([`registry::Spec::ContiguousScatter`], [`registry::Spec::ContiguousSilu`]),
-/// estimated as the plain kernel (the epilogues' cost is not in the model's features).
-/// `pipelined` keeps only the kernels on (`true`) or off (`false`) the pipelined bs loop
-/// ([`Overrides::bs_pipelined`]).
-///
-/// The grouped kernels run the dense bs main loop on each tile, so the estimate uses the
-/// generated coefficients of the dense kernels with the same loop: per block and per batch
-/// those of the data-parallel bs kernel of the tile (`fp8_gemm_nt_bs_bm{BM}_bn128`), per
-/// partial and per reduced partial those of the dense bs split-K kernel of the tile
-/// (`fp8_gemm_nt_splitk_bs_bm{BM}_bn128`); the features are the grouped launch's own (every
-/// group's B read once from HBM, shared by that group's blocks only). Until the tuner samples
-/// grouped problems this stand-in is the model's whole knowledge of these kernels.
+/// return at once) for `active` groups of `n × k` pre-shuffled weights: the candidate of
+/// [`contiguous_splitk_candidates`] with the least estimate (the first where none has one).
+/// `forced` pins the split count (an impossible one is [`ConfigError::ForcedSplit`]);
+/// `variant` picks the kernel with the MoE scatter or activation epilogue, estimated with its
+/// plain twin's coefficients ([`CostModel::cost_of`]: the epilogues' cost is not in the
+/// model's features); `pipelined` keeps only the kernels on (`true`) or off (`false`) the
+/// pipelined bs loop ([`Overrides::bs_pipelined`]); `bytes` the launch's own A and output
+/// bytes ([`ContiguousBytes`]; `None`: the plain launch's).
 #[allow(clippy::too_many_arguments)]
 pub fn plan_contiguous_splitk(
     block_m: u32,
@@ -891,69 +1048,18 @@ pub fn plan_contiguous_splitk(
     forced: Option<u32>,
     variant: ContiguousVariant,
     pipelined: Option<bool>,
+    bytes: Option<ContiguousBytes>,
 ) -> Result<Plan, ConfigError> {
-    let entries: Vec<&'static KernelEntry> = registry::KERNELS
-        .iter()
-        .filter(|e| {
-            let kind = match variant {
-                ContiguousVariant::Plain => matches!(e.spec, registry::Spec::ContiguousSplitK(_)),
-                ContiguousVariant::Scatter => matches!(e.spec, registry::Spec::ContiguousScatter(_)),
-                ContiguousVariant::Silu => matches!(e.spec, registry::Spec::ContiguousSilu(_)),
-                ContiguousVariant::SiluQa => matches!(e.spec, registry::Spec::ContiguousSiluQa(_)),
-            };
-            kind && e.block_m == block_m && pipelined.is_none_or(|p| p == e.pipelined())
-        })
-        .collect();
-    if entries.is_empty() {
+    if contiguous_entries(variant, Some(block_m), pipelined).next().is_none() {
         return Err(ConfigError::ForcedTile { tile: format!("{block_m}x128"), available: "32x128, 64x128 (m-grouped contiguous split-K)" });
     }
-    let model = CostModel::for_arch(arch)?;
+    CostModel::for_arch(arch)?;
     let nkb = k / tile::SCALE_BLOCK_K;
-    let desc = GemmDesc { cus, ..GemmDesc::m_grouped_contiguous(rows, n, k, active.max(1), arch) };
     let mut best: Option<Plan> = None;
-    for entry in entries {
-        let tiles = entry.tiles(rows, n);
-        let slots = entry.slots_per_cu(arch).unwrap_or(1);
-        let round = u64::from(cus.max(1)) * u64::from(slots);
-        let fits = |s: u32| -> bool {
-            s >= 1
-                && s <= nkb.max(1)
-                && (s == 1
-                    || (tiles <= u64::from(entry.max_tiles) && tile::splitk_workspace_floats(tiles as u32, s, entry.block_m, entry.block_n) <= available))
-        };
-        // The dense kernels with the same main loop: the pipelined bs loop or the two-phase one.
-        let dp = if entry.pipelined() { format!("fp8_gemm_nt_bs_pipe_bm{block_m}_bn128") } else { format!("fp8_gemm_nt_bs_bm{block_m}_bn128") };
-        let sk = format!("fp8_gemm_nt_splitk_bs_bm{block_m}_bn128");
-        let cost = match (model.kernels.get(&dp), model.kernels.get(&sk)) {
-            (Some(d), Some(s)) => Some(KernelCost { partial: s.partial, reduce: s.reduce, ..d.clone() }),
-            _ => None,
-        };
-        let estimate = |s: u32| -> f64 {
-            let Some(c) = &cost else { return f64::NAN };
-            let plan = Plan { kernel: entry, grid: 0, splits: s, stream_k: None, estimate_s: f64::NAN };
-            let mut f = Features::of(&plan, &desc);
-            let blocks_per_group = (f64::from(rows.div_ceil(block_m)) / f64::from(active.max(1))).max(1.0);
-            f.cold = f.blocks.iter().sum::<f64>() / blocks_per_group;
-            let (r, nn, kk) = (f64::from(rows), f64::from(n), f64::from(k));
-            f.hbm_bytes = r * kk + f64::from(active.max(1)) * nn * kk + 2.0 * r * nn;
-            model.launch_s + (CostModel::cu_cycles(c, &f) / model.clock_hz).max(model.memory_s(c, &f))
-        };
-        let grid = |s: u32| u32::try_from(tiles * u64::from(s)).ok();
-        let counts: Vec<u32> = match forced {
-            Some(s) => {
-                if !fits(s) || grid(s).is_none() {
-                    continue;
-                }
-                vec![s]
-            }
-            None => (1..=MAX_SPLITS.min(nkb.max(1))).filter(|&s| fits(s) && (s == 1 || tiles * u64::from(s) <= round) && grid(s).is_some()).collect(),
-        };
-        for s in counts {
-            let (Some(g), t) = (grid(s), estimate(s)) else { continue };
-            // NaN (no coefficients) never beats a number; the first candidate stands in.
-            if best.as_ref().is_none_or(|b| t < b.estimate_s || (b.estimate_s.is_nan() && !t.is_nan())) {
-                best = Some(Plan { kernel: entry, grid: g, splits: s, stream_k: None, estimate_s: t });
-            }
+    for p in contiguous_splitk_candidates(Some(block_m), rows, n, k, active, arch, cus, available, forced, variant, pipelined, bytes) {
+        // NaN (no coefficients) never beats a number; the first candidate stands in.
+        if best.as_ref().is_none_or(|b| p.estimate_s < b.estimate_s || (b.estimate_s.is_nan() && !p.estimate_s.is_nan())) {
+            best = Some(p);
         }
     }
     best.ok_or_else(|| ConfigError::ForcedSplit {
@@ -1528,6 +1634,39 @@ mod tests {
         assert_eq!(w.hbm_bytes, (4 * 8 * 7168 + 4 * 4096 * 7168 + 2 * 4 * 8 * 4096) as f64);
         let zero = GemmDesc::m_grouped_masked(4096, 4096, 7168, 4, 0, Arch::Gfx942);
         assert_eq!(grouped_work(e("m_grouped_fp8_gemm_nt_masked_bm64_bn64"), &zero).work, 4 * 64);
+    }
+
+    #[test]
+    fn contiguous_splitk_kernels_are_estimated_with_their_own_samples() {
+        use registry::Spec;
+        for arch in [Arch::Gfx942, Arch::Gfx950] {
+            let model = CostModel::for_arch(arch).unwrap();
+            for e in registry::KERNELS.iter() {
+                let family = matches!(e.spec, Spec::ContiguousSplitK(_) | Spec::ContiguousScatter(_) | Spec::ContiguousSilu(_) | Spec::ContiguousSiluQa(_));
+                let twin = contiguous_splitk_twin(e);
+                assert_eq!(twin.is_some(), family, "{}", e.name());
+                let Some(t) = twin else { continue };
+                // The plain kernel of the same tile and loop, with coefficients of its own.
+                assert!(matches!(t.spec, Spec::ContiguousSplitK(_)), "{}", e.name());
+                assert_eq!((t.block_m, t.block_n, t.pipelined()), (e.block_m, e.block_n, e.pipelined()), "{}", e.name());
+                let own = model.kernels.get(t.name()).unwrap_or_else(|| panic!("{}: no coefficients for {}", arch.name(), t.name()));
+                assert_eq!(&*model.cost_of(e).unwrap(), own, "{}", e.name());
+            }
+        }
+        // The features: 257 groups of two 32-row tiles over 4 column tiles, 48 K blocks; each
+        // group's B shared by its 2 row tiles (half the blocks cold), every group's B once in HBM.
+        let desc = GemmDesc { cus: 304, ..GemmDesc::m_grouped_contiguous(257 * 64, 512, 6144, 257, Arch::Gfx942) };
+        let e = registry::by_name("m_grouped_fp8_gemm_nt_contiguous_splitk_bs_bm32_bn128").unwrap();
+        let plan = Plan { kernel: e, grid: 257 * 2 * 4, splits: 1, stream_k: None, estimate_s: f64::NAN };
+        let f = Features::of(&plan, &desc);
+        let blocks: f64 = f.blocks.iter().sum();
+        assert!((f.cold - blocks / 2.0).abs() < 1e-9, "cold {} of {blocks} blocks", f.cold);
+        let hbm = (257.0 * 64.0) * 6144.0 + 257.0 * 512.0 * 6144.0 + 2.0 * (257.0 * 64.0) * 512.0;
+        assert_eq!(f.hbm_bytes, hbm);
+        // Planning picks among the family's launches by that estimate, finite everywhere.
+        let p = plan_contiguous_splitk(32, 257 * 64, 512, 6144, 257, Arch::Gfx942, 304, 0, None, ContiguousVariant::Silu, None, None).unwrap();
+        assert!(p.estimate_s.is_finite() && p.estimate_s > 0.0);
+        assert!(matches!(p.kernel.spec, Spec::ContiguousSilu(_)) && p.kernel.block_m == 32 && p.splits == 1);
     }
 
     #[test]
