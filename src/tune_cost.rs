@@ -6,7 +6,7 @@
 //! seeded random distribution — K = 128·b with b log-uniform in 2 … 64 (`--k-blocks`), N log-uniform in
 //! 256 … 32768 (a multiple of 64), M set so the kernel's tiles per CU are log-uniform over the
 //! range where its schedule applies (data-parallel 0.05 … 12, split-K 0.02 … 1.5, stream-K
-//! 0.3 … 12), any integer — with a random schedule among the selector's candidates for that
+//! 0.02 … 12), any integer — with a random schedule among the selector's candidates for that
 //! shape; each is launched with its plan given ([`fp8gemm::fp8_gemm_nt_with_plan`]) and the
 //! timing model on (every XCD for grids of at most one workgroup per CU, XCD 0's share above), and
 //! shapes whose simulated work passes `--max-blocks` (tiles × K blocks in 64 × 128-tile
@@ -293,7 +293,8 @@ fn draw(rng: &mut StdRng, e: &'static KernelEntry, arch: Arch, cus: u32, max_blo
     let (lo, hi) = match e.schedule {
         ScheduleKind::DataParallel => (0.05, 12.0),
         ScheduleKind::SplitK => (0.02, 1.5),
-        ScheduleKind::StreamK => (0.3, 12.0),
+        // Down to decode sizes: the selector offers stream-K there too.
+        ScheduleKind::StreamK => (0.02, 12.0),
     };
     let per_cu = log_uniform(rng, lo, hi);
     let tiles_n = n.div_ceil(e.block_n);
