@@ -239,20 +239,20 @@ fn l2_scales(ctx: &Context, machine: &Machine, e: &'static KernelEntry, arch: Ar
 /// groups).
 fn candidates_of(e: &'static KernelEntry, desc: &GemmDesc) -> Vec<Plan> {
     let all = if select::contiguous_splitk_twin(e).is_some() {
-        select::contiguous_splitk_candidates(
-            Some(e.block_m),
-            desc.m,
-            desc.n,
-            desc.k,
-            desc.groups,
-            desc.arch,
-            desc.cus,
-            u64::MAX,
-            None,
-            select::ContiguousVariant::Plain,
-            Some(e.pipelined()),
-            None,
-        )
+        let q = select::ContiguousQuery {
+            rows: desc.m,
+            n: desc.n,
+            k: desc.k,
+            active: desc.groups,
+            arch: desc.arch,
+            cus: desc.cus,
+            available: u64::MAX,
+            forced: None,
+            variant: select::ContiguousVariant::Plain,
+            pipelined: Some(e.pipelined()),
+            bytes: None,
+        };
+        select::contiguous_splitk_candidates(Some(e.block_m), &q)
     } else {
         select::candidates_all_splits(desc, e.weights, e.majors)
     };

@@ -879,17 +879,19 @@ pub(crate) fn contiguous_splitk<'a, F: Fp8Format>(
         let plan = |avail: u64| {
             crate::select::plan_contiguous_splitk(
                 align as u32,
-                m_total,
-                n as u32,
-                k as u32,
-                active32,
-                ctx.arch(),
-                ctx.compute_units(),
-                avail,
-                overrides.split,
-                variant,
-                overrides.bs_pipelined,
-                bytes,
+                &crate::select::ContiguousQuery {
+                    rows: m_total,
+                    n: n as u32,
+                    k: k as u32,
+                    active: active32,
+                    arch: ctx.arch(),
+                    cus: ctx.compute_units(),
+                    available: avail,
+                    forced: overrides.split,
+                    variant,
+                    pipelined: overrides.bs_pipelined,
+                    bytes,
+                },
             )
             .map_err(|e| Error::Unsupported(e.to_string()))
         };

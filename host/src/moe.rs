@@ -780,7 +780,7 @@ impl<F: Fp8Format> MoeLayer<F> {
     /// cost model has no kernels for, are estimated at its HBM rate. [`Self::contiguous_align`]
     /// takes the alignment of the least total.
     pub fn fused_plans(&self, stream: &Stream, tokens: usize) -> Result<Vec<FusedPlans>> {
-        use crate::select::{ContiguousBytes, ContiguousVariant, CostModel, plan_contiguous_splitk};
+        use crate::select::{ContiguousBytes, ContiguousQuery, ContiguousVariant, CostModel, plan_contiguous_splitk};
         let pre = [self.gate_up.layout(), self.down.layout()].iter().all(|&l| l == WeightLayout::Preshuffled);
         if !pre || tokens == 0 || stream.overrides().tile.is_some() {
             return Ok(Vec::new());
@@ -798,21 +798,21 @@ impl<F: Fp8Format> MoeLayer<F> {
             // The epilogues run where the launch over the bound fits one round (as `forward`).
             let fused_activation = self.one_round(stream, align, bound, 2 * i, h, e.min(pairs))?;
             let fused_unpermute = self.one_round(stream, align, bound, h, i, e.min(pairs))?;
-            let plan = |n: usize, kk: usize, v, bytes| {
-                plan_contiguous_splitk(
-                    align as u32,
-                    rows32,
-                    n as u32,
-                    kk as u32,
-                    active as u32,
-                    ctx.arch(),
-                    ctx.compute_units(),
+            let plan = |n: usize, kk: usize, variant, bytes| {
+                let q = ContiguousQuery {
+                    rows: rows32,
+                    n: n as u32,
+                    k: kk as u32,
+                    active: active as u32,
+                    arch: ctx.arch(),
+                    cus: ctx.compute_units(),
                     available,
-                    None,
-                    v,
-                    stream.overrides().bs_pipelined,
-                    Some(bytes),
-                )
+                    forced: None,
+                    variant,
+                    pipelined: stream.overrides().bs_pipelined,
+                    bytes: Some(bytes),
+                };
+                plan_contiguous_splitk(align as u32, &q)
             };
             // The launches' own bytes (as `contiguous_splitk` counts them).
             let (t, r) = (tokens as f64, rows as f64);
@@ -1128,20 +1128,20 @@ impl<F: Fp8Format> MoeLayer<F> {
             return Ok(false);
         };
         let available = stream.workspace().map_or(0, |w| w.len() as u64);
-        let plan = crate::select::plan_contiguous_splitk(
-            align as u32,
+        let q = crate::select::ContiguousQuery {
             rows,
             n,
             k,
             active,
-            ctx.arch(),
-            ctx.compute_units(),
+            arch: ctx.arch(),
+            cus: ctx.compute_units(),
             available,
-            stream.overrides().split,
-            crate::select::ContiguousVariant::Plain,
-            stream.overrides().bs_pipelined,
-            None,
-        );
+            forced: stream.overrides().split,
+            variant: crate::select::ContiguousVariant::Plain,
+            pipelined: stream.overrides().bs_pipelined,
+            bytes: None,
+        };
+        let plan = crate::select::plan_contiguous_splitk(align as u32, &q);
         Ok(match plan {
             Ok(p) => u64::from(p.grid) <= u64::from(ctx.compute_units()) * u64::from(p.kernel.slots_per_cu(ctx.arch()).unwrap_or(1)),
             Err(_) => false,

@@ -967,9 +967,37 @@ fn contiguous_entries(variant: ContiguousVariant, block_m: Option<u32>, pipeline
     })
 }
 
-/// Every launch of the m-grouped contiguous split-K family `variant` over `rows` rows of
-/// `block_m`-row blocks (any registered height when `None`) for `active` groups of `n × k`
-/// pre-shuffled weights on `cus` CUs, with its [`CostModel`] estimate
+/// A launch of the m-grouped contiguous split-K family to plan ([`contiguous_splitk_candidates`],
+/// [`plan_contiguous_splitk`]).
+#[derive(Clone, Copy, Debug)]
+pub struct ContiguousQuery {
+    /// Rows of the layout (every group padded to whole tiles; the bound the host knows).
+    pub rows: u32,
+    /// Columns of D (rows of each group's B).
+    pub n: u32,
+    /// Reduction length.
+    pub k: u32,
+    /// Groups with rows (each reads its B once).
+    pub active: u32,
+    /// The device's architecture.
+    pub arch: Arch,
+    /// Its compute units.
+    pub cus: u32,
+    /// f32 elements of split-K workspace the launch may use.
+    pub available: u64,
+    /// A forced split count ([`Overrides::split`]).
+    pub forced: Option<u32>,
+    /// Which kernel of the family (plain, or with an MoE epilogue).
+    pub variant: ContiguousVariant,
+    /// Only kernels on (`true`) or off (`false`) the pipelined bs loop ([`Overrides::bs_pipelined`]).
+    pub pipelined: Option<bool>,
+    /// The launch's own A and output bytes (`None`: the plain launch's).
+    pub bytes: Option<ContiguousBytes>,
+}
+
+/// Every launch of the m-grouped contiguous split-K family `q.variant` over `q.rows` rows of
+/// `block_m`-row blocks (any registered height when `None`) for `q.active` groups of `n × k`
+/// pre-shuffled weights on `q.cus` CUs, with its [`CostModel`] estimate
 /// ([`contiguous_features_with`] the launch's `bytes`, [`CostModel::cost_of`]; `NaN` without
 /// coefficients): each kernel (filtered by `pipelined`,
 /// [`Overrides::bs_pipelined`]) at every split count from 1 (data-parallel) while the split
@@ -977,21 +1005,8 @@ fn contiguous_entries(variant: ContiguousVariant, block_m: Option<u32>, pipeline
 /// limit and `available` f32 of workspace; `forced` pins the count (kernels that cannot run it
 /// give nothing). The plans of [`plan_contiguous_splitk`] and the tuner's samples of this
 /// family.
-#[allow(clippy::too_many_arguments)]
-pub fn contiguous_splitk_candidates(
-    block_m: Option<u32>,
-    rows: u32,
-    n: u32,
-    k: u32,
-    active: u32,
-    arch: Arch,
-    cus: u32,
-    available: u64,
-    forced: Option<u32>,
-    variant: ContiguousVariant,
-    pipelined: Option<bool>,
-    bytes: Option<ContiguousBytes>,
-) -> Vec<Plan> {
+pub fn contiguous_splitk_candidates(block_m: Option<u32>, q: &ContiguousQuery) -> Vec<Plan> {
+    let ContiguousQuery { rows, n, k, active, arch, cus, available, forced, variant, pipelined, bytes } = *q;
     let model = CostModel::for_arch(arch).ok();
     let nkb = k / tile::SCALE_BLOCK_K;
     let desc = GemmDesc { cus, ..GemmDesc::m_grouped_contiguous(rows, n, k, active.max(1), arch) };
@@ -1035,28 +1050,15 @@ pub fn contiguous_splitk_candidates(
 /// model's features); `pipelined` keeps only the kernels on (`true`) or off (`false`) the
 /// pipelined bs loop ([`Overrides::bs_pipelined`]); `bytes` the launch's own A and output
 /// bytes ([`ContiguousBytes`]; `None`: the plain launch's).
-#[allow(clippy::too_many_arguments)]
-pub fn plan_contiguous_splitk(
-    block_m: u32,
-    rows: u32,
-    n: u32,
-    k: u32,
-    active: u32,
-    arch: Arch,
-    cus: u32,
-    available: u64,
-    forced: Option<u32>,
-    variant: ContiguousVariant,
-    pipelined: Option<bool>,
-    bytes: Option<ContiguousBytes>,
-) -> Result<Plan, ConfigError> {
+pub fn plan_contiguous_splitk(block_m: u32, q: &ContiguousQuery) -> Result<Plan, ConfigError> {
+    let ContiguousQuery { k, arch, forced, variant, pipelined, .. } = *q;
     if contiguous_entries(variant, Some(block_m), pipelined).next().is_none() {
         return Err(ConfigError::ForcedTile { tile: format!("{block_m}x128"), available: "32x128, 64x128 (m-grouped contiguous split-K)" });
     }
     CostModel::for_arch(arch)?;
     let nkb = k / tile::SCALE_BLOCK_K;
     let mut best: Option<Plan> = None;
-    for p in contiguous_splitk_candidates(Some(block_m), rows, n, k, active, arch, cus, available, forced, variant, pipelined, bytes) {
+    for p in contiguous_splitk_candidates(Some(block_m), q) {
         // NaN (no coefficients) never beats a number; the first candidate stands in.
         if best.as_ref().is_none_or(|b| p.estimate_s < b.estimate_s || (b.estimate_s.is_nan() && !p.estimate_s.is_nan())) {
             best = Some(p);
@@ -1664,7 +1666,20 @@ mod tests {
         let hbm = (257.0 * 64.0) * 6144.0 + 257.0 * 512.0 * 6144.0 + 2.0 * (257.0 * 64.0) * 512.0;
         assert_eq!(f.hbm_bytes, hbm);
         // Planning picks among the family's launches by that estimate, finite everywhere.
-        let p = plan_contiguous_splitk(32, 257 * 64, 512, 6144, 257, Arch::Gfx942, 304, 0, None, ContiguousVariant::Silu, None, None).unwrap();
+        let q = ContiguousQuery {
+            rows: 257 * 64,
+            n: 512,
+            k: 6144,
+            active: 257,
+            arch: Arch::Gfx942,
+            cus: 304,
+            available: 0,
+            forced: None,
+            variant: ContiguousVariant::Silu,
+            pipelined: None,
+            bytes: None,
+        };
+        let p = plan_contiguous_splitk(32, &q).unwrap();
         assert!(p.estimate_s.is_finite() && p.estimate_s > 0.0);
         assert!(matches!(p.kernel.spec, Spec::ContiguousSilu(_)) && p.kernel.block_m == 32 && p.splits == 1);
     }
