@@ -262,15 +262,16 @@ fn candidates_of(e: &'static KernelEntry, desc: &GemmDesc) -> Vec<Plan> {
 /// Draws a contiguous split-K problem and a plan of `e` (module docs): `G` active groups
 /// log-uniform in 1 … 512, rows per group log-uniform in 1 … 1024 rounded up to whole tiles,
 /// N log-uniform in 256 … 16384 (a multiple of 128), K as the dense draws; redrawn past
-/// 12 tiles per CU or `max_blocks` as those.
+/// 64 tiles per CU or `max_blocks` as those.
 fn draw_contiguous(rng: &mut StdRng, e: &'static KernelEntry, arch: Arch, cus: u32, max_blocks: u64, (lo, hi): (u32, u32)) -> Option<(GemmDesc, Plan)> {
     let nkb = log_uniform(rng, f64::from(lo), f64::from(hi)).round() as u32;
     let n = ((log_uniform(rng, 256.0, 16384.0) / 128.0).round() as u32).max(1) * 128;
     let g = log_uniform(rng, 1.0, 512.0).round().max(1.0) as u32;
     let per = (log_uniform(rng, 1.0, 1024.0).round() as u32).max(1).div_ceil(e.block_m) * e.block_m;
     let m = g.checked_mul(per)?;
-    // At most 12 tiles per CU, as the dense data-parallel draws.
-    if e.tiles(m, n) > 12 * u64::from(cus) || e.tiles(m, n) * u64::from(nkb) * u64::from(e.block_m * e.block_n) > max_blocks * 64 * 128 {
+    // At most 64 tiles per CU: an MoE layer's down GEMM at prefill runs tens of short tiles
+    // per CU (257 experts, 1024 tokens: 40).
+    if e.tiles(m, n) > 64 * u64::from(cus) || e.tiles(m, n) * u64::from(nkb) * u64::from(e.block_m * e.block_n) > max_blocks * 64 * 128 {
         return None;
     }
     let desc = GemmDesc { cus, ..GemmDesc::m_grouped_contiguous(m, n, nkb * 128, g, arch) };
