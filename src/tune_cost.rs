@@ -377,11 +377,13 @@ pub fn run(a: CostArgs) -> Result<(), String> {
             let start = std::time::Instant::now();
             for (ki, e) in kernels.iter().enumerate() {
                 let mut rng = StdRng::seed_from_u64(0x5eed_0000 + 1000 * a.seed + ki as u64);
+                // The contiguous split-K kernels draw grouped problems of their own.
+                let grouped = select::contiguous_splitk_twin(e).is_some();
                 let mut got = 0;
                 let mut tries = 0;
                 while got < a.samples && tries < 200 * a.samples {
                     tries += 1;
-                    let drawn = if select::contiguous_splitk_twin(e).is_some() {
+                    let drawn = if grouped {
                         draw_contiguous(&mut rng, e, arch, cus, a.max_blocks, a.k_blocks)
                     } else {
                         draw(&mut rng, e, arch, cus, a.max_blocks, a.k_blocks)
@@ -399,7 +401,7 @@ pub fn run(a: CostArgs) -> Result<(), String> {
                         p.label(),
                         s * 1e6
                     );
-                    let groups = if select::contiguous_splitk_twin(e).is_some() { desc.groups } else { 0 };
+                    let groups = if grouped { desc.groups } else { 0 };
                     out.push(Timed { kernel: e.name(), m: desc.m, n: desc.n, k: desc.k, splits: p.splits, dp, g, groups, seconds: s });
                     got += 1;
                 }

@@ -859,22 +859,12 @@ pub(crate) fn contiguous_splitk<'a, F: Fp8Format>(
     // The launch's unique A and output bytes (the estimate's HBM term): a gathered A reads each
     // token row once (bf16 where the kernel quantizes it itself); the epilogues write FP8
     // activations and their scales, or the token rows (with the shared expert's read).
-    let (mf, nf, kf) = (m_sum as f64, n as f64, k as f64);
-    let a_elem = if variant == crate::select::ContiguousVariant::SiluQa { 2.0 } else { 1.0 };
-    let a_bytes = if row_src.is_some() { a.m as f64 * kf * a_elem } else { mf * kf };
     #[cfg(feature = "moe")]
-    let scatter_out = scatter_dims.map(|(tokens, _)| {
-        let shared = matches!(&epi, Some(MoeEpilogue::Scatter(Scatter { shared: Some(_), .. })));
-        tokens as f64 * nf * 2.0 * if shared { 2.0 } else { 1.0 }
-    });
+    let scatter = scatter_dims.map(|(tokens, _)| (tokens as f64, matches!(&epi, Some(MoeEpilogue::Scatter(Scatter { shared: Some(_), .. })))));
     #[cfg(not(feature = "moe"))]
-    let scatter_out: Option<f64> = None;
-    let out_bytes = match variant {
-        crate::select::ContiguousVariant::Plain => 2.0 * mf * nf,
-        crate::select::ContiguousVariant::Silu | crate::select::ContiguousVariant::SiluQa => mf * nf / 2.0 + mf * (nf / 256.0).ceil() * 4.0,
-        crate::select::ContiguousVariant::Scatter => scatter_out.unwrap_or(2.0 * mf * nf),
-    };
-    let bytes = Some(crate::select::ContiguousBytes { a: a_bytes, out: out_bytes });
+    let scatter: Option<(f64, bool)> = None;
+    let gathered = row_src.is_some().then_some(a.m as f64);
+    let bytes = Some(crate::select::ContiguousBytes::of(variant, m_sum as f64, n as f64, k as f64, gathered, scatter));
     let choose = |available: u64| -> Result<(crate::select::Plan, Option<config::WorkspaceLimit>)> {
         let plan = |avail: u64| {
             crate::select::plan_contiguous_splitk(

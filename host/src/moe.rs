@@ -814,25 +814,29 @@ impl<F: Fp8Format> MoeLayer<F> {
                 };
                 plan_contiguous_splitk(align as u32, &q)
             };
-            // The launches' own bytes (as `contiguous_splitk` counts them).
+            // The launches' own bytes, as `contiguous_splitk` counts them: the gate·up GEMM
+            // reads the token rows gathered, the down GEMM writes the token rows where it
+            // scatters.
             let (t, r) = (tokens as f64, rows as f64);
             let (hf, i_f) = (h as f64, i as f64);
             let act = r * i_f + r * (i_f / 128.0).ceil() * 4.0;
             let shared = if self.shared.is_some() { 2.0 } else { 1.0 };
-            let (gu_variant, gu_bytes, silu_bytes) = match (fused_activation, align) {
+            let (gu_variant, silu_bytes) = match (fused_activation, align) {
                 // The bf16 tokens quantized in the A loads.
-                (true, 32) => (ContiguousVariant::SiluQa, ContiguousBytes { a: 2.0 * t * hf, out: act }, 0.0),
-                (true, _) => (ContiguousVariant::Silu, ContiguousBytes { a: t * hf, out: act }, 0.0),
+                (true, 32) => (ContiguousVariant::SiluQa, 0.0),
+                (true, _) => (ContiguousVariant::Silu, 0.0),
                 // D in bf16, then the activation pass reads it and writes FP8.
-                (false, _) => (ContiguousVariant::Plain, ContiguousBytes { a: t * hf, out: r * 2.0 * i_f * 2.0 }, r * 2.0 * i_f * 2.0 + act),
+                (false, _) => (ContiguousVariant::Plain, r * 2.0 * i_f * 2.0 + act),
             };
-            let (dn_variant, dn_bytes, unpermute_bytes) = if fused_unpermute {
-                (ContiguousVariant::Scatter, ContiguousBytes { a: act, out: t * hf * 2.0 * shared }, 0.0)
+            let (dn_variant, unpermute_bytes) = if fused_unpermute {
+                (ContiguousVariant::Scatter, 0.0)
             } else {
                 // D in bf16 rows, then the unpermute reads the routed ones (T·k) and writes
                 // the token rows.
-                (ContiguousVariant::Plain, ContiguousBytes { a: act, out: r * hf * 2.0 }, pairs as f64 * hf * 2.0 + t * hf * 2.0 * shared)
+                (ContiguousVariant::Plain, pairs as f64 * hf * 2.0 + t * hf * 2.0 * shared)
             };
+            let gu_bytes = ContiguousBytes::of(gu_variant, r, 2.0 * i_f, hf, Some(t), None);
+            let dn_bytes = ContiguousBytes::of(dn_variant, r, hf, i_f, None, fused_unpermute.then_some((t, self.shared.is_some())));
             let (Ok(gate_up), Ok(down)) = (plan(2 * i, h, gu_variant, gu_bytes), plan(h, i, dn_variant, dn_bytes)) else {
                 continue;
             };

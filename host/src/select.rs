@@ -929,6 +929,25 @@ pub struct ContiguousBytes {
     pub out: f64,
 }
 
+impl ContiguousBytes {
+    /// The bytes of a launch of `variant` over `rows` rows of the layout, `n × k` per group:
+    /// A read from its own rows, or from `gathered` token rows, each once (bf16 for
+    /// [`ContiguousVariant::SiluQa`], which quantizes them itself); as output, D in bf16
+    /// (plain), FP8 activations of `n/2` columns and their 1×128 scales (the activation
+    /// epilogues), or with `scatter = Some((tokens, shared))` the scatter's token rows in bf16,
+    /// plus the shared expert's rows read where `shared`.
+    pub fn of(variant: ContiguousVariant, rows: f64, n: f64, k: f64, gathered: Option<f64>, scatter: Option<(f64, bool)>) -> ContiguousBytes {
+        let a_elem = if variant == ContiguousVariant::SiluQa { 2.0 } else { 1.0 };
+        let a = gathered.map_or(rows * k, |t| t * k * a_elem);
+        let out = match (variant, scatter) {
+            (ContiguousVariant::Silu | ContiguousVariant::SiluQa, _) => rows * n / 2.0 + rows * (n / 256.0).ceil() * 4.0,
+            (ContiguousVariant::Scatter, Some((tokens, shared))) => tokens * n * 2.0 * if shared { 2.0 } else { 1.0 },
+            _ => 2.0 * rows * n,
+        };
+        ContiguousBytes { a, out }
+    }
+}
+
 /// [`contiguous_features`] with the launch's own A and output bytes (`None`: the plain
 /// launch's).
 pub fn contiguous_features_with(plan: &Plan, desc: &GemmDesc, bytes: Option<ContiguousBytes>) -> Features {
