@@ -104,31 +104,10 @@ fn modelled_time_per_stage() {
 fn glm_class_layer_runs_at_16384_tokens() {
     let ctx = checked_context();
     let (e, h, i, k, t) = (257usize, 6144usize, 256usize, 9usize, 16384usize);
-    let layer = MoeLayer::new(
-        &ctx,
-        DeviceGroupedWeights::<E4M3Fnuz>::alloc(&ctx, e, 2 * i, h).unwrap(),
-        DeviceGroupedWeights::<E4M3Fnuz>::alloc(&ctx, e, h, i).unwrap(),
-        None,
-        MoeOptions { top_k: k, masked_max_tokens: 0 },
-    )
-    .unwrap();
-    let mut scratch = MoeScratch::new(&layer, t, 0).unwrap();
-    let stream = Stream::new(&ctx).unwrap();
-    let ids = random_ids(t, k, e, &mut StdRng::seed_from_u64(16384), false, 0.0);
-    let x = ctx.alloc_zeroed::<bf16>(t * h).unwrap();
-    let (d_ids, d_w) = (ctx.upload(&ids).unwrap(), ctx.upload(&vec![1.0f32 / k as f32; t * k]).unwrap());
-    let mut out = ctx.alloc_zeroed::<bf16>(t * h).unwrap();
     let mut per_stage: BTreeMap<String, f64> = BTreeMap::new();
-    let options = SimOptions { scope: Scope::Full, skip_mfma_math: true, checks: Checks::default(), top: 0, trace_workgroup: None };
-    emu::set_timing(Some(TimingMode { machine: Machine::MI325X.clone(), options }));
-    let run = layer.forward_with(&stream, &x, &d_ids, &d_w, &mut out, &mut scratch, MoeLayout::Contiguous, &mut |stage: MoeStage| {
-        stream.synchronize()?;
-        let r = emu::last_launch_timing().expect("a timing report for the stage's launch");
+    let (run, ids, stream, scratch) = timed_zero_layer(&ctx, (e, h, i, k, t), fp8gemm::WeightLayout::Logical, 16384, |stage, r| {
         *per_stage.entry(format!("{stage:?}")).or_default() += r.seconds;
-        Ok(())
     });
-    emu::set_timing(None);
-    let run = run.unwrap();
     let bound = fp8gemm::moe::contiguous_rows_bound_aligned(t, k, e, run.align).unwrap();
     assert_eq!(run.rows, bound);
     assert!((run.rows * h * 2) as u64 > 2_000_000_000, "the down GEMM's output is near the 2 GiB limit: {} rows", run.rows);
@@ -153,36 +132,14 @@ fn glm_class_layer_runs_at_16384_tokens() {
 /// load (64 experts, top-8, 256 tokens: 1152 of the bound's 4032 rows are padding).
 #[test]
 fn contiguous_gemms_spread_the_rows_in_use_over_every_xcd() {
-    use fp8gemm::WeightLayout;
     let ctx = checked_context();
     let (e, h, i, k, t) = (64usize, 1024usize, 256usize, 8usize, 256usize);
-    let layer = MoeLayer::new(
-        &ctx,
-        DeviceGroupedWeights::<E4M3Fnuz>::alloc_with_layout(&ctx, e, 2 * i, h, WeightLayout::Preshuffled).unwrap(),
-        DeviceGroupedWeights::<E4M3Fnuz>::alloc_with_layout(&ctx, e, h, i, WeightLayout::Preshuffled).unwrap(),
-        None,
-        MoeOptions { top_k: k, masked_max_tokens: 0 },
-    )
-    .unwrap();
-    let mut scratch = MoeScratch::new(&layer, t, 0).unwrap();
-    let stream = Stream::new(&ctx).unwrap();
-    let ids = random_ids(t, k, e, &mut StdRng::seed_from_u64(31), false, 0.0);
-    let x = ctx.alloc_zeroed::<bf16>(t * h).unwrap();
-    let (d_ids, d_w) = (ctx.upload(&ids).unwrap(), ctx.upload(&vec![1.0f32 / k as f32; t * k]).unwrap());
-    let mut out = ctx.alloc_zeroed::<bf16>(t * h).unwrap();
     let mut gemms: Vec<(String, Vec<f64>)> = Vec::new();
-    let options = SimOptions { scope: Scope::Full, skip_mfma_math: true, checks: Checks::default(), top: 0, trace_workgroup: None };
-    emu::set_timing(Some(TimingMode { machine: Machine::MI325X.clone(), options }));
-    let run = layer.forward_with(&stream, &x, &d_ids, &d_w, &mut out, &mut scratch, MoeLayout::Contiguous, &mut |stage: MoeStage| {
-        stream.synchronize()?;
-        let r = emu::last_launch_timing().expect("a timing report for the stage's launch");
+    let (run, ids, stream, scratch) = timed_zero_layer(&ctx, (e, h, i, k, t), fp8gemm::WeightLayout::Preshuffled, 31, |stage, r| {
         if matches!(stage, MoeStage::GateUpGemm | MoeStage::DownGemm) {
             gemms.push((r.kernel.clone(), r.fabric_by_xcd.clone()));
         }
-        Ok(())
     });
-    emu::set_timing(None);
-    let run = run.unwrap();
     // The route used fewer rows than the bound the launches are sized by.
     let used = scratch.status(&stream).unwrap();
     let want = fp8gemm::moe::route_reference_aligned(&ids, k, e, run.rows, None, run.align);
@@ -195,4 +152,41 @@ fn contiguous_gemms_spread_the_rows_in_use_over_every_xcd() {
         let (lo, hi) = per_xcd.iter().fold((f64::INFINITY, 0f64), |(lo, hi), &b| (lo.min(b), hi.max(b)));
         assert!(lo >= 0.6 * hi, "{kernel}: fabric bytes per XCD {per_xcd:?} (least {lo}, most {hi})");
     }
+}
+
+/// A layer of `e` all-zero experts (top-`k`, hidden `h`, expert width `i`, routed weights in
+/// `layout`) run once on `t` zero tokens, each routed to `k` distinct experts drawn with `seed`,
+/// in the contiguous layout, timed on MI325X (every XCD, MFMA math skipped; *modelled*):
+/// `on_launch` gets each launch's stage and timing report. Returns the run, the routed ids, and
+/// the stream and scratch holding the route's results.
+fn timed_zero_layer(
+    ctx: &fp8gemm::Context,
+    (e, h, i, k, t): (usize, usize, usize, usize, usize),
+    layout: fp8gemm::WeightLayout,
+    seed: u64,
+    mut on_launch: impl FnMut(MoeStage, &amdgpu_emu::timing::TimingReport),
+) -> (fp8gemm::MoeRun, Vec<i32>, Stream, MoeScratch<E4M3Fnuz>) {
+    let layer = MoeLayer::new(
+        ctx,
+        DeviceGroupedWeights::<E4M3Fnuz>::alloc_with_layout(ctx, e, 2 * i, h, layout).unwrap(),
+        DeviceGroupedWeights::<E4M3Fnuz>::alloc_with_layout(ctx, e, h, i, layout).unwrap(),
+        None,
+        MoeOptions { top_k: k, masked_max_tokens: 0 },
+    )
+    .unwrap();
+    let mut scratch = MoeScratch::new(&layer, t, 0).unwrap();
+    let stream = Stream::new(ctx).unwrap();
+    let ids = random_ids(t, k, e, &mut StdRng::seed_from_u64(seed), false, 0.0);
+    let x = ctx.alloc_zeroed::<bf16>(t * h).unwrap();
+    let (d_ids, d_w) = (ctx.upload(&ids).unwrap(), ctx.upload(&vec![1.0f32 / k as f32; t * k]).unwrap());
+    let mut out = ctx.alloc_zeroed::<bf16>(t * h).unwrap();
+    let options = SimOptions { scope: Scope::Full, skip_mfma_math: true, checks: Checks::default(), top: 0, trace_workgroup: None };
+    emu::set_timing(Some(TimingMode { machine: Machine::MI325X.clone(), options }));
+    let run = layer.forward_with(&stream, &x, &d_ids, &d_w, &mut out, &mut scratch, MoeLayout::Contiguous, &mut |stage: MoeStage| {
+        stream.synchronize()?;
+        on_launch(stage, &emu::last_launch_timing().expect("a timing report for the stage's launch"));
+        Ok(())
+    });
+    emu::set_timing(None);
+    (run.unwrap(), ids, stream, scratch)
 }
