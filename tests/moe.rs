@@ -454,11 +454,18 @@ fn check_layer(l: &Layer, scratch: &mut MoeScratch<F>, layout: MoeLayout, x: &[f
     assert_eq!(stages, want_stages, "{what}");
     let status = scratch.status(&stream).unwrap();
     assert_eq!((status.invalid_ids, status.dropped), (0, 0), "{what}");
+    assert_matches_references(l, &got, x, ids, w, what);
+    got
+}
 
+/// Checks a layer's output `got` for the tokens `x` (routed by `ids`, `w`) against both CPU
+/// references: calc_diff (< 1e-3 vs f32, < 2e-5 vs device-matched) and element bounds.
+fn assert_matches_references(l: &Layer, got: &[f32], x: &[f32], ids: &[i32], w: &[f32], what: &str) {
+    let h = l.layer.hidden();
     let f32_ref = l.reference(x, ids, w, ReferenceActivations::F32);
     let matched = l.reference(x, ids, w, ReferenceActivations::DeviceMatched);
-    let diff = reference::calc_diff(&got, &f32_ref).unwrap();
-    let diff_matched = reference::calc_diff(&got, &matched).unwrap();
+    let diff = reference::calc_diff(got, &f32_ref).unwrap();
+    let diff_matched = reference::calc_diff(got, &matched).unwrap();
     assert!(diff < 1e-3, "{what}: calc_diff {diff:e} vs the f32 reference (goal < 1e-3)");
     assert!(diff_matched < 2e-5, "{what}: calc_diff {diff_matched:e} vs the device-matched reference");
     // Element bounds. Against the matched reference: about two bf16 ulps, except where the f32
@@ -482,7 +489,6 @@ fn check_layer(l: &Layer, scratch: &mut MoeScratch<F>, layout: MoeLayout, x: &[f
         "{what}: worst |got - matched| {worst_m:.4} rms ({loose} elements past 0.01·|m| + 0.01 rms), worst |got - f32| {worst_f:.4} rms; calc_diff {diff:.3e} vs f32, {diff_matched:.3e} vs device-matched"
     );
     assert!(loose <= got.len() / 10_000, "{what}: {loose} of {} elements differ from the matched reference by more than 0.01·|m| + 0.01 rms", got.len());
-    got
 }
 
 #[test]
@@ -1050,4 +1056,66 @@ fn expected_layout_is_the_mean_of_uniform_routings() {
         assert!((active as f64 - ma).abs() <= 0.02 * ma + 1.0, "{tokens}x{k} over {experts}: {active} active experts, routings' mean {ma}");
         assert!((rows as f64 - mr).abs() <= 0.02 * mr + align as f64, "{tokens}x{k} over {experts}, align {align}: {rows} rows, routings' mean {mr}");
     }
+}
+
+/// A layer of AMD's `shapes_fmoe_1stage.csv` at its full size (hidden 6144, pre-shuffled
+/// weights, no shared expert, the contiguous layout at the alignment the layer chooses) on
+/// random inputs: every output element finite, the status clean, and a sample of tokens (every
+/// `T/192`-th and the last) against both CPU references, computed for those tokens alone (each
+/// token's output depends on its own row only). Long: the emulator runs every MFMA.
+fn full_size_layer_matches_the_reference(e: usize, k: usize, i: usize, t: usize, seed: u64) {
+    let ctx = checked_context();
+    let h = 6144;
+    let what = format!("E={e} k={k} H={h} I={i} T={t}");
+    let l = random_layer_in(&ctx, e, h, i, None, MoeOptions { top_k: k, masked_max_tokens: 0 }, seed, WeightLayout::Preshuffled);
+    let mut scratch = MoeScratch::new(&l.layer, t, 0).unwrap();
+    let mut rng = StdRng::seed_from_u64(seed + 1);
+    let (x, ids, w) = inputs(t, h, k, e, false, &mut rng);
+    let started = std::time::Instant::now();
+    let (got, status) = forward_once(&l, &mut scratch, &x, &ids, &w);
+    eprintln!("{what}: forward on the emulator took {:.0} s (wall time here, not a GPU figure)", started.elapsed().as_secs_f64());
+    assert_eq!(status, Default::default(), "{what}");
+    if let Some(p) = got.iter().position(|v| !v.is_finite()) {
+        panic!("{what}: out[{}, {}] = {}", p / h, p % h, got[p]);
+    }
+    let mut sample: Vec<usize> = (0..t).step_by((t / 192).max(1)).collect();
+    if sample.last() != Some(&(t - 1)) {
+        sample.push(t - 1);
+    }
+    let pick = |v: &[f32], width: usize| -> Vec<f32> { sample.iter().flat_map(|&s| v[s * width..(s + 1) * width].iter().copied()).collect() };
+    let sub_ids: Vec<i32> = sample.iter().flat_map(|&s| ids[s * k..(s + 1) * k].iter().copied()).collect();
+    assert_matches_references(&l, &pick(&got, h), &pick(&x, h), &sub_ids, &pick(&w, k), &format!("{what}, {} sampled tokens", sample.len()));
+}
+
+/// `shapes_fmoe_1stage.csv`'s GLM-5.1-class row at 16384 tokens (257 experts, top-9, expert
+/// width 256), the row whose padded layout once passed the 2 GiB of 32-bit buffer offsets.
+/// Long: `cargo test --release --test moe -- --ignored full_size`.
+#[test]
+#[ignore]
+fn full_size_257_experts_at_16384_tokens_matches_the_reference() {
+    full_size_layer_matches_the_reference(257, 9, 256, 16384, 91);
+}
+
+/// `shapes_fmoe_1stage.csv`'s largest row (384 experts, top-8, width 256, 32768 tokens): the
+/// down GEMM's rows (over 262,144) pass 2 GiB of bf16 output, so the layer runs its GEMMs in
+/// row chunks. Long: `cargo test --release --test moe -- --ignored full_size`.
+#[test]
+#[ignore]
+fn full_size_384_experts_at_32768_tokens_matches_the_reference() {
+    full_size_layer_matches_the_reference(384, 8, 256, 32768, 92);
+}
+
+/// `shapes_fmoe_1stage.csv`'s 32-expert rows (top-8, width 2048) at 2048 tokens.
+/// Long: `cargo test --release --test moe -- --ignored full_size`.
+#[test]
+#[ignore]
+fn full_size_32_experts_at_2048_tokens_matches_the_reference() {
+    full_size_layer_matches_the_reference(32, 8, 2048, 2048, 93);
+}
+
+/// A quick run of the full-size check (257 experts at 256 tokens) for timing the long ones.
+#[test]
+#[ignore]
+fn full_size_257_experts_at_256_tokens_matches_the_reference() {
+    full_size_layer_matches_the_reference(257, 9, 256, 256, 94);
 }
