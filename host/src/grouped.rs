@@ -633,7 +633,7 @@ pub fn m_grouped_fp8_gemm_nt_contiguous_gathered<'a, F: Fp8Format>(
     align: usize,
     active: usize,
 ) -> Result<GemmRun> {
-    contiguous_splitk(stream, a.into(), Some(row_src.into()), b.into(), d, m_indices.into(), None, align, active, None)
+    contiguous_splitk(stream, a.into(), Some(row_src.into()), b.into(), d, m_indices.into(), None, align, active, None, None)
 }
 
 /// The MoE scatter epilogue of [`contiguous_splitk`] (device contract: `MoeScatterArgs`):
@@ -689,6 +689,9 @@ pub(crate) enum MoeEpilogue {}
 /// `rows_used`, one i32 on the device (the MoE route's "rows used": a multiple of `align`,
 /// the rows after it all padding), spreads the grid over the tiles of the rows in use
 /// (device contract: `MGroupedContiguousSplitKArgs::valid_rows`); `None`: every row.
+/// `expected` = `(rows, stored)`: the layout's rows the launch is expected to work on and the
+/// routed rows among them (the MoE layer's [`crate::moe::expected_layout`] and `T·k`), which
+/// the plan is made for; `None`: all `m_sum` rows, every one stored.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn contiguous_splitk<'a, F: Fp8Format>(
     stream: &Stream,
@@ -702,6 +705,7 @@ pub(crate) fn contiguous_splitk<'a, F: Fp8Format>(
     active: usize,
     #[cfg(feature = "moe")] mut epi: Option<MoeEpilogue<'_>>,
     #[cfg(not(feature = "moe"))] epi: Option<MoeEpilogue>,
+    expected: Option<(usize, usize)>,
 ) -> Result<GemmRun> {
     let (m_sum, n, k, groups) = (m_indices.len(), b.n, a.k, b.groups);
     let mut d = d.into_output(m_sum, n)?;
@@ -855,7 +859,7 @@ pub(crate) fn contiguous_splitk<'a, F: Fp8Format>(
     let mut first = None;
     // One plan for every chunk, made for the whole problem (a chunk's workspace need is at most
     // the whole's): chunking never changes the split count, so never the result's bits.
-    let m_total = m_sum as u32;
+    let (plan_rows, stored) = expected.map_or((m_sum, m_sum), |(r, s)| (r.min(m_sum), s.min(m_sum)));
     // The launch's unique A and output bytes (the estimate's HBM term): a gathered A reads each
     // token row once (bf16 where the kernel quantizes it itself); the epilogues write FP8
     // activations and their scales, or the token rows (with the shared expert's read).
@@ -864,26 +868,40 @@ pub(crate) fn contiguous_splitk<'a, F: Fp8Format>(
     #[cfg(not(feature = "moe"))]
     let scatter: Option<(f64, bool)> = None;
     let gathered = row_src.is_some().then_some(a.m as f64);
-    let bytes = Some(crate::select::ContiguousBytes::of(variant, m_sum as f64, n as f64, k as f64, gathered, scatter));
+    let bytes_of = |rows: usize| Some(crate::select::ContiguousBytes::of(variant, rows as f64, stored as f64, n as f64, k as f64, gathered, scatter));
     let choose = |available: u64| -> Result<(crate::select::Plan, Option<config::WorkspaceLimit>)> {
-        let plan = |avail: u64| {
+        let plan_over = |avail: u64, rows: usize, forced: Option<u32>, pipelined: Option<bool>| {
             crate::select::plan_contiguous_splitk(
                 align as u32,
                 &crate::select::ContiguousQuery {
-                    rows: m_total,
+                    rows: rows as u32,
                     n: n as u32,
                     k: k as u32,
                     active: active32,
                     arch: ctx.arch(),
                     cus: ctx.compute_units(),
                     available: avail,
-                    forced: overrides.split,
+                    forced,
                     variant,
-                    pipelined: overrides.bs_pipelined,
-                    bytes,
+                    pipelined,
+                    bytes: bytes_of(rows),
                 },
             )
             .map_err(|e| Error::Unsupported(e.to_string()))
+        };
+        // Chosen over the expected rows, launched (grid and workspace) over all `m_sum`: the
+        // expected plan's split and loop, pinned, over the whole layout, where its workspace
+        // fits `avail`; else the plan over the whole layout.
+        let plan = |avail: u64| -> Result<crate::select::Plan> {
+            let whole = plan_over(avail, m_sum, overrides.split, overrides.bs_pipelined)?;
+            if expected.is_none() || overrides.split.is_some() {
+                return Ok(whole);
+            }
+            let e = plan_over(avail, plan_rows, None, overrides.bs_pipelined)?;
+            match plan_over(avail, m_sum, Some(e.splits), Some(e.kernel.pipelined())) {
+                Ok(p) if p.workspace_floats(ctx.arch()) <= avail => Ok(crate::select::Plan { estimate_s: e.estimate_s, ..p }),
+                _ => Ok(whole),
+            }
         };
         let best = plan(u64::MAX)?;
         let need = best.workspace_floats(ctx.arch());

@@ -835,8 +835,9 @@ impl<F: Fp8Format> MoeLayer<F> {
                 // the token rows.
                 (ContiguousVariant::Plain, pairs as f64 * hf * 2.0 + t * hf * 2.0 * shared)
             };
-            let gu_bytes = ContiguousBytes::of(gu_variant, r, 2.0 * i_f, hf, Some(t), None);
-            let dn_bytes = ContiguousBytes::of(dn_variant, r, hf, i_f, None, fused_unpermute.then_some((t, self.shared.is_some())));
+            let p = pairs as f64;
+            let gu_bytes = ContiguousBytes::of(gu_variant, r, p, 2.0 * i_f, hf, Some(t), None);
+            let dn_bytes = ContiguousBytes::of(dn_variant, r, p, hf, i_f, None, fused_unpermute.then_some((t, self.shared.is_some())));
             let (Ok(gate_up), Ok(down)) = (plan(2 * i, h, gu_variant, gu_bytes), plan(h, i, dn_variant, dn_bytes)) else {
                 continue;
             };
@@ -967,6 +968,9 @@ impl<F: Fp8Format> MoeLayer<F> {
         let fused_activation = gathered && self.one_round(stream, align, rows, 2 * i, h, e.min(pairs))?;
         let fused_unpermute = gathered && self.down.layout() == WeightLayout::Preshuffled && self.one_round(stream, align, rows, h, i, e.min(pairs))?;
         let quantized_in_gemm = fused_activation && align == 32;
+        // The layout uniform routing is expected to give (active experts, rows): what the
+        // contiguous GEMMs are planned for (launched over all `rows`).
+        let expected = if align > 0 { expected_layout(t, k, e, align) } else { (e.min(pairs), rows) };
         let run = MoeRun { layout, tokens: t, rows, align, gathered, quantized_in_gemm, fused_activation, fused_unpermute };
         if t == 0 {
             return Ok(run);
@@ -1022,8 +1026,9 @@ impl<F: Fp8Format> MoeLayer<F> {
                 s.m_indices.slice(..rows)?,
                 used,
                 align,
-                e.min(pairs),
+                expected.0,
                 silu,
+                Some((expected.1, pairs)),
             )?;
             observer(MoeStage::GateUpGemm)?;
         } else {
@@ -1079,8 +1084,9 @@ impl<F: Fp8Format> MoeLayer<F> {
                 s.m_indices.slice(..rows)?,
                 Some(s.status.slice(2..3)?),
                 align,
-                e.min(pairs),
+                expected.0,
                 Some(MoeEpilogue::Scatter(scatter)),
+                Some((expected.1, pairs)),
             )?;
             observer(MoeStage::DownGemm)?;
             return Ok(run);
@@ -1099,8 +1105,9 @@ impl<F: Fp8Format> MoeLayer<F> {
                     s.m_indices.slice(..rows)?,
                     Some(s.status.slice(2..3)?),
                     align,
-                    e.min(pairs),
+                    expected.0,
                     None,
+                    Some((expected.1, pairs)),
                 )?,
                 MoeLayout::Contiguous => m_grouped_fp8_gemm_nt_contiguous_aligned(stream, a, &self.down, d, s.m_indices.slice(..rows)?, align)?,
                 MoeLayout::Masked => m_grouped_fp8_gemm_nt_masked(stream, a, &self.down, d, &s.masked_m, expected_m)?,

@@ -25,15 +25,22 @@
 //!   A dense data-parallel or split-K launch also moves, over the busiest XCD's fabric link
 //!   (`fabric_bytes_per_s`, the machine's figure), the distinct A and B tiles of the tile ids
 //!   that XCD runs ([`fabric_bytes`]): what a small-M, long-K split launch spends its time on.
+//! * **Reduction tail.** A split tile is finished by its last piece, which reads the tile's
+//!   partials back after its own streaming ([`Features::chain`]: a split-K tile's `s` partials,
+//!   a stream-K tile's pieces). Nothing overlaps that chain at the end of the launch, so it adds
+//!   `tail` cycles per partial to whatever bounds the rest: without it a memory-bound decode
+//!   launch looks as cheap split in 8 as in 2.
 //! * `time = launch + max(busiest CU cycles / clock, HBM bytes / its bandwidth, L2 bytes / its
-//!   bandwidth, fabric bytes / its bandwidth)`; launches a memory bound estimates alike are
-//!   ranked by their compute term.
+//!   bandwidth, fabric bytes / its bandwidth) + tail · chain / clock`; launches a memory bound
+//!   estimates alike are ranked by their compute term.
 //!
 //! Every coefficient is **generated**: `fp8gemm tune --cost` times each registered kernel with
 //! the timing model (`amdgpu_emu::timing`) on a seeded random sample of shapes, measures each
 //! kernel's L2 traffic per counted byte on two launches (`l2_block_scale`, `l2_other_scale`),
-//! fits `block`, `fixed`, `partial` and `reduce` per kernel by non-negative least squares on
-//! relative error ([`fit_kernel`]) and the HBM and L2 bandwidths on a grid of fractions of the
+//! fits `block`, `fixed`, `partial`, `reduce` and `tail` per kernel by non-negative least
+//! squares on relative error ([`fit_kernel`]: compute-bound samples fit every term,
+//! memory-bound split samples the `tail` alone, from what the memory bound leaves of their
+//! time) and the HBM and L2 bandwidths on a grid of fractions of the
 //! machine's (the fabric link's is the machine's figure), and writes them to `host/tuned/<arch>.<machine>.cost.csv`, which is
 //! embedded here ([`CostModel::for_arch`]). No coefficient is typed by hand; regenerate the file
 //! when the timing model or a kernel changes. `fp8gemm eval` judges the result on shapes the
@@ -442,6 +449,9 @@ pub struct KernelCost {
     pub partial: f64,
     /// Cycles per partial tile a finishing workgroup reads and adds.
     pub reduce: f64,
+    /// Cycles per partial tile of [`Features::chain`]: the reduction at the end of a split
+    /// tile, after the memory-bound streaming it cannot overlap.
+    pub tail: f64,
     /// Extra cycles per block whose B tile comes cold from HBM (its first reader among the
     /// `⌈m/BM⌉` workgroups that share it).
     pub cold: f64,
@@ -496,6 +506,11 @@ pub struct Features {
     pub partials: f64,
     /// Partial tiles the busiest CU's finishing workgroups read.
     pub reduces: f64,
+    /// Partial tiles the finishing workgroup of one split tile reads after its own piece:
+    /// the chain of reads at the end of the launch that follows its streaming (a split-K
+    /// tile's `s` partials, a stream-K tile's pieces; 0 for whole tiles). Its cost,
+    /// [`KernelCost::tail`] each, adds to the launch's time whatever bounds the rest.
+    pub chain: f64,
     /// The busiest CU's blocks whose B tile is read cold: its blocks / `⌈m/BM⌉`.
     pub cold: f64,
     /// Unique bytes the launch moves through HBM (A, B and D once each).
@@ -646,6 +661,9 @@ impl Features {
             add_jobs(&mut f, g, per as f64, cus, slots, tb, (pieces + adds) * tb.partial);
             f.partials += g.div_ceil(cus) as f64 * pieces;
             f.reduces += ((tiles - dp) as f64 / cus as f64).ceil() * adds;
+            if tiles > dp {
+                f.chain = adds;
+            }
             let m_tiles = f64::from(desc.m.div_ceil(k.block_m).max(1));
             f.cold = f.blocks.iter().sum::<f64>() / m_tiles;
             f.hbm_bytes = dense_bytes(desc);
@@ -678,6 +696,7 @@ impl Features {
             f.l2_other_bytes += tiles.div_ceil(u64::from(tile::NUM_XCDS)) as f64 * (s as f64 * tb.partial + tb.out);
             f.partials += (tiles * s).div_ceil(cus) as f64;
             f.reduces += tiles.div_ceil(cus) as f64 * s as f64;
+            f.chain = s as f64;
         } else {
             add_jobs(&mut f, tiles, nkb as f64, cus, slots, tb, tb.out);
         }
@@ -747,19 +766,19 @@ impl CostModel {
                 "kernel" => {
                     let name = f.get(1).ok_or_else(|| format!("line {}: kernel name missing", i + 1))?.to_string();
                     let slots = num(2)? as usize;
-                    if !(1..=8).contains(&slots) || f.len() != 8 + 2 * slots {
+                    if !(1..=8).contains(&slots) || f.len() != 9 + 2 * slots {
                         return Err(format!(
-                            "line {}: expected name, slots, partial, reduce, cold, l2_block_scale, l2_other_scale, then slots block and slots fixed figures",
+                            "line {}: expected name, slots, partial, reduce, tail, cold, l2_block_scale, l2_other_scale, then slots block and slots fixed figures",
                             i + 1
                         ));
                     }
-                    let (partial, reduce, cold, l2_block_scale, l2_other_scale) = (num(3)?, num(4)?, num(5)?, num(6)?, num(7)?);
+                    let (partial, reduce, tail, cold, l2_block_scale, l2_other_scale) = (num(3)?, num(4)?, num(5)?, num(6)?, num(7)?, num(8)?);
                     if l2_block_scale <= 0.0 || l2_other_scale < 0.0 {
                         return Err(format!("line {}: l2_block_scale must be positive and l2_other_scale not negative", i + 1));
                     }
-                    let block = (0..slots).map(|o| num(8 + o)).collect::<Result<Vec<_>, _>>()?;
-                    let fixed = (0..slots).map(|o| num(8 + slots + o)).collect::<Result<Vec<_>, _>>()?;
-                    m.kernels.insert(name, KernelCost { block, fixed, partial, reduce, cold, l2_block_scale, l2_other_scale });
+                    let block = (0..slots).map(|o| num(9 + o)).collect::<Result<Vec<_>, _>>()?;
+                    let fixed = (0..slots).map(|o| num(9 + slots + o)).collect::<Result<Vec<_>, _>>()?;
+                    m.kernels.insert(name, KernelCost { block, fixed, partial, reduce, tail, cold, l2_block_scale, l2_other_scale });
                 }
                 other => return Err(format!("line {}: unknown row kind `{other}`", i + 1)),
             }
@@ -784,7 +803,7 @@ impl CostModel {
             self.machine, self.clock_hz, self.launch_s, self.hbm_bytes_per_s, self.l2_bytes_per_s, self.fabric_bytes_per_s
         ));
         s.push_str(
-            "# kernel,symbol,slots,partial_cycles,reduce_cycles,cold_block_cycles,l2_block_scale,l2_other_scale,block_cycles[slots],fixed_cycles[slots]\n",
+            "# kernel,symbol,slots,partial_cycles,reduce_cycles,tail_cycles,cold_block_cycles,l2_block_scale,l2_other_scale,block_cycles[slots],fixed_cycles[slots]\n",
         );
         let mut names: Vec<&String> = self.kernels.keys().collect();
         names.sort();
@@ -792,10 +811,11 @@ impl CostModel {
             let c = &self.kernels[n];
             let fig = |v: &[f64]| v.iter().map(|x| format!("{x:.1}")).collect::<Vec<_>>().join(",");
             s.push_str(&format!(
-                "kernel,{n},{},{:.1},{:.1},{:.1},{:.3},{:.3},{},{}\n",
+                "kernel,{n},{},{:.1},{:.1},{:.1},{:.1},{:.3},{:.3},{},{}\n",
                 c.block.len(),
                 c.partial,
                 c.reduce,
+                c.tail,
                 c.cold,
                 c.l2_block_scale,
                 c.l2_other_scale,
@@ -839,7 +859,7 @@ impl CostModel {
     pub fn estimate_features(&self, plan: &Plan, f: &Features) -> (f64, f64) {
         let Some(c) = self.cost_of(plan.kernel) else { return (f64::INFINITY, f64::INFINITY) };
         let compute = Self::cu_cycles(&c, f) / self.clock_hz;
-        (self.launch_s + compute.max(self.memory_s(&c, f)), compute)
+        (self.launch_s + compute.max(self.memory_s(&c, f)) + self.tail_s(&c, f), compute)
     }
 
     /// The coefficients that estimate kernel `e`: its own; for a kernel of the contiguous
@@ -862,7 +882,13 @@ impl CostModel {
         let dp = if e.pipelined() { format!("fp8_gemm_nt_bs_pipe_bm{bm}_bn128") } else { format!("fp8_gemm_nt_bs_bm{bm}_bn128") };
         let sk = format!("fp8_gemm_nt_splitk_bs_bm{bm}_bn128");
         let (d, s) = (self.kernels.get(&dp)?, self.kernels.get(&sk)?);
-        Some(Cow::Owned(KernelCost { partial: s.partial, reduce: s.reduce, ..d.clone() }))
+        Some(Cow::Owned(KernelCost { partial: s.partial, reduce: s.reduce, tail: s.tail, ..d.clone() }))
+    }
+
+    /// The seconds of `f`'s reduction chain under `c` ([`Features::chain`]), which follow
+    /// whatever bounds the rest of the launch.
+    pub fn tail_s(&self, c: &KernelCost, f: &Features) -> f64 {
+        c.tail * f.chain / self.clock_hz
     }
 
     /// The seconds the memory hierarchy needs for `f` under `c` at the least: its unique bytes
@@ -918,9 +944,10 @@ pub fn contiguous_features(plan: &Plan, desc: &GemmDesc) -> Features {
 
 /// The unique bytes a contiguous split-K launch reads of A and writes as its output, where they
 /// are not the plain launch's (A `rows · k` FP8 read, D `rows · n` bf16 written): the MoE
-/// layer's launches, whose gathered A reads each token row once and whose epilogues write FP8
-/// activations (`rows · n/2` bytes and their scales) or the token rows of the scatter
-/// (`T · n` bf16, plus the shared expert's rows read).
+/// layer's launches, whose gathered A reads each token row once, whose plain D is stored for
+/// the routed rows only (a padding row's `m_indices` entry is −1: the kernels skip its store),
+/// and whose epilogues write FP8 activations (`rows · n/2` bytes and their scales) or the
+/// token rows of the scatter (`T · n` bf16, plus the shared expert's rows read).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ContiguousBytes {
     /// Bytes of A read from HBM.
@@ -930,19 +957,20 @@ pub struct ContiguousBytes {
 }
 
 impl ContiguousBytes {
-    /// The bytes of a launch of `variant` over `rows` rows of the layout, `n × k` per group:
-    /// A read from its own rows, or from `gathered` token rows, each once (bf16 for
-    /// [`ContiguousVariant::SiluQa`], which quantizes them itself); as output, D in bf16
-    /// (plain), FP8 activations of `n/2` columns and their 1×128 scales (the activation
-    /// epilogues), or with `scatter = Some((tokens, shared))` the scatter's token rows in bf16,
-    /// plus the shared expert's rows read where `shared`.
-    pub fn of(variant: ContiguousVariant, rows: f64, n: f64, k: f64, gathered: Option<f64>, scatter: Option<(f64, bool)>) -> ContiguousBytes {
+    /// The bytes of a launch of `variant` over `rows` rows of the layout, `stored` of them
+    /// routed rows (the rest padding), `n × k` per group: A read from its own rows, or from
+    /// `gathered` token rows, each once (bf16 for [`ContiguousVariant::SiluQa`], which
+    /// quantizes them itself); as output, D in bf16 for the stored rows (plain), FP8
+    /// activations of `n/2` columns and their 1×128 scales for every row of the tiles (the
+    /// activation epilogues), or with `scatter = Some((tokens, shared))` the scatter's token
+    /// rows in bf16, plus the shared expert's rows read where `shared`.
+    pub fn of(variant: ContiguousVariant, rows: f64, stored: f64, n: f64, k: f64, gathered: Option<f64>, scatter: Option<(f64, bool)>) -> ContiguousBytes {
         let a_elem = if variant == ContiguousVariant::SiluQa { 2.0 } else { 1.0 };
         let a = gathered.map_or(rows * k, |t| t * k * a_elem);
         let out = match (variant, scatter) {
             (ContiguousVariant::Silu | ContiguousVariant::SiluQa, _) => rows * n / 2.0 + rows * (n / 256.0).ceil() * 4.0,
             (ContiguousVariant::Scatter, Some((tokens, shared))) => tokens * n * 2.0 * if shared { 2.0 } else { 1.0 },
-            _ => 2.0 * rows * n,
+            _ => 2.0 * stored.min(rows) * n,
         };
         ContiguousBytes { a, out }
     }
@@ -1180,7 +1208,7 @@ fn grouped_estimate(model: &CostModel, e: &KernelEntry, w: &GroupedWork, splits:
     let slots = e.slots_per_cu(arch).unwrap_or(1);
     let f = Features::of_tiles(w.work, w.nkb, splits, u64::from(cus.max(1)), slots, w.b_sharers, w.hbm_bytes, TileBytes::of(e.block_m, e.block_n));
     let compute = CostModel::cu_cycles(c, &f) / model.clock_hz;
-    (model.launch_s + compute.max(model.memory_s(c, &f)), compute)
+    (model.launch_s + compute.max(model.memory_s(c, &f)) + model.tail_s(c, &f), compute)
 }
 
 /// The tiles of an m-grouped layout's kernels, for [`ConfigError::ForcedTile`].
@@ -1358,7 +1386,9 @@ pub struct Sample {
 /// over the samples that the compute term explains: a sample whose bytes at `hbm_bytes_per_s`
 /// through HBM, or, scaled by the kernel's measured `l2_scales` (block, other;
 /// [`KernelCost::l2_bytes`]), at `l2_bytes_per_s` through the busiest XCD's L2, or its
-/// [`Features::fabric_bytes`] at `fabric_bytes_per_s` exceed the fitted compute time is memory-bound and left out, iterated to a fixed point). `slots` is the
+/// [`Features::fabric_bytes`] at `fabric_bytes_per_s` exceed the fitted compute time is
+/// memory-bound: it fits only the `tail` coefficient, with the cycles its memory bound leaves
+/// unexplained over its [`Features::chain`]; iterated to a fixed point). `slots` is the
 /// kernel's workgroups per CU.
 #[allow(clippy::too_many_arguments)]
 pub fn fit_kernel(
@@ -1372,7 +1402,7 @@ pub fn fit_kernel(
     l2_scales: (f64, f64),
 ) -> KernelCost {
     let s = slots.clamp(1, 8) as usize;
-    let cols = 2 * s + 3;
+    let cols = 2 * s + 4;
     let row = |x: &Features| -> Vec<f64> {
         let mut r = vec![0.0; cols];
         for o in 0..8 {
@@ -1383,6 +1413,7 @@ pub fn fit_kernel(
         r[2 * s] = x.partials;
         r[2 * s + 1] = x.reduces;
         r[2 * s + 2] = x.cold;
+        r[2 * s + 3] = x.chain;
         r
     };
     let mut use_: Vec<bool> = vec![true; samples.len()];
@@ -1390,14 +1421,21 @@ pub fn fit_kernel(
     for _ in 0..6 {
         let mut a = Vec::new();
         let mut b = Vec::new();
+        let c = to_cost(&coef, s, l2_scales);
         for (i, smp) in samples.iter().enumerate() {
-            if !use_[i] {
-                continue;
-            }
             let cycles = (smp.seconds - launch_s).max(0.0) * clock_hz;
             let w = 1.0 / cycles.max(1.0);
-            a.push(row(&smp.features).into_iter().map(|v| v * w).collect::<Vec<_>>());
-            b.push(cycles * w);
+            if use_[i] {
+                a.push(row(&smp.features).into_iter().map(|v| v * w).collect::<Vec<_>>());
+                b.push(cycles * w);
+            } else if smp.features.chain > 0.0 {
+                // Memory-bound: what the bound leaves of its time is the reduction chain.
+                let mem = CostModel::memory_at(&c, &smp.features, hbm_bytes_per_s, l2_bytes_per_s, fabric_bytes_per_s) * clock_hz;
+                let mut r = vec![0.0; cols];
+                r[2 * s + 3] = smp.features.chain * w;
+                a.push(r);
+                b.push((cycles - mem) * w);
+            }
         }
         coef = nnls(&a, &b, cols);
         let c = to_cost(&coef, s, l2_scales);
@@ -1425,6 +1463,7 @@ fn to_cost(coef: &[f64], s: usize, (l2_block_scale, l2_other_scale): (f64, f64))
         partial: coef[2 * s],
         reduce: coef[2 * s + 1],
         cold: coef[2 * s + 2],
+        tail: coef[2 * s + 3],
         l2_block_scale,
         l2_other_scale,
     }
@@ -1488,6 +1527,7 @@ mod tests {
             fixed: vec![3000.0, 4000.0],
             partial: 500.0,
             reduce: 200.0,
+            tail: 700.0,
             cold: 300.0,
             l2_block_scale: 1.0,
             l2_other_scale: 1.0,
@@ -1500,16 +1540,45 @@ mod tests {
             if i % 3 == 0 {
                 f.partials = f64::from(i % 5);
                 f.reduces = f64::from(i % 7);
+                f.chain = f64::from(1 + i % 4);
             }
             f.cold = f.blocks.iter().sum::<f64>() / f64::from(1 + i % 4);
             f.hbm_bytes = 1.0;
-            samples.push(Sample { features: f, seconds: launch + CostModel::cu_cycles(&truth, &f) / clock });
+            samples.push(Sample { features: f, seconds: launch + (CostModel::cu_cycles(&truth, &f) + truth.tail * f.chain) / clock });
         }
         let got = fit_kernel(&samples, 2, clock, launch, 1e18, 1e18, 1e18, (1.0, 1.0));
-        let all = |c: &KernelCost| c.block.iter().chain(&c.fixed).chain([&c.partial, &c.reduce, &c.cold]).copied().collect::<Vec<f64>>();
+        let all = |c: &KernelCost| c.block.iter().chain(&c.fixed).chain([&c.partial, &c.reduce, &c.tail, &c.cold]).copied().collect::<Vec<f64>>();
         for (g, t) in all(&got).into_iter().zip(all(&truth)) {
             assert!((g - t).abs() <= 1e-3 * t.max(1.0), "{got:?} vs {truth:?}");
         }
+    }
+
+    #[test]
+    fn memory_bound_split_samples_fit_the_reduction_tail() {
+        // Compute-bound whole-tile samples fit the batch terms; memory-bound split samples
+        // (1 GB/s of HBM: every split sample's bytes take far longer than its compute) run
+        // `tail` cycles per chained partial past their memory bound, and only that tail is
+        // fitted from them.
+        let (clock, launch, bw) = (1.8e9, 2e-6, 1e9);
+        let truth = KernelCost { block: vec![600.0], fixed: vec![3000.0], tail: 400.0, l2_block_scale: 1.0, l2_other_scale: 1.0, ..Default::default() };
+        let mut samples = Vec::new();
+        for i in 0..30u32 {
+            let mut f = Features::default();
+            add_jobs(&mut f, u64::from(300 + 41 * i), f64::from(2 + i % 11), 304, 1, TileBytes::of(64, 128), 0.0);
+            let mem = if i % 2 == 0 {
+                f.hbm_bytes = 1.0;
+                0.0
+            } else {
+                f.chain = f64::from(2 + i % 6);
+                f.hbm_bytes = 1e5 + 1e3 * f64::from(i);
+                f.hbm_bytes / bw
+            };
+            let compute = CostModel::cu_cycles(&truth, &f) / clock;
+            samples.push(Sample { features: f, seconds: launch + compute.max(mem) + truth.tail * f.chain / clock });
+        }
+        let got = fit_kernel(&samples, 1, clock, launch, bw, 1e18, 1e18, (1.0, 1.0));
+        assert!((got.tail - 400.0).abs() < 1.0, "{got:?}");
+        assert!((got.block[0] - 600.0).abs() < 1.0 && (got.fixed[0] - 3000.0).abs() < 5.0, "{got:?}");
     }
 
     #[test]
@@ -1567,7 +1636,7 @@ mod tests {
 
     #[test]
     fn the_l2_bound_takes_over_when_it_is_the_longer() {
-        let c = KernelCost { block: vec![1.0], fixed: vec![0.0], partial: 0.0, reduce: 0.0, cold: 0.0, l2_block_scale: 1.5, l2_other_scale: 2.0 };
+        let c = KernelCost { block: vec![1.0], fixed: vec![0.0], partial: 0.0, reduce: 0.0, tail: 0.0, cold: 0.0, l2_block_scale: 1.5, l2_other_scale: 2.0 };
         let model = CostModel {
             machine: "t".into(),
             clock_hz: 1e9,
