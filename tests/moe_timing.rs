@@ -17,8 +17,17 @@ use fp8gemm::{DeviceGroupedWeights, DeviceWeights, MoeLayer, MoeLayout, MoeOptio
 use half::bf16;
 use rand::{Rng, SeedableRng, rngs::StdRng};
 
+/// The emulator's timing switch and its last report are process-wide: the tests of this binary
+/// take turns (the test harness runs them on parallel threads).
+fn timing_lock() -> std::sync::MutexGuard<'static, ()> {
+    static TIMING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    // A test that panicked while holding it leaves nothing behind that the next one reads.
+    TIMING.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 #[test]
 fn modelled_time_per_stage() {
+    let _serial = timing_lock();
     let ctx = checked_context();
     let (e, h, i, k, t) = (16usize, 256usize, 128usize, 4usize, 64usize);
     let mut rng = StdRng::seed_from_u64(3);
@@ -102,6 +111,7 @@ fn modelled_time_per_stage() {
 #[test]
 #[ignore]
 fn glm_class_layer_runs_at_16384_tokens() {
+    let _serial = timing_lock();
     let ctx = checked_context();
     let (e, h, i, k, t) = (257usize, 6144usize, 256usize, 9usize, 16384usize);
     let mut per_stage: BTreeMap<String, f64> = BTreeMap::new();
@@ -132,6 +142,7 @@ fn glm_class_layer_runs_at_16384_tokens() {
 /// load (64 experts, top-8, 256 tokens: 1152 of the bound's 4032 rows are padding).
 #[test]
 fn contiguous_gemms_spread_the_rows_in_use_over_every_xcd() {
+    let _serial = timing_lock();
     let ctx = checked_context();
     let (e, h, i, k, t) = (64usize, 1024usize, 256usize, 8usize, 256usize);
     let mut gemms: Vec<(String, Vec<f64>)> = Vec::new();

@@ -897,7 +897,7 @@ pub(crate) fn contiguous_splitk<'a, F: Fp8Format>(
             if expected.is_none() || overrides.split.is_some() {
                 return Ok(whole);
             }
-            let e = plan_over(avail, plan_rows, None, overrides.bs_pipelined)?;
+            let Ok(e) = plan_over(avail, plan_rows, None, overrides.bs_pipelined) else { return Ok(whole) };
             match plan_over(avail, m_sum, Some(e.splits), Some(e.kernel.pipelined())) {
                 Ok(p) if p.workspace_floats(ctx.arch()) <= avail => Ok(crate::select::Plan { estimate_s: e.estimate_s, ..p }),
                 _ => Ok(whole),
