@@ -934,7 +934,7 @@ pub fn contiguous_splitk_twin(e: &KernelEntry) -> Option<&'static KernelEntry> {
 }
 
 /// The features of a contiguous split-K / gathered-A launch `plan` on `desc`
-/// ([`GemmDesc::m_grouped_contiguous`]: `m` the layout's rows, each of the `groups` active
+/// (`GemmDesc::m_grouped_contiguous`: `m` the layout's rows, each of the `groups` active
 /// groups padded to the kernel's tile height, so every tile works): [`Features::of_tiles`] over
 /// its tiles, each group's B shared by that group's row tiles (`⌈m/BM⌉ / groups` of them, the
 /// first reading it cold), unique HBM bytes the rows of A and D and every group's B once.

@@ -57,7 +57,7 @@
 //!   config needs more than the stream's workspace holds, the best config that fits runs
 //!   instead (no split always fits) — a documented, **reported** choice: the returned
 //!   [`GemmRun::workspace_limit`](crate::GemmRun) names the preferred config and both sizes,
-//!   and [`crate::config::set_print_configs`] prints it. A split forced through the stream's
+//!   and `config::set_print_configs` (the `internals` feature) prints it. A split forced through the stream's
 //!   [`Overrides`] that does not fit is an error instead.
 //! * **The caller's**: [`crate::fp8_gemm_nt_with_workspace`] takes a `&mut Workspace`; a
 //!   workspace smaller than [`workspace_floats`] of the problem is an
