@@ -858,8 +858,14 @@ impl CostModel {
     /// they are not [`Features::of`]'s: [`contiguous_features`] with [`ContiguousBytes`]).
     pub fn estimate_features(&self, plan: &Plan, f: &Features) -> (f64, f64) {
         let Some(c) = self.cost_of(plan.kernel) else { return (f64::INFINITY, f64::INFINITY) };
-        let compute = Self::cu_cycles(&c, f) / self.clock_hz;
-        (self.launch_s + compute.max(self.memory_s(&c, f)) + self.tail_s(&c, f), compute)
+        self.estimate_with(&c, f)
+    }
+
+    /// The estimate of a launch with features `f` under coefficients `c` (module docs: launch,
+    /// the larger of compute and memory, then the reduction tail) and its compute term alone.
+    pub fn estimate_with(&self, c: &KernelCost, f: &Features) -> (f64, f64) {
+        let compute = Self::cu_cycles(c, f) / self.clock_hz;
+        (self.launch_s + compute.max(self.memory_s(c, f)) + self.tail_s(c, f), compute)
     }
 
     /// The coefficients that estimate kernel `e`: its own; for a kernel of the contiguous
@@ -1207,8 +1213,7 @@ fn grouped_estimate(model: &CostModel, e: &KernelEntry, w: &GroupedWork, splits:
     let Some(c) = dense_counterpart(e).and_then(|d| model.kernels.get(d.name())) else { return (f64::INFINITY, f64::INFINITY) };
     let slots = e.slots_per_cu(arch).unwrap_or(1);
     let f = Features::of_tiles(w.work, w.nkb, splits, u64::from(cus.max(1)), slots, w.b_sharers, w.hbm_bytes, TileBytes::of(e.block_m, e.block_n));
-    let compute = CostModel::cu_cycles(c, &f) / model.clock_hz;
-    (model.launch_s + compute.max(model.memory_s(c, &f)) + model.tail_s(c, &f), compute)
+    model.estimate_with(c, &f)
 }
 
 /// The tiles of an m-grouped layout's kernels, for [`ConfigError::ForcedTile`].
@@ -1416,12 +1421,15 @@ pub fn fit_kernel(
         r[2 * s + 3] = x.chain;
         r
     };
+    // Each sample's memory bound, seconds: it depends on the bandwidths and the L2 scales only,
+    // not on the coefficients being fitted.
+    let scales = to_cost(&vec![0.0; cols], s, l2_scales);
+    let mem_s: Vec<f64> = samples.iter().map(|smp| CostModel::memory_at(&scales, &smp.features, hbm_bytes_per_s, l2_bytes_per_s, fabric_bytes_per_s)).collect();
     let mut use_: Vec<bool> = vec![true; samples.len()];
     let mut coef = vec![0.0; cols];
     for _ in 0..6 {
         let mut a = Vec::new();
         let mut b = Vec::new();
-        let c = to_cost(&coef, s, l2_scales);
         for (i, smp) in samples.iter().enumerate() {
             let cycles = (smp.seconds - launch_s).max(0.0) * clock_hz;
             let w = 1.0 / cycles.max(1.0);
@@ -1430,20 +1438,17 @@ pub fn fit_kernel(
                 b.push(cycles * w);
             } else if smp.features.chain > 0.0 {
                 // Memory-bound: what the bound leaves of its time is the reduction chain.
-                let mem = CostModel::memory_at(&c, &smp.features, hbm_bytes_per_s, l2_bytes_per_s, fabric_bytes_per_s) * clock_hz;
                 let mut r = vec![0.0; cols];
                 r[2 * s + 3] = smp.features.chain * w;
                 a.push(r);
-                b.push((cycles - mem) * w);
+                b.push((cycles - mem_s[i] * clock_hz) * w);
             }
         }
         coef = nnls(&a, &b, cols);
         let c = to_cost(&coef, s, l2_scales);
         let mut changed = false;
         for (i, smp) in samples.iter().enumerate() {
-            let compute = CostModel::cu_cycles(&c, &smp.features) / clock_hz;
-            let mem = CostModel::memory_at(&c, &smp.features, hbm_bytes_per_s, l2_bytes_per_s, fabric_bytes_per_s);
-            let keep = compute >= mem;
+            let keep = CostModel::cu_cycles(&c, &smp.features) / clock_hz >= mem_s[i];
             if keep != use_[i] {
                 changed = true;
                 use_[i] = keep;
