@@ -61,6 +61,7 @@ impl Problem {
         match *self {
             Problem::Dense { m, n, k } => format!("dense {m}x{n}x{k}"),
             Problem::Contiguous { groups, rows, n, k } => format!("contiguous {groups}x{rows} over {n}x{k}"),
+            Problem::ContiguousPadded { groups, rows, n, k } => format!("contiguous {groups}x{rows} (padded) over {n}x{k}"),
             Problem::Masked { groups, rows, n, k } => format!("masked {groups}x{rows} over {n}x{k}"),
         }
     }
@@ -68,7 +69,9 @@ impl Problem {
     fn desc(&self, a: Arch) -> GemmDesc {
         match *self {
             Problem::Dense { m, n, k } => GemmDesc::dense(m as u32, n as u32, k as u32, a),
-            Problem::Contiguous { groups, rows, n, k } => GemmDesc::m_grouped_contiguous((groups * rows) as u32, n as u32, k as u32, groups as u32, a),
+            Problem::Contiguous { groups, rows, n, k } | Problem::ContiguousPadded { groups, rows, n, k } => {
+                GemmDesc::m_grouped_contiguous((groups * rows) as u32, n as u32, k as u32, groups as u32, a)
+            }
             Problem::Masked { groups, rows, n, k } => GemmDesc::m_grouped_masked(rows as u32, n as u32, k as u32, groups as u32, rows as u32, a),
         }
     }

@@ -53,6 +53,101 @@ pub const PAIRS: [(u32, u32, &str); 10] = [
 /// The M values of the evaluation set.
 pub const MS: [u32; 14] = [1, 7, 32, 64, 100, 200, 333, 512, 777, 1024, 2000, 4096, 8192, 32768];
 
+/// The (N, K) pairs of the m-grouped evaluation set: routed-expert GEMMs of public MoE
+/// configurations (`config.json` of each model card), gate·up (N = 2 · moe_intermediate, K =
+/// hidden) and down (N = hidden, K = moe_intermediate).
+pub const GROUPED_PAIRS: [(u32, u32, &str); 4] = [
+    (4096, 7168, "DeepSeek-V3 expert gate+up"),
+    (7168, 2048, "DeepSeek-V3 expert down"),
+    (3072, 4096, "Qwen3-235B expert gate+up"),
+    (4096, 1536, "Qwen3-235B expert down"),
+];
+
+/// The layouts of the m-grouped evaluation set: masked `(groups, expected_m)` from one group
+/// of 1024 rows to 64 groups of 4 rows (decode over many local experts), contiguous
+/// `(groups, rows per group)` at prefill sizes.
+pub const GROUPED_MASKED: [(u32, u32); 6] = [(1, 1024), (4, 256), (8, 100), (16, 64), (32, 17), (64, 4)];
+/// See [`GROUPED_MASKED`].
+pub const GROUPED_CONTIGUOUS: [(u32, u32); 3] = [(4, 1024), (8, 384), (32, 128)];
+
+/// `eval --grouped`: for each shape of the m-grouped set (fixed before the grouped kernels'
+/// coefficients were generated; the tuner's grouped draws are random), the planner's choice
+/// ([`select::plan_grouped`]) and every candidate ([`select::grouped_candidates`]) timed
+/// through the timing model (masked: every group at `expected_m` rows; contiguous: each group's
+/// last 128-row block partly padding, as the tuner lays it out), the regret
+/// `time(plan)/time(best) − 1`. Every time is modelled.
+pub fn run_grouped(machine: &str, layout: WeightLayout, csv: Option<&Path>, verbose: bool) -> Result<(), String> {
+    let machine = crate::profile::machine_by_name(machine)?;
+    let cus = machine.xcds * machine.cus_per_xcd;
+    let (ctx, arch) = crate::profile::context_for(&machine)?;
+    println!(
+        "fp8gemm eval --grouped on {} ({layout} weights): the planner's choice against every candidate — all times MODELLED by the timing model",
+        machine.name
+    );
+    println!(
+        "{:<10} {:>5} {:>6} {:>6} {:>6} {:<28} {:<26} {:>9} {:<26} {:>9} {:>7}",
+        "layout", "G", "m", "N", "K", "source", "plan", "plan µs", "best", "best µs", "regret"
+    );
+    let mut descs = Vec::new();
+    for &(n, k, src) in &GROUPED_PAIRS {
+        for &(g, m) in &GROUPED_MASKED {
+            descs.push((GemmDesc::m_grouped_masked(m, n, k, g, m, arch).with_cus(cus), src));
+        }
+        for &(g, r) in &GROUPED_CONTIGUOUS {
+            descs.push((GemmDesc::m_grouped_contiguous(g * r, n, k, g, arch).with_cus(cus), src));
+        }
+    }
+    let mut rows = Vec::new();
+    let mut out = String::new();
+    let _ = writeln!(out, "# fp8gemm eval --grouped on {}, {layout} weights: every µs MODELLED by the emulator's timing model", machine.name);
+    let _ = writeln!(out, "layout,groups,m,n,k,source,plan,plan_us,best,best_us,regret");
+    for (desc, src) in descs {
+        let (plan, _) = select::plan_grouped(&desc, layout, &Overrides::NONE, u64::MAX).map_err(|e| e.to_string())?;
+        let plan_us = time_plan(&ctx, &machine, &plan, &desc)? * 1e6;
+        let (mut best, mut best_us) = (plan.label(), plan_us);
+        for c in select::grouped_candidates(&desc, layout) {
+            if std::ptr::eq(c.kernel, plan.kernel) && c.splits == plan.splits {
+                continue;
+            }
+            let t = time_plan(&ctx, &machine, &c, &desc)? * 1e6;
+            if verbose {
+                println!("    {:<32} estimate {:>9.2} µs, modelled {:>9.2} µs", c.label(), c.estimate_s * 1e6, t);
+            }
+            if t < best_us {
+                (best, best_us) = (c.label(), t);
+            }
+        }
+        let kind = if desc.kind == fp8gemm::config::GemmKind::MGroupedMasked { "masked" } else { "contiguous" };
+        let m = if kind == "masked" { desc.m } else { desc.m / desc.groups };
+        let regret = plan_us / best_us - 1.0;
+        println!(
+            "{:<10} {:>5} {:>6} {:>6} {:>6} {:<28} {:<26} {:>9.2} {:<26} {:>9.2} {:>6.1}%",
+            kind,
+            desc.groups,
+            m,
+            desc.n,
+            desc.k,
+            src,
+            plan.label(),
+            plan_us,
+            best,
+            best_us,
+            100.0 * regret
+        );
+        let _ = writeln!(out, "{kind},{},{m},{},{},{src},{},{plan_us:.3},{best},{best_us:.3},{regret:.4}", desc.groups, desc.n, desc.k, plan.label());
+        rows.push(regret);
+    }
+    if !rows.is_empty() {
+        let g = (rows.iter().map(|r| (1.0 + r).ln()).sum::<f64>() / rows.len() as f64).exp() - 1.0;
+        let worst = rows.iter().copied().fold(0.0, f64::max);
+        println!("summary (modelled): {} grouped shapes, regret geomean {:.2}%, worst {:.1}%", rows.len(), 100.0 * g, 100.0 * worst);
+    }
+    if let Some(p) = csv {
+        std::fs::write(p, out).map_err(|e| format!("{}: {e}", p.display()))?;
+    }
+    Ok(())
+}
+
 /// Arguments of `eval`.
 pub struct EvalArgs {
     pub machine: String,

@@ -365,6 +365,10 @@ enum Command {
         /// Only print every candidate's estimate, ranked (nothing is timed).
         #[arg(long)]
         estimates: bool,
+        /// The m-grouped evaluation set (masked and contiguous at MoE expert shapes) instead
+        /// of the dense one.
+        #[arg(long)]
+        grouped: bool,
     },
     /// Our kernels (as the library chooses them), *modelled* by the timing model, beside other
     /// implementations' numbers: AMD's asm kernels measured on MI325X (`peers`), AITER's CK
@@ -446,7 +450,7 @@ fn run(cli: Cli) -> Result<(), String> {
             };
             tune_cost::run(tune_cost::CostArgs { machine, samples, max_blocks, out, samples_out, from_samples, retime, only, seed, k_blocks })
         }
-        Command::Eval { machine, layout, prune, max_blocks, pairs, ms, csv, plot, no_cliff, shapes, verbose, estimates } => {
+        Command::Eval { machine, layout, prune, max_blocks, pairs, ms, csv, plot, no_cliff, shapes, verbose, estimates, grouped } => {
             let shapes = shapes
                 .iter()
                 .map(|s| {
@@ -462,6 +466,9 @@ fn run(cli: Cli) -> Result<(), String> {
                 validate::LayoutArg::Preshuffled => fp8gemm::WeightLayout::Preshuffled,
                 validate::LayoutArg::Both => return Err("eval: --layout logical or preshuffled".into()),
             };
+            if grouped {
+                return eval::run_grouped(&machine, layout, csv.as_deref(), verbose);
+            }
             eval::run(eval::EvalArgs { machine, layout, prune, max_blocks, pairs, ms, csv, plot, no_cliff, shapes, verbose, estimates })
         }
         Command::Compare { set, peers, scope, max_m, csv, plot } => compare::run(set, peers, scope, max_m, csv, plot),

@@ -20,20 +20,31 @@ pub enum Problem {
     Contiguous { groups: usize, rows: usize, n: usize, k: usize },
     /// `m_grouped_fp8_gemm_nt_masked`.
     Masked { groups: usize, rows: usize, n: usize, k: usize },
+    /// `m_grouped_fp8_gemm_nt_contiguous` with each group's last rows padding (`m_indices`
+    /// −1), as a routed layout pads each group to whole 128-row blocks: group `g` pads
+    /// [`padding_rows`] of its `rows`.
+    ContiguousPadded { groups: usize, rows: usize, n: usize, k: usize },
+}
+
+/// The padding rows of group `g` of a [`Problem::ContiguousPadded`] layout of `rows` rows per
+/// group: `(53·g + 17) mod 128` (spread over 0 … 127 like the padding of counts that are
+/// uniform modulo 128), at most `rows − 1`, so every group keeps a row in use.
+pub fn padding_rows(g: usize, rows: usize) -> usize {
+    ((53 * g + 17) % 128).min(rows.saturating_sub(1))
 }
 
 impl Problem {
     /// `(n, k)`.
     pub fn nk(&self) -> (usize, usize) {
         match *self {
-            Problem::Dense { n, k, .. } | Problem::Contiguous { n, k, .. } | Problem::Masked { n, k, .. } => (n, k),
+            Problem::Dense { n, k, .. } | Problem::Contiguous { n, k, .. } | Problem::Masked { n, k, .. } | Problem::ContiguousPadded { n, k, .. } => (n, k),
         }
     }
     /// Rows of A and D (all groups).
     pub fn rows(&self) -> usize {
         match *self {
             Problem::Dense { m, .. } => m,
-            Problem::Contiguous { groups, rows, .. } | Problem::Masked { groups, rows, .. } => groups * rows,
+            Problem::Contiguous { groups, rows, .. } | Problem::Masked { groups, rows, .. } | Problem::ContiguousPadded { groups, rows, .. } => groups * rows,
         }
     }
 }
@@ -69,6 +80,10 @@ impl<F: Fp8Format> Typed<F> {
             Problem::Dense { .. } => Weights::Dense(DeviceWeights::alloc_with_layout(ctx, n, k, layout)?),
             Problem::Contiguous { groups, rows: r, .. } => {
                 let idx: Vec<i32> = (0..rows).map(|i| (i / r) as i32).collect();
+                Weights::Contiguous(DeviceGroupedWeights::alloc_with_layout(ctx, groups, n, k, layout)?, upload_m_indices(ctx, &idx, groups)?)
+            }
+            Problem::ContiguousPadded { groups, rows: r, .. } => {
+                let idx: Vec<i32> = (0..rows).map(|i| if i % r >= r - padding_rows(i / r, r) { -1 } else { (i / r) as i32 }).collect();
                 Weights::Contiguous(DeviceGroupedWeights::alloc_with_layout(ctx, groups, n, k, layout)?, upload_m_indices(ctx, &idx, groups)?)
             }
             Problem::Masked { groups, rows: r, .. } => {

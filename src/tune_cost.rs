@@ -67,8 +67,9 @@ pub struct Timed {
     pub splits: u32,
     pub dp: u32,
     pub g: u32,
-    /// Active groups of a contiguous split-K sample (`m` rows, `m / groups` per group); 0 for
-    /// a dense one.
+    /// Groups of a grouped sample, 0 for a dense one: active groups of a contiguous split-K
+    /// sample or of a DeepGEMM contiguous one (`m` rows, `m / groups` per group), the groups of
+    /// a masked one (`m` rows per group: `m_max = expected_m = masked_m`).
     pub groups: u32,
     pub seconds: f64,
 }
@@ -113,6 +114,10 @@ pub fn profile_plan(ctx: &Context, machine: &Machine, plan: &Plan, desc: &GemmDe
     }
     if select::contiguous_splitk_twin(plan.kernel).is_some() {
         launch_contiguous(ctx, &mut stream, plan, desc, mode)?;
+    } else if grouped_plain(plan.kernel) {
+        launch_grouped(ctx, &mut stream, plan, desc, mode)?;
+    } else if plan.kernel.problem == Problem::KGrouped {
+        launch_kgrouped(ctx, &mut stream, plan, desc, mode)?;
     } else if plan.kernel.majors != (Major::K, Major::K) {
         // NN / TN / TT: zero operands in their majors, through their entry point (whose plan
         // is this kernel: the only candidate of its layout).
@@ -144,6 +149,90 @@ pub fn profile_plan(ctx: &Context, machine: &Machine, plan: &Plan, desc: &GemmDe
         run.map_err(e)?;
     }
     emu::last_launch_timing().ok_or_else(|| "the timed launch left no report".to_string())
+}
+
+/// A DeepGEMM m-grouped kernel (contiguous or masked) that the tuner samples on grouped
+/// problems of its own ([`draw_grouped`]).
+fn grouped_plain(e: &KernelEntry) -> bool {
+    matches!(e.spec, registry::Spec::Contiguous(_) | registry::Spec::Masked(_) | registry::Spec::MaskedSplitK(_))
+}
+
+/// Launches `plan` of a DeepGEMM m-grouped kernel ([`grouped_plain`]) through its entry point
+/// on zero operands laid out as `desc` describes (masked: `desc.groups` groups of `desc.m`
+/// rows, every `masked_m` and `expected_m` that; contiguous: `desc.m` rows in `desc.groups`
+/// groups of whole 128-row blocks, each ending in [`crate::operands::padding_rows`] rows of
+/// padding, as the planner's layout assumes), the plan's tile, split count and loop as the
+/// stream's overrides, with the timing model `mode` on; checks that the entry point ran the
+/// plan.
+fn launch_grouped(ctx: &Context, stream: &mut Stream, plan: &Plan, desc: &GemmDesc, mode: TimingMode) -> Result<(), String> {
+    let e = |x: fp8gemm::Error| x.to_string();
+    let kernel = plan.kernel;
+    let (n, k, g) = (desc.n as usize, desc.k as usize, desc.groups.max(1) as usize);
+    let problem = if kernel.problem == Problem::MGroupedMasked {
+        OpProblem::Masked { groups: g, rows: desc.m as usize, n, k }
+    } else {
+        OpProblem::ContiguousPadded { groups: g, rows: desc.m as usize / g, n, k }
+    };
+    let mut ops = Operands::with_layout(ctx, problem, kernel.weights).map_err(e)?;
+    let mut o = Overrides::NONE.with_tile(kernel.block_m, kernel.block_n).with_split(plan.splits);
+    if kernel.weights == fp8gemm::WeightLayout::Preshuffled {
+        o = o.with_bs_pipelined(kernel.pipelined());
+    }
+    stream.set_overrides(o);
+    emu::set_timing(Some(mode));
+    let run = ops.launch(stream);
+    emu::set_timing(None);
+    let cfg = run.map_err(e)?.config.ok_or("nothing was launched")?;
+    if cfg.kernel != kernel.name() || cfg.grid != plan.grid {
+        return Err(format!("the m-grouped entry point ran {} (grid {}) where {} (grid {}) was asked for", cfg.kernel, cfg.grid, plan.label(), plan.grid));
+    }
+    Ok(())
+}
+
+/// Launches `plan` of a k-grouped kernel through its entry point on zero operands: `desc.groups`
+/// groups of `desc.m × desc.n` f32 outputs over `desc.k` tokens, every group `desc.k /
+/// desc.groups` of them, the plan's tile as the stream's override, with the timing model
+/// `mode` on; checks that the entry point ran the plan.
+fn launch_kgrouped(ctx: &Context, stream: &mut Stream, plan: &Plan, desc: &GemmDesc, mode: TimingMode) -> Result<(), String> {
+    let e = |x: fp8gemm::Error| x.to_string();
+    let kernel = plan.kernel;
+    let (m, n, total, g) = (desc.m as usize, desc.n as usize, desc.k as usize, desc.groups.max(1) as usize);
+    if !total.is_multiple_of(128 * g) {
+        return Err(format!("{}: {total} tokens are not {g} groups of whole 128-token blocks", kernel.name()));
+    }
+    let ks = vec![total / g; g];
+    let (dks, total_k) = fp8gemm::upload_ks(ctx, &ks).map_err(e)?;
+    let a_data = ctx.alloc_zeroed::<u8>(total * m).map_err(e)?;
+    let a_scales = ctx.alloc_zeroed::<f32>(total / 128 * m).map_err(e)?;
+    let b_data = ctx.alloc_zeroed::<u8>(total * n).map_err(e)?;
+    let b_scales = ctx.alloc_zeroed::<f32>(total / 128 * n).map_err(e)?;
+    let mut d = ctx.alloc_zeroed::<f32>(g * m * n).map_err(e)?;
+    stream.set_overrides(Overrides::NONE.with_tile(kernel.block_m, kernel.block_n));
+    /// The launch with operands of the device's FP8 format `F`.
+    fn go<F: fp8gemm::fp8::Fp8Format>(
+        stream: &Stream,
+        (a, b): ((&fp8gemm::DeviceBuffer<u8>, &fp8gemm::DeviceBuffer<f32>), (&fp8gemm::DeviceBuffer<u8>, &fp8gemm::DeviceBuffer<f32>)),
+        d: &mut fp8gemm::DeviceBuffer<f32>,
+        ks: &fp8gemm::DeviceBuffer<i32>,
+        (m, n, total): (usize, usize, usize),
+    ) -> Result<fp8gemm::GemmRun, fp8gemm::Error> {
+        let av = fp8gemm::KGroupedOperandView::<F>::new(a.0.as_slice(), a.1.as_slice(), m, total)?;
+        let bv = fp8gemm::KGroupedOperandView::<F>::new(b.0.as_slice(), b.1.as_slice(), n, total)?;
+        fp8gemm::k_grouped_fp8_gemm_tn_contiguous(stream, av, bv, d, ks.as_slice(), total, None)
+    }
+    let ops = ((&a_data, &a_scales), (&b_data, &b_scales));
+    emu::set_timing(Some(mode));
+    let run = match ctx.arch() {
+        Arch::Gfx950 => go::<fp8gemm::fp8::E4M3Fn>(stream, ops, &mut d, &dks, (m, n, total_k)),
+        _ => go::<fp8gemm::fp8::E4M3Fnuz>(stream, ops, &mut d, &dks, (m, n, total_k)),
+    }
+    .and_then(|r| stream.synchronize().map(|_| r));
+    emu::set_timing(None);
+    let cfg = run.map_err(e)?.config.ok_or("nothing was launched")?;
+    if cfg.kernel != kernel.name() {
+        return Err(format!("the k-grouped entry point ran {} where {} was asked for", cfg.kernel, plan.label()));
+    }
+    Ok(())
 }
 
 /// Launches `plan` of the contiguous split-K family (its plain kernel, through
@@ -213,6 +302,16 @@ fn l2_scales(ctx: &Context, machine: &Machine, e: &'static KernelEntry, arch: Ar
         // A contiguous split-K kernel: 4 groups of one row tile each.
         let desc = if select::contiguous_splitk_twin(e).is_some() {
             GemmDesc { cus, ..GemmDesc::m_grouped_contiguous(m, n, k, 4, arch) }
+        } else if e.problem == Problem::MGroupedMasked {
+            // 4 groups of one row tile each.
+            GemmDesc { cus, ..GemmDesc::m_grouped_masked(e.block_m, n, k, 4, e.block_m, arch) }
+        } else if e.problem == Problem::KGrouped {
+            // One group of `m × n` outputs over K tokens.
+            GemmDesc::dense(m, n, k, arch).with_cus(cus)
+        } else if grouped_plain(e) {
+            // 4 groups of one 128-row block each.
+            let rows = 4 * fp8gemm_device::tile::M_ALIGNMENT_CONTIGUOUS;
+            GemmDesc { cus, ..GemmDesc::m_grouped_contiguous(rows, n, k, 4, arch) }
         } else {
             GemmDesc::dense(m, n, k, arch).with_cus(cus)
         };
@@ -253,6 +352,11 @@ fn candidates_of(e: &'static KernelEntry, desc: &GemmDesc) -> Vec<Plan> {
             bytes: None,
         };
         select::contiguous_splitk_candidates(Some(e.block_m), &q)
+    } else if grouped_plain(e) {
+        select::grouped_candidates(desc, e.weights)
+    } else if e.problem == Problem::KGrouped {
+        let o = Overrides::NONE.with_tile(e.block_m, e.block_n);
+        select::plan_kgrouped(desc.m, desc.n, desc.groups, u64::from(desc.k), desc.arch, desc.cus, &o).into_iter().collect()
     } else {
         select::candidates_all_splits(desc, e.weights, e.majors)
     };
@@ -280,6 +384,53 @@ fn draw_contiguous(rng: &mut StdRng, e: &'static KernelEntry, arch: Arch, cus: u
         return None;
     }
     let p = cands[rng.random_range(0..cands.len())];
+    Some((desc, p))
+}
+
+/// Draws a DeepGEMM m-grouped problem and a plan of `e` ([`grouped_plain`]): `G` groups
+/// log-uniform in 1 … 256, rows per group log-uniform in 1 … 1024 (masked: `m_max` =
+/// `expected_m` = every `masked_m`; contiguous: rounded up to whole 128-row blocks), N
+/// log-uniform in 256 … 16384 (a multiple of 128), K as the dense draws; redrawn past 64
+/// tiles per CU or `max_blocks` as those.
+fn draw_grouped(rng: &mut StdRng, e: &'static KernelEntry, arch: Arch, cus: u32, max_blocks: u64, (lo, hi): (u32, u32)) -> Option<(GemmDesc, Plan)> {
+    let nkb = log_uniform(rng, f64::from(lo), f64::from(hi)).round() as u32;
+    let n = ((log_uniform(rng, 256.0, 16384.0) / 128.0).round() as u32).max(1) * 128;
+    let g = log_uniform(rng, 1.0, 256.0).round().max(1.0) as u32;
+    let r = (log_uniform(rng, 1.0, 1024.0).round() as u32).max(1);
+    let desc = if e.problem == Problem::MGroupedMasked {
+        GemmDesc { cus, ..GemmDesc::m_grouped_masked(r, n, nkb * 128, g, r, arch) }
+    } else {
+        let align = fp8gemm_device::tile::M_ALIGNMENT_CONTIGUOUS;
+        GemmDesc { cus, ..GemmDesc::m_grouped_contiguous(g.checked_mul(r.div_ceil(align) * align)?, n, nkb * 128, g, arch) }
+    };
+    let rows = if e.problem == Problem::MGroupedMasked { u64::from(g) * u64::from(r.div_ceil(e.block_m) * e.block_m) } else { u64::from(desc.m) };
+    let tiles = rows.div_ceil(u64::from(e.block_m)) * u64::from(n.div_ceil(e.block_n));
+    if tiles > 64 * u64::from(cus) || tiles * u64::from(nkb) * u64::from(e.block_m * e.block_n) > max_blocks * 64 * 128 {
+        return None;
+    }
+    let cands = candidates_of(e, &desc);
+    if cands.is_empty() {
+        return None;
+    }
+    let p = cands[rng.random_range(0..cands.len())];
+    Some((desc, p))
+}
+
+/// Draws a k-grouped problem for `e` (a weight-gradient GEMM): `G` groups log-uniform in
+/// 1 … 64, M and N log-uniform in 256 … 8192 (multiples of 64), tokens per group 128·b with b
+/// log-uniform in the K-block range; redrawn past 64 tiles per CU or `max_blocks` as the
+/// dense draws. The sample's desc is `m × n` over `k` = all tokens in `groups` groups.
+fn draw_kgrouped(rng: &mut StdRng, e: &'static KernelEntry, arch: Arch, cus: u32, max_blocks: u64, (lo, hi): (u32, u32)) -> Option<(GemmDesc, Plan)> {
+    let nkb = log_uniform(rng, f64::from(lo), f64::from(hi)).round() as u32;
+    let g = log_uniform(rng, 1.0, 64.0).round().max(1.0) as u32;
+    let dim = |rng: &mut StdRng| ((log_uniform(rng, 256.0, 8192.0) / 64.0).round() as u32).max(1) * 64;
+    let (m, n) = (dim(rng), dim(rng));
+    let tiles = u64::from(g) * e.tiles(m, n);
+    if tiles > 64 * u64::from(cus) || tiles * u64::from(nkb) * u64::from(e.block_m * e.block_n) > max_blocks * 64 * 128 {
+        return None;
+    }
+    let desc = GemmDesc { groups: g, ..GemmDesc::dense(m, n, g.checked_mul(nkb * 128)?, arch).with_cus(cus) };
+    let p = candidates_of(e, &desc).into_iter().next()?;
     Some((desc, p))
 }
 
@@ -342,7 +493,11 @@ fn parse_samples(path: &Path) -> Result<Vec<Timed>, String> {
 /// The plan a sample row describes.
 pub fn plan_of(t: &Timed, arch: Arch, cus: u32) -> Option<(GemmDesc, Plan)> {
     let e = registry::by_name(t.kernel)?;
-    let desc = if t.groups > 0 {
+    let desc = if e.problem == Problem::MGroupedMasked {
+        GemmDesc { cus, ..GemmDesc::m_grouped_masked(t.m, t.n, t.k, t.groups.max(1), t.m, arch) }
+    } else if e.problem == Problem::KGrouped {
+        GemmDesc { groups: t.groups.max(1), ..GemmDesc::dense(t.m, t.n, t.k, arch).with_cus(cus) }
+    } else if t.groups > 0 {
         GemmDesc { cus, ..GemmDesc::m_grouped_contiguous(t.m, t.n, t.k, t.groups, arch) }
     } else {
         GemmDesc::dense(t.m, t.n, t.k, arch).with_cus(cus)
@@ -363,7 +518,7 @@ pub fn run(a: CostArgs) -> Result<(), String> {
         .filter(|e| {
             // Dense kernels and the plain contiguous split-K ones (their epilogue variants take
             // the plain kernel's coefficients: `CostModel::cost_of`).
-            let sampled = e.problem == Problem::Dense || matches!(e.spec, registry::Spec::ContiguousSplitK(_));
+            let sampled = matches!(e.problem, Problem::Dense | Problem::KGrouped) || matches!(e.spec, registry::Spec::ContiguousSplitK(_)) || grouped_plain(e);
             sampled && a.only.as_deref().is_none_or(|o| o.split(',').any(|o| e.name().contains(o)))
         })
         .collect();
@@ -385,6 +540,10 @@ pub fn run(a: CostArgs) -> Result<(), String> {
                     tries += 1;
                     let drawn = if grouped {
                         draw_contiguous(&mut rng, e, arch, cus, a.max_blocks, a.k_blocks)
+                    } else if grouped_plain(e) {
+                        draw_grouped(&mut rng, e, arch, cus, a.max_blocks, a.k_blocks)
+                    } else if e.problem == Problem::KGrouped {
+                        draw_kgrouped(&mut rng, e, arch, cus, a.max_blocks, a.k_blocks)
                     } else {
                         draw(&mut rng, e, arch, cus, a.max_blocks, a.k_blocks)
                     };
@@ -401,7 +560,7 @@ pub fn run(a: CostArgs) -> Result<(), String> {
                         p.label(),
                         s * 1e6
                     );
-                    let groups = if grouped { desc.groups } else { 0 };
+                    let groups = if grouped || grouped_plain(e) || e.problem == Problem::KGrouped { desc.groups } else { 0 };
                     out.push(Timed { kernel: e.name(), m: desc.m, n: desc.n, k: desc.k, splits: p.splits, dp, g, groups, seconds: s });
                     got += 1;
                 }
@@ -486,7 +645,7 @@ fn retime(ctx: &Context, machine: &Machine, arch: Arch, cus: u32, old: &[Timed],
 
 fn write_samples(path: &Path, machine: &Machine, v: &[Timed]) -> Result<(), String> {
     let mut s = format!(
-        "# tune --cost samples on {} (seconds MODELLED by the timing model)\n# kernel,m,n,k,splits,dp,g,modelled_s[,groups: contiguous split-K]\n",
+        "# tune --cost samples on {} (seconds MODELLED by the timing model)\n# kernel,m,n,k,splits,dp,g,modelled_s[,groups: grouped samples (contiguous: all rows; masked: rows per group; k-grouped: m x n over k tokens)]\n",
         machine.name
     );
     for t in v {

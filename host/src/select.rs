@@ -639,7 +639,9 @@ fn add_jobs(f: &mut Features, jobs: u64, blocks: f64, cus: u64, slots: u32, tb: 
 }
 
 impl Features {
-    /// The features of `plan` for `desc` on a device of `desc.cus` CUs.
+    /// The features of `plan` for `desc` on a device of `desc.cus` CUs (a k-grouped kernel's
+    /// problem described as `desc.m × desc.n` outputs per group over `desc.k` tokens in
+    /// `desc.groups` groups).
     pub fn of(plan: &Plan, desc: &GemmDesc) -> Features {
         let k = plan.kernel;
         let cus = u64::from(desc.cus.max(1));
@@ -670,6 +672,12 @@ impl Features {
             f
         } else if contiguous_splitk_twin(k).is_some() {
             contiguous_features(plan, desc)
+        } else if matches!(k.spec, registry::Spec::Contiguous(_) | registry::Spec::Masked(_) | registry::Spec::MaskedSplitK(_)) {
+            grouped_features(k, desc, plan.splits)
+        } else if k.problem == Problem::KGrouped {
+            // A k-grouped launch described as `desc.m × desc.n` outputs per group over
+            // `desc.k` tokens in `desc.groups` groups.
+            kgrouped_features(k, desc.m, desc.n, desc.groups, u64::from(desc.k), desc.arch, desc.cus)
         } else {
             let mut f = Features::of_tiles(tiles, nkb, plan.splits, cus, slots, f64::from(desc.m.div_ceil(k.block_m).max(1)), dense_bytes(desc), tb);
             let tiles_m = u64::from(desc.m.div_ceil(k.block_m.max(1)));
@@ -1156,6 +1164,9 @@ struct GroupedWork {
     b_sharers: f64,
     /// Unique bytes through HBM: the rows of A and D in use, every active group's B once.
     hbm_bytes: f64,
+    /// Unique bytes of A (the rows in use): what the busiest XCD's fabric link moves of A at
+    /// most, however many of its tiles read each row.
+    a_bytes: f64,
 }
 
 /// The [`GroupedWork`] of kernel `e` on the m-grouped problem `desc`:
@@ -1184,6 +1195,7 @@ fn grouped_work(e: &KernelEntry, desc: &GemmDesc) -> GroupedWork {
                 nkb,
                 b_sharers: per_group as f64,
                 hbm_bytes: (g * r * k + g * n * k + 2 * g * r * n) as f64,
+                a_bytes: (g * r * k) as f64,
             }
         }
         _ => {
@@ -1199,21 +1211,42 @@ fn grouped_work(e: &KernelEntry, desc: &GemmDesc) -> GroupedWork {
                 nkb,
                 b_sharers: rows as f64 / live as f64,
                 hbm_bytes: (m * k + live * n * k + 2 * m * n) as f64,
+                a_bytes: (m * k) as f64,
             }
         }
     }
 }
 
+/// The features of kernel `e`'s grouped launch on `desc` in `splits` pieces (module docs,
+/// "Grouped problems": its working tiles, K blocks, B sharers and unique HBM bytes); what the
+/// tuner fits a grouped kernel's own coefficients over.
+pub fn grouped_features(e: &KernelEntry, desc: &GemmDesc, splits: u32) -> Features {
+    work_features(e, &grouped_work(e, desc), splits, desc.arch, desc.cus)
+}
+
+/// [`Features::of_tiles`] of a [`GroupedWork`], with A over the busiest XCD's fabric link at
+/// most once (as [`contiguous_features`]: a group's A rows are shared by its tiles across N).
+fn work_features(e: &KernelEntry, w: &GroupedWork, splits: u32, arch: Arch, cus: u32) -> Features {
+    let slots = e.slots_per_cu(arch).unwrap_or(1);
+    let tb = TileBytes::of(e.block_m, e.block_n);
+    let mut f = Features::of_tiles(w.work, w.nkb, splits, u64::from(cus.max(1)), slots, w.b_sharers, w.hbm_bytes, tb);
+    let s = u64::from(splits.max(1));
+    let pieces = (w.work * s).div_ceil(u64::from(tile::NUM_XCDS)) as f64;
+    let per_tile_a = pieces * w.nkb.div_ceil(s) as f64 * (tb.block - tb.b_block);
+    f.fabric_bytes -= per_tile_a - per_tile_a.min(w.a_bytes);
+    f
+}
+
 /// The modelled seconds of `tiles` tiles of kernel `e` in `splits` pieces (see
-/// [`Features::of_tiles`]) under the coefficients of its [`dense_counterpart`] (`+∞` without
-/// any, so such a kernel is chosen only when it is the only one left).
+/// [`Features::of_tiles`]) under its own generated coefficients where the model has them, else
+/// those of its [`dense_counterpart`] (`+∞` without either, so such a kernel is chosen only
+/// when it is the only one left).
 /// Also returns the compute term alone (seconds of the busiest CU), which breaks ties between
 /// launches the memory term bounds alike.
 fn grouped_estimate(model: &CostModel, e: &KernelEntry, w: &GroupedWork, splits: u32, arch: Arch, cus: u32) -> (f64, f64) {
-    let Some(c) = dense_counterpart(e).and_then(|d| model.kernels.get(d.name())) else { return (f64::INFINITY, f64::INFINITY) };
-    let slots = e.slots_per_cu(arch).unwrap_or(1);
-    let f = Features::of_tiles(w.work, w.nkb, splits, u64::from(cus.max(1)), slots, w.b_sharers, w.hbm_bytes, TileBytes::of(e.block_m, e.block_n));
-    model.estimate_with(c, &f)
+    let own = model.kernels.get(e.name());
+    let Some(c) = own.or_else(|| dense_counterpart(e).and_then(|d| model.kernels.get(d.name()))) else { return (f64::INFINITY, f64::INFINITY) };
+    model.estimate_with(c, &work_features(e, w, splits, arch, cus))
 }
 
 /// The tiles of an m-grouped layout's kernels, for [`ConfigError::ForcedTile`].
@@ -1223,6 +1256,57 @@ fn grouped_tiles(kind: GemmKind, weights: WeightLayout) -> &'static str {
         (_, WeightLayout::Preshuffled) => "32x128, 64x128, 128x128 (m-grouped contiguous, pre-shuffled B)",
         _ => "64x64, 64x128, 128x128 (m-grouped, logical B)",
     }
+}
+
+/// Every plan of the grouped kernels `rows` on `desc` with its compute term ([`plan_grouped`]'s
+/// candidates: data-parallel kernels unsplit, split-K ones with every split count `2 ..=
+/// min(k/128, MAX_SPLITS)` whose working tiles fill at most one round of the device, or only
+/// `forced_split`), and the error of a grid past 32 bits if one was left out.
+fn grouped_plans(desc: &GemmDesc, rows: &[&'static KernelEntry], forced_split: Option<u32>) -> Result<(Vec<(Plan, f64)>, Option<ConfigError>), ConfigError> {
+    let model = CostModel::for_arch(desc.arch)?;
+    let (nkb, cus) = (desc.k / tile::SCALE_BLOCK_K, desc.cus.max(1));
+    let mut all = Vec::new();
+    let mut too_large = None;
+    for &e in rows {
+        let w = grouped_work(e, desc);
+        let slots = e.slots_per_cu(desc.arch).unwrap_or(1);
+        let mut push = |splits: u32| {
+            let grid = w.grid_tiles * u64::from(splits);
+            match u32::try_from(grid) {
+                Ok(g) => {
+                    let (estimate_s, compute_s) = grouped_estimate(model, e, &w, splits, desc.arch, cus);
+                    all.push((Plan { kernel: e, grid: g, splits, stream_k: None, estimate_s }, compute_s));
+                }
+                Err(_) => too_large = Some(ConfigError::TooLarge { tensor: "grid", bytes: grid, limit: u64::from(u32::MAX) }),
+            }
+        };
+        match e.schedule {
+            ScheduleKind::DataParallel => push(1),
+            ScheduleKind::SplitK if w.grid_tiles <= u64::from(e.max_tiles) => {
+                for s in 2..=nkb.min(MAX_SPLITS) {
+                    // As for the dense problems: the pieces stay within one round of the device.
+                    if forced_split.is_none() && w.work * u64::from(s) > u64::from(cus) * u64::from(slots) {
+                        break;
+                    }
+                    if forced_split.is_none_or(|f| f == s) {
+                        push(s);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok((all, too_large))
+}
+
+/// Every candidate plan of the m-grouped problem `desc` on weights in `weights` (the kernels
+/// [`plan_grouped`] ranks, each with every schedule it would consider), unranked: what the
+/// tuner samples the grouped kernels' own coefficients over.
+pub fn grouped_candidates(desc: &GemmDesc, weights: WeightLayout) -> Vec<Plan> {
+    let rows: Vec<&'static KernelEntry> = registry::candidates(problem_of(desc.kind), weights)
+        .filter(|e| matches!(e.spec, registry::Spec::Contiguous(_) | registry::Spec::Masked(_) | registry::Spec::MaskedSplitK(_)))
+        .collect();
+    grouped_plans(desc, &rows, None).map(|(all, _)| all.into_iter().map(|(p, _)| p).collect()).unwrap_or_default()
 }
 
 /// Chooses the launch of an m-grouped problem (`desc.kind` contiguous or masked; DeepGEMM's
@@ -1262,7 +1346,7 @@ pub fn plan_grouped(desc: &GemmDesc, weights: WeightLayout, overrides: &Override
     {
         return Err(ConfigError::ForcedTile { tile: format!("{bm}x{bn}"), available: grouped_tiles(desc.kind, weights) });
     }
-    let (nkb, cus) = (desc.k / tile::SCALE_BLOCK_K, desc.cus.max(1));
+    let nkb = desc.k / tile::SCALE_BLOCK_K;
     let forced_split = overrides.split.filter(|&s| s > 1);
     if let Some(s) = forced_split {
         let split_rows: Vec<&&KernelEntry> = rows.iter().filter(|e| e.schedule == ScheduleKind::SplitK).collect();
@@ -1287,38 +1371,7 @@ pub fn plan_grouped(desc: &GemmDesc, weights: WeightLayout, overrides: &Override
             return err(format!("1 ({tiles} output tiles of {}x{}, more than {})", e.block_m, e.block_n, e.max_tiles));
         }
     }
-    let model = CostModel::for_arch(desc.arch)?;
-    let mut all = Vec::new();
-    let mut too_large = None;
-    for e in rows {
-        let w = grouped_work(e, desc);
-        let slots = e.slots_per_cu(desc.arch).unwrap_or(1);
-        let mut push = |splits: u32| {
-            let grid = w.grid_tiles * u64::from(splits);
-            match u32::try_from(grid) {
-                Ok(g) => {
-                    let (estimate_s, compute_s) = grouped_estimate(model, e, &w, splits, desc.arch, cus);
-                    all.push((Plan { kernel: e, grid: g, splits, stream_k: None, estimate_s }, compute_s));
-                }
-                Err(_) => too_large = Some(ConfigError::TooLarge { tensor: "grid", bytes: grid, limit: u64::from(u32::MAX) }),
-            }
-        };
-        match e.schedule {
-            ScheduleKind::DataParallel => push(1),
-            ScheduleKind::SplitK if w.grid_tiles <= u64::from(e.max_tiles) => {
-                for s in 2..=nkb.min(MAX_SPLITS) {
-                    // As for the dense problems: the pieces stay within one round of the device.
-                    if forced_split.is_none() && w.work * u64::from(s) > u64::from(cus) * u64::from(slots) {
-                        break;
-                    }
-                    if forced_split.is_none_or(|f| f == s) {
-                        push(s);
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
+    let (mut all, too_large) = grouped_plans(desc, &rows, forced_split)?;
     all.retain(|(p, _)| passes(p, overrides));
     let none = || {
         too_large.clone().unwrap_or_else(|| ConfigError::ForcedTile {
@@ -1342,6 +1395,31 @@ pub fn plan_grouped(desc: &GemmDesc, weights: WeightLayout, overrides: &Override
     Ok((fitting, Some(limit)))
 }
 
+/// The [`GroupedWork`] of k-grouped kernel `e` ([`plan_kgrouped`]'s problem): `G · ⌈m/BM⌉ ·
+/// ⌈n/BN⌉` tiles of `total_k/(128·G)` blocks, each group's B tile shared by its `⌈m/BM⌉` row
+/// tiles, A, B and the f32 C read and D written once through HBM.
+fn kgrouped_work(e: &KernelEntry, m: u32, n: u32, groups: u32, total_k: u64) -> GroupedWork {
+    let g = u64::from(groups.max(1));
+    let nkb = (total_k / g / u64::from(tile::SCALE_BLOCK_K)).max(1);
+    let (mm, nn) = (u64::from(m), u64::from(n));
+    let tiles = g * e.tiles(m, n);
+    GroupedWork {
+        work: tiles,
+        grid_tiles: tiles,
+        nkb,
+        b_sharers: f64::from(m.div_ceil(e.block_m.max(1))),
+        hbm_bytes: (total_k * (mm + nn) + 8 * g * mm * nn) as f64,
+        a_bytes: (total_k * mm) as f64,
+    }
+}
+
+/// The features of k-grouped kernel `e` on `groups` groups of `m × n` outputs over `total_k`
+/// tokens (every group `total_k / groups`), as [`plan_kgrouped`] estimates it; what the tuner
+/// fits the k-grouped kernels' own coefficients over.
+pub fn kgrouped_features(e: &KernelEntry, m: u32, n: u32, groups: u32, total_k: u64, arch: Arch, cus: u32) -> Features {
+    work_features(e, &kgrouped_work(e, m, n, groups, total_k), 1, arch, cus)
+}
+
 /// Chooses the kernel of a k-grouped problem (DeepGEMM's `k_grouped_fp8_gemm_tn_contiguous`:
 /// `groups` groups of `m × n` f32 outputs over `total_k` tokens; the group sizes live on the
 /// device, so every group is taken to have `total_k / groups`) on `cus` CUs: the registered
@@ -1360,14 +1438,10 @@ pub fn plan_kgrouped(m: u32, n: u32, groups: u32, total_k: u64, arch: Arch, cus:
         }
     }
     let model = CostModel::for_arch(arch)?;
-    let g = u64::from(groups.max(1));
-    let nkb = (total_k / g / u64::from(tile::SCALE_BLOCK_K)).max(1);
-    let (mm, nn) = (u64::from(m), u64::from(n));
     let mut best: Option<Plan> = None;
     for e in rows {
-        let m_tiles = u64::from(m.div_ceil(e.block_m.max(1)));
-        let tiles = g * e.tiles(m, n);
-        let w = GroupedWork { work: tiles, grid_tiles: tiles, nkb, b_sharers: m_tiles as f64, hbm_bytes: (total_k * (mm + nn) + 8 * g * mm * nn) as f64 };
+        let w = kgrouped_work(e, m, n, groups, total_k);
+        let tiles = w.work;
         let (t, _) = grouped_estimate(model, e, &w, 1, arch, cus);
         let grid = u32::try_from(tiles).map_err(|_| ConfigError::TooLarge { tensor: "grid", bytes: tiles, limit: u64::from(u32::MAX) })?;
         let larger = |b: &Plan| e.block_m * e.block_n > b.kernel.block_m * b.kernel.block_n;
@@ -1775,6 +1849,55 @@ mod tests {
         let p = plan_contiguous_splitk(32, &q).unwrap();
         assert!(p.estimate_s.is_finite() && p.estimate_s > 0.0);
         assert!(matches!(p.kernel.spec, Spec::ContiguousSilu(_)) && p.kernel.block_m == 32 && p.splits == 1);
+    }
+
+    #[test]
+    fn grouped_features_read_a_over_the_fabric_once() {
+        // 8 groups of 3 rows over N = 15104 (118 tiles of 128): every working tile reads its
+        // group's A rows, but the busiest XCD's link moves A at most once; B of each group
+        // once per sharing tile.
+        let arch = Arch::Gfx942;
+        let desc = GemmDesc::m_grouped_masked(3, 15104, 1536, 8, 3, arch);
+        let e = registry::by_name("m_grouped_fp8_gemm_nt_masked_bs_bm32_bn128").expect("registered");
+        let f = grouped_features(e, &desc, 1);
+        let w = grouped_work(e, &desc);
+        assert_eq!(w.a_bytes, 8.0 * 3.0 * 1536.0);
+        let tb = TileBytes::of(32, 128);
+        let pieces = w.work.div_ceil(u64::from(tile::NUM_XCDS)) as f64;
+        let b_part = pieces * w.nkb as f64 * tb.b_block / w.b_sharers.max(1.0).min(pieces);
+        let out = w.work.div_ceil(u64::from(tile::NUM_XCDS)) as f64 * tb.out;
+        assert!((f.fabric_bytes - (b_part + out + w.a_bytes)).abs() < 1e-6 * f.fabric_bytes, "{} vs {}", f.fabric_bytes, b_part + out + w.a_bytes);
+        // k-grouped: the same cap.
+        let kg = registry::by_name("k_grouped_fp8_gemm_tn_contiguous_bm128_bn128").expect("registered");
+        let fk = kgrouped_features(kg, 256, 7168, 4, 4 * 4096, arch, 304);
+        assert!(fk.fabric_bytes > 0.0 && fk.hbm_bytes == (4.0 * 4096.0 * (256.0 + 7168.0) + 8.0 * 4.0 * 256.0 * 7168.0));
+    }
+
+    #[test]
+    fn a_grouped_kernel_with_coefficients_of_its_own_is_estimated_with_them() {
+        let arch = Arch::Gfx942;
+        let desc = GemmDesc::m_grouped_masked(64, 4096, 7168, 8, 64, arch);
+        let e = registry::by_name("m_grouped_fp8_gemm_nt_masked_bs_bm64_bn128").expect("registered");
+        let shipped = CostModel::for_arch(arch).expect("embedded model");
+        let w = grouped_work(e, &desc);
+        let stand_in = {
+            let mut m = shipped.clone();
+            m.kernels.remove(e.name());
+            grouped_estimate(&m, e, &w, 1, arch, 304).0
+        };
+        let mut own = shipped.clone();
+        let d = dense_counterpart(e).expect("a dense twin");
+        let mut c = own.kernels[d.name()].clone();
+        c.block.iter_mut().for_each(|b| *b *= 3.0);
+        c.fixed.iter_mut().for_each(|x| *x *= 3.0);
+        own.kernels.insert(e.name().to_string(), c);
+        let with_own = grouped_estimate(&own, e, &w, 1, arch, 304).0;
+        assert!(with_own > stand_in, "own {with_own} vs stand-in {stand_in}");
+        // Without coefficients of its own or of a dense twin: +∞.
+        let mut none = own.clone();
+        none.kernels.remove(e.name());
+        none.kernels.remove(d.name());
+        assert!(grouped_estimate(&none, e, &w, 1, arch, 304).0.is_infinite());
     }
 
     #[test]
