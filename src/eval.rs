@@ -73,10 +73,11 @@ pub const GROUPED_CONTIGUOUS: [(u32, u32); 3] = [(4, 1024), (8, 384), (32, 128)]
 /// `eval --grouped`: for each shape of the m-grouped set (fixed before the grouped kernels'
 /// coefficients were generated; the tuner's grouped draws are random), the planner's choice
 /// ([`select::plan_grouped`]) and every candidate ([`select::grouped_candidates`]) timed
-/// through the timing model (masked: every group at `expected_m` rows; contiguous: each group's
+/// through the timing model (masked: capacity `⌈1.3·expected_m⌉`, counts spread around
+/// `expected_m` as in a decode step; contiguous: each group's
 /// last 128-row block partly padding, as the tuner lays it out), the regret
 /// `time(plan)/time(best) − 1`. Every time is modelled.
-pub fn run_grouped(machine: &str, layout: WeightLayout, csv: Option<&Path>, verbose: bool) -> Result<(), String> {
+pub fn run_grouped(machine: &str, layout: WeightLayout, csv: Option<&Path>, verbose: bool, estimates: bool) -> Result<(), String> {
     let machine = crate::profile::machine_by_name(machine)?;
     let cus = machine.xcds * machine.cus_per_xcd;
     let (ctx, arch) = crate::profile::context_for(&machine)?;
@@ -91,7 +92,8 @@ pub fn run_grouped(machine: &str, layout: WeightLayout, csv: Option<&Path>, verb
     let mut descs = Vec::new();
     for &(n, k, src) in &GROUPED_PAIRS {
         for &(g, m) in &GROUPED_MASKED {
-            descs.push((GemmDesc::m_grouped_masked(m, n, k, g, m, arch).with_cus(cus), src));
+            let cap = crate::operands::masked_capacity(m as usize) as u32;
+            descs.push((GemmDesc::m_grouped_masked(cap, n, k, g, m, arch).with_cus(cus), src));
         }
         for &(g, r) in &GROUPED_CONTIGUOUS {
             descs.push((GemmDesc::m_grouped_contiguous(g * r, n, k, g, arch).with_cus(cus), src));
@@ -103,6 +105,35 @@ pub fn run_grouped(machine: &str, layout: WeightLayout, csv: Option<&Path>, verb
     let _ = writeln!(out, "layout,groups,m,n,k,source,plan,plan_us,best,best_us,regret");
     for (desc, src) in descs {
         let (plan, _) = select::plan_grouped(&desc, layout, &Overrides::NONE, u64::MAX).map_err(|e| e.to_string())?;
+        if estimates {
+            // The choice alone, nothing timed.
+            println!(
+                "{:?} G {} m {} over {}x{} ({src}): plan {} estimate {:.2} µs",
+                desc.kind,
+                desc.groups,
+                desc.expected_m,
+                desc.n,
+                desc.k,
+                plan.label(),
+                plan.estimate_s * 1e6
+            );
+            if verbose {
+                let model = CostModel::for_arch(desc.arch).map_err(|e| e.to_string())?;
+                for c in select::grouped_candidates(&desc, layout) {
+                    let f = select::Features::of(&c, &desc);
+                    let (est, compute) = model.estimate_parts(&c, &desc);
+                    let memory = model.cost_of(c.kernel).map_or(f64::NAN, |k| model.memory_s(&k, &f));
+                    println!(
+                        "    {:<32} estimate {:>9.2} µs (CUs {:>8.2}, memory {:>8.2})",
+                        c.label(),
+                        est * 1e6,
+                        (compute + model.launch_s) * 1e6,
+                        memory * 1e6
+                    );
+                }
+            }
+            continue;
+        }
         let plan_us = time_plan(&ctx, &machine, &plan, &desc)? * 1e6;
         let (mut best, mut best_us) = (plan.label(), plan_us);
         for c in select::grouped_candidates(&desc, layout) {
@@ -118,7 +149,7 @@ pub fn run_grouped(machine: &str, layout: WeightLayout, csv: Option<&Path>, verb
             }
         }
         let kind = if desc.kind == fp8gemm::config::GemmKind::MGroupedMasked { "masked" } else { "contiguous" };
-        let m = if kind == "masked" { desc.m } else { desc.m / desc.groups };
+        let m = if kind == "masked" { desc.expected_m } else { desc.m / desc.groups };
         let regret = plan_us / best_us - 1.0;
         println!(
             "{:<10} {:>5} {:>6} {:>6} {:>6} {:<28} {:<26} {:>9.2} {:<26} {:>9.2} {:>6.1}%",

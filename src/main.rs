@@ -467,7 +467,7 @@ fn run(cli: Cli) -> Result<(), String> {
                 validate::LayoutArg::Both => return Err("eval: --layout logical or preshuffled".into()),
             };
             if grouped {
-                return eval::run_grouped(&machine, layout, csv.as_deref(), verbose);
+                return eval::run_grouped(&machine, layout, csv.as_deref(), verbose, estimates);
             }
             eval::run(eval::EvalArgs { machine, layout, prune, max_blocks, pairs, ms, csv, plot, no_cliff, shapes, verbose, estimates })
         }

@@ -20,10 +20,28 @@ pub enum Problem {
     Contiguous { groups: usize, rows: usize, n: usize, k: usize },
     /// `m_grouped_fp8_gemm_nt_masked`.
     Masked { groups: usize, rows: usize, n: usize, k: usize },
+    /// `m_grouped_fp8_gemm_nt_masked` as a decode step sees it: `groups` groups of capacity
+    /// `m_max` = [`masked_capacity`]`(expected)`, `expected_m` = `expected`, and counts spread
+    /// around it ([`masked_count`]).
+    MaskedSpread { groups: usize, expected: usize, n: usize, k: usize },
     /// `m_grouped_fp8_gemm_nt_contiguous` with each group's last rows padding (`m_indices`
     /// −1), as a routed layout pads each group to whole 128-row blocks: group `g` pads
     /// [`padding_rows`] of its `rows`.
     ContiguousPadded { groups: usize, rows: usize, n: usize, k: usize },
+}
+
+/// The capacity `m_max` of a [`Problem::MaskedSpread`] group expected to hold `expected` rows:
+/// `⌈1.3 · expected⌉` (at least 1).
+pub fn masked_capacity(expected: usize) -> usize {
+    (expected * 13).div_ceil(10).max(1)
+}
+
+/// The row count of group `g` of a [`Problem::MaskedSpread`] layout: `expected` scaled by
+/// `0.7 + 0.6 · frac(0.618… · (g + 1))` (a low-discrepancy spread over 0.7 … 1.3, mean 1),
+/// rounded, at most the capacity.
+pub fn masked_count(g: usize, expected: usize) -> usize {
+    let u = (0.618_033_988_749_895 * (g + 1) as f64).fract();
+    ((expected as f64 * (0.7 + 0.6 * u)).round() as usize).min(masked_capacity(expected))
 }
 
 /// The padding rows of group `g` of a [`Problem::ContiguousPadded`] layout of `rows` rows per
@@ -37,7 +55,11 @@ impl Problem {
     /// `(n, k)`.
     pub fn nk(&self) -> (usize, usize) {
         match *self {
-            Problem::Dense { n, k, .. } | Problem::Contiguous { n, k, .. } | Problem::Masked { n, k, .. } | Problem::ContiguousPadded { n, k, .. } => (n, k),
+            Problem::Dense { n, k, .. }
+            | Problem::Contiguous { n, k, .. }
+            | Problem::Masked { n, k, .. }
+            | Problem::ContiguousPadded { n, k, .. }
+            | Problem::MaskedSpread { n, k, .. } => (n, k),
         }
     }
     /// Rows of A and D (all groups).
@@ -45,6 +67,7 @@ impl Problem {
         match *self {
             Problem::Dense { m, .. } => m,
             Problem::Contiguous { groups, rows, .. } | Problem::Masked { groups, rows, .. } | Problem::ContiguousPadded { groups, rows, .. } => groups * rows,
+            Problem::MaskedSpread { groups, expected, .. } => groups * masked_capacity(expected),
         }
     }
 }
@@ -85,6 +108,10 @@ impl<F: Fp8Format> Typed<F> {
             Problem::ContiguousPadded { groups, rows: r, .. } => {
                 let idx: Vec<i32> = (0..rows).map(|i| if i % r >= r - padding_rows(i / r, r) { -1 } else { (i / r) as i32 }).collect();
                 Weights::Contiguous(DeviceGroupedWeights::alloc_with_layout(ctx, groups, n, k, layout)?, upload_m_indices(ctx, &idx, groups)?)
+            }
+            Problem::MaskedSpread { groups, expected, .. } => {
+                let counts: Vec<i32> = (0..groups).map(|g| masked_count(g, expected) as i32).collect();
+                Weights::Masked(DeviceGroupedWeights::alloc_with_layout(ctx, groups, n, k, layout)?, ctx.upload(&counts)?, expected)
             }
             Problem::Masked { groups, rows: r, .. } => {
                 Weights::Masked(DeviceGroupedWeights::alloc_with_layout(ctx, groups, n, k, layout)?, ctx.upload(&vec![r as i32; groups])?, r)

@@ -15,7 +15,12 @@
 //! variants take their coefficients) are sampled on grouped problems of their own
 //! ([`draw_contiguous`]: active groups, rows per group, N, K and a split count drawn at random)
 //! and launched through the gathered entry point ([`launch_contiguous`]); a sample row of theirs
-//! carries the group count as a ninth column.
+//! carries the group count as a ninth column. So do the other grouped kernels' samples, each on
+//! problems of its own: DeepGEMM's m-grouped contiguous, masked and masked split-K kernels
+//! ([`draw_grouped`], [`launch_grouped`]: contiguous groups of whole 128-row blocks ending in
+//! padding rows; masked groups of capacity `⌈1.3·expected_m⌉` with counts spread around
+//! `expected_m`; `m` is the contiguous layout's rows, the masked layout's `expected_m`) and the k-grouped kernels ([`draw_kgrouped`],
+//! [`launch_kgrouped`]: `m × n` outputs per group over `k` tokens in equal groups).
 //! The samples are written to `--samples-out` so the fit can be redone without timing
 //! (`--from-samples`). The fit: for each pair of candidate HBM and per-XCD L2 bandwidths on a
 //! grid (fractions of the machine's), every kernel's coefficients by non-negative least squares
@@ -69,7 +74,7 @@ pub struct Timed {
     pub g: u32,
     /// Groups of a grouped sample, 0 for a dense one: active groups of a contiguous split-K
     /// sample or of a DeepGEMM contiguous one (`m` rows, `m / groups` per group), the groups of
-    /// a masked one (`m` rows per group: `m_max = expected_m = masked_m`).
+    /// a masked one (`m` = `expected_m`, the capacity [`crate::operands::masked_capacity`]`(m)`).
     pub groups: u32,
     pub seconds: f64,
 }
@@ -158,8 +163,9 @@ fn grouped_plain(e: &KernelEntry) -> bool {
 }
 
 /// Launches `plan` of a DeepGEMM m-grouped kernel ([`grouped_plain`]) through its entry point
-/// on zero operands laid out as `desc` describes (masked: `desc.groups` groups of `desc.m`
-/// rows, every `masked_m` and `expected_m` that; contiguous: `desc.m` rows in `desc.groups`
+/// on zero operands laid out as `desc` describes (masked: `desc.groups` groups of capacity
+/// `desc.m` = [`crate::operands::masked_capacity`]`(expected_m)` with counts spread around
+/// `expected_m` ([`crate::operands::masked_count`]), as a decode step sees them; contiguous: `desc.m` rows in `desc.groups`
 /// groups of whole 128-row blocks, each ending in [`crate::operands::padding_rows`] rows of
 /// padding, as the planner's layout assumes), the plan's tile, split count and loop as the
 /// stream's overrides, with the timing model `mode` on; checks that the entry point ran the
@@ -169,7 +175,16 @@ fn launch_grouped(ctx: &Context, stream: &mut Stream, plan: &Plan, desc: &GemmDe
     let kernel = plan.kernel;
     let (n, k, g) = (desc.n as usize, desc.k as usize, desc.groups.max(1) as usize);
     let problem = if kernel.problem == Problem::MGroupedMasked {
-        OpProblem::Masked { groups: g, rows: desc.m as usize, n, k }
+        let expected = desc.expected_m as usize;
+        if desc.m as usize != crate::operands::masked_capacity(expected) {
+            return Err(format!(
+                "{}: m_max {} is not the capacity {} of expected_m {expected}",
+                kernel.name(),
+                desc.m,
+                crate::operands::masked_capacity(expected)
+            ));
+        }
+        OpProblem::MaskedSpread { groups: g, expected, n, k }
     } else {
         OpProblem::ContiguousPadded { groups: g, rows: desc.m as usize / g, n, k }
     };
@@ -208,10 +223,12 @@ fn launch_kgrouped(ctx: &Context, stream: &mut Stream, plan: &Plan, desc: &GemmD
     let b_scales = ctx.alloc_zeroed::<f32>(total / 128 * n).map_err(e)?;
     let mut d = ctx.alloc_zeroed::<f32>(g * m * n).map_err(e)?;
     stream.set_overrides(Overrides::NONE.with_tile(kernel.block_m, kernel.block_n));
+    /// FP8 bytes and their scales on the device.
+    type Operand<'a> = (&'a fp8gemm::DeviceBuffer<u8>, &'a fp8gemm::DeviceBuffer<f32>);
     /// The launch with operands of the device's FP8 format `F`.
     fn go<F: fp8gemm::fp8::Fp8Format>(
         stream: &Stream,
-        (a, b): ((&fp8gemm::DeviceBuffer<u8>, &fp8gemm::DeviceBuffer<f32>), (&fp8gemm::DeviceBuffer<u8>, &fp8gemm::DeviceBuffer<f32>)),
+        (a, b): (Operand<'_>, Operand<'_>),
         d: &mut fp8gemm::DeviceBuffer<f32>,
         ks: &fp8gemm::DeviceBuffer<i32>,
         (m, n, total): (usize, usize, usize),
@@ -303,8 +320,9 @@ fn l2_scales(ctx: &Context, machine: &Machine, e: &'static KernelEntry, arch: Ar
         let desc = if select::contiguous_splitk_twin(e).is_some() {
             GemmDesc { cus, ..GemmDesc::m_grouped_contiguous(m, n, k, 4, arch) }
         } else if e.problem == Problem::MGroupedMasked {
-            // 4 groups of one row tile each.
-            GemmDesc { cus, ..GemmDesc::m_grouped_masked(e.block_m, n, k, 4, e.block_m, arch) }
+            // 4 groups expected at one row tile each.
+            let cap = crate::operands::masked_capacity(e.block_m as usize) as u32;
+            GemmDesc { cus, ..GemmDesc::m_grouped_masked(cap, n, k, 4, e.block_m, arch) }
         } else if e.problem == Problem::KGrouped {
             // One group of `m × n` outputs over K tokens.
             GemmDesc::dense(m, n, k, arch).with_cus(cus)
@@ -388,8 +406,9 @@ fn draw_contiguous(rng: &mut StdRng, e: &'static KernelEntry, arch: Arch, cus: u
 }
 
 /// Draws a DeepGEMM m-grouped problem and a plan of `e` ([`grouped_plain`]): `G` groups
-/// log-uniform in 1 … 256, rows per group log-uniform in 1 … 1024 (masked: `m_max` =
-/// `expected_m` = every `masked_m`; contiguous: rounded up to whole 128-row blocks), N
+/// log-uniform in 1 … 256, rows per group log-uniform in 1 … 1024 (masked: `expected_m`, the
+/// capacity `⌈1.3·expected_m⌉`, counts spread around it; contiguous: rounded up to whole
+/// 128-row blocks), N
 /// log-uniform in 256 … 16384 (a multiple of 128), K as the dense draws; redrawn past 64
 /// tiles per CU or `max_blocks` as those.
 fn draw_grouped(rng: &mut StdRng, e: &'static KernelEntry, arch: Arch, cus: u32, max_blocks: u64, (lo, hi): (u32, u32)) -> Option<(GemmDesc, Plan)> {
@@ -398,12 +417,13 @@ fn draw_grouped(rng: &mut StdRng, e: &'static KernelEntry, arch: Arch, cus: u32,
     let g = log_uniform(rng, 1.0, 256.0).round().max(1.0) as u32;
     let r = (log_uniform(rng, 1.0, 1024.0).round() as u32).max(1);
     let desc = if e.problem == Problem::MGroupedMasked {
-        GemmDesc { cus, ..GemmDesc::m_grouped_masked(r, n, nkb * 128, g, r, arch) }
+        let cap = crate::operands::masked_capacity(r as usize) as u32;
+        GemmDesc { cus, ..GemmDesc::m_grouped_masked(cap, n, nkb * 128, g, r, arch) }
     } else {
         let align = fp8gemm_device::tile::M_ALIGNMENT_CONTIGUOUS;
         GemmDesc { cus, ..GemmDesc::m_grouped_contiguous(g.checked_mul(r.div_ceil(align) * align)?, n, nkb * 128, g, arch) }
     };
-    let rows = if e.problem == Problem::MGroupedMasked { u64::from(g) * u64::from(r.div_ceil(e.block_m) * e.block_m) } else { u64::from(desc.m) };
+    let rows = if e.problem == Problem::MGroupedMasked { u64::from(g) * u64::from(desc.m.div_ceil(e.block_m) * e.block_m) } else { u64::from(desc.m) };
     let tiles = rows.div_ceil(u64::from(e.block_m)) * u64::from(n.div_ceil(e.block_n));
     if tiles > 64 * u64::from(cus) || tiles * u64::from(nkb) * u64::from(e.block_m * e.block_n) > max_blocks * 64 * 128 {
         return None;
@@ -494,7 +514,8 @@ fn parse_samples(path: &Path) -> Result<Vec<Timed>, String> {
 pub fn plan_of(t: &Timed, arch: Arch, cus: u32) -> Option<(GemmDesc, Plan)> {
     let e = registry::by_name(t.kernel)?;
     let desc = if e.problem == Problem::MGroupedMasked {
-        GemmDesc { cus, ..GemmDesc::m_grouped_masked(t.m, t.n, t.k, t.groups.max(1), t.m, arch) }
+        let cap = crate::operands::masked_capacity(t.m as usize) as u32;
+        GemmDesc { cus, ..GemmDesc::m_grouped_masked(cap, t.n, t.k, t.groups.max(1), t.m, arch) }
     } else if e.problem == Problem::KGrouped {
         GemmDesc { groups: t.groups.max(1), ..GemmDesc::dense(t.m, t.n, t.k, arch).with_cus(cus) }
     } else if t.groups > 0 {
@@ -561,7 +582,9 @@ pub fn run(a: CostArgs) -> Result<(), String> {
                         s * 1e6
                     );
                     let groups = if grouped || grouped_plain(e) || e.problem == Problem::KGrouped { desc.groups } else { 0 };
-                    out.push(Timed { kernel: e.name(), m: desc.m, n: desc.n, k: desc.k, splits: p.splits, dp, g, groups, seconds: s });
+                    // A masked sample records its expected_m (its capacity follows from it).
+                    let m = if e.problem == Problem::MGroupedMasked { desc.expected_m } else { desc.m };
+                    out.push(Timed { kernel: e.name(), m, n: desc.n, k: desc.k, splits: p.splits, dp, g, groups, seconds: s });
                     got += 1;
                 }
                 if let Some(path) = &a.samples_out {

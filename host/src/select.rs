@@ -54,21 +54,29 @@
 //! The m-grouped (contiguous, masked; [`plan_grouped`]), k-grouped ([`plan_kgrouped`]) and
 //! contiguous split-K / gathered-A ([`plan_contiguous_splitk`]) launches are planned the same
 //! way: every registered kernel of the problem and weight layout, ranked by the same estimate.
-//! **Own samples:** the tuner samples the plain contiguous split-K kernels on grouped problems of
-//! their own (random active groups, rows per group, N and K: `fp8gemm tune --cost`), so those
-//! kernels and their MoE epilogue variants ([`contiguous_splitk_twin`], [`CostModel::cost_of`])
-//! are estimated with coefficients fitted on their own launches, over [`contiguous_features`]
-//! (every group's B read once from HBM and shared by that group's row tiles).
-//! **Stand-in:** every other grouped kernel (and a contiguous split-K kernel on an architecture
-//! whose file has no samples of it) is estimated with the
+//! **Own samples:** the tuner samples every grouped kernel on grouped problems of its own
+//! (`fp8gemm tune --cost`): the plain contiguous split-K kernels (the MoE layer's; random active
+//! groups, rows per group, N and K), whose MoE epilogue variants take their coefficients
+//! ([`contiguous_splitk_twin`], [`CostModel::cost_of`]), estimated over [`contiguous_features`]
+//! (every group's B read once from HBM and shared by that group's row tiles); DeepGEMM's
+//! contiguous kernels (groups of whole 128-row blocks, each ending in padding rows), masked
+//! kernels and masked split-K kernels (groups of capacity `⌈1.3·expected_m⌉`, counts spread
+//! around `expected_m`, as a decode step sees them), estimated over
+//! [`grouped_features`]; the k-grouped kernels ([`kgrouped_features`]). Which of them have
+//! coefficients of their own is the architecture's file's choice (gfx942's ships the
+//! contiguous and k-grouped ones: the masked samples' fit chose worse than the stand-in).
+//! **Stand-in:** a grouped kernel without coefficients of its own in the architecture's file is
+//! estimated with the
 //! coefficients of the dense kernel whose main loop it runs on every tile
 //! ([`dense_counterpart`]: same tile, same LDS or bs loop, same schedule; the k-grouped kernels,
 //! which have no dense twin, take the dense LDS kernel of their tile, the nearest loop). The
 //! features are the grouped launch's own ([`Features::of_tiles`]): its *working* tiles (a
 //! contiguous layout's expected all-padding tiles and a masked layout's tiles past
 //! `expected_m` return at once), its K blocks per tile, the workgroups that share each group's
-//! B tile (one group's row tiles: the first reads it cold), and the unique bytes it moves through
-//! HBM (the rows of A and D in use and every active group's B once; f32 C and D for k-grouped).
+//! B tile (one group's row tiles: the first reads it cold), the unique bytes it moves through
+//! HBM (the rows of A and D in use and every active group's B once; f32 C and D for k-grouped),
+//! and over the busiest XCD's fabric link its tiles' B once per sharing group of tiles and A at
+//! most once.
 //! Estimates that the memory term bounds alike are ranked unsplit first, then by their
 //! compute term. No time constant is typed by hand.
 
@@ -1164,8 +1172,8 @@ struct GroupedWork {
     b_sharers: f64,
     /// Unique bytes through HBM: the rows of A and D in use, every active group's B once.
     hbm_bytes: f64,
-    /// Unique bytes of A (the rows in use): what the busiest XCD's fabric link moves of A at
-    /// most, however many of its tiles read each row.
+    /// Unique bytes of A (the rows in use), of which the busiest XCD's fabric link moves its
+    /// share, however many of its tiles read each row ([`work_features`]).
     a_bytes: f64,
 }
 
@@ -1225,15 +1233,19 @@ pub fn grouped_features(e: &KernelEntry, desc: &GemmDesc, splits: u32) -> Featur
 }
 
 /// [`Features::of_tiles`] of a [`GroupedWork`], with A over the busiest XCD's fabric link at
-/// most once (as [`contiguous_features`]: a group's A rows are shared by its tiles across N).
+/// most its share: the grouped kernels remap workgroup ids so that each XCD runs a contiguous
+/// run of the tile order, whose tiles share their rows of A across N, so an XCD reads about
+/// `1/XCDs` of A (one row tile's rows more where its run starts mid-row).
 fn work_features(e: &KernelEntry, w: &GroupedWork, splits: u32, arch: Arch, cus: u32) -> Features {
     let slots = e.slots_per_cu(arch).unwrap_or(1);
     let tb = TileBytes::of(e.block_m, e.block_n);
     let mut f = Features::of_tiles(w.work, w.nkb, splits, u64::from(cus.max(1)), slots, w.b_sharers, w.hbm_bytes, tb);
     let s = u64::from(splits.max(1));
     let pieces = (w.work * s).div_ceil(u64::from(tile::NUM_XCDS)) as f64;
+    let a_tile = w.nkb as f64 * (tb.block - tb.b_block);
     let per_tile_a = pieces * w.nkb.div_ceil(s) as f64 * (tb.block - tb.b_block);
-    f.fabric_bytes -= per_tile_a - per_tile_a.min(w.a_bytes);
+    let share = w.a_bytes / f64::from(tile::NUM_XCDS) + a_tile;
+    f.fabric_bytes -= per_tile_a - per_tile_a.min(share);
     f
 }
 
@@ -1258,11 +1270,14 @@ fn grouped_tiles(kind: GemmKind, weights: WeightLayout) -> &'static str {
     }
 }
 
+/// Plans with their compute terms, and the error of a grid left out for its size.
+type GroupedPlans = (Vec<(Plan, f64)>, Option<ConfigError>);
+
 /// Every plan of the grouped kernels `rows` on `desc` with its compute term ([`plan_grouped`]'s
 /// candidates: data-parallel kernels unsplit, split-K ones with every split count `2 ..=
 /// min(k/128, MAX_SPLITS)` whose working tiles fill at most one round of the device, or only
 /// `forced_split`), and the error of a grid past 32 bits if one was left out.
-fn grouped_plans(desc: &GemmDesc, rows: &[&'static KernelEntry], forced_split: Option<u32>) -> Result<(Vec<(Plan, f64)>, Option<ConfigError>), ConfigError> {
+fn grouped_plans(desc: &GemmDesc, rows: &[&'static KernelEntry], forced_split: Option<u32>) -> Result<GroupedPlans, ConfigError> {
     let model = CostModel::for_arch(desc.arch)?;
     let (nkb, cus) = (desc.k / tile::SCALE_BLOCK_K, desc.cus.max(1));
     let mut all = Vec::new();
@@ -1852,10 +1867,10 @@ mod tests {
     }
 
     #[test]
-    fn grouped_features_read_a_over_the_fabric_once() {
+    fn grouped_features_read_a_share_over_the_fabric() {
         // 8 groups of 3 rows over N = 15104 (118 tiles of 128): every working tile reads its
-        // group's A rows, but the busiest XCD's link moves A at most once; B of each group
-        // once per sharing tile.
+        // group's A rows, but the busiest XCD's link moves only its share of A (an eighth, plus
+        // one row tile's); B of each group once per sharing tile.
         let arch = Arch::Gfx942;
         let desc = GemmDesc::m_grouped_masked(3, 15104, 1536, 8, 3, arch);
         let e = registry::by_name("m_grouped_fp8_gemm_nt_masked_bs_bm32_bn128").expect("registered");
@@ -1866,7 +1881,8 @@ mod tests {
         let pieces = w.work.div_ceil(u64::from(tile::NUM_XCDS)) as f64;
         let b_part = pieces * w.nkb as f64 * tb.b_block / w.b_sharers.max(1.0).min(pieces);
         let out = w.work.div_ceil(u64::from(tile::NUM_XCDS)) as f64 * tb.out;
-        assert!((f.fabric_bytes - (b_part + out + w.a_bytes)).abs() < 1e-6 * f.fabric_bytes, "{} vs {}", f.fabric_bytes, b_part + out + w.a_bytes);
+        let a_share = w.a_bytes / f64::from(tile::NUM_XCDS) + w.nkb as f64 * (tb.block - tb.b_block);
+        assert!((f.fabric_bytes - (b_part + out + a_share)).abs() < 1e-6 * f.fabric_bytes, "{} vs {}", f.fabric_bytes, b_part + out + a_share);
         // k-grouped: the same cap.
         let kg = registry::by_name("k_grouped_fp8_gemm_tn_contiguous_bm128_bn128").expect("registered");
         let fk = kgrouped_features(kg, 256, 7168, 4, 4 * 4096, arch, 304);
