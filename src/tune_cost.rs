@@ -393,10 +393,16 @@ fn draw_contiguous(rng: &mut StdRng, e: &'static KernelEntry, arch: Arch, cus: u
     let m = g.checked_mul(per)?;
     // At most 64 tiles per CU: an MoE layer's down GEMM at prefill runs tens of short tiles
     // per CU (257 experts, 1024 tokens: 40).
-    if e.tiles(m, n) > 64 * u64::from(cus) || e.tiles(m, n) * u64::from(nkb) * u64::from(e.block_m * e.block_n) > max_blocks * 64 * 128 {
+    let desc = GemmDesc { cus, ..GemmDesc::m_grouped_contiguous(m, n, nkb * 128, g, arch) };
+    pick_within(rng, e, desc, e.tiles(m, n), nkb, max_blocks)
+}
+
+/// `desc` with a random candidate plan of `e`, unless its `tiles` tiles of `nkb` K blocks pass
+/// 64 tiles per CU or `max_blocks` (in 64 × 128-tile equivalents), or `e` has no candidate.
+fn pick_within(rng: &mut StdRng, e: &'static KernelEntry, desc: GemmDesc, tiles: u64, nkb: u32, max_blocks: u64) -> Option<(GemmDesc, Plan)> {
+    if tiles > 64 * u64::from(desc.cus) || tiles * u64::from(nkb) * u64::from(e.block_m * e.block_n) > max_blocks * 64 * 128 {
         return None;
     }
-    let desc = GemmDesc { cus, ..GemmDesc::m_grouped_contiguous(m, n, nkb * 128, g, arch) };
     let cands = candidates_of(e, &desc);
     if cands.is_empty() {
         return None;
@@ -425,15 +431,7 @@ fn draw_grouped(rng: &mut StdRng, e: &'static KernelEntry, arch: Arch, cus: u32,
     };
     let rows = if e.problem == Problem::MGroupedMasked { u64::from(g) * u64::from(desc.m.div_ceil(e.block_m) * e.block_m) } else { u64::from(desc.m) };
     let tiles = rows.div_ceil(u64::from(e.block_m)) * u64::from(n.div_ceil(e.block_n));
-    if tiles > 64 * u64::from(cus) || tiles * u64::from(nkb) * u64::from(e.block_m * e.block_n) > max_blocks * 64 * 128 {
-        return None;
-    }
-    let cands = candidates_of(e, &desc);
-    if cands.is_empty() {
-        return None;
-    }
-    let p = cands[rng.random_range(0..cands.len())];
-    Some((desc, p))
+    pick_within(rng, e, desc, tiles, nkb, max_blocks)
 }
 
 /// Draws a k-grouped problem for `e` (a weight-gradient GEMM): `G` groups log-uniform in
