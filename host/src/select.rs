@@ -890,13 +890,17 @@ impl CostModel {
     /// not in the features), else the stand-in of the dense kernels with the same loop (per
     /// block and batch the data-parallel bs kernel of the tile, `fp8_gemm_nt_bs[_pipe]_bm{BM}_bn128`,
     /// per partial and reduced partial the dense bs split-K kernel,
-    /// `fp8_gemm_nt_splitk_bs_bm{BM}_bn128`); `None` for a kernel the model has no data for.
+    /// `fp8_gemm_nt_splitk_bs_bm{BM}_bn128`); for another grouped kernel without its own, those
+    /// of its [`dense_counterpart`]; `None` for a kernel the model has no data for.
     pub fn cost_of(&self, e: &KernelEntry) -> Option<std::borrow::Cow<'_, KernelCost>> {
         use std::borrow::Cow;
         if let Some(c) = self.kernels.get(e.name()) {
             return Some(Cow::Borrowed(c));
         }
-        let twin = contiguous_splitk_twin(e)?;
+        let Some(twin) = contiguous_splitk_twin(e) else {
+            // Another grouped kernel: its dense twin's (module docs, "Grouped problems").
+            return dense_counterpart(e).filter(|d| !std::ptr::eq(*d, e)).and_then(|d| self.kernels.get(d.name())).map(Cow::Borrowed);
+        };
         if let Some(c) = self.kernels.get(twin.name()) {
             return Some(Cow::Borrowed(c));
         }
@@ -1250,15 +1254,14 @@ fn work_features(e: &KernelEntry, w: &GroupedWork, splits: u32, arch: Arch, cus:
 }
 
 /// The modelled seconds of `tiles` tiles of kernel `e` in `splits` pieces (see
-/// [`Features::of_tiles`]) under its own generated coefficients where the model has them, else
-/// those of its [`dense_counterpart`] (`+∞` without either, so such a kernel is chosen only
-/// when it is the only one left).
+/// [`Features::of_tiles`]) under [`CostModel::cost_of`] (its own generated coefficients where
+/// the model has them, else those of its [`dense_counterpart`]; `+∞` without either, so such a
+/// kernel is chosen only when it is the only one left).
 /// Also returns the compute term alone (seconds of the busiest CU), which breaks ties between
 /// launches the memory term bounds alike.
 fn grouped_estimate(model: &CostModel, e: &KernelEntry, w: &GroupedWork, splits: u32, arch: Arch, cus: u32) -> (f64, f64) {
-    let own = model.kernels.get(e.name());
-    let Some(c) = own.or_else(|| dense_counterpart(e).and_then(|d| model.kernels.get(d.name()))) else { return (f64::INFINITY, f64::INFINITY) };
-    model.estimate_with(c, &work_features(e, w, splits, arch, cus))
+    let Some(c) = model.cost_of(e) else { return (f64::INFINITY, f64::INFINITY) };
+    model.estimate_with(&c, &work_features(e, w, splits, arch, cus))
 }
 
 /// The tiles of an m-grouped layout's kernels, for [`ConfigError::ForcedTile`].
