@@ -172,3 +172,38 @@ impl Operands {
         self.0.launch_plan(stream, plan)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn masked_counts_stay_within_the_capacity_and_average_the_expected_count() {
+        for expected in [1usize, 4, 17, 64, 100, 256, 1024] {
+            let cap = masked_capacity(expected);
+            assert_eq!(cap, (expected * 13).div_ceil(10), "capacity of {expected}");
+            let counts: Vec<usize> = (0..512).map(|g| masked_count(g, expected)).collect();
+            for (g, &c) in counts.iter().enumerate() {
+                assert!(c <= cap, "group {g} of expected {expected}: {c} > {cap}");
+                assert!(c as f64 >= 0.7 * expected as f64 - 0.5, "group {g} of expected {expected}: {c}");
+            }
+            let mean = counts.iter().sum::<usize>() as f64 / counts.len() as f64;
+            assert!((mean - expected as f64).abs() <= 0.02 * expected as f64 + 0.5, "expected {expected}: mean {mean}");
+        }
+        assert_eq!(masked_capacity(0), 1);
+    }
+
+    #[test]
+    fn padded_groups_keep_a_row_and_spread_their_padding() {
+        for rows in [1usize, 2, 128, 256, 1024] {
+            for g in 0..300 {
+                let p = padding_rows(g, rows);
+                assert!(p < rows && p <= 127, "group {g} of {rows} rows pads {p}");
+            }
+        }
+        // Over whole 128-row blocks the padding covers 0 … 127 evenly (53 is prime to 128).
+        let mut seen = [false; 128];
+        (0..128).for_each(|g| seen[padding_rows(g, 1024)] = true);
+        assert!(seen.iter().all(|&s| s));
+    }
+}
