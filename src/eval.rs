@@ -121,8 +121,13 @@ pub fn run_grouped(machine: &str, layout: WeightLayout, csv: Option<&Path>, verb
                 let model = CostModel::for_arch(desc.arch).map_err(|e| e.to_string())?;
                 for c in select::grouped_candidates(&desc, layout) {
                     let f = select::Features::of(&c, &desc);
-                    let (est, compute) = model.estimate_parts(&c, &desc);
-                    let memory = model.cost_of(c.kernel).map_or(f64::NAN, |k| model.memory_s(&k, &f));
+                    let (est, compute, memory) = match model.cost_of(c.kernel) {
+                        Some(k) => {
+                            let (est, compute) = model.estimate_with(&k, &f);
+                            (est, compute, model.memory_s(&k, &f))
+                        }
+                        None => (f64::INFINITY, f64::INFINITY, f64::NAN),
+                    };
                     println!(
                         "    {:<32} estimate {:>9.2} µs (CUs {:>8.2}, memory {:>8.2})",
                         c.label(),

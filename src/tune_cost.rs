@@ -19,8 +19,9 @@
 //! problems of its own: DeepGEMM's m-grouped contiguous, masked and masked split-K kernels
 //! ([`draw_grouped`], [`launch_grouped`]: contiguous groups of whole 128-row blocks ending in
 //! padding rows; masked groups of capacity `⌈1.3·expected_m⌉` with counts spread around
-//! `expected_m`; `m` is the contiguous layout's rows, the masked layout's `expected_m`) and the k-grouped kernels ([`draw_kgrouped`],
-//! [`launch_kgrouped`]: `m × n` outputs per group over `k` tokens in equal groups).
+//! `expected_m`; `m` is the contiguous layout's rows, the masked layout's `expected_m`) and
+//! the k-grouped kernels ([`draw_kgrouped`], [`launch_kgrouped`]: `m × n` outputs per group
+//! over `k` tokens in equal groups).
 //! The samples are written to `--samples-out` so the fit can be redone without timing
 //! (`--from-samples`). The fit: for each pair of candidate HBM and per-XCD L2 bandwidths on a
 //! grid (fractions of the machine's), every kernel's coefficients by non-negative least squares
@@ -119,7 +120,7 @@ pub fn profile_plan(ctx: &Context, machine: &Machine, plan: &Plan, desc: &GemmDe
     }
     if select::contiguous_splitk_twin(plan.kernel).is_some() {
         launch_contiguous(ctx, &mut stream, plan, desc, mode)?;
-    } else if grouped_plain(plan.kernel) {
+    } else if select::is_deepgemm_grouped(plan.kernel) {
         launch_grouped(ctx, &mut stream, plan, desc, mode)?;
     } else if plan.kernel.problem == Problem::KGrouped {
         launch_kgrouped(ctx, &mut stream, plan, desc, mode)?;
@@ -156,17 +157,11 @@ pub fn profile_plan(ctx: &Context, machine: &Machine, plan: &Plan, desc: &GemmDe
     emu::last_launch_timing().ok_or_else(|| "the timed launch left no report".to_string())
 }
 
-/// A DeepGEMM m-grouped kernel (contiguous or masked) that the tuner samples on grouped
-/// problems of its own ([`draw_grouped`]).
-fn grouped_plain(e: &KernelEntry) -> bool {
-    matches!(e.spec, registry::Spec::Contiguous(_) | registry::Spec::Masked(_) | registry::Spec::MaskedSplitK(_))
-}
-
-/// Launches `plan` of a DeepGEMM m-grouped kernel ([`grouped_plain`]) through its entry point
+/// Launches `plan` of a DeepGEMM m-grouped kernel ([`select::is_deepgemm_grouped`]) through its entry point
 /// on zero operands laid out as `desc` describes (masked: `desc.groups` groups of capacity
 /// `desc.m` = [`crate::operands::masked_capacity`]`(expected_m)` with counts spread around
-/// `expected_m` ([`crate::operands::masked_count`]), as a decode step sees them; contiguous: `desc.m` rows in `desc.groups`
-/// groups of whole 128-row blocks, each ending in [`crate::operands::padding_rows`] rows of
+/// `expected_m` ([`crate::operands::masked_count`]), as a decode step sees them; contiguous:
+/// `desc.m` rows in `desc.groups` groups of whole 128-row blocks, each ending in [`crate::operands::padding_rows`] rows of
 /// padding, as the planner's layout assumes), the plan's tile, split count and loop as the
 /// stream's overrides, with the timing model `mode` on; checks that the entry point ran the
 /// plan.
@@ -326,7 +321,7 @@ fn l2_scales(ctx: &Context, machine: &Machine, e: &'static KernelEntry, arch: Ar
         } else if e.problem == Problem::KGrouped {
             // One group of `m × n` outputs over K tokens.
             GemmDesc::dense(m, n, k, arch).with_cus(cus)
-        } else if grouped_plain(e) {
+        } else if select::is_deepgemm_grouped(e) {
             // 4 groups of one 128-row block each.
             let rows = 4 * fp8gemm_device::tile::M_ALIGNMENT_CONTIGUOUS;
             GemmDesc { cus, ..GemmDesc::m_grouped_contiguous(rows, n, k, 4, arch) }
@@ -370,7 +365,7 @@ fn candidates_of(e: &'static KernelEntry, desc: &GemmDesc) -> Vec<Plan> {
             bytes: None,
         };
         select::contiguous_splitk_candidates(Some(e.block_m), &q)
-    } else if grouped_plain(e) {
+    } else if select::is_deepgemm_grouped(e) {
         select::grouped_candidates(desc, e.weights)
     } else if e.problem == Problem::KGrouped {
         let o = Overrides::NONE.with_tile(e.block_m, e.block_n);
@@ -411,12 +406,11 @@ fn pick_within(rng: &mut StdRng, e: &'static KernelEntry, desc: GemmDesc, tiles:
     Some((desc, p))
 }
 
-/// Draws a DeepGEMM m-grouped problem and a plan of `e` ([`grouped_plain`]): `G` groups
+/// Draws a DeepGEMM m-grouped problem and a plan of `e` ([`select::is_deepgemm_grouped`]): `G` groups
 /// log-uniform in 1 … 256, rows per group log-uniform in 1 … 1024 (masked: `expected_m`, the
 /// capacity `⌈1.3·expected_m⌉`, counts spread around it; contiguous: rounded up to whole
-/// 128-row blocks), N
-/// log-uniform in 256 … 16384 (a multiple of 128), K as the dense draws; redrawn past 64
-/// tiles per CU or `max_blocks` as those.
+/// 128-row blocks), N log-uniform in 256 … 16384 (a multiple of 128), K as the dense draws;
+/// redrawn past 64 tiles per CU or `max_blocks` ([`pick_within`]).
 fn draw_grouped(rng: &mut StdRng, e: &'static KernelEntry, arch: Arch, cus: u32, max_blocks: u64, (lo, hi): (u32, u32)) -> Option<(GemmDesc, Plan)> {
     let nkb = log_uniform(rng, f64::from(lo), f64::from(hi)).round() as u32;
     let n = ((log_uniform(rng, 256.0, 16384.0) / 128.0).round() as u32).max(1) * 128;
@@ -535,9 +529,12 @@ pub fn run(a: CostArgs) -> Result<(), String> {
     let kernels: Vec<&'static KernelEntry> = registry::KERNELS
         .iter()
         .filter(|e| {
-            // Dense kernels and the plain contiguous split-K ones (their epilogue variants take
-            // the plain kernel's coefficients: `CostModel::cost_of`).
-            let sampled = matches!(e.problem, Problem::Dense | Problem::KGrouped) || matches!(e.spec, registry::Spec::ContiguousSplitK(_)) || grouped_plain(e);
+            // Dense kernels, the plain contiguous split-K ones (their epilogue variants take
+            // the plain kernel's coefficients: `CostModel::cost_of`), DeepGEMM's m-grouped
+            // kernels and the k-grouped ones.
+            let sampled = matches!(e.problem, Problem::Dense | Problem::KGrouped)
+                || matches!(e.spec, registry::Spec::ContiguousSplitK(_))
+                || select::is_deepgemm_grouped(e);
             sampled && a.only.as_deref().is_none_or(|o| o.split(',').any(|o| e.name().contains(o)))
         })
         .collect();
@@ -559,7 +556,7 @@ pub fn run(a: CostArgs) -> Result<(), String> {
                     tries += 1;
                     let drawn = if grouped {
                         draw_contiguous(&mut rng, e, arch, cus, a.max_blocks, a.k_blocks)
-                    } else if grouped_plain(e) {
+                    } else if select::is_deepgemm_grouped(e) {
                         draw_grouped(&mut rng, e, arch, cus, a.max_blocks, a.k_blocks)
                     } else if e.problem == Problem::KGrouped {
                         draw_kgrouped(&mut rng, e, arch, cus, a.max_blocks, a.k_blocks)
@@ -579,7 +576,7 @@ pub fn run(a: CostArgs) -> Result<(), String> {
                         p.label(),
                         s * 1e6
                     );
-                    let groups = if grouped || grouped_plain(e) || e.problem == Problem::KGrouped { desc.groups } else { 0 };
+                    let groups = if e.problem == Problem::Dense { 0 } else { desc.groups };
                     // A masked sample records its expected_m (its capacity follows from it).
                     let m = if e.problem == Problem::MGroupedMasked { desc.expected_m } else { desc.m };
                     out.push(Timed { kernel: e.name(), m, n: desc.n, k: desc.k, splits: p.splits, dp, g, groups, seconds: s });
@@ -666,7 +663,7 @@ fn retime(ctx: &Context, machine: &Machine, arch: Arch, cus: u32, old: &[Timed],
 
 fn write_samples(path: &Path, machine: &Machine, v: &[Timed]) -> Result<(), String> {
     let mut s = format!(
-        "# tune --cost samples on {} (seconds MODELLED by the timing model)\n# kernel,m,n,k,splits,dp,g,modelled_s[,groups: grouped samples (contiguous: all rows; masked: rows per group; k-grouped: m x n over k tokens)]\n",
+        "# tune --cost samples on {} (seconds MODELLED by the timing model)\n# kernel,m,n,k,splits,dp,g,modelled_s[,groups: grouped samples (contiguous: all rows; masked: expected_m; k-grouped: m x n over k tokens)]\n",
         machine.name
     );
     for t in v {

@@ -75,8 +75,8 @@
 //! `expected_m` return at once), its K blocks per tile, the workgroups that share each group's
 //! B tile (one group's row tiles: the first reads it cold), the unique bytes it moves through
 //! HBM (the rows of A and D in use and every active group's B once; f32 C and D for k-grouped),
-//! and over the busiest XCD's fabric link its tiles' B once per sharing group of tiles and A at
-//! most once.
+//! and over the busiest XCD's fabric link its tiles' B once per sharing group of tiles and its
+//! share of A (the kernels' XCD remap gives each XCD a contiguous run of tiles).
 //! Estimates that the memory term bounds alike are ranked unsplit first, then by their
 //! compute term. No time constant is typed by hand.
 
@@ -680,7 +680,7 @@ impl Features {
             f
         } else if contiguous_splitk_twin(k).is_some() {
             contiguous_features(plan, desc)
-        } else if matches!(k.spec, registry::Spec::Contiguous(_) | registry::Spec::Masked(_) | registry::Spec::MaskedSplitK(_)) {
+        } else if is_deepgemm_grouped(k) {
             grouped_features(k, desc, plan.splits)
         } else if k.problem == Problem::KGrouped {
             // A k-grouped launch described as `desc.m × desc.n` outputs per group over
@@ -1019,10 +1019,7 @@ pub fn contiguous_features_with(plan: &Plan, desc: &GemmDesc, bytes: Option<Cont
     let mut f = Features::of_tiles(tiles, nkb, plan.splits, u64::from(desc.cus.max(1)), slots, per_group, hbm, tb);
     // Over the busiest XCD's link, A is read at most once whatever its tiles' rows: a gathered
     // A (its token rows shared by many tiles) is below the per-tile sum `of_tiles` counts.
-    let s = u64::from(plan.splits.max(1));
-    let pieces = (tiles * s).div_ceil(u64::from(tile::NUM_XCDS)) as f64;
-    let per_tile_a = pieces * nkb.div_ceil(s) as f64 * (tb.block - tb.b_block);
-    f.fabric_bytes -= per_tile_a - per_tile_a.min(io.a);
+    cap_fabric_a(&mut f, tiles, nkb, plan.splits, tb, io.a);
     f
 }
 
@@ -1244,13 +1241,19 @@ fn work_features(e: &KernelEntry, w: &GroupedWork, splits: u32, arch: Arch, cus:
     let slots = e.slots_per_cu(arch).unwrap_or(1);
     let tb = TileBytes::of(e.block_m, e.block_n);
     let mut f = Features::of_tiles(w.work, w.nkb, splits, u64::from(cus.max(1)), slots, w.b_sharers, w.hbm_bytes, tb);
-    let s = u64::from(splits.max(1));
-    let pieces = (w.work * s).div_ceil(u64::from(tile::NUM_XCDS)) as f64;
     let a_tile = w.nkb as f64 * (tb.block - tb.b_block);
-    let per_tile_a = pieces * w.nkb.div_ceil(s) as f64 * (tb.block - tb.b_block);
-    let share = w.a_bytes / f64::from(tile::NUM_XCDS) + a_tile;
-    f.fabric_bytes -= per_tile_a - per_tile_a.min(share);
+    cap_fabric_a(&mut f, w.work, w.nkb, splits, tb, w.a_bytes / f64::from(tile::NUM_XCDS) + a_tile);
     f
+}
+
+/// Lowers `f`'s fabric bytes, whose A part [`Features::of_tiles`] counts per tile (`tiles`
+/// tiles of `nkb` K blocks in `splits` pieces, the busiest XCD's share of them), to at most
+/// `cap` bytes of A.
+fn cap_fabric_a(f: &mut Features, tiles: u64, nkb: u64, splits: u32, tb: TileBytes, cap: f64) {
+    let s = u64::from(splits.max(1));
+    let pieces = (tiles * s).div_ceil(u64::from(tile::NUM_XCDS)) as f64;
+    let per_tile_a = pieces * nkb.div_ceil(s) as f64 * (tb.block - tb.b_block);
+    f.fabric_bytes -= per_tile_a - per_tile_a.min(cap);
 }
 
 /// The modelled seconds of `tiles` tiles of kernel `e` in `splits` pieces (see
@@ -1271,6 +1274,19 @@ fn grouped_tiles(kind: GemmKind, weights: WeightLayout) -> &'static str {
         (_, WeightLayout::Preshuffled) => "32x128, 64x128, 128x128 (m-grouped contiguous, pre-shuffled B)",
         _ => "64x64, 64x128, 128x128 (m-grouped, logical B)",
     }
+}
+
+/// Whether `e` is one of DeepGEMM's m-grouped kernels ([`registry::Spec::Contiguous`],
+/// [`registry::Spec::Masked`], [`registry::Spec::MaskedSplitK`]) that [`plan_grouped`] plans,
+/// not the MoE layer's contiguous split-K family ([`plan_contiguous_splitk`]).
+pub fn is_deepgemm_grouped(e: &KernelEntry) -> bool {
+    matches!(e.spec, registry::Spec::Contiguous(_) | registry::Spec::Masked(_) | registry::Spec::MaskedSplitK(_))
+}
+
+/// The registered kernels [`plan_grouped`] ranks for an m-grouped problem of `kind` on weights
+/// in `weights` ([`is_deepgemm_grouped`]).
+fn grouped_rows(kind: GemmKind, weights: WeightLayout) -> Vec<&'static KernelEntry> {
+    registry::candidates(problem_of(kind), weights).filter(|e| is_deepgemm_grouped(e)).collect()
 }
 
 /// Plans with their compute terms, and the error of a grid left out for its size.
@@ -1321,9 +1337,7 @@ fn grouped_plans(desc: &GemmDesc, rows: &[&'static KernelEntry], forced_split: O
 /// [`plan_grouped`] ranks, each with every schedule it would consider), unranked: what the
 /// tuner samples the grouped kernels' own coefficients over.
 pub fn grouped_candidates(desc: &GemmDesc, weights: WeightLayout) -> Vec<Plan> {
-    let rows: Vec<&'static KernelEntry> = registry::candidates(problem_of(desc.kind), weights)
-        .filter(|e| matches!(e.spec, registry::Spec::Contiguous(_) | registry::Spec::Masked(_) | registry::Spec::MaskedSplitK(_)))
-        .collect();
+    let rows = grouped_rows(desc.kind, weights);
     grouped_plans(desc, &rows, None).map(|(all, _)| all.into_iter().map(|(p, _)| p).collect()).unwrap_or_default()
 }
 
@@ -1356,9 +1370,7 @@ pub fn plan_grouped(desc: &GemmDesc, weights: WeightLayout, overrides: &Override
             expected: format!("no stream-K (no stream-K kernel for the {} layout)", desc.kind),
         });
     }
-    let rows: Vec<&'static KernelEntry> = registry::candidates(problem_of(desc.kind), weights)
-        .filter(|e| matches!(e.spec, registry::Spec::Contiguous(_) | registry::Spec::Masked(_) | registry::Spec::MaskedSplitK(_)))
-        .collect();
+    let rows = grouped_rows(desc.kind, weights);
     if let Some((bm, bn)) = overrides.tile
         && !rows.iter().any(|e| (e.block_m, e.block_n) == (bm, bn))
     {
