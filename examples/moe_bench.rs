@@ -22,7 +22,7 @@
 //! `--tokens` counts; repeatable), `--verbose` (every launch's kernel, grid,
 //! modelled time, HBM traffic, busy pipes and stall cycles on standard error), `--split S` (force every GEMM's
 //! split-K count, [`fp8gemm::Overrides::with_split`], with a 256 MiB workspace; a count a launch
-//! cannot take is its error), `--choices` (only the row alignment the layer chooses for each
+//! cannot take is its error), `--seed S` (another routing draw; 0 is the tables'), `--choices` (only the row alignment the layer chooses for each
 //! configuration, from the cost model: nothing is run). Prints one Markdown table row per run.
 
 use std::collections::BTreeMap;
@@ -64,6 +64,8 @@ struct Args {
     layers: Vec<(usize, usize, usize, usize, usize)>,
     /// `--choices`: print the row alignment the layer chooses per configuration, run nothing.
     choices: bool,
+    /// `--seed S`: another routing draw (0, the default, is the tables' draw).
+    seed: u64,
 }
 
 fn parse_args() -> Res<Args> {
@@ -78,6 +80,7 @@ fn parse_args() -> Res<Args> {
         experts: None,
         verbose: false,
         split: None,
+        seed: 0,
         layers: Vec::new(),
         choices: false,
     };
@@ -118,6 +121,7 @@ fn parse_args() -> Res<Args> {
                     .into());
             }
             "--split" => a.split = Some(value()?.parse()?),
+            "--seed" => a.seed = value()?.parse()?,
             "--layer" => {
                 let v: Vec<usize> = value()?.split(',').map(str::parse).collect::<Result<_, _>>()?;
                 match v[..] {
@@ -231,7 +235,7 @@ fn main() -> Res<()> {
                         }
                         continue;
                     }
-                    let mut rng = StdRng::seed_from_u64((e * 31 + t) as u64);
+                    let mut rng = StdRng::seed_from_u64((e * 31 + t) as u64 ^ args.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
                     let mut ids = Vec::with_capacity(t * k);
                     for _ in 0..t {
                         let mut row: Vec<i32> = Vec::with_capacity(k);
@@ -294,6 +298,19 @@ fn main() -> Res<()> {
                                         "      workgroups: cycles min {lo} median {} max {hi}; last start at cycle {last_start}",
                                         d[d.len() / 2]
                                     );
+                                    // Per XCD: workgroups that ran longer than an empty tile's
+                                    // return, and when the XCD's last one ended.
+                                    let per_xcd = r.spans.iter().map(|s| s.cu).max().map_or(1, |c| c as usize + 1).div_ceil(8).max(1);
+                                    let mut xcd = [(0u64, 0u64); 8];
+                                    for s in &r.spans {
+                                        let x = (s.cu as usize / per_xcd).min(7);
+                                        if s.end - s.start > 4 * lo.max(1) {
+                                            xcd[x].0 += 1;
+                                        }
+                                        xcd[x].1 = xcd[x].1.max(s.end);
+                                    }
+                                    let cells: Vec<String> = xcd.iter().map(|(n, e)| format!("{n}/{}k", e / 1000)).collect();
+                                    eprintln!("      per XCD (working workgroups / last end, cycles): {}", cells.join(" "));
                                 }
                             }
                         }

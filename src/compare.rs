@@ -62,7 +62,7 @@ impl Problem {
             Problem::Dense { m, n, k } => format!("dense {m}x{n}x{k}"),
             Problem::Contiguous { groups, rows, n, k } => format!("contiguous {groups}x{rows} over {n}x{k}"),
             Problem::ContiguousPadded { groups, rows, n, k } => format!("contiguous {groups}x{rows} (padded) over {n}x{k}"),
-            Problem::MaskedSpread { groups, expected, n, k } => format!("masked {groups}x~{expected} over {n}x{k}"),
+            Problem::MaskedSpread { groups, expected, n, k, .. } => format!("masked {groups}x~{expected} over {n}x{k}"),
             Problem::Masked { groups, rows, n, k } => format!("masked {groups}x{rows} over {n}x{k}"),
         }
     }
@@ -74,7 +74,7 @@ impl Problem {
                 GemmDesc::m_grouped_contiguous((groups * rows) as u32, n as u32, k as u32, groups as u32, a)
             }
             Problem::Masked { groups, rows, n, k } => GemmDesc::m_grouped_masked(rows as u32, n as u32, k as u32, groups as u32, rows as u32, a),
-            Problem::MaskedSpread { groups, expected, n, k } => {
+            Problem::MaskedSpread { groups, expected, n, k, .. } => {
                 let m_max = crate::operands::masked_capacity(expected) as u32;
                 GemmDesc::m_grouped_masked(m_max, n as u32, k as u32, groups as u32, expected as u32, a)
             }

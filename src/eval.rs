@@ -76,8 +76,10 @@ pub const GROUPED_CONTIGUOUS: [(u32, u32); 3] = [(4, 1024), (8, 384), (32, 128)]
 /// through the timing model (masked: capacity `⌈1.3·expected_m⌉`, counts spread around
 /// `expected_m` as in a decode step; contiguous: each group's
 /// last 128-row block partly padding, as the tuner lays it out), the regret
-/// `time(plan)/time(best) − 1`. Every time is modelled.
-pub fn run_grouped(machine: &str, layout: WeightLayout, csv: Option<&Path>, verbose: bool, estimates: bool) -> Result<(), String> {
+/// `time(plan)/time(best) − 1`. Every time is modelled. With `masked_seed`, only the masked
+/// layouts, their counts drawn independently from that seed
+/// ([`crate::operands::random_masked_counts`], as DeepGEMM's tests draw them).
+pub fn run_grouped(machine: &str, layout: WeightLayout, csv: Option<&Path>, verbose: bool, estimates: bool, masked_seed: Option<u64>) -> Result<(), String> {
     let machine = crate::profile::machine_by_name(machine)?;
     let cus = machine.xcds * machine.cus_per_xcd;
     let (ctx, arch) = crate::profile::context_for(&machine)?;
@@ -95,7 +97,7 @@ pub fn run_grouped(machine: &str, layout: WeightLayout, csv: Option<&Path>, verb
             let cap = crate::operands::masked_capacity(m as usize) as u32;
             descs.push((GemmDesc::m_grouped_masked(cap, n, k, g, m, arch).with_cus(cus), src));
         }
-        for &(g, r) in &GROUPED_CONTIGUOUS {
+        for &(g, r) in GROUPED_CONTIGUOUS.iter().filter(|_| masked_seed.is_none()) {
             descs.push((GemmDesc::m_grouped_contiguous(g * r, n, k, g, arch).with_cus(cus), src));
         }
     }
@@ -139,13 +141,13 @@ pub fn run_grouped(machine: &str, layout: WeightLayout, csv: Option<&Path>, verb
             }
             continue;
         }
-        let plan_us = time_plan(&ctx, &machine, &plan, &desc)? * 1e6;
+        let plan_us = time_masked(&ctx, &machine, &plan, &desc, masked_seed)? * 1e6;
         let (mut best, mut best_us) = (plan.label(), plan_us);
         for c in select::grouped_candidates(&desc, layout) {
             if std::ptr::eq(c.kernel, plan.kernel) && c.splits == plan.splits {
                 continue;
             }
-            let t = time_plan(&ctx, &machine, &c, &desc)? * 1e6;
+            let t = time_masked(&ctx, &machine, &c, &desc, masked_seed)? * 1e6;
             if verbose {
                 println!("    {:<32} estimate {:>9.2} µs, modelled {:>9.2} µs", c.label(), c.estimate_s * 1e6, t);
             }
@@ -224,6 +226,11 @@ impl Row {
     fn tflops(&self) -> f64 {
         2.0 * f64::from(self.m) * f64::from(self.n) * f64::from(self.k) / (self.plan_us * 1e-6) / 1e12
     }
+}
+
+/// Modelled seconds of `plan` on `desc`, a masked layout's counts drawn from `seed` where given.
+fn time_masked(ctx: &Context, machine: &amdgpu_emu::timing::Machine, plan: &Plan, desc: &GemmDesc, seed: Option<u64>) -> Result<f64, String> {
+    Ok(crate::tune_cost::profile_plan_with(ctx, machine, plan, desc, seed)?.seconds)
 }
 
 /// Times the plan and the candidates within `prune` of its estimate; returns (plan µs, best

@@ -369,6 +369,11 @@ enum Command {
         /// of the dense one.
         #[arg(long)]
         grouped: bool,
+        /// With --grouped: draw the masked groups' row counts as DeepGEMM's tests do
+        /// (`expected_m · U[0.7, 1.3)`, independent) from this seed, instead of the even
+        /// low-discrepancy spread; only the masked layouts are then evaluated.
+        #[arg(long)]
+        masked_seed: Option<u64>,
     },
     /// Our kernels (as the library chooses them), *modelled* by the timing model, beside other
     /// implementations' numbers: AMD's asm kernels measured on MI325X (`peers`), AITER's CK
@@ -450,7 +455,7 @@ fn run(cli: Cli) -> Result<(), String> {
             };
             tune_cost::run(tune_cost::CostArgs { machine, samples, max_blocks, out, samples_out, from_samples, retime, only, seed, k_blocks })
         }
-        Command::Eval { machine, layout, prune, max_blocks, pairs, ms, csv, plot, no_cliff, shapes, verbose, estimates, grouped } => {
+        Command::Eval { machine, layout, prune, max_blocks, pairs, ms, csv, plot, no_cliff, shapes, verbose, estimates, grouped, masked_seed } => {
             let shapes = shapes
                 .iter()
                 .map(|s| {
@@ -467,7 +472,7 @@ fn run(cli: Cli) -> Result<(), String> {
                 validate::LayoutArg::Both => return Err("eval: --layout logical or preshuffled".into()),
             };
             if grouped {
-                return eval::run_grouped(&machine, layout, csv.as_deref(), verbose, estimates);
+                return eval::run_grouped(&machine, layout, csv.as_deref(), verbose, estimates, masked_seed);
             }
             eval::run(eval::EvalArgs { machine, layout, prune, max_blocks, pairs, ms, csv, plot, no_cliff, shapes, verbose, estimates })
         }

@@ -22,8 +22,8 @@ pub enum Problem {
     Masked { groups: usize, rows: usize, n: usize, k: usize },
     /// `m_grouped_fp8_gemm_nt_masked` as a decode step sees it: `groups` groups of capacity
     /// `m_max` = [`masked_capacity`]`(expected)`, `expected_m` = `expected`, and counts spread
-    /// around it ([`masked_count`]).
-    MaskedSpread { groups: usize, expected: usize, n: usize, k: usize },
+    /// around it: [`masked_count`] without a seed, [`random_masked_counts`] from `seed`.
+    MaskedSpread { groups: usize, expected: usize, n: usize, k: usize, seed: Option<u64> },
     /// `m_grouped_fp8_gemm_nt_contiguous` with each group's last rows padding (`m_indices`
     /// −1), as a routed layout pads each group to whole 128-row blocks: group `g` pads
     /// [`padding_rows`] of its `rows`.
@@ -42,6 +42,16 @@ pub fn masked_capacity(expected: usize) -> usize {
 pub fn masked_count(g: usize, expected: usize) -> usize {
     let u = (0.618_033_988_749_895 * (g + 1) as f64).fract();
     ((expected as f64 * (0.7 + 0.6 * u)).round() as usize).min(masked_capacity(expected))
+}
+
+/// The row counts of a [`Problem::MaskedSpread`] layout drawn as DeepGEMM's masked tests draw
+/// them: each group's `expected · U[0.7, 1.3)` rounded down, independently (seeded), at most the
+/// capacity. Unlike [`masked_count`]'s even spread, neighbouring groups (which share an XCD's
+/// run of the grid) can both run long.
+pub fn random_masked_counts(groups: usize, expected: usize, seed: u64) -> Vec<usize> {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    (0..groups).map(|_| ((expected as f64 * rng.random_range(0.7..1.3)) as usize).min(masked_capacity(expected))).collect()
 }
 
 /// The padding rows of group `g` of a [`Problem::ContiguousPadded`] layout of `rows` rows per
@@ -109,8 +119,11 @@ impl<F: Fp8Format> Typed<F> {
                 let idx: Vec<i32> = (0..rows).map(|i| if i % r >= r - padding_rows(i / r, r) { -1 } else { (i / r) as i32 }).collect();
                 Weights::Contiguous(DeviceGroupedWeights::alloc_with_layout(ctx, groups, n, k, layout)?, upload_m_indices(ctx, &idx, groups)?)
             }
-            Problem::MaskedSpread { groups, expected, .. } => {
-                let counts: Vec<i32> = (0..groups).map(|g| masked_count(g, expected) as i32).collect();
+            Problem::MaskedSpread { groups, expected, seed, .. } => {
+                let counts: Vec<i32> = match seed {
+                    None => (0..groups).map(|g| masked_count(g, expected) as i32).collect(),
+                    Some(s) => random_masked_counts(groups, expected, s).into_iter().map(|c| c as i32).collect(),
+                };
                 Weights::Masked(DeviceGroupedWeights::alloc_with_layout(ctx, groups, n, k, layout)?, ctx.upload(&counts)?, expected)
             }
             Problem::Masked { groups, rows: r, .. } => {

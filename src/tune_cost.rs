@@ -108,6 +108,19 @@ pub fn time_plan(ctx: &Context, machine: &Machine, plan: &Plan, desc: &GemmDesc)
 
 /// [`time_plan`]'s whole timing report.
 pub fn profile_plan(ctx: &Context, machine: &Machine, plan: &Plan, desc: &GemmDesc) -> Result<std::sync::Arc<amdgpu_emu::timing::TimingReport>, String> {
+    profile_plan_with(ctx, machine, plan, desc, None)
+}
+
+/// [`profile_plan`], a masked plan's group row counts drawn from `masked_seed`
+/// ([`crate::operands::random_masked_counts`]) instead of the even spread
+/// ([`crate::operands::masked_count`]) where it is given.
+pub fn profile_plan_with(
+    ctx: &Context,
+    machine: &Machine,
+    plan: &Plan,
+    desc: &GemmDesc,
+    masked_seed: Option<u64>,
+) -> Result<std::sync::Arc<amdgpu_emu::timing::TimingReport>, String> {
     let (m, n, k) = (desc.m, desc.n, desc.k);
     let e = |x: fp8gemm::Error| x.to_string();
     let full = plan.grid <= machine.xcds * machine.cus_per_xcd;
@@ -121,7 +134,7 @@ pub fn profile_plan(ctx: &Context, machine: &Machine, plan: &Plan, desc: &GemmDe
     if select::contiguous_splitk_twin(plan.kernel).is_some() {
         launch_contiguous(ctx, &mut stream, plan, desc, mode)?;
     } else if select::is_deepgemm_grouped(plan.kernel) {
-        launch_grouped(ctx, &mut stream, plan, desc, mode)?;
+        launch_grouped(ctx, &mut stream, plan, desc, mode, masked_seed)?;
     } else if plan.kernel.problem == Problem::KGrouped {
         launch_kgrouped(ctx, &mut stream, plan, desc, mode)?;
     } else if plan.kernel.majors != (Major::K, Major::K) {
@@ -165,7 +178,7 @@ pub fn profile_plan(ctx: &Context, machine: &Machine, plan: &Plan, desc: &GemmDe
 /// padding, as the planner's layout assumes), the plan's tile, split count and loop as the
 /// stream's overrides, with the timing model `mode` on; checks that the entry point ran the
 /// plan.
-fn launch_grouped(ctx: &Context, stream: &mut Stream, plan: &Plan, desc: &GemmDesc, mode: TimingMode) -> Result<(), String> {
+fn launch_grouped(ctx: &Context, stream: &mut Stream, plan: &Plan, desc: &GemmDesc, mode: TimingMode, seed: Option<u64>) -> Result<(), String> {
     let e = |x: fp8gemm::Error| x.to_string();
     let kernel = plan.kernel;
     let (n, k, g) = (desc.n as usize, desc.k as usize, desc.groups.max(1) as usize);
@@ -179,7 +192,7 @@ fn launch_grouped(ctx: &Context, stream: &mut Stream, plan: &Plan, desc: &GemmDe
                 crate::operands::masked_capacity(expected)
             ));
         }
-        OpProblem::MaskedSpread { groups: g, expected, n, k }
+        OpProblem::MaskedSpread { groups: g, expected, n, k, seed }
     } else {
         OpProblem::ContiguousPadded { groups: g, rows: desc.m as usize / g, n, k }
     };

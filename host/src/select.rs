@@ -72,7 +72,8 @@
 //! which have no dense twin, take the dense LDS kernel of their tile, the nearest loop). The
 //! features are the grouped launch's own ([`Features::of_tiles`]): its *working* tiles (a
 //! contiguous layout's expected all-padding tiles and a masked layout's tiles past
-//! `expected_m` return at once), its K blocks per tile, the workgroups that share each group's
+//! `expected_m` return at once; a masked launch's are counted on its busiest XCD, which with
+//! few groups holds the largest count: [`masked_busiest_xcd`]), its K blocks per tile, the workgroups that share each group's
 //! B tile (one group's row tiles: the first reads it cold), the unique bytes it moves through
 //! HBM (the rows of A and D in use and every active group's B once; f32 C and D for k-grouped),
 //! and over the busiest XCD's fabric link its tiles' B once per sharing group of tiles and its
@@ -1176,6 +1177,85 @@ struct GroupedWork {
     /// Unique bytes of A (the rows in use), of which the busiest XCD's fabric link moves its
     /// share, however many of its tiles read each row ([`work_features`]).
     a_bytes: f64,
+    /// A masked grid's busiest XCD: entry `s` is the expected number of working workgroups
+    /// (of the grid split `s` ways) on the XCD that gets the most ([`masked_busiest_xcd`]);
+    /// `None` where the working tiles spread evenly over the XCDs.
+    busiest_xcd: Option<[f64; MAX_SPLITS as usize + 1]>,
+}
+
+/// Draws of the row counts [`masked_busiest_xcd`] averages over.
+const MASKED_DRAWS: u64 = 32;
+
+/// The expected working workgroups of a masked grid's busiest XCD, for every split count
+/// `1 ..= MAX_SPLITS` (entry 0 unused): `groups` groups of `tiles_m × n_tiles` tiles of `bm`
+/// rows, ids dealt as the kernels deal them (logical id = [`tile::xcd_remap`] of the
+/// workgroup id, so XCD `x` runs a contiguous run of logical ids; groups outermost, inside a
+/// group M fastest, [`tile::masked_tile_coords`]; a split grid's `s` pieces of a tile on
+/// neighbouring ids). A tile works when its first row is below its group's count. The counts
+/// live on the device: they are drawn uniform over `expected ± h` (`h` the capacity's headroom
+/// over `expected`, at most `expected`), [`MASKED_DRAWS`] times from a fixed seed, so the
+/// estimate is deterministic. Each XCD's dispatcher hands its workgroups round-robin to its
+/// CUs and refills a slot as soon as a tile past its count returns, so the launch lasts as
+/// long as the busiest XCD's working workgroups take on its CUs: with few groups (a group
+/// spans several XCDs) that XCD is the one holding the largest count, not the average.
+fn masked_busiest_xcd(groups: u64, tiles_m: u64, n_tiles: u64, bm: u64, expected: u64, m_max: u64) -> [f64; MAX_SPLITS as usize + 1] {
+    let mut out = [0.0; MAX_SPLITS as usize + 1];
+    let per_group = tiles_m * n_tiles;
+    if groups == 0 || per_group == 0 {
+        return out;
+    }
+    let xcds = u64::from(tile::NUM_XCDS);
+    let h = m_max.saturating_sub(expected).min(expected);
+    let (lo, span) = (expected - h, 2 * h + 1);
+    // SplitMix64: a fixed, portable sequence.
+    let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut next = move || {
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    };
+    let groups_us = usize::try_from(groups).unwrap_or(usize::MAX);
+    let (mut rows, mut prefix) = (vec![0u64; groups_us], vec![0u64; groups_us + 1]);
+    for _ in 0..MASKED_DRAWS {
+        for g in 0..groups_us {
+            let c = lo + next() % span;
+            rows[g] = c.div_ceil(bm).min(tiles_m);
+            prefix[g + 1] = prefix[g] + rows[g] * n_tiles;
+        }
+        // Working tiles among logical tile ids `0 .. t`.
+        let below = |t: u64| -> u64 {
+            let g = t / per_group;
+            if g >= groups {
+                return prefix[groups_us];
+            }
+            let (local, w) = (t % per_group, rows[g as usize]);
+            prefix[g as usize] + (local / tiles_m) * w + (local % tiles_m).min(w)
+        };
+        for s in 1..=u64::from(MAX_SPLITS) {
+            let grid = groups * per_group * s;
+            let (q, r) = (grid / xcds, grid % xcds);
+            // Working ids among `a .. b` of the split grid (id / s is the tile).
+            let working = |a: u64, b: u64| -> u64 {
+                if a >= b {
+                    return 0;
+                }
+                let works = |t: u64| below(t + 1) - below(t);
+                let (ta, tb) = (a / s, (b - 1) / s);
+                if ta == tb {
+                    return (b - a) * works(ta);
+                }
+                (s - a % s) * works(ta) + s * (below(tb) - below(ta + 1)) + (b - tb * s) * works(tb)
+            };
+            let busiest = (0..xcds).map(|x| {
+                let start = x * q + x.min(r);
+                working(start, start + q + u64::from(x < r))
+            });
+            out[s as usize] += busiest.max().unwrap_or(0) as f64 / MASKED_DRAWS as f64;
+        }
+    }
+    out
 }
 
 /// The [`GroupedWork`] of kernel `e` on the m-grouped problem `desc`:
@@ -1186,7 +1266,9 @@ struct GroupedWork {
 ///   share each group's B over `work rows / live` tiles;
 /// * masked: the grid is `G · ⌈m_max/BM⌉ · ⌈n/BN⌉`, the working tiles `G · ⌈r/BM⌉ · ⌈n/BN⌉`
 ///   with `r` = `expected_m` clamped to `1 ..= m_max` (the counts live on the device; a tile
-///   past its group's count returns after one scalar load).
+///   past its group's count returns after one scalar load); the features charge every XCD
+///   with the busiest XCD's expected working tiles under counts spread around `r`
+///   ([`masked_busiest_xcd`]).
 fn grouped_work(e: &KernelEntry, desc: &GemmDesc) -> GroupedWork {
     let (bm, bn) = (e.block_m.max(1), e.block_n.max(1));
     let (n, k) = (u64::from(desc.n), u64::from(desc.k));
@@ -1205,6 +1287,7 @@ fn grouped_work(e: &KernelEntry, desc: &GemmDesc) -> GroupedWork {
                 b_sharers: per_group as f64,
                 hbm_bytes: (g * r * k + g * n * k + 2 * g * r * n) as f64,
                 a_bytes: (g * r * k) as f64,
+                busiest_xcd: Some(masked_busiest_xcd(g, u64::from(m_max.div_ceil(bm)), n_tiles, u64::from(bm), r, u64::from(m_max))),
             }
         }
         _ => {
@@ -1221,6 +1304,7 @@ fn grouped_work(e: &KernelEntry, desc: &GemmDesc) -> GroupedWork {
                 b_sharers: rows as f64 / live as f64,
                 hbm_bytes: (m * k + live * n * k + 2 * m * n) as f64,
                 a_bytes: (m * k) as f64,
+                busiest_xcd: None,
             }
         }
     }
@@ -1237,12 +1321,26 @@ pub fn grouped_features(e: &KernelEntry, desc: &GemmDesc, splits: u32) -> Featur
 /// most its share: the grouped kernels remap workgroup ids so that each XCD runs a contiguous
 /// run of the tile order, whose tiles share their rows of A across N, so an XCD reads about
 /// `1/XCDs` of A (one row tile's rows more where its run starts mid-row).
+///
+/// A masked grid's working tiles are counted as if every XCD had its busiest XCD's
+/// ([`GroupedWork::busiest_xcd`]): [`Features::of_tiles`] deals jobs evenly, and the busiest
+/// XCD is what the launch waits for.
 fn work_features(e: &KernelEntry, w: &GroupedWork, splits: u32, arch: Arch, cus: u32) -> Features {
     let slots = e.slots_per_cu(arch).unwrap_or(1);
     let tb = TileBytes::of(e.block_m, e.block_n);
-    let mut f = Features::of_tiles(w.work, w.nkb, splits, u64::from(cus.max(1)), slots, w.b_sharers, w.hbm_bytes, tb);
+    let s = splits.clamp(1, MAX_SPLITS);
+    // The busiest XCD reads the same B columns as the average one; its extra working tiles
+    // share them.
+    let (work, b_sharers) = match w.busiest_xcd {
+        Some(b) if w.work > 0 => {
+            let work = ((b[s as usize] * f64::from(tile::NUM_XCDS) / f64::from(s)).ceil() as u64).max(1);
+            (work, w.b_sharers * work as f64 / w.work as f64)
+        }
+        _ => (w.work, w.b_sharers),
+    };
+    let mut f = Features::of_tiles(work, w.nkb, splits, u64::from(cus.max(1)), slots, b_sharers, w.hbm_bytes, tb);
     let a_tile = w.nkb as f64 * (tb.block - tb.b_block);
-    cap_fabric_a(&mut f, w.work, w.nkb, splits, tb, w.a_bytes / f64::from(tile::NUM_XCDS) + a_tile);
+    cap_fabric_a(&mut f, work, w.nkb, splits, tb, w.a_bytes / f64::from(tile::NUM_XCDS) + a_tile);
     f
 }
 
@@ -1440,6 +1538,7 @@ fn kgrouped_work(e: &KernelEntry, m: u32, n: u32, groups: u32, total_k: u64) -> 
         b_sharers: f64::from(m.div_ceil(e.block_m.max(1))),
         hbm_bytes: (total_k * (mm + nn) + 8 * g * mm * nn) as f64,
         a_bytes: (total_k * mm) as f64,
+        busiest_xcd: None,
     }
 }
 
@@ -1879,6 +1978,38 @@ mod tests {
         let p = plan_contiguous_splitk(32, &q).unwrap();
         assert!(p.estimate_s.is_finite() && p.estimate_s > 0.0);
         assert!(matches!(p.kernel.spec, Spec::ContiguousSilu(_)) && p.kernel.block_m == 32 && p.splits == 1);
+    }
+
+    #[test]
+    fn masked_busiest_xcd_follows_the_grid_order() {
+        // Counts fixed at the capacity (no headroom): every tile works, and each XCD runs its
+        // even share of the ids, split or not.
+        let full = masked_busiest_xcd(8, 2, 4, 64, 100, 100);
+        for s in 1..=MAX_SPLITS as usize {
+            assert_eq!(full[s], (8 * 2 * 4 * s).div_ceil(8) as f64, "split {s}");
+        }
+        // DeepSeek-V3's gate·up over 4 groups of ~256 rows (capacity 333): 6 row tiles of 64
+        // per column, 32 columns, 96 ids per XCD inside one group. A group needs 3 to 6 row
+        // tiles (counts 179 … 333); the busiest XCD holds the largest count of the four, so
+        // it runs at least 16 · 5 working tiles in most draws, above the even share.
+        let b = masked_busiest_xcd(4, 6, 32, 64, 256, 333);
+        let even = 4.0 * 32.0 * (179..=333).map(|c: u64| c.div_ceil(64) as f64).sum::<f64>() / 155.0 / 8.0;
+        assert!(b[1] > even + 8.0 && b[1] >= 80.0 && b[1] <= 96.0, "busiest {} vs even {even}", b[1]);
+        // Split in 3: the same tiles, three ids each.
+        assert!((b[3] - 3.0 * b[1]).abs() <= 3.0, "{} vs {}", b[3], 3.0 * b[1]);
+        // Many small groups average out on each XCD: 64 groups of ~4 rows in 32-row tiles
+        // (one row tile per group, every one working): every XCD has its even share.
+        let many = masked_busiest_xcd(64, 1, 32, 32, 4, 6);
+        assert_eq!(many[1], 64.0 * 32.0 / 8.0);
+        // The features of the 64×128 pipelined kernel on that 4×256 layout: the busiest CU
+        // runs ⌈busiest/38⌉ ≥ 3 tiles, two batches at two per CU, where the even share (about
+        // 72 tiles per XCD) fits one.
+        let arch = Arch::Gfx942;
+        let desc = GemmDesc::m_grouped_masked(333, 4096, 7168, 4, 256, arch).with_cus(304);
+        let e = registry::by_name("m_grouped_fp8_gemm_nt_masked_bs_pipe_bm64_bn128").expect("registered");
+        assert_eq!(e.slots_per_cu(arch), Some(2));
+        let f = grouped_features(e, &desc, 1);
+        assert_eq!(f.batches.iter().sum::<f64>(), 2.0, "{:?}", f.batches);
     }
 
     #[test]
