@@ -22,7 +22,8 @@
 //! `--tokens` counts; repeatable), `--verbose` (every launch's kernel, grid,
 //! modelled time, HBM traffic, busy pipes and stall cycles on standard error), `--split S` (force every GEMM's
 //! split-K count, [`fp8gemm::Overrides::with_split`], with a 256 MiB workspace; a count a launch
-//! cannot take is its error), `--seed S` (another routing draw; 0 is the tables'), `--choices` (only the row alignment the layer chooses for each
+//! cannot take is its error), `--seed S` (another routing draw; 0 is the tables'), `--plot PATH` (an SVG of the modelled
+//! layer time, with and without the routing launches, vs tokens), `--choices` (only the row alignment the layer chooses for each
 //! configuration, from the cost model: nothing is run). Prints one Markdown table row per run.
 
 use std::collections::BTreeMap;
@@ -66,6 +67,9 @@ struct Args {
     choices: bool,
     /// `--seed S`: another routing draw (0, the default, is the tables' draw).
     seed: u64,
+    /// `--plot PATH`: an SVG of the modelled layer time vs tokens, a line per layer shape,
+    /// weight layout and row alignment.
+    plot: Option<PathBuf>,
 }
 
 fn parse_args() -> Res<Args> {
@@ -81,6 +85,7 @@ fn parse_args() -> Res<Args> {
         verbose: false,
         split: None,
         seed: 0,
+        plot: None,
         layers: Vec::new(),
         choices: false,
     };
@@ -122,6 +127,7 @@ fn parse_args() -> Res<Args> {
             }
             "--split" => a.split = Some(value()?.parse()?),
             "--seed" => a.seed = value()?.parse()?,
+            "--plot" => a.plot = Some(PathBuf::from(value()?)),
             "--layer" => {
                 let v: Vec<usize> = value()?.split(',').map(str::parse).collect::<Result<_, _>>()?;
                 match v[..] {
@@ -195,6 +201,8 @@ fn main() -> Res<()> {
         "| E, k, H, I | T | weights | align | rows | route | gather+quant | gate_up | silu·mul | shared | down | unpermute | total (modelled) | launches |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    // The plotted series: label → (tokens, total µs, excl. route µs).
+    let mut series: BTreeMap<String, Vec<(usize, f64, f64)>> = BTreeMap::new();
     // Group by layer shape: one weight allocation per shape and weight layout.
     let mut shapes: BTreeMap<(usize, usize, usize, usize, usize), Vec<usize>> = BTreeMap::new();
     for c in &configs {
@@ -324,6 +332,14 @@ fn main() -> Res<()> {
                     let total: f64 = per.values().map(|v| v.0).sum();
                     let cells: Vec<String> = STAGES.iter().map(|s| per.get(s).map_or("-".into(), |v| format!("{:.1}", v.0 * 1e6))).collect();
                     let launches: usize = per.values().map(|v| v.1).sum();
+                    let route = per.get("route").map_or(0.0, |v| v.0);
+                    let wname = if wl == WeightLayout::Logical { "logical" } else { "pre-shuffled" };
+                    let label = format!(
+                        "E={e} k={k} H={h} I={i}{} {wname}, align {}",
+                        if is > 0 { format!(" +shared {is}") } else { String::new() },
+                        align.map_or("auto".to_string(), |a| a.to_string())
+                    );
+                    series.entry(label).or_default().push((t, total * 1e6, (total - route) * 1e6));
                     println!(
                         "| {e}, {k}, {h}, {i}{} | {t} | {} | {} | {} | {} | **{:.1}** | {launches} |",
                         if is > 0 { format!(" + shared {is}") } else { String::new() },
@@ -343,5 +359,46 @@ fn main() -> Res<()> {
             }
         }
     }
+    if let Some(path) = &args.plot {
+        plot(path, &machine.name, &series)?;
+    }
+    Ok(())
+}
+
+/// The modelled layer time vs tokens (log-log): a solid line per series with the routing
+/// launches, a dashed one without them.
+fn plot(path: &std::path::Path, machine: &str, series: &BTreeMap<String, Vec<(usize, f64, f64)>>) -> Res<()> {
+    use plotters::prelude::*;
+    let e = |x: &dyn std::fmt::Display| format!("{}: {x}", path.display());
+    let pts = series.values().flatten();
+    let (t_max, us_max) = pts.clone().fold((1.0f64, 1.0f64), |(t, u), p| (t.max(p.0 as f64), u.max(p.1)));
+    let us_min = pts.map(|p| p.2).fold(f64::INFINITY, f64::min).max(0.1);
+    let root = SVGBackend::new(path, (1100, 700)).into_drawing_area();
+    root.fill(&WHITE).map_err(|x| e(&x))?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(format!("MoeLayer on {machine}: layer time vs tokens (MODELLED, timing model; dashed: without routing)"), ("sans-serif", 18))
+        .margin(15)
+        .x_label_area_size(45)
+        .y_label_area_size(60)
+        .build_cartesian_2d((0.8f64..t_max * 1.25).log_scale(), (us_min * 0.8..us_max * 1.25).log_scale())
+        .map_err(|x| e(&x))?;
+    chart.configure_mesh().x_desc("tokens").y_desc("µs (modelled)").draw().map_err(|x| e(&x))?;
+    let palette = [RED, BLUE, GREEN, MAGENTA, CYAN, BLACK, RGBColor(255, 140, 0), RGBColor(128, 0, 128), RGBColor(0, 128, 128), RGBColor(128, 128, 0)];
+    for (i, (label, pts)) in series.iter().enumerate() {
+        let c = palette[i % palette.len()];
+        let mut pts = pts.clone();
+        pts.sort_by_key(|p| p.0);
+        let total: Vec<(f64, f64)> = pts.iter().map(|p| (p.0 as f64, p.1)).collect();
+        let excl: Vec<(f64, f64)> = pts.iter().map(|p| (p.0 as f64, p.2)).collect();
+        chart
+            .draw_series(LineSeries::new(total.clone(), c.stroke_width(2)))
+            .map_err(|x| e(&x))?
+            .label(label.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
+        chart.draw_series(total.into_iter().map(|p| Circle::new(p, 3, c.filled()))).map_err(|x| e(&x))?;
+        chart.draw_series(DashedLineSeries::new(excl, 6, 4, c.stroke_width(1))).map_err(|x| e(&x))?;
+    }
+    chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).position(SeriesLabelPosition::UpperLeft).draw().map_err(|x| e(&x))?;
+    root.present().map_err(|x| e(&x))?;
     Ok(())
 }

@@ -78,8 +78,17 @@ pub const GROUPED_CONTIGUOUS: [(u32, u32); 3] = [(4, 1024), (8, 384), (32, 128)]
 /// last 128-row block partly padding, as the tuner lays it out), the regret
 /// `time(plan)/time(best) − 1`. Every time is modelled. With `masked_seed`, only the masked
 /// layouts, their counts drawn independently from that seed
-/// ([`crate::operands::random_masked_counts`], as DeepGEMM's tests draw them).
-pub fn run_grouped(machine: &str, layout: WeightLayout, csv: Option<&Path>, verbose: bool, estimates: bool, masked_seed: Option<u64>) -> Result<(), String> {
+/// ([`crate::operands::random_masked_counts`], as DeepGEMM's tests draw them). A non-empty
+/// `groups` keeps only the shapes with those group counts.
+pub fn run_grouped(
+    machine: &str,
+    layout: WeightLayout,
+    csv: Option<&Path>,
+    verbose: bool,
+    estimates: bool,
+    masked_seed: Option<u64>,
+    groups: &[u32],
+) -> Result<(), String> {
     let machine = crate::profile::machine_by_name(machine)?;
     let cus = machine.xcds * machine.cus_per_xcd;
     let (ctx, arch) = crate::profile::context_for(&machine)?;
@@ -101,6 +110,7 @@ pub fn run_grouped(machine: &str, layout: WeightLayout, csv: Option<&Path>, verb
             descs.push((GemmDesc::m_grouped_contiguous(g * r, n, k, g, arch).with_cus(cus), src));
         }
     }
+    descs.retain(|(d, _)| groups.is_empty() || groups.contains(&d.groups));
     let mut rows = Vec::new();
     let mut out = String::new();
     let _ = writeln!(out, "# fp8gemm eval --grouped on {}, {layout} weights: every µs MODELLED by the emulator's timing model", machine.name);
@@ -122,12 +132,11 @@ pub fn run_grouped(machine: &str, layout: WeightLayout, csv: Option<&Path>, verb
             if verbose {
                 let model = CostModel::for_arch(desc.arch).map_err(|e| e.to_string())?;
                 for c in select::grouped_candidates(&desc, layout) {
+                    // The planner's estimate (a masked launch's: the mean over draws of its
+                    // counts), and the terms of the features at the mean.
                     let f = select::Features::of(&c, &desc);
                     let (est, compute, memory) = match model.cost_of(c.kernel) {
-                        Some(k) => {
-                            let (est, compute) = model.estimate_with(&k, &f);
-                            (est, compute, model.memory_s(&k, &f))
-                        }
+                        Some(k) => (c.estimate_s, model.estimate_with(&k, &f).1, model.memory_s(&k, &f)),
                         None => (f64::INFINITY, f64::INFINITY, f64::NAN),
                     };
                     println!(

@@ -374,6 +374,9 @@ enum Command {
         /// low-discrepancy spread; only the masked layouts are then evaluated.
         #[arg(long)]
         masked_seed: Option<u64>,
+        /// With --grouped: only the shapes with these group counts (comma-separated).
+        #[arg(long, value_delimiter = ',')]
+        groups: Vec<u32>,
     },
     /// Our kernels (as the library chooses them), *modelled* by the timing model, beside other
     /// implementations' numbers: AMD's asm kernels measured on MI325X (`peers`), AITER's CK
@@ -455,7 +458,7 @@ fn run(cli: Cli) -> Result<(), String> {
             };
             tune_cost::run(tune_cost::CostArgs { machine, samples, max_blocks, out, samples_out, from_samples, retime, only, seed, k_blocks })
         }
-        Command::Eval { machine, layout, prune, max_blocks, pairs, ms, csv, plot, no_cliff, shapes, verbose, estimates, grouped, masked_seed } => {
+        Command::Eval { machine, layout, prune, max_blocks, pairs, ms, csv, plot, no_cliff, shapes, verbose, estimates, grouped, masked_seed, groups } => {
             let shapes = shapes
                 .iter()
                 .map(|s| {
@@ -472,7 +475,7 @@ fn run(cli: Cli) -> Result<(), String> {
                 validate::LayoutArg::Both => return Err("eval: --layout logical or preshuffled".into()),
             };
             if grouped {
-                return eval::run_grouped(&machine, layout, csv.as_deref(), verbose, estimates, masked_seed);
+                return eval::run_grouped(&machine, layout, csv.as_deref(), verbose, estimates, masked_seed, &groups);
             }
             eval::run(eval::EvalArgs { machine, layout, prune, max_blocks, pairs, ms, csv, plot, no_cliff, shapes, verbose, estimates })
         }
