@@ -1162,7 +1162,7 @@ pub fn dense_counterpart(e: &KernelEntry) -> Option<&'static KernelEntry> {
 
 /// What the cost model needs of a grouped launch of one kernel (module docs, "Grouped
 /// problems").
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 struct GroupedWork {
     /// Output tiles that do work (the model's jobs).
     work: u64,
@@ -1177,36 +1177,48 @@ struct GroupedWork {
     /// Unique bytes of A (the rows in use), of which the busiest XCD's fabric link moves its
     /// share, however many of its tiles read each row ([`work_features`]).
     a_bytes: f64,
-    /// A masked grid's busiest XCD: entry `s` is the expected number of working workgroups
-    /// (of the grid split `s` ways) on the XCD that gets the most ([`masked_busiest_xcd`]);
-    /// `None` where the working tiles spread evenly over the XCDs.
-    busiest_xcd: Option<[f64; MAX_SPLITS as usize + 1]>,
+    /// A masked grid's busiest XCD ([`masked_busiest_xcd`]): per split count, the working
+    /// workgroups of the XCD that gets the most, in each draw of the counts; `None` where the
+    /// working tiles spread evenly over the XCDs.
+    busiest_xcd: Option<BusiestXcd>,
 }
 
-/// Draws of the row counts [`masked_busiest_xcd`] averages over.
-const MASKED_DRAWS: u64 = 32;
+/// Draws of the row counts [`masked_busiest_xcd`] takes.
+const MASKED_DRAWS: usize = 32;
 
-/// The expected working workgroups of a masked grid's busiest XCD, for every split count
-/// `1 ..= MAX_SPLITS` (entry 0 unused): `groups` groups of `tiles_m × n_tiles` tiles of `bm`
+/// Per split count `s` (entry `s`, 1 ..= [`MAX_SPLITS`]; entry 0 unused), the busiest XCD's
+/// working workgroups in each of [`MASKED_DRAWS`] draws of a masked layout's row counts.
+type BusiestXcd = Box<[[u32; MASKED_DRAWS]; MAX_SPLITS as usize + 1]>;
+
+/// The mean over the draws of `b`'s entry for split count `s`.
+fn mean_busiest(b: &BusiestXcd, s: u32) -> f64 {
+    b[s.clamp(1, MAX_SPLITS) as usize].iter().map(|&x| f64::from(x)).sum::<f64>() / MASKED_DRAWS as f64
+}
+
+/// The working workgroups of a masked grid's busiest XCD in each draw of the row counts, for
+/// every split count `1 ..= MAX_SPLITS` (entry 0 unused): `groups` groups of `tiles_m × n_tiles` tiles of `bm`
 /// rows, ids dealt as the kernels deal them (logical id = [`tile::xcd_remap`] of the
 /// workgroup id, so XCD `x` runs a contiguous run of logical ids; groups outermost, inside a
 /// group M fastest, [`tile::masked_tile_coords`]; a split grid's `s` pieces of a tile on
 /// neighbouring ids). A tile works when its first row is below its group's count. The counts
-/// live on the device: they are drawn uniform over `expected ± h` (`h` the capacity's headroom
-/// over `expected`, at most `expected`), [`MASKED_DRAWS`] times from a fixed seed, so the
-/// estimate is deterministic. Each XCD's dispatcher hands its workgroups round-robin to its
+/// live on the device: they are drawn uniform over `expected − h .. expected + h` (`h` the
+/// capacity's headroom over `expected`, at most `expected`; half-open, as DeepGEMM's tests draw
+/// `⌊expected · U[0.7, 1.3)⌋` under a capacity of `⌈1.3 · expected⌉`), [`MASKED_DRAWS`] times from a fixed seed, so the
+/// estimate is deterministic; the planner averages its estimate over the draws
+/// ([`grouped_estimate`]): the time is a step in the busiest XCD's rounds, so the mean of the
+/// times, not the time of the mean count. Each XCD's dispatcher hands its workgroups round-robin to its
 /// CUs and refills a slot as soon as a tile past its count returns, so the launch lasts as
 /// long as the busiest XCD's working workgroups take on its CUs: with few groups (a group
 /// spans several XCDs) that XCD is the one holding the largest count, not the average.
-fn masked_busiest_xcd(groups: u64, tiles_m: u64, n_tiles: u64, bm: u64, expected: u64, m_max: u64) -> [f64; MAX_SPLITS as usize + 1] {
-    let mut out = [0.0; MAX_SPLITS as usize + 1];
+fn masked_busiest_xcd(groups: u64, tiles_m: u64, n_tiles: u64, bm: u64, expected: u64, m_max: u64) -> BusiestXcd {
+    let mut out: BusiestXcd = Box::new([[0; MASKED_DRAWS]; MAX_SPLITS as usize + 1]);
     let per_group = tiles_m * n_tiles;
     if groups == 0 || per_group == 0 {
         return out;
     }
     let xcds = u64::from(tile::NUM_XCDS);
     let h = m_max.saturating_sub(expected).min(expected);
-    let (lo, span) = (expected - h, 2 * h + 1);
+    let (lo, span) = (expected - h, (2 * h).max(1));
     // SplitMix64: a fixed, portable sequence.
     let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
     let mut next = move || {
@@ -1218,7 +1230,7 @@ fn masked_busiest_xcd(groups: u64, tiles_m: u64, n_tiles: u64, bm: u64, expected
     };
     let groups_us = usize::try_from(groups).unwrap_or(usize::MAX);
     let (mut rows, mut prefix) = (vec![0u64; groups_us], vec![0u64; groups_us + 1]);
-    for _ in 0..MASKED_DRAWS {
+    for draw in 0..MASKED_DRAWS {
         for g in 0..groups_us {
             let c = lo + next() % span;
             rows[g] = c.div_ceil(bm).min(tiles_m);
@@ -1252,7 +1264,7 @@ fn masked_busiest_xcd(groups: u64, tiles_m: u64, n_tiles: u64, bm: u64, expected
                 let start = x * q + x.min(r);
                 working(start, start + q + u64::from(x < r))
             });
-            out[s as usize] += busiest.max().unwrap_or(0) as f64 / MASKED_DRAWS as f64;
+            out[s as usize][draw] = u32::try_from(busiest.max().unwrap_or(0)).unwrap_or(u32::MAX);
         }
     }
     out
@@ -1325,15 +1337,22 @@ pub fn grouped_features(e: &KernelEntry, desc: &GemmDesc, splits: u32) -> Featur
 /// A masked grid's working tiles are counted as if every XCD had its busiest XCD's
 /// ([`GroupedWork::busiest_xcd`]): [`Features::of_tiles`] deals jobs evenly, and the busiest
 /// XCD is what the launch waits for.
+/// A masked launch's features take the mean of the draws' busiest XCDs.
 fn work_features(e: &KernelEntry, w: &GroupedWork, splits: u32, arch: Arch, cus: u32) -> Features {
+    work_features_at(e, w, splits, arch, cus, w.busiest_xcd.as_ref().map(|b| mean_busiest(b, splits)))
+}
+
+/// [`work_features`] with `busiest` working workgroups on the busiest XCD (a masked launch;
+/// `None`: the working tiles spread evenly).
+fn work_features_at(e: &KernelEntry, w: &GroupedWork, splits: u32, arch: Arch, cus: u32, busiest: Option<f64>) -> Features {
     let slots = e.slots_per_cu(arch).unwrap_or(1);
     let tb = TileBytes::of(e.block_m, e.block_n);
     let s = splits.clamp(1, MAX_SPLITS);
     // The busiest XCD reads the same B columns as the average one; its extra working tiles
     // share them.
-    let (work, b_sharers) = match w.busiest_xcd {
+    let (work, b_sharers) = match busiest {
         Some(b) if w.work > 0 => {
-            let work = ((b[s as usize] * f64::from(tile::NUM_XCDS) / f64::from(s)).ceil() as u64).max(1);
+            let work = ((b * f64::from(tile::NUM_XCDS) / f64::from(s)).ceil() as u64).max(1);
             (work, w.b_sharers * work as f64 / w.work as f64)
         }
         _ => (w.work, w.b_sharers),
@@ -1359,10 +1378,22 @@ fn cap_fabric_a(f: &mut Features, tiles: u64, nkb: u64, splits: u32, tb: TileByt
 /// the model has them, else those of its [`dense_counterpart`]; `+∞` without either, so such a
 /// kernel is chosen only when it is the only one left).
 /// Also returns the compute term alone (seconds of the busiest CU), which breaks ties between
-/// launches the memory term bounds alike.
+/// launches the memory term bounds alike. A masked launch's is the mean over the draws of its
+/// row counts ([`masked_busiest_xcd`]).
 fn grouped_estimate(model: &CostModel, e: &KernelEntry, w: &GroupedWork, splits: u32, arch: Arch, cus: u32) -> (f64, f64) {
     let Some(c) = model.cost_of(e) else { return (f64::INFINITY, f64::INFINITY) };
-    model.estimate_with(&c, &work_features(e, w, splits, arch, cus))
+    let Some(b) = &w.busiest_xcd else { return model.estimate_with(&c, &work_features(e, w, splits, arch, cus)) };
+    // A masked launch: the mean over the draws of the counts of each draw's estimate (equal
+    // busiest XCDs estimated once).
+    let mut draws = b[splits.clamp(1, MAX_SPLITS) as usize];
+    draws.sort_unstable();
+    let (mut total, mut compute) = (0.0, 0.0);
+    for run in draws.chunk_by(|x, y| x == y) {
+        let (t, cu) = model.estimate_with(&c, &work_features_at(e, w, splits, arch, cus, Some(f64::from(run[0]))));
+        let weight = run.len() as f64 / MASKED_DRAWS as f64;
+        (total, compute) = (total + weight * t, compute + weight * cu);
+    }
+    (total, compute)
 }
 
 /// The tiles of an m-grouped layout's kernels, for [`ConfigError::ForcedTile`].
@@ -1985,8 +2016,8 @@ mod tests {
         // Counts fixed at the capacity (no headroom): every tile works, and each XCD runs its
         // even share of the ids, split or not.
         let full = masked_busiest_xcd(8, 2, 4, 64, 100, 100);
-        for s in 1..=MAX_SPLITS as usize {
-            assert_eq!(full[s], (8 * 2 * 4 * s).div_ceil(8) as f64, "split {s}");
+        for s in 1..=MAX_SPLITS {
+            assert!(full[s as usize].iter().all(|&b| b == 8 * 2 * 4 * s / 8), "split {s}: {:?}", full[s as usize]);
         }
         // DeepSeek-V3's gate·up over 4 groups of ~256 rows (capacity 333): 6 row tiles of 64
         // per column, 32 columns, 96 ids per XCD inside one group. A group needs 3 to 6 row
@@ -1994,13 +2025,16 @@ mod tests {
         // it runs at least 16 · 5 working tiles in most draws, above the even share.
         let b = masked_busiest_xcd(4, 6, 32, 64, 256, 333);
         let even = 4.0 * 32.0 * (179..=333).map(|c: u64| c.div_ceil(64) as f64).sum::<f64>() / 155.0 / 8.0;
-        assert!(b[1] > even + 8.0 && b[1] >= 80.0 && b[1] <= 96.0, "busiest {} vs even {even}", b[1]);
-        // Split in 3: the same tiles, three ids each.
-        assert!((b[3] - 3.0 * b[1]).abs() <= 3.0, "{} vs {}", b[3], 3.0 * b[1]);
+        let mean = mean_busiest(&b, 1);
+        assert!(mean > even + 8.0 && mean >= 80.0 && mean <= 96.0, "busiest {mean} vs even {even}");
+        // Every draw holds whole columns of 16 working tiles (3 to 6 per column).
+        assert!(b[1].iter().all(|&x| x % 16 == 0 && (48..=96).contains(&x)), "{:?}", b[1]);
+        // Split in 3: the same tiles, three ids each, draw by draw.
+        assert!(b[1].iter().zip(b[3]).all(|(&x, y)| y.abs_diff(3 * x) <= 3), "{:?} vs {:?}", b[1], b[3]);
         // Many small groups average out on each XCD: 64 groups of ~4 rows in 32-row tiles
         // (one row tile per group, every one working): every XCD has its even share.
         let many = masked_busiest_xcd(64, 1, 32, 32, 4, 6);
-        assert_eq!(many[1], 64.0 * 32.0 / 8.0);
+        assert!(many[1].iter().all(|&x| x == 64 * 32 / 8), "{:?}", many[1]);
         // The features of the 64×128 pipelined kernel on that 4×256 layout: the busiest CU
         // runs ⌈busiest/38⌉ ≥ 3 tiles, two batches at two per CU, where the even share (about
         // 72 tiles per XCD) fits one.
@@ -2010,6 +2044,16 @@ mod tests {
         assert_eq!(e.slots_per_cu(arch), Some(2));
         let f = grouped_features(e, &desc, 1);
         assert_eq!(f.batches.iter().sum::<f64>(), 2.0, "{:?}", f.batches);
+        // The planner's estimate is the mean of the draws' estimates (a step in the busiest
+        // XCD's rounds), not the estimate at the mean count.
+        let model = CostModel::for_arch(arch).expect("embedded model");
+        let w = grouped_work(e, &desc);
+        let c = model.cost_of(e).expect("coefficients");
+        let draws = &w.busiest_xcd.as_ref().expect("a masked grid")[1];
+        let mean: f64 =
+            draws.iter().map(|&b| model.estimate_with(&c, &work_features_at(e, &w, 1, arch, 304, Some(f64::from(b)))).0).sum::<f64>() / MASKED_DRAWS as f64;
+        let (est, _) = grouped_estimate(model, e, &w, 1, arch, 304);
+        assert!((est - mean).abs() <= 1e-12 * mean, "{est} vs {mean}");
     }
 
     #[test]
