@@ -360,7 +360,7 @@ fn main() -> Res<()> {
         }
     }
     if let Some(path) = &args.plot {
-        plot(path, &machine.name, &series)?;
+        plot(path, machine.name, &series)?;
     }
     Ok(())
 }
