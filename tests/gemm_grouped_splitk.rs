@@ -315,21 +315,17 @@ fn the_choice_for_the_decode_table_shapes() {
     // 32×128 split 2 9.59 → 11.57, 2×64 64×128 → 32×64 12.45 → 13.19, 4×32 32×128 → 32×64
     // 18.02 → 17.33. In sum 221.6 → 229.9 µs (+3.8 %): the masked kernels still run on the
     // dense stand-in (the session-20 note on issue 28).
-    // Session 21: the masked kernels deal each N column of each group whole to one XCD, the
-    // columns round-robin over the XCDs (`tile::masked_xcd_order`; they gave each XCD a
-    // contiguous run of ids, whole groups, so with few groups the XCD holding the largest
-    // count ran a second round), and the masked estimate follows that order, averaged over
-    // draws of the counts (`select::masked_busiest_xcd`). Profiled as above, session 20's
-    // kernels and choices → these (µs, modelled, the profile's one draw of counts):
-    // (4096, 7168) 1×64 32×128 split 4 → 3 14.24 → 14.88, 2×64 32×128 split 2 → 64×128 split
-    // 2 21.85 → 25.60, 4×32 32×64 28.50 → 29.72, 8×16 32×64 51.33 → 52.83, 2×128 64×128 split
-    // 2 → 3 34.68 → 27.19, 4×64 32×64 → 64×128 37.18 → 32.28, 1×1024 59.44 → 59.60, 2×512
-    // 81.28 → 81.44, 4×256 64×128 81.23 → 55.60; (7168, 2048) 1×64 32×128 split 2 → 32×64
-    // 11.57 → 9.80, 2×64 32×64 13.19 → 13.35, 4×32 32×64 → 64×128 17.33 → 18.13, 8×16 32×128
-    // 29.55 → 29.62, 2×128 18.08 → 18.20, 4×64 18.90 → 18.98, 1×1024 35.89 → 36.01, 2×512
-    // 36.08 → 36.17, 4×256 36.26 → 36.15. In sum 626.6 → 595.6 µs (−5.0 %): 4×256 over (4096,
-    // 7168) one round instead of two (−32 %); where the order changed nothing else, up to +4 %
-    // (every XCD now reads every group's A).
+    // Session 21: the masked estimate follows the busiest XCD (`select::masked_busiest_xcd`:
+    // the kernels' grid order, the counts drawn as DeepGEMM's tests draw them around
+    // expected_m, the estimate averaged over the draws), so that a few groups whose counts
+    // spill into one more row tile on one XCD cost a second round there: 10 of the 18 choices
+    // moved, profiled as above (old → new, µs, modelled, the profile's one draw of counts):
+    // (4096, 7168) 1×64 32×128 split 4 → 3 14.24 → 14.76, 2×64 32×128 split 2 → 64×128 split
+    // 2 21.85 → 25.40, 2×128 64×128 split 2 → 3 34.68 → 26.68, 4×64 32×64 → 64×128 37.18 →
+    // 29.83, 2×512 64×128 → 80×128 81.28 → 67.87; (7168, 2048) 1×64 32×128 split 2 → 32×64
+    // 11.57 → 9.59, 2×64 32×64 → 64×128 13.19 → 12.45, 4×32 32×64 → 64×128 17.33 → 17.33,
+    // 2×128 64×128 → 80×128 18.08 → 14.40, 4×64 64×128 → 32×128 18.90 → 19.61. In sum 268.3 →
+    // 237.9 µs (−11.3 %).
     let arch = fp8gemm::codeobj::Arch::Gfx942;
     let shapes = [(1u32, 64u32), (2, 64), (4, 32), (8, 16), (2, 128), (4, 64), (1, 1024), (2, 512), (4, 256)];
     let big = ((64, 128), 1);
