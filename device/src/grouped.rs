@@ -15,9 +15,7 @@
 //!   its entry equals the block's group, so the −1 padding rows at the end of a group's last
 //!   aligned block are computed (with that group's weights) but **left untouched** in D.
 //! * **Masked** (`m_grouped_fp8_gemm_nt_masked_bm*_bn*`): the grid is `groups × ⌈m_max/BM⌉ ×
-//!   ⌈n/BN⌉` tiles (groups outermost, M fastest inside a group; each N column of each group
-//!   whole to one XCD, the columns round-robin over the XCDs, [`crate::tile::masked_xcd_order`],
-//!   so the working tiles spread evenly over the XCDs whatever the counts). The
+//!   ⌈n/BN⌉` tiles (XCD remap over all of them; groups outermost, M fastest inside a group). The
 //!   workgroup reads `masked_m[g]` (scalar load) and clamps it to `0..=m_max` (negative → 0, so a
 //!   garbage count can neither skip the clamp nor reach past the group's slice); a tile starting
 //!   at or past that count returns. Otherwise the A, SFA and D resources cover exactly the
@@ -364,9 +362,7 @@ pub(crate) mod imp {
         if pid >= grid {
             return;
         }
-        // Each N column of each group whole to one XCD, the columns round-robin over the XCDs:
-        // the working tiles spread evenly whatever the counts (tile::masked_xcd_order).
-        let id = tile::masked_xcd_order(pid, tiles_m, grid / tiles_m, NUM_XCDS);
+        let id = tile::xcd_remap(pid, grid, NUM_XCDS);
         let (g, tm, tn) = tile::masked_tile_coords(id, tiles_m_nz, per_group_nz);
         let (m0, n0) = (tm * bm, tn * bn);
 
@@ -433,11 +429,8 @@ pub(crate) mod imp {
         if pid >= grid {
             return;
         }
-        // Split fastest (neighbouring logical ids, one XCD), as the dense split-K grid; each N
-        // column of each group (its row tiles' pieces) whole to one XCD, the columns round-robin
-        // over the XCDs (tile::masked_xcd_order).
-        let len = tiles_m * splits.get();
-        let id = tile::masked_xcd_order(pid, len, grid / len, NUM_XCDS);
+        // Split fastest (neighbouring logical ids, one XCD), as the dense split-K grid.
+        let id = tile::xcd_remap(pid, grid, NUM_XCDS);
         let (t, j) = (id / splits, id % splits);
         let (g, tm, tn) = tile::masked_tile_coords(t, tiles_m_nz, per_group_nz);
         let (m0, n0) = (tm * bm, tn * bn);

@@ -119,14 +119,6 @@ pub enum Remap {
         /// Number of XCDs.
         xcds: u32,
     },
-    /// The masked layout's: workgroup `p` is dealt to XCD `p mod xcds`; each N column of each
-    /// group (its row tiles, and their split pieces) goes whole to one XCD, the columns
-    /// round-robin over the XCDs ([`fp8gemm_device::tile::masked_xcd_order`]), so the working
-    /// tiles spread evenly whatever the group counts.
-    Columns {
-        /// Number of XCDs.
-        xcds: u32,
-    },
 }
 
 /// A chosen kernel and its launch geometry.
@@ -201,14 +193,11 @@ impl GemmConfig {
 
 impl fmt::Display for GemmConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let remap = match self.remap {
-            Remap::Xcd { xcds } => format!("XCD remap over {xcds}"),
-            Remap::Columns { xcds } => format!("columns round-robin over {xcds} XCDs"),
-        };
+        let Remap::Xcd { xcds } = self.remap;
         write!(
             f,
-            "{} on {}: block {}x{}x{}, {} threads, {} B LDS, grid {} ({remap})",
-            self.kernel, self.arch, self.block_m, self.block_n, self.block_k, self.workgroup_size, self.lds_bytes, self.grid
+            "{} on {}: block {}x{}x{}, {} threads, {} B LDS, grid {} (XCD remap over {})",
+            self.kernel, self.arch, self.block_m, self.block_n, self.block_k, self.workgroup_size, self.lds_bytes, self.grid, xcds
         )?;
         if self.splits > 1 {
             write!(f, ", split-K {} ({} workspace floats)", self.splits, self.workspace_floats())?;
