@@ -73,11 +73,12 @@
 //! features are the grouped launch's own ([`Features::of_tiles`]): its *working* tiles (a
 //! contiguous layout's expected all-padding tiles and a masked layout's tiles past
 //! `expected_m` return at once; a masked launch's are counted on its busiest XCD, which with
-//! few groups holds the largest count: [`masked_busiest_xcd`]), its K blocks per tile, the workgroups that share each group's
-//! B tile (one group's row tiles: the first reads it cold), the unique bytes it moves through
-//! HBM (the rows of A and D in use and every active group's B once; f32 C and D for k-grouped),
-//! and over the busiest XCD's fabric link its tiles' B once per sharing group of tiles and its
-//! share of A (the kernels' XCD remap gives each XCD a contiguous run of tiles).
+//! few groups holds the largest count: [`masked_busiest_xcd`]), its K blocks per tile, the
+//! workgroups that share each group's B tile (one group's row tiles: the first reads it cold),
+//! the unique bytes it moves through HBM (the rows of A and D in use and every active group's
+//! B once; f32 C and D for k-grouped), and over the busiest XCD's fabric link its tiles' B once
+//! per sharing group of tiles and its share of A (the kernels' XCD remap gives each XCD a
+//! contiguous run of tiles).
 //! Estimates that the memory term bounds alike are ranked unsplit first, then by their
 //! compute term. No time constant is typed by hand.
 
@@ -1196,20 +1197,24 @@ fn mean_busiest(b: &BusiestXcd, s: u32) -> f64 {
 }
 
 /// The working workgroups of a masked grid's busiest XCD in each draw of the row counts, for
-/// every split count `1 ..= MAX_SPLITS` (entry 0 unused): `groups` groups of `tiles_m × n_tiles` tiles of `bm`
-/// rows, ids dealt as the kernels deal them (logical id = [`tile::xcd_remap`] of the
-/// workgroup id, so XCD `x` runs a contiguous run of logical ids; groups outermost, inside a
-/// group M fastest, [`tile::masked_tile_coords`]; a split grid's `s` pieces of a tile on
-/// neighbouring ids). A tile works when its first row is below its group's count. The counts
-/// live on the device: they are drawn uniform over `expected − h .. expected + h` (`h` the
-/// capacity's headroom over `expected`, at most `expected`; half-open, as DeepGEMM's tests draw
-/// `⌊expected · U[0.7, 1.3)⌋` under a capacity of `⌈1.3 · expected⌉`), [`MASKED_DRAWS`] times from a fixed seed, so the
-/// estimate is deterministic; the planner averages its estimate over the draws
-/// ([`grouped_estimate`]): the time is a step in the busiest XCD's rounds, so the mean of the
-/// times, not the time of the mean count. Each XCD's dispatcher hands its workgroups round-robin to its
-/// CUs and refills a slot as soon as a tile past its count returns, so the launch lasts as
-/// long as the busiest XCD's working workgroups take on its CUs: with few groups (a group
-/// spans several XCDs) that XCD is the one holding the largest count, not the average.
+/// every split count `1 ..= MAX_SPLITS` (entry 0 unused): `groups` groups of `tiles_m ×
+/// n_tiles` tiles of `bm` rows, ids dealt as the kernels deal them (logical id =
+/// [`tile::xcd_remap`] of the workgroup id, so XCD `x` runs a contiguous run of logical ids;
+/// groups outermost, inside a group M fastest, [`tile::masked_tile_coords`]; a split grid's
+/// `s` pieces of a tile on neighbouring ids). A tile works when its first row is below its
+/// group's count.
+///
+/// The counts live on the device: they are drawn uniform over `expected − h .. expected + h`
+/// (`h` the capacity's headroom over `expected`, at most `expected`; half-open, as DeepGEMM's
+/// tests draw `⌊expected · U[0.7, 1.3)⌋` under a capacity of `⌈1.3 · expected⌉`),
+/// [`MASKED_DRAWS`] times from a fixed seed, so the estimate is deterministic. The planner
+/// averages its estimate over the draws ([`grouped_estimate`]): the time is a step in the
+/// busiest XCD's rounds, so the mean of the times, not the time of the mean count.
+///
+/// Each XCD's dispatcher hands its workgroups round-robin to its CUs and refills a slot as soon
+/// as a tile past its count returns, so the launch lasts as long as the busiest XCD's working
+/// workgroups take on its CUs: with few groups (a group spans several XCDs) that XCD is the one
+/// holding the largest count, not the average.
 fn masked_busiest_xcd(groups: u64, tiles_m: u64, n_tiles: u64, bm: u64, expected: u64, m_max: u64) -> BusiestXcd {
     let mut out: BusiestXcd = Box::new([[0; MASKED_DRAWS]; MAX_SPLITS as usize + 1]);
     let per_group = tiles_m * n_tiles;
@@ -1335,9 +1340,8 @@ pub fn grouped_features(e: &KernelEntry, desc: &GemmDesc, splits: u32) -> Featur
 /// `1/XCDs` of A (one row tile's rows more where its run starts mid-row).
 ///
 /// A masked grid's working tiles are counted as if every XCD had its busiest XCD's
-/// ([`GroupedWork::busiest_xcd`]): [`Features::of_tiles`] deals jobs evenly, and the busiest
-/// XCD is what the launch waits for.
-/// A masked launch's features take the mean of the draws' busiest XCDs.
+/// ([`GroupedWork::busiest_xcd`], here the mean over the draws of the counts):
+/// [`Features::of_tiles`] deals jobs evenly, and the busiest XCD is what the launch waits for.
 fn work_features(e: &KernelEntry, w: &GroupedWork, splits: u32, arch: Arch, cus: u32) -> Features {
     work_features_at(e, w, splits, arch, cus, w.busiest_xcd.as_ref().map(|b| mean_busiest(b, splits)))
 }
@@ -2021,7 +2025,7 @@ mod tests {
         }
         // DeepSeek-V3's gate·up over 4 groups of ~256 rows (capacity 333): 6 row tiles of 64
         // per column, 32 columns, 96 ids per XCD inside one group. A group needs 3 to 6 row
-        // tiles (counts 179 … 333); the busiest XCD holds the largest count of the four, so
+        // tiles (counts 179 … 332); the busiest XCD holds the largest count of the four, so
         // it runs at least 16 · 5 working tiles in most draws, above the even share.
         let b = masked_busiest_xcd(4, 6, 32, 64, 256, 333);
         let even = 4.0 * 32.0 * (179..=333).map(|c: u64| c.div_ceil(64) as f64).sum::<f64>() / 155.0 / 8.0;
