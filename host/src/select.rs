@@ -1178,27 +1178,22 @@ struct GroupedWork {
     /// Unique bytes of A (the rows in use), of which the busiest XCD's fabric link moves its
     /// share, however many of its tiles read each row ([`work_features`]).
     a_bytes: f64,
-    /// A masked grid's busiest XCD ([`masked_busiest_xcd`]): per split count, the working
-    /// workgroups of the XCD that gets the most, in each draw of the counts; `None` where the
-    /// working tiles spread evenly over the XCDs.
-    busiest_xcd: Option<BusiestXcd>,
+    /// A masked grid's draws of its row counts ([`MaskedDraws`]), from which the busiest XCD
+    /// of each split count follows; `None` where the working tiles spread evenly over the XCDs.
+    busiest_xcd: Option<MaskedDraws>,
 }
 
 /// Draws of the row counts [`masked_busiest_xcd`] takes.
 const MASKED_DRAWS: usize = 32;
 
-/// Per split count `s` (entry `s`, 1 ..= [`MAX_SPLITS`]; entry 0 unused), the busiest XCD's
-/// working workgroups in each of [`MASKED_DRAWS`] draws of a masked layout's row counts.
-type BusiestXcd = Box<[[u32; MASKED_DRAWS]; MAX_SPLITS as usize + 1]>;
-
-/// The mean over the draws of `b`'s entry for split count `s`.
-fn mean_busiest(b: &BusiestXcd, s: u32) -> f64 {
-    b[s.clamp(1, MAX_SPLITS) as usize].iter().map(|&x| f64::from(x)).sum::<f64>() / MASKED_DRAWS as f64
+/// The mean over the draws of the busiest XCD's working workgroups at split count `s`.
+fn mean_busiest(b: &MaskedDraws, s: u32) -> f64 {
+    b.busiest(s).iter().map(|&x| f64::from(x)).sum::<f64>() / MASKED_DRAWS as f64
 }
 
-/// The working workgroups of a masked grid's busiest XCD in each draw of the row counts, for
-/// every split count `1 ..= MAX_SPLITS` (entry 0 unused): `groups` groups of `tiles_m ×
-/// n_tiles` tiles of `bm` rows, ids dealt as the kernels deal them (logical id =
+/// A masked layout's row counts in [`MASKED_DRAWS`] draws, from which [`MaskedDraws::busiest`]
+/// gives the working workgroups of the grid's busiest XCD in each draw, for any split count:
+/// `groups` groups of `tiles_m × n_tiles` tiles of `bm` rows, ids dealt as the kernels deal them (logical id =
 /// [`tile::xcd_remap`] of the workgroup id, so XCD `x` runs a contiguous run of logical ids;
 /// groups outermost, inside a group M fastest, [`tile::masked_tile_coords`]; a split grid's
 /// `s` pieces of a tile on neighbouring ids). A tile works when its first row is below its
@@ -1215,13 +1210,18 @@ fn mean_busiest(b: &BusiestXcd, s: u32) -> f64 {
 /// as a tile past its count returns, so the launch lasts as long as the busiest XCD's working
 /// workgroups take on its CUs: with few groups (a group spans several XCDs) that XCD is the one
 /// holding the largest count, not the average.
-fn masked_busiest_xcd(groups: u64, tiles_m: u64, n_tiles: u64, bm: u64, expected: u64, m_max: u64) -> BusiestXcd {
-    let mut out: BusiestXcd = Box::new([[0; MASKED_DRAWS]; MAX_SPLITS as usize + 1]);
-    let per_group = tiles_m * n_tiles;
-    if groups == 0 || per_group == 0 {
-        return out;
-    }
-    let xcds = u64::from(tile::NUM_XCDS);
+#[derive(Clone, Debug, PartialEq)]
+struct MaskedDraws {
+    groups: u64,
+    tiles_m: u64,
+    n_tiles: u64,
+    /// Per draw (draw-major), the working tiles of groups `0 .. g`, for `g` in `0 ..= groups`.
+    prefix: Vec<u64>,
+}
+
+/// [`MaskedDraws`] of `groups` groups of `tiles_m × n_tiles` tiles of `bm` rows, counts around
+/// `expected` under the capacity `m_max` (see [`MaskedDraws::busiest`]).
+fn masked_busiest_xcd(groups: u64, tiles_m: u64, n_tiles: u64, bm: u64, expected: u64, m_max: u64) -> MaskedDraws {
     let h = m_max.saturating_sub(expected).min(expected);
     let (lo, span) = (expected - h, (2 * h).max(1));
     // SplitMix64: a fixed, portable sequence.
@@ -1234,25 +1234,43 @@ fn masked_busiest_xcd(groups: u64, tiles_m: u64, n_tiles: u64, bm: u64, expected
         z ^ (z >> 31)
     };
     let groups_us = usize::try_from(groups).unwrap_or(usize::MAX);
-    let (mut rows, mut prefix) = (vec![0u64; groups_us], vec![0u64; groups_us + 1]);
-    for draw in 0..MASKED_DRAWS {
-        for g in 0..groups_us {
-            let c = lo + next() % span;
-            rows[g] = c.div_ceil(bm).min(tiles_m);
-            prefix[g + 1] = prefix[g] + rows[g] * n_tiles;
+    let mut prefix = Vec::with_capacity(MASKED_DRAWS * (groups_us + 1));
+    for _ in 0..MASKED_DRAWS {
+        let mut sum = 0;
+        prefix.push(sum);
+        for _ in 0..groups_us {
+            sum += (lo + next() % span).div_ceil(bm).min(tiles_m) * n_tiles;
+            prefix.push(sum);
         }
-        // Working tiles among logical tile ids `0 .. t`.
-        let below = |t: u64| -> u64 {
-            let g = t / per_group;
-            if g >= groups {
-                return prefix[groups_us];
-            }
-            let (local, w) = (t % per_group, rows[g as usize]);
-            prefix[g as usize] + (local / tiles_m) * w + (local % tiles_m).min(w)
-        };
-        for s in 1..=u64::from(MAX_SPLITS) {
-            let grid = groups * per_group * s;
-            let (q, r) = (grid / xcds, grid % xcds);
+    }
+    MaskedDraws { groups, tiles_m, n_tiles, prefix }
+}
+
+impl MaskedDraws {
+    /// The busiest XCD's working workgroups in each draw, the grid split `s` ways (clamped to
+    /// `1 ..= MAX_SPLITS`); computed for the split counts a planner asks for only.
+    fn busiest(&self, s: u32) -> [u32; MASKED_DRAWS] {
+        let mut out = [0; MASKED_DRAWS];
+        let (groups, tiles_m) = (self.groups, self.tiles_m);
+        let per_group = tiles_m * self.n_tiles;
+        if groups == 0 || per_group == 0 {
+            return out;
+        }
+        let (xcds, s) = (u64::from(tile::NUM_XCDS), u64::from(s.clamp(1, MAX_SPLITS)));
+        let grid = groups * per_group * s;
+        let (q, r) = (grid / xcds, grid % xcds);
+        let stride = usize::try_from(groups).unwrap_or(usize::MAX) + 1;
+        for (draw, busy) in out.iter_mut().enumerate() {
+            let prefix = &self.prefix[draw * stride..(draw + 1) * stride];
+            // Working tiles among logical tile ids `0 .. t`.
+            let below = |t: u64| -> u64 {
+                let g = t / per_group;
+                if g >= groups {
+                    return prefix[stride - 1];
+                }
+                let (local, w) = (t % per_group, (prefix[g as usize + 1] - prefix[g as usize]) / self.n_tiles);
+                prefix[g as usize] + (local / tiles_m) * w + (local % tiles_m).min(w)
+            };
             // Working ids among `a .. b` of the split grid (id / s is the tile).
             let working = |a: u64, b: u64| -> u64 {
                 if a >= b {
@@ -1265,14 +1283,14 @@ fn masked_busiest_xcd(groups: u64, tiles_m: u64, n_tiles: u64, bm: u64, expected
                 }
                 (s - a % s) * works(ta) + s * (below(tb) - below(ta + 1)) + (b - tb * s) * works(tb)
             };
-            let busiest = (0..xcds).map(|x| {
+            let most = (0..xcds).map(|x| {
                 let start = x * q + x.min(r);
                 working(start, start + q + u64::from(x < r))
             });
-            out[s as usize][draw] = u32::try_from(busiest.max().unwrap_or(0)).unwrap_or(u32::MAX);
+            *busy = u32::try_from(most.max().unwrap_or(0)).unwrap_or(u32::MAX);
         }
+        out
     }
-    out
 }
 
 /// The [`GroupedWork`] of kernel `e` on the m-grouped problem `desc`:
@@ -1389,7 +1407,7 @@ fn grouped_estimate(model: &CostModel, e: &KernelEntry, w: &GroupedWork, splits:
     let Some(b) = &w.busiest_xcd else { return model.estimate_with(&c, &work_features(e, w, splits, arch, cus)) };
     // A masked launch: the mean over the draws of the counts of each draw's estimate (equal
     // busiest XCDs estimated once).
-    let mut draws = b[splits.clamp(1, MAX_SPLITS) as usize];
+    let mut draws = b.busiest(splits);
     draws.sort_unstable();
     let (mut total, mut compute) = (0.0, 0.0);
     for run in draws.chunk_by(|x, y| x == y) {
@@ -2021,7 +2039,7 @@ mod tests {
         // even share of the ids, split or not.
         let full = masked_busiest_xcd(8, 2, 4, 64, 100, 100);
         for s in 1..=MAX_SPLITS {
-            assert!(full[s as usize].iter().all(|&b| b == 8 * 2 * 4 * s / 8), "split {s}: {:?}", full[s as usize]);
+            assert!(full.busiest(s).iter().all(|&b| b == 8 * 2 * 4 * s / 8), "split {s}: {:?}", full.busiest(s));
         }
         // DeepSeek-V3's gate·up over 4 groups of ~256 rows (capacity 333): 6 row tiles of 64
         // per column, 32 columns, 96 ids per XCD inside one group. A group needs 3 to 6 row
@@ -2032,13 +2050,14 @@ mod tests {
         let mean = mean_busiest(&b, 1);
         assert!(mean > even + 8.0 && mean >= 80.0 && mean <= 96.0, "busiest {mean} vs even {even}");
         // Every draw holds whole columns of 16 working tiles (3 to 6 per column).
-        assert!(b[1].iter().all(|&x| x % 16 == 0 && (48..=96).contains(&x)), "{:?}", b[1]);
+        let (b1, b3) = (b.busiest(1), b.busiest(3));
+        assert!(b1.iter().all(|&x| x % 16 == 0 && (48..=96).contains(&x)), "{b1:?}");
         // Split in 3: the same tiles, three ids each, draw by draw.
-        assert!(b[1].iter().zip(b[3]).all(|(&x, y)| y.abs_diff(3 * x) <= 3), "{:?} vs {:?}", b[1], b[3]);
+        assert!(b1.iter().zip(b3).all(|(&x, y)| y.abs_diff(3 * x) <= 3), "{b1:?} vs {b3:?}");
         // Many small groups average out on each XCD: 64 groups of ~4 rows in 32-row tiles
         // (one row tile per group, every one working): every XCD has its even share.
         let many = masked_busiest_xcd(64, 1, 32, 32, 4, 6);
-        assert!(many[1].iter().all(|&x| x == 64 * 32 / 8), "{:?}", many[1]);
+        assert!(many.busiest(1).iter().all(|&x| x == 64 * 32 / 8), "{:?}", many.busiest(1));
         // The features of the 64×128 pipelined kernel on that 4×256 layout: the busiest CU
         // runs ⌈busiest/38⌉ ≥ 3 tiles, two batches at two per CU, where the even share (about
         // 72 tiles per XCD) fits one.
@@ -2053,7 +2072,7 @@ mod tests {
         let model = CostModel::for_arch(arch).expect("embedded model");
         let w = grouped_work(e, &desc);
         let c = model.cost_of(e).expect("coefficients");
-        let draws = &w.busiest_xcd.as_ref().expect("a masked grid")[1];
+        let draws = w.busiest_xcd.as_ref().expect("a masked grid").busiest(1);
         let mean: f64 =
             draws.iter().map(|&b| model.estimate_with(&c, &work_features_at(e, &w, 1, arch, 304, Some(f64::from(b)))).0).sum::<f64>() / MASKED_DRAWS as f64;
         let (est, _) = grouped_estimate(model, e, &w, 1, arch, 304);
