@@ -74,10 +74,7 @@ impl Problem {
                 GemmDesc::m_grouped_contiguous((groups * rows) as u32, n as u32, k as u32, groups as u32, a)
             }
             Problem::Masked { groups, rows, n, k } => GemmDesc::m_grouped_masked(rows as u32, n as u32, k as u32, groups as u32, rows as u32, a),
-            Problem::MaskedSpread { groups, expected, n, k, .. } => {
-                let m_max = crate::operands::masked_capacity(expected) as u32;
-                GemmDesc::m_grouped_masked(m_max, n as u32, k as u32, groups as u32, expected as u32, a)
-            }
+            Problem::MaskedSpread { groups, expected, n, k, .. } => crate::operands::masked_spread_desc(groups as u32, expected as u32, n as u32, k as u32, a),
         }
     }
 }

@@ -103,8 +103,7 @@ pub fn run_grouped(
     let mut descs = Vec::new();
     for &(n, k, src) in &GROUPED_PAIRS {
         for &(g, m) in &GROUPED_MASKED {
-            let cap = crate::operands::masked_capacity(m as usize) as u32;
-            descs.push((GemmDesc::m_grouped_masked(cap, n, k, g, m, arch).with_cus(cus), src));
+            descs.push((crate::operands::masked_spread_desc(g, m, n, k, arch).with_cus(cus), src));
         }
         for &(g, r) in GROUPED_CONTIGUOUS.iter().filter(|_| masked_seed.is_none()) {
             descs.push((GemmDesc::m_grouped_contiguous(g * r, n, k, g, arch).with_cus(cus), src));

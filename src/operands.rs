@@ -36,6 +36,13 @@ pub fn masked_capacity(expected: usize) -> usize {
     (expected * 13).div_ceil(10).max(1)
 }
 
+/// The problem description of a [`Problem::MaskedSpread`] layout: `groups` groups of `n × k`
+/// weights, `expected_m` = `expected`, `m_max` its [`masked_capacity`].
+pub fn masked_spread_desc(groups: u32, expected: u32, n: u32, k: u32, arch: Arch) -> fp8gemm::config::GemmDesc {
+    let m_max = u32::try_from(masked_capacity(expected as usize)).unwrap_or(u32::MAX);
+    fp8gemm::config::GemmDesc::m_grouped_masked(m_max, n, k, groups, expected, arch)
+}
+
 /// The row count of group `g` of a [`Problem::MaskedSpread`] layout: `expected` scaled by
 /// `0.7 + 0.6 · frac(0.618… · (g + 1))` (a low-discrepancy spread over 0.7 … 1.3, mean 1),
 /// rounded, at most the capacity.

@@ -329,8 +329,7 @@ fn l2_scales(ctx: &Context, machine: &Machine, e: &'static KernelEntry, arch: Ar
             GemmDesc { cus, ..GemmDesc::m_grouped_contiguous(m, n, k, 4, arch) }
         } else if e.problem == Problem::MGroupedMasked {
             // 4 groups expected at one row tile each.
-            let cap = crate::operands::masked_capacity(e.block_m as usize) as u32;
-            GemmDesc { cus, ..GemmDesc::m_grouped_masked(cap, n, k, 4, e.block_m, arch) }
+            GemmDesc { cus, ..crate::operands::masked_spread_desc(4, e.block_m, n, k, arch) }
         } else if e.problem == Problem::KGrouped {
             // One group of `m × n` outputs over K tokens.
             GemmDesc::dense(m, n, k, arch).with_cus(cus)
@@ -430,8 +429,7 @@ fn draw_grouped(rng: &mut StdRng, e: &'static KernelEntry, arch: Arch, cus: u32,
     let g = log_uniform(rng, 1.0, 256.0).round().max(1.0) as u32;
     let r = (log_uniform(rng, 1.0, 1024.0).round() as u32).max(1);
     let desc = if e.problem == Problem::MGroupedMasked {
-        let cap = crate::operands::masked_capacity(r as usize) as u32;
-        GemmDesc { cus, ..GemmDesc::m_grouped_masked(cap, n, nkb * 128, g, r, arch) }
+        GemmDesc { cus, ..crate::operands::masked_spread_desc(g, r, n, nkb * 128, arch) }
     } else {
         let align = fp8gemm_device::tile::M_ALIGNMENT_CONTIGUOUS;
         GemmDesc { cus, ..GemmDesc::m_grouped_contiguous(g.checked_mul(r.div_ceil(align) * align)?, n, nkb * 128, g, arch) }
@@ -519,8 +517,7 @@ fn parse_samples(path: &Path) -> Result<Vec<Timed>, String> {
 pub fn plan_of(t: &Timed, arch: Arch, cus: u32) -> Option<(GemmDesc, Plan)> {
     let e = registry::by_name(t.kernel)?;
     let desc = if e.problem == Problem::MGroupedMasked {
-        let cap = crate::operands::masked_capacity(t.m as usize) as u32;
-        GemmDesc { cus, ..GemmDesc::m_grouped_masked(cap, t.n, t.k, t.groups.max(1), t.m, arch) }
+        GemmDesc { cus, ..crate::operands::masked_spread_desc(t.groups.max(1), t.m, t.n, t.k, arch) }
     } else if e.problem == Problem::KGrouped {
         GemmDesc { groups: t.groups.max(1), ..GemmDesc::dense(t.m, t.n, t.k, arch).with_cus(cus) }
     } else if t.groups > 0 {
