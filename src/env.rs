@@ -8,6 +8,7 @@
 //! | `FP8GEMM_FORCE_TILE=BMxBN` | [`Overrides::tile`] |
 //! | `FP8GEMM_FORCE_SPLIT=S` | [`Overrides::split`] |
 //! | `FP8GEMM_FORCE_STREAMK=G` or `G/DP` | [`Overrides::stream_k`] |
+//! | `FP8GEMM_FORCE_ORDER=runs` or `columns` | [`Overrides::remap`] (a masked grid's order) |
 //! | `FP8GEMM_PRINT_CONFIGS=1` / `2` | [`config::set_print_configs`] |
 //! | `FP8GEMM_PRESHUFFLED=1` | the demos' and `compare`'s weights in the pre-shuffled layout ([`Env::preshuffled`]) |
 //! | `AMDGPU_EMU_MACHINE_OVERRIDES=…` | parameters replaced in the timing model's machine ([`Env::machine_overrides`]) |
@@ -69,6 +70,15 @@ fn overrides() -> Result<Overrides, String> {
     })?;
     if let Some((g, dp)) = sk {
         o = o.with_stream_k(g, dp);
+    }
+    let xcds = fp8gemm_device::tile::NUM_XCDS;
+    let order = parse("FP8GEMM_FORCE_ORDER", "runs or columns", |v| match v {
+        "runs" => Some(config::Remap::Xcd { xcds }),
+        "columns" => Some(config::Remap::Columns { xcds }),
+        _ => None,
+    })?;
+    if let Some(r) = order {
+        o = o.with_remap(r);
     }
     Ok(o)
 }

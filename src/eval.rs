@@ -152,7 +152,7 @@ pub fn run_grouped(
         let plan_us = time_masked(&ctx, &machine, &plan, &desc, masked_seed)? * 1e6;
         let (mut best, mut best_us) = (plan.label(), plan_us);
         for c in select::grouped_candidates(&desc, layout) {
-            if std::ptr::eq(c.kernel, plan.kernel) && c.splits == plan.splits {
+            if std::ptr::eq(c.kernel, plan.kernel) && c.splits == plan.splits && c.remap == plan.remap {
                 continue;
             }
             let t = time_masked(&ctx, &machine, &c, &desc, masked_seed)? * 1e6;

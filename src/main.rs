@@ -317,6 +317,11 @@ enum Command {
         /// With `--cost`: the range of K blocks (K / 128) the draws take, log-uniform: `LO,HI`.
         #[arg(long, value_delimiter = ',', default_values_t = [2, 64])]
         k_blocks: Vec<u32>,
+        /// With `--cost`: judge the fit out of sample: `k=V` fits on the samples with K below V
+        /// and reports (and writes) the fit with its error on those with K ≥ V, `n=V` the same
+        /// by N, `m=V` by M (the split is by shape family, decided before fitting).
+        #[arg(long)]
+        judge: Option<String>,
         /// With `--cost`: only kernels whose symbol contains one of these (comma-separated; new
         /// registry rows), fitted
         /// at the shipped model's bandwidth and merged into it.
@@ -451,12 +456,13 @@ fn run(cli: Cli) -> Result<(), String> {
             check_dense_sizes(m, n, k)?;
             gemm::bench_dense(m, n, k, iters)
         }
-        Command::Tune { machine, out, samples, max_blocks, samples_out, from_samples, retime, only, seed, k_blocks, cost: _ } => {
+        Command::Tune { machine, out, samples, max_blocks, samples_out, from_samples, retime, only, seed, k_blocks, judge, cost: _ } => {
             let k_blocks = match k_blocks[..] {
                 [lo, hi] if 1 <= lo && lo <= hi => (lo, hi),
                 _ => return Err(format!("--k-blocks: expected LO,HI with 1 ≤ LO ≤ HI, got {k_blocks:?}")),
             };
-            tune_cost::run(tune_cost::CostArgs { machine, samples, max_blocks, out, samples_out, from_samples, retime, only, seed, k_blocks })
+            let judge = judge.map(|j| tune_cost::Judge::parse(&j)).transpose()?;
+            tune_cost::run(tune_cost::CostArgs { machine, samples, max_blocks, out, samples_out, from_samples, retime, only, seed, k_blocks, judge })
         }
         Command::Eval { machine, layout, prune, max_blocks, pairs, ms, csv, plot, no_cliff, shapes, verbose, estimates, grouped, masked_seed, groups } => {
             let shapes = shapes

@@ -61,6 +61,44 @@ pub struct CostArgs {
     pub seed: u64,
     /// The K blocks (K / 128) the draws take, log-uniform between the two.
     pub k_blocks: (u32, u32),
+    /// Fit on one side of a shape split, judge on the other (`--judge`).
+    pub judge: Option<Judge>,
+}
+
+/// A split of the samples by shape family (`tune --judge dim=V`): the fit uses the samples
+/// whose dimension is below `at`, the report judges it on the rest.
+#[derive(Clone, Copy, Debug)]
+pub struct Judge {
+    /// Which dimension: `'m'`, `'n'` or `'k'`.
+    pub dim: char,
+    /// The first value of the judged side.
+    pub at: u32,
+}
+
+impl Judge {
+    /// Parses `k=V`, `n=V` or `m=V`.
+    pub fn parse(s: &str) -> Result<Judge, String> {
+        let bad = || format!("--judge: expected m=V, n=V or k=V with V a positive integer, got `{s}`");
+        let (d, v) = s.split_once('=').ok_or_else(bad)?;
+        let dim = match d.trim() {
+            "m" => 'm',
+            "n" => 'n',
+            "k" => 'k',
+            _ => return Err(bad()),
+        };
+        let at = v.trim().parse::<u32>().ok().filter(|&v| v > 0).ok_or_else(bad)?;
+        Ok(Judge { dim, at })
+    }
+
+    /// Whether `t` is on the judged side.
+    fn judged(&self, t: &Timed) -> bool {
+        let v = match self.dim {
+            'm' => t.m,
+            'n' => t.n,
+            _ => t.k,
+        };
+        v >= self.at
+    }
 }
 
 /// One timed launch.
@@ -197,7 +235,7 @@ fn launch_grouped(ctx: &Context, stream: &mut Stream, plan: &Plan, desc: &GemmDe
         OpProblem::ContiguousPadded { groups: g, rows: desc.m as usize / g, n, k }
     };
     let mut ops = Operands::with_layout(ctx, problem, kernel.weights).map_err(e)?;
-    let mut o = Overrides::NONE.with_tile(kernel.block_m, kernel.block_n).with_split(plan.splits);
+    let mut o = Overrides::NONE.with_tile(kernel.block_m, kernel.block_n).with_split(plan.splits).with_remap(plan.remap);
     if kernel.weights == fp8gemm::WeightLayout::Preshuffled {
         o = o.with_bs_pipelined(kernel.pipelined());
     }
@@ -206,8 +244,16 @@ fn launch_grouped(ctx: &Context, stream: &mut Stream, plan: &Plan, desc: &GemmDe
     let run = ops.launch(stream);
     emu::set_timing(None);
     let cfg = run.map_err(e)?.config.ok_or("nothing was launched")?;
-    if cfg.kernel != kernel.name() || cfg.grid != plan.grid {
-        return Err(format!("the m-grouped entry point ran {} (grid {}) where {} (grid {}) was asked for", cfg.kernel, cfg.grid, plan.label(), plan.grid));
+    if cfg.kernel != kernel.name() || cfg.grid != plan.grid || cfg.remap != plan.remap {
+        return Err(format!(
+            "the m-grouped entry point ran {} (grid {}, {:?}) where {} (grid {}, {:?}) was asked for",
+            cfg.kernel,
+            cfg.grid,
+            cfg.remap,
+            plan.label(),
+            plan.grid,
+            plan.remap
+        ));
     }
     Ok(())
 }
@@ -610,6 +656,13 @@ pub fn run(a: CostArgs) -> Result<(), String> {
             scales.insert(e.name(), x);
         }
     }
+    let (samples, judged): (Vec<Resolved>, Vec<Resolved>) = match a.judge {
+        Some(j) => samples.into_iter().partition(|r| !j.judged(&r.t)),
+        None => (samples, Vec::new()),
+    };
+    if a.judge.is_some() && (samples.is_empty() || judged.is_empty()) {
+        return Err(format!("--judge: the split leaves {} samples to fit and {} to judge; both sides need samples", samples.len(), judged.len()));
+    }
     let model = match &a.only {
         // One kernel (a new registry row): fitted at the shipped model's bandwidth and merged
         // into it.
@@ -622,6 +675,10 @@ pub fn run(a: CostArgs) -> Result<(), String> {
         None => fit(&samples, &scales, &machine, arch)?,
     };
     report(&samples, &model);
+    if let Some(j) = a.judge {
+        println!("out of sample: the {} samples with {} ≥ {} (not fitted on)", judged.len(), j.dim, j.at);
+        report(&judged, &model);
+    }
     let merged = a.only.as_ref().map_or(String::new(), |o| format!(" (kernels matching `--only {o}`, merged into the shipped model)"));
     let header = format!(
         "fp8gemm selector cost model for {}, written by `fp8gemm tune --cost --machine {}` from {} launches{merged} timed by the\n\
@@ -781,6 +838,18 @@ fn report(samples: &[Resolved], model: &CostModel) {
             100.0 * abs[abs.len() / 2],
             100.0 * abs[abs.len() - 1],
             100.0 * e[e.len() / 2]
+        );
+    }
+    let mut all: Vec<f64> = samples.iter().map(|r| r.ratio(model) - 1.0).collect();
+    if !all.is_empty() {
+        let mean = all.iter().sum::<f64>() / all.len() as f64;
+        all.sort_by(|a, b| a.abs().total_cmp(&b.abs()));
+        println!(
+            "all {} samples: median |e| {:.1}%, 90th percentile |e| {:.1}%, mean e (bias) {:+.1}%",
+            all.len(),
+            100.0 * all[all.len() / 2].abs(),
+            100.0 * all[(all.len() * 9 / 10).min(all.len() - 1)].abs(),
+            100.0 * mean
         );
     }
 }

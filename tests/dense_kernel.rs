@@ -667,6 +667,8 @@ fn masked_args(m_max: usize, n: usize, k: usize, groups: usize) -> impl Fn(u64, 
             n: n as u32,
             k: k as u32,
             groups: groups as u32,
+            order: fp8gemm_device::args::MASKED_ORDER_RUNS,
+            reserved: 0,
         }
         .as_bytes()
         .to_vec()

@@ -246,7 +246,8 @@ pub struct MGroupedContiguousArgs {
 /// the [`DenseGemmArgs`] ones for `m = m_max`, and `A`, `D` and each group of `B` below
 /// [`crate::tile::MAX_TENSOR_BYTES`] (a group of `B` is addressed from its own 64-bit base).
 /// The grid is 1-D with `groups·⌈m_max/BM⌉·⌈n/BN⌉` workgroups;
-/// tiles past their group's row count return after one scalar load.
+/// tiles past their group's row count return after one scalar load. `order` deals the tiles to
+/// the XCDs ([`MASKED_ORDER_RUNS`], [`MASKED_ORDER_COLUMNS`]).
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct MGroupedMaskedArgs {
@@ -270,7 +271,24 @@ pub struct MGroupedMaskedArgs {
     pub k: u32,
     /// Number of groups.
     pub groups: u32,
+    /// The grid order: [`MASKED_ORDER_RUNS`] or [`MASKED_ORDER_COLUMNS`] (any other value is
+    /// read as [`MASKED_ORDER_RUNS`]).
+    pub order: u32,
+    /// Reserved, must be 0 (keeps the struct a multiple of 8 bytes).
+    pub reserved: u32,
 }
+
+/// A masked grid order ([`MGroupedMaskedArgs::order`], [`MGroupedMaskedSplitKArgs::order`]):
+/// each XCD runs a contiguous run of the logical tile order ([`crate::tile::xcd_remap`]; groups
+/// outermost, M fastest), so each XCD holds whole groups and reads only their rows of A; with few
+/// groups the XCD holding the largest count can run more rounds than the average.
+pub const MASKED_ORDER_RUNS: u32 = 0;
+
+/// A masked grid order: each N column of each group (its row tiles and their split pieces)
+/// whole to one XCD, the columns round-robin over the XCDs ([`crate::tile::masked_xcd_order`]),
+/// so the working tiles spread evenly over the XCDs whatever the counts, and every XCD reads the
+/// rows of A of every group.
+pub const MASKED_ORDER_COLUMNS: u32 = 1;
 
 /// Arguments of the m-grouped masked split-K FP8 GEMM kernels ([`crate::grouped`], symbols
 /// `m_grouped_fp8_gemm_nt_masked_splitk_bs_bm*_bn128`; MoE decode with few rows per group):
@@ -307,8 +325,9 @@ pub struct MGroupedMaskedSplitKArgs {
     pub groups: u32,
     /// Workgroups per output tile (`1 ≤ splits ≤ k/128`).
     pub splits: u32,
-    /// Reserved, must be 0 (keeps the struct a multiple of 8 bytes).
-    pub reserved: u32,
+    /// The grid order: [`MASKED_ORDER_RUNS`] or [`MASKED_ORDER_COLUMNS`] (any other value is
+    /// read as [`MASKED_ORDER_RUNS`]).
+    pub order: u32,
 }
 
 /// Arguments of the m-grouped contiguous split-K / gathered FP8 GEMM kernels
@@ -514,13 +533,14 @@ impl MGroupedContiguousArgs {
 impl MGroupedMaskedArgs {
     /// The struct's bytes: the kernel's kernarg segment.
     pub fn as_bytes(&self) -> &[u8] {
-        // SAFETY: as for MGroupedContiguousArgs (same field shapes, 64 bytes, no padding).
+        // SAFETY: repr(C) of six u64 wrappers followed by six u32: no padding (72 bytes,
+        // checked by the const assertion below), every byte initialized; borrows `self`.
         unsafe { core::slice::from_raw_parts((self as *const Self).cast::<u8>(), core::mem::size_of::<Self>()) }
     }
 }
 
 const _: () = assert!(core::mem::size_of::<MGroupedContiguousArgs>() == 64);
-const _: () = assert!(core::mem::size_of::<MGroupedMaskedArgs>() == 64);
+const _: () = assert!(core::mem::size_of::<MGroupedMaskedArgs>() == 72);
 
 /// Arguments of the activation quantization kernels ([`crate::quant`], symbols
 /// `quantize_act_*`): DeepGEMM's per-token (1×128) recipe on the device.

@@ -15,7 +15,10 @@
 //!   its entry equals the block's group, so the −1 padding rows at the end of a group's last
 //!   aligned block are computed (with that group's weights) but **left untouched** in D.
 //! * **Masked** (`m_grouped_fp8_gemm_nt_masked_bm*_bn*`): the grid is `groups × ⌈m_max/BM⌉ ×
-//!   ⌈n/BN⌉` tiles (XCD remap over all of them; groups outermost, M fastest inside a group). The
+//!   ⌈n/BN⌉` tiles (groups outermost, M fastest inside a group), dealt to the XCDs in the order
+//!   the host chose (`MGroupedMaskedArgs::order`: contiguous runs of that order, each XCD whole
+//!   groups; or each N column of each group whole to one XCD, the columns round-robin, so the
+//!   working tiles spread evenly whatever the counts, every XCD reading all of A). The
 //!   workgroup reads `masked_m[g]` (scalar load) and clamps it to `0..=m_max` (negative → 0, so a
 //!   garbage count can neither skip the clamp nor reach past the group's slice); a tile starting
 //!   at or past that count returns. Otherwise the A, SFA and D resources cover exactly the
@@ -227,8 +230,8 @@ pub(crate) mod imp {
     use core::num::NonZeroU32;
 
     use crate::args::{
-        MGroupedContiguousArgs, MGroupedContiguousScatterArgs, MGroupedContiguousSiluArgs, MGroupedContiguousSplitKArgs, MGroupedMaskedArgs,
-        MGroupedMaskedSplitKArgs, MoeScatterArgs, MoeSiluArgs,
+        MASKED_ORDER_COLUMNS, MGroupedContiguousArgs, MGroupedContiguousScatterArgs, MGroupedContiguousSiluArgs, MGroupedContiguousSplitKArgs,
+        MGroupedMaskedArgs, MGroupedMaskedSplitKArgs, MoeScatterArgs, MoeSiluArgs,
     };
     use crate::dense::imp::{ARowMap, Bf16Store, PartialStore, SplitKUnit, TileJob, run_loop, splitk_finish, tile_dims};
     use crate::intrinsics::*;
@@ -362,7 +365,12 @@ pub(crate) mod imp {
         if pid >= grid {
             return;
         }
-        let id = tile::xcd_remap(pid, grid, NUM_XCDS);
+        // The grid order the host chose (args::MASKED_ORDER_*).
+        let id = if args.order == MASKED_ORDER_COLUMNS {
+            tile::masked_xcd_order(pid, tiles_m, grid / tiles_m, NUM_XCDS)
+        } else {
+            tile::xcd_remap(pid, grid, NUM_XCDS)
+        };
         let (g, tm, tn) = tile::masked_tile_coords(id, tiles_m_nz, per_group_nz);
         let (m0, n0) = (tm * bm, tn * bn);
 
@@ -429,8 +437,11 @@ pub(crate) mod imp {
         if pid >= grid {
             return;
         }
-        // Split fastest (neighbouring logical ids, one XCD), as the dense split-K grid.
-        let id = tile::xcd_remap(pid, grid, NUM_XCDS);
+        // Split fastest (neighbouring logical ids, one XCD), as the dense split-K grid; the
+        // order the host chose (args::MASKED_ORDER_*; by columns, a column's row tiles with
+        // their pieces whole to one XCD).
+        let len = tiles_m * splits.get();
+        let id = if args.order == MASKED_ORDER_COLUMNS { tile::masked_xcd_order(pid, len, grid / len, NUM_XCDS) } else { tile::xcd_remap(pid, grid, NUM_XCDS) };
         let (t, j) = (id / splits, id % splits);
         let (g, tm, tn) = tile::masked_tile_coords(t, tiles_m_nz, per_group_nz);
         let (m0, n0) = (tm * bm, tn * bn);

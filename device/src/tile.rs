@@ -568,6 +568,34 @@ pub const fn xcd_remap(pid: u32, grid: u32, xcds: u32) -> u32 {
     start + pid / xcds
 }
 
+/// Hardware workgroup id `pid` → logical id of a masked grid (groups × N columns × `len` ids
+/// per column: its row tiles, each split into its pieces, [`masked_tile_coords`]) whose
+/// `chunks` columns are dealt round-robin over the XCDs, each column whole to one XCD: the
+/// order [`crate::args::MASKED_ORDER_COLUMNS`] (the host's choice per launch; the other is
+/// [`xcd_remap`]).
+///
+/// Workgroup `p` runs on XCD `p mod xcds` as its `(p / xcds)`-th workgroup; XCD `x` runs columns
+/// `x, x + xcds, x + 2·xcds, …` in turn, each column's `len` ids on consecutive workgroups. So
+/// every XCD holds the same share of every group's columns, and the working tiles (a column's
+/// first `⌈count/BM⌉` row tiles, the counts on the device) spread evenly over the XCDs however
+/// the counts differ between groups, where [`xcd_remap`]'s contiguous runs give each XCD whole
+/// groups (with few groups, the XCD holding the largest count ran a second round). A column's
+/// row tiles (which share its B tile) stay on one XCD. The last `chunks mod xcds` columns keep
+/// the identity order. A bijection of `0 .. len·chunks` (tested); ids past it are returned as
+/// they are.
+#[inline(always)]
+pub const fn masked_xcd_order(pid: u32, len: u32, chunks: u32, xcds: u32) -> u32 {
+    if len == 0 || xcds == 0 {
+        return pid;
+    }
+    let dealt = (chunks / xcds) * xcds;
+    if pid / len >= dealt {
+        return pid;
+    }
+    let (x, j) = (pid % xcds, pid / xcds);
+    (x + xcds * (j / len)) * len + j % len
+}
+
 /// M tiles per panel of the grid order of [`tile_coords`] (timing model, `--scope xcd`: 4 beat
 /// 2, 8 and 16 and the plain M-fastest order on 4096×7168×2048, 4096×2112×7168 and
 /// 16384×2048×7168).
@@ -711,6 +739,36 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn masked_xcd_order_is_a_bijection_dealing_whole_columns() {
+        for xcds in [1u32, 4, 8] {
+            for len in 1..=12u32 {
+                for chunks in 1..=40u32 {
+                    let grid = len * chunks;
+                    let mut seen = vec![false; grid as usize];
+                    for pid in 0..grid {
+                        let id = masked_xcd_order(pid, len, chunks, xcds);
+                        assert!(id < grid && !seen[id as usize], "len {len} chunks {chunks} xcds {xcds}: pid {pid} -> {id}");
+                        seen[id as usize] = true;
+                        // A column dealt round-robin sits whole on the XCD of its number.
+                        let c = id / len;
+                        if c < (chunks / xcds) * xcds {
+                            assert_eq!(pid % xcds, c % xcds, "len {len} chunks {chunks}: pid {pid} -> column {c}");
+                        }
+                    }
+                }
+            }
+        }
+        // 4 groups × 32 columns of 6 row tiles over 8 XCDs: each XCD runs 4 columns of every
+        // group.
+        let mut per_xcd = [[0u32; 4]; 8];
+        for pid in 0..4 * 32 * 6 {
+            let id = masked_xcd_order(pid, 6, 4 * 32, 8);
+            per_xcd[(pid % 8) as usize][(id / (32 * 6)) as usize] += 1;
+        }
+        assert!(per_xcd.iter().all(|x| x.iter().all(|&n| n == 4 * 6)), "{per_xcd:?}");
     }
 
     #[test]

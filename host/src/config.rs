@@ -119,6 +119,25 @@ pub enum Remap {
         /// Number of XCDs.
         xcds: u32,
     },
+    /// The masked layout's other order: workgroup `p` is dealt to XCD `p mod xcds`; each N
+    /// column of each group (its row tiles, and their split pieces) goes whole to one XCD, the
+    /// columns round-robin over the XCDs ([`fp8gemm_device::tile::masked_xcd_order`]), so the
+    /// working tiles spread evenly whatever the group counts, and every XCD reads all of A.
+    Columns {
+        /// Number of XCDs.
+        xcds: u32,
+    },
+}
+
+impl Remap {
+    /// The masked kernels' `order` argument for this order
+    /// ([`fp8gemm_device::args::MASKED_ORDER_RUNS`], [`fp8gemm_device::args::MASKED_ORDER_COLUMNS`]).
+    pub fn masked_order(self) -> u32 {
+        match self {
+            Remap::Xcd { .. } => fp8gemm_device::args::MASKED_ORDER_RUNS,
+            Remap::Columns { .. } => fp8gemm_device::args::MASKED_ORDER_COLUMNS,
+        }
+    }
 }
 
 /// A chosen kernel and its launch geometry.
@@ -193,11 +212,14 @@ impl GemmConfig {
 
 impl fmt::Display for GemmConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let Remap::Xcd { xcds } = self.remap;
+        let remap = match self.remap {
+            Remap::Xcd { xcds } => format!("XCD remap over {xcds}"),
+            Remap::Columns { xcds } => format!("columns round-robin over {xcds} XCDs"),
+        };
         write!(
             f,
-            "{} on {}: block {}x{}x{}, {} threads, {} B LDS, grid {} (XCD remap over {})",
-            self.kernel, self.arch, self.block_m, self.block_n, self.block_k, self.workgroup_size, self.lds_bytes, self.grid, xcds
+            "{} on {}: block {}x{}x{}, {} threads, {} B LDS, grid {} ({remap})",
+            self.kernel, self.arch, self.block_m, self.block_n, self.block_k, self.workgroup_size, self.lds_bytes, self.grid
         )?;
         if self.splits > 1 {
             write!(f, ", split-K {} ({} workspace floats)", self.splits, self.workspace_floats())?;
@@ -325,11 +347,15 @@ pub struct Overrides {
     /// ([`crate::m_grouped_fp8_gemm_nt_contiguous_aligned`]), to exercise that path on small
     /// problems. A larger value than the limit's chunk has no effect.
     pub contiguous_chunk_rows: Option<u32>,
+    /// A masked launch's grid order ([`Remap::Xcd`] or [`Remap::Columns`]; the other kernels
+    /// have only [`Remap::Xcd`]).
+    pub remap: Option<Remap>,
 }
 
 impl Overrides {
     /// No override: the selector chooses everything.
-    pub const NONE: Overrides = Overrides { tile: None, split: None, stream_k: None, bs_pipelined: None, bs_narrow_barrier: None, contiguous_chunk_rows: None };
+    pub const NONE: Overrides =
+        Overrides { tile: None, split: None, stream_k: None, bs_pipelined: None, bs_narrow_barrier: None, contiguous_chunk_rows: None, remap: None };
     /// These overrides with the tile `block_m × block_n`.
     pub fn with_tile(mut self, block_m: u32, block_n: u32) -> Self {
         self.tile = Some((block_m, block_n));
@@ -349,6 +375,11 @@ impl Overrides {
     /// These overrides with the 64 × 128 bs loop pinned.
     pub fn with_bs_pipelined(mut self, pipelined: bool) -> Self {
         self.bs_pipelined = Some(pipelined);
+        self
+    }
+    /// These overrides with a masked launch's grid order pinned.
+    pub fn with_remap(mut self, remap: Remap) -> Self {
+        self.remap = Some(remap);
         self
     }
     /// These overrides with the 32 × 64 bs kernel's blocks per barrier pinned.

@@ -1157,7 +1157,7 @@ fn masked<'a, F: Fp8Format>(
                 k: k as u32,
                 groups: g32,
                 splits: cfg.splits,
-                reserved: 0,
+                order: cfg.remap.masked_order(),
             };
             // SAFETY: the operands as for the unsplit launch below; plus the workspace: `ws_ptr`
             // addresses at least the config's need = tile::splitk_workspace_floats(…) f32 (checked by WorkspaceSource::resolve,
@@ -1204,6 +1204,8 @@ fn launch_masked<F: Fp8Format>(
         n: b.n as u32,
         k: a.k as u32,
         groups: g32,
+        order: cfg.remap.masked_order(),
+        reserved: 0,
     };
     // SAFETY: every pointer in `args` addresses memory the views borrow with at least the extent
     // the kernel's contract requires: A G·m_max·k bytes and SFA G·m_max·⌈k/128⌉ floats, B (in

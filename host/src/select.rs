@@ -73,7 +73,9 @@
 //! features are the grouped launch's own ([`Features::of_tiles`]): its *working* tiles (a
 //! contiguous layout's expected all-padding tiles and a masked layout's tiles past
 //! `expected_m` return at once; a masked launch's are counted on its busiest XCD, which with
-//! few groups holds the largest count: [`masked_busiest_xcd`]), its K blocks per tile, the
+//! few groups holds the largest count: [`masked_busiest_xcd`]; a masked plan comes in two grid
+//! orders, a launch argument: [`RUNS`], each XCD whole groups, and [`COLUMNS`], each group's
+//! columns round-robin over the XCDs, every XCD near the even share but reading all of A), its K blocks per tile, the
 //! workgroups that share each group's B tile (one group's row tiles: the first reads it cold),
 //! the unique bytes it moves through HBM (the rows of A and D in use and every active group's
 //! B once; f32 C and D for k-grouped), and over the busiest XCD's fabric link its tiles' B once
@@ -97,6 +99,14 @@ use crate::registry::{self, KernelEntry, Major, Problem, ScheduleKind};
 /// Most pieces a split-K launch cuts K into.
 pub const MAX_SPLITS: u32 = 32;
 
+/// The grid order of every kernel (the masked ones' other choice is [`COLUMNS`]):
+/// contiguous runs of the logical tile order per XCD.
+pub const RUNS: Remap = Remap::Xcd { xcds: tile::NUM_XCDS };
+
+/// The masked kernels' other grid order: each N column of each group whole to one XCD, the
+/// columns round-robin over the XCDs.
+pub const COLUMNS: Remap = Remap::Columns { xcds: tile::NUM_XCDS };
+
 /// A chosen kernel with its launch geometry: what an entry point launches.
 #[derive(Clone, Copy, Debug)]
 pub struct Plan {
@@ -108,6 +118,9 @@ pub struct Plan {
     pub splits: u32,
     /// The stream-K schedule of a stream-K kernel.
     pub stream_k: Option<StreamK>,
+    /// How workgroups are dealt to the XCDs: [`RUNS`] for every kernel, or for a masked
+    /// kernel [`Remap::Columns`] where the planner chose it.
+    pub remap: Remap,
     /// The cost model's estimate of the launch, seconds (*modelled*; `NaN` when the
     /// architecture has no cost data).
     pub estimate_s: f64,
@@ -131,13 +144,14 @@ impl Plan {
             kernel: k.name(),
             grid: self.grid,
             splits: self.splits,
-            remap: Remap::Xcd { xcds: tile::NUM_XCDS },
+            remap: self.remap,
             arch,
             stream_k: self.stream_k,
         }
     }
 
-    /// A short label: `bs 64x128 pipe split 4`.
+    /// A short label: `bs 64x128 pipe split 4` (`… cols`: a masked grid in the [`COLUMNS`]
+    /// order).
     pub fn label(&self) -> String {
         let k = self.kernel;
         let mut s = format!("{}{}x{}", if k.weights == WeightLayout::Preshuffled { "bs " } else { "" }, k.block_m, k.block_n);
@@ -154,6 +168,9 @@ impl Plan {
             s.push_str(&format!(" sk {}+{}", sk.dp_tiles, sk.sk_wgs));
         } else if self.splits > 1 {
             s.push_str(&format!(" split {}", self.splits));
+        }
+        if self.remap == COLUMNS {
+            s.push_str(" cols");
         }
         s
     }
@@ -205,7 +222,7 @@ fn candidates_with(desc: &GemmDesc, weights: WeightLayout, majors: (Major, Major
         let tiles64 = e.tiles(desc.m, desc.n);
         let Ok(tiles) = u32::try_from(tiles64) else { continue };
         let slots = e.slots_per_cu(desc.arch).unwrap_or(1);
-        let plan = |grid, splits, stream_k| Plan { kernel: e, grid, splits, stream_k, estimate_s: f64::NAN };
+        let plan = |grid, splits, stream_k| Plan { kernel: e, grid, splits, stream_k, remap: RUNS, estimate_s: f64::NAN };
         match e.schedule {
             ScheduleKind::DataParallel => v.push(plan(tiles, 1, None)),
             ScheduleKind::SplitK => {
@@ -253,7 +270,14 @@ fn forced_stream_k(desc: &GemmDesc, weights: WeightLayout, (g, dp): (u32, Option
             let slots = e.slots_per_cu(desc.arch).unwrap_or(1);
             let dp = dp.unwrap_or_else(|| crate::config::streamk_default_dp(tiles, cus * slots));
             StreamKSchedule::new(tiles, nkb, dp, g).ok()?;
-            Some(Plan { kernel: e, grid: dp.checked_add(g)?, splits: 1, stream_k: Some(StreamK { tiles, nkb, dp_tiles: dp, sk_wgs: g }), estimate_s: f64::NAN })
+            Some(Plan {
+                kernel: e,
+                grid: dp.checked_add(g)?,
+                splits: 1,
+                stream_k: Some(StreamK { tiles, nkb, dp_tiles: dp, sk_wgs: g }),
+                remap: RUNS,
+                estimate_s: f64::NAN,
+            })
         })
         .collect()
 }
@@ -287,6 +311,9 @@ fn passes(p: &Plan, o: &Overrides) -> bool {
         && p.kernel.schedule != ScheduleKind::SplitK
         && p.kernel.pipelined() != pipe
     {
+        return false;
+    }
+    if o.remap.is_some_and(|r| r != p.remap) {
         return false;
     }
     if let Some(b) = o.bs_narrow_barrier
@@ -683,7 +710,7 @@ impl Features {
         } else if contiguous_splitk_twin(k).is_some() {
             contiguous_features(plan, desc)
         } else if is_deepgemm_grouped(k) {
-            grouped_features(k, desc, plan.splits)
+            grouped_features(k, desc, plan.splits, plan.remap)
         } else if k.problem == Problem::KGrouped {
             // A k-grouped launch described as `desc.m × desc.n` outputs per group over
             // `desc.k` tokens in `desc.groups` groups.
@@ -1100,7 +1127,7 @@ pub fn contiguous_splitk_candidates(block_m: Option<u32>, q: &ContiguousQuery) -
         };
         for s in counts {
             let Some(g) = grid(s).filter(|_| fits(s)) else { continue };
-            let mut plan = Plan { kernel: entry, grid: g, splits: s, stream_k: None, estimate_s: f64::NAN };
+            let mut plan = Plan { kernel: entry, grid: g, splits: s, stream_k: None, remap: RUNS, estimate_s: f64::NAN };
             if let Some(m) = model {
                 let (t, _) = m.estimate_features(&plan, &contiguous_features_with(&plan, &desc, bytes));
                 plan.estimate_s = if t.is_finite() { t } else { f64::NAN };
@@ -1187,14 +1214,15 @@ struct GroupedWork {
 const MASKED_DRAWS: usize = 32;
 
 /// The mean over the draws of the busiest XCD's working workgroups at split count `s`.
-fn mean_busiest(b: &MaskedDraws, s: u32) -> f64 {
-    b.busiest(s).iter().map(|&x| f64::from(x)).sum::<f64>() / MASKED_DRAWS as f64
+fn mean_busiest(b: &MaskedDraws, s: u32, remap: Remap) -> f64 {
+    b.busiest(s, remap).iter().map(|&x| f64::from(x)).sum::<f64>() / MASKED_DRAWS as f64
 }
 
 /// A masked layout's row counts in [`MASKED_DRAWS`] draws, from which [`MaskedDraws::busiest`]
-/// gives the working workgroups of the grid's busiest XCD in each draw, for any split count:
-/// `groups` groups of `tiles_m × n_tiles` tiles of `bm` rows, ids dealt as the kernels deal them (logical id =
-/// [`tile::xcd_remap`] of the workgroup id, so XCD `x` runs a contiguous run of logical ids;
+/// gives the working workgroups of the grid's busiest XCD in each draw, for any split count and
+/// either grid order: `groups` groups of `tiles_m × n_tiles` tiles of `bm` rows, ids dealt as the
+/// kernels deal them (in [`RUNS`], logical id = [`tile::xcd_remap`] of the workgroup id, so XCD
+/// `x` runs a contiguous run of logical ids; in [`COLUMNS`], [`MaskedDraws::busiest_by_columns`];
 /// groups outermost, inside a group M fastest, [`tile::masked_tile_coords`]; a split grid's
 /// `s` pieces of a tile on neighbouring ids). A tile works when its first row is below its
 /// group's count.
@@ -1248,13 +1276,17 @@ fn masked_busiest_xcd(groups: u64, tiles_m: u64, n_tiles: u64, bm: u64, expected
 
 impl MaskedDraws {
     /// The busiest XCD's working workgroups in each draw, the grid split `s` ways (clamped to
-    /// `1 ..= MAX_SPLITS`); computed for the split counts a planner asks for only.
-    fn busiest(&self, s: u32) -> [u32; MASKED_DRAWS] {
+    /// `1 ..= MAX_SPLITS`) and dealt in the order `remap`; computed for the split counts a
+    /// planner asks for only.
+    fn busiest(&self, s: u32, remap: Remap) -> [u32; MASKED_DRAWS] {
         let mut out = [0; MASKED_DRAWS];
         let (groups, tiles_m) = (self.groups, self.tiles_m);
         let per_group = tiles_m * self.n_tiles;
         if groups == 0 || per_group == 0 {
             return out;
+        }
+        if remap == COLUMNS {
+            return self.busiest_by_columns(s);
         }
         let (xcds, s) = (u64::from(tile::NUM_XCDS), u64::from(s.clamp(1, MAX_SPLITS)));
         let grid = groups * per_group * s;
@@ -1288,6 +1320,43 @@ impl MaskedDraws {
                 working(start, start + q + u64::from(x < r))
             });
             *busy = u32::try_from(most.max().unwrap_or(0)).unwrap_or(u32::MAX);
+        }
+        out
+    }
+
+    /// [`MaskedDraws::busiest`] in the [`COLUMNS`] order ([`tile::masked_xcd_order`]): column
+    /// `c` (of `groups · n_tiles`, group-major) whole to XCD `c mod XCDs`, its row tiles and
+    /// their `s` pieces on consecutive workgroups; the last `columns mod XCDs` columns in the
+    /// identity order (workgroup `p` on XCD `p mod XCDs`).
+    fn busiest_by_columns(&self, s: u32) -> [u32; MASKED_DRAWS] {
+        let mut out = [0; MASKED_DRAWS];
+        let (groups, tiles_m, n_tiles) = (self.groups, self.tiles_m, self.n_tiles);
+        let (xcds, s) = (u64::from(tile::NUM_XCDS), u64::from(s.clamp(1, MAX_SPLITS)));
+        let chunks = groups * n_tiles;
+        let dealt = chunks / xcds * xcds;
+        // Columns `c` in `a .. b` with `c mod xcds == x`.
+        let on = |a: u64, b: u64, x: u64| (b + xcds - 1 - x) / xcds - (a + xcds - 1 - x) / xcds;
+        let stride = usize::try_from(groups).unwrap_or(usize::MAX) + 1;
+        let len = tiles_m * s;
+        for (draw, busy) in out.iter_mut().enumerate() {
+            let prefix = &self.prefix[draw * stride..(draw + 1) * stride];
+            let rows = |g: u64| (prefix[g as usize + 1] - prefix[g as usize]) / n_tiles.max(1);
+            let mut per_xcd = [0u64; 8];
+            for g in 0..groups {
+                let (a, b) = ((g * n_tiles).min(dealt), ((g + 1) * n_tiles).min(dealt));
+                for (x, t) in per_xcd.iter_mut().enumerate().take(xcds as usize) {
+                    *t += rows(g) * s * on(a, b, x as u64);
+                }
+            }
+            // The identity-ordered tail: id `p` on XCD `p mod xcds`, a working piece where its
+            // row tile is below its group's count.
+            for p in dealt * len..chunks * len {
+                let (c, i) = (p / len, p % len);
+                if i / s < rows(c / n_tiles) {
+                    per_xcd[(p % xcds) as usize] += 1;
+                }
+            }
+            *busy = u32::try_from(per_xcd.iter().take(xcds as usize).max().copied().unwrap_or(0)).unwrap_or(u32::MAX);
         }
         out
     }
@@ -1345,11 +1414,14 @@ fn grouped_work(e: &KernelEntry, desc: &GemmDesc) -> GroupedWork {
     }
 }
 
-/// The features of kernel `e`'s grouped launch on `desc` in `splits` pieces (module docs,
-/// "Grouped problems": its working tiles, K blocks, B sharers and unique HBM bytes); what the
-/// tuner fits a grouped kernel's own coefficients over.
-pub fn grouped_features(e: &KernelEntry, desc: &GemmDesc, splits: u32) -> Features {
-    work_features(e, &grouped_work(e, desc), splits, desc.arch, desc.cus)
+/// The features of kernel `e`'s grouped launch on `desc` in `splits` pieces in grid order
+/// `remap` (module docs, "Grouped problems": its working tiles, K blocks, B sharers and unique
+/// HBM bytes; a masked launch's at the mean over the draws of its busiest XCD in that order);
+/// what the tuner fits a grouped kernel's own coefficients over.
+pub fn grouped_features(e: &KernelEntry, desc: &GemmDesc, splits: u32, remap: Remap) -> Features {
+    let w = grouped_work(e, desc);
+    let busiest = w.busiest_xcd.as_ref().map(|b| (mean_busiest(b, splits, remap), remap));
+    work_features_at(e, &w, splits, desc.arch, desc.cus, busiest)
 }
 
 /// [`Features::of_tiles`] of a [`GroupedWork`], with A over the busiest XCD's fabric link at
@@ -1361,18 +1433,20 @@ pub fn grouped_features(e: &KernelEntry, desc: &GemmDesc, splits: u32) -> Featur
 /// ([`GroupedWork::busiest_xcd`], here the mean over the draws of the counts):
 /// [`Features::of_tiles`] deals jobs evenly, and the busiest XCD is what the launch waits for.
 fn work_features(e: &KernelEntry, w: &GroupedWork, splits: u32, arch: Arch, cus: u32) -> Features {
-    work_features_at(e, w, splits, arch, cus, w.busiest_xcd.as_ref().map(|b| mean_busiest(b, splits)))
+    work_features_at(e, w, splits, arch, cus, w.busiest_xcd.as_ref().map(|b| (mean_busiest(b, splits, RUNS), RUNS)))
 }
 
-/// [`work_features`] with `busiest` working workgroups on the busiest XCD (a masked launch;
-/// `None`: the working tiles spread evenly).
-fn work_features_at(e: &KernelEntry, w: &GroupedWork, splits: u32, arch: Arch, cus: u32, busiest: Option<f64>) -> Features {
+/// [`work_features`] of a masked launch in grid order `remap` with `busiest` working
+/// workgroups on the busiest XCD (`None`: the working tiles spread evenly, in runs). In the
+/// [`COLUMNS`] order every XCD runs columns of every group, so its link moves all of A.
+fn work_features_at(e: &KernelEntry, w: &GroupedWork, splits: u32, arch: Arch, cus: u32, busiest: Option<(f64, Remap)>) -> Features {
     let slots = e.slots_per_cu(arch).unwrap_or(1);
     let tb = TileBytes::of(e.block_m, e.block_n);
     let s = splits.clamp(1, MAX_SPLITS);
     // The busiest XCD reads the same B columns as the average one; its extra working tiles
     // share them.
-    let (work, b_sharers) = match busiest {
+    let columns = busiest.is_some_and(|(_, r)| r == COLUMNS);
+    let (work, b_sharers) = match busiest.map(|(b, _)| b) {
         Some(b) if w.work > 0 => {
             let work = ((b * f64::from(tile::NUM_XCDS) / f64::from(s)).ceil() as u64).max(1);
             (work, w.b_sharers * work as f64 / w.work as f64)
@@ -1381,7 +1455,8 @@ fn work_features_at(e: &KernelEntry, w: &GroupedWork, splits: u32, arch: Arch, c
     };
     let mut f = Features::of_tiles(work, w.nkb, splits, u64::from(cus.max(1)), slots, b_sharers, w.hbm_bytes, tb);
     let a_tile = w.nkb as f64 * (tb.block - tb.b_block);
-    cap_fabric_a(&mut f, work, w.nkb, splits, tb, w.a_bytes / f64::from(tile::NUM_XCDS) + a_tile);
+    let a_share = if columns { w.a_bytes } else { w.a_bytes / f64::from(tile::NUM_XCDS) };
+    cap_fabric_a(&mut f, work, w.nkb, splits, tb, a_share + a_tile);
     f
 }
 
@@ -1402,16 +1477,16 @@ fn cap_fabric_a(f: &mut Features, tiles: u64, nkb: u64, splits: u32, tb: TileByt
 /// Also returns the compute term alone (seconds of the busiest CU), which breaks ties between
 /// launches the memory term bounds alike. A masked launch's is the mean over the draws of its
 /// row counts ([`masked_busiest_xcd`]).
-fn grouped_estimate(model: &CostModel, e: &KernelEntry, w: &GroupedWork, splits: u32, arch: Arch, cus: u32) -> (f64, f64) {
+fn grouped_estimate(model: &CostModel, e: &KernelEntry, w: &GroupedWork, splits: u32, remap: Remap, arch: Arch, cus: u32) -> (f64, f64) {
     let Some(c) = model.cost_of(e) else { return (f64::INFINITY, f64::INFINITY) };
     let Some(b) = &w.busiest_xcd else { return model.estimate_with(&c, &work_features(e, w, splits, arch, cus)) };
     // A masked launch: the mean over the draws of the counts of each draw's estimate (equal
     // busiest XCDs estimated once).
-    let mut draws = b.busiest(splits);
+    let mut draws = b.busiest(splits, remap);
     draws.sort_unstable();
     let (mut total, mut compute) = (0.0, 0.0);
     for run in draws.chunk_by(|x, y| x == y) {
-        let (t, cu) = model.estimate_with(&c, &work_features_at(e, w, splits, arch, cus, Some(f64::from(run[0]))));
+        let (t, cu) = model.estimate_with(&c, &work_features_at(e, w, splits, arch, cus, Some((f64::from(run[0]), remap))));
         let weight = run.len() as f64 / MASKED_DRAWS as f64;
         (total, compute) = (total + weight * t, compute + weight * cu);
     }
@@ -1446,8 +1521,10 @@ type GroupedPlans = (Vec<(Plan, f64)>, Option<ConfigError>);
 /// Every plan of the grouped kernels `rows` on `desc` with its compute term ([`plan_grouped`]'s
 /// candidates: data-parallel kernels unsplit, split-K ones with every split count `2 ..=
 /// min(k/128, MAX_SPLITS)` whose working tiles fill at most one round of the device, or only
-/// `forced_split`), and the error of a grid past 32 bits if one was left out.
-fn grouped_plans(desc: &GemmDesc, rows: &[&'static KernelEntry], forced_split: Option<u32>) -> Result<GroupedPlans, ConfigError> {
+/// `forced_split`; a masked plan in the [`RUNS`] order, and in the [`COLUMNS`] order where
+/// [`offers_columns`] or `forced_columns`), and the error of a grid past 32 bits if one was left
+/// out.
+fn grouped_plans(desc: &GemmDesc, rows: &[&'static KernelEntry], forced_split: Option<u32>, forced_columns: bool) -> Result<GroupedPlans, ConfigError> {
     let model = CostModel::for_arch(desc.arch)?;
     let (nkb, cus) = (desc.k / tile::SCALE_BLOCK_K, desc.cus.max(1));
     let mut all = Vec::new();
@@ -1459,8 +1536,13 @@ fn grouped_plans(desc: &GemmDesc, rows: &[&'static KernelEntry], forced_split: O
             let grid = w.grid_tiles * u64::from(splits);
             match u32::try_from(grid) {
                 Ok(g) => {
-                    let (estimate_s, compute_s) = grouped_estimate(model, e, &w, splits, desc.arch, cus);
-                    all.push((Plan { kernel: e, grid: g, splits, stream_k: None, estimate_s }, compute_s));
+                    // A masked grid in either order (the planner's choice, a launch argument).
+                    let columns = w.busiest_xcd.is_some() && (forced_columns || offers_columns(desc));
+                    let orders: &[Remap] = if columns { &[RUNS, COLUMNS] } else { &[RUNS] };
+                    for &remap in orders {
+                        let (estimate_s, compute_s) = grouped_estimate(model, e, &w, splits, remap, desc.arch, cus);
+                        all.push((Plan { kernel: e, grid: g, splits, stream_k: None, remap, estimate_s }, compute_s));
+                    }
                 }
                 Err(_) => too_large = Some(ConfigError::TooLarge { tensor: "grid", bytes: grid, limit: u64::from(u32::MAX) }),
             }
@@ -1484,12 +1566,27 @@ fn grouped_plans(desc: &GemmDesc, rows: &[&'static KernelEntry], forced_split: O
     Ok((all, too_large))
 }
 
+/// Whether the planner offers a masked launch on `desc` in the [`COLUMNS`] order: where its
+/// groups are fewer than the XCDs, so that in the [`RUNS`] order a group's tiles span several
+/// XCDs and the XCD holding the largest count may run more rounds than the others. With as
+/// many groups as XCDs or more, the runs already give each XCD whole groups; the columns order
+/// would only even out the counts between groups, at the cost of every XCD reading all of A
+/// over its fabric link, which the estimate cannot weigh yet: its HBM rate is fitted below what
+/// a streaming launch reaches (4.2 against 4.5 TB/s on MI325X), its fabric rate is the link's
+/// peak, so a launch the fabric binds looks no slower than one HBM binds (masked 8×100 over
+/// (4096, 7168), 64×128 pipelined, modelled: 54.7 µs in runs, 62.7 in columns, where the
+/// estimates are 64.3 and 62.1). A forced order ([`Overrides::remap`]) is planned at any group
+/// count.
+pub fn offers_columns(desc: &GemmDesc) -> bool {
+    desc.kind == GemmKind::MGroupedMasked && desc.groups < tile::NUM_XCDS
+}
+
 /// Every candidate plan of the m-grouped problem `desc` on weights in `weights` (the kernels
 /// [`plan_grouped`] ranks, each with every schedule it would consider), unranked: what the
 /// tuner samples the grouped kernels' own coefficients over.
 pub fn grouped_candidates(desc: &GemmDesc, weights: WeightLayout) -> Vec<Plan> {
     let rows = grouped_rows(desc.kind, weights);
-    grouped_plans(desc, &rows, None).map(|(all, _)| all.into_iter().map(|(p, _)| p).collect()).unwrap_or_default()
+    grouped_plans(desc, &rows, None, false).map(|(all, _)| all.into_iter().map(|(p, _)| p).collect()).unwrap_or_default()
 }
 
 /// Chooses the launch of an m-grouped problem (`desc.kind` contiguous or masked; DeepGEMM's
@@ -1552,7 +1649,7 @@ pub fn plan_grouped(desc: &GemmDesc, weights: WeightLayout, overrides: &Override
             return err(format!("1 ({tiles} output tiles of {}x{}, more than {})", e.block_m, e.block_n, e.max_tiles));
         }
     }
-    let (mut all, too_large) = grouped_plans(desc, &rows, forced_split)?;
+    let (mut all, too_large) = grouped_plans(desc, &rows, forced_split, overrides.remap == Some(COLUMNS))?;
     all.retain(|(p, _)| passes(p, overrides));
     let none = || {
         too_large.clone().unwrap_or_else(|| ConfigError::ForcedTile {
@@ -1624,11 +1721,11 @@ pub fn plan_kgrouped(m: u32, n: u32, groups: u32, total_k: u64, arch: Arch, cus:
     for e in rows {
         let w = kgrouped_work(e, m, n, groups, total_k);
         let tiles = w.work;
-        let (t, _) = grouped_estimate(model, e, &w, 1, arch, cus);
+        let (t, _) = grouped_estimate(model, e, &w, 1, RUNS, arch, cus);
         let grid = u32::try_from(tiles).map_err(|_| ConfigError::TooLarge { tensor: "grid", bytes: tiles, limit: u64::from(u32::MAX) })?;
         let larger = |b: &Plan| e.block_m * e.block_n > b.kernel.block_m * b.kernel.block_n;
         if best.as_ref().is_none_or(|b| t < b.estimate_s || (t == b.estimate_s && larger(b))) {
-            best = Some(Plan { kernel: e, grid, splits: 1, stream_k: None, estimate_s: t });
+            best = Some(Plan { kernel: e, grid, splits: 1, stream_k: None, remap: RUNS, estimate_s: t });
         }
     }
     best.ok_or(ConfigError::ForcedTile { tile: "-".into(), available: "64x64, 128x128 (k-grouped)" })
@@ -2008,7 +2105,7 @@ mod tests {
         // group's B shared by its 2 row tiles (half the blocks cold), every group's B once in HBM.
         let desc = GemmDesc { cus: 304, ..GemmDesc::m_grouped_contiguous(257 * 64, 512, 6144, 257, Arch::Gfx942) };
         let e = registry::by_name("m_grouped_fp8_gemm_nt_contiguous_splitk_bs_bm32_bn128").unwrap();
-        let plan = Plan { kernel: e, grid: 257 * 2 * 4, splits: 1, stream_k: None, estimate_s: f64::NAN };
+        let plan = Plan { kernel: e, grid: 257 * 2 * 4, splits: 1, stream_k: None, remap: RUNS, estimate_s: f64::NAN };
         let f = Features::of(&plan, &desc);
         let blocks: f64 = f.blocks.iter().sum();
         assert!((f.cold - blocks / 2.0).abs() < 1e-9, "cold {} of {blocks} blocks", f.cold);
@@ -2039,7 +2136,7 @@ mod tests {
         // even share of the ids, split or not.
         let full = masked_busiest_xcd(8, 2, 4, 64, 100, 100);
         for s in 1..=MAX_SPLITS {
-            assert!(full.busiest(s).iter().all(|&b| b == 8 * 2 * 4 * s / 8), "split {s}: {:?}", full.busiest(s));
+            assert!(full.busiest(s, RUNS).iter().all(|&b| b == 8 * 2 * 4 * s / 8), "split {s}: {:?}", full.busiest(s, RUNS));
         }
         // DeepSeek-V3's gate·up over 4 groups of ~256 rows (capacity 333): 6 row tiles of 64
         // per column, 32 columns, 96 ids per XCD inside one group. A group needs 3 to 6 row
@@ -2047,17 +2144,17 @@ mod tests {
         // it runs at least 16 · 5 working tiles in most draws, above the even share.
         let b = masked_busiest_xcd(4, 6, 32, 64, 256, 333);
         let even = 4.0 * 32.0 * (179..=333).map(|c: u64| c.div_ceil(64) as f64).sum::<f64>() / 155.0 / 8.0;
-        let mean = mean_busiest(&b, 1);
+        let mean = mean_busiest(&b, 1, RUNS);
         assert!(mean > even + 8.0 && mean >= 80.0 && mean <= 96.0, "busiest {mean} vs even {even}");
         // Every draw holds whole columns of 16 working tiles (3 to 6 per column).
-        let (b1, b3) = (b.busiest(1), b.busiest(3));
+        let (b1, b3) = (b.busiest(1, RUNS), b.busiest(3, RUNS));
         assert!(b1.iter().all(|&x| x % 16 == 0 && (48..=96).contains(&x)), "{b1:?}");
         // Split in 3: the same tiles, three ids each, draw by draw.
         assert!(b1.iter().zip(b3).all(|(&x, y)| y.abs_diff(3 * x) <= 3), "{b1:?} vs {b3:?}");
         // Many small groups average out on each XCD: 64 groups of ~4 rows in 32-row tiles
         // (one row tile per group, every one working): every XCD has its even share.
         let many = masked_busiest_xcd(64, 1, 32, 32, 4, 6);
-        assert!(many.busiest(1).iter().all(|&x| x == 64 * 32 / 8), "{:?}", many.busiest(1));
+        assert!(many.busiest(1, RUNS).iter().all(|&x| x == 64 * 32 / 8), "{:?}", many.busiest(1, RUNS));
         // The features of the 64×128 pipelined kernel on that 4×256 layout: the busiest CU
         // runs ⌈busiest/38⌉ ≥ 3 tiles, two batches at two per CU, where the even share (about
         // 72 tiles per XCD) fits one.
@@ -2065,18 +2162,66 @@ mod tests {
         let desc = GemmDesc::m_grouped_masked(333, 4096, 7168, 4, 256, arch).with_cus(304);
         let e = registry::by_name("m_grouped_fp8_gemm_nt_masked_bs_pipe_bm64_bn128").expect("registered");
         assert_eq!(e.slots_per_cu(arch), Some(2));
-        let f = grouped_features(e, &desc, 1);
+        let f = grouped_features(e, &desc, 1, RUNS);
         assert_eq!(f.batches.iter().sum::<f64>(), 2.0, "{:?}", f.batches);
         // The planner's estimate is the mean of the draws' estimates (a step in the busiest
         // XCD's rounds), not the estimate at the mean count.
         let model = CostModel::for_arch(arch).expect("embedded model");
         let w = grouped_work(e, &desc);
         let c = model.cost_of(e).expect("coefficients");
-        let draws = w.busiest_xcd.as_ref().expect("a masked grid").busiest(1);
-        let mean: f64 =
-            draws.iter().map(|&b| model.estimate_with(&c, &work_features_at(e, &w, 1, arch, 304, Some(f64::from(b)))).0).sum::<f64>() / MASKED_DRAWS as f64;
-        let (est, _) = grouped_estimate(model, e, &w, 1, arch, 304);
+        let draws = w.busiest_xcd.as_ref().expect("a masked grid").busiest(1, RUNS);
+        let mean: f64 = draws.iter().map(|&b| model.estimate_with(&c, &work_features_at(e, &w, 1, arch, 304, Some((f64::from(b), RUNS)))).0).sum::<f64>()
+            / MASKED_DRAWS as f64;
+        let (est, _) = grouped_estimate(model, e, &w, 1, RUNS, arch, 304);
         assert!((est - mean).abs() <= 1e-12 * mean, "{est} vs {mean}");
+    }
+
+    #[test]
+    fn masked_busiest_xcd_in_the_columns_order() {
+        // Counts at the capacity: every XCD its even share in either order.
+        let full = masked_busiest_xcd(8, 2, 4, 64, 100, 100);
+        for s in [1, 2, 5] {
+            assert!(full.busiest(s, COLUMNS).iter().all(|&b| b == 8 * 2 * 4 * s / 8), "split {s}: {:?}", full.busiest(s, COLUMNS));
+        }
+        // The 4×256 layout over N = 4096 (32 columns per group, 128 columns): every XCD runs 4
+        // columns of each group, so every XCD has the same working tiles, 4 · Σ ⌈count/64⌉, in
+        // every draw; in runs the XCD holding the largest count is busier.
+        let b = masked_busiest_xcd(4, 6, 32, 64, 256, 333);
+        let (runs, cols) = (b.busiest(1, RUNS), b.busiest(1, COLUMNS));
+        for draw in 0..MASKED_DRAWS {
+            let rows: Vec<u64> = (0..4).map(|g| (b.prefix[draw * 5 + g + 1] - b.prefix[draw * 5 + g]) / 32).collect();
+            assert_eq!(u64::from(cols[draw]), 4 * rows.iter().sum::<u64>(), "draw {draw}: {rows:?}");
+            assert!(cols[draw] <= runs[draw], "draw {draw}: {} vs {}", cols[draw], runs[draw]);
+        }
+        assert!(mean_busiest(&b, 1, COLUMNS) + 8.0 < mean_busiest(&b, 1, RUNS));
+        // Split in 3: three pieces of each working tile, draw by draw.
+        assert!(b.busiest(3, COLUMNS).iter().zip(cols).all(|(&y, x)| y == 3 * x));
+        // 3 groups of 4 columns (12 columns: 8 dealt, 4 in the identity order) of 2 row tiles,
+        // counts at the capacity: 24 tiles, the 8 dealt columns one per XCD (2 each), the last
+        // 8 ids one per XCD: 3 on every XCD.
+        let tail = masked_busiest_xcd(3, 2, 4, 64, 128, 128);
+        assert!(tail.busiest(1, COLUMNS).iter().all(|&x| x == 3), "{:?}", tail.busiest(1, COLUMNS));
+        // In columns every XCD's link moves all of A; in runs about an eighth.
+        let arch = Arch::Gfx942;
+        let desc = GemmDesc::m_grouped_masked(333, 4096, 7168, 4, 256, arch).with_cus(304);
+        let e = registry::by_name("m_grouped_fp8_gemm_nt_masked_bs_pipe_bm64_bn128").expect("registered");
+        let w = grouped_work(e, &desc);
+        let busiest = f64::from(cols[0]);
+        let (fc, fr) = (work_features_at(e, &w, 1, arch, 304, Some((busiest, COLUMNS))), work_features_at(e, &w, 1, arch, 304, Some((busiest, RUNS))));
+        assert!(fc.fabric_bytes > fr.fabric_bytes + 0.5 * w.a_bytes, "{} vs {} (A {})", fc.fabric_bytes, fr.fabric_bytes, w.a_bytes);
+        assert_eq!((fc.blocks, fc.batches), (fr.blocks, fr.batches));
+        // The planner offers both orders of every masked plan, and the stream's override
+        // pins one.
+        let all = grouped_candidates(&desc, WeightLayout::Preshuffled);
+        assert_eq!(all.iter().filter(|p| p.remap == COLUMNS).count(), all.iter().filter(|p| p.remap == RUNS).count());
+        for r in [RUNS, COLUMNS] {
+            let (p, _) = plan_grouped(&desc, WeightLayout::Preshuffled, &Overrides::NONE.with_remap(r), u64::MAX).unwrap();
+            assert_eq!(p.remap, r);
+            assert_eq!(p.config(arch).remap, r);
+        }
+        // Contiguous grids have one order.
+        let contiguous = GemmDesc::m_grouped_contiguous(4096, 4096, 7168, 8, arch);
+        assert!(grouped_candidates(&contiguous, WeightLayout::Preshuffled).iter().all(|p| p.remap == RUNS));
     }
 
     #[test]
@@ -2087,7 +2232,7 @@ mod tests {
         let arch = Arch::Gfx942;
         let desc = GemmDesc::m_grouped_masked(3, 15104, 1536, 8, 3, arch);
         let e = registry::by_name("m_grouped_fp8_gemm_nt_masked_bs_bm32_bn128").expect("registered");
-        let f = grouped_features(e, &desc, 1);
+        let f = grouped_features(e, &desc, 1, RUNS);
         let w = grouped_work(e, &desc);
         assert_eq!(w.a_bytes, 8.0 * 3.0 * 1536.0);
         let tb = TileBytes::of(32, 128);
@@ -2112,7 +2257,7 @@ mod tests {
         let stand_in = {
             let mut m = shipped.clone();
             m.kernels.remove(e.name());
-            grouped_estimate(&m, e, &w, 1, arch, 304).0
+            grouped_estimate(&m, e, &w, 1, RUNS, arch, 304).0
         };
         let mut own = shipped.clone();
         let d = dense_counterpart(e).expect("a dense twin");
@@ -2120,13 +2265,13 @@ mod tests {
         c.block.iter_mut().for_each(|b| *b *= 3.0);
         c.fixed.iter_mut().for_each(|x| *x *= 3.0);
         own.kernels.insert(e.name().to_string(), c);
-        let with_own = grouped_estimate(&own, e, &w, 1, arch, 304).0;
+        let with_own = grouped_estimate(&own, e, &w, 1, RUNS, arch, 304).0;
         assert!(with_own > stand_in, "own {with_own} vs stand-in {stand_in}");
         // Without coefficients of its own or of a dense twin: +∞.
         let mut none = own.clone();
         none.kernels.remove(e.name());
         none.kernels.remove(d.name());
-        assert!(grouped_estimate(&none, e, &w, 1, arch, 304).0.is_infinite());
+        assert!(grouped_estimate(&none, e, &w, 1, RUNS, arch, 304).0.is_infinite());
     }
 
     #[test]
