@@ -76,17 +76,19 @@ pub const GROUPED_CONTIGUOUS: [(u32, u32); 3] = [(4, 1024), (8, 384), (32, 128)]
 /// through the timing model (masked: capacity `⌈1.3·expected_m⌉`, counts spread around
 /// `expected_m` as in a decode step; contiguous: each group's
 /// last 128-row block partly padding, as the tuner lays it out), the regret
-/// `time(plan)/time(best) − 1`. Every time is modelled. With `masked_seed`, only the masked
-/// layouts, their counts drawn independently from that seed
-/// ([`crate::operands::random_masked_counts`], as DeepGEMM's tests draw them). A non-empty
-/// `groups` keeps only the shapes with those group counts.
+/// `time(plan)/time(best) − 1`. Every time is modelled. With `masked_seeds`, only the masked
+/// layouts, their counts drawn independently from each seed
+/// ([`crate::operands::random_masked_counts`], as DeepGEMM's tests draw them): every candidate
+/// timed on every draw and judged by its mean time (the counts live on the device, so a plan
+/// is right when it is fastest on average). A non-empty `groups` keeps only the shapes with
+/// those group counts.
 pub fn run_grouped(
     machine: &str,
     layout: WeightLayout,
     csv: Option<&Path>,
     verbose: bool,
     estimates: bool,
-    masked_seed: Option<u64>,
+    masked_seeds: &[u64],
     groups: &[u32],
 ) -> Result<(), String> {
     let machine = crate::profile::machine_by_name(machine)?;
@@ -105,7 +107,7 @@ pub fn run_grouped(
         for &(g, m) in &GROUPED_MASKED {
             descs.push((crate::operands::masked_spread_desc(g, m, n, k, arch).with_cus(cus), src));
         }
-        for &(g, r) in GROUPED_CONTIGUOUS.iter().filter(|_| masked_seed.is_none()) {
+        for &(g, r) in GROUPED_CONTIGUOUS.iter().filter(|_| masked_seeds.is_empty()) {
             descs.push((GemmDesc::m_grouped_contiguous(g * r, n, k, g, arch).with_cus(cus), src));
         }
     }
@@ -149,13 +151,22 @@ pub fn run_grouped(
             }
             continue;
         }
-        let plan_us = time_masked(&ctx, &machine, &plan, &desc, masked_seed)? * 1e6;
+        // The mean over the draws of the counts (one: the even spread).
+        let draws: Vec<Option<u64>> = if masked_seeds.is_empty() { vec![None] } else { masked_seeds.iter().copied().map(Some).collect() };
+        let mean_us = |p: &Plan| -> Result<f64, String> {
+            let mut sum = 0.0;
+            for &d in &draws {
+                sum += time_masked(&ctx, &machine, p, &desc, d)?;
+            }
+            Ok(sum / draws.len() as f64 * 1e6)
+        };
+        let plan_us = mean_us(&plan)?;
         let (mut best, mut best_us) = (plan.label(), plan_us);
         for c in select::grouped_candidates(&desc, layout) {
             if std::ptr::eq(c.kernel, plan.kernel) && c.splits == plan.splits && c.remap == plan.remap {
                 continue;
             }
-            let t = time_masked(&ctx, &machine, &c, &desc, masked_seed)? * 1e6;
+            let t = mean_us(&c)?;
             if verbose {
                 println!("    {:<32} estimate {:>9.2} µs, modelled {:>9.2} µs", c.label(), c.estimate_s * 1e6, t);
             }
@@ -186,7 +197,12 @@ pub fn run_grouped(
     if !rows.is_empty() {
         let g = (rows.iter().map(|r| (1.0 + r).ln()).sum::<f64>() / rows.len() as f64).exp() - 1.0;
         let worst = rows.iter().copied().fold(0.0, f64::max);
-        println!("summary (modelled): {} grouped shapes, regret geomean {:.2}%, worst {:.1}%", rows.len(), 100.0 * g, 100.0 * worst);
+        let over = if masked_seeds.is_empty() {
+            String::new()
+        } else {
+            format!(" (mean times over {} draws of the masked counts, seeds {masked_seeds:?})", masked_seeds.len())
+        };
+        println!("summary (modelled): {} grouped shapes, regret geomean {:.2}%, worst {:.1}%{over}", rows.len(), 100.0 * g, 100.0 * worst);
     }
     if let Some(p) = csv {
         std::fs::write(p, out).map_err(|e| format!("{}: {e}", p.display()))?;

@@ -375,10 +375,11 @@ enum Command {
         #[arg(long)]
         grouped: bool,
         /// With --grouped: draw the masked groups' row counts as DeepGEMM's tests do
-        /// (`expected_m · U[0.7, 1.3)`, independent) from this seed, instead of the even
-        /// low-discrepancy spread; only the masked layouts are then evaluated.
-        #[arg(long)]
-        masked_seed: Option<u64>,
+        /// (`expected_m · U[0.7, 1.3)`, independent) from these seeds (comma-separated, or a
+        /// range `A-B`), instead of the even low-discrepancy spread: every candidate is timed
+        /// on each draw and judged by its mean time; only the masked layouts are then evaluated.
+        #[arg(long, value_parser = parse_seeds)]
+        masked_seed: Option<Seeds>,
         /// With --grouped: only the shapes with these group counts (comma-separated).
         #[arg(long, value_delimiter = ',')]
         groups: Vec<u32>,
@@ -481,7 +482,8 @@ fn run(cli: Cli) -> Result<(), String> {
                 validate::LayoutArg::Both => return Err("eval: --layout logical or preshuffled".into()),
             };
             if grouped {
-                return eval::run_grouped(&machine, layout, csv.as_deref(), verbose, estimates, masked_seed, &groups);
+                let seeds = masked_seed.map(|s| s.0).unwrap_or_default();
+                return eval::run_grouped(&machine, layout, csv.as_deref(), verbose, estimates, &seeds, &groups);
             }
             eval::run(eval::EvalArgs { machine, layout, prune, max_blocks, pairs, ms, csv, plot, no_cliff, shapes, verbose, estimates })
         }
@@ -603,4 +605,31 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The seeds of `eval --grouped --masked-seed`.
+#[derive(Clone, Debug)]
+struct Seeds(Vec<u64>);
+
+/// Parses `S`, `S1,S2,…` or `A-B` (inclusive) into seeds.
+fn parse_seeds(s: &str) -> Result<Seeds, String> {
+    let bad = || format!("expected a seed, seeds separated by commas, or a range A-B with A ≤ B, got `{s}`");
+    let mut out = Vec::new();
+    for part in s.split(',') {
+        let part = part.trim();
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b) = (a.trim().parse::<u64>().map_err(|_| bad())?, b.trim().parse::<u64>().map_err(|_| bad())?);
+                if a > b || b - a >= 1000 {
+                    return Err(bad());
+                }
+                out.extend(a..=b);
+            }
+            None => out.push(part.parse::<u64>().map_err(|_| bad())?),
+        }
+    }
+    if out.is_empty() {
+        return Err(bad());
+    }
+    Ok(Seeds(out))
 }
