@@ -1341,10 +1341,10 @@ impl MaskedDraws {
         for (draw, busy) in out.iter_mut().enumerate() {
             let prefix = &self.prefix[draw * stride..(draw + 1) * stride];
             let rows = |g: u64| (prefix[g as usize + 1] - prefix[g as usize]) / n_tiles.max(1);
-            let mut per_xcd = [0u64; 8];
+            let mut per_xcd = [0u64; tile::NUM_XCDS as usize];
             for g in 0..groups {
                 let (a, b) = ((g * n_tiles).min(dealt), ((g + 1) * n_tiles).min(dealt));
-                for (x, t) in per_xcd.iter_mut().enumerate().take(xcds as usize) {
+                for (x, t) in per_xcd.iter_mut().enumerate() {
                     *t += rows(g) * s * on(a, b, x as u64);
                 }
             }
@@ -1356,7 +1356,7 @@ impl MaskedDraws {
                     per_xcd[(p % xcds) as usize] += 1;
                 }
             }
-            *busy = u32::try_from(per_xcd.iter().take(xcds as usize).max().copied().unwrap_or(0)).unwrap_or(u32::MAX);
+            *busy = u32::try_from(per_xcd.iter().max().copied().unwrap_or(0)).unwrap_or(u32::MAX);
         }
         out
     }
@@ -1424,21 +1424,21 @@ pub fn grouped_features(e: &KernelEntry, desc: &GemmDesc, splits: u32, remap: Re
     work_features_at(e, &w, splits, desc.arch, desc.cus, busiest)
 }
 
-/// [`Features::of_tiles`] of a [`GroupedWork`], with A over the busiest XCD's fabric link at
-/// most its share: the grouped kernels remap workgroup ids so that each XCD runs a contiguous
-/// run of the tile order, whose tiles share their rows of A across N, so an XCD reads about
-/// `1/XCDs` of A (one row tile's rows more where its run starts mid-row).
-///
-/// A masked grid's working tiles are counted as if every XCD had its busiest XCD's
-/// ([`GroupedWork::busiest_xcd`], here the mean over the draws of the counts):
-/// [`Features::of_tiles`] deals jobs evenly, and the busiest XCD is what the launch waits for.
+/// [`Features::of_tiles`] of a [`GroupedWork`] whose working tiles spread evenly over the XCDs
+/// (contiguous and k-grouped launches; a masked one goes through [`work_features_at`] with its
+/// busiest XCD), with A over the busiest XCD's fabric link at most its share: the grouped
+/// kernels remap workgroup ids so that each XCD runs a contiguous run of the tile order, whose
+/// tiles share their rows of A across N, so an XCD reads about `1/XCDs` of A (one row tile's
+/// rows more where its run starts mid-row).
 fn work_features(e: &KernelEntry, w: &GroupedWork, splits: u32, arch: Arch, cus: u32) -> Features {
-    work_features_at(e, w, splits, arch, cus, w.busiest_xcd.as_ref().map(|b| (mean_busiest(b, splits, RUNS), RUNS)))
+    work_features_at(e, w, splits, arch, cus, None)
 }
 
 /// [`work_features`] of a masked launch in grid order `remap` with `busiest` working
-/// workgroups on the busiest XCD (`None`: the working tiles spread evenly, in runs). In the
-/// [`COLUMNS`] order every XCD runs columns of every group, so its link moves all of A.
+/// workgroups on the busiest XCD (`None`: the working tiles spread evenly, in runs): its
+/// working tiles are counted as if every XCD had the busiest XCD's ([`Features::of_tiles`]
+/// deals jobs evenly, and the busiest XCD is what the launch waits for). In the [`COLUMNS`]
+/// order every XCD runs columns of every group, so its link moves all of A.
 fn work_features_at(e: &KernelEntry, w: &GroupedWork, splits: u32, arch: Arch, cus: u32, busiest: Option<(f64, Remap)>) -> Features {
     let slots = e.slots_per_cu(arch).unwrap_or(1);
     let tb = TileBytes::of(e.block_m, e.block_n);
@@ -1532,13 +1532,12 @@ fn grouped_plans(desc: &GemmDesc, rows: &[&'static KernelEntry], forced_split: O
     for &e in rows {
         let w = grouped_work(e, desc);
         let slots = e.slots_per_cu(desc.arch).unwrap_or(1);
+        // A masked grid in either order (the planner's choice, a launch argument).
+        let orders: &[Remap] = if w.busiest_xcd.is_some() && (forced_columns || offers_columns(desc)) { &[RUNS, COLUMNS] } else { &[RUNS] };
         let mut push = |splits: u32| {
             let grid = w.grid_tiles * u64::from(splits);
             match u32::try_from(grid) {
                 Ok(g) => {
-                    // A masked grid in either order (the planner's choice, a launch argument).
-                    let columns = w.busiest_xcd.is_some() && (forced_columns || offers_columns(desc));
-                    let orders: &[Remap] = if columns { &[RUNS, COLUMNS] } else { &[RUNS] };
                     for &remap in orders {
                         let (estimate_s, compute_s) = grouped_estimate(model, e, &w, splits, remap, desc.arch, cus);
                         all.push((Plan { kernel: e, grid: g, splits, stream_k: None, remap, estimate_s }, compute_s));
