@@ -254,7 +254,7 @@ impl Row {
 
 /// Modelled seconds of `plan` on `desc`, a masked layout's counts drawn from `seed` where given.
 fn time_masked(ctx: &Context, machine: &amdgpu_emu::timing::Machine, plan: &Plan, desc: &GemmDesc, seed: Option<u64>) -> Result<f64, String> {
-    Ok(crate::tune_cost::profile_plan_with(ctx, machine, plan, desc, seed)?.seconds)
+    Ok(crate::tune_cost::profile_plan_with(ctx, machine, plan, desc, seed, None)?.seconds)
 }
 
 /// Times the plan and the candidates within `prune` of its estimate; returns (plan µs, best

@@ -311,6 +311,11 @@ enum Command {
         /// change (`--samples-out` gets the new times).
         #[arg(long, requires = "from_samples")]
         retime: bool,
+        /// With `--cost`: the contiguous split-K kernels' draws end each group in padding rows
+        /// (marked −1, their stores skipped, as the MoE layer's) wherever the routed rows are
+        /// not a whole number of tiles; the sample rows record the routed rows (`stored`).
+        #[arg(long)]
+        padded: bool,
         /// With `--cost`: seed of the shape draws (another seed, another sample).
         #[arg(long, default_value_t = 0)]
         seed: u64,
@@ -457,13 +462,13 @@ fn run(cli: Cli) -> Result<(), String> {
             check_dense_sizes(m, n, k)?;
             gemm::bench_dense(m, n, k, iters)
         }
-        Command::Tune { machine, out, samples, max_blocks, samples_out, from_samples, retime, only, seed, k_blocks, judge, cost: _ } => {
+        Command::Tune { machine, out, samples, max_blocks, samples_out, from_samples, retime, padded, only, seed, k_blocks, judge, cost: _ } => {
             let k_blocks = match k_blocks[..] {
                 [lo, hi] if 1 <= lo && lo <= hi => (lo, hi),
                 _ => return Err(format!("--k-blocks: expected LO,HI with 1 ≤ LO ≤ HI, got {k_blocks:?}")),
             };
             let judge = judge.map(|j| tune_cost::Judge::parse(&j)).transpose()?;
-            tune_cost::run(tune_cost::CostArgs { machine, samples, max_blocks, out, samples_out, from_samples, retime, only, seed, k_blocks, judge })
+            tune_cost::run(tune_cost::CostArgs { machine, samples, max_blocks, out, samples_out, from_samples, retime, padded, only, seed, k_blocks, judge })
         }
         Command::Eval { machine, layout, prune, max_blocks, pairs, ms, csv, plot, no_cliff, shapes, verbose, estimates, grouped, masked_seed, groups } => {
             let shapes = shapes

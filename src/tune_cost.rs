@@ -13,9 +13,11 @@
 //! equivalents) are redrawn.
 //! The plain m-grouped contiguous split-K kernels (the MoE layer's GEMMs; their epilogue
 //! variants take their coefficients) are sampled on grouped problems of their own
-//! ([`draw_contiguous`]: active groups, rows per group, N, K and a split count drawn at random)
-//! and launched through the gathered entry point ([`launch_contiguous`]); a sample row of theirs
-//! carries the group count as a ninth column. So do the other grouped kernels' samples, each on
+//! ([`draw_contiguous`]: active groups, rows per group, N, K and a split count drawn at random;
+//! with `--padded` each group's routed rows are rounded up to whole tiles with padding rows
+//! marked −1, the MoE layer's layout, whose stores the kernels skip) and launched through the
+//! gathered entry point ([`launch_contiguous`]); a sample row of theirs carries the group count
+//! as a ninth column, and a padded one its routed rows as a tenth. So do the other grouped kernels' samples, each on
 //! problems of its own: DeepGEMM's m-grouped contiguous, masked and masked split-K kernels
 //! ([`draw_grouped`], [`launch_grouped`]: contiguous groups of whole 128-row blocks ending in
 //! padding rows; masked groups of capacity `⌈1.3·expected_m⌉` with counts spread around
@@ -57,6 +59,8 @@ pub struct CostArgs {
     pub from_samples: Option<Vec<PathBuf>>,
     /// Time the samples of `from_samples` again instead of reusing their times.
     pub retime: bool,
+    /// The contiguous split-K draws end their groups in padding rows (`tune --padded`).
+    pub padded: bool,
     pub only: Option<String>,
     pub seed: u64,
     /// The K blocks (K / 128) the draws take, log-uniform between the two.
@@ -116,6 +120,10 @@ pub struct Timed {
     /// a masked one (`m` = `expected_m`, the capacity [`crate::operands::masked_capacity`]`(m)`).
     pub groups: u32,
     pub seconds: f64,
+    /// Routed rows of a contiguous split-K sample whose groups end in padding rows (the MoE
+    /// layer's layout: `stored / groups` routed rows per group, the rest of each group's rows
+    /// marked −1 in `m_indices`, their stores skipped); 0: every row routed.
+    pub stored: u32,
 }
 
 /// Launches the NN / TN / TT GEMM of `majors` on zero operands of format `F`.
@@ -144,20 +152,29 @@ pub fn time_plan(ctx: &Context, machine: &Machine, plan: &Plan, desc: &GemmDesc)
     Ok(profile_plan(ctx, machine, plan, desc)?.seconds)
 }
 
+/// [`time_plan`] of a sample: a contiguous split-K one with `t.stored` routed rows
+/// ([`Timed::stored`]) launched with its padding rows marked.
+fn time_sample(ctx: &Context, machine: &Machine, plan: &Plan, desc: &GemmDesc, t: &Timed) -> Result<f64, String> {
+    let routed = (t.stored > 0).then(|| t.stored / t.groups.max(1));
+    Ok(profile_plan_with(ctx, machine, plan, desc, None, routed)?.seconds)
+}
+
 /// [`time_plan`]'s whole timing report.
 pub fn profile_plan(ctx: &Context, machine: &Machine, plan: &Plan, desc: &GemmDesc) -> Result<std::sync::Arc<amdgpu_emu::timing::TimingReport>, String> {
-    profile_plan_with(ctx, machine, plan, desc, None)
+    profile_plan_with(ctx, machine, plan, desc, None, None)
 }
 
 /// [`profile_plan`], a masked plan's group row counts drawn from `masked_seed`
 /// ([`crate::operands::random_masked_counts`]) instead of the even spread
-/// ([`crate::operands::masked_count`]) where it is given.
+/// ([`crate::operands::masked_count`]) where it is given, and a contiguous split-K plan's
+/// groups holding `routed` routed rows each where it is given (the rest padding).
 pub fn profile_plan_with(
     ctx: &Context,
     machine: &Machine,
     plan: &Plan,
     desc: &GemmDesc,
     masked_seed: Option<u64>,
+    routed: Option<u32>,
 ) -> Result<std::sync::Arc<amdgpu_emu::timing::TimingReport>, String> {
     let (m, n, k) = (desc.m, desc.n, desc.k);
     let e = |x: fp8gemm::Error| x.to_string();
@@ -170,7 +187,7 @@ pub fn profile_plan_with(
         stream.set_workspace(Some(fp8gemm::Workspace::new(ctx, ws as usize).map_err(e)?)).map_err(e)?;
     }
     if select::contiguous_splitk_twin(plan.kernel).is_some() {
-        launch_contiguous(ctx, &mut stream, plan, desc, mode)?;
+        launch_contiguous(ctx, &mut stream, plan, desc, mode, routed)?;
     } else if select::is_deepgemm_grouped(plan.kernel) {
         launch_grouped(ctx, &mut stream, plan, desc, mode, masked_seed)?;
     } else if plan.kernel.problem == Problem::KGrouped {
@@ -312,7 +329,7 @@ fn launch_kgrouped(ctx: &Context, stream: &mut Stream, plan: &Plan, desc: &GemmD
 /// rows, `desc.groups` groups of `m / groups` rows each (a multiple of the tile height), every
 /// row in use and read from its own row of A (the row map the identity), with the timing model
 /// `mode` on; checks that the entry point ran the plan.
-fn launch_contiguous(ctx: &Context, stream: &mut Stream, plan: &Plan, desc: &GemmDesc, mode: TimingMode) -> Result<(), String> {
+fn launch_contiguous(ctx: &Context, stream: &mut Stream, plan: &Plan, desc: &GemmDesc, mode: TimingMode, routed: Option<u32>) -> Result<(), String> {
     let e = |x: fp8gemm::Error| x.to_string();
     let kernel = plan.kernel;
     let (m, n, k, g) = (desc.m as usize, desc.n as usize, desc.k as usize, desc.groups.max(1) as usize);
@@ -321,11 +338,16 @@ fn launch_contiguous(ctx: &Context, stream: &mut Stream, plan: &Plan, desc: &Gem
         return Err(format!("{}: {m} rows are not {g} groups of whole {bm}-row tiles", kernel.name()));
     }
     let per = m / g;
+    let routed = routed.map_or(per, |r| r as usize);
+    if routed == 0 || routed > per {
+        return Err(format!("{}: {routed} routed rows in groups of {per}", kernel.name()));
+    }
     let nkb = k / 128;
     let a_data = ctx.alloc_zeroed::<u8>(m * k).map_err(e)?;
     let a_scales = ctx.alloc_zeroed::<f32>(m * nkb).map_err(e)?;
     let rows: Vec<i32> = (0..m as i32).collect();
-    let groups: Vec<i32> = (0..m).map(|r| (r / per) as i32).collect();
+    // Each group's rows past its routed ones are padding (−1: no store), as the MoE layer's.
+    let groups: Vec<i32> = (0..m).map(|r| if r % per < routed { (r / per) as i32 } else { -1 }).collect();
     let row_src = ctx.upload(&rows).map_err(e)?;
     let m_indices = ctx.upload(&groups).map_err(e)?;
     let mut d = ctx.alloc_zeroed::<half::bf16>(m * n).map_err(e)?;
@@ -438,16 +460,27 @@ fn candidates_of(e: &'static KernelEntry, desc: &GemmDesc) -> Vec<Plan> {
 /// log-uniform in 1 … 512, rows per group log-uniform in 1 … 1024 rounded up to whole tiles,
 /// N log-uniform in 256 … 16384 (a multiple of 128), K as the dense draws; redrawn past
 /// 64 tiles per CU or `max_blocks` as those.
-fn draw_contiguous(rng: &mut StdRng, e: &'static KernelEntry, arch: Arch, cus: u32, max_blocks: u64, (lo, hi): (u32, u32)) -> Option<(GemmDesc, Plan)> {
+fn draw_contiguous(
+    rng: &mut StdRng,
+    e: &'static KernelEntry,
+    arch: Arch,
+    cus: u32,
+    max_blocks: u64,
+    (lo, hi): (u32, u32),
+    padded: bool,
+) -> Option<(GemmDesc, Plan, u32)> {
     let nkb = log_uniform(rng, f64::from(lo), f64::from(hi)).round() as u32;
     let n = ((log_uniform(rng, 256.0, 16384.0) / 128.0).round() as u32).max(1) * 128;
     let g = log_uniform(rng, 1.0, 512.0).round().max(1.0) as u32;
-    let per = (log_uniform(rng, 1.0, 1024.0).round() as u32).max(1).div_ceil(e.block_m) * e.block_m;
+    let routed = (log_uniform(rng, 1.0, 1024.0).round() as u32).max(1);
+    let per = routed.div_ceil(e.block_m) * e.block_m;
     let m = g.checked_mul(per)?;
     // At most 64 tiles per CU: an MoE layer's down GEMM at prefill runs tens of short tiles
     // per CU (257 experts, 1024 tokens: 40).
     let desc = GemmDesc { cus, ..GemmDesc::m_grouped_contiguous(m, n, nkb * 128, g, arch) };
-    pick_within(rng, e, desc, e.tiles(m, n), nkb, max_blocks)
+    // With `padded`, each group's rows past `routed` are padding, as the MoE layer's.
+    let stored = if padded && routed < per { g.checked_mul(routed)? } else { 0 };
+    pick_within(rng, e, desc, e.tiles(m, n), nkb, max_blocks).map(|(d, p)| (d, p, stored))
 }
 
 /// `desc` with a random candidate plan of `e`, unless its `tiles` tiles of `nkb` K blocks pass
@@ -547,14 +580,34 @@ fn parse_samples(path: &Path) -> Result<Vec<Timed>, String> {
             continue;
         }
         let f: Vec<&str> = line.split(',').collect();
-        let bad = || format!("{}:{}: expected kernel,m,n,k,splits,dp,g,modelled_s[,groups]", path.display(), i + 1);
-        if f.len() != 8 && f.len() != 9 {
+        let bad = || format!("{}:{}: expected kernel,m,n,k,splits,dp,g,modelled_s[,groups[,stored]]", path.display(), i + 1);
+        if !(8..=10).contains(&f.len()) {
             return Err(bad());
         }
         let kernel = registry::by_name(f[0]).ok_or_else(|| format!("{}:{}: unknown kernel {}", path.display(), i + 1, f[0]))?.name();
         let u = |j: usize| f[j].trim().parse::<u32>().map_err(|_| bad());
-        let groups = if f.len() == 9 { u(8)? } else { 0 };
-        v.push(Timed { kernel, m: u(1)?, n: u(2)?, k: u(3)?, splits: u(4)?, dp: u(5)?, g: u(6)?, groups, seconds: f[7].trim().parse().map_err(|_| bad())? });
+        let groups = if f.len() >= 9 { u(8)? } else { 0 };
+        let stored = if f.len() == 10 { u(9)? } else { 0 };
+        if stored > 0 && (groups == 0 || !stored.is_multiple_of(groups) || stored >= u(1)?) {
+            return Err(format!(
+                "{}:{}: {stored} stored rows are not fewer than the {} rows, the same in each of {groups} groups",
+                path.display(),
+                i + 1,
+                u(1)?
+            ));
+        }
+        v.push(Timed {
+            kernel,
+            m: u(1)?,
+            n: u(2)?,
+            k: u(3)?,
+            splits: u(4)?,
+            dp: u(5)?,
+            g: u(6)?,
+            groups,
+            seconds: f[7].trim().parse().map_err(|_| bad())?,
+            stored,
+        });
     }
     Ok(v)
 }
@@ -610,17 +663,20 @@ pub fn run(a: CostArgs) -> Result<(), String> {
                 let mut tries = 0;
                 while got < a.samples && tries < 200 * a.samples {
                     tries += 1;
+                    let plain = |d: Option<(GemmDesc, Plan)>| d.map(|(d, p)| (d, p, 0));
                     let drawn = if grouped {
-                        draw_contiguous(&mut rng, e, arch, cus, a.max_blocks, a.k_blocks)
+                        draw_contiguous(&mut rng, e, arch, cus, a.max_blocks, a.k_blocks, a.padded)
                     } else if select::is_deepgemm_grouped(e) {
-                        draw_grouped(&mut rng, e, arch, cus, a.max_blocks, a.k_blocks)
+                        plain(draw_grouped(&mut rng, e, arch, cus, a.max_blocks, a.k_blocks))
                     } else if e.problem == Problem::KGrouped {
-                        draw_kgrouped(&mut rng, e, arch, cus, a.max_blocks, a.k_blocks)
+                        plain(draw_kgrouped(&mut rng, e, arch, cus, a.max_blocks, a.k_blocks))
                     } else {
-                        draw(&mut rng, e, arch, cus, a.max_blocks, a.k_blocks)
+                        plain(draw(&mut rng, e, arch, cus, a.max_blocks, a.k_blocks))
                     };
-                    let Some((desc, p)) = drawn else { continue };
-                    let s = time_plan(&ctx, &machine, &p, &desc)?;
+                    let Some((desc, p, stored)) = drawn else { continue };
+                    let groups = if e.problem == Problem::Dense { 0 } else { desc.groups };
+                    let probe = Timed { kernel: e.name(), m: 0, n: 0, k: 0, splits: 0, dp: 0, g: 0, groups, seconds: 0.0, stored };
+                    let s = time_sample(&ctx, &machine, &p, &desc, &probe)?;
                     let (dp, g) = p.stream_k.map_or((0, 0), |s| (s.dp_tiles, s.sk_wgs));
                     eprintln!(
                         "[{:>6.0} s] {:<44} {:>6}x{:<6}x{:<6} {:<22} {:>9.2} µs modelled",
@@ -632,10 +688,9 @@ pub fn run(a: CostArgs) -> Result<(), String> {
                         p.label(),
                         s * 1e6
                     );
-                    let groups = if e.problem == Problem::Dense { 0 } else { desc.groups };
                     // A masked sample records its expected_m (its capacity follows from it).
                     let m = if e.problem == Problem::MGroupedMasked { desc.expected_m } else { desc.m };
-                    out.push(Timed { kernel: e.name(), m, n: desc.n, k: desc.k, splits: p.splits, dp, g, groups, seconds: s });
+                    out.push(Timed { kernel: e.name(), m, n: desc.n, k: desc.k, splits: p.splits, dp, g, groups, seconds: s, stored });
                     got += 1;
                 }
                 if let Some(path) = &a.samples_out {
@@ -704,7 +759,7 @@ fn retime(ctx: &Context, machine: &Machine, arch: Arch, cus: u32, old: &[Timed],
         let (desc, plan) = plan_of(t, arch, cus).ok_or_else(|| {
             format!("sample {}x{}x{} of {} (splits {}, stream-K {}+{}) is no plan of this registry", t.m, t.n, t.k, t.kernel, t.splits, t.dp, t.g)
         })?;
-        let s = time_plan(ctx, machine, &plan, &desc)?;
+        let s = time_sample(ctx, machine, &plan, &desc, t)?;
         eprintln!(
             "[{:>6.0} s] {:>4}/{} {:<44} {:>6}x{:<6}x{:<6} {:<22} {:>9.2} µs modelled (was {:.2})",
             start.elapsed().as_secs_f64(),
@@ -730,12 +785,16 @@ fn retime(ctx: &Context, machine: &Machine, arch: Arch, cus: u32, old: &[Timed],
 
 fn write_samples(path: &Path, machine: &Machine, v: &[Timed]) -> Result<(), String> {
     let mut s = format!(
-        "# tune --cost samples on {} (seconds MODELLED by the timing model)\n# kernel,m,n,k,splits,dp,g,modelled_s[,groups: grouped samples (contiguous: all rows; masked: expected_m; k-grouped: m x n over k tokens)]\n",
+        "# tune --cost samples on {} (seconds MODELLED by the timing model)\n# kernel,m,n,k,splits,dp,g,modelled_s[,groups: grouped samples (contiguous: all rows; masked: expected_m; k-grouped: m x n over k tokens)[,stored: a contiguous split-K sample's routed rows, the rest of each group padding]]\n",
         machine.name
     );
     for t in v {
         let _ = write!(s, "{},{},{},{},{},{},{},{:e}", t.kernel, t.m, t.n, t.k, t.splits, t.dp, t.g, t.seconds);
-        let _ = if t.groups > 0 { writeln!(s, ",{}", t.groups) } else { writeln!(s) };
+        let _ = match (t.groups, t.stored) {
+            (0, _) => writeln!(s),
+            (g, 0) => writeln!(s, ",{g}"),
+            (g, st) => writeln!(s, ",{g},{st}"),
+        };
     }
     std::fs::write(path, s).map_err(|e| format!("{}: {e}", path.display()))
 }
@@ -743,7 +802,6 @@ fn write_samples(path: &Path, machine: &Machine, v: &[Timed]) -> Result<(), Stri
 /// A sample resolved once against the selector: its problem, plan and features.
 struct Resolved {
     t: Timed,
-    desc: GemmDesc,
     plan: Plan,
     features: Features,
 }
@@ -752,11 +810,21 @@ impl Resolved {
     /// The sample with its plan (`plan_of`), or an error naming it.
     fn new(t: Timed, arch: Arch, cus: u32) -> Result<Resolved, String> {
         let (desc, plan) = plan_of(&t, arch, cus).ok_or_else(|| format!("sample {t:?} is not a candidate of the current selector"))?;
-        Ok(Resolved { features: Features::of(&plan, &desc), t, desc, plan })
+        let features = if t.stored > 0 {
+            let (rows, n, k) = (f64::from(t.m), f64::from(t.n), f64::from(t.k));
+            select::contiguous_features_with(
+                &plan,
+                &desc,
+                Some(select::ContiguousBytes::of(select::ContiguousVariant::Plain, rows, f64::from(t.stored), n, k, None, None)),
+            )
+        } else {
+            Features::of(&plan, &desc)
+        };
+        Ok(Resolved { features, t, plan })
     }
     /// The model's estimate over the sample's modelled time.
     fn ratio(&self, model: &CostModel) -> f64 {
-        model.estimate(&self.plan, &self.desc) / self.t.seconds
+        model.estimate_features(&self.plan, &self.features).0 / self.t.seconds
     }
 }
 

@@ -274,3 +274,52 @@ fn validate_writes_the_csv_and_reports_wrong_results() {
     assert!(std::fs::read_to_string(&csv).unwrap().lines().nth(1).unwrap().ends_with(",false"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn tune_retimes_padded_contiguous_samples_and_keeps_their_routed_rows() {
+    // One contiguous split-K sample twice: every row routed, and 20 of each 32-row group routed
+    // (the rest padding, stores skipped). Retimed, the padded one keeps its tenth column and
+    // costs less; a stored count that is not the same in every group is refused, naming it.
+    let dir = std::env::temp_dir().join(format!("fp8gemm-cli-padded-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let (input, output) = (dir.join("in.csv"), dir.join("out.csv"));
+    let kernel = "m_grouped_fp8_gemm_nt_contiguous_splitk_bs_bm32_bn128";
+    std::fs::write(&input, format!("# test\n{kernel},128,1024,256,1,0,0,1e-5,4\n{kernel},128,1024,256,1,0,0,1e-5,4,80\n")).expect("write samples");
+    let args = |out: &str| {
+        vec![
+            "tune",
+            "--machine",
+            "mi325x",
+            "--from-samples",
+            input.to_str().unwrap(),
+            "--retime",
+            "--samples-out",
+            output.to_str().unwrap(),
+            "--only",
+            kernel,
+            "--out",
+            out,
+        ]
+        .into_iter()
+        .map(String::from)
+        .collect::<Vec<_>>()
+    };
+    let model = dir.join("cost.csv");
+    let a = args(model.to_str().unwrap());
+    let (ok, out, err) = fp8gemm(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(ok, "{out}\n{err}");
+    let text = std::fs::read_to_string(&output).expect("retimed samples");
+    let rows: Vec<Vec<&str>> = text.lines().filter(|l| !l.starts_with('#')).map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 2, "{text}");
+    assert_eq!((rows[0].len(), rows[1].len(), rows[1][9]), (9, 10, "80"), "{text}");
+    let secs = |r: &Vec<&str>| r[7].parse::<f64>().expect("seconds");
+    assert!(secs(&rows[1]) < secs(&rows[0]), "the padded launch stores fewer rows: {text}");
+    // The model file carries the store figure as the last field of each kernel row.
+    let cost = std::fs::read_to_string(&model).expect("cost model");
+    assert!(cost.contains("fixed_cycles[slots],store_cycles"), "{cost}");
+    std::fs::write(&input, format!("# test\n{kernel},128,1024,256,1,0,0,1e-5,4,81\n")).expect("write samples");
+    let (ok, _, err) = fp8gemm(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(!ok);
+    assert!(err.contains("81 stored rows are not fewer than the 128 rows, the same in each of 4 groups"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

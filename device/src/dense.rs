@@ -1136,22 +1136,34 @@ pub(crate) mod imp {
             return;
         }
         // Acquire: every other split's wave `w` stored its fragments before its increment;
-        // device-scope loads read them, 1 KiB contiguous per fragment and split, `chunk` splits
-        // at a time (8 for up to 4 fragments per wave, else 2: the loads in flight within the
-        // tile's registers).
+        // device-scope loads read them, 1 KiB contiguous per fragment and split,
+        // `tile::splitk_chunk` splits at a time (up to 32 `dwordx4` in flight). Each chunk is a
+        // round trip through a memory system the other workgroups may still be loading, so the
+        // wider chunk is what keeps the reduction short.
         let lane_base = (wave * (FM * FN) as u32 * 64 + lane) * 16;
-        let sum = sum_slots::<FM, FN, 8>(rs_ws, tile_base, lane_base, slot, splits.get(), if FM * FN <= 4 { 8 } else { 2 });
+        let chunk = tile::splitk_chunk(16 * FM as u32, 64 * FN as u32, true, true) as usize;
+        let sum = sum_slots::<FM, FN, 8>(rs_ws, tile_base, lane_base, slot, splits.get(), chunk);
         // Lane l holds row 16·fm + (l & 15), columns 4·(l >> 4) .. + 4 of fragment (fm, fn);
         // lane 4r + c stores row 16·fm + r, columns 4c .. 4c + 4 of it, taken from lane r + 16c.
+        // Every fragment's permutes are issued before the first store waits for one, so the
+        // wave waits for the LDS crossbar once instead of once per fragment.
         let rs_d = rs_d();
         let (r, c) = (lane >> 2, lane & 3);
         let src = 4 * (r + 16 * c);
-        for (fm, row_sums) in sum.iter().enumerate() {
-            for (fnn, acc) in row_sums.iter().enumerate() {
-                let v = acc.to_array();
+        let mut out = [[U32x2([0, 0]); FN]; FM];
+        #[allow(clippy::needless_range_loop)] // constant trip counts: fully unrolled, no scratch
+        for fm in 0..FM {
+            for fnn in 0..FN {
+                let v = sum[fm][fnn].to_array();
                 let lo = tile::pack_bf16x2(v[0] * tile::PROMOTION_UP, v[1] * tile::PROMOTION_UP);
                 let hi = tile::pack_bf16x2(v[2] * tile::PROMOTION_UP, v[3] * tile::PROMOTION_UP);
-                let data = U32x2([ds_bpermute(src, lo), ds_bpermute(src, hi)]);
+                out[fm][fnn] = U32x2([ds_bpermute(src, lo), ds_bpermute(src, hi)]);
+            }
+        }
+        #[allow(clippy::needless_range_loop)]
+        for fm in 0..FM {
+            for fnn in 0..FN {
+                let data = out[fm][fnn];
                 let (row, col) = (m0 + 16 * fm as u32 + r, n0 + 16 * (wave * FN as u32 + fnn as u32) + 4 * c);
                 let voff = if col < n { (row * ldd + col) * 2 } else { PARKED };
                 // SAFETY: rs_d covers the problem's D; rows past it are out of range and
@@ -1215,16 +1227,8 @@ pub(crate) mod imp {
         let wave = tid >> 6;
         let (wm, wn) = if BS { (0, wave) } else { (wave & 1, wave >> 1) };
         let lane_base = (wave * (FM * FN) as u32 * 64 + lane) * 16;
-        // Splits are read `chunk` at a time (`sum_slots`): 8 splits (32 `dwordx4`) for the bs
-        // 32-row tile, whose reduction is on the critical path of decode; 4 / 2 for the larger
-        // tiles.
-        let chunk = if BS && FM * FN <= 4 {
-            8
-        } else if FM * FN >= 16 {
-            2
-        } else {
-            4
-        };
+        // Splits are read `tile::splitk_chunk` at a time (`sum_slots`).
+        let chunk = tile::splitk_chunk(bm, bn, false, BS) as usize;
         let sum = sum_slots::<FM, FN, 8>(rs_ws, tile_base, lane_base, slot, splits.get(), chunk);
 
         // Output through LDS (`Bf16Store`: each store instruction covers whole rows of D).

@@ -418,11 +418,47 @@ pub const SPLITK_MAX_TILES: u32 = 4096;
 /// quarter of [`SPLITK_MAX_TILES`].
 pub const SPLITK_WAVES_MAX_TILES: u32 = SPLITK_MAX_TILES / 4;
 
+/// Partial slots a split-K finisher reads per round trip through memory
+/// (`dense::imp::sum_slots`: every load of a chunk is issued before the first add waits), for a
+/// `block_m × block_n` tile, whose waves hold `block_m · block_n / 1024` 16×16 fragments each
+/// (1 × 4 waves for the bs kernels, 2 × 2 for the others: the same count). With the per-wave
+/// protocol (`per_wave`: the bs split-K kernels on the pipelined loop) up to 32 `dwordx4`
+/// loads are in flight (128 VGPRs, free once the main loop is done): 8 slots for up to 4
+/// fragments, 5 for 6, 4 for 8. The workgroup protocol reads 8 for the bs 32-row tile, whose
+/// reduction is on the critical path of decode, 2 from 16 fragments on and 4 otherwise.
+/// Each chunk is one round trip through memory at the end of the tile (`dense::imp`,
+/// "Split-K").
+pub const fn splitk_chunk(block_m: u32, block_n: u32, per_wave: bool, bs: bool) -> u32 {
+    let frags = block_m * block_n / 1024;
+    if per_wave {
+        let c = 32 / if frags == 0 { 1 } else { frags };
+        if c < 2 {
+            2
+        } else if c > 8 {
+            8
+        } else {
+            c
+        }
+    } else if bs && frags <= 4 {
+        8
+    } else if frags >= 16 {
+        2
+    } else {
+        4
+    }
+}
+
 /// Most output tiles of a launch of the dense bs split-K kernel of `block_m` rows: the kernels
 /// on the pipelined loop (32 and 64 rows, the 32 × 64 one too) count arrivals per wave
 /// ([`SPLITK_WAVES_MAX_TILES`]), the 128-row one per workgroup ([`SPLITK_MAX_TILES`]).
 pub const fn bs_splitk_max_tiles(block_m: u32) -> u32 {
-    if block_m == 128 { SPLITK_MAX_TILES } else { SPLITK_WAVES_MAX_TILES }
+    if bs_splitk_per_wave(block_m) { SPLITK_WAVES_MAX_TILES } else { SPLITK_MAX_TILES }
+}
+
+/// Whether the dense bs split-K kernel of `block_m` rows counts arrivals and reduces per wave
+/// (the kernels on the pipelined loop: 32 and 64 rows) rather than per workgroup (128 rows).
+pub const fn bs_splitk_per_wave(block_m: u32) -> bool {
+    block_m != 128
 }
 
 /// Words at the start of every split-K workspace that hold the per-tile arrival counters (one
@@ -665,6 +701,24 @@ mod tests {
     use super::*;
     use std::vec;
     use std::vec::Vec;
+
+    #[test]
+    fn split_k_chunks_keep_the_loads_in_flight_within_the_budget() {
+        // Per wave: at most 32 `dwordx4` loads in flight (chunk × fragments), from 2 to 8 slots.
+        for (bm, bn) in [(32, 64), (32, 128), (48, 128), (64, 128), (128, 128)] {
+            let frags = bm * bn / 1024;
+            let c = splitk_chunk(bm, bn, true, true);
+            assert!((2..=8).contains(&c) && (c * frags <= 32 || c == 2), "{bm}x{bn}: {c}");
+        }
+        assert_eq!(
+            [splitk_chunk(32, 64, true, true), splitk_chunk(32, 128, true, true), splitk_chunk(48, 128, true, true), splitk_chunk(64, 128, true, true)],
+            [8, 8, 5, 4]
+        );
+        // The workgroup protocol: 8 for small bs tiles, 2 from 16 fragments, else 4.
+        assert_eq!([splitk_chunk(32, 128, false, true), splitk_chunk(64, 128, false, true), splitk_chunk(128, 128, false, true)], [8, 4, 2]);
+        assert_eq!([splitk_chunk(64, 64, false, false), splitk_chunk(64, 128, false, false), splitk_chunk(128, 128, false, false)], [4, 4, 2]);
+        assert!(bs_splitk_per_wave(32) && bs_splitk_per_wave(64) && !bs_splitk_per_wave(128));
+    }
 
     #[test]
     fn shuffled_b_layout_is_a_bijection_matching_the_lane_reads() {

@@ -56,9 +56,12 @@
 //! way: every registered kernel of the problem and weight layout, ranked by the same estimate.
 //! **Own samples:** the tuner samples every grouped kernel on grouped problems of its own
 //! (`fp8gemm tune --cost`): the plain contiguous split-K kernels (the MoE layer's; random active
-//! groups, rows per group, N and K), whose MoE epilogue variants take their coefficients
-//! ([`contiguous_splitk_twin`], [`CostModel::cost_of`]), estimated over [`contiguous_features`]
-//! (every group's B read once from HBM and shared by that group's row tiles); DeepGEMM's
+//! groups, rows per group, N and K; with `--padded` each group's routed rows end in padding
+//! rows whose stores the kernels skip, as in the layer's launches), whose MoE epilogue variants
+//! take their coefficients ([`contiguous_splitk_twin`], [`CostModel::cost_of`]), estimated over
+//! [`contiguous_features`] (every group's B read once from HBM and shared by that group's row
+//! tiles; the rows a batch does not store, [`Features::unstored`], save [`KernelCost::store`],
+//! a figure only samples with padding rows can fit and every other sample leaves at 0); DeepGEMM's
 //! contiguous kernels (groups of whole 128-row blocks, each ending in padding rows), masked
 //! kernels and masked split-K kernels (groups of capacity `⌈1.3·expected_m⌉`, counts spread
 //! around `expected_m`, as a decode step sees them), estimated over
@@ -492,6 +495,11 @@ pub struct KernelCost {
     /// Extra cycles per block whose B tile comes cold from HBM (its first reader among the
     /// `⌈m/BM⌉` workgroups that share it).
     pub cold: f64,
+    /// Cycles a batch saves per tile's worth of rows its epilogue does not store
+    /// ([`Features::unstored`]: the contiguous layout's padding rows, whose `m_indices` entry is
+    /// −1). Fitted only where samples skip rows (0 elsewhere: every dense and full sample
+    /// stores every row).
+    pub store: f64,
     /// The kernel's L2 traffic per byte of [`Features::l2_block_bytes`], as the timing model
     /// measured it (`fp8gemm tune --cost` runs two launches per kernel, [`KernelCost::l2_bytes`]):
     /// what the tiles' line granularity, scale reads and the waves' re-reads past the L1 add.
@@ -550,6 +558,10 @@ pub struct Features {
     pub chain: f64,
     /// The busiest CU's blocks whose B tile is read cold: its blocks / `⌈m/BM⌉`.
     pub cold: f64,
+    /// The busiest CU's batches weighted by the share of their tiles' rows the epilogue does
+    /// not store (a contiguous launch's padding rows, skipped: [`ContiguousBytes::stored`]);
+    /// 0 where every row is stored. Saves [`KernelCost::store`] each.
+    pub unstored: f64,
     /// Unique bytes the launch moves through HBM (A, B and D once each).
     pub hbm_bytes: f64,
     /// Bytes the busiest XCD's L2 serves its workgroups' A and B tiles (with their scales) for
@@ -811,19 +823,21 @@ impl CostModel {
                 "kernel" => {
                     let name = f.get(1).ok_or_else(|| format!("line {}: kernel name missing", i + 1))?.to_string();
                     let slots = num(2)? as usize;
-                    if !(1..=8).contains(&slots) || f.len() != 9 + 2 * slots {
+                    // The store figure (the last) is absent from files written before it.
+                    if !(1..=8).contains(&slots) || (f.len() != 9 + 2 * slots && f.len() != 10 + 2 * slots) {
                         return Err(format!(
-                            "line {}: expected name, slots, partial, reduce, tail, cold, l2_block_scale, l2_other_scale, then slots block and slots fixed figures",
+                            "line {}: expected name, slots, partial, reduce, tail, cold, l2_block_scale, l2_other_scale, then slots block and slots fixed figures, then store",
                             i + 1
                         ));
                     }
+                    let store = if f.len() == 10 + 2 * slots { num(9 + 2 * slots)? } else { 0.0 };
                     let (partial, reduce, tail, cold, l2_block_scale, l2_other_scale) = (num(3)?, num(4)?, num(5)?, num(6)?, num(7)?, num(8)?);
                     if l2_block_scale <= 0.0 || l2_other_scale < 0.0 {
                         return Err(format!("line {}: l2_block_scale must be positive and l2_other_scale not negative", i + 1));
                     }
                     let block = (0..slots).map(|o| num(9 + o)).collect::<Result<Vec<_>, _>>()?;
                     let fixed = (0..slots).map(|o| num(9 + slots + o)).collect::<Result<Vec<_>, _>>()?;
-                    m.kernels.insert(name, KernelCost { block, fixed, partial, reduce, tail, cold, l2_block_scale, l2_other_scale });
+                    m.kernels.insert(name, KernelCost { block, fixed, partial, reduce, tail, cold, store, l2_block_scale, l2_other_scale });
                 }
                 other => return Err(format!("line {}: unknown row kind `{other}`", i + 1)),
             }
@@ -848,7 +862,7 @@ impl CostModel {
             self.machine, self.clock_hz, self.launch_s, self.hbm_bytes_per_s, self.l2_bytes_per_s, self.fabric_bytes_per_s
         ));
         s.push_str(
-            "# kernel,symbol,slots,partial_cycles,reduce_cycles,tail_cycles,cold_block_cycles,l2_block_scale,l2_other_scale,block_cycles[slots],fixed_cycles[slots]\n",
+            "# kernel,symbol,slots,partial_cycles,reduce_cycles,tail_cycles,cold_block_cycles,l2_block_scale,l2_other_scale,block_cycles[slots],fixed_cycles[slots],store_cycles\n",
         );
         let mut names: Vec<&String> = self.kernels.keys().collect();
         names.sort();
@@ -856,7 +870,7 @@ impl CostModel {
             let c = &self.kernels[n];
             let fig = |v: &[f64]| v.iter().map(|x| format!("{x:.1}")).collect::<Vec<_>>().join(",");
             s.push_str(&format!(
-                "kernel,{n},{},{:.1},{:.1},{:.1},{:.1},{:.3},{:.3},{},{}\n",
+                "kernel,{n},{},{:.1},{:.1},{:.1},{:.1},{:.3},{:.3},{},{},{:.1}\n",
                 c.block.len(),
                 c.partial,
                 c.reduce,
@@ -865,7 +879,8 @@ impl CostModel {
                 c.l2_block_scale,
                 c.l2_other_scale,
                 fig(&c.block),
-                fig(&c.fixed)
+                fig(&c.fixed),
+                c.store
             ));
         }
         s
@@ -873,7 +888,7 @@ impl CostModel {
 
     /// The busiest CU's cycles for `f` under `c`.
     pub fn cu_cycles(c: &KernelCost, f: &Features) -> f64 {
-        let mut t = c.partial * f.partials + c.reduce * f.reduces + c.cold * f.cold;
+        let mut t = c.partial * f.partials + c.reduce * f.reduces + c.cold * f.cold - c.store * f.unstored;
         for o in 0..c.block.len().min(8) {
             t += c.block[o] * f.blocks[o] + c.fixed[o] * f.batches[o];
         }
@@ -884,7 +899,7 @@ impl CostModel {
                 t += c.block[w] * f.blocks[o] + c.fixed[w] * f.batches[o];
             }
         }
-        t
+        t.max(0.0)
     }
 
     /// The modelled seconds of `plan` on `desc` (`+∞` for a kernel without coefficients, so
@@ -1009,6 +1024,10 @@ pub struct ContiguousBytes {
     pub a: f64,
     /// Bytes the launch writes (and reads besides A and B: the shared expert's rows).
     pub out: f64,
+    /// The share of the layout's rows whose output the epilogue stores: the routed rows of the
+    /// plain and scatter launches (a padding row's store is skipped), every row of the
+    /// activation epilogues'.
+    pub stored: f64,
 }
 
 impl ContiguousBytes {
@@ -1027,7 +1046,12 @@ impl ContiguousBytes {
             (ContiguousVariant::Scatter, Some((tokens, shared))) => tokens * n * 2.0 * if shared { 2.0 } else { 1.0 },
             _ => 2.0 * stored.min(rows) * n,
         };
-        ContiguousBytes { a, out }
+        let stored = match variant {
+            ContiguousVariant::Silu | ContiguousVariant::SiluQa => 1.0,
+            _ if rows > 0.0 => (stored / rows).clamp(0.0, 1.0),
+            _ => 1.0,
+        };
+        ContiguousBytes { a, out, stored }
     }
 }
 
@@ -1041,7 +1065,7 @@ pub fn contiguous_features_with(plan: &Plan, desc: &GemmDesc, bytes: Option<Cont
     let slots = e.slots_per_cu(desc.arch).unwrap_or(1);
     let per_group = (f64::from(rows.div_ceil(e.block_m.max(1))) / f64::from(active)).max(1.0);
     let (r, nn, kk) = (f64::from(rows), f64::from(n), f64::from(k));
-    let io = bytes.unwrap_or(ContiguousBytes { a: r * kk, out: 2.0 * r * nn });
+    let io = bytes.unwrap_or(ContiguousBytes { a: r * kk, out: 2.0 * r * nn, stored: 1.0 });
     let hbm = io.a + f64::from(active) * nn * kk + io.out;
     let tiles = e.tiles(rows, n);
     let tb = TileBytes::of(e.block_m, e.block_n);
@@ -1049,6 +1073,9 @@ pub fn contiguous_features_with(plan: &Plan, desc: &GemmDesc, bytes: Option<Cont
     // Over the busiest XCD's link, A is read at most once whatever its tiles' rows: a gathered
     // A (its token rows shared by many tiles) is below the per-tile sum `of_tiles` counts.
     cap_fabric_a(&mut f, tiles, nkb, plan.splits, tb, io.a);
+    // The skipped padding rows, spread evenly over the tiles (each active group's last tile
+    // holds its padding).
+    f.unstored = (1.0 - io.stored) * f.batches.iter().sum::<f64>();
     f
 }
 
@@ -1759,7 +1786,10 @@ pub fn fit_kernel(
     l2_scales: (f64, f64),
 ) -> KernelCost {
     let s = slots.clamp(1, 8) as usize;
-    let cols = 2 * s + 4;
+    // The store column only where a sample skips rows (an all-zero column would only perturb
+    // the solver).
+    let stores = samples.iter().any(|x| x.features.unstored > 0.0);
+    let cols = 2 * s + 4 + usize::from(stores);
     let row = |x: &Features| -> Vec<f64> {
         let mut r = vec![0.0; cols];
         for o in 0..8 {
@@ -1771,6 +1801,10 @@ pub fn fit_kernel(
         r[2 * s + 1] = x.reduces;
         r[2 * s + 2] = x.cold;
         r[2 * s + 3] = x.chain;
+        if stores {
+            // Saved cycles: the coefficient is non-negative, the feature counts against.
+            r[2 * s + 4] = -x.unstored;
+        }
         r
     };
     // Each sample's memory bound, seconds: it depends on the bandwidths and the L2 scales only,
@@ -1821,6 +1855,7 @@ fn to_cost(coef: &[f64], s: usize, (l2_block_scale, l2_other_scale): (f64, f64))
         reduce: coef[2 * s + 1],
         cold: coef[2 * s + 2],
         tail: coef[2 * s + 3],
+        store: coef.get(2 * s + 4).copied().unwrap_or(0.0),
         l2_block_scale,
         l2_other_scale,
     }
@@ -1886,6 +1921,7 @@ mod tests {
             reduce: 200.0,
             tail: 700.0,
             cold: 300.0,
+            store: 800.0,
             l2_block_scale: 1.0,
             l2_other_scale: 1.0,
         };
@@ -1900,11 +1936,15 @@ mod tests {
                 f.chain = f64::from(1 + i % 4);
             }
             f.cold = f.blocks.iter().sum::<f64>() / f64::from(1 + i % 4);
+            if i % 4 == 1 {
+                // Padding rows skipped: a share of every batch's rows not stored.
+                f.unstored = f.batches.iter().sum::<f64>() * f64::from(1 + i % 3) / 8.0;
+            }
             f.hbm_bytes = 1.0;
             samples.push(Sample { features: f, seconds: launch + (CostModel::cu_cycles(&truth, &f) + truth.tail * f.chain) / clock });
         }
         let got = fit_kernel(&samples, 2, clock, launch, 1e18, 1e18, 1e18, (1.0, 1.0));
-        let all = |c: &KernelCost| c.block.iter().chain(&c.fixed).chain([&c.partial, &c.reduce, &c.tail, &c.cold]).copied().collect::<Vec<f64>>();
+        let all = |c: &KernelCost| c.block.iter().chain(&c.fixed).chain([&c.partial, &c.reduce, &c.tail, &c.cold, &c.store]).copied().collect::<Vec<f64>>();
         for (g, t) in all(&got).into_iter().zip(all(&truth)) {
             assert!((g - t).abs() <= 1e-3 * t.max(1.0), "{got:?} vs {truth:?}");
         }
@@ -1993,7 +2033,17 @@ mod tests {
 
     #[test]
     fn the_l2_bound_takes_over_when_it_is_the_longer() {
-        let c = KernelCost { block: vec![1.0], fixed: vec![0.0], partial: 0.0, reduce: 0.0, tail: 0.0, cold: 0.0, l2_block_scale: 1.5, l2_other_scale: 2.0 };
+        let c = KernelCost {
+            block: vec![1.0],
+            fixed: vec![0.0],
+            partial: 0.0,
+            reduce: 0.0,
+            tail: 0.0,
+            cold: 0.0,
+            store: 125.0,
+            l2_block_scale: 1.5,
+            l2_other_scale: 2.0,
+        };
         let model = CostModel {
             machine: "t".into(),
             clock_hz: 1e9,
@@ -2011,7 +2061,10 @@ mod tests {
         m2.kernels.insert("k".into(), c.clone());
         let back = CostModel::parse(&m2.to_csv("test")).expect("round trip");
         assert_eq!((back.l2_bytes_per_s, back.fabric_bytes_per_s), (1e9, 1e18));
-        assert_eq!((back.kernels["k"].l2_block_scale, back.kernels["k"].l2_other_scale), (1.5, 2.0));
+        assert_eq!((back.kernels["k"].l2_block_scale, back.kernels["k"].l2_other_scale, back.kernels["k"].store), (1.5, 2.0, 125.0));
+        // A file written before the store figure reads with none.
+        let old = m2.to_csv("test").replace(",125.0\n", "\n");
+        assert_eq!(CostModel::parse(&old).expect("old format").kernels["k"].store, 0.0);
         // A non-positive block scale is refused, naming the field.
         let bad = m2.to_csv("test").replace(",1.500,2.000,", ",0.000,2.000,");
         assert!(CostModel::parse(&bad).unwrap_err().contains("l2_block_scale"));
