@@ -328,8 +328,8 @@ enum Command {
         #[arg(long)]
         judge: Option<String>,
         /// With `--cost`: only kernels whose symbol contains one of these (comma-separated; new
-        /// registry rows), fitted
-        /// at the shipped model's bandwidth and merged into it.
+        /// registry rows, or kernels whose samples changed), sampled or read from the sample
+        /// files, fitted at the shipped model's bandwidth and merged into it.
         #[arg(long)]
         only: Option<String>,
     },

@@ -700,6 +700,10 @@ pub fn run(a: CostArgs) -> Result<(), String> {
             out
         }
     };
+    // `--only` fits the matching kernels alone, from sample files too (the others keep the
+    // shipped model's rows).
+    let keep = |name: &str| a.only.as_deref().is_none_or(|o| o.split(',').any(|o| name.contains(o)));
+    let timed: Vec<Timed> = timed.into_iter().filter(|t| keep(t.kernel)).collect();
     let launches = timed.len();
     let samples = timed.into_iter().map(|t| Resolved::new(t, arch, cus)).collect::<Result<Vec<_>, _>>()?;
     let mut scales: HashMap<&'static str, (f64, f64)> = HashMap::new();
