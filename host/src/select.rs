@@ -1979,6 +1979,27 @@ mod tests {
     }
 
     #[test]
+    fn skipped_padding_rows_count_as_unstored_batches() {
+        // A contiguous split-K launch over 8 groups of 64 rows, every row stored, then only
+        // half of them (the rest padding): the second counts half its batches as unstored,
+        // and a store figure takes exactly that many times its cycles off the CU term.
+        let e = registry::by_name("m_grouped_fp8_gemm_nt_contiguous_splitk_bs_bm64_bn128").expect("registered");
+        let desc = GemmDesc::m_grouped_contiguous(512, 1024, 512, 8, Arch::Gfx942);
+        let plan = Plan { kernel: e, grid: e.tiles(512, 1024) as u32, splits: 1, stream_k: None, remap: RUNS, estimate_s: f64::NAN };
+        let full = contiguous_features_with(&plan, &desc, None);
+        assert_eq!(full.unstored, 0.0);
+        let half_bytes = ContiguousBytes::of(ContiguousVariant::Plain, 512.0, 256.0, 1024.0, 512.0, None, None);
+        assert_eq!(half_bytes.stored, 0.5);
+        let half = contiguous_features_with(&plan, &desc, Some(half_bytes));
+        let batches = full.batches.iter().sum::<f64>();
+        assert!(batches > 0.0 && half.unstored == 0.5 * batches, "{half:?}");
+        // The activation epilogues store every row of their tiles.
+        assert_eq!(ContiguousBytes::of(ContiguousVariant::Silu, 512.0, 256.0, 1024.0, 512.0, None, None).stored, 1.0);
+        let c = KernelCost { block: vec![100.0, 100.0], fixed: vec![1000.0, 1000.0], store: 400.0, l2_block_scale: 1.0, ..Default::default() };
+        assert_eq!(CostModel::cu_cycles(&c, &full) - CostModel::cu_cycles(&c, &half), 400.0 * half.unstored);
+    }
+
+    #[test]
     fn jobs_are_dealt_round_robin_and_batched_by_slots() {
         let mut f = Features::default();
         // 10 jobs of 4 blocks on 4 CUs, 2 slots: the busiest CU gets 3 jobs: one batch of 2,
