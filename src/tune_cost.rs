@@ -152,10 +152,10 @@ pub fn time_plan(ctx: &Context, machine: &Machine, plan: &Plan, desc: &GemmDesc)
     Ok(profile_plan(ctx, machine, plan, desc)?.seconds)
 }
 
-/// [`time_plan`] of a sample: a contiguous split-K one with `t.stored` routed rows
-/// ([`Timed::stored`]) launched with its padding rows marked.
-fn time_sample(ctx: &Context, machine: &Machine, plan: &Plan, desc: &GemmDesc, t: &Timed) -> Result<f64, String> {
-    let routed = (t.stored > 0).then(|| t.stored / t.groups.max(1));
+/// [`time_plan`] of a sample: a contiguous split-K one with `stored` routed rows
+/// ([`Timed::stored`], 0: every row) launched with its padding rows marked.
+fn time_sample(ctx: &Context, machine: &Machine, plan: &Plan, desc: &GemmDesc, stored: u32) -> Result<f64, String> {
+    let routed = (stored > 0).then(|| stored / desc.groups.max(1));
     Ok(profile_plan_with(ctx, machine, plan, desc, None, routed)?.seconds)
 }
 
@@ -674,9 +674,7 @@ pub fn run(a: CostArgs) -> Result<(), String> {
                         plain(draw(&mut rng, e, arch, cus, a.max_blocks, a.k_blocks))
                     };
                     let Some((desc, p, stored)) = drawn else { continue };
-                    let groups = if e.problem == Problem::Dense { 0 } else { desc.groups };
-                    let probe = Timed { kernel: e.name(), m: 0, n: 0, k: 0, splits: 0, dp: 0, g: 0, groups, seconds: 0.0, stored };
-                    let s = time_sample(&ctx, &machine, &p, &desc, &probe)?;
+                    let s = time_sample(&ctx, &machine, &p, &desc, stored)?;
                     let (dp, g) = p.stream_k.map_or((0, 0), |s| (s.dp_tiles, s.sk_wgs));
                     eprintln!(
                         "[{:>6.0} s] {:<44} {:>6}x{:<6}x{:<6} {:<22} {:>9.2} µs modelled",
@@ -688,6 +686,7 @@ pub fn run(a: CostArgs) -> Result<(), String> {
                         p.label(),
                         s * 1e6
                     );
+                    let groups = if e.problem == Problem::Dense { 0 } else { desc.groups };
                     // A masked sample records its expected_m (its capacity follows from it).
                     let m = if e.problem == Problem::MGroupedMasked { desc.expected_m } else { desc.m };
                     out.push(Timed { kernel: e.name(), m, n: desc.n, k: desc.k, splits: p.splits, dp, g, groups, seconds: s, stored });
@@ -763,7 +762,7 @@ fn retime(ctx: &Context, machine: &Machine, arch: Arch, cus: u32, old: &[Timed],
         let (desc, plan) = plan_of(t, arch, cus).ok_or_else(|| {
             format!("sample {}x{}x{} of {} (splits {}, stream-K {}+{}) is no plan of this registry", t.m, t.n, t.k, t.kernel, t.splits, t.dp, t.g)
         })?;
-        let s = time_sample(ctx, machine, &plan, &desc, t)?;
+        let s = time_sample(ctx, machine, &plan, &desc, t.stored)?;
         eprintln!(
             "[{:>6.0} s] {:>4}/{} {:<44} {:>6}x{:<6}x{:<6} {:<22} {:>9.2} µs modelled (was {:.2})",
             start.elapsed().as_secs_f64(),

@@ -1065,7 +1065,7 @@ pub fn contiguous_features_with(plan: &Plan, desc: &GemmDesc, bytes: Option<Cont
     let slots = e.slots_per_cu(desc.arch).unwrap_or(1);
     let per_group = (f64::from(rows.div_ceil(e.block_m.max(1))) / f64::from(active)).max(1.0);
     let (r, nn, kk) = (f64::from(rows), f64::from(n), f64::from(k));
-    let io = bytes.unwrap_or(ContiguousBytes { a: r * kk, out: 2.0 * r * nn, stored: 1.0 });
+    let io = bytes.unwrap_or_else(|| ContiguousBytes::of(ContiguousVariant::Plain, r, r, nn, kk, None, None));
     let hbm = io.a + f64::from(active) * nn * kk + io.out;
     let tiles = e.tiles(rows, n);
     let tb = TileBytes::of(e.block_m, e.block_n);
