@@ -20,7 +20,7 @@
 //! `--experts E` (only rows with that many experts), `--layer E,k,H,I[,Is]` (instead of the CSV: a
 //! layer of `E` experts, top-`k`, hidden `H`, width `I`, a shared expert of width `Is`, at the
 //! `--tokens` counts; repeatable), `--verbose` (every launch's kernel, grid,
-//! modelled time, HBM traffic, busy pipes and stall cycles on standard error), `--split S` (force every GEMM's
+//! modelled time, HBM traffic, busy pipes and stall cycles, and per XCD its working workgroups, last end and fabric-link bytes, on standard error), `--split S` (force every GEMM's
 //! split-K count, [`fp8gemm::Overrides::with_split`], with a 256 MiB workspace; a count a launch
 //! cannot take is its error), `--seed S` (another routing draw; 0 is the tables'), `--plot PATH` (an SVG of the modelled
 //! layer time, with and without the routing launches, vs tokens), `--choices` (only the row alignment the layer chooses for each
@@ -319,6 +319,8 @@ fn main() -> Res<()> {
                                     }
                                     let cells: Vec<String> = xcd.iter().map(|(n, e)| format!("{n}/{}k", e / 1000)).collect();
                                     eprintln!("      per XCD (working workgroups / last end, cycles): {}", cells.join(" "));
+                                    let fab: Vec<String> = r.fabric_by_xcd.iter().map(|b| format!("{:.1}", b / 1e6)).collect();
+                                    eprintln!("      per XCD fabric MB: {}", fab.join(" "));
                                 }
                             }
                         }

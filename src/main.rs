@@ -327,6 +327,14 @@ enum Command {
         /// by N, `m=V` by M (the split is by shape family, decided before fitting).
         #[arg(long)]
         judge: Option<String>,
+        /// With `--from-samples`: judge the shipped cost model on the samples instead of fitting
+        /// one (nothing is written but the report and `--residuals`).
+        #[arg(long, requires = "from_samples", conflicts_with_all = ["judge", "out"])]
+        shipped: bool,
+        /// Write every sample's modelled time, estimate and signed error here (CSV): the fitted
+        /// model's (the judged side's too with `--judge`), or the shipped one's with `--shipped`.
+        #[arg(long)]
+        residuals: Option<std::path::PathBuf>,
         /// With `--cost`: only kernels whose symbol contains one of these (comma-separated; new
         /// registry rows, or kernels whose samples changed), sampled or read from the sample
         /// files, fitted at the shipped model's bandwidth and merged into it.
@@ -462,13 +470,44 @@ fn run(cli: Cli) -> Result<(), String> {
             check_dense_sizes(m, n, k)?;
             gemm::bench_dense(m, n, k, iters)
         }
-        Command::Tune { machine, out, samples, max_blocks, samples_out, from_samples, retime, padded, only, seed, k_blocks, judge, cost: _ } => {
+        Command::Tune {
+            machine,
+            out,
+            samples,
+            max_blocks,
+            samples_out,
+            from_samples,
+            retime,
+            padded,
+            only,
+            seed,
+            k_blocks,
+            judge,
+            shipped,
+            residuals,
+            cost: _,
+        } => {
             let k_blocks = match k_blocks[..] {
                 [lo, hi] if 1 <= lo && lo <= hi => (lo, hi),
                 _ => return Err(format!("--k-blocks: expected LO,HI with 1 ≤ LO ≤ HI, got {k_blocks:?}")),
             };
             let judge = judge.map(|j| tune_cost::Judge::parse(&j)).transpose()?;
-            tune_cost::run(tune_cost::CostArgs { machine, samples, max_blocks, out, samples_out, from_samples, retime, padded, only, seed, k_blocks, judge })
+            tune_cost::run(tune_cost::CostArgs {
+                machine,
+                samples,
+                max_blocks,
+                out,
+                samples_out,
+                from_samples,
+                retime,
+                padded,
+                only,
+                seed,
+                k_blocks,
+                judge,
+                shipped,
+                residuals,
+            })
         }
         Command::Eval { machine, layout, prune, max_blocks, pairs, ms, csv, plot, no_cliff, shapes, verbose, estimates, grouped, masked_seed, groups } => {
             let shapes = shapes

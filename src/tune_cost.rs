@@ -67,6 +67,10 @@ pub struct CostArgs {
     pub k_blocks: (u32, u32),
     /// Fit on one side of a shape split, judge on the other (`--judge`).
     pub judge: Option<Judge>,
+    /// Judge the shipped cost model on the samples instead of fitting (`--shipped`).
+    pub shipped: bool,
+    /// Write every sample's modelled time, estimate and signed error here (`--residuals`).
+    pub residuals: Option<PathBuf>,
 }
 
 /// A split of the samples by shape family (`tune --judge dim=V`): the fit uses the samples
@@ -705,6 +709,15 @@ pub fn run(a: CostArgs) -> Result<(), String> {
     let timed: Vec<Timed> = timed.into_iter().filter(|t| keep(t.kernel)).collect();
     let launches = timed.len();
     let samples = timed.into_iter().map(|t| Resolved::new(t, arch, cus)).collect::<Result<Vec<_>, _>>()?;
+    if a.shipped {
+        let model = CostModel::for_arch(arch).map_err(|e| e.to_string())?;
+        println!("the shipped cost model of {} judged on these samples (not fitted on them):", arch.name());
+        report(&samples, model);
+        if let Some(p) = &a.residuals {
+            write_residuals(p, &[("judged", &samples)], model)?;
+        }
+        return Ok(());
+    }
     let mut scales: HashMap<&'static str, (f64, f64)> = HashMap::new();
     for r in &samples {
         if !scales.contains_key(r.t.kernel) {
@@ -736,6 +749,9 @@ pub fn run(a: CostArgs) -> Result<(), String> {
     if let Some(j) = a.judge {
         println!("out of sample: the {} samples with {} ≥ {} (not fitted on)", judged.len(), j.dim, j.at);
         report(&judged, &model);
+    }
+    if let Some(p) = &a.residuals {
+        write_residuals(p, &[("fitted", &samples), ("judged", &judged)], &model)?;
     }
     let merged = a.only.as_ref().map_or(String::new(), |o| format!(" (kernels matching `--only {o}`, merged into the shipped model)"));
     let header = format!(
@@ -881,9 +897,43 @@ fn fit(samples: &[Resolved], scales: &HashMap<&'static str, (f64, f64)>, machine
     best.map(|(_, m)| m).ok_or_else(|| "no samples".to_string())
 }
 
+/// Writes every sample of `sides` (a label — `fitted` or `judged` — and its samples) with its
+/// modelled time, `model`'s estimate and the signed error (estimate / modelled − 1) as CSV to
+/// `path` (`tune --residuals`).
+fn write_residuals(path: &Path, sides: &[(&str, &[Resolved])], model: &CostModel) -> Result<(), String> {
+    let mut s = String::from(
+        "# fp8gemm tune --residuals: every time MODELLED by the timing model; estimate by the cost model\n\
+         kernel,m,n,k,splits,dp,g,groups,stored,plan,side,modelled_us,estimate_us,error\n",
+    );
+    for &(side, rows) in sides {
+        for r in rows {
+            let est = model.estimate_features(&r.plan, &r.features).0;
+            let t = &r.t;
+            let _ = writeln!(
+                s,
+                "{},{},{},{},{},{},{},{},{},{},{side},{:.3},{:.3},{:+.4}",
+                t.kernel,
+                t.m,
+                t.n,
+                t.k,
+                t.splits,
+                t.dp,
+                t.g,
+                t.groups,
+                t.stored,
+                r.plan.label(),
+                t.seconds * 1e6,
+                est * 1e6,
+                est / t.seconds - 1.0
+            );
+        }
+    }
+    std::fs::write(path, s).map_err(|e| format!("{}: {e}", path.display()))
+}
+
 fn report(samples: &[Resolved], model: &CostModel) {
     println!(
-        "cost model fit (in-sample; every time MODELLED): HBM {:.2} TB/s, L2 {:.2} TB/s per XCD",
+        "cost model (every time MODELLED; in-sample unless said otherwise above): HBM {:.2} TB/s, L2 {:.2} TB/s per XCD",
         model.hbm_bytes_per_s / 1e12,
         model.l2_bytes_per_s / 1e12
     );

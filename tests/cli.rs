@@ -323,3 +323,38 @@ fn tune_retimes_padded_contiguous_samples_and_keeps_their_routed_rows() {
     assert!(err.contains("81 stored rows are not fewer than the 128 rows, the same in each of 4 groups"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn tune_judges_the_shipped_model_on_sample_files_without_fitting() {
+    // Two dense samples judged by the shipped cost model: the residuals file holds each with
+    // its modelled time (the file's), the estimate and the signed error between them; no cost
+    // model is written (`--shipped` refuses `--out`).
+    let dir = std::env::temp_dir().join(format!("fp8gemm-cli-shipped-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let (input, res) = (dir.join("in.csv"), dir.join("res.csv"));
+    std::fs::write(
+        &input,
+        "# test\nfp8_gemm_nt_splitk_bs_bm64_bn128,100,2304,16384,6,0,0,2.129e-5\nfp8_gemm_nt_bs_pipe_bm64_bn128,512,7168,2048,1,0,0,3.0e-5\n",
+    )
+    .expect("write samples");
+    let (i, r) = (input.to_str().unwrap(), res.to_str().unwrap());
+    let (ok, out, err) = fp8gemm(&["tune", "--machine", "mi325x", "--from-samples", i, "--shipped", "--residuals", r]);
+    assert!(ok, "{out}\n{err}");
+    assert!(out.contains("the shipped cost model of gfx942 judged on these samples"), "{out}");
+    assert!(!out.contains("machine,mi325x"), "no cost model is printed: {out}");
+    let text = std::fs::read_to_string(&res).expect("residuals");
+    let rows: Vec<Vec<&str>> = text.lines().filter(|l| !l.starts_with('#') && !l.starts_with("kernel,")).map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 2, "{text}");
+    for (row, modelled) in rows.iter().zip([21.29, 30.0]) {
+        assert_eq!(row.len(), 14, "{text}");
+        assert_eq!(row[10], "judged", "{text}");
+        let (m, e, err) = (row[11].parse::<f64>().unwrap(), row[12].parse::<f64>().unwrap(), row[13].parse::<f64>().unwrap());
+        assert!((m - modelled).abs() < 1e-9, "{text}");
+        assert!(e.is_finite() && e > 0.0, "{text}");
+        assert!((err - (e / m - 1.0)).abs() < 1e-3, "{text}");
+    }
+    assert_eq!(rows[0][4], "6", "{text}");
+    let (ok, _, err) = fp8gemm(&["tune", "--from-samples", i, "--shipped", "--out", r]);
+    assert!(!ok && err.contains("--out"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

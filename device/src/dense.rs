@@ -1141,7 +1141,8 @@ pub(crate) mod imp {
         // round trip through a memory system the other workgroups may still be loading, so the
         // wider chunk is what keeps the reduction short.
         let lane_base = (wave * (FM * FN) as u32 * 64 + lane) * 16;
-        let chunk = tile::splitk_chunk(16 * FM as u32, 64 * FN as u32, true, true) as usize;
+        let (bm, bn) = tile_dims(FM, FN, true);
+        let chunk = tile::splitk_chunk(bm, bn, true, true) as usize;
         let sum = sum_slots::<FM, FN, 8>(rs_ws, tile_base, lane_base, slot, splits.get(), chunk);
         // Lane l holds row 16·fm + (l & 15), columns 4·(l >> 4) .. + 4 of fragment (fm, fn);
         // lane 4r + c stores row 16·fm + r, columns 4c .. 4c + 4 of it, taken from lane r + 16c.
