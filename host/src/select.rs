@@ -1028,6 +1028,9 @@ pub struct ContiguousBytes {
     /// plain and scatter launches (a padding row's store is skipped), every row of the
     /// activation epilogues'.
     pub stored: f64,
+    /// Whether A is gathered from token rows (shared by tiles on every XCD) rather than read
+    /// from the layout's own rows (each row tile's A on the XCD that runs it).
+    pub gathered: bool,
 }
 
 impl ContiguousBytes {
@@ -1051,7 +1054,7 @@ impl ContiguousBytes {
             _ if rows > 0.0 => (stored / rows).clamp(0.0, 1.0),
             _ => 1.0,
         };
-        ContiguousBytes { a, out, stored }
+        ContiguousBytes { a, out, stored, gathered: gathered.is_some() }
     }
 }
 
@@ -1071,8 +1074,12 @@ pub fn contiguous_features_with(plan: &Plan, desc: &GemmDesc, bytes: Option<Cont
     let tb = TileBytes::of(e.block_m, e.block_n);
     let mut f = Features::of_tiles(tiles, nkb, plan.splits, u64::from(desc.cus.max(1)), slots, per_group, hbm, tb);
     // Over the busiest XCD's link, A is read at most once whatever its tiles' rows: a gathered
-    // A (its token rows shared by many tiles) is below the per-tile sum `of_tiles` counts.
-    cap_fabric_a(&mut f, tiles, nkb, plan.splits, tb, io.a);
+    // A (its token rows shared by many tiles, on every XCD) is below the per-tile sum
+    // `of_tiles` counts; the layout's own rows are each read by the one XCD whose contiguous
+    // id run holds their row tile (shared there by its columns): the XCD's share of A and a
+    // tile's, as the DeepGEMM grouped launches count it.
+    let cap = if io.gathered { io.a } else { io.a / f64::from(tile::NUM_XCDS) + nkb as f64 * (tb.block - tb.b_block) };
+    cap_fabric_a(&mut f, tiles, nkb, plan.splits, tb, cap);
     // The skipped padding rows, spread evenly over the tiles (each active group's last tile
     // holds its padding).
     f.unstored = (1.0 - io.stored) * f.batches.iter().sum::<f64>();
@@ -1997,6 +2004,32 @@ mod tests {
         assert_eq!(ContiguousBytes::of(ContiguousVariant::Silu, 512.0, 256.0, 1024.0, 512.0, None, None).stored, 1.0);
         let c = KernelCost { block: vec![100.0, 100.0], fixed: vec![1000.0, 1000.0], store: 400.0, l2_block_scale: 1.0, ..Default::default() };
         assert_eq!(CostModel::cu_cycles(&c, &full) - CostModel::cu_cycles(&c, &half), 400.0 * half.unstored);
+    }
+
+    #[test]
+    fn a_contiguous_launch_reads_its_own_rows_a_once_per_xcd_and_gathered_rows_at_most_once() {
+        // 257 groups of two 32-row tiles over 4 column tiles, 48 K blocks, data-parallel: the
+        // busiest XCD runs ⌈2056/8⌉ = 257 tiles. Over its fabric link: B once per group's 2 row
+        // tiles, and A — of the layout's own rows — the XCD's eighth of it and one tile's (its
+        // row tiles' columns share it in the L2), not the 257 tiles' A blocks.
+        let (groups, rows, n, k) = (257u32, 257 * 64, 512u32, 6144u32);
+        let desc = GemmDesc { cus: 304, ..GemmDesc::m_grouped_contiguous(rows, n, k, groups, Arch::Gfx942) };
+        let e = registry::by_name("m_grouped_fp8_gemm_nt_contiguous_splitk_bs_bm32_bn128").unwrap();
+        let plan = Plan { kernel: e, grid: 257 * 2 * 4, splits: 1, stream_k: None, remap: RUNS, estimate_s: f64::NAN };
+        let tb = TileBytes::of(32, 128);
+        let (a_block, b_block) = (tb.block - tb.b_block, tb.b_block);
+        let pieces = 257.0;
+        let b = pieces * 48.0 * b_block / 2.0;
+        let own = contiguous_features_with(&plan, &desc, None);
+        let a_own = f64::from(rows) * f64::from(k) / 8.0 + 48.0 * a_block;
+        assert!((own.fabric_bytes - (b + a_own + pieces * tb.out)).abs() < 1e-6, "{}", own.fabric_bytes);
+        // Gathered from 1024 token rows: every XCD may need any of them, at most all once.
+        let gathered = ContiguousBytes::of(ContiguousVariant::Plain, f64::from(rows), f64::from(rows), f64::from(n), f64::from(k), Some(1024.0), None);
+        assert!(gathered.gathered && !ContiguousBytes::of(ContiguousVariant::Plain, 1.0, 1.0, 1.0, 1.0, None, None).gathered);
+        let g = contiguous_features_with(&plan, &desc, Some(gathered));
+        assert!((g.fabric_bytes - (b + 1024.0 * 6144.0 + pieces * tb.out)).abs() < 1e-6, "{}", g.fabric_bytes);
+        // Either way below the per-tile count (every tile's A blocks).
+        assert!(own.fabric_bytes < b + pieces * 48.0 * a_block);
     }
 
     #[test]
