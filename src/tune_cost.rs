@@ -898,20 +898,21 @@ fn fit(samples: &[Resolved], scales: &HashMap<&'static str, (f64, f64)>, machine
 }
 
 /// Writes every sample of `sides` (a label — `fitted` or `judged` — and its samples) with its
-/// modelled time, `model`'s estimate and the signed error (estimate / modelled − 1) as CSV to
-/// `path` (`tune --residuals`).
+/// modelled time, `model`'s estimate, the signed error (estimate / modelled − 1), the launch's
+/// grid, the estimate's compute term and the launch's unique HBM bytes as CSV to `path`
+/// (`tune --residuals`).
 fn write_residuals(path: &Path, sides: &[(&str, &[Resolved])], model: &CostModel) -> Result<(), String> {
     let mut s = String::from(
         "# fp8gemm tune --residuals: every time MODELLED by the timing model; estimate by the cost model\n\
-         kernel,m,n,k,splits,dp,g,groups,stored,plan,side,modelled_us,estimate_us,error\n",
+         kernel,m,n,k,splits,dp,g,groups,stored,plan,side,modelled_us,estimate_us,error,grid,compute_us,hbm_mb\n",
     );
     for &(side, rows) in sides {
         for r in rows {
-            let est = model.estimate_features(&r.plan, &r.features).0;
+            let (est, compute) = model.estimate_features(&r.plan, &r.features);
             let t = &r.t;
             let _ = writeln!(
                 s,
-                "{},{},{},{},{},{},{},{},{},{},{side},{:.3},{:.3},{:+.4}",
+                "{},{},{},{},{},{},{},{},{},{},{side},{:.3},{:.3},{:+.4},{},{:.3},{:.3}",
                 t.kernel,
                 t.m,
                 t.n,
@@ -924,7 +925,10 @@ fn write_residuals(path: &Path, sides: &[(&str, &[Resolved])], model: &CostModel
                 r.plan.label(),
                 t.seconds * 1e6,
                 est * 1e6,
-                est / t.seconds - 1.0
+                est / t.seconds - 1.0,
+                r.plan.grid,
+                compute * 1e6,
+                r.features.hbm_bytes / 1e6
             );
         }
     }

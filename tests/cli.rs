@@ -346,7 +346,7 @@ fn tune_judges_the_shipped_model_on_sample_files_without_fitting() {
     let rows: Vec<Vec<&str>> = text.lines().filter(|l| !l.starts_with('#') && !l.starts_with("kernel,")).map(|l| l.split(',').collect()).collect();
     assert_eq!(rows.len(), 2, "{text}");
     for (row, modelled) in rows.iter().zip([21.29, 30.0]) {
-        assert_eq!(row.len(), 14, "{text}");
+        assert_eq!(row.len(), 17, "{text}");
         assert_eq!(row[10], "judged", "{text}");
         let (m, e, err) = (row[11].parse::<f64>().unwrap(), row[12].parse::<f64>().unwrap(), row[13].parse::<f64>().unwrap());
         assert!((m - modelled).abs() < 1e-9, "{text}");
