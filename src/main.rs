@@ -331,6 +331,13 @@ enum Command {
         /// one (nothing is written but the report and `--residuals`).
         #[arg(long, requires = "from_samples", conflicts_with_all = ["judge", "out"])]
         shipped: bool,
+        /// Instead of fitting: launch every dense split-K kernel (`--only` filters them) on one
+        /// round of the device at split counts 2 … 12 and print each launch's finisher chain as
+        /// the timing model runs it (cycles from the end of a tile's other pieces to the end of
+        /// its last), the figure the cost model's reduction tail stands for.
+        /// (`--chains` alone: splits 2, 3, 4, 6, 8, 12; or the comma-separated counts given.)
+        #[arg(long, num_args = 0.., value_delimiter = ',', conflicts_with_all = ["from_samples", "out", "judge", "shipped"])]
+        chains: Option<Vec<u32>>,
         /// Write every sample's modelled time, estimate and signed error here (CSV): the fitted
         /// model's (the judged side's too with `--judge`), or the shipped one's with `--shipped`.
         #[arg(long)]
@@ -485,6 +492,7 @@ fn run(cli: Cli) -> Result<(), String> {
             judge,
             shipped,
             residuals,
+            chains,
             cost: _,
         } => {
             let k_blocks = match k_blocks[..] {
@@ -507,6 +515,7 @@ fn run(cli: Cli) -> Result<(), String> {
                 judge,
                 shipped,
                 residuals,
+                chains,
             })
         }
         Command::Eval { machine, layout, prune, max_blocks, pairs, ms, csv, plot, no_cliff, shapes, verbose, estimates, grouped, masked_seed, groups } => {

@@ -71,6 +71,9 @@ pub struct CostArgs {
     pub shipped: bool,
     /// Write every sample's modelled time, estimate and signed error here (`--residuals`).
     pub residuals: Option<PathBuf>,
+    /// Measure the dense split-K kernels' finisher chains at these split counts instead of
+    /// fitting (`--chains`; empty: [`CHAIN_SPLITS`]).
+    pub chains: Option<Vec<u32>>,
 }
 
 /// A split of the samples by shape family (`tune --judge dim=V`): the fit uses the samples
@@ -651,6 +654,10 @@ pub fn run(a: CostArgs) -> Result<(), String> {
             sampled && a.only.as_deref().is_none_or(|o| o.split(',').any(|o| e.name().contains(o)))
         })
         .collect();
+    if let Some(splits) = &a.chains {
+        let splits = if splits.is_empty() { &CHAIN_SPLITS[..] } else { &splits[..] };
+        return print_chains(&ctx, &machine, arch, cus, &kernels, splits);
+    }
     let timed: Vec<Timed> = match &a.from_samples {
         Some(p) => {
             let old = p.iter().map(|f| parse_samples(f)).collect::<Result<Vec<_>, _>>()?.concat();
@@ -935,6 +942,70 @@ fn write_residuals(path: &Path, sides: &[(&str, &[Resolved])], model: &CostModel
     std::fs::write(path, s).map_err(|e| format!("{}: {e}", path.display()))
 }
 
+/// The split counts [`print_chains`] launches each dense split-K kernel at by default.
+const CHAIN_SPLITS: [u32; 6] = [2, 3, 4, 6, 8, 12];
+
+/// K blocks per piece of the launches [`print_chains`] times.
+const CHAIN_BLOCKS_PER_PIECE: u32 = 16;
+
+/// The finisher chain of a split-K launch of `grid` workgroups, `splits` pieces per tile, from
+/// the timing model's `spans` of it: per output tile, cycles from the end of its other pieces to
+/// the end of its last (the one that reduces the tile's partials and stores D); the median and
+/// the maximum over the tiles. Tiles are found from each workgroup's hardware id as the kernels
+/// find them (`tile::xcd_remap`, split fastest). `None` without a span of every workgroup.
+pub fn finisher_chain(spans: &[amdgpu_emu::timing::WorkgroupSpan], grid: u32, splits: u32) -> Option<(u64, u64)> {
+    if splits < 2 || grid == 0 || spans.len() != grid as usize {
+        return None;
+    }
+    let xcds = fp8gemm_device::tile::NUM_XCDS;
+    let mut ends: HashMap<u32, Vec<u64>> = HashMap::new();
+    for sp in spans {
+        let pid = u32::try_from(sp.workgroup).ok()?;
+        let id = fp8gemm_device::tile::xcd_remap(pid, grid, xcds);
+        ends.entry(id / splits).or_default().push(sp.end);
+    }
+    let mut chains: Vec<u64> = ends
+        .into_values()
+        .filter(|e| e.len() >= 2)
+        .map(|mut e| {
+            e.sort_unstable();
+            e[e.len() - 1] - e[e.len() - 2]
+        })
+        .collect();
+    chains.sort_unstable();
+    Some((*chains.get(chains.len() / 2)?, *chains.last()?))
+}
+
+/// `tune --chains`: every dense split-K kernel of `kernels` launched once per split count of
+/// `splits` on one round of the device (one row tile, as many column tiles as fit
+/// `splits` pieces each on `cus` CUs, [`CHAIN_BLOCKS_PER_PIECE`] K blocks per piece), with its
+/// finisher chain ([`finisher_chain`]) printed beside the launch's modelled time: the figure
+/// the cost model's `tail · chain` term stands for, measured instead of fitted.
+fn print_chains(ctx: &Context, machine: &Machine, arch: Arch, cus: u32, kernels: &[&'static KernelEntry], splits: &[u32]) -> Result<(), String> {
+    println!("finisher chains of the dense split-K kernels on {} (timing model: every figure MODELLED)", machine.name);
+    println!("{:<40} {:>6} {:>6} {:>6} {:>10} {:>12} {:>12}", "kernel", "split", "grid", "K", "time µs", "chain med", "chain max");
+    let split_kernels = kernels.iter().filter(|e| e.problem == Problem::Dense && e.schedule == ScheduleKind::SplitK && e.majors == (Major::K, Major::K));
+    let mut any = false;
+    for e in split_kernels {
+        for &s in splits {
+            let tiles_n = (cus / s).max(1);
+            let (m, n, k) = (e.block_m, tiles_n * e.block_n, s * CHAIN_BLOCKS_PER_PIECE * 128);
+            let desc = GemmDesc::dense(m, n, k, arch).with_cus(cus);
+            let Some(plan) = candidates_of(e, &desc).into_iter().find(|p| p.splits == s && p.stream_k.is_none()) else {
+                continue;
+            };
+            let report = profile_plan(ctx, machine, &plan, &desc)?;
+            let (med, max) = finisher_chain(&report.spans, plan.grid, s).ok_or_else(|| format!("{}: split {s}: no spans of every piece", e.name()))?;
+            println!("{:<40} {:>6} {:>6} {:>6} {:>10.2} {:>12} {:>12}", e.name(), s, plan.grid, k, report.seconds * 1e6, med, max);
+            any = true;
+        }
+    }
+    if !any {
+        return Err("--chains: no dense split-K kernel matches `--only`".into());
+    }
+    Ok(())
+}
+
 fn report(samples: &[Resolved], model: &CostModel) {
     println!(
         "cost model (every time MODELLED; in-sample unless said otherwise above): HBM {:.2} TB/s, L2 {:.2} TB/s per XCD",
@@ -976,5 +1047,33 @@ fn report(samples: &[Resolved], model: &CostModel) {
             100.0 * all[(all.len() * 9 / 10).min(all.len() - 1)].abs(),
             100.0 * mean
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use amdgpu_emu::timing::WorkgroupSpan;
+
+    #[test]
+    fn the_finisher_chain_is_each_tiles_last_end_after_its_other_pieces() {
+        // 16 workgroups: 8 tiles × 2 pieces, split fastest over the logical ids each XCD's
+        // contiguous run holds (`xcd_remap`: over 8 XCDs and 16 ids, hardware id p runs
+        // logical id 2·(p mod 8) + p / 8). Tile t's pieces are logical ids
+        // 2t and 2t + 1: hardware ids t and t + 8. Each tile's first piece ends at 1000, its
+        // second at 1000 + 100·(t + 1).
+        let spans: Vec<WorkgroupSpan> = (0..16u64)
+            .map(|p| {
+                let (t, second) = (p % 8, p >= 8);
+                WorkgroupSpan { workgroup: p, cu: p as u32, start: 0, end: if second { 1000 + 100 * (t + 1) } else { 1000 } }
+            })
+            .collect();
+        assert_eq!(fp8gemm_device::tile::xcd_remap(3, 16, 8), 6);
+        assert_eq!(fp8gemm_device::tile::xcd_remap(11, 16, 8), 7);
+        // Chains 100 … 800: the median (the 5th of 8, index 4) 500, the maximum 800.
+        assert_eq!(finisher_chain(&spans, 16, 2), Some((500, 800)));
+        // Not a split launch, or spans missing: none.
+        assert_eq!(finisher_chain(&spans, 16, 1), None);
+        assert_eq!(finisher_chain(&spans[..15], 16, 2), None);
     }
 }
