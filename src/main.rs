@@ -280,74 +280,7 @@ enum Command {
     /// random grouped problems) timed on `--samples` random shapes on `--machine`
     /// (a gfx950 machine runs the gfx950 code object on an emulated gfx950 device), coefficients
     /// fitted (`fp8gemm::select`); all figures modelled, not measured.
-    Tune {
-        /// Machine: mi300x, mi325x, mi308x, mi355x (the shipped files: mi325x for gfx942, mi355x
-        /// for gfx950).
-        #[arg(long, default_value = "mi325x")]
-        machine: String,
-        /// Write the cost model here (e.g. host/tuned/gfx942.mi325x.cost.csv); print it when
-        /// omitted.
-        #[arg(long)]
-        out: Option<std::path::PathBuf>,
-        /// Accepted for older scripts: `tune` writes the cost model (the per-tile table it once
-        /// wrote without this flag is retired; no choice read it).
-        #[arg(long)]
-        cost: bool,
-        /// With `--cost`: random shapes per kernel.
-        #[arg(long, default_value_t = 16)]
-        samples: usize,
-        /// With `--cost`: redraw shapes with more tiles × K blocks than this (simulation time).
-        #[arg(long, default_value_t = 40_000)]
-        max_blocks: u64,
-        /// With `--cost`: also write every timed sample here (refit later with --from-samples).
-        #[arg(long)]
-        samples_out: Option<std::path::PathBuf>,
-        /// With `--cost`: fit from these sample files (comma-separated) instead of timing.
-        #[arg(long, value_delimiter = ',')]
-        from_samples: Option<Vec<std::path::PathBuf>>,
-        /// With `--from-samples`: time every sample's launch again (same kernel, shape and
-        /// schedule) on the current timing model and code objects, instead of reusing the
-        /// files' times: regenerates the cost model on the same shapes after a kernel or model
-        /// change (`--samples-out` gets the new times).
-        #[arg(long, requires = "from_samples")]
-        retime: bool,
-        /// With `--cost`: the contiguous split-K kernels' draws end each group in padding rows
-        /// (marked −1, their stores skipped, as the MoE layer's) wherever the routed rows are
-        /// not a whole number of tiles; the sample rows record the routed rows (`stored`).
-        #[arg(long)]
-        padded: bool,
-        /// With `--cost`: seed of the shape draws (another seed, another sample).
-        #[arg(long, default_value_t = 0)]
-        seed: u64,
-        /// With `--cost`: the range of K blocks (K / 128) the draws take, log-uniform: `LO,HI`.
-        #[arg(long, value_delimiter = ',', default_values_t = [2, 64])]
-        k_blocks: Vec<u32>,
-        /// With `--cost`: judge the fit out of sample: `k=V` fits on the samples with K below V
-        /// and reports (and writes) the fit with its error on those with K ≥ V, `n=V` the same
-        /// by N, `m=V` by M (the split is by shape family, decided before fitting).
-        #[arg(long)]
-        judge: Option<String>,
-        /// With `--from-samples`: judge the shipped cost model on the samples instead of fitting
-        /// one (nothing is written but the report and `--residuals`).
-        #[arg(long, requires = "from_samples", conflicts_with_all = ["judge", "out"])]
-        shipped: bool,
-        /// Instead of fitting: launch every dense split-K kernel (`--only` filters them) on one
-        /// round of the device at split counts 2 … 12 and print each launch's finisher chain as
-        /// the timing model runs it (cycles from the end of a tile's other pieces to the end of
-        /// its last), the figure the cost model's reduction tail stands for.
-        /// (`--chains` alone: splits 2, 3, 4, 6, 8, 12; or the comma-separated counts given.)
-        #[arg(long, num_args = 0.., value_delimiter = ',', conflicts_with_all = ["from_samples", "out", "judge", "shipped"])]
-        chains: Option<Vec<u32>>,
-        /// Write every sample's modelled time, estimate and signed error here (CSV): the fitted
-        /// model's (the judged side's too with `--judge`), or the shipped one's with `--shipped`.
-        #[arg(long)]
-        residuals: Option<std::path::PathBuf>,
-        /// With `--cost`: only kernels whose symbol contains one of these (comma-separated; new
-        /// registry rows, or kernels whose samples changed), sampled or read from the sample
-        /// files, fitted at the shipped model's bandwidth and merged into it.
-        #[arg(long)]
-        only: Option<String>,
-    },
+    Tune(TuneCli),
     /// Judge the kernel selector on shapes it was never tuned on (public model configurations,
     /// M from 1 to 32768): the chosen plan's modelled time against every candidate's, the
     /// regret, and a cliff check at M + 16. Every time is modelled by the timing model.
@@ -440,6 +373,105 @@ enum Command {
     },
 }
 
+/// The options of `fp8gemm tune` ([`Command::Tune`]).
+#[derive(clap::Args)]
+struct TuneCli {
+    /// Machine: mi300x, mi325x, mi308x, mi355x (the shipped files: mi325x for gfx942, mi355x
+    /// for gfx950).
+    #[arg(long, default_value = "mi325x")]
+    machine: String,
+    /// Write the cost model here (e.g. host/tuned/gfx942.mi325x.cost.csv); print it when
+    /// omitted.
+    #[arg(long)]
+    out: Option<std::path::PathBuf>,
+    /// Accepted for older scripts: `tune` writes the cost model (the per-tile table it once
+    /// wrote without this flag is retired; no choice read it).
+    #[arg(long)]
+    cost: bool,
+    /// With `--cost`: random shapes per kernel.
+    #[arg(long, default_value_t = 16)]
+    samples: usize,
+    /// With `--cost`: redraw shapes with more tiles × K blocks than this (simulation time).
+    #[arg(long, default_value_t = 40_000)]
+    max_blocks: u64,
+    /// With `--cost`: also write every timed sample here (refit later with --from-samples).
+    #[arg(long)]
+    samples_out: Option<std::path::PathBuf>,
+    /// With `--cost`: fit from these sample files (comma-separated) instead of timing.
+    #[arg(long, value_delimiter = ',')]
+    from_samples: Option<Vec<std::path::PathBuf>>,
+    /// With `--from-samples`: time every sample's launch again (same kernel, shape and
+    /// schedule) on the current timing model and code objects, instead of reusing the
+    /// files' times: regenerates the cost model on the same shapes after a kernel or model
+    /// change (`--samples-out` gets the new times).
+    #[arg(long, requires = "from_samples")]
+    retime: bool,
+    /// With `--cost`: the contiguous split-K kernels' draws end each group in padding rows
+    /// (marked −1, their stores skipped, as the MoE layer's) wherever the routed rows are
+    /// not a whole number of tiles; the sample rows record the routed rows (`stored`).
+    #[arg(long)]
+    padded: bool,
+    /// With `--cost`: seed of the shape draws (another seed, another sample).
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// With `--cost`: the range of K blocks (K / 128) the draws take, log-uniform: `LO,HI`.
+    #[arg(long, value_delimiter = ',', default_values_t = [2, 64])]
+    k_blocks: Vec<u32>,
+    /// With `--cost`: judge the fit out of sample: `k=V` fits on the samples with K below V
+    /// and reports (and writes) the fit with its error on those with K ≥ V, `n=V` the same
+    /// by N, `m=V` by M (the split is by shape family, decided before fitting).
+    #[arg(long)]
+    judge: Option<String>,
+    /// With `--from-samples`: judge the shipped cost model on the samples instead of fitting
+    /// one (nothing is written but the report and `--residuals`).
+    #[arg(long, requires = "from_samples", conflicts_with_all = ["judge", "out"])]
+    shipped: bool,
+    /// Instead of fitting: launch every dense split-K kernel (`--only` filters them) on one
+    /// round of the device at split counts 2 … 12 and print each launch's finisher chain as
+    /// the timing model runs it (cycles from the end of a tile's other pieces to the end of
+    /// its last), the figure the cost model's reduction tail stands for.
+    /// (`--chains` alone: splits 2, 3, 4, 6, 8, 12; or the comma-separated counts given.)
+    #[arg(long, num_args = 0.., value_delimiter = ',', conflicts_with_all = ["from_samples", "out", "judge", "shipped"])]
+    chains: Option<Vec<u32>>,
+    /// Write every sample's modelled time, estimate and signed error here (CSV): the fitted
+    /// model's (the judged side's too with `--judge`), or the shipped one's with `--shipped`.
+    #[arg(long)]
+    residuals: Option<std::path::PathBuf>,
+    /// With `--cost`: only kernels whose symbol contains one of these (comma-separated; new
+    /// registry rows, or kernels whose samples changed), sampled or read from the sample
+    /// files, fitted at the shipped model's bandwidth and merged into it.
+    #[arg(long)]
+    only: Option<String>,
+}
+
+impl TuneCli {
+    /// The tuner's arguments, `--k-blocks`, `--judge` and `--chains` checked.
+    fn into_cost_args(self) -> Result<tune_cost::CostArgs, String> {
+        let k_blocks = match self.k_blocks[..] {
+            [lo, hi] if 1 <= lo && lo <= hi => (lo, hi),
+            _ => return Err(format!("--k-blocks: expected LO,HI with 1 ≤ LO ≤ HI, got {:?}", self.k_blocks)),
+        };
+        let judge = self.judge.map(|j| tune_cost::Judge::parse(&j)).transpose()?;
+        Ok(tune_cost::CostArgs {
+            machine: self.machine,
+            samples: self.samples,
+            max_blocks: self.max_blocks,
+            out: self.out,
+            samples_out: self.samples_out,
+            from_samples: self.from_samples,
+            retime: self.retime,
+            padded: self.padded,
+            only: self.only,
+            seed: self.seed,
+            k_blocks,
+            judge,
+            shipped: self.shipped,
+            residuals: self.residuals,
+            chains: self.chains,
+        })
+    }
+}
+
 fn parse_arch(name: &str) -> Result<Arch, String> {
     Arch::from_name(name).ok_or_else(|| {
         let known: Vec<&str> = Arch::ALL.iter().map(|a| a.name()).collect();
@@ -477,47 +509,7 @@ fn run(cli: Cli) -> Result<(), String> {
             check_dense_sizes(m, n, k)?;
             gemm::bench_dense(m, n, k, iters)
         }
-        Command::Tune {
-            machine,
-            out,
-            samples,
-            max_blocks,
-            samples_out,
-            from_samples,
-            retime,
-            padded,
-            only,
-            seed,
-            k_blocks,
-            judge,
-            shipped,
-            residuals,
-            chains,
-            cost: _,
-        } => {
-            let k_blocks = match k_blocks[..] {
-                [lo, hi] if 1 <= lo && lo <= hi => (lo, hi),
-                _ => return Err(format!("--k-blocks: expected LO,HI with 1 ≤ LO ≤ HI, got {k_blocks:?}")),
-            };
-            let judge = judge.map(|j| tune_cost::Judge::parse(&j)).transpose()?;
-            tune_cost::run(tune_cost::CostArgs {
-                machine,
-                samples,
-                max_blocks,
-                out,
-                samples_out,
-                from_samples,
-                retime,
-                padded,
-                only,
-                seed,
-                k_blocks,
-                judge,
-                shipped,
-                residuals,
-                chains,
-            })
-        }
+        Command::Tune(t) => tune_cost::run(t.into_cost_args()?),
         Command::Eval { machine, layout, prune, max_blocks, pairs, ms, csv, plot, no_cliff, shapes, verbose, estimates, grouped, masked_seed, groups } => {
             let shapes = shapes
                 .iter()
