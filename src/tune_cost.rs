@@ -642,6 +642,9 @@ pub fn run(a: CostArgs) -> Result<(), String> {
     let machine = crate::profile::machine_by_name(&a.machine)?;
     let cus = machine.xcds * machine.cus_per_xcd;
     let (ctx, arch) = crate::profile::context_for(&machine)?;
+    // `--only`: the kernels sampled or fitted, from sample files too (the others keep the
+    // shipped model's rows).
+    let keep = |name: &str| a.only.as_deref().is_none_or(|o| o.split(',').any(|o| name.contains(o)));
     let kernels: Vec<&'static KernelEntry> = registry::KERNELS
         .iter()
         .filter(|e| {
@@ -651,7 +654,7 @@ pub fn run(a: CostArgs) -> Result<(), String> {
             let sampled = matches!(e.problem, Problem::Dense | Problem::KGrouped)
                 || matches!(e.spec, registry::Spec::ContiguousSplitK(_))
                 || select::is_deepgemm_grouped(e);
-            sampled && a.only.as_deref().is_none_or(|o| o.split(',').any(|o| e.name().contains(o)))
+            sampled && keep(e.name())
         })
         .collect();
     if let Some(splits) = &a.chains {
@@ -710,9 +713,6 @@ pub fn run(a: CostArgs) -> Result<(), String> {
             out
         }
     };
-    // `--only` fits the matching kernels alone, from sample files too (the others keep the
-    // shipped model's rows).
-    let keep = |name: &str| a.only.as_deref().is_none_or(|o| o.split(',').any(|o| name.contains(o)));
     let timed: Vec<Timed> = timed.into_iter().filter(|t| keep(t.kernel)).collect();
     let launches = timed.len();
     let samples = timed.into_iter().map(|t| Resolved::new(t, arch, cus)).collect::<Result<Vec<_>, _>>()?;

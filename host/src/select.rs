@@ -1078,7 +1078,7 @@ pub fn contiguous_features_with(plan: &Plan, desc: &GemmDesc, bytes: Option<Cont
     // `of_tiles` counts; the layout's own rows are each read by the one XCD whose contiguous
     // id run holds their row tile (shared there by its columns): the XCD's share of A and a
     // tile's, as the DeepGEMM grouped launches count it.
-    let cap = if io.gathered { io.a } else { io.a / f64::from(tile::NUM_XCDS) + nkb as f64 * (tb.block - tb.b_block) };
+    let cap = if io.gathered { io.a } else { fabric_a_bound(io.a, true, nkb, tb) };
     cap_fabric_a(&mut f, tiles, nkb, plan.splits, tb, cap);
     // The skipped padding rows, spread evenly over the tiles (each active group's last tile
     // holds its padding).
@@ -1488,10 +1488,18 @@ fn work_features_at(e: &KernelEntry, w: &GroupedWork, splits: u32, arch: Arch, c
         _ => (w.work, w.b_sharers),
     };
     let mut f = Features::of_tiles(work, w.nkb, splits, u64::from(cus.max(1)), slots, b_sharers, w.hbm_bytes, tb);
-    let a_tile = w.nkb as f64 * (tb.block - tb.b_block);
-    let a_share = if columns { w.a_bytes } else { w.a_bytes / f64::from(tile::NUM_XCDS) };
-    cap_fabric_a(&mut f, work, w.nkb, splits, tb, a_share + a_tile);
+    cap_fabric_a(&mut f, work, w.nkb, splits, tb, fabric_a_bound(w.a_bytes, !columns, w.nkb, tb));
     f
+}
+
+/// The most A bytes a grouped launch's busiest XCD moves over its fabric link when its tiles
+/// read `a_bytes` of A from the layout's own rows: its share of them (`per_xcd`: each row tile
+/// on the one XCD whose contiguous id run holds it; else all of A, as where every XCD runs
+/// every group's columns) and one tile's A over `nkb` K blocks of tile bytes `tb` (a row tile
+/// cut by the XCD's run).
+fn fabric_a_bound(a_bytes: f64, per_xcd: bool, nkb: u64, tb: TileBytes) -> f64 {
+    let share = if per_xcd { a_bytes / f64::from(tile::NUM_XCDS) } else { a_bytes };
+    share + nkb as f64 * (tb.block - tb.b_block)
 }
 
 /// Lowers `f`'s fabric bytes, whose A part [`Features::of_tiles`] counts per tile (`tiles`
