@@ -26,6 +26,9 @@
 //! `time(plan) / time(best) − 1`. The cliff check times the plan chosen at M + 16 and
 //! flags `time(M+16) / time(M) > 1.15` unless the best candidate at M + 16 (timed the same way)
 //! jumps as much.
+//!
+//! `--time-cache FILE` keeps every modelled time in a file ([`crate::time_cache`]): judging a
+//! change to the cost model then simulates only the plans no earlier run timed.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -34,6 +37,7 @@ use fp8gemm::config::{GemmDesc, Overrides};
 use fp8gemm::select::{self, CostModel, Plan};
 use fp8gemm::{Context, WeightLayout};
 
+use crate::time_cache::TimeCache;
 use crate::tune_cost::time_plan;
 
 /// The (N, K) pairs of the evaluation set (module docs), with their source.
@@ -81,7 +85,9 @@ pub const GROUPED_CONTIGUOUS: [(u32, u32); 3] = [(4, 1024), (8, 384), (32, 128)]
 /// ([`crate::operands::random_masked_counts`], as DeepGEMM's tests draw them): every candidate
 /// timed on every draw and judged by its mean time (the counts live on the device, so a plan
 /// is right when it is fastest on average). A non-empty `groups` keeps only the shapes with
-/// those group counts.
+/// those group counts. With `time_cache`, modelled times are kept in that file between runs
+/// ([`crate::time_cache`]).
+#[allow(clippy::too_many_arguments)]
 pub fn run_grouped(
     machine: &str,
     layout: WeightLayout,
@@ -90,10 +96,12 @@ pub fn run_grouped(
     estimates: bool,
     masked_seeds: &[u64],
     groups: &[u32],
+    time_cache: Option<&Path>,
 ) -> Result<(), String> {
     let machine = crate::profile::machine_by_name(machine)?;
     let cus = machine.xcds * machine.cus_per_xcd;
     let (ctx, arch) = crate::profile::context_for(&machine)?;
+    let mut cache = TimeCache::open(time_cache, &machine, arch)?;
     println!(
         "fp8gemm eval --grouped on {} ({layout} weights): the planner's choice against every candidate — all times MODELLED by the timing model",
         machine.name
@@ -153,10 +161,10 @@ pub fn run_grouped(
         }
         // The mean over the draws of the counts (one: the even spread).
         let draws: Vec<Option<u64>> = if masked_seeds.is_empty() { vec![None] } else { masked_seeds.iter().copied().map(Some).collect() };
-        let mean_us = |p: &Plan| -> Result<f64, String> {
+        let mut mean_us = |p: &Plan| -> Result<f64, String> {
             let mut sum = 0.0;
             for &d in &draws {
-                sum += time_masked(&ctx, &machine, p, &desc, d)?;
+                sum += cache.time(&desc, p, d, || time_masked(&ctx, &machine, p, &desc, d))?;
             }
             Ok(sum / draws.len() as f64 * 1e6)
         };
@@ -203,6 +211,9 @@ pub fn run_grouped(
             format!(" (mean times over {} draws of the masked counts, seeds {masked_seeds:?})", masked_seeds.len())
         };
         println!("summary (modelled): {} grouped shapes, regret geomean {:.2}%, worst {:.1}%{over}", rows.len(), 100.0 * g, 100.0 * worst);
+        if time_cache.is_some() {
+            println!("time cache: {} plans answered from it, {} simulated", cache.hits, cache.misses);
+        }
     }
     if let Some(p) = csv {
         std::fs::write(p, out).map_err(|e| format!("{}: {e}", p.display()))?;
@@ -224,6 +235,10 @@ pub struct EvalArgs {
     pub shapes: Vec<(u32, u32, u32)>,
     pub verbose: bool,
     pub estimates: bool,
+    /// `--time-cache`: modelled times kept between runs ([`crate::time_cache`]).
+    pub time_cache: Option<PathBuf>,
+    /// `--import-verbose`: `eval --verbose` logs read into the time cache first.
+    pub import_verbose: Vec<PathBuf>,
 }
 
 /// One evaluated shape.
@@ -266,10 +281,11 @@ fn judge(
     layout: WeightLayout,
     prune: f64,
     verbose: bool,
+    cache: &mut TimeCache,
 ) -> Result<(Plan, f64, String, f64, usize, usize), String> {
     let (plan, _) = select::plan(desc, layout, &Overrides::NONE, u64::MAX).map_err(|e| e.to_string())?;
     let model = CostModel::for_arch(desc.arch).map_err(|e| e.to_string())?;
-    let plan_s = time_plan(ctx, machine, &plan, desc)?;
+    let plan_s = cache.time(desc, &plan, None, || time_plan(ctx, machine, &plan, desc))?;
     if verbose {
         println!("    plan {:<32} estimate {:>9.2} µs, modelled {:>9.2} µs", plan.label(), plan.estimate_s * 1e6, plan_s * 1e6);
     }
@@ -295,7 +311,7 @@ fn judge(
             pruned += 1;
             continue;
         }
-        let s = time_plan(ctx, machine, &c, desc)?;
+        let s = cache.time(desc, &c, None, || time_plan(ctx, machine, &c, desc))?;
         if verbose {
             println!("         {:<32} estimate {:>9.2} µs, modelled {:>9.2} µs", c.label(), est * 1e6, s * 1e6);
         }
@@ -336,6 +352,11 @@ pub fn run(a: EvalArgs) -> Result<(), String> {
     let machine = crate::profile::machine_by_name(&a.machine)?;
     let cus = machine.xcds * machine.cus_per_xcd;
     let (ctx, arch) = crate::profile::context_for(&machine)?;
+    let mut cache = TimeCache::open(a.time_cache.as_deref(), &machine, arch)?;
+    for log in &a.import_verbose {
+        let n = cache.import_verbose(log, |m, n, k| GemmDesc::dense(m, n, k, arch).with_cus(cus))?;
+        println!("imported {n} modelled times from {} into the time cache", log.display());
+    }
     let pairs: Vec<(u32, u32, &str)> = if a.pairs.is_empty() { PAIRS.to_vec() } else { a.pairs.iter().filter_map(|&i| PAIRS.get(i).copied()).collect() };
     let ms: Vec<u32> = if a.ms.is_empty() { MS.to_vec() } else { a.ms.clone() };
     // Explicit shapes replace the set (one (N, K) "pair" per shape, its M alone).
@@ -366,16 +387,16 @@ pub fn run(a: EvalArgs) -> Result<(), String> {
                 print_estimates(&desc, a.layout)?;
                 continue;
             }
-            let (plan, plan_us, best, best_us, timed, pruned) = judge(&ctx, &machine, &desc, a.layout, a.prune, a.verbose)?;
+            let (plan, plan_us, best, best_us, timed, pruned) = judge(&ctx, &machine, &desc, a.layout, a.prune, a.verbose, &mut cache)?;
             let cliff = if a.no_cliff {
                 None
             } else {
                 let up = GemmDesc::dense(m + 16, n, k, arch).with_cus(cus);
                 let (p2, _) = select::plan(&up, a.layout, &Overrides::NONE, u64::MAX).map_err(|e| e.to_string())?;
-                let t2 = time_plan(&ctx, &machine, &p2, &up)? * 1e6;
+                let t2 = cache.time(&up, &p2, None, || time_plan(&ctx, &machine, &p2, &up))? * 1e6;
                 let ratio = t2 / plan_us;
                 let best_jumps = if ratio > 1.15 {
-                    let (_, _, _, b2, _, _) = judge(&ctx, &machine, &up, a.layout, a.prune, false)?;
+                    let (_, _, _, b2, _, _) = judge(&ctx, &machine, &up, a.layout, a.prune, false, &mut cache)?;
                     b2 / best_us > 1.15
                 } else {
                     false
@@ -403,6 +424,9 @@ pub fn run(a: EvalArgs) -> Result<(), String> {
         }
     }
     summarize(&rows);
+    if a.time_cache.is_some() {
+        println!("time cache: {} plans answered from it, {} simulated", cache.hits, cache.misses);
+    }
     if let Some(p) = &a.csv {
         write_csv(p, &rows, machine.name, a.layout)?;
     }

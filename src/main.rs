@@ -12,6 +12,7 @@ mod grouped;
 mod kgrouped;
 mod operands;
 mod profile;
+mod time_cache;
 mod tune_cost;
 mod validate;
 
@@ -336,6 +337,16 @@ enum Command {
         /// With --grouped: only the shapes with these group counts (comma-separated).
         #[arg(long, value_delimiter = ',')]
         groups: Vec<u32>,
+        /// Keep modelled times in this file between runs: a plan timed before on the same
+        /// problem, machine, code object, emulator and launch code is not simulated again
+        /// (the cost model that chose it does not matter). Lines of other builds are ignored.
+        #[arg(long)]
+        time_cache: Option<std::path::PathBuf>,
+        /// With --time-cache: first read the timed candidates of these `eval --verbose` logs
+        /// (dense, same machine) into the cache, as times of this build — only for logs printed
+        /// by a build whose kernels, emulator and launch code are this one's.
+        #[arg(long, value_delimiter = ',', requires = "time_cache")]
+        import_verbose: Vec<std::path::PathBuf>,
     },
     /// Our kernels (as the library chooses them), *modelled* by the timing model, beside other
     /// implementations' numbers: AMD's asm kernels measured on MI325X (`peers`), AITER's CK
@@ -510,7 +521,7 @@ fn run(cli: Cli) -> Result<(), String> {
             gemm::bench_dense(m, n, k, iters)
         }
         Command::Tune(t) => tune_cost::run(t.into_cost_args()?),
-        Command::Eval { machine, layout, prune, max_blocks, pairs, ms, csv, plot, no_cliff, shapes, verbose, estimates, grouped, masked_seed, groups } => {
+        Command::Eval { machine, layout, prune, max_blocks, pairs, ms, csv, plot, no_cliff, shapes, verbose, estimates, grouped, masked_seed, groups, time_cache, import_verbose } => {
             let shapes = shapes
                 .iter()
                 .map(|s| {
@@ -528,9 +539,12 @@ fn run(cli: Cli) -> Result<(), String> {
             };
             if grouped {
                 let seeds = masked_seed.map(|s| s.0).unwrap_or_default();
-                return eval::run_grouped(&machine, layout, csv.as_deref(), verbose, estimates, &seeds, &groups);
+                if !import_verbose.is_empty() {
+                    return Err("eval --grouped: --import-verbose reads dense logs only".into());
+                }
+                return eval::run_grouped(&machine, layout, csv.as_deref(), verbose, estimates, &seeds, &groups, time_cache.as_deref());
             }
-            eval::run(eval::EvalArgs { machine, layout, prune, max_blocks, pairs, ms, csv, plot, no_cliff, shapes, verbose, estimates })
+            eval::run(eval::EvalArgs { machine, layout, prune, max_blocks, pairs, ms, csv, plot, no_cliff, shapes, verbose, estimates, time_cache, import_verbose })
         }
         Command::Compare { set, peers, scope, max_m, csv, plot } => compare::run(set, peers, scope, max_m, csv, plot),
         Command::Calibrate { peers, machine, files, scope, rows, verbose, csv, moe, moe_only, moe_rows, moe_div, moe_machine, full_math, fit, max_m, grid } => {

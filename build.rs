@@ -1,0 +1,51 @@
+//! Build script of the CLI package: exports `FP8GEMM_LAUNCH_SOURCE_HASH`, a hash of the sources
+//! that decide what a launch of a given plan does and how the timing model times it — the
+//! emulator (`emu/src`) and the library's launch code (`host/src`, except the selector's cost
+//! model in `host/src/select.rs`, which decides *which* plan runs, not what a plan does). The
+//! `eval --time-cache` file keys its modelled times on it (with the embedded code object's
+//! bytes and the machine's parameters, hashed at run time), so a change to any of them starts
+//! a fresh cache instead of reusing stale times.
+
+use std::path::{Path, PathBuf};
+
+/// FNV-1a, 64 bits: stable across toolchains (the standard library's hasher is not promised
+/// to be), enough to tell two source trees apart.
+fn fnv1a(mut h: u64, bytes: &[u8]) -> u64 {
+    for &b in bytes {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+/// Every `.rs` file under `dir`, sorted, recursively.
+fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    paths.sort();
+    for p in paths {
+        if p.is_dir() {
+            sources(&p, out);
+        } else if p.extension().is_some_and(|e| e == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+fn main() {
+    let root = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for dir in ["emu/src", "host/src"] {
+        let d = root.join(dir);
+        println!("cargo::rerun-if-changed={}", d.display());
+        sources(&d, &mut files);
+    }
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    for f in files.iter().filter(|f| !f.ends_with("host/src/select.rs")) {
+        let rel = f.strip_prefix(&root).unwrap_or(f);
+        h = fnv1a(h, rel.to_string_lossy().as_bytes());
+        // A file that cannot be read changes the hash too (its name is in it already).
+        h = fnv1a(h, &std::fs::read(f).unwrap_or_default());
+    }
+    println!("cargo::rustc-env=FP8GEMM_LAUNCH_SOURCE_HASH={h:016x}");
+}
