@@ -906,20 +906,21 @@ fn fit(samples: &[Resolved], scales: &HashMap<&'static str, (f64, f64)>, machine
 
 /// Writes every sample of `sides` (a label — `fitted` or `judged` — and its samples) with its
 /// modelled time, `model`'s estimate, the signed error (estimate / modelled − 1), the launch's
-/// grid, the estimate's compute term and the launch's unique HBM bytes as CSV to `path`
-/// (`tune --residuals`).
+/// grid, the estimate's compute term, memory term and reduction tail, and the launch's unique
+/// HBM bytes as CSV to `path` (`tune --residuals`).
 fn write_residuals(path: &Path, sides: &[(&str, &[Resolved])], model: &CostModel) -> Result<(), String> {
     let mut s = String::from(
         "# fp8gemm tune --residuals: every time MODELLED by the timing model; estimate by the cost model\n\
-         kernel,m,n,k,splits,dp,g,groups,stored,plan,side,modelled_us,estimate_us,error,grid,compute_us,hbm_mb\n",
+         kernel,m,n,k,splits,dp,g,groups,stored,plan,side,modelled_us,estimate_us,error,grid,compute_us,hbm_mb,memory_us,tail_us\n",
     );
     for &(side, rows) in sides {
         for r in rows {
             let (est, compute) = model.estimate_features(&r.plan, &r.features);
+            let (memory, tail) = model.cost_of(r.plan.kernel).map_or((f64::NAN, f64::NAN), |c| (model.memory_s(&c, &r.features), model.tail_s(&c, &r.features)));
             let t = &r.t;
             let _ = writeln!(
                 s,
-                "{},{},{},{},{},{},{},{},{},{},{side},{:.3},{:.3},{:+.4},{},{:.3},{:.3}",
+                "{},{},{},{},{},{},{},{},{},{},{side},{:.3},{:.3},{:+.4},{},{:.3},{:.3},{:.3},{:.3}",
                 t.kernel,
                 t.m,
                 t.n,
@@ -935,7 +936,9 @@ fn write_residuals(path: &Path, sides: &[(&str, &[Resolved])], model: &CostModel
                 est / t.seconds - 1.0,
                 r.plan.grid,
                 compute * 1e6,
-                r.features.hbm_bytes / 1e6
+                r.features.hbm_bytes / 1e6,
+                memory * 1e6,
+                tail * 1e6
             );
         }
     }

@@ -346,12 +346,18 @@ fn tune_judges_the_shipped_model_on_sample_files_without_fitting() {
     let rows: Vec<Vec<&str>> = text.lines().filter(|l| !l.starts_with('#') && !l.starts_with("kernel,")).map(|l| l.split(',').collect()).collect();
     assert_eq!(rows.len(), 2, "{text}");
     for (row, modelled) in rows.iter().zip([21.29, 30.0]) {
-        assert_eq!(row.len(), 17, "{text}");
+        assert_eq!(row.len(), 19, "{text}");
         assert_eq!(row[10], "judged", "{text}");
         let (m, e, err) = (row[11].parse::<f64>().unwrap(), row[12].parse::<f64>().unwrap(), row[13].parse::<f64>().unwrap());
         assert!((m - modelled).abs() < 1e-9, "{text}");
         assert!(e.is_finite() && e > 0.0, "{text}");
         assert!((err - (e / m - 1.0)).abs() < 1e-3, "{text}");
+        // The estimate is the launch overhead, the larger of its compute and memory terms and
+        // the reduction tail (µs, 3 decimals each).
+        let (compute, memory, tail) = (row[15].parse::<f64>().unwrap(), row[17].parse::<f64>().unwrap(), row[18].parse::<f64>().unwrap());
+        assert!(compute > 0.0 && memory > 0.0 && tail >= 0.0, "{text}");
+        let launch = e - compute.max(memory) - tail;
+        assert!(launch > 0.0 && launch < 10.0, "launch overhead {launch} µs: {text}");
     }
     assert_eq!(rows[0][4], "6", "{text}");
     let (ok, _, err) = fp8gemm(&["tune", "--from-samples", i, "--shipped", "--out", r]);
