@@ -1,10 +1,13 @@
 //! Build script of the CLI package: exports `FP8GEMM_LAUNCH_SOURCE_HASH`, a hash of the sources
-//! that decide what a launch of a given plan does and how the timing model times it — the
-//! emulator (`emu/src`) and the library's launch code (`host/src`, except the selector's cost
-//! model in `host/src/select.rs`, which decides *which* plan runs, not what a plan does). The
-//! `eval --time-cache` file keys its modelled times on it (with the embedded code object's
-//! bytes and the machine's parameters, hashed at run time), so a change to any of them starts
-//! a fresh cache instead of reusing stale times.
+//! that decide what an `eval` launch of a given plan does and how the timing model times it —
+//! the emulator (`emu/src`), the library's launch code (`host/src`) and the CLI's operands and
+//! launch set-up (`src/operands.rs`, `src/profile.rs`, `src/tune_cost.rs`). Left out: the
+//! selector's cost model (`host/src/select.rs`: it decides *which* plan runs, not what a plan
+//! does) and the library code no `eval` launch reaches (`host/src/moe.rs`,
+//! `host/src/checkpoint.rs`, `host/src/reference.rs`). The `eval --time-cache` file keys its
+//! modelled times on it (with the embedded code object's bytes and the machine's parameters,
+//! hashed at run time), so a change to any of them starts a fresh cache instead of reusing
+//! stale times.
 
 use std::path::{Path, PathBuf};
 
@@ -40,8 +43,14 @@ fn main() {
         println!("cargo::rerun-if-changed={}", d.display());
         sources(&d, &mut files);
     }
+    for f in ["src/operands.rs", "src/profile.rs", "src/tune_cost.rs"] {
+        let p = root.join(f);
+        println!("cargo::rerun-if-changed={}", p.display());
+        files.push(p);
+    }
+    const LEFT_OUT: [&str; 4] = ["host/src/select.rs", "host/src/moe.rs", "host/src/checkpoint.rs", "host/src/reference.rs"];
     let mut h = 0xcbf2_9ce4_8422_2325u64;
-    for f in files.iter().filter(|f| !f.ends_with("host/src/select.rs")) {
+    for f in files.iter().filter(|f| !LEFT_OUT.iter().any(|l| f.ends_with(l))) {
         let rel = f.strip_prefix(&root).unwrap_or(f);
         h = fnv1a(h, rel.to_string_lossy().as_bytes());
         // A file that cannot be read changes the hash too (its name is in it already).

@@ -10,8 +10,10 @@
 //! `Debug`), the plan (`Plan::label`, which names kernel and schedule) and the masked draw's
 //! seed; `fingerprint` hashes what makes the time what it is — the embedded code object of the
 //! problem's architecture, the machine's parameters (`Machine`'s `Debug`, after any overrides)
-//! and the sources of the emulator and of the library's launch code (`FP8GEMM_LAUNCH_SOURCE_HASH`,
-//! from `build.rs`). Lines with another fingerprint are ignored (kept in the file, never used):
+//! and the sources of the emulator and of the launch code (`FP8GEMM_LAUNCH_SOURCE_HASH`, from
+//! `build.rs`, which lists what it leaves out: the cost model, which picks the plan, and code no
+//! `eval` launch reaches). A plan is named by its label: a change to how a label's plan is
+//! built (its grid, its arguments) must change the label or a hashed source. Lines with another fingerprint are ignored (kept in the file, never used):
 //! a rebuilt kernel or a changed timing model starts afresh. The cache is appended to as plans
 //! are timed, one write per line, so an interrupted run keeps what it measured and runs side by
 //! side may share one file (each reads it when it starts). Every time in it is **modelled**.
