@@ -11,15 +11,9 @@
 
 use std::path::{Path, PathBuf};
 
-/// FNV-1a, 64 bits: stable across toolchains (the standard library's hasher is not promised
-/// to be), enough to tell two source trees apart.
-fn fnv1a(mut h: u64, bytes: &[u8]) -> u64 {
-    for &b in bytes {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
-}
+#[path = "src/fnv.rs"]
+mod fnv;
+use fnv::fnv1a;
 
 /// Every `.rs` file under `dir`, sorted, recursively.
 fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -49,7 +43,8 @@ fn main() {
         files.push(p);
     }
     const LEFT_OUT: [&str; 4] = ["host/src/select.rs", "host/src/moe.rs", "host/src/checkpoint.rs", "host/src/reference.rs"];
-    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    println!("cargo::rerun-if-changed={}", root.join("src/fnv.rs").display());
+    let mut h = fnv::OFFSET;
     for f in files.iter().filter(|f| !LEFT_OUT.iter().any(|l| f.ends_with(l))) {
         let rel = f.strip_prefix(&root).unwrap_or(f);
         h = fnv1a(h, rel.to_string_lossy().as_bytes());

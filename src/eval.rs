@@ -211,9 +211,7 @@ pub fn run_grouped(
             format!(" (mean times over {} draws of the masked counts, seeds {masked_seeds:?})", masked_seeds.len())
         };
         println!("summary (modelled): {} grouped shapes, regret geomean {:.2}%, worst {:.1}%{over}", rows.len(), 100.0 * g, 100.0 * worst);
-        if time_cache.is_some() {
-            println!("time cache: {} plans answered from it, {} simulated", cache.hits, cache.misses);
-        }
+        cache.print_use();
     }
     if let Some(p) = csv {
         std::fs::write(p, out).map_err(|e| format!("{}: {e}", p.display()))?;
@@ -424,9 +422,7 @@ pub fn run(a: EvalArgs) -> Result<(), String> {
         }
     }
     summarize(&rows);
-    if a.time_cache.is_some() {
-        println!("time cache: {} plans answered from it, {} simulated", cache.hits, cache.misses);
-    }
+    cache.print_use();
     if let Some(p) = &a.csv {
         write_csv(p, &rows, machine.name, a.layout)?;
     }

@@ -7,6 +7,7 @@ mod compare;
 mod env;
 mod eval;
 mod fit;
+mod fnv;
 mod gemm;
 mod grouped;
 mod kgrouped;

@@ -31,30 +31,15 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 
 use amdgpu_emu::timing::Machine;
-use fp8gemm::codeobj::{self, Arch};
+use fp8gemm::codeobj::Arch;
 use fp8gemm::config::GemmDesc;
 use fp8gemm::select::Plan;
 
-/// FNV-1a, 64 bits (stable across toolchains).
-fn fnv1a(mut h: u64, bytes: &[u8]) -> u64 {
-    for &b in bytes {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
-}
+use crate::fnv::{self, fnv1a};
 
 /// The fingerprint of times modelled on `machine` for problems of `arch` (module docs).
 pub fn fingerprint(machine: &Machine, arch: Arch) -> String {
-    let object = match arch {
-        Arch::Gfx942 => codeobj::GFX942,
-        Arch::Gfx950 => codeobj::GFX950,
-        // A future architecture: its object is not hashed here, so its times are never cached
-        // under another's fingerprint.
-        #[allow(unreachable_patterns)]
-        _ => &[],
-    };
-    let mut h = fnv1a(0xcbf2_9ce4_8422_2325, object);
+    let mut h = fnv1a(fnv::OFFSET, arch.code_object());
     h = fnv1a(h, format!("{machine:?}").as_bytes());
     h = fnv1a(h, env!("FP8GEMM_LAUNCH_SOURCE_HASH").as_bytes());
     format!("{h:016x}")
@@ -109,6 +94,14 @@ impl TimeCache {
             }
         };
         Ok(TimeCache { file, fingerprint, machine: machine.name.to_string(), times, hits: 0, misses: 0 })
+    }
+
+    /// Prints how many plans the cache answered and how many were simulated (nothing without
+    /// a file).
+    pub fn print_use(&self) {
+        if self.file.is_some() {
+            println!("time cache: {} plans answered from it, {} simulated", self.hits, self.misses);
+        }
     }
 
     fn key(&self, desc: &GemmDesc, label: &str, seed: Option<u64>) -> String {
