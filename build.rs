@@ -2,7 +2,7 @@
 //! that decide what an `eval` launch of a given plan does and how the timing model times it —
 //! the emulator (`emu/src`), the library's launch code (`host/src`) and the CLI's operands and
 //! launch set-up (`src/operands.rs`, `src/profile.rs`, `src/tune_cost.rs`). Left out: the
-//! selector's cost model (`host/src/select.rs`: it decides *which* plan runs, not what a plan
+//! selector's cost model (`host/src/select.rs` and `host/src/select/`: it decides *which* plan runs, not what a plan
 //! does) and the library code no `eval` launch reaches (`host/src/moe.rs`,
 //! `host/src/checkpoint.rs`, `host/src/reference.rs`). The `eval --time-cache` file keys its
 //! modelled times on it (with the embedded code object's bytes and the machine's parameters,
@@ -43,9 +43,11 @@ fn main() {
         files.push(p);
     }
     const LEFT_OUT: [&str; 4] = ["host/src/select.rs", "host/src/moe.rs", "host/src/checkpoint.rs", "host/src/reference.rs"];
+    // The selector's submodules (`host/src/select/`) are left out with it.
+    let selector = root.join("host/src/select");
     println!("cargo::rerun-if-changed={}", root.join("src/fnv.rs").display());
     let mut h = fnv::OFFSET;
-    for f in files.iter().filter(|f| !LEFT_OUT.iter().any(|l| f.ends_with(l))) {
+    for f in files.iter().filter(|f| !LEFT_OUT.iter().any(|l| f.ends_with(l)) && !f.starts_with(&selector)) {
         let rel = f.strip_prefix(&root).unwrap_or(f);
         h = fnv1a(h, rel.to_string_lossy().as_bytes());
         // A file that cannot be read changes the hash too (its name is in it already).

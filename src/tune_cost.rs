@@ -450,6 +450,7 @@ fn candidates_of(e: &'static KernelEntry, desc: &GemmDesc) -> Vec<Plan> {
             variant: select::ContiguousVariant::Plain,
             pipelined: Some(e.pipelined()),
             bytes: None,
+            routing: None,
         };
         select::contiguous_splitk_candidates(Some(e.block_m), &q)
     } else if select::is_deepgemm_grouped(e) {
@@ -842,6 +843,7 @@ impl Resolved {
                 &plan,
                 &desc,
                 Some(select::ContiguousBytes::of(select::ContiguousVariant::Plain, rows, f64::from(t.stored), n, k, None, None)),
+                None,
             )
         } else {
             Features::of(&plan, &desc)

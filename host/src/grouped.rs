@@ -689,9 +689,10 @@ pub(crate) enum MoeEpilogue {}
 /// `rows_used`, one i32 on the device (the MoE route's "rows used": a multiple of `align`,
 /// the rows after it all padding), spreads the grid over the tiles of the rows in use
 /// (device contract: `MGroupedContiguousSplitKArgs::valid_rows`); `None`: every row.
-/// `expected` = `(rows, stored)`: the layout's rows the launch is expected to work on and the
-/// routed rows among them (the MoE layer's [`crate::moe::expected_layout`] and `T·k`), which
-/// the plan is made for; `None`: all `m_sum` rows, every one stored.
+/// `expected` = `(rows, stored, routing)`: the layout's rows the launch is expected to work on,
+/// the routed rows among them (the MoE layer's [`crate::moe::expected_layout`] and `T·k`) and
+/// how the routing draws the groups' sizes ([`crate::select::Routing`]), which the plan is made
+/// for; `None`: all `m_sum` rows, every one stored, every group alike.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn contiguous_splitk<'a, F: Fp8Format>(
     stream: &Stream,
@@ -705,7 +706,7 @@ pub(crate) fn contiguous_splitk<'a, F: Fp8Format>(
     active: usize,
     #[cfg(feature = "moe")] mut epi: Option<MoeEpilogue<'_>>,
     #[cfg(not(feature = "moe"))] epi: Option<MoeEpilogue>,
-    expected: Option<(usize, usize)>,
+    expected: Option<(usize, usize, Option<crate::select::Routing>)>,
 ) -> Result<GemmRun> {
     let (m_sum, n, k, groups) = (m_indices.len(), b.n, a.k, b.groups);
     let mut d = d.into_output(m_sum, n)?;
@@ -859,7 +860,7 @@ pub(crate) fn contiguous_splitk<'a, F: Fp8Format>(
     let mut first = None;
     // One plan for every chunk, made for the whole problem (a chunk's workspace need is at most
     // the whole's): chunking never changes the split count, so never the result's bits.
-    let (plan_rows, stored) = expected.map_or((m_sum, m_sum), |(r, s)| (r.min(m_sum), s.min(m_sum)));
+    let (plan_rows, stored, routing) = expected.map_or((m_sum, m_sum, None), |(r, s, routing)| (r.min(m_sum), s.min(m_sum), routing));
     // The launch's unique A and output bytes (the estimate's HBM term): a gathered A reads each
     // token row once (bf16 where the kernel quantizes it itself); the epilogues write FP8
     // activations and their scales, or the token rows (with the shared expert's read).
@@ -885,6 +886,8 @@ pub(crate) fn contiguous_splitk<'a, F: Fp8Format>(
                     variant,
                     pipelined,
                     bytes: bytes_of(rows),
+                    // The draws describe the expected rows' layout, not the whole bound's.
+                    routing: routing.filter(|_| rows == plan_rows),
                 },
             )
             .map_err(|e| Error::Unsupported(e.to_string()))

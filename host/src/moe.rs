@@ -790,6 +790,8 @@ impl<F: Fp8Format> MoeLayer<F> {
         let model = CostModel::for_arch(ctx.arch()).map_err(|x| Error::Unsupported(x.to_string()))?;
         let available = stream.workspace().map_or(0, |w| w.len() as u64);
         let pairs = tokens.saturating_mul(k);
+        // The groups' sizes as uniform routing draws them (the busiest XCD's B reads).
+        let routing = crate::select::Routing { tokens: u32::try_from(tokens).unwrap_or(u32::MAX), top_k: k as u32, experts: e as u32 };
         let mut out = Vec::new();
         for align in [32usize, 64].into_iter().filter(|&a| a <= MOE_MAX_ALIGN) {
             let (active, rows) = expected_layout(tokens, k, e, align);
@@ -811,6 +813,7 @@ impl<F: Fp8Format> MoeLayer<F> {
                     variant,
                     pipelined: stream.overrides().bs_pipelined,
                     bytes: Some(bytes),
+                    routing: Some(routing),
                 };
                 plan_contiguous_splitk(align as u32, &q)
             };
@@ -965,6 +968,9 @@ impl<F: Fp8Format> MoeLayer<F> {
         let gathered = layout == MoeLayout::Contiguous && self.gate_up.layout() == WeightLayout::Preshuffled && (align == 32 || align == 64);
         // T · k: topk_ids' length (checked above; t ≤ max_tokens, whose T · k the scratch checked).
         let pairs = t * k;
+        // How uniform routing draws the experts' sizes: the contiguous GEMMs' plans count the
+        // busiest XCD's distinct B as the draws give it (as `fused_plans` estimated them).
+        let routing = crate::select::Routing { tokens: u32::try_from(t).unwrap_or(u32::MAX), top_k: k as u32, experts: e as u32 };
         let fused_activation = gathered && self.one_round(stream, align, rows, 2 * i, h, e.min(pairs))?;
         let fused_unpermute = gathered && self.down.layout() == WeightLayout::Preshuffled && self.one_round(stream, align, rows, h, i, e.min(pairs))?;
         let quantized_in_gemm = fused_activation && align == 32;
@@ -1028,7 +1034,7 @@ impl<F: Fp8Format> MoeLayer<F> {
                 align,
                 expected.0,
                 silu,
-                Some((expected.1, pairs)),
+                Some((expected.1, pairs, Some(routing))),
             )?;
             observer(MoeStage::GateUpGemm)?;
         } else {
@@ -1086,7 +1092,7 @@ impl<F: Fp8Format> MoeLayer<F> {
                 align,
                 expected.0,
                 Some(MoeEpilogue::Scatter(scatter)),
-                Some((expected.1, pairs)),
+                Some((expected.1, pairs, Some(routing))),
             )?;
             observer(MoeStage::DownGemm)?;
             return Ok(run);
@@ -1107,7 +1113,7 @@ impl<F: Fp8Format> MoeLayer<F> {
                     align,
                     expected.0,
                     None,
-                    Some((expected.1, pairs)),
+                    Some((expected.1, pairs, Some(routing))),
                 )?,
                 MoeLayout::Contiguous => m_grouped_fp8_gemm_nt_contiguous_aligned(stream, a, &self.down, d, s.m_indices.slice(..rows)?, align)?,
                 MoeLayout::Masked => m_grouped_fp8_gemm_nt_masked(stream, a, &self.down, d, &s.masked_m, expected_m)?,
@@ -1151,6 +1157,7 @@ impl<F: Fp8Format> MoeLayer<F> {
             variant: crate::select::ContiguousVariant::Plain,
             pipelined: stream.overrides().bs_pipelined,
             bytes: None,
+            routing: None,
         };
         let plan = crate::select::plan_contiguous_splitk(align as u32, &q);
         Ok(match plan {

@@ -83,7 +83,10 @@
 //! the unique bytes it moves through HBM (the rows of A and D in use and every active group's
 //! B once; f32 C and D for k-grouped), and over the busiest XCD's fabric link its tiles' B once
 //! per sharing group of tiles and its share of A (the kernels' XCD remap gives each XCD a
-//! contiguous run of tiles).
+//! contiguous run of tiles). Where the caller knows how the groups' sizes are drawn (the MoE
+//! layer's routing, [`Routing`] in [`ContiguousQuery::routing`]), a contiguous launch's busiest
+//! XCD reads the distinct B columns of its run as [`RoutedTiles`] counts them over seeded draws
+//! of the sizes, not each group's B shared evenly by its row tiles.
 //! Estimates that the memory term bounds alike are ranked unsplit first, then by their
 //! compute term. No time constant is typed by hand.
 
@@ -98,6 +101,9 @@ use crate::codeobj::Arch;
 use crate::config::{ConfigError, GemmConfig, GemmDesc, GemmKind, Overrides, Remap, StreamK, WorkspaceLimit};
 use crate::layout::WeightLayout;
 use crate::registry::{self, KernelEntry, Major, Problem, ScheduleKind};
+
+mod routed;
+pub use routed::{ROUTED_DRAWS, RoutedTiles, Routing};
 
 /// Most pieces a split-K launch cuts K into.
 pub const MAX_SPLITS: u32 = 32;
@@ -1009,7 +1015,7 @@ pub fn contiguous_splitk_twin(e: &KernelEntry) -> Option<&'static KernelEntry> {
 /// its tiles, each group's B shared by that group's row tiles (`⌈m/BM⌉ / groups` of them, the
 /// first reading it cold), unique HBM bytes the rows of A and D and every group's B once.
 pub fn contiguous_features(plan: &Plan, desc: &GemmDesc) -> Features {
-    contiguous_features_with(plan, desc, None)
+    contiguous_features_with(plan, desc, None, None)
 }
 
 /// The unique bytes a contiguous split-K launch reads of A and writes as its output, where they
@@ -1059,8 +1065,11 @@ impl ContiguousBytes {
 }
 
 /// [`contiguous_features`] with the launch's own A and output bytes (`None`: the plain
-/// launch's).
-pub fn contiguous_features_with(plan: &Plan, desc: &GemmDesc, bytes: Option<ContiguousBytes>) -> Features {
+/// launch's) and, where the groups' sizes are drawn (`routed`: the MoE layer's routing, drawn
+/// for the kernel's tile height), the busiest XCD's B over its fabric link as the draws give it
+/// ([`RoutedTiles::busiest_b_columns`]) instead of every group's B shared evenly by its row
+/// tiles.
+pub fn contiguous_features_with(plan: &Plan, desc: &GemmDesc, bytes: Option<ContiguousBytes>, routed: Option<&RoutedTiles>) -> Features {
     let e = plan.kernel;
     let (rows, n, k) = (desc.m, desc.n, desc.k);
     let active = desc.groups.max(1);
@@ -1080,6 +1089,15 @@ pub fn contiguous_features_with(plan: &Plan, desc: &GemmDesc, bytes: Option<Cont
     // tile's, as the DeepGEMM grouped launches count it.
     let cap = if io.gathered { io.a } else { fabric_a_bound(io.a, true, nkb, tb) };
     cap_fabric_a(&mut f, tiles, nkb, plan.splits, tb, cap);
+    if let Some(r) = routed {
+        // `of_tiles` counted the busiest XCD's B as its pieces' share of each group's B; the
+        // draws count its distinct columns.
+        let s = u64::from(plan.splits.max(1));
+        let pieces = (tiles * s).div_ceil(u64::from(tile::NUM_XCDS)) as f64;
+        let even = pieces * nkb.div_ceil(s) as f64 * tb.b_block / per_group.max(1.0).min(pieces.max(1.0));
+        let n_tiles = u64::from(n.div_ceil(e.block_n.max(1)));
+        f.fabric_bytes += r.busiest_b_columns(n_tiles, s) * nkb as f64 * tb.b_block - even;
+    }
     // The skipped padding rows, spread evenly over the tiles (each active group's last tile
     // holds its padding).
     f.unstored = (1.0 - io.stored) * f.batches.iter().sum::<f64>();
@@ -1126,6 +1144,9 @@ pub struct ContiguousQuery {
     pub pipelined: Option<bool>,
     /// The launch's own A and output bytes (`None`: the plain launch's).
     pub bytes: Option<ContiguousBytes>,
+    /// How the layout's rows fall to the groups where the caller draws them (the MoE layer's
+    /// routing; [`contiguous_features_with`]); `None`: every group alike.
+    pub routing: Option<Routing>,
 }
 
 /// Every launch of the m-grouped contiguous split-K family `q.variant` over `q.rows` rows of
@@ -1139,12 +1160,17 @@ pub struct ContiguousQuery {
 /// give nothing). The plans of [`plan_contiguous_splitk`] and the tuner's samples of this
 /// family.
 pub fn contiguous_splitk_candidates(block_m: Option<u32>, q: &ContiguousQuery) -> Vec<Plan> {
-    let ContiguousQuery { rows, n, k, active, arch, cus, available, forced, variant, pipelined, bytes } = *q;
+    let ContiguousQuery { rows, n, k, active, arch, cus, available, forced, variant, pipelined, bytes, routing } = *q;
     let model = CostModel::for_arch(arch).ok();
+    // The routing's draws, once per tile height.
+    let mut draws: Vec<(u32, RoutedTiles)> = Vec::new();
     let nkb = k / tile::SCALE_BLOCK_K;
     let desc = GemmDesc { cus, ..GemmDesc::m_grouped_contiguous(rows, n, k, active.max(1), arch) };
     let mut out = Vec::new();
     for entry in contiguous_entries(variant, block_m, pipelined) {
+        if let Some(r) = routing.filter(|_| model.is_some() && !draws.iter().any(|(bm, _)| *bm == entry.block_m)) {
+            draws.push((entry.block_m, RoutedTiles::draw(r, entry.block_m)));
+        }
         let tiles = entry.tiles(rows, n);
         let slots = entry.slots_per_cu(arch).unwrap_or(1);
         let round = u64::from(cus.max(1)) * u64::from(slots);
@@ -1163,7 +1189,8 @@ pub fn contiguous_splitk_candidates(block_m: Option<u32>, q: &ContiguousQuery) -
             let Some(g) = grid(s).filter(|_| fits(s)) else { continue };
             let mut plan = Plan { kernel: entry, grid: g, splits: s, stream_k: None, remap: RUNS, estimate_s: f64::NAN };
             if let Some(m) = model {
-                let (t, _) = m.estimate_features(&plan, &contiguous_features_with(&plan, &desc, bytes));
+                let routed = draws.iter().find(|(bm, _)| *bm == entry.block_m).map(|d| &d.1);
+                let (t, _) = m.estimate_features(&plan, &contiguous_features_with(&plan, &desc, bytes, routed));
                 plan.estimate_s = if t.is_finite() { t } else { f64::NAN };
             }
             out.push(plan);
@@ -1287,14 +1314,8 @@ fn masked_busiest_xcd(groups: u64, tiles_m: u64, n_tiles: u64, bm: u64, expected
     let h = m_max.saturating_sub(expected).min(expected);
     let (lo, span) = (expected - h, (2 * h).max(1));
     // SplitMix64: a fixed, portable sequence.
-    let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
-    let mut next = move || {
-        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    };
+    let mut rng = routed::SplitMix(0x9E37_79B9_7F4A_7C15);
+    let mut next = move || rng.next_u64();
     let groups_us = usize::try_from(groups).unwrap_or(usize::MAX);
     let mut prefix = Vec::with_capacity(MASKED_DRAWS * (groups_us + 1));
     for _ in 0..MASKED_DRAWS {
@@ -2001,17 +2022,62 @@ mod tests {
         let e = registry::by_name("m_grouped_fp8_gemm_nt_contiguous_splitk_bs_bm64_bn128").expect("registered");
         let desc = GemmDesc::m_grouped_contiguous(512, 1024, 512, 8, Arch::Gfx942);
         let plan = Plan { kernel: e, grid: e.tiles(512, 1024) as u32, splits: 1, stream_k: None, remap: RUNS, estimate_s: f64::NAN };
-        let full = contiguous_features_with(&plan, &desc, None);
+        let full = contiguous_features_with(&plan, &desc, None, None);
         assert_eq!(full.unstored, 0.0);
         let half_bytes = ContiguousBytes::of(ContiguousVariant::Plain, 512.0, 256.0, 1024.0, 512.0, None, None);
         assert_eq!(half_bytes.stored, 0.5);
-        let half = contiguous_features_with(&plan, &desc, Some(half_bytes));
+        let half = contiguous_features_with(&plan, &desc, Some(half_bytes), None);
         let batches = full.batches.iter().sum::<f64>();
         assert!(batches > 0.0 && half.unstored == 0.5 * batches, "{half:?}");
         // The activation epilogues store every row of their tiles.
         assert_eq!(ContiguousBytes::of(ContiguousVariant::Silu, 512.0, 256.0, 1024.0, 512.0, None, None).stored, 1.0);
         let c = KernelCost { block: vec![100.0, 100.0], fixed: vec![1000.0, 1000.0], store: 400.0, l2_block_scale: 1.0, ..Default::default() };
         assert_eq!(CostModel::cu_cycles(&c, &full) - CostModel::cu_cycles(&c, &half), 400.0 * half.unstored);
+    }
+
+    #[test]
+    fn routed_group_sizes_load_the_busiest_xcd_with_more_b_at_32_rows() {
+        // A DeepSeek-class layer's gate·up at 32 experts, top-8, 128 tokens (32 routed rows per
+        // expert on average, 4096 × 6144 per expert): with 32-row tiles an expert takes one row
+        // tile or two as the routing draws, and the XCD whose run holds the most one-tile
+        // experts reads the most distinct B; the features count it from the draws, the even
+        // count does not. 64-row tiles give every expert one row tile: the draws change little.
+        let routing = Routing { tokens: 128, top_k: 8, experts: 32 };
+        let (n, k) = (4096u32, 6144u32);
+        let fabric = |bm: u32, rows: u32, routed: bool| -> f64 {
+            let e = registry::KERNELS
+                .iter()
+                .find(|e| matches!(e.spec, registry::Spec::ContiguousSplitK(_)) && e.block_m == bm && !e.pipelined())
+                .expect("registered");
+            let desc = GemmDesc::m_grouped_contiguous(rows, n, k, 32, Arch::Gfx942);
+            let plan = Plan { kernel: e, grid: e.tiles(rows, n) as u32, splits: 1, stream_k: None, remap: RUNS, estimate_s: f64::NAN };
+            let draws = RoutedTiles::draw(routing, bm);
+            contiguous_features_with(&plan, &desc, None, routed.then_some(&draws)).fabric_bytes
+        };
+        // The layouts `moe::expected_layout` gives: 1504 rows at 32, 2112 at 64.
+        let (even32, drawn32) = (fabric(32, 1504, false), fabric(32, 1504, true));
+        let (even64, drawn64) = (fabric(64, 2112, false), fabric(64, 2112, true));
+        assert!(drawn32 > 1.25 * even32, "32 rows: {drawn32} drawn vs {even32} even");
+        assert!((drawn64 / even64 - 1.0).abs() < 0.10, "64 rows: {drawn64} drawn vs {even64} even");
+        assert!(drawn32 > drawn64, "{drawn32} vs {drawn64}");
+        // Planned with the routing, the 32-row launch's estimate is higher than without it.
+        let q = ContiguousQuery {
+            rows: 1504,
+            n,
+            k,
+            active: 32,
+            arch: Arch::Gfx942,
+            cus: 304,
+            available: 0,
+            forced: Some(1),
+            variant: ContiguousVariant::Plain,
+            pipelined: Some(false),
+            bytes: None,
+            routing: None,
+        };
+        let plain = plan_contiguous_splitk(32, &q).unwrap().estimate_s;
+        let routed = plan_contiguous_splitk(32, &ContiguousQuery { routing: Some(routing), ..q }).unwrap().estimate_s;
+        assert!(routed > 1.01 * plain, "{routed} vs {plain}");
     }
 
     #[test]
@@ -2028,13 +2094,13 @@ mod tests {
         let (a_block, b_block) = (tb.block - tb.b_block, tb.b_block);
         let pieces = 257.0;
         let b = pieces * 48.0 * b_block / 2.0;
-        let own = contiguous_features_with(&plan, &desc, None);
+        let own = contiguous_features_with(&plan, &desc, None, None);
         let a_own = f64::from(rows) * f64::from(k) / 8.0 + 48.0 * a_block;
         assert!((own.fabric_bytes - (b + a_own + pieces * tb.out)).abs() < 1e-6, "{}", own.fabric_bytes);
         // Gathered from 1024 token rows: every XCD may need any of them, at most all once.
         let gathered = ContiguousBytes::of(ContiguousVariant::Plain, f64::from(rows), f64::from(rows), f64::from(n), f64::from(k), Some(1024.0), None);
         assert!(gathered.gathered && !ContiguousBytes::of(ContiguousVariant::Plain, 1.0, 1.0, 1.0, 1.0, None, None).gathered);
-        let g = contiguous_features_with(&plan, &desc, Some(gathered));
+        let g = contiguous_features_with(&plan, &desc, Some(gathered), None);
         assert!((g.fabric_bytes - (b + 1024.0 * 6144.0 + pieces * tb.out)).abs() < 1e-6, "{}", g.fabric_bytes);
         // Either way below the per-tile count (every tile's A blocks).
         assert!(own.fabric_bytes < b + pieces * 48.0 * a_block);
@@ -2238,6 +2304,7 @@ mod tests {
             variant: ContiguousVariant::Silu,
             pipelined: None,
             bytes: None,
+            routing: None,
         };
         let p = plan_contiguous_splitk(32, &q).unwrap();
         assert!(p.estimate_s.is_finite() && p.estimate_s > 0.0);
