@@ -445,6 +445,12 @@ struct TuneCli {
     /// (`--chains` alone: splits 2, 3, 4, 6, 8, 12; or the comma-separated counts given.)
     #[arg(long, num_args = 0.., value_delimiter = ',', conflicts_with_all = ["from_samples", "out", "judge", "shipped"])]
     chains: Option<Vec<u32>>,
+    /// With `--cost`: the split-K kernels' finisher chains as `tune --chains` printed them
+    /// (this machine's section of FILE): each listed kernel's reduction tail becomes the line
+    /// through its measured chains (`chain_fixed + tail · splits` cycles), taken off its split
+    /// samples' times instead of being fitted.
+    #[arg(long, conflicts_with_all = ["chains", "shipped"])]
+    chain_lines: Option<std::path::PathBuf>,
     /// Write every sample's modelled time, estimate and signed error here (CSV): the fitted
     /// model's (the judged side's too with `--judge`), or the shipped one's with `--shipped`.
     #[arg(long)]
@@ -480,6 +486,7 @@ impl TuneCli {
             shipped: self.shipped,
             residuals: self.residuals,
             chains: self.chains,
+            chain_lines: self.chain_lines,
         })
     }
 }

@@ -74,6 +74,9 @@ pub struct CostArgs {
     /// Measure the dense split-K kernels' finisher chains at these split counts instead of
     /// fitting (`--chains`; empty: [`CHAIN_SPLITS`]).
     pub chains: Option<Vec<u32>>,
+    /// The split-K kernels' measured finisher chains (`--chain-lines`: a `tune --chains`
+    /// report), whose lines replace the fitted reduction tail.
+    pub chain_lines: Option<PathBuf>,
 }
 
 /// A split of the samples by shape family (`tune --judge dim=V`): the fit uses the samples
@@ -735,6 +738,10 @@ pub fn run(a: CostArgs) -> Result<(), String> {
             scales.insert(e.name(), x);
         }
     }
+    let chains = match &a.chain_lines {
+        Some(p) => chain_lines(p, machine.name)?,
+        None => HashMap::new(),
+    };
     let (samples, judged): (Vec<Resolved>, Vec<Resolved>) = match a.judge {
         Some(j) => samples.into_iter().partition(|r| !j.judged(&r.t)),
         None => (samples, Vec::new()),
@@ -747,11 +754,11 @@ pub fn run(a: CostArgs) -> Result<(), String> {
         // into it.
         Some(_) => {
             let mut base = CostModel::for_arch(arch).map_err(|e| e.to_string())?.clone();
-            let fitted = fit_at(&samples, &scales, &machine, arch, base.hbm_bytes_per_s, base.l2_bytes_per_s)?;
+            let fitted = fit_at(&samples, &scales, &machine, arch, base.hbm_bytes_per_s, base.l2_bytes_per_s, &chains)?;
             base.kernels.extend(fitted.kernels);
             base
         }
-        None => fit(&samples, &scales, &machine, arch)?,
+        None => fit(&samples, &scales, &machine, arch, &chains)?,
     };
     report(&samples, &model);
     if let Some(j) = a.judge {
@@ -858,7 +865,15 @@ impl Resolved {
 
 /// Every kernel's coefficients at HBM bandwidth `bw` and per-XCD L2 bandwidth `l2` (bytes/s).
 /// `scales`: each kernel's [`l2_scales`].
-fn fit_at(samples: &[Resolved], scales: &HashMap<&'static str, (f64, f64)>, machine: &Machine, arch: Arch, bw: f64, l2: f64) -> Result<CostModel, String> {
+fn fit_at(
+    samples: &[Resolved],
+    scales: &HashMap<&'static str, (f64, f64)>,
+    machine: &Machine,
+    arch: Arch,
+    bw: f64,
+    l2: f64,
+    chains: &HashMap<String, (f64, f64)>,
+) -> Result<CostModel, String> {
     let mut by_kernel: HashMap<&'static str, Vec<Sample>> = HashMap::new();
     for r in samples {
         by_kernel.entry(r.t.kernel).or_default().push(Sample { features: r.features, seconds: r.t.seconds });
@@ -878,7 +893,7 @@ fn fit_at(samples: &[Resolved], scales: &HashMap<&'static str, (f64, f64)>, mach
         let scale = scales.get(name).copied().unwrap_or((1.0, 1.0));
         model.kernels.insert(
             name.to_string(),
-            select::fit_kernel(samples, slots, machine.clock_hz, machine.launch_overhead_s, bw, l2, machine.fabric_bytes_per_s, scale),
+            select::fit_kernel(samples, slots, machine.clock_hz, machine.launch_overhead_s, bw, l2, machine.fabric_bytes_per_s, scale, chains.get(*name).copied()),
         );
     }
     Ok(model)
@@ -887,7 +902,7 @@ fn fit_at(samples: &[Resolved], scales: &HashMap<&'static str, (f64, f64)>, mach
 /// Fits every kernel's coefficients (module docs): the HBM and L2 bandwidths (fractions of
 /// the machine's: 0.30 … 1.10 of its HBM peak, 0.40 … 1.00 of its L2's) of least mean
 /// |log error|.
-fn fit(samples: &[Resolved], scales: &HashMap<&'static str, (f64, f64)>, machine: &Machine, arch: Arch) -> Result<CostModel, String> {
+fn fit(samples: &[Resolved], scales: &HashMap<&'static str, (f64, f64)>, machine: &Machine, arch: Arch, chains: &HashMap<String, (f64, f64)>) -> Result<CostModel, String> {
     let peak = machine.hbm_bytes_per_s;
     let l2_peak = machine.l2_bytes_per_clk * machine.clock_hz;
     let mut best: Option<(f64, CostModel)> = None;
@@ -895,7 +910,7 @@ fn fit(samples: &[Resolved], scales: &HashMap<&'static str, (f64, f64)>, machine
         for l2_step in 0..=12 {
             let bw = peak * (0.3 + 0.05 * f64::from(step));
             let l2 = l2_peak * (0.4 + 0.05 * f64::from(l2_step));
-            let model = fit_at(samples, scales, machine, arch, bw, l2)?;
+            let model = fit_at(samples, scales, machine, arch, bw, l2, chains)?;
             // Mean |log error| over every sample (a median would let the memory-bound tail go).
             let mean = samples.iter().map(|r| r.ratio(&model).ln().abs()).sum::<f64>() / samples.len().max(1) as f64;
             if best.as_ref().is_none_or(|(b, _)| mean < *b) {
@@ -904,6 +919,52 @@ fn fit(samples: &[Resolved], scales: &HashMap<&'static str, (f64, f64)>, machine
         }
     }
     best.map(|(_, m)| m).ok_or_else(|| "no samples".to_string())
+}
+
+/// The finisher-chain lines of `tune --chains`'s report at `path` for `machine` (its section:
+/// the rows after the header naming it): per kernel, the least-squares line `a + b · s`
+/// through the median chains (cycles) at its split counts, as `(a, b)`; `b` is the cycles per
+/// partial the finisher reads, `a` what the chain costs whatever its length. A kernel needs two
+/// split counts at least; a line with a negative figure is refused (it would price longer
+/// chains below shorter ones, or a chain below nothing).
+fn chain_lines(path: &Path, machine: &str) -> Result<HashMap<String, (f64, f64)>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("--chain-lines {}: {e}", path.display()))?;
+    let mut points: HashMap<String, Vec<(f64, f64)>> = HashMap::new();
+    let mut ours = false;
+    for (i, line) in text.lines().enumerate() {
+        if line.starts_with("finisher chains") {
+            ours = line.contains(&format!(" on {machine} "));
+            continue;
+        }
+        let f: Vec<&str> = line.split_whitespace().collect();
+        // Reports since session 26 add the finisher's extra work as an eighth column.
+        if !ours || !(7..=8).contains(&f.len()) || !f[0].starts_with("fp8_gemm") {
+            continue;
+        }
+        let num = |j: usize| f[j].parse::<f64>().map_err(|e| format!("--chain-lines {} line {}: field {}: {e}", path.display(), i + 1, j + 1));
+        points.entry(f[0].to_string()).or_default().push((num(1)?, num(5)?));
+    }
+    if points.is_empty() {
+        return Err(format!("--chain-lines {}: no `finisher chains … on {machine}` section with kernel rows", path.display()));
+    }
+    let mut out = HashMap::new();
+    for (k, v) in points {
+        let n = v.len() as f64;
+        let (sx, sy) = (v.iter().map(|p| p.0).sum::<f64>(), v.iter().map(|p| p.1).sum::<f64>());
+        let (sxx, sxy) = (v.iter().map(|p| p.0 * p.0).sum::<f64>(), v.iter().map(|p| p.0 * p.1).sum::<f64>());
+        let det = n * sxx - sx * sx;
+        if v.len() < 2 || det <= 0.0 {
+            return Err(format!("--chain-lines {}: {k} needs chains at two split counts at least", path.display()));
+        }
+        let b = (n * sxy - sx * sy) / det;
+        let a = (sy - b * sx) / n;
+        if a < 0.0 || b < 0.0 {
+            return Err(format!("--chain-lines {}: {k}: the line through its chains has a negative figure ({a:.0} + {b:.0} · s)", path.display()));
+        }
+        eprintln!("{k:<44} finisher chain {a:.0} + {b:.0} · splits cycles (measured, modelled)");
+        out.insert(k, (a, b));
+    }
+    Ok(out)
 }
 
 /// Writes every sample of `sides` (a label — `fitted` or `judged` — and its samples) with its
@@ -981,6 +1042,39 @@ pub fn finisher_chain(spans: &[amdgpu_emu::timing::WorkgroupSpan], grid: u32, sp
     Some((*chains.get(chains.len() / 2)?, *chains.last()?))
 }
 
+/// The finisher's own extra work in a split-K launch of `grid` workgroups, `splits` pieces per
+/// tile, from the timing model's `spans`: per output tile, the duration of its last-ending
+/// piece (the one that reduces the partials and stores D) less the median duration of its
+/// other pieces (the same K blocks without the reduction); the median over the tiles, cycles
+/// (0 where the difference is negative). Unlike [`finisher_chain`] it leaves out how far the
+/// pieces' ends are apart for other reasons (later starts, a busier link), which the launch's
+/// other bounds already count. `None` without a span of every workgroup.
+pub fn finisher_extra(spans: &[amdgpu_emu::timing::WorkgroupSpan], grid: u32, splits: u32) -> Option<u64> {
+    if splits < 2 || grid == 0 || spans.len() != grid as usize {
+        return None;
+    }
+    let xcds = fp8gemm_device::tile::NUM_XCDS;
+    let mut pieces: HashMap<u32, Vec<(u64, u64)>> = HashMap::new();
+    for sp in spans {
+        let pid = u32::try_from(sp.workgroup).ok()?;
+        let id = fp8gemm_device::tile::xcd_remap(pid, grid, xcds);
+        pieces.entry(id / splits).or_default().push((sp.end, sp.end.saturating_sub(sp.start)));
+    }
+    let mut extras: Vec<u64> = pieces
+        .into_values()
+        .filter(|p| p.len() >= 2)
+        .map(|mut p| {
+            p.sort_unstable();
+            let last = p.pop().expect("two pieces at least").1;
+            let mut others: Vec<u64> = p.iter().map(|x| x.1).collect();
+            others.sort_unstable();
+            last.saturating_sub(others[others.len() / 2])
+        })
+        .collect();
+    extras.sort_unstable();
+    extras.get(extras.len() / 2).copied()
+}
+
 /// `tune --chains`: every dense split-K kernel of `kernels` launched once per split count of
 /// `splits` on one round of the device (one row tile, as many column tiles as fit
 /// `splits` pieces each on `cus` CUs, [`CHAIN_BLOCKS_PER_PIECE`] K blocks per piece), with its
@@ -988,7 +1082,7 @@ pub fn finisher_chain(spans: &[amdgpu_emu::timing::WorkgroupSpan], grid: u32, sp
 /// the cost model's `tail · chain` term stands for, measured instead of fitted.
 fn print_chains(ctx: &Context, machine: &Machine, arch: Arch, cus: u32, kernels: &[&'static KernelEntry], splits: &[u32]) -> Result<(), String> {
     println!("finisher chains of the dense split-K kernels on {} (timing model: every figure MODELLED)", machine.name);
-    println!("{:<40} {:>6} {:>6} {:>6} {:>10} {:>12} {:>12}", "kernel", "split", "grid", "K", "time µs", "chain med", "chain max");
+    println!("{:<40} {:>6} {:>6} {:>6} {:>10} {:>12} {:>12} {:>12}", "kernel", "split", "grid", "K", "time µs", "chain med", "chain max", "extra med");
     let split_kernels = kernels.iter().filter(|e| e.problem == Problem::Dense && e.schedule == ScheduleKind::SplitK && e.majors == (Major::K, Major::K));
     let mut any = false;
     for e in split_kernels {
@@ -1001,7 +1095,8 @@ fn print_chains(ctx: &Context, machine: &Machine, arch: Arch, cus: u32, kernels:
             };
             let report = profile_plan(ctx, machine, &plan, &desc)?;
             let (med, max) = finisher_chain(&report.spans, plan.grid, s).ok_or_else(|| format!("{}: split {s}: no spans of every piece", e.name()))?;
-            println!("{:<40} {:>6} {:>6} {:>6} {:>10.2} {:>12} {:>12}", e.name(), s, plan.grid, k, report.seconds * 1e6, med, max);
+            let extra = finisher_extra(&report.spans, plan.grid, s).ok_or_else(|| format!("{}: split {s}: no spans of every piece", e.name()))?;
+            println!("{:<40} {:>6} {:>6} {:>6} {:>10.2} {:>12} {:>12} {:>12}", e.name(), s, plan.grid, k, report.seconds * 1e6, med, max, extra);
             any = true;
         }
     }
@@ -1080,5 +1175,38 @@ mod tests {
         // Not a split launch, or spans missing: none.
         assert_eq!(finisher_chain(&spans, 16, 1), None);
         assert_eq!(finisher_chain(&spans[..15], 16, 2), None);
+    }
+
+    #[test]
+    fn chain_lines_fit_the_machines_section_of_a_chains_report() {
+        let dir = std::env::temp_dir().join(format!("fp8gemm-chain-lines-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("chains.txt");
+        // mi325x: 1000 + 500·s exactly; the mi355x section's rows are not read for mi325x.
+        let report = "# comment\n\
+            finisher chains of the dense split-K kernels on mi325x (timing model: every figure MODELLED)\n\
+            kernel split grid K time med max\n\
+            fp8_gemm_nt_splitk_bs_bm64_bn128 2 304 4096 25.16 2000 2100\n\
+            fp8_gemm_nt_splitk_bs_bm64_bn128 4 304 8192 25.57 3000 3100\n\
+            fp8_gemm_nt_splitk_bs_bm64_bn128 8 304 16384 27.80 5000 5100 4900\n\
+            \n\
+            finisher chains of the dense split-K kernels on mi355x (timing model: every figure MODELLED)\n\
+            fp8_gemm_nt_splitk_bs_bm64_bn128 2 256 4096 20.0 9000 9100\n\
+            fp8_gemm_nt_splitk_bs_bm64_bn128 4 256 8192 21.0 9900 9999\n";
+        std::fs::write(&path, report).unwrap();
+        let got = chain_lines(&path, "mi325x").unwrap();
+        let (a, b) = got["fp8_gemm_nt_splitk_bs_bm64_bn128"];
+        assert!((a - 1000.0).abs() < 1e-9 && (b - 500.0).abs() < 1e-9, "{a} {b}");
+        assert_eq!(got.len(), 1);
+        // No section for the machine: an error naming it.
+        assert!(chain_lines(&path, "mi300x").unwrap_err().contains("mi300x"));
+        // One split count cannot make a line; a falling line is refused.
+        std::fs::write(&path, "finisher chains of x on mi325x (m)\nfp8_gemm_nt_splitk_bs_bm32_bn64 2 304 4096 1.0 1500 1600\n").unwrap();
+        assert!(chain_lines(&path, "mi325x").unwrap_err().contains("two split counts"));
+        std::fs::write(&path, "finisher chains of x on mi325x (m)\nfp8_gemm_nt_splitk_bs_bm32_bn64 2 304 4096 1.0 1500 1600\nfp8_gemm_nt_splitk_bs_bm32_bn64 4 304 4096 1.0 1400 1600\n").unwrap();
+        assert!(chain_lines(&path, "mi325x").unwrap_err().contains("negative"));
+        // A missing file is an error naming it.
+        assert!(chain_lines(&dir.join("absent.txt"), "mi325x").unwrap_err().contains("absent.txt"));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

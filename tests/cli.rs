@@ -372,10 +372,14 @@ fn tune_measures_the_finisher_chain_of_a_split_launch() {
     let (ok, out, err) = fp8gemm(&["tune", "--machine", "mi325x", "--chains", "2", "--only", "fp8_gemm_nt_splitk_bs_bm32_bn64"]);
     assert!(ok, "{out}\n{err}");
     let row: Vec<&str> = out.lines().find(|l| l.starts_with("fp8_gemm_nt_splitk_bs_bm32_bn64")).expect("a row").split_whitespace().collect();
-    assert_eq!(row.len(), 7, "{out}");
+    assert_eq!(row.len(), 8, "{out}");
     assert_eq!(row[1], "2", "{out}");
     let (us, med, max) = (row[4].parse::<f64>().unwrap(), row[5].parse::<u64>().unwrap(), row[6].parse::<u64>().unwrap());
     assert!(us > 0.0 && med > 0 && max >= med, "{out}");
+    // The finisher's extra work (its duration less its tile's other piece's): positive, and at
+    // most the chain's maximum (the pieces start together on one round).
+    let extra = row[7].parse::<u64>().unwrap();
+    assert!(extra > 0 && extra <= max, "{out}");
     // No split-K kernel matches: a named error, not an empty table.
     let (ok, _, err) = fp8gemm(&["tune", "--chains", "--only", "fp8_gemm_nt_bs_pipe_bm64_bn128"]);
     assert!(!ok && err.contains("no dense split-K kernel"), "{err}");

@@ -29,7 +29,9 @@
 //!   partials back after its own streaming ([`Features::chain`]: a split-K tile's `s` partials,
 //!   a stream-K tile's pieces). Nothing overlaps that chain at the end of the launch, so it adds
 //!   `tail` cycles per partial to whatever bounds the rest: without it a memory-bound decode
-//!   launch looks as cheap split in 8 as in 2.
+//!   launch looks as cheap split in 8 as in 2. Where the tuner is given the kernel's measured
+//!   finisher chains (`fp8gemm tune --chain-lines`), the chain costs `chain_fixed + tail ·
+//!   chain` from their line instead of a fitted `tail` (the shipped models fit `tail` alone).
 //! * `time = launch + max(busiest CU cycles / clock, HBM bytes / its bandwidth, L2 bytes / its
 //!   bandwidth, fabric bytes / its bandwidth) + tail · chain / clock`; launches a memory bound
 //!   estimates alike are ranked by their compute term.
@@ -498,6 +500,11 @@ pub struct KernelCost {
     /// Cycles per partial tile of [`Features::chain`]: the reduction at the end of a split
     /// tile, after the memory-bound streaming it cannot overlap.
     pub tail: f64,
+    /// Cycles of that reduction whatever its length (a launch with a chain pays
+    /// `chain_fixed + tail · chain`): where the tuner measured the kernel's finisher chains
+    /// (`fp8gemm tune --chains`, `--chain-lines`), the line through them; 0 where `tail` is
+    /// fitted alone.
+    pub chain_fixed: f64,
     /// Extra cycles per block whose B tile comes cold from HBM (its first reader among the
     /// `⌈m/BM⌉` workgroups that share it).
     pub cold: f64,
@@ -829,21 +836,26 @@ impl CostModel {
                 "kernel" => {
                     let name = f.get(1).ok_or_else(|| format!("line {}: kernel name missing", i + 1))?.to_string();
                     let slots = num(2)? as usize;
-                    // The store figure (the last) is absent from files written before it.
-                    if !(1..=8).contains(&slots) || (f.len() != 9 + 2 * slots && f.len() != 10 + 2 * slots) {
+                    // The store and chain_fixed figures (the last two) are absent from files
+                    // written before them.
+                    if !(1..=8).contains(&slots) || !(9 + 2 * slots..=11 + 2 * slots).contains(&f.len()) {
                         return Err(format!(
-                            "line {}: expected name, slots, partial, reduce, tail, cold, l2_block_scale, l2_other_scale, then slots block and slots fixed figures, then store",
+                            "line {}: expected name, slots, partial, reduce, tail, cold, l2_block_scale, l2_other_scale, then slots block and slots fixed figures, then store and chain_fixed",
                             i + 1
                         ));
                     }
-                    let store = if f.len() == 10 + 2 * slots { num(9 + 2 * slots)? } else { 0.0 };
+                    let store = if f.len() > 9 + 2 * slots { num(9 + 2 * slots)? } else { 0.0 };
+                    let chain_fixed = if f.len() > 10 + 2 * slots { num(10 + 2 * slots)? } else { 0.0 };
+                    if chain_fixed < 0.0 {
+                        return Err(format!("line {}: chain_fixed must not be negative", i + 1));
+                    }
                     let (partial, reduce, tail, cold, l2_block_scale, l2_other_scale) = (num(3)?, num(4)?, num(5)?, num(6)?, num(7)?, num(8)?);
                     if l2_block_scale <= 0.0 || l2_other_scale < 0.0 {
                         return Err(format!("line {}: l2_block_scale must be positive and l2_other_scale not negative", i + 1));
                     }
                     let block = (0..slots).map(|o| num(9 + o)).collect::<Result<Vec<_>, _>>()?;
                     let fixed = (0..slots).map(|o| num(9 + slots + o)).collect::<Result<Vec<_>, _>>()?;
-                    m.kernels.insert(name, KernelCost { block, fixed, partial, reduce, tail, cold, store, l2_block_scale, l2_other_scale });
+                    m.kernels.insert(name, KernelCost { block, fixed, partial, reduce, tail, chain_fixed, cold, store, l2_block_scale, l2_other_scale });
                 }
                 other => return Err(format!("line {}: unknown row kind `{other}`", i + 1)),
             }
@@ -868,7 +880,7 @@ impl CostModel {
             self.machine, self.clock_hz, self.launch_s, self.hbm_bytes_per_s, self.l2_bytes_per_s, self.fabric_bytes_per_s
         ));
         s.push_str(
-            "# kernel,symbol,slots,partial_cycles,reduce_cycles,tail_cycles,cold_block_cycles,l2_block_scale,l2_other_scale,block_cycles[slots],fixed_cycles[slots],store_cycles\n",
+            "# kernel,symbol,slots,partial_cycles,reduce_cycles,tail_cycles,cold_block_cycles,l2_block_scale,l2_other_scale,block_cycles[slots],fixed_cycles[slots],store_cycles,chain_fixed_cycles\n",
         );
         let mut names: Vec<&String> = self.kernels.keys().collect();
         names.sort();
@@ -876,7 +888,7 @@ impl CostModel {
             let c = &self.kernels[n];
             let fig = |v: &[f64]| v.iter().map(|x| format!("{x:.1}")).collect::<Vec<_>>().join(",");
             s.push_str(&format!(
-                "kernel,{n},{},{:.1},{:.1},{:.1},{:.1},{:.3},{:.3},{},{},{:.1}\n",
+                "kernel,{n},{},{:.1},{:.1},{:.1},{:.1},{:.3},{:.3},{},{},{:.1},{:.1}\n",
                 c.block.len(),
                 c.partial,
                 c.reduce,
@@ -886,7 +898,8 @@ impl CostModel {
                 c.l2_other_scale,
                 fig(&c.block),
                 fig(&c.fixed),
-                c.store
+                c.store,
+                c.chain_fixed
             ));
         }
         s
@@ -958,13 +971,13 @@ impl CostModel {
         let dp = if e.pipelined() { format!("fp8_gemm_nt_bs_pipe_bm{bm}_bn128") } else { format!("fp8_gemm_nt_bs_bm{bm}_bn128") };
         let sk = format!("fp8_gemm_nt_splitk_bs_bm{bm}_bn128");
         let (d, s) = (self.kernels.get(&dp)?, self.kernels.get(&sk)?);
-        Some(Cow::Owned(KernelCost { partial: s.partial, reduce: s.reduce, tail: s.tail, ..d.clone() }))
+        Some(Cow::Owned(KernelCost { partial: s.partial, reduce: s.reduce, tail: s.tail, chain_fixed: s.chain_fixed, ..d.clone() }))
     }
 
     /// The seconds of `f`'s reduction chain under `c` ([`Features::chain`]), which follow
     /// whatever bounds the rest of the launch.
     pub fn tail_s(&self, c: &KernelCost, f: &Features) -> f64 {
-        c.tail * f.chain / self.clock_hz
+        if f.chain > 0.0 { (c.chain_fixed + c.tail * f.chain) / self.clock_hz } else { 0.0 }
     }
 
     /// The seconds the memory hierarchy needs for `f` under `c` at the least: its unique bytes
@@ -1809,7 +1822,9 @@ pub struct Sample {
 /// [`Features::fabric_bytes`] at `fabric_bytes_per_s` exceed the fitted compute time is
 /// memory-bound: it fits only the `tail` coefficient, with the cycles its memory bound leaves
 /// unexplained over its [`Features::chain`]; iterated to a fixed point). `slots` is the
-/// kernel's workgroups per CU.
+/// kernel's workgroups per CU. `chain`: the kernel's finisher chain measured on its own
+/// (`(chain_fixed, tail)` cycles, [`KernelCost::chain_fixed`]); it is then taken off every
+/// split sample's time and not fitted (memory-bound split samples fit nothing).
 #[allow(clippy::too_many_arguments)]
 pub fn fit_kernel(
     samples: &[Sample],
@@ -1820,6 +1835,7 @@ pub fn fit_kernel(
     l2_bytes_per_s: f64,
     fabric_bytes_per_s: f64,
     l2_scales: (f64, f64),
+    chain: Option<(f64, f64)>,
 ) -> KernelCost {
     let s = slots.clamp(1, 8) as usize;
     // The store column only where a sample skips rows (an all-zero column would only perturb
@@ -1836,7 +1852,7 @@ pub fn fit_kernel(
         r[2 * s] = x.partials;
         r[2 * s + 1] = x.reduces;
         r[2 * s + 2] = x.cold;
-        r[2 * s + 3] = x.chain;
+        r[2 * s + 3] = if chain.is_some() { 0.0 } else { x.chain };
         if stores {
             // Saved cycles: the coefficient is non-negative, the feature counts against.
             r[2 * s + 4] = -x.unstored;
@@ -1853,12 +1869,16 @@ pub fn fit_kernel(
         let mut a = Vec::new();
         let mut b = Vec::new();
         for (i, smp) in samples.iter().enumerate() {
-            let cycles = (smp.seconds - launch_s).max(0.0) * clock_hz;
+            let known = match chain {
+                Some((a, b)) if smp.features.chain > 0.0 => a + b * smp.features.chain,
+                _ => 0.0,
+            };
+            let cycles = ((smp.seconds - launch_s).max(0.0) * clock_hz - known).max(0.0);
             let w = 1.0 / cycles.max(1.0);
             if use_[i] {
                 a.push(row(&smp.features).into_iter().map(|v| v * w).collect::<Vec<_>>());
                 b.push(cycles * w);
-            } else if smp.features.chain > 0.0 {
+            } else if smp.features.chain > 0.0 && chain.is_none() {
                 // Memory-bound: what the bound leaves of its time is the reduction chain.
                 let mut r = vec![0.0; cols];
                 r[2 * s + 3] = smp.features.chain * w;
@@ -1880,7 +1900,11 @@ pub fn fit_kernel(
             break;
         }
     }
-    to_cost(&coef, s, l2_scales)
+    let mut c = to_cost(&coef, s, l2_scales);
+    if let Some((a, b)) = chain {
+        (c.chain_fixed, c.tail) = (a, b);
+    }
+    c
 }
 
 fn to_cost(coef: &[f64], s: usize, (l2_block_scale, l2_other_scale): (f64, f64)) -> KernelCost {
@@ -1891,6 +1915,7 @@ fn to_cost(coef: &[f64], s: usize, (l2_block_scale, l2_other_scale): (f64, f64))
         reduce: coef[2 * s + 1],
         cold: coef[2 * s + 2],
         tail: coef[2 * s + 3],
+        chain_fixed: 0.0,
         store: coef.get(2 * s + 4).copied().unwrap_or(0.0),
         l2_block_scale,
         l2_other_scale,
@@ -1956,6 +1981,7 @@ mod tests {
             partial: 500.0,
             reduce: 200.0,
             tail: 700.0,
+            chain_fixed: 0.0,
             cold: 300.0,
             store: 800.0,
             l2_block_scale: 1.0,
@@ -1979,7 +2005,7 @@ mod tests {
             f.hbm_bytes = 1.0;
             samples.push(Sample { features: f, seconds: launch + (CostModel::cu_cycles(&truth, &f) + truth.tail * f.chain) / clock });
         }
-        let got = fit_kernel(&samples, 2, clock, launch, 1e18, 1e18, 1e18, (1.0, 1.0));
+        let got = fit_kernel(&samples, 2, clock, launch, 1e18, 1e18, 1e18, (1.0, 1.0), None);
         let all = |c: &KernelCost| c.block.iter().chain(&c.fixed).chain([&c.partial, &c.reduce, &c.tail, &c.cold, &c.store]).copied().collect::<Vec<f64>>();
         for (g, t) in all(&got).into_iter().zip(all(&truth)) {
             assert!((g - t).abs() <= 1e-3 * t.max(1.0), "{got:?} vs {truth:?}");
@@ -2009,9 +2035,50 @@ mod tests {
             let compute = CostModel::cu_cycles(&truth, &f) / clock;
             samples.push(Sample { features: f, seconds: launch + compute.max(mem) + truth.tail * f.chain / clock });
         }
-        let got = fit_kernel(&samples, 1, clock, launch, bw, 1e18, 1e18, (1.0, 1.0));
+        let got = fit_kernel(&samples, 1, clock, launch, bw, 1e18, 1e18, (1.0, 1.0), None);
         assert!((got.tail - 400.0).abs() < 1.0, "{got:?}");
         assert!((got.block[0] - 600.0).abs() < 1.0 && (got.fixed[0] - 3000.0).abs() < 5.0, "{got:?}");
+    }
+
+    #[test]
+    fn a_measured_chain_is_taken_off_the_split_samples_and_kept() {
+        // Split samples pay a finisher chain of `a + b · s` cycles (a fixed part the fitted
+        // `tail · s` cannot carry): given the measured line, the batch terms come out as the
+        // truth's, the chain is the line's, and the estimate of a split launch pays it whole.
+        let (clock, launch) = (1.8e9, 2e-6);
+        let (a, b) = (2300.0, 520.0);
+        let truth = KernelCost { block: vec![600.0], fixed: vec![3000.0], partial: 200.0, l2_block_scale: 1.0, l2_other_scale: 1.0, ..Default::default() };
+        let mut samples = Vec::new();
+        for i in 0..40u32 {
+            let mut f = Features::default();
+            add_jobs(&mut f, u64::from(300 + 41 * i), f64::from(2 + i % 11), 304, 1, TileBytes::of(64, 128), 0.0);
+            f.hbm_bytes = 1.0;
+            if i % 2 == 1 {
+                f.chain = f64::from(2 + i % 6);
+                f.partials = f64::from(1 + i % 3);
+            }
+            let chain = if f.chain > 0.0 { a + b * f.chain } else { 0.0 };
+            samples.push(Sample { features: f, seconds: launch + (CostModel::cu_cycles(&truth, &f) + chain) / clock });
+        }
+        let got = fit_kernel(&samples, 1, clock, launch, 1e18, 1e18, 1e18, (1.0, 1.0), Some((a, b)));
+        assert_eq!((got.chain_fixed, got.tail), (a, b));
+        assert!((got.block[0] - 600.0).abs() < 1.0 && (got.fixed[0] - 3000.0).abs() < 5.0 && (got.partial - 200.0).abs() < 1.0, "{got:?}");
+        let model = CostModel { machine: "t".into(), clock_hz: clock, launch_s: launch, hbm_bytes_per_s: 1e18, l2_bytes_per_s: 1e18, fabric_bytes_per_s: 1e18, kernels: HashMap::new() };
+        let split = Features { chain: 4.0, ..Features::default() };
+        assert!((model.tail_s(&got, &split) - (a + 4.0 * b) / clock).abs() < 1e-15);
+        // A launch without a chain (whole tiles) pays none of it.
+        assert_eq!(model.tail_s(&got, &Features::default()), 0.0);
+        // Written and read back, the chain's fixed part is kept; a file without the column
+        // reads it as 0; a negative one is refused, naming it.
+        let mut m = model.clone();
+        m.kernels.insert("k".into(), got.clone());
+        let text = m.to_csv("test");
+        assert_eq!(CostModel::parse(&text).expect("round trip").kernels["k"].chain_fixed, a);
+        let line = text.lines().find(|l| l.starts_with("kernel,k,")).expect("kernel row");
+        let without = line.rsplit_once(',').expect("a last field").0;
+        assert_eq!(CostModel::parse(&text.replace(line, without)).expect("no chain_fixed column").kernels["k"].chain_fixed, 0.0);
+        let negative = format!("{without},-5.0");
+        assert!(CostModel::parse(&text.replace(line, &negative)).unwrap_err().contains("chain_fixed"));
     }
 
     #[test]
@@ -2167,6 +2234,7 @@ mod tests {
             partial: 0.0,
             reduce: 0.0,
             tail: 0.0,
+            chain_fixed: 0.0,
             cold: 0.0,
             store: 125.0,
             l2_block_scale: 1.5,
@@ -2190,8 +2258,9 @@ mod tests {
         let back = CostModel::parse(&m2.to_csv("test")).expect("round trip");
         assert_eq!((back.l2_bytes_per_s, back.fabric_bytes_per_s), (1e9, 1e18));
         assert_eq!((back.kernels["k"].l2_block_scale, back.kernels["k"].l2_other_scale, back.kernels["k"].store), (1.5, 2.0, 125.0));
-        // A file written before the store figure reads with none.
-        let old = m2.to_csv("test").replace(",125.0\n", "\n");
+        // A file written before the store (and chain_fixed) figures reads with none.
+        let old = m2.to_csv("test").replace(",125.0,0.0\n", "\n");
+        assert_ne!(old, m2.to_csv("test"));
         assert_eq!(CostModel::parse(&old).expect("old format").kernels["k"].store, 0.0);
         // A non-positive block scale is refused, naming the field.
         let bad = m2.to_csv("test").replace(",1.500,2.000,", ",0.000,2.000,");
