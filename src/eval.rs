@@ -331,7 +331,7 @@ fn print_estimates(desc: &GemmDesc, layout: WeightLayout) -> Result<(), String> 
     cands.sort_by(|a, b| a.1.0.total_cmp(&b.1.0).then(a.1.1.total_cmp(&b.1.1)));
     for (c, (est, compute)) in cands {
         // The bound that sets the estimate: the CUs, or the memory hierarchy.
-        let f = select::Features::of(&c, desc);
+        let f = model.versioned(&select::Features::of(&c, desc));
         println!(
             "    {:<36} grid {:>6}  estimate {:>9.2} µs (CUs {:>8.2}; fabric {:>7.1} MB, L2 {:>7.1} MB on the busiest XCD)",
             c.label(),

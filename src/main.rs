@@ -451,6 +451,10 @@ struct TuneCli {
     /// samples' times instead of being fitted.
     #[arg(long, conflicts_with_all = ["chains", "shipped"])]
     chain_lines: Option<std::path::PathBuf>,
+    /// With `--chains`: row tiles per launch (1: every piece streams its own B; 2 or more:
+    /// the row tiles share each B tile through the L2).
+    #[arg(long, default_value_t = 1, requires = "chains", value_parser = clap::value_parser!(u32).range(1..=64))]
+    chain_rows: u32,
     /// Write every sample's modelled time, estimate and signed error here (CSV): the fitted
     /// model's (the judged side's too with `--judge`), or the shipped one's with `--shipped`.
     #[arg(long)]
@@ -487,6 +491,7 @@ impl TuneCli {
             residuals: self.residuals,
             chains: self.chains,
             chain_lines: self.chain_lines,
+            chain_rows: self.chain_rows,
         })
     }
 }

@@ -77,6 +77,9 @@ pub struct CostArgs {
     /// The split-K kernels' measured finisher chains (`--chain-lines`: a `tune --chains`
     /// report), whose lines replace the fitted reduction tail.
     pub chain_lines: Option<PathBuf>,
+    /// Row tiles of the `--chains` launches (`--chain-rows`, default 1: every piece streams its
+    /// own B).
+    pub chain_rows: u32,
 }
 
 /// A split of the samples by shape family (`tune --judge dim=V`): the fit uses the samples
@@ -663,7 +666,7 @@ pub fn run(a: CostArgs) -> Result<(), String> {
         .collect();
     if let Some(splits) = &a.chains {
         let splits = if splits.is_empty() { &CHAIN_SPLITS[..] } else { &splits[..] };
-        return print_chains(&ctx, &machine, arch, cus, &kernels, splits);
+        return print_chains(&ctx, &machine, arch, cus, &kernels, splits, a.chain_rows.max(1));
     }
     let timed: Vec<Timed> = match &a.from_samples {
         Some(p) => {
@@ -755,6 +758,18 @@ pub fn run(a: CostArgs) -> Result<(), String> {
         Some(_) => {
             let mut base = CostModel::for_arch(arch).map_err(|e| e.to_string())?.clone();
             let fitted = fit_at(&samples, &scales, &machine, arch, base.hbm_bytes_per_s, base.l2_bytes_per_s, &chains)?;
+            if base.features < select::FEATURES {
+                // The merged file declares the current features: the rows it keeps were fitted
+                // on version `base.features`, which differs only for split launches' fabric
+                // bytes (`Features::fabric_v1_extra`).
+                eprintln!(
+                    "note: the shipped {} model was fitted on features version {}; the merged file declares version {} (split launches' fabric bytes of the kernels not refitted here change)",
+                    arch.name(),
+                    base.features,
+                    select::FEATURES
+                );
+                base.features = select::FEATURES;
+            }
             base.kernels.extend(fitted.kernels);
             base
         }
@@ -886,6 +901,7 @@ fn fit_at(
         l2_bytes_per_s: l2,
         fabric_bytes_per_s: machine.fabric_bytes_per_s,
         kernels: HashMap::new(),
+        features: select::FEATURES,
     };
     for (name, samples) in &by_kernel {
         let e = registry::by_name(name).ok_or("unregistered kernel")?;
@@ -1080,15 +1096,15 @@ pub fn finisher_extra(spans: &[amdgpu_emu::timing::WorkgroupSpan], grid: u32, sp
 /// `splits` pieces each on `cus` CUs, [`CHAIN_BLOCKS_PER_PIECE`] K blocks per piece), with its
 /// finisher chain ([`finisher_chain`]) printed beside the launch's modelled time: the figure
 /// the cost model's `tail · chain` term stands for, measured instead of fitted.
-fn print_chains(ctx: &Context, machine: &Machine, arch: Arch, cus: u32, kernels: &[&'static KernelEntry], splits: &[u32]) -> Result<(), String> {
-    println!("finisher chains of the dense split-K kernels on {} (timing model: every figure MODELLED)", machine.name);
+fn print_chains(ctx: &Context, machine: &Machine, arch: Arch, cus: u32, kernels: &[&'static KernelEntry], splits: &[u32], rows: u32) -> Result<(), String> {
+    println!("finisher chains of the dense split-K kernels on {} (timing model: every figure MODELLED), {rows} row tile(s) per launch", machine.name);
     println!("{:<40} {:>6} {:>6} {:>6} {:>10} {:>12} {:>12} {:>12}", "kernel", "split", "grid", "K", "time µs", "chain med", "chain max", "extra med");
     let split_kernels = kernels.iter().filter(|e| e.problem == Problem::Dense && e.schedule == ScheduleKind::SplitK && e.majors == (Major::K, Major::K));
     let mut any = false;
     for e in split_kernels {
         for &s in splits {
-            let tiles_n = (cus / s).max(1);
-            let (m, n, k) = (e.block_m, tiles_n * e.block_n, s * CHAIN_BLOCKS_PER_PIECE * 128);
+            let tiles_n = (cus / (s * rows)).max(1);
+            let (m, n, k) = (rows * e.block_m, tiles_n * e.block_n, s * CHAIN_BLOCKS_PER_PIECE * 128);
             let desc = GemmDesc::dense(m, n, k, arch).with_cus(cus);
             let Some(plan) = candidates_of(e, &desc).into_iter().find(|p| p.splits == s && p.stream_k.is_none()) else {
                 continue;

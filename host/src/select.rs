@@ -31,7 +31,8 @@
 //!   `tail` cycles per partial to whatever bounds the rest: without it a memory-bound decode
 //!   launch looks as cheap split in 8 as in 2. Where the tuner is given the kernel's measured
 //!   finisher chains (`fp8gemm tune --chain-lines`), the chain costs `chain_fixed + tail ·
-//!   chain` from their line instead of a fitted `tail` (the shipped models fit `tail` alone).
+//!   chain` from their line instead of a fitted `tail` (the shipped models: the dense split-K
+//!   kernels; the grouped ones fit `tail` alone).
 //! * `time = launch + max(busiest CU cycles / clock, HBM bytes / its bandwidth, L2 bytes / its
 //!   bandwidth, fabric bytes / its bandwidth) + tail · chain / clock`; launches a memory bound
 //!   estimates alike are ranked by their compute term.
@@ -547,7 +548,16 @@ pub struct CostModel {
     pub fabric_bytes_per_s: f64,
     /// Per kernel symbol.
     pub kernels: HashMap<String, KernelCost>,
+    /// The version of the features the coefficients were fitted with (a `features,N` row; 1
+    /// where the file has none): [`FEATURES`] for a file the current tuner wrote; 1 counts a
+    /// split launch's fabric bytes as files before session 26 did
+    /// ([`Features::fabric_v1_extra`]), so an older file estimates as it was fitted until it is
+    /// regenerated.
+    pub features: u32,
 }
+
+/// The version of [`Features`] the tuner fits coefficients on ([`CostModel::features`]).
+pub const FEATURES: u32 = 2;
 
 const COST_GFX942: &str = include_str!("../tuned/gfx942.mi325x.cost.csv");
 const COST_GFX950: &str = include_str!("../tuned/gfx950.mi355x.cost.csv");
@@ -590,6 +600,11 @@ pub struct Features {
     /// tiles, their B tiles once per sharing workgroups, partials and outputs; 0 (no bound) for
     /// stream-K.
     pub fabric_bytes: f64,
+    /// What cost models of [`CostModel::features`] 1 (files written before session 26) add to
+    /// [`Features::fabric_bytes`]: a split launch's partials read back counted over the link,
+    /// and (dense) its A and B counted over a uniform share of K; 0 for whole tiles. Kept so a
+    /// file's coefficients meet the features they were fitted with.
+    pub fabric_v1_extra: f64,
 }
 
 /// The bytes the busiest XCD moves over its fabric link for a dense launch of a
@@ -597,20 +612,26 @@ pub struct Features {
 /// workgroup `p` runs on XCD `p mod 8` with logical id [`tile::xcd_remap`], so each XCD holds
 /// a contiguous id range. Data-parallel ids walk [`tile::tile_coords`]' panels (per panel the
 /// range covers some of its rows and a run of its columns: those A and B tiles are read once,
-/// over all of K); split-K ids are split-fastest over M-fastest tiles (a run of tiles: its
-/// distinct rows and columns, over the share of K its pieces cover). Output tiles (bf16) and,
-/// split, the partials stored and read back are added.
+/// over all of K); split-K ids are split-fastest over M-fastest tiles (its distinct rows and
+/// columns, each over the K ranges of its pieces that read it, counted exactly). Output tiles (bf16) and,
+/// split, the partials stored are added (read back by the finisher from the L2, not the link).
 pub fn fabric_bytes(tiles_m: u64, tiles_n: u64, nkb: u64, splits: u64, tb: TileBytes) -> f64 {
+    fabric_bytes_both(tiles_m, tiles_n, nkb, splits, tb).0
+}
+
+/// [`fabric_bytes`] and what files of [`CostModel::features`] 1 count instead (the busiest
+/// XCD's A and B over a uniform share of K, the partials read back over the link).
+fn fabric_bytes_both(tiles_m: u64, tiles_n: u64, nkb: u64, splits: u64, tb: TileBytes) -> (f64, f64) {
     let xcds = u64::from(tile::NUM_XCDS);
     // Per K block: an A tile with its scales, a B tile with its scale.
     let (a_blk, b_blk) = (tb.block - tb.b_block, tb.b_block);
     let s = splits.max(1);
     let grid = tiles_m * tiles_n * s;
     if grid == 0 || nkb == 0 {
-        return 0.0;
+        return (0.0, 0.0);
     }
     let (q, r) = (grid / xcds, grid % xcds);
-    let mut worst = 0.0f64;
+    let (mut worst, mut worst_v1) = (0.0f64, 0.0f64);
     for x in 0..xcds.min(grid) {
         let start = x * q + x.min(r);
         let count = q + u64::from(x < r);
@@ -619,7 +640,7 @@ pub fn fabric_bytes(tiles_m: u64, tiles_n: u64, nkb: u64, splits: u64, tb: TileB
         }
         let end = start + count;
         let mut bytes = 0.0;
-        if s == 1 {
+        let bytes_v1 = if s == 1 {
             let p = u64::from(tile::PANEL_M);
             let last = if tiles_m >= p { tiles_m / p - 1 } else { 0 };
             let panel_of = |id: u64| (id / (p * tiles_n)).min(last);
@@ -636,21 +657,44 @@ pub fn fabric_bytes(tiles_m: u64, tiles_n: u64, nkb: u64, splits: u64, tb: TileB
                 bytes += (used_rows as f64 * a_blk + cols as f64 * b_blk) * nkb as f64;
             }
             bytes += count as f64 * tb.out;
+            bytes
         } else {
+            // Piece `j` of tile `t` (id `t·s + j`, tile `t` at row `t mod tiles_m`, column
+            // `t / tiles_m`) reads its row's A and its column's B over K range `j`
+            // ([`tile::split_range`]): the XCD's link moves each distinct (row, range) and
+            // (column, range) once.
+            let (mut a_ranges, mut b_ranges): (Vec<u64>, Vec<u64>) = (start..end).map(|id| {
+                let (t, j) = (id / s, id % s);
+                ((t % tiles_m) * s + j, (t / tiles_m) * s + j)
+            }).unzip();
+            let blocks = |v: &mut Vec<u64>| -> f64 {
+                v.sort_unstable();
+                v.dedup();
+                v.iter()
+                    .map(|&x| {
+                        let j = u32::try_from(x % s).unwrap_or(0);
+                        f64::from(tile::split_range(j, u32::try_from(s).unwrap_or(u32::MAX), u32::try_from(nkb).unwrap_or(u32::MAX)).1)
+                    })
+                    .sum()
+            };
+            bytes += blocks(&mut a_ranges) * a_blk + blocks(&mut b_ranges) * b_blk;
+            // Each piece stores its partial (f32) and each tile finished here stores D; the
+            // finisher reads the partials back from the L2 (stored on this XCD just before:
+            // the pieces of a tile are neighbouring ids), not over the link.
+            bytes += count as f64 * tb.partial + (count as f64 / s as f64) * tb.out;
+            // Version 1: a uniform share of K over the run's distinct rows and columns, and
+            // the partials read back.
             let (t0, t1) = (start / s, (end - 1) / s);
             let run = t1 - t0 + 1;
-            let rows = run.min(tiles_m);
-            let cols = t1 / tiles_m - t0 / tiles_m + 1;
-            // The pieces cover `count / s` tiles' worth of K.
             let k_share = (count as f64 / s as f64 / run as f64).min(1.0) * nkb as f64;
-            bytes += (rows as f64 * a_blk + cols as f64 * b_blk) * k_share;
-            // Each piece stores its partial (f32); each tile finished here reads its partials
-            // back and stores D.
-            bytes += count as f64 * tb.partial + (count as f64 / s as f64) * (s as f64 * tb.partial + tb.out);
-        }
+            (run.min(tiles_m) as f64 * a_blk + (t1 / tiles_m - t0 / tiles_m + 1) as f64 * b_blk) * k_share
+                + count as f64 * tb.partial
+                + (count as f64 / s as f64) * (s as f64 * tb.partial + tb.out)
+        };
         worst = worst.max(bytes);
+        worst_v1 = worst_v1.max(bytes_v1);
     }
-    worst
+    (worst, worst_v1)
 }
 
 /// What one workgroup of a `bm × bn` tile moves through its XCD's L2.
@@ -744,7 +788,8 @@ impl Features {
             let mut f = Features::of_tiles(tiles, nkb, plan.splits, cus, slots, f64::from(desc.m.div_ceil(k.block_m).max(1)), dense_bytes(desc), tb);
             let tiles_m = u64::from(desc.m.div_ceil(k.block_m.max(1)));
             let tiles_n = u64::from(desc.n.div_ceil(k.block_n.max(1)));
-            f.fabric_bytes = fabric_bytes(tiles_m, tiles_n, nkb, u64::from(plan.splits), tb);
+            let (now, v1) = fabric_bytes_both(tiles_m, tiles_n, nkb, u64::from(plan.splits), tb);
+            (f.fabric_bytes, f.fabric_v1_extra) = (now, v1 - now);
             f
         }
     }
@@ -782,7 +827,9 @@ impl Features {
         f.fabric_bytes = pieces * kb * (a_block + tb.b_block / b_sharers.max(1.0).min(pieces.max(1.0)));
         f.fabric_bytes += tiles_here * tb.out;
         if s > 1 {
-            f.fabric_bytes += pieces * tb.partial + tiles_here * s as f64 * tb.partial;
+            // The partials the finisher reads back are L2 hits (stored on the same XCD).
+            f.fabric_bytes += pieces * tb.partial;
+            f.fabric_v1_extra = tiles_here * s as f64 * tb.partial;
         }
         // Partial tiles stay in the L2 / MALL (written, then read back by the finishing
         // workgroup soon after): their cost is the `partial` / `reduce` terms, not HBM.
@@ -814,7 +861,7 @@ impl CostModel {
 
     /// Parses the CSV `fp8gemm tune --cost` writes.
     pub fn parse(text: &str) -> Result<CostModel, String> {
-        let mut m = CostModel::default();
+        let mut m = CostModel { features: 1, ..CostModel::default() };
         for (i, line) in text.lines().enumerate() {
             let line = line.trim();
             if line.is_empty() || line.starts_with('#') {
@@ -825,6 +872,13 @@ impl CostModel {
                 f.get(j).ok_or_else(|| format!("line {}: missing field {j}", i + 1))?.parse::<f64>().map_err(|e| format!("line {}: field {j}: {e}", i + 1))
             };
             match f[0] {
+                "features" => {
+                    let v = num(1)?;
+                    if !(1.0..=f64::from(FEATURES)).contains(&v) || v.fract() != 0.0 {
+                        return Err(format!("line {}: features version {v}: this build knows 1 ..= {FEATURES}", i + 1));
+                    }
+                    m.features = v as u32;
+                }
                 "machine" => {
                     m.machine = f.get(1).ok_or_else(|| format!("line {}: machine name missing", i + 1))?.to_string();
                     m.clock_hz = num(2)?;
@@ -873,6 +927,9 @@ impl CostModel {
             s.push_str("# ");
             s.push_str(l);
             s.push('\n');
+        }
+        if self.features > 1 {
+            s.push_str(&format!("# features,version (of the fabric feature the coefficients were fitted on)\nfeatures,{}\n", self.features));
         }
         s.push_str("# machine,name,clock_hz,launch_s,hbm_bytes_per_s,l2_bytes_per_s_per_xcd,fabric_bytes_per_s_per_xcd\n");
         s.push_str(&format!(
@@ -984,7 +1041,12 @@ impl CostModel {
     /// through HBM or the busiest XCD's traffic ([`KernelCost::l2_bytes`]) through its L2,
     /// whichever takes longer.
     pub fn memory_s(&self, c: &KernelCost, f: &Features) -> f64 {
-        Self::memory_at(c, f, self.hbm_bytes_per_s, self.l2_bytes_per_s, self.fabric_bytes_per_s)
+        Self::memory_at(c, &self.versioned(f), self.hbm_bytes_per_s, self.l2_bytes_per_s, self.fabric_bytes_per_s)
+    }
+
+    /// `f` as this model's coefficients were fitted on it ([`CostModel::features`]).
+    pub fn versioned(&self, f: &Features) -> Features {
+        if self.features < FEATURES { Features { fabric_bytes: f.fabric_bytes + f.fabric_v1_extra, ..*f } } else { *f }
     }
 
     /// [`CostModel::memory_s`] at the given bandwidths (bytes per second; the L2's and the
@@ -2063,7 +2125,7 @@ mod tests {
         let got = fit_kernel(&samples, 1, clock, launch, 1e18, 1e18, 1e18, (1.0, 1.0), Some((a, b)));
         assert_eq!((got.chain_fixed, got.tail), (a, b));
         assert!((got.block[0] - 600.0).abs() < 1.0 && (got.fixed[0] - 3000.0).abs() < 5.0 && (got.partial - 200.0).abs() < 1.0, "{got:?}");
-        let model = CostModel { machine: "t".into(), clock_hz: clock, launch_s: launch, hbm_bytes_per_s: 1e18, l2_bytes_per_s: 1e18, fabric_bytes_per_s: 1e18, kernels: HashMap::new() };
+        let model = CostModel { machine: "t".into(), clock_hz: clock, launch_s: launch, hbm_bytes_per_s: 1e18, l2_bytes_per_s: 1e18, fabric_bytes_per_s: 1e18, kernels: HashMap::new(), features: FEATURES };
         let split = Features { chain: 4.0, ..Features::default() };
         assert!((model.tail_s(&got, &split) - (a + 4.0 * b) / clock).abs() < 1e-15);
         // A launch without a chain (whole tiles) pays none of it.
@@ -2202,9 +2264,23 @@ mod tests {
         assert_eq!(f.l2_block_bytes, 3.0 * tb.block);
         assert_eq!(f.l2_other_bytes, tb.partial + 2.0 * tb.partial + tb.out);
         // Its fabric link: one piece's A and B (B shared by no one: one sharer), its partial,
-        // and the tile it finishes (2 partials read, D stored).
+        // and the tile it finishes (D stored; the 2 partials it reads are L2 hits). Files of
+        // features version 1 count the read-back over the link too.
         let a_block = tb.block - tb.b_block;
-        assert_eq!(f.fabric_bytes, 3.0 * (a_block + tb.b_block) + tb.out + tb.partial + 2.0 * tb.partial);
+        assert_eq!(f.fabric_bytes, 3.0 * (a_block + tb.b_block) + tb.out + tb.partial);
+        assert_eq!(f.fabric_v1_extra, 2.0 * tb.partial);
+        let v1 = CostModel { features: 1, ..CostModel::default() };
+        assert_eq!(v1.versioned(&f).fabric_bytes, 3.0 * (a_block + tb.b_block) + tb.out + tb.partial + 2.0 * tb.partial);
+        assert_eq!(CostModel { features: FEATURES, ..CostModel::default() }.versioned(&f).fabric_bytes, f.fabric_bytes);
+        // The shipped files predate version 2 (no `features` row): they estimate as fitted.
+        for arch in [Arch::Gfx942, Arch::Gfx950] {
+            assert_eq!(CostModel::for_arch(arch).unwrap().features, 1, "{arch:?}");
+        }
+        // Written and read back, a version is kept.
+        let v2 = CostModel { features: FEATURES, clock_hz: 1e9, hbm_bytes_per_s: 1e12, l2_bytes_per_s: 1e12, fabric_bytes_per_s: 1e12, ..CostModel::default() };
+        assert_eq!(CostModel::parse(&v2.to_csv("t")).unwrap().features, FEATURES);
+        // An unknown version is refused, naming it.
+        assert!(CostModel::parse("features,9\nmachine,t,1e9,1e-6,1e12,1e12,1e12\n").unwrap_err().contains("features version"));
     }
 
     #[test]
@@ -2215,12 +2291,40 @@ mod tests {
         // the one panel (4 rows, M fastest): XCD 0 runs ids 0..8 = all 4 rows of columns 0 and 1.
         let dp = fabric_bytes(4, 16, 10, 1, tb);
         assert_eq!(dp, (4.0 * a + 2.0 * b) * 10.0 + 8.0 * 2.0 * 64.0 * 128.0);
-        // Split 4 of a 2 × 9 grid (72 ids, 9 per XCD): XCD 0 runs tiles 0, 1 (all 4 pieces) and
-        // piece 0 of tile 2: rows 0 and 1 and columns 0 and 1, over 9/4 of 3 tiles' K.
+        // Split 4 of a 2 × 9 grid over 8 K blocks (72 ids, 9 per XCD, 2 blocks per piece; tile
+        // t at row t mod 2, column t / 2): XCD 3 runs piece 3 of tile 6 and all of tiles 7 and
+        // 8 — row 0 over all four ranges (tiles 6 and 8), row 1 over all four, column 3 over
+        // all four (tiles 6 and 7), column 4 over all four: 16 blocks of A and 16 of B, the
+        // most of any XCD (XCD 0: 16 and 10). Each piece stores its partial, each tile D; the
+        // partials are read back from the L2.
         let sk = fabric_bytes(2, 9, 8, 4, tb);
-        let k_share = 9.0 / 4.0 / 3.0 * 8.0;
-        let out = 9.0 * 4.0 * 64.0 * 128.0 + 9.0 / 4.0 * (4.0 * 4.0 + 2.0) * 64.0 * 128.0;
-        assert!((sk - ((2.0 * a + 2.0 * b) * k_share + out)).abs() < 1e-6, "{sk}");
+        let out = 9.0 * 4.0 * 64.0 * 128.0 + 9.0 / 4.0 * 2.0 * 64.0 * 128.0;
+        assert!((sk - (16.0 * a + 16.0 * b + out)).abs() < 1e-6, "{sk}");
+        // Against every id mapped as the split-K kernels map it (`xcd_remap`, split fastest,
+        // M-fastest tiles, `split_range`), over a few grids.
+        for (tm, tn, nkb, s) in [(3u64, 18u64, 128u64, 4u64), (1, 152, 32, 2), (2, 36, 112, 3), (5, 7, 13, 6)] {
+            let grid = tm * tn * s;
+            let mut worst = 0.0f64;
+            for x in 0..8u32 {
+                let (mut arows, mut bcols) = (std::collections::BTreeSet::new(), std::collections::BTreeSet::new());
+                let mut ids = 0u64;
+                for p in (u64::from(x)..grid).step_by(8) {
+                    let id = u64::from(tile::xcd_remap(p as u32, grid as u32, 8));
+                    let (t, j) = (id / s, id % s);
+                    arows.insert((t % tm, j));
+                    bcols.insert((t / tm, j));
+                    ids += 1;
+                }
+                let kb = |j: u64| f64::from(tile::split_range(j as u32, s as u32, nkb as u32).1);
+                let bytes = arows.iter().map(|&(_, j)| kb(j)).sum::<f64>() * a
+                    + bcols.iter().map(|&(_, j)| kb(j)).sum::<f64>() * b
+                    + ids as f64 * tb.partial
+                    + ids as f64 / s as f64 * tb.out;
+                worst = worst.max(bytes);
+            }
+            let got = fabric_bytes(tm, tn, nkb, s, tb);
+            assert!((got - worst).abs() < 1e-6 * worst, "{tm}×{tn} split {s}: {got} vs {worst}");
+        }
         // The busiest XCD: one more id on the first XCDs when the grid does not divide.
         assert!(fabric_bytes(4, 16, 10, 1, tb) <= fabric_bytes(4, 17, 10, 1, tb));
         assert_eq!(fabric_bytes(0, 16, 10, 1, tb), 0.0);
@@ -2248,6 +2352,7 @@ mod tests {
             l2_bytes_per_s: 1e9,
             fabric_bytes_per_s: 1e18,
             kernels: HashMap::new(),
+            features: FEATURES,
         };
         let f = Features { l2_block_bytes: 1000.0, l2_other_bytes: 10.0, ..Features::default() };
         assert_eq!(c.l2_bytes(&f), 1520.0);
