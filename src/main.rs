@@ -534,7 +534,25 @@ fn run(cli: Cli) -> Result<(), String> {
             gemm::bench_dense(m, n, k, iters)
         }
         Command::Tune(t) => tune_cost::run(t.into_cost_args()?),
-        Command::Eval { machine, layout, prune, max_blocks, pairs, ms, csv, plot, no_cliff, shapes, verbose, estimates, grouped, masked_seed, groups, time_cache, import_verbose } => {
+        Command::Eval {
+            machine,
+            layout,
+            prune,
+            max_blocks,
+            pairs,
+            ms,
+            csv,
+            plot,
+            no_cliff,
+            shapes,
+            verbose,
+            estimates,
+            grouped,
+            masked_seed,
+            groups,
+            time_cache,
+            import_verbose,
+        } => {
             let shapes = shapes
                 .iter()
                 .map(|s| {
@@ -557,7 +575,22 @@ fn run(cli: Cli) -> Result<(), String> {
                 }
                 return eval::run_grouped(&machine, layout, csv.as_deref(), verbose, estimates, &seeds, &groups, time_cache.as_deref());
             }
-            eval::run(eval::EvalArgs { machine, layout, prune, max_blocks, pairs, ms, csv, plot, no_cliff, shapes, verbose, estimates, time_cache, import_verbose })
+            eval::run(eval::EvalArgs {
+                machine,
+                layout,
+                prune,
+                max_blocks,
+                pairs,
+                ms,
+                csv,
+                plot,
+                no_cliff,
+                shapes,
+                verbose,
+                estimates,
+                time_cache,
+                import_verbose,
+            })
         }
         Command::Compare { set, peers, scope, max_m, csv, plot } => compare::run(set, peers, scope, max_m, csv, plot),
         Command::Calibrate { peers, machine, files, scope, rows, verbose, csv, moe, moe_only, moe_rows, moe_div, moe_machine, full_math, fit, max_m, grid } => {

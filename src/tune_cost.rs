@@ -909,7 +909,17 @@ fn fit_at(
         let scale = scales.get(name).copied().unwrap_or((1.0, 1.0));
         model.kernels.insert(
             name.to_string(),
-            select::fit_kernel(samples, slots, machine.clock_hz, machine.launch_overhead_s, bw, l2, machine.fabric_bytes_per_s, scale, chains.get(*name).copied()),
+            select::fit_kernel(
+                samples,
+                slots,
+                machine.clock_hz,
+                machine.launch_overhead_s,
+                bw,
+                l2,
+                machine.fabric_bytes_per_s,
+                scale,
+                chains.get(*name).copied(),
+            ),
         );
     }
     Ok(model)
@@ -918,7 +928,13 @@ fn fit_at(
 /// Fits every kernel's coefficients (module docs): the HBM and L2 bandwidths (fractions of
 /// the machine's: 0.30 … 1.10 of its HBM peak, 0.40 … 1.00 of its L2's) of least mean
 /// |log error|.
-fn fit(samples: &[Resolved], scales: &HashMap<&'static str, (f64, f64)>, machine: &Machine, arch: Arch, chains: &HashMap<String, (f64, f64)>) -> Result<CostModel, String> {
+fn fit(
+    samples: &[Resolved],
+    scales: &HashMap<&'static str, (f64, f64)>,
+    machine: &Machine,
+    arch: Arch,
+    chains: &HashMap<String, (f64, f64)>,
+) -> Result<CostModel, String> {
     let peak = machine.hbm_bytes_per_s;
     let l2_peak = machine.l2_bytes_per_clk * machine.clock_hz;
     let mut best: Option<(f64, CostModel)> = None;
@@ -995,7 +1011,8 @@ fn write_residuals(path: &Path, sides: &[(&str, &[Resolved])], model: &CostModel
     for &(side, rows) in sides {
         for r in rows {
             let (est, compute) = model.estimate_features(&r.plan, &r.features);
-            let (memory, tail) = model.cost_of(r.plan.kernel).map_or((f64::NAN, f64::NAN), |c| (model.memory_s(&c, &r.features), model.tail_s(&c, &r.features)));
+            let (memory, tail) =
+                model.cost_of(r.plan.kernel).map_or((f64::NAN, f64::NAN), |c| (model.memory_s(&c, &r.features), model.tail_s(&c, &r.features)));
             let t = &r.t;
             let _ = writeln!(
                 s,

@@ -663,10 +663,12 @@ fn fabric_bytes_both(tiles_m: u64, tiles_n: u64, nkb: u64, splits: u64, tb: Tile
             // `t / tiles_m`) reads its row's A and its column's B over K range `j`
             // ([`tile::split_range`]): the XCD's link moves each distinct (row, range) and
             // (column, range) once.
-            let (mut a_ranges, mut b_ranges): (Vec<u64>, Vec<u64>) = (start..end).map(|id| {
-                let (t, j) = (id / s, id % s);
-                ((t % tiles_m) * s + j, (t / tiles_m) * s + j)
-            }).unzip();
+            let (mut a_ranges, mut b_ranges): (Vec<u64>, Vec<u64>) = (start..end)
+                .map(|id| {
+                    let (t, j) = (id / s, id % s);
+                    ((t % tiles_m) * s + j, (t / tiles_m) * s + j)
+                })
+                .unzip();
             let blocks = |v: &mut Vec<u64>| -> f64 {
                 v.sort_unstable();
                 v.dedup();
@@ -2125,7 +2127,16 @@ mod tests {
         let got = fit_kernel(&samples, 1, clock, launch, 1e18, 1e18, 1e18, (1.0, 1.0), Some((a, b)));
         assert_eq!((got.chain_fixed, got.tail), (a, b));
         assert!((got.block[0] - 600.0).abs() < 1.0 && (got.fixed[0] - 3000.0).abs() < 5.0 && (got.partial - 200.0).abs() < 1.0, "{got:?}");
-        let model = CostModel { machine: "t".into(), clock_hz: clock, launch_s: launch, hbm_bytes_per_s: 1e18, l2_bytes_per_s: 1e18, fabric_bytes_per_s: 1e18, kernels: HashMap::new(), features: FEATURES };
+        let model = CostModel {
+            machine: "t".into(),
+            clock_hz: clock,
+            launch_s: launch,
+            hbm_bytes_per_s: 1e18,
+            l2_bytes_per_s: 1e18,
+            fabric_bytes_per_s: 1e18,
+            kernels: HashMap::new(),
+            features: FEATURES,
+        };
         let split = Features { chain: 4.0, ..Features::default() };
         assert!((model.tail_s(&got, &split) - (a + 4.0 * b) / clock).abs() < 1e-15);
         // A launch without a chain (whole tiles) pays none of it.

@@ -166,10 +166,27 @@ fn distinct_columns(grp: &[u32], n_tiles: u64, a: u64, b: u64) -> u64 {
     let (na, nb) = (rows(pa), rows(pb));
     let (ca, ra) = ((a - fa * n) / na, (a - fa * n) % na);
     let (cb, rb) = ((b - fb * n) / nb, (b - fb * n) % nb);
-    let lo = |c: i64| if c > ca { fa } else if c == ca { fa + ra } else { fa + na };
-    let hi = |c: i64| if c < cb { fb + nb - 1 } else if c == cb { fb + rb } else { fb - 1 };
+    let lo = |c: i64| {
+        if c > ca {
+            fa
+        } else if c == ca {
+            fa + ra
+        } else {
+            fa + na
+        }
+    };
+    let hi = |c: i64| {
+        if c < cb {
+            fb + nb - 1
+        } else if c == cb {
+            fb + rb
+        } else {
+            fb - 1
+        }
+    };
     let (m1, m2) = (ca.min(cb), ca.max(cb));
-    let classes: &[(i64, i64)] = if m1 == m2 { &[(0, m1), (m1, m1 + 1), (m1 + 1, n)] } else { &[(0, m1), (m1, m1 + 1), (m1 + 1, m2), (m2, m2 + 1), (m2 + 1, n)] };
+    let classes: &[(i64, i64)] =
+        if m1 == m2 { &[(0, m1), (m1, m1 + 1), (m1 + 1, n)] } else { &[(0, m1), (m1, m1 + 1), (m1 + 1, m2), (m2, m2 + 1), (m2 + 1, n)] };
     let mut total = 0u64;
     for &(c0, c1) in classes {
         if c1 <= c0 {
