@@ -1053,26 +1053,33 @@ const CHAIN_BLOCKS_PER_PIECE: u32 = 16;
 /// the maximum over the tiles. Tiles are found from each workgroup's hardware id as the kernels
 /// find them (`tile::xcd_remap`, split fastest). `None` without a span of every workgroup.
 pub fn finisher_chain(spans: &[amdgpu_emu::timing::WorkgroupSpan], grid: u32, splits: u32) -> Option<(u64, u64)> {
-    if splits < 2 || grid == 0 || spans.len() != grid as usize {
-        return None;
-    }
-    let xcds = fp8gemm_device::tile::NUM_XCDS;
-    let mut ends: HashMap<u32, Vec<u64>> = HashMap::new();
-    for sp in spans {
-        let pid = u32::try_from(sp.workgroup).ok()?;
-        let id = fp8gemm_device::tile::xcd_remap(pid, grid, xcds);
-        ends.entry(id / splits).or_default().push(sp.end);
-    }
-    let mut chains: Vec<u64> = ends
+    let mut chains: Vec<u64> = spans_by_tile(spans, grid, splits)?
         .into_values()
-        .filter(|e| e.len() >= 2)
-        .map(|mut e| {
+        .filter(|p| p.len() >= 2)
+        .map(|p| {
+            let mut e: Vec<u64> = p.iter().map(|sp| sp.end).collect();
             e.sort_unstable();
             e[e.len() - 1] - e[e.len() - 2]
         })
         .collect();
     chains.sort_unstable();
     Some((*chains.get(chains.len() / 2)?, *chains.last()?))
+}
+
+/// The spans of a split-K launch of `grid` workgroups, `splits` pieces per tile, grouped by
+/// output tile as the kernels find their tiles from the hardware id (`tile::xcd_remap`, split
+/// fastest); `None` unless the launch is split and `spans` holds every workgroup.
+fn spans_by_tile(spans: &[amdgpu_emu::timing::WorkgroupSpan], grid: u32, splits: u32) -> Option<HashMap<u32, Vec<&amdgpu_emu::timing::WorkgroupSpan>>> {
+    if splits < 2 || grid == 0 || spans.len() != grid as usize {
+        return None;
+    }
+    let mut tiles: HashMap<u32, Vec<&amdgpu_emu::timing::WorkgroupSpan>> = HashMap::new();
+    for sp in spans {
+        let pid = u32::try_from(sp.workgroup).ok()?;
+        let id = fp8gemm_device::tile::xcd_remap(pid, grid, fp8gemm_device::tile::NUM_XCDS);
+        tiles.entry(id / splits).or_default().push(sp);
+    }
+    Some(tiles)
 }
 
 /// The finisher's own extra work in a split-K launch of `grid` workgroups, `splits` pieces per
@@ -1083,20 +1090,11 @@ pub fn finisher_chain(spans: &[amdgpu_emu::timing::WorkgroupSpan], grid: u32, sp
 /// pieces' ends are apart for other reasons (later starts, a busier link), which the launch's
 /// other bounds already count. `None` without a span of every workgroup.
 pub fn finisher_extra(spans: &[amdgpu_emu::timing::WorkgroupSpan], grid: u32, splits: u32) -> Option<u64> {
-    if splits < 2 || grid == 0 || spans.len() != grid as usize {
-        return None;
-    }
-    let xcds = fp8gemm_device::tile::NUM_XCDS;
-    let mut pieces: HashMap<u32, Vec<(u64, u64)>> = HashMap::new();
-    for sp in spans {
-        let pid = u32::try_from(sp.workgroup).ok()?;
-        let id = fp8gemm_device::tile::xcd_remap(pid, grid, xcds);
-        pieces.entry(id / splits).or_default().push((sp.end, sp.end.saturating_sub(sp.start)));
-    }
-    let mut extras: Vec<u64> = pieces
+    let mut extras: Vec<u64> = spans_by_tile(spans, grid, splits)?
         .into_values()
         .filter(|p| p.len() >= 2)
-        .map(|mut p| {
+        .map(|p| {
+            let mut p: Vec<(u64, u64)> = p.iter().map(|sp| (sp.end, sp.end.saturating_sub(sp.start))).collect();
             p.sort_unstable();
             let last = p.pop().expect("two pieces at least").1;
             let mut others: Vec<u64> = p.iter().map(|x| x.1).collect();

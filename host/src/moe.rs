@@ -790,8 +790,7 @@ impl<F: Fp8Format> MoeLayer<F> {
         let model = CostModel::for_arch(ctx.arch()).map_err(|x| Error::Unsupported(x.to_string()))?;
         let available = stream.workspace().map_or(0, |w| w.len() as u64);
         let pairs = tokens.saturating_mul(k);
-        // The groups' sizes as uniform routing draws them (the busiest XCD's B reads).
-        let routing = crate::select::Routing { tokens: u32::try_from(tokens).unwrap_or(u32::MAX), top_k: k as u32, experts: e as u32 };
+        let routing = self.routing(tokens);
         let mut out = Vec::new();
         for align in [32usize, 64].into_iter().filter(|&a| a <= MOE_MAX_ALIGN) {
             let (active, rows) = expected_layout(tokens, k, e, align);
@@ -968,9 +967,9 @@ impl<F: Fp8Format> MoeLayer<F> {
         let gathered = layout == MoeLayout::Contiguous && self.gate_up.layout() == WeightLayout::Preshuffled && (align == 32 || align == 64);
         // T · k: topk_ids' length (checked above; t ≤ max_tokens, whose T · k the scratch checked).
         let pairs = t * k;
-        // How uniform routing draws the experts' sizes: the contiguous GEMMs' plans count the
-        // busiest XCD's distinct B as the draws give it (as `fused_plans` estimated them).
-        let routing = crate::select::Routing { tokens: u32::try_from(t).unwrap_or(u32::MAX), top_k: k as u32, experts: e as u32 };
+        // The contiguous GEMMs' plans count the busiest XCD's distinct B as the routing's draws
+        // give it (as `fused_plans` estimated them).
+        let routing = self.routing(t);
         let fused_activation = gathered && self.one_round(stream, align, rows, 2 * i, h, e.min(pairs))?;
         let fused_unpermute = gathered && self.down.layout() == WeightLayout::Preshuffled && self.one_round(stream, align, rows, h, i, e.min(pairs))?;
         let quantized_in_gemm = fused_activation && align == 32;
@@ -1139,6 +1138,17 @@ impl<F: Fp8Format> MoeLayer<F> {
     /// yet see: one round is where a separate launch's fixed cost outweighs it; past it the
     /// tails add up over rounds and the separate launch wins.
     #[allow(clippy::too_many_arguments)]
+    /// How uniform routing of `tokens` tokens draws the experts' sizes
+    /// ([`crate::select::Routing`]: the busiest XCD's distinct B reads of the contiguous GEMMs).
+    fn routing(&self, tokens: usize) -> crate::select::Routing {
+        let (e, k) = (self.experts(), self.options.top_k.max(1));
+        crate::select::Routing {
+            tokens: u32::try_from(tokens).unwrap_or(u32::MAX),
+            top_k: u32::try_from(k).unwrap_or(u32::MAX),
+            experts: u32::try_from(e).unwrap_or(u32::MAX),
+        }
+    }
+
     fn one_round(&self, stream: &Stream, align: usize, rows: usize, n: usize, k: usize, active: usize) -> Result<bool> {
         let ctx = stream.context();
         let (Ok(rows), Ok(n), Ok(k), Ok(active)) = (u32::try_from(rows), u32::try_from(n), u32::try_from(k), u32::try_from(active)) else {

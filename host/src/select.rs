@@ -669,15 +669,11 @@ fn fabric_bytes_both(tiles_m: u64, tiles_n: u64, nkb: u64, splits: u64, tb: Tile
                     ((t % tiles_m) * s + j, (t / tiles_m) * s + j)
                 })
                 .unzip();
+            let (s32, nkb32) = (u32::try_from(s).unwrap_or(u32::MAX), u32::try_from(nkb).unwrap_or(u32::MAX));
             let blocks = |v: &mut Vec<u64>| -> f64 {
                 v.sort_unstable();
                 v.dedup();
-                v.iter()
-                    .map(|&x| {
-                        let j = u32::try_from(x % s).unwrap_or(0);
-                        f64::from(tile::split_range(j, u32::try_from(s).unwrap_or(u32::MAX), u32::try_from(nkb).unwrap_or(u32::MAX)).1)
-                    })
-                    .sum()
+                v.iter().map(|&x| f64::from(tile::split_range(u32::try_from(x % s).unwrap_or(0), s32, nkb32).1)).sum()
             };
             bytes += blocks(&mut a_ranges) * a_blk + blocks(&mut b_ranges) * b_blk;
             // Each piece stores its partial (f32) and each tile finished here stores D; the
@@ -824,9 +820,8 @@ impl Features {
         let s = u64::from(splits.max(1));
         let xcds = u64::from(tile::NUM_XCDS);
         let (pieces, tiles_here) = ((tiles * s).div_ceil(xcds) as f64, tiles.div_ceil(xcds) as f64);
-        let kb = nkb.div_ceil(s) as f64;
         let a_block = tb.block - tb.b_block;
-        f.fabric_bytes = pieces * kb * (a_block + tb.b_block / b_sharers.max(1.0).min(pieces.max(1.0)));
+        f.fabric_bytes = pieces * nkb.div_ceil(s) as f64 * a_block + shared_b_fabric(tiles, nkb, splits, b_sharers, tb);
         f.fabric_bytes += tiles_here * tb.out;
         if s > 1 {
             // The partials the finisher reads back are L2 hits (stored on the same XCD).
@@ -838,6 +833,15 @@ impl Features {
         f.hbm_bytes = hbm_bytes;
         f
     }
+}
+
+/// The B bytes [`Features::of_tiles`] puts over the busiest XCD's link: its pieces' B tiles
+/// (`tiles` tiles of `nkb` K blocks in `splits` pieces, a share of them per XCD) once per
+/// `b_sharers` workgroups that share them.
+fn shared_b_fabric(tiles: u64, nkb: u64, splits: u32, b_sharers: f64, tb: TileBytes) -> f64 {
+    let s = u64::from(splits.max(1));
+    let pieces = (tiles * s).div_ceil(u64::from(tile::NUM_XCDS)) as f64;
+    pieces * nkb.div_ceil(s) as f64 * tb.b_block / b_sharers.max(1.0).min(pieces.max(1.0))
 }
 
 /// Unique bytes of a dense problem: A, B and D once each.
@@ -1036,7 +1040,7 @@ impl CostModel {
     /// The seconds of `f`'s reduction chain under `c` ([`Features::chain`]), which follow
     /// whatever bounds the rest of the launch.
     pub fn tail_s(&self, c: &KernelCost, f: &Features) -> f64 {
-        if f.chain > 0.0 { (c.chain_fixed + c.tail * f.chain) / self.clock_hz } else { 0.0 }
+        chain_cycles(c.chain_fixed, c.tail, f.chain) / self.clock_hz
     }
 
     /// The seconds the memory hierarchy needs for `f` under `c` at the least: its unique bytes
@@ -1056,6 +1060,12 @@ impl CostModel {
     pub fn memory_at(c: &KernelCost, f: &Features, hbm_bytes_per_s: f64, l2_bytes_per_s: f64, fabric_bytes_per_s: f64) -> f64 {
         (f.hbm_bytes / hbm_bytes_per_s).max(c.l2_bytes(f) / l2_bytes_per_s).max(f.fabric_bytes / fabric_bytes_per_s)
     }
+}
+
+/// Cycles of a reduction chain of `chain` partials at `chain_fixed + tail · chain` (none
+/// without a chain: whole tiles pay nothing).
+fn chain_cycles(chain_fixed: f64, tail: f64, chain: f64) -> f64 {
+    if chain > 0.0 { chain_fixed + tail * chain } else { 0.0 }
 }
 
 /// Which kernel of the m-grouped contiguous split-K family [`plan_contiguous_splitk`] plans.
@@ -1169,11 +1179,9 @@ pub fn contiguous_features_with(plan: &Plan, desc: &GemmDesc, bytes: Option<Cont
     if let Some(r) = routed {
         // `of_tiles` counted the busiest XCD's B as its pieces' share of each group's B; the
         // draws count its distinct columns.
-        let s = u64::from(plan.splits.max(1));
-        let pieces = (tiles * s).div_ceil(u64::from(tile::NUM_XCDS)) as f64;
-        let even = pieces * nkb.div_ceil(s) as f64 * tb.b_block / per_group.max(1.0).min(pieces.max(1.0));
         let n_tiles = u64::from(n.div_ceil(e.block_n.max(1)));
-        f.fabric_bytes += r.busiest_b_columns(n_tiles, s) * nkb as f64 * tb.b_block - even;
+        let drawn = r.busiest_b_columns(n_tiles, u64::from(plan.splits.max(1))) * nkb as f64 * tb.b_block;
+        f.fabric_bytes += drawn - shared_b_fabric(tiles, nkb, plan.splits, per_group, tb);
     }
     // The skipped padding rows, spread evenly over the tiles (each active group's last tile
     // holds its padding).
@@ -1933,10 +1941,7 @@ pub fn fit_kernel(
         let mut a = Vec::new();
         let mut b = Vec::new();
         for (i, smp) in samples.iter().enumerate() {
-            let known = match chain {
-                Some((a, b)) if smp.features.chain > 0.0 => a + b * smp.features.chain,
-                _ => 0.0,
-            };
+            let known = chain.map_or(0.0, |(a, b)| chain_cycles(a, b, smp.features.chain));
             let cycles = ((smp.seconds - launch_s).max(0.0) * clock_hz - known).max(0.0);
             let w = 1.0 / cycles.max(1.0);
             if use_[i] {
