@@ -232,7 +232,11 @@ pub fn calibrate(a: CalibrateArgs) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
         for r in &out {
             let (m, n, k) = (r.row.m, r.row.n, r.row.k);
-            csv.push_str(&cal::csv_line(&r.row.file, &r.row.kernel, (m, n, k), Some(r.row.us), r.modelled_us(), &r.report.machine, scope, r.family, ""));
+            // The launch's modelled activity, for joining with power or clock data.
+            let b = &r.report.busy;
+            let note =
+                format!("busy mfma {:.3} valu {:.3} lds {:.3} vmem {:.3} l2 {:.3} hbm {:.3} cus {:.3}", b.mfma, b.valu, b.lds, b.vmem, b.l2, b.hbm, b.cus);
+            csv.push_str(&cal::csv_line(&r.row.file, &r.row.kernel, (m, n, k), Some(r.row.us), r.modelled_us(), &r.report.machine, scope, r.family, &note));
             csv.push('\n');
             csv_rows += 1;
         }

@@ -177,6 +177,11 @@ fn route_edge_cases() {
     let ids = random_ids(130, 8, 1024, &mut rng, false, 0.0);
     check_route(&ctx, &ids, 8, 1024, None);
     check_route(&ctx, &ids, 8, 1024, Some(2));
+    // More chunks than one batch of the offsets step (43 chunks: a full batch of 32 and a
+    // partial one), 300 experts (a work-item's second column exists for some columns only).
+    let ids = random_ids(1200, 9, 300, &mut rng, true, 0.05);
+    check_route_aligned(&ctx, &ids, 9, 300, None, 32);
+    check_route(&ctx, &ids, 9, 300, Some(40));
     // Padding to the tile height: 300 pairs of one expert in 32-row blocks (10 blocks), the
     // duplicates case at 16 and 1 row (no padding at all).
     let ids: Vec<i32> = (0..300).map(|_| 3).collect();
@@ -420,8 +425,13 @@ fn check_layer(l: &Layer, scratch: &mut MoeScratch<F>, layout: MoeLayout, x: &[f
         .unwrap();
     assert_eq!(run.layout, layout);
     let got: Vec<f32> = out.download(&stream).unwrap().iter().map(|v| v.to_f32()).collect();
-    // Route: count, offsets, scatter; count and offsets fused when the pairs fit one chunk.
-    let route_launches = if ids.len() <= 256 { 2 } else { 3 };
+    // Route: count, offsets, scatter; count and offsets fused when the pairs fit one chunk,
+    // the whole route in one launch when the layout also has at most SINGLE_ROUTE_ROWS rows.
+    let route_launches = match (ids.len() <= 256, run.rows <= fp8gemm_device::moe::SINGLE_ROUTE_ROWS as usize) {
+        (true, true) => 1,
+        (true, false) => 2,
+        (false, _) => 3,
+    };
     let mut want_stages = vec![MoeStage::Route; route_launches];
     // Pre-shuffled gate·up weights in the contiguous layout with 32/64-row blocks: the gate·up
     // GEMM gathers the quantized tokens and does silu·mul in its launch; with pre-shuffled down
@@ -749,9 +759,11 @@ fn forward_captures_into_a_graph_and_replays() {
         let graph = stream.end_capture().unwrap().instantiate().unwrap();
         assert_eq!(run.layout, layout);
         assert_eq!(run.fused_unpermute, weights == WeightLayout::Preshuffled, "{layout:?} {weights:?}: {run:?}");
-        // Route (48 pairs): count + offsets, scatter; then what the pass did not fuse.
+        // Route (48 pairs over at most 1024 rows): one launch; two GEMMs; then what the pass
+        // did not fuse.
+        assert!(run.rows <= fp8gemm_device::moe::SINGLE_ROUTE_ROWS as usize, "{run:?}");
         let unfused = [!run.quantized_in_gemm, !run.fused_activation, !run.fused_unpermute].iter().filter(|&&u| u).count();
-        let launches = (2 + 2 + unfused + if with_shared { 4 } else { 0 }) as u64;
+        let launches = (1 + 2 + unfused + if with_shared { 4 } else { 0 }) as u64;
         for step in 0..2 {
             let (x, ids, w) = inputs(t, h, k, e, step == 1, &mut rng);
             let xb: Vec<bf16> = x.iter().map(|&v| bf16::from_f32(v)).collect();

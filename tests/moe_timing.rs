@@ -76,11 +76,13 @@ fn modelled_time_per_stage() {
             },
         );
         emu::set_timing(None);
-        run.unwrap();
+        let run = run.unwrap();
         let names = |s: &str| per_stage[s].1.clone();
         let l = if layout == MoeLayout::Masked { "masked" } else { "contiguous" };
         let route: Vec<String> = if tokens * k > 256 {
             vec!["moe_route_count".into(), format!("moe_route_offsets_{l}"), format!("moe_route_scatter_{l}")]
+        } else if run.rows <= fp8gemm_device::moe::SINGLE_ROUTE_ROWS as usize {
+            vec![format!("moe_route_single_{l}")]
         } else {
             vec![format!("moe_route_count_offsets_{l}"), format!("moe_route_scatter_{l}")]
         };

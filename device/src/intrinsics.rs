@@ -220,6 +220,8 @@ unsafe extern "unadjusted" {
     fn s_buffer_load_i32_raw(rsrc: I32x4, offset: i32, aux: i32) -> i32;
     #[link_name = "llvm.amdgcn.raw.buffer.load.i32"]
     fn raw_buffer_load_i32(rsrc: I32x4, voffset: i32, soffset: i32, aux: i32) -> i32;
+    #[link_name = "llvm.amdgcn.raw.buffer.store.i32"]
+    fn raw_buffer_store_i32(data: i32, rsrc: I32x4, voffset: i32, soffset: i32, aux: i32);
     #[link_name = "llvm.amdgcn.ds.bpermute"]
     fn ds_bpermute_raw(index: i32, src: i32) -> i32;
     #[link_name = "llvm.amdgcn.s.waitcnt"]
@@ -364,6 +366,16 @@ pub unsafe fn buffer_load_f32(rsrc: BufferResource, voffset: u32, soffset: u32) 
 pub unsafe fn buffer_load_i32(rsrc: BufferResource, voffset: u32, soffset: u32) -> i32 {
     // SAFETY: see buffer_load_b128.
     unsafe { raw_buffer_load_i32(rsrc.0, voffset as i32, soffset as i32, 0) }
+}
+
+/// `buffer_store_dword … offen` of one i32; dropped when `voffset` is out of range.
+///
+/// # Safety
+/// As [`buffer_store_b64`].
+#[inline(always)]
+pub unsafe fn buffer_store_i32(data: i32, rsrc: BufferResource, voffset: u32, soffset: u32) {
+    // SAFETY: the caller guarantees the resource; the hardware range-checks voffset.
+    unsafe { raw_buffer_store_i32(data, rsrc.0, voffset as i32, soffset as i32, 0) }
 }
 
 /// `buffer_store_dwordx2 … offen`: 8 bytes at `voffset + soffset`; dropped when `voffset` is

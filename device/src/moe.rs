@@ -11,8 +11,9 @@
 //!    total; the last of an expert's pairs in the chunk writes the total into the chunk's LDS
 //!    histogram, which is stored as the chunk's row of `chunk_counts` (`E + 1` columns, the last
 //!    one counting invalid ids);
-//! 2. offsets (one workgroup): per column, the exclusive prefix over chunks (in place, loads
-//!    batched by 8) and the total; then a Hillis–Steele scan over the experts' sizes
+//! 2. offsets (one workgroup): per column, the exclusive prefix over chunks (in place; a
+//!    work-item takes two columns at once and issues the loads of 32 chunks of both before it
+//!    waits, [`OFFSETS_BATCH`]) and the total; then a Hillis–Steele scan over the experts' sizes
 //!    (contiguous `⌈count/align⌉·align`, `align` = [`MoeRouteArgs::align`]: 128 for DeepGEMM's
 //!    layout, or the grouped GEMM tile's height so that each non-empty expert is padded only
 //!    to whole tiles; masked `m_max`) gives `offsets[e]`, the rows used, the
@@ -24,6 +25,11 @@
 //!    Every row not written that way gets `row_src` −1 (padding inside a used block:
 //!    zero-filled by the gather, read by the grouped GEMM) or −2 (nothing reads it), and
 //!    (contiguous) `m_indices` (binary search of `offsets` staged in LDS).
+//!
+//! With one chunk of pairs (`T·k ≤ 256`) steps 1 and 2 run in one workgroup
+//! (`moe_route_count_offsets_*`), and where the layout also has at most [`SINGLE_ROUTE_ROWS`]
+//! rows (decode) the whole route does (`moe_route_single_*`: the histogram, the offsets and
+//! each pair's rank stay in LDS and registers): one launch instead of three.
 //!
 //! # Gather (`moe_gather_quantize_bf16`; [`MoeGatherArgs`])
 //! The activation quantization kernel's work mapping and code ([`crate::quant`]: 16 lanes per
@@ -58,6 +64,21 @@ pub const ROW_UNUSED: i32 = -2;
 
 /// Pairs per routing chunk (work-items of every routing workgroup).
 pub const ROUTE_CHUNK: u32 = ROUTE_THREADS;
+
+/// Most layout rows the one-workgroup route ([`moe_route_single_contiguous`],
+/// [`moe_route_single_masked`]) fills (four per work-item); larger layouts take the scatter's
+/// grid.
+pub const SINGLE_ROUTE_ROWS: u32 = 4 * ROUTE_THREADS;
+
+/// Dynamic LDS bytes of the one-workgroup route for `experts` experts: [`route_lds_bytes`]
+/// plus the offsets (`E + 1` words).
+pub const fn route_single_lds_bytes(experts: u32) -> u32 {
+    ((3 * ROUTE_THREADS + 2 * (experts + 1)) * 4).div_ceil(16) * 16
+}
+
+/// Chunks per batch of the offsets step's column prefixes: each work-item issues the loads of
+/// this many chunks (of its two columns) before it waits.
+pub const OFFSETS_BATCH: u32 = 32;
 
 /// Dynamic LDS bytes of the routing kernels for `experts` experts (16-byte multiple): count
 /// `256 + E + 1` words, offsets `E + 1 + 2·256`, count + offsets `256 + E + 1 + 2·256`, scatter
@@ -163,9 +184,10 @@ pub(crate) mod imp {
 
     /// Chunk `c`'s keys into LDS words `0..256`, every pair's `local_rank`, and the chunk's
     /// histogram into LDS words `hist ..= hist + E` (column E: invalid ids), complete and visible
-    /// to the whole workgroup on return.
+    /// to the whole workgroup on return. Returns this work-item's pair's key (`u32::MAX` for
+    /// none or −1, E for an invalid id) and its rank among the chunk's pairs of that key.
     #[inline(always)]
-    fn count_chunk(a: &MoeRouteArgs, c: u32, hist: u32) {
+    fn count_chunk(a: &MoeRouteArgs, c: u32, hist: u32) -> (u32, u32) {
         let tid = workitem_id_x();
         let e_n = a.experts;
         let pairs = a.tokens.saturating_mul(a.top_k);
@@ -192,6 +214,7 @@ pub(crate) mod imp {
         // SAFETY: word tid of the chunk, this work-item's own.
         unsafe { st(tid, key) };
         lds_barrier();
+        let mut rank = 0;
         if key != u32::MAX {
             // Keys past the chunk's valid pairs are u32::MAX: scanning them would change nothing.
             let (before, total) = scan(key, tid, pairs - c * ROUTE_CHUNK);
@@ -201,8 +224,10 @@ pub(crate) mod imp {
             }
             // SAFETY: p < pairs (key != MAX), the length of local_rank.
             unsafe { *a.local_rank.as_mut_ptr().add(p as usize) = before as i32 };
+            rank = before;
         }
         lds_barrier();
+        (key, rank)
     }
 
     /// Offsets and status (module docs, step 2).
@@ -216,35 +241,64 @@ pub(crate) mod imp {
         let pairs = a.tokens.saturating_mul(a.top_k);
         let chunks = pairs.div_ceil(ROUTE_CHUNK);
         let (tot, scan_sz, scan_dr) = (0u32, e_n + 1, e_n + 1 + ROUTE_THREADS);
-        let cc = a.chunk_counts.as_mut_ptr();
-        let mut e = tid;
-        while e <= e_n {
-            let mut run = 0u32;
+        let cc = a.chunk_counts.addr();
+        // Work-item `tid` owns columns `tid + 256·i`, two at a time (`e0` and `e1 = e0 + 256`),
+        // so up to 511 experts take one pass. Per batch of `OFFSETS_BATCH` chunks all the loads
+        // of both columns are issued before the first store: a batch costs one load round trip
+        // and one store round trip (stores count in `vmcnt` too, so the next batch's first wait
+        // covers them). Buffer (not flat) accesses: a flat access may address the LDS, so every
+        // wait for one waits for all of them (`lgkmcnt(0)`), which made each store a round trip.
+        let cols = e_n + 1;
+        let mut e0 = tid;
+        while e0 < cols {
+            let e1 = e0 + ROUTE_THREADS;
+            let two = e1 < cols;
+            let (mut run0, mut run1) = (0u32, 0u32);
             let mut c = 0u32;
             while c < chunks {
-                let n = (chunks - c).min(8);
-                let mut v = [0u32; 8];
-                for (u, vu) in v.iter_mut().enumerate() {
-                    if (u as u32) < n {
-                        // SAFETY: c + u < chunks, e ≤ E: inside chunk_counts.
-                        *vu = unsafe { *cc.add(((c + u as u32) * (e_n + 1) + e) as usize) } as u32;
+                let n = (chunks - c).min(OFFSETS_BATCH);
+                // The batch's rows `c .. c + n` of chunk_counts (at most 32 · 1025 i32).
+                let rsrc = BufferResource::new(cc + u64::from(c) * u64::from(cols) * 4, n * cols * 4);
+                // Branch-free: offsets past the batch's rows (u ≥ n), or of a missing second
+                // column, are out of the resource's range, so their loads read 0 and their
+                // stores are dropped (a branch per access cost the wait counter its precision:
+                // it waited for the stores).
+                let off = |u: u32, e: u32, valid: bool| if valid { (u * cols + e) * 4 } else { u32::MAX & !3 };
+                let mut v0 = [0u32; OFFSETS_BATCH as usize];
+                let mut v1 = [0u32; OFFSETS_BATCH as usize];
+                for u in 0..OFFSETS_BATCH as usize {
+                    // SAFETY: the resource covers rows c .. c + n ≤ chunks of chunk_counts (E + 1
+                    // i32 columns each), readable for the launch; e0 ≤ E; out-of-range offsets
+                    // read 0.
+                    unsafe {
+                        v0[u] = buffer_load_i32(rsrc, off(u as u32, e0, true), 0) as u32;
+                        v1[u] = buffer_load_i32(rsrc, off(u as u32, e1, two), 0) as u32;
                     }
                 }
-                for (u, &vu) in v.iter().enumerate() {
-                    if (u as u32) < n {
-                        // SAFETY: as above; each (chunk, column) by one work-item.
-                        unsafe { *cc.add(((c + u as u32) * (e_n + 1) + e) as usize) = run as i32 };
-                        run = run.wrapping_add(vu);
+                for u in 0..OFFSETS_BATCH as usize {
+                    // SAFETY: as above; each (chunk, column) is written by one work-item only,
+                    // after its own load of it; out-of-range stores are dropped.
+                    unsafe {
+                        buffer_store_i32(run0 as i32, rsrc, off(u as u32, e0, true), 0);
+                        buffer_store_i32(run1 as i32, rsrc, off(u as u32, e1, two), 0);
                     }
+                    run0 = run0.wrapping_add(v0[u]);
+                    run1 = run1.wrapping_add(v1[u]);
                 }
-                c += 8;
+                c += OFFSETS_BATCH;
             }
-            // SAFETY: tot + e ≤ E: inside the LDS layout; each e by one work-item.
-            unsafe { st(tot + e, run) };
-            e += ROUTE_THREADS;
+            // SAFETY: tot + e0, tot + e1 ≤ E: inside the LDS layout; each column by one
+            // work-item.
+            unsafe {
+                st(tot + e0, run0);
+                if two {
+                    st(tot + e1, run1);
+                }
+            }
+            e0 += 2 * ROUTE_THREADS;
         }
         lds_barrier();
-        finish_offsets::<MASKED>(&a, tot, scan_sz, scan_dr);
+        finish_offsets::<MASKED>(&a, tot, scan_sz, scan_dr, None);
     }
 
     /// Steps 1 and 2 in one workgroup when all pairs fit one chunk (decode): the histogram stays
@@ -264,14 +318,16 @@ pub(crate) mod imp {
             e += ROUTE_THREADS;
         }
         let scan_sz = hist + e_n + 1;
-        finish_offsets::<MASKED>(&a, hist, scan_sz, scan_sz + ROUTE_THREADS);
+        finish_offsets::<MASKED>(&a, hist, scan_sz, scan_sz + ROUTE_THREADS, None);
     }
 
     /// Step 2 from the per-expert totals in LDS words `tot ..= tot + E` (visible to the whole
     /// workgroup): offsets, counts, `masked_m`, status; scan scratch at `scan_sz` and `scan_dr`
-    /// (256 words each, inside [`route_lds_bytes`]).
+    /// (256 words each, inside [`route_lds_bytes`]). With `lds_offsets = Some(b)` the offsets
+    /// (and the rows used, at `b + E`) also go to LDS words `b ..= b + E`, visible to the
+    /// workgroup after its next barrier.
     #[inline(always)]
-    fn finish_offsets<const MASKED: bool>(a: &MoeRouteArgs, tot: u32, scan_sz: u32, scan_dr: u32) {
+    fn finish_offsets<const MASKED: bool>(a: &MoeRouteArgs, tot: u32, scan_sz: u32, scan_dr: u32, lds_offsets: Option<u32>) {
         let tid = workitem_id_x();
         let e_n = a.experts;
         // This work-item's experts: lo .. hi (at most 4).
@@ -322,6 +378,10 @@ pub(crate) mod imp {
             unsafe {
                 let cnt = ld(tot + e);
                 *a.offsets.as_mut_ptr().add(e as usize) = run as i32;
+                if let Some(b) = lds_offsets {
+                    // b + e ≤ b + E: inside the caller's LDS layout; each e by one work-item.
+                    st(b + e, run);
+                }
                 *a.counts.as_mut_ptr().add(e as usize) = cnt as i32;
                 if MASKED {
                     *a.masked_m.as_mut_ptr().add(e as usize) = cnt.min(a.m_max) as i32;
@@ -334,6 +394,9 @@ pub(crate) mod imp {
             // SAFETY: offsets holds E + 1 i32, status 4; LDS words as above.
             unsafe {
                 *a.offsets.as_mut_ptr().add(e_n as usize) = incl.min(i32::MAX as u32) as i32;
+                if let Some(b) = lds_offsets {
+                    st(b + e_n, incl);
+                }
                 let s = a.status.as_mut_ptr();
                 *s = ld(tot + e_n) as i32;
                 *s.add(1) = ld(scan_dr + tid) as i32;
@@ -355,37 +418,21 @@ pub(crate) mod imp {
         let pairs = a.tokens.saturating_mul(a.top_k);
         let p = g * ROUTE_CHUNK + tid;
         if p < pairs {
-            // SAFETY: p < tokens · top_k: inside topk_ids, local_rank and slots.
+            // SAFETY: p < tokens · top_k: inside topk_ids.
             let id = unsafe { *a.topk_ids.as_ptr().add(p as usize) };
-            let mut slot = -1i32;
-            if id >= 0 && (id as u32) < e_n {
-                let e = id as u32;
+            place_pair::<MASKED>(
+                &a,
+                p,
+                id,
                 // SAFETY: chunk p/256 < ⌈pairs/256⌉, e < E: inside chunk_counts; local_rank
                 // written by the count kernel for every valid pair.
-                let rank = unsafe {
+                |e| unsafe {
                     (*a.chunk_counts.as_ptr().add(((p / ROUTE_CHUNK) * (e_n + 1) + e) as usize) as u32)
                         .wrapping_add(*a.local_rank.as_ptr().add(p as usize) as u32)
-                };
-                if MASKED {
-                    if rank < a.m_max {
-                        slot = (e * a.m_max + rank) as i32;
-                    }
-                } else {
-                    // SAFETY: e < E: inside offsets.
-                    let row = unsafe { *a.offsets.as_ptr().add(e as usize) } as u32;
-                    if row.saturating_add(rank) < a.rows {
-                        slot = (row + rank) as i32;
-                    }
-                }
-            }
-            // SAFETY: p < pairs; slot < rows (masked: e < E, rank < m_max, rows = E·m_max;
-            // contiguous: checked above), the length of row_src.
-            unsafe {
-                *a.slots.as_mut_ptr().add(p as usize) = slot;
-                if slot >= 0 {
-                    *a.row_src.as_mut_ptr().add(slot as usize) = (p / a.top_k) as i32;
-                }
-            }
+                },
+                // SAFETY: e < E: inside offsets.
+                |e| unsafe { *a.offsets.as_ptr().add(e as usize) } as u32,
+            );
         }
         // Fill: rows g·256 + tid.
         if !MASKED {
@@ -399,19 +446,59 @@ pub(crate) mod imp {
             }
             lds_barrier();
         }
-        let r = g * ROUTE_THREADS + tid;
+        // SAFETY: e < E indexes counts (written by the offsets step).
+        fill_row::<MASKED>(&a, g * ROUTE_THREADS + tid, 0, |e| unsafe { *a.counts.as_ptr().add(e as usize) } as u32);
+    }
+
+    /// Places pair `p` (expert id `id` from `topk_ids`) in the layout (module docs, step 3):
+    /// `rank(e)` is its rank among expert `e`'s pairs, `offset(e)` the contiguous layout's
+    /// first row of expert `e`; writes `slots[p]` and, where the pair lands, `row_src[slot]`.
+    #[inline(always)]
+    fn place_pair<const MASKED: bool>(a: &MoeRouteArgs, p: u32, id: i32, rank: impl FnOnce(u32) -> u32, offset: impl FnOnce(u32) -> u32) {
+        let mut slot = -1i32;
+        if id >= 0 && (id as u32) < a.experts {
+            let e = id as u32;
+            let rank = rank(e);
+            if MASKED {
+                if rank < a.m_max {
+                    slot = (e * a.m_max + rank) as i32;
+                }
+            } else {
+                let row = offset(e);
+                if row.saturating_add(rank) < a.rows {
+                    slot = (row + rank) as i32;
+                }
+            }
+        }
+        // SAFETY: p < pairs (the caller's check): inside slots; slot < rows (masked: e < E,
+        // rank < m_max, rows = E·m_max; contiguous: checked above), the length of row_src.
+        unsafe {
+            *a.slots.as_mut_ptr().add(p as usize) = slot;
+            if slot >= 0 {
+                *a.row_src.as_mut_ptr().add(slot as usize) = (p / a.top_k) as i32;
+            }
+        }
+    }
+
+    /// Row `r`'s `row_src` (and `m_indices`, contiguous) where no pair lands in it (module
+    /// docs, step 3); nothing for `r ≥ rows`. Contiguous: LDS words `offs ..= offs + E` hold
+    /// `offsets[0..=E]` (the last: the rows used), visible to this work-item; `count(e)` is
+    /// expert `e`'s pairs.
+    #[inline(always)]
+    fn fill_row<const MASKED: bool>(a: &MoeRouteArgs, r: u32, offs: u32, count: impl Fn(u32) -> u32) {
+        let e_n = a.experts;
         if r >= a.rows {
             return;
         }
-        // SAFETY (whole block): r < rows, the length of row_src and m_indices; e < E indexes
-        // counts; LDS words ≤ E were written before the barrier above.
+        // SAFETY (whole block): r < rows, the length of row_src and m_indices; LDS words
+        // offs ..= offs + E as the caller guarantees.
         unsafe {
             if MASKED {
                 let (e, i) = (r / a.m_max, r % a.m_max);
-                if e >= e_n || i >= (*a.counts.as_ptr().add(e as usize) as u32).min(a.m_max) {
+                if e >= e_n || i >= count(e).min(a.m_max) {
                     *a.row_src.as_mut_ptr().add(r as usize) = ROW_UNUSED;
                 }
-            } else if r >= ld(e_n) {
+            } else if r >= ld(offs + e_n) {
                 *a.m_indices.as_mut_ptr().add(r as usize) = -1;
                 *a.row_src.as_mut_ptr().add(r as usize) = ROW_UNUSED;
             } else {
@@ -419,15 +506,45 @@ pub(crate) mod imp {
                 let (mut lo, mut hi) = (0u32, e_n - 1);
                 while lo < hi {
                     let mid = (lo + hi).div_ceil(2);
-                    if ld(mid) <= r { lo = mid } else { hi = mid - 1 }
+                    if ld(offs + mid) <= r { lo = mid } else { hi = mid - 1 }
                 }
-                if r - ld(lo) < *a.counts.as_ptr().add(lo as usize) as u32 {
+                if r - ld(offs + lo) < count(lo) {
                     *a.m_indices.as_mut_ptr().add(r as usize) = lo as i32;
                 } else {
                     *a.m_indices.as_mut_ptr().add(r as usize) = -1;
                     *a.row_src.as_mut_ptr().add(r as usize) = ROW_PADDING;
                 }
             }
+        }
+    }
+
+    /// The whole route in one workgroup when the pairs fit one chunk and the layout's rows
+    /// [`SINGLE_ROUTE_ROWS`] (decode): count, offsets and scatter with the histogram, the
+    /// offsets and the ranks kept in LDS and registers (module docs, "Route").
+    #[inline(always)]
+    pub fn single<const MASKED: bool>(a: MoeRouteArgs) {
+        if !usable::<MASKED>(&a) {
+            return;
+        }
+        let (tid, e_n) = (workitem_id_x(), a.experts);
+        let hist = ROUTE_THREADS;
+        let (key, rank) = count_chunk(&a, 0, hist);
+        let scan_sz = hist + e_n + 1;
+        let offs = scan_sz + 2 * ROUTE_THREADS;
+        finish_offsets::<MASKED>(&a, hist, scan_sz, scan_sz + ROUTE_THREADS, Some(offs));
+        lds_barrier();
+        let pairs = a.tokens.saturating_mul(a.top_k);
+        if tid < pairs {
+            // The key is the id where it is an expert (E and u32::MAX place nothing).
+            let id = if key < e_n { key as i32 } else { -1 };
+            // SAFETY: e ≤ E: LDS offsets, complete after the barrier above.
+            place_pair::<MASKED>(&a, tid, id, |_| rank, |e| unsafe { ld(offs + e) });
+        }
+        let mut r = tid;
+        while r < a.rows.min(SINGLE_ROUTE_ROWS) {
+            // SAFETY: e ≤ E: the LDS histogram, complete since count_chunk's last barrier.
+            fill_row::<MASKED>(&a, r, offs, |e| unsafe { ld(hist + e) });
+            r += ROUTE_THREADS;
         }
     }
 
@@ -602,6 +719,18 @@ pub fn moe_route_count_offsets_contiguous(args: MoeRouteArgs) {
 pub fn moe_route_count_offsets_masked(args: MoeRouteArgs) {
     imp::count_offsets::<true>(args)
 }
+/// The whole route in one workgroup (one chunk of pairs, at most [`SINGLE_ROUTE_ROWS`] rows),
+/// contiguous layout.
+#[amdgpu_kernel(workgroup_size = 256)]
+pub fn moe_route_single_contiguous(args: MoeRouteArgs) {
+    imp::single::<false>(args)
+}
+/// The whole route in one workgroup (one chunk of pairs, at most [`SINGLE_ROUTE_ROWS`] rows),
+/// masked layout.
+#[amdgpu_kernel(workgroup_size = 256)]
+pub fn moe_route_single_masked(args: MoeRouteArgs) {
+    imp::single::<true>(args)
+}
 /// Routing step 2, contiguous layout: expert offsets (128-row aligned) and status.
 #[amdgpu_kernel(workgroup_size = 256)]
 pub fn moe_route_offsets_contiguous(args: MoeRouteArgs) {
@@ -642,6 +771,9 @@ mod tests {
     fn lds_layout_fits() {
         assert_eq!(route_lds_bytes(1) % 16, 0);
         assert!(route_lds_bytes(MAX_EXPERTS) <= 64 * 1024);
+        assert!(route_single_lds_bytes(MAX_EXPERTS) <= 64 * 1024);
+        // Keys, histogram, two scan arrays and the offsets (E + 1 words each).
+        assert!(route_single_lds_bytes(257) >= (3 * 256 + 2 * 258) * 4);
         assert!(route_lds_bytes(8) >= (3 * 256 + 8 + 1) * 4);
         assert_eq!(route_work_len(0, 4), 9);
         assert_eq!(route_work_len(257, 4), 257 + 2 * 5 + 9);

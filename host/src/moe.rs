@@ -13,8 +13,9 @@
 //! `masked_m`). Nothing in `forward` allocates, copies to the host or synchronizes: the scratch
 //! ([`MoeScratch`]) is sized once for the bound `T·k + min(E, T·k)·63` rows
 //! ([`contiguous_rows_bound_aligned`]), so a forward pass can be captured into a graph and
-//! replayed (launches of the unfused path: 3 route (2 when `T·k ≤ 256`) + gather + 2 GEMMs +
-//! silu·mul + unpermute = 8 (7), plus 4 for a shared expert).
+//! replayed (launches of the unfused path: 3 route (2 when `T·k ≤ 256`, 1 when the layout
+//! also has at most 1024 rows: [`fp8gemm_device::moe::SINGLE_ROUTE_ROWS`]) + gather + 2 GEMMs +
+//! silu·mul + unpermute = 8 (7, 6), plus 4 for a shared expert).
 //!
 //! # The fused path (pre-shuffled routed weights, contiguous layout)
 //!
@@ -461,10 +462,17 @@ fn route(
     // SAFETY (all three launches): topk_ids, slots hold T·top_k i32, row_src `rows`, the index
     // `rows` (contiguous) or E (masked), status 4 (checked above); the work memory holds
     // route_work_len i32 and is split exactly as MoeRouteArgs documents; rows ≥ the contiguous
-    // bound or = E·m_max, 1 ≤ E ≤ MAX_EXPERTS, T·top_k and rows < 2^31; LDS route_lds_bytes(E);
+    // bound or = E·m_max, 1 ≤ E ≤ MAX_EXPERTS, T·top_k and rows < 2^31; LDS route_lds_bytes(E)
+    // (the one-workgroup route: route_single_lds_bytes(E), rows ≤ SINGLE_ROUTE_ROWS);
     // every view is borrowed for the call, the outputs and work mutably. The kernels guard every
     // row they write against `rows`.
     unsafe {
+        if chunks <= 1 && rows <= dm::SINGLE_ROUTE_ROWS as usize {
+            // One chunk and few rows (decode): the whole route in one workgroup.
+            let single = if masked.is_some() { dm::MOE_ROUTE_SINGLE_MASKED } else { dm::MOE_ROUTE_SINGLE_CONTIGUOUS };
+            stream.launch(single, [1, 1, 1], dm::route_single_lds_bytes(experts as u32), &args)?;
+            return after_launch();
+        }
         if chunks <= 1 {
             // One chunk (decode): count and offsets in one workgroup.
             let fused = if masked.is_some() { dm::MOE_ROUTE_COUNT_OFFSETS_MASKED } else { dm::MOE_ROUTE_COUNT_OFFSETS_CONTIGUOUS };

@@ -595,7 +595,8 @@ impl fmt::Display for GroupSummary {
 
 /// The CSV header of [`csv_line`] rows: every given row and shape-only row run. `measured_us`
 /// and `signed_error` are empty for shape-only rows; `note` says what a modelled figure includes
-/// or how its problem was scaled.
+/// or how its problem was scaled, and for given rows the launch's modelled busy fractions
+/// (`busy mfma … valu … lds … vmem … l2 … hbm … cus …`, [`super::Busy`]).
 pub const CSV_HEADER: &str = "file,kernel,m,n,k,measured_us,modelled_us,signed_error,machine,scope,family,note";
 
 /// One CSV line (see [`CSV_HEADER`]); `measured` is `None` for shape-only rows.
