@@ -13,7 +13,7 @@
 //!    one counting invalid ids);
 //! 2. offsets (one workgroup): per column, the exclusive prefix over chunks (in place; a
 //!    work-item takes two columns at once and issues the loads of 32 chunks of both before it
-//!    waits, [`OFFSETS_BATCH`]) and the total; then a Hillis–Steele scan over the experts' sizes
+//!    waits, [`OFFSETS_BATCH`]) and the total; then a workgroup scan (each wave through `ds_bpermute`, the waves' totals through LDS) over the experts' sizes
 //!    (contiguous `⌈count/align⌉·align`, `align` = [`MoeRouteArgs::align`]: 128 for DeepGEMM's
 //!    layout, or the grouped GEMM tile's height so that each non-empty expert is padded only
 //!    to whole tiles; masked `m_max`) gives `offsets[e]`, the rows used, the
@@ -240,7 +240,7 @@ pub(crate) mod imp {
         let e_n = a.experts;
         let pairs = a.tokens.saturating_mul(a.top_k);
         let chunks = pairs.div_ceil(ROUTE_CHUNK);
-        let (tot, scan_sz, scan_dr) = (0u32, e_n + 1, e_n + 1 + ROUTE_THREADS);
+        let (tot, scan_sz) = (0u32, e_n + 1);
         let cc = a.chunk_counts.addr();
         // Work-item `tid` owns columns `tid + 256·i`, two at a time (`e0` and `e1 = e0 + 256`),
         // so up to 511 experts take one pass. Per batch of `OFFSETS_BATCH` chunks all the loads
@@ -298,7 +298,7 @@ pub(crate) mod imp {
             e0 += 2 * ROUTE_THREADS;
         }
         lds_barrier();
-        finish_offsets::<MASKED>(&a, tot, scan_sz, scan_dr, None);
+        finish_offsets::<MASKED>(&a, tot, scan_sz, None);
     }
 
     /// Steps 1 and 2 in one workgroup when all pairs fit one chunk (decode): the histogram stays
@@ -318,16 +318,55 @@ pub(crate) mod imp {
             e += ROUTE_THREADS;
         }
         let scan_sz = hist + e_n + 1;
-        finish_offsets::<MASKED>(&a, hist, scan_sz, scan_sz + ROUTE_THREADS, None);
+        finish_offsets::<MASKED>(&a, hist, scan_sz, None);
+    }
+
+    /// Inclusive sums over work-items `0 ..= tid` of the workgroup of `a` (saturating) and `b`
+    /// (wrapping), in registers: each wave scans its 64 lanes through `ds_bpermute` (six steps,
+    /// no barrier), then every lane adds the totals of the waves before its own, passed
+    /// through LDS words `totals .. totals + 8` (one barrier; every work-item must call it).
+    /// Exact: unsigned saturating and wrapping additions give the same sums in any order.
+    #[inline(always)]
+    fn workgroup_scan(a: u32, b: u32, totals: u32) -> (u32, u32) {
+        let tid = workitem_id_x();
+        let (lane, wave) = (tid & 63, tid >> 6);
+        let (mut x, mut y) = (a, b);
+        let mut d = 1;
+        while d < 64 {
+            let src = (lane.wrapping_sub(d) & 63) * 4;
+            let (px, py) = (ds_bpermute(src, x), ds_bpermute(src, y));
+            if lane >= d {
+                x = x.saturating_add(px);
+                y = y.wrapping_add(py);
+            }
+            d *= 2;
+        }
+        if lane == 63 {
+            // SAFETY: words totals + wave and totals + 4 + wave (wave < 4) lie inside the
+            // caller's 256-word scan region; each is written by one work-item.
+            unsafe {
+                st(totals + wave, x);
+                st(totals + 4 + wave, y);
+            }
+        }
+        lds_barrier();
+        for w in 0..wave {
+            // SAFETY: written by the waves before this one, before the barrier.
+            unsafe {
+                x = x.saturating_add(ld(totals + w));
+                y = y.wrapping_add(ld(totals + 4 + w));
+            }
+        }
+        (x, y)
     }
 
     /// Step 2 from the per-expert totals in LDS words `tot ..= tot + E` (visible to the whole
-    /// workgroup): offsets, counts, `masked_m`, status; scan scratch at `scan_sz` and `scan_dr`
-    /// (256 words each, inside [`route_lds_bytes`]). With `lds_offsets = Some(b)` the offsets
+    /// workgroup): offsets, counts, `masked_m`, status; the scan's wave totals in LDS words
+    /// `scan .. scan + 8` (inside [`route_lds_bytes`]). With `lds_offsets = Some(b)` the offsets
     /// (and the rows used, at `b + E`) also go to LDS words `b ..= b + E`, visible to the
     /// workgroup after its next barrier.
     #[inline(always)]
-    fn finish_offsets<const MASKED: bool>(a: &MoeRouteArgs, tot: u32, scan_sz: u32, scan_dr: u32, lds_offsets: Option<u32>) {
+    fn finish_offsets<const MASKED: bool>(a: &MoeRouteArgs, tot: u32, scan: u32, lds_offsets: Option<u32>) {
         let tid = workitem_id_x();
         let e_n = a.experts;
         // This work-item's experts: lo .. hi (at most 4).
@@ -347,31 +386,7 @@ pub(crate) mod imp {
                 drop += cnt.saturating_sub(a.m_max);
             }
         }
-        // SAFETY: this work-item's own scan words (inside route_lds_bytes(E)).
-        unsafe {
-            st(scan_sz + tid, local);
-            st(scan_dr + tid, drop);
-        }
-        lds_barrier();
-        let mut d = 1;
-        while d < owners {
-            let (x, y) = if tid >= d {
-                // SAFETY: tid − d < 256: scan words, read in this phase only.
-                unsafe { (ld(scan_sz + tid - d), ld(scan_dr + tid - d)) }
-            } else {
-                (0, 0)
-            };
-            lds_barrier();
-            // SAFETY: this work-item's own scan words, written in this phase only.
-            unsafe {
-                st(scan_sz + tid, ld(scan_sz + tid).saturating_add(x));
-                st(scan_dr + tid, ld(scan_dr + tid) + y);
-            }
-            lds_barrier();
-            d *= 2;
-        }
-        // SAFETY: own scan word, final after the last barrier.
-        let incl = unsafe { ld(scan_sz + tid) };
+        let (incl, drop_incl) = workgroup_scan(local, drop, scan);
         let mut run = incl - local;
         for e in lo..hi {
             // SAFETY: e < E: LDS totals, and offsets/counts/masked_m hold E (+1) i32.
@@ -399,7 +414,7 @@ pub(crate) mod imp {
                 }
                 let s = a.status.as_mut_ptr();
                 *s = ld(tot + e_n) as i32;
-                *s.add(1) = ld(scan_dr + tid) as i32;
+                *s.add(1) = drop_incl as i32;
                 *s.add(2) = incl.min(a.rows) as i32;
                 *s.add(3) = 0;
             }
@@ -531,7 +546,7 @@ pub(crate) mod imp {
         let (key, rank) = count_chunk(&a, 0, hist);
         let scan_sz = hist + e_n + 1;
         let offs = scan_sz + 2 * ROUTE_THREADS;
-        finish_offsets::<MASKED>(&a, hist, scan_sz, scan_sz + ROUTE_THREADS, Some(offs));
+        finish_offsets::<MASKED>(&a, hist, scan_sz, Some(offs));
         lds_barrier();
         let pairs = a.tokens.saturating_mul(a.top_k);
         if tid < pairs {
