@@ -65,8 +65,8 @@ pub const ROW_UNUSED: i32 = -2;
 /// Pairs per routing chunk (work-items of every routing workgroup).
 pub const ROUTE_CHUNK: u32 = ROUTE_THREADS;
 
-/// Most layout rows the one-workgroup route ([`moe_route_single_contiguous`],
-/// [`moe_route_single_masked`]) fills (four per work-item); larger layouts take the scatter's
+/// Most layout rows the one-workgroup route (the kernels `moe_route_single_contiguous` and
+/// `moe_route_single_masked`) fills (four per work-item); larger layouts take the scatter's
 /// grid.
 pub const SINGLE_ROUTE_ROWS: u32 = 4 * ROUTE_THREADS;
 
