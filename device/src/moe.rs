@@ -13,7 +13,8 @@
 //!    one counting invalid ids);
 //! 2. offsets (one workgroup): per column, the exclusive prefix over chunks (in place; a
 //!    work-item takes two columns at once and issues the loads of 32 chunks of both before it
-//!    waits, [`OFFSETS_BATCH`]) and the total; then a workgroup scan (each wave through `ds_bpermute`, the waves' totals through LDS) over the experts' sizes
+//!    waits, [`OFFSETS_BATCH`]) and the total; then a workgroup scan (each wave through
+//!    `ds_bpermute`, the waves' totals through LDS) over the experts' sizes
 //!    (contiguous `⌈count/align⌉·align`, `align` = [`MoeRouteArgs::align`]: 128 for DeepGEMM's
 //!    layout, or the grouped GEMM tile's height so that each non-empty expert is padded only
 //!    to whole tiles; masked `m_max`) gives `offsets[e]`, the rows used, the
@@ -82,7 +83,8 @@ pub const OFFSETS_BATCH: u32 = 32;
 
 /// Dynamic LDS bytes of the routing kernels for `experts` experts (16-byte multiple): count
 /// `256 + E + 1` words, offsets `E + 1 + 2·256`, count + offsets `256 + E + 1 + 2·256`, scatter
-/// `E + 1`.
+/// `E + 1` (the `2·256` words reserved for the expert scan, of which it uses 8: its four waves'
+/// two totals).
 pub const fn route_lds_bytes(experts: u32) -> u32 {
     ((3 * ROUTE_THREADS + experts + 1) * 4).div_ceil(16) * 16
 }
@@ -240,7 +242,7 @@ pub(crate) mod imp {
         let e_n = a.experts;
         let pairs = a.tokens.saturating_mul(a.top_k);
         let chunks = pairs.div_ceil(ROUTE_CHUNK);
-        let (tot, scan_sz) = (0u32, e_n + 1);
+        let (tot, scan) = (0u32, e_n + 1);
         let cc = a.chunk_counts.addr();
         // Work-item `tid` owns columns `tid + 256·i`, two at a time (`e0` and `e1 = e0 + 256`),
         // so up to 511 experts take one pass. Per batch of `OFFSETS_BATCH` chunks all the loads
@@ -298,7 +300,7 @@ pub(crate) mod imp {
             e0 += 2 * ROUTE_THREADS;
         }
         lds_barrier();
-        finish_offsets::<MASKED>(&a, tot, scan_sz, None);
+        finish_offsets::<MASKED>(&a, tot, scan, None);
     }
 
     /// Steps 1 and 2 in one workgroup when all pairs fit one chunk (decode): the histogram stays
@@ -317,8 +319,8 @@ pub(crate) mod imp {
             unsafe { *a.chunk_counts.as_mut_ptr().add(e as usize) = 0 };
             e += ROUTE_THREADS;
         }
-        let scan_sz = hist + e_n + 1;
-        finish_offsets::<MASKED>(&a, hist, scan_sz, None);
+        let scan = hist + e_n + 1;
+        finish_offsets::<MASKED>(&a, hist, scan, None);
     }
 
     /// Inclusive sums over work-items `0 ..= tid` of the workgroup of `a` (saturating) and `b`
@@ -544,9 +546,9 @@ pub(crate) mod imp {
         let (tid, e_n) = (workitem_id_x(), a.experts);
         let hist = ROUTE_THREADS;
         let (key, rank) = count_chunk(&a, 0, hist);
-        let scan_sz = hist + e_n + 1;
-        let offs = scan_sz + 2 * ROUTE_THREADS;
-        finish_offsets::<MASKED>(&a, hist, scan_sz, Some(offs));
+        let scan = hist + e_n + 1;
+        let offs = scan + 2 * ROUTE_THREADS;
+        finish_offsets::<MASKED>(&a, hist, scan, Some(offs));
         lds_barrier();
         let pairs = a.tokens.saturating_mul(a.top_k);
         if tid < pairs {

@@ -1139,13 +1139,6 @@ impl<F: Fp8Format> MoeLayer<F> {
         Ok(run)
     }
 
-    /// Whether the contiguous split-K launch the layer would make for `rows` rows of `n × k`
-    /// (the plan of [`crate::select::plan_contiguous_splitk`]) fits one round of the device
-    /// (every workgroup resident at once). The MoE epilogues pay a tail per workgroup (a
-    /// release, an atomic, loads of other workgroups' results) that the cost model does not
-    /// yet see: one round is where a separate launch's fixed cost outweighs it; past it the
-    /// tails add up over rounds and the separate launch wins.
-    #[allow(clippy::too_many_arguments)]
     /// How uniform routing of `tokens` tokens draws the experts' sizes
     /// ([`crate::select::Routing`]: the busiest XCD's distinct B reads of the contiguous GEMMs).
     fn routing(&self, tokens: usize) -> crate::select::Routing {
@@ -1157,6 +1150,13 @@ impl<F: Fp8Format> MoeLayer<F> {
         }
     }
 
+    /// Whether the contiguous split-K launch the layer would make for `rows` rows of `n × k`
+    /// (the plan of [`crate::select::plan_contiguous_splitk`]) fits one round of the device
+    /// (every workgroup resident at once). The MoE epilogues pay a tail per workgroup (a
+    /// release, an atomic, loads of other workgroups' results) that the cost model does not
+    /// yet see: one round is where a separate launch's fixed cost outweighs it; past it the
+    /// tails add up over rounds and the separate launch wins.
+    #[allow(clippy::too_many_arguments)]
     fn one_round(&self, stream: &Stream, align: usize, rows: usize, n: usize, k: usize, active: usize) -> Result<bool> {
         let ctx = stream.context();
         let (Ok(rows), Ok(n), Ok(k), Ok(active)) = (u32::try_from(rows), u32::try_from(n), u32::try_from(k), u32::try_from(active)) else {
