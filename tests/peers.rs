@@ -170,7 +170,18 @@ fn calibrate_compares_modelled_and_measured_rows() {
     assert_eq!(&f[2..6], &["480", "2048", "7168", "27.1378"], "{table}");
     let (measured, modelled, signed): (f64, f64, f64) = (f[5].parse().unwrap(), f[6].parse().unwrap(), f[7].parse().unwrap());
     assert!((signed - (modelled / measured - 1.0)).abs() < 1e-4, "{table}");
-    assert_eq!((f[8], f[9], f[10], f[11]), ("mi325x", "xcd", "bpreshuffle", ""));
+    assert_eq!((f[8], f[9], f[10]), ("mi325x", "xcd", "bpreshuffle"), "{table}");
+    // The note of a given row: the launch's modelled busy fractions, each in [0, 1].
+    let note: Vec<&str> = f[11].split(' ').collect();
+    assert_eq!(note.len(), 15, "{table}");
+    assert_eq!(note[0], "busy", "{table}");
+    let names: Vec<&str> = note[1..].iter().step_by(2).copied().collect();
+    assert_eq!(names, ["mfma", "valu", "lds", "vmem", "l2", "hbm", "cus"], "{table}");
+    for v in note[2..].iter().step_by(2) {
+        let x: f64 = v.parse().unwrap_or_else(|_| panic!("busy fraction `{v}` in\n{table}"));
+        assert!((0.0..=1.0).contains(&x), "busy fraction {x} in\n{table}");
+    }
+    assert!(note[2].parse::<f64>().unwrap() > 0.0, "an FP8 GEMM keeps its MFMAs busy: {table}");
     let row = out.lines().find(|l| l.contains("BpreShuffle_32x128")).unwrap_or_else(|| panic!("no row in\n{out}"));
     let cols: Vec<&str> = row.split_whitespace().collect();
     assert_eq!(&cols[..2], &["bpreshuffle", "mi325x"], "{row}");
