@@ -9,6 +9,7 @@
 //! | `FP8GEMM_FORCE_SPLIT=S` | [`Overrides::split`] |
 //! | `FP8GEMM_FORCE_STREAMK=G` or `G/DP` | [`Overrides::stream_k`] |
 //! | `FP8GEMM_FORCE_ORDER=runs` or `columns` | [`Overrides::remap`] (a masked grid's order) |
+//! | `FP8GEMM_FORCE_KERNEL=name` | [`Overrides::kernel`] |
 //! | `FP8GEMM_PRINT_CONFIGS=1` / `2` | [`config::set_print_configs`] |
 //! | `FP8GEMM_PRESHUFFLED=1` | the demos' and `compare`'s weights in the pre-shuffled layout ([`Env::preshuffled`]) |
 //! | `AMDGPU_EMU_MACHINE_OVERRIDES=…` | parameters replaced in the timing model's machine ([`Env::machine_overrides`]) |
@@ -79,6 +80,9 @@ fn overrides() -> Result<Overrides, String> {
     })?;
     if let Some(r) = order {
         o = o.with_remap(r);
+    }
+    if let Some(k) = parse("FP8GEMM_FORCE_KERNEL", "a registered kernel name", |v| Some(v.to_string()))? {
+        o = o.with_kernel(&k).map_err(|e| format!("FP8GEMM_FORCE_KERNEL={k:?}: {e}"))?;
     }
     Ok(o)
 }

@@ -758,7 +758,10 @@ pub fn run(a: CostArgs) -> Result<(), String> {
         Some(_) => {
             let mut base = CostModel::for_arch(arch).map_err(|e| e.to_string())?.clone();
             let fitted = fit_at(&samples, &scales, &machine, arch, base.hbm_bytes_per_s, base.l2_bytes_per_s, &chains)?;
-            if base.features < select::FEATURES {
+            // Only split launches' features differ between the versions: merging data-parallel
+            // kernels keeps the shipped file's version (and so its other rows' estimates).
+            let splits = fitted.kernels.keys().any(|k| registry::by_name(k).is_none_or(|e| e.schedule != ScheduleKind::DataParallel));
+            if base.features < select::FEATURES && splits {
                 // The merged file declares the current features: the rows it keeps were fitted
                 // on version `base.features`, which differs only for split launches' fabric
                 // bytes (`Features::fabric_v1_extra`).

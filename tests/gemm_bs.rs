@@ -63,7 +63,8 @@ fn every_bs_tile_matches_both_references_and_the_logical_kernels() {
             let cfg = r.config.unwrap();
             assert_eq!((cfg.block_m, cfg.block_n, cfg.splits), (tile.0, tile.1, 1), "{what}");
             // A forced tile runs one of its registered data-parallel bs kernels (the 64-row,
-            // 128-row and 32 × 64 tiles have two loop variants; the cost model picks).
+            // 96-row, 128-row and 32 × 64 tiles have several loop variants; the cost model
+            // picks).
             let row = fp8gemm::registry::by_name(cfg.kernel).unwrap_or_else(|| panic!("{what}: {cfg}"));
             assert_eq!(
                 (row.weights, row.schedule, row.block_m, row.block_n),
@@ -297,6 +298,36 @@ fn device_preshuffled_weights_give_the_same_result() {
 }
 
 #[test]
+fn the_row_group_kernels_match_on_tails_and_windows() {
+    // fp8_gemm_nt_bs_pipe_rg2_bm{96,128}_bn128 (fp8gemm_device::mainloop_bs, "Row groups"):
+    // 512 work-items, two row groups of the pipelined loop sharing B, the bf16 epilogue staging
+    // the whole tile. Pinned by name (Overrides::kernel): M tails inside the first group, in
+    // the second and past several tiles; N tails; block counts below, at and past a 4-block
+    // window; both CPU references and bit for bit the logical-layout kernels, every check on.
+    let ctx = checked_context();
+    let mut stream = Stream::new(&ctx).unwrap();
+    for (m, n, k) in [(1usize, 132usize, 128usize), (47, 260, 384), (97, 196, 640), (129, 388, 1152), (300, 132, 512)] {
+        let c = case(m, n, k, (5 * m + n + 3 * k) as u64);
+        let (logical, _) = forced(&mut stream, None, Some(1), |stream| run_with_layout(&ctx, stream, &c, WeightLayout::Logical));
+        for (name, bm) in [("fp8_gemm_nt_bs_pipe_rg2_bm96_bn128", 96u32), ("fp8_gemm_nt_bs_pipe_rg2_bm128_bn128", 128)] {
+            let what = format!("{m}x{n}x{k} {name}");
+            let pinned = overrides(None, Some(1)).with_kernel(name).unwrap();
+            let (got, r) = with_overrides(&mut stream, pinned, |stream| run_with_layout(&ctx, stream, &c, WeightLayout::Preshuffled));
+            let cfg = r.config.unwrap();
+            assert_eq!((cfg.kernel, cfg.block_m, cfg.splits), (name, bm, 1), "{what}");
+            assert_eq!(cfg.grid, (m as u32).div_ceil(bm) * (n as u32).div_ceil(128), "{what}");
+            assert_eq!(cfg.lds_bytes, 2 * fp8gemm_device::tile::bs_pipe_lds_bytes(bm / 2), "{what}");
+            assert_accurate(&what, &c, &got);
+            assert_same_bits(&what, &got, &logical);
+        }
+    }
+    // A name no kernel has is a typed error naming it.
+    let e = overrides(None, None).with_kernel("fp8_gemm_nt_bs_pipe_bm9_bn128").unwrap_err();
+    assert!(matches!(e, config::ConfigError::ForcedKernel { .. }) && e.to_string().contains("fp8_gemm_nt_bs_pipe_bm9_bn128"), "{e}");
+    stream.synchronize().unwrap();
+}
+
+#[test]
 fn the_128_row_pipelined_kernel_matches_on_tails_and_windows() {
     // fp8_gemm_nt_bs_pipe_bm128_bn128 (fp8gemm_device::mainloop_bs128): its loop runs whole
     // 4-block scale windows and then the last 0–3 blocks straight-line, so every remainder of
@@ -310,7 +341,10 @@ fn the_128_row_pipelined_kernel_matches_on_tails_and_windows() {
         let c = case(m, n, k, (3 * m + n + 7 * k) as u64);
         let (logical, _) = forced(&mut stream, None, Some(1), |stream| run_with_layout(&ctx, stream, &c, WeightLayout::Logical));
         let what = format!("{m}x{n}x{k} bs 128x128 pipelined");
-        let (got, r) = forced(&mut stream, Some((128, 128)), None, |stream| run_with_layout(&ctx, stream, &c, WeightLayout::Preshuffled));
+        // Pinned by name: the 128 × 128 tile has three data-parallel kernels (the two-phase
+        // loop, this one, and the two-row-group kernel), which the cost model picks among.
+        let pinned = overrides(Some((128, 128)), None).with_kernel("fp8_gemm_nt_bs_pipe_bm128_bn128").unwrap();
+        let (got, r) = with_overrides(&mut stream, pinned, |stream| run_with_layout(&ctx, stream, &c, WeightLayout::Preshuffled));
         let cfg = r.config.unwrap();
         assert_eq!((cfg.kernel, cfg.block_m, cfg.splits), ("fp8_gemm_nt_bs_pipe_bm128_bn128", 128, 1), "{what}");
         assert_eq!(cfg.grid, (m as u32).div_ceil(128) * (n as u32).div_ceil(128), "{what}");

@@ -86,6 +86,28 @@ fn bs_tiles_on_gfx950_match_both_references() {
 }
 
 #[test]
+fn row_group_kernels_on_gfx950_match_both_references() {
+    // fp8_gemm_nt_bs_pipe_rg2_bm{96,128}_bn128 (512 work-items, two row groups sharing B, the
+    // gfx950 LDS rotation and row-major scale regions), pinned by name, with M tails in either
+    // row group and K block counts around the 4-block scale window.
+    let ctx = gfx950_context();
+    let mut stream = Stream::new(&ctx).unwrap();
+    for (m, n, k) in [(1usize, 132usize, 384usize), (97, 196, 640), (129, 260, 1152)] {
+        let c = case(m, n, k, (m * 11 + n + k) as u64);
+        let da = DeviceActivations::upload(&ctx, &c.qa).unwrap();
+        let db = DeviceWeights::upload_with_layout(&ctx, &c.qb, WeightLayout::Preshuffled).unwrap();
+        for name in ["fp8_gemm_nt_bs_pipe_rg2_bm96_bn128", "fp8_gemm_nt_bs_pipe_rg2_bm128_bn128"] {
+            let what = format!("gfx950 {m}x{n}x{k} {name}");
+            stream.set_overrides(Overrides::NONE.with_kernel(name).unwrap().with_split(1));
+            let mut dd = ctx.upload(&vec![bf16::from_f32(1234.5); m * n]).unwrap();
+            let run = fp8_gemm_nt(&stream, &da, &db, &mut dd).unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert_eq!(run.config.unwrap().kernel, name, "{what}");
+            assert_accurate(&what, &c, &dd.download(&stream).unwrap());
+        }
+    }
+}
+
+#[test]
 fn logical_tiles_on_gfx950_match_both_references() {
     // The logical-layout dense loop (`fp8gemm_device::dense`), every tile, split-K too.
     let ctx = gfx950_context();

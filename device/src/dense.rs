@@ -705,6 +705,9 @@ pub(crate) mod imp {
         /// Store at device scope (`sc1`), for a reader on another XCD after a release (the MoE
         /// scatter epilogue); `false` from [`Bf16Store::tile`].
         pub device: bool,
+        /// Work-items of the workgroup that share `finish`'s stores ([`tile::THREADS`], or 512
+        /// for the two-row-group bs kernels, [`Bf16Store::rows`]).
+        pub threads: u32,
     }
 
     impl Bf16Store {
@@ -718,7 +721,17 @@ pub(crate) mod imp {
                 assert!(bm * bn % 1024 == 0 && bm * bn <= 16 * 1024, "finish stores 1..=16 whole 8-byte pieces per work-item");
             };
             let (bm, bn) = tile_dims(FM, FN, BS);
-            Bf16Store { rs_d, ldd, n, m0, n0, bm, bn, pitch: 2 * bn + stage_pad(FM, FN, BS), device: false }
+            Bf16Store { rs_d, ldd, n, m0, n0, bm, bn, pitch: 2 * bn + stage_pad(FM, FN, BS), device: false, threads: tile::THREADS }
+        }
+
+        /// The epilogue of a `bm × bn` tile at `(m0, n0)` whose workgroup has `threads`
+        /// work-items and `lds` bytes of LDS (the staging rows padded by 16 bytes where they
+        /// fit). `bm · bn / 4` must be a multiple of `threads`, at most 16 pieces per
+        /// work-item, and `bm · 2·bn ≤ lds` (checked by the caller's `const` assertions).
+        #[inline(always)]
+        pub(crate) fn rows(rs_d: BufferResource, ldd: u32, n: u32, m0: u32, n0: u32, bm: u32, bn: u32, lds: u32, threads: u32) -> Bf16Store {
+            let pad = if bm * (2 * bn + 16) <= lds { 16 } else { 0 };
+            Bf16Store { rs_d, ldd, n, m0, n0, bm, bn, pitch: 2 * bn + pad, device: false, threads }
         }
 
         /// The same epilogue for another tile of the same launch.
@@ -750,13 +763,14 @@ pub(crate) mod imp {
 
         #[inline(always)]
         fn finish(&self, keep_row: impl Fn(u32) -> bool) {
-            // Pieces per work-item: bm·bn/4 pieces over 256 work-items (≤ 16: 128 × 128).
+            // Pieces per work-item: bm·bn/4 pieces over `threads` work-items (≤ 16: 128 × 128
+            // over 256).
             const MAX: usize = 16;
             let per_row = self.bn / 4; // 8-byte pieces (4 columns) per row
-            let pieces = self.bm * per_row / tile::THREADS;
+            let pieces = self.bm * per_row / self.threads;
             let tid = workitem_id_x();
             let rc = |i: usize| {
-                let q = tid + tile::THREADS * i as u32;
+                let q = tid + self.threads * i as u32;
                 (q / per_row, 4 * (q % per_row))
             };
             // The row predicate first, for every piece (it may load: the loads are all issued
@@ -826,6 +840,48 @@ pub(crate) mod imp {
         };
         let epi = Bf16Store::tile::<FM, FN, BS>(BufferResource::new(args.d.addr(), ((m - 1) * ldd + n) * 2), ldd, n, job.m0, job.n0);
         Some((job, epi))
+    }
+
+    /// The job of this workgroup's `bm × bn` tile of a dense launch over the whole operands
+    /// (XCD-aware tile order, see tile.rs), or `None` for a workgroup past the tile count:
+    /// [`dense_job`]'s tile for any tile height (the two-row-group bs kernels), kept apart from
+    /// it so that the other kernels' code stays as it was. `rs_b` covers the logical B (`n·k`
+    /// bytes).
+    #[inline(always)]
+    pub(crate) fn dense_job_tile(args: &DenseGemmArgs, bm: u32, bn: u32) -> Option<TileJob> {
+        let (m, n, k, lda) = (args.m, args.n, args.k, args.lda);
+        let nkb = k / SCALE_BLOCK_K;
+
+        // Tile of this workgroup (XCD-aware order, see tile.rs).
+        let tiles_m = m.div_ceil(bm);
+        let grid = tiles_m * n.div_ceil(bn);
+        let pid = workgroup_id_x();
+        // A grid larger than the tile count (not what the host launches) does no work. The
+        // `tiles_m == 0` test is implied for valid arguments; stating it lets LLVM drop the
+        // division-by-zero panic path of `tile_coords`.
+        if pid >= grid || tiles_m == 0 {
+            return None;
+        }
+        let id = tile::xcd_remap(pid, grid, NUM_XCDS);
+        let (tm, tn) = tile::tile_coords(id, tiles_m, n.div_ceil(bn));
+
+        let job = TileJob {
+            // Extents of strided A and D: (m − 1) rows of stride plus one row (m ≥ 1 here).
+            rs_a: BufferResource::new(args.a.addr(), (m - 1) * lda + k),
+            rs_sfa: BufferResource::new(args.sfa.addr(), m * nkb * 4),
+            rs_b: BufferResource::new(args.b.addr(), n * k),
+            rs_sfb: BufferResource::new(args.sfb.addr(), n.div_ceil(SCALE_BLOCK_N) * nkb * 4),
+            n,
+            lda,
+            ldb: k,
+            ldsf: nkb,
+            kb0: 0,
+            nkb,
+            m0: tm * bm,
+            n0: tn * bn,
+            a_rows: None,
+        };
+        Some(job)
     }
 
     /// The dense kernels: pick the tile of this workgroup and run it over the whole operands.

@@ -306,14 +306,46 @@
 //! hidden arguments, AGPRs allowed against their declaration; `codeobj` artifact tests). The code
 //! is on branch `s-lds` (8e7ff78); the emulator fix it needed (a MUBUF load to LDS has no VGPR
 //! data operand) is kept in `amdgpu_emu`.
-
+//!
+//! # Row groups (`fp8_gemm_nt_bs_pipe_rg2_bm{96,128}_bn128`)
+//!
+//! `tile_gemm_bs_pipe_rg::<FM, 2, BA, 1, 2, _>`: a workgroup of 512 work-items, two row
+//! groups of 4 waves, over a `2·16·FM × 128` tile. Group `g` runs the 4-wave pipelined loop on
+//! rows `16·FM·g ..` of the tile with its own A stages and SFA regions (LDS from byte
+//! `g · pipe_group_lds_bytes`); both groups pass the same barriers, so they run at most a
+//! block apart and issue their B loads — the same bytes: the groups share the tile's columns
+//! — together. The second group's loads hit the CU's vector L1 (in the timing model a hit on
+//! a line whose fill is in flight waits for that fill), so the L2 serves B once for
+//! `2·16·FM` rows where two workgroups of `16·FM` rows per CU each fetch it. Each wave keeps
+//! the 48- / 64-row kernel's registers (two waves per SIMD), so one workgroup per CU holds what
+//! two of those did; the bf16 epilogue stages the whole tile (`Bf16Store::rows`, 512
+//! work-items).
+//!
+//! Modelled (MI355X, `--scope xcd`, `FP8GEMM_FORCE_KERNEL`), µs: see `docs/perf/gfx950.md`
+//! ("Row groups"). The win is at large M, where the 64-row kernel's L2 is saturated
+//! (4096×7168×2048: L2 97 % busy); with few tiles the halved workgroup count loses.
+//!
+//! # Scales on gfx950 (`sfa_packed`)
+//!
+//! With the doubled MFMA rate of gfx950 the LDS is the pipelined loop's busiest unit after the
+//! MFMA pipe: per block a wave reads its A fragments (`2·FM` `ds_read_b128`) and one
+//! `ds_read_b32` of scales per fragment, 4 LDS cycles each (16 lanes per cycle, 16 distinct
+//! rows broadcast to the other lanes): a third of the wave's LDS cycles at `FM = 4`, and the
+//! two-row-group kernels put 8 waves on one LDS. With `sfa_packed` the SFA regions are laid out
+//! `[block][row][slot]` instead of `[slot][block][row]`, so one `ds_read_b128` (4 cycles) gives
+//! a lane the scales of four fragments; the window's writes (one `ds_write_b32` per 4
+//! fragments and window) then stride 16 or 32 bytes, 4-way conflicted once per window. It is
+//! on where it measured faster (modelled, MI355X, `--scope xcd`): the two-row-group kernels
+//! and 112 rows (416×7168×2304 14.17 → 12.62 µs); the 48- to 96-row kernels keep the
+//! slot-major layout (packed: 160×7168×2304 48 rows 10.34 → 10.46, 1280×2048×7168 96 rows 25.31
+//! → 26.15), as does every gfx942 kernel.
 use crate::amdgpu_kernel;
 use crate::args::{DenseGemmArgs, DenseSplitKArgs};
 
 #[cfg(target_arch = "amdgpu")]
 pub(crate) mod imp {
     use crate::args::DenseGemmArgs;
-    use crate::dense::imp::{Epilogue, TileJob, dense_job};
+    use crate::dense::imp::{Bf16Store, Epilogue, TileJob, dense_job, dense_job_tile};
     use crate::intrinsics::*;
     use crate::tile::{self, SCALE_BLOCK_K, SCALE_BLOCK_N, SHUFFLED_UNIT, block_swizzle, frag_chunk};
 
@@ -719,6 +751,15 @@ pub(crate) mod imp {
     const _: () = assert!(2 * pipe_stage_bytes(5) + 2 * SFA_REGION * pipe_sfa_slots(5) == tile::bs_pipe_lds_bytes(80));
     const _: () = assert!(2 * pipe_stage_bytes(6) + 2 * SFA_REGION * pipe_sfa_slots(6) == tile::bs_pipe_lds_bytes(96));
 
+    /// Whether the pipelined loop of `rg` row groups of `fm` fragments lays its SFA regions out
+    /// row-major (`[block][row][slot]`: a lane reads four fragments' scales with one
+    /// `ds_read_b128`) rather than slot-major (one `ds_read_b32` per fragment): on gfx950,
+    /// whose LDS the doubled MFMA rate leaves busier, for the kernels it made faster — two row
+    /// groups (the LDS shared by 8 waves) and 112 rows (module docs, "Scales on gfx950").
+    pub(crate) const fn sfa_packed(fm: usize, rg: u32) -> bool {
+        cfg!(fp8gemm_gfx950) && (rg == 2 || fm >= 7)
+    }
+
     /// One block's B operands of a wave in the pipelined loop: indexed by block mod 4.
     pub(crate) type BSets = [BRegs; 4];
 
@@ -755,6 +796,29 @@ pub(crate) mod imp {
         keep_row: impl Fn(u32) -> bool,
         epi: &E,
     ) {
+        tile_gemm_bs_pipe_rg::<FM, NF, BA, BB, 1, E>(job, keep_row, epi)
+    }
+
+    /// Bytes of LDS one row group of the pipelined loop uses (its A stages and SFA regions):
+    /// [`tile::bs_pipe_lds_bytes_staged`] of its `16·FM` rows.
+    pub(crate) const fn pipe_group_lds_bytes(fm: u32, bb: u32) -> u32 {
+        2 * bb * pipe_stage_bytes(fm) + 2 * SFA_REGION * pipe_sfa_slots(fm)
+    }
+
+    /// [`tile_gemm_bs_pipe`] for a workgroup of `RG` row groups of 4 waves (`256·RG`
+    /// work-items) over a `RG·16·FM × 64·NF` tile at `(job.m0, job.n0)`: row group `g` (waves
+    /// `4g .. 4g + 4`) runs the 4-wave loop on rows `job.m0 + 16·FM·g ..` with its own A
+    /// stages and SFA regions (LDS from byte `g ·` [`pipe_group_lds_bytes`]); the groups
+    /// share every barrier, so they run a block apart at most, and load the same B bytes at
+    /// the same time — the second group's B loads hit the CU's vector L1, so the tile reads B
+    /// from the L2 once for `RG·16·FM` rows (module docs, "Row groups").
+    #[inline(always)]
+    pub(crate) fn tile_gemm_bs_pipe_rg<const FM: usize, const NF: usize, const BA: u32, const BB: u32, const RG: u32, E: Epilogue>(
+        job: &TileJob,
+        keep_row: impl Fn(u32) -> bool,
+        epi: &E,
+    ) {
+        const { assert!(RG == 1 || RG == 2) };
         const { assert!(FM >= 2 && FM <= 8) };
         const { assert!(BA == 1 || BA == 2) };
         const { assert!(NF == 1 || NF == 2) };
@@ -762,11 +826,14 @@ pub(crate) mod imp {
         let stage = pipe_stage_bytes(FM as u32);
         // LDS stages of one block of A each: 2·BB (BB blocks per barrier).
         let nst = 2 * BB;
-        let (n, m0, n0, lda, ldsf, nkb) = (job.n, job.m0, job.n0, job.lda, job.ldsf, job.nkb);
+        // Row group of this wave (0 with one group): its rows and its LDS.
+        let group = if RG == 1 { 0 } else { readfirstlane_u32(workitem_id_x() >> 8) };
+        let gbase = group * pipe_group_lds_bytes(FM as u32, BB);
+        let (n, m0, n0, lda, ldsf, nkb) = (job.n, job.m0 + group * 16 * FM as u32, job.n0, job.lda, job.ldsf, job.nkb);
         let (rs_a, rs_b, rs_sfa, rs_sfb) = (job.rs_a, job.rs_b, job.rs_sfa, job.rs_sfb);
         let (k0, sf0) = (job.kb0 * SCALE_BLOCK_K, job.kb0 * 4);
 
-        let tid = workitem_id_x();
+        let tid = if RG == 1 { workitem_id_x() } else { workitem_id_x() & (tile::THREADS - 1) };
         let lane = tid & 63;
         let wave = readfirstlane_u32(tid >> 6);
 
@@ -809,7 +876,20 @@ pub(crate) mod imp {
             };
         });
         let sfb_voff = (n0 / SCALE_BLOCK_N) * ldsf * 4 + sf0 + 4 * grp;
-        let sfa_region = |w: u32| nst * stage + w * SFA_REGION * pipe_sfa_slots(FM as u32);
+        let sfa_region = |w: u32| gbase + nst * stage + w * SFA_REGION * pipe_sfa_slots(FM as u32);
+        // Where this lane's window scale of slot `slot` goes in a region: slot-major
+        // (`[slot][block][row]`), or with `sfa_packed(FM, RG)` row-major (`[block][row][slot]`, so that one
+        // `ds_read_b128` gives a lane the scales of four fragments; module docs, "Scales on
+        // gfx950").
+        let sfa_slots = pipe_sfa_slots(FM as u32);
+        let sfa_write_byte = |slot: u32| {
+            if sfa_packed(FM, RG) {
+                let (r, jj) = sfa_lane(lane);
+                4 * (sfa_slots * (16 * jj + r) + slot)
+            } else {
+                SFA_REGION * slot + sfa_slot_byte(lane)
+            }
+        };
         let sf_read = 4 * (lane & 15);
 
         let load_a = #[inline(always)]
@@ -828,12 +908,12 @@ pub(crate) mod imp {
         |st: u32, p: usize, v: U32x4| {
             // SAFETY: inside stage st (< 2·stage ≤ the launch's sharedMemBytes), 16-byte
             // aligned; every wave has passed the barrier after its last read of this stage.
-            unsafe { lds_write_b128(st * stage + copy_lds + 32 * p as u32 * ROW, v) };
+            unsafe { lds_write_b128(gbase + st * stage + copy_lds + 32 * p as u32 * ROW, v) };
         };
         let read_a = #[inline(always)]
         |st: u32, r: usize, fm: usize| -> [u64; 2] {
             // SAFETY: inside stage st, written and published by a barrier before.
-            unsafe { lds_read_b128(st * stage + frag_lds[r] + fm as u32 * 16 * ROW) }.to_u64x2()
+            unsafe { lds_read_b128(gbase + st * stage + frag_lds[r] + fm as u32 * 16 * ROW) }.to_u64x2()
         };
         let load_sfa = #[inline(always)]
         |i: u32, q: usize| -> f32 {
@@ -850,7 +930,7 @@ pub(crate) mod imp {
         |w: u32, q: usize, v: f32| {
             // SAFETY: inside region w & 1 (< lds_bytes), 4-byte aligned; every wave passed the
             // barrier after its last read of this region (one window ago).
-            unsafe { lds_write_b32(sfa_region(w) + SFA_REGION * (4 * q as u32 + wave) + sfa_slot_byte(lane), v.to_bits()) };
+            unsafe { lds_write_b32(sfa_region(w) + sfa_write_byte(4 * q as u32 + wave), v.to_bits()) };
         };
 
         // SAFETY: all-zero bits are a valid [[F32x4; NF]; FM] (+0.0 in every lane).
@@ -959,10 +1039,23 @@ pub(crate) mod imp {
                     });
                 }
                 let mut s_a = [0f32; FM];
-                unroll!(fm < FM => {
-                    // SAFETY: inside this window's region, written before a barrier.
-                    s_a[fm] = f32::from_bits(unsafe { lds_read_b32(sfa_region(window & 1) + SFA_REGION * fm as u32 + sf_read + 64 * j) });
-                });
+                if sfa_packed(FM, RG) {
+                    unroll!(h < FM.div_ceil(4) => {
+                        // SAFETY: inside this window's region (row `lane & 15` of block j, slots
+                        // 4h .. 4h + 4 < sfa_slots), 16-byte aligned, written before a barrier.
+                        let v = unsafe { lds_read_b128(sfa_region(window & 1) + 4 * (sfa_slots * (16 * j + (lane & 15)) + 4 * h as u32)) }.to_array();
+                        unroll!(e < 4 => {
+                            if 4 * h + e < FM {
+                                s_a[(4 * h + e) % FM] = f32::from_bits(v[e]);
+                            }
+                        });
+                    });
+                } else {
+                    unroll!(fm < FM => {
+                        // SAFETY: inside this window's region, written before a barrier.
+                        s_a[fm] = f32::from_bits(unsafe { lds_read_b32(sfa_region(window & 1) + SFA_REGION * fm as u32 + sf_read + 64 * j) });
+                    });
+                }
                 let s_b = f32::from_bits(sfb[J]) * tile::PROMOTION_DOWN;
                 sched_fence();
                 let mut part = [[F32x4::zero(); NF]; FM];
@@ -1089,6 +1182,25 @@ pub(crate) mod imp {
         tile_gemm_bs::<FM, A2, AHEAD, _>(&job, |_| true, &epi);
     }
 
+    /// The dense bs kernels of `RG` row groups on the pipelined loop
+    /// ([`tile_gemm_bs_pipe_rg`]): a `RG·16·FM × 64·NF` tile per workgroup of `256·RG`
+    /// work-items, the dense grid and tile order ([`dense_job_tile`]).
+    #[inline(always)]
+    pub fn gemm_bs_pipe_rg<const FM: usize, const NF: usize, const BA: u32, const RG: u32>(args: DenseGemmArgs) {
+        let (bm, bn) = (RG * 16 * FM as u32, 64 * NF as u32);
+        let lds = RG * pipe_group_lds_bytes(FM as u32, 1);
+        const {
+            let (bm, bn) = (RG * 16 * FM as u32, 64 * NF as u32);
+            assert!(bm * bn / 4 % (RG * tile::THREADS) == 0 && bm * bn / 4 / (RG * tile::THREADS) <= 16, "finish stores 1..=16 pieces per work-item");
+            assert!(bm * 2 * bn <= RG * pipe_group_lds_bytes(FM as u32, 1), "the bf16 staging area fits the groups' LDS");
+        };
+        let Some(mut job) = dense_job_tile(&args, bm, bn) else { return };
+        job.rs_b = BufferResource::new(args.b.addr(), tile::shuffled_b_bytes(args.n as u64, args.k as u64) as u32);
+        let rs_d = BufferResource::new(args.d.addr(), ((args.m - 1) * args.ldd + args.n) * 2);
+        let epi = Bf16Store::rows(rs_d, args.ldd, args.n, job.m0, job.n0, bm, bn, lds, RG * tile::THREADS);
+        tile_gemm_bs_pipe_rg::<FM, NF, BA, 1, RG, _>(&job, |_| true, &epi);
+    }
+
     /// The dense bs kernels on the pipelined loop ([`tile_gemm_bs_pipe`]).
     #[inline(always)]
     pub fn gemm_bs_pipe<const FM: usize, const NF: usize, const BA: u32, const BB: u32>(args: DenseGemmArgs) {
@@ -1139,6 +1251,20 @@ pub fn fp8_gemm_nt_bs_pipe_bm96_bn128(args: DenseGemmArgs) {
 #[amdgpu_kernel(workgroup_size = 256, agprs = false)]
 pub fn fp8_gemm_nt_bs_pipe_bm112_bn128(args: DenseGemmArgs) {
     imp::gemm_bs_pipe::<7, 2, 2, 1>(args)
+}
+
+/// bs (pre-shuffled B) 96 × 128 tile of two row groups (512 work-items: two 48-row groups of
+/// the pipelined loop sharing B through the L1; module docs, "Row groups").
+#[amdgpu_kernel(workgroup_size = 512, agprs = false)]
+pub fn fp8_gemm_nt_bs_pipe_rg2_bm96_bn128(args: DenseGemmArgs) {
+    imp::gemm_bs_pipe_rg::<3, 2, 2, 2>(args)
+}
+
+/// bs (pre-shuffled B) 128 × 128 tile of two row groups (512 work-items: two 64-row groups of
+/// the pipelined loop sharing B through the L1; module docs, "Row groups").
+#[amdgpu_kernel(workgroup_size = 512, agprs = false)]
+pub fn fp8_gemm_nt_bs_pipe_rg2_bm128_bn128(args: DenseGemmArgs) {
+    imp::gemm_bs_pipe_rg::<4, 2, 2, 2>(args)
 }
 
 /// bs (pre-shuffled B) 128 × 128 tile: large M.

@@ -29,10 +29,19 @@
 //!   rows 0-3 at chunk `c` → physical `c + {0,1,4,5}`, lanes 20-23 rows 4-7 at chunk `c + 2` →
 //!   `c + 2 + {0,1,4,5}` = `c + {2,3,6,7}`: all 8 physical chunks, distinct. Rows 4-7 repeat the
 //!   rotations of rows 0-3 and rows 8-15 those of rows 0-7, so every group works out the same
-//!   way. (Any set `{0,1,4,5} + k` works; a rotation rather than an XOR swizzle because on gfx950
-//!   LLVM fuses XOR address math into `v_bitop3_b32`, which the emulator's decoder does not
-//!   know.) The host test `block_lds_layout_is_bank_conflict_free` checks every group of every
-//!   fragment read and every write phase against this rule.
+//!   way. (Any set `{0,1,4,5} + k` works.) The host test `block_lds_layout_is_bank_conflict_free`
+//!   checks every group of every fragment read and every write phase against this rule.
+//! * **gfx950** services a `ds_read_b128` in 4 phases of 16 lanes over 64 banks (256 bytes),
+//!   lane groups {0-3, 12-15, 20-23, 24-27} {4-11, 16-19, 28-31} (and the same + 32; see
+//!   `amdgpu_emu::exec::counters`): a phase reads rows 0-3 and 12-15 at chunk `c` with rows
+//!   4-11 at chunk `c + 2` (or the reverse), and two rows of the same parity share the 64
+//!   banks. gfx942's rotation gives rows 0 and 12 (2 and 14, …) the same rotation: every phase
+//!   2-way conflicted, 8 cycles per read instead of 4. On gfx950 the rotation is
+//!   `4·b1 + (b0 ⊕ b3)` of the row's bits ([`swizzle_rot`]): a permutation of {0, 1, 4, 5}
+//!   over each quad of rows (the gfx942 rule above still holds) and over each set of
+//!   same-parity rows a phase reads at one chunk ({0, 2, 12, 14}, {4, 6, 8, 10} and the odd
+//!   ones), so conflict-free under both rules (the same host test checks both layouts);
+//!   writes stay one whole row per phase.
 //!
 //! # K permutation inside a fragment
 //!
@@ -531,13 +540,34 @@ pub const fn masked_tile_coords(id: u32, tiles_m: NonZeroU32, per_group: NonZero
 /// LDS byte offset (inside the A or B region of the dense/m-grouped kernels' LDS) of logical
 /// 16-byte chunk `chunk` (0..8) of row `row`: rows are one whole 128-K scale block
 /// ([`SCALE_BLOCK_K`] bytes), chunk `c` sits at physical chunk `(c + rot(row)) mod 8` with
-/// `rot(r) = (r & 3) + (r & 2)` ∈ {0, 1, 4, 5}. See the module docs for why this rotation is
-/// bank-conflict-free for the copy's writes and the fragment reads. (A rotation rather than an
-/// XOR swizzle: on gfx950 LLVM fuses XOR address math into `v_bitop3_b32`, which the emulator's
-/// decoder does not know.)
+/// `rot(r) = (r & 3) + (r & 2)` ∈ {0, 1, 4, 5} on gfx942 ([`swizzle_rot`] on gfx950). See the
+/// module docs for why these rotations are bank-conflict-free for the copy's writes and the
+/// fragment reads.
 #[inline(always)]
+#[cfg(not(fp8gemm_gfx950))]
 pub const fn block_swizzle(row: u32, chunk: u32) -> u32 {
     row * SCALE_BLOCK_K + 16 * ((chunk + (row & 3) + (row & 2)) & 7)
+}
+
+/// [`block_swizzle`] of the gfx950 build: [`block_swizzle_for`] with gfx950's rotation.
+#[inline(always)]
+#[cfg(fp8gemm_gfx950)]
+pub const fn block_swizzle(row: u32, chunk: u32) -> u32 {
+    block_swizzle_for(row, chunk, true)
+}
+
+/// [`block_swizzle`] of the gfx942 (`gfx950 = false`) or the gfx950 layout (module docs,
+/// "LDS layout": the rotations differ in how they spread a fragment read's rows over banks).
+#[inline(always)]
+pub const fn block_swizzle_for(row: u32, chunk: u32, gfx950: bool) -> u32 {
+    if gfx950 { row * SCALE_BLOCK_K + 16 * ((chunk + swizzle_rot(row, true)) & 7) } else { row * SCALE_BLOCK_K + 16 * ((chunk + (row & 3) + (row & 2)) & 7) }
+}
+
+/// The chunk rotation of row `row` ∈ {0, 1, 4, 5}: `(r & 3) + (r & 2)` (bits `4·b1 + b0`) on
+/// gfx942, `4·b1 + (b0 ⊕ b3)` on gfx950 (module docs, "LDS layout").
+#[inline(always)]
+pub const fn swizzle_rot(row: u32, gfx950: bool) -> u32 {
+    if gfx950 { 4 * ((row >> 1) & 1) + ((row ^ (row >> 3)) & 1) } else { (row & 3) + (row & 2) }
 }
 
 /// Logical 16-byte chunk (0..8) of a 128-K LDS row that lane group `group` (`lane >> 4`, 0..4)
@@ -957,7 +987,17 @@ mod tests {
 
     #[test]
     fn block_lds_layout_is_bank_conflict_free() {
-        // The dense/m-grouped layout: 128-byte rows, chunk c of row r at physical chunk c ⊕ (r & 7).
+        for gfx950 in [false, true] {
+            layout_is_bank_conflict_free(gfx950);
+        }
+        // The build's own layout is gfx942's on the host.
+        assert_eq!(block_swizzle(13, 2), block_swizzle_for(13, 2, false));
+    }
+
+    fn layout_is_bank_conflict_free(gfx950: bool) {
+        let block_swizzle = |row: u32, chunk: u32| block_swizzle_for(row, chunk, gfx950);
+        // The dense/m-grouped layout: 128-byte rows, chunk c of row r at physical chunk
+        // c + rot(r) mod 8.
         for row in 0..512 {
             let mut offs: Vec<u32> = (0..8).map(|c| block_swizzle(row, c)).collect();
             offs.sort();
@@ -992,6 +1032,29 @@ mod tests {
                             for b in banks(addr) {
                                 assert!(!used[b as usize], "read conflict: row0 {frag_row0} read {read} lane {lane} bank {b}");
                                 used[b as usize] = true;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        // gfx950 ds_read_b128: 4 phases of 16 lanes over 64 banks (module docs).
+        if gfx950 {
+            let groups: [[u32; 16]; 2] =
+                [[0, 1, 2, 3, 12, 13, 14, 15, 20, 21, 22, 23, 24, 25, 26, 27], [4, 5, 6, 7, 8, 9, 10, 11, 16, 17, 18, 19, 28, 29, 30, 31]];
+            for frag_row0 in (0..512).step_by(16) {
+                for read in 0..2 {
+                    for half in [0, 32] {
+                        for g in &groups {
+                            let mut used = [false; 64];
+                            for &l in g {
+                                let lane = l + half;
+                                let addr = block_swizzle(frag_row0 + (lane & 15), frag_chunk(lane >> 4, read));
+                                for d in 0..4 {
+                                    let b = (addr / 4 + d) % 64;
+                                    assert!(!used[b as usize], "gfx950 read conflict: row0 {frag_row0} read {read} lane {lane} bank {b}");
+                                    used[b as usize] = true;
+                                }
                             }
                         }
                     }

@@ -270,6 +270,12 @@ pub enum ConfigError {
         /// The tiles that exist.
         available: &'static str,
     },
+    /// The forced kernel ([`Overrides::kernel`]) is not a registered kernel.
+    #[error("forced kernel `{kernel}` (Overrides::kernel) is not a registered kernel (`fp8gemm info` lists them)")]
+    ForcedKernel {
+        /// The name asked for.
+        kernel: String,
+    },
     /// The forced split count ([`Overrides::split`]) cannot be used for this
     /// problem.
     #[error("forced split-K `{splits}` (Overrides::split): expected {expected}")]
@@ -350,12 +356,24 @@ pub struct Overrides {
     /// A masked launch's grid order ([`Remap::Xcd`] or [`Remap::Columns`]; the other kernels
     /// have only [`Remap::Xcd`]).
     pub remap: Option<Remap>,
+    /// Only the registered kernel of this name ([`crate::registry::KernelEntry::name`]), even
+    /// one without generated cost coefficients (for measuring a new kernel before its
+    /// coefficients exist).
+    pub kernel: Option<&'static str>,
 }
 
 impl Overrides {
     /// No override: the selector chooses everything.
-    pub const NONE: Overrides =
-        Overrides { tile: None, split: None, stream_k: None, bs_pipelined: None, bs_narrow_barrier: None, contiguous_chunk_rows: None, remap: None };
+    pub const NONE: Overrides = Overrides {
+        tile: None,
+        split: None,
+        stream_k: None,
+        bs_pipelined: None,
+        bs_narrow_barrier: None,
+        contiguous_chunk_rows: None,
+        remap: None,
+        kernel: None,
+    };
     /// These overrides with the tile `block_m × block_n`.
     pub fn with_tile(mut self, block_m: u32, block_n: u32) -> Self {
         self.tile = Some((block_m, block_n));
@@ -386,6 +404,13 @@ impl Overrides {
     pub fn with_bs_narrow_barrier(mut self, blocks: u32) -> Self {
         self.bs_narrow_barrier = Some(blocks);
         self
+    }
+    /// These overrides with the kernel pinned to the registered one named `name`; an error
+    /// naming it when no registered kernel has that name.
+    pub fn with_kernel(mut self, name: &str) -> Result<Self, ConfigError> {
+        let e = crate::registry::by_name(name).ok_or_else(|| ConfigError::ForcedKernel { kernel: name.into() })?;
+        self.kernel = Some(e.name());
+        Ok(self)
     }
     /// These overrides with m-grouped contiguous GEMMs cut into launches of `rows` rows.
     pub fn with_contiguous_chunk_rows(mut self, rows: u32) -> Self {

@@ -328,6 +328,9 @@ fn passes(p: &Plan, o: &Overrides) -> bool {
     if o.remap.is_some_and(|r| r != p.remap) {
         return false;
     }
+    if o.kernel.is_some_and(|k| k != p.kernel.name()) {
+        return false;
+    }
     if let Some(b) = o.bs_narrow_barrier
         && p.kernel.block_n == 64
         && p.kernel.weights == WeightLayout::Preshuffled

@@ -59,6 +59,7 @@ impl SetAssoc {
 
     /// Looks `line` up; a miss allocates it (evicting the least recently used way), its data
     /// present at once (no fill time tracked). Returns whether it hit.
+    #[cfg(test)]
     pub(crate) fn access(&mut self, line: u64) -> bool {
         let (hit, slot) = self.touch(line);
         if !hit {

@@ -723,13 +723,28 @@ impl<'a> Sim<'a> {
     }
 
     /// One 128-byte line through L1 → L2 → fabric → MALL → HBM; returns when it arrives. A
-    /// store charges the bandwidth servers `bytes` (a load always a whole line).
+    /// store charges the bandwidth servers `bytes` (a load always a whole line) and bypasses
+    /// the L1. A load that hits an L1 line whose fill is still in flight (another wave of the
+    /// CU missed on it moments ago) waits for that fill, as the L2 does.
     fn line(&mut self, cu: usize, xcd: usize, line: u64, t: f64, store: bool, bytes: f64) -> f64 {
+        let lat_l1 = f64::from(self.m.l1_latency);
+        if store {
+            return self.line_beyond_l1(xcd, line, t, true, bytes);
+        }
+        match self.cus[cu].l1.lookup(line) {
+            Lookup::Hit(ready) => (t + lat_l1).max(ready),
+            Lookup::Miss(way) => {
+                let arrive = self.line_beyond_l1(xcd, line, t, false, bytes);
+                self.cus[cu].l1.filled(way, arrive);
+                arrive
+            }
+        }
+    }
+
+    /// [`Self::line`] past a missed (or bypassed) L1: L2 → fabric → MALL → HBM.
+    fn line_beyond_l1(&mut self, xcd: usize, line: u64, t: f64, store: bool, bytes: f64) -> f64 {
         let m = self.m;
         let lat_l1 = f64::from(m.l1_latency);
-        if !store && self.cus[cu].l1.access(line) {
-            return t + lat_l1;
-        }
         let s = self.l2_bw[xcd].serve(t, bytes);
         self.stats.l2_bytes += bytes;
         let lat_l2 = lat_l1 + f64::from(m.l2_latency);
@@ -852,6 +867,31 @@ mod tests {
         // MFMA then packed F32 directly: the same 24 cycles.
         let (t, _) = run_one(&m, &st, &[(0, 0), (2, 0), (3, 0)], Vec::new());
         assert_eq!(t[1] - t[0], 24, "{t:?}");
+    }
+
+    #[test]
+    fn an_l1_hit_on_a_line_in_flight_waits_for_its_fill() {
+        let m = Machine::MI325X;
+        let end = plain(Cat::Ctrl, 0, Special::End);
+        let st = [end];
+        let r = Resources { vgprs: 8, agprs: 0, sgprs: 16, lds_bytes: 0, workgroup_size: 64 };
+        let mut sim = Sim::new(&m, &st, &r, vec![VecDeque::from([0u64])], 1.0);
+        let l1 = f64::from(m.l1_latency);
+        // A cold line: L1 and L2 miss, from HBM.
+        let first = sim.line(0, 0, 4242, 0.0, false, 128.0);
+        assert!(first > l1 + f64::from(m.l2_latency), "{first}");
+        // Another wave of the CU asks for it 10 cycles later: it waits for the same fill (not
+        // an L1 hit 115 cycles on), and the L2 serves the line once.
+        let second = sim.line(0, 0, 4242, 10.0, false, 128.0);
+        assert_eq!(second, first);
+        assert_eq!(sim.stats.l2_bytes, 128.0);
+        // Once the line is there, a hit costs the L1 latency.
+        let later = sim.line(0, 0, 4242, first + 1000.0, false, 128.0);
+        assert_eq!(later, first + 1000.0 + l1);
+        // Another CU's L1 does not have it (its request reaches the L2, whose fill it waits for).
+        let other = sim.line(1, 0, 4242, 20.0, false, 128.0);
+        assert!(other >= first, "{other} vs {first}");
+        assert_eq!(sim.stats.l2_bytes, 256.0);
     }
 
     #[test]
