@@ -270,11 +270,14 @@ pub enum ConfigError {
         /// The tiles that exist.
         available: &'static str,
     },
-    /// The forced kernel ([`Overrides::kernel`]) is not a registered kernel.
-    #[error("forced kernel `{kernel}` (Overrides::kernel) is not a registered kernel (`fp8gemm info` lists them)")]
+    /// The forced kernel ([`Overrides::kernel`]) is not a registered kernel, or not one of the
+    /// launch's candidates.
+    #[error("forced kernel `{kernel}` (Overrides::kernel): expected {expected}")]
     ForcedKernel {
         /// The name asked for.
         kernel: String,
+        /// What would have been accepted.
+        expected: String,
     },
     /// The forced split count ([`Overrides::split`]) cannot be used for this
     /// problem.
@@ -408,7 +411,8 @@ impl Overrides {
     /// These overrides with the kernel pinned to the registered one named `name`; an error
     /// naming it when no registered kernel has that name.
     pub fn with_kernel(mut self, name: &str) -> Result<Self, ConfigError> {
-        let e = crate::registry::by_name(name).ok_or_else(|| ConfigError::ForcedKernel { kernel: name.into() })?;
+        let e = crate::registry::by_name(name)
+            .ok_or_else(|| ConfigError::ForcedKernel { kernel: name.into(), expected: "a registered kernel (`fp8gemm info` lists them)".into() })?;
         self.kernel = Some(e.name());
         Ok(self)
     }

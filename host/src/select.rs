@@ -408,6 +408,9 @@ pub fn plan_with_majors(
 
 fn forced_error(desc: &GemmDesc, weights: WeightLayout, majors: (Major, Major), o: &Overrides) -> ConfigError {
     let all = candidates_with_majors(desc, weights, majors);
+    if let Some(e) = forced_kernel_error(o, all.iter().map(|p| p.kernel)) {
+        return e;
+    }
     if let Some((bm, bn)) = o.tile
         && !all.iter().any(|p| (p.kernel.block_m, p.kernel.block_n) == (bm, bn))
     {
@@ -488,6 +491,17 @@ fn forced_error(desc: &GemmDesc, weights: WeightLayout, majors: (Major, Major), 
         format!("1, or 2 ..= {most} (k/128 = {nkb}) for a tile with a split-K kernel")
     };
     ConfigError::ForcedSplit { splits: splits.to_string(), expected }
+}
+
+/// The error of a forced kernel ([`Overrides::kernel`]) that is none of `candidates` (the
+/// kernels that solve the launch's problem), naming them; `None` when no kernel is forced or
+/// it is one of them.
+fn forced_kernel_error(o: &Overrides, candidates: impl Iterator<Item = &'static KernelEntry>) -> Option<ConfigError> {
+    let k = o.kernel?;
+    let mut names: Vec<&str> = candidates.map(|e| e.name()).collect();
+    names.sort_unstable();
+    names.dedup();
+    (!names.contains(&k)).then(|| ConfigError::ForcedKernel { kernel: k.into(), expected: format!("a kernel of this launch's problem: {}", names.join(", ")) })
 }
 
 /// The generated coefficients of one kernel (see the module docs).
@@ -1801,6 +1815,9 @@ pub fn plan_grouped(desc: &GemmDesc, weights: WeightLayout, overrides: &Override
     }
     let (mut all, too_large) = grouped_plans(desc, &rows, forced_split, overrides.remap == Some(COLUMNS))?;
     all.retain(|(p, _)| passes(p, overrides));
+    if let Some(e) = forced_kernel_error(overrides, rows.iter().copied()) {
+        return Err(e);
+    }
     let none = || {
         too_large.clone().unwrap_or_else(|| ConfigError::ForcedTile {
             tile: overrides.tile.map_or_else(|| "-".into(), |(bm, bn)| format!("{bm}x{bn}")),
@@ -1857,7 +1874,7 @@ pub fn kgrouped_features(e: &KernelEntry, m: u32, n: u32, groups: u32, total_k: 
 /// coefficients of the [`dense_counterpart`] (the dense LDS kernel of the tile: the nearest
 /// main loop, a documented stand-in), each group's B tile shared by its `⌈m/BM⌉` row tiles, and
 /// A, B and the f32 C read and D written once through HBM. Ties go to the larger tile (less
-/// operand traffic). The other overrides do not apply to these kernels.
+/// operand traffic). The forced tile and kernel apply; the other overrides do not.
 pub fn plan_kgrouped(m: u32, n: u32, groups: u32, total_k: u64, arch: Arch, cus: u32, overrides: &Overrides) -> Result<Plan, ConfigError> {
     let mut rows: Vec<&'static KernelEntry> = registry::candidates(Problem::KGrouped, WeightLayout::Logical).collect();
     if let Some((bm, bn)) = overrides.tile {
@@ -1865,6 +1882,12 @@ pub fn plan_kgrouped(m: u32, n: u32, groups: u32, total_k: u64, arch: Arch, cus:
         if rows.is_empty() {
             return Err(ConfigError::ForcedTile { tile: format!("{bm}x{bn}"), available: "64x64, 128x128 (k-grouped)" });
         }
+    }
+    if let Some(e) = forced_kernel_error(overrides, rows.iter().copied()) {
+        return Err(e);
+    }
+    if let Some(k) = overrides.kernel {
+        rows.retain(|e| e.name() == k);
     }
     let model = CostModel::for_arch(arch)?;
     let mut best: Option<Plan> = None;
@@ -2389,6 +2412,26 @@ mod tests {
         // A non-positive block scale is refused, naming the field.
         let bad = m2.to_csv("test").replace(",1.500,2.000,", ",0.000,2.000,");
         assert!(CostModel::parse(&bad).unwrap_err().contains("l2_block_scale"));
+    }
+
+    #[test]
+    fn a_forced_kernel_of_another_problem_is_a_typed_error() {
+        let grouped = "m_grouped_fp8_gemm_nt_masked_bs_pipe_bm64_bn128";
+        let o = Overrides::NONE.with_kernel(grouped).unwrap();
+        let desc = GemmDesc::dense(256, 4096, 1024, Arch::Gfx942);
+        let e = plan(&desc, WeightLayout::Preshuffled, &o, u64::MAX).unwrap_err();
+        assert!(
+            matches!(&e, ConfigError::ForcedKernel { kernel, expected } if kernel == grouped && expected.contains("fp8_gemm_nt_bs_pipe_rg2_bm128_bn128")),
+            "{e}"
+        );
+        let dense = Overrides::NONE.with_kernel("fp8_gemm_nt_bs_pipe_bm64_bn128").unwrap();
+        let e = plan_kgrouped(256, 256, 2, 1024, Arch::Gfx942, 304, &dense).unwrap_err();
+        assert!(matches!(&e, ConfigError::ForcedKernel { expected, .. } if expected.contains("k_grouped_fp8_gemm_tn_contiguous_bm64_bn64")), "{e}");
+        // A k-grouped kernel forced by name is the one planned.
+        let kg = Overrides::NONE.with_kernel("k_grouped_fp8_gemm_tn_contiguous_bm64_bn64").unwrap();
+        assert_eq!(plan_kgrouped(256, 256, 2, 1024, Arch::Gfx942, 304, &kg).unwrap().kernel.name(), "k_grouped_fp8_gemm_tn_contiguous_bm64_bn64");
+        let e = Overrides::NONE.with_kernel("no_such_kernel").unwrap_err();
+        assert!(matches!(&e, ConfigError::ForcedKernel { kernel, .. } if kernel == "no_such_kernel"), "{e}");
     }
 
     #[test]
