@@ -24,7 +24,9 @@
 //! split-K count, [`fp8gemm::Overrides::with_split`], with a 256 MiB workspace; a count a launch
 //! cannot take is its error), `--seed S` (another routing draw; 0 is the tables'), `--plot PATH` (an SVG of the modelled
 //! layer time, with and without the routing launches, vs tokens), `--choices` (only the row alignment the layer chooses for each
-//! configuration, from the cost model: nothing is run). Prints one Markdown table row per run.
+//! configuration, from the cost model: nothing is run), `--epilogues auto|none|activation|unpermute|both`
+//! (pin which steps run as GEMM epilogues, [`fp8gemm::MoeLayer::set_epilogues`]; `auto`, the
+//! default, is the layer's own choice). Prints one Markdown table row per run.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -70,6 +72,8 @@ struct Args {
     /// `--plot PATH`: an SVG of the modelled layer time vs tokens, a line per layer shape,
     /// weight layout and row alignment.
     plot: Option<PathBuf>,
+    /// `--epilogues`: pinned epilogues (`None`: the layer's choice).
+    epilogues: Option<fp8gemm::MoeEpilogues>,
 }
 
 fn parse_args() -> Res<Args> {
@@ -88,6 +92,7 @@ fn parse_args() -> Res<Args> {
         plot: None,
         layers: Vec::new(),
         choices: false,
+        epilogues: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -126,6 +131,21 @@ fn parse_args() -> Res<Args> {
                     .into());
             }
             "--split" => a.split = Some(value()?.parse()?),
+            "--epilogues" => {
+                let v = value()?;
+                let (activation, unpermute) = match v.as_str() {
+                    "auto" => {
+                        a.epilogues = None;
+                        continue;
+                    }
+                    "none" => (false, false),
+                    "activation" => (true, false),
+                    "unpermute" => (false, true),
+                    "both" => (true, true),
+                    v => return Err(format!("--epilogues {v}: expected auto, none, activation, unpermute or both").into()),
+                };
+                a.epilogues = Some(fp8gemm::MoeEpilogues { activation, unpermute });
+            }
             "--seed" => a.seed = value()?.parse()?,
             "--plot" => a.plot = Some(PathBuf::from(value()?)),
             "--layer" => {
@@ -219,6 +239,7 @@ fn main() -> Res<()> {
                 }
             };
             let mut layer = MoeLayer::new(&ctx, gate_up, down, shared, MoeOptions { top_k: k, masked_max_tokens: 0 })?;
+            layer.set_epilogues(args.epilogues);
             for &align in &args.aligns {
                 layer.set_contiguous_align(align)?;
                 for &t in &tokens {

@@ -13,7 +13,8 @@ use common::{checked_context, randn_bf16, random_ids};
 use fp8gemm::fp8::E4M3Fnuz;
 use fp8gemm::moe::{
     MoeReferenceWeights, ReferenceActivations, RouteBuffers, contiguous_rows_bound, contiguous_rows_bound_aligned, expected_layout, moe_gather_quantize,
-    moe_route_contiguous, moe_route_contiguous_aligned, moe_route_masked, moe_unpermute, route_reference, route_reference_aligned, route_work_len,
+    moe_route_contiguous, moe_route_contiguous_aligned, moe_route_masked, moe_silu_mul_quantize, moe_unpermute, route_reference, route_reference_aligned,
+    route_work_len,
 };
 use fp8gemm::quant::{GroupedQuantizedWeights, QuantizedActivations, QuantizedWeights};
 use fp8gemm::{
@@ -261,6 +262,61 @@ fn gather_quantize_is_the_cpu_recipe() {
 }
 
 /// The unpermute's formula on the CPU: f32, j order, shared last, one bf16 rounding.
+/// The contiguous layout's activation pass (`moe_silu_mul_quantize`) against the CPU recipe:
+/// a routed row (`row_src` a token) is `FP8(silu(gate)·up)` of its own gate·up row, a padding
+/// row (−1) the recipe's all-zero row, and every other row (−2, or a token id out of range)
+/// keeps its old bytes.
+fn check_silu_pass(ctx: &Context, rows: usize, k: usize, tokens: usize, seed: u64) {
+    let stream = Stream::new(ctx).unwrap();
+    let mut rng = StdRng::seed_from_u64(seed);
+    let row_src: Vec<i32> = (0..rows)
+        .map(|_| match rng.random_range(0..20) {
+            0..=10 => rng.random_range(0..tokens as i32),
+            11..=16 => -1,
+            17 | 18 => -2,
+            _ => tokens as i32 + rng.random_range(0..3),
+        })
+        .collect();
+    // Padding rows' gate·up rows are zero (their A rows are); routed rows random.
+    let mut x = randn_bf16(rows * 2 * k, &mut rng);
+    for (r, &src) in row_src.iter().enumerate() {
+        if src == -1 {
+            x[r * 2 * k..(r + 1) * 2 * k].fill(0.0);
+        }
+    }
+    let xb: Vec<bf16> = x.iter().map(|&v| bf16::from_f32(v)).collect();
+    let kb = k.div_ceil(128);
+    let mut q = ctx.upload(&vec![0x55u8; rows * k]).unwrap();
+    let mut sf = ctx.upload(&vec![-3.0f32; rows * kb]).unwrap();
+    let (d_x, d_src) = (ctx.upload(&xb).unwrap(), ctx.upload(&row_src).unwrap());
+    let out = ActivationsViewMut::<F>::new(q.as_slice_mut(), sf.as_slice_mut(), rows, k).unwrap();
+    moe_silu_mul_quantize(&stream, d_x.as_slice(), d_src.as_slice(), tokens, out).unwrap();
+    let (q, sf) = (q.download(&stream).unwrap(), sf.download(&stream).unwrap());
+    let zero = QuantizedActivations::<F>::quantize(&vec![0f32; k], 1, k).unwrap();
+    for (r, &src) in row_src.iter().enumerate() {
+        let (gq, gs) = (&q[r * k..(r + 1) * k], &sf[r * kb..(r + 1) * kb]);
+        let what = format!("rows {rows} k {k}: row {r} (src {src})");
+        if src == -2 || src >= tokens as i32 {
+            assert!(gq.iter().all(|&b| b == 0x55) && gs.iter().all(|&s| s == -3.0), "{what}: written");
+            continue;
+        }
+        let want = if src >= 0 { QuantizedActivations::<F>::quantize_silu_mul(&xb[r * 2 * k..][..2 * k], 1, k).unwrap() } else { zero.clone() };
+        let want_q: Vec<u8> = want.data.iter().map(|v| v.to_bits()).collect();
+        assert_eq!(gq, &want_q[..], "{what}: values");
+        assert_eq!(gs.iter().map(|s| s.to_bits()).collect::<Vec<_>>(), want.scales.iter().map(|s| s.to_bits()).collect::<Vec<_>>(), "{what}: scales");
+    }
+}
+
+#[test]
+fn silu_pass_quantizes_the_routed_rows_and_zeroes_the_padding() {
+    let ctx = checked_context();
+    check_silu_pass(&ctx, 300, 256, 40, 1);
+    // A partial last 1×128 group, and a grid not a multiple of 8 workgroups.
+    check_silu_pass(&ctx, 77, 136, 9, 2);
+    // A grid larger than one round of the device (304 CUs × 8 workgroups).
+    check_silu_pass(&ctx, 40_000, 128, 1000, 3);
+}
+
 fn unpermute_cpu(y: &[bf16], slots: &[i32], w: &[f32], shared: Option<&[bf16]>, tokens: usize, h: usize) -> Vec<u16> {
     let k = slots.len() / tokens.max(1);
     let rows = y.len() / h;
@@ -1034,6 +1090,14 @@ fn fused_kernels_all_run_and_agree_with_the_unfused_layer() {
             let chunked = forward_with_overrides(&pre, &mut scratch, &x, &ids, &w, o);
             let bad = got.iter().zip(&chunked).position(|(a, b)| a.to_bits() != b.to_bits());
             assert!(bad.is_none(), "{what}: 128-row chunks differ at out[{bad:?}]");
+            // Epilogues pinned off (the activation and unpermute launches of their own, the
+            // activation over the routed rows only): the same bits.
+            let o = pipelined.map_or(fp8gemm::Overrides::NONE, |p| fp8gemm::Overrides::NONE.with_bs_pipelined(p));
+            pre.layer.set_epilogues(Some(fp8gemm::MoeEpilogues { activation: false, unpermute: false }));
+            let separate = forward_with_overrides(&pre, &mut scratch, &x, &ids, &w, o);
+            pre.layer.set_epilogues(None);
+            let bad = got.iter().zip(&separate).position(|(a, b)| a.to_bits() != b.to_bits());
+            assert!(bad.is_none(), "{what}: the separate launches differ at out[{bad:?}]");
         }
         pre.layer.set_contiguous_align(None).unwrap();
         assert_eq!(seen.len(), 6, "{seen:?}");

@@ -766,7 +766,9 @@ pub struct MoeRouteArgs {
 /// scale `1e-4 / fp8_max`), any other value outside `0..tokens` leaves the row untouched.
 /// `x` is `tokens × k` bf16, `q` `rows × k` FP8, `sf` `rows × ⌈k/128⌉` f32, `row_src` `rows`
 /// i32. Requirements (checked by the host): `k ≥ 8`, `k % 8 == 0`, `rows · ⌈k/128⌉ ≤ u32::MAX −
-/// 15`, pointers 16-byte aligned. The grid is `⌈rows · ⌈k/128⌉ / 16⌉` workgroups of 256.
+/// 15`, pointers 16-byte aligned. The grid is `⌈rows · ⌈k/128⌉ / 16⌉` workgroups of 256. The activation kernel (`moe_silu_mul_quantize_bf16`)
+/// takes the same arguments with `x` the `rows × 2k` bf16 `[gate | up]` rows and reads row `r`
+/// itself where `row_src[r]` is a token.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct MoeGatherArgs {

@@ -675,7 +675,8 @@ pub(crate) mod imp {
     /// re-arms the counter.
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
-    fn silu_tile(sc: &MoeSiluArgs, d: u64, bm: u32, m_sum: u32, n: u32, m0: u32, tm: u32, tn: u32) {
+    #[allow(clippy::too_many_arguments)]
+    fn silu_tile(sc: &MoeSiluArgs, d: u64, row_src: u64, bm: u32, m_sum: u32, n: u32, m0: u32, tm: u32, tn: u32) {
         release_barrier();
         let tid = workitem_id_x();
         let groups = sc.inter / 128;
@@ -703,8 +704,16 @@ pub(crate) mod imp {
         for pass in 0..bm / 16 {
             let row = m0 + 16 * pass + r16;
             let ok = row < m_sum;
+            // A padding row of the gathered layout (`row_src` −1; its A row was zero, so is
+            // its d row) is written as the all-zero row without reading d back.
+            let routed = ok
+                && (row_src == 0 || {
+                    // SAFETY: row < m_sum, the length of row_src (the gathered launch's row map).
+                    let src = unsafe { *(row_src as usize as *const i32).add(row as usize) };
+                    src >= 0
+                });
             let mut v = [0f32; 8];
-            if ok {
+            if routed {
                 let at = d + (u64::from(row) * n64 + u64::from(col)) * 2;
                 // SAFETY: row < m_sum, col + 8 ≤ inter and inter + col + 8 ≤ n: both 16-byte
                 // runs inside this launch's m_sum × n bf16 d, stored at device scope and
@@ -714,7 +723,7 @@ pub(crate) mod imp {
                     v[i] = crate::quant::silu_mul(g[i], u[i]);
                 }
             }
-            let amax_bits = row16_umax(if ok { crate::quant::imp::abs_bits_max(&v) } else { 0 });
+            let amax_bits = row16_umax(if routed { crate::quant::imp::abs_bits_max(&v) } else { 0 });
             let (sf, inv, bad) = crate::quant::imp::scale_of(amax_bits, sc.fp8_max);
             if ok {
                 let data = crate::quant::imp::convert8(&v, inv, sc.fp8_max, bad);
@@ -849,7 +858,7 @@ pub(crate) mod imp {
             match epi_kind {
                 Epi::None => {}
                 Epi::Scatter(sc) => scatter_tile(sc, bm, m, n, m0, n0, tn, &keep_row),
-                Epi::Silu(sc) => silu_tile(sc, args.d.addr(), bm, m, n, m0, tm, tn),
+                Epi::Silu(sc) => silu_tile(sc, args.d.addr(), args.row_src.addr(), bm, m, n, m0, tm, tn),
             }
         }
     }

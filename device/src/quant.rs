@@ -84,24 +84,32 @@ pub const EXP_CUTOFF: f32 = -80.0;
 /// against `f64::exp`). Positive `x` is treated as 0 (result 1); [`silu_mul`] only passes `−|g|`.
 #[inline(always)]
 pub fn exp_nonpositive(x: f32) -> f32 {
+    // Branch-free (the device evaluates it per lane: selects instead of divergent branches);
+    // the arithmetic on the valid range is the same as the early-return form's.
     #[allow(clippy::eq_op)] // x != x is the NaN test (no std on the device)
-    if x != x {
-        return x;
-    }
-    // Not NaN from here on.
-    if x < EXP_CUTOFF {
-        return 0.0;
-    }
-    let x = if x > 0.0 { 0.0 } else { x };
-    let t = x * core::f32::consts::LOG2_E;
+    let nan = x != x;
+    let under = x < EXP_CUTOFF;
+    // Not NaN, not below the cutoff, at most 0 from here on (other inputs are replaced by 0,
+    // whose result is discarded or, for positive x, is the result).
+    let xc = if nan || under || x > 0.0 { 0.0 } else { x };
+    let t = xc * core::f32::consts::LOG2_E;
     // t ∈ [−115.5, 0]: truncating t − 0.5 rounds t to nearest (ties away from zero): k ∈ [−116, 0].
-    let k = (t - 0.5) as i32;
+    // SAFETY: t − 0.5 ∈ [−116, −0.5] is finite and in i32's range, so the conversion is the
+    // truncation `as` performs, without its saturation selects.
+    let k = unsafe { (t - 0.5).to_int_unchecked::<i32>() };
     let kf = k as f32;
-    let r = (x - kf * LN2_HI) - kf * LN2_LO;
+    let r = (xc - kf * LN2_HI) - kf * LN2_LO;
     let p = 1.0 + r * (1.0 + r * (0.5 + r * (1.0 / 6.0 + r * (1.0 / 24.0 + r * (1.0 / 120.0 + r * (1.0 / 720.0 + r * (1.0 / 5040.0)))))));
     // 2^k, k ∈ [−116, 0]: a normal number.
     let scale = f32::from_bits(((k + 127) as u32) << 23);
-    p * scale
+    let e = p * scale;
+    if nan {
+        x
+    } else if under {
+        0.0
+    } else {
+        e
+    }
 }
 
 /// High part of ln 2 (`0x3f31_7200`, 15 significant bits).

@@ -134,7 +134,7 @@ pub use layout::{WeightLayout, preshuffle_weights, preshuffle_weights_on_device,
 #[cfg(all(feature = "moe", feature = "reference"))]
 pub use moe::moe_reference;
 #[cfg(feature = "moe")]
-pub use moe::{MoeLayer, MoeLayout, MoeOptions, MoeRun, MoeScratch, MoeStage, MoeStatus, route_reference, route_reference_aligned};
+pub use moe::{MoeEpilogues, MoeLayer, MoeLayout, MoeOptions, MoeRun, MoeScratch, MoeStage, MoeStatus, route_reference, route_reference_aligned};
 pub use quantize::{quantize_activations, quantize_activations_masked, quantize_weights, silu_mul_quantize_activations, silu_mul_quantize_activations_masked};
 pub use runtime::{Backend, CaptureMode, Context, DeviceBuffer, Event, Graph, GraphExec, Stream};
 pub use view::{ActivationsView, ActivationsViewMut, DeviceSlice, DeviceSliceMut, GroupedWeightsView, IntoOutput, OutputViewMut, WeightsView, WeightsViewMut};

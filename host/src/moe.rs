@@ -538,6 +538,58 @@ pub fn moe_gather_quantize<F: Fp8Format>(
     unsafe { stream.launch(dm::MOE_GATHER_QUANTIZE_BF16, [grid, 1, 1], 0, &args) }
 }
 
+/// The activation of a contiguous layout's routed rows: row `r` of `out` is
+/// `FP8(silu(gate)·up)` of row `r` of `gate_up` (`[gate | up]`, `2·k` bf16 values, `k` the
+/// columns of `out`) with 1×128 scales, the recipe of
+/// [`crate::quantize::silu_mul_quantize_activations`] bit for bit, where `row_src[r]` is a
+/// token (`0..tokens`); a padding row (`row_src[r] = −1`, whose gate·up row is zero) gets the
+/// recipe's all-zero row without being read; rows with any other `row_src` are left untouched.
+/// Only the routed rows cost arithmetic, not the padding of the experts' blocks.
+pub fn moe_silu_mul_quantize<F: Fp8Format>(
+    stream: &Stream,
+    gate_up: DeviceSlice<'_, bf16>,
+    row_src: DeviceSlice<'_, i32>,
+    tokens: usize,
+    out: ActivationsViewMut<'_, F>,
+) -> Result<()> {
+    let ctx = stream.context();
+    check_format::<F>(ctx, "out")?;
+    for (arg, owner) in [("gate_up", gate_up.owner()), ("row_src", row_src.owner()), ("out", out.data.owner()), ("out", out.scales.owner())] {
+        ctx.check_owner(arg, owner)?;
+    }
+    let (rows, k) = (out.m(), out.k());
+    check_count("row_src", "rows of out", rows, row_src.len())?;
+    if k == 0 || !k.is_multiple_of(dq::K_ALIGN as usize) {
+        return Err(shape_err("out", format!("k a positive multiple of {}", dq::K_ALIGN), k));
+    }
+    let len = shape_product("gate_up", &[rows, 2, k], "rows · 2k")?;
+    check_count("gate_up", &format!("rows · 2k = {rows} · 2 · {k}"), len, gate_up.len())?;
+    let tokens = u32_of("tokens", tokens)?;
+    if rows == 0 {
+        return Ok(());
+    }
+    let units = (rows as u64) * (k.div_ceil(128) as u64);
+    if units > u64::from(u32::MAX - dq::ACT_GROUPS_PER_WG) {
+        return Err(Error::Unsupported(format!("{units} 1×128 groups: at most {} per launch", u32::MAX - dq::ACT_GROUPS_PER_WG)));
+    }
+    let args = MoeGatherArgs {
+        x: GlobalPtr::new(gate_up.device_ptr().addr()),
+        row_src: row_src.device_ptr(),
+        q: out.data.device_ptr(),
+        sf: out.scales.device_ptr(),
+        rows: u32_of("out", rows)?,
+        k: u32_of("out", k)?,
+        tokens,
+        fp8_max: F::MAX,
+    };
+    let grid = (units as u32).div_ceil(dq::ACT_GROUPS_PER_WG);
+    // SAFETY: gate_up holds rows · 2k bf16 (checked above), row_src `rows` i32, out `rows × k`
+    // bytes and `rows × ⌈k/128⌉` scales (its constructor's lengths); k % 8 == 0; buffers are
+    // 256-byte aligned (raw views: their constructor's contract); the kernel reads only rows
+    // below `rows`. `out` is borrowed mutably.
+    unsafe { stream.launch(dm::MOE_SILU_MUL_QUANTIZE_BF16, [grid, 1, 1], 0, &args) }
+}
+
 /// `out[t, :] = bf16(Σ_j weights[t,j] · y[slots[t,j], :] + shared[t, :])`, f32 accumulation
 /// in `j` order, the shared term (if any) added last; slots outside `0..rows` are skipped.
 /// `y` is `rows × hidden` bf16, `slots`/`weights` `T · top_k`, `shared`/`out` `T × hidden`.
@@ -612,7 +664,21 @@ pub struct MoeLayer<F> {
     options: MoeOptions,
     /// The contiguous layout's row alignment when pinned ([`MoeLayer::set_contiguous_align`]).
     pinned_align: Option<usize>,
+    /// The fused path's epilogues when pinned ([`MoeLayer::set_epilogues`]).
+    pinned_epilogues: Option<MoeEpilogues>,
     ctx: Context,
+}
+
+/// Which steps of a [`MoeLayer`]'s gathered path run as epilogues of its grouped GEMMs
+/// ([`MoeLayer::set_epilogues`]) instead of as launches of their own. Either runs only where
+/// the gathered path does (contiguous layout, pre-shuffled weights, 32- or 64-row blocks; the
+/// scatter also needs pre-shuffled down weights); elsewhere a pinned `true` is ignored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MoeEpilogues {
+    /// `silu(gate)·up` and its FP8 quantization in the gate·up GEMM's launch.
+    pub activation: bool,
+    /// The weighted sum back into token order (the unpermute) in the down GEMM's launch.
+    pub unpermute: bool,
 }
 
 /// Caller-owned device scratch of a [`MoeLayer`], sized once for at most `max_tokens` tokens:
@@ -705,7 +771,7 @@ impl<F: Fp8Format> MoeLayer<F> {
         if options.top_k == 0 {
             return Err(shape_err("options.top_k", "at least 1", 0));
         }
-        Ok(MoeLayer { gate_up, down, shared, options, pinned_align: None, ctx: ctx.clone() })
+        Ok(MoeLayer { gate_up, down, shared, options, pinned_align: None, pinned_epilogues: None, ctx: ctx.clone() })
     }
     /// Routed experts `E`.
     pub fn experts(&self) -> usize {
@@ -879,6 +945,14 @@ impl<F: Fp8Format> MoeLayer<F> {
         Ok(())
     }
 
+    /// Pins which steps of the gathered path run as GEMM epilogues ([`MoeEpilogues`]), or
+    /// with `None` lets the layer decide per launch again (the default: an epilogue runs where
+    /// its launch fits one round of the device). An experiment's knob: the results are the same
+    /// bits either way (`tests/moe.rs`), only the launches and their modelled times differ.
+    pub fn set_epilogues(&mut self, epilogues: Option<MoeEpilogues>) {
+        self.pinned_epilogues = epilogues;
+    }
+
     /// The largest row alignment the contiguous layout may use: the pinned one, else
     /// [`MOE_MAX_ALIGN`].
     pub fn max_contiguous_align(&self) -> usize {
@@ -978,9 +1052,17 @@ impl<F: Fp8Format> MoeLayer<F> {
         // The contiguous GEMMs' plans count the busiest XCD's distinct B as the routing's draws
         // give it (as `fused_plans` estimated them).
         let routing = self.routing(t);
-        let fused_activation = gathered && self.one_round(stream, align, rows, 2 * i, h, e.min(pairs))?;
-        let fused_unpermute = gathered && self.down.layout() == WeightLayout::Preshuffled && self.one_round(stream, align, rows, h, i, e.min(pairs))?;
-        let quantized_in_gemm = fused_activation && align == 32;
+        let activation_one_round = gathered && self.one_round(stream, align, rows, 2 * i, h, e.min(pairs))?;
+        let fused_activation = gathered && self.pinned_epilogues.map_or(activation_one_round, |p| p.activation);
+        let fused_unpermute = gathered
+            && self.down.layout() == WeightLayout::Preshuffled
+            && match self.pinned_epilogues {
+                Some(p) => p.unpermute,
+                None => self.one_round(stream, align, rows, h, i, e.min(pairs))?,
+            };
+        // The tokens are quantized in the A loads only within one round (past it, every
+        // column tile of a row block would quantize the same rows again).
+        let quantized_in_gemm = fused_activation && activation_one_round && align == 32;
         // The layout uniform routing is expected to give (active experts, rows): what the
         // contiguous GEMMs are planned for (launched over all `rows`).
         let expected = if align > 0 { expected_layout(t, k, e, align) } else { (e.min(pairs), rows) };
@@ -1063,9 +1145,9 @@ impl<F: Fp8Format> MoeLayer<F> {
             let x = s.gate_up_out.slice(..rows * 2 * i)?;
             let act = ActivationsViewMut::<F>::new(s.act_data.slice_mut(..rows * i)?, s.act_scales.slice_mut(..rows * (i / 128))?, rows, i)?;
             match layout {
-                // As one masked group of `rows` rows whose count is the route's "rows used"
-                // (status[2]): rows past the used blocks are skipped on the device.
-                MoeLayout::Contiguous => silu_mul_quantize_activations_masked(stream, x, s.status.slice(2..3)?, act)?,
+                // The routed rows only (`row_src`): padding rows are written as zero rows
+                // without arithmetic, rows past the used blocks are skipped on the device.
+                MoeLayout::Contiguous => moe_silu_mul_quantize(stream, x, s.row_src.slice(..rows)?, t, act)?,
                 MoeLayout::Masked => silu_mul_quantize_activations_masked(stream, x, &s.masked_m, act)?,
             }
             observer(MoeStage::SiluMulQuantize)?;
