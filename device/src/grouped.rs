@@ -719,9 +719,7 @@ pub(crate) mod imp {
                 // runs inside this launch's m_sum × n bf16 d, stored at device scope and
                 // released before the counter said both tiles arrived.
                 let (g, u) = unsafe { (bf16x8(load16_device(at)), bf16x8(load16_device(at + i64_ * 2))) };
-                for i in 0..8 {
-                    v[i] = crate::quant::silu_mul(g[i], u[i]);
-                }
+                v = crate::quant::silu_mul8(&g, &u);
             }
             let amax_bits = row16_umax(if routed { crate::quant::imp::abs_bits_max(&v) } else { 0 });
             let (sf, inv, bad) = crate::quant::imp::scale_of(amax_bits, sc.fp8_max);

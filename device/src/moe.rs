@@ -632,9 +632,7 @@ pub(crate) mod imp {
                 // SAFETY: row < rows and col + 8 ≤ k (k % 8 == 0): both 8-element runs lie
                 // inside the rows × 2k bf16 input, 16-byte aligned.
                 let (g, u) = unsafe { (load8::<{ crate::quant::IN_BF16 }>(a.x.addr(), base), load8::<{ crate::quant::IN_BF16 }>(a.x.addr(), base + k64)) };
-                for i in 0..8 {
-                    v[i] = crate::quant::silu_mul(g[i], u[i]);
-                }
+                v = crate::quant::silu_mul8(&g, &u);
             } else {
                 // SAFETY: src < tokens, col + 8 ≤ k (k % 8 == 0): inside the tokens × k bf16
                 // input, 16-byte aligned.
