@@ -675,7 +675,6 @@ pub(crate) mod imp {
     /// re-arms the counter.
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
     fn silu_tile(sc: &MoeSiluArgs, d: u64, row_src: u64, bm: u32, m_sum: u32, n: u32, m0: u32, tm: u32, tn: u32) {
         release_barrier();
         let tid = workitem_id_x();
