@@ -1104,6 +1104,43 @@ fn fused_kernels_all_run_and_agree_with_the_unfused_layer() {
     }
 }
 
+/// Past one round of the device the layer runs its activation and unpermute as launches of
+/// their own; pinned on (`MoeLayer::set_epilogues`) the gate·up and down launches run them as
+/// epilogues over several rounds (every pair counter and token counter reused across rounds):
+/// the same bits, and the launches the pin asks for.
+#[test]
+fn pinned_epilogues_past_one_round_give_the_same_bits() {
+    let ctx = checked_context();
+    let (e, h, i, k, t) = (8, 512, 256, 2, 3800);
+    let opts = MoeOptions { top_k: k, masked_max_tokens: 0 };
+    let mut l = random_layer_in(&ctx, e, h, i, Some(128), opts, 95, WeightLayout::Preshuffled);
+    l.layer.set_contiguous_align(Some(32)).unwrap();
+    let mut rng = StdRng::seed_from_u64(96);
+    let (x, ids, w) = inputs(t, h, k, e, false, &mut rng);
+    let mut scratch = MoeScratch::new(&l.layer, t, 0).unwrap();
+    let mut runs = Vec::new();
+    for pin in [None, Some(fp8gemm::MoeEpilogues { activation: true, unpermute: true })] {
+        l.layer.set_epilogues(pin);
+        let stream = Stream::new(&ctx).unwrap();
+        let xb: Vec<bf16> = x.iter().map(|&v| bf16::from_f32(v)).collect();
+        let (d_x, d_ids, d_w) = (ctx.upload(&xb).unwrap(), ctx.upload(&ids).unwrap(), ctx.upload(&w).unwrap());
+        let mut out = ctx.alloc_zeroed::<bf16>(x.len()).unwrap();
+        let run = l.layer.forward(&stream, &d_x, &d_ids, &d_w, &mut out, &mut scratch).unwrap();
+        let pinned = pin.is_some();
+        assert!(run.gathered, "{pin:?}: {run:?}");
+        assert_eq!((run.fused_activation, run.fused_unpermute), (pinned, pinned), "{pin:?}: {run:?}");
+        // Past one round the tokens are quantized by a launch of their own either way.
+        assert!(!run.quantized_in_gemm, "{pin:?}: {run:?}");
+        runs.push(out.download(&stream).unwrap());
+    }
+    let bad = runs[0].iter().zip(&runs[1]).position(|(a, b)| a.to_bits() != b.to_bits());
+    assert!(bad.is_none(), "the epilogues past one round differ from the separate launches at out[{bad:?}]");
+    let got: Vec<f32> = runs[1].iter().map(|v| v.to_f32()).collect();
+    let matched = l.reference(&x, &ids, &w, ReferenceActivations::DeviceMatched);
+    let diff = reference::calc_diff(&got, &matched).unwrap();
+    assert!(diff < 2e-5, "calc_diff {diff:e} vs the device-matched reference");
+}
+
 /// The layout the layer plans its launches for (`expected_layout`: uniform routing, every
 /// non-empty expert padded to whole tiles) against the mean of 40 seeded uniform routings,
 /// and its closed cases.
