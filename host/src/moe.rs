@@ -499,43 +499,7 @@ pub fn moe_gather_quantize<F: Fp8Format>(
     row_src: DeviceSlice<'_, i32>,
     out: ActivationsViewMut<'_, F>,
 ) -> Result<()> {
-    let ctx = stream.context();
-    check_format::<F>(ctx, "out")?;
-    for (arg, owner) in [("hidden", hidden.owner()), ("row_src", row_src.owner()), ("out", out.data.owner()), ("out", out.scales.owner())] {
-        ctx.check_owner(arg, owner)?;
-    }
-    let (rows, k) = (out.m(), out.k());
-    check_count("row_src", "rows of out", rows, row_src.len())?;
-    if k == 0 || !k.is_multiple_of(dq::K_ALIGN as usize) {
-        return Err(shape_err("out", format!("k a positive multiple of {}", dq::K_ALIGN), k));
-    }
-    if !hidden.len().is_multiple_of(k) {
-        return Err(shape_err("hidden", format!("T · k elements with k = {k}"), format!("{} elements", hidden.len())));
-    }
-    let tokens = u32_of("hidden", hidden.len() / k)?;
-    if rows == 0 {
-        return Ok(());
-    }
-    let units = (rows as u64) * (k.div_ceil(128) as u64);
-    if units > u64::from(u32::MAX - dq::ACT_GROUPS_PER_WG) {
-        return Err(Error::Unsupported(format!("{units} 1×128 groups: at most {} per launch", u32::MAX - dq::ACT_GROUPS_PER_WG)));
-    }
-    let args = MoeGatherArgs {
-        x: GlobalPtr::new(hidden.device_ptr().addr()),
-        row_src: row_src.device_ptr(),
-        q: out.data.device_ptr(),
-        sf: out.scales.device_ptr(),
-        rows: u32_of("out", rows)?,
-        k: u32_of("out", k)?,
-        tokens,
-        fp8_max: F::MAX,
-    };
-    let grid = (units as u32).div_ceil(dq::ACT_GROUPS_PER_WG);
-    // SAFETY: hidden holds T·k bf16, row_src `rows` i32, out `rows × k` bytes and
-    // `rows × ⌈k/128⌉` scales (its constructor's lengths); k % 8 == 0; buffers are 256-byte
-    // aligned (raw views: their constructor's contract); the kernel reads only rows of hidden
-    // below T. `out` is borrowed mutably.
-    unsafe { stream.launch(dm::MOE_GATHER_QUANTIZE_BF16, [grid, 1, 1], 0, &args) }
+    launch_rows(stream, RowsInput::Tokens, hidden, row_src, out)
 }
 
 /// The activation of a contiguous layout's routed rows: row `r` of `out` is
@@ -552,9 +516,38 @@ pub fn moe_silu_mul_quantize<F: Fp8Format>(
     tokens: usize,
     out: ActivationsViewMut<'_, F>,
 ) -> Result<()> {
+    launch_rows(stream, RowsInput::GateUp { tokens }, gate_up, row_src, out)
+}
+
+/// The input of a launch of the gather's mapping ([`MoeGatherArgs`]).
+#[derive(Clone, Copy)]
+enum RowsInput {
+    /// `[T, k]` token rows, gathered through `row_src` (`moe_gather_quantize_bf16`).
+    Tokens,
+    /// The layout's own `[rows, 2k]` gate·up rows; `row_src` marks the routed ones
+    /// (`moe_silu_mul_quantize_bf16`).
+    GateUp {
+        /// Tokens `T` (`row_src` values at or past it are not routed rows).
+        tokens: usize,
+    },
+}
+
+/// The checks and the launch [`moe_gather_quantize`] and [`moe_silu_mul_quantize`] share: `x` is
+/// their input (named by `input`), `out` the `rows × k` FP8 output with 1×128 scales.
+fn launch_rows<F: Fp8Format>(
+    stream: &Stream,
+    input: RowsInput,
+    x: DeviceSlice<'_, bf16>,
+    row_src: DeviceSlice<'_, i32>,
+    out: ActivationsViewMut<'_, F>,
+) -> Result<()> {
     let ctx = stream.context();
+    let x_arg = match input {
+        RowsInput::Tokens => "hidden",
+        RowsInput::GateUp { .. } => "gate_up",
+    };
     check_format::<F>(ctx, "out")?;
-    for (arg, owner) in [("gate_up", gate_up.owner()), ("row_src", row_src.owner()), ("out", out.data.owner()), ("out", out.scales.owner())] {
+    for (arg, owner) in [(x_arg, x.owner()), ("row_src", row_src.owner()), ("out", out.data.owner()), ("out", out.scales.owner())] {
         ctx.check_owner(arg, owner)?;
     }
     let (rows, k) = (out.m(), out.k());
@@ -562,9 +555,19 @@ pub fn moe_silu_mul_quantize<F: Fp8Format>(
     if k == 0 || !k.is_multiple_of(dq::K_ALIGN as usize) {
         return Err(shape_err("out", format!("k a positive multiple of {}", dq::K_ALIGN), k));
     }
-    let len = shape_product("gate_up", &[rows, 2, k], "rows · 2k")?;
-    check_count("gate_up", &format!("rows · 2k = {rows} · 2 · {k}"), len, gate_up.len())?;
-    let tokens = u32_of("tokens", tokens)?;
+    let (tokens, kernel) = match input {
+        RowsInput::Tokens => {
+            if !x.len().is_multiple_of(k) {
+                return Err(shape_err("hidden", format!("T · k elements with k = {k}"), format!("{} elements", x.len())));
+            }
+            (u32_of("hidden", x.len() / k)?, dm::MOE_GATHER_QUANTIZE_BF16)
+        }
+        RowsInput::GateUp { tokens } => {
+            let len = shape_product("gate_up", &[rows, 2, k], "rows · 2k")?;
+            check_count("gate_up", &format!("rows · 2k = {rows} · 2 · {k}"), len, x.len())?;
+            (u32_of("tokens", tokens)?, dm::MOE_SILU_MUL_QUANTIZE_BF16)
+        }
+    };
     if rows == 0 {
         return Ok(());
     }
@@ -573,7 +576,7 @@ pub fn moe_silu_mul_quantize<F: Fp8Format>(
         return Err(Error::Unsupported(format!("{units} 1×128 groups: at most {} per launch", u32::MAX - dq::ACT_GROUPS_PER_WG)));
     }
     let args = MoeGatherArgs {
-        x: GlobalPtr::new(gate_up.device_ptr().addr()),
+        x: GlobalPtr::new(x.device_ptr().addr()),
         row_src: row_src.device_ptr(),
         q: out.data.device_ptr(),
         sf: out.scales.device_ptr(),
@@ -583,11 +586,12 @@ pub fn moe_silu_mul_quantize<F: Fp8Format>(
         fp8_max: F::MAX,
     };
     let grid = (units as u32).div_ceil(dq::ACT_GROUPS_PER_WG);
-    // SAFETY: gate_up holds rows · 2k bf16 (checked above), row_src `rows` i32, out `rows × k`
-    // bytes and `rows × ⌈k/128⌉` scales (its constructor's lengths); k % 8 == 0; buffers are
-    // 256-byte aligned (raw views: their constructor's contract); the kernel reads only rows
-    // below `rows`. `out` is borrowed mutably.
-    unsafe { stream.launch(dm::MOE_SILU_MUL_QUANTIZE_BF16, [grid, 1, 1], 0, &args) }
+    // SAFETY: `x` holds T·k bf16 (the gather, which reads only rows below T) or rows · 2k bf16
+    // (the activation, which reads only its own rows), both checked above; row_src `rows` i32,
+    // out `rows × k` bytes and `rows × ⌈k/128⌉` scales (its constructor's lengths); k % 8 == 0;
+    // buffers are 256-byte aligned (raw views: their constructor's contract). `out` is borrowed
+    // mutably.
+    unsafe { stream.launch(kernel, [grid, 1, 1], 0, &args) }
 }
 
 /// `out[t, :] = bf16(Σ_j weights[t,j] · y[slots[t,j], :] + shared[t, :])`, f32 accumulation
