@@ -44,8 +44,10 @@
 //! per workgroup (a release, an atomic, reads of other workgroups' results) that the model's
 //! features do not include yet, so they run only where the launch fits one round of the
 //! device (every workgroup resident at once: decode), where the launch they replace costs
-//! more; past it the separate launches run. At one token the layer is then the route plus
-//! two launches.
+//! more; past it the separate launches run (past one round the epilogues' tails cost their
+//! launches more than the separate passes do: `docs/perf/moe.md`). At
+//! one token the layer is then the route plus two launches. [`MoeLayer::set_epilogues`] pins
+//! the choice (same bits either way).
 //!
 //! # Semantics (decided here, tested in `tests/moe.rs`)
 //! * **Row order** inside an expert is the order of `p = t·k + j` (a stable counting sort, no
@@ -84,14 +86,16 @@
 //! 257 experts, top-9 and one token the GEMMs see 9 blocks of 32 rows where the 128-row layout
 //! bounded 32,768 rows. The blocks past the used rows exit at once — the route marks them
 //! (`m_indices` −1, `row_src` −2), which is the device-side count of valid blocks the kernels
-//! read (GEMMs: the block's `m_indices`; gather: `row_src`; silu·mul: the used row count,
-//! read on the device as a one-group `masked_m`) — so a launch stays capture-safe with no host
+//! read (GEMMs: the block's `m_indices`; gather and the contiguous silu·mul: `row_src`) — so a
+//! launch stays capture-safe with no host
 //! sync. The contiguous split-K GEMMs also read the used row count (the route's `status[2]`)
 //! and deal their grid's first workgroups the tiles of the used rows: the hardware spreads
 //! those over the XCDs, where an id range per XCD over the bound would leave the padding at
 //! the layout's end to the last XCDs and all the work to the others. The padding rows inside
-//! a used block (fewer than `a` per expert) are quantized and multiplied but never stored or
-//! read back. Buffers are sized by the same bound; where a
+//! a used block (fewer than `a` per expert) are multiplied but never stored or read back; the
+//! activation pass writes their zero rows without arithmetic
+//! ([`moe_silu_mul_quantize`]: its cost follows the routed rows). Buffers are sized by the same
+//! bound; where a
 //! GEMM's A or D would pass the 2 GiB of 32-bit buffer offsets (257 experts, H = 6144, 16384
 //! tokens: 163,647 rows × 6144 bf16 of down output) the grouped GEMM runs in row chunks
 //! ([`crate::m_grouped_fp8_gemm_nt_contiguous_aligned`]); the gather, silu·mul and unpermute
