@@ -16,7 +16,8 @@
 //!
 //! Options: `--csv PATH` (default `$FP8GEMM_PEERS_DIR/shapes_fmoe_1stage.csv`, else
 //! `../shared/peers/shapes_fmoe_1stage.csv`), `--machine mi300x|mi325x`, `--weights
-//! logical|preshuffled|both`, `--align auto|128|both|ROWS`, `--max-tokens N`, `--tokens T,T,…`,
+//! logical|preshuffled|both`, `--align auto|128|both|ROWS`, `--max-tokens N` (the largest token count run, default 1024;
+//! not applied to the counts `--tokens` lists), `--tokens T,T,…`,
 //! `--experts E` (only rows with that many experts), `--layer E,k,H,I[,Is]` (instead of the CSV: a
 //! layer of `E` experts, top-`k`, hidden `H`, width `I`, a shared expert of width `Is`, at the
 //! `--tokens` counts; repeatable), `--verbose` (every launch's kernel, grid,
@@ -209,7 +210,8 @@ fn main() -> Res<()> {
     let mut configs: Vec<Config> = from_csv
         .into_iter()
         .chain(from_flags)
-        .filter(|c| c.tokens <= args.max_tokens)
+        // `--max-tokens` bounds the CSV's rows; token counts listed with `--tokens` all run.
+        .filter(|c| args.tokens.is_some() || c.tokens <= args.max_tokens)
         .filter(|c| args.tokens.as_ref().is_none_or(|t| t.contains(&c.tokens)))
         .filter(|c| args.experts.is_none_or(|e| e == c.experts))
         .collect();
