@@ -999,6 +999,14 @@ fn bad_arguments_are_typed_errors() {
     let view = ActivationsViewMut::<F>::new(q.as_slice_mut(), sf.as_slice_mut(), 4, 128).unwrap();
     let err = moe_gather_quantize(&stream, xg.as_slice(), row_src.slice(..3).unwrap(), view).unwrap_err();
     assert_eq!(shape_arg(err), "row_src");
+    // The activation pass: gate·up rows of 2k values, one row_src entry per row.
+    let gu = ctx.alloc_zeroed::<bf16>(4 * 256).unwrap();
+    let view = ActivationsViewMut::<F>::new(q.as_slice_mut(), sf.as_slice_mut(), 4, 128).unwrap();
+    let err = moe_silu_mul_quantize(&stream, gu.slice(..4 * 255).unwrap(), row_src.slice(..4).unwrap(), 4, view).unwrap_err();
+    assert_eq!(shape_arg(err), "gate_up");
+    let view = ActivationsViewMut::<F>::new(q.as_slice_mut(), sf.as_slice_mut(), 4, 128).unwrap();
+    let err = moe_silu_mul_quantize(&stream, gu.as_slice(), row_src.slice(..3).unwrap(), 4, view).unwrap_err();
+    assert_eq!(shape_arg(err), "row_src");
 }
 
 /// The example shape (16 experts, hidden 1024, intermediate 512, top-8) for
