@@ -909,8 +909,9 @@ impl<F: Fp8Format> MoeLayer<F> {
                 // The bf16 tokens quantized in the A loads.
                 (true, 32) => (ContiguousVariant::SiluQa, 0.0),
                 (true, _) => (ContiguousVariant::Silu, 0.0),
-                // D in bf16, then the activation pass reads it and writes FP8.
-                (false, _) => (ContiguousVariant::Plain, r * 2.0 * i_f * 2.0 + act),
+                // D in bf16, then the activation pass reads its routed rows (`T·k`) and writes
+                // FP8 for every row (`moe_silu_mul_quantize`: padding rows unread).
+                (false, _) => (ContiguousVariant::Plain, pairs as f64 * 2.0 * i_f * 2.0 + act),
             };
             let (dn_variant, unpermute_bytes) = if fused_unpermute {
                 (ContiguousVariant::Scatter, 0.0)
