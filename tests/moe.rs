@@ -236,15 +236,40 @@ fn check_gather(ctx: &Context, tokens: usize, k: usize, experts: usize, h: usize
     let out = ActivationsViewMut::<F>::new(q.as_slice_mut(), sf.as_slice_mut(), rows, h).unwrap();
     moe_gather_quantize(&stream, d_x.as_slice(), d_src.as_slice(), out).unwrap();
     let (q, sf) = (q.download(&stream).unwrap(), sf.download(&stream).unwrap());
-    let zero = QuantizedActivations::<F>::quantize(&vec![0f32; h], 1, h).unwrap();
-    for (r, &src) in route.row_src.iter().enumerate() {
-        let (gq, gs) = (&q[r * h..(r + 1) * h], &sf[r * kb..(r + 1) * kb]);
-        let what = format!("T={tokens} k={k} E={experts} H={h} masked={masked:?}: row {r} (src {src})");
-        if src == -2 {
+    let what = format!("T={tokens} k={k} E={experts} H={h} masked={masked:?}");
+    assert_quantized_rows(
+        &q,
+        &sf,
+        &route.row_src,
+        h,
+        &what,
+        |src| src == -2,
+        |_, src| QuantizedActivations::<F>::quantize(&xb[src as usize * h..][..h], 1, h).unwrap(),
+    );
+}
+
+/// Checks `rows × k` FP8 rows `q` and their 1×128 scales `sf`, each row by its `row_src`
+/// entry: `untouched(src)` rows keep the sentinel bytes (0x55, scale −3.0), padding rows (−1)
+/// are the recipe's all-zero row, every other row `r` is `want(r, src)` bit for bit.
+fn assert_quantized_rows(
+    q: &[u8],
+    sf: &[f32],
+    row_src: &[i32],
+    k: usize,
+    what: &str,
+    untouched: impl Fn(i32) -> bool,
+    want: impl Fn(usize, i32) -> QuantizedActivations<F>,
+) {
+    let kb = k.div_ceil(128);
+    let zero = QuantizedActivations::<F>::quantize(&vec![0f32; k], 1, k).unwrap();
+    for (r, &src) in row_src.iter().enumerate() {
+        let (gq, gs) = (&q[r * k..(r + 1) * k], &sf[r * kb..(r + 1) * kb]);
+        let what = format!("{what}: row {r} (src {src})");
+        if untouched(src) {
             assert!(gq.iter().all(|&b| b == 0x55) && gs.iter().all(|&s| s == -3.0), "{what}: written");
             continue;
         }
-        let want = if src >= 0 { QuantizedActivations::<F>::quantize(&xb[src as usize * h..][..h], 1, h).unwrap() } else { zero.clone() };
+        let want = if src >= 0 { want(r, src) } else { zero.clone() };
         let want_q: Vec<u8> = want.data.iter().map(|v| v.to_bits()).collect();
         assert_eq!(gq, &want_q[..], "{what}: values");
         assert_eq!(gs.iter().map(|s| s.to_bits()).collect::<Vec<_>>(), want.scales.iter().map(|s| s.to_bits()).collect::<Vec<_>>(), "{what}: scales");
@@ -292,19 +317,15 @@ fn check_silu_pass(ctx: &Context, rows: usize, k: usize, tokens: usize, seed: u6
     let out = ActivationsViewMut::<F>::new(q.as_slice_mut(), sf.as_slice_mut(), rows, k).unwrap();
     moe_silu_mul_quantize(&stream, d_x.as_slice(), d_src.as_slice(), tokens, out).unwrap();
     let (q, sf) = (q.download(&stream).unwrap(), sf.download(&stream).unwrap());
-    let zero = QuantizedActivations::<F>::quantize(&vec![0f32; k], 1, k).unwrap();
-    for (r, &src) in row_src.iter().enumerate() {
-        let (gq, gs) = (&q[r * k..(r + 1) * k], &sf[r * kb..(r + 1) * kb]);
-        let what = format!("rows {rows} k {k}: row {r} (src {src})");
-        if src == -2 || src >= tokens as i32 {
-            assert!(gq.iter().all(|&b| b == 0x55) && gs.iter().all(|&s| s == -3.0), "{what}: written");
-            continue;
-        }
-        let want = if src >= 0 { QuantizedActivations::<F>::quantize_silu_mul(&xb[r * 2 * k..][..2 * k], 1, k).unwrap() } else { zero.clone() };
-        let want_q: Vec<u8> = want.data.iter().map(|v| v.to_bits()).collect();
-        assert_eq!(gq, &want_q[..], "{what}: values");
-        assert_eq!(gs.iter().map(|s| s.to_bits()).collect::<Vec<_>>(), want.scales.iter().map(|s| s.to_bits()).collect::<Vec<_>>(), "{what}: scales");
-    }
+    assert_quantized_rows(
+        &q,
+        &sf,
+        &row_src,
+        k,
+        &format!("rows {rows} k {k}"),
+        |src| src == -2 || src >= tokens as i32,
+        |r, _| QuantizedActivations::<F>::quantize_silu_mul(&xb[r * 2 * k..][..2 * k], 1, k).unwrap(),
+    );
 }
 
 #[test]
