@@ -464,6 +464,12 @@ struct TuneCli {
     /// files, fitted at the shipped model's bandwidth and merged into it.
     #[arg(long)]
     only: Option<String>,
+    /// With `--cost`: leave out the kernels whose symbol contains one of these (comma-separated),
+    /// sampled or read from the sample files: they keep no coefficients of their own and are
+    /// estimated with their stand-ins (gfx942's full refit leaves out the masked kernels,
+    /// `--skip masked_bm,masked_bs`, whose own coefficients chose worse than the dense stand-ins).
+    #[arg(long)]
+    skip: Option<String>,
 }
 
 impl TuneCli {
@@ -484,6 +490,7 @@ impl TuneCli {
             retime: self.retime,
             padded: self.padded,
             only: self.only,
+            skip: self.skip,
             seed: self.seed,
             k_blocks,
             judge,

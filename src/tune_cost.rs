@@ -25,10 +25,11 @@
 //! the k-grouped kernels ([`draw_kgrouped`], [`launch_kgrouped`]: `m × n` outputs per group
 //! over `k` tokens in equal groups).
 //! The samples are written to `--samples-out` so the fit can be redone without timing
-//! (`--from-samples`). The fit: for each pair of candidate HBM and per-XCD L2 bandwidths on a
-//! grid (fractions of the machine's), every kernel's coefficients by non-negative least squares
-//! ([`fp8gemm::select::fit_kernel`]); the pair with the smallest mean |log error| over all
-//! samples is kept. The evaluation shapes of
+//! (`--from-samples`). The fit: for each candidate memory fill and HBM and per-XCD L2
+//! bandwidths on a grid (fractions of the machine's bandwidths, fills of 0 … 3 µs, then a finer
+//! grid of HBM rates and fills around the best), every kernel's coefficients by non-negative
+//! least squares ([`fp8gemm::select::fit_kernel`]); the figures with the smallest mean |log
+//! error| over all samples are kept. The evaluation shapes of
 //! `fp8gemm eval` are never drawn here (they come from public model configurations, not from
 //! this distribution).
 
@@ -42,7 +43,7 @@ use fp8gemm::codeobj::Arch;
 use fp8gemm::config::{GemmDesc, Overrides};
 use fp8gemm::dense_layouts::{MnMajorActivationsView, MnMajorWeightsView};
 use fp8gemm::registry::{self, KernelEntry, Major, Problem, ScheduleKind};
-use fp8gemm::select::{self, CostModel, Features, Plan, Sample};
+use fp8gemm::select::{self, CostModel, Features, MemoryRates, Plan, Sample};
 use fp8gemm::{Context, Stream};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -62,6 +63,8 @@ pub struct CostArgs {
     /// The contiguous split-K draws end their groups in padding rows (`tune --padded`).
     pub padded: bool,
     pub only: Option<String>,
+    /// Kernels left out (`tune --skip`).
+    pub skip: Option<String>,
     pub seed: u64,
     /// The K blocks (K / 128) the draws take, log-uniform between the two.
     pub k_blocks: (u32, u32),
@@ -651,7 +654,9 @@ pub fn run(a: CostArgs) -> Result<(), String> {
     let (ctx, arch) = crate::profile::context_for(&machine)?;
     // `--only`: the kernels sampled or fitted, from sample files too (the others keep the
     // shipped model's rows).
-    let keep = |name: &str| a.only.as_deref().is_none_or(|o| o.split(',').any(|o| name.contains(o)));
+    let keep = |name: &str| {
+        a.only.as_deref().is_none_or(|o| o.split(',').any(|o| name.contains(o))) && a.skip.as_deref().is_none_or(|o| !o.split(',').any(|o| name.contains(o)))
+    };
     let kernels: Vec<&'static KernelEntry> = registry::KERNELS
         .iter()
         .filter(|e| {
@@ -757,7 +762,7 @@ pub fn run(a: CostArgs) -> Result<(), String> {
         // into it.
         Some(_) => {
             let mut base = CostModel::for_arch(arch).map_err(|e| e.to_string())?.clone();
-            let fitted = fit_at(&samples, &scales, &machine, arch, base.hbm_bytes_per_s, base.l2_bytes_per_s, &chains)?;
+            let fitted = fit_at(&samples, &scales, &machine, arch, base.rates(), &chains)?;
             // Only split launches' features differ between the versions: merging data-parallel
             // kernels keeps the shipped file's version (and so its other rows' estimates).
             let splits = fitted.kernels.keys().any(|k| registry::by_name(k).is_none_or(|e| e.schedule != ScheduleKind::DataParallel));
@@ -881,17 +886,18 @@ impl Resolved {
     }
 }
 
-/// Every kernel's coefficients at HBM bandwidth `bw` and per-XCD L2 bandwidth `l2` (bytes/s).
-/// `scales`: each kernel's [`l2_scales`].
+/// Every kernel's coefficients at the memory figures `rates` (the fill, the HBM and per-XCD L2
+/// bandwidths tried or shipped; the fabric link's is the machine's). `scales`: each kernel's
+/// [`l2_scales`].
 fn fit_at(
     samples: &[Resolved],
     scales: &HashMap<&'static str, (f64, f64)>,
     machine: &Machine,
     arch: Arch,
-    bw: f64,
-    l2: f64,
+    rates: MemoryRates,
     chains: &HashMap<String, (f64, f64)>,
 ) -> Result<CostModel, String> {
+    let rates = MemoryRates { fabric_bytes_per_s: machine.fabric_bytes_per_s, ..rates };
     let mut by_kernel: HashMap<&'static str, Vec<Sample>> = HashMap::new();
     for r in samples {
         by_kernel.entry(r.t.kernel).or_default().push(Sample { features: r.features, seconds: r.t.seconds });
@@ -900,9 +906,10 @@ fn fit_at(
         machine: machine.name.to_string(),
         clock_hz: machine.clock_hz,
         launch_s: machine.launch_overhead_s,
-        hbm_bytes_per_s: bw,
-        l2_bytes_per_s: l2,
-        fabric_bytes_per_s: machine.fabric_bytes_per_s,
+        hbm_bytes_per_s: rates.hbm_bytes_per_s,
+        l2_bytes_per_s: rates.l2_bytes_per_s,
+        fabric_bytes_per_s: rates.fabric_bytes_per_s,
+        memory_fill_s: rates.fill_s,
         kernels: HashMap::new(),
         features: select::FEATURES,
     };
@@ -912,25 +919,15 @@ fn fit_at(
         let scale = scales.get(name).copied().unwrap_or((1.0, 1.0));
         model.kernels.insert(
             name.to_string(),
-            select::fit_kernel(
-                samples,
-                slots,
-                machine.clock_hz,
-                machine.launch_overhead_s,
-                bw,
-                l2,
-                machine.fabric_bytes_per_s,
-                scale,
-                chains.get(*name).copied(),
-            ),
+            select::fit_kernel(samples, slots, machine.clock_hz, machine.launch_overhead_s, rates, scale, chains.get(*name).copied()),
         );
     }
     Ok(model)
 }
 
-/// Fits every kernel's coefficients (module docs): the HBM and L2 bandwidths (fractions of
-/// the machine's: 0.30 … 1.10 of its HBM peak, 0.40 … 1.00 of its L2's) of least mean
-/// |log error|.
+/// Fits every kernel's coefficients (module docs): the memory fill and the HBM and L2
+/// bandwidths (fractions of the machine's: 0.30 … 1.10 of its HBM peak, 0.40 … 1.00 of its
+/// L2's; the fill 0 … 4 µs) of least mean |log error|.
 fn fit(
     samples: &[Resolved],
     scales: &HashMap<&'static str, (f64, f64)>,
@@ -940,16 +937,43 @@ fn fit(
 ) -> Result<CostModel, String> {
     let peak = machine.hbm_bytes_per_s;
     let l2_peak = machine.l2_bytes_per_clk * machine.clock_hz;
+    // Mean |log error| over every sample (a median would let the memory-bound tail go).
+    let score = |model: &CostModel| samples.iter().map(|r| r.ratio(model).ln().abs()).sum::<f64>() / samples.len().max(1) as f64;
     let mut best: Option<(f64, CostModel)> = None;
-    for step in 0..=16 {
-        for l2_step in 0..=12 {
-            let bw = peak * (0.3 + 0.05 * f64::from(step));
-            let l2 = l2_peak * (0.4 + 0.05 * f64::from(l2_step));
-            let model = fit_at(samples, scales, machine, arch, bw, l2, chains)?;
-            // Mean |log error| over every sample (a median would let the memory-bound tail go).
-            let mean = samples.iter().map(|r| r.ratio(&model).ln().abs()).sum::<f64>() / samples.len().max(1) as f64;
-            if best.as_ref().is_none_or(|(b, _)| mean < *b) {
-                best = Some((mean, model));
+    let consider = |rates: MemoryRates, best: &mut Option<(f64, CostModel)>| -> Result<(), String> {
+        let model = fit_at(samples, scales, machine, arch, rates, chains)?;
+        let mean = score(&model);
+        if best.as_ref().is_none_or(|(b, _)| mean < *b) {
+            *best = Some((mean, model));
+        }
+        Ok(())
+    };
+    // A coarse grid (HBM 0.30 … 1.10 of the peak in steps of 0.05, L2 0.40 … 1.00 of its peak,
+    // fill 0 … 3 µs in steps of 1), then a finer one around its best (HBM in quarter steps,
+    // fill in quarter microseconds).
+    for fill_step in 0..=3 {
+        for step in 0..=16 {
+            for l2_step in 0..=12 {
+                let rates = MemoryRates {
+                    fill_s: 1e-6 * f64::from(fill_step),
+                    hbm_bytes_per_s: peak * (0.3 + 0.05 * f64::from(step)),
+                    l2_bytes_per_s: l2_peak * (0.4 + 0.05 * f64::from(l2_step)),
+                    fabric_bytes_per_s: machine.fabric_bytes_per_s,
+                };
+                consider(rates, &mut best)?;
+            }
+        }
+    }
+    let coarse = best.as_ref().map(|(_, m)| m.rates()).ok_or("no samples")?;
+    for fill_step in -4..=4 {
+        for step in -4..=4 {
+            let rates = MemoryRates {
+                fill_s: coarse.fill_s + 0.25e-6 * f64::from(fill_step),
+                hbm_bytes_per_s: coarse.hbm_bytes_per_s + peak * 0.0125 * f64::from(step),
+                ..coarse
+            };
+            if rates.fill_s >= 0.0 && (fill_step, step) != (0, 0) {
+                consider(rates, &mut best)?;
             }
         }
     }
@@ -1142,9 +1166,10 @@ fn print_chains(ctx: &Context, machine: &Machine, arch: Arch, cus: u32, kernels:
 
 fn report(samples: &[Resolved], model: &CostModel) {
     println!(
-        "cost model (every time MODELLED; in-sample unless said otherwise above): HBM {:.2} TB/s, L2 {:.2} TB/s per XCD",
+        "cost model (every time MODELLED; in-sample unless said otherwise above): HBM {:.3} TB/s, L2 {:.2} TB/s per XCD, memory fill {:.2} µs",
         model.hbm_bytes_per_s / 1e12,
-        model.l2_bytes_per_s / 1e12
+        model.l2_bytes_per_s / 1e12,
+        model.memory_fill_s * 1e6
     );
     println!("{:<46} {:>4} {:>10} {:>10} {:>10}  worst row", "kernel", "n", "median|e|", "worst|e|", "median e");
     let mut names: Vec<&str> = samples.iter().map(|r| r.t.kernel).collect();

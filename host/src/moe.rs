@@ -926,7 +926,7 @@ impl<F: Fp8Format> MoeLayer<F> {
             let (Ok(gate_up), Ok(down)) = (plan(2 * i, h, gu_variant, gu_bytes), plan(h, i, dn_variant, dn_bytes)) else {
                 continue;
             };
-            let pass = |bytes: f64| if bytes > 0.0 { model.launch_s + bytes / model.hbm_bytes_per_s } else { 0.0 };
+            let pass = |bytes: f64| if bytes > 0.0 { model.pass_s(bytes) } else { 0.0 };
             let passes_s = pass(silu_bytes) + pass(unpermute_bytes);
             let estimate_s = gate_up.estimate_s + down.estimate_s + passes_s;
             out.push(FusedPlans { align, active, rows, gate_up, down, passes_s, estimate_s });

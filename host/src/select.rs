@@ -14,7 +14,11 @@
 //!   dealt round-robin to the CUs, so the busiest CU gets `⌈jobs/CUs⌉` of each kind and runs
 //!   them in batches of at most `slots` (workgroups per CU from registers and LDS, from the code
 //!   object). A batch of `o` concurrent workgroups of `b` blocks costs `fixed[o] + b·block[o]`
-//!   cycles; a split or stream-K piece adds `partial` cycles for its partial tile and `reduce`
+//!   cycles, and the CU's first batch `first_batch` more (in a launch of many workgroups per
+//!   CU a later workgroup's prologue and epilogue overlap its neighbours' main loops, the
+//!   first's overlap nothing; without this figure `fixed`, fitted mostly on launches of one
+//!   batch or a few, charges every batch of a long launch the first one's cost);
+//!   a split or stream-K piece adds `partial` cycles for its partial tile and `reduce`
 //!   for each partial the finishing workgroup adds; a block whose B tile the CU reads first
 //!   (cold, from HBM: one in `⌈m/BM⌉` of the workgroups sharing that B tile) adds `cold`.
 //! * **Memory.** The launch moves at least its unique bytes (A, B and D) through HBM at
@@ -33,9 +37,18 @@
 //!   finisher chains (`fp8gemm tune --chain-lines`), the chain costs `chain_fixed + tail ·
 //!   chain` from their line instead of a fitted `tail` (the shipped models: the dense split-K
 //!   kernels; the grouped ones fit `tail` alone).
-//! * `time = launch + max(busiest CU cycles / clock, HBM bytes / its bandwidth, L2 bytes / its
-//!   bandwidth, fabric bytes / its bandwidth) + tail · chain / clock`; launches a memory bound
-//!   estimates alike are ranked by their compute term.
+//! * **Fill.** A memory-bound launch also pays `memory_fill_s` once: its stream's ramp (the
+//!   first loads' latency before the memory system streams) and drain. Without it the fitted
+//!   HBM rate is a compromise between short, ramp-dominated launches and long streaming ones,
+//!   which then beat the rate they are estimated at.
+//!
+//! A file written before the fill and `first_batch` figures reads both as 0 and estimates as
+//! it was fitted (the shipped gfx942 and gfx950 files: refits with them chose better MoE
+//! layer heights but moved ties among masked grouped candidates the wrong way,
+//! `docs/perf/cost_fit_s30.txt`).
+//! * `time = launch + max(busiest CU cycles / clock, fill + max(HBM bytes / its bandwidth, L2
+//!   bytes / its bandwidth, fabric bytes / its bandwidth)) + tail · chain / clock`; launches a
+//!   memory bound estimates alike are ranked by their compute term.
 //!
 //! Every coefficient is **generated**: `fp8gemm tune --cost` times each registered kernel with
 //! the timing model (`amdgpu_emu::timing`) on a seeded random sample of shapes, measures each
@@ -43,8 +56,8 @@
 //! fits `block`, `fixed`, `partial`, `reduce` and `tail` per kernel by non-negative least
 //! squares on relative error ([`fit_kernel`]: compute-bound samples fit every term,
 //! memory-bound split samples the `tail` alone, from what the memory bound leaves of their
-//! time) and the HBM and L2 bandwidths on a grid of fractions of the
-//! machine's (the fabric link's is the machine's figure), and writes them to `host/tuned/<arch>.<machine>.cost.csv`, which is
+//! time) and the fill and the HBM and L2 bandwidths on a grid (fractions of the machine's
+//! bandwidths, then a finer grid around the best; the fabric link's is the machine's figure), and writes them to `host/tuned/<arch>.<machine>.cost.csv`, which is
 //! embedded here ([`CostModel::for_arch`]). No coefficient is typed by hand; regenerate the file
 //! when the timing model or a kernel changes. `fp8gemm eval` judges the result on shapes the
 //! tuner never saw (regret against every candidate, timed through the model).
@@ -531,6 +544,12 @@ pub struct KernelCost {
     /// −1). Fitted only where samples skip rows (0 elsewhere: every dense and full sample
     /// stores every row).
     pub store: f64,
+    /// Cycles the busiest CU's first batch adds to its `fixed` figure
+    /// ([`Features::first_batch`]): in a launch of many workgroups per CU they do not run in
+    /// lockstep batches; a later workgroup's prologue and epilogue overlap its neighbours' main
+    /// loops, the first batch's prologue overlaps nothing. Fitted with the other figures (0 in
+    /// files written before it, whose `fixed` charges every batch alike).
+    pub first_batch: f64,
     /// The kernel's L2 traffic per byte of [`Features::l2_block_bytes`], as the timing model
     /// measured it (`fp8gemm tune --cost` runs two launches per kernel, [`KernelCost::l2_bytes`]):
     /// what the tiles' line granularity, scale reads and the waves' re-reads past the L1 add.
@@ -557,6 +576,10 @@ pub struct CostModel {
     pub launch_s: f64,
     /// The HBM bandwidth a streaming launch reaches on it, bytes per second (fitted).
     pub hbm_bytes_per_s: f64,
+    /// What a memory-bound launch adds to its bytes at their bandwidth, seconds: the stream's
+    /// ramp (its first loads' latency before the memory system streams) and drain (fitted
+    /// with the bandwidths; 0 in files written before it, which have no such column).
+    pub memory_fill_s: f64,
     /// The bandwidth one XCD's L2 reaches serving its workgroups' tile loads, bytes per second
     /// (fitted as a fraction of the machine's L2 bandwidth).
     pub l2_bytes_per_s: f64,
@@ -571,6 +594,22 @@ pub struct CostModel {
     /// ([`Features::fabric_v1_extra`]), so an older file estimates as it was fitted until it is
     /// regenerated.
     pub features: u32,
+}
+
+/// The memory figures of a [`CostModel`] (or of a fit trying them): a memory-bound launch
+/// takes `fill_s` plus the longest of its HBM bytes at `hbm_bytes_per_s`, its busiest XCD's L2
+/// traffic at `l2_bytes_per_s` and its fabric bytes at `fabric_bytes_per_s` (the last two per
+/// XCD).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MemoryRates {
+    /// [`CostModel::memory_fill_s`].
+    pub fill_s: f64,
+    /// [`CostModel::hbm_bytes_per_s`].
+    pub hbm_bytes_per_s: f64,
+    /// [`CostModel::l2_bytes_per_s`].
+    pub l2_bytes_per_s: f64,
+    /// [`CostModel::fabric_bytes_per_s`].
+    pub fabric_bytes_per_s: f64,
 }
 
 /// The version of [`Features`] the tuner fits coefficients on ([`CostModel::features`]).
@@ -760,6 +799,11 @@ fn add_jobs(f: &mut Features, jobs: u64, blocks: f64, cus: u64, slots: u32, tb: 
 }
 
 impl Features {
+    /// 1 where the busiest CU runs a batch (its first pays [`KernelCost::first_batch`]), else 0.
+    pub fn first_batch(&self) -> f64 {
+        self.batches.iter().sum::<f64>().min(1.0)
+    }
+
     /// The features of `plan` for `desc` on a device of `desc.cus` CUs (a k-grouped kernel's
     /// problem described as `desc.m × desc.n` outputs per group over `desc.k` tokens in
     /// `desc.groups` groups).
@@ -909,20 +953,29 @@ impl CostModel {
                     m.hbm_bytes_per_s = num(4)?;
                     m.l2_bytes_per_s = num(5)?;
                     m.fabric_bytes_per_s = num(6)?;
+                    // Files written before the fill have seven fields.
+                    m.memory_fill_s = if f.len() > 7 { num(7)? } else { 0.0 };
+                    if m.memory_fill_s < 0.0 {
+                        return Err(format!("line {}: memory_fill_s must not be negative", i + 1));
+                    }
                 }
                 "kernel" => {
                     let name = f.get(1).ok_or_else(|| format!("line {}: kernel name missing", i + 1))?.to_string();
                     let slots = num(2)? as usize;
-                    // The store and chain_fixed figures (the last two) are absent from files
-                    // written before them.
-                    if !(1..=8).contains(&slots) || !(9 + 2 * slots..=11 + 2 * slots).contains(&f.len()) {
+                    // The store, chain_fixed and first_batch figures (the last three) are absent
+                    // from files written before them.
+                    if !(1..=8).contains(&slots) || !(9 + 2 * slots..=12 + 2 * slots).contains(&f.len()) {
                         return Err(format!(
-                            "line {}: expected name, slots, partial, reduce, tail, cold, l2_block_scale, l2_other_scale, then slots block and slots fixed figures, then store and chain_fixed",
+                            "line {}: expected name, slots, partial, reduce, tail, cold, l2_block_scale, l2_other_scale, then slots block and slots fixed figures, then store, chain_fixed and first_batch",
                             i + 1
                         ));
                     }
                     let store = if f.len() > 9 + 2 * slots { num(9 + 2 * slots)? } else { 0.0 };
                     let chain_fixed = if f.len() > 10 + 2 * slots { num(10 + 2 * slots)? } else { 0.0 };
+                    let first_batch = if f.len() > 11 + 2 * slots { num(11 + 2 * slots)? } else { 0.0 };
+                    if first_batch < 0.0 {
+                        return Err(format!("line {}: first_batch must not be negative", i + 1));
+                    }
                     if chain_fixed < 0.0 {
                         return Err(format!("line {}: chain_fixed must not be negative", i + 1));
                     }
@@ -932,7 +985,10 @@ impl CostModel {
                     }
                     let block = (0..slots).map(|o| num(9 + o)).collect::<Result<Vec<_>, _>>()?;
                     let fixed = (0..slots).map(|o| num(9 + slots + o)).collect::<Result<Vec<_>, _>>()?;
-                    m.kernels.insert(name, KernelCost { block, fixed, partial, reduce, tail, chain_fixed, cold, store, l2_block_scale, l2_other_scale });
+                    m.kernels.insert(
+                        name,
+                        KernelCost { block, fixed, partial, reduce, tail, chain_fixed, cold, store, first_batch, l2_block_scale, l2_other_scale },
+                    );
                 }
                 other => return Err(format!("line {}: unknown row kind `{other}`", i + 1)),
             }
@@ -954,13 +1010,13 @@ impl CostModel {
         if self.features > 1 {
             s.push_str(&format!("# features,version (of the fabric feature the coefficients were fitted on)\nfeatures,{}\n", self.features));
         }
-        s.push_str("# machine,name,clock_hz,launch_s,hbm_bytes_per_s,l2_bytes_per_s_per_xcd,fabric_bytes_per_s_per_xcd\n");
+        s.push_str("# machine,name,clock_hz,launch_s,hbm_bytes_per_s,l2_bytes_per_s_per_xcd,fabric_bytes_per_s_per_xcd,memory_fill_s\n");
         s.push_str(&format!(
-            "machine,{},{},{:e},{:e},{:e},{:e}\n",
-            self.machine, self.clock_hz, self.launch_s, self.hbm_bytes_per_s, self.l2_bytes_per_s, self.fabric_bytes_per_s
+            "machine,{},{},{:e},{:e},{:e},{:e},{:e}\n",
+            self.machine, self.clock_hz, self.launch_s, self.hbm_bytes_per_s, self.l2_bytes_per_s, self.fabric_bytes_per_s, self.memory_fill_s
         ));
         s.push_str(
-            "# kernel,symbol,slots,partial_cycles,reduce_cycles,tail_cycles,cold_block_cycles,l2_block_scale,l2_other_scale,block_cycles[slots],fixed_cycles[slots],store_cycles,chain_fixed_cycles\n",
+            "# kernel,symbol,slots,partial_cycles,reduce_cycles,tail_cycles,cold_block_cycles,l2_block_scale,l2_other_scale,block_cycles[slots],fixed_cycles[slots],store_cycles,chain_fixed_cycles,first_batch_cycles\n",
         );
         let mut names: Vec<&String> = self.kernels.keys().collect();
         names.sort();
@@ -968,7 +1024,7 @@ impl CostModel {
             let c = &self.kernels[n];
             let fig = |v: &[f64]| v.iter().map(|x| format!("{x:.1}")).collect::<Vec<_>>().join(",");
             s.push_str(&format!(
-                "kernel,{n},{},{:.1},{:.1},{:.1},{:.1},{:.3},{:.3},{},{},{:.1},{:.1}\n",
+                "kernel,{n},{},{:.1},{:.1},{:.1},{:.1},{:.3},{:.3},{},{},{:.1},{:.1},{:.1}\n",
                 c.block.len(),
                 c.partial,
                 c.reduce,
@@ -979,7 +1035,8 @@ impl CostModel {
                 fig(&c.block),
                 fig(&c.fixed),
                 c.store,
-                c.chain_fixed
+                c.chain_fixed,
+                c.first_batch
             ));
         }
         s
@@ -987,7 +1044,7 @@ impl CostModel {
 
     /// The busiest CU's cycles for `f` under `c`.
     pub fn cu_cycles(c: &KernelCost, f: &Features) -> f64 {
-        let mut t = c.partial * f.partials + c.reduce * f.reduces + c.cold * f.cold - c.store * f.unstored;
+        let mut t = c.partial * f.partials + c.reduce * f.reduces + c.cold * f.cold - c.store * f.unstored + c.first_batch * f.first_batch();
         for o in 0..c.block.len().min(8) {
             t += c.block[o] * f.blocks[o] + c.fixed[o] * f.batches[o];
         }
@@ -1060,11 +1117,29 @@ impl CostModel {
         chain_cycles(c.chain_fixed, c.tail, f.chain) / self.clock_hz
     }
 
-    /// The seconds the memory hierarchy needs for `f` under `c` at the least: its unique bytes
-    /// through HBM or the busiest XCD's traffic ([`KernelCost::l2_bytes`]) through its L2,
+    /// The seconds the memory hierarchy needs for `f` under `c` at the least: the stream's
+    /// fill ([`CostModel::memory_fill_s`]) and its unique bytes through HBM, the busiest XCD's
+    /// traffic ([`KernelCost::l2_bytes`]) through its L2 or its fabric bytes through its link,
     /// whichever takes longer.
     pub fn memory_s(&self, c: &KernelCost, f: &Features) -> f64 {
-        Self::memory_at(c, &self.versioned(f), self.hbm_bytes_per_s, self.l2_bytes_per_s, self.fabric_bytes_per_s)
+        Self::memory_at(c, &self.versioned(f), self.rates())
+    }
+
+    /// The model's memory figures ([`MemoryRates`]).
+    pub fn rates(&self) -> MemoryRates {
+        MemoryRates {
+            fill_s: self.memory_fill_s,
+            hbm_bytes_per_s: self.hbm_bytes_per_s,
+            l2_bytes_per_s: self.l2_bytes_per_s,
+            fabric_bytes_per_s: self.fabric_bytes_per_s,
+        }
+    }
+
+    /// The seconds of a memory-bound pass (no kernel of the model: an MoE layer's separate
+    /// activation or unpermute launch) that moves `bytes` through HBM: the launch, the fill
+    /// and the bytes at the HBM rate.
+    pub fn pass_s(&self, bytes: f64) -> f64 {
+        self.launch_s + self.memory_fill_s + bytes / self.hbm_bytes_per_s
     }
 
     /// `f` as this model's coefficients were fitted on it ([`CostModel::features`]).
@@ -1072,10 +1147,9 @@ impl CostModel {
         if self.features < FEATURES { Features { fabric_bytes: f.fabric_bytes + f.fabric_v1_extra, ..*f } } else { *f }
     }
 
-    /// [`CostModel::memory_s`] at the given bandwidths (bytes per second; the L2's and the
-    /// fabric link's per XCD).
-    pub fn memory_at(c: &KernelCost, f: &Features, hbm_bytes_per_s: f64, l2_bytes_per_s: f64, fabric_bytes_per_s: f64) -> f64 {
-        (f.hbm_bytes / hbm_bytes_per_s).max(c.l2_bytes(f) / l2_bytes_per_s).max(f.fabric_bytes / fabric_bytes_per_s)
+    /// [`CostModel::memory_s`] at the given figures.
+    pub fn memory_at(c: &KernelCost, f: &Features, r: MemoryRates) -> f64 {
+        r.fill_s + (f.hbm_bytes / r.hbm_bytes_per_s).max(c.l2_bytes(f) / r.l2_bytes_per_s).max(f.fabric_bytes / r.fabric_bytes_per_s)
     }
 }
 
@@ -1914,24 +1988,21 @@ pub struct Sample {
 }
 
 /// Fits one kernel's coefficients to `samples` (non-negative least squares on relative error,
-/// over the samples that the compute term explains: a sample whose bytes at `hbm_bytes_per_s`
-/// through HBM, or, scaled by the kernel's measured `l2_scales` (block, other;
-/// [`KernelCost::l2_bytes`]), at `l2_bytes_per_s` through the busiest XCD's L2, or its
-/// [`Features::fabric_bytes`] at `fabric_bytes_per_s` exceed the fitted compute time is
+/// over the samples that the compute term explains: a sample whose memory bound at `rates`
+/// ([`CostModel::memory_at`]: its fill, and its bytes through HBM, or, scaled by the kernel's
+/// measured `l2_scales` (block, other; [`KernelCost::l2_bytes`]), through the busiest XCD's
+/// L2, or its [`Features::fabric_bytes`] through its link) exceeds the fitted compute time is
 /// memory-bound: it fits only the `tail` coefficient, with the cycles its memory bound leaves
 /// unexplained over its [`Features::chain`]; iterated to a fixed point). `slots` is the
 /// kernel's workgroups per CU. `chain`: the kernel's finisher chain measured on its own
 /// (`(chain_fixed, tail)` cycles, [`KernelCost::chain_fixed`]); it is then taken off every
 /// split sample's time and not fitted (memory-bound split samples fit nothing).
-#[allow(clippy::too_many_arguments)]
 pub fn fit_kernel(
     samples: &[Sample],
     slots: u32,
     clock_hz: f64,
     launch_s: f64,
-    hbm_bytes_per_s: f64,
-    l2_bytes_per_s: f64,
-    fabric_bytes_per_s: f64,
+    rates: MemoryRates,
     l2_scales: (f64, f64),
     chain: Option<(f64, f64)>,
 ) -> KernelCost {
@@ -1939,7 +2010,11 @@ pub fn fit_kernel(
     // The store column only where a sample skips rows (an all-zero column would only perturb
     // the solver).
     let stores = samples.iter().any(|x| x.features.unstored > 0.0);
-    let cols = 2 * s + 4 + usize::from(stores);
+    // The first-batch column where a sample has batches after its first (else it is the
+    // fixed column again).
+    let firsts = samples.iter().any(|x| x.features.batches.iter().sum::<f64>() > 1.0);
+    let cols = 2 * s + 4 + usize::from(stores) + usize::from(firsts);
+    let first_col = firsts.then_some(2 * s + 4 + usize::from(stores));
     let row = |x: &Features| -> Vec<f64> {
         let mut r = vec![0.0; cols];
         for o in 0..8 {
@@ -1955,12 +2030,15 @@ pub fn fit_kernel(
             // Saved cycles: the coefficient is non-negative, the feature counts against.
             r[2 * s + 4] = -x.unstored;
         }
+        if let Some(j) = first_col {
+            r[j] = x.first_batch();
+        }
         r
     };
     // Each sample's memory bound, seconds: it depends on the bandwidths and the L2 scales only,
     // not on the coefficients being fitted.
-    let scales = to_cost(&vec![0.0; cols], s, l2_scales);
-    let mem_s: Vec<f64> = samples.iter().map(|smp| CostModel::memory_at(&scales, &smp.features, hbm_bytes_per_s, l2_bytes_per_s, fabric_bytes_per_s)).collect();
+    let scales = to_cost(&vec![0.0; cols], s, l2_scales, stores, firsts);
+    let mem_s: Vec<f64> = samples.iter().map(|smp| CostModel::memory_at(&scales, &smp.features, rates)).collect();
     let mut use_: Vec<bool> = vec![true; samples.len()];
     let mut coef = vec![0.0; cols];
     for _ in 0..6 {
@@ -1982,7 +2060,7 @@ pub fn fit_kernel(
             }
         }
         coef = nnls(&a, &b, cols);
-        let c = to_cost(&coef, s, l2_scales);
+        let c = to_cost(&coef, s, l2_scales, stores, firsts);
         let mut changed = false;
         for (i, smp) in samples.iter().enumerate() {
             let keep = CostModel::cu_cycles(&c, &smp.features) / clock_hz >= mem_s[i];
@@ -1995,14 +2073,19 @@ pub fn fit_kernel(
             break;
         }
     }
-    let mut c = to_cost(&coef, s, l2_scales);
+    let mut c = to_cost(&coef, s, l2_scales, stores, firsts);
     if let Some((a, b)) = chain {
         (c.chain_fixed, c.tail) = (a, b);
     }
     c
 }
 
-fn to_cost(coef: &[f64], s: usize, (l2_block_scale, l2_other_scale): (f64, f64)) -> KernelCost {
+/// The coefficients of `fit_kernel`'s columns: `s` block and `s` fixed figures, partial,
+/// reduce, cold, tail, then the store column where `stores` and the first-batch column where
+/// `firsts`.
+fn to_cost(coef: &[f64], s: usize, (l2_block_scale, l2_other_scale): (f64, f64), stores: bool, firsts: bool) -> KernelCost {
+    let store = if stores { coef[2 * s + 4] } else { 0.0 };
+    let first_batch = if firsts { coef[2 * s + 4 + usize::from(stores)] } else { 0.0 };
     KernelCost {
         block: coef[..s].to_vec(),
         fixed: coef[s..2 * s].to_vec(),
@@ -2011,7 +2094,8 @@ fn to_cost(coef: &[f64], s: usize, (l2_block_scale, l2_other_scale): (f64, f64))
         cold: coef[2 * s + 2],
         tail: coef[2 * s + 3],
         chain_fixed: 0.0,
-        store: coef.get(2 * s + 4).copied().unwrap_or(0.0),
+        store,
+        first_batch,
         l2_block_scale,
         l2_other_scale,
     }
@@ -2053,6 +2137,11 @@ pub fn nnls(a: &[Vec<f64>], b: &[f64], cols: usize) -> Vec<f64> {
 mod tests {
     use super::*;
 
+    /// Memory figures no sample is bound by.
+    fn no_memory() -> MemoryRates {
+        MemoryRates { fill_s: 0.0, hbm_bytes_per_s: 1e18, l2_bytes_per_s: 1e18, fabric_bytes_per_s: 1e18 }
+    }
+
     #[test]
     fn nnls_recovers_a_nonnegative_solution_and_clamps_a_negative_one() {
         // y = 2·x0 + 3·x1 exactly.
@@ -2079,6 +2168,7 @@ mod tests {
             chain_fixed: 0.0,
             cold: 300.0,
             store: 800.0,
+            first_batch: 0.0,
             l2_block_scale: 1.0,
             l2_other_scale: 1.0,
         };
@@ -2100,7 +2190,7 @@ mod tests {
             f.hbm_bytes = 1.0;
             samples.push(Sample { features: f, seconds: launch + (CostModel::cu_cycles(&truth, &f) + truth.tail * f.chain) / clock });
         }
-        let got = fit_kernel(&samples, 2, clock, launch, 1e18, 1e18, 1e18, (1.0, 1.0), None);
+        let got = fit_kernel(&samples, 2, clock, launch, no_memory(), (1.0, 1.0), None);
         let all = |c: &KernelCost| c.block.iter().chain(&c.fixed).chain([&c.partial, &c.reduce, &c.tail, &c.cold, &c.store]).copied().collect::<Vec<f64>>();
         for (g, t) in all(&got).into_iter().zip(all(&truth)) {
             assert!((g - t).abs() <= 1e-3 * t.max(1.0), "{got:?} vs {truth:?}");
@@ -2130,7 +2220,7 @@ mod tests {
             let compute = CostModel::cu_cycles(&truth, &f) / clock;
             samples.push(Sample { features: f, seconds: launch + compute.max(mem) + truth.tail * f.chain / clock });
         }
-        let got = fit_kernel(&samples, 1, clock, launch, bw, 1e18, 1e18, (1.0, 1.0), None);
+        let got = fit_kernel(&samples, 1, clock, launch, MemoryRates { hbm_bytes_per_s: bw, ..no_memory() }, (1.0, 1.0), None);
         assert!((got.tail - 400.0).abs() < 1.0, "{got:?}");
         assert!((got.block[0] - 600.0).abs() < 1.0 && (got.fixed[0] - 3000.0).abs() < 5.0, "{got:?}");
     }
@@ -2155,7 +2245,7 @@ mod tests {
             let chain = if f.chain > 0.0 { a + b * f.chain } else { 0.0 };
             samples.push(Sample { features: f, seconds: launch + (CostModel::cu_cycles(&truth, &f) + chain) / clock });
         }
-        let got = fit_kernel(&samples, 1, clock, launch, 1e18, 1e18, 1e18, (1.0, 1.0), Some((a, b)));
+        let got = fit_kernel(&samples, 1, clock, launch, no_memory(), (1.0, 1.0), Some((a, b)));
         assert_eq!((got.chain_fixed, got.tail), (a, b));
         assert!((got.block[0] - 600.0).abs() < 1.0 && (got.fixed[0] - 3000.0).abs() < 5.0 && (got.partial - 200.0).abs() < 1.0, "{got:?}");
         let model = CostModel {
@@ -2165,6 +2255,7 @@ mod tests {
             hbm_bytes_per_s: 1e18,
             l2_bytes_per_s: 1e18,
             fabric_bytes_per_s: 1e18,
+            memory_fill_s: 0.0,
             kernels: HashMap::new(),
             features: FEATURES,
         };
@@ -2179,7 +2270,8 @@ mod tests {
         let text = m.to_csv("test");
         assert_eq!(CostModel::parse(&text).expect("round trip").kernels["k"].chain_fixed, a);
         let line = text.lines().find(|l| l.starts_with("kernel,k,")).expect("kernel row");
-        let without = line.rsplit_once(',').expect("a last field").0;
+        // (chain_fixed is the last but one field: first_batch follows it.)
+        let without = line.rsplitn(3, ',').nth(2).expect("two last fields");
         assert_eq!(CostModel::parse(&text.replace(line, without)).expect("no chain_fixed column").kernels["k"].chain_fixed, 0.0);
         let negative = format!("{without},-5.0");
         assert!(CostModel::parse(&text.replace(line, &negative)).unwrap_err().contains("chain_fixed"));
@@ -2383,6 +2475,7 @@ mod tests {
             chain_fixed: 0.0,
             cold: 0.0,
             store: 125.0,
+            first_batch: 0.0,
             l2_block_scale: 1.5,
             l2_other_scale: 2.0,
         };
@@ -2393,6 +2486,7 @@ mod tests {
             hbm_bytes_per_s: 1e18,
             l2_bytes_per_s: 1e9,
             fabric_bytes_per_s: 1e18,
+            memory_fill_s: 0.0,
             kernels: HashMap::new(),
             features: FEATURES,
         };
@@ -2405,13 +2499,69 @@ mod tests {
         let back = CostModel::parse(&m2.to_csv("test")).expect("round trip");
         assert_eq!((back.l2_bytes_per_s, back.fabric_bytes_per_s), (1e9, 1e18));
         assert_eq!((back.kernels["k"].l2_block_scale, back.kernels["k"].l2_other_scale, back.kernels["k"].store), (1.5, 2.0, 125.0));
-        // A file written before the store (and chain_fixed) figures reads with none.
-        let old = m2.to_csv("test").replace(",125.0,0.0\n", "\n");
+        // A file written before the store (and chain_fixed, first_batch) figures reads with none.
+        let old = m2.to_csv("test").replace(",125.0,0.0,0.0\n", "\n");
         assert_ne!(old, m2.to_csv("test"));
         assert_eq!(CostModel::parse(&old).expect("old format").kernels["k"].store, 0.0);
         // A non-positive block scale is refused, naming the field.
         let bad = m2.to_csv("test").replace(",1.500,2.000,", ",0.000,2.000,");
         assert!(CostModel::parse(&bad).unwrap_err().contains("l2_block_scale"));
+    }
+
+    #[test]
+    fn a_memory_fill_and_a_first_batch_figure_are_fitted_estimated_and_kept() {
+        // Samples of many batches per CU where the first batch costs 2,000 cycles more than
+        // the others (its prologue overlaps nothing): the fit finds that figure and the
+        // per-batch one, and estimates a one-batch and a 20-batch launch as the truth does.
+        let (clock, launch) = (1.8e9, 2e-6);
+        let truth = KernelCost { block: vec![600.0], fixed: vec![3000.0], first_batch: 2000.0, l2_block_scale: 1.0, l2_other_scale: 1.0, ..Default::default() };
+        let mut samples = Vec::new();
+        for i in 0..40u32 {
+            let mut f = Features::default();
+            add_jobs(&mut f, u64::from(200 + 97 * i), f64::from(2 + i % 11), 304, 1, TileBytes::of(64, 128), 0.0);
+            f.hbm_bytes = 1.0;
+            samples.push(Sample { features: f, seconds: launch + CostModel::cu_cycles(&truth, &f) / clock });
+        }
+        assert!(samples.iter().any(|s| s.features.first_batch() == 1.0 && s.features.batches.iter().sum::<f64>() > 5.0));
+        let got = fit_kernel(&samples, 1, clock, launch, no_memory(), (1.0, 1.0), None);
+        assert!((got.first_batch - 2000.0).abs() < 20.0 && (got.fixed[0] - 3000.0).abs() < 5.0 && (got.block[0] - 600.0).abs() < 1.0, "{got:?}");
+        let one = Features { blocks: [4.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0], batches: [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0], ..Features::default() };
+        assert_eq!(CostModel::cu_cycles(&truth, &one), 4.0 * 600.0 + 3000.0 + 2000.0);
+        let twenty = Features { blocks: [80.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0], batches: [20.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0], ..Features::default() };
+        assert_eq!(CostModel::cu_cycles(&truth, &twenty), 80.0 * 600.0 + 20.0 * 3000.0 + 2000.0);
+        assert_eq!(CostModel::cu_cycles(&truth, &Features::default()), 0.0);
+        // The fill adds to the memory bound whichever bandwidth binds, and to a separate pass.
+        let model = CostModel {
+            machine: "t".into(),
+            clock_hz: clock,
+            launch_s: launch,
+            hbm_bytes_per_s: 1e12,
+            l2_bytes_per_s: 1e18,
+            fabric_bytes_per_s: 5e11,
+            memory_fill_s: 1.5e-6,
+            kernels: HashMap::new(),
+            features: FEATURES,
+        };
+        let hbm = Features { hbm_bytes: 1e6, fabric_bytes: 1e5, ..Features::default() };
+        assert!((model.memory_s(&truth, &hbm) - (1.5e-6 + 1e-6)).abs() < 1e-15);
+        let fabric = Features { hbm_bytes: 1e5, fabric_bytes: 1e6, ..Features::default() };
+        assert!((model.memory_s(&truth, &fabric) - (1.5e-6 + 2e-6)).abs() < 1e-15);
+        assert!((model.pass_s(2e6) - (launch + 1.5e-6 + 2e-6)).abs() < 1e-15);
+        // Written and read back both figures are kept; a file without them reads 0 for each;
+        // negative ones are refused, naming them.
+        let mut m = model.clone();
+        m.kernels.insert("k".into(), truth.clone());
+        let text = m.to_csv("test");
+        let back = CostModel::parse(&text).expect("round trip");
+        assert_eq!((back.memory_fill_s, back.kernels["k"].first_batch), (1.5e-6, 2000.0));
+        let machine = text.lines().find(|l| l.starts_with("machine,")).expect("machine row");
+        let old_machine = machine.rsplit_once(',').expect("a last field").0;
+        let kernel = text.lines().find(|l| l.starts_with("kernel,k,")).expect("kernel row");
+        let old_kernel = kernel.rsplit_once(',').expect("a last field").0;
+        let old = CostModel::parse(&text.replace(machine, old_machine).replace(kernel, old_kernel)).expect("files before the fill and first_batch figures");
+        assert_eq!((old.memory_fill_s, old.kernels["k"].first_batch), (0.0, 0.0));
+        assert!(CostModel::parse(&text.replace(machine, &format!("{old_machine},-1e-6"))).unwrap_err().contains("memory_fill_s"));
+        assert!(CostModel::parse(&text.replace(kernel, &format!("{old_kernel},-3.0"))).unwrap_err().contains("first_batch"));
     }
 
     #[test]
