@@ -92,7 +92,7 @@
 //! features are the grouped launch's own ([`Features::of_tiles`]): its *working* tiles (a
 //! contiguous layout's expected all-padding tiles and a masked layout's tiles past
 //! `expected_m` return at once; a masked launch's are counted on its busiest XCD, which with
-//! few groups holds the largest count: [`masked_busiest_xcd`]; a masked plan comes in two grid
+//! few groups holds the largest count: `masked_busiest_xcd`; a masked plan comes in two grid
 //! orders, a launch argument: [`RUNS`], each XCD whole groups, and [`COLUMNS`], each group's
 //! columns round-robin over the XCDs, every XCD near the even share but reading all of A), its K blocks per tile, the
 //! workgroups that share each group's B tile (one group's row tiles: the first reads it cold),
