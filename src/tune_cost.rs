@@ -762,7 +762,8 @@ pub fn run(a: CostArgs) -> Result<(), String> {
         // into it.
         Some(_) => {
             let mut base = CostModel::for_arch(arch).map_err(|e| e.to_string())?.clone();
-            let fitted = fit_at(&samples, &scales, &machine, arch, base.rates(), &chains)?;
+            let rates = MemoryRates { fabric_bytes_per_s: machine.fabric_bytes_per_s, ..base.rates() };
+            let fitted = fit_at(&samples, &scales, &machine, arch, rates, &chains)?;
             // Only split launches' features differ between the versions: merging data-parallel
             // kernels keeps the shipped file's version (and so its other rows' estimates).
             let splits = fitted.kernels.keys().any(|k| registry::by_name(k).is_none_or(|e| e.schedule != ScheduleKind::DataParallel));
@@ -887,8 +888,8 @@ impl Resolved {
 }
 
 /// Every kernel's coefficients at the memory figures `rates` (the fill, the HBM and per-XCD L2
-/// bandwidths tried or shipped; the fabric link's is the machine's). `scales`: each kernel's
-/// [`l2_scales`].
+/// bandwidths tried or shipped; callers pass the machine's fabric link figure). `scales`: each
+/// kernel's [`l2_scales`].
 fn fit_at(
     samples: &[Resolved],
     scales: &HashMap<&'static str, (f64, f64)>,
@@ -897,7 +898,6 @@ fn fit_at(
     rates: MemoryRates,
     chains: &HashMap<String, (f64, f64)>,
 ) -> Result<CostModel, String> {
-    let rates = MemoryRates { fabric_bytes_per_s: machine.fabric_bytes_per_s, ..rates };
     let mut by_kernel: HashMap<&'static str, Vec<Sample>> = HashMap::new();
     for r in samples {
         by_kernel.entry(r.t.kernel).or_default().push(Sample { features: r.features, seconds: r.t.seconds });

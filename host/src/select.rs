@@ -41,14 +41,14 @@
 //!   first loads' latency before the memory system streams) and drain. Without it the fitted
 //!   HBM rate is a compromise between short, ramp-dominated launches and long streaming ones,
 //!   which then beat the rate they are estimated at.
+//! * `time = launch + max(busiest CU cycles / clock, fill + max(HBM bytes / its bandwidth, L2
+//!   bytes / its bandwidth, fabric bytes / its bandwidth)) + tail · chain / clock`; launches a
+//!   memory bound estimates alike are ranked by their compute term.
 //!
 //! A file written before the fill and `first_batch` figures reads both as 0 and estimates as
 //! it was fitted (the shipped gfx942 and gfx950 files: refits with them chose better MoE
 //! layer heights but moved ties among masked grouped candidates the wrong way,
 //! `docs/perf/cost_fit_s30.txt`).
-//! * `time = launch + max(busiest CU cycles / clock, fill + max(HBM bytes / its bandwidth, L2
-//!   bytes / its bandwidth, fabric bytes / its bandwidth)) + tail · chain / clock`; launches a
-//!   memory bound estimates alike are ranked by their compute term.
 //!
 //! Every coefficient is **generated**: `fp8gemm tune --cost` times each registered kernel with
 //! the timing model (`amdgpu_emu::timing`) on a seeded random sample of shapes, measures each
@@ -2013,8 +2013,9 @@ pub fn fit_kernel(
     // The first-batch column where a sample has batches after its first (else it is the
     // fixed column again).
     let firsts = samples.iter().any(|x| x.features.batches.iter().sum::<f64>() > 1.0);
-    let cols = 2 * s + 4 + usize::from(stores) + usize::from(firsts);
+    let store_col = stores.then_some(2 * s + 4);
     let first_col = firsts.then_some(2 * s + 4 + usize::from(stores));
+    let cols = 2 * s + 4 + usize::from(stores) + usize::from(firsts);
     let row = |x: &Features| -> Vec<f64> {
         let mut r = vec![0.0; cols];
         for o in 0..8 {
@@ -2026,9 +2027,9 @@ pub fn fit_kernel(
         r[2 * s + 1] = x.reduces;
         r[2 * s + 2] = x.cold;
         r[2 * s + 3] = if chain.is_some() { 0.0 } else { x.chain };
-        if stores {
+        if let Some(j) = store_col {
             // Saved cycles: the coefficient is non-negative, the feature counts against.
-            r[2 * s + 4] = -x.unstored;
+            r[j] = -x.unstored;
         }
         if let Some(j) = first_col {
             r[j] = x.first_batch();
@@ -2037,7 +2038,7 @@ pub fn fit_kernel(
     };
     // Each sample's memory bound, seconds: it depends on the bandwidths and the L2 scales only,
     // not on the coefficients being fitted.
-    let scales = to_cost(&vec![0.0; cols], s, l2_scales, stores, firsts);
+    let scales = to_cost(&vec![0.0; cols], s, l2_scales, store_col, first_col);
     let mem_s: Vec<f64> = samples.iter().map(|smp| CostModel::memory_at(&scales, &smp.features, rates)).collect();
     let mut use_: Vec<bool> = vec![true; samples.len()];
     let mut coef = vec![0.0; cols];
@@ -2060,7 +2061,7 @@ pub fn fit_kernel(
             }
         }
         coef = nnls(&a, &b, cols);
-        let c = to_cost(&coef, s, l2_scales, stores, firsts);
+        let c = to_cost(&coef, s, l2_scales, store_col, first_col);
         let mut changed = false;
         for (i, smp) in samples.iter().enumerate() {
             let keep = CostModel::cu_cycles(&c, &smp.features) / clock_hz >= mem_s[i];
@@ -2073,7 +2074,7 @@ pub fn fit_kernel(
             break;
         }
     }
-    let mut c = to_cost(&coef, s, l2_scales, stores, firsts);
+    let mut c = to_cost(&coef, s, l2_scales, store_col, first_col);
     if let Some((a, b)) = chain {
         (c.chain_fixed, c.tail) = (a, b);
     }
@@ -2081,11 +2082,11 @@ pub fn fit_kernel(
 }
 
 /// The coefficients of `fit_kernel`'s columns: `s` block and `s` fixed figures, partial,
-/// reduce, cold, tail, then the store column where `stores` and the first-batch column where
-/// `firsts`.
-fn to_cost(coef: &[f64], s: usize, (l2_block_scale, l2_other_scale): (f64, f64), stores: bool, firsts: bool) -> KernelCost {
-    let store = if stores { coef[2 * s + 4] } else { 0.0 };
-    let first_batch = if firsts { coef[2 * s + 4 + usize::from(stores)] } else { 0.0 };
+/// reduce, cold, tail, then the store and first-batch figures at their columns where the fit
+/// has them (0 where not).
+fn to_cost(coef: &[f64], s: usize, (l2_block_scale, l2_other_scale): (f64, f64), store_col: Option<usize>, first_col: Option<usize>) -> KernelCost {
+    let at = |col: Option<usize>| col.map_or(0.0, |j| coef[j]);
+    let (store, first_batch) = (at(store_col), at(first_col));
     KernelCost {
         block: coef[..s].to_vec(),
         fixed: coef[s..2 * s].to_vec(),
