@@ -470,6 +470,12 @@ struct TuneCli {
     /// `--skip masked_bm,masked_bs`, whose own coefficients chose worse than the dense stand-ins).
     #[arg(long)]
     skip: Option<String>,
+    /// With `--only`: fit each of those kernels its own HBM rate and memory fill (a grid, the
+    /// least mean |log error| over its own samples) instead of the shipped model's figures;
+    /// the other kernels keep the machine's. For a family used only in launches of its own
+    /// shape (the MoE layer's contiguous split-K kernels).
+    #[arg(long, requires = "only")]
+    own_memory: bool,
 }
 
 impl TuneCli {
@@ -491,6 +497,7 @@ impl TuneCli {
             padded: self.padded,
             only: self.only,
             skip: self.skip,
+            own_memory: self.own_memory,
             seed: self.seed,
             k_blocks,
             judge,

@@ -29,7 +29,12 @@
 //! bandwidths on a grid (fractions of the machine's bandwidths, fills of 0 … 3 µs, then a finer
 //! grid of HBM rates and fills around the best), every kernel's coefficients by non-negative
 //! least squares ([`fp8gemm::select::fit_kernel`]); the figures with the smallest mean |log
-//! error| over all samples are kept. The evaluation shapes of
+//! error| over all samples are kept. With `--only` the matching kernels are fitted at the
+//! shipped model's figures and merged into it; with `--own-memory` as well, they get one HBM
+//! rate and fill of their own on the same grid ([`fit_own_memory`]), which only their own
+//! estimates read. `--chains` measures the finisher chains of the dense and the plain
+//! contiguous split-K kernels on one-round launches; `--chain-lines` takes a kernel's
+//! reduction tail from those measurements instead of fitting it. The evaluation shapes of
 //! `fp8gemm eval` are never drawn here (they come from public model configurations, not from
 //! this distribution).
 
@@ -65,6 +70,8 @@ pub struct CostArgs {
     pub only: Option<String>,
     /// Kernels left out (`tune --skip`).
     pub skip: Option<String>,
+    /// Each `--only` kernel fitted its own HBM rate and fill (`tune --own-memory`).
+    pub own_memory: bool,
     pub seed: u64,
     /// The K blocks (K / 128) the draws take, log-uniform between the two.
     pub k_blocks: (u32, u32),
@@ -763,7 +770,11 @@ pub fn run(a: CostArgs) -> Result<(), String> {
         Some(_) => {
             let mut base = CostModel::for_arch(arch).map_err(|e| e.to_string())?.clone();
             let rates = MemoryRates { fabric_bytes_per_s: machine.fabric_bytes_per_s, ..base.rates() };
-            let fitted = fit_at(&samples, &scales, &machine, arch, rates, &chains)?;
+            let fitted = if a.own_memory {
+                fit_own_memory(&samples, &scales, &machine, arch, rates, &chains)?
+            } else {
+                fit_at(&samples, &scales, &machine, arch, rates, &chains)?
+            };
             // Only split launches' features differ between the versions: merging data-parallel
             // kernels keeps the shipped file's version (and so its other rows' estimates).
             let splits = fitted.kernels.keys().any(|k| registry::by_name(k).is_none_or(|e| e.schedule != ScheduleKind::DataParallel));
@@ -980,6 +991,73 @@ fn fit(
     best.map(|(_, m)| m).ok_or_else(|| "no samples".to_string())
 }
 
+/// The kernels of `samples` fitted with an HBM rate and memory fill of their own, one pair of
+/// figures for them all (`tune --own-memory`: a family whose launches share the memory
+/// system's behaviour; [`fp8gemm::select::KernelCost::memory`]): the same grid as [`fit`]'s
+/// HBM rates and fills (coarse, then finer around the best) with `base`'s L2 and fabric
+/// figures, every kernel's coefficients fitted at each pair tried
+/// ([`fp8gemm::select::fit_kernel`]); the pair of least mean |log error| over the samples is
+/// kept.
+fn fit_own_memory(
+    samples: &[Resolved],
+    scales: &HashMap<&'static str, (f64, f64)>,
+    machine: &Machine,
+    arch: Arch,
+    base: MemoryRates,
+    chains: &HashMap<String, (f64, f64)>,
+) -> Result<CostModel, String> {
+    let peak = machine.hbm_bytes_per_s;
+    let probe = fit_at(&[], scales, machine, arch, base, chains)?;
+    let at = |rates: MemoryRates| -> Result<(f64, CostModel), String> {
+        let mut m = fit_at(samples, scales, machine, arch, rates, chains)?;
+        let own = select::KernelMemory { hbm_bytes_per_s: rates.hbm_bytes_per_s, fill_s: rates.fill_s };
+        for c in m.kernels.values_mut() {
+            c.memory = Some(own);
+        }
+        // The machine's figures stay the base's: the kernels carry their own.
+        let m = CostModel { kernels: m.kernels, ..probe.clone() };
+        let score = samples.iter().map(|r| r.ratio(&m).ln().abs()).sum::<f64>() / samples.len().max(1) as f64;
+        Ok((score, m))
+    };
+    type Best = Option<(f64, CostModel, MemoryRates)>;
+    let consider = |rates: MemoryRates, best: &mut Best| -> Result<(), String> {
+        let (score, m) = at(rates)?;
+        if best.as_ref().is_none_or(|b| score < b.0) {
+            *best = Some((score, m, rates));
+        }
+        Ok(())
+    };
+    let mut best: Best = None;
+    for fill_step in 0..=3 {
+        for step in 0..=16 {
+            consider(MemoryRates { fill_s: 1e-6 * f64::from(fill_step), hbm_bytes_per_s: peak * (0.3 + 0.05 * f64::from(step)), ..base }, &mut best)?;
+        }
+    }
+    let coarse = best.as_ref().map(|b| b.2).ok_or("no samples")?;
+    for fill_step in -4..=4 {
+        for step in -4..=4 {
+            let rates = MemoryRates {
+                fill_s: coarse.fill_s + 0.25e-6 * f64::from(fill_step),
+                hbm_bytes_per_s: coarse.hbm_bytes_per_s + peak * 0.0125 * f64::from(step),
+                ..coarse
+            };
+            if rates.fill_s >= 0.0 && (fill_step, step) != (0, 0) {
+                consider(rates, &mut best)?;
+            }
+        }
+    }
+    let (score, model, rates) = best.ok_or("no samples")?;
+    eprintln!(
+        "own memory figures of the {} kernels fitted: HBM {:.3} TB/s, fill {:.2} µs (mean |log error| {:.4} over {} samples)",
+        model.kernels.len(),
+        rates.hbm_bytes_per_s / 1e12,
+        rates.fill_s * 1e6,
+        score,
+        samples.len()
+    );
+    Ok(model)
+}
+
 /// The finisher-chain lines of `tune --chains`'s report at `path` for `machine` (its section:
 /// the rows after the header naming it): per kernel, the least-squares line `a + b · s`
 /// through the median chains (cycles) at its split counts, as `(a, b)`; `b` is the cycles per
@@ -997,7 +1075,7 @@ fn chain_lines(path: &Path, machine: &str) -> Result<HashMap<String, (f64, f64)>
         }
         let f: Vec<&str> = line.split_whitespace().collect();
         // Reports since session 26 add the finisher's extra work as an eighth column.
-        if !ours || !(7..=8).contains(&f.len()) || !f[0].starts_with("fp8_gemm") {
+        if !ours || !(7..=8).contains(&f.len()) || !f[0].contains("fp8_gemm") {
             continue;
         }
         let num = |j: usize| f[j].parse::<f64>().map_err(|e| format!("--chain-lines {} line {}: field {}: {e}", path.display(), i + 1, j + 1));
@@ -1139,16 +1217,23 @@ pub fn finisher_extra(spans: &[amdgpu_emu::timing::WorkgroupSpan], grid: u32, sp
 /// finisher chain ([`finisher_chain`]) printed beside the launch's modelled time: the figure
 /// the cost model's `tail · chain` term stands for, measured instead of fitted.
 fn print_chains(ctx: &Context, machine: &Machine, arch: Arch, cus: u32, kernels: &[&'static KernelEntry], splits: &[u32], rows: u32) -> Result<(), String> {
-    println!("finisher chains of the dense split-K kernels on {} (timing model: every figure MODELLED), {rows} row tile(s) per launch", machine.name);
+    println!("finisher chains of the split-K kernels on {} (timing model: every figure MODELLED), {rows} row tile(s) per launch", machine.name);
     println!("{:<40} {:>6} {:>6} {:>6} {:>10} {:>12} {:>12} {:>12}", "kernel", "split", "grid", "K", "time µs", "chain med", "chain max", "extra med");
-    let split_kernels = kernels.iter().filter(|e| e.problem == Problem::Dense && e.schedule == ScheduleKind::SplitK && e.majors == (Major::K, Major::K));
+    // The dense split-K kernels and the plain contiguous split-K ones (the MoE layer's: the same
+    // split protocol and grid order; launched as one group of `rows` row tiles, every row
+    // routed).
+    let split_kernels = kernels.iter().filter(|e| {
+        (e.problem == Problem::Dense && e.schedule == ScheduleKind::SplitK && e.majors == (Major::K, Major::K))
+            || select::contiguous_splitk_twin(e).is_some_and(|t| std::ptr::eq(t, **e))
+    });
     let mut any = false;
     for e in split_kernels {
+        let grouped = select::contiguous_splitk_twin(e).is_some();
         for &s in splits {
             let tiles_n = (cus / (s * rows)).max(1);
             let (m, n, k) = (rows * e.block_m, tiles_n * e.block_n, s * CHAIN_BLOCKS_PER_PIECE * 128);
-            let desc = GemmDesc::dense(m, n, k, arch).with_cus(cus);
-            let Some(plan) = candidates_of(e, &desc).into_iter().find(|p| p.splits == s && p.stream_k.is_none()) else {
+            let t = Timed { kernel: e.name(), m, n, k, splits: s, dp: 0, g: 0, groups: u32::from(grouped), seconds: 0.0, stored: 0 };
+            let Some((desc, plan)) = plan_of(&t, arch, cus) else {
                 continue;
             };
             let report = profile_plan(ctx, machine, &plan, &desc)?;
@@ -1159,7 +1244,7 @@ fn print_chains(ctx: &Context, machine: &Machine, arch: Arch, cus: u32, kernels:
         }
     }
     if !any {
-        return Err("--chains: no dense split-K kernel matches `--only`".into());
+        return Err("--chains: no dense or contiguous split-K kernel matches `--only`".into());
     }
     Ok(())
 }
@@ -1237,6 +1322,56 @@ mod tests {
     }
 
     #[test]
+    fn own_memory_figures_of_a_family_are_recovered_from_its_samples() {
+        // Samples of two contiguous split-K kernels timed by known coefficients with a family
+        // HBM rate and fill (4.5 TB/s, 2 µs) off the shipped model's figures: the fit finds
+        // that pair on its grid, gives both kernels those figures, and reproduces the times.
+        let machine = crate::profile::machine_by_name("mi325x").unwrap();
+        let (arch, cus) = (Arch::Gfx942, machine.xcds * machine.cus_per_xcd);
+        let own = select::KernelMemory { hbm_bytes_per_s: 4.5e12, fill_s: 2e-6 };
+        let truth = |slots: usize| select::KernelCost {
+            block: vec![700.0; slots],
+            fixed: vec![3000.0; slots],
+            memory: Some(own),
+            l2_block_scale: 1.0,
+            l2_other_scale: 1.0,
+            ..Default::default()
+        };
+        let base = CostModel::for_arch(arch).unwrap().clone();
+        let mut samples = Vec::new();
+        for (name, bm) in [("m_grouped_fp8_gemm_nt_contiguous_splitk_bs_bm32_bn128", 32u32), ("m_grouped_fp8_gemm_nt_contiguous_splitk_bs_bm64_bn128", 64)] {
+            let e = registry::by_name(name).unwrap();
+            let c = truth(e.slots_per_cu(arch).unwrap() as usize);
+            for i in 0..30u32 {
+                // Groups of one to a few tiles over short and long K: memory- and compute-bound.
+                let (g, tiles_per, kb, n) = (1 + 7 * (i % 9), 1 + i % 3, 2 + 5 * (i % 12), 256 * (1 + i % 16));
+                let t = Timed { kernel: e.name(), m: g * tiles_per * bm, n, k: kb * 128, splits: 1, dp: 0, g: 0, groups: g, seconds: 0.0, stored: 0 };
+                let mut r = Resolved::new(t, arch, cus).unwrap();
+                r.t.seconds = base.estimate_with(&c, &r.features).0;
+                samples.push(r);
+            }
+        }
+        let memory_bound =
+            samples.iter().filter(|r| base.memory_s(&truth(2), &r.features) > CostModel::cu_cycles(&truth(2), &r.features) / base.clock_hz).count();
+        assert!((5..=55).contains(&memory_bound), "{memory_bound} memory-bound samples of 60");
+        let scales: HashMap<&'static str, (f64, f64)> = samples.iter().map(|r| (r.t.kernel, (1.0, 1.0))).collect();
+        let rates = MemoryRates { fabric_bytes_per_s: machine.fabric_bytes_per_s, ..base.rates() };
+        let fitted = fit_own_memory(&samples, &scales, &machine, arch, rates, &HashMap::new()).unwrap();
+        assert_eq!(fitted.kernels.len(), 2);
+        for (name, c) in &fitted.kernels {
+            let m = c.memory.unwrap_or_else(|| panic!("{name}: no own figures"));
+            assert!((m.hbm_bytes_per_s - 4.5e12).abs() < 1e9 && (m.fill_s - 2e-6).abs() < 1e-9, "{name}: {m:?}");
+        }
+        // The machine's figures stay the shipped model's (the other kernels keep them).
+        assert_eq!((fitted.hbm_bytes_per_s, fitted.memory_fill_s), (base.hbm_bytes_per_s, base.memory_fill_s));
+        let mut errs: Vec<f64> = samples.iter().map(|r| (r.ratio(&fitted) - 1.0).abs()).collect();
+        errs.sort_by(f64::total_cmp);
+        // The coefficients come back where the samples pin them (a few launches at a
+        // concurrency few samples share are within a few per cent).
+        assert!(errs[errs.len() * 9 / 10] < 1e-3 && errs[errs.len() - 1] < 0.05, "{errs:?}");
+    }
+
+    #[test]
     fn chain_lines_fit_the_machines_section_of_a_chains_report() {
         let dir = std::env::temp_dir().join(format!("fp8gemm-chain-lines-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -1248,6 +1383,8 @@ mod tests {
             fp8_gemm_nt_splitk_bs_bm64_bn128 2 304 4096 25.16 2000 2100\n\
             fp8_gemm_nt_splitk_bs_bm64_bn128 4 304 8192 25.57 3000 3100\n\
             fp8_gemm_nt_splitk_bs_bm64_bn128 8 304 16384 27.80 5000 5100 4900\n\
+            m_grouped_fp8_gemm_nt_contiguous_splitk_bs_bm32_bn128 2 304 4096 23.76 3000 3100 3000\n\
+            m_grouped_fp8_gemm_nt_contiguous_splitk_bs_bm32_bn128 6 300 12288 24.55 4000 4100 4000\n\
             \n\
             finisher chains of the dense split-K kernels on mi355x (timing model: every figure MODELLED)\n\
             fp8_gemm_nt_splitk_bs_bm64_bn128 2 256 4096 20.0 9000 9100\n\
@@ -1256,7 +1393,11 @@ mod tests {
         let got = chain_lines(&path, "mi325x").unwrap();
         let (a, b) = got["fp8_gemm_nt_splitk_bs_bm64_bn128"];
         assert!((a - 1000.0).abs() < 1e-9 && (b - 500.0).abs() < 1e-9, "{a} {b}");
-        assert_eq!(got.len(), 1);
+        // The contiguous split-K kernels' rows (the MoE layer's family) are read too:
+        // 2500 + 250·s.
+        let (a, b) = got["m_grouped_fp8_gemm_nt_contiguous_splitk_bs_bm32_bn128"];
+        assert!((a - 2500.0).abs() < 1e-9 && (b - 250.0).abs() < 1e-9, "{a} {b}");
+        assert_eq!(got.len(), 2);
         // No section for the machine: an error naming it.
         assert!(chain_lines(&path, "mi300x").unwrap_err().contains("mi300x"));
         // One split count cannot make a line; a falling line is refused.

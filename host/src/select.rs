@@ -41,6 +41,12 @@
 //!   first loads' latency before the memory system streams) and drain. Without it the fitted
 //!   HBM rate is a compromise between short, ramp-dominated launches and long streaming ones,
 //!   which then beat the rate they are estimated at.
+//!   A kernel row may carry an HBM rate and fill of its own ([`KernelCost::memory`], fitted by
+//!   `fp8gemm tune --only … --own-memory` for a family that runs only in launches of its own
+//!   shape): the MoE layer's contiguous split-K kernels stream their experts' weights at a
+//!   rate and with a ramp of their own, which a machine-wide figure fitted over every kernel
+//!   hides (session 31: their family's figures choose the layer's tile height where the
+//!   machine's could not, `docs/perf/cost_fit_s31.txt`), and no other kernel's estimate moves.
 //! * `time = launch + max(busiest CU cycles / clock, fill + max(HBM bytes / its bandwidth, L2
 //!   bytes / its bandwidth, fabric bytes / its bandwidth)) + tail · chain / clock`; launches a
 //!   memory bound estimates alike are ranked by their compute term.
@@ -550,12 +556,30 @@ pub struct KernelCost {
     /// loops, the first batch's prologue overlaps nothing. Fitted with the other figures (0 in
     /// files written before it, whose `fixed` charges every batch alike).
     pub first_batch: f64,
+    /// The HBM rate and memory fill this kernel's own launches reach, where the tuner fitted
+    /// them for it (`fp8gemm tune --cost --only … --own-memory`); `None`: the machine's
+    /// ([`CostModel::hbm_bytes_per_s`], [`CostModel::memory_fill_s`]). How many loads a kernel
+    /// keeps in flight per CU — its occupancy, its prefetch depth — sets the rate its streaming
+    /// reaches (Little's law over the memory system's latency), so a kernel family used only in
+    /// launches of its own shape (the MoE layer's contiguous split-K kernels) can carry its
+    /// own figures without moving every other kernel's.
+    pub memory: Option<KernelMemory>,
     /// The kernel's L2 traffic per byte of [`Features::l2_block_bytes`], as the timing model
     /// measured it (`fp8gemm tune --cost` runs two launches per kernel, [`KernelCost::l2_bytes`]):
     /// what the tiles' line granularity, scale reads and the waves' re-reads past the L1 add.
     pub l2_block_scale: f64,
     /// The same per byte of [`Features::l2_other_bytes`] (output tiles and partials).
     pub l2_other_scale: f64,
+}
+
+/// A kernel's own HBM figures ([`KernelCost::memory`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct KernelMemory {
+    /// The HBM rate its streaming launches reach, bytes per second (positive).
+    pub hbm_bytes_per_s: f64,
+    /// What a memory-bound launch of it adds to its bytes at their bandwidth, seconds (not
+    /// negative).
+    pub fill_s: f64,
 }
 
 impl KernelCost {
@@ -962,11 +986,11 @@ impl CostModel {
                 "kernel" => {
                     let name = f.get(1).ok_or_else(|| format!("line {}: kernel name missing", i + 1))?.to_string();
                     let slots = num(2)? as usize;
-                    // The store, chain_fixed and first_batch figures (the last three) are absent
-                    // from files written before them.
-                    if !(1..=8).contains(&slots) || !(9 + 2 * slots..=12 + 2 * slots).contains(&f.len()) {
+                    // The store, chain_fixed and first_batch figures and the kernel's own memory
+                    // figures (the last five) are absent from files written before them.
+                    if !(1..=8).contains(&slots) || !(9 + 2 * slots..=14 + 2 * slots).contains(&f.len()) || f.len() == 13 + 2 * slots {
                         return Err(format!(
-                            "line {}: expected name, slots, partial, reduce, tail, cold, l2_block_scale, l2_other_scale, then slots block and slots fixed figures, then store, chain_fixed and first_batch",
+                            "line {}: expected name, slots, partial, reduce, tail, cold, l2_block_scale, l2_other_scale, then slots block and slots fixed figures, then store, chain_fixed, first_batch, and the kernel's own hbm_bytes_per_s and memory_fill_s (both or neither)",
                             i + 1
                         ));
                     }
@@ -976,6 +1000,19 @@ impl CostModel {
                     if first_batch < 0.0 {
                         return Err(format!("line {}: first_batch must not be negative", i + 1));
                     }
+                    // An own HBM rate of 0: the machine's figures.
+                    let memory = if f.len() > 12 + 2 * slots {
+                        let (hbm, fill) = (num(12 + 2 * slots)?, num(13 + 2 * slots)?);
+                        if hbm < 0.0 || fill < 0.0 || (hbm == 0.0 && fill != 0.0) {
+                            return Err(format!(
+                                "line {}: the kernel's own hbm_bytes_per_s and memory_fill_s must not be negative, and a fill needs a rate (0,0: the machine's)",
+                                i + 1
+                            ));
+                        }
+                        (hbm > 0.0).then_some(KernelMemory { hbm_bytes_per_s: hbm, fill_s: fill })
+                    } else {
+                        None
+                    };
                     if chain_fixed < 0.0 {
                         return Err(format!("line {}: chain_fixed must not be negative", i + 1));
                     }
@@ -987,7 +1024,7 @@ impl CostModel {
                     let fixed = (0..slots).map(|o| num(9 + slots + o)).collect::<Result<Vec<_>, _>>()?;
                     m.kernels.insert(
                         name,
-                        KernelCost { block, fixed, partial, reduce, tail, chain_fixed, cold, store, first_batch, l2_block_scale, l2_other_scale },
+                        KernelCost { block, fixed, partial, reduce, tail, chain_fixed, cold, store, first_batch, memory, l2_block_scale, l2_other_scale },
                     );
                 }
                 other => return Err(format!("line {}: unknown row kind `{other}`", i + 1)),
@@ -1016,7 +1053,7 @@ impl CostModel {
             self.machine, self.clock_hz, self.launch_s, self.hbm_bytes_per_s, self.l2_bytes_per_s, self.fabric_bytes_per_s, self.memory_fill_s
         ));
         s.push_str(
-            "# kernel,symbol,slots,partial_cycles,reduce_cycles,tail_cycles,cold_block_cycles,l2_block_scale,l2_other_scale,block_cycles[slots],fixed_cycles[slots],store_cycles,chain_fixed_cycles,first_batch_cycles\n",
+            "# kernel,symbol,slots,partial_cycles,reduce_cycles,tail_cycles,cold_block_cycles,l2_block_scale,l2_other_scale,block_cycles[slots],fixed_cycles[slots],store_cycles,chain_fixed_cycles,first_batch_cycles,own_hbm_bytes_per_s,own_memory_fill_s (0,0: the machine's)\n",
         );
         let mut names: Vec<&String> = self.kernels.keys().collect();
         names.sort();
@@ -1024,7 +1061,7 @@ impl CostModel {
             let c = &self.kernels[n];
             let fig = |v: &[f64]| v.iter().map(|x| format!("{x:.1}")).collect::<Vec<_>>().join(",");
             s.push_str(&format!(
-                "kernel,{n},{},{:.1},{:.1},{:.1},{:.1},{:.3},{:.3},{},{},{:.1},{:.1},{:.1}\n",
+                "kernel,{n},{},{:.1},{:.1},{:.1},{:.1},{:.3},{:.3},{},{},{:.1},{:.1},{:.1},{:e},{:e}\n",
                 c.block.len(),
                 c.partial,
                 c.reduce,
@@ -1036,7 +1073,9 @@ impl CostModel {
                 fig(&c.fixed),
                 c.store,
                 c.chain_fixed,
-                c.first_batch
+                c.first_batch,
+                c.memory.map_or(0.0, |m| m.hbm_bytes_per_s),
+                c.memory.map_or(0.0, |m| m.fill_s)
             ));
         }
         s
@@ -1122,7 +1161,14 @@ impl CostModel {
     /// traffic ([`KernelCost::l2_bytes`]) through its L2 or its fabric bytes through its link,
     /// whichever takes longer.
     pub fn memory_s(&self, c: &KernelCost, f: &Features) -> f64 {
-        Self::memory_at(c, &self.versioned(f), self.rates())
+        Self::memory_at(c, &self.versioned(f), self.rates_of(c))
+    }
+
+    /// The memory figures that estimate a launch of `c`: the model's, with the kernel's own
+    /// HBM rate and fill where it has them ([`KernelCost::memory`]).
+    pub fn rates_of(&self, c: &KernelCost) -> MemoryRates {
+        let r = self.rates();
+        c.memory.map_or(r, |m| MemoryRates { hbm_bytes_per_s: m.hbm_bytes_per_s, fill_s: m.fill_s, ..r })
     }
 
     /// The model's memory figures ([`MemoryRates`]).
@@ -2097,6 +2143,7 @@ fn to_cost(coef: &[f64], s: usize, (l2_block_scale, l2_other_scale): (f64, f64),
         chain_fixed: 0.0,
         store,
         first_batch,
+        memory: None,
         l2_block_scale,
         l2_other_scale,
     }
@@ -2170,6 +2217,7 @@ mod tests {
             cold: 300.0,
             store: 800.0,
             first_batch: 0.0,
+            memory: None,
             l2_block_scale: 1.0,
             l2_other_scale: 1.0,
         };
@@ -2271,8 +2319,9 @@ mod tests {
         let text = m.to_csv("test");
         assert_eq!(CostModel::parse(&text).expect("round trip").kernels["k"].chain_fixed, a);
         let line = text.lines().find(|l| l.starts_with("kernel,k,")).expect("kernel row");
-        // (chain_fixed is the last but one field: first_batch follows it.)
-        let without = line.rsplitn(3, ',').nth(2).expect("two last fields");
+        // (chain_fixed is the fourth field from the end: first_batch and the kernel's own
+        // memory figures follow it.)
+        let without = line.rsplitn(5, ',').nth(4).expect("four last fields");
         assert_eq!(CostModel::parse(&text.replace(line, without)).expect("no chain_fixed column").kernels["k"].chain_fixed, 0.0);
         let negative = format!("{without},-5.0");
         assert!(CostModel::parse(&text.replace(line, &negative)).unwrap_err().contains("chain_fixed"));
@@ -2477,6 +2526,7 @@ mod tests {
             cold: 0.0,
             store: 125.0,
             first_batch: 0.0,
+            memory: None,
             l2_block_scale: 1.5,
             l2_other_scale: 2.0,
         };
@@ -2501,7 +2551,7 @@ mod tests {
         assert_eq!((back.l2_bytes_per_s, back.fabric_bytes_per_s), (1e9, 1e18));
         assert_eq!((back.kernels["k"].l2_block_scale, back.kernels["k"].l2_other_scale, back.kernels["k"].store), (1.5, 2.0, 125.0));
         // A file written before the store (and chain_fixed, first_batch) figures reads with none.
-        let old = m2.to_csv("test").replace(",125.0,0.0,0.0\n", "\n");
+        let old = m2.to_csv("test").replace(",125.0,0.0,0.0,0e0,0e0\n", "\n");
         assert_ne!(old, m2.to_csv("test"));
         assert_eq!(CostModel::parse(&old).expect("old format").kernels["k"].store, 0.0);
         // A non-positive block scale is refused, naming the field.
@@ -2558,11 +2608,54 @@ mod tests {
         let machine = text.lines().find(|l| l.starts_with("machine,")).expect("machine row");
         let old_machine = machine.rsplit_once(',').expect("a last field").0;
         let kernel = text.lines().find(|l| l.starts_with("kernel,k,")).expect("kernel row");
-        let old_kernel = kernel.rsplit_once(',').expect("a last field").0;
+        // The kernel row without first_batch and the kernel's own memory figures after it.
+        let old_kernel = kernel.rsplitn(4, ',').last().expect("fields before the last three");
         let old = CostModel::parse(&text.replace(machine, old_machine).replace(kernel, old_kernel)).expect("files before the fill and first_batch figures");
         assert_eq!((old.memory_fill_s, old.kernels["k"].first_batch), (0.0, 0.0));
         assert!(CostModel::parse(&text.replace(machine, &format!("{old_machine},-1e-6"))).unwrap_err().contains("memory_fill_s"));
         assert!(CostModel::parse(&text.replace(kernel, &format!("{old_kernel},-3.0"))).unwrap_err().contains("first_batch"));
+    }
+
+    #[test]
+    fn a_kernels_own_memory_figures_estimate_its_launches_and_are_kept() {
+        // A kernel with its own HBM rate and fill is bound by them; another kernel of the
+        // same model by the machine's; both survive a round trip, and a file without them
+        // (or with 0,0) reads the machine's.
+        let model = CostModel {
+            machine: "t".into(),
+            clock_hz: 1e9,
+            launch_s: 1e-6,
+            hbm_bytes_per_s: 1e12,
+            l2_bytes_per_s: 1e18,
+            fabric_bytes_per_s: 1e18,
+            memory_fill_s: 1e-6,
+            kernels: HashMap::new(),
+            features: FEATURES,
+        };
+        let plain = KernelCost { block: vec![1.0], fixed: vec![0.0], l2_block_scale: 1.0, l2_other_scale: 1.0, ..Default::default() };
+        let own = KernelCost { memory: Some(KernelMemory { hbm_bytes_per_s: 2e12, fill_s: 0.5e-6 }), ..plain.clone() };
+        let f = Features { hbm_bytes: 4e6, ..Features::default() };
+        assert!((model.memory_s(&plain, &f) - (1e-6 + 4e-6)).abs() < 1e-15);
+        assert!((model.memory_s(&own, &f) - (0.5e-6 + 2e-6)).abs() < 1e-15);
+        assert!((model.estimate_with(&own, &f).0 - (1e-6 + 2.5e-6)).abs() < 1e-15);
+        let mut m = model.clone();
+        m.kernels.insert("own".into(), own.clone());
+        m.kernels.insert("plain".into(), plain.clone());
+        let text = m.to_csv("test");
+        let back = CostModel::parse(&text).expect("round trip");
+        assert_eq!(back.kernels["own"].memory, own.memory);
+        assert_eq!(back.kernels["plain"].memory, None);
+        let row = text.lines().find(|l| l.starts_with("kernel,own,")).expect("kernel row");
+        let fields: Vec<&str> = row.split(',').collect();
+        let without = fields[..fields.len() - 2].join(",");
+        assert_eq!(CostModel::parse(&text.replace(row, &without)).expect("a file before the figures").kernels["own"].memory, None);
+        let one = fields[..fields.len() - 1].join(",");
+        assert!(CostModel::parse(&text.replace(row, &one)).unwrap_err().contains("both or neither"));
+        let head = fields[..fields.len() - 2].join(",");
+        for bad in ["-1e12,0", "2e12,-1e-6", "0,1e-6"] {
+            let err = CostModel::parse(&text.replace(row, &format!("{head},{bad}"))).unwrap_err();
+            assert!(err.contains("own hbm_bytes_per_s"), "{bad}: {err}");
+        }
     }
 
     #[test]
