@@ -40,9 +40,11 @@
 //!   before it, since the epilogue adds its output.
 //!
 //! Split counts and the 32-/64-row tile (two-phase or pipelined bs loop) come from the
-//! generated cost model ([`crate::select::plan_contiguous_splitk`]). The epilogues pay a tail
-//! per workgroup (a release, an atomic, reads of other workgroups' results) that the model's
-//! features do not include yet, so they run only where the launch fits one round of the
+//! generated cost model ([`crate::select::plan_contiguous_splitk`]; the decode gate·up kernel,
+//! quantizing its A loads with the activation epilogue, is estimated with coefficients of its
+//! own, the other epilogue kernels with their plain twins'). The epilogues pay a tail
+//! per workgroup (a release, an atomic, reads of other workgroups' results) that the plain
+//! kernels' features do not include, so they run only where the launch fits one round of the
 //! device (every workgroup resident at once: decode), where the launch they replace costs
 //! more; past it the separate launches run (past one round the epilogues' tails cost their
 //! launches more than the separate passes do: `docs/perf/moe.md`). At

@@ -1428,8 +1428,9 @@ pub fn contiguous_splitk_candidates(block_m: Option<u32>, q: &ContiguousQuery) -
 /// [`contiguous_splitk_candidates`] with the least estimate (the first where none has one).
 /// `forced` pins the split count (an impossible one is [`ConfigError::ForcedSplit`]);
 /// `variant` picks the kernel with the MoE scatter or activation epilogue, estimated with its
-/// plain twin's coefficients ([`CostModel::cost_of`]: the epilogues' cost is not in the
-/// model's features); `pipelined` keeps only the kernels on (`true`) or off (`false`) the
+/// own coefficients where the model has them (the decode gate·up kernel that quantizes its A
+/// loads, sampled by the tuner on one-round launches), else its plain twin's
+/// ([`CostModel::cost_of`]); `pipelined` keeps only the kernels on (`true`) or off (`false`) the
 /// pipelined bs loop ([`Overrides::bs_pipelined`]); `bytes` the launch's own A and output
 /// bytes ([`ContiguousBytes`]; `None`: the plain launch's).
 pub fn plan_contiguous_splitk(block_m: u32, q: &ContiguousQuery) -> Result<Plan, ConfigError> {
@@ -2757,9 +2758,25 @@ mod tests {
                 // The plain kernel of the same tile and loop, with coefficients of its own.
                 assert!(matches!(t.spec, Spec::ContiguousSplitK(_)), "{}", e.name());
                 assert_eq!((t.block_m, t.block_n, t.pipelined()), (e.block_m, e.block_n, e.pipelined()), "{}", e.name());
-                let own = model.kernels.get(t.name()).unwrap_or_else(|| panic!("{}: no coefficients for {}", arch.name(), t.name()));
+                let plain = model.kernels.get(t.name()).unwrap_or_else(|| panic!("{}: no coefficients for {}", arch.name(), t.name()));
+                // A variant sampled on launches of its own is estimated with its own
+                // coefficients, the others with their plain twin's.
+                let own = model.kernels.get(e.name()).unwrap_or(plain);
                 assert_eq!(&*model.cost_of(e).unwrap(), own, "{}", e.name());
             }
+        }
+        // gfx942's family: the decode gate·up kernel (quantizing its A loads, with the
+        // activation epilogue) has coefficients of its own, and every sampled kernel of the
+        // family one HBM rate and fill of its own; no other kernel has own memory figures.
+        let gfx942 = CostModel::for_arch(Arch::Gfx942).unwrap();
+        let qa = "m_grouped_fp8_gemm_nt_contiguous_splitk_silu_bs_qa_bm32_bn128";
+        assert!(gfx942.kernels.contains_key(qa));
+        let own: Vec<(&String, KernelMemory)> = gfx942.kernels.iter().filter_map(|(n, c)| c.memory.map(|m| (n, m))).collect();
+        assert_eq!(own.len(), 4, "{own:?}");
+        for (n, m) in &own {
+            assert!(n.starts_with("m_grouped_fp8_gemm_nt_contiguous_splitk_"), "{n}");
+            assert_eq!(*m, own[0].1, "{n}: one pair of figures for the family");
+            assert!(m.hbm_bytes_per_s > 0.5 * gfx942.hbm_bytes_per_s && m.hbm_bytes_per_s < 1.5 * gfx942.hbm_bytes_per_s, "{n}: {m:?}");
         }
         // The features: 257 groups of two 32-row tiles over 4 column tiles, 48 K blocks; each
         // group's B shared by its 2 row tiles (half the blocks cold), every group's B once in HBM.
