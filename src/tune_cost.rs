@@ -1039,6 +1039,16 @@ fn fit(
         }
     }
     let coarse = best.as_ref().map(|(_, m)| m.rates()).ok_or("no samples")?;
+    for rates in fine_grid(coarse, peak) {
+        consider(rates, &mut best)?;
+    }
+    best.map(|(_, m)| m).ok_or_else(|| "no samples".to_string())
+}
+
+/// The finer grid around `coarse`: HBM rates in steps of 1.25 % of the `peak`, fills in
+/// quarter microseconds (not negative), four steps each way, `coarse` itself left out.
+fn fine_grid(coarse: MemoryRates, peak: f64) -> Vec<MemoryRates> {
+    let mut out = Vec::new();
     for fill_step in -4..=4 {
         for step in -4..=4 {
             let rates = MemoryRates {
@@ -1047,11 +1057,11 @@ fn fit(
                 ..coarse
             };
             if rates.fill_s >= 0.0 && (fill_step, step) != (0, 0) {
-                consider(rates, &mut best)?;
+                out.push(rates);
             }
         }
     }
-    best.map(|(_, m)| m).ok_or_else(|| "no samples".to_string())
+    out
 }
 
 /// The kernels of `samples` fitted with an HBM rate and memory fill of their own, one pair of
@@ -1097,17 +1107,8 @@ fn fit_own_memory(
         }
     }
     let coarse = best.as_ref().map(|b| b.2).ok_or("no samples")?;
-    for fill_step in -4..=4 {
-        for step in -4..=4 {
-            let rates = MemoryRates {
-                fill_s: coarse.fill_s + 0.25e-6 * f64::from(fill_step),
-                hbm_bytes_per_s: coarse.hbm_bytes_per_s + peak * 0.0125 * f64::from(step),
-                ..coarse
-            };
-            if rates.fill_s >= 0.0 && (fill_step, step) != (0, 0) {
-                consider(rates, &mut best)?;
-            }
-        }
+    for rates in fine_grid(coarse, peak) {
+        consider(rates, &mut best)?;
     }
     let (score, model, rates) = best.ok_or("no samples")?;
     eprintln!(
