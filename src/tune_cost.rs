@@ -17,11 +17,11 @@
 //! with `--padded` each group's routed rows are rounded up to whole tiles with padding rows
 //! marked −1, the MoE layer's layout, whose stores the kernels skip) and launched through the
 //! gathered entry point ([`launch_contiguous`]); a sample row of theirs carries the group count
-//! as a ninth column, and a padded one its routed rows as a tenth. The MoE layer's decode
-//! gate·up kernel (`…_splitk_silu_bs_qa_bm32_bn128`: bf16 token rows quantized in its A loads,
-//! the activation written by its epilogue; the layer runs it only where the launch fits one
-//! round of the device) is sampled the same way on one-round launches of its own
-//! ([`draw_silu_qa`]), so its coefficients are its own rather than its plain twin's. So do the other grouped kernels' samples, each on
+//! as a ninth column, and a padded one its routed rows as a tenth. The MoE layer's gate·up
+//! kernels with the activation epilogue (`…_splitk_silu_bs_*`, the `_qa_` one quantizing bf16
+//! token rows in its A loads; the layer runs them only where the launch fits one round of the
+//! device) are sampled the same way on one-round launches of their own ([`draw_silu`]), so
+//! their coefficients are their own rather than their plain twins'. So do the other grouped kernels' samples, each on
 //! problems of its own: DeepGEMM's m-grouped contiguous, masked and masked split-K kernels
 //! ([`draw_grouped`], [`launch_grouped`]: contiguous groups of whole 128-row blocks ending in
 //! padding rows; masked groups of capacity `⌈1.3·expected_m⌉` with counts spread around
@@ -387,40 +387,32 @@ fn launch_contiguous(ctx: &Context, stream: &mut Stream, plan: &Plan, desc: &Gem
         (row_src, m_indices): (&fp8gemm::DeviceBuffer<i32>, &fp8gemm::DeviceBuffer<i32>),
         d: &mut fp8gemm::DeviceBuffer<half::bf16>,
         (m, n, k, g, bm): (usize, usize, usize, usize, usize),
-        silu_qa: bool,
+        variant: select::ContiguousVariant,
     ) -> Result<fp8gemm::GemmRun, fp8gemm::Error> {
         let b = fp8gemm::DeviceGroupedWeights::<F>::alloc_preshuffled(ctx, g, n, k)?;
         let a = fp8gemm::ActivationsView::<F>::new(a_data.as_slice(), a_scales.as_slice(), m, k)?;
-        if silu_qa {
-            // The decode gate·up kernel: bf16 token rows (one per row of the problem) quantized
-            // in the A loads, the activation written by its epilogue.
+        if matches!(variant, select::ContiguousVariant::Silu | select::ContiguousVariant::SiluQa) {
+            // The gate·up kernels with the activation epilogue; the `_qa_` one reads bf16
+            // token rows (one per row of the problem) and quantizes them in its A loads.
+            let qa = variant == select::ContiguousVariant::SiluQa;
             let inter = n / 2;
-            let a_bf16 = ctx.alloc_zeroed::<half::bf16>(m * k)?;
+            let a_bf16 = ctx.alloc_zeroed::<half::bf16>(if qa { m * k } else { 1 })?;
             let mut act = ctx.alloc_zeroed::<u8>(m * inter)?;
             let mut act_sf = ctx.alloc_zeroed::<f32>(m * (inter / 128))?;
             let mut counters = ctx.alloc_zeroed::<u32>((m / bm) * (inter / 128))?;
             let epilogue = (act.slice_mut(..)?, act_sf.slice_mut(..)?, counters.slice_mut(..)?);
-            return fp8gemm::m_grouped_fp8_gemm_nt_contiguous_gathered_silu_qa(
-                stream,
-                a,
-                a_bf16.as_slice(),
-                row_src.as_slice(),
-                (&b).into(),
-                d,
-                m_indices.as_slice(),
-                epilogue,
-                g,
-            );
+            let a_bf16 = qa.then(|| a_bf16.as_slice());
+            return fp8gemm::m_grouped_fp8_gemm_nt_contiguous_gathered_silu(stream, a, a_bf16, row_src.as_slice(), (&b).into(), d, m_indices.as_slice(), epilogue, bm, g);
         }
         fp8gemm::m_grouped_fp8_gemm_nt_contiguous_gathered(stream, a, row_src.as_slice(), &b, d, m_indices.as_slice(), bm, g)
     }
     let (ops, maps, dims) = ((&a_data, &a_scales), (&row_src, &m_indices), (m, n, k, g, bm));
-    let silu_qa = is_silu_qa(kernel);
+    let variant = variant_of(kernel);
     emu::set_timing(Some(mode));
     // The operands' FP8 format is the device's (E4M3FNUZ on gfx942, E4M3FN on gfx950).
     let run = match ctx.arch() {
-        Arch::Gfx950 => go::<fp8gemm::fp8::E4M3Fn>(ctx, stream, ops, maps, &mut d, dims, silu_qa),
-        _ => go::<fp8gemm::fp8::E4M3Fnuz>(ctx, stream, ops, maps, &mut d, dims, silu_qa),
+        Arch::Gfx950 => go::<fp8gemm::fp8::E4M3Fn>(ctx, stream, ops, maps, &mut d, dims, variant),
+        _ => go::<fp8gemm::fp8::E4M3Fnuz>(ctx, stream, ops, maps, &mut d, dims, variant),
     }
     .and_then(|r| stream.synchronize().map(|_| r));
     emu::set_timing(None);
@@ -490,7 +482,7 @@ fn candidates_of(e: &'static KernelEntry, desc: &GemmDesc) -> Vec<Plan> {
             cus: desc.cus,
             available: u64::MAX,
             forced: None,
-            variant: if is_silu_qa(e) { select::ContiguousVariant::SiluQa } else { select::ContiguousVariant::Plain },
+            variant: variant_of(e),
             pipelined: Some(e.pipelined()),
             bytes: None,
             routing: None,
@@ -534,18 +526,28 @@ fn draw_contiguous(
     pick_within(rng, e, desc, e.tiles(m, n), nkb, max_blocks).map(|(d, p)| (d, p, stored))
 }
 
-/// Whether `e` is the MoE layer's decode gate·up kernel, which quantizes bf16 token rows in its
-/// A loads and runs the activation epilogue (`…_splitk_silu_bs_qa_bm32_bn128`).
-fn is_silu_qa(e: &KernelEntry) -> bool {
-    matches!(e.spec, registry::Spec::ContiguousSiluQa(_))
+/// Whether `e` is one of the MoE layer's gate·up kernels with the activation epilogue
+/// (`…_splitk_silu_bs_*`; the `_qa_` one also quantizes bf16 token rows in its A loads).
+fn is_silu(e: &KernelEntry) -> bool {
+    matches!(e.spec, registry::Spec::ContiguousSilu(_) | registry::Spec::ContiguousSiluQa(_))
 }
 
-/// Draws a launch of the decode gate·up kernel `e` ([`is_silu_qa`]) as the MoE layer runs it:
-/// `G` active groups log-uniform in 1 … 64, routed rows per group log-uniform in 1 … 64
-/// (rounded up to whole 32-row tiles, the rest padding), `N = 2·inter` with `inter`
-/// log-uniform in 128 … 4096 (a multiple of 128), K as the dense draws; only launches that fit
-/// one round of the device (where the layer runs this kernel), redrawn otherwise.
-fn draw_silu_qa(rng: &mut StdRng, e: &'static KernelEntry, arch: Arch, cus: u32, max_blocks: u64, (lo, hi): (u32, u32)) -> Option<(GemmDesc, Plan, u32)> {
+/// The contiguous split-K variant kernel `e` is planned as.
+fn variant_of(e: &KernelEntry) -> select::ContiguousVariant {
+    match e.spec {
+        registry::Spec::ContiguousSilu(_) => select::ContiguousVariant::Silu,
+        registry::Spec::ContiguousSiluQa(_) => select::ContiguousVariant::SiluQa,
+        registry::Spec::ContiguousScatter(_) => select::ContiguousVariant::Scatter,
+        _ => select::ContiguousVariant::Plain,
+    }
+}
+
+/// Draws a launch of the gate·up kernel `e` with the activation epilogue ([`is_silu`]) as the
+/// MoE layer runs it: `G` active groups log-uniform in 1 … 64, routed rows per group
+/// log-uniform in 1 … 64 (rounded up to whole tiles, the rest padding), `N = 2·inter` with
+/// `inter` log-uniform in 128 … 4096 (a multiple of 128), K as the dense draws; only launches
+/// that fit one round of the device (where the layer runs these kernels), redrawn otherwise.
+fn draw_silu(rng: &mut StdRng, e: &'static KernelEntry, arch: Arch, cus: u32, max_blocks: u64, (lo, hi): (u32, u32)) -> Option<(GemmDesc, Plan, u32)> {
     let nkb = log_uniform(rng, f64::from(lo), f64::from(hi)).round() as u32;
     let inter = ((log_uniform(rng, 128.0, 4096.0) / 128.0).round() as u32).max(1) * 128;
     let g = log_uniform(rng, 1.0, 64.0).round().max(1.0) as u32;
@@ -555,7 +557,9 @@ fn draw_silu_qa(rng: &mut StdRng, e: &'static KernelEntry, arch: Arch, cus: u32,
     let desc = GemmDesc { cus, ..GemmDesc::m_grouped_contiguous(m, 2 * inter, nkb * 128, g, arch) };
     let (d, p) = pick_within(rng, e, desc, e.tiles(m, 2 * inter), nkb, max_blocks)?;
     let round = u64::from(cus) * u64::from(e.slots_per_cu(arch).unwrap_or(1));
-    (u64::from(p.grid) <= round).then_some((d, p, g.checked_mul(routed)?))
+    // Groups without padding rows store every row (0: no padding).
+    let stored = if routed < per { g.checked_mul(routed)? } else { 0 };
+    (u64::from(p.grid) <= round).then_some((d, p, stored))
 }
 
 /// `desc` with a random candidate plan of `e`, unless its `tiles` tiles of `nkb` K blocks pass
@@ -722,7 +726,7 @@ pub fn run(a: CostArgs) -> Result<(), String> {
             // the plain kernel's coefficients: `CostModel::cost_of`), DeepGEMM's m-grouped
             // kernels and the k-grouped ones.
             let sampled = matches!(e.problem, Problem::Dense | Problem::KGrouped)
-                || matches!(e.spec, registry::Spec::ContiguousSplitK(_) | registry::Spec::ContiguousSiluQa(_))
+                || matches!(e.spec, registry::Spec::ContiguousSplitK(_) | registry::Spec::ContiguousSilu(_) | registry::Spec::ContiguousSiluQa(_))
                 || select::is_deepgemm_grouped(e);
             sampled && keep(e.name())
         })
@@ -748,8 +752,8 @@ pub fn run(a: CostArgs) -> Result<(), String> {
                 while got < a.samples && tries < 200 * a.samples {
                     tries += 1;
                     let plain = |d: Option<(GemmDesc, Plan)>| d.map(|(d, p)| (d, p, 0));
-                    let drawn = if is_silu_qa(e) {
-                        draw_silu_qa(&mut rng, e, arch, cus, a.max_blocks, a.k_blocks)
+                    let drawn = if is_silu(e) {
+                        draw_silu(&mut rng, e, arch, cus, a.max_blocks, a.k_blocks)
                     } else if grouped {
                         draw_contiguous(&mut rng, e, arch, cus, a.max_blocks, a.k_blocks, a.padded)
                     } else if select::is_deepgemm_grouped(e) {
@@ -932,14 +936,15 @@ impl Resolved {
     /// The sample with its plan (`plan_of`), or an error naming it.
     fn new(t: Timed, arch: Arch, cus: u32) -> Result<Resolved, String> {
         let (desc, plan) = plan_of(&t, arch, cus).ok_or_else(|| format!("sample {t:?} is not a candidate of the current selector"))?;
-        let features = if is_silu_qa(plan.kernel) {
-            // Every routed row reads its own token row (bf16), gathered.
+        let features = if is_silu(plan.kernel) {
+            // Every routed row reads its own token row, gathered (bf16 for the kernel that
+            // quantizes its A loads).
             let (rows, n, k) = (f64::from(t.m), f64::from(t.n), f64::from(t.k));
             let stored = if t.stored > 0 { f64::from(t.stored) } else { rows };
             select::contiguous_features_with(
                 &plan,
                 &desc,
-                Some(select::ContiguousBytes::of(select::ContiguousVariant::SiluQa, rows, stored, n, k, Some(stored), None)),
+                Some(select::ContiguousBytes::of(variant_of(plan.kernel), rows, stored, n, k, Some(stored), None)),
                 None,
             )
         } else if t.stored > 0 {

@@ -636,29 +636,30 @@ pub fn m_grouped_fp8_gemm_nt_contiguous_gathered<'a, F: Fp8Format>(
     contiguous_splitk(stream, a.into(), Some(row_src.into()), b.into(), d, m_indices.into(), None, align, active, None, None)
 }
 
-/// The MoE layer's decode gate·up launch alone, for the tuner's samples (`internals`): the
-/// gathered GEMM of [`m_grouped_fp8_gemm_nt_contiguous_gathered`] over bf16 token rows
-/// `a_bf16` (`a` gives only their shape: `a.m` tokens of `a.k`), which the kernel quantizes in
-/// its A loads, with the activation epilogue writing `act = FP8(silu(gate)·up)` and `act_sf`
-/// (`n = 2·inter`; `counters` at least `(m_sum/align)·inter/128` zeros, left zero) — the
-/// `m_grouped_fp8_gemm_nt_contiguous_splitk_silu_bs_qa_bm32_bn128` kernel, `align` 32, planned
-/// as the layer plans it ([`crate::select::plan_contiguous_splitk`], its variant). Its rows are
-/// the gathered path's (every row stored, a −1 row's `m_indices` skipping it).
+/// The MoE layer's gate·up launch with its activation epilogue alone, for the tuner's samples
+/// (`internals`): the gathered GEMM of [`m_grouped_fp8_gemm_nt_contiguous_gathered`] (tile
+/// height `align`, 32 or 64) writing `act = FP8(silu(gate)·up)` and `act_sf` from its tiles
+/// (`n = 2·inter`; `counters` at least `(m_sum/align)·inter/128` zeros, left zero): the
+/// `m_grouped_fp8_gemm_nt_contiguous_splitk_silu_bs_*` kernels, planned as the layer plans them
+/// ([`crate::select::plan_contiguous_splitk`], their variant). With `a_bf16` (the bf16 token
+/// rows, `a.m × a.k`; `align` 32) the kernel quantizes its A loads itself and `a` gives only the
+/// shape. Rows are the gathered path's (a −1 `m_indices` row skipped).
 #[cfg(all(feature = "moe", feature = "internals"))]
 #[allow(clippy::too_many_arguments)]
-pub fn m_grouped_fp8_gemm_nt_contiguous_gathered_silu_qa<'a, F: Fp8Format>(
+pub fn m_grouped_fp8_gemm_nt_contiguous_gathered_silu<'a, F: Fp8Format>(
     stream: &Stream,
     a: ActivationsView<'a, F>,
-    a_bf16: DeviceSlice<'a, half::bf16>,
+    a_bf16: Option<DeviceSlice<'a, half::bf16>>,
     row_src: DeviceSlice<'a, i32>,
     b: GroupedWeightsView<'a, F>,
     d: impl IntoOutput<'a>,
     m_indices: DeviceSlice<'a, i32>,
     (act, act_sf, counters): (crate::view::DeviceSliceMut<'_, u8>, crate::view::DeviceSliceMut<'_, f32>, crate::view::DeviceSliceMut<'_, u32>),
+    align: usize,
     active: usize,
 ) -> Result<GemmRun> {
-    let silu = Silu { act, act_sf, counters, fp8_max: F::MAX, a_bf16: Some(a_bf16) };
-    contiguous_splitk(stream, a, Some(row_src), b, d, m_indices, None, 32, active, Some(MoeEpilogue::Silu(silu)), None)
+    let silu = Silu { act, act_sf, counters, fp8_max: F::MAX, a_bf16 };
+    contiguous_splitk(stream, a, Some(row_src), b, d, m_indices, None, align, active, Some(MoeEpilogue::Silu(silu)), None)
 }
 
 /// The MoE scatter epilogue of [`contiguous_splitk`] (device contract: `MoeScatterArgs`):

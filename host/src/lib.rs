@@ -126,7 +126,7 @@ pub use dense_layouts::{
 pub use error::{Error, Result};
 pub use gemm::{DeviceActivations, DeviceWeights, GemmRun, fp8_gemm_nt, fp8_gemm_nt_with_plan, fp8_gemm_nt_with_workspace};
 #[cfg(all(feature = "moe", feature = "internals"))]
-pub use grouped::m_grouped_fp8_gemm_nt_contiguous_gathered_silu_qa;
+pub use grouped::m_grouped_fp8_gemm_nt_contiguous_gathered_silu;
 pub use grouped::{
     CONTIGUOUS_ALIGNMENTS, DeviceGroupedWeights, m_alignment_for_contiguous_layout, m_grouped_fp8_gemm_nt_contiguous, m_grouped_fp8_gemm_nt_contiguous_aligned,
     m_grouped_fp8_gemm_nt_contiguous_gathered, m_grouped_fp8_gemm_nt_masked, m_grouped_fp8_gemm_nt_masked_with_workspace,
