@@ -470,10 +470,10 @@ struct TuneCli {
     /// `--skip masked_bm,masked_bs`, whose own coefficients chose worse than the dense stand-ins).
     #[arg(long)]
     skip: Option<String>,
-    /// With `--only`: fit each of those kernels its own HBM rate and memory fill (a grid, the
-    /// least mean |log error| over its own samples) instead of the shipped model's figures;
-    /// the other kernels keep the machine's. For a family used only in launches of its own
-    /// shape (the MoE layer's contiguous split-K kernels).
+    /// With `--only`: fit those kernels one HBM rate and memory fill of their own (a grid, the
+    /// least mean |log error| over their samples) instead of the shipped model's figures; the
+    /// other kernels keep the machine's. For a family used only in launches of its own shape
+    /// (the MoE layer's contiguous split-K kernels).
     #[arg(long, requires = "only")]
     own_memory: bool,
 }

@@ -74,7 +74,7 @@ pub struct CostArgs {
     pub only: Option<String>,
     /// Kernels left out (`tune --skip`).
     pub skip: Option<String>,
-    /// Each `--only` kernel fitted its own HBM rate and fill (`tune --own-memory`).
+    /// The `--only` kernels fitted one HBM rate and fill of their own (`tune --own-memory`).
     pub own_memory: bool,
     pub seed: u64,
     /// The K blocks (K / 128) the draws take, log-uniform between the two.
@@ -350,9 +350,10 @@ fn launch_kgrouped(ctx: &Context, stream: &mut Stream, plan: &Plan, desc: &GemmD
     Ok(())
 }
 
-/// Launches `plan` of the contiguous split-K family (its plain kernel, through
-/// [`fp8gemm::m_grouped_fp8_gemm_nt_contiguous_gathered`] with the plan's tile, loop and split
-/// count as the stream's overrides) on zero operands laid out as `desc` describes: `desc.m`
+/// Launches `plan` of the contiguous split-K family (a plain kernel through
+/// [`fp8gemm::m_grouped_fp8_gemm_nt_contiguous_gathered`], one with the activation epilogue
+/// through [`fp8gemm::m_grouped_fp8_gemm_nt_contiguous_gathered_silu`], with the plan's tile,
+/// loop and split count as the stream's overrides) on zero operands laid out as `desc` describes: `desc.m`
 /// rows, `desc.groups` groups of `m / groups` rows each (a multiple of the tile height), every
 /// row in use and read from its own row of A (the row map the identity), with the timing model
 /// `mode` on; checks that the entry point ran the plan.
@@ -402,7 +403,18 @@ fn launch_contiguous(ctx: &Context, stream: &mut Stream, plan: &Plan, desc: &Gem
             let mut counters = ctx.alloc_zeroed::<u32>((m / bm) * (inter / 128))?;
             let epilogue = (act.slice_mut(..)?, act_sf.slice_mut(..)?, counters.slice_mut(..)?);
             let a_bf16 = qa.then(|| a_bf16.as_slice());
-            return fp8gemm::m_grouped_fp8_gemm_nt_contiguous_gathered_silu(stream, a, a_bf16, row_src.as_slice(), (&b).into(), d, m_indices.as_slice(), epilogue, bm, g);
+            return fp8gemm::m_grouped_fp8_gemm_nt_contiguous_gathered_silu(
+                stream,
+                a,
+                a_bf16,
+                row_src.as_slice(),
+                (&b).into(),
+                d,
+                m_indices.as_slice(),
+                epilogue,
+                bm,
+                g,
+            );
         }
         fp8gemm::m_grouped_fp8_gemm_nt_contiguous_gathered(stream, a, row_src.as_slice(), &b, d, m_indices.as_slice(), bm, g)
     }
@@ -722,9 +734,9 @@ pub fn run(a: CostArgs) -> Result<(), String> {
     let kernels: Vec<&'static KernelEntry> = registry::KERNELS
         .iter()
         .filter(|e| {
-            // Dense kernels, the plain contiguous split-K ones (their epilogue variants take
-            // the plain kernel's coefficients: `CostModel::cost_of`), DeepGEMM's m-grouped
-            // kernels and the k-grouped ones.
+            // Dense kernels, the plain contiguous split-K ones and those with the activation
+            // epilogue (the scatter variants take their plain twin's coefficients:
+            // `CostModel::cost_of`), DeepGEMM's m-grouped kernels and the k-grouped ones.
             let sampled = matches!(e.problem, Problem::Dense | Problem::KGrouped)
                 || matches!(e.spec, registry::Spec::ContiguousSplitK(_) | registry::Spec::ContiguousSilu(_) | registry::Spec::ContiguousSiluQa(_))
                 || select::is_deepgemm_grouped(e);
@@ -936,25 +948,14 @@ impl Resolved {
     /// The sample with its plan (`plan_of`), or an error naming it.
     fn new(t: Timed, arch: Arch, cus: u32) -> Result<Resolved, String> {
         let (desc, plan) = plan_of(&t, arch, cus).ok_or_else(|| format!("sample {t:?} is not a candidate of the current selector"))?;
-        let features = if is_silu(plan.kernel) {
-            // Every routed row reads its own token row, gathered (bf16 for the kernel that
+        let features = if is_silu(plan.kernel) || t.stored > 0 {
+            // A launch whose groups end in padding rows stores `t.stored` rows; the activation
+            // kernels read every routed row's own token row, gathered (bf16 for the one that
             // quantizes its A loads).
             let (rows, n, k) = (f64::from(t.m), f64::from(t.n), f64::from(t.k));
             let stored = if t.stored > 0 { f64::from(t.stored) } else { rows };
-            select::contiguous_features_with(
-                &plan,
-                &desc,
-                Some(select::ContiguousBytes::of(variant_of(plan.kernel), rows, stored, n, k, Some(stored), None)),
-                None,
-            )
-        } else if t.stored > 0 {
-            let (rows, n, k) = (f64::from(t.m), f64::from(t.n), f64::from(t.k));
-            select::contiguous_features_with(
-                &plan,
-                &desc,
-                Some(select::ContiguousBytes::of(select::ContiguousVariant::Plain, rows, f64::from(t.stored), n, k, None, None)),
-                None,
-            )
+            let gathered = is_silu(plan.kernel).then_some(stored);
+            select::contiguous_features_with(&plan, &desc, Some(select::ContiguousBytes::of(variant_of(plan.kernel), rows, stored, n, k, gathered, None)), None)
         } else {
             Features::of(&plan, &desc)
         };

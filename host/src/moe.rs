@@ -40,9 +40,9 @@
 //!   before it, since the epilogue adds its output.
 //!
 //! Split counts and the 32-/64-row tile (two-phase or pipelined bs loop) come from the
-//! generated cost model ([`crate::select::plan_contiguous_splitk`]; the decode gate·up kernel,
-//! quantizing its A loads with the activation epilogue, is estimated with coefficients of its
-//! own, the other epilogue kernels with their plain twins'). The epilogues pay a tail
+//! generated cost model ([`crate::select::plan_contiguous_splitk`]; the gate·up kernels with
+//! the activation epilogue are estimated with coefficients of their own, the scatter kernels
+//! with their plain twins'). The epilogues pay a tail
 //! per workgroup (a release, an atomic, reads of other workgroups' results) that the plain
 //! kernels' features do not include, so they run only where the launch fits one round of the
 //! device (every workgroup resident at once: decode), where the launch they replace costs

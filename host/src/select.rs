@@ -45,8 +45,7 @@
 //!   `fp8gemm tune --only … --own-memory` for a family that runs only in launches of its own
 //!   shape): the MoE layer's contiguous split-K kernels stream their experts' weights at a
 //!   rate and with a ramp of their own, which a machine-wide figure fitted over every kernel
-//!   hides (session 31: their family's figures choose the layer's tile height where the
-//!   machine's could not, `docs/perf/cost_fit_s31.txt`), and no other kernel's estimate moves.
+//!   hides (`docs/perf/cost_fit_s31.txt`), and no other kernel's estimate moves.
 //! * `time = launch + max(busiest CU cycles / clock, fill + max(HBM bytes / its bandwidth, L2
 //!   bytes / its bandwidth, fabric bytes / its bandwidth)) + tail · chain / clock`; launches a
 //!   memory bound estimates alike are ranked by their compute term.
@@ -1428,8 +1427,8 @@ pub fn contiguous_splitk_candidates(block_m: Option<u32>, q: &ContiguousQuery) -
 /// [`contiguous_splitk_candidates`] with the least estimate (the first where none has one).
 /// `forced` pins the split count (an impossible one is [`ConfigError::ForcedSplit`]);
 /// `variant` picks the kernel with the MoE scatter or activation epilogue, estimated with its
-/// own coefficients where the model has them (the decode gate·up kernel that quantizes its A
-/// loads, sampled by the tuner on one-round launches), else its plain twin's
+/// own coefficients where the model has them (the activation-epilogue kernels, sampled by the
+/// tuner on one-round launches), else its plain twin's
 /// ([`CostModel::cost_of`]); `pipelined` keeps only the kernels on (`true`) or off (`false`) the
 /// pipelined bs loop ([`Overrides::bs_pipelined`]); `bytes` the launch's own A and output
 /// bytes ([`ContiguousBytes`]; `None`: the plain launch's).
